@@ -1,0 +1,170 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* OS-touching helpers with no sandbox knowledge; see fdutil.h. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cleanup.h"
+#include "fdutil.h"
+
+int hutch_write_all(int fd, const void *buf, size_t len)
+{
+	const char *p = buf;
+
+	while (len > 0) {
+		ssize_t n = write(fd, p, len);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+ssize_t hutch_read_all(int fd, void *buf, size_t len)
+{
+	char *p = buf;
+	size_t done = 0;
+
+	while (done < len) {
+		ssize_t n = read(fd, p + done, len - done);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (n == 0)
+			break;
+		done += (size_t)n;
+	}
+	return (ssize_t)done;
+}
+
+int hutch_write_file_at(int dirfd, const char *path, const char *content, mode_t mode)
+{
+	_cleanup_close_ int fd = -EBADF;
+
+	fd = openat(dirfd, path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, mode);
+	if (fd < 0)
+		return -errno;
+	return hutch_write_all(fd, content, strlen(content));
+}
+
+int hutch_write_knob_at(int dirfd, const char *path, const char *value)
+{
+	_cleanup_close_ int fd = -EBADF;
+	size_t len = strlen(value);
+	ssize_t n;
+
+	fd = openat(dirfd, path, O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return -errno;
+	/* Knobs take one write; a short write is an error. */
+	n = write(fd, value, len);
+	if (n < 0)
+		return -errno;
+	return (size_t)n == len ? 0 : -EIO;
+}
+
+ssize_t hutch_read_file_at(int dirfd, const char *path, char *buf, size_t max)
+{
+	_cleanup_close_ int fd = -EBADF;
+	ssize_t n;
+
+	if (max == 0)
+		return -EINVAL;
+	fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return -errno;
+	n = hutch_read_all(fd, buf, max - 1);
+	if (n < 0)
+		return n;
+	buf[n] = '\0';
+	return n;
+}
+
+static int rm_rf_children(int fd)
+{
+	_cleanup_closedir_ DIR *d = NULL;
+	struct dirent *de;
+	int r = 0;
+
+	d = fdopendir(fd);
+	if (!d) {
+		r = -errno;
+		close(fd);
+		return r;
+	}
+	while ((de = readdir(d))) {
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		if (de->d_type == DT_DIR) {
+			int sub = openat(dirfd(d), de->d_name,
+					 O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			if (sub >= 0) {
+				int q = rm_rf_children(sub);
+				if (q < 0 && r == 0)
+					r = q;
+			}
+			if (unlinkat(dirfd(d), de->d_name, AT_REMOVEDIR) < 0 && errno != ENOENT &&
+			    r == 0)
+				r = -errno;
+		} else if (unlinkat(dirfd(d), de->d_name, 0) < 0 && errno != ENOENT && r == 0) {
+			r = -errno;
+		}
+	}
+	return r;
+}
+
+int hutch_rm_rf_at(int dirfd, const char *path)
+{
+	int fd, r;
+
+	fd = openat(dirfd, path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0) {
+		if (errno == ENOTDIR || errno == ELOOP)
+			return unlinkat(dirfd, path, 0) < 0 ? -errno : 0;
+		return errno == ENOENT ? 0 : -errno;
+	}
+	r = rm_rf_children(fd);
+	if (unlinkat(dirfd, path, AT_REMOVEDIR) < 0 && errno != ENOENT)
+		return r < 0 ? r : -errno;
+	return r;
+}
+
+int hutch_mkdir_p_at(int dirfd, const char *path, mode_t mode)
+{
+	char buf[4096];
+	size_t len = strlen(path);
+
+	if (len == 0 || len >= sizeof(buf))
+		return -EINVAL;
+	memcpy(buf, path, len + 1);
+	for (char *p = buf + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdirat(dirfd, buf, mode) < 0 && errno != EEXIST)
+			return -errno;
+		*p = '/';
+	}
+	if (mkdirat(dirfd, buf, mode) < 0 && errno != EEXIST)
+		return -errno;
+	return 0;
+}
+
+int hutch_fd_nonblock(int fd, bool on)
+{
+	int fl = fcntl(fd, F_GETFL);
+
+	if (fl < 0)
+		return -errno;
+	fl = on ? (fl | O_NONBLOCK) : (fl & ~O_NONBLOCK);
+	return fcntl(fd, F_SETFL, fl) < 0 ? -errno : 0;
+}

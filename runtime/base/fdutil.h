@@ -1,0 +1,34 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * OS-touching helpers that know nothing about sandboxes: whole reads and
+ * writes, small files, directory removal, fd passing. All return >= 0 on
+ * success or a negative errno.
+ */
+#ifndef HUTCH_FDUTIL_H
+#define HUTCH_FDUTIL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+/* Lookup flags for host directories we own (cgroup, state dirs). */
+#define HUTCH_RESOLVE_HOST (RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_SYMLINKS)
+
+/* write() all of buf, retrying on EINTR and short writes. */
+int hutch_write_all(int fd, const void *buf, size_t len);
+/* read() until len bytes or EOF; returns bytes read. */
+ssize_t hutch_read_all(int fd, void *buf, size_t len);
+/* Write a small file relative to dirfd (created/truncated with mode). */
+int hutch_write_file_at(int dirfd, const char *path, const char *content, mode_t mode);
+/* Write a string to an existing file (cgroup and /proc knobs), no O_CREAT. */
+int hutch_write_knob_at(int dirfd, const char *path, const char *value);
+/* Read a small file (at most max-1 bytes) into buf, NUL-terminated; returns length. */
+ssize_t hutch_read_file_at(int dirfd, const char *path, char *buf, size_t max);
+/* Remove a directory tree relative to dirfd without following symlinks. */
+int hutch_rm_rf_at(int dirfd, const char *path);
+/* mkdir -p relative to dirfd. */
+int hutch_mkdir_p_at(int dirfd, const char *path, mode_t mode);
+/* Set O_NONBLOCK on fd. */
+int hutch_fd_nonblock(int fd, bool on);
+
+#endif

@@ -1,0 +1,156 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Raw syscalls that glibc 2.36 does not wrap (or wraps inconsistently), in
+ * one place to audit the ABI. Each returns what the kernel returns through
+ * syscall(2): -1 with errno set. Missing __NR_ numbers give -1/ENOSYS.
+ */
+#ifndef HUTCH_SYSCALLS_H
+#define HUTCH_SYSCALLS_H
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#include <linux/mount.h>
+#include <linux/openat2.h>
+#include <linux/sched.h>
+
+#ifndef CLONE_PIDFD
+#define CLONE_PIDFD 0x00001000
+#endif
+#ifndef CLONE_INTO_CGROUP
+#define CLONE_INTO_CGROUP 0x200000000ULL
+#endif
+#ifndef CLOSE_RANGE_CLOEXEC
+#define CLOSE_RANGE_CLOEXEC (1U << 2)
+#endif
+#ifndef MOVE_MOUNT_F_EMPTY_PATH
+#define MOVE_MOUNT_F_EMPTY_PATH 0x00000004
+#endif
+#ifndef MOVE_MOUNT_T_EMPTY_PATH
+#define MOVE_MOUNT_T_EMPTY_PATH 0x00000040
+#endif
+#ifndef OPEN_TREE_CLONE
+#define OPEN_TREE_CLONE 1
+#endif
+#ifndef OPEN_TREE_CLOEXEC
+#define OPEN_TREE_CLOEXEC O_CLOEXEC
+#endif
+
+#define sys_missing()            \
+	({                       \
+		errno = ENOSYS;  \
+		-1;              \
+	})
+
+static inline long sys_clone3(struct clone_args *args, size_t size)
+{
+#ifdef __NR_clone3
+	return syscall(__NR_clone3, args, size);
+#else
+	return sys_missing();
+#endif
+}
+
+static inline int sys_pidfd_open(pid_t pid, unsigned int flags)
+{
+#ifdef __NR_pidfd_open
+	return (int)syscall(__NR_pidfd_open, pid, flags);
+#else
+	return sys_missing();
+#endif
+}
+
+static inline int sys_pidfd_send_signal(int pidfd, int sig, siginfo_t *info, unsigned int flags)
+{
+#ifdef __NR_pidfd_send_signal
+	return (int)syscall(__NR_pidfd_send_signal, pidfd, sig, info, flags);
+#else
+	return sys_missing();
+#endif
+}
+
+static inline int sys_close_range(unsigned int first, unsigned int last, unsigned int flags)
+{
+#ifdef __NR_close_range
+	return (int)syscall(__NR_close_range, first, last, flags);
+#else
+	return sys_missing();
+#endif
+}
+
+static inline int sys_pivot_root(const char *new_root, const char *put_old)
+{
+	return (int)syscall(__NR_pivot_root, new_root, put_old);
+}
+
+static inline int sys_openat2(int dirfd, const char *path, struct open_how *how, size_t size)
+{
+#ifdef __NR_openat2
+	return (int)syscall(__NR_openat2, dirfd, path, how, size);
+#else
+	return sys_missing();
+#endif
+}
+
+static inline int sys_open_tree(int dirfd, const char *path, unsigned int flags)
+{
+#ifdef __NR_open_tree
+	return (int)syscall(__NR_open_tree, dirfd, path, flags);
+#else
+	return sys_missing();
+#endif
+}
+
+static inline int sys_move_mount(int from_dirfd, const char *from_path, int to_dirfd,
+				 const char *to_path, unsigned int flags)
+{
+#ifdef __NR_move_mount
+	return (int)syscall(__NR_move_mount, from_dirfd, from_path, to_dirfd, to_path, flags);
+#else
+	return sys_missing();
+#endif
+}
+
+static inline int sys_fsopen(const char *fsname, unsigned int flags)
+{
+#ifdef __NR_fsopen
+	return (int)syscall(__NR_fsopen, fsname, flags);
+#else
+	return sys_missing();
+#endif
+}
+
+static inline int sys_fsconfig(int fd, unsigned int cmd, const char *key, const void *value,
+			       int aux)
+{
+#ifdef __NR_fsconfig
+	return (int)syscall(__NR_fsconfig, fd, cmd, key, value, aux);
+#else
+	return sys_missing();
+#endif
+}
+
+static inline int sys_fsmount(int fd, unsigned int flags, unsigned int attr_flags)
+{
+#ifdef __NR_fsmount
+	return (int)syscall(__NR_fsmount, fd, flags, attr_flags);
+#else
+	return sys_missing();
+#endif
+}
+
+static inline int sys_mount_setattr(int dirfd, const char *path, unsigned int flags,
+				    struct mount_attr *attr, size_t size)
+{
+#ifdef __NR_mount_setattr
+	return (int)syscall(__NR_mount_setattr, dirfd, path, flags, attr, size);
+#else
+	return sys_missing();
+#endif
+}
+
+#endif

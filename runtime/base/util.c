@@ -1,0 +1,207 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Pure helpers; see util.h. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+
+#include "util.h"
+
+int hutch_parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *ret)
+{
+	unsigned long long v;
+	char *end = NULL;
+
+	if (!s || !*s || *s < '0' || *s > '9')
+		return -EINVAL;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno == ERANGE)
+		return -ERANGE;
+	if (*end != '\0')
+		return -EINVAL;
+	if (v < min || v > max)
+		return -ERANGE;
+	*ret = v;
+	return 0;
+}
+
+static bool is_lower_hex(char c)
+{
+	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+}
+
+bool hutch_id_prefix_is_valid(const char *s)
+{
+	size_t n = 0;
+
+	if (!s)
+		return false;
+	for (; s[n]; n++)
+		if (n >= HUTCH_ID_LEN || !is_lower_hex(s[n]))
+			return false;
+	return n > 0;
+}
+
+bool hutch_id_is_valid(const char *s)
+{
+	return hutch_id_prefix_is_valid(s) && strlen(s) == HUTCH_ID_LEN;
+}
+
+int hutch_id_new(char buf[static HUTCH_ID_LEN + 1])
+{
+	static const char hex[] = "0123456789abcdef";
+	unsigned char raw[HUTCH_ID_LEN / 2];
+
+	if (getrandom(raw, sizeof(raw), 0) != (ssize_t)sizeof(raw))
+		return -EIO;
+	for (size_t i = 0; i < sizeof(raw); i++) {
+		buf[2 * i] = hex[raw[i] >> 4];
+		buf[2 * i + 1] = hex[raw[i] & 15];
+	}
+	buf[HUTCH_ID_LEN] = '\0';
+	return 0;
+}
+
+/* Length of the valid UTF-8 sequence at p (n bytes left): >0 valid, 0 invalid, <0 incomplete. */
+static int utf8_seq(const unsigned char *p, size_t n)
+{
+	unsigned char c = p[0];
+	int len;
+	uint32_t cp;
+
+	if (c >= 0x01 && c < 0x80)
+		return 1;
+	if (c >= 0xc2 && c <= 0xdf) {
+		len = 2;
+		cp = c & 0x1f;
+	} else if (c >= 0xe0 && c <= 0xef) {
+		len = 3;
+		cp = c & 0x0f;
+	} else if (c >= 0xf0 && c <= 0xf4) {
+		len = 4;
+		cp = c & 0x07;
+	} else {
+		return 0;
+	}
+	for (int i = 1; i < len; i++) {
+		if ((size_t)i >= n)
+			return -1;
+		if ((p[i] & 0xc0) != 0x80)
+			return 0;
+		cp = (cp << 6) | (p[i] & 0x3f);
+	}
+	if ((len == 3 && cp < 0x800) || (len == 4 && (cp < 0x10000 || cp > 0x10ffff)) ||
+	    (cp >= 0xd800 && cp <= 0xdfff))
+		return 0;
+	return len;
+}
+
+char *hutch_utf8_sanitize(const char *src, size_t len, size_t *carry)
+{
+	const unsigned char *p = (const unsigned char *)src;
+	char *out, *o;
+	size_t i = 0;
+
+	/* Worst case: every byte becomes a 3-byte U+FFFD. */
+	out = malloc(len * 3 + 1);
+	if (!out)
+		return NULL;
+	o = out;
+	if (carry)
+		*carry = 0;
+	while (i < len) {
+		int s = utf8_seq(p + i, len - i);
+		if (s > 0) {
+			memcpy(o, p + i, (size_t)s);
+			o += s;
+			i += (size_t)s;
+			continue;
+		}
+		if (s < 0 && carry) {
+			*carry = len - i;
+			break;
+		}
+		memcpy(o, "\xef\xbf\xbd", 3);
+		o += 3;
+		i++;
+	}
+	*o = '\0';
+	return out;
+}
+
+void hutch_buf_init(struct hutch_buf *b, size_t cap)
+{
+	memset(b, 0, sizeof(*b));
+	b->cap = cap;
+}
+
+int hutch_buf_append(struct hutch_buf *b, const void *p, size_t n)
+{
+	size_t keep = n;
+
+	b->total += n;
+	if (b->len + keep > b->cap) {
+		keep = b->cap - b->len;
+		b->truncated = true;
+	}
+	if (keep == 0)
+		return 0;
+	if (b->len + keep > b->alloc) {
+		size_t want = b->alloc ? b->alloc * 2 : 4096;
+		char *d;
+		while (want < b->len + keep)
+			want *= 2;
+		if (want > b->cap)
+			want = b->cap;
+		d = realloc(b->data, want);
+		if (!d)
+			return -ENOMEM;
+		b->data = d;
+		b->alloc = want;
+	}
+	memcpy(b->data + b->len, p, keep);
+	b->len += keep;
+	return 0;
+}
+
+void hutch_buf_done(struct hutch_buf *b)
+{
+	free(b->data);
+	memset(b, 0, sizeof(*b));
+}
+
+void hutch_format_time(int64_t t, char *buf, size_t size)
+{
+	time_t tt = (time_t)t;
+	struct tm tm;
+
+	gmtime_r(&tt, &tm);
+	strftime(buf, size, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+int64_t hutch_now_realtime(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec;
+}
+
+int64_t hutch_now_mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+double hutch_now_mono_sec(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}

@@ -1,0 +1,54 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Pure helpers (no syscalls beyond getrandom/clock): number parsing, UTF-8
+ * repair for JSON output, sandbox ids, a bounded byte buffer, time format.
+ */
+#ifndef HUTCH_UTIL_H
+#define HUTCH_UTIL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define HUTCH_ID_LEN 12 /* lowercase hex characters */
+
+/* Parse a base-10 unsigned integer in [min, max]; whole string must match. */
+int hutch_parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *ret);
+/* True if s is a well-formed sandbox id (HUTCH_ID_LEN lowercase hex chars). */
+bool hutch_id_is_valid(const char *s);
+/* True if s could be a unique prefix of an id (1..HUTCH_ID_LEN hex chars). */
+bool hutch_id_prefix_is_valid(const char *s);
+/* Fill buf (HUTCH_ID_LEN + 1 bytes) with a new random id. */
+int hutch_id_new(char buf[static HUTCH_ID_LEN + 1]);
+
+/*
+ * Copy len bytes of possibly invalid UTF-8 from src into a new NUL-terminated
+ * string, replacing each invalid sequence (and NUL bytes) with U+FFFD.
+ * If carry is not NULL, an incomplete sequence at the end is not replaced but
+ * its length returned in *carry so the caller can prepend it to the next
+ * chunk. Returns NULL on allocation failure.
+ */
+char *hutch_utf8_sanitize(const char *src, size_t len, size_t *carry);
+
+/* A byte buffer that keeps at most cap bytes and remembers what it dropped. */
+struct hutch_buf {
+	char *data;
+	size_t len;
+	size_t alloc;
+	size_t cap;     /* keep at most this many bytes */
+	uint64_t total; /* bytes offered, kept or not */
+	bool truncated;
+};
+void hutch_buf_init(struct hutch_buf *b, size_t cap);
+/* Append; past cap the bytes are counted but dropped. -ENOMEM on failure. */
+int hutch_buf_append(struct hutch_buf *b, const void *p, size_t n);
+void hutch_buf_done(struct hutch_buf *b);
+
+/* Format a unix time (seconds) as RFC 3339 UTC into buf (at least 32 bytes). */
+void hutch_format_time(int64_t t, char *buf, size_t size);
+/* CLOCK_REALTIME / CLOCK_MONOTONIC in milliseconds or seconds. */
+int64_t hutch_now_realtime(void);
+int64_t hutch_now_mono_ms(void);
+double hutch_now_mono_sec(void);
+
+#endif

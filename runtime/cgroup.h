@@ -1,0 +1,60 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Cgroups of one sandbox, v1 (one directory per controller) or v2 (one
+ * unified directory), nested under the cgroup of the calling process. The
+ * backend is chosen once in hutch_cgroup_new(); callers never branch on it.
+ */
+#ifndef HUTCH_CGROUP_H
+#define HUTCH_CGROUP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "error.h"
+
+struct hutch_cgroup;
+
+struct hutch_limits {
+	uint64_t cpu_millis;   /* 1000 = one CPU; becomes a CFS quota */
+	uint64_t memory_bytes; /* hard limit, no swap */
+	uint64_t pids_max;
+};
+
+#define HUTCH_CGROUP_MAX_DIRS 8
+
+/* Detect the hierarchy and compute (not create) the sandbox's directories,
+ * named "hutch-<name>", below the caller's own cgroup. */
+int hutch_cgroup_new(const char *name, struct hutch_cgroup **ret, struct hutch_err *err);
+struct hutch_cgroup *hutch_cgroup_free(struct hutch_cgroup *cg);
+/* "v1" or "v2". */
+const char *hutch_cgroup_version(const struct hutch_cgroup *cg);
+/* The absolute directories this sandbox uses (to record before creating). */
+size_t hutch_cgroup_dirs(const struct hutch_cgroup *cg, const char **ret_dirs, size_t max);
+/* Create the directories and write the limits. */
+int hutch_cgroup_create(struct hutch_cgroup *cg, const struct hutch_limits *lim,
+			struct hutch_err *err);
+/* Move pid into the sandbox's cgroups. */
+int hutch_cgroup_enter(struct hutch_cgroup *cg, pid_t pid, struct hutch_err *err);
+/* Count of OOM kills so far in this cgroup (memory.events / memory.oom_control). */
+int hutch_cgroup_oom_kills(struct hutch_cgroup *cg, uint64_t *ret);
+/* Freeze / thaw every process (v1 freezer, v2 cgroup.freeze). */
+int hutch_cgroup_freeze(struct hutch_cgroup *cg, bool frozen, struct hutch_err *err);
+/* SIGKILL everything left, wait until empty (bounded), rmdir every directory. */
+int hutch_cgroup_destroy(struct hutch_cgroup *cg, struct hutch_err *err);
+/* gc: same as destroy for a directory recorded earlier. Refuses paths not
+ * under /sys/fs/cgroup or whose last component does not start "hutch-". */
+int hutch_cgroup_remove_dir(const char *dir, struct hutch_err *err);
+
+/* What the host offers, for `hutch doctor`. */
+struct hutch_cgroup_probe {
+	bool v2_unified;      /* /sys/fs/cgroup is cgroup2 (pure v2) */
+	bool hybrid;          /* v1 controllers plus a v2 tree */
+	bool has_cpu, has_memory, has_pids, has_freezer;
+	bool can_create;      /* a child of our own cgroup could be made and removed */
+	char detail[256];     /* what is missing and how to fix it */
+};
+int hutch_cgroup_probe(struct hutch_cgroup_probe *ret);
+
+#endif

@@ -13,15 +13,20 @@
 #include "error.h"
 
 struct hutch_rootfs_config {
-	/* O_PATH|O_DIRECTORY fd of an empty host directory (opened by the
-	 * supervisor) where the new root's tmpfs is attached before pivot_root.
-	 * Only fd-relative operations are used on it: the host path may not be
-	 * traversable from inside the user namespace. */
+	/* O_PATH|O_DIRECTORY fd of an empty host directory where the new
+	 * root's tmpfs is attached before pivot_root, or -1. Only fd-relative
+	 * operations are used on it: the host path may not be traversable from
+	 * inside the user namespace. It must name a mount of the child's own
+	 * mount namespace (e.g. opened by the child, or "." inherited as cwd
+	 * through clone()); an fd opened by the supervisor before clone() names
+	 * the supervisor's mount, which move_mount() refuses with EINVAL. With
+	 * -1, or on that EINVAL, the root is stacked on the child's own "/"
+	 * instead, which needs no host directory at all. Not closed. */
 	int stage_fd;
-	const char *hostname;   /* goes to /etc/hostname and /etc/hosts */
-	uint64_t disk_bytes;    /* size= of each writable tmpfs */
-	uid_t app_uid;          /* 1000 */
-	gid_t app_gid;          /* 1000 */
+	const char *hostname;    /* goes to /etc/hostname and /etc/hosts */
+	uint64_t disk_bytes;     /* size= of each writable tmpfs */
+	uid_t app_uid;           /* 1000 */
+	gid_t app_gid;           /* 1000 */
 	const char *resolv_conf; /* full content of /etc/resolv.conf */
 	const char *extra_hosts; /* extra /etc/hosts lines, or NULL */
 };
@@ -30,11 +35,20 @@ struct hutch_rootfs_config {
  * Child side. Builds the root (tmpfs /, read-only host system dirs,
  * synthesized /etc, masked /proc, minimal /dev with private devpts, tmpfs
  * /workspace /tmp /home/appuser), pivot_root()s into it and detaches the old
- * root. On success "/" is the new root and the cwd is "/".
+ * root. On success "/" is the new (read-only) root, the cwd is "/" and no fd
+ * opened here remains. Must run as root of the new user namespace, as PID 1
+ * of the new pid namespace, while the host /proc is still fully visible
+ * (the kernel refuses a new procfs otherwise). Returns 0, or a negative
+ * errno with err naming the step and path; nothing is undone on failure.
  */
 int hutch_rootfs_setup_child(const struct hutch_rootfs_config *cfg, struct hutch_err *err);
 
-/* Pure: the /etc/passwd and /etc/group contents for the sandbox (caller frees). */
+/*
+ * Pure: the /etc/passwd and /etc/group contents for the sandbox (caller
+ * frees; appuser's shell is /bin/bash here, setup_child() falls back to
+ * /bin/sh without bash). NULL with errno EINVAL for an id that is 0, 5,
+ * 65534 or above, ENOMEM on allocation failure.
+ */
 char *hutch_rootfs_passwd(uid_t app_uid, gid_t app_gid);
 char *hutch_rootfs_group(gid_t app_gid);
 

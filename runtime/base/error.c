@@ -43,7 +43,10 @@ int hutch_err_prefix(struct hutch_err *err, const char *fmt, ...)
 	va_end(ap);
 	memcpy(old, err->msg, sizeof(old));
 	old[sizeof(old) - 1] = '\0';
-	snprintf(err->msg, sizeof(err->msg), "%s: %s", prefix, old);
+	/* Truncation is fine (the message stays NUL-terminated); using the
+	 * result tells GCC so (-Wformat-truncation breaks -Werror builds). */
+	if (snprintf(err->msg, sizeof(err->msg), "%s: %s", prefix, old) >= (int)sizeof(err->msg))
+		err->msg[sizeof(err->msg) - 1] = '\0';
 	return err->code;
 }
 

@@ -89,6 +89,48 @@ ssize_t hutch_read_file_at(int dirfd, const char *path, char *buf, size_t max)
 	return n;
 }
 
+ssize_t hutch_read_file_alloc_at(int dirfd, const char *path, size_t max, char **ret)
+{
+	_cleanup_close_ int fd = -EBADF;
+	_cleanup_free_ char *buf = NULL;
+	size_t len = 0, alloc = 0;
+
+	fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return -errno;
+	for (;;) {
+		ssize_t n;
+
+		if (len == alloc) {
+			char *p;
+
+			if (alloc >= max)
+				return -EFBIG;
+			alloc = alloc ? alloc * 2 : 16384;
+			if (alloc > max)
+				alloc = max;
+			p = realloc(buf, alloc + 1);
+			if (!p)
+				return -ENOMEM;
+			buf = p;
+		}
+		n = read(fd, buf + len, alloc - len);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (n == 0)
+			break;
+		len += (size_t)n;
+	}
+	if (!buf && !(buf = malloc(1)))
+		return -ENOMEM;
+	buf[len] = '\0';
+	*ret = TAKE_PTR(buf);
+	return (ssize_t)len;
+}
+
 static int rm_rf_children(int fd)
 {
 	_cleanup_closedir_ DIR *d = NULL;

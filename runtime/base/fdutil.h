@@ -24,6 +24,9 @@ int hutch_write_file_at(int dirfd, const char *path, const char *content, mode_t
 int hutch_write_knob_at(int dirfd, const char *path, const char *value);
 /* Read a small file (at most max-1 bytes) into buf, NUL-terminated; returns length. */
 ssize_t hutch_read_file_at(int dirfd, const char *path, char *buf, size_t max);
+/* Read a whole file of unknown size (at most max bytes) into a new
+ * NUL-terminated buffer (/proc/self/mountinfo can be large); returns length. */
+ssize_t hutch_read_file_alloc_at(int dirfd, const char *path, size_t max, char **ret);
 /* Remove a directory tree relative to dirfd without following symlinks. */
 int hutch_rm_rf_at(int dirfd, const char *path);
 /* mkdir -p relative to dirfd. */

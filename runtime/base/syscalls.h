@@ -153,4 +153,25 @@ static inline int sys_mount_setattr(int dirfd, const char *path, unsigned int fl
 #endif
 }
 
+/* seccomp(2): glibc 2.36 has no wrapper. prog is a struct sock_fprog *. */
+static inline int sys_seccomp(unsigned int op, unsigned int flags, void *args)
+{
+#ifdef __NR_seccomp
+	return (int)syscall(__NR_seccomp, op, flags, args);
+#else
+	return sys_missing();
+#endif
+}
+
+/* capget(2)/capset(2): raw, so the child never goes through libcap. */
+static inline int sys_capget(void *header, void *data)
+{
+	return (int)syscall(__NR_capget, header, data);
+}
+
+static inline int sys_capset(void *header, const void *data)
+{
+	return (int)syscall(__NR_capset, header, data);
+}
+
 #endif

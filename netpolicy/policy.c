@@ -1,0 +1,206 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Parsing and validation of the network option. The rules mirror the cloud
+ * sandbox's: "none", "all", or an allow-list of hosts where each entry is a
+ * name, name:port, ip or ip:port; a scheme, a path or a wildcard is refused
+ * at construction, naming the entry.
+ */
+#include <arpa/inet.h>
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "netpolicy.h"
+#include "util.h"
+
+const char *hutch_net_mode_name(enum hutch_net_mode mode)
+{
+	switch (mode) {
+	case HUTCH_NET_NONE:
+		return "none";
+	case HUTCH_NET_ALL:
+		return "all";
+	case HUTCH_NET_ALLOW:
+		return "allow";
+	}
+	return "unknown";
+}
+
+bool hutch_net_mode_is_implemented(enum hutch_net_mode mode)
+{
+	/* all and allow(hosts) land with the network policy issue. */
+	return mode == HUTCH_NET_NONE;
+}
+
+static bool is_dns_name(const char *s)
+{
+	size_t label = 0, total = strlen(s);
+	bool alpha = false;
+
+	if (total == 0 || total > HUTCH_NET_HOST_MAX || s[0] == '.' || s[0] == '-')
+		return false;
+	for (const char *p = s; *p; p++) {
+		if (*p == '.') {
+			if (label == 0 || p[-1] == '-')
+				return false;
+			label = 0;
+			continue;
+		}
+		if (!isalnum((unsigned char)*p) && *p != '-' && *p != '_')
+			return false;
+		if (isalpha((unsigned char)*p))
+			alpha = true;
+		if (*p == '-' && label == 0)
+			return false;
+		if (++label > 63)
+			return false;
+	}
+	/* A trailing dot is allowed (absolute name); an all-digit name is not
+	 * a name but a malformed address. */
+	return alpha;
+}
+
+static int parse_port(const char *s, const char *entry, uint16_t *ret, struct hutch_err *err)
+{
+	uint64_t v;
+
+	if (hutch_parse_u64(s, 1, 65535, &v) < 0)
+		return hutch_err_set(err, -EINVAL,
+				     "invalid host '%s': port must be a number from 1 to 65535",
+				     entry);
+	*ret = (uint16_t)v;
+	return 0;
+}
+
+int hutch_net_host_parse(const char *entry, struct hutch_net_host *ret, struct hutch_err *err)
+{
+	struct hutch_net_host h = { 0 };
+	char buf[HUTCH_NET_HOST_MAX + 16];
+	unsigned char addr[16];
+	char *host = buf, *port = NULL;
+	size_t len = entry ? strlen(entry) : 0;
+
+	if (len == 0)
+		return hutch_err_set(err, -EINVAL, "invalid host '': an empty entry is not a host");
+	if (len >= sizeof(buf))
+		return hutch_err_set(err, -EINVAL, "invalid host '%.40s...': longer than %d characters",
+				     entry, HUTCH_NET_HOST_MAX);
+	if (strstr(entry, "://"))
+		return hutch_err_set(err, -EINVAL,
+				     "invalid host '%s': give a host name, not a URL (drop the scheme)",
+				     entry);
+	if (strchr(entry, '/'))
+		return hutch_err_set(err, -EINVAL,
+				     "invalid host '%s': a path is not allowed, give only the host", entry);
+	if (strchr(entry, '*'))
+		return hutch_err_set(err, -EINVAL,
+				     "invalid host '%s': wildcards are not allowed, list each host",
+				     entry);
+	memcpy(buf, entry, len + 1);
+	if (buf[0] == '[') {
+		char *close = strchr(buf, ']');
+		if (!close)
+			return hutch_err_set(err, -EINVAL, "invalid host '%s': missing ']'", entry);
+		*close = '\0';
+		host = buf + 1;
+		if (close[1] == ':')
+			port = close + 2;
+		else if (close[1] != '\0')
+			return hutch_err_set(err, -EINVAL, "invalid host '%s': junk after ']'", entry);
+		if (inet_pton(AF_INET6, host, addr) != 1)
+			return hutch_err_set(err, -EINVAL, "invalid host '%s': not an IPv6 address",
+					     entry);
+		h.is_ip = true;
+	} else if (strchr(buf, ':') != strrchr(buf, ':')) {
+		/* Several colons: a bare IPv6 address, no port. */
+		if (inet_pton(AF_INET6, buf, addr) != 1)
+			return hutch_err_set(err, -EINVAL,
+					     "invalid host '%s': not an IPv6 address (write [addr]:port "
+					     "for a port)",
+					     entry);
+		h.is_ip = true;
+	} else {
+		port = strchr(buf, ':');
+		if (port)
+			*port++ = '\0';
+		if (inet_pton(AF_INET, host, addr) == 1)
+			h.is_ip = true;
+		else if (!is_dns_name(host))
+			return hutch_err_set(err, -EINVAL,
+					     "invalid host '%s': not a host name or IP address", entry);
+	}
+	if (port && parse_port(port, entry, &h.port, err) < 0)
+		return err->code;
+	if (strlen(host) > HUTCH_NET_HOST_MAX)
+		return hutch_err_set(err, -EINVAL, "invalid host '%s': name too long", entry);
+	memcpy(h.name, host, strlen(host) + 1);
+	for (char *p = h.name; *p; p++)
+		*p = (char)tolower((unsigned char)*p);
+	*ret = h;
+	return 0;
+}
+
+int hutch_net_policy_parse(const char *spec, struct hutch_net_policy *ret, struct hutch_err *err)
+{
+	struct hutch_net_policy p = { 0 };
+	const char *list;
+	char *copy, *save = NULL;
+
+	if (!spec || !strcmp(spec, "none")) {
+		p.mode = HUTCH_NET_NONE;
+	} else if (!strcmp(spec, "all")) {
+		p.mode = HUTCH_NET_ALL;
+	} else if (!strncmp(spec, "allow:", 6)) {
+		list = spec + 6;
+		if (!*list)
+			return hutch_err_set(err, -EINVAL,
+					     "invalid network 'allow:': list at least one host, e.g. "
+					     "allow:pypi.org,api.github.com");
+		copy = strdup(list);
+		if (!copy)
+			return hutch_err_set(err, -ENOMEM, "out of memory");
+		p.mode = HUTCH_NET_ALLOW;
+		for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+			struct hutch_net_host *n;
+			while (*tok == ' ')
+				tok++;
+			if (p.nhosts >= HUTCH_NET_HOSTS_MAX) {
+				free(copy);
+				hutch_net_policy_done(&p);
+				return hutch_err_set(err, -E2BIG, "invalid network: more than %d hosts",
+						     HUTCH_NET_HOSTS_MAX);
+			}
+			n = realloc(p.hosts, (p.nhosts + 1) * sizeof(*n));
+			if (!n) {
+				free(copy);
+				hutch_net_policy_done(&p);
+				return hutch_err_set(err, -ENOMEM, "out of memory");
+			}
+			p.hosts = n;
+			if (hutch_net_host_parse(tok, &p.hosts[p.nhosts], err) < 0) {
+				free(copy);
+				hutch_net_policy_done(&p);
+				return err->code;
+			}
+			p.nhosts++;
+		}
+		free(copy);
+		if (p.nhosts == 0)
+			return hutch_err_set(err, -EINVAL, "invalid network '%s': no host listed", spec);
+	} else {
+		return hutch_err_set(err, -EINVAL,
+				     "invalid network '%s': use none, all, or allow:HOST[,HOST...]",
+				     spec);
+	}
+	*ret = p;
+	return 0;
+}
+
+void hutch_net_policy_done(struct hutch_net_policy *p)
+{
+	free(p->hosts);
+	p->hosts = NULL;
+	p->nhosts = 0;
+}

@@ -1,0 +1,472 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The HTTP/1.1 + JSON API on the sandbox's unix socket, served by
+ * libmicrohttpd inside the supervisor's epoll loop (MHD_USE_EPOLL without an
+ * internal thread: its epoll fd sits in ours). A request waiting for a
+ * command is suspended and resumed when the command finishes; a streaming
+ * response suspends itself in its content reader when no event is queued.
+ * docs/api.md is the reference for what is served here.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <microhttpd.h>
+
+#include "cleanup.h"
+#include "request.h"
+#include "supervisor.h"
+
+enum route {
+	R_NONE,
+	R_HEALTH,
+	R_STATUS,
+	R_RUN,
+	R_RUN_STREAMING,
+	R_DELETE,
+};
+
+struct request {
+	struct sup *s;
+	struct MHD_Connection *conn;
+	enum route route;
+	struct hutch_buf body;
+	bool too_large;
+	bool suspended;
+	bool answered;
+	struct cmd *cmd;
+	struct request *next_waiter; /* DELETE / waiting for the teardown */
+};
+
+static enum MHD_Result respond_json(struct MHD_Connection *conn, unsigned status, cJSON *j)
+{
+	_cleanup_free_ char *text = j ? cJSON_PrintUnformatted(j) : NULL;
+	struct MHD_Response *resp;
+	enum MHD_Result ret;
+	size_t len;
+
+	cJSON_Delete(j);
+	if (!text)
+		return MHD_NO;
+	len = strlen(text);
+	text[len] = '\0';
+	resp = MHD_create_response_from_buffer(len, text, MHD_RESPMEM_MUST_COPY);
+	if (!resp)
+		return MHD_NO;
+	(void)MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
+	ret = MHD_queue_response(conn, status, resp);
+	MHD_destroy_response(resp);
+	return ret;
+}
+
+static enum MHD_Result respond_error(struct MHD_Connection *conn, unsigned status,
+				     const char *code, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+static enum MHD_Result respond_error(struct MHD_Connection *conn, unsigned status,
+				     const char *code, const char *fmt, ...)
+{
+	cJSON *o = cJSON_CreateObject(), *e;
+	char msg[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (!o)
+		return MHD_NO;
+	e = cJSON_AddObjectToObject(o, "error");
+	cJSON_AddStringToObject(e, "code", code);
+	cJSON_AddStringToObject(e, "message", msg);
+	return respond_json(conn, status, o);
+}
+
+static cJSON *ended_error_json(struct sup *s)
+{
+	cJSON *o = cJSON_CreateObject(), *e;
+	char at[40], msg[256];
+	bool expired = s->end.reason && !strcmp(s->end.reason, "expired");
+
+	hutch_format_time(s->end.at, at, sizeof(at));
+	if (expired)
+		snprintf(msg, sizeof(msg), "sandbox %s expired at %s (ttl_seconds %llu)", s->id, at,
+			 (unsigned long long)s->cfg->ttl_seconds);
+	else
+		snprintf(msg, sizeof(msg), "sandbox %s was %s at %s", s->id,
+			 s->end.reason ? s->end.reason : "deleted", at);
+	e = cJSON_AddObjectToObject(o, "error");
+	cJSON_AddStringToObject(e, "code", expired ? "sandbox_expired" : "sandbox_deleted");
+	cJSON_AddStringToObject(e, "message", msg);
+	cJSON_AddStringToObject(e, "at", at);
+	return o;
+}
+
+static enum route match_route(const char *url, const char *method, bool *method_ok)
+{
+	static const struct {
+		const char *url, *method;
+		enum route route;
+	} routes[] = {
+		{ "/health", "GET", R_HEALTH },         { "/status", "GET", R_STATUS },
+		{ "/run", "POST", R_RUN },              { "/run_streaming", "POST", R_RUN_STREAMING },
+		{ "/", "DELETE", R_DELETE },
+	};
+	*method_ok = false;
+	for (size_t i = 0; i < ELEMENTSOF(routes); i++) {
+		if (strcmp(url, routes[i].url) != 0)
+			continue;
+		if (!strcmp(method, routes[i].method)) {
+			*method_ok = true;
+			return routes[i].route;
+		}
+		return R_NONE;
+	}
+	return R_NONE;
+}
+
+static void suspend(struct request *r)
+{
+	if (!r->suspended) {
+		MHD_suspend_connection(r->conn);
+		r->suspended = true;
+	}
+}
+
+static void resume(struct request *r)
+{
+	if (r->suspended) {
+		r->suspended = false;
+		MHD_resume_connection(r->conn);
+	}
+}
+
+/* Content reader of /run_streaming. */
+static ssize_t sse_reader(void *cls, uint64_t pos, char *buf, size_t max)
+{
+	struct request *r = cls;
+	struct cmd *c = r->cmd;
+	size_t avail, n;
+
+	if (!c)
+		return MHD_CONTENT_READER_END_OF_STREAM;
+	if (c->state == CMD_DONE && !c->sse_end_queued) {
+		struct sup *s = r->s;
+		{
+			cJSON *res = (s->state != SUP_RUNNING) ? ended_error_json(s)
+							       : hutch_cmd_result_json(c, false);
+			_cleanup_free_ char *text = res ? cJSON_PrintUnformatted(res) : NULL;
+			const char *ev = s->state != SUP_RUNNING ? "event: error\ndata: "
+								 : "event: exit\ndata: ";
+			cJSON_Delete(res);
+			(void)hutch_buf_append(&c->sse, ev, strlen(ev));
+			if (text)
+				(void)hutch_buf_append(&c->sse, text, strlen(text));
+			(void)hutch_buf_append(&c->sse, "\n\n", 2);
+		}
+		c->sse_end_queued = true;
+	}
+	avail = c->sse.len - c->sse_off;
+	if (avail > 0) {
+		n = avail < max ? avail : max;
+		memcpy(buf, c->sse.data + c->sse_off, n);
+		c->sse_off += n;
+		hutch_cmd_sse_consumed(c);
+		return (ssize_t)n;
+	}
+	if (c->sse_end_queued) {
+		c->sse_finished = true;
+		return MHD_CONTENT_READER_END_OF_STREAM;
+	}
+	suspend(r);
+	return 0;
+}
+
+static enum MHD_Result start_command(struct request *r, bool streaming)
+{
+	struct hutch_run_req req = { 0 };
+	struct hutch_err err = { 0 };
+	struct sup *s = r->s;
+	struct cmd *c;
+
+	if (hutch_run_req_parse(r->body.data ? r->body.data : "", r->body.len, &req, &err) < 0)
+		return respond_error(r->conn, err.code == -ENOMEM ? 500 : 400, "invalid_request",
+				     "%s", err.msg);
+	c = hutch_cmd_start(s, (const char *const *)req.argv, (const char *const *)req.envp,
+			    req.cwd, req.stdin_data, req.stdin_len, req.timeout,
+			    req.max_output ? req.max_output : s->cfg->max_output_bytes, streaming,
+			    &err);
+	hutch_run_req_done(&req);
+	if (!c)
+		return respond_error(r->conn, err.code == -E2BIG ? 413 : 500,
+				     err.code == -E2BIG ? "too_large" : "spawn_failed", "%s",
+				     err.msg);
+	c->req = r;
+	r->cmd = c;
+	/* Watch the client's socket: if it hangs up, the command is killed. */
+	{
+		const union MHD_ConnectionInfo *ci =
+			MHD_get_connection_info(r->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+		if (ci && ci->connect_fd >= 0) {
+			c->w_conn = (struct watch){ W_CMD_CONN, c };
+			if (hutch_sup_watch(s, ci->connect_fd, EPOLLRDHUP, &c->w_conn) == 0)
+				c->conn_fd = ci->connect_fd;
+		}
+	}
+	if (streaming) {
+		struct MHD_Response *resp = MHD_create_response_from_callback(
+			MHD_SIZE_UNKNOWN, 64 * 1024, sse_reader, r, NULL);
+		enum MHD_Result ret;
+		if (!resp)
+			return MHD_NO;
+		(void)MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
+					      "text/event-stream");
+		(void)MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
+		ret = MHD_queue_response(r->conn, MHD_HTTP_OK, resp);
+		MHD_destroy_response(resp);
+		r->answered = true;
+		return ret;
+	}
+	suspend(r);
+	return MHD_YES;
+}
+
+static enum MHD_Result finish_run(struct request *r)
+{
+	struct cmd *c = r->cmd;
+	struct sup *s = r->s;
+	cJSON *res;
+
+	if (c->state != CMD_DONE) {
+		suspend(r);
+		return MHD_YES;
+	}
+	r->answered = true;
+	if (s->state != SUP_RUNNING)
+		return respond_json(r->conn, MHD_HTTP_GONE, ended_error_json(s));
+	res = hutch_cmd_result_json(c, true);
+	if (c->spawn_error)
+		cJSON_AddStringToObject(res, "error", c->spawn_error);
+	return respond_json(r->conn, MHD_HTTP_OK, res);
+}
+
+static enum MHD_Result dispatch(struct request *r)
+{
+	struct sup *s = r->s;
+
+	if (r->too_large)
+		return respond_error(r->conn, 413, "too_large",
+				     "request body larger than %u bytes", HUTCH_MAX_BODY);
+	if (s->state != SUP_RUNNING && r->route != R_HEALTH)
+		return respond_json(r->conn, MHD_HTTP_GONE, ended_error_json(s));
+	switch (r->route) {
+	case R_HEALTH: {
+		cJSON *o = cJSON_CreateObject();
+		cJSON_AddStringToObject(o, "status", s->state == SUP_RUNNING ? "ok" : "closing");
+		return respond_json(r->conn, MHD_HTTP_OK, o);
+	}
+	case R_STATUS:
+		return respond_json(r->conn, MHD_HTTP_OK, hutch_sup_status_json(s));
+	case R_RUN:
+		return start_command(r, false);
+	case R_RUN_STREAMING:
+		return start_command(r, true);
+	case R_DELETE:
+		s->delete_pending = true;
+		r->next_waiter = s->waiters;
+		s->waiters = r;
+		suspend(r);
+		return MHD_YES;
+	default:
+		return MHD_NO;
+	}
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
+				  const char *method, const char *version, const char *upload_data,
+				  size_t *upload_data_size, void **con_cls)
+{
+	struct sup *s = cls;
+	struct request *r = *con_cls;
+
+	if (!r) {
+		bool method_ok;
+		enum route route = match_route(url, method, &method_ok);
+		const char *cl;
+
+		s->last_request_ms = hutch_now_mono_ms();
+		if (route == R_NONE)
+			return method_ok || strcmp(url, "/") == 0 ||
+					       match_route(url, "GET", &method_ok) != R_NONE ||
+					       match_route(url, "POST", &method_ok) != R_NONE
+				       ? respond_error(conn, MHD_HTTP_METHOD_NOT_ALLOWED,
+						       "method_not_allowed",
+						       "%s is not allowed on %s; see docs/api.md",
+						       method, url)
+				       : respond_error(conn, MHD_HTTP_NOT_FOUND, "not_found",
+						       "no endpoint %s %s; see docs/api.md", method,
+						       url);
+		cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+		if (cl && strtoull(cl, NULL, 10) > HUTCH_MAX_BODY)
+			return respond_error(conn, 413, "too_large",
+					     "request body larger than %u bytes", HUTCH_MAX_BODY);
+		r = calloc(1, sizeof(*r));
+		if (!r)
+			return MHD_NO;
+		r->s = s;
+		r->conn = conn;
+		r->route = route;
+		hutch_buf_init(&r->body, HUTCH_MAX_BODY);
+		*con_cls = r;
+		return MHD_YES;
+	}
+	if (*upload_data_size) {
+		if (hutch_buf_append(&r->body, upload_data, *upload_data_size) < 0 ||
+		    r->body.truncated)
+			r->too_large = true;
+		*upload_data_size = 0;
+		return MHD_YES;
+	}
+	if (r->answered)
+		return MHD_YES;
+	if (r->route == R_DELETE && s->state == SUP_GONE) {
+		cJSON *o = cJSON_CreateObject();
+		r->answered = true;
+		cJSON_AddStringToObject(o, "id", s->id);
+		cJSON_AddBoolToObject(o, "deleted", true);
+		return respond_json(conn, MHD_HTTP_OK, o);
+	}
+	if (r->cmd)
+		return finish_run(r);
+	return dispatch(r);
+}
+
+static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
+			 enum MHD_RequestTerminationCode toe)
+{
+	struct request *r = *con_cls;
+
+	if (!r)
+		return;
+	if (r->cmd)
+		hutch_cmd_orphan(r->cmd);
+	for (struct request **pp = &r->s->waiters; *pp; pp = &(*pp)->next_waiter)
+		if (*pp == r) {
+			*pp = r->next_waiter;
+			break;
+		}
+	if (r->route == R_DELETE && !r->s->waiters)
+		r->s->delete_pending = false;
+	hutch_buf_done(&r->body);
+	free(r);
+	*con_cls = NULL;
+}
+
+static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
+			  enum MHD_ConnectionNotificationCode toe)
+{
+	struct sup *s = cls;
+
+	if (toe == MHD_CONNECTION_NOTIFY_STARTED)
+		s->nconnections++;
+	else if (s->nconnections > 0)
+		s->nconnections--;
+}
+
+void hutch_api_cmd_event(struct cmd *c)
+{
+	if (c->req)
+		resume(c->req);
+}
+
+void hutch_api_sandbox_ended(struct sup *s)
+{
+	/* Commands were finished by the teardown and have resumed their
+	 * requests; a pending DELETE answers now too. */
+	for (struct request *r = s->waiters; r; r = r->next_waiter)
+		resume(r);
+}
+
+int hutch_api_timeout_ms(struct sup *s)
+{
+	MHD_UNSIGNED_LONG_LONG t;
+
+	/* libmicrohttpd watches connection sockets edge-triggered: when it
+	 * still has work it says so through a zero timeout. */
+	if (!s->mhd || MHD_get_timeout(s->mhd, &t) != MHD_YES)
+		return -1;
+	return t > 60000 ? 60000 : (int)t;
+}
+
+void hutch_api_run(struct sup *s)
+{
+	if (s->mhd)
+		(void)MHD_run(s->mhd);
+}
+
+static int listen_unix(const char *path)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	mode_t old;
+	int fd, r;
+
+	if (strlen(path) >= sizeof(sa.sun_path))
+		return -ENAMETOOLONG;
+	strcpy(sa.sun_path, path);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0)
+		return -errno;
+	(void)unlink(path);
+	old = umask(0177);
+	r = bind(fd, (struct sockaddr *)&sa, sizeof(sa));
+	umask(old);
+	if (r < 0 || listen(fd, 256) < 0) {
+		r = -errno;
+		close(fd);
+		return r;
+	}
+	return fd;
+}
+
+int hutch_api_start(struct sup *s, struct hutch_err *err)
+{
+	const union MHD_DaemonInfo *info;
+	int fd;
+
+	fd = listen_unix(s->paths.sock);
+	if (fd < 0)
+		return hutch_err_set_errno(err, fd, "listen on '%s'", s->paths.sock);
+	s->listen_fd = fd;
+	s->mhd = MHD_start_daemon(MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_TURBO, 0, NULL,
+				  NULL, on_request, s, MHD_OPTION_LISTEN_SOCKET, fd,
+				  MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
+				  MHD_OPTION_NOTIFY_CONNECTION, on_connection, s,
+				  MHD_OPTION_CONNECTION_LIMIT, (unsigned)HUTCH_MAX_CONNECTIONS,
+				  MHD_OPTION_CONNECTION_TIMEOUT, 0u, MHD_OPTION_END);
+	if (!s->mhd)
+		return hutch_err_set(err, -EIO, "start the HTTP server on '%s'", s->paths.sock);
+	info = MHD_get_daemon_info(s->mhd, MHD_DAEMON_INFO_EPOLL_FD);
+	if (!info)
+		return hutch_err_set(err, -EIO, "HTTP server has no epoll fd");
+	return 0;
+}
+
+int hutch_api_watch(struct sup *s)
+{
+	const union MHD_DaemonInfo *info = MHD_get_daemon_info(s->mhd, MHD_DAEMON_INFO_EPOLL_FD);
+
+	s->w_mhd = (struct watch){ W_MHD, s };
+	return hutch_sup_watch(s, info->epoll_fd, EPOLLIN, &s->w_mhd);
+}
+
+void hutch_api_stop(struct sup *s)
+{
+	if (s->mhd) {
+		MHD_stop_daemon(s->mhd);
+		s->mhd = NULL;
+	}
+}

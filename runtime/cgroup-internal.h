@@ -1,0 +1,143 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Private to cgroup*.c and the unit test. The public object, the backend
+ * table (v1 and v2 each fill one, chosen once in hutch_cgroup_new()), and
+ * the pure text helpers that turn /proc/self/cgroup, /proc/self/mountinfo
+ * and cgroup knob contents into paths and numbers, so they can be tested
+ * without root.
+ */
+#ifndef HUTCH_CGROUP_INTERNAL_H
+#define HUTCH_CGROUP_INTERNAL_H
+
+#include <dirent.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "cgroup.h"
+#include "error.h"
+
+#define CG_ROOT      "/sys/fs/cgroup"
+#define CG_PREFIX    "hutch-"
+#define CG_NAME_MAX  64
+#define CG_PERIOD_US 100000ULL
+/* Kernel minimum for cfs_quota_us / cpu.max quota. */
+#define CG_QUOTA_MIN_US 1000ULL
+/* How long destroy and freeze wait for the kernel before giving up. */
+#define CG_WAIT_MS 2000
+
+struct hutch_cgroup;
+
+/* One backend. Per-directory operations take an absolute path so that
+ * hutch_cgroup_remove_dir() (gc) can share them. */
+struct cgroup_ops {
+	const char *version;
+	int (*create)(struct hutch_cgroup *cg, const struct hutch_limits *lim,
+	              struct hutch_err *err);
+	int (*oom_kills)(struct hutch_cgroup *cg, uint64_t *ret);
+	int (*freeze)(struct hutch_cgroup *cg, bool frozen, struct hutch_err *err);
+	/* Kill everything in dir (and below), wait, rmdir. Missing dir: 0. */
+	int (*remove_dir)(const char *dir, struct hutch_err *err);
+};
+
+extern const struct cgroup_ops hutch_cgroup_v1_ops;
+extern const struct cgroup_ops hutch_cgroup_v2_ops;
+
+/* v1 controller bits; a hierarchy directory may carry several. */
+enum {
+	CG_CTRL_CPU = 1u << 0,
+	CG_CTRL_MEMORY = 1u << 1,
+	CG_CTRL_PIDS = 1u << 2,
+	CG_CTRL_FREEZER = 1u << 3,
+};
+
+struct hutch_cgroup {
+	const struct cgroup_ops *ops;
+	size_t n_dirs;
+	char *dirs[HUTCH_CGROUP_MAX_DIRS];         /* absolute, "/sys/fs/cgroup/.../hutch-<name>" */
+	unsigned int ctrls[HUTCH_CGROUP_MAX_DIRS]; /* v1: CG_CTRL_* held by dirs[i]; v2: all */
+};
+
+/* Index of the directory holding controller bit ctrl, or -ENOENT. */
+int hutch_cgroup_dir_for(const struct hutch_cgroup *cg, unsigned int ctrl);
+
+/* ---- pure helpers (no syscalls) ---- */
+
+/* True if name is usable in "hutch-<name>": 1..CG_NAME_MAX of [A-Za-z0-9_.-],
+ * not starting with '.'. */
+bool hutch_cgroup_name_is_valid(const char *name);
+
+/*
+ * Find the cgroup path of a /proc/<pid>/cgroup text. controller NULL: the v2
+ * line "0::<path>"; else the v1 line whose comma-separated controller list
+ * contains controller (e.g. "cpu" matches "4:cpu,cpuacct:/x"). Returns 0, or
+ * -ENOENT if absent, -ENAMETOOLONG if it does not fit.
+ */
+int hutch_cgroup_parse_proc(const char *text, const char *controller, char *ret, size_t size);
+
+struct cg_mount {
+	char mountpoint[256];
+	char root[256]; /* mount's root within its hierarchy, usually "/" */
+};
+
+/*
+ * Find a cgroup mount in a /proc/<pid>/mountinfo text. controller NULL: a
+ * cgroup2 mount; else a "cgroup" mount whose super options contain
+ * controller. Only mounts at or under /sys/fs/cgroup count; the first wins.
+ */
+int hutch_cgroup_parse_mountinfo(const char *text, const char *controller, struct cg_mount *ret);
+
+/*
+ * The directory that corresponds to cgroup path own_path (from /proc/self/
+ * cgroup) under mount m: mountpoint + (own_path minus m->root). -ENOENT if
+ * own_path is not visible through this mount (outside its root).
+ */
+int hutch_cgroup_path_join(const struct cg_mount *m, const char *own_path, char *ret, size_t size);
+
+/* Value of "key N" in a flat keyed file (memory.events, memory.oom_control,
+ * cgroup.events). -ENOENT if the key is absent, -EINVAL if malformed. */
+int hutch_cgroup_parse_keyed(const char *text, const char *key, uint64_t *ret);
+
+/* True if every name in want (space separated) is listed in have (a
+ * cgroup.controllers / cgroup.subtree_control text). */
+bool hutch_cgroup_list_has(const char *have, const char *want);
+
+/* Limit values as the kernel wants them. 0 means "no limit" ("-1" for v1,
+ * "max" for v2). cpu: -EINVAL if the quota would be below the kernel's
+ * minimum (cpu_millis < 10). */
+int hutch_cgroup_fmt_cpu_v1(uint64_t cpu_millis, char *quota, size_t size);
+int hutch_cgroup_fmt_cpu_v2(uint64_t cpu_millis, char *cpu_max, size_t size);
+void hutch_cgroup_fmt_limit(uint64_t value, bool v2, char *buf, size_t size);
+
+/* The gc guard: absolute, under /sys/fs/cgroup/, no "." / ".." component,
+ * no "//", last component starting "hutch-". */
+bool hutch_cgroup_dir_is_removable(const char *dir);
+
+/* ---- OS helpers shared by the backends (cgroup.c) ---- */
+
+/* Open an absolute cgroup directory (no symlinks, no magic links). */
+int hutch_cgroup_open_dir(const char *dir);
+/* Parse a cgroup.procs text into pids; returns count (at most max). */
+size_t hutch_cgroup_parse_pids(const char *text, pid_t *pids, size_t max);
+/* SIGKILL every process listed in dirfd's cgroup.procs, re-checking membership
+ * through pidfds so a recycled pid is never signalled. Returns the number of
+ * processes seen, or a negative errno. */
+int hutch_cgroup_kill_procs(int dirfd);
+/* Walk the children of dirfd independently of other walks (own offset). */
+DIR *hutch_cgroup_opendir(int dirfd);
+/* rmdir every child cgroup of dirfd, depth first. */
+int hutch_cgroup_rmdir_children(int dirfd);
+/*
+ * v2: the directory to nest sandboxes in, starting from our own cgroup
+ * directory own, such that its cgroup.subtree_control lists every controller
+ * in want (space separated). Tries to enable them in own; on failure
+ * (EBUSY: own holds processes) takes the nearest non-root ancestor that
+ * already has them.
+ */
+int hutch_cgroup_v2_pick_parent(const char *own, const char *want, char *ret, size_t size,
+                                struct hutch_err *err);
+/* Sleep ms milliseconds. */
+void hutch_cgroup_sleep_ms(unsigned int ms);
+
+#endif

@@ -1,0 +1,309 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * cgroup v1 backend: one "hutch-<name>" directory per hierarchy (cpu, or a
+ * co-mounted cpu,cpuacct; memory; pids; freezer when mounted). Limits are
+ * written per controller; freezing uses freezer.state, which passes through
+ * FREEZING and may need the write repeated; teardown freezes, kills and
+ * thaws so that a fork loop cannot outrun the kill and frozen tasks receive
+ * their SIGKILL.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cleanup.h"
+#include "fdutil.h"
+#include "util.h"
+
+#include "cgroup-internal.h"
+
+/* Write one knob; on failure fill err naming the knob and the directory. */
+static int knob(int fd, const char *dir, const char *name, const char *value, struct hutch_err *err)
+{
+	int r = hutch_write_knob_at(fd, name, value);
+
+	if (r < 0)
+		return hutch_err_set_errno(err, r, "write '%s' to '%s/%s'", value, dir, name);
+	return 0;
+}
+
+static int write_cpu(int fd, const char *dir, const struct hutch_limits *lim, struct hutch_err *err)
+{
+	char quota[32];
+	int r;
+
+	r = hutch_cgroup_fmt_cpu_v1(lim->cpu_millis, quota, sizeof(quota));
+	if (r < 0)
+		return hutch_err_set(err, r, "cpu limit of %llu millis is below the minimum of 10",
+		                     (unsigned long long)lim->cpu_millis);
+	r = knob(fd, dir, "cpu.cfs_period_us", "100000", err);
+	if (r < 0)
+		return r;
+	return knob(fd, dir, "cpu.cfs_quota_us", quota, err);
+}
+
+static int write_memory(int fd, const char *dir, const struct hutch_limits *lim,
+                        struct hutch_err *err)
+{
+	char val[32];
+	int r;
+
+	hutch_cgroup_fmt_limit(lim->memory_bytes, false, val, sizeof(val));
+	/* Best effort: keep anonymous memory out of swap where allowed. */
+	(void)hutch_write_knob_at(fd, "memory.swappiness", "0");
+	r = knob(fd, dir, "memory.limit_in_bytes", val, err);
+	if (r < 0)
+		return r;
+	/* memsw (memory + swap) exists only with swap accounting; setting it
+	 * equal to the memory limit means "no swap". It must not be below
+	 * limit_in_bytes, hence the order. */
+	if (faccessat(fd, "memory.memsw.limit_in_bytes", F_OK, 0) == 0)
+		return knob(fd, dir, "memory.memsw.limit_in_bytes", val, err);
+	return 0;
+}
+
+static int write_limits(int fd, const char *dir, unsigned int ctrls, const struct hutch_limits *lim,
+                        struct hutch_err *err)
+{
+	char val[32];
+	int r;
+
+	if (ctrls & CG_CTRL_CPU) {
+		r = write_cpu(fd, dir, lim, err);
+		if (r < 0)
+			return r;
+	}
+	if (ctrls & CG_CTRL_MEMORY) {
+		r = write_memory(fd, dir, lim, err);
+		if (r < 0)
+			return r;
+	}
+	if (ctrls & CG_CTRL_PIDS) {
+		hutch_cgroup_fmt_limit(lim->pids_max, true, val, sizeof(val));
+		r = knob(fd, dir, "pids.max", val, err);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+/* mkdir dir (must not exist) and return an fd on it. */
+static int make_dir(const char *dir, struct hutch_err *err)
+{
+	_cleanup_close_ int pfd = -EBADF;
+	char parent[4096];
+	const char *base = strrchr(dir, '/');
+	int fd;
+
+	if (!base || (size_t)(base - dir) >= sizeof(parent))
+		return hutch_err_set(err, -EINVAL, "bad cgroup path '%s'", dir);
+	memcpy(parent, dir, (size_t)(base - dir));
+	parent[base - dir] = '\0';
+	pfd = hutch_cgroup_open_dir(parent);
+	if (pfd < 0)
+		return hutch_err_set_errno(err, pfd, "open cgroup '%s'", parent);
+	if (mkdirat(pfd, base + 1, 0755) < 0) {
+		if (errno == EEXIST)
+			return hutch_err_set(err, -EEXIST,
+			                     "cgroup '%s' already exists (left over? run hutch gc)",
+			                     dir);
+		return hutch_err_set_errno(err, -errno, "create cgroup '%s'", dir);
+	}
+	fd = openat(pfd, base + 1, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0) {
+		int r = -errno;
+		(void)unlinkat(pfd, base + 1, AT_REMOVEDIR);
+		return hutch_err_set_errno(err, r, "open cgroup '%s'", dir);
+	}
+	return fd;
+}
+
+static int v1_create(struct hutch_cgroup *cg, const struct hutch_limits *lim, struct hutch_err *err)
+{
+	char probe[32];
+	size_t made = 0;
+	int r = 0;
+
+	/* Validate before touching the filesystem. */
+	if (hutch_cgroup_fmt_cpu_v1(lim->cpu_millis, probe, sizeof(probe)) < 0)
+		return hutch_err_set(err, -EINVAL,
+		                     "cpu limit of %llu millis is below the minimum of 10",
+		                     (unsigned long long)lim->cpu_millis);
+	for (; made < cg->n_dirs; made++) {
+		_cleanup_close_ int fd = make_dir(cg->dirs[made], err);
+
+		if (fd < 0) {
+			r = fd;
+			break;
+		}
+		r = write_limits(fd, cg->dirs[made], cg->ctrls[made], lim, err);
+		if (r < 0) {
+			made++;
+			break;
+		}
+	}
+	if (r < 0) {
+		/* Nothing has entered yet: the directories are empty. */
+		while (made-- > 0)
+			(void)rmdir(cg->dirs[made]);
+	}
+	return r;
+}
+
+static int v1_oom_kills(struct hutch_cgroup *cg, uint64_t *ret)
+{
+	_cleanup_close_ int fd = -EBADF;
+	char buf[512];
+	ssize_t n;
+	int i = hutch_cgroup_dir_for(cg, CG_CTRL_MEMORY);
+
+	if (i < 0)
+		return i;
+	fd = hutch_cgroup_open_dir(cg->dirs[i]);
+	if (fd < 0)
+		return fd;
+	n = hutch_read_file_at(fd, "memory.oom_control", buf, sizeof(buf));
+	if (n < 0)
+		return (int)n;
+	/* "oom_kill" appeared in 4.13; older kernels cannot count. */
+	return hutch_cgroup_parse_keyed(buf, "oom_kill", ret);
+}
+
+static bool state_is(int fd, const char *want)
+{
+	char buf[64];
+
+	if (hutch_read_file_at(fd, "freezer.state", buf, sizeof(buf)) < 0)
+		return false;
+	buf[strcspn(buf, "\n")] = '\0';
+	return strcmp(buf, want) == 0;
+}
+
+/*
+ * Set freezer.state and wait (bounded) until it reads back. Freezing can
+ * stall in FREEZING while a task sits in an uninterruptible sleep; writing
+ * FROZEN again makes the kernel retry.
+ */
+static int set_state(int fd, const char *state, unsigned int timeout_ms)
+{
+	int64_t deadline = hutch_now_mono_ms() + timeout_ms;
+	unsigned int nap = 1;
+	int r;
+
+	for (;;) {
+		r = hutch_write_knob_at(fd, "freezer.state", state);
+		if (r < 0)
+			return r;
+		if (state_is(fd, state))
+			return 0;
+		if (hutch_now_mono_ms() >= deadline)
+			return -ETIMEDOUT;
+		hutch_cgroup_sleep_ms(nap);
+		nap = nap < 32 ? nap * 2 : 50;
+	}
+}
+
+static int v1_freeze(struct hutch_cgroup *cg, bool frozen, struct hutch_err *err)
+{
+	_cleanup_close_ int fd = -EBADF;
+	int i = hutch_cgroup_dir_for(cg, CG_CTRL_FREEZER);
+	int r;
+
+	if (i < 0)
+		return hutch_err_set(err, -EOPNOTSUPP,
+		                     "cgroup v1 freezer is not mounted, cannot %s the sandbox",
+		                     frozen ? "freeze" : "thaw");
+	fd = hutch_cgroup_open_dir(cg->dirs[i]);
+	if (fd < 0)
+		return hutch_err_set_errno(err, fd, "open cgroup '%s'", cg->dirs[i]);
+	r = set_state(fd, frozen ? "FROZEN" : "THAWED", CG_WAIT_MS);
+	if (r == -ETIMEDOUT && frozen) {
+		/* Leave it running rather than half frozen. */
+		(void)set_state(fd, "THAWED", CG_WAIT_MS);
+		return hutch_err_set(err, r,
+		                     "cgroup '%s' did not freeze within %d ms, thawed again",
+		                     cg->dirs[i], CG_WAIT_MS);
+	}
+	if (r < 0)
+		return hutch_err_set_errno(err, r, "set '%s/freezer.state' to %s", cg->dirs[i],
+		                           frozen ? "FROZEN" : "THAWED");
+	return 0;
+}
+
+/* Kill what is in fd and its child cgroups, then thaw them so a frozen
+ * task gets to act on its SIGKILL. Returns the number of tasks seen. */
+static int kill_tree(int fd)
+{
+	_cleanup_closedir_ DIR *d = NULL;
+	struct dirent *de;
+	int seen;
+
+	seen = hutch_cgroup_kill_procs(fd);
+	if (seen < 0)
+		seen = 0;
+	d = hutch_cgroup_opendir(fd);
+	while (d && (de = readdir(d))) {
+		_cleanup_close_ int sub = -EBADF;
+
+		if (de->d_type != DT_DIR || !strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		sub = openat(fd, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (sub >= 0)
+			seen += kill_tree(sub);
+	}
+	if (faccessat(fd, "freezer.state", F_OK, 0) == 0)
+		(void)hutch_write_knob_at(fd, "freezer.state", "THAWED");
+	return seen;
+}
+
+static int v1_remove_dir(const char *dir, struct hutch_err *err)
+{
+	_cleanup_close_ int fd = -EBADF, pfd = -EBADF;
+	int64_t deadline = hutch_now_mono_ms() + CG_WAIT_MS;
+	char parent[4096];
+	const char *base = strrchr(dir, '/');
+	unsigned int nap = 1;
+
+	if (!base || (size_t)(base - dir) >= sizeof(parent))
+		return hutch_err_set(err, -EINVAL, "bad cgroup path '%s'", dir);
+	memcpy(parent, dir, (size_t)(base - dir));
+	parent[base - dir] = '\0';
+	fd = hutch_cgroup_open_dir(dir);
+	if (fd == -ENOENT)
+		return 0;
+	if (fd < 0)
+		return hutch_err_set_errno(err, fd, "open cgroup '%s'", dir);
+	pfd = hutch_cgroup_open_dir(parent);
+	if (pfd < 0)
+		return hutch_err_set_errno(err, pfd, "open cgroup '%s'", parent);
+	/* Freeze first so nothing forks between reading the list and the
+	 * kill; kill_tree() thaws afterwards. Best effort: a stuck FREEZING
+	 * only costs us the race protection. */
+	if (faccessat(fd, "freezer.state", F_OK, 0) == 0)
+		(void)set_state(fd, "FROZEN", 200);
+	for (;;) {
+		(void)kill_tree(fd);
+		(void)hutch_cgroup_rmdir_children(fd);
+		if (unlinkat(pfd, base + 1, AT_REMOVEDIR) == 0 || errno == ENOENT)
+			return 0;
+		if (errno != EBUSY)
+			return hutch_err_set_errno(err, -errno, "remove cgroup '%s'", dir);
+		if (hutch_now_mono_ms() >= deadline)
+			return hutch_err_set(err, -EBUSY, "cgroup '%s' still busy after %d ms", dir,
+			                     CG_WAIT_MS);
+		hutch_cgroup_sleep_ms(nap);
+		nap = nap < 32 ? nap * 2 : 50;
+	}
+}
+
+const struct cgroup_ops hutch_cgroup_v1_ops = {
+	.version = "v1",
+	.create = v1_create,
+	.oom_kills = v1_oom_kills,
+	.freeze = v1_freeze,
+	.remove_dir = v1_remove_dir,
+};

@@ -1,0 +1,622 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Cgroups of one sandbox: the part common to both backends. Detects the
+ * hierarchy once (pure v2 when /sys/fs/cgroup is cgroup2, otherwise the v1
+ * controllers, ignoring any v2 tree of a hybrid host), locates the caller's
+ * own cgroup from /proc/self/cgroup and /proc/self/mountinfo, and computes
+ * the "hutch-<name>" directories below it. Everything that only turns text
+ * into paths or numbers is a pure function here so the unit test can reach
+ * it; the backends (cgroup-v1.c, cgroup-v2.c) write the knobs.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/magic.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cleanup.h"
+#include "fdutil.h"
+#include "syscalls.h"
+#include "util.h"
+
+#include "cgroup-internal.h"
+
+#ifndef CGROUP2_SUPER_MAGIC
+#define CGROUP2_SUPER_MAGIC 0x63677270
+#endif
+#ifndef CGROUP_SUPER_MAGIC
+#define CGROUP_SUPER_MAGIC 0x27e0eb
+#endif
+
+/* ---- OS helpers shared by the backends ---- */
+
+void hutch_cgroup_sleep_ms(unsigned int ms)
+{
+	struct timespec ts = { .tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L };
+
+	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+		;
+}
+
+int hutch_cgroup_open_dir(const char *dir)
+{
+	_cleanup_close_ int root = -EBADF;
+	struct open_how how = {
+		.flags = O_RDONLY | O_DIRECTORY | O_CLOEXEC,
+		.resolve = HUTCH_RESOLVE_HOST,
+	};
+	const char *rel;
+	int fd;
+
+	/* Resolve below /sys/fs/cgroup with the kernel's help: no symlink or
+	 * ".." can lead us out, whatever the string says. */
+	if (strncmp(dir, CG_ROOT, strlen(CG_ROOT)) != 0 ||
+	    (dir[strlen(CG_ROOT)] != '/' && dir[strlen(CG_ROOT)] != '\0'))
+		return -EINVAL;
+	rel = dir + strlen(CG_ROOT);
+	while (*rel == '/')
+		rel++;
+	if (!*rel)
+		rel = ".";
+	root = open(CG_ROOT, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (root < 0)
+		return -errno;
+	fd = sys_openat2(root, rel, &how, sizeof(how));
+	return fd < 0 ? -errno : fd;
+}
+
+/* Read cgroup.procs of dirfd into pids; returns the count. */
+static int read_pids(int dirfd, pid_t *pids, size_t max)
+{
+	char buf[16384];
+	ssize_t n = hutch_read_file_at(dirfd, "cgroup.procs", buf, sizeof(buf));
+
+	if (n < 0)
+		return (int)n;
+	/* A full buffer may end in half a number: drop the last line; the
+	 * caller loops until the cgroup is empty anyway. */
+	if ((size_t)n == sizeof(buf) - 1) {
+		char *nl = strrchr(buf, '\n');
+		if (nl)
+			nl[1] = '\0';
+	}
+	return (int)hutch_cgroup_parse_pids(buf, pids, max);
+}
+
+int hutch_cgroup_kill_procs(int dirfd)
+{
+	pid_t pids[1024], again[1024];
+	int fds[1024];
+	int n, m;
+
+	n = read_pids(dirfd, pids, ELEMENTSOF(pids));
+	if (n <= 0)
+		return n == -ENOENT ? 0 : n;
+	/* Pin each process with a pidfd, then re-read the list: a pid still
+	 * listed after its pidfd was opened is the process we pinned (or a
+	 * newer one in this very cgroup), never a stranger that reused it. */
+	for (int i = 0; i < n; i++) {
+		fds[i] = sys_pidfd_open(pids[i], 0);
+		if (fds[i] < 0)
+			fds[i] = errno == ENOSYS ? -ENOSYS : -ESRCH;
+	}
+	m = read_pids(dirfd, again, ELEMENTSOF(again));
+	for (int i = 0; i < n; i++) {
+		bool listed = false;
+
+		for (int j = 0; j < m && !listed; j++)
+			listed = again[j] == pids[i];
+		if (listed && fds[i] >= 0)
+			(void)sys_pidfd_send_signal(fds[i], SIGKILL, NULL, 0);
+		else if (listed && fds[i] == -ENOSYS)
+			(void)kill(pids[i], SIGKILL); /* pre-5.3 kernel: best effort */
+		if (fds[i] >= 0)
+			close(fds[i]);
+	}
+	return n;
+}
+
+DIR *hutch_cgroup_opendir(int dirfd)
+{
+	/* A fresh open file description: a dup() would share the directory
+	 * offset, and a second walk of the same fd would see nothing. */
+	int fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *d;
+
+	if (fd < 0)
+		return NULL;
+	d = fdopendir(fd);
+	if (!d) {
+		int saved = errno;
+		close(fd);
+		errno = saved;
+	}
+	return d;
+}
+
+int hutch_cgroup_rmdir_children(int dirfd)
+{
+	_cleanup_closedir_ DIR *d = NULL;
+	struct dirent *de;
+	int r = 0;
+
+	d = hutch_cgroup_opendir(dirfd);
+	if (!d)
+		return -errno;
+	while ((de = readdir(d))) {
+		int sub;
+
+		if (de->d_type != DT_DIR || !strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		sub = openat(dirfd, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (sub >= 0) {
+			int q = hutch_cgroup_rmdir_children(sub);
+			close(sub);
+			if (q < 0 && r == 0)
+				r = q;
+		}
+		if (unlinkat(dirfd, de->d_name, AT_REMOVEDIR) < 0 && errno != ENOENT && r == 0)
+			r = -errno;
+	}
+	return r;
+}
+
+/* ---- locating the caller's cgroups ---- */
+
+struct cg_text {
+	char *proc;      /* /proc/self/cgroup */
+	char *mountinfo; /* /proc/self/mountinfo */
+};
+
+static void cg_text_done(struct cg_text *t)
+{
+	free(t->proc);
+	free(t->mountinfo);
+}
+
+static int cg_text_read(struct cg_text *t, struct hutch_err *err)
+{
+	ssize_t n;
+
+	*t = (struct cg_text){ 0 };
+	n = hutch_read_file_alloc_at(AT_FDCWD, "/proc/self/cgroup", 1 << 20, &t->proc);
+	if (n < 0)
+		return hutch_err_set_errno(err, (int)n, "read '/proc/self/cgroup'");
+	n = hutch_read_file_alloc_at(AT_FDCWD, "/proc/self/mountinfo", 16 << 20, &t->mountinfo);
+	if (n < 0)
+		return hutch_err_set_errno(err, (int)n, "read '/proc/self/mountinfo'");
+	return 0;
+}
+
+/* The directory of our own cgroup in the hierarchy of controller (NULL: v2). */
+static int own_dir(const struct cg_text *t, const char *controller, char *ret, size_t size,
+                   struct hutch_err *err)
+{
+	const char *what = controller ? controller : "cgroup2";
+	char own[4096];
+	struct cg_mount m;
+	int r;
+
+	r = hutch_cgroup_parse_mountinfo(t->mountinfo, controller, &m);
+	if (r < 0)
+		return hutch_err_set(err, r, "no %s hierarchy mounted under '" CG_ROOT "'", what);
+	r = hutch_cgroup_parse_proc(t->proc, controller, own, sizeof(own));
+	if (r < 0)
+		return hutch_err_set(err, r, "no %s entry in '/proc/self/cgroup'", what);
+	r = hutch_cgroup_path_join(&m, own, ret, size);
+	if (r < 0)
+		return hutch_err_set_errno(err, r, "own %s cgroup '%s' is not visible at '%s'",
+		                           what, own, m.mountpoint);
+	return 0;
+}
+
+static int add_dir(struct hutch_cgroup *cg, const char *parent, const char *name, unsigned int ctrl)
+{
+	char *dir = NULL;
+
+	if (asprintf(&dir, "%s/" CG_PREFIX "%s", parent, name) < 0)
+		return -ENOMEM;
+	/* Controllers co-mounted in one hierarchy share one directory. */
+	for (size_t i = 0; i < cg->n_dirs; i++) {
+		if (!strcmp(cg->dirs[i], dir)) {
+			cg->ctrls[i] |= ctrl;
+			free(dir);
+			return 0;
+		}
+	}
+	if (cg->n_dirs >= HUTCH_CGROUP_MAX_DIRS) {
+		free(dir);
+		return -E2BIG;
+	}
+	cg->dirs[cg->n_dirs] = dir;
+	cg->ctrls[cg->n_dirs++] = ctrl;
+	return 0;
+}
+
+/* The freezer comes first: destroying it first thaws and kills everything,
+ * so the other hierarchies are empty by the time we reach them. */
+static const struct {
+	const char *name;
+	unsigned int bit;
+	bool required;
+} v1_ctrls[] = {
+	{ "freezer", CG_CTRL_FREEZER, false },
+	{ "cpu", CG_CTRL_CPU, true },
+	{ "memory", CG_CTRL_MEMORY, true },
+	{ "pids", CG_CTRL_PIDS, true },
+};
+
+static int setup_v1(struct hutch_cgroup *cg, const struct cg_text *t, const char *name,
+                    struct hutch_err *err)
+{
+	for (size_t i = 0; i < ELEMENTSOF(v1_ctrls); i++) {
+		char dir[4096];
+		int r = own_dir(t, v1_ctrls[i].name, dir, sizeof(dir), err);
+
+		if (r == -ENOENT && !v1_ctrls[i].required)
+			continue;
+		if (r < 0)
+			return hutch_err_prefix(err, "cgroup v1");
+		r = add_dir(cg, dir, name, v1_ctrls[i].bit);
+		if (r < 0)
+			return hutch_err_set_errno(err, r, "cgroup v1: add '%s'", dir);
+	}
+	return 0;
+}
+
+static int copy_path(const char *s, char *ret, size_t size)
+{
+	size_t len = strlen(s);
+
+	if (len >= size)
+		return -ENAMETOOLONG;
+	memcpy(ret, s, len + 1);
+	return 0;
+}
+
+#define V2_CTRLS "cpu memory pids"
+
+static bool v2_delegates(const char *dir, const char *want)
+{
+	_cleanup_close_ int fd = -EBADF;
+	char buf[512];
+
+	fd = hutch_cgroup_open_dir(dir);
+	if (fd < 0 || hutch_read_file_at(fd, "cgroup.subtree_control", buf, sizeof(buf)) < 0)
+		return false;
+	return hutch_cgroup_list_has(buf, want);
+}
+
+/*
+ * Where to nest on v2. Children of `own` get the controllers only if own's
+ * cgroup.subtree_control lists them. Enabling them there fails with EBUSY
+ * when own holds processes (the "no internal processes" rule) — always the
+ * case for a non-root cgroup we live in — so then take the nearest non-root
+ * ancestor that already delegates them. The root is exempt from the rule.
+ */
+int hutch_cgroup_v2_pick_parent(const char *own, const char *want, char *ret, size_t size,
+                                struct hutch_err *err)
+{
+	_cleanup_close_ int fd = -EBADF;
+	char cur[4096], enable[128] = "";
+	int r;
+
+	/* "cpu memory pids" -> "+cpu +memory +pids" */
+	for (const char *w = want; *w;) {
+		size_t n = strcspn(w, " ");
+		size_t len = strlen(enable);
+
+		if (n > 0)
+			snprintf(enable + len, sizeof(enable) - len, "%s+%.*s", len ? " " : "",
+			         (int)n, w);
+		w += n;
+		w += strspn(w, " ");
+	}
+	if (v2_delegates(own, want))
+		return copy_path(own, ret, size);
+	fd = hutch_cgroup_open_dir(own);
+	if (fd < 0)
+		return hutch_err_set_errno(err, fd, "cgroup v2: open '%s'", own);
+	r = hutch_write_knob_at(fd, "cgroup.subtree_control", enable);
+	if (r == 0)
+		return copy_path(own, ret, size);
+	if (copy_path(own, cur, sizeof(cur)) < 0)
+		return hutch_err_set(err, -ENAMETOOLONG, "cgroup v2: path too long");
+	for (;;) {
+		char *slash = strrchr(cur, '/');
+
+		if (!slash || slash <= cur + strlen(CG_ROOT))
+			break; /* reached the root: never nest beside other hosts' trees */
+		*slash = '\0';
+		if (v2_delegates(cur, want))
+			return copy_path(cur, ret, size);
+	}
+	return hutch_err_set_errno(err, r,
+	                           "cgroup v2: %s not delegated; run from a delegated cgroup "
+	                           "(systemd-run --scope -p Delegate=yes hutch ...); enabling them "
+	                           "below '%s' failed",
+	                           want, own);
+}
+
+static int setup_v2(struct hutch_cgroup *cg, const struct cg_text *t, const char *name,
+                    struct hutch_err *err)
+{
+	char own[4096], parent[4096];
+	int r;
+
+	r = own_dir(t, NULL, own, sizeof(own), err);
+	if (r < 0)
+		return hutch_err_prefix(err, "cgroup v2");
+	r = hutch_cgroup_v2_pick_parent(own, V2_CTRLS, parent, sizeof(parent), err);
+	if (r < 0)
+		return r;
+	r = add_dir(cg, parent, name,
+	            CG_CTRL_CPU | CG_CTRL_MEMORY | CG_CTRL_PIDS | CG_CTRL_FREEZER);
+	if (r < 0)
+		return hutch_err_set_errno(err, r, "cgroup v2: add '%s'", parent);
+	return 0;
+}
+
+static int root_fs_type(long *ret, struct hutch_err *err)
+{
+	struct statfs sfs;
+
+	if (statfs(CG_ROOT, &sfs) < 0)
+		return hutch_err_set_errno(err, -errno, "statfs '" CG_ROOT "'");
+	*ret = (long)sfs.f_type;
+	return 0;
+}
+
+/* ---- public API ---- */
+
+int hutch_cgroup_new(const char *name, struct hutch_cgroup **ret, struct hutch_err *err)
+{
+	struct hutch_cgroup *cg = NULL;
+	struct cg_text t;
+	long type = 0;
+	int r;
+
+	if (!hutch_cgroup_name_is_valid(name))
+		return hutch_err_set(err, -EINVAL, "invalid cgroup name '%s'", name ? name : "");
+	r = root_fs_type(&type, err);
+	if (r < 0)
+		return r;
+	cg = calloc(1, sizeof(*cg));
+	if (!cg)
+		return hutch_err_set_errno(err, -ENOMEM, "allocate cgroup");
+	r = cg_text_read(&t, err);
+	if (r >= 0) {
+		if (type == CGROUP2_SUPER_MAGIC) {
+			cg->ops = &hutch_cgroup_v2_ops;
+			r = setup_v2(cg, &t, name, err);
+		} else {
+			/* tmpfs with v1 hierarchies, perhaps plus a v2 tree at
+			 * "unified" that we ignore: it has no controllers. */
+			cg->ops = &hutch_cgroup_v1_ops;
+			r = setup_v1(cg, &t, name, err);
+		}
+	}
+	cg_text_done(&t);
+	if (r < 0) {
+		hutch_cgroup_free(cg);
+		return r;
+	}
+	*ret = cg;
+	return 0;
+}
+
+struct hutch_cgroup *hutch_cgroup_free(struct hutch_cgroup *cg)
+{
+	if (!cg)
+		return NULL;
+	for (size_t i = 0; i < cg->n_dirs; i++)
+		free(cg->dirs[i]);
+	free(cg);
+	return NULL;
+}
+
+const char *hutch_cgroup_version(const struct hutch_cgroup *cg)
+{
+	return cg->ops->version;
+}
+
+size_t hutch_cgroup_dirs(const struct hutch_cgroup *cg, const char **ret_dirs, size_t max)
+{
+	size_t n = cg->n_dirs < max ? cg->n_dirs : max;
+
+	for (size_t i = 0; i < n; i++)
+		ret_dirs[i] = cg->dirs[i];
+	return cg->n_dirs;
+}
+
+int hutch_cgroup_dir_for(const struct hutch_cgroup *cg, unsigned int ctrl)
+{
+	for (size_t i = 0; i < cg->n_dirs; i++)
+		if (cg->ctrls[i] & ctrl)
+			return (int)i;
+	return -ENOENT;
+}
+
+int hutch_cgroup_create(struct hutch_cgroup *cg, const struct hutch_limits *lim,
+                        struct hutch_err *err)
+{
+	return cg->ops->create(cg, lim, err);
+}
+
+int hutch_cgroup_enter(struct hutch_cgroup *cg, pid_t pid, struct hutch_err *err)
+{
+	char buf[32];
+
+	snprintf(buf, sizeof(buf), "%d", (int)pid);
+	for (size_t i = 0; i < cg->n_dirs; i++) {
+		_cleanup_close_ int fd = hutch_cgroup_open_dir(cg->dirs[i]);
+		int r = fd < 0 ? fd : hutch_write_knob_at(fd, "cgroup.procs", buf);
+
+		if (r < 0)
+			return hutch_err_set_errno(err, r, "move pid %d into '%s'", (int)pid,
+			                           cg->dirs[i]);
+	}
+	return 0;
+}
+
+int hutch_cgroup_oom_kills(struct hutch_cgroup *cg, uint64_t *ret)
+{
+	return cg->ops->oom_kills(cg, ret);
+}
+
+int hutch_cgroup_freeze(struct hutch_cgroup *cg, bool frozen, struct hutch_err *err)
+{
+	return cg->ops->freeze(cg, frozen, err);
+}
+
+int hutch_cgroup_destroy(struct hutch_cgroup *cg, struct hutch_err *err)
+{
+	int ret = 0;
+
+	/* Keep going after a failure: leave as little behind as we can and
+	 * report the first problem. */
+	for (size_t i = 0; i < cg->n_dirs; i++) {
+		struct hutch_err e;
+		int r = cg->ops->remove_dir(cg->dirs[i], &e);
+
+		if (r < 0 && ret == 0) {
+			ret = r;
+			*err = e;
+		}
+	}
+	return ret;
+}
+
+int hutch_cgroup_remove_dir(const char *dir, struct hutch_err *err)
+{
+	struct statfs sfs;
+
+	if (!hutch_cgroup_dir_is_removable(dir))
+		return hutch_err_set(err, -EINVAL, "refusing to remove '%s': not a hutch cgroup",
+		                     dir ? dir : "");
+	if (statfs(dir, &sfs) < 0) {
+		if (errno == ENOENT)
+			return 0;
+		return hutch_err_set_errno(err, -errno, "statfs '%s'", dir);
+	}
+	if (sfs.f_type == CGROUP2_SUPER_MAGIC)
+		return hutch_cgroup_v2_ops.remove_dir(dir, err);
+	if (sfs.f_type == CGROUP_SUPER_MAGIC)
+		return hutch_cgroup_v1_ops.remove_dir(dir, err);
+	return hutch_err_set(err, -EINVAL, "refusing to remove '%s': not on a cgroup filesystem",
+	                     dir);
+}
+
+/* ---- probe ---- */
+
+static void probe_add(struct hutch_cgroup_probe *p, const char *msg)
+{
+	size_t len = strlen(p->detail);
+	int room = (int)(sizeof(p->detail) - len);
+
+	/* Truncation is fine: this is advice for a human. */
+	snprintf(p->detail + len, (size_t)room, "%s%.*s", len ? "; " : "", room, msg);
+}
+
+static void probe_controllers(struct hutch_cgroup_probe *p, const struct cg_text *t)
+{
+	if (p->v2_unified) {
+		char own[4096], buf[512] = "";
+		_cleanup_close_ int fd = -EBADF;
+		struct hutch_err e;
+
+		if (own_dir(t, NULL, own, sizeof(own), &e) < 0)
+			return probe_add(p, e.msg);
+		fd = hutch_cgroup_open_dir(own);
+		if (fd >= 0)
+			(void)hutch_read_file_at(fd, "cgroup.controllers", buf, sizeof(buf));
+		p->has_cpu = hutch_cgroup_list_has(buf, "cpu");
+		p->has_memory = hutch_cgroup_list_has(buf, "memory");
+		p->has_pids = hutch_cgroup_list_has(buf, "pids");
+		/* cgroup.freeze exists in every non-root cgroup since 5.2. */
+		p->has_freezer = strcmp(own, CG_ROOT) == 0 ||
+		                 (fd >= 0 && faccessat(fd, "cgroup.freeze", F_OK, 0) == 0);
+		return;
+	}
+	for (size_t i = 0; i < ELEMENTSOF(v1_ctrls); i++) {
+		struct cg_mount m;
+		bool has = hutch_cgroup_parse_mountinfo(t->mountinfo, v1_ctrls[i].name, &m) == 0;
+
+		if (v1_ctrls[i].bit == CG_CTRL_CPU)
+			p->has_cpu = has;
+		else if (v1_ctrls[i].bit == CG_CTRL_MEMORY)
+			p->has_memory = has;
+		else if (v1_ctrls[i].bit == CG_CTRL_PIDS)
+			p->has_pids = has;
+		else
+			p->has_freezer = has;
+	}
+	{
+		struct cg_mount m;
+		p->hybrid = hutch_cgroup_parse_mountinfo(t->mountinfo, NULL, &m) == 0;
+	}
+}
+
+/* mkdir and rmdir the directories of a throw-away sandbox "probe-<pid>". */
+static void probe_create(struct hutch_cgroup_probe *p)
+{
+	struct hutch_cgroup *cg = NULL;
+	struct hutch_err e;
+	char name[32], msg[HUTCH_ERR_MSG_MAX + 32];
+
+	snprintf(name, sizeof(name), "probe-%d", (int)getpid());
+	if (hutch_cgroup_new(name, &cg, &e) < 0) {
+		snprintf(msg, sizeof(msg), "cannot place a sandbox cgroup: %s", e.msg);
+		return probe_add(p, msg);
+	}
+	p->can_create = true;
+	for (size_t i = 0; i < cg->n_dirs && p->can_create; i++) {
+		if (mkdir(cg->dirs[i], 0755) < 0) {
+			snprintf(msg, sizeof(msg), "mkdir '%s': %s", cg->dirs[i], strerror(errno));
+			probe_add(p, msg);
+			p->can_create = false;
+		}
+	}
+	for (size_t i = 0; i < cg->n_dirs; i++)
+		(void)rmdir(cg->dirs[i]);
+	hutch_cgroup_free(cg);
+}
+
+int hutch_cgroup_probe(struct hutch_cgroup_probe *ret)
+{
+	struct hutch_cgroup_probe p = { 0 };
+	struct hutch_err e;
+	struct cg_text t;
+	long type = 0;
+	int r;
+
+	r = root_fs_type(&type, &e);
+	if (r < 0)
+		return r;
+	p.v2_unified = type == CGROUP2_SUPER_MAGIC;
+	r = cg_text_read(&t, &e);
+	if (r < 0) {
+		cg_text_done(&t);
+		return r;
+	}
+	probe_controllers(&p, &t);
+	cg_text_done(&t);
+	if (!p.has_cpu)
+		probe_add(&p, "no cpu controller");
+	if (!p.has_memory)
+		probe_add(&p, "no memory controller");
+	if (!p.has_pids)
+		probe_add(&p, "no pids controller");
+	if (!p.has_freezer)
+		probe_add(&p, "no freezer (idle sleep unavailable)");
+	probe_create(&p);
+	*ret = p;
+	return 0;
+}

@@ -1,0 +1,64 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Sandbox options (the cloud sandbox's names, defaults and errors) and the
+ * instance type table. Pure: no syscalls, unit-tested.
+ */
+#ifndef HUTCH_CONFIG_H
+#define HUTCH_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cjson/cJSON.h>
+
+#include "error.h"
+#include "netpolicy.h"
+
+#define HUTCH_DEFAULT_INSTANCE_TYPE "medium"
+#define HUTCH_DEFAULT_TTL           86400
+#define HUTCH_DEFAULT_REGION        "nl-north-1"
+#define HUTCH_MAX_TTL               (366ull * 86400)
+#define HUTCH_DEFAULT_MAX_OUTPUT    (4ull << 20)  /* per stream, per command */
+#define HUTCH_MAX_MAX_OUTPUT        (256ull << 20)
+#define HUTCH_REGION_MAX            63
+
+struct hutch_instance_type {
+	const char *name;
+	uint64_t cpu_millis;   /* 1000 = one vCPU */
+	uint64_t memory_bytes;
+	uint64_t disk_bytes;   /* size cap of each writable tmpfs */
+	uint64_t pids_max;
+};
+
+/* The table, in size order; *ret_n gets its length. */
+const struct hutch_instance_type *hutch_instance_types(size_t *ret_n);
+/* NULL if unknown. */
+const struct hutch_instance_type *hutch_instance_type_find(const char *name);
+/* "nano, micro, ..." for error messages. */
+const char *hutch_instance_type_names(void);
+
+struct hutch_config {
+	const struct hutch_instance_type *type;
+	uint64_t ttl_seconds;
+	uint64_t idle_timeout_seconds;
+	char region[HUTCH_REGION_MAX + 1];
+	char network_spec[4096];
+	struct hutch_net_policy net;
+	uint64_t max_output_bytes;
+};
+
+/* Defaults: medium, ttl 86400, idle 0, nl-north-1, network none. */
+void hutch_config_init(struct hutch_config *c);
+void hutch_config_done(struct hutch_config *c);
+/* Set one option from its CLI / API name and string value:
+ * instance_type, ttl_seconds, idle_timeout_seconds, region, network,
+ * max_output_bytes. */
+int hutch_config_set(struct hutch_config *c, const char *key, const char *value,
+		     struct hutch_err *err);
+/* Cross-option rules (region rule, implemented network modes). */
+int hutch_config_validate(const struct hutch_config *c, struct hutch_err *err);
+/* Options as JSON (for state.json, /status, create --json). */
+cJSON *hutch_config_to_json(const struct hutch_config *c);
+
+#endif

@@ -1,0 +1,193 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * `hutch doctor`: checks, by trying them, the host features a sandbox
+ * needs, and says for each missing one how to fix it.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <linux/netlink.h>
+#include <linux/seccomp.h>
+
+#include <cjson/cJSON.h>
+
+#include "cgroup.h"
+#include "cleanup.h"
+#include "cli.h"
+#include "fdutil.h"
+#include "syscalls.h"
+
+struct check {
+	const char *name;
+	bool required;
+	bool ok;
+	char detail[320];
+};
+
+/* Fork a child that unshares flags; 0 if it worked. */
+static int try_unshare(int flags)
+{
+	pid_t pid = fork();
+	int status;
+
+	if (pid < 0)
+		return -errno;
+	if (pid == 0)
+		_exit(unshare(flags) < 0 ? 1 : 0);
+	if (waitpid(pid, &status, 0) < 0)
+		return -errno;
+	return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -EPERM;
+}
+
+static bool file_has(const char *path, const char *needle)
+{
+	char buf[8192];
+
+	if (hutch_read_file_at(AT_FDCWD, path, buf, sizeof(buf)) < 0)
+		return false;
+	return strstr(buf, needle) != NULL;
+}
+
+static void check_root(struct check *c)
+{
+	c->ok = geteuid() == 0;
+	snprintf(c->detail, sizeof(c->detail), "%s",
+		 c->ok ? "running as root"
+		       : "create and run need root for now: run them with sudo (a service for "
+			 "non-root users comes later)");
+}
+
+static void check_userns(struct check *c)
+{
+	char buf[32] = "";
+
+	(void)hutch_read_file_at(AT_FDCWD, "/proc/sys/user/max_user_namespaces", buf, sizeof(buf));
+	c->ok = try_unshare(CLONE_NEWUSER) == 0 && atoi(buf) > 0;
+	snprintf(c->detail, sizeof(c->detail), "%s",
+		 c->ok ? "user namespaces work"
+		       : "user namespaces are off: sysctl -w user.max_user_namespaces=15000 (and "
+			 "kernel.unprivileged_userns_clone=1 on older Debian kernels)");
+}
+
+static void check_namespaces(struct check *c)
+{
+	int flags = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWNET |
+		    CLONE_NEWCGROUP;
+
+	c->ok = geteuid() == 0 ? try_unshare(flags) == 0 : try_unshare(flags | CLONE_NEWUSER) == 0;
+	snprintf(c->detail, sizeof(c->detail), "%s",
+		 c->ok ? "mount, pid, uts, ipc, net and cgroup namespaces work"
+		       : "cannot create mount/pid/uts/ipc/net/cgroup namespaces: the kernel lacks "
+			 "CONFIG_*_NS or a container runtime forbids it (run hutch on the host or "
+			 "in a privileged container)");
+}
+
+static void check_cgroups(struct check *c)
+{
+	struct hutch_cgroup_probe p = { 0 };
+
+	(void)hutch_cgroup_probe(&p);
+	c->ok = p.has_cpu && p.has_memory && p.has_pids && p.can_create;
+	snprintf(c->detail, sizeof(c->detail), "%s%s: cpu %s, memory %s, pids %s, freezer %s%s%s",
+		 p.v2_unified ? "cgroup v2" : "cgroup v1", p.hybrid ? " (hybrid)" : "",
+		 p.has_cpu ? "yes" : "no", p.has_memory ? "yes" : "no", p.has_pids ? "yes" : "no",
+		 p.has_freezer ? "yes" : "no", p.detail[0] ? "; " : "", p.detail);
+}
+
+static void check_seccomp(struct check *c)
+{
+	c->ok = prctl(PR_GET_SECCOMP) >= 0 && file_has("/proc/self/status", "Seccomp:");
+	snprintf(c->detail, sizeof(c->detail), "%s",
+		 c->ok ? "seccomp filters available"
+		       : "the kernel lacks CONFIG_SECCOMP_FILTER: use a kernel built with it");
+}
+
+static void check_mount_api(struct check *c)
+{
+	int fd = sys_fsopen("tmpfs", 0);
+
+	c->ok = fd >= 0 || errno != ENOSYS;
+	if (fd >= 0)
+		close(fd);
+	snprintf(c->detail, sizeof(c->detail), "%s",
+		 c->ok ? "fsopen/open_tree/move_mount available (Linux >= 5.2)"
+		       : "the kernel lacks the new mount API: use Linux 5.10 or later");
+}
+
+static void check_overlay(struct check *c)
+{
+	c->ok = file_has("/proc/filesystems", "overlay");
+	snprintf(c->detail, sizeof(c->detail), "%s",
+		 c->ok ? "overlayfs available (used by images, later)"
+		       : "overlayfs missing: modprobe overlay (only needed for images)");
+}
+
+static void check_nftables(struct check *c)
+{
+	int fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_NETFILTER);
+
+	c->ok = fd >= 0;
+	if (fd >= 0)
+		close(fd);
+	snprintf(c->detail, sizeof(c->detail), "%s",
+		 c->ok ? "nftables netlink available (for network all/allow, later)"
+		       : "nfnetlink unavailable: modprobe nf_tables (only network all/allow need it)");
+}
+
+static void check_python(struct check *c)
+{
+	c->ok = access("/usr/bin/python3", X_OK) == 0 && access("/bin/sh", X_OK) == 0;
+	snprintf(c->detail, sizeof(c->detail), "%s",
+		 c->ok ? "/usr/bin/python3 and /bin/sh present (sandboxes share the host's /usr)"
+		       : "sandboxes get the host's /usr: apt-get install python3");
+}
+
+int hutch_doctor(bool json)
+{
+	struct check checks[] = {
+		{ "root", true, false, "" },         { "user namespaces", true, false, "" },
+		{ "namespaces", true, false, "" },   { "cgroups", true, false, "" },
+		{ "seccomp", true, false, "" },      { "mount API", true, false, "" },
+		{ "python3", true, false, "" },      { "overlayfs", false, false, "" },
+		{ "nftables", false, false, "" },
+	};
+	void (*fns[])(struct check *) = { check_root,      check_userns,    check_namespaces,
+					 check_cgroups,   check_seccomp,   check_mount_api,
+					 check_python,    check_overlay,   check_nftables };
+	bool all_ok = true;
+	_cleanup_cjson_ cJSON *arr = json ? cJSON_CreateArray() : NULL;
+
+	for (size_t i = 0; i < ELEMENTSOF(checks); i++) {
+		fns[i](&checks[i]);
+		if (checks[i].required && !checks[i].ok)
+			all_ok = false;
+		if (json) {
+			cJSON *o = cJSON_CreateObject();
+			cJSON_AddStringToObject(o, "check", checks[i].name);
+			cJSON_AddBoolToObject(o, "ok", checks[i].ok);
+			cJSON_AddBoolToObject(o, "required", checks[i].required);
+			cJSON_AddStringToObject(o, "detail", checks[i].detail);
+			cJSON_AddItemToArray(arr, o);
+		} else {
+			printf("%-5s %-16s %s\n",
+			       checks[i].ok ? "ok" : (checks[i].required ? "FAIL" : "warn"),
+			       checks[i].name, checks[i].detail);
+		}
+	}
+	if (json) {
+		_cleanup_free_ char *t = cJSON_Print(arr);
+		printf("%s\n", t ? t : "[]");
+	} else {
+		printf("%s\n", all_ok ? "this host can run hutch sandboxes"
+				      : "this host cannot run hutch sandboxes yet: fix the FAIL lines");
+	}
+	return all_ok ? 0 : HUTCH_EXIT_NOT_CAPABLE;
+}

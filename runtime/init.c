@@ -1,0 +1,309 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * init, PID 1 of the sandbox (see init.h). It runs as namespace root with
+ * every capability inside the sandbox's user namespace, and is the only
+ * process that forks commands: each child drops to appuser, loses every
+ * capability, gets no_new_privs and the seccomp filter, and only then
+ * execs. init never execs itself, and it is not dumpable, so appuser can
+ * neither ptrace it nor read its memory or open its /proc entries.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "caps.h"
+#include "cleanup.h"
+#include "fdutil.h"
+#include "init.h"
+#include "proto.h"
+#include "seccomp.h"
+#include "syscalls.h"
+
+struct child {
+	pid_t pid;
+	uint64_t id;
+};
+
+struct init_state {
+	int sock;
+	const struct sock_fprog *seccomp;
+	struct child *children;
+	size_t n, alloc;
+};
+
+static __attribute__((noreturn)) void fail(int sock, struct hutch_err *err)
+{
+	(void)hutch_proto_send(sock, HUTCH_MSG_FAILED, 0, err, sizeof(*err), NULL, 0);
+	_exit(1);
+}
+
+static void child_fail(const char *what, const char *arg, int code, int status)
+{
+	char buf[512];
+	int n = snprintf(buf, sizeof(buf), "hutch: %s '%s': %s\n", what, arg, strerror(code));
+
+	if (n > 0)
+		(void)!write(2, buf, (size_t)(n < (int)sizeof(buf) ? n : (int)sizeof(buf) - 1));
+	_exit(status);
+}
+
+/* In the forked child: become the command. Never returns. */
+static __attribute__((noreturn)) void exec_command(const struct init_state *s,
+						   const struct hutch_spawn_req *req,
+						   const int fds[3])
+{
+	extern char **environ;
+	sigset_t none;
+	int r;
+
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	for (int sig = 1; sig < NSIG; sig++)
+		signal(sig, SIG_DFL);
+	if (setsid() < 0)
+		_exit(126);
+	for (int i = 0; i < 3; i++) {
+		/* dup2 clears O_CLOEXEC on the target; fds[i] >= 3 always (0-2 are
+		 * open on /dev/null in init), so no overlap. */
+		if (dup2(fds[i], i) < 0)
+			_exit(126);
+	}
+	if (sys_close_range(3, ~0U, 0) < 0)
+		_exit(126);
+	r = hutch_caps_drop_child(HUTCH_APP_UID, HUTCH_APP_GID);
+	if (r < 0)
+		child_fail("cannot drop privileges for", req->argv[0], -r, 126);
+	if (chdir(req->cwd) < 0)
+		child_fail("cannot change directory to", req->cwd, errno, 126);
+	r = hutch_seccomp_load(s->seccomp);
+	if (r < 0)
+		child_fail("cannot load seccomp filter for", req->argv[0], -r, 126);
+	environ = (char **)req->envp;
+	execvp(req->argv[0], (char *const *)req->argv);
+	r = errno;
+	child_fail("cannot execute", req->argv[0], r, r == ENOENT ? 127 : 126);
+	_exit(127);
+}
+
+static int track(struct init_state *s, pid_t pid, uint64_t id)
+{
+	if (s->n == s->alloc) {
+		size_t na = s->alloc ? s->alloc * 2 : 16;
+		struct child *c = realloc(s->children, na * sizeof(*c));
+		if (!c)
+			return -ENOMEM;
+		s->children = c;
+		s->alloc = na;
+	}
+	s->children[s->n++] = (struct child){ .pid = pid, .id = id };
+	return 0;
+}
+
+static void handle_spawn(struct init_state *s, uint64_t id, const char *body, size_t len,
+			 int *fds, size_t nfds)
+{
+	static struct hutch_spawn_req req; /* large: keep it off the stack */
+	struct hutch_msg_spawned rep = { 0 };
+	pid_t pid;
+
+	if (nfds != 3 || hutch_proto_spawn_decode(body, len, &req) < 0) {
+		rep.error = -EBADMSG;
+		goto reply;
+	}
+	pid = fork();
+	if (pid < 0) {
+		rep.error = -errno;
+		goto reply;
+	}
+	if (pid == 0)
+		exec_command(s, &req, fds);
+	if (track(s, pid, id) < 0) {
+		kill(pid, SIGKILL);
+		rep.error = -ENOMEM;
+		goto reply;
+	}
+	rep.pid = pid;
+reply:
+	for (size_t i = 0; i < nfds; i++)
+		close(fds[i]);
+	(void)hutch_proto_send(s->sock, HUTCH_MSG_SPAWNED, id, &rep, sizeof(rep), NULL, 0);
+}
+
+/* Kill a command's whole tree: its process group and every process still
+ * in its session (children that made their own process group). */
+static void kill_session(pid_t sid, int sig)
+{
+	_cleanup_closedir_ DIR *d = NULL;
+	struct dirent *de;
+
+	(void)kill(-sid, sig);
+	d = opendir("/proc");
+	if (!d)
+		return;
+	while ((de = readdir(d))) {
+		char path[64], buf[512], *p;
+		long pid, sess;
+		if (de->d_name[0] < '1' || de->d_name[0] > '9')
+			continue;
+		pid = strtol(de->d_name, NULL, 10);
+		if (pid <= 1)
+			continue;
+		snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
+		if (hutch_read_file_at(AT_FDCWD, path, buf, sizeof(buf)) <= 0)
+			continue;
+		/* Fields after the last ')' (comm may hold anything):
+		 * state ppid pgrp session */
+		p = strrchr(buf, ')');
+		if (!p || sscanf(p + 1, " %*c %*d %*d %ld", &sess) != 1)
+			continue;
+		if (sess == sid)
+			(void)kill((pid_t)pid, sig);
+	}
+}
+
+static void handle_kill(struct init_state *s, uint64_t id, const char *body, size_t len)
+{
+	struct hutch_msg_kill k;
+
+	if (len != sizeof(k))
+		return;
+	memcpy(&k, body, sizeof(k));
+	if (k.signal <= 0 || k.signal >= NSIG)
+		return;
+	for (size_t i = 0; i < s->n; i++)
+		if (s->children[i].id == id)
+			kill_session(s->children[i].pid, k.signal);
+}
+
+static void reap(struct init_state *s)
+{
+	int status;
+	pid_t pid;
+
+	while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+		for (size_t i = 0; i < s->n; i++) {
+			struct hutch_msg_exited e = { .status = status };
+			if (s->children[i].pid != pid)
+				continue;
+			(void)hutch_proto_send(s->sock, HUTCH_MSG_EXITED, s->children[i].id, &e,
+					       sizeof(e), NULL, 0);
+			s->children[i] = s->children[--s->n];
+			break;
+		}
+	}
+}
+
+static __attribute__((noreturn)) void serve(struct init_state *s, int sigfd)
+{
+	static char body[HUTCH_PROTO_MAX];
+	struct pollfd pfd[2] = { { .fd = s->sock, .events = POLLIN }, { .fd = sigfd, .events = POLLIN } };
+
+	for (;;) {
+		if (poll(pfd, 2, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			_exit(1);
+		}
+		if (pfd[1].revents) {
+			struct signalfd_siginfo si;
+			while (read(sigfd, &si, sizeof(si)) == sizeof(si))
+				;
+			reap(s);
+		}
+		if (pfd[0].revents) {
+			struct hutch_msg_hdr hdr;
+			int fds[3];
+			size_t nfds = 3;
+			ssize_t n = hutch_proto_recv(s->sock, &hdr, body, sizeof(body), fds, &nfds);
+			if (n < 0 && n != -EAGAIN && n != -EBADMSG)
+				_exit(1);
+			if (n == 0 && hdr.type == 0)
+				_exit(0); /* supervisor gone: the sandbox goes with it */
+			if (n < 0)
+				continue;
+			if (hdr.type == HUTCH_MSG_SPAWN)
+				handle_spawn(s, hdr.id, body, (size_t)n, fds, nfds);
+			else if (hdr.type == HUTCH_MSG_KILL)
+				handle_kill(s, hdr.id, body, (size_t)n);
+			if (hdr.type != HUTCH_MSG_SPAWN)
+				for (size_t i = 0; i < nfds; i++)
+					close(fds[i]);
+		}
+	}
+}
+
+static int wait_go(int sock)
+{
+	struct hutch_msg_hdr hdr;
+	char buf[16];
+	ssize_t n = hutch_proto_recv(sock, &hdr, buf, sizeof(buf), NULL, NULL);
+
+	if (n < 0)
+		return (int)n;
+	return hdr.type == HUTCH_MSG_GO ? 0 : -EPROTO;
+}
+
+void hutch_init_main(const struct hutch_init_params *p)
+{
+	struct init_state s = { .sock = p->sock, .seccomp = p->seccomp };
+	struct hutch_err err = { 0 };
+	sigset_t mask;
+	int sigfd, r;
+
+	/* If the supervisor dies, so does the sandbox (and with PID 1, its
+	 * whole pid namespace). Check the race with a parent already gone. */
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != p->supervisor_pid)
+		_exit(1);
+	if (wait_go(p->sock) < 0)
+		_exit(1);
+	if (setresgid(0, 0, 0) < 0 || setresuid(0, 0, 0) < 0) {
+		hutch_err_set_errno(&err, -errno, "become root in the user namespace");
+		fail(p->sock, &err);
+	}
+	/* The supervisor moved us into the sandbox cgroup: make that the
+	 * root of our cgroup namespace. */
+	if (unshare(CLONE_NEWCGROUP) < 0) {
+		hutch_err_set_errno(&err, -errno, "create cgroup namespace");
+		fail(p->sock, &err);
+	}
+	if (sethostname(p->hostname, strlen(p->hostname)) < 0) {
+		hutch_err_set_errno(&err, -errno, "set hostname '%s'", p->hostname);
+		fail(p->sock, &err);
+	}
+	if (hutch_net_setup_child(p->net, &err) < 0) {
+		hutch_err_prefix(&err, "network");
+		fail(p->sock, &err);
+	}
+	if (hutch_rootfs_setup_child(&p->rootfs, &err) < 0)
+		fail(p->sock, &err);
+	r = hutch_caps_prepare();
+	if (r < 0) {
+		hutch_err_set_errno(&err, r, "prepare capability drop");
+		fail(p->sock, &err);
+	}
+	if (prctl(PR_SET_DUMPABLE, 0) < 0) {
+		hutch_err_set_errno(&err, -errno, "make init non-dumpable");
+		fail(p->sock, &err);
+	}
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGCHLD);
+	sigprocmask(SIG_BLOCK, &mask, NULL);
+	sigfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+	if (sigfd < 0) {
+		hutch_err_set_errno(&err, -errno, "signalfd");
+		fail(p->sock, &err);
+	}
+	if (hutch_proto_send(p->sock, HUTCH_MSG_READY, 0, NULL, 0, NULL, 0) < 0)
+		_exit(1);
+	serve(&s, sigfd);
+}

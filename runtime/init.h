@@ -1,0 +1,31 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * init: PID 1 of a sandbox. Child side of clone(): finishes the namespaces,
+ * builds the root, then serves the supervisor's spawn and kill requests,
+ * reaps every process and reports the exits of the commands it started.
+ */
+#ifndef HUTCH_INIT_H
+#define HUTCH_INIT_H
+
+#include <linux/filter.h>
+#include <sys/types.h>
+
+#include "netpolicy.h"
+#include "rootfs.h"
+
+#define HUTCH_APP_UID 1000
+#define HUTCH_APP_GID 1000
+
+struct hutch_init_params {
+	int sock;                        /* SOCK_SEQPACKET to the supervisor */
+	pid_t supervisor_pid;            /* to detect a parent that died before PDEATHSIG */
+	const char *hostname;
+	struct hutch_rootfs_config rootfs;
+	const struct hutch_net_policy *net;
+	const struct sock_fprog *seccomp; /* built by the supervisor before clone */
+};
+
+/* Child side; never returns. */
+__attribute__((noreturn)) void hutch_init_main(const struct hutch_init_params *p);
+
+#endif

@@ -1,0 +1,775 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The hutch command line: run, create, exec, ls, inspect, rm, gc, doctor,
+ * version. Turns every error into one message that names the problem and
+ * the fix, and a documented exit code (cli.h).
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cleanup.h"
+#include "cli.h"
+#include "client.h"
+#include "config.h"
+#include "fdutil.h"
+#include "log.h"
+#include "sandbox.h"
+#include "state.h"
+
+#define STDIN_MAX (6u << 20)
+
+static volatile sig_atomic_t interrupted;
+
+static void on_interrupt(int sig)
+{
+	interrupted = sig;
+}
+
+static int die(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int die(int code, const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("hutch: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	return code;
+}
+
+static const char *const main_usage =
+	"usage: hutch COMMAND [OPTIONS]\n"
+	"\n"
+	"Local, isolated, throw-away Linux sandboxes with Python, a shell and /workspace.\n"
+	"\n"
+	"commands:\n"
+	"  run [OPTIONS] -- CMD [ARG...]   create a sandbox, run CMD, print its output, delete it\n"
+	"  create [OPTIONS]                create a sandbox and print its id\n"
+	"  exec ID [OPTIONS] -- CMD...     run CMD in a sandbox, exit with its exit code\n"
+	"  ls [-q] [--json]                list sandboxes\n"
+	"  inspect ID                      show a sandbox's status and options (JSON)\n"
+	"  rm ID... | --all                delete sandboxes (returns when everything is gone)\n"
+	"  gc                              remove what dead sandboxes left behind\n"
+	"  doctor [--json]                 check that this host can run sandboxes\n"
+	"  version                         print the version\n"
+	"\n"
+	"'hutch COMMAND --help' shows a command's options. Exit codes: the command's own for\n"
+	"run/exec; 64 usage error, 65 no such sandbox, 66 sandbox expired or deleted, 69 host\n"
+	"not capable (not root, missing kernel feature), 70 other failure, 124 timeout.\n"
+	"State lives in $HUTCH_RUNTIME_DIR (default /run/hutch).\n";
+
+static const char *const create_options =
+	"sandbox options:\n"
+	"  --instance-type T   nano, micro, small, medium (default), large, xlarge, 2xlarge\n"
+	"  --ttl S             delete the sandbox S seconds after creation (default 86400)\n"
+	"  --idle-timeout S    sleep after S idle seconds; 0 = never (default; stored, sleep\n"
+	"                      comes in a later version)\n"
+	"  --region R          default nl-north-1; other regions allow only --network all\n"
+	"  --network N         none (default); all and allow:HOST,... are not implemented yet\n"
+	"  --max-output B      bytes of stdout/stderr kept per command (default 4194304)\n";
+
+static const char *const exec_options =
+	"command options:\n"
+	"  --cwd DIR           working directory (default /workspace)\n"
+	"  -e, --env K=V       set an environment variable (repeatable)\n"
+	"  --timeout S         kill the command and its children after S seconds (exit 124)\n"
+	"  -n, --no-stdin      do not pass standard input (it is passed when not a terminal)\n";
+
+enum {
+	OPT_INSTANCE_TYPE = 1000,
+	OPT_TTL,
+	OPT_IDLE,
+	OPT_REGION,
+	OPT_NETWORK,
+	OPT_MAX_OUTPUT,
+	OPT_CWD,
+	OPT_TIMEOUT,
+	OPT_JSON,
+	OPT_ALL,
+	OPT_HELP,
+};
+
+struct exec_opts {
+	const char *cwd;
+	double timeout;
+	cJSON *env;
+	bool no_stdin;
+};
+
+static bool is_root_needed(void)
+{
+	return geteuid() != 0;
+}
+
+static int config_opt(struct hutch_config *cfg, int opt, const char *arg)
+{
+	static const struct {
+		int opt;
+		const char *key;
+	} map[] = {
+		{ OPT_INSTANCE_TYPE, "instance_type" }, { OPT_TTL, "ttl_seconds" },
+		{ OPT_IDLE, "idle_timeout_seconds" },   { OPT_REGION, "region" },
+		{ OPT_NETWORK, "network" },             { OPT_MAX_OUTPUT, "max_output_bytes" },
+	};
+	struct hutch_err err = { 0 };
+
+	for (size_t i = 0; i < ELEMENTSOF(map); i++)
+		if (map[i].opt == opt) {
+			if (hutch_config_set(cfg, map[i].key, arg, &err) < 0)
+				return die(HUTCH_EXIT_USAGE, "%s", err.msg);
+			return 0;
+		}
+	return 1; /* not a config option */
+}
+
+static int exec_opt(struct exec_opts *eo, int opt, const char *arg)
+{
+	const char *eq;
+	char *end;
+
+	switch (opt) {
+	case OPT_CWD:
+		eo->cwd = arg;
+		return 0;
+	case OPT_TIMEOUT:
+		eo->timeout = strtod(arg, &end);
+		if (*end || end == arg || eo->timeout < 0)
+			return die(HUTCH_EXIT_USAGE,
+				   "invalid --timeout '%s': give a number of seconds, e.g. 30", arg);
+		return 0;
+	case 'e':
+		eq = strchr(arg, '=');
+		if (!eq || eq == arg)
+			return die(HUTCH_EXIT_USAGE, "invalid --env '%s': write it as NAME=VALUE", arg);
+		if (!eo->env)
+			eo->env = cJSON_CreateObject();
+		{
+			char *name = strndup(arg, (size_t)(eq - arg));
+			cJSON_DeleteItemFromObjectCaseSensitive(eo->env, name);
+			cJSON_AddStringToObject(eo->env, name, eq + 1);
+			free(name);
+		}
+		return 0;
+	case 'n':
+		eo->no_stdin = true;
+		return 0;
+	}
+	return 1;
+}
+
+static const struct option create_longopts[] = {
+	{ "instance-type", required_argument, NULL, OPT_INSTANCE_TYPE },
+	{ "ttl", required_argument, NULL, OPT_TTL },
+	{ "idle-timeout", required_argument, NULL, OPT_IDLE },
+	{ "region", required_argument, NULL, OPT_REGION },
+	{ "network", required_argument, NULL, OPT_NETWORK },
+	{ "max-output", required_argument, NULL, OPT_MAX_OUTPUT },
+	{ "cwd", required_argument, NULL, OPT_CWD },
+	{ "env", required_argument, NULL, 'e' },
+	{ "timeout", required_argument, NULL, OPT_TIMEOUT },
+	{ "no-stdin", no_argument, NULL, 'n' },
+	{ "json", no_argument, NULL, OPT_JSON },
+	{ "all", no_argument, NULL, OPT_ALL },
+	{ "quiet", no_argument, NULL, 'q' },
+	{ "help", no_argument, NULL, OPT_HELP },
+	{ NULL, 0, NULL, 0 },
+};
+
+/* Read all of stdin when it is not a terminal. */
+static int read_stdin(char **ret, size_t *ret_len)
+{
+	struct hutch_buf b;
+	char chunk[65536];
+
+	*ret = NULL;
+	*ret_len = 0;
+	if (isatty(0))
+		return 0;
+	hutch_buf_init(&b, STDIN_MAX + 1);
+	for (;;) {
+		ssize_t n = read(0, chunk, sizeof(chunk));
+		if (n < 0 && errno == EINTR) {
+			if (interrupted)
+				break;
+			continue;
+		}
+		if (n <= 0)
+			break;
+		(void)hutch_buf_append(&b, chunk, (size_t)n);
+		if (b.truncated) {
+			hutch_buf_done(&b);
+			return die(HUTCH_EXIT_USAGE,
+				   "standard input is larger than %u bytes: copy the data into the "
+				   "sandbox as a file, or pass -n to not send stdin",
+				   STDIN_MAX);
+		}
+	}
+	*ret = hutch_utf8_sanitize(b.data ? b.data : "", b.len, NULL);
+	*ret_len = *ret ? strlen(*ret) : 0;
+	hutch_buf_done(&b);
+	return 0;
+}
+
+/* ---- streaming a command ---- */
+
+struct run_state {
+	int exit_code;
+	bool got_exit;
+};
+
+static int json_exit_code(const cJSON *res)
+{
+	const cJSON *code = cJSON_GetObjectItemCaseSensitive(res, "exit_code");
+	const cJSON *sig = cJSON_GetObjectItemCaseSensitive(res, "signal");
+	const cJSON *msg = cJSON_GetObjectItemCaseSensitive(res, "message");
+
+	if (cJSON_IsString(msg))
+		fprintf(stderr, "hutch: %s\n", msg->valuestring);
+	if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(res, "timed_out")))
+		return HUTCH_EXIT_TIMEOUT;
+	if (cJSON_IsNumber(code))
+		return code->valueint;
+	if (cJSON_IsNumber(sig))
+		return 128 + sig->valueint;
+	return HUTCH_EXIT_FAILURE;
+}
+
+static int on_event(void *ud, const char *event, const char *data, size_t len)
+{
+	struct run_state *rs = ud;
+	_cleanup_cjson_ cJSON *j = cJSON_ParseWithLength(data, len);
+	const cJSON *d;
+
+	if (!j)
+		return 0;
+	if (!strcmp(event, "stdout") || !strcmp(event, "stderr")) {
+		d = cJSON_GetObjectItemCaseSensitive(j, "data");
+		if (cJSON_IsString(d))
+			(void)hutch_write_all(event[3] == 'o' ? 1 : 2, d->valuestring,
+					      strlen(d->valuestring));
+	} else if (!strcmp(event, "exit")) {
+		rs->exit_code = json_exit_code(j);
+		rs->got_exit = true;
+	} else if (!strcmp(event, "error")) {
+		const cJSON *e = cJSON_GetObjectItemCaseSensitive(j, "error");
+		const cJSON *m = cJSON_GetObjectItemCaseSensitive(e, "message");
+		fprintf(stderr, "hutch: %s\n", cJSON_IsString(m) ? m->valuestring : "error");
+		rs->exit_code = HUTCH_EXIT_GONE;
+		rs->got_exit = true;
+	}
+	return 0;
+}
+
+static int api_error_exit(long status, const char *body)
+{
+	_cleanup_cjson_ cJSON *j = cJSON_Parse(body);
+	const cJSON *e = cJSON_GetObjectItemCaseSensitive(j, "error");
+	const cJSON *m = cJSON_GetObjectItemCaseSensitive(e, "message");
+
+	fprintf(stderr, "hutch: %s\n", cJSON_IsString(m) ? m->valuestring : body);
+	if (status == 410)
+		return HUTCH_EXIT_GONE;
+	if (status == 400 || status == 413)
+		return HUTCH_EXIT_USAGE;
+	return HUTCH_EXIT_FAILURE;
+}
+
+static int stream_command(const char *sock, char **argv, const struct exec_opts *eo)
+{
+	_cleanup_cjson_ cJSON *req = cJSON_CreateObject();
+	_cleanup_free_ char *body = NULL, *in = NULL;
+	struct hutch_http_resp resp;
+	struct hutch_err err = { 0 };
+	struct run_state rs = { .exit_code = HUTCH_EXIT_FAILURE };
+	cJSON *arr = cJSON_AddArrayToObject(req, "argv");
+	size_t in_len = 0;
+	int r;
+
+	for (char **a = argv; *a; a++)
+		cJSON_AddItemToArray(arr, cJSON_CreateString(*a));
+	if (eo->cwd)
+		cJSON_AddStringToObject(req, "cwd", eo->cwd);
+	if (eo->env)
+		cJSON_AddItemReferenceToObject(req, "env", eo->env);
+	if (eo->timeout > 0)
+		cJSON_AddNumberToObject(req, "timeout", eo->timeout);
+	if (!eo->no_stdin) {
+		r = read_stdin(&in, &in_len);
+		if (r)
+			return r;
+		if (in_len)
+			cJSON_AddStringToObject(req, "stdin", in);
+	}
+	body = cJSON_PrintUnformatted(req);
+	if (!body)
+		return die(HUTCH_EXIT_FAILURE, "out of memory");
+	r = hutch_client_stream(sock, "/run_streaming", body, strlen(body), on_event, &rs,
+				&interrupted, &resp, &err);
+	if (r < 0) {
+		hutch_http_resp_done(&resp);
+		if (r == -ECANCELED)
+			return 128 + (interrupted ? interrupted : SIGINT);
+		return die(HUTCH_EXIT_FAILURE, "%s", err.msg);
+	}
+	if (resp.status != 200) {
+		r = api_error_exit(resp.status, resp.body.data ? resp.body.data : "");
+		hutch_http_resp_done(&resp);
+		return r;
+	}
+	hutch_http_resp_done(&resp);
+	if (interrupted)
+		return 128 + interrupted;
+	if (!rs.got_exit)
+		return die(HUTCH_EXIT_FAILURE, "the sandbox closed the stream before the command "
+					       "finished");
+	return rs.exit_code;
+}
+
+/* ---- resolving sandboxes ---- */
+
+static int resolve(const char *arg, struct hutch_paths *p)
+{
+	const char *rt = hutch_runtime_dir();
+	char id[HUTCH_ID_LEN + 1], reason[64];
+	int64_t at;
+	int r;
+
+	r = hutch_state_resolve(rt, arg, id);
+	if (r == -ENOTUNIQ)
+		return die(HUTCH_EXIT_USAGE, "'%s' matches several sandboxes: give more of the id",
+			   arg);
+	if (r == -EINVAL)
+		return die(HUTCH_EXIT_USAGE,
+			   "'%s' is not a sandbox id (ids are %d lowercase hex characters; see hutch ls)",
+			   arg, HUTCH_ID_LEN);
+	if (r < 0) {
+		if (hutch_gone_read(rt, arg, reason, sizeof(reason), &at) > 0) {
+			char when[40];
+			hutch_format_time(at, when, sizeof(when));
+			return die(HUTCH_EXIT_GONE, "sandbox %s %s at %s", arg,
+				   !strcmp(reason, "expired") ? "expired (ttl reached)" : reason,
+				   when);
+		}
+		return die(HUTCH_EXIT_NOT_FOUND, "no sandbox '%s' in %s (see hutch ls)", arg, rt);
+	}
+	(void)hutch_paths_init(rt, id, p);
+	return 0;
+}
+
+/* ---- verbs ---- */
+
+static int parse_common(int argc, char **argv, const char *usage, struct hutch_config *cfg,
+			struct exec_opts *eo, bool *json, bool *all, bool *quiet)
+{
+	int opt;
+
+	optind = 1;
+	while ((opt = getopt_long(argc, argv, "+e:nq", create_longopts, NULL)) != -1) {
+		int r;
+		if (opt == OPT_HELP) {
+			fputs(usage, stdout);
+			exit(0);
+		}
+		if (opt == '?')
+			return die(HUTCH_EXIT_USAGE, "see '%s --help'", argv[0]);
+		if (opt == OPT_JSON && json) {
+			*json = true;
+			continue;
+		}
+		if (opt == OPT_ALL && all) {
+			*all = true;
+			continue;
+		}
+		if (opt == 'q' && quiet) {
+			*quiet = true;
+			continue;
+		}
+		r = cfg ? config_opt(cfg, opt, optarg) : 1;
+		if (r == 1 && eo)
+			r = exec_opt(eo, opt, optarg);
+		if (r == 1)
+			return die(HUTCH_EXIT_USAGE, "option '%s' does not apply to '%s'; see '%s --help'",
+				   argv[optind - 1], argv[0], argv[0]);
+		if (r)
+			return r;
+	}
+	return 0;
+}
+
+static int create_sandbox(struct hutch_config *cfg, struct hutch_created *c)
+{
+	struct hutch_err err = { 0 };
+	int r;
+
+	if (is_root_needed())
+		return die(HUTCH_EXIT_NOT_CAPABLE,
+			   "creating a sandbox needs root for now: run 'sudo hutch ...' (a service "
+			   "for non-root users comes later)");
+	r = hutch_config_validate(cfg, &err);
+	if (r < 0)
+		return die(HUTCH_EXIT_USAGE, "%s", err.msg);
+	r = hutch_sandbox_create(cfg, hutch_runtime_dir(), c, &err);
+	if (r < 0)
+		return die(r == -EPERM || r == -ENOSYS || r == -EOPNOTSUPP ? HUTCH_EXIT_NOT_CAPABLE
+									 : HUTCH_EXIT_FAILURE,
+			   "cannot create sandbox: %s (run 'hutch doctor' to check this host)",
+			   err.msg);
+	return 0;
+}
+
+static int delete_sandbox(const struct hutch_paths *p, bool quiet)
+{
+	struct hutch_http_resp resp;
+	struct hutch_err err = { 0 };
+	int r;
+
+	r = hutch_client_request(p->sock, "DELETE", "/", NULL, 0, &resp, &err);
+	if (r < 0) {
+		/* No supervisor answers: clean up what it left. */
+		r = hutch_state_reap(hutch_runtime_dir(), p->id, &err);
+		if (r < 0)
+			return die(HUTCH_EXIT_FAILURE, "remove sandbox %s: %s", p->id, err.msg);
+		if (r == 0)
+			return die(HUTCH_EXIT_FAILURE,
+				   "sandbox %s is alive but does not answer on '%s'", p->id, p->sock);
+	} else {
+		long status = resp.status;
+		hutch_http_resp_done(&resp);
+		if (status != 200 && status != 410)
+			return die(HUTCH_EXIT_FAILURE, "delete sandbox %s: HTTP %ld", p->id, status);
+		/* The supervisor answered after teardown; wait for it to exit so
+		 * that its lock (and with it the last trace) is gone. */
+		for (int i = 0; i < 2000 && hutch_state_is_live(p) > 0; i++) {
+			struct timespec ts = { 0, 1000000 };
+			nanosleep(&ts, NULL);
+		}
+	}
+	if (!quiet)
+		printf("%s\n", p->id);
+	return 0;
+}
+
+static int cmd_run(int argc, char **argv)
+{
+	struct hutch_config cfg;
+	struct exec_opts eo = { 0 };
+	struct hutch_created c;
+	struct sigaction sa = { .sa_handler = on_interrupt };
+	int r;
+
+	hutch_config_init(&cfg);
+	r = parse_common(argc, argv,
+			 "usage: hutch run [OPTIONS] -- CMD [ARG...]\n\nCreate a sandbox, run CMD "
+			 "in it with its output streamed, delete the sandbox, exit with CMD's exit "
+			 "code.\n\n",
+			 &cfg, &eo, NULL, NULL, NULL);
+	if (r)
+		return r;
+	if (optind >= argc)
+		return die(HUTCH_EXIT_USAGE, "missing command: hutch run [OPTIONS] -- CMD [ARG...]");
+	r = create_sandbox(&cfg, &c);
+	if (r)
+		return r;
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	r = stream_command(c.paths.sock, argv + optind, &eo);
+	(void)delete_sandbox(&c.paths, true);
+	cJSON_Delete(eo.env);
+	return r;
+}
+
+static int cmd_create(int argc, char **argv)
+{
+	struct hutch_config cfg;
+	struct hutch_created c;
+	bool json = false;
+	int r;
+
+	hutch_config_init(&cfg);
+	r = parse_common(argc, argv, "usage: hutch create [OPTIONS] [--json]\n\n", &cfg, NULL,
+			 &json, NULL, NULL);
+	if (r)
+		return r;
+	if (optind < argc)
+		return die(HUTCH_EXIT_USAGE, "unexpected argument '%s'", argv[optind]);
+	r = create_sandbox(&cfg, &c);
+	if (r)
+		return r;
+	if (json) {
+		_cleanup_cjson_ cJSON *o = cJSON_CreateObject();
+		_cleanup_free_ char *t = NULL;
+		char when[40];
+		hutch_format_time(c.expires_at, when, sizeof(when));
+		cJSON_AddStringToObject(o, "id", c.id);
+		cJSON_AddStringToObject(o, "socket", c.paths.sock);
+		cJSON_AddStringToObject(o, "expires_at", when);
+		cJSON_AddNumberToObject(o, "expires_at_unix", (double)c.expires_at);
+		cJSON_AddItemToObject(o, "config", hutch_config_to_json(&cfg));
+		t = cJSON_Print(o);
+		printf("%s\n", t);
+	} else {
+		printf("%s\n", c.id);
+	}
+	return 0;
+}
+
+static int cmd_exec(int argc, char **argv)
+{
+	struct exec_opts eo = { 0 };
+	struct hutch_paths p;
+	struct sigaction sa = { .sa_handler = on_interrupt };
+	const char *usage = "usage: hutch exec ID [OPTIONS] -- CMD [ARG...]\n\nRun CMD in a "
+			    "sandbox; stdout and stderr stream as they come; exit with CMD's exit "
+			    "code. Ctrl-C kills CMD (and its children) only.\n\n";
+	int r;
+
+	if (argc >= 2 && !strcmp(argv[1], "--help")) {
+		printf("%s%s", usage, exec_options);
+		return 0;
+	}
+	if (argc < 2 || argv[1][0] == '-')
+		return die(HUTCH_EXIT_USAGE, "missing sandbox id: hutch exec ID -- CMD [ARG...]");
+	r = resolve(argv[1], &p);
+	if (r)
+		return r;
+	r = parse_common(argc - 1, argv + 1, usage, NULL, &eo, NULL, NULL, NULL);
+	if (r)
+		return r;
+	if (optind + 1 >= argc)
+		return die(HUTCH_EXIT_USAGE, "missing command: hutch exec ID -- CMD [ARG...]");
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	r = stream_command(p.sock, argv + optind + 1, &eo);
+	cJSON_Delete(eo.env);
+	return r;
+}
+
+static cJSON *describe(const char *id, bool *live)
+{
+	struct hutch_paths p;
+	cJSON *state = NULL;
+
+	(void)hutch_paths_init(hutch_runtime_dir(), id, &p);
+	*live = hutch_state_is_live(&p) > 0;
+	if (hutch_state_read(&p, &state) < 0) {
+		state = cJSON_CreateObject();
+		cJSON_AddStringToObject(state, "id", id);
+	}
+	cJSON_DeleteItemFromObjectCaseSensitive(state, "live");
+	cJSON_AddBoolToObject(state, "live", *live);
+	return state;
+}
+
+static int cmd_ls(int argc, char **argv)
+{
+	_cleanup_free_ char(*ids)[HUTCH_ID_LEN + 1] = NULL;
+	_cleanup_cjson_ cJSON *arr = NULL;
+	bool json = false, quiet = false;
+	size_t n;
+	int r;
+
+	r = parse_common(argc, argv, "usage: hutch ls [-q] [--json]\n\nList sandboxes.\n", NULL,
+			 NULL, &json, NULL, &quiet);
+	if (r)
+		return r;
+	r = hutch_state_list(hutch_runtime_dir(), &ids, &n);
+	if (r < 0)
+		return die(HUTCH_EXIT_FAILURE, "list '%s': %s", hutch_runtime_dir(), strerror(-r));
+	if (json)
+		arr = cJSON_CreateArray();
+	else if (!quiet)
+		printf("%-12s  %-8s  %-8s  %-8s  %-20s  %s\n", "ID", "STATUS", "TYPE", "NETWORK",
+		       "EXPIRES", "REGION");
+	for (size_t i = 0; i < n; i++) {
+		bool live;
+		cJSON *s = describe(ids[i], &live);
+		const cJSON *cfg = cJSON_GetObjectItemCaseSensitive(s, "config");
+		const cJSON *st = cJSON_GetObjectItemCaseSensitive(s, "status");
+		const cJSON *exp = cJSON_GetObjectItemCaseSensitive(s, "expires_at");
+		char when[40] = "-";
+
+		if (quiet) {
+			printf("%s\n", ids[i]);
+			cJSON_Delete(s);
+			continue;
+		}
+		if (json) {
+			cJSON_AddItemToArray(arr, s);
+			continue;
+		}
+		if (cJSON_IsNumber(exp))
+			hutch_format_time((int64_t)exp->valuedouble, when, sizeof(when));
+		printf("%-12s  %-8s  %-8s  %-8s  %-20s  %s\n", ids[i],
+		       live ? (cJSON_IsString(st) ? st->valuestring : "?") : "dead",
+		       cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(cfg, "instance_type"))
+			       ?: "?",
+		       cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(cfg, "network")) ?: "?",
+		       when, cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(cfg, "region")) ?: "?");
+		cJSON_Delete(s);
+	}
+	if (json) {
+		_cleanup_free_ char *t = cJSON_Print(arr);
+		printf("%s\n", t);
+	}
+	return 0;
+}
+
+static int cmd_inspect(int argc, char **argv)
+{
+	struct hutch_paths p;
+	struct hutch_http_resp resp;
+	struct hutch_err err = { 0 };
+	int r;
+
+	r = parse_common(argc, argv, "usage: hutch inspect ID\n\nPrint a sandbox's status as JSON.\n",
+			 NULL, NULL, NULL, NULL, NULL);
+	if (r)
+		return r;
+	if (optind >= argc)
+		return die(HUTCH_EXIT_USAGE, "missing sandbox id: hutch inspect ID");
+	r = resolve(argv[optind], &p);
+	if (r)
+		return r;
+	r = hutch_client_request(p.sock, "GET", "/status", NULL, 0, &resp, &err);
+	if (r < 0) {
+		bool live;
+		_cleanup_cjson_ cJSON *s = describe(p.id, &live);
+		_cleanup_free_ char *t = cJSON_Print(s);
+		printf("%s\n", t);
+		return 0;
+	}
+	if (resp.status != 200) {
+		r = api_error_exit(resp.status, resp.body.data ? resp.body.data : "");
+		hutch_http_resp_done(&resp);
+		return r;
+	}
+	{
+		_cleanup_cjson_ cJSON *j = cJSON_Parse(resp.body.data);
+		_cleanup_free_ char *t = j ? cJSON_Print(j) : NULL;
+		printf("%s\n", t ? t : resp.body.data);
+	}
+	hutch_http_resp_done(&resp);
+	return 0;
+}
+
+static int cmd_rm(int argc, char **argv)
+{
+	bool all = false, quiet = false;
+	int r, worst = 0;
+
+	r = parse_common(argc, argv,
+			 "usage: hutch rm [-q] ID... | --all\n\nDelete sandboxes; returns when "
+			 "their processes, mounts, cgroups and state are gone.\n",
+			 NULL, NULL, NULL, &all, &quiet);
+	if (r)
+		return r;
+	if (all) {
+		_cleanup_free_ char(*ids)[HUTCH_ID_LEN + 1] = NULL;
+		size_t n;
+		if (optind < argc)
+			return die(HUTCH_EXIT_USAGE, "give ids or --all, not both");
+		r = hutch_state_list(hutch_runtime_dir(), &ids, &n);
+		if (r < 0)
+			return die(HUTCH_EXIT_FAILURE, "list: %s", strerror(-r));
+		for (size_t i = 0; i < n; i++) {
+			struct hutch_paths p;
+			(void)hutch_paths_init(hutch_runtime_dir(), ids[i], &p);
+			r = delete_sandbox(&p, quiet);
+			if (r && !worst)
+				worst = r;
+		}
+		return worst;
+	}
+	if (optind >= argc)
+		return die(HUTCH_EXIT_USAGE, "missing sandbox id: hutch rm ID... (or --all)");
+	for (int i = optind; i < argc; i++) {
+		struct hutch_paths p;
+		r = resolve(argv[i], &p);
+		if (!r)
+			r = delete_sandbox(&p, quiet);
+		if (r && !worst)
+			worst = r;
+	}
+	return worst;
+}
+
+static int cmd_gc(int argc, char **argv)
+{
+	struct hutch_err err = { 0 };
+	bool json = false;
+	int r;
+
+	r = parse_common(argc, argv,
+			 "usage: hutch gc [--json]\n\nRemove the cgroups and state that dead "
+			 "sandboxes left behind (also run by every create).\n",
+			 NULL, NULL, &json, NULL, NULL);
+	if (r)
+		return r;
+	r = hutch_state_gc(hutch_runtime_dir(), &err);
+	if (r < 0)
+		return die(HUTCH_EXIT_FAILURE, "gc: %s", err.msg);
+	if (json)
+		printf("{\"removed\": %d}\n", r);
+	else
+		printf("removed %d dead sandbox%s\n", r, r == 1 ? "" : "es");
+	return 0;
+}
+
+static int cmd_doctor(int argc, char **argv)
+{
+	bool json = false;
+	int r = parse_common(argc, argv,
+			     "usage: hutch doctor [--json]\n\nCheck namespaces, user namespaces, "
+			     "cgroups v1/v2, seccomp, the mount API, python3, overlayfs and "
+			     "nftables; say what is missing and how to fix it.\n",
+			     NULL, NULL, &json, NULL, NULL);
+	if (r)
+		return r;
+	return hutch_doctor(json);
+}
+
+int main(int argc, char **argv)
+{
+	static const struct {
+		const char *name;
+		int (*fn)(int, char **);
+		const char *const *extra;
+	} verbs[] = {
+		{ "run", cmd_run, NULL },   { "create", cmd_create, NULL }, { "exec", cmd_exec, NULL },
+		{ "ls", cmd_ls, NULL },     { "inspect", cmd_inspect, NULL }, { "rm", cmd_rm, NULL },
+		{ "gc", cmd_gc, NULL },     { "doctor", cmd_doctor, NULL },
+	};
+
+	hutch_log_init(2, getenv("HUTCH_DEBUG") ? HUTCH_LOG_DEBUG : HUTCH_LOG_WARN, "hutch");
+	if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") ||
+	    !strcmp(argv[1], "help")) {
+		fputs(main_usage, argc < 2 ? stderr : stdout);
+		return argc < 2 ? HUTCH_EXIT_USAGE : 0;
+	}
+	if (!strcmp(argv[1], "version") || !strcmp(argv[1], "--version")) {
+		printf("hutch %s\n", HUTCH_VERSION);
+		return 0;
+	}
+	for (size_t i = 0; i < ELEMENTSOF(verbs); i++) {
+		if (strcmp(argv[1], verbs[i].name) != 0)
+			continue;
+		if ((!strcmp(argv[1], "run") || !strcmp(argv[1], "create")) && argc >= 3 &&
+		    !strcmp(argv[2], "--help")) {
+			printf("usage: hutch %s [OPTIONS]%s\n\n%s%s", argv[1],
+			       argv[1][0] == 'r' ? " -- CMD [ARG...]" : " [--json]", create_options,
+			       argv[1][0] == 'r' ? exec_options : "");
+			return 0;
+		}
+		return verbs[i].fn(argc - 1, argv + 1);
+	}
+	return die(HUTCH_EXIT_USAGE, "unknown command '%s'; see 'hutch --help'", argv[1]);
+}

@@ -1,0 +1,160 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Supervisor <-> init messages; see proto.h. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "proto.h"
+
+ssize_t hutch_proto_spawn_encode(const char *const *argv, const char *const *envp,
+				 const char *cwd, char **ret_buf)
+{
+	struct hutch_msg_spawn fixed = { 0 };
+	size_t len = sizeof(fixed);
+	char *buf, *p;
+
+	for (; argv[fixed.argc]; fixed.argc++)
+		len += strlen(argv[fixed.argc]) + 1;
+	for (; envp[fixed.envc]; fixed.envc++)
+		len += strlen(envp[fixed.envc]) + 1;
+	len += strlen(cwd) + 1;
+	if (fixed.argc == 0 || fixed.argc > HUTCH_SPAWN_MAX_ARGS || fixed.envc > HUTCH_SPAWN_MAX_ENV)
+		return -EINVAL;
+	if (len + sizeof(struct hutch_msg_hdr) > HUTCH_PROTO_MAX)
+		return -E2BIG;
+	buf = malloc(len);
+	if (!buf)
+		return -ENOMEM;
+	memcpy(buf, &fixed, sizeof(fixed));
+	p = buf + sizeof(fixed);
+	for (uint32_t i = 0; i < fixed.argc; i++)
+		p = stpcpy(p, argv[i]) + 1;
+	for (uint32_t i = 0; i < fixed.envc; i++)
+		p = stpcpy(p, envp[i]) + 1;
+	p = stpcpy(p, cwd) + 1;
+	*ret_buf = buf;
+	return (ssize_t)len;
+}
+
+int hutch_proto_spawn_decode(const char *body, size_t len, struct hutch_spawn_req *ret)
+{
+	struct hutch_msg_spawn fixed;
+	const char *p, *end = body + len;
+	uint32_t n = 0;
+
+	if (len < sizeof(fixed) + 2 || body[len - 1] != '\0')
+		return -EBADMSG;
+	memcpy(&fixed, body, sizeof(fixed));
+	if (fixed.argc == 0 || fixed.argc > HUTCH_SPAWN_MAX_ARGS || fixed.envc > HUTCH_SPAWN_MAX_ENV)
+		return -EBADMSG;
+	p = body + sizeof(fixed);
+	for (uint32_t i = 0; i < fixed.argc + fixed.envc + 1; i++) {
+		const char *z = memchr(p, '\0', (size_t)(end - p));
+		if (!z)
+			return -EBADMSG;
+		if (i < fixed.argc)
+			ret->argv[i] = p;
+		else if (i < fixed.argc + fixed.envc)
+			ret->envp[i - fixed.argc] = p;
+		else
+			ret->cwd = p;
+		p = z + 1;
+		n++;
+	}
+	if (p != end)
+		return -EBADMSG;
+	ret->argv[fixed.argc] = NULL;
+	ret->envp[fixed.envc] = NULL;
+	ret->argc = fixed.argc;
+	ret->envc = fixed.envc;
+	ret->flags = fixed.flags;
+	return 0;
+}
+
+int hutch_proto_send(int sock, uint32_t type, uint64_t id, const void *body, size_t len,
+		     const int *fds, size_t nfds)
+{
+	struct hutch_msg_hdr hdr = { .type = type, .len = (uint32_t)len, .id = id };
+	struct iovec iov[2] = {
+		{ .iov_base = &hdr, .iov_len = sizeof(hdr) },
+		{ .iov_base = (void *)body, .iov_len = len },
+	};
+	union {
+		char buf[CMSG_SPACE(sizeof(int) * 4)];
+		struct cmsghdr align;
+	} u;
+	struct msghdr msg = { .msg_iov = iov, .msg_iovlen = len ? 2 : 1 };
+	ssize_t n;
+
+	if (nfds > 4)
+		return -EINVAL;
+	if (nfds > 0) {
+		struct cmsghdr *c;
+		memset(&u, 0, sizeof(u));
+		msg.msg_control = u.buf;
+		msg.msg_controllen = CMSG_SPACE(sizeof(int) * nfds);
+		c = CMSG_FIRSTHDR(&msg);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN(sizeof(int) * nfds);
+		memcpy(CMSG_DATA(c), fds, sizeof(int) * nfds);
+	}
+	do
+		n = sendmsg(sock, &msg, MSG_NOSIGNAL);
+	while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return -errno;
+	return (size_t)n == sizeof(hdr) + len ? 0 : -EMSGSIZE;
+}
+
+ssize_t hutch_proto_recv(int sock, struct hutch_msg_hdr *hdr, void *buf, size_t cap, int *fds,
+			 size_t *nfds)
+{
+	struct iovec iov[2] = {
+		{ .iov_base = hdr, .iov_len = sizeof(*hdr) },
+		{ .iov_base = buf, .iov_len = cap },
+	};
+	union {
+		char buf[CMSG_SPACE(sizeof(int) * 8)];
+		struct cmsghdr align;
+	} u;
+	struct msghdr msg = { .msg_iov = iov, .msg_iovlen = 2, .msg_control = u.buf,
+			      .msg_controllen = sizeof(u.buf) };
+	size_t want = nfds ? *nfds : 0, got = 0;
+	ssize_t n;
+
+	memset(hdr, 0, sizeof(*hdr));
+	do
+		n = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC);
+	while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return -errno;
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
+		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+			continue;
+		size_t k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		int *in = (int *)CMSG_DATA(c);
+		for (size_t i = 0; i < k; i++) {
+			if (got < want)
+				fds[got++] = in[i];
+			else
+				close(in[i]);
+		}
+	}
+	if (nfds)
+		*nfds = got;
+	if (n == 0)
+		return 0;
+	if ((msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) || (size_t)n < sizeof(*hdr) ||
+	    hdr->len != (size_t)n - sizeof(*hdr)) {
+		for (size_t i = 0; i < got; i++)
+			close(fds[i]);
+		if (nfds)
+			*nfds = 0;
+		return -EBADMSG;
+	}
+	return (ssize_t)hdr->len;
+}

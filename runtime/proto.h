@@ -1,0 +1,87 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The supervisor <-> init protocol over a SOCK_SEQPACKET socketpair. One
+ * datagram is one message: a fixed header and a bounded body. File
+ * descriptors travel with SCM_RIGHTS, only from supervisor to init. The
+ * supervisor parses init's messages as hostile input: fixed sizes, checked
+ * types, unknown ids ignored, any fd received closed.
+ */
+#ifndef HUTCH_PROTO_H
+#define HUTCH_PROTO_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "error.h"
+
+#define HUTCH_PROTO_MAX     (1u << 20) /* largest message, header included */
+#define HUTCH_SPAWN_MAX_ARGS 4096
+#define HUTCH_SPAWN_MAX_ENV  1024
+
+enum hutch_msg_type {
+	/* supervisor -> init */
+	HUTCH_MSG_SPAWN = 1, /* body: spawn; fds: stdin, stdout, stderr */
+	HUTCH_MSG_KILL,      /* body: kill */
+	HUTCH_MSG_GO,        /* maps written, cgroup entered: set up and report */
+	/* init -> supervisor */
+	HUTCH_MSG_READY = 100, /* rootfs and namespaces done: commands may run */
+	HUTCH_MSG_FAILED,      /* body: struct hutch_err; setup failed */
+	HUTCH_MSG_SPAWNED,     /* body: spawned */
+	HUTCH_MSG_EXITED,      /* body: exited */
+};
+
+struct hutch_msg_hdr {
+	uint32_t type;
+	uint32_t len; /* body length */
+	uint64_t id;  /* command id, chosen by the supervisor */
+};
+
+/* Body: fixed part, then argc NUL-terminated argv strings, envc env strings
+ * ("K=V"), then the cwd string. */
+struct hutch_msg_spawn {
+	uint32_t argc;
+	uint32_t envc;
+	uint32_t flags;
+	uint32_t pad;
+};
+
+struct hutch_msg_kill {
+	int32_t signal;
+	uint32_t pad;
+};
+
+struct hutch_msg_spawned {
+	int32_t pid;   /* pid inside the sandbox, or 0 */
+	int32_t error; /* 0, or negative errno if fork failed */
+};
+
+struct hutch_msg_exited {
+	int32_t status; /* wait status */
+	uint32_t pad;
+};
+
+/* A decoded spawn request; pointers point into the message buffer. */
+struct hutch_spawn_req {
+	uint32_t argc, envc, flags;
+	const char *argv[HUTCH_SPAWN_MAX_ARGS + 1];
+	const char *envp[HUTCH_SPAWN_MAX_ENV + 1];
+	const char *cwd;
+};
+
+/* Encode a spawn body into buf (malloc'ed); returns its length or -errno. */
+ssize_t hutch_proto_spawn_encode(const char *const *argv, const char *const *envp,
+				 const char *cwd, char **ret_buf);
+/* Decode and validate a spawn body. */
+int hutch_proto_spawn_decode(const char *body, size_t len, struct hutch_spawn_req *ret);
+
+/* Send one message with optional fds. */
+int hutch_proto_send(int sock, uint32_t type, uint64_t id, const void *body, size_t len,
+		     const int *fds, size_t nfds);
+/* Receive one message into buf (cap bytes); fds received go to fds (up to
+ * *nfds, which is updated; extras are closed). Returns the body length,
+ * 0 on EOF with hdr->type == 0, or -errno (-EAGAIN when nonblocking). */
+ssize_t hutch_proto_recv(int sock, struct hutch_msg_hdr *hdr, void *buf, size_t cap, int *fds,
+			 size_t *nfds);
+
+#endif

@@ -1,0 +1,245 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* API request bodies; see request.h. */
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "cleanup.h"
+#include "config.h"
+#include "proto.h"
+#include "request.h"
+
+static const char *const known_fields[] = { "cmd", "argv", "cwd", "env", "stdin", "timeout",
+					    "max_output_bytes" };
+
+static const char *const default_env[] = {
+	"PATH=" HUTCH_DEFAULT_PATH, "HOME=/home/appuser", "LANG=C.UTF-8", "USER=appuser",
+};
+
+void hutch_run_req_done(struct hutch_run_req *r)
+{
+	for (char **p = r->argv; p && *p; p++)
+		free(*p);
+	for (char **p = r->envp; p && *p; p++)
+		free(*p);
+	free(r->argv);
+	free(r->envp);
+	free(r->cwd);
+	free(r->stdin_data);
+	memset(r, 0, sizeof(*r));
+}
+
+static bool env_name_is_valid(const char *s)
+{
+	if (!*s || !(isalpha((unsigned char)*s) || *s == '_'))
+		return false;
+	for (; *s; s++)
+		if (!isalnum((unsigned char)*s) && *s != '_')
+			return false;
+	return true;
+}
+
+static int parse_argv(const cJSON *cmd, const cJSON *argv, struct hutch_run_req *r,
+		      struct hutch_err *err)
+{
+	size_t n = 0;
+	const cJSON *it;
+
+	if (cmd && argv)
+		return hutch_err_set(err, -EINVAL, "give either 'cmd' or 'argv', not both");
+	if (!cmd && !argv)
+		return hutch_err_set(err, -EINVAL,
+				     "missing 'cmd' (a shell command string) or 'argv' (an array)");
+	if (cmd) {
+		if (!cJSON_IsString(cmd))
+			return hutch_err_set(err, -EINVAL, "'cmd' must be a string");
+		r->argv = calloc(4, sizeof(char *));
+		if (!r->argv)
+			return -ENOMEM;
+		r->argv[0] = strdup("/bin/sh");
+		r->argv[1] = strdup("-c");
+		r->argv[2] = strdup(cmd->valuestring);
+		return r->argv[0] && r->argv[1] && r->argv[2] ? 0 : -ENOMEM;
+	}
+	if (!cJSON_IsArray(argv))
+		return hutch_err_set(err, -EINVAL, "'argv' must be an array of strings");
+	n = (size_t)cJSON_GetArraySize(argv);
+	if (n == 0)
+		return hutch_err_set(err, -EINVAL, "'argv' is empty: give at least the program");
+	if (n > HUTCH_SPAWN_MAX_ARGS)
+		return hutch_err_set(err, -E2BIG, "'argv' has more than %d entries",
+				     HUTCH_SPAWN_MAX_ARGS);
+	r->argv = calloc(n + 1, sizeof(char *));
+	if (!r->argv)
+		return -ENOMEM;
+	n = 0;
+	cJSON_ArrayForEach(it, argv)
+	{
+		if (!cJSON_IsString(it))
+			return hutch_err_set(err, -EINVAL, "'argv[%zu]' must be a string", n);
+		r->argv[n] = strdup(it->valuestring);
+		if (!r->argv[n++])
+			return -ENOMEM;
+	}
+	if (!*r->argv[0])
+		return hutch_err_set(err, -EINVAL, "'argv[0]' is empty: give the program to run");
+	return 0;
+}
+
+static int add_env(char **envp, size_t *n, const char *key, const char *value)
+{
+	size_t klen = strlen(key);
+	char *kv;
+
+	if (asprintf(&kv, "%s=%s", key, value) < 0)
+		return -ENOMEM;
+	for (size_t i = 0; i < *n; i++)
+		if (!strncmp(envp[i], key, klen) && envp[i][klen] == '=') {
+			free(envp[i]);
+			envp[i] = kv;
+			return 0;
+		}
+	envp[(*n)++] = kv;
+	return 0;
+}
+
+static int parse_env(const cJSON *env, struct hutch_run_req *r, struct hutch_err *err)
+{
+	size_t n = 0, max = ELEMENTSOF(default_env);
+	const cJSON *it;
+
+	if (env && !cJSON_IsObject(env))
+		return hutch_err_set(err, -EINVAL, "'env' must be an object of strings");
+	if (env)
+		max += (size_t)cJSON_GetArraySize(env);
+	if (max > HUTCH_SPAWN_MAX_ENV)
+		return hutch_err_set(err, -E2BIG, "'env' has more than %d entries",
+				     HUTCH_SPAWN_MAX_ENV - (int)ELEMENTSOF(default_env));
+	r->envp = calloc(max + 1, sizeof(char *));
+	if (!r->envp)
+		return -ENOMEM;
+	for (size_t i = 0; i < ELEMENTSOF(default_env); i++) {
+		r->envp[n] = strdup(default_env[i]);
+		if (!r->envp[n++])
+			return -ENOMEM;
+	}
+	cJSON_ArrayForEach(it, env)
+	{
+		if (!env_name_is_valid(it->string))
+			return hutch_err_set(err, -EINVAL,
+					     "invalid environment variable name '%.64s': use letters, "
+					     "digits and '_', not starting with a digit",
+					     it->string);
+		if (!cJSON_IsString(it))
+			return hutch_err_set(err, -EINVAL, "'env.%.64s' must be a string",
+					     it->string);
+		if (add_env(r->envp, &n, it->string, it->valuestring) < 0)
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+static int parse_cwd(const cJSON *cwd, struct hutch_run_req *r, struct hutch_err *err)
+{
+	const char *v = HUTCH_WORKSPACE;
+
+	if (cwd && !cJSON_IsString(cwd))
+		return hutch_err_set(err, -EINVAL, "'cwd' must be a string");
+	if (cwd)
+		v = cwd->valuestring;
+	if (!*v)
+		return hutch_err_set(err, -EINVAL, "'cwd' is empty: omit it for %s", HUTCH_WORKSPACE);
+	if (strlen(v) > 4000)
+		return hutch_err_set(err, -ENAMETOOLONG, "'cwd' is longer than 4000 bytes");
+	if (v[0] == '/')
+		r->cwd = strdup(v);
+	else if (asprintf(&r->cwd, "%s/%s", HUTCH_WORKSPACE, v) < 0)
+		r->cwd = NULL;
+	return r->cwd ? 0 : -ENOMEM;
+}
+
+static int parse_numbers(const cJSON *timeout, const cJSON *maxout, struct hutch_run_req *r,
+			 struct hutch_err *err)
+{
+	if (timeout && !cJSON_IsNull(timeout)) {
+		if (!cJSON_IsNumber(timeout) || !isfinite(timeout->valuedouble) ||
+		    timeout->valuedouble < 0 || timeout->valuedouble > (double)HUTCH_MAX_TTL)
+			return hutch_err_set(err, -EINVAL,
+					     "'timeout' must be a number of seconds >= 0 (0 or null: "
+					     "no timeout)");
+		r->timeout = timeout->valuedouble;
+	}
+	if (maxout && !cJSON_IsNull(maxout)) {
+		if (!cJSON_IsNumber(maxout) || maxout->valuedouble < 1 ||
+		    maxout->valuedouble > (double)HUTCH_MAX_MAX_OUTPUT ||
+		    maxout->valuedouble != floor(maxout->valuedouble))
+			return hutch_err_set(err, -EINVAL,
+					     "'max_output_bytes' must be a whole number from 1 to %llu",
+					     HUTCH_MAX_MAX_OUTPUT);
+		r->max_output = (uint64_t)maxout->valuedouble;
+	}
+	return 0;
+}
+
+int hutch_run_req_parse(const char *body, size_t len, struct hutch_run_req *ret,
+			struct hutch_err *err)
+{
+	_cleanup_cjson_ cJSON *j = NULL;
+	struct hutch_run_req r = { 0 };
+	const char *end = NULL;
+	const cJSON *it, *stdin_j;
+	int rc;
+
+	j = cJSON_ParseWithLengthOpts(body, len, &end, 0);
+	if (!j)
+		return hutch_err_set(err, -EINVAL, "invalid JSON at byte %zu of the request body",
+				     end && end >= body ? (size_t)(end - body) : 0);
+	if (!cJSON_IsObject(j))
+		return hutch_err_set(err, -EINVAL, "the request body must be a JSON object");
+	cJSON_ArrayForEach(it, j)
+	{
+		bool known = false;
+		for (size_t i = 0; i < ELEMENTSOF(known_fields); i++)
+			if (!strcmp(it->string, known_fields[i]))
+				known = true;
+		if (!known)
+			return hutch_err_set(err, -EINVAL,
+					     "unknown field '%.64s' (known: cmd, argv, cwd, env, stdin, "
+					     "timeout, max_output_bytes)",
+					     it->string);
+	}
+	rc = parse_argv(cJSON_GetObjectItemCaseSensitive(j, "cmd"),
+			cJSON_GetObjectItemCaseSensitive(j, "argv"), &r, err);
+	if (rc >= 0)
+		rc = parse_env(cJSON_GetObjectItemCaseSensitive(j, "env"), &r, err);
+	if (rc >= 0)
+		rc = parse_cwd(cJSON_GetObjectItemCaseSensitive(j, "cwd"), &r, err);
+	if (rc >= 0)
+		rc = parse_numbers(cJSON_GetObjectItemCaseSensitive(j, "timeout"),
+				   cJSON_GetObjectItemCaseSensitive(j, "max_output_bytes"), &r, err);
+	stdin_j = cJSON_GetObjectItemCaseSensitive(j, "stdin");
+	if (rc >= 0 && stdin_j && !cJSON_IsNull(stdin_j)) {
+		if (!cJSON_IsString(stdin_j)) {
+			rc = hutch_err_set(err, -EINVAL, "'stdin' must be a string");
+		} else {
+			r.stdin_len = strlen(stdin_j->valuestring);
+			r.stdin_data = strdup(stdin_j->valuestring);
+			if (!r.stdin_data)
+				rc = -ENOMEM;
+		}
+	}
+	if (rc == -ENOMEM)
+		hutch_err_set(err, -ENOMEM, "out of memory");
+	if (rc < 0) {
+		hutch_run_req_done(&r);
+		return rc;
+	}
+	*ret = r;
+	return 0;
+}

@@ -1,0 +1,33 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Parsing and validation of API request bodies (pure, unit-tested). Bodies
+ * come from any local client and are treated as hostile: bounded, strictly
+ * typed, unknown fields refused so that typos surface.
+ */
+#ifndef HUTCH_REQUEST_H
+#define HUTCH_REQUEST_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "error.h"
+
+#define HUTCH_WORKSPACE    "/workspace"
+#define HUTCH_DEFAULT_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+struct hutch_run_req {
+	char **argv;       /* NULL-terminated */
+	char **envp;       /* NULL-terminated "K=V", defaults merged in */
+	char *cwd;         /* absolute */
+	char *stdin_data;
+	size_t stdin_len;
+	double timeout;      /* seconds, 0 = none */
+	uint64_t max_output; /* bytes per stream, 0 = sandbox default */
+};
+
+/* Parse a /run or /run_streaming body. */
+int hutch_run_req_parse(const char *body, size_t len, struct hutch_run_req *ret,
+			struct hutch_err *err);
+void hutch_run_req_done(struct hutch_run_req *r);
+
+#endif

@@ -1,0 +1,381 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Sandbox creation and teardown. hutch_sandbox_create() runs in the CLI: it
+ * reserves the state directory (under a temporary name until locked, so gc
+ * never sees a half-made sandbox), then double-forks a detached supervisor
+ * and waits on a pipe for "ready" or an error. The supervisor builds the
+ * sandbox (hutch_sup_setup): uid slot, cgroup, seccomp program, init via
+ * clone3 with every namespace, id maps, then waits for init's READY. If the
+ * CLI is killed meanwhile, the supervisor finishes anyway: the result is a
+ * working sandbox, or nothing once gc has run.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cleanup.h"
+#include "fdutil.h"
+#include "init.h"
+#include "log.h"
+#include "proto.h"
+#include "sandbox.h"
+#include "seccomp.h"
+#include "supervisor.h"
+#include "syscalls.h"
+
+#define INIT_READY_TIMEOUT_MS 20000
+
+static cJSON *state_json(const struct sup *s, const char *status)
+{
+	cJSON *o = cJSON_CreateObject(), *cg;
+	const char *dirs[HUTCH_CGROUP_MAX_DIRS];
+	size_t n;
+
+	if (!o)
+		return NULL;
+	cJSON_AddStringToObject(o, "id", s->id);
+	cJSON_AddStringToObject(o, "status", status);
+	cJSON_AddNumberToObject(o, "supervisor_pid", (double)getpid());
+	cJSON_AddNumberToObject(o, "init_pid", (double)s->init_pid);
+	cJSON_AddNumberToObject(o, "created_at", (double)s->created_at);
+	cJSON_AddNumberToObject(o, "expires_at", (double)s->expires_at);
+	cJSON_AddStringToObject(o, "socket", s->paths.sock);
+	cJSON_AddItemToObject(o, "config", hutch_config_to_json(s->cfg));
+	cg = cJSON_AddObjectToObject(o, "cgroup");
+	if (cg && s->cg) {
+		cJSON *arr = cJSON_AddArrayToObject(cg, "dirs");
+		cJSON_AddStringToObject(cg, "version", hutch_cgroup_version(s->cg));
+		n = hutch_cgroup_dirs(s->cg, dirs, HUTCH_CGROUP_MAX_DIRS);
+		for (size_t i = 0; arr && i < n; i++)
+			cJSON_AddItemToArray(arr, cJSON_CreateString(dirs[i]));
+	}
+	cJSON_AddNumberToObject(o, "uid_base", (double)s->uid_base);
+	return o;
+}
+
+static int write_state(struct sup *s, const char *status)
+{
+	_cleanup_cjson_ cJSON *j = state_json(s, status);
+
+	return j ? hutch_state_write(&s->paths, j) : -ENOMEM;
+}
+
+static int write_id_map(pid_t pid, const char *file, uid_t base)
+{
+	char path[64], map[64];
+
+	snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, file);
+	snprintf(map, sizeof(map), "0 %u %u\n", (unsigned)base, HUTCH_UID_RANGE);
+	return hutch_write_knob_at(AT_FDCWD, path, map);
+}
+
+/* Child side of clone3: keep only the init socket and the stage fd. */
+static __attribute__((noreturn)) void init_child(struct sup *s, int sock)
+{
+	struct hutch_init_params p = { 0 };
+	char hostname[32];
+
+	if (dup3(sock, 3, O_CLOEXEC) < 0)
+		_exit(1);
+	if (sys_close_range(4, ~0U, 0) < 0)
+		_exit(1);
+	snprintf(hostname, sizeof(hostname), "hutch-%s", s->id);
+	p.sock = 3;
+	p.supervisor_pid = getppid();
+	p.hostname = hostname;
+	p.net = &s->cfg->net;
+	p.seccomp = &s->seccomp;
+	/* The new root's tmpfs goes on top of the child's own "/" (a host
+	 * directory fd opened before clone() belongs to the wrong mount
+	 * namespace to be a mount target). */
+	p.rootfs.stage_fd = -1;
+	p.rootfs.hostname = hostname;
+	p.rootfs.disk_bytes = s->cfg->type->disk_bytes;
+	p.rootfs.app_uid = HUTCH_APP_UID;
+	p.rootfs.app_gid = HUTCH_APP_GID;
+	p.rootfs.resolv_conf = "# hutch: network none, no DNS\n";
+	p.rootfs.extra_hosts = NULL;
+	hutch_init_main(&p);
+}
+
+static int spawn_init(struct sup *s, struct hutch_err *err)
+{
+	int sv[2], pidfd = -1, bufsz = 4 << 20;
+	struct clone_args args = { 0 };
+	long pid;
+
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
+		return hutch_err_set_errno(err, -errno, "socketpair");
+	/* Spawn requests carry argv and env: let one datagram hold the largest. */
+	(void)setsockopt(sv[0], SOL_SOCKET, SO_SNDBUFFORCE, &bufsz, sizeof(bufsz));
+	(void)setsockopt(sv[1], SOL_SOCKET, SO_SNDBUFFORCE, &bufsz, sizeof(bufsz));
+	(void)setsockopt(sv[0], SOL_SOCKET, SO_RCVBUFFORCE, &bufsz, sizeof(bufsz));
+	(void)setsockopt(sv[1], SOL_SOCKET, SO_RCVBUFFORCE, &bufsz, sizeof(bufsz));
+	args.flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWUTS | CLONE_NEWIPC |
+		     CLONE_NEWNET | CLONE_PIDFD;
+	args.pidfd = (uint64_t)(uintptr_t)&pidfd;
+	args.exit_signal = SIGCHLD;
+	pid = sys_clone3(&args, sizeof(args));
+	if (pid < 0) {
+		int r = -errno;
+		close(sv[0]);
+		close(sv[1]);
+		return hutch_err_set_errno(err, r, "clone3 with new namespaces");
+	}
+	if (pid == 0) {
+		close(sv[0]);
+		init_child(s, sv[1]);
+	}
+	close(sv[1]);
+	s->init_sock = sv[0];
+	s->init_pid = (pid_t)pid;
+	s->pidfd = pidfd;
+	return 0;
+}
+
+static int wait_ready(struct sup *s, struct hutch_err *err)
+{
+	struct pollfd pfd = { .fd = s->init_sock, .events = POLLIN };
+	struct hutch_msg_hdr hdr;
+	struct hutch_err child_err;
+	ssize_t n;
+	int r;
+
+	r = poll(&pfd, 1, INIT_READY_TIMEOUT_MS);
+	if (r <= 0)
+		return hutch_err_set(err, -ETIMEDOUT, "sandbox init did not get ready in %d s",
+				     INIT_READY_TIMEOUT_MS / 1000);
+	n = hutch_proto_recv(s->init_sock, &hdr, &child_err, sizeof(child_err), NULL, NULL);
+	if (n < 0)
+		return hutch_err_set_errno(err, (int)n, "read from sandbox init");
+	if (hdr.type == HUTCH_MSG_READY && n == 0)
+		return 0;
+	if (hdr.type == HUTCH_MSG_FAILED && (size_t)n == sizeof(child_err)) {
+		child_err.msg[sizeof(child_err.msg) - 1] = '\0';
+		return hutch_err_set(err, child_err.code < 0 ? child_err.code : -EIO,
+				     "sandbox setup: %s", child_err.msg);
+	}
+	return hutch_err_set(err, -EPROTO, "sandbox init exited during setup");
+}
+
+int hutch_sup_setup(struct sup *s, struct hutch_err *err)
+{
+	struct hutch_limits lim = {
+		.cpu_millis = s->cfg->type->cpu_millis,
+		.memory_bytes = s->cfg->type->memory_bytes,
+		.pids_max = s->cfg->type->pids_max,
+	};
+	int r;
+
+	r = hutch_slot_acquire(&s->slot, err);
+	if (r < 0)
+		return r;
+	s->slot_fd = r;
+	s->uid_base = HUTCH_UID_BASE + s->slot * HUTCH_UID_RANGE;
+	r = hutch_seccomp_build(s->cfg->net.mode, &s->seccomp, err);
+	if (r < 0)
+		return hutch_err_prefix(err, "seccomp");
+	r = write_state(s, "creating");
+	if (r < 0)
+		return hutch_err_set_errno(err, r, "write '%s'", s->paths.state);
+	r = hutch_cgroup_create(s->cg, &lim, err);
+	if (r < 0)
+		return r;
+	r = spawn_init(s, err);
+	if (r < 0)
+		return r;
+	r = write_id_map(s->init_pid, "uid_map", s->uid_base);
+	if (r >= 0)
+		r = write_id_map(s->init_pid, "gid_map", s->uid_base);
+	if (r < 0)
+		return hutch_err_set_errno(err, r, "write id maps of sandbox init");
+	r = hutch_cgroup_enter(s->cg, s->init_pid, err);
+	if (r < 0)
+		return r;
+	r = hutch_proto_send(s->init_sock, HUTCH_MSG_GO, 0, NULL, 0, NULL, 0);
+	if (r < 0)
+		return hutch_err_set_errno(err, r, "start sandbox init");
+	r = wait_ready(s, err);
+	if (r < 0)
+		return r;
+	r = hutch_fd_nonblock(s->init_sock, true);
+	if (r < 0)
+		return hutch_err_set_errno(err, r, "init socket");
+	r = write_state(s, "running");
+	if (r < 0)
+		return hutch_err_set_errno(err, r, "write '%s'", s->paths.state);
+	return 0;
+}
+
+void hutch_sup_teardown(struct sup *s, const char *reason)
+{
+	struct hutch_err err = { 0 };
+
+	if (s->init_pid > 0) {
+		if (s->pidfd >= 0) {
+			struct pollfd pfd = { .fd = s->pidfd, .events = POLLIN };
+			(void)sys_pidfd_send_signal(s->pidfd, SIGKILL, NULL, 0);
+			/* PID 1 exits only after the kernel has killed its whole
+			 * pid namespace. */
+			(void)poll(&pfd, 1, 5000);
+		} else {
+			(void)kill(s->init_pid, SIGKILL);
+		}
+		(void)waitpid(s->init_pid, NULL, 0);
+		s->init_pid = 0;
+	}
+	s->init_dead = true;
+	if (s->cg && hutch_cgroup_destroy(s->cg, &err) < 0)
+		hutch_log(HUTCH_LOG_WARN, "%s", err.msg);
+	if (reason)
+		(void)hutch_gone_write(hutch_runtime_dir(), s->id, reason, hutch_now_realtime());
+	(void)hutch_rm_rf_at(AT_FDCWD, s->paths.dir);
+}
+
+/* ---- CLI side ---- */
+
+/* Wipe the environment strings of this process: /proc/<pid>/environ of the
+ * supervisor (and of init, cloned from it) shows the memory they occupy. */
+static void scrub_environment(void)
+{
+	extern char **environ;
+
+	for (char **e = environ; e && *e; e++)
+		memset(*e, 0, strlen(*e));
+	(void)clearenv();
+}
+
+static __attribute__((noreturn)) void supervisor_main(struct sup *s, int result_fd)
+{
+	struct hutch_err err = { 0 };
+	int devnull, r;
+
+	scrub_environment();
+	devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
+	if (devnull >= 0) {
+		dup2(devnull, 0);
+		dup2(devnull, 1);
+		dup2(devnull, 2);
+		if (devnull > 2)
+			close(devnull);
+	}
+	hutch_log_init(-1, HUTCH_LOG_ERROR, "hutch-supervisor");
+	signal(SIGPIPE, SIG_IGN);
+	signal(SIGHUP, SIG_IGN);
+	r = hutch_sup_setup(s, &err);
+	if (r >= 0)
+		r = hutch_api_start(s, &err);
+	if (r < 0) {
+		hutch_sup_teardown(s, NULL);
+		(void)hutch_write_all(result_fd, &err, sizeof(err));
+		_exit(1);
+	}
+	(void)hutch_write_all(result_fd, &err, sizeof(err));
+	close(result_fd);
+	_exit(hutch_sup_run(s) < 0 ? 1 : 0);
+}
+
+static int reserve_dir(const char *runtime_dir, struct sup *s, struct hutch_err *err)
+{
+	char tmp[4200];
+	int r;
+
+	r = hutch_mkdir_p_at(AT_FDCWD, runtime_dir, 0711);
+	if (r < 0)
+		return hutch_err_set_errno(err, r, "create runtime dir '%s'", runtime_dir);
+	for (int tries = 0; tries < 8; tries++) {
+		r = hutch_id_new(s->id);
+		if (r < 0)
+			return hutch_err_set_errno(err, r, "make a sandbox id");
+		snprintf(tmp, sizeof(tmp), "%s/.new-%s", runtime_dir, s->id);
+		if (mkdir(tmp, 0711) == 0)
+			break;
+		if (errno != EEXIST)
+			return hutch_err_set_errno(err, -errno, "create '%s'", tmp);
+	}
+	r = hutch_paths_init(runtime_dir, s->id, &s->paths);
+	if (r < 0)
+		return hutch_err_set_errno(err, r, "sandbox paths");
+	snprintf(tmp + strlen(tmp), sizeof(tmp) - strlen(tmp), "/lock");
+	s->lock_fd = open(tmp, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (s->lock_fd < 0 || flock(s->lock_fd, LOCK_EX) < 0)
+		return hutch_err_set_errno(err, -errno, "lock '%s'", tmp);
+	tmp[strlen(tmp) - 5] = '\0';
+	if (access(s->paths.dir, F_OK) == 0)
+		return hutch_err_set(err, -EEXIST, "sandbox '%s' exists already", s->id);
+	if (rename(tmp, s->paths.dir) < 0)
+		return hutch_err_set_errno(err, -errno, "rename '%s'", tmp);
+	return 0;
+}
+
+int hutch_sandbox_create(struct hutch_config *cfg, const char *runtime_dir,
+			 struct hutch_created *ret, struct hutch_err *err)
+{
+	static struct sup s; /* the supervisor keeps it for its whole life */
+	int pipefd[2];
+	pid_t pid;
+	ssize_t n;
+	int r, status;
+
+	memset(&s, 0, sizeof(s));
+	s.cfg = cfg;
+	s.epfd = s.sigfd = s.ttl_fd = s.init_sock = s.pidfd = s.listen_fd = -EBADF;
+	s.lock_fd = s.slot_fd = -EBADF;
+	r = hutch_config_validate(cfg, err);
+	if (r < 0)
+		return r;
+	(void)hutch_state_gc(runtime_dir, err);
+	hutch_err_clear(err);
+	r = reserve_dir(runtime_dir, &s, err);
+	if (r < 0)
+		return r;
+	r = hutch_cgroup_new(s.id, &s.cg, err);
+	if (r < 0) {
+		(void)hutch_rm_rf_at(AT_FDCWD, s.paths.dir);
+		return r;
+	}
+	s.created_at = hutch_now_realtime();
+	s.expires_at = s.created_at + (int64_t)cfg->ttl_seconds;
+	if (pipe2(pipefd, O_CLOEXEC) < 0)
+		return hutch_err_set_errno(err, -errno, "pipe");
+	pid = fork();
+	if (pid < 0)
+		return hutch_err_set_errno(err, -errno, "fork");
+	if (pid == 0) {
+		/* Detach: new session, and reparent the supervisor to init
+		 * (or the nearest subreaper) by exiting the middle child. */
+		close(pipefd[0]);
+		if (setsid() < 0)
+			_exit(1);
+		pid = fork();
+		if (pid != 0)
+			_exit(pid < 0 ? 1 : 0);
+		supervisor_main(&s, pipefd[1]);
+	}
+	close(pipefd[1]);
+	close(s.lock_fd);
+	(void)waitpid(pid, &status, 0);
+	n = hutch_read_all(pipefd[0], err, sizeof(*err));
+	close(pipefd[0]);
+	if (n != (ssize_t)sizeof(*err))
+		return hutch_err_set(err, -EIO, "the sandbox supervisor died during setup");
+	err->msg[sizeof(err->msg) - 1] = '\0';
+	if (err->code < 0)
+		return err->code;
+	memset(ret, 0, sizeof(*ret));
+	memcpy(ret->id, s.id, sizeof(ret->id));
+	ret->paths = s.paths;
+	ret->created_at = s.created_at;
+	ret->expires_at = s.expires_at;
+	return 0;
+}

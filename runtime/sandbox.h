@@ -1,0 +1,25 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Creating a sandbox from the CLI: records its state, forks a detached
+ * supervisor that builds it, and waits until it is ready or has failed.
+ */
+#ifndef HUTCH_SANDBOX_H
+#define HUTCH_SANDBOX_H
+
+#include <stdint.h>
+
+#include "config.h"
+#include "error.h"
+#include "state.h"
+
+struct hutch_created {
+	char id[HUTCH_ID_LEN + 1];
+	struct hutch_paths paths;
+	int64_t created_at, expires_at;
+};
+
+/* Needs root. On success the sandbox is ready for commands. */
+int hutch_sandbox_create(struct hutch_config *cfg, const char *runtime_dir,
+			 struct hutch_created *ret, struct hutch_err *err);
+
+#endif

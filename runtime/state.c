@@ -1,0 +1,306 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* On-disk sandbox state, liveness through flock, gc; see state.h. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cgroup.h"
+#include "cleanup.h"
+#include "fdutil.h"
+#include "state.h"
+
+const char *hutch_runtime_dir(void)
+{
+	const char *d = getenv("HUTCH_RUNTIME_DIR");
+
+	return d && *d ? d : HUTCH_DEFAULT_RUNTIME_DIR;
+}
+
+int hutch_paths_init(const char *runtime_dir, const char *id, struct hutch_paths *ret)
+{
+	if (!hutch_id_is_valid(id))
+		return -EINVAL;
+	if (strlen(runtime_dir) > 3000)
+		return -ENAMETOOLONG;
+	snprintf(ret->id, sizeof(ret->id), "%s", id);
+	snprintf(ret->dir, sizeof(ret->dir), "%s/%s", runtime_dir, id);
+	snprintf(ret->sock, sizeof(ret->sock), "%s/api.sock", ret->dir);
+	snprintf(ret->state, sizeof(ret->state), "%s/state.json", ret->dir);
+	snprintf(ret->lock, sizeof(ret->lock), "%s/lock", ret->dir);
+	snprintf(ret->root, sizeof(ret->root), "%s/root", ret->dir);
+	return 0;
+}
+
+int hutch_slot_acquire(unsigned *ret_slot, struct hutch_err *err)
+{
+	unsigned start;
+	int r;
+
+	r = hutch_mkdir_p_at(AT_FDCWD, HUTCH_SLOTS_DIR, 0700);
+	if (r < 0)
+		return hutch_err_set_errno(err, r, "create '%s'", HUTCH_SLOTS_DIR);
+	if (getrandom(&start, sizeof(start), 0) != sizeof(start))
+		start = (unsigned)getpid();
+	for (unsigned i = 0; i < HUTCH_SLOTS; i++) {
+		unsigned slot = (start + i) % HUTCH_SLOTS;
+		char path[sizeof(HUTCH_SLOTS_DIR) + 16];
+		int fd;
+
+		snprintf(path, sizeof(path), "%s/%u", HUTCH_SLOTS_DIR, slot);
+		fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+		if (fd < 0)
+			return hutch_err_set_errno(err, -errno, "open uid slot '%s'", path);
+		if (flock(fd, LOCK_EX | LOCK_NB) == 0) {
+			*ret_slot = slot;
+			return fd;
+		}
+		close(fd);
+	}
+	return hutch_err_set(err, -EBUSY, "all %u uid ranges are in use: remove sandboxes first",
+			     HUTCH_SLOTS);
+}
+
+int hutch_state_write(const struct hutch_paths *p, const cJSON *state)
+{
+	_cleanup_free_ char *text = cJSON_PrintUnformatted(state);
+	char tmp[4300];
+	int r;
+
+	if (!text)
+		return -ENOMEM;
+	snprintf(tmp, sizeof(tmp), "%s.tmp", p->state);
+	r = hutch_write_file_at(AT_FDCWD, tmp, text, 0600);
+	if (r < 0)
+		return r;
+	return rename(tmp, p->state) < 0 ? -errno : 0;
+}
+
+int hutch_state_read(const struct hutch_paths *p, cJSON **ret)
+{
+	char buf[65536];
+	ssize_t n = hutch_read_file_at(AT_FDCWD, p->state, buf, sizeof(buf));
+	cJSON *j;
+
+	if (n < 0)
+		return (int)n;
+	j = cJSON_ParseWithLength(buf, (size_t)n);
+	if (!j)
+		return -EBADMSG;
+	*ret = j;
+	return 0;
+}
+
+int hutch_state_is_live(const struct hutch_paths *p)
+{
+	_cleanup_close_ int fd = open(p->lock, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+
+	if (fd < 0)
+		return errno == ENOENT ? 0 : -errno;
+	if (flock(fd, LOCK_SH | LOCK_NB) == 0)
+		return 0; /* nobody holds it; closing fd drops our lock */
+	return errno == EWOULDBLOCK ? 1 : -errno;
+}
+
+int hutch_gone_write(const char *runtime_dir, const char *id, const char *reason, int64_t at)
+{
+	char path[4200], text[256];
+
+	snprintf(path, sizeof(path), "%s/.gone", runtime_dir);
+	(void)mkdir(path, 0700);
+	snprintf(path, sizeof(path), "%s/.gone/%s", runtime_dir, id);
+	snprintf(text, sizeof(text), "%s %lld\n", reason, (long long)at);
+	return hutch_write_file_at(AT_FDCWD, path, text, 0600);
+}
+
+int hutch_gone_read(const char *runtime_dir, const char *id, char *reason, size_t size,
+		    int64_t *at)
+{
+	char path[4200], text[256], word[64];
+	long long t;
+
+	if (!hutch_id_is_valid(id))
+		return 0;
+	snprintf(path, sizeof(path), "%s/.gone/%s", runtime_dir, id);
+	if (hutch_read_file_at(AT_FDCWD, path, text, sizeof(text)) < 0)
+		return 0;
+	if (sscanf(text, "%63s %lld", word, &t) != 2)
+		return 0;
+	snprintf(reason, size, "%s", word);
+	*at = t;
+	return 1;
+}
+
+static int cmp_ids(const void *a, const void *b)
+{
+	return strcmp(a, b);
+}
+
+int hutch_state_list(const char *runtime_dir, char (**ret)[HUTCH_ID_LEN + 1], size_t *ret_n)
+{
+	_cleanup_closedir_ DIR *d = opendir(runtime_dir);
+	char(*ids)[HUTCH_ID_LEN + 1] = NULL;
+	size_t n = 0, alloc = 0;
+	struct dirent *de;
+
+	*ret = NULL;
+	*ret_n = 0;
+	if (!d)
+		return errno == ENOENT ? 0 : -errno;
+	while ((de = readdir(d))) {
+		if (!hutch_id_is_valid(de->d_name))
+			continue;
+		if (n == alloc) {
+			size_t na = alloc ? alloc * 2 : 32;
+			void *q = realloc(ids, na * sizeof(*ids));
+			if (!q) {
+				free(ids);
+				return -ENOMEM;
+			}
+			ids = q;
+			alloc = na;
+		}
+		memcpy(ids[n++], de->d_name, HUTCH_ID_LEN + 1);
+	}
+	if (n)
+		qsort(ids, n, sizeof(*ids), cmp_ids);
+	*ret = ids;
+	*ret_n = n;
+	return 0;
+}
+
+int hutch_state_resolve(const char *runtime_dir, const char *prefix,
+			char ret_id[static HUTCH_ID_LEN + 1])
+{
+	_cleanup_free_ char(*ids)[HUTCH_ID_LEN + 1] = NULL;
+	size_t n, len, found = 0;
+	int r;
+
+	if (!hutch_id_prefix_is_valid(prefix))
+		return -EINVAL;
+	r = hutch_state_list(runtime_dir, &ids, &n);
+	if (r < 0)
+		return r;
+	len = strlen(prefix);
+	for (size_t i = 0; i < n; i++) {
+		if (strncmp(ids[i], prefix, len) != 0)
+			continue;
+		if (found++)
+			return -ENOTUNIQ;
+		memcpy(ret_id, ids[i], HUTCH_ID_LEN + 1);
+	}
+	return found ? 0 : -ENOENT;
+}
+
+static void reap_cgroups(const cJSON *state, struct hutch_err *err)
+{
+	const cJSON *dirs = cJSON_GetObjectItemCaseSensitive(
+		cJSON_GetObjectItemCaseSensitive(state, "cgroup"), "dirs");
+	const cJSON *it;
+
+	cJSON_ArrayForEach(it, dirs)
+	{
+		if (cJSON_IsString(it))
+			(void)hutch_cgroup_remove_dir(it->valuestring, err);
+	}
+}
+
+int hutch_state_reap(const char *runtime_dir, const char *id, struct hutch_err *err)
+{
+	struct hutch_paths p;
+	_cleanup_close_ int lock = -EBADF;
+	_cleanup_cjson_ cJSON *state = NULL;
+	int r;
+
+	r = hutch_paths_init(runtime_dir, id, &p);
+	if (r < 0)
+		return hutch_err_set(err, r, "invalid sandbox id '%s'", id);
+	/* Hold the lock ourselves while removing, so a concurrent gc or a
+	 * racing create cannot interleave. */
+	lock = open(p.lock, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+	if (lock >= 0 && flock(lock, LOCK_EX | LOCK_NB) < 0)
+		return 0; /* alive */
+	if (hutch_state_read(&p, &state) == 0)
+		reap_cgroups(state, err);
+	r = hutch_rm_rf_at(AT_FDCWD, p.dir);
+	if (r < 0)
+		return hutch_err_set_errno(err, r, "remove '%s'", p.dir);
+	return 1;
+}
+
+static void gc_gone(const char *runtime_dir)
+{
+	char path[4200];
+	_cleanup_closedir_ DIR *d = NULL;
+	struct dirent *de;
+	time_t now = time(NULL);
+
+	snprintf(path, sizeof(path), "%s/.gone", runtime_dir);
+	d = opendir(path);
+	if (!d)
+		return;
+	while ((de = readdir(d))) {
+		struct stat st;
+		if (!hutch_id_is_valid(de->d_name))
+			continue;
+		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+		    now - st.st_mtime > HUTCH_GONE_KEEP_SECONDS)
+			(void)unlinkat(dirfd(d), de->d_name, 0);
+	}
+}
+
+/* Half-made sandboxes (".new-<id>") whose creator died: older than a minute
+ * and unlocked. */
+static int gc_new(const char *runtime_dir)
+{
+	_cleanup_closedir_ DIR *d = opendir(runtime_dir);
+	struct dirent *de;
+	time_t now = time(NULL);
+	int n = 0;
+
+	if (!d)
+		return 0;
+	while ((de = readdir(d))) {
+		struct stat st;
+		char lock[300];
+		_cleanup_close_ int fd = -EBADF;
+		if (strncmp(de->d_name, ".new-", 5) != 0 || !hutch_id_is_valid(de->d_name + 5))
+			continue;
+		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+		    now - st.st_mtime < 60)
+			continue;
+		snprintf(lock, sizeof(lock), "%s/lock", de->d_name);
+		fd = openat(dirfd(d), lock, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+		if (fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) < 0)
+			continue;
+		if (hutch_rm_rf_at(dirfd(d), de->d_name) == 0)
+			n++;
+	}
+	return n;
+}
+
+int hutch_state_gc(const char *runtime_dir, struct hutch_err *err)
+{
+	_cleanup_free_ char(*ids)[HUTCH_ID_LEN + 1] = NULL;
+	size_t n;
+	int r, reaped = 0;
+
+	r = hutch_state_list(runtime_dir, &ids, &n);
+	if (r < 0)
+		return hutch_err_set_errno(err, r, "list '%s'", runtime_dir);
+	for (size_t i = 0; i < n; i++) {
+		r = hutch_state_reap(runtime_dir, ids[i], err);
+		if (r > 0)
+			reaped++;
+	}
+	reaped += gc_new(runtime_dir);
+	gc_gone(runtime_dir);
+	return reaped;
+}

@@ -1,0 +1,74 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * On-disk state of sandboxes: $HUTCH_RUNTIME_DIR (default /run/hutch)/<id>/
+ * holds api.sock, state.json, lock (flock'ed by the live supervisor) and
+ * root (the empty mount point of the sandbox root). A supervisor's lock is
+ * released by the kernel when it dies, which is how gc tells live from
+ * dead. <runtime>/.gone/<id> remembers why a sandbox ended (expired,
+ * deleted) so later calls can say so. uid slots live in a machine-wide
+ * directory so that two runtime dirs never share a host id range.
+ */
+#ifndef HUTCH_STATE_H
+#define HUTCH_STATE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <cjson/cJSON.h>
+
+#include "error.h"
+#include "util.h"
+
+#define HUTCH_DEFAULT_RUNTIME_DIR "/run/hutch"
+#define HUTCH_SLOTS_DIR           "/run/hutch-uids"
+#define HUTCH_UID_BASE            0x10000000u /* 268435456 */
+#define HUTCH_UID_RANGE           65536u
+#define HUTCH_SLOTS               16384u
+#define HUTCH_GONE_KEEP_SECONDS   (7 * 86400)
+
+/* The runtime dir from the environment (never NULL). */
+const char *hutch_runtime_dir(void);
+
+/* Paths of one sandbox (fixed buffers). */
+struct hutch_paths {
+	char id[HUTCH_ID_LEN + 1];
+	char dir[4096];
+	char sock[4200];
+	char state[4200];
+	char lock[4200];
+	char root[4200];
+};
+int hutch_paths_init(const char *runtime_dir, const char *id, struct hutch_paths *ret);
+
+/* Take a free uid slot: returns the locked fd (keep it open for the
+ * sandbox's life) and the slot number. */
+int hutch_slot_acquire(unsigned *ret_slot, struct hutch_err *err);
+
+/* Write state.json atomically (temp + rename). */
+int hutch_state_write(const struct hutch_paths *p, const cJSON *state);
+/* Read state.json (caller deletes). */
+int hutch_state_read(const struct hutch_paths *p, cJSON **ret);
+/* 1 if a supervisor holds the lock, 0 if not, -errno. */
+int hutch_state_is_live(const struct hutch_paths *p);
+
+/* Tombstones. */
+int hutch_gone_write(const char *runtime_dir, const char *id, const char *reason, int64_t at);
+/* 1 and fills reason/at if a tombstone exists, 0 if not. */
+int hutch_gone_read(const char *runtime_dir, const char *id, char *reason, size_t size,
+		    int64_t *at);
+
+/* Resolve a full id or unique prefix to an existing sandbox id. -ENOENT if
+ * none, -ENOTUNIQ if ambiguous. */
+int hutch_state_resolve(const char *runtime_dir, const char *prefix,
+			char ret_id[static HUTCH_ID_LEN + 1]);
+/* List ids of sandbox dirs (sorted); *ret is malloc'ed array of ids. */
+int hutch_state_list(const char *runtime_dir, char (**ret)[HUTCH_ID_LEN + 1], size_t *ret_n);
+
+/* Remove what a dead sandbox left (cgroup dirs recorded in state.json, the
+ * state dir); refuses if its supervisor is alive. Returns 1 if removed. */
+int hutch_state_reap(const char *runtime_dir, const char *id, struct hutch_err *err);
+/* gc: reap every dead sandbox and stale tombstones; returns how many reaped. */
+int hutch_state_gc(const char *runtime_dir, struct hutch_err *err);
+
+#endif

@@ -1,0 +1,154 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The supervisor: one detached process per sandbox on the host. It owns the
+ * sandbox's cgroup, timers and API socket, and talks to init over a
+ * socketpair. Single-threaded, one epoll loop (timerfd, signalfd, pidfd,
+ * libmicrohttpd's epoll fd, command pipes).
+ */
+#ifndef HUTCH_SUPERVISOR_H
+#define HUTCH_SUPERVISOR_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <linux/filter.h>
+
+#include "cgroup.h"
+#include "config.h"
+#include "state.h"
+#include "util.h"
+
+struct MHD_Connection;
+struct MHD_Daemon;
+struct sup;
+struct request;
+
+#define HUTCH_MAX_BODY      (8u << 20) /* request body bound */
+#define HUTCH_SSE_QUEUE_MAX (256u << 10)
+#define HUTCH_MAX_CONNECTIONS 256
+
+enum sup_state {
+	SUP_RUNNING,
+	SUP_CLOSING, /* DELETE / or SIGTERM: tearing down */
+	SUP_GONE,    /* torn down; answering the last requests */
+};
+
+/* Why the sandbox ended ("deleted", "expired", "crashed"). */
+struct sup_end {
+	const char *reason;
+	int64_t at;
+};
+
+/* epoll user data: what an fd is. */
+enum watch_kind {
+	W_MHD = 1,
+	W_INIT,
+	W_PIDFD,
+	W_SIGNAL,
+	W_TTL,
+	W_CMD_OUT,
+	W_CMD_ERR,
+	W_CMD_IN,
+	W_CMD_TIMER,
+	W_CMD_CONN,
+};
+
+struct watch {
+	enum watch_kind kind;
+	void *ptr;
+};
+
+enum cmd_state {
+	CMD_SPAWNING,
+	CMD_RUNNING,
+	CMD_DONE,
+};
+
+struct cmd {
+	struct sup *sup;
+	uint64_t id;
+	enum cmd_state state;
+	struct request *req; /* NULL once the client is gone */
+	bool streaming;
+	pid_t pid;
+	int out_fd, err_fd, in_fd, timer_fd, conn_fd;
+	struct watch w_out, w_err, w_in, w_timer, w_conn;
+	bool out_paused;
+	char *stdin_data;
+	size_t stdin_len, stdin_off;
+	struct hutch_buf out, err;   /* /run: captured output */
+	struct hutch_buf sse;        /* /run_streaming: encoded events not yet sent */
+	size_t sse_off;
+	bool sse_end_queued, sse_finished;
+	char carry_out[4], carry_err[4];
+	size_t ncarry_out, ncarry_err;
+	double started, duration;
+	double timeout;
+	uint64_t max_output;
+	uint64_t oom_before;
+	int status;          /* wait status */
+	bool exited, timed_out, oom_killed, killed_by_client;
+	const char *spawn_error; /* static message if spawning failed */
+	char spawn_errbuf[128];
+	struct cmd *next;
+};
+
+struct sup {
+	struct hutch_config *cfg;
+	struct hutch_paths paths;
+	char id[HUTCH_ID_LEN + 1];
+	enum sup_state state;
+	struct sup_end end;
+	int64_t created_at, expires_at;
+	unsigned slot;
+	uid_t uid_base;
+	int epfd, sigfd, ttl_fd, init_sock, pidfd, listen_fd, lock_fd, slot_fd;
+	pid_t init_pid;
+	bool init_dead;
+	struct watch w_mhd, w_init, w_pidfd, w_signal, w_ttl;
+	struct MHD_Daemon *mhd;
+	struct hutch_cgroup *cg;
+	struct sock_fprog seccomp;
+	struct cmd *cmds;
+	uint64_t next_cmd_id;
+	unsigned nconnections;
+	bool delete_pending;  /* a DELETE / is waiting for teardown */
+	struct request *waiters; /* requests answered when the sandbox has ended */
+	int64_t last_request_ms;
+};
+
+/* sandbox.c: create the sandbox (runs in the new supervisor process). */
+int hutch_sup_setup(struct sup *s, struct hutch_err *err);
+/* sandbox.c: kill init, wait, remove cgroups and state; idempotent. */
+void hutch_sup_teardown(struct sup *s, const char *reason);
+/* supervisor.c */
+int hutch_sup_run(struct sup *s);
+int hutch_sup_watch(struct sup *s, int fd, uint32_t events, struct watch *w);
+void hutch_sup_unwatch(struct sup *s, int fd);
+cJSON *hutch_sup_status_json(struct sup *s);
+/* Start a command; on failure fills err (a 4xx-worthy message). */
+struct cmd *hutch_cmd_start(struct sup *s, const char *const *argv, const char *const *envp,
+			    const char *cwd, const char *stdin_data, size_t stdin_len,
+			    double timeout, uint64_t max_output, bool streaming,
+			    struct hutch_err *err);
+/* The client of cmd went away: kill the command tree if still running. */
+void hutch_cmd_orphan(struct cmd *c);
+/* Result JSON of a finished command (stdout/stderr included unless streaming). */
+cJSON *hutch_cmd_result_json(struct cmd *c, bool with_output);
+/* api.c */
+int hutch_api_start(struct sup *s, struct hutch_err *err);
+void hutch_api_stop(struct sup *s);
+/* Add libmicrohttpd's epoll fd to the loop. */
+int hutch_api_watch(struct sup *s);
+/* A streaming client consumed queued events. */
+void hutch_cmd_sse_consumed(struct cmd *c);
+/* A command made progress (output or done): wake its request. */
+void hutch_api_cmd_event(struct cmd *c);
+/* Sandbox going away: answer every waiting request. */
+void hutch_api_sandbox_ended(struct sup *s);
+void hutch_api_run(struct sup *s);
+/* How long the loop may sleep before libmicrohttpd needs hutch_api_run(). */
+int hutch_api_timeout_ms(struct sup *s);
+
+#endif

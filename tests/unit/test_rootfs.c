@@ -1,0 +1,220 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Unit tests of the rootfs library's pure parts: the synthesized /etc
+ * databases, and the tables that decide what of the host becomes visible
+ * (system dirs, /etc allow-list, /dev nodes, /proc masks). The mounting
+ * itself needs namespaces and is covered by the integration tests.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "cleanup.h"
+#include "rootfs-internal.h"
+#include "rootfs.h"
+
+static void test_passwd(void **state)
+{
+	_cleanup_free_ char *p = hutch_rootfs_passwd(1000, 1000);
+
+	assert_non_null(p);
+	assert_string_equal(p, "root:x:0:0:root:/root:/usr/sbin/nologin\n"
+	                       "appuser:x:1000:1000:appuser:/home/appuser:/bin/bash\n"
+	                       "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n");
+}
+
+static void test_passwd_shell_and_ids(void **state)
+{
+	_cleanup_free_ char *p = rootfs_passwd_render(1234, 2345, "/bin/sh");
+
+	assert_non_null(p);
+	assert_non_null(strstr(p, "\nappuser:x:1234:2345:appuser:/home/appuser:/bin/sh\n"));
+}
+
+static void test_passwd_invalid(void **state)
+{
+	static const unsigned int bad[] = { 0, 5, 65534, 65535, 70000 };
+
+	for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+		errno = 0;
+		assert_null(rootfs_passwd_render(bad[i], 1000, "/bin/sh"));
+		assert_int_equal(errno, EINVAL);
+		assert_null(rootfs_passwd_render(1000, bad[i], "/bin/sh"));
+		assert_null(hutch_rootfs_group(bad[i]));
+	}
+	/* A shell cannot add fields or lines. */
+	assert_null(rootfs_passwd_render(1000, 1000, "/bin/sh:0:0"));
+	assert_null(rootfs_passwd_render(1000, 1000, "/bin/sh\nevil::0:0::/:/bin/sh"));
+	assert_null(rootfs_passwd_render(1000, 1000, ""));
+}
+
+static void test_group(void **state)
+{
+	_cleanup_free_ char *g = hutch_rootfs_group(1000);
+
+	assert_non_null(g);
+	/* tty (5) must exist: /dev/pts is mounted with gid=5. */
+	assert_string_equal(g, "root:x:0:\ntty:x:5:\nappuser:x:1000:\nnogroup:x:65534:\n");
+}
+
+static void test_hosts(void **state)
+{
+	_cleanup_free_ char *h = rootfs_hosts_render("box", NULL);
+	_cleanup_free_ char *x = rootfs_hosts_render("box", "10.0.0.1 a.example");
+	_cleanup_free_ char *y = rootfs_hosts_render("box", "10.0.0.1 a\n10.0.0.2 b\n");
+
+	assert_string_equal(
+	        h, "127.0.0.1\tlocalhost box\n::1\tlocalhost ip6-localhost ip6-loopback\n");
+	/* Extra lines come last and always end with a newline. */
+	assert_non_null(x);
+	assert_non_null(strstr(x, "ip6-loopback\n10.0.0.1 a.example\n"));
+	assert_int_equal(x[strlen(x) - 1], '\n');
+	assert_non_null(strstr(y, "ip6-loopback\n10.0.0.1 a\n10.0.0.2 b\n"));
+	assert_int_equal(strstr(y, "b\n")[2], '\0');
+}
+
+static void test_hostname(void **state)
+{
+	static const char *const good[] = { "a", "hutch-0123abcd", "box.local", "A1" };
+	static const char *const bad[] = {
+		"",
+		"-x",
+		".x",
+		"a b",
+		"a\n127.0.0.1 evil",
+		"a\tb",
+		"a/b",
+		"a_b",
+		"0123456789012345678901234567890123456789012345678901234567890123"
+		"4"
+	};
+
+	for (size_t i = 0; i < ELEMENTSOF(good); i++)
+		assert_true(rootfs_hostname_is_valid(good[i]));
+	for (size_t i = 0; i < ELEMENTSOF(bad); i++)
+		assert_false(rootfs_hostname_is_valid(bad[i]));
+	assert_false(rootfs_hostname_is_valid(NULL));
+	errno = 0;
+	assert_null(rootfs_hosts_render("a\nb", NULL));
+	assert_int_equal(errno, EINVAL);
+}
+
+static void test_nsswitch(void **state)
+{
+	assert_non_null(strstr(rootfs_nsswitch_conf, "passwd:         files\n"));
+	assert_non_null(strstr(rootfs_nsswitch_conf, "group:          files\n"));
+	assert_non_null(strstr(rootfs_nsswitch_conf, "hosts:          files dns\n"));
+	/* No NSS module that would talk to a host daemon. */
+	assert_null(strstr(rootfs_nsswitch_conf, "systemd"));
+	assert_null(strstr(rootfs_nsswitch_conf, "sss"));
+	assert_null(strstr(rootfs_nsswitch_conf, "mdns"));
+}
+
+static void test_etc_allow_list(void **state)
+{
+	static const char *const shared[] = {
+		"ssl",        "ca-certificates", "ca-certificates.conf", "ld.so.cache",
+		"ld.so.conf", "ld.so.conf.d",    "alternatives",         "localtime",
+		"python3",    "python3.11",      "python3.12",           "os-release",
+		"terminfo",   "profile"
+	};
+	static const char *const private[] = {
+		"shadow",    "gshadow",           "passwd",        "group",  "hosts",
+		"hostname",  "resolv.conf",       "nsswitch.conf", "ssh",    "machine-id",
+		"sudoers",   "sudoers.d",         "apt",           "docker", "python",
+		"python2.7", "python3/../shadow", "ssl/x",         "",       "."
+	};
+
+	for (size_t i = 0; i < ELEMENTSOF(shared); i++)
+		assert_true(rootfs_etc_is_shared(shared[i]));
+	for (size_t i = 0; i < ELEMENTSOF(private); i++)
+		assert_false(rootfs_etc_is_shared(private[i]));
+}
+
+static bool in_list(const char *const *list, const char *name)
+{
+	for (; *list; list++)
+		if (!strcmp(*list, name))
+			return true;
+	return false;
+}
+
+static void test_system_dirs(void **state)
+{
+	static const char *const never[] = { "etc",   "home", "root", "run", "var",  "srv", "mnt",
+		                             "media", "opt",  "boot", "tmp", "proc", "sys", "dev" };
+
+	/* /usr first: the /bin, /lib, /sbin symlinks of merged /usr point into it. */
+	assert_string_equal(rootfs_system_dirs[0], "usr");
+	static const char *const always[] = { "bin", "sbin", "lib", "lib64" };
+
+	for (size_t i = 0; i < ELEMENTSOF(always); i++)
+		assert_true(in_list(rootfs_system_dirs, always[i]));
+	for (size_t i = 0; i < ELEMENTSOF(never); i++)
+		assert_false(in_list(rootfs_system_dirs, never[i]));
+}
+
+static void test_dev_nodes(void **state)
+{
+	static const char *const wanted[] = { "null", "zero", "full", "random", "urandom", "tty" };
+	size_t n = 0;
+
+	for (const char *const *p = rootfs_dev_nodes; *p; p++)
+		n++;
+	assert_int_equal(n, 6);
+	for (size_t i = 0; i < ELEMENTSOF(wanted); i++)
+		assert_true(in_list(rootfs_dev_nodes, wanted[i]));
+	assert_false(in_list(rootfs_dev_nodes, "kmsg"));
+	assert_false(in_list(rootfs_dev_nodes, "mem"));
+	assert_false(in_list(rootfs_dev_nodes, "console"));
+}
+
+static const struct rootfs_proc_entry *proc_entry(const char *name)
+{
+	for (size_t i = 0; i < rootfs_proc_entries_len; i++)
+		if (!strcmp(rootfs_proc_entries[i].name, name))
+			return &rootfs_proc_entries[i];
+	return NULL;
+}
+
+static void test_proc_masks(void **state)
+{
+	static const char *const files[] = { "kcore",      "keys",        "latency_stats",
+		                             "timer_list", "timer_stats", "sched_debug" };
+	static const char *const dirs[] = { "acpi", "scsi" };
+	static const char *const ro[] = { "asound", "bus", "fs", "irq", "sys", "sysrq-trigger" };
+
+	for (size_t i = 0; i < ELEMENTSOF(files); i++)
+		assert_int_equal(proc_entry(files[i])->action, ROOTFS_PROC_MASK_FILE);
+	for (size_t i = 0; i < ELEMENTSOF(dirs); i++)
+		assert_int_equal(proc_entry(dirs[i])->action, ROOTFS_PROC_MASK_DIR);
+	for (size_t i = 0; i < ELEMENTSOF(ro); i++)
+		assert_int_equal(proc_entry(ro[i])->action, ROOTFS_PROC_READONLY);
+	assert_int_equal(rootfs_proc_entries_len,
+	                 ELEMENTSOF(files) + ELEMENTSOF(dirs) + ELEMENTSOF(ro));
+	/* Single components only, each once: they are opened beneath /proc. */
+	for (size_t i = 0; i < rootfs_proc_entries_len; i++) {
+		assert_null(strchr(rootfs_proc_entries[i].name, '/'));
+		assert_ptr_equal(proc_entry(rootfs_proc_entries[i].name), &rootfs_proc_entries[i]);
+	}
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_passwd),         cmocka_unit_test(test_passwd_shell_and_ids),
+		cmocka_unit_test(test_passwd_invalid), cmocka_unit_test(test_group),
+		cmocka_unit_test(test_hosts),          cmocka_unit_test(test_hostname),
+		cmocka_unit_test(test_nsswitch),       cmocka_unit_test(test_etc_allow_list),
+		cmocka_unit_test(test_system_dirs),    cmocka_unit_test(test_dev_nodes),
+		cmocka_unit_test(test_proc_masks),
+	};
+
+	return cmocka_run_group_tests_name("rootfs", tests, NULL, NULL);
+}

@@ -26,7 +26,7 @@
 #include "fdutil.h"
 #include "init.h"
 #include "proto.h"
-#include "seccomp.h"
+#include "seccomp-filter.h"
 #include "syscalls.h"
 
 struct child {

@@ -29,7 +29,7 @@
 #include "log.h"
 #include "proto.h"
 #include "sandbox.h"
-#include "seccomp.h"
+#include "seccomp-filter.h"
 #include "supervisor.h"
 #include "syscalls.h"
 

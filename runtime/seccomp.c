@@ -43,19 +43,20 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 
-/*
- * libseccomp's header is also named seccomp.h, and runtime/ (which holds
- * ours) comes before the system directories on the include path, so
- * <seccomp.h> would find ours. Name libseccomp's through its include
- * directory instead (X/../include/ is X for any X/include).
- */
-#include <../include/seccomp.h>
+#include <seccomp.h>
 
 #include "cleanup.h"
 #include "error.h"
 #include "fdutil.h"
-#include "seccomp.h"
+#include "seccomp-filter.h"
 #include "syscalls.h"
+
+static inline void seccompp(scmp_filter_ctx *ctx)
+{
+	if (*ctx)
+		seccomp_release(*ctx);
+}
+#define _cleanup_seccomp_ _cleanup_(seccompp)
 
 #ifndef CLONE_NEWTIME
 #define CLONE_NEWTIME 0x00000080

@@ -54,28 +54,12 @@ static inline void cjsonp(cJSON **j)
 		cJSON_Delete(*j);
 }
 
-/*
- * libseccomp's scmp_filter_ctx is a void *. Declared here rather than
- * including <seccomp.h>, which runtime/seccomp.h shadows on the include
- * path; the declaration is compatible with libseccomp's own.
- */
-void seccomp_release(void *ctx);
-
-static inline void seccompp(void **ctx)
-{
-	int saved = errno;
-	if (*ctx)
-		seccomp_release(*ctx);
-	errno = saved;
-}
-
 #define _cleanup_(f)        __attribute__((cleanup(f)))
 #define _cleanup_free_      _cleanup_(freep)
 #define _cleanup_close_     _cleanup_(closep)
 #define _cleanup_fclose_    _cleanup_(fclosep)
 #define _cleanup_closedir_  _cleanup_(closedirp)
 #define _cleanup_cjson_     _cleanup_(cjsonp)
-#define _cleanup_seccomp_   _cleanup_(seccompp)
 
 #define TAKE_FD(fd)                     \
 	({                              \

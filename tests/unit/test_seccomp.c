@@ -37,7 +37,7 @@
 
 #include "caps.h"
 #include "error.h"
-#include "seccomp.h"
+#include "seccomp-filter.h"
 
 extern char **environ;
 

@@ -1,0 +1,198 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Shared fixtures for hutch integration tests.
+
+Each test gets its own HUTCH_RUNTIME_DIR; at teardown every sandbox left in
+it is removed and the test fails if any state, cgroup or process remains.
+Tests drive the real CLI and the real API socket, as root.
+"""
+import base64
+import glob
+import http.client
+import json
+import os
+import socket
+import subprocess
+import time
+
+import pytest
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+HUTCH = os.environ.get("HUTCH_BIN") or os.path.join(REPO, "build", "hutch")
+HELPERS = os.environ.get("HUTCH_HELPERS_DIR") or os.path.join(REPO, "build", "tests")
+
+
+def pytest_configure(config):
+    if os.geteuid() != 0:
+        pytest.exit("integration tests need root (they create namespaces and cgroups)", returncode=77)
+    if not os.access(HUTCH, os.X_OK):
+        pytest.exit(f"hutch binary not found at {HUTCH}: build first (cmake --build build)", returncode=1)
+
+
+class UnixHTTPConnection(http.client.HTTPConnection):
+    def __init__(self, path, timeout=60):
+        super().__init__("sandbox", timeout=timeout)
+        self.unix_path = path
+
+    def connect(self):
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.settimeout(self.timeout)
+        s.connect(self.unix_path)
+        self.sock = s
+
+
+def api(sock_path, method, path, body=None, raw=None, timeout=60, headers=None):
+    """One request; returns (status, parsed JSON or text)."""
+    conn = UnixHTTPConnection(sock_path, timeout=timeout)
+    try:
+        data = raw if raw is not None else (json.dumps(body).encode() if body is not None else None)
+        hdrs = {"Content-Type": "application/json"} if data is not None else {}
+        hdrs.update(headers or {})
+        conn.request(method, path, body=data, headers=hdrs)
+        resp = conn.getresponse()
+        text = resp.read().decode("utf-8", "replace")
+        try:
+            return resp.status, json.loads(text)
+        except ValueError:
+            return resp.status, text
+    finally:
+        conn.close()
+
+
+def sse_events(sock_path, body, timeout=60):
+    """POST /run_streaming; returns the list of (event, data dict)."""
+    conn = UnixHTTPConnection(sock_path, timeout=timeout)
+    conn.request("POST", "/run_streaming", body=json.dumps(body).encode(),
+                 headers={"Content-Type": "application/json"})
+    resp = conn.getresponse()
+    assert resp.status == 200, resp.read()
+    events, event, data = [], None, []
+    for line in resp:
+        line = line.decode().rstrip("\n")
+        if line.startswith("event: "):
+            event = line[7:]
+        elif line.startswith("data: "):
+            data.append(line[6:])
+        elif line == "" and event:
+            events.append((event, json.loads("\n".join(data))))
+            event, data = None, []
+    conn.close()
+    return events
+
+
+class Hutch:
+    """The CLI bound to one runtime dir."""
+
+    def __init__(self, rtdir):
+        self.rtdir = str(rtdir)
+        self.env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HUTCH_RUNTIME_DIR": self.rtdir}
+
+    def __call__(self, *args, input=None, timeout=120, env=None):
+        e = dict(self.env)
+        e.update(env or {})
+        return subprocess.run([HUTCH, *args], input=input, capture_output=True, timeout=timeout,
+                              env=e, stdin=None if input is not None else subprocess.DEVNULL)
+
+    def popen(self, *args, **kw):
+        kw.setdefault("stdin", subprocess.DEVNULL)
+        kw.setdefault("stdout", subprocess.PIPE)
+        kw.setdefault("stderr", subprocess.PIPE)
+        return subprocess.Popen([HUTCH, *args], env=self.env, **kw)
+
+    def create(self, *opts):
+        r = self(*opts and ("create", *opts) or ("create",), "--json")
+        assert r.returncode == 0, r.stderr.decode()
+        return Sandbox(self, json.loads(r.stdout))
+
+    def ids(self):
+        return sorted(d for d in os.listdir(self.rtdir) if len(d) == 12) if os.path.isdir(self.rtdir) else []
+
+
+class Sandbox:
+    def __init__(self, hutch, info):
+        self.hutch = hutch
+        self.info = info
+        self.id = info["id"]
+        self.sock = info["socket"]
+
+    def api(self, method, path, body=None, **kw):
+        return api(self.sock, method, path, body, **kw)
+
+    def run(self, cmd=None, argv=None, **kw):
+        body = dict(kw)
+        if cmd is not None:
+            body["cmd"] = cmd
+        if argv is not None:
+            body["argv"] = argv
+        status, res = self.api("POST", "/run", body, timeout=kw.get("timeout", 60) + 30 if kw.get("timeout") else 120)
+        assert status == 200, res
+        return res
+
+    def sh(self, cmd, **kw):
+        """Run a shell command, assert exit 0, return stdout."""
+        res = self.run(cmd, **kw)
+        assert res["exit_code"] == 0, res
+        return res["stdout"]
+
+    def put_file(self, path, data: bytes, mode="755"):
+        """Copy bytes into the sandbox through stdin (base64: stdin is text)."""
+        res = self.run(f"base64 -d > {path} && chmod {mode} {path}", stdin=base64.b64encode(data).decode())
+        assert res["exit_code"] == 0, res
+
+    def install_helper(self, name):
+        with open(os.path.join(HELPERS, name), "rb") as f:
+            self.put_file(f"/tmp/{name}", f.read())
+        return f"/tmp/{name}"
+
+    def host_pids(self):
+        """Host pids of every process in the sandbox (through its init's pid namespace)."""
+        st = json.loads(self.hutch("inspect", self.id).stdout)
+        init = st["init_pid"]
+        ns = os.readlink(f"/proc/{init}/ns/pid")
+        pids = []
+        for p in glob.glob("/proc/[0-9]*"):
+            try:
+                if os.readlink(p + "/ns/pid") == ns:
+                    pids.append(int(p.rsplit("/", 1)[1]))
+            except OSError:
+                pass
+        return pids
+
+    def rm(self):
+        return self.hutch("rm", self.id)
+
+
+def cgroup_dirs_named(sid):
+    return glob.glob(f"/sys/fs/cgroup/**/hutch-{sid}", recursive=True)
+
+
+def wait_until(pred, timeout=10.0, interval=0.01):
+    """Poll a condition that the system makes true asynchronously (not a
+    sleep-and-hope: the test fails if it never becomes true)."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if pred():
+            return True
+        time.sleep(interval)
+    return pred()
+
+
+@pytest.fixture
+def hutch(tmp_path):
+    rt = tmp_path / "rt"
+    h = Hutch(rt)
+    yield h
+    leftovers = h.ids()
+    if leftovers:
+        h("rm", "--all")
+    h("gc")
+    remaining = h.ids()
+    cg = [d for sid in leftovers for d in cgroup_dirs_named(sid)]
+    assert not remaining, f"sandboxes left behind: {remaining}"
+    assert not cg, f"cgroups left behind: {cg}"
+
+
+@pytest.fixture
+def sandbox(hutch):
+    sb = hutch.create()
+    yield sb
+    sb.rm()

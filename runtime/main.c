@@ -749,6 +749,7 @@ int main(int argc, char **argv)
 		{ "gc", cmd_gc, NULL },     { "doctor", cmd_doctor, NULL },
 	};
 
+	hutch_proctitle_init(argc, argv);
 	hutch_log_init(2, getenv("HUTCH_DEBUG") ? HUTCH_LOG_DEBUG : HUTCH_LOG_WARN, "hutch");
 	if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") ||
 	    !strcmp(argv[1], "help")) {

@@ -9,6 +9,7 @@
  * CLI is killed meanwhile, the supervisor finishes anyway: the result is a
  * working sandbox, or nothing once gc has run.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -85,6 +86,7 @@ static __attribute__((noreturn)) void init_child(struct sup *s, int sock)
 	struct hutch_init_params p = { 0 };
 	char hostname[32];
 
+	hutch_proctitle_set("hutch-init");
 	if (dup3(sock, 3, O_CLOEXEC) < 0)
 		_exit(1);
 	if (sys_close_range(4, ~0U, 0) < 0)
@@ -255,12 +257,37 @@ static void scrub_environment(void)
 	(void)clearenv();
 }
 
+/* Close every fd the CLI's caller let us inherit (ours are all O_CLOEXEC):
+ * a long-lived supervisor must not hold a caller's pipe open. */
+static void close_inherited_fds(void)
+{
+	_cleanup_closedir_ DIR *d = opendir("/proc/self/fd");
+	struct dirent *de;
+
+	if (!d)
+		return;
+	while ((de = readdir(d))) {
+		int fd = atoi(de->d_name), fl;
+		if (fd <= 2 || fd == dirfd(d))
+			continue;
+		fl = fcntl(fd, F_GETFD);
+		if (fl >= 0 && !(fl & FD_CLOEXEC))
+			close(fd);
+	}
+}
+
 static __attribute__((noreturn)) void supervisor_main(struct sup *s, int result_fd)
 {
 	struct hutch_err err = { 0 };
 	int devnull, r;
 
 	scrub_environment();
+	close_inherited_fds();
+	{
+		char title[64];
+		snprintf(title, sizeof(title), "hutch-supervisor %s", s->id);
+		hutch_proctitle_set(title);
+	}
 	devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
 	if (devnull >= 0) {
 		dup2(devnull, 0);

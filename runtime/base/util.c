@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/random.h>
 #include <time.h>
 
@@ -204,4 +205,28 @@ double hutch_now_mono_sec(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static char *title_start;
+static size_t title_len;
+
+void hutch_proctitle_init(int argc, char **argv)
+{
+	if (argc < 1 || !argv[0])
+		return;
+	/* argv strings are contiguous on the initial stack. */
+	title_start = argv[0];
+	title_len = (size_t)(argv[argc - 1] + strlen(argv[argc - 1]) - argv[0]);
+}
+
+void hutch_proctitle_set(const char *title)
+{
+	char comm[16];
+
+	snprintf(comm, sizeof(comm), "%s", title);
+	(void)prctl(PR_SET_NAME, comm);
+	if (!title_start || title_len == 0)
+		return;
+	memset(title_start, 0, title_len + 1);
+	memcpy(title_start, title, strnlen(title, title_len));
 }

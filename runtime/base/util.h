@@ -51,4 +51,11 @@ int64_t hutch_now_realtime(void);
 int64_t hutch_now_mono_ms(void);
 double hutch_now_mono_sec(void);
 
+/* Remember the argv area (call once from main) so that forked processes can
+ * overwrite what /proc/<pid>/cmdline shows: the supervisor and init must not
+ * show the host path or arguments the CLI was started with. */
+void hutch_proctitle_init(int argc, char **argv);
+/* Overwrite the argv area with title (truncated to fit) and set comm. */
+void hutch_proctitle_set(const char *title);
+
 #endif

@@ -314,12 +314,17 @@ static __attribute__((noreturn)) void supervisor_main(struct sup *s, int result_
 
 static int reserve_dir(const char *runtime_dir, struct sup *s, struct hutch_err *err)
 {
+	_cleanup_close_ int create_lock = -EBADF;
 	char tmp[4200];
 	int r;
 
 	r = hutch_mkdir_p_at(AT_FDCWD, runtime_dir, 0711);
 	if (r < 0)
 		return hutch_err_set_errno(err, r, "create runtime dir '%s'", runtime_dir);
+	/* Held until the directory has its final name (see gc_new()). */
+	create_lock = hutch_state_create_lock(runtime_dir, LOCK_SH);
+	if (create_lock < 0)
+		return hutch_err_set_errno(err, create_lock, "lock '%s/.create.lock'", runtime_dir);
 	for (int tries = 0; tries < 8; tries++) {
 		r = hutch_id_new(s->id);
 		if (r < 0)

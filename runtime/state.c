@@ -39,6 +39,23 @@ int hutch_paths_init(const char *runtime_dir, const char *id, struct hutch_paths
 	return 0;
 }
 
+int hutch_state_create_lock(const char *runtime_dir, int op)
+{
+	char path[4200];
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/.create.lock", runtime_dir);
+	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0)
+		return -errno;
+	if (flock(fd, op) < 0) {
+		int r = -errno;
+		close(fd);
+		return r;
+	}
+	return fd;
+}
+
 int hutch_slot_acquire(unsigned *ret_slot, struct hutch_err *err)
 {
 	unsigned start;
@@ -256,29 +273,23 @@ static void gc_gone(const char *runtime_dir)
 	}
 }
 
-/* Half-made sandboxes (".new-<id>") whose creator died: older than a minute
- * and unlocked. */
+/* Half-made sandboxes (".new-<id>") whose creator died before renaming
+ * them: none can be in the making while we hold the create lock
+ * exclusively. */
 static int gc_new(const char *runtime_dir)
 {
-	_cleanup_closedir_ DIR *d = opendir(runtime_dir);
+	_cleanup_close_ int lock = hutch_state_create_lock(runtime_dir, LOCK_EX | LOCK_NB);
+	_cleanup_closedir_ DIR *d = NULL;
 	struct dirent *de;
-	time_t now = time(NULL);
 	int n = 0;
 
+	if (lock < 0)
+		return 0;
+	d = opendir(runtime_dir);
 	if (!d)
 		return 0;
 	while ((de = readdir(d))) {
-		struct stat st;
-		char lock[300];
-		_cleanup_close_ int fd = -EBADF;
 		if (strncmp(de->d_name, ".new-", 5) != 0 || !hutch_id_is_valid(de->d_name + 5))
-			continue;
-		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
-		    now - st.st_mtime < 60)
-			continue;
-		snprintf(lock, sizeof(lock), "%s/lock", de->d_name);
-		fd = openat(dirfd(d), lock, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
-		if (fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) < 0)
 			continue;
 		if (hutch_rm_rf_at(dirfd(d), de->d_name) == 0)
 			n++;

@@ -41,6 +41,11 @@ struct hutch_paths {
 };
 int hutch_paths_init(const char *runtime_dir, const char *id, struct hutch_paths *ret);
 
+/* Open and flock (LOCK_SH or LOCK_EX, maybe | LOCK_NB) $RT/.create.lock.
+ * Creators hold it shared while a ".new-<id>" directory exists; gc sweeps
+ * those only when it gets it exclusively. Returns the fd or -errno. */
+int hutch_state_create_lock(const char *runtime_dir, int op);
+
 /* Take a free uid slot: returns the locked fd (keep it open for the
  * sandbox's life) and the slot number. */
 int hutch_slot_acquire(unsigned *ret_slot, struct hutch_err *err);

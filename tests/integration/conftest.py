@@ -10,6 +10,7 @@ import glob
 import http.client
 import json
 import os
+import re
 import socket
 import subprocess
 import time
@@ -104,7 +105,9 @@ class Hutch:
         return Sandbox(self, json.loads(r.stdout))
 
     def ids(self):
-        return sorted(d for d in os.listdir(self.rtdir) if len(d) == 12) if os.path.isdir(self.rtdir) else []
+        if not os.path.isdir(self.rtdir):
+            return []
+        return sorted(d for d in os.listdir(self.rtdir) if re.fullmatch(r"[0-9a-f]{12}", d))
 
 
 class Sandbox:

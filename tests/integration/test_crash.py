@@ -1,0 +1,43 @@
+# SPDX-License-Identifier: Apache-2.0
+"""kill -9 of the CLI during create leaves a working sandbox or nothing."""
+import json
+import os
+import signal
+import time
+
+import pytest
+
+from conftest import cgroup_dirs_named, wait_until
+
+
+def settled(hutch):
+    """Every sandbox dir is either gone or belongs to a running supervisor."""
+    for sid in hutch.ids():
+        path = os.path.join(hutch.rtdir, sid, "state.json")
+        try:
+            with open(path) as f:
+                if json.load(f).get("status") != "running":
+                    return False
+        except (OSError, ValueError):
+            return False
+    return True
+
+
+@pytest.mark.parametrize("delay_ms", [0, 1, 3, 6, 10, 20, 40])
+def test_kill_cli_during_create(hutch, delay_ms):
+    p = hutch.popen("create")
+    # The delay is what varies between runs: the assertion holds whatever
+    # point of create the kill lands on.
+    time.sleep(delay_ms / 1000)
+    os.kill(p.pid, signal.SIGKILL)
+    p.wait()
+    assert wait_until(lambda: settled(hutch), timeout=20)
+    r = hutch("gc")
+    assert r.returncode == 0
+    for sid in hutch.ids():
+        r = hutch("exec", sid, "--", "true")
+        assert r.returncode == 0, r.stderr
+        assert hutch("rm", sid).returncode == 0
+        assert not cgroup_dirs_named(sid)
+    # No half-made directory either.
+    assert [d for d in os.listdir(hutch.rtdir) if d.startswith(".new-")] == [] if os.path.isdir(hutch.rtdir) else True

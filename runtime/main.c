@@ -57,10 +57,10 @@ static const char *const main_usage =
 	"  exec ID [OPTIONS] -- CMD...     run CMD in a sandbox, exit with its exit code\n"
 	"  ls [-q] [--json]                list sandboxes\n"
 	"  inspect ID                      show a sandbox's status and options (JSON)\n"
-	"  rm ID... | --all                delete sandboxes (returns when everything is gone)\n"
+	"  rm [--json] ID... | --all       delete sandboxes (returns when everything is gone)\n"
 	"  gc                              remove what dead sandboxes left behind\n"
 	"  doctor [--json]                 check that this host can run sandboxes\n"
-	"  version                         print the version\n"
+	"  version [--json]                print the version\n"
 	"\n"
 	"'hutch COMMAND --help' shows a command's options. Exit codes: the command's own for\n"
 	"run/exec; 64 usage error, 65 no such sandbox, 66 sandbox expired or deleted, 69 host\n"
@@ -426,6 +426,20 @@ static int create_sandbox(struct hutch_config *cfg, struct hutch_created *c)
 	return 0;
 }
 
+static cJSON *removed_json; /* rm --json collects ids here */
+
+static void print_removed(void)
+{
+	_cleanup_free_ char *t = NULL;
+
+	if (!removed_json)
+		return;
+	t = cJSON_PrintUnformatted(removed_json);
+	printf("%s\n", t ? t : "[]");
+	cJSON_Delete(removed_json);
+	removed_json = NULL;
+}
+
 static int delete_sandbox(const struct hutch_paths *p, bool quiet)
 {
 	struct hutch_http_resp resp;
@@ -453,6 +467,8 @@ static int delete_sandbox(const struct hutch_paths *p, bool quiet)
 			nanosleep(&ts, NULL);
 		}
 	}
+	if (removed_json)
+		cJSON_AddItemToArray(removed_json, cJSON_CreateString(p->id));
 	if (!quiet)
 		printf("%s\n", p->id);
 	return 0;
@@ -663,15 +679,20 @@ static int cmd_inspect(int argc, char **argv)
 
 static int cmd_rm(int argc, char **argv)
 {
-	bool all = false, quiet = false;
+	bool all = false, quiet = false, json = false;
 	int r, worst = 0;
 
 	r = parse_common(argc, argv,
-			 "usage: hutch rm [-q] ID... | --all\n\nDelete sandboxes; returns when "
-			 "their processes, mounts, cgroups and state are gone.\n",
-			 NULL, NULL, NULL, &all, &quiet);
+			 "usage: hutch rm [-q] [--json] ID... | --all\n\nDelete sandboxes; returns "
+			 "when their processes, mounts, cgroups and state are gone. Prints the ids "
+			 "removed (--json: a JSON array).\n",
+			 NULL, NULL, &json, &all, &quiet);
 	if (r)
 		return r;
+	if (json) {
+		quiet = true;
+		removed_json = cJSON_CreateArray();
+	}
 	if (all) {
 		_cleanup_free_ char(*ids)[HUTCH_ID_LEN + 1] = NULL;
 		size_t n;
@@ -687,6 +708,7 @@ static int cmd_rm(int argc, char **argv)
 			if (r && !worst)
 				worst = r;
 		}
+		print_removed();
 		return worst;
 	}
 	if (optind >= argc)
@@ -699,6 +721,7 @@ static int cmd_rm(int argc, char **argv)
 		if (r && !worst)
 			worst = r;
 	}
+	print_removed();
 	return worst;
 }
 
@@ -757,7 +780,15 @@ int main(int argc, char **argv)
 		return argc < 2 ? HUTCH_EXIT_USAGE : 0;
 	}
 	if (!strcmp(argv[1], "version") || !strcmp(argv[1], "--version")) {
-		printf("hutch %s\n", HUTCH_VERSION);
+		if (argc >= 3 && !strcmp(argv[2], "--json"))
+			printf("{\"version\": \"%s\"}\n", HUTCH_VERSION);
+		else if (argc >= 3 && !strcmp(argv[2], "--help"))
+			printf("usage: hutch version [--json]\n\nPrint hutch's version.\n");
+		else if (argc >= 3)
+			return die(HUTCH_EXIT_USAGE, "unexpected argument '%s'; see 'hutch version --help'",
+				   argv[2]);
+		else
+			printf("hutch %s\n", HUTCH_VERSION);
 		return 0;
 	}
 	for (size_t i = 0; i < ELEMENTSOF(verbs); i++) {

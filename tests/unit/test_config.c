@@ -1,0 +1,307 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Unit tests for the sandbox options: defaults, the instance type table
+ * (DESIGN §5), number and region syntax, the region rule, the network modes
+ * this build implements, and the JSON form.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "config.h"
+
+#define MiB (1ull << 20)
+#define GiB (1ull << 30)
+
+/* Set one option with a cleared err; returns hutch_config_set()'s result. */
+static int set1(struct hutch_config *c, const char *key, const char *value, struct hutch_err *err)
+{
+	hutch_err_clear(err);
+	return hutch_config_set(c, key, value, err);
+}
+
+static void test_defaults(void **state)
+{
+	struct hutch_config c;
+	struct hutch_err err = { 0 };
+
+	(void)state;
+	hutch_config_init(&c);
+	assert_non_null(c.type);
+	assert_string_equal(c.type->name, "medium");
+	assert_int_equal(c.ttl_seconds, 86400);
+	assert_int_equal(c.idle_timeout_seconds, 0);
+	assert_string_equal(c.region, "nl-north-1");
+	assert_string_equal(c.network_spec, "none");
+	assert_int_equal(c.net.mode, HUTCH_NET_NONE);
+	assert_int_equal(c.max_output_bytes, 4 * MiB);
+	/* The defaults are a valid configuration. */
+	assert_int_equal(hutch_config_validate(&c, &err), 0);
+	hutch_config_done(&c);
+}
+
+static void test_instance_types(void **state)
+{
+	static const struct {
+		const char *name;
+		uint64_t cpu_millis, memory, disk;
+	} want[] = {
+		{ "nano", 250, 256 * MiB, 2560 * MiB },  /* 2.5 GiB */
+		{ "micro", 500, 512 * MiB, 5 * GiB },    { "small", 1000, 1 * GiB, 10 * GiB },
+		{ "medium", 2000, 2 * GiB, 20 * GiB },   { "large", 4000, 4 * GiB, 40 * GiB },
+		{ "xlarge", 8000, 8 * GiB, 80 * GiB },   { "2xlarge", 16000, 16 * GiB, 160 * GiB },
+	};
+	const struct hutch_instance_type *t;
+	size_t n = 0;
+
+	(void)state;
+	t = hutch_instance_types(&n);
+	assert_int_equal(n, 7);
+	for (size_t i = 0; i < n; i++) {
+		/* Table order is size order, and find() returns the table entry. */
+		assert_string_equal(t[i].name, want[i].name);
+		assert_int_equal(t[i].cpu_millis, want[i].cpu_millis);
+		assert_int_equal(t[i].memory_bytes, want[i].memory);
+		assert_int_equal(t[i].disk_bytes, want[i].disk);
+		assert_true(t[i].pids_max >= 256);
+		assert_ptr_equal(hutch_instance_type_find(want[i].name), &t[i]);
+		/* Every type is listed in the error message's list. */
+		assert_non_null(strstr(hutch_instance_type_names(), want[i].name));
+	}
+	assert_null(hutch_instance_type_find("huge"));
+	assert_null(hutch_instance_type_find("Medium"));
+	assert_null(hutch_instance_type_find(""));
+	assert_null(hutch_instance_type_find(NULL));
+}
+
+static void test_instance_type_set(void **state)
+{
+	struct hutch_config c;
+	struct hutch_err err;
+
+	(void)state;
+	hutch_config_init(&c);
+	assert_int_equal(set1(&c, "instance_type", "2xlarge", &err), 0);
+	assert_string_equal(c.type->name, "2xlarge");
+	assert_int_equal(set1(&c, "instance_type", "huge", &err), -EINVAL);
+	assert_int_equal(err.code, -EINVAL);
+	assert_string_equal(err.msg, "unknown instance_type 'huge': valid types are nano, micro, "
+				     "small, medium, large, xlarge, 2xlarge");
+	/* A refused value leaves the previous one. */
+	assert_string_equal(c.type->name, "2xlarge");
+	assert_int_equal(set1(&c, "instance_tpye", "small", &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "instance_tpye"));
+	hutch_config_done(&c);
+}
+
+static void test_seconds(void **state)
+{
+	static const char *const bad[] = { " 5", "5 ", "5s", "-1", "+5", "", "0x10", "1e3",
+					   "18446744073709551616", "99999999999999999999999" };
+	struct hutch_config c;
+	struct hutch_err err;
+
+	(void)state;
+	hutch_config_init(&c);
+	assert_int_equal(set1(&c, "ttl_seconds", "1", &err), 0);
+	assert_int_equal(c.ttl_seconds, 1);
+	assert_int_equal(set1(&c, "ttl_seconds", "31622400", &err), 0); /* 366 days */
+	assert_int_equal(c.ttl_seconds, 31622400);
+	assert_int_equal(set1(&c, "ttl_seconds", "31622401", &err), -EINVAL);
+	assert_string_equal(err.msg, "invalid ttl_seconds '31622401': expected a whole number of "
+				     "seconds from 1 to 31622400");
+	assert_int_equal(set1(&c, "ttl_seconds", "0", &err), -EINVAL);
+	assert_int_equal(c.ttl_seconds, 31622400);
+
+	assert_int_equal(set1(&c, "idle_timeout_seconds", "0", &err), 0);
+	assert_int_equal(c.idle_timeout_seconds, 0);
+	assert_int_equal(set1(&c, "idle_timeout_seconds", "600", &err), 0);
+	assert_int_equal(c.idle_timeout_seconds, 600);
+	assert_int_equal(set1(&c, "idle_timeout_seconds", "31622401", &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "from 0 to 31622400"));
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		assert_int_equal(set1(&c, "ttl_seconds", bad[i], &err), -EINVAL);
+		assert_int_equal(set1(&c, "idle_timeout_seconds", bad[i], &err), -EINVAL);
+		assert_non_null(strstr(err.msg, "idle_timeout_seconds"));
+	}
+	assert_int_equal(c.ttl_seconds, 31622400);
+	assert_int_equal(c.idle_timeout_seconds, 600);
+	hutch_config_done(&c);
+}
+
+static void test_max_output(void **state)
+{
+	struct hutch_config c;
+	struct hutch_err err;
+
+	(void)state;
+	hutch_config_init(&c);
+	assert_int_equal(set1(&c, "max_output_bytes", "1", &err), 0);
+	assert_int_equal(c.max_output_bytes, 1);
+	assert_int_equal(set1(&c, "max_output_bytes", "268435456", &err), 0);
+	assert_int_equal(c.max_output_bytes, 256 * MiB);
+	assert_int_equal(set1(&c, "max_output_bytes", "268435457", &err), -EINVAL);
+	assert_int_equal(set1(&c, "max_output_bytes", "0", &err), -EINVAL);
+	assert_int_equal(set1(&c, "max_output_bytes", "1k", &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "'1k'"));
+	assert_int_equal(c.max_output_bytes, 256 * MiB);
+	hutch_config_done(&c);
+}
+
+static void test_region_syntax(void **state)
+{
+	static const char *const good[] = { "nl-north-1", "us-east-2", "a", "eu1" };
+	static const char *const bad[] = { "",           "NL-north-1", "nl_north_1", "-nl",
+					   "nl-",        "nl north",   "nl.north",   "nl/north",
+					   "ñl-north-1" };
+	char longest[HUTCH_REGION_MAX + 2];
+	struct hutch_config c;
+	struct hutch_err err;
+
+	(void)state;
+	hutch_config_init(&c);
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		assert_int_equal(set1(&c, "region", good[i], &err), 0);
+		assert_string_equal(c.region, good[i]);
+	}
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		assert_int_equal(set1(&c, "region", bad[i], &err), -EINVAL);
+		assert_non_null(strstr(err.msg, "invalid region"));
+	}
+	assert_string_equal(c.region, "eu1");
+	memset(longest, 'a', sizeof(longest));
+	longest[HUTCH_REGION_MAX] = '\0';
+	assert_int_equal(set1(&c, "region", longest, &err), 0);
+	longest[HUTCH_REGION_MAX] = 'a';
+	longest[HUTCH_REGION_MAX + 1] = '\0';
+	assert_int_equal(set1(&c, "region", longest, &err), -EINVAL);
+	hutch_config_done(&c);
+}
+
+static void test_region_rule(void **state)
+{
+	struct hutch_config c;
+	struct hutch_err err;
+
+	(void)state;
+	hutch_config_init(&c);
+	assert_int_equal(set1(&c, "region", "us-east-1", &err), 0);
+	assert_int_equal(hutch_config_validate(&c, &err), -EINVAL);
+	assert_int_equal(err.code, -EINVAL);
+	assert_string_equal(err.msg, "only the default region, nl-north-1, can block traffic; in "
+				     "region us-east-1 the sandbox runs only with network all");
+	/* An allow-list blocks traffic too. */
+	assert_int_equal(set1(&c, "network", "allow:pypi.org", &err), 0);
+	assert_int_equal(hutch_config_validate(&c, &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "in region us-east-1"));
+	/* network all satisfies the rule; then only the build's support is left. */
+	assert_int_equal(set1(&c, "network", "all", &err), 0);
+	assert_int_equal(hutch_config_validate(&c, &err), -EOPNOTSUPP);
+	assert_null(strstr(err.msg, "region"));
+	/* Back to the default region: none is fine. */
+	assert_int_equal(set1(&c, "region", "nl-north-1", &err), 0);
+	assert_int_equal(set1(&c, "network", "none", &err), 0);
+	assert_int_equal(hutch_config_validate(&c, &err), 0);
+	hutch_config_done(&c);
+}
+
+static void test_network(void **state)
+{
+	struct hutch_config c;
+	struct hutch_err err;
+	char huge[4200];
+
+	(void)state;
+	hutch_config_init(&c);
+	assert_int_equal(set1(&c, "network", "all", &err), 0);
+	assert_int_equal(c.net.mode, HUTCH_NET_ALL);
+	assert_string_equal(c.network_spec, "all");
+	assert_int_equal(hutch_config_validate(&c, &err), -EOPNOTSUPP);
+	assert_string_equal(err.msg, "network all is not implemented yet in this version of hutch; "
+				     "use --network none");
+
+	assert_int_equal(set1(&c, "network", "allow:pypi.org,api.github.com:443", &err), 0);
+	assert_int_equal(c.net.mode, HUTCH_NET_ALLOW);
+	assert_int_equal(c.net.nhosts, 2);
+	assert_string_equal(c.network_spec, "allow:pypi.org,api.github.com:443");
+	assert_int_equal(hutch_config_validate(&c, &err), -EOPNOTSUPP);
+	assert_non_null(strstr(err.msg, "network allow is not implemented yet"));
+
+	/* A refused spec keeps the previous policy (and frees nothing twice). */
+	assert_int_equal(set1(&c, "network", "allow:https://pypi.org", &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "https://pypi.org"));
+	assert_int_equal(c.net.mode, HUTCH_NET_ALLOW);
+	assert_int_equal(c.net.nhosts, 2);
+	assert_int_equal(set1(&c, "network", "some", &err), -EINVAL);
+
+	memset(huge, 'a', sizeof(huge) - 1);
+	huge[sizeof(huge) - 1] = '\0';
+	assert_int_equal(set1(&c, "network", huge, &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "longer than 4095 bytes"));
+
+	assert_int_equal(set1(&c, "network", "none", &err), 0);
+	assert_int_equal(c.net.mode, HUTCH_NET_NONE);
+	assert_int_equal(c.net.nhosts, 0);
+	assert_int_equal(hutch_config_validate(&c, &err), 0);
+	hutch_config_done(&c);
+}
+
+static void test_to_json(void **state)
+{
+	struct hutch_config c;
+	struct hutch_err err;
+	const cJSON *lim;
+	cJSON *j;
+
+	(void)state;
+	hutch_config_init(&c);
+	assert_int_equal(set1(&c, "instance_type", "nano", &err), 0);
+	assert_int_equal(set1(&c, "ttl_seconds", "3600", &err), 0);
+	assert_int_equal(set1(&c, "idle_timeout_seconds", "60", &err), 0);
+	assert_int_equal(set1(&c, "max_output_bytes", "1000", &err), 0);
+	j = hutch_config_to_json(&c);
+	assert_non_null(j);
+	assert_string_equal(cJSON_GetObjectItemCaseSensitive(j, "instance_type")->valuestring,
+			    "nano");
+	assert_true(cJSON_GetObjectItemCaseSensitive(j, "ttl_seconds")->valuedouble == 3600);
+	assert_true(cJSON_GetObjectItemCaseSensitive(j, "idle_timeout_seconds")->valuedouble == 60);
+	assert_string_equal(cJSON_GetObjectItemCaseSensitive(j, "region")->valuestring,
+			    "nl-north-1");
+	assert_string_equal(cJSON_GetObjectItemCaseSensitive(j, "network")->valuestring, "none");
+	assert_true(cJSON_GetObjectItemCaseSensitive(j, "max_output_bytes")->valuedouble == 1000);
+	lim = cJSON_GetObjectItemCaseSensitive(j, "limits");
+	assert_true(cJSON_IsObject(lim));
+	assert_true(cJSON_GetObjectItemCaseSensitive(lim, "vcpu")->valuedouble == 0.25);
+	assert_true(cJSON_GetObjectItemCaseSensitive(lim, "memory_bytes")->valuedouble ==
+		    (double)(256 * MiB));
+	assert_true(cJSON_GetObjectItemCaseSensitive(lim, "disk_bytes")->valuedouble ==
+		    (double)(2560 * MiB));
+	assert_true(cJSON_GetObjectItemCaseSensitive(lim, "pids")->valuedouble == 256);
+	assert_int_equal(cJSON_GetArraySize(j), 7);
+	assert_int_equal(cJSON_GetArraySize(lim), 4);
+	cJSON_Delete(j);
+	hutch_config_done(&c);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_defaults),
+		cmocka_unit_test(test_instance_types),
+		cmocka_unit_test(test_instance_type_set),
+		cmocka_unit_test(test_seconds),
+		cmocka_unit_test(test_max_output),
+		cmocka_unit_test(test_region_syntax),
+		cmocka_unit_test(test_region_rule),
+		cmocka_unit_test(test_network),
+		cmocka_unit_test(test_to_json),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

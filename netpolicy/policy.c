@@ -57,9 +57,9 @@ static bool is_dns_name(const char *s)
 		if (++label > 63)
 			return false;
 	}
-	/* A trailing dot is allowed (absolute name); an all-digit name is not
-	 * a name but a malformed address. */
-	return alpha;
+	/* A trailing dot is allowed (absolute name), a trailing dash is not;
+	 * an all-digit name is not a name but a malformed address. */
+	return alpha && s[total - 1] != '-';
 }
 
 static int parse_port(const char *s, const char *entry, uint16_t *ret, struct hutch_err *err)
@@ -146,7 +146,7 @@ int hutch_net_policy_parse(const char *spec, struct hutch_net_policy *ret, struc
 {
 	struct hutch_net_policy p = { 0 };
 	const char *list;
-	char *copy, *save = NULL;
+	char *copy, *rest, *tok;
 
 	if (!spec || !strcmp(spec, "none")) {
 		p.mode = HUTCH_NET_NONE;
@@ -162,7 +162,10 @@ int hutch_net_policy_parse(const char *spec, struct hutch_net_policy *ret, struc
 		if (!copy)
 			return hutch_err_set(err, -ENOMEM, "out of memory");
 		p.mode = HUTCH_NET_ALLOW;
-		for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		/* strsep, not strtok: an empty entry ("a,,b", "a,") is refused,
+		 * not skipped. */
+		rest = copy;
+		while ((tok = strsep(&rest, ","))) {
 			struct hutch_net_host *n;
 			while (*tok == ' ')
 				tok++;

@@ -301,12 +301,43 @@ static bool v2_delegates(const char *dir, const char *want)
  * case for a non-root cgroup we live in — so then take the nearest non-root
  * ancestor that already delegates them. The root is exempt from the rule.
  */
-int hutch_cgroup_v2_pick_parent(const char *own, const char *want, char *ret, size_t size,
-                                struct hutch_err *err)
+/* Make dir delegate the controllers to its children (enable them in its
+ * cgroup.subtree_control), first enabling them in its ancestors when they
+ * are not available to it. -EBUSY: dir has processes of its own (the "no
+ * internal processes" rule), so its children cannot get controllers. */
+static int v2_enable(const char *dir, const char *want, const char *enable, int depth)
 {
 	_cleanup_close_ int fd = -EBADF;
-	char cur[4096], enable[128] = "";
+	char parent[4096];
+	char *slash;
 	int r;
+
+	if (v2_delegates(dir, want))
+		return 0;
+	fd = hutch_cgroup_open_dir(dir);
+	if (fd < 0)
+		return fd;
+	r = hutch_write_knob_at(fd, "cgroup.subtree_control", enable);
+	if (r == 0 || r == -EBUSY || depth > 64)
+		return r;
+	/* A controller missing from dir's cgroup.controllers: the parent must
+	 * pass it down first. */
+	if (copy_path(dir, parent, sizeof(parent)) < 0)
+		return -ENAMETOOLONG;
+	slash = strrchr(parent, '/');
+	if (!slash || slash < parent + strlen(CG_ROOT))
+		return r;
+	*slash = '\0';
+	if (v2_enable(parent, want, enable, depth + 1) < 0)
+		return r;
+	return hutch_write_knob_at(fd, "cgroup.subtree_control", enable);
+}
+
+int hutch_cgroup_v2_pick_parent(const char *own, const char *want, char *ret, size_t size,
+				struct hutch_err *err)
+{
+	char cur[4096], enable[128] = "";
+	int r, first = 0;
 
 	/* "cpu memory pids" -> "+cpu +memory +pids" */
 	for (const char *w = want; *w;) {
@@ -315,34 +346,34 @@ int hutch_cgroup_v2_pick_parent(const char *own, const char *want, char *ret, si
 
 		if (n > 0)
 			snprintf(enable + len, sizeof(enable) - len, "%s+%.*s", len ? " " : "",
-			         (int)n, w);
+				 (int)n, w);
 		w += n;
 		w += strspn(w, " ");
 	}
-	if (v2_delegates(own, want))
-		return copy_path(own, ret, size);
-	fd = hutch_cgroup_open_dir(own);
-	if (fd < 0)
-		return hutch_err_set_errno(err, fd, "cgroup v2: open '%s'", own);
-	r = hutch_write_knob_at(fd, "cgroup.subtree_control", enable);
-	if (r == 0)
-		return copy_path(own, ret, size);
 	if (copy_path(own, cur, sizeof(cur)) < 0)
 		return hutch_err_set(err, -ENAMETOOLONG, "cgroup v2: path too long");
+	/* Nest under our own cgroup if it can delegate; else (it holds
+	 * processes, e.g. a login session scope) under the nearest ancestor
+	 * that can, which is usually the enclosing slice. The root itself is
+	 * used only when it is our own cgroup. */
 	for (;;) {
-		char *slash = strrchr(cur, '/');
+		char *slash;
 
-		if (!slash || slash <= cur + strlen(CG_ROOT))
-			break; /* reached the root: never nest beside other hosts' trees */
-		*slash = '\0';
-		if (v2_delegates(cur, want))
+		r = v2_enable(cur, want, enable, 0);
+		if (first == 0)
+			first = r;
+		if (r == 0)
 			return copy_path(cur, ret, size);
+		slash = strrchr(cur, '/');
+		if (!slash || slash <= cur + strlen(CG_ROOT))
+			break;
+		*slash = '\0';
 	}
-	return hutch_err_set_errno(err, r,
-	                           "cgroup v2: %s not delegated; run from a delegated cgroup "
-	                           "(systemd-run --scope -p Delegate=yes hutch ...); enabling them "
-	                           "below '%s' failed",
-	                           want, own);
+	return hutch_err_set_errno(err, first,
+				   "cgroup v2: cannot get the %s controllers delegated below '%s' "
+				   "or any of its parents; run hutch from a delegated cgroup "
+				   "(systemd-run --scope -p Delegate=yes hutch ...)",
+				   want, own);
 }
 
 static int setup_v2(struct hutch_cgroup *cg, const struct cg_text *t, const char *name,

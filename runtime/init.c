@@ -57,6 +57,24 @@ static void child_fail(const char *what, const char *arg, int code, int status)
 	_exit(status);
 }
 
+/*
+ * Make the command, and everything it forks, a better OOM victim than init.
+ * Files in /workspace and /tmp are tmpfs pages charged to the sandbox's
+ * memory cgroup but owned by no process, so when a write fills the cgroup
+ * the OOM killer compares resident sets alone and init, bigger than dd or
+ * sh, was chosen: the whole sandbox died. Raising oom_score_adj needs no
+ * privilege; appuser can lower it back only to init's 0, which at worst
+ * lets a sandbox kill its own init. Best effort: the sandbox works without.
+ */
+static void prefer_as_oom_victim(void)
+{
+	static const char adj[] = "500";
+	_cleanup_close_ int fd = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
+
+	if (fd >= 0)
+		(void)!write(fd, adj, sizeof(adj) - 1);
+}
+
 /* In the forked child: become the command. Never returns. */
 static __attribute__((noreturn)) void exec_command(const struct init_state *s,
 						   const struct hutch_spawn_req *req,
@@ -80,6 +98,7 @@ static __attribute__((noreturn)) void exec_command(const struct init_state *s,
 	}
 	if (sys_close_range(3, ~0U, 0) < 0)
 		_exit(126);
+	prefer_as_oom_victim();
 	r = hutch_caps_drop_child(HUTCH_APP_UID, HUTCH_APP_GID);
 	if (r < 0)
 		child_fail("cannot drop privileges for", req->argv[0], -r, 126);

@@ -197,6 +197,15 @@ int hutch_run_req_parse(const char *body, size_t len, struct hutch_run_req *ret,
 	int rc;
 
 	j = cJSON_ParseWithLengthOpts(body, len, &end, 0);
+	/* Only whitespace may follow the value. (cJSON's own check,
+	 * require_null_terminated, wants a NUL inside len, which a body of
+	 * exactly len bytes does not have.) */
+	while (j && end < body + len && (*end == ' ' || *end == '\t' || *end == '\n' || *end == '\r'))
+		end++;
+	if (j && end != body + len) {
+		cJSON_Delete(j);
+		j = NULL;
+	}
 	if (!j)
 		return hutch_err_set(err, -EINVAL, "invalid JSON at byte %zu of the request body",
 				     end && end >= body ? (size_t)(end - body) : 0);

@@ -101,11 +101,9 @@ ssize_t hutch_read_file_alloc_at(int dirfd, const char *path, size_t max, char *
 	for (;;) {
 		ssize_t n;
 
-		if (len == alloc) {
+		if (len == alloc && (alloc < max || !buf)) {
 			char *p;
 
-			if (alloc >= max)
-				return -EFBIG;
 			alloc = alloc ? alloc * 2 : 16384;
 			if (alloc > max)
 				alloc = max;
@@ -114,7 +112,9 @@ ssize_t hutch_read_file_alloc_at(int dirfd, const char *path, size_t max, char *
 				return -ENOMEM;
 			buf = p;
 		}
-		n = read(fd, buf + len, alloc - len);
+		/* Full at max: one byte more (into the NUL's slot) tells a file of
+		 * exactly max bytes from a larger one. */
+		n = read(fd, buf + len, len < alloc ? alloc - len : 1);
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
@@ -122,13 +122,21 @@ ssize_t hutch_read_file_alloc_at(int dirfd, const char *path, size_t max, char *
 		}
 		if (n == 0)
 			break;
+		if (len == alloc)
+			return -EFBIG;
 		len += (size_t)n;
 	}
-	if (!buf && !(buf = malloc(1)))
-		return -ENOMEM;
 	buf[len] = '\0';
 	*ret = TAKE_PTR(buf);
 	return (ssize_t)len;
+}
+
+/* For file systems whose readdir() leaves d_type unknown. */
+static bool is_dir_at(int dirfd, const char *name)
+{
+	struct stat st;
+
+	return fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode);
 }
 
 static int rm_rf_children(int fd)
@@ -146,7 +154,8 @@ static int rm_rf_children(int fd)
 	while ((de = readdir(d))) {
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
 			continue;
-		if (de->d_type == DT_DIR) {
+		if (de->d_type == DT_DIR ||
+		    (de->d_type == DT_UNKNOWN && is_dir_at(dirfd(d), de->d_name))) {
 			int sub = openat(dirfd(d), de->d_name,
 					 O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 			if (sub >= 0) {
@@ -196,8 +205,17 @@ int hutch_mkdir_p_at(int dirfd, const char *path, mode_t mode)
 			return -errno;
 		*p = '/';
 	}
-	if (mkdirat(dirfd, buf, mode) < 0 && errno != EEXIST)
-		return -errno;
+	if (mkdirat(dirfd, buf, mode) < 0) {
+		struct stat st;
+
+		if (errno != EEXIST)
+			return -errno;
+		/* Like mkdir -p: an existing non-directory is an error. */
+		if (fstatat(dirfd, buf, &st, 0) < 0)
+			return -errno;
+		if (!S_ISDIR(st.st_mode))
+			return -ENOTDIR;
+	}
 	return 0;
 }
 

@@ -51,10 +51,10 @@ static void test_instance_types(void **state)
 		const char *name;
 		uint64_t cpu_millis, memory, disk;
 	} want[] = {
-		{ "nano", 250, 256 * MiB, 2560 * MiB },  /* 2.5 GiB */
-		{ "micro", 500, 512 * MiB, 5 * GiB },    { "small", 1000, 1 * GiB, 10 * GiB },
-		{ "medium", 2000, 2 * GiB, 20 * GiB },   { "large", 4000, 4 * GiB, 40 * GiB },
-		{ "xlarge", 8000, 8 * GiB, 80 * GiB },   { "2xlarge", 16000, 16 * GiB, 160 * GiB },
+		{ "nano", 250, 256 * MiB, 2560 * MiB }, /* 2.5 GiB */
+		{ "micro", 500, 512 * MiB, 5 * GiB },   { "small", 1000, 1 * GiB, 10 * GiB },
+		{ "medium", 2000, 2 * GiB, 20 * GiB },  { "large", 4000, 4 * GiB, 40 * GiB },
+		{ "xlarge", 8000, 8 * GiB, 80 * GiB },  { "2xlarge", 16000, 16 * GiB, 160 * GiB },
 	};
 	const struct hutch_instance_type *t;
 	size_t n = 0;
@@ -91,7 +91,7 @@ static void test_instance_type_set(void **state)
 	assert_int_equal(set1(&c, "instance_type", "huge", &err), -EINVAL);
 	assert_int_equal(err.code, -EINVAL);
 	assert_string_equal(err.msg, "unknown instance_type 'huge': valid types are nano, micro, "
-				     "small, medium, large, xlarge, 2xlarge");
+	                             "small, medium, large, xlarge, 2xlarge");
 	/* A refused value leaves the previous one. */
 	assert_string_equal(c.type->name, "2xlarge");
 	assert_int_equal(set1(&c, "instance_tpye", "small", &err), -EINVAL);
@@ -101,8 +101,16 @@ static void test_instance_type_set(void **state)
 
 static void test_seconds(void **state)
 {
-	static const char *const bad[] = { " 5", "5 ", "5s", "-1", "+5", "", "0x10", "1e3",
-					   "18446744073709551616", "99999999999999999999999" };
+	static const char *const bad[] = { " 5",
+		                           "5 ",
+		                           "5s",
+		                           "-1",
+		                           "+5",
+		                           "",
+		                           "0x10",
+		                           "1e3",
+		                           "18446744073709551616",
+		                           "99999999999999999999999" };
 	struct hutch_config c;
 	struct hutch_err err;
 
@@ -114,7 +122,7 @@ static void test_seconds(void **state)
 	assert_int_equal(c.ttl_seconds, 31622400);
 	assert_int_equal(set1(&c, "ttl_seconds", "31622401", &err), -EINVAL);
 	assert_string_equal(err.msg, "invalid ttl_seconds '31622401': expected a whole number of "
-				     "seconds from 1 to 31622400");
+	                             "seconds from 1 to 31622400");
 	assert_int_equal(set1(&c, "ttl_seconds", "0", &err), -EINVAL);
 	assert_int_equal(c.ttl_seconds, 31622400);
 
@@ -157,9 +165,9 @@ static void test_max_output(void **state)
 static void test_region_syntax(void **state)
 {
 	static const char *const good[] = { "nl-north-1", "us-east-2", "a", "eu1" };
-	static const char *const bad[] = { "",           "NL-north-1", "nl_north_1", "-nl",
-					   "nl-",        "nl north",   "nl.north",   "nl/north",
-					   "ñl-north-1" };
+	static const char *const bad[] = { "",         "NL-north-1", "nl_north_1",
+		                           "-nl",      "nl-",        "nl north",
+		                           "nl.north", "nl/north",   "ñl-north-1" };
 	char longest[HUTCH_REGION_MAX + 2];
 	struct hutch_config c;
 	struct hutch_err err;
@@ -195,7 +203,7 @@ static void test_region_rule(void **state)
 	assert_int_equal(hutch_config_validate(&c, &err), -EINVAL);
 	assert_int_equal(err.code, -EINVAL);
 	assert_string_equal(err.msg, "only the default region, nl-north-1, can block traffic; in "
-				     "region us-east-1 the sandbox runs only with network all");
+	                             "region us-east-1 the sandbox runs only with network all");
 	/* An allow-list blocks traffic too. */
 	assert_int_equal(set1(&c, "network", "allow:pypi.org", &err), 0);
 	assert_int_equal(hutch_config_validate(&c, &err), -EINVAL);
@@ -224,7 +232,7 @@ static void test_network(void **state)
 	assert_string_equal(c.network_spec, "all");
 	assert_int_equal(hutch_config_validate(&c, &err), -EOPNOTSUPP);
 	assert_string_equal(err.msg, "network all is not implemented yet in this version of hutch; "
-				     "use --network none");
+	                             "use --network none");
 
 	assert_int_equal(set1(&c, "network", "allow:pypi.org,api.github.com:443", &err), 0);
 	assert_int_equal(c.net.mode, HUTCH_NET_ALLOW);
@@ -268,20 +276,20 @@ static void test_to_json(void **state)
 	j = hutch_config_to_json(&c);
 	assert_non_null(j);
 	assert_string_equal(cJSON_GetObjectItemCaseSensitive(j, "instance_type")->valuestring,
-			    "nano");
+	                    "nano");
 	assert_true(cJSON_GetObjectItemCaseSensitive(j, "ttl_seconds")->valuedouble == 3600);
 	assert_true(cJSON_GetObjectItemCaseSensitive(j, "idle_timeout_seconds")->valuedouble == 60);
 	assert_string_equal(cJSON_GetObjectItemCaseSensitive(j, "region")->valuestring,
-			    "nl-north-1");
+	                    "nl-north-1");
 	assert_string_equal(cJSON_GetObjectItemCaseSensitive(j, "network")->valuestring, "none");
 	assert_true(cJSON_GetObjectItemCaseSensitive(j, "max_output_bytes")->valuedouble == 1000);
 	lim = cJSON_GetObjectItemCaseSensitive(j, "limits");
 	assert_true(cJSON_IsObject(lim));
 	assert_true(cJSON_GetObjectItemCaseSensitive(lim, "vcpu")->valuedouble == 0.25);
 	assert_true(cJSON_GetObjectItemCaseSensitive(lim, "memory_bytes")->valuedouble ==
-		    (double)(256 * MiB));
+	            (double)(256 * MiB));
 	assert_true(cJSON_GetObjectItemCaseSensitive(lim, "disk_bytes")->valuedouble ==
-		    (double)(2560 * MiB));
+	            (double)(2560 * MiB));
 	assert_true(cJSON_GetObjectItemCaseSensitive(lim, "pids")->valuedouble == 256);
 	assert_int_equal(cJSON_GetArraySize(j), 7);
 	assert_int_equal(cJSON_GetArraySize(lim), 4);
@@ -292,14 +300,10 @@ static void test_to_json(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_defaults),
-		cmocka_unit_test(test_instance_types),
-		cmocka_unit_test(test_instance_type_set),
-		cmocka_unit_test(test_seconds),
-		cmocka_unit_test(test_max_output),
-		cmocka_unit_test(test_region_syntax),
-		cmocka_unit_test(test_region_rule),
-		cmocka_unit_test(test_network),
+		cmocka_unit_test(test_defaults),          cmocka_unit_test(test_instance_types),
+		cmocka_unit_test(test_instance_type_set), cmocka_unit_test(test_seconds),
+		cmocka_unit_test(test_max_output),        cmocka_unit_test(test_region_syntax),
+		cmocka_unit_test(test_region_rule),       cmocka_unit_test(test_network),
 		cmocka_unit_test(test_to_json),
 	};
 

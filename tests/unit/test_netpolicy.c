@@ -31,7 +31,8 @@ static void host_ok(const char *entry, const char *name, uint16_t port, bool is_
 	assert_int_equal(h.is_ip, is_ip);
 }
 
-/* Parse one entry that must be refused with a message naming it and
+/* Parse one entry that must be refused with a message naming it (its first
+ * 128 bytes and "..." if longer, so that the reason still fits) and
  * containing why. */
 static void host_bad(const char *entry, const char *why)
 {
@@ -42,8 +43,9 @@ static void host_bad(const char *entry, const char *why)
 	if (hutch_net_host_parse(entry, &h, &err) != -EINVAL)
 		fail_msg("'%s' accepted as '%s'", entry, h.name);
 	assert_int_equal(err.code, -EINVAL);
-	snprintf(quoted, sizeof(quoted), "invalid host '%s'", entry);
-	if (strlen(entry) < 100 && strncmp(err.msg, quoted, strlen(quoted)) != 0)
+	snprintf(quoted, sizeof(quoted), "invalid host '%.128s%s': ", entry,
+	         strlen(entry) > 128 ? "..." : "");
+	if (strncmp(err.msg, quoted, strlen(quoted)) != 0)
 		fail_msg("message for '%s' does not name it: %s", entry, err.msg);
 	if (!strstr(err.msg, why))
 		fail_msg("message for '%s' lacks '%s': %s", entry, why, err.msg);
@@ -138,6 +140,7 @@ static void test_modes(void **state)
 {
 	struct hutch_net_policy p;
 	struct hutch_err err = { 0 };
+	char big[301];
 
 	(void)state;
 	assert_int_equal(hutch_net_policy_parse("none", &p, &err), 0);
@@ -148,9 +151,15 @@ static void test_modes(void **state)
 	assert_int_equal(hutch_net_policy_parse("all", &p, &err), 0);
 	assert_int_equal(p.mode, HUTCH_NET_ALL);
 	assert_int_equal(hutch_net_policy_parse("All", &p, &err), -EINVAL);
-	assert_string_equal(err.msg, "invalid network 'All': use none, all, or allow:HOST[,HOST...]");
+	assert_string_equal(err.msg,
+	                    "invalid network 'All': use none, all, or allow:HOST[,HOST...]");
 	assert_int_equal(hutch_net_policy_parse("", &p, &err), -EINVAL);
 	assert_int_equal(hutch_net_policy_parse("allow", &p, &err), -EINVAL);
+	/* A long spec is cut so that the reason stays in the message. */
+	memset(big, 'x', sizeof(big) - 1);
+	big[sizeof(big) - 1] = '\0';
+	assert_int_equal(hutch_net_policy_parse(big, &p, &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "xxx...': use none, all, or allow:HOST[,HOST...]"));
 
 	assert_string_equal(hutch_net_mode_name(HUTCH_NET_NONE), "none");
 	assert_string_equal(hutch_net_mode_name(HUTCH_NET_ALL), "all");
@@ -167,7 +176,7 @@ static void test_allow_list(void **state)
 
 	(void)state;
 	assert_int_equal(hutch_net_policy_parse("allow:PyPI.org, 10.0.0.1:8080,[::1]:53", &p, &err),
-			 0);
+	                 0);
 	assert_int_equal(p.mode, HUTCH_NET_ALLOW);
 	assert_int_equal(p.nhosts, 3);
 	assert_string_equal(p.hosts[0].name, "pypi.org");
@@ -192,8 +201,7 @@ static void test_allow_list(void **state)
 	/* The bad entry is named even after good ones (and nothing leaks). */
 	assert_int_equal(hutch_net_policy_parse("allow:a.com,b.com,*.c.com", &p, &err), -EINVAL);
 	assert_non_null(strstr(err.msg, "'*.c.com'"));
-	assert_int_equal(hutch_net_policy_parse("allow:a.com,https://b.com/x", &p, &err),
-			 -EINVAL);
+	assert_int_equal(hutch_net_policy_parse("allow:a.com,https://b.com/x", &p, &err), -EINVAL);
 	assert_non_null(strstr(err.msg, "'https://b.com/x'"));
 }
 
@@ -221,10 +229,8 @@ static void test_allow_many(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_host_accepted),
-		cmocka_unit_test(test_host_refused),
-		cmocka_unit_test(test_modes),
-		cmocka_unit_test(test_allow_list),
+		cmocka_unit_test(test_host_accepted), cmocka_unit_test(test_host_refused),
+		cmocka_unit_test(test_modes),         cmocka_unit_test(test_allow_list),
 		cmocka_unit_test(test_allow_many),
 	};
 

@@ -1,0 +1,455 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Unit tests for the base library: number parsing, sandbox ids, UTF-8
+ * repair, the bounded buffer, time formatting, error messages, and the file
+ * helpers on a private temporary directory (no root needed).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "error.h"
+#include "fdutil.h"
+#include "util.h"
+
+#define FFFD "\xef\xbf\xbd"
+
+static void test_parse_u64(void **state)
+{
+	static const char *const bad[] = { "", " 1", "1 ", "+1", "-1", "1s", "0x10", "1.0", "1e3" };
+	uint64_t v = 7;
+
+	(void)state;
+	assert_int_equal(hutch_parse_u64("0", 0, 10, &v), 0);
+	assert_int_equal(v, 0);
+	assert_int_equal(hutch_parse_u64("007", 0, 10, &v), 0);
+	assert_int_equal(v, 7);
+	assert_int_equal(hutch_parse_u64("18446744073709551615", 0, UINT64_MAX, &v), 0);
+	assert_true(v == UINT64_MAX);
+	assert_int_equal(hutch_parse_u64("18446744073709551616", 0, UINT64_MAX, &v), -ERANGE);
+	assert_int_equal(hutch_parse_u64("11", 0, 10, &v), -ERANGE);
+	assert_int_equal(hutch_parse_u64("4", 5, 10, &v), -ERANGE);
+	v = 42;
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		assert_int_equal(hutch_parse_u64(bad[i], 0, UINT64_MAX, &v), -EINVAL);
+	assert_int_equal(hutch_parse_u64(NULL, 0, 10, &v), -EINVAL);
+	assert_int_equal(v, 42); /* untouched on failure */
+}
+
+static void test_ids(void **state)
+{
+	char a[HUTCH_ID_LEN + 1], b[HUTCH_ID_LEN + 1];
+
+	(void)state;
+	assert_true(hutch_id_is_valid("0123456789ab"));
+	assert_true(hutch_id_is_valid("ffffffffffff"));
+	assert_false(hutch_id_is_valid("0123456789a"));
+	assert_false(hutch_id_is_valid("0123456789abc"));
+	assert_false(hutch_id_is_valid("0123456789AB"));
+	assert_false(hutch_id_is_valid("0123456789ag"));
+	assert_false(hutch_id_is_valid("../456789ab"));
+	assert_false(hutch_id_is_valid(""));
+	assert_false(hutch_id_is_valid(NULL));
+
+	assert_true(hutch_id_prefix_is_valid("0"));
+	assert_true(hutch_id_prefix_is_valid("0123"));
+	assert_true(hutch_id_prefix_is_valid("0123456789ab"));
+	assert_false(hutch_id_prefix_is_valid("0123456789abc"));
+	assert_false(hutch_id_prefix_is_valid(""));
+	assert_false(hutch_id_prefix_is_valid("01 3"));
+	assert_false(hutch_id_prefix_is_valid("."));
+	assert_false(hutch_id_prefix_is_valid("A"));
+	assert_false(hutch_id_prefix_is_valid(NULL));
+
+	assert_int_equal(hutch_id_new(a), 0);
+	assert_int_equal(hutch_id_new(b), 0);
+	assert_int_equal(strlen(a), HUTCH_ID_LEN);
+	assert_true(hutch_id_is_valid(a));
+	assert_true(hutch_id_is_valid(b));
+	assert_string_not_equal(a, b);
+}
+
+/* Sanitize len bytes of in (no carry) and compare with want. */
+static void utf8_is(const char *in, size_t len, const char *want)
+{
+	char *out = hutch_utf8_sanitize(in, len, NULL);
+
+	assert_non_null(out);
+	assert_string_equal(out, want);
+	free(out);
+}
+
+static void test_utf8_valid(void **state)
+{
+	/* 1, 2, 3 and 4 byte forms, and the edges of the ranges. */
+	static const char ok[] = "a\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80"
+	                         "\xc2\x80\xdf\xbf\xe0\xa0\x80\xed\x9f\xbf\xee\x80\x80"
+	                         "\xef\xbf\xbf\xf0\x90\x80\x80\xf4\x8f\xbf\xbf\x7f";
+	size_t carry = 99;
+	char *out;
+
+	(void)state;
+	utf8_is(ok, sizeof(ok) - 1, ok);
+	utf8_is("", 0, "");
+	out = hutch_utf8_sanitize(ok, sizeof(ok) - 1, &carry);
+	assert_string_equal(out, ok);
+	assert_int_equal(carry, 0);
+	free(out);
+}
+
+static void test_utf8_invalid(void **state)
+{
+	(void)state;
+	/* Stray continuation bytes, bytes never valid. */
+	utf8_is("a\x80z", 3, "a" FFFD "z");
+	utf8_is("\xbf\xbf", 2, FFFD FFFD);
+	utf8_is("\xff\xfe", 2, FFFD FFFD);
+	utf8_is("\xf5\x80\x80\x80", 4, FFFD FFFD FFFD FFFD);
+	/* A lead byte followed by a non-continuation byte: only the lead goes. */
+	utf8_is("\xc3(", 2, FFFD "(");
+	utf8_is("\xe2\x82(", 3, FFFD FFFD "(");
+	/* Overlong encodings of '/', of U+07FF and of U+FFFF. */
+	utf8_is("\xc0\xaf", 2, FFFD FFFD);
+	utf8_is("\xc1\xbf", 2, FFFD FFFD);
+	utf8_is("\xe0\x80\xaf", 3, FFFD FFFD FFFD);
+	utf8_is("\xe0\x9f\xbf", 3, FFFD FFFD FFFD);
+	utf8_is("\xf0\x80\x80\xaf", 4, FFFD FFFD FFFD FFFD);
+	utf8_is("\xf0\x8f\xbf\xbf", 4, FFFD FFFD FFFD FFFD);
+	/* UTF-16 surrogates U+D800 and U+DFFF. */
+	utf8_is("\xed\xa0\x80", 3, FFFD FFFD FFFD);
+	utf8_is("\xed\xbf\xbf", 3, FFFD FFFD FFFD);
+	/* Past U+10FFFF. */
+	utf8_is("\xf4\x90\x80\x80", 4, FFFD FFFD FFFD FFFD);
+	/* NUL bytes never reach the JSON output as NUL. */
+	utf8_is("a\0b", 3, "a" FFFD "b");
+}
+
+static void test_utf8_carry(void **state)
+{
+	/* A euro sign split over two reads. */
+	static const char chunk1[] = "ab\xe2\x82";
+	static const char chunk2[] = "\xe2\x82\xac!"; /* carry prepended */
+	size_t carry = 99;
+	char *out;
+
+	(void)state;
+	out = hutch_utf8_sanitize(chunk1, 4, &carry);
+	assert_string_equal(out, "ab");
+	assert_int_equal(carry, 2);
+	free(out);
+	out = hutch_utf8_sanitize(chunk2, 4, &carry);
+	assert_string_equal(out, "\xe2\x82\xac!");
+	assert_int_equal(carry, 0);
+	free(out);
+	/* 1, 2 and 3 bytes of a 4-byte sequence are all carried. */
+	for (size_t n = 1; n <= 3; n++) {
+		out = hutch_utf8_sanitize("\xf0\x9f\x98\x80", n, &carry);
+		assert_string_equal(out, "");
+		assert_int_equal(carry, n);
+		free(out);
+	}
+	/* Without carry (the last chunk) the incomplete tail is replaced. */
+	utf8_is("ab\xe2\x82", 4, "ab" FFFD FFFD);
+	utf8_is("\xf0\x9f\x98", 3, FFFD FFFD FFFD);
+	/* An invalid sequence before the end is replaced, not carried. */
+	out = hutch_utf8_sanitize("\xe2(\xe2", 3, &carry);
+	assert_string_equal(out, FFFD "(");
+	assert_int_equal(carry, 1);
+	free(out);
+}
+
+static void test_buf(void **state)
+{
+	struct hutch_buf b;
+	char big[10000];
+
+	(void)state;
+	memset(big, 'x', sizeof(big));
+	hutch_buf_init(&b, 8);
+	assert_int_equal(hutch_buf_append(&b, "abc", 3), 0);
+	assert_int_equal(hutch_buf_append(&b, "defg", 4), 0);
+	assert_int_equal(b.len, 7);
+	assert_false(b.truncated);
+	assert_int_equal(hutch_buf_append(&b, "hij", 3), 0);
+	assert_int_equal(b.len, 8);
+	assert_memory_equal(b.data, "abcdefgh", 8);
+	assert_true(b.truncated);
+	assert_int_equal(b.total, 10);
+	assert_int_equal(hutch_buf_append(&b, "k", 1), 0);
+	assert_int_equal(b.len, 8);
+	assert_int_equal(b.total, 11);
+	assert_true(b.alloc <= 8);
+	hutch_buf_done(&b);
+	assert_null(b.data);
+	assert_int_equal(b.len, 0);
+
+	/* Exactly cap bytes is not truncation; growth past the first block. */
+	hutch_buf_init(&b, sizeof(big));
+	assert_int_equal(hutch_buf_append(&b, big, 5000), 0);
+	assert_int_equal(hutch_buf_append(&b, big, 5000), 0);
+	assert_int_equal(b.len, 10000);
+	assert_false(b.truncated);
+	assert_memory_equal(b.data, big, sizeof(big));
+	assert_int_equal(hutch_buf_append(&b, "", 0), 0);
+	assert_false(b.truncated);
+	hutch_buf_done(&b);
+
+	/* cap 0: count only. */
+	hutch_buf_init(&b, 0);
+	assert_int_equal(hutch_buf_append(&b, big, 100), 0);
+	assert_int_equal(b.len, 0);
+	assert_int_equal(b.total, 100);
+	assert_true(b.truncated);
+	assert_null(b.data);
+	hutch_buf_done(&b);
+}
+
+static void test_format_time(void **state)
+{
+	char buf[32];
+
+	(void)state;
+	hutch_format_time(0, buf, sizeof(buf));
+	assert_string_equal(buf, "1970-01-01T00:00:00Z");
+	hutch_format_time(1700000000, buf, sizeof(buf));
+	assert_string_equal(buf, "2023-11-14T22:13:20Z");
+	hutch_format_time(951782400, buf, sizeof(buf)); /* leap day */
+	assert_string_equal(buf, "2000-02-29T00:00:00Z");
+	assert_true(hutch_now_realtime() > 1700000000);
+	assert_true(hutch_now_mono_ms() >= 0);
+}
+
+static void test_err(void **state)
+{
+	struct hutch_err err;
+	char long_arg[600];
+
+	(void)state;
+	memset(long_arg, 'x', sizeof(long_arg) - 1);
+	long_arg[sizeof(long_arg) - 1] = '\0';
+
+	assert_int_equal(hutch_err_set(&err, -ENOENT, "no %s here", "file"), -ENOENT);
+	assert_int_equal(err.code, -ENOENT);
+	assert_string_equal(err.msg, "no file here");
+	assert_int_equal(hutch_err_prefix(&err, "opening '%s'", "a"), -ENOENT);
+	assert_string_equal(err.msg, "opening 'a': no file here");
+
+	assert_int_equal(hutch_err_set_errno(&err, -EACCES, "open %s", "x"), -EACCES);
+	assert_string_equal(err.msg, "open x: Permission denied");
+
+	/* Truncation: always NUL-terminated, never past the array. */
+	hutch_err_set(&err, -EINVAL, "%s", long_arg);
+	assert_int_equal(strlen(err.msg), HUTCH_ERR_MSG_MAX - 1);
+	hutch_err_prefix(&err, "%s", long_arg);
+	assert_int_equal(strlen(err.msg), HUTCH_ERR_MSG_MAX - 1);
+	assert_int_equal(err.code, -EINVAL);
+	hutch_err_set(&err, -EINVAL, "short");
+	hutch_err_prefix(&err, "%s", long_arg);
+	assert_int_equal(strlen(err.msg), HUTCH_ERR_MSG_MAX - 1);
+	hutch_err_set_errno(&err, -EIO, "%s", long_arg);
+	assert_int_equal(strlen(err.msg), HUTCH_ERR_MSG_MAX - 1);
+	/* The prefix may quote the old message itself. */
+	hutch_err_set(&err, -EINVAL, "inner");
+	hutch_err_prefix(&err, "outer (%s)", err.msg);
+	assert_string_equal(err.msg, "outer (inner): inner");
+	/* A message that filled the array keeps working after a prefix. */
+	memset(err.msg, 'y', sizeof(err.msg)); /* not even NUL-terminated */
+	hutch_err_prefix(&err, "p");
+	assert_int_equal(strlen(err.msg), HUTCH_ERR_MSG_MAX - 1);
+	assert_memory_equal(err.msg, "p: yyy", 6);
+
+	hutch_err_clear(&err);
+	assert_int_equal(err.code, 0);
+	assert_string_equal(err.msg, "");
+}
+
+/* A fresh private directory, removed by the test. */
+static int tmpdir(char *path, size_t size)
+{
+	const char *base = getenv("TMPDIR");
+
+	snprintf(path, size, "%s/hutch-test-base-XXXXXX", base && *base ? base : "/tmp");
+	assert_non_null(mkdtemp(path));
+	return open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+}
+
+static void test_files(void **state)
+{
+	char path[PATH_MAX], buf[64], *big = NULL;
+	struct stat st;
+	int dfd;
+
+	(void)state;
+	dfd = tmpdir(path, sizeof(path));
+	assert_true(dfd >= 0);
+	assert_int_equal(hutch_write_file_at(dfd, "f", "hello\n", 0600), 0);
+	assert_int_equal(fstatat(dfd, "f", &st, 0), 0);
+	assert_int_equal(st.st_mode & 07777, 0600);
+	assert_int_equal(hutch_read_file_at(dfd, "f", buf, sizeof(buf)), 6);
+	assert_string_equal(buf, "hello\n");
+	/* Truncated on rewrite. */
+	assert_int_equal(hutch_write_file_at(dfd, "f", "hi", 0600), 0);
+	assert_int_equal(hutch_read_file_at(dfd, "f", buf, sizeof(buf)), 2);
+	assert_string_equal(buf, "hi");
+	/* At most max - 1 bytes, NUL-terminated. */
+	assert_int_equal(hutch_read_file_at(dfd, "f", buf, 2), 1);
+	assert_string_equal(buf, "h");
+	assert_int_equal(hutch_read_file_at(dfd, "f", buf, 0), -EINVAL);
+	assert_int_equal(hutch_read_file_at(dfd, "missing", buf, sizeof(buf)), -ENOENT);
+	/* Knobs: existing files only. */
+	assert_int_equal(hutch_write_knob_at(dfd, "f", "max"), 0);
+	assert_int_equal(hutch_read_file_at(dfd, "f", buf, sizeof(buf)), 3);
+	assert_int_equal(hutch_write_knob_at(dfd, "nope", "1"), -ENOENT);
+
+	/* Neither helper follows a symlink. */
+	assert_int_equal(symlinkat("f", dfd, "link"), 0);
+	assert_int_equal(hutch_read_file_at(dfd, "link", buf, sizeof(buf)), -ELOOP);
+	assert_int_equal(hutch_write_file_at(dfd, "link", "x", 0600), -ELOOP);
+	assert_int_equal(hutch_read_file_alloc_at(dfd, "link", 100, &big), -ELOOP);
+
+	/* Whole-file reads: a file of exactly max bytes fits, one more does not. */
+	assert_int_equal(hutch_write_file_at(dfd, "f", "0123456789", 0600), 0);
+	assert_int_equal(hutch_read_file_alloc_at(dfd, "f", 100, &big), 10);
+	assert_string_equal(big, "0123456789");
+	free(big);
+	big = NULL;
+	assert_int_equal(hutch_read_file_alloc_at(dfd, "f", 10, &big), 10);
+	assert_string_equal(big, "0123456789");
+	free(big);
+	big = NULL;
+	assert_int_equal(hutch_read_file_alloc_at(dfd, "f", 9, &big), -EFBIG);
+	assert_null(big);
+	assert_int_equal(hutch_write_file_at(dfd, "empty", "", 0600), 0);
+	assert_int_equal(hutch_read_file_alloc_at(dfd, "empty", 100, &big), 0);
+	assert_string_equal(big, "");
+	free(big);
+
+	assert_int_equal(hutch_rm_rf_at(AT_FDCWD, path), 0);
+	assert_int_equal(fstatat(AT_FDCWD, path, &st, 0), -1);
+	close(dfd);
+}
+
+static void test_mkdir_p(void **state)
+{
+	char path[PATH_MAX];
+	struct stat st;
+	int dfd;
+
+	(void)state;
+	dfd = tmpdir(path, sizeof(path));
+	assert_true(dfd >= 0);
+	assert_int_equal(hutch_mkdir_p_at(dfd, "a/b//c/", 0700), 0);
+	assert_int_equal(fstatat(dfd, "a/b/c", &st, 0), 0);
+	assert_true(S_ISDIR(st.st_mode));
+	assert_int_equal(hutch_mkdir_p_at(dfd, "a/b/c", 0700), 0); /* exists: fine */
+	assert_int_equal(hutch_mkdir_p_at(dfd, "a", 0700), 0);
+	/* A file in the way of a parent, or of the directory itself. */
+	assert_int_equal(hutch_write_file_at(dfd, "a/file", "", 0600), 0);
+	assert_int_equal(hutch_mkdir_p_at(dfd, "a/file/d", 0700), -ENOTDIR);
+	assert_int_equal(hutch_mkdir_p_at(dfd, "a/file", 0700), -ENOTDIR);
+	assert_int_equal(hutch_mkdir_p_at(dfd, "", 0700), -EINVAL);
+	/* Absolute paths ignore dirfd. */
+	snprintf(path + strlen(path), sizeof(path) - strlen(path), "/x/y");
+	assert_int_equal(hutch_mkdir_p_at(AT_FDCWD, path, 0700), 0);
+	assert_int_equal(fstatat(dfd, "x/y", &st, 0), 0);
+	path[strlen(path) - 4] = '\0';
+	assert_int_equal(hutch_rm_rf_at(AT_FDCWD, path), 0);
+	close(dfd);
+}
+
+static void test_rm_rf_symlink(void **state)
+{
+	char path[PATH_MAX], outside[PATH_MAX], buf[16];
+	struct stat st;
+	int dfd, ofd;
+
+	(void)state;
+	dfd = tmpdir(path, sizeof(path));
+	ofd = tmpdir(outside, sizeof(outside));
+	assert_true(dfd >= 0 && ofd >= 0);
+	/* Outside: a directory with a file, which rm -rf must not touch. */
+	assert_int_equal(mkdirat(ofd, "keep", 0700), 0);
+	assert_int_equal(hutch_write_file_at(ofd, "keep/precious", "data", 0600), 0);
+
+	/* Inside: a tree with symlinks to the outside dir, its file, and a
+	 * dangling one, at the top and deeper down. */
+	assert_int_equal(hutch_mkdir_p_at(dfd, "tree/sub/deeper", 0700), 0);
+	assert_int_equal(hutch_write_file_at(dfd, "tree/sub/deeper/f", "x", 0600), 0);
+	assert_int_equal(hutch_write_file_at(dfd, "tree/g", "x", 0600), 0);
+	assert_int_equal(symlinkat(outside, dfd, "tree/to-outside"), 0);
+	assert_int_equal(symlinkat(outside, dfd, "tree/sub/deeper/to-outside"), 0);
+	snprintf(buf, sizeof(buf), "../../..");
+	assert_int_equal(symlinkat(buf, dfd, "tree/sub/up"), 0);
+	assert_int_equal(symlinkat("/nonexistent/x", dfd, "tree/dangling"), 0);
+	assert_int_equal(hutch_rm_rf_at(dfd, "tree"), 0);
+	assert_int_equal(fstatat(dfd, "tree", &st, AT_SYMLINK_NOFOLLOW), -1);
+	assert_int_equal(errno, ENOENT);
+
+	/* The top path itself a symlink to a directory: only the link goes. */
+	assert_int_equal(symlinkat(outside, dfd, "top-link"), 0);
+	assert_int_equal(hutch_rm_rf_at(dfd, "top-link"), 0);
+	assert_int_equal(fstatat(dfd, "top-link", &st, AT_SYMLINK_NOFOLLOW), -1);
+
+	/* Missing path: nothing to do. A plain file: removed. */
+	assert_int_equal(hutch_rm_rf_at(dfd, "missing"), 0);
+	assert_int_equal(hutch_write_file_at(dfd, "plain", "x", 0600), 0);
+	assert_int_equal(hutch_rm_rf_at(dfd, "plain"), 0);
+	assert_int_equal(fstatat(dfd, "plain", &st, AT_SYMLINK_NOFOLLOW), -1);
+
+	/* Everything outside survived. */
+	assert_int_equal(hutch_read_file_at(ofd, "keep/precious", buf, sizeof(buf)), 4);
+	assert_string_equal(buf, "data");
+
+	assert_int_equal(hutch_rm_rf_at(AT_FDCWD, path), 0);
+	assert_int_equal(hutch_rm_rf_at(AT_FDCWD, outside), 0);
+	assert_int_equal(fstatat(AT_FDCWD, outside, &st, 0), -1);
+	close(dfd);
+	close(ofd);
+}
+
+static void test_io(void **state)
+{
+	int p[2];
+	char buf[8];
+
+	(void)state;
+	assert_int_equal(pipe2(p, O_CLOEXEC), 0);
+	assert_int_equal(hutch_write_all(p[1], "abcdef", 6), 0);
+	close(p[1]);
+	/* read_all stops at EOF and reports what it got. */
+	assert_int_equal(hutch_read_all(p[0], buf, sizeof(buf)), 6);
+	assert_memory_equal(buf, "abcdef", 6);
+	assert_int_equal(hutch_read_all(p[0], buf, sizeof(buf)), 0);
+	assert_int_equal(hutch_fd_nonblock(p[0], true), 0);
+	assert_true(fcntl(p[0], F_GETFL) & O_NONBLOCK);
+	assert_int_equal(hutch_fd_nonblock(p[0], false), 0);
+	assert_false(fcntl(p[0], F_GETFL) & O_NONBLOCK);
+	close(p[0]);
+	assert_int_equal(hutch_write_all(p[0], "x", 1), -EBADF);
+	assert_int_equal(hutch_fd_nonblock(p[0], true), -EBADF);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_parse_u64),     cmocka_unit_test(test_ids),
+		cmocka_unit_test(test_utf8_valid),    cmocka_unit_test(test_utf8_invalid),
+		cmocka_unit_test(test_utf8_carry),    cmocka_unit_test(test_buf),
+		cmocka_unit_test(test_format_time),   cmocka_unit_test(test_err),
+		cmocka_unit_test(test_files),         cmocka_unit_test(test_mkdir_p),
+		cmocka_unit_test(test_rm_rf_symlink), cmocka_unit_test(test_io),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

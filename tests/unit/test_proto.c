@@ -1,0 +1,363 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Unit tests for the supervisor <-> init protocol: spawn bodies encoded and
+ * decoded (and malformed ones refused), and messages with fds over a
+ * SOCK_SEQPACKET socketpair, including hostile ones: too long, lying about
+ * their length, carrying more fds than asked for.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "proto.h"
+
+/* Big (HUTCH_SPAWN_MAX_ARGS pointers): not on the stack. */
+static struct hutch_spawn_req req;
+
+static void test_spawn_round_trip(void **state)
+{
+	const char *argv[] = { "/bin/echo", "a b", "", "\xc3\xa9", NULL };
+	const char *envp[] = { "PATH=/bin", "EMPTY=", NULL };
+	char *buf = NULL;
+	ssize_t n;
+
+	(void)state;
+	n = hutch_proto_spawn_encode(argv, envp, "/workspace", &buf);
+	assert_true(n > 0);
+	assert_int_equal(n, sizeof(struct hutch_msg_spawn) + 10 + 4 + 1 + 3 + 10 + 7 + 11);
+	memset(&req, 0, sizeof(req));
+	assert_int_equal(hutch_proto_spawn_decode(buf, (size_t)n, &req), 0);
+	assert_int_equal(req.argc, 4);
+	assert_int_equal(req.envc, 2);
+	for (int i = 0; i < 4; i++)
+		assert_string_equal(req.argv[i], argv[i]);
+	assert_null(req.argv[4]);
+	assert_string_equal(req.envp[0], "PATH=/bin");
+	assert_string_equal(req.envp[1], "EMPTY=");
+	assert_null(req.envp[2]);
+	assert_string_equal(req.cwd, "/workspace");
+	/* Pointers point into the body. */
+	assert_true(req.argv[0] > buf && req.cwd < buf + n);
+	free(buf);
+
+	/* No environment at all. */
+	n = hutch_proto_spawn_encode((const char *[]){ "x", NULL }, (const char *[]){ NULL }, "/",
+	                             &buf);
+	assert_true(n > 0);
+	assert_int_equal(hutch_proto_spawn_decode(buf, (size_t)n, &req), 0);
+	assert_int_equal(req.envc, 0);
+	assert_null(req.envp[0]);
+	free(buf);
+}
+
+static void test_spawn_encode_limits(void **state)
+{
+	static const char *many[HUTCH_SPAWN_MAX_ENV + 2];
+	const char *argv[] = { "x", NULL };
+	char *buf = NULL, *huge;
+
+	(void)state;
+	assert_int_equal(hutch_proto_spawn_encode((const char *[]){ NULL }, argv, "/", &buf),
+	                 -EINVAL);
+	for (size_t i = 0; i < HUTCH_SPAWN_MAX_ENV + 1; i++)
+		many[i] = "A=1";
+	assert_int_equal(hutch_proto_spawn_encode(argv, many, "/", &buf), -EINVAL);
+	many[HUTCH_SPAWN_MAX_ENV] = NULL;
+	assert_true(hutch_proto_spawn_encode(argv, many, "/", &buf) > 0);
+	free(buf);
+	buf = NULL;
+	huge = malloc(HUTCH_PROTO_MAX);
+	assert_non_null(huge);
+	memset(huge, 'a', HUTCH_PROTO_MAX - 1);
+	huge[HUTCH_PROTO_MAX - 1] = '\0';
+	assert_int_equal(hutch_proto_spawn_encode((const char *[]){ huge, NULL }, argv, "/", &buf),
+	                 -E2BIG);
+	assert_null(buf);
+	free(huge);
+}
+
+/* Decode a copy of body[0..len) in a buffer of exactly len bytes, so ASan
+ * sees any read past it. */
+static int decode_exact(const char *body, size_t len)
+{
+	char *copy = malloc(len ? len : 1);
+	int r;
+
+	assert_non_null(copy);
+	memcpy(copy, body, len);
+	r = hutch_proto_spawn_decode(copy, len, &req);
+	free(copy);
+	return r;
+}
+
+static void test_spawn_decode_bad(void **state)
+{
+	const char *argv[] = { "sh", "-c", "true", NULL };
+	const char *envp[] = { "A=1", NULL };
+	struct hutch_msg_spawn fixed;
+	char *buf = NULL, *junk;
+	ssize_t n;
+
+	(void)state;
+	n = hutch_proto_spawn_encode(argv, envp, "/w", &buf);
+	assert_true(n > 0);
+	assert_int_equal(decode_exact(buf, (size_t)n), 0);
+
+	/* Truncated anywhere: shorter than the fixed part, not NUL-terminated,
+	 * or cut after a NUL with strings missing. */
+	for (size_t len = 0; len < (size_t)n; len++)
+		assert_int_equal(decode_exact(buf, len), -EBADMSG);
+	/* Trailing junk, with or without a final NUL. */
+	junk = malloc((size_t)n + 3);
+	assert_non_null(junk);
+	memcpy(junk, buf, (size_t)n);
+	memcpy(junk + n, "x\0", 2);
+	assert_int_equal(decode_exact(junk, (size_t)n + 2), -EBADMSG);
+	assert_int_equal(decode_exact(junk, (size_t)n + 1), -EBADMSG);
+	junk[n] = '\0';
+	assert_int_equal(decode_exact(junk, (size_t)n + 1), -EBADMSG);
+	free(junk);
+
+	/* Counts that lie. */
+	memcpy(&fixed, buf, sizeof(fixed));
+	fixed.argc = 0;
+	memcpy(buf, &fixed, sizeof(fixed));
+	assert_int_equal(decode_exact(buf, (size_t)n), -EBADMSG);
+	fixed.argc = HUTCH_SPAWN_MAX_ARGS + 1;
+	memcpy(buf, &fixed, sizeof(fixed));
+	assert_int_equal(decode_exact(buf, (size_t)n), -EBADMSG);
+	fixed.argc = UINT32_MAX;
+	memcpy(buf, &fixed, sizeof(fixed));
+	assert_int_equal(decode_exact(buf, (size_t)n), -EBADMSG);
+	fixed.argc = 3;
+	fixed.envc = HUTCH_SPAWN_MAX_ENV + 1;
+	memcpy(buf, &fixed, sizeof(fixed));
+	assert_int_equal(decode_exact(buf, (size_t)n), -EBADMSG);
+	fixed.envc = UINT32_MAX;
+	memcpy(buf, &fixed, sizeof(fixed));
+	assert_int_equal(decode_exact(buf, (size_t)n), -EBADMSG);
+	/* One string more or fewer than the body holds. */
+	fixed.envc = 2;
+	memcpy(buf, &fixed, sizeof(fixed));
+	assert_int_equal(decode_exact(buf, (size_t)n), -EBADMSG);
+	fixed.envc = 0;
+	memcpy(buf, &fixed, sizeof(fixed));
+	assert_int_equal(decode_exact(buf, (size_t)n), -EBADMSG);
+	free(buf);
+}
+
+/* A pipe whose read end is nonblocking: EOF on it proves every copy of the
+ * write end was closed. */
+static void nb_pipe(int p[2])
+{
+	assert_int_equal(pipe2(p, O_CLOEXEC), 0);
+	assert_int_equal(fcntl(p[0], F_SETFL, O_NONBLOCK), 0);
+}
+
+static bool write_end_closed(int rfd)
+{
+	char c;
+
+	return read(rfd, &c, 1) == 0;
+}
+
+static void seqpacket(int sv[2])
+{
+	assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv), 0);
+}
+
+static void test_send_recv_fds(void **state)
+{
+	static const char body[] = "hello";
+	struct hutch_msg_hdr hdr;
+	char buf[64], c = 0;
+	int sv[2], p[2], fds[4] = { -1, -1, -1, -1 };
+	size_t nfds = 4;
+
+	(void)state;
+	seqpacket(sv);
+	nb_pipe(p);
+	assert_int_equal(hutch_proto_send(sv[0], HUTCH_MSG_SPAWN, 42, body, sizeof(body), &p[1], 1),
+	                 0);
+	close(p[1]);
+	assert_int_equal(hutch_proto_recv(sv[1], &hdr, buf, sizeof(buf), fds, &nfds), sizeof(body));
+	assert_int_equal(hdr.type, HUTCH_MSG_SPAWN);
+	assert_int_equal(hdr.id, 42);
+	assert_int_equal(hdr.len, sizeof(body));
+	assert_string_equal(buf, "hello");
+	assert_int_equal(nfds, 1);
+	assert_true(fds[0] >= 0);
+	assert_true(fcntl(fds[0], F_GETFD) & FD_CLOEXEC);
+	/* The fd received works: it is the pipe's write end. */
+	assert_int_equal(write(fds[0], "z", 1), 1);
+	assert_int_equal(read(p[0], &c, 1), 1);
+	assert_int_equal(c, 'z');
+	close(fds[0]);
+	assert_true(write_end_closed(p[0]));
+	close(p[0]);
+
+	/* No body, no fds; a message with an empty body is not EOF. */
+	nfds = 4;
+	assert_int_equal(hutch_proto_send(sv[1], HUTCH_MSG_READY, 0, NULL, 0, NULL, 0), 0);
+	assert_int_equal(hutch_proto_recv(sv[0], &hdr, buf, sizeof(buf), fds, &nfds), 0);
+	assert_int_equal(hdr.type, HUTCH_MSG_READY);
+	assert_int_equal(nfds, 0);
+
+	/* More than four fds are refused at send. */
+	assert_int_equal(hutch_proto_send(sv[0], HUTCH_MSG_SPAWN, 1, NULL, 0,
+	                                  (const int[]){ 0, 0, 0, 0, 0 }, 5),
+	                 -EINVAL);
+
+	/* Nonblocking with nothing queued. */
+	assert_int_equal(fcntl(sv[1], F_SETFL, O_NONBLOCK), 0);
+	assert_int_equal(hutch_proto_recv(sv[1], &hdr, buf, sizeof(buf), NULL, NULL), -EAGAIN);
+
+	/* EOF: 0 with type 0. */
+	close(sv[0]);
+	hdr.type = 77;
+	assert_int_equal(hutch_proto_recv(sv[1], &hdr, buf, sizeof(buf), NULL, NULL), 0);
+	assert_int_equal(hdr.type, 0);
+	close(sv[1]);
+}
+
+static void test_recv_extra_fds_closed(void **state)
+{
+	struct hutch_msg_hdr hdr;
+	char buf[16];
+	int sv[2], p[2], fds[4], got[4] = { -1, -1, -1, -1 };
+	size_t nfds = 1;
+
+	(void)state;
+	seqpacket(sv);
+	nb_pipe(p);
+	for (int i = 0; i < 4; i++)
+		fds[i] = p[1];
+	/* Four copies of the write end; the receiver takes one. */
+	assert_int_equal(hutch_proto_send(sv[0], HUTCH_MSG_SPAWN, 1, "x", 1, fds, 4), 0);
+	close(p[1]);
+	assert_int_equal(hutch_proto_recv(sv[1], &hdr, buf, sizeof(buf), got, &nfds), 1);
+	assert_int_equal(nfds, 1);
+	assert_int_equal(got[1], -1);
+	assert_false(write_end_closed(p[0]));
+	close(got[0]);
+	assert_true(write_end_closed(p[0]));
+	close(p[0]);
+
+	/* A receiver that takes none (nfds NULL) closes them all. */
+	nb_pipe(p);
+	for (int i = 0; i < 4; i++)
+		fds[i] = p[1];
+	assert_int_equal(hutch_proto_send(sv[0], HUTCH_MSG_SPAWN, 2, "x", 1, fds, 4), 0);
+	close(p[1]);
+	assert_int_equal(hutch_proto_recv(sv[1], &hdr, buf, sizeof(buf), NULL, NULL), 1);
+	assert_true(write_end_closed(p[0]));
+	close(p[0]);
+	close(sv[0]);
+	close(sv[1]);
+}
+
+/* sendmsg() a raw datagram with nfds copies of fd, bypassing hutch_proto_send. */
+static void send_raw(int sock, const void *data, size_t len, int fd, size_t nfds)
+{
+	union {
+		char buf[CMSG_SPACE(sizeof(int) * 16)];
+		struct cmsghdr align;
+	} u;
+	struct iovec iov = { .iov_base = (void *)data, .iov_len = len };
+	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1 };
+	struct cmsghdr *c;
+
+	assert_true(nfds <= 16);
+	if (nfds) {
+		memset(&u, 0, sizeof(u));
+		msg.msg_control = u.buf;
+		msg.msg_controllen = CMSG_SPACE(sizeof(int) * nfds);
+		c = CMSG_FIRSTHDR(&msg);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN(sizeof(int) * nfds);
+		for (size_t i = 0; i < nfds; i++)
+			memcpy(CMSG_DATA(c) + i * sizeof(int), &fd, sizeof(int));
+	}
+	assert_int_equal(sendmsg(sock, &msg, 0), (ssize_t)len);
+}
+
+static void test_recv_hostile(void **state)
+{
+	struct hutch_msg_hdr hdr, lie = { .type = HUTCH_MSG_EXITED, .len = 50, .id = 1 };
+	char big[200] = { 0 }, buf[16];
+	int sv[2], p[2], got[4] = { -1, -1, -1, -1 };
+	size_t nfds;
+
+	(void)state;
+	seqpacket(sv);
+
+	/* Longer than the buffer: MSG_TRUNC, refused, its fds closed. */
+	nb_pipe(p);
+	assert_int_equal(hutch_proto_send(sv[0], HUTCH_MSG_EXITED, 1, big, sizeof(big), &p[1], 1),
+	                 0);
+	close(p[1]);
+	nfds = 4;
+	assert_int_equal(hutch_proto_recv(sv[1], &hdr, buf, sizeof(buf), got, &nfds), -EBADMSG);
+	assert_int_equal(nfds, 0);
+	assert_true(write_end_closed(p[0]));
+	close(p[0]);
+
+	/* A header that lies about the body length. */
+	memcpy(big, &lie, sizeof(lie));
+	nb_pipe(p);
+	send_raw(sv[0], big, sizeof(lie) + 10, p[1], 2);
+	close(p[1]);
+	nfds = 4;
+	assert_int_equal(hutch_proto_recv(sv[1], &hdr, buf, sizeof(buf), got, &nfds), -EBADMSG);
+	assert_int_equal(nfds, 0);
+	assert_true(write_end_closed(p[0]));
+	close(p[0]);
+
+	/* Shorter than a header. */
+	send_raw(sv[0], "abcd", 4, -1, 0);
+	assert_int_equal(hutch_proto_recv(sv[1], &hdr, buf, sizeof(buf), NULL, NULL), -EBADMSG);
+
+	/* More fds than the control buffer holds (MSG_CTRUNC): all closed. */
+	lie.len = 0;
+	nb_pipe(p);
+	send_raw(sv[0], &lie, sizeof(lie), p[1], 12);
+	close(p[1]);
+	nfds = 4;
+	assert_int_equal(hutch_proto_recv(sv[1], &hdr, buf, sizeof(buf), got, &nfds), -EBADMSG);
+	assert_int_equal(nfds, 0);
+	assert_true(write_end_closed(p[0]));
+	close(p[0]);
+
+	/* The socket still works after all that. */
+	assert_int_equal(hutch_proto_send(sv[0], HUTCH_MSG_GO, 9, NULL, 0, NULL, 0), 0);
+	assert_int_equal(hutch_proto_recv(sv[1], &hdr, buf, sizeof(buf), NULL, NULL), 0);
+	assert_int_equal(hdr.type, HUTCH_MSG_GO);
+	assert_int_equal(hdr.id, 9);
+	close(sv[0]);
+	close(sv[1]);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_spawn_round_trip),
+		cmocka_unit_test(test_spawn_encode_limits),
+		cmocka_unit_test(test_spawn_decode_bad),
+		cmocka_unit_test(test_send_recv_fds),
+		cmocka_unit_test(test_recv_extra_fds_closed),
+		cmocka_unit_test(test_recv_hostile),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,338 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Unit tests for /run request bodies: cmd or argv, env merged over the
+ * defaults, cwd, timeout, max_output_bytes, stdin, and the refusals
+ * (wrong types, unknown fields, invalid JSON with its byte offset).
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "request.h"
+
+/* Parse a body that must be accepted. */
+static void parse_ok(const char *body, struct hutch_run_req *r)
+{
+	struct hutch_err err = { 0 };
+
+	if (hutch_run_req_parse(body, strlen(body), r, &err) != 0)
+		fail_msg("%s refused: %s", body, err.msg);
+}
+
+/* Parse a body that must be refused with code and a message containing why;
+ * the output struct must stay untouched. */
+static void parse_bad(const char *body, int code, const char *why)
+{
+	struct hutch_run_req r;
+	struct hutch_err err = { 0 };
+	int rc;
+
+	memset(&r, 0x5a, sizeof(r));
+	rc = hutch_run_req_parse(body, strlen(body), &r, &err);
+	if (rc != code)
+		fail_msg("%s: got %d (%s), want %d", body, rc, err.msg, code);
+	assert_int_equal(err.code, code);
+	if (!strstr(err.msg, why))
+		fail_msg("%s: message lacks '%s': %s", body, why, err.msg);
+	assert_ptr_equal(r.argv, (void *)0x5a5a5a5a5a5a5a5aull);
+}
+
+static const char *env_get(char **envp, const char *key)
+{
+	size_t n = strlen(key);
+
+	for (; *envp; envp++)
+		if (!strncmp(*envp, key, n) && (*envp)[n] == '=')
+			return *envp + n + 1;
+	return NULL;
+}
+
+static size_t count(char **v)
+{
+	size_t n = 0;
+
+	while (v[n])
+		n++;
+	return n;
+}
+
+static void test_cmd(void **state)
+{
+	struct hutch_run_req r;
+
+	(void)state;
+	parse_ok("{\"cmd\": \"echo hi | tr a-z A-Z\"}", &r);
+	assert_int_equal(count(r.argv), 3);
+	assert_string_equal(r.argv[0], "/bin/sh");
+	assert_string_equal(r.argv[1], "-c");
+	assert_string_equal(r.argv[2], "echo hi | tr a-z A-Z");
+	/* Defaults of everything else. */
+	assert_string_equal(r.cwd, "/workspace");
+	assert_true(r.timeout == 0);
+	assert_int_equal(r.max_output, 0);
+	assert_null(r.stdin_data);
+	assert_int_equal(r.stdin_len, 0);
+	hutch_run_req_done(&r);
+	assert_null(r.argv);
+	hutch_run_req_done(&r); /* idempotent */
+}
+
+static void test_argv(void **state)
+{
+	struct hutch_run_req r;
+
+	(void)state;
+	parse_ok("{\"argv\": [\"python3\", \"-c\", \"print(1)\", \"\"]}", &r);
+	assert_int_equal(count(r.argv), 4);
+	assert_string_equal(r.argv[0], "python3");
+	assert_string_equal(r.argv[2], "print(1)");
+	assert_string_equal(r.argv[3], "");
+	hutch_run_req_done(&r);
+
+	parse_bad("{\"cmd\": \"true\", \"argv\": [\"true\"]}", -EINVAL, "not both");
+	parse_bad("{}", -EINVAL, "missing 'cmd'");
+	parse_bad("{\"cwd\": \"/\"}", -EINVAL, "missing 'cmd'");
+	parse_bad("{\"cmd\": 1}", -EINVAL, "'cmd' must be a string");
+	parse_bad("{\"cmd\": [\"true\"]}", -EINVAL, "'cmd' must be a string");
+	parse_bad("{\"cmd\": null}", -EINVAL, "'cmd' must be a string");
+	parse_bad("{\"argv\": \"true\"}", -EINVAL, "'argv' must be an array of strings");
+	parse_bad("{\"argv\": {\"0\": \"true\"}}", -EINVAL, "'argv' must be an array");
+	parse_bad("{\"argv\": []}", -EINVAL, "'argv' is empty");
+	parse_bad("{\"argv\": [\"\"]}", -EINVAL, "'argv[0]' is empty");
+	parse_bad("{\"argv\": [\"ls\", 1]}", -EINVAL, "'argv[1]' must be a string");
+	parse_bad("{\"argv\": [null]}", -EINVAL, "'argv[0]' must be a string");
+	parse_bad("{\"argv\": [\"ls\", [\"-l\"]]}", -EINVAL, "'argv[1]' must be a string");
+}
+
+static void test_argv_too_many(void **state)
+{
+	size_t n = 4097;
+	char *body = malloc(16 + n * 4), *w;
+
+	(void)state;
+	assert_non_null(body);
+	w = body + sprintf(body, "{\"argv\":[");
+	for (size_t i = 0; i < n; i++)
+		w += sprintf(w, "%s\"a\"", i ? "," : "");
+	sprintf(w, "]}");
+	parse_bad(body, -E2BIG, "'argv' has more than 4096 entries");
+	free(body);
+}
+
+static void test_env(void **state)
+{
+	struct hutch_run_req r;
+
+	(void)state;
+	parse_ok("{\"cmd\": \"env\"}", &r);
+	assert_string_equal(env_get(r.envp, "PATH"), HUTCH_DEFAULT_PATH);
+	assert_string_equal(env_get(r.envp, "HOME"), "/home/appuser");
+	assert_string_equal(env_get(r.envp, "LANG"), "C.UTF-8");
+	assert_string_equal(env_get(r.envp, "USER"), "appuser");
+	assert_int_equal(count(r.envp), 4);
+	hutch_run_req_done(&r);
+
+	/* Override a default (once, in place), add new ones, values may hold '='. */
+	parse_ok("{\"cmd\": \"env\", \"env\": {\"PATH\": \"/opt/bin\", \"_X1\": \"a=b\", "
+	         "\"EMPTY\": \"\", \"PA\": \"short\"}}",
+	         &r);
+	assert_string_equal(env_get(r.envp, "PATH"), "/opt/bin");
+	assert_string_equal(env_get(r.envp, "_X1"), "a=b");
+	assert_string_equal(env_get(r.envp, "EMPTY"), "");
+	assert_string_equal(env_get(r.envp, "PA"), "short");
+	assert_string_equal(env_get(r.envp, "HOME"), "/home/appuser");
+	assert_int_equal(count(r.envp), 7);
+	hutch_run_req_done(&r);
+
+	/* A variable given twice keeps one entry, the last value. */
+	parse_ok("{\"cmd\": \"env\", \"env\": {\"A\": \"1\", \"A\": \"2\"}}", &r);
+	assert_string_equal(env_get(r.envp, "A"), "2");
+	assert_int_equal(count(r.envp), 5);
+	hutch_run_req_done(&r);
+
+	parse_bad("{\"cmd\": \"env\", \"env\": {\"1A\": \"x\"}}", -EINVAL,
+	          "invalid environment variable name '1A'");
+	parse_bad("{\"cmd\": \"env\", \"env\": {\"A-B\": \"x\"}}", -EINVAL,
+	          "invalid environment variable name 'A-B'");
+	parse_bad("{\"cmd\": \"env\", \"env\": {\"\": \"x\"}}", -EINVAL,
+	          "invalid environment variable name ''");
+	parse_bad("{\"cmd\": \"env\", \"env\": {\"A=B\": \"x\"}}", -EINVAL,
+	          "invalid environment variable name 'A=B'");
+	parse_bad("{\"cmd\": \"env\", \"env\": {\"A\": 1}}", -EINVAL, "'env.A' must be a string");
+	parse_bad("{\"cmd\": \"env\", \"env\": {\"A\": null}}", -EINVAL,
+	          "'env.A' must be a string");
+	parse_bad("{\"cmd\": \"env\", \"env\": {\"A\": {}}}", -EINVAL, "'env.A' must be a string");
+	parse_bad("{\"cmd\": \"env\", \"env\": [\"A=1\"]}", -EINVAL, "'env' must be an object");
+	parse_bad("{\"cmd\": \"env\", \"env\": \"A=1\"}", -EINVAL, "'env' must be an object");
+}
+
+static void test_cwd(void **state)
+{
+	struct hutch_run_req r;
+	char *body, *w;
+
+	(void)state;
+	parse_ok("{\"cmd\": \"pwd\", \"cwd\": \"/tmp\"}", &r);
+	assert_string_equal(r.cwd, "/tmp");
+	hutch_run_req_done(&r);
+	parse_ok("{\"cmd\": \"pwd\", \"cwd\": \"src/app\"}", &r);
+	assert_string_equal(r.cwd, "/workspace/src/app");
+	hutch_run_req_done(&r);
+	parse_bad("{\"cmd\": \"pwd\", \"cwd\": \"\"}", -EINVAL, "'cwd' is empty");
+	parse_bad("{\"cmd\": \"pwd\", \"cwd\": 1}", -EINVAL, "'cwd' must be a string");
+
+	body = malloc(5000);
+	assert_non_null(body);
+	w = body + sprintf(body, "{\"cmd\": \"pwd\", \"cwd\": \"/");
+	memset(w, 'd', 3999);
+	sprintf(w + 3999, "\"}");
+	parse_ok(body, &r); /* 4000 bytes */
+	assert_int_equal(strlen(r.cwd), 4000);
+	hutch_run_req_done(&r);
+	sprintf(w + 3999, "d\"}");
+	parse_bad(body, -ENAMETOOLONG, "'cwd' is longer than 4000 bytes");
+	free(body);
+}
+
+static void test_timeout(void **state)
+{
+	struct hutch_run_req r;
+
+	(void)state;
+	parse_ok("{\"cmd\": \"true\", \"timeout\": 2.5}", &r);
+	assert_true(r.timeout == 2.5);
+	hutch_run_req_done(&r);
+	parse_ok("{\"cmd\": \"true\", \"timeout\": null}", &r);
+	assert_true(r.timeout == 0);
+	hutch_run_req_done(&r);
+	parse_ok("{\"cmd\": \"true\", \"timeout\": 0}", &r);
+	assert_true(r.timeout == 0);
+	hutch_run_req_done(&r);
+	parse_ok("{\"cmd\": \"true\", \"timeout\": 31622400}", &r);
+	hutch_run_req_done(&r);
+
+	parse_bad("{\"cmd\": \"true\", \"timeout\": -1}", -EINVAL, "'timeout' must be a number");
+	parse_bad("{\"cmd\": \"true\", \"timeout\": 31622401}", -EINVAL, "'timeout'");
+	parse_bad("{\"cmd\": \"true\", \"timeout\": 1e308}", -EINVAL, "'timeout'");
+	parse_bad("{\"cmd\": \"true\", \"timeout\": 1e999}", -EINVAL, "'timeout'");
+	parse_bad("{\"cmd\": \"true\", \"timeout\": -1e999}", -EINVAL, "'timeout'");
+	parse_bad("{\"cmd\": \"true\", \"timeout\": \"5\"}", -EINVAL, "'timeout'");
+	parse_bad("{\"cmd\": \"true\", \"timeout\": true}", -EINVAL, "'timeout'");
+	/* NaN and Infinity are not JSON. */
+	parse_bad("{\"cmd\": \"true\", \"timeout\": NaN}", -EINVAL, "invalid JSON");
+	parse_bad("{\"cmd\": \"true\", \"timeout\": Infinity}", -EINVAL, "invalid JSON");
+}
+
+static void test_max_output(void **state)
+{
+	struct hutch_run_req r;
+
+	(void)state;
+	parse_ok("{\"cmd\": \"true\", \"max_output_bytes\": 1}", &r);
+	assert_int_equal(r.max_output, 1);
+	hutch_run_req_done(&r);
+	parse_ok("{\"cmd\": \"true\", \"max_output_bytes\": 268435456}", &r);
+	assert_int_equal(r.max_output, 268435456);
+	hutch_run_req_done(&r);
+	parse_ok("{\"cmd\": \"true\", \"max_output_bytes\": 1e3}", &r);
+	assert_int_equal(r.max_output, 1000);
+	hutch_run_req_done(&r);
+	parse_ok("{\"cmd\": \"true\", \"max_output_bytes\": null}", &r);
+	assert_int_equal(r.max_output, 0);
+	hutch_run_req_done(&r);
+
+	parse_bad("{\"cmd\": \"true\", \"max_output_bytes\": 0}", -EINVAL,
+	          "'max_output_bytes' must be a whole number from 1 to 268435456");
+	parse_bad("{\"cmd\": \"true\", \"max_output_bytes\": 268435457}", -EINVAL,
+	          "'max_output_bytes'");
+	parse_bad("{\"cmd\": \"true\", \"max_output_bytes\": -5}", -EINVAL, "'max_output_bytes'");
+	parse_bad("{\"cmd\": \"true\", \"max_output_bytes\": 1.5}", -EINVAL, "'max_output_bytes'");
+	parse_bad("{\"cmd\": \"true\", \"max_output_bytes\": 1e999}", -EINVAL,
+	          "'max_output_bytes'");
+	parse_bad("{\"cmd\": \"true\", \"max_output_bytes\": \"1024\"}", -EINVAL,
+	          "'max_output_bytes'");
+}
+
+static void test_stdin(void **state)
+{
+	struct hutch_run_req r;
+
+	(void)state;
+	parse_ok("{\"cmd\": \"cat\", \"stdin\": \"line 1\\nline 2\\n\\u00e9\"}", &r);
+	assert_string_equal(r.stdin_data, "line 1\nline 2\n\xc3\xa9");
+	assert_int_equal(r.stdin_len, 16);
+	hutch_run_req_done(&r);
+	parse_ok("{\"cmd\": \"cat\", \"stdin\": \"\"}", &r);
+	assert_non_null(r.stdin_data);
+	assert_int_equal(r.stdin_len, 0);
+	hutch_run_req_done(&r);
+	parse_ok("{\"cmd\": \"cat\", \"stdin\": null}", &r);
+	assert_null(r.stdin_data);
+	hutch_run_req_done(&r);
+	parse_bad("{\"cmd\": \"cat\", \"stdin\": 5}", -EINVAL, "'stdin' must be a string");
+	parse_bad("{\"cmd\": \"cat\", \"stdin\": [\"a\"]}", -EINVAL, "'stdin' must be a string");
+}
+
+static void test_unknown_field(void **state)
+{
+	(void)state;
+	parse_bad("{\"cmd\": \"true\", \"timout\": 5}", -EINVAL,
+	          "unknown field 'timout' (known: cmd, argv, cwd, env, stdin, timeout, "
+	          "max_output_bytes)");
+	/* Field names are case-sensitive. */
+	parse_bad("{\"Cmd\": \"true\"}", -EINVAL, "unknown field 'Cmd'");
+}
+
+static void test_invalid_json(void **state)
+{
+	struct hutch_run_req r;
+	struct hutch_err err = { 0 };
+	/* Not NUL-terminated at len: the parser must stay inside the buffer. */
+	static const char cut[] = "{\"cmd\": \"true\"}XXXX";
+
+	(void)state;
+	/* The offset is that of the first byte cJSON could not take. */
+	parse_bad("{\"cmd\": tru}", -EINVAL, "invalid JSON at byte 8 of the request body");
+	parse_bad("{\"cmd\" \"true\"}", -EINVAL, "invalid JSON at byte 7 ");
+	parse_bad("{\"cmd\": \"true\"", -EINVAL, "invalid JSON at byte ");
+	parse_bad("", -EINVAL, "invalid JSON at byte 0 ");
+	parse_bad("   ", -EINVAL, "invalid JSON");
+	/* Only whitespace may follow the object. */
+	parse_bad("{\"cmd\": \"true\"} x", -EINVAL, "invalid JSON at byte 16 ");
+	parse_bad("{\"cmd\": \"true\"}{}", -EINVAL, "invalid JSON at byte 15 ");
+	parse_ok("  {\"cmd\": \"true\"}\r\n\t ", &r);
+	hutch_run_req_done(&r);
+	assert_int_equal(hutch_run_req_parse(cut, 15, &r, &err), 0);
+	assert_string_equal(r.argv[2], "true");
+	hutch_run_req_done(&r);
+	assert_int_equal(hutch_run_req_parse(cut, 14, &r, &err), -EINVAL);
+	assert_int_equal(hutch_run_req_parse(cut, 16, &r, &err), -EINVAL);
+	/* A NUL inside the body is junk too. */
+	assert_int_equal(hutch_run_req_parse("{\"cmd\": \"true\"}\0x", 17, &r, &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "at byte 15 "));
+
+	parse_bad("[\"true\"]", -EINVAL, "the request body must be a JSON object");
+	parse_bad("\"true\"", -EINVAL, "must be a JSON object");
+	parse_bad("null", -EINVAL, "must be a JSON object");
+	parse_bad("42", -EINVAL, "must be a JSON object");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_cmd),           cmocka_unit_test(test_argv),
+		cmocka_unit_test(test_argv_too_many), cmocka_unit_test(test_env),
+		cmocka_unit_test(test_cwd),           cmocka_unit_test(test_timeout),
+		cmocka_unit_test(test_max_output),    cmocka_unit_test(test_stdin),
+		cmocka_unit_test(test_unknown_field), cmocka_unit_test(test_invalid_json),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

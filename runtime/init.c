@@ -65,14 +65,24 @@ static void child_fail(const char *what, const char *arg, int code, int status)
  * sh, was chosen: the whole sandbox died. Raising oom_score_adj needs no
  * privilege; appuser can lower it back only to init's 0, which at worst
  * lets a sandbox kill its own init. Best effort: the sandbox works without.
+ * init is not dumpable, so its /proc files (and this child's) belong to
+ * host root, which namespace root cannot open: the child is made dumpable
+ * just for the write. Nothing can ptrace it meanwhile: it is still namespace
+ * root and appuser has no capability.
  */
 static void prefer_as_oom_victim(void)
 {
 	static const char adj[] = "500";
-	_cleanup_close_ int fd = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
+	int fd;
 
-	if (fd >= 0)
+	if (prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) < 0)
+		return;
+	fd = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
+	if (fd >= 0) {
 		(void)!write(fd, adj, sizeof(adj) - 1);
+		close(fd);
+	}
+	(void)prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
 }
 
 /* In the forked child: become the command. Never returns. */

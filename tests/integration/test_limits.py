@@ -1,0 +1,203 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Instance type limits are really enforced (DESIGN §5): memory, pids, CPU
+quota and tmpfs size, measured from inside, and the sandbox survives each.
+"""
+import json
+import re
+
+import pytest
+
+from conftest import wait_until
+
+MEMORY_BOMB = "b = bytearray(2 << 30)\nprint('survived', len(b))"
+GROWING_LIST = "x = []\nwhile True: x.append(bytearray(1 << 20))"
+
+
+def init_pid(sb):
+    return json.loads(sb.hutch("inspect", sb.id).stdout)["init_pid"]
+
+
+def only_init_left(sb):
+    return wait_until(lambda: sb.host_pids() == [init_pid(sb)], timeout=10)
+
+
+@pytest.fixture
+def nano(hutch):
+    sb = hutch.create("--instance-type", "nano")
+    yield sb
+    sb.rm()
+
+
+def test_memory_bomb_oom_killed_via_api(nano):
+    init = init_pid(nano)
+    res = nano.run(argv=["python3", "-c", MEMORY_BOMB], timeout=60)
+    assert "survived" not in res["stdout"]
+    assert res["status"] == "oom_killed", res
+    assert res["oom_killed"] is True
+    assert res["signal"] == 9 and res["exit_code"] is None
+    assert res["message"].startswith("killed: out of memory"), res
+    assert "256 MiB" in res["message"] and "nano" in res["message"]
+    # The sandbox stays usable, with the same init.
+    assert nano.sh("echo still here") == "still here\n"
+    assert init_pid(nano) == init
+    assert only_init_left(nano)
+    # An ordinary command that ends by itself is not reported as an OOM kill.
+    res = nano.run(argv=["python3", "-c", "b = bytearray(64 << 20); print(len(b))"])
+    assert res["status"] == "exited" and res["oom_killed"] is False, res
+
+
+def test_memory_bomb_cli_exec_and_run(hutch):
+    sb = hutch.create("--instance-type", "micro")
+    try:
+        r = hutch("exec", sb.id, "--", "python3", "-c", GROWING_LIST)
+        assert r.returncode == 137, r
+        assert b"killed: out of memory" in r.stderr, r.stderr
+        r = hutch("exec", sb.id, "--", "echo", "ok")
+        assert r.returncode == 0 and r.stdout == b"ok\n", r
+    finally:
+        sb.rm()
+    r = hutch("run", "--instance-type", "nano", "--", "python3", "-c", MEMORY_BOMB)
+    assert r.returncode == 137, r
+    assert b"killed: out of memory" in r.stderr, r.stderr
+    assert b"survived" not in r.stdout
+
+
+FORK_BOMB = r"""
+import os, time
+kids, err = [], None
+for i in range(2000):
+    try:
+        pid = os.fork()
+    except OSError as e:
+        err = e.errno
+        break
+    if pid == 0:
+        time.sleep(60)
+        os._exit(0)
+    kids.append(pid)
+print(len(kids), err, flush=True)
+if KILL:
+    for k in kids:
+        os.kill(k, 9)
+    for k in kids:
+        os.waitpid(k, 0)
+    print("reaped", flush=True)
+else:
+    time.sleep(60)
+"""
+
+
+def test_fork_bomb_stops_at_pids_max(nano):
+    res = nano.run(argv=["python3", "-c", "KILL = True\n" + FORK_BOMB], timeout=60)
+    assert res["exit_code"] == 0, res
+    n, err, reaped = res["stdout"].split()
+    # pids.max is 256 for nano: init and python take two of them.
+    assert 200 <= int(n) <= 254, res["stdout"]
+    assert int(err) == 11  # EAGAIN from fork
+    assert reaped == "reaped"
+    assert only_init_left(nano)
+    assert nano.sh("echo alive") == "alive\n"
+
+
+def test_fork_bomb_cleaned_up_by_timeout(nano):
+    """The bomb does not clean up after itself: the command's timeout kills
+    the whole tree and the pids come back."""
+    # Forking 250 pythons takes ~6 s at 0.25 vCPU.
+    res = nano.run(argv=["python3", "-c", "KILL = False\n" + FORK_BOMB], timeout=15)
+    assert res["status"] == "timed_out", res
+    assert 200 <= int(res["stdout"].split()[0]) <= 254, res
+    assert only_init_left(nano)
+    assert nano.sh("echo alive") == "alive\n"
+
+
+BUSY = r"""
+import os, time
+t0, c0 = time.monotonic(), os.times()
+while time.monotonic() - t0 < 1.5:
+    pass
+c1 = os.times()
+print((c1.user + c1.system - c0.user - c0.system) / (time.monotonic() - t0))
+"""
+
+
+def test_cpu_quota_nano(nano):
+    ratio = float(nano.sh(f"python3 -c '{BUSY}'"))
+    assert ratio < 0.4, f"nano (0.25 vCPU) got {ratio:.2f} CPU"
+    assert ratio > 0.1, f"nano got almost no CPU: {ratio:.2f}"
+
+
+def test_cpu_quota_medium(hutch):
+    sb = hutch.create("--instance-type", "medium")
+    try:
+        ratio = float(sb.sh(f"python3 -c '{BUSY}'"))
+        assert ratio > 0.8, f"medium (2 vCPU) gave one busy thread only {ratio:.2f} CPU"
+    finally:
+        sb.rm()
+
+
+FILL = r"""
+import errno, os
+n = 0
+try:
+    with open(PATH, "wb") as f:
+        chunk = bytes(1 << 20)
+        for n in range(600):
+            f.write(chunk)
+            f.flush()
+    print("WROTE", n + 1)
+except OSError as e:
+    print("FAILED", errno.errorcode.get(e.errno, e.errno), n, flush=True)
+"""
+
+
+@pytest.mark.parametrize("writer,path", [("dd", "/workspace/big"), ("python", "/workspace/big"),
+                                         ("dd", "/tmp/big")])
+def test_disk_fill_fails_and_sandbox_survives(nano, writer, path):
+    """nano has 2.5 GiB of tmpfs but 256 MiB of memory, and tmpfs pages are
+    charged to the memory cgroup: 600 MiB cannot be written either way.
+    The writer gets ENOSPC/ENOMEM or is OOM-killed; init must not be. dd
+    matters: its resident set is smaller than init's, and the file's pages
+    belong to no process, so the OOM killer once chose init."""
+    init = init_pid(nano)
+    if writer == "dd":
+        res = nano.run(argv=["dd", "if=/dev/zero", f"of={path}", "bs=1M", "count=600"],
+                       timeout=60)
+        if res["status"] == "exited":
+            assert res["exit_code"] != 0, res
+            assert re.search("No space left|Cannot allocate memory", res["stderr"]), res
+    else:
+        res = nano.run(argv=["python3", "-c", f"PATH = {path!r}\n" + FILL], timeout=60)
+        assert "WROTE" not in res["stdout"], res
+        if res["status"] == "exited":
+            assert res["stdout"].startswith("FAILED"), res
+            assert res["stdout"].split()[1] in ("ENOSPC", "ENOMEM"), res
+    if res["status"] != "exited":
+        assert res["status"] == "oom_killed", res
+    assert init_pid(nano) == init, "init was killed: the sandbox crashed"
+    r = nano.run(f"rm -f {path} && echo removed")
+    assert r["stdout"] == "removed\n", r
+    assert nano.sh("echo alive") == "alive\n"
+    # And the memory really came back.
+    res = nano.run(argv=["python3", "-c", "b = bytearray(128 << 20); print(len(b))"])
+    assert res["exit_code"] == 0, res
+
+
+def test_tmpfs_sizes_follow_instance_type(nano):
+    out = nano.sh("df -k --output=target,size /workspace /tmp /home/appuser")
+    sizes = {ln.split()[0]: int(ln.split()[1]) for ln in out.splitlines()[1:]}
+    for target, kib in sizes.items():
+        assert kib == 2560 * 1024, (target, kib)  # nano: 2.5 GiB
+
+
+def test_commands_are_preferred_oom_victims(nano):
+    """Commands start at oom_score_adj 500 so that init, whose resident set
+    is larger than dd's, is never the OOM killer's choice; a command can
+    go back to 0 but not below, nor touch init's value."""
+    assert nano.sh("cat /proc/self/oom_score_adj") == "500\n"
+    res = nano.run("echo -1000 > /proc/self/oom_score_adj")
+    assert res["exit_code"] != 0, res
+    res = nano.run("echo 1000 > /proc/1/oom_score_adj")
+    assert res["exit_code"] != 0, res
+    assert nano.sh("echo 0 > /proc/self/oom_score_adj && cat /proc/self/oom_score_adj") == "0\n"
+    with open(f"/proc/{init_pid(nano)}/oom_score_adj") as f:
+        assert f.read() == "0\n"

@@ -318,6 +318,8 @@ static int stream_command(const char *sock, char **argv, const struct exec_opts 
 		hutch_http_resp_done(&resp);
 		if (r == -ECANCELED)
 			return 128 + (interrupted ? interrupted : SIGINT);
+		if (rs.got_exit)
+			return rs.exit_code; /* the last event came; a broken end does not matter */
 		return die(HUTCH_EXIT_FAILURE, "%s", err.msg);
 	}
 	if (resp.status != 200) {
@@ -367,20 +369,45 @@ static int resolve(const char *arg, struct hutch_paths *p)
 
 /* ---- verbs ---- */
 
+/* The verb being run, for messages (exec parses options after its ID). */
+static const char *cli_verb = "";
+
+/* How the user spelled the option getopt_long() just returned. */
+static void option_name(int opt, int longindex, char *buf, size_t size)
+{
+	if (longindex >= 0)
+		snprintf(buf, size, "--%s", create_longopts[longindex].name);
+	else
+		snprintf(buf, size, "-%c", opt);
+}
+
 static int parse_common(int argc, char **argv, const char *usage, struct hutch_config *cfg,
 			struct exec_opts *eo, bool *json, bool *all, bool *quiet)
 {
-	int opt;
+	int opt, longindex;
+	char name[64];
 
 	optind = 1;
-	while ((opt = getopt_long(argc, argv, "+e:nq", create_longopts, NULL)) != -1) {
+	opterr = 0; /* our own messages, naming the verb and the fix */
+	for (;;) {
 		int r;
+		longindex = -1;
+		opt = getopt_long(argc, argv, "+:e:nq", create_longopts, &longindex);
+		if (opt == -1)
+			break;
 		if (opt == OPT_HELP) {
 			fputs(usage, stdout);
 			exit(0);
 		}
 		if (opt == '?')
-			return die(HUTCH_EXIT_USAGE, "see '%s --help'", argv[0]);
+			return die(HUTCH_EXIT_USAGE, "unknown option '%s' for '%s'; see 'hutch %s --help'",
+				   optopt > 0 && optopt < 128
+					   ? (snprintf(name, sizeof(name), "-%c", optopt), name)
+					   : argv[optind - 1],
+				   cli_verb, cli_verb);
+		if (opt == ':')
+			return die(HUTCH_EXIT_USAGE, "option '%s' needs a value; see 'hutch %s --help'",
+				   argv[optind - 1], cli_verb);
 		if (opt == OPT_JSON && json) {
 			*json = true;
 			continue;
@@ -396,9 +423,12 @@ static int parse_common(int argc, char **argv, const char *usage, struct hutch_c
 		r = cfg ? config_opt(cfg, opt, optarg) : 1;
 		if (r == 1 && eo)
 			r = exec_opt(eo, opt, optarg);
-		if (r == 1)
-			return die(HUTCH_EXIT_USAGE, "option '%s' does not apply to '%s'; see '%s --help'",
-				   argv[optind - 1], argv[0], argv[0]);
+		if (r == 1) {
+			option_name(opt, longindex, name, sizeof(name));
+			return die(HUTCH_EXIT_USAGE,
+				   "option '%s' does not apply to '%s'; see 'hutch %s --help'", name,
+				   cli_verb, cli_verb);
+		}
 		if (r)
 			return r;
 	}
@@ -562,6 +592,11 @@ static int cmd_exec(int argc, char **argv)
 		return r;
 	if (optind + 1 >= argc)
 		return die(HUTCH_EXIT_USAGE, "missing command: hutch exec ID -- CMD [ARG...]");
+	if (hutch_state_is_live(&p) == 0)
+		return die(HUTCH_EXIT_GONE,
+			   "sandbox %s is not running: its supervisor is gone (killed or crashed); "
+			   "run 'hutch gc' to remove what it left",
+			   p.id);
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	r = stream_command(p.sock, argv + optind + 1, &eo);
@@ -794,6 +829,7 @@ int main(int argc, char **argv)
 	for (size_t i = 0; i < ELEMENTSOF(verbs); i++) {
 		if (strcmp(argv[1], verbs[i].name) != 0)
 			continue;
+		cli_verb = verbs[i].name;
 		if ((!strcmp(argv[1], "run") || !strcmp(argv[1], "create")) && argc >= 3 &&
 		    !strcmp(argv[2], "--help")) {
 			printf("usage: hutch %s [OPTIONS]%s\n\n%s%s", argv[1],

@@ -219,6 +219,22 @@ int hutch_sup_setup(struct sup *s, struct hutch_err *err)
 	return 0;
 }
 
+/* The runtime dir is the parent of the sandbox's state dir. The supervisor
+ * cleared its environment (scrub_environment()), so hutch_runtime_dir()
+ * would name the default, not the dir the sandbox was created in. */
+static void write_tombstone(const struct sup *s, const char *reason)
+{
+	char rt[sizeof(s->paths.dir)];
+	char *slash;
+
+	snprintf(rt, sizeof(rt), "%s", s->paths.dir);
+	slash = strrchr(rt, '/');
+	if (!slash)
+		return;
+	*slash = '\0';
+	(void)hutch_gone_write(rt, s->id, reason, hutch_now_realtime());
+}
+
 void hutch_sup_teardown(struct sup *s, const char *reason)
 {
 	struct hutch_err err = { 0 };
@@ -240,7 +256,7 @@ void hutch_sup_teardown(struct sup *s, const char *reason)
 	if (s->cg && hutch_cgroup_destroy(s->cg, &err) < 0)
 		hutch_log(HUTCH_LOG_WARN, "%s", err.msg);
 	if (reason)
-		(void)hutch_gone_write(hutch_runtime_dir(), s->id, reason, hutch_now_realtime());
+		write_tombstone(s, reason);
 	(void)hutch_rm_rf_at(AT_FDCWD, s->paths.dir);
 }
 

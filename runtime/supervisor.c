@@ -27,6 +27,9 @@
 #include "supervisor.h"
 #include "syscalls.h"
 
+/* How long a torn-down supervisor keeps serving the last answers. */
+#define GONE_LINGER_MS 5000
+
 int hutch_sup_watch(struct sup *s, int fd, uint32_t events, struct watch *w)
 {
 	struct epoll_event ev = { .events = events, .data.ptr = w };
@@ -636,6 +639,7 @@ static int setup_loop(struct sup *s)
 int hutch_sup_run(struct sup *s)
 {
 	struct epoll_event evs[64];
+	int64_t gone_ms = 0;
 	int r;
 
 	r = setup_loop(s);
@@ -649,12 +653,19 @@ int hutch_sup_run(struct sup *s)
 
 		if (s->state == SUP_GONE && s->nconnections == 0 && !s->delete_pending)
 			break;
+		if (s->state == SUP_GONE && !gone_ms)
+			gone_ms = hutch_now_mono_ms();
+		if (gone_ms && hutch_now_mono_ms() - gone_ms > GONE_LINGER_MS)
+			break; /* a client that does not read its last answer */
 		if (s->state == SUP_GONE && (timeout < 0 || timeout > 50))
 			timeout = 50; /* finishing the last responses */
 		n = epoll_wait(s->epfd, evs, (int)ELEMENTSOF(evs), timeout);
 		if (n < 0 && errno != EINTR)
 			return -errno;
-		if (n == 0 && s->state == SUP_GONE && !s->delete_pending)
+		/* Idle for a while once gone: only idle keep-alive connections
+		 * are left. A zero timeout is libmicrohttpd asking to run again
+		 * (e.g. to end a resumed event stream), not idleness. */
+		if (n == 0 && timeout > 0 && s->state == SUP_GONE && !s->delete_pending)
 			break;
 		for (int i = 0; i < n; i++) {
 			struct watch *w = evs[i].data.ptr;

@@ -160,6 +160,24 @@ class Sandbox:
                 pass
         return pids
 
+    def status(self):
+        status, res = self.api("GET", "/status")
+        assert status == 200, res
+        return res
+
+    def procs(self):
+        """(host pid, comm) of every process in the sandbox, init included."""
+        out = []
+        for pid in self.host_pids():
+            c = proc_comm(pid)
+            if c is not None:
+                out.append((pid, c))
+        return out
+
+    def count(self, comm):
+        """How many processes named comm run in the sandbox."""
+        return sum(1 for _, c in self.procs() if c == comm)
+
     def rm(self):
         return self.hutch("rm", self.id)
 
@@ -177,6 +195,49 @@ def wait_until(pred, timeout=10.0, interval=0.01):
             return True
         time.sleep(interval)
     return pred()
+
+
+def proc_comm(pid):
+    """comm of a host pid, or None if it is gone (zombies count as gone)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            stat = f.read()
+    except OSError:
+        return None
+    comm = stat[stat.index("(") + 1:stat.rindex(")")]
+    state = stat[stat.rindex(")") + 2]
+    return None if state in "ZX" else comm
+
+
+def proc_status_kib(pid, key):
+    """A kB field of /proc/PID/status (VmRSS, VmHWM...)."""
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith(key + ":"):
+                return int(line.split()[1])
+    raise KeyError(key)
+
+
+def raw_http(sock_path, data, timeout=10):
+    """Send raw bytes on a new connection; return everything read until the
+    server closes it or timeout passes (for requests that are not HTTP)."""
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.settimeout(timeout)
+    s.connect(sock_path)
+    try:
+        s.sendall(data)
+        chunks = []
+        while True:
+            try:
+                b = s.recv(65536)
+            except (socket.timeout, ConnectionResetError):
+                break
+            if not b:
+                break
+            chunks.append(b)
+        return b"".join(chunks)
+    finally:
+        s.close()
 
 
 @pytest.fixture

@@ -168,20 +168,26 @@ reply:
 	(void)hutch_proto_send(s->sock, HUTCH_MSG_SPAWNED, id, &rep, sizeof(rep), NULL, 0);
 }
 
-/* Kill a command's whole tree: its process group and every process still
- * in its session (children that made their own process group). */
-static void kill_session(pid_t sid, int sig)
+struct proc_entry {
+	pid_t pid, ppid, sid;
+	bool marked;
+};
+
+/* Snapshot of every process: pid, parent, session. Returns the count. */
+static size_t scan_procs(struct proc_entry **ret)
 {
-	_cleanup_closedir_ DIR *d = NULL;
+	_cleanup_closedir_ DIR *d = opendir("/proc");
+	struct proc_entry *v = NULL;
+	size_t n = 0, alloc = 0;
 	struct dirent *de;
 
-	(void)kill(-sid, sig);
-	d = opendir("/proc");
+	*ret = NULL;
 	if (!d)
-		return;
+		return 0;
 	while ((de = readdir(d))) {
 		char path[64], buf[512], *p;
-		long pid, sess;
+		long pid, ppid, sess;
+
 		if (de->d_name[0] < '1' || de->d_name[0] > '9')
 			continue;
 		pid = strtol(de->d_name, NULL, 10);
@@ -193,10 +199,60 @@ static void kill_session(pid_t sid, int sig)
 		/* Fields after the last ')' (comm may hold anything):
 		 * state ppid pgrp session */
 		p = strrchr(buf, ')');
-		if (!p || sscanf(p + 1, " %*c %*d %*d %ld", &sess) != 1)
+		if (!p || sscanf(p + 1, " %*c %ld %*d %ld", &ppid, &sess) != 2)
 			continue;
-		if (sess == sid)
-			(void)kill((pid_t)pid, sig);
+		if (n == alloc) {
+			size_t na = alloc ? alloc * 2 : 64;
+			struct proc_entry *q = realloc(v, na * sizeof(*v));
+			if (!q)
+				break;
+			v = q;
+			alloc = na;
+		}
+		v[n++] = (struct proc_entry){ (pid_t)pid, (pid_t)ppid, (pid_t)sess, false };
+	}
+	*ret = v;
+	return n;
+}
+
+/*
+ * Kill a command's whole tree: every process of its session, and every
+ * descendant of its main process or of a session member (by parent links,
+ * which also catches children that made a session of their own with
+ * setsid()). Killed processes cannot fork, so a few rounds reach a fixed
+ * point. What escapes: a process whose parent chain to the command was
+ * already broken (a double-forked daemon in a new session); it lives until
+ * the sandbox ends.
+ */
+static void kill_tree(pid_t root, int sig)
+{
+	(void)kill(-root, sig);
+	for (int round = 0; round < 4; round++) {
+		struct proc_entry *v = NULL;
+		size_t n = scan_procs(&v);
+		bool grew = true;
+		int killed = 0;
+
+		for (size_t i = 0; i < n; i++)
+			v[i].marked = v[i].pid == root || v[i].sid == root;
+		while (grew) {
+			grew = false;
+			for (size_t i = 0; i < n; i++) {
+				if (v[i].marked)
+					continue;
+				for (size_t j = 0; j < n; j++)
+					if (v[j].marked && v[j].pid == v[i].ppid) {
+						v[i].marked = grew = true;
+						break;
+					}
+			}
+		}
+		for (size_t i = 0; i < n; i++)
+			if (v[i].marked && kill(v[i].pid, sig) == 0)
+				killed++;
+		free(v);
+		if (killed == 0 || sig != SIGKILL)
+			break;
 	}
 }
 
@@ -211,7 +267,7 @@ static void handle_kill(struct init_state *s, uint64_t id, const char *body, siz
 		return;
 	for (size_t i = 0; i < s->n; i++)
 		if (s->children[i].id == id)
-			kill_session(s->children[i].pid, k.signal);
+			kill_tree(s->children[i].pid, k.signal);
 }
 
 static void reap(struct init_state *s)

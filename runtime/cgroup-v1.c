@@ -280,6 +280,10 @@ static int v1_remove_dir(const char *dir, struct hutch_err *err)
 	pfd = hutch_cgroup_open_dir(parent);
 	if (pfd < 0)
 		return hutch_err_set_errno(err, pfd, "open cgroup '%s'", parent);
+	/* Fast path: a sandbox whose init has been reaped leaves the cgroup
+	 * empty (its pid namespace died with it), and rmdir just works. */
+	if (unlinkat(pfd, base + 1, AT_REMOVEDIR) == 0 || errno == ENOENT)
+		return 0;
 	/* Freeze first so nothing forks between reading the list and the
 	 * kill; kill_tree() thaws afterwards. Best effort: a stuck FREEZING
 	 * only costs us the race protection. */

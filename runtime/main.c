@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,6 +24,7 @@
 #include "log.h"
 #include "sandbox.h"
 #include "state.h"
+#include "syscalls.h"
 
 #define STDIN_MAX (6u << 20)
 
@@ -399,12 +401,15 @@ static int parse_common(int argc, char **argv, const char *usage, struct hutch_c
 			fputs(usage, stdout);
 			exit(0);
 		}
-		if (opt == '?')
-			return die(HUTCH_EXIT_USAGE, "unknown option '%s' for '%s'; see 'hutch %s --help'",
-				   optopt > 0 && optopt < 128
-					   ? (snprintf(name, sizeof(name), "-%c", optopt), name)
-					   : argv[optind - 1],
+		if (opt == '?') {
+			if (optopt > 0 && optopt < 128)
+				snprintf(name, sizeof(name), "-%c", optopt);
+			else
+				snprintf(name, sizeof(name), "%s", argv[optind - 1]);
+			return die(HUTCH_EXIT_USAGE,
+				   "unknown option '%s' for '%s'; see 'hutch %s --help'", name,
 				   cli_verb, cli_verb);
+		}
 		if (opt == ':')
 			return die(HUTCH_EXIT_USAGE, "option '%s' needs a value; see 'hutch %s --help'",
 				   argv[optind - 1], cli_verb);
@@ -470,10 +475,35 @@ static void print_removed(void)
 	removed_json = NULL;
 }
 
+/* A pidfd for the live supervisor of p, or -1. The pid comes from
+ * state.json; the lock still being held after opening proves that pid is
+ * that supervisor and not a reused one. */
+static int open_supervisor(const struct hutch_paths *p)
+{
+	_cleanup_cjson_ cJSON *state = NULL;
+	const cJSON *pid;
+	int fd;
+
+	if (hutch_state_read(p, &state) < 0)
+		return -1;
+	pid = cJSON_GetObjectItemCaseSensitive(state, "supervisor_pid");
+	if (!cJSON_IsNumber(pid) || pid->valuedouble <= 0)
+		return -1;
+	fd = sys_pidfd_open((pid_t)pid->valuedouble, 0);
+	if (fd < 0)
+		return -1;
+	if (hutch_state_is_live(p) <= 0) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
 static int delete_sandbox(const struct hutch_paths *p, bool quiet)
 {
 	struct hutch_http_resp resp;
 	struct hutch_err err = { 0 };
+	_cleanup_close_ int sup = open_supervisor(p);
 	int r;
 
 	r = hutch_client_request(p->sock, "DELETE", "/", NULL, 0, &resp, &err);
@@ -490,11 +520,12 @@ static int delete_sandbox(const struct hutch_paths *p, bool quiet)
 		hutch_http_resp_done(&resp);
 		if (status != 200 && status != 410)
 			return die(HUTCH_EXIT_FAILURE, "delete sandbox %s: HTTP %ld", p->id, status);
-		/* The supervisor answered after teardown; wait for it to exit so
-		 * that its lock (and with it the last trace) is gone. */
-		for (int i = 0; i < 2000 && hutch_state_is_live(p) > 0; i++) {
-			struct timespec ts = { 0, 1000000 };
-			nanosleep(&ts, NULL);
+		/* The supervisor answered after teardown (its state dir, lock
+		 * included, is gone); wait for the process itself to exit. */
+		if (sup >= 0) {
+			struct pollfd pfd = { .fd = sup, .events = POLLIN };
+			while (poll(&pfd, 1, 5000) < 0 && errno == EINTR)
+				;
 		}
 	}
 	if (removed_json)
@@ -522,12 +553,17 @@ static int cmd_run(int argc, char **argv)
 		return r;
 	if (optind >= argc)
 		return die(HUTCH_EXIT_USAGE, "missing command: hutch run [OPTIONS] -- CMD [ARG...]");
+	/* Catch Ctrl-C before creating: dying during create would leave a
+	 * detached sandbox behind for its whole TTL. */
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
 	r = create_sandbox(&cfg, &c);
 	if (r)
 		return r;
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	r = stream_command(c.paths.sock, argv + optind, &eo);
+	if (interrupted)
+		r = 128 + interrupted;
+	else
+		r = stream_command(c.paths.sock, argv + optind, &eo);
 	(void)delete_sandbox(&c.paths, true);
 	cJSON_Delete(eo.env);
 	return r;

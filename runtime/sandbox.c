@@ -315,6 +315,8 @@ static __attribute__((noreturn)) void supervisor_main(struct sup *s, int result_
 	hutch_log_init(-1, HUTCH_LOG_ERROR, "hutch-supervisor");
 	signal(SIGPIPE, SIG_IGN);
 	signal(SIGHUP, SIG_IGN);
+	signal(SIGINT, SIG_DFL); /* not the CLI's handlers (hutch run sets them) */
+	signal(SIGTERM, SIG_DFL);
 	r = hutch_sup_setup(s, &err);
 	if (r >= 0)
 		r = hutch_api_start(s, &err);
@@ -412,7 +414,8 @@ int hutch_sandbox_create(struct hutch_config *cfg, const char *runtime_dir,
 	}
 	close(pipefd[1]);
 	close(s.lock_fd);
-	(void)waitpid(pid, &status, 0);
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		; /* hutch run catches Ctrl-C during create */
 	n = hutch_read_all(pipefd[0], err, sizeof(*err));
 	close(pipefd[0]);
 	if (n != (ssize_t)sizeof(*err))

@@ -490,6 +490,7 @@ cJSON *hutch_cmd_result_json(struct cmd *c, bool with_output)
 		cJSON_AddStringToObject(o, "signal_name", signal_name(WTERMSIG(c->status)) ?: "");
 	} else {
 		cJSON_AddNullToObject(o, "signal");
+		cJSON_AddNullToObject(o, "signal_name");
 	}
 	cJSON_AddBoolToObject(o, "timed_out", c->timed_out);
 	cJSON_AddBoolToObject(o, "oom_killed", c->oom_killed);

@@ -1,0 +1,259 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The CLI: every error path has its exit code and a message naming the
+fix; --help everywhere; Ctrl-C and SIGTERM to run and exec."""
+import json
+import os
+import signal
+import subprocess
+import time
+
+import pytest
+
+from conftest import HUTCH, cgroup_dirs_named, proc_comm, wait_until
+
+USAGE, NOT_FOUND, GONE, NOT_CAPABLE = 64, 65, 66, 69
+
+
+def check(r, code, *words):
+    err = r.stderr.decode()
+    assert r.returncode == code, (r.returncode, err)
+    for w in words:
+        assert w in err, err
+    # One message, prefixed, no stack of errors.
+    assert err.startswith("hutch: "), err
+
+
+@pytest.mark.parametrize("args,code,words", [
+    (["bogus"], USAGE, ["unknown command 'bogus'", "hutch --help"]),
+    (["create", "--bogus"], USAGE, ["unknown option '--bogus'", "hutch create --help"]),
+    (["run", "-x", "--", "true"], USAGE, ["unknown option '-x'", "hutch run --help"]),
+    (["create", "--ttl"], USAGE, ["'--ttl' needs a value"]),
+    (["ls", "--ttl", "5"], USAGE, ["'--ttl' does not apply to 'ls'", "hutch ls --help"]),
+    (["create", "--cwd", "/tmp"], USAGE, ["'--cwd' does not apply to 'create'"]),
+    (["create", "extra"], USAGE, ["unexpected argument 'extra'"]),
+    (["create", "--instance-type", "huge"], USAGE,
+     ["unknown instance_type 'huge'", "nano, micro, small, medium, large, xlarge, 2xlarge"]),
+    (["create", "--ttl", "abc"], USAGE, ["invalid ttl_seconds 'abc'", "whole number of seconds"]),
+    (["create", "--ttl", "0"], USAGE, ["invalid ttl_seconds '0'"]),
+    (["create", "--ttl", "-5"], USAGE, ["invalid ttl_seconds '-5'"]),
+    (["create", "--ttl", "99999999999"], USAGE, ["invalid ttl_seconds"]),
+    (["create", "--idle-timeout", "x"], USAGE, ["invalid idle_timeout_seconds 'x'"]),
+    (["create", "--max-output", "0"], USAGE, ["invalid max_output_bytes '0'"]),
+    (["create", "--network", "all"], USAGE, ["network all is not implemented yet", "--network none"]),
+    (["create", "--network", "allow:example.com"], USAGE, ["not implemented yet"]),
+    (["create", "--network", "bogus"], USAGE, ["bogus"]),
+    (["create", "--region", "eu-west-1"], USAGE,
+     ["only the default region, nl-north-1, can block traffic; in region eu-west-1 the "
+      "sandbox runs only with network all"]),
+    (["run", "--region", "us-east-2", "--", "true"], USAGE, ["in region us-east-2"]),
+    (["create", "--region", "EU_West"], USAGE, ["invalid region 'EU_West'", "nl-north-1"]),
+    (["run"], USAGE, ["missing command"]),
+    (["run", "--"], USAGE, ["missing command"]),
+    (["exec"], USAGE, ["missing sandbox id"]),
+    (["exec", "abcdefabcdef", "--", "true"], NOT_FOUND, ["no sandbox 'abcdefabcdef'", "hutch ls"]),
+    (["exec", "abc", "--", "true"], NOT_FOUND, ["no sandbox 'abc'"]),
+    (["exec", "not-an-id!", "--", "true"], USAGE, ["not a sandbox id", "12 lowercase hex"]),
+    (["rm"], USAGE, ["missing sandbox id", "--all"]),
+    (["rm", "abcdefabcdef"], NOT_FOUND, ["no sandbox 'abcdefabcdef'"]),
+    (["rm", "--all", "abcdefabcdef"], USAGE, ["ids or --all, not both"]),
+    (["inspect"], USAGE, ["missing sandbox id"]),
+    (["inspect", "abcdefabcdef"], NOT_FOUND, ["no sandbox"]),
+    (["version", "extra"], USAGE, ["unexpected argument 'extra'"]),
+])
+def test_error_paths(hutch, args, code, words):
+    r = hutch(*args)
+    check(r, code, *words)
+    assert r.stdout == b""
+    assert hutch.ids() == []
+
+
+def test_no_arguments_prints_usage(hutch):
+    r = hutch()
+    assert r.returncode == USAGE
+    assert b"usage: hutch COMMAND" in r.stderr
+
+
+def test_exec_needs_a_command(hutch, sandbox):
+    check(hutch("exec", sandbox.id), USAGE, "missing command")
+    check(hutch("exec", sandbox.id, "--"), USAGE, "missing command")
+    check(hutch("exec", sandbox.id, "--timeout", "soon", "--", "true"), USAGE,
+          "invalid --timeout 'soon'")
+    check(hutch("exec", sandbox.id, "--env", "NOEQUALS", "--", "true"), USAGE,
+          "write it as NAME=VALUE")
+    check(hutch("exec", sandbox.id, "--env", "1X=y", "--", "true"), USAGE,
+          "invalid environment variable name '1X'")
+    check(hutch("exec", sandbox.id, "--instance-type", "nano", "--", "true"), USAGE,
+          "does not apply to 'exec'")
+
+
+def test_stdin_too_large(hutch, sandbox):
+    r = hutch("exec", sandbox.id, "--", "wc", "-c", input=b"x" * (7 << 20))
+    check(r, USAGE, "standard input is larger", "-n")
+
+
+def test_ambiguous_prefix(hutch):
+    # Two dead sandbox directories sharing a prefix; gc removes them.
+    for sid in ("aaaaaaaaaaa1", "aaaaaaaaaaa2"):
+        os.makedirs(os.path.join(hutch.rtdir, sid))
+    check(hutch("exec", "aaaa", "--", "true"), USAGE, "'aaaa' matches several sandboxes",
+          "give more of the id")
+    check(hutch("rm", "aaaaaaaaaaa"), USAGE, "matches several")
+    r = hutch("gc")
+    assert r.returncode == 0 and b"removed 2 " in r.stdout
+    assert hutch.ids() == []
+
+
+def as_nobody(*args):
+    return subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                           HUTCH, *args], capture_output=True, timeout=30,
+                          stdin=subprocess.DEVNULL,
+                          env={"PATH": "/usr/bin:/bin", "HUTCH_RUNTIME_DIR": "/nonexistent/rt"})
+
+
+@pytest.mark.parametrize("verb", [["create"], ["run", "--", "true"]])
+def test_non_root_is_told_root_is_needed(verb):
+    r = as_nobody(*verb)
+    check(r, NOT_CAPABLE, "root", "sudo")
+    assert not os.path.exists("/nonexistent/rt")
+
+
+VERBS = ["run", "create", "exec", "ls", "inspect", "rm", "gc", "doctor", "version"]
+
+
+@pytest.mark.parametrize("verb", VERBS)
+def test_help_on_every_command(hutch, verb):
+    r = hutch(verb, "--help")
+    assert r.returncode == 0, r.stderr
+    out = r.stdout.decode()
+    assert out.startswith(f"usage: hutch {verb}"), out
+    assert r.stderr == b""
+    if verb in ("run", "create"):
+        assert "--instance-type" in out and "--ttl" in out and "--network" in out
+    if verb in ("run", "exec"):
+        assert "--cwd" in out and "--env" in out and "--timeout" in out
+    assert hutch.ids() == []
+
+
+def test_main_help_lists_commands_and_exit_codes(hutch):
+    r = hutch("--help")
+    assert r.returncode == 0
+    out = r.stdout.decode()
+    for verb in VERBS:
+        assert f"  {verb}" in out
+    for code in ("64", "65", "66", "69", "70", "124"):
+        assert code in out
+
+
+def test_version(hutch):
+    r = hutch("version")
+    assert r.returncode == 0 and r.stdout.startswith(b"hutch ")
+    v = json.loads(hutch("version", "--json").stdout)["version"]
+    assert v and v in r.stdout.decode()
+
+
+def test_doctor_json(hutch):
+    r = hutch("doctor", "--json")
+    assert r.returncode == 0, r.stderr
+    checks = json.loads(r.stdout)
+    names = {c["check"] for c in checks}
+    assert {"root", "user namespaces", "namespaces", "cgroups", "seccomp"} <= names
+    for c in checks:
+        assert set(c) >= {"check", "ok", "required", "detail"}
+        if c["required"]:
+            assert c["ok"] is True, c
+    r = hutch("doctor")
+    assert r.returncode == 0 and r.stdout
+
+
+# ---- signals to the CLI ----
+
+def only_sandbox(hutch):
+    ids = hutch.ids()
+    return ids[0] if len(ids) == 1 else None
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_signal_to_run_deletes_the_sandbox(hutch, sig):
+    p = hutch.popen("run", "--", "sh", "-c", "touch /tmp/started; sleep 1000")
+    try:
+        assert wait_until(lambda: only_sandbox(hutch), timeout=20)
+        sid = only_sandbox(hutch)
+        assert wait_until(lambda: hutch("exec", sid, "--", "test", "-e", "/tmp/started")
+                          .returncode == 0, timeout=10)
+        st = json.loads(hutch("inspect", sid).stdout)
+        cgroups = cgroup_dirs_named(sid)
+        p.send_signal(sig)
+        out, err = p.communicate(timeout=30)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    assert p.returncode == 128 + int(sig), err
+    # run returns after the delete has finished.
+    assert hutch.ids() == []
+    assert proc_comm(st["init_pid"]) is None and proc_comm(st["supervisor_pid"]) is None
+    assert [d for d in cgroups if os.path.exists(d)] == []
+
+
+def test_sigint_to_exec_kills_only_that_command(hutch, sandbox):
+    p = hutch.popen("exec", sandbox.id, "--", "sh", "-c", "echo first; sleep 1000")
+    try:
+        # Output streams as it comes: the first line arrives while the
+        # command still runs.
+        assert p.stdout.readline() == b"first\n"
+        assert sandbox.count("sleep") == 1
+        p.send_signal(signal.SIGINT)
+        out, err = p.communicate(timeout=30)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    assert p.returncode == 130, err
+    assert wait_until(lambda: sandbox.count("sleep") == 0, timeout=5), sandbox.procs()
+    r = hutch("exec", sandbox.id, "--", "echo", "next")
+    assert r.returncode == 0 and r.stdout == b"next\n"
+    assert hutch.ids() == [sandbox.id]
+
+
+def blocked_in_read(pid):
+    try:
+        with open(f"/proc/{pid}/syscall") as f:
+            fields = f.read().split()
+    except OSError:
+        return False
+    return fields[:2] == ["0", "0x0"]
+
+
+def test_sigint_to_exec_reading_stdin(hutch, sandbox):
+    # The CLI is still reading its stdin (a pipe nobody closes) when the
+    # signal comes: it exits without starting the command.
+    r, w = os.pipe()
+    try:
+        p = hutch.popen("exec", sandbox.id, "--", "sh", "-c", "touch /tmp/ran; cat", stdin=r)
+        os.close(r)
+        os.write(w, b"partial input")
+        # Blocked in read(2) on fd 0 (syscall 0 on x86-64).
+        assert wait_until(lambda: blocked_in_read(p.pid), timeout=10)
+        p.send_signal(signal.SIGINT)
+        out, err = p.communicate(timeout=30)
+    finally:
+        os.close(w)
+    assert p.returncode == 130, err
+    assert sandbox.run("test -e /tmp/ran")["exit_code"] == 1
+
+
+@pytest.mark.parametrize("delay_ms", [0, 5, 10, 20, 30, 50])
+def test_sigint_to_run_during_create_leaves_nothing(hutch, delay_ms):
+    # Wherever the signal lands (before, during or after create), once the
+    # CLI has exited no sandbox is left running. The delay is what varies.
+    p = hutch.popen("run", "--", "sleep", "1000")
+    time.sleep(delay_ms / 1000)
+    p.send_signal(signal.SIGINT)
+    try:
+        p.communicate(timeout=30)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    assert p.returncode in (130, -signal.SIGINT), p.returncode
+    assert hutch.ids() == []

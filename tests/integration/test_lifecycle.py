@@ -1,0 +1,260 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Lifecycle: create, ls, inspect, rm, DELETE /, TTL expiry, kill -9 of the
+supervisor then gc, and 200 create/close cycles that leave nothing behind."""
+import glob
+import json
+import os
+import signal
+import socket
+import threading
+import time
+
+import pytest
+
+from conftest import cgroup_dirs_named, proc_comm, sse_events, wait_until
+
+
+def pid_alive(pid):
+    return proc_comm(pid) is not None
+
+
+def raw_stream_start(sock_path, cmd):
+    """Start a /run_streaming request on a raw socket (to see the end of
+    the chunked body, which http.client hides)."""
+    raw = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    raw.settimeout(20)
+    raw.connect(sock_path)
+    body = json.dumps({"cmd": cmd}).encode()
+    raw.sendall(b"POST /run_streaming HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+    return raw
+
+
+def raw_stream_finish(raw):
+    """Read to the end; assert the chunked body is complete. Returns it."""
+    stream = b""
+    while True:
+        chunk = raw.recv(65536)
+        if not chunk:
+            break
+        stream += chunk
+    raw.close()
+    assert stream.startswith(b"HTTP/1.1 200 "), stream[:200]
+    assert stream.endswith(b"\r\n0\r\n\r\n"), stream[-200:]
+    return stream
+
+
+def mount_count():
+    with open("/proc/self/mountinfo") as f:
+        return sum(1 for _ in f)
+
+
+def test_create_ls_inspect_rm(hutch):
+    sb = hutch.create("--instance-type", "nano", "--ttl", "600", "--idle-timeout", "30")
+    assert len(sb.id) == 12
+    assert sb.info["config"]["instance_type"] == "nano"
+    assert sb.info["config"]["ttl_seconds"] == 600
+    assert sb.info["config"]["idle_timeout_seconds"] == 30
+    assert abs(sb.info["expires_at_unix"] - (time.time() + 600)) < 30
+    r = hutch("ls", "-q")
+    assert r.returncode == 0 and r.stdout.decode().split() == [sb.id]
+    r = hutch("ls", "--json")
+    entries = json.loads(r.stdout)
+    assert [e["id"] for e in entries] == [sb.id]
+    assert entries[0]["live"] is True and entries[0]["status"] == "running"
+    assert entries[0]["config"]["instance_type"] == "nano"
+    r = hutch("ls")
+    lines = r.stdout.decode().splitlines()
+    assert lines[0].split()[:2] == ["ID", "STATUS"]
+    assert lines[1].split()[:4] == [sb.id, "running", "nano", "none"]
+    r = hutch("inspect", sb.id[:5])  # a unique prefix works
+    st = json.loads(r.stdout)
+    assert st["id"] == sb.id and st["state"] == "running"
+    assert st["config"]["limits"]["memory_bytes"] == 256 << 20
+    assert pid_alive(st["init_pid"]) and pid_alive(st["supervisor_pid"])
+    r = hutch("rm", sb.id)
+    assert r.returncode == 0 and r.stdout.decode().strip() == sb.id
+    assert hutch("ls", "-q").stdout == b""
+    assert json.loads(hutch("ls", "--json").stdout) == []
+    assert not pid_alive(st["init_pid"]) and not pid_alive(st["supervisor_pid"])
+    r = hutch("inspect", sb.id)
+    assert r.returncode == 66 and b"deleted" in r.stderr
+
+
+def test_rm_all_and_json(hutch):
+    sbs = [hutch.create() for _ in range(3)]
+    r = hutch("rm", "--json", sbs[0].id)
+    assert r.returncode == 0 and json.loads(r.stdout) == [sbs[0].id]
+    r = hutch("rm", "--all")
+    assert r.returncode == 0
+    assert sorted(r.stdout.decode().split()) == sorted(s.id for s in sbs[1:])
+    assert hutch.ids() == []
+    for s in sbs:
+        assert not cgroup_dirs_named(s.id)
+    r = hutch("rm", "--all")
+    assert r.returncode == 0 and r.stdout == b""
+
+
+def test_delete_returns_when_everything_is_gone(hutch):
+    sb = hutch.create()
+    sb.sh("sleep 1000 > /dev/null 2>&1 & sleep 1001 > /dev/null 2>&1 &")
+    assert wait_until(lambda: sb.count("sleep") == 2, timeout=5)
+    pids = sb.host_pids()
+    st = sb.status()
+    cgroups = cgroup_dirs_named(sb.id)
+    assert cgroups and len(pids) >= 3
+    state_dir = os.path.dirname(sb.sock)
+    # A command in flight when the sandbox is deleted gets 410.
+    inflight = {}
+    t = threading.Thread(target=lambda: inflight.update(
+        zip(("status", "body"), sb.api("POST", "/run", {"cmd": "sleep 1002"}))))
+    t.start()
+    cli = hutch.popen("exec", sb.id, "--", "sleep", "1003")
+    raw = raw_stream_start(sb.sock, "sleep 1004")
+    assert wait_until(lambda: sb.count("sleep") == 5, timeout=5)
+    status, res = sb.api("DELETE", "/")
+    # Asserted right after the answer, with no waiting:
+    assert status == 200 and res == {"id": sb.id, "deleted": True}
+    assert [p for p in pids + [st["init_pid"]] if pid_alive(p)] == []
+    assert [d for d in cgroups if os.path.exists(d)] == []
+    assert not os.path.exists(state_dir)
+    t.join(10)
+    assert inflight["status"] == 410, inflight
+    assert inflight["body"]["error"]["code"] == "sandbox_deleted"
+    out, err = cli.communicate(timeout=10)
+    assert cli.returncode == 66 and b"deleted" in err, err
+    stream = raw_stream_finish(raw)
+    assert b"event: error" in stream and b"sandbox_deleted" in stream
+    # The supervisor itself exits right after.
+    assert wait_until(lambda: not pid_alive(st["supervisor_pid"]), timeout=5)
+
+
+def test_ttl_expiry(hutch):
+    sb = hutch.create("--ttl", "2")
+    st = sb.status()
+    assert st["expires_in_seconds"] <= 2
+    sb.sh("sleep 1000 > /dev/null 2>&1 &")
+    pids = sb.host_pids()
+    cgroups = cgroup_dirs_named(sb.id)
+    state_dir = os.path.dirname(sb.sock)
+    # A /run and a /run_streaming in flight when the TTL hits get 410.
+    results = {}
+
+    def run():
+        results["run"] = sb.api("POST", "/run", {"cmd": "sleep 30"}, timeout=20)
+
+    def stream():
+        results["stream"] = sse_events(sb.sock, {"cmd": "echo started; sleep 30"}, timeout=20)
+
+    def cli_exec():
+        results["exec"] = hutch("exec", sb.id, "--", "sleep", "30", timeout=20)
+
+    def cli_run():
+        # The one-shot form with a TTL shorter than its command.
+        results["run_cli"] = hutch("run", "--ttl", "2", "--", "sleep", "30", timeout=20)
+
+    raws = [raw_stream_start(sb.sock, f"echo raw{i}; sleep 30") for i in range(3)]
+    threads = [threading.Thread(target=f) for f in (run, stream, cli_exec, cli_run)]
+    for t in threads:
+        t.start()
+    assert wait_until(lambda: not os.path.exists(state_dir), timeout=10)
+    for t in threads:
+        t.join(15)
+    status, body = results["run"]
+    assert status == 410, body
+    assert body["error"]["code"] == "sandbox_expired"
+    assert "expired" in body["error"]["message"] and "ttl_seconds 2" in body["error"]["message"]
+    events = results["stream"]
+    assert events[0] == ("stdout", {"data": "started\n"})
+    assert events[-1][0] == "error"
+    assert events[-1][1]["error"]["code"] == "sandbox_expired"
+    for i, raw in enumerate(raws):
+        out = raw_stream_finish(raw)
+        assert b"raw%d" % i in out and b"sandbox_expired" in out
+    for key in ("exec", "run_cli"):
+        r = results[key]
+        assert r.returncode == 66, (key, r.stderr)
+        assert b"expired" in r.stderr, (key, r.stderr)
+    assert [p for p in pids if pid_alive(p)] == []
+    assert [d for d in cgroups if os.path.exists(d)] == []
+    assert wait_until(lambda: not pid_alive(st["supervisor_pid"]), timeout=5)
+    r = hutch("exec", sb.id, "--", "true")
+    assert r.returncode == 66, r.stderr
+    assert b"expired" in r.stderr and sb.id.encode() in r.stderr
+    assert hutch("ls", "-q").stdout == b""
+
+
+def test_kill_supervisor_then_gc(hutch):
+    sb = hutch.create()
+    sb.sh("sleep 1000 > /dev/null 2>&1 &")
+    st = sb.status()
+    pids = sb.host_pids()
+    cgroups = cgroup_dirs_named(sb.id)
+    assert len(pids) == 2 and cgroups
+    os.kill(st["supervisor_pid"], signal.SIGKILL)
+    # PDEATHSIG takes init down, and with PID 1 its whole pid namespace.
+    assert wait_until(lambda: not any(pid_alive(p) for p in pids + [st["supervisor_pid"]]),
+                      timeout=10)
+    entries = json.loads(hutch("ls", "--json").stdout)
+    assert [(e["id"], e["live"]) for e in entries] == [(sb.id, False)]
+    r = hutch("exec", sb.id, "--", "true")
+    assert r.returncode == 66 and b"hutch gc" in r.stderr
+    r = hutch("gc")
+    assert r.returncode == 0 and b"removed 1 " in r.stdout
+    assert hutch.ids() == []
+    assert [d for d in cgroups if os.path.exists(d)] == []
+    r = hutch("gc", "--json")
+    assert json.loads(r.stdout) == {"removed": 0}
+
+
+def test_create_runs_gc(hutch):
+    sb = hutch.create()
+    st = sb.status()
+    cgroups = cgroup_dirs_named(sb.id)
+    os.kill(st["supervisor_pid"], signal.SIGKILL)
+    assert wait_until(lambda: not pid_alive(st["init_pid"]), timeout=10)
+    sb2 = hutch.create()
+    assert hutch.ids() == [sb2.id]
+    assert [d for d in cgroups if os.path.exists(d)] == []
+    sb2.rm()
+
+
+def test_rm_of_dead_sandbox_cleans_up(hutch):
+    sb = hutch.create()
+    st = sb.status()
+    cgroups = cgroup_dirs_named(sb.id)
+    os.kill(st["supervisor_pid"], signal.SIGKILL)
+    assert wait_until(lambda: not pid_alive(st["init_pid"]), timeout=10)
+    r = hutch("rm", sb.id)
+    assert r.returncode == 0, r.stderr
+    assert hutch.ids() == []
+    assert [d for d in cgroups if os.path.exists(d)] == []
+
+
+def test_200_cycles_leave_nothing_behind(hutch):
+    mounts = mount_count()
+    t0 = time.monotonic()
+    for i in range(200):
+        r = hutch("run", "--", "true")
+        assert r.returncode == 0, (i, r.stderr)
+    elapsed = time.monotonic() - t0
+    assert elapsed < 60, f"200 create/run/close cycles took {elapsed:.1f} s"
+    assert hutch.ids() == []
+    # Every cycle left a tombstone (why it ended) and nothing else.
+    entries = sorted(os.listdir(hutch.rtdir))
+    assert entries == [".create.lock", ".gone"], entries
+    ids = os.listdir(os.path.join(hutch.rtdir, ".gone"))
+    assert len(ids) == 200
+    assert mount_count() == mounts
+    leftover_cg = [d for sid in ids for d in cgroup_dirs_named(sid)]
+    assert leftover_cg == []
+    procs = []
+    for p in glob.glob("/proc/[0-9]*/cmdline"):
+        try:
+            with open(p, "rb") as f:
+                cmd = f.read()
+        except OSError:
+            continue
+        if any(sid.encode() in cmd for sid in ids):
+            procs.append((p, cmd))
+    assert procs == []

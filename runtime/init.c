@@ -169,7 +169,7 @@ reply:
 }
 
 struct proc_entry {
-	pid_t pid, ppid, sid;
+	pid_t pid, ppid, pgrp, sid;
 	bool marked;
 };
 
@@ -186,7 +186,7 @@ static size_t scan_procs(struct proc_entry **ret)
 		return 0;
 	while ((de = readdir(d))) {
 		char path[64], buf[512], *p;
-		long pid, ppid, sess;
+		long pid, ppid, pgrp, sess;
 
 		if (de->d_name[0] < '1' || de->d_name[0] > '9')
 			continue;
@@ -199,7 +199,7 @@ static size_t scan_procs(struct proc_entry **ret)
 		/* Fields after the last ')' (comm may hold anything):
 		 * state ppid pgrp session */
 		p = strrchr(buf, ')');
-		if (!p || sscanf(p + 1, " %*c %ld %*d %ld", &ppid, &sess) != 2)
+		if (!p || sscanf(p + 1, " %*c %ld %ld %ld", &ppid, &pgrp, &sess) != 3)
 			continue;
 		if (n == alloc) {
 			size_t na = alloc ? alloc * 2 : 64;
@@ -209,7 +209,8 @@ static size_t scan_procs(struct proc_entry **ret)
 			v = q;
 			alloc = na;
 		}
-		v[n++] = (struct proc_entry){ (pid_t)pid, (pid_t)ppid, (pid_t)sess, false };
+		v[n++] = (struct proc_entry){ (pid_t)pid, (pid_t)ppid, (pid_t)pgrp, (pid_t)sess,
+					      false };
 	}
 	*ret = v;
 	return n;
@@ -226,7 +227,8 @@ static size_t scan_procs(struct proc_entry **ret)
  */
 static void kill_tree(pid_t root, int sig)
 {
-	(void)kill(-root, sig);
+	/* Snapshot before the first kill: once the main process dies, init
+	 * reaps it and its children's parent link points at init. */
 	for (int round = 0; round < 4; round++) {
 		struct proc_entry *v = NULL;
 		size_t n = scan_procs(&v);
@@ -234,7 +236,7 @@ static void kill_tree(pid_t root, int sig)
 		int killed = 0;
 
 		for (size_t i = 0; i < n; i++)
-			v[i].marked = v[i].pid == root || v[i].sid == root;
+			v[i].marked = v[i].pid == root || v[i].sid == root || v[i].pgrp == root;
 		while (grew) {
 			grew = false;
 			for (size_t i = 0; i < n; i++) {

@@ -150,6 +150,12 @@ void hutch_cmd_sse_consumed(struct cmd *c)
 		c->sse_off = 0;
 		c->sse.total = 0;
 		c->sse.truncated = false;
+	} else if (c->sse_off >= HUTCH_SSE_QUEUE_MAX / 2) {
+		/* Compact: a client that never quite catches up must not make
+		 * the buffer grow with everything ever sent. */
+		memmove(c->sse.data, c->sse.data + c->sse_off, c->sse.len - c->sse_off);
+		c->sse.len -= c->sse_off;
+		c->sse_off = 0;
 	}
 	if (c->sse.len - c->sse_off < HUTCH_SSE_QUEUE_MAX / 2)
 		pause_output(c, false);

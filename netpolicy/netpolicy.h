@@ -18,7 +18,7 @@ enum hutch_net_mode {
 	HUTCH_NET_ALLOW,
 };
 
-#define HUTCH_NET_HOST_MAX 253
+#define HUTCH_NET_HOST_MAX  253
 #define HUTCH_NET_HOSTS_MAX 256
 
 struct hutch_net_host {

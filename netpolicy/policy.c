@@ -75,8 +75,8 @@ static int parse_port(const char *s, const char *entry, uint16_t *ret, struct hu
 
 	if (hutch_parse_u64(s, 1, 65535, &v) < 0)
 		return hutch_err_set(err, -EINVAL,
-				     "invalid host '%.*s%s': port must be a number from 1 to 65535",
-				     QUOTE(entry));
+		                     "invalid host '%.*s%s': port must be a number from 1 to 65535",
+		                     QUOTE(entry));
 	*ret = (uint16_t)v;
 	return 0;
 }
@@ -93,48 +93,48 @@ int hutch_net_host_parse(const char *entry, struct hutch_net_host *ret, struct h
 		return hutch_err_set(err, -EINVAL, "invalid host '': an empty entry is not a host");
 	if (len >= sizeof(buf))
 		return hutch_err_set(err, -EINVAL,
-				     "invalid host '%.*s%s': longer than %d characters",
-				     QUOTE(entry), HUTCH_NET_HOST_MAX);
+		                     "invalid host '%.*s%s': longer than %d characters",
+		                     QUOTE(entry), HUTCH_NET_HOST_MAX);
 	if (strstr(entry, "://"))
 		return hutch_err_set(err, -EINVAL,
-				     "invalid host '%.*s%s': give a host name, not a URL (drop the "
-				     "scheme)",
-				     QUOTE(entry));
+		                     "invalid host '%.*s%s': give a host name, not a URL (drop the "
+		                     "scheme)",
+		                     QUOTE(entry));
 	if (strchr(entry, '/'))
 		return hutch_err_set(err, -EINVAL,
-				     "invalid host '%.*s%s': a path is not allowed, give only the "
-				     "host",
-				     QUOTE(entry));
+		                     "invalid host '%.*s%s': a path is not allowed, give only the "
+		                     "host",
+		                     QUOTE(entry));
 	if (strchr(entry, '*'))
 		return hutch_err_set(err, -EINVAL,
-				     "invalid host '%.*s%s': wildcards are not allowed, list each "
-				     "host",
-				     QUOTE(entry));
+		                     "invalid host '%.*s%s': wildcards are not allowed, list each "
+		                     "host",
+		                     QUOTE(entry));
 	memcpy(buf, entry, len + 1);
 	if (buf[0] == '[') {
 		char *close = strchr(buf, ']');
 		if (!close)
 			return hutch_err_set(err, -EINVAL, "invalid host '%.*s%s': missing ']'",
-					     QUOTE(entry));
+			                     QUOTE(entry));
 		*close = '\0';
 		host = buf + 1;
 		if (close[1] == ':')
 			port = close + 2;
 		else if (close[1] != '\0')
 			return hutch_err_set(err, -EINVAL, "invalid host '%.*s%s': junk after ']'",
-					     QUOTE(entry));
+			                     QUOTE(entry));
 		if (inet_pton(AF_INET6, host, addr) != 1)
 			return hutch_err_set(err, -EINVAL,
-					     "invalid host '%.*s%s': not an IPv6 address",
-					     QUOTE(entry));
+			                     "invalid host '%.*s%s': not an IPv6 address",
+			                     QUOTE(entry));
 		h.is_ip = true;
 	} else if (strchr(buf, ':') != strrchr(buf, ':')) {
 		/* Several colons: a bare IPv6 address, no port. */
 		if (inet_pton(AF_INET6, buf, addr) != 1)
 			return hutch_err_set(err, -EINVAL,
-					     "invalid host '%.*s%s': not an IPv6 address (write "
-					     "[addr]:port for a port)",
-					     QUOTE(entry));
+			                     "invalid host '%.*s%s': not an IPv6 address (write "
+			                     "[addr]:port for a port)",
+			                     QUOTE(entry));
 		h.is_ip = true;
 	} else {
 		port = strchr(buf, ':');
@@ -144,14 +144,14 @@ int hutch_net_host_parse(const char *entry, struct hutch_net_host *ret, struct h
 			h.is_ip = true;
 		else if (!is_dns_name(host))
 			return hutch_err_set(err, -EINVAL,
-					     "invalid host '%.*s%s': not a host name or IP address",
-					     QUOTE(entry));
+			                     "invalid host '%.*s%s': not a host name or IP address",
+			                     QUOTE(entry));
 	}
 	if (port && parse_port(port, entry, &h.port, err) < 0)
 		return err->code;
 	if (strlen(host) > HUTCH_NET_HOST_MAX)
 		return hutch_err_set(err, -EINVAL, "invalid host '%.*s%s': name too long",
-				     QUOTE(entry));
+		                     QUOTE(entry));
 	memcpy(h.name, host, strlen(host) + 1);
 	for (char *p = h.name; *p; p++)
 		*p = (char)tolower((unsigned char)*p);
@@ -172,9 +172,10 @@ int hutch_net_policy_parse(const char *spec, struct hutch_net_policy *ret, struc
 	} else if (!strncmp(spec, "allow:", 6)) {
 		list = spec + 6;
 		if (!*list)
-			return hutch_err_set(err, -EINVAL,
-					     "invalid network 'allow:': list at least one host, e.g. "
-					     "allow:pypi.org,api.github.com");
+			return hutch_err_set(
+			        err, -EINVAL,
+			        "invalid network 'allow:': list at least one host, e.g. "
+			        "allow:pypi.org,api.github.com");
 		copy = strdup(list);
 		if (!copy)
 			return hutch_err_set(err, -ENOMEM, "out of memory");
@@ -189,8 +190,9 @@ int hutch_net_policy_parse(const char *spec, struct hutch_net_policy *ret, struc
 			if (p.nhosts >= HUTCH_NET_HOSTS_MAX) {
 				free(copy);
 				hutch_net_policy_done(&p);
-				return hutch_err_set(err, -E2BIG, "invalid network: more than %d hosts",
-						     HUTCH_NET_HOSTS_MAX);
+				return hutch_err_set(err, -E2BIG,
+				                     "invalid network: more than %d hosts",
+				                     HUTCH_NET_HOSTS_MAX);
 			}
 			n = realloc(p.hosts, (p.nhosts + 1) * sizeof(*n));
 			if (!n) {
@@ -209,13 +211,13 @@ int hutch_net_policy_parse(const char *spec, struct hutch_net_policy *ret, struc
 		free(copy);
 		if (p.nhosts == 0)
 			return hutch_err_set(err, -EINVAL,
-					     "invalid network '%.*s%s': no host listed",
-					     QUOTE(spec));
+			                     "invalid network '%.*s%s': no host listed",
+			                     QUOTE(spec));
 	} else {
 		return hutch_err_set(err, -EINVAL,
-				     "invalid network '%.*s%s': use none, all, or "
-				     "allow:HOST[,HOST...]",
-				     QUOTE(spec));
+		                     "invalid network '%.*s%s': use none, all, or "
+		                     "allow:HOST[,HOST...]",
+		                     QUOTE(spec));
 	}
 	*ret = p;
 	return 0;

@@ -334,7 +334,7 @@ static int v2_enable(const char *dir, const char *want, const char *enable, int 
 }
 
 int hutch_cgroup_v2_pick_parent(const char *own, const char *want, char *ret, size_t size,
-				struct hutch_err *err)
+                                struct hutch_err *err)
 {
 	char cur[4096], enable[128] = "";
 	int r, first = 0;
@@ -346,7 +346,7 @@ int hutch_cgroup_v2_pick_parent(const char *own, const char *want, char *ret, si
 
 		if (n > 0)
 			snprintf(enable + len, sizeof(enable) - len, "%s+%.*s", len ? " " : "",
-				 (int)n, w);
+			         (int)n, w);
 		w += n;
 		w += strspn(w, " ");
 	}
@@ -370,10 +370,10 @@ int hutch_cgroup_v2_pick_parent(const char *own, const char *want, char *ret, si
 		*slash = '\0';
 	}
 	return hutch_err_set_errno(err, first,
-				   "cgroup v2: cannot get the %s controllers delegated below '%s' "
-				   "or any of its parents; run hutch from a delegated cgroup "
-				   "(systemd-run --scope -p Delegate=yes hutch ...)",
-				   want, own);
+	                           "cgroup v2: cannot get the %s controllers delegated below '%s' "
+	                           "or any of its parents; run hutch from a delegated cgroup "
+	                           "(systemd-run --scope -p Delegate=yes hutch ...)",
+	                           want, own);
 }
 
 static int setup_v2(struct hutch_cgroup *cg, const struct cg_text *t, const char *name,

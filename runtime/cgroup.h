@@ -34,7 +34,7 @@ const char *hutch_cgroup_version(const struct hutch_cgroup *cg);
 size_t hutch_cgroup_dirs(const struct hutch_cgroup *cg, const char **ret_dirs, size_t max);
 /* Create the directories and write the limits. */
 int hutch_cgroup_create(struct hutch_cgroup *cg, const struct hutch_limits *lim,
-			struct hutch_err *err);
+                        struct hutch_err *err);
 /* Move pid into the sandbox's cgroups. */
 int hutch_cgroup_enter(struct hutch_cgroup *cg, pid_t pid, struct hutch_err *err);
 /* Count of OOM kills so far in this cgroup (memory.events / memory.oom_control). */
@@ -49,11 +49,11 @@ int hutch_cgroup_remove_dir(const char *dir, struct hutch_err *err);
 
 /* What the host offers, for `hutch doctor`. */
 struct hutch_cgroup_probe {
-	bool v2_unified;      /* /sys/fs/cgroup is cgroup2 (pure v2) */
-	bool hybrid;          /* v1 controllers plus a v2 tree */
+	bool v2_unified; /* /sys/fs/cgroup is cgroup2 (pure v2) */
+	bool hybrid;     /* v1 controllers plus a v2 tree */
 	bool has_cpu, has_memory, has_pids, has_freezer;
-	bool can_create;      /* a child of our own cgroup could be made and removed */
-	char detail[256];     /* what is missing and how to fix it */
+	bool can_create;  /* a child of our own cgroup could be made and removed */
+	char detail[256]; /* what is missing and how to fix it */
 };
 int hutch_cgroup_probe(struct hutch_cgroup_probe *ret);
 

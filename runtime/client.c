@@ -55,21 +55,20 @@ static int connect_unix(const char *path, struct hutch_err *err)
 		int r = -errno;
 		close(fd);
 		return hutch_err_set_errno(err, r == -ENOENT ? -ECONNREFUSED : r,
-					   "cannot connect to '%s'", path);
+		                           "cannot connect to '%s'", path);
 	}
 	return fd;
 }
 
-static int send_request(int fd, const char *method, const char *path, const char *body,
-			size_t len)
+static int send_request(int fd, const char *method, const char *path, const char *body, size_t len)
 {
 	char head[1024];
 	int n;
 
 	n = snprintf(head, sizeof(head),
-		     "%s %s HTTP/1.1\r\nHost: sandbox\r\nConnection: close\r\n"
-		     "Content-Type: application/json\r\nContent-Length: %zu\r\n\r\n",
-		     method, path, body ? len : 0);
+	             "%s %s HTTP/1.1\r\nHost: sandbox\r\nConnection: close\r\n"
+	             "Content-Type: application/json\r\nContent-Length: %zu\r\n\r\n",
+	             method, path, body ? len : 0);
 	if (n < 0 || n >= (int)sizeof(head))
 		return -EINVAL;
 	n = hutch_write_all(fd, head, (size_t)n);
@@ -85,7 +84,7 @@ static int dispatch_line(struct conn_ctx *c, const char *line, size_t len)
 		if (c->event[0] || c->data.len) {
 			(void)hutch_buf_append(&c->data, "", 1);
 			r = c->cb(c->ud, c->event[0] ? c->event : "message",
-				  c->data.data ? c->data.data : "", c->data.len - 1);
+			          c->data.data ? c->data.data : "", c->data.len - 1);
 		}
 		c->event[0] = '\0';
 		c->data.len = 0;
@@ -136,8 +135,8 @@ static int on_complete(http_parser *p)
 }
 
 static int exchange(const char *sock, const char *method, const char *path, const char *body,
-		    size_t len, struct conn_ctx *c, volatile sig_atomic_t *cancel,
-		    struct hutch_err *err)
+                    size_t len, struct conn_ctx *c, volatile sig_atomic_t *cancel,
+                    struct hutch_err *err)
 {
 	http_parser_settings settings = { .on_body = on_body, .on_message_complete = on_complete };
 	_cleanup_close_ int fd = -EBADF;
@@ -177,17 +176,16 @@ static int exchange(const char *sock, const char *method, const char *path, cons
 			return 0;
 		if (used != (size_t)n || HTTP_PARSER_ERRNO(&parser) != HPE_OK)
 			return hutch_err_set(err, -EPROTO, "bad HTTP answer from '%s': %s", sock,
-					     http_errno_description(HTTP_PARSER_ERRNO(&parser)));
+			                     http_errno_description(HTTP_PARSER_ERRNO(&parser)));
 		if (n == 0 && !c->complete)
 			return hutch_err_set(err, -ECONNRESET,
-					     "the sandbox closed the connection before answering");
+			                     "the sandbox closed the connection before answering");
 	}
 	return 0;
 }
 
-int hutch_client_request(const char *sock, const char *method, const char *path,
-			 const char *body, size_t len, struct hutch_http_resp *ret,
-			 struct hutch_err *err)
+int hutch_client_request(const char *sock, const char *method, const char *path, const char *body,
+                         size_t len, struct hutch_http_resp *ret, struct hutch_err *err)
 {
 	struct conn_ctx c = { .resp = ret };
 	int r;
@@ -203,8 +201,8 @@ int hutch_client_request(const char *sock, const char *method, const char *path,
 }
 
 int hutch_client_stream(const char *sock, const char *path, const char *body, size_t len,
-			hutch_sse_cb cb, void *ud, volatile sig_atomic_t *cancel,
-			struct hutch_http_resp *ret, struct hutch_err *err)
+                        hutch_sse_cb cb, void *ud, volatile sig_atomic_t *cancel,
+                        struct hutch_http_resp *ret, struct hutch_err *err)
 {
 	struct conn_ctx c = { .resp = ret, .cb = cb, .ud = ud };
 	int r;

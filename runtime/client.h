@@ -21,9 +21,8 @@ void hutch_http_resp_done(struct hutch_http_resp *r);
 
 /* One request; body may be NULL. err is filled only for transport errors
  * (-ECONNREFUSED, -ENOENT when the socket is gone). */
-int hutch_client_request(const char *sock, const char *method, const char *path,
-			 const char *body, size_t len, struct hutch_http_resp *ret,
-			 struct hutch_err *err);
+int hutch_client_request(const char *sock, const char *method, const char *path, const char *body,
+                         size_t len, struct hutch_http_resp *ret, struct hutch_err *err);
 
 /* Called per event; return < 0 to abort the stream. */
 typedef int (*hutch_sse_cb)(void *ud, const char *event, const char *data, size_t len);
@@ -32,7 +31,7 @@ typedef int (*hutch_sse_cb)(void *ud, const char *event, const char *data, size_
  * ret (body not parsed as events). *cancel, when set by a signal handler,
  * aborts the transfer (the server then kills the command). */
 int hutch_client_stream(const char *sock, const char *path, const char *body, size_t len,
-			hutch_sse_cb cb, void *ud, volatile sig_atomic_t *cancel,
-			struct hutch_http_resp *ret, struct hutch_err *err);
+                        hutch_sse_cb cb, void *ud, volatile sig_atomic_t *cancel,
+                        struct hutch_http_resp *ret, struct hutch_err *err);
 
 #endif

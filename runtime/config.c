@@ -7,6 +7,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "config.h"
@@ -54,11 +55,34 @@ void hutch_config_init(struct hutch_config *c)
 	snprintf(c->network_spec, sizeof(c->network_spec), "none");
 	c->net.mode = HUTCH_NET_NONE;
 	c->max_output_bytes = HUTCH_DEFAULT_MAX_OUTPUT;
+	c->setup_script_timeout_seconds = HUTCH_DEFAULT_SETUP_TIMEOUT;
 }
 
 void hutch_config_done(struct hutch_config *c)
 {
 	hutch_net_policy_done(&c->net);
+	free(c->setup_script);
+	free(c->on_create);
+	free(c->on_destroy);
+	c->setup_script = c->on_create = c->on_destroy = NULL;
+}
+
+/* setup_script, on_create, on_destroy: shell text, bounded, never empty. */
+static int set_text(const char *key, const char *value, size_t max, char **ret,
+		    struct hutch_err *err)
+{
+	char *copy;
+
+	if (strlen(value) > max)
+		return hutch_err_set(err, -EINVAL, "invalid %s: longer than %zu bytes", key, max);
+	if (!*value)
+		return hutch_err_set(err, -EINVAL, "invalid %s: empty", key);
+	copy = strdup(value);
+	if (!copy)
+		return hutch_err_set(err, -ENOMEM, "out of memory");
+	free(*ret);
+	*ret = copy;
+	return 0;
 }
 
 static bool region_is_valid(const char *s)
@@ -74,27 +98,28 @@ static bool region_is_valid(const char *s)
 }
 
 static int set_seconds(const char *key, const char *value, uint64_t min, uint64_t max,
-		       uint64_t *ret, struct hutch_err *err)
+                       uint64_t *ret, struct hutch_err *err)
 {
 	int r = hutch_parse_u64(value, min, max, ret);
 
 	if (r < 0)
-		return hutch_err_set(err, -EINVAL,
-				     "invalid %s '%s': expected a whole number of seconds from %llu "
-				     "to %llu",
-				     key, value, (unsigned long long)min, (unsigned long long)max);
+		return hutch_err_set(
+		        err, -EINVAL,
+		        "invalid %s '%s': expected a whole number of seconds from %llu "
+		        "to %llu",
+		        key, value, (unsigned long long)min, (unsigned long long)max);
 	return 0;
 }
 
 int hutch_config_set(struct hutch_config *c, const char *key, const char *value,
-		     struct hutch_err *err)
+                     struct hutch_err *err)
 {
 	if (!strcmp(key, "instance_type")) {
 		const struct hutch_instance_type *t = hutch_instance_type_find(value);
 		if (!t)
 			return hutch_err_set(err, -EINVAL,
-					     "unknown instance_type '%s': valid types are %s", value,
-					     hutch_instance_type_names());
+			                     "unknown instance_type '%s': valid types are %s",
+			                     value, hutch_instance_type_names());
 		c->type = t;
 		return 0;
 	}
@@ -102,20 +127,30 @@ int hutch_config_set(struct hutch_config *c, const char *key, const char *value,
 		return set_seconds(key, value, 1, HUTCH_MAX_TTL, &c->ttl_seconds, err);
 	if (!strcmp(key, "idle_timeout_seconds"))
 		return set_seconds(key, value, 0, HUTCH_MAX_TTL, &c->idle_timeout_seconds, err);
+	if (!strcmp(key, "setup_script_timeout_seconds"))
+		return set_seconds(key, value, 1, HUTCH_MAX_TTL, &c->setup_script_timeout_seconds,
+				   err);
+	if (!strcmp(key, "setup_script"))
+		return set_text(key, value, HUTCH_SETUP_SCRIPT_MAX, &c->setup_script, err);
+	if (!strcmp(key, "on_create"))
+		return set_text(key, value, HUTCH_HOOK_CMD_MAX, &c->on_create, err);
+	if (!strcmp(key, "on_destroy"))
+		return set_text(key, value, HUTCH_HOOK_CMD_MAX, &c->on_destroy, err);
 	if (!strcmp(key, "max_output_bytes")) {
 		if (hutch_parse_u64(value, 1, HUTCH_MAX_MAX_OUTPUT, &c->max_output_bytes) < 0)
 			return hutch_err_set(err, -EINVAL,
-					     "invalid max_output_bytes '%s': expected a number of "
-					     "bytes from 1 to %llu",
-					     value, HUTCH_MAX_MAX_OUTPUT);
+			                     "invalid max_output_bytes '%s': expected a number of "
+			                     "bytes from 1 to %llu",
+			                     value, HUTCH_MAX_MAX_OUTPUT);
 		return 0;
 	}
 	if (!strcmp(key, "region")) {
 		if (!region_is_valid(value))
-			return hutch_err_set(err, -EINVAL,
-					     "invalid region '%s': a region name is lowercase letters, "
-					     "digits and dashes, e.g. %s",
-					     value, HUTCH_DEFAULT_REGION);
+			return hutch_err_set(
+			        err, -EINVAL,
+			        "invalid region '%s': a region name is lowercase letters, "
+			        "digits and dashes, e.g. %s",
+			        value, HUTCH_DEFAULT_REGION);
 		snprintf(c->region, sizeof(c->region), "%s", value);
 		return 0;
 	}
@@ -123,7 +158,7 @@ int hutch_config_set(struct hutch_config *c, const char *key, const char *value,
 		struct hutch_net_policy p;
 		if (strlen(value) >= sizeof(c->network_spec))
 			return hutch_err_set(err, -EINVAL, "invalid network: longer than %zu bytes",
-					     sizeof(c->network_spec) - 1);
+			                     sizeof(c->network_spec) - 1);
 		if (hutch_net_policy_parse(value, &p, err) < 0)
 			return err->code;
 		hutch_net_policy_done(&c->net);
@@ -138,14 +173,14 @@ int hutch_config_validate(const struct hutch_config *c, struct hutch_err *err)
 {
 	if (strcmp(c->region, HUTCH_DEFAULT_REGION) != 0 && c->net.mode != HUTCH_NET_ALL)
 		return hutch_err_set(err, -EINVAL,
-				     "only the default region, %s, can block traffic; in region %s "
-				     "the sandbox runs only with network all",
-				     HUTCH_DEFAULT_REGION, c->region);
+		                     "only the default region, %s, can block traffic; in region %s "
+		                     "the sandbox runs only with network all",
+		                     HUTCH_DEFAULT_REGION, c->region);
 	if (!hutch_net_mode_is_implemented(c->net.mode))
 		return hutch_err_set(err, -EOPNOTSUPP,
-				     "network %s is not implemented yet in this version of hutch; "
-				     "use --network none",
-				     hutch_net_mode_name(c->net.mode));
+		                     "network %s is not implemented yet in this version of hutch; "
+		                     "use --network none",
+		                     hutch_net_mode_name(c->net.mode));
 	return 0;
 }
 
@@ -161,6 +196,19 @@ cJSON *hutch_config_to_json(const struct hutch_config *c)
 	cJSON_AddStringToObject(o, "region", c->region);
 	cJSON_AddStringToObject(o, "network", c->network_spec);
 	cJSON_AddNumberToObject(o, "max_output_bytes", (double)c->max_output_bytes);
+	/* The script itself may be long: its size only. */
+	cJSON_AddNumberToObject(o, "setup_script_bytes",
+				c->setup_script ? (double)strlen(c->setup_script) : 0);
+	cJSON_AddNumberToObject(o, "setup_script_timeout_seconds",
+				(double)c->setup_script_timeout_seconds);
+	if (c->on_create)
+		cJSON_AddStringToObject(o, "on_create", c->on_create);
+	else
+		cJSON_AddNullToObject(o, "on_create");
+	if (c->on_destroy)
+		cJSON_AddStringToObject(o, "on_destroy", c->on_destroy);
+	else
+		cJSON_AddNullToObject(o, "on_destroy");
 	lim = cJSON_AddObjectToObject(o, "limits");
 	if (lim) {
 		cJSON_AddNumberToObject(lim, "vcpu", (double)c->type->cpu_millis / 1000.0);

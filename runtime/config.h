@@ -19,15 +19,18 @@
 #define HUTCH_DEFAULT_TTL           86400
 #define HUTCH_DEFAULT_REGION        "nl-north-1"
 #define HUTCH_MAX_TTL               (366ull * 86400)
-#define HUTCH_DEFAULT_MAX_OUTPUT    (4ull << 20)  /* per stream, per command */
+#define HUTCH_DEFAULT_MAX_OUTPUT    (4ull << 20) /* per stream, per command */
 #define HUTCH_MAX_MAX_OUTPUT        (256ull << 20)
 #define HUTCH_REGION_MAX            63
+#define HUTCH_DEFAULT_SETUP_TIMEOUT 600
+#define HUTCH_SETUP_SCRIPT_MAX      (1u << 20) /* bytes */
+#define HUTCH_HOOK_CMD_MAX          (64u << 10)
 
 struct hutch_instance_type {
 	const char *name;
-	uint64_t cpu_millis;   /* 1000 = one vCPU */
+	uint64_t cpu_millis; /* 1000 = one vCPU */
 	uint64_t memory_bytes;
-	uint64_t disk_bytes;   /* size cap of each writable tmpfs */
+	uint64_t disk_bytes; /* size cap of each writable tmpfs */
 	uint64_t pids_max;
 };
 
@@ -46,6 +49,11 @@ struct hutch_config {
 	char network_spec[4096];
 	struct hutch_net_policy net;
 	uint64_t max_output_bytes;
+	/* Lifecycle (hooks.c): malloc'ed, NULL when unset. */
+	char *setup_script;  /* shell script text, run once before create returns */
+	uint64_t setup_script_timeout_seconds;
+	char *on_create;     /* shell command, after setup, before create returns */
+	char *on_destroy;    /* shell command at close and at TTL expiry */
 };
 
 /* Defaults: medium, ttl 86400, idle 0, nl-north-1, network none. */
@@ -53,9 +61,10 @@ void hutch_config_init(struct hutch_config *c);
 void hutch_config_done(struct hutch_config *c);
 /* Set one option from its CLI / API name and string value:
  * instance_type, ttl_seconds, idle_timeout_seconds, region, network,
- * max_output_bytes. */
+ * max_output_bytes, setup_script (the script text),
+ * setup_script_timeout_seconds, on_create, on_destroy. */
 int hutch_config_set(struct hutch_config *c, const char *key, const char *value,
-		     struct hutch_err *err);
+                     struct hutch_err *err);
 /* Cross-option rules (region rule, implemented network modes). */
 int hutch_config_validate(const struct hutch_config *c, struct hutch_err *err);
 /* Options as JSON (for state.json, /status, create --json). */

@@ -5,6 +5,8 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/netlink.h>
+#include <linux/seccomp.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,8 +16,6 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
-#include <linux/netlink.h>
-#include <linux/seccomp.h>
 
 #include <cjson/cJSON.h>
 
@@ -60,9 +60,9 @@ static void check_root(struct check *c)
 {
 	c->ok = geteuid() == 0;
 	snprintf(c->detail, sizeof(c->detail), "%s",
-		 c->ok ? "running as root"
-		       : "create and run need root for now: run them with sudo (a service for "
-			 "non-root users comes later)");
+	         c->ok ? "running as root"
+	               : "create and run need root for now: run them with sudo (a service for "
+	                 "non-root users comes later)");
 }
 
 static void check_userns(struct check *c)
@@ -72,22 +72,22 @@ static void check_userns(struct check *c)
 	(void)hutch_read_file_at(AT_FDCWD, "/proc/sys/user/max_user_namespaces", buf, sizeof(buf));
 	c->ok = try_unshare(CLONE_NEWUSER) == 0 && atoi(buf) > 0;
 	snprintf(c->detail, sizeof(c->detail), "%s",
-		 c->ok ? "user namespaces work"
-		       : "user namespaces are off: sysctl -w user.max_user_namespaces=15000 (and "
-			 "kernel.unprivileged_userns_clone=1 on older Debian kernels)");
+	         c->ok ? "user namespaces work"
+	               : "user namespaces are off: sysctl -w user.max_user_namespaces=15000 (and "
+	                 "kernel.unprivileged_userns_clone=1 on older Debian kernels)");
 }
 
 static void check_namespaces(struct check *c)
 {
 	int flags = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWNET |
-		    CLONE_NEWCGROUP;
+	            CLONE_NEWCGROUP;
 
 	c->ok = geteuid() == 0 ? try_unshare(flags) == 0 : try_unshare(flags | CLONE_NEWUSER) == 0;
 	snprintf(c->detail, sizeof(c->detail), "%s",
-		 c->ok ? "mount, pid, uts, ipc, net and cgroup namespaces work"
-		       : "cannot create mount/pid/uts/ipc/net/cgroup namespaces: the kernel lacks "
-			 "CONFIG_*_NS or a container runtime forbids it (run hutch on the host or "
-			 "in a privileged container)");
+	         c->ok ? "mount, pid, uts, ipc, net and cgroup namespaces work"
+	               : "cannot create mount/pid/uts/ipc/net/cgroup namespaces: the kernel lacks "
+	                 "CONFIG_*_NS or a container runtime forbids it (run hutch on the host or "
+	                 "in a privileged container)");
 }
 
 static void check_cgroups(struct check *c)
@@ -97,17 +97,17 @@ static void check_cgroups(struct check *c)
 	(void)hutch_cgroup_probe(&p);
 	c->ok = p.has_cpu && p.has_memory && p.has_pids && p.can_create;
 	snprintf(c->detail, sizeof(c->detail), "%s%s: cpu %s, memory %s, pids %s, freezer %s%s%s",
-		 p.v2_unified ? "cgroup v2" : "cgroup v1", p.hybrid ? " (hybrid)" : "",
-		 p.has_cpu ? "yes" : "no", p.has_memory ? "yes" : "no", p.has_pids ? "yes" : "no",
-		 p.has_freezer ? "yes" : "no", p.detail[0] ? "; " : "", p.detail);
+	         p.v2_unified ? "cgroup v2" : "cgroup v1", p.hybrid ? " (hybrid)" : "",
+	         p.has_cpu ? "yes" : "no", p.has_memory ? "yes" : "no", p.has_pids ? "yes" : "no",
+	         p.has_freezer ? "yes" : "no", p.detail[0] ? "; " : "", p.detail);
 }
 
 static void check_seccomp(struct check *c)
 {
 	c->ok = prctl(PR_GET_SECCOMP) >= 0 && file_has("/proc/self/status", "Seccomp:");
 	snprintf(c->detail, sizeof(c->detail), "%s",
-		 c->ok ? "seccomp filters available"
-		       : "the kernel lacks CONFIG_SECCOMP_FILTER: use a kernel built with it");
+	         c->ok ? "seccomp filters available"
+	               : "the kernel lacks CONFIG_SECCOMP_FILTER: use a kernel built with it");
 }
 
 static void check_mount_api(struct check *c)
@@ -118,16 +118,16 @@ static void check_mount_api(struct check *c)
 	if (fd >= 0)
 		close(fd);
 	snprintf(c->detail, sizeof(c->detail), "%s",
-		 c->ok ? "fsopen/open_tree/move_mount available (Linux >= 5.2)"
-		       : "the kernel lacks the new mount API: use Linux 5.10 or later");
+	         c->ok ? "fsopen/open_tree/move_mount available (Linux >= 5.2)"
+	               : "the kernel lacks the new mount API: use Linux 5.10 or later");
 }
 
 static void check_overlay(struct check *c)
 {
 	c->ok = file_has("/proc/filesystems", "overlay");
 	snprintf(c->detail, sizeof(c->detail), "%s",
-		 c->ok ? "overlayfs available (used by images, later)"
-		       : "overlayfs missing: modprobe overlay (only needed for images)");
+	         c->ok ? "overlayfs available (used by images, later)"
+	               : "overlayfs missing: modprobe overlay (only needed for images)");
 }
 
 static void check_nftables(struct check *c)
@@ -138,30 +138,31 @@ static void check_nftables(struct check *c)
 	if (fd >= 0)
 		close(fd);
 	snprintf(c->detail, sizeof(c->detail), "%s",
-		 c->ok ? "nftables netlink available (for network all/allow, later)"
-		       : "nfnetlink unavailable: modprobe nf_tables (only network all/allow need it)");
+	         c->ok ? "nftables netlink available (for network all/allow, later)"
+	               : "nfnetlink unavailable: modprobe nf_tables (only network all/allow need "
+	                 "it)");
 }
 
 static void check_python(struct check *c)
 {
 	c->ok = access("/usr/bin/python3", X_OK) == 0 && access("/bin/sh", X_OK) == 0;
 	snprintf(c->detail, sizeof(c->detail), "%s",
-		 c->ok ? "/usr/bin/python3 and /bin/sh present (sandboxes share the host's /usr)"
-		       : "sandboxes get the host's /usr: apt-get install python3");
+	         c->ok ? "/usr/bin/python3 and /bin/sh present (sandboxes share the host's /usr)"
+	               : "sandboxes get the host's /usr: apt-get install python3");
 }
 
 int hutch_doctor(bool json)
 {
 	struct check checks[] = {
-		{ "root", true, false, "" },         { "user namespaces", true, false, "" },
-		{ "namespaces", true, false, "" },   { "cgroups", true, false, "" },
-		{ "seccomp", true, false, "" },      { "mount API", true, false, "" },
-		{ "python3", true, false, "" },      { "overlayfs", false, false, "" },
+		{ "root", true, false, "" },       { "user namespaces", true, false, "" },
+		{ "namespaces", true, false, "" }, { "cgroups", true, false, "" },
+		{ "seccomp", true, false, "" },    { "mount API", true, false, "" },
+		{ "python3", true, false, "" },    { "overlayfs", false, false, "" },
 		{ "nftables", false, false, "" },
 	};
-	void (*fns[])(struct check *) = { check_root,      check_userns,    check_namespaces,
-					 check_cgroups,   check_seccomp,   check_mount_api,
-					 check_python,    check_overlay,   check_nftables };
+	void (*fns[])(struct check *) = { check_root,    check_userns,  check_namespaces,
+		                          check_cgroups, check_seccomp, check_mount_api,
+		                          check_python,  check_overlay, check_nftables };
 	bool all_ok = true;
 	_cleanup_cjson_ cJSON *arr = json ? cJSON_CreateArray() : NULL;
 
@@ -186,8 +187,9 @@ int hutch_doctor(bool json)
 		_cleanup_free_ char *t = cJSON_Print(arr);
 		printf("%s\n", t ? t : "[]");
 	} else {
-		printf("%s\n", all_ok ? "this host can run hutch sandboxes"
-				      : "this host cannot run hutch sandboxes yet: fix the FAIL lines");
+		printf("%s\n",
+		       all_ok ? "this host can run hutch sandboxes"
+		              : "this host cannot run hutch sandboxes yet: fix the FAIL lines");
 	}
 	return all_ok ? 0 : HUTCH_EXIT_NOT_CAPABLE;
 }

@@ -9,8 +9,8 @@
 
 #include "proto.h"
 
-ssize_t hutch_proto_spawn_encode(const char *const *argv, const char *const *envp,
-				 const char *cwd, char **ret_buf)
+ssize_t hutch_proto_spawn_encode(const char *const *argv, const char *const *envp, const char *cwd,
+                                 char **ret_buf)
 {
 	struct hutch_msg_spawn fixed = { 0 };
 	size_t len = sizeof(fixed);
@@ -21,7 +21,8 @@ ssize_t hutch_proto_spawn_encode(const char *const *argv, const char *const *env
 	for (; envp[fixed.envc]; fixed.envc++)
 		len += strlen(envp[fixed.envc]) + 1;
 	len += strlen(cwd) + 1;
-	if (fixed.argc == 0 || fixed.argc > HUTCH_SPAWN_MAX_ARGS || fixed.envc > HUTCH_SPAWN_MAX_ENV)
+	if (fixed.argc == 0 || fixed.argc > HUTCH_SPAWN_MAX_ARGS ||
+	    fixed.envc > HUTCH_SPAWN_MAX_ENV)
 		return -EINVAL;
 	if (len + sizeof(struct hutch_msg_hdr) > HUTCH_PROTO_MAX)
 		return -E2BIG;
@@ -48,7 +49,8 @@ int hutch_proto_spawn_decode(const char *body, size_t len, struct hutch_spawn_re
 	if (len < sizeof(fixed) + 2 || body[len - 1] != '\0')
 		return -EBADMSG;
 	memcpy(&fixed, body, sizeof(fixed));
-	if (fixed.argc == 0 || fixed.argc > HUTCH_SPAWN_MAX_ARGS || fixed.envc > HUTCH_SPAWN_MAX_ENV)
+	if (fixed.argc == 0 || fixed.argc > HUTCH_SPAWN_MAX_ARGS ||
+	    fixed.envc > HUTCH_SPAWN_MAX_ENV)
 		return -EBADMSG;
 	p = body + sizeof(fixed);
 	for (uint32_t i = 0; i < fixed.argc + fixed.envc + 1; i++) {
@@ -75,7 +77,7 @@ int hutch_proto_spawn_decode(const char *body, size_t len, struct hutch_spawn_re
 }
 
 int hutch_proto_send(int sock, uint32_t type, uint64_t id, const void *body, size_t len,
-		     const int *fds, size_t nfds)
+                     const int *fds, size_t nfds)
 {
 	struct hutch_msg_hdr hdr = { .type = type, .len = (uint32_t)len, .id = id };
 	struct iovec iov[2] = {
@@ -111,7 +113,7 @@ int hutch_proto_send(int sock, uint32_t type, uint64_t id, const void *body, siz
 }
 
 ssize_t hutch_proto_recv(int sock, struct hutch_msg_hdr *hdr, void *buf, size_t cap, int *fds,
-			 size_t *nfds)
+                         size_t *nfds)
 {
 	struct iovec iov[2] = {
 		{ .iov_base = hdr, .iov_len = sizeof(*hdr) },
@@ -121,8 +123,10 @@ ssize_t hutch_proto_recv(int sock, struct hutch_msg_hdr *hdr, void *buf, size_t 
 		char buf[CMSG_SPACE(sizeof(int) * 8)];
 		struct cmsghdr align;
 	} u;
-	struct msghdr msg = { .msg_iov = iov, .msg_iovlen = 2, .msg_control = u.buf,
-			      .msg_controllen = sizeof(u.buf) };
+	struct msghdr msg = { .msg_iov = iov,
+		              .msg_iovlen = 2,
+		              .msg_control = u.buf,
+		              .msg_controllen = sizeof(u.buf) };
 	size_t want = nfds ? *nfds : 0, got = 0;
 	ssize_t n;
 

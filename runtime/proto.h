@@ -15,7 +15,7 @@
 
 #include "error.h"
 
-#define HUTCH_PROTO_MAX     (1u << 20) /* largest message, header included */
+#define HUTCH_PROTO_MAX      (1u << 20) /* largest message, header included */
 #define HUTCH_SPAWN_MAX_ARGS 4096
 #define HUTCH_SPAWN_MAX_ENV  1024
 
@@ -48,8 +48,12 @@ struct hutch_msg_spawn {
 
 struct hutch_msg_kill {
 	int32_t signal;
-	uint32_t pad;
+	uint32_t flags; /* HUTCH_KILL_* */
 };
+
+/* Once the main process has exited, SIGKILL what is left of its tree (for
+ * a SIGTERM that the main process obeys but its children ignore). */
+#define HUTCH_KILL_REST_ON_EXIT (1u << 0)
 
 struct hutch_msg_spawned {
 	int32_t pid;   /* pid inside the sandbox, or 0 */
@@ -70,18 +74,18 @@ struct hutch_spawn_req {
 };
 
 /* Encode a spawn body into buf (malloc'ed); returns its length or -errno. */
-ssize_t hutch_proto_spawn_encode(const char *const *argv, const char *const *envp,
-				 const char *cwd, char **ret_buf);
+ssize_t hutch_proto_spawn_encode(const char *const *argv, const char *const *envp, const char *cwd,
+                                 char **ret_buf);
 /* Decode and validate a spawn body. */
 int hutch_proto_spawn_decode(const char *body, size_t len, struct hutch_spawn_req *ret);
 
 /* Send one message with optional fds. */
 int hutch_proto_send(int sock, uint32_t type, uint64_t id, const void *body, size_t len,
-		     const int *fds, size_t nfds);
+                     const int *fds, size_t nfds);
 /* Receive one message into buf (cap bytes); fds received go to fds (up to
  * *nfds, which is updated; extras are closed). Returns the body length,
  * 0 on EOF with hdr->type == 0, or -errno (-EAGAIN when nonblocking). */
 ssize_t hutch_proto_recv(int sock, struct hutch_msg_hdr *hdr, void *buf, size_t cap, int *fds,
-			 size_t *nfds);
+                         size_t *nfds);
 
 #endif

@@ -15,11 +15,15 @@
 #include "proto.h"
 #include "request.h"
 
-static const char *const known_fields[] = { "cmd", "argv", "cwd", "env", "stdin", "timeout",
-					    "max_output_bytes" };
+static const char *const known_fields[] = {
+	"cmd", "argv", "cwd", "env", "stdin", "timeout", "max_output_bytes"
+};
 
 static const char *const default_env[] = {
-	"PATH=" HUTCH_DEFAULT_PATH, "HOME=/home/appuser", "LANG=C.UTF-8", "USER=appuser",
+	"PATH=" HUTCH_DEFAULT_PATH,
+	"HOME=/home/appuser",
+	"LANG=C.UTF-8",
+	"USER=appuser",
 };
 
 void hutch_run_req_done(struct hutch_run_req *r)
@@ -46,7 +50,7 @@ static bool env_name_is_valid(const char *s)
 }
 
 static int parse_argv(const cJSON *cmd, const cJSON *argv, struct hutch_run_req *r,
-		      struct hutch_err *err)
+                      struct hutch_err *err)
 {
 	size_t n = 0;
 	const cJSON *it;
@@ -55,7 +59,7 @@ static int parse_argv(const cJSON *cmd, const cJSON *argv, struct hutch_run_req 
 		return hutch_err_set(err, -EINVAL, "give either 'cmd' or 'argv', not both");
 	if (!cmd && !argv)
 		return hutch_err_set(err, -EINVAL,
-				     "missing 'cmd' (a shell command string) or 'argv' (an array)");
+		                     "missing 'cmd' (a shell command string) or 'argv' (an array)");
 	if (cmd) {
 		if (!cJSON_IsString(cmd))
 			return hutch_err_set(err, -EINVAL, "'cmd' must be a string");
@@ -74,13 +78,12 @@ static int parse_argv(const cJSON *cmd, const cJSON *argv, struct hutch_run_req 
 		return hutch_err_set(err, -EINVAL, "'argv' is empty: give at least the program");
 	if (n > HUTCH_SPAWN_MAX_ARGS)
 		return hutch_err_set(err, -E2BIG, "'argv' has more than %d entries",
-				     HUTCH_SPAWN_MAX_ARGS);
+		                     HUTCH_SPAWN_MAX_ARGS);
 	r->argv = calloc(n + 1, sizeof(char *));
 	if (!r->argv)
 		return -ENOMEM;
 	n = 0;
-	cJSON_ArrayForEach(it, argv)
-	{
+	cJSON_ArrayForEach(it, argv) {
 		if (!cJSON_IsString(it))
 			return hutch_err_set(err, -EINVAL, "'argv[%zu]' must be a string", n);
 		r->argv[n] = strdup(it->valuestring);
@@ -120,7 +123,7 @@ static int parse_env(const cJSON *env, struct hutch_run_req *r, struct hutch_err
 		max += (size_t)cJSON_GetArraySize(env);
 	if (max > HUTCH_SPAWN_MAX_ENV)
 		return hutch_err_set(err, -E2BIG, "'env' has more than %d entries",
-				     HUTCH_SPAWN_MAX_ENV - (int)ELEMENTSOF(default_env));
+		                     HUTCH_SPAWN_MAX_ENV - (int)ELEMENTSOF(default_env));
 	r->envp = calloc(max + 1, sizeof(char *));
 	if (!r->envp)
 		return -ENOMEM;
@@ -129,16 +132,16 @@ static int parse_env(const cJSON *env, struct hutch_run_req *r, struct hutch_err
 		if (!r->envp[n++])
 			return -ENOMEM;
 	}
-	cJSON_ArrayForEach(it, env)
-	{
+	cJSON_ArrayForEach(it, env) {
 		if (!env_name_is_valid(it->string))
-			return hutch_err_set(err, -EINVAL,
-					     "invalid environment variable name '%.64s': use letters, "
-					     "digits and '_', not starting with a digit",
-					     it->string);
+			return hutch_err_set(
+			        err, -EINVAL,
+			        "invalid environment variable name '%.64s': use letters, "
+			        "digits and '_', not starting with a digit",
+			        it->string);
 		if (!cJSON_IsString(it))
 			return hutch_err_set(err, -EINVAL, "'env.%.64s' must be a string",
-					     it->string);
+			                     it->string);
 		if (add_env(r->envp, &n, it->string, it->valuestring) < 0)
 			return -ENOMEM;
 	}
@@ -154,7 +157,8 @@ static int parse_cwd(const cJSON *cwd, struct hutch_run_req *r, struct hutch_err
 	if (cwd)
 		v = cwd->valuestring;
 	if (!*v)
-		return hutch_err_set(err, -EINVAL, "'cwd' is empty: omit it for %s", HUTCH_WORKSPACE);
+		return hutch_err_set(err, -EINVAL, "'cwd' is empty: omit it for %s",
+		                     HUTCH_WORKSPACE);
 	if (strlen(v) > 4000)
 		return hutch_err_set(err, -ENAMETOOLONG, "'cwd' is longer than 4000 bytes");
 	if (v[0] == '/')
@@ -165,30 +169,32 @@ static int parse_cwd(const cJSON *cwd, struct hutch_run_req *r, struct hutch_err
 }
 
 static int parse_numbers(const cJSON *timeout, const cJSON *maxout, struct hutch_run_req *r,
-			 struct hutch_err *err)
+                         struct hutch_err *err)
 {
 	if (timeout && !cJSON_IsNull(timeout)) {
 		if (!cJSON_IsNumber(timeout) || !isfinite(timeout->valuedouble) ||
 		    timeout->valuedouble < 0 || timeout->valuedouble > (double)HUTCH_MAX_TTL)
-			return hutch_err_set(err, -EINVAL,
-					     "'timeout' must be a number of seconds >= 0 (0 or null: "
-					     "no timeout)");
+			return hutch_err_set(
+			        err, -EINVAL,
+			        "'timeout' must be a number of seconds >= 0 (0 or null: "
+			        "no timeout)");
 		r->timeout = timeout->valuedouble;
 	}
 	if (maxout && !cJSON_IsNull(maxout)) {
 		if (!cJSON_IsNumber(maxout) || maxout->valuedouble < 1 ||
 		    maxout->valuedouble > (double)HUTCH_MAX_MAX_OUTPUT ||
 		    maxout->valuedouble != floor(maxout->valuedouble))
-			return hutch_err_set(err, -EINVAL,
-					     "'max_output_bytes' must be a whole number from 1 to %llu",
-					     HUTCH_MAX_MAX_OUTPUT);
+			return hutch_err_set(
+			        err, -EINVAL,
+			        "'max_output_bytes' must be a whole number from 1 to %llu",
+			        HUTCH_MAX_MAX_OUTPUT);
 		r->max_output = (uint64_t)maxout->valuedouble;
 	}
 	return 0;
 }
 
 int hutch_run_req_parse(const char *body, size_t len, struct hutch_run_req *ret,
-			struct hutch_err *err)
+                        struct hutch_err *err)
 {
 	_cleanup_cjson_ cJSON *j = NULL;
 	struct hutch_run_req r = { 0 };
@@ -200,7 +206,8 @@ int hutch_run_req_parse(const char *body, size_t len, struct hutch_run_req *ret,
 	/* Only whitespace may follow the value. (cJSON's own check,
 	 * require_null_terminated, wants a NUL inside len, which a body of
 	 * exactly len bytes does not have.) */
-	while (j && end < body + len && (*end == ' ' || *end == '\t' || *end == '\n' || *end == '\r'))
+	while (j && end < body + len &&
+	       (*end == ' ' || *end == '\t' || *end == '\n' || *end == '\r'))
 		end++;
 	if (j && end != body + len) {
 		cJSON_Delete(j);
@@ -208,30 +215,31 @@ int hutch_run_req_parse(const char *body, size_t len, struct hutch_run_req *ret,
 	}
 	if (!j)
 		return hutch_err_set(err, -EINVAL, "invalid JSON at byte %zu of the request body",
-				     end && end >= body ? (size_t)(end - body) : 0);
+		                     end && end >= body ? (size_t)(end - body) : 0);
 	if (!cJSON_IsObject(j))
 		return hutch_err_set(err, -EINVAL, "the request body must be a JSON object");
-	cJSON_ArrayForEach(it, j)
-	{
+	cJSON_ArrayForEach(it, j) {
 		bool known = false;
 		for (size_t i = 0; i < ELEMENTSOF(known_fields); i++)
 			if (!strcmp(it->string, known_fields[i]))
 				known = true;
 		if (!known)
-			return hutch_err_set(err, -EINVAL,
-					     "unknown field '%.64s' (known: cmd, argv, cwd, env, stdin, "
-					     "timeout, max_output_bytes)",
-					     it->string);
+			return hutch_err_set(
+			        err, -EINVAL,
+			        "unknown field '%.64s' (known: cmd, argv, cwd, env, stdin, "
+			        "timeout, max_output_bytes)",
+			        it->string);
 	}
 	rc = parse_argv(cJSON_GetObjectItemCaseSensitive(j, "cmd"),
-			cJSON_GetObjectItemCaseSensitive(j, "argv"), &r, err);
+	                cJSON_GetObjectItemCaseSensitive(j, "argv"), &r, err);
 	if (rc >= 0)
 		rc = parse_env(cJSON_GetObjectItemCaseSensitive(j, "env"), &r, err);
 	if (rc >= 0)
 		rc = parse_cwd(cJSON_GetObjectItemCaseSensitive(j, "cwd"), &r, err);
 	if (rc >= 0)
 		rc = parse_numbers(cJSON_GetObjectItemCaseSensitive(j, "timeout"),
-				   cJSON_GetObjectItemCaseSensitive(j, "max_output_bytes"), &r, err);
+		                   cJSON_GetObjectItemCaseSensitive(j, "max_output_bytes"), &r,
+		                   err);
 	stdin_j = cJSON_GetObjectItemCaseSensitive(j, "stdin");
 	if (rc >= 0 && stdin_j && !cJSON_IsNull(stdin_j)) {
 		if (!cJSON_IsString(stdin_j)) {

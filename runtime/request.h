@@ -16,9 +16,9 @@
 #define HUTCH_DEFAULT_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 struct hutch_run_req {
-	char **argv;       /* NULL-terminated */
-	char **envp;       /* NULL-terminated "K=V", defaults merged in */
-	char *cwd;         /* absolute */
+	char **argv; /* NULL-terminated */
+	char **envp; /* NULL-terminated "K=V", defaults merged in */
+	char *cwd;   /* absolute */
 	char *stdin_data;
 	size_t stdin_len;
 	double timeout;      /* seconds, 0 = none */
@@ -27,7 +27,7 @@ struct hutch_run_req {
 
 /* Parse a /run or /run_streaming body. */
 int hutch_run_req_parse(const char *body, size_t len, struct hutch_run_req *ret,
-			struct hutch_err *err);
+                        struct hutch_err *err);
 void hutch_run_req_done(struct hutch_run_req *r);
 
 #endif

@@ -82,7 +82,7 @@ int hutch_slot_acquire(unsigned *ret_slot, struct hutch_err *err)
 		close(fd);
 	}
 	return hutch_err_set(err, -EBUSY, "all %u uid ranges are in use: remove sandboxes first",
-			     HUTCH_SLOTS);
+	                     HUTCH_SLOTS);
 }
 
 int hutch_state_write(const struct hutch_paths *p, const cJSON *state)
@@ -137,8 +137,7 @@ int hutch_gone_write(const char *runtime_dir, const char *id, const char *reason
 	return hutch_write_file_at(AT_FDCWD, path, text, 0600);
 }
 
-int hutch_gone_read(const char *runtime_dir, const char *id, char *reason, size_t size,
-		    int64_t *at)
+int hutch_gone_read(const char *runtime_dir, const char *id, char *reason, size_t size, int64_t *at)
 {
 	char path[4200], text[256], word[64];
 	long long t;
@@ -194,7 +193,7 @@ int hutch_state_list(const char *runtime_dir, char (**ret)[HUTCH_ID_LEN + 1], si
 }
 
 int hutch_state_resolve(const char *runtime_dir, const char *prefix,
-			char ret_id[static HUTCH_ID_LEN + 1])
+                        char ret_id[static HUTCH_ID_LEN + 1])
 {
 	_cleanup_free_ char(*ids)[HUTCH_ID_LEN + 1] = NULL;
 	size_t n, len, found = 0;
@@ -219,11 +218,10 @@ int hutch_state_resolve(const char *runtime_dir, const char *prefix,
 static void reap_cgroups(const cJSON *state, struct hutch_err *err)
 {
 	const cJSON *dirs = cJSON_GetObjectItemCaseSensitive(
-		cJSON_GetObjectItemCaseSensitive(state, "cgroup"), "dirs");
+	        cJSON_GetObjectItemCaseSensitive(state, "cgroup"), "dirs");
 	const cJSON *it;
 
-	cJSON_ArrayForEach(it, dirs)
-	{
+	cJSON_ArrayForEach(it, dirs) {
 		if (cJSON_IsString(it))
 			(void)hutch_cgroup_remove_dir(it->valuestring, err);
 	}

@@ -61,12 +61,12 @@ int hutch_state_is_live(const struct hutch_paths *p);
 int hutch_gone_write(const char *runtime_dir, const char *id, const char *reason, int64_t at);
 /* 1 and fills reason/at if a tombstone exists, 0 if not. */
 int hutch_gone_read(const char *runtime_dir, const char *id, char *reason, size_t size,
-		    int64_t *at);
+                    int64_t *at);
 
 /* Resolve a full id or unique prefix to an existing sandbox id. -ENOENT if
  * none, -ENOTUNIQ if ambiguous. */
 int hutch_state_resolve(const char *runtime_dir, const char *prefix,
-			char ret_id[static HUTCH_ID_LEN + 1]);
+                        char ret_id[static HUTCH_ID_LEN + 1]);
 /* List ids of sandbox dirs (sorted); *ret is malloc'ed array of ids. */
 int hutch_state_list(const char *runtime_dir, char (**ret)[HUTCH_ID_LEN + 1], size_t *ret_n);
 

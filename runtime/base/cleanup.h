@@ -54,24 +54,24 @@ static inline void cjsonp(cJSON **j)
 		cJSON_Delete(*j);
 }
 
-#define _cleanup_(f)        __attribute__((cleanup(f)))
-#define _cleanup_free_      _cleanup_(freep)
-#define _cleanup_close_     _cleanup_(closep)
-#define _cleanup_fclose_    _cleanup_(fclosep)
-#define _cleanup_closedir_  _cleanup_(closedirp)
-#define _cleanup_cjson_     _cleanup_(cjsonp)
+#define _cleanup_(f)       __attribute__((cleanup(f)))
+#define _cleanup_free_     _cleanup_(freep)
+#define _cleanup_close_    _cleanup_(closep)
+#define _cleanup_fclose_   _cleanup_(fclosep)
+#define _cleanup_closedir_ _cleanup_(closedirp)
+#define _cleanup_cjson_    _cleanup_(cjsonp)
 
-#define TAKE_FD(fd)                     \
-	({                              \
-		int _fd_ = (fd);        \
-		(fd) = -EBADF;          \
-		_fd_;                   \
+#define TAKE_FD(fd)              \
+	({                       \
+		int _fd_ = (fd); \
+		(fd) = -EBADF;   \
+		_fd_;            \
 	})
-#define TAKE_PTR(p)                         \
-	({                                  \
-		__typeof__(p) _p_ = (p);    \
-		(p) = NULL;                 \
-		_p_;                        \
+#define TAKE_PTR(p)                      \
+	({                               \
+		__typeof__(p) _p_ = (p); \
+		(p) = NULL;              \
+		_p_;                     \
 	})
 
 #define ELEMENTSOF(a) (sizeof(a) / sizeof((a)[0]))

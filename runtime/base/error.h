@@ -20,13 +20,13 @@ struct hutch_err {
 
 /* Fill err with code (a negative errno) and a formatted message; returns code. */
 int hutch_err_set(struct hutch_err *err, int code, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+        __attribute__((format(printf, 3, 4)));
 /* Like hutch_err_set() and append ": strerror(-code)". */
 int hutch_err_set_errno(struct hutch_err *err, int code, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+        __attribute__((format(printf, 3, 4)));
 /* Prepend "prefix: " to the message already in err; returns err->code. */
 int hutch_err_prefix(struct hutch_err *err, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
+        __attribute__((format(printf, 2, 3)));
 void hutch_err_clear(struct hutch_err *err);
 
 #endif

@@ -157,7 +157,7 @@ static int rm_rf_children(int fd)
 		if (de->d_type == DT_DIR ||
 		    (de->d_type == DT_UNKNOWN && is_dir_at(dirfd(d), de->d_name))) {
 			int sub = openat(dirfd(d), de->d_name,
-					 O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			                 O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 			if (sub >= 0) {
 				int q = rm_rf_children(sub);
 				if (q < 0 && r == 0)

@@ -16,9 +16,9 @@ enum hutch_log_level {
 
 void hutch_log_init(int fd, enum hutch_log_level level, const char *tag);
 void hutch_log(enum hutch_log_level level, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
+        __attribute__((format(printf, 2, 3)));
 /* Log with ": strerror(-code)" appended; returns code. */
 int hutch_log_errno(enum hutch_log_level level, int code, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+        __attribute__((format(printf, 3, 4)));
 
 #endif

@@ -9,14 +9,14 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/mount.h>
+#include <linux/openat2.h>
+#include <linux/sched.h>
 #include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/syscall.h>
 #include <unistd.h>
-#include <linux/mount.h>
-#include <linux/openat2.h>
-#include <linux/sched.h>
 
 #ifndef CLONE_PIDFD
 #define CLONE_PIDFD 0x00001000
@@ -40,10 +40,10 @@
 #define OPEN_TREE_CLOEXEC O_CLOEXEC
 #endif
 
-#define sys_missing()            \
-	({                       \
-		errno = ENOSYS;  \
-		-1;              \
+#define sys_missing()           \
+	({                      \
+		errno = ENOSYS; \
+		-1;             \
 	})
 
 static inline long sys_clone3(struct clone_args *args, size_t size)
@@ -106,7 +106,7 @@ static inline int sys_open_tree(int dirfd, const char *path, unsigned int flags)
 }
 
 static inline int sys_move_mount(int from_dirfd, const char *from_path, int to_dirfd,
-				 const char *to_path, unsigned int flags)
+                                 const char *to_path, unsigned int flags)
 {
 #ifdef __NR_move_mount
 	return (int)syscall(__NR_move_mount, from_dirfd, from_path, to_dirfd, to_path, flags);
@@ -125,7 +125,7 @@ static inline int sys_fsopen(const char *fsname, unsigned int flags)
 }
 
 static inline int sys_fsconfig(int fd, unsigned int cmd, const char *key, const void *value,
-			       int aux)
+                               int aux)
 {
 #ifdef __NR_fsconfig
 	return (int)syscall(__NR_fsconfig, fd, cmd, key, value, aux);
@@ -144,7 +144,7 @@ static inline int sys_fsmount(int fd, unsigned int flags, unsigned int attr_flag
 }
 
 static inline int sys_mount_setattr(int dirfd, const char *path, unsigned int flags,
-				    struct mount_attr *attr, size_t size)
+                                    struct mount_attr *attr, size_t size)
 {
 #ifdef __NR_mount_setattr
 	return (int)syscall(__NR_mount_setattr, dirfd, path, flags, attr, size);

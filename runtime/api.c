@@ -19,7 +19,10 @@
 
 #include <microhttpd.h>
 
+#include "api-files.h"
 #include "cleanup.h"
+#include "idle.h"
+#include "procs.h"
 #include "request.h"
 #include "supervisor.h"
 
@@ -30,6 +33,10 @@ enum route {
 	R_RUN,
 	R_RUN_STREAMING,
 	R_DELETE,
+	R_START_PROCESS, /* the four in enum hutch_procs_route's order */
+	R_LIST_PROCESSES,
+	R_KILL_PROCESS,
+	R_PROCESS_OUTPUT,
 };
 
 struct request {
@@ -42,6 +49,10 @@ struct request {
 	bool answered;
 	struct cmd *cmd;
 	struct request *next_waiter; /* DELETE / waiting for the teardown */
+	bool counted;                /* in s->requests_open (idle activity) */
+	struct hutch_proc_wait pw;   /* background-process routes (api-procs.c) */
+	int fop;                     /* file routes (api-files.c): operation, or < 0 */
+	struct hutch_file_req *file;
 };
 
 static enum MHD_Result respond_json(struct MHD_Connection *conn, unsigned status, cJSON *j)
@@ -114,6 +125,10 @@ static enum route match_route(const char *url, const char *method, bool *method_
 	} routes[] = {
 		{ "/health", "GET", R_HEALTH },         { "/status", "GET", R_STATUS },
 		{ "/run", "POST", R_RUN },              { "/run_streaming", "POST", R_RUN_STREAMING },
+		{ "/start_process", "POST", R_START_PROCESS },
+		{ "/list_processes", "GET", R_LIST_PROCESSES },
+		{ "/kill_process", "POST", R_KILL_PROCESS },
+		{ "/process_output", "GET", R_PROCESS_OUTPUT },
 		{ "/", "DELETE", R_DELETE },
 	};
 	*method_ok = false;
@@ -254,6 +269,26 @@ static enum MHD_Result finish_run(struct request *r)
 	return respond_json(r->conn, MHD_HTTP_OK, res);
 }
 
+static void proc_wake(struct hutch_proc_wait *w)
+{
+	resume((struct request *)((char *)w - offsetof(struct request, pw)));
+}
+
+/* Background-process routes: api-procs.c answers or leaves r waiting. */
+static enum MHD_Result procs_route(struct request *r)
+{
+	int ret;
+
+	r->pw.wake = proc_wake;
+	ret = hutch_api_procs(r->s, r->conn, (enum hutch_procs_route)(r->route - R_START_PROCESS),
+			      r->body.data ? r->body.data : "", r->body.len, &r->pw);
+	if (r->pw.queued)
+		suspend(r);
+	else
+		r->answered = true;
+	return ret == MHD_YES ? MHD_YES : MHD_NO;
+}
+
 static enum MHD_Result dispatch(struct request *r)
 {
 	struct sup *s = r->s;
@@ -275,6 +310,11 @@ static enum MHD_Result dispatch(struct request *r)
 		return start_command(r, false);
 	case R_RUN_STREAMING:
 		return start_command(r, true);
+	case R_START_PROCESS:
+	case R_LIST_PROCESSES:
+	case R_KILL_PROCESS:
+	case R_PROCESS_OUTPUT:
+		return procs_route(r);
 	case R_DELETE:
 		s->delete_pending = true;
 		r->next_waiter = s->waiters;
@@ -296,11 +336,22 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 	if (!r) {
 		bool method_ok;
 		enum route route = match_route(url, method, &method_ok);
+		int fop = route == R_NONE ? hutch_api_files_route(url, method) : -1;
 		const char *cl;
 
-		s->last_request_ms = hutch_now_mono_ms();
-		if (route == R_NONE)
-			return method_ok || strcmp(url, "/") == 0 ||
+		if (hutch_api_headers_too_large(conn))
+			return respond_error(conn, 431, "too_large",
+					     "request headers larger than %u bytes",
+					     HUTCH_MAX_HEADERS);
+
+		/* Watching a sandbox (health, status) neither wakes it nor keeps
+		 * it awake; any other request thaws it before it is served. */
+		if (route != R_HEALTH && route != R_STATUS) {
+			s->last_request_ms = hutch_now_mono_ms();
+			hutch_idle_wake(s, hutch_now_mono_sec());
+		}
+		if (route == R_NONE && fop < 0)
+			return method_ok || fop == -2 || strcmp(url, "/") == 0 ||
 					       match_route(url, "GET", &method_ok) != R_NONE ||
 					       match_route(url, "POST", &method_ok) != R_NONE
 				       ? respond_error(conn, MHD_HTTP_METHOD_NOT_ALLOWED,
@@ -311,7 +362,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 						       "no endpoint %s %s; see docs/api.md", method,
 						       url);
 		cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
-		if (cl && strtoull(cl, NULL, 10) > HUTCH_MAX_BODY)
+		if (cl && fop < 0 && strtoull(cl, NULL, 10) > HUTCH_MAX_BODY)
 			return respond_error(conn, 413, "too_large",
 					     "request body larger than %u bytes", HUTCH_MAX_BODY);
 		r = calloc(1, sizeof(*r));
@@ -320,10 +371,18 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		r->s = s;
 		r->conn = conn;
 		r->route = route;
+		r->fop = fop;
+		if (route != R_HEALTH && route != R_STATUS) {
+			r->counted = true;
+			s->requests_open++;
+		}
 		hutch_buf_init(&r->body, HUTCH_MAX_BODY);
 		*con_cls = r;
 		return MHD_YES;
 	}
+	if (r->fop >= 0)
+		return hutch_api_files_access(s, r, conn, r->fop, &r->file, upload_data,
+					      upload_data_size);
 	if (*upload_data_size) {
 		if (hutch_buf_append(&r->body, upload_data, *upload_data_size) < 0 ||
 		    r->body.truncated)
@@ -354,6 +413,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 		return;
 	if (r->cmd)
 		hutch_cmd_orphan(r->cmd);
+	hutch_proc_wait_cancel(r->s, &r->pw);
 	for (struct request **pp = &r->s->waiters; *pp; pp = &(*pp)->next_waiter)
 		if (*pp == r) {
 			*pp = r->next_waiter;
@@ -361,6 +421,11 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 		}
 	if (r->route == R_DELETE && !r->s->waiters)
 		r->s->delete_pending = false;
+	if (r->counted) {
+		r->s->requests_open--;
+		r->s->last_request_ms = hutch_now_mono_ms(); /* its end is activity */
+	}
+	hutch_api_files_free(r->file);
 	hutch_buf_done(&r->body);
 	free(r);
 	*con_cls = NULL;
@@ -397,13 +462,18 @@ int hutch_api_timeout_ms(struct sup *s)
 
 	/* libmicrohttpd watches connection sockets edge-triggered: when it
 	 * still has work it says so through a zero timeout. */
+	int procs = hutch_procs_timeout_ms(s); /* kill grace, long polls */
+
 	if (!s->mhd || MHD_get_timeout(s->mhd, &t) != MHD_YES)
-		return -1;
-	return t > 60000 ? 60000 : (int)t;
+		return procs;
+	if (t > 60000)
+		t = 60000;
+	return procs >= 0 && procs < (int)t ? procs : (int)t;
 }
 
 void hutch_api_run(struct sup *s)
 {
+	hutch_procs_tick(s);
 	if (s->mhd)
 		(void)MHD_run(s->mhd);
 }
@@ -446,7 +516,10 @@ int hutch_api_start(struct sup *s, struct hutch_err *err)
 				  MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
 				  MHD_OPTION_NOTIFY_CONNECTION, on_connection, s,
 				  MHD_OPTION_CONNECTION_LIMIT, (unsigned)HUTCH_MAX_CONNECTIONS,
-				  MHD_OPTION_CONNECTION_TIMEOUT, 0u, MHD_OPTION_END);
+				  MHD_OPTION_CONNECTION_TIMEOUT, 0u,
+				  /* raw uploads arrive in chunks of about half of this */
+				  MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)HUTCH_CONN_MEMORY,
+				  MHD_OPTION_END);
 	if (!s->mhd)
 		return hutch_err_set(err, -EIO, "start the HTTP server on '%s'", s->paths.sock);
 	info = MHD_get_daemon_info(s->mhd, MHD_DAEMON_INFO_EPOLL_FD);
@@ -469,4 +542,26 @@ void hutch_api_stop(struct sup *s)
 		MHD_stop_daemon(s->mhd);
 		s->mhd = NULL;
 	}
+	hutch_procs_free(s);
+}
+
+/* For api-files.c (api-files.h). */
+void hutch_api_suspend(struct request *r)
+{
+	suspend(r);
+}
+
+void hutch_api_resume(struct request *r)
+{
+	resume(r);
+}
+
+enum MHD_Result hutch_api_respond_json(struct MHD_Connection *conn, unsigned status, cJSON *j)
+{
+	return respond_json(conn, status, j);
+}
+
+cJSON *hutch_api_ended_json(struct sup *s)
+{
+	return ended_error_json(s);
 }

@@ -10,9 +10,18 @@
 #define HUTCH_EXIT_GONE        66  /* the sandbox expired or was deleted */
 #define HUTCH_EXIT_NOT_CAPABLE 69  /* not root, or the kernel lacks a feature */
 #define HUTCH_EXIT_FAILURE     70  /* anything else went wrong in hutch */
+#define HUTCH_EXIT_SETUP       71  /* the setup script or on_create hook failed or timed out */
 #define HUTCH_EXIT_TIMEOUT     124 /* the command ran past --timeout */
 
 /* doctor.c: run every host check, print a report; returns an exit code. */
 int hutch_doctor(bool json);
+
+/* cli-procs.c: background-process verbs (argv[0] is the verb). */
+int hutch_cli_ps(int argc, char **argv);
+int hutch_cli_logs(int argc, char **argv);
+int hutch_cli_kill(int argc, char **argv);
+/* hutch exec -d ID [--cwd D] [-e K=V]... -- CMD...: start CMD in the
+ * background, print its process id. */
+int hutch_cli_exec_detached(int argc, char **argv);
 
 #endif

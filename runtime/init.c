@@ -24,6 +24,7 @@
 #include "caps.h"
 #include "cleanup.h"
 #include "fdutil.h"
+#include "fileops.h"
 #include "init.h"
 #include "proto.h"
 #include "seccomp-filter.h"
@@ -32,6 +33,9 @@
 struct child {
 	pid_t pid;
 	uint64_t id;
+	bool kill_rest; /* HUTCH_KILL_REST_ON_EXIT was asked */
+	pid_t *sids;    /* sessions of its tree when that was asked */
+	size_t nsids;
 };
 
 struct init_state {
@@ -118,6 +122,8 @@ static __attribute__((noreturn)) void exec_command(const struct init_state *s,
 	if (r < 0)
 		child_fail("cannot load seccomp filter for", req->argv[0], -r, 126);
 	environ = (char **)req->envp;
+	if (req->flags & HUTCH_SPAWN_BUILTIN)
+		_exit(hutch_fileop_main((int)req->argc, req->argv));
 	execvp(req->argv[0], (char *const *)req->argv);
 	r = errno;
 	child_fail("cannot execute", req->argv[0], r, r == ENOENT ? 127 : 126);
@@ -258,6 +264,40 @@ static void kill_tree(pid_t root, int sig)
 	}
 }
 
+/*
+ * For HUTCH_KILL_REST_ON_EXIT: remember the sessions of c's tree now (its
+ * own and those that members made with setsid()). Once the main process is
+ * gone, a setsid() child it left has init as parent and no link to the
+ * tree; its session still names it.
+ */
+static void record_sessions(struct child *c)
+{
+	struct proc_entry *v = NULL;
+	size_t n = scan_procs(&v);
+	bool grew = true;
+
+	for (size_t i = 0; i < n; i++)
+		v[i].marked = v[i].pid == c->pid || v[i].sid == c->pid;
+	while (grew) {
+		grew = false;
+		for (size_t i = 0; i < n; i++)
+			for (size_t j = 0; j < n && !v[i].marked; j++)
+				if (v[j].marked && v[j].pid == v[i].ppid)
+					v[i].marked = grew = true;
+	}
+	for (size_t i = 0; i < n; i++) {
+		pid_t *q;
+		if (!v[i].marked || v[i].sid != v[i].pid || c->nsids >= 4096)
+			continue;
+		q = realloc(c->sids, (c->nsids + 1) * sizeof(*q));
+		if (!q)
+			break;
+		c->sids = q;
+		c->sids[c->nsids++] = v[i].sid;
+	}
+	free(v);
+}
+
 static void handle_kill(struct init_state *s, uint64_t id, const char *body, size_t len)
 {
 	struct hutch_msg_kill k;
@@ -268,8 +308,13 @@ static void handle_kill(struct init_state *s, uint64_t id, const char *body, siz
 	if (k.signal <= 0 || k.signal >= NSIG)
 		return;
 	for (size_t i = 0; i < s->n; i++)
-		if (s->children[i].id == id)
+		if (s->children[i].id == id) {
+			if (k.flags & HUTCH_KILL_REST_ON_EXIT) {
+				s->children[i].kill_rest = true;
+				record_sessions(&s->children[i]);
+			}
 			kill_tree(s->children[i].pid, k.signal);
+		}
 }
 
 static void reap(struct init_state *s)
@@ -282,6 +327,13 @@ static void reap(struct init_state *s)
 			struct hutch_msg_exited e = { .status = status };
 			if (s->children[i].pid != pid)
 				continue;
+			/* Its session and descendants die before the exit is
+			 * reported, so "exited" means the whole tree is gone. */
+			if (s->children[i].kill_rest)
+				kill_tree(pid, SIGKILL);
+			for (size_t j = 0; j < s->children[i].nsids; j++)
+				kill_tree(s->children[i].sids[j], SIGKILL);
+			free(s->children[i].sids);
 			(void)hutch_proto_send(s->sock, HUTCH_MSG_EXITED, s->children[i].id, &e,
 					       sizeof(e), NULL, 0);
 			s->children[i] = s->children[--s->n];

@@ -5,6 +5,7 @@
  * the fix, and a documented exit code (cli.h).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <poll.h>
 #include <signal.h>
@@ -17,6 +18,7 @@
 #include <unistd.h>
 
 #include "cleanup.h"
+#include "cli-cp.h"
 #include "cli.h"
 #include "client.h"
 #include "config.h"
@@ -57,24 +59,36 @@ static const char *const main_usage =
 	"  run [OPTIONS] -- CMD [ARG...]   create a sandbox, run CMD, print its output, delete it\n"
 	"  create [OPTIONS]                create a sandbox and print its id\n"
 	"  exec ID [OPTIONS] -- CMD...     run CMD in a sandbox, exit with its exit code\n"
+	"  exec -d ID [OPTIONS] -- CMD...  start CMD in the background, print its process id\n"
+	"  ps ID [--json]                  list a sandbox's background processes\n"
+	"  logs ID PROC [-f]               print (-f: follow) a background process's output\n"
+	"  kill ID PROC [--grace S]        stop a background process and all its children\n"
 	"  ls [-q] [--json]                list sandboxes\n"
 	"  inspect ID                      show a sandbox's status and options (JSON)\n"
 	"  rm [--json] ID... | --all       delete sandboxes (returns when everything is gone)\n"
+	"  cp SRC DST                      copy files/directories: LOCAL ID:PATH or ID:PATH LOCAL\n"
 	"  gc                              remove what dead sandboxes left behind\n"
 	"  doctor [--json]                 check that this host can run sandboxes\n"
 	"  version [--json]                print the version\n"
 	"\n"
 	"'hutch COMMAND --help' shows a command's options. Exit codes: the command's own for\n"
 	"run/exec; 64 usage error, 65 no such sandbox, 66 sandbox expired or deleted, 69 host\n"
-	"not capable (not root, missing kernel feature), 70 other failure, 124 timeout.\n"
+	"not capable (not root, missing kernel feature), 70 other failure, 71 setup script or\n"
+	"on_create hook failed, 124 timeout.\n"
 	"State lives in $HUTCH_RUNTIME_DIR (default /run/hutch).\n";
 
 static const char *const create_options =
 	"sandbox options:\n"
 	"  --instance-type T   nano, micro, small, medium (default), large, xlarge, 2xlarge\n"
 	"  --ttl S             delete the sandbox S seconds after creation (default 86400)\n"
-	"  --idle-timeout S    sleep after S idle seconds; 0 = never (default; stored, sleep\n"
-	"                      comes in a later version)\n"
+	"  --idle-timeout S    freeze the sandbox after S seconds without requests; the next\n"
+	"                      request wakes it; 0 = never (default)\n"
+	"  --setup-script FILE run FILE (a shell script) once as appuser in /workspace before\n"
+	"                      create returns; failure or timeout deletes the sandbox (exit 71)\n"
+	"  --setup-timeout S   time limit of the setup script and of --on-create (default 600)\n"
+	"  --on-create CMD     shell command run after the setup script, before create returns\n"
+	"  --on-destroy CMD    shell command run at rm / DELETE and at TTL expiry, before the\n"
+	"                      processes are killed (at most 30 s)\n"
 	"  --region R          default nl-north-1; other regions allow only --network all\n"
 	"  --network N         none (default); all and allow:HOST,... are not implemented yet\n"
 	"  --max-output B      bytes of stdout/stderr kept per command (default 4194304)\n";
@@ -93,6 +107,10 @@ enum {
 	OPT_REGION,
 	OPT_NETWORK,
 	OPT_MAX_OUTPUT,
+	OPT_SETUP_SCRIPT,
+	OPT_SETUP_TIMEOUT,
+	OPT_ON_CREATE,
+	OPT_ON_DESTROY,
 	OPT_CWD,
 	OPT_TIMEOUT,
 	OPT_JSON,
@@ -121,8 +139,27 @@ static int config_opt(struct hutch_config *cfg, int opt, const char *arg)
 		{ OPT_INSTANCE_TYPE, "instance_type" }, { OPT_TTL, "ttl_seconds" },
 		{ OPT_IDLE, "idle_timeout_seconds" },   { OPT_REGION, "region" },
 		{ OPT_NETWORK, "network" },             { OPT_MAX_OUTPUT, "max_output_bytes" },
+		{ OPT_SETUP_TIMEOUT, "setup_script_timeout_seconds" },
+		{ OPT_ON_CREATE, "on_create" },         { OPT_ON_DESTROY, "on_destroy" },
 	};
 	struct hutch_err err = { 0 };
+
+	if (opt == OPT_SETUP_SCRIPT) {
+		/* The user's own file: symlinks are fine here. */
+		_cleanup_close_ int fd = open(arg, O_RDONLY | O_CLOEXEC);
+		_cleanup_free_ char *text = malloc(HUTCH_SETUP_SCRIPT_MAX + 2);
+		ssize_t n = fd < 0 ? -errno : !text ? -ENOMEM
+			: hutch_read_all(fd, text, HUTCH_SETUP_SCRIPT_MAX + 1);
+		if (n < 0)
+			return die(HUTCH_EXIT_USAGE, "cannot read --setup-script '%s': %s", arg,
+				   strerror((int)-n));
+		text[n] = '\0';
+		if (strlen(text) != (size_t)n)
+			return die(HUTCH_EXIT_USAGE, "--setup-script '%s' is not a text file", arg);
+		if (hutch_config_set(cfg, "setup_script", text, &err) < 0)
+			return die(HUTCH_EXIT_USAGE, "--setup-script '%s': %s", arg, err.msg);
+		return 0;
+	}
 
 	for (size_t i = 0; i < ELEMENTSOF(map); i++)
 		if (map[i].opt == opt) {
@@ -175,6 +212,10 @@ static const struct option create_longopts[] = {
 	{ "region", required_argument, NULL, OPT_REGION },
 	{ "network", required_argument, NULL, OPT_NETWORK },
 	{ "max-output", required_argument, NULL, OPT_MAX_OUTPUT },
+	{ "setup-script", required_argument, NULL, OPT_SETUP_SCRIPT },
+	{ "setup-timeout", required_argument, NULL, OPT_SETUP_TIMEOUT },
+	{ "on-create", required_argument, NULL, OPT_ON_CREATE },
+	{ "on-destroy", required_argument, NULL, OPT_ON_DESTROY },
 	{ "cwd", required_argument, NULL, OPT_CWD },
 	{ "env", required_argument, NULL, 'e' },
 	{ "timeout", required_argument, NULL, OPT_TIMEOUT },
@@ -442,6 +483,7 @@ static int parse_common(int argc, char **argv, const char *usage, struct hutch_c
 
 static int create_sandbox(struct hutch_config *cfg, struct hutch_created *c)
 {
+	struct hutch_setup_failure setup = { 0 };
 	struct hutch_err err = { 0 };
 	int r;
 
@@ -452,7 +494,17 @@ static int create_sandbox(struct hutch_config *cfg, struct hutch_created *c)
 	r = hutch_config_validate(cfg, &err);
 	if (r < 0)
 		return die(HUTCH_EXIT_USAGE, "%s", err.msg);
-	r = hutch_sandbox_create(cfg, hutch_runtime_dir(), c, &err);
+	r = hutch_sandbox_create(cfg, hutch_runtime_dir(), c, &setup, &err);
+	if (r == -ECANCELED && setup.step[0]) {
+		size_t n = strlen(setup.tail);
+		fprintf(stderr, "hutch: cannot create sandbox: %s; sandbox %s was deleted\n",
+			err.msg, setup.id);
+		if (n) {
+			fprintf(stderr, "hutch: last %zu bytes of its output:\n%s%s", n, setup.tail,
+				setup.tail[n - 1] == '\n' ? "" : "\n");
+		}
+		return HUTCH_EXIT_SETUP;
+	}
 	if (r < 0)
 		return die(r == -EPERM || r == -ENOSYS || r == -EOPNOTSUPP ? HUTCH_EXIT_NOT_CAPABLE
 									 : HUTCH_EXIT_FAILURE,
@@ -611,9 +663,14 @@ static int cmd_exec(int argc, char **argv)
 	struct sigaction sa = { .sa_handler = on_interrupt };
 	const char *usage = "usage: hutch exec ID [OPTIONS] -- CMD [ARG...]\n\nRun CMD in a "
 			    "sandbox; stdout and stderr stream as they come; exit with CMD's exit "
-			    "code. Ctrl-C kills CMD (and its children) only.\n\n";
+			    "code. Ctrl-C kills CMD (and its children) only.\n\nWith -d (--detach), "
+			    "before or after ID: start CMD in the background, print its process\n"
+			    "id (p1, p2...) and return at once; see hutch ps, logs, kill.\n\n";
 	int r;
 
+	for (int i = 1; i < argc && i < 3; i++)
+		if (!strcmp(argv[i], "-d") || !strcmp(argv[i], "--detach"))
+			return hutch_cli_exec_detached(argc, argv); /* cli-procs.c */
 	if (argc >= 2 && !strcmp(argv[1], "--help")) {
 		printf("%s%s", usage, exec_options);
 		return 0;
@@ -841,6 +898,9 @@ int main(int argc, char **argv)
 		{ "run", cmd_run, NULL },   { "create", cmd_create, NULL }, { "exec", cmd_exec, NULL },
 		{ "ls", cmd_ls, NULL },     { "inspect", cmd_inspect, NULL }, { "rm", cmd_rm, NULL },
 		{ "gc", cmd_gc, NULL },     { "doctor", cmd_doctor, NULL },
+		{ "ps", hutch_cli_ps, NULL }, { "logs", hutch_cli_logs, NULL },
+		{ "kill", hutch_cli_kill, NULL },
+		{ "cp", hutch_cli_cp, NULL },
 	};
 
 	hutch_proctitle_init(argc, argv);

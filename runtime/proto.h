@@ -42,9 +42,13 @@ struct hutch_msg_hdr {
 struct hutch_msg_spawn {
 	uint32_t argc;
 	uint32_t envc;
-	uint32_t flags;
+	uint32_t flags; /* HUTCH_SPAWN_* */
 	uint32_t pad;
 };
+
+/* The child runs a built-in file operation (fileops.h; argv[0] names it)
+ * instead of execvp(), after the same privilege drop and seccomp. */
+#define HUTCH_SPAWN_BUILTIN (1u << 0)
 
 struct hutch_msg_kill {
 	int32_t signal;

@@ -18,6 +18,8 @@
 static const char *const known_fields[] = {
 	"cmd", "argv", "cwd", "env", "stdin", "timeout", "max_output_bytes"
 };
+/* /start_process: the first four (no stdin, timeout or output cap). */
+#define START_FIELDS 4
 
 static const char *const default_env[] = {
 	"PATH=" HUTCH_DEFAULT_PATH,
@@ -193,8 +195,8 @@ static int parse_numbers(const cJSON *timeout, const cJSON *maxout, struct hutch
 	return 0;
 }
 
-int hutch_run_req_parse(const char *body, size_t len, struct hutch_run_req *ret,
-                        struct hutch_err *err)
+static int parse_req(const char *body, size_t len, size_t nknown, struct hutch_run_req *ret,
+		     struct hutch_err *err)
 {
 	_cleanup_cjson_ cJSON *j = NULL;
 	struct hutch_run_req r = { 0 };
@@ -220,9 +222,13 @@ int hutch_run_req_parse(const char *body, size_t len, struct hutch_run_req *ret,
 		return hutch_err_set(err, -EINVAL, "the request body must be a JSON object");
 	cJSON_ArrayForEach(it, j) {
 		bool known = false;
-		for (size_t i = 0; i < ELEMENTSOF(known_fields); i++)
+		for (size_t i = 0; i < nknown; i++)
 			if (!strcmp(it->string, known_fields[i]))
 				known = true;
+		if (!known && nknown == START_FIELDS)
+			return hutch_err_set(err, -EINVAL,
+					     "unknown field '%.64s' (known: cmd, argv, cwd, env)",
+					     it->string);
 		if (!known)
 			return hutch_err_set(
 			        err, -EINVAL,
@@ -259,4 +265,16 @@ int hutch_run_req_parse(const char *body, size_t len, struct hutch_run_req *ret,
 	}
 	*ret = r;
 	return 0;
+}
+
+int hutch_run_req_parse(const char *body, size_t len, struct hutch_run_req *ret,
+			struct hutch_err *err)
+{
+	return parse_req(body, len, ELEMENTSOF(known_fields), ret, err);
+}
+
+int hutch_start_req_parse(const char *body, size_t len, struct hutch_run_req *ret,
+			  struct hutch_err *err)
+{
+	return parse_req(body, len, START_FIELDS, ret, err);
 }

@@ -64,7 +64,7 @@ static cJSON *state_json(const struct sup *s, const char *status)
 	return o;
 }
 
-static int write_state(struct sup *s, const char *status)
+int hutch_sup_write_state(struct sup *s, const char *status)
 {
 	_cleanup_cjson_ cJSON *j = state_json(s, status);
 
@@ -187,7 +187,7 @@ int hutch_sup_setup(struct sup *s, struct hutch_err *err)
 	r = hutch_seccomp_build(s->cfg->net.mode, &s->seccomp, err);
 	if (r < 0)
 		return hutch_err_prefix(err, "seccomp");
-	r = write_state(s, "creating");
+	r = hutch_sup_write_state(s, "creating");
 	if (r < 0)
 		return hutch_err_set_errno(err, r, "write '%s'", s->paths.state);
 	r = hutch_cgroup_create(s->cg, &lim, err);
@@ -213,9 +213,7 @@ int hutch_sup_setup(struct sup *s, struct hutch_err *err)
 	r = hutch_fd_nonblock(s->init_sock, true);
 	if (r < 0)
 		return hutch_err_set_errno(err, r, "init socket");
-	r = write_state(s, "running");
-	if (r < 0)
-		return hutch_err_set_errno(err, r, "write '%s'", s->paths.state);
+	/* "running" is written when the setup steps are done (hooks.c). */
 	return 0;
 }
 
@@ -325,8 +323,9 @@ static __attribute__((noreturn)) void supervisor_main(struct sup *s, int result_
 		(void)hutch_write_all(result_fd, &err, sizeof(err));
 		_exit(1);
 	}
-	(void)hutch_write_all(result_fd, &err, sizeof(err));
-	close(result_fd);
+	/* The loop reports ready (or the setup failure) on result_fd once
+	 * the setup script and on_create have run (hooks.c). */
+	s->hooks.result_fd = result_fd;
 	_exit(hutch_sup_run(s) < 0 ? 1 : 0);
 }
 
@@ -369,7 +368,8 @@ static int reserve_dir(const char *runtime_dir, struct sup *s, struct hutch_err 
 }
 
 int hutch_sandbox_create(struct hutch_config *cfg, const char *runtime_dir,
-			 struct hutch_created *ret, struct hutch_err *err)
+			 struct hutch_created *ret, struct hutch_setup_failure *ret_setup,
+			 struct hutch_err *err)
 {
 	static struct sup s; /* the supervisor keeps it for its whole life */
 	int pipefd[2];
@@ -381,6 +381,7 @@ int hutch_sandbox_create(struct hutch_config *cfg, const char *runtime_dir,
 	s.cfg = cfg;
 	s.epfd = s.sigfd = s.ttl_fd = s.init_sock = s.pidfd = s.listen_fd = -EBADF;
 	s.lock_fd = s.slot_fd = -EBADF;
+	s.idle.fd = s.hooks.deadline_fd = s.hooks.result_fd = -EBADF;
 	r = hutch_config_validate(cfg, err);
 	if (r < 0)
 		return r;
@@ -417,12 +418,25 @@ int hutch_sandbox_create(struct hutch_config *cfg, const char *runtime_dir,
 	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
 		; /* hutch run catches Ctrl-C during create */
 	n = hutch_read_all(pipefd[0], err, sizeof(*err));
-	close(pipefd[0]);
-	if (n != (ssize_t)sizeof(*err))
+	if (n != (ssize_t)sizeof(*err)) {
+		close(pipefd[0]);
 		return hutch_err_set(err, -EIO, "the sandbox supervisor died during setup");
+	}
 	err->msg[sizeof(err->msg) - 1] = '\0';
-	if (err->code < 0)
+	if (err->code < 0) {
+		/* A failed setup step sends its details after the error. */
+		struct hutch_setup_failure f;
+		n = hutch_read_all(pipefd[0], &f, sizeof(f));
+		close(pipefd[0]);
+		if (n == (ssize_t)sizeof(f) && ret_setup) {
+			f.id[sizeof(f.id) - 1] = '\0';
+			f.step[sizeof(f.step) - 1] = '\0';
+			f.tail[sizeof(f.tail) - 1] = '\0';
+			*ret_setup = f;
+		}
 		return err->code;
+	}
+	close(pipefd[0]);
 	memset(ret, 0, sizeof(*ret));
 	memcpy(ret->id, s.id, sizeof(ret->id));
 	ret->paths = s.paths;

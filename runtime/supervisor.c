@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <math.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,7 +23,10 @@
 
 #include "cleanup.h"
 #include "fdutil.h"
+#include "hooks.h"
+#include "idle.h"
 #include "log.h"
+#include "procs.h"
 #include "proto.h"
 #include "supervisor.h"
 #include "syscalls.h"
@@ -76,13 +80,20 @@ static void cmd_free(struct cmd *c)
 	free(c);
 }
 
-static void send_kill(struct cmd *c, int sig)
+void hutch_cmd_kill(struct cmd *c, int sig, unsigned flags)
 {
-	struct hutch_msg_kill k = { .signal = sig };
+	struct hutch_msg_kill k = { .signal = sig, .flags = flags };
 
+	if (c->state == CMD_SPAWNING)
+		c->killed_by_client = true; /* SIGKILL once it has started */
 	if (c->state == CMD_RUNNING && !c->sup->init_dead)
 		(void)hutch_proto_send(c->sup->init_sock, HUTCH_MSG_KILL, c->id, &k, sizeof(k),
 				       NULL, 0);
+}
+
+static void send_kill(struct cmd *c, int sig)
+{
+	hutch_cmd_kill(c, sig, 0);
 }
 
 /* Append one SSE event whose data is a JSON object. */
@@ -176,6 +187,10 @@ static bool drain_pipe(struct cmd *c, int *fd, bool is_err)
 			close_watched(c->sup, fd);
 			return false;
 		}
+		if (c->proc) {
+			hutch_proc_output(c->proc, is_err, buf, (size_t)n);
+			continue;
+		}
 		if (c->streaming) {
 			if (is_err)
 				sse_output(c, "stderr", c->carry_err, &c->ncarry_err, buf, (size_t)n);
@@ -186,7 +201,10 @@ static bool drain_pipe(struct cmd *c, int *fd, bool is_err)
 				return true;
 			}
 		} else {
-			(void)hutch_buf_append(is_err ? &c->err : &c->out, buf, (size_t)n);
+			if (c->keep_tail)
+				hutch_hooks_tail_append(&c->out, buf, (size_t)n);
+			else
+				(void)hutch_buf_append(is_err ? &c->err : &c->out, buf, (size_t)n);
 		}
 	}
 }
@@ -219,7 +237,9 @@ static void maybe_done(struct cmd *c)
 	}
 	c->state = CMD_DONE;
 	c->sup->last_request_ms = hutch_now_mono_ms();
-	if (c->req)
+	if (c->on_done)
+		c->on_done(c); /* hooks.c: owns c now */
+	else if (c->req)
 		hutch_api_cmd_event(c);
 	else
 		cmd_free(c);
@@ -289,6 +309,8 @@ static void on_init_message(struct sup *s)
 			}
 			c->pid = body.spawned.pid;
 			c->state = CMD_RUNNING;
+			if (c->proc)
+				hutch_proc_spawned(c->proc, c->pid);
 			if (c->killed_by_client)
 				send_kill(c, SIGKILL);
 		} else if (hdr.type == HUTCH_MSG_EXITED && n == sizeof(body.exited) &&
@@ -333,6 +355,17 @@ struct cmd *hutch_cmd_start(struct sup *s, const char *const *argv, const char *
 			    double timeout, uint64_t max_output, bool streaming,
 			    struct hutch_err *err)
 {
+	return hutch_cmd_start_flags(s, argv, envp, cwd, stdin_data, stdin_len, timeout,
+				     max_output, streaming, 0, err);
+}
+
+struct cmd *hutch_cmd_start_flags(struct sup *s, const char *const *argv,
+				  const char *const *envp, const char *cwd,
+				  const char *stdin_data, size_t stdin_len, double timeout,
+				  uint64_t max_output, bool streaming, uint32_t flags,
+				  struct hutch_err *err)
+{
+	uint32_t spawn_flags = flags & ~HUTCH_CMD_OPEN_STDIN;
 	_cleanup_free_ char *body = NULL;
 	int in[2] = { -1, -1 }, out[2] = { -1, -1 }, errp[2] = { -1, -1 };
 	struct cmd *c;
@@ -348,6 +381,7 @@ struct cmd *hutch_cmd_start(struct sup *s, const char *const *argv, const char *
 		       NULL;
 	if (len < 0)
 		return hutch_err_set_errno(err, (int)len, "encode command"), NULL;
+	memcpy(body + offsetof(struct hutch_msg_spawn, flags), &spawn_flags, sizeof(spawn_flags));
 	c = calloc(1, sizeof(*c));
 	if (!c)
 		return hutch_err_set(err, -ENOMEM, "out of memory"), NULL;
@@ -391,6 +425,10 @@ struct cmd *hutch_cmd_start(struct sup *s, const char *const *argv, const char *
 			r = hutch_err_set_errno(err, -errno, "watch stdin");
 			goto fail;
 		}
+	}
+	if (flags & HUTCH_CMD_OPEN_STDIN) {
+		c->in_fd = in[1];
+		in[1] = -1;
 	}
 	if (timeout > 0 && arm_timer(c, timeout) < 0) {
 		r = hutch_err_set_errno(err, -errno, "arm timeout");
@@ -550,10 +588,28 @@ static void on_cmd_event(struct sup *s, struct watch *w, uint32_t events)
 	}
 }
 
+void hutch_cmd_free(struct cmd *c)
+{
+	cmd_free(c);
+}
+
+/* Close: on_destroy first when there is one (hooks.c calls
+ * hutch_sup_end_now() when it is done), then teardown. */
 static void end_sandbox(struct sup *s, const char *reason)
+{
+	if (s->state == SUP_RUNNING && hutch_hooks_destroy_start(s, reason))
+		return;
+	if (s->state == SUP_CLOSING && s->hooks.end_reason)
+		return; /* on_destroy is running; it is bounded */
+	hutch_sup_end_now(s, reason);
+}
+
+void hutch_sup_end_now(struct sup *s, const char *reason)
 {
 	if (s->state == SUP_GONE)
 		return;
+	/* A frozen cgroup v1 task does not die of SIGKILL until thawed. */
+	hutch_idle_wake(s, hutch_now_mono_sec());
 	s->state = SUP_CLOSING;
 	s->end.reason = reason;
 	s->end.at = hutch_now_realtime();
@@ -569,6 +625,7 @@ static void end_sandbox(struct sup *s, const char *reason)
 		}
 	}
 	s->state = SUP_GONE;
+	hutch_hooks_sandbox_ended(s);
 	hutch_api_sandbox_ended(s);
 }
 
@@ -596,7 +653,9 @@ cJSON *hutch_sup_status_json(struct sup *s)
 	hutch_format_time(s->created_at, created, sizeof(created));
 	hutch_format_time(s->expires_at, expires, sizeof(expires));
 	cJSON_AddStringToObject(o, "id", s->id);
-	cJSON_AddStringToObject(o, "state", s->state == SUP_RUNNING ? "running" : "closing");
+	cJSON_AddStringToObject(o, "state", s->state != SUP_RUNNING ? "closing"
+					    : s->idle.sleeping      ? "sleeping"
+								    : "running");
 	cJSON_AddStringToObject(o, "created_at", created);
 	cJSON_AddStringToObject(o, "expires_at", expires);
 	cJSON_AddNumberToObject(o, "expires_in_seconds",
@@ -607,6 +666,16 @@ cJSON *hutch_sup_status_json(struct sup *s)
 	cJSON_AddNumberToObject(o, "init_pid", s->init_pid);
 	cJSON_AddNumberToObject(o, "supervisor_pid", getpid());
 	cJSON_AddStringToObject(o, "socket", s->paths.sock);
+	{
+		cJSON *idle = cJSON_AddObjectToObject(o, "idle");
+		cJSON_AddBoolToObject(idle, "sleeping", s->idle.sleeping);
+		cJSON_AddNumberToObject(idle, "sleeps", s->idle.sleeps);
+		cJSON_AddNumberToObject(idle, "last_wake_ms",
+					round(s->idle.last_wake_ms * 1000) / 1000);
+	}
+	cJSON_AddItemToObject(o, "hooks", s->hooks.results
+						  ? cJSON_Duplicate(s->hooks.results, true)
+						  : cJSON_CreateObject());
 	return o;
 }
 
@@ -655,6 +724,7 @@ int hutch_sup_run(struct sup *s)
 		return r;
 	}
 	s->last_request_ms = hutch_now_mono_ms();
+	hutch_hooks_begin(s); /* setup script, on_create, then "ready" to the CLI */
 	for (;;) {
 		int n, timeout = hutch_api_timeout_ms(s);
 
@@ -682,14 +752,25 @@ int hutch_sup_run(struct sup *s)
 			case W_INIT:
 				on_init_message(s);
 				break;
+			case W_FILE_PIPE:
+				hutch_api_files_event(w, evs[i].events);
+				break;
 			case W_PIDFD:
 				hutch_sup_unwatch(s, s->pidfd);
 				/* init died without being asked to */
 				if (s->state == SUP_RUNNING)
 					end_sandbox(s, "crashed");
+				else if (s->hooks.end_reason)
+					hutch_hooks_on_deadline(s); /* on_destroy cannot finish */
 				break;
 			case W_SIGNAL:
 				on_signal(s);
+				break;
+			case W_IDLE:
+				hutch_idle_on_timer(s);
+				break;
+			case W_HOOK:
+				hutch_hooks_on_deadline(s);
 				break;
 			case W_TTL:
 				hutch_sup_unwatch(s, s->ttl_fd);
@@ -704,6 +785,11 @@ int hutch_sup_run(struct sup *s)
 		if (s->delete_pending && s->state == SUP_RUNNING) {
 			end_sandbox(s, "deleted");
 			hutch_api_run(s);
+		}
+		if (s->state != SUP_GONE) {
+			hutch_hooks_after_events(s);
+			if (s->state == SUP_GONE)
+				hutch_api_run(s);
 		}
 	}
 	hutch_api_stop(s);

@@ -23,6 +23,9 @@ struct MHD_Connection;
 struct MHD_Daemon;
 struct sup;
 struct request;
+struct hutch_setup_failure;
+struct hutch_proc;
+struct hutch_procs;
 
 #define HUTCH_MAX_BODY      (8u << 20) /* request body bound */
 #define HUTCH_SSE_QUEUE_MAX (256u << 10)
@@ -52,6 +55,9 @@ enum watch_kind {
 	W_CMD_IN,
 	W_CMD_TIMER,
 	W_CMD_CONN,
+	W_IDLE, /* idle.c: idle timer */
+	W_HOOK, /* hooks.c: deadline of the on_destroy hook */
+	W_FILE_PIPE, /* api-files.c: a raw upload/download pipe */
 };
 
 struct watch {
@@ -89,8 +95,13 @@ struct cmd {
 	uint64_t oom_before;
 	int status;          /* wait status */
 	bool exited, timed_out, oom_killed, killed_by_client;
+	bool keep_tail;          /* hooks: keep the last bytes of stdout, not the first */
+	/* Called once when the command is done instead of resuming a request;
+	 * the callback owns c from then on (hutch_cmd_free()). */
+	void (*on_done)(struct cmd *c);
 	const char *spawn_error; /* static message if spawning failed */
 	char spawn_errbuf[128];
+	struct hutch_proc *proc; /* background process (procs.c) or NULL */
 	struct cmd *next;
 };
 
@@ -111,11 +122,33 @@ struct sup {
 	struct hutch_cgroup *cg;
 	struct sock_fprog seccomp;
 	struct cmd *cmds;
+	struct hutch_procs *procs; /* background processes (procs.c), lazily */
 	uint64_t next_cmd_id;
 	unsigned nconnections;
 	bool delete_pending;  /* a DELETE / is waiting for teardown */
 	struct request *waiters; /* requests answered when the sandbox has ended */
 	int64_t last_request_ms;
+	unsigned requests_open;  /* requests being served (idle: activity) */
+	struct sup_idle {        /* idle.c */
+		int fd;
+		struct watch w;
+		bool armed, sleeping;
+		unsigned sleeps;
+		double last_wake_ms;  /* request arrival to thawed, last wake-up */
+	} idle;
+	struct sup_hooks {       /* hooks.c */
+		int result_fd;        /* the creating CLI's pipe until ready/failed */
+		int phase;            /* enum in hooks.c */
+		int deadline_fd;      /* on_destroy time bound */
+		struct watch w_deadline;
+		const char *end_reason; /* end_sandbox() waiting for on_destroy */
+		bool destroy_done;
+		cJSON *results;       /* per hook: exit code, duration, output tail */
+		struct cmd *step;     /* the step command running */
+		struct hutch_err fail_err; /* a failed step, reported after teardown */
+		struct hutch_setup_failure *failure;
+		bool failure_noted;   /* failed, details lost (out of memory) */
+	} hooks;
 };
 
 /* sandbox.c: create the sandbox (runs in the new supervisor process). */
@@ -132,6 +165,26 @@ struct cmd *hutch_cmd_start(struct sup *s, const char *const *argv, const char *
 			    const char *cwd, const char *stdin_data, size_t stdin_len,
 			    double timeout, uint64_t max_output, bool streaming,
 			    struct hutch_err *err);
+/* Free a command whose on_done callback ran. */
+void hutch_cmd_free(struct cmd *c);
+/* sandbox.c: rewrite state.json with this status ("running", "sleeping"). */
+int hutch_sup_write_state(struct sup *s, const char *status);
+/* supervisor.c: end the sandbox now (teardown), skipping on_destroy. */
+void hutch_sup_end_now(struct sup *s, const char *reason);
+/* Signal cmd's tree (flags: HUTCH_KILL_*); a command still spawning is
+ * killed with SIGKILL once it has started. */
+void hutch_cmd_kill(struct cmd *c, int sig, unsigned flags);
+/* The same with HUTCH_SPAWN_* flags for init; HUTCH_CMD_OPEN_STDIN (never
+ * sent) leaves stdin's write end open and unwatched in c->in_fd for the
+ * caller to stream into (stdin_data must then be empty). */
+#define HUTCH_CMD_OPEN_STDIN (1u << 31)
+struct cmd *hutch_cmd_start_flags(struct sup *s, const char *const *argv,
+				  const char *const *envp, const char *cwd,
+				  const char *stdin_data, size_t stdin_len, double timeout,
+				  uint64_t max_output, bool streaming, uint32_t flags,
+				  struct hutch_err *err);
+/* api-files.c: an event on a W_FILE_PIPE watch. */
+void hutch_api_files_event(struct watch *w, uint32_t events);
 /* The client of cmd went away: kill the command tree if still running. */
 void hutch_cmd_orphan(struct cmd *c);
 /* Result JSON of a finished command (stdout/stderr included unless streaming). */

@@ -291,10 +291,43 @@ static void test_to_json(void **state)
 	assert_true(cJSON_GetObjectItemCaseSensitive(lim, "disk_bytes")->valuedouble ==
 	            (double)(2560 * MiB));
 	assert_true(cJSON_GetObjectItemCaseSensitive(lim, "pids")->valuedouble == 256);
-	assert_int_equal(cJSON_GetArraySize(j), 7);
+	assert_int_equal(cJSON_GetArraySize(j), 11);
 	assert_int_equal(cJSON_GetArraySize(lim), 4);
 	cJSON_Delete(j);
 	hutch_config_done(&c);
+}
+
+/* setup_script, its timeout and the hooks: stored, bounded, shown (the
+ * script by its size only). */
+static void test_lifecycle_options(void **state)
+{
+	struct hutch_config c;
+	struct hutch_err err = { 0 };
+	cJSON *j;
+
+	(void)state;
+	hutch_config_init(&c);
+	assert_int_equal(c.setup_script_timeout_seconds, 600);
+	assert_null(c.setup_script);
+	assert_int_equal(set1(&c, "setup_script", "echo hi\n", &err), 0);
+	assert_int_equal(set1(&c, "setup_script", "echo again\n", &err), 0);
+	assert_string_equal(c.setup_script, "echo again\n");
+	assert_int_equal(set1(&c, "setup_script", "", &err), -EINVAL);
+	assert_int_equal(set1(&c, "setup_script_timeout_seconds", "0", &err), -EINVAL);
+	assert_int_equal(set1(&c, "setup_script_timeout_seconds", "5", &err), 0);
+	assert_int_equal(set1(&c, "on_create", "touch x", &err), 0);
+	assert_int_equal(set1(&c, "on_destroy", "rm x", &err), 0);
+	j = hutch_config_to_json(&c);
+	assert_true(cJSON_GetObjectItemCaseSensitive(j, "setup_script_bytes")->valuedouble == 11);
+	assert_true(cJSON_GetObjectItemCaseSensitive(j, "setup_script_timeout_seconds")->valuedouble ==
+	            5);
+	assert_string_equal(cJSON_GetObjectItemCaseSensitive(j, "on_create")->valuestring, "touch x");
+	assert_string_equal(cJSON_GetObjectItemCaseSensitive(j, "on_destroy")->valuestring, "rm x");
+	assert_null(cJSON_GetObjectItemCaseSensitive(j, "setup_script"));
+	cJSON_Delete(j);
+	hutch_config_done(&c);
+	assert_null(c.setup_script);
+	assert_null(c.on_create);
 }
 
 int main(void)
@@ -304,7 +337,7 @@ int main(void)
 		cmocka_unit_test(test_instance_type_set), cmocka_unit_test(test_seconds),
 		cmocka_unit_test(test_max_output),        cmocka_unit_test(test_region_syntax),
 		cmocka_unit_test(test_region_rule),       cmocka_unit_test(test_network),
-		cmocka_unit_test(test_to_json),
+		cmocka_unit_test(test_to_json),           cmocka_unit_test(test_lifecycle_options),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

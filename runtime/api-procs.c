@@ -1,0 +1,381 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * HTTP handlers of the background-process endpoints: POST /start_process,
+ * GET /list_processes, POST /kill_process, GET /process_output (reference:
+ * docs/api.md). api.c routes here and suspends the request when the handler
+ * leaves it waiting (w->queued); a wake-up resumes it and api.c calls the
+ * handler again, which looks at the process afresh. Request bodies and
+ * query strings are hostile input: strictly typed, unknown fields refused.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <microhttpd.h>
+
+#include "cleanup.h"
+#include "procs.h"
+#include "request.h"
+#include "supervisor.h"
+
+static enum MHD_Result respond_json(struct MHD_Connection *conn, unsigned status, cJSON *j)
+{
+	_cleanup_free_ char *text = j ? cJSON_PrintUnformatted(j) : NULL;
+	struct MHD_Response *resp;
+	enum MHD_Result ret;
+
+	cJSON_Delete(j);
+	if (!text)
+		return MHD_NO;
+	resp = MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_COPY);
+	if (!resp)
+		return MHD_NO;
+	(void)MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
+	ret = MHD_queue_response(conn, status, resp);
+	MHD_destroy_response(resp);
+	return ret;
+}
+
+static enum MHD_Result respond_error(struct MHD_Connection *conn, unsigned status, const char *code,
+                                     const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static enum MHD_Result respond_error(struct MHD_Connection *conn, unsigned status, const char *code,
+                                     const char *fmt, ...)
+{
+	cJSON *o = cJSON_CreateObject(), *e;
+	char msg[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (!o)
+		return MHD_NO;
+	e = cJSON_AddObjectToObject(o, "error");
+	cJSON_AddStringToObject(e, "code", code);
+	cJSON_AddStringToObject(e, "message", msg);
+	return respond_json(conn, status, o);
+}
+
+static enum MHD_Result not_found(struct MHD_Connection *conn, const char *id)
+{
+	return respond_error(
+	        conn, MHD_HTTP_NOT_FOUND, "process_not_found",
+	        "no background process '%.32s' in this sandbox (see GET /list_processes)", id);
+}
+
+static char *base64_encode(const unsigned char *p, size_t n)
+{
+	static const char tab[] =
+	        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+	char *out = malloc((n + 2) / 3 * 4 + 1), *o = out;
+
+	if (!out)
+		return NULL;
+	for (size_t i = 0; i < n; i += 3) {
+		uint32_t v = (uint32_t)p[i] << 16;
+		if (i + 1 < n)
+			v |= (uint32_t)p[i + 1] << 8;
+		if (i + 2 < n)
+			v |= p[i + 2];
+		*o++ = tab[v >> 18];
+		*o++ = tab[(v >> 12) & 63];
+		*o++ = i + 1 < n ? tab[(v >> 6) & 63] : '=';
+		*o++ = i + 2 < n ? tab[v & 63] : '=';
+	}
+	*o = '\0';
+	return out;
+}
+
+/* Parse the body of /kill_process: {"id": "p1", "grace_seconds": 5}. */
+static int parse_kill(const char *body, size_t len, char *id, size_t idsize, double *grace,
+                      struct hutch_err *err)
+{
+	_cleanup_cjson_ cJSON *j = cJSON_ParseWithLength(body, len);
+	const cJSON *it, *jid, *jg;
+
+	if (!j || !cJSON_IsObject(j))
+		return hutch_err_set(err, -EINVAL,
+		                     "the request body must be a JSON object: {\"id\": \"p1\"}");
+	cJSON_ArrayForEach(it, j) {
+		if (strcmp(it->string, "id") != 0 && strcmp(it->string, "grace_seconds") != 0)
+			return hutch_err_set(err, -EINVAL,
+			                     "unknown field '%.64s' (known: id, grace_seconds)",
+			                     it->string);
+	}
+	jid = cJSON_GetObjectItemCaseSensitive(j, "id");
+	jg = cJSON_GetObjectItemCaseSensitive(j, "grace_seconds");
+	if (!cJSON_IsString(jid) || !*jid->valuestring)
+		return hutch_err_set(err, -EINVAL, "missing 'id' (a process id such as \"p1\")");
+	if (strlen(jid->valuestring) >= idsize)
+		return hutch_err_set(err, -EINVAL, "'id' is too long");
+	strcpy(id, jid->valuestring);
+	*grace = HUTCH_PROC_GRACE_DEFAULT;
+	if (jg && !cJSON_IsNull(jg)) {
+		if (!cJSON_IsNumber(jg) || !isfinite(jg->valuedouble) || jg->valuedouble < 0 ||
+		    jg->valuedouble > HUTCH_PROC_GRACE_MAX)
+			return hutch_err_set(err, -EINVAL,
+			                     "'grace_seconds' must be a number from 0 to %g",
+			                     HUTCH_PROC_GRACE_MAX);
+		*grace = jg->valuedouble;
+	}
+	return 0;
+}
+
+/* What to show as the command: the shell string, or the argv joined. */
+static char *command_text(const char *body, size_t len, char *const *argv)
+{
+	_cleanup_cjson_ cJSON *j = cJSON_ParseWithLength(body, len);
+	const cJSON *cmd = cJSON_GetObjectItemCaseSensitive(j, "cmd");
+	size_t n = 1;
+	char *s;
+
+	if (cJSON_IsString(cmd))
+		return strdup(cmd->valuestring);
+	for (char *const *a = argv; *a; a++)
+		n += strlen(*a) + 1;
+	s = calloc(1, n);
+	for (char *const *a = argv; s && *a; a++) {
+		if (a != argv)
+			strcat(s, " ");
+		strcat(s, *a);
+	}
+	return s;
+}
+
+static enum MHD_Result h_start(struct sup *s, struct MHD_Connection *conn, const char *body,
+                               size_t len, struct hutch_proc_wait *w)
+{
+	struct hutch_run_req req = { 0 };
+	struct hutch_err err = { 0 };
+	_cleanup_free_ char *command = NULL;
+	struct hutch_proc *p;
+
+	if (w->started) {
+		/* Started before: answer once init reported the pid. */
+		p = hutch_proc_find_num(s, w->num);
+		if (p && !p->pid && !p->done) {
+			hutch_proc_wait_add(s, w);
+			return MHD_YES;
+		}
+		if (!p)
+			return respond_error(conn, 500, "spawn_failed", "the process vanished");
+		return respond_json(conn, MHD_HTTP_OK, hutch_proc_json(p));
+	}
+	if (hutch_start_req_parse(body, len, &req, &err) < 0)
+		return respond_error(conn, err.code == -ENOMEM ? 500 : 400, "invalid_request", "%s",
+		                     err.msg);
+	command = command_text(body, len, req.argv);
+	if (!command) {
+		hutch_run_req_done(&req);
+		return respond_error(conn, 500, "internal", "out of memory");
+	}
+	p = hutch_proc_start(s, command, (const char *const *)req.argv,
+	                     (const char *const *)req.envp, req.cwd, &err);
+	hutch_run_req_done(&req);
+	if (!p && err.code == -EAGAIN)
+		return respond_error(conn, 429, "too_many_processes", "%s", err.msg);
+	if (!p)
+		return respond_error(conn, err.code == -E2BIG ? 413 : 500,
+		                     err.code == -E2BIG ? "too_large" : "spawn_failed", "%s",
+		                     err.msg);
+	w->started = true;
+	w->num = p->num;
+	hutch_proc_wait_add(s, w);
+	return MHD_YES;
+}
+
+static enum MHD_Result h_list(struct sup *s, struct MHD_Connection *conn)
+{
+	cJSON *o = cJSON_CreateObject(), *arr;
+
+	if (!o)
+		return MHD_NO;
+	arr = cJSON_AddArrayToObject(o, "processes");
+	for (struct hutch_proc *p = s->procs ? s->procs->head : NULL; p; p = p->next)
+		cJSON_AddItemToArray(arr, hutch_proc_json(p));
+	return respond_json(conn, MHD_HTTP_OK, o);
+}
+
+static enum MHD_Result h_kill(struct sup *s, struct MHD_Connection *conn, const char *body,
+                              size_t len, struct hutch_proc_wait *w)
+{
+	struct hutch_err err = { 0 };
+	struct hutch_proc *p;
+	char id[32];
+	double grace;
+
+	if (w->started) {
+		/* Signalled before: answer once it is dead. */
+		p = hutch_proc_find_num(s, w->num);
+		if (p && !p->done) {
+			hutch_proc_wait_add(s, w);
+			return MHD_YES;
+		}
+		if (!p)
+			return respond_error(conn, MHD_HTTP_NOT_FOUND, "process_not_found",
+			                     "process p%u ended and was dropped from the list",
+			                     w->num);
+		return respond_json(conn, MHD_HTTP_OK, hutch_proc_json(p));
+	}
+	if (parse_kill(body, len, id, sizeof(id), &grace, &err) < 0)
+		return respond_error(conn, 400, "invalid_request", "%s", err.msg);
+	p = hutch_proc_find(s, id);
+	if (!p)
+		return not_found(conn, id);
+	if (p->done) {
+		char when[40];
+		hutch_format_time(p->ended_at, when, sizeof(when));
+		return respond_error(conn, MHD_HTTP_CONFLICT, "process_not_running",
+		                     "process %s is not running: it %s at %s", id,
+		                     p->kill_requested ? "was killed" : "exited", when);
+	}
+	hutch_proc_kill(p, grace);
+	w->started = true;
+	w->num = p->num;
+	hutch_proc_wait_add(s, w);
+	return MHD_YES;
+}
+
+struct output_args {
+	const char *id;
+	bool is_err, base64;
+	uint64_t offset;
+	double wait;
+};
+
+static int parse_output_args(struct MHD_Connection *conn, struct output_args *a,
+                             struct hutch_err *err)
+{
+	const char *stream = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "stream");
+	const char *off = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "offset");
+	const char *enc = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "encoding");
+	const char *wait = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "wait");
+	char *end;
+
+	a->id = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "id");
+	if (!a->id || !*a->id)
+		return hutch_err_set(err, -EINVAL, "missing query parameter 'id' (?id=p1)");
+	if (stream && strcmp(stream, "stdout") != 0 && strcmp(stream, "stderr") != 0)
+		return hutch_err_set(err, -EINVAL, "'stream' must be stdout or stderr");
+	a->is_err = stream && !strcmp(stream, "stderr");
+	if (enc && strcmp(enc, "utf-8") != 0 && strcmp(enc, "base64") != 0)
+		return hutch_err_set(err, -EINVAL, "'encoding' must be utf-8 or base64");
+	a->base64 = enc && !strcmp(enc, "base64");
+	a->offset = 0;
+	if (off) {
+		errno = 0;
+		a->offset = strtoull(off, &end, 10);
+		if (!*off || *off == '-' || *end || errno)
+			return hutch_err_set(err, -EINVAL,
+			                     "'offset' must be a byte count (0 or more)");
+	}
+	a->wait = 0;
+	if (wait && !strcmp(wait, "true")) {
+		a->wait = 30;
+	} else if (wait && strcmp(wait, "false") != 0) {
+		a->wait = strtod(wait, &end);
+		if (!*wait || *end || !isfinite(a->wait) || a->wait < 0 ||
+		    a->wait > HUTCH_PROC_WAIT_MAX)
+			return hutch_err_set(err, -EINVAL,
+			                     "'wait' must be true, false or seconds from 0 to %g",
+			                     HUTCH_PROC_WAIT_MAX);
+	}
+	return 0;
+}
+
+static cJSON *output_json(struct hutch_proc *p, const struct output_args *a)
+{
+	const struct hutch_ring *r = a->is_err ? &p->err : &p->out;
+	uint64_t start = a->offset > r->start ? a->offset : r->start;
+	size_t n = (size_t)(r->total - start), carry = 0;
+	_cleanup_free_ char *buf = malloc(n + 1), *data = NULL;
+	cJSON *o;
+	char id[16];
+
+	if (!buf)
+		return NULL;
+	n = hutch_ring_read(r, start, buf, n);
+	if (a->base64) {
+		data = base64_encode((const unsigned char *)buf, n);
+	} else {
+		/* Hold back a sequence cut by the end of what is written so
+		 * far: it is sent whole with the next read. */
+		data = hutch_utf8_sanitize(buf, n, p->done ? NULL : &carry);
+		if (carry > 3)
+			carry = 0;
+	}
+	o = data ? cJSON_CreateObject() : NULL;
+	if (!o)
+		return NULL;
+	snprintf(id, sizeof(id), "p%u", p->num);
+	cJSON_AddStringToObject(o, "id", id);
+	cJSON_AddStringToObject(o, "stream", a->is_err ? "stderr" : "stdout");
+	cJSON_AddNumberToObject(o, "offset", (double)start);
+	cJSON_AddNumberToObject(o, "next_offset", (double)(start + n - carry));
+	cJSON_AddNumberToObject(o, "dropped", (double)(start - a->offset));
+	cJSON_AddStringToObject(o, "encoding", a->base64 ? "base64" : "utf-8");
+	cJSON_AddStringToObject(o, "data", data);
+	cJSON_AddStringToObject(o, "status",
+	                        !p->done            ? "running"
+	                        : p->kill_requested ? "killed"
+	                                            : "exited");
+	cJSON_AddBoolToObject(o, "eof", p->done && start + n - carry == r->total);
+	return o;
+}
+
+static enum MHD_Result h_output(struct sup *s, struct MHD_Connection *conn,
+                                struct hutch_proc_wait *w)
+{
+	struct output_args a = { 0 };
+	struct hutch_err err = { 0 };
+	const struct hutch_ring *r;
+	struct hutch_proc *p;
+	cJSON *o;
+
+	if (parse_output_args(conn, &a, &err) < 0)
+		return respond_error(conn, 400, "invalid_request", "%s", err.msg);
+	p = hutch_proc_find(s, a.id);
+	if (!p)
+		return not_found(conn, a.id);
+	r = a.is_err ? &p->err : &p->out;
+	if (a.offset > r->total)
+		return respond_error(
+		        conn, 400, "invalid_request",
+		        "'offset' %llu is past the end of %s (%llu bytes written so far)",
+		        (unsigned long long)a.offset, a.is_err ? "stderr" : "stdout",
+		        (unsigned long long)r->total);
+	if (a.offset == r->total && !p->done && a.wait > 0) {
+		int64_t now = hutch_now_mono_ms();
+		if (!w->started) {
+			w->started = true;
+			w->deadline_ms = now + (int64_t)(a.wait * 1000);
+		}
+		if (now < w->deadline_ms) {
+			hutch_proc_wait_add(s, w);
+			return MHD_YES;
+		}
+	}
+	o = output_json(p, &a);
+	if (!o)
+		return respond_error(conn, 500, "internal", "out of memory");
+	return respond_json(conn, MHD_HTTP_OK, o);
+}
+
+int hutch_api_procs(struct sup *s, struct MHD_Connection *conn, enum hutch_procs_route route,
+                    const char *body, size_t len, struct hutch_proc_wait *w)
+{
+	switch (route) {
+	case HUTCH_PROCS_START:
+		return h_start(s, conn, body, len, w);
+	case HUTCH_PROCS_LIST:
+		return h_list(s, conn);
+	case HUTCH_PROCS_KILL:
+		return h_kill(s, conn, body, len, w);
+	case HUTCH_PROCS_OUTPUT:
+		return h_output(s, conn, w);
+	}
+	return MHD_NO;
+}

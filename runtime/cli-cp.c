@@ -1,0 +1,532 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * hutch cp: copy files and directories between the host and a sandbox over
+ * the raw PUT/GET /files endpoints (docs/api.md). Bytes stream through a
+ * fixed buffer, never whole files in memory. Directories travel as a tar
+ * stream: on the host side GNU tar runs as the invoking user; inside the
+ * sandbox tar runs as appuser (format=tar). Extraction on the host uses
+ * GNU tar's defaults against hostile archives (no absolute or ".." member
+ * names, symlinks created last as placeholders first) plus
+ * --no-same-owner, because the archive comes from inside the sandbox.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cleanup.h"
+#include "cli-cp.h"
+#include "cli.h"
+#include "fdutil.h"
+#include "state.h"
+#include "util.h"
+
+#define CP_EXIT_FILE 1 /* the copy itself failed (missing file, no space...) */
+#define IO_CHUNK     (1u << 20)
+#define HEAD_MAX     16384
+
+static const char usage[] =
+        "usage: hutch cp LOCAL ID:PATH\n"
+        "       hutch cp ID:PATH LOCAL\n"
+        "\n"
+        "Copy a file or a directory into or out of a sandbox. LOCAL '-' is standard input\n"
+        "(a file's bytes) or standard output (a file's bytes, or a tar stream for a\n"
+        "directory). Relative sandbox paths are relative to /workspace. A directory is\n"
+        "copied as a tar stream: its contents end up in the destination, which is created.\n"
+        "Copying a file onto an existing directory puts it inside, under its own name.\n"
+        "Write 'PATH' with './' in front for a local path that contains ':'.\n"
+        "Exit codes: 0 copied, 1 the copy failed (missing file, no space, ...), 64 usage,\n"
+        "65 no such sandbox, 66 sandbox expired or deleted, 70 other failure.\n";
+
+static int fail(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int fail(int code, const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("hutch: cp: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	return code;
+}
+
+/* "ID:PATH" -> id and path; false if arg is a local path. */
+static bool split_remote(const char *arg, char *id, size_t size, const char **path)
+{
+	const char *colon = strchr(arg, ':');
+
+	if (!colon || (size_t)(colon - arg) >= size)
+		return false;
+	snprintf(id, size, "%.*s", (int)(colon - arg), arg);
+	if (!hutch_id_prefix_is_valid(id))
+		return false;
+	*path = colon + 1;
+	return true;
+}
+
+static int open_sandbox(const char *arg, struct hutch_paths *p)
+{
+	const char *rt = hutch_runtime_dir();
+	char id[HUTCH_ID_LEN + 1], reason[64], when[40];
+	int64_t at;
+	int r;
+
+	r = hutch_state_resolve(rt, arg, id);
+	if (r == -ENOTUNIQ)
+		return fail(HUTCH_EXIT_USAGE, "'%s' matches several sandboxes: give more of the id",
+		            arg);
+	if (r < 0) {
+		if (hutch_gone_read(rt, arg, reason, sizeof(reason), &at) > 0) {
+			hutch_format_time(at, when, sizeof(when));
+			return fail(HUTCH_EXIT_GONE, "sandbox %s %s at %s", arg,
+			            !strcmp(reason, "expired") ? "expired (ttl reached)" : reason,
+			            when);
+		}
+		return fail(HUTCH_EXIT_NOT_FOUND, "no sandbox '%s' in %s (see hutch ls)", arg, rt);
+	}
+	(void)hutch_paths_init(rt, id, p);
+	if (hutch_state_is_live(p) == 0)
+		return fail(HUTCH_EXIT_GONE, "sandbox %s is not running: its supervisor is gone",
+		            p->id);
+	return 0;
+}
+
+/* ---- a minimal HTTP/1.1 exchange on the unix socket ---- */
+
+static int connect_sock(const char *path)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int fd;
+
+	if (strlen(path) >= sizeof(sa.sun_path))
+		return -ENAMETOOLONG;
+	strcpy(sa.sun_path, path);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		int r = -errno;
+		close(fd);
+		return r;
+	}
+	return fd;
+}
+
+/* Percent-encode a query value. */
+static void encode_query(const char *in, char *out, size_t size)
+{
+	static const char hex[] = "0123456789ABCDEF";
+	size_t n = 0;
+
+	for (; *in && n + 4 < size; in++) {
+		unsigned char c = (unsigned char)*in;
+		if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+		    strchr("-_.~/", c)) {
+			out[n++] = (char)c;
+		} else {
+			out[n++] = '%';
+			out[n++] = hex[c >> 4];
+			out[n++] = hex[c & 15];
+		}
+	}
+	out[n] = '\0';
+}
+
+struct http_resp {
+	long status;
+	int64_t length; /* -1: until EOF */
+	char head[HEAD_MAX + 1];
+	size_t nhead, body_off; /* bytes read; where the body starts */
+};
+
+static int read_head(int fd, struct http_resp *h)
+{
+	char *end = NULL;
+	const char *cl;
+
+	h->length = -1;
+	while (!end) {
+		ssize_t n;
+		if (h->nhead >= HEAD_MAX)
+			return -EBADMSG;
+		n = read(fd, h->head + h->nhead, HEAD_MAX - h->nhead);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return n < 0 ? -errno : -ECONNRESET;
+		h->nhead += (size_t)n;
+		h->head[h->nhead] = '\0';
+		end = strstr(h->head, "\r\n\r\n");
+	}
+	h->body_off = (size_t)(end + 4 - h->head);
+	if (sscanf(h->head, "HTTP/1.%*d %ld", &h->status) != 1)
+		return -EBADMSG;
+	*end = '\0';
+	cl = strcasestr(h->head, "\r\ncontent-length:");
+	if (cl)
+		h->length = strtoll(cl + 17, NULL, 10);
+	return 0;
+}
+
+/* Read the rest of a (JSON) body and print its error message. */
+static int api_failure(int fd, struct http_resp *h, const char *what)
+{
+	struct hutch_buf b;
+	_cleanup_cjson_ cJSON *j = NULL;
+	const cJSON *e, *m;
+	char buf[4096];
+	ssize_t n;
+
+	hutch_buf_init(&b, 1u << 20);
+	(void)hutch_buf_append(&b, h->head + h->body_off, h->nhead - h->body_off);
+	while ((n = read(fd, buf, sizeof(buf))) > 0)
+		(void)hutch_buf_append(&b, buf, (size_t)n);
+	j = cJSON_ParseWithLength(b.data ? b.data : "", b.len);
+	hutch_buf_done(&b);
+	e = cJSON_GetObjectItemCaseSensitive(j, "error");
+	m = cJSON_GetObjectItemCaseSensitive(e, "message");
+	fail(0, "%s: %s", what, cJSON_IsString(m) ? m->valuestring : "unexpected answer");
+	if (h->status == 410)
+		return HUTCH_EXIT_GONE;
+	return h->status >= 500 && h->status != 507 ? HUTCH_EXIT_FAILURE : CP_EXIT_FILE;
+}
+
+static bool error_code_is(int fd, struct http_resp *h, const char *code)
+{
+	char needle[64];
+
+	snprintf(needle, sizeof(needle), "\"code\":\"%s\"", code);
+	/* Error bodies are small: they are in the head buffer already, or
+	 * close behind it. */
+	while (h->length > 0 && h->nhead - h->body_off < (size_t)h->length && h->nhead < HEAD_MAX) {
+		ssize_t n = read(fd, h->head + h->nhead, HEAD_MAX - h->nhead);
+		if (n <= 0)
+			break;
+		h->nhead += (size_t)n;
+	}
+	h->head[h->nhead] = '\0';
+	return strstr(h->head + h->body_off, needle) != NULL;
+}
+
+static int send_head(int fd, const char *method, const char *remote, bool tar, const char *mode,
+                     int64_t length, bool http10)
+{
+	char q[PATH_MAX * 3 + 1], head[PATH_MAX * 3 + 512], len[64] = "";
+	int n;
+
+	encode_query(remote, q, sizeof(q));
+	if (length >= 0)
+		snprintf(len, sizeof(len), "Content-Length: %lld\r\n", (long long)length);
+	else if (!strcmp(method, "PUT"))
+		snprintf(len, sizeof(len), "Transfer-Encoding: chunked\r\n");
+	n = snprintf(
+	        head, sizeof(head),
+	        "%s /files?path=%s%s%s%s HTTP/1.%d\r\nHost: sandbox\r\nConnection: close\r\n%s\r\n",
+	        method, q, tar ? "&format=tar" : "", mode ? "&mode=" : "", mode ? mode : "",
+	        http10 ? 0 : 1, len);
+	if (n < 0 || n >= (int)sizeof(head))
+		return -ENAMETOOLONG;
+	return hutch_write_all(fd, head, (size_t)n);
+}
+
+/* ---- upload ---- */
+
+/* Send everything from in (chunked when length < 0); stops early if the
+ * server answered already (it refused the upload). */
+static int send_body(int sock, int in, int64_t length)
+{
+	_cleanup_free_ char *buf = malloc(IO_CHUNK + 32);
+
+	if (!buf)
+		return -ENOMEM;
+	for (;;) {
+		ssize_t n = read(in, buf + 16, IO_CHUNK);
+		int r;
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (length >= 0) {
+			if (n == 0)
+				return 0;
+			r = hutch_write_all(sock, buf + 16, (size_t)n);
+		} else {
+			char pre[16];
+			int k = snprintf(pre, sizeof(pre), "%zx\r\n", (size_t)n);
+			memcpy(buf + 16 - k, pre, (size_t)k);
+			memcpy(buf + 16 + n, n ? "\r\n" : "\r\n\r\n", n ? 2 : 4);
+			r = hutch_write_all(sock, buf + 16 - k, (size_t)(k + n + (n ? 2 : 4)));
+			if (n == 0)
+				return r;
+		}
+		if (r < 0)
+			return r; /* EPIPE: the server answered early; read it */
+	}
+}
+
+static int put_stream(const struct hutch_paths *p, const char *remote, int in, int64_t length,
+                      bool tar, const char *mode, bool *is_dir)
+{
+	_cleanup_close_ int sock = connect_sock(p->sock);
+	struct http_resp h = { 0 };
+	int r;
+
+	if (sock < 0)
+		return fail(HUTCH_EXIT_FAILURE, "cannot connect to sandbox %s: %s", p->id,
+		            strerror(-sock));
+	r = send_head(sock, "PUT", remote, tar, mode, length, false);
+	if (r >= 0)
+		r = send_body(sock, in, length);
+	if (r < 0 && r != -EPIPE && r != -ECONNRESET)
+		return fail(HUTCH_EXIT_FAILURE, "send to sandbox %s: %s", p->id, strerror(-r));
+	r = read_head(sock, &h);
+	if (r < 0)
+		return fail(HUTCH_EXIT_FAILURE, "no answer from sandbox %s: %s", p->id,
+		            strerror(-r));
+	if (h.status == 200)
+		return 0;
+	if (is_dir && h.status == 400 && error_code_is(sock, &h, "is_a_directory")) {
+		*is_dir = true;
+		return 0;
+	}
+	return api_failure(sock, &h, remote);
+}
+
+static pid_t spawn_tar(char *const *argv, int fd_in, int fd_out)
+{
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		if (fd_in >= 0 && dup2(fd_in, 0) < 0) /* lint-fds: ok: child stdio */
+			_exit(127);
+		if (fd_out >= 0 && dup2(fd_out, 1) < 0) /* lint-fds: ok: child stdio */
+			_exit(127);
+		execvp("tar", argv);
+		_exit(127);
+	}
+	return pid;
+}
+
+static int wait_tar(pid_t pid)
+{
+	int st;
+
+	while (waitpid(pid, &st, 0) < 0)
+		if (errno != EINTR)
+			return -1;
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+}
+
+static int upload_dir(const struct hutch_paths *p, const char *local, const char *remote)
+{
+	char *argv[] = { "tar", "-C", (char *)local, "-cf", "-", ".", NULL };
+	int fds[2];
+	pid_t pid;
+	int r, t;
+
+	if (pipe2(fds, O_CLOEXEC) < 0)
+		return fail(HUTCH_EXIT_FAILURE, "pipe: %s", strerror(errno));
+	pid = spawn_tar(argv, -1, fds[1]);
+	close(fds[1]);
+	if (pid < 0) {
+		close(fds[0]);
+		return fail(HUTCH_EXIT_FAILURE, "cannot run tar: %s", strerror(errno));
+	}
+	r = put_stream(p, remote, fds[0], -1, true, NULL, NULL);
+	close(fds[0]);
+	t = wait_tar(pid);
+	if (r == 0 && t != 0)
+		return fail(CP_EXIT_FILE, "tar of '%s' failed (exit %d)", local, t);
+	return r;
+}
+
+static int upload(const struct hutch_paths *p, const char *local, const char *remote)
+{
+	_cleanup_close_ int fd = -EBADF;
+	char mode[8], into[PATH_MAX * 2];
+	const char *base;
+	bool is_dir = false;
+	struct stat st;
+	int r;
+
+	if (!strcmp(local, "-"))
+		return put_stream(p, remote, 0, -1, false, NULL, NULL);
+	fd = open(local, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || fstat(fd, &st) < 0)
+		return fail(CP_EXIT_FILE, "cannot open '%s': %s", local, strerror(errno));
+	if (S_ISDIR(st.st_mode))
+		return upload_dir(p, local, remote);
+	snprintf(mode, sizeof(mode), "%o", (unsigned)(st.st_mode & 0777));
+	base = strrchr(local, '/') ? strrchr(local, '/') + 1 : local;
+	if (remote[0] && remote[strlen(remote) - 1] == '/') {
+		snprintf(into, sizeof(into), "%s%s", remote, base);
+		return put_stream(p, into, fd, S_ISREG(st.st_mode) ? st.st_size : -1, false, mode,
+		                  NULL);
+	}
+	r = put_stream(p, remote, fd, S_ISREG(st.st_mode) ? st.st_size : -1, false, mode, &is_dir);
+	if (r || !is_dir)
+		return r;
+	/* The destination is a directory: copy into it. */
+	if (lseek(fd, 0, SEEK_SET) < 0)
+		return fail(CP_EXIT_FILE, "'%s' is a directory in the sandbox", remote);
+	snprintf(into, sizeof(into), "%s/%s", remote, base);
+	return put_stream(p, into, fd, S_ISREG(st.st_mode) ? st.st_size : -1, false, mode, NULL);
+}
+
+/* ---- download ---- */
+
+static int copy_body(int sock, struct http_resp *h, int out)
+{
+	_cleanup_free_ char *buf = malloc(IO_CHUNK);
+	size_t pre = h->nhead - h->body_off;
+	int64_t got = (int64_t)pre;
+
+	if (!buf)
+		return -ENOMEM;
+	if (pre && hutch_write_all(out, h->head + h->body_off, pre) < 0)
+		return -errno;
+	for (;;) {
+		ssize_t n = read(sock, buf, IO_CHUNK);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			break;
+		if (hutch_write_all(out, buf, (size_t)n) < 0)
+			return -errno;
+		got += n;
+	}
+	if (h->length >= 0 && got != h->length)
+		return -EPIPE; /* the sandbox side failed mid-way */
+	return 0;
+}
+
+/* GET into out; 1 when the path is a directory (nothing written). */
+static int get_stream(const struct hutch_paths *p, const char *remote, bool tar, int out)
+{
+	_cleanup_close_ int sock = connect_sock(p->sock);
+	struct http_resp h = { 0 };
+	int r;
+
+	if (sock < 0)
+		return fail(HUTCH_EXIT_FAILURE, "cannot connect to sandbox %s: %s", p->id,
+		            strerror(-sock));
+	r = send_head(sock, "GET", remote, tar, NULL, -1, true);
+	if (r >= 0)
+		r = read_head(sock, &h);
+	if (r < 0)
+		return fail(HUTCH_EXIT_FAILURE, "no answer from sandbox %s: %s", p->id,
+		            strerror(-r));
+	if (h.status != 200) {
+		if (!tar && h.status == 400 && error_code_is(sock, &h, "is_a_directory"))
+			return -EISDIR;
+		return api_failure(sock, &h, remote);
+	}
+	r = copy_body(sock, &h, out);
+	if (r < 0)
+		return fail(CP_EXIT_FILE, "copy of '%s' failed: %s", remote,
+		            r == -EPIPE ? "the transfer ended early" : strerror(-r));
+	return 0;
+}
+
+static int download_dir(const struct hutch_paths *p, const char *remote, const char *local)
+{
+	char *argv[] = {
+		"tar", "-C", (char *)local, "-xf", "-", "--no-same-owner", "--no-same-permissions",
+		NULL
+	};
+	int fds[2], r, t;
+	pid_t pid;
+
+	if (!strcmp(local, "-"))
+		return get_stream(p, remote, true, 1);
+	if (mkdir(local, 0755) < 0 && errno != EEXIST)
+		return fail(CP_EXIT_FILE, "cannot create '%s': %s", local, strerror(errno));
+	if (pipe2(fds, O_CLOEXEC) < 0)
+		return fail(HUTCH_EXIT_FAILURE, "pipe: %s", strerror(errno));
+	pid = spawn_tar(argv, fds[0], -1);
+	close(fds[0]);
+	if (pid < 0) {
+		close(fds[1]);
+		return fail(HUTCH_EXIT_FAILURE, "cannot run tar: %s", strerror(errno));
+	}
+	r = get_stream(p, remote, true, fds[1]);
+	close(fds[1]);
+	t = wait_tar(pid);
+	if (r == 0 && t != 0)
+		return fail(CP_EXIT_FILE, "extracting into '%s' failed (tar exit %d)", local, t);
+	return r;
+}
+
+static int download(const struct hutch_paths *p, const char *remote, const char *local)
+{
+	_cleanup_close_ int fd = -EBADF;
+	char into[PATH_MAX * 2];
+	struct stat st;
+	int r;
+
+	if (!strcmp(local, "-")) {
+		r = get_stream(p, remote, false, 1);
+		return r == -EISDIR ? download_dir(p, remote, local) : r;
+	}
+	if (stat(local, &st) == 0 && S_ISDIR(st.st_mode)) {
+		const char *base = strrchr(remote, '/') ? strrchr(remote, '/') + 1 : remote;
+		snprintf(into, sizeof(into), "%s/%s", local, *base ? base : ".");
+		local = into;
+	}
+	fd = open(local, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return fail(CP_EXIT_FILE, "cannot write '%s': %s", local, strerror(errno));
+	r = get_stream(p, remote, false, fd);
+	if (r == 0)
+		return 0;
+	(void)unlink(local);
+	if (r == -EISDIR)
+		return download_dir(p, remote, local);
+	return r;
+}
+
+int hutch_cli_cp(int argc, char **argv)
+{
+	char id_src[HUTCH_ID_LEN + 1], id_dst[HUTCH_ID_LEN + 1];
+	const char *rsrc = NULL, *rdst = NULL;
+	struct hutch_paths p;
+	bool src_remote, dst_remote;
+	int r;
+
+	if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
+		fputs(usage, stdout);
+		return 0;
+	}
+	if (argc != 3)
+		return fail(HUTCH_EXIT_USAGE,
+		            "give a source and a destination: hutch cp LOCAL ID:PATH "
+		            "or hutch cp ID:PATH LOCAL");
+	signal(SIGPIPE, SIG_IGN);
+	src_remote = split_remote(argv[1], id_src, sizeof(id_src), &rsrc);
+	dst_remote = split_remote(argv[2], id_dst, sizeof(id_dst), &rdst);
+	if (src_remote == dst_remote)
+		return fail(HUTCH_EXIT_USAGE,
+		            "exactly one of '%s' and '%s' must be ID:PATH (a sandbox id, a colon, "
+		            "a path in the sandbox)",
+		            argv[1], argv[2]);
+	if ((src_remote && !*rsrc) || (dst_remote && !*rdst))
+		return fail(HUTCH_EXIT_USAGE, "empty path after 'ID:' in '%s'",
+		            src_remote ? argv[1] : argv[2]);
+	r = open_sandbox(src_remote ? id_src : id_dst, &p);
+	if (r)
+		return r;
+	return src_remote ? download(&p, rsrc, argv[2]) : upload(&p, argv[1], rdst);
+}

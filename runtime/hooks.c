@@ -1,0 +1,330 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Setup script and lifecycle hooks; see hooks.h. A step is an ordinary
+ * command (hutch_cmd_start) whose completion calls step_done() instead of
+ * resuming a request. Decisions that tear the sandbox down are not taken in
+ * step_done() (it runs inside the command bookkeeping) but recorded and
+ * carried out by hutch_hooks_after_events() between loop iterations.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/timerfd.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cleanup.h"
+#include "fdutil.h"
+#include "hooks.h"
+#include "idle.h"
+#include "log.h"
+#include "request.h"
+#include "sandbox.h"
+#include "supervisor.h"
+
+enum phase {
+	PHASE_NONE,
+	PHASE_SETUP,
+	PHASE_ON_CREATE,
+	PHASE_READY,
+	PHASE_ON_DESTROY,
+	PHASE_FAILED,
+};
+
+static const char *const hook_env[] = {
+	"PATH=" HUTCH_DEFAULT_PATH, "HOME=/home/appuser", "LANG=C.UTF-8", "USER=appuser", NULL,
+};
+
+/* The script goes in on stdin and is written to a file, then run from it
+ * with stdin from /dev/null: a script that reads its input (cat, read)
+ * must not eat its own text, and a long script must not hit the 128 KiB
+ * limit of one argv string. stderr joins stdout so the tail keeps order. */
+static const char setup_wrapper[] = "f=$(mktemp /tmp/.hutch-setup.XXXXXX) || exit 126\n"
+                                    "cat >\"$f\" || exit 126\n"
+                                    "sh \"$f\" </dev/null 2>&1\n"
+                                    "s=$?\n"
+                                    "rm -f \"$f\"\n"
+                                    "exit $s\n";
+/* A hook command is $1, evaluated as `sh -c` would run it. */
+static const char hook_wrapper[] = "eval \"$1\" </dev/null 2>&1";
+
+void hutch_hooks_tail_append(struct hutch_buf *b, const char *p, size_t n)
+{
+	if (n >= HUTCH_HOOK_TAIL) {
+		if (b->len || n > HUTCH_HOOK_TAIL)
+			b->truncated = true;
+		p += n - HUTCH_HOOK_TAIL;
+		n = HUTCH_HOOK_TAIL;
+		b->len = 0;
+	} else if (b->len + n > HUTCH_HOOK_TAIL) {
+		size_t drop = b->len + n - HUTCH_HOOK_TAIL;
+		memmove(b->data, b->data + drop, b->len - drop);
+		b->len -= drop;
+		b->truncated = true;
+	}
+	(void)hutch_buf_append(b, p, n);
+}
+
+static const char *step_name(int phase)
+{
+	switch (phase) {
+	case PHASE_SETUP:
+		return "setup_script";
+	case PHASE_ON_CREATE:
+		return "on_create";
+	default:
+		return "on_destroy";
+	}
+}
+
+/* Write the result to the CLI's pipe (error first, then failure details). */
+static void report(struct sup *s, const struct hutch_err *err, const struct hutch_setup_failure *f)
+{
+	if (s->hooks.result_fd < 0)
+		return;
+	(void)hutch_write_all(s->hooks.result_fd, err, sizeof(*err));
+	if (f)
+		(void)hutch_write_all(s->hooks.result_fd, f, sizeof(*f));
+	close(s->hooks.result_fd);
+	s->hooks.result_fd = -EBADF;
+}
+
+static void ready(struct sup *s)
+{
+	struct hutch_err err = { 0 };
+	int r;
+
+	s->hooks.phase = PHASE_READY;
+	r = hutch_sup_write_state(s, "running");
+	if (r >= 0)
+		r = hutch_idle_start(s);
+	if (r < 0) {
+		/* Reported once torn down, like a failed step. */
+		hutch_err_set_errno(&s->hooks.fail_err, r, "start the sandbox");
+		s->hooks.failure_noted = true;
+		s->hooks.phase = PHASE_FAILED;
+		return;
+	}
+	report(s, &err, NULL);
+}
+
+static void step_done(struct cmd *c);
+
+static int start_step(struct sup *s, int phase)
+{
+	const struct hutch_config *cfg = s->cfg;
+	struct hutch_err err = { 0 };
+	const char *argv[6] = { "/bin/sh", "-c", NULL, NULL, NULL, NULL };
+	const char *in = NULL;
+	double timeout = (double)cfg->setup_script_timeout_seconds;
+	struct cmd *c;
+
+	if (phase == PHASE_SETUP) {
+		argv[2] = setup_wrapper;
+		argv[3] = "hutch-setup";
+		in = cfg->setup_script;
+	} else {
+		argv[2] = hook_wrapper;
+		argv[3] = step_name(phase);
+		argv[4] = phase == PHASE_ON_CREATE ? cfg->on_create : cfg->on_destroy;
+		if (phase == PHASE_ON_DESTROY)
+			timeout = HUTCH_ON_DESTROY_SECONDS;
+	}
+	c = hutch_cmd_start(s, argv, hook_env, HUTCH_WORKSPACE, in, in ? strlen(in) : 0, timeout,
+	                    2 * HUTCH_HOOK_TAIL, false, &err);
+	if (!c)
+		return err.code;
+	c->keep_tail = true;
+	c->on_done = step_done;
+	s->hooks.step = c;
+	s->hooks.phase = phase;
+	return 0;
+}
+
+/* Record why creation failed; the report goes to the CLI once the sandbox
+ * is torn down (hutch_hooks_sandbox_ended()), so that when create returns
+ * nothing of the sandbox is left. */
+static void fail(struct sup *s, int phase, const char *what, struct cmd *c)
+{
+	struct hutch_setup_failure f = { 0 };
+	struct hutch_err err = { 0 };
+
+	snprintf(f.id, sizeof(f.id), "%s", s->id);
+	snprintf(f.step, sizeof(f.step), "%s", step_name(phase));
+	f.exit_code = -1;
+	if (c) {
+		if (WIFEXITED(c->status) && !c->timed_out)
+			f.exit_code = WEXITSTATUS(c->status);
+		else if (WIFSIGNALED(c->status))
+			f.signal = WTERMSIG(c->status);
+		f.timed_out = c->timed_out;
+		snprintf(f.tail, sizeof(f.tail), "%.*s", (int)c->out.len,
+		         c->out.data ? c->out.data : "");
+	}
+	if (f.timed_out)
+		hutch_err_set(&err, -ECANCELED, "%s timed out after %llu s", f.step,
+		              (unsigned long long)s->cfg->setup_script_timeout_seconds);
+	else if (f.exit_code >= 0)
+		hutch_err_set(&err, -ECANCELED, "%s failed with exit status %d", f.step,
+		              f.exit_code);
+	else if (f.signal)
+		hutch_err_set(&err, -ECANCELED, "%s was killed by signal %d", f.step, f.signal);
+	else
+		hutch_err_set(&err, -ECANCELED, "%s: %s", f.step, what);
+	s->hooks.phase = PHASE_FAILED;
+	s->hooks.fail_err = err;
+	free(s->hooks.failure);
+	s->hooks.failure = malloc(sizeof(f)); /* NULL: the error alone is reported */
+	if (s->hooks.failure)
+		*s->hooks.failure = f;
+	else
+		s->hooks.failure_noted = true;
+}
+
+static cJSON *step_json(struct cmd *c)
+{
+	cJSON *o = hutch_cmd_result_json(c, false);
+	_cleanup_free_ char *clean = NULL;
+
+	if (!o)
+		return NULL;
+	clean = hutch_utf8_sanitize(c->out.data ? c->out.data : "", c->out.len, NULL);
+	cJSON_AddStringToObject(o, "output", clean ? clean : "");
+	cJSON_AddBoolToObject(o, "output_truncated", c->out.truncated);
+	return o;
+}
+
+static void step_done(struct cmd *c)
+{
+	struct sup *s = c->sup;
+	int phase = s->hooks.phase;
+	bool ok = WIFEXITED(c->status) && WEXITSTATUS(c->status) == 0 && !c->timed_out &&
+	          !c->spawn_error;
+
+	if (c == s->hooks.step) {
+		s->hooks.step = NULL;
+		if (!s->hooks.results)
+			s->hooks.results = cJSON_CreateObject();
+		if (s->hooks.results) {
+			cJSON_DeleteItemFromObjectCaseSensitive(s->hooks.results, step_name(phase));
+			cJSON_AddItemToObject(s->hooks.results, step_name(phase), step_json(c));
+		}
+		if (phase == PHASE_ON_DESTROY) {
+			s->hooks.destroy_done = true;
+		} else if (!ok || s->state != SUP_RUNNING) {
+			fail(s, phase, "the sandbox ended", c);
+		} else if (phase == PHASE_SETUP && s->cfg->on_create) {
+			int r = start_step(s, PHASE_ON_CREATE);
+			if (r < 0)
+				fail(s, PHASE_ON_CREATE, strerror(-r), NULL);
+		} else {
+			ready(s);
+		}
+	}
+	hutch_cmd_free(c);
+}
+
+void hutch_hooks_begin(struct sup *s)
+{
+	int r = 0, phase = PHASE_NONE;
+
+	if (s->cfg->setup_script)
+		phase = PHASE_SETUP;
+	else if (s->cfg->on_create)
+		phase = PHASE_ON_CREATE;
+	if (phase == PHASE_NONE) {
+		ready(s);
+		return;
+	}
+	r = start_step(s, phase);
+	if (r < 0)
+		fail(s, phase, strerror(-r), NULL);
+}
+
+bool hutch_hooks_destroy_start(struct sup *s, const char *reason)
+{
+	struct itimerspec its = { .it_value.tv_sec = HUTCH_ON_DESTROY_SECONDS + 5 };
+
+	if (!s->cfg->on_destroy || s->hooks.phase != PHASE_READY || s->init_dead)
+		return false;
+	/* A sleeping sandbox cannot run anything. */
+	hutch_idle_wake(s, hutch_now_mono_sec());
+	if (start_step(s, PHASE_ON_DESTROY) < 0)
+		return false;
+	s->state = SUP_CLOSING;
+	s->end.reason = reason;
+	s->end.at = hutch_now_realtime();
+	s->hooks.end_reason = reason;
+	/* Backstop if init cannot even report the hook's end. */
+	s->hooks.deadline_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+	if (s->hooks.deadline_fd >= 0 &&
+	    timerfd_settime(s->hooks.deadline_fd, 0, &its, NULL) == 0) {
+		s->hooks.w_deadline = (struct watch){ W_HOOK, s };
+		(void)hutch_sup_watch(s, s->hooks.deadline_fd, EPOLLIN, &s->hooks.w_deadline);
+	}
+	return true;
+}
+
+void hutch_hooks_on_deadline(struct sup *s)
+{
+	hutch_sup_unwatch(s, s->hooks.deadline_fd);
+	s->hooks.destroy_done = true;
+}
+
+/* Second line of the tombstone: what on_destroy did. */
+static void record_destroy(struct sup *s)
+{
+	_cleanup_free_ char *text = NULL;
+	_cleanup_close_ int fd = -EBADF;
+	char path[sizeof(s->paths.dir) + 64], *slash;
+	cJSON *res = cJSON_GetObjectItemCaseSensitive(s->hooks.results, "on_destroy");
+
+	snprintf(path, sizeof(path), "%s", s->paths.dir);
+	slash = strrchr(path, '/');
+	if (!slash)
+		return;
+	snprintf(slash, sizeof(path) - (size_t)(slash - path), "/.gone/%s", s->id);
+	text = res ? cJSON_PrintUnformatted(res) : strdup("{\"status\": \"not_finished\"}");
+	fd = open(path, O_WRONLY | O_APPEND | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0 || !text)
+		return;
+	(void)hutch_write_all(fd, "on_destroy ", 11);
+	(void)hutch_write_all(fd, text, strlen(text));
+	(void)hutch_write_all(fd, "\n", 1);
+}
+
+void hutch_hooks_after_events(struct sup *s)
+{
+	if (s->hooks.phase == PHASE_FAILED && s->state == SUP_RUNNING) {
+		/* Creation failed: delete without a tombstone (the id was never
+		 * given out). */
+		hutch_sup_end_now(s, NULL);
+		return;
+	}
+	if (s->hooks.phase == PHASE_ON_DESTROY && s->hooks.destroy_done &&
+	    s->state == SUP_CLOSING) {
+		const char *reason = s->hooks.end_reason;
+		s->hooks.phase = PHASE_NONE;
+		hutch_sup_end_now(s, reason);
+		record_destroy(s);
+	}
+}
+
+void hutch_hooks_sandbox_ended(struct sup *s)
+{
+	struct hutch_err err = { 0 };
+
+	if (s->hooks.result_fd < 0)
+		return;
+	if (s->hooks.failure || s->hooks.failure_noted) {
+		report(s, &s->hooks.fail_err, s->hooks.failure);
+		return;
+	}
+	hutch_err_set(&err, -EIO, "the sandbox ended (%s) before it was ready",
+	              s->end.reason ? s->end.reason : "deleted");
+	report(s, &err, NULL);
+}

@@ -1,0 +1,44 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Setup script and lifecycle hooks (DESIGN §1), run inside the sandbox by
+ * the supervisor's own command machinery, as appuser in /workspace:
+ *
+ *   ready:  setup_script (bounded by setup_script_timeout_seconds), then
+ *           on_create (same bound); only then is "ready" written to the
+ *           creating CLI. A failure or timeout deletes the sandbox and the
+ *           CLI gets a struct hutch_setup_failure (exit status, output tail).
+ *   end:    on_destroy at DELETE /, SIGTERM and TTL expiry, before any
+ *           process is killed, bounded by HUTCH_ON_DESTROY_SECONDS; teardown
+ *           proceeds whatever it does. Its result is appended to the
+ *           tombstone $RT/.gone/<id> as a second line "on_destroy {json}".
+ *
+ * Each step's result (exit code, duration, last bytes of its output) is kept
+ * for GET /status under "hooks".
+ */
+#ifndef HUTCH_HOOKS_H
+#define HUTCH_HOOKS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+struct sup;
+struct hutch_buf;
+
+#define HUTCH_ON_DESTROY_SECONDS 30
+#define HUTCH_HOOK_TAIL          2048 /* bytes of output kept per step */
+
+/* The event loop is up: start the setup steps, or report ready at once. */
+void hutch_hooks_begin(struct sup *s);
+/* end_sandbox(): start on_destroy if there is one and the sandbox is ready;
+ * true if started (the end then waits for it). */
+bool hutch_hooks_destroy_start(struct sup *s, const char *reason);
+/* The on_destroy deadline fired. */
+void hutch_hooks_on_deadline(struct sup *s);
+/* After each loop iteration: finish what a step's end decided. */
+void hutch_hooks_after_events(struct sup *s);
+/* The sandbox ended (any reason): a CLI still waiting gets an error. */
+void hutch_hooks_sandbox_ended(struct sup *s);
+/* Append to b keeping only its last HUTCH_HOOK_TAIL bytes. */
+void hutch_hooks_tail_append(struct hutch_buf *b, const char *p, size_t n);
+
+#endif

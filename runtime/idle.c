@@ -1,0 +1,98 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Idle sleep; see idle.h. One timerfd, never re-armed per request: requests
+ * only stamp s->last_request_ms (and count themselves in s->requests_open
+ * while served). When the timer fires it checks both: busy or recently used
+ * means re-arm for the remainder, otherwise freeze. So a busy sandbox costs
+ * one timer expiry per idle period, not one timerfd_settime() per request.
+ */
+#include <errno.h>
+#include <sys/epoll.h>
+#include <sys/timerfd.h>
+#include <unistd.h>
+
+#include "idle.h"
+#include "log.h"
+#include "supervisor.h"
+
+static int arm(struct sup *s, int64_t ms)
+{
+	struct itimerspec its = { 0 };
+
+	if (ms < 1)
+		ms = 1;
+	its.it_value.tv_sec = ms / 1000;
+	its.it_value.tv_nsec = (ms % 1000) * 1000000;
+	if (timerfd_settime(s->idle.fd, 0, &its, NULL) < 0)
+		return -errno;
+	s->idle.armed = true;
+	return 0;
+}
+
+int hutch_idle_start(struct sup *s)
+{
+	if (s->cfg->idle_timeout_seconds == 0 || !s->cg)
+		return 0;
+	s->idle.fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+	if (s->idle.fd < 0)
+		return -errno;
+	s->idle.w = (struct watch){ W_IDLE, s };
+	if (hutch_sup_watch(s, s->idle.fd, EPOLLIN, &s->idle.w) < 0)
+		return -errno;
+	s->last_request_ms = hutch_now_mono_ms();
+	return arm(s, (int64_t)s->cfg->idle_timeout_seconds * 1000);
+}
+
+static void fall_asleep(struct sup *s)
+{
+	struct hutch_err err = { 0 };
+
+	if (hutch_cgroup_freeze(s->cg, true, &err) < 0) {
+		/* e.g. a process stuck in uninterruptible sleep: try again later */
+		hutch_log(HUTCH_LOG_WARN, "idle sleep: %s, retrying later", err.msg);
+		(void)arm(s, (int64_t)s->cfg->idle_timeout_seconds * 1000);
+		return;
+	}
+	s->idle.sleeping = true;
+	s->idle.sleeps++;
+	(void)hutch_sup_write_state(s, "sleeping");
+}
+
+void hutch_idle_on_timer(struct sup *s)
+{
+	int64_t timeout_ms = (int64_t)s->cfg->idle_timeout_seconds * 1000;
+	int64_t idle_ms = hutch_now_mono_ms() - s->last_request_ms;
+	uint64_t ticks;
+
+	(void)!read(s->idle.fd, &ticks, sizeof(ticks));
+	s->idle.armed = false;
+	if (s->state != SUP_RUNNING || s->idle.sleeping)
+		return;
+	if (s->requests_open > 0) {
+		/* A /run, a stream or a transfer in flight: its end stamps
+		 * last_request_ms, and the next expiry measures from there. */
+		(void)arm(s, timeout_ms);
+		return;
+	}
+	if (idle_ms < timeout_ms) {
+		(void)arm(s, timeout_ms - idle_ms);
+		return;
+	}
+	fall_asleep(s);
+}
+
+void hutch_idle_wake(struct sup *s, double arrival_sec)
+{
+	struct hutch_err err = { 0 };
+
+	if (!s->idle.sleeping)
+		return;
+	if (hutch_cgroup_freeze(s->cg, false, &err) < 0)
+		hutch_log(HUTCH_LOG_ERROR, "wake from idle sleep: %s", err.msg);
+	s->idle.sleeping = false;
+	s->idle.last_wake_ms = (hutch_now_mono_sec() - arrival_sec) * 1000.0;
+	s->last_request_ms = hutch_now_mono_ms();
+	(void)hutch_sup_write_state(s, "running");
+	if (!s->idle.armed && s->state == SUP_RUNNING)
+		(void)arm(s, (int64_t)s->cfg->idle_timeout_seconds * 1000);
+}

@@ -1,0 +1,24 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Idle sleep (DESIGN §1, idle_timeout_seconds): after that many seconds
+ * with no request being served, the supervisor freezes the sandbox's cgroup
+ * (v1 freezer or v2 cgroup.freeze); the next request thaws it before it is
+ * dispatched. Background processes alone do not keep a sandbox awake;
+ * GET /health and GET /status neither wake it nor count as activity, so that
+ * watching a sandbox does not keep it awake.
+ */
+#ifndef HUTCH_IDLE_H
+#define HUTCH_IDLE_H
+
+struct sup;
+
+/* Arm the idle timer (once the sandbox is ready); no-op when the timeout is 0.
+ * Returns 0 or -errno. */
+int hutch_idle_start(struct sup *s);
+/* The idle timer fired: sleep, or re-arm for the time still to wait. */
+void hutch_idle_on_timer(struct sup *s);
+/* Thaw the sandbox if it sleeps; arrival_sec (monotonic) is when the waking
+ * request came, for the wake-up time reported in /status. */
+void hutch_idle_wake(struct sup *s, double arrival_sec);
+
+#endif

@@ -1,0 +1,392 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Background processes: bookkeeping, ring buffers, kill with a grace period
+ * and the waiting requests (see procs.h). A background process is an
+ * ordinary struct cmd with cmd->proc set: supervisor.c spawns it, drains its
+ * pipes into the rings here and reports its end; no request owns it, so a
+ * client going away never kills it. The end of the sandbox does.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include "cleanup.h"
+#include "procs.h"
+#include "proto.h"
+#include "supervisor.h"
+
+static void proc_done(struct cmd *c);
+
+static void ring_init(struct hutch_ring *r)
+{
+	*r = (struct hutch_ring){ .cap = HUTCH_PROC_RING_BYTES };
+}
+
+/* Before the first wrap, ring position == offset, so the buffer can grow
+ * geometrically and most processes never hold the whole 1 MiB. */
+static void ring_write(struct hutch_ring *r, const char *p, size_t n)
+{
+	size_t need, pos, first;
+
+	if (n > r->cap) {
+		r->total += n - r->cap;
+		p += n - r->cap;
+		n = r->cap;
+	}
+	need = r->total + n < r->cap ? (size_t)(r->total + n) : r->cap;
+	if (need > r->alloc) {
+		size_t na = r->alloc ? r->alloc : 4096;
+		char *q;
+		while (na < need)
+			na *= 2;
+		if (na > r->cap)
+			na = r->cap;
+		q = realloc(r->data, na);
+		if (!q) {
+			/* Out of memory: the bytes are counted as dropped. */
+			r->total += n;
+			r->start = r->total;
+			return;
+		}
+		r->data = q;
+		r->alloc = na;
+	}
+	pos = (size_t)(r->total % r->cap);
+	first = n < r->cap - pos ? n : r->cap - pos;
+	memcpy(r->data + pos, p, first);
+	memcpy(r->data, p + first, n - first);
+	r->total += n;
+	if (r->total > r->cap && r->start < r->total - r->cap)
+		r->start = r->total - r->cap;
+}
+
+size_t hutch_ring_read(const struct hutch_ring *r, uint64_t offset, char *dst, size_t max)
+{
+	size_t n, pos, first;
+
+	if (offset < r->start || offset >= r->total)
+		return 0;
+	n = r->total - offset < max ? (size_t)(r->total - offset) : max;
+	pos = (size_t)(offset % r->cap);
+	first = n < r->cap - pos ? n : r->cap - pos;
+	memcpy(dst, r->data + pos, first);
+	memcpy(dst + first, r->data, n - first);
+	return n;
+}
+
+struct hutch_procs *hutch_procs_get(struct sup *s)
+{
+	if (!s->procs) {
+		s->procs = calloc(1, sizeof(*s->procs));
+		if (s->procs)
+			s->procs->tail = &s->procs->head;
+	}
+	return s->procs;
+}
+
+static void proc_free(struct hutch_proc *p)
+{
+	if (p->cmd) {
+		p->cmd->proc = NULL;
+		p->cmd->on_done = NULL; /* supervisor.c frees it then */
+	}
+	if (p->dead_cmd)
+		hutch_cmd_free(p->dead_cmd);
+	free(p->command);
+	free(p->error);
+	free(p->out.data);
+	free(p->err.data);
+	free(p);
+}
+
+void hutch_procs_free(struct sup *s)
+{
+	struct hutch_procs *set = s->procs;
+
+	if (!set)
+		return;
+	for (struct hutch_proc *p = set->head, *next; p; p = next) {
+		next = p->next;
+		proc_free(p);
+	}
+	free(set);
+	s->procs = NULL;
+}
+
+/* Wake every waiting request; each looks again and may wait again. */
+static void wake_all(struct hutch_procs *set)
+{
+	struct hutch_proc_wait *w = set->waiters;
+
+	set->waiters = NULL;
+	while (w) {
+		struct hutch_proc_wait *next = w->next;
+		w->queued = false;
+		w->next = NULL;
+		w->wake(w);
+		w = next;
+	}
+}
+
+void hutch_proc_wait_add(struct sup *s, struct hutch_proc_wait *w)
+{
+	struct hutch_procs *set = hutch_procs_get(s);
+
+	if (!set || w->queued)
+		return;
+	w->next = set->waiters;
+	set->waiters = w;
+	w->queued = true;
+}
+
+void hutch_proc_wait_cancel(struct sup *s, struct hutch_proc_wait *w)
+{
+	if (!s->procs || !w->queued)
+		return;
+	for (struct hutch_proc_wait **pp = &s->procs->waiters; *pp; pp = &(*pp)->next)
+		if (*pp == w) {
+			*pp = w->next;
+			break;
+		}
+	w->queued = false;
+}
+
+struct hutch_proc *hutch_proc_find_num(struct sup *s, unsigned num)
+{
+	if (!s->procs)
+		return NULL;
+	for (struct hutch_proc *p = s->procs->head; p; p = p->next)
+		if (p->num == num)
+			return p;
+	return NULL;
+}
+
+struct hutch_proc *hutch_proc_find(struct sup *s, const char *id)
+{
+	char *end;
+	unsigned long num;
+
+	if (!id || id[0] != 'p' || id[1] < '1' || id[1] > '9')
+		return NULL;
+	errno = 0;
+	num = strtoul(id + 1, &end, 10);
+	if (errno || *end || num > UINT32_MAX)
+		return NULL;
+	return hutch_proc_find_num(s, (unsigned)num);
+}
+
+struct hutch_proc *hutch_proc_start(struct sup *s, const char *command, const char *const *argv,
+                                    const char *const *envp, const char *cwd, struct hutch_err *err)
+{
+	struct hutch_procs *set = hutch_procs_get(s);
+	struct hutch_proc *p;
+	struct cmd *c;
+
+	if (!set)
+		return hutch_err_set(err, -ENOMEM, "out of memory"), NULL;
+	if (set->nrunning >= HUTCH_PROCS_MAX_RUNNING)
+		return hutch_err_set(err, -EAGAIN,
+		                     "%u background processes are running, the most a sandbox "
+		                     "may have: kill one first",
+		                     set->nrunning),
+		       NULL;
+	p = calloc(1, sizeof(*p));
+	if (!p || !(p->command = strdup(command))) {
+		free(p);
+		return hutch_err_set(err, -ENOMEM, "out of memory"), NULL;
+	}
+	c = hutch_cmd_start(s, argv, envp, cwd, NULL, 0, 0, 0, false, err);
+	if (!c) {
+		free(p->command);
+		free(p);
+		return NULL;
+	}
+	c->proc = p;
+	c->on_done = proc_done;
+	p->cmd = c;
+	p->set = set;
+	p->num = ++set->next_num;
+	p->started_at = hutch_now_realtime();
+	ring_init(&p->out);
+	ring_init(&p->err);
+	*set->tail = p;
+	set->tail = &p->next;
+	set->nrunning++;
+	return p;
+}
+
+void hutch_proc_kill(struct hutch_proc *p, double grace)
+{
+	int64_t at;
+
+	if (p->done || !p->cmd)
+		return;
+	if (grace <= 0) {
+		p->kill_requested = true;
+		p->kill_at_ms = 0;
+		hutch_cmd_kill(p->cmd, SIGKILL, HUTCH_KILL_REST_ON_EXIT);
+		return;
+	}
+	at = hutch_now_mono_ms() + (int64_t)(grace * 1000);
+	if (!p->kill_requested) {
+		p->kill_requested = true;
+		p->kill_at_ms = at;
+		hutch_cmd_kill(p->cmd, SIGTERM, HUTCH_KILL_REST_ON_EXIT);
+	} else if (p->kill_at_ms && at < p->kill_at_ms) {
+		p->kill_at_ms = at; /* a second kill with a shorter grace */
+	}
+}
+
+void hutch_proc_spawned(struct hutch_proc *p, pid_t pid)
+{
+	p->pid = pid;
+	if (p->set)
+		wake_all(p->set);
+}
+
+void hutch_proc_output(struct hutch_proc *p, bool is_err, const char *buf, size_t n)
+{
+	ring_write(is_err ? &p->err : &p->out, buf, n);
+	if (p->set)
+		wake_all(p->set);
+}
+
+/* Keep at most HUTCH_PROCS_MAX_FINISHED finished processes: drop the oldest. */
+static void evict_finished(struct hutch_procs *set)
+{
+	while (set->nfinished > HUTCH_PROCS_MAX_FINISHED) {
+		for (struct hutch_proc **pp = &set->head; *pp; pp = &(*pp)->next) {
+			struct hutch_proc *p = *pp;
+			if (!p->done)
+				continue;
+			*pp = p->next;
+			if (set->tail == &p->next)
+				set->tail = pp;
+			proc_free(p);
+			set->nfinished--;
+			break;
+		}
+	}
+}
+
+/* cmd->on_done of a background process: keep its result. */
+static void proc_done(struct cmd *c)
+{
+	struct hutch_proc *p = c->proc;
+	struct hutch_procs *set = p->set;
+
+	p->status = c->status;
+	p->done = true;
+	p->kill_at_ms = 0;
+	p->ended_at = hutch_now_realtime();
+	if (p->pid == 0)
+		p->pid = c->pid;
+	if (c->spawn_error)
+		p->error = strdup(c->spawn_error);
+	c->proc = NULL;
+	p->cmd = NULL;
+	p->dead_cmd = c;
+	set->nrunning--;
+	set->nfinished++;
+	wake_all(set);
+}
+
+void hutch_procs_tick(struct sup *s)
+{
+	struct hutch_procs *set = s->procs;
+	int64_t now = hutch_now_mono_ms();
+	bool wake = false;
+
+	if (!set)
+		return;
+	for (struct hutch_proc *p = set->head; p; p = p->next)
+		if (p->dead_cmd) {
+			hutch_cmd_free(p->dead_cmd);
+			p->dead_cmd = NULL;
+		}
+	evict_finished(set);
+	for (struct hutch_proc *p = set->head; p; p = p->next)
+		if (p->kill_at_ms && now >= p->kill_at_ms && !p->done && p->cmd) {
+			p->kill_at_ms = 0;
+			hutch_cmd_kill(p->cmd, SIGKILL, HUTCH_KILL_REST_ON_EXIT);
+		}
+	for (struct hutch_proc_wait *w = set->waiters; w; w = w->next)
+		if (w->deadline_ms && now >= w->deadline_ms)
+			wake = true;
+	if (wake)
+		wake_all(set);
+}
+
+int hutch_procs_timeout_ms(struct sup *s)
+{
+	struct hutch_procs *set = s->procs;
+	int64_t now = hutch_now_mono_ms(), next = -1;
+
+	if (!set)
+		return -1;
+	for (struct hutch_proc *p = set->head; p; p = p->next)
+		if (p->kill_at_ms && (next < 0 || p->kill_at_ms < next))
+			next = p->kill_at_ms;
+	for (struct hutch_proc_wait *w = set->waiters; w; w = w->next)
+		if (w->deadline_ms && (next < 0 || w->deadline_ms < next))
+			next = w->deadline_ms;
+	if (next < 0)
+		return -1;
+	return next <= now ? 0 : (int)(next - now > 60000 ? 60000 : next - now);
+}
+
+static const char *signal_name(int sig, char *buf, size_t size)
+{
+	const char *abbrev = sigabbrev_np(sig);
+
+	snprintf(buf, size, "SIG%s", abbrev ? abbrev : "?");
+	return buf;
+}
+
+cJSON *hutch_proc_json(struct hutch_proc *p)
+{
+	cJSON *o = cJSON_CreateObject();
+	char id[16], t[40], sig[16];
+
+	if (!o)
+		return NULL;
+	snprintf(id, sizeof(id), "p%u", p->num);
+	cJSON_AddStringToObject(o, "id", id);
+	cJSON_AddStringToObject(o, "command", p->command);
+	cJSON_AddStringToObject(o, "status",
+	                        !p->done            ? "running"
+	                        : p->kill_requested ? "killed"
+	                                            : "exited");
+	if (p->pid > 0)
+		cJSON_AddNumberToObject(o, "pid", p->pid);
+	else
+		cJSON_AddNullToObject(o, "pid");
+	if (p->done && WIFEXITED(p->status))
+		cJSON_AddNumberToObject(o, "exit_code", WEXITSTATUS(p->status));
+	else
+		cJSON_AddNullToObject(o, "exit_code");
+	if (p->done && WIFSIGNALED(p->status)) {
+		cJSON_AddNumberToObject(o, "signal", WTERMSIG(p->status));
+		cJSON_AddStringToObject(o, "signal_name",
+		                        signal_name(WTERMSIG(p->status), sig, sizeof(sig)));
+	} else {
+		cJSON_AddNullToObject(o, "signal");
+		cJSON_AddNullToObject(o, "signal_name");
+	}
+	hutch_format_time(p->started_at, t, sizeof(t));
+	cJSON_AddStringToObject(o, "started_at", t);
+	if (p->done) {
+		hutch_format_time(p->ended_at, t, sizeof(t));
+		cJSON_AddStringToObject(o, "ended_at", t);
+	} else {
+		cJSON_AddNullToObject(o, "ended_at");
+	}
+	cJSON_AddNumberToObject(o, "stdout_bytes", (double)p->out.total);
+	cJSON_AddNumberToObject(o, "stderr_bytes", (double)p->err.total);
+	if (p->error)
+		cJSON_AddStringToObject(o, "error", p->error);
+	return o;
+}

@@ -1,0 +1,129 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Background processes (POST /start_process and friends): commands of the
+ * supervisor (struct cmd) that belong to no request. They outlive the
+ * request that started them and any client, and die with the sandbox. Their
+ * stdout and stderr go to one ring buffer each; offsets into a stream are
+ * absolute byte counts since the process started, so a client can follow
+ * the output across requests and reconnections without losing or repeating
+ * bytes (unless the ring has overwritten them, which it says).
+ *
+ * Everything here runs in the supervisor's single thread. Requests that wait
+ * (for a pid, for output, for a kill to finish) register a struct
+ * hutch_proc_wait and are woken on any change; they then look again.
+ */
+#ifndef HUTCH_PROCS_H
+#define HUTCH_PROCS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <cjson/cJSON.h>
+
+#include "error.h"
+
+struct sup;
+struct cmd;
+
+/* Bytes of output kept per process and stream (the newest ones). */
+#define HUTCH_PROC_RING_BYTES (1u << 20)
+/*
+ * Bounds: the rings live in the supervisor, outside the sandbox's memory
+ * limit, so their number is bounded: at worst (64 running + 64 finished) x
+ * 2 streams x 1 MiB = 256 MiB of supervisor memory.
+ */
+#define HUTCH_PROCS_MAX_RUNNING  64
+#define HUTCH_PROCS_MAX_FINISHED 64
+#define HUTCH_PROC_GRACE_DEFAULT 5.0 /* seconds from SIGTERM to SIGKILL */
+#define HUTCH_PROC_GRACE_MAX     3600.0
+#define HUTCH_PROC_WAIT_MAX      60.0 /* longest long-poll of /process_output */
+
+/* The last cap bytes of a stream; total counts every byte ever written. */
+struct hutch_ring {
+	char *data;
+	size_t alloc; /* grows up to cap */
+	size_t cap;
+	uint64_t total; /* bytes written since the start */
+	uint64_t start; /* oldest offset still held */
+};
+
+struct hutch_proc {
+	struct hutch_procs *set;
+	unsigned num;                 /* the id is "p<num>" */
+	char *command;                /* for listing: the shell string or the joined argv */
+	struct cmd *cmd;              /* NULL once finished */
+	pid_t pid;                    /* inside the sandbox; 0 until spawned */
+	int64_t started_at, ended_at; /* unix seconds */
+	int status;                   /* wait status once done */
+	bool done, kill_requested;
+	char *error;        /* init could not start it */
+	int64_t kill_at_ms; /* monotonic: SIGKILL then, 0 = not pending */
+	struct hutch_ring out, err;
+	struct cmd *dead_cmd; /* finished; freed by the next tick, outside the
+	                       * epoll batch that may still point at it */
+	struct hutch_proc *next;
+};
+
+/* A request waiting for a change; owned by the request (api.c). */
+struct hutch_proc_wait {
+	void (*wake)(struct hutch_proc_wait *w);
+	struct hutch_proc_wait *next;
+	bool queued;         /* in the waiter list */
+	bool started;        /* the handler acted once (spawned, signalled) */
+	unsigned num;        /* process it is about */
+	int64_t deadline_ms; /* monotonic: give up waiting then, 0 = never */
+};
+
+struct hutch_procs {
+	struct hutch_proc *head, **tail;
+	unsigned next_num, nrunning, nfinished;
+	struct hutch_proc_wait *waiters;
+};
+
+/* The set of s, created on first use; NULL if out of memory. */
+struct hutch_procs *hutch_procs_get(struct sup *s);
+void hutch_procs_free(struct sup *s);
+/* Start argv in the background (request already validated). On failure
+ * fills err: -EAGAIN too many running, else spawn failures. */
+struct hutch_proc *hutch_proc_start(struct sup *s, const char *command, const char *const *argv,
+                                    const char *const *envp, const char *cwd,
+                                    struct hutch_err *err);
+/* "p3" -> process, or NULL. */
+struct hutch_proc *hutch_proc_find(struct sup *s, const char *id);
+struct hutch_proc *hutch_proc_find_num(struct sup *s, unsigned num);
+/* SIGTERM the tree, SIGKILL after grace seconds (0: at once). */
+void hutch_proc_kill(struct hutch_proc *p, double grace);
+cJSON *hutch_proc_json(struct hutch_proc *p);
+/* Copy up to max bytes of a stream from offset (>= ring start, <= total). */
+size_t hutch_ring_read(const struct hutch_ring *r, uint64_t offset, char *dst, size_t max);
+
+/* Waiting requests. */
+void hutch_proc_wait_add(struct sup *s, struct hutch_proc_wait *w);
+void hutch_proc_wait_cancel(struct sup *s, struct hutch_proc_wait *w);
+
+/* Hooks from supervisor.c (the end comes through cmd->on_done). */
+void hutch_proc_spawned(struct hutch_proc *p, pid_t pid);
+void hutch_proc_output(struct hutch_proc *p, bool is_err, const char *buf, size_t n);
+/* Timers (SIGKILL after grace, long-poll deadlines), freeing finished
+ * commands, bounding the finished list. Called every loop turn, after the
+ * epoll batch. */
+void hutch_procs_tick(struct sup *s);
+/* Milliseconds until the next timer, -1 if none. */
+int hutch_procs_timeout_ms(struct sup *s);
+
+/* api-procs.c: serve one request of a route. If it must wait, it leaves w
+ * queued (the caller suspends the connection) and is called again when
+ * woken. Returns MHD_YES or MHD_NO. */
+enum hutch_procs_route {
+	HUTCH_PROCS_START,
+	HUTCH_PROCS_LIST,
+	HUTCH_PROCS_KILL,
+	HUTCH_PROCS_OUTPUT,
+};
+struct MHD_Connection;
+int hutch_api_procs(struct sup *s, struct MHD_Connection *conn, enum hutch_procs_route route,
+                    const char *body, size_t len, struct hutch_proc_wait *w);
+
+#endif

@@ -58,9 +58,14 @@ static void close_watched(struct sup *s, int *fd)
 	*fd = -EBADF;
 }
 
+/* Retire a command: unlink it, close its fds, and free it only after the
+ * current epoll batch, whose later events may still point at it. */
 static void cmd_free(struct cmd *c)
 {
 	struct sup *s = c->sup;
+
+	if (c->retired)
+		return;
 
 	for (struct cmd **pp = &s->cmds; *pp; pp = &(*pp)->next)
 		if (*pp == c) {
@@ -77,7 +82,18 @@ static void cmd_free(struct cmd *c)
 	hutch_buf_done(&c->out);
 	hutch_buf_done(&c->err);
 	hutch_buf_done(&c->sse);
-	free(c);
+	c->retired = true;
+	c->next = s->graveyard;
+	s->graveyard = c;
+}
+
+static void free_graveyard(struct sup *s)
+{
+	while (s->graveyard) {
+		struct cmd *c = s->graveyard;
+		s->graveyard = c->next;
+		free(c);
+	}
 }
 
 void hutch_cmd_kill(struct cmd *c, int sig, unsigned flags)
@@ -777,10 +793,12 @@ int hutch_sup_run(struct sup *s)
 				end_sandbox(s, "expired");
 				break;
 			default:
-				on_cmd_event(s, w, evs[i].events);
+				if (!((struct cmd *)w->ptr)->retired)
+					on_cmd_event(s, w, evs[i].events);
 				break;
 			}
 		}
+		free_graveyard(s);
 		hutch_api_run(s);
 		if (s->delete_pending && s->state == SUP_RUNNING) {
 			end_sandbox(s, "deleted");
@@ -793,5 +811,6 @@ int hutch_sup_run(struct sup *s)
 		}
 	}
 	hutch_api_stop(s);
+	free_graveyard(s);
 	return 0;
 }

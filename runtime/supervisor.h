@@ -74,6 +74,7 @@ enum cmd_state {
 struct cmd {
 	struct sup *sup;
 	uint64_t id;
+	bool retired; /* freed at the end of the current event batch */
 	enum cmd_state state;
 	struct request *req; /* NULL once the client is gone */
 	bool streaming;
@@ -122,6 +123,7 @@ struct sup {
 	struct hutch_cgroup *cg;
 	struct sock_fprog seccomp;
 	struct cmd *cmds;
+	struct cmd *graveyard; /* retired commands, freed after the event batch */
 	struct hutch_procs *procs; /* background processes (procs.c), lazily */
 	uint64_t next_cmd_id;
 	unsigned nconnections;

@@ -143,20 +143,18 @@ static enum MHD_Result answer_error(struct hutch_file_req *fr, unsigned status, 
 static enum MHD_Result answer_error(struct hutch_file_req *fr, unsigned status, const char *code,
                                     const char *fmt, ...)
 {
-	cJSON *o = cJSON_CreateObject(), *e;
+	cJSON *o;
 	char msg[768];
 	va_list ap;
 
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
+	o = hutch_api_error_json(code, msg);
 	if (!o)
 		return MHD_NO;
-	e = cJSON_AddObjectToObject(o, "error");
-	cJSON_AddStringToObject(e, "code", code);
-	cJSON_AddStringToObject(e, "message", msg);
 	if (fr->path)
-		cJSON_AddStringToObject(e, "path", fr->path);
+		cJSON_AddStringToObject(cJSON_GetObjectItemCaseSensitive(o, "error"), "path", fr->path);
 	return answer(fr, status, o);
 }
 

@@ -25,15 +25,12 @@
  * above is large for uploads, not for headers. */
 #define HUTCH_MAX_HEADERS (64u << 10)
 
+#include "api-internal.h"
+
 struct request;
 struct sup;
 struct hutch_file_req;
 
-/* api.c, for api-files.c */
-void hutch_api_suspend(struct request *r);
-void hutch_api_resume(struct request *r);
-enum MHD_Result hutch_api_respond_json(struct MHD_Connection *conn, unsigned status, cJSON *j);
-cJSON *hutch_api_ended_json(struct sup *s);
 
 /* The request's headers together exceed HUTCH_MAX_HEADERS. */
 bool hutch_api_headers_too_large(struct MHD_Connection *conn);

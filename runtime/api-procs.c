@@ -17,51 +17,14 @@
 #include <microhttpd.h>
 
 #include "cleanup.h"
+#include "api-internal.h"
 #include "procs.h"
 #include "request.h"
 #include "supervisor.h"
 
-static enum MHD_Result respond_json(struct MHD_Connection *conn, unsigned status, cJSON *j)
-{
-	_cleanup_free_ char *text = j ? cJSON_PrintUnformatted(j) : NULL;
-	struct MHD_Response *resp;
-	enum MHD_Result ret;
-
-	cJSON_Delete(j);
-	if (!text)
-		return MHD_NO;
-	resp = MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_COPY);
-	if (!resp)
-		return MHD_NO;
-	(void)MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
-	ret = MHD_queue_response(conn, status, resp);
-	MHD_destroy_response(resp);
-	return ret;
-}
-
-static enum MHD_Result respond_error(struct MHD_Connection *conn, unsigned status, const char *code,
-                                     const char *fmt, ...) __attribute__((format(printf, 4, 5)));
-static enum MHD_Result respond_error(struct MHD_Connection *conn, unsigned status, const char *code,
-                                     const char *fmt, ...)
-{
-	cJSON *o = cJSON_CreateObject(), *e;
-	char msg[512];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	if (!o)
-		return MHD_NO;
-	e = cJSON_AddObjectToObject(o, "error");
-	cJSON_AddStringToObject(e, "code", code);
-	cJSON_AddStringToObject(e, "message", msg);
-	return respond_json(conn, status, o);
-}
-
 static enum MHD_Result not_found(struct MHD_Connection *conn, const char *id)
 {
-	return respond_error(
+	return hutch_api_respond_error(
 	        conn, MHD_HTTP_NOT_FOUND, "process_not_found",
 	        "no background process '%.32s' in this sandbox (see GET /list_processes)", id);
 }
@@ -161,24 +124,24 @@ static enum MHD_Result h_start(struct sup *s, struct MHD_Connection *conn, const
 			return MHD_YES;
 		}
 		if (!p)
-			return respond_error(conn, 500, "spawn_failed", "the process vanished");
-		return respond_json(conn, MHD_HTTP_OK, hutch_proc_json(p));
+			return hutch_api_respond_error(conn, 500, "spawn_failed", "the process vanished");
+		return hutch_api_respond_json(conn, MHD_HTTP_OK, hutch_proc_json(p));
 	}
 	if (hutch_start_req_parse(body, len, &req, &err) < 0)
-		return respond_error(conn, err.code == -ENOMEM ? 500 : 400, "invalid_request", "%s",
+		return hutch_api_respond_error(conn, err.code == -ENOMEM ? 500 : 400, "invalid_request", "%s",
 		                     err.msg);
 	command = command_text(body, len, req.argv);
 	if (!command) {
 		hutch_run_req_done(&req);
-		return respond_error(conn, 500, "internal", "out of memory");
+		return hutch_api_respond_error(conn, 500, "internal", "out of memory");
 	}
 	p = hutch_proc_start(s, command, (const char *const *)req.argv,
 	                     (const char *const *)req.envp, req.cwd, &err);
 	hutch_run_req_done(&req);
 	if (!p && err.code == -EAGAIN)
-		return respond_error(conn, 429, "too_many_processes", "%s", err.msg);
+		return hutch_api_respond_error(conn, 429, "too_many_processes", "%s", err.msg);
 	if (!p)
-		return respond_error(conn, err.code == -E2BIG ? 413 : 500,
+		return hutch_api_respond_error(conn, err.code == -E2BIG ? 413 : 500,
 		                     err.code == -E2BIG ? "too_large" : "spawn_failed", "%s",
 		                     err.msg);
 	w->started = true;
@@ -196,7 +159,7 @@ static enum MHD_Result h_list(struct sup *s, struct MHD_Connection *conn)
 	arr = cJSON_AddArrayToObject(o, "processes");
 	for (struct hutch_proc *p = s->procs ? s->procs->head : NULL; p; p = p->next)
 		cJSON_AddItemToArray(arr, hutch_proc_json(p));
-	return respond_json(conn, MHD_HTTP_OK, o);
+	return hutch_api_respond_json(conn, MHD_HTTP_OK, o);
 }
 
 static enum MHD_Result h_kill(struct sup *s, struct MHD_Connection *conn, const char *body,
@@ -215,20 +178,20 @@ static enum MHD_Result h_kill(struct sup *s, struct MHD_Connection *conn, const 
 			return MHD_YES;
 		}
 		if (!p)
-			return respond_error(conn, MHD_HTTP_NOT_FOUND, "process_not_found",
+			return hutch_api_respond_error(conn, MHD_HTTP_NOT_FOUND, "process_not_found",
 			                     "process p%u ended and was dropped from the list",
 			                     w->num);
-		return respond_json(conn, MHD_HTTP_OK, hutch_proc_json(p));
+		return hutch_api_respond_json(conn, MHD_HTTP_OK, hutch_proc_json(p));
 	}
 	if (parse_kill(body, len, id, sizeof(id), &grace, &err) < 0)
-		return respond_error(conn, 400, "invalid_request", "%s", err.msg);
+		return hutch_api_respond_error(conn, 400, "invalid_request", "%s", err.msg);
 	p = hutch_proc_find(s, id);
 	if (!p)
 		return not_found(conn, id);
 	if (p->done) {
 		char when[40];
 		hutch_format_time(p->ended_at, when, sizeof(when));
-		return respond_error(conn, MHD_HTTP_CONFLICT, "process_not_running",
+		return hutch_api_respond_error(conn, MHD_HTTP_CONFLICT, "process_not_running",
 		                     "process %s is not running: it %s at %s", id,
 		                     p->kill_requested ? "was killed" : "exited", when);
 	}
@@ -336,13 +299,13 @@ static enum MHD_Result h_output(struct sup *s, struct MHD_Connection *conn,
 	cJSON *o;
 
 	if (parse_output_args(conn, &a, &err) < 0)
-		return respond_error(conn, 400, "invalid_request", "%s", err.msg);
+		return hutch_api_respond_error(conn, 400, "invalid_request", "%s", err.msg);
 	p = hutch_proc_find(s, a.id);
 	if (!p)
 		return not_found(conn, a.id);
 	r = a.is_err ? &p->err : &p->out;
 	if (a.offset > r->total)
-		return respond_error(
+		return hutch_api_respond_error(
 		        conn, 400, "invalid_request",
 		        "'offset' %llu is past the end of %s (%llu bytes written so far)",
 		        (unsigned long long)a.offset, a.is_err ? "stderr" : "stdout",
@@ -360,8 +323,8 @@ static enum MHD_Result h_output(struct sup *s, struct MHD_Connection *conn,
 	}
 	o = output_json(p, &a);
 	if (!o)
-		return respond_error(conn, 500, "internal", "out of memory");
-	return respond_json(conn, MHD_HTTP_OK, o);
+		return hutch_api_respond_error(conn, 500, "internal", "out of memory");
+	return hutch_api_respond_json(conn, MHD_HTTP_OK, o);
 }
 
 int hutch_api_procs(struct sup *s, struct MHD_Connection *conn, enum hutch_procs_route route,

@@ -76,25 +76,28 @@ static enum MHD_Result respond_json(struct MHD_Connection *conn, unsigned status
 	return ret;
 }
 
-static enum MHD_Result respond_error(struct MHD_Connection *conn, unsigned status,
-				     const char *code, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-static enum MHD_Result respond_error(struct MHD_Connection *conn, unsigned status,
-				     const char *code, const char *fmt, ...)
+cJSON *hutch_api_error_json(const char *code, const char *msg)
 {
 	cJSON *o = cJSON_CreateObject(), *e;
-	char msg[512];
+
+	if (!o)
+		return NULL;
+	e = cJSON_AddObjectToObject(o, "error");
+	cJSON_AddStringToObject(e, "code", code);
+	cJSON_AddStringToObject(e, "message", msg);
+	return o;
+}
+
+enum MHD_Result hutch_api_respond_error(struct MHD_Connection *conn, unsigned status,
+					const char *code, const char *fmt, ...)
+{
+	char msg[768];
 	va_list ap;
 
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	if (!o)
-		return MHD_NO;
-	e = cJSON_AddObjectToObject(o, "error");
-	cJSON_AddStringToObject(e, "code", code);
-	cJSON_AddStringToObject(e, "message", msg);
-	return respond_json(conn, status, o);
+	return respond_json(conn, status, hutch_api_error_json(code, msg));
 }
 
 static cJSON *ended_error_json(struct sup *s)
@@ -209,7 +212,7 @@ static enum MHD_Result start_command(struct request *r, bool streaming)
 	struct cmd *c;
 
 	if (hutch_run_req_parse(r->body.data ? r->body.data : "", r->body.len, &req, &err) < 0)
-		return respond_error(r->conn, err.code == -ENOMEM ? 500 : 400, "invalid_request",
+		return hutch_api_respond_error(r->conn, err.code == -ENOMEM ? 500 : 400, "invalid_request",
 				     "%s", err.msg);
 	c = hutch_cmd_start(s, (const char *const *)req.argv, (const char *const *)req.envp,
 			    req.cwd, req.stdin_data, req.stdin_len, req.timeout,
@@ -217,7 +220,7 @@ static enum MHD_Result start_command(struct request *r, bool streaming)
 			    &err);
 	hutch_run_req_done(&req);
 	if (!c)
-		return respond_error(r->conn, err.code == -E2BIG ? 413 : 500,
+		return hutch_api_respond_error(r->conn, err.code == -E2BIG ? 413 : 500,
 				     err.code == -E2BIG ? "too_large" : "spawn_failed", "%s",
 				     err.msg);
 	c->req = r;
@@ -294,7 +297,7 @@ static enum MHD_Result dispatch(struct request *r)
 	struct sup *s = r->s;
 
 	if (r->too_large)
-		return respond_error(r->conn, 413, "too_large",
+		return hutch_api_respond_error(r->conn, 413, "too_large",
 				     "request body larger than %u bytes", HUTCH_MAX_BODY);
 	if (s->state != SUP_RUNNING && r->route != R_HEALTH)
 		return respond_json(r->conn, MHD_HTTP_GONE, ended_error_json(s));
@@ -340,7 +343,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		const char *cl;
 
 		if (hutch_api_headers_too_large(conn))
-			return respond_error(conn, 431, "too_large",
+			return hutch_api_respond_error(conn, 431, "too_large",
 					     "request headers larger than %u bytes",
 					     HUTCH_MAX_HEADERS);
 
@@ -354,16 +357,16 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 			return method_ok || fop == -2 || strcmp(url, "/") == 0 ||
 					       match_route(url, "GET", &method_ok) != R_NONE ||
 					       match_route(url, "POST", &method_ok) != R_NONE
-				       ? respond_error(conn, MHD_HTTP_METHOD_NOT_ALLOWED,
+				       ? hutch_api_respond_error(conn, MHD_HTTP_METHOD_NOT_ALLOWED,
 						       "method_not_allowed",
 						       "%s is not allowed on %s; see docs/api.md",
 						       method, url)
-				       : respond_error(conn, MHD_HTTP_NOT_FOUND, "not_found",
+				       : hutch_api_respond_error(conn, MHD_HTTP_NOT_FOUND, "not_found",
 						       "no endpoint %s %s; see docs/api.md", method,
 						       url);
 		cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
 		if (cl && fop < 0 && strtoull(cl, NULL, 10) > HUTCH_MAX_BODY)
-			return respond_error(conn, 413, "too_large",
+			return hutch_api_respond_error(conn, 413, "too_large",
 					     "request body larger than %u bytes", HUTCH_MAX_BODY);
 		r = calloc(1, sizeof(*r));
 		if (!r)

@@ -48,19 +48,6 @@ static const char usage[] =
         "Exit codes: 0 copied, 1 the copy failed (missing file, no space, ...), 64 usage,\n"
         "65 no such sandbox, 66 sandbox expired or deleted, 70 other failure.\n";
 
-static int fail(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static int fail(int code, const char *fmt, ...)
-{
-	va_list ap;
-
-	fputs("hutch: cp: ", stderr);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-	return code;
-}
-
 /* "ID:PATH" -> id and path; false if arg is a local path. */
 static bool split_remote(const char *arg, char *id, size_t size, const char **path)
 {
@@ -75,32 +62,6 @@ static bool split_remote(const char *arg, char *id, size_t size, const char **pa
 	return true;
 }
 
-static int open_sandbox(const char *arg, struct hutch_paths *p)
-{
-	const char *rt = hutch_runtime_dir();
-	char id[HUTCH_ID_LEN + 1], reason[64], when[40];
-	int64_t at;
-	int r;
-
-	r = hutch_state_resolve(rt, arg, id);
-	if (r == -ENOTUNIQ)
-		return fail(HUTCH_EXIT_USAGE, "'%s' matches several sandboxes: give more of the id",
-		            arg);
-	if (r < 0) {
-		if (hutch_gone_read(rt, arg, reason, sizeof(reason), &at) > 0) {
-			hutch_format_time(at, when, sizeof(when));
-			return fail(HUTCH_EXIT_GONE, "sandbox %s %s at %s", arg,
-			            !strcmp(reason, "expired") ? "expired (ttl reached)" : reason,
-			            when);
-		}
-		return fail(HUTCH_EXIT_NOT_FOUND, "no sandbox '%s' in %s (see hutch ls)", arg, rt);
-	}
-	(void)hutch_paths_init(rt, id, p);
-	if (hutch_state_is_live(p) == 0)
-		return fail(HUTCH_EXIT_GONE, "sandbox %s is not running: its supervisor is gone",
-		            p->id);
-	return 0;
-}
 
 /* ---- a minimal HTTP/1.1 exchange on the unix socket ---- */
 
@@ -196,7 +157,7 @@ static int api_failure(int fd, struct http_resp *h, const char *what)
 	hutch_buf_done(&b);
 	e = cJSON_GetObjectItemCaseSensitive(j, "error");
 	m = cJSON_GetObjectItemCaseSensitive(e, "message");
-	fail(0, "%s: %s", what, cJSON_IsString(m) ? m->valuestring : "unexpected answer");
+	hutch_cli_fail(0, "%s: %s", what, cJSON_IsString(m) ? m->valuestring : "unexpected answer");
 	if (h->status == 410)
 		return HUTCH_EXIT_GONE;
 	return h->status >= 500 && h->status != 507 ? HUTCH_EXIT_FAILURE : CP_EXIT_FILE;
@@ -283,16 +244,16 @@ static int put_stream(const struct hutch_paths *p, const char *remote, int in, i
 	int r;
 
 	if (sock < 0)
-		return fail(HUTCH_EXIT_FAILURE, "cannot connect to sandbox %s: %s", p->id,
+		return hutch_cli_fail(HUTCH_EXIT_FAILURE, "cannot connect to sandbox %s: %s", p->id,
 		            strerror(-sock));
 	r = send_head(sock, "PUT", remote, tar, mode, length, false);
 	if (r >= 0)
 		r = send_body(sock, in, length);
 	if (r < 0 && r != -EPIPE && r != -ECONNRESET)
-		return fail(HUTCH_EXIT_FAILURE, "send to sandbox %s: %s", p->id, strerror(-r));
+		return hutch_cli_fail(HUTCH_EXIT_FAILURE, "send to sandbox %s: %s", p->id, strerror(-r));
 	r = read_head(sock, &h);
 	if (r < 0)
-		return fail(HUTCH_EXIT_FAILURE, "no answer from sandbox %s: %s", p->id,
+		return hutch_cli_fail(HUTCH_EXIT_FAILURE, "no answer from sandbox %s: %s", p->id,
 		            strerror(-r));
 	if (h.status == 200)
 		return 0;
@@ -336,18 +297,18 @@ static int upload_dir(const struct hutch_paths *p, const char *local, const char
 	int r, t;
 
 	if (pipe2(fds, O_CLOEXEC) < 0)
-		return fail(HUTCH_EXIT_FAILURE, "pipe: %s", strerror(errno));
+		return hutch_cli_fail(HUTCH_EXIT_FAILURE, "pipe: %s", strerror(errno));
 	pid = spawn_tar(argv, -1, fds[1]);
 	close(fds[1]);
 	if (pid < 0) {
 		close(fds[0]);
-		return fail(HUTCH_EXIT_FAILURE, "cannot run tar: %s", strerror(errno));
+		return hutch_cli_fail(HUTCH_EXIT_FAILURE, "cannot run tar: %s", strerror(errno));
 	}
 	r = put_stream(p, remote, fds[0], -1, true, NULL, NULL);
 	close(fds[0]);
 	t = wait_tar(pid);
 	if (r == 0 && t != 0)
-		return fail(CP_EXIT_FILE, "tar of '%s' failed (exit %d)", local, t);
+		return hutch_cli_fail(CP_EXIT_FILE, "tar of '%s' failed (exit %d)", local, t);
 	return r;
 }
 
@@ -364,7 +325,7 @@ static int upload(const struct hutch_paths *p, const char *local, const char *re
 		return put_stream(p, remote, 0, -1, false, NULL, NULL);
 	fd = open(local, O_RDONLY | O_CLOEXEC);
 	if (fd < 0 || fstat(fd, &st) < 0)
-		return fail(CP_EXIT_FILE, "cannot open '%s': %s", local, strerror(errno));
+		return hutch_cli_fail(CP_EXIT_FILE, "cannot open '%s': %s", local, strerror(errno));
 	if (S_ISDIR(st.st_mode))
 		return upload_dir(p, local, remote);
 	snprintf(mode, sizeof(mode), "%o", (unsigned)(st.st_mode & 0777));
@@ -379,7 +340,7 @@ static int upload(const struct hutch_paths *p, const char *local, const char *re
 		return r;
 	/* The destination is a directory: copy into it. */
 	if (lseek(fd, 0, SEEK_SET) < 0)
-		return fail(CP_EXIT_FILE, "'%s' is a directory in the sandbox", remote);
+		return hutch_cli_fail(CP_EXIT_FILE, "'%s' is a directory in the sandbox", remote);
 	snprintf(into, sizeof(into), "%s/%s", remote, base);
 	return put_stream(p, into, fd, S_ISREG(st.st_mode) ? st.st_size : -1, false, mode, NULL);
 }
@@ -421,13 +382,13 @@ static int get_stream(const struct hutch_paths *p, const char *remote, bool tar,
 	int r;
 
 	if (sock < 0)
-		return fail(HUTCH_EXIT_FAILURE, "cannot connect to sandbox %s: %s", p->id,
+		return hutch_cli_fail(HUTCH_EXIT_FAILURE, "cannot connect to sandbox %s: %s", p->id,
 		            strerror(-sock));
 	r = send_head(sock, "GET", remote, tar, NULL, -1, true);
 	if (r >= 0)
 		r = read_head(sock, &h);
 	if (r < 0)
-		return fail(HUTCH_EXIT_FAILURE, "no answer from sandbox %s: %s", p->id,
+		return hutch_cli_fail(HUTCH_EXIT_FAILURE, "no answer from sandbox %s: %s", p->id,
 		            strerror(-r));
 	if (h.status != 200) {
 		if (!tar && h.status == 400 && error_code_is(sock, &h, "is_a_directory"))
@@ -436,7 +397,7 @@ static int get_stream(const struct hutch_paths *p, const char *remote, bool tar,
 	}
 	r = copy_body(sock, &h, out);
 	if (r < 0)
-		return fail(CP_EXIT_FILE, "copy of '%s' failed: %s", remote,
+		return hutch_cli_fail(CP_EXIT_FILE, "copy of '%s' failed: %s", remote,
 		            r == -EPIPE ? "the transfer ended early" : strerror(-r));
 	return 0;
 }
@@ -453,20 +414,20 @@ static int download_dir(const struct hutch_paths *p, const char *remote, const c
 	if (!strcmp(local, "-"))
 		return get_stream(p, remote, true, 1);
 	if (mkdir(local, 0755) < 0 && errno != EEXIST)
-		return fail(CP_EXIT_FILE, "cannot create '%s': %s", local, strerror(errno));
+		return hutch_cli_fail(CP_EXIT_FILE, "cannot create '%s': %s", local, strerror(errno));
 	if (pipe2(fds, O_CLOEXEC) < 0)
-		return fail(HUTCH_EXIT_FAILURE, "pipe: %s", strerror(errno));
+		return hutch_cli_fail(HUTCH_EXIT_FAILURE, "pipe: %s", strerror(errno));
 	pid = spawn_tar(argv, fds[0], -1);
 	close(fds[0]);
 	if (pid < 0) {
 		close(fds[1]);
-		return fail(HUTCH_EXIT_FAILURE, "cannot run tar: %s", strerror(errno));
+		return hutch_cli_fail(HUTCH_EXIT_FAILURE, "cannot run tar: %s", strerror(errno));
 	}
 	r = get_stream(p, remote, true, fds[1]);
 	close(fds[1]);
 	t = wait_tar(pid);
 	if (r == 0 && t != 0)
-		return fail(CP_EXIT_FILE, "extracting into '%s' failed (tar exit %d)", local, t);
+		return hutch_cli_fail(CP_EXIT_FILE, "extracting into '%s' failed (tar exit %d)", local, t);
 	return r;
 }
 
@@ -488,7 +449,7 @@ static int download(const struct hutch_paths *p, const char *remote, const char 
 	}
 	fd = open(local, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	if (fd < 0)
-		return fail(CP_EXIT_FILE, "cannot write '%s': %s", local, strerror(errno));
+		return hutch_cli_fail(CP_EXIT_FILE, "cannot write '%s': %s", local, strerror(errno));
 	r = get_stream(p, remote, false, fd);
 	if (r == 0)
 		return 0;
@@ -511,21 +472,21 @@ int hutch_cli_cp(int argc, char **argv)
 		return 0;
 	}
 	if (argc != 3)
-		return fail(HUTCH_EXIT_USAGE,
+		return hutch_cli_fail(HUTCH_EXIT_USAGE,
 		            "give a source and a destination: hutch cp LOCAL ID:PATH "
 		            "or hutch cp ID:PATH LOCAL");
 	signal(SIGPIPE, SIG_IGN);
 	src_remote = split_remote(argv[1], id_src, sizeof(id_src), &rsrc);
 	dst_remote = split_remote(argv[2], id_dst, sizeof(id_dst), &rdst);
 	if (src_remote == dst_remote)
-		return fail(HUTCH_EXIT_USAGE,
+		return hutch_cli_fail(HUTCH_EXIT_USAGE,
 		            "exactly one of '%s' and '%s' must be ID:PATH (a sandbox id, a colon, "
 		            "a path in the sandbox)",
 		            argv[1], argv[2]);
 	if ((src_remote && !*rsrc) || (dst_remote && !*rdst))
-		return fail(HUTCH_EXIT_USAGE, "empty path after 'ID:' in '%s'",
+		return hutch_cli_fail(HUTCH_EXIT_USAGE, "empty path after 'ID:' in '%s'",
 		            src_remote ? argv[1] : argv[2]);
-	r = open_sandbox(src_remote ? id_src : id_dst, &p);
+	r = hutch_cli_open_live(src_remote ? id_src : id_dst, &p);
 	if (r)
 		return r;
 	return src_remote ? download(&p, rsrc, argv[2]) : upload(&p, argv[1], rdst);

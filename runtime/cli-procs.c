@@ -25,56 +25,6 @@
  * looking at stderr again. */
 #define FOLLOW_WAIT "0.25"
 
-static int fail(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static int fail(int code, const char *fmt, ...)
-{
-	va_list ap;
-
-	fputs("hutch: ", stderr);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-	return code;
-}
-
-/* ID prefix -> paths of a live sandbox, or an exit code (messages as in
- * main.c's resolve()). */
-static int open_sandbox(const char *arg, struct hutch_paths *p)
-{
-	const char *rt = hutch_runtime_dir();
-	char id[HUTCH_ID_LEN + 1], reason[64], when[40];
-	int64_t at;
-	int r;
-
-	r = hutch_state_resolve(rt, arg, id);
-	if (r == -ENOTUNIQ)
-		return fail(HUTCH_EXIT_USAGE, "'%s' matches several sandboxes: give more of the id",
-		            arg);
-	if (r == -EINVAL)
-		return fail(HUTCH_EXIT_USAGE,
-		            "'%s' is not a sandbox id (ids are %d lowercase hex characters; see "
-		            "hutch ls)",
-		            arg, HUTCH_ID_LEN);
-	if (r < 0) {
-		if (hutch_gone_read(rt, arg, reason, sizeof(reason), &at) > 0) {
-			hutch_format_time(at, when, sizeof(when));
-			return fail(HUTCH_EXIT_GONE, "sandbox %s %s at %s", arg,
-			            !strcmp(reason, "expired") ? "expired (ttl reached)" : reason,
-			            when);
-		}
-		return fail(HUTCH_EXIT_NOT_FOUND, "no sandbox '%s' in %s (see hutch ls)", arg, rt);
-	}
-	(void)hutch_paths_init(rt, id, p);
-	if (hutch_state_is_live(p) == 0)
-		return fail(
-		        HUTCH_EXIT_GONE,
-		        "sandbox %s is not running: its supervisor is gone (killed or crashed); "
-		        "run 'hutch gc' to remove what it left",
-		        p->id);
-	return 0;
-}
-
 /*
  * One request; on a 2xx answer stores the parsed JSON in *ret and returns 0,
  * else prints the API's message and returns an exit code: 65 for an unknown
@@ -93,7 +43,7 @@ static int call(const struct hutch_paths *p, const char *method, const char *pat
 	r = hutch_client_request(p->sock, method, path, body, body ? strlen(body) : 0, &resp, &err);
 	if (r < 0) {
 		hutch_http_resp_done(&resp);
-		return fail(HUTCH_EXIT_FAILURE, "%s", err.msg);
+		return hutch_cli_fail(HUTCH_EXIT_FAILURE, "%s", err.msg);
 	}
 	status = resp.status;
 	j = cJSON_ParseWithLength(resp.body.data ? resp.body.data : "", resp.body.len);
@@ -121,7 +71,7 @@ static int proc_id(const char *arg, char *buf, size_t size)
 	const char *digits = arg[0] == 'p' ? arg + 1 : arg;
 
 	if (!*digits || strspn(digits, "0123456789") != strlen(digits) || strlen(digits) > 9)
-		return fail(HUTCH_EXIT_USAGE,
+		return hutch_cli_fail(HUTCH_EXIT_USAGE,
 		            "'%s' is not a process id (like p1; see hutch ps SANDBOX)", arg);
 	snprintf(buf, size, "p%s", digits);
 	return 0;
@@ -186,21 +136,21 @@ int hutch_cli_ps(int argc, char **argv)
 		if (!strcmp(argv[i], "--json"))
 			json = true;
 		else if (argv[i][0] == '-')
-			return fail(HUTCH_EXIT_USAGE,
+			return hutch_cli_fail(HUTCH_EXIT_USAGE,
 			            "unknown option '%s' for 'ps'; see 'hutch ps "
 			            "--help'",
 			            argv[i]);
 		else if (!sid)
 			sid = argv[i];
 		else
-			return fail(HUTCH_EXIT_USAGE,
+			return hutch_cli_fail(HUTCH_EXIT_USAGE,
 			            "unexpected argument '%s'; see 'hutch ps "
 			            "--help'",
 			            argv[i]);
 	}
 	if (!sid)
-		return fail(HUTCH_EXIT_USAGE, "missing sandbox id: hutch ps ID");
-	r = open_sandbox(sid, &p);
+		return hutch_cli_fail(HUTCH_EXIT_USAGE, "missing sandbox id: hutch ps ID");
+	r = hutch_cli_open_live(sid, &p);
 	if (r)
 		return r;
 	r = call(&p, "GET", "/list_processes", NULL, &res);
@@ -278,14 +228,14 @@ static int fetch(const struct hutch_paths *p, const char *proc, struct follow *f
 	dropped = cJSON_GetObjectItemCaseSensitive(res, "dropped");
 	data = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(res, "data"));
 	if (!cJSON_IsNumber(next) || !data || (n = b64_decode(data)) < 0)
-		return fail(HUTCH_EXIT_FAILURE, "unexpected answer from the sandbox");
+		return hutch_cli_fail(HUTCH_EXIT_FAILURE, "unexpected answer from the sandbox");
 	if (cJSON_IsNumber(dropped) && dropped->valuedouble > 0)
 		fprintf(stderr,
 		        "hutch: %.0f bytes of %s were overwritten before they were read "
 		        "(a process keeps the last %u KiB of each stream)\n",
 		        dropped->valuedouble, f->stream, 1024u);
 	if (n > 0 && hutch_write_all(f->fd, data, (size_t)n) < 0)
-		return fail(HUTCH_EXIT_FAILURE, "write %s: %s", f->stream, strerror(errno));
+		return hutch_cli_fail(HUTCH_EXIT_FAILURE, "write %s: %s", f->stream, strerror(errno));
 	f->offset = (uint64_t)next->valuedouble;
 	f->eof = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(res, "eof"));
 	*running = !strcmp(str_of(res, "status") ?: "", "running");
@@ -314,25 +264,25 @@ int hutch_cli_logs(int argc, char **argv)
 		if (!strcmp(argv[i], "-f") || !strcmp(argv[i], "--follow"))
 			follow = true;
 		else if (argv[i][0] == '-')
-			return fail(HUTCH_EXIT_USAGE,
+			return hutch_cli_fail(HUTCH_EXIT_USAGE,
 			            "unknown option '%s' for 'logs'; see 'hutch "
 			            "logs --help'",
 			            argv[i]);
 		else if (nargs < 2)
 			args[nargs++] = argv[i];
 		else
-			return fail(HUTCH_EXIT_USAGE,
+			return hutch_cli_fail(HUTCH_EXIT_USAGE,
 			            "unexpected argument '%s'; see 'hutch logs "
 			            "--help'",
 			            argv[i]);
 	}
 	if (nargs < 2)
-		return fail(HUTCH_EXIT_USAGE, "missing %s: hutch logs ID PROC [-f]",
+		return hutch_cli_fail(HUTCH_EXIT_USAGE, "missing %s: hutch logs ID PROC [-f]",
 		            nargs ? "process id" : "sandbox id");
 	r = proc_id(args[1], proc, sizeof(proc));
 	if (r)
 		return r;
-	r = open_sandbox(args[0], &p);
+	r = hutch_cli_open_live(args[0], &p);
 	if (r)
 		return r;
 	do {
@@ -374,32 +324,32 @@ int hutch_cli_kill(int argc, char **argv)
 			        argv[i][7] == '=' ? argv[i] + 8 : (i + 1 < argc ? argv[++i] : NULL);
 			char *end;
 			if (!v)
-				return fail(HUTCH_EXIT_USAGE, "option '--grace' needs a value");
+				return hutch_cli_fail(HUTCH_EXIT_USAGE, "option '--grace' needs a value");
 			grace = strtod(v, &end);
 			if (!*v || *end || !isfinite(grace) || grace < 0 || grace > 3600)
-				return fail(HUTCH_EXIT_USAGE,
+				return hutch_cli_fail(HUTCH_EXIT_USAGE,
 				            "--grace must be seconds from 0 to 3600, not '%s'", v);
 		} else if (argv[i][0] == '-') {
-			return fail(HUTCH_EXIT_USAGE,
+			return hutch_cli_fail(HUTCH_EXIT_USAGE,
 			            "unknown option '%s' for 'kill'; see 'hutch "
 			            "kill --help'",
 			            argv[i]);
 		} else if (nargs < 2) {
 			args[nargs++] = argv[i];
 		} else {
-			return fail(HUTCH_EXIT_USAGE,
+			return hutch_cli_fail(HUTCH_EXIT_USAGE,
 			            "unexpected argument '%s'; see 'hutch kill "
 			            "--help'",
 			            argv[i]);
 		}
 	}
 	if (nargs < 2)
-		return fail(HUTCH_EXIT_USAGE, "missing %s: hutch kill ID PROC",
+		return hutch_cli_fail(HUTCH_EXIT_USAGE, "missing %s: hutch kill ID PROC",
 		            nargs ? "process id" : "sandbox id");
 	r = proc_id(args[1], proc, sizeof(proc));
 	if (r)
 		return r;
-	r = open_sandbox(args[0], &p);
+	r = hutch_cli_open_live(args[0], &p);
 	if (r)
 		return r;
 	cJSON_AddStringToObject(req, "id", proc);
@@ -407,7 +357,7 @@ int hutch_cli_kill(int argc, char **argv)
 		cJSON_AddNumberToObject(req, "grace_seconds", grace);
 	body = cJSON_PrintUnformatted(req);
 	if (!body)
-		return fail(HUTCH_EXIT_FAILURE, "out of memory");
+		return hutch_cli_fail(HUTCH_EXIT_FAILURE, "out of memory");
 	r = call(&p, "POST", "/kill_process", body, &res);
 	if (r)
 		return r;
@@ -459,7 +409,7 @@ int hutch_cli_exec_detached(int argc, char **argv)
 		} else if (opt == 'e') {
 			char *eq = strchr(optarg, '=');
 			if (!eq || eq == optarg)
-				return fail(HUTCH_EXIT_USAGE, "-e wants K=V, not '%s'", optarg);
+				return hutch_cli_fail(HUTCH_EXIT_USAGE, "-e wants K=V, not '%s'", optarg);
 			*eq = '\0';
 			cJSON_DeleteItemFromObjectCaseSensitive(env, optarg);
 			cJSON_AddStringToObject(env, optarg, eq + 1);
@@ -467,21 +417,21 @@ int hutch_cli_exec_detached(int argc, char **argv)
 		} else if (opt == 'j') {
 			json = true;
 		} else if (opt == ':') {
-			return fail(HUTCH_EXIT_USAGE, "option '%s' needs a value",
+			return hutch_cli_fail(HUTCH_EXIT_USAGE, "option '%s' needs a value",
 			            argv[optind - 1]);
 		} else if (opt == '?') {
-			return fail(HUTCH_EXIT_USAGE,
+			return hutch_cli_fail(HUTCH_EXIT_USAGE,
 			            "option '%s' does not apply to 'exec -d' (it takes --cwd, -e, "
 			            "--json); see 'hutch exec --help'",
 			            argv[optind - 1]);
 		}
 	}
 	if (!sid)
-		return fail(HUTCH_EXIT_USAGE,
+		return hutch_cli_fail(HUTCH_EXIT_USAGE,
 		            "missing sandbox id: hutch exec -d ID -- CMD [ARG...]");
 	if (optind >= argc)
-		return fail(HUTCH_EXIT_USAGE, "missing command: hutch exec -d ID -- CMD [ARG...]");
-	r = open_sandbox(sid, &p);
+		return hutch_cli_fail(HUTCH_EXIT_USAGE, "missing command: hutch exec -d ID -- CMD [ARG...]");
+	r = hutch_cli_open_live(sid, &p);
 	if (r)
 		return r;
 	arr = cJSON_AddArrayToObject(req, "argv");
@@ -489,7 +439,7 @@ int hutch_cli_exec_detached(int argc, char **argv)
 		cJSON_AddItemToArray(arr, cJSON_CreateString(argv[i]));
 	body = cJSON_PrintUnformatted(req);
 	if (!body)
-		return fail(HUTCH_EXIT_FAILURE, "out of memory");
+		return hutch_cli_fail(HUTCH_EXIT_FAILURE, "out of memory");
 	r = call(&p, "POST", "/start_process", body, &res);
 	if (r)
 		return r;

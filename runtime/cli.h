@@ -13,6 +13,16 @@
 #define HUTCH_EXIT_SETUP       71  /* the setup script or on_create hook failed or timed out */
 #define HUTCH_EXIT_TIMEOUT     124 /* the command ran past --timeout */
 
+struct hutch_paths;
+
+/* cli-common.c: print "hutch: MESSAGE" to stderr; returns code. */
+int hutch_cli_fail(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* An id or unique prefix -> paths; else prints why (64 ambiguous or not an
+ * id, 65 unknown, 66 expired/deleted) and returns that exit code. */
+int hutch_cli_resolve(const char *arg, struct hutch_paths *p);
+/* hutch_cli_resolve(), and 66 if its supervisor is gone. */
+int hutch_cli_open_live(const char *arg, struct hutch_paths *p);
+
 /* doctor.c: run every host check, print a report; returns an exit code. */
 int hutch_doctor(bool json);
 

@@ -37,18 +37,6 @@ static void on_interrupt(int sig)
 	interrupted = sig;
 }
 
-static int die(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static int die(int code, const char *fmt, ...)
-{
-	va_list ap;
-
-	fputs("hutch: ", stderr);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-	return code;
-}
 
 static const char *const main_usage =
 	"usage: hutch COMMAND [OPTIONS]\n"
@@ -151,20 +139,20 @@ static int config_opt(struct hutch_config *cfg, int opt, const char *arg)
 		ssize_t n = fd < 0 ? -errno : !text ? -ENOMEM
 			: hutch_read_all(fd, text, HUTCH_SETUP_SCRIPT_MAX + 1);
 		if (n < 0)
-			return die(HUTCH_EXIT_USAGE, "cannot read --setup-script '%s': %s", arg,
+			return hutch_cli_fail(HUTCH_EXIT_USAGE, "cannot read --setup-script '%s': %s", arg,
 				   strerror((int)-n));
 		text[n] = '\0';
 		if (strlen(text) != (size_t)n)
-			return die(HUTCH_EXIT_USAGE, "--setup-script '%s' is not a text file", arg);
+			return hutch_cli_fail(HUTCH_EXIT_USAGE, "--setup-script '%s' is not a text file", arg);
 		if (hutch_config_set(cfg, "setup_script", text, &err) < 0)
-			return die(HUTCH_EXIT_USAGE, "--setup-script '%s': %s", arg, err.msg);
+			return hutch_cli_fail(HUTCH_EXIT_USAGE, "--setup-script '%s': %s", arg, err.msg);
 		return 0;
 	}
 
 	for (size_t i = 0; i < ELEMENTSOF(map); i++)
 		if (map[i].opt == opt) {
 			if (hutch_config_set(cfg, map[i].key, arg, &err) < 0)
-				return die(HUTCH_EXIT_USAGE, "%s", err.msg);
+				return hutch_cli_fail(HUTCH_EXIT_USAGE, "%s", err.msg);
 			return 0;
 		}
 	return 1; /* not a config option */
@@ -182,13 +170,13 @@ static int exec_opt(struct exec_opts *eo, int opt, const char *arg)
 	case OPT_TIMEOUT:
 		eo->timeout = strtod(arg, &end);
 		if (*end || end == arg || eo->timeout < 0)
-			return die(HUTCH_EXIT_USAGE,
+			return hutch_cli_fail(HUTCH_EXIT_USAGE,
 				   "invalid --timeout '%s': give a number of seconds, e.g. 30", arg);
 		return 0;
 	case 'e':
 		eq = strchr(arg, '=');
 		if (!eq || eq == arg)
-			return die(HUTCH_EXIT_USAGE, "invalid --env '%s': write it as NAME=VALUE", arg);
+			return hutch_cli_fail(HUTCH_EXIT_USAGE, "invalid --env '%s': write it as NAME=VALUE", arg);
 		if (!eo->env)
 			eo->env = cJSON_CreateObject();
 		{
@@ -250,7 +238,7 @@ static int read_stdin(char **ret, size_t *ret_len)
 		(void)hutch_buf_append(&b, chunk, (size_t)n);
 		if (b.truncated) {
 			hutch_buf_done(&b);
-			return die(HUTCH_EXIT_USAGE,
+			return hutch_cli_fail(HUTCH_EXIT_USAGE,
 				   "standard input is larger than %u bytes: copy the data into the "
 				   "sandbox as a file, or pass -n to not send stdin",
 				   STDIN_MAX);
@@ -354,7 +342,7 @@ static int stream_command(const char *sock, char **argv, const struct exec_opts 
 	}
 	body = cJSON_PrintUnformatted(req);
 	if (!body)
-		return die(HUTCH_EXIT_FAILURE, "out of memory");
+		return hutch_cli_fail(HUTCH_EXIT_FAILURE, "out of memory");
 	r = hutch_client_stream(sock, "/run_streaming", body, strlen(body), on_event, &rs,
 				&interrupted, &resp, &err);
 	if (r < 0) {
@@ -363,7 +351,7 @@ static int stream_command(const char *sock, char **argv, const struct exec_opts 
 			return 128 + (interrupted ? interrupted : SIGINT);
 		if (rs.got_exit)
 			return rs.exit_code; /* the last event came; a broken end does not matter */
-		return die(HUTCH_EXIT_FAILURE, "%s", err.msg);
+		return hutch_cli_fail(HUTCH_EXIT_FAILURE, "%s", err.msg);
 	}
 	if (resp.status != 200) {
 		r = api_error_exit(resp.status, resp.body.data ? resp.body.data : "");
@@ -374,41 +362,12 @@ static int stream_command(const char *sock, char **argv, const struct exec_opts 
 	if (interrupted)
 		return 128 + interrupted;
 	if (!rs.got_exit)
-		return die(HUTCH_EXIT_FAILURE, "the sandbox closed the stream before the command "
+		return hutch_cli_fail(HUTCH_EXIT_FAILURE, "the sandbox closed the stream before the command "
 					       "finished");
 	return rs.exit_code;
 }
 
 /* ---- resolving sandboxes ---- */
-
-static int resolve(const char *arg, struct hutch_paths *p)
-{
-	const char *rt = hutch_runtime_dir();
-	char id[HUTCH_ID_LEN + 1], reason[64];
-	int64_t at;
-	int r;
-
-	r = hutch_state_resolve(rt, arg, id);
-	if (r == -ENOTUNIQ)
-		return die(HUTCH_EXIT_USAGE, "'%s' matches several sandboxes: give more of the id",
-			   arg);
-	if (r == -EINVAL)
-		return die(HUTCH_EXIT_USAGE,
-			   "'%s' is not a sandbox id (ids are %d lowercase hex characters; see hutch ls)",
-			   arg, HUTCH_ID_LEN);
-	if (r < 0) {
-		if (hutch_gone_read(rt, arg, reason, sizeof(reason), &at) > 0) {
-			char when[40];
-			hutch_format_time(at, when, sizeof(when));
-			return die(HUTCH_EXIT_GONE, "sandbox %s %s at %s", arg,
-				   !strcmp(reason, "expired") ? "expired (ttl reached)" : reason,
-				   when);
-		}
-		return die(HUTCH_EXIT_NOT_FOUND, "no sandbox '%s' in %s (see hutch ls)", arg, rt);
-	}
-	(void)hutch_paths_init(rt, id, p);
-	return 0;
-}
 
 /* ---- verbs ---- */
 
@@ -447,12 +406,12 @@ static int parse_common(int argc, char **argv, const char *usage, struct hutch_c
 				snprintf(name, sizeof(name), "-%c", optopt);
 			else
 				snprintf(name, sizeof(name), "%s", argv[optind - 1]);
-			return die(HUTCH_EXIT_USAGE,
+			return hutch_cli_fail(HUTCH_EXIT_USAGE,
 				   "unknown option '%s' for '%s'; see 'hutch %s --help'", name,
 				   cli_verb, cli_verb);
 		}
 		if (opt == ':')
-			return die(HUTCH_EXIT_USAGE, "option '%s' needs a value; see 'hutch %s --help'",
+			return hutch_cli_fail(HUTCH_EXIT_USAGE, "option '%s' needs a value; see 'hutch %s --help'",
 				   argv[optind - 1], cli_verb);
 		if (opt == OPT_JSON && json) {
 			*json = true;
@@ -471,7 +430,7 @@ static int parse_common(int argc, char **argv, const char *usage, struct hutch_c
 			r = exec_opt(eo, opt, optarg);
 		if (r == 1) {
 			option_name(opt, longindex, name, sizeof(name));
-			return die(HUTCH_EXIT_USAGE,
+			return hutch_cli_fail(HUTCH_EXIT_USAGE,
 				   "option '%s' does not apply to '%s'; see 'hutch %s --help'", name,
 				   cli_verb, cli_verb);
 		}
@@ -488,12 +447,12 @@ static int create_sandbox(struct hutch_config *cfg, struct hutch_created *c)
 	int r;
 
 	if (is_root_needed())
-		return die(HUTCH_EXIT_NOT_CAPABLE,
+		return hutch_cli_fail(HUTCH_EXIT_NOT_CAPABLE,
 			   "creating a sandbox needs root for now: run 'sudo hutch ...' (a service "
 			   "for non-root users comes later)");
 	r = hutch_config_validate(cfg, &err);
 	if (r < 0)
-		return die(HUTCH_EXIT_USAGE, "%s", err.msg);
+		return hutch_cli_fail(HUTCH_EXIT_USAGE, "%s", err.msg);
 	r = hutch_sandbox_create(cfg, hutch_runtime_dir(), c, &setup, &err);
 	if (r == -ECANCELED && setup.step[0]) {
 		size_t n = strlen(setup.tail);
@@ -506,7 +465,7 @@ static int create_sandbox(struct hutch_config *cfg, struct hutch_created *c)
 		return HUTCH_EXIT_SETUP;
 	}
 	if (r < 0)
-		return die(r == -EPERM || r == -ENOSYS || r == -EOPNOTSUPP ? HUTCH_EXIT_NOT_CAPABLE
+		return hutch_cli_fail(r == -EPERM || r == -ENOSYS || r == -EOPNOTSUPP ? HUTCH_EXIT_NOT_CAPABLE
 									 : HUTCH_EXIT_FAILURE,
 			   "cannot create sandbox: %s (run 'hutch doctor' to check this host)",
 			   err.msg);
@@ -563,15 +522,15 @@ static int delete_sandbox(const struct hutch_paths *p, bool quiet)
 		/* No supervisor answers: clean up what it left. */
 		r = hutch_state_reap(hutch_runtime_dir(), p->id, &err);
 		if (r < 0)
-			return die(HUTCH_EXIT_FAILURE, "remove sandbox %s: %s", p->id, err.msg);
+			return hutch_cli_fail(HUTCH_EXIT_FAILURE, "remove sandbox %s: %s", p->id, err.msg);
 		if (r == 0)
-			return die(HUTCH_EXIT_FAILURE,
+			return hutch_cli_fail(HUTCH_EXIT_FAILURE,
 				   "sandbox %s is alive but does not answer on '%s'", p->id, p->sock);
 	} else {
 		long status = resp.status;
 		hutch_http_resp_done(&resp);
 		if (status != 200 && status != 410)
-			return die(HUTCH_EXIT_FAILURE, "delete sandbox %s: HTTP %ld", p->id, status);
+			return hutch_cli_fail(HUTCH_EXIT_FAILURE, "delete sandbox %s: HTTP %ld", p->id, status);
 		/* The supervisor answered after teardown (its state dir, lock
 		 * included, is gone); wait for the process itself to exit. */
 		if (sup >= 0) {
@@ -604,7 +563,7 @@ static int cmd_run(int argc, char **argv)
 	if (r)
 		return r;
 	if (optind >= argc)
-		return die(HUTCH_EXIT_USAGE, "missing command: hutch run [OPTIONS] -- CMD [ARG...]");
+		return hutch_cli_fail(HUTCH_EXIT_USAGE, "missing command: hutch run [OPTIONS] -- CMD [ARG...]");
 	/* Catch Ctrl-C before creating: dying during create would leave a
 	 * detached sandbox behind for its whole TTL. */
 	sigaction(SIGINT, &sa, NULL);
@@ -634,7 +593,7 @@ static int cmd_create(int argc, char **argv)
 	if (r)
 		return r;
 	if (optind < argc)
-		return die(HUTCH_EXIT_USAGE, "unexpected argument '%s'", argv[optind]);
+		return hutch_cli_fail(HUTCH_EXIT_USAGE, "unexpected argument '%s'", argv[optind]);
 	r = create_sandbox(&cfg, &c);
 	if (r)
 		return r;
@@ -676,17 +635,17 @@ static int cmd_exec(int argc, char **argv)
 		return 0;
 	}
 	if (argc < 2 || argv[1][0] == '-')
-		return die(HUTCH_EXIT_USAGE, "missing sandbox id: hutch exec ID -- CMD [ARG...]");
-	r = resolve(argv[1], &p);
+		return hutch_cli_fail(HUTCH_EXIT_USAGE, "missing sandbox id: hutch exec ID -- CMD [ARG...]");
+	r = hutch_cli_resolve(argv[1], &p);
 	if (r)
 		return r;
 	r = parse_common(argc - 1, argv + 1, usage, NULL, &eo, NULL, NULL, NULL);
 	if (r)
 		return r;
 	if (optind + 1 >= argc)
-		return die(HUTCH_EXIT_USAGE, "missing command: hutch exec ID -- CMD [ARG...]");
+		return hutch_cli_fail(HUTCH_EXIT_USAGE, "missing command: hutch exec ID -- CMD [ARG...]");
 	if (hutch_state_is_live(&p) == 0)
-		return die(HUTCH_EXIT_GONE,
+		return hutch_cli_fail(HUTCH_EXIT_GONE,
 			   "sandbox %s is not running: its supervisor is gone (killed or crashed); "
 			   "run 'hutch gc' to remove what it left",
 			   p.id);
@@ -727,7 +686,7 @@ static int cmd_ls(int argc, char **argv)
 		return r;
 	r = hutch_state_list(hutch_runtime_dir(), &ids, &n);
 	if (r < 0)
-		return die(HUTCH_EXIT_FAILURE, "list '%s': %s", hutch_runtime_dir(), strerror(-r));
+		return hutch_cli_fail(HUTCH_EXIT_FAILURE, "list '%s': %s", hutch_runtime_dir(), strerror(-r));
 	if (json)
 		arr = cJSON_CreateArray();
 	else if (!quiet)
@@ -779,8 +738,8 @@ static int cmd_inspect(int argc, char **argv)
 	if (r)
 		return r;
 	if (optind >= argc)
-		return die(HUTCH_EXIT_USAGE, "missing sandbox id: hutch inspect ID");
-	r = resolve(argv[optind], &p);
+		return hutch_cli_fail(HUTCH_EXIT_USAGE, "missing sandbox id: hutch inspect ID");
+	r = hutch_cli_resolve(argv[optind], &p);
 	if (r)
 		return r;
 	r = hutch_client_request(p.sock, "GET", "/status", NULL, 0, &resp, &err);
@@ -825,10 +784,10 @@ static int cmd_rm(int argc, char **argv)
 		_cleanup_free_ char(*ids)[HUTCH_ID_LEN + 1] = NULL;
 		size_t n;
 		if (optind < argc)
-			return die(HUTCH_EXIT_USAGE, "give ids or --all, not both");
+			return hutch_cli_fail(HUTCH_EXIT_USAGE, "give ids or --all, not both");
 		r = hutch_state_list(hutch_runtime_dir(), &ids, &n);
 		if (r < 0)
-			return die(HUTCH_EXIT_FAILURE, "list: %s", strerror(-r));
+			return hutch_cli_fail(HUTCH_EXIT_FAILURE, "list: %s", strerror(-r));
 		for (size_t i = 0; i < n; i++) {
 			struct hutch_paths p;
 			(void)hutch_paths_init(hutch_runtime_dir(), ids[i], &p);
@@ -840,10 +799,10 @@ static int cmd_rm(int argc, char **argv)
 		return worst;
 	}
 	if (optind >= argc)
-		return die(HUTCH_EXIT_USAGE, "missing sandbox id: hutch rm ID... (or --all)");
+		return hutch_cli_fail(HUTCH_EXIT_USAGE, "missing sandbox id: hutch rm ID... (or --all)");
 	for (int i = optind; i < argc; i++) {
 		struct hutch_paths p;
-		r = resolve(argv[i], &p);
+		r = hutch_cli_resolve(argv[i], &p);
 		if (!r)
 			r = delete_sandbox(&p, quiet);
 		if (r && !worst)
@@ -867,7 +826,7 @@ static int cmd_gc(int argc, char **argv)
 		return r;
 	r = hutch_state_gc(hutch_runtime_dir(), &err);
 	if (r < 0)
-		return die(HUTCH_EXIT_FAILURE, "gc: %s", err.msg);
+		return hutch_cli_fail(HUTCH_EXIT_FAILURE, "gc: %s", err.msg);
 	if (json)
 		printf("{\"removed\": %d}\n", r);
 	else
@@ -916,7 +875,7 @@ int main(int argc, char **argv)
 		else if (argc >= 3 && !strcmp(argv[2], "--help"))
 			printf("usage: hutch version [--json]\n\nPrint hutch's version.\n");
 		else if (argc >= 3)
-			return die(HUTCH_EXIT_USAGE, "unexpected argument '%s'; see 'hutch version --help'",
+			return hutch_cli_fail(HUTCH_EXIT_USAGE, "unexpected argument '%s'; see 'hutch version --help'",
 				   argv[2]);
 		else
 			printf("hutch %s\n", HUTCH_VERSION);
@@ -935,5 +894,5 @@ int main(int argc, char **argv)
 		}
 		return verbs[i].fn(argc - 1, argv + 1);
 	}
-	return die(HUTCH_EXIT_USAGE, "unknown command '%s'; see 'hutch --help'", argv[1]);
+	return hutch_cli_fail(HUTCH_EXIT_USAGE, "unknown command '%s'; see 'hutch --help'", argv[1]);
 }

@@ -86,6 +86,11 @@ class Hutch:
     def __init__(self, rtdir):
         self.rtdir = str(rtdir)
         self.env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HUTCH_RUNTIME_DIR": self.rtdir}
+        # Sanitizer builds: let ASAN_OPTIONS (e.g. log_path) reach the CLI
+        # and, through fork, the supervisors.
+        for k in ("ASAN_OPTIONS", "UBSAN_OPTIONS"):
+            if k in os.environ:
+                self.env[k] = os.environ[k]
 
     def __call__(self, *args, input=None, timeout=120, env=None):
         e = dict(self.env)

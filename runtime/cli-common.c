@@ -1,0 +1,70 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Helpers shared by the CLI verbs (main.c, cli-cp.c, cli-procs.c): one
+ * error message format, and turning an id or prefix the user typed into a
+ * sandbox, with the error that says why when there is none.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+#include "state.h"
+
+int hutch_cli_fail(int code, const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("hutch: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	return code;
+}
+
+int hutch_cli_resolve(const char *arg, struct hutch_paths *p)
+{
+	const char *rt = hutch_runtime_dir();
+	char id[HUTCH_ID_LEN + 1], reason[64], when[40];
+	int64_t at;
+	int r;
+
+	r = hutch_state_resolve(rt, arg, id);
+	if (r == -ENOTUNIQ)
+		return hutch_cli_fail(HUTCH_EXIT_USAGE,
+				      "'%s' matches several sandboxes: give more of the id", arg);
+	if (r == -EINVAL)
+		return hutch_cli_fail(HUTCH_EXIT_USAGE,
+				      "'%s' is not a sandbox id (ids are %d lowercase hex characters; "
+				      "see hutch ls)",
+				      arg, HUTCH_ID_LEN);
+	if (r < 0) {
+		if (hutch_gone_read(rt, arg, reason, sizeof(reason), &at) > 0) {
+			hutch_format_time(at, when, sizeof(when));
+			return hutch_cli_fail(HUTCH_EXIT_GONE, "sandbox %s %s at %s", arg,
+					      !strcmp(reason, "expired") ? "expired (ttl reached)"
+									 : reason,
+					      when);
+		}
+		return hutch_cli_fail(HUTCH_EXIT_NOT_FOUND, "no sandbox '%s' in %s (see hutch ls)",
+				      arg, rt);
+	}
+	(void)hutch_paths_init(rt, id, p);
+	return 0;
+}
+
+int hutch_cli_open_live(const char *arg, struct hutch_paths *p)
+{
+	int r = hutch_cli_resolve(arg, p);
+
+	if (r)
+		return r;
+	if (hutch_state_is_live(p) == 0)
+		return hutch_cli_fail(HUTCH_EXIT_GONE,
+				      "sandbox %s is not running: its supervisor is gone (killed or "
+				      "crashed); run 'hutch gc' to remove what it left",
+				      p->id);
+	return 0;
+}

@@ -3,6 +3,7 @@
 import asyncio
 import dataclasses
 import functools
+import http.client
 import inspect
 import json
 import os
@@ -10,7 +11,7 @@ import re
 import subprocess
 import tempfile
 import threading
-from typing import Any, Dict, List, Optional
+from typing import Any, Optional
 
 from . import errors, _http
 from ._binary import find_hutch
@@ -389,7 +390,7 @@ class ExecutionStream:
         while True:
             try:
                 line = self._resp.readline()
-            except (OSError, Exception) as e:  # http.client.IncompleteRead etc.
+            except (OSError, http.client.HTTPException) as e:
                 raise self._client.gone_error(e) from e
             if not line:
                 return
@@ -414,31 +415,29 @@ class ExecutionStream:
             raise StopIteration
         if not hasattr(self, "_gen"):
             self._gen = self._events()
-        try:
-            for event, data in self._gen:
-                try:
-                    obj = json.loads(data) if data else {}
-                except ValueError:
-                    obj = {"data": data}
-                if event in ("stdout", "stderr"):
-                    return OutputChunk(event, obj.get("data", ""))
-                if event == "exit":
-                    self._finish()
-                    self.exit = ExitStatus(
-                        exit_code=obj.get("exit_code"), status=obj.get("status", "exited"),
-                        signal=obj.get("signal"), signal_name=obj.get("signal_name"),
-                        timed_out=bool(obj.get("timed_out")), oom_killed=bool(obj.get("oom_killed")),
-                        duration_ms=obj.get("duration_ms") or 0.0, message=obj.get("message"))
-                    self.exit_code = self.exit.exit_code
-                    if self.exit.timed_out:
-                        self._pending_timeout = True
-                    return self.exit
-                if event == "error":
-                    self._finish(close=True)
-                    raise errors.from_api(410, obj, self._client.sandbox_id)
-        finally:
-            pass
+        for event, data in self._gen:
+            try:
+                obj = json.loads(data) if data else {}
+            except ValueError:
+                obj = {"data": data}
+            if event in ("stdout", "stderr"):
+                return OutputChunk(event, obj.get("data", ""))
+            if event == "exit":
+                self.exit = ExitStatus(
+                    exit_code=obj.get("exit_code"), status=obj.get("status", "exited"),
+                    signal=obj.get("signal"), signal_name=obj.get("signal_name"),
+                    timed_out=bool(obj.get("timed_out")), oom_killed=bool(obj.get("oom_killed")),
+                    duration_ms=obj.get("duration_ms") or 0.0, message=obj.get("message"))
+                self.exit_code = self.exit.exit_code
+                if self.exit.timed_out:
+                    self._pending_timeout = True
+                return self.exit
+            if event == "error":
+                self._finish(close=True)
+                raise errors.from_api(410, obj, self._client.sandbox_id)
         self._finish(close=True)
+        if self.exit is None:
+            raise self._client.gone_error(EOFError("the event stream ended without an exit event"))
         if getattr(self, "_pending_timeout", False):
             self._pending_timeout = False
             raise errors.CommandTimeoutError(
@@ -590,7 +589,7 @@ class SandboxSession:
                 while True:
                     try:
                         chunk = resp.read(_http.CHUNK)
-                    except (OSError, Exception) as e:
+                    except (OSError, http.client.HTTPException) as e:
                         raise self._client.gone_error(e) from e
                     if not chunk:
                         break
@@ -733,6 +732,9 @@ def _mode(mode):
     raise TypeError(f"mode must be an int (0o644) or an octal string ('644'), not {mode!r}")
 
 
+_END = object()
+
+
 class AsyncExecutionStream:
     """``async for`` over a command's output: ``OutputChunk`` items, then an
     ``ExitStatus``."""
@@ -747,10 +749,10 @@ class AsyncExecutionStream:
     async def __anext__(self):
         if self._sync is None:
             self._sync = await asyncio.to_thread(self._opener)
-        try:
-            return await asyncio.to_thread(next, self._sync)
-        except StopIteration:
-            raise StopAsyncIteration from None
+        item = await asyncio.to_thread(next, self._sync, _END)
+        if item is _END:
+            raise StopAsyncIteration
+        return item
 
     @property
     def exit(self):

@@ -1,0 +1,655 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Tests of the Python client against real sandboxes (root, the real binary:
+HUTCH_BIN, else build/hutch). Each test gets its own HUTCH_RUNTIME_DIR and
+leaves no sandbox behind."""
+import asyncio
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+
+import pytest
+
+import hutch
+from hutch import ConfigError, LocalSandbox, Network, SandboxHook
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PKG_ROOT = os.path.dirname(HERE)
+REPO = os.path.dirname(os.path.dirname(PKG_ROOT))
+HUTCH = os.environ.get("HUTCH_BIN") or os.path.join(REPO, "build", "hutch")
+
+pytestmark = [
+    pytest.mark.skipif(os.geteuid() != 0, reason="sandboxes need root"),
+    pytest.mark.skipif(not os.access(HUTCH, os.X_OK), reason=f"no hutch binary at {HUTCH}"),
+]
+
+
+@pytest.fixture(autouse=True)
+def runtime_dir(monkeypatch):
+    d = tempfile.mkdtemp(prefix="hpy-", dir="/tmp")
+    monkeypatch.setenv("HUTCH_RUNTIME_DIR", d)
+    monkeypatch.setenv("HUTCH_BIN", HUTCH)
+    yield d
+    subprocess.run([HUTCH, "rm", "--all"], capture_output=True, env={**os.environ, "HUTCH_RUNTIME_DIR": d})
+    left = live_sandboxes(d)
+    shutil.rmtree(d, ignore_errors=True)
+    assert not left, f"sandboxes left behind: {left}"
+
+
+def live_sandboxes(d):
+    return sorted(n for n in os.listdir(d) if not n.startswith("."))
+
+
+# ---------------------------------------------------------------------------
+# options: defaults and validation (no sandbox started)
+# ---------------------------------------------------------------------------
+def test_defaults_readable_as_attributes():
+    sb = LocalSandbox()
+    assert sb.instance_type == "medium"
+    assert sb.idle_timeout_seconds == 0
+    assert sb.ttl_seconds == 86400
+    assert sb.region == "nl-north-1"
+    assert sb.network == Network.none()
+    assert sb.image is None and sb.setup_script is None
+    assert sb.setup_script_timeout_seconds == 600
+    assert sb.hooks == [] and sb.supports_background_processes is True
+
+
+def test_options_readable_back():
+    h = SandboxHook()
+    sb = LocalSandbox(instance_type="large", idle_timeout_seconds=300, ttl_seconds=7200,
+                      region="us-east-1", network=Network.all(), setup_script="true",
+                      setup_script_timeout_seconds=30, hooks=[h], supports_background_processes=False)
+    assert (sb.instance_type, sb.idle_timeout_seconds, sb.ttl_seconds, sb.region) == \
+        ("large", 300, 7200, "us-east-1")
+    assert sb.network.mode == "all" and sb.setup_script == "true"
+    assert sb.setup_script_timeout_seconds == 30 and sb.hooks == [h]
+    assert sb.supports_background_processes is False
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"instance_type": "huge"}, "unknown instance_type 'huge': valid types are nano, micro"),
+    ({"instance_type": 3}, "unknown instance_type"),
+    ({"ttl_seconds": 0}, "invalid ttl_seconds 0"),
+    ({"ttl_seconds": "60"}, "invalid ttl_seconds"),
+    ({"ttl_seconds": True}, "invalid ttl_seconds"),
+    ({"ttl_seconds": 1.5}, "invalid ttl_seconds"),
+    ({"ttl_seconds": 367 * 86400}, "invalid ttl_seconds"),
+    ({"idle_timeout_seconds": -1}, "invalid idle_timeout_seconds"),
+    ({"setup_script_timeout_seconds": 0}, "invalid setup_script_timeout_seconds"),
+    ({"region": "NL-North"}, "invalid region"),
+    ({"region": "-x"}, "invalid region"),
+    ({"region": 5}, "invalid region"),
+    ({"region": "us-east-1"}, "only the default region, nl-north-1, can block traffic"),
+    ({"region": "us-east-1", "network": Network.allow(hosts=("pypi.org",))}, "only the default region"),
+    ({"network": "all"}, "invalid network"),
+    ({"image": 3}, "invalid image"),
+    ({"setup_script": b"echo"}, "invalid setup_script"),
+    ({"setup_script": ""}, "invalid setup_script: empty"),
+    ({"hooks": [object()]}, "invalid hook"),
+    ({"hooks": 5}, "invalid hooks"),
+    ({"supports_background_processes": "yes"}, "invalid supports_background_processes"),
+])
+def test_validation_at_construction(kwargs, match):
+    with pytest.raises(ConfigError, match=match):
+        LocalSandbox(**kwargs)
+
+
+def test_unknown_option_is_a_type_error():
+    with pytest.raises(TypeError):
+        LocalSandbox(instance_typ="small")
+
+
+@pytest.mark.parametrize("entry", [
+    "pypi.org", "PyPI.org", "api.github.com:8443", "10.0.0.1", "10.0.0.1:443", "::1",
+    "2001:db8::1", "[2001:db8::1]:8443", "[::1]", "under_score.example", "example.com.", "a-b.c",
+])
+def test_network_allow_valid_hosts(entry):
+    assert Network.allow(hosts=(entry,)).to_cli() == "allow:" + entry
+
+
+@pytest.mark.parametrize("entry, match", [
+    ("https://pypi.org", "invalid host 'https://pypi.org': give a host name, not a URL"),
+    ("pypi.org/simple", "invalid host 'pypi.org/simple': a path is not allowed"),
+    ("*.github.com", r"invalid host '\*.github.com': wildcards are not allowed"),
+    ("", "invalid host '': an empty entry"),
+    ("pypi.org:0", "port must be a number from 1 to 65535"),
+    ("pypi.org:65536", "port must be a number"),
+    ("pypi.org:", "port must be a number"),
+    ("pypi.org:+1", "port must be a number"),
+    ("[::1", "missing ']'"),
+    ("[::1]x", "junk after ']'"),
+    ("[pypi.org]:443", "not an IPv6 address"),
+    ("1::2::3", r"not an IPv6 address \(write \[addr\]:port"),
+    ("-bad.org", "not a host name or IP address"),
+    ("bad-.org", "not a host name or IP address"),
+    ("a..b", "not a host name or IP address"),
+    ("1.2.3", "not a host name or IP address"),
+    ("999.1.1.1", "not a host name or IP address"),
+    ("exa mple.com", "not a host name or IP address"),
+    ("x" * 64 + ".com", "not a host name or IP address"),
+    ("a" * 300, "longer than 253 characters"),
+])
+def test_network_allow_invalid_hosts(entry, match):
+    with pytest.raises(ConfigError, match=match):
+        Network.allow(hosts=(entry,))
+    with pytest.raises(ConfigError, match=match):
+        LocalSandbox(network=Network.allow(hosts=("pypi.org", entry)))
+
+
+def test_network_allow_needs_hosts():
+    with pytest.raises(ConfigError, match="at least one host"):
+        Network.allow(hosts=())
+    with pytest.raises(ConfigError, match="list or tuple"):
+        Network.allow(hosts="pypi.org")
+    with pytest.raises(ConfigError, match="more than 256 hosts"):
+        Network.allow(hosts=[f"h{i}.example" for i in range(257)])
+
+
+# ---------------------------------------------------------------------------
+# options at creation
+# ---------------------------------------------------------------------------
+def test_options_reach_the_sandbox():
+    with LocalSandbox(instance_type="small", ttl_seconds=600, idle_timeout_seconds=30) as s:
+        cfg = s.status()["config"]
+        assert (cfg["instance_type"], cfg["ttl_seconds"], cfg["idle_timeout_seconds"]) == ("small", 600, 30)
+        assert cfg["region"] == "nl-north-1" and cfg["network"] == "none"
+        assert cfg["limits"]["memory_bytes"] == 1 << 30
+        assert s.execute("cat /sys/fs/cgroup/memory.max 2>/dev/null || true").exit_code == 0
+
+
+def test_default_options_reach_the_sandbox():
+    with LocalSandbox() as s:
+        cfg = s.status()["config"]
+        assert (cfg["instance_type"], cfg["ttl_seconds"], cfg["idle_timeout_seconds"],
+                cfg["setup_script_timeout_seconds"]) == ("medium", 86400, 0, 600)
+
+
+@pytest.mark.parametrize("kwargs, what", [
+    ({"network": Network.all()}, "network all is not implemented yet"),
+    ({"network": Network.allow(hosts=("pypi.org", "[::1]:8443"))}, "network allow is not implemented yet"),
+    ({"region": "us-east-1", "network": Network.all()}, "network all is not implemented yet"),
+])
+def test_unimplemented_network_modes_are_config_errors(kwargs, what, runtime_dir):
+    sb = LocalSandbox(**kwargs)  # valid options: constructing works
+    with pytest.raises(ConfigError, match=what):
+        sb.open()
+    assert live_sandboxes(runtime_dir) == []
+
+
+def test_image_unsupported_is_config_error():
+    with pytest.raises(ConfigError, match="image 'python:3.12' is not supported"):
+        LocalSandbox(image="python:3.12").open()
+
+
+def test_setup_script_runs_before_open():
+    script = "echo prepared > /workspace/ready\nmkdir -p /workspace/pkg\n"
+    with LocalSandbox(setup_script=script, setup_script_timeout_seconds=20) as s:
+        assert s.read_file("/workspace/ready") == b"prepared\n"
+        assert s.status()["hooks"]["setup_script"]["exit_code"] == 0
+
+
+def test_setup_script_failure_and_timeout(runtime_dir):
+    with pytest.raises(hutch.SetupError, match="exit status 4") as ei:
+        LocalSandbox(setup_script="echo broken-install; exit 4").open()
+    assert "broken-install" in str(ei.value)
+    with pytest.raises(hutch.SetupError):
+        LocalSandbox(setup_script="sleep 30", setup_script_timeout_seconds=1).open()
+    assert live_sandboxes(runtime_dir) == []
+
+
+def test_background_processes_can_be_disabled():
+    with LocalSandbox(supports_background_processes=False) as s:
+        with pytest.raises(hutch.BackgroundProcessesDisabledError, match="supports_background_processes"):
+            s.start_process("sleep 1")
+        assert s.execute("echo ok").stdout == "ok\n"
+
+
+# ---------------------------------------------------------------------------
+# hooks
+# ---------------------------------------------------------------------------
+class Recorder(SandboxHook):
+    def __init__(self, name, log):
+        self.name, self.log = name, log
+
+    async def on_create(self, ctx):
+        r = await ctx.sandbox.execute(f"echo {self.name} >> /workspace/hooks.log")
+        assert r.exit_code == 0
+        await ctx.sandbox.write_file(f"/workspace/{self.name}.txt", self.name)
+        self.log.append(("create", self.name, ctx.sandbox_id))
+
+    async def on_destroy(self, ctx):
+        data = await ctx.sandbox.read_file("/workspace/hooks.log")
+        self.log.append(("destroy", self.name, data.decode()))
+
+
+class SyncRecorder(SandboxHook):
+    def __init__(self, name, log):
+        self.name, self.log = name, log
+
+    def on_create(self, ctx):
+        assert ctx.sandbox.execute(f"echo {self.name} >> /workspace/hooks.log").exit_code == 0
+        self.log.append(("create", self.name, ctx.sandbox_id))
+
+    def on_destroy(self, ctx):
+        self.log.append(("destroy", self.name, ctx.sandbox.read_file("/workspace/hooks.log").decode()))
+
+
+def test_hooks_order_sync_session(runtime_dir):
+    log = []
+    sb = LocalSandbox(hooks=[Recorder("a", log), SyncRecorder("b", log)])
+    with sb as s:
+        assert log == [("create", "a", s.id), ("create", "b", s.id)]
+        assert s.read_file("a.txt") == b"a"
+        assert s.read_file("hooks.log") == b"a\nb\n"
+        log.clear()
+    assert log == [("destroy", "b", "a\nb\n"), ("destroy", "a", "a\nb\n")]
+    assert live_sandboxes(runtime_dir) == []
+
+
+def test_hooks_order_async_session(runtime_dir):
+    log = []
+
+    async def main():
+        async with LocalSandbox(hooks=[SyncRecorder("a", log), Recorder("b", log)]) as s:
+            assert [e[:2] for e in log] == [("create", "a"), ("create", "b")]
+            assert await s.read_file("hooks.log") == b"a\nb\n"
+            log.clear()
+    asyncio.run(main())
+    assert log == [("destroy", "b", "a\nb\n"), ("destroy", "a", "a\nb\n")]
+    assert live_sandboxes(runtime_dir) == []
+
+
+class Failing(SandboxHook):
+    def __init__(self, log):
+        self.log = log
+
+    async def on_create(self, ctx):
+        result = await ctx.sandbox.execute("pip-does-not-exist install -e .")
+        self.log.append(ctx.sandbox_id)
+        if result.exit_code != 0:
+            raise RuntimeError(result.stderr)
+
+    async def on_destroy(self, ctx):
+        self.log.append("destroy must not run")
+
+
+def test_on_create_failure_deletes_sandbox(runtime_dir):
+    log = []
+    with pytest.raises(RuntimeError, match="pip-does-not-exist"):
+        with LocalSandbox(hooks=[Failing(log)]):
+            pytest.fail("the block must not run")
+    assert len(log) == 1 and live_sandboxes(runtime_dir) == []
+    gone = os.listdir(os.path.join(runtime_dir, ".gone"))
+    assert gone == [log[0]]
+
+    async def main():
+        async with LocalSandbox(hooks=[Failing(log)]):
+            pytest.fail("the block must not run")
+    with pytest.raises(RuntimeError, match="pip-does-not-exist"):
+        asyncio.run(main())
+    assert len(log) == 2 and live_sandboxes(runtime_dir) == []
+
+
+def test_on_destroy_failure_still_deletes(runtime_dir):
+    class Bad(SandboxHook):
+        def on_destroy(self, ctx):
+            raise ValueError("report missing")
+    s = LocalSandbox(hooks=[Bad()]).open()
+    with pytest.raises(ValueError, match="report missing"):
+        s.close()
+    assert live_sandboxes(runtime_dir) == [] and s.closed
+    s.close()  # idempotent
+
+
+def test_exception_in_with_block_deletes(runtime_dir):
+    with pytest.raises(KeyError):
+        with LocalSandbox() as s:
+            assert live_sandboxes(runtime_dir) == [s.id]
+            raise KeyError("boom")
+    assert live_sandboxes(runtime_dir) == []
+    with pytest.raises(hutch.SandboxDeletedError, match="closed"):
+        s.execute("true")
+
+
+# ---------------------------------------------------------------------------
+# session calls
+# ---------------------------------------------------------------------------
+def test_execute_options():
+    with LocalSandbox() as s:
+        r = s.execute("pwd; id -u; echo $FOO; cat", env={"FOO": "bar"}, stdin="in put")
+        assert (r.exit_code, r.stdout, r.stderr) == (0, "/workspace\n1000\nbar\nin put", "")
+        s.make_dir("sub/dir")
+        assert s.execute("pwd", cwd="sub/dir").stdout == "/workspace/sub/dir\n"
+        assert s.execute(["printf", "%s|", "a b", "c"]).stdout == "a b|c|"
+        r = s.execute("echo out; echo err >&2; exit 7")
+        assert (r.exit_code, r.stdout, r.stderr, r.status) == (7, "out\n", "err\n", "exited")
+        t0 = time.monotonic()
+        with pytest.raises(hutch.CommandTimeoutError, match="timed out") as ei:
+            s.execute("echo before; sleep 30", timeout=1)
+        assert time.monotonic() - t0 < 10
+        assert ei.value.result.stdout == "before\n" and ei.value.result.timed_out
+        assert s.execute("python3 -c 'print(6*7)'").stdout == "42\n"
+
+
+def test_streaming_order():
+    script = "for i in 1 2 3; do echo out$i; sleep 0.05; echo err$i >&2; sleep 0.05; done; exit 5"
+    with LocalSandbox() as s:
+        items = list(s.execute_stream(script))
+        assert isinstance(items[-1], hutch.ExitStatus) and items[-1].exit_code == 5
+        chunks = items[:-1]
+        assert all(isinstance(c, hutch.OutputChunk) for c in chunks)
+        assert [(c.stream, c.data) for c in chunks] == [
+            (st, f"{p}{i}\n") for i in (1, 2, 3) for st, p in (("stdout", "out"), ("stderr", "err"))]
+        # chunks arrive while the command runs
+        stream = s.execute_stream("echo first; sleep 1; echo second")
+        t0 = time.monotonic()
+        first = next(stream)
+        assert first.data == "first\n" and time.monotonic() - t0 < 0.9
+        rest = list(stream)
+        assert rest[0].data == "second\n" and stream.exit_code == 0
+        with pytest.raises(hutch.CommandTimeoutError):
+            list(s.execute_stream("sleep 30", timeout=1))
+
+
+def test_files():
+    with LocalSandbox() as s:
+        assert s.write_file("a/b/c.txt", "héllo\n") == 7
+        assert s.read_file("/workspace/a/b/c.txt") == "héllo\n".encode()
+        blob = bytes(range(256)) * 10
+        s.write_file("bin.dat", blob, mode=0o600)
+        assert s.read_file("bin.dat") == blob
+        entries = {e.name: e for e in s.list_dir()}
+        assert entries["a"].type == "directory" and entries["bin.dat"].mode == "600"
+        assert entries["bin.dat"].size == len(blob)
+        s.make_dir("x/y", mode="700")
+        assert [e.name for e in s.list_dir("x")] == ["y"]
+        s.remove("bin.dat")
+        with pytest.raises(hutch.SandboxIsADirectoryError):
+            s.remove("a", recursive=False)
+        s.remove("a")
+        assert sorted(e.name for e in s.list_dir()) == ["x"]
+        with pytest.raises(hutch.SandboxFileNotFoundError) as ei:
+            s.read_file("missing.txt")
+        assert isinstance(ei.value, FileNotFoundError) and ei.value.path == "missing.txt"
+        with pytest.raises(hutch.SandboxPermissionError):
+            s.write_file("/usr/evil", "x")
+
+
+def test_large_upload_download_integrity(tmp_path):
+    src = tmp_path / "big.bin"
+    h = hashlib.sha256()
+    with open(src, "wb") as f:
+        for _ in range(64):
+            chunk = os.urandom(1 << 20)
+            h.update(chunk)
+            f.write(chunk)
+    with LocalSandbox() as s:
+        assert s.upload(str(src), "big.bin") == 64 << 20
+        r = s.execute("sha256sum big.bin")
+        assert r.stdout.split()[0] == h.hexdigest()
+        dst = tmp_path / "back.bin"
+        assert s.download("big.bin", str(dst)) == 64 << 20
+        h2 = hashlib.sha256()
+        with open(dst, "rb") as f:
+            for chunk in iter(lambda: f.read(1 << 20), b""):
+                h2.update(chunk)
+        assert h2.hexdigest() == h.hexdigest()
+        # file objects, and a non-seekable source (chunked)
+        with open(src, "rb") as f:
+            f.seek(1 << 20)
+            assert s.upload(f, "tail.bin") == 63 << 20
+        rfd, wfd = os.pipe()
+        with os.fdopen(wfd, "wb") as w:
+            w.write(b"through a pipe")
+        with os.fdopen(rfd, "rb") as r_:
+            assert s.upload(r_, "pipe.bin") == 14
+        assert s.read_file("pipe.bin") == b"through a pipe"
+
+
+def test_background_processes():
+    with LocalSandbox() as s:
+        p = s.start_process("echo started; sleep 60", env={"X": "1"})
+        assert p.id == "p1" and p.status == "running"
+        out = s.process_output(p.id, wait=5)
+        assert out.data == "started\n" and out.next_offset == 8 and not out.eof
+        assert [q.id for q in s.list_processes()] == ["p1"]
+        k = s.kill_process(p, grace_seconds=0)
+        assert k.status == "killed"
+        with pytest.raises(hutch.ProcessNotRunningError):
+            s.kill_process("p1")
+        with pytest.raises(hutch.ProcessNotFoundError):
+            s.process_output("p99")
+        q = s.start_process(["sh", "-c", "echo e >&2; exit 3"])
+        out = s.process_output(q.id, stream="stderr", wait=5)
+        while not out.eof:
+            out = s.process_output(q.id, stream="stderr", offset=out.next_offset, wait=5)
+        assert [x for x in s.list_processes() if x.id == q.id][0].exit_code == 3
+
+
+def test_idle_sleep_and_wake():
+    with LocalSandbox(idle_timeout_seconds=1) as s:
+        s.execute("echo kept > /tmp/kept")
+        deadline = time.monotonic() + 15
+        while s.status()["state"] != "sleeping" and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert s.status()["state"] == "sleeping"
+        assert s.read_file("/tmp/kept") == b"kept\n"  # wakes transparently
+        assert s.status()["state"] == "running"
+
+
+def test_status():
+    with LocalSandbox(ttl_seconds=3600) as s:
+        st = s.status()
+        assert st["id"] == s.id and st["state"] == "running"
+        assert 3500 < st["expires_in_seconds"] <= 3600 and st["expires_at"] == s.expires_at
+
+
+# ---------------------------------------------------------------------------
+# sync / async parity
+# ---------------------------------------------------------------------------
+def _script(s):
+    """The same calls, sync; returns comparable results."""
+    out = []
+    r = s.execute("echo a; echo b >&2; exit 3", env={"K": "v"})
+    out.append((r.exit_code, r.stdout, r.stderr, r.status))
+    out.append(s.write_file("f.txt", "data"))
+    out.append(s.read_file("f.txt"))
+    s.make_dir("d")
+    out.append([(e.name, e.type, e.size) for e in s.list_dir()])
+    s.remove("d")
+    out.append([(i.stream, i.data) if isinstance(i, hutch.OutputChunk) else i.exit_code
+                for i in s.execute_stream("echo x; echo y >&2; exit 1")])
+    p = s.start_process("echo bg")
+    o = s.process_output(p.id, wait=5)
+    out.append((p.id, o.data))
+    try:
+        s.read_file("nope")
+    except hutch.SandboxError as e:
+        out.append((type(e).__name__, e.code))
+    try:
+        s.execute("sleep 5", timeout=0.5)
+    except hutch.CommandTimeoutError as e:
+        out.append(("timeout", e.result.timed_out))
+    out.append(s.status()["config"]["instance_type"])
+    return out
+
+
+async def _ascript(s):
+    out = []
+    r = await s.execute("echo a; echo b >&2; exit 3", env={"K": "v"})
+    out.append((r.exit_code, r.stdout, r.stderr, r.status))
+    out.append(await s.write_file("f.txt", "data"))
+    out.append(await s.read_file("f.txt"))
+    await s.make_dir("d")
+    out.append([(e.name, e.type, e.size) for e in await s.list_dir()])
+    await s.remove("d")
+    out.append([(i.stream, i.data) if isinstance(i, hutch.OutputChunk) else i.exit_code
+                async for i in s.execute_stream("echo x; echo y >&2; exit 1")])
+    p = await s.start_process("echo bg")
+    o = await s.process_output(p.id, wait=5)
+    out.append((p.id, o.data))
+    try:
+        await s.read_file("nope")
+    except hutch.SandboxError as e:
+        out.append((type(e).__name__, e.code))
+    try:
+        await s.execute("sleep 5", timeout=0.5)
+    except hutch.CommandTimeoutError as e:
+        out.append(("timeout", e.result.timed_out))
+    out.append((await s.status())["config"]["instance_type"])
+    return out
+
+
+def test_sync_async_parity(runtime_dir):
+    with LocalSandbox(instance_type="small") as s:
+        sync_result = _script(s)
+
+    async def main():
+        async with LocalSandbox(instance_type="small") as s:
+            assert isinstance(s, hutch.AsyncSandboxSession)
+            a = await _ascript(s)
+            # concurrent calls on one session
+            rs = await asyncio.gather(*(s.execute(f"echo {i}") for i in range(8)))
+            assert [r.stdout for r in rs] == [f"{i}\n" for i in range(8)]
+            return a
+    async_result = asyncio.run(main())
+    assert sync_result == async_result
+    assert len(sync_result) == 9
+    # the same public names on both
+    names = {n for n in dir(hutch.SandboxSession) if not n.startswith("_")} - {"closed"}
+    assert names <= set(dir(hutch.AsyncSandboxSession))
+    assert live_sandboxes(runtime_dir) == []
+
+
+# ---------------------------------------------------------------------------
+# the end of a sandbox
+# ---------------------------------------------------------------------------
+def test_expiry_surfaces_as_expired_error(runtime_dir):
+    s = LocalSandbox(ttl_seconds=2).open()
+    assert s.execute("echo alive").stdout == "alive\n"
+    d = os.path.join(runtime_dir, s.id)
+    deadline = time.monotonic() + 20
+    while os.path.exists(d) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not os.path.exists(d), "sandbox did not expire within 20 s"
+    with pytest.raises(hutch.SandboxExpiredError, match=f"sandbox {s.id} expired") as ei:
+        s.execute("echo late")
+    assert ei.value.sandbox_id == s.id and ei.value.at
+    with pytest.raises(hutch.SandboxExpiredError):
+        s.read_file("x")
+    s.close()  # already gone: not an error
+
+
+def test_expiry_during_a_command(runtime_dir):
+    s = LocalSandbox(ttl_seconds=2).open()
+    t0 = time.monotonic()
+    with pytest.raises(hutch.SandboxExpiredError, match="expired"):
+        s.execute("sleep 30")
+    assert time.monotonic() - t0 < 15
+    s.close()
+
+
+def test_deleted_while_streaming(runtime_dir):
+    with LocalSandbox() as s:
+        stream = s.execute_stream("echo go; sleep 30")
+        assert next(stream).data == "go\n"
+        subprocess.run([HUTCH, "rm", s.id], check=True, capture_output=True)
+        with pytest.raises(hutch.SandboxDeletedError):
+            list(stream)
+
+
+def test_deleted_elsewhere_surfaces_as_deleted_error(runtime_dir):
+    with LocalSandbox() as s:
+        s.execute("true")
+        subprocess.run([HUTCH, "rm", s.id], check=True, capture_output=True)
+        with pytest.raises(hutch.SandboxDeletedError, match=f"sandbox {s.id} was deleted"):
+            s.execute("true")
+
+
+def test_exception_hierarchy():
+    for cls in (hutch.NotCapableHostError, hutch.ConfigError, hutch.SandboxExpiredError,
+                hutch.SandboxDeletedError, hutch.CommandTimeoutError, hutch.HutchNotFoundError,
+                hutch.SetupError, hutch.APIError):
+        assert issubclass(cls, hutch.SandboxError)
+
+
+def test_missing_or_old_binary(monkeypatch, tmp_path):
+    monkeypatch.setenv("HUTCH_BIN", str(tmp_path / "nope"))
+    with pytest.raises(hutch.HutchNotFoundError, match="build hutch"):
+        LocalSandbox().open()
+    old = tmp_path / "hutch"
+    old.write_text('#!/bin/sh\necho \'{"version": "0.0.1"}\'\n')
+    old.chmod(0o755)
+    monkeypatch.setenv("HUTCH_BIN", str(old))
+    with pytest.raises(hutch.HutchNotFoundError, match="hutch 0.0.1, too old"):
+        LocalSandbox().open()
+    # not in HUTCH_BIN, not on PATH: the source tree's build/hutch, else an error
+    monkeypatch.delenv("HUTCH_BIN")
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    from hutch import _binary
+    monkeypatch.setattr(_binary, "_source_tree_binary", lambda: str(tmp_path / "missing" / "hutch"))
+    with pytest.raises(hutch.HutchNotFoundError, match="not found .* build hutch"):
+        LocalSandbox().open()
+    monkeypatch.setattr(_binary, "_source_tree_binary", lambda: HUTCH)
+    assert hutch.find_hutch() == HUTCH
+
+
+def test_not_capable_host_error(monkeypatch, tmp_path):
+    fake = tmp_path / "hutch"
+    fake.write_text('#!/bin/sh\nif [ "$1" = version ]; then echo \'{"version": "0.1.0"}\'; exit 0; fi\n'
+                    'echo "hutch: creating sandboxes needs root" >&2; exit 69\n')
+    fake.chmod(0o755)
+    monkeypatch.setenv("HUTCH_BIN", str(fake))
+    with pytest.raises(hutch.NotCapableHostError, match="needs root.*hutch doctor"):
+        LocalSandbox().open()
+
+
+# ---------------------------------------------------------------------------
+# the pytest plugin
+# ---------------------------------------------------------------------------
+def test_pytest_fixture(tmp_path, runtime_dir):
+    (tmp_path / "test_inner.py").write_text(textwrap.dedent('''
+        import os
+        import pytest
+        import hutch
+
+        IDS = []
+
+        @pytest.mark.hutch(instance_type="small", ttl_seconds=600)
+        def test_marked(sandbox):
+            assert isinstance(sandbox, hutch.SandboxSession)
+            cfg = sandbox.status()["config"]
+            assert (cfg["instance_type"], cfg["ttl_seconds"]) == ("small", 600)
+            IDS.append(sandbox.id)
+
+        def test_default(sandbox):
+            assert sandbox.status()["config"]["instance_type"] == "medium"
+            assert sandbox.execute("echo hi").stdout == "hi\\n"
+            IDS.append(sandbox.id)
+
+        def test_closed_after_each():
+            rt = os.environ["HUTCH_RUNTIME_DIR"]
+            assert len(IDS) == 2
+            for i in IDS:
+                assert not os.path.exists(os.path.join(rt, i))
+    '''))
+    env = {**os.environ, "PYTHONPATH": PKG_ROOT + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                        "-p", "hutch.pytest_plugin", "-W", "error::pytest.PytestUnknownMarkWarning",
+                        str(tmp_path / "test_inner.py")],
+                       capture_output=True, text=True, env=env, cwd=str(tmp_path), timeout=60)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "3 passed" in r.stdout
+
+
+def test_example_agent_loop(tmp_path):
+    r = subprocess.run([sys.executable, os.path.join(REPO, "examples", "agent_loop.py")],
+                       capture_output=True, text=True, cwd=str(tmp_path), timeout=60)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "mean 40.8" in r.stdout and "NameError" in r.stderr
+    assert (tmp_path / "report.md").read_text().startswith("# Report")

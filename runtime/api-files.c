@@ -154,7 +154,8 @@ static enum MHD_Result answer_error(struct hutch_file_req *fr, unsigned status, 
 	if (!o)
 		return MHD_NO;
 	if (fr->path)
-		cJSON_AddStringToObject(cJSON_GetObjectItemCaseSensitive(o, "error"), "path", fr->path);
+		cJSON_AddStringToObject(cJSON_GetObjectItemCaseSensitive(o, "error"), "path",
+		                        fr->path);
 	return answer(fr, status, o);
 }
 

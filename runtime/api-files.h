@@ -31,7 +31,6 @@ struct request;
 struct sup;
 struct hutch_file_req;
 
-
 /* The request's headers together exceed HUTCH_MAX_HEADERS. */
 bool hutch_api_headers_too_large(struct MHD_Connection *conn);
 /* Which file endpoint url + method is: >= 0 an operation, -1 not a file

@@ -21,8 +21,8 @@ enum MHD_Result hutch_api_respond_json(struct MHD_Connection *conn, unsigned sta
 cJSON *hutch_api_error_json(const char *code, const char *msg);
 /* Queue an error answer with a formatted message. */
 enum MHD_Result hutch_api_respond_error(struct MHD_Connection *conn, unsigned status,
-					const char *code, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
+                                        const char *code, const char *fmt, ...)
+        __attribute__((format(printf, 4, 5)));
 /* The 410 body of a sandbox that has ended. */
 cJSON *hutch_api_ended_json(struct sup *s);
 

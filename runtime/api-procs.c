@@ -16,8 +16,8 @@
 
 #include <microhttpd.h>
 
-#include "cleanup.h"
 #include "api-internal.h"
+#include "cleanup.h"
 #include "procs.h"
 #include "request.h"
 #include "supervisor.h"
@@ -124,12 +124,13 @@ static enum MHD_Result h_start(struct sup *s, struct MHD_Connection *conn, const
 			return MHD_YES;
 		}
 		if (!p)
-			return hutch_api_respond_error(conn, 500, "spawn_failed", "the process vanished");
+			return hutch_api_respond_error(conn, 500, "spawn_failed",
+			                               "the process vanished");
 		return hutch_api_respond_json(conn, MHD_HTTP_OK, hutch_proc_json(p));
 	}
 	if (hutch_start_req_parse(body, len, &req, &err) < 0)
-		return hutch_api_respond_error(conn, err.code == -ENOMEM ? 500 : 400, "invalid_request", "%s",
-		                     err.msg);
+		return hutch_api_respond_error(conn, err.code == -ENOMEM ? 500 : 400,
+		                               "invalid_request", "%s", err.msg);
 	command = command_text(body, len, req.argv);
 	if (!command) {
 		hutch_run_req_done(&req);
@@ -142,8 +143,8 @@ static enum MHD_Result h_start(struct sup *s, struct MHD_Connection *conn, const
 		return hutch_api_respond_error(conn, 429, "too_many_processes", "%s", err.msg);
 	if (!p)
 		return hutch_api_respond_error(conn, err.code == -E2BIG ? 413 : 500,
-		                     err.code == -E2BIG ? "too_large" : "spawn_failed", "%s",
-		                     err.msg);
+		                               err.code == -E2BIG ? "too_large" : "spawn_failed",
+		                               "%s", err.msg);
 	w->started = true;
 	w->num = p->num;
 	hutch_proc_wait_add(s, w);
@@ -178,9 +179,9 @@ static enum MHD_Result h_kill(struct sup *s, struct MHD_Connection *conn, const 
 			return MHD_YES;
 		}
 		if (!p)
-			return hutch_api_respond_error(conn, MHD_HTTP_NOT_FOUND, "process_not_found",
-			                     "process p%u ended and was dropped from the list",
-			                     w->num);
+			return hutch_api_respond_error(
+			        conn, MHD_HTTP_NOT_FOUND, "process_not_found",
+			        "process p%u ended and was dropped from the list", w->num);
 		return hutch_api_respond_json(conn, MHD_HTTP_OK, hutch_proc_json(p));
 	}
 	if (parse_kill(body, len, id, sizeof(id), &grace, &err) < 0)
@@ -192,8 +193,8 @@ static enum MHD_Result h_kill(struct sup *s, struct MHD_Connection *conn, const 
 		char when[40];
 		hutch_format_time(p->ended_at, when, sizeof(when));
 		return hutch_api_respond_error(conn, MHD_HTTP_CONFLICT, "process_not_running",
-		                     "process %s is not running: it %s at %s", id,
-		                     p->kill_requested ? "was killed" : "exited", when);
+		                               "process %s is not running: it %s at %s", id,
+		                               p->kill_requested ? "was killed" : "exited", when);
 	}
 	hutch_proc_kill(p, grace);
 	w->started = true;

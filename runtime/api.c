@@ -89,7 +89,7 @@ cJSON *hutch_api_error_json(const char *code, const char *msg)
 }
 
 enum MHD_Result hutch_api_respond_error(struct MHD_Connection *conn, unsigned status,
-					const char *code, const char *fmt, ...)
+                                        const char *code, const char *fmt, ...)
 {
 	char msg[768];
 	va_list ap;
@@ -109,10 +109,10 @@ static cJSON *ended_error_json(struct sup *s)
 	hutch_format_time(s->end.at, at, sizeof(at));
 	if (expired)
 		snprintf(msg, sizeof(msg), "sandbox %s expired at %s (ttl_seconds %llu)", s->id, at,
-			 (unsigned long long)s->cfg->ttl_seconds);
+		         (unsigned long long)s->cfg->ttl_seconds);
 	else
 		snprintf(msg, sizeof(msg), "sandbox %s was %s at %s", s->id,
-			 s->end.reason ? s->end.reason : "deleted", at);
+		         s->end.reason ? s->end.reason : "deleted", at);
 	e = cJSON_AddObjectToObject(o, "error");
 	cJSON_AddStringToObject(e, "code", expired ? "sandbox_expired" : "sandbox_deleted");
 	cJSON_AddStringToObject(e, "message", msg);
@@ -126,8 +126,10 @@ static enum route match_route(const char *url, const char *method, bool *method_
 		const char *url, *method;
 		enum route route;
 	} routes[] = {
-		{ "/health", "GET", R_HEALTH },         { "/status", "GET", R_STATUS },
-		{ "/run", "POST", R_RUN },              { "/run_streaming", "POST", R_RUN_STREAMING },
+		{ "/health", "GET", R_HEALTH },
+		{ "/status", "GET", R_STATUS },
+		{ "/run", "POST", R_RUN },
+		{ "/run_streaming", "POST", R_RUN_STREAMING },
 		{ "/start_process", "POST", R_START_PROCESS },
 		{ "/list_processes", "GET", R_LIST_PROCESSES },
 		{ "/kill_process", "POST", R_KILL_PROCESS },
@@ -176,10 +178,10 @@ static ssize_t sse_reader(void *cls, uint64_t pos, char *buf, size_t max)
 		struct sup *s = r->s;
 		{
 			cJSON *res = (s->state != SUP_RUNNING) ? ended_error_json(s)
-							       : hutch_cmd_result_json(c, false);
+			                                       : hutch_cmd_result_json(c, false);
 			_cleanup_free_ char *text = res ? cJSON_PrintUnformatted(res) : NULL;
 			const char *ev = s->state != SUP_RUNNING ? "event: error\ndata: "
-								 : "event: exit\ndata: ";
+			                                         : "event: exit\ndata: ";
 			cJSON_Delete(res);
 			(void)hutch_buf_append(&c->sse, ev, strlen(ev));
 			if (text)
@@ -212,23 +214,23 @@ static enum MHD_Result start_command(struct request *r, bool streaming)
 	struct cmd *c;
 
 	if (hutch_run_req_parse(r->body.data ? r->body.data : "", r->body.len, &req, &err) < 0)
-		return hutch_api_respond_error(r->conn, err.code == -ENOMEM ? 500 : 400, "invalid_request",
-				     "%s", err.msg);
+		return hutch_api_respond_error(r->conn, err.code == -ENOMEM ? 500 : 400,
+		                               "invalid_request", "%s", err.msg);
 	c = hutch_cmd_start(s, (const char *const *)req.argv, (const char *const *)req.envp,
-			    req.cwd, req.stdin_data, req.stdin_len, req.timeout,
-			    req.max_output ? req.max_output : s->cfg->max_output_bytes, streaming,
-			    &err);
+	                    req.cwd, req.stdin_data, req.stdin_len, req.timeout,
+	                    req.max_output ? req.max_output : s->cfg->max_output_bytes, streaming,
+	                    &err);
 	hutch_run_req_done(&req);
 	if (!c)
 		return hutch_api_respond_error(r->conn, err.code == -E2BIG ? 413 : 500,
-				     err.code == -E2BIG ? "too_large" : "spawn_failed", "%s",
-				     err.msg);
+		                               err.code == -E2BIG ? "too_large" : "spawn_failed",
+		                               "%s", err.msg);
 	c->req = r;
 	r->cmd = c;
 	/* Watch the client's socket: if it hangs up, the command is killed. */
 	{
 		const union MHD_ConnectionInfo *ci =
-			MHD_get_connection_info(r->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+		        MHD_get_connection_info(r->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
 		if (ci && ci->connect_fd >= 0) {
 			c->w_conn = (struct watch){ W_CMD_CONN, c };
 			if (hutch_sup_watch(s, ci->connect_fd, EPOLLRDHUP, &c->w_conn) == 0)
@@ -237,12 +239,12 @@ static enum MHD_Result start_command(struct request *r, bool streaming)
 	}
 	if (streaming) {
 		struct MHD_Response *resp = MHD_create_response_from_callback(
-			MHD_SIZE_UNKNOWN, 64 * 1024, sse_reader, r, NULL);
+		        MHD_SIZE_UNKNOWN, 64 * 1024, sse_reader, r, NULL);
 		enum MHD_Result ret;
 		if (!resp)
 			return MHD_NO;
 		(void)MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
-					      "text/event-stream");
+		                              "text/event-stream");
 		(void)MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
 		ret = MHD_queue_response(r->conn, MHD_HTTP_OK, resp);
 		MHD_destroy_response(resp);
@@ -284,7 +286,7 @@ static enum MHD_Result procs_route(struct request *r)
 
 	r->pw.wake = proc_wake;
 	ret = hutch_api_procs(r->s, r->conn, (enum hutch_procs_route)(r->route - R_START_PROCESS),
-			      r->body.data ? r->body.data : "", r->body.len, &r->pw);
+	                      r->body.data ? r->body.data : "", r->body.len, &r->pw);
 	if (r->pw.queued)
 		suspend(r);
 	else
@@ -298,7 +300,7 @@ static enum MHD_Result dispatch(struct request *r)
 
 	if (r->too_large)
 		return hutch_api_respond_error(r->conn, 413, "too_large",
-				     "request body larger than %u bytes", HUTCH_MAX_BODY);
+		                               "request body larger than %u bytes", HUTCH_MAX_BODY);
 	if (s->state != SUP_RUNNING && r->route != R_HEALTH)
 		return respond_json(r->conn, MHD_HTTP_GONE, ended_error_json(s));
 	switch (r->route) {
@@ -330,8 +332,8 @@ static enum MHD_Result dispatch(struct request *r)
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
-				  const char *method, const char *version, const char *upload_data,
-				  size_t *upload_data_size, void **con_cls)
+                                  const char *method, const char *version, const char *upload_data,
+                                  size_t *upload_data_size, void **con_cls)
 {
 	struct sup *s = cls;
 	struct request *r = *con_cls;
@@ -344,8 +346,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 
 		if (hutch_api_headers_too_large(conn))
 			return hutch_api_respond_error(conn, 431, "too_large",
-					     "request headers larger than %u bytes",
-					     HUTCH_MAX_HEADERS);
+			                               "request headers larger than %u bytes",
+			                               HUTCH_MAX_HEADERS);
 
 		/* Watching a sandbox (health, status) neither wakes it nor keeps
 		 * it awake; any other request thaws it before it is served. */
@@ -355,19 +357,22 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		}
 		if (route == R_NONE && fop < 0)
 			return method_ok || fop == -2 || strcmp(url, "/") == 0 ||
-					       match_route(url, "GET", &method_ok) != R_NONE ||
-					       match_route(url, "POST", &method_ok) != R_NONE
-				       ? hutch_api_respond_error(conn, MHD_HTTP_METHOD_NOT_ALLOWED,
-						       "method_not_allowed",
-						       "%s is not allowed on %s; see docs/api.md",
-						       method, url)
-				       : hutch_api_respond_error(conn, MHD_HTTP_NOT_FOUND, "not_found",
-						       "no endpoint %s %s; see docs/api.md", method,
-						       url);
-		cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+			                       match_route(url, "GET", &method_ok) != R_NONE ||
+			                       match_route(url, "POST", &method_ok) != R_NONE
+			               ? hutch_api_respond_error(
+			                         conn, MHD_HTTP_METHOD_NOT_ALLOWED,
+			                         "method_not_allowed",
+			                         "%s is not allowed on %s; see docs/api.md", method,
+			                         url)
+			               : hutch_api_respond_error(
+			                         conn, MHD_HTTP_NOT_FOUND, "not_found",
+			                         "no endpoint %s %s; see docs/api.md", method, url);
+		cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+		                                 MHD_HTTP_HEADER_CONTENT_LENGTH);
 		if (cl && fop < 0 && strtoull(cl, NULL, 10) > HUTCH_MAX_BODY)
 			return hutch_api_respond_error(conn, 413, "too_large",
-					     "request body larger than %u bytes", HUTCH_MAX_BODY);
+			                               "request body larger than %u bytes",
+			                               HUTCH_MAX_BODY);
 		r = calloc(1, sizeof(*r));
 		if (!r)
 			return MHD_NO;
@@ -385,7 +390,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 	}
 	if (r->fop >= 0)
 		return hutch_api_files_access(s, r, conn, r->fop, &r->file, upload_data,
-					      upload_data_size);
+		                              upload_data_size);
 	if (*upload_data_size) {
 		if (hutch_buf_append(&r->body, upload_data, *upload_data_size) < 0 ||
 		    r->body.truncated)
@@ -408,7 +413,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 }
 
 static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
-			 enum MHD_RequestTerminationCode toe)
+                         enum MHD_RequestTerminationCode toe)
 {
 	struct request *r = *con_cls;
 
@@ -435,7 +440,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 }
 
 static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
-			  enum MHD_ConnectionNotificationCode toe)
+                          enum MHD_ConnectionNotificationCode toe)
 {
 	struct sup *s = cls;
 
@@ -514,15 +519,13 @@ int hutch_api_start(struct sup *s, struct hutch_err *err)
 	if (fd < 0)
 		return hutch_err_set_errno(err, fd, "listen on '%s'", s->paths.sock);
 	s->listen_fd = fd;
-	s->mhd = MHD_start_daemon(MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_TURBO, 0, NULL,
-				  NULL, on_request, s, MHD_OPTION_LISTEN_SOCKET, fd,
-				  MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
-				  MHD_OPTION_NOTIFY_CONNECTION, on_connection, s,
-				  MHD_OPTION_CONNECTION_LIMIT, (unsigned)HUTCH_MAX_CONNECTIONS,
-				  MHD_OPTION_CONNECTION_TIMEOUT, 0u,
-				  /* raw uploads arrive in chunks of about half of this */
-				  MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)HUTCH_CONN_MEMORY,
-				  MHD_OPTION_END);
+	s->mhd = MHD_start_daemon(
+	        MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_TURBO, 0, NULL, NULL, on_request,
+	        s, MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
+	        MHD_OPTION_NOTIFY_CONNECTION, on_connection, s, MHD_OPTION_CONNECTION_LIMIT,
+	        (unsigned)HUTCH_MAX_CONNECTIONS, MHD_OPTION_CONNECTION_TIMEOUT, 0u,
+	        /* raw uploads arrive in chunks of about half of this */
+	        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)HUTCH_CONN_MEMORY, MHD_OPTION_END);
 	if (!s->mhd)
 		return hutch_err_set(err, -EIO, "start the HTTP server on '%s'", s->paths.sock);
 	info = MHD_get_daemon_info(s->mhd, MHD_DAEMON_INFO_EPOLL_FD);

@@ -34,22 +34,23 @@ int hutch_cli_resolve(const char *arg, struct hutch_paths *p)
 	r = hutch_state_resolve(rt, arg, id);
 	if (r == -ENOTUNIQ)
 		return hutch_cli_fail(HUTCH_EXIT_USAGE,
-				      "'%s' matches several sandboxes: give more of the id", arg);
+		                      "'%s' matches several sandboxes: give more of the id", arg);
 	if (r == -EINVAL)
-		return hutch_cli_fail(HUTCH_EXIT_USAGE,
-				      "'%s' is not a sandbox id (ids are %d lowercase hex characters; "
-				      "see hutch ls)",
-				      arg, HUTCH_ID_LEN);
+		return hutch_cli_fail(
+		        HUTCH_EXIT_USAGE,
+		        "'%s' is not a sandbox id (ids are %d lowercase hex characters; "
+		        "see hutch ls)",
+		        arg, HUTCH_ID_LEN);
 	if (r < 0) {
 		if (hutch_gone_read(rt, arg, reason, sizeof(reason), &at) > 0) {
 			hutch_format_time(at, when, sizeof(when));
 			return hutch_cli_fail(HUTCH_EXIT_GONE, "sandbox %s %s at %s", arg,
-					      !strcmp(reason, "expired") ? "expired (ttl reached)"
-									 : reason,
-					      when);
+			                      !strcmp(reason, "expired") ? "expired (ttl reached)"
+			                                                 : reason,
+			                      when);
 		}
 		return hutch_cli_fail(HUTCH_EXIT_NOT_FOUND, "no sandbox '%s' in %s (see hutch ls)",
-				      arg, rt);
+		                      arg, rt);
 	}
 	(void)hutch_paths_init(rt, id, p);
 	return 0;
@@ -62,9 +63,10 @@ int hutch_cli_open_live(const char *arg, struct hutch_paths *p)
 	if (r)
 		return r;
 	if (hutch_state_is_live(p) == 0)
-		return hutch_cli_fail(HUTCH_EXIT_GONE,
-				      "sandbox %s is not running: its supervisor is gone (killed or "
-				      "crashed); run 'hutch gc' to remove what it left",
-				      p->id);
+		return hutch_cli_fail(
+		        HUTCH_EXIT_GONE,
+		        "sandbox %s is not running: its supervisor is gone (killed or "
+		        "crashed); run 'hutch gc' to remove what it left",
+		        p->id);
 	return 0;
 }

@@ -62,7 +62,6 @@ static bool split_remote(const char *arg, char *id, size_t size, const char **pa
 	return true;
 }
 
-
 /* ---- a minimal HTTP/1.1 exchange on the unix socket ---- */
 
 static int connect_sock(const char *path)
@@ -245,16 +244,17 @@ static int put_stream(const struct hutch_paths *p, const char *remote, int in, i
 
 	if (sock < 0)
 		return hutch_cli_fail(HUTCH_EXIT_FAILURE, "cannot connect to sandbox %s: %s", p->id,
-		            strerror(-sock));
+		                      strerror(-sock));
 	r = send_head(sock, "PUT", remote, tar, mode, length, false);
 	if (r >= 0)
 		r = send_body(sock, in, length);
 	if (r < 0 && r != -EPIPE && r != -ECONNRESET)
-		return hutch_cli_fail(HUTCH_EXIT_FAILURE, "send to sandbox %s: %s", p->id, strerror(-r));
+		return hutch_cli_fail(HUTCH_EXIT_FAILURE, "send to sandbox %s: %s", p->id,
+		                      strerror(-r));
 	r = read_head(sock, &h);
 	if (r < 0)
 		return hutch_cli_fail(HUTCH_EXIT_FAILURE, "no answer from sandbox %s: %s", p->id,
-		            strerror(-r));
+		                      strerror(-r));
 	if (h.status == 200)
 		return 0;
 	if (is_dir && h.status == 400 && error_code_is(sock, &h, "is_a_directory")) {
@@ -383,13 +383,13 @@ static int get_stream(const struct hutch_paths *p, const char *remote, bool tar,
 
 	if (sock < 0)
 		return hutch_cli_fail(HUTCH_EXIT_FAILURE, "cannot connect to sandbox %s: %s", p->id,
-		            strerror(-sock));
+		                      strerror(-sock));
 	r = send_head(sock, "GET", remote, tar, NULL, -1, true);
 	if (r >= 0)
 		r = read_head(sock, &h);
 	if (r < 0)
 		return hutch_cli_fail(HUTCH_EXIT_FAILURE, "no answer from sandbox %s: %s", p->id,
-		            strerror(-r));
+		                      strerror(-r));
 	if (h.status != 200) {
 		if (!tar && h.status == 400 && error_code_is(sock, &h, "is_a_directory"))
 			return -EISDIR;
@@ -398,7 +398,7 @@ static int get_stream(const struct hutch_paths *p, const char *remote, bool tar,
 	r = copy_body(sock, &h, out);
 	if (r < 0)
 		return hutch_cli_fail(CP_EXIT_FILE, "copy of '%s' failed: %s", remote,
-		            r == -EPIPE ? "the transfer ended early" : strerror(-r));
+		                      r == -EPIPE ? "the transfer ended early" : strerror(-r));
 	return 0;
 }
 
@@ -414,7 +414,8 @@ static int download_dir(const struct hutch_paths *p, const char *remote, const c
 	if (!strcmp(local, "-"))
 		return get_stream(p, remote, true, 1);
 	if (mkdir(local, 0755) < 0 && errno != EEXIST)
-		return hutch_cli_fail(CP_EXIT_FILE, "cannot create '%s': %s", local, strerror(errno));
+		return hutch_cli_fail(CP_EXIT_FILE, "cannot create '%s': %s", local,
+		                      strerror(errno));
 	if (pipe2(fds, O_CLOEXEC) < 0)
 		return hutch_cli_fail(HUTCH_EXIT_FAILURE, "pipe: %s", strerror(errno));
 	pid = spawn_tar(argv, fds[0], -1);
@@ -427,7 +428,8 @@ static int download_dir(const struct hutch_paths *p, const char *remote, const c
 	close(fds[1]);
 	t = wait_tar(pid);
 	if (r == 0 && t != 0)
-		return hutch_cli_fail(CP_EXIT_FILE, "extracting into '%s' failed (tar exit %d)", local, t);
+		return hutch_cli_fail(CP_EXIT_FILE, "extracting into '%s' failed (tar exit %d)",
+		                      local, t);
 	return r;
 }
 
@@ -449,7 +451,8 @@ static int download(const struct hutch_paths *p, const char *remote, const char 
 	}
 	fd = open(local, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	if (fd < 0)
-		return hutch_cli_fail(CP_EXIT_FILE, "cannot write '%s': %s", local, strerror(errno));
+		return hutch_cli_fail(CP_EXIT_FILE, "cannot write '%s': %s", local,
+		                      strerror(errno));
 	r = get_stream(p, remote, false, fd);
 	if (r == 0)
 		return 0;
@@ -473,19 +476,20 @@ int hutch_cli_cp(int argc, char **argv)
 	}
 	if (argc != 3)
 		return hutch_cli_fail(HUTCH_EXIT_USAGE,
-		            "give a source and a destination: hutch cp LOCAL ID:PATH "
-		            "or hutch cp ID:PATH LOCAL");
+		                      "give a source and a destination: hutch cp LOCAL ID:PATH "
+		                      "or hutch cp ID:PATH LOCAL");
 	signal(SIGPIPE, SIG_IGN);
 	src_remote = split_remote(argv[1], id_src, sizeof(id_src), &rsrc);
 	dst_remote = split_remote(argv[2], id_dst, sizeof(id_dst), &rdst);
 	if (src_remote == dst_remote)
-		return hutch_cli_fail(HUTCH_EXIT_USAGE,
-		            "exactly one of '%s' and '%s' must be ID:PATH (a sandbox id, a colon, "
-		            "a path in the sandbox)",
-		            argv[1], argv[2]);
+		return hutch_cli_fail(
+		        HUTCH_EXIT_USAGE,
+		        "exactly one of '%s' and '%s' must be ID:PATH (a sandbox id, a colon, "
+		        "a path in the sandbox)",
+		        argv[1], argv[2]);
 	if ((src_remote && !*rsrc) || (dst_remote && !*rdst))
 		return hutch_cli_fail(HUTCH_EXIT_USAGE, "empty path after 'ID:' in '%s'",
-		            src_remote ? argv[1] : argv[2]);
+		                      src_remote ? argv[1] : argv[2]);
 	r = hutch_cli_open_live(src_remote ? id_src : id_dst, &p);
 	if (r)
 		return r;

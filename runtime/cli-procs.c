@@ -72,7 +72,8 @@ static int proc_id(const char *arg, char *buf, size_t size)
 
 	if (!*digits || strspn(digits, "0123456789") != strlen(digits) || strlen(digits) > 9)
 		return hutch_cli_fail(HUTCH_EXIT_USAGE,
-		            "'%s' is not a process id (like p1; see hutch ps SANDBOX)", arg);
+		                      "'%s' is not a process id (like p1; see hutch ps SANDBOX)",
+		                      arg);
 	snprintf(buf, size, "p%s", digits);
 	return 0;
 }
@@ -137,16 +138,16 @@ int hutch_cli_ps(int argc, char **argv)
 			json = true;
 		else if (argv[i][0] == '-')
 			return hutch_cli_fail(HUTCH_EXIT_USAGE,
-			            "unknown option '%s' for 'ps'; see 'hutch ps "
-			            "--help'",
-			            argv[i]);
+			                      "unknown option '%s' for 'ps'; see 'hutch ps "
+			                      "--help'",
+			                      argv[i]);
 		else if (!sid)
 			sid = argv[i];
 		else
 			return hutch_cli_fail(HUTCH_EXIT_USAGE,
-			            "unexpected argument '%s'; see 'hutch ps "
-			            "--help'",
-			            argv[i]);
+			                      "unexpected argument '%s'; see 'hutch ps "
+			                      "--help'",
+			                      argv[i]);
 	}
 	if (!sid)
 		return hutch_cli_fail(HUTCH_EXIT_USAGE, "missing sandbox id: hutch ps ID");
@@ -235,7 +236,8 @@ static int fetch(const struct hutch_paths *p, const char *proc, struct follow *f
 		        "(a process keeps the last %u KiB of each stream)\n",
 		        dropped->valuedouble, f->stream, 1024u);
 	if (n > 0 && hutch_write_all(f->fd, data, (size_t)n) < 0)
-		return hutch_cli_fail(HUTCH_EXIT_FAILURE, "write %s: %s", f->stream, strerror(errno));
+		return hutch_cli_fail(HUTCH_EXIT_FAILURE, "write %s: %s", f->stream,
+		                      strerror(errno));
 	f->offset = (uint64_t)next->valuedouble;
 	f->eof = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(res, "eof"));
 	*running = !strcmp(str_of(res, "status") ?: "", "running");
@@ -265,20 +267,20 @@ int hutch_cli_logs(int argc, char **argv)
 			follow = true;
 		else if (argv[i][0] == '-')
 			return hutch_cli_fail(HUTCH_EXIT_USAGE,
-			            "unknown option '%s' for 'logs'; see 'hutch "
-			            "logs --help'",
-			            argv[i]);
+			                      "unknown option '%s' for 'logs'; see 'hutch "
+			                      "logs --help'",
+			                      argv[i]);
 		else if (nargs < 2)
 			args[nargs++] = argv[i];
 		else
 			return hutch_cli_fail(HUTCH_EXIT_USAGE,
-			            "unexpected argument '%s'; see 'hutch logs "
-			            "--help'",
-			            argv[i]);
+			                      "unexpected argument '%s'; see 'hutch logs "
+			                      "--help'",
+			                      argv[i]);
 	}
 	if (nargs < 2)
 		return hutch_cli_fail(HUTCH_EXIT_USAGE, "missing %s: hutch logs ID PROC [-f]",
-		            nargs ? "process id" : "sandbox id");
+		                      nargs ? "process id" : "sandbox id");
 	r = proc_id(args[1], proc, sizeof(proc));
 	if (r)
 		return r;
@@ -324,28 +326,30 @@ int hutch_cli_kill(int argc, char **argv)
 			        argv[i][7] == '=' ? argv[i] + 8 : (i + 1 < argc ? argv[++i] : NULL);
 			char *end;
 			if (!v)
-				return hutch_cli_fail(HUTCH_EXIT_USAGE, "option '--grace' needs a value");
+				return hutch_cli_fail(HUTCH_EXIT_USAGE,
+				                      "option '--grace' needs a value");
 			grace = strtod(v, &end);
 			if (!*v || *end || !isfinite(grace) || grace < 0 || grace > 3600)
-				return hutch_cli_fail(HUTCH_EXIT_USAGE,
-				            "--grace must be seconds from 0 to 3600, not '%s'", v);
+				return hutch_cli_fail(
+				        HUTCH_EXIT_USAGE,
+				        "--grace must be seconds from 0 to 3600, not '%s'", v);
 		} else if (argv[i][0] == '-') {
 			return hutch_cli_fail(HUTCH_EXIT_USAGE,
-			            "unknown option '%s' for 'kill'; see 'hutch "
-			            "kill --help'",
-			            argv[i]);
+			                      "unknown option '%s' for 'kill'; see 'hutch "
+			                      "kill --help'",
+			                      argv[i]);
 		} else if (nargs < 2) {
 			args[nargs++] = argv[i];
 		} else {
 			return hutch_cli_fail(HUTCH_EXIT_USAGE,
-			            "unexpected argument '%s'; see 'hutch kill "
-			            "--help'",
-			            argv[i]);
+			                      "unexpected argument '%s'; see 'hutch kill "
+			                      "--help'",
+			                      argv[i]);
 		}
 	}
 	if (nargs < 2)
 		return hutch_cli_fail(HUTCH_EXIT_USAGE, "missing %s: hutch kill ID PROC",
-		            nargs ? "process id" : "sandbox id");
+		                      nargs ? "process id" : "sandbox id");
 	r = proc_id(args[1], proc, sizeof(proc));
 	if (r)
 		return r;
@@ -409,7 +413,8 @@ int hutch_cli_exec_detached(int argc, char **argv)
 		} else if (opt == 'e') {
 			char *eq = strchr(optarg, '=');
 			if (!eq || eq == optarg)
-				return hutch_cli_fail(HUTCH_EXIT_USAGE, "-e wants K=V, not '%s'", optarg);
+				return hutch_cli_fail(HUTCH_EXIT_USAGE, "-e wants K=V, not '%s'",
+				                      optarg);
 			*eq = '\0';
 			cJSON_DeleteItemFromObjectCaseSensitive(env, optarg);
 			cJSON_AddStringToObject(env, optarg, eq + 1);
@@ -418,19 +423,21 @@ int hutch_cli_exec_detached(int argc, char **argv)
 			json = true;
 		} else if (opt == ':') {
 			return hutch_cli_fail(HUTCH_EXIT_USAGE, "option '%s' needs a value",
-			            argv[optind - 1]);
+			                      argv[optind - 1]);
 		} else if (opt == '?') {
-			return hutch_cli_fail(HUTCH_EXIT_USAGE,
-			            "option '%s' does not apply to 'exec -d' (it takes --cwd, -e, "
-			            "--json); see 'hutch exec --help'",
-			            argv[optind - 1]);
+			return hutch_cli_fail(
+			        HUTCH_EXIT_USAGE,
+			        "option '%s' does not apply to 'exec -d' (it takes --cwd, -e, "
+			        "--json); see 'hutch exec --help'",
+			        argv[optind - 1]);
 		}
 	}
 	if (!sid)
 		return hutch_cli_fail(HUTCH_EXIT_USAGE,
-		            "missing sandbox id: hutch exec -d ID -- CMD [ARG...]");
+		                      "missing sandbox id: hutch exec -d ID -- CMD [ARG...]");
 	if (optind >= argc)
-		return hutch_cli_fail(HUTCH_EXIT_USAGE, "missing command: hutch exec -d ID -- CMD [ARG...]");
+		return hutch_cli_fail(HUTCH_EXIT_USAGE,
+		                      "missing command: hutch exec -d ID -- CMD [ARG...]");
 	r = hutch_cli_open_live(sid, &p);
 	if (r)
 		return r;

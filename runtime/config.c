@@ -69,7 +69,7 @@ void hutch_config_done(struct hutch_config *c)
 
 /* setup_script, on_create, on_destroy: shell text, bounded, never empty. */
 static int set_text(const char *key, const char *value, size_t max, char **ret,
-		    struct hutch_err *err)
+                    struct hutch_err *err)
 {
 	char *copy;
 
@@ -129,7 +129,7 @@ int hutch_config_set(struct hutch_config *c, const char *key, const char *value,
 		return set_seconds(key, value, 0, HUTCH_MAX_TTL, &c->idle_timeout_seconds, err);
 	if (!strcmp(key, "setup_script_timeout_seconds"))
 		return set_seconds(key, value, 1, HUTCH_MAX_TTL, &c->setup_script_timeout_seconds,
-				   err);
+		                   err);
 	if (!strcmp(key, "setup_script"))
 		return set_text(key, value, HUTCH_SETUP_SCRIPT_MAX, &c->setup_script, err);
 	if (!strcmp(key, "on_create"))
@@ -198,9 +198,9 @@ cJSON *hutch_config_to_json(const struct hutch_config *c)
 	cJSON_AddNumberToObject(o, "max_output_bytes", (double)c->max_output_bytes);
 	/* The script itself may be long: its size only. */
 	cJSON_AddNumberToObject(o, "setup_script_bytes",
-				c->setup_script ? (double)strlen(c->setup_script) : 0);
+	                        c->setup_script ? (double)strlen(c->setup_script) : 0);
 	cJSON_AddNumberToObject(o, "setup_script_timeout_seconds",
-				(double)c->setup_script_timeout_seconds);
+	                        (double)c->setup_script_timeout_seconds);
 	if (c->on_create)
 		cJSON_AddStringToObject(o, "on_create", c->on_create);
 	else

@@ -50,10 +50,10 @@ struct hutch_config {
 	struct hutch_net_policy net;
 	uint64_t max_output_bytes;
 	/* Lifecycle (hooks.c): malloc'ed, NULL when unset. */
-	char *setup_script;  /* shell script text, run once before create returns */
+	char *setup_script; /* shell script text, run once before create returns */
 	uint64_t setup_script_timeout_seconds;
-	char *on_create;     /* shell command, after setup, before create returns */
-	char *on_destroy;    /* shell command at close and at TTL expiry */
+	char *on_create;  /* shell command, after setup, before create returns */
+	char *on_destroy; /* shell command at close and at TTL expiry */
 };
 
 /* Defaults: medium, ttl 86400, idle 0, nl-north-1, network none. */

@@ -90,9 +90,8 @@ static void prefer_as_oom_victim(void)
 }
 
 /* In the forked child: become the command. Never returns. */
-static __attribute__((noreturn)) void exec_command(const struct init_state *s,
-						   const struct hutch_spawn_req *req,
-						   const int fds[3])
+static __attribute__((noreturn)) void
+exec_command(const struct init_state *s, const struct hutch_spawn_req *req, const int fds[3])
 {
 	extern char **environ;
 	sigset_t none;
@@ -144,8 +143,8 @@ static int track(struct init_state *s, pid_t pid, uint64_t id)
 	return 0;
 }
 
-static void handle_spawn(struct init_state *s, uint64_t id, const char *body, size_t len,
-			 int *fds, size_t nfds)
+static void handle_spawn(struct init_state *s, uint64_t id, const char *body, size_t len, int *fds,
+                         size_t nfds)
 {
 	static struct hutch_spawn_req req; /* large: keep it off the stack */
 	struct hutch_msg_spawned rep = { 0 };
@@ -216,7 +215,7 @@ static size_t scan_procs(struct proc_entry **ret)
 			alloc = na;
 		}
 		v[n++] = (struct proc_entry){ (pid_t)pid, (pid_t)ppid, (pid_t)pgrp, (pid_t)sess,
-					      false };
+			                      false };
 	}
 	*ret = v;
 	return n;
@@ -335,7 +334,7 @@ static void reap(struct init_state *s)
 				kill_tree(s->children[i].sids[j], SIGKILL);
 			free(s->children[i].sids);
 			(void)hutch_proto_send(s->sock, HUTCH_MSG_EXITED, s->children[i].id, &e,
-					       sizeof(e), NULL, 0);
+			                       sizeof(e), NULL, 0);
 			s->children[i] = s->children[--s->n];
 			break;
 		}
@@ -345,7 +344,8 @@ static void reap(struct init_state *s)
 static __attribute__((noreturn)) void serve(struct init_state *s, int sigfd)
 {
 	static char body[HUTCH_PROTO_MAX];
-	struct pollfd pfd[2] = { { .fd = s->sock, .events = POLLIN }, { .fd = sigfd, .events = POLLIN } };
+	struct pollfd pfd[2] = { { .fd = s->sock, .events = POLLIN },
+		                 { .fd = sigfd, .events = POLLIN } };
 
 	for (;;) {
 		if (poll(pfd, 2, -1) < 0) {

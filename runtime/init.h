@@ -17,8 +17,8 @@
 #define HUTCH_APP_GID 1000
 
 struct hutch_init_params {
-	int sock;                        /* SOCK_SEQPACKET to the supervisor */
-	pid_t supervisor_pid;            /* to detect a parent that died before PDEATHSIG */
+	int sock;             /* SOCK_SEQPACKET to the supervisor */
+	pid_t supervisor_pid; /* to detect a parent that died before PDEATHSIG */
 	const char *hostname;
 	struct hutch_rootfs_config rootfs;
 	const struct hutch_net_policy *net;

@@ -37,56 +37,55 @@ static void on_interrupt(int sig)
 	interrupted = sig;
 }
 
-
 static const char *const main_usage =
-	"usage: hutch COMMAND [OPTIONS]\n"
-	"\n"
-	"Local, isolated, throw-away Linux sandboxes with Python, a shell and /workspace.\n"
-	"\n"
-	"commands:\n"
-	"  run [OPTIONS] -- CMD [ARG...]   create a sandbox, run CMD, print its output, delete it\n"
-	"  create [OPTIONS]                create a sandbox and print its id\n"
-	"  exec ID [OPTIONS] -- CMD...     run CMD in a sandbox, exit with its exit code\n"
-	"  exec -d ID [OPTIONS] -- CMD...  start CMD in the background, print its process id\n"
-	"  ps ID [--json]                  list a sandbox's background processes\n"
-	"  logs ID PROC [-f]               print (-f: follow) a background process's output\n"
-	"  kill ID PROC [--grace S]        stop a background process and all its children\n"
-	"  ls [-q] [--json]                list sandboxes\n"
-	"  inspect ID                      show a sandbox's status and options (JSON)\n"
-	"  rm [--json] ID... | --all       delete sandboxes (returns when everything is gone)\n"
-	"  cp SRC DST                      copy files/directories: LOCAL ID:PATH or ID:PATH LOCAL\n"
-	"  gc                              remove what dead sandboxes left behind\n"
-	"  doctor [--json]                 check that this host can run sandboxes\n"
-	"  version [--json]                print the version\n"
-	"\n"
-	"'hutch COMMAND --help' shows a command's options. Exit codes: the command's own for\n"
-	"run/exec; 64 usage error, 65 no such sandbox, 66 sandbox expired or deleted, 69 host\n"
-	"not capable (not root, missing kernel feature), 70 other failure, 71 setup script or\n"
-	"on_create hook failed, 124 timeout.\n"
-	"State lives in $HUTCH_RUNTIME_DIR (default /run/hutch).\n";
+        "usage: hutch COMMAND [OPTIONS]\n"
+        "\n"
+        "Local, isolated, throw-away Linux sandboxes with Python, a shell and /workspace.\n"
+        "\n"
+        "commands:\n"
+        "  run [OPTIONS] -- CMD [ARG...]   create a sandbox, run CMD, print its output, delete it\n"
+        "  create [OPTIONS]                create a sandbox and print its id\n"
+        "  exec ID [OPTIONS] -- CMD...     run CMD in a sandbox, exit with its exit code\n"
+        "  exec -d ID [OPTIONS] -- CMD...  start CMD in the background, print its process id\n"
+        "  ps ID [--json]                  list a sandbox's background processes\n"
+        "  logs ID PROC [-f]               print (-f: follow) a background process's output\n"
+        "  kill ID PROC [--grace S]        stop a background process and all its children\n"
+        "  ls [-q] [--json]                list sandboxes\n"
+        "  inspect ID                      show a sandbox's status and options (JSON)\n"
+        "  rm [--json] ID... | --all       delete sandboxes (returns when everything is gone)\n"
+        "  cp SRC DST                      copy files/directories: LOCAL ID:PATH or ID:PATH LOCAL\n"
+        "  gc                              remove what dead sandboxes left behind\n"
+        "  doctor [--json]                 check that this host can run sandboxes\n"
+        "  version [--json]                print the version\n"
+        "\n"
+        "'hutch COMMAND --help' shows a command's options. Exit codes: the command's own for\n"
+        "run/exec; 64 usage error, 65 no such sandbox, 66 sandbox expired or deleted, 69 host\n"
+        "not capable (not root, missing kernel feature), 70 other failure, 71 setup script or\n"
+        "on_create hook failed, 124 timeout.\n"
+        "State lives in $HUTCH_RUNTIME_DIR (default /run/hutch).\n";
 
 static const char *const create_options =
-	"sandbox options:\n"
-	"  --instance-type T   nano, micro, small, medium (default), large, xlarge, 2xlarge\n"
-	"  --ttl S             delete the sandbox S seconds after creation (default 86400)\n"
-	"  --idle-timeout S    freeze the sandbox after S seconds without requests; the next\n"
-	"                      request wakes it; 0 = never (default)\n"
-	"  --setup-script FILE run FILE (a shell script) once as appuser in /workspace before\n"
-	"                      create returns; failure or timeout deletes the sandbox (exit 71)\n"
-	"  --setup-timeout S   time limit of the setup script and of --on-create (default 600)\n"
-	"  --on-create CMD     shell command run after the setup script, before create returns\n"
-	"  --on-destroy CMD    shell command run at rm / DELETE and at TTL expiry, before the\n"
-	"                      processes are killed (at most 30 s)\n"
-	"  --region R          default nl-north-1; other regions allow only --network all\n"
-	"  --network N         none (default); all and allow:HOST,... are not implemented yet\n"
-	"  --max-output B      bytes of stdout/stderr kept per command (default 4194304)\n";
+        "sandbox options:\n"
+        "  --instance-type T   nano, micro, small, medium (default), large, xlarge, 2xlarge\n"
+        "  --ttl S             delete the sandbox S seconds after creation (default 86400)\n"
+        "  --idle-timeout S    freeze the sandbox after S seconds without requests; the next\n"
+        "                      request wakes it; 0 = never (default)\n"
+        "  --setup-script FILE run FILE (a shell script) once as appuser in /workspace before\n"
+        "                      create returns; failure or timeout deletes the sandbox (exit 71)\n"
+        "  --setup-timeout S   time limit of the setup script and of --on-create (default 600)\n"
+        "  --on-create CMD     shell command run after the setup script, before create returns\n"
+        "  --on-destroy CMD    shell command run at rm / DELETE and at TTL expiry, before the\n"
+        "                      processes are killed (at most 30 s)\n"
+        "  --region R          default nl-north-1; other regions allow only --network all\n"
+        "  --network N         none (default); all and allow:HOST,... are not implemented yet\n"
+        "  --max-output B      bytes of stdout/stderr kept per command (default 4194304)\n";
 
 static const char *const exec_options =
-	"command options:\n"
-	"  --cwd DIR           working directory (default /workspace)\n"
-	"  -e, --env K=V       set an environment variable (repeatable)\n"
-	"  --timeout S         kill the command and its children after S seconds (exit 124)\n"
-	"  -n, --no-stdin      do not pass standard input (it is passed when not a terminal)\n";
+        "command options:\n"
+        "  --cwd DIR           working directory (default /workspace)\n"
+        "  -e, --env K=V       set an environment variable (repeatable)\n"
+        "  --timeout S         kill the command and its children after S seconds (exit 124)\n"
+        "  -n, --no-stdin      do not pass standard input (it is passed when not a terminal)\n";
 
 enum {
 	OPT_INSTANCE_TYPE = 1000,
@@ -124,11 +123,15 @@ static int config_opt(struct hutch_config *cfg, int opt, const char *arg)
 		int opt;
 		const char *key;
 	} map[] = {
-		{ OPT_INSTANCE_TYPE, "instance_type" }, { OPT_TTL, "ttl_seconds" },
-		{ OPT_IDLE, "idle_timeout_seconds" },   { OPT_REGION, "region" },
-		{ OPT_NETWORK, "network" },             { OPT_MAX_OUTPUT, "max_output_bytes" },
+		{ OPT_INSTANCE_TYPE, "instance_type" },
+		{ OPT_TTL, "ttl_seconds" },
+		{ OPT_IDLE, "idle_timeout_seconds" },
+		{ OPT_REGION, "region" },
+		{ OPT_NETWORK, "network" },
+		{ OPT_MAX_OUTPUT, "max_output_bytes" },
 		{ OPT_SETUP_TIMEOUT, "setup_script_timeout_seconds" },
-		{ OPT_ON_CREATE, "on_create" },         { OPT_ON_DESTROY, "on_destroy" },
+		{ OPT_ON_CREATE, "on_create" },
+		{ OPT_ON_DESTROY, "on_destroy" },
 	};
 	struct hutch_err err = { 0 };
 
@@ -136,16 +139,20 @@ static int config_opt(struct hutch_config *cfg, int opt, const char *arg)
 		/* The user's own file: symlinks are fine here. */
 		_cleanup_close_ int fd = open(arg, O_RDONLY | O_CLOEXEC);
 		_cleanup_free_ char *text = malloc(HUTCH_SETUP_SCRIPT_MAX + 2);
-		ssize_t n = fd < 0 ? -errno : !text ? -ENOMEM
-			: hutch_read_all(fd, text, HUTCH_SETUP_SCRIPT_MAX + 1);
+		ssize_t n = fd < 0  ? -errno
+		            : !text ? -ENOMEM
+		                    : hutch_read_all(fd, text, HUTCH_SETUP_SCRIPT_MAX + 1);
 		if (n < 0)
-			return hutch_cli_fail(HUTCH_EXIT_USAGE, "cannot read --setup-script '%s': %s", arg,
-				   strerror((int)-n));
+			return hutch_cli_fail(HUTCH_EXIT_USAGE,
+			                      "cannot read --setup-script '%s': %s", arg,
+			                      strerror((int)-n));
 		text[n] = '\0';
 		if (strlen(text) != (size_t)n)
-			return hutch_cli_fail(HUTCH_EXIT_USAGE, "--setup-script '%s' is not a text file", arg);
+			return hutch_cli_fail(HUTCH_EXIT_USAGE,
+			                      "--setup-script '%s' is not a text file", arg);
 		if (hutch_config_set(cfg, "setup_script", text, &err) < 0)
-			return hutch_cli_fail(HUTCH_EXIT_USAGE, "--setup-script '%s': %s", arg, err.msg);
+			return hutch_cli_fail(HUTCH_EXIT_USAGE, "--setup-script '%s': %s", arg,
+			                      err.msg);
 		return 0;
 	}
 
@@ -170,13 +177,15 @@ static int exec_opt(struct exec_opts *eo, int opt, const char *arg)
 	case OPT_TIMEOUT:
 		eo->timeout = strtod(arg, &end);
 		if (*end || end == arg || eo->timeout < 0)
-			return hutch_cli_fail(HUTCH_EXIT_USAGE,
-				   "invalid --timeout '%s': give a number of seconds, e.g. 30", arg);
+			return hutch_cli_fail(
+			        HUTCH_EXIT_USAGE,
+			        "invalid --timeout '%s': give a number of seconds, e.g. 30", arg);
 		return 0;
 	case 'e':
 		eq = strchr(arg, '=');
 		if (!eq || eq == arg)
-			return hutch_cli_fail(HUTCH_EXIT_USAGE, "invalid --env '%s': write it as NAME=VALUE", arg);
+			return hutch_cli_fail(HUTCH_EXIT_USAGE,
+			                      "invalid --env '%s': write it as NAME=VALUE", arg);
 		if (!eo->env)
 			eo->env = cJSON_CreateObject();
 		{
@@ -238,10 +247,11 @@ static int read_stdin(char **ret, size_t *ret_len)
 		(void)hutch_buf_append(&b, chunk, (size_t)n);
 		if (b.truncated) {
 			hutch_buf_done(&b);
-			return hutch_cli_fail(HUTCH_EXIT_USAGE,
-				   "standard input is larger than %u bytes: copy the data into the "
-				   "sandbox as a file, or pass -n to not send stdin",
-				   STDIN_MAX);
+			return hutch_cli_fail(
+			        HUTCH_EXIT_USAGE,
+			        "standard input is larger than %u bytes: copy the data into the "
+			        "sandbox as a file, or pass -n to not send stdin",
+			        STDIN_MAX);
 		}
 	}
 	*ret = hutch_utf8_sanitize(b.data ? b.data : "", b.len, NULL);
@@ -286,7 +296,7 @@ static int on_event(void *ud, const char *event, const char *data, size_t len)
 		d = cJSON_GetObjectItemCaseSensitive(j, "data");
 		if (cJSON_IsString(d))
 			(void)hutch_write_all(event[3] == 'o' ? 1 : 2, d->valuestring,
-					      strlen(d->valuestring));
+			                      strlen(d->valuestring));
 	} else if (!strcmp(event, "exit")) {
 		rs->exit_code = json_exit_code(j);
 		rs->got_exit = true;
@@ -344,7 +354,7 @@ static int stream_command(const char *sock, char **argv, const struct exec_opts 
 	if (!body)
 		return hutch_cli_fail(HUTCH_EXIT_FAILURE, "out of memory");
 	r = hutch_client_stream(sock, "/run_streaming", body, strlen(body), on_event, &rs,
-				&interrupted, &resp, &err);
+	                        &interrupted, &resp, &err);
 	if (r < 0) {
 		hutch_http_resp_done(&resp);
 		if (r == -ECANCELED)
@@ -362,8 +372,9 @@ static int stream_command(const char *sock, char **argv, const struct exec_opts 
 	if (interrupted)
 		return 128 + interrupted;
 	if (!rs.got_exit)
-		return hutch_cli_fail(HUTCH_EXIT_FAILURE, "the sandbox closed the stream before the command "
-					       "finished");
+		return hutch_cli_fail(HUTCH_EXIT_FAILURE,
+		                      "the sandbox closed the stream before the command "
+		                      "finished");
 	return rs.exit_code;
 }
 
@@ -384,7 +395,7 @@ static void option_name(int opt, int longindex, char *buf, size_t size)
 }
 
 static int parse_common(int argc, char **argv, const char *usage, struct hutch_config *cfg,
-			struct exec_opts *eo, bool *json, bool *all, bool *quiet)
+                        struct exec_opts *eo, bool *json, bool *all, bool *quiet)
 {
 	int opt, longindex;
 	char name[64];
@@ -407,12 +418,13 @@ static int parse_common(int argc, char **argv, const char *usage, struct hutch_c
 			else
 				snprintf(name, sizeof(name), "%s", argv[optind - 1]);
 			return hutch_cli_fail(HUTCH_EXIT_USAGE,
-				   "unknown option '%s' for '%s'; see 'hutch %s --help'", name,
-				   cli_verb, cli_verb);
+			                      "unknown option '%s' for '%s'; see 'hutch %s --help'",
+			                      name, cli_verb, cli_verb);
 		}
 		if (opt == ':')
-			return hutch_cli_fail(HUTCH_EXIT_USAGE, "option '%s' needs a value; see 'hutch %s --help'",
-				   argv[optind - 1], cli_verb);
+			return hutch_cli_fail(HUTCH_EXIT_USAGE,
+			                      "option '%s' needs a value; see 'hutch %s --help'",
+			                      argv[optind - 1], cli_verb);
 		if (opt == OPT_JSON && json) {
 			*json = true;
 			continue;
@@ -430,9 +442,10 @@ static int parse_common(int argc, char **argv, const char *usage, struct hutch_c
 			r = exec_opt(eo, opt, optarg);
 		if (r == 1) {
 			option_name(opt, longindex, name, sizeof(name));
-			return hutch_cli_fail(HUTCH_EXIT_USAGE,
-				   "option '%s' does not apply to '%s'; see 'hutch %s --help'", name,
-				   cli_verb, cli_verb);
+			return hutch_cli_fail(
+			        HUTCH_EXIT_USAGE,
+			        "option '%s' does not apply to '%s'; see 'hutch %s --help'", name,
+			        cli_verb, cli_verb);
 		}
 		if (r)
 			return r;
@@ -447,9 +460,10 @@ static int create_sandbox(struct hutch_config *cfg, struct hutch_created *c)
 	int r;
 
 	if (is_root_needed())
-		return hutch_cli_fail(HUTCH_EXIT_NOT_CAPABLE,
-			   "creating a sandbox needs root for now: run 'sudo hutch ...' (a service "
-			   "for non-root users comes later)");
+		return hutch_cli_fail(
+		        HUTCH_EXIT_NOT_CAPABLE,
+		        "creating a sandbox needs root for now: run 'sudo hutch ...' (a service "
+		        "for non-root users comes later)");
 	r = hutch_config_validate(cfg, &err);
 	if (r < 0)
 		return hutch_cli_fail(HUTCH_EXIT_USAGE, "%s", err.msg);
@@ -457,18 +471,19 @@ static int create_sandbox(struct hutch_config *cfg, struct hutch_created *c)
 	if (r == -ECANCELED && setup.step[0]) {
 		size_t n = strlen(setup.tail);
 		fprintf(stderr, "hutch: cannot create sandbox: %s; sandbox %s was deleted\n",
-			err.msg, setup.id);
+		        err.msg, setup.id);
 		if (n) {
 			fprintf(stderr, "hutch: last %zu bytes of its output:\n%s%s", n, setup.tail,
-				setup.tail[n - 1] == '\n' ? "" : "\n");
+			        setup.tail[n - 1] == '\n' ? "" : "\n");
 		}
 		return HUTCH_EXIT_SETUP;
 	}
 	if (r < 0)
-		return hutch_cli_fail(r == -EPERM || r == -ENOSYS || r == -EOPNOTSUPP ? HUTCH_EXIT_NOT_CAPABLE
-									 : HUTCH_EXIT_FAILURE,
-			   "cannot create sandbox: %s (run 'hutch doctor' to check this host)",
-			   err.msg);
+		return hutch_cli_fail(
+		        r == -EPERM || r == -ENOSYS || r == -EOPNOTSUPP ? HUTCH_EXIT_NOT_CAPABLE
+		                                                        : HUTCH_EXIT_FAILURE,
+		        "cannot create sandbox: %s (run 'hutch doctor' to check this host)",
+		        err.msg);
 	return 0;
 }
 
@@ -522,15 +537,18 @@ static int delete_sandbox(const struct hutch_paths *p, bool quiet)
 		/* No supervisor answers: clean up what it left. */
 		r = hutch_state_reap(hutch_runtime_dir(), p->id, &err);
 		if (r < 0)
-			return hutch_cli_fail(HUTCH_EXIT_FAILURE, "remove sandbox %s: %s", p->id, err.msg);
+			return hutch_cli_fail(HUTCH_EXIT_FAILURE, "remove sandbox %s: %s", p->id,
+			                      err.msg);
 		if (r == 0)
 			return hutch_cli_fail(HUTCH_EXIT_FAILURE,
-				   "sandbox %s is alive but does not answer on '%s'", p->id, p->sock);
+			                      "sandbox %s is alive but does not answer on '%s'",
+			                      p->id, p->sock);
 	} else {
 		long status = resp.status;
 		hutch_http_resp_done(&resp);
 		if (status != 200 && status != 410)
-			return hutch_cli_fail(HUTCH_EXIT_FAILURE, "delete sandbox %s: HTTP %ld", p->id, status);
+			return hutch_cli_fail(HUTCH_EXIT_FAILURE, "delete sandbox %s: HTTP %ld",
+			                      p->id, status);
 		/* The supervisor answered after teardown (its state dir, lock
 		 * included, is gone); wait for the process itself to exit. */
 		if (sup >= 0) {
@@ -556,14 +574,15 @@ static int cmd_run(int argc, char **argv)
 
 	hutch_config_init(&cfg);
 	r = parse_common(argc, argv,
-			 "usage: hutch run [OPTIONS] -- CMD [ARG...]\n\nCreate a sandbox, run CMD "
-			 "in it with its output streamed, delete the sandbox, exit with CMD's exit "
-			 "code.\n\n",
-			 &cfg, &eo, NULL, NULL, NULL);
+	                 "usage: hutch run [OPTIONS] -- CMD [ARG...]\n\nCreate a sandbox, run CMD "
+	                 "in it with its output streamed, delete the sandbox, exit with CMD's exit "
+	                 "code.\n\n",
+	                 &cfg, &eo, NULL, NULL, NULL);
 	if (r)
 		return r;
 	if (optind >= argc)
-		return hutch_cli_fail(HUTCH_EXIT_USAGE, "missing command: hutch run [OPTIONS] -- CMD [ARG...]");
+		return hutch_cli_fail(HUTCH_EXIT_USAGE,
+		                      "missing command: hutch run [OPTIONS] -- CMD [ARG...]");
 	/* Catch Ctrl-C before creating: dying during create would leave a
 	 * detached sandbox behind for its whole TTL. */
 	sigaction(SIGINT, &sa, NULL);
@@ -589,7 +608,7 @@ static int cmd_create(int argc, char **argv)
 
 	hutch_config_init(&cfg);
 	r = parse_common(argc, argv, "usage: hutch create [OPTIONS] [--json]\n\n", &cfg, NULL,
-			 &json, NULL, NULL);
+	                 &json, NULL, NULL);
 	if (r)
 		return r;
 	if (optind < argc)
@@ -620,11 +639,12 @@ static int cmd_exec(int argc, char **argv)
 	struct exec_opts eo = { 0 };
 	struct hutch_paths p;
 	struct sigaction sa = { .sa_handler = on_interrupt };
-	const char *usage = "usage: hutch exec ID [OPTIONS] -- CMD [ARG...]\n\nRun CMD in a "
-			    "sandbox; stdout and stderr stream as they come; exit with CMD's exit "
-			    "code. Ctrl-C kills CMD (and its children) only.\n\nWith -d (--detach), "
-			    "before or after ID: start CMD in the background, print its process\n"
-			    "id (p1, p2...) and return at once; see hutch ps, logs, kill.\n\n";
+	const char *usage =
+	        "usage: hutch exec ID [OPTIONS] -- CMD [ARG...]\n\nRun CMD in a "
+	        "sandbox; stdout and stderr stream as they come; exit with CMD's exit "
+	        "code. Ctrl-C kills CMD (and its children) only.\n\nWith -d (--detach), "
+	        "before or after ID: start CMD in the background, print its process\n"
+	        "id (p1, p2...) and return at once; see hutch ps, logs, kill.\n\n";
 	int r;
 
 	for (int i = 1; i < argc && i < 3; i++)
@@ -635,7 +655,8 @@ static int cmd_exec(int argc, char **argv)
 		return 0;
 	}
 	if (argc < 2 || argv[1][0] == '-')
-		return hutch_cli_fail(HUTCH_EXIT_USAGE, "missing sandbox id: hutch exec ID -- CMD [ARG...]");
+		return hutch_cli_fail(HUTCH_EXIT_USAGE,
+		                      "missing sandbox id: hutch exec ID -- CMD [ARG...]");
 	r = hutch_cli_resolve(argv[1], &p);
 	if (r)
 		return r;
@@ -643,12 +664,14 @@ static int cmd_exec(int argc, char **argv)
 	if (r)
 		return r;
 	if (optind + 1 >= argc)
-		return hutch_cli_fail(HUTCH_EXIT_USAGE, "missing command: hutch exec ID -- CMD [ARG...]");
+		return hutch_cli_fail(HUTCH_EXIT_USAGE,
+		                      "missing command: hutch exec ID -- CMD [ARG...]");
 	if (hutch_state_is_live(&p) == 0)
-		return hutch_cli_fail(HUTCH_EXIT_GONE,
-			   "sandbox %s is not running: its supervisor is gone (killed or crashed); "
-			   "run 'hutch gc' to remove what it left",
-			   p.id);
+		return hutch_cli_fail(
+		        HUTCH_EXIT_GONE,
+		        "sandbox %s is not running: its supervisor is gone (killed or crashed); "
+		        "run 'hutch gc' to remove what it left",
+		        p.id);
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	r = stream_command(p.sock, argv + optind + 1, &eo);
@@ -681,12 +704,13 @@ static int cmd_ls(int argc, char **argv)
 	int r;
 
 	r = parse_common(argc, argv, "usage: hutch ls [-q] [--json]\n\nList sandboxes.\n", NULL,
-			 NULL, &json, NULL, &quiet);
+	                 NULL, &json, NULL, &quiet);
 	if (r)
 		return r;
 	r = hutch_state_list(hutch_runtime_dir(), &ids, &n);
 	if (r < 0)
-		return hutch_cli_fail(HUTCH_EXIT_FAILURE, "list '%s': %s", hutch_runtime_dir(), strerror(-r));
+		return hutch_cli_fail(HUTCH_EXIT_FAILURE, "list '%s': %s", hutch_runtime_dir(),
+		                      strerror(-r));
 	if (json)
 		arr = cJSON_CreateArray();
 	else if (!quiet)
@@ -714,9 +738,12 @@ static int cmd_ls(int argc, char **argv)
 		printf("%-12s  %-8s  %-8s  %-8s  %-20s  %s\n", ids[i],
 		       live ? (cJSON_IsString(st) ? st->valuestring : "?") : "dead",
 		       cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(cfg, "instance_type"))
-			       ?: "?",
-		       cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(cfg, "network")) ?: "?",
-		       when, cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(cfg, "region")) ?: "?");
+		               ?: "?",
+		       cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(cfg, "network"))
+		               ?: "?",
+		       when,
+		       cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(cfg, "region"))
+		               ?: "?");
 		cJSON_Delete(s);
 	}
 	if (json) {
@@ -733,8 +760,9 @@ static int cmd_inspect(int argc, char **argv)
 	struct hutch_err err = { 0 };
 	int r;
 
-	r = parse_common(argc, argv, "usage: hutch inspect ID\n\nPrint a sandbox's status as JSON.\n",
-			 NULL, NULL, NULL, NULL, NULL);
+	r = parse_common(argc, argv,
+	                 "usage: hutch inspect ID\n\nPrint a sandbox's status as JSON.\n", NULL,
+	                 NULL, NULL, NULL, NULL);
 	if (r)
 		return r;
 	if (optind >= argc)
@@ -770,10 +798,10 @@ static int cmd_rm(int argc, char **argv)
 	int r, worst = 0;
 
 	r = parse_common(argc, argv,
-			 "usage: hutch rm [-q] [--json] ID... | --all\n\nDelete sandboxes; returns "
-			 "when their processes, mounts, cgroups and state are gone. Prints the ids "
-			 "removed (--json: a JSON array).\n",
-			 NULL, NULL, &json, &all, &quiet);
+	                 "usage: hutch rm [-q] [--json] ID... | --all\n\nDelete sandboxes; returns "
+	                 "when their processes, mounts, cgroups and state are gone. Prints the ids "
+	                 "removed (--json: a JSON array).\n",
+	                 NULL, NULL, &json, &all, &quiet);
 	if (r)
 		return r;
 	if (json) {
@@ -799,7 +827,8 @@ static int cmd_rm(int argc, char **argv)
 		return worst;
 	}
 	if (optind >= argc)
-		return hutch_cli_fail(HUTCH_EXIT_USAGE, "missing sandbox id: hutch rm ID... (or --all)");
+		return hutch_cli_fail(HUTCH_EXIT_USAGE,
+		                      "missing sandbox id: hutch rm ID... (or --all)");
 	for (int i = optind; i < argc; i++) {
 		struct hutch_paths p;
 		r = hutch_cli_resolve(argv[i], &p);
@@ -819,9 +848,9 @@ static int cmd_gc(int argc, char **argv)
 	int r;
 
 	r = parse_common(argc, argv,
-			 "usage: hutch gc [--json]\n\nRemove the cgroups and state that dead "
-			 "sandboxes left behind (also run by every create).\n",
-			 NULL, NULL, &json, NULL, NULL);
+	                 "usage: hutch gc [--json]\n\nRemove the cgroups and state that dead "
+	                 "sandboxes left behind (also run by every create).\n",
+	                 NULL, NULL, &json, NULL, NULL);
 	if (r)
 		return r;
 	r = hutch_state_gc(hutch_runtime_dir(), &err);
@@ -838,10 +867,10 @@ static int cmd_doctor(int argc, char **argv)
 {
 	bool json = false;
 	int r = parse_common(argc, argv,
-			     "usage: hutch doctor [--json]\n\nCheck namespaces, user namespaces, "
-			     "cgroups v1/v2, seccomp, the mount API, python3, overlayfs and "
-			     "nftables; say what is missing and how to fix it.\n",
-			     NULL, NULL, &json, NULL, NULL);
+	                     "usage: hutch doctor [--json]\n\nCheck namespaces, user namespaces, "
+	                     "cgroups v1/v2, seccomp, the mount API, python3, overlayfs and "
+	                     "nftables; say what is missing and how to fix it.\n",
+	                     NULL, NULL, &json, NULL, NULL);
 	if (r)
 		return r;
 	return hutch_doctor(json);
@@ -854,12 +883,12 @@ int main(int argc, char **argv)
 		int (*fn)(int, char **);
 		const char *const *extra;
 	} verbs[] = {
-		{ "run", cmd_run, NULL },   { "create", cmd_create, NULL }, { "exec", cmd_exec, NULL },
-		{ "ls", cmd_ls, NULL },     { "inspect", cmd_inspect, NULL }, { "rm", cmd_rm, NULL },
-		{ "gc", cmd_gc, NULL },     { "doctor", cmd_doctor, NULL },
-		{ "ps", hutch_cli_ps, NULL }, { "logs", hutch_cli_logs, NULL },
-		{ "kill", hutch_cli_kill, NULL },
-		{ "cp", hutch_cli_cp, NULL },
+		{ "run", cmd_run, NULL },         { "create", cmd_create, NULL },
+		{ "exec", cmd_exec, NULL },       { "ls", cmd_ls, NULL },
+		{ "inspect", cmd_inspect, NULL }, { "rm", cmd_rm, NULL },
+		{ "gc", cmd_gc, NULL },           { "doctor", cmd_doctor, NULL },
+		{ "ps", hutch_cli_ps, NULL },     { "logs", hutch_cli_logs, NULL },
+		{ "kill", hutch_cli_kill, NULL }, { "cp", hutch_cli_cp, NULL },
 	};
 
 	hutch_proctitle_init(argc, argv);
@@ -875,8 +904,9 @@ int main(int argc, char **argv)
 		else if (argc >= 3 && !strcmp(argv[2], "--help"))
 			printf("usage: hutch version [--json]\n\nPrint hutch's version.\n");
 		else if (argc >= 3)
-			return hutch_cli_fail(HUTCH_EXIT_USAGE, "unexpected argument '%s'; see 'hutch version --help'",
-				   argv[2]);
+			return hutch_cli_fail(
+			        HUTCH_EXIT_USAGE,
+			        "unexpected argument '%s'; see 'hutch version --help'", argv[2]);
 		else
 			printf("hutch %s\n", HUTCH_VERSION);
 		return 0;
@@ -894,5 +924,6 @@ int main(int argc, char **argv)
 		}
 		return verbs[i].fn(argc - 1, argv + 1);
 	}
-	return hutch_cli_fail(HUTCH_EXIT_USAGE, "unknown command '%s'; see 'hutch --help'", argv[1]);
+	return hutch_cli_fail(HUTCH_EXIT_USAGE, "unknown command '%s'; see 'hutch --help'",
+	                      argv[1]);
 }

@@ -196,7 +196,7 @@ static int parse_numbers(const cJSON *timeout, const cJSON *maxout, struct hutch
 }
 
 static int parse_req(const char *body, size_t len, size_t nknown, struct hutch_run_req *ret,
-		     struct hutch_err *err)
+                     struct hutch_err *err)
 {
 	_cleanup_cjson_ cJSON *j = NULL;
 	struct hutch_run_req r = { 0 };
@@ -227,8 +227,8 @@ static int parse_req(const char *body, size_t len, size_t nknown, struct hutch_r
 				known = true;
 		if (!known && nknown == START_FIELDS)
 			return hutch_err_set(err, -EINVAL,
-					     "unknown field '%.64s' (known: cmd, argv, cwd, env)",
-					     it->string);
+			                     "unknown field '%.64s' (known: cmd, argv, cwd, env)",
+			                     it->string);
 		if (!known)
 			return hutch_err_set(
 			        err, -EINVAL,
@@ -268,13 +268,13 @@ static int parse_req(const char *body, size_t len, size_t nknown, struct hutch_r
 }
 
 int hutch_run_req_parse(const char *body, size_t len, struct hutch_run_req *ret,
-			struct hutch_err *err)
+                        struct hutch_err *err)
 {
 	return parse_req(body, len, ELEMENTSOF(known_fields), ret, err);
 }
 
 int hutch_start_req_parse(const char *body, size_t len, struct hutch_run_req *ret,
-			  struct hutch_err *err)
+                          struct hutch_err *err)
 {
 	return parse_req(body, len, START_FIELDS, ret, err);
 }

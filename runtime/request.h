@@ -30,7 +30,7 @@ int hutch_run_req_parse(const char *body, size_t len, struct hutch_run_req *ret,
                         struct hutch_err *err);
 /* Parse a /start_process body: cmd, argv, cwd and env only. */
 int hutch_start_req_parse(const char *body, size_t len, struct hutch_run_req *ret,
-			  struct hutch_err *err);
+                          struct hutch_err *err);
 void hutch_run_req_done(struct hutch_run_req *r);
 
 #endif

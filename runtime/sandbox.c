@@ -124,7 +124,7 @@ static int spawn_init(struct sup *s, struct hutch_err *err)
 	(void)setsockopt(sv[0], SOL_SOCKET, SO_RCVBUFFORCE, &bufsz, sizeof(bufsz));
 	(void)setsockopt(sv[1], SOL_SOCKET, SO_RCVBUFFORCE, &bufsz, sizeof(bufsz));
 	args.flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWUTS | CLONE_NEWIPC |
-		     CLONE_NEWNET | CLONE_PIDFD;
+	             CLONE_NEWNET | CLONE_PIDFD;
 	args.pidfd = (uint64_t)(uintptr_t)&pidfd;
 	args.exit_signal = SIGCHLD;
 	pid = sys_clone3(&args, sizeof(args));
@@ -156,7 +156,7 @@ static int wait_ready(struct sup *s, struct hutch_err *err)
 	r = poll(&pfd, 1, INIT_READY_TIMEOUT_MS);
 	if (r <= 0)
 		return hutch_err_set(err, -ETIMEDOUT, "sandbox init did not get ready in %d s",
-				     INIT_READY_TIMEOUT_MS / 1000);
+		                     INIT_READY_TIMEOUT_MS / 1000);
 	n = hutch_proto_recv(s->init_sock, &hdr, &child_err, sizeof(child_err), NULL, NULL);
 	if (n < 0)
 		return hutch_err_set_errno(err, (int)n, "read from sandbox init");
@@ -165,7 +165,7 @@ static int wait_ready(struct sup *s, struct hutch_err *err)
 	if (hdr.type == HUTCH_MSG_FAILED && (size_t)n == sizeof(child_err)) {
 		child_err.msg[sizeof(child_err.msg) - 1] = '\0';
 		return hutch_err_set(err, child_err.code < 0 ? child_err.code : -EIO,
-				     "sandbox setup: %s", child_err.msg);
+		                     "sandbox setup: %s", child_err.msg);
 	}
 	return hutch_err_set(err, -EPROTO, "sandbox init exited during setup");
 }
@@ -368,8 +368,8 @@ static int reserve_dir(const char *runtime_dir, struct sup *s, struct hutch_err 
 }
 
 int hutch_sandbox_create(struct hutch_config *cfg, const char *runtime_dir,
-			 struct hutch_created *ret, struct hutch_setup_failure *ret_setup,
-			 struct hutch_err *err)
+                         struct hutch_created *ret, struct hutch_setup_failure *ret_setup,
+                         struct hutch_err *err)
 {
 	static struct sup s; /* the supervisor keeps it for its whole life */
 	int pipefd[2];

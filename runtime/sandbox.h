@@ -22,18 +22,18 @@ struct hutch_created {
 /* Why a setup step failed (the supervisor writes it after the error). */
 struct hutch_setup_failure {
 	char id[HUTCH_ID_LEN + 1]; /* the deleted sandbox's id, for the message */
-	char step[16];     /* "setup_script" or "on_create" */
-	int exit_code;     /* -1 if it did not exit by itself */
-	int signal;        /* 0 or the signal that killed it */
+	char step[16];             /* "setup_script" or "on_create" */
+	int exit_code;             /* -1 if it did not exit by itself */
+	int signal;                /* 0 or the signal that killed it */
 	bool timed_out;
-	char tail[2049];   /* last bytes of its output (stdout and stderr merged) */
+	char tail[2049]; /* last bytes of its output (stdout and stderr merged) */
 };
 
 /* Needs root. On success the sandbox is ready for commands (its setup
  * script and on_create hook have run). When a setup step failed, returns
  * -ECANCELED with err set and *ret_setup filled (ret_setup may be NULL). */
 int hutch_sandbox_create(struct hutch_config *cfg, const char *runtime_dir,
-			 struct hutch_created *ret, struct hutch_setup_failure *ret_setup,
-			 struct hutch_err *err);
+                         struct hutch_created *ret, struct hutch_setup_failure *ret_setup,
+                         struct hutch_err *err);
 
 #endif

@@ -104,7 +104,7 @@ void hutch_cmd_kill(struct cmd *c, int sig, unsigned flags)
 		c->killed_by_client = true; /* SIGKILL once it has started */
 	if (c->state == CMD_RUNNING && !c->sup->init_dead)
 		(void)hutch_proto_send(c->sup->init_sock, HUTCH_MSG_KILL, c->id, &k, sizeof(k),
-				       NULL, 0);
+		                       NULL, 0);
 }
 
 static void send_kill(struct cmd *c, int sig)
@@ -127,7 +127,7 @@ static void sse_event(struct cmd *c, const char *event, cJSON *data)
 }
 
 static void sse_output(struct cmd *c, const char *event, char *carry, size_t *ncarry,
-		       const char *data, size_t len)
+                       const char *data, size_t len)
 {
 	_cleanup_free_ char *joined = NULL, *clean = NULL;
 	_cleanup_cjson_ cJSON *o = NULL;
@@ -209,9 +209,11 @@ static bool drain_pipe(struct cmd *c, int *fd, bool is_err)
 		}
 		if (c->streaming) {
 			if (is_err)
-				sse_output(c, "stderr", c->carry_err, &c->ncarry_err, buf, (size_t)n);
+				sse_output(c, "stderr", c->carry_err, &c->ncarry_err, buf,
+				           (size_t)n);
 			else
-				sse_output(c, "stdout", c->carry_out, &c->ncarry_out, buf, (size_t)n);
+				sse_output(c, "stdout", c->carry_out, &c->ncarry_out, buf,
+				           (size_t)n);
 			if (c->sse.len - c->sse_off >= HUTCH_SSE_QUEUE_MAX && !c->exited) {
 				pause_output(c, true);
 				return true;
@@ -240,7 +242,8 @@ static void maybe_done(struct cmd *c)
 	close_watched(c->sup, &c->in_fd);
 	close_watched(c->sup, &c->timer_fd);
 	c->duration = hutch_now_mono_sec() - c->started;
-	if (WIFSIGNALED(c->status) && WTERMSIG(c->status) == SIGKILL && c->sup->cg && !c->timed_out) {
+	if (WIFSIGNALED(c->status) && WTERMSIG(c->status) == SIGKILL && c->sup->cg &&
+	    !c->timed_out) {
 		uint64_t now = 0;
 		if (hutch_cgroup_oom_kills(c->sup->cg, &now) == 0 && now > c->oom_before)
 			c->oom_killed = true;
@@ -264,7 +267,8 @@ static void maybe_done(struct cmd *c)
 static void write_stdin(struct cmd *c)
 {
 	while (c->stdin_off < c->stdin_len) {
-		ssize_t n = write(c->in_fd, c->stdin_data + c->stdin_off, c->stdin_len - c->stdin_off);
+		ssize_t n =
+		        write(c->in_fd, c->stdin_data + c->stdin_off, c->stdin_len - c->stdin_off);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0 && errno == EAGAIN)
@@ -279,7 +283,7 @@ static void write_stdin(struct cmd *c)
 static void cmd_fail_spawn(struct cmd *c, int code)
 {
 	snprintf(c->spawn_errbuf, sizeof(c->spawn_errbuf), "init could not start the command: %s",
-		 strerror(-code));
+	         strerror(-code));
 	c->spawn_error = c->spawn_errbuf;
 	c->exited = true;
 	c->status = 127 << 8;
@@ -320,7 +324,8 @@ static void on_init_message(struct sup *s)
 		if (hdr.type == HUTCH_MSG_SPAWNED && n == sizeof(body.spawned) &&
 		    c->state == CMD_SPAWNING) {
 			if (body.spawned.error < 0 || body.spawned.pid <= 0) {
-				cmd_fail_spawn(c, body.spawned.error < 0 ? body.spawned.error : -EIO);
+				cmd_fail_spawn(c,
+				               body.spawned.error < 0 ? body.spawned.error : -EIO);
 				continue;
 			}
 			c->pid = body.spawned.pid;
@@ -330,7 +335,7 @@ static void on_init_message(struct sup *s)
 			if (c->killed_by_client)
 				send_kill(c, SIGKILL);
 		} else if (hdr.type == HUTCH_MSG_EXITED && n == sizeof(body.exited) &&
-			   c->state == CMD_RUNNING) {
+		           c->state == CMD_RUNNING) {
 			c->status = body.exited.status;
 			c->exited = true;
 			maybe_done(c);
@@ -367,19 +372,18 @@ static int arm_timer(struct cmd *c, double seconds)
 }
 
 struct cmd *hutch_cmd_start(struct sup *s, const char *const *argv, const char *const *envp,
-			    const char *cwd, const char *stdin_data, size_t stdin_len,
-			    double timeout, uint64_t max_output, bool streaming,
-			    struct hutch_err *err)
+                            const char *cwd, const char *stdin_data, size_t stdin_len,
+                            double timeout, uint64_t max_output, bool streaming,
+                            struct hutch_err *err)
 {
-	return hutch_cmd_start_flags(s, argv, envp, cwd, stdin_data, stdin_len, timeout,
-				     max_output, streaming, 0, err);
+	return hutch_cmd_start_flags(s, argv, envp, cwd, stdin_data, stdin_len, timeout, max_output,
+	                             streaming, 0, err);
 }
 
-struct cmd *hutch_cmd_start_flags(struct sup *s, const char *const *argv,
-				  const char *const *envp, const char *cwd,
-				  const char *stdin_data, size_t stdin_len, double timeout,
-				  uint64_t max_output, bool streaming, uint32_t flags,
-				  struct hutch_err *err)
+struct cmd *hutch_cmd_start_flags(struct sup *s, const char *const *argv, const char *const *envp,
+                                  const char *cwd, const char *stdin_data, size_t stdin_len,
+                                  double timeout, uint64_t max_output, bool streaming,
+                                  uint32_t flags, struct hutch_err *err)
 {
 	uint32_t spawn_flags = flags & ~HUTCH_CMD_OPEN_STDIN;
 	_cleanup_free_ char *body = NULL;
@@ -391,9 +395,9 @@ struct cmd *hutch_cmd_start_flags(struct sup *s, const char *const *argv,
 	len = hutch_proto_spawn_encode(argv, envp, cwd, &body);
 	if (len == -E2BIG)
 		return hutch_err_set(err, -E2BIG,
-				     "command and environment are larger than %u bytes: write the "
-				     "script to a file and run the file",
-				     HUTCH_PROTO_MAX - 4096),
+		                     "command and environment are larger than %u bytes: write the "
+		                     "script to a file and run the file",
+		                     HUTCH_PROTO_MAX - 4096),
 		       NULL;
 	if (len < 0)
 		return hutch_err_set_errno(err, (int)len, "encode command"), NULL;
@@ -454,7 +458,8 @@ struct cmd *hutch_cmd_start_flags(struct sup *s, const char *const *argv,
 		(void)hutch_cgroup_oom_kills(s->cg, &c->oom_before);
 	{
 		int fds[3] = { in[0], out[1], errp[1] };
-		r = hutch_proto_send(s->init_sock, HUTCH_MSG_SPAWN, c->id, body, (size_t)len, fds, 3);
+		r = hutch_proto_send(s->init_sock, HUTCH_MSG_SPAWN, c->id, body, (size_t)len, fds,
+		                     3);
 		if (r < 0) {
 			hutch_err_set_errno(err, r, "send command to sandbox init");
 			goto fail;
@@ -528,17 +533,19 @@ cJSON *hutch_cmd_result_json(struct cmd *c, bool with_output)
 		return NULL;
 	if (c->timed_out) {
 		status = "timed_out";
-		snprintf(msg, sizeof(msg), "timed out after %g s: the command and its children were killed",
-			 c->timeout);
+		snprintf(msg, sizeof(msg),
+		         "timed out after %g s: the command and its children were killed",
+		         c->timeout);
 	} else if (c->oom_killed) {
 		status = "oom_killed";
-		snprintf(msg, sizeof(msg), "killed: out of memory (limit %llu MiB of instance type %s)",
-			 (unsigned long long)(c->sup->cfg->type->memory_bytes >> 20),
-			 c->sup->cfg->type->name);
+		snprintf(msg, sizeof(msg),
+		         "killed: out of memory (limit %llu MiB of instance type %s)",
+		         (unsigned long long)(c->sup->cfg->type->memory_bytes >> 20),
+		         c->sup->cfg->type->name);
 	} else if (WIFSIGNALED(c->status)) {
 		status = "signaled";
 		snprintf(msg, sizeof(msg), "killed by signal %d (%s)", WTERMSIG(c->status),
-			 signal_name(WTERMSIG(c->status)) ?: "?");
+		         signal_name(WTERMSIG(c->status)) ?: "?");
 	}
 	cJSON_AddStringToObject(o, "status", status);
 	if (WIFEXITED(c->status) && !c->timed_out)
@@ -669,13 +676,14 @@ cJSON *hutch_sup_status_json(struct sup *s)
 	hutch_format_time(s->created_at, created, sizeof(created));
 	hutch_format_time(s->expires_at, expires, sizeof(expires));
 	cJSON_AddStringToObject(o, "id", s->id);
-	cJSON_AddStringToObject(o, "state", s->state != SUP_RUNNING ? "closing"
-					    : s->idle.sleeping      ? "sleeping"
-								    : "running");
+	cJSON_AddStringToObject(o, "state",
+	                        s->state != SUP_RUNNING ? "closing"
+	                        : s->idle.sleeping      ? "sleeping"
+	                                                : "running");
 	cJSON_AddStringToObject(o, "created_at", created);
 	cJSON_AddStringToObject(o, "expires_at", expires);
 	cJSON_AddNumberToObject(o, "expires_in_seconds",
-				(double)(s->expires_at - hutch_now_realtime()));
+	                        (double)(s->expires_at - hutch_now_realtime()));
 	cJSON_AddItemToObject(o, "config", hutch_config_to_json(s->cfg));
 	cJSON_AddStringToObject(o, "cgroup_version", s->cg ? hutch_cgroup_version(s->cg) : "");
 	cJSON_AddNumberToObject(o, "commands_running", running);
@@ -687,11 +695,11 @@ cJSON *hutch_sup_status_json(struct sup *s)
 		cJSON_AddBoolToObject(idle, "sleeping", s->idle.sleeping);
 		cJSON_AddNumberToObject(idle, "sleeps", s->idle.sleeps);
 		cJSON_AddNumberToObject(idle, "last_wake_ms",
-					round(s->idle.last_wake_ms * 1000) / 1000);
+		                        round(s->idle.last_wake_ms * 1000) / 1000);
 	}
-	cJSON_AddItemToObject(o, "hooks", s->hooks.results
-						  ? cJSON_Duplicate(s->hooks.results, true)
-						  : cJSON_CreateObject());
+	cJSON_AddItemToObject(o, "hooks",
+	                      s->hooks.results ? cJSON_Duplicate(s->hooks.results, true)
+	                                       : cJSON_CreateObject());
 	return o;
 }
 

@@ -27,8 +27,8 @@ struct hutch_setup_failure;
 struct hutch_proc;
 struct hutch_procs;
 
-#define HUTCH_MAX_BODY      (8u << 20) /* request body bound */
-#define HUTCH_SSE_QUEUE_MAX (256u << 10)
+#define HUTCH_MAX_BODY        (8u << 20) /* request body bound */
+#define HUTCH_SSE_QUEUE_MAX   (256u << 10)
 #define HUTCH_MAX_CONNECTIONS 256
 
 enum sup_state {
@@ -55,8 +55,8 @@ enum watch_kind {
 	W_CMD_IN,
 	W_CMD_TIMER,
 	W_CMD_CONN,
-	W_IDLE, /* idle.c: idle timer */
-	W_HOOK, /* hooks.c: deadline of the on_destroy hook */
+	W_IDLE,      /* idle.c: idle timer */
+	W_HOOK,      /* hooks.c: deadline of the on_destroy hook */
 	W_FILE_PIPE, /* api-files.c: a raw upload/download pipe */
 };
 
@@ -84,8 +84,8 @@ struct cmd {
 	bool out_paused;
 	char *stdin_data;
 	size_t stdin_len, stdin_off;
-	struct hutch_buf out, err;   /* /run: captured output */
-	struct hutch_buf sse;        /* /run_streaming: encoded events not yet sent */
+	struct hutch_buf out, err; /* /run: captured output */
+	struct hutch_buf sse;      /* /run_streaming: encoded events not yet sent */
 	size_t sse_off;
 	bool sse_end_queued, sse_finished;
 	char carry_out[4], carry_err[4];
@@ -94,9 +94,9 @@ struct cmd {
 	double timeout;
 	uint64_t max_output;
 	uint64_t oom_before;
-	int status;          /* wait status */
+	int status; /* wait status */
 	bool exited, timed_out, oom_killed, killed_by_client;
-	bool keep_tail;          /* hooks: keep the last bytes of stdout, not the first */
+	bool keep_tail; /* hooks: keep the last bytes of stdout, not the first */
 	/* Called once when the command is done instead of resuming a request;
 	 * the callback owns c from then on (hutch_cmd_free()). */
 	void (*on_done)(struct cmd *c);
@@ -123,33 +123,33 @@ struct sup {
 	struct hutch_cgroup *cg;
 	struct sock_fprog seccomp;
 	struct cmd *cmds;
-	struct cmd *graveyard; /* retired commands, freed after the event batch */
+	struct cmd *graveyard;     /* retired commands, freed after the event batch */
 	struct hutch_procs *procs; /* background processes (procs.c), lazily */
 	uint64_t next_cmd_id;
 	unsigned nconnections;
-	bool delete_pending;  /* a DELETE / is waiting for teardown */
+	bool delete_pending;     /* a DELETE / is waiting for teardown */
 	struct request *waiters; /* requests answered when the sandbox has ended */
 	int64_t last_request_ms;
-	unsigned requests_open;  /* requests being served (idle: activity) */
-	struct sup_idle {        /* idle.c */
+	unsigned requests_open; /* requests being served (idle: activity) */
+	struct sup_idle {       /* idle.c */
 		int fd;
 		struct watch w;
 		bool armed, sleeping;
 		unsigned sleeps;
-		double last_wake_ms;  /* request arrival to thawed, last wake-up */
+		double last_wake_ms; /* request arrival to thawed, last wake-up */
 	} idle;
 	struct sup_hooks {       /* hooks.c */
-		int result_fd;        /* the creating CLI's pipe until ready/failed */
-		int phase;            /* enum in hooks.c */
-		int deadline_fd;      /* on_destroy time bound */
+		int result_fd;   /* the creating CLI's pipe until ready/failed */
+		int phase;       /* enum in hooks.c */
+		int deadline_fd; /* on_destroy time bound */
 		struct watch w_deadline;
 		const char *end_reason; /* end_sandbox() waiting for on_destroy */
 		bool destroy_done;
-		cJSON *results;       /* per hook: exit code, duration, output tail */
-		struct cmd *step;     /* the step command running */
+		cJSON *results;            /* per hook: exit code, duration, output tail */
+		struct cmd *step;          /* the step command running */
 		struct hutch_err fail_err; /* a failed step, reported after teardown */
 		struct hutch_setup_failure *failure;
-		bool failure_noted;   /* failed, details lost (out of memory) */
+		bool failure_noted; /* failed, details lost (out of memory) */
 	} hooks;
 };
 
@@ -164,9 +164,9 @@ void hutch_sup_unwatch(struct sup *s, int fd);
 cJSON *hutch_sup_status_json(struct sup *s);
 /* Start a command; on failure fills err (a 4xx-worthy message). */
 struct cmd *hutch_cmd_start(struct sup *s, const char *const *argv, const char *const *envp,
-			    const char *cwd, const char *stdin_data, size_t stdin_len,
-			    double timeout, uint64_t max_output, bool streaming,
-			    struct hutch_err *err);
+                            const char *cwd, const char *stdin_data, size_t stdin_len,
+                            double timeout, uint64_t max_output, bool streaming,
+                            struct hutch_err *err);
 /* Free a command whose on_done callback ran. */
 void hutch_cmd_free(struct cmd *c);
 /* sandbox.c: rewrite state.json with this status ("running", "sleeping"). */
@@ -180,11 +180,10 @@ void hutch_cmd_kill(struct cmd *c, int sig, unsigned flags);
  * sent) leaves stdin's write end open and unwatched in c->in_fd for the
  * caller to stream into (stdin_data must then be empty). */
 #define HUTCH_CMD_OPEN_STDIN (1u << 31)
-struct cmd *hutch_cmd_start_flags(struct sup *s, const char *const *argv,
-				  const char *const *envp, const char *cwd,
-				  const char *stdin_data, size_t stdin_len, double timeout,
-				  uint64_t max_output, bool streaming, uint32_t flags,
-				  struct hutch_err *err);
+struct cmd *hutch_cmd_start_flags(struct sup *s, const char *const *argv, const char *const *envp,
+                                  const char *cwd, const char *stdin_data, size_t stdin_len,
+                                  double timeout, uint64_t max_output, bool streaming,
+                                  uint32_t flags, struct hutch_err *err);
 /* api-files.c: an event on a W_FILE_PIPE watch. */
 void hutch_api_files_event(struct watch *w, uint32_t events);
 /* The client of cmd went away: kill the command tree if still running. */

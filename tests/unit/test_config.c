@@ -319,9 +319,11 @@ static void test_lifecycle_options(void **state)
 	assert_int_equal(set1(&c, "on_destroy", "rm x", &err), 0);
 	j = hutch_config_to_json(&c);
 	assert_true(cJSON_GetObjectItemCaseSensitive(j, "setup_script_bytes")->valuedouble == 11);
-	assert_true(cJSON_GetObjectItemCaseSensitive(j, "setup_script_timeout_seconds")->valuedouble ==
-	            5);
-	assert_string_equal(cJSON_GetObjectItemCaseSensitive(j, "on_create")->valuestring, "touch x");
+	assert_true(
+	        cJSON_GetObjectItemCaseSensitive(j, "setup_script_timeout_seconds")->valuedouble ==
+	        5);
+	assert_string_equal(cJSON_GetObjectItemCaseSensitive(j, "on_create")->valuestring,
+	                    "touch x");
 	assert_string_equal(cJSON_GetObjectItemCaseSensitive(j, "on_destroy")->valuestring, "rm x");
 	assert_null(cJSON_GetObjectItemCaseSensitive(j, "setup_script"));
 	cJSON_Delete(j);

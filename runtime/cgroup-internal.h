@@ -118,6 +118,7 @@ bool hutch_cgroup_dir_is_removable(const char *dir);
 
 /* Open an absolute cgroup directory (no symlinks, no magic links). */
 int hutch_cgroup_open_dir(const char *dir);
+int hutch_cgroup_make_dir(const char *dir, int *ret_parent, struct hutch_err *err);
 /* Parse a cgroup.procs text into pids; returns count (at most max). */
 size_t hutch_cgroup_parse_pids(const char *text, pid_t *pids, size_t max);
 /* SIGKILL every process listed in dirfd's cgroup.procs, re-checking membership

@@ -92,36 +92,6 @@ static int write_limits(int fd, const char *dir, unsigned int ctrls, const struc
 }
 
 /* mkdir dir (must not exist) and return an fd on it. */
-static int make_dir(const char *dir, struct hutch_err *err)
-{
-	_cleanup_close_ int pfd = -EBADF;
-	char parent[4096];
-	const char *base = strrchr(dir, '/');
-	int fd;
-
-	if (!base || (size_t)(base - dir) >= sizeof(parent))
-		return hutch_err_set(err, -EINVAL, "bad cgroup path '%s'", dir);
-	memcpy(parent, dir, (size_t)(base - dir));
-	parent[base - dir] = '\0';
-	pfd = hutch_cgroup_open_dir(parent);
-	if (pfd < 0)
-		return hutch_err_set_errno(err, pfd, "open cgroup '%s'", parent);
-	if (mkdirat(pfd, base + 1, 0755) < 0) {
-		if (errno == EEXIST)
-			return hutch_err_set(err, -EEXIST,
-			                     "cgroup '%s' already exists (left over? run hutch gc)",
-			                     dir);
-		return hutch_err_set_errno(err, -errno, "create cgroup '%s'", dir);
-	}
-	fd = openat(pfd, base + 1, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0) {
-		int r = -errno;
-		(void)unlinkat(pfd, base + 1, AT_REMOVEDIR);
-		return hutch_err_set_errno(err, r, "open cgroup '%s'", dir);
-	}
-	return fd;
-}
-
 static int v1_create(struct hutch_cgroup *cg, const struct hutch_limits *lim, struct hutch_err *err)
 {
 	char probe[32];
@@ -134,7 +104,7 @@ static int v1_create(struct hutch_cgroup *cg, const struct hutch_limits *lim, st
 		                     "cpu limit of %llu millis is below the minimum of 10",
 		                     (unsigned long long)lim->cpu_millis);
 	for (; made < cg->n_dirs; made++) {
-		_cleanup_close_ int fd = make_dir(cg->dirs[made], err);
+		_cleanup_close_ int fd = hutch_cgroup_make_dir(cg->dirs[made], NULL, err);
 
 		if (fd < 0) {
 			r = fd;

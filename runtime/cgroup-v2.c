@@ -69,30 +69,17 @@ static int v2_create(struct hutch_cgroup *cg, const struct hutch_limits *lim, st
 	_cleanup_close_ int pfd = -EBADF, fd = -EBADF;
 	const char *dir = cg->dirs[0];
 	const char *base = strrchr(dir, '/');
-	char parent[4096], probe[64];
+	char probe[64];
 	int r;
 
 	if (hutch_cgroup_fmt_cpu_v2(lim->cpu_millis, probe, sizeof(probe)) < 0)
 		return hutch_err_set(err, -EINVAL,
 		                     "cpu limit of %llu millis is below the minimum of 10",
 		                     (unsigned long long)lim->cpu_millis);
-	if (!base || (size_t)(base - dir) >= sizeof(parent))
-		return hutch_err_set(err, -EINVAL, "bad cgroup path '%s'", dir);
-	memcpy(parent, dir, (size_t)(base - dir));
-	parent[base - dir] = '\0';
-	pfd = hutch_cgroup_open_dir(parent);
-	if (pfd < 0)
-		return hutch_err_set_errno(err, pfd, "open cgroup '%s'", parent);
-	if (mkdirat(pfd, base + 1, 0755) < 0) {
-		if (errno == EEXIST)
-			return hutch_err_set(err, -EEXIST,
-			                     "cgroup '%s' already exists (left over? run hutch gc)",
-			                     dir);
-		return hutch_err_set_errno(err, -errno, "create cgroup '%s'", dir);
-	}
-	fd = openat(pfd, base + 1, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	r = fd < 0 ? hutch_err_set_errno(err, -errno, "open cgroup '%s'", dir)
-	           : write_limits(fd, dir, lim, err);
+	fd = hutch_cgroup_make_dir(dir, &pfd, err);
+	if (fd < 0)
+		return fd;
+	r = write_limits(fd, dir, lim, err);
 	if (r < 0)
 		(void)unlinkat(pfd, base + 1, AT_REMOVEDIR);
 	return r;

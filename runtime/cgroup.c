@@ -405,6 +405,40 @@ static int root_fs_type(long *ret, struct hutch_err *err)
 	return 0;
 }
 
+/* Create the cgroup directory dir (its parent must exist); returns an fd of
+ * it, and hands the parent's fd to *ret_parent when asked (for rollback). */
+int hutch_cgroup_make_dir(const char *dir, int *ret_parent, struct hutch_err *err)
+{
+	_cleanup_close_ int pfd = -EBADF;
+	char parent[4096];
+	const char *base = strrchr(dir, '/');
+	int fd;
+
+	if (!base || (size_t)(base - dir) >= sizeof(parent))
+		return hutch_err_set(err, -EINVAL, "bad cgroup path '%s'", dir);
+	memcpy(parent, dir, (size_t)(base - dir));
+	parent[base - dir] = '\0';
+	pfd = hutch_cgroup_open_dir(parent);
+	if (pfd < 0)
+		return hutch_err_set_errno(err, pfd, "open cgroup '%s'", parent);
+	if (mkdirat(pfd, base + 1, 0755) < 0) {
+		if (errno == EEXIST)
+			return hutch_err_set(err, -EEXIST,
+			                     "cgroup '%s' already exists (left over? run hutch gc)",
+			                     dir);
+		return hutch_err_set_errno(err, -errno, "create cgroup '%s'", dir);
+	}
+	fd = openat(pfd, base + 1, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0) {
+		int r = -errno;
+		(void)unlinkat(pfd, base + 1, AT_REMOVEDIR);
+		return hutch_err_set_errno(err, r, "open cgroup '%s'", dir);
+	}
+	if (ret_parent)
+		*ret_parent = TAKE_FD(pfd);
+	return fd;
+}
+
 /* ---- public API ---- */
 
 int hutch_cgroup_new(const char *name, struct hutch_cgroup **ret, struct hutch_err *err)

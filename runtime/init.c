@@ -99,8 +99,10 @@ exec_command(const struct init_state *s, const struct hutch_spawn_req *req, cons
 
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
-	for (int sig = 1; sig < NSIG; sig++)
-		signal(sig, SIG_DFL);
+	/* Handlers do not survive execve, ignored signals do: reset those
+	 * the supervisor ignores (init inherits them), not all 64. */
+	signal(SIGPIPE, SIG_DFL);
+	signal(SIGHUP, SIG_DFL);
 	if (setsid() < 0)
 		_exit(126);
 	for (int i = 0; i < 3; i++) {

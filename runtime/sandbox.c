@@ -311,10 +311,16 @@ static __attribute__((noreturn)) void supervisor_main(struct sup *s, int result_
 			close(devnull);
 	}
 	hutch_log_init(-1, HUTCH_LOG_ERROR, "hutch-supervisor");
+	/* Start from default dispositions: not the CLI's handlers (hutch run
+	 * sets them), nor what its caller ignored (a shell's "cmd &" ignores
+	 * SIGINT and SIGQUIT), which init and so every command would inherit.
+	 * Then ignore only SIGPIPE and SIGHUP; init resets those two per
+	 * command. */
+	for (int sig = 1; sig < NSIG; sig++)
+		if (sig != SIGKILL && sig != SIGSTOP)
+			signal(sig, SIG_DFL);
 	signal(SIGPIPE, SIG_IGN);
 	signal(SIGHUP, SIG_IGN);
-	signal(SIGINT, SIG_DFL); /* not the CLI's handlers (hutch run sets them) */
-	signal(SIGTERM, SIG_DFL);
 	r = hutch_sup_setup(s, &err);
 	if (r >= 0)
 		r = hutch_api_start(s, &err);

@@ -244,9 +244,14 @@ static void maybe_done(struct cmd *c)
 	c->duration = hutch_now_mono_sec() - c->started;
 	if (WIFSIGNALED(c->status) && WTERMSIG(c->status) == SIGKILL && c->sup->cg &&
 	    !c->timed_out) {
+		/* Every OOM victim dies of SIGKILL: the first such death to see
+		 * the cgroup's counter move claims the kill. Read here, not at
+		 * each spawn, to keep file reads off the exec path. */
 		uint64_t now = 0;
-		if (hutch_cgroup_oom_kills(c->sup->cg, &now) == 0 && now > c->oom_before)
+		if (hutch_cgroup_oom_kills(c->sup->cg, &now) == 0 && now > c->sup->oom_seen) {
 			c->oom_killed = true;
+			c->sup->oom_seen = now;
+		}
 	}
 	if (c->streaming) {
 		if (c->ncarry_out)
@@ -454,8 +459,6 @@ struct cmd *hutch_cmd_start_flags(struct sup *s, const char *const *argv, const 
 		r = hutch_err_set_errno(err, -errno, "arm timeout");
 		goto fail;
 	}
-	if (s->cg)
-		(void)hutch_cgroup_oom_kills(s->cg, &c->oom_before);
 	{
 		int fds[3] = { in[0], out[1], errp[1] };
 		r = hutch_proto_send(s->init_sock, HUTCH_MSG_SPAWN, c->id, body, (size_t)len, fds,

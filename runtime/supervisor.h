@@ -93,7 +93,6 @@ struct cmd {
 	double started, duration;
 	double timeout;
 	uint64_t max_output;
-	uint64_t oom_before;
 	int status; /* wait status */
 	bool exited, timed_out, oom_killed, killed_by_client;
 	bool keep_tail; /* hooks: keep the last bytes of stdout, not the first */
@@ -123,6 +122,7 @@ struct sup {
 	struct hutch_cgroup *cg;
 	struct sock_fprog seccomp;
 	struct cmd *cmds;
+	uint64_t oom_seen;         /* the cgroup's OOM-kill count already reported */
 	struct cmd *graveyard;     /* retired commands, freed after the event batch */
 	struct hutch_procs *procs; /* background processes (procs.c), lazily */
 	uint64_t next_cmd_id;

@@ -394,3 +394,20 @@ def test_background_child_does_not_hold_the_answer(sandbox):
     events = sse_events(sandbox.sock, {"cmd": "sleep 1001 & echo s-done"}, timeout=10)
     assert events[-1][0] == "exit" and events[-1][1]["exit_code"] == 0
     assert sandbox.count("sleep") == 2
+
+
+def test_commands_do_not_inherit_ignored_signals(hutch):
+    """A caller that ignores signals (a shell's `cmd &` ignores SIGINT and
+    SIGQUIT) must not pass that on to the sandbox's commands."""
+    import signal as _signal
+    import subprocess as _sp
+
+    def ignore():
+        for sig in (_signal.SIGINT, _signal.SIGQUIT, _signal.SIGUSR1):
+            _signal.signal(sig, _signal.SIG_IGN)
+
+    from conftest import HUTCH
+    r = _sp.run([HUTCH, "run", "--", "grep", "^SigIgn", "/proc/self/status"], env=hutch.env,
+                stdin=_sp.DEVNULL, capture_output=True, timeout=60, preexec_fn=ignore)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == [b"SigIgn:", b"0000000000000000"], r.stdout

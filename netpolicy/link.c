@@ -10,6 +10,7 @@
 #include <netlink/netlink.h>
 #include <netlink/route/link.h>
 
+#include "hostnet.h"
 #include "netpolicy.h"
 
 /* libnl returns -NLE_* codes, not errno: map the ones we can meet. */
@@ -28,12 +29,15 @@ static int nl_to_errno(int nlerr)
 	}
 }
 
-int hutch_net_setup_child(const struct hutch_net_policy *p, struct hutch_err *err)
+int hutch_net_setup_child(const struct hutch_net_policy *p, const struct hutch_net_child *c,
+                          struct hutch_err *err)
 {
 	struct nl_sock *sk = NULL;
 	struct rtnl_link *lo = NULL, *change = NULL;
 	int r;
 
+	(void)p;
+	(void)c;
 	sk = nl_socket_alloc();
 	if (!sk)
 		return hutch_err_set(err, -ENOMEM, "allocate netlink socket");

@@ -43,7 +43,5 @@ const char *hutch_net_mode_name(enum hutch_net_mode mode);
 /* True if this build can enforce the mode. */
 bool hutch_net_mode_is_implemented(enum hutch_net_mode mode);
 
-/* Child side, in the new network namespace: bring loopback up. */
-int hutch_net_setup_child(const struct hutch_net_policy *p, struct hutch_err *err);
 
 #endif

@@ -421,7 +421,7 @@ void hutch_init_main(const struct hutch_init_params *p)
 		hutch_err_set_errno(&err, -errno, "set hostname '%s'", p->hostname);
 		fail(p->sock, &err);
 	}
-	if (hutch_net_setup_child(p->net, &err) < 0) {
+	if (hutch_net_setup_child(p->net, p->net_child, &err) < 0) {
 		hutch_err_prefix(&err, "network");
 		fail(p->sock, &err);
 	}

@@ -10,6 +10,7 @@
 #include <linux/filter.h>
 #include <sys/types.h>
 
+#include "hostnet.h"
 #include "netpolicy.h"
 #include "rootfs.h"
 
@@ -22,6 +23,7 @@ struct hutch_init_params {
 	const char *hostname;
 	struct hutch_rootfs_config rootfs;
 	const struct hutch_net_policy *net;
+	const struct hutch_net_child *net_child; /* addresses, host ports */
 	const struct sock_fprog *seccomp; /* built by the supervisor before clone */
 };
 

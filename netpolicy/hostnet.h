@@ -1,0 +1,115 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Network wiring for the modes that reach beyond the sandbox.
+ *
+ * Host side (mode all): one veth pair per sandbox, host end "hutch<slot>"
+ * with the gateway address of the sandbox's /30 from a private pool, the
+ * peer created directly as "eth0" in the sandbox's network namespace; one
+ * static nftables table "inet hutch" (NAT, and no path to the host, other
+ * sandboxes, link-local/metadata, private ranges or IPv6); IPv4 forwarding.
+ * The link name is derived from the uid slot, whose lock file exists before
+ * the link is made: that is the record gc works from. The table and the
+ * forwarding switch are shared by every sandbox: the last one out (or gc)
+ * removes the table and restores forwarding if hutch turned it on.
+ *
+ * Child side (init, in the new namespaces): configures the namespace for
+ * the mode, and creates the listening sockets the supervisor serves from
+ * inside the sandbox (DNS stub, TLS proxy, host ports), which init passes to
+ * the supervisor with SCM_RIGHTS before dropping privileges.
+ */
+#ifndef HUTCH_HOSTNET_H
+#define HUTCH_HOSTNET_H
+
+#include <net/if.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "error.h"
+#include "netpolicy.h"
+
+#define HUTCH_NET_POOL_DEFAULT  "10.200.0.0/16"
+#define HUTCH_NET_STATE_DIR     "/run/hutch-net"
+#define HUTCH_NET_LINK_PREFIX   "hutch"
+/* host.hutch.internal inside every sandbox with a network: an address on
+ * the sandbox's loopback where the supervisor accepts --host-port
+ * connections and relays them to 127.0.0.1:PORT on the host. */
+#define HUTCH_NET_HOST_INTERNAL "169.254.100.1"
+#define HUTCH_NET_HOST_PORTS_MAX 16
+#define HUTCH_NET_LISTENERS_MAX  64
+
+struct hutch_net_pool {
+	uint32_t net; /* network byte order */
+	uint8_t prefix;
+};
+
+/* The addresses of one sandbox (mode all). */
+struct hutch_net_addrs {
+	uint32_t gateway, sandbox; /* network byte order; prefix is 30 */
+	char host_if[IFNAMSIZ];    /* "hutch<slot>" */
+};
+
+/* "A.B.C.D/N", N between 8 and 28, host bits zero. Error names the fix. */
+int hutch_net_pool_parse(const char *cidr, struct hutch_net_pool *ret, struct hutch_err *err);
+/* The /30 of a slot: gateway = base + 1, sandbox = base + 2. Error if the
+ * pool has no room for that slot. */
+int hutch_net_pool_addrs(const struct hutch_net_pool *pool, unsigned slot,
+                         struct hutch_net_addrs *ret, struct hutch_err *err);
+/* Fails if a host route (main table, not on a hutch link) overlaps the
+ * pool, naming the route and the fix (HUTCH_NET_POOL=CIDR). */
+int hutch_net_pool_check_clash(const struct hutch_net_pool *pool, struct hutch_err *err);
+
+/* Host side for one sandbox in mode all: ensure the nftables table, turn
+ * IPv4 forwarding on (recording that hutch did it), create the veth pair
+ * with the peer "eth0" in the network namespace of init_pid, give the host
+ * end the gateway address and bring it up. Safe against a concurrent
+ * hutch_net_host_detach()/gc of the last other sandbox (flock on
+ * HUTCH_NET_STATE_DIR/lock). On failure removes what it made. */
+int hutch_net_host_attach(const struct hutch_net_addrs *a, pid_t init_pid,
+                          struct hutch_err *err);
+/* Remove the sandbox's host link (idempotent: a missing link is success),
+ * then, if no hutch link remains, the table and the forwarding switch. */
+int hutch_net_host_detach(const struct hutch_net_addrs *a, struct hutch_err *err);
+/* gc: delete every hutch<slot> link whose slot is not alive, then as in
+ * detach. slot_alive(slot) must be true while a supervisor holds the slot. */
+int hutch_net_host_gc(bool (*slot_alive)(unsigned slot, void *ud), void *ud,
+                      struct hutch_err *err);
+
+/* ---- child side (init, before the root is built) ---- */
+
+/* What the namespace gets, computed by the supervisor before clone(). */
+struct hutch_net_child {
+	uint32_t addr, gateway; /* mode all: eth0 address/30 and default route */
+	size_t nhost_ports;
+	uint16_t host_ports[HUTCH_NET_HOST_PORTS_MAX];
+};
+
+/* Every mode: loopback up. all: eth0 (already moved in) up with addr/30,
+ * default route via gateway, HUTCH_NET_HOST_INTERNAL/32 on lo, IPv6 off.
+ * allow: HUTCH_NET_HOST_INTERNAL/32 on lo and a local route for 0.0.0.0/0 on
+ * lo (every IPv4 destination is local, so a connection to any address
+ * reaches the proxy's listeners, or is refused at once), IPv6 off. */
+int hutch_net_setup_child(const struct hutch_net_policy *p, const struct hutch_net_child *c,
+                          struct hutch_err *err);
+
+enum hutch_net_listener_kind {
+	HUTCH_NET_L_DNS = 1, /* UDP: the DNS stub */
+	HUTCH_NET_L_PROXY,   /* TCP: the TLS proxy (allow) */
+	HUTCH_NET_L_HOSTPORT /* TCP: relay to 127.0.0.1:port on the host */
+};
+
+struct hutch_net_listener {
+	int fd; /* non-blocking, close-on-exec */
+	enum hutch_net_listener_kind kind;
+	uint16_t port;
+};
+
+/* Create the listeners of the mode (none: none). all: DNS on 127.0.0.1:53,
+ * host ports on HUTCH_NET_HOST_INTERNAL. allow: DNS on 0.0.0.0:53, proxy
+ * on 0.0.0.0:443 and on every other port of the list, host ports on
+ * HUTCH_NET_HOST_INTERNAL. Returns the count (<= max) or a negative errno
+ * with err set; on failure nothing stays open. */
+int hutch_net_child_listeners(const struct hutch_net_policy *p, const struct hutch_net_child *c,
+                              struct hutch_net_listener *ls, size_t max, struct hutch_err *err);
+
+#endif

@@ -37,8 +37,7 @@ const char *hutch_net_mode_name(enum hutch_net_mode mode)
 
 bool hutch_net_mode_is_implemented(enum hutch_net_mode mode)
 {
-	/* all and allow(hosts) land with the network policy issue. */
-	return mode == HUTCH_NET_NONE;
+	return mode == HUTCH_NET_NONE || mode == HUTCH_NET_ALL || mode == HUTCH_NET_ALLOW;
 }
 
 static bool is_dns_name(const char *s)

@@ -4,6 +4,7 @@
  * instance table of the platform behind the cloud sandbox (DESIGN §5). The
  * pids limit is ours: 1024 per vCPU, at least 256.
  */
+#include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
@@ -111,6 +112,61 @@ static int set_seconds(const char *key, const char *value, uint64_t min, uint64_
 	return 0;
 }
 
+static int add_host_port(struct hutch_config *c, const char *value, struct hutch_err *err)
+{
+	uint64_t port;
+
+	if (hutch_parse_u64(value, 1, 65535, &port) < 0)
+		return hutch_err_set(err, -EINVAL,
+		                     "invalid host port '%.40s': give a TCP port number from 1 to "
+		                     "65535, e.g. --host-port 8080",
+		                     value);
+	for (size_t i = 0; i < c->nhost_ports; i++)
+		if (c->host_ports[i] == port)
+			return 0;
+	if (c->nhost_ports >= HUTCH_NET_HOST_PORTS_MAX)
+		return hutch_err_set(err, -E2BIG, "too many host ports: at most %d",
+		                     HUTCH_NET_HOST_PORTS_MAX);
+	c->host_ports[c->nhost_ports++] = (uint16_t)port;
+	return 0;
+}
+
+/* "IP" or "IP:PORT", IPv4: the supervisor's upstream DNS server. */
+int hutch_config_parse_resolver(const char *value, struct sockaddr_in *ret)
+{
+	char ip[INET_ADDRSTRLEN];
+	const char *colon = strchr(value, ':');
+	size_t iplen = colon ? (size_t)(colon - value) : strlen(value);
+	uint64_t port = 53;
+
+	if (iplen == 0 || iplen >= sizeof(ip))
+		return -EINVAL;
+	memcpy(ip, value, iplen);
+	ip[iplen] = '\0';
+	memset(ret, 0, sizeof(*ret));
+	ret->sin_family = AF_INET;
+	if (inet_pton(AF_INET, ip, &ret->sin_addr) != 1)
+		return -EINVAL;
+	if (colon && hutch_parse_u64(colon + 1, 1, 65535, &port) < 0)
+		return -EINVAL;
+	ret->sin_port = htons((uint16_t)port);
+	return 0;
+}
+
+static int set_resolver(struct hutch_config *c, const char *value, struct hutch_err *err)
+{
+	struct sockaddr_in sa;
+
+	if (strlen(value) >= sizeof(c->resolver) || hutch_config_parse_resolver(value, &sa) < 0)
+		return hutch_err_set(err, -EINVAL,
+		                     "invalid resolver '%.64s' (HUTCH_RESOLVER): give an IPv4 "
+		                     "address with an optional port, e.g. 192.0.2.53 or "
+		                     "192.0.2.53:5353",
+		                     value);
+	snprintf(c->resolver, sizeof(c->resolver), "%s", value);
+	return 0;
+}
+
 int hutch_config_set(struct hutch_config *c, const char *key, const char *value,
                      struct hutch_err *err)
 {
@@ -154,6 +210,22 @@ int hutch_config_set(struct hutch_config *c, const char *key, const char *value,
 		snprintf(c->region, sizeof(c->region), "%s", value);
 		return 0;
 	}
+	if (!strcmp(key, "host_port"))
+		return add_host_port(c, value, err);
+	if (!strcmp(key, "resolver"))
+		return set_resolver(c, value, err);
+	if (!strcmp(key, "net_pool")) {
+		struct hutch_net_pool pool;
+		if (strlen(value) >= sizeof(c->net_pool))
+			return hutch_err_set(err, -EINVAL,
+			                     "invalid address pool '%.40s...' (HUTCH_NET_POOL): write "
+			                     "it as A.B.C.D/N, e.g. %s",
+			                     value, HUTCH_NET_POOL_DEFAULT);
+		if (hutch_net_pool_parse(value, &pool, err) < 0)
+			return err->code;
+		snprintf(c->net_pool, sizeof(c->net_pool), "%s", value);
+		return 0;
+	}
 	if (!strcmp(key, "network")) {
 		struct hutch_net_policy p;
 		if (strlen(value) >= sizeof(c->network_spec))
@@ -181,6 +253,23 @@ int hutch_config_validate(const struct hutch_config *c, struct hutch_err *err)
 		                     "network %s is not implemented yet in this version of hutch; "
 		                     "use --network none",
 		                     hutch_net_mode_name(c->net.mode));
+	if (c->nhost_ports > 0 && c->net.mode == HUTCH_NET_NONE)
+		return hutch_err_set(err, -EINVAL,
+		                     "--host-port needs a network: with network none nothing "
+		                     "leaves the sandbox; use --network all or --network allow:HOST");
+	for (size_t i = 0; c->net.mode == HUTCH_NET_ALLOW && i < c->nhost_ports; i++) {
+		unsigned port = c->host_ports[i];
+		bool clash = port == 53 || port == 443;
+		for (size_t h = 0; h < c->net.nhosts; h++)
+			clash = clash || c->net.hosts[h].port == port;
+		if (clash)
+			return hutch_err_set(err, -EINVAL,
+			                     "--host-port %u clashes with the allow list: ports 53, "
+			                     "443 and the listed ports are served by the sandbox's "
+			                     "DNS stub and TLS proxy; run the host service on "
+			                     "another port",
+			                     port);
+	}
 	return 0;
 }
 
@@ -195,6 +284,11 @@ cJSON *hutch_config_to_json(const struct hutch_config *c)
 	cJSON_AddNumberToObject(o, "idle_timeout_seconds", (double)c->idle_timeout_seconds);
 	cJSON_AddStringToObject(o, "region", c->region);
 	cJSON_AddStringToObject(o, "network", c->network_spec);
+	{
+		cJSON *ports = cJSON_AddArrayToObject(o, "host_ports");
+		for (size_t i = 0; ports && i < c->nhost_ports; i++)
+			cJSON_AddItemToArray(ports, cJSON_CreateNumber(c->host_ports[i]));
+	}
 	cJSON_AddNumberToObject(o, "max_output_bytes", (double)c->max_output_bytes);
 	/* The script itself may be long: its size only. */
 	cJSON_AddNumberToObject(o, "setup_script_bytes",

@@ -9,10 +9,12 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <netinet/in.h>
 
 #include <cjson/cJSON.h>
 
 #include "error.h"
+#include "hostnet.h"
 #include "netpolicy.h"
 
 #define HUTCH_DEFAULT_INSTANCE_TYPE "medium"
@@ -48,6 +50,15 @@ struct hutch_config {
 	char region[HUTCH_REGION_MAX + 1];
 	char network_spec[4096];
 	struct hutch_net_policy net;
+	/* --host-port: TCP ports of the host's loopback the sandbox may reach
+	 * as host.hutch.internal (all, allow). */
+	size_t nhost_ports;
+	uint16_t host_ports[HUTCH_NET_HOST_PORTS_MAX];
+	/* The upstream DNS server of the supervisor (HUTCH_RESOLVER), "" =
+	 * the first IPv4 nameserver of the host's /etc/resolv.conf. */
+	char resolver[64];
+	/* The address pool of mode all (HUTCH_NET_POOL), "" = the default. */
+	char net_pool[32];
 	uint64_t max_output_bytes;
 	/* Lifecycle (hooks.c): malloc'ed, NULL when unset. */
 	char *setup_script; /* shell script text, run once before create returns */
@@ -62,11 +73,14 @@ void hutch_config_done(struct hutch_config *c);
 /* Set one option from its CLI / API name and string value:
  * instance_type, ttl_seconds, idle_timeout_seconds, region, network,
  * max_output_bytes, setup_script (the script text),
- * setup_script_timeout_seconds, on_create, on_destroy. */
+ * setup_script_timeout_seconds, on_create, on_destroy, host_port (adds one
+ * port per call), resolver ("IP" or "IP:PORT"), net_pool ("A.B.C.D/N"). */
 int hutch_config_set(struct hutch_config *c, const char *key, const char *value,
                      struct hutch_err *err);
 /* Cross-option rules (region rule, implemented network modes). */
 int hutch_config_validate(const struct hutch_config *c, struct hutch_err *err);
+/* "IP" or "IP:PORT" (IPv4, port 53 by default); -EINVAL if invalid. */
+int hutch_config_parse_resolver(const char *value, struct sockaddr_in *ret);
 /* Options as JSON (for state.json, /status, create --json). */
 cJSON *hutch_config_to_json(const struct hutch_config *c);
 

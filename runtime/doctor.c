@@ -138,9 +138,8 @@ static void check_nftables(struct check *c)
 	if (fd >= 0)
 		close(fd);
 	snprintf(c->detail, sizeof(c->detail), "%s",
-	         c->ok ? "nftables netlink available (for network all/allow, later)"
-	               : "nfnetlink unavailable: modprobe nf_tables (only network all/allow need "
-	                 "it)");
+	         c->ok ? "nftables netlink available (network all uses the table inet hutch)"
+	               : "nfnetlink unavailable: modprobe nf_tables (only network all needs it)");
 }
 
 static void check_python(struct check *c)

@@ -394,6 +394,30 @@ static int wait_go(int sock)
 	return hdr.type == HUTCH_MSG_GO ? 0 : -EPROTO;
 }
 
+/* The listeners of the DNS stub, TLS proxy and host ports live in our
+ * network namespace but are served by the supervisor on the host. */
+static int send_listeners(const struct hutch_init_params *p, struct hutch_err *err)
+{
+	struct hutch_net_listener ls[HUTCH_NET_LISTENERS_MAX];
+	struct hutch_msg_net_fd body[HUTCH_NET_LISTENERS_MAX];
+	int fds[HUTCH_NET_LISTENERS_MAX];
+	int n, r;
+
+	_Static_assert(HUTCH_NET_LISTENERS_MAX <= HUTCH_PROTO_FDS_MAX, "one message");
+	n = hutch_net_child_listeners(p->net, p->net_child, ls, ELEMENTSOF(ls), err);
+	if (n <= 0)
+		return n;
+	for (int i = 0; i < n; i++) {
+		body[i] = (struct hutch_msg_net_fd){ .kind = ls[i].kind, .port = ls[i].port };
+		fds[i] = ls[i].fd;
+	}
+	r = hutch_proto_send(p->sock, HUTCH_MSG_NET_FDS, 0, body, (size_t)n * sizeof(body[0]), fds,
+	                     (size_t)n);
+	for (int i = 0; i < n; i++)
+		close(fds[i]);
+	return r < 0 ? hutch_err_set_errno(err, r, "pass the listeners to the supervisor") : 0;
+}
+
 void hutch_init_main(const struct hutch_init_params *p)
 {
 	struct init_state s = { .sock = p->sock, .seccomp = p->seccomp };
@@ -422,6 +446,10 @@ void hutch_init_main(const struct hutch_init_params *p)
 		fail(p->sock, &err);
 	}
 	if (hutch_net_setup_child(p->net, p->net_child, &err) < 0) {
+		hutch_err_prefix(&err, "network");
+		fail(p->sock, &err);
+	}
+	if (send_listeners(p, &err) < 0) {
 		hutch_err_prefix(&err, "network");
 		fail(p->sock, &err);
 	}

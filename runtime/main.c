@@ -62,7 +62,9 @@ static const char *const main_usage =
         "run/exec; 64 usage error, 65 no such sandbox, 66 sandbox expired or deleted, 69 host\n"
         "not capable (not root, missing kernel feature), 70 other failure, 71 setup script or\n"
         "on_create hook failed, 124 timeout.\n"
-        "State lives in $HUTCH_RUNTIME_DIR (default /run/hutch).\n";
+        "State lives in $HUTCH_RUNTIME_DIR (default /run/hutch). Network: HUTCH_RESOLVER=IP[:PORT]\n"
+        "is the DNS server the sandboxes' DNS stub asks (default: the host's first IPv4\n"
+        "nameserver); HUTCH_NET_POOL=CIDR the addresses of --network all (default " HUTCH_NET_POOL_DEFAULT ").\n";
 
 static const char *const create_options =
         "sandbox options:\n"
@@ -77,7 +79,11 @@ static const char *const create_options =
         "  --on-destroy CMD    shell command run at rm / DELETE and at TTL expiry, before the\n"
         "                      processes are killed (at most 30 s)\n"
         "  --region R          default nl-north-1; other regions allow only --network all\n"
-        "  --network N         none (default); all and allow:HOST,... are not implemented yet\n"
+        "  --network N         none (default: no network), all (any address beyond this\n"
+        "                      machine), or allow:HOST[,HOST...] (only TLS to the listed\n"
+        "                      names/IPs; HOST is name, name:port, ip or ip:port)\n"
+        "  --host-port PORT    let the sandbox reach 127.0.0.1:PORT on the host as\n"
+        "                      host.hutch.internal:PORT (TCP; repeatable; all or allow)\n"
         "  --max-output B      bytes of stdout/stderr kept per command (default 4194304)\n";
 
 static const char *const exec_options =
@@ -93,6 +99,7 @@ enum {
 	OPT_IDLE,
 	OPT_REGION,
 	OPT_NETWORK,
+	OPT_HOST_PORT,
 	OPT_MAX_OUTPUT,
 	OPT_SETUP_SCRIPT,
 	OPT_SETUP_TIMEOUT,
@@ -128,6 +135,7 @@ static int config_opt(struct hutch_config *cfg, int opt, const char *arg)
 		{ OPT_IDLE, "idle_timeout_seconds" },
 		{ OPT_REGION, "region" },
 		{ OPT_NETWORK, "network" },
+		{ OPT_HOST_PORT, "host_port" },
 		{ OPT_MAX_OUTPUT, "max_output_bytes" },
 		{ OPT_SETUP_TIMEOUT, "setup_script_timeout_seconds" },
 		{ OPT_ON_CREATE, "on_create" },
@@ -208,6 +216,7 @@ static const struct option create_longopts[] = {
 	{ "idle-timeout", required_argument, NULL, OPT_IDLE },
 	{ "region", required_argument, NULL, OPT_REGION },
 	{ "network", required_argument, NULL, OPT_NETWORK },
+	{ "host-port", required_argument, NULL, OPT_HOST_PORT },
 	{ "max-output", required_argument, NULL, OPT_MAX_OUTPUT },
 	{ "setup-script", required_argument, NULL, OPT_SETUP_SCRIPT },
 	{ "setup-timeout", required_argument, NULL, OPT_SETUP_TIMEOUT },
@@ -453,6 +462,24 @@ static int parse_common(int argc, char **argv, const char *usage, struct hutch_c
 	return 0;
 }
 
+/* Host-wide network settings come from the environment (tests point the
+ * resolver at their own DNS server this way). */
+static int config_from_env(struct hutch_config *cfg)
+{
+	static const struct {
+		const char *var, *key;
+	} vars[] = { { "HUTCH_RESOLVER", "resolver" }, { "HUTCH_NET_POOL", "net_pool" } };
+	struct hutch_err err = { 0 };
+
+	for (size_t i = 0; i < ELEMENTSOF(vars); i++) {
+		const char *v = getenv(vars[i].var);
+		if (v && *v && hutch_config_set(cfg, vars[i].key, v, &err) < 0)
+			return hutch_cli_fail(HUTCH_EXIT_USAGE, "%s=%s: %s", vars[i].var, v,
+			                      err.msg);
+	}
+	return 0;
+}
+
 static int create_sandbox(struct hutch_config *cfg, struct hutch_created *c)
 {
 	struct hutch_setup_failure setup = { 0 };
@@ -464,6 +491,9 @@ static int create_sandbox(struct hutch_config *cfg, struct hutch_created *c)
 		        HUTCH_EXIT_NOT_CAPABLE,
 		        "creating a sandbox needs root for now: run 'sudo hutch ...' (a service "
 		        "for non-root users comes later)");
+	r = config_from_env(cfg);
+	if (r)
+		return r;
 	r = hutch_config_validate(cfg, &err);
 	if (r < 0)
 		return hutch_cli_fail(HUTCH_EXIT_USAGE, "%s", err.msg);
@@ -848,14 +878,18 @@ static int cmd_gc(int argc, char **argv)
 	int r;
 
 	r = parse_common(argc, argv,
-	                 "usage: hutch gc [--json]\n\nRemove the cgroups and state that dead "
-	                 "sandboxes left behind (also run by every create).\n",
+	                 "usage: hutch gc [--json]\n\nRemove the cgroups, state, host links and "
+	                 "nftables rules that dead sandboxes left behind (also run by every "
+	                 "create).\n",
 	                 NULL, NULL, &json, NULL, NULL);
 	if (r)
 		return r;
 	r = hutch_state_gc(hutch_runtime_dir(), &err);
 	if (r < 0)
 		return hutch_cli_fail(HUTCH_EXIT_FAILURE, "gc: %s", err.msg);
+	if (hutch_sandbox_net_gc(&err) < 0)
+		return hutch_cli_fail(HUTCH_EXIT_FAILURE, "gc of the host network state: %s",
+		                      err.msg);
 	if (json)
 		printf("{\"removed\": %d}\n", r);
 	else

@@ -85,13 +85,13 @@ int hutch_proto_send(int sock, uint32_t type, uint64_t id, const void *body, siz
 		{ .iov_base = (void *)body, .iov_len = len },
 	};
 	union {
-		char buf[CMSG_SPACE(sizeof(int) * 4)];
+		char buf[CMSG_SPACE(sizeof(int) * HUTCH_PROTO_FDS_MAX)];
 		struct cmsghdr align;
 	} u;
 	struct msghdr msg = { .msg_iov = iov, .msg_iovlen = len ? 2 : 1 };
 	ssize_t n;
 
-	if (nfds > 4)
+	if (nfds > HUTCH_PROTO_FDS_MAX)
 		return -EINVAL;
 	if (nfds > 0) {
 		struct cmsghdr *c;
@@ -120,7 +120,7 @@ ssize_t hutch_proto_recv(int sock, struct hutch_msg_hdr *hdr, void *buf, size_t 
 		{ .iov_base = buf, .iov_len = cap },
 	};
 	union {
-		char buf[CMSG_SPACE(sizeof(int) * 8)];
+		char buf[CMSG_SPACE(sizeof(int) * HUTCH_PROTO_FDS_MAX)];
 		struct cmsghdr align;
 	} u;
 	struct msghdr msg = { .msg_iov = iov,

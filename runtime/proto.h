@@ -2,7 +2,9 @@
 /*
  * The supervisor <-> init protocol over a SOCK_SEQPACKET socketpair. One
  * datagram is one message: a fixed header and a bounded body. File
- * descriptors travel with SCM_RIGHTS, only from supervisor to init. The
+ * descriptors travel with SCM_RIGHTS from supervisor to init, and from init
+ * to the supervisor once, during setup: the network listeners that init
+ * makes inside the sandbox's network namespace (HUTCH_MSG_NET_FDS). The
  * supervisor parses init's messages as hostile input: fixed sizes, checked
  * types, unknown ids ignored, any fd received closed.
  */
@@ -18,6 +20,7 @@
 #define HUTCH_PROTO_MAX      (1u << 20) /* largest message, header included */
 #define HUTCH_SPAWN_MAX_ARGS 4096
 #define HUTCH_SPAWN_MAX_ENV  1024
+#define HUTCH_PROTO_FDS_MAX  64 /* fds in one message */
 
 enum hutch_msg_type {
 	/* supervisor -> init */
@@ -29,6 +32,7 @@ enum hutch_msg_type {
 	HUTCH_MSG_FAILED,      /* body: struct hutch_err; setup failed */
 	HUTCH_MSG_SPAWNED,     /* body: spawned */
 	HUTCH_MSG_EXITED,      /* body: exited */
+	HUTCH_MSG_NET_FDS,     /* setup only, before READY: body: net_fd[n]; fds */
 };
 
 struct hutch_msg_hdr {
@@ -62,6 +66,12 @@ struct hutch_msg_kill {
 struct hutch_msg_spawned {
 	int32_t pid;   /* pid inside the sandbox, or 0 */
 	int32_t error; /* 0, or negative errno if fork failed */
+};
+
+/* One network listener (hostnet.h: enum hutch_net_listener_kind). */
+struct hutch_msg_net_fd {
+	uint32_t kind;
+	uint32_t port;
 };
 
 struct hutch_msg_exited {

@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "cleanup.h"
+#include "egress.h"
 #include "fdutil.h"
 #include "init.h"
 #include "log.h"
@@ -105,8 +106,17 @@ static __attribute__((noreturn)) void init_child(struct sup *s, int sock)
 	p.rootfs.disk_bytes = s->cfg->type->disk_bytes;
 	p.rootfs.app_uid = HUTCH_APP_UID;
 	p.rootfs.app_gid = HUTCH_APP_GID;
-	p.rootfs.resolv_conf = "# hutch: network none, no DNS\n";
-	p.rootfs.extra_hosts = NULL;
+	p.net_child = &s->net.child;
+	if (s->cfg->net.mode == HUTCH_NET_NONE) {
+		p.rootfs.resolv_conf = "# hutch: network none, no DNS\n";
+		p.rootfs.extra_hosts = NULL;
+	} else {
+		/* The DNS stub: the supervisor, through a listener in our netns. */
+		p.rootfs.resolv_conf = "# hutch: the sandbox's DNS stub\n"
+		                       "nameserver 127.0.0.1\n"
+		                       "options timeout:2 attempts:2\n";
+		p.rootfs.extra_hosts = HUTCH_NET_HOST_INTERNAL "\thost.hutch.internal\n";
+	}
 	hutch_init_main(&p);
 }
 
@@ -145,21 +155,65 @@ static int spawn_init(struct sup *s, struct hutch_err *err)
 	return 0;
 }
 
+/* init's listeners (hostile input: the count, kinds and fds must agree). */
+static int take_listeners(struct sup *s, const struct hutch_msg_net_fd *body, size_t len,
+                          const int *fds, size_t nfds, struct hutch_err *err)
+{
+	size_t n = len / sizeof(body[0]);
+	bool ok = len % sizeof(body[0]) == 0 && n == nfds && s->net.nlisteners == 0 &&
+	          s->cfg->net.mode != HUTCH_NET_NONE;
+
+	for (size_t i = 0; ok && i < n; i++)
+		ok = (body[i].kind == HUTCH_NET_L_DNS || body[i].kind == HUTCH_NET_L_PROXY ||
+		      body[i].kind == HUTCH_NET_L_HOSTPORT) &&
+		     body[i].port > 0 && body[i].port <= 65535;
+	if (!ok) {
+		for (size_t i = 0; i < nfds; i++)
+			close(fds[i]);
+		return hutch_err_set(err, -EPROTO, "sandbox init sent bad network listeners");
+	}
+	for (size_t i = 0; i < n; i++)
+		s->net.listeners[i] = (struct hutch_net_listener){
+			.fd = fds[i],
+			.kind = (enum hutch_net_listener_kind)body[i].kind,
+			.port = (uint16_t)body[i].port,
+		};
+	s->net.nlisteners = n;
+	return 0;
+}
+
 static int wait_ready(struct sup *s, struct hutch_err *err)
 {
 	struct pollfd pfd = { .fd = s->init_sock, .events = POLLIN };
 	struct hutch_msg_hdr hdr;
+	union {
+		struct hutch_err child_err;
+		struct hutch_msg_net_fd net[HUTCH_NET_LISTENERS_MAX];
+	} u;
 	struct hutch_err child_err;
+	int fds[HUTCH_NET_LISTENERS_MAX];
+	size_t nfds;
 	ssize_t n;
 	int r;
 
+again:
 	r = poll(&pfd, 1, INIT_READY_TIMEOUT_MS);
 	if (r <= 0)
 		return hutch_err_set(err, -ETIMEDOUT, "sandbox init did not get ready in %d s",
 		                     INIT_READY_TIMEOUT_MS / 1000);
-	n = hutch_proto_recv(s->init_sock, &hdr, &child_err, sizeof(child_err), NULL, NULL);
+	nfds = ELEMENTSOF(fds);
+	n = hutch_proto_recv(s->init_sock, &hdr, &u, sizeof(u), fds, &nfds);
 	if (n < 0)
 		return hutch_err_set_errno(err, (int)n, "read from sandbox init");
+	if (hdr.type == HUTCH_MSG_NET_FDS) {
+		r = take_listeners(s, u.net, (size_t)n, fds, nfds, err);
+		if (r < 0)
+			return r;
+		goto again;
+	}
+	for (size_t i = 0; i < nfds; i++)
+		close(fds[i]);
+	memcpy(&child_err, &u.child_err, sizeof(child_err));
 	if (hdr.type == HUTCH_MSG_READY && n == 0)
 		return 0;
 	if (hdr.type == HUTCH_MSG_FAILED && (size_t)n == sizeof(child_err)) {
@@ -168,6 +222,40 @@ static int wait_ready(struct sup *s, struct hutch_err *err)
 		                     "sandbox setup: %s", child_err.msg);
 	}
 	return hutch_err_set(err, -EPROTO, "sandbox init exited during setup");
+}
+
+/* Before clone(): the addresses, host ports and upstream resolver. */
+static int net_prepare(struct sup *s, struct hutch_err *err)
+{
+	const struct hutch_config *c = s->cfg;
+	struct hutch_net_pool pool;
+	int r;
+
+	if (c->net.mode == HUTCH_NET_NONE)
+		return 0;
+	s->net.child.nhost_ports = c->nhost_ports;
+	memcpy(s->net.child.host_ports, c->host_ports, sizeof(c->host_ports));
+	if (c->resolver[0]) {
+		if (hutch_config_parse_resolver(c->resolver, &s->net.resolver) < 0)
+			return hutch_err_set(err, -EINVAL, "invalid resolver '%s'", c->resolver);
+	} else {
+		r = hutch_net_default_resolver(&s->net.resolver, err);
+		if (r < 0)
+			return r;
+	}
+	if (c->net.mode != HUTCH_NET_ALL)
+		return 0;
+	r = hutch_net_pool_parse(c->net_pool[0] ? c->net_pool : HUTCH_NET_POOL_DEFAULT, &pool,
+	                         err);
+	if (r >= 0)
+		r = hutch_net_pool_addrs(&pool, s->slot, &s->net.addrs, err);
+	if (r >= 0)
+		r = hutch_net_pool_check_clash(&pool, err);
+	if (r < 0)
+		return r;
+	s->net.child.addr = s->net.addrs.sandbox;
+	s->net.child.gateway = s->net.addrs.gateway;
+	return 0;
 }
 
 int hutch_sup_setup(struct sup *s, struct hutch_err *err)
@@ -184,6 +272,9 @@ int hutch_sup_setup(struct sup *s, struct hutch_err *err)
 		return r;
 	s->slot_fd = r;
 	s->uid_base = HUTCH_UID_BASE + s->slot * HUTCH_UID_RANGE;
+	r = net_prepare(s, err);
+	if (r < 0)
+		return hutch_err_prefix(err, "network");
 	r = hutch_seccomp_build(s->cfg->net.mode, &s->seccomp, err);
 	if (r < 0)
 		return hutch_err_prefix(err, "seccomp");
@@ -204,6 +295,13 @@ int hutch_sup_setup(struct sup *s, struct hutch_err *err)
 	r = hutch_cgroup_enter(s->cg, s->init_pid, err);
 	if (r < 0)
 		return r;
+	if (s->cfg->net.mode == HUTCH_NET_ALL) {
+		/* Before GO: init configures eth0, which must exist by then. */
+		s->net.attached = true; /* teardown removes what was made */
+		r = hutch_net_host_attach(&s->net.addrs, s->init_pid, err);
+		if (r < 0)
+			return hutch_err_prefix(err, "network");
+	}
 	r = hutch_proto_send(s->init_sock, HUTCH_MSG_GO, 0, NULL, 0, NULL, 0);
 	if (r < 0)
 		return hutch_err_set_errno(err, r, "start sandbox init");
@@ -213,6 +311,16 @@ int hutch_sup_setup(struct sup *s, struct hutch_err *err)
 	r = hutch_fd_nonblock(s->init_sock, true);
 	if (r < 0)
 		return hutch_err_set_errno(err, r, "init socket");
+	if (s->cfg->net.mode != HUTCH_NET_NONE) {
+		r = hutch_egress_new(&s->cfg->net, &s->net.resolver, &s->net.egress, err);
+		if (r >= 0) {
+			r = hutch_egress_add_listeners(s->net.egress, s->net.listeners,
+			                               s->net.nlisteners, err);
+			s->net.nlisteners = 0; /* the egress owns them now */
+		}
+		if (r < 0)
+			return hutch_err_prefix(err, "network");
+	}
 	/* "running" is written when the setup steps are done (hooks.c). */
 	return 0;
 }
@@ -251,6 +359,15 @@ void hutch_sup_teardown(struct sup *s, const char *reason)
 		s->init_pid = 0;
 	}
 	s->init_dead = true;
+	hutch_egress_free(s->net.egress);
+	s->net.egress = NULL;
+	for (size_t i = 0; i < s->net.nlisteners; i++)
+		close(s->net.listeners[i].fd);
+	s->net.nlisteners = 0;
+	if (s->net.attached && hutch_net_host_detach(&s->net.addrs, &err) < 0)
+		hutch_log(HUTCH_LOG_WARN, "%s", err.msg);
+	s->net.attached = false;
+	hutch_err_clear(&err);
 	if (s->cg && hutch_cgroup_destroy(s->cg, &err) < 0)
 		hutch_log(HUTCH_LOG_WARN, "%s", err.msg);
 	if (reason)
@@ -371,6 +488,17 @@ static int reserve_dir(const char *runtime_dir, struct sup *s, struct hutch_err 
 	if (rename(tmp, s->paths.dir) < 0)
 		return hutch_err_set_errno(err, -errno, "rename '%s'", tmp);
 	return 0;
+}
+
+static bool slot_alive(unsigned slot, void *ud)
+{
+	(void)ud;
+	return hutch_slot_is_held(slot);
+}
+
+int hutch_sandbox_net_gc(struct hutch_err *err)
+{
+	return hutch_net_host_gc(slot_alive, NULL, err);
 }
 
 int hutch_sandbox_create(struct hutch_config *cfg, const char *runtime_dir,

@@ -36,4 +36,8 @@ int hutch_sandbox_create(struct hutch_config *cfg, const char *runtime_dir,
                          struct hutch_created *ret, struct hutch_setup_failure *ret_setup,
                          struct hutch_err *err);
 
+/* Remove host network state (links, the nftables table, the forwarding
+ * switch) that no live sandbox uses. */
+int hutch_sandbox_net_gc(struct hutch_err *err);
+
 #endif

@@ -85,6 +85,20 @@ int hutch_slot_acquire(unsigned *ret_slot, struct hutch_err *err)
 	                     HUTCH_SLOTS);
 }
 
+bool hutch_slot_is_held(unsigned slot)
+{
+	char path[sizeof(HUTCH_SLOTS_DIR) + 16];
+	_cleanup_close_ int fd = -EBADF;
+
+	snprintf(path, sizeof(path), "%s/%u", HUTCH_SLOTS_DIR, slot);
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return false;
+	if (flock(fd, LOCK_EX | LOCK_NB) == 0)
+		return false; /* released when fd closes */
+	return errno == EWOULDBLOCK;
+}
+
 int hutch_state_write(const struct hutch_paths *p, const cJSON *state)
 {
 	_cleanup_free_ char *text = cJSON_PrintUnformatted(state);

@@ -49,6 +49,8 @@ int hutch_state_create_lock(const char *runtime_dir, int op);
 /* Take a free uid slot: returns the locked fd (keep it open for the
  * sandbox's life) and the slot number. */
 int hutch_slot_acquire(unsigned *ret_slot, struct hutch_err *err);
+/* True while a supervisor holds the slot. */
+bool hutch_slot_is_held(unsigned slot);
 
 /* Write state.json atomically (temp + rename). */
 int hutch_state_write(const struct hutch_paths *p, const cJSON *state);

@@ -7,6 +7,7 @@
  * for hang-up. It is done when init reports its exit and both pipes are
  * drained; output written before the exit is in the pipes by then.
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -22,6 +23,7 @@
 #include <unistd.h>
 
 #include "cleanup.h"
+#include "egress.h"
 #include "fdutil.h"
 #include "hooks.h"
 #include "idle.h"
@@ -665,6 +667,36 @@ static void on_signal(struct sup *s)
 	}
 }
 
+static cJSON *network_json(struct sup *s)
+{
+	const struct hutch_net_policy *p = &s->cfg->net;
+	cJSON *o = s->net.egress ? hutch_egress_status(s->net.egress) : cJSON_CreateObject();
+	cJSON *hosts, *ports;
+	char ip[INET_ADDRSTRLEN];
+
+	if (!o)
+		return NULL;
+	cJSON_AddStringToObject(o, "mode", hutch_net_mode_name(p->mode));
+	hosts = cJSON_AddArrayToObject(o, "hosts");
+	for (size_t i = 0; hosts && i < p->nhosts; i++) {
+		char h[HUTCH_NET_HOST_MAX + 8];
+		snprintf(h, sizeof(h), "%s:%u", p->hosts[i].name,
+		         p->hosts[i].port ? p->hosts[i].port : 443);
+		cJSON_AddItemToArray(hosts, cJSON_CreateString(h));
+	}
+	ports = cJSON_AddArrayToObject(o, "host_ports");
+	for (size_t i = 0; ports && i < s->cfg->nhost_ports; i++)
+		cJSON_AddItemToArray(ports, cJSON_CreateNumber(s->cfg->host_ports[i]));
+	if (p->mode == HUTCH_NET_ALL) {
+		inet_ntop(AF_INET, &s->net.addrs.sandbox, ip, sizeof(ip));
+		cJSON_AddStringToObject(o, "address", ip);
+		inet_ntop(AF_INET, &s->net.addrs.gateway, ip, sizeof(ip));
+		cJSON_AddStringToObject(o, "gateway", ip);
+		cJSON_AddStringToObject(o, "host_link", s->net.addrs.host_if);
+	}
+	return o;
+}
+
 cJSON *hutch_sup_status_json(struct sup *s)
 {
 	cJSON *o = cJSON_CreateObject();
@@ -703,6 +735,7 @@ cJSON *hutch_sup_status_json(struct sup *s)
 	cJSON_AddItemToObject(o, "hooks",
 	                      s->hooks.results ? cJSON_Duplicate(s->hooks.results, true)
 	                                       : cJSON_CreateObject());
+	cJSON_AddItemToObject(o, "network", network_json(s));
 	return o;
 }
 
@@ -735,6 +768,10 @@ static int setup_loop(struct sup *s)
 	    hutch_sup_watch(s, s->ttl_fd, EPOLLIN, &s->w_ttl) < 0 ||
 	    hutch_sup_watch(s, s->init_sock, EPOLLIN, &s->w_init) < 0 ||
 	    hutch_sup_watch(s, s->pidfd, EPOLLIN, &s->w_pidfd) < 0 || hutch_api_watch(s) < 0)
+		return -errno;
+	s->net.w = (struct watch){ W_NET, s };
+	if (s->net.egress &&
+	    hutch_sup_watch(s, hutch_egress_fd(s->net.egress), EPOLLIN, &s->net.w) < 0)
 		return -errno;
 	return 0;
 }
@@ -781,6 +818,9 @@ int hutch_sup_run(struct sup *s)
 				break;
 			case W_FILE_PIPE:
 				hutch_api_files_event(w, evs[i].events);
+				break;
+			case W_NET:
+				hutch_egress_run(s->net.egress); /* NULL once torn down */
 				break;
 			case W_PIDFD:
 				hutch_sup_unwatch(s, s->pidfd);

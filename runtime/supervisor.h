@@ -13,9 +13,11 @@
 #include <sys/types.h>
 
 #include <linux/filter.h>
+#include <netinet/in.h>
 
 #include "cgroup.h"
 #include "config.h"
+#include "hostnet.h"
 #include "state.h"
 #include "util.h"
 
@@ -26,6 +28,7 @@ struct request;
 struct hutch_setup_failure;
 struct hutch_proc;
 struct hutch_procs;
+struct hutch_egress;
 
 #define HUTCH_MAX_BODY        (8u << 20) /* request body bound */
 #define HUTCH_SSE_QUEUE_MAX   (256u << 10)
@@ -58,6 +61,7 @@ enum watch_kind {
 	W_IDLE,      /* idle.c: idle timer */
 	W_HOOK,      /* hooks.c: deadline of the on_destroy hook */
 	W_FILE_PIPE, /* api-files.c: a raw upload/download pipe */
+	W_NET,       /* netpolicy/egress.c: DNS stub, TLS proxy, host ports */
 };
 
 struct watch {
@@ -131,6 +135,16 @@ struct sup {
 	struct request *waiters; /* requests answered when the sandbox has ended */
 	int64_t last_request_ms;
 	unsigned requests_open; /* requests being served (idle: activity) */
+	struct sup_net { /* network all / allow (netpolicy/) */
+		struct hutch_net_addrs addrs; /* all: the sandbox's /30, host link */
+		struct hutch_net_child child; /* what init configures */
+		bool attached;                /* all: host side made (or being made) */
+		struct sockaddr_in resolver;
+		struct hutch_net_listener listeners[HUTCH_NET_LISTENERS_MAX];
+		size_t nlisteners;           /* received from init, not yet served */
+		struct hutch_egress *egress; /* serves them once ready */
+		struct watch w;
+	} net;
 	struct sup_idle {       /* idle.c */
 		int fd;
 		struct watch w;

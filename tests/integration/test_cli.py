@@ -39,8 +39,21 @@ def check(r, code, *words):
     (["create", "--ttl", "99999999999"], USAGE, ["invalid ttl_seconds"]),
     (["create", "--idle-timeout", "x"], USAGE, ["invalid idle_timeout_seconds 'x'"]),
     (["create", "--max-output", "0"], USAGE, ["invalid max_output_bytes '0'"]),
-    (["create", "--network", "all"], USAGE, ["network all is not implemented yet", "--network none"]),
-    (["create", "--network", "allow:example.com"], USAGE, ["not implemented yet"]),
+    (["create", "--host-port", "8080"], USAGE,
+     ["--host-port needs a network", "--network all or --network allow:HOST"]),
+    (["run", "--network", "none", "--host-port", "8080", "--", "true"], USAGE,
+     ["--host-port needs a network"]),
+    (["create", "--network", "all", "--host-port", "0"], USAGE,
+     ["invalid host port '0'", "from 1 to 65535"]),
+    (["create", "--network", "all", "--host-port", "http"], USAGE, ["invalid host port 'http'"]),
+    (["create", "--network", "all"] + [a for p in range(1, 18) for a in ("--host-port", str(8000 + p))],
+     USAGE, ["too many host ports: at most 16"]),
+    (["create", "--network", "allow:example.com", "--host-port", "443"], USAGE,
+     ["--host-port 443 clashes with the allow list", "another port"]),
+    (["create", "--network", "allow:example.com:8443", "--host-port", "8443"], USAGE,
+     ["--host-port 8443 clashes"]),
+    (["create", "--network", "allow:example.com", "--host-port", "53"], USAGE,
+     ["--host-port 53 clashes"]),
     (["create", "--network", "bogus"], USAGE, ["bogus"]),
     (["create", "--region", "eu-west-1"], USAGE,
      ["only the default region, nl-north-1, can block traffic; in region eu-west-1 the "
@@ -256,4 +269,19 @@ def test_sigint_to_run_during_create_leaves_nothing(hutch, delay_ms):
             p.kill()
             p.wait()
     assert p.returncode in (130, -signal.SIGINT), p.returncode
+    assert hutch.ids() == []
+
+
+@pytest.mark.parametrize("var,value,words", [
+    ("HUTCH_RESOLVER", "dns.example", ["HUTCH_RESOLVER=dns.example", "invalid resolver",
+                                       "IPv4 address with an optional port"]),
+    ("HUTCH_RESOLVER", "192.0.2.53:0", ["invalid resolver '192.0.2.53:0'"]),
+    ("HUTCH_NET_POOL", "10.200.0.0", ["HUTCH_NET_POOL=10.200.0.0"]),
+    ("HUTCH_NET_POOL", "10.200.0.0/33", ["HUTCH_NET_POOL=10.200.0.0/33"]),
+])
+def test_bad_network_environment(hutch, var, value, words):
+    r = hutch("create", "--network", "all", env={var: value})
+    assert r.returncode == USAGE, r.stderr
+    for w in words:
+        assert w in r.stderr.decode(), (w, r.stderr)
     assert hutch.ids() == []

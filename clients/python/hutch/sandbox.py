@@ -214,6 +214,34 @@ def _http_timeout(timeout):
 # ---------------------------------------------------------------------------
 # LocalSandbox
 # ---------------------------------------------------------------------------
+def _host_ports(ports, network):
+    """host_ports: TCP ports of the host's loopback the sandbox reaches as
+    host.hutch.internal (network all or allow only)."""
+    try:
+        ports = list(ports)
+    except TypeError:
+        raise errors.ConfigError(f"invalid host_ports {ports!r}: a list of TCP port numbers") from None
+    for p in ports:
+        if isinstance(p, bool) or not isinstance(p, int) or not 1 <= p <= 65535:
+            raise errors.ConfigError(f"invalid host port {p!r}: give a TCP port number from 1 to "
+                                     "65535, e.g. host_ports=[8080]")
+    ports = sorted(set(ports))
+    if len(ports) > 16:
+        raise errors.ConfigError("too many host ports: at most 16")
+    if ports and network.mode == "none":
+        raise errors.ConfigError("host_ports needs a network: with network none nothing leaves the "
+                                 "sandbox; use Network.all() or Network.allow(hosts=...)")
+    if network.mode == "allow":
+        listed = {443, 53} | {int(h.rsplit(":", 1)[1]) for h in network.hosts
+                              if ":" in h and not h.startswith("[") and h.rsplit(":", 1)[1].isdigit()}
+        for p in ports:
+            if p in listed:
+                raise errors.ConfigError(f"--host-port {p} clashes with the allow list: ports 53, 443 "
+                                         "and the listed ports are served by the sandbox's DNS stub "
+                                         "and TLS proxy; run the host service on another port")
+    return ports
+
+
 class LocalSandbox:
     """A local sandbox configuration, with the cloud sandbox's option names,
     defaults and validation (errors raised here, before anything starts).
@@ -224,7 +252,8 @@ class LocalSandbox:
 
     def __init__(self, *, instance_type="medium", idle_timeout_seconds=0, ttl_seconds=86400,
                  region=DEFAULT_REGION, network=None, image=None, setup_script=None,
-                 setup_script_timeout_seconds=600, hooks=(), supports_background_processes=True):
+                 setup_script_timeout_seconds=600, hooks=(), supports_background_processes=True,
+                 host_ports=()):
         if not isinstance(instance_type, str) or instance_type not in INSTANCE_TYPES:
             raise errors.ConfigError(f"unknown instance_type {instance_type!r}: valid types are "
                                      f"{', '.join(INSTANCE_TYPES)}")
@@ -247,6 +276,7 @@ class LocalSandbox:
             raise errors.ConfigError(f"only the default region, {DEFAULT_REGION}, can block traffic; in "
                                      f"region {region} the sandbox runs only with network all "
                                      "(network=Network.all())")
+        self.host_ports = _host_ports(host_ports, network)
         if image is not None and not isinstance(image, str):
             raise errors.ConfigError(f"invalid image {image!r}: a string or None")
         self.image = image
@@ -292,6 +322,8 @@ class LocalSandbox:
                 "--ttl", str(self.ttl_seconds), "--idle-timeout", str(self.idle_timeout_seconds),
                 "--region", self.region, "--network", self.network.to_cli(),
                 "--setup-timeout", str(self.setup_script_timeout_seconds)]
+        for port in self.host_ports:
+            args += ["--host-port", str(port)]
         script = None
         try:
             if self.setup_script is not None:

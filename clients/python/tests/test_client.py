@@ -169,16 +169,29 @@ def test_default_options_reach_the_sandbox():
                 cfg["setup_script_timeout_seconds"]) == ("medium", 86400, 0, 600)
 
 
+def test_network_all_and_allow_reach_the_sandbox():
+    with LocalSandbox(network=Network.all(), host_ports=[18080]) as s:
+        net = s.status()["network"]
+        assert (net["mode"], net["host_ports"]) == ("all", [18080])
+        assert net["host_link"].startswith("hutch")
+    with LocalSandbox(network=Network.allow(hosts=("pypi.org", "10.0.0.5:8443"))) as s:
+        net = s.status()["network"]
+        assert net["mode"] == "allow"
+        assert net["hosts"] == ["pypi.org:443", "10.0.0.5:8443"]
+
+
 @pytest.mark.parametrize("kwargs, what", [
-    ({"network": Network.all()}, "network all is not implemented yet"),
-    ({"network": Network.allow(hosts=("pypi.org", "[::1]:8443"))}, "network allow is not implemented yet"),
-    ({"region": "us-east-1", "network": Network.all()}, "network all is not implemented yet"),
+    ({"host_ports": [8080]}, "host_ports needs a network"),
+    ({"network": Network.all(), "host_ports": [0]}, "invalid host port 0"),
+    ({"network": Network.all(), "host_ports": ["80"]}, "invalid host port '80'"),
+    ({"network": Network.all(), "host_ports": 8080}, "invalid host_ports 8080"),
+    ({"network": Network.all(), "host_ports": list(range(9000, 9017))}, "too many host ports"),
+    ({"network": Network.allow(hosts=("pypi.org:8443",)), "host_ports": [8443]}, "8443 clashes"),
+    ({"network": Network.allow(hosts=("pypi.org",)), "host_ports": [443]}, "443 clashes"),
 ])
-def test_unimplemented_network_modes_are_config_errors(kwargs, what, runtime_dir):
-    sb = LocalSandbox(**kwargs)  # valid options: constructing works
+def test_bad_host_ports_are_config_errors(kwargs, what):
     with pytest.raises(ConfigError, match=what):
-        sb.open()
-    assert live_sandboxes(runtime_dir) == []
+        LocalSandbox(**kwargs)
 
 
 def test_image_unsupported_is_config_error():

@@ -28,13 +28,13 @@
 #include "error.h"
 #include "netpolicy.h"
 
-#define HUTCH_NET_POOL_DEFAULT  "10.200.0.0/16"
-#define HUTCH_NET_STATE_DIR     "/run/hutch-net"
-#define HUTCH_NET_LINK_PREFIX   "hutch"
+#define HUTCH_NET_POOL_DEFAULT "10.200.0.0/16"
+#define HUTCH_NET_STATE_DIR    "/run/hutch-net"
+#define HUTCH_NET_LINK_PREFIX  "hutch"
 /* host.hutch.internal inside every sandbox with a network: an address on
  * the sandbox's loopback where the supervisor accepts --host-port
  * connections and relays them to 127.0.0.1:PORT on the host. */
-#define HUTCH_NET_HOST_INTERNAL "169.254.100.1"
+#define HUTCH_NET_HOST_INTERNAL  "169.254.100.1"
 #define HUTCH_NET_HOST_PORTS_MAX 16
 #define HUTCH_NET_LISTENERS_MAX  64
 
@@ -43,10 +43,11 @@ struct hutch_net_pool {
 	uint8_t prefix;
 };
 
-/* The addresses of one sandbox (mode all). */
+/* The addresses of one sandbox (mode all), filled by hutch_net_pool_addrs(). */
 struct hutch_net_addrs {
-	uint32_t gateway, sandbox; /* network byte order; prefix is 30 */
-	char host_if[IFNAMSIZ];    /* "hutch<slot>" */
+	uint32_t gateway, sandbox;  /* network byte order; prefix is 30 */
+	char host_if[IFNAMSIZ];     /* "hutch<slot>" */
+	struct hutch_net_pool pool; /* the pool they come from (the NAT rule) */
 };
 
 /* "A.B.C.D/N", N between 8 and 28, host bits zero. Error names the fix. */
@@ -64,16 +65,22 @@ int hutch_net_pool_check_clash(const struct hutch_net_pool *pool, struct hutch_e
  * with the peer "eth0" in the network namespace of init_pid, give the host
  * end the gateway address and bring it up. Safe against a concurrent
  * hutch_net_host_detach()/gc of the last other sandbox (flock on
- * HUTCH_NET_STATE_DIR/lock). On failure removes what it made. */
-int hutch_net_host_attach(const struct hutch_net_addrs *a, pid_t init_pid,
-                          struct hutch_err *err);
-/* Remove the sandbox's host link (idempotent: a missing link is success),
- * then, if no hutch link remains, the table and the forwarding switch. */
+ * HUTCH_NET_STATE_DIR/lock). On failure removes what it made.
+ * a must come from hutch_net_pool_addrs() (the table's NAT rule is for
+ * a->pool). A table made for another pool is an error naming both pools:
+ * it goes away with its last sandbox (detach or gc).
+ * Call after clone() and before init's GO (init's hutch_net_setup_child()
+ * expects eth0 to be there); init_pid must stay unreaped meanwhile. */
+int hutch_net_host_attach(const struct hutch_net_addrs *a, pid_t init_pid, struct hutch_err *err);
+/* Remove the sandbox's host link (idempotent: a missing link is success,
+ * and the kernel removes the pair by itself when the sandbox's netns
+ * dies), then, if no hutch link remains, the table and the forwarding
+ * switch. Waits for the lock (held by attaches for milliseconds). */
 int hutch_net_host_detach(const struct hutch_net_addrs *a, struct hutch_err *err);
 /* gc: delete every hutch<slot> link whose slot is not alive, then as in
- * detach. slot_alive(slot) must be true while a supervisor holds the slot. */
-int hutch_net_host_gc(bool (*slot_alive)(unsigned slot, void *ud), void *ud,
-                      struct hutch_err *err);
+ * detach. slot_alive(slot) must be true while a supervisor holds the slot
+ * (from before its attach on). Also removes a table left with no link. */
+int hutch_net_host_gc(bool (*slot_alive)(unsigned slot, void *ud), void *ud, struct hutch_err *err);
 
 /* ---- child side (init, before the root is built) ---- */
 
@@ -84,11 +91,12 @@ struct hutch_net_child {
 	uint16_t host_ports[HUTCH_NET_HOST_PORTS_MAX];
 };
 
-/* Every mode: loopback up. all: eth0 (already moved in) up with addr/30,
- * default route via gateway, HUTCH_NET_HOST_INTERNAL/32 on lo, IPv6 off.
- * allow: HUTCH_NET_HOST_INTERNAL/32 on lo and a local route for 0.0.0.0/0 on
- * lo (every IPv4 destination is local, so a connection to any address
- * reaches the proxy's listeners, or is refused at once), IPv6 off. */
+/* Child side, in init (root of the user namespace that owns the netns).
+ * c may be NULL for none and allow. Every mode: loopback up. all: eth0 (already moved in) up with
+ * addr/30, default route via gateway, HUTCH_NET_HOST_INTERNAL/32 on lo, IPv6 off. allow:
+ * HUTCH_NET_HOST_INTERNAL/32 on lo and a local route for 0.0.0.0/0 on lo (every IPv4 destination is
+ * local, so a connection to any address reaches the proxy's listeners, or is refused at once), IPv6
+ * off. */
 int hutch_net_setup_child(const struct hutch_net_policy *p, const struct hutch_net_child *c,
                           struct hutch_err *err);
 
@@ -107,8 +115,10 @@ struct hutch_net_listener {
 /* Create the listeners of the mode (none: none). all: DNS on 127.0.0.1:53,
  * host ports on HUTCH_NET_HOST_INTERNAL. allow: DNS on 0.0.0.0:53, proxy
  * on 0.0.0.0:443 and on every other port of the list, host ports on
- * HUTCH_NET_HOST_INTERNAL. Returns the count (<= max) or a negative errno
- * with err set; on failure nothing stays open. */
+ * HUTCH_NET_HOST_INTERNAL (a host port equal to a proxy port fails with
+ * EADDRINUSE). Call after hutch_net_setup_child(). Returns the count
+ * (<= max) or a negative errno with err set; on failure nothing stays
+ * open. */
 int hutch_net_child_listeners(const struct hutch_net_policy *p, const struct hutch_net_child *c,
                               struct hutch_net_listener *ls, size_t max, struct hutch_err *err);
 

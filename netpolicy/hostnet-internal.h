@@ -1,0 +1,63 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Private helpers shared by the netpolicy sources: the libnl boundary
+ * (error mapping, socket set-up, cleanup attributes) and the nftables
+ * table of mode all. Not part of the module's public interface.
+ */
+#ifndef HUTCH_HOSTNET_INTERNAL_H
+#define HUTCH_HOSTNET_INTERNAL_H
+
+#include <stdbool.h>
+
+#include <netlink/cache.h>
+#include <netlink/netlink.h>
+#include <netlink/route/addr.h>
+#include <netlink/route/link.h>
+#include <netlink/route/route.h>
+
+#include "error.h"
+#include "hostnet.h"
+
+/* A cleanup function that drops one reference of a libnl object. */
+#define HUTCH_NL_CLEANUP(name, type, put) \
+	static inline void name(type **p) \
+	{                                 \
+		if (*p)                   \
+			put(*p);          \
+	}
+HUTCH_NL_CLEANUP(nl_sockp, struct nl_sock, nl_socket_free)
+HUTCH_NL_CLEANUP(nl_cachep, struct nl_cache, nl_cache_free)
+HUTCH_NL_CLEANUP(rtnl_linkp, struct rtnl_link, rtnl_link_put)
+HUTCH_NL_CLEANUP(rtnl_addrp, struct rtnl_addr, rtnl_addr_put)
+HUTCH_NL_CLEANUP(rtnl_routep, struct rtnl_route, rtnl_route_put)
+HUTCH_NL_CLEANUP(nl_addrp, struct nl_addr, nl_addr_put)
+
+#define _cleanup_nl_sock_    __attribute__((cleanup(nl_sockp)))
+#define _cleanup_nl_cache_   __attribute__((cleanup(nl_cachep)))
+#define _cleanup_rtnl_link_  __attribute__((cleanup(rtnl_linkp)))
+#define _cleanup_rtnl_addr_  __attribute__((cleanup(rtnl_addrp)))
+#define _cleanup_rtnl_route_ __attribute__((cleanup(rtnl_routep)))
+#define _cleanup_nl_addr_    __attribute__((cleanup(nl_addrp)))
+
+/* libnl returns -NLE_* codes, not errno: map them to a negative errno. */
+int hutch_nl_errno(int nlerr);
+/* A NETLINK_ROUTE socket, connected (close-on-exec: libnl sets it). */
+int hutch_nl_open(struct nl_sock **ret, struct hutch_err *err);
+/* Set IFF_UP on the link named name. */
+int hutch_nl_link_up(struct nl_sock *sk, const char *name, struct hutch_err *err);
+/* Add addr/prefix (IPv4, network byte order) to the link with ifindex. */
+int hutch_nl_addr_add(struct nl_sock *sk, int ifindex, uint32_t addr, unsigned prefix,
+                      struct hutch_err *err);
+/* The slot of a link named hutch<digits>, or -1 for any other name. */
+long hutch_net_link_slot(const char *name);
+
+/* nftables table "inet hutch" (nft.c). ensure: create it for the pool if
+ * absent (atomically; a concurrent creator is fine), or check that the
+ * existing one was made for the same pool. remove: delete it if present. */
+int hutch_nft_ensure(const struct hutch_net_pool *pool, struct hutch_err *err);
+int hutch_nft_remove(struct hutch_err *err);
+
+/* "A.B.C.D/N" of a pool, into buf (at least 19 bytes). */
+void hutch_net_pool_format(const struct hutch_net_pool *pool, char *buf, size_t size);
+
+#endif

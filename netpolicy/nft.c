@@ -1,0 +1,170 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The nftables table "inet hutch" of mode all, through libnftables. It is
+ * static: every rule matches the host links by the wildcard "hutch*", so a
+ * sandbox coming or going never touches it; only the pool (the source of
+ * the masquerade) is a parameter, kept in the set pool4 so that a later
+ * attach can tell which pool an existing table was made for.
+ *
+ * A table made for another pool is an error, not replaced: its sandboxes
+ * would lose their NAT. It goes away with its last sandbox (detach, or the
+ * gc every create runs), after which the new pool can be used.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <nftables/libnftables.h>
+
+#include "cleanup.h"
+#include "hostnet-internal.h"
+
+/*
+ * The whole table, made in one transaction: "create table" fails if it
+ * exists, which aborts the transaction, so two concurrent creators cannot
+ * both add the rules. The one %s is the pool. Every chain runs before the
+ * usual filter priority (-10), so a host firewall's accept cannot let a
+ * sandbox reach what this table refuses; it cannot un-drop what another
+ * table drops, though (a forward policy of drop elsewhere stops mode all).
+ */
+static const char TABLE_FMT[] =
+        "create table inet hutch\n"
+        "table inet hutch {\n"
+        /* The pool the sandboxes' addresses come from. */
+        "  set pool4 { type ipv4_addr; flags interval; elements = { %s }; }\n"
+        /* What a sandbox may never reach: this-network, private (RFC 1918),
+         * CGNAT, loopback, link-local (cloud metadata), IETF protocol
+         * assignments, benchmarking, multicast and reserved. */
+        "  set blocked4 { type ipv4_addr; flags interval; elements = {\n"
+        "    0.0.0.0/8, 10.0.0.0/8, 100.64.0.0/10, 127.0.0.0/8, 169.254.0.0/16,\n"
+        "    172.16.0.0/12, 192.0.0.0/24, 192.168.0.0/16, 198.18.0.0/15,\n"
+        "    224.0.0.0/4, 240.0.0.0/4 }; }\n"
+        /* Refuse fast: a TCP reset, else ICMP administratively prohibited,
+         * so a client fails at once rather than after a timeout. */
+        "  chain refuse {\n"
+        "    meta l4proto tcp reject with tcp reset\n"
+        "    reject with icmpx admin-prohibited\n"
+        "  }\n"
+        "  chain input {\n"
+        "    type filter hook input priority -10; policy accept;\n"
+        /* Replies to what the host itself opened towards a sandbox. */
+        "    iifname \"hutch*\" ct state established,related accept\n"
+        /* Everything else from a sandbox to any host address (gateway
+         * included) is refused. */
+        "    iifname \"hutch*\" goto refuse\n"
+        "  }\n"
+        "  chain forward {\n"
+        "    type filter hook forward priority -10; policy accept;\n"
+        /* No IPv6 out of a sandbox (it has none configured anyway). */
+        "    iifname \"hutch*\" meta nfproto ipv6 goto refuse\n"
+        /* No private, link-local or special-purpose destination. */
+        "    iifname \"hutch*\" ip daddr @blocked4 goto refuse\n"
+        /* No other sandbox, whatever the pool. */
+        "    iifname \"hutch*\" oifname \"hutch*\" goto refuse\n"
+        /* The rest of the world. */
+        "    iifname \"hutch*\" accept\n"
+        /* Into a sandbox: only replies. */
+        "    oifname \"hutch*\" ct state established,related accept\n"
+        "    oifname \"hutch*\" drop\n"
+        "  }\n"
+        "  chain postrouting {\n"
+        "    type nat hook postrouting priority srcnat; policy accept;\n"
+        /* Leaving the host: the sandbox's address becomes the host's. */
+        "    ip saddr @pool4 oifname != \"hutch*\" masquerade\n"
+        "  }\n"
+        "}\n";
+
+static void nft_ctxp(struct nft_ctx **c)
+{
+	if (*c)
+		nft_ctx_free(*c);
+}
+#define _cleanup_nft_ctx_ __attribute__((cleanup(nft_ctxp)))
+
+/* Run one nft command buffer; on failure fill err with "what: <nft's
+ * first error>". A listing is copied into out (size bytes) if out. */
+static int nft_run(const char *cmd, const char *what, char *out, size_t size, struct hutch_err *err)
+{
+	_cleanup_nft_ctx_ struct nft_ctx *ctx = NULL;
+	const char *e, *p;
+	size_t n;
+
+	ctx = nft_ctx_new(NFT_CTX_DEFAULT);
+	if (!ctx)
+		return hutch_err_set(err, -ENOMEM, "%s: create nftables context", what);
+	if (nft_ctx_buffer_output(ctx) < 0 || nft_ctx_buffer_error(ctx) < 0)
+		return hutch_err_set(err, -ENOMEM, "%s: buffer nftables output", what);
+	if (nft_run_cmd_from_buffer(ctx, cmd) == 0) {
+		if (out && size > 0)
+			(void)snprintf(out, size, "%s", nft_ctx_get_output_buffer(ctx));
+		return 0;
+	}
+	/* nft's error is "<where>: Error: <text>\n<command>\n<carets>": keep
+	 * the text of the first error. */
+	e = nft_ctx_get_error_buffer(ctx);
+	e = e ? e : "";
+	p = strstr(e, "Error: ");
+	e = p ? p + strlen("Error: ") : e;
+	n = strcspn(e, "\n");
+	return hutch_err_set(err, strstr(e, "No such file") ? -ENOENT : -EIO, "%s: %.*s", what,
+	                     (int)(n > 160 ? 160 : n), n ? e : "nftables failed");
+}
+
+/* 1 if the table exists and was made for pool, 0 if it does not exist,
+ * negative (err set) if it exists for another pool. */
+static int check_existing(const struct hutch_net_pool *pool, struct hutch_err *err)
+{
+	char out[1024], want[48], p[32];
+	struct hutch_err ignored = { 0 };
+	const char *s, *end;
+
+	if (nft_run("list set inet hutch pool4", "list", out, sizeof(out), &ignored) < 0)
+		return 0;
+	hutch_net_pool_format(pool, p, sizeof(p));
+	(void)snprintf(want, sizeof(want), "elements = { %s }", p);
+	if (strstr(out, want))
+		return 1;
+	s = strstr(out, "elements = { ");
+	s = s ? s + strlen("elements = { ") : "?";
+	end = strchr(s, ' ');
+	return hutch_err_set(err, -EEXIST,
+	                     "the nftables table inet hutch is in use for the address pool "
+	                     "%.*s, not %s: stop the sandboxes using it (or run hutch gc) or "
+	                     "set HUTCH_NET_POOL to that range",
+	                     end ? (int)(end - s) : 1, s, p);
+}
+
+int hutch_nft_ensure(const struct hutch_net_pool *pool, struct hutch_err *err)
+{
+	char cmd[sizeof(TABLE_FMT) + 32], p[32];
+	int r;
+
+	r = check_existing(pool, err);
+	if (r != 0)
+		return r < 0 ? r : 0;
+	hutch_net_pool_format(pool, p, sizeof(p));
+	(void)snprintf(cmd, sizeof(cmd), TABLE_FMT, p);
+	r = nft_run(cmd, "create nftables table inet hutch", NULL, 0, err);
+	if (r < 0) {
+		/* Lost a race with another creator: fine if it made the same. */
+		struct hutch_err again = { 0 };
+		int e = check_existing(pool, &again);
+
+		if (e > 0)
+			return 0;
+		if (e < 0)
+			*err = again;
+		return err->code;
+	}
+	return 0;
+}
+
+int hutch_nft_remove(struct hutch_err *err)
+{
+	struct hutch_err ignored = { 0 };
+
+	/* nft 1.0.6 has no "destroy": list first, so absent is success. */
+	if (nft_run("list table inet hutch", "list", NULL, 0, &ignored) < 0)
+		return 0;
+	return nft_run("delete table inet hutch", "delete nftables table inet hutch", NULL, 0, err);
+}

@@ -1,0 +1,144 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Unit tests for the address pool of mode all: HUTCH_NET_POOL parsing
+ * (messages that name the fix), the /30 of a slot, a slot past the pool's
+ * end, and which link names count as hutch links. Pure: no netlink, no
+ * nftables, no root.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "hostnet-internal.h"
+#include "hostnet.h"
+
+static void pool_ok(const char *cidr, const char *net, unsigned prefix)
+{
+	struct hutch_net_pool pool;
+	struct hutch_err err = { 0 };
+	char buf[32];
+
+	if (hutch_net_pool_parse(cidr, &pool, &err) != 0)
+		fail_msg("'%s' refused: %s", cidr, err.msg);
+	assert_int_equal(pool.prefix, prefix);
+	assert_non_null(inet_ntop(AF_INET, &pool.net, buf, sizeof(buf)));
+	assert_string_equal(buf, net);
+	hutch_net_pool_format(&pool, buf, sizeof(buf));
+	assert_string_equal(buf, cidr);
+}
+
+static void pool_bad(const char *cidr, const char *why)
+{
+	struct hutch_net_pool pool = { 0 };
+	struct hutch_err err = { 0 };
+
+	if (hutch_net_pool_parse(cidr, &pool, &err) != -EINVAL)
+		fail_msg("'%s' accepted", cidr);
+	assert_int_equal(err.code, -EINVAL);
+	if (!strstr(err.msg, why))
+		fail_msg("message for '%s' lacks '%s': %s", cidr, why, err.msg);
+}
+
+static void test_pool_parse(void **state)
+{
+	(void)state;
+	pool_ok(HUTCH_NET_POOL_DEFAULT, "10.200.0.0", 16);
+	pool_ok("10.0.0.0/8", "10.0.0.0", 8);
+	pool_ok("172.31.255.240/28", "172.31.255.240", 28);
+	pool_bad("10.200.0.0", "expected A.B.C.D/N");
+	pool_bad("/16", "expected A.B.C.D/N");
+	pool_bad("", "expected A.B.C.D/N");
+	pool_bad("10.200.0/16", "'10.200.0' is not an IPv4 address");
+	pool_bad("fd00::/64", "is not an IPv4 address");
+	pool_bad("10.200.0.0/7", "from 8 to 28");
+	pool_bad("10.200.0.0/29", "from 8 to 28");
+	pool_bad("10.200.0.0/", "from 8 to 28");
+	pool_bad("10.200.0.0/16x", "from 8 to 28");
+	pool_bad("10.200.0.0/+16", "from 8 to 28");
+	pool_bad("10.200.1.0/16", "host bits are set (did you mean 10.200.0.0/16?)");
+	pool_bad("10.200.0.1/30", "from 8 to 28");
+}
+
+static void addrs_ok(const char *cidr, unsigned slot, const char *gw, const char *sb,
+                     const char *ifname)
+{
+	struct hutch_net_pool pool;
+	struct hutch_net_addrs a;
+	struct hutch_err err = { 0 };
+	char buf[INET_ADDRSTRLEN];
+
+	assert_int_equal(hutch_net_pool_parse(cidr, &pool, &err), 0);
+	if (hutch_net_pool_addrs(&pool, slot, &a, &err) != 0)
+		fail_msg("slot %u of %s refused: %s", slot, cidr, err.msg);
+	assert_string_equal(inet_ntop(AF_INET, &a.gateway, buf, sizeof(buf)), gw);
+	assert_string_equal(inet_ntop(AF_INET, &a.sandbox, buf, sizeof(buf)), sb);
+	assert_string_equal(a.host_if, ifname);
+	assert_int_equal(a.pool.net, pool.net);
+	assert_int_equal(a.pool.prefix, pool.prefix);
+}
+
+static void test_pool_addrs(void **state)
+{
+	(void)state;
+	addrs_ok("10.200.0.0/16", 0, "10.200.0.1", "10.200.0.2", "hutch0");
+	addrs_ok("10.200.0.0/16", 1, "10.200.0.5", "10.200.0.6", "hutch1");
+	addrs_ok("10.200.0.0/16", 64, "10.200.1.1", "10.200.1.2", "hutch64");
+	addrs_ok("10.200.0.0/16", 16383, "10.200.255.253", "10.200.255.254", "hutch16383");
+	addrs_ok("192.0.2.16/28", 3, "192.0.2.29", "192.0.2.30", "hutch3");
+}
+
+static void test_pool_out_of_room(void **state)
+{
+	struct hutch_net_pool pool;
+	struct hutch_net_addrs a;
+	struct hutch_err err = { 0 };
+
+	(void)state;
+	assert_int_equal(hutch_net_pool_parse("10.200.0.0/16", &pool, &err), 0);
+	memset(&a, 0xaa, sizeof(a));
+	assert_int_equal(hutch_net_pool_addrs(&pool, 16384, &a, &err), -ENOSPC);
+	assert_string_equal(err.msg, "address pool 10.200.0.0/16 has room for 16384 sandboxes, "
+	                             "not for slot 16384; choose a larger range with "
+	                             "HUTCH_NET_POOL=CIDR");
+	/* Nothing written on failure. */
+	assert_int_equal(a.gateway, 0xaaaaaaaa);
+	assert_int_equal(hutch_net_pool_parse("10.200.0.0/28", &pool, &err), 0);
+	assert_int_equal(hutch_net_pool_addrs(&pool, 3, &a, &err), 0);
+	assert_int_equal(hutch_net_pool_addrs(&pool, 4, &a, &err), -ENOSPC);
+	pool.prefix = 29;
+	assert_int_equal(hutch_net_pool_addrs(&pool, 0, &a, &err), -EINVAL);
+}
+
+static void test_link_slot(void **state)
+{
+	(void)state;
+	assert_int_equal(hutch_net_link_slot("hutch0"), 0);
+	assert_int_equal(hutch_net_link_slot("hutch16383"), 16383);
+	assert_int_equal(hutch_net_link_slot("hutch999999"), 999999);
+	assert_int_equal(hutch_net_link_slot("hutch"), -1);
+	assert_int_equal(hutch_net_link_slot("hutch07"), -1);
+	assert_int_equal(hutch_net_link_slot("hutch1a"), -1);
+	assert_int_equal(hutch_net_link_slot("hutch-br"), -1);
+	assert_int_equal(hutch_net_link_slot("hutch1234567"), -1);
+	assert_int_equal(hutch_net_link_slot("eth0"), -1);
+	assert_int_equal(hutch_net_link_slot(""), -1);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_pool_parse),
+		cmocka_unit_test(test_pool_addrs),
+		cmocka_unit_test(test_pool_out_of_room),
+		cmocka_unit_test(test_link_slot),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -125,7 +125,7 @@ static size_t name_write(const char *text, uint8_t *out, size_t outsz)
 
 	/* n characters become n + 2 bytes: the first length, one per dot,
 	 * the final 0; the root is the final 0 alone. */
-	if (n < 0 || (size_t)n + 2 > outsz)
+	if (n < 0 || outsz < 1 || (n > 0 && (size_t)n + 2 > outsz))
 		return 0;
 	if (n == 0) {
 		out[0] = 0;

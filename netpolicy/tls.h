@@ -22,7 +22,15 @@
  *   -EPROTO  not a TLS handshake (e.g. plain HTTP), or not a ClientHello;
  *   -EBADMSG malformed (lengths that disagree, a bad server_name, ...);
  *   -E2BIG   the hello would be larger than HUTCH_TLS_HELLO_MAX.
- * sni_size must be at least 254. */
+ * sni_size must be at least 254 (else -EINVAL). sni is written only on 1,
+ * *need only on 0; need may be NULL.
+ * Details: a later record that is not a handshake record, or a zero-length
+ * or over-2^14 record, is -EBADMSG; bytes after the ClientHello in its last
+ * record are ignored; a hello without extensions gives ""; two
+ * server_name extensions or two host_name entries are -EBADMSG; name types
+ * other than host_name are skipped. The name check is syntax only: an IP
+ * literal such as "192.0.2.1" passes it (RFC 6066 forbids it, the caller
+ * decides). */
 int hutch_tls_parse_client_hello(const uint8_t *buf, size_t len, char *sni, size_t sni_size,
                                  size_t *need);
 

@@ -485,10 +485,9 @@ static void on_upstream_readable(struct hutch_egress *e)
 		case Q_STUB_A:
 			cache_put(e, q->name, &a);
 			stub_reply(e, &q->client, &q->q,
-			           a.rcode == HUTCH_DNS_RCODE_NOERROR ? HUTCH_DNS_RCODE_NOERROR
-			           : a.rcode == HUTCH_DNS_RCODE_NXDOMAIN
-			                   ? HUTCH_DNS_RCODE_NXDOMAIN
-			                   : HUTCH_DNS_RCODE_SERVFAIL,
+			           a.rcode == HUTCH_DNS_RCODE_NOERROR    ? HUTCH_DNS_RCODE_NOERROR
+			           : a.rcode == HUTCH_DNS_RCODE_NXDOMAIN ? HUTCH_DNS_RCODE_NXDOMAIN
+			                                                 : HUTCH_DNS_RCODE_SERVFAIL,
 			           a.addrs, a.naddrs);
 			break;
 		case Q_CONN:
@@ -642,9 +641,10 @@ static void conn_resolved(struct conn *c, const uint32_t *addrs, size_t naddrs)
 		if (!addr_forbidden(addrs[i]))
 			c->addrs[n++] = addrs[i];
 	if (n == 0) {
-		conn_refuse(c, naddrs ? "%s resolves only to addresses of this machine, "
-		                        "link-local or reserved ranges"
-		                      : "%s does not resolve (upstream resolver)",
+		conn_refuse(c,
+		            naddrs ? "%s resolves only to addresses of this machine, "
+		                     "link-local or reserved ranges"
+		                   : "%s does not resolve (upstream resolver)",
 		            c->sni);
 		return;
 	}
@@ -683,8 +683,8 @@ static void conn_decide(struct conn *c)
 			return;
 		}
 		{
-			struct query *q = query_start(c->e, Q_CONN, c->sni, HUTCH_DNS_TYPE_A, NULL,
-			                              0);
+			struct query *q =
+			        query_start(c->e, Q_CONN, c->sni, HUTCH_DNS_TYPE_A, NULL, 0);
 			if (!q) {
 				conn_refuse(c, "too many DNS lookups at once");
 				return;
@@ -705,7 +705,8 @@ static void conn_decide(struct conn *c)
 	else if (c->sni[0])
 		conn_refuse(c, "%s is not in the allow list", c->sni);
 	else
-		conn_refuse(c, "no server name (SNI) and %s:%u is not in the allow list", ip, dport);
+		conn_refuse(c, "no server name (SNI) and %s:%u is not in the allow list", ip,
+		            dport);
 }
 
 static void conn_on_hello(struct conn *c)
@@ -728,11 +729,10 @@ static void conn_on_hello(struct conn *c)
 	if (r == 0 && c->cs_len < HUTCH_TLS_HELLO_MAX)
 		return;
 	if (r == -EPROTO) {
-		bool http = c->cs_len >= 4 && (memcmp(c->cs, "GET ", 4) == 0 ||
-		                               memcmp(c->cs, "POST", 4) == 0 ||
-		                               memcmp(c->cs, "HEAD", 4) == 0 ||
-		                               memcmp(c->cs, "PUT ", 4) == 0 ||
-		                               memcmp(c->cs, "CONN", 4) == 0);
+		bool http = c->cs_len >= 4 &&
+		            (memcmp(c->cs, "GET ", 4) == 0 || memcmp(c->cs, "POST", 4) == 0 ||
+		             memcmp(c->cs, "HEAD", 4) == 0 || memcmp(c->cs, "PUT ", 4) == 0 ||
+		             memcmp(c->cs, "CONN", 4) == 0);
 		conn_refuse(c, http ? "plain HTTP: only TLS is allowed" : "not a TLS connection");
 		return;
 	}
@@ -857,7 +857,8 @@ static void on_accept(struct hutch_egress *e, struct listener *l)
 		if (fd < 0)
 			return;
 		if (e->nconns >= HUTCH_EGRESS_CONNS_MAX ||
-		    getsockname(fd, (struct sockaddr *)&dst, &dlen) < 0 || dst.sin_family != AF_INET) {
+		    getsockname(fd, (struct sockaddr *)&dst, &dlen) < 0 ||
+		    dst.sin_family != AF_INET) {
 			refuse_log(e, "connect", NULL, NULL, "too many connections at once (%d)",
 			           HUTCH_EGRESS_CONNS_MAX);
 			close_reset(fd);
@@ -918,7 +919,8 @@ static void on_tick(struct hutch_egress *e)
 		next = c->next;
 		if (c->deadline_ms && c->deadline_ms <= now) {
 			if (c->state == C_HELLO)
-				conn_refuse(c, "no TLS ClientHello within %d s", HELLO_DEADLINE_MS / 1000);
+				conn_refuse(c, "no TLS ClientHello within %d s",
+				            HELLO_DEADLINE_MS / 1000);
 			else if (c->state == C_CONNECTING) {
 				c->last_connect_err = ETIMEDOUT;
 				conn_dial(c);

@@ -217,10 +217,11 @@ int hutch_config_set(struct hutch_config *c, const char *key, const char *value,
 	if (!strcmp(key, "net_pool")) {
 		struct hutch_net_pool pool;
 		if (strlen(value) >= sizeof(c->net_pool))
-			return hutch_err_set(err, -EINVAL,
-			                     "invalid address pool '%.40s...' (HUTCH_NET_POOL): write "
-			                     "it as A.B.C.D/N, e.g. %s",
-			                     value, HUTCH_NET_POOL_DEFAULT);
+			return hutch_err_set(
+			        err, -EINVAL,
+			        "invalid address pool '%.40s...' (HUTCH_NET_POOL): write "
+			        "it as A.B.C.D/N, e.g. %s",
+			        value, HUTCH_NET_POOL_DEFAULT);
 		if (hutch_net_pool_parse(value, &pool, err) < 0)
 			return err->code;
 		snprintf(c->net_pool, sizeof(c->net_pool), "%s", value);
@@ -254,21 +255,23 @@ int hutch_config_validate(const struct hutch_config *c, struct hutch_err *err)
 		                     "use --network none",
 		                     hutch_net_mode_name(c->net.mode));
 	if (c->nhost_ports > 0 && c->net.mode == HUTCH_NET_NONE)
-		return hutch_err_set(err, -EINVAL,
-		                     "--host-port needs a network: with network none nothing "
-		                     "leaves the sandbox; use --network all or --network allow:HOST");
+		return hutch_err_set(
+		        err, -EINVAL,
+		        "--host-port needs a network: with network none nothing "
+		        "leaves the sandbox; use --network all or --network allow:HOST");
 	for (size_t i = 0; c->net.mode == HUTCH_NET_ALLOW && i < c->nhost_ports; i++) {
 		unsigned port = c->host_ports[i];
 		bool clash = port == 53 || port == 443;
 		for (size_t h = 0; h < c->net.nhosts; h++)
 			clash = clash || c->net.hosts[h].port == port;
 		if (clash)
-			return hutch_err_set(err, -EINVAL,
-			                     "--host-port %u clashes with the allow list: ports 53, "
-			                     "443 and the listed ports are served by the sandbox's "
-			                     "DNS stub and TLS proxy; run the host service on "
-			                     "another port",
-			                     port);
+			return hutch_err_set(
+			        err, -EINVAL,
+			        "--host-port %u clashes with the allow list: ports 53, "
+			        "443 and the listed ports are served by the sandbox's "
+			        "DNS stub and TLS proxy; run the host service on "
+			        "another port",
+			        port);
 	}
 	return 0;
 }

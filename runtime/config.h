@@ -6,10 +6,10 @@
 #ifndef HUTCH_CONFIG_H
 #define HUTCH_CONFIG_H
 
+#include <netinet/in.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <netinet/in.h>
 
 #include <cjson/cJSON.h>
 

@@ -62,9 +62,11 @@ static const char *const main_usage =
         "run/exec; 64 usage error, 65 no such sandbox, 66 sandbox expired or deleted, 69 host\n"
         "not capable (not root, missing kernel feature), 70 other failure, 71 setup script or\n"
         "on_create hook failed, 124 timeout.\n"
-        "State lives in $HUTCH_RUNTIME_DIR (default /run/hutch). Network: HUTCH_RESOLVER=IP[:PORT]\n"
+        "State lives in $HUTCH_RUNTIME_DIR (default /run/hutch). Network: "
+        "HUTCH_RESOLVER=IP[:PORT]\n"
         "is the DNS server the sandboxes' DNS stub asks (default: the host's first IPv4\n"
-        "nameserver); HUTCH_NET_POOL=CIDR the addresses of --network all (default " HUTCH_NET_POOL_DEFAULT ").\n";
+        "nameserver); HUTCH_NET_POOL=CIDR the addresses of --network all "
+        "(default " HUTCH_NET_POOL_DEFAULT ").\n";
 
 static const char *const create_options =
         "sandbox options:\n"

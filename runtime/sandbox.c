@@ -245,8 +245,7 @@ static int net_prepare(struct sup *s, struct hutch_err *err)
 	}
 	if (c->net.mode != HUTCH_NET_ALL)
 		return 0;
-	r = hutch_net_pool_parse(c->net_pool[0] ? c->net_pool : HUTCH_NET_POOL_DEFAULT, &pool,
-	                         err);
+	r = hutch_net_pool_parse(c->net_pool[0] ? c->net_pool : HUTCH_NET_POOL_DEFAULT, &pool, err);
 	if (r >= 0)
 		r = hutch_net_pool_addrs(&pool, s->slot, &s->net.addrs, err);
 	if (r >= 0)

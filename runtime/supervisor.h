@@ -134,8 +134,8 @@ struct sup {
 	bool delete_pending;     /* a DELETE / is waiting for teardown */
 	struct request *waiters; /* requests answered when the sandbox has ended */
 	int64_t last_request_ms;
-	unsigned requests_open; /* requests being served (idle: activity) */
-	struct sup_net { /* network all / allow (netpolicy/) */
+	unsigned requests_open;               /* requests being served (idle: activity) */
+	struct sup_net {                      /* network all / allow (netpolicy/) */
 		struct hutch_net_addrs addrs; /* all: the sandbox's /30, host link */
 		struct hutch_net_child child; /* what init configures */
 		bool attached;                /* all: host side made (or being made) */
@@ -145,7 +145,7 @@ struct sup {
 		struct hutch_egress *egress; /* serves them once ready */
 		struct watch w;
 	} net;
-	struct sup_idle {       /* idle.c */
+	struct sup_idle { /* idle.c */
 		int fd;
 		struct watch w;
 		bool armed, sleeping;

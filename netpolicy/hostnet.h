@@ -28,13 +28,13 @@
 #include "error.h"
 #include "netpolicy.h"
 
-#define HUTCH_NET_POOL_DEFAULT  "10.200.0.0/16"
-#define HUTCH_NET_STATE_DIR     "/run/hutch-net"
-#define HUTCH_NET_LINK_PREFIX   "hutch"
+#define HUTCH_NET_POOL_DEFAULT "10.200.0.0/16"
+#define HUTCH_NET_STATE_DIR    "/run/hutch-net"
+#define HUTCH_NET_LINK_PREFIX  "hutch"
 /* host.hutch.internal inside every sandbox with a network: an address on
  * the sandbox's loopback where the supervisor accepts --host-port
  * connections and relays them to 127.0.0.1:PORT on the host. */
-#define HUTCH_NET_HOST_INTERNAL "169.254.100.1"
+#define HUTCH_NET_HOST_INTERNAL  "169.254.100.1"
 #define HUTCH_NET_HOST_PORTS_MAX 16
 #define HUTCH_NET_LISTENERS_MAX  64
 
@@ -65,15 +65,13 @@ int hutch_net_pool_check_clash(const struct hutch_net_pool *pool, struct hutch_e
  * end the gateway address and bring it up. Safe against a concurrent
  * hutch_net_host_detach()/gc of the last other sandbox (flock on
  * HUTCH_NET_STATE_DIR/lock). On failure removes what it made. */
-int hutch_net_host_attach(const struct hutch_net_addrs *a, pid_t init_pid,
-                          struct hutch_err *err);
+int hutch_net_host_attach(const struct hutch_net_addrs *a, pid_t init_pid, struct hutch_err *err);
 /* Remove the sandbox's host link (idempotent: a missing link is success),
  * then, if no hutch link remains, the table and the forwarding switch. */
 int hutch_net_host_detach(const struct hutch_net_addrs *a, struct hutch_err *err);
 /* gc: delete every hutch<slot> link whose slot is not alive, then as in
  * detach. slot_alive(slot) must be true while a supervisor holds the slot. */
-int hutch_net_host_gc(bool (*slot_alive)(unsigned slot, void *ud), void *ud,
-                      struct hutch_err *err);
+int hutch_net_host_gc(bool (*slot_alive)(unsigned slot, void *ud), void *ud, struct hutch_err *err);
 
 /* ---- child side (init, before the root is built) ---- */
 

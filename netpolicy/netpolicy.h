@@ -43,5 +43,4 @@ const char *hutch_net_mode_name(enum hutch_net_mode mode);
 /* True if this build can enforce the mode. */
 bool hutch_net_mode_is_implemented(enum hutch_net_mode mode);
 
-
 #endif

@@ -24,7 +24,7 @@ struct hutch_init_params {
 	struct hutch_rootfs_config rootfs;
 	const struct hutch_net_policy *net;
 	const struct hutch_net_child *net_child; /* addresses, host ports */
-	const struct sock_fprog *seccomp; /* built by the supervisor before clone */
+	const struct sock_fprog *seccomp;        /* built by the supervisor before clone */
 };
 
 /* Child side; never returns. */

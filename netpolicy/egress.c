@@ -215,9 +215,9 @@ static uint16_t entry_port(const struct hutch_net_host *h)
 	return h->port ? h->port : 443;
 }
 
-/* Never dial these for a name, whatever the upstream resolver says: this
- * machine, link-local (cloud metadata), multicast, reserved. A listed IP
- * entry is the user's explicit choice and is not checked. */
+/* Never dial these, whatever the upstream resolver says or the list holds:
+ * this machine, link-local (cloud metadata), multicast, reserved. A service
+ * on the host is reached through --host-port. */
 static bool addr_forbidden(uint32_t a_be)
 {
 	uint32_t a = ntohl(a_be);
@@ -691,6 +691,13 @@ static void conn_decide(struct conn *c)
 			}
 			q->conn = c;
 		}
+		return;
+	}
+	if (ip_ok && addr_forbidden(c->dst.sin_addr.s_addr)) {
+		conn_refuse(c,
+		            "%s is this machine, link-local or reserved: use --host-port for a "
+		            "service on the host",
+		            ip);
 		return;
 	}
 	if (ip_ok) {

@@ -265,3 +265,8 @@ def sandbox(hutch):
     sb = hutch.create()
     yield sb
     sb.rm()
+
+
+# The fake internet of the network tests: one session fixture for every
+# module that uses it (imported here, not per module, so it is set up once).
+from netfake import fakenet  # noqa: E402,F401

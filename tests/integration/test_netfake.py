@@ -7,7 +7,7 @@ import ssl
 import struct
 import subprocess
 
-from netfake import (DNS, HOST_IP, PRIVATE, UNLISTED, WEB, WEB6, HostListener, fakenet,  # noqa: F401
+from netfake import (DNS, HOST_IP, PRIVATE, UNLISTED, WEB, WEB6, HostListener,
                      read_sysctl)
 
 

@@ -1,0 +1,520 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Network modes none / all / allow:HOSTS and --host-port, proved against the
+fake internet of netfake.py: for every path the tests assert the observable
+effect (the fake server's log shows the connection, or shows none; a refused
+connection returned within FAST seconds, measured inside the sandbox).
+
+Every destination used here is routed into the fake netns, and every
+sandbox gets HUTCH_RESOLVER=203.0.113.53:53, so nothing reaches the real
+network even if a rule under test is broken."""
+import json
+import os
+import re
+import secrets
+import signal
+import socket
+import time
+
+import pytest
+
+from conftest import Hutch, cgroup_dirs_named, proc_comm, wait_until
+from netfake import (DNS, HOST_IP, PRIVATE, RESOLVER, UNLISTED, WEB, WEB6, HostListener,
+                     hutch_links, nft_table_exists, sh)
+
+USAGE = 64
+FAST = 3.0            # a refused path must fail within this many seconds
+GRACE = 0.3           # after the last probe, before asserting a log stayed empty
+HOST_INTERNAL = "host.hutch.internal"
+POOL = ("10.200.", )  # HUTCH_NET_POOL default 10.200.0.0/16
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+class NetHutch(Hutch):
+    """The CLI with the fake resolver: the supervisor never asks the host's
+    real nameserver."""
+
+    def __init__(self, rtdir):
+        super().__init__(rtdir)
+        self.env["HUTCH_RESOLVER"] = RESOLVER
+
+    def cleanup(self):
+        leftovers = self.ids()
+        if leftovers:
+            self("rm", "--all")
+        self("gc")
+        remaining = self.ids()
+        cg = [d for sid in leftovers for d in cgroup_dirs_named(sid)]
+        assert not remaining, f"sandboxes left behind: {remaining}"
+        assert not cg, f"cgroups left behind: {cg}"
+
+
+def net_sandbox(h, *opts):
+    sb = h.create(*opts)
+    with open(os.path.join(HERE, "netprobe.py"), "rb") as f:
+        sb.put_file("/workspace/probe.py", f.read(), "644")
+    return sb
+
+
+def install_ca(sb, fakenet):
+    sb.put_file("/workspace/ca.pem", fakenet.ca_pem(), "644")
+
+
+def probe(sb, *ops, timeout=60):
+    res = sb.run(argv=["python3", "/workspace/probe.py"], stdin=json.dumps(list(ops)),
+                 timeout=timeout)
+    assert res["exit_code"] == 0, res
+    return json.loads(res["stdout"])
+
+
+def tls(host, port=443, sni=None):
+    return {"op": "tls", "host": host, "port": port, "sni": sni}
+
+
+def raw(host, port, send=""):
+    return {"op": "raw", "host": host, "port": port, "send": send}
+
+
+def resolve(name):
+    return {"op": "resolve", "name": name}
+
+
+def assert_fast_failure(results):
+    """Every result failed (never connected through, never answered), and
+    within FAST seconds (a drop instead of a reject shows as a slow one)."""
+    for r in results:
+        assert not r["ok"] or r.get("recv") == "", r
+        assert r.get("body") is None, r
+        assert r["took"] < FAST, f"took {r['took']}s instead of failing at once: {r}"
+
+
+def assert_logs_empty(fakenet, mark, *names):
+    time.sleep(GRACE)
+    for n in names:
+        assert fakenet.since(mark, n) == [], (n, fakenet.since(mark, n))
+
+
+def network(sb):
+    st = sb.status()
+    assert "network" in st, st
+    return st["network"]
+
+
+def link_exists(name):
+    return sh("ip", "link", "show", name, check=False).returncode == 0
+
+
+def nft_ruleset():
+    return sh("nft", "list", "ruleset", check=False).stdout
+
+
+@pytest.fixture
+def nh(tmp_path):
+    h = NetHutch(tmp_path / "rt")
+    yield h
+    h.cleanup()
+
+
+# ---------------------------------------------------------------------------
+# option syntax (nothing is created)
+
+@pytest.mark.parametrize("entry", ["https://api.test.example", "api.test.example/path",
+                                   "*.test.example", "*", "http://10.0.0.1:80"])
+def test_allow_entry_syntax_refused_naming_the_entry(nh, entry):
+    r = nh("create", "--network", f"allow:api.test.example,{entry}")
+    assert r.returncode == USAGE, r.stderr
+    assert entry in r.stderr.decode(), r.stderr
+    assert nh.ids() == [] and r.stdout == b""
+
+
+@pytest.mark.parametrize("net", [None, "none"])
+def test_host_port_needs_all_or_allow(nh, net):
+    args = ["create", "--host-port", "8080"] + (["--network", net] if net else [])
+    r = nh(*args)
+    assert r.returncode == USAGE, r.stderr
+    assert "--network all or allow" in r.stderr.decode(), r.stderr
+    r = nh("run", *args[1:], "--", "true")
+    assert r.returncode == USAGE, r.stderr
+    assert nh.ids() == []
+
+
+@pytest.mark.parametrize("spec,port", [("allow:api.test.example", "53"),
+                                       ("allow:api.test.example", "443"),
+                                       ("allow:other.test.example:8443", "8443"),
+                                       ("allow:203.0.113.10:8443", "8443")])
+def test_host_port_may_not_shadow_the_proxy_or_dns_in_allow(nh, spec, port):
+    r = nh("create", "--network", spec, "--host-port", port)
+    assert r.returncode == USAGE, r.stderr
+    assert port in r.stderr.decode(), r.stderr
+    assert nh.ids() == []
+
+
+def test_host_port_count_and_range(nh):
+    many = [a for p in range(20001, 20018) for a in ("--host-port", str(p))]  # 17
+    r = nh("create", "--network", "all", *many)
+    assert r.returncode == USAGE and b"16" in r.stderr, r.stderr
+    for bad in ("0", "65536", "http"):
+        r = nh("create", "--network", "all", "--host-port", bad)
+        assert r.returncode == USAGE and bad.encode() in r.stderr, (bad, r.stderr)
+    assert nh.ids() == []
+
+
+# ---------------------------------------------------------------------------
+# mode all
+
+class AllEnv:
+    pass
+
+
+@pytest.fixture(scope="class")
+def allenv(fakenet, tmp_path_factory):
+    e = AllEnv()
+    e.h = NetHutch(tmp_path_factory.mktemp("rt-all"))
+    e.listeners = []
+    try:
+        # a host service opened with --host-port, and one that is not
+        e.opened = HostListener(addrs=("127.0.0.1",), reply=b"opened-port\n")
+        e.closed = HostListener(addrs=("127.0.0.1",), reply=b"closed-port\n")
+        e.listeners += [e.opened, e.closed]
+        e.links_before = hutch_links()
+        e.a = net_sandbox(e.h, "--network", "all", "--host-port", str(e.opened.port))
+        e.b = net_sandbox(e.h, "--network", "all")
+        install_ca(e.a, fakenet)
+        e.na, e.nb = network(e.a), network(e.b)
+        # the host itself on its fake-uplink address and on both gateways
+        e.host = HostListener(addrs=(HOST_IP, e.na["gateway"], e.nb["gateway"]))
+        e.listeners.append(e.host)
+        yield e
+    finally:
+        for lst in e.listeners:
+            lst.close()
+        e.h.cleanup()
+
+
+class TestAll:
+    def test_status_and_inspect(self, allenv):
+        n = allenv.na
+        assert n["mode"] == "all"
+        assert n["resolver"] == RESOLVER
+        assert n["host_ports"] == [allenv.opened.port]
+        assert n["address"].startswith(POOL) and n["gateway"].startswith(POOL)
+        a, g = (int(x.split(".")[3]) for x in (n["address"], n["gateway"]))
+        assert a & ~3 == g & ~3 and a != g, n  # one /30
+        assert re.fullmatch(r"hutch\d+", n["host_link"]) and link_exists(n["host_link"])
+        assert n["host_link"] not in allenv.links_before
+        assert n["gateway"] in sh("ip", "-o", "-4", "addr", "show", "dev", n["host_link"]).stdout
+        nb = allenv.nb
+        assert nb["address"] != n["address"] and nb["host_link"] != n["host_link"]
+        assert nb["host_ports"] == []
+        r = allenv.h("inspect", allenv.a.id)
+        assert r.returncode == 0, r.stderr
+        assert json.loads(r.stdout)["network"]["host_link"] == n["host_link"]
+        assert nft_table_exists()
+
+    def test_resolv_conf_and_hosts(self, allenv):
+        conf = allenv.a.sh("cat /etc/resolv.conf")
+        assert [l for l in conf.splitlines() if l.startswith("nameserver")] == ["nameserver 127.0.0.1"]
+        hosts = allenv.a.sh("cat /etc/hosts")
+        assert re.search(r"^169\.254\.100\.1\s+.*\bhost\.hutch\.internal\b", hosts, re.M), hosts
+
+    def test_tls_by_name_and_dns_forwarding(self, allenv, fakenet):
+        nonce = secrets.token_hex(4)
+        mark = fakenet.mark()
+        r = probe(allenv.a, resolve(f"any-{nonce}.test.example"), resolve("unlisted.test.example"),
+                  tls("api.test.example", 443, "api.test.example"),
+                  tls("unlisted.test.example", 443, "unlisted.test.example"),
+                  raw(WEB, 80, "GET / HTTP/1.0\r\n\r\n"))
+        assert r[0]["addrs"] == [WEB] and r[1]["addrs"] == [UNLISTED], r
+        assert r[2]["body"] == f"fake-https {WEB}:443 sni=api.test.example\n", r[2]
+        assert r[3]["body"] == f"fake-https {UNLISTED}:443 sni=unlisted.test.example\n", r[3]
+        assert r[4]["recv"].endswith(f"fake-http {WEB}:80\n"), r[4]
+        # every query was forwarded to HUTCH_RESOLVER
+        names = fakenet.dns_names(mark)
+        for name in (f"any-{nonce}.test.example", "unlisted.test.example", "api.test.example"):
+            assert name in names, names
+        # NAT: the fake internet sees the host's address, not the sandbox's
+        reqs = [e for e in fakenet.since(mark, "https443") if e["event"] == "request"]
+        assert len(reqs) == 1 and reqs[0]["peer"].split(":")[0] == HOST_IP, reqs
+
+    def test_udp_works(self, allenv, fakenet):
+        nonce = secrets.token_hex(6)
+        mark = fakenet.mark()
+        probe(allenv.a, {"op": "udp", "host": WEB, "port": 9999, "data": f"udp-{nonce}"})
+        assert wait_until(lambda: [e["data"] for e in fakenet.since(mark, "udpsink")]
+                          == [f"udp-{nonce}"], 5), fakenet.since(mark, "udpsink")
+
+    def test_private_metadata_ipv6_fail_fast(self, allenv, fakenet):
+        mark = fakenet.mark()
+        ops = [raw(a, p) for a in PRIVATE.values() for p in (80, 443)]
+        ops += [raw(WEB6, 443), raw(WEB6, 80)]
+        r = probe(allenv.a, *ops, {"op": "udp", "host": WEB6, "port": 9999, "data": "v6"})
+        assert_fast_failure(r[:-1])
+        assert r[-1]["took"] < FAST
+        assert_logs_empty(fakenet, mark, *[f"{n}_{p}" for n in PRIVATE for p in (80, 443)],
+                          "v6_80", "v6_443", "v6_9999")
+
+    def test_host_itself_and_gateways_fail_fast(self, allenv):
+        port = allenv.host.port
+        targets = [HOST_IP, allenv.na["gateway"], allenv.nb["gateway"]]
+        r = probe(allenv.a, *[raw(t, port) for t in targets])
+        assert_fast_failure(r)
+        time.sleep(GRACE)
+        assert allenv.host.accepted == []
+
+    def test_other_sandbox_unreachable(self, allenv):
+        b = allenv.b
+        b.put_file("/workspace/srv.py", b"import socket\n"
+                   b"s = socket.create_server(('0.0.0.0', 7777))\n"
+                   b"while True:\n    c, _ = s.accept(); c.sendall(b'sandbox-b\\n'); c.close()\n")
+        b.sh("python3 /workspace/srv.py >/dev/null 2>&1 &")
+        own = lambda: probe(b, raw(allenv.nb["address"], 7777))[0].get("recv") == "sandbox-b\n"
+        assert wait_until(own, 10), "B's own listener never came up (control)"
+        r = probe(allenv.a, raw(allenv.nb["address"], 7777))
+        assert_fast_failure(r)
+
+    def test_host_port_opens_exactly_that_port(self, allenv):
+        o, c = allenv.opened, allenv.closed
+        r = probe(allenv.a, raw(HOST_INTERNAL, o.port), raw(HOST_INTERNAL, c.port),
+                  raw("169.254.100.1", o.port))
+        assert r[0]["recv"] == "opened-port\n", r[0]
+        assert r[2]["recv"] == "opened-port\n", r[2]
+        assert not r[1]["ok"] and r[1]["err"] == "refused" and r[1]["took"] < FAST, r[1]
+        # B has no host port: the same port is closed there
+        rb = probe(allenv.b, raw(HOST_INTERNAL, o.port))
+        assert rb[0]["err"] == "refused" and rb[0]["took"] < FAST, rb
+        time.sleep(GRACE)
+        assert len(o.accepted) == 2 and c.accepted == []
+
+
+# ---------------------------------------------------------------------------
+# mode allow
+
+@pytest.fixture(scope="class")
+def allowenv(fakenet, tmp_path_factory):
+    e = AllEnv()
+    e.h = NetHutch(tmp_path_factory.mktemp("rt-allow"))
+    e.listeners = []
+    try:
+        e.opened = HostListener(addrs=("127.0.0.1",), reply=b"opened-port\n")
+        e.closed = HostListener(addrs=("127.0.0.1",), reply=b"closed-port\n")
+        e.host = HostListener(addrs=(HOST_IP,))
+        e.listeners += [e.opened, e.closed, e.host]
+        e.links_before = hutch_links()
+        e.c = net_sandbox(e.h, "--network", "allow:api.test.example,other.test.example:8443",
+                          "--host-port", str(e.opened.port))
+        e.d = net_sandbox(e.h, "--network", f"allow:{WEB}:8443")
+        e.links_after = hutch_links()
+        for sb in (e.c, e.d):
+            install_ca(sb, fakenet)
+        yield e
+    finally:
+        for lst in e.listeners:
+            lst.close()
+        e.h.cleanup()
+
+
+class TestAllow:
+    def test_status_and_no_host_link(self, allowenv):
+        n = network(allowenv.c)
+        assert n["mode"] == "allow"
+        assert n["hosts"] == ["api.test.example:443", "other.test.example:8443"]
+        assert n["resolver"] == RESOLVER and n["host_ports"] == [allowenv.opened.port]
+        assert n["refused"] == [] and n["refused_total"] == 0
+        for k in ("address", "gateway", "host_link"):
+            assert not n.get(k), n
+        assert network(allowenv.d)["hosts"] == [f"{WEB}:8443"]
+        assert allowenv.links_after == allowenv.links_before
+        conf = allowenv.c.sh("cat /etc/resolv.conf")
+        assert [l for l in conf.splitlines() if l.startswith("nameserver")] == ["nameserver 127.0.0.1"]
+
+    def test_listed_names_over_tls(self, allowenv, fakenet):
+        mark = fakenet.mark()
+        r = probe(allowenv.c, resolve("api.test.example"),
+                  tls("api.test.example", 443, "api.test.example"),
+                  tls("other.test.example", 8443, "other.test.example"))
+        assert r[0]["addrs"] == [WEB], r[0]
+        assert r[1]["body"] == f"fake-https {WEB}:443 sni=api.test.example\n", r[1]
+        assert r[2]["body"] == f"fake-https {WEB}:8443 sni=other.test.example\n", r[2]
+        # the supervisor dialled from the host; it asked the fake resolver
+        reqs = [e for e in fakenet.since(mark, "https443") if e["event"] == "request"]
+        assert len(reqs) == 1 and reqs[0]["peer"].split(":")[0] == HOST_IP, reqs
+        assert "api.test.example" in fakenet.dns_names(mark)
+
+    def test_sni_spoof_dials_the_name_not_the_address(self, allowenv, fakenet):
+        mark = fakenet.mark()
+        r = probe(allowenv.c, tls(UNLISTED, 443, "api.test.example"))
+        assert r[0]["body"] == f"fake-https {WEB}:443 sni=api.test.example\n", r[0]
+        assert len([e for e in fakenet.since(mark, "https443") if e["event"] == "request"]) == 1
+        assert_logs_empty(fakenet, mark, "unlisted443")
+
+    def test_unlisted_names_get_nxdomain_and_are_never_forwarded(self, allowenv, fakenet):
+        nonce = secrets.token_hex(4)
+        mark = fakenet.mark()
+        names = [f"leak-{nonce}.test.example", "unlisted.test.example", f"{nonce}.exfil.example"]
+        r = probe(allowenv.c, *[resolve(n) for n in names],
+                  {"op": "dns", "server": "127.0.0.1", "names": [f"stub-{nonce}.test.example"]},
+                  {"op": "dns", "server": DNS, "names": [f"direct-{nonce}.test.example"]},
+                  {"op": "dns", "server": "127.0.0.1", "names": [f"aaaa-{nonce}.test.example"],
+                   "qtype": 28})
+        for x in r[:3]:
+            assert x["err"] in (f"gai:{socket.EAI_NONAME}",), x
+            assert x["took"] < FAST, x
+        for x in r[3:]:
+            reply = x["replies"][0]
+            assert x["took"] < FAST, x
+            # NXDOMAIN from the stub; a direct query to a real server's
+            # address must not get an answer from it either
+            assert reply.get("rcode") == 3 or ("err" in reply and x["op"]["server"] == DNS), x
+        time.sleep(GRACE)
+        seen = fakenet.dns_names(mark)
+        assert not [n for n in seen if nonce in n or n == "unlisted.test.example"], seen
+
+    def test_everything_else_fails_fast(self, allowenv, fakenet):
+        mark = fakenet.mark()
+        hp = allowenv.host.port
+        r = probe(allowenv.c,
+                  tls(UNLISTED, 443, "unlisted.test.example"),    # unlisted SNI
+                  tls(WEB, 443, None),                            # direct IP, not listed
+                  tls(WEB, 8443, "api.test.example"),             # listed name, wrong port
+                  raw(WEB, 80, "GET / HTTP/1.0\r\n\r\n"),         # plain HTTP
+                  raw(WEB, 443, "GET / HTTP/1.1\r\nHost: api.test.example\r\n\r\n"),
+                  raw(WEB6, 443), raw(WEB6, 80),                  # IPv6
+                  raw(HOST_IP, hp),                               # the host itself
+                  *[raw(a, 80) for a in PRIVATE.values()],
+                  *[tls(a, 443, None) for a in PRIVATE.values()],  # a ClientHello, no SNI
+                  {"op": "udp", "host": WEB, "port": 9999, "data": "allow-udp"},
+                  {"op": "udp", "host": WEB6, "port": 9999, "data": "allow-udp6"})
+        assert_fast_failure(r[:-2])
+        for x in r[-2:]:
+            assert x["took"] < FAST, x
+        plain = r[3]
+        assert plain["err"] == "refused", plain
+        assert r[0]["connected"] and r[0]["err"] in ("reset", "eof"), r[0]
+        assert_logs_empty(fakenet, mark, "https443", "https8443", "unlisted443", "http80",
+                          "udpsink", "v6_80", "v6_443", "v6_9999",
+                          *[f"{n}_{p}" for n in PRIVATE for p in (80, 443)])
+        assert allowenv.host.accepted == []
+        # a UDP datagram left nothing on the wire of the fake internet at all
+        assert fakenet.dns_names(mark) == []
+
+    def test_host_port(self, allowenv):
+        o, c = allowenv.opened, allowenv.closed
+        r = probe(allowenv.c, raw(HOST_INTERNAL, o.port), raw(HOST_INTERNAL, c.port))
+        assert r[0]["recv"] == "opened-port\n", r[0]
+        assert r[1]["err"] == "refused" and r[1]["took"] < FAST, r[1]
+        rd = probe(allowenv.d, raw(HOST_INTERNAL, o.port))
+        assert rd[0]["err"] == "refused" and rd[0]["took"] < FAST, rd
+        time.sleep(GRACE)
+        assert len(o.accepted) == 1 and c.accepted == []
+
+    def test_listed_ip_entry(self, allowenv, fakenet):
+        mark = fakenet.mark()
+        r = probe(allowenv.d, tls(WEB, 8443, WEB), tls(WEB, 443, None),
+                  tls(UNLISTED, 8443, None), resolve("api.test.example"),
+                  tls(UNLISTED, 8443, "api.test.example"))
+        assert r[0]["body"] == f"fake-https {WEB}:8443 sni=None\n", r[0]
+        assert_fast_failure(r[1:])
+        assert r[3]["err"] == f"gai:{socket.EAI_NONAME}", r[3]
+        reqs = [e for e in fakenet.since(mark, "https8443") if e["event"] == "request"]
+        assert len(reqs) == 1, reqs
+        assert_logs_empty(fakenet, mark, "https443", "unlisted443")
+        assert "api.test.example" not in fakenet.dns_names(mark)
+
+    def test_refused_log_in_status(self, allowenv):
+        nonce = secrets.token_hex(4)
+        t0 = time.time()
+        before = network(allowenv.c)["refused_total"]
+        probe(allowenv.c, resolve(f"dns-{nonce}.test.example"),
+              tls(UNLISTED, 443, f"tls-{nonce}.test.example"))
+        n = network(allowenv.c)
+        assert n["refused_total"] >= before + 2
+        mine = {e["what"]: e for e in n["refused"] if nonce in (e.get("host") or "")}
+        assert set(mine) == {"dns", "tls"}, n["refused"]
+        assert mine["dns"]["host"] == f"dns-{nonce}.test.example"
+        assert mine["tls"]["host"] == f"tls-{nonce}.test.example"
+        assert mine["tls"]["address"].endswith(":443"), mine["tls"]
+        for e in mine.values():
+            assert isinstance(e["at"], float) and t0 - 1 <= e["at"] <= time.time() + 1, e
+            assert e["reason"], e
+        r = allowenv.h("inspect", allowenv.c.id)
+        assert json.loads(r.stdout)["network"]["refused_total"] == n["refused_total"]
+
+    def test_refused_log_is_bounded(self, allowenv):
+        nonce = secrets.token_hex(4)
+        before = network(allowenv.c)["refused_total"]
+        names = [f"b{i}-{nonce}.test.example" for i in range(70)]
+        r = probe(allowenv.c, {"op": "dns", "server": "127.0.0.1", "names": names})
+        assert all(x.get("rcode") == 3 for x in r[0]["replies"]), r
+        n = network(allowenv.c)
+        assert len(n["refused"]) == 64, len(n["refused"])
+        assert n["refused_total"] >= before + 70
+        # the newest are kept
+        assert n["refused"][-1]["host"] == names[-1] or n["refused"][0]["host"] == names[-1], \
+            n["refused"][-1]
+
+
+# ---------------------------------------------------------------------------
+# mode none still has no network
+
+def test_none_mode_dns_fails_at_once(nh, fakenet):
+    links = hutch_links()
+    sb = net_sandbox(nh, "--network", "none")
+    try:
+        mark = fakenet.mark()
+        r = probe(sb, resolve("api.test.example"), raw(WEB, 443),
+                  {"op": "dns", "server": DNS, "names": ["none.test.example"], "timeout": 1})
+        assert_fast_failure(r[:2])
+        assert r[2]["took"] < FAST and (not r[2]["ok"] or "err" in r[2]["replies"][0]), r[2]
+        assert network(sb)["mode"] == "none"
+        assert hutch_links() == links
+        assert_logs_empty(fakenet, mark, "dns", "https443")
+    finally:
+        sb.rm()
+
+
+# ---------------------------------------------------------------------------
+# nothing the modes add stays on the host
+
+def assert_host_clean(link, address):
+    assert not link_exists(link), f"{link} still exists"
+    assert link not in sh("ip", "route", "show", "table", "all").stdout
+    rules = nft_ruleset()
+    assert link not in rules and address not in rules, rules
+    if not hutch_links():
+        assert not nft_table_exists(), "table inet hutch left after the last sandbox"
+
+
+@pytest.mark.parametrize("mode", ["all", "allow:api.test.example"])
+def test_rm_leaves_nothing(nh, fakenet, mode):
+    links = hutch_links()
+    sb = net_sandbox(nh, "--network", mode)
+    n = network(sb)
+    assert sb.rm().returncode == 0
+    if mode == "all":
+        assert_host_clean(n["host_link"], n["address"])
+    assert set(hutch_links()) <= set(links)
+
+
+def test_ttl_expiry_leaves_nothing(nh, fakenet):
+    sb = net_sandbox(nh, "--network", "all", "--ttl", "2")
+    n = network(sb)
+    assert link_exists(n["host_link"])
+    assert wait_until(lambda: not os.path.exists(os.path.join(nh.rtdir, sb.id)), 20)
+    assert wait_until(lambda: not link_exists(n["host_link"]), 5)
+    assert_host_clean(n["host_link"], n["address"])
+
+
+@pytest.mark.parametrize("mode", ["all", "allow:api.test.example"])
+def test_kill9_supervisor_then_gc_leaves_nothing(nh, fakenet, mode):
+    links = hutch_links()
+    sb = net_sandbox(nh, "--network", mode)
+    n = network(sb)
+    sup = sb.status()["supervisor_pid"]
+    os.kill(sup, signal.SIGKILL)
+    assert wait_until(lambda: proc_comm(sup) is None, 10)
+    r = nh("gc")
+    assert r.returncode == 0, r.stderr
+    assert nh.ids() == []
+    assert not cgroup_dirs_named(sb.id)
+    if mode == "all":
+        assert_host_clean(n["host_link"], n["address"])
+    assert set(hutch_links()) <= set(links)

@@ -145,9 +145,16 @@ def dns_name(msg, off):
         off += n
 
 
+# names whose A record points at a "must never be reached" listener: a proxy
+# that dials whatever a listed name resolves to would reach them
+POINTS_INSIDE = {"metadata.test.example": "169.254.169.254", "loopback.test.example": "127.0.0.1"}
+
+
 def dns_answer(name):
     """The fake zone: A for test.example and below; NXDOMAIN elsewhere."""
     lname = name.lower().rstrip(".")
+    if lname in POINTS_INSIDE:
+        return 0, POINTS_INSIDE[lname]
     if lname == "test.example" or lname.endswith(".test.example"):
         return 0, ("203.0.113.11" if lname == "unlisted.test.example" else "203.0.113.10")
     return 3, None

@@ -67,8 +67,9 @@ def test_dns(fakenet):
     assert dns_query(DNS, "unlisted.test.example") == (0, [UNLISTED])
     assert dns_query(DNS, "api.test.example", qtype=28) == (0, [])
     assert dns_query(DNS, "example.com")[0] == 3
+    assert dns_query(DNS, "metadata.test.example") == (0, ["169.254.169.254"])
     assert fakenet.dns_names(mark) == ["api.test.example", "unlisted.test.example",
-                                       "api.test.example", "example.com"]
+                                       "api.test.example", "example.com", "metadata.test.example"]
 
 
 def test_udp_sink(fakenet):

@@ -452,6 +452,30 @@ class TestAllow:
             n["refused"][-1]
 
 
+def test_allow_listed_name_resolving_to_metadata_or_loopback_is_refused(nh, fakenet):
+    """The proxy dials what the name resolves to, but never this machine or
+    link-local (docs/network.md): a listed name cannot point it at the
+    metadata service or at the host's loopback."""
+    lo = HostListener(addrs=("127.0.0.1",))
+    try:
+        sb = net_sandbox(nh, "--network",
+                         "allow:metadata.test.example,loopback.test.example:%d" % lo.port)
+        install_ca(sb, fakenet)
+        mark = fakenet.mark()
+        r = probe(sb, tls("metadata.test.example", 443, "metadata.test.example"),
+                  tls("loopback.test.example", lo.port, "loopback.test.example"))
+        assert_fast_failure(r)
+        assert "metadata.test.example" in fakenet.dns_names(mark)  # it did look it up
+        assert_logs_empty(fakenet, mark, "metadata_443")
+        assert lo.accepted == []
+        whats = {(e["what"], e.get("host")) for e in network(sb)["refused"]}
+        assert ("tls", "metadata.test.example") in whats or \
+            ("connect", "metadata.test.example") in whats, whats
+        sb.rm()
+    finally:
+        lo.close()
+
+
 # ---------------------------------------------------------------------------
 # mode none still has no network
 

@@ -34,8 +34,6 @@ import time
 
 import pytest
 
-from conftest import HUTCH, wait_until
-
 PID = os.getpid()
 NS = f"hnt-inet-{PID}"
 VETH_HOST = f"hnt{PID}h"
@@ -298,6 +296,7 @@ class FakeNet:
             if self.proc.poll() is not None:
                 return True
             return all(listening(self.proc.pid, s["proto"], s["addr"], s["port"]) for s in srv)
+        from conftest import wait_until  # conftest imports this module
         wait_until(ready, timeout=15)
         if self.proc.poll() is not None or not ready():
             with open(os.path.join(self.dir, "servers.out")) as f:
@@ -336,6 +335,7 @@ class FakeNet:
 
 
 def _gc_session(tmpdir):
+    from conftest import HUTCH
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HUTCH_RUNTIME_DIR": str(tmpdir)}
     return subprocess.run([HUTCH, "gc"], env=env, capture_output=True, text=True, timeout=60)
 

@@ -476,6 +476,31 @@ def test_allow_listed_name_resolving_to_metadata_or_loopback_is_refused(nh, fake
         lo.close()
 
 
+@pytest.mark.parametrize("mode", ["all", "allow:api.test.example"])
+def test_run_verb_takes_the_network_option(nh, fakenet, mode):
+    """`hutch run` wires the mode like `create` (no CA file here: the check
+    is reachability, so verification is off)."""
+    code = """import socket, ssl
+ctx = ssl.create_default_context()
+ctx.check_hostname = False
+ctx.verify_mode = ssl.CERT_NONE
+s = ctx.wrap_socket(socket.create_connection(("api.test.example", 443), timeout=8),
+                    server_hostname="api.test.example")
+s.sendall(b"GET / HTTP/1.0\\r\\n\\r\\n")
+data = b""
+while True:
+    b = s.recv(4096)
+    if not b:
+        break
+    data += b
+print(data.split(b"\\r\\n\\r\\n", 1)[1].decode(), end="")
+"""
+    r = nh("run", "--network", mode, "--", "python3", "-c", code, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.decode().strip() == f"fake-https {WEB}:443 sni=api.test.example", r.stdout
+    assert nh.ids() == []
+
+
 # ---------------------------------------------------------------------------
 # mode none still has no network
 

@@ -63,7 +63,10 @@ def probe(sb, *ops, timeout=60):
     res = sb.run(argv=["python3", "/workspace/probe.py"], stdin=json.dumps(list(ops)),
                  timeout=timeout)
     assert res["exit_code"] == 0, res
-    return json.loads(res["stdout"])
+    results = json.loads(res["stdout"])
+    for x in results:  # shown with a failing test, or with -s
+        print("probe", json.dumps(x["op"]), "->", json.dumps({k: v for k, v in x.items() if k != "op"}))
+    return results
 
 
 def tls(host, port=443, sni=None):
@@ -131,7 +134,8 @@ def test_host_port_needs_all_or_allow(nh, net):
     args = ["create", "--host-port", "8080"] + (["--network", net] if net else [])
     r = nh(*args)
     assert r.returncode == USAGE, r.stderr
-    assert "--network all or allow" in r.stderr.decode(), r.stderr
+    err = r.stderr.decode()
+    assert "--network all" in err and "--network allow" in err, err
     r = nh("run", *args[1:], "--", "true")
     assert r.returncode == USAGE, r.stderr
     assert nh.ids() == []

@@ -9,13 +9,18 @@ CONFIG: {"cert": PEM, "key": PEM, "servers": [{"kind": ..., "addr": ...,
 "port": ..., "log": PATH, "label": ...}, ...]}. kinds: https, http, dns,
 udpsink, tcplog.
 """
+import hashlib
 import json
+import re
 import socket
 import ssl
 import struct
 import sys
 import threading
 import time
+
+
+PATTERN = bytes(range(256)) * 16
 
 
 def logger(path):
@@ -79,6 +84,24 @@ def serve_https(cfg, cert, key):
             req = read_request(tls)
             line = req.split(b"\r\n", 1)[0].decode("latin-1")
             body = f"fake-https {label} sni={seen.get('sni')}\n".encode()
+            parts = line.split()
+            if len(parts) > 1 and parts[1].startswith("/big/"):
+                # GET /big/N: N bytes of a known pattern (splice test)
+                n = int(parts[1][5:])
+                body = (PATTERN * (n // len(PATTERN) + 1))[:n]
+            elif len(parts) > 1 and parts[1] == "/sha256":
+                # POST /sha256: the digest of the request body
+                head, _, rest = req.partition(b"\r\n\r\n")
+                clen = int(re.search(rb"(?i)content-length: *(\d+)", head).group(1))
+                h = hashlib.sha256(rest)
+                got = len(rest)
+                while got < clen:
+                    chunk = tls.recv(min(65536, clen - got))
+                    if not chunk:
+                        break
+                    h.update(chunk)
+                    got += len(chunk)
+                body = f"{got} {h.hexdigest()}\n".encode()
             log(event="request", peer=f"{peer[0]}:{peer[1]}", local=label, sni=seen.get("sni"),
                 request=line)
             tls.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nConnection: close\r\n"

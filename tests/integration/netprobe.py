@@ -50,13 +50,13 @@ def connect(host, port):
 
 
 def read_all(s, limit=65536):
-    data = b""
+    data = bytearray()
     while len(data) < limit:
-        b = s.recv(4096)
+        b = s.recv(65536)
         if not b:
             break
         data += b
-    return data
+    return bytes(data)
 
 
 def op_resolve(o):
@@ -82,6 +82,73 @@ def op_tls(o):
         s.close()
         r["err"] = classify(e)
     return r
+
+
+def op_https(o):
+    """One HTTPS request (GET, or POST of `upload` pattern bytes) through
+    whatever path the sandbox has; returns the body's length and sha256."""
+    import hashlib
+    ctx = ssl.create_default_context(cafile=o.get("ca", "/workspace/ca.pem"))
+    s = connect(o["host"], o["port"])
+    t = ctx.wrap_socket(s, server_hostname=o["sni"])
+    n = o.get("upload", 0)
+    if n:
+        pat = bytes(range(256)) * 16
+        data = (pat * (n // len(pat) + 1))[:n]
+        t.sendall(f"POST /sha256 HTTP/1.0\r\nContent-Length: {n}\r\n\r\n".encode() + data)
+    else:
+        t.sendall(f"GET {o['path']} HTTP/1.0\r\n\r\n".encode())
+    resp = read_all(t, limit=1 << 30)
+    t.close()
+    body = resp.split(b"\r\n\r\n", 1)[1]
+    return {"len": len(body), "sha256": hashlib.sha256(body).hexdigest(),
+            "text": body[:200].decode("latin-1")}
+
+
+def op_tls_split(o):
+    """A TLS handshake whose ClientHello is sent in `pieces` writes, `gap`
+    seconds apart (a proxy must reassemble it)."""
+    ctx = ssl.create_default_context(cafile=o.get("ca", "/workspace/ca.pem"))
+    s = connect(o["host"], o["port"])
+    inc, out = ssl.MemoryBIO(), ssl.MemoryBIO()
+    obj = ctx.wrap_bio(inc, out, server_hostname=o["sni"])
+    try:
+        obj.do_handshake()
+    except ssl.SSLWantReadError:
+        pass
+    hello = out.read()
+    step = max(1, len(hello) // o.get("pieces", 3))
+    for i in range(0, len(hello), step):
+        s.sendall(hello[i:i + step])
+        time.sleep(o.get("gap", 0.05))
+    while True:
+        try:
+            obj.do_handshake()
+            break
+        except ssl.SSLWantReadError:
+            s.sendall(out.read())
+            data = s.recv(65536)
+            if not data:
+                raise ConnectionResetError("closed during handshake")
+            inc.write(data)
+    s.sendall(out.read())
+    obj.write(b"GET /split HTTP/1.0\r\n\r\n")
+    s.sendall(out.read())
+    resp = b""
+    while True:
+        try:
+            resp += obj.read(65536)
+            continue
+        except ssl.SSLWantReadError:
+            pass
+        except (ssl.SSLZeroReturnError, ssl.SSLEOFError):
+            break
+        data = s.recv(65536)
+        if not data:
+            break
+        inc.write(data)
+    s.close()
+    return {"body": resp.split(b"\r\n\r\n", 1)[-1].decode("latin-1")}
 
 
 def op_raw(o):
@@ -135,7 +202,7 @@ def op_dns(o):
     return {"replies": out}
 
 
-OPS = {"resolve": op_resolve, "tls": op_tls, "raw": op_raw, "udp": op_udp, "dns": op_dns}
+OPS = {"resolve": op_resolve, "tls": op_tls, "https": op_https, "tls_split": op_tls_split, "raw": op_raw, "udp": op_udp, "dns": op_dns}
 
 
 def main():

@@ -17,7 +17,7 @@ import time
 
 import pytest
 
-from conftest import Hutch, cgroup_dirs_named, proc_comm, wait_until
+from conftest import Hutch, Sandbox, cgroup_dirs_named, proc_comm, wait_until
 from netfake import (DNS, HOST_IP, PRIVATE, RESOLVER, UNLISTED, WEB, WEB6, HostListener,
                      hutch_links, nft_table_exists, sh)
 
@@ -423,6 +423,39 @@ class TestAllow:
         assert_logs_empty(fakenet, mark, "https443", "unlisted443")
         assert "api.test.example" not in fakenet.dns_names(mark)
 
+    def test_big_transfers_are_spliced_intact(self, allowenv):
+        import hashlib
+        n = 8 << 20
+        pat = bytes(range(256)) * 16
+        want = hashlib.sha256((pat * (n // len(pat) + 1))[:n]).hexdigest()
+        r = probe(allowenv.c, {"op": "https", "host": "api.test.example", "port": 443,
+                               "sni": "api.test.example", "path": f"/big/{n}"},
+                  {"op": "https", "host": "other.test.example", "port": 8443,
+                   "sni": "other.test.example", "upload": n}, timeout=120)
+        assert r[0]["ok"] and r[0]["len"] == n and r[0]["sha256"] == want, r[0]
+        assert r[1]["ok"] and r[1]["text"] == f"{n} {want}\n", r[1]
+
+    def test_client_hello_in_pieces(self, allowenv):
+        r = probe(allowenv.c, {"op": "tls_split", "host": "api.test.example", "port": 443,
+                               "sni": "api.test.example", "pieces": 5, "gap": 0.05})
+        assert r[0]["body"] == f"fake-https {WEB}:443 sni=api.test.example\n", r[0]
+
+    def test_name_matching_is_exact_but_case_blind(self, allowenv, fakenet):
+        mark = fakenet.mark()
+        r = probe(allowenv.c, resolve("API.Test.Example"),
+                  tls(WEB, 443, "API.Test.Example"))
+        assert r[0]["addrs"] == [WEB], r[0]
+        assert r[1]["ok"] and r[1]["body"].startswith(f"fake-https {WEB}:443 sni="), r[1]
+        mark = fakenet.mark()
+        tricks = ["xapi.test.example", "sub.api.test.example", "api.test.exampl",
+                  "api.test.example.other.test.example", "other.test.example.api.test.example"]
+        r = probe(allowenv.c, *[resolve(n) for n in tricks], *[tls(WEB, 443, n) for n in tricks])
+        assert_fast_failure(r)
+        for x in r[:len(tricks)]:
+            assert x["err"] == f"gai:{socket.EAI_NONAME}", x
+        assert_logs_empty(fakenet, mark, "https443", "unlisted443")
+        assert not set(fakenet.dns_names(mark)) & set(tricks), fakenet.dns_names(mark)
+
     def test_refused_log_in_status(self, allowenv):
         nonce = secrets.token_hex(4)
         t0 = time.time()
@@ -503,6 +536,70 @@ print(data.split(b"\\r\\n\\r\\n", 1)[1].decode(), end="")
     assert r.returncode == 0, r.stderr
     assert r.stdout.decode().strip() == f"fake-https {WEB}:443 sni=api.test.example", r.stdout
     assert nh.ids() == []
+
+
+def test_allow_upstream_refusing_is_reset_and_recorded(nh, fakenet):
+    sb = net_sandbox(nh, "--network", "allow:other.test.example:9443")  # nothing listens there
+    install_ca(sb, fakenet)
+    r = probe(sb, tls("other.test.example", 9443, "other.test.example"))
+    assert_fast_failure(r)
+    assert r[0]["connected"] and r[0]["err"] in ("reset", "eof"), r[0]
+    refused = [e for e in network(sb)["refused"] if e.get("host") == "other.test.example"]
+    assert refused and refused[-1]["what"] in ("connect", "tls") and refused[-1]["reason"], \
+        network(sb)["refused"]
+    sb.rm()
+
+
+def sandbox_with_env(h, env, *opts):
+    r = h("create", *opts, "--json", env=env)
+    assert r.returncode == 0, r.stderr
+    sb = Sandbox(h, json.loads(r.stdout))
+    with open(os.path.join(HERE, "netprobe.py"), "rb") as f:
+        sb.put_file("/workspace/probe.py", f.read(), "644")
+    return sb
+
+
+def test_resolver_without_port(nh, fakenet):
+    sb = sandbox_with_env(nh, {"HUTCH_RESOLVER": DNS}, "--network", "allow:api.test.example")
+    assert network(sb)["resolver"] == f"{DNS}:53"
+    r = probe(sb, resolve("api.test.example"))
+    assert r[0]["addrs"] == [WEB], r[0]
+    sb.rm()
+
+
+def test_pool_from_the_environment(nh, fakenet):
+    """HUTCH_NET_POOL takes any CIDR from /8 to /28 (docs/network.md): a /24
+    has room for 64 sandboxes, and this is the only one."""
+    sb = sandbox_with_env(nh, {"HUTCH_NET_POOL": "10.201.8.0/24"}, "--network", "all")
+    n = network(sb)
+    assert n["address"].startswith("10.201.8.") and n["gateway"].startswith("10.201.8."), n
+    install_ca(sb, fakenet)
+    r = probe(sb, tls("api.test.example", 443, "api.test.example"))
+    assert r[0]["body"] == f"fake-https {WEB}:443 sni=api.test.example\n", r[0]
+    assert sb.rm().returncode == 0
+    assert_host_clean(n["host_link"], n["address"])
+
+
+def test_pool_clashing_with_a_host_route_is_refused(nh, fakenet):
+    links = hutch_links()
+    r = nh("create", "--network", "all", env={"HUTCH_NET_POOL": "203.0.113.0/24"})
+    err = r.stderr.decode()
+    assert r.returncode != 0 and "HUTCH_NET_POOL" in err and "203.0.113.0/24" in err, err
+    assert nh.ids() == [] and hutch_links() == links
+
+
+def test_table_stays_until_the_last_sandbox_goes(nh, fakenet):
+    x = net_sandbox(nh, "--network", "all")
+    y = net_sandbox(nh, "--network", "all")
+    install_ca(y, fakenet)
+    nx, ny = network(x), network(y)
+    assert x.rm().returncode == 0
+    assert not link_exists(nx["host_link"]) and link_exists(ny["host_link"])
+    assert nft_table_exists()
+    r = probe(y, tls("api.test.example", 443, "api.test.example"))
+    assert r[0]["body"] == f"fake-https {WEB}:443 sni=api.test.example\n", r[0]
+    assert y.rm().returncode == 0
+    assert_host_clean(ny["host_link"], ny["address"])
 
 
 # ---------------------------------------------------------------------------

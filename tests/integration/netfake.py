@@ -16,6 +16,7 @@ a test CA made with the openssl CLI, SANs for every test name and both
 IPs), plain HTTP on 203.0.113.10:80, DNS on 203.0.113.53:53 (A for
 *.test.example -> 203.0.113.10, unlisted.test.example -> 203.0.113.11,
 metadata.test.example -> 169.254.169.254, loopback.test.example -> 127.0.0.1,
+hostaddr.test.example -> 203.0.113.1 (the host's end of the veth),
 NXDOMAIN elsewhere), a UDP sink on 203.0.113.10:9999, TCP loggers on the
 metadata / private / IPv6 addresses. Each logs JSON lines; `FakeNet.log()`
 reads them.

@@ -170,7 +170,8 @@ def dns_name(msg, off):
 
 # names whose A record points at a "must never be reached" listener: a proxy
 # that dials whatever a listed name resolves to would reach them
-POINTS_INSIDE = {"metadata.test.example": "169.254.169.254", "loopback.test.example": "127.0.0.1"}
+POINTS_INSIDE = {"metadata.test.example": "169.254.169.254", "loopback.test.example": "127.0.0.1",
+                 "hostaddr.test.example": "203.0.113.1"}
 
 
 def dns_answer(name):

@@ -118,7 +118,7 @@ def nh(tmp_path):
 
 
 # ---------------------------------------------------------------------------
-# option syntax (nothing is created)
+# option syntax (nothing is created; the --host-port rules are in test_cli.py)
 
 @pytest.mark.parametrize("entry", ["https://api.test.example", "api.test.example/path",
                                    "*.test.example", "*", "http://10.0.0.1:80"])
@@ -129,36 +129,10 @@ def test_allow_entry_syntax_refused_naming_the_entry(nh, entry):
     assert nh.ids() == [] and r.stdout == b""
 
 
-@pytest.mark.parametrize("net", [None, "none"])
-def test_host_port_needs_all_or_allow(nh, net):
-    args = ["create", "--host-port", "8080"] + (["--network", net] if net else [])
-    r = nh(*args)
-    assert r.returncode == USAGE, r.stderr
-    err = r.stderr.decode()
-    assert "--network all" in err and "--network allow" in err, err
-    r = nh("run", *args[1:], "--", "true")
-    assert r.returncode == USAGE, r.stderr
-    assert nh.ids() == []
-
-
-@pytest.mark.parametrize("spec,port", [("allow:api.test.example", "53"),
-                                       ("allow:api.test.example", "443"),
-                                       ("allow:other.test.example:8443", "8443"),
-                                       ("allow:203.0.113.10:8443", "8443")])
-def test_host_port_may_not_shadow_the_proxy_or_dns_in_allow(nh, spec, port):
-    r = nh("create", "--network", spec, "--host-port", port)
-    assert r.returncode == USAGE, r.stderr
-    assert port in r.stderr.decode(), r.stderr
-    assert nh.ids() == []
-
-
-def test_host_port_count_and_range(nh):
-    many = [a for p in range(20001, 20018) for a in ("--host-port", str(p))]  # 17
-    r = nh("create", "--network", "all", *many)
-    assert r.returncode == USAGE and b"16" in r.stderr, r.stderr
-    for bad in ("0", "65536", "http"):
-        r = nh("create", "--network", "all", "--host-port", bad)
-        assert r.returncode == USAGE and bad.encode() in r.stderr, (bad, r.stderr)
+def test_host_port_may_not_shadow_a_listed_ip_port(nh):
+    # (the name cases, 53, 443, counts and ranges are in test_cli.py)
+    r = nh("create", "--network", f"allow:{WEB}:8443", "--host-port", "8443")
+    assert r.returncode == USAGE and b"8443" in r.stderr, r.stderr
     assert nh.ids() == []
 
 
@@ -536,6 +510,27 @@ print(data.split(b"\\r\\n\\r\\n", 1)[1].decode(), end="")
     assert r.returncode == 0, r.stderr
     assert r.stdout.decode().strip() == f"fake-https {WEB}:443 sni=api.test.example", r.stdout
     assert nh.ids() == []
+
+
+def test_allow_listed_ip_of_metadata_or_the_host_is_refused(nh, fakenet):
+    """A listed IP of this machine, link-local or reserved is not dialled
+    either (host services go through --host-port)."""
+    host = HostListener(addrs=(HOST_IP, "127.0.0.1"))
+    try:
+        sb = net_sandbox(nh, "--network",
+                         f"allow:169.254.169.254,{HOST_IP}:{host.port},127.0.0.1:{host.port},"
+                         f"hostaddr.test.example:{host.port}")
+        install_ca(sb, fakenet)
+        mark = fakenet.mark()
+        r = probe(sb, tls("169.254.169.254", 443, None), tls(HOST_IP, host.port, None),
+                  tls("127.0.0.1", host.port, None),
+                  tls("hostaddr.test.example", host.port, "hostaddr.test.example"))
+        assert_fast_failure(r)
+        assert_logs_empty(fakenet, mark, "metadata_443")
+        assert host.accepted == []
+        sb.rm()
+    finally:
+        host.close()
 
 
 def test_allow_upstream_refusing_is_reset_and_recorded(nh, fakenet):

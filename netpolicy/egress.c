@@ -220,10 +220,21 @@ static uint16_t entry_port(const struct hutch_net_host *h)
  * on the host is reached through --host-port. */
 static bool addr_forbidden(uint32_t a_be)
 {
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = a_be };
 	uint32_t a = ntohl(a_be);
+	int fd, r;
 
-	return (a >> 24) == 0 || (a >> 24) == 127 || (a >> 16) == 0xa9fe || (a >> 28) == 0xe ||
-	       (a >> 28) == 0xf;
+	if ((a >> 24) == 0 || (a >> 24) == 127 || (a >> 16) == 0xa9fe || (a >> 28) == 0xe ||
+	    (a >> 28) == 0xf)
+		return true;
+	/* An address of this host (any interface): bind() to it succeeds.
+	 * The supervisor lives in the host's network namespace. */
+	fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return true; /* cannot tell: do not dial */
+	r = bind(fd, (struct sockaddr *)&sa, sizeof(sa));
+	close(fd);
+	return r == 0 || errno != EADDRNOTAVAIL;
 }
 
 /* ---- the upstream resolver and its cache ---- */

@@ -49,11 +49,14 @@ int hutch_net_pool_parse(const char *cidr, struct hutch_net_pool *ret, struct hu
 		return hutch_err_set(err, -EINVAL,
 		                     "invalid address pool '%.64s': '%s' is not an IPv4 address",
 		                     cidr, addr);
-	if (hutch_parse_u64(slash + 1, 8, 28, &prefix) < 0)
+	/* A /30 for each uid slot: every slot must fit, whatever slot a
+	 * sandbox draws. */
+	if (hutch_parse_u64(slash + 1, 8, 16, &prefix) < 0)
 		return hutch_err_set(err, -EINVAL,
 		                     "invalid address pool '%.64s': the prefix length must be "
-		                     "a number from 8 to 28",
-		                     cidr);
+		                     "a number from 8 to 16 (a /30 for each of the %u sandboxes "
+		                     "a host can run needs a /16 or larger)",
+		                     cidr, 16384u);
 	host = ntohl(in.s_addr);
 	if (host & ~prefix_mask((unsigned)prefix)) {
 		struct in_addr fixed = { htonl(host & prefix_mask((unsigned)prefix)) };

@@ -563,11 +563,13 @@ def test_resolver_without_port(nh, fakenet):
 
 
 def test_pool_from_the_environment(nh, fakenet):
-    """HUTCH_NET_POOL takes any CIDR from /8 to /28 (docs/network.md): a /24
-    has room for 64 sandboxes, and this is the only one."""
-    sb = sandbox_with_env(nh, {"HUTCH_NET_POOL": "10.201.8.0/24"}, "--network", "all")
+    """HUTCH_NET_POOL takes a CIDR from /8 to /16 (docs/network.md): a /30 for
+    every uid slot must fit; smaller pools are refused naming the rule."""
+    r = nh("create", "--network", "all", env={"HUTCH_NET_POOL": "10.201.8.0/24"})
+    assert r.returncode == 64 and "a /16 or larger" in r.stderr.decode(), r.stderr
+    sb = sandbox_with_env(nh, {"HUTCH_NET_POOL": "10.201.0.0/16"}, "--network", "all")
     n = network(sb)
-    assert n["address"].startswith("10.201.8.") and n["gateway"].startswith("10.201.8."), n
+    assert n["address"].startswith("10.201.") and n["gateway"].startswith("10.201."), n
     install_ca(sb, fakenet)
     r = probe(sb, tls("api.test.example", 443, "api.test.example"))
     assert r[0]["body"] == f"fake-https {WEB}:443 sni=api.test.example\n", r[0]
@@ -577,7 +579,7 @@ def test_pool_from_the_environment(nh, fakenet):
 
 def test_pool_clashing_with_a_host_route_is_refused(nh, fakenet):
     links = hutch_links()
-    r = nh("create", "--network", "all", env={"HUTCH_NET_POOL": "203.0.113.0/24"})
+    r = nh("create", "--network", "all", env={"HUTCH_NET_POOL": "203.0.0.0/16"})
     err = r.stderr.decode()
     assert r.returncode != 0 and "HUTCH_NET_POOL" in err and "203.0.113.0/24" in err, err
     assert nh.ids() == [] and hutch_links() == links

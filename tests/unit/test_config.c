@@ -4,11 +4,13 @@
  * (DESIGN §5), number and region syntax, the region rule, the network modes
  * this build implements, and the JSON form.
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -208,14 +210,71 @@ static void test_region_rule(void **state)
 	assert_int_equal(set1(&c, "network", "allow:pypi.org", &err), 0);
 	assert_int_equal(hutch_config_validate(&c, &err), -EINVAL);
 	assert_non_null(strstr(err.msg, "in region us-east-1"));
-	/* network all satisfies the rule; then only the build's support is left. */
+	/* network all satisfies the rule. */
 	assert_int_equal(set1(&c, "network", "all", &err), 0);
-	assert_int_equal(hutch_config_validate(&c, &err), -EOPNOTSUPP);
-	assert_null(strstr(err.msg, "region"));
+	assert_int_equal(hutch_config_validate(&c, &err), 0);
 	/* Back to the default region: none is fine. */
 	assert_int_equal(set1(&c, "region", "nl-north-1", &err), 0);
 	assert_int_equal(set1(&c, "network", "none", &err), 0);
 	assert_int_equal(hutch_config_validate(&c, &err), 0);
+	hutch_config_done(&c);
+}
+
+/* --host-port, HUTCH_RESOLVER, HUTCH_NET_POOL and the rules between them. */
+static void test_network_options(void **state)
+{
+	struct hutch_config c;
+	struct hutch_err err;
+	struct sockaddr_in sa;
+	char port[8];
+
+	(void)state;
+	hutch_config_init(&c);
+	assert_int_equal(set1(&c, "host_port", "8080", &err), 0);
+	assert_int_equal(set1(&c, "host_port", "8080", &err), 0); /* once */
+	assert_int_equal(c.nhost_ports, 1);
+	assert_int_equal(hutch_config_validate(&c, &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "--host-port needs a network"));
+	assert_int_equal(set1(&c, "network", "all", &err), 0);
+	assert_int_equal(hutch_config_validate(&c, &err), 0);
+	assert_int_equal(set1(&c, "host_port", "0", &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "invalid host port '0'"));
+	assert_int_equal(set1(&c, "host_port", "65536", &err), -EINVAL);
+	for (int i = 1; i < HUTCH_NET_HOST_PORTS_MAX; i++) {
+		snprintf(port, sizeof(port), "%d", 9000 + i);
+		assert_int_equal(set1(&c, "host_port", port, &err), 0);
+	}
+	assert_int_equal(set1(&c, "host_port", "9999", &err), -E2BIG);
+	assert_string_equal(err.msg, "too many host ports: at most 16");
+	/* allow: 53, 443 and listed ports belong to the stub and the proxy. */
+	hutch_config_done(&c);
+	hutch_config_init(&c);
+	assert_int_equal(set1(&c, "network", "allow:a.example:8443,b.example", &err), 0);
+	assert_int_equal(set1(&c, "host_port", "8443", &err), 0);
+	assert_int_equal(hutch_config_validate(&c, &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "--host-port 8443 clashes with the allow list"));
+	c.host_ports[0] = 8444;
+	assert_int_equal(hutch_config_validate(&c, &err), 0);
+
+	assert_int_equal(set1(&c, "resolver", "192.0.2.53", &err), 0);
+	assert_int_equal(hutch_config_parse_resolver(c.resolver, &sa), 0);
+	assert_int_equal(ntohs(sa.sin_port), 53);
+	assert_int_equal(set1(&c, "resolver", "192.0.2.53:5353", &err), 0);
+	assert_int_equal(hutch_config_parse_resolver(c.resolver, &sa), 0);
+	assert_int_equal(ntohs(sa.sin_port), 5353);
+	assert_int_equal(set1(&c, "resolver", "dns.example", &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "invalid resolver 'dns.example' (HUTCH_RESOLVER)"));
+	assert_int_equal(set1(&c, "resolver", "192.0.2.53:", &err), -EINVAL);
+	assert_int_equal(set1(&c, "resolver", "192.0.2.53:99999", &err), -EINVAL);
+	assert_int_equal(set1(&c, "resolver", ":53", &err), -EINVAL);
+	assert_int_equal(set1(&c, "resolver", "::1", &err), -EINVAL);
+
+	assert_int_equal(set1(&c, "net_pool", "10.201.0.0/16", &err), 0);
+	assert_string_equal(c.net_pool, "10.201.0.0/16");
+	assert_int_equal(set1(&c, "net_pool", "10.201.8.0/24", &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "a /16 or larger"));
+	assert_int_equal(set1(&c, "net_pool", "10.201.0.0/16/16/16/16/16/16/16", &err), -EINVAL);
+	assert_string_equal(c.net_pool, "10.201.0.0/16"); /* unchanged */
 	hutch_config_done(&c);
 }
 
@@ -230,16 +289,13 @@ static void test_network(void **state)
 	assert_int_equal(set1(&c, "network", "all", &err), 0);
 	assert_int_equal(c.net.mode, HUTCH_NET_ALL);
 	assert_string_equal(c.network_spec, "all");
-	assert_int_equal(hutch_config_validate(&c, &err), -EOPNOTSUPP);
-	assert_string_equal(err.msg, "network all is not implemented yet in this version of hutch; "
-	                             "use --network none");
+	assert_int_equal(hutch_config_validate(&c, &err), 0);
 
 	assert_int_equal(set1(&c, "network", "allow:pypi.org,api.github.com:443", &err), 0);
 	assert_int_equal(c.net.mode, HUTCH_NET_ALLOW);
 	assert_int_equal(c.net.nhosts, 2);
 	assert_string_equal(c.network_spec, "allow:pypi.org,api.github.com:443");
-	assert_int_equal(hutch_config_validate(&c, &err), -EOPNOTSUPP);
-	assert_non_null(strstr(err.msg, "network allow is not implemented yet"));
+	assert_int_equal(hutch_config_validate(&c, &err), 0);
 
 	/* A refused spec keeps the previous policy (and frees nothing twice). */
 	assert_int_equal(set1(&c, "network", "allow:https://pypi.org", &err), -EINVAL);
@@ -291,7 +347,8 @@ static void test_to_json(void **state)
 	assert_true(cJSON_GetObjectItemCaseSensitive(lim, "disk_bytes")->valuedouble ==
 	            (double)(2560 * MiB));
 	assert_true(cJSON_GetObjectItemCaseSensitive(lim, "pids")->valuedouble == 256);
-	assert_int_equal(cJSON_GetArraySize(j), 11);
+	assert_true(cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(j, "host_ports")));
+	assert_int_equal(cJSON_GetArraySize(j), 12);
 	assert_int_equal(cJSON_GetArraySize(lim), 4);
 	cJSON_Delete(j);
 	hutch_config_done(&c);
@@ -339,7 +396,8 @@ int main(void)
 		cmocka_unit_test(test_instance_type_set), cmocka_unit_test(test_seconds),
 		cmocka_unit_test(test_max_output),        cmocka_unit_test(test_region_syntax),
 		cmocka_unit_test(test_region_rule),       cmocka_unit_test(test_network),
-		cmocka_unit_test(test_to_json),           cmocka_unit_test(test_lifecycle_options),
+		cmocka_unit_test(test_network_options),   cmocka_unit_test(test_to_json),
+		cmocka_unit_test(test_lifecycle_options),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -213,10 +213,13 @@ static void test_send_recv_fds(void **state)
 	assert_int_equal(hdr.type, HUTCH_MSG_READY);
 	assert_int_equal(nfds, 0);
 
-	/* More than four fds are refused at send. */
-	assert_int_equal(hutch_proto_send(sv[0], HUTCH_MSG_SPAWN, 1, NULL, 0,
-	                                  (const int[]){ 0, 0, 0, 0, 0 }, 5),
-	                 -EINVAL);
+	/* More than HUTCH_PROTO_FDS_MAX fds are refused at send. */
+	{
+		int many[HUTCH_PROTO_FDS_MAX + 1] = { 0 };
+		assert_int_equal(hutch_proto_send(sv[0], HUTCH_MSG_SPAWN, 1, NULL, 0, many,
+		                                  sizeof(many) / sizeof(many[0])),
+		                 -EINVAL);
+	}
 
 	/* Nonblocking with nothing queued. */
 	assert_int_equal(fcntl(sv[1], F_SETFL, O_NONBLOCK), 0);
@@ -270,14 +273,14 @@ static void test_recv_extra_fds_closed(void **state)
 static void send_raw(int sock, const void *data, size_t len, int fd, size_t nfds)
 {
 	union {
-		char buf[CMSG_SPACE(sizeof(int) * 16)];
+		char buf[CMSG_SPACE(sizeof(int) * (HUTCH_PROTO_FDS_MAX + 8))];
 		struct cmsghdr align;
 	} u;
 	struct iovec iov = { .iov_base = (void *)data, .iov_len = len };
 	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1 };
 	struct cmsghdr *c;
 
-	assert_true(nfds <= 16);
+	assert_true(nfds <= HUTCH_PROTO_FDS_MAX + 8);
 	if (nfds) {
 		memset(&u, 0, sizeof(u));
 		msg.msg_control = u.buf;
@@ -331,7 +334,7 @@ static void test_recv_hostile(void **state)
 	/* More fds than the control buffer holds (MSG_CTRUNC): all closed. */
 	lie.len = 0;
 	nb_pipe(p);
-	send_raw(sv[0], &lie, sizeof(lie), p[1], 12);
+	send_raw(sv[0], &lie, sizeof(lie), p[1], HUTCH_PROTO_FDS_MAX + 4);
 	close(p[1]);
 	nfds = 4;
 	assert_int_equal(hutch_proto_recv(sv[1], &hdr, buf, sizeof(buf), got, &nfds), -EBADMSG);

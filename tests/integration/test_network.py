@@ -667,3 +667,52 @@ def test_kill9_supervisor_then_gc_leaves_nothing(nh, fakenet, mode):
     if mode == "all":
         assert_host_clean(n["host_link"], n["address"])
     assert set(hutch_links()) <= set(links)
+
+
+ATTACKS = r"""
+import errno, json, socket, subprocess
+out = {}
+def try_socket(name, *args):
+    try:
+        socket.socket(*args).close()
+        out[name] = "opened"
+    except OSError as e:
+        out[name] = errno.errorcode.get(e.errno, str(e.errno))
+try_socket("packet", socket.AF_PACKET, socket.SOCK_RAW, 0)
+try_socket("raw_icmp", socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_ICMP)
+try_socket("raw6", socket.AF_INET6, socket.SOCK_RAW, socket.IPPROTO_TCP)
+try_socket("netfilter", socket.AF_NETLINK, socket.SOCK_RAW, 12)   # NETLINK_NETFILTER
+try_socket("xfrm", socket.AF_NETLINK, socket.SOCK_RAW, 6)         # NETLINK_XFRM
+for name, cmd in {
+    "route_del": "ip route del local 0.0.0.0/0 dev lo table local",
+    "route_add": "ip route add 192.0.2.0/24 dev lo",
+    "link_down": "ip link set lo down",
+    "addr_add": "ip addr add 10.9.9.9/32 dev lo",
+    "resolv": "echo nameserver 203.0.113.53 > /etc/resolv.conf",
+    "ipv6_on": "echo 0 > /proc/sys/net/ipv6/conf/all/disable_ipv6",
+}.items():
+    out[name] = subprocess.run(["sh", "-c", cmd], capture_output=True).returncode
+print(json.dumps(out))
+"""
+
+
+@pytest.mark.parametrize("mode", ["all", "allow:api.test.example"])
+def test_sandbox_cannot_rewire_its_network(nh, fakenet, mode):
+    """The mode is enforced from outside appuser's reach: no raw or packet
+    sockets, no netfilter/xfrm netlink (seccomp), no route, link, address,
+    resolver or IPv6 change (no CAP_NET_ADMIN, read-only /etc and /proc/sys).
+    Afterwards the policy still holds."""
+    sb = net_sandbox(nh, "--network", mode)
+    try:
+        r = sb.run(argv=["python3", "-c", ATTACKS], timeout=60)
+        assert r["exit_code"] == 0, r
+        out = json.loads(r["stdout"])
+        for k in ("packet", "raw_icmp", "raw6", "netfilter", "xfrm"):
+            assert out[k] in ("EPERM", "EACCES", "EAFNOSUPPORT", "EPROTONOSUPPORT"), (k, out)
+        for k in ("route_del", "route_add", "link_down", "addr_add", "resolv", "ipv6_on"):
+            assert out[k] != 0, (k, out)
+        # the policy is unchanged: an unlisted place is still unreachable
+        ops = probe(sb, raw(PRIVATE["lan10"], 80))
+        assert not ops[0].get("connected"), ops
+    finally:
+        sb.rm()

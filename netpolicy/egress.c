@@ -66,6 +66,13 @@ enum conn_state {
 	C_CLOSED,
 };
 
+/* Bytes read from one side, not yet written to the other. */
+struct dir {
+	uint8_t *buf;
+	size_t len, off;
+	bool eof; /* the reading side is done */
+};
+
 struct conn {
 	struct hutch_egress *e;
 	struct ev ev_c, ev_s;
@@ -80,9 +87,7 @@ struct conn {
 	uint32_t addrs[HUTCH_DNS_ADDRS_MAX];
 	size_t naddrs, next_addr;
 	int last_connect_err;
-	uint8_t *cs, *sc; /* client->server, server->client */
-	size_t cs_len, cs_off, sc_len, sc_off;
-	bool c_eof, s_eof;
+	struct dir cs, sc; /* client->server (the ClientHello first), server->client */
 	struct conn *next;
 };
 
@@ -590,13 +595,13 @@ static void conn_update(struct conn *c)
 		sw = EPOLLOUT;
 		break;
 	case C_RELAY:
-		if (c->cs_len == 0 && !c->c_eof)
+		if (c->cs.len == 0 && !c->cs.eof)
 			cw |= EPOLLIN;
-		if (c->sc_off < c->sc_len)
+		if (c->sc.off < c->sc.len)
 			cw |= EPOLLOUT;
-		if (c->sc_len == 0 && !c->s_eof)
+		if (c->sc.len == 0 && !c->sc.eof)
 			sw |= EPOLLIN;
-		if (c->cs_off < c->cs_len)
+		if (c->cs.off < c->cs.len)
 			sw |= EPOLLOUT;
 		break;
 	case C_CLOSED:
@@ -730,7 +735,7 @@ static void conn_decide(struct conn *c)
 static void conn_on_hello(struct conn *c)
 {
 	size_t need = 0;
-	ssize_t n = read(c->cfd, c->cs + c->cs_len, HUTCH_TLS_HELLO_MAX - c->cs_len);
+	ssize_t n = read(c->cfd, c->cs.buf + c->cs.len, HUTCH_TLS_HELLO_MAX - c->cs.len);
 	int r;
 
 	if (n < 0) {
@@ -742,15 +747,16 @@ static void conn_on_hello(struct conn *c)
 		conn_close(c, false); /* gave up before saying hello */
 		return;
 	}
-	c->cs_len += (size_t)n;
-	r = hutch_tls_parse_client_hello(c->cs, c->cs_len, c->sni, sizeof(c->sni), &need);
-	if (r == 0 && c->cs_len < HUTCH_TLS_HELLO_MAX)
+	c->cs.len += (size_t)n;
+	r = hutch_tls_parse_client_hello(c->cs.buf, c->cs.len, c->sni, sizeof(c->sni), &need);
+	if (r == 0 && c->cs.len < HUTCH_TLS_HELLO_MAX)
 		return;
 	if (r == -EPROTO) {
-		bool http = c->cs_len >= 4 &&
-		            (memcmp(c->cs, "GET ", 4) == 0 || memcmp(c->cs, "POST", 4) == 0 ||
-		             memcmp(c->cs, "HEAD", 4) == 0 || memcmp(c->cs, "PUT ", 4) == 0 ||
-		             memcmp(c->cs, "CONN", 4) == 0);
+		bool http =
+		        c->cs.len >= 4 &&
+		        (memcmp(c->cs.buf, "GET ", 4) == 0 || memcmp(c->cs.buf, "POST", 4) == 0 ||
+		         memcmp(c->cs.buf, "HEAD", 4) == 0 || memcmp(c->cs.buf, "PUT ", 4) == 0 ||
+		         memcmp(c->cs.buf, "CONN", 4) == 0);
 		conn_refuse(c, http ? "plain HTTP: only TLS is allowed" : "not a TLS connection");
 		return;
 	}
@@ -762,41 +768,40 @@ static void conn_on_hello(struct conn *c)
 	conn_decide(c);
 }
 
-/* Move bytes from fd into buf; false when the connection is finished. */
-static bool relay_read(struct conn *c, int fd, uint8_t *buf, size_t *len, bool *eof)
+/* One side is ready: read into d (from rfd) and write out (to rfd) what
+ * the other direction holds; wfd is the other side. False when the
+ * connection is finished. */
+static bool relay_side(struct conn *c, int rfd, int wfd, struct dir *d, struct dir *out,
+                       uint32_t events)
 {
-	ssize_t n = read(fd, buf, RELAY_BUF);
+	ssize_t n;
 
-	if (n > 0) {
-		*len = (size_t)n;
-		return true;
+	if ((events & (EPOLLIN | EPOLLHUP | EPOLLERR)) && d->len == 0 && !d->eof) {
+		n = read(rfd, d->buf, RELAY_BUF);
+		if (n < 0 && errno != EAGAIN && errno != EINTR) {
+			conn_close(c, true);
+			return false;
+		}
+		if (n > 0)
+			d->len = (size_t)n;
+		if (n == 0) {
+			d->eof = true;
+			(void)shutdown(wfd, SHUT_WR);
+		}
 	}
-	if (n < 0 && (errno == EAGAIN || errno == EINTR))
-		return true;
-	if (n < 0) {
-		conn_close(c, true);
-		return false;
-	}
-	*eof = true;
-	return true;
-}
-
-static bool relay_write(struct conn *c, int fd, const uint8_t *buf, size_t *off, size_t *len,
-                        bool src_eof)
-{
-	ssize_t n = send(fd, buf + *off, *len - *off, MSG_NOSIGNAL);
-
-	if (n < 0 && (errno == EAGAIN || errno == EINTR))
-		return true;
-	if (n < 0) {
-		conn_close(c, true);
-		return false;
-	}
-	*off += (size_t)n;
-	if (*off == *len) {
-		*off = *len = 0;
-		if (src_eof)
-			(void)shutdown(fd, SHUT_WR);
+	if ((events & EPOLLOUT) && out->off < out->len) {
+		n = send(rfd, out->buf + out->off, out->len - out->off, MSG_NOSIGNAL);
+		if (n < 0 && errno != EAGAIN && errno != EINTR) {
+			conn_close(c, true);
+			return false;
+		}
+		if (n > 0)
+			out->off += (size_t)n;
+		if (out->off == out->len) {
+			out->off = out->len = 0;
+			if (out->eof)
+				(void)shutdown(rfd, SHUT_WR);
+		}
 	}
 	return true;
 }
@@ -824,9 +829,9 @@ static void conn_on_event(struct conn *c, bool server_side, uint32_t events)
 		}
 		c->state = C_RELAY;
 		c->deadline_ms = 0;
-		if (!c->sc) {
-			c->sc = malloc(RELAY_BUF);
-			if (!c->sc) {
+		if (!c->sc.buf) {
+			c->sc.buf = malloc(RELAY_BUF);
+			if (!c->sc.buf) {
 				conn_close(c, true);
 				return;
 			}
@@ -836,28 +841,10 @@ static void conn_on_event(struct conn *c, bool server_side, uint32_t events)
 	}
 	if (c->state != C_RELAY)
 		return;
-	if (server_side) {
-		if ((events & (EPOLLIN | EPOLLHUP | EPOLLERR)) && c->sc_len == 0 && !c->s_eof) {
-			if (!relay_read(c, c->sfd, c->sc, &c->sc_len, &c->s_eof))
-				return;
-			if (c->s_eof && c->sc_len == 0)
-				(void)shutdown(c->cfd, SHUT_WR);
-		}
-		if ((events & EPOLLOUT) && c->cs_off < c->cs_len &&
-		    !relay_write(c, c->sfd, c->cs, &c->cs_off, &c->cs_len, c->c_eof))
-			return;
-	} else {
-		if ((events & (EPOLLIN | EPOLLHUP | EPOLLERR)) && c->cs_len == 0 && !c->c_eof) {
-			if (!relay_read(c, c->cfd, c->cs, &c->cs_len, &c->c_eof))
-				return;
-			if (c->c_eof && c->cs_len == 0)
-				(void)shutdown(c->sfd, SHUT_WR);
-		}
-		if ((events & EPOLLOUT) && c->sc_off < c->sc_len &&
-		    !relay_write(c, c->cfd, c->sc, &c->sc_off, &c->sc_len, c->s_eof))
-			return;
-	}
-	if (c->c_eof && c->s_eof && c->cs_len == 0 && c->sc_len == 0) {
+	if (!(server_side ? relay_side(c, c->sfd, c->cfd, &c->sc, &c->cs, events)
+	                  : relay_side(c, c->cfd, c->sfd, &c->cs, &c->sc, events)))
+		return;
+	if (c->cs.eof && c->sc.eof && c->cs.len == 0 && c->sc.len == 0) {
 		conn_close(c, false);
 		return;
 	}
@@ -884,8 +871,8 @@ static void on_accept(struct hutch_egress *e, struct listener *l)
 		}
 		c = calloc(1, sizeof(*c));
 		if (c)
-			c->cs = malloc(RELAY_BUF); /* > HUTCH_TLS_HELLO_MAX */
-		if (!c || !c->cs) {
+			c->cs.buf = malloc(RELAY_BUF); /* > HUTCH_TLS_HELLO_MAX */
+		if (!c || !c->cs.buf) {
 			if (c)
 				free(c);
 			close_reset(fd);
@@ -953,6 +940,17 @@ static void on_tick(struct hutch_egress *e)
 		tick_arm(e, false);
 }
 
+static void free_dead(struct hutch_egress *e)
+{
+	while (e->dead) {
+		struct conn *c = e->dead;
+		e->dead = c->next;
+		free(c->cs.buf);
+		free(c->sc.buf);
+		free(c);
+	}
+}
+
 void hutch_egress_run(struct hutch_egress *e)
 {
 	struct epoll_event evs[64];
@@ -984,13 +982,7 @@ void hutch_egress_run(struct hutch_egress *e)
 			break;
 		}
 	}
-	while (e->dead) {
-		struct conn *c = e->dead;
-		e->dead = c->next;
-		free(c->cs);
-		free(c->sc);
-		free(c);
-	}
+	free_dead(e);
 }
 
 /* ---- setup, status ---- */
@@ -1100,13 +1092,7 @@ void hutch_egress_free(struct hutch_egress *e)
 		return;
 	while (e->conns)
 		conn_close(e->conns, true);
-	while (e->dead) {
-		struct conn *c = e->dead;
-		e->dead = c->next;
-		free(c->cs);
-		free(c->sc);
-		free(c);
-	}
+	free_dead(e);
 	for (size_t i = 0; i < QUERIES_MAX; i++)
 		free(e->queries[i].msg);
 	for (size_t i = 0; i < e->nlisteners; i++)

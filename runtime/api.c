@@ -22,6 +22,7 @@
 #include "api-files.h"
 #include "cleanup.h"
 #include "idle.h"
+#include "pool.h"
 #include "procs.h"
 #include "request.h"
 #include "supervisor.h"
@@ -33,6 +34,7 @@ enum route {
 	R_RUN,
 	R_RUN_STREAMING,
 	R_DELETE,
+	R_CLAIM,
 	R_START_PROCESS, /* the four in enum hutch_procs_route's order */
 	R_LIST_PROCESSES,
 	R_KILL_PROCESS,
@@ -135,6 +137,7 @@ static enum route match_route(const char *url, const char *method, bool *method_
 		{ "/kill_process", "POST", R_KILL_PROCESS },
 		{ "/process_output", "GET", R_PROCESS_OUTPUT },
 		{ "/", "DELETE", R_DELETE },
+		{ "/claim", "POST", R_CLAIM },
 	};
 	*method_ok = false;
 	for (size_t i = 0; i < ELEMENTSOF(routes); i++) {
@@ -294,6 +297,25 @@ static enum MHD_Result procs_route(struct request *r)
 	return ret == MHD_YES ? MHD_YES : MHD_NO;
 }
 
+/* POST /claim: a pooled sandbox starts its session (pool.c). */
+static enum MHD_Result claim(struct request *r)
+{
+	_cleanup_cjson_ cJSON *body = cJSON_ParseWithLength(r->body.data ? r->body.data : "{}",
+	                                                    r->body.data ? r->body.len : 2);
+	struct hutch_err err = { 0 };
+	cJSON *o;
+
+	if (!body)
+		return hutch_api_respond_error(r->conn, MHD_HTTP_BAD_REQUEST, "invalid_json",
+		                               "the body is not JSON");
+	o = hutch_sup_claim(r->s, body, &err);
+	if (!o)
+		return hutch_api_respond_error(
+		        r->conn, err.code == -EALREADY ? MHD_HTTP_CONFLICT : MHD_HTTP_BAD_REQUEST,
+		        err.code == -EALREADY ? "not_pooled" : "invalid_request", "%s", err.msg);
+	return respond_json(r->conn, MHD_HTTP_OK, o);
+}
+
 static enum MHD_Result dispatch(struct request *r)
 {
 	struct sup *s = r->s;
@@ -320,6 +342,8 @@ static enum MHD_Result dispatch(struct request *r)
 	case R_KILL_PROCESS:
 	case R_PROCESS_OUTPUT:
 		return procs_route(r);
+	case R_CLAIM:
+		return claim(r);
 	case R_DELETE:
 		s->delete_pending = true;
 		r->next_waiter = s->waiters;
@@ -355,6 +379,13 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 			s->last_request_ms = hutch_now_mono_ms();
 			hutch_idle_wake(s, hutch_now_mono_sec());
 		}
+		/* A pooled sandbox serves nobody until it is claimed. */
+		if (s->cfg->pool_key[0] && (fop >= 0 || route == R_RUN ||
+		                            route == R_RUN_STREAMING || route >= R_START_PROCESS))
+			return hutch_api_respond_error(conn, MHD_HTTP_CONFLICT, "sandbox_pooled",
+			                               "sandbox %s waits in a warm pool: take it "
+			                               "with 'hutch create' (POST /claim) first",
+			                               s->id);
 		if (route == R_NONE && fop < 0)
 			return method_ok || fop == -2 || strcmp(url, "/") == 0 ||
 			                       match_route(url, "GET", &method_ok) != R_NONE ||

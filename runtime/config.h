@@ -59,6 +59,8 @@ struct hutch_config {
 	char resolver[64];
 	/* The address pool of mode all (HUTCH_NET_POOL), "" = the default. */
 	char net_pool[32];
+	/* Set while the sandbox waits in a warm pool (pool.h), "" otherwise. */
+	char pool_key[64];
 	uint64_t max_output_bytes;
 	/* Lifecycle (hooks.c): malloc'ed, NULL when unset. */
 	char *setup_script; /* shell script text, run once before create returns */

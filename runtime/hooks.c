@@ -99,7 +99,7 @@ static void ready(struct sup *s)
 	int r;
 
 	s->hooks.phase = PHASE_READY;
-	r = hutch_sup_write_state(s, "running");
+	r = hutch_sup_write_state(s, s->cfg->pool_key[0] ? "pooled" : "running");
 	if (r >= 0)
 		r = hutch_idle_start(s);
 	if (r < 0) {

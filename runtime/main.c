@@ -24,6 +24,7 @@
 #include "config.h"
 #include "fdutil.h"
 #include "log.h"
+#include "pool.h"
 #include "sandbox.h"
 #include "state.h"
 #include "syscalls.h"
@@ -55,6 +56,7 @@ static const char *const main_usage =
         "  rm [--json] ID... | --all       delete sandboxes (returns when everything is gone)\n"
         "  cp SRC DST                      copy files/directories: LOCAL ID:PATH or ID:PATH LOCAL\n"
         "  gc                              remove what dead sandboxes left behind\n"
+        "  pool start|stop|ls              keep sandboxes of a configuration ready (warm pool)\n"
         "  doctor [--json]                 check that this host can run sandboxes\n"
         "  version [--json]                print the version\n"
         "\n"
@@ -499,6 +501,10 @@ static int create_sandbox(struct hutch_config *cfg, struct hutch_created *c)
 	r = hutch_config_validate(cfg, &err);
 	if (r < 0)
 		return hutch_cli_fail(HUTCH_EXIT_USAGE, "%s", err.msg);
+	r = hutch_pool_claim(cfg, hutch_runtime_dir(), c, &err);
+	if (r > 0)
+		return 0;      /* a warm sandbox from `hutch pool` */
+	hutch_err_clear(&err); /* no pool, or nothing ready: create cold */
 	r = hutch_sandbox_create(cfg, hutch_runtime_dir(), c, &setup, &err);
 	if (r == -ECANCELED && setup.step[0]) {
 		size_t n = strlen(setup.tail);
@@ -889,6 +895,7 @@ static int cmd_gc(int argc, char **argv)
 	r = hutch_state_gc(hutch_runtime_dir(), &err);
 	if (r < 0)
 		return hutch_cli_fail(HUTCH_EXIT_FAILURE, "gc: %s", err.msg);
+	r += hutch_pool_gc(hutch_runtime_dir(), &err);
 	if (hutch_sandbox_net_gc(&err) < 0)
 		return hutch_cli_fail(HUTCH_EXIT_FAILURE, "gc of the host network state: %s",
 		                      err.msg);
@@ -896,6 +903,133 @@ static int cmd_gc(int argc, char **argv)
 		printf("{\"removed\": %d}\n", r);
 	else
 		printf("removed %d dead sandbox%s\n", r, r == 1 ? "" : "es");
+	return 0;
+}
+
+static const char pool_usage[] =
+        "usage: hutch pool start [--size N] [OPTIONS]   keep N sandboxes of this configuration\n"
+        "                                             ready (default 4); returns once they are\n"
+        "       hutch pool stop [--all | OPTIONS]      stop that pool, deleting its ready "
+        "sandboxes\n"
+        "       hutch pool ls [--json]                 list the pools\n"
+        "\n"
+        "A keeper process per configuration (instance type, network, host ports) keeps N\n"
+        "sandboxes created; 'hutch create' and 'hutch run' with that configuration take one\n"
+        "and give it their own TTL, idle timeout, region, output cap and on_destroy, so they\n"
+        "only hand a sandbox over. A pooled sandbox is used once; the keeper replaces it.\n"
+        "Creations with --setup-script or --on-create are never served from a pool.\n"
+        "OPTIONS: --instance-type, --network, --host-port (as for create).\n";
+
+static int cmd_pool(int argc, char **argv)
+{
+	struct hutch_config cfg;
+	struct hutch_err err = { 0 };
+	const char *sub = argc > 1 ? argv[1] : NULL;
+	unsigned long size = 4;
+	bool json = false, all = false;
+	int r, i, n = 0;
+	char **rest;
+
+	if (!sub || !strcmp(sub, "--help") || !strcmp(sub, "-h")) {
+		fputs(pool_usage, sub ? stdout : stderr);
+		return sub ? 0 : HUTCH_EXIT_USAGE;
+	}
+	if (strcmp(sub, "start") && strcmp(sub, "stop") && strcmp(sub, "ls"))
+		return hutch_cli_fail(
+		        HUTCH_EXIT_USAGE,
+		        "unknown pool command '%s': use start, stop or ls; see 'hutch "
+		        "pool --help'",
+		        sub);
+	/* --size is ours; everything else goes to the create options. */
+	rest = calloc((size_t)argc + 1, sizeof(*rest));
+	if (!rest)
+		return hutch_cli_fail(HUTCH_EXIT_FAILURE, "out of memory");
+	rest[n++] = argv[1];
+	for (i = 2; i < argc; i++) {
+		if (!strcmp(argv[i], "--size") || !strncmp(argv[i], "--size=", 7)) {
+			const char *v = argv[i][6] == '=' ? argv[i] + 7
+			                : i + 1 < argc    ? argv[++i]
+			                                  : "";
+			char *end;
+			size = strtoul(v, &end, 10);
+			if (!*v || *end || size < 1 || size > HUTCH_POOL_MAX_SIZE ||
+			    strcmp(sub, "start")) {
+				free(rest);
+				return hutch_cli_fail(
+				        HUTCH_EXIT_USAGE,
+				        strcmp(sub, "start")
+				                ? "--size applies to 'hutch pool start' only"
+				                : "invalid --size '%s': give a number of "
+				                  "sandboxes from 1 to %d",
+				        v, HUTCH_POOL_MAX_SIZE);
+			}
+			continue;
+		}
+		rest[n++] = argv[i];
+	}
+	hutch_config_init(&cfg);
+	r = parse_common(n, rest, pool_usage, strcmp(sub, "ls") ? &cfg : NULL, NULL,
+	                 !strcmp(sub, "ls") ? &json : NULL, !strcmp(sub, "stop") ? &all : NULL,
+	                 NULL);
+	if (!r && optind < n)
+		r = hutch_cli_fail(HUTCH_EXIT_USAGE, "unexpected argument '%s'", rest[optind]);
+	free(rest);
+	if (r)
+		return r;
+	if (!strcmp(sub, "ls")) {
+		_cleanup_cjson_ cJSON *arr = hutch_pool_list(hutch_runtime_dir());
+		const cJSON *p;
+		if (json) {
+			_cleanup_free_ char *t = cJSON_Print(arr);
+			printf("%s\n", t);
+			return 0;
+		}
+		printf("%-40s %5s %5s %8s\n", "POOL", "SIZE", "READY", "KEEPER");
+		cJSON_ArrayForEach(p, arr) {
+			printf("%-40s %5d %5d %8d%s\n",
+			       cJSON_GetStringValue(cJSON_GetObjectItem(p, "key")),
+			       (int)cJSON_GetNumberValue(cJSON_GetObjectItem(p, "size")),
+			       (int)cJSON_GetNumberValue(cJSON_GetObjectItem(p, "ready")),
+			       (int)cJSON_GetNumberValue(cJSON_GetObjectItem(p, "keeper_pid")),
+			       cJSON_IsTrue(cJSON_GetObjectItem(p, "alive")) ? "" : " (dead)");
+		}
+		return 0;
+	}
+	if (is_root_needed())
+		return hutch_cli_fail(
+		        HUTCH_EXIT_NOT_CAPABLE,
+		        "a pool creates sandboxes, which needs root for now: run 'sudo "
+		        "hutch pool ...'");
+	r = config_from_env(&cfg);
+	if (r)
+		return r;
+	if (hutch_config_validate(&cfg, &err) < 0)
+		return hutch_cli_fail(HUTCH_EXIT_USAGE, "%s", err.msg);
+	if (!strcmp(sub, "stop")) {
+		char key[HUTCH_POOL_KEY_MAX];
+		hutch_pool_key(&cfg, key, sizeof(key));
+		r = hutch_pool_stop(hutch_runtime_dir(), all ? NULL : key, &err);
+		if (r == 0 && !all)
+			return hutch_cli_fail(
+			        HUTCH_EXIT_NOT_FOUND,
+			        "no pool runs for this configuration (%s); 'hutch pool "
+			        "ls' lists them",
+			        key);
+		printf("stopped %d pool%s\n", r, r == 1 ? "" : "s");
+		return 0;
+	}
+	{
+		pid_t pid = 0;
+		char key[HUTCH_POOL_KEY_MAX];
+		hutch_pool_key(&cfg, key, sizeof(key));
+		r = hutch_pool_start(&cfg, (unsigned)size, hutch_runtime_dir(), &pid, &err);
+		if (r == -EEXIST || r == -EINVAL)
+			return hutch_cli_fail(HUTCH_EXIT_USAGE, "%s", err.msg);
+		if (r < 0)
+			return hutch_cli_fail(HUTCH_EXIT_FAILURE, "cannot start the pool: %s",
+			                      err.msg);
+		printf("pool %s: %lu sandboxes ready (keeper pid %d)\n", key, size, (int)pid);
+	}
 	return 0;
 }
 
@@ -925,6 +1059,7 @@ int main(int argc, char **argv)
 		{ "gc", cmd_gc, NULL },           { "doctor", cmd_doctor, NULL },
 		{ "ps", hutch_cli_ps, NULL },     { "logs", hutch_cli_logs, NULL },
 		{ "kill", hutch_cli_kill, NULL }, { "cp", hutch_cli_cp, NULL },
+		{ "pool", cmd_pool, NULL },
 	};
 
 	hutch_proctitle_init(argc, argv);

@@ -713,6 +713,7 @@ cJSON *hutch_sup_status_json(struct sup *s)
 	cJSON_AddStringToObject(o, "id", s->id);
 	cJSON_AddStringToObject(o, "state",
 	                        s->state != SUP_RUNNING ? "closing"
+	                        : s->cfg->pool_key[0]   ? "pooled"
 	                        : s->idle.sleeping      ? "sleeping"
 	                                                : "running");
 	cJSON_AddStringToObject(o, "created_at", created);

@@ -1,0 +1,682 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The warm pool: keeper process, claims, and the supervisor's side of a
+ * claim. See pool.h.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/inotify.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <sys/timerfd.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cleanup.h"
+#include "client.h"
+#include "fdutil.h"
+#include "idle.h"
+#include "log.h"
+#include "pool.h"
+#include "state.h"
+#include "supervisor.h"
+
+#define POOL_DIR         ".pool"
+#define CHECK_EVERY_MS   10000 /* look for expired pooled sandboxes */
+#define RETRY_MS         1000  /* after a failed creation */
+
+/* ---- keys ---- */
+
+static uint64_t fnv1a(uint64_t h, const char *s)
+{
+	for (; *s; s++) {
+		h ^= (unsigned char)*s;
+		h *= 0x100000001b3ull;
+	}
+	return h ^ 0xff; /* field separator */
+}
+
+void hutch_pool_key(const struct hutch_config *cfg, char *buf, size_t size)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+	char port[8];
+
+	h = fnv1a(h, cfg->type->name);
+	h = fnv1a(h, cfg->network_spec);
+	for (size_t i = 0; i < cfg->nhost_ports; i++) {
+		snprintf(port, sizeof(port), "%u", cfg->host_ports[i]);
+		h = fnv1a(h, port);
+	}
+	h = fnv1a(h, cfg->resolver);
+	h = fnv1a(h, cfg->net_pool);
+	snprintf(buf, size, "%s-%s-%016llx", cfg->type->name, hutch_net_mode_name(cfg->net.mode),
+	         (unsigned long long)h);
+}
+
+bool hutch_pool_can_serve(const struct hutch_config *cfg)
+{
+	return !cfg->setup_script && !cfg->on_create && !cfg->pool_key[0];
+}
+
+static int pool_dir_path(const char *rt, const char *key, char *buf, size_t size)
+{
+	int n = key ? snprintf(buf, size, "%s/%s/%s", rt, POOL_DIR, key)
+	            : snprintf(buf, size, "%s/%s", rt, POOL_DIR);
+	return n < 0 || (size_t)n >= size ? -ENAMETOOLONG : 0;
+}
+
+/* The keeper's pid if it is alive (holds keeper.lock), else 0. */
+static pid_t keeper_alive(int dfd, unsigned *ret_size)
+{
+	_cleanup_close_ int fd = openat(dfd, "keeper.lock", O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	char buf[64] = { 0 };
+	long pid = 0;
+	unsigned size = 0;
+
+	if (fd < 0)
+		return 0;
+	if (flock(fd, LOCK_SH | LOCK_NB) == 0 || errno != EWOULDBLOCK)
+		return 0;
+	if (pread(fd, buf, sizeof(buf) - 1, 0) > 0 && sscanf(buf, "%ld %u", &pid, &size) >= 1) {
+		if (ret_size)
+			*ret_size = size;
+		return (pid_t)pid;
+	}
+	return 0;
+}
+
+/* ---- claim (CLI) ---- */
+
+static cJSON *claim_body(const struct hutch_config *cfg)
+{
+	cJSON *o = cJSON_CreateObject();
+
+	if (!o)
+		return NULL;
+	cJSON_AddNumberToObject(o, "ttl_seconds", (double)cfg->ttl_seconds);
+	cJSON_AddNumberToObject(o, "idle_timeout_seconds", (double)cfg->idle_timeout_seconds);
+	cJSON_AddNumberToObject(o, "max_output_bytes", (double)cfg->max_output_bytes);
+	cJSON_AddStringToObject(o, "region", cfg->region);
+	if (cfg->on_destroy)
+		cJSON_AddStringToObject(o, "on_destroy", cfg->on_destroy);
+	return o;
+}
+
+/* Send POST /claim to one sandbox taken from the pool. */
+static int claim_one(const char *rt, const char *id, const char *body, struct hutch_created *ret,
+                     struct hutch_err *err)
+{
+	struct hutch_http_resp resp = { 0 };
+	_cleanup_cjson_ cJSON *j = NULL;
+	int r;
+
+	memset(ret, 0, sizeof(*ret));
+	r = hutch_paths_init(rt, id, &ret->paths);
+	if (r < 0)
+		return hutch_err_set_errno(err, r, "sandbox paths");
+	r = hutch_client_request(ret->paths.sock, "POST", "/claim", body, strlen(body), &resp, err);
+	if (r < 0)
+		return r;
+	if (resp.status == 200)
+		j = cJSON_ParseWithLength(resp.body.data ? resp.body.data : "", resp.body.len);
+	if (!j) {
+		r = hutch_err_set(err, -EPROTO, "claim of pooled sandbox %s answered %ld: %.200s", id,
+		                  resp.status, resp.body.data ? resp.body.data : "");
+		hutch_http_resp_done(&resp);
+		return r;
+	}
+	hutch_http_resp_done(&resp);
+	memcpy(ret->id, id, HUTCH_ID_LEN); /* a valid id: checked by the caller */
+	ret->id[HUTCH_ID_LEN] = '\0';
+	ret->created_at = (int64_t)cJSON_GetNumberValue(cJSON_GetObjectItem(j, "created_at_unix"));
+	ret->expires_at = (int64_t)cJSON_GetNumberValue(cJSON_GetObjectItem(j, "expires_at_unix"));
+	return 1;
+}
+
+int hutch_pool_claim(const struct hutch_config *cfg, const char *rt, struct hutch_created *ret,
+                     struct hutch_err *err)
+{
+	char key[HUTCH_POOL_KEY_MAX], path[4200];
+	_cleanup_closedir_ DIR *d = NULL;
+	_cleanup_cjson_ cJSON *b = NULL;
+	_cleanup_free_ char *body = NULL;
+	struct dirent *de;
+
+	if (!hutch_pool_can_serve(cfg))
+		return 0;
+	hutch_pool_key(cfg, key, sizeof(key));
+	if (pool_dir_path(rt, key, path, sizeof(path)) < 0)
+		return 0;
+	d = opendir(path);
+	if (!d || !keeper_alive(dirfd(d), NULL))
+		return 0;
+	b = claim_body(cfg);
+	body = b ? cJSON_PrintUnformatted(b) : NULL;
+	if (!body)
+		return hutch_err_set(err, -ENOMEM, "claim request");
+	while ((de = readdir(d))) {
+		int r;
+		if (!hutch_id_is_valid(de->d_name))
+			continue;
+		/* Only one unlink of the token succeeds: the sandbox is ours. */
+		if (unlinkat(dirfd(d), de->d_name, 0) < 0)
+			continue;
+		r = claim_one(rt, de->d_name, body, ret, err);
+		if (r > 0)
+			return r;
+		/* Expired or broken meanwhile: try the next, then create cold. */
+		hutch_log(HUTCH_LOG_DEBUG, "pool: %s", err->msg);
+		hutch_err_clear(err);
+	}
+	return 0;
+}
+
+/* ---- the supervisor's side ---- */
+
+cJSON *hutch_sup_claim(struct sup *s, const cJSON *body, struct hutch_err *err)
+{
+	static const char *const keys[] = { "ttl_seconds", "idle_timeout_seconds",
+		                            "max_output_bytes", "region", "on_destroy" };
+	struct hutch_config tmp;
+	struct itimerspec its = { 0 };
+	const cJSON *it;
+	cJSON *o;
+	char num[32];
+	int r = 0;
+
+	if (!s->cfg->pool_key[0]) {
+		hutch_err_set(err, -EALREADY, "sandbox %s is not a pooled sandbox waiting for a claim",
+		              s->id);
+		return NULL;
+	}
+	if (!cJSON_IsObject(body)) {
+		hutch_err_set(err, -EINVAL, "the body must be a JSON object");
+		return NULL;
+	}
+	cJSON_ArrayForEach(it, body)
+	{
+		bool known = false;
+		for (size_t i = 0; i < ELEMENTSOF(keys); i++)
+			known = known || !strcmp(it->string, keys[i]);
+		if (!known) {
+			hutch_err_set(err, -EINVAL, "unknown field '%s'", it->string);
+			return NULL;
+		}
+	}
+	hutch_config_init(&tmp);
+	tmp.type = s->cfg->type;
+	tmp.net = s->cfg->net; /* borrowed for the region rule; not freed below */
+	cJSON_ArrayForEach(it, body)
+	{
+		const char *v = cJSON_GetStringValue(it);
+		if (cJSON_IsNumber(it)) {
+			snprintf(num, sizeof(num), "%.0f", it->valuedouble);
+			v = num;
+		}
+		r = v ? hutch_config_set(&tmp, it->string, v, err)
+		      : hutch_err_set(err, -EINVAL, "field '%s' has the wrong type", it->string);
+		if (r < 0)
+			break;
+	}
+	if (r >= 0)
+		r = hutch_config_validate(&tmp, err);
+	tmp.net = (struct hutch_net_policy){ 0 };
+	if (r < 0) {
+		hutch_config_done(&tmp);
+		return NULL;
+	}
+	s->cfg->ttl_seconds = tmp.ttl_seconds;
+	s->cfg->idle_timeout_seconds = tmp.idle_timeout_seconds;
+	s->cfg->max_output_bytes = tmp.max_output_bytes;
+	memcpy(s->cfg->region, tmp.region, sizeof(s->cfg->region));
+	free(s->cfg->on_destroy);
+	s->cfg->on_destroy = TAKE_PTR(tmp.on_destroy);
+	hutch_config_done(&tmp);
+	s->cfg->pool_key[0] = '\0';
+
+	/* The session starts now. */
+	s->created_at = hutch_now_realtime();
+	s->expires_at = s->created_at + (int64_t)s->cfg->ttl_seconds;
+	its.it_value.tv_sec = (time_t)s->cfg->ttl_seconds;
+	if (timerfd_settime(s->ttl_fd, 0, &its, NULL) < 0)
+		hutch_log(HUTCH_LOG_WARN, "claim: re-arm the TTL timer: %m");
+	if (hutch_idle_start(s) < 0)
+		hutch_log(HUTCH_LOG_WARN, "claim: idle timer: %m");
+	(void)hutch_sup_write_state(s, "running");
+	o = cJSON_CreateObject();
+	if (!o) {
+		hutch_err_set(err, -ENOMEM, "answer");
+		return NULL;
+	}
+	cJSON_AddStringToObject(o, "id", s->id);
+	cJSON_AddStringToObject(o, "socket", s->paths.sock);
+	cJSON_AddNumberToObject(o, "created_at_unix", (double)s->created_at);
+	cJSON_AddNumberToObject(o, "expires_at_unix", (double)s->expires_at);
+	return o;
+}
+
+/* ---- the keeper ---- */
+
+struct keeper {
+	struct hutch_config *cfg;
+	const char *rt;
+	char key[HUTCH_POOL_KEY_MAX];
+	char dir[4200];
+	int dfd, lock_fd, sigfd, ino, report_fd;
+	unsigned size;
+};
+
+static unsigned count_ready(struct keeper *k, bool drop_stale)
+{
+	_cleanup_closedir_ DIR *d = NULL;
+	struct dirent *de;
+	unsigned n = 0;
+	int fd = openat(k->dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+	if (fd < 0 || !(d = fdopendir(fd))) {
+		if (fd >= 0)
+			close(fd);
+		return 0;
+	}
+	while ((de = readdir(d))) {
+		struct hutch_paths p;
+		if (!hutch_id_is_valid(de->d_name))
+			continue;
+		/* A pooled sandbox that expired (or was removed) is gone. */
+		if (drop_stale && (hutch_paths_init(k->rt, de->d_name, &p) < 0 ||
+		                   access(p.sock, F_OK) < 0)) {
+			(void)unlinkat(k->dfd, de->d_name, 0);
+			continue;
+		}
+		n++;
+	}
+	return n;
+}
+
+/* Create one pooled sandbox and publish it. In a child of the keeper: a
+ * supervisor forked by hutch_sandbox_create() would otherwise inherit the
+ * keeper's own fds (its lock above all, which would keep the pool looking
+ * alive after the keeper died). */
+static int add_one(struct keeper *k, struct hutch_err *err)
+{
+	int pfd[2], status;
+	pid_t pid;
+	ssize_t n;
+
+	if (pipe2(pfd, O_CLOEXEC) < 0)
+		return hutch_err_set_errno(err, -errno, "pipe");
+	pid = fork();
+	if (pid < 0) {
+		close(pfd[0]);
+		close(pfd[1]);
+		return hutch_err_set_errno(err, -errno, "fork");
+	}
+	if (pid == 0) {
+		struct hutch_created c;
+		char token[4300];
+		int fd, r;
+
+		close(pfd[0]);
+		close(k->lock_fd);
+		close(k->sigfd);
+		close(k->ino);
+		close(k->dfd);
+		if (k->report_fd >= 0)
+			close(k->report_fd);
+		r = hutch_sandbox_create(k->cfg, k->rt, &c, NULL, err);
+		if (r >= 0) {
+			snprintf(token, sizeof(token), "%s/%s", k->dir, c.id);
+			fd = open(token, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+			if (fd < 0)
+				hutch_err_set_errno(err, -errno, "publish pooled sandbox %s", c.id);
+			else
+				close(fd);
+		}
+		(void)hutch_write_all(pfd[1], err, sizeof(*err));
+		_exit(0);
+	}
+	close(pfd[1]);
+	n = hutch_read_all(pfd[0], err, sizeof(*err));
+	close(pfd[0]);
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	if (n != (ssize_t)sizeof(*err))
+		return hutch_err_set(err, -EIO, "the pool's creating process died");
+	err->msg[sizeof(err->msg) - 1] = '\0';
+	return err->code < 0 ? err->code : 0;
+}
+
+static void delete_sandbox(const char *rt, const char *id)
+{
+	struct hutch_paths p;
+	struct hutch_http_resp resp = { 0 };
+	struct hutch_err err = { 0 };
+
+	if (hutch_paths_init(rt, id, &p) < 0)
+		return;
+	if (hutch_client_request(p.sock, "DELETE", "/", NULL, 0, &resp, &err) >= 0)
+		hutch_http_resp_done(&resp);
+}
+
+/* Unpublish every ready sandbox (so no one claims it) and delete it. */
+static void drain(const char *rt, int dfd)
+{
+	_cleanup_closedir_ DIR *d = NULL;
+	struct dirent *de;
+	int fd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+	if (fd < 0 || !(d = fdopendir(fd))) {
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	while ((de = readdir(d)))
+		if (hutch_id_is_valid(de->d_name) && unlinkat(dfd, de->d_name, 0) == 0)
+			delete_sandbox(rt, de->d_name);
+}
+
+static __attribute__((noreturn)) void keeper_main(struct keeper *k, int report_fd)
+{
+	struct hutch_err err = { 0 };
+	sigset_t mask;
+	int ino, sigfd, timeout;
+	bool reported = false;
+
+	k->report_fd = report_fd;
+
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGINT);
+	sigprocmask(SIG_BLOCK, &mask, NULL);
+	k->sigfd = sigfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+	k->ino = ino = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+	if (sigfd < 0 || ino < 0) {
+		hutch_err_set_errno(&err, -errno, "pool keeper: signalfd/inotify");
+		(void)hutch_write_all(report_fd, &err, sizeof(err));
+		_exit(1);
+	}
+	if (inotify_add_watch(ino, k->dir, IN_DELETE | IN_MOVED_FROM) < 0) {
+		hutch_err_set_errno(&err, -errno, "pool keeper: watch '%s'", k->dir);
+		(void)hutch_write_all(report_fd, &err, sizeof(err));
+		_exit(1);
+	}
+	for (;;) {
+		struct pollfd pfd[2] = { { .fd = sigfd, .events = POLLIN },
+			                 { .fd = ino, .events = POLLIN } };
+		unsigned have = count_ready(k, true);
+
+		timeout = CHECK_EVERY_MS;
+		while (have < k->size) {
+			hutch_err_clear(&err);
+			if (add_one(k, &err) < 0) {
+				hutch_log(HUTCH_LOG_WARN, "pool %s: %s", k->key, err.msg);
+				if (!reported) {
+					(void)hutch_write_all(report_fd, &err, sizeof(err));
+					drain(k->rt, k->dfd);
+					_exit(1);
+				}
+				timeout = RETRY_MS;
+				break;
+			}
+			have++;
+		}
+		if (!reported) {
+			hutch_err_clear(&err);
+			(void)hutch_write_all(report_fd, &err, sizeof(err));
+			close(report_fd);
+			k->report_fd = -1;
+			reported = true;
+		}
+		if (poll(pfd, 2, timeout) < 0 && errno != EINTR)
+			break;
+		if (pfd[0].revents)
+			break;
+		if (pfd[1].revents) {
+			char buf[4096];
+			while (read(ino, buf, sizeof(buf)) > 0)
+				;
+		}
+	}
+	drain(k->rt, k->dfd);
+	(void)unlinkat(k->dfd, "config", 0);
+	(void)unlinkat(k->dfd, "keeper.lock", 0);
+	(void)rmdir(k->dir);
+	{
+		char parent[4200];
+		if (pool_dir_path(k->rt, NULL, parent, sizeof(parent)) == 0)
+			(void)rmdir(parent); /* the last pool */
+	}
+	close(k->lock_fd);
+	_exit(0);
+}
+
+int hutch_pool_start(struct hutch_config *cfg, unsigned size, const char *rt, pid_t *ret_pid,
+                     struct hutch_err *err)
+{
+	static struct keeper k;
+	char path[4200], line[96];
+	_cleanup_close_ int lock_fd = -EBADF;
+	int pipefd[2], r, status;
+	pid_t pid;
+	ssize_t n;
+
+	if (!hutch_pool_can_serve(cfg))
+		return hutch_err_set(err, -EINVAL,
+		                     "a pool cannot hold sandboxes with a setup script or an "
+		                     "on_create hook (they run at each creation); drop those options");
+	memset(&k, 0, sizeof(k));
+	k.cfg = cfg;
+	k.rt = rt;
+	k.size = size;
+	hutch_pool_key(cfg, k.key, sizeof(k.key));
+	r = pool_dir_path(rt, k.key, path, sizeof(path));
+	snprintf(k.dir, sizeof(k.dir), "%s", path);
+	if (r >= 0)
+		r = hutch_mkdir_p_at(AT_FDCWD, path, 0700);
+	if (r < 0)
+		return hutch_err_set_errno(err, r, "create '%s'", path);
+	k.dfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (k.dfd < 0)
+		return hutch_err_set_errno(err, -errno, "open '%s'", path);
+	lock_fd = openat(k.dfd, "keeper.lock", O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (lock_fd < 0)
+		return hutch_err_set_errno(err, -errno, "open '%s/keeper.lock'", path);
+	if (flock(lock_fd, LOCK_EX | LOCK_NB) < 0) {
+		unsigned running = 0;
+		pid_t other = keeper_alive(k.dfd, &running);
+		close(k.dfd);
+		return hutch_err_set(err, -EEXIST,
+		                     "a pool for this configuration runs already (keeper pid %d, "
+		                     "size %u): 'hutch pool stop' it first",
+		                     (int)other, running);
+	}
+	{
+		_cleanup_fclose_ FILE *f = NULL;
+		int cfd = openat(k.dfd, "config", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+		if (cfd >= 0 && (f = fdopen(cfd, "we"))) {
+			fprintf(f, "instance_type=%s\nnetwork=%s\n", cfg->type->name, cfg->network_spec);
+			for (size_t i = 0; i < cfg->nhost_ports; i++)
+				fprintf(f, "host_port=%u\n", cfg->host_ports[i]);
+		} else if (cfd >= 0)
+			close(cfd);
+	}
+	/* Pooled sandboxes: no per-session options yet; they live for
+	 * HUTCH_POOL_SANDBOX_TTL unless claimed. */
+	snprintf(cfg->pool_key, sizeof(cfg->pool_key), "%s", k.key);
+	cfg->ttl_seconds = HUTCH_POOL_SANDBOX_TTL;
+	cfg->idle_timeout_seconds = 0;
+	if (pipe2(pipefd, O_CLOEXEC) < 0)
+		return hutch_err_set_errno(err, -errno, "pipe");
+	pid = fork();
+	if (pid < 0)
+		return hutch_err_set_errno(err, -errno, "fork");
+	if (pid == 0) {
+		int devnull;
+		close(pipefd[0]);
+		if (setsid() < 0)
+			_exit(1);
+		pid = fork();
+		if (pid != 0)
+			_exit(pid < 0 ? 1 : 0);
+		snprintf(line, sizeof(line), "%d %u\n", (int)getpid(), size);
+		(void)!pwrite(lock_fd, line, strlen(line), 0);
+		devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
+		if (devnull >= 0) {
+			dup2(devnull, 0); /* lint-fds: ok: stdio */
+			dup2(devnull, 1); /* lint-fds: ok: stdio */
+			dup2(devnull, 2); /* lint-fds: ok: stdio */
+			if (devnull > 2)
+				close(devnull);
+		}
+		snprintf(line, sizeof(line), "hutch-pool %s", k.key);
+		hutch_proctitle_set(line);
+		k.lock_fd = TAKE_FD(lock_fd);
+		keeper_main(&k, pipefd[1]);
+	}
+	close(pipefd[1]);
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	n = hutch_read_all(pipefd[0], err, sizeof(*err));
+	close(pipefd[0]);
+	close(k.dfd);
+	if (n != (ssize_t)sizeof(*err))
+		return hutch_err_set(err, -EIO, "the pool keeper died while filling the pool");
+	err->msg[sizeof(err->msg) - 1] = '\0';
+	if (err->code < 0)
+		return err->code;
+	if (ret_pid) {
+		int dfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		*ret_pid = dfd >= 0 ? keeper_alive(dfd, NULL) : 0;
+		if (dfd >= 0)
+			close(dfd);
+	}
+	return 0;
+}
+
+/* Call fn for each pool directory. */
+static int for_each_pool(const char *rt, int (*fn)(const char *rt, const char *key, int dfd,
+                                                   void *ud),
+                         void *ud)
+{
+	char path[4200];
+	_cleanup_closedir_ DIR *d = NULL;
+	struct dirent *de;
+	int total = 0;
+
+	if (pool_dir_path(rt, NULL, path, sizeof(path)) < 0 || !(d = opendir(path)))
+		return 0;
+	while ((de = readdir(d))) {
+		int dfd, r;
+		if (de->d_name[0] == '.')
+			continue;
+		dfd = openat(dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+		if (dfd < 0)
+			continue;
+		r = fn(rt, de->d_name, dfd, ud);
+		close(dfd);
+		if (r > 0)
+			total += r;
+	}
+	return total;
+}
+
+static int stop_one(const char *rt, const char *key, int dfd, void *ud)
+{
+	const char *want = ud;
+	pid_t pid;
+
+	(void)rt;
+	if (want && strcmp(want, key) != 0)
+		return 0;
+	pid = keeper_alive(dfd, NULL);
+	if (pid <= 0)
+		return 0;
+	if (kill(pid, SIGTERM) < 0)
+		return 0;
+	/* The keeper drains its sandboxes, then drops the lock and exits. */
+	{
+		_cleanup_close_ int fd = openat(dfd, "keeper.lock", O_RDONLY | O_CLOEXEC);
+		if (fd >= 0)
+			(void)flock(fd, LOCK_SH);
+	}
+	return 1;
+}
+
+int hutch_pool_stop(const char *rt, const char *key, struct hutch_err *err)
+{
+	(void)err;
+	return for_each_pool(rt, stop_one, (void *)key);
+}
+
+static int list_one(const char *rt, const char *key, int dfd, void *ud)
+{
+	cJSON *arr = ud, *o = cJSON_CreateObject();
+	unsigned size = 0, ready = 0;
+	pid_t pid = keeper_alive(dfd, &size);
+	_cleanup_closedir_ DIR *d = NULL;
+	struct dirent *de;
+	int fd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	char cfg[1024] = "";
+
+	(void)rt;
+	if (fd >= 0 && (d = fdopendir(fd)))
+		while ((de = readdir(d)))
+			ready += hutch_id_is_valid(de->d_name);
+	else if (fd >= 0)
+		close(fd);
+	fd = openat(dfd, "config", O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		ssize_t n = read(fd, cfg, sizeof(cfg) - 1);
+		cfg[n > 0 ? n : 0] = '\0';
+		close(fd);
+	}
+	if (!o)
+		return 0;
+	cJSON_AddStringToObject(o, "key", key);
+	cJSON_AddNumberToObject(o, "size", size);
+	cJSON_AddNumberToObject(o, "ready", ready);
+	cJSON_AddNumberToObject(o, "keeper_pid", pid);
+	cJSON_AddBoolToObject(o, "alive", pid > 0);
+	cJSON_AddStringToObject(o, "config", cfg);
+	cJSON_AddItemToArray(arr, o);
+	return 1;
+}
+
+cJSON *hutch_pool_list(const char *rt)
+{
+	cJSON *arr = cJSON_CreateArray();
+
+	if (arr)
+		(void)for_each_pool(rt, list_one, arr);
+	return arr;
+}
+
+static int gc_one(const char *rt, const char *key, int dfd, void *ud)
+{
+	char path[4200];
+
+	(void)ud;
+	if (keeper_alive(dfd, NULL) > 0)
+		return 0;
+	/* The keeper died (kill -9, reboot of the runtime dir is impossible):
+	 * nobody refills or drains this pool. */
+	drain(rt, dfd);
+	(void)unlinkat(dfd, "config", 0);
+	(void)unlinkat(dfd, "keeper.lock", 0);
+	if (pool_dir_path(rt, key, path, sizeof(path)) == 0)
+		(void)rmdir(path);
+	return 1;
+}
+
+int hutch_pool_gc(const char *rt, struct hutch_err *err)
+{
+	(void)err;
+	return for_each_pool(rt, gc_one, NULL);
+}

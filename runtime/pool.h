@@ -1,0 +1,69 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The warm pool (`hutch pool`): a detached keeper process per
+ * configuration keeps N sandboxes created and ready, so that `hutch create`
+ * with that configuration only hands one over. A pooled sandbox is an
+ * ordinary sandbox whose supervisor refuses everything but GET /health,
+ * GET /status, POST /claim and DELETE / until it is claimed; it is claimed
+ * once and never returns to the pool.
+ *
+ * On disk, in $RT/.pool/<key>/: "keeper.lock" (flock'ed by the keeper for
+ * its life; holds its pid and size), "config" (the options, for ls), and
+ * one empty file per ready sandbox, named by its id. A creator claims a
+ * sandbox by unlinking its file (only one unlink can succeed), then sends
+ * POST /claim with the options a pool does not fix (TTL, idle timeout,
+ * region, output cap, on_destroy). The keeper sees the unlink (inotify)
+ * and creates a replacement.
+ *
+ * The key covers what is fixed at creation: instance type, network policy,
+ * host ports, resolver and address pool. Creations with a setup script or
+ * an on_create hook are not served from a pool (the script would run at
+ * claim time anyway; that is where their time goes).
+ */
+#ifndef HUTCH_POOL_H
+#define HUTCH_POOL_H
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+#include <cjson/cJSON.h>
+
+#include "config.h"
+#include "error.h"
+#include "sandbox.h"
+
+#define HUTCH_POOL_MAX_SIZE  256
+#define HUTCH_POOL_KEY_MAX   64
+#define HUTCH_POOL_SANDBOX_TTL 3600 /* a pooled sandbox unclaimed this long is replaced */
+
+struct sup;
+
+/* "<type>-<mode>-<16 hex>": the configuration's pool. */
+void hutch_pool_key(const struct hutch_config *cfg, char *buf, size_t size);
+/* Can this creation be served from a pool? */
+bool hutch_pool_can_serve(const struct hutch_config *cfg);
+
+/* CLI: take a ready sandbox from the pool of cfg's key and give it cfg's
+ * per-session options. 1: claimed (ret filled); 0: no pool or it is empty
+ * (create cold); < 0: error with err set. */
+int hutch_pool_claim(const struct hutch_config *cfg, const char *runtime_dir,
+                     struct hutch_created *ret, struct hutch_err *err);
+
+/* CLI: start a keeper for cfg with size sandboxes; returns once they are
+ * ready (or the first creation failed). -EEXIST if one runs already. */
+int hutch_pool_start(struct hutch_config *cfg, unsigned size, const char *runtime_dir,
+                     pid_t *ret_pid, struct hutch_err *err);
+/* CLI: stop the keeper of key (NULL: every pool), deleting its unclaimed
+ * sandboxes; returns how many pools were stopped. */
+int hutch_pool_stop(const char *runtime_dir, const char *key, struct hutch_err *err);
+/* CLI: [{key, size, ready, keeper_pid, config}] */
+cJSON *hutch_pool_list(const char *runtime_dir);
+/* gc: pools whose keeper died: delete their unclaimed sandboxes. */
+int hutch_pool_gc(const char *runtime_dir, struct hutch_err *err);
+
+/* Supervisor: POST /claim. body: optional ttl_seconds, idle_timeout_seconds,
+ * max_output_bytes, region, on_destroy. Returns the created answer or NULL
+ * with err set (-EALREADY when not pooled / claimed already, -EINVAL). */
+cJSON *hutch_sup_claim(struct sup *s, const cJSON *body, struct hutch_err *err);
+
+#endif

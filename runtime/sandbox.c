@@ -207,6 +207,7 @@ int hutch_sup_setup(struct sup *s, struct hutch_err *err)
 	r = hutch_proto_send(s->init_sock, HUTCH_MSG_GO, 0, NULL, 0, NULL, 0);
 	if (r < 0)
 		return hutch_err_set_errno(err, r, "start sandbox init");
+	hutch_api_preload(); /* overlaps with init building the root */
 	r = wait_ready(s, err);
 	if (r < 0)
 		return r;

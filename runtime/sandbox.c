@@ -184,7 +184,7 @@ int hutch_sup_setup(struct sup *s, struct hutch_err *err)
 		return r;
 	s->slot_fd = r;
 	s->uid_base = HUTCH_UID_BASE + s->slot * HUTCH_UID_RANGE;
-	r = hutch_seccomp_build(s->cfg->net.mode, &s->seccomp, err);
+	r = hutch_seccomp_program(s->cfg->net.mode, &s->seccomp, err);
 	if (r < 0)
 		return hutch_err_prefix(err, "seccomp");
 	r = hutch_sup_write_state(s, "creating");

@@ -392,7 +392,7 @@ int hutch_sandbox_create(struct hutch_config *cfg, const char *runtime_dir,
 	r = hutch_config_validate(cfg, err);
 	if (r < 0)
 		return r;
-	(void)hutch_state_gc(runtime_dir, err);
+	(void)hutch_state_gc_auto(runtime_dir, err);
 	hutch_err_clear(err);
 	r = reserve_dir(runtime_dir, &s, err);
 	if (r < 0)

@@ -104,7 +104,7 @@ bool hutch_api_headers_too_large(struct MHD_Connection *conn)
 {
 	size_t total = 0;
 
-	(void)MHD_get_connection_values(conn, MHD_HEADER_KIND, add_header_size, &total);
+	(void)hutch_mhd.get_connection_values(conn, MHD_HEADER_KIND, add_header_size, &total);
 	return total > HUTCH_MAX_HEADERS;
 }
 
@@ -574,7 +574,7 @@ void hutch_api_files_event(struct watch *w, uint32_t events)
 static void watch_client(struct hutch_file_req *fr)
 {
 	const union MHD_ConnectionInfo *ci =
-	        MHD_get_connection_info(fr->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+	        hutch_mhd.get_connection_info(fr->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
 	struct cmd *c = fr->cmd;
 
 	if (ci && ci->connect_fd >= 0) {
@@ -586,11 +586,14 @@ static void watch_client(struct hutch_file_req *fr)
 
 static enum MHD_Result start_stream(struct hutch_file_req *fr)
 {
-	const char *path = MHD_lookup_connection_value(fr->conn, MHD_GET_ARGUMENT_KIND, "path");
-	const char *mode = MHD_lookup_connection_value(fr->conn, MHD_GET_ARGUMENT_KIND, "mode");
-	const char *fmt = MHD_lookup_connection_value(fr->conn, MHD_GET_ARGUMENT_KIND, "format");
-	const char *cl = MHD_lookup_connection_value(fr->conn, MHD_HEADER_KIND,
-	                                             MHD_HTTP_HEADER_CONTENT_LENGTH);
+	const char *path =
+	        hutch_mhd.lookup_connection_value(fr->conn, MHD_GET_ARGUMENT_KIND, "path");
+	const char *mode =
+	        hutch_mhd.lookup_connection_value(fr->conn, MHD_GET_ARGUMENT_KIND, "mode");
+	const char *fmt =
+	        hutch_mhd.lookup_connection_value(fr->conn, MHD_GET_ARGUMENT_KIND, "format");
+	const char *cl = hutch_mhd.lookup_connection_value(fr->conn, MHD_HEADER_KIND,
+	                                                   MHD_HTTP_HEADER_CONTENT_LENGTH);
 	struct hutch_err err = { 0 };
 	const char *argv[5] = { 0 };
 	char sizebuf[32] = "-1";
@@ -742,16 +745,17 @@ static enum MHD_Result start_get_response(struct hutch_file_req *fr)
 		return answer_error(fr, 500, "file_error", "short answer from the sandbox");
 	}
 	memcpy(&fr->size, fr->hdr, sizeof(fr->size));
-	resp = MHD_create_response_from_callback(
+	resp = hutch_mhd.create_response_from_callback(
 	        fr->size == HUTCH_FOP_SIZE_UNKNOWN ? MHD_SIZE_UNKNOWN : fr->size, DOWNLOAD_BLOCK,
 	        get_reader, fr, NULL);
 	if (!resp)
 		return MHD_NO;
-	(void)MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
-	                              fr->tar ? "application/x-tar" : "application/octet-stream");
+	(void)hutch_mhd.add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
+	                                    fr->tar ? "application/x-tar"
+	                                            : "application/octet-stream");
 	fr->answered = true;
-	ret = MHD_queue_response(fr->conn, MHD_HTTP_OK, resp);
-	MHD_destroy_response(resp);
+	ret = hutch_mhd.queue_response(fr->conn, MHD_HTTP_OK, resp);
+	hutch_mhd.destroy_response(resp);
 	return ret;
 }
 

@@ -6,9 +6,9 @@
 #ifndef HUTCH_API_INTERNAL_H
 #define HUTCH_API_INTERNAL_H
 
-#include <microhttpd.h>
-
 #include <cjson/cJSON.h>
+
+#include "mhd.h"
 
 struct request;
 struct sup;

@@ -18,6 +18,7 @@
 
 #include "api-internal.h"
 #include "cleanup.h"
+#include "mhd.h"
 #include "procs.h"
 #include "request.h"
 #include "supervisor.h"
@@ -213,13 +214,15 @@ struct output_args {
 static int parse_output_args(struct MHD_Connection *conn, struct output_args *a,
                              struct hutch_err *err)
 {
-	const char *stream = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "stream");
-	const char *off = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "offset");
-	const char *enc = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "encoding");
-	const char *wait = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "wait");
+	const char *stream =
+	        hutch_mhd.lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "stream");
+	const char *off = hutch_mhd.lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "offset");
+	const char *enc =
+	        hutch_mhd.lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "encoding");
+	const char *wait = hutch_mhd.lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "wait");
 	char *end;
 
-	a->id = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "id");
+	a->id = hutch_mhd.lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "id");
 	if (!a->id || !*a->id)
 		return hutch_err_set(err, -EINVAL, "missing query parameter 'id' (?id=p1)");
 	if (stream && strcmp(stream, "stdout") != 0 && strcmp(stream, "stderr") != 0)

@@ -22,6 +22,7 @@
 #include "api-files.h"
 #include "cleanup.h"
 #include "idle.h"
+#include "mhd.h"
 #include "pool.h"
 #include "procs.h"
 #include "request.h"
@@ -69,12 +70,12 @@ static enum MHD_Result respond_json(struct MHD_Connection *conn, unsigned status
 		return MHD_NO;
 	len = strlen(text);
 	text[len] = '\0';
-	resp = MHD_create_response_from_buffer(len, text, MHD_RESPMEM_MUST_COPY);
+	resp = hutch_mhd.create_response_from_buffer(len, text, MHD_RESPMEM_MUST_COPY);
 	if (!resp)
 		return MHD_NO;
-	(void)MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
-	ret = MHD_queue_response(conn, status, resp);
-	MHD_destroy_response(resp);
+	(void)hutch_mhd.add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
+	ret = hutch_mhd.queue_response(conn, status, resp);
+	hutch_mhd.destroy_response(resp);
 	return ret;
 }
 
@@ -155,7 +156,7 @@ static enum route match_route(const char *url, const char *method, bool *method_
 static void suspend(struct request *r)
 {
 	if (!r->suspended) {
-		MHD_suspend_connection(r->conn);
+		hutch_mhd.suspend_connection(r->conn);
 		r->suspended = true;
 	}
 }
@@ -164,7 +165,7 @@ static void resume(struct request *r)
 {
 	if (r->suspended) {
 		r->suspended = false;
-		MHD_resume_connection(r->conn);
+		hutch_mhd.resume_connection(r->conn);
 	}
 }
 
@@ -233,7 +234,7 @@ static enum MHD_Result start_command(struct request *r, bool streaming)
 	/* Watch the client's socket: if it hangs up, the command is killed. */
 	{
 		const union MHD_ConnectionInfo *ci =
-		        MHD_get_connection_info(r->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+		        hutch_mhd.get_connection_info(r->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
 		if (ci && ci->connect_fd >= 0) {
 			c->w_conn = (struct watch){ W_CMD_CONN, c };
 			if (hutch_sup_watch(s, ci->connect_fd, EPOLLRDHUP, &c->w_conn) == 0)
@@ -241,16 +242,17 @@ static enum MHD_Result start_command(struct request *r, bool streaming)
 		}
 	}
 	if (streaming) {
-		struct MHD_Response *resp = MHD_create_response_from_callback(
+		struct MHD_Response *resp = hutch_mhd.create_response_from_callback(
 		        MHD_SIZE_UNKNOWN, 64 * 1024, sse_reader, r, NULL);
 		enum MHD_Result ret;
 		if (!resp)
 			return MHD_NO;
-		(void)MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
-		                              "text/event-stream");
-		(void)MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
-		ret = MHD_queue_response(r->conn, MHD_HTTP_OK, resp);
-		MHD_destroy_response(resp);
+		(void)hutch_mhd.add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
+		                                    "text/event-stream");
+		(void)hutch_mhd.add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL,
+		                                    "no-cache");
+		ret = hutch_mhd.queue_response(r->conn, MHD_HTTP_OK, resp);
+		hutch_mhd.destroy_response(resp);
 		r->answered = true;
 		return ret;
 	}
@@ -398,8 +400,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 			               : hutch_api_respond_error(
 			                         conn, MHD_HTTP_NOT_FOUND, "not_found",
 			                         "no endpoint %s %s; see docs/api.md", method, url);
-		cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
-		                                 MHD_HTTP_HEADER_CONTENT_LENGTH);
+		cl = hutch_mhd.lookup_connection_value(conn, MHD_HEADER_KIND,
+		                                       MHD_HTTP_HEADER_CONTENT_LENGTH);
 		if (cl && fop < 0 && strtoull(cl, NULL, 10) > HUTCH_MAX_BODY)
 			return hutch_api_respond_error(conn, 413, "too_large",
 			                               "request body larger than %u bytes",
@@ -503,7 +505,7 @@ int hutch_api_timeout_ms(struct sup *s)
 	 * still has work it says so through a zero timeout. */
 	int procs = hutch_procs_timeout_ms(s); /* kill grace, long polls */
 
-	if (!s->mhd || MHD_get_timeout(s->mhd, &t) != MHD_YES)
+	if (!s->mhd || hutch_mhd.get_timeout(s->mhd, &t) != MHD_YES)
 		return procs;
 	if (t > 60000)
 		t = 60000;
@@ -514,7 +516,7 @@ void hutch_api_run(struct sup *s)
 {
 	hutch_procs_tick(s);
 	if (s->mhd)
-		(void)MHD_run(s->mhd);
+		(void)hutch_mhd.run(s->mhd);
 }
 
 static int listen_unix(const char *path)
@@ -541,16 +543,26 @@ static int listen_unix(const char *path)
 	return fd;
 }
 
+void hutch_api_preload(void)
+{
+	struct hutch_err ignored = { 0 };
+
+	(void)hutch_mhd_load(&ignored); /* hutch_api_start() reports a failure */
+}
+
 int hutch_api_start(struct sup *s, struct hutch_err *err)
 {
 	const union MHD_DaemonInfo *info;
-	int fd;
+	int fd, r;
 
+	r = hutch_mhd_load(err);
+	if (r < 0)
+		return r;
 	fd = listen_unix(s->paths.sock);
 	if (fd < 0)
 		return hutch_err_set_errno(err, fd, "listen on '%s'", s->paths.sock);
 	s->listen_fd = fd;
-	s->mhd = MHD_start_daemon(
+	s->mhd = hutch_mhd_start_daemon(
 	        MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_TURBO, 0, NULL, NULL, on_request,
 	        s, MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
 	        MHD_OPTION_NOTIFY_CONNECTION, on_connection, s, MHD_OPTION_CONNECTION_LIMIT,
@@ -559,7 +571,7 @@ int hutch_api_start(struct sup *s, struct hutch_err *err)
 	        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)HUTCH_CONN_MEMORY, MHD_OPTION_END);
 	if (!s->mhd)
 		return hutch_err_set(err, -EIO, "start the HTTP server on '%s'", s->paths.sock);
-	info = MHD_get_daemon_info(s->mhd, MHD_DAEMON_INFO_EPOLL_FD);
+	info = hutch_mhd.get_daemon_info(s->mhd, MHD_DAEMON_INFO_EPOLL_FD);
 	if (!info)
 		return hutch_err_set(err, -EIO, "HTTP server has no epoll fd");
 	return 0;
@@ -567,7 +579,8 @@ int hutch_api_start(struct sup *s, struct hutch_err *err)
 
 int hutch_api_watch(struct sup *s)
 {
-	const union MHD_DaemonInfo *info = MHD_get_daemon_info(s->mhd, MHD_DAEMON_INFO_EPOLL_FD);
+	const union MHD_DaemonInfo *info =
+	        hutch_mhd.get_daemon_info(s->mhd, MHD_DAEMON_INFO_EPOLL_FD);
 
 	s->w_mhd = (struct watch){ W_MHD, s };
 	return hutch_sup_watch(s, info->epoll_fd, EPOLLIN, &s->w_mhd);
@@ -576,7 +589,7 @@ int hutch_api_watch(struct sup *s)
 void hutch_api_stop(struct sup *s)
 {
 	if (s->mhd) {
-		MHD_stop_daemon(s->mhd);
+		hutch_mhd.stop_daemon(s->mhd);
 		s->mhd = NULL;
 	}
 	hutch_procs_free(s);

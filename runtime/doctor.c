@@ -23,6 +23,7 @@
 #include "cleanup.h"
 #include "cli.h"
 #include "fdutil.h"
+#include "mhd.h"
 #include "syscalls.h"
 
 struct check {
@@ -142,6 +143,18 @@ static void check_nftables(struct check *c)
 	               : "nfnetlink unavailable: modprobe nf_tables (only network all needs it)");
 }
 
+/* The supervisor dlopen()s the HTTP server library (mhd.h): ldd does not show it. */
+static void check_http_server(struct check *c)
+{
+	struct hutch_err err = { 0 };
+
+	c->ok = hutch_mhd_load(&err) == 0;
+	snprintf(c->detail, sizeof(c->detail), "%s%s",
+	         c->ok ? "libmicrohttpd loads (the supervisor's HTTP server)"
+	               : "apt-get install libmicrohttpd12: ",
+	         c->ok ? "" : err.msg);
+}
+
 static void check_python(struct check *c)
 {
 	c->ok = access("/usr/bin/python3", X_OK) == 0 && access("/bin/sh", X_OK) == 0;
@@ -156,12 +169,13 @@ int hutch_doctor(bool json)
 		{ "root", true, false, "" },       { "user namespaces", true, false, "" },
 		{ "namespaces", true, false, "" }, { "cgroups", true, false, "" },
 		{ "seccomp", true, false, "" },    { "mount API", true, false, "" },
-		{ "python3", true, false, "" },    { "overlayfs", false, false, "" },
-		{ "nftables", false, false, "" },
+		{ "python3", true, false, "" },    { "HTTP server", true, false, "" },
+		{ "overlayfs", false, false, "" }, { "nftables", false, false, "" },
 	};
-	void (*fns[])(struct check *) = { check_root,    check_userns,  check_namespaces,
-		                          check_cgroups, check_seccomp, check_mount_api,
-		                          check_python,  check_overlay, check_nftables };
+	void (*fns[])(struct check *) = { check_root,    check_userns,      check_namespaces,
+		                          check_cgroups, check_seccomp,     check_mount_api,
+		                          check_python,  check_http_server, check_overlay,
+		                          check_nftables };
 	bool all_ok = true;
 	_cleanup_cjson_ cJSON *arr = json ? cJSON_CreateArray() : NULL;
 

@@ -274,7 +274,7 @@ int hutch_sup_setup(struct sup *s, struct hutch_err *err)
 	r = net_prepare(s, err);
 	if (r < 0)
 		return hutch_err_prefix(err, "network");
-	r = hutch_seccomp_build(s->cfg->net.mode, &s->seccomp, err);
+	r = hutch_seccomp_program(s->cfg->net.mode, &s->seccomp, err);
 	if (r < 0)
 		return hutch_err_prefix(err, "seccomp");
 	r = hutch_sup_write_state(s, "creating");
@@ -304,6 +304,7 @@ int hutch_sup_setup(struct sup *s, struct hutch_err *err)
 	r = hutch_proto_send(s->init_sock, HUTCH_MSG_GO, 0, NULL, 0, NULL, 0);
 	if (r < 0)
 		return hutch_err_set_errno(err, r, "start sandbox init");
+	hutch_api_preload(); /* overlaps with init building the root */
 	r = wait_ready(s, err);
 	if (r < 0)
 		return r;
@@ -518,7 +519,7 @@ int hutch_sandbox_create(struct hutch_config *cfg, const char *runtime_dir,
 	r = hutch_config_validate(cfg, err);
 	if (r < 0)
 		return r;
-	(void)hutch_state_gc(runtime_dir, err);
+	(void)hutch_state_gc_auto(runtime_dir, err);
 	/* A table or forwarding switch left by a crash would otherwise stay
 	 * until the next hutch gc (links die with their namespaces). */
 	if (cfg->net.mode == HUTCH_NET_ALL)

@@ -1,8 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * seccomp allow-list for commands in a sandbox, built once per sandbox with
- * libseccomp and exported to a classic BPF program that each command's child
- * loads with one syscall before execve().
+ * seccomp allow-list for commands in a sandbox. The rules (seccomp.c) are
+ * compiled with libseccomp to one classic BPF program per network mode at
+ * build time (hutch-seccomp-gen, seccomp-gen.c), and the programs are part
+ * of the hutch binary (seccomp-load.c): a sandbox looks its program up
+ * instead of running libseccomp (about 3 ms of every create), and hutch does
+ * not link libseccomp at all. Each command's child loads the program with
+ * one syscall before execve().
  */
 #ifndef HUTCH_SECCOMP_H
 #define HUTCH_SECCOMP_H
@@ -12,10 +16,17 @@
 #include "error.h"
 #include "netpolicy.h"
 
-/* Build the filter for a network mode; ret->filter is malloc'ed. */
-int hutch_seccomp_build(enum hutch_net_mode mode, struct sock_fprog *ret, struct hutch_err *err);
+/* The compiled-in program for a network mode. ret->filter points to
+ * read-only static data (the kernel only reads it): never free it. -EINVAL
+ * for a mode with no program. */
+int hutch_seccomp_program(enum hutch_net_mode mode, struct sock_fprog *ret, struct hutch_err *err);
 /* Child side: PR_SET_NO_NEW_PRIVS then install prog (async-signal-safe). */
 int hutch_seccomp_load(const struct sock_fprog *prog);
+
+/* Build time and tests only (library hutch_seccomp_rules, links
+ * libseccomp): compile the rules for a network mode; ret->filter is
+ * malloc'ed, release it with hutch_seccomp_prog_done(). */
+int hutch_seccomp_compile(enum hutch_net_mode mode, struct sock_fprog *ret, struct hutch_err *err);
 void hutch_seccomp_prog_done(struct sock_fprog *prog);
 
 #endif

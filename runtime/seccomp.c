@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The seccomp allow-list every sandbox command runs under. init builds it
- * once per sandbox with libseccomp (hutch_seccomp_build()), exports it to a
- * classic BPF program, and each command's child installs that program with
- * one seccomp(2) call just before execve() (hutch_seccomp_load(), which is
- * async-signal-safe). The list follows the spirit of Docker's default
+ * The seccomp allow-list every sandbox command runs under. The rules below
+ * are compiled with libseccomp (hutch_seccomp_compile()) to one classic
+ * BPF program per network mode at build time (seccomp-gen.c writes them
+ * into a C file that is part of hutch; seccomp-load.c looks them up), and
+ * each command's child installs its sandbox's program with one seccomp(2)
+ * call just before execve() (hutch_seccomp_load(), async-signal-safe).
+ * This file is not linked into hutch. The list follows the spirit of Docker's default
  * profile for an unprivileged container (moby profiles/seccomp/default.json)
  * and is written out here as grouped tables, plus argument filters for the
  * calls that are only safe with some arguments: clone (no namespace flags),
@@ -39,7 +41,6 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/personality.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 
@@ -49,7 +50,6 @@
 #include "error.h"
 #include "fdutil.h"
 #include "seccomp-filter.h"
-#include "syscalls.h"
 
 static inline void seccompp(scmp_filter_ctx *ctx)
 {
@@ -454,7 +454,7 @@ static int export_prog(scmp_filter_ctx ctx, struct sock_fprog *ret, struct hutch
 	return 0;
 }
 
-int hutch_seccomp_build(enum hutch_net_mode mode, struct sock_fprog *ret, struct hutch_err *err)
+int hutch_seccomp_compile(enum hutch_net_mode mode, struct sock_fprog *ret, struct hutch_err *err)
 {
 	_cleanup_seccomp_ scmp_filter_ctx ctx = NULL;
 	int r;
@@ -487,23 +487,6 @@ int hutch_seccomp_build(enum hutch_net_mode mode, struct sock_fprog *ret, struct
 	if (r < 0)
 		return r;
 	return export_prog(ctx, ret, err);
-}
-
-/*
- * Child side, after fork() and just before execve(): no allocation, no
- * locks, only two syscalls. Speculative-store-bypass mitigation stays on
- * (no SECCOMP_FILTER_FLAG_SPEC_ALLOW); the child is single-threaded, so no
- * TSYNC either.
- */
-int hutch_seccomp_load(const struct sock_fprog *prog)
-{
-	if (!prog || !prog->filter || prog->len == 0)
-		return -EINVAL;
-	if (prctl(PR_SET_NO_NEW_PRIVS, 1L, 0L, 0L, 0L) < 0)
-		return -errno;
-	if (sys_seccomp(SECCOMP_SET_MODE_FILTER, 0, (void *)prog) < 0)
-		return -errno;
-	return 0;
 }
 
 void hutch_seccomp_prog_done(struct sock_fprog *prog)

@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +17,12 @@
 #include "cleanup.h"
 #include "fdutil.h"
 #include "state.h"
+
+/* $RT/.gc: the runtime dir's link count after the last full gc (see
+ * hutch_state_gc_auto()); $RT/.gc-pruned: its mtime says when tombstones
+ * were last pruned. */
+#define GC_MARK     ".gc"
+#define GONE_PRUNED ".gc-pruned"
 
 const char *hutch_runtime_dir(void)
 {
@@ -264,25 +271,38 @@ int hutch_state_reap(const char *runtime_dir, const char *id, struct hutch_err *
 	return 1;
 }
 
-static void gc_gone(const char *runtime_dir)
+/* Remove tombstones older than HUTCH_GONE_KEEP_SECONDS. Unless all is set,
+ * at most once per HUTCH_GONE_PRUNE_SECONDS (the mtime of $RT/.gc-pruned
+ * says when it last ran): the tombstones of a week of churn
+ * are many, and pruning them hourly instead of at every create loses
+ * nothing. */
+static void gc_gone(const char *runtime_dir, bool all)
 {
-	char path[4200];
+	char path[4200], stamp_path[4200];
 	_cleanup_closedir_ DIR *d = NULL;
+	_cleanup_close_ int stamp = -EBADF;
 	struct dirent *de;
+	struct stat st;
 	time_t now = time(NULL);
 
+	snprintf(stamp_path, sizeof(stamp_path), "%s/" GONE_PRUNED, runtime_dir);
+	if (!all && lstat(stamp_path, &st) == 0 && st.st_mtime <= now &&
+	    now - st.st_mtime < HUTCH_GONE_PRUNE_SECONDS)
+		return;
 	snprintf(path, sizeof(path), "%s/.gone", runtime_dir);
 	d = opendir(path);
 	if (!d)
 		return;
 	while ((de = readdir(d))) {
-		struct stat st;
 		if (!hutch_id_is_valid(de->d_name))
 			continue;
 		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
 		    now - st.st_mtime > HUTCH_GONE_KEEP_SECONDS)
 			(void)unlinkat(dirfd(d), de->d_name, 0);
 	}
+	stamp = open(stamp_path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (stamp >= 0)
+		(void)futimens(stamp, NULL);
 }
 
 /* Half-made sandboxes (".new-<id>") whose creator died before renaming
@@ -309,7 +329,67 @@ static int gc_new(const char *runtime_dir)
 	return n;
 }
 
-int hutch_state_gc(const char *runtime_dir, struct hutch_err *err)
+/* The runtime dir's link count: 2 + its subdirectories (sandbox dirs,
+ * ".new-*", .gone) on tmpfs, ext4, xfs. 0 when the file system does not
+ * count subdirectories that way (btrfs says 1): then every gc is full. */
+static nlink_t subdir_links(const char *runtime_dir)
+{
+	struct stat st;
+
+	if (stat(runtime_dir, &st) < 0 || !S_ISDIR(st.st_mode) || st.st_nlink < 2)
+		return 0;
+	return st.st_nlink;
+}
+
+/* Remember the link count after a full gc, in the content of $RT/.gc; its
+ * mtime says when. Written whole through a temporary name. */
+static void gc_mark(const char *runtime_dir, nlink_t links)
+{
+	char path[4200], tmp[4300], text[32];
+
+	if (!links)
+		return;
+	snprintf(path, sizeof(path), "%s/" GC_MARK, runtime_dir);
+	snprintf(tmp, sizeof(tmp), "%s.%d", path, (int)getpid());
+	snprintf(text, sizeof(text), "%llu\n", (unsigned long long)links);
+	if (hutch_write_file_at(AT_FDCWD, tmp, text, 0600) < 0 || rename(tmp, path) < 0)
+		(void)unlink(tmp);
+}
+
+/* True if nothing can have died since the last full gc: the runtime dir
+ * has exactly the subdirectories it had then (a sandbox dir that its
+ * supervisor did not remove keeps the count up), and that gc is recent. */
+static bool gc_can_skip(const char *runtime_dir)
+{
+	char path[4200], text[32];
+	_cleanup_close_ int fd = -EBADF;
+	unsigned long long marked;
+	nlink_t links = subdir_links(runtime_dir);
+	struct stat st;
+	time_t now = time(NULL);
+	ssize_t n;
+
+	if (!links)
+		return false;
+	snprintf(path, sizeof(path), "%s/" GC_MARK, runtime_dir);
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0 || fstat(fd, &st) < 0)
+		return false;
+	/* Only root's own 0600 marker counts (the runtime dir is root's). */
+	if (!S_ISREG(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 077))
+		return false;
+	if (st.st_mtime > now || now - st.st_mtime >= HUTCH_GC_RESCAN_SECONDS)
+		return false;
+	n = read(fd, text, sizeof(text) - 1);
+	if (n <= 0)
+		return false;
+	text[n] = '\0';
+	if (sscanf(text, "%llu", &marked) != 1)
+		return false;
+	return marked == (unsigned long long)links;
+}
+
+static int gc(const char *runtime_dir, bool all, struct hutch_err *err)
 {
 	_cleanup_free_ char(*ids)[HUTCH_ID_LEN + 1] = NULL;
 	size_t n;
@@ -324,6 +404,19 @@ int hutch_state_gc(const char *runtime_dir, struct hutch_err *err)
 			reaped++;
 	}
 	reaped += gc_new(runtime_dir);
-	gc_gone(runtime_dir);
+	gc_gone(runtime_dir, all);
+	gc_mark(runtime_dir, subdir_links(runtime_dir));
 	return reaped;
+}
+
+int hutch_state_gc(const char *runtime_dir, struct hutch_err *err)
+{
+	return gc(runtime_dir, true, err);
+}
+
+int hutch_state_gc_auto(const char *runtime_dir, struct hutch_err *err)
+{
+	if (gc_can_skip(runtime_dir))
+		return 0;
+	return gc(runtime_dir, false, err);
 }

@@ -26,6 +26,8 @@
 #define HUTCH_UID_RANGE           65536u
 #define HUTCH_SLOTS               16384u
 #define HUTCH_GONE_KEEP_SECONDS   (7 * 86400)
+#define HUTCH_GONE_PRUNE_SECONDS  3600
+#define HUTCH_GC_RESCAN_SECONDS   60
 
 /* The runtime dir from the environment (never NULL). */
 const char *hutch_runtime_dir(void);
@@ -75,7 +77,17 @@ int hutch_state_list(const char *runtime_dir, char (**ret)[HUTCH_ID_LEN + 1], si
 /* Remove what a dead sandbox left (cgroup dirs recorded in state.json, the
  * state dir); refuses if its supervisor is alive. Returns 1 if removed. */
 int hutch_state_reap(const char *runtime_dir, const char *id, struct hutch_err *err);
-/* gc: reap every dead sandbox and stale tombstones; returns how many reaped. */
+/* gc: reap every dead sandbox and stale tombstones; returns how many reaped.
+ * O(sandboxes + tombstones): `hutch gc`. */
 int hutch_state_gc(const char *runtime_dir, struct hutch_err *err);
+/* gc as every create runs it. O(1) when nothing can have died since the
+ * last full gc: the runtime dir has the same number of subdirectories as
+ * after it (a supervisor removes its own dir when it ends; one that crashed
+ * leaves it, which changes the count) and it ran less than
+ * HUTCH_GC_RESCAN_SECONDS ago. Otherwise a full gc, with tombstones pruned
+ * at most every HUTCH_GONE_PRUNE_SECONDS. A crashed sandbox whose count
+ * change was masked (another sandbox ended cleanly between two creates) is
+ * reaped by the first create after HUTCH_GC_RESCAN_SECONDS, or `hutch gc`. */
+int hutch_state_gc_auto(const char *runtime_dir, struct hutch_err *err);
 
 #endif

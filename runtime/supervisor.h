@@ -205,6 +205,10 @@ void hutch_cmd_orphan(struct cmd *c);
 /* Result JSON of a finished command (stdout/stderr included unless streaming). */
 cJSON *hutch_cmd_result_json(struct cmd *c, bool with_output);
 /* api.c */
+/* Load the HTTP server library now (mhd.h), ignoring a failure that
+ * hutch_api_start() then reports: called while init builds the root, so
+ * the load overlaps with it and init (already cloned) never maps it. */
+void hutch_api_preload(void);
 int hutch_api_start(struct sup *s, struct hutch_err *err);
 void hutch_api_stop(struct sup *s);
 /* Add libmicrohttpd's epoll fd to the loop. */

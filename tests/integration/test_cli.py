@@ -169,7 +169,8 @@ def test_doctor_json(hutch):
     assert r.returncode == 0, r.stderr
     checks = json.loads(r.stdout)
     names = {c["check"] for c in checks}
-    assert {"root", "user namespaces", "namespaces", "cgroups", "seccomp"} <= names
+    assert {"root", "user namespaces", "namespaces", "cgroups", "seccomp",
+            "HTTP server"} <= names
     for c in checks:
         assert set(c) >= {"check", "ok", "required", "detail"}
         if c["required"]:

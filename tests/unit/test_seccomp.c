@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Unit tests for runtime/seccomp.c and runtime/caps.c. Each case forks a
+ * Unit tests for runtime/seccomp.c, seccomp-load.c and runtime/caps.c. Each case forks a
  * child that installs the real filter (no root needed: the child sets
  * no_new_privs first) and tries one operation; the child's exit status
  * carries the errno it saw (0 = success), or it dies of SIGSYS for calls
@@ -48,8 +48,9 @@ static int setup(void **state)
 	struct hutch_err err = { 0 };
 
 	(void)state;
-	if (hutch_seccomp_build(HUTCH_NET_NONE, &prog, &err) < 0) {
-		fprintf(stderr, "build: %s\n", err.msg);
+	/* The compiled-in program, as a sandbox gets it. */
+	if (hutch_seccomp_program(HUTCH_NET_NONE, &prog, &err) < 0) {
+		fprintf(stderr, "program: %s\n", err.msg);
 		return -1;
 	}
 	return 0;
@@ -58,7 +59,6 @@ static int setup(void **state)
 static int teardown(void **state)
 {
 	(void)state;
-	hutch_seccomp_prog_done(&prog);
 	return 0;
 }
 
@@ -314,11 +314,21 @@ static void test_build(void **state)
 	assert_true(prog.len > 0 && prog.len <= BPF_MAXINSNS);
 	assert_non_null(prog.filter);
 	for (int m = HUTCH_NET_NONE; m <= HUTCH_NET_ALLOW; m++) {
-		assert_int_equal(hutch_seccomp_build((enum hutch_net_mode)m, &p, &err), 0);
+		struct sock_fprog built = { 0 };
+
+		/* What the build compiled in is what the rules give now. */
+		assert_int_equal(hutch_seccomp_program((enum hutch_net_mode)m, &built, &err), 0);
+		assert_int_equal(hutch_seccomp_compile((enum hutch_net_mode)m, &p, &err), 0);
+		assert_int_equal(built.len, p.len);
+		assert_memory_equal(built.filter, p.filter, p.len * sizeof(*p.filter));
 		hutch_seccomp_prog_done(&p);
 		assert_null(p.filter);
 	}
-	assert_int_equal(hutch_seccomp_build((enum hutch_net_mode)42, &p, &err), -EINVAL);
+	assert_int_equal(hutch_seccomp_compile((enum hutch_net_mode)42, &p, &err), -EINVAL);
+	assert_int_equal(err.code, -EINVAL);
+	assert_null(p.filter);
+	err.code = 0;
+	assert_int_equal(hutch_seccomp_program((enum hutch_net_mode)42, &p, &err), -EINVAL);
 	assert_int_equal(err.code, -EINVAL);
 	assert_null(p.filter);
 	assert_int_equal(hutch_seccomp_load(NULL), -EINVAL);

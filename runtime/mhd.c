@@ -1,0 +1,98 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * dlopen() of libmicrohttpd for the supervisor; see mhd.h for why. The
+ * library is named by its SONAME, found at build time (CMakeLists.txt), so
+ * the ABI is the one microhttpd.h describes. The search path is the one the
+ * dynamic loader used for the binary itself (ld.so.cache and the system
+ * directories; LD_LIBRARY_PATH only as the loader already honours it).
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stddef.h>
+
+#include "cleanup.h"
+
+#include "mhd.h"
+
+#ifndef HUTCH_MHD_SONAME
+#error "HUTCH_MHD_SONAME must name libmicrohttpd's SONAME (set by CMakeLists.txt)"
+#endif
+
+struct hutch_mhd hutch_mhd;
+
+struct symbol {
+	const char *name;
+	size_t offset;
+};
+
+#define SYM(fn)                                            \
+	{                                                  \
+		"MHD_" #fn, offsetof(struct hutch_mhd, fn) \
+	}
+static const struct symbol symbols[] = {
+	SYM(start_daemon_va),
+	SYM(stop_daemon),
+	SYM(run),
+	SYM(get_timeout),
+	SYM(get_daemon_info),
+	SYM(get_connection_info),
+	SYM(get_connection_values),
+	SYM(lookup_connection_value),
+	SYM(suspend_connection),
+	SYM(resume_connection),
+	SYM(create_response_from_buffer),
+	SYM(create_response_from_callback),
+	SYM(add_response_header),
+	SYM(queue_response),
+	SYM(destroy_response),
+};
+#undef SYM
+
+bool hutch_mhd_is_loaded(void)
+{
+	return hutch_mhd.destroy_response != NULL;
+}
+
+int hutch_mhd_load(struct hutch_err *err)
+{
+	struct hutch_mhd t = { 0 };
+	void *lib;
+
+	if (hutch_mhd_is_loaded())
+		return 0;
+	/* RTLD_NOW: an unresolvable symbol fails here, not in a request. */
+	lib = dlopen(HUTCH_MHD_SONAME, RTLD_NOW | RTLD_LOCAL);
+	if (!lib) {
+		const char *why = dlerror();
+		return hutch_err_set(err, -ELIBACC, "load the HTTP server library: %s",
+		                     why ? why : HUTCH_MHD_SONAME);
+	}
+	for (size_t i = 0; i < ELEMENTSOF(symbols); i++) {
+		void *p = dlsym(lib, symbols[i].name);
+
+		if (!p) {
+			(void)dlclose(lib);
+			return hutch_err_set(err, -ELIBBAD, "%s has no '%s'", HUTCH_MHD_SONAME,
+			                     symbols[i].name);
+		}
+		/* POSIX guarantees object and function pointers convert. */
+		*(void **)((char *)&t + symbols[i].offset) = p;
+	}
+	/* The library stays loaded for the life of the process. */
+	hutch_mhd = t;
+	return 0;
+}
+
+struct MHD_Daemon *hutch_mhd_start_daemon(unsigned int flags, uint16_t port,
+                                          MHD_AcceptPolicyCallback apc, void *apc_cls,
+                                          MHD_AccessHandlerCallback dh, void *dh_cls, ...)
+{
+	struct MHD_Daemon *d;
+	va_list ap;
+
+	va_start(ap, dh_cls);
+	d = hutch_mhd.start_daemon_va(flags, port, apc, apc_cls, dh, dh_cls, ap);
+	va_end(ap);
+	return d;
+}

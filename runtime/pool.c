@@ -28,9 +28,9 @@
 #include "state.h"
 #include "supervisor.h"
 
-#define POOL_DIR         ".pool"
-#define CHECK_EVERY_MS   10000 /* look for expired pooled sandboxes */
-#define RETRY_MS         1000  /* after a failed creation */
+#define POOL_DIR       ".pool"
+#define CHECK_EVERY_MS 10000 /* look for expired pooled sandboxes */
+#define RETRY_MS       1000  /* after a failed creation */
 
 /* ---- keys ---- */
 
@@ -127,8 +127,8 @@ static int claim_one(const char *rt, const char *id, const char *body, struct hu
 	if (resp.status == 200)
 		j = cJSON_ParseWithLength(resp.body.data ? resp.body.data : "", resp.body.len);
 	if (!j) {
-		r = hutch_err_set(err, -EPROTO, "claim of pooled sandbox %s answered %ld: %.200s", id,
-		                  resp.status, resp.body.data ? resp.body.data : "");
+		r = hutch_err_set(err, -EPROTO, "claim of pooled sandbox %s answered %ld: %.200s",
+		                  id, resp.status, resp.body.data ? resp.body.data : "");
 		hutch_http_resp_done(&resp);
 		return r;
 	}
@@ -192,16 +192,15 @@ cJSON *hutch_sup_claim(struct sup *s, const cJSON *body, struct hutch_err *err)
 	int r = 0;
 
 	if (!s->cfg->pool_key[0]) {
-		hutch_err_set(err, -EALREADY, "sandbox %s is not a pooled sandbox waiting for a claim",
-		              s->id);
+		hutch_err_set(err, -EALREADY,
+		              "sandbox %s is not a pooled sandbox waiting for a claim", s->id);
 		return NULL;
 	}
 	if (!cJSON_IsObject(body)) {
 		hutch_err_set(err, -EINVAL, "the body must be a JSON object");
 		return NULL;
 	}
-	cJSON_ArrayForEach(it, body)
-	{
+	cJSON_ArrayForEach(it, body) {
 		bool known = false;
 		for (size_t i = 0; i < ELEMENTSOF(keys); i++)
 			known = known || !strcmp(it->string, keys[i]);
@@ -213,8 +212,7 @@ cJSON *hutch_sup_claim(struct sup *s, const cJSON *body, struct hutch_err *err)
 	hutch_config_init(&tmp);
 	tmp.type = s->cfg->type;
 	tmp.net = s->cfg->net; /* borrowed for the region rule; not freed below */
-	cJSON_ArrayForEach(it, body)
-	{
+	cJSON_ArrayForEach(it, body) {
 		const char *v = cJSON_GetStringValue(it);
 		if (cJSON_IsNumber(it)) {
 			snprintf(num, sizeof(num), "%.0f", it->valuedouble);
@@ -290,8 +288,8 @@ static unsigned count_ready(struct keeper *k, bool drop_stale)
 		if (!hutch_id_is_valid(de->d_name))
 			continue;
 		/* A pooled sandbox that expired (or was removed) is gone. */
-		if (drop_stale && (hutch_paths_init(k->rt, de->d_name, &p) < 0 ||
-		                   access(p.sock, F_OK) < 0)) {
+		if (drop_stale &&
+		    (hutch_paths_init(k->rt, de->d_name, &p) < 0 || access(p.sock, F_OK) < 0)) {
 			(void)unlinkat(k->dfd, de->d_name, 0);
 			continue;
 		}
@@ -468,9 +466,10 @@ int hutch_pool_start(struct hutch_config *cfg, unsigned size, const char *rt, pi
 	ssize_t n;
 
 	if (!hutch_pool_can_serve(cfg))
-		return hutch_err_set(err, -EINVAL,
-		                     "a pool cannot hold sandboxes with a setup script or an "
-		                     "on_create hook (they run at each creation); drop those options");
+		return hutch_err_set(
+		        err, -EINVAL,
+		        "a pool cannot hold sandboxes with a setup script or an "
+		        "on_create hook (they run at each creation); drop those options");
 	memset(&k, 0, sizeof(k));
 	k.cfg = cfg;
 	k.rt = rt;
@@ -501,7 +500,8 @@ int hutch_pool_start(struct hutch_config *cfg, unsigned size, const char *rt, pi
 		_cleanup_fclose_ FILE *f = NULL;
 		int cfd = openat(k.dfd, "config", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 		if (cfd >= 0 && (f = fdopen(cfd, "we"))) {
-			fprintf(f, "instance_type=%s\nnetwork=%s\n", cfg->type->name, cfg->network_spec);
+			fprintf(f, "instance_type=%s\nnetwork=%s\n", cfg->type->name,
+			        cfg->network_spec);
 			for (size_t i = 0; i < cfg->nhost_ports; i++)
 				fprintf(f, "host_port=%u\n", cfg->host_ports[i]);
 		} else if (cfd >= 0)
@@ -561,9 +561,8 @@ int hutch_pool_start(struct hutch_config *cfg, unsigned size, const char *rt, pi
 }
 
 /* Call fn for each pool directory. */
-static int for_each_pool(const char *rt, int (*fn)(const char *rt, const char *key, int dfd,
-                                                   void *ud),
-                         void *ud)
+static int for_each_pool(const char *rt,
+                         int (*fn)(const char *rt, const char *key, int dfd, void *ud), void *ud)
 {
 	char path[4200];
 	_cleanup_closedir_ DIR *d = NULL;

@@ -32,8 +32,8 @@
 #include "error.h"
 #include "sandbox.h"
 
-#define HUTCH_POOL_MAX_SIZE  256
-#define HUTCH_POOL_KEY_MAX   64
+#define HUTCH_POOL_MAX_SIZE    256
+#define HUTCH_POOL_KEY_MAX     64
 #define HUTCH_POOL_SANDBOX_TTL 3600 /* a pooled sandbox unclaimed this long is replaced */
 
 struct sup;

@@ -27,6 +27,7 @@
 #include "pool.h"
 #include "state.h"
 #include "supervisor.h"
+#include "syscalls.h"
 
 #define POOL_DIR       ".pool"
 #define CHECK_EVERY_MS 10000 /* look for expired pooled sandboxes */
@@ -257,6 +258,12 @@ cJSON *hutch_sup_claim(struct sup *s, const cJSON *body, struct hutch_err *err)
 	cJSON_AddStringToObject(o, "socket", s->paths.sock);
 	cJSON_AddNumberToObject(o, "created_at_unix", (double)s->created_at);
 	cJSON_AddNumberToObject(o, "expires_at_unix", (double)s->expires_at);
+	{
+		char when[40];
+		hutch_format_time(s->expires_at, when, sizeof(when));
+		cJSON_AddStringToObject(o, "expires_at", when);
+	}
+	cJSON_AddItemToObject(o, "config", hutch_config_to_json(s->cfg));
 	return o;
 }
 
@@ -597,13 +604,16 @@ static int stop_one(const char *rt, const char *key, int dfd, void *ud)
 	pid = keeper_alive(dfd, NULL);
 	if (pid <= 0)
 		return 0;
-	if (kill(pid, SIGTERM) < 0)
-		return 0;
-	/* The keeper drains its sandboxes, then drops the lock and exits. */
+	/* A pidfd: no signal to a recycled pid, and a wait for the exit of a
+	 * process that is not our child. The keeper drains its sandboxes
+	 * first, so when it is gone, they are. */
 	{
-		_cleanup_close_ int fd = openat(dfd, "keeper.lock", O_RDONLY | O_CLOEXEC);
-		if (fd >= 0)
-			(void)flock(fd, LOCK_SH);
+		_cleanup_close_ int pidfd = (int)sys_pidfd_open(pid, 0);
+		struct pollfd pfd = { .fd = pidfd, .events = POLLIN };
+		if (pidfd < 0 || keeper_alive(dfd, NULL) != pid ||
+		    sys_pidfd_send_signal(pidfd, SIGTERM, NULL, 0) < 0)
+			return 0;
+		(void)poll(&pfd, 1, 60000);
 	}
 	return 1;
 }

@@ -15,6 +15,7 @@ from typing import Any, Optional
 
 from . import errors, _http
 from ._binary import find_hutch
+from . import _pool
 from .network import Network
 
 INSTANCE_TYPES = ("nano", "micro", "small", "medium", "large", "xlarge", "2xlarge")
@@ -318,6 +319,9 @@ class LocalSandbox:
                                      "hutch: leave image=None (the sandbox root is derived from the "
                                      "host and always has a shell and python3)")
         hutch = find_hutch()
+        info = _pool.try_claim(self)
+        if info is not None:
+            return info
         args = [hutch, "create", "--json", "--instance-type", self.instance_type,
                 "--ttl", str(self.ttl_seconds), "--idle-timeout", str(self.idle_timeout_seconds),
                 "--region", self.region, "--network", self.network.to_cli(),

@@ -666,3 +666,30 @@ def test_example_agent_loop(tmp_path):
     assert r.returncode == 0, r.stdout + r.stderr
     assert "mean 40.8" in r.stdout and "NameError" in r.stderr
     assert (tmp_path / "report.md").read_text().startswith("# Report")
+
+
+# ---------------------------------------------------------------------------
+# warm pool: the client claims a pooled sandbox itself (no CLI process)
+# ---------------------------------------------------------------------------
+def test_open_claims_from_a_warm_pool(runtime_dir):
+    env = {**os.environ, "HUTCH_RUNTIME_DIR": runtime_dir}
+    r = subprocess.run([HUTCH, "pool", "start", "--size", "1", "--instance-type", "small"],
+                       capture_output=True, env=env)
+    assert r.returncode == 0, r.stderr
+    try:
+        pool_dir = os.path.join(runtime_dir, ".pool")
+        [key] = os.listdir(pool_dir)
+        [pooled] = [n for n in os.listdir(os.path.join(pool_dir, key)) if len(n) == 12]
+        from hutch import _pool
+        assert _pool.pool_key("small", "none", []) == key  # same key as the C side
+        with LocalSandbox(instance_type="small", ttl_seconds=90) as s:
+            assert s.id == pooled
+            st = s.status()
+            assert st["state"] == "running" and st["config"]["ttl_seconds"] == 90
+            assert s.execute("echo hi").stdout == "hi\n"
+        # another configuration is not served from it
+        with LocalSandbox(instance_type="micro") as s:
+            assert s.id != pooled
+    finally:
+        r = subprocess.run([HUTCH, "pool", "stop", "--all"], capture_output=True, env=env)
+        assert r.returncode == 0, r.stderr

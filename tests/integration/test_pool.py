@@ -1,0 +1,209 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The warm pool: `hutch pool start|stop|ls`, claims by create and run,
+POST /claim, pooled sandboxes refusing work, keeper death and gc."""
+import json
+import os
+import signal
+
+import pytest
+
+from conftest import api, proc_comm, wait_until
+
+USAGE, NOT_FOUND = 64, 65
+
+
+def pooled_ids(h):
+    r = h("ls", "--json")
+    assert r.returncode == 0, r.stderr
+    return sorted(s["id"] for s in json.loads(r.stdout) if s["status"] == "pooled")
+
+
+def pools(h):
+    r = h("pool", "ls", "--json")
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout)
+
+
+@pytest.fixture
+def pool(hutch):
+    """Starts nothing; stops every pool of this runtime dir at the end, and
+    fails if a keeper outlives its stop."""
+    yield hutch
+    keepers = [p["keeper_pid"] for p in pools(hutch) if p["alive"]]
+    hutch("pool", "stop", "--all")
+    for pid in keepers:
+        assert wait_until(lambda: proc_comm(pid) is None, timeout=30), f"keeper {pid} still runs"
+    assert pools(hutch) == []
+
+
+def start(h, *opts, size=2):
+    r = h("pool", "start", "--size", str(size), *opts)
+    assert r.returncode == 0, r.stderr
+    return r
+
+
+def test_create_takes_a_ready_sandbox_and_the_keeper_refills(pool):
+    start(pool, size=2)
+    ready = pooled_ids(pool)
+    assert len(ready) == 2
+    [p] = pools(pool)
+    assert (p["size"], p["ready"], p["alive"]) == (2, 2, True)
+    assert p["key"].startswith("medium-none-")
+    assert proc_comm(p["keeper_pid"]) is not None
+
+    r = pool("create", "--json", "--ttl", "120", "--idle-timeout", "30")
+    assert r.returncode == 0, r.stderr
+    info = json.loads(r.stdout)
+    assert info["id"] in ready  # handed over, not made
+    st = api(info["socket"], "GET", "/status")[1]
+    assert st["state"] == "running"
+    assert st["config"]["ttl_seconds"] == 120 and st["config"]["idle_timeout_seconds"] == 30
+    assert 110 <= st["expires_in_seconds"] <= 120  # the session starts at the claim
+    # usable like any sandbox, as appuser
+    s, res = api(info["socket"], "POST", "/run", {"cmd": "id -u; echo ok > /workspace/f; cat /workspace/f"})
+    assert s == 200 and res["stdout"] == "1000\nok\n", res
+    # the keeper replaces it; the claimed one is never pooled again
+    assert wait_until(lambda: len(pooled_ids(pool)) == 2, timeout=30)
+    assert info["id"] not in pooled_ids(pool)
+    assert pool("rm", info["id"]).returncode == 0
+
+
+def test_pooled_sandbox_serves_nobody_until_claimed(pool):
+    start(pool, size=1)
+    [sid] = pooled_ids(pool)
+    sock = os.path.join(pool.rtdir, sid, "api.sock")
+    for method, path, body in [("POST", "/run", {"cmd": "true"}),
+                               ("POST", "/start_process", {"cmd": "sleep 1"}),
+                               ("POST", "/write_file", {"path": "/workspace/x", "content": "x"}),
+                               ("GET", "/files?path=/etc/passwd", None)]:
+        s, res = api(sock, method, path, body)
+        assert s == 409 and res["error"]["code"] == "sandbox_pooled", (path, s, res)
+        assert "hutch create" in res["error"]["message"]
+    assert api(sock, "GET", "/status")[1]["state"] == "pooled"
+    assert api(sock, "GET", "/health")[0] == 200
+    r = pool("exec", sid, "--", "true")
+    assert r.returncode != 0 and "waits in a warm pool" in r.stderr.decode()
+
+
+@pytest.mark.parametrize("body,code,words", [
+    ({"bogus": 1}, 400, "unknown field 'bogus'"),
+    ({"ttl_seconds": 0}, 400, "invalid ttl_seconds '0'"),
+    ({"ttl_seconds": "x"}, 400, "invalid ttl_seconds 'x'"),
+    ({"region": "eu-west-1"}, 400, "only the default region"),
+    ({"on_destroy": ["x"]}, 400, "wrong type"),
+])
+def test_claim_rejects_bad_options_and_stays_pooled(pool, body, code, words):
+    start(pool, size=1)
+    [sid] = pooled_ids(pool)
+    sock = os.path.join(pool.rtdir, sid, "api.sock")
+    s, res = api(sock, "POST", "/claim", body)
+    assert s == code and words in res["error"]["message"], res
+    assert api(sock, "GET", "/status")[1]["state"] == "pooled"
+
+
+def test_a_sandbox_is_claimed_once(pool):
+    start(pool, size=1)
+    [sid] = pooled_ids(pool)
+    sock = os.path.join(pool.rtdir, sid, "api.sock")
+    assert api(sock, "POST", "/claim", {"ttl_seconds": 60})[0] == 200
+    s, res = api(sock, "POST", "/claim", {})
+    assert s == 409 and res["error"]["code"] == "not_pooled", res
+    # a normal sandbox cannot be claimed either
+    sb = pool.create()
+    s, res = api(sb.sock, "POST", "/claim", {})
+    assert s == 409 and "not a pooled sandbox" in res["error"]["message"]
+    sb.rm()
+    pool("rm", sid)
+
+
+def test_only_matching_creations_are_served(pool, tmp_path):
+    start(pool, "--instance-type", "small", size=1)
+    [sid] = pooled_ids(pool)
+    script = tmp_path / "s.sh"
+    script.write_text("true\n")
+    for opts in (["--instance-type", "medium"], ["--instance-type", "small", "--setup-script", str(script)],
+                 ["--instance-type", "small", "--network", "all"],
+                 ["--instance-type", "small", "--on-create", "true"]):
+        r = pool("create", *opts)
+        assert r.returncode == 0, r.stderr
+        made = r.stdout.decode().strip()
+        assert made != sid and pooled_ids(pool) == [sid], opts
+        assert pool("rm", made).returncode == 0
+    r = pool("create", "--instance-type", "small")
+    assert r.stdout.decode().strip() == sid
+    pool("rm", sid)
+
+
+def test_run_uses_the_pool(pool):
+    start(pool, size=1)
+    [sid] = pooled_ids(pool)
+    r = pool("run", "--", "sh", "-c", "hostname")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.decode().strip() == f"hutch-{sid}"
+    # run deleted it; the keeper made another
+    assert wait_until(lambda: len(pooled_ids(pool)) == 1 and pooled_ids(pool) != [sid], timeout=30)
+    assert not os.path.exists(os.path.join(pool.rtdir, sid))
+
+
+def test_stop_deletes_unclaimed_and_keeps_claimed(pool):
+    start(pool, size=2)
+    claimed = pool.create()
+    assert wait_until(lambda: len(pooled_ids(pool)) == 2, timeout=30)
+    waiting = pooled_ids(pool)
+    keeper = pools(pool)[0]["keeper_pid"]
+    r = pool("pool", "stop")
+    assert r.returncode == 0 and "stopped 1 pool" in r.stdout.decode(), r.stderr
+    # stop returns once the keeper is gone and its sandboxes with it
+    assert proc_comm(keeper) is None
+    assert pooled_ids(pool) == [] and all(not os.path.exists(os.path.join(pool.rtdir, s)) for s in waiting)
+    assert pools(pool) == []
+    assert claimed.run("echo still here")["stdout"] == "still here\n"
+    claimed.rm()
+
+
+def test_dead_keeper_pool_is_not_used_and_gc_drains_it(pool):
+    start(pool, size=2)
+    waiting = pooled_ids(pool)
+    keeper = pools(pool)[0]["keeper_pid"]
+    os.kill(keeper, signal.SIGKILL)
+    assert wait_until(lambda: proc_comm(keeper) is None, timeout=10)
+    assert pools(pool)[0]["alive"] is False
+    r = pool("create")
+    assert r.returncode == 0
+    made = r.stdout.decode().strip()
+    assert made not in waiting  # a dead pool is not served from
+    assert pool("rm", made).returncode == 0
+    r = pool("gc")
+    assert r.returncode == 0, r.stderr
+    assert pooled_ids(pool) == [] and pools(pool) == []
+    assert all(not os.path.exists(os.path.join(pool.rtdir, s)) for s in waiting)
+
+
+@pytest.mark.parametrize("args,code,words", [
+    (["pool"], USAGE, ["usage: hutch pool"]),
+    (["pool", "bogus"], USAGE, ["unknown pool command 'bogus'", "start, stop or ls"]),
+    (["pool", "start", "--size", "0"], USAGE, ["invalid --size '0'", "from 1 to 256"]),
+    (["pool", "start", "--size", "many"], USAGE, ["invalid --size 'many'"]),
+    (["pool", "start", "--size"], USAGE, ["invalid --size ''"]),
+    (["pool", "stop", "--size", "2"], USAGE, ["--size applies to 'hutch pool start' only"]),
+    (["pool", "start", "--ttl", "5", "--size", "1", "--setup-script", "/etc/hostname"], USAGE,
+     ["cannot hold sandboxes with a setup script"]),
+    (["pool", "start", "--on-create", "true"], USAGE, ["on_create"]),
+    (["pool", "start", "--instance-type", "huge"], USAGE, ["unknown instance_type 'huge'"]),
+    (["pool", "stop"], NOT_FOUND, ["no pool runs for this configuration", "hutch pool ls"]),
+    (["pool", "ls", "extra"], USAGE, ["unexpected argument 'extra'"]),
+    (["pool", "ls", "--network", "all"], USAGE, ["'--network' does not apply"]),
+])
+def test_pool_usage_errors(pool, args, code, words):
+    r = pool(*args)
+    assert r.returncode == code, (r.returncode, r.stderr)
+    for w in words:
+        assert w in r.stderr.decode(), (w, r.stderr)
+    assert pooled_ids(pool) == []
+
+
+def test_second_start_of_the_same_pool_is_refused(pool):
+    start(pool, size=1)
+    r = pool("pool", "start", "--size", "3")
+    assert r.returncode == USAGE and "runs already" in r.stderr.decode(), r.stderr
+    assert len(pooled_ids(pool)) == 1

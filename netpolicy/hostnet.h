@@ -82,6 +82,11 @@ int hutch_net_host_detach(const struct hutch_net_addrs *a, struct hutch_err *err
  * (from before its attach on). Also removes a table left with no link. */
 int hutch_net_host_gc(bool (*slot_alive)(unsigned slot, void *ud), void *ud, struct hutch_err *err);
 
+/* Base chains of other tables that drop forwarded packets by policy (e.g.
+ * Docker's iptables-nft FORWARD chain): mode all cannot get out through
+ * them. Returns how many, naming them in buf; negative errno on failure. */
+int hutch_nft_forward_blockers(char *buf, size_t size, struct hutch_err *err);
+
 /* ---- child side (init, before the root is built) ---- */
 
 /* What the namespace gets, computed by the supervisor before clone(). */

@@ -168,3 +168,39 @@ int hutch_nft_remove(struct hutch_err *err)
 		return 0;
 	return nft_run("delete table inet hutch", "delete nftables table inet hutch", NULL, 0, err);
 }
+
+int hutch_nft_forward_blockers(char *buf, size_t size, struct hutch_err *err)
+{
+	char *list = malloc(1u << 20), *save = NULL;
+	char table[128] = "", chain[128] = "";
+	size_t used = 0;
+	int r, found = 0;
+
+	if (!list)
+		return hutch_err_set(err, -ENOMEM, "list nftables chains");
+	r = nft_run("list chains", "list nftables chains", list, 1u << 20, err);
+	if (r < 0) {
+		free(list);
+		return r;
+	}
+	if (size)
+		buf[0] = '\0';
+	for (char *line = strtok_r(list, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		char a[64], b[64];
+		line += strspn(line, " \t");
+		if (sscanf(line, "table %63s %63s {", a, b) == 2) {
+			snprintf(table, sizeof(table), "%s %s", a, b);
+		} else if (sscanf(line, "chain %63s {", a) == 1) {
+			snprintf(chain, sizeof(chain), "%s", a);
+		} else if (strstr(line, "hook forward") && strstr(line, "policy drop") &&
+		           strcmp(table, "inet hutch") != 0) {
+			int n = snprintf(buf + used, size > used ? size - used : 0,
+			                 "%stable %s chain %s", found ? ", " : "", table, chain);
+			if (n > 0 && used + (size_t)n < size)
+				used += (size_t)n;
+			found++;
+		}
+	}
+	free(list);
+	return found;
+}

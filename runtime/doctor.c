@@ -23,6 +23,7 @@
 #include "cleanup.h"
 #include "cli.h"
 #include "fdutil.h"
+#include "hostnet.h"
 #include "mhd.h"
 #include "syscalls.h"
 
@@ -30,7 +31,7 @@ struct check {
 	const char *name;
 	bool required;
 	bool ok;
-	char detail[320];
+	char detail[512];
 };
 
 /* Fork a child that unshares flags; 0 if it worked. */
@@ -155,6 +156,26 @@ static void check_http_server(struct check *c)
 	         c->ok ? "" : err.msg);
 }
 
+static void check_forwarding(struct check *c)
+{
+	struct hutch_err err = { 0 };
+	char which[512];
+	int n = hutch_nft_forward_blockers(which, sizeof(which), &err);
+
+	c->ok = n == 0;
+	if (n < 0)
+		snprintf(c->detail, sizeof(c->detail), "cannot list nftables chains: %s", err.msg);
+	else if (n == 0)
+		snprintf(c->detail, sizeof(c->detail), "%s",
+		         "no firewall chain drops forwarded packets (network all can get out)");
+	else
+		snprintf(c->detail, sizeof(c->detail),
+		         "%.200s drop%s forwarded packets by policy (Docker does this): network "
+		         "all cannot get out until they accept the hutch* interfaces, e.g. "
+		         "'iptables -I DOCKER-USER -i hutch+ -j ACCEPT' and the same with -o",
+		         which, n == 1 ? "s" : "");
+}
+
 static void check_python(struct check *c)
 {
 	c->ok = access("/usr/bin/python3", X_OK) == 0 && access("/bin/sh", X_OK) == 0;
@@ -166,16 +187,17 @@ static void check_python(struct check *c)
 int hutch_doctor(bool json)
 {
 	struct check checks[] = {
-		{ "root", true, false, "" },       { "user namespaces", true, false, "" },
-		{ "namespaces", true, false, "" }, { "cgroups", true, false, "" },
-		{ "seccomp", true, false, "" },    { "mount API", true, false, "" },
-		{ "python3", true, false, "" },    { "HTTP server", true, false, "" },
-		{ "overlayfs", false, false, "" }, { "nftables", false, false, "" },
+		{ "root", true, false, "" },        { "user namespaces", true, false, "" },
+		{ "namespaces", true, false, "" },  { "cgroups", true, false, "" },
+		{ "seccomp", true, false, "" },     { "mount API", true, false, "" },
+		{ "python3", true, false, "" },     { "HTTP server", true, false, "" },
+		{ "overlayfs", false, false, "" },  { "nftables", false, false, "" },
+		{ "forwarding", false, false, "" },
 	};
-	void (*fns[])(struct check *) = { check_root,    check_userns,      check_namespaces,
-		                          check_cgroups, check_seccomp,     check_mount_api,
-		                          check_python,  check_http_server, check_overlay,
-		                          check_nftables };
+	void (*fns[])(struct check *) = { check_root,     check_userns,      check_namespaces,
+		                          check_cgroups,  check_seccomp,     check_mount_api,
+		                          check_python,   check_http_server, check_overlay,
+		                          check_nftables, check_forwarding };
 	bool all_ok = true;
 	_cleanup_cjson_ cJSON *arr = json ? cJSON_CreateArray() : NULL;
 

@@ -286,3 +286,25 @@ def test_bad_network_environment(hutch, var, value, words):
     for w in words:
         assert w in r.stderr.decode(), (w, r.stderr)
     assert hutch.ids() == []
+
+
+def test_doctor_names_a_firewall_that_drops_forwarding(hutch):
+    """A base chain of another table that drops forwarded packets by policy
+    (Docker's FORWARD) would silently cut network all off: doctor says so,
+    naming the chain and the fix."""
+    table = f"hutch_doctor_test_{os.getpid()}"
+    r = subprocess.run(["nft", "-f", "-"], input=(
+        f"table ip {table} {{\n chain blockfwd {{\n"
+        "  type filter hook forward priority 100; policy drop;\n }\n}\n"
+    ).encode(), capture_output=True)
+    assert r.returncode == 0, r.stderr
+    try:
+        r = hutch("doctor", "--json")
+        assert r.returncode == 0, r.stderr  # a warning, not a failure
+        [fw] = [c for c in json.loads(r.stdout) if c["check"] == "forwarding"]
+        assert fw["ok"] is False and fw["required"] is False, fw
+        assert f"table ip {table} chain blockfwd" in fw["detail"] and "DOCKER-USER" in fw["detail"], fw
+    finally:
+        subprocess.run(["nft", "delete", "table", "ip", table], check=True)
+    [fw] = [c for c in json.loads(hutch("doctor", "--json").stdout) if c["check"] == "forwarding"]
+    assert fw["ok"] is True, fw

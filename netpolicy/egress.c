@@ -329,8 +329,11 @@ static int query_send(struct hutch_egress *e, struct query *q)
 static struct query *query_start(struct hutch_egress *e, enum query_for what, const char *name,
                                  uint16_t qtype, const uint8_t *msg, size_t len)
 {
-	struct query *q = query_alloc(e);
+	struct query *q;
 
+	if (e->resolver.sin_family != AF_INET)
+		return NULL; /* no upstream resolver: the caller answers SERVFAIL */
+	q = query_alloc(e);
 	if (!q)
 		return NULL;
 	q->what = what;
@@ -356,6 +359,11 @@ static struct query *query_start(struct hutch_egress *e, enum query_for what, co
 	}
 	(void)query_send(e, q); /* a lost datagram is retried on the tick */
 	return q;
+}
+
+static bool e_no_resolver(const struct hutch_egress *e)
+{
+	return e->resolver.sin_family != AF_INET;
 }
 
 /* ---- DNS stub ---- */
@@ -702,7 +710,10 @@ static void conn_decide(struct conn *c)
 			struct query *q =
 			        query_start(c->e, Q_CONN, c->sni, HUTCH_DNS_TYPE_A, NULL, 0);
 			if (!q) {
-				conn_refuse(c, "too many DNS lookups at once");
+				conn_refuse(c, e_no_resolver(c->e)
+				                       ? "no upstream DNS resolver: set "
+				                         "HUTCH_RESOLVER=IP on the host"
+				                       : "too many DNS lookups at once");
 				return;
 			}
 			q->conn = c;
@@ -1063,7 +1074,10 @@ cJSON *hutch_egress_status(const struct hutch_egress *e)
 
 	if (!o)
 		return NULL;
-	fmt_addr(&e->resolver, addr, sizeof(addr));
+	if (e_no_resolver(e))
+		snprintf(addr, sizeof(addr), "none");
+	else
+		fmt_addr(&e->resolver, addr, sizeof(addr));
 	cJSON_AddStringToObject(o, "resolver", addr);
 	cJSON_AddNumberToObject(o, "connections", e->nconns);
 	cJSON_AddNumberToObject(o, "connections_total", (double)e->conns_total);

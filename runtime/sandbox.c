@@ -238,10 +238,12 @@ static int net_prepare(struct sup *s, struct hutch_err *err)
 	if (c->resolver[0]) {
 		if (hutch_config_parse_resolver(c->resolver, &s->net.resolver) < 0)
 			return hutch_err_set(err, -EINVAL, "invalid resolver '%s'", c->resolver);
-	} else {
-		r = hutch_net_default_resolver(&s->net.resolver, err);
-		if (r < 0)
-			return r;
+	} else if (hutch_net_default_resolver(&s->net.resolver, err) < 0) {
+		/* No IPv4 nameserver on the host: the sandbox still works by
+		 * address; its DNS stub answers SERVFAIL and /status says why. */
+		hutch_log(HUTCH_LOG_WARN, "%s", err->msg);
+		hutch_err_clear(err);
+		memset(&s->net.resolver, 0, sizeof(s->net.resolver));
 	}
 	if (c->net.mode != HUTCH_NET_ALL)
 		return 0;

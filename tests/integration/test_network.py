@@ -13,11 +13,12 @@ import re
 import secrets
 import signal
 import socket
+import subprocess
 import time
 
 import pytest
 
-from conftest import Hutch, Sandbox, cgroup_dirs_named, proc_comm, wait_until
+from conftest import HUTCH, Hutch, Sandbox, cgroup_dirs_named, proc_comm, wait_until
 from netfake import (DNS, HOST_IP, PRIVATE, RESOLVER, UNLISTED, WEB, WEB6, HostListener,
                      hutch_links, nft_table_exists, sh)
 
@@ -714,5 +715,34 @@ def test_sandbox_cannot_rewire_its_network(nh, fakenet, mode):
         # the policy is unchanged: an unlisted place is still unreachable
         ops = probe(sb, raw(PRIVATE["lan10"], 80))
         assert not ops[0].get("connected"), ops
+    finally:
+        sb.rm()
+
+
+@pytest.mark.parametrize("mode", ["all", "allow:api.test.example"])
+def test_host_without_a_nameserver(nh, fakenet, tmp_path, mode):
+    """A host whose resolv.conf names no IPv4 nameserver (and no
+    HUTCH_RESOLVER): the sandbox is still made, says so in /status, and its
+    DNS fails at once instead of hanging; addresses still work in all."""
+    empty = tmp_path / "resolv.conf"
+    empty.write_text("# no nameserver\n")
+    env = {k: v for k, v in nh.env.items() if k != "HUTCH_RESOLVER"}
+    # a private mount namespace whose /etc/resolv.conf is empty: the
+    # supervisor forked from this create lives on in it
+    r = subprocess.run(["unshare", "-m", "--propagation", "private", "sh", "-c",
+                        f'mount --bind "{empty}" /etc/resolv.conf && exec "$0" create --json --network "$1"',
+                        HUTCH, mode], env=env, capture_output=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    sb = Sandbox(nh, json.loads(r.stdout))
+    try:
+        assert network(sb)["resolver"] == "none"
+        with open(os.path.join(HERE, "netprobe.py"), "rb") as f:
+            sb.put_file("/workspace/probe.py", f.read(), "644")
+        t = time.monotonic()
+        res = sb.run(argv=["getent", "hosts", "api.test.example"], timeout=30)
+        assert res["exit_code"] != 0 and time.monotonic() - t < 5, res
+        if mode == "all":
+            ops = probe(sb, raw(WEB, 80, "GET / HTTP/1.0\r\n\r\n"))
+            assert ops[0].get("connected"), ops
     finally:
         sb.rm()

@@ -521,27 +521,14 @@ int hutch_pool_start(struct hutch_config *cfg, unsigned size, const char *rt, pi
 	cfg->idle_timeout_seconds = 0;
 	if (pipe2(pipefd, O_CLOEXEC) < 0)
 		return hutch_err_set_errno(err, -errno, "pipe");
-	pid = fork();
+	pid = hutch_fork_detached();
 	if (pid < 0)
-		return hutch_err_set_errno(err, -errno, "fork");
+		return hutch_err_set_errno(err, pid, "fork");
 	if (pid == 0) {
-		int devnull;
 		close(pipefd[0]);
-		if (setsid() < 0)
-			_exit(1);
-		pid = fork();
-		if (pid != 0)
-			_exit(pid < 0 ? 1 : 0);
 		snprintf(line, sizeof(line), "%d %u\n", (int)getpid(), size);
 		(void)!pwrite(lock_fd, line, strlen(line), 0);
-		devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
-		if (devnull >= 0) {
-			dup2(devnull, 0); /* lint-fds: ok: stdio */
-			dup2(devnull, 1); /* lint-fds: ok: stdio */
-			dup2(devnull, 2); /* lint-fds: ok: stdio */
-			if (devnull > 2)
-				close(devnull);
-		}
+		hutch_stdio_to_null();
 		snprintf(line, sizeof(line), "hutch-pool %s", k.key);
 		hutch_proctitle_set(line);
 		k.lock_fd = TAKE_FD(lock_fd);

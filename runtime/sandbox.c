@@ -412,7 +412,7 @@ static void close_inherited_fds(void)
 static __attribute__((noreturn)) void supervisor_main(struct sup *s, int result_fd)
 {
 	struct hutch_err err = { 0 };
-	int devnull, r;
+	int r;
 
 	scrub_environment();
 	close_inherited_fds();
@@ -421,14 +421,7 @@ static __attribute__((noreturn)) void supervisor_main(struct sup *s, int result_
 		snprintf(title, sizeof(title), "hutch-supervisor %s", s->id);
 		hutch_proctitle_set(title);
 	}
-	devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
-	if (devnull >= 0) {
-		dup2(devnull, 0); /* lint-fds: ok: stdio */
-		dup2(devnull, 1); /* lint-fds: ok: stdio */
-		dup2(devnull, 2); /* lint-fds: ok: stdio */
-		if (devnull > 2)
-			close(devnull);
-	}
+	hutch_stdio_to_null();
 	hutch_log_init(-1, HUTCH_LOG_ERROR, "hutch-supervisor");
 	/* Start from default dispositions: not the CLI's handlers (hutch run
 	 * sets them), nor what its caller ignored (a shell's "cmd &" ignores
@@ -539,18 +532,11 @@ int hutch_sandbox_create(struct hutch_config *cfg, const char *runtime_dir,
 	s.expires_at = s.created_at + (int64_t)cfg->ttl_seconds;
 	if (pipe2(pipefd, O_CLOEXEC) < 0)
 		return hutch_err_set_errno(err, -errno, "pipe");
-	pid = fork();
+	pid = hutch_fork_detached();
 	if (pid < 0)
-		return hutch_err_set_errno(err, -errno, "fork");
+		return hutch_err_set_errno(err, pid, "fork");
 	if (pid == 0) {
-		/* Detach: new session, and reparent the supervisor to init
-		 * (or the nearest subreaper) by exiting the middle child. */
 		close(pipefd[0]);
-		if (setsid() < 0)
-			_exit(1);
-		pid = fork();
-		if (pid != 0)
-			_exit(pid < 0 ? 1 : 0);
 		supervisor_main(&s, pipefd[1]);
 	}
 	close(pipefd[1]);

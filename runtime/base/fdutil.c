@@ -228,3 +228,30 @@ int hutch_fd_nonblock(int fd, bool on)
 	fl = on ? (fl | O_NONBLOCK) : (fl & ~O_NONBLOCK);
 	return fcntl(fd, F_SETFL, fl) < 0 ? -errno : 0;
 }
+
+void hutch_stdio_to_null(void)
+{
+	int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
+
+	if (devnull < 0)
+		return;
+	dup2(devnull, 0); /* lint-fds: ok: stdio */
+	dup2(devnull, 1); /* lint-fds: ok: stdio */
+	dup2(devnull, 2); /* lint-fds: ok: stdio */
+	if (devnull > 2)
+		close(devnull);
+}
+
+pid_t hutch_fork_detached(void)
+{
+	pid_t pid = fork();
+
+	if (pid != 0)
+		return pid < 0 ? -errno : pid;
+	if (setsid() < 0)
+		_exit(1);
+	pid = fork();
+	if (pid != 0)
+		_exit(pid < 0 ? 1 : 0);
+	return 0;
+}

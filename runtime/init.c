@@ -534,8 +534,8 @@ static __attribute__((noreturn)) void serve(struct init_state *s, int sigfd)
 /*
  * Once, while init is still dumpable (its /proc files are then its own):
  * keep /proc/self/oom_score_adj open for set_oom_adj(), and map the
- * command stack below a guard page, touched once here so that commands do
- * not fault on it.
+ * command stack below a guard page. Its few pages are faulted in by the
+ * first command, not here: an idle (pooled) sandbox does not pay them.
  */
 static int prepare_spawn(struct init_state *s)
 {
@@ -549,7 +549,6 @@ static int prepare_spawn(struct init_state *s)
 	if (mprotect(m, 4096, PROT_NONE) < 0)
 		return -errno;
 	s->child_stack = m + 4096;
-	memset(s->child_stack + CHILD_STACK_SIZE - 16 * 1024, 0, 16 * 1024);
 	if (prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) < 0)
 		return 0;
 	s->oom_fd = open("/proc/self/oom_score_adj", O_RDWR | O_CLOEXEC);

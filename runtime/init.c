@@ -3,9 +3,9 @@
  * init, PID 1 of the sandbox (see init.h). It runs as namespace root with
  * every capability inside the sandbox's user namespace, and is the only
  * process that starts commands: each child drops to appuser, loses every
- * capability, gets no_new_privs and the seccomp filter, and only then
- * execs. What is the same for every command (the bounding and ambient
- * sets, securebits) is dropped once in init itself; commands are cloned
+ * capability, and only then execs. What is the same for every command
+ * (the bounding and ambient sets, securebits, no_new_privs and the seccomp
+ * filter) is applied once to init itself and inherited; commands are cloned
  * with CLONE_VM | CLONE_VFORK, as posix_spawn() does, not forked. init never execs itself, and it
  * is not dumpable, so appuser can neither ptrace it nor read its memory or open its /proc entries.
  */
@@ -44,7 +44,6 @@ struct child {
 
 struct init_state {
 	int sock;
-	const struct sock_fprog *seccomp;
 	char *child_stack; /* CHILD_STACK_SIZE bytes above a guard page */
 	int oom_fd;        /* our /proc/self/oom_score_adj, or -EBADF */
 	char oom_orig[16]; /* its value at start */
@@ -67,7 +66,6 @@ static __attribute__((noreturn)) void fail(int sock, struct hutch_err *err)
 struct spawn_args {
 	const struct hutch_spawn_req *req;
 	const int *fds;
-	const struct sock_fprog *seccomp;
 	const char *path;     /* PATH of the command's environment */
 	const char **sh_argv; /* ENOEXEC fallback: sh_argv[1] is set by the child */
 };
@@ -201,9 +199,9 @@ static int command_child(void *arg)
 		child_fail("cannot drop privileges for", req->argv[0], -r, 126);
 	if (chdir(req->cwd) < 0)
 		child_fail("cannot change directory to", req->cwd, errno, 126);
-	r = hutch_seccomp_load(a->seccomp);
+	r = hutch_seccomp_check_inherited();
 	if (r < 0)
-		child_fail("cannot load seccomp filter for", req->argv[0], -r, 126);
+		child_fail("no seccomp filter for", req->argv[0], -r, 126);
 	if (req->flags & HUTCH_SPAWN_BUILTIN) {
 		extern char **environ;
 
@@ -243,11 +241,9 @@ static pid_t spawn_command(struct init_state *s, const struct hutch_spawn_req *r
                            const int fds[3])
 {
 	static const char *sh_argv[HUTCH_SPAWN_MAX_ARGS + 2];
-	struct spawn_args a = { .req = req,
-		                .fds = fds,
-		                .seccomp = s->seccomp,
-		                .path = "/bin:/usr/bin",
-		                .sh_argv = sh_argv };
+	struct spawn_args a = {
+		.req = req, .fds = fds, .path = "/bin:/usr/bin", .sh_argv = sh_argv
+	};
 	sigset_t all, old;
 	pid_t pid;
 	int saved;
@@ -602,7 +598,7 @@ static int send_listeners(const struct hutch_init_params *p, struct hutch_err *e
 
 void hutch_init_main(const struct hutch_init_params *p)
 {
-	struct init_state s = { .sock = p->sock, .seccomp = p->seccomp, .oom_fd = -EBADF };
+	struct init_state s = { .sock = p->sock, .oom_fd = -EBADF };
 	struct hutch_err err = { 0 };
 	sigset_t mask;
 	int sigfd, r;
@@ -657,6 +653,17 @@ void hutch_init_main(const struct hutch_init_params *p)
 	sigfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
 	if (sigfd < 0) {
 		hutch_err_set_errno(&err, -errno, "signalfd");
+		fail(p->sock, &err);
+	}
+	/* Last: from here on init itself runs under the sandbox's filter,
+	 * which every command inherits (the children only check that it is
+	 * there). What init still does (poll, messages, clone, kill, /proc
+	 * reads, dropping a child's ids) is on the allow-list; init holds
+	 * CAP_SYS_ADMIN in its namespace, but no_new_privs is set anyway so
+	 * that the children inherit it. */
+	r = hutch_seccomp_load(p->seccomp);
+	if (r < 0) {
+		hutch_err_set_errno(&err, r, "load the seccomp filter");
 		fail(p->sock, &err);
 	}
 	if (hutch_proto_send(p->sock, HUTCH_MSG_READY, 0, NULL, 0, NULL, 0) < 0)

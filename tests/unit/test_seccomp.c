@@ -334,6 +334,35 @@ static void test_build(void **state)
 	assert_int_equal(hutch_seccomp_load(NULL), -EINVAL);
 }
 
+/* What init does once, then a command's child: the check passes only where
+ * the filter and no_new_privs were inherited. */
+static int op_inherited(void)
+{
+	pid_t pid;
+	int status;
+
+	pid = fork();
+	if (pid < 0)
+		return 90;
+	if (pid == 0)
+		_exit(hutch_seccomp_check_inherited() == 0 ? 0 : 91);
+	if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status))
+		return 92;
+	return WEXITSTATUS(status);
+}
+
+static int op_not_inherited(void)
+{
+	return hutch_seccomp_check_inherited() == -ENOTRECOVERABLE ? 0 : 93;
+}
+
+static void test_check_inherited(void **state)
+{
+	(void)state;
+	assert_result(op_inherited, 0);
+	assert_int_equal(WEXITSTATUS(run_child(op_not_inherited, false)), 0);
+}
+
 static void test_denied(void **state)
 {
 	(void)state;
@@ -482,6 +511,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_build),
+		cmocka_unit_test(test_check_inherited),
 		cmocka_unit_test(test_denied),
 		cmocka_unit_test(test_allowed),
 #ifdef __x86_64__

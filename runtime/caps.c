@@ -1,14 +1,20 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Privilege drop for a command's child. init is root in the sandbox's user
- * namespace with every capability there; each command it forks becomes
- * appuser with no capability in any set and no way to regain one: the
- * bounding set is emptied (so no execve() of a file with capabilities, or
- * of anything as uid 0, can grant one), the ambient and inheritable sets
- * are cleared, supplementary groups dropped, and securebits locked so that
- * uid 0 is never special again. Everything here is raw prctl()/capset()
- * without allocation, because it runs between fork() and execve(); libcap
- * is only used in init, by hutch_caps_prepare().
+ * Privilege drop for the commands init starts. init is root in the
+ * sandbox's user namespace with every capability there; each command
+ * becomes appuser with no capability in any set and no way to regain one.
+ *
+ * The drop is split in two. What is the same for every command and what
+ * init itself never needs is dropped once, in init (hutch_caps_restrict_init):
+ * the bounding set (it only matters at execve(), which init never calls,
+ * and no process can add to it again), the ambient and inheritable sets,
+ * and the locked securebits (uid 0 is never special at execve(), ambient
+ * capabilities can never be raised). Children inherit all of that. Each
+ * child then only changes ids and clears what uid 0 still holds
+ * (hutch_caps_drop_child): a handful of syscalls instead of two per
+ * capability. The child side is raw syscalls without allocation or global
+ * writes, because it runs between clone(CLONE_VM) and execve(); libcap is
+ * only used in init.
  */
 #include <errno.h>
 #include <grp.h>
@@ -33,10 +39,12 @@
 #define CAP_PROBE_MAX 63
 
 /*
- * Securebits for appuser: uid 0 gets no capabilities on execve() (NOROOT),
- * setuid() never fixes capabilities up (irrelevant once they are gone, but
- * locked so nothing can turn it on), KEEP_CAPS stays off, and ambient
- * capabilities can never be raised. Every bit is locked.
+ * Securebits for init and, by inheritance, every command: uid 0 gets no
+ * capabilities on execve() (NOROOT), setuid() never fixes capabilities up
+ * (NO_SETUID_FIXUP off and locked: the children's setresuid() away from 0
+ * clears their permitted and effective sets), KEEP_CAPS stays off, and
+ * ambient capabilities can never be raised. Every bit is locked. None of
+ * it changes what init can do: it never execs and never changes its ids.
  */
 #define HUTCH_SECUREBITS                                                        \
 	(SECBIT_NOROOT | SECBIT_NOROOT_LOCKED | SECBIT_NO_SETUID_FIXUP_LOCKED | \
@@ -46,6 +54,7 @@
 /*
  * Highest capability the running kernel knows, probed with PR_CAPBSET_READ
  * (EINVAL past the last one): no /proc read, no allocation, no global.
+ * Once per sandbox.
  */
 static int last_cap_probe(void)
 {
@@ -57,53 +66,19 @@ static int last_cap_probe(void)
 	return cap - 1;
 }
 
-int hutch_caps_prepare(void)
-{
-	int last = last_cap_probe();
-	int lib = cap_max_bits() - 1;
-
-	if (last < 0)
-		return -ENOSYS;
-	/*
-	 * The kernel may know capabilities this libcap does not (or the
-	 * reverse); the child always uses the kernel's number, so only check
-	 * that ambient capabilities exist (Linux 4.3), which we must clear.
-	 */
-	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_IS_SET, 0L, 0L, 0L) < 0)
-		return -errno;
-	return last > lib ? last : lib;
-}
-
-static int drop_bounding(int last)
-{
-	for (int cap = 0; cap <= last; cap++)
-		if (prctl(PR_CAPBSET_DROP, (unsigned long)cap, 0L, 0L, 0L) < 0)
-			return -errno;
-	return 0;
-}
-
-static int clear_caps(void)
+/* init's own sets after the restriction: nothing in bounding or ambient,
+ * nothing inheritable, the securebits as set. */
+static int verify_init(int last)
 {
 	struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3, .pid = 0 };
 	struct __user_cap_data_struct data[_LINUX_CAPABILITY_U32S_3] = { 0 };
 
-	if (sys_capset(&hdr, data) < 0)
-		return -errno;
-	return 0;
-}
-
-/* After the drop: every set empty, ids as asked. */
-static int verify(uid_t uid, gid_t gid, int last)
-{
-	struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3, .pid = 0 };
-	struct __user_cap_data_struct data[_LINUX_CAPABILITY_U32S_3] = { 0 };
-	uid_t ru, eu, su;
-	gid_t rg, eg, sg;
-
+	if (prctl(PR_GET_SECUREBITS, 0L, 0L, 0L, 0L) != HUTCH_SECUREBITS)
+		return -ENOTRECOVERABLE;
 	if (sys_capget(&hdr, data) < 0)
 		return -errno;
 	for (int i = 0; i < _LINUX_CAPABILITY_U32S_3; i++)
-		if (data[i].effective || data[i].permitted || data[i].inheritable)
+		if (data[i].inheritable)
 			return -ENOTRECOVERABLE;
 	for (int cap = 0; cap <= last; cap++) {
 		if (prctl(PR_CAPBSET_READ, (unsigned long)cap, 0L, 0L, 0L) != 0)
@@ -111,6 +86,59 @@ static int verify(uid_t uid, gid_t gid, int last)
 		if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_IS_SET, (unsigned long)cap, 0L, 0L) != 0)
 			return -ENOTRECOVERABLE;
 	}
+	return 0;
+}
+
+int hutch_caps_restrict_init(void)
+{
+	struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3, .pid = 0 };
+	struct __user_cap_data_struct data[_LINUX_CAPABILITY_U32S_3] = { 0 };
+	int kernel_last = last_cap_probe();
+	int last = cap_max_bits() - 1;
+
+	if (kernel_last < 0)
+		return -ENOSYS;
+	/* The kernel may know capabilities this libcap does not (or the
+	 * reverse): drop both ranges, EINVAL past the kernel's. */
+	if (kernel_last > last)
+		last = kernel_last;
+	/* Securebits and the bounding set need CAP_SETPCAP, which init keeps. */
+	if (prctl(PR_SET_SECUREBITS, (unsigned long)HUTCH_SECUREBITS, 0L, 0L, 0L) < 0)
+		return -errno;
+	for (int cap = 0; cap <= last; cap++)
+		if (prctl(PR_CAPBSET_DROP, (unsigned long)cap, 0L, 0L, 0L) < 0 && errno != EINVAL)
+			return -errno;
+	/* Ambient capabilities exist since Linux 4.3: a failure here is an
+	 * error, not something to skip. */
+	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0L, 0L, 0L) < 0)
+		return -errno;
+	/* Keep effective and permitted, clear inheritable. */
+	if (sys_capget(&hdr, data) < 0)
+		return -errno;
+	for (int i = 0; i < _LINUX_CAPABILITY_U32S_3; i++)
+		data[i].inheritable = 0;
+	if (sys_capset(&hdr, data) < 0)
+		return -errno;
+	return verify_init(kernel_last);
+}
+
+/* After the drop: every set empty, ids as asked, init's restriction in place. */
+static int verify_child(uid_t uid, gid_t gid)
+{
+	struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3, .pid = 0 };
+	struct __user_cap_data_struct data[_LINUX_CAPABILITY_U32S_3] = { 0 };
+	uid_t ru, eu, su;
+	gid_t rg, eg, sg;
+
+	/* Fail closed if the caller skipped hutch_caps_restrict_init(): the
+	 * bounding and ambient sets are only empty if it ran. */
+	if (prctl(PR_GET_SECUREBITS, 0L, 0L, 0L, 0L) != HUTCH_SECUREBITS)
+		return -ENOTRECOVERABLE;
+	if (sys_capget(&hdr, data) < 0)
+		return -errno;
+	for (int i = 0; i < _LINUX_CAPABILITY_U32S_3; i++)
+		if (data[i].effective || data[i].permitted || data[i].inheritable)
+			return -ENOTRECOVERABLE;
 	if (getresuid(&ru, &eu, &su) < 0 || getresgid(&rg, &eg, &sg) < 0)
 		return -errno;
 	if (ru != uid || eu != uid || su != uid || rg != gid || eg != gid || sg != gid)
@@ -121,24 +149,15 @@ static int verify(uid_t uid, gid_t gid, int last)
 }
 
 /*
- * Order matters: securebits, the bounding set and groups need CAP_SETPCAP
- * and CAP_SETGID, which setresuid() to a non-zero uid takes away, so they
- * come first; capset() last clears what uid 0 would keep.
+ * Order matters: groups need CAP_SETGID, which setresuid() to a non-zero
+ * uid takes away, so they come first; capset() last clears whatever uid 0
+ * would keep (nothing, with NO_SETUID_FIXUP off, but it costs one call).
  */
 int hutch_caps_drop_child(uid_t uid, gid_t gid)
 {
-	int last = last_cap_probe();
-	int r;
+	struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3, .pid = 0 };
+	struct __user_cap_data_struct data[_LINUX_CAPABILITY_U32S_3] = { 0 };
 
-	if (last < 0)
-		return -ENOSYS;
-	if (prctl(PR_SET_SECUREBITS, (unsigned long)HUTCH_SECUREBITS, 0L, 0L, 0L) < 0)
-		return -errno;
-	r = drop_bounding(last);
-	if (r < 0)
-		return r;
-	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0L, 0L, 0L) < 0)
-		return -errno;
 	/* Fails with EPERM if the user namespace was set up with setgroups "deny". */
 	if (setgroups(0, NULL) < 0)
 		return -errno;
@@ -146,8 +165,7 @@ int hutch_caps_drop_child(uid_t uid, gid_t gid)
 		return -errno;
 	if (setresuid(uid, uid, uid) < 0)
 		return -errno;
-	r = clear_caps();
-	if (r < 0)
-		return r;
-	return verify(uid, gid, last);
+	if (sys_capset(&hdr, data) < 0)
+		return -errno;
+	return verify_child(uid, gid);
 }

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Privilege drop for a command's child, run after fork() from init (which is
- * namespace root with every capability in the sandbox's user namespace).
+ * Privilege drop for the commands init starts: once in init for what is the
+ * same for every command, then a few syscalls in each command's child
+ * (between clone() and execve()). init is namespace root with every
+ * capability in the sandbox's user namespace.
  */
 #ifndef HUTCH_CAPS_H
 #define HUTCH_CAPS_H
@@ -9,14 +11,21 @@
 #include <sys/types.h>
 
 /*
- * Child side: setgroups(none), drop the whole bounding set, clear
- * ambient and inheritable sets, setresgid/setresuid to (uid, gid), verify
- * that no capability is left in any set. Returns 0 or a negative errno.
- * Does not allocate after the first call (call hutch_caps_prepare() once in
- * init first).
+ * Init side, once, after the last setup step that needs privilege: lock the
+ * securebits (no capabilities from uid 0 at execve(), ambient never raised),
+ * empty the bounding and ambient sets and the inheritable set of the calling
+ * process, keeping its effective and permitted sets; verify. Everything it
+ * forks or clones afterwards inherits this. Returns 0 or a negative errno.
+ */
+int hutch_caps_restrict_init(void);
+/*
+ * Child side, in a process whose parent called hutch_caps_restrict_init():
+ * setgroups(none), setresgid/setresuid to (uid, gid), clear every set,
+ * verify that no capability is left and the securebits are those of the
+ * restriction (fails closed otherwise). Returns 0 or a negative errno.
+ * Raw syscalls only: no allocation, no global state, safe after
+ * clone(CLONE_VM).
  */
 int hutch_caps_drop_child(uid_t uid, gid_t gid);
-/* Init side, once: resolve the last capability number. */
-int hutch_caps_prepare(void);
 
 #endif

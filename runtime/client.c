@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -60,9 +61,17 @@ static int connect_unix(const char *path, struct hutch_err *err)
 	return fd;
 }
 
+/*
+ * Head and body in one sendmsg(): one syscall, and the supervisor reads the
+ * whole request at one wakeup. MSG_NOSIGNAL: a server that answered early
+ * and closed (a 409 from a pooled sandbox) must not kill the CLI with
+ * SIGPIPE; -EPIPE is returned and the answer is still read.
+ */
 static int send_request(int fd, const char *method, const char *path, const char *body, size_t len)
 {
 	char head[1024];
+	struct iovec iov[2];
+	struct msghdr mh = { .msg_iov = iov, .msg_iovlen = 2 };
 	int n;
 
 	n = snprintf(head, sizeof(head),
@@ -71,10 +80,28 @@ static int send_request(int fd, const char *method, const char *path, const char
 	             method, path, body ? len : 0);
 	if (n < 0 || n >= (int)sizeof(head))
 		return -EINVAL;
-	n = hutch_write_all(fd, head, (size_t)n);
-	if (n < 0 || !body || !len)
-		return n;
-	return hutch_write_all(fd, body, len);
+	iov[0] = (struct iovec){ head, (size_t)n };
+	iov[1] = (struct iovec){ (void *)body, body ? len : 0 };
+	while (mh.msg_iovlen > 0) {
+		ssize_t w = sendmsg(fd, &mh, MSG_NOSIGNAL);
+
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		/* Skip what was sent: whole iovecs, then part of the next. */
+		while (mh.msg_iovlen > 0 && (size_t)w >= mh.msg_iov[0].iov_len) {
+			w -= (ssize_t)mh.msg_iov[0].iov_len;
+			mh.msg_iov++;
+			mh.msg_iovlen--;
+		}
+		if (mh.msg_iovlen > 0) {
+			mh.msg_iov[0].iov_base = (char *)mh.msg_iov[0].iov_base + w;
+			mh.msg_iov[0].iov_len -= (size_t)w;
+		}
+	}
+	return 0;
 }
 
 static int dispatch_line(struct conn_ctx *c, const char *line, size_t len)

@@ -2,20 +2,24 @@
 /*
  * init, PID 1 of the sandbox (see init.h). It runs as namespace root with
  * every capability inside the sandbox's user namespace, and is the only
- * process that forks commands: each child drops to appuser, loses every
- * capability, gets no_new_privs and the seccomp filter, and only then
- * execs. init never execs itself, and it is not dumpable, so appuser can
- * neither ptrace it nor read its memory or open its /proc entries.
+ * process that starts commands: each child drops to appuser, loses every
+ * capability, and only then execs. What is the same for every command
+ * (the bounding and ambient sets, securebits, no_new_privs and the seccomp
+ * filter) is applied once to init itself and inherited; commands are cloned
+ * with CLONE_VM | CLONE_VFORK, as posix_spawn() does, not forked. init never execs itself, and it
+ * is not dumpable, so appuser can neither ptrace it nor read its memory or open its /proc entries.
  */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/wait.h>
@@ -40,7 +44,9 @@ struct child {
 
 struct init_state {
 	int sock;
-	const struct sock_fprog *seccomp;
+	char *child_stack; /* CHILD_STACK_SIZE bytes above a guard page */
+	int oom_fd;        /* our /proc/self/oom_score_adj, or -EBADF */
+	char oom_orig[16]; /* its value at start */
 	struct child *children;
 	size_t n, alloc;
 };
@@ -51,14 +57,159 @@ static __attribute__((noreturn)) void fail(int sock, struct hutch_err *err)
 	_exit(1);
 }
 
-static void child_fail(const char *what, const char *arg, int code, int status)
-{
-	char buf[512];
-	int n = snprintf(buf, sizeof(buf), "hutch: %s '%s': %s\n", what, arg, strerror(code));
+/* Command children have their own small stack: clone(CLONE_VM) shares
+ * init's memory, and init is suspended (CLONE_VFORK) until the child has
+ * exec'd or exited, so one stack serves every command. */
+#define CHILD_STACK_SIZE (64 * 1024)
 
-	if (n > 0)
-		(void)!write(2, buf, (size_t)(n < (int)sizeof(buf) ? n : (int)sizeof(buf) - 1));
+/* Everything the command child reads, prepared by init before clone(). */
+struct spawn_args {
+	const struct hutch_spawn_req *req;
+	const int *fds;
+	const char *path;     /* PATH of the command's environment */
+	const char **sh_argv; /* ENOEXEC fallback: sh_argv[1] is set by the child */
+};
+
+/* Append src to buf[*n] within cap (no libc formatting: vfork-safe). */
+static void append(char *buf, size_t cap, size_t *n, const char *src)
+{
+	while (*src && *n < cap)
+		buf[(*n)++] = *src++;
+}
+
+/*
+ * Report on the command's stderr and exit. Runs in a child that shares
+ * init's memory: no stdio, no locale (strerrordesc_np() is a table lookup),
+ * no allocation, only the stack.
+ */
+static __attribute__((noreturn)) void child_fail(const char *what, const char *arg, int code,
+                                                 int status)
+{
+	const char *desc = strerrordesc_np(code);
+	char buf[512];
+	size_t n = 0;
+
+	append(buf, sizeof(buf) - 1, &n, "hutch: ");
+	append(buf, sizeof(buf) - 1, &n, what);
+	append(buf, sizeof(buf) - 1, &n, " '");
+	append(buf, sizeof(buf) - 1, &n, arg);
+	append(buf, sizeof(buf) - 1, &n, "': ");
+	append(buf, sizeof(buf) - 1, &n, desc ? desc : "Unknown error");
+	buf[n++] = '\n';
+	(void)!write(2, buf, n);
 	_exit(status);
+}
+
+/*
+ * execvp() of the command with its own environment, without touching
+ * environ (shared with init): one execve() per PATH entry, as glibc's
+ * execvpe() does, skipping the entries that fail with "not there"; a file
+ * without a #! line (ENOEXEC) runs under /bin/sh like with execvp().
+ */
+static int exec_path(const struct spawn_args *a)
+{
+	const char *file = a->req->argv[0];
+	char *const *argv = (char *const *)a->req->argv;
+	char *const *envp = (char *const *)a->req->envp;
+	char buf[PATH_MAX];
+	bool eacces = false;
+	const char *p = a->path;
+
+	if (strchr(file, '/')) {
+		execve(file, argv, envp);
+		if (errno == ENOEXEC) {
+			a->sh_argv[1] = file;
+			execve("/bin/sh", (char *const *)a->sh_argv, envp);
+			errno = ENOEXEC;
+		}
+		return errno;
+	}
+	if (strlen(file) > NAME_MAX)
+		return ENAMETOOLONG;
+	for (;;) {
+		const char *end = strchrnul(p, ':');
+		size_t dlen = (size_t)(end - p), flen = strlen(file);
+
+		/* An empty entry is the current directory, as in execvp(). */
+		if (dlen + flen + 2 <= sizeof(buf)) {
+			memcpy(buf, p, dlen);
+			buf[dlen] = '/';
+			memcpy(buf + dlen + 1, file, flen + 1);
+			execve(dlen ? buf : file, argv, envp);
+			switch (errno) {
+			case EACCES:
+				eacces = true;
+				break;
+			case ENOENT:
+			case ENOTDIR:
+			case ENODEV:
+			case ETIMEDOUT:
+			case ESTALE:
+				break;
+			case ENOEXEC:
+				a->sh_argv[1] = dlen ? buf : file;
+				execve("/bin/sh", (char *const *)a->sh_argv, envp);
+				return ENOEXEC;
+			default:
+				return errno;
+			}
+		}
+		if (*end == '\0')
+			break;
+		p = end + 1;
+	}
+	return eacces ? EACCES : ENOENT;
+}
+
+/*
+ * The command's child, between clone() and execve(). With clone(CLONE_VM)
+ * it runs on its own stack in init's memory while init waits, so it only
+ * makes syscalls and writes nothing but its stack (and sh_argv[1] for a
+ * script without #!): no malloc, no stdio, no globals (errno aside, which
+ * init does not read across the clone).
+ * init's restriction (caps.c) already emptied the bounding and ambient sets.
+ * Builtins (file operations) run as full processes: they are forked.
+ */
+static int command_child(void *arg)
+{
+	const struct spawn_args *a = arg;
+	const struct hutch_spawn_req *req = a->req;
+	sigset_t none;
+	int r;
+
+	/* Handlers do not survive execve, ignored signals do: reset those
+	 * the supervisor ignores (init inherits them), not all 64. init
+	 * installs no handler. Then unblock what init blocked around clone(). */
+	signal(SIGPIPE, SIG_DFL);
+	signal(SIGHUP, SIG_DFL);
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	if (setsid() < 0)
+		_exit(126);
+	for (int i = 0; i < 3; i++) {
+		/* dup2 clears O_CLOEXEC on the target; fds[i] >= 3 always (0-2 are
+		 * open on /dev/null in init), so no overlap. */
+		if (dup2(a->fds[i], i) < 0) /* lint-fds: ok: 0-2 for exec */
+			_exit(126);
+	}
+	if (sys_close_range(3, ~0U, 0) < 0)
+		_exit(126);
+	r = hutch_caps_drop_child(HUTCH_APP_UID, HUTCH_APP_GID);
+	if (r < 0)
+		child_fail("cannot drop privileges for", req->argv[0], -r, 126);
+	if (chdir(req->cwd) < 0)
+		child_fail("cannot change directory to", req->cwd, errno, 126);
+	r = hutch_seccomp_check_inherited();
+	if (r < 0)
+		child_fail("no seccomp filter for", req->argv[0], -r, 126);
+	if (req->flags & HUTCH_SPAWN_BUILTIN) {
+		extern char **environ;
+
+		environ = (char **)req->envp; /* forked: our own copy */
+		_exit(hutch_fileop_main((int)req->argc, req->argv));
+	}
+	r = exec_path(a);
+	child_fail("cannot execute", req->argv[0], r, r == ENOENT ? 127 : 126);
 }
 
 /*
@@ -66,69 +217,64 @@ static void child_fail(const char *what, const char *arg, int code, int status)
  * Files in /workspace and /tmp are tmpfs pages charged to the sandbox's
  * memory cgroup but owned by no process, so when a write fills the cgroup
  * the OOM killer compares resident sets alone and init, bigger than dd or
- * sh, was chosen: the whole sandbox died. Raising oom_score_adj needs no
- * privilege; appuser can lower it back only to init's 0, which at worst
- * lets a sandbox kill its own init. Best effort: the sandbox works without.
- * init is not dumpable, so its /proc files (and this child's) belong to
- * host root, which namespace root cannot open: the child is made dumpable
- * just for the write. Nothing can ptrace it meanwhile: it is still namespace
- * root and appuser has no capability.
+ * sh, was chosen: the whole sandbox died. The child inherits
+ * oom_score_adj at clone(), so init raises its own for the length of the
+ * clone (it is suspended meanwhile: CLONE_VFORK) and lowers it back, which
+ * needs no privilege down to the value init started with. The child could
+ * not write its own: with init's non-dumpable memory its /proc files belong
+ * to host root. Best effort: the sandbox works without.
  */
-static void prefer_as_oom_victim(void)
+static void set_oom_adj(const struct init_state *s, bool for_child)
 {
-	static const char adj[] = "500";
-	int fd;
-
-	if (prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) < 0)
+	if (s->oom_fd < 0)
 		return;
-	fd = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
-	if (fd >= 0) {
-		(void)!write(fd, adj, sizeof(adj) - 1);
-		close(fd);
-	}
-	(void)prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+	if (for_child)
+		(void)!pwrite(s->oom_fd, "500", 3, 0);
+	else
+		(void)!pwrite(s->oom_fd, s->oom_orig, strlen(s->oom_orig), 0);
 }
 
-/* In the forked child: become the command. Never returns. */
-static __attribute__((noreturn)) void
-exec_command(const struct init_state *s, const struct hutch_spawn_req *req, const int fds[3])
+/* Start the command: clone(CLONE_VM | CLONE_VFORK) on the child stack, so
+ * neither init's page tables are copied nor any page faulted copy-on-write;
+ * fork() for builtins, which run hutch code. Returns the pid or -errno. */
+static pid_t spawn_command(struct init_state *s, const struct hutch_spawn_req *req,
+                           const int fds[3])
 {
-	extern char **environ;
-	sigset_t none;
-	int r;
+	static const char *sh_argv[HUTCH_SPAWN_MAX_ARGS + 2];
+	struct spawn_args a = {
+		.req = req, .fds = fds, .path = "/bin:/usr/bin", .sh_argv = sh_argv
+	};
+	sigset_t all, old;
+	pid_t pid;
+	int saved;
 
-	sigemptyset(&none);
-	sigprocmask(SIG_SETMASK, &none, NULL);
-	/* Handlers do not survive execve, ignored signals do: reset those
-	 * the supervisor ignores (init inherits them), not all 64. */
-	signal(SIGPIPE, SIG_DFL);
-	signal(SIGHUP, SIG_DFL);
-	if (setsid() < 0)
-		_exit(126);
-	for (int i = 0; i < 3; i++) {
-		/* dup2 clears O_CLOEXEC on the target; fds[i] >= 3 always (0-2 are
-		 * open on /dev/null in init), so no overlap. */
-		if (dup2(fds[i], i) < 0) /* lint-fds: ok: 0-2 for exec */
-			_exit(126);
+	for (uint32_t i = 0; i < req->envc; i++)
+		if (strncmp(req->envp[i], "PATH=", 5) == 0) {
+			a.path = req->envp[i] + 5;
+			break;
+		}
+	sh_argv[0] = "/bin/sh";
+	for (uint32_t i = 1; i <= req->argc; i++) /* argv[argc] is NULL */
+		sh_argv[i + 1] = req->argv[i];
+	/* No signal may run in the child before it resets its dispositions. */
+	sigfillset(&all);
+	sigprocmask(SIG_SETMASK, &all, &old);
+	set_oom_adj(s, true);
+	if (req->flags & HUTCH_SPAWN_BUILTIN) {
+		pid = fork();
+		if (pid == 0)
+			_exit(command_child(&a));
+	} else {
+		pid = clone(command_child, s->child_stack + CHILD_STACK_SIZE,
+		            CLONE_VM | CLONE_VFORK | SIGCHLD, &a);
 	}
-	if (sys_close_range(3, ~0U, 0) < 0)
-		_exit(126);
-	prefer_as_oom_victim();
-	r = hutch_caps_drop_child(HUTCH_APP_UID, HUTCH_APP_GID);
-	if (r < 0)
-		child_fail("cannot drop privileges for", req->argv[0], -r, 126);
-	if (chdir(req->cwd) < 0)
-		child_fail("cannot change directory to", req->cwd, errno, 126);
-	r = hutch_seccomp_load(s->seccomp);
-	if (r < 0)
-		child_fail("cannot load seccomp filter for", req->argv[0], -r, 126);
-	environ = (char **)req->envp;
-	if (req->flags & HUTCH_SPAWN_BUILTIN)
-		_exit(hutch_fileop_main((int)req->argc, req->argv));
-	execvp(req->argv[0], (char *const *)req->argv);
-	r = errno;
-	child_fail("cannot execute", req->argv[0], r, r == ENOENT ? 127 : 126);
-	_exit(127);
+	saved = errno;
+	set_oom_adj(s, false);
+	/* The child's setresuid() set the shared memory's dumpable flag to
+	 * fs.suid_dumpable: make sure init stays non-dumpable. */
+	(void)prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+	sigprocmask(SIG_SETMASK, &old, NULL);
+	return pid < 0 ? -saved : pid;
 }
 
 static int track(struct init_state *s, pid_t pid, uint64_t id)
@@ -156,13 +302,11 @@ static void handle_spawn(struct init_state *s, uint64_t id, const char *body, si
 		rep.error = -EBADMSG;
 		goto reply;
 	}
-	pid = fork();
+	pid = spawn_command(s, &req, fds);
 	if (pid < 0) {
-		rep.error = -errno;
+		rep.error = pid;
 		goto reply;
 	}
-	if (pid == 0)
-		exec_command(s, &req, fds);
 	if (track(s, pid, id) < 0) {
 		kill(pid, SIGKILL);
 		rep.error = -ENOMEM;
@@ -383,6 +527,40 @@ static __attribute__((noreturn)) void serve(struct init_state *s, int sigfd)
 	}
 }
 
+/*
+ * Once, while init is still dumpable (its /proc files are then its own):
+ * keep /proc/self/oom_score_adj open for set_oom_adj(), and map the
+ * command stack below a guard page. Its few pages are faulted in by the
+ * first command, not here: an idle (pooled) sandbox does not pay them.
+ */
+static int prepare_spawn(struct init_state *s)
+{
+	char *m;
+	ssize_t n;
+
+	m = mmap(NULL, CHILD_STACK_SIZE + 4096, PROT_READ | PROT_WRITE,
+	         MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+	if (m == MAP_FAILED)
+		return -errno;
+	if (mprotect(m, 4096, PROT_NONE) < 0)
+		return -errno;
+	s->child_stack = m + 4096;
+	if (prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) < 0)
+		return 0;
+	s->oom_fd = open("/proc/self/oom_score_adj", O_RDWR | O_CLOEXEC);
+	if (s->oom_fd < 0)
+		return 0;
+	n = pread(s->oom_fd, s->oom_orig, sizeof(s->oom_orig) - 1, 0);
+	/* Already at least as likely a victim as the commands would be: leave it. */
+	if (n <= 0 || strtol(s->oom_orig, NULL, 10) >= 500) {
+		close(s->oom_fd);
+		s->oom_fd = -EBADF;
+		return 0;
+	}
+	s->oom_orig[n] = '\0';
+	return 0;
+}
+
 static int wait_go(int sock)
 {
 	struct hutch_msg_hdr hdr;
@@ -420,7 +598,7 @@ static int send_listeners(const struct hutch_init_params *p, struct hutch_err *e
 
 void hutch_init_main(const struct hutch_init_params *p)
 {
-	struct init_state s = { .sock = p->sock, .seccomp = p->seccomp };
+	struct init_state s = { .sock = p->sock, .oom_fd = -EBADF };
 	struct hutch_err err = { 0 };
 	sigset_t mask;
 	int sigfd, r;
@@ -455,9 +633,14 @@ void hutch_init_main(const struct hutch_init_params *p)
 	}
 	if (hutch_rootfs_setup_child(&p->rootfs, &err) < 0)
 		fail(p->sock, &err);
-	r = hutch_caps_prepare();
+	r = prepare_spawn(&s);
 	if (r < 0) {
-		hutch_err_set_errno(&err, r, "prepare capability drop");
+		hutch_err_set_errno(&err, r, "allocate the command stack");
+		fail(p->sock, &err);
+	}
+	r = hutch_caps_restrict_init();
+	if (r < 0) {
+		hutch_err_set_errno(&err, r, "drop the capabilities no command gets");
 		fail(p->sock, &err);
 	}
 	if (prctl(PR_SET_DUMPABLE, 0) < 0) {
@@ -470,6 +653,17 @@ void hutch_init_main(const struct hutch_init_params *p)
 	sigfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
 	if (sigfd < 0) {
 		hutch_err_set_errno(&err, -errno, "signalfd");
+		fail(p->sock, &err);
+	}
+	/* Last: from here on init itself runs under the sandbox's filter,
+	 * which every command inherits (the children only check that it is
+	 * there). What init still does (poll, messages, clone, kill, /proc
+	 * reads, dropping a child's ids) is on the allow-list; init holds
+	 * CAP_SYS_ADMIN in its namespace, but no_new_privs is set anyway so
+	 * that the children inherit it. */
+	r = hutch_seccomp_load(p->seccomp);
+	if (r < 0) {
+		hutch_err_set_errno(&err, r, "load the seccomp filter");
 		fail(p->sock, &err);
 	}
 	if (hutch_proto_send(p->sock, HUTCH_MSG_READY, 0, NULL, 0, NULL, 0) < 0)

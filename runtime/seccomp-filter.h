@@ -20,8 +20,12 @@
  * read-only static data (the kernel only reads it): never free it. -EINVAL
  * for a mode with no program. */
 int hutch_seccomp_program(enum hutch_net_mode mode, struct sock_fprog *ret, struct hutch_err *err);
-/* Child side: PR_SET_NO_NEW_PRIVS then install prog (async-signal-safe). */
+/* PR_SET_NO_NEW_PRIVS then install prog in the calling process
+ * (async-signal-safe). init calls it once; its children inherit both. */
 int hutch_seccomp_load(const struct sock_fprog *prog);
+/* Child side: 0 if a seccomp filter and no_new_privs are in place,
+ * -ENOTRECOVERABLE otherwise (async-signal-safe, two syscalls). */
+int hutch_seccomp_check_inherited(void);
 
 /* Build time and tests only (library hutch_seccomp_rules, links
  * libseccomp): compile the rules for a network mode; ret->filter is

@@ -4,8 +4,9 @@
  * are compiled with libseccomp (hutch_seccomp_compile()) to one classic
  * BPF program per network mode at build time (seccomp-gen.c writes them
  * into a C file that is part of hutch; seccomp-load.c looks them up), and
- * each command's child installs its sandbox's program with one seccomp(2)
- * call just before execve() (hutch_seccomp_load(), async-signal-safe).
+ * each sandbox's init installs its program on itself once setup is done
+ * (hutch_seccomp_load()); every command inherits it, and init itself runs
+ * under it from then on.
  * This file is not linked into hutch. The list follows the spirit of Docker's default
  * profile for an unprivileged container (moby profiles/seccomp/default.json)
  * and is written out here as grouped tables, plus argument filters for the

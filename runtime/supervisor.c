@@ -461,6 +461,9 @@ struct cmd *hutch_cmd_start_flags(struct sup *s, const char *const *argv, const 
 		r = hutch_err_set_errno(err, -errno, "arm timeout");
 		goto fail;
 	}
+	/* Before the send: init may run the whole command before this
+	 * process is scheduled again. */
+	c->started = hutch_now_mono_sec();
 	{
 		int fds[3] = { in[0], out[1], errp[1] };
 		r = hutch_proto_send(s->init_sock, HUTCH_MSG_SPAWN, c->id, body, (size_t)len, fds,
@@ -475,7 +478,6 @@ struct cmd *hutch_cmd_start_flags(struct sup *s, const char *const *argv, const 
 		close(in[1]);
 	close(out[1]);
 	close(errp[1]);
-	c->started = hutch_now_mono_sec();
 	c->state = CMD_SPAWNING;
 	return c;
 fail:

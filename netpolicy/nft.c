@@ -10,7 +10,10 @@
  * would lose their NAT. It goes away with its last sandbox (detach, or the
  * gc every create runs), after which the new pool can be used.
  */
+#include <dlfcn.h>
 #include <errno.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -74,10 +77,71 @@ static const char TABLE_FMT[] =
         "  }\n"
         "}\n";
 
+/*
+ * libnftables, loaded on first use by its SONAME (found at build time, see
+ * CMakeLists.txt): linking it would load it and its five dependencies into
+ * every CLI call (~6 ms of each start) although only network all's host
+ * side and doctor need it. Like the libmicrohttpd table (runtime/mhd.h), a
+ * global written once before any use.
+ */
+#ifndef HUTCH_NFT_SONAME
+#error "HUTCH_NFT_SONAME must name libnftables' SONAME (set by CMakeLists.txt)"
+#endif
+
+static struct {
+	bool loaded;
+	/* The header's own prototypes: the compiler checks the ABI. */
+	__typeof__(nft_ctx_new) *ctx_new;
+	__typeof__(nft_ctx_free) *ctx_free;
+	__typeof__(nft_ctx_buffer_output) *buffer_output;
+	__typeof__(nft_ctx_buffer_error) *buffer_error;
+	__typeof__(nft_run_cmd_from_buffer) *run_cmd_from_buffer;
+	__typeof__(nft_ctx_get_output_buffer) *get_output_buffer;
+	__typeof__(nft_ctx_get_error_buffer) *get_error_buffer;
+} nft;
+
+static int nft_load(struct hutch_err *err)
+{
+	static const struct {
+		const char *name;
+		void **slot;
+	} syms[] = {
+		{ "nft_ctx_new", (void **)&nft.ctx_new },
+		{ "nft_ctx_free", (void **)&nft.ctx_free },
+		{ "nft_ctx_buffer_output", (void **)&nft.buffer_output },
+		{ "nft_ctx_buffer_error", (void **)&nft.buffer_error },
+		{ "nft_run_cmd_from_buffer", (void **)&nft.run_cmd_from_buffer },
+		{ "nft_ctx_get_output_buffer", (void **)&nft.get_output_buffer },
+		{ "nft_ctx_get_error_buffer", (void **)&nft.get_error_buffer },
+	};
+	void *lib;
+
+	if (nft.loaded)
+		return 0;
+	lib = dlopen(HUTCH_NFT_SONAME, RTLD_NOW | RTLD_LOCAL);
+	if (!lib) {
+		const char *why = dlerror();
+		return hutch_err_set(err, -ELIBACC,
+		                     "load libnftables (network all needs it: apt-get install "
+		                     "libnftables1): %s",
+		                     why ? why : HUTCH_NFT_SONAME);
+	}
+	for (size_t i = 0; i < ELEMENTSOF(syms); i++) {
+		*syms[i].slot = dlsym(lib, syms[i].name);
+		if (!*syms[i].slot) {
+			(void)dlclose(lib);
+			return hutch_err_set(err, -ELIBBAD, "%s has no '%s'", HUTCH_NFT_SONAME,
+			                     syms[i].name);
+		}
+	}
+	nft.loaded = true; /* the library stays loaded */
+	return 0;
+}
+
 static void nft_ctxp(struct nft_ctx **c)
 {
 	if (*c)
-		nft_ctx_free(*c);
+		nft.ctx_free(*c);
 }
 #define _cleanup_nft_ctx_ __attribute__((cleanup(nft_ctxp)))
 
@@ -88,20 +152,23 @@ static int nft_run(const char *cmd, const char *what, char *out, size_t size, st
 	_cleanup_nft_ctx_ struct nft_ctx *ctx = NULL;
 	const char *e, *p;
 	size_t n;
+	int r = nft_load(err);
 
-	ctx = nft_ctx_new(NFT_CTX_DEFAULT);
+	if (r < 0)
+		return hutch_err_prefix(err, "%s", what);
+	ctx = nft.ctx_new(NFT_CTX_DEFAULT);
 	if (!ctx)
 		return hutch_err_set(err, -ENOMEM, "%s: create nftables context", what);
-	if (nft_ctx_buffer_output(ctx) < 0 || nft_ctx_buffer_error(ctx) < 0)
+	if (nft.buffer_output(ctx) < 0 || nft.buffer_error(ctx) < 0)
 		return hutch_err_set(err, -ENOMEM, "%s: buffer nftables output", what);
-	if (nft_run_cmd_from_buffer(ctx, cmd) == 0) {
+	if (nft.run_cmd_from_buffer(ctx, cmd) == 0) {
 		if (out && size > 0)
-			(void)snprintf(out, size, "%s", nft_ctx_get_output_buffer(ctx));
+			(void)snprintf(out, size, "%s", nft.get_output_buffer(ctx));
 		return 0;
 	}
 	/* nft's error is "<where>: Error: <text>\n<command>\n<carets>": keep
 	 * the text of the first error. */
-	e = nft_ctx_get_error_buffer(ctx);
+	e = nft.get_error_buffer(ctx);
 	e = e ? e : "";
 	p = strstr(e, "Error: ");
 	e = p ? p + strlen("Error: ") : e;

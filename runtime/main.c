@@ -53,7 +53,7 @@ static const char *const main_usage =
         "  kill ID PROC [--grace S]        stop a background process and all its children\n"
         "  ls [-q] [--json]                list sandboxes\n"
         "  inspect ID                      show a sandbox's status and options (JSON)\n"
-        "  rm [--json] ID... | --all       delete sandboxes (returns when everything is gone)\n"
+        "  rm [--json] ID... | --all       delete sandboxes (dead and gone on return)\n"
         "  cp SRC DST                      copy files/directories: LOCAL ID:PATH or ID:PATH LOCAL\n"
         "  gc                              remove what dead sandboxes left behind\n"
         "  pool start|stop|ls              keep sandboxes of a configuration ready (warm pool)\n"
@@ -539,35 +539,10 @@ static void print_removed(void)
 	removed_json = NULL;
 }
 
-/* A pidfd for the live supervisor of p, or -1. The pid comes from
- * state.json; the lock still being held after opening proves that pid is
- * that supervisor and not a reused one. */
-static int open_supervisor(const struct hutch_paths *p)
-{
-	_cleanup_cjson_ cJSON *state = NULL;
-	const cJSON *pid;
-	int fd;
-
-	if (hutch_state_read(p, &state) < 0)
-		return -1;
-	pid = cJSON_GetObjectItemCaseSensitive(state, "supervisor_pid");
-	if (!cJSON_IsNumber(pid) || pid->valuedouble <= 0)
-		return -1;
-	fd = sys_pidfd_open((pid_t)pid->valuedouble, 0);
-	if (fd < 0)
-		return -1;
-	if (hutch_state_is_live(p) <= 0) {
-		close(fd);
-		return -1;
-	}
-	return fd;
-}
-
 static int delete_sandbox(const struct hutch_paths *p, bool quiet)
 {
 	struct hutch_http_resp resp;
 	struct hutch_err err = { 0 };
-	_cleanup_close_ int sup = open_supervisor(p);
 	int r;
 
 	r = hutch_client_request(p->sock, "DELETE", "/", NULL, 0, &resp, &err);
@@ -587,13 +562,10 @@ static int delete_sandbox(const struct hutch_paths *p, bool quiet)
 		if (status != 200 && status != 410)
 			return hutch_cli_fail(HUTCH_EXIT_FAILURE, "delete sandbox %s: HTTP %ld",
 			                      p->id, status);
-		/* The supervisor answered after teardown (its state dir, lock
-		 * included, is gone); wait for the process itself to exit. */
-		if (sup >= 0) {
-			struct pollfd pfd = { .fd = sup, .events = POLLIN };
-			while (poll(&pfd, 1, 5000) < 0 && errno == EINTR)
-				;
-		}
+		/* The supervisor answers once every process of the sandbox
+		 * is dead and it can no longer be found; it removes the
+		 * cgroups and host link right after, then exits (gc does it
+		 * if it dies first). */
 	}
 	if (removed_json)
 		cJSON_AddItemToArray(removed_json, cJSON_CreateString(p->id));
@@ -835,11 +807,12 @@ static int cmd_rm(int argc, char **argv)
 	bool all = false, quiet = false, json = false;
 	int r, worst = 0;
 
-	r = parse_common(argc, argv,
-	                 "usage: hutch rm [-q] [--json] ID... | --all\n\nDelete sandboxes; returns "
-	                 "when their processes, mounts, cgroups and state are gone. Prints the ids "
-	                 "removed (--json: a JSON array).\n",
-	                 NULL, NULL, &json, &all, &quiet);
+	r = parse_common(
+	        argc, argv,
+	        "usage: hutch rm [-q] [--json] ID... | --all\n\nDelete sandboxes; returns "
+	        "when their processes are dead and they are gone from ls (cgroups and host "
+	        "links go right after). Prints the ids removed (--json: a JSON array).\n",
+	        NULL, NULL, &json, &all, &quiet);
 	if (r)
 		return r;
 	if (json) {

@@ -345,7 +345,7 @@ static void write_tombstone(const struct sup *s, const char *reason)
 
 void hutch_sup_teardown(struct sup *s, const char *reason)
 {
-	struct hutch_err err = { 0 };
+	int r;
 
 	if (s->init_pid > 0) {
 		if (s->pidfd >= 0) {
@@ -361,6 +361,33 @@ void hutch_sup_teardown(struct sup *s, const char *reason)
 		s->init_pid = 0;
 	}
 	s->init_dead = true;
+	if (s->end.retired)
+		return;
+	/* The tombstone first: whoever no longer finds the sandbox finds
+	 * why. */
+	if (reason)
+		write_tombstone(s, reason);
+	r = hutch_state_retire(&s->paths, &s->paths);
+	if (r < 0) {
+		/* Cannot hide it: remove everything before answering. */
+		hutch_log_errno(HUTCH_LOG_WARN, r, "retire '%s', removing it now", s->paths.dir);
+		hutch_sup_teardown_finish(s);
+		(void)hutch_rm_rf_at(AT_FDCWD, s->paths.dir);
+		s->end.retired = true; /* nothing left to do */
+		return;
+	}
+	s->end.retired = true;
+	s->end.finish_pending = true;
+}
+
+void hutch_sup_teardown_finish(struct sup *s)
+{
+	struct hutch_err err = { 0 };
+
+	s->end.finish_pending = false;
+	if (s->end.finished)
+		return;
+	s->end.finished = true;
 	hutch_egress_free(s->net.egress);
 	s->net.egress = NULL;
 	for (size_t i = 0; i < s->net.nlisteners; i++)
@@ -372,9 +399,10 @@ void hutch_sup_teardown(struct sup *s, const char *reason)
 	hutch_err_clear(&err);
 	if (s->cg && hutch_cgroup_destroy(s->cg, &err) < 0)
 		hutch_log(HUTCH_LOG_WARN, "%s", err.msg);
-	if (reason)
-		write_tombstone(s, reason);
-	(void)hutch_rm_rf_at(AT_FDCWD, s->paths.dir);
+	/* Last: until here the retired dir's state.json names the cgroups
+	 * for gc, should this process die midway. */
+	if (s->end.retired)
+		(void)hutch_rm_rf_at(AT_FDCWD, s->paths.dir);
 }
 
 /* ---- CLI side ---- */
@@ -438,6 +466,7 @@ static __attribute__((noreturn)) void supervisor_main(struct sup *s, int result_
 		r = hutch_api_start(s, &err);
 	if (r < 0) {
 		hutch_sup_teardown(s, NULL);
+		hutch_sup_teardown_finish(s);
 		(void)hutch_write_all(result_fd, &err, sizeof(err));
 		_exit(1);
 	}

@@ -248,27 +248,94 @@ static void reap_cgroups(const cJSON *state, struct hutch_err *err)
 	}
 }
 
+/* Remove the sandbox dir p->dir and the cgroups its state.json records,
+ * unless its supervisor (the lock holder) is alive. */
+static int reap_paths(const struct hutch_paths *p, struct hutch_err *err)
+{
+	_cleanup_close_ int lock = -EBADF;
+	_cleanup_cjson_ cJSON *state = NULL;
+	int r;
+
+	/* Hold the lock ourselves while removing, so a concurrent gc or a
+	 * racing create cannot interleave. */
+	lock = open(p->lock, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+	if (lock >= 0 && flock(lock, LOCK_EX | LOCK_NB) < 0)
+		return 0; /* alive */
+	if (hutch_state_read(p, &state) == 0)
+		reap_cgroups(state, err);
+	r = hutch_rm_rf_at(AT_FDCWD, p->dir);
+	if (r < 0)
+		return hutch_err_set_errno(err, r, "remove '%s'", p->dir);
+	return 1;
+}
+
 int hutch_state_reap(const char *runtime_dir, const char *id, struct hutch_err *err)
 {
 	struct hutch_paths p;
-	_cleanup_close_ int lock = -EBADF;
-	_cleanup_cjson_ cJSON *state = NULL;
 	int r;
 
 	r = hutch_paths_init(runtime_dir, id, &p);
 	if (r < 0)
 		return hutch_err_set(err, r, "invalid sandbox id '%s'", id);
-	/* Hold the lock ourselves while removing, so a concurrent gc or a
-	 * racing create cannot interleave. */
-	lock = open(p.lock, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
-	if (lock >= 0 && flock(lock, LOCK_EX | LOCK_NB) < 0)
-		return 0; /* alive */
-	if (hutch_state_read(&p, &state) == 0)
-		reap_cgroups(state, err);
-	r = hutch_rm_rf_at(AT_FDCWD, p.dir);
+	return reap_paths(&p, err);
+}
+
+int hutch_state_retired_paths(const struct hutch_paths *p, struct hutch_paths *ret)
+{
+	char rt[sizeof(p->dir)];
+	char *slash;
+
+	snprintf(rt, sizeof(rt), "%s", p->dir);
+	slash = strrchr(rt, '/');
+	if (!slash)
+		return -EINVAL;
+	*slash = '\0';
+	*ret = *p;
+	if ((size_t)snprintf(ret->dir, sizeof(ret->dir), "%s/" HUTCH_RETIRED_PREFIX "%s", rt,
+	                     p->id) >= sizeof(ret->dir))
+		return -ENAMETOOLONG;
+	snprintf(ret->sock, sizeof(ret->sock), "%s/api.sock", ret->dir);
+	snprintf(ret->state, sizeof(ret->state), "%s/state.json", ret->dir);
+	snprintf(ret->lock, sizeof(ret->lock), "%s/lock", ret->dir);
+	snprintf(ret->root, sizeof(ret->root), "%s/root", ret->dir);
+	return 0;
+}
+
+int hutch_state_retire(const struct hutch_paths *p, struct hutch_paths *ret)
+{
+	struct hutch_paths q;
+	int r = hutch_state_retired_paths(p, &q);
+
 	if (r < 0)
-		return hutch_err_set_errno(err, r, "remove '%s'", p.dir);
-	return 1;
+		return r;
+	if (rename(p->dir, q.dir) < 0)
+		return -errno;
+	*ret = q;
+	return 0;
+}
+
+/* Retired sandboxes (".dead-<id>", hutch_state_retire()) whose supervisor
+ * died before finishing its teardown: their state.json still names the
+ * cgroups. */
+static int gc_retired(const char *runtime_dir, struct hutch_err *err)
+{
+	_cleanup_closedir_ DIR *d = opendir(runtime_dir);
+	const size_t plen = strlen(HUTCH_RETIRED_PREFIX);
+	struct dirent *de;
+	int n = 0;
+
+	if (!d)
+		return 0;
+	while ((de = readdir(d))) {
+		struct hutch_paths p;
+		if (strncmp(de->d_name, HUTCH_RETIRED_PREFIX, plen) != 0 ||
+		    hutch_paths_init(runtime_dir, de->d_name + plen, &p) < 0 ||
+		    hutch_state_retired_paths(&p, &p) < 0)
+			continue;
+		if (reap_paths(&p, err) > 0)
+			n++;
+	}
+	return n;
 }
 
 /* Remove tombstones older than HUTCH_GONE_KEEP_SECONDS. Unless all is set,
@@ -404,6 +471,7 @@ static int gc(const char *runtime_dir, bool all, struct hutch_err *err)
 			reaped++;
 	}
 	reaped += gc_new(runtime_dir);
+	reaped += gc_retired(runtime_dir, err);
 	gc_gone(runtime_dir, all);
 	gc_mark(runtime_dir, subdir_links(runtime_dir));
 	return reaped;

@@ -77,7 +77,17 @@ int hutch_state_list(const char *runtime_dir, char (**ret)[HUTCH_ID_LEN + 1], si
 /* Remove what a dead sandbox left (cgroup dirs recorded in state.json, the
  * state dir); refuses if its supervisor is alive. Returns 1 if removed. */
 int hutch_state_reap(const char *runtime_dir, const char *id, struct hutch_err *err);
-/* gc: reap every dead sandbox and stale tombstones; returns how many reaped.
+/* Take a sandbox out of sight once its processes are dead: rename its dir
+ * to "<runtime>/.dead-<id>" (not an id, so ls, resolve and connect no
+ * longer find it; its lock, still held, and state.json, naming the
+ * cgroups, stay until the supervisor's teardown finishes, or gc does it).
+ * Fills *ret with the new paths on success. */
+#define HUTCH_RETIRED_PREFIX ".dead-"
+int hutch_state_retire(const struct hutch_paths *p, struct hutch_paths *ret);
+/* The paths hutch_state_retire() gives p, without renaming anything. */
+int hutch_state_retired_paths(const struct hutch_paths *p, struct hutch_paths *ret);
+/* gc: reap every dead sandbox (retired ones included) and stale
+ * tombstones; returns how many reaped.
  * O(sandboxes + tombstones): `hutch gc`. */
 int hutch_state_gc(const char *runtime_dir, struct hutch_err *err);
 /* gc as every create runs it. O(1) when nothing can have died since the

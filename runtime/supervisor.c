@@ -788,6 +788,7 @@ int hutch_sup_run(struct sup *s)
 	r = setup_loop(s);
 	if (r < 0) {
 		end_sandbox(s, "crashed");
+		hutch_sup_teardown_finish(s);
 		return r;
 	}
 	s->last_request_ms = hutch_now_mono_ms();
@@ -863,7 +864,13 @@ int hutch_sup_run(struct sup *s)
 			if (s->state == SUP_GONE)
 				hutch_api_run(s);
 		}
+		/* The kernel's share of the teardown once every DELETE /
+		 * has its answer (libmicrohttpd sent it whole). */
+		if (s->end.finish_pending && !s->waiters)
+			hutch_sup_teardown_finish(s);
 	}
+	if (s->end.finish_pending)
+		hutch_sup_teardown_finish(s);
 	hutch_api_stop(s);
 	free_graveyard(s);
 	return 0;

@@ -44,6 +44,9 @@ enum sup_state {
 struct sup_end {
 	const char *reason;
 	int64_t at;
+	bool retired;        /* the state dir is ".dead-<id>" (s->paths) */
+	bool finish_pending; /* hutch_sup_teardown_finish() still to run */
+	bool finished;       /* it ran */
 };
 
 /* epoll user data: what an fd is. */
@@ -169,8 +172,14 @@ struct sup {
 
 /* sandbox.c: create the sandbox (runs in the new supervisor process). */
 int hutch_sup_setup(struct sup *s, struct hutch_err *err);
-/* sandbox.c: kill init, wait, remove cgroups and state; idempotent. */
+/* sandbox.c: what a client can observe, before DELETE / answers: kill
+ * init and wait until the whole pid namespace is dead, write the tombstone
+ * (reason, or none if NULL), retire the state dir (hutch_state_retire())
+ * so that the sandbox can no longer be found; idempotent. */
 void hutch_sup_teardown(struct sup *s, const char *reason);
+/* sandbox.c: the rest, after the answer: egress, host link, cgroups, then
+ * the retired dir (last: it tells gc what is left if we die first). */
+void hutch_sup_teardown_finish(struct sup *s);
 /* supervisor.c */
 int hutch_sup_run(struct sup *s);
 int hutch_sup_watch(struct sup *s, int fd, uint32_t events, struct watch *w);

@@ -191,6 +191,41 @@ def cgroup_dirs_named(sid):
     return glob.glob(f"/sys/fs/cgroup/**/hutch-{sid}", recursive=True)
 
 
+def retired_dirs(rtdir):
+    """Sandbox dirs a supervisor retired (".dead-<id>") and has not removed
+    yet: it answers DELETE / before removing cgroups and host links."""
+    try:
+        return [d for d in os.listdir(rtdir) if d.startswith(".dead-")]
+    except FileNotFoundError:
+        return []
+
+
+def cgroups_gone(sid, timeout=10.0):
+    """A deleted sandbox's cgroups go right after rm returns (the supervisor
+    removes them once it has answered): wait for it, fail if they stay."""
+    return wait_until(lambda: not cgroup_dirs_named(sid), timeout)
+
+
+def paths_gone(paths, timeout=10.0):
+    return wait_until(lambda: not any(os.path.exists(d) for d in paths), timeout)
+
+
+def assert_runtime_dir_clean(h, leftovers):
+    """Fixture teardown: every sandbox was removed; what supervisors remove
+    after answering (retired dirs, cgroups) goes too, within seconds."""
+    remaining = h.ids()
+    assert not remaining, f"sandboxes left behind: {remaining}"
+    gone = []
+    if os.path.isdir(os.path.join(h.rtdir, ".gone")):
+        gone = os.listdir(os.path.join(h.rtdir, ".gone"))
+    sids = set(leftovers) | set(gone)
+    wait_until(lambda: not retired_dirs(h.rtdir)
+               and not any(cgroup_dirs_named(sid) for sid in sids), 10)
+    assert not retired_dirs(h.rtdir), f"retired sandboxes left: {retired_dirs(h.rtdir)}"
+    cg = [d for sid in sids for d in cgroup_dirs_named(sid)]
+    assert not cg, f"cgroups left behind: {cg}"
+
+
 def wait_until(pred, timeout=10.0, interval=0.01):
     """Poll a condition that the system makes true asynchronously (not a
     sleep-and-hope: the test fails if it never becomes true)."""
@@ -254,10 +289,7 @@ def hutch(tmp_path):
     if leftovers:
         h("rm", "--all")
     h("gc")
-    remaining = h.ids()
-    cg = [d for sid in leftovers for d in cgroup_dirs_named(sid)]
-    assert not remaining, f"sandboxes left behind: {remaining}"
-    assert not cg, f"cgroups left behind: {cg}"
+    assert_runtime_dir_clean(h, leftovers)
 
 
 @pytest.fixture

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from conftest import cgroup_dirs_named, wait_until
+from conftest import cgroups_gone, wait_until
 
 
 def supervisor_alive(hutch, sid):
@@ -57,6 +57,6 @@ def test_kill_cli_during_create(hutch, delay_ms):
         r = hutch("exec", sid, "--", "true")
         assert r.returncode == 0, r.stderr
         assert hutch("rm", sid).returncode == 0
-        assert not cgroup_dirs_named(sid)
+        assert cgroups_gone(sid)
     # No half-made directory either.
     assert [d for d in os.listdir(hutch.rtdir) if d.startswith(".new-")] == [] if os.path.isdir(hutch.rtdir) else True

@@ -20,7 +20,7 @@ import time
 
 import pytest
 
-from conftest import Hutch, cgroup_dirs_named, wait_until
+from conftest import Hutch, assert_runtime_dir_clean, cgroup_dirs_named, wait_until
 
 APP_UID = 1000
 HOST_ID_BASE = 0x10000000
@@ -38,9 +38,7 @@ def mod_hutch(tmp_path_factory):
     if made:
         h("rm", "--all")
     h("gc")
-    assert not h.ids(), f"sandboxes left behind: {h.ids()}"
-    cg = [d for sid in made for d in cgroup_dirs_named(sid)]
-    assert not cg, f"cgroups left behind: {cg}"
+    assert_runtime_dir_clean(h, made)
 
 
 @pytest.fixture(scope="module")

@@ -11,7 +11,8 @@ import time
 
 import pytest
 
-from conftest import cgroup_dirs_named, proc_comm, sse_events, wait_until
+from conftest import (cgroup_dirs_named, cgroups_gone, paths_gone, proc_comm, retired_dirs,
+                      sse_events, wait_until)
 
 
 def pid_alive(pid):
@@ -90,12 +91,18 @@ def test_rm_all_and_json(hutch):
     assert sorted(r.stdout.decode().split()) == sorted(s.id for s in sbs[1:])
     assert hutch.ids() == []
     for s in sbs:
-        assert not cgroup_dirs_named(s.id)
+        assert cgroups_gone(s.id)
     r = hutch("rm", "--all")
     assert r.returncode == 0 and r.stdout == b""
 
 
 def test_delete_returns_when_everything_is_gone(hutch):
+    """DELETE / answers once what a client can observe is gone: every
+    process of the sandbox is dead, its state dir (socket, state.json) is
+    no longer where ls, exec and connect look, and the tombstone says why.
+    The kernel's share (cgroup rmdir, host link) follows right after the
+    answer, before the supervisor exits; until then the retired dir
+    ".dead-<id>" records it, so gc would finish it if the supervisor died."""
     sb = hutch.create()
     sb.sh("sleep 1000 > /dev/null 2>&1 & sleep 1001 > /dev/null 2>&1 &")
     assert wait_until(lambda: sb.count("sleep") == 2, timeout=5)
@@ -116,8 +123,12 @@ def test_delete_returns_when_everything_is_gone(hutch):
     # Asserted right after the answer, with no waiting:
     assert status == 200 and res == {"id": sb.id, "deleted": True}
     assert [p for p in pids + [st["init_pid"]] if pid_alive(p)] == []
-    assert [d for d in cgroups if os.path.exists(d)] == []
     assert not os.path.exists(state_dir)
+    assert hutch.ids() == []
+    assert os.path.exists(os.path.join(hutch.rtdir, ".gone", sb.id))
+    # Right after: the cgroups, the retired dir, the supervisor.
+    assert paths_gone(cgroups)
+    assert wait_until(lambda: not retired_dirs(hutch.rtdir), 5)
     t.join(10)
     assert inflight["status"] == 410, inflight
     assert inflight["body"]["error"]["code"] == "sandbox_deleted"
@@ -176,7 +187,7 @@ def test_ttl_expiry(hutch):
         assert r.returncode == 66, (key, r.stderr)
         assert b"expired" in r.stderr, (key, r.stderr)
     assert [p for p in pids if pid_alive(p)] == []
-    assert [d for d in cgroups if os.path.exists(d)] == []
+    assert paths_gone(cgroups)
     assert wait_until(lambda: not pid_alive(st["supervisor_pid"]), timeout=5)
     r = hutch("exec", sb.id, "--", "true")
     assert r.returncode == 66, r.stderr
@@ -231,6 +242,46 @@ def test_rm_of_dead_sandbox_cleans_up(hutch):
     assert [d for d in cgroups if os.path.exists(d)] == []
 
 
+def test_supervisor_killed_after_answering_then_gc(hutch):
+    """The supervisor dies between its answer to DELETE / and the end of
+    its teardown: the retired dir (".dead-<id>", made before the answer)
+    still names the cgroups, and gc removes both. Staged exactly: kill -9,
+    then retire the dir as the supervisor would have."""
+    sb = hutch.create()
+    st = sb.status()
+    cgroups = cgroup_dirs_named(sb.id)
+    assert cgroups
+    os.kill(st["supervisor_pid"], signal.SIGKILL)
+    assert wait_until(lambda: not pid_alive(st["init_pid"]), timeout=10)
+    os.rename(os.path.join(hutch.rtdir, sb.id), os.path.join(hutch.rtdir, ".dead-" + sb.id))
+    assert hutch.ids() == [] and hutch("ls", "-q").stdout == b""
+    assert [d for d in cgroups if os.path.exists(d)] == cgroups
+    r = hutch("gc")
+    assert r.returncode == 0 and b"removed 1 " in r.stdout, r.stdout
+    assert retired_dirs(hutch.rtdir) == []
+    assert [d for d in cgroups if os.path.exists(d)] == []
+
+
+def test_supervisor_killed_right_after_delete(hutch):
+    """Whenever the supervisor dies after answering, gc (here: the next
+    create's) leaves nothing."""
+    sb = hutch.create()
+    st = sb.status()
+    cgroups = cgroup_dirs_named(sb.id)
+    status, _ = sb.api("DELETE", "/")
+    assert status == 200
+    try:
+        os.kill(st["supervisor_pid"], signal.SIGKILL)
+    except ProcessLookupError:
+        pass  # it had finished already
+    assert wait_until(lambda: not pid_alive(st["supervisor_pid"]), timeout=5)
+    sb2 = hutch.create()
+    assert hutch.ids() == [sb2.id]
+    assert retired_dirs(hutch.rtdir) == []
+    assert [d for d in cgroups if os.path.exists(d)] == []
+    sb2.rm()
+
+
 def test_200_cycles_leave_nothing_behind(hutch):
     mounts = mount_count()
     t0 = time.monotonic()
@@ -240,6 +291,8 @@ def test_200_cycles_leave_nothing_behind(hutch):
     elapsed = time.monotonic() - t0
     assert elapsed < 60, f"200 create/run/close cycles took {elapsed:.1f} s"
     assert hutch.ids() == []
+    # The last supervisors finish their teardown after answering.
+    assert wait_until(lambda: not retired_dirs(hutch.rtdir), 5)
     # Every cycle left a tombstone (why it ended) and nothing else.
     entries = sorted(os.listdir(hutch.rtdir))
     # .gc and .gc-pruned: gc's two fixed-size bookkeeping files (state.h)

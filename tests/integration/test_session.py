@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from conftest import cgroup_dirs_named, wait_until
+from conftest import cgroup_dirs_named, cgroups_gone, wait_until
 
 REGION_MSG = ("only the default region, nl-north-1, can block traffic; in region {r} the "
               "sandbox runs only with network all")
@@ -58,7 +58,7 @@ def deleted_id(stderr):
 
 def assert_nothing_left(hutch, sid):
     assert hutch.ids() == []
-    assert not cgroup_dirs_named(sid)
+    assert cgroups_gone(sid)
     assert not os.path.exists(os.path.join(hutch.rtdir, ".gone", sid))  # never given out
 
 
@@ -134,7 +134,7 @@ def test_rm_of_sleeping_sandbox(hutch):
     r = sb.rm()
     assert r.returncode == 0, r.stderr
     assert not os.path.exists(os.path.join(hutch.rtdir, sb.id))
-    assert not cgroup_dirs_named(sb.id)
+    assert cgroups_gone(sb.id)
 
 
 # ---- setup script ----
@@ -220,7 +220,7 @@ def test_hooks_order_and_results(hutch, tmp_path):
     assert reason == "deleted"
     assert res["exit_code"] == 4
     assert res["output"] == "sleep\nbye\n"
-    assert not cgroup_dirs_named(sb.id)
+    assert cgroups_gone(sb.id)
 
 
 @pytest.mark.parametrize("asleep", [False, True], ids=["awake", "asleep"])

@@ -137,11 +137,42 @@ static void test_gc_mark_untrusted(void **state)
 	assert_false(exists("111111111111"));
 }
 
+/* A sandbox retired by its supervisor (DELETE / answered, teardown not
+ * finished): out of ls while the lock is held, reaped by gc once free. */
+static void test_gc_retired(void **state)
+{
+	struct hutch_err err = { 0 };
+	struct hutch_paths p, q;
+	char(*ids)[HUTCH_ID_LEN + 1] = NULL;
+	size_t n;
+	int live;
+
+	(void)state;
+	live = make_live("222222222222");
+	assert_int_equal(hutch_paths_init(rt, "222222222222", &p), 0);
+	assert_int_equal(hutch_state_retire(&p, &q), 0);
+	assert_false(exists("222222222222"));
+	assert_true(exists(".dead-222222222222"));
+	assert_string_equal(strrchr(q.lock, '/'), "/lock");
+	assert_int_equal(access(q.lock, F_OK), 0);
+	assert_int_equal(hutch_state_list(rt, &ids, &n), 0);
+	assert_int_equal(n, 0);
+	free(ids);
+	/* Its supervisor still finishes: gc leaves it alone. */
+	assert_int_equal(hutch_state_gc(rt, &err), 0);
+	assert_true(exists(".dead-222222222222"));
+	/* It died before removing it: gc does. */
+	close(live);
+	assert_int_equal(hutch_state_gc(rt, &err), 1);
+	assert_false(exists(".dead-222222222222"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_gc),
 		cmocka_unit_test(test_gc_mark_untrusted),
+		cmocka_unit_test(test_gc_retired),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

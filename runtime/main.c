@@ -702,6 +702,9 @@ static cJSON *describe(const char *id, bool *live)
 	}
 	cJSON_DeleteItemFromObjectCaseSensitive(state, "live");
 	cJSON_AddBoolToObject(state, "live", *live);
+	/* Caught between mkdir and the first state.json, or a broken file. */
+	if (!cJSON_IsString(cJSON_GetObjectItemCaseSensitive(state, "status")))
+		cJSON_AddStringToObject(state, "status", *live ? "creating" : "unknown");
 	return state;
 }
 

@@ -15,7 +15,8 @@ USAGE, NOT_FOUND = 64, 65
 def pooled_ids(h):
     r = h("ls", "--json")
     assert r.returncode == 0, r.stderr
-    return sorted(s["id"] for s in json.loads(r.stdout) if s["status"] == "pooled")
+    # a sandbox the keeper is making right now may not have its state yet
+    return sorted(s["id"] for s in json.loads(r.stdout) if s.get("status") == "pooled")
 
 
 def pools(h):

@@ -528,8 +528,12 @@ int hutch_pool_start(struct hutch_config *cfg, unsigned size, const char *rt, pi
 	if (pipe2(pipefd, O_CLOEXEC) < 0)
 		return hutch_err_set_errno(err, -errno, "pipe");
 	pid = hutch_fork_detached();
-	if (pid < 0)
+	if (pid < 0) {
+		close(pipefd[0]);
+		close(pipefd[1]);
+		close(k.dfd);
 		return hutch_err_set_errno(err, pid, "fork");
+	}
 	if (pid == 0) {
 		close(pipefd[0]);
 		snprintf(line, sizeof(line), "%d %u\n", (int)getpid(), size);

@@ -562,8 +562,14 @@ int hutch_sandbox_create(struct hutch_config *cfg, const char *runtime_dir,
 	if (pipe2(pipefd, O_CLOEXEC) < 0)
 		return hutch_err_set_errno(err, -errno, "pipe");
 	pid = hutch_fork_detached();
-	if (pid < 0)
+	if (pid < 0) {
+		close(pipefd[0]);
+		close(pipefd[1]);
+		close(s.lock_fd);
+		s.cg = hutch_cgroup_free(s.cg);
+		(void)hutch_rm_rf_at(AT_FDCWD, s.paths.dir);
 		return hutch_err_set_errno(err, pid, "fork");
+	}
 	if (pid == 0) {
 		close(pipefd[0]);
 		supervisor_main(&s, pipefd[1]);

@@ -78,6 +78,22 @@ static int proc_id(const char *arg, char *buf, size_t size)
 	return 0;
 }
 
+/* The "ID PROC" positionals of logs and kill: the process id checked, the
+ * sandbox resolved and live. */
+static int id_and_proc(size_t nargs, const char *const *args, const char *usage, char *proc,
+                       size_t size, struct hutch_paths *p)
+{
+	int r;
+
+	if (nargs < 2)
+		return hutch_cli_fail(HUTCH_EXIT_USAGE, "missing %s: %s",
+		                      nargs ? "process id" : "sandbox id", usage);
+	r = proc_id(args[1], proc, size);
+	if (r)
+		return r;
+	return hutch_cli_open_live(args[0], p);
+}
+
 static const char *str_of(const cJSON *o, const char *key)
 {
 	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
@@ -278,13 +294,7 @@ int hutch_cli_logs(int argc, char **argv)
 			                      "--help'",
 			                      argv[i]);
 	}
-	if (nargs < 2)
-		return hutch_cli_fail(HUTCH_EXIT_USAGE, "missing %s: hutch logs ID PROC [-f]",
-		                      nargs ? "process id" : "sandbox id");
-	r = proc_id(args[1], proc, sizeof(proc));
-	if (r)
-		return r;
-	r = hutch_cli_open_live(args[0], &p);
+	r = id_and_proc(nargs, args, "hutch logs ID PROC [-f]", proc, sizeof(proc), &p);
 	if (r)
 		return r;
 	do {
@@ -347,13 +357,7 @@ int hutch_cli_kill(int argc, char **argv)
 			                      argv[i]);
 		}
 	}
-	if (nargs < 2)
-		return hutch_cli_fail(HUTCH_EXIT_USAGE, "missing %s: hutch kill ID PROC",
-		                      nargs ? "process id" : "sandbox id");
-	r = proc_id(args[1], proc, sizeof(proc));
-	if (r)
-		return r;
-	r = hutch_cli_open_live(args[0], &p);
+	r = id_and_proc(nargs, args, "hutch kill ID PROC", proc, sizeof(proc), &p);
 	if (r)
 		return r;
 	cJSON_AddStringToObject(req, "id", proc);

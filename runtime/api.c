@@ -56,6 +56,8 @@ struct request {
 	struct hutch_proc_wait pw;   /* background-process routes (api-procs.c) */
 	int fop;                     /* file routes (api-files.c): operation, or < 0 */
 	struct hutch_file_req *file;
+	unsigned refuse_status; /* answer refuse (an error) once the body is read */
+	cJSON *refuse;
 };
 
 static enum MHD_Result respond_json(struct MHD_Connection *conn, unsigned status, cJSON *j)
@@ -357,6 +359,48 @@ static enum MHD_Result dispatch(struct request *r)
 	}
 }
 
+/* Requests answered with an error without being served: a pooled sandbox
+ * serves nobody until it is claimed; unknown routes and methods. */
+static void refuse_early(struct request *r, const char *url, const char *method, bool method_ok)
+{
+	struct sup *s = r->s;
+	enum route route = r->route;
+	char msg[512];
+
+	if (s->cfg->pool_key[0] && (r->fop >= 0 || route == R_RUN || route == R_RUN_STREAMING ||
+	                            route >= R_START_PROCESS)) {
+		snprintf(msg, sizeof(msg),
+		         "sandbox %s waits in a warm pool: take it with 'hutch create' "
+		         "(POST /claim) first",
+		         s->id);
+		r->refuse_status = MHD_HTTP_CONFLICT;
+		r->refuse = hutch_api_error_json("sandbox_pooled", msg);
+	} else if (route == R_NONE && r->fop < 0) {
+		if (method_ok || r->fop == -2 || strcmp(url, "/") == 0 ||
+		    match_route(url, "GET", &method_ok) != R_NONE ||
+		    match_route(url, "POST", &method_ok) != R_NONE) {
+			snprintf(msg, sizeof(msg), "%s is not allowed on %s; see docs/api.md",
+			         method, url);
+			r->refuse_status = MHD_HTTP_METHOD_NOT_ALLOWED;
+			r->refuse = hutch_api_error_json("method_not_allowed", msg);
+		} else {
+			snprintf(msg, sizeof(msg), "no endpoint %s %s; see docs/api.md", method,
+			         url);
+			r->refuse_status = MHD_HTTP_NOT_FOUND;
+			r->refuse = hutch_api_error_json("not_found", msg);
+		}
+	}
+}
+
+static enum MHD_Result respond_refusal(struct request *r)
+{
+	cJSON *j = r->refuse;
+
+	r->refuse = NULL;
+	r->answered = true;
+	return respond_json(r->conn, r->refuse_status, j);
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
                                   const char *method, const char *version, const char *upload_data,
                                   size_t *upload_data_size, void **con_cls)
@@ -381,31 +425,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 			s->last_request_ms = hutch_now_mono_ms();
 			hutch_idle_wake(s, hutch_now_mono_sec());
 		}
-		/* A pooled sandbox serves nobody until it is claimed. */
-		if (s->cfg->pool_key[0] && (fop >= 0 || route == R_RUN ||
-		                            route == R_RUN_STREAMING || route >= R_START_PROCESS))
-			return hutch_api_respond_error(conn, MHD_HTTP_CONFLICT, "sandbox_pooled",
-			                               "sandbox %s waits in a warm pool: take it "
-			                               "with 'hutch create' (POST /claim) first",
-			                               s->id);
-		if (route == R_NONE && fop < 0)
-			return method_ok || fop == -2 || strcmp(url, "/") == 0 ||
-			                       match_route(url, "GET", &method_ok) != R_NONE ||
-			                       match_route(url, "POST", &method_ok) != R_NONE
-			               ? hutch_api_respond_error(
-			                         conn, MHD_HTTP_METHOD_NOT_ALLOWED,
-			                         "method_not_allowed",
-			                         "%s is not allowed on %s; see docs/api.md", method,
-			                         url)
-			               : hutch_api_respond_error(
-			                         conn, MHD_HTTP_NOT_FOUND, "not_found",
-			                         "no endpoint %s %s; see docs/api.md", method, url);
 		cl = hutch_mhd.lookup_connection_value(conn, MHD_HEADER_KIND,
 		                                       MHD_HTTP_HEADER_CONTENT_LENGTH);
-		if (cl && fop < 0 && strtoull(cl, NULL, 10) > HUTCH_MAX_BODY)
-			return hutch_api_respond_error(conn, 413, "too_large",
-			                               "request body larger than %u bytes",
-			                               HUTCH_MAX_BODY);
 		r = calloc(1, sizeof(*r));
 		if (!r)
 			return MHD_NO;
@@ -413,13 +434,32 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		r->conn = conn;
 		r->route = route;
 		r->fop = fop;
+		hutch_buf_init(&r->body, HUTCH_MAX_BODY);
+		*con_cls = r;
+		refuse_early(r, url, method, method_ok);
+		/* A refused request is answered once its body is read (a client
+		 * still sending it would see a broken pipe), unless the body is
+		 * too large to read at all. */
+		if (r->refuse && (!cl || strtoull(cl, NULL, 10) <= HUTCH_MAX_BODY))
+			return MHD_YES;
+		if (r->refuse)
+			return respond_refusal(r);
+		if (cl && fop < 0 && strtoull(cl, NULL, 10) > HUTCH_MAX_BODY)
+			return hutch_api_respond_error(conn, 413, "too_large",
+			                               "request body larger than %u bytes",
+			                               HUTCH_MAX_BODY);
 		if (route != R_HEALTH && route != R_STATUS) {
 			r->counted = true;
 			s->requests_open++;
 		}
-		hutch_buf_init(&r->body, HUTCH_MAX_BODY);
-		*con_cls = r;
 		return MHD_YES;
+	}
+	if (r->refuse_status) {
+		if (*upload_data_size) {
+			*upload_data_size = 0; /* read and dropped */
+			return MHD_YES;
+		}
+		return r->answered ? MHD_YES : respond_refusal(r);
 	}
 	if (r->fop >= 0)
 		return hutch_api_files_access(s, r, conn, r->fop, &r->file, upload_data,
@@ -468,6 +508,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 	}
 	hutch_api_files_free(r->file);
 	hutch_buf_done(&r->body);
+	cJSON_Delete(r->refuse);
 	free(r);
 	*con_cls = NULL;
 }

@@ -143,6 +143,24 @@ def test_unknown_endpoint_and_wrong_method(sandbox, method, path, want, code):
     assert healthy(sandbox)
 
 
+def test_a_wrong_endpoint_reads_the_body_and_keeps_the_connection(sandbox):
+    conn = UnixHTTPConnection(sandbox.sock)
+    try:
+        body = b"{" + b" " * 50000 + b"}"
+        conn.putrequest("POST", "/runx")
+        conn.putheader("Content-Length", str(len(body)))
+        conn.endheaders()
+        conn.send(body)
+        resp = conn.getresponse()
+        assert resp.status == 404 and b"no endpoint POST /runx" in resp.read()
+        assert not resp.will_close
+        conn.request("POST", "/run", body=json.dumps({"cmd": "echo ok"}).encode())
+        resp = conn.getresponse()
+        assert resp.status == 200 and json.loads(resp.read())["stdout"] == "ok\n"
+    finally:
+        conn.close()
+
+
 @pytest.mark.parametrize("data", [
     b"\x00\x01\x02garbage\xff\xfe\r\n\r\n",
     b"HELLO\r\n\r\n",

@@ -7,7 +7,7 @@ import signal
 
 import pytest
 
-from conftest import api, proc_comm, wait_until
+from conftest import UnixHTTPConnection, api, proc_comm, wait_until
 
 USAGE, NOT_FOUND = 64, 65
 
@@ -84,6 +84,32 @@ def test_pooled_sandbox_serves_nobody_until_claimed(pool):
     assert api(sock, "GET", "/health")[0] == 200
     r = pool("exec", sid, "--", "true")
     assert r.returncode != 0 and "waits in a warm pool" in r.stderr.decode()
+
+
+def test_a_refused_request_is_answered_after_its_body(pool):
+    """The refusal waits for the whole body: the connection stays open for
+    the next request instead of closing under a client still sending (a
+    broken pipe CI once saw). Headers and body go in separate writes."""
+    start(pool, size=1)
+    [sid] = pooled_ids(pool)
+    conn = UnixHTTPConnection(os.path.join(pool.rtdir, sid, "api.sock"))
+    try:
+        body = json.dumps({"cmd": "sleep 1", "pad": "x" * 60000}).encode()
+        for _ in range(3):
+            conn.putrequest("POST", "/start_process")
+            conn.putheader("Content-Type", "application/json")
+            conn.putheader("Content-Length", str(len(body)))
+            conn.endheaders()
+            conn.send(body)
+            resp = conn.getresponse()
+            res = json.loads(resp.read())
+            assert resp.status == 409 and res["error"]["code"] == "sandbox_pooled", res
+            assert not resp.will_close, "the refusal closed the connection"
+        conn.request("GET", "/status")
+        resp = conn.getresponse()
+        assert resp.status == 200 and json.loads(resp.read())["state"] == "pooled"
+    finally:
+        conn.close()
 
 
 @pytest.mark.parametrize("body,code,words", [

@@ -171,6 +171,8 @@ static int exchange(const char *sock, const char *method, const char *path, cons
 	char buf[65536];
 	int r;
 
+	if (cancel && *cancel) /* nothing sent: nothing starts */
+		return hutch_err_set(err, -ECANCELED, "interrupted");
 	fd = connect_unix(sock, err);
 	if (fd < 0)
 		return fd;

@@ -360,6 +360,8 @@ static int stream_command(const char *sock, char **argv, const struct exec_opts 
 		r = read_stdin(&in, &in_len);
 		if (r)
 			return r;
+		if (interrupted) /* while reading stdin: CMD never starts */
+			return 128 + interrupted;
 		if (in_len)
 			cJSON_AddStringToObject(req, "stdin", in);
 	}

@@ -515,10 +515,58 @@ int hutch_cgroup_create(struct hutch_cgroup *cg, const struct hutch_limits *lim,
 	return cg->ops->create(cg, lim, err);
 }
 
+int hutch_cgroup_clone_fd(const struct hutch_cgroup *cg)
+{
+	if (cg->ops != &hutch_cgroup_v2_ops || cg->n_dirs != 1)
+		return -EOPNOTSUPP;
+	return hutch_cgroup_open_dir(cg->dirs[0]);
+}
+
+void hutch_cgroup_entered_at_clone(struct hutch_cgroup *cg)
+{
+	cg->entered = true;
+}
+
+int hutch_cgroup_open_join(const struct hutch_cgroup *cg, int *fds, size_t max)
+{
+	size_t n = 0;
+
+	if (cg->ops != &hutch_cgroup_v1_ops)
+		return 0;
+	if (cg->n_dirs > max)
+		return -E2BIG;
+	for (; n < cg->n_dirs; n++) {
+		_cleanup_close_ int dir = hutch_cgroup_open_dir(cg->dirs[n]);
+		int fd = dir < 0 ? dir : openat(dir, "tasks", O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
+
+		if (fd < 0) {
+			int r = dir < 0 ? dir : -errno;
+			hutch_close_many(fds, n);
+			return r;
+		}
+		fds[n] = fd;
+	}
+	return (int)n;
+}
+
+int hutch_cgroup_join_self(int *fds, size_t n)
+{
+	int r = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		if (r >= 0 && write(fds[i], "0", 1) != 1)
+			r = -errno;
+	}
+	hutch_close_many(fds, n);
+	return r;
+}
+
 int hutch_cgroup_enter(struct hutch_cgroup *cg, pid_t pid, struct hutch_err *err)
 {
 	char buf[32];
 
+	if (cg->entered)
+		return 0;
 	snprintf(buf, sizeof(buf), "%d", (int)pid);
 	for (size_t i = 0; i < cg->n_dirs; i++) {
 		_cleanup_close_ int fd = hutch_cgroup_open_dir(cg->dirs[i]);

@@ -35,7 +35,23 @@ size_t hutch_cgroup_dirs(const struct hutch_cgroup *cg, const char **ret_dirs, s
 /* Create the directories and write the limits. */
 int hutch_cgroup_create(struct hutch_cgroup *cg, const struct hutch_limits *lim,
                         struct hutch_err *err);
-/* Move pid into the sandbox's cgroups. */
+/* v2: a directory fd of the sandbox's cgroup (after create) for
+ * clone3(CLONE_INTO_CGROUP), which starts the child inside it without a
+ * migration; tell hutch_cgroup_entered_at_clone() when the clone used it.
+ * v1: -EOPNOTSUPP (a child can only join v1 hierarchies by migration). */
+int hutch_cgroup_clone_fd(const struct hutch_cgroup *cg);
+void hutch_cgroup_entered_at_clone(struct hutch_cgroup *cg);
+/* v1: open each hierarchy's "tasks" file (host root opens it) so that the
+ * child joins by itself right after clone with hutch_cgroup_join_self():
+ * a thread moving itself is migrated without the global threadgroup lock,
+ * whose write side waits for an RCU grace period (5-20 ms here) on every
+ * move of another pid. Returns how many fds; 0 on v2 (clone into it). */
+int hutch_cgroup_open_join(const struct hutch_cgroup *cg, int *fds, size_t max);
+/* In the (single-threaded) child: write "0" to each fd; closes them all. */
+int hutch_cgroup_join_self(int *fds, size_t n);
+/* Move pid into the sandbox's cgroups (nothing to do if the clone put it
+ * there). A migration waits for an RCU grace period (cgroup.procs takes
+ * the threadgroup rwsem for writing): 5-20 ms on an idle 2-CPU VM. */
 int hutch_cgroup_enter(struct hutch_cgroup *cg, pid_t pid, struct hutch_err *err);
 /* Count of OOM kills so far in this cgroup (memory.events / memory.oom_control). */
 int hutch_cgroup_oom_kills(struct hutch_cgroup *cg, uint64_t *ret);

@@ -609,12 +609,16 @@ void hutch_init_main(const struct hutch_init_params *p)
 		_exit(1);
 	if (wait_go(p->sock) < 0)
 		_exit(1);
+	if (p->cgroup_join_err < 0) {
+		hutch_err_set_errno(&err, p->cgroup_join_err, "join the sandbox's cgroups");
+		fail(p->sock, &err);
+	}
 	if (setresgid(0, 0, 0) < 0 || setresuid(0, 0, 0) < 0) {
 		hutch_err_set_errno(&err, -errno, "become root in the user namespace");
 		fail(p->sock, &err);
 	}
-	/* The supervisor moved us into the sandbox cgroup: make that the
-	 * root of our cgroup namespace. */
+	/* We are in the sandbox's cgroups (cloned into, or joined right after
+	 * clone): make them the root of our cgroup namespace. */
 	if (unshare(CLONE_NEWCGROUP) < 0) {
 		hutch_err_set_errno(&err, -errno, "create cgroup namespace");
 		fail(p->sock, &err);

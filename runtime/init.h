@@ -25,6 +25,7 @@ struct hutch_init_params {
 	const struct hutch_net_policy *net;
 	const struct hutch_net_child *net_child; /* addresses, host ports */
 	const struct sock_fprog *seccomp;        /* built by the supervisor before clone */
+	int cgroup_join_err; /* joining the cgroups right after clone failed: -errno */
 };
 
 /* Child side; never returns. */

@@ -82,11 +82,15 @@ static int write_id_map(pid_t pid, const char *file, uid_t base)
 }
 
 /* Child side of clone3: keep only the init socket and the stage fd. */
-static __attribute__((noreturn)) void init_child(struct sup *s, int sock)
+static __attribute__((noreturn)) void init_child(struct sup *s, int sock, int *cg_fds,
+                                                 size_t n_cg_fds)
 {
 	struct hutch_init_params p = { 0 };
 	char hostname[32];
 
+	/* First, while we are one thread and nothing runs in the sandbox;
+	 * GO tells us to report a failure. */
+	p.cgroup_join_err = hutch_cgroup_join_self(cg_fds, n_cg_fds);
 	hutch_proctitle_set("hutch-init");
 	if (dup3(sock, 3, O_CLOEXEC) < 0)
 		_exit(1);
@@ -122,9 +126,12 @@ static __attribute__((noreturn)) void init_child(struct sup *s, int sock)
 
 static int spawn_init(struct sup *s, struct hutch_err *err)
 {
-	int sv[2], pidfd = -1, bufsz = 4 << 20;
+	int sv[2], pidfd = -1, bufsz = 4 << 20, r;
+	int cg_fds[HUTCH_CGROUP_MAX_DIRS];
+	size_t n_cg_fds = 0;
+	_cleanup_close_ int cgfd = -EBADF;
 	struct clone_args args = { 0 };
-	long pid;
+	long pid = -1;
 
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
 		return hutch_err_set_errno(err, -errno, "socketpair");
@@ -137,17 +144,39 @@ static int spawn_init(struct sup *s, struct hutch_err *err)
 	             CLONE_NEWNET | CLONE_PIDFD;
 	args.pidfd = (uint64_t)(uintptr_t)&pidfd;
 	args.exit_signal = SIGCHLD;
-	pid = sys_clone3(&args, sizeof(args));
+	/* Into the cgroups without a migration of another pid (whose RCU
+	 * grace period was most of a cold create): v2 clones straight into the
+	 * cgroup; v1 (or a v2 kernel before 5.7) has the child join by itself.
+	 * Failing both, hutch_cgroup_enter() migrates it after all. */
+	cgfd = hutch_cgroup_clone_fd(s->cg);
+	if (cgfd >= 0) {
+		args.flags |= CLONE_INTO_CGROUP;
+		args.cgroup = (uint64_t)cgfd;
+		pid = sys_clone3(&args, sizeof(args));
+		if (pid >= 0)
+			hutch_cgroup_entered_at_clone(s->cg);
+		args.flags &= ~(uint64_t)CLONE_INTO_CGROUP;
+		args.cgroup = 0;
+	} else {
+		r = hutch_cgroup_open_join(s->cg, cg_fds, ELEMENTSOF(cg_fds));
+		n_cg_fds = r > 0 ? (size_t)r : 0;
+	}
+	if (cgfd < 0 || pid < 0)
+		pid = sys_clone3(&args, sizeof(args));
 	if (pid < 0) {
-		int r = -errno;
+		r = -errno;
+		hutch_close_many(cg_fds, n_cg_fds);
 		close(sv[0]);
 		close(sv[1]);
 		return hutch_err_set_errno(err, r, "clone3 with new namespaces");
 	}
 	if (pid == 0) {
 		close(sv[0]);
-		init_child(s, sv[1]);
+		init_child(s, sv[1], cg_fds, n_cg_fds);
 	}
+	if (n_cg_fds > 0)
+		hutch_cgroup_entered_at_clone(s->cg); /* init reports a failure */
+	hutch_close_many(cg_fds, n_cg_fds);
 	close(sv[1]);
 	s->init_sock = sv[0];
 	s->init_pid = (pid_t)pid;

@@ -229,6 +229,15 @@ int hutch_fd_nonblock(int fd, bool on)
 	return fcntl(fd, F_SETFL, fl) < 0 ? -errno : 0;
 }
 
+void hutch_close_many(int *fds, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (fds[i] >= 0)
+			close(fds[i]);
+		fds[i] = -EBADF;
+	}
+}
+
 void hutch_stdio_to_null(void)
 {
 	int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);

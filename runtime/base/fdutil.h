@@ -33,6 +33,8 @@ int hutch_rm_rf_at(int dirfd, const char *path);
 int hutch_mkdir_p_at(int dirfd, const char *path, mode_t mode);
 /* Set O_NONBLOCK on fd. */
 int hutch_fd_nonblock(int fd, bool on);
+/* Close fds[0..n) and mark them -EBADF. */
+void hutch_close_many(int *fds, size_t n);
 /* Point fds 0, 1 and 2 at /dev/null (a detached process). */
 void hutch_stdio_to_null(void);
 /* Fork a detached grandchild: it gets 0 (new session, reparented to init or

@@ -3,6 +3,7 @@
 quota and tmpfs size, measured from inside, and the sandbox survives each.
 """
 import json
+import os
 import re
 
 import pytest
@@ -201,3 +202,31 @@ def test_commands_are_preferred_oom_victims(nano):
     assert nano.sh("echo 0 > /proc/self/oom_score_adj && cat /proc/self/oom_score_adj") == "0\n"
     with open(f"/proc/{init_pid(nano)}/oom_score_adj") as f:
         assert f.read() == "0\n"
+
+
+def test_init_and_commands_are_in_every_cgroup_of_the_sandbox(hutch):
+    """init joins the sandbox's cgroups by itself right after clone (v1:
+    each hierarchy's `tasks`; v2: clone3 CLONE_INTO_CGROUP), not by a later
+    migration: seen from the host, init and a running command are listed in
+    cgroup.procs of every directory the state records, and in no other."""
+    sb = hutch.create("--instance-type", "nano")
+    try:
+        with open(os.path.join(hutch.rtdir, sb.id, "state.json")) as f:
+            dirs = json.load(f)["cgroup"]["dirs"]
+        assert dirs and all(os.path.basename(d) == "hutch-" + sb.id for d in dirs), dirs
+        sb.run(argv=["sh", "-c", "sleep 300 & echo started"])
+        assert wait_until(lambda: len(sb.host_pids()) >= 2, timeout=10)
+        pids = sb.host_pids()
+        assert init_pid(sb) in pids, pids
+        for d in dirs:
+            with open(os.path.join(d, "cgroup.procs")) as f:
+                listed = {int(x) for x in f.read().split()}
+            assert set(pids) <= listed, (d, pids, listed)
+        # the host side of each process agrees: its path ends in the sandbox's dir
+        for pid in pids:
+            with open(f"/proc/{pid}/cgroup") as f:
+                lines = f.read().splitlines()
+            for d in dirs:
+                assert any(ln.endswith("/" + os.path.basename(d)) for ln in lines), (pid, d, lines)
+    finally:
+        sb.rm()

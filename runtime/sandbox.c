@@ -342,6 +342,17 @@ int hutch_sup_setup(struct sup *s, struct hutch_err *err)
 	r = hutch_fd_nonblock(s->init_sock, true);
 	if (r < 0)
 		return hutch_err_set_errno(err, r, "init socket");
+	/* Keep a reference to the sandbox's mount namespace: when init dies,
+	 * the kernel then does not unmount its tree (and wait for an expedited
+	 * RCU grace period) before the death is seen; teardown_finish() drops
+	 * it after the DELETE answer. Best effort: without it, init's exit
+	 * does that work. */
+	{
+		char path[64];
+
+		snprintf(path, sizeof(path), "/proc/%d/ns/mnt", (int)s->init_pid);
+		s->mntns_fd = open(path, O_RDONLY | O_CLOEXEC);
+	}
 	if (s->cfg->net.mode != HUTCH_NET_NONE) {
 		r = hutch_egress_new(&s->cfg->net, &s->net.resolver, &s->net.egress, err);
 		if (r >= 0) {
@@ -417,6 +428,9 @@ void hutch_sup_teardown_finish(struct sup *s)
 	if (s->end.finished)
 		return;
 	s->end.finished = true;
+	if (s->mntns_fd >= 0)
+		close(s->mntns_fd); /* the sandbox's files and mounts go now */
+	s->mntns_fd = -EBADF;
 	hutch_egress_free(s->net.egress);
 	s->net.egress = NULL;
 	for (size_t i = 0; i < s->net.nlisteners; i++)
@@ -567,7 +581,7 @@ int hutch_sandbox_create(struct hutch_config *cfg, const char *runtime_dir,
 	memset(&s, 0, sizeof(s));
 	s.cfg = cfg;
 	s.epfd = s.sigfd = s.ttl_fd = s.init_sock = s.pidfd = s.listen_fd = -EBADF;
-	s.lock_fd = s.slot_fd = -EBADF;
+	s.lock_fd = s.slot_fd = s.mntns_fd = -EBADF;
 	s.idle.fd = s.hooks.deadline_fd = s.hooks.result_fd = -EBADF;
 	r = hutch_config_validate(cfg, err);
 	if (r < 0)

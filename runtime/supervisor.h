@@ -122,6 +122,7 @@ struct sup {
 	unsigned slot;
 	uid_t uid_base;
 	int epfd, sigfd, ttl_fd, init_sock, pidfd, listen_fd, lock_fd, slot_fd;
+	int mntns_fd; /* init's mount namespace: torn down after the DELETE answer */
 	pid_t init_pid;
 	bool init_dead;
 	struct watch w_mhd, w_init, w_pidfd, w_signal, w_ttl;

@@ -312,3 +312,30 @@ def test_200_cycles_leave_nothing_behind(hutch):
         if any(sid.encode() in cmd for sid in ids):
             procs.append((p, cmd))
     assert procs == []
+
+
+def ns_holders(link):
+    """Every /proc entry (a process's namespace or an open fd) naming link."""
+    found = []
+    for p in glob.glob("/proc/[0-9]*/ns/mnt") + glob.glob("/proc/[0-9]*/fd/*"):
+        try:
+            if os.readlink(p) == link:
+                found.append(p)
+        except OSError:
+            pass
+    return found
+
+
+def test_rm_releases_the_mount_namespace(hutch):
+    """The supervisor holds init's mount namespace so that init's death does
+    not wait for the unmounting of the sandbox's tree; once the supervisor
+    is gone nothing may hold it (its tmpfs contents would stay in memory)."""
+    sb = hutch.create("--instance-type", "nano")
+    st = json.loads(hutch("inspect", sb.id).stdout)
+    link = os.readlink(f"/proc/{st['init_pid']}/ns/mnt")
+    sb.sh("head -c 8388608 /dev/zero > /workspace/blob")
+    assert ns_holders(link), "init's own mount namespace must be visible while it runs"
+    r = hutch("rm", sb.id)
+    assert r.returncode == 0, r
+    assert wait_until(lambda: not pid_alive(st["supervisor_pid"]), timeout=5)
+    assert ns_holders(link) == []

@@ -15,6 +15,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <microhttpd.h>
@@ -589,6 +590,10 @@ void hutch_api_preload(void)
 	struct hutch_err ignored = { 0 };
 
 	(void)hutch_mhd_load(&ignored); /* hutch_api_start() reports a failure */
+	/* libmicrohttpd's first Date header loads the time zone (open, read
+	 * /etc/localtime's zone file): do it now, not in a claim's or the first
+	 * command's answer. */
+	tzset();
 }
 
 int hutch_api_start(struct sup *s, struct hutch_err *err)

@@ -119,6 +119,16 @@ bool hutch_cgroup_dir_is_removable(const char *dir);
 
 /* Open an absolute cgroup directory (no symlinks, no magic links). */
 int hutch_cgroup_open_dir(const char *dir);
+/* For removal: open dir and its parent. Returns 1 when dir is already
+ * gone, 0 with *ret_fd, *ret_parent and *ret_name (dir's last component)
+ * set, or -errno with err set. */
+int hutch_cgroup_open_with_parent(const char *dir, int *ret_fd, int *ret_parent,
+                                  const char **ret_name, struct hutch_err *err);
+/* One removal attempt: rmdir the children, then dir (name in parent).
+ * 1: gone; 0: still busy, try again; -errno with err set: another error,
+ * or still busy at deadline (CLOCK_MONOTONIC ms). */
+int hutch_cgroup_try_remove(int fd, int parent, const char *name, const char *dir, int64_t deadline,
+                            struct hutch_err *err);
 int hutch_cgroup_make_dir(const char *dir, int *ret_parent, struct hutch_err *err);
 /* Parse a cgroup.procs text into pids; returns count (at most max). */
 size_t hutch_cgroup_parse_pids(const char *text, pid_t *pids, size_t max);

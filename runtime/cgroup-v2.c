@@ -203,24 +203,14 @@ static int v2_remove_dir(const char *dir, struct hutch_err *err)
 {
 	_cleanup_close_ int fd = -EBADF, pfd = -EBADF;
 	int64_t deadline = hutch_now_mono_ms() + CG_WAIT_MS;
-	char parent[4096];
-	const char *base = strrchr(dir, '/');
+	const char *name;
 	unsigned int nap = 1;
 	bool has_kill = true;
 	int r;
 
-	if (!base || (size_t)(base - dir) >= sizeof(parent))
-		return hutch_err_set(err, -EINVAL, "bad cgroup path '%s'", dir);
-	memcpy(parent, dir, (size_t)(base - dir));
-	parent[base - dir] = '\0';
-	fd = hutch_cgroup_open_dir(dir);
-	if (fd == -ENOENT)
-		return 0;
-	if (fd < 0)
-		return hutch_err_set_errno(err, fd, "open cgroup '%s'", dir);
-	pfd = hutch_cgroup_open_dir(parent);
-	if (pfd < 0)
-		return hutch_err_set_errno(err, pfd, "open cgroup '%s'", parent);
+	r = hutch_cgroup_open_with_parent(dir, &fd, &pfd, &name, err);
+	if (r != 0)
+		return r > 0 ? 0 : r;
 	r = kill_all(fd, &has_kill);
 	if (r < 0)
 		return hutch_err_set_errno(err, r, "write '%s/cgroup.kill'", dir);
@@ -231,14 +221,9 @@ static int v2_remove_dir(const char *dir, struct hutch_err *err)
 		if (!has_kill && left > 100)
 			left = 100;
 		(void)wait_event(fd, "populated", 0, left > 0 ? (unsigned int)left : 0);
-		(void)hutch_cgroup_rmdir_children(fd);
-		if (unlinkat(pfd, base + 1, AT_REMOVEDIR) == 0 || errno == ENOENT)
-			return 0;
-		if (errno != EBUSY)
-			return hutch_err_set_errno(err, -errno, "remove cgroup '%s'", dir);
-		if (hutch_now_mono_ms() >= deadline)
-			return hutch_err_set(err, -EBUSY, "cgroup '%s' still busy after %d ms", dir,
-			                     CG_WAIT_MS);
+		r = hutch_cgroup_try_remove(fd, pfd, name, dir, deadline, err);
+		if (r != 0)
+			return r > 0 ? 0 : r;
 		/* Something survived or appeared: kill again. */
 		(void)kill_all(fd, &has_kill);
 		hutch_cgroup_sleep_ms(nap);

@@ -65,6 +65,24 @@ static int call(const struct hutch_paths *p, const char *method, const char *pat
 	return HUTCH_EXIT_FAILURE;
 }
 
+/* POST req as JSON. On success *ret holds the answer, printed already when
+ * json is set (the caller then prints nothing). */
+static int post(const struct hutch_paths *p, const char *path, const cJSON *req, bool json,
+                cJSON **ret)
+{
+	_cleanup_free_ char *body = cJSON_PrintUnformatted(req);
+	int r;
+
+	if (!body)
+		return hutch_cli_fail(HUTCH_EXIT_FAILURE, "out of memory");
+	r = call(p, "POST", path, body, ret);
+	if (r == 0 && json) {
+		_cleanup_free_ char *text = cJSON_Print(*ret);
+		printf("%s\n", text ? text : "{}");
+	}
+	return r;
+}
+
 /* A process id as the user typed it: "p3" or "3". */
 static int proc_id(const char *arg, char *buf, size_t size)
 {
@@ -317,7 +335,6 @@ int hutch_cli_kill(int argc, char **argv)
 	        "and every process it started: SIGTERM, then SIGKILL after S seconds (default 5; "
 	        "0: SIGKILL at once). Returns when it is dead.\n";
 	_cleanup_cjson_ cJSON *req = cJSON_CreateObject(), *res = NULL;
-	_cleanup_free_ char *body = NULL;
 	const char *args[2] = { NULL, NULL };
 	struct hutch_paths p;
 	double grace = -1;
@@ -363,16 +380,10 @@ int hutch_cli_kill(int argc, char **argv)
 	cJSON_AddStringToObject(req, "id", proc);
 	if (grace >= 0)
 		cJSON_AddNumberToObject(req, "grace_seconds", grace);
-	body = cJSON_PrintUnformatted(req);
-	if (!body)
-		return hutch_cli_fail(HUTCH_EXIT_FAILURE, "out of memory");
-	r = call(&p, "POST", "/kill_process", body, &res);
+	r = post(&p, "/kill_process", req, json, &res);
 	if (r)
 		return r;
-	if (json) {
-		_cleanup_free_ char *text = cJSON_Print(res);
-		printf("%s\n", text ? text : "{}");
-	} else {
+	if (!json) {
 		const cJSON *code = cJSON_GetObjectItemCaseSensitive(res, "exit_code");
 		if (cJSON_IsNumber(code))
 			printf("%s killed (exited with code %d)\n", proc, code->valueint);
@@ -394,7 +405,6 @@ int hutch_cli_exec_detached(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	_cleanup_cjson_ cJSON *req = cJSON_CreateObject(), *res = NULL;
-	_cleanup_free_ char *body = NULL;
 	cJSON *env = cJSON_AddObjectToObject(req, "env"), *arr;
 	const char *sid = NULL;
 	struct hutch_paths p;
@@ -448,17 +458,10 @@ int hutch_cli_exec_detached(int argc, char **argv)
 	arr = cJSON_AddArrayToObject(req, "argv");
 	for (int i = optind; i < argc; i++)
 		cJSON_AddItemToArray(arr, cJSON_CreateString(argv[i]));
-	body = cJSON_PrintUnformatted(req);
-	if (!body)
-		return hutch_cli_fail(HUTCH_EXIT_FAILURE, "out of memory");
-	r = call(&p, "POST", "/start_process", body, &res);
+	r = post(&p, "/start_process", req, json, &res);
 	if (r)
 		return r;
-	if (json) {
-		_cleanup_free_ char *text = cJSON_Print(res);
-		printf("%s\n", text ? text : "{}");
-	} else {
+	if (!json)
 		printf("%s\n", str_of(res, "id") ?: "?");
-	}
 	return 0;
 }

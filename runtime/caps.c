@@ -169,3 +169,19 @@ int hutch_caps_drop_child(uid_t uid, gid_t gid)
 		return -errno;
 	return verify_child(uid, gid);
 }
+
+int hutch_caps_bound_drop(int cap)
+{
+	struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
+	struct __user_cap_data_struct d[2] = { { 0 } };
+
+	if (prctl(PR_CAPBSET_DROP, (unsigned long)cap, 0, 0, 0) == 0 ||
+	    prctl(PR_CAPBSET_READ, (unsigned long)cap, 0, 0, 0) == 0)
+		return 0;
+	/* Still bounded (no CAP_SETPCAP): harmless only for a process that
+	 * cannot have cap, now or at execve(). */
+	if (geteuid() == 0 || sys_capget(&h, d) < 0 ||
+	    (d[CAP_TO_INDEX(cap)].permitted & CAP_TO_MASK(cap)))
+		return -EPERM;
+	return 0;
+}

@@ -27,5 +27,13 @@ int hutch_caps_restrict_init(void);
  * clone(CLONE_VM).
  */
 int hutch_caps_drop_child(uid_t uid, gid_t gid);
+/*
+ * Host side, in a child about to exec a helper on data from a sandbox:
+ * remove cap from the bounding set, so that the helper run as root does not
+ * get it back at execve(). Returns 0 when cap is out of the bounding set
+ * afterwards (or the caller has no way to hold it: not root and not in its
+ * permitted set), else a negative errno.
+ */
+int hutch_caps_bound_drop(int cap);
 
 #endif

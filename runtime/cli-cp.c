@@ -7,11 +7,13 @@
  * sandbox tar runs as appuser (format=tar). Extraction on the host uses
  * GNU tar's defaults against hostile archives (no absolute or ".." member
  * names, symlinks created last as placeholders first) plus
- * --no-same-owner, because the archive comes from inside the sandbox.
+ * --no-same-owner --no-same-permissions and no CAP_MKNOD, because the
+ * archive comes from inside the sandbox.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <linux/capability.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -24,6 +26,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "caps.h"
 #include "cleanup.h"
 #include "cli-cp.h"
 #include "cli.h"
@@ -264,11 +267,18 @@ static int put_stream(const struct hutch_paths *p, const char *remote, int in, i
 	return api_failure(sock, &h, remote);
 }
 
-static pid_t spawn_tar(char *const *argv, int fd_in, int fd_out)
+/* from_sandbox: tar extracts a stream a sandbox made, which may be
+ * anything (a process in the sandbox can write into its tar's pipe). Run as
+ * root, GNU tar would create the device nodes it names (a raw disk, mode
+ * 0666, in the user's directory): it runs without CAP_MKNOD, and fails
+ * those members. */
+static pid_t spawn_tar(char *const *argv, int fd_in, int fd_out, bool from_sandbox)
 {
 	pid_t pid = fork();
 
 	if (pid == 0) {
+		if (from_sandbox && hutch_caps_bound_drop(CAP_MKNOD) < 0)
+			_exit(126);
 		if (fd_in >= 0 && dup2(fd_in, 0) < 0) /* lint-fds: ok: child stdio */
 			_exit(127);
 		if (fd_out >= 0 && dup2(fd_out, 1) < 0) /* lint-fds: ok: child stdio */
@@ -298,7 +308,7 @@ static int upload_dir(const struct hutch_paths *p, const char *local, const char
 
 	if (pipe2(fds, O_CLOEXEC) < 0)
 		return hutch_cli_fail(HUTCH_EXIT_FAILURE, "pipe: %s", strerror(errno));
-	pid = spawn_tar(argv, -1, fds[1]);
+	pid = spawn_tar(argv, -1, fds[1], false);
 	close(fds[1]);
 	if (pid < 0) {
 		close(fds[0]);
@@ -418,7 +428,7 @@ static int download_dir(const struct hutch_paths *p, const char *remote, const c
 		                      strerror(errno));
 	if (pipe2(fds, O_CLOEXEC) < 0)
 		return hutch_cli_fail(HUTCH_EXIT_FAILURE, "pipe: %s", strerror(errno));
-	pid = spawn_tar(argv, fds[0], -1);
+	pid = spawn_tar(argv, fds[0], -1, true);
 	close(fds[0]);
 	if (pid < 0) {
 		close(fds[1]);

@@ -497,3 +497,121 @@ def test_cp_errors(sandbox, hutch, tmp_path):
     (tmp_path / "f").write_text("x")
     r = hutch("cp", str(tmp_path / "f"), f"{sandbox.id}:/etc/f")
     assert r.returncode == 1 and b"Read-only" in r.stderr
+
+
+# ---- a hostile directory stream ----
+
+def crafted_tar(outside):
+    """Members a compromised sandbox can put into the tar stream of a
+    directory copy (any process of appuser can write into the pipe of the
+    sandbox's tar through /proc/PID/fd/1): every classic way out of the
+    destination on the host."""
+    import io
+    import tarfile
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w", format=tarfile.GNU_FORMAT) as t:
+        def add(name, data=b"pwned\n", **kw):
+            info = tarfile.TarInfo(name)
+            for k, v in kw.items():
+                setattr(info, k, v)
+            if info.type == tarfile.REGTYPE:
+                info.size = len(data)
+                t.addfile(info, io.BytesIO(data))
+            else:
+                t.addfile(info)
+        add("ok.txt", b"fine\n")
+        add("../escape-dotdot")
+        add(os.path.join(str(outside), "escape-absolute"))
+        add("abs", type=tarfile.SYMTYPE, linkname=str(outside))
+        add("abs/escape-through-symlink")
+        add("up", type=tarfile.SYMTYPE, linkname="..")
+        add("up/escape-through-dotdot-symlink")
+        add("hard", type=tarfile.LNKTYPE, linkname=os.path.join(str(outside), "secret"))
+        add("hard", b"overwritten through a hard link\n")
+        add("suid", b"#!/bin/sh\n", mode=0o4755, uid=0, gid=0)
+        add("dev", type=tarfile.CHRTYPE, devmajor=1, devminor=1)
+    return buf.getvalue()
+
+
+class FakeSandbox:
+    """A sandbox entry in the runtime dir (held lock, api.sock) whose API
+    answers a directory copy with a crafted tar stream."""
+
+    def __init__(self, rtdir, body):
+        import fcntl
+        self.id = "f" * 12
+        self.dir = os.path.join(rtdir, self.id)
+        os.makedirs(self.dir, mode=0o700)
+        self.lock = open(os.path.join(self.dir, "lock"), "w")
+        fcntl.flock(self.lock, fcntl.LOCK_EX)
+        self.srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.srv.bind(os.path.join(self.dir, "api.sock"))
+        self.srv.listen(8)
+        self.body = body
+        self.thread = threading.Thread(target=self.serve, daemon=True)
+        self.thread.start()
+
+    def serve(self):
+        while True:
+            try:
+                c, _ = self.srv.accept()
+            except OSError:
+                return
+            with c:
+                head = b""
+                while b"\r\n\r\n" not in head:
+                    chunk = c.recv(65536)
+                    if not chunk:
+                        break
+                    head += chunk
+                if b"format=tar" in head.split(b"\r\n", 1)[0]:
+                    c.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/x-tar\r\n"
+                              b"Content-Length: %d\r\nConnection: close\r\n\r\n" % len(self.body)
+                              + self.body)
+                else:
+                    err = (b'{"error":{"code":"is_a_directory","message":"is a directory"}}')
+                    c.sendall(b"HTTP/1.1 400 Bad Request\r\nContent-Type: application/json\r\n"
+                              b"Content-Length: %d\r\nConnection: close\r\n\r\n" % len(err) + err)
+
+    def close(self):
+        self.srv.close()
+        self.lock.close()
+        import shutil
+        shutil.rmtree(self.dir)
+
+
+def test_directory_copy_of_a_hostile_stream_stays_in_the_destination(hutch, tmp_path):
+    """hutch cp ID:dir DEST extracts on the host what the sandbox sends: a
+    crafted archive writes nothing outside DEST, no setuid bit, no device,
+    and the file a hard link names outside keeps its content."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret").write_text("host secret\n")
+    dest = tmp_path / "work" / "dest"
+    (tmp_path / "work").mkdir()
+    fake = FakeSandbox(hutch.rtdir, crafted_tar(outside))
+    before = sorted(os.listdir(tmp_path)), sorted(os.listdir(outside))
+    try:
+        r = hutch("cp", f"{fake.id}:d", str(dest))
+    finally:
+        fake.close()
+    # tar refuses some members, so the copy reports a failure; nothing escaped
+    assert r.returncode == 1, r
+    assert b"extracting into" in r.stderr and b"failed (tar exit 2)" in r.stderr, r.stderr
+    assert (sorted(os.listdir(tmp_path)), sorted(os.listdir(outside))) == before
+    assert (outside / "secret").read_text() == "host secret\n"
+    assert sorted(os.listdir(tmp_path / "work")) == ["dest"]
+    assert (dest / "ok.txt").read_text() == "fine\n"
+    for name in ("abs", "up"):
+        p = dest / name
+        assert not p.exists() or p.is_symlink(), name   # a link at most, nothing behind it
+    st = os.lstat(dest / "suid") if os.path.lexists(dest / "suid") else None
+    assert st is None or not st.st_mode & 0o6000, oct(st.st_mode)
+    # the CLI's tar runs without CAP_MKNOD: no device node (here /dev/mem)
+    assert not os.path.lexists(dest / "dev"), oct(os.lstat(dest / "dev").st_mode)
+    assert b"dev: Cannot mknod" in r.stderr, r.stderr
+    for dirpath, dirs, files in os.walk(dest):
+        for f in files + dirs:
+            real = os.path.realpath(os.path.join(dirpath, f))
+            if not os.path.islink(os.path.join(dirpath, f)):
+                assert real.startswith(str(dest) + os.sep), real

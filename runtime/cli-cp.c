@@ -40,7 +40,7 @@
 
 static const char usage[] =
         "usage: hutch cp LOCAL ID:PATH\n"
-        "       hutch cp ID:PATH LOCAL\n"
+        "       hutch cp [--max-bytes N] ID:PATH LOCAL\n"
         "\n"
         "Copy a file or a directory into or out of a sandbox. LOCAL '-' is standard input\n"
         "(a file's bytes) or standard output (a file's bytes, or a tar stream for a\n"
@@ -48,8 +48,14 @@ static const char usage[] =
         "copied as a tar stream: its contents end up in the destination, which is created.\n"
         "Copying a file onto an existing directory puts it inside, under its own name.\n"
         "Write 'PATH' with './' in front for a local path that contains ':'.\n"
+        "--max-bytes N stops a copy out of a sandbox that sends more than N bytes (a\n"
+        "hostile sandbox can send a directory stream without end); what a stopped\n"
+        "directory copy extracted stays in LOCAL, a stopped file copy is removed.\n"
         "Exit codes: 0 copied, 1 the copy failed (missing file, no space, ...), 64 usage,\n"
         "65 no such sandbox, 66 sandbox expired or deleted, 70 other failure.\n";
+
+/* --max-bytes: what a copy out of a sandbox may receive; 0 = no bound. */
+static uint64_t max_bytes;
 
 /* "ID:PATH" -> id and path; false if arg is a local path. */
 static bool split_remote(const char *arg, char *id, size_t size, const char **path)
@@ -365,6 +371,8 @@ static int copy_body(int sock, struct http_resp *h, int out)
 
 	if (!buf)
 		return -ENOMEM;
+	if (max_bytes && ((h->length >= 0 && (uint64_t)h->length > max_bytes) || pre > max_bytes))
+		return -EFBIG; /* nothing written */
 	if (pre && hutch_write_all(out, h->head + h->body_off, pre) < 0)
 		return -errno;
 	for (;;) {
@@ -375,6 +383,8 @@ static int copy_body(int sock, struct http_resp *h, int out)
 			return -errno;
 		if (n == 0)
 			break;
+		if (max_bytes && (uint64_t)got + (uint64_t)n > max_bytes)
+			return -EFBIG;
 		if (hutch_write_all(out, buf, (size_t)n) < 0)
 			return -errno;
 		got += n;
@@ -406,6 +416,12 @@ static int get_stream(const struct hutch_paths *p, const char *remote, bool tar,
 		return api_failure(sock, &h, remote);
 	}
 	r = copy_body(sock, &h, out);
+	if (r == -EFBIG)
+		return hutch_cli_fail(
+		        CP_EXIT_FILE,
+		        "copy of '%s' stopped: the sandbox sent more than --max-bytes "
+		        "%llu bytes",
+		        remote, (unsigned long long)max_bytes);
 	if (r < 0)
 		return hutch_cli_fail(CP_EXIT_FILE, "copy of '%s' failed: %s", remote,
 		                      r == -EPIPE ? "the transfer ended early" : strerror(-r));
@@ -484,10 +500,27 @@ int hutch_cli_cp(int argc, char **argv)
 		fputs(usage, stdout);
 		return 0;
 	}
+	if (argc >= 2 && !strncmp(argv[1], "--max-bytes", 11) &&
+	    (argv[1][11] == '\0' || argv[1][11] == '=')) {
+		int used = argv[1][11] == '=' ? 1 : 2;
+		const char *v = used == 1 ? argv[1] + 12 : argc >= 3 ? argv[2] : NULL;
+
+		if (!v)
+			return hutch_cli_fail(HUTCH_EXIT_USAGE,
+			                      "--max-bytes needs a number of bytes");
+		if (hutch_parse_u64(v, 1, UINT64_MAX, &max_bytes) < 0)
+			return hutch_cli_fail(
+			        HUTCH_EXIT_USAGE,
+			        "invalid --max-bytes '%s': expected a number of bytes, "
+			        "at least 1",
+			        v);
+		argc -= used;
+		argv += used;
+	}
 	if (argc != 3)
 		return hutch_cli_fail(HUTCH_EXIT_USAGE,
 		                      "give a source and a destination: hutch cp LOCAL ID:PATH "
-		                      "or hutch cp ID:PATH LOCAL");
+		                      "or hutch cp [--max-bytes N] ID:PATH LOCAL");
 	signal(SIGPIPE, SIG_IGN);
 	src_remote = split_remote(argv[1], id_src, sizeof(id_src), &rsrc);
 	dst_remote = split_remote(argv[2], id_dst, sizeof(id_dst), &rdst);
@@ -497,6 +530,10 @@ int hutch_cli_cp(int argc, char **argv)
 		        "exactly one of '%s' and '%s' must be ID:PATH (a sandbox id, a colon, "
 		        "a path in the sandbox)",
 		        argv[1], argv[2]);
+	if (max_bytes && dst_remote)
+		return hutch_cli_fail(HUTCH_EXIT_USAGE,
+		                      "--max-bytes bounds a copy out of a sandbox (ID:PATH LOCAL), "
+		                      "not into one");
 	if ((src_remote && !*rsrc) || (dst_remote && !*rdst))
 		return hutch_cli_fail(HUTCH_EXIT_USAGE, "empty path after 'ID:' in '%s'",
 		                      src_remote ? argv[1] : argv[2]);

@@ -564,7 +564,15 @@ class FakeSandbox:
                     if not chunk:
                         break
                     head += chunk
-                if b"format=tar" in head.split(b"\r\n", 1)[0]:
+                if b"format=tar" in head.split(b"\r\n", 1)[0] and callable(self.body):
+                    c.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/x-tar\r\n"
+                              b"Connection: close\r\n\r\n")
+                    try:
+                        for chunk in self.body():
+                            c.sendall(chunk)
+                    except OSError:
+                        pass  # the client stopped reading
+                elif b"format=tar" in head.split(b"\r\n", 1)[0]:
                     c.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/x-tar\r\n"
                               b"Content-Length: %d\r\nConnection: close\r\n\r\n" % len(self.body)
                               + self.body)
@@ -615,3 +623,65 @@ def test_directory_copy_of_a_hostile_stream_stays_in_the_destination(hutch, tmp_
             real = os.path.realpath(os.path.join(dirpath, f))
             if not os.path.islink(os.path.join(dirpath, f)):
                 assert real.startswith(str(dest) + os.sep), real
+
+
+def endless_tar():
+    """A directory stream without end: the same 1 MiB member, forever."""
+    import io
+    import tarfile
+    data = b"x" * (1 << 20)
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w", format=tarfile.GNU_FORMAT) as t:
+        info = tarfile.TarInfo("blob")
+        info.size = len(data)
+        t.addfile(info, io.BytesIO(data))
+    member = buf.getvalue()[:512 + len(data)]  # header + data, no end-of-archive blocks
+
+    def gen():
+        while True:
+            yield member
+    return gen
+
+
+def test_cp_max_bytes_stops_an_endless_directory_stream(hutch, tmp_path):
+    dest = tmp_path / "dest"
+    fake = FakeSandbox(hutch.rtdir, endless_tar())
+    try:
+        r = hutch("cp", "--max-bytes", str(8 << 20), f"{fake.id}:d", str(dest), timeout=60)
+    finally:
+        fake.close()
+    assert r.returncode == 1, r
+    assert b"copy of 'd' stopped: the sandbox sent more than --max-bytes 8388608 bytes" in r.stderr
+    # what was extracted before the stop stays, and it is bounded
+    total = sum(f.stat().st_size for f in dest.rglob("*") if f.is_file())
+    assert total <= 8 << 20, total
+
+
+def test_cp_max_bytes_file(sandbox, hutch, tmp_path):
+    sandbox.sh("head -c 3000000 /dev/urandom > big")
+    out = tmp_path / "big"
+    r = hutch("cp", "--max-bytes", "1000000", f"{sandbox.id}:big", str(out))
+    assert r.returncode == 1, r
+    assert b"copy of 'big' stopped: the sandbox sent more than --max-bytes 1000000 bytes" \
+        in r.stderr, r.stderr
+    assert not out.exists()   # a stopped file copy leaves nothing
+    r = hutch("cp", "--max-bytes=3000000", f"{sandbox.id}:big", str(out))
+    assert r.returncode == 0, r
+    assert out.stat().st_size == 3000000
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--max-bytes"], b"--max-bytes needs a number of bytes"),
+    (["--max-bytes", "0", "ID:big", "out"], b"invalid --max-bytes '0': expected a number of bytes"),
+    (["--max-bytes=12k", "ID:big", "out"], b"invalid --max-bytes '12k'"),
+    (["--max-bytes", "10", "LOCAL", "ID:x"], b"--max-bytes bounds a copy out of a sandbox"),
+])
+def test_cp_max_bytes_usage_errors(sandbox, hutch, tmp_path, args, message):
+    local = tmp_path / "local"
+    local.write_text("x")
+    args = [a.replace("ID", sandbox.id).replace("LOCAL", str(local))
+            .replace("out", str(tmp_path / "out")) for a in args]
+    r = hutch("cp", *args)
+    assert r.returncode == 64, r
+    assert message in r.stderr, r.stderr
+    assert not (tmp_path / "out").exists()

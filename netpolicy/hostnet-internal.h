@@ -57,6 +57,21 @@ long hutch_net_link_slot(const char *name);
 int hutch_nft_ensure(const struct hutch_net_pool *pool, struct hutch_err *err);
 int hutch_nft_remove(struct hutch_err *err);
 
+/* A fast look at the table over raw netlink (nftprobe.c). probe: 1 when
+ * the set pool4 of table inet hutch holds exactly pool; 0 when it holds
+ * something else; negative when there is no such set (-ENODEV) or on any
+ * error. Only 1 is conclusive: for the rest, ask libnftables. */
+#define HUTCH_NFT_ELEMS_MAX 16
+struct hutch_nft_elems {
+	uint32_t starts[HUTCH_NFT_ELEMS_MAX], ends[HUTCH_NFT_ELEMS_MAX]; /* network order */
+	size_t nstarts, nends;
+};
+int hutch_nft_probe_pool(const struct hutch_net_pool *pool);
+/* Pure parts, for the unit test: the attributes of one NFT_MSG_NEWSETELEM
+ * (after its nfgenmsg) appended to e; does e describe exactly pool. */
+int hutch_nft_parse_setelems(const void *attrs, size_t len, struct hutch_nft_elems *e);
+bool hutch_nft_elems_are_pool(const struct hutch_nft_elems *e, const struct hutch_net_pool *pool);
+
 /* "A.B.C.D/N" of a pool, into buf (at least 19 bytes). */
 void hutch_net_pool_format(const struct hutch_net_pool *pool, char *buf, size_t size);
 

@@ -206,6 +206,8 @@ int hutch_nft_ensure(const struct hutch_net_pool *pool, struct hutch_err *err)
 	char cmd[sizeof(TABLE_FMT) + 32], p[32];
 	int r;
 
+	if (hutch_nft_probe_pool(pool) == 1)
+		return 0; /* the common case, without loading libnftables */
 	r = check_existing(pool, err);
 	if (r != 0)
 		return r < 0 ? r : 0;

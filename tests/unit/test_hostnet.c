@@ -15,6 +15,8 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include <linux/netfilter/nf_tables.h>
+#include <netlink/msg.h>
 
 #include "hostnet-internal.h"
 #include "hostnet.h"
@@ -134,6 +136,129 @@ static void test_link_slot(void **state)
 	assert_int_equal(hutch_net_link_slot(""), -1);
 }
 
+/* One set element as the kernel dumps it: LIST_ELEM { KEY { VALUE }, FLAGS }.
+ * keylen 0: no key; flagslen 0: no flags, 4: u32 (the kernel's), 1: u8. */
+static void put_elem(struct nl_msg *m, const char *addr, uint32_t flags, int keylen, int flagslen)
+{
+	struct nlattr *el, *key;
+	unsigned char v[16] = { 0 };
+
+	assert_int_equal(inet_pton(AF_INET, addr, v), 1);
+	el = nla_nest_start(m, NFTA_LIST_ELEM);
+	if (keylen) {
+		key = nla_nest_start(m, NFTA_SET_ELEM_KEY);
+		assert_int_equal(nla_put(m, NFTA_DATA_VALUE, keylen, v), 0);
+		nla_nest_end(m, key);
+	}
+	if (flagslen == 4)
+		assert_int_equal(nla_put_u32(m, NFTA_SET_ELEM_FLAGS, htonl(flags)), 0);
+	else if (flagslen == 1)
+		assert_int_equal(nla_put_u8(m, NFTA_SET_ELEM_FLAGS, (uint8_t)flags), 0);
+	nla_nest_end(m, el);
+}
+
+#define ELEM(a)     a, 0, 4, 0
+#define ELEM_END(a) a, NFT_SET_ELEM_INTERVAL_END, 4, 4
+
+static struct nl_msg *elems_begin(struct nlattr **list)
+{
+	struct nl_msg *m = nlmsg_alloc();
+
+	assert_non_null(m);
+	*list = nla_nest_start(m, NFTA_SET_ELEM_LIST_ELEMENTS);
+	return m;
+}
+
+/* Close the list, parse it (cut bytes short of its end), free it. */
+static int elems_parse(struct nl_msg *m, struct nlattr *list, size_t cut, struct hutch_nft_elems *e)
+{
+	struct nlmsghdr *h;
+	int r;
+
+	nla_nest_end(m, list);
+	h = nlmsg_hdr(m);
+	memset(e, 0, sizeof(*e));
+	r = hutch_nft_parse_setelems(nlmsg_data(h), (size_t)nlmsg_datalen(h) - cut, e);
+	nlmsg_free(m);
+	return r;
+}
+
+static struct hutch_net_pool pool_of(const char *cidr)
+{
+	struct hutch_net_pool p;
+	struct hutch_err err = { 0 };
+
+	assert_int_equal(hutch_net_pool_parse(cidr, &p, &err), 0);
+	return p;
+}
+
+static void test_nft_setelems(void **state)
+{
+	struct hutch_net_pool pool = pool_of("10.200.0.0/16");
+	struct hutch_nft_elems e;
+	struct nlattr *list;
+	struct nl_msg *m;
+
+	(void)state;
+	/* What nft stores for "elements = { 10.200.0.0/16 }". */
+	m = elems_begin(&list);
+	put_elem(m, ELEM_END("0.0.0.0"));
+	put_elem(m, ELEM_END("10.201.0.0"));
+	put_elem(m, ELEM("10.200.0.0"));
+	assert_int_equal(elems_parse(m, list, 0, &e), 0);
+	assert_int_equal(e.nstarts, 1);
+	assert_int_equal(e.nends, 1);
+	assert_true(hutch_nft_elems_are_pool(&e, &pool));
+	pool = pool_of("10.201.0.0/16");
+	assert_false(hutch_nft_elems_are_pool(&e, &pool));
+	pool = pool_of("10.200.0.0/15");
+	assert_false(hutch_nft_elems_are_pool(&e, &pool));
+
+	/* Two intervals: not our pool, whatever the first one is. */
+	pool = pool_of("10.200.0.0/16");
+	m = elems_begin(&list);
+	put_elem(m, ELEM("10.200.0.0"));
+	put_elem(m, ELEM_END("10.201.0.0"));
+	put_elem(m, ELEM("10.9.0.0"));
+	put_elem(m, ELEM_END("10.10.0.0"));
+	assert_int_equal(elems_parse(m, list, 0, &e), 0);
+	assert_false(hutch_nft_elems_are_pool(&e, &pool));
+
+	/* No elements at all: parsed, not the pool. */
+	m = elems_begin(&list);
+	assert_int_equal(elems_parse(m, list, 0, &e), 0);
+	assert_false(hutch_nft_elems_are_pool(&e, &pool));
+}
+
+static void test_nft_setelems_malformed(void **state)
+{
+	struct hutch_net_pool pool = pool_of("10.200.0.0/16");
+	struct hutch_nft_elems e;
+	struct nlattr *list;
+	struct nl_msg *m;
+
+	(void)state;
+	m = elems_begin(&list); /* an IPv6-sized key */
+	put_elem(m, "10.200.0.0", 0, 16, 0);
+	assert_int_equal(elems_parse(m, list, 0, &e), -EBADMSG);
+	m = elems_begin(&list); /* no key */
+	put_elem(m, "10.200.0.0", 0, 0, 4);
+	assert_int_equal(elems_parse(m, list, 0, &e), -EBADMSG);
+	m = elems_begin(&list); /* flags of the wrong size */
+	put_elem(m, "10.200.0.0", 1, 4, 1);
+	assert_int_equal(elems_parse(m, list, 0, &e), -EBADMSG);
+	m = elems_begin(&list); /* more elements than a pool set holds */
+	for (int i = 0; i < HUTCH_NFT_ELEMS_MAX + 1; i++)
+		put_elem(m, ELEM("10.200.0.0"));
+	assert_int_equal(elems_parse(m, list, 0, &e), -E2BIG);
+	/* A truncated message loses its last attribute: never a match. */
+	m = elems_begin(&list);
+	put_elem(m, ELEM("10.200.0.0"));
+	put_elem(m, ELEM_END("10.201.0.0"));
+	assert_true(elems_parse(m, list, 8, &e) <= 0);
+	assert_false(hutch_nft_elems_are_pool(&e, &pool));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -141,6 +266,8 @@ int main(void)
 		cmocka_unit_test(test_pool_addrs),
 		cmocka_unit_test(test_pool_out_of_room),
 		cmocka_unit_test(test_link_slot),
+		cmocka_unit_test(test_nft_setelems),
+		cmocka_unit_test(test_nft_setelems_malformed),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -42,12 +42,14 @@ int hutch_nft_parse_setelems(const void *attrs, size_t len, struct hutch_nft_ele
 		return -EBADMSG;
 	if (!tb[NFTA_SET_ELEM_LIST_ELEMENTS])
 		return 0;
-	nla_for_each_nested(elem, tb[NFTA_SET_ELEM_LIST_ELEMENTS], rem) {
+	nla_for_each_nested(elem, tb[NFTA_SET_ELEM_LIST_ELEMENTS], rem)
+	{
 		struct nlattr *ea[NFTA_SET_ELEM_MAX + 1], *ka[NFTA_DATA_MAX + 1];
 		uint32_t flags = 0, key;
 
 		if (nla_type(elem) != NFTA_LIST_ELEM ||
-		    nla_parse_nested(ea, NFTA_SET_ELEM_MAX, elem, NULL) < 0 || !ea[NFTA_SET_ELEM_KEY] ||
+		    nla_parse_nested(ea, NFTA_SET_ELEM_MAX, elem, NULL) < 0 ||
+		    !ea[NFTA_SET_ELEM_KEY] ||
 		    nla_parse_nested(ka, NFTA_DATA_MAX, ea[NFTA_SET_ELEM_KEY], NULL) < 0 ||
 		    !ka[NFTA_DATA_VALUE] || nla_len(ka[NFTA_DATA_VALUE]) != 4)
 			return -EBADMSG;

@@ -49,8 +49,9 @@ static const char usage[] =
         "Copying a file onto an existing directory puts it inside, under its own name.\n"
         "Write 'PATH' with './' in front for a local path that contains ':'.\n"
         "--max-bytes N stops a copy out of a sandbox that sends more than N bytes (a\n"
-        "hostile sandbox can send a directory stream without end); what a stopped\n"
-        "directory copy extracted stays in LOCAL, a stopped file copy is removed.\n"
+        "hostile sandbox can send a directory stream without end, or a sparse file of\n"
+        "any size); what a stopped directory copy extracted stays in LOCAL, a stopped\n"
+        "file copy is removed.\n"
         "Exit codes: 0 copied, 1 the copy failed (missing file, no space, ...), 64 usage,\n"
         "65 no such sandbox, 66 sandbox expired or deleted, 70 other failure.\n";
 

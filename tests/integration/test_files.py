@@ -668,6 +668,13 @@ def test_cp_max_bytes_file(sandbox, hutch, tmp_path):
     r = hutch("cp", "--max-bytes=3000000", f"{sandbox.id}:big", str(out))
     assert r.returncode == 0, r
     assert out.stat().st_size == 3000000
+    # a sparse file takes no room in the sandbox but would fill the host:
+    # its length is over the bound, so nothing is written at all
+    sandbox.sh("truncate -s 1T sparse")
+    r = hutch("cp", "--max-bytes", str(1 << 30), f"{sandbox.id}:sparse", str(tmp_path / "sp"))
+    assert r.returncode == 1, r
+    assert b"more than --max-bytes 1073741824 bytes" in r.stderr, r.stderr
+    assert not (tmp_path / "sp").exists()
 
 
 @pytest.mark.parametrize("args, message", [

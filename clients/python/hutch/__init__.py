@@ -8,7 +8,7 @@
 Standard library only. See docs/python.md.
 """
 from .errors import (APIError, BackgroundProcessesDisabledError, CommandTimeoutError, ConfigError,
-                     HutchNotFoundError, NotCapableHostError, ProcessNotFoundError,
+                     FileTooLargeError, HutchNotFoundError, NotCapableHostError, ProcessNotFoundError,
                      ProcessNotRunningError, SandboxDeletedError, SandboxError,
                      SandboxExpiredError, SandboxFileNotFoundError, SandboxGoneError,
                      SandboxIsADirectoryError, SandboxNoSpaceError, SandboxPermissionError,
@@ -31,5 +31,5 @@ __all__ = [
     "SandboxGoneError", "SandboxExpiredError", "SandboxDeletedError", "CommandTimeoutError",
     "APIError", "SandboxFileNotFoundError", "SandboxPermissionError", "SandboxIsADirectoryError",
     "SandboxNoSpaceError", "ProcessNotFoundError", "ProcessNotRunningError",
-    "BackgroundProcessesDisabledError",
+    "BackgroundProcessesDisabledError", "FileTooLargeError",
 ]

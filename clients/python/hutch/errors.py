@@ -66,6 +66,12 @@ class APIError(SandboxError):
         self.path = path
 
 
+class FileTooLargeError(SandboxError):
+    """A file or stream from the sandbox is longer than the ``max_bytes`` the
+    caller allowed (a sparse file takes no room in the sandbox and can have
+    any length)."""
+
+
 class SandboxFileNotFoundError(APIError, FileNotFoundError):
     """No such file or directory in the sandbox."""
 

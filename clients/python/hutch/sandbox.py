@@ -546,10 +546,23 @@ class SandboxSession:
         return ExecutionStream(self._client, resp, conn)
 
     # -- files -----------------------------------------------------------
-    def read_file(self, path):
-        """The contents of a file, as bytes (any size)."""
+    def _get_file(self, path, max_bytes):
+        """GET /files for path; a length over max_bytes is refused before
+        any byte is read."""
         resp, conn = self._client.request("GET", _http.query("/files", path=os.fspath(path)))
         self._client.check(resp, conn)
+        length = resp.getheader("Content-Length")
+        if max_bytes is not None and length is not None and int(length) > max_bytes:
+            conn.close()
+            raise errors.FileTooLargeError(f"{os.fspath(path)} is {length} bytes, more than "
+                                           f"max_bytes={max_bytes}")
+        return resp, conn
+
+    def read_file(self, path, *, max_bytes=None):
+        """The contents of a file, as bytes. ``max_bytes`` refuses a longer
+        file (FileTooLargeError) before reading it: a hostile sandbox can
+        offer a sparse file of any size."""
+        resp, conn = self._get_file(path, max_bytes)
         return self._client.read_body(resp, conn)
 
     def write_file(self, path, data, *, mode=None):
@@ -612,11 +625,11 @@ class SandboxSession:
             if own:
                 f.close()
 
-    def download(self, src, dst):
+    def download(self, src, dst, *, max_bytes=None):
         """Stream a sandbox file to ``dst`` (a local path or a binary file
-        object); returns the number of bytes."""
-        resp, conn = self._client.request("GET", _http.query("/files", path=os.fspath(src)))
-        self._client.check(resp, conn)
+        object); returns the number of bytes. ``max_bytes`` refuses a longer
+        file (FileTooLargeError) before writing anything."""
+        resp, conn = self._get_file(src, max_bytes)
         own = not hasattr(dst, "write")
         n = 0
         try:

@@ -393,6 +393,35 @@ def test_files():
             s.write_file("/usr/evil", "x")
 
 
+def test_max_bytes_refuses_a_sparse_file_before_reading(tmp_path):
+    """A sparse file takes no room in the sandbox and can have any length:
+    max_bytes refuses it before a byte is read or written."""
+    with LocalSandbox(instance_type="nano") as s:
+        s.execute("truncate -s 1T sparse && printf 12345 > small")
+        with pytest.raises(hutch.FileTooLargeError) as ei:
+            s.read_file("sparse", max_bytes=1 << 20)
+        assert "1099511627776 bytes, more than max_bytes=1048576" in str(ei.value)
+        dst = tmp_path / "sparse"
+        with pytest.raises(hutch.FileTooLargeError):
+            s.download("sparse", str(dst), max_bytes=1 << 20)
+        assert not dst.exists()
+        assert s.read_file("small", max_bytes=5) == b"12345"
+        assert s.download("small", str(tmp_path / "small"), max_bytes=5) == 5
+        # the connection pool is still usable after a refusal
+        assert s.execute("echo ok").stdout == "ok\n"
+
+
+async def _async_max_bytes():
+    async with LocalSandbox(instance_type="nano") as s:
+        await s.execute("truncate -s 1T sparse")
+        with pytest.raises(hutch.FileTooLargeError):
+            await s.read_file("sparse", max_bytes=10)
+
+
+def test_max_bytes_async():
+    asyncio.run(_async_max_bytes())
+
+
 def test_large_upload_download_integrity(tmp_path):
     src = tmp_path / "big.bin"
     h = hashlib.sha256()

@@ -314,8 +314,7 @@ static void handle_spawn(struct init_state *s, uint64_t id, const char *body, si
 	}
 	rep.pid = pid;
 reply:
-	for (size_t i = 0; i < nfds; i++)
-		close(fds[i]);
+	hutch_close_many(fds, nfds);
 	(void)hutch_proto_send(s->sock, HUTCH_MSG_SPAWNED, id, &rep, sizeof(rep), NULL, 0);
 }
 
@@ -521,8 +520,7 @@ static __attribute__((noreturn)) void serve(struct init_state *s, int sigfd)
 			else if (hdr.type == HUTCH_MSG_KILL)
 				handle_kill(s, hdr.id, body, (size_t)n);
 			if (hdr.type != HUTCH_MSG_SPAWN)
-				for (size_t i = 0; i < nfds; i++)
-					close(fds[i]);
+				hutch_close_many(fds, nfds);
 		}
 	}
 }
@@ -591,8 +589,7 @@ static int send_listeners(const struct hutch_init_params *p, struct hutch_err *e
 	}
 	r = hutch_proto_send(p->sock, HUTCH_MSG_NET_FDS, 0, body, (size_t)n * sizeof(body[0]), fds,
 	                     (size_t)n);
-	for (int i = 0; i < n; i++)
-		close(fds[i]);
+	hutch_close_many(fds, (size_t)n);
 	return r < 0 ? hutch_err_set_errno(err, r, "pass the listeners to the supervisor") : 0;
 }
 

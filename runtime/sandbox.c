@@ -185,8 +185,8 @@ static int spawn_init(struct sup *s, struct hutch_err *err)
 }
 
 /* init's listeners (hostile input: the count, kinds and fds must agree). */
-static int take_listeners(struct sup *s, const struct hutch_msg_net_fd *body, size_t len,
-                          const int *fds, size_t nfds, struct hutch_err *err)
+static int take_listeners(struct sup *s, const struct hutch_msg_net_fd *body, size_t len, int *fds,
+                          size_t nfds, struct hutch_err *err)
 {
 	size_t n = len / sizeof(body[0]);
 	bool ok = len % sizeof(body[0]) == 0 && n == nfds && s->net.nlisteners == 0 &&
@@ -197,8 +197,7 @@ static int take_listeners(struct sup *s, const struct hutch_msg_net_fd *body, si
 		      body[i].kind == HUTCH_NET_L_HOSTPORT) &&
 		     body[i].port > 0 && body[i].port <= 65535;
 	if (!ok) {
-		for (size_t i = 0; i < nfds; i++)
-			close(fds[i]);
+		hutch_close_many(fds, nfds);
 		return hutch_err_set(err, -EPROTO, "sandbox init sent bad network listeners");
 	}
 	for (size_t i = 0; i < n; i++)
@@ -240,8 +239,7 @@ again:
 			return r;
 		goto again;
 	}
-	for (size_t i = 0; i < nfds; i++)
-		close(fds[i]);
+	hutch_close_many(fds, nfds);
 	memcpy(&child_err, &u.child_err, sizeof(child_err));
 	if (hdr.type == HUTCH_MSG_READY && n == 0)
 		return 0;

@@ -3,7 +3,8 @@
  * Privilege drop for the commands init starts: once in init for what is the
  * same for every command, then a few syscalls in each command's child
  * (between clone() and execve()). init is namespace root with every
- * capability in the sandbox's user namespace.
+ * capability in the sandbox's user namespace. Also, on the host, the bound
+ * put on a helper that handles data from a sandbox (hutch_caps_bound_drop).
  */
 #ifndef HUTCH_CAPS_H
 #define HUTCH_CAPS_H

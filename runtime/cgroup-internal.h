@@ -57,7 +57,8 @@ struct hutch_cgroup {
 	size_t n_dirs;
 	char *dirs[HUTCH_CGROUP_MAX_DIRS];         /* absolute, "/sys/fs/cgroup/.../hutch-<name>" */
 	unsigned int ctrls[HUTCH_CGROUP_MAX_DIRS]; /* v1: CG_CTRL_* held by dirs[i]; v2: all */
-	bool entered;                              /* the sandbox's init was cloned into it */
+	bool entered; /* init is in it from its start: cloned into it (v2) or joined by itself (v1)
+	               */
 };
 
 /* Index of the directory holding controller bit ctrl, or -ENOENT. */

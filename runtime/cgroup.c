@@ -561,7 +561,7 @@ int hutch_cgroup_clone_fd(const struct hutch_cgroup *cg)
 	return hutch_cgroup_open_dir(cg->dirs[0]);
 }
 
-void hutch_cgroup_entered_at_clone(struct hutch_cgroup *cg)
+void hutch_cgroup_mark_entered(struct hutch_cgroup *cg)
 {
 	cg->entered = true;
 }

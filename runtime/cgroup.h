@@ -37,10 +37,11 @@ int hutch_cgroup_create(struct hutch_cgroup *cg, const struct hutch_limits *lim,
                         struct hutch_err *err);
 /* v2: a directory fd of the sandbox's cgroup (after create) for
  * clone3(CLONE_INTO_CGROUP), which starts the child inside it without a
- * migration; tell hutch_cgroup_entered_at_clone() when the clone used it.
- * v1: -EOPNOTSUPP (a child can only join v1 hierarchies by migration). */
+ * migration. v1: -EOPNOTSUPP (see hutch_cgroup_open_join()). */
 int hutch_cgroup_clone_fd(const struct hutch_cgroup *cg);
-void hutch_cgroup_entered_at_clone(struct hutch_cgroup *cg);
+/* init is in the cgroups from its start (cloned into them, or it joins by
+ * itself and reports a failure): hutch_cgroup_enter() has nothing to do. */
+void hutch_cgroup_mark_entered(struct hutch_cgroup *cg);
 /* v1: open each hierarchy's "tasks" file (host root opens it) so that the
  * child joins by itself right after clone with hutch_cgroup_join_self():
  * a thread moving itself is migrated without the global threadgroup lock,

@@ -154,7 +154,7 @@ static int spawn_init(struct sup *s, struct hutch_err *err)
 		args.cgroup = (uint64_t)cgfd;
 		pid = sys_clone3(&args, sizeof(args));
 		if (pid >= 0)
-			hutch_cgroup_entered_at_clone(s->cg);
+			hutch_cgroup_mark_entered(s->cg);
 		args.flags &= ~(uint64_t)CLONE_INTO_CGROUP;
 		args.cgroup = 0;
 	} else {
@@ -175,7 +175,7 @@ static int spawn_init(struct sup *s, struct hutch_err *err)
 		init_child(s, sv[1], cg_fds, n_cg_fds);
 	}
 	if (n_cg_fds > 0)
-		hutch_cgroup_entered_at_clone(s->cg); /* init reports a failure */
+		hutch_cgroup_mark_entered(s->cg); /* init reports a failure */
 	hutch_close_many(cg_fds, n_cg_fds);
 	close(sv[1]);
 	s->init_sock = sv[0];

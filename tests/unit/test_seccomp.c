@@ -489,22 +489,22 @@ static int caps_init(void)
 	return WEXITSTATUS(status);
 }
 
-static void test_caps_drop(void **state)
+/* Root only: op, unfiltered, in a child, must exit 0. */
+static void assert_root_child_ok(int (*op)(void))
 {
 	int status;
-	pid_t pid;
 
-	(void)state;
 	if (geteuid() != 0)
 		skip();
-	fflush(NULL);
-	pid = fork();
-	assert_true(pid >= 0);
-	if (pid == 0)
-		_exit(caps_init());
-	assert_int_equal(waitpid(pid, &status, 0), pid);
+	status = run_child(op, false);
 	assert_true(WIFEXITED(status));
 	assert_int_equal(WEXITSTATUS(status), 0);
+}
+
+static void test_caps_drop(void **state)
+{
+	(void)state;
+	assert_root_child_ok(caps_init);
 }
 
 /* Root without CAP_MKNOD in its bounding set: an exec'd helper gets no
@@ -538,20 +538,8 @@ static int bound_drop_child(void)
 
 static void test_caps_bound_drop(void **state)
 {
-	int status;
-	pid_t pid;
-
 	(void)state;
-	if (geteuid() != 0)
-		skip();
-	fflush(NULL);
-	pid = fork();
-	assert_true(pid >= 0);
-	if (pid == 0)
-		_exit(bound_drop_child());
-	assert_int_equal(waitpid(pid, &status, 0), pid);
-	assert_true(WIFEXITED(status));
-	assert_int_equal(WEXITSTATUS(status), 0);
+	assert_root_child_ok(bound_drop_child);
 }
 
 int main(void)

@@ -53,7 +53,8 @@ static const char usage[] =
         "any size); what a stopped directory copy extracted stays in LOCAL, a stopped\n"
         "file copy is removed.\n"
         "Exit codes: 0 copied, 1 the copy failed (missing file, no space, ...), 64 usage,\n"
-        "65 no such sandbox, 66 sandbox expired or deleted, 70 other failure.\n";
+        "65 no such sandbox, 66 sandbox expired or deleted, 69 a directory copy out as root\n"
+        "without CAP_SETPCAP (its tar could not lose CAP_MKNOD), 70 other failure.\n";
 
 /* --max-bytes: what a copy out of a sandbox may receive; 0 = no bound. */
 static uint64_t max_bytes;
@@ -274,18 +275,11 @@ static int put_stream(const struct hutch_paths *p, const char *remote, int in, i
 	return api_failure(sock, &h, remote);
 }
 
-/* from_sandbox: tar extracts a stream a sandbox made, which may be
- * anything (a process in the sandbox can write into its tar's pipe). Run as
- * root, GNU tar would create the device nodes it names (a raw disk, mode
- * 0666, in the user's directory): it runs without CAP_MKNOD, and fails
- * those members. */
-static pid_t spawn_tar(char *const *argv, int fd_in, int fd_out, bool from_sandbox)
+static pid_t spawn_tar(char *const *argv, int fd_in, int fd_out)
 {
 	pid_t pid = fork();
 
 	if (pid == 0) {
-		if (from_sandbox && hutch_caps_bound_drop(CAP_MKNOD) < 0)
-			_exit(126);
 		if (fd_in >= 0 && dup2(fd_in, 0) < 0) /* lint-fds: ok: child stdio */
 			_exit(127);
 		if (fd_out >= 0 && dup2(fd_out, 1) < 0) /* lint-fds: ok: child stdio */
@@ -315,7 +309,7 @@ static int upload_dir(const struct hutch_paths *p, const char *local, const char
 
 	if (pipe2(fds, O_CLOEXEC) < 0)
 		return hutch_cli_fail(HUTCH_EXIT_FAILURE, "pipe: %s", strerror(errno));
-	pid = spawn_tar(argv, -1, fds[1], false);
+	pid = spawn_tar(argv, -1, fds[1]);
 	close(fds[1]);
 	if (pid < 0) {
 		close(fds[0]);
@@ -440,12 +434,23 @@ static int download_dir(const struct hutch_paths *p, const char *remote, const c
 
 	if (!strcmp(local, "-"))
 		return get_stream(p, remote, true, 1);
+	/* The stream may be anything a process in the sandbox writes into its
+	 * tar's pipe. Run as root, GNU tar would create the device nodes it
+	 * names (a raw disk, mode 0666, in the user's directory): this process
+	 * and so the tar it starts lose CAP_MKNOD first (nothing else here
+	 * needs it), and tar fails those members. */
+	if (hutch_caps_bound_drop(CAP_MKNOD) < 0)
+		return hutch_cli_fail(HUTCH_EXIT_NOT_CAPABLE,
+		                      "cannot take CAP_MKNOD away from the tar that extracts "
+		                      "'%s' (it needs CAP_SETPCAP): nothing copied; copy to '-' "
+		                      "and extract yourself",
+		                      remote);
 	if (mkdir(local, 0755) < 0 && errno != EEXIST)
 		return hutch_cli_fail(CP_EXIT_FILE, "cannot create '%s': %s", local,
 		                      strerror(errno));
 	if (pipe2(fds, O_CLOEXEC) < 0)
 		return hutch_cli_fail(HUTCH_EXIT_FAILURE, "pipe: %s", strerror(errno));
-	pid = spawn_tar(argv, fds[0], -1, true);
+	pid = spawn_tar(argv, fds[0], -1);
 	close(fds[0]);
 	if (pid < 0) {
 		close(fds[1]);

@@ -14,7 +14,7 @@ import urllib.parse
 
 import pytest
 
-from conftest import UnixHTTPConnection, proc_status_kib
+from conftest import HUTCH, UnixHTTPConnection, proc_status_kib
 
 
 def post(sb, path, body, **kw):
@@ -692,3 +692,20 @@ def test_cp_max_bytes_usage_errors(sandbox, hutch, tmp_path, args, message):
     assert r.returncode == 64, r
     assert message in r.stderr, r.stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_directory_copy_refused_when_tar_would_keep_cap_mknod(sandbox, hutch, tmp_path):
+    """Root without CAP_SETPCAP cannot take CAP_MKNOD from the extracting
+    tar: cp refuses before anything is transferred (exit 69), naming the
+    way out."""
+    sandbox.sh("mkdir d && echo x > d/f")
+    out = tmp_path / "out"
+    r = subprocess.run(["setpriv", "--bounding-set=-setpcap", HUTCH, "cp", f"{sandbox.id}:d",
+                        str(out)], capture_output=True, env=hutch.env, timeout=60)
+    assert r.returncode == 69, r
+    assert b"cannot take CAP_MKNOD away from the tar that extracts 'd'" in r.stderr, r.stderr
+    assert b"copy to '-' and extract yourself" in r.stderr
+    assert not out.exists()
+    # the same copy works with CAP_SETPCAP
+    r = hutch("cp", f"{sandbox.id}:d", str(out))
+    assert r.returncode == 0 and (out / "f").read_text() == "x\n", r

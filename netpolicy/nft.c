@@ -81,7 +81,7 @@ static const char TABLE_FMT[] =
  * libnftables, loaded on first use by its SONAME (found at build time, see
  * CMakeLists.txt): linking it would load it and its five dependencies into
  * every CLI call (~6 ms of each start) although only network all's host
- * side and doctor need it. Like the libmicrohttpd table (runtime/mhd.h), a
+ * side and doctor need it. Like the libmicrohttpd table (supervisor/mhd.h), a
  * global written once before any use.
  */
 #ifndef HUTCH_NFT_SONAME

@@ -1,5 +1,5 @@
 """Claiming a sandbox from a warm pool (``hutch pool start``) without a CLI
-process: the same steps as ``hutch create`` (runtime/pool.c). Take a ready
+process: the same steps as ``hutch create`` (cli/pool.c). Take a ready
 sandbox by unlinking its token in ``$HUTCH_RUNTIME_DIR/.pool/<key>/`` (only
 one unlink succeeds), then ``POST /claim`` with the session's options. Any
 failure returns None and the caller creates through the CLI as usual."""

@@ -21,10 +21,10 @@
 #include <microhttpd.h>
 
 #include "api-files.h"
+#include "claim.h"
 #include "cleanup.h"
 #include "idle.h"
 #include "mhd.h"
-#include "pool.h"
 #include "procs.h"
 #include "request.h"
 #include "supervisor.h"
@@ -302,7 +302,7 @@ static enum MHD_Result procs_route(struct request *r)
 	return ret == MHD_YES ? MHD_YES : MHD_NO;
 }
 
-/* POST /claim: a pooled sandbox starts its session (pool.c). */
+/* POST /claim: a pooled sandbox starts its session (claim.c). */
 static enum MHD_Result claim(struct request *r)
 {
 	_cleanup_cjson_ cJSON *body = cJSON_ParseWithLength(r->body.data ? r->body.data : "{}",

@@ -30,18 +30,9 @@
 
 #include "config.h"
 #include "error.h"
+#include "poolkey.h"
 #include "sandbox.h"
 
-#define HUTCH_POOL_MAX_SIZE    256
-#define HUTCH_POOL_KEY_MAX     64
-#define HUTCH_POOL_SANDBOX_TTL 3600 /* a pooled sandbox unclaimed this long is replaced */
-
-struct sup;
-
-/* "<type>-<mode>-<16 hex>": the configuration's pool. */
-void hutch_pool_key(const struct hutch_config *cfg, char *buf, size_t size);
-/* Can this creation be served from a pool? */
-bool hutch_pool_can_serve(const struct hutch_config *cfg);
 
 /* CLI: take a ready sandbox from the pool of cfg's key and give it cfg's
  * per-session options. 1: claimed (ret filled); 0: no pool or it is empty
@@ -60,10 +51,5 @@ int hutch_pool_stop(const char *runtime_dir, const char *key, struct hutch_err *
 cJSON *hutch_pool_list(const char *runtime_dir);
 /* gc: pools whose keeper died: delete their unclaimed sandboxes. */
 int hutch_pool_gc(const char *runtime_dir, struct hutch_err *err);
-
-/* Supervisor: POST /claim. body: optional ttl_seconds, idle_timeout_seconds,
- * max_output_bytes, region, on_destroy. Returns the created answer or NULL
- * with err set (-EALREADY when not pooled / claimed already, -EINVAL). */
-cJSON *hutch_sup_claim(struct sup *s, const cJSON *body, struct hutch_err *err);
 
 #endif

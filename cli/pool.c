@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The warm pool: keeper process, claims, and the supervisor's side of a
- * claim. See pool.h.
+ * The warm pool, CLI side: the keeper process, claims, start, stop, list
+ * and gc. See pool.h; the supervisor's side of a claim is
+ * supervisor/claim.c, the key runtime/poolkey.c.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -22,50 +23,16 @@
 #include "cleanup.h"
 #include "client.h"
 #include "fdutil.h"
-#include "idle.h"
 #include "log.h"
 #include "pool.h"
+#include "poolkey.h"
 #include "state.h"
-#include "supervisor.h"
 #include "syscalls.h"
 
 #define POOL_DIR        ".pool"
 #define CHECK_EVERY_MS  10000 /* look for expired pooled sandboxes */
 #define RETRY_MS        1000  /* after a failed creation */
 #define REFILL_DELAY_MS 50    /* quiet time after a claim before refilling */
-
-/* ---- keys ---- */
-
-static uint64_t fnv1a(uint64_t h, const char *s)
-{
-	for (; *s; s++) {
-		h ^= (unsigned char)*s;
-		h *= 0x100000001b3ull;
-	}
-	return h ^ 0xff; /* field separator */
-}
-
-void hutch_pool_key(const struct hutch_config *cfg, char *buf, size_t size)
-{
-	uint64_t h = 0xcbf29ce484222325ull;
-	char port[8];
-
-	h = fnv1a(h, cfg->type->name);
-	h = fnv1a(h, cfg->network_spec);
-	for (size_t i = 0; i < cfg->nhost_ports; i++) {
-		snprintf(port, sizeof(port), "%u", cfg->host_ports[i]);
-		h = fnv1a(h, port);
-	}
-	h = fnv1a(h, cfg->resolver);
-	h = fnv1a(h, cfg->net_pool);
-	snprintf(buf, size, "%s-%s-%016llx", cfg->type->name, hutch_net_mode_name(cfg->net.mode),
-	         (unsigned long long)h);
-}
-
-bool hutch_pool_can_serve(const struct hutch_config *cfg)
-{
-	return !cfg->setup_script && !cfg->on_create && !cfg->pool_key[0];
-}
 
 static int pool_dir_path(const char *rt, const char *key, char *buf, size_t size)
 {
@@ -178,94 +145,6 @@ int hutch_pool_claim(const struct hutch_config *cfg, const char *rt, struct hutc
 		hutch_err_clear(err);
 	}
 	return 0;
-}
-
-/* ---- the supervisor's side ---- */
-
-cJSON *hutch_sup_claim(struct sup *s, const cJSON *body, struct hutch_err *err)
-{
-	static const char *const keys[] = { "ttl_seconds", "idle_timeout_seconds",
-		                            "max_output_bytes", "region", "on_destroy" };
-	struct hutch_config tmp;
-	struct itimerspec its = { 0 };
-	const cJSON *it;
-	cJSON *o;
-	char num[32];
-	int r = 0;
-
-	if (!s->cfg->pool_key[0]) {
-		hutch_err_set(err, -EALREADY,
-		              "sandbox %s is not a pooled sandbox waiting for a claim", s->id);
-		return NULL;
-	}
-	if (!cJSON_IsObject(body)) {
-		hutch_err_set(err, -EINVAL, "the body must be a JSON object");
-		return NULL;
-	}
-	cJSON_ArrayForEach(it, body) {
-		bool known = false;
-		for (size_t i = 0; i < ELEMENTSOF(keys); i++)
-			known = known || !strcmp(it->string, keys[i]);
-		if (!known) {
-			hutch_err_set(err, -EINVAL, "unknown field '%s'", it->string);
-			return NULL;
-		}
-	}
-	hutch_config_init(&tmp);
-	tmp.type = s->cfg->type;
-	tmp.net = s->cfg->net; /* borrowed for the region rule; not freed below */
-	cJSON_ArrayForEach(it, body) {
-		const char *v = cJSON_GetStringValue(it);
-		if (cJSON_IsNumber(it)) {
-			snprintf(num, sizeof(num), "%.0f", it->valuedouble);
-			v = num;
-		}
-		r = v ? hutch_config_set(&tmp, it->string, v, err)
-		      : hutch_err_set(err, -EINVAL, "field '%s' has the wrong type", it->string);
-		if (r < 0)
-			break;
-	}
-	if (r >= 0)
-		r = hutch_config_validate(&tmp, err);
-	tmp.net = (struct hutch_net_policy){ 0 };
-	if (r < 0) {
-		hutch_config_done(&tmp);
-		return NULL;
-	}
-	s->cfg->ttl_seconds = tmp.ttl_seconds;
-	s->cfg->idle_timeout_seconds = tmp.idle_timeout_seconds;
-	s->cfg->max_output_bytes = tmp.max_output_bytes;
-	memcpy(s->cfg->region, tmp.region, sizeof(s->cfg->region));
-	free(s->cfg->on_destroy);
-	s->cfg->on_destroy = TAKE_PTR(tmp.on_destroy);
-	hutch_config_done(&tmp);
-	s->cfg->pool_key[0] = '\0';
-
-	/* The session starts now. */
-	s->created_at = hutch_now_realtime();
-	s->expires_at = s->created_at + (int64_t)s->cfg->ttl_seconds;
-	its.it_value.tv_sec = (time_t)s->cfg->ttl_seconds;
-	if (timerfd_settime(s->ttl_fd, 0, &its, NULL) < 0)
-		hutch_log(HUTCH_LOG_WARN, "claim: re-arm the TTL timer: %m");
-	if (hutch_idle_start(s) < 0)
-		hutch_log(HUTCH_LOG_WARN, "claim: idle timer: %m");
-	(void)hutch_sup_write_state(s, "running");
-	o = cJSON_CreateObject();
-	if (!o) {
-		hutch_err_set(err, -ENOMEM, "answer");
-		return NULL;
-	}
-	cJSON_AddStringToObject(o, "id", s->id);
-	cJSON_AddStringToObject(o, "socket", s->paths.sock);
-	cJSON_AddNumberToObject(o, "created_at_unix", (double)s->created_at);
-	cJSON_AddNumberToObject(o, "expires_at_unix", (double)s->expires_at);
-	{
-		char when[40];
-		hutch_format_time(s->expires_at, when, sizeof(when));
-		cJSON_AddStringToObject(o, "expires_at", when);
-	}
-	cJSON_AddItemToObject(o, "config", hutch_config_to_json(s->cfg));
-	return o;
 }
 
 /* ---- the keeper ---- */

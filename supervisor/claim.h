@@ -1,0 +1,17 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The supervisor's side of a warm-pool claim; see claim.c. */
+#ifndef HUTCH_CLAIM_H
+#define HUTCH_CLAIM_H
+
+#include <cjson/cJSON.h>
+
+#include "error.h"
+
+struct sup;
+
+/* POST /claim. body: optional ttl_seconds, idle_timeout_seconds,
+ * max_output_bytes, region, on_destroy. Returns the created answer or NULL
+ * with err set (-EALREADY when not pooled / claimed already, -EINVAL). */
+cJSON *hutch_sup_claim(struct sup *s, const cJSON *body, struct hutch_err *err);
+
+#endif

@@ -168,6 +168,26 @@ int hutch_buf_append(struct hutch_buf *b, const void *p, size_t n)
 	return 0;
 }
 
+int hutch_buf_append_tail(struct hutch_buf *b, const void *p, size_t n)
+{
+	const char *src = p;
+
+	if (n >= b->cap) {
+		if (b->len || n > b->cap)
+			b->truncated = true;
+		b->total += n - b->cap; /* counted here, the rest below */
+		src += n - b->cap;
+		n = b->cap;
+		b->len = 0;
+	} else if (b->len + n > b->cap) {
+		size_t drop = b->len + n - b->cap;
+		memmove(b->data, b->data + drop, b->len - drop);
+		b->len -= drop;
+		b->truncated = true;
+	}
+	return hutch_buf_append(b, src, n);
+}
+
 void hutch_buf_done(struct hutch_buf *b)
 {
 	free(b->data);

@@ -42,6 +42,9 @@ struct hutch_buf {
 void hutch_buf_init(struct hutch_buf *b, size_t cap);
 /* Append; past cap the bytes are counted but dropped. -ENOMEM on failure. */
 int hutch_buf_append(struct hutch_buf *b, const void *p, size_t n);
+/* Append keeping the last cap bytes instead of the first (an output's
+ * tail); total and truncated as above. -ENOMEM on failure. */
+int hutch_buf_append_tail(struct hutch_buf *b, const void *p, size_t n);
 void hutch_buf_done(struct hutch_buf *b);
 
 /* Format a unix time (seconds) as RFC 3339 UTC into buf (at least 32 bytes). */

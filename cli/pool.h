@@ -33,7 +33,6 @@
 #include "poolkey.h"
 #include "sandbox.h"
 
-
 /* CLI: take a ready sandbox from the pool of cfg's key and give it cfg's
  * per-session options. 1: claimed (ret filled); 0: no pool or it is empty
  * (create cold); < 0: error with err set. */

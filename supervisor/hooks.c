@@ -52,23 +52,6 @@ static const char setup_wrapper[] = "f=$(mktemp /tmp/.hutch-setup.XXXXXX) || exi
 /* A hook command is $1, evaluated as `sh -c` would run it. */
 static const char hook_wrapper[] = "eval \"$1\" </dev/null 2>&1";
 
-void hutch_hooks_tail_append(struct hutch_buf *b, const char *p, size_t n)
-{
-	if (n >= HUTCH_HOOK_TAIL) {
-		if (b->len || n > HUTCH_HOOK_TAIL)
-			b->truncated = true;
-		p += n - HUTCH_HOOK_TAIL;
-		n = HUTCH_HOOK_TAIL;
-		b->len = 0;
-	} else if (b->len + n > HUTCH_HOOK_TAIL) {
-		size_t drop = b->len + n - HUTCH_HOOK_TAIL;
-		memmove(b->data, b->data + drop, b->len - drop);
-		b->len -= drop;
-		b->truncated = true;
-	}
-	(void)hutch_buf_append(b, p, n);
-}
-
 static const char *step_name(int phase)
 {
 	switch (phase) {
@@ -112,7 +95,7 @@ static void ready(struct sup *s)
 	report(s, &err, NULL);
 }
 
-static void step_done(struct cmd *c);
+static void step_done(void *ud, struct cmd *c);
 
 static int start_step(struct sup *s, int phase)
 {
@@ -134,12 +117,18 @@ static int start_step(struct sup *s, int phase)
 		if (phase == PHASE_ON_DESTROY)
 			timeout = HUTCH_ON_DESTROY_SECONDS;
 	}
-	c = hutch_cmd_start(s, argv, hook_env, HUTCH_WORKSPACE, in, in ? strlen(in) : 0, timeout,
-	                    2 * HUTCH_HOOK_TAIL, false, &err);
+	c = hutch_cmd_start(&s->cmds,
+	                    &(struct hutch_spawn){ .argv = argv,
+	                                           .envp = hook_env,
+	                                           .cwd = HUTCH_WORKSPACE,
+	                                           .stdin_data = in,
+	                                           .stdin_len = in ? strlen(in) : 0,
+	                                           .timeout = timeout,
+	                                           .max_output = HUTCH_HOOK_TAIL,
+	                                           .capture = HUTCH_CAPTURE_TAIL },
+	                    &(struct hutch_cmd_sink){ .done = step_done, .ud = s }, &err);
 	if (!c)
 		return err.code;
-	c->keep_tail = true;
-	c->on_done = step_done;
 	s->hooks.step = c;
 	s->hooks.phase = phase;
 	return 0;
@@ -198,9 +187,9 @@ static cJSON *step_json(struct cmd *c)
 	return o;
 }
 
-static void step_done(struct cmd *c)
+static void step_done(void *ud, struct cmd *c)
 {
-	struct sup *s = c->sup;
+	struct sup *s = ud;
 	int phase = s->hooks.phase;
 	bool ok = WIFEXITED(c->status) && WEXITSTATUS(c->status) == 0 && !c->timed_out &&
 	          !c->spawn_error;
@@ -225,7 +214,7 @@ static void step_done(struct cmd *c)
 			ready(s);
 		}
 	}
-	hutch_cmd_free(c);
+	hutch_cmd_release(c);
 }
 
 void hutch_hooks_begin(struct sup *s)
@@ -245,11 +234,16 @@ void hutch_hooks_begin(struct sup *s)
 		fail(s, phase, strerror(-r), NULL);
 }
 
+static void on_deadline(struct hutch_watch *w, uint32_t events)
+{
+	hutch_hooks_on_deadline(w->ptr);
+}
+
 bool hutch_hooks_destroy_start(struct sup *s, const char *reason)
 {
 	struct itimerspec its = { .it_value.tv_sec = HUTCH_ON_DESTROY_SECONDS + 5 };
 
-	if (!s->cfg->on_destroy || s->hooks.phase != PHASE_READY || s->init_dead)
+	if (!s->cfg->on_destroy || s->hooks.phase != PHASE_READY || s->cmds.init_dead)
 		return false;
 	/* A sleeping sandbox cannot run anything. */
 	hutch_idle_wake(s, hutch_now_mono_sec());
@@ -263,15 +257,15 @@ bool hutch_hooks_destroy_start(struct sup *s, const char *reason)
 	s->hooks.deadline_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
 	if (s->hooks.deadline_fd >= 0 &&
 	    timerfd_settime(s->hooks.deadline_fd, 0, &its, NULL) == 0) {
-		s->hooks.w_deadline = (struct watch){ W_HOOK, s };
-		(void)hutch_sup_watch(s, s->hooks.deadline_fd, EPOLLIN, &s->hooks.w_deadline);
+		hutch_watch_init(&s->hooks.w_deadline, on_deadline, s);
+		(void)hutch_loop_add(&s->loop, &s->hooks.w_deadline, s->hooks.deadline_fd, EPOLLIN);
 	}
 	return true;
 }
 
 void hutch_hooks_on_deadline(struct sup *s)
 {
-	hutch_sup_unwatch(s, s->hooks.deadline_fd);
+	hutch_loop_del(&s->loop, &s->hooks.w_deadline);
 	s->hooks.destroy_done = true;
 }
 

@@ -38,7 +38,5 @@ void hutch_hooks_on_deadline(struct sup *s);
 void hutch_hooks_after_events(struct sup *s);
 /* The sandbox ended (any reason): a CLI still waiting gets an error. */
 void hutch_hooks_sandbox_ended(struct sup *s);
-/* Append to b keeping only its last HUTCH_HOOK_TAIL bytes. */
-void hutch_hooks_tail_append(struct hutch_buf *b, const char *p, size_t n);
 
 #endif

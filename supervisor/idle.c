@@ -29,20 +29,6 @@ static int arm(struct sup *s, int64_t ms)
 	return 0;
 }
 
-int hutch_idle_start(struct sup *s)
-{
-	if (s->cfg->idle_timeout_seconds == 0 || !s->cg)
-		return 0;
-	s->idle.fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
-	if (s->idle.fd < 0)
-		return -errno;
-	s->idle.w = (struct watch){ W_IDLE, s };
-	if (hutch_sup_watch(s, s->idle.fd, EPOLLIN, &s->idle.w) < 0)
-		return -errno;
-	s->last_request_ms = hutch_now_mono_ms();
-	return arm(s, (int64_t)s->cfg->idle_timeout_seconds * 1000);
-}
-
 static void fall_asleep(struct sup *s)
 {
 	struct hutch_err err = { 0 };
@@ -58,10 +44,15 @@ static void fall_asleep(struct sup *s)
 	(void)hutch_sup_write_state(s, "sleeping");
 }
 
-void hutch_idle_on_timer(struct sup *s)
+/* The timer fired: sleep, or re-arm for the time still to wait. A
+ * command's end counts as activity like a request's. */
+static void on_timer(struct hutch_watch *w, uint32_t events)
 {
+	struct sup *s = w->ptr;
 	int64_t timeout_ms = (int64_t)s->cfg->idle_timeout_seconds * 1000;
-	int64_t idle_ms = hutch_now_mono_ms() - s->last_request_ms;
+	int64_t last = s->last_request_ms > s->cmds.last_done_ms ? s->last_request_ms
+	                                                         : s->cmds.last_done_ms;
+	int64_t idle_ms = hutch_now_mono_ms() - last;
 	uint64_t ticks;
 
 	(void)!read(s->idle.fd, &ticks, sizeof(ticks));
@@ -79,6 +70,20 @@ void hutch_idle_on_timer(struct sup *s)
 		return;
 	}
 	fall_asleep(s);
+}
+
+int hutch_idle_start(struct sup *s)
+{
+	if (s->cfg->idle_timeout_seconds == 0 || !s->cg)
+		return 0;
+	s->idle.fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+	if (s->idle.fd < 0)
+		return -errno;
+	hutch_watch_init(&s->idle.w, on_timer, s);
+	if (hutch_loop_add(&s->loop, &s->idle.w, s->idle.fd, EPOLLIN) < 0)
+		return -errno;
+	s->last_request_ms = hutch_now_mono_ms();
+	return arm(s, (int64_t)s->cfg->idle_timeout_seconds * 1000);
 }
 
 void hutch_idle_wake(struct sup *s, double arrival_sec)

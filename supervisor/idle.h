@@ -15,8 +15,6 @@ struct sup;
 /* Arm the idle timer (once the sandbox is ready); no-op when the timeout is 0.
  * Returns 0 or -errno. */
 int hutch_idle_start(struct sup *s);
-/* The idle timer fired: sleep, or re-arm for the time still to wait. */
-void hutch_idle_on_timer(struct sup *s);
 /* Thaw the sandbox if it sleeps; arrival_sec (monotonic) is when the waking
  * request came, for the wake-up time reported in /status. */
 void hutch_idle_wake(struct sup *s, double arrival_sec);

@@ -18,8 +18,6 @@
 #include "proto.h"
 #include "supervisor.h"
 
-static void proc_done(struct cmd *c);
-
 static void ring_init(struct hutch_ring *r)
 {
 	*r = (struct hutch_ring){ .cap = HUTCH_PROC_RING_BYTES };
@@ -89,12 +87,8 @@ struct hutch_procs *hutch_procs_get(struct sup *s)
 
 static void proc_free(struct hutch_proc *p)
 {
-	if (p->cmd) {
-		p->cmd->proc = NULL;
-		p->cmd->on_done = NULL; /* supervisor.c frees it then */
-	}
-	if (p->dead_cmd)
-		hutch_cmd_free(p->dead_cmd);
+	if (p->cmd)
+		hutch_cmd_release(p->cmd);
 	free(p->command);
 	free(p->error);
 	free(p->out.data);
@@ -178,6 +172,27 @@ struct hutch_proc *hutch_proc_find(struct sup *s, const char *id)
 	return hutch_proc_find_num(s, (unsigned)num);
 }
 
+static void proc_spawned(void *ud, struct cmd *c)
+{
+	struct hutch_proc *p = ud;
+
+	p->pid = c->pid;
+	if (p->set)
+		wake_all(p->set);
+}
+
+static bool proc_output(void *ud, struct cmd *c, bool is_err, const char *buf, size_t n)
+{
+	struct hutch_proc *p = ud;
+
+	ring_write(is_err ? &p->err : &p->out, buf, n);
+	if (p->set)
+		wake_all(p->set);
+	return true;
+}
+
+static void proc_done(void *ud, struct cmd *c);
+
 struct hutch_proc *hutch_proc_start(struct sup *s, const char *command, const char *const *argv,
                                     const char *const *envp, const char *cwd, struct hutch_err *err)
 {
@@ -198,14 +213,18 @@ struct hutch_proc *hutch_proc_start(struct sup *s, const char *command, const ch
 		free(p);
 		return hutch_err_set(err, -ENOMEM, "out of memory"), NULL;
 	}
-	c = hutch_cmd_start(s, argv, envp, cwd, NULL, 0, 0, 0, false, err);
+	c = hutch_cmd_start(&s->cmds,
+	                    &(struct hutch_spawn){ .argv = argv, .envp = envp, .cwd = cwd },
+	                    &(struct hutch_cmd_sink){ .output = proc_output,
+	                                              .spawned = proc_spawned,
+	                                              .done = proc_done,
+	                                              .ud = p },
+	                    err);
 	if (!c) {
 		free(p->command);
 		free(p);
 		return NULL;
 	}
-	c->proc = p;
-	c->on_done = proc_done;
 	p->cmd = c;
 	p->set = set;
 	p->num = ++set->next_num;
@@ -240,20 +259,6 @@ void hutch_proc_kill(struct hutch_proc *p, double grace)
 	}
 }
 
-void hutch_proc_spawned(struct hutch_proc *p, pid_t pid)
-{
-	p->pid = pid;
-	if (p->set)
-		wake_all(p->set);
-}
-
-void hutch_proc_output(struct hutch_proc *p, bool is_err, const char *buf, size_t n)
-{
-	ring_write(is_err ? &p->err : &p->out, buf, n);
-	if (p->set)
-		wake_all(p->set);
-}
-
 /* Keep at most HUTCH_PROCS_MAX_FINISHED finished processes: drop the oldest. */
 static void evict_finished(struct hutch_procs *set)
 {
@@ -272,10 +277,10 @@ static void evict_finished(struct hutch_procs *set)
 	}
 }
 
-/* cmd->on_done of a background process: keep its result. */
-static void proc_done(struct cmd *c)
+/* The end of a background process: keep its result. */
+static void proc_done(void *ud, struct cmd *c)
 {
-	struct hutch_proc *p = c->proc;
+	struct hutch_proc *p = ud;
 	struct hutch_procs *set = p->set;
 
 	p->status = c->status;
@@ -286,9 +291,8 @@ static void proc_done(struct cmd *c)
 		p->pid = c->pid;
 	if (c->spawn_error)
 		p->error = strdup(c->spawn_error);
-	c->proc = NULL;
 	p->cmd = NULL;
-	p->dead_cmd = c;
+	hutch_cmd_release(c);
 	set->nrunning--;
 	set->nfinished++;
 	wake_all(set);
@@ -302,11 +306,6 @@ void hutch_procs_tick(struct sup *s)
 
 	if (!set)
 		return;
-	for (struct hutch_proc *p = set->head; p; p = p->next)
-		if (p->dead_cmd) {
-			hutch_cmd_free(p->dead_cmd);
-			p->dead_cmd = NULL;
-		}
 	evict_finished(set);
 	for (struct hutch_proc *p = set->head; p; p = p->next)
 		if (p->kill_at_ms && now >= p->kill_at_ms && !p->done && p->cmd) {

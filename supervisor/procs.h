@@ -61,8 +61,6 @@ struct hutch_proc {
 	char *error;        /* init could not start it */
 	int64_t kill_at_ms; /* monotonic: SIGKILL then, 0 = not pending */
 	struct hutch_ring out, err;
-	struct cmd *dead_cmd; /* finished; freed by the next tick, outside the
-	                       * epoll batch that may still point at it */
 	struct hutch_proc *next;
 };
 
@@ -103,9 +101,6 @@ size_t hutch_ring_read(const struct hutch_ring *r, uint64_t offset, char *dst, s
 void hutch_proc_wait_add(struct sup *s, struct hutch_proc_wait *w);
 void hutch_proc_wait_cancel(struct sup *s, struct hutch_proc_wait *w);
 
-/* Hooks from supervisor.c (the end comes through cmd->on_done). */
-void hutch_proc_spawned(struct hutch_proc *p, pid_t pid);
-void hutch_proc_output(struct hutch_proc *p, bool is_err, const char *buf, size_t n);
 /* Timers (SIGKILL after grace, long-poll deadlines), freeing finished
  * commands, bounding the finished list. Called every loop turn, after the
  * epoll batch. */

@@ -398,7 +398,7 @@ void hutch_sup_teardown(struct sup *s, const char *reason)
 		(void)waitpid(s->init_pid, NULL, 0);
 		s->init_pid = 0;
 	}
-	s->init_dead = true;
+	s->cmds.init_dead = true;
 	if (s->end.retired)
 		return;
 	/* The tombstone first: whoever no longer finds the sandbox finds
@@ -578,7 +578,7 @@ int hutch_sandbox_create(struct hutch_config *cfg, const char *runtime_dir,
 
 	memset(&s, 0, sizeof(s));
 	s.cfg = cfg;
-	s.epfd = s.sigfd = s.ttl_fd = s.init_sock = s.pidfd = s.listen_fd = -EBADF;
+	s.loop.epfd = s.sigfd = s.ttl_fd = s.init_sock = s.pidfd = s.listen_fd = -EBADF;
 	s.lock_fd = s.slot_fd = s.mntns_fd = -EBADF;
 	s.idle.fd = s.hooks.deadline_fd = s.hooks.result_fd = -EBADF;
 	r = hutch_config_validate(cfg, err);

@@ -82,8 +82,7 @@ struct hutch_file_req {
 	struct cmd *cmd;
 	/* raw streams */
 	int pipe_fd; /* PUT: stdin write end; GET: stdout read end */
-	struct watch w_pipe;
-	bool pipe_watched;
+	struct hutch_watch w_pipe;
 	bool pipe_broken; /* PUT: the writer is gone, the rest is dropped */
 	uint64_t moved;   /* bytes through the pipe (PUT) or to the client (GET) */
 	unsigned char hdr[8];
@@ -312,20 +311,34 @@ static bool is_text(const char *data, size_t len)
 
 /* ---- starting the built-in ---- */
 
+static void on_builtin_done(void *ud, struct cmd *c)
+{
+	struct hutch_file_req *fr = ud;
+
+	hutch_api_resume(fr->r);
+}
+
 static struct cmd *start_builtin(struct hutch_file_req *fr, const char *const *argv,
                                  const char *stdin_data, size_t stdin_len, uint64_t max_output,
-                                 uint32_t flags, struct hutch_err *err)
+                                 bool stdin_open, struct hutch_err *err)
 {
 	static const char *const envp[] = { "PATH=" HUTCH_DEFAULT_PATH, "HOME=/home/appuser",
 		                            "LANG=C.UTF-8", "USER=appuser", NULL };
-	struct cmd *c;
+	const struct hutch_spawn sp = {
+		.argv = argv,
+		.envp = envp,
+		.cwd = HUTCH_WORKSPACE,
+		.stdin_data = stdin_data,
+		.stdin_len = stdin_len,
+		.stdin_open = stdin_open,
+		.builtin = true,
+		.max_output = max_output,
+	};
+	const struct hutch_cmd_sink sink = { .done = on_builtin_done, .ud = fr };
+	struct cmd *c = hutch_cmd_start(&fr->s->cmds, &sp, &sink, err);
 
-	c = hutch_cmd_start_flags(fr->s, argv, envp, HUTCH_WORKSPACE, stdin_data, stdin_len, 0,
-	                          max_output, false, flags | HUTCH_SPAWN_BUILTIN, err);
-	if (!c)
-		return NULL;
-	c->req = fr->r;
-	fr->cmd = c;
+	if (c)
+		fr->cmd = c;
 	return c;
 }
 
@@ -536,52 +549,29 @@ static enum MHD_Result finish_json_op(struct hutch_file_req *fr)
 
 /* ---- raw streams ---- */
 
-static void arm_pipe(struct hutch_file_req *fr, uint32_t what)
-{
-	struct epoll_event ev = { .events = what | EPOLLONESHOT, .data.ptr = &fr->w_pipe };
-
-	if (fr->pipe_fd < 0)
-		return;
-	if (!fr->pipe_watched) {
-		fr->w_pipe = (struct watch){ W_FILE_PIPE, fr };
-		if (epoll_ctl(fr->s->epfd, EPOLL_CTL_ADD, fr->pipe_fd, &ev) == 0)
-			fr->pipe_watched = true;
-		return;
-	}
-	(void)epoll_ctl(fr->s->epfd, EPOLL_CTL_MOD, fr->pipe_fd, &ev);
-}
-
-static void close_pipe(struct hutch_file_req *fr)
-{
-	if (fr->pipe_fd < 0)
-		return;
-	if (fr->pipe_watched)
-		hutch_sup_unwatch(fr->s, fr->pipe_fd);
-	fr->pipe_watched = false;
-	close(fr->pipe_fd);
-	fr->pipe_fd = -EBADF;
-}
-
-void hutch_api_files_event(struct watch *w, uint32_t events)
+static void on_pipe(struct hutch_watch *w, uint32_t events)
 {
 	struct hutch_file_req *fr = w->ptr;
 
 	hutch_api_resume(fr->r);
 }
 
-/* Kill the command if the client hangs up while the connection is
- * suspended (libmicrohttpd does not look at suspended sockets). */
-static void watch_client(struct hutch_file_req *fr)
+/* One-shot: the connection is resumed once, then suspends again. */
+static void arm_pipe(struct hutch_file_req *fr, uint32_t what)
 {
-	const union MHD_ConnectionInfo *ci =
-	        hutch_mhd.get_connection_info(fr->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
-	struct cmd *c = fr->cmd;
+	struct hutch_loop *loop = &fr->s->loop;
 
-	if (ci && ci->connect_fd >= 0) {
-		c->w_conn = (struct watch){ W_CMD_CONN, c };
-		if (hutch_sup_watch(fr->s, ci->connect_fd, EPOLLRDHUP, &c->w_conn) == 0)
-			c->conn_fd = ci->connect_fd;
-	}
+	if (fr->pipe_fd < 0)
+		return;
+	if (!hutch_watch_active(&fr->w_pipe))
+		(void)hutch_loop_add(loop, &fr->w_pipe, fr->pipe_fd, what | EPOLLONESHOT);
+	else
+		(void)hutch_loop_mod(loop, &fr->w_pipe, what | EPOLLONESHOT);
+}
+
+static void close_pipe(struct hutch_file_req *fr)
+{
+	hutch_loop_close(&fr->s->loop, &fr->w_pipe, &fr->pipe_fd);
 }
 
 static enum MHD_Result start_stream(struct hutch_file_req *fr)
@@ -619,22 +609,14 @@ static enum MHD_Result start_stream(struct hutch_file_req *fr)
 		argv[0] = HUTCH_FOP_TAR_C, argv[1] = path;
 	else
 		argv[0] = HUTCH_FOP_READ, argv[1] = path, argv[2] = "-1";
-	c = start_builtin(fr, argv, NULL, 0, 64u << 10,
-	                  fr->op == FOP_PUT ? HUTCH_CMD_OPEN_STDIN : 0, &err);
+	c = start_builtin(fr, argv, NULL, 0, 64u << 10, fr->op == FOP_PUT, &err);
 	if (!c)
 		return answer_error(fr, 500, "spawn_failed", "%s", err.msg);
-	/* Take over the streaming end from the command machinery. */
-	if (fr->op == FOP_PUT) {
-		fr->pipe_fd = c->in_fd;
-		c->in_fd = -EBADF;
-	} else {
-		hutch_sup_unwatch(fr->s, c->out_fd);
-		fr->pipe_fd = c->out_fd;
-		c->out_fd = -EBADF;
-	}
+	/* Take over the streaming end from the command engine. */
+	fr->pipe_fd = fr->op == FOP_PUT ? hutch_cmd_take_stdin(c) : hutch_cmd_take_stdout(c);
 	(void)fcntl(fr->pipe_fd, F_SETPIPE_SZ, PIPE_SIZE);
 	(void)hutch_fd_nonblock(fr->pipe_fd, true);
-	watch_client(fr);
+	hutch_api_kill_on_hangup(fr->r, c);
 	return MHD_YES;
 }
 
@@ -773,6 +755,7 @@ static struct hutch_file_req *file_req_new(struct sup *s, struct request *r,
 	fr->conn = conn;
 	fr->op = (enum fop)op;
 	fr->pipe_fd = -EBADF;
+	hutch_watch_init(&fr->w_pipe, on_pipe, fr);
 	hutch_buf_init(&fr->body, HUTCH_MAX_BODY);
 	return fr;
 }
@@ -850,14 +833,13 @@ void hutch_api_files_free(struct hutch_file_req *fr)
 		/* The upload did not end: keep the writer's stdin open so it
 		 * never sees a clean EOF, and kill it. Its O_TMPFILE inode
 		 * goes with it; no partial file is ever published. */
-		if (fr->pipe_watched)
-			hutch_sup_unwatch(fr->s, fr->pipe_fd);
-		c->in_fd = fr->pipe_fd;
+		hutch_loop_del(&fr->s->loop, &fr->w_pipe);
+		hutch_cmd_hold_fd(c, fr->pipe_fd);
 		fr->pipe_fd = -EBADF;
 	}
 	close_pipe(fr);
 	if (c)
-		hutch_cmd_orphan(c);
+		hutch_cmd_release(c);
 	cJSON_Delete(fr->pending);
 	hutch_buf_done(&fr->body);
 	free(fr->path);

@@ -11,6 +11,7 @@
 #include "mhd.h"
 
 struct request;
+struct cmd;
 struct sup;
 
 void hutch_api_suspend(struct request *r);
@@ -23,6 +24,9 @@ cJSON *hutch_api_error_json(const char *code, const char *msg);
 enum MHD_Result hutch_api_respond_error(struct MHD_Connection *conn, unsigned status,
                                         const char *code, const char *fmt, ...)
         __attribute__((format(printf, 4, 5)));
+/* Kill c (SIGKILL to its tree) if the client of r hangs up while it runs:
+ * libmicrohttpd does not look at a suspended connection's socket. */
+void hutch_api_kill_on_hangup(struct request *r, struct cmd *c);
 /* The 410 body of a sandbox that has ended. */
 cJSON *hutch_api_ended_json(struct sup *s);
 

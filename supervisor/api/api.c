@@ -8,6 +8,7 @@
  * docs/api.md is the reference for what is served here.
  */
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +28,7 @@
 #include "mhd.h"
 #include "procs.h"
 #include "request.h"
+#include "sse.h"
 #include "supervisor.h"
 
 enum route {
@@ -51,7 +53,10 @@ struct request {
 	bool too_large;
 	bool suspended;
 	bool answered;
-	struct cmd *cmd;
+	struct cmd *cmd;             /* /run, /run_streaming */
+	struct hutch_sse sse;        /* /run_streaming: events not yet sent */
+	struct hutch_watch w_conn;   /* the client's socket while a command runs */
+	struct cmd *hangup_cmd;      /* killed if the client hangs up */
 	struct request *next_waiter; /* DELETE / waiting for the teardown */
 	bool counted;                /* in s->requests_open (idle activity) */
 	struct hutch_proc_wait pw;   /* background-process routes (api-procs.c) */
@@ -177,40 +182,66 @@ static ssize_t sse_reader(void *cls, uint64_t pos, char *buf, size_t max)
 {
 	struct request *r = cls;
 	struct cmd *c = r->cmd;
-	size_t avail, n;
+	struct sup *s = r->s;
+	ssize_t n;
 
 	if (!c)
 		return MHD_CONTENT_READER_END_OF_STREAM;
-	if (c->state == CMD_DONE && !c->sse_end_queued) {
-		struct sup *s = r->s;
-		{
-			cJSON *res = (s->state != SUP_RUNNING) ? ended_error_json(s)
-			                                       : hutch_cmd_result_json(c, false);
-			_cleanup_free_ char *text = res ? cJSON_PrintUnformatted(res) : NULL;
-			const char *ev = s->state != SUP_RUNNING ? "event: error\ndata: "
-			                                         : "event: exit\ndata: ";
-			cJSON_Delete(res);
-			(void)hutch_buf_append(&c->sse, ev, strlen(ev));
-			if (text)
-				(void)hutch_buf_append(&c->sse, text, strlen(text));
-			(void)hutch_buf_append(&c->sse, "\n\n", 2);
-		}
-		c->sse_end_queued = true;
+	if (c->state == CMD_DONE && !r->sse.end_queued) {
+		if (s->state != SUP_RUNNING)
+			hutch_sse_event(&r->sse, "error", ended_error_json(s));
+		else
+			hutch_sse_event(&r->sse, "exit", hutch_cmd_result_json(c, false));
+		r->sse.end_queued = true;
 	}
-	avail = c->sse.len - c->sse_off;
-	if (avail > 0) {
-		n = avail < max ? avail : max;
-		memcpy(buf, c->sse.data + c->sse_off, n);
-		c->sse_off += n;
-		hutch_cmd_sse_consumed(c);
-		return (ssize_t)n;
+	n = hutch_sse_read(&r->sse, buf, max);
+	if (n > 0) {
+		if (hutch_sse_has_room(&r->sse))
+			hutch_cmd_resume_output(c);
+		return n;
 	}
-	if (c->sse_end_queued) {
-		c->sse_finished = true;
+	if (r->sse.end_queued)
 		return MHD_CONTENT_READER_END_OF_STREAM;
-	}
 	suspend(r);
 	return 0;
+}
+
+static bool on_sse_output(void *ud, struct cmd *c, bool is_err, const char *buf, size_t n)
+{
+	struct request *r = ud;
+
+	hutch_sse_output(&r->sse, is_err, buf, n);
+	resume(r);
+	return !hutch_sse_full(&r->sse);
+}
+
+static void on_cmd_done(void *ud, struct cmd *c)
+{
+	struct request *r = ud;
+
+	hutch_sse_flush(&r->sse); /* an incomplete UTF-8 sequence at the end */
+	resume(r);
+}
+
+static void on_hangup(struct hutch_watch *w, uint32_t events)
+{
+	struct request *r = w->ptr;
+
+	if (!(events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)))
+		return;
+	hutch_loop_del(&r->s->loop, w);
+	if (r->hangup_cmd && r->hangup_cmd->state != CMD_DONE)
+		hutch_cmd_kill(r->hangup_cmd, SIGKILL, 0);
+}
+
+void hutch_api_kill_on_hangup(struct request *r, struct cmd *c)
+{
+	const union MHD_ConnectionInfo *ci =
+	        hutch_mhd.get_connection_info(r->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+
+	r->hangup_cmd = c;
+	if (ci && ci->connect_fd >= 0)
+		(void)hutch_loop_add(&r->s->loop, &r->w_conn, ci->connect_fd, EPOLLRDHUP);
 }
 
 static enum MHD_Result start_command(struct request *r, bool streaming)
@@ -218,32 +249,35 @@ static enum MHD_Result start_command(struct request *r, bool streaming)
 	struct hutch_run_req req = { 0 };
 	struct hutch_err err = { 0 };
 	struct sup *s = r->s;
+	struct hutch_cmd_sink sink = { .done = on_cmd_done, .ud = r };
+	struct hutch_spawn sp;
 	struct cmd *c;
 
 	if (hutch_run_req_parse(r->body.data ? r->body.data : "", r->body.len, &req, &err) < 0)
 		return hutch_api_respond_error(r->conn, err.code == -ENOMEM ? 500 : 400,
 		                               "invalid_request", "%s", err.msg);
-	c = hutch_cmd_start(s, (const char *const *)req.argv, (const char *const *)req.envp,
-	                    req.cwd, req.stdin_data, req.stdin_len, req.timeout,
-	                    req.max_output ? req.max_output : s->cfg->max_output_bytes, streaming,
-	                    &err);
+	sp = (struct hutch_spawn){
+		.argv = (const char *const *)req.argv,
+		.envp = (const char *const *)req.envp,
+		.cwd = req.cwd,
+		.stdin_data = req.stdin_data,
+		.stdin_len = req.stdin_len,
+		.timeout = req.timeout,
+		.max_output = req.max_output ? req.max_output : s->cfg->max_output_bytes,
+	};
+	if (streaming) {
+		sink.output = on_sse_output;
+		sp.max_output = 0; /* nothing captured */
+	}
+	c = hutch_cmd_start(&s->cmds, &sp, &sink, &err);
 	hutch_run_req_done(&req);
 	if (!c)
 		return hutch_api_respond_error(r->conn, err.code == -E2BIG ? 413 : 500,
 		                               err.code == -E2BIG ? "too_large" : "spawn_failed",
 		                               "%s", err.msg);
-	c->req = r;
 	r->cmd = c;
 	/* Watch the client's socket: if it hangs up, the command is killed. */
-	{
-		const union MHD_ConnectionInfo *ci =
-		        hutch_mhd.get_connection_info(r->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
-		if (ci && ci->connect_fd >= 0) {
-			c->w_conn = (struct watch){ W_CMD_CONN, c };
-			if (hutch_sup_watch(s, ci->connect_fd, EPOLLRDHUP, &c->w_conn) == 0)
-				c->conn_fd = ci->connect_fd;
-		}
-	}
+	hutch_api_kill_on_hangup(r, c);
 	if (streaming) {
 		struct MHD_Response *resp = hutch_mhd.create_response_from_callback(
 		        MHD_SIZE_UNKNOWN, 64 * 1024, sse_reader, r, NULL);
@@ -436,6 +470,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		r->route = route;
 		r->fop = fop;
 		hutch_buf_init(&r->body, HUTCH_MAX_BODY);
+		hutch_sse_init(&r->sse);
+		hutch_watch_init(&r->w_conn, on_hangup, r);
 		*con_cls = r;
 		refuse_early(r, url, method, method_ok);
 		/* A refused request is answered once its body is read (a client
@@ -493,8 +529,10 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 
 	if (!r)
 		return;
+	hutch_loop_del(&r->s->loop, &r->w_conn);
 	if (r->cmd)
-		hutch_cmd_orphan(r->cmd);
+		hutch_cmd_release(r->cmd); /* killed if still running */
+	hutch_sse_done(&r->sse);
 	hutch_proc_wait_cancel(r->s, &r->pw);
 	for (struct request **pp = &r->s->waiters; *pp; pp = &(*pp)->next_waiter)
 		if (*pp == r) {
@@ -523,12 +561,6 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
 		s->nconnections++;
 	else if (s->nconnections > 0)
 		s->nconnections--;
-}
-
-void hutch_api_cmd_event(struct cmd *c)
-{
-	if (c->req)
-		resume(c->req);
 }
 
 void hutch_api_sandbox_ended(struct sup *s)
@@ -623,13 +655,19 @@ int hutch_api_start(struct sup *s, struct hutch_err *err)
 	return 0;
 }
 
+static void on_mhd_event(struct hutch_watch *w, uint32_t events)
+{
+}
+
 int hutch_api_watch(struct sup *s)
 {
 	const union MHD_DaemonInfo *info =
 	        hutch_mhd.get_daemon_info(s->mhd, MHD_DAEMON_INFO_EPOLL_FD);
 
-	s->w_mhd = (struct watch){ W_MHD, s };
-	return hutch_sup_watch(s, info->epoll_fd, EPOLLIN, &s->w_mhd);
+	/* Nothing to do on its events: the loop runs libmicrohttpd after
+	 * every batch (hutch_api_run()). */
+	hutch_watch_init(&s->w_mhd, on_mhd_event, s);
+	return hutch_loop_add(&s->loop, &s->w_mhd, info->epoll_fd, EPOLLIN);
 }
 
 void hutch_api_stop(struct sup *s)

@@ -169,6 +169,43 @@ static void test_utf8_carry(void **state)
 	free(out);
 }
 
+/* The tail of an output: the last cap bytes, whatever the chunking. */
+static void test_buf_tail(void **state)
+{
+	struct hutch_buf b;
+
+	(void)state;
+	hutch_buf_init(&b, 8);
+	assert_int_equal(hutch_buf_append_tail(&b, "abc", 3), 0);
+	assert_int_equal(hutch_buf_append_tail(&b, "defgh", 5), 0);
+	assert_int_equal(b.len, 8);
+	assert_false(b.truncated); /* exactly cap */
+	assert_int_equal(hutch_buf_append_tail(&b, "ij", 2), 0);
+	assert_int_equal(b.len, 8);
+	assert_memory_equal(b.data, "cdefghij", 8);
+	assert_true(b.truncated);
+	/* One chunk longer than cap keeps its own last bytes. */
+	assert_int_equal(hutch_buf_append_tail(&b, "0123456789", 10), 0);
+	assert_memory_equal(b.data, "23456789", 8);
+	assert_int_equal(b.total, 20);
+	hutch_buf_done(&b);
+
+	/* A chunk of exactly cap into an empty buffer is not truncation. */
+	hutch_buf_init(&b, 4);
+	assert_int_equal(hutch_buf_append_tail(&b, "wxyz", 4), 0);
+	assert_false(b.truncated);
+	assert_memory_equal(b.data, "wxyz", 4);
+	hutch_buf_done(&b);
+
+	/* cap 0: count only. */
+	hutch_buf_init(&b, 0);
+	assert_int_equal(hutch_buf_append_tail(&b, "abc", 3), 0);
+	assert_int_equal(b.len, 0);
+	assert_int_equal(b.total, 3);
+	assert_true(b.truncated);
+	hutch_buf_done(&b);
+}
+
 static void test_buf(void **state)
 {
 	struct hutch_buf b;
@@ -443,12 +480,13 @@ static void test_io(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_parse_u64),     cmocka_unit_test(test_ids),
-		cmocka_unit_test(test_utf8_valid),    cmocka_unit_test(test_utf8_invalid),
-		cmocka_unit_test(test_utf8_carry),    cmocka_unit_test(test_buf),
-		cmocka_unit_test(test_format_time),   cmocka_unit_test(test_err),
-		cmocka_unit_test(test_files),         cmocka_unit_test(test_mkdir_p),
-		cmocka_unit_test(test_rm_rf_symlink), cmocka_unit_test(test_io),
+		cmocka_unit_test(test_parse_u64),  cmocka_unit_test(test_ids),
+		cmocka_unit_test(test_utf8_valid), cmocka_unit_test(test_utf8_invalid),
+		cmocka_unit_test(test_utf8_carry), cmocka_unit_test(test_buf),
+		cmocka_unit_test(test_buf_tail),   cmocka_unit_test(test_format_time),
+		cmocka_unit_test(test_err),        cmocka_unit_test(test_files),
+		cmocka_unit_test(test_mkdir_p),    cmocka_unit_test(test_rm_rf_symlink),
+		cmocka_unit_test(test_io),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,543 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The command engine; see cmd.h. */
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <signal.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/timerfd.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cgroup.h"
+#include "cleanup.h"
+#include "cmd.h"
+#include "config.h"
+#include "fdutil.h"
+#include "proto.h"
+
+static void cmd_freed(struct hutch_deferred *d)
+{
+	free((struct cmd *)((char *)d - offsetof(struct cmd, dfree)));
+}
+
+/* Unlink the command, close its fds, and free it after the loop's batch,
+ * whose later events may still point at it. */
+static void cmd_free(struct cmd *c)
+{
+	struct hutch_cmds *set = c->set;
+
+	for (struct cmd **pp = &set->list; *pp; pp = &(*pp)->next)
+		if (*pp == c) {
+			*pp = c->next;
+			break;
+		}
+	hutch_loop_close(set->loop, &c->w_out, &c->out_fd);
+	hutch_loop_close(set->loop, &c->w_err, &c->err_fd);
+	hutch_loop_close(set->loop, &c->w_in, &c->in_fd);
+	hutch_loop_close(set->loop, &c->w_timer, &c->timer_fd);
+	free(c->stdin_data);
+	hutch_buf_done(&c->out);
+	hutch_buf_done(&c->err);
+	hutch_loop_defer(set->loop, &c->dfree, cmd_freed);
+}
+
+void hutch_cmd_kill(struct cmd *c, int sig, unsigned flags)
+{
+	struct hutch_msg_kill k = { .signal = sig, .flags = flags };
+
+	if (c->state == CMD_SPAWNING)
+		c->kill_on_start = true; /* SIGKILL once it has started */
+	if (c->state == CMD_RUNNING && !c->set->init_dead)
+		(void)hutch_proto_send(c->set->init_sock, HUTCH_MSG_KILL, c->id, &k, sizeof(k),
+		                       NULL, 0);
+}
+
+void hutch_cmd_release(struct cmd *c)
+{
+	c->sink = (struct hutch_cmd_sink){ 0 };
+	c->released = true;
+	if (c->state == CMD_DONE) {
+		cmd_free(c);
+		return;
+	}
+	c->kill_on_start = true;
+	hutch_cmd_kill(c, SIGKILL, 0);
+	hutch_cmd_resume_output(c); /* nobody will read it: drain to the end */
+}
+
+static void pause_output(struct cmd *c, bool pause)
+{
+	uint32_t ev = pause ? 0 : EPOLLIN;
+
+	if (c->out_paused == pause)
+		return;
+	c->out_paused = pause;
+	(void)hutch_loop_mod(c->set->loop, &c->w_out, ev);
+	(void)hutch_loop_mod(c->set->loop, &c->w_err, ev);
+}
+
+void hutch_cmd_resume_output(struct cmd *c)
+{
+	pause_output(c, false);
+}
+
+static void capture(struct cmd *c, bool is_err, const char *buf, size_t n)
+{
+	if (c->capture == HUTCH_CAPTURE_TAIL)
+		hutch_buf_append_tail(&c->out, buf, n);
+	else
+		(void)hutch_buf_append(is_err ? &c->err : &c->out, buf, n);
+}
+
+/* Read what is available on one output pipe; returns false at EOF. */
+static bool drain_pipe(struct cmd *c, bool is_err)
+{
+	int *fd = is_err ? &c->err_fd : &c->out_fd;
+	struct hutch_watch *w = is_err ? &c->w_err : &c->w_out;
+	char buf[65536];
+
+	for (;;) {
+		ssize_t n = read(*fd, buf, sizeof(buf));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == EAGAIN)
+			return true;
+		if (n <= 0) {
+			hutch_loop_close(c->set->loop, w, fd);
+			return false;
+		}
+		if (!c->sink.output) {
+			if (!c->released)
+				capture(c, is_err, buf, (size_t)n);
+			continue;
+		}
+		if (!c->sink.output(c->sink.ud, c, is_err, buf, (size_t)n) && !c->exited) {
+			pause_output(c, true);
+			return true;
+		}
+	}
+}
+
+/* Every OOM victim dies of SIGKILL: the first such death to see the
+ * cgroup's counter move claims the kill. Read here, not at each spawn, to
+ * keep file reads off the exec path. */
+static void check_oom(struct cmd *c)
+{
+	uint64_t now = 0;
+
+	if (!WIFSIGNALED(c->status) || WTERMSIG(c->status) != SIGKILL || !c->set->cg ||
+	    c->timed_out)
+		return;
+	if (hutch_cgroup_oom_kills(c->set->cg, &now) == 0 && now > c->set->oom_seen) {
+		c->oom_killed = true;
+		c->set->oom_seen = now;
+	}
+}
+
+static void maybe_done(struct cmd *c)
+{
+	struct hutch_loop *loop = c->set->loop;
+
+	if (c->state == CMD_DONE || !c->exited)
+		return;
+	/* init reported the exit: everything the command wrote is in the
+	 * pipes. Later writers (background children) are cut off. A paused
+	 * consumer gets the rest now: the pipes close here. */
+	if (c->out_fd >= 0)
+		drain_pipe(c, false);
+	if (c->err_fd >= 0)
+		drain_pipe(c, true);
+	hutch_loop_close(loop, &c->w_out, &c->out_fd);
+	hutch_loop_close(loop, &c->w_err, &c->err_fd);
+	hutch_loop_close(loop, &c->w_in, &c->in_fd);
+	hutch_loop_close(loop, &c->w_timer, &c->timer_fd);
+	c->duration = hutch_now_mono_sec() - c->started;
+	check_oom(c);
+	c->state = CMD_DONE;
+	c->set->last_done_ms = hutch_now_mono_ms();
+	if (c->released)
+		cmd_free(c);
+	else if (c->sink.done)
+		c->sink.done(c->sink.ud, c);
+}
+
+static void write_stdin(struct cmd *c)
+{
+	while (c->stdin_off < c->stdin_len) {
+		ssize_t n =
+		        write(c->in_fd, c->stdin_data + c->stdin_off, c->stdin_len - c->stdin_off);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == EAGAIN)
+			return;
+		if (n < 0)
+			break; /* EPIPE: the command does not read its input */
+		c->stdin_off += (size_t)n;
+	}
+	hutch_loop_close(c->set->loop, &c->w_in, &c->in_fd);
+}
+
+static void cmd_fail_spawn(struct cmd *c, int code)
+{
+	snprintf(c->spawn_errbuf, sizeof(c->spawn_errbuf), "init could not start the command: %s",
+	         strerror(-code));
+	c->spawn_error = c->spawn_errbuf;
+	c->exited = true;
+	c->status = 127 << 8;
+	maybe_done(c);
+}
+
+static struct cmd *find_cmd(struct hutch_cmds *set, uint64_t id)
+{
+	for (struct cmd *c = set->list; c; c = c->next)
+		if (c->id == id)
+			return c;
+	return NULL;
+}
+
+static void on_spawned(struct cmd *c, const struct hutch_msg_spawned *m)
+{
+	if (m->error < 0 || m->pid <= 0) {
+		cmd_fail_spawn(c, m->error < 0 ? m->error : -EIO);
+		return;
+	}
+	c->pid = m->pid;
+	c->state = CMD_RUNNING;
+	if (c->sink.spawned)
+		c->sink.spawned(c->sink.ud, c);
+	if (c->kill_on_start)
+		hutch_cmd_kill(c, SIGKILL, 0);
+}
+
+/* init's messages are hostile input: sizes are checked, unknown ids and
+ * out-of-order messages are dropped. */
+static void on_init_message(struct hutch_watch *w, uint32_t events)
+{
+	struct hutch_cmds *set = w->ptr;
+
+	for (;;) {
+		struct hutch_msg_hdr hdr;
+		union {
+			struct hutch_msg_spawned spawned;
+			struct hutch_msg_exited exited;
+			char raw[64];
+		} body;
+		ssize_t n = hutch_proto_recv(set->init_sock, &hdr, &body, sizeof(body), NULL, NULL);
+		struct cmd *c;
+
+		if (n == -EAGAIN)
+			return;
+		if (n == -EBADMSG)
+			continue; /* hostile or broken message: ignore it */
+		if (n < 0 || (n == 0 && hdr.type == 0)) {
+			hutch_loop_del(set->loop, &set->w_init);
+			return; /* init is gone; the pidfd tells the rest */
+		}
+		c = find_cmd(set, hdr.id);
+		if (!c || c->state == CMD_DONE)
+			continue;
+		if (hdr.type == HUTCH_MSG_SPAWNED && n == sizeof(body.spawned) &&
+		    c->state == CMD_SPAWNING) {
+			on_spawned(c, &body.spawned);
+		} else if (hdr.type == HUTCH_MSG_EXITED && n == sizeof(body.exited) &&
+		           c->state == CMD_RUNNING) {
+			c->status = body.exited.status;
+			c->exited = true;
+			maybe_done(c);
+		}
+	}
+}
+
+int hutch_cmds_init(struct hutch_cmds *set, struct hutch_loop *loop, int init_sock,
+                    struct hutch_cgroup *cg, const struct hutch_instance_type *type)
+{
+	*set = (struct hutch_cmds){ .loop = loop, .init_sock = init_sock, .cg = cg, .type = type };
+	hutch_watch_init(&set->w_init, on_init_message, set);
+	return hutch_loop_add(loop, &set->w_init, init_sock, EPOLLIN);
+}
+
+static void on_output(struct hutch_watch *w, uint32_t events)
+{
+	struct cmd *c = w->ptr;
+
+	drain_pipe(c, w == &c->w_err);
+}
+
+static void on_stdin(struct hutch_watch *w, uint32_t events)
+{
+	write_stdin(w->ptr);
+}
+
+static void on_timeout(struct hutch_watch *w, uint32_t events)
+{
+	struct cmd *c = w->ptr;
+	uint64_t ticks;
+
+	(void)!read(c->timer_fd, &ticks, sizeof(ticks));
+	hutch_loop_close(c->set->loop, &c->w_timer, &c->timer_fd);
+	if (c->state != CMD_DONE && !c->exited) {
+		c->timed_out = true;
+		hutch_cmd_kill(c, SIGKILL, 0);
+	}
+}
+
+static int make_pipe(int fds[2], bool read_nonblock, bool write_nonblock)
+{
+	if (pipe2(fds, O_CLOEXEC) < 0)
+		return -errno;
+	if (read_nonblock)
+		(void)hutch_fd_nonblock(fds[0], true);
+	if (write_nonblock)
+		(void)hutch_fd_nonblock(fds[1], true);
+	return 0;
+}
+
+static int arm_timer(struct cmd *c, double seconds)
+{
+	struct itimerspec its = { 0 };
+
+	c->timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+	if (c->timer_fd < 0)
+		return -errno;
+	its.it_value.tv_sec = (time_t)seconds;
+	its.it_value.tv_nsec = (long)((seconds - floor(seconds)) * 1e9);
+	if (its.it_value.tv_sec == 0 && its.it_value.tv_nsec == 0)
+		its.it_value.tv_nsec = 1;
+	if (timerfd_settime(c->timer_fd, 0, &its, NULL) < 0)
+		return -errno;
+	return hutch_loop_add(c->set->loop, &c->w_timer, c->timer_fd, EPOLLIN);
+}
+
+static struct cmd *cmd_new(struct hutch_cmds *set, const struct hutch_spawn *sp,
+                           const struct hutch_cmd_sink *sink)
+{
+	struct cmd *c = calloc(1, sizeof(*c));
+
+	if (!c)
+		return NULL;
+	c->set = set;
+	c->id = ++set->next_id;
+	c->out_fd = c->err_fd = c->in_fd = c->timer_fd = -EBADF;
+	hutch_watch_init(&c->w_out, on_output, c);
+	hutch_watch_init(&c->w_err, on_output, c);
+	hutch_watch_init(&c->w_in, on_stdin, c);
+	hutch_watch_init(&c->w_timer, on_timeout, c);
+	c->timeout = sp->timeout;
+	c->capture = sp->capture;
+	if (sink)
+		c->sink = *sink;
+	hutch_buf_init(&c->out, sp->max_output);
+	hutch_buf_init(&c->err, sp->max_output);
+	c->next = set->list;
+	set->list = c;
+	return c;
+}
+
+/* The pipes and watches of a new command; the ends for init stay in
+ * child[] (stdin's read end, stdout's and stderr's write ends). */
+static int cmd_pipes(struct cmd *c, const struct hutch_spawn *sp, int child[3],
+                     struct hutch_err *err)
+{
+	struct hutch_loop *loop = c->set->loop;
+	int in[2] = { -1, -1 }, out[2] = { -1, -1 }, errp[2] = { -1, -1 };
+
+	if (make_pipe(in, false, true) < 0 || make_pipe(out, true, false) < 0 ||
+	    make_pipe(errp, true, false) < 0) {
+		int r = -errno;
+		hutch_close_many(in, 2);
+		hutch_close_many(out, 2);
+		hutch_close_many(errp, 2);
+		return hutch_err_set_errno(err, r, "create pipes");
+	}
+	child[0] = in[0], child[1] = out[1], child[2] = errp[1];
+	c->out_fd = out[0];
+	c->err_fd = errp[0];
+	c->in_fd = in[1];
+	if (hutch_loop_add(loop, &c->w_out, c->out_fd, EPOLLIN) < 0 ||
+	    hutch_loop_add(loop, &c->w_err, c->err_fd, EPOLLIN) < 0)
+		return hutch_err_set_errno(err, -errno, "watch pipes");
+	if (sp->stdin_len > 0) {
+		c->stdin_data = malloc(sp->stdin_len);
+		if (!c->stdin_data)
+			return hutch_err_set(err, -ENOMEM, "out of memory");
+		memcpy(c->stdin_data, sp->stdin_data, sp->stdin_len);
+		c->stdin_len = sp->stdin_len;
+		if (hutch_loop_add(loop, &c->w_in, c->in_fd, EPOLLOUT) < 0)
+			return hutch_err_set_errno(err, -errno, "watch stdin");
+	} else if (!sp->stdin_open) {
+		close(c->in_fd); /* EOF at once */
+		c->in_fd = -EBADF;
+	}
+	if (sp->timeout > 0 && arm_timer(c, sp->timeout) < 0)
+		return hutch_err_set_errno(err, -errno, "arm timeout");
+	return 0;
+}
+
+struct cmd *hutch_cmd_start(struct hutch_cmds *set, const struct hutch_spawn *sp,
+                            const struct hutch_cmd_sink *sink, struct hutch_err *err)
+{
+	uint32_t spawn_flags = sp->builtin ? HUTCH_SPAWN_BUILTIN : 0;
+	_cleanup_free_ char *body = NULL;
+	int child[3] = { -1, -1, -1 };
+	struct cmd *c;
+	ssize_t len;
+	int r;
+
+	len = hutch_proto_spawn_encode(sp->argv, sp->envp, sp->cwd, &body);
+	if (len == -E2BIG)
+		return hutch_err_set(err, -E2BIG,
+		                     "command and environment are larger than %u bytes: write the "
+		                     "script to a file and run the file",
+		                     HUTCH_PROTO_MAX - 4096),
+		       NULL;
+	if (len < 0)
+		return hutch_err_set_errno(err, (int)len, "encode command"), NULL;
+	memcpy(body + offsetof(struct hutch_msg_spawn, flags), &spawn_flags, sizeof(spawn_flags));
+	c = cmd_new(set, sp, sink);
+	if (!c)
+		return hutch_err_set(err, -ENOMEM, "out of memory"), NULL;
+	r = cmd_pipes(c, sp, child, err);
+	/* Before the send: init may run the whole command before this
+	 * process is scheduled again. */
+	c->started = hutch_now_mono_sec();
+	if (r >= 0) {
+		r = hutch_proto_send(set->init_sock, HUTCH_MSG_SPAWN, c->id, body, (size_t)len,
+		                     child, 3);
+		if (r < 0)
+			hutch_err_set_errno(err, r, "send command to sandbox init");
+	}
+	hutch_close_many(child, 3);
+	if (r < 0) {
+		cmd_free(c);
+		return NULL;
+	}
+	c->state = CMD_SPAWNING;
+	return c;
+}
+
+int hutch_cmd_take_stdin(struct cmd *c)
+{
+	int fd = c->in_fd;
+
+	hutch_loop_del(c->set->loop, &c->w_in);
+	c->in_fd = -EBADF;
+	return fd >= 0 ? fd : -EBADF;
+}
+
+int hutch_cmd_take_stdout(struct cmd *c)
+{
+	int fd = c->out_fd;
+
+	hutch_loop_del(c->set->loop, &c->w_out);
+	c->out_fd = -EBADF;
+	return fd >= 0 ? fd : -EBADF;
+}
+
+void hutch_cmd_hold_fd(struct cmd *c, int fd)
+{
+	hutch_loop_close(c->set->loop, &c->w_in, &c->in_fd);
+	c->in_fd = fd;
+}
+
+unsigned hutch_cmds_running(const struct hutch_cmds *set)
+{
+	unsigned n = 0;
+
+	for (const struct cmd *c = set->list; c; c = c->next)
+		if (c->state != CMD_DONE)
+			n++;
+	return n;
+}
+
+void hutch_cmds_finish_all(struct hutch_cmds *set)
+{
+	set->init_dead = true;
+	for (struct cmd *c = set->list, *next; c; c = next) {
+		next = c->next;
+		if (c->state != CMD_DONE) {
+			c->exited = true;
+			if (c->state == CMD_SPAWNING || c->status == 0)
+				c->status = SIGKILL;
+			maybe_done(c);
+		}
+	}
+}
+
+static const char *signal_name(int sig, char *buf, size_t size)
+{
+	const char *abbrev = sigabbrev_np(sig);
+
+	if (!abbrev)
+		return NULL;
+	snprintf(buf, size, "SIG%s", abbrev);
+	return buf;
+}
+
+static void add_output(cJSON *o, const char *key, const struct hutch_buf *b)
+{
+	_cleanup_free_ char *clean = hutch_utf8_sanitize(b->data ? b->data : "", b->len, NULL);
+	char tkey[32];
+
+	cJSON_AddStringToObject(o, key, clean ? clean : "");
+	snprintf(tkey, sizeof(tkey), "%s_truncated", key);
+	cJSON_AddBoolToObject(o, tkey, b->truncated);
+}
+
+static const char *result_status(const struct cmd *c, char *msg, size_t size)
+{
+	char name[16];
+
+	if (c->timed_out) {
+		snprintf(msg, size, "timed out after %g s: the command and its children were killed",
+		         c->timeout);
+		return "timed_out";
+	}
+	if (c->oom_killed) {
+		snprintf(msg, size, "killed: out of memory (limit %llu MiB of instance type %s)",
+		         (unsigned long long)(c->set->type->memory_bytes >> 20), c->set->type->name);
+		return "oom_killed";
+	}
+	if (WIFSIGNALED(c->status)) {
+		snprintf(msg, size, "killed by signal %d (%s)", WTERMSIG(c->status),
+		         signal_name(WTERMSIG(c->status), name, sizeof(name)) ?: "?");
+		return "signaled";
+	}
+	return "exited";
+}
+
+cJSON *hutch_cmd_result_json(const struct cmd *c, bool with_output)
+{
+	cJSON *o = cJSON_CreateObject();
+	char msg[128] = "", name[16];
+
+	if (!o)
+		return NULL;
+	cJSON_AddStringToObject(o, "status", result_status(c, msg, sizeof(msg)));
+	if (WIFEXITED(c->status) && !c->timed_out)
+		cJSON_AddNumberToObject(o, "exit_code", WEXITSTATUS(c->status));
+	else
+		cJSON_AddNullToObject(o, "exit_code");
+	if (WIFSIGNALED(c->status)) {
+		cJSON_AddNumberToObject(o, "signal", WTERMSIG(c->status));
+		cJSON_AddStringToObject(o, "signal_name",
+		                        signal_name(WTERMSIG(c->status), name, sizeof(name)) ?: "");
+	} else {
+		cJSON_AddNullToObject(o, "signal");
+		cJSON_AddNullToObject(o, "signal_name");
+	}
+	cJSON_AddBoolToObject(o, "timed_out", c->timed_out);
+	cJSON_AddBoolToObject(o, "oom_killed", c->oom_killed);
+	if (*msg)
+		cJSON_AddStringToObject(o, "message", msg);
+	cJSON_AddNumberToObject(o, "duration_ms", round(c->duration * 1e6) / 1e3);
+	if (with_output) {
+		add_output(o, "stdout", &c->out);
+		add_output(o, "stderr", &c->err);
+	}
+	return o;
+}

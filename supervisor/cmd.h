@@ -1,0 +1,145 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The command engine: every process the supervisor has init start (a /run,
+ * a background process, a file operation, a setup step) is a struct cmd.
+ * A command is a spawn request to init with three pipe ends (stdin read
+ * end, stdout and stderr write ends); the other ends stay here, in the
+ * loop, with an optional timeout. It is done when init reports its exit
+ * and both pipes are drained: everything it wrote before exiting is in the
+ * pipes by then.
+ *
+ * The engine does not know who reads a command: its owner attaches a sink
+ * (output, spawned, done callbacks). Without an output callback the engine
+ * captures the output itself into c->out and c->err (the first max_output
+ * bytes of each, or with HUTCH_CAPTURE_TAIL the last ones of both merged).
+ * The owner lets go with hutch_cmd_release(): a command still running is
+ * killed then and freed when it is done, without a callback.
+ */
+#ifndef HUTCH_CMD_H
+#define HUTCH_CMD_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <cjson/cJSON.h>
+
+#include "error.h"
+#include "loop.h"
+#include "util.h"
+
+struct cmd;
+struct hutch_cgroup;
+struct hutch_instance_type;
+
+enum hutch_capture {
+	HUTCH_CAPTURE_HEAD, /* the first max_output bytes of each stream */
+	HUTCH_CAPTURE_TAIL, /* the last max_output bytes, stdout and stderr merged */
+};
+
+/* What to start, and how. */
+struct hutch_spawn {
+	const char *const *argv;
+	const char *const *envp;
+	const char *cwd;
+	const char *stdin_data; /* written to stdin, which is then closed */
+	size_t stdin_len;
+	bool stdin_open;     /* leave stdin's write end for hutch_cmd_take_stdin() */
+	bool builtin;        /* a file builtin of init (proto.h HUTCH_SPAWN_BUILTIN) */
+	double timeout;      /* seconds, 0 = none: then SIGKILL to the tree */
+	uint64_t max_output; /* per stream when captured */
+	enum hutch_capture capture;
+};
+
+/* The owner's callbacks; each may be NULL. ud is the owner's. */
+struct hutch_cmd_sink {
+	/* Bytes the command wrote. Return false to stop reading both pipes
+	 * until hutch_cmd_resume_output() (the consumer is full). */
+	bool (*output)(void *ud, struct cmd *c, bool is_err, const char *buf, size_t n);
+	/* init started it: c->pid is known. */
+	void (*spawned)(void *ud, struct cmd *c);
+	/* It is done (exited, or init could not start it: c->spawn_error). */
+	void (*done)(void *ud, struct cmd *c);
+	void *ud;
+};
+
+enum cmd_state {
+	CMD_SPAWNING,
+	CMD_RUNNING,
+	CMD_DONE,
+};
+
+/* The engine of one supervisor. */
+struct hutch_cmds {
+	struct hutch_loop *loop;
+	int init_sock;
+	bool init_dead;
+	struct hutch_watch w_init;
+	struct hutch_cgroup *cg;                /* for the OOM counter; may be NULL */
+	const struct hutch_instance_type *type; /* for the OOM message */
+	uint64_t oom_seen;                      /* the cgroup's OOM kills already reported */
+	uint64_t next_id;
+	int64_t last_done_ms; /* monotonic: when a command last finished */
+	struct cmd *list;
+};
+
+/* Read-only for owners, but for the fields said otherwise. */
+struct cmd {
+	struct hutch_cmds *set;
+	uint64_t id;
+	enum cmd_state state;
+	pid_t pid;
+	double started, duration; /* monotonic seconds */
+	double timeout;
+	int status; /* wait status once done */
+	bool exited, timed_out, oom_killed, released;
+	uint64_t stdin_len;      /* bytes given as stdin_data */
+	struct hutch_buf out, err; /* captured output (no sink output callback) */
+	const char *spawn_error;   /* init could not start it (static or spawn_errbuf) */
+	char spawn_errbuf[128];
+	struct hutch_cmd_sink sink;
+	/* engine-private */
+	bool kill_on_start, out_paused;
+	enum hutch_capture capture;
+	int out_fd, err_fd, in_fd, timer_fd;
+	struct hutch_watch w_out, w_err, w_in, w_timer;
+	char *stdin_data;
+	size_t stdin_off;
+	struct hutch_deferred dfree;
+	struct cmd *next;
+};
+
+/* Take ownership of init_sock's messages (it joins the loop). */
+int hutch_cmds_init(struct hutch_cmds *set, struct hutch_loop *loop, int init_sock,
+                    struct hutch_cgroup *cg, const struct hutch_instance_type *type);
+/* Start a command; the sink is copied. On failure fills err (E2BIG: the
+ * command is too large; else a 500-worthy message) and returns NULL. */
+struct cmd *hutch_cmd_start(struct hutch_cmds *set, const struct hutch_spawn *sp,
+                            const struct hutch_cmd_sink *sink, struct hutch_err *err);
+/* Signal the command's tree (flags: proto.h HUTCH_KILL_*); a command still
+ * spawning is killed with SIGKILL once it has started. */
+void hutch_cmd_kill(struct cmd *c, int sig, unsigned flags);
+/* The owner lets go: no more callbacks; a running command is killed with
+ * SIGKILL; the command is freed (after the loop's batch) once done. */
+void hutch_cmd_release(struct cmd *c);
+/* Read the output pipes again after a sink's output() returned false. */
+void hutch_cmd_resume_output(struct cmd *c);
+/* Hand the pipe ends over to the caller, who then owns (and closes) them:
+ * stdin's write end (spawned with stdin_open), stdout's read end (the
+ * command is then done at its exit without waiting for stdout's EOF).
+ * -EBADF if there is none. */
+int hutch_cmd_take_stdin(struct cmd *c);
+int hutch_cmd_take_stdout(struct cmd *c);
+/* Give the engine an fd to close when the command is done (a raw upload
+ * hands stdin's write end back, so that a writer killed mid-upload never
+ * sees a clean end of its input). */
+void hutch_cmd_hold_fd(struct cmd *c, int fd);
+/* Commands not done yet. */
+unsigned hutch_cmds_running(const struct hutch_cmds *set);
+/* init is dead: every command still running ends as killed (SIGKILL),
+ * with what it wrote. */
+void hutch_cmds_finish_all(struct hutch_cmds *set);
+/* Result JSON of a finished command (stdout/stderr included if asked). */
+cJSON *hutch_cmd_result_json(const struct cmd *c, bool with_output);
+
+#endif

@@ -493,13 +493,15 @@ static const char *result_status(const struct cmd *c, char *msg, size_t size)
 	char name[16];
 
 	if (c->timed_out) {
-		snprintf(msg, size, "timed out after %g s: the command and its children were killed",
+		snprintf(msg, size,
+		         "timed out after %g s: the command and its children were killed",
 		         c->timeout);
 		return "timed_out";
 	}
 	if (c->oom_killed) {
 		snprintf(msg, size, "killed: out of memory (limit %llu MiB of instance type %s)",
-		         (unsigned long long)(c->set->type->memory_bytes >> 20), c->set->type->name);
+		         (unsigned long long)(c->set->type->memory_bytes >> 20),
+		         c->set->type->name);
 		return "oom_killed";
 	}
 	if (WIFSIGNALED(c->status)) {

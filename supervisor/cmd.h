@@ -93,7 +93,7 @@ struct cmd {
 	double timeout;
 	int status; /* wait status once done */
 	bool exited, timed_out, oom_killed, released;
-	uint64_t stdin_len;      /* bytes given as stdin_data */
+	uint64_t stdin_len;        /* bytes given as stdin_data */
 	struct hutch_buf out, err; /* captured output (no sink output callback) */
 	const char *spawn_error;   /* init could not start it (static or spawn_errbuf) */
 	char spawn_errbuf[128];

@@ -76,7 +76,8 @@ static void test_flush(void **state)
 	hutch_sse_output(&e, true, "\xe2\x82", 2);
 	assert_string_equal(drain(&e), "");
 	hutch_sse_flush(&e);
-	assert_string_equal(drain(&e), "event: stderr\ndata: {\"data\":\"\xef\xbf\xbd\xef\xbf\xbd\"}\n\n");
+	assert_string_equal(drain(&e),
+	                    "event: stderr\ndata: {\"data\":\"\xef\xbf\xbd\xef\xbf\xbd\"}\n\n");
 	hutch_sse_flush(&e); /* nothing left */
 	assert_string_equal(drain(&e), "");
 	hutch_sse_done(&e);

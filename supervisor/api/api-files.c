@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include "api-files.h"
+#include "base64.h"
 #include "cleanup.h"
 #include "fdutil.h"
 #include "fileops.h"
@@ -236,69 +237,6 @@ static bool cmd_ok(struct cmd *c)
 	return !c->spawn_error && WIFEXITED(c->status) && WEXITSTATUS(c->status) == 0;
 }
 
-/* ---- base64 ---- */
-
-static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-
-static char *base64_encode(const unsigned char *in, size_t len)
-{
-	char *out = malloc(4 * ((len + 2) / 3) + 1), *p = out;
-
-	if (!out)
-		return NULL;
-	for (size_t i = 0; i < len; i += 3) {
-		uint32_t v = (uint32_t)in[i] << 16;
-		if (i + 1 < len)
-			v |= (uint32_t)in[i + 1] << 8;
-		if (i + 2 < len)
-			v |= in[i + 2];
-		*p++ = b64[v >> 18 & 63];
-		*p++ = b64[v >> 12 & 63];
-		*p++ = i + 1 < len ? b64[v >> 6 & 63] : '=';
-		*p++ = i + 2 < len ? b64[v & 63] : '=';
-	}
-	*p = '\0';
-	return out;
-}
-
-/* Strict decoding (whitespace allowed); returns the length or -EINVAL. */
-static ssize_t base64_decode(const char *in, char **ret)
-{
-	size_t len = strlen(in), n = 0;
-	unsigned char *out = malloc(len / 4 * 3 + 3);
-	uint32_t acc = 0;
-	int bits = 0, pad = 0;
-
-	if (!out)
-		return -ENOMEM;
-	for (const char *p = in; *p; p++) {
-		const char *k;
-		if (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t')
-			continue;
-		if (*p == '=') {
-			pad++;
-			continue;
-		}
-		k = strchr(b64, *p);
-		if (!k || pad) {
-			free(out);
-			return -EINVAL;
-		}
-		acc = acc << 6 | (uint32_t)(k - b64);
-		bits += 6;
-		if (bits >= 8) {
-			bits -= 8;
-			out[n++] = (unsigned char)(acc >> bits);
-		}
-	}
-	if (pad > 2 || bits >= 6) {
-		free(out);
-		return -EINVAL;
-	}
-	*ret = (char *)out;
-	return (ssize_t)n;
-}
-
 static bool is_text(const char *data, size_t len)
 {
 	_cleanup_free_ char *clean = NULL;
@@ -439,7 +377,7 @@ static enum MHD_Result start_json_op(struct hutch_file_req *fr)
 	struct hutch_err err = { 0 };
 	const char *endp = NULL;
 	char sizebuf[32];
-	ssize_t len = 0;
+	size_t len = 0;
 
 	o = cJSON_ParseWithLengthOpts(fr->body.data ? fr->body.data : "", fr->body.len, &endp,
 	                              false);
@@ -464,18 +402,16 @@ static enum MHD_Result start_json_op(struct hutch_file_req *fr)
 	fr->want_base64 = encoding && !strcmp(encoding, "base64");
 	if (fr->op == FOP_WRITE_FILE) {
 		if (fr->want_base64) {
-			len = base64_decode(content, &data);
-			if (len < 0)
+			if (hutch_base64_decode(content, &data, &len) < 0)
 				return answer_error(fr, 400, "invalid_request",
 				                    "'content' is not valid base64");
 		} else {
-			len = (ssize_t)strlen(content);
+			len = strlen(content);
 		}
 	}
-	snprintf(sizebuf, sizeof(sizebuf), "%zd", len);
+	snprintf(sizebuf, sizeof(sizebuf), "%zu", len);
 	json_op_argv(fr->op, path, mode, sizebuf, argv);
-	if (!start_builtin(fr, argv, data ? data : content, (size_t)len, FILE_JSON_MAX + 64, 0,
-	                   &err))
+	if (!start_builtin(fr, argv, data ? data : content, len, FILE_JSON_MAX + 64, 0, &err))
 		return answer_error(fr, 500, "spawn_failed", "%s", err.msg);
 	hutch_api_suspend(fr->r);
 	return MHD_YES;
@@ -500,7 +436,7 @@ static enum MHD_Result finish_read(struct hutch_file_req *fr, cJSON *o)
 		cJSON_AddStringToObject(o, "encoding", "utf-8");
 		cJSON_AddStringToObject(o, "content", s ? s : "");
 	} else {
-		_cleanup_free_ char *s = base64_encode((const unsigned char *)data, len);
+		_cleanup_free_ char *s = hutch_base64_encode(data, len);
 		cJSON_AddStringToObject(o, "encoding", "base64");
 		cJSON_AddStringToObject(o, "content", s ? s : "");
 	}

@@ -17,6 +17,7 @@
 #include <microhttpd.h>
 
 #include "api-internal.h"
+#include "base64.h"
 #include "cleanup.h"
 #include "mhd.h"
 #include "procs.h"
@@ -28,29 +29,6 @@ static enum MHD_Result not_found(struct MHD_Connection *conn, const char *id)
 	return hutch_api_respond_error(
 	        conn, MHD_HTTP_NOT_FOUND, "process_not_found",
 	        "no background process '%.32s' in this sandbox (see GET /list_processes)", id);
-}
-
-static char *base64_encode(const unsigned char *p, size_t n)
-{
-	static const char tab[] =
-	        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-	char *out = malloc((n + 2) / 3 * 4 + 1), *o = out;
-
-	if (!out)
-		return NULL;
-	for (size_t i = 0; i < n; i += 3) {
-		uint32_t v = (uint32_t)p[i] << 16;
-		if (i + 1 < n)
-			v |= (uint32_t)p[i + 1] << 8;
-		if (i + 2 < n)
-			v |= p[i + 2];
-		*o++ = tab[v >> 18];
-		*o++ = tab[(v >> 12) & 63];
-		*o++ = i + 1 < n ? tab[(v >> 6) & 63] : '=';
-		*o++ = i + 2 < n ? tab[v & 63] : '=';
-	}
-	*o = '\0';
-	return out;
 }
 
 /* Parse the body of /kill_process: {"id": "p1", "grace_seconds": 5}. */
@@ -266,7 +244,7 @@ static cJSON *output_json(struct hutch_proc *p, const struct output_args *a)
 		return NULL;
 	n = hutch_ring_read(r, start, buf, n);
 	if (a->base64) {
-		data = base64_encode((const unsigned char *)buf, n);
+		data = hutch_base64_encode(buf, n);
 	} else {
 		/* Hold back a sequence cut by the end of what is written so
 		 * far: it is sent whole with the next read. */

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Unit tests for the base library: number parsing, sandbox ids, UTF-8
- * repair, the bounded buffer, time formatting, error messages, and the file
- * helpers on a private temporary directory (no root needed).
+ * repair, the bounded buffer, time formatting, error messages, base64, and
+ * the file helpers on a private temporary directory (no root needed).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -19,6 +19,7 @@
 
 #include <cmocka.h>
 
+#include "base64.h"
 #include "error.h"
 #include "fdutil.h"
 #include "util.h"
@@ -455,6 +456,69 @@ static void test_rm_rf_symlink(void **state)
 	close(ofd);
 }
 
+static void b64_roundtrip(const char *plain, size_t len, const char *coded)
+{
+	char *enc = hutch_base64_encode(plain, len), *dec = NULL;
+	size_t n = 99;
+
+	assert_non_null(enc);
+	assert_string_equal(enc, coded);
+	assert_int_equal(hutch_base64_decode(coded, &dec, &n), 0);
+	assert_int_equal(n, len);
+	assert_memory_equal(dec, plain, len);
+	free(enc);
+	free(dec);
+}
+
+static void test_base64(void **state)
+{
+	static const unsigned char all[3] = { 0xfb, 0xff, 0x00 };
+	char *dec = NULL;
+	size_t n = 0;
+
+	(void)state;
+	/* RFC 4648 section 10 vectors, and bytes that use '+', '/' and NUL. */
+	b64_roundtrip("", 0, "");
+	b64_roundtrip("f", 1, "Zg==");
+	b64_roundtrip("fo", 2, "Zm8=");
+	b64_roundtrip("foo", 3, "Zm9v");
+	b64_roundtrip("foob", 4, "Zm9vYg==");
+	b64_roundtrip("fooba", 5, "Zm9vYmE=");
+	b64_roundtrip("foobar", 6, "Zm9vYmFy");
+	b64_roundtrip((const char *)all, 3, "+/8A");
+
+	/* White space anywhere is skipped; missing padding is accepted. */
+	assert_int_equal(hutch_base64_decode(" Zm9v\r\nYmFy\t", &dec, &n), 0);
+	assert_int_equal(n, 6);
+	assert_memory_equal(dec, "foobar", 6);
+	free(dec);
+	assert_int_equal(hutch_base64_decode("Zm8", &dec, &n), 0);
+	assert_int_equal(n, 2);
+	free(dec);
+}
+
+static void test_base64_bad(void **state)
+{
+	static const char *const bad[] = {
+		"Zm9v!",             /* outside the alphabet */
+		"Zm-v",              /* base64url is not accepted */
+		"Zg==Zg==",          /* data after padding */
+		"Zg=a",     "Zg===", /* three '=' */
+		"Z",                 /* a dangling sextet */
+		"Zm9vY",    "\xc3\xa9",
+	};
+	char *dec = (char *)0x1;
+	size_t n = 7;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		assert_int_equal(hutch_base64_decode(bad[i], &dec, &n), -EINVAL);
+		/* outputs untouched on failure */
+		assert_ptr_equal(dec, (char *)0x1);
+		assert_int_equal(n, 7);
+	}
+}
+
 static void test_io(void **state)
 {
 	int p[2];
@@ -486,7 +550,8 @@ int main(void)
 		cmocka_unit_test(test_buf_tail),   cmocka_unit_test(test_format_time),
 		cmocka_unit_test(test_err),        cmocka_unit_test(test_files),
 		cmocka_unit_test(test_mkdir_p),    cmocka_unit_test(test_rm_rf_symlink),
-		cmocka_unit_test(test_io),
+		cmocka_unit_test(test_io),         cmocka_unit_test(test_base64),
+		cmocka_unit_test(test_base64_bad),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -14,6 +14,7 @@
 #include "cleanup.h"
 #include "idle.h"
 #include "log.h"
+#include "status.h"
 #include "supervisor.h"
 
 cJSON *hutch_sup_claim(struct sup *s, const cJSON *body, struct hutch_err *err)

@@ -21,9 +21,8 @@
 #include "fdutil.h"
 #include "hooks.h"
 #include "idle.h"
-#include "log.h"
 #include "request.h"
-#include "sandbox.h"
+#include "status.h"
 #include "supervisor.h"
 
 enum phase {
@@ -82,6 +81,7 @@ static void ready(struct sup *s)
 	int r;
 
 	s->hooks.phase = PHASE_READY;
+	s->ready = true;
 	r = hutch_sup_write_state(s, s->cfg->pool_key[0] ? "pooled" : "running");
 	if (r >= 0)
 		r = hutch_idle_start(s);
@@ -239,7 +239,7 @@ static void on_deadline(struct hutch_watch *w, uint32_t events)
 	hutch_hooks_on_deadline(w->ptr);
 }
 
-bool hutch_hooks_destroy_start(struct sup *s, const char *reason)
+bool hutch_hooks_destroy_start(struct sup *s)
 {
 	struct itimerspec its = { .it_value.tv_sec = HUTCH_ON_DESTROY_SECONDS + 5 };
 
@@ -249,10 +249,6 @@ bool hutch_hooks_destroy_start(struct sup *s, const char *reason)
 	hutch_idle_wake(s, hutch_now_mono_sec());
 	if (start_step(s, PHASE_ON_DESTROY) < 0)
 		return false;
-	s->state = SUP_CLOSING;
-	s->end.reason = reason;
-	s->end.at = hutch_now_realtime();
-	s->hooks.end_reason = reason;
 	/* Backstop if init cannot even report the hook's end. */
 	s->hooks.deadline_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
 	if (s->hooks.deadline_fd >= 0 &&
@@ -269,8 +265,7 @@ void hutch_hooks_on_deadline(struct sup *s)
 	s->hooks.destroy_done = true;
 }
 
-/* Second line of the tombstone: what on_destroy did. */
-static void record_destroy(struct sup *s)
+void hutch_hooks_record_destroy(struct sup *s)
 {
 	_cleanup_free_ char *text = NULL;
 	_cleanup_close_ int fd = -EBADF;
@@ -291,21 +286,16 @@ static void record_destroy(struct sup *s)
 	(void)hutch_write_all(fd, "\n", 1);
 }
 
-void hutch_hooks_after_events(struct sup *s)
+enum hutch_hooks_verdict hutch_hooks_after_events(struct sup *s)
 {
-	if (s->hooks.phase == PHASE_FAILED && s->state == SUP_RUNNING) {
-		/* Creation failed: delete without a tombstone (the id was never
-		 * given out). */
-		hutch_sup_end_now(s, NULL);
-		return;
-	}
+	if (s->hooks.phase == PHASE_FAILED && s->state == SUP_RUNNING)
+		return HUTCH_HOOKS_FAILED;
 	if (s->hooks.phase == PHASE_ON_DESTROY && s->hooks.destroy_done &&
 	    s->state == SUP_CLOSING) {
-		const char *reason = s->hooks.end_reason;
 		s->hooks.phase = PHASE_NONE;
-		hutch_sup_end_now(s, reason);
-		record_destroy(s);
+		return HUTCH_HOOKS_DESTROY_DONE;
 	}
+	return HUTCH_HOOKS_CONTINUE;
 }
 
 void hutch_hooks_sandbox_ended(struct sup *s)

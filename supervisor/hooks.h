@@ -21,21 +21,41 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "util.h"
+
 struct sup;
 struct hutch_buf;
 
 #define HUTCH_ON_DESTROY_SECONDS 30
 #define HUTCH_HOOK_TAIL          2048 /* bytes of output kept per step */
 
+/* Why a setup step failed (the supervisor writes it after the error). */
+struct hutch_setup_failure {
+	char id[HUTCH_ID_LEN + 1]; /* the deleted sandbox's id, for the message */
+	char step[16];             /* "setup_script" or "on_create" */
+	int exit_code;             /* -1 if it did not exit by itself */
+	int signal;                /* 0 or the signal that killed it */
+	bool timed_out;
+	char tail[2049]; /* last bytes of its output (stdout and stderr merged) */
+};
+
 /* The event loop is up: start the setup steps, or report ready at once. */
 void hutch_hooks_begin(struct sup *s);
-/* end_sandbox(): start on_destroy if there is one and the sandbox is ready;
- * true if started (the end then waits for it). */
-bool hutch_hooks_destroy_start(struct sup *s, const char *reason);
-/* The on_destroy deadline fired. */
+/* The sandbox is closing: start on_destroy if there is one and the
+ * sandbox is ready; true if started (the end then waits for it). */
+bool hutch_hooks_destroy_start(struct sup *s);
+/* The on_destroy deadline fired, or init died: it cannot finish. */
 void hutch_hooks_on_deadline(struct sup *s);
-/* After each loop iteration: finish what a step's end decided. */
-void hutch_hooks_after_events(struct sup *s);
+/* After each loop iteration: what a step's end decided, for the
+ * lifecycle to carry out (hooks never end the sandbox themselves). */
+enum hutch_hooks_verdict {
+	HUTCH_HOOKS_CONTINUE,
+	HUTCH_HOOKS_FAILED,       /* a setup step failed: delete, no tombstone */
+	HUTCH_HOOKS_DESTROY_DONE, /* on_destroy is over: tear down */
+};
+enum hutch_hooks_verdict hutch_hooks_after_events(struct sup *s);
+/* Append on_destroy's result to the tombstone (after the teardown). */
+void hutch_hooks_record_destroy(struct sup *s);
 /* The sandbox ended (any reason): a CLI still waiting gets an error. */
 void hutch_hooks_sandbox_ended(struct sup *s);
 

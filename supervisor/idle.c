@@ -13,6 +13,7 @@
 
 #include "idle.h"
 #include "log.h"
+#include "status.h"
 #include "supervisor.h"
 
 static int arm(struct sup *s, int64_t ms)

@@ -11,22 +11,13 @@
 
 #include "config.h"
 #include "error.h"
+#include "hooks.h"
 #include "state.h"
 
 struct hutch_created {
 	char id[HUTCH_ID_LEN + 1];
 	struct hutch_paths paths;
 	int64_t created_at, expires_at;
-};
-
-/* Why a setup step failed (the supervisor writes it after the error). */
-struct hutch_setup_failure {
-	char id[HUTCH_ID_LEN + 1]; /* the deleted sandbox's id, for the message */
-	char step[16];             /* "setup_script" or "on_create" */
-	int exit_code;             /* -1 if it did not exit by itself */
-	int signal;                /* 0 or the signal that killed it */
-	bool timed_out;
-	char tail[2049]; /* last bytes of its output (stdout and stderr merged) */
 };
 
 /* Needs root. On success the sandbox is ready for commands (its setup

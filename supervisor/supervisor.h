@@ -2,8 +2,13 @@
 /*
  * The supervisor: one detached process per sandbox on the host. It owns the
  * sandbox's cgroup, timers and API socket, and talks to init over a
- * socketpair. Single-threaded, one epoll loop (timerfd, signalfd, pidfd,
- * libmicrohttpd's epoll fd, command pipes).
+ * socketpair. Single-threaded, one event loop (loop.h).
+ *
+ * This header is the supervisor's state, struct sup, and nothing else: the
+ * files that act on it declare their functions in their own headers
+ * (setup.h builds it, run.h runs the loop, lifecycle.h ends it, status.h
+ * reports it, idle.h, hooks.h, procs.h, claim.h, api/api.h), so that none
+ * of them depends on another through this one.
  */
 #ifndef HUTCH_SUPERVISOR_H
 #define HUTCH_SUPERVISOR_H
@@ -41,10 +46,12 @@ enum sup_state {
 	SUP_GONE,    /* torn down; answering the last requests */
 };
 
-/* Why the sandbox ended ("deleted", "expired", "crashed"). */
+/* Why the sandbox ended ("deleted", "expired", "crashed"), stored once,
+ * and where its teardown is (lifecycle.c). */
 struct sup_end {
 	const char *reason;
 	int64_t at;
+	bool destroy_hook;   /* closing: on_destroy runs first (hooks.c) */
 	bool retired;        /* the state dir is ".dead-<id>" (s->paths) */
 	bool finish_pending; /* hutch_sup_teardown_finish() still to run */
 	bool finished;       /* it ran */
@@ -54,7 +61,8 @@ struct sup {
 	struct hutch_config *cfg;
 	struct hutch_paths paths;
 	char id[HUTCH_ID_LEN + 1];
-	enum sup_state state;
+	enum sup_state state; /* lifecycle.c changes it */
+	bool ready;           /* setup steps done (hooks.c) */
 	struct sup_end end;
 	int64_t created_at, expires_at;
 	unsigned slot;
@@ -96,7 +104,6 @@ struct sup {
 		int phase;       /* enum in hooks.c */
 		int deadline_fd; /* on_destroy time bound */
 		struct hutch_watch w_deadline;
-		const char *end_reason; /* end_sandbox() waiting for on_destroy */
 		bool destroy_done;
 		cJSON *results;            /* per hook: exit code, duration, output tail */
 		struct cmd *step;          /* the step command running */
@@ -105,37 +112,5 @@ struct sup {
 		bool failure_noted; /* failed, details lost (out of memory) */
 	} hooks;
 };
-
-/* sandbox.c: create the sandbox (runs in the new supervisor process). */
-int hutch_sup_setup(struct sup *s, struct hutch_err *err);
-/* sandbox.c: what a client can observe, before DELETE / answers: kill
- * init and wait until the whole pid namespace is dead, write the tombstone
- * (reason, or none if NULL), retire the state dir (hutch_state_retire())
- * so that the sandbox can no longer be found; idempotent. */
-void hutch_sup_teardown(struct sup *s, const char *reason);
-/* sandbox.c: the rest, after the answer: egress, host link, cgroups, then
- * the retired dir (last: it tells gc what is left if we die first). */
-void hutch_sup_teardown_finish(struct sup *s);
-/* supervisor.c */
-int hutch_sup_run(struct sup *s);
-cJSON *hutch_sup_status_json(struct sup *s);
-/* sandbox.c: rewrite state.json with this status ("running", "sleeping"). */
-int hutch_sup_write_state(struct sup *s, const char *status);
-/* supervisor.c: end the sandbox now (teardown), skipping on_destroy. */
-void hutch_sup_end_now(struct sup *s, const char *reason);
-/* api.c */
-/* Load the HTTP server library now (mhd.h), ignoring a failure that
- * hutch_api_start() then reports: called while init builds the root, so
- * the load overlaps with it and init (already cloned) never maps it. */
-void hutch_api_preload(void);
-int hutch_api_start(struct sup *s, struct hutch_err *err);
-void hutch_api_stop(struct sup *s);
-/* Add libmicrohttpd's epoll fd to the loop. */
-int hutch_api_watch(struct sup *s);
-/* Sandbox going away: answer every waiting request. */
-void hutch_api_sandbox_ended(struct sup *s);
-void hutch_api_run(struct sup *s);
-/* How long the loop may sleep before libmicrohttpd needs hutch_api_run(). */
-int hutch_api_timeout_ms(struct sup *s);
 
 #endif

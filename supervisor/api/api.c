@@ -22,6 +22,7 @@
 #include <microhttpd.h>
 
 #include "api-files.h"
+#include "api.h"
 #include "claim.h"
 #include "cleanup.h"
 #include "idle.h"
@@ -29,6 +30,7 @@
 #include "procs.h"
 #include "request.h"
 #include "sse.h"
+#include "status.h"
 #include "supervisor.h"
 
 enum route {

@@ -16,44 +16,14 @@
 #include <sys/timerfd.h>
 #include <unistd.h>
 
-#include "cleanup.h"
+#include "api.h"
 #include "egress.h"
-#include "fdutil.h"
 #include "hooks.h"
-#include "idle.h"
-#include "log.h"
-#include "procs.h"
+#include "lifecycle.h"
+#include "run.h"
 #include "supervisor.h"
 
 #define GONE_LINGER_MS 5000 /* how long a torn-down supervisor serves the last answers */
-
-/* Close: on_destroy first when there is one (hooks.c calls
- * hutch_sup_end_now() when it is done), then teardown. */
-static void end_sandbox(struct sup *s, const char *reason)
-{
-	if (s->state == SUP_RUNNING && hutch_hooks_destroy_start(s, reason))
-		return;
-	if (s->state == SUP_CLOSING && s->hooks.end_reason)
-		return; /* on_destroy is running; it is bounded */
-	hutch_sup_end_now(s, reason);
-}
-
-void hutch_sup_end_now(struct sup *s, const char *reason)
-{
-	if (s->state == SUP_GONE)
-		return;
-	/* A frozen cgroup v1 task does not die of SIGKILL until thawed. */
-	hutch_idle_wake(s, hutch_now_mono_sec());
-	s->state = SUP_CLOSING;
-	s->end.reason = reason;
-	s->end.at = hutch_now_realtime();
-	hutch_sup_teardown(s, reason);
-	/* Every command is dead now: finish them with what they wrote. */
-	hutch_cmds_finish_all(&s->cmds);
-	s->state = SUP_GONE;
-	hutch_hooks_sandbox_ended(s);
-	hutch_api_sandbox_ended(s);
-}
 
 static void on_signal(struct hutch_watch *w, uint32_t events)
 {
@@ -62,78 +32,8 @@ static void on_signal(struct hutch_watch *w, uint32_t events)
 
 	while (read(s->sigfd, &si, sizeof(si)) == sizeof(si)) {
 		if (si.ssi_signo == SIGTERM || si.ssi_signo == SIGINT)
-			end_sandbox(s, "deleted");
+			hutch_sup_end(s, "deleted");
 	}
-}
-
-static cJSON *network_json(struct sup *s)
-{
-	const struct hutch_net_policy *p = &s->cfg->net;
-	cJSON *o = s->net.egress ? hutch_egress_status(s->net.egress) : cJSON_CreateObject();
-	cJSON *hosts, *ports;
-	char ip[INET_ADDRSTRLEN];
-
-	if (!o)
-		return NULL;
-	cJSON_AddStringToObject(o, "mode", hutch_net_mode_name(p->mode));
-	hosts = cJSON_AddArrayToObject(o, "hosts");
-	for (size_t i = 0; hosts && i < p->nhosts; i++) {
-		char h[HUTCH_NET_HOST_MAX + 8];
-		snprintf(h, sizeof(h), "%s:%u", p->hosts[i].name,
-		         p->hosts[i].port ? p->hosts[i].port : 443);
-		cJSON_AddItemToArray(hosts, cJSON_CreateString(h));
-	}
-	ports = cJSON_AddArrayToObject(o, "host_ports");
-	for (size_t i = 0; ports && i < s->cfg->nhost_ports; i++)
-		cJSON_AddItemToArray(ports, cJSON_CreateNumber(s->cfg->host_ports[i]));
-	if (p->mode == HUTCH_NET_ALL) {
-		inet_ntop(AF_INET, &s->net.addrs.sandbox, ip, sizeof(ip));
-		cJSON_AddStringToObject(o, "address", ip);
-		inet_ntop(AF_INET, &s->net.addrs.gateway, ip, sizeof(ip));
-		cJSON_AddStringToObject(o, "gateway", ip);
-		cJSON_AddStringToObject(o, "host_link", s->net.addrs.host_if);
-	}
-	return o;
-}
-
-cJSON *hutch_sup_status_json(struct sup *s)
-{
-	cJSON *o = cJSON_CreateObject();
-	char created[40], expires[40];
-	unsigned running = hutch_cmds_running(&s->cmds);
-
-	if (!o)
-		return NULL;
-	hutch_format_time(s->created_at, created, sizeof(created));
-	hutch_format_time(s->expires_at, expires, sizeof(expires));
-	cJSON_AddStringToObject(o, "id", s->id);
-	cJSON_AddStringToObject(o, "state",
-	                        s->state != SUP_RUNNING ? "closing"
-	                        : s->cfg->pool_key[0]   ? "pooled"
-	                        : s->idle.sleeping      ? "sleeping"
-	                                                : "running");
-	cJSON_AddStringToObject(o, "created_at", created);
-	cJSON_AddStringToObject(o, "expires_at", expires);
-	cJSON_AddNumberToObject(o, "expires_in_seconds",
-	                        (double)(s->expires_at - hutch_now_realtime()));
-	cJSON_AddItemToObject(o, "config", hutch_config_to_json(s->cfg));
-	cJSON_AddStringToObject(o, "cgroup_version", s->cg ? hutch_cgroup_version(s->cg) : "");
-	cJSON_AddNumberToObject(o, "commands_running", running);
-	cJSON_AddNumberToObject(o, "init_pid", s->init_pid);
-	cJSON_AddNumberToObject(o, "supervisor_pid", getpid());
-	cJSON_AddStringToObject(o, "socket", s->paths.sock);
-	{
-		cJSON *idle = cJSON_AddObjectToObject(o, "idle");
-		cJSON_AddBoolToObject(idle, "sleeping", s->idle.sleeping);
-		cJSON_AddNumberToObject(idle, "sleeps", s->idle.sleeps);
-		cJSON_AddNumberToObject(idle, "last_wake_ms",
-		                        round(s->idle.last_wake_ms * 1000) / 1000);
-	}
-	cJSON_AddItemToObject(o, "hooks",
-	                      s->hooks.results ? cJSON_Duplicate(s->hooks.results, true)
-	                                       : cJSON_CreateObject());
-	cJSON_AddItemToObject(o, "network", network_json(s));
-	return o;
 }
 
 static void on_ttl(struct hutch_watch *w, uint32_t events)
@@ -141,7 +41,7 @@ static void on_ttl(struct hutch_watch *w, uint32_t events)
 	struct sup *s = w->ptr;
 
 	hutch_loop_del(&s->loop, w);
-	end_sandbox(s, "expired");
+	hutch_sup_end(s, "expired");
 }
 
 static void on_init_exit(struct hutch_watch *w, uint32_t events)
@@ -149,11 +49,7 @@ static void on_init_exit(struct hutch_watch *w, uint32_t events)
 	struct sup *s = w->ptr;
 
 	hutch_loop_del(&s->loop, w);
-	/* init died without being asked to */
-	if (s->state == SUP_RUNNING)
-		end_sandbox(s, "crashed");
-	else if (s->hooks.end_reason)
-		hutch_hooks_on_deadline(s); /* on_destroy cannot finish */
+	hutch_sup_init_died(s); /* without being asked to */
 }
 
 static void on_egress(struct hutch_watch *w, uint32_t events)
@@ -207,11 +103,11 @@ static void after_events(struct sup *s)
 {
 	hutch_api_run(s);
 	if (s->delete_pending && s->state == SUP_RUNNING) {
-		end_sandbox(s, "deleted");
+		hutch_sup_end(s, "deleted");
 		hutch_api_run(s);
 	}
 	if (s->state != SUP_GONE) {
-		hutch_hooks_after_events(s);
+		hutch_sup_after_events(s);
 		if (s->state == SUP_GONE)
 			hutch_api_run(s);
 	}
@@ -243,7 +139,7 @@ int hutch_sup_run(struct sup *s)
 
 	r = setup_loop(s);
 	if (r < 0) {
-		end_sandbox(s, "crashed");
+		hutch_sup_end(s, "crashed");
 		hutch_sup_teardown_finish(s);
 		return r;
 	}

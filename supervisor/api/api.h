@@ -1,0 +1,28 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The sandbox's HTTP/1.1 + JSON API (docs/api.md), served by
+ * libmicrohttpd inside the supervisor's event loop; what the rest of the
+ * supervisor calls of it.
+ */
+#ifndef HUTCH_API_H
+#define HUTCH_API_H
+
+#include "error.h"
+
+struct sup;
+
+/* Load the HTTP server library now (mhd.h), ignoring a failure that
+ * hutch_api_start() then reports: called while init builds the root, so
+ * the load overlaps with it and init (already cloned) never maps it. */
+void hutch_api_preload(void);
+int hutch_api_start(struct sup *s, struct hutch_err *err);
+void hutch_api_stop(struct sup *s);
+/* Add libmicrohttpd's epoll fd to the loop. */
+int hutch_api_watch(struct sup *s);
+/* Sandbox going away: answer every waiting request. */
+void hutch_api_sandbox_ended(struct sup *s);
+void hutch_api_run(struct sup *s);
+/* How long the loop may sleep before libmicrohttpd needs hutch_api_run(). */
+int hutch_api_timeout_ms(struct sup *s);
+
+#endif

@@ -1,0 +1,160 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* How a sandbox ends; see lifecycle.h. */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "api.h"
+#include "egress.h"
+#include "fdutil.h"
+#include "hooks.h"
+#include "idle.h"
+#include "lifecycle.h"
+#include "log.h"
+#include "supervisor.h"
+#include "syscalls.h"
+
+/* Tear down now, skipping or after on_destroy. */
+static void end_now(struct sup *s, const char *reason)
+{
+	if (s->state == SUP_GONE)
+		return;
+	/* A frozen cgroup v1 task does not die of SIGKILL until thawed. */
+	hutch_idle_wake(s, hutch_now_mono_sec());
+	s->state = SUP_CLOSING;
+	s->end.reason = reason;
+	s->end.at = hutch_now_realtime();
+	hutch_sup_teardown(s, reason);
+	/* Every command is dead now: finish them with what they wrote. */
+	hutch_cmds_finish_all(&s->cmds);
+	s->state = SUP_GONE;
+	hutch_hooks_sandbox_ended(s);
+	hutch_api_sandbox_ended(s);
+}
+
+void hutch_sup_end(struct sup *s, const char *reason)
+{
+	if (s->state == SUP_RUNNING && hutch_hooks_destroy_start(s)) {
+		s->state = SUP_CLOSING;
+		s->end.reason = reason;
+		s->end.at = hutch_now_realtime();
+		s->end.destroy_hook = true;
+		return;
+	}
+	if (s->state == SUP_CLOSING && s->end.destroy_hook)
+		return; /* on_destroy is running; it is bounded */
+	end_now(s, reason);
+}
+
+void hutch_sup_after_events(struct sup *s)
+{
+	if (s->state == SUP_GONE)
+		return;
+	switch (hutch_hooks_after_events(s)) {
+	case HUTCH_HOOKS_FAILED:
+		/* Creation failed: delete without a tombstone (the id was
+		 * never given out). */
+		end_now(s, NULL);
+		break;
+	case HUTCH_HOOKS_DESTROY_DONE:
+		end_now(s, s->end.reason);
+		hutch_hooks_record_destroy(s);
+		break;
+	case HUTCH_HOOKS_CONTINUE:
+		break;
+	}
+}
+
+void hutch_sup_init_died(struct sup *s)
+{
+	if (s->state == SUP_RUNNING)
+		hutch_sup_end(s, "crashed");
+	else if (s->end.destroy_hook)
+		hutch_hooks_on_deadline(s); /* on_destroy cannot finish */
+}
+
+/* The runtime dir is the parent of the sandbox's state dir. The supervisor
+ * cleared its environment (scrub_environment()), so hutch_runtime_dir()
+ * would name the default, not the dir the sandbox was created in. */
+static void write_tombstone(const struct sup *s, const char *reason)
+{
+	char rt[sizeof(s->paths.dir)];
+	char *slash;
+
+	snprintf(rt, sizeof(rt), "%s", s->paths.dir);
+	slash = strrchr(rt, '/');
+	if (!slash)
+		return;
+	*slash = '\0';
+	(void)hutch_gone_write(rt, s->id, reason, hutch_now_realtime());
+}
+
+void hutch_sup_teardown(struct sup *s, const char *reason)
+{
+	int r;
+
+	if (s->init_pid > 0) {
+		if (s->pidfd >= 0) {
+			struct pollfd pfd = { .fd = s->pidfd, .events = POLLIN };
+			(void)sys_pidfd_send_signal(s->pidfd, SIGKILL, NULL, 0);
+			/* PID 1 exits only after the kernel has killed its whole
+			 * pid namespace. */
+			(void)poll(&pfd, 1, 5000);
+		} else {
+			(void)kill(s->init_pid, SIGKILL);
+		}
+		(void)waitpid(s->init_pid, NULL, 0);
+		s->init_pid = 0;
+	}
+	s->cmds.init_dead = true;
+	if (s->end.retired)
+		return;
+	/* The tombstone first: whoever no longer finds the sandbox finds
+	 * why. */
+	if (reason)
+		write_tombstone(s, reason);
+	r = hutch_state_retire(&s->paths, &s->paths);
+	if (r < 0) {
+		/* Cannot hide it: remove everything before answering. */
+		hutch_log_errno(HUTCH_LOG_WARN, r, "retire '%s', removing it now", s->paths.dir);
+		hutch_sup_teardown_finish(s);
+		(void)hutch_rm_rf_at(AT_FDCWD, s->paths.dir);
+		s->end.retired = true; /* nothing left to do */
+		return;
+	}
+	s->end.retired = true;
+	s->end.finish_pending = true;
+}
+
+void hutch_sup_teardown_finish(struct sup *s)
+{
+	struct hutch_err err = { 0 };
+
+	s->end.finish_pending = false;
+	if (s->end.finished)
+		return;
+	s->end.finished = true;
+	if (s->mntns_fd >= 0)
+		close(s->mntns_fd); /* the sandbox's files and mounts go now */
+	s->mntns_fd = -EBADF;
+	hutch_egress_free(s->net.egress);
+	s->net.egress = NULL;
+	for (size_t i = 0; i < s->net.nlisteners; i++)
+		close(s->net.listeners[i].fd);
+	s->net.nlisteners = 0;
+	if (s->net.attached && hutch_net_host_detach(&s->net.addrs, &err) < 0)
+		hutch_log(HUTCH_LOG_WARN, "%s", err.msg);
+	s->net.attached = false;
+	hutch_err_clear(&err);
+	if (s->cg && hutch_cgroup_destroy(s->cg, &err) < 0)
+		hutch_log(HUTCH_LOG_WARN, "%s", err.msg);
+	/* Last: until here the retired dir's state.json names the cgroups
+	 * for gc, should this process die midway. */
+	if (s->end.retired)
+		(void)hutch_rm_rf_at(AT_FDCWD, s->paths.dir);
+}

@@ -1,0 +1,329 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Building a sandbox (see setup.h): uid slot, network, seccomp program,
+ * cgroup, init via clone3 with every namespace, id maps, then init's READY
+ * and the listening sockets it made for the network mode. Runs in the new
+ * supervisor process, before its event loop.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "api.h"
+#include "cleanup.h"
+#include "egress.h"
+#include "fdutil.h"
+#include "init.h"
+#include "log.h"
+#include "proto.h"
+#include "seccomp-filter.h"
+#include "setup.h"
+#include "status.h"
+#include "supervisor.h"
+#include "syscalls.h"
+
+#define INIT_READY_TIMEOUT_MS 20000
+
+static int write_id_map(pid_t pid, const char *file, uid_t base)
+{
+	char path[64], map[64];
+
+	snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, file);
+	snprintf(map, sizeof(map), "0 %u %u\n", (unsigned)base, HUTCH_UID_RANGE);
+	return hutch_write_knob_at(AT_FDCWD, path, map);
+}
+
+/* Child side of clone3: keep only the init socket and the stage fd. */
+static __attribute__((noreturn)) void init_child(struct sup *s, int sock, int *cg_fds,
+                                                 size_t n_cg_fds)
+{
+	struct hutch_init_params p = { 0 };
+	char hostname[32];
+
+	/* First, while we are one thread and nothing runs in the sandbox;
+	 * GO tells us to report a failure. */
+	p.cgroup_join_err = hutch_cgroup_join_self(cg_fds, n_cg_fds);
+	hutch_proctitle_set("hutch-init");
+	if (dup3(sock, 3, O_CLOEXEC) < 0)
+		_exit(1);
+	if (sys_close_range(4, ~0U, 0) < 0)
+		_exit(1);
+	snprintf(hostname, sizeof(hostname), "hutch-%s", s->id);
+	p.sock = 3;
+	p.supervisor_pid = getppid();
+	p.hostname = hostname;
+	p.net = &s->cfg->net;
+	p.seccomp = &s->seccomp;
+	/* The new root's tmpfs goes on top of the child's own "/" (a host
+	 * directory fd opened before clone() belongs to the wrong mount
+	 * namespace to be a mount target). */
+	p.rootfs.stage_fd = -1;
+	p.rootfs.hostname = hostname;
+	p.rootfs.disk_bytes = s->cfg->type->disk_bytes;
+	p.rootfs.app_uid = HUTCH_APP_UID;
+	p.rootfs.app_gid = HUTCH_APP_GID;
+	p.net_child = &s->net.child;
+	if (s->cfg->net.mode == HUTCH_NET_NONE) {
+		p.rootfs.resolv_conf = "# hutch: network none, no DNS\n";
+		p.rootfs.extra_hosts = NULL;
+	} else {
+		/* The DNS stub: the supervisor, through a listener in our netns. */
+		p.rootfs.resolv_conf = "# hutch: the sandbox's DNS stub\n"
+		                       "nameserver 127.0.0.1\n"
+		                       "options timeout:2 attempts:2\n";
+		p.rootfs.extra_hosts = HUTCH_NET_HOST_INTERNAL "\thost.hutch.internal\n";
+	}
+	hutch_init_main(&p);
+}
+
+static int spawn_init(struct sup *s, struct hutch_err *err)
+{
+	int sv[2], pidfd = -1, bufsz = 4 << 20, r;
+	int cg_fds[HUTCH_CGROUP_MAX_DIRS];
+	size_t n_cg_fds = 0;
+	_cleanup_close_ int cgfd = -EBADF;
+	struct clone_args args = { 0 };
+	long pid = -1;
+
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
+		return hutch_err_set_errno(err, -errno, "socketpair");
+	/* Spawn requests carry argv and env: let one datagram hold the largest. */
+	(void)setsockopt(sv[0], SOL_SOCKET, SO_SNDBUFFORCE, &bufsz, sizeof(bufsz));
+	(void)setsockopt(sv[1], SOL_SOCKET, SO_SNDBUFFORCE, &bufsz, sizeof(bufsz));
+	(void)setsockopt(sv[0], SOL_SOCKET, SO_RCVBUFFORCE, &bufsz, sizeof(bufsz));
+	(void)setsockopt(sv[1], SOL_SOCKET, SO_RCVBUFFORCE, &bufsz, sizeof(bufsz));
+	args.flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWUTS | CLONE_NEWIPC |
+	             CLONE_NEWNET | CLONE_PIDFD;
+	args.pidfd = (uint64_t)(uintptr_t)&pidfd;
+	args.exit_signal = SIGCHLD;
+	/* Into the cgroups without a migration of another pid (whose RCU
+	 * grace period was most of a cold create): v2 clones straight into the
+	 * cgroup; v1 (or a v2 kernel before 5.7) has the child join by itself.
+	 * Failing both, hutch_cgroup_enter() migrates it after all. */
+	cgfd = hutch_cgroup_clone_fd(s->cg);
+	if (cgfd >= 0) {
+		args.flags |= CLONE_INTO_CGROUP;
+		args.cgroup = (uint64_t)cgfd;
+		pid = sys_clone3(&args, sizeof(args));
+		if (pid >= 0)
+			hutch_cgroup_mark_entered(s->cg);
+		args.flags &= ~(uint64_t)CLONE_INTO_CGROUP;
+		args.cgroup = 0;
+	} else {
+		r = hutch_cgroup_open_join(s->cg, cg_fds, ELEMENTSOF(cg_fds));
+		n_cg_fds = r > 0 ? (size_t)r : 0;
+	}
+	if (cgfd < 0 || pid < 0)
+		pid = sys_clone3(&args, sizeof(args));
+	if (pid < 0) {
+		r = -errno;
+		hutch_close_many(cg_fds, n_cg_fds);
+		close(sv[0]);
+		close(sv[1]);
+		return hutch_err_set_errno(err, r, "clone3 with new namespaces");
+	}
+	if (pid == 0) {
+		close(sv[0]);
+		init_child(s, sv[1], cg_fds, n_cg_fds);
+	}
+	if (n_cg_fds > 0)
+		hutch_cgroup_mark_entered(s->cg); /* init reports a failure */
+	hutch_close_many(cg_fds, n_cg_fds);
+	close(sv[1]);
+	s->init_sock = sv[0];
+	s->init_pid = (pid_t)pid;
+	s->pidfd = pidfd;
+	return 0;
+}
+
+/* init's listeners (hostile input: the count, kinds and fds must agree). */
+static int take_listeners(struct sup *s, const struct hutch_msg_net_fd *body, size_t len, int *fds,
+                          size_t nfds, struct hutch_err *err)
+{
+	size_t n = len / sizeof(body[0]);
+	bool ok = len % sizeof(body[0]) == 0 && n == nfds && s->net.nlisteners == 0 &&
+	          s->cfg->net.mode != HUTCH_NET_NONE;
+
+	for (size_t i = 0; ok && i < n; i++)
+		ok = (body[i].kind == HUTCH_NET_L_DNS || body[i].kind == HUTCH_NET_L_PROXY ||
+		      body[i].kind == HUTCH_NET_L_HOSTPORT) &&
+		     body[i].port > 0 && body[i].port <= 65535;
+	if (!ok) {
+		hutch_close_many(fds, nfds);
+		return hutch_err_set(err, -EPROTO, "sandbox init sent bad network listeners");
+	}
+	for (size_t i = 0; i < n; i++)
+		s->net.listeners[i] = (struct hutch_net_listener){
+			.fd = fds[i],
+			.kind = (enum hutch_net_listener_kind)body[i].kind,
+			.port = (uint16_t)body[i].port,
+		};
+	s->net.nlisteners = n;
+	return 0;
+}
+
+static int wait_ready(struct sup *s, struct hutch_err *err)
+{
+	struct pollfd pfd = { .fd = s->init_sock, .events = POLLIN };
+	struct hutch_msg_hdr hdr;
+	union {
+		struct hutch_err child_err;
+		struct hutch_msg_net_fd net[HUTCH_NET_LISTENERS_MAX];
+	} u;
+	struct hutch_err child_err;
+	int fds[HUTCH_NET_LISTENERS_MAX];
+	size_t nfds;
+	ssize_t n;
+	int r;
+
+again:
+	r = poll(&pfd, 1, INIT_READY_TIMEOUT_MS);
+	if (r <= 0)
+		return hutch_err_set(err, -ETIMEDOUT, "sandbox init did not get ready in %d s",
+		                     INIT_READY_TIMEOUT_MS / 1000);
+	nfds = ELEMENTSOF(fds);
+	n = hutch_proto_recv(s->init_sock, &hdr, &u, sizeof(u), fds, &nfds);
+	if (n < 0)
+		return hutch_err_set_errno(err, (int)n, "read from sandbox init");
+	if (hdr.type == HUTCH_MSG_NET_FDS) {
+		r = take_listeners(s, u.net, (size_t)n, fds, nfds, err);
+		if (r < 0)
+			return r;
+		goto again;
+	}
+	hutch_close_many(fds, nfds);
+	memcpy(&child_err, &u.child_err, sizeof(child_err));
+	if (hdr.type == HUTCH_MSG_READY && n == 0)
+		return 0;
+	if (hdr.type == HUTCH_MSG_FAILED && (size_t)n == sizeof(child_err)) {
+		child_err.msg[sizeof(child_err.msg) - 1] = '\0';
+		return hutch_err_set(err, child_err.code < 0 ? child_err.code : -EIO,
+		                     "sandbox setup: %s", child_err.msg);
+	}
+	return hutch_err_set(err, -EPROTO, "sandbox init exited during setup");
+}
+
+/* Before clone(): the addresses, host ports and upstream resolver. */
+static int net_prepare(struct sup *s, struct hutch_err *err)
+{
+	const struct hutch_config *c = s->cfg;
+	struct hutch_net_pool pool;
+	int r;
+
+	if (c->net.mode == HUTCH_NET_NONE)
+		return 0;
+	s->net.child.nhost_ports = c->nhost_ports;
+	memcpy(s->net.child.host_ports, c->host_ports, sizeof(c->host_ports));
+	if (c->resolver[0]) {
+		if (hutch_config_parse_resolver(c->resolver, &s->net.resolver) < 0)
+			return hutch_err_set(err, -EINVAL, "invalid resolver '%s'", c->resolver);
+	} else if (hutch_net_default_resolver(&s->net.resolver, err) < 0) {
+		/* No IPv4 nameserver on the host: the sandbox still works by
+		 * address; its DNS stub answers SERVFAIL and /status says why. */
+		hutch_log(HUTCH_LOG_WARN, "%s", err->msg);
+		hutch_err_clear(err);
+		memset(&s->net.resolver, 0, sizeof(s->net.resolver));
+	}
+	if (c->net.mode != HUTCH_NET_ALL)
+		return 0;
+	r = hutch_net_pool_parse(c->net_pool[0] ? c->net_pool : HUTCH_NET_POOL_DEFAULT, &pool, err);
+	if (r >= 0)
+		r = hutch_net_pool_addrs(&pool, s->slot, &s->net.addrs, err);
+	if (r >= 0)
+		r = hutch_net_pool_check_clash(&pool, err);
+	if (r < 0)
+		return r;
+	s->net.child.addr = s->net.addrs.sandbox;
+	s->net.child.gateway = s->net.addrs.gateway;
+	return 0;
+}
+
+int hutch_sup_setup(struct sup *s, struct hutch_err *err)
+{
+	struct hutch_limits lim = {
+		.cpu_millis = s->cfg->type->cpu_millis,
+		.memory_bytes = s->cfg->type->memory_bytes,
+		.pids_max = s->cfg->type->pids_max,
+	};
+	int r;
+
+	r = hutch_slot_acquire(&s->slot, err);
+	if (r < 0)
+		return r;
+	s->slot_fd = r;
+	s->uid_base = HUTCH_UID_BASE + s->slot * HUTCH_UID_RANGE;
+	r = net_prepare(s, err);
+	if (r < 0)
+		return hutch_err_prefix(err, "network");
+	r = hutch_seccomp_program(s->cfg->net.mode, &s->seccomp, err);
+	if (r < 0)
+		return hutch_err_prefix(err, "seccomp");
+	r = hutch_sup_write_state(s, "creating");
+	if (r < 0)
+		return hutch_err_set_errno(err, r, "write '%s'", s->paths.state);
+	r = hutch_cgroup_create(s->cg, &lim, err);
+	if (r < 0)
+		return r;
+	r = spawn_init(s, err);
+	if (r < 0)
+		return r;
+	r = write_id_map(s->init_pid, "uid_map", s->uid_base);
+	if (r >= 0)
+		r = write_id_map(s->init_pid, "gid_map", s->uid_base);
+	if (r < 0)
+		return hutch_err_set_errno(err, r, "write id maps of sandbox init");
+	r = hutch_cgroup_enter(s->cg, s->init_pid, err);
+	if (r < 0)
+		return r;
+	if (s->cfg->net.mode == HUTCH_NET_ALL) {
+		/* Before GO: init configures eth0, which must exist by then. */
+		s->net.attached = true; /* teardown removes what was made */
+		r = hutch_net_host_attach(&s->net.addrs, s->init_pid, err);
+		if (r < 0)
+			return hutch_err_prefix(err, "network");
+	}
+	r = hutch_proto_send(s->init_sock, HUTCH_MSG_GO, 0, NULL, 0, NULL, 0);
+	if (r < 0)
+		return hutch_err_set_errno(err, r, "start sandbox init");
+	hutch_api_preload(); /* overlaps with init building the root */
+	r = wait_ready(s, err);
+	if (r < 0)
+		return r;
+	r = hutch_fd_nonblock(s->init_sock, true);
+	if (r < 0)
+		return hutch_err_set_errno(err, r, "init socket");
+	/* Keep a reference to the sandbox's mount namespace: when init dies,
+	 * the kernel then does not unmount its tree (and wait for an expedited
+	 * RCU grace period) before the death is seen; teardown_finish() drops
+	 * it after the DELETE answer. Best effort: without it, init's exit
+	 * does that work. */
+	{
+		char path[64];
+
+		snprintf(path, sizeof(path), "/proc/%d/ns/mnt", (int)s->init_pid);
+		s->mntns_fd = open(path, O_RDONLY | O_CLOEXEC);
+	}
+	if (s->cfg->net.mode != HUTCH_NET_NONE) {
+		r = hutch_egress_new(&s->cfg->net, &s->net.resolver, &s->net.egress, err);
+		if (r >= 0) {
+			r = hutch_egress_add_listeners(s->net.egress, s->net.listeners,
+			                               s->net.nlisteners, err);
+			s->net.nlisteners = 0; /* the egress owns them now */
+		}
+		if (r < 0)
+			return hutch_err_prefix(err, "network");
+	}
+	/* "running" is written when the setup steps are done (hooks.c). */
+	return 0;
+}

@@ -1,0 +1,117 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* What a sandbox reports of itself; see status.h. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <unistd.h>
+
+#include "cleanup.h"
+#include "egress.h"
+#include "status.h"
+#include "supervisor.h"
+
+static cJSON *state_json(const struct sup *s, const char *status)
+{
+	cJSON *o = cJSON_CreateObject(), *cg;
+	const char *dirs[HUTCH_CGROUP_MAX_DIRS];
+	size_t n;
+
+	if (!o)
+		return NULL;
+	cJSON_AddStringToObject(o, "id", s->id);
+	cJSON_AddStringToObject(o, "status", status);
+	cJSON_AddNumberToObject(o, "supervisor_pid", (double)getpid());
+	cJSON_AddNumberToObject(o, "init_pid", (double)s->init_pid);
+	cJSON_AddNumberToObject(o, "created_at", (double)s->created_at);
+	cJSON_AddNumberToObject(o, "expires_at", (double)s->expires_at);
+	cJSON_AddStringToObject(o, "socket", s->paths.sock);
+	cJSON_AddItemToObject(o, "config", hutch_config_to_json(s->cfg));
+	cg = cJSON_AddObjectToObject(o, "cgroup");
+	if (cg && s->cg) {
+		cJSON *arr = cJSON_AddArrayToObject(cg, "dirs");
+		cJSON_AddStringToObject(cg, "version", hutch_cgroup_version(s->cg));
+		n = hutch_cgroup_dirs(s->cg, dirs, HUTCH_CGROUP_MAX_DIRS);
+		for (size_t i = 0; arr && i < n; i++)
+			cJSON_AddItemToArray(arr, cJSON_CreateString(dirs[i]));
+	}
+	cJSON_AddNumberToObject(o, "uid_base", (double)s->uid_base);
+	return o;
+}
+
+int hutch_sup_write_state(struct sup *s, const char *status)
+{
+	_cleanup_cjson_ cJSON *j = state_json(s, status);
+
+	return j ? hutch_state_write(&s->paths, j) : -ENOMEM;
+}
+
+static cJSON *network_json(struct sup *s)
+{
+	const struct hutch_net_policy *p = &s->cfg->net;
+	cJSON *o = s->net.egress ? hutch_egress_status(s->net.egress) : cJSON_CreateObject();
+	cJSON *hosts, *ports;
+	char ip[INET_ADDRSTRLEN];
+
+	if (!o)
+		return NULL;
+	cJSON_AddStringToObject(o, "mode", hutch_net_mode_name(p->mode));
+	hosts = cJSON_AddArrayToObject(o, "hosts");
+	for (size_t i = 0; hosts && i < p->nhosts; i++) {
+		char h[HUTCH_NET_HOST_MAX + 8];
+		snprintf(h, sizeof(h), "%s:%u", p->hosts[i].name,
+		         p->hosts[i].port ? p->hosts[i].port : 443);
+		cJSON_AddItemToArray(hosts, cJSON_CreateString(h));
+	}
+	ports = cJSON_AddArrayToObject(o, "host_ports");
+	for (size_t i = 0; ports && i < s->cfg->nhost_ports; i++)
+		cJSON_AddItemToArray(ports, cJSON_CreateNumber(s->cfg->host_ports[i]));
+	if (p->mode == HUTCH_NET_ALL) {
+		inet_ntop(AF_INET, &s->net.addrs.sandbox, ip, sizeof(ip));
+		cJSON_AddStringToObject(o, "address", ip);
+		inet_ntop(AF_INET, &s->net.addrs.gateway, ip, sizeof(ip));
+		cJSON_AddStringToObject(o, "gateway", ip);
+		cJSON_AddStringToObject(o, "host_link", s->net.addrs.host_if);
+	}
+	return o;
+}
+
+cJSON *hutch_sup_status_json(struct sup *s)
+{
+	cJSON *o = cJSON_CreateObject();
+	char created[40], expires[40];
+	unsigned running = hutch_cmds_running(&s->cmds);
+
+	if (!o)
+		return NULL;
+	hutch_format_time(s->created_at, created, sizeof(created));
+	hutch_format_time(s->expires_at, expires, sizeof(expires));
+	cJSON_AddStringToObject(o, "id", s->id);
+	cJSON_AddStringToObject(o, "state",
+	                        s->state != SUP_RUNNING ? "closing"
+	                        : s->cfg->pool_key[0]   ? "pooled"
+	                        : s->idle.sleeping      ? "sleeping"
+	                                                : "running");
+	cJSON_AddStringToObject(o, "created_at", created);
+	cJSON_AddStringToObject(o, "expires_at", expires);
+	cJSON_AddNumberToObject(o, "expires_in_seconds",
+	                        (double)(s->expires_at - hutch_now_realtime()));
+	cJSON_AddItemToObject(o, "config", hutch_config_to_json(s->cfg));
+	cJSON_AddStringToObject(o, "cgroup_version", s->cg ? hutch_cgroup_version(s->cg) : "");
+	cJSON_AddNumberToObject(o, "commands_running", running);
+	cJSON_AddNumberToObject(o, "init_pid", s->init_pid);
+	cJSON_AddNumberToObject(o, "supervisor_pid", getpid());
+	cJSON_AddStringToObject(o, "socket", s->paths.sock);
+	{
+		cJSON *idle = cJSON_AddObjectToObject(o, "idle");
+		cJSON_AddBoolToObject(idle, "sleeping", s->idle.sleeping);
+		cJSON_AddNumberToObject(idle, "sleeps", s->idle.sleeps);
+		cJSON_AddNumberToObject(idle, "last_wake_ms",
+		                        round(s->idle.last_wake_ms * 1000) / 1000);
+	}
+	cJSON_AddItemToObject(o, "hooks",
+	                      s->hooks.results ? cJSON_Duplicate(s->hooks.results, true)
+	                                       : cJSON_CreateObject());
+	cJSON_AddItemToObject(o, "network", network_json(s));
+	return o;
+}

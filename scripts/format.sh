@@ -4,7 +4,9 @@
 # when one is not formatted.
 set -eu
 cd "$(dirname "$0")/.."
-FILES=$(git ls-files '*.c' '*.h' 2>/dev/null ||
+# Tracked and new (untracked, not ignored) files: a file not yet added
+# must be formatted before its first commit too.
+FILES=$(git ls-files --cached --others --exclude-standard '*.c' '*.h' 2>/dev/null ||
 	find runtime rootfs netpolicy tests -name '*.[ch]')
 if [ "${1:-}" = "--check" ]; then
 	bad=0

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Background processes: bookkeeping, ring buffers, kill with a grace period
- * and the waiting requests (see procs.h). A background process is an
- * ordinary struct cmd with cmd->proc set: supervisor.c spawns it, drains its
- * pipes into the rings here and reports its end; no request owns it, so a
+ * Background processes: bookkeeping, kill with a grace period and the
+ * waiting requests (see procs.h). A background process is an ordinary
+ * command of the engine (cmd.h) whose sink is its record here: output goes
+ * to its rings (base/ring.h), its end is kept; no request owns it, so a
  * client going away never kills it. The end of the sandbox does.
  */
 #include <errno.h>
@@ -17,63 +17,6 @@
 #include "procs.h"
 #include "proto.h"
 #include "supervisor.h"
-
-static void ring_init(struct hutch_ring *r)
-{
-	*r = (struct hutch_ring){ .cap = HUTCH_PROC_RING_BYTES };
-}
-
-/* Before the first wrap, ring position == offset, so the buffer can grow
- * geometrically and most processes never hold the whole 1 MiB. */
-static void ring_write(struct hutch_ring *r, const char *p, size_t n)
-{
-	size_t need, pos, first;
-
-	if (n > r->cap) {
-		r->total += n - r->cap;
-		p += n - r->cap;
-		n = r->cap;
-	}
-	need = r->total + n < r->cap ? (size_t)(r->total + n) : r->cap;
-	if (need > r->alloc) {
-		size_t na = r->alloc ? r->alloc : 4096;
-		char *q;
-		while (na < need)
-			na *= 2;
-		if (na > r->cap)
-			na = r->cap;
-		q = realloc(r->data, na);
-		if (!q) {
-			/* Out of memory: the bytes are counted as dropped. */
-			r->total += n;
-			r->start = r->total;
-			return;
-		}
-		r->data = q;
-		r->alloc = na;
-	}
-	pos = (size_t)(r->total % r->cap);
-	first = n < r->cap - pos ? n : r->cap - pos;
-	memcpy(r->data + pos, p, first);
-	memcpy(r->data, p + first, n - first);
-	r->total += n;
-	if (r->total > r->cap && r->start < r->total - r->cap)
-		r->start = r->total - r->cap;
-}
-
-size_t hutch_ring_read(const struct hutch_ring *r, uint64_t offset, char *dst, size_t max)
-{
-	size_t n, pos, first;
-
-	if (offset < r->start || offset >= r->total)
-		return 0;
-	n = r->total - offset < max ? (size_t)(r->total - offset) : max;
-	pos = (size_t)(offset % r->cap);
-	first = n < r->cap - pos ? n : r->cap - pos;
-	memcpy(dst, r->data + pos, first);
-	memcpy(dst + first, r->data, n - first);
-	return n;
-}
 
 struct hutch_procs *hutch_procs_get(struct sup *s)
 {
@@ -91,8 +34,8 @@ static void proc_free(struct hutch_proc *p)
 		hutch_cmd_release(p->cmd);
 	free(p->command);
 	free(p->error);
-	free(p->out.data);
-	free(p->err.data);
+	hutch_ring_done(&p->out);
+	hutch_ring_done(&p->err);
 	free(p);
 }
 
@@ -185,7 +128,7 @@ static bool proc_output(void *ud, struct cmd *c, bool is_err, const char *buf, s
 {
 	struct hutch_proc *p = ud;
 
-	ring_write(is_err ? &p->err : &p->out, buf, n);
+	hutch_ring_write(is_err ? &p->err : &p->out, buf, n);
 	if (p->set)
 		wake_all(p->set);
 	return true;
@@ -229,8 +172,8 @@ struct hutch_proc *hutch_proc_start(struct sup *s, const char *command, const ch
 	p->set = set;
 	p->num = ++set->next_num;
 	p->started_at = hutch_now_realtime();
-	ring_init(&p->out);
-	ring_init(&p->err);
+	hutch_ring_init(&p->out, HUTCH_PROC_RING_BYTES);
+	hutch_ring_init(&p->err, HUTCH_PROC_RING_BYTES);
 	*set->tail = p;
 	set->tail = &p->next;
 	set->nrunning++;

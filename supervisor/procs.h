@@ -23,6 +23,7 @@
 #include <cjson/cJSON.h>
 
 #include "error.h"
+#include "ring.h"
 
 struct sup;
 struct cmd;
@@ -39,15 +40,6 @@ struct cmd;
 #define HUTCH_PROC_GRACE_DEFAULT 5.0 /* seconds from SIGTERM to SIGKILL */
 #define HUTCH_PROC_GRACE_MAX     3600.0
 #define HUTCH_PROC_WAIT_MAX      60.0 /* longest long-poll of /process_output */
-
-/* The last cap bytes of a stream; total counts every byte ever written. */
-struct hutch_ring {
-	char *data;
-	size_t alloc; /* grows up to cap */
-	size_t cap;
-	uint64_t total; /* bytes written since the start */
-	uint64_t start; /* oldest offset still held */
-};
 
 struct hutch_proc {
 	struct hutch_procs *set;
@@ -94,8 +86,6 @@ struct hutch_proc *hutch_proc_find_num(struct sup *s, unsigned num);
 /* SIGTERM the tree, SIGKILL after grace seconds (0: at once). */
 void hutch_proc_kill(struct hutch_proc *p, double grace);
 cJSON *hutch_proc_json(struct hutch_proc *p);
-/* Copy up to max bytes of a stream from offset (>= ring start, <= total). */
-size_t hutch_ring_read(const struct hutch_ring *r, uint64_t offset, char *dst, size_t max);
 
 /* Waiting requests. */
 void hutch_proc_wait_add(struct sup *s, struct hutch_proc_wait *w);

@@ -22,6 +22,7 @@
 #include "base64.h"
 #include "error.h"
 #include "fdutil.h"
+#include "ring.h"
 #include "util.h"
 
 #define FFFD "\xef\xbf\xbd"
@@ -168,6 +169,51 @@ static void test_utf8_carry(void **state)
 	assert_string_equal(out, FFFD "(");
 	assert_int_equal(carry, 1);
 	free(out);
+}
+
+/* A ring of 8 bytes followed by absolute offsets across wraps. */
+static void test_ring(void **state)
+{
+	struct hutch_ring r;
+	char out[32];
+
+	(void)state;
+	hutch_ring_init(&r, 8);
+	assert_int_equal(hutch_ring_read(&r, 0, out, sizeof(out)), 0); /* empty */
+	hutch_ring_write(&r, "abcde", 5);
+	assert_int_equal(r.total, 5);
+	assert_int_equal(r.start, 0);
+	assert_int_equal(hutch_ring_read(&r, 0, out, sizeof(out)), 5);
+	assert_memory_equal(out, "abcde", 5);
+	assert_int_equal(hutch_ring_read(&r, 3, out, 1), 1); /* bounded by max */
+	assert_memory_equal(out, "d", 1);
+	/* Wrap: "fghij" overwrites a and b. */
+	hutch_ring_write(&r, "fghij", 5);
+	assert_int_equal(r.total, 10);
+	assert_int_equal(r.start, 2);
+	assert_int_equal(hutch_ring_read(&r, 0, out, sizeof(out)), 0); /* overwritten */
+	assert_int_equal(hutch_ring_read(&r, 2, out, sizeof(out)), 8);
+	assert_memory_equal(out, "cdefghij", 8);
+	assert_int_equal(hutch_ring_read(&r, 7, out, sizeof(out)), 3);
+	assert_memory_equal(out, "hij", 3);
+	assert_int_equal(hutch_ring_read(&r, 10, out, sizeof(out)), 0); /* at the end */
+	/* One write longer than the ring keeps its last bytes. */
+	hutch_ring_write(&r, "0123456789AB", 12);
+	assert_int_equal(r.total, 22);
+	assert_int_equal(r.start, 14);
+	assert_int_equal(hutch_ring_read(&r, 14, out, sizeof(out)), 8);
+	assert_memory_equal(out, "456789AB", 8);
+	assert_true(r.alloc <= r.cap);
+	hutch_ring_done(&r);
+	assert_null(r.data);
+
+	/* A short stream never allocates the whole capacity. */
+	hutch_ring_init(&r, 1 << 20);
+	hutch_ring_write(&r, "hello", 5);
+	assert_true(r.alloc < (1u << 20));
+	assert_int_equal(hutch_ring_read(&r, 0, out, sizeof(out)), 5);
+	assert_memory_equal(out, "hello", 5);
+	hutch_ring_done(&r);
 }
 
 /* The tail of an output: the last cap bytes, whatever the chunking. */
@@ -544,14 +590,14 @@ static void test_io(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_parse_u64),  cmocka_unit_test(test_ids),
-		cmocka_unit_test(test_utf8_valid), cmocka_unit_test(test_utf8_invalid),
-		cmocka_unit_test(test_utf8_carry), cmocka_unit_test(test_buf),
-		cmocka_unit_test(test_buf_tail),   cmocka_unit_test(test_format_time),
-		cmocka_unit_test(test_err),        cmocka_unit_test(test_files),
-		cmocka_unit_test(test_mkdir_p),    cmocka_unit_test(test_rm_rf_symlink),
-		cmocka_unit_test(test_io),         cmocka_unit_test(test_base64),
-		cmocka_unit_test(test_base64_bad),
+		cmocka_unit_test(test_parse_u64),     cmocka_unit_test(test_ids),
+		cmocka_unit_test(test_utf8_valid),    cmocka_unit_test(test_utf8_invalid),
+		cmocka_unit_test(test_utf8_carry),    cmocka_unit_test(test_buf),
+		cmocka_unit_test(test_buf_tail),      cmocka_unit_test(test_ring),
+		cmocka_unit_test(test_format_time),   cmocka_unit_test(test_err),
+		cmocka_unit_test(test_files),         cmocka_unit_test(test_mkdir_p),
+		cmocka_unit_test(test_rm_rf_symlink), cmocka_unit_test(test_io),
+		cmocka_unit_test(test_base64),        cmocka_unit_test(test_base64_bad),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

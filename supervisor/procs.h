@@ -98,17 +98,4 @@ void hutch_procs_tick(struct sup *s);
 /* Milliseconds until the next timer, -1 if none. */
 int hutch_procs_timeout_ms(struct sup *s);
 
-/* api-procs.c: serve one request of a route. If it must wait, it leaves w
- * queued (the caller suspends the connection) and is called again when
- * woken. Returns MHD_YES or MHD_NO. */
-enum hutch_procs_route {
-	HUTCH_PROCS_START,
-	HUTCH_PROCS_LIST,
-	HUTCH_PROCS_KILL,
-	HUTCH_PROCS_OUTPUT,
-};
-struct MHD_Connection;
-int hutch_api_procs(struct sup *s, struct MHD_Connection *conn, enum hutch_procs_route route,
-                    const char *body, size_t len, struct hutch_proc_wait *w);
-
 #endif

@@ -2,8 +2,8 @@
 /*
  * HTTP handlers of the background-process endpoints: POST /start_process,
  * GET /list_processes, POST /kill_process, GET /process_output (reference:
- * docs/api.md). api.c routes here and suspends the request when the handler
- * leaves it waiting (w->queued); a wake-up resumes it and api.c calls the
+ * docs/api.md). A handler that must wait leaves its request queued
+ * (w->queued) and suspended; a wake-up resumes it and api.c calls the
  * handler again, which looks at the process afresh. Request bodies and
  * query strings are hostile input: strictly typed, unknown fields refused.
  */
@@ -16,12 +16,12 @@
 
 #include <microhttpd.h>
 
-#include "api-internal.h"
 #include "base64.h"
 #include "cleanup.h"
 #include "mhd.h"
 #include "procs.h"
 #include "request.h"
+#include "routes.h"
 #include "supervisor.h"
 
 static enum MHD_Result not_found(struct MHD_Connection *conn, const char *id)
@@ -309,18 +309,43 @@ static enum MHD_Result h_output(struct sup *s, struct MHD_Connection *conn,
 	return hutch_api_respond_json(conn, MHD_HTTP_OK, o);
 }
 
-int hutch_api_procs(struct sup *s, struct MHD_Connection *conn, enum hutch_procs_route route,
-                    const char *body, size_t len, struct hutch_proc_wait *w)
+static void proc_wake(struct hutch_proc_wait *w)
 {
-	switch (route) {
-	case HUTCH_PROCS_START:
-		return h_start(s, conn, body, len, w);
-	case HUTCH_PROCS_LIST:
-		return h_list(s, conn);
-	case HUTCH_PROCS_KILL:
-		return h_kill(s, conn, body, len, w);
-	case HUTCH_PROCS_OUTPUT:
-		return h_output(s, conn, w);
-	}
-	return MHD_NO;
+	hutch_api_resume((struct request *)((char *)w - offsetof(struct request, pw)));
+}
+
+/* Answer, or leave r waiting (suspended) until a process changes. */
+static enum MHD_Result serve(struct request *r, enum MHD_Result ret)
+{
+	if (r->pw.queued)
+		hutch_api_suspend(r);
+	else
+		r->answered = true;
+	return ret == MHD_YES ? MHD_YES : MHD_NO;
+}
+
+enum MHD_Result hutch_api_serve_start_process(struct request *r, const char *upload, size_t *size)
+{
+	r->pw.wake = proc_wake;
+	return serve(r,
+	             h_start(r->s, r->conn, r->body.data ? r->body.data : "", r->body.len, &r->pw));
+}
+
+enum MHD_Result hutch_api_serve_list_processes(struct request *r, const char *upload, size_t *size)
+{
+	r->pw.wake = proc_wake;
+	return serve(r, h_list(r->s, r->conn));
+}
+
+enum MHD_Result hutch_api_serve_kill_process(struct request *r, const char *upload, size_t *size)
+{
+	r->pw.wake = proc_wake;
+	return serve(r,
+	             h_kill(r->s, r->conn, r->body.data ? r->body.data : "", r->body.len, &r->pw));
+}
+
+enum MHD_Result hutch_api_serve_process_output(struct request *r, const char *upload, size_t *size)
+{
+	r->pw.wake = proc_wake;
+	return serve(r, h_output(r->s, r->conn, &r->pw));
 }

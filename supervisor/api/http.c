@@ -1,0 +1,140 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* What a route handler does with its request; see http.h. */
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+
+#include "cleanup.h"
+#include "http.h"
+#include "supervisor.h"
+
+enum MHD_Result hutch_api_respond_json(struct MHD_Connection *conn, unsigned status, cJSON *j)
+{
+	_cleanup_free_ char *text = j ? cJSON_PrintUnformatted(j) : NULL;
+	struct MHD_Response *resp;
+	enum MHD_Result ret;
+	size_t len;
+
+	cJSON_Delete(j);
+	if (!text)
+		return MHD_NO;
+	len = strlen(text);
+	text[len] = '\0';
+	resp = hutch_mhd.create_response_from_buffer(len, text, MHD_RESPMEM_MUST_COPY);
+	if (!resp)
+		return MHD_NO;
+	(void)hutch_mhd.add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
+	ret = hutch_mhd.queue_response(conn, status, resp);
+	hutch_mhd.destroy_response(resp);
+	return ret;
+}
+
+cJSON *hutch_api_error_json(const char *code, const char *msg)
+{
+	cJSON *o = cJSON_CreateObject(), *e;
+
+	if (!o)
+		return NULL;
+	e = cJSON_AddObjectToObject(o, "error");
+	cJSON_AddStringToObject(e, "code", code);
+	cJSON_AddStringToObject(e, "message", msg);
+	return o;
+}
+
+enum MHD_Result hutch_api_respond_error(struct MHD_Connection *conn, unsigned status,
+                                        const char *code, const char *fmt, ...)
+{
+	char msg[768];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	return hutch_api_respond_json(conn, status, hutch_api_error_json(code, msg));
+}
+
+cJSON *hutch_api_ended_json(struct sup *s)
+{
+	cJSON *o = cJSON_CreateObject(), *e;
+	char at[40], msg[256];
+	bool expired = s->end.reason && !strcmp(s->end.reason, "expired");
+
+	hutch_format_time(s->end.at, at, sizeof(at));
+	if (expired)
+		snprintf(msg, sizeof(msg), "sandbox %s expired at %s (ttl_seconds %llu)", s->id, at,
+		         (unsigned long long)s->cfg->ttl_seconds);
+	else
+		snprintf(msg, sizeof(msg), "sandbox %s was %s at %s", s->id,
+		         s->end.reason ? s->end.reason : "deleted", at);
+	e = cJSON_AddObjectToObject(o, "error");
+	cJSON_AddStringToObject(e, "code", expired ? "sandbox_expired" : "sandbox_deleted");
+	cJSON_AddStringToObject(e, "message", msg);
+	cJSON_AddStringToObject(e, "at", at);
+	return o;
+}
+
+void hutch_api_suspend(struct request *r)
+{
+	if (!r->suspended) {
+		hutch_mhd.suspend_connection(r->conn);
+		r->suspended = true;
+	}
+}
+
+void hutch_api_resume(struct request *r)
+{
+	if (r->suspended) {
+		r->suspended = false;
+		hutch_mhd.resume_connection(r->conn);
+	}
+}
+
+static void on_hangup(struct hutch_watch *w, uint32_t events)
+{
+	struct request *r = w->ptr;
+
+	if (!(events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)))
+		return;
+	hutch_loop_del(&r->s->loop, w);
+	if (r->hangup_cmd && r->hangup_cmd->state != CMD_DONE)
+		hutch_cmd_kill(r->hangup_cmd, SIGKILL, 0);
+}
+
+void hutch_api_kill_on_hangup(struct request *r, struct cmd *c)
+{
+	const union MHD_ConnectionInfo *ci =
+	        hutch_mhd.get_connection_info(r->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+
+	r->hangup_cmd = c;
+	if (ci && ci->connect_fd >= 0)
+		(void)hutch_loop_add(&r->s->loop, &r->w_conn, ci->connect_fd, EPOLLRDHUP);
+}
+
+void hutch_api_request_init(struct request *r, struct sup *s, struct MHD_Connection *conn)
+{
+	r->s = s;
+	r->conn = conn;
+	hutch_buf_init(&r->body, HUTCH_MAX_BODY);
+	hutch_sse_init(&r->sse);
+	hutch_watch_init(&r->w_conn, on_hangup, r);
+}
+
+static enum MHD_Result add_header_size(void *cls, enum MHD_ValueKind kind, const char *key,
+                                       const char *value)
+{
+	size_t *total = cls;
+
+	*total += strlen(key) + (value ? strlen(value) : 0) + 4;
+	return MHD_YES;
+}
+
+bool hutch_api_headers_too_large(struct MHD_Connection *conn)
+{
+	size_t total = 0;
+
+	(void)hutch_mhd.get_connection_values(conn, MHD_HEADER_KIND, add_header_size, &total);
+	return total > HUTCH_MAX_HEADERS;
+}

@@ -1,0 +1,80 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * One request of the API as every route handler sees it (struct request),
+ * and what a handler does with it: answer JSON or an error, suspend the
+ * connection while it waits and resume it, kill a command if the client
+ * hangs up. api.c owns the request's life (created on its first
+ * access-handler call, freed when libmicrohttpd completes it); the route
+ * handlers (routes.h) fill and answer it.
+ */
+#ifndef HUTCH_HTTP_H
+#define HUTCH_HTTP_H
+
+#include <stdbool.h>
+
+#include <cjson/cJSON.h>
+
+#include "loop.h"
+#include "mhd.h"
+#include "procs.h"
+#include "sse.h"
+#include "util.h"
+
+/* libmicrohttpd's per-connection buffer: raw uploads reach us in pieces of
+ * up to about half of it. libmicrohttpd maps it per connection and touches
+ * all of it (it zeroes the pool), so its size is paid on every new
+ * connection: measured on the 2-core VM, 1 MiB cost 3.7 ms per connection
+ * (page faults) for 1.3-2 GB/s uploads; 256 KiB costs 0.86 ms for the same
+ * ~2 GB/s; 64 KiB 0.34 ms but 1.1-1.5 GB/s. */
+#define HUTCH_CONN_MEMORY (1u << 18)
+
+/* Bound on the request headers (names and values): the connection buffer
+ * above is large for uploads, not for headers. */
+#define HUTCH_MAX_HEADERS (64u << 10)
+
+struct cmd;
+struct sup;
+struct hutch_api_route;
+
+struct request {
+	struct sup *s;
+	struct MHD_Connection *conn;
+	const struct hutch_api_route *route; /* NULL: refused (unknown route) */
+	struct hutch_buf body;               /* JSON routes: the whole body */
+	bool too_large;
+	bool suspended;
+	bool answered;
+	struct cmd *cmd;             /* /run, /run_streaming */
+	struct hutch_sse sse;        /* /run_streaming: events not yet sent */
+	struct hutch_watch w_conn;   /* the client's socket while a command runs */
+	struct cmd *hangup_cmd;      /* killed if the client hangs up */
+	struct request *next_waiter; /* DELETE / waiting for the teardown */
+	bool counted;                /* in s->requests_open (idle activity) */
+	struct hutch_proc_wait pw;   /* background-process routes (api-procs.c) */
+	void *state;                 /* a handler's own state (raw file routes) */
+	void (*state_free)(void *state);
+	unsigned refuse_status; /* answer refuse (an error) once the body is read */
+	cJSON *refuse;
+};
+
+/* Fill a zeroed request of s on conn. */
+void hutch_api_request_init(struct request *r, struct sup *s, struct MHD_Connection *conn);
+void hutch_api_suspend(struct request *r);
+void hutch_api_resume(struct request *r);
+/* Queue j (consumed) as a JSON answer. */
+enum MHD_Result hutch_api_respond_json(struct MHD_Connection *conn, unsigned status, cJSON *j);
+/* {"error": {"code": code, "message": msg}} (caller owns it). */
+cJSON *hutch_api_error_json(const char *code, const char *msg);
+/* Queue an error answer with a formatted message. */
+enum MHD_Result hutch_api_respond_error(struct MHD_Connection *conn, unsigned status,
+                                        const char *code, const char *fmt, ...)
+        __attribute__((format(printf, 4, 5)));
+/* Kill c (SIGKILL to its tree) if the client of r hangs up while it runs:
+ * libmicrohttpd does not look at a suspended connection's socket. */
+void hutch_api_kill_on_hangup(struct request *r, struct cmd *c);
+/* The 410 body of a sandbox that has ended. */
+cJSON *hutch_api_ended_json(struct sup *s);
+/* The request's headers together exceed HUTCH_MAX_HEADERS. */
+bool hutch_api_headers_too_large(struct MHD_Connection *conn);
+
+#endif

@@ -1,0 +1,67 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The API's one route table (routes.c): every endpoint is a row (URL,
+ * method, handler, flags), so that adding one is a row plus its handler
+ * declared below. api.c looks the row up once per request and applies the
+ * flags (pool, activity, body, ended sandbox); docs/api.md is the reference
+ * of what each endpoint answers.
+ */
+#ifndef HUTCH_ROUTES_H
+#define HUTCH_ROUTES_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "http.h"
+
+/* Served while the sandbox waits in a warm pool; other routes are refused
+ * with 409 sandbox_pooled until POST /claim. */
+#define HUTCH_ROUTE_POOLED (1u << 0)
+/* Watching the sandbox: neither wakes it from idle sleep nor counts as
+ * activity (every other request does, before it is served). */
+#define HUTCH_ROUTE_PASSIVE (1u << 1)
+/* The handler answers after the sandbox ended itself; others get 410. */
+#define HUTCH_ROUTE_ENDED (1u << 2)
+/* The raw body kind: the handler gets every access-handler call after the
+ * first, upload chunks included, and does all the checks itself (no
+ * Content-Length bound, no 410). Without it the body is JSON: api.c reads
+ * it whole, up to HUTCH_MAX_BODY (413 beyond), then calls the handler. */
+#define HUTCH_ROUTE_RAW (1u << 3)
+/* The request waits for the sandbox's end (in s->waiters): DELETE /. */
+#define HUTCH_ROUTE_WAITS_END (1u << 4)
+
+/* Called for each access-handler call once the body is read (JSON) or on
+ * every call after the first (raw; upload/upload_size are the chunk). A
+ * handler that leaves its request suspended is called again on resume. */
+typedef enum MHD_Result (*hutch_api_handler)(struct request *r, const char *upload,
+                                             size_t *upload_size);
+
+struct hutch_api_route {
+	const char *url, *method;
+	hutch_api_handler serve;
+	unsigned flags; /* HUTCH_ROUTE_* */
+	int arg;        /* the handler's: the file operation (api-files.h) */
+};
+
+/* The row of url + method, or NULL; *url_known then says whether url is
+ * served with another method (405, not 404). */
+const struct hutch_api_route *hutch_api_route_find(const char *url, const char *method,
+                                                   bool *url_known);
+
+/* Handlers. session.c: */
+enum MHD_Result hutch_api_serve_health(struct request *r, const char *upload, size_t *size);
+enum MHD_Result hutch_api_serve_status(struct request *r, const char *upload, size_t *size);
+enum MHD_Result hutch_api_serve_delete(struct request *r, const char *upload, size_t *size);
+enum MHD_Result hutch_api_serve_claim(struct request *r, const char *upload, size_t *size);
+/* api-run.c: */
+enum MHD_Result hutch_api_serve_run(struct request *r, const char *upload, size_t *size);
+enum MHD_Result hutch_api_serve_run_streaming(struct request *r, const char *upload, size_t *size);
+/* api-procs.c: */
+enum MHD_Result hutch_api_serve_start_process(struct request *r, const char *upload, size_t *size);
+enum MHD_Result hutch_api_serve_list_processes(struct request *r, const char *upload, size_t *size);
+enum MHD_Result hutch_api_serve_kill_process(struct request *r, const char *upload, size_t *size);
+enum MHD_Result hutch_api_serve_process_output(struct request *r, const char *upload, size_t *size);
+/* api-files.c (raw; the operation is the row's arg): */
+enum MHD_Result hutch_api_serve_file(struct request *r, const char *upload, size_t *size);
+
+#endif

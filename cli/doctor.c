@@ -23,8 +23,8 @@
 #include "cleanup.h"
 #include "cli.h"
 #include "fdutil.h"
-#include "hostnet.h"
 #include "mhd.h"
+#include "netpolicy.h"
 #include "syscalls.h"
 
 struct check {

@@ -10,7 +10,6 @@
 #include <linux/filter.h>
 #include <sys/types.h>
 
-#include "hostnet.h"
 #include "netpolicy.h"
 #include "rootfs.h"
 

@@ -20,7 +20,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "dns.h"
+#include "dns-internal.h"
 #include "hostname-internal.h"
 
 #define HDR_SIZE        12

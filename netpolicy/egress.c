@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The supervisor's DNS stub, upstream resolver, TLS proxy and host-port
- * relay (see egress.h). Everything that arrives from inside the sandbox is
+ * relay (see netpolicy.h). Everything that arrives from inside the sandbox is
  * hostile: queries and ClientHellos go through the bounded parsers of dns.c
  * and tls.c, every buffer is fixed-size, every waiting state has a deadline
  * and the number of connections is capped.
@@ -22,9 +22,9 @@
 #include <unistd.h>
 
 #include "cleanup.h"
-#include "dns.h"
-#include "egress.h"
-#include "tls.h"
+#include "dns-internal.h"
+#include "netpolicy.h"
+#include "tls-internal.h"
 #include "util.h"
 
 #define RELAY_BUF         (64u << 10) /* per direction; >= HUTCH_TLS_HELLO_MAX */

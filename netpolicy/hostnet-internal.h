@@ -16,7 +16,7 @@
 #include <netlink/route/route.h>
 
 #include "error.h"
-#include "hostnet.h"
+#include "netpolicy.h"
 
 /* A cleanup function that drops one reference of a libnl object. */
 #define HUTCH_NL_CLEANUP(name, type, put) \

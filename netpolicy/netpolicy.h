@@ -2,15 +2,25 @@
 /*
  * netpolicy: the network option (none / all / allow(hosts)), its parsing and
  * validation (the cloud's rules), and the wiring on both sides of clone().
+ * The module's one public header: runtime/, init/, supervisor/ and cli/
+ * include this and nothing else of netpolicy/ (the *-internal.h headers are
+ * for netpolicy's own sources and its unit tests).
  */
 #ifndef HUTCH_NETPOLICY_H
 #define HUTCH_NETPOLICY_H
 
+#include <net/if.h>
+#include <netinet/in.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
+
+#include <cjson/cJSON.h>
 
 #include "error.h"
+
+/* ---- the policy (policy.c) ---- */
 
 enum hutch_net_mode {
 	HUTCH_NET_NONE = 0,
@@ -42,5 +52,168 @@ void hutch_net_policy_done(struct hutch_net_policy *p);
 const char *hutch_net_mode_name(enum hutch_net_mode mode);
 /* True if this build can enforce the mode. */
 bool hutch_net_mode_is_implemented(enum hutch_net_mode mode);
+
+/* ---- network wiring (addrs, host side, child side) ---- */
+
+/*
+ * Network wiring for the modes that reach beyond the sandbox.
+ *
+ * Host side (mode all): one veth pair per sandbox, host end "hutch<slot>"
+ * with the gateway address of the sandbox's /30 from a private pool, the
+ * peer created directly as "eth0" in the sandbox's network namespace; one
+ * static nftables table "inet hutch" (NAT, and no path to the host, other
+ * sandboxes, link-local/metadata, private ranges or IPv6); IPv4 forwarding.
+ * The link name is derived from the uid slot, whose lock file exists before
+ * the link is made: that is the record gc works from. The table and the
+ * forwarding switch are shared by every sandbox: the last one out (or gc)
+ * removes the table and restores forwarding if hutch turned it on.
+ *
+ * Child side (init, in the new namespaces): configures the namespace for
+ * the mode, and creates the listening sockets the supervisor serves from
+ * inside the sandbox (DNS stub, TLS proxy, host ports), which init passes to
+ * the supervisor with SCM_RIGHTS before dropping privileges.
+ */
+
+#define HUTCH_NET_POOL_DEFAULT "10.200.0.0/16"
+#define HUTCH_NET_STATE_DIR    "/run/hutch-net"
+#define HUTCH_NET_LINK_PREFIX  "hutch"
+/* host.hutch.internal inside every sandbox with a network: an address on
+ * the sandbox's loopback where the supervisor accepts --host-port
+ * connections and relays them to 127.0.0.1:PORT on the host. */
+#define HUTCH_NET_HOST_INTERNAL  "169.254.100.1"
+#define HUTCH_NET_HOST_PORTS_MAX 16
+#define HUTCH_NET_LISTENERS_MAX  64
+
+struct hutch_net_pool {
+	uint32_t net; /* network byte order */
+	uint8_t prefix;
+};
+
+/* The addresses of one sandbox (mode all), filled by hutch_net_pool_addrs(). */
+struct hutch_net_addrs {
+	uint32_t gateway, sandbox;  /* network byte order; prefix is 30 */
+	char host_if[IFNAMSIZ];     /* "hutch<slot>" */
+	struct hutch_net_pool pool; /* the pool they come from (the NAT rule) */
+};
+
+/* "A.B.C.D/N", N between 8 and 28, host bits zero. Error names the fix. */
+int hutch_net_pool_parse(const char *cidr, struct hutch_net_pool *ret, struct hutch_err *err);
+/* The /30 of a slot: gateway = base + 1, sandbox = base + 2. Error if the
+ * pool has no room for that slot. */
+int hutch_net_pool_addrs(const struct hutch_net_pool *pool, unsigned slot,
+                         struct hutch_net_addrs *ret, struct hutch_err *err);
+/* Fails if a host route (main table, not on a hutch link) overlaps the
+ * pool, naming the route and the fix (HUTCH_NET_POOL=CIDR). */
+int hutch_net_pool_check_clash(const struct hutch_net_pool *pool, struct hutch_err *err);
+
+/* Host side for one sandbox in mode all: ensure the nftables table, turn
+ * IPv4 forwarding on (recording that hutch did it), create the veth pair
+ * with the peer "eth0" in the network namespace of init_pid, give the host
+ * end the gateway address and bring it up. Safe against a concurrent
+ * hutch_net_host_detach()/gc of the last other sandbox (flock on
+ * HUTCH_NET_STATE_DIR/lock). On failure removes what it made.
+ * a must come from hutch_net_pool_addrs() (the table's NAT rule is for
+ * a->pool). A table made for another pool is an error naming both pools:
+ * it goes away with its last sandbox (detach or gc).
+ * Call after clone() and before init's GO (init's hutch_net_setup_child()
+ * expects eth0 to be there); init_pid must stay unreaped meanwhile. */
+int hutch_net_host_attach(const struct hutch_net_addrs *a, pid_t init_pid, struct hutch_err *err);
+/* Remove the sandbox's host link (idempotent: a missing link is success,
+ * and the kernel removes the pair by itself when the sandbox's netns
+ * dies), then, if no hutch link remains, the table and the forwarding
+ * switch. Waits for the lock (held by attaches for milliseconds). */
+int hutch_net_host_detach(const struct hutch_net_addrs *a, struct hutch_err *err);
+/* gc: delete every hutch<slot> link whose slot is not alive, then as in
+ * detach. slot_alive(slot) must be true while a supervisor holds the slot
+ * (from before its attach on). Also removes a table left with no link. */
+int hutch_net_host_gc(bool (*slot_alive)(unsigned slot, void *ud), void *ud, struct hutch_err *err);
+
+/* Base chains of other tables that drop forwarded packets by policy (e.g.
+ * Docker's iptables-nft FORWARD chain): mode all cannot get out through
+ * them. Returns how many, naming them in buf; negative errno on failure. */
+int hutch_nft_forward_blockers(char *buf, size_t size, struct hutch_err *err);
+
+/* ---- child side (init, before the root is built) ---- */
+
+/* What the namespace gets, computed by the supervisor before clone(). */
+struct hutch_net_child {
+	uint32_t addr, gateway; /* mode all: eth0 address/30 and default route */
+	size_t nhost_ports;
+	uint16_t host_ports[HUTCH_NET_HOST_PORTS_MAX];
+};
+
+/* Child side, in init (root of the user namespace that owns the netns).
+ * c may be NULL for none and allow. Every mode: loopback up. all: eth0 (already moved in) up with
+ * addr/30, default route via gateway, HUTCH_NET_HOST_INTERNAL/32 on lo, IPv6 off. allow:
+ * HUTCH_NET_HOST_INTERNAL/32 on lo and a local route for 0.0.0.0/0 on lo (every IPv4 destination is
+ * local, so a connection to any address reaches the proxy's listeners, or is refused at once), IPv6
+ * off. */
+int hutch_net_setup_child(const struct hutch_net_policy *p, const struct hutch_net_child *c,
+                          struct hutch_err *err);
+
+enum hutch_net_listener_kind {
+	HUTCH_NET_L_DNS = 1, /* UDP: the DNS stub */
+	HUTCH_NET_L_PROXY,   /* TCP: the TLS proxy (allow) */
+	HUTCH_NET_L_HOSTPORT /* TCP: relay to 127.0.0.1:port on the host */
+};
+
+struct hutch_net_listener {
+	int fd; /* non-blocking, close-on-exec */
+	enum hutch_net_listener_kind kind;
+	uint16_t port;
+};
+
+/* Create the listeners of the mode (none: none). all: DNS on 127.0.0.1:53,
+ * host ports on HUTCH_NET_HOST_INTERNAL. allow: DNS on 0.0.0.0:53, proxy
+ * on 0.0.0.0:443 and on every other port of the list, host ports on
+ * HUTCH_NET_HOST_INTERNAL (a host port equal to a proxy port fails with
+ * EADDRINUSE). Call after hutch_net_setup_child(). Returns the count
+ * (<= max) or a negative errno with err set; on failure nothing stays
+ * open. */
+int hutch_net_child_listeners(const struct hutch_net_policy *p, const struct hutch_net_child *c,
+                              struct hutch_net_listener *ls, size_t max, struct hutch_err *err);
+
+/* ---- the supervisor's egress ---- */
+
+/*
+ * egress: the supervisor's side of the network modes all and allow. It
+ * serves, from the host, the listening sockets init made inside the
+ * sandbox's network namespace (hutch_net_child_listeners() above):
+ *
+ *   - the DNS stub (UDP). all: every query is relayed to the upstream
+ *     resolver. allow: A queries for listed names are answered with what the
+ *     upstream resolver says, any other name gets NXDOMAIN and goes nowhere.
+ *   - the transparent TLS proxy (allow). It reads the ClientHello, checks the
+ *     server name (or the dialled address) and the port against the list,
+ *     resolves the name itself, dials from the host and splices the bytes.
+ *     Anything else is reset at once and logged.
+ *   - host ports (all, allow): relayed to 127.0.0.1:PORT on the host.
+ *
+ * Single-threaded and non-blocking, with its own epoll fd that the
+ * supervisor's loop watches (the way libmicrohttpd is driven).
+ */
+
+#define HUTCH_EGRESS_CONNS_MAX   256 /* proxied connections at once */
+#define HUTCH_EGRESS_REFUSED_LOG 64  /* refusals kept for /status */
+
+struct hutch_egress;
+
+/* p must outlive the egress. */
+int hutch_egress_new(const struct hutch_net_policy *p, const struct sockaddr_in *resolver,
+                     struct hutch_egress **ret, struct hutch_err *err);
+/* Takes ownership of the listeners' fds, also on failure. */
+int hutch_egress_add_listeners(struct hutch_egress *e, const struct hutch_net_listener *ls,
+                               size_t n, struct hutch_err *err);
+/* Watch for EPOLLIN; then call hutch_egress_run(). */
+int hutch_egress_fd(const struct hutch_egress *e);
+/* Handle whatever is ready; never blocks. */
+void hutch_egress_run(struct hutch_egress *e);
+/* Resolver, counters and the log of refused connections and names. */
+cJSON *hutch_egress_status(const struct hutch_egress *e);
+/* Closes every socket (listeners included). NULL is fine. */
+void hutch_egress_free(struct hutch_egress *e);
+
+/* The first IPv4 "nameserver" of /etc/resolv.conf, port 53. */
+int hutch_net_default_resolver(struct sockaddr_in *ret, struct hutch_err *err);
 
 #endif

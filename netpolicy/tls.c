@@ -16,7 +16,7 @@
 #include <string.h>
 
 #include "hostname-internal.h"
-#include "tls.h"
+#include "tls-internal.h"
 
 #define REC_HDR           5
 #define REC_HANDSHAKE     22

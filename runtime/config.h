@@ -14,7 +14,6 @@
 #include <cjson/cJSON.h>
 
 #include "error.h"
-#include "hostnet.h"
 #include "netpolicy.h"
 
 #define HUTCH_DEFAULT_INSTANCE_TYPE "medium"

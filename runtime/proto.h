@@ -68,7 +68,7 @@ struct hutch_msg_spawned {
 	int32_t error; /* 0, or negative errno if fork failed */
 };
 
-/* One network listener (hostnet.h: enum hutch_net_listener_kind). */
+/* One network listener (netpolicy.h: enum hutch_net_listener_kind). */
 struct hutch_msg_net_fd {
 	uint32_t kind;
 	uint32_t port;

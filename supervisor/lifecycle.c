@@ -10,12 +10,12 @@
 #include <unistd.h>
 
 #include "api.h"
-#include "egress.h"
 #include "fdutil.h"
 #include "hooks.h"
 #include "idle.h"
 #include "lifecycle.h"
 #include "log.h"
+#include "netpolicy.h"
 #include "supervisor.h"
 #include "syscalls.h"
 

@@ -17,9 +17,9 @@
 #include <unistd.h>
 
 #include "api.h"
-#include "egress.h"
 #include "hooks.h"
 #include "lifecycle.h"
+#include "netpolicy.h"
 #include "run.h"
 #include "supervisor.h"
 

@@ -22,10 +22,10 @@
 
 #include "api.h"
 #include "cleanup.h"
-#include "egress.h"
 #include "fdutil.h"
 #include "init.h"
 #include "log.h"
+#include "netpolicy.h"
 #include "proto.h"
 #include "seccomp-filter.h"
 #include "setup.h"

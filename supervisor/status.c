@@ -7,7 +7,7 @@
 #include <unistd.h>
 
 #include "cleanup.h"
-#include "egress.h"
+#include "netpolicy.h"
 #include "status.h"
 #include "supervisor.h"
 

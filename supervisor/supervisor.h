@@ -23,8 +23,8 @@
 #include "cgroup.h"
 #include "cmd.h"
 #include "config.h"
-#include "hostnet.h"
 #include "loop.h"
+#include "netpolicy.h"
 #include "state.h"
 #include "util.h"
 

@@ -18,7 +18,7 @@
 #include <arpa/inet.h>
 #include <cmocka.h>
 
-#include "dns.h"
+#include "dns-internal.h"
 
 /* A message under construction. */
 struct msg {

@@ -19,7 +19,7 @@
 #include <netlink/msg.h>
 
 #include "hostnet-internal.h"
-#include "hostnet.h"
+#include "netpolicy.h"
 
 static void pool_ok(const char *cidr, const char *net, unsigned prefix)
 {

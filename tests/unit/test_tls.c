@@ -17,7 +17,7 @@
 #include <cmocka.h>
 
 #include "tls-fixtures.h"
-#include "tls.h"
+#include "tls-internal.h"
 
 #define SNI_SIZE 256
 

@@ -5,8 +5,8 @@
  * hostile (it comes from inside a sandbox); the parser only reads within
  * [buf, buf + len) and depends on libc alone (the fuzz target links it).
  */
-#ifndef HUTCH_TLS_H
-#define HUTCH_TLS_H
+#ifndef HUTCH_TLS_INTERNAL_H
+#define HUTCH_TLS_INTERNAL_H
 
 #include <stddef.h>
 #include <stdint.h>

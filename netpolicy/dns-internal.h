@@ -6,8 +6,8 @@
  * message length, name compression is followed a bounded number of times and
  * only backwards. Depends on libc alone (the fuzz target links it).
  */
-#ifndef HUTCH_DNS_H
-#define HUTCH_DNS_H
+#ifndef HUTCH_DNS_INTERNAL_H
+#define HUTCH_DNS_INTERNAL_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -1,0 +1,71 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The allow decision (allow-internal.h): the policy's rules for DNS
+ * questions and TLS connections, kept apart from the sockets that carry
+ * them so that each rule is unit-tested without a sandbox.
+ */
+#include <arpa/inet.h>
+#include <string.h>
+#include <strings.h>
+
+#include "allow-internal.h"
+#include "dns-internal.h"
+
+static bool name_listed(const struct hutch_net_policy *p, const char *name)
+{
+	for (size_t i = 0; i < p->nhosts; i++)
+		if (!p->hosts[i].is_ip && strcasecmp(p->hosts[i].name, name) == 0)
+			return true;
+	return false;
+}
+
+enum hutch_net_dns_verdict hutch_net_allow_dns(const struct hutch_net_policy *p, const char *name,
+                                               uint16_t qtype, uint16_t qclass)
+{
+	if (p->mode == HUTCH_NET_ALL)
+		return HUTCH_NET_DNS_FORWARD;
+	/* allow: listed names only, and nothing is forwarded for the rest. */
+	if (qclass != HUTCH_DNS_CLASS_IN || !name_listed(p, name))
+		return HUTCH_NET_DNS_NXDOMAIN;
+	/* IPv6 and other types: the name exists, no records. */
+	if (qtype != HUTCH_DNS_TYPE_A)
+		return HUTCH_NET_DNS_NODATA;
+	return HUTCH_NET_DNS_RESOLVE;
+}
+
+static uint16_t entry_port(const struct hutch_net_host *h)
+{
+	return h->port ? h->port : 443;
+}
+
+enum hutch_net_tls_verdict hutch_net_allow_tls(const struct hutch_net_policy *p, const char *sni,
+                                               const char *ip, uint16_t port)
+{
+	bool name_ok = false, name_wrong_port = false, ip_ok = false;
+
+	for (size_t i = 0; i < p->nhosts; i++) {
+		const struct hutch_net_host *h = &p->hosts[i];
+		bool port_ok = entry_port(h) == port;
+		if (h->is_ip && strcmp(h->name, ip) == 0 && port_ok)
+			ip_ok = true;
+		if (!h->is_ip && sni[0] && strcasecmp(h->name, sni) == 0) {
+			name_ok = name_ok || port_ok;
+			name_wrong_port = name_wrong_port || !port_ok;
+		}
+	}
+	if (name_ok)
+		return HUTCH_NET_TLS_RESOLVE;
+	if (ip_ok)
+		return HUTCH_NET_TLS_DIAL;
+	if (name_wrong_port)
+		return HUTCH_NET_TLS_WRONG_PORT;
+	return sni[0] ? HUTCH_NET_TLS_UNLISTED : HUTCH_NET_TLS_NO_SNI;
+}
+
+bool hutch_net_addr_is_reserved(uint32_t a_be)
+{
+	uint32_t a = ntohl(a_be);
+
+	return (a >> 24) == 0 || (a >> 24) == 127 || (a >> 16) == 0xa9fe || (a >> 28) == 0xe ||
+	       (a >> 28) == 0xf;
+}

@@ -1,0 +1,532 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The TLS proxy and the host-port relay (proxy-internal.h). Everything that
+ * arrives from inside the sandbox is hostile: ClientHellos go through the
+ * bounded parser of tls.c, every buffer is fixed-size, every waiting state
+ * has a deadline and the number of connections is capped.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "allow-internal.h"
+#include "proxy-internal.h"
+#include "tls-internal.h"
+#include "util.h"
+
+#define RELAY_BUF         (64u << 10) /* per direction; >= HUTCH_TLS_HELLO_MAX */
+#define HELLO_DEADLINE_MS 10000
+#define CONNECT_DEADLINE  10000
+
+enum conn_state {
+	C_HELLO,      /* reading the ClientHello */
+	C_RESOLVING,  /* waiting for the upstream resolver */
+	C_CONNECTING, /* dialling out */
+	C_RELAY,
+	C_CLOSED,
+};
+
+/* Bytes read from one side, not yet written to the other. */
+struct dir {
+	uint8_t *buf;
+	size_t len, off;
+	bool eof; /* the reading side is done */
+};
+
+struct conn {
+	struct proxy *p;
+	struct evloop_ev ev_c, ev_s;
+	int cfd, sfd;
+	uint32_t cmask, smask; /* current epoll interest (0 = not added) */
+	enum conn_state state;
+	bool hostport;
+	struct sockaddr_in dst; /* what the client dialled (inside the sandbox) */
+	uint16_t port;          /* port to dial outside */
+	char sni[HUTCH_DNS_NAME_MAX + 1];
+	int64_t deadline_ms;
+	uint32_t addrs[HUTCH_DNS_ADDRS_MAX];
+	size_t naddrs, next_addr;
+	int last_connect_err;
+	struct dir cs, sc; /* client->server (the ClientHello first), server->client */
+	struct conn *next;
+};
+
+/* Close with a reset: the client sees its connection fail at once. */
+static void close_reset(int fd)
+{
+	struct linger lg = { .l_onoff = 1, .l_linger = 0 };
+
+	if (fd < 0)
+		return;
+	(void)setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+	close(fd);
+}
+
+/* Never dial these, whatever the upstream resolver says or the list holds:
+ * this machine, link-local (cloud metadata), multicast, reserved. A service
+ * on the host is reached through --host-port. */
+static bool addr_forbidden(uint32_t a_be)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = a_be };
+	int fd, r;
+
+	if (hutch_net_addr_is_reserved(a_be))
+		return true;
+	/* An address of this host (any interface): bind() to it succeeds.
+	 * The supervisor lives in the host's network namespace. */
+	fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return true; /* cannot tell: do not dial */
+	r = bind(fd, (struct sockaddr *)&sa, sizeof(sa));
+	close(fd);
+	return r == 0 || errno != EADDRNOTAVAIL;
+}
+
+static void conn_close(struct conn *c, bool reset)
+{
+	struct proxy *p = c->p;
+
+	if (c->state == C_CLOSED)
+		return;
+	c->state = C_CLOSED;
+	if (c->cfd >= 0) {
+		evloop_unwatch(p->loop, c->cfd);
+		if (reset)
+			close_reset(c->cfd);
+		else
+			close(c->cfd);
+		c->cfd = -1;
+	}
+	if (c->sfd >= 0) {
+		evloop_unwatch(p->loop, c->sfd);
+		close(c->sfd);
+		c->sfd = -1;
+	}
+	resolver_cancel(p->resolver, c);
+	/* Unlink now, free after the event batch (events may still name it). */
+	for (struct conn **pp = &p->conns; *pp; pp = &(*pp)->next)
+		if (*pp == c) {
+			*pp = c->next;
+			break;
+		}
+	c->next = p->dead;
+	p->dead = c;
+	p->nconns--;
+}
+
+static void conn_refuse(struct conn *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void conn_refuse(struct conn *c, const char *fmt, ...)
+{
+	char reason[112];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(reason, sizeof(reason), fmt, ap);
+	va_end(ap);
+	refusals_add(c->p->refusals, c->hostport ? "connect" : "tls", c->sni, &c->dst, "%s",
+	             reason);
+	conn_close(c, true);
+}
+
+/* Recompute what each side waits for. EPOLLRDHUP-less level triggering:
+ * read from a side only when the buffer towards the other side is empty. */
+static void conn_update(struct conn *c)
+{
+	uint32_t cw = 0, sw = 0;
+
+	switch (c->state) {
+	case C_HELLO:
+		cw = EPOLLIN;
+		break;
+	case C_RESOLVING:
+		cw = 0;
+		break;
+	case C_CONNECTING:
+		sw = EPOLLOUT;
+		break;
+	case C_RELAY:
+		if (c->cs.len == 0 && !c->cs.eof)
+			cw |= EPOLLIN;
+		if (c->sc.off < c->sc.len)
+			cw |= EPOLLOUT;
+		if (c->sc.len == 0 && !c->sc.eof)
+			sw |= EPOLLIN;
+		if (c->cs.off < c->cs.len)
+			sw |= EPOLLOUT;
+		break;
+	case C_CLOSED:
+		return;
+	}
+	/* An fd with nothing to wait for stays registered with no events
+	 * (EPOLLERR/HUP still report), which keeps the bookkeeping simple. */
+	if (evloop_watch(c->p->loop, c->cfd, &c->ev_c, &c->cmask, cw ? cw : EPOLLERR) < 0 ||
+	    (c->sfd >= 0 &&
+	     evloop_watch(c->p->loop, c->sfd, &c->ev_s, &c->smask, sw ? sw : EPOLLERR) < 0))
+		conn_close(c, true);
+}
+
+static void conn_dial(struct conn *c)
+{
+	while (c->next_addr < c->naddrs) {
+		struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(c->port) };
+		int fd, r;
+
+		sa.sin_addr.s_addr = c->addrs[c->next_addr++];
+		fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+		if (fd < 0) {
+			c->last_connect_err = errno;
+			break;
+		}
+		r = connect(fd, (struct sockaddr *)&sa, sizeof(sa));
+		if (r == 0 || errno == EINPROGRESS) {
+			if (c->sfd >= 0) {
+				evloop_unwatch(c->p->loop, c->sfd);
+				close(c->sfd);
+			}
+			c->sfd = fd;
+			c->smask = 0;
+			c->state = C_CONNECTING;
+			c->deadline_ms = hutch_now_mono_ms() + CONNECT_DEADLINE;
+			evloop_tick(c->p->loop, true);
+			conn_update(c);
+			return;
+		}
+		c->last_connect_err = errno;
+		close(fd);
+	}
+	conn_refuse(c, "could not connect to %s port %u: %s", c->sni[0] ? c->sni : "the address",
+	            c->port, strerror(c->last_connect_err ? c->last_connect_err : EHOSTUNREACH));
+}
+
+static void conn_resolved(struct conn *c, const uint32_t *addrs, size_t naddrs)
+{
+	size_t n = 0;
+
+	if (c->state != C_RESOLVING)
+		return;
+	for (size_t i = 0; i < naddrs && n < HUTCH_DNS_ADDRS_MAX; i++)
+		if (!addr_forbidden(addrs[i]))
+			c->addrs[n++] = addrs[i];
+	if (n == 0) {
+		conn_refuse(c,
+		            naddrs ? "%s resolves only to addresses of this machine, "
+		                     "link-local or reserved ranges"
+		                   : "%s does not resolve (upstream resolver)",
+		            c->sni);
+		return;
+	}
+	c->naddrs = n;
+	c->next_addr = 0;
+	conn_dial(c);
+}
+
+static void on_resolved(void *ptr, struct resolver_query *q, uint8_t *msg, size_t len,
+                        const struct hutch_dns_answer *a)
+{
+	(void)q;
+	(void)msg;
+	(void)len;
+	conn_resolved(ptr, a ? a->addrs : NULL, a ? a->naddrs : 0);
+}
+
+/* A listed name: its addresses from the cache or the upstream resolver
+ * (never the address the client dialled). */
+static void conn_resolve(struct conn *c)
+{
+	const struct resolver_cached *ce = resolver_cache_find(c->p->resolver, c->sni);
+
+	c->state = C_RESOLVING;
+	c->deadline_ms =
+	        hutch_now_mono_ms() + RESOLVER_QUERY_TIMEOUT_MS * RESOLVER_QUERY_TRIES + 500;
+	conn_update(c);
+	if (ce) {
+		conn_resolved(c, ce->addrs, ce->naddrs);
+		return;
+	}
+	if (!resolver_lookup(c->p->resolver, c->sni, on_resolved, c))
+		conn_refuse(c, !resolver_has_upstream(c->p->resolver)
+		                       ? "no upstream DNS resolver: set "
+		                         "HUTCH_RESOLVER=IP on the host"
+		                       : "too many DNS lookups at once");
+}
+
+/* The ClientHello is complete: decide. */
+static void conn_decide(struct conn *c)
+{
+	uint16_t dport = ntohs(c->dst.sin_port);
+	char ip[INET_ADDRSTRLEN];
+
+	inet_ntop(AF_INET, &c->dst.sin_addr, ip, sizeof(ip));
+	c->port = dport;
+	switch (hutch_net_allow_tls(c->p->policy, c->sni, ip, dport)) {
+	case HUTCH_NET_TLS_RESOLVE:
+		conn_resolve(c);
+		return;
+	case HUTCH_NET_TLS_DIAL:
+		if (addr_forbidden(c->dst.sin_addr.s_addr)) {
+			conn_refuse(c,
+			            "%s is this machine, link-local or reserved: use --host-port "
+			            "for a service on the host",
+			            ip);
+			return;
+		}
+		c->addrs[0] = c->dst.sin_addr.s_addr;
+		c->naddrs = 1;
+		c->next_addr = 0;
+		conn_dial(c);
+		return;
+	case HUTCH_NET_TLS_WRONG_PORT:
+		conn_refuse(c, "port %u is not allowed for %s", dport, c->sni);
+		return;
+	case HUTCH_NET_TLS_UNLISTED:
+		conn_refuse(c, "%s is not in the allow list", c->sni);
+		return;
+	case HUTCH_NET_TLS_NO_SNI:
+		conn_refuse(c, "no server name (SNI) and %s:%u is not in the allow list", ip,
+		            dport);
+		return;
+	}
+}
+
+static void conn_on_hello(struct conn *c)
+{
+	size_t need = 0;
+	ssize_t n = read(c->cfd, c->cs.buf + c->cs.len, HUTCH_TLS_HELLO_MAX - c->cs.len);
+	int r;
+
+	if (n < 0) {
+		if (errno != EAGAIN && errno != EINTR)
+			conn_close(c, true);
+		return;
+	}
+	if (n == 0) {
+		conn_close(c, false); /* gave up before saying hello */
+		return;
+	}
+	c->cs.len += (size_t)n;
+	r = hutch_tls_parse_client_hello(c->cs.buf, c->cs.len, c->sni, sizeof(c->sni), &need);
+	if (r == 0 && c->cs.len < HUTCH_TLS_HELLO_MAX)
+		return;
+	if (r == -EPROTO) {
+		bool http =
+		        c->cs.len >= 4 &&
+		        (memcmp(c->cs.buf, "GET ", 4) == 0 || memcmp(c->cs.buf, "POST", 4) == 0 ||
+		         memcmp(c->cs.buf, "HEAD", 4) == 0 || memcmp(c->cs.buf, "PUT ", 4) == 0 ||
+		         memcmp(c->cs.buf, "CONN", 4) == 0);
+		conn_refuse(c, http ? "plain HTTP: only TLS is allowed" : "not a TLS connection");
+		return;
+	}
+	if (r < 0 || r == 0) {
+		c->sni[0] = '\0';
+		conn_refuse(c, "malformed or oversized TLS ClientHello");
+		return;
+	}
+	conn_decide(c);
+}
+
+/* One side is ready: read into d (from rfd) and write out (to rfd) what
+ * the other direction holds; wfd is the other side. False when the
+ * connection is finished. */
+static bool relay_side(struct conn *c, int rfd, int wfd, struct dir *d, struct dir *out,
+                       uint32_t events)
+{
+	ssize_t n;
+
+	if ((events & (EPOLLIN | EPOLLHUP | EPOLLERR)) && d->len == 0 && !d->eof) {
+		n = read(rfd, d->buf, RELAY_BUF);
+		if (n < 0 && errno != EAGAIN && errno != EINTR) {
+			conn_close(c, true);
+			return false;
+		}
+		if (n > 0)
+			d->len = (size_t)n;
+		if (n == 0) {
+			d->eof = true;
+			(void)shutdown(wfd, SHUT_WR);
+		}
+	}
+	if ((events & EPOLLOUT) && out->off < out->len) {
+		n = send(rfd, out->buf + out->off, out->len - out->off, MSG_NOSIGNAL);
+		if (n < 0 && errno != EAGAIN && errno != EINTR) {
+			conn_close(c, true);
+			return false;
+		}
+		if (n > 0)
+			out->off += (size_t)n;
+		if (out->off == out->len) {
+			out->off = out->len = 0;
+			if (out->eof)
+				(void)shutdown(rfd, SHUT_WR);
+		}
+	}
+	return true;
+}
+
+static void conn_on_event(struct conn *c, bool server_side, uint32_t events)
+{
+	if (c->state == C_CLOSED)
+		return;
+	if (!server_side && c->state == C_HELLO) {
+		if (events & (EPOLLIN | EPOLLERR | EPOLLHUP))
+			conn_on_hello(c);
+		if (c->state == C_HELLO)
+			conn_update(c);
+		return;
+	}
+	if (server_side && c->state == C_CONNECTING) {
+		int err = 0;
+		socklen_t len = sizeof(err);
+		if (getsockopt(c->sfd, SOL_SOCKET, SO_ERROR, &err, &len) < 0)
+			err = errno;
+		if (err) {
+			c->last_connect_err = err;
+			conn_dial(c); /* the next address, or refused */
+			return;
+		}
+		c->state = C_RELAY;
+		c->deadline_ms = 0;
+		if (!c->sc.buf) {
+			c->sc.buf = malloc(RELAY_BUF);
+			if (!c->sc.buf) {
+				conn_close(c, true);
+				return;
+			}
+		}
+		conn_update(c);
+		return;
+	}
+	if (c->state != C_RELAY)
+		return;
+	if (!(server_side ? relay_side(c, c->sfd, c->cfd, &c->sc, &c->cs, events)
+	                  : relay_side(c, c->cfd, c->sfd, &c->cs, &c->sc, events)))
+		return;
+	if (c->cs.eof && c->sc.eof && c->cs.len == 0 && c->sc.len == 0) {
+		conn_close(c, false);
+		return;
+	}
+	conn_update(c);
+}
+
+static void on_client(void *ptr, uint32_t events)
+{
+	conn_on_event(ptr, false, events);
+}
+
+static void on_server(void *ptr, uint32_t events)
+{
+	conn_on_event(ptr, true, events);
+}
+
+/* A new connection, or NULL (out of memory). */
+static struct conn *conn_new(struct proxy *p, int fd, const struct sockaddr_in *dst)
+{
+	struct conn *c = calloc(1, sizeof(*c));
+
+	if (c)
+		c->cs.buf = malloc(RELAY_BUF); /* > HUTCH_TLS_HELLO_MAX */
+	if (!c || !c->cs.buf) {
+		free(c);
+		return NULL;
+	}
+	c->p = p;
+	c->cfd = fd;
+	c->sfd = -1;
+	c->dst = *dst;
+	c->ev_c = (struct evloop_ev){ on_client, c };
+	c->ev_s = (struct evloop_ev){ on_server, c };
+	c->next = p->conns;
+	p->conns = c;
+	p->nconns++;
+	p->conns_total++;
+	return c;
+}
+
+void proxy_accept(struct proxy *p, int lfd, enum hutch_net_listener_kind kind, uint16_t port)
+{
+	for (int i = 0; i < 64; i++) {
+		struct sockaddr_in dst;
+		socklen_t dlen = sizeof(dst);
+		struct conn *c;
+		int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+
+		if (fd < 0)
+			return;
+		if (p->nconns >= HUTCH_EGRESS_CONNS_MAX ||
+		    getsockname(fd, (struct sockaddr *)&dst, &dlen) < 0 ||
+		    dst.sin_family != AF_INET) {
+			refusals_add(p->refusals, "connect", NULL, NULL,
+			             "too many connections at once (%d)", HUTCH_EGRESS_CONNS_MAX);
+			close_reset(fd);
+			continue;
+		}
+		c = conn_new(p, fd, &dst);
+		if (!c) {
+			close_reset(fd);
+			continue;
+		}
+		if (kind == HUTCH_NET_L_HOSTPORT) {
+			c->hostport = true;
+			snprintf(c->sni, sizeof(c->sni), "host.hutch.internal");
+			c->port = port;
+			c->addrs[0] = htonl(INADDR_LOOPBACK);
+			c->naddrs = 1;
+			conn_dial(c);
+			continue;
+		}
+		c->state = C_HELLO;
+		c->deadline_ms = hutch_now_mono_ms() + HELLO_DEADLINE_MS;
+		evloop_tick(p->loop, true);
+		conn_update(c);
+	}
+}
+
+void proxy_tick(struct proxy *p, int64_t now_ms)
+{
+	for (struct conn *c = p->conns, *next; c; c = next) {
+		next = c->next;
+		if (c->deadline_ms && c->deadline_ms <= now_ms) {
+			if (c->state == C_HELLO)
+				conn_refuse(c, "no TLS ClientHello within %d s",
+				            HELLO_DEADLINE_MS / 1000);
+			else if (c->state == C_CONNECTING) {
+				c->last_connect_err = ETIMEDOUT;
+				conn_dial(c);
+			} else
+				conn_refuse(c, "timed out resolving %s", c->sni);
+		}
+	}
+}
+
+bool proxy_is_busy(const struct proxy *p)
+{
+	for (const struct conn *c = p->conns; c; c = c->next)
+		if (c->deadline_ms != 0)
+			return true;
+	return false;
+}
+
+void proxy_free_dead(struct proxy *p)
+{
+	while (p->dead) {
+		struct conn *c = p->dead;
+		p->dead = c->next;
+		free(c->cs.buf);
+		free(c->sc.buf);
+		free(c);
+	}
+}
+
+void proxy_done(struct proxy *p)
+{
+	while (p->conns)
+		conn_close(p->conns, true);
+	proxy_free_dead(p);
+}

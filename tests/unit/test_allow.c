@@ -1,0 +1,178 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Unit tests for the allow decision (netpolicy/allow.c): what the DNS stub
+ * does with a question and what the TLS proxy does with a connection,
+ * for every rule of docs/network.md (listed names and addresses, the
+ * default port 443, a name listed with another port, an address listed
+ * with a name that is not, no SNI), and the ranges never dialled.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#include <arpa/inet.h>
+#include <cmocka.h>
+
+#include "allow-internal.h"
+#include "dns-internal.h"
+#include "netpolicy.h"
+
+#define LIST                                                                           \
+	"allow:pypi.org,Api.GitHub.com:8443,files.example.com,files.example.com:9443," \
+	"10.0.0.5,10.0.0.6:8443,[2001:db8::1]:443"
+
+static struct hutch_net_policy policy(const char *spec)
+{
+	struct hutch_net_policy p;
+	struct hutch_err err = { 0 };
+
+	if (hutch_net_policy_parse(spec, &p, &err) != 0)
+		fail_msg("'%s' refused: %s", spec, err.msg);
+	return p;
+}
+
+static enum hutch_net_dns_verdict dns(const struct hutch_net_policy *p, const char *name,
+                                      uint16_t qtype)
+{
+	return hutch_net_allow_dns(p, name, qtype, HUTCH_DNS_CLASS_IN);
+}
+
+static void test_dns_all(void **state)
+{
+	struct hutch_net_policy p = policy("all");
+
+	(void)state;
+	/* Everything is relayed: the upstream resolver decides. */
+	assert_int_equal(dns(&p, "pypi.org", HUTCH_DNS_TYPE_A), HUTCH_NET_DNS_FORWARD);
+	assert_int_equal(dns(&p, "evil.example", HUTCH_DNS_TYPE_AAAA), HUTCH_NET_DNS_FORWARD);
+	assert_int_equal(hutch_net_allow_dns(&p, "x", 16, 3), HUTCH_NET_DNS_FORWARD);
+	hutch_net_policy_done(&p);
+}
+
+static void test_dns_allow(void **state)
+{
+	struct hutch_net_policy p = policy(LIST);
+
+	(void)state;
+	assert_int_equal(dns(&p, "pypi.org", HUTCH_DNS_TYPE_A), HUTCH_NET_DNS_RESOLVE);
+	/* A port in the list does not matter to DNS; names compare without case. */
+	assert_int_equal(dns(&p, "api.github.com", HUTCH_DNS_TYPE_A), HUTCH_NET_DNS_RESOLVE);
+	assert_int_equal(dns(&p, "PyPI.Org", HUTCH_DNS_TYPE_A), HUTCH_NET_DNS_RESOLVE);
+	/* Listed, but not A: the name exists, with no records (no IPv6). */
+	assert_int_equal(dns(&p, "pypi.org", HUTCH_DNS_TYPE_AAAA), HUTCH_NET_DNS_NODATA);
+	assert_int_equal(dns(&p, "pypi.org", 16), HUTCH_NET_DNS_NODATA);
+	/* Not listed: answered NXDOMAIN here, never forwarded. Subdomains and
+	 * parents are other names; IP entries are not names. */
+	assert_int_equal(dns(&p, "evil.example", HUTCH_DNS_TYPE_A), HUTCH_NET_DNS_NXDOMAIN);
+	assert_int_equal(dns(&p, "www.pypi.org", HUTCH_DNS_TYPE_A), HUTCH_NET_DNS_NXDOMAIN);
+	assert_int_equal(dns(&p, "org", HUTCH_DNS_TYPE_A), HUTCH_NET_DNS_NXDOMAIN);
+	assert_int_equal(dns(&p, "10.0.0.5", HUTCH_DNS_TYPE_A), HUTCH_NET_DNS_NXDOMAIN);
+	assert_int_equal(dns(&p, "", HUTCH_DNS_TYPE_A), HUTCH_NET_DNS_NXDOMAIN);
+	/* Another class, even for a listed name (CHAOS: 3). */
+	assert_int_equal(hutch_net_allow_dns(&p, "pypi.org", HUTCH_DNS_TYPE_A, 3),
+	                 HUTCH_NET_DNS_NXDOMAIN);
+	hutch_net_policy_done(&p);
+}
+
+static void test_dns_none(void **state)
+{
+	struct hutch_net_policy p = policy("none");
+
+	(void)state;
+	assert_int_equal(dns(&p, "pypi.org", HUTCH_DNS_TYPE_A), HUTCH_NET_DNS_NXDOMAIN);
+}
+
+static enum hutch_net_tls_verdict tls(const struct hutch_net_policy *p, const char *sni,
+                                      const char *ip, uint16_t port)
+{
+	return hutch_net_allow_tls(p, sni, ip, port);
+}
+
+static void test_tls_names(void **state)
+{
+	struct hutch_net_policy p = policy(LIST);
+
+	(void)state;
+	/* A listed name is resolved by the proxy, whatever address was dialled. */
+	assert_int_equal(tls(&p, "pypi.org", "203.0.113.9", 443), HUTCH_NET_TLS_RESOLVE);
+	assert_int_equal(tls(&p, "PYPI.ORG", "203.0.113.9", 443), HUTCH_NET_TLS_RESOLVE);
+	/* Without a port, a name means 443 only. */
+	assert_int_equal(tls(&p, "pypi.org", "203.0.113.9", 8443), HUTCH_NET_TLS_WRONG_PORT);
+	/* With a port, only that port. */
+	assert_int_equal(tls(&p, "api.github.com", "203.0.113.9", 8443), HUTCH_NET_TLS_RESOLVE);
+	assert_int_equal(tls(&p, "api.github.com", "203.0.113.9", 443), HUTCH_NET_TLS_WRONG_PORT);
+	/* A name listed twice: either port. */
+	assert_int_equal(tls(&p, "files.example.com", "203.0.113.9", 443), HUTCH_NET_TLS_RESOLVE);
+	assert_int_equal(tls(&p, "files.example.com", "203.0.113.9", 9443), HUTCH_NET_TLS_RESOLVE);
+	assert_int_equal(tls(&p, "files.example.com", "203.0.113.9", 80), HUTCH_NET_TLS_WRONG_PORT);
+	/* Unlisted names, subdomains, and an address sent as a name. */
+	assert_int_equal(tls(&p, "evil.example", "203.0.113.9", 443), HUTCH_NET_TLS_UNLISTED);
+	assert_int_equal(tls(&p, "www.pypi.org", "203.0.113.9", 443), HUTCH_NET_TLS_UNLISTED);
+	assert_int_equal(tls(&p, "10.0.0.5", "203.0.113.9", 443), HUTCH_NET_TLS_UNLISTED);
+	hutch_net_policy_done(&p);
+}
+
+static void test_tls_addresses(void **state)
+{
+	struct hutch_net_policy p = policy(LIST);
+
+	(void)state;
+	/* A listed address is dialled as it is, with or without a name. */
+	assert_int_equal(tls(&p, "", "10.0.0.5", 443), HUTCH_NET_TLS_DIAL);
+	assert_int_equal(tls(&p, "whatever.example", "10.0.0.5", 443), HUTCH_NET_TLS_DIAL);
+	assert_int_equal(tls(&p, "", "10.0.0.6", 8443), HUTCH_NET_TLS_DIAL);
+	/* ...even when the name is listed for another port. */
+	assert_int_equal(tls(&p, "pypi.org", "10.0.0.5", 443), HUTCH_NET_TLS_RESOLVE);
+	assert_int_equal(tls(&p, "api.github.com", "10.0.0.5", 443), HUTCH_NET_TLS_DIAL);
+	/* Wrong port, or an address that is not listed. */
+	assert_int_equal(tls(&p, "", "10.0.0.5", 8443), HUTCH_NET_TLS_NO_SNI);
+	assert_int_equal(tls(&p, "", "10.0.0.6", 443), HUTCH_NET_TLS_NO_SNI);
+	assert_int_equal(tls(&p, "", "10.0.0.7", 443), HUTCH_NET_TLS_NO_SNI);
+	assert_int_equal(tls(&p, "evil.example", "10.0.0.6", 443), HUTCH_NET_TLS_UNLISTED);
+	/* Text, not a prefix: 10.0.0.50 is not 10.0.0.5. */
+	assert_int_equal(tls(&p, "", "10.0.0.50", 443), HUTCH_NET_TLS_NO_SNI);
+	hutch_net_policy_done(&p);
+}
+
+static uint32_t ip(const char *s)
+{
+	struct in_addr a;
+
+	assert_int_equal(inet_pton(AF_INET, s, &a), 1);
+	return a.s_addr;
+}
+
+static void test_reserved(void **state)
+{
+	static const char *const never[] = {
+		"0.0.0.0",     "0.1.2.3",         "127.0.0.1", "127.255.255.255",
+		"169.254.0.1", "169.254.169.254", "224.0.0.1", "239.255.255.255",
+		"240.0.0.1",   "255.255.255.255",
+	};
+	static const char *const fine[] = {
+		"1.0.0.0",         "8.8.8.8",     "10.0.0.5",    "126.255.255.255", "128.0.0.1",
+		"169.253.255.255", "169.255.0.1", "192.168.1.1", "223.255.255.255",
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(never) / sizeof(never[0]); i++)
+		if (!hutch_net_addr_is_reserved(ip(never[i])))
+			fail_msg("%s should be reserved", never[i]);
+	for (size_t i = 0; i < sizeof(fine) / sizeof(fine[0]); i++)
+		if (hutch_net_addr_is_reserved(ip(fine[i])))
+			fail_msg("%s should not be reserved", fine[i]);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_dns_all),       cmocka_unit_test(test_dns_allow),
+		cmocka_unit_test(test_dns_none),      cmocka_unit_test(test_tls_names),
+		cmocka_unit_test(test_tls_addresses), cmocka_unit_test(test_reserved),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

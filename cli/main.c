@@ -139,7 +139,7 @@ static int config_opt(struct hutch_config *cfg, int opt, const char *arg)
 		{ OPT_IDLE, "idle_timeout_seconds" },
 		{ OPT_REGION, "region" },
 		{ OPT_NETWORK, "network" },
-		{ OPT_HOST_PORT, "host_port" },
+		{ OPT_HOST_PORT, "host_ports" },
 		{ OPT_MAX_OUTPUT, "max_output_bytes" },
 		{ OPT_SETUP_TIMEOUT, "setup_script_timeout_seconds" },
 		{ OPT_ON_CREATE, "on_create" },

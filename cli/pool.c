@@ -24,6 +24,7 @@
 #include "client.h"
 #include "fdutil.h"
 #include "log.h"
+#include "options.h"
 #include "pool.h"
 #include "poolkey.h"
 #include "state.h"
@@ -62,21 +63,6 @@ static pid_t keeper_alive(int dfd, unsigned *ret_size)
 }
 
 /* ---- claim (CLI) ---- */
-
-static cJSON *claim_body(const struct hutch_config *cfg)
-{
-	cJSON *o = cJSON_CreateObject();
-
-	if (!o)
-		return NULL;
-	cJSON_AddNumberToObject(o, "ttl_seconds", (double)cfg->ttl_seconds);
-	cJSON_AddNumberToObject(o, "idle_timeout_seconds", (double)cfg->idle_timeout_seconds);
-	cJSON_AddNumberToObject(o, "max_output_bytes", (double)cfg->max_output_bytes);
-	cJSON_AddStringToObject(o, "region", cfg->region);
-	if (cfg->on_destroy)
-		cJSON_AddStringToObject(o, "on_destroy", cfg->on_destroy);
-	return o;
-}
 
 /* Send POST /claim to one sandbox taken from the pool. */
 static int claim_one(const char *rt, const char *id, const char *body, struct hutch_created *ret,
@@ -126,7 +112,7 @@ int hutch_pool_claim(const struct hutch_config *cfg, const char *rt, struct hutc
 	d = opendir(path);
 	if (!d || !keeper_alive(dirfd(d), NULL))
 		return 0;
-	b = claim_body(cfg);
+	b = hutch_options_to_json(cfg, HUTCH_OPT_SESSION);
 	body = b ? cJSON_PrintUnformatted(b) : NULL;
 	if (!body)
 		return hutch_err_set(err, -ENOMEM, "claim request");
@@ -347,6 +333,42 @@ static __attribute__((noreturn)) void keeper_main(struct keeper *k, int report_f
 	_exit(0);
 }
 
+/* "config" in the pool's directory, for ls: NAME=VALUE per value of the
+ * options in the key. */
+struct config_line {
+	FILE *f;
+	const char *name;
+};
+
+static void write_config_line(void *ud, const char *value)
+{
+	const struct config_line *l = ud;
+
+	fprintf(l->f, "%s=%s\n", l->name, value);
+}
+
+static void write_config(int dfd, const struct hutch_config *cfg)
+{
+	_cleanup_fclose_ FILE *f = NULL;
+	const struct hutch_option *opts;
+	int fd = openat(dfd, "config", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	size_t n;
+
+	if (fd < 0)
+		return;
+	f = fdopen(fd, "we");
+	if (!f) {
+		close(fd);
+		return;
+	}
+	opts = hutch_options(&n);
+	for (size_t i = 0; i < n; i++) {
+		struct config_line l = { f, opts[i].name };
+		if ((opts[i].flags & HUTCH_OPT_POOL_KEY) && !(opts[i].flags & HUTCH_OPT_HIDDEN))
+			hutch_option_text(&opts[i], cfg, write_config_line, &l);
+	}
+}
+
 int hutch_pool_start(struct hutch_config *cfg, unsigned size, const char *rt, pid_t *ret_pid,
                      struct hutch_err *err)
 {
@@ -388,17 +410,7 @@ int hutch_pool_start(struct hutch_config *cfg, unsigned size, const char *rt, pi
 		                     "size %u): 'hutch pool stop' it first",
 		                     (int)other, running);
 	}
-	{
-		_cleanup_fclose_ FILE *f = NULL;
-		int cfd = openat(k.dfd, "config", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-		if (cfd >= 0 && (f = fdopen(cfd, "we"))) {
-			fprintf(f, "instance_type=%s\nnetwork=%s\n", cfg->type->name,
-			        cfg->network_spec);
-			for (size_t i = 0; i < cfg->nhost_ports; i++)
-				fprintf(f, "host_port=%u\n", cfg->host_ports[i]);
-		} else if (cfd >= 0)
-			close(cfd);
-	}
+	write_config(k.dfd, cfg);
 	/* Pooled sandboxes: no per-session options yet; they live for
 	 * HUTCH_POOL_SANDBOX_TTL unless claimed. */
 	snprintf(cfg->pool_key, sizeof(cfg->pool_key), "%s", k.key);

@@ -68,21 +68,23 @@ struct hutch_config {
 	char *on_destroy; /* shell command at close and at TTL expiry */
 };
 
-/* Defaults: medium, ttl 86400, idle 0, nl-north-1, network none. */
+/* Implemented by the option table (options.c, which lists the options):
+ * every option at its default (medium, ttl 86400, idle 0, nl-north-1,
+ * network none...). */
 void hutch_config_init(struct hutch_config *c);
 void hutch_config_done(struct hutch_config *c);
-/* Set one option from its CLI / API name and string value:
- * instance_type, ttl_seconds, idle_timeout_seconds, region, network,
- * max_output_bytes, setup_script (the script text),
- * setup_script_timeout_seconds, on_create, on_destroy, host_port (adds one
- * port per call), resolver ("IP" or "IP:PORT"), net_pool ("A.B.C.D/N"). */
+/* options.c: set one option from its API name and a string value (the
+ * CLI's and the environment's form): instance_type, ttl_seconds,
+ * setup_script (the script text), host_ports (adds one port per call),
+ * resolver ("IP" or "IP:PORT"), net_pool ("A.B.C.D/N")... */
 int hutch_config_set(struct hutch_config *c, const char *key, const char *value,
                      struct hutch_err *err);
 /* Cross-option rules (region rule, implemented network modes). */
 int hutch_config_validate(const struct hutch_config *c, struct hutch_err *err);
 /* "IP" or "IP:PORT" (IPv4, port 53 by default); -EINVAL if invalid. */
 int hutch_config_parse_resolver(const char *value, struct sockaddr_in *ret);
-/* Options as JSON (for state.json, /status, create --json). */
+/* options.c: the options as JSON (for state.json, /status, create --json),
+ * with the instance type's limits. */
 cJSON *hutch_config_to_json(const struct hutch_config *c);
 
 #endif

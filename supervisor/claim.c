@@ -14,66 +14,71 @@
 #include "cleanup.h"
 #include "idle.h"
 #include "log.h"
+#include "options.h"
 #include "status.h"
 #include "supervisor.h"
 
+/* The session's options from the body onto the sandbox's; what the body
+ * leaves out takes its default. Nothing changes on a refused body. */
+static int apply_options(struct sup *s, const cJSON *body, struct hutch_err *err)
+{
+	const struct hutch_option *opts;
+	struct hutch_config tmp;
+	size_t n;
+	int r;
+
+	if (!cJSON_IsObject(body))
+		return hutch_err_set(err, -EINVAL, "the body must be a JSON object");
+	hutch_config_init(&tmp);
+	r = hutch_options_from_json(&tmp, body, HUTCH_OPT_SESSION, err);
+	/* The fixed options, borrowed for the cross-option rules (the region
+	 * rule needs the network); not freed below. */
+	hutch_net_policy_done(&tmp.net);
+	tmp.net = s->cfg->net;
+	if (r >= 0)
+		r = hutch_config_validate(&tmp, err);
+	tmp.net = (struct hutch_net_policy){ 0 };
+	/* Accepted: the new values take their place, tmp keeps the old ones
+	 * to be freed. */
+	opts = hutch_options(&n);
+	for (size_t i = 0; r >= 0 && i < n; i++)
+		if (opts[i].flags & HUTCH_OPT_SESSION)
+			hutch_option_swap(&opts[i], &tmp, s->cfg);
+	hutch_config_done(&tmp);
+	return r;
+}
+
+/* The answer: like `hutch create --json`'s. */
+static cJSON *claim_answer(struct sup *s, struct hutch_err *err)
+{
+	char when[40];
+	cJSON *o = cJSON_CreateObject();
+
+	if (!o) {
+		hutch_err_set(err, -ENOMEM, "answer");
+		return NULL;
+	}
+	cJSON_AddStringToObject(o, "id", s->id);
+	cJSON_AddStringToObject(o, "socket", s->paths.sock);
+	cJSON_AddNumberToObject(o, "created_at_unix", (double)s->created_at);
+	cJSON_AddNumberToObject(o, "expires_at_unix", (double)s->expires_at);
+	hutch_format_time(s->expires_at, when, sizeof(when));
+	cJSON_AddStringToObject(o, "expires_at", when);
+	cJSON_AddItemToObject(o, "config", hutch_config_to_json(s->cfg));
+	return o;
+}
+
 cJSON *hutch_sup_claim(struct sup *s, const cJSON *body, struct hutch_err *err)
 {
-	static const char *const keys[] = { "ttl_seconds", "idle_timeout_seconds",
-		                            "max_output_bytes", "region", "on_destroy" };
-	struct hutch_config tmp;
 	struct itimerspec its = { 0 };
-	const cJSON *it;
-	cJSON *o;
-	char num[32];
-	int r = 0;
 
 	if (!s->cfg->pool_key[0]) {
 		hutch_err_set(err, -EALREADY,
 		              "sandbox %s is not a pooled sandbox waiting for a claim", s->id);
 		return NULL;
 	}
-	if (!cJSON_IsObject(body)) {
-		hutch_err_set(err, -EINVAL, "the body must be a JSON object");
+	if (apply_options(s, body, err) < 0)
 		return NULL;
-	}
-	cJSON_ArrayForEach(it, body) {
-		bool known = false;
-		for (size_t i = 0; i < ELEMENTSOF(keys); i++)
-			known = known || !strcmp(it->string, keys[i]);
-		if (!known) {
-			hutch_err_set(err, -EINVAL, "unknown field '%s'", it->string);
-			return NULL;
-		}
-	}
-	hutch_config_init(&tmp);
-	tmp.type = s->cfg->type;
-	tmp.net = s->cfg->net; /* borrowed for the region rule; not freed below */
-	cJSON_ArrayForEach(it, body) {
-		const char *v = cJSON_GetStringValue(it);
-		if (cJSON_IsNumber(it)) {
-			snprintf(num, sizeof(num), "%.0f", it->valuedouble);
-			v = num;
-		}
-		r = v ? hutch_config_set(&tmp, it->string, v, err)
-		      : hutch_err_set(err, -EINVAL, "field '%s' has the wrong type", it->string);
-		if (r < 0)
-			break;
-	}
-	if (r >= 0)
-		r = hutch_config_validate(&tmp, err);
-	tmp.net = (struct hutch_net_policy){ 0 };
-	if (r < 0) {
-		hutch_config_done(&tmp);
-		return NULL;
-	}
-	s->cfg->ttl_seconds = tmp.ttl_seconds;
-	s->cfg->idle_timeout_seconds = tmp.idle_timeout_seconds;
-	s->cfg->max_output_bytes = tmp.max_output_bytes;
-	memcpy(s->cfg->region, tmp.region, sizeof(s->cfg->region));
-	free(s->cfg->on_destroy);
-	s->cfg->on_destroy = TAKE_PTR(tmp.on_destroy);
-	hutch_config_done(&tmp);
 	s->cfg->pool_key[0] = '\0';
 
 	/* The session starts now. */
@@ -85,20 +90,5 @@ cJSON *hutch_sup_claim(struct sup *s, const cJSON *body, struct hutch_err *err)
 	if (hutch_idle_start(s) < 0)
 		hutch_log(HUTCH_LOG_WARN, "claim: idle timer: %m");
 	(void)hutch_sup_write_state(s, "running");
-	o = cJSON_CreateObject();
-	if (!o) {
-		hutch_err_set(err, -ENOMEM, "answer");
-		return NULL;
-	}
-	cJSON_AddStringToObject(o, "id", s->id);
-	cJSON_AddStringToObject(o, "socket", s->paths.sock);
-	cJSON_AddNumberToObject(o, "created_at_unix", (double)s->created_at);
-	cJSON_AddNumberToObject(o, "expires_at_unix", (double)s->expires_at);
-	{
-		char when[40];
-		hutch_format_time(s->expires_at, when, sizeof(when));
-		cJSON_AddStringToObject(o, "expires_at", when);
-	}
-	cJSON_AddItemToObject(o, "config", hutch_config_to_json(s->cfg));
-	return o;
+	return claim_answer(s, err);
 }

@@ -9,8 +9,9 @@
 
 struct sup;
 
-/* POST /claim. body: optional ttl_seconds, idle_timeout_seconds,
- * max_output_bytes, region, on_destroy. Returns the created answer or NULL
+/* POST /claim. body: the options marked HUTCH_OPT_SESSION in
+ * runtime/options.c (ttl_seconds, idle_timeout_seconds, max_output_bytes,
+ * region, on_destroy...), each optional. Returns the created answer or NULL
  * with err set (-EALREADY when not pooled / claimed already, -EINVAL). */
 cJSON *hutch_sup_claim(struct sup *s, const cJSON *body, struct hutch_err *err);
 

@@ -1,0 +1,758 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The sandbox option table and its types; see options.h. Each type parses
+ * its values once, from a string or from typed JSON, and keeps the error
+ * messages of the cloud sandbox's options (DESIGN §1). Rows are in the
+ * order hutch_config_to_json() shows them.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cleanup.h"
+#include "options.h"
+#include "util.h"
+
+#define MiB (1ull << 20)
+
+#define FIELD(o, c, T)  ((T *)(void *)((char *)(c) + (o)->offset))
+#define CFIELD(o, c, T) ((const T *)(const void *)((const char *)(c) + (o)->offset))
+#define AT(f) \
+	.offset = offsetof(struct hutch_config, f), .size = sizeof(((struct hutch_config *)0)->f)
+
+/* ---- numbers: seconds and bytes ---- */
+
+static void u64_init(const struct hutch_option *o, struct hutch_config *c)
+{
+	*FIELD(o, c, uint64_t) = o->def;
+}
+
+/* tail: more words for the message ("" or ", as a JSON number"). */
+static int u64_invalid(const struct hutch_option *o, const char *value, const char *tail,
+                       struct hutch_err *err)
+{
+	return hutch_err_set(err, -EINVAL, "invalid %s '%.40s': expected a %s from %llu to %llu%s",
+	                     o->name, value,
+	                     o->type == &hutch_opt_seconds ? "whole number of seconds"
+	                                                   : "number of bytes",
+	                     (unsigned long long)o->min, (unsigned long long)o->max, tail);
+}
+
+static int u64_parse(const struct hutch_option *o, struct hutch_config *c, const char *s,
+                     struct hutch_err *err)
+{
+	if (hutch_parse_u64(s, o->min, o->max, FIELD(o, c, uint64_t)) < 0)
+		return u64_invalid(o, s, "", err);
+	return 0;
+}
+
+static int u64_from_json(const struct hutch_option *o, struct hutch_config *c, const cJSON *v,
+                         struct hutch_err *err)
+{
+	char shown[32];
+	double d;
+
+	/* Typed: a number in a string is refused too. */
+	if (cJSON_IsString(v))
+		return u64_invalid(o, v->valuestring, ", as a JSON number", err);
+	if (!cJSON_IsNumber(v))
+		return hutch_err_set(err, -EINVAL,
+		                     "field '%s' has the wrong type: expected a number", o->name);
+	d = v->valuedouble;
+	if (d != floor(d) || d < (double)o->min || d > (double)o->max) {
+		snprintf(shown, sizeof(shown), "%g", d);
+		return u64_invalid(o, shown, "", err);
+	}
+	*FIELD(o, c, uint64_t) = (uint64_t)d;
+	return 0;
+}
+
+static void u64_to_json(const struct hutch_option *o, const struct hutch_config *c, cJSON *obj)
+{
+	cJSON_AddNumberToObject(obj, o->name, (double)*CFIELD(o, c, uint64_t));
+}
+
+static void u64_text(const struct hutch_option *o, const struct hutch_config *c,
+                     void (*emit)(void *ud, const char *s), void *ud)
+{
+	char buf[24];
+
+	snprintf(buf, sizeof(buf), "%llu", (unsigned long long)*CFIELD(o, c, uint64_t));
+	emit(ud, buf);
+}
+
+const struct hutch_option_type hutch_opt_seconds = {
+	.init = u64_init,
+	.parse = u64_parse,
+	.from_json = u64_from_json,
+	.to_json = u64_to_json,
+	.text = u64_text,
+};
+const struct hutch_option_type hutch_opt_bytes = {
+	.init = u64_init,
+	.parse = u64_parse,
+	.from_json = u64_from_json,
+	.to_json = u64_to_json,
+	.text = u64_text,
+};
+
+/* ---- text: malloc'ed shell text, bounded, never empty; NULL = unset ---- */
+
+static void text_init(const struct hutch_option *o, struct hutch_config *c)
+{
+	*FIELD(o, c, char *) = NULL;
+}
+
+static int text_parse(const struct hutch_option *o, struct hutch_config *c, const char *s,
+                      struct hutch_err *err)
+{
+	char **field = FIELD(o, c, char *);
+	char *copy;
+
+	if (strlen(s) > o->max)
+		return hutch_err_set(err, -EINVAL, "invalid %s: longer than %llu bytes", o->name,
+		                     (unsigned long long)o->max);
+	if (!*s)
+		return hutch_err_set(err, -EINVAL, "invalid %s: empty", o->name);
+	copy = strdup(s);
+	if (!copy)
+		return hutch_err_set(err, -ENOMEM, "out of memory");
+	free(*field);
+	*field = copy;
+	return 0;
+}
+
+/* A string sets it, null unsets it. */
+static int text_from_json(const struct hutch_option *o, struct hutch_config *c, const cJSON *v,
+                          struct hutch_err *err)
+{
+	char **field = FIELD(o, c, char *);
+
+	if (cJSON_IsString(v))
+		return text_parse(o, c, v->valuestring, err);
+	if (!cJSON_IsNull(v))
+		return hutch_err_set(err, -EINVAL,
+		                     "field '%s' has the wrong type: expected a string or null",
+		                     o->name);
+	free(*field);
+	*field = NULL;
+	return 0;
+}
+
+static void text_to_json(const struct hutch_option *o, const struct hutch_config *c, cJSON *obj)
+{
+	const char *v = *CFIELD(o, c, char *);
+
+	if (v)
+		cJSON_AddStringToObject(obj, o->name, v);
+	else
+		cJSON_AddNullToObject(obj, o->name);
+}
+
+/* A script may be long: shown by its size only, as NAME_bytes. */
+static void script_to_json(const struct hutch_option *o, const struct hutch_config *c, cJSON *obj)
+{
+	const char *v = *CFIELD(o, c, char *);
+	char name[64];
+
+	snprintf(name, sizeof(name), "%s_bytes", o->name);
+	cJSON_AddNumberToObject(obj, name, v ? (double)strlen(v) : 0);
+}
+
+static void text_text(const struct hutch_option *o, const struct hutch_config *c,
+                      void (*emit)(void *ud, const char *s), void *ud)
+{
+	const char *v = *CFIELD(o, c, char *);
+
+	if (v)
+		emit(ud, v);
+}
+
+static void text_done(const struct hutch_option *o, struct hutch_config *c)
+{
+	char **field = FIELD(o, c, char *);
+
+	free(*field);
+	*field = NULL;
+}
+
+const struct hutch_option_type hutch_opt_text = {
+	.init = text_init,
+	.parse = text_parse,
+	.from_json = text_from_json,
+	.to_json = text_to_json,
+	.text = text_text,
+	.done = text_done,
+};
+const struct hutch_option_type hutch_opt_script = {
+	.init = text_init,
+	.parse = text_parse,
+	.from_json = text_from_json,
+	.to_json = script_to_json,
+	.text = text_text,
+	.done = text_done,
+};
+
+/* ---- strings in a char array: region, resolver, address pool ---- */
+
+static void chars_set(const struct hutch_option *o, struct hutch_config *c, const char *s)
+{
+	snprintf(FIELD(o, c, char), o->size, "%s", s);
+}
+
+static void chars_init(const struct hutch_option *o, struct hutch_config *c)
+{
+	chars_set(o, c, o->def_str ? o->def_str : "");
+}
+
+static void chars_to_json(const struct hutch_option *o, const struct hutch_config *c, cJSON *obj)
+{
+	cJSON_AddStringToObject(obj, o->name, CFIELD(o, c, char));
+}
+
+static void chars_text(const struct hutch_option *o, const struct hutch_config *c,
+                       void (*emit)(void *ud, const char *s), void *ud)
+{
+	emit(ud, CFIELD(o, c, char));
+}
+
+static bool region_is_valid(const char *s)
+{
+	size_t n = strlen(s);
+
+	if (n == 0 || n > HUTCH_REGION_MAX || s[0] == '-' || s[n - 1] == '-')
+		return false;
+	for (; *s; s++)
+		if (!islower((unsigned char)*s) && !isdigit((unsigned char)*s) && *s != '-')
+			return false;
+	return true;
+}
+
+static int region_parse(const struct hutch_option *o, struct hutch_config *c, const char *s,
+                        struct hutch_err *err)
+{
+	if (!region_is_valid(s))
+		return hutch_err_set(err, -EINVAL,
+		                     "invalid region '%s': a region name is lowercase letters, "
+		                     "digits and dashes, e.g. %s",
+		                     s, HUTCH_DEFAULT_REGION);
+	chars_set(o, c, s);
+	return 0;
+}
+
+const struct hutch_option_type hutch_opt_region = {
+	.init = chars_init,
+	.parse = region_parse,
+	.to_json = chars_to_json,
+	.text = chars_text,
+};
+
+/* "IP" or "IP:PORT", IPv4: the supervisor's upstream DNS server. */
+static int resolver_parse(const struct hutch_option *o, struct hutch_config *c, const char *s,
+                          struct hutch_err *err)
+{
+	struct sockaddr_in sa;
+
+	if (strlen(s) >= o->size || hutch_config_parse_resolver(s, &sa) < 0)
+		return hutch_err_set(err, -EINVAL,
+		                     "invalid resolver '%.64s' (HUTCH_RESOLVER): give an IPv4 "
+		                     "address with an optional port, e.g. 192.0.2.53 or "
+		                     "192.0.2.53:5353",
+		                     s);
+	chars_set(o, c, s);
+	return 0;
+}
+
+const struct hutch_option_type hutch_opt_resolver = {
+	.init = chars_init,
+	.parse = resolver_parse,
+	.to_json = chars_to_json,
+	.text = chars_text,
+};
+
+static int net_pool_parse(const struct hutch_option *o, struct hutch_config *c, const char *s,
+                          struct hutch_err *err)
+{
+	struct hutch_net_pool pool;
+
+	if (strlen(s) >= o->size)
+		return hutch_err_set(err, -EINVAL,
+		                     "invalid address pool '%.40s...' (HUTCH_NET_POOL): write "
+		                     "it as A.B.C.D/N, e.g. %s",
+		                     s, HUTCH_NET_POOL_DEFAULT);
+	if (hutch_net_pool_parse(s, &pool, err) < 0)
+		return err->code;
+	chars_set(o, c, s);
+	return 0;
+}
+
+const struct hutch_option_type hutch_opt_net_pool = {
+	.init = chars_init,
+	.parse = net_pool_parse,
+	.to_json = chars_to_json,
+	.text = chars_text,
+};
+
+/* ---- the instance type: a row of the instance type table ---- */
+
+static int type_parse(const struct hutch_option *o, struct hutch_config *c, const char *s,
+                      struct hutch_err *err)
+{
+	const struct hutch_instance_type *t = hutch_instance_type_find(s);
+
+	if (!t)
+		return hutch_err_set(err, -EINVAL, "unknown %s '%s': valid types are %s", o->name,
+		                     s, hutch_instance_type_names());
+	*FIELD(o, c, const struct hutch_instance_type *) = t;
+	return 0;
+}
+
+static void type_init(const struct hutch_option *o, struct hutch_config *c)
+{
+	*FIELD(o, c, const struct hutch_instance_type *) = hutch_instance_type_find(o->def_str);
+}
+
+static void type_to_json(const struct hutch_option *o, const struct hutch_config *c, cJSON *obj)
+{
+	cJSON_AddStringToObject(obj, o->name, (*CFIELD(o, c, struct hutch_instance_type *))->name);
+}
+
+static void type_text(const struct hutch_option *o, const struct hutch_config *c,
+                      void (*emit)(void *ud, const char *s), void *ud)
+{
+	emit(ud, (*CFIELD(o, c, struct hutch_instance_type *))->name);
+}
+
+const struct hutch_option_type hutch_opt_instance_type = {
+	.init = type_init,
+	.parse = type_parse,
+	.to_json = type_to_json,
+	.text = type_text,
+};
+
+/* ---- the network: the spec as given (the field) and its parsed policy ---- */
+
+static int network_parse(const struct hutch_option *o, struct hutch_config *c, const char *s,
+                         struct hutch_err *err)
+{
+	struct hutch_net_policy p;
+
+	if (strlen(s) >= o->size)
+		return hutch_err_set(err, -EINVAL, "invalid %s: longer than %zu bytes", o->name,
+		                     o->size - 1);
+	if (hutch_net_policy_parse(s, &p, err) < 0)
+		return err->code;
+	hutch_net_policy_done(&c->net);
+	c->net = p;
+	chars_set(o, c, s);
+	return 0;
+}
+
+static void network_init(const struct hutch_option *o, struct hutch_config *c)
+{
+	struct hutch_err err = { 0 };
+
+	c->net = (struct hutch_net_policy){ .mode = HUTCH_NET_NONE };
+	chars_set(o, c, "none");
+	(void)network_parse(o, c, o->def_str, &err); /* a constant: unit-tested */
+}
+
+static void network_done(const struct hutch_option *o, struct hutch_config *c)
+{
+	(void)o;
+	hutch_net_policy_done(&c->net);
+}
+
+const struct hutch_option_type hutch_opt_network = {
+	.init = network_init,
+	.parse = network_parse,
+	.to_json = chars_to_json,
+	.text = chars_text,
+	.done = network_done,
+};
+
+/* ---- host ports: a set of TCP ports; each value adds one ---- */
+
+static int port_add(struct hutch_config *c, uint64_t port, struct hutch_err *err)
+{
+	for (size_t i = 0; i < c->nhost_ports; i++)
+		if (c->host_ports[i] == port)
+			return 0;
+	if (c->nhost_ports >= HUTCH_NET_HOST_PORTS_MAX)
+		return hutch_err_set(err, -E2BIG, "too many host ports: at most %d",
+		                     HUTCH_NET_HOST_PORTS_MAX);
+	c->host_ports[c->nhost_ports++] = (uint16_t)port;
+	return 0;
+}
+
+static int port_invalid(const char *value, struct hutch_err *err)
+{
+	return hutch_err_set(err, -EINVAL,
+	                     "invalid host port '%.40s': give a TCP port number from 1 to "
+	                     "65535, e.g. --host-port 8080",
+	                     value);
+}
+
+static void ports_init(const struct hutch_option *o, struct hutch_config *c)
+{
+	(void)o;
+	c->nhost_ports = 0;
+}
+
+static int ports_parse(const struct hutch_option *o, struct hutch_config *c, const char *s,
+                       struct hutch_err *err)
+{
+	uint64_t port;
+
+	(void)o;
+	if (hutch_parse_u64(s, 1, 65535, &port) < 0)
+		return port_invalid(s, err);
+	return port_add(c, port, err);
+}
+
+/* An array of port numbers replaces the set. */
+static int ports_from_json(const struct hutch_option *o, struct hutch_config *c, const cJSON *v,
+                           struct hutch_err *err)
+{
+	struct hutch_config tmp = { .nhost_ports = 0 };
+	const cJSON *it;
+	char shown[32];
+	int r;
+
+	if (!cJSON_IsArray(v))
+		return hutch_err_set(err, -EINVAL,
+		                     "field '%s' has the wrong type: expected an array of numbers",
+		                     o->name);
+	cJSON_ArrayForEach(it, v) {
+		double d = cJSON_IsNumber(it) ? it->valuedouble : -1;
+		snprintf(shown, sizeof(shown), "%g", d);
+		if (d != floor(d) || d < 1 || d > 65535)
+			return port_invalid(cJSON_IsNumber(it) ? shown : "(not a number)", err);
+		r = port_add(&tmp, (uint64_t)d, err);
+		if (r < 0)
+			return r;
+	}
+	c->nhost_ports = tmp.nhost_ports;
+	memcpy(c->host_ports, tmp.host_ports, sizeof(c->host_ports));
+	return 0;
+}
+
+static void ports_to_json(const struct hutch_option *o, const struct hutch_config *c, cJSON *obj)
+{
+	cJSON *arr = cJSON_AddArrayToObject(obj, o->name);
+
+	for (size_t i = 0; arr && i < c->nhost_ports; i++)
+		cJSON_AddItemToArray(arr, cJSON_CreateNumber(c->host_ports[i]));
+}
+
+static void ports_text(const struct hutch_option *o, const struct hutch_config *c,
+                       void (*emit)(void *ud, const char *s), void *ud)
+{
+	char buf[8];
+
+	(void)o;
+	for (size_t i = 0; i < c->nhost_ports; i++) {
+		snprintf(buf, sizeof(buf), "%u", c->host_ports[i]);
+		emit(ud, buf);
+	}
+}
+
+const struct hutch_option_type hutch_opt_host_ports = {
+	.init = ports_init,
+	.parse = ports_parse,
+	.from_json = ports_from_json,
+	.to_json = ports_to_json,
+	.text = ports_text,
+};
+
+/* ---- the table ---- */
+
+static const struct hutch_option options[] = {
+	{
+	        .name = "instance_type",
+	        .cli = "instance-type",
+	        .metavar = "T",
+	        .help = "size preset: nano, micro, small, medium, large, xlarge, 2xlarge",
+	        .type = &hutch_opt_instance_type,
+	        AT(type),
+	        .def_str = HUTCH_DEFAULT_INSTANCE_TYPE,
+	        .flags = HUTCH_OPT_POOL_KEY,
+	},
+	{
+	        .name = "ttl_seconds",
+	        .cli = "ttl",
+	        .metavar = "S",
+	        .help = "delete the sandbox S seconds after creation",
+	        .type = &hutch_opt_seconds,
+	        AT(ttl_seconds),
+	        .min = 1,
+	        .max = HUTCH_MAX_TTL,
+	        .def = HUTCH_DEFAULT_TTL,
+	        .flags = HUTCH_OPT_SESSION,
+	},
+	{
+	        .name = "idle_timeout_seconds",
+	        .cli = "idle-timeout",
+	        .metavar = "S",
+	        .help = "freeze the sandbox after S seconds without requests; the next request "
+	                "wakes it; 0 = never",
+	        .type = &hutch_opt_seconds,
+	        AT(idle_timeout_seconds),
+	        .min = 0,
+	        .max = HUTCH_MAX_TTL,
+	        .def = 0,
+	        .flags = HUTCH_OPT_SESSION,
+	},
+	{
+	        .name = "region",
+	        .cli = "region",
+	        .metavar = "R",
+	        .help = "other regions than the default allow only --network all",
+	        .type = &hutch_opt_region,
+	        AT(region),
+	        .def_str = HUTCH_DEFAULT_REGION,
+	        .flags = HUTCH_OPT_SESSION,
+	},
+	{
+	        .name = "network",
+	        .cli = "network",
+	        .metavar = "N",
+	        .help = "none (no network), all (any address beyond this machine), or "
+	                "allow:HOST[,HOST...] (only TLS to the listed names/IPs; HOST is name, "
+	                "name:port, ip or ip:port)",
+	        .type = &hutch_opt_network,
+	        AT(network_spec),
+	        .def_str = "none",
+	        .flags = HUTCH_OPT_POOL_KEY,
+	},
+	{
+	        .name = "host_ports",
+	        .cli = "host-port",
+	        .metavar = "PORT",
+	        .help = "let the sandbox reach 127.0.0.1:PORT on the host as "
+	                "host.hutch.internal:PORT (TCP; repeatable; all or allow)",
+	        .type = &hutch_opt_host_ports,
+	        AT(host_ports),
+	        .flags = HUTCH_OPT_POOL_KEY,
+	},
+	{
+	        .name = "max_output_bytes",
+	        .cli = "max-output",
+	        .metavar = "B",
+	        .help = "bytes of stdout/stderr kept per command",
+	        .type = &hutch_opt_bytes,
+	        AT(max_output_bytes),
+	        .min = 1,
+	        .max = HUTCH_MAX_MAX_OUTPUT,
+	        .def = HUTCH_DEFAULT_MAX_OUTPUT,
+	        .flags = HUTCH_OPT_SESSION,
+	},
+	{
+	        .name = "setup_script",
+	        .cli = "setup-script",
+	        .metavar = "FILE",
+	        .help = "run FILE (a shell script) once as appuser in /workspace before create "
+	                "returns; failure or timeout deletes the sandbox (exit 71)",
+	        .type = &hutch_opt_script,
+	        AT(setup_script),
+	        .max = HUTCH_SETUP_SCRIPT_MAX,
+	        .flags = HUTCH_OPT_NO_POOL | HUTCH_OPT_CLI_FILE,
+	},
+	{
+	        .name = "setup_script_timeout_seconds",
+	        .cli = "setup-timeout",
+	        .metavar = "S",
+	        .help = "time limit of the setup script and of --on-create",
+	        .type = &hutch_opt_seconds,
+	        AT(setup_script_timeout_seconds),
+	        .min = 1,
+	        .max = HUTCH_MAX_TTL,
+	        .def = HUTCH_DEFAULT_SETUP_TIMEOUT,
+	},
+	{
+	        .name = "on_create",
+	        .cli = "on-create",
+	        .metavar = "CMD",
+	        .help = "shell command run after the setup script, before create returns",
+	        .type = &hutch_opt_text,
+	        AT(on_create),
+	        .max = HUTCH_HOOK_CMD_MAX,
+	        .flags = HUTCH_OPT_NO_POOL,
+	},
+	{
+	        .name = "on_destroy",
+	        .cli = "on-destroy",
+	        .metavar = "CMD",
+	        .help = "shell command run at rm / DELETE and at TTL expiry, before the processes "
+	                "are killed (at most 30 s)",
+	        .type = &hutch_opt_text,
+	        AT(on_destroy),
+	        .max = HUTCH_HOOK_CMD_MAX,
+	        .flags = HUTCH_OPT_SESSION,
+	},
+	{
+	        .name = "resolver",
+	        .env = "HUTCH_RESOLVER",
+	        .help = "the DNS server the sandbox's DNS stub asks, IP[:PORT] (default: the "
+	                "host's first IPv4 nameserver)",
+	        .type = &hutch_opt_resolver,
+	        AT(resolver),
+	        .flags = HUTCH_OPT_POOL_KEY | HUTCH_OPT_HIDDEN,
+	},
+	{
+	        .name = "net_pool",
+	        .env = "HUTCH_NET_POOL",
+	        .help = "the addresses of --network all, as a CIDR (default " HUTCH_NET_POOL_DEFAULT
+	                ")",
+	        .type = &hutch_opt_net_pool,
+	        AT(net_pool),
+	        .flags = HUTCH_OPT_POOL_KEY | HUTCH_OPT_HIDDEN,
+	},
+};
+
+const struct hutch_option *hutch_options(size_t *ret_n)
+{
+	*ret_n = ELEMENTSOF(options);
+	return options;
+}
+
+const struct hutch_option *hutch_option_find(const char *name)
+{
+	for (size_t i = 0; name && i < ELEMENTSOF(options); i++)
+		if (!strcmp(options[i].name, name))
+			return &options[i];
+	return NULL;
+}
+
+const struct hutch_option *hutch_option_find_cli(const char *flag)
+{
+	for (size_t i = 0; flag && i < ELEMENTSOF(options); i++)
+		if (options[i].cli && !strcmp(options[i].cli, flag))
+			return &options[i];
+	return NULL;
+}
+
+int hutch_option_parse(const struct hutch_option *o, struct hutch_config *c, const char *s,
+                       struct hutch_err *err)
+{
+	return o->type->parse(o, c, s, err);
+}
+
+int hutch_option_from_json(const struct hutch_option *o, struct hutch_config *c, const cJSON *v,
+                           struct hutch_err *err)
+{
+	if (o->type->from_json)
+		return o->type->from_json(o, c, v, err);
+	if (!cJSON_IsString(v))
+		return hutch_err_set(err, -EINVAL,
+		                     "field '%s' has the wrong type: expected a string", o->name);
+	return o->type->parse(o, c, v->valuestring, err);
+}
+
+void hutch_option_text(const struct hutch_option *o, const struct hutch_config *c,
+                       void (*emit)(void *ud, const char *s), void *ud)
+{
+	o->type->text(o, c, emit, ud);
+}
+
+static void note_set(void *ud, const char *s)
+{
+	(void)s;
+	*(bool *)ud = true;
+}
+
+bool hutch_option_is_set(const struct hutch_option *o, const struct hutch_config *c)
+{
+	bool set = false;
+
+	o->type->text(o, c, note_set, &set);
+	return set;
+}
+
+void hutch_option_swap(const struct hutch_option *o, struct hutch_config *a, struct hutch_config *b)
+{
+	unsigned char tmp[sizeof(struct hutch_config)];
+
+	memcpy(tmp, FIELD(o, a, char), o->size);
+	memcpy(FIELD(o, a, char), FIELD(o, b, char), o->size);
+	memcpy(FIELD(o, b, char), tmp, o->size);
+}
+
+void hutch_config_init(struct hutch_config *c)
+{
+	memset(c, 0, sizeof(*c));
+	for (size_t i = 0; i < ELEMENTSOF(options); i++)
+		options[i].type->init(&options[i], c);
+}
+
+void hutch_config_done(struct hutch_config *c)
+{
+	for (size_t i = 0; i < ELEMENTSOF(options); i++)
+		if (options[i].type->done)
+			options[i].type->done(&options[i], c);
+}
+
+int hutch_config_set(struct hutch_config *c, const char *key, const char *value,
+                     struct hutch_err *err)
+{
+	const struct hutch_option *o = hutch_option_find(key);
+
+	if (!o)
+		return hutch_err_set(err, -EINVAL, "unknown option '%s'", key);
+	return o->type->parse(o, c, value, err);
+}
+
+cJSON *hutch_options_to_json(const struct hutch_config *c, unsigned flags)
+{
+	cJSON *o = cJSON_CreateObject();
+
+	for (size_t i = 0; o && i < ELEMENTSOF(options); i++) {
+		if ((options[i].flags & flags) != flags)
+			continue;
+		if (!flags && (options[i].flags & HUTCH_OPT_HIDDEN))
+			continue;
+		options[i].type->to_json(&options[i], c, o);
+	}
+	return o;
+}
+
+cJSON *hutch_config_to_json(const struct hutch_config *c)
+{
+	cJSON *o = hutch_options_to_json(c, 0), *lim;
+
+	if (!o)
+		return NULL;
+	/* What the instance type means, for readers of /status. */
+	lim = cJSON_AddObjectToObject(o, "limits");
+	if (lim) {
+		cJSON_AddNumberToObject(lim, "vcpu", (double)c->type->cpu_millis / 1000.0);
+		cJSON_AddNumberToObject(lim, "memory_bytes", (double)c->type->memory_bytes);
+		cJSON_AddNumberToObject(lim, "disk_bytes", (double)c->type->disk_bytes);
+		cJSON_AddNumberToObject(lim, "pids", (double)c->type->pids_max);
+	}
+	return o;
+}
+
+int hutch_options_from_json(struct hutch_config *c, const cJSON *obj, unsigned flags,
+                            struct hutch_err *err)
+{
+	const struct hutch_option *o;
+	const cJSON *it;
+	int r;
+
+	/* Every field known before any is set. */
+	cJSON_ArrayForEach(it, obj) {
+		o = hutch_option_find(it->string);
+		if (!o || (o->flags & flags) != flags)
+			return hutch_err_set(err, -EINVAL, "unknown field '%s'", it->string);
+	}
+	cJSON_ArrayForEach(it, obj) {
+		r = hutch_option_from_json(hutch_option_find(it->string), c, it, err);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}

@@ -1,0 +1,111 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The sandbox option table: one row per option of struct hutch_config,
+ * naming its API/JSON field, its CLI flag (and environment variable), its
+ * type, default and help text, and where it lands in the struct. Every
+ * reader and writer of options goes through it: hutch_config_init() and
+ * _done(), hutch_config_set() (strings: CLI, environment), the typed JSON
+ * setter (the API's POST /claim), hutch_config_to_json(), the CLI's parser
+ * and --help (cli/args.c), the warm pool's key and claim body.
+ *
+ * Adding an option: a field in struct hutch_config, a row in options.c,
+ * the docs. Nothing else, as long as an existing type fits and the code
+ * that uses the value reads it from the struct.
+ *
+ * Pure: no syscalls; unit-tested in tests/unit/test_runtime.c.
+ */
+#ifndef HUTCH_OPTIONS_H
+#define HUTCH_OPTIONS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cjson/cJSON.h>
+
+#include "config.h"
+#include "error.h"
+
+/* Fixed when a sandbox is made: part of the warm pool's key (poolkey.c). */
+#define HUTCH_OPT_POOL_KEY (1u << 0)
+/* Given when a pooled sandbox is claimed (POST /claim, cli/pool.c). */
+#define HUTCH_OPT_SESSION (1u << 1)
+/* A creation with this option set is never served from a pool (it runs at
+ * creation: setup script, on_create). */
+#define HUTCH_OPT_NO_POOL (1u << 2)
+/* The CLI's value is a file name; the option gets the file's text. */
+#define HUTCH_OPT_CLI_FILE (1u << 3)
+/* Not shown by hutch_config_to_json() (host-wide settings). */
+#define HUTCH_OPT_HIDDEN (1u << 4)
+
+struct hutch_option;
+
+/* How one type of option is parsed, shown and freed (options.c). */
+struct hutch_option_type {
+	/* The default into the field. */
+	void (*init)(const struct hutch_option *o, struct hutch_config *c);
+	/* From a string (CLI, environment); a refused value changes nothing. */
+	int (*parse)(const struct hutch_option *o, struct hutch_config *c, const char *s,
+	             struct hutch_err *err);
+	/* From a JSON value (the API), typed: numbers as numbers (NULL: a
+	 * JSON string through parse). */
+	int (*from_json)(const struct hutch_option *o, struct hutch_config *c, const cJSON *v,
+	                 struct hutch_err *err);
+	/* Add the value to a JSON object. */
+	void (*to_json)(const struct hutch_option *o, const struct hutch_config *c, cJSON *obj);
+	/* The value as text, one emit() per value (none for an unset one). */
+	void (*text)(const struct hutch_option *o, const struct hutch_config *c,
+	             void (*emit)(void *ud, const char *s), void *ud);
+	/* Free what the field owns (NULL: nothing). */
+	void (*done)(const struct hutch_option *o, struct hutch_config *c);
+};
+
+/* The types; hutch_opt_script is text shown by its size only. */
+extern const struct hutch_option_type hutch_opt_seconds, hutch_opt_bytes, hutch_opt_text,
+        hutch_opt_script, hutch_opt_region, hutch_opt_instance_type, hutch_opt_network,
+        hutch_opt_host_ports, hutch_opt_resolver, hutch_opt_net_pool;
+
+struct hutch_option {
+	const char *name;    /* API/JSON field, hutch_config_set() key */
+	const char *cli;     /* CLI long option without "--"; NULL: none */
+	const char *env;     /* environment variable; NULL: none */
+	const char *metavar; /* the CLI value's name in --help */
+	const char *help;    /* --help text (the default is appended) */
+	const struct hutch_option_type *type;
+	size_t offset, size; /* the field in struct hutch_config */
+	uint64_t min, max;   /* numbers: range; text: max bytes */
+	uint64_t def;        /* numbers: default */
+	const char *def_str; /* strings: default; NULL: unset */
+	unsigned flags;      /* HUTCH_OPT_* */
+};
+
+/* The table, in a fixed order (the pool key hashes its rows in it). */
+const struct hutch_option *hutch_options(size_t *ret_n);
+/* By API/JSON name, by CLI flag (without "--"); NULL if none. */
+const struct hutch_option *hutch_option_find(const char *name);
+const struct hutch_option *hutch_option_find_cli(const char *flag);
+
+/* Set from a string; err says which option and why. */
+int hutch_option_parse(const struct hutch_option *o, struct hutch_config *c, const char *s,
+                       struct hutch_err *err);
+/* Set from a JSON value; a value of the wrong type is -EINVAL. */
+int hutch_option_from_json(const struct hutch_option *o, struct hutch_config *c, const cJSON *v,
+                           struct hutch_err *err);
+/* Call emit(ud, text) for each value the option holds. */
+void hutch_option_text(const struct hutch_option *o, const struct hutch_config *c,
+                       void (*emit)(void *ud, const char *s), void *ud);
+/* True if the option holds a value other than "unset" (text options). */
+bool hutch_option_is_set(const struct hutch_option *o, const struct hutch_config *c);
+/* Exchange the option's field between two configurations. */
+void hutch_option_swap(const struct hutch_option *o, struct hutch_config *a,
+                       struct hutch_config *b);
+
+/* The options whose rows have all of flags, as a JSON object (flags 0:
+ * every option not HUTCH_OPT_HIDDEN). NULL on allocation failure. */
+cJSON *hutch_options_to_json(const struct hutch_config *c, unsigned flags);
+/* Set every option in obj whose row has all of flags; an unknown field or
+ * one without those flags is -EINVAL ("unknown field 'x'"). */
+int hutch_options_from_json(struct hutch_config *c, const cJSON *obj, unsigned flags,
+                            struct hutch_err *err);
+
+#endif

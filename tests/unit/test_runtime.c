@@ -1,0 +1,237 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Unit tests for the option table (runtime/options.c) and the warm pool's
+ * key (runtime/poolkey.c): every row's default is valid, string and typed
+ * JSON setters agree, JSON output and input round-trip through the table,
+ * and the pool key is the one earlier versions computed (clients in other
+ * languages and running pools depend on it).
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "options.h"
+#include "poolkey.h"
+
+static void count_values(void *ud, const char *s)
+{
+	(void)s;
+	(*(size_t *)ud)++;
+}
+
+/* Each row: names, a type, a field inside the struct; the default (if
+ * any) re-parses to itself; the CLI and API names find the row. */
+static void test_table_rows(void **state)
+{
+	struct hutch_config c;
+	struct hutch_err err = { 0 };
+	const struct hutch_option *o;
+	size_t n;
+
+	(void)state;
+	o = hutch_options(&n);
+	assert_true(n >= 13);
+	hutch_config_init(&c);
+	for (size_t i = 0; i < n; i++) {
+		size_t values = 0;
+		assert_non_null(o[i].name);
+		assert_non_null(o[i].type);
+		assert_non_null(o[i].help);
+		assert_true(o[i].offset + o[i].size <= sizeof(c));
+		assert_true(o[i].cli || o[i].env); /* reachable somehow */
+		assert_ptr_equal(hutch_option_find(o[i].name), &o[i]);
+		if (o[i].cli) {
+			assert_non_null(o[i].metavar);
+			assert_ptr_equal(hutch_option_find_cli(o[i].cli), &o[i]);
+		}
+		/* At most one of "fixed at creation" and "given at a claim". */
+		assert_false((o[i].flags & HUTCH_OPT_POOL_KEY) && (o[i].flags & HUTCH_OPT_SESSION));
+		hutch_option_text(&o[i], &c, count_values, &values);
+		if (o[i].def_str && o[i].def_str[0]) {
+			hutch_err_clear(&err);
+			assert_int_equal(hutch_option_parse(&o[i], &c, o[i].def_str, &err), 0);
+		}
+	}
+	assert_null(hutch_option_find("bogus"));
+	assert_null(hutch_option_find_cli("ttl_seconds"));
+	assert_int_equal(hutch_config_validate(&c, &err), 0);
+	hutch_config_done(&c);
+}
+
+static int from_json(struct hutch_config *c, const char *json, unsigned flags,
+                     struct hutch_err *err)
+{
+	cJSON *j = cJSON_Parse(json);
+	int r;
+
+	assert_non_null(j);
+	hutch_err_clear(err);
+	r = hutch_options_from_json(c, j, flags, err);
+	cJSON_Delete(j);
+	return r;
+}
+
+/* The API's setter: numbers as numbers, strings as strings, null unsets
+ * text; the messages of the string setter. */
+static void test_typed_json(void **state)
+{
+	struct hutch_config c;
+	struct hutch_err err = { 0 };
+
+	(void)state;
+	hutch_config_init(&c);
+	assert_int_equal(from_json(&c,
+	                           "{\"ttl_seconds\": 90, \"idle_timeout_seconds\": 0, "
+	                           "\"max_output_bytes\": 1000, \"region\": \"eu1\", "
+	                           "\"on_destroy\": \"echo bye\", \"host_ports\": [8080, 9090]}",
+	                           0, &err),
+	                 0);
+	assert_int_equal(c.ttl_seconds, 90);
+	assert_int_equal(c.max_output_bytes, 1000);
+	assert_string_equal(c.region, "eu1");
+	assert_string_equal(c.on_destroy, "echo bye");
+	assert_int_equal(c.nhost_ports, 2);
+	assert_int_equal(c.host_ports[1], 9090);
+
+	assert_int_equal(from_json(&c, "{\"ttl_seconds\": 1.5}", 0, &err), -EINVAL);
+	assert_string_equal(err.msg, "invalid ttl_seconds '1.5': expected a whole number of "
+	                             "seconds from 1 to 31622400");
+	assert_int_equal(from_json(&c, "{\"ttl_seconds\": -5}", 0, &err), -EINVAL);
+	assert_string_equal(err.msg, "invalid ttl_seconds '-5': expected a whole number of "
+	                             "seconds from 1 to 31622400");
+	assert_int_equal(from_json(&c, "{\"ttl_seconds\": \"60\"}", 0, &err), -EINVAL);
+	assert_string_equal(err.msg, "invalid ttl_seconds '60': expected a whole number of "
+	                             "seconds from 1 to 31622400, as a JSON number");
+	assert_int_equal(from_json(&c, "{\"ttl_seconds\": true}", 0, &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "field 'ttl_seconds' has the wrong type"));
+	assert_int_equal(from_json(&c, "{\"max_output_bytes\": 0}", 0, &err), -EINVAL);
+	assert_non_null(
+	        strstr(err.msg, "invalid max_output_bytes '0': expected a number of bytes"));
+	assert_int_equal(from_json(&c, "{\"region\": 5}", 0, &err), -EINVAL);
+	assert_int_equal(from_json(&c, "{\"host_ports\": [0]}", 0, &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "invalid host port '0'"));
+	assert_int_equal(c.nhost_ports, 2); /* a refused list changes nothing */
+	assert_int_equal(c.ttl_seconds, 90);
+
+	assert_int_equal(from_json(&c, "{\"on_destroy\": null}", 0, &err), 0);
+	assert_null(c.on_destroy);
+	assert_int_equal(from_json(&c, "{\"on_destroy\": \"\"}", 0, &err), -EINVAL);
+	assert_string_equal(err.msg, "invalid on_destroy: empty");
+
+	/* Unknown fields, and fields the flags leave out, are refused before
+	 * anything is set. */
+	assert_int_equal(from_json(&c, "{\"ttl_seconds\": 5, \"bogus\": 1}", 0, &err), -EINVAL);
+	assert_string_equal(err.msg, "unknown field 'bogus'");
+	assert_int_equal(c.ttl_seconds, 90);
+	assert_int_equal(from_json(&c, "{\"ttl_seconds\": 5, \"instance_type\": \"nano\"}",
+	                           HUTCH_OPT_SESSION, &err),
+	                 -EINVAL);
+	assert_string_equal(err.msg, "unknown field 'instance_type'");
+	assert_int_equal(from_json(&c, "{\"ttl_seconds\": 5}", HUTCH_OPT_SESSION, &err), 0);
+	assert_int_equal(c.ttl_seconds, 5);
+	hutch_config_done(&c);
+}
+
+/* to_json with flags gives what from_json with the same flags takes: the
+ * CLI's claim body is the supervisor's claim input. */
+static void test_json_round_trip(void **state)
+{
+	struct hutch_config a, b;
+	struct hutch_err err = { 0 };
+	cJSON *j, *k;
+	char *ta, *tb;
+
+	(void)state;
+	hutch_config_init(&a);
+	hutch_config_init(&b);
+	assert_int_equal(hutch_config_set(&a, "ttl_seconds", "77", &err), 0);
+	assert_int_equal(hutch_config_set(&a, "on_destroy", "true", &err), 0);
+	assert_int_equal(hutch_config_set(&a, "region", "eu1", &err), 0);
+	j = hutch_options_to_json(&a, HUTCH_OPT_SESSION);
+	assert_non_null(j);
+	assert_null(cJSON_GetObjectItemCaseSensitive(j, "instance_type"));
+	assert_int_equal(hutch_options_from_json(&b, j, HUTCH_OPT_SESSION, &err), 0);
+	k = hutch_options_to_json(&b, HUTCH_OPT_SESSION);
+	ta = cJSON_PrintUnformatted(j);
+	tb = cJSON_PrintUnformatted(k);
+	assert_string_equal(ta, tb);
+	free(ta);
+	free(tb);
+	cJSON_Delete(j);
+	cJSON_Delete(k);
+	/* Swap moves owned values without copying them. */
+	hutch_option_swap(hutch_option_find("on_destroy"), &a, &b);
+	assert_string_equal(b.on_destroy, "true");
+	hutch_config_done(&a);
+	hutch_config_done(&b);
+}
+
+static void key_of(const char *type, const char *network, const char *ports, const char *resolver,
+                   char *buf, size_t size)
+{
+	struct hutch_config c;
+	struct hutch_err err = { 0 };
+	char copy[64];
+
+	hutch_config_init(&c);
+	assert_int_equal(hutch_config_set(&c, "instance_type", type, &err), 0);
+	assert_int_equal(hutch_config_set(&c, "network", network, &err), 0);
+	snprintf(copy, sizeof(copy), "%s", ports);
+	for (char *save = NULL, *p = strtok_r(copy, ",", &save); p; p = strtok_r(NULL, ",", &save))
+		assert_int_equal(hutch_config_set(&c, "host_ports", p, &err), 0);
+	if (resolver)
+		assert_int_equal(hutch_config_set(&c, "resolver", resolver, &err), 0);
+	hutch_pool_key(&c, buf, size);
+	hutch_config_done(&c);
+}
+
+/* Keys computed by the pool key's first implementation: a changed key
+ * turns every running pool cold. */
+static void test_pool_key(void **state)
+{
+	char key[HUTCH_POOL_KEY_MAX];
+	struct hutch_config c;
+	struct hutch_err err = { 0 };
+
+	(void)state;
+	key_of("medium", "none", "", NULL, key, sizeof(key));
+	assert_string_equal(key, "medium-none-1888714574d8fab0");
+	key_of("small", "all", "8080,9090", NULL, key, sizeof(key));
+	assert_string_equal(key, "small-all-21d385031daeb7c1");
+	key_of("nano", "allow:pypi.org", "", "192.0.2.53:5353", key, sizeof(key));
+	assert_string_equal(key, "nano-allow-9fc3fcd7c4695174");
+
+	/* Per-session options do not change the key; some options keep a
+	 * creation away from pools. */
+	hutch_config_init(&c);
+	assert_int_equal(hutch_config_set(&c, "ttl_seconds", "60", &err), 0);
+	assert_int_equal(hutch_config_set(&c, "on_destroy", "true", &err), 0);
+	hutch_pool_key(&c, key, sizeof(key));
+	assert_string_equal(key, "medium-none-1888714574d8fab0");
+	assert_true(hutch_pool_can_serve(&c));
+	assert_int_equal(hutch_config_set(&c, "on_create", "true", &err), 0);
+	assert_false(hutch_pool_can_serve(&c));
+	hutch_config_done(&c);
+	hutch_config_init(&c);
+	assert_int_equal(hutch_config_set(&c, "setup_script", "true", &err), 0);
+	assert_false(hutch_pool_can_serve(&c));
+	hutch_config_done(&c);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_table_rows),
+		cmocka_unit_test(test_typed_json),
+		cmocka_unit_test(test_json_round_trip),
+		cmocka_unit_test(test_pool_key),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -123,6 +123,14 @@ static bool drain_pipe(struct cmd *c, bool is_err)
 	}
 }
 
+/* Died of SIGKILL, or exited as a shell does when its child died of it
+ * (128 + 9): `sh -c 'python3 ...'` waits for python3 and reports 137. */
+static bool killed_by_sigkill(int status)
+{
+	return (WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) ||
+	       (WIFEXITED(status) && WEXITSTATUS(status) == 128 + SIGKILL);
+}
+
 /* Every OOM victim dies of SIGKILL: the first such death to see the
  * cgroup's counter move claims the kill. Read here, not at each spawn, to
  * keep file reads off the exec path. */
@@ -130,8 +138,7 @@ static void check_oom(struct cmd *c)
 {
 	uint64_t now = 0;
 
-	if (!WIFSIGNALED(c->status) || WTERMSIG(c->status) != SIGKILL || !c->set->cg ||
-	    c->timed_out)
+	if (!killed_by_sigkill(c->status) || !c->set->cg || c->timed_out)
 		return;
 	if (hutch_cgroup_oom_kills(c->set->cg, &now) == 0 && now > c->set->oom_seen) {
 		c->oom_killed = true;

@@ -47,6 +47,22 @@ def test_memory_bomb_oom_killed_via_api(nano):
     assert res["status"] == "exited" and res["oom_killed"] is False, res
 
 
+def test_memory_bomb_in_a_shell_string_is_reported_as_oom(nano):
+    """A shell that waits for its child reports the child's SIGKILL as exit
+    137: that is an OOM kill too when the cgroup's counter moved (issue 18
+    #5; it was reported as a plain exit 137 with oom_killed false)."""
+    bomb = "python3 -c 'b = bytearray(2 << 30)' || exit $?"  # the shell waits
+    res = nano.run(bomb, timeout=60)
+    assert res["status"] == "oom_killed", res
+    assert res["oom_killed"] is True
+    assert res["exit_code"] == 137, res  # the shell's real exit status
+    assert res["message"].startswith("killed: out of memory"), res
+    # A shell that exits 137 by itself is no OOM kill.
+    res = nano.run("exit 137")
+    assert res["status"] == "exited" and res["oom_killed"] is False, res
+    assert res["exit_code"] == 137
+
+
 def test_memory_bomb_cli_exec_and_run(hutch):
     sb = hutch.create("--instance-type", "micro")
     try:

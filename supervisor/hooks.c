@@ -64,15 +64,40 @@ static const char *step_name(int phase)
 }
 
 /* Write the result to the CLI's pipe (error first, then failure details). */
-static void report(struct sup *s, const struct hutch_err *err, const struct hutch_setup_failure *f)
+/* Tell the creating CLI; -EPIPE when it is gone (nobody got the id). */
+static int report(struct sup *s, const struct hutch_err *err, const struct hutch_setup_failure *f)
 {
+	int r;
+
 	if (s->hooks.result_fd < 0)
-		return;
-	(void)hutch_write_all(s->hooks.result_fd, err, sizeof(*err));
-	if (f)
-		(void)hutch_write_all(s->hooks.result_fd, f, sizeof(*f));
-	close(s->hooks.result_fd);
-	s->hooks.result_fd = -EBADF;
+		return -EPIPE;
+	r = hutch_write_all(s->hooks.result_fd, err, sizeof(*err));
+	if (r >= 0 && f)
+		r = hutch_write_all(s->hooks.result_fd, f, sizeof(*f));
+	hutch_loop_close(&s->loop, &s->hooks.w_result, &s->hooks.result_fd);
+	return r < 0 ? r : 0;
+}
+
+/* A sandbox whose creator never received its id is deleted: nobody else
+ * can find it (issue 18 #3: an interrupted create left a medium sandbox
+ * running for its whole TTL). Carried out by the lifecycle after the batch
+ * (hutch_hooks_after_events()), as a failed setup step is. */
+static void creator_gone(struct sup *s)
+{
+	hutch_err_set(&s->hooks.fail_err, -ECANCELED,
+	              "the creating process went away before it received the sandbox's id");
+	s->hooks.failure_noted = true;
+	s->hooks.phase = PHASE_FAILED;
+}
+
+/* The CLI's end of the pipe closed while setup steps run: EPOLLERR. */
+static void on_creator_event(struct hutch_watch *w, uint32_t events)
+{
+	struct sup *s = w->ptr;
+
+	hutch_loop_close(&s->loop, &s->hooks.w_result, &s->hooks.result_fd);
+	if (s->hooks.phase != PHASE_READY && s->hooks.phase != PHASE_FAILED)
+		creator_gone(s);
 }
 
 static void ready(struct sup *s)
@@ -92,7 +117,8 @@ static void ready(struct sup *s)
 		s->hooks.phase = PHASE_FAILED;
 		return;
 	}
-	report(s, &err, NULL);
+	if (report(s, &err, NULL) < 0)
+		creator_gone(s);
 }
 
 static void step_done(void *ud, struct cmd *c);
@@ -221,6 +247,12 @@ void hutch_hooks_begin(struct sup *s)
 {
 	int r = 0, phase = PHASE_NONE;
 
+	/* While the steps run, watch the creator: only errors are reported
+	 * for events 0, and a pipe's write end sees EPOLLERR once the read
+	 * end is closed. */
+	hutch_watch_init(&s->hooks.w_result, on_creator_event, s);
+	if (s->hooks.result_fd >= 0)
+		(void)hutch_loop_add(&s->loop, &s->hooks.w_result, s->hooks.result_fd, 0);
 	if (s->cfg->setup_script)
 		phase = PHASE_SETUP;
 	else if (s->cfg->on_create)

@@ -99,10 +99,11 @@ struct sup {
 		unsigned sleeps;
 		double last_wake_ms; /* request arrival to thawed, last wake-up */
 	} idle;
-	struct sup_hooks {       /* hooks.c */
-		int result_fd;   /* the creating CLI's pipe until ready/failed */
-		int phase;       /* enum in hooks.c */
-		int deadline_fd; /* on_destroy time bound */
+	struct sup_hooks {                   /* hooks.c */
+		int result_fd;               /* the creating CLI's pipe until ready/failed */
+		struct hutch_watch w_result; /* its closing: the creator is gone */
+		int phase;                   /* enum in hooks.c */
+		int deadline_fd;             /* on_destroy time bound */
 		struct hutch_watch w_deadline;
 		bool destroy_done;
 		cJSON *results;            /* per hook: exit code, duration, output tail */

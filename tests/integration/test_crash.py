@@ -1,5 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
-"""kill -9 of the CLI during create leaves a working sandbox or nothing."""
+"""kill -9 of the CLI during create leaves a working sandbox or nothing:
+nothing when the supervisor saw its creator gone before the id was handed
+over, a working sandbox when the CLI died after receiving it."""
 import fcntl
 import json
 import os
@@ -55,8 +57,14 @@ def test_kill_cli_during_create(hutch, delay_ms):
     assert r.returncode == 0
     for sid in hutch.ids():
         r = hutch("exec", sid, "--", "true")
-        assert r.returncode == 0, r.stderr
-        assert hutch("rm", sid).returncode == 0
+        if r.returncode == 66:
+            # Its creator died before it received the id: the supervisor
+            # deletes such a sandbox by itself (issue 18 #3).
+            assert b"deleted" in r.stderr, r.stderr
+            assert wait_until(lambda: sid not in hutch.ids(), timeout=10)
+        else:
+            assert r.returncode == 0, r.stderr
+            assert hutch("rm", sid).returncode == 0
         assert cgroups_gone(sid)
     # No half-made directory either.
     assert [d for d in os.listdir(hutch.rtdir) if d.startswith(".new-")] == [] if os.path.isdir(hutch.rtdir) else True

@@ -339,3 +339,63 @@ def test_rm_releases_the_mount_namespace(hutch):
     assert r.returncode == 0, r
     assert wait_until(lambda: not pid_alive(st["supervisor_pid"]), timeout=5)
     assert ns_holders(link) == []
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGKILL])
+def test_interrupted_create_leaves_no_sandbox(hutch, sig):
+    """A sandbox whose creator never received its id is deleted: nobody
+    else can find it (issue 18 #3: SIGINT, SIGTERM or SIGKILL of `hutch
+    create` while --on-create ran left a running sandbox for its whole
+    TTL)."""
+    p = hutch.popen("create", "--instance-type", "nano", "--on-create", "sleep 60")
+    try:
+        # The sandbox exists and its hook runs: the id is not out yet.
+        assert wait_until(lambda: len(hutch.ids()) == 1, 20), "no sandbox appeared"
+        sid = hutch.ids()[0]
+        assert wait_until(lambda: sandbox_runs(hutch, sid, "sleep"), 20), "on_create not running"
+        p.send_signal(sig)
+        out, _ = p.communicate(timeout=20)
+        assert out == b"", out  # no id was printed
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    # Gone by itself, without gc: no state dir, no supervisor, no tombstone
+    # (the id was never given out), no cgroup.
+    assert wait_until(lambda: hutch.ids() == [] and not retired_dirs(hutch.rtdir), 20)
+    assert wait_until(lambda: not [c for c in cmdlines_of(sid)], 10)
+    assert not os.path.exists(os.path.join(hutch.rtdir, ".gone", sid))
+    assert cgroup_dirs_named(sid) == []
+
+
+def cmdlines_of(sid):
+    """Command lines of host processes that name sid (its supervisor)."""
+    found = []
+    for p in glob.glob("/proc/[0-9]*/cmdline"):
+        try:
+            with open(p, "rb") as f:
+                cmd = f.read()
+        except OSError:
+            continue
+        if sid.encode() in cmd:
+            found.append(cmd)
+    return found
+
+
+def sandbox_runs(hutch, sid, comm):
+    """Whether a process named comm runs in sandbox sid (its cgroup)."""
+    for d in cgroup_dirs_named(sid):
+        for f in ("cgroup.procs", "tasks"):
+            try:
+                with open(os.path.join(d, f)) as fh:
+                    pids = fh.read().split()
+            except OSError:
+                continue
+            for pid in pids:
+                try:
+                    with open(f"/proc/{pid}/comm") as c:
+                        if c.read().strip() == comm:
+                            return True
+                except OSError:
+                    pass
+    return False

@@ -18,6 +18,7 @@
 
 #include "base64.h"
 #include "cleanup.h"
+#include "fields.h"
 #include "mhd.h"
 #include "procs.h"
 #include "request.h"
@@ -31,38 +32,32 @@ static enum MHD_Result not_found(struct MHD_Connection *conn, const char *id)
 	        "no background process '%.32s' in this sandbox (see GET /list_processes)", id);
 }
 
+static const struct hutch_field kill_fields[] = {
+	{ "id", HUTCH_FIELD_STRING, HUTCH_FIELD_REQUIRED | HUTCH_FIELD_NONEMPTY, 0, 0,
+	  "missing 'id' (a process id such as \"p1\")" },
+	{ "grace_seconds", HUTCH_FIELD_NUMBER, HUTCH_FIELD_NULLABLE, 0, HUTCH_PROC_GRACE_MAX,
+	  "'grace_seconds' must be a number from 0 to {max}" },
+};
+
 /* Parse the body of /kill_process: {"id": "p1", "grace_seconds": 5}. */
 static int parse_kill(const char *body, size_t len, char *id, size_t idsize, double *grace,
                       struct hutch_err *err)
 {
 	_cleanup_cjson_ cJSON *j = cJSON_ParseWithLength(body, len);
-	const cJSON *it, *jid, *jg;
+	const cJSON *jid, *jg;
 
 	if (!j || !cJSON_IsObject(j))
 		return hutch_err_set(err, -EINVAL,
 		                     "the request body must be a JSON object: {\"id\": \"p1\"}");
-	cJSON_ArrayForEach(it, j) {
-		if (strcmp(it->string, "id") != 0 && strcmp(it->string, "grace_seconds") != 0)
-			return hutch_err_set(err, -EINVAL,
-			                     "unknown field '%.64s' (known: id, grace_seconds)",
-			                     it->string);
-	}
+	if (hutch_fields_check(j, kill_fields, ELEMENTSOF(kill_fields), HUTCH_FIELDS_LIST_KNOWN,
+	                       err) < 0)
+		return -EINVAL;
 	jid = cJSON_GetObjectItemCaseSensitive(j, "id");
 	jg = cJSON_GetObjectItemCaseSensitive(j, "grace_seconds");
-	if (!cJSON_IsString(jid) || !*jid->valuestring)
-		return hutch_err_set(err, -EINVAL, "missing 'id' (a process id such as \"p1\")");
 	if (strlen(jid->valuestring) >= idsize)
 		return hutch_err_set(err, -EINVAL, "'id' is too long");
 	strcpy(id, jid->valuestring);
-	*grace = HUTCH_PROC_GRACE_DEFAULT;
-	if (jg && !cJSON_IsNull(jg)) {
-		if (!cJSON_IsNumber(jg) || !isfinite(jg->valuedouble) || jg->valuedouble < 0 ||
-		    jg->valuedouble > HUTCH_PROC_GRACE_MAX)
-			return hutch_err_set(err, -EINVAL,
-			                     "'grace_seconds' must be a number from 0 to %g",
-			                     HUTCH_PROC_GRACE_MAX);
-		*grace = jg->valuedouble;
-	}
+	*grace = cJSON_IsNumber(jg) ? jg->valuedouble : HUTCH_PROC_GRACE_DEFAULT;
 	return 0;
 }
 
@@ -148,7 +143,7 @@ static enum MHD_Result h_kill(struct sup *s, struct MHD_Connection *conn, const 
 	struct hutch_err err = { 0 };
 	struct hutch_proc *p;
 	char id[32];
-	double grace;
+	double grace = 0;
 
 	if (w->started) {
 		/* Signalled before: answer once it is dead. */

@@ -13,6 +13,7 @@
 
 #include "base64.h"
 #include "cleanup.h"
+#include "fields.h"
 #include "file-json.h"
 #include "file-req.h"
 #include "fileops.h"
@@ -33,44 +34,49 @@ static bool is_text(const char *data, size_t len)
 	return clean && strlen(clean) == len && memcmp(clean, data, len) == 0;
 }
 
-static int get_string(const cJSON *o, const char *key, bool required, const char **ret,
-                      struct hutch_err *err)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
-
-	if (!v) {
-		if (required)
-			return hutch_err_set(err, -EINVAL, "missing '%s'", key);
-		return 0;
+#define PATH                                                                 \
+	{                                                                    \
+		"path", HUTCH_FIELD_STRING, HUTCH_FIELD_REQUIRED, 0, 0, NULL \
 	}
-	if (!cJSON_IsString(v))
-		return hutch_err_set(err, -EINVAL, "'%s' must be a string", key);
-	*ret = v->valuestring;
-	return 1;
-}
-
-static int check_fields(const cJSON *o, const char *const *known, struct hutch_err *err)
-{
-	const cJSON *it;
-
-	cJSON_ArrayForEach(it, o) {
-		bool ok = false;
-		for (size_t i = 0; known[i]; i++)
-			ok = ok || !strcmp(it->string, known[i]);
-		if (!ok)
-			return hutch_err_set(err, -EINVAL, "unknown field '%s'", it->string);
+#define CONTENT                                                                 \
+	{                                                                       \
+		"content", HUTCH_FIELD_STRING, HUTCH_FIELD_REQUIRED, 0, 0, NULL \
 	}
-	return 0;
-}
+#define ENCODING                                              \
+	{                                                     \
+		"encoding", HUTCH_FIELD_STRING, 0, 0, 0, NULL \
+	}
+#define MODE                                              \
+	{                                                 \
+		"mode", HUTCH_FIELD_STRING, 0, 0, 0, NULL \
+	}
 
-static const char *const known_fields[][5] = {
-	[HUTCH_FILE_WRITE_FILE] = { "path", "content", "encoding", "mode", NULL },
-	[HUTCH_FILE_READ_FILE] = { "path", "encoding", NULL },
-	[HUTCH_FILE_DELETE_FILE] = { "path", NULL },
-	[HUTCH_FILE_MAKE_DIR] = { "path", "mode", NULL },
-	[HUTCH_FILE_DELETE_DIR] = { "path", NULL },
-	[HUTCH_FILE_LIST_DIR] = { "path", NULL },
+static const struct hutch_field write_fields[] = { PATH, CONTENT, ENCODING, MODE };
+static const struct hutch_field read_fields[] = { PATH, ENCODING };
+static const struct hutch_field path_fields[] = { PATH };
+static const struct hutch_field mkdir_fields[] = { PATH, MODE };
+static const struct hutch_field list_fields[] = {
+	{ "path", HUTCH_FIELD_STRING, 0, 0, 0, NULL }, /* default: /workspace */
 };
+
+static const struct {
+	const struct hutch_field *spec;
+	size_t n;
+} bodies[] = {
+	[HUTCH_FILE_WRITE_FILE] = { write_fields, ELEMENTSOF(write_fields) },
+	[HUTCH_FILE_READ_FILE] = { read_fields, ELEMENTSOF(read_fields) },
+	[HUTCH_FILE_DELETE_FILE] = { path_fields, ELEMENTSOF(path_fields) },
+	[HUTCH_FILE_MAKE_DIR] = { mkdir_fields, ELEMENTSOF(mkdir_fields) },
+	[HUTCH_FILE_DELETE_DIR] = { path_fields, ELEMENTSOF(path_fields) },
+	[HUTCH_FILE_LIST_DIR] = { list_fields, ELEMENTSOF(list_fields) },
+};
+
+static const char *get_string(const cJSON *o, const char *key, const char *dflt)
+{
+	const char *v = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, key));
+
+	return v ? v : dflt;
+}
 
 /* The built-in's argv for a JSON operation. */
 static void json_op_argv(enum hutch_file_op op, const char *path, const char *mode,
@@ -114,13 +120,14 @@ enum MHD_Result hutch_file_json_start(struct hutch_file_req *fr)
 	if (!cJSON_IsObject(o))
 		return hutch_file_answer_error(fr, 400, "invalid_request",
 		                               "the body must be a JSON object");
-	if (check_fields(o, known_fields[fr->op], &err) < 0 ||
-	    get_string(o, "path", fr->op != HUTCH_FILE_LIST_DIR, &path, &err) < 0 ||
-	    hutch_file_check_path(path, &err) < 0 ||
-	    get_string(o, "encoding", false, &encoding, &err) < 0 ||
-	    get_string(o, "mode", false, &mode, &err) < 0 ||
-	    (cJSON_HasObjectItem(o, "mode") && hutch_file_check_mode(mode, &err) < 0) ||
-	    get_string(o, "content", fr->op == HUTCH_FILE_WRITE_FILE, &content, &err) < 0)
+	if (hutch_fields_check(o, bodies[fr->op].spec, bodies[fr->op].n, 0, &err) < 0)
+		return hutch_file_answer_error(fr, 400, "invalid_request", "%s", err.msg);
+	path = get_string(o, "path", HUTCH_WORKSPACE);
+	content = get_string(o, "content", NULL);
+	encoding = get_string(o, "encoding", NULL);
+	mode = get_string(o, "mode", "");
+	if (hutch_file_check_path(path, &err) < 0 ||
+	    (cJSON_HasObjectItem(o, "mode") && hutch_file_check_mode(mode, &err) < 0))
 		return hutch_file_answer_error(fr, 400, "invalid_request", "%s", err.msg);
 	if (encoding && strcmp(encoding, "utf-8") && strcmp(encoding, "utf8") &&
 	    strcmp(encoding, "base64"))

@@ -112,11 +112,9 @@ struct cmd *hutch_file_start_builtin(struct hutch_file_req *fr, const char *cons
                                      const char *stdin_data, size_t stdin_len, uint64_t max_output,
                                      bool stdin_open, struct hutch_err *err)
 {
-	static const char *const envp[] = { "PATH=" HUTCH_DEFAULT_PATH, "HOME=/home/appuser",
-		                            "LANG=C.UTF-8", "USER=appuser", NULL };
 	const struct hutch_spawn sp = {
 		.argv = argv,
-		.envp = envp,
+		.envp = hutch_default_env,
 		.cwd = HUTCH_WORKSPACE,
 		.stdin_data = stdin_data,
 		.stdin_len = stdin_len,

@@ -11,22 +11,27 @@
 #include <cjson/cJSON.h>
 
 #include "cleanup.h"
+#include "cmdenv.h"
 #include "config.h"
+#include "fields.h"
 #include "proto.h"
 #include "request.h"
 
-static const char *const known_fields[] = {
-	"cmd", "argv", "cwd", "env", "stdin", "timeout", "max_output_bytes"
+/* /run's fields; /start_process takes the first four (no stdin, timeout
+ * or output cap). */
+static const struct hutch_field run_fields[] = {
+	{ "cmd", HUTCH_FIELD_STRING, 0, 0, 0, NULL },
+	{ "argv", HUTCH_FIELD_ARRAY, 0, 0, 0, "'argv' must be an array of strings" },
+	{ "cwd", HUTCH_FIELD_STRING, 0, 0, 0, NULL },
+	{ "env", HUTCH_FIELD_OBJECT, 0, 0, 0, "'env' must be an object of strings" },
+	{ "stdin", HUTCH_FIELD_STRING, HUTCH_FIELD_NULLABLE, 0, 0, NULL },
+	{ "timeout", HUTCH_FIELD_NUMBER, HUTCH_FIELD_NULLABLE, 0, (double)HUTCH_MAX_TTL,
+	  "'timeout' must be a number of seconds >= 0 (0 or null: no timeout)" },
+	{ "max_output_bytes", HUTCH_FIELD_INTEGER, HUTCH_FIELD_NULLABLE, 1,
+	  (double)HUTCH_MAX_MAX_OUTPUT,
+	  "'max_output_bytes' must be a whole number from 1 to {max}" },
 };
-/* /start_process: the first four (no stdin, timeout or output cap). */
 #define START_FIELDS 4
-
-static const char *const default_env[] = {
-	"PATH=" HUTCH_DEFAULT_PATH,
-	"HOME=/home/appuser",
-	"LANG=C.UTF-8",
-	"USER=appuser",
-};
 
 void hutch_run_req_done(struct hutch_run_req *r)
 {
@@ -63,8 +68,6 @@ static int parse_argv(const cJSON *cmd, const cJSON *argv, struct hutch_run_req 
 		return hutch_err_set(err, -EINVAL,
 		                     "missing 'cmd' (a shell command string) or 'argv' (an array)");
 	if (cmd) {
-		if (!cJSON_IsString(cmd))
-			return hutch_err_set(err, -EINVAL, "'cmd' must be a string");
 		r->argv = calloc(4, sizeof(char *));
 		if (!r->argv)
 			return -ENOMEM;
@@ -73,8 +76,6 @@ static int parse_argv(const cJSON *cmd, const cJSON *argv, struct hutch_run_req 
 		r->argv[2] = strdup(cmd->valuestring);
 		return r->argv[0] && r->argv[1] && r->argv[2] ? 0 : -ENOMEM;
 	}
-	if (!cJSON_IsArray(argv))
-		return hutch_err_set(err, -EINVAL, "'argv' must be an array of strings");
 	n = (size_t)cJSON_GetArraySize(argv);
 	if (n == 0)
 		return hutch_err_set(err, -EINVAL, "'argv' is empty: give at least the program");
@@ -116,21 +117,19 @@ static int add_env(char **envp, size_t *n, const char *key, const char *value)
 
 static int parse_env(const cJSON *env, struct hutch_run_req *r, struct hutch_err *err)
 {
-	size_t n = 0, max = ELEMENTSOF(default_env);
+	size_t n = 0, max = HUTCH_DEFAULT_ENV_LEN;
 	const cJSON *it;
 
-	if (env && !cJSON_IsObject(env))
-		return hutch_err_set(err, -EINVAL, "'env' must be an object of strings");
 	if (env)
 		max += (size_t)cJSON_GetArraySize(env);
 	if (max > HUTCH_SPAWN_MAX_ENV)
 		return hutch_err_set(err, -E2BIG, "'env' has more than %d entries",
-		                     HUTCH_SPAWN_MAX_ENV - (int)ELEMENTSOF(default_env));
+		                     HUTCH_SPAWN_MAX_ENV - HUTCH_DEFAULT_ENV_LEN);
 	r->envp = calloc(max + 1, sizeof(char *));
 	if (!r->envp)
 		return -ENOMEM;
-	for (size_t i = 0; i < ELEMENTSOF(default_env); i++) {
-		r->envp[n] = strdup(default_env[i]);
+	for (size_t i = 0; i < HUTCH_DEFAULT_ENV_LEN; i++) {
+		r->envp[n] = strdup(hutch_default_env[i]);
 		if (!r->envp[n++])
 			return -ENOMEM;
 	}
@@ -154,8 +153,6 @@ static int parse_cwd(const cJSON *cwd, struct hutch_run_req *r, struct hutch_err
 {
 	const char *v = HUTCH_WORKSPACE;
 
-	if (cwd && !cJSON_IsString(cwd))
-		return hutch_err_set(err, -EINVAL, "'cwd' must be a string");
 	if (cwd)
 		v = cwd->valuestring;
 	if (!*v)
@@ -170,38 +167,22 @@ static int parse_cwd(const cJSON *cwd, struct hutch_run_req *r, struct hutch_err
 	return r->cwd ? 0 : -ENOMEM;
 }
 
-static int parse_numbers(const cJSON *timeout, const cJSON *maxout, struct hutch_run_req *r,
-                         struct hutch_err *err)
+/* Types and bounds are checked (run_fields). */
+static void parse_numbers(const cJSON *timeout, const cJSON *maxout, struct hutch_run_req *r)
 {
-	if (timeout && !cJSON_IsNull(timeout)) {
-		if (!cJSON_IsNumber(timeout) || !isfinite(timeout->valuedouble) ||
-		    timeout->valuedouble < 0 || timeout->valuedouble > (double)HUTCH_MAX_TTL)
-			return hutch_err_set(
-			        err, -EINVAL,
-			        "'timeout' must be a number of seconds >= 0 (0 or null: "
-			        "no timeout)");
+	if (cJSON_IsNumber(timeout))
 		r->timeout = timeout->valuedouble;
-	}
-	if (maxout && !cJSON_IsNull(maxout)) {
-		if (!cJSON_IsNumber(maxout) || maxout->valuedouble < 1 ||
-		    maxout->valuedouble > (double)HUTCH_MAX_MAX_OUTPUT ||
-		    maxout->valuedouble != floor(maxout->valuedouble))
-			return hutch_err_set(
-			        err, -EINVAL,
-			        "'max_output_bytes' must be a whole number from 1 to %llu",
-			        HUTCH_MAX_MAX_OUTPUT);
+	if (cJSON_IsNumber(maxout))
 		r->max_output = (uint64_t)maxout->valuedouble;
-	}
-	return 0;
 }
 
-static int parse_req(const char *body, size_t len, size_t nknown, struct hutch_run_req *ret,
+static int parse_req(const char *body, size_t len, size_t nfields, struct hutch_run_req *ret,
                      struct hutch_err *err)
 {
 	_cleanup_cjson_ cJSON *j = NULL;
 	struct hutch_run_req r = { 0 };
 	const char *end = NULL;
-	const cJSON *it, *stdin_j;
+	const cJSON *stdin_j;
 	int rc;
 
 	j = cJSON_ParseWithLengthOpts(body, len, &end, 0);
@@ -220,22 +201,9 @@ static int parse_req(const char *body, size_t len, size_t nknown, struct hutch_r
 		                     end && end >= body ? (size_t)(end - body) : 0);
 	if (!cJSON_IsObject(j))
 		return hutch_err_set(err, -EINVAL, "the request body must be a JSON object");
-	cJSON_ArrayForEach(it, j) {
-		bool known = false;
-		for (size_t i = 0; i < nknown; i++)
-			if (!strcmp(it->string, known_fields[i]))
-				known = true;
-		if (!known && nknown == START_FIELDS)
-			return hutch_err_set(err, -EINVAL,
-			                     "unknown field '%.64s' (known: cmd, argv, cwd, env)",
-			                     it->string);
-		if (!known)
-			return hutch_err_set(
-			        err, -EINVAL,
-			        "unknown field '%.64s' (known: cmd, argv, cwd, env, stdin, "
-			        "timeout, max_output_bytes)",
-			        it->string);
-	}
+	rc = hutch_fields_check(j, run_fields, nfields, HUTCH_FIELDS_LIST_KNOWN, err);
+	if (rc < 0)
+		return rc;
 	rc = parse_argv(cJSON_GetObjectItemCaseSensitive(j, "cmd"),
 	                cJSON_GetObjectItemCaseSensitive(j, "argv"), &r, err);
 	if (rc >= 0)
@@ -243,19 +211,14 @@ static int parse_req(const char *body, size_t len, size_t nknown, struct hutch_r
 	if (rc >= 0)
 		rc = parse_cwd(cJSON_GetObjectItemCaseSensitive(j, "cwd"), &r, err);
 	if (rc >= 0)
-		rc = parse_numbers(cJSON_GetObjectItemCaseSensitive(j, "timeout"),
-		                   cJSON_GetObjectItemCaseSensitive(j, "max_output_bytes"), &r,
-		                   err);
+		parse_numbers(cJSON_GetObjectItemCaseSensitive(j, "timeout"),
+		              cJSON_GetObjectItemCaseSensitive(j, "max_output_bytes"), &r);
 	stdin_j = cJSON_GetObjectItemCaseSensitive(j, "stdin");
-	if (rc >= 0 && stdin_j && !cJSON_IsNull(stdin_j)) {
-		if (!cJSON_IsString(stdin_j)) {
-			rc = hutch_err_set(err, -EINVAL, "'stdin' must be a string");
-		} else {
-			r.stdin_len = strlen(stdin_j->valuestring);
-			r.stdin_data = strdup(stdin_j->valuestring);
-			if (!r.stdin_data)
-				rc = -ENOMEM;
-		}
+	if (rc >= 0 && cJSON_IsString(stdin_j)) {
+		r.stdin_len = strlen(stdin_j->valuestring);
+		r.stdin_data = strdup(stdin_j->valuestring);
+		if (!r.stdin_data)
+			rc = -ENOMEM;
 	}
 	if (rc == -ENOMEM)
 		hutch_err_set(err, -ENOMEM, "out of memory");
@@ -270,7 +233,7 @@ static int parse_req(const char *body, size_t len, size_t nknown, struct hutch_r
 int hutch_run_req_parse(const char *body, size_t len, struct hutch_run_req *ret,
                         struct hutch_err *err)
 {
-	return parse_req(body, len, ELEMENTSOF(known_fields), ret, err);
+	return parse_req(body, len, ELEMENTSOF(run_fields), ret, err);
 }
 
 int hutch_start_req_parse(const char *body, size_t len, struct hutch_run_req *ret,

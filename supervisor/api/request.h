@@ -10,10 +10,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "cmdenv.h" /* HUTCH_WORKSPACE, the default environment */
 #include "error.h"
-
-#define HUTCH_WORKSPACE    "/workspace"
-#define HUTCH_DEFAULT_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 struct hutch_run_req {
 	char **argv; /* NULL-terminated */

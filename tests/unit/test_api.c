@@ -2,7 +2,8 @@
 /*
  * Unit tests for the API's pure parts: the route table lookup (405 versus
  * 404, one row per URL and method, the flags that the request life reads)
- * and the errno table of the file endpoints.
+ * the errno table of the file endpoints, and the request-body field
+ * validator (unknown fields, types, required, bounds, messages).
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -14,6 +15,7 @@
 
 #include <cmocka.h>
 
+#include "fields.h"
 #include "file-errno.h"
 #include "file-req.h"
 #include "routes.h"
@@ -119,12 +121,78 @@ static void test_file_errno(void **state)
 	assert_null(hutch_file_errno_find(-ENOENT));
 }
 
+static const struct hutch_field spec[] = {
+	{ "id", HUTCH_FIELD_STRING, HUTCH_FIELD_REQUIRED | HUTCH_FIELD_NONEMPTY, 0, 0,
+	  "missing 'id' (a process id such as \"p1\")" },
+	{ "path", HUTCH_FIELD_STRING, 0, 0, 0, NULL },
+	{ "grace", HUTCH_FIELD_NUMBER, HUTCH_FIELD_NULLABLE, 0, 3600,
+	  "'grace' must be from 0 to {max}" },
+	{ "max", HUTCH_FIELD_INTEGER, HUTCH_FIELD_NULLABLE, 1, 268435456,
+	  "'max' must be a whole number from 1 to {max}" },
+	{ "argv", HUTCH_FIELD_ARRAY, HUTCH_FIELD_REQUIRED, 0, 0, NULL },
+	{ "env", HUTCH_FIELD_OBJECT, 0, 0, 0, NULL },
+};
+
+static void check(const char *body, unsigned flags, const char *want)
+{
+	struct hutch_err err = { 0 };
+	cJSON *o = cJSON_Parse(body);
+	int r;
+
+	assert_non_null(o);
+	r = hutch_fields_check(o, spec, sizeof(spec) / sizeof(spec[0]), flags, &err);
+	cJSON_Delete(o);
+	if (!want) {
+		if (r != 0)
+			fail_msg("%s refused: %s", body, err.msg);
+		return;
+	}
+	assert_int_equal(r, -EINVAL);
+	assert_int_equal(err.code, -EINVAL);
+	assert_string_equal(err.msg, want);
+}
+
+static void test_fields(void **state)
+{
+	(void)state;
+	check("{\"id\": \"p1\", \"argv\": []}", 0, NULL);
+	check("{\"id\": \"p1\", \"argv\": [], \"grace\": null, \"max\": null, \"env\": {}}", 0,
+	      NULL);
+	check("{\"id\": \"p1\", \"argv\": [], \"grace\": 3600, \"max\": 1}", 0, NULL);
+	/* Unknown fields come first, in both styles. */
+	check("{\"id\": 5, \"bogus\": 1}", 0, "unknown field 'bogus'");
+	check("{\"bogus\": 1}", HUTCH_FIELDS_LIST_KNOWN,
+	      "unknown field 'bogus' (known: id, path, grace, max, argv, env)");
+	/* Required: the row's message when it says "missing", else the default. */
+	check("{\"argv\": []}", 0, "missing 'id' (a process id such as \"p1\")");
+	check("{\"id\": \"\", \"argv\": []}", 0, "missing 'id' (a process id such as \"p1\")");
+	check("{\"id\": \"p1\"}", 0, "missing 'argv'");
+	/* Types: the default message, or the row's. */
+	check("{\"id\": \"p1\", \"argv\": [], \"path\": 5}", 0, "'path' must be a string");
+	check("{\"id\": \"p1\", \"argv\": [], \"path\": null}", 0, "'path' must be a string");
+	check("{\"id\": \"p1\", \"argv\": {}}", 0, "'argv' must be an array");
+	check("{\"id\": \"p1\", \"argv\": [], \"env\": []}", 0, "'env' must be an object");
+	/* Bounds, with {max} filled in (%g, or %.0f for whole numbers). */
+	check("{\"id\": \"p1\", \"argv\": [], \"grace\": -1}", 0, "'grace' must be from 0 to 3600");
+	check("{\"id\": \"p1\", \"argv\": [], \"grace\": 3600.5}", 0,
+	      "'grace' must be from 0 to 3600");
+	check("{\"id\": \"p1\", \"argv\": [], \"grace\": \"5\"}", 0,
+	      "'grace' must be from 0 to 3600");
+	check("{\"id\": \"p1\", \"argv\": [], \"max\": 0}", 0,
+	      "'max' must be a whole number from 1 to 268435456");
+	check("{\"id\": \"p1\", \"argv\": [], \"max\": 1.5}", 0,
+	      "'max' must be a whole number from 1 to 268435456");
+	check("{\"id\": \"p1\", \"argv\": [], \"max\": 268435457}", 0,
+	      "'max' must be a whole number from 1 to 268435456");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_route_find),
 		cmocka_unit_test(test_route_flags),
 		cmocka_unit_test(test_file_errno),
+		cmocka_unit_test(test_fields),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Helpers shared by the CLI verbs (main.c, cli-cp.c, cli-procs.c): one
+ * Helpers shared by the CLI verbs (verb-*.c, cp.c, args.c): one
  * error message format, and turning an id or prefix the user typed into a
  * sandbox, with the error that says why when there is none.
  */

@@ -23,15 +23,4 @@ int hutch_cli_resolve(const char *arg, struct hutch_paths *p);
 /* hutch_cli_resolve(), and 66 if its supervisor is gone. */
 int hutch_cli_open_live(const char *arg, struct hutch_paths *p);
 
-/* doctor.c: run every host check, print a report; returns an exit code. */
-int hutch_doctor(bool json);
-
-/* cli-procs.c: background-process verbs (argv[0] is the verb). */
-int hutch_cli_ps(int argc, char **argv);
-int hutch_cli_logs(int argc, char **argv);
-int hutch_cli_kill(int argc, char **argv);
-/* hutch exec -d ID [--cwd D] [-e K=V]... -- CMD...: start CMD in the
- * background, print its process id. */
-int hutch_cli_exec_detached(int argc, char **argv);
-
 #endif

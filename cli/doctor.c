@@ -19,6 +19,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "args.h"
 #include "cgroup.h"
 #include "cleanup.h"
 #include "cli.h"
@@ -26,6 +27,7 @@
 #include "mhd.h"
 #include "netpolicy.h"
 #include "syscalls.h"
+#include "verbs.h"
 
 struct check {
 	const char *name;
@@ -184,8 +186,9 @@ static void check_python(struct check *c)
 	               : "sandboxes get the host's /usr: apt-get install python3");
 }
 
-int hutch_doctor(bool json)
+static int cmd_doctor(struct hutch_cli_args *a)
 {
+	bool json = a->json;
 	struct check checks[] = {
 		{ "root", true, false, "" },        { "user namespaces", true, false, "" },
 		{ "namespaces", true, false, "" },  { "cgroups", true, false, "" },
@@ -228,3 +231,13 @@ int hutch_doctor(bool json)
 	}
 	return all_ok ? 0 : HUTCH_EXIT_NOT_CAPABLE;
 }
+
+const struct hutch_cli_verb hutch_verb_doctor = {
+	.name = "doctor",
+	.synopsis = "[--json]",
+	.about = "Check namespaces, user namespaces, cgroups v1/v2, seccomp, the mount API, "
+	         "python3, "
+	         "overlayfs and nftables; say what is missing and how to fix it.\n",
+	.opts = hutch_cli_json_opts,
+	.run = cmd_doctor,
+};

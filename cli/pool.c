@@ -31,6 +31,7 @@
 #include "syscalls.h"
 
 #define POOL_DIR        ".pool"
+#define KEEPER_LOCK     "keeper.lock"
 #define CHECK_EVERY_MS  10000 /* look for expired pooled sandboxes */
 #define RETRY_MS        1000  /* after a failed creation */
 #define REFILL_DELAY_MS 50    /* quiet time after a claim before refilling */
@@ -45,7 +46,7 @@ static int pool_dir_path(const char *rt, const char *key, char *buf, size_t size
 /* The keeper's pid if it is alive (holds keeper.lock), else 0. */
 static pid_t keeper_alive(int dfd, unsigned *ret_size)
 {
-	_cleanup_close_ int fd = openat(dfd, "keeper.lock", O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	_cleanup_close_ int fd = openat(dfd, KEEPER_LOCK, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 	char buf[64] = { 0 };
 	long pid = 0;
 	unsigned size = 0;
@@ -322,7 +323,7 @@ static __attribute__((noreturn)) void keeper_main(struct keeper *k, int report_f
 	}
 	drain(k->rt, k->dfd);
 	(void)unlinkat(k->dfd, "config", 0);
-	(void)unlinkat(k->dfd, "keeper.lock", 0);
+	(void)unlinkat(k->dfd, KEEPER_LOCK, 0);
 	(void)rmdir(k->dir);
 	{
 		char parent[4200];
@@ -369,15 +370,83 @@ static void write_config(int dfd, const struct hutch_config *cfg)
 	}
 }
 
+/* Create and lock the pool's directory (k->dir, k->dfd) and write its
+ * config; *ret_lock: keeper.lock, held. */
+static int open_pool_dir(struct keeper *k, const struct hutch_config *cfg, int *ret_lock,
+                         struct hutch_err *err)
+{
+	_cleanup_close_ int lock_fd = -EBADF;
+	int r;
+
+	hutch_pool_key(cfg, k->key, sizeof(k->key));
+	r = pool_dir_path(k->rt, k->key, k->dir, sizeof(k->dir));
+	if (r >= 0)
+		r = hutch_mkdir_p_at(AT_FDCWD, k->dir, 0700);
+	if (r < 0)
+		return hutch_err_set_errno(err, r, "create '%s'", k->dir);
+	k->dfd = open(k->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (k->dfd < 0)
+		return hutch_err_set_errno(err, -errno, "open '%s'", k->dir);
+	lock_fd = openat(k->dfd, KEEPER_LOCK, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (lock_fd < 0)
+		return hutch_err_set_errno(err, -errno, "open '%s/%s'", k->dir, KEEPER_LOCK);
+	if (flock(lock_fd, LOCK_EX | LOCK_NB) < 0) {
+		unsigned running = 0;
+		pid_t other = keeper_alive(k->dfd, &running);
+		return hutch_err_set(err, -EEXIST,
+		                     "a pool for this configuration runs already (keeper pid %d, "
+		                     "size %u): 'hutch pool stop' it first",
+		                     (int)other, running);
+	}
+	write_config(k->dfd, cfg);
+	*ret_lock = TAKE_FD(lock_fd);
+	return 0;
+}
+
+/* Fork the detached keeper; returns once it filled the pool (0) or
+ * failed (err as it reported). */
+static int spawn_keeper(struct keeper *k, int lock_fd, struct hutch_err *err)
+{
+	int pipefd[2], status;
+	char line[96];
+	pid_t pid;
+	ssize_t n;
+
+	if (pipe2(pipefd, O_CLOEXEC) < 0)
+		return hutch_err_set_errno(err, -errno, "pipe");
+	pid = hutch_fork_detached();
+	if (pid < 0) {
+		close(pipefd[0]);
+		close(pipefd[1]);
+		return hutch_err_set_errno(err, pid, "fork");
+	}
+	if (pid == 0) {
+		close(pipefd[0]);
+		snprintf(line, sizeof(line), "%d %u\n", (int)getpid(), k->size);
+		(void)!pwrite(lock_fd, line, strlen(line), 0);
+		hutch_stdio_to_null();
+		snprintf(line, sizeof(line), "hutch-pool %s", k->key);
+		hutch_proctitle_set(line);
+		k->lock_fd = lock_fd;
+		keeper_main(k, pipefd[1]);
+	}
+	close(pipefd[1]);
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	n = hutch_read_all(pipefd[0], err, sizeof(*err));
+	close(pipefd[0]);
+	if (n != (ssize_t)sizeof(*err))
+		return hutch_err_set(err, -EIO, "the pool keeper died while filling the pool");
+	err->msg[sizeof(err->msg) - 1] = '\0';
+	return err->code < 0 ? err->code : 0;
+}
+
 int hutch_pool_start(struct hutch_config *cfg, unsigned size, const char *rt, pid_t *ret_pid,
                      struct hutch_err *err)
 {
 	static struct keeper k;
-	char path[4200], line[96];
 	_cleanup_close_ int lock_fd = -EBADF;
-	int pipefd[2], r, status;
-	pid_t pid;
-	ssize_t n;
+	int r;
 
 	if (!hutch_pool_can_serve(cfg))
 		return hutch_err_set(
@@ -388,71 +457,46 @@ int hutch_pool_start(struct hutch_config *cfg, unsigned size, const char *rt, pi
 	k.cfg = cfg;
 	k.rt = rt;
 	k.size = size;
-	hutch_pool_key(cfg, k.key, sizeof(k.key));
-	r = pool_dir_path(rt, k.key, path, sizeof(path));
-	snprintf(k.dir, sizeof(k.dir), "%s", path);
-	if (r >= 0)
-		r = hutch_mkdir_p_at(AT_FDCWD, path, 0700);
-	if (r < 0)
-		return hutch_err_set_errno(err, r, "create '%s'", path);
-	k.dfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (k.dfd < 0)
-		return hutch_err_set_errno(err, -errno, "open '%s'", path);
-	lock_fd = openat(k.dfd, "keeper.lock", O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-	if (lock_fd < 0)
-		return hutch_err_set_errno(err, -errno, "open '%s/keeper.lock'", path);
-	if (flock(lock_fd, LOCK_EX | LOCK_NB) < 0) {
-		unsigned running = 0;
-		pid_t other = keeper_alive(k.dfd, &running);
-		close(k.dfd);
-		return hutch_err_set(err, -EEXIST,
-		                     "a pool for this configuration runs already (keeper pid %d, "
-		                     "size %u): 'hutch pool stop' it first",
-		                     (int)other, running);
+	k.dfd = -EBADF;
+	r = open_pool_dir(&k, cfg, &lock_fd, err);
+	if (r < 0) {
+		if (k.dfd >= 0)
+			close(k.dfd);
+		return r;
 	}
-	write_config(k.dfd, cfg);
 	/* Pooled sandboxes: no per-session options yet; they live for
 	 * HUTCH_POOL_SANDBOX_TTL unless claimed. */
 	snprintf(cfg->pool_key, sizeof(cfg->pool_key), "%s", k.key);
 	cfg->ttl_seconds = HUTCH_POOL_SANDBOX_TTL;
 	cfg->idle_timeout_seconds = 0;
-	if (pipe2(pipefd, O_CLOEXEC) < 0)
-		return hutch_err_set_errno(err, -errno, "pipe");
-	pid = hutch_fork_detached();
-	if (pid < 0) {
-		close(pipefd[0]);
-		close(pipefd[1]);
-		close(k.dfd);
-		return hutch_err_set_errno(err, pid, "fork");
-	}
-	if (pid == 0) {
-		close(pipefd[0]);
-		snprintf(line, sizeof(line), "%d %u\n", (int)getpid(), size);
-		(void)!pwrite(lock_fd, line, strlen(line), 0);
-		hutch_stdio_to_null();
-		snprintf(line, sizeof(line), "hutch-pool %s", k.key);
-		hutch_proctitle_set(line);
-		k.lock_fd = TAKE_FD(lock_fd);
-		keeper_main(&k, pipefd[1]);
-	}
-	close(pipefd[1]);
-	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-		;
-	n = hutch_read_all(pipefd[0], err, sizeof(*err));
-	close(pipefd[0]);
+	r = spawn_keeper(&k, lock_fd, err);
+	if (r == 0 && ret_pid)
+		*ret_pid = keeper_alive(k.dfd, NULL);
 	close(k.dfd);
-	if (n != (ssize_t)sizeof(*err))
-		return hutch_err_set(err, -EIO, "the pool keeper died while filling the pool");
-	err->msg[sizeof(err->msg) - 1] = '\0';
-	if (err->code < 0)
-		return err->code;
-	if (ret_pid) {
-		int dfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		*ret_pid = dfd >= 0 ? keeper_alive(dfd, NULL) : 0;
-		if (dfd >= 0)
-			close(dfd);
-	}
-	return 0;
+	return r;
+}
+
+cJSON *hutch_pool_describe(const struct hutch_config *cfg, const char *rt)
+{
+	char key[HUTCH_POOL_KEY_MAX], dir[4200], path[4300];
+	struct hutch_paths p;
+	_cleanup_cjson_ cJSON *o = cJSON_CreateObject();
+	size_t at = strlen(rt) + 1; /* where the id starts in a sandbox's paths */
+
+	hutch_pool_key(cfg, key, sizeof(key));
+	if (!o || pool_dir_path(rt, key, dir, sizeof(dir)) < 0 ||
+	    hutch_paths_init(rt, "000000000000", &p) < 0)
+		return NULL;
+	cJSON_AddStringToObject(o, "key", key);
+	cJSON_AddStringToObject(o, "pool_dir", dir);
+	snprintf(path, sizeof(path), "%s/%s", dir, KEEPER_LOCK);
+	cJSON_AddStringToObject(o, "keeper_lock", path);
+	/* A ready sandbox's socket, its id as {id}. */
+	snprintf(path, sizeof(path), "%.*s{id}%s", (int)at, p.sock, p.sock + at + HUTCH_ID_LEN);
+	cJSON_AddStringToObject(o, "socket", path);
+	cJSON_AddBoolToObject(o, "servable", hutch_pool_can_serve(cfg));
+	cJSON_AddItemToObject(o, "claim", hutch_options_to_json(cfg, HUTCH_OPT_SESSION));
+	return TAKE_PTR(o);
 }
 
 /* Call fn for each pool directory. */
@@ -566,7 +610,7 @@ static int gc_one(const char *rt, const char *key, int dfd, void *ud)
 	 * nobody refills or drains this pool. */
 	drain(rt, dfd);
 	(void)unlinkat(dfd, "config", 0);
-	(void)unlinkat(dfd, "keeper.lock", 0);
+	(void)unlinkat(dfd, KEEPER_LOCK, 0);
 	if (pool_dir_path(rt, key, path, sizeof(path)) == 0)
 		(void)rmdir(path);
 	return 1;

@@ -48,6 +48,10 @@ int hutch_pool_start(struct hutch_config *cfg, unsigned size, const char *runtim
 int hutch_pool_stop(const char *runtime_dir, const char *key, struct hutch_err *err);
 /* CLI: [{key, size, ready, keeper_pid, config}] */
 cJSON *hutch_pool_list(const char *runtime_dir);
+/* `hutch pool key --json`: {key, pool_dir, keeper_lock, socket (a ready
+ * sandbox's, "{id}" for its id), servable, claim (the POST /claim body)};
+ * NULL on allocation failure. */
+cJSON *hutch_pool_describe(const struct hutch_config *cfg, const char *runtime_dir);
 /* gc: pools whose keeper died: delete their unclaimed sandboxes. */
 int hutch_pool_gc(const char *runtime_dir, struct hutch_err *err);
 

@@ -26,22 +26,20 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "args.h"
 #include "caps.h"
 #include "cleanup.h"
-#include "cli-cp.h"
 #include "cli.h"
 #include "fdutil.h"
 #include "state.h"
 #include "util.h"
+#include "verbs.h"
 
 #define CP_EXIT_FILE 1 /* the copy itself failed (missing file, no space...) */
 #define IO_CHUNK     (1u << 20)
 #define HEAD_MAX     16384
 
-static const char usage[] =
-        "usage: hutch cp LOCAL ID:PATH\n"
-        "       hutch cp [--max-bytes N] ID:PATH LOCAL\n"
-        "\n"
+static const char about[] =
         "Copy a file or a directory into or out of a sandbox. LOCAL '-' is standard input\n"
         "(a file's bytes) or standard output (a file's bytes, or a tar stream for a\n"
         "directory). Relative sandbox paths are relative to /workspace. A directory is\n"
@@ -494,7 +492,7 @@ static int download(const struct hutch_paths *p, const char *remote, const char 
 	return r;
 }
 
-int hutch_cli_cp(int argc, char **argv)
+static int cmd_cp(struct hutch_cli_args *a)
 {
 	char id_src[HUTCH_ID_LEN + 1], id_dst[HUTCH_ID_LEN + 1];
 	const char *rsrc = NULL, *rdst = NULL;
@@ -502,49 +500,51 @@ int hutch_cli_cp(int argc, char **argv)
 	bool src_remote, dst_remote;
 	int r;
 
-	if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
-		fputs(usage, stdout);
-		return 0;
-	}
-	if (argc >= 2 && !strncmp(argv[1], "--max-bytes", 11) &&
-	    (argv[1][11] == '\0' || argv[1][11] == '=')) {
-		int used = argv[1][11] == '=' ? 1 : 2;
-		const char *v = used == 1 ? argv[1] + 12 : argc >= 3 ? argv[2] : NULL;
-
-		if (!v)
-			return hutch_cli_fail(HUTCH_EXIT_USAGE,
-			                      "--max-bytes needs a number of bytes");
-		if (hutch_parse_u64(v, 1, UINT64_MAX, &max_bytes) < 0)
-			return hutch_cli_fail(
-			        HUTCH_EXIT_USAGE,
-			        "invalid --max-bytes '%s': expected a number of bytes, "
-			        "at least 1",
-			        v);
-		argc -= used;
-		argv += used;
-	}
-	if (argc != 3)
+	max_bytes = a->max_bytes;
+	if (a->npos != 2)
 		return hutch_cli_fail(HUTCH_EXIT_USAGE,
 		                      "give a source and a destination: hutch cp LOCAL ID:PATH "
 		                      "or hutch cp [--max-bytes N] ID:PATH LOCAL");
 	signal(SIGPIPE, SIG_IGN);
-	src_remote = split_remote(argv[1], id_src, sizeof(id_src), &rsrc);
-	dst_remote = split_remote(argv[2], id_dst, sizeof(id_dst), &rdst);
+	src_remote = split_remote(a->pos[0], id_src, sizeof(id_src), &rsrc);
+	dst_remote = split_remote(a->pos[1], id_dst, sizeof(id_dst), &rdst);
 	if (src_remote == dst_remote)
 		return hutch_cli_fail(
 		        HUTCH_EXIT_USAGE,
 		        "exactly one of '%s' and '%s' must be ID:PATH (a sandbox id, a colon, "
 		        "a path in the sandbox)",
-		        argv[1], argv[2]);
+		        a->pos[0], a->pos[1]);
 	if (max_bytes && dst_remote)
 		return hutch_cli_fail(HUTCH_EXIT_USAGE,
 		                      "--max-bytes bounds a copy out of a sandbox (ID:PATH LOCAL), "
 		                      "not into one");
 	if ((src_remote && !*rsrc) || (dst_remote && !*rdst))
 		return hutch_cli_fail(HUTCH_EXIT_USAGE, "empty path after 'ID:' in '%s'",
-		                      src_remote ? argv[1] : argv[2]);
+		                      src_remote ? a->pos[0] : a->pos[1]);
 	r = hutch_cli_open_live(src_remote ? id_src : id_dst, &p);
 	if (r)
 		return r;
-	return src_remote ? download(&p, rsrc, argv[2]) : upload(&p, argv[1], rdst);
+	return src_remote ? download(&p, rsrc, a->pos[1]) : upload(&p, a->pos[0], rdst);
 }
+
+static const struct hutch_cli_opt cp_opts[] = {
+	{ .name = "max-bytes",
+	  .kind = HUTCH_CLI_U64,
+	  .offset = offsetof(struct hutch_cli_args, max_bytes),
+	  .metavar = "N",
+	  .umin = 1,
+	  .umax = UINT64_MAX,
+	  .help = "stop a copy out of a sandbox that sends more than N bytes",
+	  .invalid = "invalid --max-bytes '%s': expected a number of bytes, at least 1",
+	  .missing = "--max-bytes needs a number of bytes" },
+	{ 0 },
+};
+
+const struct hutch_cli_verb hutch_verb_cp = {
+	.name = "cp",
+	.synopsis = "LOCAL ID:PATH\n       hutch cp [--max-bytes N] ID:PATH LOCAL",
+	.about = about,
+	.opts = cp_opts,
+	.max_pos = HUTCH_CLI_MANY,
+	.run = cmd_cp,
+};

@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * CLI verbs for background processes: hutch ps, logs, kill and exec -d.
+ * CLI verbs for background processes: hutch ps, logs, kill and exec -d
+ * (whose options are exec's, in verb-sandbox.c).
  * Each is one or a few requests to the sandbox's API (docs/api.md,
  * "Background processes"). `logs -f` follows the output by absolute
  * offsets, so what it prints is exactly what the process wrote, whatever
  * happens to the connections in between.
  */
 #include <errno.h>
-#include <getopt.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -15,11 +15,13 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "args.h"
 #include "cleanup.h"
 #include "cli.h"
 #include "client.h"
 #include "fdutil.h"
 #include "state.h"
+#include "verbs.h"
 
 /* While a process runs, how long one request waits for new stdout before
  * looking at stderr again. */
@@ -119,19 +121,6 @@ static const char *str_of(const cJSON *o, const char *key)
 	return cJSON_IsString(v) ? v->valuestring : NULL;
 }
 
-static int help(int argc, char **argv, const char *usage)
-{
-	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--"))
-			break;
-		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-			fputs(usage, stdout);
-			return 1;
-		}
-	}
-	return 0;
-}
-
 /* ---- hutch ps ---- */
 
 static void print_row(const cJSON *pr)
@@ -152,47 +141,23 @@ static void print_row(const cJSON *pr)
 	       str_of(pr, "command") ?: "");
 }
 
-int hutch_cli_ps(int argc, char **argv)
+static int cmd_ps(struct hutch_cli_args *a)
 {
-	static const char usage[] =
-	        "usage: hutch ps ID [--json]\n\nList the background processes of a sandbox "
-	        "(running ones and the last finished ones): id, pid inside the sandbox, status "
-	        "(running, exited, killed), exit code or signal, start time, command.\n";
 	_cleanup_cjson_ cJSON *res = NULL;
 	struct hutch_paths p;
 	const cJSON *procs, *pr;
-	const char *sid = NULL;
-	bool json = false;
 	int r;
 
-	if (help(argc, argv, usage))
-		return 0;
-	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--json"))
-			json = true;
-		else if (argv[i][0] == '-')
-			return hutch_cli_fail(HUTCH_EXIT_USAGE,
-			                      "unknown option '%s' for 'ps'; see 'hutch ps "
-			                      "--help'",
-			                      argv[i]);
-		else if (!sid)
-			sid = argv[i];
-		else
-			return hutch_cli_fail(HUTCH_EXIT_USAGE,
-			                      "unexpected argument '%s'; see 'hutch ps "
-			                      "--help'",
-			                      argv[i]);
-	}
-	if (!sid)
+	if (!a->npos)
 		return hutch_cli_fail(HUTCH_EXIT_USAGE, "missing sandbox id: hutch ps ID");
-	r = hutch_cli_open_live(sid, &p);
+	r = hutch_cli_open_live(a->pos[0], &p);
 	if (r)
 		return r;
 	r = call(&p, "GET", "/list_processes", NULL, &res);
 	if (r)
 		return r;
 	procs = cJSON_GetObjectItemCaseSensitive(res, "processes");
-	if (json) {
+	if (a->json) {
 		_cleanup_free_ char *text = cJSON_Print(procs);
 		printf("%s\n", text ? text : "[]");
 		return 0;
@@ -278,112 +243,49 @@ static int fetch(const struct hutch_paths *p, const char *proc, struct follow *f
 	return 0;
 }
 
-int hutch_cli_logs(int argc, char **argv)
+static int cmd_logs(struct hutch_cli_args *a)
 {
-	static const char usage[] =
-	        "usage: hutch logs ID PROC [-f]\n\nPrint what background process PROC (p1, "
-	        "p2... see hutch ps) wrote: its stdout to stdout, its stderr to stderr. The "
-	        "sandbox keeps the last 1 MiB of each stream.\n\n"
-	        "  -f, --follow   keep printing new output until the process ends (Ctrl-C stops "
-	        "following;\n                 the process keeps running)\n";
 	struct follow out = { "stdout", 1, 0, false }, err = { "stderr", 2, 0, false };
-	const char *args[2] = { NULL, NULL };
 	struct hutch_paths p;
-	bool follow = false, running = true;
-	size_t nargs = 0;
+	bool running = true;
 	char proc[16];
 	int r;
 
-	if (help(argc, argv, usage))
-		return 0;
-	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "-f") || !strcmp(argv[i], "--follow"))
-			follow = true;
-		else if (argv[i][0] == '-')
-			return hutch_cli_fail(HUTCH_EXIT_USAGE,
-			                      "unknown option '%s' for 'logs'; see 'hutch "
-			                      "logs --help'",
-			                      argv[i]);
-		else if (nargs < 2)
-			args[nargs++] = argv[i];
-		else
-			return hutch_cli_fail(HUTCH_EXIT_USAGE,
-			                      "unexpected argument '%s'; see 'hutch logs "
-			                      "--help'",
-			                      argv[i]);
-	}
-	r = id_and_proc(nargs, args, "hutch logs ID PROC [-f]", proc, sizeof(proc), &p);
+	r = id_and_proc(a->npos, (const char *const *)a->pos, "hutch logs ID PROC [-f]", proc,
+	                sizeof(proc), &p);
 	if (r)
 		return r;
 	do {
 		bool was = running;
-		r = fetch(&p, proc, &out, follow && was, &running);
+		r = fetch(&p, proc, &out, a->follow && was, &running);
 		if (!r)
 			r = fetch(&p, proc, &err, false, &running);
 		if (r)
 			return r;
-	} while (follow && (running || !out.eof || !err.eof));
+	} while (a->follow && (running || !out.eof || !err.eof));
 	return 0;
 }
 
 /* ---- hutch kill ---- */
 
-int hutch_cli_kill(int argc, char **argv)
+static int cmd_kill(struct hutch_cli_args *a)
 {
-	static const char usage[] =
-	        "usage: hutch kill ID PROC [--grace S] [--json]\n\nStop background process PROC "
-	        "and every process it started: SIGTERM, then SIGKILL after S seconds (default 5; "
-	        "0: SIGKILL at once). Returns when it is dead.\n";
 	_cleanup_cjson_ cJSON *req = cJSON_CreateObject(), *res = NULL;
-	const char *args[2] = { NULL, NULL };
 	struct hutch_paths p;
-	double grace = -1;
-	bool json = false;
-	size_t nargs = 0;
 	char proc[16];
 	int r;
 
-	if (help(argc, argv, usage))
-		return 0;
-	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--json")) {
-			json = true;
-		} else if (!strcmp(argv[i], "--grace") || !strncmp(argv[i], "--grace=", 8)) {
-			const char *v =
-			        argv[i][7] == '=' ? argv[i] + 8 : (i + 1 < argc ? argv[++i] : NULL);
-			char *end;
-			if (!v)
-				return hutch_cli_fail(HUTCH_EXIT_USAGE,
-				                      "option '--grace' needs a value");
-			grace = strtod(v, &end);
-			if (!*v || *end || !isfinite(grace) || grace < 0 || grace > 3600)
-				return hutch_cli_fail(
-				        HUTCH_EXIT_USAGE,
-				        "--grace must be seconds from 0 to 3600, not '%s'", v);
-		} else if (argv[i][0] == '-') {
-			return hutch_cli_fail(HUTCH_EXIT_USAGE,
-			                      "unknown option '%s' for 'kill'; see 'hutch "
-			                      "kill --help'",
-			                      argv[i]);
-		} else if (nargs < 2) {
-			args[nargs++] = argv[i];
-		} else {
-			return hutch_cli_fail(HUTCH_EXIT_USAGE,
-			                      "unexpected argument '%s'; see 'hutch kill "
-			                      "--help'",
-			                      argv[i]);
-		}
-	}
-	r = id_and_proc(nargs, args, "hutch kill ID PROC", proc, sizeof(proc), &p);
+	r = id_and_proc(a->npos, (const char *const *)a->pos, "hutch kill ID PROC", proc,
+	                sizeof(proc), &p);
 	if (r)
 		return r;
 	cJSON_AddStringToObject(req, "id", proc);
-	if (grace >= 0)
-		cJSON_AddNumberToObject(req, "grace_seconds", grace);
-	r = post(&p, "/kill_process", req, json, &res);
+	if (a->grace >= 0)
+		cJSON_AddNumberToObject(req, "grace_seconds", a->grace);
+	r = post(&p, "/kill_process", req, a->json, &res);
 	if (r)
 		return r;
-	if (!json) {
+	if (!a->json) {
 		const cJSON *code = cJSON_GetObjectItemCaseSensitive(res, "exit_code");
 		if (cJSON_IsNumber(code))
 			printf("%s killed (exited with code %d)\n", proc, code->valueint);
@@ -395,73 +297,92 @@ int hutch_cli_kill(int argc, char **argv)
 
 /* ---- hutch exec -d ---- */
 
-int hutch_cli_exec_detached(int argc, char **argv)
+int hutch_cli_exec_detached(struct hutch_cli_args *a)
 {
-	static const struct option longopts[] = {
-		{ "detach", no_argument, NULL, 'd' },
-		{ "cwd", required_argument, NULL, 'c' },
-		{ "env", required_argument, NULL, 'e' },
-		{ "json", no_argument, NULL, 'j' },
-		{ NULL, 0, NULL, 0 },
-	};
 	_cleanup_cjson_ cJSON *req = cJSON_CreateObject(), *res = NULL;
-	cJSON *env = cJSON_AddObjectToObject(req, "env"), *arr;
-	const char *sid = NULL;
 	struct hutch_paths p;
-	bool json = false;
-	int opt, r;
+	cJSON *arr;
+	int r;
 
-	/* hutch exec -d ID [OPTIONS] -- CMD...; -d may also follow ID. */
-	optind = 1;
-	opterr = 0;
-	for (;;) {
-		opt = getopt_long(argc, argv, "+:de:", longopts, NULL);
-		if (opt == -1 && !sid && optind < argc && argv[optind][0] != '-') {
-			sid = argv[optind++]; /* the ID between the options */
-			continue;
-		}
-		if (opt == -1)
-			break;
-		if (opt == 'c') {
-			cJSON_AddStringToObject(req, "cwd", optarg);
-		} else if (opt == 'e') {
-			char *eq = strchr(optarg, '=');
-			if (!eq || eq == optarg)
-				return hutch_cli_fail(HUTCH_EXIT_USAGE, "-e wants K=V, not '%s'",
-				                      optarg);
-			*eq = '\0';
-			cJSON_DeleteItemFromObjectCaseSensitive(env, optarg);
-			cJSON_AddStringToObject(env, optarg, eq + 1);
-			*eq = '=';
-		} else if (opt == 'j') {
-			json = true;
-		} else if (opt == ':') {
-			return hutch_cli_fail(HUTCH_EXIT_USAGE, "option '%s' needs a value",
-			                      argv[optind - 1]);
-		} else if (opt == '?') {
-			return hutch_cli_fail(
-			        HUTCH_EXIT_USAGE,
-			        "option '%s' does not apply to 'exec -d' (it takes --cwd, -e, "
-			        "--json); see 'hutch exec --help'",
-			        argv[optind - 1]);
-		}
-	}
-	if (!sid)
+	if (!a->npos)
 		return hutch_cli_fail(HUTCH_EXIT_USAGE,
 		                      "missing sandbox id: hutch exec -d ID -- CMD [ARG...]");
-	if (optind >= argc)
+	if (!a->cmd)
 		return hutch_cli_fail(HUTCH_EXIT_USAGE,
 		                      "missing command: hutch exec -d ID -- CMD [ARG...]");
-	r = hutch_cli_open_live(sid, &p);
+	r = hutch_cli_open_live(a->pos[0], &p);
 	if (r)
 		return r;
+	if (a->cwd)
+		cJSON_AddStringToObject(req, "cwd", a->cwd);
+	if (a->env)
+		cJSON_AddItemReferenceToObject(req, "env", a->env);
+	else
+		cJSON_AddObjectToObject(req, "env");
 	arr = cJSON_AddArrayToObject(req, "argv");
-	for (int i = optind; i < argc; i++)
-		cJSON_AddItemToArray(arr, cJSON_CreateString(argv[i]));
-	r = post(&p, "/start_process", req, json, &res);
+	for (char **c = a->cmd; *c; c++)
+		cJSON_AddItemToArray(arr, cJSON_CreateString(*c));
+	r = post(&p, "/start_process", req, a->json, &res);
 	if (r)
 		return r;
-	if (!json)
+	if (!a->json)
 		printf("%s\n", str_of(res, "id") ?: "?");
 	return 0;
 }
+
+#define A(f) .offset = offsetof(struct hutch_cli_args, f)
+
+static const struct hutch_cli_opt logs_opts[] = {
+	{ .name = "follow",
+	  .short_name = 'f',
+	  .kind = HUTCH_CLI_FLAG,
+	  A(follow),
+	  .help = "keep printing new output until the process ends (Ctrl-C stops following; the "
+	          "process keeps running)" },
+	{ 0 },
+};
+
+static const struct hutch_cli_opt kill_opts[] = {
+	{ .name = "grace",
+	  .kind = HUTCH_CLI_SECONDS,
+	  A(grace),
+	  .metavar = "S",
+	  .max = 3600,
+	  .def = -1,
+	  .help = "seconds between SIGTERM and SIGKILL (default 5; 0: SIGKILL at once)",
+	  .invalid = "--grace must be seconds from 0 to 3600, not '%s'" },
+	{ .name = "json", .kind = HUTCH_CLI_FLAG, A(json), .help = "print the answer as JSON" },
+	{ 0 },
+};
+
+const struct hutch_cli_verb hutch_verb_ps = {
+	.name = "ps",
+	.synopsis = "ID [--json]",
+	.about =
+	        "List the background processes of a sandbox (running ones and the last finished "
+	        "ones): id, pid inside the sandbox, status (running, exited, killed), exit code or "
+	        "signal, start time, command.\n",
+	.opts = hutch_cli_json_opts,
+	.max_pos = 1,
+	.run = cmd_ps,
+};
+
+const struct hutch_cli_verb hutch_verb_logs = {
+	.name = "logs",
+	.synopsis = "ID PROC [-f]",
+	.about = "Print what background process PROC (p1, p2... see hutch ps) wrote: its stdout to "
+	         "stdout, its stderr to stderr. The sandbox keeps the last 1 MiB of each stream.\n",
+	.opts = logs_opts,
+	.max_pos = 2,
+	.run = cmd_logs,
+};
+
+const struct hutch_cli_verb hutch_verb_kill = {
+	.name = "kill",
+	.synopsis = "ID PROC [--grace S] [--json]",
+	.about = "Stop background process PROC and every process it started: SIGTERM, then SIGKILL "
+	         "after S seconds (default 5; 0: SIGKILL at once). Returns when it is dead.\n",
+	.opts = kill_opts,
+	.max_pos = 2,
+	.run = cmd_kill,
+};

@@ -1,0 +1,474 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The command line parser and --help of every verb; see args.h. The
+ * sandbox options come from runtime/options.c, so a new option needs no
+ * code here.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "args.h"
+#include "cleanup.h"
+#include "cli.h"
+#include "fdutil.h"
+#include "options.h"
+#include "util.h"
+
+#define HELP_COLUMN 22 /* where the help text starts */
+#define HELP_WIDTH  92 /* where it wraps */
+
+#define ARG(a, o, T) ((T *)(void *)((char *)(a) + (o)->offset))
+
+const struct hutch_cli_opt hutch_cli_json_opts[] = {
+	{ .name = "json",
+	  .kind = HUTCH_CLI_FLAG,
+	  .offset = offsetof(struct hutch_cli_args, json),
+	  .help = "print JSON" },
+	{ 0 },
+};
+
+/* The verb's message with its one "%s" replaced by value. */
+static int fail_value(const char *message, const char *value)
+{
+	const char *at = strstr(message, "%s");
+
+	if (!at)
+		return hutch_cli_fail(HUTCH_EXIT_USAGE, "%s", message);
+	return hutch_cli_fail(HUTCH_EXIT_USAGE, "%.*s%s%s", (int)(at - message), message, value,
+	                      at + 2);
+}
+
+static const struct hutch_cli_opt *find_opt(const struct hutch_cli_verb *v, const char *name,
+                                            size_t len, char short_name)
+{
+	for (const struct hutch_cli_opt *o = v->opts; o && o->name; o++) {
+		if (short_name ? o->short_name == short_name
+		               : strlen(o->name) == len && !strncmp(o->name, name, len))
+			return o;
+	}
+	return NULL;
+}
+
+/* An option of some verb, or a sandbox option: "does not apply" rather
+ * than "unknown". */
+static bool is_known(const struct hutch_cli_verb *const *all, const char *name, size_t len,
+                     char short_name)
+{
+	char flag[64];
+
+	for (; all && *all; all++)
+		if (find_opt(*all, name, len, short_name))
+			return true;
+	if (short_name || len >= sizeof(flag))
+		return false;
+	memcpy(flag, name, len);
+	flag[len] = '\0';
+	return hutch_option_find_cli(flag) != NULL;
+}
+
+static int set_env(struct hutch_cli_args *a, const char *value)
+{
+	const char *eq = strchr(value, '=');
+	_cleanup_free_ char *name = NULL;
+
+	if (!eq || eq == value)
+		return fail_value("invalid --env '%s': write it as NAME=VALUE", value);
+	if (!a->env)
+		a->env = cJSON_CreateObject();
+	name = strndup(value, (size_t)(eq - value));
+	if (!a->env || !name)
+		return hutch_cli_fail(HUTCH_EXIT_FAILURE, "out of memory");
+	cJSON_DeleteItemFromObjectCaseSensitive(a->env, name);
+	cJSON_AddStringToObject(a->env, name, eq + 1);
+	return 0;
+}
+
+/* One of the verb's own options. */
+static int set_opt(struct hutch_cli_args *a, const struct hutch_cli_opt *o, const char *value)
+{
+	char *end;
+	double d;
+
+	switch (o->kind) {
+	case HUTCH_CLI_FLAG:
+		*ARG(a, o, bool) = true;
+		return 0;
+	case HUTCH_CLI_STRING:
+		*ARG(a, o, const char *) = value;
+		return 0;
+	case HUTCH_CLI_ENV:
+		return set_env(a, value);
+	case HUTCH_CLI_U64:
+		if (hutch_parse_u64(value, o->umin, o->umax, ARG(a, o, uint64_t)) < 0)
+			return fail_value(o->invalid, value);
+		return 0;
+	case HUTCH_CLI_SECONDS:
+		d = strtod(value, &end);
+		if (end == value || *end || !isfinite(d) || d < o->min || d > o->max)
+			return fail_value(o->invalid, value);
+		*ARG(a, o, double) = d;
+		return 0;
+	case HUTCH_CLI_REFUSE:
+		break;
+	}
+	return fail_value(o->invalid, value);
+}
+
+/* A sandbox option; a file option's value is the file's text. */
+static int set_sandbox(struct hutch_cli_args *a, const struct hutch_option *o, const char *value)
+{
+	struct hutch_err err = { 0 };
+	_cleanup_close_ int fd = -EBADF;
+	_cleanup_free_ char *text = NULL;
+	ssize_t n;
+
+	if (!(o->flags & HUTCH_OPT_CLI_FILE)) {
+		if (hutch_option_parse(o, &a->cfg, value, &err) < 0)
+			return hutch_cli_fail(HUTCH_EXIT_USAGE, "%s", err.msg);
+		return 0;
+	}
+	/* The user's own file: symlinks are fine here. */
+	fd = open(value, O_RDONLY | O_CLOEXEC);
+	text = malloc(o->max + 2);
+	n = fd < 0 ? -errno : !text ? -ENOMEM : hutch_read_all(fd, text, o->max + 1);
+	if (n < 0)
+		return hutch_cli_fail(HUTCH_EXIT_USAGE, "cannot read --%s '%s': %s", o->cli, value,
+		                      strerror((int)-n));
+	text[n] = '\0';
+	if (strlen(text) != (size_t)n)
+		return hutch_cli_fail(HUTCH_EXIT_USAGE, "--%s '%s' is not a text file", o->cli,
+		                      value);
+	if (hutch_option_parse(o, &a->cfg, text, &err) < 0)
+		return hutch_cli_fail(HUTCH_EXIT_USAGE, "--%s '%s': %s", o->cli, value, err.msg);
+	return 0;
+}
+
+/* The state of one parse. */
+struct parser {
+	const struct hutch_cli_verb *verb;
+	const struct hutch_cli_verb *const *all;
+	int argc, i;
+	char **argv;
+};
+
+/* The value of the option at argv[p->i]: attached (--x=V, -xV) or the
+ * next argument. */
+static int take_value(struct parser *p, const char *spelled, const char *attached,
+                      const char *missing, const char **ret)
+{
+	if (attached) {
+		*ret = attached;
+		return 0;
+	}
+	if (p->i + 1 < p->argc) {
+		*ret = p->argv[++p->i];
+		return 0;
+	}
+	if (missing)
+		return hutch_cli_fail(HUTCH_EXIT_USAGE, "%s", missing);
+	return hutch_cli_fail(HUTCH_EXIT_USAGE, "option '%s' needs a value; see 'hutch %s --help'",
+	                      spelled, p->verb->name);
+}
+
+static int not_here(struct parser *p, const char *spelled, const char *name, size_t len,
+                    char short_name)
+{
+	const char *v = p->verb->name;
+
+	if (is_known(p->all, name, len, short_name))
+		return hutch_cli_fail(HUTCH_EXIT_USAGE,
+		                      "option '%s' does not apply to '%s'; see 'hutch %s --help'",
+		                      spelled, v, v);
+	return hutch_cli_fail(HUTCH_EXIT_USAGE,
+	                      "unknown option '%s' for '%s'; see 'hutch %s --help'", spelled, v, v);
+}
+
+/* The verb's own option o, spelled as spelled; attached: its =VALUE. */
+static int own_option(struct parser *p, struct hutch_cli_args *a, const struct hutch_cli_opt *o,
+                      const char *spelled, const char *attached)
+{
+	const char *value = NULL;
+	int r;
+
+	a->given[o - p->verb->opts] = spelled;
+	if (o->kind == HUTCH_CLI_FLAG || o->kind == HUTCH_CLI_REFUSE) {
+		if (attached)
+			return hutch_cli_fail(HUTCH_EXIT_USAGE,
+			                      "option '%s' takes no value; see 'hutch %s --help'",
+			                      spelled, p->verb->name);
+		return set_opt(a, o, NULL);
+	}
+	r = take_value(p, spelled, attached, o->missing, &value);
+	return r ? r : set_opt(a, o, value);
+}
+
+/* "--name" or "--name=VALUE". */
+static int long_option(struct parser *p, struct hutch_cli_args *a)
+{
+	const char *arg = p->argv[p->i], *name = arg + 2, *eq = strchr(name, '=');
+	size_t len = eq ? (size_t)(eq - name) : strlen(name);
+	const struct hutch_cli_opt *o = find_opt(p->verb, name, len, 0);
+	const struct hutch_option *so = NULL;
+	char flag[64];
+	const char *value = NULL;
+	int r;
+
+	if (o) /* spelled as the argument itself, which outlives the parse */
+		return own_option(p, a, o, arg, eq ? eq + 1 : NULL);
+	if (p->verb->sandbox_opts && len < sizeof(flag)) {
+		memcpy(flag, name, len);
+		flag[len] = '\0';
+		so = hutch_option_find_cli(flag);
+	}
+	if (!so)
+		return not_here(p, arg, name, len, 0);
+	snprintf(flag, sizeof(flag), "--%s", so->cli);
+	r = take_value(p, flag, eq ? eq + 1 : NULL, NULL, &value);
+	return r ? r : set_sandbox(a, so, value);
+}
+
+/* "-x", "-xy" (flags), "-xVALUE". */
+static int short_options(struct parser *p, struct hutch_cli_args *a)
+{
+	const char *arg = p->argv[p->i];
+
+	for (const char *c = arg + 1; *c; c++) {
+		const struct hutch_cli_opt *o = find_opt(p->verb, NULL, 0, *c);
+		char spelled[3] = { '-', *c, '\0' };
+		int r;
+
+		if (!o)
+			return not_here(p, spelled, NULL, 0, *c);
+		if (o->kind != HUTCH_CLI_FLAG && o->kind != HUTCH_CLI_REFUSE)
+			return own_option(p, a, o, arg, c[1] ? c + 1 : NULL);
+		r = own_option(p, a, o, arg, NULL);
+		if (r)
+			return r;
+	}
+	return 0;
+}
+
+static bool is_help(const char *arg)
+{
+	return !strcmp(arg, "--help") || !strcmp(arg, "-h");
+}
+
+/* A positional, or the start of the command. 1: the command starts here. */
+static int positional(struct parser *p, struct hutch_cli_args *a)
+{
+	const struct hutch_cli_verb *v = p->verb;
+
+	if (v->command && a->npos == v->max_pos) {
+		a->cmd = p->argv + p->i;
+		return 1;
+	}
+	if (a->npos == v->max_pos)
+		return hutch_cli_fail(HUTCH_EXIT_USAGE,
+		                      "unexpected argument '%s'; see 'hutch %s --help'",
+		                      p->argv[p->i], v->name);
+	a->pos[a->npos++] = p->argv[p->i];
+	return 0;
+}
+
+int hutch_cli_parse(const struct hutch_cli_verb *verb, const struct hutch_cli_verb *const *all,
+                    int argc, char **argv, struct hutch_cli_args *a)
+{
+	struct parser p = { verb, all, argc, 1, argv };
+	bool options = true;
+	int r = 0;
+
+	memset(a, 0, sizeof(*a));
+	a->verb = verb;
+	for (const struct hutch_cli_opt *o = verb->opts; o && o->name; o++) {
+		if (o->kind == HUTCH_CLI_U64)
+			*ARG(a, o, uint64_t) = o->udef;
+		else if (o->kind == HUTCH_CLI_SECONDS)
+			*ARG(a, o, double) = o->def;
+	}
+	hutch_config_init(&a->cfg);
+	a->pos = calloc((size_t)argc + 1, sizeof(*a->pos));
+	if (!a->pos)
+		return hutch_cli_fail(HUTCH_EXIT_FAILURE, "out of memory");
+	for (; p.i < argc && r == 0; p.i++) {
+		const char *arg = argv[p.i];
+		if (options && !strcmp(arg, "--")) {
+			options = false;
+			continue;
+		}
+		if (!options || arg[0] != '-' || !arg[1]) {
+			r = positional(&p, a);
+			continue;
+		}
+		if (is_help(arg)) {
+			hutch_cli_help(verb, stdout);
+			return HUTCH_CLI_HELP_SHOWN;
+		}
+		r = arg[1] == '-' ? long_option(&p, a) : short_options(&p, a);
+	}
+	return r > 0 && a->cmd ? 0 : r;
+}
+
+void hutch_cli_args_done(struct hutch_cli_args *a)
+{
+	hutch_config_done(&a->cfg);
+	cJSON_Delete(a->env);
+	a->env = NULL;
+	free(a->pos);
+	a->pos = NULL;
+}
+
+int hutch_cli_run(const struct hutch_cli_verb *verb, const struct hutch_cli_verb *const *all,
+                  int argc, char **argv)
+{
+	struct hutch_cli_args a;
+	int r = hutch_cli_parse(verb, all, argc, argv, &a);
+
+	if (r == 0)
+		r = verb->run(&a);
+	else if (r == HUTCH_CLI_HELP_SHOWN)
+		r = 0;
+	hutch_cli_args_done(&a);
+	return r;
+}
+
+int hutch_cli_check_mode(const struct hutch_cli_args *a, unsigned mode, const char *what,
+                         const char *takes)
+{
+	const struct hutch_cli_opt *opts = a->verb->opts;
+
+	for (size_t i = 0; opts && opts[i].name; i++)
+		if (a->given[i] && opts[i].modes && !(opts[i].modes & mode))
+			return hutch_cli_fail(HUTCH_EXIT_USAGE,
+			                      "option '%s' does not apply to '%s'%s; see 'hutch %s "
+			                      "--help'",
+			                      a->given[i], what, takes, a->verb->name);
+	return 0;
+}
+
+int hutch_cli_config_from_env(struct hutch_config *cfg)
+{
+	struct hutch_err err = { 0 };
+	const struct hutch_option *opts;
+	size_t n;
+
+	opts = hutch_options(&n);
+	for (size_t i = 0; i < n; i++) {
+		const char *v = opts[i].env ? getenv(opts[i].env) : NULL;
+		if (v && *v && hutch_option_parse(&opts[i], cfg, v, &err) < 0)
+			return hutch_cli_fail(HUTCH_EXIT_USAGE, "%s=%s: %s", opts[i].env, v,
+			                      err.msg);
+	}
+	return 0;
+}
+
+/* ---- --help ---- */
+
+/* "  LEFT      TEXT", TEXT wrapped at HELP_WIDTH under HELP_COLUMN. */
+static void help_line(FILE *f, const char *left, const char *text)
+{
+	int col = fprintf(f, "  %s", left);
+	const char *w = text;
+
+	while (*w) {
+		size_t len = strcspn(w, " ");
+		if (col >= HELP_COLUMN && col + 1 + (int)len > HELP_WIDTH) {
+			fputc('\n', f);
+			col = 0;
+		}
+		col += fprintf(f, "%*s%.*s", col < HELP_COLUMN ? HELP_COLUMN - col : 1, "",
+		               (int)len, w);
+		w += len;
+		w += strspn(w, " ");
+	}
+	fputc('\n', f);
+}
+
+static void join_value(void *ud, const char *s)
+{
+	char *buf = ud;
+	size_t n = strlen(buf);
+
+	snprintf(buf + n, 128 - n, "%s%s", n ? "," : "", s);
+}
+
+static void help_sandbox(FILE *f)
+{
+	struct hutch_config def;
+	const struct hutch_option *opts;
+	char left[64], text[512], shown[128];
+	size_t n;
+
+	hutch_config_init(&def);
+	opts = hutch_options(&n);
+	fputs("sandbox options:\n", f);
+	for (size_t i = 0; i < n; i++) {
+		if (!opts[i].cli)
+			continue;
+		shown[0] = '\0';
+		hutch_option_text(&opts[i], &def, join_value, shown);
+		snprintf(left, sizeof(left), "--%s %s", opts[i].cli, opts[i].metavar);
+		snprintf(text, sizeof(text), "%s%s%s%s", opts[i].help, *shown ? " (default " : "",
+		         shown, *shown ? ")" : "");
+		help_line(f, left, text);
+	}
+	fputs("environment:\n", f);
+	for (size_t i = 0; i < n; i++)
+		if (opts[i].env)
+			help_line(f, opts[i].env, opts[i].help);
+	hutch_config_done(&def);
+}
+
+/* text, its lines wrapped at HELP_WIDTH. */
+static void help_text(FILE *f, const char *text)
+{
+	int col = 0;
+
+	while (*text) {
+		size_t len = strcspn(text, " \n");
+		if (col && col + 1 + (int)len > HELP_WIDTH) {
+			fputc('\n', f);
+			col = 0;
+		}
+		col += fprintf(f, "%s%.*s", col ? " " : "", (int)len, text);
+		text += len;
+		if (*text == '\n') {
+			fputc('\n', f);
+			col = 0;
+			text++;
+		} else {
+			text += strspn(text, " ");
+		}
+	}
+}
+
+void hutch_cli_help(const struct hutch_cli_verb *v, FILE *f)
+{
+	char left[64];
+
+	fprintf(f, "usage: hutch %s%s%s\n\n", v->name, *v->synopsis ? " " : "", v->synopsis);
+	help_text(f, v->about);
+	if (v->opts && v->opts->name) {
+		fputs("\noptions:\n", f);
+		for (const struct hutch_cli_opt *o = v->opts; o->name; o++) {
+			if (o->kind == HUTCH_CLI_REFUSE)
+				continue;
+			if (o->short_name)
+				snprintf(left, sizeof(left), "-%c, --%s%s%s", o->short_name,
+				         o->name, o->metavar ? " " : "",
+				         o->metavar ? o->metavar : "");
+			else
+				snprintf(left, sizeof(left), "--%s%s%s", o->name,
+				         o->metavar ? " " : "", o->metavar ? o->metavar : "");
+			help_line(f, left, o->help);
+		}
+	}
+	if (v->sandbox_opts) {
+		fputc('\n', f);
+		help_sandbox(f);
+	}
+}

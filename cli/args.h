@@ -1,0 +1,113 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The hutch command line's one parser. A verb is a row of a table: its
+ * usage, its own options (a table of struct hutch_cli_opt) and whether it
+ * takes the sandbox options (runtime/options.c), positionals and a
+ * command. Options may come before or after positionals, as with docker;
+ * "--" ends them; a verb that takes a command starts it at the first
+ * argument after its positionals. --help (-h) is generated from the same
+ * tables.
+ *
+ * Errors are printed ("hutch: ...") and returned as exit codes (cli.h);
+ * the messages name the option, the verb and 'hutch VERB --help'.
+ */
+#ifndef HUTCH_ARGS_H
+#define HUTCH_ARGS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <cjson/cJSON.h>
+
+#include "config.h"
+
+/* What an option's value is, and where it goes in struct hutch_cli_args. */
+enum hutch_cli_kind {
+	HUTCH_CLI_FLAG,    /* no value; sets a bool */
+	HUTCH_CLI_STRING,  /* const char * (the argument itself) */
+	HUTCH_CLI_ENV,     /* NAME=VALUE, into a cJSON object (repeatable) */
+	HUTCH_CLI_U64,     /* whole number in [umin, umax] */
+	HUTCH_CLI_SECONDS, /* finite number of seconds in [min, max] (double) */
+	HUTCH_CLI_REFUSE,  /* known to this verb but refused: prints .invalid */
+};
+
+struct hutch_cli_opt {
+	const char *name; /* long name without "--"; NULL ends a table */
+	char short_name;  /* 0: none */
+	enum hutch_cli_kind kind;
+	size_t offset;       /* the field in struct hutch_cli_args */
+	const char *metavar; /* the value's name in --help */
+	const char *help;
+	double min, max, def;      /* HUTCH_CLI_SECONDS: range, default */
+	uint64_t umin, umax, udef; /* HUTCH_CLI_U64: range, default */
+	/* The message of a bad value: its "%s" is replaced by the value. */
+	const char *invalid;
+	/* The message when the value is missing; NULL: "option '--x' needs a
+	 * value". */
+	const char *missing;
+	/* Verb-defined modes the option applies in (0: all); see
+	 * hutch_cli_check_mode(). */
+	unsigned modes;
+};
+
+struct hutch_cli_args;
+
+struct hutch_cli_verb {
+	const char *name;                 /* "exec", "pool start" */
+	const char *synopsis;             /* after "usage: hutch NAME " */
+	const char *about;                /* the text after the usage line */
+	const struct hutch_cli_opt *opts; /* its own options; NULL: none */
+	bool sandbox_opts;                /* takes the option table's options */
+	bool command;                     /* a command follows the positionals */
+	size_t max_pos;                   /* positionals (before the command) */
+	int (*run)(struct hutch_cli_args *a);
+};
+
+#define HUTCH_CLI_OPTS_MAX 16
+#define HUTCH_CLI_MANY     ((size_t)-1) /* max_pos: no limit */
+
+/* Every value an option of any verb can set; a verb reads its own. */
+struct hutch_cli_args {
+	const struct hutch_cli_verb *verb;
+	struct hutch_config cfg; /* the sandbox options (verb->sandbox_opts) */
+	bool json, quiet, all, detach, follow, no_stdin;
+	const char *cwd;
+	cJSON *env; /* NAME: VALUE, NULL if no -e */
+	double timeout, grace;
+	uint64_t size, max_bytes;
+	char **pos; /* positionals */
+	size_t npos;
+	char **cmd; /* the command, NULL-terminated; NULL if none */
+	/* How each of verb->opts was spelled, NULL if not given. */
+	const char *given[HUTCH_CLI_OPTS_MAX];
+};
+
+/* The table of verbs whose one option is --json. */
+extern const struct hutch_cli_opt hutch_cli_json_opts[];
+
+/* Parse argv (argv[0] is the verb) for verb; all is every verb (NULL
+ * ended), to tell an option of another verb ("does not apply") from an
+ * unknown one. Returns 0, an exit code after printing why, or
+ * HUTCH_CLI_HELP_SHOWN after printing --help. hutch_cli_args_done() in
+ * every case. */
+#define HUTCH_CLI_HELP_SHOWN (-1)
+int hutch_cli_parse(const struct hutch_cli_verb *verb, const struct hutch_cli_verb *const *all,
+                    int argc, char **argv, struct hutch_cli_args *a);
+void hutch_cli_args_done(struct hutch_cli_args *a);
+/* Parse and run the verb; returns the exit code. */
+int hutch_cli_run(const struct hutch_cli_verb *verb, const struct hutch_cli_verb *const *all,
+                  int argc, char **argv);
+
+/* Print the verb's --help: usage, text, its options, the sandbox options. */
+void hutch_cli_help(const struct hutch_cli_verb *verb, FILE *f);
+/* Refuse the options given that do not apply in mode (for 'what', e.g.
+ * "exec -d"); 0 or an exit code. */
+int hutch_cli_check_mode(const struct hutch_cli_args *a, unsigned mode, const char *what,
+                         const char *takes);
+/* The options of the table read from the environment (HUTCH_RESOLVER...);
+ * 0 or an exit code. */
+int hutch_cli_config_from_env(struct hutch_config *cfg);
+
+#endif

@@ -1,0 +1,512 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The sandbox verbs: run, create, exec, ls, inspect, rm, gc. Their options
+ * are the tables below and the sandbox option table (runtime/options.c);
+ * args.c parses them, stream.c runs commands.
+ */
+#include <errno.h>
+#include <float.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "args.h"
+#include "cleanup.h"
+#include "cli.h"
+#include "client.h"
+#include "config.h"
+#include "pool.h"
+#include "sandbox.h"
+#include "state.h"
+#include "stream.h"
+#include "verbs.h"
+
+#define A(f) .offset = offsetof(struct hutch_cli_args, f)
+
+/* exec's modes, for the options that apply in one only. */
+#define ATTACHED (1u << 0)
+#define DETACHED (1u << 1)
+
+/* The options of a command, run's and exec's; modes: those of --timeout
+ * and --no-stdin (exec -d takes neither). */
+#define COMMAND_OPTS(m)                                                                     \
+	{ .name = "cwd",                                                                    \
+	  .kind = HUTCH_CLI_STRING,                                                         \
+	  A(cwd),                                                                           \
+	  .metavar = "DIR",                                                                 \
+	  .help = "working directory (default /workspace)" },                               \
+	        { .name = "env",                                                            \
+		  .short_name = 'e',                                                        \
+		  .kind = HUTCH_CLI_ENV,                                                    \
+		  A(env),                                                                   \
+		  .metavar = "K=V",                                                         \
+		  .help = "set an environment variable (repeatable)" },                     \
+	        { .name = "timeout",                                                        \
+		  .kind = HUTCH_CLI_SECONDS,                                                \
+		  A(timeout),                                                               \
+		  .metavar = "S",                                                           \
+		  .max = DBL_MAX,                                                           \
+		  .modes = (m),                                                             \
+		  .help = "kill the command and its children after S seconds (exit 124)",   \
+		  .invalid = "invalid --timeout '%s': give a number of seconds, e.g. 30" }, \
+	{                                                                                   \
+		.name = "no-stdin", .short_name = 'n', .kind = HUTCH_CLI_FLAG, A(no_stdin), \
+		.modes = (m),                                                               \
+		.help = "do not pass standard input (it is passed when not a terminal)"     \
+	}
+
+static const struct hutch_cli_opt run_opts[] = {
+	COMMAND_OPTS(0),
+	{ 0 },
+};
+
+static const struct hutch_cli_opt exec_opts[] = {
+	{ .name = "detach",
+	  .short_name = 'd',
+	  .kind = HUTCH_CLI_FLAG,
+	  A(detach),
+	  .help = "start CMD in the background, print its process id" },
+	COMMAND_OPTS(ATTACHED),
+	{ .name = "json",
+	  .kind = HUTCH_CLI_FLAG,
+	  A(json),
+	  .help = "with -d: print the answer as JSON",
+	  .modes = DETACHED },
+	{ 0 },
+};
+
+static const struct hutch_cli_opt ls_opts[] = {
+	{ .name = "quiet",
+	  .short_name = 'q',
+	  .kind = HUTCH_CLI_FLAG,
+	  A(quiet),
+	  .help = "print the ids only" },
+	{ .name = "json", .kind = HUTCH_CLI_FLAG, A(json), .help = "print a JSON array" },
+	{ 0 },
+};
+
+static const struct hutch_cli_opt rm_opts[] = {
+	{ .name = "all", .kind = HUTCH_CLI_FLAG, A(all), .help = "delete every sandbox" },
+	{ .name = "quiet",
+	  .short_name = 'q',
+	  .kind = HUTCH_CLI_FLAG,
+	  A(quiet),
+	  .help = "print nothing" },
+	{ .name = "json",
+	  .kind = HUTCH_CLI_FLAG,
+	  A(json),
+	  .help = "print the ids removed as a JSON array" },
+	{ 0 },
+};
+
+static int create_sandbox(struct hutch_config *cfg, struct hutch_created *c)
+{
+	struct hutch_setup_failure setup = { 0 };
+	struct hutch_err err = { 0 };
+	int r;
+
+	if (geteuid() != 0)
+		return hutch_cli_fail(
+		        HUTCH_EXIT_NOT_CAPABLE,
+		        "creating a sandbox needs root for now: run 'sudo hutch ...' (a service "
+		        "for non-root users comes later)");
+	r = hutch_cli_config_from_env(cfg);
+	if (r)
+		return r;
+	r = hutch_config_validate(cfg, &err);
+	if (r < 0)
+		return hutch_cli_fail(HUTCH_EXIT_USAGE, "%s", err.msg);
+	r = hutch_pool_claim(cfg, hutch_runtime_dir(), c, &err);
+	if (r > 0)
+		return 0;      /* a warm sandbox from `hutch pool` */
+	hutch_err_clear(&err); /* no pool, or nothing ready: create cold */
+	r = hutch_sandbox_create(cfg, hutch_runtime_dir(), c, &setup, &err);
+	if (r == -ECANCELED && setup.step[0]) {
+		size_t n = strlen(setup.tail);
+		fprintf(stderr, "hutch: cannot create sandbox: %s; sandbox %s was deleted\n",
+		        err.msg, setup.id);
+		if (n) {
+			fprintf(stderr, "hutch: last %zu bytes of its output:\n%s%s", n, setup.tail,
+			        setup.tail[n - 1] == '\n' ? "" : "\n");
+		}
+		return HUTCH_EXIT_SETUP;
+	}
+	if (r < 0)
+		return hutch_cli_fail(
+		        r == -EPERM || r == -ENOSYS || r == -EOPNOTSUPP ? HUTCH_EXIT_NOT_CAPABLE
+		                                                        : HUTCH_EXIT_FAILURE,
+		        "cannot create sandbox: %s (run 'hutch doctor' to check this host)",
+		        err.msg);
+	return 0;
+}
+
+static cJSON *removed_json; /* rm --json collects ids here */
+
+static void print_removed(void)
+{
+	_cleanup_free_ char *t = NULL;
+
+	if (!removed_json)
+		return;
+	t = cJSON_PrintUnformatted(removed_json);
+	printf("%s\n", t ? t : "[]");
+	cJSON_Delete(removed_json);
+	removed_json = NULL;
+}
+
+static int delete_sandbox(const struct hutch_paths *p, bool quiet)
+{
+	struct hutch_http_resp resp;
+	struct hutch_err err = { 0 };
+	int r;
+
+	r = hutch_client_request(p->sock, "DELETE", "/", NULL, 0, &resp, &err);
+	if (r < 0) {
+		/* No supervisor answers: clean up what it left. */
+		r = hutch_state_reap(hutch_runtime_dir(), p->id, &err);
+		if (r < 0)
+			return hutch_cli_fail(HUTCH_EXIT_FAILURE, "remove sandbox %s: %s", p->id,
+			                      err.msg);
+		if (r == 0)
+			return hutch_cli_fail(HUTCH_EXIT_FAILURE,
+			                      "sandbox %s is alive but does not answer on '%s'",
+			                      p->id, p->sock);
+	} else {
+		long status = resp.status;
+		hutch_http_resp_done(&resp);
+		if (status != 200 && status != 410)
+			return hutch_cli_fail(HUTCH_EXIT_FAILURE, "delete sandbox %s: HTTP %ld",
+			                      p->id, status);
+		/* The supervisor answers once every process of the sandbox
+		 * is dead and it can no longer be found; it removes the
+		 * cgroups and host link right after, then exits (gc does it
+		 * if it dies first). */
+	}
+	if (removed_json)
+		cJSON_AddItemToArray(removed_json, cJSON_CreateString(p->id));
+	if (!quiet)
+		printf("%s\n", p->id);
+	return 0;
+}
+
+static int cmd_run(struct hutch_cli_args *a)
+{
+	struct hutch_created c;
+	int r;
+
+	if (!a->cmd)
+		return hutch_cli_fail(HUTCH_EXIT_USAGE,
+		                      "missing command: hutch run [OPTIONS] -- CMD [ARG...]");
+	/* Catch Ctrl-C before creating: dying during create would leave a
+	 * detached sandbox behind for its whole TTL. */
+	hutch_cli_catch_interrupts();
+	r = create_sandbox(&a->cfg, &c);
+	if (r)
+		return r;
+	if (hutch_cli_interrupted())
+		r = 128 + hutch_cli_interrupted();
+	else
+		r = hutch_cli_stream_command(c.paths.sock, a->cmd, a);
+	(void)delete_sandbox(&c.paths, true);
+	return r;
+}
+
+static int cmd_create(struct hutch_cli_args *a)
+{
+	struct hutch_created c;
+	int r;
+
+	r = create_sandbox(&a->cfg, &c);
+	if (r)
+		return r;
+	if (a->json) {
+		_cleanup_cjson_ cJSON *o = cJSON_CreateObject();
+		_cleanup_free_ char *t = NULL;
+		char when[40];
+		hutch_format_time(c.expires_at, when, sizeof(when));
+		cJSON_AddStringToObject(o, "id", c.id);
+		cJSON_AddStringToObject(o, "socket", c.paths.sock);
+		cJSON_AddStringToObject(o, "expires_at", when);
+		cJSON_AddNumberToObject(o, "expires_at_unix", (double)c.expires_at);
+		cJSON_AddItemToObject(o, "config", hutch_config_to_json(&a->cfg));
+		t = cJSON_Print(o);
+		printf("%s\n", t);
+	} else {
+		printf("%s\n", c.id);
+	}
+	return 0;
+}
+
+static int cmd_exec(struct hutch_cli_args *a)
+{
+	struct hutch_paths p;
+	int r;
+
+	if (a->detach) {
+		r = hutch_cli_check_mode(a, DETACHED, "exec -d", " (it takes --cwd, -e, --json)");
+		return r ? r : hutch_cli_exec_detached(a); /* verb-procs.c */
+	}
+	r = hutch_cli_check_mode(a, ATTACHED, "exec", " without -d");
+	if (r)
+		return r;
+	if (a->npos < 1)
+		return hutch_cli_fail(HUTCH_EXIT_USAGE,
+		                      "missing sandbox id: hutch exec ID -- CMD [ARG...]");
+	r = hutch_cli_resolve(a->pos[0], &p);
+	if (r)
+		return r;
+	if (!a->cmd)
+		return hutch_cli_fail(HUTCH_EXIT_USAGE,
+		                      "missing command: hutch exec ID -- CMD [ARG...]");
+	if (hutch_state_is_live(&p) == 0)
+		return hutch_cli_fail(
+		        HUTCH_EXIT_GONE,
+		        "sandbox %s is not running: its supervisor is gone (killed or crashed); "
+		        "run 'hutch gc' to remove what it left",
+		        p.id);
+	hutch_cli_catch_interrupts();
+	return hutch_cli_stream_command(p.sock, a->cmd, a);
+}
+
+static cJSON *describe(const char *id, bool *live)
+{
+	struct hutch_paths p;
+	cJSON *state = NULL;
+
+	(void)hutch_paths_init(hutch_runtime_dir(), id, &p);
+	*live = hutch_state_is_live(&p) > 0;
+	if (hutch_state_read(&p, &state) < 0) {
+		state = cJSON_CreateObject();
+		cJSON_AddStringToObject(state, "id", id);
+	}
+	cJSON_DeleteItemFromObjectCaseSensitive(state, "live");
+	cJSON_AddBoolToObject(state, "live", *live);
+	/* Caught between mkdir and the first state.json, or a broken file. */
+	if (!cJSON_IsString(cJSON_GetObjectItemCaseSensitive(state, "status")))
+		cJSON_AddStringToObject(state, "status", *live ? "creating" : "unknown");
+	return state;
+}
+
+static int cmd_ls(struct hutch_cli_args *a)
+{
+	_cleanup_free_ char(*ids)[HUTCH_ID_LEN + 1] = NULL;
+	_cleanup_cjson_ cJSON *arr = NULL;
+	bool json = a->json, quiet = a->quiet;
+	size_t n;
+	int r;
+
+	r = hutch_state_list(hutch_runtime_dir(), &ids, &n);
+	if (r < 0)
+		return hutch_cli_fail(HUTCH_EXIT_FAILURE, "list '%s': %s", hutch_runtime_dir(),
+		                      strerror(-r));
+	if (json)
+		arr = cJSON_CreateArray();
+	else if (!quiet)
+		printf("%-12s  %-8s  %-8s  %-8s  %-20s  %s\n", "ID", "STATUS", "TYPE", "NETWORK",
+		       "EXPIRES", "REGION");
+	for (size_t i = 0; i < n; i++) {
+		bool live;
+		cJSON *s = describe(ids[i], &live);
+		const cJSON *cfg = cJSON_GetObjectItemCaseSensitive(s, "config");
+		const cJSON *st = cJSON_GetObjectItemCaseSensitive(s, "status");
+		const cJSON *exp = cJSON_GetObjectItemCaseSensitive(s, "expires_at");
+		char when[40] = "-";
+
+		if (quiet) {
+			printf("%s\n", ids[i]);
+			cJSON_Delete(s);
+			continue;
+		}
+		if (json) {
+			cJSON_AddItemToArray(arr, s);
+			continue;
+		}
+		if (cJSON_IsNumber(exp))
+			hutch_format_time((int64_t)exp->valuedouble, when, sizeof(when));
+		printf("%-12s  %-8s  %-8s  %-8s  %-20s  %s\n", ids[i],
+		       live ? (cJSON_IsString(st) ? st->valuestring : "?") : "dead",
+		       cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(cfg, "instance_type"))
+		               ?: "?",
+		       cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(cfg, "network"))
+		               ?: "?",
+		       when,
+		       cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(cfg, "region"))
+		               ?: "?");
+		cJSON_Delete(s);
+	}
+	if (json) {
+		_cleanup_free_ char *t = cJSON_Print(arr);
+		printf("%s\n", t);
+	}
+	return 0;
+}
+
+static int cmd_inspect(struct hutch_cli_args *a)
+{
+	struct hutch_paths p;
+	struct hutch_http_resp resp;
+	struct hutch_err err = { 0 };
+	int r;
+
+	if (a->npos < 1)
+		return hutch_cli_fail(HUTCH_EXIT_USAGE, "missing sandbox id: hutch inspect ID");
+	r = hutch_cli_resolve(a->pos[0], &p);
+	if (r)
+		return r;
+	r = hutch_client_request(p.sock, "GET", "/status", NULL, 0, &resp, &err);
+	if (r < 0) {
+		bool live;
+		_cleanup_cjson_ cJSON *s = describe(p.id, &live);
+		_cleanup_free_ char *t = cJSON_Print(s);
+		printf("%s\n", t);
+		return 0;
+	}
+	if (resp.status != 200) {
+		r = hutch_cli_api_error(resp.status, resp.body.data ? resp.body.data : "");
+		hutch_http_resp_done(&resp);
+		return r;
+	}
+	{
+		_cleanup_cjson_ cJSON *j = cJSON_Parse(resp.body.data);
+		_cleanup_free_ char *t = j ? cJSON_Print(j) : NULL;
+		printf("%s\n", t ? t : resp.body.data);
+	}
+	hutch_http_resp_done(&resp);
+	return 0;
+}
+
+static int cmd_rm(struct hutch_cli_args *a)
+{
+	bool quiet = a->quiet;
+	int r, worst = 0;
+
+	if (a->json) {
+		quiet = true;
+		removed_json = cJSON_CreateArray();
+	}
+	if (a->all) {
+		_cleanup_free_ char(*ids)[HUTCH_ID_LEN + 1] = NULL;
+		size_t n;
+		if (a->npos)
+			return hutch_cli_fail(HUTCH_EXIT_USAGE, "give ids or --all, not both");
+		r = hutch_state_list(hutch_runtime_dir(), &ids, &n);
+		if (r < 0)
+			return hutch_cli_fail(HUTCH_EXIT_FAILURE, "list: %s", strerror(-r));
+		for (size_t i = 0; i < n; i++) {
+			struct hutch_paths p;
+			(void)hutch_paths_init(hutch_runtime_dir(), ids[i], &p);
+			r = delete_sandbox(&p, quiet);
+			if (r && !worst)
+				worst = r;
+		}
+		print_removed();
+		return worst;
+	}
+	if (!a->npos)
+		return hutch_cli_fail(HUTCH_EXIT_USAGE,
+		                      "missing sandbox id: hutch rm ID... (or --all)");
+	for (size_t i = 0; i < a->npos; i++) {
+		struct hutch_paths p;
+		r = hutch_cli_resolve(a->pos[i], &p);
+		if (!r)
+			r = delete_sandbox(&p, quiet);
+		if (r && !worst)
+			worst = r;
+	}
+	print_removed();
+	return worst;
+}
+
+static int cmd_gc(struct hutch_cli_args *a)
+{
+	struct hutch_err err = { 0 };
+	int r;
+
+	r = hutch_state_gc(hutch_runtime_dir(), &err);
+	if (r < 0)
+		return hutch_cli_fail(HUTCH_EXIT_FAILURE, "gc: %s", err.msg);
+	r += hutch_pool_gc(hutch_runtime_dir(), &err);
+	if (hutch_sandbox_net_gc(&err) < 0)
+		return hutch_cli_fail(HUTCH_EXIT_FAILURE, "gc of the host network state: %s",
+		                      err.msg);
+	if (a->json)
+		printf("{\"removed\": %d}\n", r);
+	else
+		printf("removed %d dead sandbox%s\n", r, r == 1 ? "" : "es");
+	return 0;
+}
+
+const struct hutch_cli_verb hutch_verb_run = {
+	.name = "run",
+	.synopsis = "[OPTIONS] -- CMD [ARG...]",
+	.about = "Create a sandbox, run CMD in it with its output streamed, delete the sandbox, "
+	         "exit "
+	         "with CMD's exit code.\n",
+	.opts = run_opts,
+	.sandbox_opts = true,
+	.command = true,
+	.run = cmd_run,
+};
+
+const struct hutch_cli_verb hutch_verb_create = {
+	.name = "create",
+	.synopsis = "[OPTIONS] [--json]",
+	.about =
+	        "Create a sandbox and print its id (--json: its id, socket, expiry and options).\n",
+	.opts = hutch_cli_json_opts,
+	.sandbox_opts = true,
+	.run = cmd_create,
+};
+
+const struct hutch_cli_verb hutch_verb_exec = {
+	.name = "exec",
+	.synopsis = "ID [OPTIONS] -- CMD [ARG...]",
+	.about =
+	        "Run CMD in a sandbox; stdout and stderr stream as they come; exit with CMD's exit "
+	        "code. Ctrl-C kills CMD (and its children) only.\n\nWith -d (--detach), before or "
+	        "after ID: start CMD in the background, print its process id (p1, p2...) and "
+	        "return at once; see hutch ps, logs, kill.\n",
+	.opts = exec_opts,
+	.command = true,
+	.max_pos = 1,
+	.run = cmd_exec,
+};
+
+const struct hutch_cli_verb hutch_verb_ls = {
+	.name = "ls",
+	.synopsis = "[-q] [--json]",
+	.about = "List sandboxes.\n",
+	.opts = ls_opts,
+	.run = cmd_ls,
+};
+
+const struct hutch_cli_verb hutch_verb_inspect = {
+	.name = "inspect",
+	.synopsis = "ID",
+	.about = "Print a sandbox's status as JSON.\n",
+	.max_pos = 1,
+	.run = cmd_inspect,
+};
+
+const struct hutch_cli_verb hutch_verb_rm = {
+	.name = "rm",
+	.synopsis = "[-q] [--json] ID... | --all",
+	.about =
+	        "Delete sandboxes; returns when their processes are dead and they are gone from ls "
+	        "(cgroups and host links go right after). Prints the ids removed (--json: a JSON "
+	        "array).\n",
+	.opts = rm_opts,
+	.max_pos = HUTCH_CLI_MANY,
+	.run = cmd_rm,
+};
+
+const struct hutch_cli_verb hutch_verb_gc = {
+	.name = "gc",
+	.synopsis = "[--json]",
+	.about =
+	        "Remove the cgroups, state, host links and nftables rules that dead sandboxes left "
+	        "behind (also run by every create).\n",
+	.opts = hutch_cli_json_opts,
+	.run = cmd_gc,
+};

@@ -1,0 +1,26 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Every verb of the hutch command, by the file that holds it; main.c
+ * dispatches to them, args.c parses their options.
+ */
+#ifndef HUTCH_VERBS_H
+#define HUTCH_VERBS_H
+
+#include "args.h"
+
+/* verb-sandbox.c */
+extern const struct hutch_cli_verb hutch_verb_run, hutch_verb_create, hutch_verb_exec,
+        hutch_verb_ls, hutch_verb_inspect, hutch_verb_rm, hutch_verb_gc;
+/* verb-procs.c */
+extern const struct hutch_cli_verb hutch_verb_ps, hutch_verb_logs, hutch_verb_kill;
+/* hutch exec -d (the verb is exec's): start a background process. */
+int hutch_cli_exec_detached(struct hutch_cli_args *a);
+/* verb-pool.c: "pool start", "pool stop", "pool ls", "pool key" */
+extern const struct hutch_cli_verb hutch_verb_pool_start, hutch_verb_pool_stop, hutch_verb_pool_ls,
+        hutch_verb_pool_key;
+/* hutch pool SUB ...: argv[0] is "pool". */
+int hutch_cli_pool(int argc, char **argv, const struct hutch_cli_verb *const *all);
+/* cp.c, doctor.c */
+extern const struct hutch_cli_verb hutch_verb_cp, hutch_verb_doctor;
+
+#endif

@@ -1,0 +1,268 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Unit tests for the command line parser (cli/args.c): options before and
+ * after positionals, "--", where a command starts, attached and bundled
+ * values, the sandbox options from the option table, defaults, and which
+ * errors name which exit code. The verbs here are made up; the real ones
+ * are driven by tests/integration/test_cli.py.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "args.h"
+#include "cli.h"
+
+#define A(f) .offset = offsetof(struct hutch_cli_args, f)
+
+static int run_nothing(struct hutch_cli_args *a)
+{
+	(void)a;
+	return 0;
+}
+
+static const struct hutch_cli_opt exec_opts[] = {
+	{ .name = "detach", .short_name = 'd', .kind = HUTCH_CLI_FLAG, A(detach), .help = "d" },
+	{ .name = "cwd", .kind = HUTCH_CLI_STRING, A(cwd), .metavar = "DIR", .help = "c" },
+	{ .name = "env",
+	  .short_name = 'e',
+	  .kind = HUTCH_CLI_ENV,
+	  A(env),
+	  .metavar = "K=V",
+	  .help = "e" },
+	{ .name = "timeout",
+	  .kind = HUTCH_CLI_SECONDS,
+	  A(timeout),
+	  .metavar = "S",
+	  .max = 1e9,
+	  .help = "t",
+	  .invalid = "invalid --timeout '%s'",
+	  .modes = 1 },
+	{ .name = "no-stdin",
+	  .short_name = 'n',
+	  .kind = HUTCH_CLI_FLAG,
+	  A(no_stdin),
+	  .help = "n",
+	  .modes = 1 },
+	{ 0 },
+};
+
+static const struct hutch_cli_opt other_opts[] = {
+	{ .name = "size",
+	  .kind = HUTCH_CLI_U64,
+	  A(size),
+	  .metavar = "N",
+	  .umin = 1,
+	  .umax = 9,
+	  .udef = 4,
+	  .help = "s",
+	  .invalid = "invalid --size '%s'",
+	  .missing = "no size" },
+	{ .name = "grace",
+	  .kind = HUTCH_CLI_SECONDS,
+	  A(grace),
+	  .metavar = "S",
+	  .max = 60,
+	  .def = -1,
+	  .help = "g",
+	  .invalid = "bad grace" },
+	{ .name = "all", .kind = HUTCH_CLI_FLAG, A(all), .help = "a" },
+	{ .name = "quiet", .short_name = 'q', .kind = HUTCH_CLI_FLAG, A(quiet), .help = "q" },
+	{ 0 },
+};
+
+static const struct hutch_cli_verb exec_verb = {
+	.name = "exec",
+	.synopsis = "ID -- CMD",
+	.about = "Run.\n",
+	.opts = exec_opts,
+	.command = true,
+	.max_pos = 1,
+	.run = run_nothing,
+};
+
+static const struct hutch_cli_verb create_verb = {
+	.name = "create",
+	.synopsis = "[OPTIONS]",
+	.about = "Create.\n",
+	.sandbox_opts = true,
+	.run = run_nothing,
+};
+
+static const struct hutch_cli_verb other_verb = {
+	.name = "other",
+	.synopsis = "ID...",
+	.about = "Other.\n",
+	.opts = other_opts,
+	.max_pos = HUTCH_CLI_MANY,
+	.run = run_nothing,
+};
+
+static const struct hutch_cli_verb *const all[] = { &exec_verb, &create_verb, &other_verb, NULL };
+
+/* Parse a NULL-terminated list of words (the first is the verb). */
+static int parse(const struct hutch_cli_verb *v, struct hutch_cli_args *a, char **words)
+{
+	int argc = 0;
+
+	while (words[argc])
+		argc++;
+	return hutch_cli_parse(v, all, argc, words, a);
+}
+
+static void test_options_around_the_id(void **state)
+{
+	char *before[] = { "exec", "--cwd", "/tmp", "-e", "A=1", "abc", "--", "ls", "-l", NULL };
+	char *after[] = { "exec", "abc", "--cwd=/tmp", "-eA=1", "-e", "A=2", "ls", "-l", NULL };
+	char *nocmd[] = { "exec", "abc", "-d", NULL };
+	struct hutch_cli_args a;
+
+	(void)state;
+	assert_int_equal(parse(&exec_verb, &a, before), 0);
+	assert_int_equal(a.npos, 1);
+	assert_string_equal(a.pos[0], "abc");
+	assert_string_equal(a.cwd, "/tmp");
+	assert_string_equal(cJSON_GetObjectItem(a.env, "A")->valuestring, "1");
+	assert_non_null(a.cmd);
+	assert_string_equal(a.cmd[0], "ls");
+	assert_string_equal(a.cmd[1], "-l"); /* the command's own options */
+	assert_null(a.cmd[2]);
+	hutch_cli_args_done(&a);
+
+	/* The first word after the id starts the command, "--" or not; a
+	 * repeated -e keeps the last value. */
+	assert_int_equal(parse(&exec_verb, &a, after), 0);
+	assert_string_equal(a.pos[0], "abc");
+	assert_string_equal(a.cwd, "/tmp");
+	assert_string_equal(cJSON_GetObjectItem(a.env, "A")->valuestring, "2");
+	assert_int_equal(cJSON_GetArraySize(a.env), 1);
+	assert_string_equal(a.cmd[0], "ls");
+	assert_string_equal(a.cmd[1], "-l");
+	hutch_cli_args_done(&a);
+
+	assert_int_equal(parse(&exec_verb, &a, nocmd), 0);
+	assert_true(a.detach);
+	assert_null(a.cmd);
+	hutch_cli_args_done(&a);
+}
+
+static void test_double_dash(void **state)
+{
+	char *words[] = { "other", "--all", "--", "-q", "--size", NULL };
+	char *bundle[] = { "other", "-q", "x", "--size", "5", "y", "--grace", "0.5", NULL };
+	struct hutch_cli_args a;
+
+	(void)state;
+	/* After "--", everything is a positional. */
+	assert_int_equal(parse(&other_verb, &a, words), 0);
+	assert_true(a.all);
+	assert_false(a.quiet);
+	assert_int_equal(a.npos, 2);
+	assert_string_equal(a.pos[0], "-q");
+	assert_string_equal(a.pos[1], "--size");
+	assert_int_equal(a.size, 4); /* the default */
+	assert_true(a.grace < 0);
+	hutch_cli_args_done(&a);
+
+	assert_int_equal(parse(&other_verb, &a, bundle), 0);
+	assert_true(a.quiet);
+	assert_int_equal(a.npos, 2);
+	assert_int_equal(a.size, 5);
+	assert_true(a.grace == 0.5);
+	hutch_cli_args_done(&a);
+}
+
+static void test_sandbox_options(void **state)
+{
+	char *words[] = { "create",      "--ttl", "60",          "--instance-type=nano",
+		          "--host-port", "8080",  "--host-port", "9090",
+		          NULL };
+	char *bad[] = { "create", "--ttl", "soon", NULL };
+	struct hutch_cli_args a;
+
+	(void)state;
+	assert_int_equal(parse(&create_verb, &a, words), 0);
+	assert_int_equal(a.cfg.ttl_seconds, 60);
+	assert_string_equal(a.cfg.type->name, "nano");
+	assert_int_equal(a.cfg.nhost_ports, 2);
+	hutch_cli_args_done(&a);
+	assert_int_equal(parse(&create_verb, &a, bad), HUTCH_EXIT_USAGE);
+	hutch_cli_args_done(&a);
+}
+
+static void test_errors(void **state)
+{
+	static char *cases[][5] = {
+		{ "create", "--bogus", NULL },         /* unknown */
+		{ "create", "--cwd", "/", NULL },      /* another verb's: does not apply */
+		{ "other", "--ttl", "5", NULL },       /* a sandbox option: does not apply */
+		{ "create", "--ttl", NULL },           /* needs a value */
+		{ "create", "extra", NULL },           /* no positionals */
+		{ "other", "--size", NULL },           /* its own message */
+		{ "other", "--size", "10", NULL },     /* out of range */
+		{ "other", "--grace", "nan", NULL },   /* not finite */
+		{ "other", "--all=1", NULL },          /* a flag takes no value */
+		{ "exec", "-x", NULL },                /* unknown short */
+		{ "exec", "--env", "=x", "id", NULL }, /* no name */
+		{ "exec", "--timeout", "-1", NULL },   /* below range */
+	};
+	const struct hutch_cli_verb *verb_of[] = {
+		&create_verb, &create_verb, &other_verb, &create_verb, &create_verb, &other_verb,
+		&other_verb,  &other_verb,  &other_verb, &exec_verb,   &exec_verb,   &exec_verb,
+	};
+	struct hutch_cli_args a;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		assert_int_equal(parse(verb_of[i], &a, cases[i]), HUTCH_EXIT_USAGE);
+		hutch_cli_args_done(&a);
+	}
+}
+
+static void test_help_and_modes(void **state)
+{
+	char *help[] = { "create", "--ttl", "5", "-h", NULL };
+	char *timeout[] = { "exec", "-d", "--timeout", "3", "id", NULL };
+	struct hutch_cli_args a;
+	FILE *f;
+	char buf[8192];
+	size_t n;
+
+	(void)state;
+	assert_int_equal(parse(&create_verb, &a, help), HUTCH_CLI_HELP_SHOWN);
+	hutch_cli_args_done(&a);
+	/* exec -d refuses the options of attached exec. */
+	assert_int_equal(parse(&exec_verb, &a, timeout), 0);
+	assert_int_equal(hutch_cli_check_mode(&a, 2, "exec -d", ""), HUTCH_EXIT_USAGE);
+	assert_int_equal(hutch_cli_check_mode(&a, 1, "exec", ""), 0);
+	hutch_cli_args_done(&a);
+
+	/* --help lists every sandbox option of the table with its default. */
+	f = tmpfile();
+	assert_non_null(f);
+	hutch_cli_help(&create_verb, f);
+	rewind(f);
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	buf[n] = '\0';
+	fclose(f);
+	assert_non_null(strstr(buf, "usage: hutch create [OPTIONS]"));
+	assert_non_null(strstr(buf, "--ttl S"));
+	assert_non_null(strstr(buf, "(default 86400)"));
+	assert_non_null(strstr(buf, "--host-port PORT"));
+	assert_non_null(strstr(buf, "HUTCH_RESOLVER"));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_options_around_the_id), cmocka_unit_test(test_double_dash),
+		cmocka_unit_test(test_sandbox_options),       cmocka_unit_test(test_errors),
+		cmocka_unit_test(test_help_and_modes),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

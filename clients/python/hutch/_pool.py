@@ -1,42 +1,44 @@
-"""Claiming a sandbox from a warm pool (``hutch pool start``) without a CLI
-process: the same steps as ``hutch create`` (cli/pool.c). Take a ready
-sandbox by unlinking its token in ``$HUTCH_RUNTIME_DIR/.pool/<key>/`` (only
-one unlink succeeds), then ``POST /claim`` with the session's options. Any
-failure returns None and the caller creates through the CLI as usual."""
+"""Claiming a sandbox from a warm pool (``hutch pool start``) without a
+``hutch create`` process: the same steps as ``hutch create`` (cli/pool.c).
+What the pool is called, where it lives and what a claim sends come from
+``hutch pool key --json`` (the C code's own answer; this client never
+computes a key), asked once per configuration. Take a ready sandbox by
+unlinking its token in the pool's directory (only one unlink succeeds),
+then ``POST /claim``. Any failure returns None and the caller creates
+through the CLI as usual."""
 import fcntl
 import json
 import os
 import re
+import subprocess
 
 from ._http import UnixHTTPConnection
 
 _ID = re.compile(r"[0-9a-f]{12}")
-DEFAULT_MAX_OUTPUT = 4 << 20
+_described = {}
 
 
-def _fnv1a(h, s):
-    for b in s.encode():
-        h ^= b
-        h = (h * 0x100000001b3) & 0xFFFFFFFFFFFFFFFF
-    return h ^ 0xFF
+def describe(hutch, options):
+    """``hutch pool key --json`` for these create options (a list of CLI
+    arguments), or None if the CLI refuses them (create then says why)."""
+    cache_key = (hutch, tuple(options)) + tuple(
+        os.environ.get(v) for v in ("HUTCH_RUNTIME_DIR", "HUTCH_RESOLVER", "HUTCH_NET_POOL"))
+    if cache_key not in _described:
+        try:
+            out = subprocess.run([hutch, "pool", "key", "--json", *options], capture_output=True,
+                                 text=True, timeout=30, check=False)
+            info = json.loads(out.stdout) if out.returncode == 0 else None
+        except (OSError, ValueError, subprocess.SubprocessError):
+            info = None
+        if info is None:
+            return None
+        _described[cache_key] = info
+    return _described[cache_key]
 
 
-def pool_key(instance_type, network_cli, host_ports):
-    """The key hutch_pool_key() computes for the same options and environment."""
-    h = 0xcbf29ce484222325
-    h = _fnv1a(h, instance_type)
-    h = _fnv1a(h, network_cli)
-    for p in host_ports:
-        h = _fnv1a(h, str(p))
-    h = _fnv1a(h, os.environ.get("HUTCH_RESOLVER", ""))
-    h = _fnv1a(h, os.environ.get("HUTCH_NET_POOL", ""))
-    mode = network_cli.split(":", 1)[0]
-    return f"{instance_type}-{mode}-{h:016x}"
-
-
-def _keeper_alive(pool_dir):
+def _keeper_alive(lock_path):
     try:
-        fd = os.open(os.path.join(pool_dir, "keeper.lock"), os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW)
+        fd = os.open(lock_path, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW)
     except OSError:
         return False
     try:
@@ -50,17 +52,15 @@ def _keeper_alive(pool_dir):
         os.close(fd)
 
 
-def try_claim(sb):
+def try_claim(hutch, options):
     """The ``hutch create --json`` answer for a pooled sandbox, or None."""
-    if sb.setup_script is not None:
+    pool = describe(hutch, options)
+    if pool is None or not pool.get("servable"):
         return None
-    rt = os.environ.get("HUTCH_RUNTIME_DIR") or "/run/hutch"
-    network = sb.network.to_cli()
-    pool_dir = os.path.join(rt, ".pool", pool_key(sb.instance_type, network, sb.host_ports))
-    if not _keeper_alive(pool_dir):
+    pool_dir = pool["pool_dir"]
+    if not _keeper_alive(pool["keeper_lock"]):
         return None
-    body = json.dumps({"ttl_seconds": sb.ttl_seconds, "idle_timeout_seconds": sb.idle_timeout_seconds,
-                       "max_output_bytes": DEFAULT_MAX_OUTPUT, "region": sb.region}).encode()
+    body = json.dumps(pool["claim"]).encode()
     try:
         names = os.listdir(pool_dir)
     except OSError:
@@ -72,7 +72,7 @@ def try_claim(sb):
             os.unlink(os.path.join(pool_dir, name))
         except OSError:
             continue  # someone else took it
-        sock = os.path.join(rt, name, "api.sock")
+        sock = pool["socket"].replace("{id}", name)
         conn = UnixHTTPConnection(sock, timeout=30)
         try:
             conn.request("POST", "/claim", body=body, headers={"Content-Type": "application/json"})

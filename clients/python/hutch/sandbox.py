@@ -312,6 +312,17 @@ class LocalSandbox:
                 f"network={self.network!r})")
 
     # -- creation ------------------------------------------------------------
+    def _cli_options(self):
+        """The sandbox options as ``hutch create`` arguments (without the
+        setup script, which goes through a file)."""
+        args = ["--instance-type", self.instance_type, "--ttl", str(self.ttl_seconds),
+                "--idle-timeout", str(self.idle_timeout_seconds), "--region", self.region,
+                "--network", self.network.to_cli(),
+                "--setup-timeout", str(self.setup_script_timeout_seconds)]
+        for port in self.host_ports:
+            args += ["--host-port", str(port)]
+        return args
+
     def _create(self):
         """Run ``hutch create --json``; returns its JSON."""
         if self.image is not None:
@@ -319,15 +330,12 @@ class LocalSandbox:
                                      "hutch: leave image=None (the sandbox root is derived from the "
                                      "host and always has a shell and python3)")
         hutch = find_hutch()
-        info = _pool.try_claim(self)
-        if info is not None:
-            return info
-        args = [hutch, "create", "--json", "--instance-type", self.instance_type,
-                "--ttl", str(self.ttl_seconds), "--idle-timeout", str(self.idle_timeout_seconds),
-                "--region", self.region, "--network", self.network.to_cli(),
-                "--setup-timeout", str(self.setup_script_timeout_seconds)]
-        for port in self.host_ports:
-            args += ["--host-port", str(port)]
+        options = self._cli_options()
+        if self.setup_script is None:
+            info = _pool.try_claim(hutch, options)
+            if info is not None:
+                return info
+        args = [hutch, "create", "--json", *options]
         script = None
         try:
             if self.setup_script is not None:

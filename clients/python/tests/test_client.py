@@ -709,8 +709,17 @@ def test_open_claims_from_a_warm_pool(runtime_dir):
         pool_dir = os.path.join(runtime_dir, ".pool")
         [key] = os.listdir(pool_dir)
         [pooled] = [n for n in os.listdir(os.path.join(pool_dir, key)) if len(n) == 12]
+        # The client never computes the key: it asks the CLI, and gets the
+        # key the pool was started with.
         from hutch import _pool
-        assert _pool.pool_key("small", "none", []) == key  # same key as the C side
+        sb = LocalSandbox(instance_type="small", ttl_seconds=90)
+        described = _pool.describe(HUTCH, sb._cli_options())
+        assert described["key"] == key and described["servable"] is True
+        assert described["pool_dir"] == os.path.join(pool_dir, key)
+        assert described["claim"]["ttl_seconds"] == 90
+        r = subprocess.run([HUTCH, "pool", "key", "--instance-type", "small"], capture_output=True,
+                           env=env, text=True)
+        assert r.returncode == 0 and r.stdout.strip() == key, r
         with LocalSandbox(instance_type="small", ttl_seconds=90) as s:
             assert s.id == pooled
             st = s.status()

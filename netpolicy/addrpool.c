@@ -3,6 +3,7 @@
  * The private address pool of mode all: parsing HUTCH_NET_POOL, the /30 of
  * each uid slot, and the check that no host route already uses the range
  * (a sandbox address would shadow a real network the host reaches).
+ * Unrelated to the warm pool of ready sandboxes (cli/pool.c).
  */
 #include <arpa/inet.h>
 #include <errno.h>

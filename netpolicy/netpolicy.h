@@ -52,6 +52,12 @@ void hutch_net_policy_done(struct hutch_net_policy *p);
 const char *hutch_net_mode_name(enum hutch_net_mode mode);
 /* True if this build can enforce the mode. */
 bool hutch_net_mode_is_implemented(enum hutch_net_mode mode);
+/* The rules of the network option together with --host-port: the mode is
+ * implemented, host ports need a network (not none), and in allow no host
+ * port is 53, 443 or a port of the list (the DNS stub's and the proxy's).
+ * 0, or a negative errno with a message naming the fix. */
+int hutch_net_policy_validate(const struct hutch_net_policy *p, const uint16_t *host_ports,
+                              size_t nhost_ports, struct hutch_err *err);
 
 /* ---- network wiring (addrs, host side, child side) ---- */
 

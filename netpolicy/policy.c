@@ -228,3 +228,36 @@ void hutch_net_policy_done(struct hutch_net_policy *p)
 	p->hosts = NULL;
 	p->nhosts = 0;
 }
+
+int hutch_net_policy_validate(const struct hutch_net_policy *p, const uint16_t *host_ports,
+                              size_t nhost_ports, struct hutch_err *err)
+{
+	if (!hutch_net_mode_is_implemented(p->mode))
+		return hutch_err_set(err, -EOPNOTSUPP,
+		                     "network %s is not implemented yet in this version of hutch; "
+		                     "use --network none",
+		                     hutch_net_mode_name(p->mode));
+	if (nhost_ports > 0 && p->mode == HUTCH_NET_NONE)
+		return hutch_err_set(
+		        err, -EINVAL,
+		        "--host-port needs a network: with network none nothing "
+		        "leaves the sandbox; use --network all or --network allow:HOST");
+	/* allow: the sandbox's ports 53, 443 and the listed ones are the
+	 * stub's and the proxy's listeners; a host port is another listener
+	 * on the same namespace (hutch_net_child_listeners()). */
+	for (size_t i = 0; p->mode == HUTCH_NET_ALLOW && i < nhost_ports; i++) {
+		unsigned port = host_ports[i];
+		bool clash = port == 53 || port == 443;
+		for (size_t h = 0; h < p->nhosts; h++)
+			clash = clash || p->hosts[h].port == port;
+		if (clash)
+			return hutch_err_set(
+			        err, -EINVAL,
+			        "--host-port %u clashes with the allow list: ports 53, "
+			        "443 and the listed ports are served by the sandbox's "
+			        "DNS stub and TLS proxy; run the host service on "
+			        "another port",
+			        port);
+	}
+	return 0;
+}

@@ -76,29 +76,5 @@ int hutch_config_validate(const struct hutch_config *c, struct hutch_err *err)
 		                     "only the default region, %s, can block traffic; in region %s "
 		                     "the sandbox runs only with network all",
 		                     HUTCH_DEFAULT_REGION, c->region);
-	if (!hutch_net_mode_is_implemented(c->net.mode))
-		return hutch_err_set(err, -EOPNOTSUPP,
-		                     "network %s is not implemented yet in this version of hutch; "
-		                     "use --network none",
-		                     hutch_net_mode_name(c->net.mode));
-	if (c->nhost_ports > 0 && c->net.mode == HUTCH_NET_NONE)
-		return hutch_err_set(
-		        err, -EINVAL,
-		        "--host-port needs a network: with network none nothing "
-		        "leaves the sandbox; use --network all or --network allow:HOST");
-	for (size_t i = 0; c->net.mode == HUTCH_NET_ALLOW && i < c->nhost_ports; i++) {
-		unsigned port = c->host_ports[i];
-		bool clash = port == 53 || port == 443;
-		for (size_t h = 0; h < c->net.nhosts; h++)
-			clash = clash || c->net.hosts[h].port == port;
-		if (clash)
-			return hutch_err_set(
-			        err, -EINVAL,
-			        "--host-port %u clashes with the allow list: ports 53, "
-			        "443 and the listed ports are served by the sandbox's "
-			        "DNS stub and TLS proxy; run the host service on "
-			        "another port",
-			        port);
-	}
-	return 0;
+	return hutch_net_policy_validate(&c->net, c->host_ports, c->nhost_ports, err);
 }

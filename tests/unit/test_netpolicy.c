@@ -226,12 +226,43 @@ static void test_allow_many(void **state)
 	free(spec);
 }
 
+/* The network option with --host-port (hutch_config_validate() asks this). */
+static void test_validate_host_ports(void **state)
+{
+	struct hutch_net_policy p = { 0 };
+	struct hutch_err err = { 0 };
+	const uint16_t ok[] = { 8080, 5432 };
+
+	(void)state;
+	/* none: no host port at all, none needed. */
+	assert_int_equal(hutch_net_policy_validate(&p, NULL, 0, &err), 0);
+	assert_int_equal(hutch_net_policy_validate(&p, ok, 1, &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "--host-port needs a network"));
+	/* all: any port. */
+	assert_int_equal(hutch_net_policy_parse("all", &p, &err), 0);
+	assert_int_equal(hutch_net_policy_validate(&p, (const uint16_t[]){ 53, 443 }, 2, &err), 0);
+	/* allow: not 53, 443 or a listed port. */
+	assert_int_equal(hutch_net_policy_parse("allow:pypi.org,files.example.com:8443", &p, &err),
+	                 0);
+	assert_int_equal(hutch_net_policy_validate(&p, ok, 2, &err), 0);
+	for (size_t i = 0; i < 3; i++) {
+		const uint16_t bad[] = { 8080, (uint16_t[]){ 53, 443, 8443 }[i] };
+		char want[32];
+
+		memset(&err, 0, sizeof(err));
+		assert_int_equal(hutch_net_policy_validate(&p, bad, 2, &err), -EINVAL);
+		snprintf(want, sizeof(want), "--host-port %u clashes", bad[1]);
+		assert_non_null(strstr(err.msg, want));
+	}
+	hutch_net_policy_done(&p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_host_accepted), cmocka_unit_test(test_host_refused),
 		cmocka_unit_test(test_modes),         cmocka_unit_test(test_allow_list),
-		cmocka_unit_test(test_allow_many),
+		cmocka_unit_test(test_allow_many),    cmocka_unit_test(test_validate_host_ports),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

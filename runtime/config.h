@@ -66,6 +66,9 @@ struct hutch_config {
 	uint64_t setup_script_timeout_seconds;
 	char *on_create;  /* shell command, after setup, before create returns */
 	char *on_destroy; /* shell command at close and at TTL expiry */
+	/* --description: free text for people, shown with the options;
+	 * malloc'ed, NULL when unset. */
+	char *description;
 };
 
 /* Implemented by the option table (options.c, which lists the options):

@@ -594,6 +594,17 @@ static const struct hutch_option options[] = {
 	        .flags = HUTCH_OPT_SESSION,
 	},
 	{
+	        .name = "description",
+	        .cli = "description",
+	        .metavar = "TEXT",
+	        .help = "a note for people (what the sandbox is for, who made it), shown by "
+	                "inspect, ls --json and GET /status; at most 1024 bytes",
+	        .type = &hutch_opt_text,
+	        AT(description),
+	        .max = 1024,
+	        .flags = HUTCH_OPT_SESSION,
+	},
+	{
 	        .name = "resolver",
 	        .env = "HUTCH_RESOLVER",
 	        .help = "the DNS server the sandbox's DNS stub asks, IP[:PORT] (default: the "

@@ -49,6 +49,8 @@ struct init_state {
 	char oom_orig[16]; /* its value at start */
 	struct child *children;
 	size_t n, alloc;
+	int cmds_tasks_fd; /* v1: commands join their freezer cgroup here, or -1 */
+	int cmds_state_fd; /* v1: its freezer.state, thawed when we go, or -1 */
 };
 
 static __attribute__((noreturn)) void fail(int sock, struct hutch_err *err)
@@ -68,6 +70,7 @@ struct spawn_args {
 	const int *fds;
 	const char *path;     /* PATH of the command's environment */
 	const char **sh_argv; /* ENOEXEC fallback: sh_argv[1] is set by the child */
+	int join_fd;          /* v1: the commands' freezer cgroup's "tasks", or -1 */
 };
 
 /* Append src to buf[*n] within cap (no libc formatting: vfork-safe). */
@@ -182,6 +185,7 @@ static int command_child(void *arg)
 	 * installs no handler. Then unblock what init blocked around clone(). */
 	signal(SIGPIPE, SIG_DFL);
 	signal(SIGHUP, SIG_DFL);
+	signal(SIGUSR2, SIG_DFL); /* init's handler for its PDEATHSIG (v1) */
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
 	if (setsid() < 0)
@@ -192,6 +196,10 @@ static int command_child(void *arg)
 		if (dup2(a->fds[i], i) < 0) /* lint-fds: ok: 0-2 for exec */
 			_exit(126);
 	}
+	/* v1: out of init's freezer cgroup into the commands' one, which idle
+	 * sleep freezes without init (a thread moving itself: no global lock). */
+	if (a->join_fd >= 0 && write(a->join_fd, "0", 1) != 1)
+		child_fail("cannot join the commands' cgroup for", req->argv[0], errno, 126);
 	if (sys_close_range(3, ~0U, 0) < 0)
 		_exit(126);
 	r = hutch_caps_drop_child(HUTCH_APP_UID, HUTCH_APP_GID);
@@ -241,9 +249,11 @@ static pid_t spawn_command(struct init_state *s, const struct hutch_spawn_req *r
                            const int fds[3])
 {
 	static const char *sh_argv[HUTCH_SPAWN_MAX_ARGS + 2];
-	struct spawn_args a = {
-		.req = req, .fds = fds, .path = "/bin:/usr/bin", .sh_argv = sh_argv
-	};
+	struct spawn_args a = { .req = req,
+		                .fds = fds,
+		                .path = "/bin:/usr/bin",
+		                .sh_argv = sh_argv,
+		                .join_fd = s->cmds_tasks_fd };
 	sigset_t all, old;
 	pid_t pid;
 	int saved;
@@ -486,6 +496,16 @@ static void reap(struct init_state *s)
 	}
 }
 
+/* The supervisor is gone: so is the sandbox. On v1, thaw the commands
+ * first: a task the v1 freezer holds ignores even SIGKILL, and the kernel
+ * kills our pid namespace only once we exit. */
+static __attribute__((noreturn)) void supervisor_gone(struct init_state *s)
+{
+	if (s->cmds_state_fd >= 0)
+		(void)!write(s->cmds_state_fd, "THAWED", 6);
+	_exit(0);
+}
+
 static __attribute__((noreturn)) void serve(struct init_state *s, int sigfd)
 {
 	static char body[HUTCH_PROTO_MAX];
@@ -501,7 +521,8 @@ static __attribute__((noreturn)) void serve(struct init_state *s, int sigfd)
 		if (pfd[1].revents) {
 			struct signalfd_siginfo si;
 			while (read(sigfd, &si, sizeof(si)) == sizeof(si))
-				;
+				if (si.ssi_signo == SIGUSR2)
+					supervisor_gone(s); /* our PDEATHSIG (v1) */
 			reap(s);
 		}
 		if (pfd[0].revents) {
@@ -512,7 +533,7 @@ static __attribute__((noreturn)) void serve(struct init_state *s, int sigfd)
 			if (n < 0 && n != -EAGAIN && n != -EBADMSG)
 				_exit(1);
 			if (n == 0 && hdr.type == 0)
-				_exit(0); /* supervisor gone: the sandbox goes with it */
+				supervisor_gone(s); /* the sandbox goes with it */
 			if (n < 0)
 				continue;
 			if (hdr.type == HUTCH_MSG_SPAWN)
@@ -593,9 +614,39 @@ static int send_listeners(const struct hutch_init_params *p, struct hutch_err *e
 	return r < 0 ? hutch_err_set_errno(err, r, "pass the listeners to the supervisor") : 0;
 }
 
+static void on_usr2(int sig)
+{
+	(void)sig; /* never runs: SIGUSR2 is blocked and read from the signalfd */
+}
+
+/*
+ * v1 (the commands have their own freezer cgroup): from here on the
+ * supervisor's death sends SIGUSR2, not SIGKILL, so that we thaw the
+ * commands before we exit (supervisor_gone()). A pid namespace's init
+ * drops signals it has no handler for, so it gets one, blocked and read
+ * from the signalfd. Nothing inside can send it: commands run as appuser,
+ * and init is root of the namespace. The socket's end of file says the
+ * same, a second way.
+ */
+static int catchable_pdeathsig(const struct init_state *s)
+{
+	struct sigaction sa = { .sa_handler = on_usr2 };
+
+	if (s->cmds_state_fd < 0)
+		return 0; /* SIGKILL stays: a task cgroup v2 froze still dies of it */
+	/* A supervisor dying before the switch kills us with SIGKILL (the
+	 * commands cannot be frozen yet: sleep needs the loop to be up). */
+	if (sigaction(SIGUSR2, &sa, NULL) < 0 || prctl(PR_SET_PDEATHSIG, SIGUSR2) < 0)
+		return -errno;
+	return 0;
+}
+
 void hutch_init_main(const struct hutch_init_params *p)
 {
-	struct init_state s = { .sock = p->sock, .oom_fd = -EBADF };
+	struct init_state s = { .sock = p->sock,
+		                .oom_fd = -EBADF,
+		                .cmds_tasks_fd = p->cmds_tasks_fd,
+		                .cmds_state_fd = p->cmds_state_fd };
 	struct hutch_err err = { 0 };
 	sigset_t mask;
 	int sigfd, r;
@@ -650,10 +701,17 @@ void hutch_init_main(const struct hutch_init_params *p)
 	}
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGCHLD);
+	if (s.cmds_state_fd >= 0)
+		sigaddset(&mask, SIGUSR2);
 	sigprocmask(SIG_BLOCK, &mask, NULL);
 	sigfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
 	if (sigfd < 0) {
 		hutch_err_set_errno(&err, -errno, "signalfd");
+		fail(p->sock, &err);
+	}
+	r = catchable_pdeathsig(&s);
+	if (r < 0) {
+		hutch_err_set_errno(&err, r, "set the parent-death signal");
 		fail(p->sock, &err);
 	}
 	/* Last: from here on init itself runs under the sandbox's filter,

@@ -25,6 +25,9 @@ struct hutch_init_params {
 	const struct hutch_net_child *net_child; /* addresses, host ports */
 	const struct sock_fprog *seccomp;        /* built by the supervisor before clone */
 	int cgroup_join_err; /* joining the cgroups right after clone failed: -errno */
+	/* v1: the commands' freezer cgroup: its "tasks" (each command joins)
+	 * and "freezer.state" (thawed when the supervisor dies); -1 if none. */
+	int cmds_tasks_fd, cmds_state_fd;
 };
 
 /* Child side; never returns. */

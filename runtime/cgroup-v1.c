@@ -111,6 +111,10 @@ static int v1_create(struct hutch_cgroup *cg, const struct hutch_limits *lim, st
 			break;
 		}
 		r = write_limits(fd, cg->dirs[made], cg->ctrls[made], lim, err);
+		if (r >= 0 && (cg->ctrls[made] & CG_CTRL_FREEZER) &&
+		    mkdirat(fd, HUTCH_CGROUP_CMDS, 0755) < 0 && errno != EEXIST)
+			r = hutch_err_set_errno(err, -errno, "create cgroup '%s/%s'",
+			                        cg->dirs[made], HUTCH_CGROUP_CMDS);
 		if (r < 0) {
 			made++;
 			break;
@@ -118,8 +122,12 @@ static int v1_create(struct hutch_cgroup *cg, const struct hutch_limits *lim, st
 	}
 	if (r < 0) {
 		/* Nothing has entered yet: the directories are empty. */
-		while (made-- > 0)
+		while (made-- > 0) {
+			_cleanup_close_ int fd = hutch_cgroup_open_dir(cg->dirs[made]);
+			if (fd >= 0)
+				(void)unlinkat(fd, HUTCH_CGROUP_CMDS, AT_REMOVEDIR);
 			(void)rmdir(cg->dirs[made]);
+		}
 	}
 	return r;
 }
@@ -187,9 +195,17 @@ static int v1_freeze(struct hutch_cgroup *cg, bool frozen, struct hutch_err *err
 		return hutch_err_set(err, -EOPNOTSUPP,
 		                     "cgroup v1 freezer is not mounted, cannot %s the sandbox",
 		                     frozen ? "freeze" : "thaw");
+	/* The commands' child cgroup, never init (hutch_cgroup_open_cmds()). */
 	fd = hutch_cgroup_open_dir(cg->dirs[i]);
+	if (fd >= 0) {
+		int sub = openat(fd, HUTCH_CGROUP_CMDS,
+		                 O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		close(fd);
+		fd = sub < 0 ? -errno : sub;
+	}
 	if (fd < 0)
-		return hutch_err_set_errno(err, fd, "open cgroup '%s'", cg->dirs[i]);
+		return hutch_err_set_errno(err, fd, "open cgroup '%s/%s'", cg->dirs[i],
+		                           HUTCH_CGROUP_CMDS);
 	r = set_state(fd, frozen ? "FROZEN" : "THAWED", CG_WAIT_MS);
 	if (r == -ETIMEDOUT && frozen) {
 		/* Leave it running rather than half frozen. */

@@ -588,6 +588,26 @@ int hutch_cgroup_open_join(const struct hutch_cgroup *cg, int *fds, size_t max)
 	return (int)n;
 }
 
+int hutch_cgroup_open_cmds(const struct hutch_cgroup *cg, int *ret_tasks, int *ret_state)
+{
+	_cleanup_close_ int dir = -EBADF, tasks = -EBADF, state = -EBADF;
+	int i = hutch_cgroup_dir_for(cg, CG_CTRL_FREEZER);
+
+	*ret_tasks = *ret_state = -EBADF;
+	if (cg->ops != &hutch_cgroup_v1_ops || i < 0)
+		return -EOPNOTSUPP;
+	dir = hutch_cgroup_open_dir(cg->dirs[i]);
+	if (dir < 0)
+		return dir;
+	tasks = openat(dir, HUTCH_CGROUP_CMDS "/tasks", O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
+	state = openat(dir, HUTCH_CGROUP_CMDS "/freezer.state", O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (tasks < 0 || state < 0)
+		return -errno;
+	*ret_tasks = TAKE_FD(tasks);
+	*ret_state = TAKE_FD(state);
+	return 0;
+}
+
 int hutch_cgroup_join_self(int *fds, size_t n)
 {
 	int r = 0;

@@ -50,6 +50,21 @@ void hutch_cgroup_mark_entered(struct hutch_cgroup *cg);
 int hutch_cgroup_open_join(const struct hutch_cgroup *cg, int *fds, size_t max);
 /* In the (single-threaded) child: write "0" to each fd; closes them all. */
 int hutch_cgroup_join_self(int *fds, size_t n);
+/* Name of the commands' own freezer cgroup below the sandbox's (v1). */
+#define HUTCH_CGROUP_CMDS "cmds"
+/*
+ * v1 with a freezer: the commands live in a child freezer cgroup
+ * (HUTCH_CGROUP_CMDS) and idle sleep freezes that one, never init. The
+ * v1 freezer holds a frozen task even against SIGKILL, so with init frozen
+ * too, a supervisor killed while the sandbox slept left every process
+ * stuck: init could not die of its PDEATHSIG, nor the rest of its pid
+ * namespace. Opens the child's "tasks" (each command joins by writing "0",
+ * a self-migration) and "freezer.state" (init writes THAWED there when
+ * its supervisor dies, then exits). Returns 0, or -EOPNOTSUPP on v2 (a
+ * task frozen by cgroup v2 still dies of a fatal signal) and without a v1
+ * freezer; both fds are then -EBADF.
+ */
+int hutch_cgroup_open_cmds(const struct hutch_cgroup *cg, int *ret_tasks, int *ret_state);
 /* Move pid into the sandbox's cgroups (nothing to do if the clone put it
  * there). A migration waits for an RCU grace period (cgroup.procs takes
  * the threadgroup rwsem for writing): 5-20 ms on an idle 2-CPU VM. */

@@ -44,23 +44,32 @@ static int write_id_map(pid_t pid, const char *file, uid_t base)
 	return hutch_write_knob_at(AT_FDCWD, path, map);
 }
 
-/* Child side of clone3: keep only the init socket and the stage fd. */
+/* Child side of clone3: keep only the init socket (fd 3) and the
+ * commands' cgroup fds (4, 5; hutch_cgroup_open_cmds()). */
 static __attribute__((noreturn)) void init_child(struct sup *s, int sock, int *cg_fds,
-                                                 size_t n_cg_fds)
+                                                 size_t n_cg_fds, const int cmds[2])
 {
 	struct hutch_init_params p = { 0 };
+	int keep[3] = { sock, cmds[0], cmds[1] };
 	char hostname[32];
 
 	/* First, while we are one thread and nothing runs in the sandbox;
 	 * GO tells us to report a failure. */
 	p.cgroup_join_err = hutch_cgroup_join_self(cg_fds, n_cg_fds);
 	hutch_proctitle_set("hutch-init");
-	if (dup3(sock, 3, O_CLOEXEC) < 0)
-		_exit(1);
-	if (sys_close_range(4, ~0U, 0) < 0)
+	/* Out of the way first, so that no dup3() below overwrites another. */
+	for (int i = 0; i < 3; i++)
+		if (keep[i] >= 0 && (keep[i] = fcntl(keep[i], F_DUPFD_CLOEXEC, 16)) < 0)
+			_exit(1);
+	for (int i = 0; i < 3; i++)
+		if (keep[i] >= 0 && dup3(keep[i], 3 + i, O_CLOEXEC) < 0)
+			_exit(1);
+	if (sys_close_range(6, ~0U, 0) < 0)
 		_exit(1);
 	snprintf(hostname, sizeof(hostname), "hutch-%s", s->id);
 	p.sock = 3;
+	p.cmds_tasks_fd = cmds[0] >= 0 ? 4 : -1;
+	p.cmds_state_fd = cmds[1] >= 0 ? 5 : -1;
 	p.supervisor_pid = getppid();
 	p.hostname = hostname;
 	p.net = &s->cfg->net;
@@ -90,14 +99,21 @@ static __attribute__((noreturn)) void init_child(struct sup *s, int sock, int *c
 static int spawn_init(struct sup *s, struct hutch_err *err)
 {
 	int sv[2], pidfd = -1, bufsz = 4 << 20, r;
-	int cg_fds[HUTCH_CGROUP_MAX_DIRS];
+	int cg_fds[HUTCH_CGROUP_MAX_DIRS], cmds[2];
 	size_t n_cg_fds = 0;
 	_cleanup_close_ int cgfd = -EBADF;
 	struct clone_args args = { 0 };
 	long pid = -1;
 
-	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
-		return hutch_err_set_errno(err, -errno, "socketpair");
+	/* v1: the commands' own freezer cgroup (see hutch_cgroup_open_cmds()). */
+	r = hutch_cgroup_open_cmds(s->cg, &cmds[0], &cmds[1]);
+	if (r < 0 && r != -EOPNOTSUPP)
+		return hutch_err_set_errno(err, r, "open the commands' freezer cgroup");
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) {
+		r = -errno;
+		hutch_close_many(cmds, 2);
+		return hutch_err_set_errno(err, r, "socketpair");
+	}
 	/* Spawn requests carry argv and env: let one datagram hold the largest. */
 	(void)setsockopt(sv[0], SOL_SOCKET, SO_SNDBUFFORCE, &bufsz, sizeof(bufsz));
 	(void)setsockopt(sv[1], SOL_SOCKET, SO_SNDBUFFORCE, &bufsz, sizeof(bufsz));
@@ -129,17 +145,19 @@ static int spawn_init(struct sup *s, struct hutch_err *err)
 	if (pid < 0) {
 		r = -errno;
 		hutch_close_many(cg_fds, n_cg_fds);
+		hutch_close_many(cmds, 2);
 		close(sv[0]);
 		close(sv[1]);
 		return hutch_err_set_errno(err, r, "clone3 with new namespaces");
 	}
 	if (pid == 0) {
 		close(sv[0]);
-		init_child(s, sv[1], cg_fds, n_cg_fds);
+		init_child(s, sv[1], cg_fds, n_cg_fds, cmds);
 	}
 	if (n_cg_fds > 0)
 		hutch_cgroup_mark_entered(s->cg); /* init reports a failure */
 	hutch_close_many(cg_fds, n_cg_fds);
+	hutch_close_many(cmds, 2);
 	close(sv[1]);
 	s->init_sock = sv[0];
 	s->init_pid = (pid_t)pid;

@@ -178,9 +178,14 @@ def test_no_host_paths_in_mount_or_cgroup_tables(sb, mod_hutch):
     assert all(r == "/" or r.startswith(("/usr", "/etc/", "/null", "/zero", "/full", "/random",
                                          "/urandom", "/tty", "/bus", "/fs", "/irq", "/sys"))
                for r in roots), roots
-    # cgroup namespace: every hierarchy shows the sandbox's own cgroup as /.
-    for ln in sb.sh("cat /proc/self/cgroup /proc/1/cgroup").splitlines():
+    # cgroup namespace: every hierarchy shows the sandbox's own cgroup as /
+    # to init; a command sees the same, but for the commands' own freezer
+    # cgroup of a v1 host (/cmds, frozen by idle sleep without init).
+    for ln in sb.sh("cat /proc/1/cgroup").splitlines():
         assert ln.rsplit(":", 1)[1] == "/", ln
+    for ln in sb.sh("cat /proc/self/cgroup").splitlines():
+        path = ln.rsplit(":", 1)[1]
+        assert path == "/" or (":freezer:" in ln and path == "/cmds"), ln
 
 
 def test_proc_masked_and_sys_absent(sb):

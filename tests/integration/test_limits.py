@@ -224,7 +224,9 @@ def test_init_and_commands_are_in_every_cgroup_of_the_sandbox(hutch):
     """init joins the sandbox's cgroups by itself right after clone (v1:
     each hierarchy's `tasks`; v2: clone3 CLONE_INTO_CGROUP), not by a later
     migration: seen from the host, init and a running command are listed in
-    cgroup.procs of every directory the state records, and in no other."""
+    cgroup.procs of every directory the state records, and in no other; on
+    a v1 host the commands sit in the freezer directory's child "cmds"
+    (idle sleep freezes them, never init)."""
     sb = hutch.create("--instance-type", "nano")
     try:
         with open(os.path.join(hutch.rtdir, sb.id, "state.json")) as f:
@@ -234,15 +236,24 @@ def test_init_and_commands_are_in_every_cgroup_of_the_sandbox(hutch):
         assert wait_until(lambda: len(sb.host_pids()) >= 2, timeout=10)
         pids = sb.host_pids()
         assert init_pid(sb) in pids, pids
+        init = init_pid(sb)
         for d in dirs:
             with open(os.path.join(d, "cgroup.procs")) as f:
                 listed = {int(x) for x in f.read().split()}
+            assert init in listed, (d, init, listed)
+            cmds = os.path.join(d, "cmds", "cgroup.procs")
+            if os.path.exists(cmds):  # v1 freezer: the commands' own child
+                assert "freezer" in d, d
+                with open(cmds) as f:
+                    listed |= {int(x) for x in f.read().split()}
             assert set(pids) <= listed, (d, pids, listed)
         # the host side of each process agrees: its path ends in the sandbox's dir
         for pid in pids:
             with open(f"/proc/{pid}/cgroup") as f:
                 lines = f.read().splitlines()
             for d in dirs:
-                assert any(ln.endswith("/" + os.path.basename(d)) for ln in lines), (pid, d, lines)
+                base = "/" + os.path.basename(d)
+                assert any(ln.endswith(base) or (pid != init and ln.endswith(base + "/cmds"))
+                           for ln in lines), (pid, d, lines)
     finally:
         sb.rm()

@@ -4,6 +4,7 @@ asleep), the setup script, on_create / on_destroy hooks, the region rule."""
 import re
 import json
 import os
+import signal
 import time
 
 import pytest
@@ -15,13 +16,14 @@ REGION_MSG = ("only the default region, nl-north-1, can block traffic; in region
 
 
 def frozen(sid):
-    """True when the sandbox's cgroup is frozen, read from the host (v1
-    freezer.state or v2 cgroup.events), so the check itself wakes nothing."""
+    """True when the sandbox's commands are frozen, read from the host (v1
+    freezer.state of the commands' own cgroup, v2 cgroup.events), so the
+    check itself wakes nothing."""
     for d in cgroup_dirs_named(sid):
-        f = os.path.join(d, "freezer.state")
-        if os.path.exists(f):
-            with open(f) as fh:
-                return fh.read().strip() == "FROZEN"
+        for f in (os.path.join(d, "cmds", "freezer.state"), os.path.join(d, "freezer.state")):
+            if os.path.exists(f):
+                with open(f) as fh:
+                    return fh.read().strip() == "FROZEN"
         f = os.path.join(d, "cgroup.events")
         if os.path.exists(f):
             with open(f) as fh:
@@ -297,3 +299,36 @@ def test_default_region_accepts_none(hutch):
         assert sb.status()["config"]["region"] == "nl-north-1"
     finally:
         sb.rm()
+
+
+def test_supervisor_killed_while_asleep_leaves_nothing_frozen(hutch):
+    """kill -9 of a sleeping sandbox's supervisor: every process of the
+    sandbox dies by itself, none is left frozen in D state (issue 18 #4: on
+    cgroup v1 the freezer held init and the commands even against SIGKILL
+    until gc). init is never frozen; on its supervisor's death it thaws the
+    commands and exits, and the kernel kills its pid namespace."""
+    sb = hutch.create("--idle-timeout", "1", "--ttl", "300")
+    sb.sh("sleep 1000 > /dev/null 2>&1 &")
+    st = sb.status()
+    pids = sb.host_pids()
+    assert len(pids) == 2, pids  # init and sleep
+    assert wait_until(lambda: frozen(sb.id), 15), "sandbox never fell asleep"
+    os.kill(st["supervisor_pid"], signal.SIGKILL)
+    assert wait_until(lambda: not any(alive(p) for p in pids + [st["supervisor_pid"]]), 10), \
+        [(p, proc_state(p)) for p in pids]
+    r = hutch("gc")
+    assert r.returncode == 0, r.stderr
+    assert hutch.ids() == [] and cgroups_gone(sb.id)
+
+
+def alive(pid):
+    """Exists and is not a zombie (a zombie holds nothing)."""
+    return proc_state(pid) not in (None, "Z")
+
+
+def proc_state(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return None

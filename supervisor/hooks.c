@@ -18,10 +18,10 @@
 #include <unistd.h>
 
 #include "cleanup.h"
+#include "cmdenv.h"
 #include "fdutil.h"
 #include "hooks.h"
 #include "idle.h"
-#include "request.h"
 #include "status.h"
 #include "supervisor.h"
 
@@ -32,10 +32,6 @@ enum phase {
 	PHASE_READY,
 	PHASE_ON_DESTROY,
 	PHASE_FAILED,
-};
-
-static const char *const hook_env[] = {
-	"PATH=" HUTCH_DEFAULT_PATH, "HOME=/home/appuser", "LANG=C.UTF-8", "USER=appuser", NULL,
 };
 
 /* The script goes in on stdin and is written to a file, then run from it
@@ -145,7 +141,7 @@ static int start_step(struct sup *s, int phase)
 	}
 	c = hutch_cmd_start(&s->cmds,
 	                    &(struct hutch_spawn){ .argv = argv,
-	                                           .envp = hook_env,
+	                                           .envp = hutch_default_env,
 	                                           .cwd = HUTCH_WORKSPACE,
 	                                           .stdin_data = in,
 	                                           .stdin_len = in ? strlen(in) : 0,

@@ -25,6 +25,7 @@ The session fixture also records net.ipv4.ip_forward and restores it, runs
 `hutch gc` at the end and fails loudly if the nftables table `inet hutch`
 is still there (then deletes it).
 """
+import fcntl
 import json
 import os
 import socket
@@ -341,8 +342,36 @@ def _gc_session(tmpdir):
     return subprocess.run([HUTCH, "gc"], env=env, capture_output=True, text=True, timeout=60)
 
 
+# The fake internet's host routes (metadata, private ranges), the shared
+# nftables table and the forwarding switch are the host's, one of each: two
+# suites on one machine (two worktrees, a developer and a CI job) would
+# collide ("RTNETLINK answers: File exists"). Each session takes this lock
+# for as long as it holds its fake internet.
+LOCK = "/run/lock/hutch-netfake.lock"
+
+
+def _lock_host_network():
+    os.makedirs(os.path.dirname(LOCK), exist_ok=True)
+    fd = os.open(LOCK, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        print(f"\nnetfake: waiting for {LOCK} (another test session holds the host's "
+              "fake internet)", file=sys.stderr)
+        fcntl.flock(fd, fcntl.LOCK_EX)
+    return fd
+
+
 @pytest.fixture(scope="session")
 def fakenet(tmp_path_factory):
+    lock = _lock_host_network()
+    try:
+        yield from _fakenet(tmp_path_factory)
+    finally:
+        os.close(lock)
+
+
+def _fakenet(tmp_path_factory):
     forward = read_sysctl("net.ipv4.ip_forward")
     table_before = nft_table_exists()
     net = FakeNet(tmp_path_factory.mktemp("netfake"))

@@ -641,6 +641,29 @@ static int catchable_pdeathsig(const struct init_state *s)
 	return 0;
 }
 
+/* SIGCHLD (and on v1 the parent-death SIGUSR2) through a signalfd.
+ * Returns it, or -errno with err set. */
+static int setup_signals(const struct init_state *s, struct hutch_err *err)
+{
+	sigset_t mask;
+	int sigfd, r;
+
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGCHLD);
+	if (s->cmds_state_fd >= 0)
+		sigaddset(&mask, SIGUSR2);
+	sigprocmask(SIG_BLOCK, &mask, NULL);
+	sigfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+	if (sigfd < 0)
+		return hutch_err_set_errno(err, -errno, "signalfd");
+	r = catchable_pdeathsig(s);
+	if (r < 0) {
+		close(sigfd);
+		return hutch_err_set_errno(err, r, "set the parent-death signal");
+	}
+	return sigfd;
+}
+
 void hutch_init_main(const struct hutch_init_params *p)
 {
 	struct init_state s = { .sock = p->sock,
@@ -648,7 +671,6 @@ void hutch_init_main(const struct hutch_init_params *p)
 		                .cmds_tasks_fd = p->cmds_tasks_fd,
 		                .cmds_state_fd = p->cmds_state_fd };
 	struct hutch_err err = { 0 };
-	sigset_t mask;
 	int sigfd, r;
 
 	/* If the supervisor dies, so does the sandbox (and with PID 1, its
@@ -699,21 +721,9 @@ void hutch_init_main(const struct hutch_init_params *p)
 		hutch_err_set_errno(&err, -errno, "make init non-dumpable");
 		fail(p->sock, &err);
 	}
-	sigemptyset(&mask);
-	sigaddset(&mask, SIGCHLD);
-	if (s.cmds_state_fd >= 0)
-		sigaddset(&mask, SIGUSR2);
-	sigprocmask(SIG_BLOCK, &mask, NULL);
-	sigfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
-	if (sigfd < 0) {
-		hutch_err_set_errno(&err, -errno, "signalfd");
+	sigfd = setup_signals(&s, &err);
+	if (sigfd < 0)
 		fail(p->sock, &err);
-	}
-	r = catchable_pdeathsig(&s);
-	if (r < 0) {
-		hutch_err_set_errno(&err, r, "set the parent-death signal");
-		fail(p->sock, &err);
-	}
 	/* Last: from here on init itself runs under the sandbox's filter,
 	 * which every command inherits (the children only check that it is
 	 * there). What init still does (poll, messages, clone, kill, /proc

@@ -56,12 +56,8 @@ int hutch_cli_resolve(const char *arg, struct hutch_paths *p)
 	return 0;
 }
 
-int hutch_cli_open_live(const char *arg, struct hutch_paths *p)
+int hutch_cli_check_live(const struct hutch_paths *p)
 {
-	int r = hutch_cli_resolve(arg, p);
-
-	if (r)
-		return r;
 	if (hutch_state_is_live(p) == 0)
 		return hutch_cli_fail(
 		        HUTCH_EXIT_GONE,
@@ -69,4 +65,11 @@ int hutch_cli_open_live(const char *arg, struct hutch_paths *p)
 		        "crashed); run 'hutch gc' to remove what it left",
 		        p->id);
 	return 0;
+}
+
+int hutch_cli_open_live(const char *arg, struct hutch_paths *p)
+{
+	int r = hutch_cli_resolve(arg, p);
+
+	return r ? r : hutch_cli_check_live(p);
 }

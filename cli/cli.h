@@ -20,7 +20,9 @@ int hutch_cli_fail(int code, const char *fmt, ...) __attribute__((format(printf,
 /* An id or unique prefix -> paths; else prints why (64 ambiguous or not an
  * id, 65 unknown, 66 expired/deleted) and returns that exit code. */
 int hutch_cli_resolve(const char *arg, struct hutch_paths *p);
-/* hutch_cli_resolve(), and 66 if its supervisor is gone. */
+/* 66 with the message if p's supervisor is gone, else 0. */
+int hutch_cli_check_live(const struct hutch_paths *p);
+/* hutch_cli_resolve(), then hutch_cli_check_live(). */
 int hutch_cli_open_live(const char *arg, struct hutch_paths *p);
 
 #endif

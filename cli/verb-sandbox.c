@@ -259,12 +259,9 @@ static int cmd_exec(struct hutch_cli_args *a)
 	if (!a->cmd)
 		return hutch_cli_fail(HUTCH_EXIT_USAGE,
 		                      "missing command: hutch exec ID -- CMD [ARG...]");
-	if (hutch_state_is_live(&p) == 0)
-		return hutch_cli_fail(
-		        HUTCH_EXIT_GONE,
-		        "sandbox %s is not running: its supervisor is gone (killed or crashed); "
-		        "run 'hutch gc' to remove what it left",
-		        p.id);
+	r = hutch_cli_check_live(&p);
+	if (r)
+		return r;
 	hutch_cli_catch_interrupts();
 	return hutch_cli_stream_command(p.sock, a->cmd, a);
 }
@@ -342,6 +339,28 @@ static int cmd_ls(struct hutch_cli_args *a)
 	return 0;
 }
 
+/* An ended sandbox, for inspect: what its tombstone says, as JSON, so that
+ * clients in other languages read the CLI's answer, never the file. */
+static void print_ended(const char *id)
+{
+	_cleanup_cjson_ cJSON *o = NULL;
+	_cleanup_free_ char *t = NULL;
+	char reason[64], when[40];
+	int64_t at;
+
+	if (hutch_gone_read(hutch_runtime_dir(), id, reason, sizeof(reason), &at) <= 0)
+		return;
+	hutch_format_time(at, when, sizeof(when));
+	o = cJSON_CreateObject();
+	cJSON_AddStringToObject(o, "id", id);
+	cJSON_AddStringToObject(o, "status", reason);
+	cJSON_AddStringToObject(o, "ended_at", when);
+	cJSON_AddNumberToObject(o, "ended_at_unix", (double)at);
+	t = cJSON_Print(o);
+	if (t)
+		printf("%s\n", t);
+}
+
 static int cmd_inspect(struct hutch_cli_args *a)
 {
 	struct hutch_paths p;
@@ -352,6 +371,8 @@ static int cmd_inspect(struct hutch_cli_args *a)
 	if (a->npos < 1)
 		return hutch_cli_fail(HUTCH_EXIT_USAGE, "missing sandbox id: hutch inspect ID");
 	r = hutch_cli_resolve(a->pos[0], &p);
+	if (r == HUTCH_EXIT_GONE)
+		print_ended(a->pos[0]); /* and exit 66, the message on stderr */
 	if (r)
 		return r;
 	r = hutch_client_request(p.sock, "GET", "/status", NULL, 0, &resp, &err);

@@ -80,6 +80,11 @@ def test_create_ls_inspect_rm(hutch):
     assert not pid_alive(st["init_pid"]) and not pid_alive(st["supervisor_pid"])
     r = hutch("inspect", sb.id)
     assert r.returncode == 66 and b"deleted" in r.stderr
+    # ... and says so as JSON too: clients read this, never the tombstone.
+    ended = json.loads(r.stdout)
+    assert ended["id"] == sb.id and ended["status"] == "deleted", ended
+    assert abs(ended["ended_at_unix"] - time.time()) < 60
+    assert ended["ended_at"].endswith("Z")
 
 
 def test_rm_all_and_json(hutch):

@@ -4,8 +4,8 @@
 ``http.client`` with a unix-socket connection; idle connections are kept
 open in a small pool (thread-safe, so the asyncio form can use it from
 worker threads). Connection failures are turned into the sandbox's fate
-(expired, deleted) by reading the tombstone the runtime leaves in
-``$HUTCH_RUNTIME_DIR/.gone/<id>``.
+(expired, deleted) by asking ``hutch inspect ID``, which reads the record
+the runtime leaves (its format is the CLI's, not this client's).
 """
 import datetime
 import http.client
@@ -13,11 +13,13 @@ import json
 import os
 import select
 import socket
+import subprocess
 import threading
 import time
 import urllib.parse
 
 from . import errors
+from ._binary import find_hutch
 
 CHUNK = 1 << 20
 DEFAULT_TIMEOUT = 300.0
@@ -97,15 +99,21 @@ class Client:
 
     # -- fate of a vanished sandbox ------------------------------------------
     def tombstone(self):
-        """``(reason, unix time)`` if the runtime recorded the sandbox's end."""
+        """``(reason, unix time)`` if the runtime recorded the sandbox's end.
+        Asked of the CLI (``hutch inspect ID`` answers an ended sandbox with
+        JSON and exit status 66), which owns the record's format: this
+        client never reads the file. Only error paths call this."""
+        env = dict(os.environ, HUTCH_RUNTIME_DIR=self.runtime_dir)
         try:
-            with open(os.path.join(self.runtime_dir, ".gone", self.sandbox_id)) as f:
-                first = f.readline().split()
-        except OSError:
+            r = subprocess.run([find_hutch(), "inspect", self.sandbox_id], env=env,
+                               capture_output=True, text=True, timeout=30, check=False)
+            if r.returncode != 66:
+                return None
+            j = json.loads(r.stdout)
+            return j["status"], str(j["ended_at_unix"])
+        except (OSError, ValueError, KeyError, TypeError, subprocess.SubprocessError,
+                errors.HutchNotFoundError):
             return None
-        if not first:
-            return None
-        return first[0], (first[1] if len(first) > 1 else None)
 
     def gone_error(self, cause=None, wait=3.0):
         deadline = time.monotonic() + wait

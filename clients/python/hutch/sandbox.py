@@ -731,7 +731,10 @@ class SandboxSession:
             raise first
 
     def _gone(self):
-        return self._client.tombstone() is not None or not os.path.exists(self.socket_path)
+        # The runtime records why a sandbox ended before it retires the
+        # sandbox's directory, so a vanished socket says it; one still there
+        # in the moment between answers DELETE with 410 (SandboxGoneError).
+        return not os.path.exists(self.socket_path)
 
     def _delete(self, quiet=False):
         try:

@@ -601,7 +601,7 @@ static int send_listeners(const struct hutch_init_params *p, struct hutch_err *e
 	int n, r;
 
 	_Static_assert(HUTCH_NET_LISTENERS_MAX <= HUTCH_PROTO_FDS_MAX, "one message");
-	n = hutch_net_child_listeners(p->net, p->net_child, ls, ELEMENTSOF(ls), err);
+	n = hutch_net_child_listeners(p->net, ls, ELEMENTSOF(ls), err);
 	if (n <= 0)
 		return n;
 	for (int i = 0; i < n; i++) {
@@ -697,7 +697,7 @@ void hutch_init_main(const struct hutch_init_params *p)
 		hutch_err_set_errno(&err, -errno, "set hostname '%s'", p->hostname);
 		fail(p->sock, &err);
 	}
-	if (hutch_net_setup_child(p->net, p->net_child, &err) < 0) {
+	if (hutch_net_setup_child(p->net, &err) < 0) {
 		hutch_err_prefix(&err, "network");
 		fail(p->sock, &err);
 	}

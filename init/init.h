@@ -21,10 +21,9 @@ struct hutch_init_params {
 	pid_t supervisor_pid; /* to detect a parent that died before PDEATHSIG */
 	const char *hostname;
 	struct hutch_rootfs_config rootfs;
-	const struct hutch_net_policy *net;
-	const struct hutch_net_child *net_child; /* addresses, host ports */
-	const struct sock_fprog *seccomp;        /* built by the supervisor before clone */
-	int cgroup_join_err; /* joining the cgroups right after clone failed: -errno */
+	const struct hutch_net_plan *net; /* made by the supervisor before clone */
+	const struct sock_fprog *seccomp; /* built by the supervisor before clone */
+	int cgroup_join_err;              /* joining the cgroups right after clone failed: -errno */
 	/* v1: the commands' freezer cgroup: its "tasks" (each command joins)
 	 * and "freezer.state" (thawed when the supervisor dies); -1 if none. */
 	int cmds_tasks_fd, cmds_state_fd;

@@ -137,9 +137,10 @@ static int setup_all(struct nl_sock *sk, const struct hutch_net_child *c, struct
 	return route_all_add(sk, eth0, c->gateway, err);
 }
 
-int hutch_net_setup_child(const struct hutch_net_policy *p, const struct hutch_net_child *c,
-                          struct hutch_err *err)
+int hutch_net_setup_child(const struct hutch_net_plan *plan, struct hutch_err *err)
 {
+	const struct hutch_net_policy *p = plan->policy;
+	const struct hutch_net_child *c = &plan->child;
 	_cleanup_nl_sock_ struct nl_sock *sk = NULL;
 	struct in_addr internal;
 	int lo, r;
@@ -225,9 +226,11 @@ static int add_proxy_listeners(struct listeners *l, const struct hutch_net_polic
 	return r;
 }
 
-int hutch_net_child_listeners(const struct hutch_net_policy *p, const struct hutch_net_child *c,
-                              struct hutch_net_listener *ls, size_t max, struct hutch_err *err)
+int hutch_net_child_listeners(const struct hutch_net_plan *plan, struct hutch_net_listener *ls,
+                              size_t max, struct hutch_err *err)
 {
+	const struct hutch_net_policy *p = plan->policy;
+	const struct hutch_net_child *c = &plan->child;
 	struct listeners l = { .ls = ls, .n = 0, .max = max };
 	bool allow = p->mode == HUTCH_NET_ALLOW;
 	int r;

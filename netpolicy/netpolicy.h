@@ -148,14 +148,16 @@ struct hutch_net_child {
 	uint16_t host_ports[HUTCH_NET_HOST_PORTS_MAX];
 };
 
-/* Child side, in init (root of the user namespace that owns the netns).
- * c may be NULL for none and allow. Every mode: loopback up. all: eth0 (already moved in) up with
- * addr/30, default route via gateway, HUTCH_NET_HOST_INTERNAL/32 on lo, IPv6 off. allow:
- * HUTCH_NET_HOST_INTERNAL/32 on lo and a local route for 0.0.0.0/0 on lo (every IPv4 destination is
- * local, so a connection to any address reaches the proxy's listeners, or is refused at once), IPv6
- * off. */
-int hutch_net_setup_child(const struct hutch_net_policy *p, const struct hutch_net_child *c,
-                          struct hutch_err *err);
+struct hutch_net_plan;
+
+/* Child side, in init (root of the user namespace that owns the netns),
+ * as the plan says. Every mode: loopback up. all: eth0 (already moved in)
+ * up with the plan's address/30, default route via its gateway,
+ * HUTCH_NET_HOST_INTERNAL/32 on lo, IPv6 off. allow: HUTCH_NET_HOST_INTERNAL/32
+ * on lo and a local route for 0.0.0.0/0 on lo (every IPv4 destination is
+ * local, so a connection to any address reaches the proxy's listeners, or is
+ * refused at once), IPv6 off. */
+int hutch_net_setup_child(const struct hutch_net_plan *plan, struct hutch_err *err);
 
 enum hutch_net_listener_kind {
 	HUTCH_NET_L_DNS = 1, /* UDP: the DNS stub */
@@ -169,15 +171,15 @@ struct hutch_net_listener {
 	uint16_t port;
 };
 
-/* Create the listeners of the mode (none: none). all: DNS on 127.0.0.1:53,
+/* Create the listeners of the plan's mode (none: none). all: DNS on 127.0.0.1:53,
  * host ports on HUTCH_NET_HOST_INTERNAL. allow: DNS on 0.0.0.0:53, proxy
  * on 0.0.0.0:443 and on every other port of the list, host ports on
  * HUTCH_NET_HOST_INTERNAL (a host port equal to a proxy port fails with
  * EADDRINUSE). Call after hutch_net_setup_child(). Returns the count
  * (<= max) or a negative errno with err set; on failure nothing stays
  * open. */
-int hutch_net_child_listeners(const struct hutch_net_policy *p, const struct hutch_net_child *c,
-                              struct hutch_net_listener *ls, size_t max, struct hutch_err *err);
+int hutch_net_child_listeners(const struct hutch_net_plan *plan, struct hutch_net_listener *ls,
+                              size_t max, struct hutch_err *err);
 
 /* ---- the supervisor's egress ---- */
 
@@ -221,5 +223,72 @@ void hutch_egress_free(struct hutch_egress *e);
 
 /* The first IPv4 "nameserver" of /etc/resolv.conf, port 53. */
 int hutch_net_default_resolver(struct sockaddr_in *ret, struct hutch_err *err);
+
+/* ---- the network plan (plan.c) ---- */
+
+/*
+ * Everything a network mode means for one sandbox, computed by the
+ * supervisor from the policy before clone(): the addresses, the upstream
+ * resolver, the text of the sandbox's /etc/resolv.conf and extra /etc/hosts
+ * lines, and (in init, hutch_net_setup_child() and
+ * hutch_net_child_listeners()) the namespace's wiring and listeners. After
+ * the clone it carries what serves the sandbox: the host link (all), the
+ * listeners init passed up and the egress. The supervisor and init only
+ * hand the plan on; they know no rule of any mode.
+ *
+ * A zeroed plan is empty: hutch_net_plan_done() on it does nothing.
+ */
+struct hutch_net_plan {
+	const struct hutch_net_policy *policy; /* not owned; outlives the plan */
+	struct hutch_net_child child;          /* what init configures */
+	struct hutch_net_addrs addrs;          /* all: the sandbox's /30, host link */
+	struct sockaddr_in resolver;           /* upstream; sin_family 0: none */
+	const char *resolv_conf;               /* the sandbox's /etc/resolv.conf */
+	const char *extra_hosts;               /* extra /etc/hosts lines, or NULL */
+	struct hutch_err warning;              /* code != 0: made, but say this */
+	/* After clone(). */
+	bool attached; /* all: host side made (or being made) */
+	struct hutch_net_listener listeners[HUTCH_NET_LISTENERS_MAX];
+	size_t nlisteners;           /* received from init, not yet served */
+	struct hutch_egress *egress; /* serves them once ready */
+};
+
+struct hutch_net_plan_params {
+	const struct hutch_net_policy *policy;
+	const uint16_t *host_ports;
+	size_t nhost_ports;
+	const struct sockaddr_in *resolver; /* NULL: the host's /etc/resolv.conf */
+	const char *pool;                   /* HUTCH_NET_POOL; NULL or "": the default */
+	unsigned slot;                      /* the sandbox's uid slot */
+};
+
+/* Before clone(). all: the slot's /30 of the pool, checked against the
+ * host's routes. all and allow: the upstream resolver (when the host names
+ * none, the plan is still made, with no resolver and plan->warning saying
+ * why: the sandbox works by address, its DNS stub answers SERVFAIL).
+ * Fills plan (zeroed first); on failure err names the fix. */
+int hutch_net_plan_make(struct hutch_net_plan *plan, const struct hutch_net_plan_params *in,
+                        struct hutch_err *err);
+/* The mode has a host side (all: links, the table): a create first
+ * removes what crashed sandboxes left (hutch_net_host_gc()). */
+bool hutch_net_policy_has_host_side(const struct hutch_net_policy *p);
+/* After clone(), before init's GO: the host side (all: the veth pair with
+ * eth0 in init_pid's netns, see hutch_net_host_attach()); others: nothing. */
+int hutch_net_plan_attach(struct hutch_net_plan *plan, pid_t init_pid, struct hutch_err *err);
+/* The listeners init sent (hostile: kinds and ports are checked, and
+ * there must be none yet and a mode that has them). Takes the fds, also on
+ * failure (closed then). */
+int hutch_net_plan_take_listeners(struct hutch_net_plan *plan, const struct hutch_net_listener *ls,
+                                  size_t n, struct hutch_err *err);
+/* After init's READY: start serving the listeners (modes all and allow). */
+int hutch_net_plan_serve(struct hutch_net_plan *plan, struct hutch_err *err);
+/* The fd to watch for EPOLLIN (then hutch_net_plan_run()), -1 if none. */
+int hutch_net_plan_fd(const struct hutch_net_plan *plan);
+void hutch_net_plan_run(struct hutch_net_plan *plan);
+/* The "network" object of /status (docs/network.md). NULL: out of memory. */
+cJSON *hutch_net_plan_status(const struct hutch_net_plan *plan);
+/* Stop serving, close the listeners, remove the host side. Idempotent; a
+ * failed removal is returned (err set) after everything else is done. */
+int hutch_net_plan_done(struct hutch_net_plan *plan, struct hutch_err *err);
 
 #endif

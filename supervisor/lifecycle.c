@@ -142,14 +142,8 @@ void hutch_sup_teardown_finish(struct sup *s)
 	if (s->mntns_fd >= 0)
 		close(s->mntns_fd); /* the sandbox's files and mounts go now */
 	s->mntns_fd = -EBADF;
-	hutch_egress_free(s->net.egress);
-	s->net.egress = NULL;
-	for (size_t i = 0; i < s->net.nlisteners; i++)
-		close(s->net.listeners[i].fd);
-	s->net.nlisteners = 0;
-	if (s->net.attached && hutch_net_host_detach(&s->net.addrs, &err) < 0)
+	if (hutch_net_plan_done(&s->net.plan, &err) < 0)
 		hutch_log(HUTCH_LOG_WARN, "%s", err.msg);
-	s->net.attached = false;
 	hutch_err_clear(&err);
 	if (s->cg && hutch_cgroup_destroy(s->cg, &err) < 0)
 		hutch_log(HUTCH_LOG_WARN, "%s", err.msg);

@@ -56,7 +56,7 @@ static void on_egress(struct hutch_watch *w, uint32_t events)
 {
 	struct sup *s = w->ptr;
 
-	hutch_egress_run(s->net.egress); /* NULL once torn down */
+	hutch_net_plan_run(&s->net.plan);
 }
 
 static int setup_loop(struct sup *s)
@@ -91,8 +91,9 @@ static int setup_loop(struct sup *s)
 	    (r = hutch_loop_add(&s->loop, &s->w_pidfd, s->pidfd, EPOLLIN)) < 0 ||
 	    (r = hutch_api_watch(s)) < 0)
 		return r;
-	if (s->net.egress)
-		return hutch_loop_add(&s->loop, &s->net.w, hutch_egress_fd(s->net.egress), EPOLLIN);
+	if (hutch_net_plan_fd(&s->net.plan) >= 0)
+		return hutch_loop_add(&s->loop, &s->net.w, hutch_net_plan_fd(&s->net.plan),
+		                      EPOLLIN);
 	return 0;
 }
 

@@ -172,7 +172,7 @@ int hutch_sandbox_create(struct hutch_config *cfg, const char *runtime_dir,
 	(void)hutch_state_gc_auto(runtime_dir, err);
 	/* A table or forwarding switch left by a crash would otherwise stay
 	 * until the next hutch gc (links die with their namespaces). */
-	if (cfg->net.mode == HUTCH_NET_ALL)
+	if (hutch_net_policy_has_host_side(&cfg->net))
 		(void)hutch_sandbox_net_gc(err);
 	hutch_err_clear(err);
 	r = reserve_dir(runtime_dir, &s, err);

@@ -72,7 +72,7 @@ static __attribute__((noreturn)) void init_child(struct sup *s, int sock, int *c
 	p.cmds_state_fd = cmds[1] >= 0 ? 5 : -1;
 	p.supervisor_pid = getppid();
 	p.hostname = hostname;
-	p.net = &s->cfg->net;
+	p.net = &s->net.plan;
 	p.seccomp = &s->seccomp;
 	/* The new root's tmpfs goes on top of the child's own "/" (a host
 	 * directory fd opened before clone() belongs to the wrong mount
@@ -82,17 +82,8 @@ static __attribute__((noreturn)) void init_child(struct sup *s, int sock, int *c
 	p.rootfs.disk_bytes = s->cfg->type->disk_bytes;
 	p.rootfs.app_uid = HUTCH_APP_UID;
 	p.rootfs.app_gid = HUTCH_APP_GID;
-	p.net_child = &s->net.child;
-	if (s->cfg->net.mode == HUTCH_NET_NONE) {
-		p.rootfs.resolv_conf = "# hutch: network none, no DNS\n";
-		p.rootfs.extra_hosts = NULL;
-	} else {
-		/* The DNS stub: the supervisor, through a listener in our netns. */
-		p.rootfs.resolv_conf = "# hutch: the sandbox's DNS stub\n"
-		                       "nameserver 127.0.0.1\n"
-		                       "options timeout:2 attempts:2\n";
-		p.rootfs.extra_hosts = HUTCH_NET_HOST_INTERNAL "\thost.hutch.internal\n";
-	}
+	p.rootfs.resolv_conf = s->net.plan.resolv_conf;
+	p.rootfs.extra_hosts = s->net.plan.extra_hosts;
 	hutch_init_main(&p);
 }
 
@@ -169,26 +160,22 @@ static int spawn_init(struct sup *s, struct hutch_err *err)
 static int take_listeners(struct sup *s, const struct hutch_msg_net_fd *body, size_t len, int *fds,
                           size_t nfds, struct hutch_err *err)
 {
+	struct hutch_net_listener ls[HUTCH_NET_LISTENERS_MAX];
 	size_t n = len / sizeof(body[0]);
-	bool ok = len % sizeof(body[0]) == 0 && n == nfds && s->net.nlisteners == 0 &&
-	          s->cfg->net.mode != HUTCH_NET_NONE;
 
-	for (size_t i = 0; ok && i < n; i++)
-		ok = (body[i].kind == HUTCH_NET_L_DNS || body[i].kind == HUTCH_NET_L_PROXY ||
-		      body[i].kind == HUTCH_NET_L_HOSTPORT) &&
-		     body[i].port > 0 && body[i].port <= 65535;
-	if (!ok) {
+	if (len % sizeof(body[0]) != 0 || n != nfds || n > ELEMENTSOF(ls)) {
 		hutch_close_many(fds, nfds);
 		return hutch_err_set(err, -EPROTO, "sandbox init sent bad network listeners");
 	}
+	/* Which kinds and ports are right is the plan's to check; a port
+	 * that does not fit 16 bits is passed on as 0, which it refuses. */
 	for (size_t i = 0; i < n; i++)
-		s->net.listeners[i] = (struct hutch_net_listener){
+		ls[i] = (struct hutch_net_listener){
 			.fd = fds[i],
 			.kind = (enum hutch_net_listener_kind)body[i].kind,
-			.port = (uint16_t)body[i].port,
+			.port = body[i].port <= 65535 ? (uint16_t)body[i].port : 0,
 		};
-	s->net.nlisteners = n;
-	return 0;
+	return hutch_net_plan_take_listeners(&s->net.plan, ls, n, err);
 }
 
 static int wait_ready(struct sup *s, struct hutch_err *err)
@@ -236,35 +223,25 @@ again:
 static int net_prepare(struct sup *s, struct hutch_err *err)
 {
 	const struct hutch_config *c = s->cfg;
-	struct hutch_net_pool pool;
+	struct sockaddr_in resolver;
+	struct hutch_net_plan_params in = {
+		.policy = &c->net,
+		.host_ports = c->host_ports,
+		.nhost_ports = c->nhost_ports,
+		.pool = c->net_pool,
+		.slot = s->slot,
+	};
 	int r;
 
-	if (c->net.mode == HUTCH_NET_NONE)
-		return 0;
-	s->net.child.nhost_ports = c->nhost_ports;
-	memcpy(s->net.child.host_ports, c->host_ports, sizeof(c->host_ports));
 	if (c->resolver[0]) {
-		if (hutch_config_parse_resolver(c->resolver, &s->net.resolver) < 0)
+		if (hutch_config_parse_resolver(c->resolver, &resolver) < 0)
 			return hutch_err_set(err, -EINVAL, "invalid resolver '%s'", c->resolver);
-	} else if (hutch_net_default_resolver(&s->net.resolver, err) < 0) {
-		/* No IPv4 nameserver on the host: the sandbox still works by
-		 * address; its DNS stub answers SERVFAIL and /status says why. */
-		hutch_log(HUTCH_LOG_WARN, "%s", err->msg);
-		hutch_err_clear(err);
-		memset(&s->net.resolver, 0, sizeof(s->net.resolver));
+		in.resolver = &resolver;
 	}
-	if (c->net.mode != HUTCH_NET_ALL)
-		return 0;
-	r = hutch_net_pool_parse(c->net_pool[0] ? c->net_pool : HUTCH_NET_POOL_DEFAULT, &pool, err);
-	if (r >= 0)
-		r = hutch_net_pool_addrs(&pool, s->slot, &s->net.addrs, err);
-	if (r >= 0)
-		r = hutch_net_pool_check_clash(&pool, err);
-	if (r < 0)
-		return r;
-	s->net.child.addr = s->net.addrs.sandbox;
-	s->net.child.gateway = s->net.addrs.gateway;
-	return 0;
+	r = hutch_net_plan_make(&s->net.plan, &in, err);
+	if (r >= 0 && s->net.plan.warning.code)
+		hutch_log(HUTCH_LOG_WARN, "%s", s->net.plan.warning.msg);
+	return r;
 }
 
 int hutch_sup_setup(struct sup *s, struct hutch_err *err)
@@ -304,13 +281,9 @@ int hutch_sup_setup(struct sup *s, struct hutch_err *err)
 	r = hutch_cgroup_enter(s->cg, s->init_pid, err);
 	if (r < 0)
 		return r;
-	if (s->cfg->net.mode == HUTCH_NET_ALL) {
-		/* Before GO: init configures eth0, which must exist by then. */
-		s->net.attached = true; /* teardown removes what was made */
-		r = hutch_net_host_attach(&s->net.addrs, s->init_pid, err);
-		if (r < 0)
-			return hutch_err_prefix(err, "network");
-	}
+	r = hutch_net_plan_attach(&s->net.plan, s->init_pid, err); /* before GO */
+	if (r < 0)
+		return hutch_err_prefix(err, "network");
 	r = hutch_proto_send(s->init_sock, HUTCH_MSG_GO, 0, NULL, 0, NULL, 0);
 	if (r < 0)
 		return hutch_err_set_errno(err, r, "start sandbox init");
@@ -332,16 +305,9 @@ int hutch_sup_setup(struct sup *s, struct hutch_err *err)
 		snprintf(path, sizeof(path), "/proc/%d/ns/mnt", (int)s->init_pid);
 		s->mntns_fd = open(path, O_RDONLY | O_CLOEXEC);
 	}
-	if (s->cfg->net.mode != HUTCH_NET_NONE) {
-		r = hutch_egress_new(&s->cfg->net, &s->net.resolver, &s->net.egress, err);
-		if (r >= 0) {
-			r = hutch_egress_add_listeners(s->net.egress, s->net.listeners,
-			                               s->net.nlisteners, err);
-			s->net.nlisteners = 0; /* the egress owns them now */
-		}
-		if (r < 0)
-			return hutch_err_prefix(err, "network");
-	}
+	r = hutch_net_plan_serve(&s->net.plan, err);
+	if (r < 0)
+		return hutch_err_prefix(err, "network");
 	/* "running" is written when the setup steps are done (hooks.c). */
 	return 0;
 }

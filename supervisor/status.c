@@ -1,6 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* What a sandbox reports of itself; see status.h. */
-#include <arpa/inet.h>
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -48,32 +47,7 @@ int hutch_sup_write_state(struct sup *s, const char *status)
 
 static cJSON *network_json(struct sup *s)
 {
-	const struct hutch_net_policy *p = &s->cfg->net;
-	cJSON *o = s->net.egress ? hutch_egress_status(s->net.egress) : cJSON_CreateObject();
-	cJSON *hosts, *ports;
-	char ip[INET_ADDRSTRLEN];
-
-	if (!o)
-		return NULL;
-	cJSON_AddStringToObject(o, "mode", hutch_net_mode_name(p->mode));
-	hosts = cJSON_AddArrayToObject(o, "hosts");
-	for (size_t i = 0; hosts && i < p->nhosts; i++) {
-		char h[HUTCH_NET_HOST_MAX + 8];
-		snprintf(h, sizeof(h), "%s:%u", p->hosts[i].name,
-		         p->hosts[i].port ? p->hosts[i].port : 443);
-		cJSON_AddItemToArray(hosts, cJSON_CreateString(h));
-	}
-	ports = cJSON_AddArrayToObject(o, "host_ports");
-	for (size_t i = 0; ports && i < s->cfg->nhost_ports; i++)
-		cJSON_AddItemToArray(ports, cJSON_CreateNumber(s->cfg->host_ports[i]));
-	if (p->mode == HUTCH_NET_ALL) {
-		inet_ntop(AF_INET, &s->net.addrs.sandbox, ip, sizeof(ip));
-		cJSON_AddStringToObject(o, "address", ip);
-		inet_ntop(AF_INET, &s->net.addrs.gateway, ip, sizeof(ip));
-		cJSON_AddStringToObject(o, "gateway", ip);
-		cJSON_AddStringToObject(o, "host_link", s->net.addrs.host_if);
-	}
-	return o;
+	return hutch_net_plan_status(&s->net.plan);
 }
 
 cJSON *hutch_sup_status_json(struct sup *s)

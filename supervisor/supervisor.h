@@ -35,7 +35,6 @@ struct request;
 struct hutch_setup_failure;
 struct hutch_proc;
 struct hutch_procs;
-struct hutch_egress;
 
 #define HUTCH_MAX_BODY        (8u << 20) /* request body bound */
 #define HUTCH_MAX_CONNECTIONS 256
@@ -81,15 +80,9 @@ struct sup {
 	bool delete_pending;     /* a DELETE / is waiting for teardown */
 	struct request *waiters; /* requests answered when the sandbox has ended */
 	int64_t last_request_ms;
-	unsigned requests_open;               /* requests being served (idle: activity) */
-	struct sup_net {                      /* network all / allow (netpolicy/) */
-		struct hutch_net_addrs addrs; /* all: the sandbox's /30, host link */
-		struct hutch_net_child child; /* what init configures */
-		bool attached;                /* all: host side made (or being made) */
-		struct sockaddr_in resolver;
-		struct hutch_net_listener listeners[HUTCH_NET_LISTENERS_MAX];
-		size_t nlisteners;           /* received from init, not yet served */
-		struct hutch_egress *egress; /* serves them once ready */
+	unsigned requests_open;             /* requests being served (idle: activity) */
+	struct sup_net {                    /* the network mode (netpolicy/) */
+		struct hutch_net_plan plan; /* made before clone, carried to init */
 		struct hutch_watch w;
 	} net;
 	struct sup_idle { /* idle.c */

@@ -258,7 +258,7 @@ struct hutch_net_plan_params {
 	const uint16_t *host_ports;
 	size_t nhost_ports;
 	const struct sockaddr_in *resolver; /* NULL: the host's /etc/resolv.conf */
-	const char *pool;                   /* HUTCH_NET_POOL; NULL or "": the default */
+	const struct hutch_net_pool *pool;  /* HUTCH_NET_POOL; NULL: the default */
 	unsigned slot;                      /* the sandbox's uid slot */
 };
 

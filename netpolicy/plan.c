@@ -66,8 +66,8 @@ int hutch_net_plan_make(struct hutch_net_plan *plan, const struct hutch_net_plan
 	}
 	if (p->mode != HUTCH_NET_ALL)
 		return 0;
-	r = hutch_net_pool_parse(in->pool && in->pool[0] ? in->pool : HUTCH_NET_POOL_DEFAULT, &pool,
-	                         err);
+	r = in->pool ? (pool = *in->pool, 0)
+	             : hutch_net_pool_parse(HUTCH_NET_POOL_DEFAULT, &pool, err);
 	if (r >= 0)
 		r = hutch_net_pool_addrs(&pool, in->slot, &plan->addrs, err);
 	if (r >= 0)

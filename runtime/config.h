@@ -54,10 +54,15 @@ struct hutch_config {
 	size_t nhost_ports;
 	uint16_t host_ports[HUTCH_NET_HOST_PORTS_MAX];
 	/* The upstream DNS server of the supervisor (HUTCH_RESOLVER), "" =
-	 * the first IPv4 nameserver of the host's /etc/resolv.conf. */
+	 * the first IPv4 nameserver of the host's /etc/resolv.conf. The text
+	 * as given (shown, and part of the pool key) and its value, parsed
+	 * once by the option's setter (sin_family 0 when unset). */
 	char resolver[64];
-	/* The address pool of mode all (HUTCH_NET_POOL), "" = the default. */
+	struct sockaddr_in resolver_addr;
+	/* The address pool of mode all (HUTCH_NET_POOL), "" = the default;
+	 * text and value as above (prefix 0 when unset). */
 	char net_pool[32];
+	struct hutch_net_pool net_pool_value;
 	/* Set while the sandbox waits in a warm pool (pool.h), "" otherwise. */
 	char pool_key[64];
 	uint64_t max_output_bytes;

@@ -263,6 +263,7 @@ static int resolver_parse(const struct hutch_option *o, struct hutch_config *c, 
 		                     "192.0.2.53:5353",
 		                     s);
 	chars_set(o, c, s);
+	c->resolver_addr = sa;
 	return 0;
 }
 
@@ -286,6 +287,7 @@ static int net_pool_parse(const struct hutch_option *o, struct hutch_config *c, 
 	if (hutch_net_pool_parse(s, &pool, err) < 0)
 		return err->code;
 	chars_set(o, c, s);
+	c->net_pool_value = pool;
 	return 0;
 }
 

@@ -223,21 +223,16 @@ again:
 static int net_prepare(struct sup *s, struct hutch_err *err)
 {
 	const struct hutch_config *c = s->cfg;
-	struct sockaddr_in resolver;
 	struct hutch_net_plan_params in = {
 		.policy = &c->net,
 		.host_ports = c->host_ports,
 		.nhost_ports = c->nhost_ports,
-		.pool = c->net_pool,
+		.resolver = c->resolver_addr.sin_family ? &c->resolver_addr : NULL,
+		.pool = c->net_pool_value.prefix ? &c->net_pool_value : NULL,
 		.slot = s->slot,
 	};
 	int r;
 
-	if (c->resolver[0]) {
-		if (hutch_config_parse_resolver(c->resolver, &resolver) < 0)
-			return hutch_err_set(err, -EINVAL, "invalid resolver '%s'", c->resolver);
-		in.resolver = &resolver;
-	}
 	r = hutch_net_plan_make(&s->net.plan, &in, err);
 	if (r >= 0 && s->net.plan.warning.code)
 		hutch_log(HUTCH_LOG_WARN, "%s", s->net.plan.warning.msg);

@@ -33,11 +33,6 @@ enum hutch_net_dns_verdict hutch_net_allow_dns(const struct hutch_net_policy *p,
 	return HUTCH_NET_DNS_RESOLVE;
 }
 
-static uint16_t entry_port(const struct hutch_net_host *h)
-{
-	return h->port ? h->port : 443;
-}
-
 enum hutch_net_tls_verdict hutch_net_allow_tls(const struct hutch_net_policy *p, const char *sni,
                                                const char *ip, uint16_t port)
 {
@@ -45,7 +40,7 @@ enum hutch_net_tls_verdict hutch_net_allow_tls(const struct hutch_net_policy *p,
 
 	for (size_t i = 0; i < p->nhosts; i++) {
 		const struct hutch_net_host *h = &p->hosts[i];
-		bool port_ok = entry_port(h) == port;
+		bool port_ok = hutch_net_host_port(h) == port;
 		if (h->is_ip && strcmp(h->name, ip) == 0 && port_ok)
 			ip_ok = true;
 		if (!h->is_ip && sni[0] && strcasecmp(h->name, sni) == 0) {

@@ -35,7 +35,6 @@
 #define SANDBOX_IF "eth0"
 #define BACKLOG    128
 #define DNS_PORT   53
-#define TLS_PORT   443
 
 static int link_index(struct nl_sock *sk, const char *name, int *ret, struct hutch_err *err)
 {
@@ -213,9 +212,9 @@ static int add_proxy_listeners(struct listeners *l, const struct hutch_net_polic
 {
 	int r;
 
-	r = add_listener(l, SOCK_STREAM, "0.0.0.0", TLS_PORT, HUTCH_NET_L_PROXY, err);
+	r = add_listener(l, SOCK_STREAM, "0.0.0.0", HUTCH_NET_TLS_PORT, HUTCH_NET_L_PROXY, err);
 	for (size_t i = 0; r >= 0 && i < p->nhosts; i++) {
-		uint16_t port = p->hosts[i].port ? p->hosts[i].port : TLS_PORT;
+		uint16_t port = hutch_net_host_port(&p->hosts[i]);
 		bool seen = false;
 
 		for (size_t j = 0; j < l->n; j++)

@@ -31,11 +31,21 @@ enum hutch_net_mode {
 #define HUTCH_NET_HOST_MAX  253
 #define HUTCH_NET_HOSTS_MAX 256
 
+/* The port of an allow-list entry that names none, and the proxy's first
+ * listener: the one owner of that rule. */
+#define HUTCH_NET_TLS_PORT 443
+
 struct hutch_net_host {
 	char name[HUTCH_NET_HOST_MAX + 1]; /* DNS name or IP literal */
-	uint16_t port;                     /* 0 = default (443) */
+	uint16_t port;                     /* 0 = default (HUTCH_NET_TLS_PORT) */
 	bool is_ip;
 };
+
+/* The entry's port, the default applied. */
+static inline uint16_t hutch_net_host_port(const struct hutch_net_host *h)
+{
+	return h->port ? h->port : HUTCH_NET_TLS_PORT;
+}
 
 struct hutch_net_policy {
 	enum hutch_net_mode mode;

@@ -152,7 +152,7 @@ cJSON *hutch_net_plan_status(const struct hutch_net_plan *plan)
 	for (size_t i = 0; hosts && i < p->nhosts; i++) {
 		char h[HUTCH_NET_HOST_MAX + 8];
 		snprintf(h, sizeof(h), "%s:%u", p->hosts[i].name,
-		         p->hosts[i].port ? p->hosts[i].port : 443);
+		         hutch_net_host_port(&p->hosts[i]));
 		cJSON_AddItemToArray(hosts, cJSON_CreateString(h));
 	}
 	ports = cJSON_AddArrayToObject(o, "host_ports");

@@ -247,7 +247,7 @@ int hutch_net_policy_validate(const struct hutch_net_policy *p, const uint16_t *
 	 * on the same namespace (hutch_net_child_listeners()). */
 	for (size_t i = 0; p->mode == HUTCH_NET_ALLOW && i < nhost_ports; i++) {
 		unsigned port = host_ports[i];
-		bool clash = port == 53 || port == 443;
+		bool clash = port == 53 || port == HUTCH_NET_TLS_PORT;
 		for (size_t h = 0; h < p->nhosts; h++)
 			clash = clash || p->hosts[h].port == port;
 		if (clash)

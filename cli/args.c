@@ -284,6 +284,7 @@ int hutch_cli_parse(const struct hutch_cli_verb *verb, const struct hutch_cli_ve
 
 	memset(a, 0, sizeof(*a));
 	a->verb = verb;
+	a->verbs = all;
 	for (const struct hutch_cli_opt *o = verb->opts; o && o->name; o++) {
 		if (o->kind == HUTCH_CLI_U64)
 			*ARG(a, o, uint64_t) = o->udef;

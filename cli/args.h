@@ -62,6 +62,7 @@ struct hutch_cli_verb {
 	bool sandbox_opts;                /* takes the option table's options */
 	bool command;                     /* a command follows the positionals */
 	size_t max_pos;                   /* positionals (before the command) */
+	size_t id_pos;                    /* the first id_pos of them are sandbox ids */
 	int (*run)(struct hutch_cli_args *a);
 };
 
@@ -71,7 +72,8 @@ struct hutch_cli_verb {
 /* Every value an option of any verb can set; a verb reads its own. */
 struct hutch_cli_args {
 	const struct hutch_cli_verb *verb;
-	struct hutch_config cfg; /* the sandbox options (verb->sandbox_opts) */
+	const struct hutch_cli_verb *const *verbs; /* every verb (completion) */
+	struct hutch_config cfg;                   /* the sandbox options (verb->sandbox_opts) */
 	bool json, quiet, all, detach, follow, no_stdin;
 	const char *cwd;
 	cJSON *env; /* NAME: VALUE, NULL if no -e */

@@ -38,6 +38,7 @@ static const char *const main_usage =
         "  pool start|stop|ls|key          keep sandboxes of a configuration ready (warm pool)\n"
         "  doctor [--json]                 check that this host can run sandboxes\n"
         "  version [--json]                print the version\n"
+        "  completion bash|zsh|fish        print a shell completion script\n"
         "\n"
         "Options may come before or after a sandbox id; '--' ends them. 'hutch COMMAND --help'\n"
         "shows a command's options. Exit codes: the command's own for\n"
@@ -69,12 +70,25 @@ static const struct hutch_cli_verb verb_version = {
 
 /* Every verb, for the dispatch and for the parser's "does not apply". */
 static const struct hutch_cli_verb *const verbs[] = {
-	&hutch_verb_run,     &hutch_verb_create,     &hutch_verb_exec,
-	&hutch_verb_ls,      &hutch_verb_inspect,    &hutch_verb_rm,
-	&hutch_verb_gc,      &hutch_verb_doctor,     &hutch_verb_ps,
-	&hutch_verb_logs,    &hutch_verb_kill,       &hutch_verb_cp,
-	&verb_version,       &hutch_verb_pool_start, &hutch_verb_pool_stop,
-	&hutch_verb_pool_ls, &hutch_verb_pool_key,   NULL,
+	&hutch_verb_run,
+	&hutch_verb_create,
+	&hutch_verb_exec,
+	&hutch_verb_ls,
+	&hutch_verb_inspect,
+	&hutch_verb_rm,
+	&hutch_verb_gc,
+	&hutch_verb_doctor,
+	&hutch_verb_ps,
+	&hutch_verb_logs,
+	&hutch_verb_kill,
+	&hutch_verb_cp,
+	&verb_version,
+	&hutch_verb_pool_start,
+	&hutch_verb_pool_stop,
+	&hutch_verb_pool_ls,
+	&hutch_verb_pool_key,
+	&hutch_verb_completion,
+	NULL,
 };
 
 int main(int argc, char **argv)

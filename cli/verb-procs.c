@@ -364,6 +364,7 @@ const struct hutch_cli_verb hutch_verb_ps = {
 	        "signal, start time, command.\n",
 	.opts = hutch_cli_json_opts,
 	.max_pos = 1,
+	.id_pos = 1,
 	.run = cmd_ps,
 };
 
@@ -374,6 +375,7 @@ const struct hutch_cli_verb hutch_verb_logs = {
 	         "stdout, its stderr to stderr. The sandbox keeps the last 1 MiB of each stream.\n",
 	.opts = logs_opts,
 	.max_pos = 2,
+	.id_pos = 1,
 	.run = cmd_logs,
 };
 
@@ -384,5 +386,6 @@ const struct hutch_cli_verb hutch_verb_kill = {
 	         "after S seconds (default 5; 0: SIGKILL at once). Returns when it is dead.\n",
 	.opts = kill_opts,
 	.max_pos = 2,
+	.id_pos = 1,
 	.run = cmd_kill,
 };

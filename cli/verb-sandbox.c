@@ -491,6 +491,7 @@ const struct hutch_cli_verb hutch_verb_exec = {
 	.opts = exec_opts,
 	.command = true,
 	.max_pos = 1,
+	.id_pos = 1,
 	.run = cmd_exec,
 };
 
@@ -507,6 +508,7 @@ const struct hutch_cli_verb hutch_verb_inspect = {
 	.synopsis = "ID",
 	.about = "Print a sandbox's status as JSON.\n",
 	.max_pos = 1,
+	.id_pos = 1,
 	.run = cmd_inspect,
 };
 
@@ -519,6 +521,7 @@ const struct hutch_cli_verb hutch_verb_rm = {
 	        "array).\n",
 	.opts = rm_opts,
 	.max_pos = HUTCH_CLI_MANY,
+	.id_pos = HUTCH_CLI_MANY,
 	.run = cmd_rm,
 };
 

@@ -1,0 +1,296 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * hutch completion bash|zsh|fish: a completion script generated from the
+ * same tables the parser reads (args.h: every verb, its options, how many
+ * of its positionals are sandbox ids; runtime/options.h: the sandbox
+ * options), so that it can never disagree with the parser. Sandbox ids
+ * are completed at completion time from `hutch ls -q`.
+ *
+ * zsh runs the bash script through bashcompinit (which gives the bash
+ * function 0-based arrays: ksharrays); fish gets a script of its own.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "args.h"
+#include "cli.h"
+#include "config.h"
+#include "options.h"
+#include "verbs.h"
+
+/* The values an option's argument can take, space separated; NULL: any. */
+static void option_values(const struct hutch_option *o, FILE *f)
+{
+	size_t n;
+	const struct hutch_instance_type *t;
+
+	if (o->type == &hutch_opt_instance_type) {
+		t = hutch_instance_types(&n);
+		for (size_t i = 0; i < n; i++)
+			fprintf(f, "%s%s", i ? " " : "", t[i].name);
+	} else if (o->type == &hutch_opt_network) {
+		fputs("none all allow:", f);
+	}
+}
+
+static bool has_values(const struct hutch_option *o)
+{
+	return o->type == &hutch_opt_instance_type || o->type == &hutch_opt_network;
+}
+
+/* Calls fn for each option of verb: its long and short spelling, whether
+ * it takes a value, its help, and the sandbox option behind it (or NULL). */
+typedef void (*opt_fn)(const char *lng, char shrt, bool value, const char *help,
+                       const struct hutch_option *so, void *ud);
+
+static void for_each_option(const struct hutch_cli_verb *v, opt_fn fn, void *ud)
+{
+	size_t n;
+	const struct hutch_option *so = hutch_options(&n);
+
+	for (const struct hutch_cli_opt *o = v->opts; o && o->name; o++)
+		fn(o->name, o->short_name, o->kind != HUTCH_CLI_FLAG, o->help, NULL, ud);
+	for (size_t i = 0; v->sandbox_opts && i < n; i++)
+		if (so[i].cli)
+			fn(so[i].cli, 0, true, so[i].help, &so[i], ud);
+	fn("help", 'h', false, "show this command's options", NULL, ud);
+}
+
+/* ---- bash (and zsh) ---- */
+
+static void bash_word(const char *lng, char shrt, bool value, const char *help,
+                      const struct hutch_option *so, void *ud)
+{
+	FILE *f = ud;
+
+	fprintf(f, " --%s", lng);
+	if (shrt)
+		fprintf(f, " -%c", shrt);
+}
+
+static void bash_valued(const char *lng, char shrt, bool value, const char *help,
+                        const struct hutch_option *so, void *ud)
+{
+	FILE *f = ud;
+
+	if (!value)
+		return;
+	fprintf(f, "|--%s", lng);
+	if (shrt)
+		fprintf(f, "|-%c", shrt);
+}
+
+static void bash_choices(const char *lng, char shrt, bool value, const char *help,
+                         const struct hutch_option *so, void *ud)
+{
+	FILE *f = ud;
+
+	if (!so || !has_values(so))
+		return;
+	fprintf(f, "\t--%s) echo \"", lng);
+	option_values(so, f);
+	fputs("\" ;;\n", f);
+}
+
+static void bash_tables(const struct hutch_cli_verb *const *all, FILE *f)
+{
+	fputs("_hutch_opts() {\n\tcase $1 in\n", f);
+	for (size_t i = 0; all[i]; i++) {
+		fprintf(f, "\t\"%s\") echo \"", all[i]->name);
+		for_each_option(all[i], bash_word, f);
+		fputs("\" ;;\n", f);
+	}
+	fputs("\tesac\n}\n_hutch_valued() {\n\tcase $1 in\n", f);
+	for (size_t i = 0; all[i]; i++) {
+		fprintf(f, "\t\"%s\") case $2 in __none__", all[i]->name);
+		for_each_option(all[i], bash_valued, f);
+		fputs(") return 0 ;; esac ;;\n", f);
+	}
+	fputs("\tesac\n\treturn 1\n}\n_hutch_idpos() {\n\tcase $1 in\n", f);
+	for (size_t i = 0; all[i]; i++)
+		if (all[i]->id_pos)
+			fprintf(f, "\t\"%s\") echo %zu ;;\n", all[i]->name,
+			        all[i]->id_pos == HUTCH_CLI_MANY ? (size_t)9999 : all[i]->id_pos);
+	fputs("\t*) echo 0 ;;\n\tesac\n}\n_hutch_values() {\n\tcase $1 in\n", f);
+	for_each_option(&hutch_verb_create, bash_choices, f);
+	fputs("\tesac\n}\n", f);
+}
+
+/* The walk over the words typed so far: the verb ("pool start" counts as
+ * one), how many positionals, whether "--" ended the options. */
+static const char bash_main[] =
+        "_hutch() {\n"
+        "\tlocal cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD-1]}\n"
+        "\tlocal verb='' w i=1 npos=0 dashdash=0\n"
+        "\tCOMPREPLY=()\n"
+        "\twhile (( i < COMP_CWORD )); do\n"
+        "\t\tw=${COMP_WORDS[i]}\n"
+        "\t\tif [[ -z $verb ]]; then\n"
+        "\t\t\tverb=$w\n"
+        "\t\t\tif [[ $w == pool ]]; then\n"
+        "\t\t\t\t(( i + 1 < COMP_CWORD )) || break\n"
+        "\t\t\t\t(( i++ )); verb=\"pool ${COMP_WORDS[i]}\"\n"
+        "\t\t\tfi\n"
+        "\t\telif [[ $w == -- ]]; then dashdash=1\n"
+        "\t\telif (( ! dashdash )) && [[ $w == -* ]]; then\n"
+        "\t\t\t_hutch_valued \"$verb\" \"$w\" && (( i++ ))\n"
+        "\t\telse (( npos++ ))\n"
+        "\t\tfi\n"
+        "\t\t(( i++ ))\n"
+        "\tdone\n"
+        "\tif [[ -z $verb ]]; then\n"
+        "\t\tCOMPREPLY=( $(compgen -W \"$_hutch_verbs\" -- \"$cur\") ); return 0\n"
+        "\tfi\n"
+        "\tif [[ $verb == pool ]]; then\n"
+        "\t\tCOMPREPLY=( $(compgen -W \"start stop ls key\" -- \"$cur\") ); return 0\n"
+        "\tfi\n"
+        "\t(( dashdash )) && return 0\n"
+        "\tif _hutch_valued \"$verb\" \"$prev\"; then\n"
+        "\t\tCOMPREPLY=( $(compgen -W \"$(_hutch_values \"$prev\")\" -- \"$cur\") )\n"
+        "\t\treturn 0\n"
+        "\tfi\n"
+        "\tif [[ $cur == -* ]]; then\n"
+        "\t\tCOMPREPLY=( $(compgen -W \"$(_hutch_opts \"$verb\")\" -- \"$cur\") ); return 0\n"
+        "\tfi\n"
+        "\tif (( npos < $(_hutch_idpos \"$verb\") )); then\n"
+        "\t\tCOMPREPLY=( $(compgen -W \"$(hutch ls -q 2>/dev/null)\" -- \"$cur\") )\n"
+        "\telif [[ $verb == cp && $cur != */* ]]; then\n"
+        "\t\tCOMPREPLY=( $(compgen -W \"$(hutch ls -q 2>/dev/null | sed 's/$/:/')\" "
+        "-- \"$cur\") $(compgen -f -- \"$cur\") )\n"
+        "\telif [[ $verb == cp ]]; then\n"
+        "\t\tCOMPREPLY=( $(compgen -f -- \"$cur\") )\n"
+        "\tfi\n"
+        "\treturn 0\n"
+        "}\n"
+        "complete -F _hutch hutch\n";
+
+static void print_bash(const struct hutch_cli_verb *const *all, FILE *f)
+{
+	fprintf(f, "# hutch %s completion for bash, generated by 'hutch completion bash'\n",
+	        HUTCH_VERSION);
+	fputs("_hutch_verbs='", f);
+	for (size_t i = 0; all[i]; i++)
+		if (strncmp(all[i]->name, "pool ", 5) != 0)
+			fprintf(f, "%s ", all[i]->name);
+	fputs("pool'\n", f);
+	bash_tables(all, f);
+	fputs(bash_main, f);
+}
+
+/* ---- fish ---- */
+
+/* A help text's first line, single-quoted for fish. */
+static void fish_quote(const char *s, FILE *f)
+{
+	fputc('\'', f);
+	for (; s && *s && *s != '\n'; s++) {
+		if (*s == '\'' || *s == '\\')
+			fputc('\\', f);
+		fputc(*s, f);
+	}
+	fputc('\'', f);
+}
+
+struct fish_ctx {
+	FILE *f;
+	const char *cond;
+};
+
+static void fish_opt(const char *lng, char shrt, bool value, const char *help,
+                     const struct hutch_option *so, void *ud)
+{
+	struct fish_ctx *c = ud;
+
+	fprintf(c->f, "complete -c hutch -n %s -l %s", c->cond, lng);
+	if (shrt)
+		fprintf(c->f, " -s %c", shrt);
+	/* -x: the listed values only; -r: any value, files offered. */
+	if (so && has_values(so))
+		fputs(" -x", c->f);
+	else if (value)
+		fputs(" -r", c->f);
+	if (so && has_values(so)) {
+		fputs(" -a '", c->f);
+		option_values(so, c->f);
+		fputc('\'', c->f);
+	}
+	fputs(" -d ", c->f);
+	fish_quote(help, c->f);
+	fputc('\n', c->f);
+}
+
+static void print_fish(const struct hutch_cli_verb *const *all, FILE *f)
+{
+	char cond[128];
+
+	fprintf(f, "# hutch %s completion for fish, generated by 'hutch completion fish'\n",
+	        HUTCH_VERSION);
+	fputs("complete -c hutch -f\n", f);
+	for (size_t i = 0; all[i]; i++) {
+		const char *name = all[i]->name;
+		struct fish_ctx c = { f, cond };
+		bool sub = strncmp(name, "pool ", 5) == 0;
+
+		if (sub) {
+			snprintf(cond, sizeof(cond),
+			         "'__fish_seen_subcommand_from pool; and "
+			         "__fish_seen_subcommand_from %s'",
+			         name + 5);
+			fprintf(f,
+			        "complete -c hutch -n '__fish_seen_subcommand_from pool; and not "
+			        "__fish_seen_subcommand_from start stop ls key' -a %s -d ",
+			        name + 5);
+		} else {
+			snprintf(cond, sizeof(cond), "'__fish_seen_subcommand_from %s'", name);
+			fprintf(f, "complete -c hutch -n __fish_use_subcommand -a %s -d ", name);
+		}
+		fish_quote(all[i]->about, f);
+		fputc('\n', f);
+		for_each_option(all[i], fish_opt, &c);
+		if (all[i]->id_pos)
+			fprintf(f,
+			        "complete -c hutch -n %s -a '(hutch ls -q 2>/dev/null)' "
+			        "-d sandbox\n",
+			        cond);
+	}
+	fputs("complete -c hutch -n __fish_use_subcommand -a pool -d 'keep sandboxes of a "
+	      "configuration ready (warm pool)'\n",
+	      f);
+	fputs("complete -c hutch -n '__fish_seen_subcommand_from cp' -F\n", f);
+}
+
+static int cmd_completion(struct hutch_cli_args *a)
+{
+	const char *shell = a->npos ? a->pos[0] : NULL;
+
+	if (!shell)
+		return hutch_cli_fail(HUTCH_EXIT_USAGE,
+		                      "missing shell: hutch completion bash|zsh|fish");
+	if (!strcmp(shell, "bash")) {
+		print_bash(a->verbs, stdout);
+	} else if (!strcmp(shell, "zsh")) {
+		printf("#compdef hutch\n# zsh runs hutch's bash completion through bashcompinit\n"
+		       "autoload -U +X bashcompinit && bashcompinit\n");
+		print_bash(a->verbs, stdout);
+	} else if (!strcmp(shell, "fish")) {
+		print_fish(a->verbs, stdout);
+	} else {
+		return hutch_cli_fail(HUTCH_EXIT_USAGE,
+		                      "unknown shell '%s': hutch completion bash|zsh|fish", shell);
+	}
+	return 0;
+}
+
+const struct hutch_cli_verb hutch_verb_completion = {
+	.name = "completion",
+	.synopsis = "bash|zsh|fish",
+	.about = "Print a completion script for the shell, generated from hutch's own option\n"
+	         "tables: verbs, options, instance types, network modes and the ids of live\n"
+	         "sandboxes. Load it with\n"
+	         "  source <(hutch completion bash)      (bash; or save it as\n"
+	         "      /usr/share/bash-completion/completions/hutch)\n"
+	         "  source <(hutch completion zsh)       (zsh)\n"
+	         "  hutch completion fish | source       (fish)\n",
+	.max_pos = 1,
+	.run = cmd_completion,
+};

@@ -1,0 +1,93 @@
+# SPDX-License-Identifier: Apache-2.0
+"""hutch completion bash|zsh|fish: the scripts load in real shells and
+complete verbs, options, option values and the ids of live sandboxes, as
+the parser's own tables say (issue 17)."""
+import os
+import shutil
+import subprocess
+
+import pytest
+
+from conftest import HUTCH
+
+BIN = os.path.dirname(HUTCH)
+
+BASH = r'''
+source <(hutch completion bash) || exit 9
+t() { COMP_WORDS=("$@"); COMP_CWORD=$(( ${#COMP_WORDS[@]} - 1 )); _hutch; echo "${COMPREPLY[*]}"; }
+t hutch ex
+t hutch exec ""
+t hutch exec "$ID" --cw
+t hutch run --instance-type m
+t hutch run --network a
+t hutch pool s
+t hutch pool start --si
+t hutch exec --cwd /x ""
+t hutch exec "$ID" -- ""
+t hutch logs "$ID" ""
+t hutch nosuchverb ""
+'''
+
+
+def shell(hutch, argv, sid, script=None):
+    env = dict(hutch.env, PATH=BIN + ":" + hutch.env["PATH"], ID=sid)
+    r = subprocess.run(argv, input=script, capture_output=True, text=True, env=env, timeout=60)
+    assert r.returncode == 0, r.stderr
+    return r.stdout
+
+
+def test_bash_completes_verbs_options_values_and_ids(hutch):
+    sb = hutch.create("--instance-type", "nano")
+    try:
+        out = shell(hutch, ["bash"], sb.id, BASH).split("\n")
+        assert out[:11] == [
+            "exec",                  # a verb
+            sb.id,                   # exec's first positional is a sandbox id
+            "--cwd",                 # exec's own option, after the id
+            "micro medium",          # instance types from the table
+            "all allow:",            # network modes
+            "start stop",            # pool's subcommands
+            "--size",                # pool start's own option
+            sb.id,                   # an option's value is skipped when counting
+            "",                      # after --: the sandbox's command, nothing local
+            "",                      # logs ID PROC: PROC is not an id
+            "",                      # an unknown verb completes nothing
+        ], out
+    finally:
+        sb.rm()
+
+
+@pytest.mark.skipif(not shutil.which("fish"), reason="fish not installed (scripts/install-deps)")
+def test_fish_completes_verbs_values_and_ids(hutch):
+    sb = hutch.create("--instance-type", "nano")
+    try:
+        out = shell(hutch, ["fish", "-c", "hutch completion fish | source; "
+                            "complete -C 'hutch ex'; echo ==; complete -C 'hutch exec '; "
+                            "echo ==; complete -C 'hutch run --network '"], sb.id)
+        verbs, ids, nets = out.split("==\n")
+        assert [ln.split("\t")[0] for ln in verbs.splitlines()] == ["exec"], verbs
+        assert sb.id in [ln.split("\t")[0] for ln in ids.splitlines()], ids
+        assert [ln.split("\t")[0] for ln in nets.splitlines()] == ["all", "allow:", "none"], nets
+    finally:
+        sb.rm()
+
+
+@pytest.mark.skipif(not shutil.which("zsh"), reason="zsh not installed (scripts/install-deps)")
+def test_zsh_loads_the_completion_and_completes_ids(hutch):
+    sb = hutch.create("--instance-type", "nano")
+    try:
+        out = shell(hutch, ["zsh", "-c",
+                            "autoload -U compinit; compinit -u; source <(hutch completion zsh); "
+                            "echo ${_comps[hutch]}; setopt ksharrays; "
+                            "COMP_WORDS=(hutch exec ''); COMP_CWORD=2; _hutch; "
+                            "echo \"[${COMPREPLY[*]}]\""], sb.id)
+        assert out.splitlines() == ["_bash_complete -F _hutch", f"[{sb.id}]"], out
+    finally:
+        sb.rm()
+
+
+def test_completion_usage_errors(hutch):
+    r = hutch("completion")
+    assert r.returncode == 64 and b"missing shell: hutch completion bash|zsh|fish" in r.stderr
+    r = hutch("completion", "tcsh")
+    assert r.returncode == 64 and b"unknown shell 'tcsh'" in r.stderr

@@ -1,0 +1,35 @@
+# SPDX-License-Identifier: Apache-2.0
+"""hutch: local, throw-away Linux sandboxes with the cloud sandbox's options.
+
+    from hutch import LocalSandbox
+    with LocalSandbox(instance_type="small") as sb:
+        print(sb.execute("python3 -c 'print(6*7)'").stdout)
+
+Standard library only. See docs/python.md.
+"""
+from .errors import (APIError, BackgroundProcessesDisabledError, CommandTimeoutError, ConfigError,
+                     FileTooLargeError, HutchNotFoundError, NotCapableHostError, ProcessNotFoundError,
+                     ProcessNotRunningError, SandboxDeletedError, SandboxError,
+                     SandboxExpiredError, SandboxFileNotFoundError, SandboxGoneError,
+                     SandboxIsADirectoryError, SandboxNoSpaceError, SandboxPermissionError,
+                     SetupError)
+from .network import Network
+from .sandbox import (DEFAULT_REGION, INSTANCE_TYPES, AsyncExecutionStream, AsyncSandboxSession,
+                      CommandResult, ExecutionStream, ExitStatus, FileEntry, HookContext,
+                      LocalSandbox, OutputChunk, ProcessInfo, ProcessOutput, SandboxHook,
+                      SandboxSession)
+from ._binary import find_hutch
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "LocalSandbox", "Network", "SandboxHook", "HookContext", "SandboxSession",
+    "AsyncSandboxSession", "ExecutionStream", "AsyncExecutionStream", "CommandResult",
+    "OutputChunk", "ExitStatus", "FileEntry", "ProcessInfo", "ProcessOutput", "find_hutch",
+    "INSTANCE_TYPES", "DEFAULT_REGION",
+    "SandboxError", "HutchNotFoundError", "NotCapableHostError", "ConfigError", "SetupError",
+    "SandboxGoneError", "SandboxExpiredError", "SandboxDeletedError", "CommandTimeoutError",
+    "APIError", "SandboxFileNotFoundError", "SandboxPermissionError", "SandboxIsADirectoryError",
+    "SandboxNoSpaceError", "ProcessNotFoundError", "ProcessNotRunningError",
+    "BackgroundProcessesDisabledError", "FileTooLargeError",
+]

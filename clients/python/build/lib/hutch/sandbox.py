@@ -1,0 +1,915 @@
+# SPDX-License-Identifier: Apache-2.0
+"""``LocalSandbox``, its sessions (sync and asyncio) and hooks."""
+import asyncio
+import dataclasses
+import functools
+import http.client
+import inspect
+import json
+import os
+import re
+import subprocess
+import tempfile
+import threading
+from typing import Any, Optional
+
+from . import errors, _http
+from ._binary import find_hutch
+from . import _pool
+from .network import Network
+
+INSTANCE_TYPES = ("nano", "micro", "small", "medium", "large", "xlarge", "2xlarge")
+DEFAULT_REGION = "nl-north-1"
+MAX_SECONDS = 366 * 86400
+_REGION_RE = re.compile(r"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$")
+
+
+# ---------------------------------------------------------------------------
+# results
+# ---------------------------------------------------------------------------
+@dataclasses.dataclass
+class CommandResult:
+    """What a command did. ``exit_code`` is ``None`` if it did not exit by
+    itself (``status`` ``signaled``, ``timed_out``, ``oom_killed``)."""
+    exit_code: Optional[int]
+    stdout: str
+    stderr: str
+    status: str = "exited"
+    signal: Optional[int] = None
+    signal_name: Optional[str] = None
+    timed_out: bool = False
+    oom_killed: bool = False
+    duration_ms: float = 0.0
+    stdout_truncated: bool = False
+    stderr_truncated: bool = False
+    message: Optional[str] = None
+
+    @classmethod
+    def from_json(cls, d, stdout="", stderr=""):
+        return cls(exit_code=d.get("exit_code"), stdout=d.get("stdout", stdout),
+                   stderr=d.get("stderr", stderr), status=d.get("status", "exited"),
+                   signal=d.get("signal"), signal_name=d.get("signal_name"),
+                   timed_out=bool(d.get("timed_out")), oom_killed=bool(d.get("oom_killed")),
+                   duration_ms=d.get("duration_ms") or 0.0,
+                   stdout_truncated=bool(d.get("stdout_truncated")),
+                   stderr_truncated=bool(d.get("stderr_truncated")), message=d.get("message"))
+
+
+@dataclasses.dataclass
+class OutputChunk:
+    """One piece of a streamed command's output: ``stream`` is ``stdout`` or
+    ``stderr``."""
+    stream: str
+    data: str
+
+
+@dataclasses.dataclass
+class ExitStatus:
+    """The last item of ``execute_stream``: how the command ended."""
+    exit_code: Optional[int]
+    status: str = "exited"
+    signal: Optional[int] = None
+    signal_name: Optional[str] = None
+    timed_out: bool = False
+    oom_killed: bool = False
+    duration_ms: float = 0.0
+    message: Optional[str] = None
+
+
+@dataclasses.dataclass
+class FileEntry:
+    name: str
+    type: str  # file, directory, symlink, other
+    size: int
+    mode: str
+    mtime: float
+    path: str = ""
+
+
+@dataclasses.dataclass
+class ProcessInfo:
+    id: str
+    command: str
+    status: str  # running, exited, killed
+    pid: Optional[int] = None
+    exit_code: Optional[int] = None
+    signal: Optional[int] = None
+    signal_name: Optional[str] = None
+    started_at: Optional[str] = None
+    ended_at: Optional[str] = None
+    stdout_bytes: int = 0
+    stderr_bytes: int = 0
+    error: Optional[str] = None
+
+    @classmethod
+    def from_json(cls, d):
+        names = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in d.items() if k in names})
+
+
+@dataclasses.dataclass
+class ProcessOutput:
+    id: str
+    stream: str
+    offset: int
+    next_offset: int
+    dropped: int
+    data: str
+    status: str
+    eof: bool
+
+
+# ---------------------------------------------------------------------------
+# hooks
+# ---------------------------------------------------------------------------
+class SandboxHook:
+    """Subclass and override ``on_create`` / ``on_destroy`` (``async def`` as
+    in the cloud SDK, or plain ``def``). ``ctx.sandbox`` is the session:
+    ``execute``, ``read_file``, ``write_file`` and the rest; awaitable in an
+    ``async def`` hook, plain in a ``def`` hook."""
+
+    async def on_create(self, ctx):
+        pass
+
+    async def on_destroy(self, ctx):
+        pass
+
+
+@dataclasses.dataclass
+class HookContext:
+    sandbox: Any
+    config: "LocalSandbox"
+    sandbox_id: str
+
+
+def _run_coro_blocking(coro):
+    """Run a coroutine to completion from sync code, even inside a running
+    event loop (then in a helper thread)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coro)
+    box = {}
+
+    def runner():
+        try:
+            box["r"] = asyncio.run(coro)
+        except BaseException as e:  # noqa: B902 - re-raised below
+            box["e"] = e
+    t = threading.Thread(target=runner, name="hutch-hook")
+    t.start()
+    t.join()
+    if "e" in box:
+        raise box["e"]
+    return box.get("r")
+
+
+# ---------------------------------------------------------------------------
+# validation helpers
+# ---------------------------------------------------------------------------
+def _seconds(name, value, lo, hi=MAX_SECONDS):
+    if isinstance(value, bool) or not isinstance(value, int):
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)
+        else:
+            raise errors.ConfigError(f"invalid {name} {value!r}: expected a whole number of seconds "
+                                     f"from {lo} to {hi}")
+    if not lo <= value <= hi:
+        raise errors.ConfigError(f"invalid {name} {value}: expected a whole number of seconds from "
+                                 f"{lo} to {hi}")
+    return value
+
+
+def _cmd_body(cmd, cwd=None, env=None, timeout=None, stdin=None):
+    body = {}
+    if isinstance(cmd, str):
+        body["cmd"] = cmd
+    elif isinstance(cmd, (list, tuple)) and cmd and all(isinstance(a, str) for a in cmd):
+        body["argv"] = list(cmd)
+    else:
+        raise TypeError(f"cmd must be a shell string or a non-empty list of strings, not {cmd!r}")
+    if cwd is not None:
+        body["cwd"] = os.fspath(cwd)
+    if env is not None:
+        if not isinstance(env, dict) or not all(isinstance(k, str) and isinstance(v, str)
+                                                for k, v in env.items()):
+            raise TypeError("env must be a dict of str to str")
+        body["env"] = env
+    if timeout is not None:
+        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout < 0:
+            raise TypeError(f"timeout must be a number of seconds >= 0, not {timeout!r}")
+        body["timeout"] = timeout
+    if stdin is not None:
+        if isinstance(stdin, (bytes, bytearray)):
+            stdin = bytes(stdin).decode("utf-8")
+        if not isinstance(stdin, str):
+            raise TypeError("stdin must be str or UTF-8 bytes")
+        body["stdin"] = stdin
+    return body
+
+
+def _http_timeout(timeout):
+    return None if not timeout else timeout + 60
+
+
+# ---------------------------------------------------------------------------
+# LocalSandbox
+# ---------------------------------------------------------------------------
+def _host_ports(ports, network):
+    """host_ports: TCP ports of the host's loopback the sandbox reaches as
+    host.hutch.internal (network all or allow only)."""
+    try:
+        ports = list(ports)
+    except TypeError:
+        raise errors.ConfigError(f"invalid host_ports {ports!r}: a list of TCP port numbers") from None
+    for p in ports:
+        if isinstance(p, bool) or not isinstance(p, int) or not 1 <= p <= 65535:
+            raise errors.ConfigError(f"invalid host port {p!r}: give a TCP port number from 1 to "
+                                     "65535, e.g. host_ports=[8080]")
+    ports = sorted(set(ports))
+    if len(ports) > 16:
+        raise errors.ConfigError("too many host ports: at most 16")
+    if ports and network.mode == "none":
+        raise errors.ConfigError("host_ports needs a network: with network none nothing leaves the "
+                                 "sandbox; use Network.all() or Network.allow(hosts=...)")
+    if network.mode == "allow":
+        listed = {443, 53} | {int(h.rsplit(":", 1)[1]) for h in network.hosts
+                              if ":" in h and not h.startswith("[") and h.rsplit(":", 1)[1].isdigit()}
+        for p in ports:
+            if p in listed:
+                raise errors.ConfigError(f"--host-port {p} clashes with the allow list: ports 53, 443 "
+                                         "and the listed ports are served by the sandbox's DNS stub "
+                                         "and TLS proxy; run the host service on another port")
+    return ports
+
+
+class LocalSandbox:
+    """A local sandbox configuration, with the cloud sandbox's option names,
+    defaults and validation (errors raised here, before anything starts).
+
+    ``open()`` (or ``with``) creates the sandbox and returns a
+    :class:`SandboxSession`; ``async with`` (or ``await open_async()``) an
+    :class:`AsyncSandboxSession`. Each open creates a new sandbox."""
+
+    def __init__(self, *, instance_type="medium", idle_timeout_seconds=0, ttl_seconds=86400,
+                 region=DEFAULT_REGION, network=None, image=None, setup_script=None,
+                 setup_script_timeout_seconds=600, hooks=(), supports_background_processes=True,
+                 host_ports=()):
+        if not isinstance(instance_type, str) or instance_type not in INSTANCE_TYPES:
+            raise errors.ConfigError(f"unknown instance_type {instance_type!r}: valid types are "
+                                     f"{', '.join(INSTANCE_TYPES)}")
+        self.instance_type = instance_type
+        self.idle_timeout_seconds = _seconds("idle_timeout_seconds", idle_timeout_seconds, 0)
+        self.ttl_seconds = _seconds("ttl_seconds", ttl_seconds, 1)
+        self.setup_script_timeout_seconds = _seconds("setup_script_timeout_seconds",
+                                                     setup_script_timeout_seconds, 1)
+        if not isinstance(region, str) or not _REGION_RE.match(region):
+            raise errors.ConfigError(f"invalid region {region!r}: a region name is lowercase letters, "
+                                     f"digits and dashes, e.g. {DEFAULT_REGION}")
+        self.region = region
+        if network is None:
+            network = Network.none()
+        if not isinstance(network, Network):
+            raise errors.ConfigError(f"invalid network {network!r}: use Network.none(), Network.all() "
+                                     "or Network.allow(hosts=(...))")
+        self.network = network
+        if region != DEFAULT_REGION and network.mode != "all":
+            raise errors.ConfigError(f"only the default region, {DEFAULT_REGION}, can block traffic; in "
+                                     f"region {region} the sandbox runs only with network all "
+                                     "(network=Network.all())")
+        self.host_ports = _host_ports(host_ports, network)
+        if image is not None and not isinstance(image, str):
+            raise errors.ConfigError(f"invalid image {image!r}: a string or None")
+        self.image = image
+        if setup_script is not None:
+            if not isinstance(setup_script, str):
+                raise errors.ConfigError("invalid setup_script: the text of a shell script (str) or None")
+            if not setup_script:
+                raise errors.ConfigError("invalid setup_script: empty (use None for no script)")
+            if len(setup_script.encode()) > (1 << 20):
+                raise errors.ConfigError("invalid setup_script: longer than 1048576 bytes")
+        self.setup_script = setup_script
+        if isinstance(hooks, SandboxHook):
+            hooks = [hooks]
+        try:
+            hooks = list(hooks)
+        except TypeError:
+            raise errors.ConfigError(f"invalid hooks {hooks!r}: a list of SandboxHook") from None
+        for h in hooks:
+            if not (isinstance(h, SandboxHook) or (callable(getattr(h, "on_create", None))
+                                                   and callable(getattr(h, "on_destroy", None)))):
+                raise errors.ConfigError(f"invalid hook {h!r}: subclass hutch.SandboxHook")
+        self.hooks = hooks
+        if not isinstance(supports_background_processes, bool):
+            raise errors.ConfigError(f"invalid supports_background_processes "
+                                     f"{supports_background_processes!r}: True or False")
+        self.supports_background_processes = supports_background_processes
+        self._stack = []
+
+    def __repr__(self):
+        return (f"LocalSandbox(instance_type={self.instance_type!r}, ttl_seconds={self.ttl_seconds}, "
+                f"idle_timeout_seconds={self.idle_timeout_seconds}, region={self.region!r}, "
+                f"network={self.network!r})")
+
+    # -- creation ------------------------------------------------------------
+    def _cli_options(self):
+        """The sandbox options as ``hutch create`` arguments (without the
+        setup script, which goes through a file)."""
+        args = ["--instance-type", self.instance_type, "--ttl", str(self.ttl_seconds),
+                "--idle-timeout", str(self.idle_timeout_seconds), "--region", self.region,
+                "--network", self.network.to_cli(),
+                "--setup-timeout", str(self.setup_script_timeout_seconds)]
+        for port in self.host_ports:
+            args += ["--host-port", str(port)]
+        return args
+
+    def _create(self):
+        """Run ``hutch create --json``; returns its JSON."""
+        if self.image is not None:
+            raise errors.ConfigError(f"image {self.image!r} is not supported by this version of "
+                                     "hutch: leave image=None (the sandbox root is derived from the "
+                                     "host and always has a shell and python3)")
+        hutch = find_hutch()
+        options = self._cli_options()
+        if self.setup_script is None:
+            info = _pool.try_claim(hutch, options)
+            if info is not None:
+                return info
+        args = [hutch, "create", "--json", *options]
+        script = None
+        try:
+            if self.setup_script is not None:
+                fd, script = tempfile.mkstemp(prefix="hutch-setup-", suffix=".sh")
+                with os.fdopen(fd, "w") as f:
+                    f.write(self.setup_script)
+                args += ["--setup-script", script]
+            proc = subprocess.run(args, capture_output=True, text=True, check=False)
+        finally:
+            if script:
+                os.unlink(script)
+        if proc.returncode == 0:
+            try:
+                return json.loads(proc.stdout)
+            except ValueError:
+                raise errors.SandboxError(f"hutch create printed no JSON: {proc.stdout[:500]!r}") from None
+        msg = "\n".join(l[7:] if l.startswith("hutch: ") else l
+                        for l in proc.stderr.strip().splitlines()) or f"exit status {proc.returncode}"
+        cls = {64: errors.ConfigError, 69: errors.NotCapableHostError,
+               71: errors.SetupError}.get(proc.returncode, errors.SandboxError)
+        if cls is errors.NotCapableHostError:
+            msg += " (run as root; 'hutch doctor' checks this host)"
+        raise cls(msg)
+
+    def open(self):
+        """Create the sandbox, run the ``on_create`` hooks, return the
+        session. A hook that raises deletes the sandbox and re-raises."""
+        info = self._create()
+        session = SandboxSession(self, info)
+        try:
+            session._run_hooks("on_create")
+        except BaseException:
+            session._delete(quiet=True)
+            raise
+        return session
+
+    async def open_async(self):
+        """The asyncio form of :meth:`open`."""
+        info = await asyncio.to_thread(self._create)
+        session = AsyncSandboxSession(SandboxSession(self, info))
+        try:
+            await session._run_hooks("on_create")
+        except BaseException:
+            await asyncio.to_thread(session.sync._delete, True)
+            raise
+        return session
+
+    def __enter__(self):
+        s = self.open()
+        self._stack.append(s)
+        return s
+
+    def __exit__(self, exc_type, exc, tb):
+        s = self._stack.pop()
+        try:
+            s.close()
+        except Exception:
+            if exc_type is None:
+                raise
+        return False
+
+    async def __aenter__(self):
+        s = await self.open_async()
+        self._stack.append(s)
+        return s
+
+    async def __aexit__(self, exc_type, exc, tb):
+        s = self._stack.pop()
+        try:
+            await s.close()
+        except Exception:
+            if exc_type is None:
+                raise
+        return False
+
+
+# ---------------------------------------------------------------------------
+# sessions
+# ---------------------------------------------------------------------------
+class ExecutionStream:
+    """Iterator over a running command's output: :class:`OutputChunk` items in
+    the order they were written, then one :class:`ExitStatus`. After the end,
+    ``exit_code`` and ``exit`` hold the result."""
+
+    def __init__(self, client, resp, conn):
+        self._client, self._resp, self._conn = client, resp, conn
+        self.exit = None
+        self.exit_code = None
+        self._done = False
+
+    def __iter__(self):
+        return self
+
+    def _events(self):
+        event, data = None, []
+        while True:
+            try:
+                line = self._resp.readline()
+            except (OSError, http.client.HTTPException) as e:
+                raise self._client.gone_error(e) from e
+            if not line:
+                return
+            line = line.decode("utf-8", "replace").rstrip("\r\n")
+            if line == "":
+                if event is not None or data:
+                    yield event or "message", "\n".join(data)
+                event, data = None, []
+            elif line.startswith(":"):
+                continue
+            else:
+                field, _, value = line.partition(":")
+                if value.startswith(" "):
+                    value = value[1:]
+                if field == "event":
+                    event = value
+                elif field == "data":
+                    data.append(value)
+
+    def __next__(self):
+        if self._done:
+            raise StopIteration
+        if not hasattr(self, "_gen"):
+            self._gen = self._events()
+        for event, data in self._gen:
+            try:
+                obj = json.loads(data) if data else {}
+            except ValueError:
+                obj = {"data": data}
+            if event in ("stdout", "stderr"):
+                return OutputChunk(event, obj.get("data", ""))
+            if event == "exit":
+                self.exit = ExitStatus(
+                    exit_code=obj.get("exit_code"), status=obj.get("status", "exited"),
+                    signal=obj.get("signal"), signal_name=obj.get("signal_name"),
+                    timed_out=bool(obj.get("timed_out")), oom_killed=bool(obj.get("oom_killed")),
+                    duration_ms=obj.get("duration_ms") or 0.0, message=obj.get("message"))
+                self.exit_code = self.exit.exit_code
+                if self.exit.timed_out:
+                    self._pending_timeout = True
+                return self.exit
+            if event == "error":
+                self._finish(close=True)
+                raise errors.from_api(410, obj, self._client.sandbox_id)
+        self._finish(close=True)
+        if self.exit is None:
+            raise self._client.gone_error(EOFError("the event stream ended without an exit event"))
+        if getattr(self, "_pending_timeout", False):
+            self._pending_timeout = False
+            raise errors.CommandTimeoutError(
+                self.exit.message or "the command timed out and was killed")
+        raise StopIteration
+
+    def _finish(self, close=False):
+        if self._done and close:
+            return
+        if close:
+            self._done = True
+            try:
+                self._resp.close()
+            finally:
+                self._conn.close()
+
+    def close(self):
+        """Stop reading (a command still running is killed by the sandbox)."""
+        self._finish(close=True)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *a):
+        self.close()
+
+
+class SandboxSession:
+    """An open sandbox (sync). Close it with ``close()`` or ``with``; closing
+    runs the ``on_destroy`` hooks and deletes the sandbox."""
+
+    def __init__(self, sandbox, info):
+        self.sandbox = sandbox
+        self.id = info["id"]
+        self.socket_path = info["socket"]
+        self.expires_at = info.get("expires_at")
+        self.config = info.get("config", {})
+        self._client = _http.Client(self.socket_path, self.id)
+        self._closed = False
+        self._close_lock = threading.Lock()
+
+    def __repr__(self):
+        return f"<SandboxSession {self.id} {'closed' if self._closed else 'open'}>"
+
+    @property
+    def closed(self):
+        return self._closed
+
+    # -- commands --------------------------------------------------------
+    def execute(self, cmd, *, cwd=None, env=None, timeout=None, stdin=None):
+        """Run ``cmd`` (a shell string or an argv list) and wait for it.
+        Raises :class:`CommandTimeoutError` if ``timeout`` ran out."""
+        body = _cmd_body(cmd, cwd, env, timeout, stdin)
+        d = self._client.call("POST", "/run", body, timeout=_http_timeout(timeout))
+        result = CommandResult.from_json(d)
+        if result.timed_out:
+            raise errors.CommandTimeoutError(
+                f"{result.message or 'command timed out'} (stdout and stderr so far are in "
+                "the exception's result)", result=result)
+        return result
+
+    def execute_stream(self, cmd, *, cwd=None, env=None, timeout=None, stdin=None):
+        """Run ``cmd`` and iterate over its output as it comes: ``OutputChunk``
+        items, then an ``ExitStatus``."""
+        body = json.dumps(_cmd_body(cmd, cwd, env, timeout, stdin)).encode()
+        resp, conn = self._client.request("POST", "/run_streaming", body,
+                                          {"Content-Type": "application/json"},
+                                          timeout=_http_timeout(timeout))
+        self._client.check(resp, conn)
+        return ExecutionStream(self._client, resp, conn)
+
+    # -- files -----------------------------------------------------------
+    def _get_file(self, path, max_bytes):
+        """GET /files for path; a length over max_bytes is refused before
+        any byte is read."""
+        resp, conn = self._client.request("GET", _http.query("/files", path=os.fspath(path)))
+        self._client.check(resp, conn)
+        length = resp.getheader("Content-Length")
+        if max_bytes is not None and length is not None and int(length) > max_bytes:
+            conn.close()
+            raise errors.FileTooLargeError(f"{os.fspath(path)} is {length} bytes, more than "
+                                           f"max_bytes={max_bytes}")
+        return resp, conn
+
+    def read_file(self, path, *, max_bytes=None):
+        """The contents of a file, as bytes. ``max_bytes`` refuses a longer
+        file (FileTooLargeError) before reading it: a hostile sandbox can
+        offer a sparse file of any size."""
+        resp, conn = self._get_file(path, max_bytes)
+        return self._client.read_body(resp, conn)
+
+    def write_file(self, path, data, *, mode=None):
+        """Write ``data`` (bytes, or str as UTF-8) to ``path``, whole or not at
+        all; returns the size."""
+        if isinstance(data, str):
+            data = data.encode("utf-8")
+        if not isinstance(data, (bytes, bytearray, memoryview)):
+            raise TypeError("data must be bytes or str")
+        data = bytes(data)
+        q = _http.query("/files", path=os.fspath(path), mode=_mode(mode))
+        resp, conn = self._client.request("PUT", q, data,
+                                          {"Content-Type": "application/octet-stream"})
+        self._client.check(resp, conn)
+        return json.loads(self._client.read_body(resp, conn)).get("size", len(data))
+
+    def list_dir(self, path="/workspace"):
+        d = self._client.call("POST", "/list_dir", {"path": os.fspath(path)})
+        base = d.get("path", os.fspath(path))
+        return [FileEntry(name=e["name"], type=e["type"], size=e.get("size", 0), mode=e.get("mode", ""),
+                          mtime=e.get("mtime", 0.0), path=base.rstrip("/") + "/" + e["name"])
+                for e in d.get("entries", [])]
+
+    def remove(self, path, *, recursive=True):
+        """Delete a file or symlink, or (``recursive``) a directory tree."""
+        path = os.fspath(path)
+        try:
+            self._client.call("POST", "/delete_file", {"path": path})
+        except errors.SandboxIsADirectoryError:
+            if not recursive:
+                raise
+            self._client.call("POST", "/delete_dir", {"path": path})
+
+    def make_dir(self, path, *, mode=None):
+        """Create a directory and its parents (an existing one is fine)."""
+        body = {"path": os.fspath(path)}
+        if mode is not None:
+            body["mode"] = _mode(mode)
+        self._client.call("POST", "/make_dir", body)
+
+    def upload(self, src, dst, *, mode=None):
+        """Stream a local file (a path or a binary file object) to ``dst`` in
+        the sandbox; returns the size written."""
+        q = _http.query("/files", path=os.fspath(dst), mode=_mode(mode))
+        own = not hasattr(src, "read")
+        f = open(src, "rb") if own else src
+        try:
+            headers = {"Content-Type": "application/octet-stream"}
+            chunked = False
+            try:
+                size = os.fstat(f.fileno()).st_size - f.tell()
+                headers["Content-Length"] = str(size)
+            except (OSError, AttributeError, ValueError):
+                chunked = True
+                headers["Transfer-Encoding"] = "chunked"
+            resp, conn = self._client.request("PUT", q, f, headers, encode_chunked=chunked)
+            self._client.check(resp, conn)
+            return json.loads(self._client.read_body(resp, conn)).get("size")
+        finally:
+            if own:
+                f.close()
+
+    def download(self, src, dst, *, max_bytes=None):
+        """Stream a sandbox file to ``dst`` (a local path or a binary file
+        object); returns the number of bytes. ``max_bytes`` refuses a longer
+        file (FileTooLargeError) before writing anything."""
+        resp, conn = self._get_file(src, max_bytes)
+        own = not hasattr(dst, "write")
+        n = 0
+        try:
+            f = open(dst, "wb") if own else dst
+            try:
+                while True:
+                    try:
+                        chunk = resp.read(_http.CHUNK)
+                    except (OSError, http.client.HTTPException) as e:
+                        raise self._client.gone_error(e) from e
+                    if not chunk:
+                        break
+                    f.write(chunk)
+                    n += len(chunk)
+            finally:
+                if own:
+                    f.close()
+            expected = resp.getheader("Content-Length")
+            if expected is not None and int(expected) != n:
+                raise errors.SandboxError(f"download of {src} ended after {n} of {expected} bytes "
+                                          "(the file shrank meanwhile?)")
+        except BaseException:
+            conn.close()
+            raise
+        self._client.release(conn, resp)
+        return n
+
+    # -- background processes ------------------------------------------
+    def _need_bg(self):
+        if not self.sandbox.supports_background_processes:
+            raise errors.BackgroundProcessesDisabledError(
+                "background processes are disabled for this sandbox "
+                "(supports_background_processes=False): use execute(), or create the sandbox "
+                "with supports_background_processes=True")
+
+    def start_process(self, cmd, *, cwd=None, env=None):
+        self._need_bg()
+        return ProcessInfo.from_json(self._client.call("POST", "/start_process",
+                                                       _cmd_body(cmd, cwd, env)))
+
+    def list_processes(self):
+        self._need_bg()
+        return [ProcessInfo.from_json(p) for p in
+                self._client.call("GET", "/list_processes").get("processes", [])]
+
+    def kill_process(self, process_id, *, grace_seconds=5):
+        self._need_bg()
+        pid = process_id.id if isinstance(process_id, ProcessInfo) else process_id
+        return ProcessInfo.from_json(self._client.call(
+            "POST", "/kill_process", {"id": pid, "grace_seconds": grace_seconds},
+            timeout=grace_seconds + 60))
+
+    def process_output(self, process_id, *, stream="stdout", offset=0, wait=None):
+        """Output of a background process from byte ``offset``; ``wait``
+        (seconds) long-polls for new output."""
+        self._need_bg()
+        pid = process_id.id if isinstance(process_id, ProcessInfo) else process_id
+        w = None if not wait else ("true" if wait is True else str(wait))
+        d = self._client.call("GET", _http.query("/process_output", id=pid, stream=stream,
+                                                 offset=offset, wait=w),
+                              timeout=(90 if wait else _http.DEFAULT_TIMEOUT))
+        return ProcessOutput(id=d["id"], stream=d["stream"], offset=d["offset"],
+                             next_offset=d["next_offset"], dropped=d.get("dropped", 0),
+                             data=d.get("data", ""), status=d.get("status"), eof=bool(d.get("eof")))
+
+    # -- lifecycle -------------------------------------------------------
+    def status(self):
+        """The sandbox's ``/status`` (a dict: state, expires_at, config...)."""
+        return self._client.call("GET", "/status")
+
+    def _hook_fns(self, name):
+        hooks = self.sandbox.hooks
+        return [getattr(h, name) for h in (hooks if name == "on_create" else reversed(hooks))]
+
+    def _run_hooks(self, name):
+        first = None
+        for fn in self._hook_fns(name):
+            try:
+                if inspect.iscoroutinefunction(fn):
+                    ctx = HookContext(AsyncSandboxSession(self), self.sandbox, self.id)
+                    _run_coro_blocking(fn(ctx))
+                else:
+                    r = fn(HookContext(self, self.sandbox, self.id))
+                    if inspect.isawaitable(r):
+                        _run_coro_blocking(_await(r))
+            except BaseException as e:
+                if name == "on_create":
+                    raise
+                first = first or e
+        if first is not None:
+            raise first
+
+    def _gone(self):
+        # The runtime records why a sandbox ended before it retires the
+        # sandbox's directory, so a vanished socket says it; one still there
+        # in the moment between answers DELETE with 410 (SandboxGoneError).
+        return not os.path.exists(self.socket_path)
+
+    def _delete(self, quiet=False):
+        try:
+            if not self._gone():
+                self._client.call("DELETE", "/", timeout=120)
+        except errors.SandboxGoneError:
+            pass
+        except errors.SandboxError:
+            if not quiet:
+                raise
+        finally:
+            self._closed = True
+            self._client.close()
+
+    def close(self):
+        """Run the ``on_destroy`` hooks (newest first), then delete the sandbox.
+        Idempotent. A sandbox already gone (expired, deleted) is not an error
+        here; its hooks are skipped."""
+        with self._close_lock:
+            if self._closed:
+                return
+            hook_error = None
+            if not self._gone():
+                try:
+                    self._run_hooks("on_destroy")
+                except Exception as e:
+                    hook_error = e
+            self._delete()
+            if hook_error is not None:
+                raise hook_error
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        try:
+            self.close()
+        except Exception:
+            if exc_type is None:
+                raise
+        return False
+
+
+async def _await(aw):
+    return await aw
+
+
+def _mode(mode):
+    if mode is None:
+        return None
+    if isinstance(mode, int) and not isinstance(mode, bool):
+        return format(mode, "o")
+    if isinstance(mode, str) and mode and all(c in "01234567" for c in mode):
+        return mode
+    raise TypeError(f"mode must be an int (0o644) or an octal string ('644'), not {mode!r}")
+
+
+_END = object()
+
+
+class AsyncExecutionStream:
+    """``async for`` over a command's output: ``OutputChunk`` items, then an
+    ``ExitStatus``."""
+
+    def __init__(self, opener):
+        self._opener = opener
+        self._sync = None
+
+    def __aiter__(self):
+        return self
+
+    async def __anext__(self):
+        if self._sync is None:
+            self._sync = await asyncio.to_thread(self._opener)
+        item = await asyncio.to_thread(next, self._sync, _END)
+        if item is _END:
+            raise StopAsyncIteration
+        return item
+
+    @property
+    def exit(self):
+        return self._sync.exit if self._sync else None
+
+    @property
+    def exit_code(self):
+        return self._sync.exit_code if self._sync else None
+
+    async def aclose(self):
+        if self._sync is not None:
+            await asyncio.to_thread(self._sync.close)
+
+
+def _async_method(name):
+    sync_fn = getattr(SandboxSession, name)
+
+    @functools.wraps(sync_fn)
+    async def method(self, *args, **kwargs):
+        return await asyncio.to_thread(getattr(self.sync, name), *args, **kwargs)
+    return method
+
+
+class AsyncSandboxSession:
+    """The asyncio form of :class:`SandboxSession`: the same methods, each a
+    coroutine with the same arguments and results."""
+
+    def __init__(self, sync_session):
+        self.sync = sync_session
+
+    id = property(lambda self: self.sync.id)
+    socket_path = property(lambda self: self.sync.socket_path)
+    expires_at = property(lambda self: self.sync.expires_at)
+    config = property(lambda self: self.sync.config)
+    sandbox = property(lambda self: self.sync.sandbox)
+    closed = property(lambda self: self.sync.closed)
+
+    def __repr__(self):
+        return f"<AsyncSandboxSession {self.id} {'closed' if self.closed else 'open'}>"
+
+    execute = _async_method("execute")
+    read_file = _async_method("read_file")
+    write_file = _async_method("write_file")
+    list_dir = _async_method("list_dir")
+    remove = _async_method("remove")
+    make_dir = _async_method("make_dir")
+    upload = _async_method("upload")
+    download = _async_method("download")
+    start_process = _async_method("start_process")
+    list_processes = _async_method("list_processes")
+    kill_process = _async_method("kill_process")
+    process_output = _async_method("process_output")
+    status = _async_method("status")
+
+    def execute_stream(self, cmd, **kwargs):
+        """``async for item in session.execute_stream(cmd)``."""
+        return AsyncExecutionStream(functools.partial(self.sync.execute_stream, cmd, **kwargs))
+
+    async def _run_hooks(self, name):
+        first = None
+        for fn in self.sync._hook_fns(name):
+            try:
+                if inspect.iscoroutinefunction(fn):
+                    await fn(HookContext(self, self.sync.sandbox, self.id))
+                else:
+                    r = await asyncio.to_thread(fn, HookContext(self.sync, self.sync.sandbox, self.id))
+                    if inspect.isawaitable(r):
+                        await r
+            except BaseException as e:
+                if name == "on_create":
+                    raise
+                first = first or e
+        if first is not None:
+            raise first
+
+    async def close(self):
+        """Run the ``on_destroy`` hooks, then delete the sandbox."""
+        s = self.sync
+        if s._closed:
+            return
+        hook_error = None
+        if not await asyncio.to_thread(s._gone):
+            try:
+                await self._run_hooks("on_destroy")
+            except Exception as e:
+                hook_error = e
+        await asyncio.to_thread(s._delete)
+        if hook_error is not None:
+            raise hook_error
+
+    async def __aenter__(self):
+        return self
+
+    async def __aexit__(self, exc_type, exc, tb):
+        try:
+            await self.close()
+        except Exception:
+            if exc_type is None:
+                raise
+        return False

@@ -1,0 +1,42 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The client installs offline, with what Debian ships (issue 17): pip
+builds it with the system's setuptools and wheel, no index, into a fresh
+virtual environment; the installed copy (not the source tree) imports,
+carries py.typed and runs a sandbox."""
+import os
+import subprocess
+import sys
+import textwrap
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PKG = os.path.dirname(HERE)
+
+PROGRAM = textwrap.dedent("""
+    import os, hutch
+    root = os.path.dirname(hutch.__file__)
+    print(root)
+    print(os.path.exists(os.path.join(root, "py.typed")))
+    with hutch.LocalSandbox(instance_type="nano") as s:
+        print(s.execute("echo installed").stdout.strip())
+""")
+
+
+def test_offline_install_into_a_venv_runs_a_sandbox(tmp_path):
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)],
+                   check=True, timeout=120)
+    py = str(venv / "bin" / "python")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env["PIP_NO_INDEX"] = "1"  # offline: nothing may come from an index
+    env["HUTCH_RUNTIME_DIR"] = str(tmp_path / "rt")
+    r = subprocess.run([py, "-m", "pip", "install", "--no-build-isolation", "--no-index",
+                        "--disable-pip-version-check", PKG],
+                       capture_output=True, text=True, env=env, timeout=300, cwd=str(tmp_path))
+    assert r.returncode == 0, r.stdout + r.stderr
+    r = subprocess.run([py, "-c", PROGRAM], capture_output=True, text=True, env=env,
+                       timeout=120, cwd=str(tmp_path))
+    assert r.returncode == 0, r.stderr
+    root, typed, out = r.stdout.splitlines()
+    assert root.startswith(str(venv)), root  # the installed copy, not the tree
+    assert typed == "True"
+    assert out == "installed"

@@ -127,8 +127,11 @@ static int set_sandbox(struct hutch_cli_args *a, const struct hutch_option *o, c
 	_cleanup_free_ char *text = NULL;
 	ssize_t n;
 
+	char flag[64];
+
+	snprintf(flag, sizeof(flag), "--%s", o->cli);
 	if (!(o->flags & HUTCH_OPT_CLI_FILE)) {
-		if (hutch_option_parse(o, &a->cfg, value, &err) < 0)
+		if (hutch_option_parse_as(o, &a->cfg, value, flag, &err) < 0)
 			return hutch_cli_fail(HUTCH_EXIT_USAGE, "%s", err.msg);
 		return 0;
 	}

@@ -26,6 +26,11 @@ int hutch_cli_fail(int code, const char *fmt, ...)
 
 int hutch_cli_resolve(const char *arg, struct hutch_paths *p)
 {
+	return hutch_cli_resolve_as(arg, 0, p);
+}
+
+int hutch_cli_resolve_as(const char *arg, unsigned flags, struct hutch_paths *p)
+{
 	const char *rt = hutch_runtime_dir();
 	char id[HUTCH_ID_LEN + 1], reason[64], when[40];
 	int64_t at;
@@ -43,12 +48,16 @@ int hutch_cli_resolve(const char *arg, struct hutch_paths *p)
 		        arg, HUTCH_ID_LEN);
 	if (r < 0) {
 		if (hutch_gone_read(rt, arg, reason, sizeof(reason), &at) > 0) {
+			if (flags & HUTCH_CLI_GONE_OK)
+				return HUTCH_CLI_SKIP;
 			hutch_format_time(at, when, sizeof(when));
 			return hutch_cli_fail(HUTCH_EXIT_GONE, "sandbox %s %s at %s", arg,
 			                      !strcmp(reason, "expired") ? "expired (ttl reached)"
 			                                                 : reason,
 			                      when);
 		}
+		if (flags & HUTCH_CLI_MISSING_OK)
+			return HUTCH_CLI_SKIP;
 		return hutch_cli_fail(HUTCH_EXIT_NOT_FOUND, "no sandbox '%s' in %s (see hutch ls)",
 		                      arg, rt);
 	}

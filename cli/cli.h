@@ -20,6 +20,13 @@ int hutch_cli_fail(int code, const char *fmt, ...) __attribute__((format(printf,
 /* An id or unique prefix -> paths; else prints why (64 ambiguous or not an
  * id, 65 unknown, 66 expired/deleted) and returns that exit code. */
 int hutch_cli_resolve(const char *arg, struct hutch_paths *p);
+/* The same, quietly returning HUTCH_CLI_SKIP (no message) for an ended
+ * sandbox (HUTCH_CLI_GONE_OK) or one never seen (HUTCH_CLI_MISSING_OK):
+ * rm is idempotent. */
+#define HUTCH_CLI_GONE_OK    (1u << 0)
+#define HUTCH_CLI_MISSING_OK (1u << 1)
+#define HUTCH_CLI_SKIP       (-2)
+int hutch_cli_resolve_as(const char *arg, unsigned flags, struct hutch_paths *p);
 /* 66 with the message if p's supervisor is gone, else 0. */
 int hutch_cli_check_live(const struct hutch_paths *p);
 /* hutch_cli_resolve(), then hutch_cli_check_live(). */

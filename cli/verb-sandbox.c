@@ -88,6 +88,11 @@ static const struct hutch_cli_opt ls_opts[] = {
 
 static const struct hutch_cli_opt rm_opts[] = {
 	{ .name = "all", .kind = HUTCH_CLI_FLAG, A(all), .help = "delete every sandbox" },
+	{ .name = "force",
+	  .short_name = 'f',
+	  .kind = HUTCH_CLI_FLAG,
+	  A(force),
+	  .help = "no error for an id that names no sandbox (one that ended never is one)" },
 	{ .name = "quiet",
 	  .short_name = 'q',
 	  .kind = HUTCH_CLI_FLAG,
@@ -429,7 +434,12 @@ static int cmd_rm(struct hutch_cli_args *a)
 		                      "missing sandbox id: hutch rm ID... (or --all)");
 	for (size_t i = 0; i < a->npos; i++) {
 		struct hutch_paths p;
-		r = hutch_cli_resolve(a->pos[i], &p);
+		/* Idempotent: a sandbox that ended (expired, deleted) is
+		 * already what rm wants; -f also passes over unknown ids. */
+		r = hutch_cli_resolve_as(
+		        a->pos[i], HUTCH_CLI_GONE_OK | (a->force ? HUTCH_CLI_MISSING_OK : 0), &p);
+		if (r == HUTCH_CLI_SKIP)
+			continue;
 		if (!r)
 			r = delete_sandbox(&p, quiet);
 		if (r && !worst)

@@ -654,6 +654,25 @@ int hutch_option_parse(const struct hutch_option *o, struct hutch_config *c, con
 	return o->type->parse(o, c, s, err);
 }
 
+int hutch_option_parse_as(const struct hutch_option *o, struct hutch_config *c, const char *s,
+                          const char *label, struct hutch_err *err)
+{
+	char msg[sizeof(err->msg)];
+	const char *at;
+	size_t len = strlen(o->name);
+	int r = o->type->parse(o, c, s, err);
+
+	/* The messages name the option by its API name, once, as a word:
+	 * say it as the caller knows it. */
+	at = r < 0 ? strstr(err->msg, o->name) : NULL;
+	if (at && (at == err->msg || at[-1] == ' ') && (at[len] == ' ' || at[len] == ':')) {
+		snprintf(msg, sizeof(msg), "%.*s%s%s", (int)(at - err->msg), err->msg, label,
+		         at + len);
+		memcpy(err->msg, msg, sizeof(msg));
+	}
+	return r;
+}
+
 int hutch_option_from_json(const struct hutch_option *o, struct hutch_config *c, const cJSON *v,
                            struct hutch_err *err)
 {

@@ -88,6 +88,10 @@ const struct hutch_option *hutch_option_find_cli(const char *flag);
 /* Set from a string; err says which option and why. */
 int hutch_option_parse(const struct hutch_option *o, struct hutch_config *c, const char *s,
                        struct hutch_err *err);
+/* The same, the message naming the option as label ("--ttl") instead of
+ * its API name (ttl_seconds): the CLI's errors name its flags. */
+int hutch_option_parse_as(const struct hutch_option *o, struct hutch_config *c, const char *s,
+                          const char *label, struct hutch_err *err);
 /* Set from a JSON value; a value of the wrong type is -EINVAL. */
 int hutch_option_from_json(const struct hutch_option *o, struct hutch_config *c, const cJSON *v,
                            struct hutch_err *err);

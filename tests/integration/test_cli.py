@@ -21,6 +21,10 @@ def check(r, code, *words):
         assert w in err, err
     # One message, prefixed, no stack of errors.
     assert err.startswith("hutch: "), err
+    # The CLI names its flags, never the API's field names (issue 17).
+    for field in ("ttl_seconds", "idle_timeout_seconds", "max_output_bytes", "instance_type",
+                  "setup_script_timeout_seconds"):
+        assert field not in err, err
 
 
 @pytest.mark.parametrize("args,code,words", [
@@ -32,13 +36,13 @@ def check(r, code, *words):
     (["create", "--cwd", "/tmp"], USAGE, ["'--cwd' does not apply to 'create'"]),
     (["create", "extra"], USAGE, ["unexpected argument 'extra'"]),
     (["create", "--instance-type", "huge"], USAGE,
-     ["unknown instance_type 'huge'", "nano, micro, small, medium, large, xlarge, 2xlarge"]),
-    (["create", "--ttl", "abc"], USAGE, ["invalid ttl_seconds 'abc'", "whole number of seconds"]),
-    (["create", "--ttl", "0"], USAGE, ["invalid ttl_seconds '0'"]),
-    (["create", "--ttl", "-5"], USAGE, ["invalid ttl_seconds '-5'"]),
-    (["create", "--ttl", "99999999999"], USAGE, ["invalid ttl_seconds"]),
-    (["create", "--idle-timeout", "x"], USAGE, ["invalid idle_timeout_seconds 'x'"]),
-    (["create", "--max-output", "0"], USAGE, ["invalid max_output_bytes '0'"]),
+     ["unknown --instance-type 'huge'", "nano, micro, small, medium, large, xlarge, 2xlarge"]),
+    (["create", "--ttl", "abc"], USAGE, ["invalid --ttl 'abc'", "whole number of seconds"]),
+    (["create", "--ttl", "0"], USAGE, ["invalid --ttl '0'"]),
+    (["create", "--ttl", "-5"], USAGE, ["invalid --ttl '-5'"]),
+    (["create", "--ttl", "99999999999"], USAGE, ["invalid --ttl"]),
+    (["create", "--idle-timeout", "x"], USAGE, ["invalid --idle-timeout 'x'"]),
+    (["create", "--max-output", "0"], USAGE, ["invalid --max-output '0'"]),
     (["create", "--host-port", "8080"], USAGE,
      ["--host-port needs a network", "--network all or --network allow:HOST"]),
     (["run", "--network", "none", "--host-port", "8080", "--", "true"], USAGE,
@@ -59,7 +63,7 @@ def check(r, code, *words):
      ["only the default region, nl-north-1, can block traffic; in region eu-west-1 the "
       "sandbox runs only with network all"]),
     (["run", "--region", "us-east-2", "--", "true"], USAGE, ["in region us-east-2"]),
-    (["create", "--region", "EU_West"], USAGE, ["invalid region 'EU_West'", "nl-north-1"]),
+    (["create", "--region", "EU_West"], USAGE, ["invalid --region 'EU_West'", "nl-north-1"]),
     (["run"], USAGE, ["missing command"]),
     (["run", "--"], USAGE, ["missing command"]),
     (["exec"], USAGE, ["missing sandbox id"]),
@@ -310,3 +314,22 @@ def test_doctor_names_a_firewall_that_drops_forwarding(hutch):
         subprocess.run(["nft", "delete", "table", "ip", table], check=True)
     [fw] = [c for c in json.loads(hutch("doctor", "--json").stdout) if c["check"] == "forwarding"]
     assert fw["ok"] is True, fw
+
+
+def test_rm_is_idempotent(hutch):
+    """rm of a sandbox that already ended succeeds quietly; -f also passes
+    over ids that name no sandbox; without -f those stay an error
+    (issue 17)."""
+    sb = hutch.create("--instance-type", "nano")
+    assert hutch("rm", sb.id).returncode == 0
+    r = hutch("rm", sb.id)
+    assert (r.returncode, r.stdout, r.stderr) == (0, b"", b""), r
+    r = hutch("rm", "-f", "abcdef123456")
+    assert (r.returncode, r.stdout, r.stderr) == (0, b"", b""), r
+    r = hutch("rm", "abcdef123456")
+    check(r, NOT_FOUND, "no sandbox 'abcdef123456'")
+    # A live one among them is still removed, and named.
+    sb2 = hutch.create("--instance-type", "nano")
+    r = hutch("rm", "-f", "abcdef123456", sb.id, sb2.id)
+    assert r.returncode == 0 and r.stdout.decode().split() == [sb2.id], r
+    assert hutch.ids() == []

@@ -216,7 +216,7 @@ def test_dead_keeper_pool_is_not_used_and_gc_drains_it(pool):
     (["pool", "start", "--ttl", "5", "--size", "1", "--setup-script", "/etc/hostname"], USAGE,
      ["cannot hold sandboxes with a setup script"]),
     (["pool", "start", "--on-create", "true"], USAGE, ["on_create"]),
-    (["pool", "start", "--instance-type", "huge"], USAGE, ["unknown instance_type 'huge'"]),
+    (["pool", "start", "--instance-type", "huge"], USAGE, ["unknown --instance-type 'huge'"]),
     (["pool", "stop"], NOT_FOUND, ["no pool runs for this configuration", "hutch pool ls"]),
     (["pool", "ls", "extra"], USAGE, ["unexpected argument 'extra'"]),
     (["pool", "ls", "--network", "all"], USAGE, ["'--network' does not apply"]),

@@ -279,7 +279,7 @@ def test_region_name_syntax(hutch):
     for bad in ("US-East-1", "us_east", "-us", "us east", ""):
         r = hutch("create", "--region", bad)
         assert r.returncode == 64, bad
-        assert "invalid region" in r.stderr.decode(), bad
+        assert "invalid --region" in r.stderr.decode(), bad
         assert "lowercase letters, digits and dashes" in r.stderr.decode()
 
 

@@ -243,6 +243,34 @@ static int fetch(const struct hutch_paths *p, const char *proc, struct follow *f
 	return 0;
 }
 
+/* logs -f: the followed process's own exit status, as exec gives it:
+ * its exit code, or 128 + the signal that killed it. */
+static int proc_exit_code(const struct hutch_paths *p, const char *proc)
+{
+	_cleanup_cjson_ cJSON *res = NULL;
+	const cJSON *pr;
+	int r = call(p, "GET", "/list_processes", NULL, &res);
+
+	if (r)
+		return r;
+	cJSON_ArrayForEach(pr, cJSON_GetObjectItemCaseSensitive(res, "processes")) {
+		const cJSON *code = cJSON_GetObjectItemCaseSensitive(pr, "exit_code");
+		const cJSON *sig = cJSON_GetObjectItemCaseSensitive(pr, "signal");
+
+		if (strcmp(str_of(pr, "id") ?: "", proc) != 0)
+			continue;
+		if (cJSON_IsNumber(code))
+			return code->valueint;
+		if (cJSON_IsNumber(sig))
+			return 128 + sig->valueint;
+		break;
+	}
+	return hutch_cli_fail(HUTCH_EXIT_FAILURE,
+	                      "process %s ended, but its exit status is "
+	                      "not listed (see hutch ps)",
+	                      proc);
+}
+
 static int cmd_logs(struct hutch_cli_args *a)
 {
 	struct follow out = { "stdout", 1, 0, false }, err = { "stderr", 2, 0, false };
@@ -263,7 +291,7 @@ static int cmd_logs(struct hutch_cli_args *a)
 		if (r)
 			return r;
 	} while (a->follow && (running || !out.eof || !err.eof));
-	return 0;
+	return a->follow ? proc_exit_code(&p, proc) : 0;
 }
 
 /* ---- hutch kill ---- */

@@ -332,6 +332,21 @@ def test_cli_logs_follow(hutch, sandbox):
     assert r.stderr.decode().split() == [f"e{i}" for i in range(1, 201)]
 
 
+def test_cli_logs_follow_exits_with_the_process_exit_code(hutch, sandbox):
+    """logs -f ends with the process, and with its exit status: its code,
+    or 128 + the signal that killed it (issue 17); logs without -f is 0."""
+    r = hutch("exec", "-d", sandbox.id, "--", "sh", "-c", "echo out; exit 7")
+    pid = r.stdout.decode().strip()
+    r = hutch("logs", "-f", sandbox.id, pid, timeout=60)
+    assert (r.returncode, r.stdout) == (7, b"out\n"), r
+    assert hutch("logs", sandbox.id, pid).returncode == 0
+    r = hutch("exec", "-d", sandbox.id, "--", "sleep", "100")
+    pid = r.stdout.decode().strip()
+    follow = hutch.popen("logs", "-f", sandbox.id, pid)
+    assert hutch("kill", "--grace", "0", sandbox.id, pid).returncode == 0
+    assert follow.wait(timeout=60) == 128 + 9
+
+
 def test_cli_logs_follow_stops_on_ctrl_c_and_process_keeps_running(hutch, sandbox):
     import signal
     hutch("exec", "-d", sandbox.id, "--", "sh", "-c", "while :; do echo x; sleep 0.1; done")

@@ -36,6 +36,8 @@ struct cgroup_ops {
 	int (*create)(struct hutch_cgroup *cg, const struct hutch_limits *lim,
 	              struct hutch_err *err);
 	int (*oom_kills)(struct hutch_cgroup *cg, uint64_t *ret);
+	/* cpu_usec, mem_current, mem_peak, pids (oom_kills is the caller's). */
+	void (*usage)(struct hutch_cgroup *cg, struct hutch_cgroup_usage *ret);
 	int (*freeze)(struct hutch_cgroup *cg, bool frozen, struct hutch_err *err);
 	/* Kill everything in dir (and below), wait, rmdir. Missing dir: 0. */
 	int (*remove_dir)(const char *dir, struct hutch_err *err);
@@ -131,6 +133,9 @@ int hutch_cgroup_open_with_parent(const char *dir, int *ret_fd, int *ret_parent,
 int hutch_cgroup_try_remove(int fd, int parent, const char *name, const char *dir, int64_t deadline,
                             struct hutch_err *err);
 int hutch_cgroup_make_dir(const char *dir, int *ret_parent, struct hutch_err *err);
+/* The number in knob name of cgroup dir (a decimal, or "max"), or
+ * UINT64_MAX when it cannot be read. */
+uint64_t hutch_cgroup_read_u64(const char *dir, const char *name);
 /* Parse a cgroup.procs text into pids; returns count (at most max). */
 size_t hutch_cgroup_parse_pids(const char *text, pid_t *pids, size_t max);
 /* SIGKILL every process listed in dirfd's cgroup.procs, re-checking membership

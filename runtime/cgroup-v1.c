@@ -151,6 +151,25 @@ static int v1_oom_kills(struct hutch_cgroup *cg, uint64_t *ret)
 	return hutch_cgroup_parse_keyed(buf, "oom_kill", ret);
 }
 
+static void v1_usage(struct hutch_cgroup *cg, struct hutch_cgroup_usage *ret)
+{
+	int cpu = hutch_cgroup_dir_for(cg, CG_CTRL_CPU);
+	int mem = hutch_cgroup_dir_for(cg, CG_CTRL_MEMORY);
+	int pids = hutch_cgroup_dir_for(cg, CG_CTRL_PIDS);
+
+	if (cpu >= 0) {
+		/* cpuacct, where it is co-mounted with cpu (nanoseconds). */
+		uint64_t ns = hutch_cgroup_read_u64(cg->dirs[cpu], "cpuacct.usage");
+		ret->cpu_usec = ns == UINT64_MAX ? ns : ns / 1000;
+	}
+	if (mem >= 0) {
+		ret->mem_current = hutch_cgroup_read_u64(cg->dirs[mem], "memory.usage_in_bytes");
+		ret->mem_peak = hutch_cgroup_read_u64(cg->dirs[mem], "memory.max_usage_in_bytes");
+	}
+	if (pids >= 0)
+		ret->pids = hutch_cgroup_read_u64(cg->dirs[pids], "pids.current");
+}
+
 static bool state_is(int fd, const char *want)
 {
 	char buf[64];
@@ -280,6 +299,7 @@ const struct cgroup_ops hutch_cgroup_v1_ops = {
 	.version = "v1",
 	.create = v1_create,
 	.oom_kills = v1_oom_kills,
+	.usage = v1_usage,
 	.freeze = v1_freeze,
 	.remove_dir = v1_remove_dir,
 };

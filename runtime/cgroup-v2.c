@@ -100,6 +100,19 @@ static int v2_oom_kills(struct hutch_cgroup *cg, uint64_t *ret)
 	return hutch_cgroup_parse_keyed(buf, "oom_kill", ret);
 }
 
+static void v2_usage(struct hutch_cgroup *cg, struct hutch_cgroup_usage *ret)
+{
+	_cleanup_close_ int fd = hutch_cgroup_open_dir(cg->dirs[0]);
+	char buf[1024];
+
+	if (fd >= 0 && hutch_read_file_at(fd, "cpu.stat", buf, sizeof(buf)) >= 0 &&
+	    hutch_cgroup_parse_keyed(buf, "usage_usec", &ret->cpu_usec) < 0)
+		ret->cpu_usec = UINT64_MAX;
+	ret->mem_current = hutch_cgroup_read_u64(cg->dirs[0], "memory.current");
+	ret->mem_peak = hutch_cgroup_read_u64(cg->dirs[0], "memory.peak"); /* 5.19+ */
+	ret->pids = hutch_cgroup_read_u64(cg->dirs[0], "pids.current");
+}
+
 /*
  * Wait until cgroup.events of dirfd says "key want", at most timeout_ms.
  * The file is re-read from offset 0 after each POLLPRI; the poll timeout is
@@ -235,6 +248,7 @@ const struct cgroup_ops hutch_cgroup_v2_ops = {
 	.version = "v2",
 	.create = v2_create,
 	.oom_kills = v2_oom_kills,
+	.usage = v2_usage,
 	.freeze = v2_freeze,
 	.remove_dir = v2_remove_dir,
 };

@@ -71,6 +71,16 @@ int hutch_cgroup_open_cmds(const struct hutch_cgroup *cg, int *ret_tasks, int *r
 int hutch_cgroup_enter(struct hutch_cgroup *cg, pid_t pid, struct hutch_err *err);
 /* Count of OOM kills so far in this cgroup (memory.events / memory.oom_control). */
 int hutch_cgroup_oom_kills(struct hutch_cgroup *cg, uint64_t *ret);
+/* What the sandbox uses now, for hutch stats; a counter the host cannot
+ * give (v1 without cpuacct, a kernel without memory.peak) is UINT64_MAX. */
+struct hutch_cgroup_usage {
+	uint64_t cpu_usec;    /* CPU time used since creation */
+	uint64_t mem_current; /* bytes charged now (processes and tmpfs pages) */
+	uint64_t mem_peak;    /* the most ever charged */
+	uint64_t pids;        /* tasks now */
+	uint64_t oom_kills;
+};
+int hutch_cgroup_usage(struct hutch_cgroup *cg, struct hutch_cgroup_usage *ret);
 /* Freeze / thaw every process (v1 freezer, v2 cgroup.freeze). */
 int hutch_cgroup_freeze(struct hutch_cgroup *cg, bool frozen, struct hutch_err *err);
 /* SIGKILL everything left, wait until empty (bounded), rmdir every directory. */

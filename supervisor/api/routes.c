@@ -14,6 +14,7 @@
 static const struct hutch_api_route routes[] = {
 	{ "/health", "GET", hutch_api_serve_health, POOLED | PASSIVE | ENDED, 0 },
 	{ "/status", "GET", hutch_api_serve_status, POOLED | PASSIVE, 0 },
+	{ "/stats", "GET", hutch_api_serve_stats, POOLED | PASSIVE, 0 },
 	{ "/", "DELETE", hutch_api_serve_delete, POOLED | ENDED | HUTCH_ROUTE_WAITS_END, 0 },
 	{ "/claim", "POST", hutch_api_serve_claim, POOLED, 0 },
 	{ "/run", "POST", hutch_api_serve_run, 0, 0 },

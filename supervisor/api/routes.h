@@ -51,6 +51,7 @@ const struct hutch_api_route *hutch_api_route_find(const char *url, const char *
 /* Handlers. session.c: */
 enum MHD_Result hutch_api_serve_health(struct request *r, const char *upload, size_t *size);
 enum MHD_Result hutch_api_serve_status(struct request *r, const char *upload, size_t *size);
+enum MHD_Result hutch_api_serve_stats(struct request *r, const char *upload, size_t *size);
 enum MHD_Result hutch_api_serve_delete(struct request *r, const char *upload, size_t *size);
 enum MHD_Result hutch_api_serve_claim(struct request *r, const char *upload, size_t *size);
 /* api-run.c: */

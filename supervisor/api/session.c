@@ -9,6 +9,7 @@
 #include "claim.h"
 #include "cleanup.h"
 #include "routes.h"
+#include "stats.h"
 #include "status.h"
 #include "supervisor.h"
 
@@ -23,6 +24,11 @@ enum MHD_Result hutch_api_serve_health(struct request *r, const char *upload, si
 enum MHD_Result hutch_api_serve_status(struct request *r, const char *upload, size_t *size)
 {
 	return hutch_api_respond_json(r->conn, MHD_HTTP_OK, hutch_sup_status_json(r->s));
+}
+
+enum MHD_Result hutch_api_serve_stats(struct request *r, const char *upload, size_t *size)
+{
+	return hutch_api_respond_json(r->conn, MHD_HTTP_OK, hutch_sup_stats_json(r->s));
 }
 
 enum MHD_Result hutch_api_serve_delete(struct request *r, const char *upload, size_t *size)

@@ -1,0 +1,231 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * hutch stats [ID...]: what sandboxes use, as docker stats shows it: CPU
+ * (a percentage of one CPU over the last interval, from two samples of
+ * GET /stats), memory against the instance type's limit, pids, the
+ * writable /workspace's use, network bytes and OOM kills. Refreshed every
+ * second until Ctrl-C, or one sample with --no-stream; --json prints the
+ * samples as JSON (one array per refresh). Measuring wakes nothing: the
+ * supervisor answers from the host.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "args.h"
+#include "cleanup.h"
+#include "cli.h"
+#include "client.h"
+#include "state.h"
+#include "verbs.h"
+
+#define STATS_MAX 1024
+
+struct sample {
+	char id[HUTCH_ID_LEN + 1];
+	cJSON *prev, *cur; /* the last two answers; NULL once it is gone */
+};
+
+static cJSON *fetch_stats(const char *id)
+{
+	struct hutch_paths p;
+	struct hutch_http_resp resp = { 0 };
+	struct hutch_err err = { 0 };
+	cJSON *j = NULL;
+
+	if (hutch_paths_init(hutch_runtime_dir(), id, &p) < 0)
+		return NULL;
+	if (hutch_client_request(p.sock, "GET", "/stats", NULL, 0, &resp, &err) < 0)
+		return NULL;
+	if (resp.status == 200 && resp.body.data)
+		j = cJSON_ParseWithLength(resp.body.data, resp.body.len);
+	hutch_http_resp_done(&resp);
+	return j;
+}
+
+static double num(const cJSON *o, const char *path)
+{
+	char key[64];
+	const char *dot = strchr(path, '.');
+
+	if (dot) {
+		snprintf(key, sizeof(key), "%.*s", (int)(dot - path), path);
+		return num(cJSON_GetObjectItemCaseSensitive(o, key), dot + 1);
+	}
+	o = cJSON_GetObjectItemCaseSensitive(o, path);
+	return cJSON_IsNumber(o) ? o->valuedouble : NAN;
+}
+
+/* CPU over the interval between the two samples, in % of one CPU. */
+static double cpu_percent(const struct sample *s)
+{
+	double du, dt;
+
+	if (!s->prev || !s->cur)
+		return NAN;
+	du = num(s->cur, "cpu_usec") - num(s->prev, "cpu_usec");
+	dt = num(s->cur, "read_at_ms") - num(s->prev, "read_at_ms");
+	return dt > 0 && du >= 0 ? du / (dt * 1000.0) * 100.0 : NAN;
+}
+
+static const char *human(double bytes, char *buf, size_t size)
+{
+	static const char *const units[] = { "B", "KiB", "MiB", "GiB", "TiB" };
+	size_t u = 0;
+
+	if (isnan(bytes))
+		return "-";
+	while (bytes >= 1024 && u + 1 < sizeof(units) / sizeof(units[0]))
+		bytes /= 1024, u++;
+	snprintf(buf, size, u ? "%.1f%s" : "%.0f%s", bytes, units[u]);
+	return buf;
+}
+
+static void print_table(struct sample *s, size_t n)
+{
+	char a[32], b[32], c[32], d[32], e[32];
+
+	printf("%-12s  %7s  %-21s  %6s  %5s  %-10s  %-19s  %s\n", "ID", "CPU %",
+	       "MEM USAGE / LIMIT", "MEM %", "PIDS", "WORKSPACE", "NET I/O", "OOM");
+	for (size_t i = 0; i < n; i++) {
+		const cJSON *j = s[i].cur;
+		double cpu = cpu_percent(&s[i]);
+		double mem = num(j, "memory.current_bytes"), lim = num(j, "memory.limit_bytes");
+		char mb[80], nb[80], cpus[16];
+
+		if (!j)
+			continue;
+		snprintf(cpus, sizeof(cpus), isnan(cpu) ? "-" : "%.1f%%", cpu);
+		snprintf(mb, sizeof(mb), "%s / %s", human(mem, a, sizeof(a)),
+		         human(lim, b, sizeof(b)));
+		snprintf(nb, sizeof(nb), "%s / %s", human(num(j, "network.rx_bytes"), c, sizeof(c)),
+		         human(num(j, "network.tx_bytes"), d, sizeof(d)));
+		printf("%-12s  %7s  %-21s  %5.1f%%  %5.0f  %-10s  %-19s  %.0f\n", s[i].id, cpus, mb,
+		       lim > 0 ? mem / lim * 100.0 : NAN, num(j, "pids.current"),
+		       human(num(j, "disk./workspace.used_bytes"), e, sizeof(e)), nb,
+		       num(j, "oom_kills"));
+	}
+}
+
+static void print_json(struct sample *s, size_t n)
+{
+	_cleanup_cjson_ cJSON *arr = cJSON_CreateArray();
+	_cleanup_free_ char *text = NULL;
+
+	for (size_t i = 0; arr && i < n; i++) {
+		cJSON *j;
+		double cpu = cpu_percent(&s[i]);
+
+		if (!s[i].cur || !(j = cJSON_Duplicate(s[i].cur, true)))
+			continue;
+		if (isnan(cpu))
+			cJSON_AddNullToObject(j, "cpu_percent");
+		else
+			cJSON_AddNumberToObject(j, "cpu_percent", round(cpu * 100) / 100);
+		cJSON_AddItemToArray(arr, j);
+	}
+	text = arr ? cJSON_Print(arr) : NULL;
+	printf("%s\n", text ? text : "[]");
+}
+
+/* Take one sample of each; returns how many sandboxes still answer. */
+static size_t sample_all(struct sample *s, size_t n)
+{
+	size_t alive = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		cJSON_Delete(s[i].prev);
+		s[i].prev = s[i].cur;
+		s[i].cur = fetch_stats(s[i].id);
+		alive += s[i].cur != NULL;
+	}
+	return alive;
+}
+
+/* The sandboxes asked for, or every live one. */
+static int pick(struct hutch_cli_args *a, struct sample *s, size_t *ret_n)
+{
+	_cleanup_free_ char(*ids)[HUTCH_ID_LEN + 1] = NULL;
+	size_t n = 0, all = 0;
+	int r;
+
+	for (size_t i = 0; i < a->npos && n < STATS_MAX; i++, n++) {
+		struct hutch_paths p;
+		r = hutch_cli_open_live(a->pos[i], &p);
+		if (r)
+			return r;
+		memcpy(s[n].id, p.id, sizeof(s[n].id));
+	}
+	if (!a->npos) {
+		r = hutch_state_list(hutch_runtime_dir(), &ids, &all);
+		if (r < 0)
+			return hutch_cli_fail(HUTCH_EXIT_FAILURE, "list '%s': %s",
+			                      hutch_runtime_dir(), strerror(-r));
+		for (size_t i = 0; i < all && n < STATS_MAX; i++) {
+			struct hutch_paths p;
+			if (hutch_paths_init(hutch_runtime_dir(), ids[i], &p) < 0 ||
+			    hutch_state_is_live(&p) <= 0)
+				continue;
+			memcpy(s[n].id, ids[i], sizeof(s[n].id));
+			n++;
+		}
+	}
+	*ret_n = n;
+	return 0;
+}
+
+static int cmd_stats(struct hutch_cli_args *a)
+{
+	static struct sample s[STATS_MAX];
+	struct timespec tick = { 1, 0 }, first = { 0, 500000000 };
+	bool tty = isatty(STDOUT_FILENO) && !a->json;
+	size_t n = 0;
+	int r = pick(a, s, &n);
+
+	if (r)
+		return r;
+	sample_all(s, n);
+	for (;;) {
+		nanosleep(a->no_stream ? &first : &tick, NULL);
+		if (!sample_all(s, n) && a->npos)
+			return hutch_cli_fail(HUTCH_EXIT_GONE, "the sandbox%s ended",
+			                      n > 1 ? "es" : "");
+		if (tty && !a->no_stream)
+			fputs("\033[H\033[2J", stdout); /* redraw in place */
+		if (a->json)
+			print_json(s, n);
+		else
+			print_table(s, n);
+		fflush(stdout);
+		if (a->no_stream)
+			return 0;
+	}
+}
+
+static const struct hutch_cli_opt stats_opts[] = {
+	{ .name = "no-stream",
+	  .kind = HUTCH_CLI_FLAG,
+	  .offset = offsetof(struct hutch_cli_args, no_stream),
+	  .help = "print one sample (over half a second) and exit" },
+	{ .name = "json",
+	  .kind = HUTCH_CLI_FLAG,
+	  .offset = offsetof(struct hutch_cli_args, json),
+	  .help = "print the samples as JSON: GET /stats and cpu_percent" },
+	{ 0 },
+};
+
+const struct hutch_cli_verb hutch_verb_stats = {
+	.name = "stats",
+	.synopsis = "[ID...] [--no-stream] [--json]",
+	.about = "Show what sandboxes use (all live ones when no id is given): CPU in % of one\n"
+	         "CPU over the last interval (the instance type's quota is the limit), memory\n"
+	         "(processes and tmpfs files) against its limit, pids, /workspace's use, network\n"
+	         "bytes (links other than loopback) and OOM kills. Refreshed every second until\n"
+	         "Ctrl-C; measuring never wakes a sleeping sandbox.\n",
+	.opts = stats_opts,
+	.max_pos = HUTCH_CLI_MANY,
+	.id_pos = HUTCH_CLI_MANY,
+	.run = cmd_stats,
+};

@@ -33,6 +33,7 @@ static const char *const main_usage =
         "  ls [-q] [--json]                list sandboxes\n"
         "  inspect ID                      show a sandbox's status and options (JSON)\n"
         "  stats [ID...] [--no-stream]     show what sandboxes use: CPU, memory, pids, disk, net\n"
+        "  events ID                       the supervisor's log: creation, sleep, why it ended\n"
         "  rm [--json] ID... | --all       delete sandboxes (dead and gone on return)\n"
         "  cp SRC DST                      copy files/directories: LOCAL ID:PATH or ID:PATH LOCAL\n"
         "  gc                              remove what dead sandboxes left behind\n"
@@ -71,11 +72,13 @@ static const struct hutch_cli_verb verb_version = {
 
 /* Every verb, for the dispatch and for the parser's "does not apply". */
 static const struct hutch_cli_verb *const verbs[] = {
-	&hutch_verb_run,      &hutch_verb_create,     &hutch_verb_exec,      &hutch_verb_ls,
-	&hutch_verb_inspect,  &hutch_verb_rm,         &hutch_verb_gc,        &hutch_verb_doctor,
-	&hutch_verb_ps,       &hutch_verb_logs,       &hutch_verb_kill,      &hutch_verb_cp,
-	&verb_version,        &hutch_verb_pool_start, &hutch_verb_pool_stop, &hutch_verb_pool_ls,
-	&hutch_verb_pool_key, &hutch_verb_completion, &hutch_verb_stats,     NULL,
+	&hutch_verb_run,     &hutch_verb_create,     &hutch_verb_exec,
+	&hutch_verb_ls,      &hutch_verb_inspect,    &hutch_verb_rm,
+	&hutch_verb_gc,      &hutch_verb_doctor,     &hutch_verb_ps,
+	&hutch_verb_logs,    &hutch_verb_kill,       &hutch_verb_cp,
+	&verb_version,       &hutch_verb_pool_start, &hutch_verb_pool_stop,
+	&hutch_verb_pool_ls, &hutch_verb_pool_key,   &hutch_verb_completion,
+	&hutch_verb_stats,   &hutch_verb_events,     NULL,
 };
 
 int main(int argc, char **argv)

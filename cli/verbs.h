@@ -20,8 +20,8 @@ extern const struct hutch_cli_verb hutch_verb_pool_start, hutch_verb_pool_stop, 
         hutch_verb_pool_key;
 /* hutch pool SUB ...: argv[0] is "pool". */
 int hutch_cli_pool(int argc, char **argv, const struct hutch_cli_verb *const *all);
-/* verb-stats.c */
-extern const struct hutch_cli_verb hutch_verb_stats;
+/* verb-stats.c, verb-events.c */
+extern const struct hutch_cli_verb hutch_verb_stats, hutch_verb_events;
 /* cp.c, doctor.c, completion.c */
 extern const struct hutch_cli_verb hutch_verb_cp, hutch_verb_doctor, hutch_verb_completion;
 

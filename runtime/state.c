@@ -361,7 +361,14 @@ static void gc_gone(const char *runtime_dir, bool all)
 	if (!d)
 		return;
 	while ((de = readdir(d))) {
-		if (!hutch_id_is_valid(de->d_name))
+		char id[HUTCH_ID_LEN + 1];
+
+		/* A tombstone "<id>", and the supervisor's log "<id>.events"
+		 * (supervisor/events.h) kept beside it. */
+		memcpy(id, de->d_name, HUTCH_ID_LEN);
+		id[HUTCH_ID_LEN] = '\0';
+		if (!hutch_id_is_valid(id) || (de->d_name[HUTCH_ID_LEN] != '\0' &&
+		                               strcmp(de->d_name + HUTCH_ID_LEN, ".events") != 0))
 			continue;
 		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
 		    now - st.st_mtime > HUTCH_GONE_KEEP_SECONDS)

@@ -12,6 +12,7 @@
 
 #include "claim.h"
 #include "cleanup.h"
+#include "events.h"
 #include "idle.h"
 #include "log.h"
 #include "options.h"
@@ -80,6 +81,8 @@ cJSON *hutch_sup_claim(struct sup *s, const cJSON *body, struct hutch_err *err)
 	if (apply_options(s, body, err) < 0)
 		return NULL;
 	s->cfg->pool_key[0] = '\0';
+	hutch_event(s, "claimed from a warm pool: ttl %llu s",
+	            (unsigned long long)s->cfg->ttl_seconds);
 
 	/* The session starts now. */
 	s->created_at = hutch_now_realtime();

@@ -19,6 +19,7 @@
 
 #include "cleanup.h"
 #include "cmdenv.h"
+#include "events.h"
 #include "fdutil.h"
 #include "hooks.h"
 #include "idle.h"
@@ -84,6 +85,7 @@ static void creator_gone(struct sup *s)
 	              "the creating process went away before it received the sandbox's id");
 	s->hooks.failure_noted = true;
 	s->hooks.phase = PHASE_FAILED;
+	hutch_event(s, "the creating process went away before it received the id: deleting");
 }
 
 /* The CLI's end of the pipe closed while setup steps run: EPOLLERR. */
@@ -115,6 +117,8 @@ static void ready(struct sup *s)
 	}
 	if (report(s, &err, NULL) < 0)
 		creator_gone(s);
+	else
+		hutch_event(s, "ready%s", s->cfg->pool_key[0] ? ": waiting in a warm pool" : "");
 }
 
 static void step_done(void *ud, struct cmd *c);
@@ -152,6 +156,7 @@ static int start_step(struct sup *s, int phase)
 	if (!c)
 		return err.code;
 	s->hooks.step = c;
+	hutch_event(s, "%s started (bounded to %.0f s)", step_name(phase), timeout);
 	s->hooks.phase = phase;
 	return 0;
 }
@@ -188,6 +193,7 @@ static void fail(struct sup *s, int phase, const char *what, struct cmd *c)
 		hutch_err_set(&err, -ECANCELED, "%s: %s", f.step, what);
 	s->hooks.phase = PHASE_FAILED;
 	s->hooks.fail_err = err;
+	hutch_event(s, "%s", err.msg);
 	free(s->hooks.failure);
 	s->hooks.failure = malloc(sizeof(f)); /* NULL: the error alone is reported */
 	if (s->hooks.failure)
@@ -218,6 +224,10 @@ static void step_done(void *ud, struct cmd *c)
 
 	if (c == s->hooks.step) {
 		s->hooks.step = NULL;
+		hutch_event(s, "%s ended: %s %d after %.1f ms%s", step_name(phase),
+		            WIFSIGNALED(c->status) ? "signal" : "exit",
+		            WIFSIGNALED(c->status) ? WTERMSIG(c->status) : WEXITSTATUS(c->status),
+		            c->duration * 1000.0, c->timed_out ? " (timed out)" : "");
 		if (!s->hooks.results)
 			s->hooks.results = cJSON_CreateObject();
 		if (s->hooks.results) {

@@ -11,6 +11,7 @@
 #include <sys/timerfd.h>
 #include <unistd.h>
 
+#include "events.h"
 #include "idle.h"
 #include "log.h"
 #include "status.h"
@@ -43,6 +44,8 @@ static void fall_asleep(struct sup *s)
 	s->idle.sleeping = true;
 	s->idle.sleeps++;
 	(void)hutch_sup_write_state(s, "sleeping");
+	hutch_event(s, "asleep: no request for %llu s; the commands are frozen",
+	            (unsigned long long)s->cfg->idle_timeout_seconds);
 }
 
 /* The timer fired: sleep, or re-arm for the time still to wait. A
@@ -97,6 +100,7 @@ void hutch_idle_wake(struct sup *s, double arrival_sec)
 		hutch_log(HUTCH_LOG_ERROR, "wake from idle sleep: %s", err.msg);
 	s->idle.sleeping = false;
 	s->idle.last_wake_ms = (hutch_now_mono_sec() - arrival_sec) * 1000.0;
+	hutch_event(s, "woke: thawed in %.1f ms", s->idle.last_wake_ms);
 	s->last_request_ms = hutch_now_mono_ms();
 	(void)hutch_sup_write_state(s, "running");
 	if (!s->idle.armed && s->state == SUP_RUNNING)

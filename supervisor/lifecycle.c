@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "api.h"
+#include "events.h"
 #include "fdutil.h"
 #include "hooks.h"
 #include "idle.h"
@@ -39,6 +40,8 @@ static void end_now(struct sup *s, const char *reason)
 
 void hutch_sup_end(struct sup *s, const char *reason)
 {
+	if (s->state == SUP_RUNNING)
+		hutch_event(s, "ending: %s", reason ? reason : "creation failed");
 	if (s->state == SUP_RUNNING && hutch_hooks_destroy_start(s)) {
 		s->state = SUP_CLOSING;
 		s->end.reason = reason;
@@ -72,6 +75,10 @@ void hutch_sup_after_events(struct sup *s)
 
 void hutch_sup_init_died(struct sup *s)
 {
+	if (s->state == SUP_RUNNING || s->end.destroy_hook)
+		hutch_event(s, "init died unasked%s",
+		            s->state == SUP_RUNNING ? ": the sandbox crashed"
+		                                    : " during on_destroy");
 	if (s->state == SUP_RUNNING)
 		hutch_sup_end(s, "crashed");
 	else if (s->end.destroy_hook)
@@ -147,6 +154,8 @@ void hutch_sup_teardown_finish(struct sup *s)
 	hutch_err_clear(&err);
 	if (s->cg && hutch_cgroup_destroy(s->cg, &err) < 0)
 		hutch_log(HUTCH_LOG_WARN, "%s", err.msg);
+	hutch_event(s, "torn down: %s", s->end.reason ? s->end.reason : "creation failed");
+	hutch_events_keep(s);
 	/* Last: until here the retired dir's state.json names the cgroups
 	 * for gc, should this process die midway. */
 	if (s->end.retired)

@@ -25,6 +25,7 @@
 
 #include "api.h"
 #include "cleanup.h"
+#include "events.h"
 #include "fdutil.h"
 #include "lifecycle.h"
 #include "log.h"
@@ -65,6 +66,7 @@ static void close_inherited_fds(void)
 
 static __attribute__((noreturn)) void supervisor_main(struct sup *s, int result_fd)
 {
+	double t0;
 	struct hutch_err err = { 0 };
 	int r;
 
@@ -87,15 +89,25 @@ static __attribute__((noreturn)) void supervisor_main(struct sup *s, int result_
 			signal(sig, SIG_DFL);
 	signal(SIGPIPE, SIG_IGN);
 	signal(SIGHUP, SIG_IGN);
+	t0 = hutch_now_mono_sec();
 	r = hutch_sup_setup(s, &err);
 	if (r >= 0)
 		r = hutch_api_start(s, &err);
 	if (r < 0) {
+		hutch_event(s, "creation failed: %s", err.msg);
 		hutch_sup_teardown(s, NULL);
 		hutch_sup_teardown_finish(s);
 		(void)hutch_write_all(result_fd, &err, sizeof(err));
 		_exit(1);
 	}
+	hutch_event(s,
+	            "created: instance type %s, network %s, ttl %llu s, idle timeout %llu s, "
+	            "cgroup %s; supervisor %d, init %d; built in %.1f ms",
+	            s->cfg->type->name, s->cfg->network_spec,
+	            (unsigned long long)s->cfg->ttl_seconds,
+	            (unsigned long long)s->cfg->idle_timeout_seconds,
+	            s->cg ? hutch_cgroup_version(s->cg) : "none", (int)getpid(), (int)s->init_pid,
+	            (hutch_now_mono_sec() - t0) * 1000.0);
 	/* The loop reports ready (or the setup failure) on result_fd once
 	 * the setup script and on_create have run (hooks.c). */
 	s->hooks.result_fd = result_fd;
@@ -165,7 +177,7 @@ int hutch_sandbox_create(struct hutch_config *cfg, const char *runtime_dir,
 	s.cfg = cfg;
 	s.loop.epfd = s.sigfd = s.ttl_fd = s.init_sock = s.pidfd = s.listen_fd = -EBADF;
 	s.lock_fd = s.slot_fd = s.mntns_fd = -EBADF;
-	s.idle.fd = s.hooks.deadline_fd = s.hooks.result_fd = -EBADF;
+	s.idle.fd = s.hooks.deadline_fd = s.hooks.result_fd = s.events.fd = -EBADF;
 	r = hutch_config_validate(cfg, err);
 	if (r < 0)
 		return r;

@@ -85,6 +85,11 @@ struct sup {
 		struct hutch_net_plan plan; /* made before clone, carried to init */
 		struct hutch_watch w;
 	} net;
+	struct sup_events { /* events.c: the supervisor's own log */
+		int fd;
+		size_t bytes;
+		bool full;
+	} events;
 	struct sup_idle { /* idle.c */
 		int fd;
 		struct hutch_watch w;

@@ -217,7 +217,8 @@ def assert_runtime_dir_clean(h, leftovers):
     assert not remaining, f"sandboxes left behind: {remaining}"
     gone = []
     if os.path.isdir(os.path.join(h.rtdir, ".gone")):
-        gone = os.listdir(os.path.join(h.rtdir, ".gone"))
+        # tombstones "<id>" (and the supervisors' logs "<id>.events")
+        gone = [g for g in os.listdir(os.path.join(h.rtdir, ".gone")) if "." not in g]
     sids = set(leftovers) | set(gone)
     wait_until(lambda: not retired_dirs(h.rtdir)
                and not any(cgroup_dirs_named(sid) for sid in sids), 10)

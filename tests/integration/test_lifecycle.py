@@ -302,7 +302,10 @@ def test_200_cycles_leave_nothing_behind(hutch):
     entries = sorted(os.listdir(hutch.rtdir))
     # .gc and .gc-pruned: gc's two fixed-size bookkeeping files (state.h)
     assert entries == [".create.lock", ".gc", ".gc-pruned", ".gone"], entries
-    ids = os.listdir(os.path.join(hutch.rtdir, ".gone"))
+    gone = os.listdir(os.path.join(hutch.rtdir, ".gone"))
+    ids = [g for g in gone if "." not in g]
+    # beside each tombstone, the supervisor's log (hutch events)
+    assert sorted(gone) == sorted(ids + [i + ".events" for i in ids]), gone
     assert len(ids) == 200
     assert mount_count() == mounts
     leftover_cg = [d for sid in ids for d in cgroup_dirs_named(sid)]
@@ -404,3 +407,24 @@ def sandbox_runs(hutch, sid, comm):
                 except OSError:
                     pass
     return False
+
+
+def test_events_log_what_the_supervisor_did_and_outlive_the_sandbox(hutch):
+    """hutch events ID: the supervisor's own log, timestamped, readable
+    while the sandbox runs and after it ended (issue 17)."""
+    sb = hutch.create("--instance-type", "nano", "--on-create", "true")
+    r = hutch("events", sb.id[:6])  # a prefix works
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.decode().splitlines()
+    assert "created: instance type nano, network none" in lines[0], lines
+    assert [ln.split(" ", 1)[1].split(":")[0] for ln in lines[1:4]] == \
+        ["on_create started (bounded to 600 s)", "on_create ended", "ready"], lines
+    assert all(ln[:4].isdigit() and ln[23] == "Z" for ln in lines), lines
+    assert hutch("rm", sb.id).returncode == 0
+    r = hutch("events", sb.id)
+    assert r.returncode == 0, r.stderr
+    tail = r.stdout.decode().splitlines()
+    assert tail[:len(lines)] == lines
+    assert [ln.split(" ", 1)[1] for ln in tail[-2:]] == ["ending: deleted", "torn down: deleted"]
+    r = hutch("events", "abcdef123456")
+    assert r.returncode == 65 and b"no sandbox 'abcdef123456'" in r.stderr

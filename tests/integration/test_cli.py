@@ -221,7 +221,8 @@ def test_sigint_to_exec_kills_only_that_command(hutch, sandbox):
         # Output streams as it comes: the first line arrives while the
         # command still runs.
         assert p.stdout.readline() == b"first\n"
-        assert sandbox.count("sleep") == 1
+        # sh forks and execs sleep after it wrote "first".
+        assert wait_until(lambda: sandbox.count("sleep") == 1, timeout=5), sandbox.procs()
         p.send_signal(signal.SIGINT)
         out, err = p.communicate(timeout=30)
     finally:

@@ -77,7 +77,9 @@ def test_create_ls_inspect_rm(hutch):
     assert r.returncode == 0 and r.stdout.decode().strip() == sb.id
     assert hutch("ls", "-q").stdout == b""
     assert json.loads(hutch("ls", "--json").stdout) == []
-    assert not pid_alive(st["init_pid"]) and not pid_alive(st["supervisor_pid"])
+    assert not pid_alive(st["init_pid"])  # dead before DELETE / answers
+    # The supervisor removes the cgroups after answering, then exits.
+    assert wait_until(lambda: not pid_alive(st["supervisor_pid"]), timeout=10)
     r = hutch("inspect", sb.id)
     assert r.returncode == 66 and b"deleted" in r.stderr
     # ... and says so as JSON too: clients read this, never the tombstone.

@@ -5,6 +5,8 @@
 
 #include <stdbool.h>
 
+#include <cjson/cJSON.h>
+
 #define HUTCH_EXIT_USAGE       64  /* bad command line or option value */
 #define HUTCH_EXIT_NOT_FOUND   65  /* no such sandbox */
 #define HUTCH_EXIT_GONE        66  /* the sandbox expired or was deleted */
@@ -31,5 +33,10 @@ int hutch_cli_resolve_as(const char *arg, unsigned flags, struct hutch_paths *p)
 int hutch_cli_check_live(const struct hutch_paths *p);
 /* hutch_cli_resolve(), then hutch_cli_check_live(). */
 int hutch_cli_open_live(const char *arg, struct hutch_paths *p);
+
+/* sandbox-json.c: give o (the create answer, a state.json, GET /status)
+ * the one sandbox schema: "status" (dead when not live), "live", and
+ * created_at / expires_at as RFC 3339 strings plus "<name>_unix". */
+void hutch_cli_sandbox_json(cJSON *o, bool live);
 
 #endif

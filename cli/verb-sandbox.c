@@ -228,13 +228,12 @@ static int cmd_create(struct hutch_cli_args *a)
 	if (a->json) {
 		_cleanup_cjson_ cJSON *o = cJSON_CreateObject();
 		_cleanup_free_ char *t = NULL;
-		char when[40];
-		hutch_format_time(c.expires_at, when, sizeof(when));
 		cJSON_AddStringToObject(o, "id", c.id);
 		cJSON_AddStringToObject(o, "socket", c.paths.sock);
-		cJSON_AddStringToObject(o, "expires_at", when);
-		cJSON_AddNumberToObject(o, "expires_at_unix", (double)c.expires_at);
+		cJSON_AddNumberToObject(o, "created_at", (double)c.created_at);
+		cJSON_AddNumberToObject(o, "expires_at", (double)c.expires_at);
 		cJSON_AddItemToObject(o, "config", hutch_config_to_json(&a->cfg));
+		hutch_cli_sandbox_json(o, true);
 		t = cJSON_Print(o);
 		printf("%s\n", t);
 	} else {
@@ -287,6 +286,7 @@ static cJSON *describe(const char *id, bool *live)
 	/* Caught between mkdir and the first state.json, or a broken file. */
 	if (!cJSON_IsString(cJSON_GetObjectItemCaseSensitive(state, "status")))
 		cJSON_AddStringToObject(state, "status", *live ? "creating" : "unknown");
+	hutch_cli_sandbox_json(state, *live); /* a dead one says so: "dead" */
 	return state;
 }
 
@@ -312,7 +312,7 @@ static int cmd_ls(struct hutch_cli_args *a)
 		cJSON *s = describe(ids[i], &live);
 		const cJSON *cfg = cJSON_GetObjectItemCaseSensitive(s, "config");
 		const cJSON *st = cJSON_GetObjectItemCaseSensitive(s, "status");
-		const cJSON *exp = cJSON_GetObjectItemCaseSensitive(s, "expires_at");
+		const cJSON *exp = cJSON_GetObjectItemCaseSensitive(s, "expires_at_unix");
 		char when[40] = "-";
 
 		if (quiet) {
@@ -395,7 +395,10 @@ static int cmd_inspect(struct hutch_cli_args *a)
 	}
 	{
 		_cleanup_cjson_ cJSON *j = cJSON_Parse(resp.body.data);
-		_cleanup_free_ char *t = j ? cJSON_Print(j) : NULL;
+		_cleanup_free_ char *t = NULL;
+		if (j)
+			hutch_cli_sandbox_json(j, true);
+		t = j ? cJSON_Print(j) : NULL;
 		printf("%s\n", t ? t : resp.body.data);
 	}
 	hutch_http_resp_done(&resp);

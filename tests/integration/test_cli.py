@@ -334,3 +334,28 @@ def test_rm_is_idempotent(hutch):
     r = hutch("rm", "-f", "abcdef123456", sb.id, sb2.id)
     assert r.returncode == 0 and r.stdout.decode().split() == [sb2.id], r
     assert hutch.ids() == []
+
+
+def test_one_json_schema_for_a_sandbox(hutch):
+    """create --json, ls --json and inspect describe a sandbox with the same
+    keys and values (issue 17: they said status vs state, Unix integers vs
+    ISO strings); a dead one says status "dead" (issue 18 #5)."""
+    r = hutch("create", "--json", "--instance-type", "nano")
+    created = json.loads(r.stdout)
+    sid = created["id"]
+    listed = json.loads(hutch("ls", "--json").stdout)[0]
+    inspected = json.loads(hutch("inspect", sid).stdout)
+    keys = ["id", "status", "live", "created_at", "created_at_unix", "expires_at",
+            "expires_at_unix", "socket"]
+    for view in (created, listed, inspected):
+        assert [view.get(k) for k in keys] == [created.get(k) for k in keys], view
+        assert view["config"]["instance_type"] == "nano"
+    assert created["status"] == "running" and created["live"] is True
+    assert created["created_at"].endswith("Z") and isinstance(created["created_at_unix"], int)
+    assert created["expires_at_unix"] - created["created_at_unix"] == 86400
+    # Its supervisor killed: ls says dead, not running.
+    os.kill(inspected["supervisor_pid"], signal.SIGKILL)
+    assert wait_until(lambda: json.loads(hutch("ls", "--json").stdout)[0]["live"] is False, 10)
+    dead = json.loads(hutch("ls", "--json").stdout)[0]
+    assert (dead["status"], dead["live"]) == ("dead", False), dead
+    assert hutch("gc").returncode == 0

@@ -1,0 +1,61 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * One JSON schema for a sandbox, whichever verb prints it (create --json,
+ * ls --json, inspect): docs/api.md, "A sandbox as JSON". The sources
+ * differ (the create answer, state.json, GET /status); this turns each
+ * into the same keys: "status" (GET /status says "state", kept beside it),
+ * "live", and every time twice, as an RFC 3339 UTC string and as
+ * "<name>_unix" seconds.
+ */
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "cli.h"
+#include "util.h"
+
+/* "2026-12-03T14:15:41Z" -> seconds; -1 if not that form. */
+static int64_t parse_time(const char *s)
+{
+	struct tm tm = { 0 };
+	const char *end = s ? strptime(s, "%Y-%m-%dT%H:%M:%SZ", &tm) : NULL;
+
+	return end && !*end ? (int64_t)timegm(&tm) : -1;
+}
+
+static void both_forms(cJSON *o, const char *key)
+{
+	cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+	char unix_key[64], when[40];
+	int64_t t = -1;
+
+	if (cJSON_IsNumber(v))
+		t = (int64_t)v->valuedouble;
+	else if (cJSON_IsString(v))
+		t = parse_time(v->valuestring);
+	if (t < 0)
+		return;
+	hutch_format_time(t, when, sizeof(when));
+	cJSON_DeleteItemFromObjectCaseSensitive(o, key);
+	cJSON_AddStringToObject(o, key, when);
+	snprintf(unix_key, sizeof(unix_key), "%s_unix", key);
+	cJSON_DeleteItemFromObjectCaseSensitive(o, unix_key);
+	cJSON_AddNumberToObject(o, unix_key, (double)t);
+}
+
+void hutch_cli_sandbox_json(cJSON *o, bool live)
+{
+	const cJSON *state = cJSON_GetObjectItemCaseSensitive(o, "state");
+	const char *status = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, "status"));
+	char buf[32];
+
+	if (!status && cJSON_IsString(state))
+		status = state->valuestring;
+	snprintf(buf, sizeof(buf), "%s", live ? (status ? status : "running") : "dead");
+	cJSON_DeleteItemFromObjectCaseSensitive(o, "status");
+	cJSON_AddStringToObject(o, "status", buf);
+	cJSON_DeleteItemFromObjectCaseSensitive(o, "live");
+	cJSON_AddBoolToObject(o, "live", live);
+	both_forms(o, "created_at");
+	both_forms(o, "expires_at");
+}

@@ -35,6 +35,7 @@ struct request;
 struct hutch_setup_failure;
 struct hutch_proc;
 struct hutch_procs;
+struct hutch_api_conn;
 
 #define HUTCH_MAX_BODY        (8u << 20) /* request body bound */
 #define HUTCH_MAX_CONNECTIONS 256
@@ -77,6 +78,11 @@ struct sup {
 	struct sock_fprog seccomp;
 	struct hutch_procs *procs; /* background processes (procs.c), lazily */
 	unsigned nconnections;
+	struct sup_conns { /* api.c: connections waiting for a request's headers */
+		struct hutch_api_conn *head, *tail;   /* oldest first */
+		struct hutch_api_conn *hhead, *htail; /* half-closed, unsettled */
+		bool rerun; /* a connection closed: run libmicrohttpd again at once */
+	} conns;
 	bool delete_pending;     /* a DELETE / is waiting for teardown */
 	struct request *waiters; /* requests answered when the sandbox has ended */
 	int64_t last_request_ms;

@@ -12,10 +12,12 @@
  * for what is served here.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -31,6 +33,114 @@
 #include "procs.h"
 #include "routes.h"
 #include "supervisor.h"
+
+/* A connection of the API. It waits for a request's headers from when it
+ * is accepted, or its previous request answered (keep-alive); the waiting
+ * ones are a list in that order, so the oldest is the first. Its client's
+ * half-close is watched on a duplicate of its fd (the request's own
+ * hang-up watch, http.c, may watch the fd itself). */
+struct hutch_api_conn {
+	struct sup *s;
+	int fd, dup_fd;
+	int64_t since_ms;
+	bool waiting, half_closed;
+	struct request *req; /* the request being served, if any */
+	struct hutch_watch w;
+	struct hutch_api_conn *prev, *next;   /* waiting */
+	struct hutch_api_conn *hprev, *hnext; /* half-closed, not yet settled */
+};
+
+#define UNLINK(head, tail, c, prev, next)                              \
+	do {                                                           \
+		*((c)->prev ? &(c)->prev->next : &(head)) = (c)->next; \
+		*((c)->next ? &(c)->next->prev : &(tail)) = (c)->prev; \
+		(c)->prev = (c)->next = NULL;                          \
+	} while (0)
+#define APPEND(head, tail, c, prev, next)                        \
+	do {                                                     \
+		(c)->prev = (tail);                              \
+		(c)->next = NULL;                                \
+		*((c)->prev ? &(c)->prev->next : &(head)) = (c); \
+		(tail) = (c);                                    \
+	} while (0)
+
+static void conn_unwait(struct sup *s, struct hutch_api_conn *c)
+{
+	if (!c || !c->waiting)
+		return;
+	UNLINK(s->conns.head, s->conns.tail, c, prev, next);
+	c->waiting = false;
+}
+
+static void conn_wait(struct sup *s, struct hutch_api_conn *c)
+{
+	if (!c || c->waiting)
+		return;
+	c->since_ms = hutch_now_mono_ms();
+	APPEND(s->conns.head, s->conns.tail, c, prev, next);
+	c->waiting = true;
+}
+
+static void conn_settled(struct sup *s, struct hutch_api_conn *c)
+{
+	if (!c->half_closed)
+		return;
+	UNLINK(s->conns.hhead, s->conns.htail, c, hprev, hnext);
+	c->half_closed = false;
+}
+
+/* The client half-closed (or hung up): settled after libmicrohttpd's next
+ * run (settle_half_closed()), once it has read what came before. */
+static void on_conn_rdhup(struct hutch_watch *w, uint32_t events)
+{
+	struct hutch_api_conn *c = w->ptr;
+	struct sup *s = c->s;
+
+	hutch_loop_close(&s->loop, w, &c->dup_fd);
+	if (c->half_closed)
+		return;
+	APPEND(s->conns.hhead, s->conns.htail, c, hprev, hnext);
+	c->half_closed = true;
+}
+
+/* libmicrohttpd watches connections edge-triggered and takes a read
+ * shorter than its buffer for "drained": a client's end of file that came
+ * in one wake-up with the request's last bytes is never read, and a request
+ * cut short by a half-close was neither answered nor closed (issue 18 #1).
+ * Once the client has half-closed, everything it sent is read (nothing is
+ * left in the socket) and its request is still incomplete (headers or body
+ * missing), nothing more can complete it: shut our reading side, which
+ * wakes libmicrohttpd to read the end of file and close the connection as
+ * it would have. A complete request is left alone (its answer is still
+ * due); a suspended one is looked at again after it resumes. */
+static void settle_half_closed(struct sup *s)
+{
+	struct hutch_api_conn *c, *next;
+	int unread;
+
+	for (c = s->conns.hhead; c; c = next) {
+		bool incomplete = c->waiting || (c->req && !c->req->complete);
+
+		next = c->hnext;
+		if (c->req && c->req->suspended)
+			continue;
+		if (ioctl(c->fd, FIONREAD, &unread) == 0 && unread > 0)
+			continue; /* libmicrohttpd is still reading */
+		if (incomplete)
+			(void)shutdown(c->fd, SHUT_RD);
+		else if (c->req)
+			continue; /* answered first; waits again after it */
+		conn_settled(s, c);
+	}
+}
+
+static struct hutch_api_conn *conn_of(struct MHD_Connection *conn)
+{
+	const union MHD_ConnectionInfo *ci =
+	        hutch_mhd.get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+
+	return ci ? ci->socket_context : NULL;
+}
 
 /* Requests answered with an error without being served: a pooled sandbox
  * serves nobody until it is claimed; unknown routes and methods. */
@@ -76,11 +186,21 @@ static enum MHD_Result start_request(struct sup *s, struct MHD_Connection *conn,
 	bool passive = rt && (rt->flags & HUTCH_ROUTE_PASSIVE);
 	const char *cl;
 	struct request *r;
+	char msg[256];
+	unsigned status;
 
+	struct hutch_api_conn *c = conn_of(conn);
+
+	conn_unwait(s, c); /* its headers are complete */
 	if (hutch_api_headers_too_large(conn))
 		return hutch_api_respond_error(conn, 431, "too_large",
 		                               "request headers larger than %u bytes",
 		                               HUTCH_MAX_HEADERS);
+	status = hutch_api_check_codings(conn, msg, sizeof(msg));
+	if (status)
+		return hutch_api_respond_error(
+		        conn, status, status == 501 ? "not_implemented" : "invalid_request", "%s",
+		        msg);
 	/* Watching a sandbox (health, status) neither wakes it nor keeps it
 	 * awake; any other request thaws it before it is served. */
 	if (!passive) {
@@ -95,6 +215,8 @@ static enum MHD_Result start_request(struct sup *s, struct MHD_Connection *conn,
 	hutch_api_request_init(r, s, conn);
 	r->route = rt;
 	*con_cls = r;
+	if (c)
+		c->req = r;
 	refuse_early(r, url, method, url_known);
 	/* A refused request is answered once its body is read (a client still
 	 * sending it would see a broken pipe), unless the body is too large to
@@ -123,6 +245,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 
 	if (!r)
 		return start_request(s, conn, url, method, con_cls);
+	if (!*upload_data_size)
+		r->complete = true; /* its whole body was read */
 	if (r->refuse_status) {
 		if (*upload_data_size) {
 			*upload_data_size = 0; /* read and dropped */
@@ -155,9 +279,17 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
                          enum MHD_RequestTerminationCode toe)
 {
 	struct request *r = *con_cls;
+	struct hutch_api_conn *c;
 
 	if (!r)
 		return;
+	/* A keep-alive connection waits for its next request's headers; a
+	 * closing one leaves the list in on_connection(). */
+	c = conn_of(conn);
+	if (c) {
+		c->req = NULL;
+		conn_wait(r->s, c);
+	}
 	hutch_loop_del(&r->s->loop, &r->w_conn);
 	if (r->cmd)
 		hutch_cmd_release(r->cmd); /* killed if still running */
@@ -182,15 +314,69 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 	*con_cls = NULL;
 }
 
+static void conn_start(struct sup *s, struct MHD_Connection *conn, void **socket_context)
+{
+	const union MHD_ConnectionInfo *ci =
+	        hutch_mhd.get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+	struct hutch_api_conn *c = calloc(1, sizeof(*c));
+
+	if (!c)
+		return; /* served without a header deadline */
+	c->s = s;
+	c->fd = ci ? ci->connect_fd : -1;
+	c->dup_fd = c->fd >= 0 ? fcntl(c->fd, F_DUPFD_CLOEXEC, 3) : -EBADF;
+	hutch_watch_init(&c->w, on_conn_rdhup, c);
+	if (c->dup_fd >= 0 &&
+	    hutch_loop_add(&s->loop, &c->w, c->dup_fd, EPOLLRDHUP | EPOLLET) < 0) {
+		close(c->dup_fd);
+		c->dup_fd = -EBADF;
+	}
+	conn_wait(s, c);
+	*socket_context = c;
+}
+
 static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
                           enum MHD_ConnectionNotificationCode toe)
 {
 	struct sup *s = cls;
+	struct hutch_api_conn *c = *socket_context;
 
-	if (toe == MHD_CONNECTION_NOTIFY_STARTED)
+	if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
 		s->nconnections++;
-	else if (s->nconnections > 0)
+		conn_start(s, conn, socket_context);
+		return;
+	}
+	if (s->nconnections > 0)
 		s->nconnections--;
+	/* libmicrohttpd takes its listen socket out of its epoll set at the
+	 * connection limit (or when accept() ran out of fds) and puts it back
+	 * only at the start of a later MHD_run(); the close that makes room
+	 * happens at the end of one. Without another run at once the loop
+	 * could sleep with no fd of libmicrohttpd's watched: new clients
+	 * waited in the backlog forever (issue 18 #1). */
+	s->conns.rerun = true;
+	if (!c)
+		return;
+	conn_unwait(s, c);
+	conn_settled(s, c);
+	hutch_loop_close(&s->loop, &c->w, &c->dup_fd);
+	free(c);
+	*socket_context = NULL;
+}
+
+/* End the connections that waited longer than HUTCH_API_HEADER_TIMEOUT_MS
+ * for a request's headers: shut the socket down, and libmicrohttpd, seeing
+ * it hung up, closes it in its next run. */
+static void expire_waiting(struct sup *s)
+{
+	int64_t now = hutch_now_mono_ms();
+	struct hutch_api_conn *c;
+
+	while ((c = s->conns.head) && now - c->since_ms >= HUTCH_API_HEADER_TIMEOUT_MS) {
+		conn_unwait(s, c);
+		if (c->fd >= 0)
+			(void)shutdown(c->fd, SHUT_RDWR);
+	}
 }
 
 void hutch_api_sandbox_ended(struct sup *s)
@@ -208,7 +394,17 @@ int hutch_api_timeout_ms(struct sup *s)
 	/* libmicrohttpd watches connection sockets edge-triggered: when it
 	 * still has work it says so through a zero timeout. */
 	int procs = hutch_procs_timeout_ms(s); /* kill grace, long polls */
+	int64_t headers;
 
+	if (s->conns.rerun && s->mhd)
+		return 0;
+	if (s->conns.head) {
+		headers =
+		        s->conns.head->since_ms + HUTCH_API_HEADER_TIMEOUT_MS - hutch_now_mono_ms();
+		headers = headers < 0 ? 0 : headers;
+		if (procs < 0 || headers < procs)
+			procs = (int)headers;
+	}
 	if (!s->mhd || hutch_mhd.get_timeout(s->mhd, &t) != MHD_YES)
 		return procs;
 	if (t > 60000)
@@ -219,8 +415,13 @@ int hutch_api_timeout_ms(struct sup *s)
 void hutch_api_run(struct sup *s)
 {
 	hutch_procs_tick(s);
-	if (s->mhd)
-		(void)hutch_mhd.run(s->mhd);
+	if (!s->mhd)
+		return;
+	s->conns.rerun = false;
+	expire_waiting(s);
+	(void)hutch_mhd.run(s->mhd);
+	if (s->conns.hhead)
+		settle_half_closed(s);
 }
 
 static int listen_unix(const char *path)
@@ -274,7 +475,8 @@ int hutch_api_start(struct sup *s, struct hutch_err *err)
 	        MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_TURBO, 0, NULL, NULL, on_request,
 	        s, MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
 	        MHD_OPTION_NOTIFY_CONNECTION, on_connection, s, MHD_OPTION_CONNECTION_LIMIT,
-	        (unsigned)HUTCH_MAX_CONNECTIONS, MHD_OPTION_CONNECTION_TIMEOUT, 0u,
+	        (unsigned)HUTCH_MAX_CONNECTIONS, MHD_OPTION_CONNECTION_TIMEOUT,
+	        (unsigned)HUTCH_API_IDLE_TIMEOUT_S,
 	        /* raw uploads arrive in chunks of about half of this */
 	        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)HUTCH_CONN_MEMORY, MHD_OPTION_END);
 	if (!s->mhd)

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/epoll.h>
 
 #include "cleanup.h"
@@ -137,4 +138,75 @@ bool hutch_api_headers_too_large(struct MHD_Connection *conn)
 
 	(void)hutch_mhd.get_connection_values(conn, MHD_HEADER_KIND, add_header_size, &total);
 	return total > HUTCH_MAX_HEADERS;
+}
+
+/* The transfer codings of a request, in order, across its
+ * Transfer-Encoding header lines. */
+struct codings {
+	unsigned n, chunked;
+	unsigned unknown;
+	bool chunked_last, with_length;
+	char first_unknown[32];
+};
+
+static void add_codings(struct codings *c, const char *value)
+{
+	const char *p = value;
+
+	while (*p) {
+		size_t len;
+
+		p += strspn(p, " \t,");
+		len = strcspn(p, ",");
+		while (len && (p[len - 1] == ' ' || p[len - 1] == '\t'))
+			len--;
+		if (!len)
+			continue;
+		c->n++;
+		c->chunked_last = len == 7 && !strncasecmp(p, "chunked", 7);
+		if (c->chunked_last)
+			c->chunked++;
+		else if (!c->unknown++)
+			snprintf(c->first_unknown, sizeof(c->first_unknown), "%.*s",
+			         (int)(len < 31 ? len : 31), p);
+		p += len;
+	}
+}
+
+static enum MHD_Result collect_codings(void *cls, enum MHD_ValueKind kind, const char *key,
+                                       const char *value)
+{
+	struct codings *c = cls;
+
+	if (!strcasecmp(key, MHD_HTTP_HEADER_TRANSFER_ENCODING))
+		add_codings(c, value ? value : "");
+	else if (!strcasecmp(key, MHD_HTTP_HEADER_CONTENT_LENGTH))
+		c->with_length = true;
+	return MHD_YES;
+}
+
+unsigned hutch_api_check_codings(struct MHD_Connection *conn, char *msg, size_t size)
+{
+	struct codings c = { 0 };
+
+	(void)hutch_mhd.get_connection_values(conn, MHD_HEADER_KIND, collect_codings, &c);
+	/* libmicrohttpd knows "chunked" alone; with any other value it reads
+	 * the body until the client closes, so such a request was never
+	 * answered (issue 18 #1). RFC 9112 6.1: an unknown coding is 501, a
+	 * body whose framing is unclear (chunked twice or not last, or with a
+	 * Content-Length too) is 400. */
+	if (c.unknown) {
+		snprintf(msg, size,
+		         "transfer coding '%s' is not implemented: send the body with "
+		         "Content-Length or 'Transfer-Encoding: chunked'",
+		         c.first_unknown);
+		return MHD_HTTP_NOT_IMPLEMENTED;
+	}
+	if (c.chunked > 1 || (c.n && !c.chunked_last) || (c.n && c.with_length)) {
+		snprintf(msg, size,
+		         "ambiguous request body: use 'Transfer-Encoding: chunked' once, or "
+		         "Content-Length alone");
+		return MHD_HTTP_BAD_REQUEST;
+	}
+	return 0;
 }

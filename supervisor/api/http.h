@@ -32,6 +32,19 @@
  * above is large for uploads, not for headers. */
 #define HUTCH_MAX_HEADERS (64u << 10)
 
+/* How long a client may keep a connection without a request, and take
+ * for a request's headers: from accepting the connection or answering its
+ * previous request to the end of the headers (a deadline, not an idle
+ * time, so a client sending a byte now and then cannot hold it longer).
+ * Then the connection is closed. */
+#define HUTCH_API_HEADER_TIMEOUT_MS 10000
+
+/* How long a request's body or answer may make no progress (libmicrohttpd's
+ * connection timeout). A request waiting for the sandbox (a command, a long
+ * poll, a pipe) is suspended and not timed; a client that stops reading an
+ * answer or sending a body for this long is cut off. */
+#define HUTCH_API_IDLE_TIMEOUT_S 120
+
 struct cmd;
 struct sup;
 struct hutch_api_route;
@@ -42,6 +55,7 @@ struct request {
 	const struct hutch_api_route *route; /* NULL: refused (unknown route) */
 	struct hutch_buf body;               /* JSON routes: the whole body */
 	bool too_large;
+	bool complete; /* its body was read to the end */
 	bool suspended;
 	bool answered;
 	struct cmd *cmd;             /* /run, /run_streaming */
@@ -76,5 +90,10 @@ void hutch_api_kill_on_hangup(struct request *r, struct cmd *c);
 cJSON *hutch_api_ended_json(struct sup *s);
 /* The request's headers together exceed HUTCH_MAX_HEADERS. */
 bool hutch_api_headers_too_large(struct MHD_Connection *conn);
+/* 0 when the request's body framing is one libmicrohttpd reads (none,
+ * Content-Length, or "chunked" alone); else the HTTP status to refuse it
+ * with (501 an unknown transfer coding, 400 an ambiguous framing) and msg
+ * filled. */
+unsigned hutch_api_check_codings(struct MHD_Connection *conn, char *msg, size_t size);
 
 #endif

@@ -340,6 +340,25 @@ int hutch_cli_run(const struct hutch_cli_verb *verb, const struct hutch_cli_verb
 	return r;
 }
 
+int hutch_cli_run_group(const char *group, const char *usage, const char *choices,
+                        const struct hutch_cli_verb *const *subs, int argc, char **argv,
+                        const struct hutch_cli_verb *const *all)
+{
+	const char *sub = argc > 1 ? argv[1] : NULL;
+	size_t skip = strlen(group) + 1;
+
+	if (!sub || !strcmp(sub, "--help") || !strcmp(sub, "-h")) {
+		fputs(usage, sub ? stdout : stderr);
+		return sub ? 0 : HUTCH_EXIT_USAGE;
+	}
+	for (size_t i = 0; subs[i]; i++)
+		if (!strcmp(subs[i]->name + skip, sub))
+			return hutch_cli_run(subs[i], all, argc - 1, argv + 1);
+	return hutch_cli_fail(HUTCH_EXIT_USAGE,
+	                      "unknown %s command '%s': use %s; see 'hutch %s --help'", group, sub,
+	                      choices, group);
+}
+
 int hutch_cli_check_mode(const struct hutch_cli_args *a, unsigned mode, const char *what,
                          const char *takes)
 {

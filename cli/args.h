@@ -76,7 +76,8 @@ struct hutch_cli_args {
 	struct hutch_config cfg;                   /* the sandbox options (verb->sandbox_opts) */
 	bool json, quiet, all, detach, follow, no_stdin, force, no_stream;
 	const char *cwd;
-	cJSON *env; /* NAME: VALUE, NULL if no -e */
+	const char *tag, *store; /* image import --tag, image --store */
+	cJSON *env;              /* NAME: VALUE, NULL if no -e */
 	double timeout, grace;
 	uint64_t size, max_bytes;
 	char **pos; /* positionals */
@@ -101,6 +102,13 @@ void hutch_cli_args_done(struct hutch_cli_args *a);
 /* Parse and run the verb; returns the exit code. */
 int hutch_cli_run(const struct hutch_cli_verb *verb, const struct hutch_cli_verb *const *all,
                   int argc, char **argv);
+
+/* "hutch GROUP SUB ...": run the verb of subs (NULL-ended, named "GROUP
+ * SUB") that argv[1] names, with argv[0] being GROUP; usage for --help or
+ * no SUB; choices lists the SUBs in the unknown-command message. */
+int hutch_cli_run_group(const char *group, const char *usage, const char *choices,
+                        const struct hutch_cli_verb *const *subs, int argc, char **argv,
+                        const struct hutch_cli_verb *const *all);
 
 /* Print the verb's --help: usage, text, its options, the sandbox options. */
 void hutch_cli_help(const struct hutch_cli_verb *verb, FILE *f);

@@ -38,6 +38,7 @@ static const char *const main_usage =
         "  cp SRC DST                      copy files/directories: LOCAL ID:PATH or ID:PATH LOCAL\n"
         "  gc                              remove what dead sandboxes left behind\n"
         "  pool start|stop|ls|key          keep sandboxes of a configuration ready (warm pool)\n"
+        "  image import|ls|inspect|rm|prune  the OCI image store\n"
         "  doctor [--json]                 check that this host can run sandboxes\n"
         "  version [--json]                print the version\n"
         "  completion bash|zsh|fish        print a shell completion script\n"
@@ -72,13 +73,32 @@ static const struct hutch_cli_verb verb_version = {
 
 /* Every verb, for the dispatch and for the parser's "does not apply". */
 static const struct hutch_cli_verb *const verbs[] = {
-	&hutch_verb_run,     &hutch_verb_create,     &hutch_verb_exec,
-	&hutch_verb_ls,      &hutch_verb_inspect,    &hutch_verb_rm,
-	&hutch_verb_gc,      &hutch_verb_doctor,     &hutch_verb_ps,
-	&hutch_verb_logs,    &hutch_verb_kill,       &hutch_verb_cp,
-	&verb_version,       &hutch_verb_pool_start, &hutch_verb_pool_stop,
-	&hutch_verb_pool_ls, &hutch_verb_pool_key,   &hutch_verb_completion,
-	&hutch_verb_stats,   &hutch_verb_events,     NULL,
+	&hutch_verb_run,
+	&hutch_verb_create,
+	&hutch_verb_exec,
+	&hutch_verb_ls,
+	&hutch_verb_inspect,
+	&hutch_verb_rm,
+	&hutch_verb_gc,
+	&hutch_verb_doctor,
+	&hutch_verb_ps,
+	&hutch_verb_logs,
+	&hutch_verb_kill,
+	&hutch_verb_cp,
+	&verb_version,
+	&hutch_verb_pool_start,
+	&hutch_verb_pool_stop,
+	&hutch_verb_pool_ls,
+	&hutch_verb_pool_key,
+	&hutch_verb_completion,
+	&hutch_verb_stats,
+	&hutch_verb_events,
+	&hutch_verb_image_import,
+	&hutch_verb_image_ls,
+	&hutch_verb_image_inspect,
+	&hutch_verb_image_rm,
+	&hutch_verb_image_prune,
+	NULL,
 };
 
 int main(int argc, char **argv)
@@ -95,6 +115,8 @@ int main(int argc, char **argv)
 		verb = "version";
 	if (!strcmp(verb, "pool"))
 		return hutch_cli_pool(argc - 1, argv + 1, verbs);
+	if (!strcmp(verb, "image"))
+		return hutch_cli_image(argc - 1, argv + 1, verbs);
 	for (size_t i = 0; verbs[i]; i++)
 		if (!strcmp(verb, verbs[i]->name))
 			return hutch_cli_run(verbs[i], verbs, argc - 1, argv + 1);

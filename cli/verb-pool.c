@@ -220,18 +220,9 @@ int hutch_cli_pool(int argc, char **argv, const struct hutch_cli_verb *const *al
 		&hutch_verb_pool_stop,
 		&hutch_verb_pool_ls,
 		&hutch_verb_pool_key,
+		NULL,
 	};
-	const char *sub = argc > 1 ? argv[1] : NULL;
 
-	if (!sub || !strcmp(sub, "--help") || !strcmp(sub, "-h")) {
-		fputs(pool_usage, sub ? stdout : stderr);
-		return sub ? 0 : HUTCH_EXIT_USAGE;
-	}
-	for (size_t i = 0; i < ELEMENTSOF(subs); i++)
-		if (!strcmp(subs[i]->name + strlen("pool "), sub))
-			return hutch_cli_run(subs[i], all, argc - 1, argv + 1);
-	return hutch_cli_fail(HUTCH_EXIT_USAGE,
-	                      "unknown pool command '%s': use key, start, stop or ls; see 'hutch "
-	                      "pool --help'",
-	                      sub);
+	return hutch_cli_run_group("pool", pool_usage, "key, start, stop or ls", subs, argc, argv,
+	                           all);
 }

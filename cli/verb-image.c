@@ -1,0 +1,258 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * hutch image import, ls, inspect, rm and prune: the image store's verbs
+ * (the store itself: image/). Each subcommand is a verb of its own for the
+ * parser, "image import" and so on.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "args.h"
+#include "cleanup.h"
+#include "cli.h"
+#include "image.h"
+#include "verbs.h"
+
+#define A(f) .offset = offsetof(struct hutch_cli_args, f)
+
+static const char image_usage[] =
+        "usage: hutch image import SRC [NAME] [--tag TAG]   import an OCI layout or an archive\n"
+        "       hutch image ls [--json]                     list the images\n"
+        "       hutch image inspect NAME                    an image as JSON\n"
+        "       hutch image rm NAME...                      forget images (layers stay)\n"
+        "       hutch image prune                           remove layers no image uses\n"
+        "\n"
+        "The store is /var/lib/hutch, or HUTCH_IMAGE_STORE, or --store DIR. SRC is an OCI\n"
+        "image layout directory (as 'skopeo copy ... oci:DIR' writes) or a 'docker save' /\n"
+        "'podman save' archive. Every digest is checked; each layer is unpacked once.\n";
+
+#define STORE_OPT                                                                        \
+	{                                                                                \
+		.name = "store", .kind = HUTCH_CLI_STRING, A(store), .metavar = "DIR",   \
+		.help = "the image store (default $HUTCH_IMAGE_STORE or /var/lib/hutch)" \
+	}
+
+static const struct hutch_cli_opt import_opts[] = {
+	{ .name = "tag",
+	  .kind = HUTCH_CLI_STRING,
+	  A(tag),
+	  .metavar = "TAG",
+	  .help = "the layout's manifest of this org.opencontainers.image.ref.name" },
+	STORE_OPT,
+	{ 0 },
+};
+static const struct hutch_cli_opt ls_opts[] = {
+	{ .name = "json", .kind = HUTCH_CLI_FLAG, A(json), .help = "print JSON" },
+	STORE_OPT,
+	{ 0 },
+};
+static const struct hutch_cli_opt store_opts[] = {
+	STORE_OPT,
+	{ 0 },
+};
+
+static int open_store(const struct hutch_cli_args *a, struct hutch_image_store **ret)
+{
+	struct hutch_err err = { 0 };
+	const char *path = a->store ? a->store : hutch_image_store_path();
+
+	if (hutch_image_store_open(path, ret, &err) < 0)
+		return hutch_cli_fail(err.code == -EACCES || err.code == -EPERM
+		                              ? HUTCH_EXIT_NOT_CAPABLE
+		                              : HUTCH_EXIT_FAILURE,
+		                      "%s", err.msg);
+	return 0;
+}
+
+static int fail(const struct hutch_err *err)
+{
+	return hutch_cli_fail(err->code == -ENOENT ? HUTCH_EXIT_NOT_FOUND : HUTCH_EXIT_FAILURE,
+	                      "%s", err->msg);
+}
+
+/* NAME defaults to SRC's last component. */
+static const char *default_name(const char *src)
+{
+	size_t len = strlen(src);
+	const char *base;
+
+	while (len > 1 && src[len - 1] == '/')
+		len--;
+	for (base = src + len; base > src && base[-1] != '/'; base--)
+		;
+	return base;
+}
+
+static int cmd_import(struct hutch_cli_args *a)
+{
+	_cleanup_(hutch_image_store_freep) struct hutch_image_store *s = NULL;
+	struct hutch_image_import_stats st = { 0 };
+	struct hutch_err err = { 0 };
+	_cleanup_free_ char *name = NULL;
+	int r;
+
+	if (a->npos < 1)
+		return hutch_cli_fail(HUTCH_EXIT_USAGE, "image import needs SRC; see 'hutch image "
+		                                        "--help'");
+	name = a->npos > 1
+	               ? strdup(a->pos[1])
+	               : strndup(default_name(a->pos[0]), strcspn(default_name(a->pos[0]), "/"));
+	if (!name)
+		return hutch_cli_fail(HUTCH_EXIT_FAILURE, "out of memory");
+	if ((r = open_store(a, &s)))
+		return r;
+	if (hutch_image_import(s, a->pos[0], a->tag, name, &st, &err) < 0)
+		return hutch_cli_fail(err.code == -EINVAL ? HUTCH_EXIT_USAGE : HUTCH_EXIT_FAILURE,
+		                      "import '%s': %s", a->pos[0], err.msg);
+	if (!a->quiet)
+		printf("%s: %zu layers (%zu cached), %.1f MB unpacked\n", name, st.layers,
+		       st.cached, (double)st.bytes / 1e6);
+	return 0;
+}
+
+static void print_table(const cJSON *arr)
+{
+	const cJSON *img;
+
+	printf("%-40s %-19s %6s %s\n", "NAME", "CONFIG", "LAYERS", "IMPORTED");
+	cJSON_ArrayForEach(img, arr) {
+		const cJSON *n = cJSON_GetObjectItemCaseSensitive(img, "name");
+		const cJSON *c = cJSON_GetObjectItemCaseSensitive(img, "config");
+		const cJSON *t = cJSON_GetObjectItemCaseSensitive(img, "imported");
+		time_t when = cJSON_IsNumber(t) ? (time_t)t->valuedouble : 0;
+		char ts[32] = "";
+		struct tm tm;
+
+		if (gmtime_r(&when, &tm))
+			strftime(ts, sizeof(ts), "%Y-%m-%dT%H:%M:%SZ", &tm);
+		printf("%-40s %-19.19s %6d %s\n", cJSON_IsString(n) ? n->valuestring : "?",
+		       cJSON_IsString(c) ? c->valuestring : "?",
+		       cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(img, "layers")), ts);
+	}
+}
+
+static int cmd_ls(struct hutch_cli_args *a)
+{
+	_cleanup_(hutch_image_store_freep) struct hutch_image_store *s = NULL;
+	_cleanup_cjson_ cJSON *arr = NULL;
+	struct hutch_err err = { 0 };
+	int r;
+
+	if ((r = open_store(a, &s)))
+		return r;
+	if (hutch_image_list(s, &arr, &err) < 0)
+		return fail(&err);
+	if (a->json) {
+		_cleanup_free_ char *t = cJSON_Print(arr);
+		puts(t ? t : "[]");
+	} else {
+		print_table(arr);
+	}
+	return 0;
+}
+
+static int cmd_inspect(struct hutch_cli_args *a)
+{
+	_cleanup_(hutch_image_store_freep) struct hutch_image_store *s = NULL;
+	_cleanup_cjson_ cJSON *j = NULL;
+	_cleanup_free_ char *t = NULL;
+	struct hutch_err err = { 0 };
+	int r;
+
+	if (a->npos != 1)
+		return hutch_cli_fail(HUTCH_EXIT_USAGE, "image inspect needs one NAME");
+	if ((r = open_store(a, &s)))
+		return r;
+	if (hutch_image_inspect(s, a->pos[0], &j, &err) < 0)
+		return fail(&err);
+	t = cJSON_Print(j);
+	puts(t ? t : "{}");
+	return 0;
+}
+
+static int cmd_rm(struct hutch_cli_args *a)
+{
+	_cleanup_(hutch_image_store_freep) struct hutch_image_store *s = NULL;
+	struct hutch_err err = { 0 };
+	int r, rc = 0;
+
+	if (a->npos < 1)
+		return hutch_cli_fail(HUTCH_EXIT_USAGE, "image rm needs a NAME");
+	if ((r = open_store(a, &s)))
+		return r;
+	for (size_t i = 0; i < a->npos; i++)
+		if (hutch_image_remove(s, a->pos[i], &err) < 0)
+			rc = fail(&err);
+	return rc;
+}
+
+static int cmd_prune(struct hutch_cli_args *a)
+{
+	_cleanup_(hutch_image_store_freep) struct hutch_image_store *s = NULL;
+	struct hutch_err err = { 0 };
+	size_t n = 0;
+	int r;
+
+	if ((r = open_store(a, &s)))
+		return r;
+	if (hutch_image_prune(s, &n, &err) < 0)
+		return fail(&err);
+	if (!a->quiet)
+		printf("removed %zu unused layers\n", n);
+	return 0;
+}
+
+const struct hutch_cli_verb hutch_verb_image_import = {
+	.name = "image import",
+	.synopsis = "SRC [NAME] [--tag TAG]",
+	.about = "Import an OCI image layout directory or a docker-save archive into the store as "
+	         "NAME (default: SRC's file name).\n",
+	.opts = import_opts,
+	.max_pos = 2,
+	.run = cmd_import,
+};
+const struct hutch_cli_verb hutch_verb_image_ls = {
+	.name = "image ls",
+	.synopsis = "[--json]",
+	.about = "List the images of the store.\n",
+	.opts = ls_opts,
+	.run = cmd_ls,
+};
+const struct hutch_cli_verb hutch_verb_image_inspect = {
+	.name = "image inspect",
+	.synopsis = "NAME",
+	.about = "Print an image as JSON: config, manifest, layers, env, workdir, platform.\n",
+	.opts = store_opts,
+	.max_pos = 1,
+	.run = cmd_inspect,
+};
+const struct hutch_cli_verb hutch_verb_image_rm = {
+	.name = "image rm",
+	.synopsis = "NAME...",
+	.about = "Forget images; their layers stay until 'hutch image prune'.\n",
+	.opts = store_opts,
+	.max_pos = HUTCH_CLI_MANY,
+	.run = cmd_rm,
+};
+const struct hutch_cli_verb hutch_verb_image_prune = {
+	.name = "image prune",
+	.synopsis = "",
+	.about = "Remove the layers and blobs that no image names.\n",
+	.opts = store_opts,
+	.run = cmd_prune,
+};
+
+int hutch_cli_image(int argc, char **argv, const struct hutch_cli_verb *const *all)
+{
+	static const struct hutch_cli_verb *const subs[] = {
+		&hutch_verb_image_import, &hutch_verb_image_ls,    &hutch_verb_image_inspect,
+		&hutch_verb_image_rm,     &hutch_verb_image_prune, NULL,
+	};
+
+	return hutch_cli_run_group("image", image_usage, "import, ls, inspect, rm or prune", subs,
+	                           argc, argv, all);
+}

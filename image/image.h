@@ -1,0 +1,85 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * image: the content-addressed store of OCI images (docs/architecture.md,
+ * "Images"). Imports an OCI image layout directory or a docker-save
+ * archive, verifies every digest, unpacks each layer once (hostile-safe,
+ * in a user namespace that owns only the store's ids) and names images by
+ * a reference. Host side only; nothing here runs inside a sandbox.
+ *
+ * Store layout (default /var/lib/hutch, HUTCH_IMAGE_STORE moves it):
+ *   layers/<hex>/       one unpacked layer, named by its diff_id's hex
+ *   blobs/sha256/<hex>  verified manifests and configs
+ *   images/<name>       a reference: JSON naming the config and the layers
+ *   tmp/                half-made layers and archives (removed on failure)
+ *   lock                flock()ed by every writer
+ *
+ * Functions return >= 0 on success and a negative errno with err filled.
+ */
+#ifndef HUTCH_IMAGE_H
+#define HUTCH_IMAGE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cjson/cJSON.h>
+
+#include "error.h"
+
+#define HUTCH_IMAGE_DIGEST_LEN 71  /* "sha256:" + 64 hex digits */
+#define HUTCH_IMAGE_LAYERS_MAX 128 /* layers of one image */
+#define HUTCH_IMAGE_NAME_MAX   200 /* a reference's length */
+/* The host ids that own unpacked layers: 65536 ids just below the
+ * sandboxes' (runtime/state.h HUTCH_UID_BASE); store id 0 is image root. */
+#define HUTCH_IMAGE_STORE_IDS 0x0FFF0000u
+
+/* What a sandbox needs of an image's config (image/oci.c). */
+struct hutch_image_config {
+	char os[16], arch[16];
+	char diff_ids[HUTCH_IMAGE_LAYERS_MAX][HUTCH_IMAGE_DIGEST_LEN + 1];
+	size_t n_diff_ids;
+	char **env;    /* NULL-terminated NAME=VALUE, or NULL */
+	char *workdir; /* or NULL */
+};
+void hutch_image_config_done(struct hutch_image_config *c);
+
+/* True for "sha256:" and 64 lower-case hex digits. */
+bool hutch_image_digest_is_valid(const char *d);
+/* True for a reference name hutch can store: [A-Za-z0-9._:/@+-], no "..". */
+bool hutch_image_name_is_valid(const char *name);
+
+/* HUTCH_IMAGE_STORE, else /var/lib/hutch. */
+const char *hutch_image_store_path(void);
+
+struct hutch_image_store;
+/* Open (creating it if needed) the store at path; caller frees. */
+int hutch_image_store_open(const char *path, struct hutch_image_store **ret, struct hutch_err *err);
+struct hutch_image_store *hutch_image_store_free(struct hutch_image_store *s);
+void hutch_image_store_freep(struct hutch_image_store **s);
+
+struct hutch_image_import_stats {
+	size_t layers, cached; /* cached: already in the store */
+	uint64_t bytes;        /* uncompressed bytes unpacked now */
+};
+/*
+ * Import src (an OCI image layout directory, or a docker-save / OCI
+ * archive file) as name. tag picks the manifest of a layout by its
+ * org.opencontainers.image.ref.name annotation, or NULL for the only (or
+ * this platform's) one. Layers already in the store are not unpacked again.
+ * Returns 0 and fills stats (may be NULL).
+ */
+int hutch_image_import(struct hutch_image_store *s, const char *src, const char *tag,
+                       const char *name, struct hutch_image_import_stats *stats,
+                       struct hutch_err *err);
+
+/* Every image as a JSON array of {name, config, manifest, layers, size}. */
+int hutch_image_list(struct hutch_image_store *s, cJSON **ret, struct hutch_err *err);
+/* One image: the list's object plus env and workdir. -ENOENT if unknown. */
+int hutch_image_inspect(struct hutch_image_store *s, const char *name, cJSON **ret,
+                        struct hutch_err *err);
+/* Forget the name; its layers stay until prune. -ENOENT if unknown. */
+int hutch_image_remove(struct hutch_image_store *s, const char *name, struct hutch_err *err);
+/* Remove layers and blobs no image names; ret_removed counts layers. */
+int hutch_image_prune(struct hutch_image_store *s, size_t *ret_removed, struct hutch_err *err);
+
+#endif

@@ -1,0 +1,447 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Importing an image into the store: an OCI image layout directory (what
+ * skopeo writes), or an archive (docker save's format, or an OCI layout in
+ * a tar), which is first unpacked into tmp/ with the same hostile-safe
+ * unpacker and then read as a layout or by its manifest.json.
+ *
+ * Every JSON document is checked against its digest before it is parsed;
+ * every layer against both its blob digest and its config's diff_id, in
+ * the one pass that unpacks it. A layer is unpacked into tmp/ and renamed
+ * into layers/ only once both match, so layers/ holds only verified trees.
+ *
+ * As root, the unpacking runs in a child process in a new user namespace
+ * that maps its ids 0-65535 onto HUTCH_IMAGE_STORE_IDS: it has no
+ * privilege over any host file but the half-made layer (chowned to the
+ * store's root first), cannot create a device node (only the overlayfs
+ * whiteout, which mknod() allows anyone), and a set-uid file it might
+ * still make would be set-uid to an id no host process uses.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cleanup.h"
+#include "fdutil.h"
+#include "store-internal.h"
+#include "syscalls.h"
+
+#if defined(__x86_64__)
+#define HOST_ARCH "amd64"
+#elif defined(__aarch64__)
+#define HOST_ARCH "arm64"
+#else
+#define HOST_ARCH "unknown"
+#endif
+
+struct child_result {
+	int r;
+	struct hutch_err err;
+	struct hutch_unpack_result res;
+};
+
+/* A file of an unpacked archive or a layout, symlinks resolved inside it. */
+static int open_in(int root, const char *path, struct hutch_err *err)
+{
+	struct open_how how = { .flags = O_RDONLY | O_CLOEXEC,
+		                .resolve =
+		                        RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV };
+	struct stat st;
+	int fd = (int)sys_openat2(root, path, &how, sizeof(how));
+
+	if (fd < 0)
+		return hutch_err_set_errno(err, -errno, "open '%s' of the image", path);
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		(void)close(fd);
+		return hutch_err_set(err, -EINVAL, "'%s' of the image is not a file", path);
+	}
+	return fd;
+}
+
+/* Read a JSON document; with want, check its digest first. */
+static int read_doc(int root, const char *path, const char *want, char **ret, size_t *ret_len,
+                    struct hutch_err *err)
+{
+	_cleanup_close_ int fd = open_in(root, path, err);
+	_cleanup_free_ char *buf = NULL;
+	char got[HUTCH_IMAGE_DIGEST_LEN + 1];
+	struct hutch_sha256 h;
+	ssize_t n;
+
+	if (fd < 0)
+		return fd;
+	buf = malloc(HUTCH_IMAGE_JSON_MAX + 1);
+	if (!buf)
+		return hutch_err_set(err, -ENOMEM, "read '%s'", path);
+	n = hutch_read_all(fd, buf, HUTCH_IMAGE_JSON_MAX + 1);
+	if (n < 0)
+		return hutch_err_set_errno(err, (int)n, "read '%s' of the image", path);
+	if (n > HUTCH_IMAGE_JSON_MAX)
+		return hutch_err_set(err, -EFBIG, "'%s' of the image is too large", path);
+	hutch_sha256_init(&h);
+	hutch_sha256_update(&h, buf, (size_t)n);
+	hutch_sha256_final(&h, got);
+	if (want && strcmp(want, got))
+		return hutch_err_set(err, -EBADMSG, "'%s' has digest %s, not %s", path, got, want);
+	buf[n] = '\0';
+	*ret = TAKE_PTR(buf);
+	*ret_len = (size_t)n;
+	return 0;
+}
+
+static void blob_path(const char *digest, char out[HUTCH_IMAGE_DIGEST_LEN + 16])
+{
+	snprintf(out, HUTCH_IMAGE_DIGEST_LEN + 16, "blobs/sha256/%s", digest + 7);
+}
+
+static int write_map(pid_t pid, const char *file, const char *content)
+{
+	char path[64];
+	_cleanup_close_ int fd = -EBADF;
+
+	snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, file);
+	fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	return hutch_write_all(fd, content, strlen(content));
+}
+
+_Noreturn static void child(int go, int res, int fd, int dirfd,
+                            const struct hutch_unpack_limits *lim)
+{
+	struct child_result out = { 0 };
+	char c;
+
+	(void)prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (unshare(CLONE_NEWUSER) < 0) {
+		out.r = hutch_err_set_errno(&out.err, -errno, "unpack: new user namespace");
+	} else {
+		c = 'u';
+		(void)hutch_write_all(res, &c, 1);
+		if (hutch_read_all(go, &c, 1) != 1 || setresgid(0, 0, 0) < 0 ||
+		    setresuid(0, 0, 0) < 0)
+			out.r = hutch_err_set_errno(&out.err, -EPERM, "unpack: become store root");
+		else
+			out.r = hutch_image_unpack(fd, dirfd, lim, &out.res, &out.err);
+	}
+	(void)hutch_write_all(res, &out, sizeof(out));
+	_exit(0);
+}
+
+static int map_child(pid_t pid)
+{
+	char map[64];
+	int r;
+
+	snprintf(map, sizeof(map), "0 %u 65536\n", HUTCH_IMAGE_STORE_IDS);
+	if ((r = write_map(pid, "uid_map", map)) < 0 ||
+	    (r = write_map(pid, "setgroups", "deny")) < 0 ||
+	    (r = write_map(pid, "gid_map", map)) < 0)
+		return r;
+	return 0;
+}
+
+/* hutch_image_unpack() in a user namespace owning only the store's ids. */
+static int unpack_isolated(int fd, int dirfd, struct hutch_unpack_result *ret,
+                           struct hutch_err *err)
+{
+	struct hutch_unpack_limits lim;
+	struct child_result out = { 0 };
+	int go[2] = { -EBADF, -EBADF }, res[2] = { -EBADF, -EBADF };
+	pid_t pid;
+	int r = 0, status;
+	char c = 0;
+
+	hutch_unpack_limits_default(&lim);
+	if (geteuid() != 0)
+		return hutch_image_unpack(fd, dirfd, &lim, ret, err); /* rootless: our own ids */
+	if (fchown(dirfd, HUTCH_IMAGE_STORE_IDS, HUTCH_IMAGE_STORE_IDS) < 0)
+		return hutch_err_set_errno(err, -errno,
+		                           "unpack: hand the layer to the store's ids");
+	if (pipe2(go, O_CLOEXEC) < 0 || pipe2(res, O_CLOEXEC) < 0) {
+		r = hutch_err_set_errno(err, -errno, "unpack: pipe");
+		goto out;
+	}
+	pid = fork();
+	if (pid < 0) {
+		r = hutch_err_set_errno(err, -errno, "unpack: fork");
+		goto out;
+	}
+	if (pid == 0)
+		child(go[0], res[1], fd, dirfd, &lim);
+	closep(&res[1]);
+	if (hutch_read_all(res[0], &c, 1) == 1 && c == 'u') {
+		r = map_child(pid);
+		c = r < 0 ? 'x' : 'g';
+		(void)hutch_write_all(go[1], &c, 1);
+	}
+	if (hutch_read_all(res[0], &out, sizeof(out)) != (ssize_t)sizeof(out))
+		out.r = hutch_err_set(&out.err, r < 0 ? r : -EIO, "unpack: the unpacker died");
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	if (out.r < 0) {
+		*err = out.err;
+		err->msg[sizeof(err->msg) - 1] = '\0';
+		r = out.r;
+	} else {
+		*ret = out.res;
+		r = 0;
+	}
+out:
+	hutch_close_many(go, 2);
+	hutch_close_many(res, 2);
+	return r;
+}
+
+/* A new directory in tmp/, open; its name in name. */
+static int make_tmp(struct hutch_image_store *s, const char *what, char name[64],
+                    struct hutch_err *err)
+{
+	static unsigned counter;
+	int fd;
+
+	snprintf(name, 64, "%s-%d-%u", what, (int)getpid(), counter++);
+	if (mkdirat(s->tmp, name, 0755) < 0)
+		return hutch_err_set_errno(err, -errno, "create '%s' in the store", name);
+	fd = openat(s->tmp, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return hutch_err_set_errno(err, -errno, "open '%s' in the store", name);
+	return fd;
+}
+
+/* One layer into layers/<hex of diff_id>, unless it is there already. */
+static int import_layer(struct hutch_image_store *s, int root, const char *path,
+                        const char *want_blob, const char *diff_id,
+                        struct hutch_image_import_stats *st, struct hutch_err *err)
+{
+	_cleanup_close_ int fd = -EBADF, dir = -EBADF;
+	struct hutch_unpack_result res = { 0 };
+	char tmp[64];
+	int r;
+
+	st->layers++;
+	if (faccessat(s->layers, diff_id + 7, F_OK, AT_SYMLINK_NOFOLLOW) == 0) {
+		st->cached++;
+		return 0;
+	}
+	fd = open_in(root, path, err);
+	if (fd < 0)
+		return fd;
+	dir = make_tmp(s, "layer", tmp, err);
+	if (dir < 0)
+		return dir;
+	r = unpack_isolated(fd, dir, &res, err);
+	if (r >= 0 && want_blob && strcmp(res.blob_digest, want_blob))
+		r = hutch_err_set(err, -EBADMSG, "layer '%s' has digest %s, not %s", path,
+		                  res.blob_digest, want_blob);
+	if (r >= 0 && strcmp(res.diff_id, diff_id))
+		r = hutch_err_set(err, -EBADMSG, "layer '%s' has diff_id %s, not %s", path,
+		                  res.diff_id, diff_id);
+	if (r >= 0 && renameat(s->tmp, tmp, s->layers, diff_id + 7) < 0)
+		r = hutch_err_set_errno(err, -errno, "store layer %s", diff_id);
+	if (r < 0) {
+		(void)hutch_rm_rf_at(s->tmp, tmp);
+		return r;
+	}
+	st->bytes += res.bytes;
+	return 0;
+}
+
+static int save_blob(struct hutch_image_store *s, const char *digest, const char *buf, size_t len,
+                     struct hutch_err *err)
+{
+	int r;
+
+	if (!digest)
+		return 0;
+	r = hutch_write_file_at(s->blobs, digest + 7, buf, 0644);
+	(void)len;
+	return r < 0 ? hutch_err_set_errno(err, r, "store blob %s", digest) : 0;
+}
+
+/* images/<name>, written whole and renamed into place. */
+static int save_ref(struct hutch_image_store *s, const char *name, const char *manifest,
+                    const struct hutch_image_config *c, const char *config, struct hutch_err *err)
+{
+	_cleanup_cjson_ cJSON *j = cJSON_CreateObject();
+	_cleanup_free_ char *text = NULL;
+	char file[HUTCH_IMAGE_NAME_MAX + 1], tmp[HUTCH_IMAGE_NAME_MAX + 16];
+	cJSON *layers;
+
+	if (!j || !cJSON_AddStringToObject(j, "name", name) ||
+	    !(manifest ? cJSON_AddStringToObject(j, "manifest", manifest)
+	               : cJSON_AddNullToObject(j, "manifest")) ||
+	    !cJSON_AddStringToObject(j, "config", config) ||
+	    !(layers = cJSON_AddArrayToObject(j, "layers")) ||
+	    !cJSON_AddNumberToObject(j, "imported", (double)time(NULL)))
+		return hutch_err_set(err, -ENOMEM, "image reference");
+	for (size_t i = 0; i < c->n_diff_ids; i++)
+		cJSON_AddItemToArray(layers, cJSON_CreateString(c->diff_ids[i]));
+	if (!(text = cJSON_Print(j)))
+		return hutch_err_set(err, -ENOMEM, "image reference");
+	store_ref_file(name, file);
+	snprintf(tmp, sizeof(tmp), ".%s.new", file);
+	if (hutch_write_file_at(s->images, tmp, text, 0644) < 0 ||
+	    renameat(s->images, tmp, s->images, file) < 0)
+		return hutch_err_set_errno(err, -errno, "store image '%s'", name);
+	return 0;
+}
+
+/* The manifest of a layout: by tag, else this platform's (one nested index deep). */
+static int layout_manifest(int root, const char *tag, char digest[HUTCH_IMAGE_DIGEST_LEN + 1],
+                           struct hutch_err *err)
+{
+	_cleanup_free_ char *buf = NULL;
+	char path[HUTCH_IMAGE_DIGEST_LEN + 16];
+	bool nested = false;
+	size_t len;
+	int r;
+
+	r = read_doc(root, "index.json", NULL, &buf, &len, err);
+	if (r < 0)
+		return r;
+	r = hutch_image_parse_index(buf, len, tag, "linux", HOST_ARCH, digest, &nested, err);
+	if (r < 0 || !nested)
+		return r;
+	free(TAKE_PTR(buf));
+	blob_path(digest, path);
+	r = read_doc(root, path, digest, &buf, &len, err);
+	if (r < 0)
+		return r;
+	return hutch_image_parse_index(buf, len, NULL, "linux", HOST_ARCH, digest, &nested, err);
+}
+
+static int import_layout(struct hutch_image_store *s, int root, const char *tag, const char *name,
+                         struct hutch_image_import_stats *st, struct hutch_err *err)
+{
+	_cleanup_free_ char *mbuf = NULL, *cbuf = NULL;
+	_cleanup_free_ struct hutch_image_manifest *m = calloc(1, sizeof(*m));
+	struct hutch_image_config c = { 0 };
+	char digest[HUTCH_IMAGE_DIGEST_LEN + 1], path[HUTCH_IMAGE_DIGEST_LEN + 16];
+	size_t mlen, clen;
+	int r;
+
+	if (!m)
+		return hutch_err_set(err, -ENOMEM, "image manifest");
+	if ((r = layout_manifest(root, tag, digest, err)) < 0)
+		return r;
+	blob_path(digest, path);
+	if ((r = read_doc(root, path, digest, &mbuf, &mlen, err)) < 0 ||
+	    (r = hutch_image_parse_manifest(mbuf, mlen, m, err)) < 0)
+		return r;
+	blob_path(m->config, path);
+	if ((r = read_doc(root, path, m->config, &cbuf, &clen, err)) < 0 ||
+	    (r = hutch_image_parse_config(cbuf, clen, &c, err)) < 0)
+		return r;
+	if (c.n_diff_ids != m->n_layers)
+		r = hutch_err_set(err, -EINVAL, "image has %zu layers but %zu diff_ids",
+		                  m->n_layers, c.n_diff_ids);
+	for (size_t i = 0; r >= 0 && i < m->n_layers; i++) {
+		blob_path(m->layers[i], path);
+		r = import_layer(s, root, path, m->layers[i], c.diff_ids[i], st, err);
+	}
+	if (r >= 0 && (r = save_blob(s, digest, mbuf, mlen, err)) >= 0 &&
+	    (r = save_blob(s, m->config, cbuf, clen, err)) >= 0)
+		r = save_ref(s, name, digest, &c, m->config, err);
+	hutch_image_config_done(&c);
+	return r;
+}
+
+/* docker save's own format: manifest.json, a config file, uncompressed layer tars. */
+static int import_docker(struct hutch_image_store *s, int root, const char *name,
+                         struct hutch_image_import_stats *st, struct hutch_err *err)
+{
+	_cleanup_free_ char *mbuf = NULL, *cbuf = NULL;
+	_cleanup_free_ struct hutch_image_docker *d = calloc(1, sizeof(*d));
+	struct hutch_image_config c = { 0 };
+	char cdigest[HUTCH_IMAGE_DIGEST_LEN + 1];
+	struct hutch_sha256 h;
+	size_t mlen, clen;
+	int r;
+
+	if (!d)
+		return hutch_err_set(err, -ENOMEM, "image manifest");
+	if ((r = read_doc(root, "manifest.json", NULL, &mbuf, &mlen, err)) < 0 ||
+	    (r = hutch_image_parse_docker_manifest(mbuf, mlen, d, err)) < 0 ||
+	    (r = read_doc(root, d->config, NULL, &cbuf, &clen, err)) < 0 ||
+	    (r = hutch_image_parse_config(cbuf, clen, &c, err)) < 0)
+		return r;
+	hutch_sha256_init(&h);
+	hutch_sha256_update(&h, cbuf, clen);
+	hutch_sha256_final(&h, cdigest);
+	if (c.n_diff_ids != d->n_layers)
+		r = hutch_err_set(err, -EINVAL, "image has %zu layers but %zu diff_ids",
+		                  d->n_layers, c.n_diff_ids);
+	/* The layers' digests are their diff_ids: checked as they unpack. */
+	for (size_t i = 0; r >= 0 && i < d->n_layers; i++)
+		r = import_layer(s, root, d->layers[i], NULL, c.diff_ids[i], st, err);
+	if (r >= 0 && (r = save_blob(s, cdigest, cbuf, clen, err)) >= 0)
+		r = save_ref(s, name, NULL, &c, cdigest, err);
+	hutch_image_config_done(&c);
+	return r;
+}
+
+static int import_archive(struct hutch_image_store *s, int fd, const char *tag, const char *name,
+                          struct hutch_image_import_stats *st, struct hutch_err *err)
+{
+	struct hutch_unpack_result res;
+	_cleanup_close_ int dir = -EBADF;
+	char tmp[64];
+	int r;
+
+	dir = make_tmp(s, "archive", tmp, err);
+	if (dir < 0)
+		return dir;
+	r = unpack_isolated(fd, dir, &res, err);
+	if (r < 0)
+		r = hutch_err_prefix(err, "image archive");
+	else if (faccessat(dir, "oci-layout", F_OK, AT_SYMLINK_NOFOLLOW) == 0)
+		r = import_layout(s, dir, tag, name, st, err);
+	else
+		r = import_docker(s, dir, name, st, err);
+	(void)hutch_rm_rf_at(s->tmp, tmp);
+	return r;
+}
+
+int hutch_image_import(struct hutch_image_store *s, const char *src, const char *tag,
+                       const char *name, struct hutch_image_import_stats *stats,
+                       struct hutch_err *err)
+{
+	struct hutch_image_import_stats st = { 0 };
+	_cleanup_close_ int fd = -EBADF;
+	struct stat sb;
+	int r;
+
+	if (!hutch_image_name_is_valid(name))
+		return hutch_err_set(err, -EINVAL,
+		                     "invalid image name '%.*s' (letters, digits and "
+		                     "._:/@+- only)",
+		                     HUTCH_IMAGE_NAME_MAX, name ? name : "");
+	fd = open(src, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || fstat(fd, &sb) < 0)
+		return hutch_err_set_errno(err, -errno, "open image '%s'", src);
+	r = store_lock(s, err);
+	if (r < 0)
+		return r;
+	if (S_ISDIR(sb.st_mode))
+		r = import_layout(s, fd, tag, name, &st, err);
+	else if (S_ISREG(sb.st_mode))
+		r = import_archive(s, fd, tag, name, &st, err);
+	else
+		r = hutch_err_set(err, -EINVAL, "image '%s' is neither a directory nor a file",
+		                  src);
+	if (r < 0)
+		return r;
+	if (stats)
+		*stats = st;
+	return 0;
+}

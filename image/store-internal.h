@@ -1,0 +1,30 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * What store.c and import.c share: the open store (its directory fds and
+ * lock) and the reference files.
+ */
+#ifndef HUTCH_STORE_INTERNAL_H
+#define HUTCH_STORE_INTERNAL_H
+
+#include <cjson/cJSON.h>
+
+#include "error.h"
+#include "image-internal.h"
+#include "image.h"
+
+struct hutch_image_store {
+	char *path;
+	int dirfd;                      /* the store's root */
+	int layers, images, tmp, blobs; /* its directories (blobs: blobs/sha256) */
+	int lock;                       /* flock()ed "lock" once store_lock() ran, or -1 */
+};
+
+/* Take the writers' lock (kept until the store is freed), clear tmp/. */
+int store_lock(struct hutch_image_store *s, struct hutch_err *err);
+/* A reference name as its file name in images/. */
+void store_ref_file(const char *name, char out[HUTCH_IMAGE_NAME_MAX + 1]);
+/* The reference file of name, parsed (an object). -ENOENT if unknown. */
+int store_read_ref(struct hutch_image_store *s, const char *name, cJSON **ret,
+                   struct hutch_err *err);
+
+#endif

@@ -1,0 +1,327 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The image store on disk (layout in image.h): opening and locking it,
+ * reference names, and what reads or forgets images: list, inspect,
+ * remove, prune. Importing is import.c's.
+ *
+ * Every writer holds an exclusive flock() on "lock" for its whole run, so
+ * anything found in tmp/ by a lock holder is a leftover of a killed writer
+ * and is removed. A layer or reference appears by rename() only once it is
+ * complete: a reader never sees half of one.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cleanup.h"
+#include "fdutil.h"
+#include "store-internal.h"
+
+const char *hutch_image_store_path(void)
+{
+	const char *p = getenv("HUTCH_IMAGE_STORE");
+
+	return p && *p ? p : "/var/lib/hutch";
+}
+
+bool hutch_image_name_is_valid(const char *name)
+{
+	size_t len = name ? strlen(name) : 0;
+
+	if (len == 0 || len > HUTCH_IMAGE_NAME_MAX || name[0] == '.' || name[0] == '/' ||
+	    strstr(name, ".."))
+		return false;
+	for (const char *c = name; *c; c++)
+		if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') ||
+		      (*c >= '0' && *c <= '9') || strchr("._:/@+-", *c)))
+			return false;
+	return true;
+}
+
+/* A name as one file name: '/' is not allowed in names, '%' never appears. */
+void store_ref_file(const char *name, char out[HUTCH_IMAGE_NAME_MAX + 1])
+{
+	size_t i;
+
+	for (i = 0; name[i] && i < HUTCH_IMAGE_NAME_MAX; i++)
+		out[i] = name[i] == '/' ? '%' : name[i];
+	out[i] = '\0';
+}
+
+static int open_sub(int dirfd, const char *name, struct hutch_err *err)
+{
+	int fd;
+
+	if (mkdirat(dirfd, name, 0755) < 0 && errno != EEXIST)
+		return hutch_err_set_errno(err, -errno, "create store directory '%s'", name);
+	fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return hutch_err_set_errno(err, -errno, "open store directory '%s'", name);
+	return fd;
+}
+
+static int open_dirs(struct hutch_image_store *s, struct hutch_err *err)
+{
+	_cleanup_close_ int blobs = -EBADF;
+
+	if ((s->layers = open_sub(s->dirfd, "layers", err)) < 0 ||
+	    (s->images = open_sub(s->dirfd, "images", err)) < 0 ||
+	    (s->tmp = open_sub(s->dirfd, "tmp", err)) < 0 ||
+	    (blobs = open_sub(s->dirfd, "blobs", err)) < 0 ||
+	    (s->blobs = open_sub(blobs, "sha256", err)) < 0)
+		return err->code;
+	return 0;
+}
+
+/* Leftovers of a killed writer: only ever called with the lock held. */
+static void clean_tmp(struct hutch_image_store *s)
+{
+	_cleanup_closedir_ DIR *d = NULL;
+	struct dirent *de;
+	int fd = fcntl(s->tmp, F_DUPFD_CLOEXEC, 3);
+
+	if (fd < 0 || !(d = fdopendir(fd))) {
+		if (fd >= 0)
+			(void)close(fd);
+		return;
+	}
+	while ((de = readdir(d)))
+		if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+			(void)hutch_rm_rf_at(s->tmp, de->d_name);
+}
+
+int hutch_image_store_open(const char *path, struct hutch_image_store **ret, struct hutch_err *err)
+{
+	_cleanup_(hutch_image_store_freep) struct hutch_image_store *s = calloc(1, sizeof(*s));
+	int r;
+
+	if (!s)
+		return hutch_err_set(err, -ENOMEM, "open image store");
+	s->dirfd = s->layers = s->images = s->tmp = s->blobs = s->lock = -EBADF;
+	if (!(s->path = strdup(path)))
+		return hutch_err_set(err, -ENOMEM, "open image store");
+	r = hutch_mkdir_p_at(AT_FDCWD, path, 0755);
+	if (r < 0)
+		return hutch_err_set_errno(err, r, "create image store '%s'", path);
+	s->dirfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (s->dirfd < 0)
+		return hutch_err_set_errno(err, -errno, "open image store '%s'", path);
+	r = open_dirs(s, err);
+	if (r < 0)
+		return hutch_err_prefix(err, "image store '%s'", path);
+	*ret = TAKE_PTR(s);
+	return 0;
+}
+
+struct hutch_image_store *hutch_image_store_free(struct hutch_image_store *s)
+{
+	if (!s)
+		return NULL;
+	closep(&s->dirfd);
+	closep(&s->layers);
+	closep(&s->images);
+	closep(&s->tmp);
+	closep(&s->blobs);
+	closep(&s->lock);
+	free(s->path);
+	free(s);
+	return NULL;
+}
+
+void hutch_image_store_freep(struct hutch_image_store **s)
+{
+	hutch_image_store_free(*s);
+}
+
+int store_lock(struct hutch_image_store *s, struct hutch_err *err)
+{
+	if (s->lock >= 0)
+		return 0;
+	s->lock = openat(s->dirfd, "lock", O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (s->lock < 0)
+		return hutch_err_set_errno(err, -errno, "open image store lock");
+	if (flock(s->lock, LOCK_EX) < 0) {
+		int r = -errno;
+
+		closep(&s->lock);
+		return hutch_err_set_errno(err, r, "lock image store");
+	}
+	clean_tmp(s);
+	return 0;
+}
+
+int store_read_ref(struct hutch_image_store *s, const char *name, cJSON **ret,
+                   struct hutch_err *err)
+{
+	char file[HUTCH_IMAGE_NAME_MAX + 1];
+	_cleanup_free_ char *buf = NULL;
+	cJSON *j;
+	ssize_t n;
+
+	if (!hutch_image_name_is_valid(name))
+		return hutch_err_set(err, -EINVAL, "invalid image name '%.*s'",
+		                     HUTCH_IMAGE_NAME_MAX, name ? name : "");
+	store_ref_file(name, file);
+	n = hutch_read_file_alloc_at(s->images, file, 1 << 20, &buf);
+	if (n == -ENOENT)
+		return hutch_err_set(err, -ENOENT, "no image '%s' in the store", name);
+	if (n < 0)
+		return hutch_err_set_errno(err, (int)n, "read image '%s'", name);
+	j = cJSON_ParseWithLength(buf, (size_t)n);
+	if (!cJSON_IsObject(j)) {
+		cJSON_Delete(j);
+		return hutch_err_set(err, -EINVAL, "image '%s' has a damaged reference file", name);
+	}
+	*ret = j;
+	return 0;
+}
+
+int hutch_image_list(struct hutch_image_store *s, cJSON **ret, struct hutch_err *err)
+{
+	_cleanup_cjson_ cJSON *arr = cJSON_CreateArray();
+	_cleanup_closedir_ DIR *d = NULL;
+	struct dirent *de;
+	int fd;
+
+	fd = fcntl(s->images, F_DUPFD_CLOEXEC, 3);
+	if (fd < 0 || !arr)
+		return hutch_err_set_errno(err, fd < 0 ? -errno : -ENOMEM, "list images");
+	d = fdopendir(fd);
+	if (!d) {
+		(void)close(fd);
+		return hutch_err_set_errno(err, -errno, "list images");
+	}
+	while ((de = readdir(d))) {
+		struct hutch_err ignored = { 0 };
+		char name[HUTCH_IMAGE_NAME_MAX + 1];
+		cJSON *j = NULL;
+
+		if (de->d_name[0] == '.' || strlen(de->d_name) > HUTCH_IMAGE_NAME_MAX)
+			continue;
+		memcpy(name, de->d_name, strlen(de->d_name) + 1);
+		for (char *c = name; *c; c++)
+			if (*c == '%')
+				*c = '/';
+		if (store_read_ref(s, name, &j, &ignored) == 0)
+			cJSON_AddItemToArray(arr, j);
+	}
+	*ret = TAKE_PTR(arr);
+	return 0;
+}
+
+int hutch_image_inspect(struct hutch_image_store *s, const char *name, cJSON **ret,
+                        struct hutch_err *err)
+{
+	_cleanup_cjson_ cJSON *j = NULL;
+	_cleanup_free_ char *buf = NULL;
+	struct hutch_image_config c = { 0 };
+	const cJSON *cfg;
+	char platform[40];
+	cJSON *env;
+	ssize_t n;
+	int r;
+
+	r = store_read_ref(s, name, &j, err);
+	if (r < 0)
+		return r;
+	cfg = cJSON_GetObjectItemCaseSensitive(j, "config");
+	if (!cJSON_IsString(cfg) || !hutch_image_digest_is_valid(cfg->valuestring))
+		return hutch_err_set(err, -EINVAL, "image '%s' names no config", name);
+	n = hutch_read_file_alloc_at(s->blobs, cfg->valuestring + 7, 4 << 20, &buf);
+	if (n < 0)
+		return hutch_err_set_errno(err, (int)n, "read the config of image '%s'", name);
+	r = hutch_image_parse_config(buf, (size_t)n, &c, err);
+	if (r < 0)
+		return r;
+	env = cJSON_AddArrayToObject(j, "env");
+	for (char **e = c.env; env && e && *e; e++)
+		cJSON_AddItemToArray(env, cJSON_CreateString(*e));
+	(void)cJSON_AddStringToObject(j, "workdir", c.workdir ? c.workdir : "");
+	snprintf(platform, sizeof(platform), "%s/%s", c.os, c.arch);
+	(void)cJSON_AddStringToObject(j, "platform", platform);
+	hutch_image_config_done(&c);
+	*ret = TAKE_PTR(j);
+	return 0;
+}
+
+int hutch_image_remove(struct hutch_image_store *s, const char *name, struct hutch_err *err)
+{
+	char file[HUTCH_IMAGE_NAME_MAX + 1];
+	int r;
+
+	if (!hutch_image_name_is_valid(name))
+		return hutch_err_set(err, -EINVAL, "invalid image name '%.*s'",
+		                     HUTCH_IMAGE_NAME_MAX, name ? name : "");
+	r = store_lock(s, err);
+	if (r < 0)
+		return r;
+	store_ref_file(name, file);
+	if (unlinkat(s->images, file, 0) < 0)
+		return errno == ENOENT
+		               ? hutch_err_set(err, -ENOENT, "no image '%s' in the store", name)
+		               : hutch_err_set_errno(err, -errno, "remove image '%s'", name);
+	return 0;
+}
+
+/* The names of dir's entries that used (an object of digests) lacks. */
+static size_t remove_unused(int dir, const cJSON *used)
+{
+	_cleanup_closedir_ DIR *d = NULL;
+	struct dirent *de;
+	char digest[300];
+	size_t n = 0;
+	int fd = fcntl(dir, F_DUPFD_CLOEXEC, 3);
+
+	if (fd < 0 || !(d = fdopendir(fd))) {
+		if (fd >= 0)
+			(void)close(fd);
+		return 0;
+	}
+	while ((de = readdir(d))) {
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(digest, sizeof(digest), "sha256:%s", de->d_name);
+		if (cJSON_GetObjectItemCaseSensitive(used, digest))
+			continue;
+		if (hutch_rm_rf_at(dir, de->d_name) == 0)
+			n++;
+	}
+	return n;
+}
+
+static void mark(cJSON *used, const cJSON *v)
+{
+	if (cJSON_IsString(v) && !cJSON_GetObjectItemCaseSensitive(used, v->valuestring))
+		(void)cJSON_AddTrueToObject(used, v->valuestring);
+}
+
+int hutch_image_prune(struct hutch_image_store *s, size_t *ret_removed, struct hutch_err *err)
+{
+	_cleanup_cjson_ cJSON *all = NULL, *used = cJSON_CreateObject();
+	const cJSON *img, *l;
+	int r;
+
+	if (!used)
+		return hutch_err_set(err, -ENOMEM, "prune images");
+	r = store_lock(s, err);
+	if (r < 0)
+		return r;
+	r = hutch_image_list(s, &all, err);
+	if (r < 0)
+		return r;
+	cJSON_ArrayForEach(img, all) {
+		mark(used, cJSON_GetObjectItemCaseSensitive(img, "config"));
+		mark(used, cJSON_GetObjectItemCaseSensitive(img, "manifest"));
+		cJSON_ArrayForEach(l, cJSON_GetObjectItemCaseSensitive(img, "layers"))
+			mark(used, l);
+	}
+	*ret_removed = remove_unused(s->layers, used);
+	(void)remove_unused(s->blobs, used);
+	return 0;
+}

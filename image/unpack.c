@@ -1,0 +1,498 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * One image layer, unpacked as hostile input. libarchive reads the tar and
+ * its compression; every file system change is made here, by fd, beneath
+ * the layer's directory: a parent directory is opened with openat2()
+ * (RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS), so a
+ * path through a symlink the layer planted fails with ELOOP, and the final
+ * component is created with O_EXCL / O_NOFOLLOW semantics. Nothing is ever
+ * resolved against a string path outside the layer.
+ *
+ * Two libarchive readers are chained so that one pass gives both digests:
+ * the outer reader undoes the compression (format "raw") while the blob's
+ * bytes are hashed as they are read from the fd; the inner reader parses
+ * the tar from the outer one's data, which is hashed again (the diff_id)
+ * and counted against the size bound, so a compression bomb stops at
+ * max_bytes however small its blob.
+ *
+ * Not restored, on purpose: set-uid, set-gid and sticky bits of files,
+ * device nodes (skipped: a layer cannot hand a sandbox a disk), extended
+ * attributes (security.capability is a set-uid by another name), ACLs.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+#include <archive.h>
+#include <archive_entry.h>
+
+#include "cleanup.h"
+#include "fdutil.h"
+#include "image-internal.h"
+#include "syscalls.h"
+
+#define OPAQUE_NAME ".wh..wh..opq"
+#define ID_MAX      65535u /* ids above are stored as nobody */
+#define NOBODY      65534u
+
+struct unpack {
+	int fd, dirfd;
+	const struct hutch_unpack_limits *lim;
+	struct archive *outer, *inner;
+	struct hutch_sha256 blob, diff;
+	uint64_t bytes, apparent, entries, skipped;
+	bool too_big;
+	char buf[64 * 1024], data[64 * 1024];
+};
+
+void hutch_unpack_limits_default(struct hutch_unpack_limits *l)
+{
+	const char *s = getenv("HUTCH_IMAGE_MAX_LAYER_BYTES");
+	char *end = NULL;
+	unsigned long long v = s ? strtoull(s, &end, 10) : 0;
+
+	l->max_bytes = s && *s && end && !*end && v > 0 ? v : (16ULL << 30);
+	l->max_entries = 1000000;
+	l->chown = geteuid() == 0;
+}
+
+static la_ssize_t read_fd(struct archive *a, void *ptr, const void **out)
+{
+	struct unpack *u = ptr;
+	ssize_t n;
+
+	do
+		n = read(u->fd, u->buf, sizeof(u->buf));
+	while (n < 0 && errno == EINTR);
+	if (n < 0) {
+		archive_set_error(a, errno, "read layer");
+		return -1;
+	}
+	hutch_sha256_update(&u->blob, u->buf, (size_t)n);
+	*out = u->buf;
+	return n;
+}
+
+static la_ssize_t read_outer(struct archive *a, void *ptr, const void **out)
+{
+	struct unpack *u = ptr;
+	la_ssize_t n = archive_read_data(u->outer, u->data, sizeof(u->data));
+
+	if (n < 0) {
+		archive_set_error(a, archive_errno(u->outer), "%s", archive_error_string(u->outer));
+		return -1;
+	}
+	u->bytes += (uint64_t)n;
+	if (u->bytes > u->lim->max_bytes) {
+		u->too_big = true;
+		archive_set_error(a, EFBIG, "layer larger than its bound");
+		return -1;
+	}
+	hutch_sha256_update(&u->diff, u->data, (size_t)n);
+	*out = u->data;
+	return n;
+}
+
+int hutch_image_clean_path(const char *in, char *out, size_t outlen)
+{
+	size_t o = 0;
+	const char *p = in;
+
+	if (!in || in[0] == '/')
+		return -EINVAL;
+	while (*p) {
+		const char *slash = strchr(p, '/');
+		size_t n = slash ? (size_t)(slash - p) : strlen(p);
+
+		if (n == 2 && p[0] == '.' && p[1] == '.')
+			return -EINVAL;
+		if (n > NAME_MAX)
+			return -ENAMETOOLONG;
+		if (n > 0 && !(n == 1 && p[0] == '.')) {
+			if (o + n + 2 > outlen)
+				return -ENAMETOOLONG;
+			if (o)
+				out[o++] = '/';
+			memcpy(out + o, p, n);
+			o += n;
+		}
+		p += n + (slash ? 1 : 0);
+	}
+	out[o] = '\0';
+	return o ? 0 : -ENOENT; /* "./": the layer's root itself */
+}
+
+/* Open a directory beneath the layer root, never through a symlink. */
+static int open_beneath(int dirfd, const char *rel, int flags)
+{
+	struct open_how how = {
+		.flags = (uint64_t)flags | O_DIRECTORY | O_CLOEXEC,
+		.resolve = HUTCH_RESOLVE_HOST | RESOLVE_NO_XDEV,
+	};
+	int fd = (int)sys_openat2(dirfd, rel, &how, sizeof(how));
+
+	return fd < 0 ? -errno : fd;
+}
+
+/* The parent directory of rel (created 0755 as needed, like tar does). */
+static int open_parent(struct unpack *u, char *rel, const char **ret_base)
+{
+	char *slash = strrchr(rel, '/');
+	int fd, r;
+
+	if (!slash) {
+		*ret_base = rel;
+		return open_beneath(u->dirfd, ".", O_RDONLY);
+	}
+	*slash = '\0';
+	*ret_base = slash + 1;
+	fd = open_beneath(u->dirfd, rel, O_RDONLY);
+	if (fd != -ENOENT)
+		goto out;
+	/* Walk down, creating what is missing; each step by fd, no symlinks. */
+	fd = open_beneath(u->dirfd, ".", O_RDONLY);
+	for (char *c = rel; fd >= 0 && c && *c;) {
+		char *next = strchr(c, '/');
+		int sub;
+
+		if (next)
+			*next = '\0';
+		if (mkdirat(fd, c, 0755) < 0 && errno != EEXIST)
+			r = -errno;
+		else
+			r = 0;
+		sub = r < 0 ? r : open_beneath(fd, c, O_RDONLY);
+		if (next)
+			*next = '/';
+		(void)close(fd);
+		fd = sub;
+		c = next ? next + 1 : NULL;
+	}
+out:
+	*slash = '/';
+	return fd;
+}
+
+/* Make room for a new entry: tar's later entries replace earlier ones. */
+static int clear_name(int parent, const char *base, bool keep_dir)
+{
+	struct stat st;
+
+	if (fstatat(parent, base, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return errno == ENOENT ? 0 : -errno;
+	if (S_ISDIR(st.st_mode)) {
+		if (keep_dir)
+			return 1;
+		return hutch_rm_rf_at(parent, base);
+	}
+	return unlinkat(parent, base, 0) < 0 ? -errno : 0;
+}
+
+static unsigned int clamp_id(la_int64_t id)
+{
+	return id < 0 || id > ID_MAX ? NOBODY : (unsigned int)id;
+}
+
+static int set_owner(struct unpack *u, int parent, const char *base, struct archive_entry *e)
+{
+	if (!u->lim->chown)
+		return 0;
+	if (fchownat(parent, base, clamp_id(archive_entry_uid(e)), clamp_id(archive_entry_gid(e)),
+	             AT_SYMLINK_NOFOLLOW) < 0)
+		return -errno;
+	return 0;
+}
+
+static int write_data(struct unpack *u, int fd, struct archive_entry *e)
+{
+	const void *buf;
+	size_t len;
+	la_int64_t off;
+	int r;
+
+	while ((r = archive_read_data_block(u->inner, &buf, &len, &off)) == ARCHIVE_OK) {
+		if (off < 0 || (uint64_t)off + len > u->lim->max_bytes)
+			return -EFBIG;
+		for (size_t done = 0; done < len;) {
+			ssize_t n =
+			        pwrite(fd, (const char *)buf + done, len - done, off + (off_t)done);
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n < 0)
+				return -errno;
+			done += (size_t)n;
+		}
+	}
+	if (r != ARCHIVE_EOF)
+		return u->too_big ? -EFBIG : -EIO;
+	/* Sparse files end in a hole that no block wrote. */
+	if (ftruncate(fd, archive_entry_size(e)) < 0)
+		return -errno;
+	return 0;
+}
+
+static int make_file(struct unpack *u, int parent, const char *base, struct archive_entry *e)
+{
+	_cleanup_close_ int fd = -EBADF;
+	la_int64_t size = archive_entry_size(e);
+	struct timespec ts[2];
+	int r;
+
+	/* The apparent size counts too: a sparse bomb is small on the wire. */
+	if (size < 0 || (uint64_t)size > u->lim->max_bytes ||
+	    (u->apparent += (uint64_t)size) > u->lim->max_bytes)
+		return -EFBIG;
+	fd = openat(parent, base, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -errno;
+	r = write_data(u, fd, e);
+	if (r < 0)
+		return r;
+	if (u->lim->chown &&
+	    fchown(fd, clamp_id(archive_entry_uid(e)), clamp_id(archive_entry_gid(e))) < 0)
+		return -errno;
+	/* After fchown(), which clears set-id bits anyway; never set them. */
+	if (fchmod(fd, archive_entry_perm(e) & 0777) < 0)
+		return -errno;
+	ts[0].tv_sec = ts[1].tv_sec = archive_entry_mtime(e);
+	ts[0].tv_nsec = ts[1].tv_nsec = 0;
+	(void)futimens(fd, ts);
+	return 0;
+}
+
+static int make_dir(struct unpack *u, int parent, const char *base, struct archive_entry *e)
+{
+	_cleanup_close_ int fd = -EBADF;
+	mode_t mode = archive_entry_perm(e) & 01777;
+	int r;
+
+	r = clear_name(parent, base, true);
+	if (r < 0)
+		return r;
+	if (r == 0 && mkdirat(parent, base, 0700) < 0)
+		return -errno;
+	fd = open_beneath(parent, base, O_RDONLY);
+	if (fd < 0)
+		return fd;
+	if (u->lim->chown &&
+	    fchown(fd, clamp_id(archive_entry_uid(e)), clamp_id(archive_entry_gid(e))) < 0)
+		return -errno;
+	/* Without CAP_DAC_OVERRIDE the unpacker must still write into it. */
+	if (!u->lim->chown)
+		mode |= 0700;
+	return fchmod(fd, mode) < 0 ? -errno : 0;
+}
+
+/* A hard link names a file already unpacked in this layer, never outside. */
+static int make_hardlink(struct unpack *u, int parent, const char *base, const char *target)
+{
+	char rel[PATH_MAX];
+	_cleanup_close_ int tparent = -EBADF;
+	const char *tbase;
+	struct stat st;
+	int r;
+
+	/* -EXDEV: the target is not a file of this layer. */
+	r = hutch_image_clean_path(target, rel, sizeof(rel));
+	if (r < 0)
+		return -EXDEV;
+	tparent = open_parent(u, rel, &tbase);
+	if (tparent < 0)
+		return tparent == -ELOOP ? -ELOOP : -EXDEV;
+	if (fstatat(tparent, tbase, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+	    (!S_ISREG(st.st_mode) && !S_ISLNK(st.st_mode)))
+		return -EXDEV;
+	return linkat(tparent, tbase, parent, base, 0) < 0 ? -errno : 0;
+}
+
+static int make_whiteout(int parent, const char *base)
+{
+	const char *name = base + strlen(".wh.");
+	int r;
+
+	if (!strcmp(base, OPAQUE_NAME)) {
+		/* fsetxattr() needs a real fd, not O_PATH. */
+		if (fsetxattr(parent, "user.overlay.opaque", "y", 1, 0) < 0)
+			return -errno;
+		return 0;
+	}
+	if (!*name || !strcmp(name, ".") || !strcmp(name, "..") || strchr(name, '/'))
+		return -EINVAL;
+	r = clear_name(parent, name, false);
+	if (r < 0)
+		return r;
+	/* The overlayfs whiteout: the one device node mknod() allows anyone. */
+	return mknodat(parent, name, S_IFCHR, makedev(0, 0)) < 0 ? -errno : 0;
+}
+
+static int make_entry(struct unpack *u, int parent, const char *base, struct archive_entry *e)
+{
+	const char *link = archive_entry_hardlink(e);
+	mode_t type = archive_entry_filetype(e);
+	int r;
+
+	if (!strncmp(base, ".wh.", 4))
+		return make_whiteout(parent, base);
+	if (type != AE_IFDIR && (r = clear_name(parent, base, false)) < 0)
+		return r;
+	if (link)
+		return make_hardlink(u, parent, base, link);
+	switch (type) {
+	case AE_IFREG:
+		return make_file(u, parent, base, e);
+	case AE_IFDIR:
+		return make_dir(u, parent, base, e);
+	case AE_IFLNK:
+		/* The target is only text: nothing here ever follows it. */
+		if (!archive_entry_symlink(e) ||
+		    symlinkat(archive_entry_symlink(e), parent, base) < 0)
+			return errno ? -errno : -EINVAL;
+		return set_owner(u, parent, base, e);
+	case AE_IFIFO:
+		if (mkfifoat(parent, base, archive_entry_perm(e) & 0777) < 0)
+			return -errno;
+		return set_owner(u, parent, base, e);
+	default:
+		u->skipped++; /* devices, sockets */
+		return 0;
+	}
+}
+
+static int one_entry(struct unpack *u, struct archive_entry *e, struct hutch_err *err)
+{
+	const char *path = archive_entry_pathname(e);
+	_cleanup_close_ int parent = -EBADF;
+	char rel[PATH_MAX];
+	const char *base;
+	int r;
+
+	if (++u->entries > u->lim->max_entries)
+		return hutch_err_set(err, -EFBIG, "layer has more than %llu entries",
+		                     (unsigned long long)u->lim->max_entries);
+	r = hutch_image_clean_path(path, rel, sizeof(rel));
+	if (r == -ENOENT)
+		return 0; /* the root directory itself: its mode is ours */
+	if (r < 0)
+		return hutch_err_set(err, r, "layer entry '%s' leaves the layer",
+		                     path ? path : "(none)");
+	parent = open_parent(u, rel, &base);
+	r = parent < 0 ? parent : make_entry(u, parent, base, e);
+	if (r == -ELOOP)
+		return hutch_err_set(err, r, "layer entry '%s' goes through a symlink", rel);
+	if (r == -EXDEV)
+		return hutch_err_set(err, r,
+		                     "layer entry '%s' is a hard link to '%s', which is "
+		                     "not a file of this layer",
+		                     rel, archive_entry_hardlink(e));
+	if (r == -EFBIG)
+		return hutch_err_set(err, r, "layer is larger than %llu bytes (at '%s')",
+		                     (unsigned long long)u->lim->max_bytes, rel);
+	if (r == -EINVAL && !strncmp(base, ".wh.", 4))
+		return hutch_err_set(err, r, "layer entry '%s' is a whiteout of no name", rel);
+	if (r < 0)
+		return hutch_err_set_errno(err, r, "layer entry '%s'", rel);
+	return 0;
+}
+
+static int open_readers(struct unpack *u, struct hutch_err *err)
+{
+	struct archive_entry *raw;
+
+	u->outer = archive_read_new();
+	u->inner = archive_read_new();
+	if (!u->outer || !u->inner)
+		return hutch_err_set(err, -ENOMEM, "layer reader");
+	(void)archive_read_support_filter_gzip(u->outer);
+	(void)archive_read_support_filter_bzip2(u->outer);
+	(void)archive_read_support_filter_xz(u->outer);
+	(void)archive_read_support_filter_zstd(u->outer);
+	(void)archive_read_support_format_raw(u->outer);
+	(void)archive_read_support_format_tar(u->inner);
+	if (archive_read_open(u->outer, u, NULL, read_fd, NULL) != ARCHIVE_OK ||
+	    archive_read_next_header(u->outer, &raw) != ARCHIVE_OK)
+		return hutch_err_set(err, -EINVAL, "layer is not readable: %s",
+		                     archive_error_string(u->outer));
+	if (archive_read_open(u->inner, u, NULL, read_outer, NULL) != ARCHIVE_OK)
+		return hutch_err_set(err, u->too_big ? -EFBIG : -EINVAL, "layer is not a tar: %s",
+		                     archive_error_string(u->inner));
+	return 0;
+}
+
+/* The digests cover every byte: the tar's padding and the blob's tail too. */
+static int drain(struct unpack *u, struct hutch_err *err)
+{
+	la_ssize_t n;
+	const void *p;
+
+	while ((n = read_outer(u->inner, u, &p)) > 0)
+		;
+	if (n < 0)
+		return hutch_err_set(err, u->too_big ? -EFBIG : -EIO, "layer: %s",
+		                     archive_error_string(u->inner));
+	while ((n = read_fd(u->outer, u, &p)) > 0)
+		;
+	return n < 0 ? hutch_err_set_errno(err, -EIO, "read layer") : 0;
+}
+
+static int run(struct unpack *u, struct hutch_err *err)
+{
+	struct archive_entry *e;
+	int r;
+
+	r = open_readers(u, err);
+	if (r < 0)
+		return r;
+	while ((r = archive_read_next_header(u->inner, &e)) == ARCHIVE_OK || r == ARCHIVE_WARN) {
+		r = one_entry(u, e, err);
+		if (r < 0)
+			return u->too_big ? hutch_err_set(err, -EFBIG,
+			                                  "layer is larger than %llu "
+			                                  "bytes",
+			                                  (unsigned long long)u->lim->max_bytes)
+			                  : r;
+	}
+	if (r != ARCHIVE_EOF)
+		return u->too_big ? hutch_err_set(err, -EFBIG, "layer is larger than %llu bytes",
+		                                  (unsigned long long)u->lim->max_bytes)
+		                  : hutch_err_set(err, -EINVAL, "layer is not a valid tar: %s",
+		                                  archive_error_string(u->inner));
+	return drain(u, err);
+}
+
+int hutch_image_unpack(int fd, int dirfd, const struct hutch_unpack_limits *limits,
+                       struct hutch_unpack_result *ret, struct hutch_err *err)
+{
+	_cleanup_free_ struct unpack *u = calloc(1, sizeof(*u));
+	mode_t old;
+	int r;
+
+	if (!u)
+		return hutch_err_set(err, -ENOMEM, "layer reader");
+	u->fd = fd;
+	u->dirfd = dirfd;
+	u->lim = limits;
+	hutch_sha256_init(&u->blob);
+	hutch_sha256_init(&u->diff);
+	old = umask(0);
+	r = run(u, err);
+	(void)umask(old);
+	if (u->inner)
+		(void)archive_read_free(u->inner);
+	if (u->outer)
+		(void)archive_read_free(u->outer);
+	if (r < 0)
+		return r;
+	hutch_sha256_final(&u->blob, ret->blob_digest);
+	hutch_sha256_final(&u->diff, ret->diff_id);
+	ret->bytes = u->bytes;
+	ret->entries = u->entries;
+	ret->skipped = u->skipped;
+	return 0;
+}

@@ -1,0 +1,343 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Unit tests of the image library: digests, names, the clean form of tar
+ * paths, the OCI JSON parsers, and the unpacker itself on tars written
+ * here with libarchive (in process, without the user namespace the store
+ * adds, so the path checks alone are what keeps each attack inside). The
+ * CLI-level import and the full set of crafted layers are in
+ * tests/integration/test_image.py.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <archive_entry.h>
+#include <cmocka.h>
+
+#include "cleanup.h"
+#include "fdutil.h"
+#include "image-internal.h"
+#include "image.h"
+
+#define H1 "sha256:1111111111111111111111111111111111111111111111111111111111111111"
+#define H2 "sha256:2222222222222222222222222222222222222222222222222222222222222222"
+
+static void test_sha256(void **state)
+{
+	struct hutch_sha256 h;
+	char out[HUTCH_IMAGE_DIGEST_LEN + 1];
+
+	hutch_sha256_init(&h);
+	hutch_sha256_update(&h, "abc", 3);
+	hutch_sha256_final(&h, out);
+	assert_string_equal(
+	        out, "sha256:ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+	assert_true(hutch_image_digest_is_valid(out));
+	assert_false(hutch_image_digest_is_valid("sha256:ABC"));
+	assert_false(hutch_image_digest_is_valid(
+	        "sha512:ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"));
+	assert_false(hutch_image_digest_is_valid(
+	        "sha256:BA7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"));
+	assert_false(hutch_image_digest_is_valid(NULL));
+}
+
+static void test_names(void **state)
+{
+	assert_true(hutch_image_name_is_valid("docker.io/library/python:3.12-bookworm"));
+	assert_true(hutch_image_name_is_valid("localhost:5000/x@sha256:abc"));
+	assert_false(hutch_image_name_is_valid(""));
+	assert_false(hutch_image_name_is_valid("../x"));
+	assert_false(hutch_image_name_is_valid("a/../b"));
+	assert_false(hutch_image_name_is_valid(".x"));
+	assert_false(hutch_image_name_is_valid("/x"));
+	assert_false(hutch_image_name_is_valid("a b"));
+	assert_false(hutch_image_name_is_valid("a%b"));
+}
+
+static void test_clean_path(void **state)
+{
+	char out[64];
+
+	assert_int_equal(hutch_image_clean_path("./usr//bin/./sh", out, sizeof(out)), 0);
+	assert_string_equal(out, "usr/bin/sh");
+	assert_int_equal(hutch_image_clean_path("etc/", out, sizeof(out)), 0);
+	assert_string_equal(out, "etc");
+	assert_int_equal(hutch_image_clean_path("a..b/..c", out, sizeof(out)), 0);
+	assert_int_equal(hutch_image_clean_path("./", out, sizeof(out)), -ENOENT);
+	assert_int_equal(hutch_image_clean_path("/etc/passwd", out, sizeof(out)), -EINVAL);
+	assert_int_equal(hutch_image_clean_path("../x", out, sizeof(out)), -EINVAL);
+	assert_int_equal(hutch_image_clean_path("a/../../x", out, sizeof(out)), -EINVAL);
+	assert_int_equal(hutch_image_clean_path("a/..", out, sizeof(out)), -EINVAL);
+	assert_int_equal(
+	        hutch_image_clean_path("aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa/"
+	                               "bbbbbbbbbbbbbbbbbbbbbbb",
+	                               out, sizeof(out)),
+	        -ENAMETOOLONG);
+}
+
+static void test_index(void **state)
+{
+	static const char idx[] =
+	        "{\"manifests\":["
+	        "{\"digest\":\"" H1
+	        "\",\"platform\":{\"os\":\"linux\",\"architecture\":\"arm64\"}},"
+	        "{\"digest\":\"" H2 "\",\"platform\":{\"os\":\"linux\",\"architecture\":\"amd64\"},"
+	        "\"annotations\":{\"org.opencontainers.image.ref.name\":\"v1\"}}]}";
+	struct hutch_err err = { 0 };
+	char d[HUTCH_IMAGE_DIGEST_LEN + 1];
+	bool nested = true;
+
+	assert_int_equal(
+	        hutch_image_parse_index(idx, strlen(idx), NULL, "linux", "amd64", d, &nested, &err),
+	        0);
+	assert_string_equal(d, H2);
+	assert_false(nested);
+	assert_int_equal(
+	        hutch_image_parse_index(idx, strlen(idx), "v1", "linux", "x", d, &nested, &err), 0);
+	assert_string_equal(d, H2);
+	assert_int_equal(hutch_image_parse_index(idx, strlen(idx), NULL, "linux", "riscv64", d,
+	                                         &nested, &err),
+	                 -ENOENT);
+	assert_non_null(strstr(err.msg, "linux/riscv64"));
+	assert_int_equal(hutch_image_parse_index("{", 1, NULL, "linux", "amd64", d, &nested, &err),
+	                 -EINVAL);
+}
+
+static void test_manifest_and_config(void **state)
+{
+	static const char man[] = "{\"config\":{\"digest\":\"" H1 "\"},\"layers\":["
+	                          "{\"mediaType\":\"application/vnd.oci.image.layer.v1.tar+gzip\","
+	                          "\"digest\":\"" H2 "\"}]}";
+	static const char foreign[] =
+	        "{\"config\":{\"digest\":\"" H1 "\"},\"layers\":[{\"mediaType\":"
+	        "\"application/vnd.docker.image.rootfs.foreign.diff.tar.gzip\",\"digest\":\"" H2
+	        "\"}]}";
+	static const char cfg[] = "{\"os\":\"linux\",\"architecture\":\"amd64\",\"config\":"
+	                          "{\"Env\":[\"PATH=/x\",\"A=\"],\"WorkingDir\":\"/w\"},"
+	                          "\"rootfs\":{\"type\":\"layers\",\"diff_ids\":[\"" H1 "\"]}}";
+	static const char badenv[] = "{\"config\":{\"Env\":[\"NOEQUALS\"]},"
+	                             "\"rootfs\":{\"type\":\"layers\",\"diff_ids\":[]}}";
+	struct hutch_image_manifest *m = calloc(1, sizeof(*m));
+	struct hutch_image_config c = { 0 };
+	struct hutch_err err = { 0 };
+
+	assert_non_null(m);
+	assert_int_equal(hutch_image_parse_manifest(man, strlen(man), m, &err), 0);
+	assert_string_equal(m->config, H1);
+	assert_int_equal(m->n_layers, 1);
+	assert_string_equal(m->layers[0], H2);
+	assert_int_equal(hutch_image_parse_manifest(foreign, strlen(foreign), m, &err),
+	                 -EMEDIUMTYPE);
+	free(m);
+	assert_int_equal(hutch_image_parse_config(cfg, strlen(cfg), &c, &err), 0);
+	assert_string_equal(c.env[0], "PATH=/x");
+	assert_string_equal(c.env[1], "A=");
+	assert_null(c.env[2]);
+	assert_string_equal(c.workdir, "/w");
+	assert_int_equal(c.n_diff_ids, 1);
+	hutch_image_config_done(&c);
+	assert_int_equal(hutch_image_parse_config(badenv, strlen(badenv), &c, &err), -EINVAL);
+}
+
+/* ---- the unpacker on tars written here ---- */
+
+struct member {
+	const char *path;
+	mode_t type, mode;
+	const char *data;     /* regular file content, under 512 bytes */
+	const char *link;     /* symlink target */
+	const char *hardlink; /* hard link target */
+};
+
+/* One ustar header block (names under 100 bytes). */
+static void ustar_header(char h[512], const struct member *m, size_t size)
+{
+	unsigned sum = 0;
+
+	memset(h, 0, 512);
+	snprintf(h, 100, "%s", m->path);
+	snprintf(h + 100, 8, "%07o", (unsigned)m->mode);
+	snprintf(h + 108, 8, "%07o", 0u);
+	snprintf(h + 116, 8, "%07o", 0u);
+	snprintf(h + 124, 12, "%011o", (unsigned)size);
+	snprintf(h + 136, 12, "%011o", 1700000000u);
+	h[156] = m->hardlink           ? '1'
+	         : m->type == AE_IFLNK ? '2'
+	         : m->type == AE_IFCHR ? '3'
+	         : m->type == AE_IFDIR ? '5'
+	                               : '0';
+	snprintf(h + 157, 100, "%s", m->hardlink ? m->hardlink : m->link ? m->link : "");
+	memcpy(h + 257,
+	       "ustar\0"
+	       "00",
+	       8);
+	memset(h + 148, ' ', 8);
+	for (int i = 0; i < 512; i++)
+		sum += (unsigned char)h[i];
+	snprintf(h + 148, 8, "%06o", sum);
+}
+
+/* A tar of members in a memfd, rewound: written here, byte by byte, so a
+ * member can say what no well-behaved writer would. */
+static int make_tar(const struct member *ms, size_t n)
+{
+	int fd = memfd_create("layer", MFD_CLOEXEC);
+	char block[512];
+
+	assert_true(fd >= 0);
+	for (size_t i = 0; i < n; i++) {
+		size_t len = ms[i].data ? strlen(ms[i].data) : 0;
+
+		ustar_header(block, &ms[i], len);
+		assert_int_equal(hutch_write_all(fd, block, 512), 0);
+		memset(block, 0, sizeof(block));
+		memcpy(block, ms[i].data ? ms[i].data : "", len);
+		if (len)
+			assert_int_equal(hutch_write_all(fd, block, 512), 0);
+	}
+	memset(block, 0, sizeof(block));
+	assert_int_equal(hutch_write_all(fd, block, 512), 0);
+	assert_int_equal(hutch_write_all(fd, block, 512), 0);
+	assert_int_equal(lseek(fd, 0, SEEK_SET), 0);
+	return fd;
+}
+
+struct dirs {
+	char base[64];
+	int layer, outside;
+};
+
+static void dirs_make(struct dirs *d)
+{
+	strcpy(d->base, "/tmp/hutch-test-image-XXXXXX");
+	assert_non_null(mkdtemp(d->base));
+	d->layer = open(d->base, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	assert_int_equal(mkdirat(d->layer, "layer", 0755), 0);
+	assert_int_equal(mkdirat(d->layer, "outside", 0777), 0);
+	d->outside = openat(d->layer, "outside", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	assert_int_equal(hutch_write_file_at(d->outside, "secret", "host\n", 0644), 0);
+	closep(&d->layer);
+	d->layer = openat(d->outside, "../layer", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	assert_true(d->layer >= 0);
+}
+
+static void dirs_done(struct dirs *d)
+{
+	char buf[16] = "";
+
+	/* The host file is unchanged and nothing was added beside it. */
+	assert_int_equal(hutch_read_file_at(d->outside, "secret", buf, sizeof(buf)), 5);
+	assert_string_equal(buf, "host\n");
+	assert_int_equal(faccessat(d->outside, "pwned", F_OK, AT_SYMLINK_NOFOLLOW), -1);
+	closep(&d->layer);
+	closep(&d->outside);
+	assert_int_equal(hutch_rm_rf_at(AT_FDCWD, d->base), 0);
+}
+
+static int unpack(const struct member *ms, size_t n, struct dirs *d, struct hutch_err *err)
+{
+	struct hutch_unpack_limits lim = { .max_bytes = 1 << 20, .max_entries = 100 };
+	struct hutch_unpack_result res;
+	_cleanup_close_ int fd = make_tar(ms, n);
+
+	return hutch_image_unpack(fd, d->layer, &lim, &res, err);
+}
+
+static void test_unpack_plain(void **state)
+{
+	const struct member ms[] = {
+		{ .path = "etc", .type = AE_IFDIR, .mode = 0755 },
+		{ .path = "etc/hosts", .type = AE_IFREG, .mode = 04755, .data = "127.0.0.1\n" },
+		{ .path = "bin", .type = AE_IFLNK, .mode = 0777, .link = "/usr/bin" },
+		{ .path = "etc/h2", .type = AE_IFREG, .mode = 0644, .hardlink = "etc/hosts" },
+		{ .path = "dev/null", .type = AE_IFCHR, .mode = 0666 },
+		{ .path = "etc/.wh.gone", .type = AE_IFREG, .mode = 0644 },
+	};
+	struct hutch_err err = { 0 };
+	struct dirs d;
+	struct stat st;
+
+	dirs_make(&d);
+	assert_int_equal(unpack(ms, ELEMENTSOF(ms), &d, &err), 0);
+	assert_int_equal(fstatat(d.layer, "etc/hosts", &st, 0), 0);
+	assert_int_equal(st.st_mode & 07777, 0755); /* set-uid dropped */
+	assert_int_equal(st.st_nlink, 2);
+	assert_int_equal(fstatat(d.layer, "bin", &st, AT_SYMLINK_NOFOLLOW), 0);
+	assert_true(S_ISLNK(st.st_mode));
+	assert_int_equal(fstatat(d.layer, "dev/null", &st, AT_SYMLINK_NOFOLLOW), -1);
+	assert_int_equal(fstatat(d.layer, "etc/gone", &st, AT_SYMLINK_NOFOLLOW), 0);
+	assert_true(S_ISCHR(st.st_mode) && st.st_rdev == 0);
+	dirs_done(&d);
+}
+
+static void expect_refused(const struct member *ms, size_t n, int code, const char *msg)
+{
+	struct hutch_err err = { 0 };
+	struct dirs d;
+
+	dirs_make(&d);
+	assert_int_equal(unpack(ms, n, &d, &err), code);
+	assert_non_null(strstr(err.msg, msg));
+	dirs_done(&d);
+}
+
+static void test_unpack_attacks(void **state)
+{
+	const struct member dotdot[] = {
+		{ .path = "../outside/pwned", .type = AE_IFREG, .mode = 0644, .data = "x" }
+	};
+	const struct member sym[] = {
+		{ .path = "s", .type = AE_IFLNK, .mode = 0777, .link = "../outside" },
+		{ .path = "s/pwned", .type = AE_IFREG, .mode = 0644, .data = "x" }
+	};
+	const struct member hard[] = {
+		{ .path = "h", .type = AE_IFREG, .mode = 0644, .hardlink = "../outside/secret" }
+	};
+	const struct member hardsym[] = {
+		{ .path = "s", .type = AE_IFLNK, .mode = 0777, .link = "../outside" },
+		{ .path = "h", .type = AE_IFREG, .mode = 0644, .hardlink = "s/secret" }
+	};
+	const struct member wh[] = { { .path = ".wh..", .type = AE_IFREG, .mode = 0644 } };
+	const struct member big[] = {
+		{ .path = "big", .type = AE_IFREG, .mode = 0644, .data = "0123456789" }
+	};
+	struct hutch_unpack_limits lim = { .max_bytes = 4, .max_entries = 100 };
+	struct hutch_unpack_result res;
+	struct hutch_err err = { 0 };
+	struct dirs d;
+	int fd;
+
+	expect_refused(dotdot, ELEMENTSOF(dotdot), -EINVAL, "leaves the layer");
+	expect_refused(sym, ELEMENTSOF(sym), -ELOOP, "through a symlink");
+	expect_refused(hard, ELEMENTSOF(hard), -EXDEV, "not a file of this layer");
+	expect_refused(hardsym, ELEMENTSOF(hardsym), -ELOOP, "through a symlink");
+	expect_refused(wh, ELEMENTSOF(wh), -EINVAL, "whiteout of no name");
+	dirs_make(&d);
+	fd = make_tar(big, ELEMENTSOF(big));
+	assert_int_equal(hutch_image_unpack(fd, d.layer, &lim, &res, &err), -EFBIG);
+	(void)close(fd);
+	dirs_done(&d);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_sha256),
+		cmocka_unit_test(test_names),
+		cmocka_unit_test(test_clean_path),
+		cmocka_unit_test(test_index),
+		cmocka_unit_test(test_manifest_and_config),
+		cmocka_unit_test(test_unpack_plain),
+		cmocka_unit_test(test_unpack_attacks),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -38,7 +38,7 @@ static const char *const main_usage =
         "  cp SRC DST                      copy files/directories: LOCAL ID:PATH or ID:PATH LOCAL\n"
         "  gc                              remove what dead sandboxes left behind\n"
         "  pool start|stop|ls|key          keep sandboxes of a configuration ready (warm pool)\n"
-        "  image import|ls|inspect|rm|prune  the OCI image store\n"
+        "  image pull|import|ls|inspect|rm|prune  the OCI image store\n"
         "  doctor [--json]                 check that this host can run sandboxes\n"
         "  version [--json]                print the version\n"
         "  completion bash|zsh|fish        print a shell completion script\n"
@@ -93,6 +93,7 @@ static const struct hutch_cli_verb *const verbs[] = {
 	&hutch_verb_completion,
 	&hutch_verb_stats,
 	&hutch_verb_events,
+	&hutch_verb_image_pull,
 	&hutch_verb_image_import,
 	&hutch_verb_image_ls,
 	&hutch_verb_image_inspect,

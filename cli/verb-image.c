@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * hutch image import, ls, inspect, rm and prune: the image store's verbs
+ * hutch image pull, import, ls, inspect, rm and prune: the image store's verbs
  * (the store itself: image/). Each subcommand is a verb of its own for the
  * parser, "image import" and so on.
  */
@@ -20,7 +20,8 @@
 #define A(f) .offset = offsetof(struct hutch_cli_args, f)
 
 static const char image_usage[] =
-        "usage: hutch image import SRC [NAME] [--tag TAG]   import an OCI layout or an archive\n"
+        "usage: hutch image pull REF [NAME]                 pull from a registry (skopeo)\n"
+        "       hutch image import SRC [NAME] [--tag TAG]   import an OCI layout or an archive\n"
         "       hutch image ls [--json]                     list the images\n"
         "       hutch image inspect NAME                    an image as JSON\n"
         "       hutch image rm NAME...                      forget images (layers stay)\n"
@@ -28,7 +29,9 @@ static const char image_usage[] =
         "\n"
         "The store is /var/lib/hutch, or HUTCH_IMAGE_STORE, or --store DIR. SRC is an OCI\n"
         "image layout directory (as 'skopeo copy ... oci:DIR' writes) or a 'docker save' /\n"
-        "'podman save' archive. Every digest is checked; each layer is unpacked once.\n";
+        "'podman save' archive. REF is a registry reference (docker.io/library/debian:12,\n"
+        "localhost:5000/x:1, python:3.12 for Docker Hub). Every digest is checked; each\n"
+        "layer is unpacked once.\n";
 
 #define STORE_OPT                                                                        \
 	{                                                                                \
@@ -111,6 +114,36 @@ static int cmd_import(struct hutch_cli_args *a)
 	if (!a->quiet)
 		printf("%s: %zu layers (%zu cached), %.1f MB unpacked\n", name, st.layers,
 		       st.cached, (double)st.bytes / 1e6);
+	return 0;
+}
+
+static int cmd_pull(struct hutch_cli_args *a)
+{
+	_cleanup_(hutch_image_store_freep) struct hutch_image_store *s = NULL;
+	struct hutch_image_import_stats st = { 0 };
+	struct hutch_err err = { 0 };
+	const char *name = a->npos > 1 ? a->pos[1] : a->pos[0];
+	int r;
+
+	if (a->npos < 1)
+		return hutch_cli_fail(HUTCH_EXIT_USAGE, "image pull needs REF; see 'hutch image "
+		                                        "--help'");
+	if (!hutch_image_ref_is_valid(a->pos[0]))
+		return hutch_cli_fail(HUTCH_EXIT_USAGE,
+		                      "invalid image reference '%s': a registry reference such as "
+		                      "docker.io/library/debian:12",
+		                      a->pos[0]);
+	if (!hutch_image_name_is_valid(name))
+		return hutch_cli_fail(HUTCH_EXIT_USAGE, "invalid image name '%s'", name);
+	if ((r = open_store(a, &s)))
+		return r;
+	r = hutch_image_pull(s, a->pos[0], name, &st, &err);
+	if (r == -ENOENT && !strncmp(err.msg, "pull needs", 10))
+		return hutch_cli_fail(HUTCH_EXIT_NOT_CAPABLE, "%s", err.msg);
+	if (r < 0)
+		return hutch_cli_fail(HUTCH_EXIT_FAILURE, "pull '%s': %s", a->pos[0], err.msg);
+	printf("%s: %zu layers (%zu cached), %.1f MB unpacked\n", name, st.layers, st.cached,
+	       (double)st.bytes / 1e6);
 	return 0;
 }
 
@@ -206,6 +239,15 @@ static int cmd_prune(struct hutch_cli_args *a)
 	return 0;
 }
 
+const struct hutch_cli_verb hutch_verb_image_pull = {
+	.name = "image pull",
+	.synopsis = "REF [NAME]",
+	.about = "Pull an image from a registry with skopeo (this machine's platform from a "
+	         "multi-arch index) and import it as NAME (default: REF).\n",
+	.opts = store_opts,
+	.max_pos = 2,
+	.run = cmd_pull,
+};
 const struct hutch_cli_verb hutch_verb_image_import = {
 	.name = "image import",
 	.synopsis = "SRC [NAME] [--tag TAG]",
@@ -249,10 +291,15 @@ const struct hutch_cli_verb hutch_verb_image_prune = {
 int hutch_cli_image(int argc, char **argv, const struct hutch_cli_verb *const *all)
 {
 	static const struct hutch_cli_verb *const subs[] = {
-		&hutch_verb_image_import, &hutch_verb_image_ls,    &hutch_verb_image_inspect,
-		&hutch_verb_image_rm,     &hutch_verb_image_prune, NULL,
+		&hutch_verb_image_pull,
+		&hutch_verb_image_import,
+		&hutch_verb_image_ls,
+		&hutch_verb_image_inspect,
+		&hutch_verb_image_rm,
+		&hutch_verb_image_prune,
+		NULL,
 	};
 
-	return hutch_cli_run_group("image", image_usage, "import, ls, inspect, rm or prune", subs,
-	                           argc, argv, all);
+	return hutch_cli_run_group("image", image_usage, "pull, import, ls, inspect, rm or prune",
+	                           subs, argc, argv, all);
 }

@@ -22,9 +22,10 @@ extern const struct hutch_cli_verb hutch_verb_pool_start, hutch_verb_pool_stop, 
 int hutch_cli_pool(int argc, char **argv, const struct hutch_cli_verb *const *all);
 /* verb-stats.c, verb-events.c */
 extern const struct hutch_cli_verb hutch_verb_stats, hutch_verb_events;
-/* verb-image.c: "image import", "image ls", "image inspect", "image rm", "image prune" */
-extern const struct hutch_cli_verb hutch_verb_image_import, hutch_verb_image_ls,
-        hutch_verb_image_inspect, hutch_verb_image_rm, hutch_verb_image_prune;
+/* verb-image.c: "image pull", "image import", "image ls", "image inspect", "image rm",
+ * "image prune" */
+extern const struct hutch_cli_verb hutch_verb_image_pull, hutch_verb_image_import,
+        hutch_verb_image_ls, hutch_verb_image_inspect, hutch_verb_image_rm, hutch_verb_image_prune;
 /* hutch image SUB ...: argv[0] is "image". */
 int hutch_cli_image(int argc, char **argv, const struct hutch_cli_verb *const *all);
 /* cp.c, doctor.c, completion.c */

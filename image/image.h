@@ -11,6 +11,7 @@
  *   blobs/sha256/<hex>  verified manifests and configs
  *   images/<name>       a reference: JSON naming the config and the layers
  *   tmp/                half-made layers and archives (removed on failure)
+ *   oci/                skopeo's OCI layout of pulled images (a download cache)
  *   lock                flock()ed by every writer
  *
  * Functions return >= 0 on success and a negative errno with err filled.
@@ -72,6 +73,22 @@ int hutch_image_import(struct hutch_image_store *s, const char *src, const char 
                        const char *name, struct hutch_image_import_stats *stats,
                        struct hutch_err *err);
 
+/* A registry reference hutch passes to skopeo: [a-z0-9] first, then
+ * [A-Za-z0-9._:/@-], no "..", at most HUTCH_IMAGE_NAME_MAX. */
+bool hutch_image_ref_is_valid(const char *ref);
+/* Docker's short names made whole ("python:3" -> docker.io/library/python:3);
+ * -EINVAL for an invalid reference, -ENAMETOOLONG. */
+int hutch_image_ref_normalize(const char *ref, char *out, size_t outlen);
+/* True when ref's registry is localhost, 127.x or [::1]. */
+bool hutch_image_ref_is_loopback(const char *ref);
+/*
+ * Pull ref from its registry with skopeo (its progress lines on stderr)
+ * into the store's OCI layout oci/, then import it as name (NULL: ref).
+ * -ENOENT when skopeo is missing, -EIO when it failed.
+ */
+int hutch_image_pull(struct hutch_image_store *s, const char *ref, const char *name,
+                     struct hutch_image_import_stats *stats, struct hutch_err *err);
+
 /* Every image as a JSON array of {name, config, manifest, layers, size}. */
 int hutch_image_list(struct hutch_image_store *s, cJSON **ret, struct hutch_err *err);
 /* One image: the list's object plus env and workdir. -ENOENT if unknown. */
@@ -79,7 +96,8 @@ int hutch_image_inspect(struct hutch_image_store *s, const char *name, cJSON **r
                         struct hutch_err *err);
 /* Forget the name; its layers stay until prune. -ENOENT if unknown. */
 int hutch_image_remove(struct hutch_image_store *s, const char *name, struct hutch_err *err);
-/* Remove layers and blobs no image names; ret_removed counts layers. */
+/* Remove layers and blobs no image names, and the download cache oci/;
+ * ret_removed counts layers. */
 int hutch_image_prune(struct hutch_image_store *s, size_t *ret_removed, struct hutch_err *err);
 
 #endif

@@ -268,13 +268,11 @@ static int save_blob(struct hutch_image_store *s, const char *digest, const char
 	return r < 0 ? hutch_err_set_errno(err, r, "store blob %s", digest) : 0;
 }
 
-/* images/<name>, written whole and renamed into place. */
+/* images/<name>: what a sandbox needs to find its layers. */
 static int save_ref(struct hutch_image_store *s, const char *name, const char *manifest,
                     const struct hutch_image_config *c, const char *config, struct hutch_err *err)
 {
 	_cleanup_cjson_ cJSON *j = cJSON_CreateObject();
-	_cleanup_free_ char *text = NULL;
-	char file[HUTCH_IMAGE_NAME_MAX + 1], tmp[HUTCH_IMAGE_NAME_MAX + 16];
 	cJSON *layers;
 
 	if (!j || !cJSON_AddStringToObject(j, "name", name) ||
@@ -286,14 +284,7 @@ static int save_ref(struct hutch_image_store *s, const char *name, const char *m
 		return hutch_err_set(err, -ENOMEM, "image reference");
 	for (size_t i = 0; i < c->n_diff_ids; i++)
 		cJSON_AddItemToArray(layers, cJSON_CreateString(c->diff_ids[i]));
-	if (!(text = cJSON_Print(j)))
-		return hutch_err_set(err, -ENOMEM, "image reference");
-	store_ref_file(name, file);
-	snprintf(tmp, sizeof(tmp), ".%s.new", file);
-	if (hutch_write_file_at(s->images, tmp, text, 0644) < 0 ||
-	    renameat(s->images, tmp, s->images, file) < 0)
-		return hutch_err_set_errno(err, -errno, "store image '%s'", name);
-	return 0;
+	return store_write_ref(s, name, j, err);
 }
 
 /* The manifest of a layout: by tag, else this platform's (one nested index deep). */

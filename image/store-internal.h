@@ -27,4 +27,14 @@ void store_ref_file(const char *name, char out[HUTCH_IMAGE_NAME_MAX + 1]);
 int store_read_ref(struct hutch_image_store *s, const char *name, cJSON **ret,
                    struct hutch_err *err);
 
+/* Write images/<name> from j, whole, renamed into place. */
+int store_write_ref(struct hutch_image_store *s, const char *name, const cJSON *j,
+                    struct hutch_err *err);
+/*
+ * If an image of the store has the manifest digest and all its layers,
+ * name it name too and return its number of layers (> 0); 0 if none has.
+ */
+int store_ref_copy_by_manifest(struct hutch_image_store *s, const char *manifest, const char *name,
+                               struct hutch_err *err);
+
 #endif

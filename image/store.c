@@ -17,6 +17,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cleanup.h"
@@ -182,6 +183,65 @@ int store_read_ref(struct hutch_image_store *s, const char *name, cJSON **ret,
 	return 0;
 }
 
+int store_write_ref(struct hutch_image_store *s, const char *name, const cJSON *j,
+                    struct hutch_err *err)
+{
+	_cleanup_free_ char *text = cJSON_Print(j);
+	char file[HUTCH_IMAGE_NAME_MAX + 1], tmp[HUTCH_IMAGE_NAME_MAX + 16];
+	int r;
+
+	if (!text)
+		return hutch_err_set(err, -ENOMEM, "image reference");
+	store_ref_file(name, file);
+	snprintf(tmp, sizeof(tmp), ".%s.new", file);
+	r = hutch_write_file_at(s->images, tmp, text, 0644);
+	if (r < 0)
+		return hutch_err_set_errno(err, r, "store image '%s'", name);
+	if (renameat(s->images, tmp, s->images, file) < 0)
+		return hutch_err_set_errno(err, -errno, "store image '%s'", name);
+	return 0;
+}
+
+/* Every layer the reference names is in layers/. */
+static bool layers_present(struct hutch_image_store *s, const cJSON *img)
+{
+	const cJSON *l;
+
+	cJSON_ArrayForEach(l, cJSON_GetObjectItemCaseSensitive(img, "layers"))
+		if (!cJSON_IsString(l) || !hutch_image_digest_is_valid(l->valuestring) ||
+		    faccessat(s->layers, l->valuestring + 7, F_OK, AT_SYMLINK_NOFOLLOW) < 0)
+			return false;
+	return true;
+}
+
+int store_ref_copy_by_manifest(struct hutch_image_store *s, const char *manifest, const char *name,
+                               struct hutch_err *err)
+{
+	_cleanup_cjson_ cJSON *all = NULL;
+	cJSON *img, *copy;
+	int r;
+
+	r = hutch_image_list(s, &all, err);
+	if (r < 0)
+		return r;
+	cJSON_ArrayForEach(img, all) {
+		const cJSON *m = cJSON_GetObjectItemCaseSensitive(img, "manifest");
+
+		if (!cJSON_IsString(m) || strcmp(m->valuestring, manifest) ||
+		    !layers_present(s, img))
+			continue;
+		copy = img;
+		cJSON_ReplaceItemInObjectCaseSensitive(copy, "name", cJSON_CreateString(name));
+		cJSON_ReplaceItemInObjectCaseSensitive(copy, "imported",
+		                                       cJSON_CreateNumber((double)time(NULL)));
+		r = store_write_ref(s, name, copy, err);
+		if (r < 0)
+			return r;
+		return cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(copy, "layers")) ?: 1;
+	}
+	return 0;
+}
+
 int hutch_image_list(struct hutch_image_store *s, cJSON **ret, struct hutch_err *err)
 {
 	_cleanup_cjson_ cJSON *arr = cJSON_CreateArray();
@@ -323,5 +383,6 @@ int hutch_image_prune(struct hutch_image_store *s, size_t *ret_removed, struct h
 	}
 	*ret_removed = remove_unused(s->layers, used);
 	(void)remove_unused(s->blobs, used);
+	(void)hutch_rm_rf_at(s->dirfd, "oci");
 	return 0;
 }

@@ -63,6 +63,30 @@ static void test_names(void **state)
 	assert_false(hutch_image_name_is_valid("a%b"));
 }
 
+static void test_refs(void **state)
+{
+	char out[256];
+
+	assert_true(hutch_image_ref_is_valid("docker.io/library/python:3.12-bookworm"));
+	assert_false(hutch_image_ref_is_valid("-x"));
+	assert_false(hutch_image_ref_is_valid("--src-creds=a:b"));
+	assert_false(hutch_image_ref_is_valid("a b"));
+	assert_false(hutch_image_ref_is_valid("a/../b"));
+	assert_int_equal(hutch_image_ref_normalize("python:3.12", out, sizeof(out)), 0);
+	assert_string_equal(out, "docker.io/library/python:3.12");
+	assert_int_equal(hutch_image_ref_normalize("me/tool", out, sizeof(out)), 0);
+	assert_string_equal(out, "docker.io/me/tool");
+	assert_int_equal(hutch_image_ref_normalize("localhost/x:1", out, sizeof(out)), 0);
+	assert_string_equal(out, "localhost/x:1");
+	assert_int_equal(hutch_image_ref_normalize("127.0.0.1:5000/x", out, sizeof(out)), 0);
+	assert_string_equal(out, "127.0.0.1:5000/x");
+	assert_int_equal(hutch_image_ref_normalize("-x", out, sizeof(out)), -EINVAL);
+	assert_true(hutch_image_ref_is_loopback("127.0.0.1:5000/x"));
+	assert_true(hutch_image_ref_is_loopback("localhost:5000/x"));
+	assert_false(hutch_image_ref_is_loopback("localhost.example.com/x"));
+	assert_false(hutch_image_ref_is_loopback("docker.io/library/127.0.0.1"));
+}
+
 static void test_clean_path(void **state)
 {
 	char out[64];
@@ -331,13 +355,10 @@ static void test_unpack_attacks(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_sha256),
-		cmocka_unit_test(test_names),
-		cmocka_unit_test(test_clean_path),
-		cmocka_unit_test(test_index),
-		cmocka_unit_test(test_manifest_and_config),
-		cmocka_unit_test(test_unpack_plain),
-		cmocka_unit_test(test_unpack_attacks),
+		cmocka_unit_test(test_sha256),       cmocka_unit_test(test_names),
+		cmocka_unit_test(test_refs),         cmocka_unit_test(test_clean_path),
+		cmocka_unit_test(test_index),        cmocka_unit_test(test_manifest_and_config),
+		cmocka_unit_test(test_unpack_plain), cmocka_unit_test(test_unpack_attacks),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -35,8 +35,6 @@ const size_t rootfs_proc_entries_len = ELEMENTSOF(rootfs_proc_entries);
 static int mask_source(struct rootfs_ctx *ctx, const struct rootfs_proc_entry *e, int target,
                        const char *where, struct hutch_err *err)
 {
-	static const char *const empty_opts[] = { "size=4k", "mode=0555", NULL };
-
 	switch (e->action) {
 	case ROOTFS_PROC_MASK_FILE:
 		/*
@@ -47,8 +45,7 @@ static int mask_source(struct rootfs_ctx *ctx, const struct rootfs_proc_entry *e
 		                        MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC,
 		                        where, err);
 	case ROOTFS_PROC_MASK_DIR:
-		return rootfs_fs_new("tmpfs", empty_opts, MOUNT_ATTR_RDONLY | PROC_ATTRS, where,
-		                     err);
+		break; /* mask_one() calls rootfs_mask_dir() */
 	case ROOTFS_PROC_READONLY:
 		return rootfs_clone_new(target, "", MOUNT_ATTR_RDONLY | PROC_ATTRS, where, err);
 	}
@@ -68,6 +65,8 @@ static int mask_one(struct rootfs_ctx *ctx, int proc, const struct rootfs_proc_e
 		return 0;
 	if (target < 0)
 		return target;
+	if (e->action == ROOTFS_PROC_MASK_DIR)
+		return rootfs_mask_dir(ctx, target, where, err);
 	src = mask_source(ctx, e, target, where, err);
 	if (src < 0)
 		return src;

@@ -29,6 +29,7 @@ struct rootfs_ctx {
 	const struct hutch_rootfs_config *cfg;
 	int host_root; /* O_PATH "/" of the host tree (our mount ns copy) */
 	int root;      /* the new root tmpfs mount */
+	int empty;     /* the first empty mask attached (rootfs_mask_dir()), or -1 */
 };
 
 /* ---- mount.c: fd-based mount helpers ---- */
@@ -74,6 +75,15 @@ int rootfs_copy_symlink(int src_dirfd, int dst_dirfd, const char *name, const ch
 
 /* The host top-level directories shared read-only ("usr", "bin", ...), NULL-terminated. */
 extern const char *const rootfs_system_dirs[];
+/* Host-only directories below them, hidden by an empty tmpfs ("usr/local"). */
+extern const char *const rootfs_host_only_dirs[];
+
+/*
+ * Cover the directory target (O_PATH) with an empty read-only tmpfs. The
+ * first call makes it; later ones clone that mount (one superblock for
+ * every mask, a third of the cost of a new tmpfs each).
+ */
+int rootfs_mask_dir(struct rootfs_ctx *ctx, int target, const char *where, struct hutch_err *err);
 
 /* ---- etc.c: the synthesized /etc ---- */
 

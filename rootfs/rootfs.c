@@ -7,7 +7,8 @@
  *   1. make every mount of our new mount namespace private;
  *   2. create the root tmpfs and attach it (over cfg->stage_fd, or over
  *      our own "/" — see attach_root());
- *   3. share /usr, /bin, /lib*, /sbin read-only (symlinks stay symlinks);
+ *   3. share /usr, /bin, /lib*, /sbin read-only (symlinks stay symlinks),
+ *      with the host-only /usr/local hidden;
  *   4. /etc, /proc, /dev (etc.c, proc.c, dev.c);
  *   5. tmpfs /workspace, /home/appuser, /tmp;
  *   6. pivot_root() into it, detach the old root, make "/" read-only.
@@ -31,6 +32,7 @@
 
 const char *const rootfs_system_dirs[] = { "usr",   "bin",    "lib",  "lib32",
 	                                   "lib64", "libx32", "sbin", NULL };
+const char *const rootfs_host_only_dirs[] = { "usr/local", NULL };
 
 static int make_private(struct rootfs_ctx *ctx, struct hutch_err *err)
 {
@@ -109,6 +111,54 @@ static int share_system_dirs(struct rootfs_ctx *ctx, struct hutch_err *err)
 		} else {
 			continue;
 		}
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+int rootfs_mask_dir(struct rootfs_ctx *ctx, int target, const char *where, struct hutch_err *err)
+{
+	static const char *const opts[] = { "size=4k", "mode=0555", NULL };
+	const unsigned int attrs = ROOTFS_ATTR_HOST_RO | MOUNT_ATTR_NOEXEC;
+	_cleanup_close_ int mntfd = -EBADF;
+	int r;
+
+	if (ctx->empty >= 0)
+		mntfd = rootfs_clone_new(ctx->empty, "", 0, where, err);
+	else
+		mntfd = rootfs_fs_new("tmpfs", opts, attrs, where, err);
+	if (mntfd < 0)
+		return mntfd;
+	r = rootfs_attach_fd(mntfd, target, "mask", where, err);
+	if (r < 0)
+		return r;
+	if (ctx->empty < 0)
+		ctx->empty = TAKE_FD(mntfd);
+	return 0;
+}
+
+/*
+ * What the host's administrator put beside the distribution (cloud CLIs,
+ * database servers, in-house tools, a second Python in /usr/local) differs
+ * from host to host and is no part of a reproducible root: an empty
+ * read-only tmpfs covers it (issue 14, image host).
+ */
+static int hide_host_only(struct rootfs_ctx *ctx, struct hutch_err *err)
+{
+	char where[32];
+
+	for (const char *const *p = rootfs_host_only_dirs; *p; p++) {
+		_cleanup_close_ int target = -EBADF;
+		int r;
+
+		snprintf(where, sizeof(where), "/%s", *p);
+		target = rootfs_open_target(ctx->root, *p, true, where, err);
+		if (target == -ENOENT)
+			continue;
+		if (target < 0)
+			return target;
+		r = rootfs_mask_dir(ctx, target, where, err);
 		if (r < 0)
 			return r;
 	}
@@ -202,16 +252,18 @@ static int setup(struct rootfs_ctx *ctx, struct hutch_err *err)
 	if (ctx->host_root < 0)
 		return hutch_err_set_errno(err, -errno, "open host '/'");
 	if ((r = make_private(ctx, err)) < 0 || (r = create_root(ctx, err)) < 0 ||
-	    (r = share_system_dirs(ctx, err)) < 0 || (r = rootfs_setup_etc(ctx, err)) < 0 ||
-	    (r = rootfs_setup_proc(ctx, err)) < 0 || (r = rootfs_setup_dev(ctx, err)) < 0 ||
-	    (r = setup_writable(ctx, err)) < 0)
+	    (r = share_system_dirs(ctx, err)) < 0 || (r = hide_host_only(ctx, err)) < 0 ||
+	    (r = rootfs_setup_etc(ctx, err)) < 0 || (r = rootfs_setup_proc(ctx, err)) < 0 ||
+	    (r = rootfs_setup_dev(ctx, err)) < 0 || (r = setup_writable(ctx, err)) < 0)
 		return r;
 	return enter_root(ctx, err);
 }
 
 int hutch_rootfs_setup_child(const struct hutch_rootfs_config *cfg, struct hutch_err *err)
 {
-	struct rootfs_ctx ctx = { .cfg = cfg, .host_root = -EBADF, .root = -EBADF };
+	struct rootfs_ctx ctx = {
+		.cfg = cfg, .host_root = -EBADF, .root = -EBADF, .empty = -EBADF
+	};
 	struct timespec t0, t1;
 	mode_t old_umask;
 	int r;
@@ -223,6 +275,7 @@ int hutch_rootfs_setup_child(const struct hutch_rootfs_config *cfg, struct hutch
 	(void)umask(old_umask);
 	closep(&ctx.host_root);
 	closep(&ctx.root);
+	closep(&ctx.empty);
 	if (r < 0)
 		return r;
 	(void)clock_gettime(CLOCK_MONOTONIC, &t1);

@@ -100,6 +100,16 @@ def test_host_secret_paths_absent(sb):
     assert res["stdout"].split() == [str(errno.ENOENT)] * 3, res
 
 
+def test_host_usr_local_hidden(sb):
+    """The host's own additions (issue 14): /usr/local is an empty, read-only
+    directory inside, whatever the host keeps there."""
+    assert os.listdir("/usr/local")  # the host has something to leak
+    assert sb.sh("ls -A /usr/local") == ""
+    res = sb.run("touch /usr/local/x")
+    assert res["exit_code"] != 0
+    assert " /usr/local " in sb.sh("cat /proc/self/mountinfo")
+
+
 def test_host_homes_and_users_absent(sb):
     assert sb.sh("ls -A /home").split() == ["appuser"]
     users = [ln.split(":")[0] for ln in sb.sh("cat /etc/passwd").splitlines()]

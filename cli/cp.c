@@ -31,6 +31,7 @@
 #include "cleanup.h"
 #include "cli.h"
 #include "fdutil.h"
+#include "log.h"
 #include "state.h"
 #include "util.h"
 #include "verbs.h"
@@ -48,8 +49,9 @@ static const char about[] =
         "Write 'PATH' with './' in front for a local path that contains ':'.\n"
         "--max-bytes N stops a copy out of a sandbox that sends more than N bytes (a\n"
         "hostile sandbox can send a directory stream without end, or a sparse file of\n"
-        "any size); what a stopped directory copy extracted stays in LOCAL, a stopped\n"
-        "file copy is removed.\n"
+        "any size); what a stopped directory copy extracted stays in LOCAL.\n"
+        "A file copied out replaces LOCAL only once it is complete: a failed or\n"
+        "interrupted copy leaves an existing LOCAL as it was.\n"
         "Exit codes: 0 copied, 1 the copy failed (missing file, no space, ...), 64 usage,\n"
         "65 no such sandbox, 66 sandbox expired or deleted, 69 a directory copy out as root\n"
         "without CAP_SETPCAP (its tar could not lose CAP_MKNOD), 70 other failure.\n";
@@ -463,11 +465,105 @@ static int download_dir(const struct hutch_paths *p, const char *remote, const c
 	return r;
 }
 
+/* A file copied out is written beside its destination and put in its
+ * place only when complete (issue 18 #2: truncating LOCAL first lost it
+ * when the copy failed, and a killed copy left it cut short). The data
+ * goes to an O_TMPFILE inode in LOCAL's directory, which has no name until
+ * the copy is whole (a kill -9 leaves nothing); where the file system has
+ * no O_TMPFILE, to a temporary name there, removed on failure. */
+struct staged {
+	int dirfd, fd;
+	bool named; /* the fallback: tmp is a visible name */
+	char tmp[64];
+	const char *base;
+};
+
+static void staged_done(struct staged *sf)
+{
+	if (sf->named && sf->tmp[0])
+		(void)unlinkat(sf->dirfd, sf->tmp, 0);
+	sf->tmp[0] = '\0';
+	if (sf->fd >= 0)
+		close(sf->fd);
+	if (sf->dirfd >= 0)
+		close(sf->dirfd);
+	sf->fd = sf->dirfd = -EBADF;
+}
+
+static void staged_tmp_name(struct staged *sf, unsigned n)
+{
+	snprintf(sf->tmp, sizeof(sf->tmp), ".hutch-cp-%d-%u", (int)getpid(), n);
+}
+
+static int staged_open(struct staged *sf, const char *local, const struct stat *old)
+{
+	const char *slash = strrchr(local, '/');
+	char dir[PATH_MAX];
+
+	*sf = (struct staged){ .dirfd = -EBADF, .fd = -EBADF, .base = slash ? slash + 1 : local };
+	snprintf(dir, sizeof(dir), "%.*s", slash ? (int)(slash == local ? 1 : slash - local) : 1,
+	         slash ? local : ".");
+	if (!*sf->base)
+		return -EISDIR;
+	sf->dirfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (sf->dirfd < 0)
+		return -errno;
+	sf->fd = openat(sf->dirfd, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, 0644);
+	for (unsigned n = 0; sf->fd < 0 && n < 100 && errno != EACCES && errno != EROFS; n++) {
+		staged_tmp_name(sf, n);
+		sf->fd = openat(sf->dirfd, sf->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+		sf->named = sf->fd >= 0;
+		if (sf->fd < 0 && errno != EEXIST)
+			break;
+	}
+	if (sf->fd < 0) {
+		sf->tmp[0] = '\0';
+		return -errno;
+	}
+	/* Replacing a file keeps its mode and, where we may, its owner. */
+	if (old) {
+		(void)fchmod(sf->fd, old->st_mode & 0777);
+		if ((old->st_uid != geteuid() || old->st_gid != getegid()) &&
+		    fchown(sf->fd, old->st_uid, old->st_gid) < 0)
+			hutch_log(HUTCH_LOG_DEBUG,
+			          "keep the owner of the file copied over, ignoring");
+	}
+	return 0;
+}
+
+static int staged_commit(struct staged *sf)
+{
+	char proc[64];
+	int r = -EEXIST;
+
+	if (!sf->named) {
+		snprintf(proc, sizeof(proc), "/proc/self/fd/%d", sf->fd);
+		for (unsigned n = 0; r == -EEXIST && n < 100; n++) {
+			staged_tmp_name(sf, n);
+			r = linkat(AT_FDCWD, proc, sf->dirfd, sf->tmp, AT_SYMLINK_FOLLOW) < 0
+			            ? -errno
+			            : 0;
+		}
+		if (r < 0) {
+			sf->tmp[0] = '\0';
+			return r;
+		}
+		sf->named = true;
+	}
+	if (renameat(sf->dirfd, sf->tmp, sf->dirfd, sf->base) < 0)
+		return -errno; /* staged_done() removes the temporary name */
+	sf->tmp[0] = '\0';
+	return 0;
+}
+
 static int download(const struct hutch_paths *p, const char *remote, const char *local)
 {
 	_cleanup_close_ int fd = -EBADF;
+	_cleanup_free_ char *real = NULL;
 	char into[PATH_MAX * 2];
+	struct staged sf;
 	struct stat st;
+	bool exists;
 	int r;
 
 	if (!strcmp(local, "-")) {
@@ -479,14 +575,31 @@ static int download(const struct hutch_paths *p, const char *remote, const char 
 		snprintf(into, sizeof(into), "%s/%s", local, *base ? base : ".");
 		local = into;
 	}
-	fd = open(local, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd < 0)
-		return hutch_cli_fail(CP_EXIT_FILE, "cannot write '%s': %s", local,
-		                      strerror(errno));
-	r = get_stream(p, remote, false, fd);
-	if (r == 0)
-		return 0;
-	(void)unlink(local);
+	exists = stat(local, &st) == 0;
+	if (exists && !S_ISREG(st.st_mode)) {
+		/* A device or FIFO (/dev/null, a pipe) is written to, not replaced. */
+		fd = open(local, O_WRONLY | O_CLOEXEC);
+		if (fd < 0)
+			return hutch_cli_fail(CP_EXIT_FILE, "cannot write '%s': %s", local,
+			                      strerror(errno));
+		r = get_stream(p, remote, false, fd);
+		return r == -EISDIR ? download_dir(p, remote, local) : r;
+	}
+	/* A symbolic link's target is replaced, not the link. */
+	if (exists && (real = realpath(local, NULL)))
+		local = real;
+	r = staged_open(&sf, local, exists ? &st : NULL);
+	if (r < 0) {
+		staged_done(&sf);
+		return hutch_cli_fail(CP_EXIT_FILE, "cannot write '%s': %s", local, strerror(-r));
+	}
+	r = get_stream(p, remote, false, sf.fd);
+	if (r == 0 && (r = staged_commit(&sf)) < 0) {
+		staged_done(&sf);
+		return hutch_cli_fail(CP_EXIT_FILE, "cannot put the copy in place as '%s': %s",
+		                      local, strerror(-r));
+	}
+	staged_done(&sf);
 	if (r == -EISDIR)
 		return download_dir(p, remote, local);
 	return r;

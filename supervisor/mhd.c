@@ -39,6 +39,7 @@ static const struct symbol symbols[] = {
 	SYM(get_daemon_info),
 	SYM(get_connection_info),
 	SYM(get_connection_values),
+	SYM(get_connection_values_n),
 	SYM(lookup_connection_value),
 	SYM(suspend_connection),
 	SYM(resume_connection),

@@ -35,6 +35,7 @@ struct hutch_mhd {
 	HUTCH_MHD_FN(get_daemon_info);
 	HUTCH_MHD_FN(get_connection_info);
 	HUTCH_MHD_FN(get_connection_values);
+	HUTCH_MHD_FN(get_connection_values_n);
 	HUTCH_MHD_FN(lookup_connection_value);
 	HUTCH_MHD_FN(suspend_connection);
 	HUTCH_MHD_FN(resume_connection);

@@ -43,9 +43,12 @@ static const struct hutch_field kill_fields[] = {
 static int parse_kill(const char *body, size_t len, char *id, size_t idsize, double *grace,
                       struct hutch_err *err)
 {
-	_cleanup_cjson_ cJSON *j = cJSON_ParseWithLength(body, len);
+	_cleanup_cjson_ cJSON *j = NULL;
 	const cJSON *jid, *jg;
 
+	if (hutch_fields_check_text(body, len, err) < 0)
+		return -EINVAL;
+	j = cJSON_ParseWithLength(body, len);
 	if (!j || !cJSON_IsObject(j))
 		return hutch_err_set(err, -EINVAL,
 		                     "the request body must be a JSON object: {\"id\": \"p1\"}");

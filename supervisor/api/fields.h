@@ -44,9 +44,17 @@ struct hutch_field {
  * 'x'". */
 #define HUTCH_FIELDS_LIST_KNOWN (1u << 0)
 
-/* Check the members of the JSON object o against spec (n rows): unknown
- * fields first, then every row in order. 0, or -EINVAL with err filled. */
+/* Check the members of the JSON object o against spec (n rows): a key
+ * given twice (in o or any object below it: cJSON keeps both and lookups
+ * take the first) first, then unknown fields, then every row in order. 0,
+ * or -EINVAL with err filled. */
 int hutch_fields_check(const cJSON *o, const struct hutch_field *spec, size_t n, unsigned flags,
                        struct hutch_err *err);
+
+/* Check a JSON body's text, before cJSON parses it, for a NUL byte,
+ * escaped (\u0000) or raw: cJSON decodes it into the string, and every C
+ * string after it ends there ("safe.txt\u0000/../x" was "safe.txt").
+ * 0, or -EINVAL with err naming the top-level field it is in. */
+int hutch_fields_check_text(const char *text, size_t len, struct hutch_err *err);
 
 #endif

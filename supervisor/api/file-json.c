@@ -111,6 +111,8 @@ enum MHD_Result hutch_file_json_start(struct hutch_file_req *fr)
 	char sizebuf[32];
 	size_t len = 0;
 
+	if (hutch_fields_check_text(fr->body.data ? fr->body.data : "", fr->body.len, &err) < 0)
+		return hutch_file_answer_error(fr, 400, "invalid_request", "%s", err.msg);
 	o = cJSON_ParseWithLengthOpts(fr->body.data ? fr->body.data : "", fr->body.len, &endp,
 	                              false);
 	if (!o)

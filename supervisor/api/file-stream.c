@@ -53,6 +53,36 @@ void hutch_file_stream_close(struct hutch_file_req *fr)
 	hutch_loop_close(&fr->s->loop, &fr->w_pipe, &fr->pipe_fd);
 }
 
+/* The query's arguments as libmicrohttpd decoded them, with their sizes:
+ * "%00" decodes to a NUL byte that would cut a C string short
+ * ("safe.txt%00.png" was "safe.txt"), and of an argument given twice the
+ * lookup takes the first (issue 18 #6). */
+struct query_check {
+	unsigned seen[3];
+	char msg[160];
+};
+
+static const char *const query_names[] = { "path", "mode", "format" };
+
+static enum MHD_Result check_arg(void *cls, enum MHD_ValueKind kind, const char *key,
+                                 size_t key_size, const char *value, size_t value_size)
+{
+	struct query_check *q = cls;
+
+	if (strlen(key) != key_size || (value && strlen(value) != value_size)) {
+		snprintf(q->msg, sizeof(q->msg),
+		         "query parameter '%.32s' contains a NUL byte (%%00): remove it", key);
+		return MHD_NO;
+	}
+	for (size_t i = 0; i < 3; i++)
+		if (!strcmp(key, query_names[i]) && q->seen[i]++) {
+			snprintf(q->msg, sizeof(q->msg),
+			         "query parameter '%s' given twice: give it once", key);
+			return MHD_NO;
+		}
+	return MHD_YES;
+}
+
 enum MHD_Result hutch_file_stream_start(struct hutch_file_req *fr)
 {
 	const char *path =
@@ -66,8 +96,12 @@ enum MHD_Result hutch_file_stream_start(struct hutch_file_req *fr)
 	struct hutch_err err = { 0 };
 	const char *argv[5] = { 0 };
 	char sizebuf[32] = "-1";
+	struct query_check q = { 0 };
 	struct cmd *c;
 
+	(void)hutch_mhd.get_connection_values_n(fr->conn, MHD_GET_ARGUMENT_KIND, check_arg, &q);
+	if (q.msg[0])
+		return hutch_file_answer_error(fr, 400, "invalid_request", "%s", q.msg);
 	if (!path)
 		return hutch_file_answer_error(fr, 400, "invalid_request",
 		                               "missing query parameter 'path'");

@@ -185,6 +185,9 @@ static int parse_req(const char *body, size_t len, size_t nfields, struct hutch_
 	const cJSON *stdin_j;
 	int rc;
 
+	rc = hutch_fields_check_text(body, len, err);
+	if (rc < 0)
+		return rc;
 	j = cJSON_ParseWithLengthOpts(body, len, &end, 0);
 	/* Only whitespace may follow the value. (cJSON's own check,
 	 * require_null_terminated, wants a NUL inside len, which a body of

@@ -186,13 +186,61 @@ static void test_fields(void **state)
 	      "'max' must be a whole number from 1 to 268435456");
 }
 
+static void check_text(const char *body, size_t len, const char *want)
+{
+	struct hutch_err err = { 0 };
+	int r = hutch_fields_check_text(body, len, &err);
+
+	if (!want) {
+		if (r != 0)
+			fail_msg("%s refused: %s", body, err.msg);
+		return;
+	}
+	assert_int_equal(r, -EINVAL);
+	if (!strstr(err.msg, want))
+		fail_msg("'%s' is not in '%s'", want, err.msg);
+}
+
+/* Duplicate keys (issue 18 #6): cJSON keeps both, lookups take the first. */
+static void test_fields_duplicates(void **state)
+{
+	(void)state;
+	check("{\"id\": \"p1\", \"argv\": [], \"id\": \"p2\"}", 0,
+	      "duplicate field 'id' in the request body: send each field once");
+	check("{\"id\": \"p1\", \"argv\": [], \"env\": {\"B\": \"1\", \"A\": \"2\", \"B\": \"3\"}}",
+	      0, "duplicate key 'B' in 'env': send each key once");
+	check("{\"id\": \"p1\", \"argv\": [{\"x\": 1, \"x\": 2}]}", 0,
+	      "duplicate key 'x' in 'argv': send each key once");
+	check("{\"id\": \"p1\", \"argv\": [], \"env\": {\"A\": \"1\", \"a\": \"2\"}}", 0, NULL);
+}
+
+/* NUL bytes, escaped or raw, and the field they are in (issue 18 #6). */
+#define TEXT(s) s, sizeof(s) - 1
+
+static void test_fields_nul(void **state)
+{
+	static const char raw[] = "{\"cmd\": \"a\0b\"}";
+
+	(void)state;
+	check_text(TEXT("{\"path\": \"safe.txt\\u0000/../x.py\"}"), "'path' contains a NUL byte");
+	check_text(TEXT("{\"a\": 1, \"env\": {\"K\": \"v\\u0000\"}}"), "'env' contains");
+	check_text(TEXT("{\"env\": {\"K\\u0000\": \"v\"}, \"b\": 2}"), "'env' contains");
+	check_text(TEXT("{\"argv\": [\"x\", \"\\u0000\"]}"), "'argv' contains");
+	check_text(TEXT(raw), "'cmd' contains a NUL byte");
+	check_text(TEXT("{\"a\\u0000\": 1}"), "in a field's name");
+	check_text(TEXT("\"\\u0000\""), "NUL byte (\\u0000) at byte 1, outside any field");
+	/* An escaped backslash before "u0000" is text, and so is U+0100. */
+	check_text(TEXT("{\"cmd\": \"\\\\u0000\"}"), NULL);
+	check_text(TEXT("{\"cmd\": \"\\u0100\"}"), NULL);
+	check_text(TEXT("{\"a\": \"x\"}"), NULL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_route_find),
-		cmocka_unit_test(test_route_flags),
-		cmocka_unit_test(test_file_errno),
-		cmocka_unit_test(test_fields),
+		cmocka_unit_test(test_route_find),        cmocka_unit_test(test_route_flags),
+		cmocka_unit_test(test_file_errno),        cmocka_unit_test(test_fields),
+		cmocka_unit_test(test_fields_duplicates), cmocka_unit_test(test_fields_nul),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

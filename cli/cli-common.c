@@ -8,6 +8,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "state.h"
@@ -51,10 +52,9 @@ int hutch_cli_resolve_as(const char *arg, unsigned flags, struct hutch_paths *p)
 			if (flags & HUTCH_CLI_GONE_OK)
 				return HUTCH_CLI_SKIP;
 			hutch_format_time(at, when, sizeof(when));
-			return hutch_cli_fail(HUTCH_EXIT_GONE, "sandbox %s %s at %s", arg,
-			                      !strcmp(reason, "expired") ? "expired (ttl reached)"
-			                                                 : reason,
-			                      when);
+			return hutch_cli_fail(HUTCH_EXIT_GONE, "sandbox %s %s at %s%s", arg,
+			                      hutch_gone_words(reason), when,
+			                      !strcmp(reason, "expired") ? " (ttl reached)" : "");
 		}
 		if (flags & HUTCH_CLI_MISSING_OK)
 			return HUTCH_CLI_SKIP;
@@ -74,6 +74,42 @@ int hutch_cli_check_live(const struct hutch_paths *p)
 		        "crashed); run 'hutch gc' to remove what it left",
 		        p->id);
 	return 0;
+}
+
+int hutch_cli_lost(const char *sock, int code, const char *msg)
+{
+	char rt[4096], reason[64], when[40], *slash;
+	int64_t deadline = hutch_now_mono_ms() + 1000, at;
+	struct hutch_paths p;
+	const char *id;
+
+	/* The socket is $RT/<id>/api.sock. A supervisor that died closed the
+	 * connection and released its lock together (the kernel closes its
+	 * fds one by one: allow it a moment). */
+	snprintf(rt, sizeof(rt), "%s", sock);
+	if (code != -ECONNRESET || !(slash = strrchr(rt, '/')))
+		return hutch_cli_fail(HUTCH_EXIT_FAILURE, "%s", msg);
+	*slash = '\0';
+	if (!(slash = strrchr(rt, '/')))
+		return hutch_cli_fail(HUTCH_EXIT_FAILURE, "%s", msg);
+	*slash = '\0';
+	id = slash + 1;
+	if (hutch_paths_init(rt, id, &p) < 0)
+		return hutch_cli_fail(HUTCH_EXIT_FAILURE, "%s", msg);
+	while (hutch_state_is_live(&p) == 1 && hutch_now_mono_ms() < deadline)
+		(void)usleep(10000);
+	if (hutch_state_is_live(&p) == 1)
+		return hutch_cli_fail(HUTCH_EXIT_FAILURE, "%s", msg);
+	if (hutch_gone_read(rt, id, reason, sizeof(reason), &at) > 0) {
+		hutch_format_time(at, when, sizeof(when));
+		return hutch_cli_fail(HUTCH_EXIT_GONE, "sandbox %s %s at %s", id,
+		                      hutch_gone_words(reason), when);
+	}
+	return hutch_cli_fail(HUTCH_EXIT_GONE,
+	                      "sandbox %s is gone: its supervisor died (killed or crashed) "
+	                      "before the command's end was reported; run 'hutch gc' to "
+	                      "remove what it left",
+	                      id);
 }
 
 int hutch_cli_open_live(const char *arg, struct hutch_paths *p)

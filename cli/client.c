@@ -203,12 +203,15 @@ static int exchange(const char *sock, const char *method, const char *path, cons
 		c->resp->status = parser.status_code;
 		if (c->aborted)
 			return 0;
-		if (used != (size_t)n || HTTP_PARSER_ERRNO(&parser) != HPE_OK)
-			return hutch_err_set(err, -EPROTO, "bad HTTP answer from '%s': %s", sock,
-			                     http_errno_description(HTTP_PARSER_ERRNO(&parser)));
+		/* An end of file before the answer is complete is the
+		 * connection's end (its supervisor died, issue 18 #5), not a
+		 * bad answer, whatever the parser says of it. */
 		if (n == 0 && !c->complete)
 			return hutch_err_set(err, -ECONNRESET,
 			                     "the sandbox closed the connection before answering");
+		if (used != (size_t)n || HTTP_PARSER_ERRNO(&parser) != HPE_OK)
+			return hutch_err_set(err, -EPROTO, "bad HTTP answer from '%s': %s", sock,
+			                     http_errno_description(HTTP_PARSER_ERRNO(&parser)));
 	}
 	return 0;
 }

@@ -180,7 +180,7 @@ int hutch_cli_stream_command(const char *sock, char **argv, const struct hutch_c
 			return 128 + (interrupted ? interrupted : SIGINT);
 		if (rs.got_exit)
 			return rs.exit_code; /* the last event came; a broken end does not matter */
-		return hutch_cli_fail(HUTCH_EXIT_FAILURE, "%s", err.msg);
+		return hutch_cli_lost(sock, r, err.msg);
 	}
 	if (resp.status != 200) {
 		r = hutch_cli_api_error(resp.status, resp.body.data ? resp.body.data : "");

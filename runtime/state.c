@@ -175,6 +175,13 @@ int hutch_gone_read(const char *runtime_dir, const char *id, char *reason, size_
 	return 1;
 }
 
+const char *hutch_gone_words(const char *reason)
+{
+	if (reason && (!strcmp(reason, "expired") || !strcmp(reason, "crashed")))
+		return reason;
+	return "was deleted";
+}
+
 static int cmp_ids(const void *a, const void *b)
 {
 	return strcmp(a, b);

@@ -67,6 +67,11 @@ int hutch_gone_write(const char *runtime_dir, const char *id, const char *reason
 int hutch_gone_read(const char *runtime_dir, const char *id, char *reason, size_t size,
                     int64_t *at);
 
+/* How a sandbox that ended for reason ("deleted", "expired", "crashed")
+ * is said, for "sandbox ID <this> at TIME" in every message (API, CLI):
+ * "was deleted", "expired", "crashed". */
+const char *hutch_gone_words(const char *reason);
+
 /* Resolve a full id or unique prefix to an existing sandbox id. -ENOENT if
  * none, -ENOTUNIQ if ambiguous. */
 int hutch_state_resolve(const char *runtime_dir, const char *prefix,

@@ -68,8 +68,8 @@ cJSON *hutch_api_ended_json(struct sup *s)
 		snprintf(msg, sizeof(msg), "sandbox %s expired at %s (ttl_seconds %llu)", s->id, at,
 		         (unsigned long long)s->cfg->ttl_seconds);
 	else
-		snprintf(msg, sizeof(msg), "sandbox %s was %s at %s", s->id,
-		         s->end.reason ? s->end.reason : "deleted", at);
+		snprintf(msg, sizeof(msg), "sandbox %s %s at %s", s->id,
+		         hutch_gone_words(s->end.reason), at);
 	e = cJSON_AddObjectToObject(o, "error");
 	cJSON_AddStringToObject(e, "code", expired ? "sandbox_expired" : "sandbox_deleted");
 	cJSON_AddStringToObject(e, "message", msg);

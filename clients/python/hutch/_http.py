@@ -132,10 +132,11 @@ class Client:
             when = _fmt_time(ts) if ts else "an unknown time"
             if reason == "expired":
                 return errors.SandboxExpiredError(
-                    f"sandbox {sid} expired (ttl reached) at {when}; create a new sandbox "
+                    f"sandbox {sid} expired at {when} (ttl reached); create a new sandbox "
                     "(raise ttl_seconds if it needs to live longer)", sandbox_id=sid, at=when)
             return errors.SandboxDeletedError(
-                f"sandbox {sid} was {reason} at {when}; create a new sandbox", sandbox_id=sid, at=when)
+                f"sandbox {sid} {'crashed' if reason == 'crashed' else 'was deleted'} at {when}; "
+                "create a new sandbox", sandbox_id=sid, at=when)
         if not os.path.exists(self.socket_path):
             return errors.SandboxDeletedError(
                 f"sandbox {sid} no longer exists (its socket {self.socket_path} is gone, and no "

@@ -620,22 +620,29 @@ static void on_usr2(int sig)
 }
 
 /*
- * v1 (the commands have their own freezer cgroup): from here on the
- * supervisor's death sends SIGUSR2, not SIGKILL, so that we thaw the
- * commands before we exit (supervisor_gone()). A pid namespace's init
- * drops signals it has no handler for, so it gets one, blocked and read
- * from the signalfd. Nothing inside can send it: commands run as appuser,
- * and init is root of the namespace. The socket's end of file says the
- * same, a second way.
+ * The parent-death signal, set again once init serves: the kernel clears
+ * it when credentials change (commit_creds()), and init's setresuid(0)
+ * in its user namespace changed its euid, so the PDEATHSIG set right
+ * after clone() was gone; only the socket's end of file told init of its
+ * supervisor's death, which a frozen init never reads (cgroup v2: a
+ * sleeping sandbox outlived its killed supervisor, found on the v2 VM).
+ *
+ * v2: SIGKILL, which reaches a task cgroup.freeze holds.
+ * v1 (the commands have their own freezer cgroup, init is never frozen):
+ * SIGUSR2, so that init thaws the commands before it exits
+ * (supervisor_gone()); the v1 freezer holds a frozen task even against
+ * SIGKILL. A pid namespace's init drops signals it has no handler for, so
+ * it gets one, blocked and read from the signalfd. Nothing inside can
+ * send it: commands run as appuser, and init is root of the namespace.
+ * A supervisor dying before this point is seen on the socket (nothing can
+ * be frozen yet: sleep needs the loop to be up).
  */
-static int catchable_pdeathsig(const struct init_state *s)
+static int arm_pdeathsig(const struct init_state *s)
 {
 	struct sigaction sa = { .sa_handler = on_usr2 };
 
 	if (s->cmds_state_fd < 0)
-		return 0; /* SIGKILL stays: a task cgroup v2 froze still dies of it */
-	/* A supervisor dying before the switch kills us with SIGKILL (the
-	 * commands cannot be frozen yet: sleep needs the loop to be up). */
+		return prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 ? -errno : 0;
 	if (sigaction(SIGUSR2, &sa, NULL) < 0 || prctl(PR_SET_PDEATHSIG, SIGUSR2) < 0)
 		return -errno;
 	return 0;
@@ -656,7 +663,7 @@ static int setup_signals(const struct init_state *s, struct hutch_err *err)
 	sigfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
 	if (sigfd < 0)
 		return hutch_err_set_errno(err, -errno, "signalfd");
-	r = catchable_pdeathsig(s);
+	r = arm_pdeathsig(s);
 	if (r < 0) {
 		close(sigfd);
 		return hutch_err_set_errno(err, r, "set the parent-death signal");

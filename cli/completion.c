@@ -56,6 +56,38 @@ static void for_each_option(const struct hutch_cli_verb *v, opt_fn fn, void *ud)
 	fn("help", 'h', false, "show this command's options", NULL, ud);
 }
 
+/* A verb of a group ("pool start", "image pull"): the group's length, else 0. */
+static size_t group_len(const char *name)
+{
+	const char *sp = strchr(name, ' ');
+
+	return sp ? (size_t)(sp - name) : 0;
+}
+
+/* The subcommands of name's group, space separated (static buffer). */
+static const char *group_subs(const struct hutch_cli_verb *const *all, const char *name, size_t len)
+{
+	static char subs[512];
+
+	subs[0] = '\0';
+	for (size_t j = 0; all[j]; j++)
+		if (group_len(all[j]->name) == len && !strncmp(all[j]->name, name, len))
+			snprintf(subs + strlen(subs), sizeof(subs) - strlen(subs), "%s%s",
+			         *subs ? " " : "", all[j]->name + len + 1);
+	return subs;
+}
+
+/* Whether all[i] is the first verb of its group (each group named once). */
+static bool group_first(const struct hutch_cli_verb *const *all, size_t i)
+{
+	size_t len = group_len(all[i]->name);
+
+	for (size_t j = 0; len && j < i; j++)
+		if (group_len(all[j]->name) == len && !strncmp(all[j]->name, all[i]->name, len))
+			return false;
+	return len > 0;
+}
+
 /* ---- bash (and zsh) ---- */
 
 static void bash_word(const char *lng, char shrt, bool value, const char *help,
@@ -127,9 +159,9 @@ static const char bash_main[] =
         "\t\tw=${COMP_WORDS[i]}\n"
         "\t\tif [[ -z $verb ]]; then\n"
         "\t\t\tverb=$w\n"
-        "\t\t\tif [[ $w == pool ]]; then\n"
+        "\t\t\tif [[ -n $(_hutch_subs \"$w\") ]]; then\n"
         "\t\t\t\t(( i + 1 < COMP_CWORD )) || break\n"
-        "\t\t\t\t(( i++ )); verb=\"pool ${COMP_WORDS[i]}\"\n"
+        "\t\t\t\t(( i++ )); verb=\"$w ${COMP_WORDS[i]}\"\n"
         "\t\t\tfi\n"
         "\t\telif [[ $w == -- ]]; then dashdash=1\n"
         "\t\telif (( ! dashdash )) && [[ $w == -* ]]; then\n"
@@ -141,8 +173,8 @@ static const char bash_main[] =
         "\tif [[ -z $verb ]]; then\n"
         "\t\tCOMPREPLY=( $(compgen -W \"$_hutch_verbs\" -- \"$cur\") ); return 0\n"
         "\tfi\n"
-        "\tif [[ $verb == pool ]]; then\n"
-        "\t\tCOMPREPLY=( $(compgen -W \"start stop ls key\" -- \"$cur\") ); return 0\n"
+        "\tif [[ -n $(_hutch_subs \"$verb\") ]]; then\n"
+        "\t\tCOMPREPLY=( $(compgen -W \"$(_hutch_subs \"$verb\")\" -- \"$cur\") ); return 0\n"
         "\tfi\n"
         "\t(( dashdash )) && return 0\n"
         "\tif _hutch_valued \"$verb\" \"$prev\"; then\n"
@@ -170,9 +202,18 @@ static void print_bash(const struct hutch_cli_verb *const *all, FILE *f)
 	        HUTCH_VERSION);
 	fputs("_hutch_verbs='", f);
 	for (size_t i = 0; all[i]; i++)
-		if (strncmp(all[i]->name, "pool ", 5) != 0)
+		if (!group_len(all[i]->name))
 			fprintf(f, "%s ", all[i]->name);
-	fputs("pool'\n", f);
+	for (size_t i = 0; all[i]; i++)
+		if (group_first(all, i))
+			fprintf(f, "%.*s ", (int)group_len(all[i]->name), all[i]->name);
+	fputs("'\n_hutch_subs() {\n\tcase $1 in\n", f);
+	for (size_t i = 0; all[i]; i++)
+		if (group_first(all, i))
+			fprintf(f, "\t%.*s) echo \"%s\" ;;\n", (int)group_len(all[i]->name),
+			        all[i]->name,
+			        group_subs(all, all[i]->name, group_len(all[i]->name)));
+	fputs("\tesac\n}\n", f);
 	bash_tables(all, f);
 	fputs(bash_main, f);
 }
@@ -229,17 +270,20 @@ static void print_fish(const struct hutch_cli_verb *const *all, FILE *f)
 	for (size_t i = 0; all[i]; i++) {
 		const char *name = all[i]->name;
 		struct fish_ctx c = { f, cond };
-		bool sub = strncmp(name, "pool ", 5) == 0;
+		int len = (int)group_len(name);
 
-		if (sub) {
+		if (group_first(all, i))
+			fprintf(f, "complete -c hutch -n __fish_use_subcommand -a %.*s -d '%s'\n",
+			        len, name, group_subs(all, name, (size_t)len));
+		if (len) {
 			snprintf(cond, sizeof(cond),
-			         "'__fish_seen_subcommand_from pool; and "
+			         "'__fish_seen_subcommand_from %.*s; and "
 			         "__fish_seen_subcommand_from %s'",
-			         name + 5);
+			         len, name, name + len + 1);
 			fprintf(f,
-			        "complete -c hutch -n '__fish_seen_subcommand_from pool; and not "
-			        "__fish_seen_subcommand_from start stop ls key' -a %s -d ",
-			        name + 5);
+			        "complete -c hutch -n '__fish_seen_subcommand_from %.*s; and not "
+			        "__fish_seen_subcommand_from %s' -a %s -d ",
+			        len, name, group_subs(all, name, (size_t)len), name + len + 1);
 		} else {
 			snprintf(cond, sizeof(cond), "'__fish_seen_subcommand_from %s'", name);
 			fprintf(f, "complete -c hutch -n __fish_use_subcommand -a %s -d ", name);
@@ -249,13 +293,10 @@ static void print_fish(const struct hutch_cli_verb *const *all, FILE *f)
 		for_each_option(all[i], fish_opt, &c);
 		if (all[i]->id_pos)
 			fprintf(f,
-			        "complete -c hutch -n %s -a '(hutch ls -q 2>/dev/null)' "
-			        "-d sandbox\n",
+			        "complete -c hutch -n %s -a '(hutch ls -q 2>/dev/null)' -d "
+			        "sandbox\n",
 			        cond);
 	}
-	fputs("complete -c hutch -n __fish_use_subcommand -a pool -d 'keep sandboxes of a "
-	      "configuration ready (warm pool)'\n",
-	      f);
 	fputs("complete -c hutch -n '__fish_seen_subcommand_from cp' -F\n", f);
 }
 

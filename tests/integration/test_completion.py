@@ -26,6 +26,9 @@ t hutch exec --cwd /x ""
 t hutch exec "$ID" -- ""
 t hutch logs "$ID" ""
 t hutch nosuchverb ""
+t hutch im
+t hutch image i
+t hutch image pull --st
 '''
 
 
@@ -40,7 +43,7 @@ def test_bash_completes_verbs_options_values_and_ids(hutch):
     sb = hutch.create("--instance-type", "nano")
     try:
         out = shell(hutch, ["bash"], sb.id, BASH).split("\n")
-        assert out[:11] == [
+        assert out[:14] == [
             "exec",                  # a verb
             sb.id,                   # exec's first positional is a sandbox id
             "--cwd",                 # exec's own option, after the id
@@ -52,6 +55,9 @@ def test_bash_completes_verbs_options_values_and_ids(hutch):
             "",                      # after --: the sandbox's command, nothing local
             "",                      # logs ID PROC: PROC is not an id
             "",                      # an unknown verb completes nothing
+            "image",                 # a group of verbs, as pool is
+            "import inspect",        # its subcommands
+            "--store",               # a subcommand's own option
         ], out
     finally:
         sb.rm()

@@ -11,6 +11,7 @@ import http.client
 import json
 import os
 import re
+import signal
 import socket
 import subprocess
 import time
@@ -80,6 +81,11 @@ def sse_events(sock_path, body, timeout=60):
     return events
 
 
+def _default_sigint():
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGQUIT, signal.SIG_DFL)
+
+
 class Hutch:
     """The CLI bound to one runtime dir."""
 
@@ -99,6 +105,9 @@ class Hutch:
                               env=e, stdin=None if input is not None else subprocess.DEVNULL)
 
     def popen(self, *args, **kw):
+        # A suite started in the background of a non-interactive shell
+        # inherits SIGINT ignored, which the Ctrl-C tests must not.
+        kw.setdefault("preexec_fn", _default_sigint)
         kw.setdefault("stdin", subprocess.DEVNULL)
         kw.setdefault("stdout", subprocess.PIPE)
         kw.setdefault("stderr", subprocess.PIPE)

@@ -1,0 +1,133 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Bounded fault injection (issue 18): kill -9 of the CLI, the supervisor
+or init at random points of create, exec, cp and rm, also of a sleeping
+sandbox. After each: a working sandbox or none, and a cp's local file whole
+or untouched; at the end, after rm and gc, no process, cgroup or directory
+is left. HUTCH_FAULTS_SEED replays a run; the seed is in the failure."""
+import json
+import os
+import random
+import signal
+import subprocess
+import time
+
+from conftest import HUTCH, cgroup_dirs_named, retired_dirs, wait_until
+from test_crash import supervisor_alive
+
+ROUNDS = 60
+OLD = b"old local contents\n"
+
+
+def pids_of(hutch, sid):
+    r = hutch("inspect", sid)
+    if r.returncode != 0:
+        return None
+    st = json.loads(r.stdout)
+    return st["supervisor_pid"], st["init_pid"]
+
+
+def state_of(hutch, sid):
+    try:
+        with open(os.path.join(hutch.rtdir, sid, "state.json")) as f:
+            return json.load(f).get("status")
+    except (OSError, ValueError):
+        return None
+
+
+def settled(hutch):
+    """Every sandbox dir is served (running or sleeping) or has no
+    supervisor: a create whose CLI died is ready, or deleted."""
+    for sid in hutch.ids():
+        if state_of(hutch, sid) in ("running", "sleeping"):
+            continue
+        if supervisor_alive(hutch, sid):
+            return False
+    return True
+
+
+def alive(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def fresh(hutch, sleeping):
+    args = ["--idle-timeout", "1"] if sleeping else []
+    sb = hutch.create(*args)
+    assert sb.sh("truncate -s 64M /workspace/big") == ""
+    if sleeping:
+        assert wait_until(lambda: state_of(hutch, sb.id) == "sleeping", timeout=10)
+    return sb
+
+
+def one_round(hutch, rng, local, seen):
+    op = rng.choice(["create", "exec", "cp", "rm"])
+    victim = "cli" if op == "create" else rng.choice(["cli", "supervisor", "init"])
+    sleeping = op != "create" and rng.random() < 0.3
+    delay = rng.uniform(0, 0.04)
+    sb = None if op == "create" else fresh(hutch, sleeping)
+    pids = pids_of(hutch, sb.id) if sb else None
+    if pids:
+        seen.update(pids)
+    local.write_bytes(OLD)
+    argv = {"create": ["create"],
+            "exec": ["exec", sb and sb.id, "--", "sh", "-c", "echo x; sleep 0.3"],
+            "cp": ["cp", sb and f"{sb.id}:big", str(local)],
+            "rm": ["rm", sb and sb.id]}[op]
+    p = subprocess.Popen([HUTCH, *argv], env=hutch.env, stdin=subprocess.DEVNULL,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    time.sleep(delay)
+    target = p.pid if victim == "cli" else pids[0 if victim == "supervisor" else 1]
+    try:
+        os.kill(target, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    try:
+        _, err = p.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        raise AssertionError(f"{op} still running 30 s after {victim} was killed")
+    where = f"{op}, {victim} killed after {delay * 1000:.1f} ms" + (", sleeping" if sleeping else "")
+    # A cp's local file is whole or untouched.
+    assert local.exists(), f"{where}: the local file was deleted"
+    data = local.read_bytes()
+    assert data == OLD or data == b"\0" * (64 << 20), f"{where}: local file is {len(data)} bytes"
+    assert sorted(os.listdir(local.parent)) == [local.name], f"{where}: {os.listdir(local.parent)}"
+    # Each sandbox works or is gone (once a create whose CLI died is done
+    # with: ready, or deleted by its supervisor).
+    assert wait_until(lambda: settled(hutch), timeout=20), f"{where}: not settled"
+    for sid in hutch.ids():
+        r = hutch("exec", sid, "--", "true", timeout=30)
+        assert r.returncode in (0, 65, 66), f"{where}: exec in {sid}: {r.returncode} {r.stderr!r}"
+        if r.returncode == 0:
+            more = pids_of(hutch, sid)
+            if more:
+                seen.update(more)
+    return where
+
+
+def test_fault_injection(hutch, tmp_path):
+    seed = int(os.environ.get("HUTCH_FAULTS_SEED") or random.randrange(1 << 30))
+    rng = random.Random(seed)
+    local = tmp_path / "out" / "local.bin"
+    local.parent.mkdir()
+    seen = set()
+    ids = set()
+    for i in range(ROUNDS):
+        try:
+            one_round(hutch, rng, local, seen)
+        except AssertionError as e:
+            raise AssertionError(f"HUTCH_FAULTS_SEED={seed} round {i}: {e}") from None
+        ids.update(hutch.ids())
+        hutch("rm", "--all")
+        assert hutch("gc").returncode == 0
+        ids.update(g for g in os.listdir(os.path.join(hutch.rtdir, ".gone")) if "." not in g) \
+            if os.path.isdir(os.path.join(hutch.rtdir, ".gone")) else None
+    assert hutch.ids() == [], f"HUTCH_FAULTS_SEED={seed}: left {hutch.ids()}"
+    assert wait_until(lambda: not any(alive(p) for p in seen), timeout=15), \
+        f"HUTCH_FAULTS_SEED={seed}: processes left: {[p for p in seen if alive(p)]}"
+    assert wait_until(lambda: not retired_dirs(hutch.rtdir), timeout=15)
+    left = [d for sid in ids for d in cgroup_dirs_named(sid)]
+    assert not left, f"HUTCH_FAULTS_SEED={seed}: cgroups left: {left}"

@@ -4,6 +4,7 @@ builds it with the system's setuptools and wheel, no index, into a fresh
 virtual environment; the installed copy (not the source tree) imports,
 carries py.typed and runs a sandbox."""
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -29,8 +30,13 @@ def test_offline_install_into_a_venv_runs_a_sandbox(tmp_path):
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     env["PIP_NO_INDEX"] = "1"  # offline: nothing may come from an index
     env["HUTCH_RUNTIME_DIR"] = str(tmp_path / "rt")
+    # Built from a copy: setuptools writes build/ and *.egg-info beside
+    # the sources, which must stay out of the tree.
+    src = tmp_path / "src"
+    shutil.copytree(PKG, src, ignore=shutil.ignore_patterns("build", "*.egg-info",
+                                                            "__pycache__", "tests"))
     r = subprocess.run([py, "-m", "pip", "install", "--no-build-isolation", "--no-index",
-                        "--disable-pip-version-check", PKG],
+                        "--disable-pip-version-check", str(src)],
                        capture_output=True, text=True, env=env, timeout=300, cwd=str(tmp_path))
     assert r.returncode == 0, r.stdout + r.stderr
     r = subprocess.run([py, "-c", PROGRAM], capture_output=True, text=True, env=env,

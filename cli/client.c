@@ -27,13 +27,6 @@
 struct conn_ctx {
 	struct hutch_http_resp *resp;
 	bool complete;
-	/* streaming */
-	hutch_sse_cb cb;
-	void *ud;
-	struct hutch_buf line; /* partial line */
-	char event[32];
-	struct hutch_buf data; /* data of the event being read */
-	bool aborted;
 };
 
 void hutch_http_resp_done(struct hutch_http_resp *r)
@@ -62,26 +55,30 @@ static int connect_unix(const char *path, struct hutch_err *err)
 }
 
 /*
- * Head and body in one sendmsg(): one syscall, and the supervisor reads the
- * whole request at one wakeup. MSG_NOSIGNAL: a server that answered early
- * and closed (a 409 from a pooled sandbox) must not kill the CLI with
- * SIGPIPE; -EPIPE is returned and the answer is still read.
+ * Head, body and tail in one sendmsg(): one syscall, and the supervisor
+ * reads the whole request at one wakeup. MSG_NOSIGNAL: a server that
+ * answered early and closed (a 409 from a pooled sandbox) must not kill the
+ * CLI with SIGPIPE; -EPIPE is returned and the answer is still read. hdrs
+ * are extra header lines; tail goes right after the body (the first frames
+ * of an upgraded stream).
  */
-static int send_request(int fd, const char *method, const char *path, const char *body, size_t len)
+static int send_request(int fd, const char *method, const char *path, const char *hdrs,
+                        const char *body, size_t len, const void *tail, size_t tail_len)
 {
 	char head[1024];
-	struct iovec iov[2];
-	struct msghdr mh = { .msg_iov = iov, .msg_iovlen = 2 };
+	struct iovec iov[3];
+	struct msghdr mh = { .msg_iov = iov, .msg_iovlen = 3 };
 	int n;
 
 	n = snprintf(head, sizeof(head),
-	             "%s %s HTTP/1.1\r\nHost: sandbox\r\nConnection: close\r\n"
+	             "%s %s HTTP/1.1\r\nHost: sandbox\r\n%s"
 	             "Content-Type: application/json\r\nContent-Length: %zu\r\n\r\n",
-	             method, path, body ? len : 0);
+	             method, path, hdrs ? hdrs : "Connection: close\r\n", body ? len : 0);
 	if (n < 0 || n >= (int)sizeof(head))
 		return -EINVAL;
 	iov[0] = (struct iovec){ head, (size_t)n };
 	iov[1] = (struct iovec){ (void *)body, body ? len : 0 };
+	iov[2] = (struct iovec){ (void *)tail, tail ? tail_len : 0 };
 	while (mh.msg_iovlen > 0) {
 		ssize_t w = sendmsg(fd, &mh, MSG_NOSIGNAL);
 
@@ -104,53 +101,11 @@ static int send_request(int fd, const char *method, const char *path, const char
 	return 0;
 }
 
-static int dispatch_line(struct conn_ctx *c, const char *line, size_t len)
-{
-	if (len == 0) {
-		int r = 0;
-		if (c->event[0] || c->data.len) {
-			(void)hutch_buf_append(&c->data, "", 1);
-			r = c->cb(c->ud, c->event[0] ? c->event : "message",
-			          c->data.data ? c->data.data : "", c->data.len - 1);
-		}
-		c->event[0] = '\0';
-		c->data.len = 0;
-		return r;
-	}
-	if (len >= 6 && !memcmp(line, "event:", 6)) {
-		size_t off = line[6] == ' ' ? 7 : 6, n = len - off;
-		if (n >= sizeof(c->event))
-			n = sizeof(c->event) - 1;
-		memcpy(c->event, line + off, n);
-		c->event[n] = '\0';
-	} else if (len >= 5 && !memcmp(line, "data:", 5)) {
-		size_t off = line[5] == ' ' ? 6 : 5;
-		if (c->data.len)
-			(void)hutch_buf_append(&c->data, "\n", 1);
-		(void)hutch_buf_append(&c->data, line + off, len - off);
-	}
-	return 0;
-}
-
 static int on_body(http_parser *p, const char *at, size_t len)
 {
 	struct conn_ctx *c = p->data;
 
-	if (!c->cb || p->status_code != 200)
-		return hutch_buf_append(&c->resp->body, at, len) < 0 ? -1 : 0;
-	for (size_t i = 0; i < len; i++) {
-		if (at[i] != '\n') {
-			if (hutch_buf_append(&c->line, at + i, 1) < 0)
-				return -1;
-			continue;
-		}
-		if (dispatch_line(c, c->line.data ? c->line.data : "", c->line.len) < 0) {
-			c->aborted = true;
-			return -1;
-		}
-		c->line.len = 0;
-	}
-	return 0;
+	return hutch_buf_append(&c->resp->body, at, len) < 0 ? -1 : 0;
 }
 
 static int on_complete(http_parser *p)
@@ -161,24 +116,16 @@ static int on_complete(http_parser *p)
 	return 0;
 }
 
-static int exchange(const char *sock, const char *method, const char *path, const char *body,
-                    size_t len, struct conn_ctx *c, volatile sig_atomic_t *cancel,
-                    struct hutch_err *err)
+/* Read the answer whole into c->resp; with ret_extra, an answer 101 (an
+ * upgrade) ends at its head and the bytes after it are the stream's first
+ * (*ret_extra, malloc'ed). */
+static int read_answer(int fd, const char *sock, struct conn_ctx *c, volatile sig_atomic_t *cancel,
+                       char **ret_extra, size_t *ret_extra_len, struct hutch_err *err)
 {
 	http_parser_settings settings = { .on_body = on_body, .on_message_complete = on_complete };
-	_cleanup_close_ int fd = -EBADF;
 	http_parser parser;
 	char buf[65536];
-	int r;
 
-	if (cancel && *cancel) /* nothing sent: nothing starts */
-		return hutch_err_set(err, -ECANCELED, "interrupted");
-	fd = connect_unix(sock, err);
-	if (fd < 0)
-		return fd;
-	r = send_request(fd, method, path, body, len);
-	if (r < 0 && r != -EPIPE)
-		return hutch_err_set_errno(err, r, "send request to '%s'", sock);
 	http_parser_init(&parser, HTTP_RESPONSE);
 	parser.data = c;
 	while (!c->complete) {
@@ -188,21 +135,21 @@ static int exchange(const char *sock, const char *method, const char *path, cons
 
 		if (cancel && *cancel)
 			return hutch_err_set(err, -ECANCELED, "interrupted");
-		if (poll(&pfd, 1, -1) < 0) {
-			if (errno == EINTR)
-				continue;
-			return hutch_err_set_errno(err, -errno, "poll");
-		}
-		n = read(fd, buf, sizeof(buf));
-		if (n < 0) {
+		if (poll(&pfd, 1, -1) < 0 || (n = read(fd, buf, sizeof(buf))) < 0) {
 			if (errno == EINTR || errno == EAGAIN)
 				continue;
 			return hutch_err_set_errno(err, -errno, "read from '%s'", sock);
 		}
 		used = http_parser_execute(&parser, &settings, buf, (size_t)n);
 		c->resp->status = parser.status_code;
-		if (c->aborted)
+		if (ret_extra && parser.upgrade && parser.status_code == 101) {
+			*ret_extra_len = (size_t)n - used;
+			*ret_extra = malloc(*ret_extra_len + 1);
+			if (!*ret_extra)
+				return hutch_err_set(err, -ENOMEM, "out of memory");
+			memcpy(*ret_extra, buf + used, *ret_extra_len);
 			return 0;
+		}
 		/* An end of file before the answer is complete is the
 		 * connection's end (its supervisor died, issue 18 #5), not a
 		 * bad answer, whatever the parser says of it. */
@@ -216,39 +163,59 @@ static int exchange(const char *sock, const char *method, const char *path, cons
 	return 0;
 }
 
-int hutch_client_request(const char *sock, const char *method, const char *path, const char *body,
-                         size_t len, struct hutch_http_resp *ret, struct hutch_err *err)
+int hutch_client_upgrade(const char *sock, const char *path, const char *proto, const char *body,
+                         size_t len, const void *tail, size_t tail_len,
+                         volatile sig_atomic_t *cancel, struct hutch_http_resp *ret, int *ret_fd,
+                         char **ret_extra, size_t *ret_extra_len, struct hutch_err *err)
 {
 	struct conn_ctx c = { .resp = ret };
+	_cleanup_close_ int fd = -EBADF;
+	char hdrs[128];
 	int r;
 
 	memset(ret, 0, sizeof(*ret));
 	hutch_buf_init(&ret->body, RESP_MAX);
-	r = exchange(sock, method, path, body, len, &c, NULL, err);
+	*ret_fd = -EBADF;
+	*ret_extra = NULL;
+	*ret_extra_len = 0;
+	if (cancel && *cancel) /* nothing sent: nothing starts */
+		return hutch_err_set(err, -ECANCELED, "interrupted");
+	fd = connect_unix(sock, err);
+	if (fd < 0)
+		return fd;
+	snprintf(hdrs, sizeof(hdrs), "Connection: Upgrade\r\nUpgrade: %s\r\n", proto);
+	r = send_request(fd, "POST", path, hdrs, body, len, tail, tail_len);
+	if (r < 0 && r != -EPIPE)
+		return hutch_err_set_errno(err, r, "send request to '%s'", sock);
+	r = read_answer(fd, sock, &c, cancel, ret_extra, ret_extra_len, err);
 	if (r < 0)
 		return r;
 	(void)hutch_buf_append(&ret->body, "", 1); /* NUL-terminate */
 	ret->body.len--;
+	if (ret->status == 101)
+		*ret_fd = TAKE_FD(fd);
 	return 0;
 }
 
-int hutch_client_stream(const char *sock, const char *path, const char *body, size_t len,
-                        hutch_sse_cb cb, void *ud, volatile sig_atomic_t *cancel,
-                        struct hutch_http_resp *ret, struct hutch_err *err)
+int hutch_client_request(const char *sock, const char *method, const char *path, const char *body,
+                         size_t len, struct hutch_http_resp *ret, struct hutch_err *err)
 {
-	struct conn_ctx c = { .resp = ret, .cb = cb, .ud = ud };
+	struct conn_ctx c = { .resp = ret };
+	_cleanup_close_ int fd = -EBADF;
 	int r;
 
 	memset(ret, 0, sizeof(*ret));
 	hutch_buf_init(&ret->body, RESP_MAX);
-	hutch_buf_init(&c.line, 64u << 20);
-	hutch_buf_init(&c.data, 64u << 20);
-	r = exchange(sock, "POST", path, body, len, &c, cancel, err);
-	hutch_buf_done(&c.line);
-	hutch_buf_done(&c.data);
+	fd = connect_unix(sock, err);
+	if (fd < 0)
+		return fd;
+	r = send_request(fd, method, path, NULL, body, len, NULL, 0);
+	if (r < 0 && r != -EPIPE)
+		return hutch_err_set_errno(err, r, "send request to '%s'", sock);
+	r = read_answer(fd, sock, &c, NULL, NULL, NULL, err);
 	if (r < 0)
 		return r;
-	(void)hutch_buf_append(&ret->body, "", 1);
+	(void)hutch_buf_append(&ret->body, "", 1); /* NUL-terminate */
 	ret->body.len--;
 	return 0;
 }

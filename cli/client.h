@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * HTTP client of the CLI, over a sandbox's unix socket (libcurl), with a
- * server-sent-events reader for /run_streaming.
+ * HTTP client of the CLI, over a sandbox's unix socket: one request and
+ * its answer, or a request that upgrades the connection to a stream.
  */
 #ifndef HUTCH_CLIENT_H
 #define HUTCH_CLIENT_H
@@ -24,14 +24,15 @@ void hutch_http_resp_done(struct hutch_http_resp *r);
 int hutch_client_request(const char *sock, const char *method, const char *path, const char *body,
                          size_t len, struct hutch_http_resp *ret, struct hutch_err *err);
 
-/* Called per event; return < 0 to abort the stream. */
-typedef int (*hutch_sse_cb)(void *ud, const char *event, const char *data, size_t len);
-
-/* POST body to path and feed each event to cb. A non-200 answer is left in
- * ret (body not parsed as events). *cancel, when set by a signal handler,
- * aborts the transfer (the server then kills the command). */
-int hutch_client_stream(const char *sock, const char *path, const char *body, size_t len,
-                        hutch_sse_cb cb, void *ud, volatile sig_atomic_t *cancel,
-                        struct hutch_http_resp *ret, struct hutch_err *err);
+/* POST body to path asking to switch the connection to proto (docs/api.md,
+ * POST /exec); tail is sent right after the body. On 101 Switching
+ * Protocols *ret_fd is the connected socket (the caller closes it) and
+ * *ret_extra (malloc'ed, the caller frees) the stream's bytes that came
+ * with the answer; any other answer is left in ret and *ret_fd is -EBADF.
+ * err is filled only for transport errors. */
+int hutch_client_upgrade(const char *sock, const char *path, const char *proto, const char *body,
+                         size_t len, const void *tail, size_t tail_len,
+                         volatile sig_atomic_t *cancel, struct hutch_http_resp *ret, int *ret_fd,
+                         char **ret_extra, size_t *ret_extra_len, struct hutch_err *err);
 
 #endif

@@ -1,15 +1,23 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Running a command in a sandbox with its output streamed (hutch run and
- * exec): standard input sent along, the API's events written out as they
- * come, the command's exit turned into hutch's exit code, Ctrl-C and
- * SIGTERM ending the command only.
+ * Running a command in a sandbox with its streams relayed (hutch run and
+ * exec): POST /exec upgrades the connection to the framed byte stream of
+ * base/frame.h; standard input (with -i) goes out in STDIN frames as it
+ * is read, STDOUT and STDERR frames are written out byte-exact as they
+ * come, and the EXIT frame becomes hutch's exit code. Nothing is read
+ * from stdin without -i: the stream then starts with its end of file, sent
+ * with the request. Both directions wait in one poll(), so a command that
+ * does not read its input never stops its output reaching us, and memory
+ * stays at one frame each way. Ctrl-C and SIGTERM hang up, which kills
+ * the command only.
  */
 #include <errno.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "args.h"
@@ -17,10 +25,12 @@
 #include "cli.h"
 #include "client.h"
 #include "fdutil.h"
+#include "frame.h"
 #include "stream.h"
 #include "util.h"
 
-#define STDIN_MAX (6u << 20)
+#define STDIN_CHUNK (256u << 10)
+#define SOCK_CHUNK  (256u << 10)
 
 static volatile sig_atomic_t interrupted;
 
@@ -40,42 +50,6 @@ void hutch_cli_catch_interrupts(void)
 int hutch_cli_interrupted(void)
 {
 	return interrupted;
-}
-
-/* Read all of stdin when it is not a terminal. */
-static int read_stdin(char **ret, size_t *ret_len)
-{
-	struct hutch_buf b;
-	char chunk[65536];
-
-	*ret = NULL;
-	*ret_len = 0;
-	if (isatty(0))
-		return 0;
-	hutch_buf_init(&b, STDIN_MAX + 1);
-	for (;;) {
-		ssize_t n = read(0, chunk, sizeof(chunk));
-		if (n < 0 && errno == EINTR) {
-			if (interrupted)
-				break;
-			continue;
-		}
-		if (n <= 0)
-			break;
-		(void)hutch_buf_append(&b, chunk, (size_t)n);
-		if (b.truncated) {
-			hutch_buf_done(&b);
-			return hutch_cli_fail(
-			        HUTCH_EXIT_USAGE,
-			        "standard input is larger than %u bytes: copy the data into the "
-			        "sandbox as a file, or pass -n to not send stdin",
-			        STDIN_MAX);
-		}
-	}
-	*ret = hutch_utf8_sanitize(b.data ? b.data : "", b.len, NULL);
-	*ret_len = *ret ? strlen(*ret) : 0;
-	hutch_buf_done(&b);
-	return 0;
 }
 
 /* ---- streaming a command ---- */
@@ -102,32 +76,6 @@ static int json_exit_code(const cJSON *res)
 	return HUTCH_EXIT_FAILURE;
 }
 
-static int on_event(void *ud, const char *event, const char *data, size_t len)
-{
-	struct run_state *rs = ud;
-	_cleanup_cjson_ cJSON *j = cJSON_ParseWithLength(data, len);
-	const cJSON *d;
-
-	if (!j)
-		return 0;
-	if (!strcmp(event, "stdout") || !strcmp(event, "stderr")) {
-		d = cJSON_GetObjectItemCaseSensitive(j, "data");
-		if (cJSON_IsString(d))
-			(void)hutch_write_all(event[3] == 'o' ? 1 : 2, d->valuestring,
-			                      strlen(d->valuestring));
-	} else if (!strcmp(event, "exit")) {
-		rs->exit_code = json_exit_code(j);
-		rs->got_exit = true;
-	} else if (!strcmp(event, "error")) {
-		const cJSON *e = cJSON_GetObjectItemCaseSensitive(j, "error");
-		const cJSON *m = cJSON_GetObjectItemCaseSensitive(e, "message");
-		fprintf(stderr, "hutch: %s\n", cJSON_IsString(m) ? m->valuestring : "error");
-		rs->exit_code = HUTCH_EXIT_GONE;
-		rs->got_exit = true;
-	}
-	return 0;
-}
-
 int hutch_cli_api_error(long status, const char *body)
 {
 	_cleanup_cjson_ cJSON *j = cJSON_Parse(body);
@@ -141,16 +89,162 @@ int hutch_cli_api_error(long status, const char *body)
 		return HUTCH_EXIT_USAGE;
 	return HUTCH_EXIT_FAILURE;
 }
-int hutch_cli_stream_command(const char *sock, char **argv, const struct hutch_cli_args *a)
+/* One direction each: stdin to the socket (one frame at a time), the
+ * socket to stdout and stderr. */
+struct relay {
+	const char *path; /* the socket's, for hutch_cli_lost() */
+	int sock;
+	bool in_open; /* stdin still to be read */
+	char *obuf;   /* the frame being sent */
+	size_t ooff, olen;
+	char *ibuf;
+	struct hutch_frame_dec dec;
+	struct run_state *rs;
+	bool eof;
+};
+
+static void on_final(struct run_state *rs, enum hutch_frame_type t, const char *data, size_t len)
+{
+	_cleanup_cjson_ cJSON *j = cJSON_ParseWithLength(data, len);
+	const cJSON *m = cJSON_GetObjectItemCaseSensitive(
+	        cJSON_GetObjectItemCaseSensitive(j, "error"), "message");
+
+	rs->got_exit = true;
+	if (t == HUTCH_FRAME_EXIT) {
+		rs->exit_code = j ? json_exit_code(j) : HUTCH_EXIT_FAILURE;
+		return;
+	}
+	fprintf(stderr, "hutch: %s\n", cJSON_IsString(m) ? m->valuestring : "error");
+	rs->exit_code = HUTCH_EXIT_GONE;
+}
+
+/* What the sandbox sent: output written out, the last frame noted.
+ * Returns -EPROTO on a broken stream. */
+static int take_frames(struct relay *rl, const char *buf, size_t n)
+{
+	while (n > 0) {
+		struct hutch_frame_ev ev;
+		ssize_t r = hutch_frame_decode(&rl->dec, buf, n, &ev);
+
+		if (r < 0)
+			return hutch_cli_fail(HUTCH_EXIT_FAILURE,
+			                      "broken stream from the sandbox: %s", rl->dec.error);
+		if (ev.kind == HUTCH_FRAME_EV_DATA)
+			(void)hutch_write_all(ev.type == HUTCH_FRAME_STDERR ? 2 : 1, ev.data,
+			                      ev.len);
+		else if (ev.kind == HUTCH_FRAME_EV_CTL)
+			on_final(rl->rs, ev.type, ev.data, ev.len);
+		buf += r;
+		n -= (size_t)r;
+	}
+	return 0;
+}
+
+/* Read one chunk of stdin into a frame (length 0 at its end). */
+static void read_stdin_frame(struct relay *rl)
+{
+	ssize_t n = read(0, rl->obuf + HUTCH_FRAME_HDR, STDIN_CHUNK);
+
+	if (n < 0 && (errno == EINTR || errno == EAGAIN))
+		return;
+	if (n <= 0) {
+		n = 0;
+		rl->in_open = false;
+	}
+	hutch_frame_header((uint8_t *)rl->obuf, HUTCH_FRAME_STDIN, (uint32_t)n);
+	rl->ooff = 0;
+	rl->olen = HUTCH_FRAME_HDR + (size_t)n;
+}
+
+static void send_pending(struct relay *rl)
+{
+	ssize_t w = send(rl->sock, rl->obuf + rl->ooff, rl->olen - rl->ooff,
+	                 MSG_NOSIGNAL | MSG_DONTWAIT);
+
+	if (w < 0 && (errno == EAGAIN || errno == EINTR))
+		return;
+	if (w < 0) { /* the sandbox stopped reading: its answer follows */
+		rl->in_open = false;
+		rl->ooff = rl->olen = 0;
+		return;
+	}
+	rl->ooff += (size_t)w;
+	if (rl->ooff == rl->olen)
+		rl->ooff = rl->olen = 0;
+}
+
+static int recv_frames(struct relay *rl)
+{
+	ssize_t n = recv(rl->sock, rl->ibuf, SOCK_CHUNK, MSG_DONTWAIT);
+
+	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		return 0;
+	if (n <= 0) {
+		rl->eof = true;
+		return 0;
+	}
+	return take_frames(rl, rl->ibuf, (size_t)n);
+}
+
+static int relay_loop(struct relay *rl)
+{
+	while (!rl->rs->got_exit && !rl->eof) {
+		bool pending = rl->ooff < rl->olen;
+		struct pollfd p[2] = { { .fd = rl->sock,
+			                 .events = POLLIN | (pending ? POLLOUT : 0) },
+			               { .fd = 0, .events = POLLIN } };
+		int r;
+
+		if (interrupted)
+			return 128 + interrupted;
+		if (poll(p, rl->in_open && !pending ? 2 : 1, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			return hutch_cli_fail(HUTCH_EXIT_FAILURE, "poll: %s", strerror(errno));
+		}
+		if (rl->in_open && !pending && p[1].revents)
+			read_stdin_frame(rl);
+		if (rl->ooff < rl->olen)
+			send_pending(rl);
+		if (p[0].revents & (POLLIN | POLLHUP | POLLERR)) {
+			r = recv_frames(rl);
+			if (r)
+				return HUTCH_EXIT_FAILURE;
+		}
+	}
+	if (!rl->rs->got_exit) /* its supervisor died, or it was deleted (66) */
+		return hutch_cli_lost(rl->path, -ECONNRESET,
+		                      "the sandbox closed the stream before the command "
+		                      "finished");
+	return rl->rs->exit_code;
+}
+
+static int relay(const char *path, int sock, bool interactive, const char *extra, size_t extra_len,
+                 struct run_state *rs)
+{
+	_cleanup_free_ char *obuf = malloc(HUTCH_FRAME_HDR + STDIN_CHUNK);
+	_cleanup_free_ char *ibuf = malloc(SOCK_CHUNK);
+	struct relay rl = {
+		.path = path,
+		.sock = sock,
+		.in_open = interactive,
+		.obuf = obuf,
+		.ibuf = ibuf,
+		.rs = rs,
+	};
+
+	if (!obuf || !ibuf)
+		return hutch_cli_fail(HUTCH_EXIT_FAILURE, "out of memory");
+	hutch_frame_dec_init(&rl.dec, HUTCH_FRAME_FROM_SERVER);
+	if (take_frames(&rl, extra, extra_len))
+		return HUTCH_EXIT_FAILURE;
+	return relay_loop(&rl);
+}
+
+static char *request_body(char **argv, const struct hutch_cli_args *a)
 {
 	_cleanup_cjson_ cJSON *req = cJSON_CreateObject();
-	_cleanup_free_ char *body = NULL, *in = NULL;
-	struct hutch_http_resp resp;
-	struct hutch_err err = { 0 };
-	struct run_state rs = { .exit_code = HUTCH_EXIT_FAILURE };
 	cJSON *arr = cJSON_AddArrayToObject(req, "argv");
-	size_t in_len = 0;
-	int r;
 
 	for (char **w = argv; *w; w++)
 		cJSON_AddItemToArray(arr, cJSON_CreateString(*w));
@@ -160,39 +254,38 @@ int hutch_cli_stream_command(const char *sock, char **argv, const struct hutch_c
 		cJSON_AddItemReferenceToObject(req, "env", a->env);
 	if (a->timeout > 0)
 		cJSON_AddNumberToObject(req, "timeout", a->timeout);
-	if (!a->no_stdin) {
-		r = read_stdin(&in, &in_len);
-		if (r)
-			return r;
-		if (interrupted) /* while reading stdin: CMD never starts */
-			return 128 + interrupted;
-		if (in_len)
-			cJSON_AddStringToObject(req, "stdin", in);
-	}
-	body = cJSON_PrintUnformatted(req);
+	return cJSON_PrintUnformatted(req);
+}
+
+int hutch_cli_stream_command(const char *sock, char **argv, const struct hutch_cli_args *a)
+{
+	_cleanup_free_ char *body = request_body(argv, a), *extra = NULL;
+	_cleanup_close_ int fd = -EBADF;
+	struct hutch_http_resp resp;
+	struct hutch_err err = { 0 };
+	struct run_state rs = { .exit_code = HUTCH_EXIT_FAILURE };
+	uint8_t eof[HUTCH_FRAME_HDR];
+	size_t extra_len = 0;
+	int r;
+
 	if (!body)
 		return hutch_cli_fail(HUTCH_EXIT_FAILURE, "out of memory");
-	r = hutch_client_stream(sock, "/run_streaming", body, strlen(body), on_event, &rs,
-	                        &interrupted, &resp, &err);
+	/* Without -i, stdin's end goes with the request. */
+	hutch_frame_header(eof, HUTCH_FRAME_STDIN, 0);
+	r = hutch_client_upgrade(sock, "/exec", "hutch-exec", body, strlen(body),
+	                         a->interactive ? NULL : eof, a->interactive ? 0 : sizeof(eof),
+	                         &interrupted, &resp, &fd, &extra, &extra_len, &err);
 	if (r < 0) {
 		hutch_http_resp_done(&resp);
 		if (r == -ECANCELED)
 			return 128 + (interrupted ? interrupted : SIGINT);
-		if (rs.got_exit)
-			return rs.exit_code; /* the last event came; a broken end does not matter */
 		return hutch_cli_lost(sock, r, err.msg);
 	}
-	if (resp.status != 200) {
+	if (fd < 0) {
 		r = hutch_cli_api_error(resp.status, resp.body.data ? resp.body.data : "");
 		hutch_http_resp_done(&resp);
 		return r;
 	}
 	hutch_http_resp_done(&resp);
-	if (interrupted)
-		return 128 + interrupted;
-	if (!rs.got_exit)
-		return hutch_cli_fail(HUTCH_EXIT_FAILURE,
-		                      "the sandbox closed the stream before the command "
-		                      "finished");
-	return rs.exit_code;
+	return relay(sock, fd, a->interactive, extra, extra_len, &rs);
 }

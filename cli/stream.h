@@ -11,7 +11,7 @@ void hutch_cli_catch_interrupts(void);
 /* The signal caught since, 0 if none. */
 int hutch_cli_interrupted(void);
 /* Run argv (NULL-terminated) in the sandbox behind sock with a's --cwd,
- * --env, --timeout, --no-stdin; returns the command's exit code, or
+ * --env, --timeout, --interactive (stdin streamed); returns the command's exit code, or
  * hutch's (cli.h) after printing why. */
 int hutch_cli_stream_command(const char *sock, char **argv, const struct hutch_cli_args *a);
 /* Print an API error answer's message; returns the exit code of its

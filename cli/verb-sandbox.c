@@ -29,31 +29,32 @@
 #define DETACHED (1u << 1)
 
 /* The options of a command, run's and exec's; modes: those of --timeout
- * and --no-stdin (exec -d takes neither). */
-#define COMMAND_OPTS(m)                                                                     \
-	{ .name = "cwd",                                                                    \
-	  .kind = HUTCH_CLI_STRING,                                                         \
-	  A(cwd),                                                                           \
-	  .metavar = "DIR",                                                                 \
-	  .help = "working directory (default /workspace)" },                               \
-	        { .name = "env",                                                            \
-		  .short_name = 'e',                                                        \
-		  .kind = HUTCH_CLI_ENV,                                                    \
-		  A(env),                                                                   \
-		  .metavar = "K=V",                                                         \
-		  .help = "set an environment variable (repeatable)" },                     \
-	        { .name = "timeout",                                                        \
-		  .kind = HUTCH_CLI_SECONDS,                                                \
-		  A(timeout),                                                               \
-		  .metavar = "S",                                                           \
-		  .max = DBL_MAX,                                                           \
-		  .modes = (m),                                                             \
-		  .help = "kill the command and its children after S seconds (exit 124)",   \
-		  .invalid = "invalid --timeout '%s': give a number of seconds, e.g. 30" }, \
-	{                                                                                   \
-		.name = "no-stdin", .short_name = 'n', .kind = HUTCH_CLI_FLAG, A(no_stdin), \
-		.modes = (m),                                                               \
-		.help = "do not pass standard input (it is passed when not a terminal)"     \
+ * and --interactive (exec -d takes neither). */
+#define COMMAND_OPTS(m)                                                                           \
+	{ .name = "cwd",                                                                          \
+	  .kind = HUTCH_CLI_STRING,                                                               \
+	  A(cwd),                                                                                 \
+	  .metavar = "DIR",                                                                       \
+	  .help = "working directory (default /workspace)" },                                     \
+	        { .name = "env",                                                                  \
+		  .short_name = 'e',                                                              \
+		  .kind = HUTCH_CLI_ENV,                                                          \
+		  A(env),                                                                         \
+		  .metavar = "K=V",                                                               \
+		  .help = "set an environment variable (repeatable)" },                           \
+	        { .name = "timeout",                                                              \
+		  .kind = HUTCH_CLI_SECONDS,                                                      \
+		  A(timeout),                                                                     \
+		  .metavar = "S",                                                                 \
+		  .max = DBL_MAX,                                                                 \
+		  .modes = (m),                                                                   \
+		  .help = "kill the command and its children after S seconds (exit 124)",         \
+		  .invalid = "invalid --timeout '%s': give a number of seconds, e.g. 30" },       \
+	{                                                                                         \
+		.name = "interactive", .short_name = 'i', .kind = HUTCH_CLI_FLAG, A(interactive), \
+		.modes = (m),                                                                     \
+		.help = "stream standard input to CMD, byte-exact, until its end (without "       \
+		        "-i stdin is not read)"                                                   \
 	}
 
 static const struct hutch_cli_opt run_opts[] = {

@@ -13,6 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "base64.h"
 #include "cgroup.h"
 #include "cleanup.h"
 #include "cmd.h"
@@ -362,6 +363,11 @@ static int cmd_pipes(struct cmd *c, const struct hutch_spawn *sp, int child[3],
 		return hutch_err_set_errno(err, r, "create pipes");
 	}
 	child[0] = in[0], child[1] = out[1], child[2] = errp[1];
+	if (sp->pipe_size) { /* fewer wakeups per byte; a failure keeps the default */
+		(void)fcntl(in[1], F_SETPIPE_SZ, (int)sp->pipe_size);
+		(void)fcntl(out[0], F_SETPIPE_SZ, (int)sp->pipe_size);
+		(void)fcntl(errp[0], F_SETPIPE_SZ, (int)sp->pipe_size);
+	}
 	c->out_fd = out[0];
 	c->err_fd = errp[0];
 	c->in_fd = in[1];
@@ -485,9 +491,11 @@ static const char *signal_name(int sig, char *buf, size_t size)
 	return buf;
 }
 
-static void add_output(cJSON *o, const char *key, const struct hutch_buf *b)
+static void add_output(cJSON *o, const char *key, const struct hutch_buf *b, bool base64)
 {
-	_cleanup_free_ char *clean = hutch_utf8_sanitize(b->data ? b->data : "", b->len, NULL);
+	_cleanup_free_ char *clean =
+	        base64 ? hutch_base64_encode(b->data ? b->data : "", b->len)
+	               : hutch_utf8_sanitize(b->data ? b->data : "", b->len, NULL);
 	char tkey[32];
 
 	cJSON_AddStringToObject(o, key, clean ? clean : "");
@@ -519,7 +527,7 @@ static const char *result_status(const struct cmd *c, char *msg, size_t size)
 	return "exited";
 }
 
-cJSON *hutch_cmd_result_json(const struct cmd *c, bool with_output)
+cJSON *hutch_cmd_result_json(const struct cmd *c, unsigned what)
 {
 	cJSON *o = cJSON_CreateObject();
 	char msg[128] = "", name[16];
@@ -544,9 +552,11 @@ cJSON *hutch_cmd_result_json(const struct cmd *c, bool with_output)
 	if (*msg)
 		cJSON_AddStringToObject(o, "message", msg);
 	cJSON_AddNumberToObject(o, "duration_ms", round(c->duration * 1e6) / 1e3);
-	if (with_output) {
-		add_output(o, "stdout", &c->out);
-		add_output(o, "stderr", &c->err);
+	if (what & HUTCH_RESULT_OUTPUT) {
+		add_output(o, "stdout", &c->out, what & HUTCH_RESULT_BASE64);
+		add_output(o, "stderr", &c->err, what & HUTCH_RESULT_BASE64);
+		if (what & HUTCH_RESULT_BASE64)
+			cJSON_AddStringToObject(o, "encoding", "base64");
 	}
 	return o;
 }

@@ -46,6 +46,7 @@ struct hutch_spawn {
 	size_t stdin_len;
 	bool stdin_open;     /* leave stdin's write end for hutch_cmd_take_stdin() */
 	bool builtin;        /* a file builtin of init (proto.h HUTCH_SPAWN_BUILTIN) */
+	unsigned pipe_size;  /* F_SETPIPE_SZ of the three pipes (streams), 0: the default */
 	double timeout;      /* seconds, 0 = none: then SIGKILL to the tree */
 	uint64_t max_output; /* per stream when captured */
 	enum hutch_capture capture;
@@ -139,7 +140,11 @@ unsigned hutch_cmds_running(const struct hutch_cmds *set);
 /* init is dead: every command still running ends as killed (SIGKILL),
  * with what it wrote. */
 void hutch_cmds_finish_all(struct hutch_cmds *set);
-/* Result JSON of a finished command (stdout/stderr included if asked). */
-cJSON *hutch_cmd_result_json(const struct cmd *c, bool with_output);
+/* Result JSON of a finished command: what = 0, or HUTCH_RESULT_OUTPUT for
+ * stdout and stderr as text (invalid UTF-8 replaced), with
+ * HUTCH_RESULT_BASE64 as base64 of the exact bytes ("encoding": "base64"). */
+#define HUTCH_RESULT_OUTPUT (1u << 0)
+#define HUTCH_RESULT_BASE64 (1u << 1)
+cJSON *hutch_cmd_result_json(const struct cmd *c, unsigned what);
 
 #endif

@@ -48,12 +48,14 @@ static const struct symbol symbols[] = {
 	SYM(add_response_header),
 	SYM(queue_response),
 	SYM(destroy_response),
+	SYM(create_response_for_upgrade),
+	SYM(upgrade_action),
 };
 #undef SYM
 
 bool hutch_mhd_is_loaded(void)
 {
-	return hutch_mhd.destroy_response != NULL;
+	return hutch_mhd.upgrade_action != NULL;
 }
 
 /*

@@ -44,6 +44,8 @@ struct hutch_mhd {
 	HUTCH_MHD_FN(add_response_header);
 	HUTCH_MHD_FN(queue_response);
 	HUTCH_MHD_FN(destroy_response);
+	HUTCH_MHD_FN(create_response_for_upgrade);
+	HUTCH_MHD_FN(upgrade_action);
 };
 
 /* All NULL until hutch_mhd_load() has succeeded. */

@@ -36,6 +36,7 @@ struct hutch_setup_failure;
 struct hutch_proc;
 struct hutch_procs;
 struct hutch_api_conn;
+struct hutch_exec;
 
 #define HUTCH_MAX_BODY        (8u << 20) /* request body bound */
 #define HUTCH_MAX_CONNECTIONS 256
@@ -83,8 +84,9 @@ struct sup {
 		struct hutch_api_conn *hhead, *htail; /* half-closed, unsettled */
 		bool rerun; /* a connection closed: run libmicrohttpd again at once */
 	} conns;
-	bool delete_pending;     /* a DELETE / is waiting for teardown */
-	struct request *waiters; /* requests answered when the sandbox has ended */
+	bool delete_pending;      /* a DELETE / is waiting for teardown */
+	struct request *waiters;  /* requests answered when the sandbox has ended */
+	struct hutch_exec *execs; /* upgraded exec streams (api/api-exec.c) */
 	int64_t last_request_ms;
 	unsigned requests_open;             /* requests being served (idle: activity) */
 	struct sup_net {                    /* the network mode (netpolicy/) */

@@ -27,7 +27,7 @@ static ssize_t sse_reader(void *cls, uint64_t pos, char *buf, size_t max)
 		if (s->state != SUP_RUNNING)
 			hutch_sse_event(&r->sse, "error", hutch_api_ended_json(s));
 		else
-			hutch_sse_event(&r->sse, "exit", hutch_cmd_result_json(c, false));
+			hutch_sse_event(&r->sse, "exit", hutch_cmd_result_json(c, 0));
 		r->sse.end_queued = true;
 	}
 	n = hutch_sse_read(&r->sse, buf, max);
@@ -97,6 +97,8 @@ static enum MHD_Result start_command(struct request *r, bool streaming)
 		.timeout = req.timeout,
 		.max_output = req.max_output ? req.max_output : s->cfg->max_output_bytes,
 	};
+	r->base64 = req.base64;
+	r->sse.base64 = req.base64;
 	if (streaming) {
 		sink.output = on_sse_output;
 		sp.max_output = 0; /* nothing captured */
@@ -129,7 +131,7 @@ static enum MHD_Result finish_run(struct request *r)
 	r->answered = true;
 	if (s->state != SUP_RUNNING)
 		return hutch_api_respond_json(r->conn, MHD_HTTP_GONE, hutch_api_ended_json(s));
-	res = hutch_cmd_result_json(c, true);
+	res = hutch_cmd_result_json(c, HUTCH_RESULT_OUTPUT | (r->base64 ? HUTCH_RESULT_BASE64 : 0));
 	if (c->spawn_error)
 		cJSON_AddStringToObject(res, "error", c->spawn_error);
 	return hutch_api_respond_json(r->conn, MHD_HTTP_OK, res);

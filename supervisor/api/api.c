@@ -472,11 +472,11 @@ int hutch_api_start(struct sup *s, struct hutch_err *err)
 		return hutch_err_set_errno(err, fd, "listen on '%s'", s->paths.sock);
 	s->listen_fd = fd;
 	s->mhd = hutch_mhd_start_daemon(
-	        MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_TURBO, 0, NULL, NULL, on_request,
-	        s, MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
-	        MHD_OPTION_NOTIFY_CONNECTION, on_connection, s, MHD_OPTION_CONNECTION_LIMIT,
-	        (unsigned)HUTCH_MAX_CONNECTIONS, MHD_OPTION_CONNECTION_TIMEOUT,
-	        (unsigned)HUTCH_API_IDLE_TIMEOUT_S,
+	        MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_ALLOW_UPGRADE | MHD_USE_TURBO, 0,
+	        NULL, NULL, on_request, s, MHD_OPTION_LISTEN_SOCKET, fd,
+	        MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_NOTIFY_CONNECTION,
+	        on_connection, s, MHD_OPTION_CONNECTION_LIMIT, (unsigned)HUTCH_MAX_CONNECTIONS,
+	        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)HUTCH_API_IDLE_TIMEOUT_S,
 	        /* raw uploads arrive in chunks of about half of this */
 	        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)HUTCH_CONN_MEMORY, MHD_OPTION_END);
 	if (!s->mhd)
@@ -504,6 +504,7 @@ int hutch_api_watch(struct sup *s)
 
 void hutch_api_stop(struct sup *s)
 {
+	hutch_api_exec_close_all(s); /* their sockets go back first */
 	if (s->mhd) {
 		hutch_mhd.stop_daemon(s->mhd);
 		s->mhd = NULL;

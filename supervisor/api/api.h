@@ -22,6 +22,9 @@ int hutch_api_watch(struct sup *s);
 /* Sandbox going away: answer every waiting request. */
 void hutch_api_sandbox_ended(struct sup *s);
 void hutch_api_run(struct sup *s);
+/* End every upgraded exec stream (api-exec.c): their commands are killed,
+ * their sockets handed back to libmicrohttpd, before it stops. */
+void hutch_api_exec_close_all(struct sup *s);
 /* How long the loop may sleep before libmicrohttpd needs hutch_api_run(). */
 int hutch_api_timeout_ms(struct sup *s);
 

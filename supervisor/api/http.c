@@ -97,7 +97,10 @@ static void on_hangup(struct hutch_watch *w, uint32_t events)
 {
 	struct request *r = w->ptr;
 
-	if (!(events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)))
+	/* Only a hang-up of both directions means the client is gone: a
+	 * half-close (EPOLLRDHUP: curl -T -, nc -N, HTTP/1.0 clients) still
+	 * waits for the answer (issue 18 #7). */
+	if (!(events & (EPOLLHUP | EPOLLERR)))
 		return;
 	hutch_loop_del(&r->s->loop, w);
 	if (r->hangup_cmd && r->hangup_cmd->state != CMD_DONE)
@@ -111,7 +114,7 @@ void hutch_api_kill_on_hangup(struct request *r, struct cmd *c)
 
 	r->hangup_cmd = c;
 	if (ci && ci->connect_fd >= 0)
-		(void)hutch_loop_add(&r->s->loop, &r->w_conn, ci->connect_fd, EPOLLRDHUP);
+		(void)hutch_loop_add(&r->s->loop, &r->w_conn, ci->connect_fd, 0); /* HUP, ERR */
 }
 
 void hutch_api_request_init(struct request *r, struct sup *s, struct MHD_Connection *conn)

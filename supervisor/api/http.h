@@ -59,6 +59,7 @@ struct request {
 	bool suspended;
 	bool answered;
 	struct cmd *cmd;             /* /run, /run_streaming */
+	bool base64;                 /* /run: output as base64 ("encoding") */
 	struct hutch_sse sse;        /* /run_streaming: events not yet sent */
 	struct hutch_watch w_conn;   /* the client's socket while a command runs */
 	struct cmd *hangup_cmd;      /* killed if the client hangs up */
@@ -83,8 +84,9 @@ cJSON *hutch_api_error_json(const char *code, const char *msg);
 enum MHD_Result hutch_api_respond_error(struct MHD_Connection *conn, unsigned status,
                                         const char *code, const char *fmt, ...)
         __attribute__((format(printf, 4, 5)));
-/* Kill c (SIGKILL to its tree) if the client of r hangs up while it runs:
- * libmicrohttpd does not look at a suspended connection's socket. */
+/* Kill c (SIGKILL to its tree) if the client of r hangs up (both
+ * directions; a half-close is not a hang-up) while it runs: libmicrohttpd
+ * does not look at a suspended connection's socket. */
 void hutch_api_kill_on_hangup(struct request *r, struct cmd *c);
 /* The 410 body of a sandbox that has ended. */
 cJSON *hutch_api_ended_json(struct sup *s);

@@ -10,6 +10,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "base64.h"
 #include "cleanup.h"
 #include "cmdenv.h"
 #include "config.h"
@@ -30,6 +31,7 @@ static const struct hutch_field run_fields[] = {
 	{ "max_output_bytes", HUTCH_FIELD_INTEGER, HUTCH_FIELD_NULLABLE, 1,
 	  (double)HUTCH_MAX_MAX_OUTPUT,
 	  "'max_output_bytes' must be a whole number from 1 to {max}" },
+	{ "encoding", HUTCH_FIELD_STRING, HUTCH_FIELD_NULLABLE, 0, 0, NULL },
 };
 #define START_FIELDS 4
 
@@ -176,6 +178,36 @@ static void parse_numbers(const cJSON *timeout, const cJSON *maxout, struct hutc
 		r->max_output = (uint64_t)maxout->valuedouble;
 }
 
+static int parse_encoding(const cJSON *enc, struct hutch_run_req *r, struct hutch_err *err)
+{
+	if (!cJSON_IsString(enc) || !strcmp(enc->valuestring, "utf-8"))
+		return 0;
+	if (strcmp(enc->valuestring, "base64"))
+		return hutch_err_set(err, -EINVAL,
+		                     "'encoding' must be \"utf-8\" (text) or \"base64\" (exact "
+		                     "bytes)");
+	r->base64 = true;
+	return 0;
+}
+
+/* stdin as given: text, or base64 of exact bytes. */
+static int parse_stdin(const char *v, struct hutch_run_req *r, struct hutch_err *err)
+{
+	int rc;
+
+	if (!r->base64) {
+		r->stdin_len = strlen(v);
+		r->stdin_data = strdup(v);
+		return r->stdin_data ? 0 : -ENOMEM;
+	}
+	rc = hutch_base64_decode(v, &r->stdin_data, &r->stdin_len);
+	if (rc == -EINVAL)
+		return hutch_err_set(err, -EINVAL,
+		                     "'stdin' is not valid base64 (\"encoding\": "
+		                     "\"base64\")");
+	return rc;
+}
+
 static int parse_req(const char *body, size_t len, size_t nfields, struct hutch_run_req *ret,
                      struct hutch_err *err)
 {
@@ -216,13 +248,11 @@ static int parse_req(const char *body, size_t len, size_t nfields, struct hutch_
 	if (rc >= 0)
 		parse_numbers(cJSON_GetObjectItemCaseSensitive(j, "timeout"),
 		              cJSON_GetObjectItemCaseSensitive(j, "max_output_bytes"), &r);
+	if (rc >= 0)
+		rc = parse_encoding(cJSON_GetObjectItemCaseSensitive(j, "encoding"), &r, err);
 	stdin_j = cJSON_GetObjectItemCaseSensitive(j, "stdin");
-	if (rc >= 0 && cJSON_IsString(stdin_j)) {
-		r.stdin_len = strlen(stdin_j->valuestring);
-		r.stdin_data = strdup(stdin_j->valuestring);
-		if (!r.stdin_data)
-			rc = -ENOMEM;
-	}
+	if (rc >= 0 && cJSON_IsString(stdin_j))
+		rc = parse_stdin(stdin_j->valuestring, &r, err);
 	if (rc == -ENOMEM)
 		hutch_err_set(err, -ENOMEM, "out of memory");
 	if (rc < 0) {

@@ -7,6 +7,7 @@
 #ifndef HUTCH_REQUEST_H
 #define HUTCH_REQUEST_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -21,6 +22,7 @@ struct hutch_run_req {
 	size_t stdin_len;
 	double timeout;      /* seconds, 0 = none */
 	uint64_t max_output; /* bytes per stream, 0 = sandbox default */
+	bool base64;         /* "encoding": "base64": stdin and output as base64 */
 };
 
 /* Parse a /run or /run_streaming body. */

@@ -19,6 +19,7 @@ static const struct hutch_api_route routes[] = {
 	{ "/claim", "POST", hutch_api_serve_claim, POOLED, 0 },
 	{ "/run", "POST", hutch_api_serve_run, 0, 0 },
 	{ "/run_streaming", "POST", hutch_api_serve_run_streaming, 0, 0 },
+	{ "/exec", "POST", hutch_api_serve_exec, 0, 0 },
 	{ "/start_process", "POST", hutch_api_serve_start_process, 0, 0 },
 	{ "/list_processes", "GET", hutch_api_serve_list_processes, 0, 0 },
 	{ "/kill_process", "POST", hutch_api_serve_kill_process, 0, 0 },

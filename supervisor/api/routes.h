@@ -57,6 +57,8 @@ enum MHD_Result hutch_api_serve_claim(struct request *r, const char *upload, siz
 /* api-run.c: */
 enum MHD_Result hutch_api_serve_run(struct request *r, const char *upload, size_t *size);
 enum MHD_Result hutch_api_serve_run_streaming(struct request *r, const char *upload, size_t *size);
+/* api-exec.c: */
+enum MHD_Result hutch_api_serve_exec(struct request *r, const char *upload, size_t *size);
 /* api-procs.c: */
 enum MHD_Result hutch_api_serve_start_process(struct request *r, const char *upload, size_t *size);
 enum MHD_Result hutch_api_serve_list_processes(struct request *r, const char *upload, size_t *size);

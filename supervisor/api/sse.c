@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base64.h"
 #include "cleanup.h"
 #include "sse.h"
 
@@ -62,7 +63,19 @@ static void output(struct hutch_sse *e, bool is_err, const char *data, size_t le
 
 void hutch_sse_output(struct hutch_sse *e, bool is_err, const char *buf, size_t n)
 {
-	output(e, is_err, buf, n, false);
+	_cleanup_free_ char *b64 = NULL;
+	cJSON *o;
+
+	if (!e->base64) {
+		output(e, is_err, buf, n, false);
+		return;
+	}
+	b64 = hutch_base64_encode(buf, n);
+	o = b64 ? cJSON_CreateObject() : NULL;
+	if (!o)
+		return;
+	cJSON_AddStringToObject(o, "data", b64);
+	hutch_sse_event(e, is_err ? "stderr" : "stdout", o);
 }
 
 void hutch_sse_flush(struct hutch_sse *e)

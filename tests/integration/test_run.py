@@ -155,12 +155,12 @@ def test_cwd_missing_is_126_with_message(hutch, sandbox):
 
 def test_cli_passes_stdin(hutch, sandbox):
     data = b"".join(b"line %d\n" % i for i in range(200000))  # ~2.2 MB
-    r = hutch("exec", sandbox.id, "--", "sha256sum", input=data)
+    r = hutch("exec", "-i", sandbox.id, "--", "sha256sum", input=data)
     assert r.returncode == 0, r.stderr
     assert r.stdout.split()[0].decode() == hashlib.sha256(data).hexdigest()
-    r = hutch("exec", sandbox.id, "-n", "--", "wc", "-c", input=b"ignored")
+    r = hutch("exec", sandbox.id, "--", "wc", "-c", input=b"ignored")
     assert r.stdout.strip() == b"0"
-    r = hutch("run", "--", "cat", input=b"to run\n")
+    r = hutch("run", "-i", "--", "cat", input=b"to run\n")
     assert r.stdout == b"to run\n"
 
 

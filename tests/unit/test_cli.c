@@ -46,7 +46,7 @@ static const struct hutch_cli_opt exec_opts[] = {
 	{ .name = "no-stdin",
 	  .short_name = 'n',
 	  .kind = HUTCH_CLI_FLAG,
-	  A(no_stdin),
+	  A(interactive),
 	  .help = "n",
 	  .modes = 1 },
 	{ 0 },

@@ -285,7 +285,7 @@ static void test_unknown_field(void **state)
 	(void)state;
 	parse_bad("{\"cmd\": \"true\", \"timout\": 5}", -EINVAL,
 	          "unknown field 'timout' (known: cmd, argv, cwd, env, stdin, timeout, "
-	          "max_output_bytes)");
+	          "max_output_bytes, encoding)");
 	/* Field names are case-sensitive. */
 	parse_bad("{\"Cmd\": \"true\"}", -EINVAL, "unknown field 'Cmd'");
 }

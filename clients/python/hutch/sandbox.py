@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """``LocalSandbox``, its sessions (sync and asyncio) and hooks."""
 import asyncio
+import base64
 import dataclasses
 import functools
 import http.client
@@ -11,7 +12,7 @@ import re
 import subprocess
 import tempfile
 import threading
-from typing import Any, Optional
+from typing import Any, Optional, Union
 
 from . import errors, _http
 from ._binary import find_hutch
@@ -30,10 +31,12 @@ _REGION_RE = re.compile(r"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$")
 @dataclasses.dataclass
 class CommandResult:
     """What a command did. ``exit_code`` is ``None`` if it did not exit by
-    itself (``status`` ``signaled``, ``timed_out``, ``oom_killed``)."""
+    itself (``status`` ``signaled``, ``timed_out``, ``oom_killed``).
+    ``stdout`` and ``stderr`` are ``str`` (invalid UTF-8 replaced), or the
+    exact ``bytes`` with ``text=False``."""
     exit_code: Optional[int]
-    stdout: str
-    stderr: str
+    stdout: Union[str, bytes]
+    stderr: Union[str, bytes]
     status: str = "exited"
     signal: Optional[int] = None
     signal_name: Optional[str] = None
@@ -45,9 +48,12 @@ class CommandResult:
     message: Optional[str] = None
 
     @classmethod
-    def from_json(cls, d, stdout="", stderr=""):
-        return cls(exit_code=d.get("exit_code"), stdout=d.get("stdout", stdout),
-                   stderr=d.get("stderr", stderr), status=d.get("status", "exited"),
+    def from_json(cls, d, stdout="", stderr="", text=True):
+        out, err = d.get("stdout", stdout), d.get("stderr", stderr)
+        if d.get("encoding") == "base64":
+            out, err = _from_b64(out, text), _from_b64(err, text)
+        return cls(exit_code=d.get("exit_code"), stdout=out,
+                   stderr=err, status=d.get("status", "exited"),
                    signal=d.get("signal"), signal_name=d.get("signal_name"),
                    timed_out=bool(d.get("timed_out")), oom_killed=bool(d.get("oom_killed")),
                    duration_ms=d.get("duration_ms") or 0.0,
@@ -58,9 +64,10 @@ class CommandResult:
 @dataclasses.dataclass
 class OutputChunk:
     """One piece of a streamed command's output: ``stream`` is ``stdout`` or
-    ``stderr``."""
+    ``stderr``; ``data`` is ``str``, or the exact ``bytes`` with
+    ``text=False``."""
     stream: str
-    data: str
+    data: Union[str, bytes]
 
 
 @dataclasses.dataclass
@@ -180,8 +187,18 @@ def _seconds(name, value, lo, hi=MAX_SECONDS):
     return value
 
 
-def _cmd_body(cmd, cwd=None, env=None, timeout=None, stdin=None):
+def _from_b64(value, text):
+    """Exact bytes sent as base64; as text with invalid UTF-8 replaced."""
+    raw = base64.b64decode(value or "")
+    return raw.decode("utf-8", "replace") if text else raw
+
+
+def _cmd_body(cmd, cwd=None, env=None, timeout=None, stdin=None, text=True):
     body = {}
+    if not isinstance(text, bool):
+        raise TypeError(f"text must be True or False, not {text!r}")
+    if not text or isinstance(stdin, (bytes, bytearray, memoryview)):
+        body["encoding"] = "base64"
     if isinstance(cmd, str):
         body["cmd"] = cmd
     elif isinstance(cmd, (list, tuple)) and cmd and all(isinstance(a, str) for a in cmd):
@@ -200,10 +217,11 @@ def _cmd_body(cmd, cwd=None, env=None, timeout=None, stdin=None):
             raise TypeError(f"timeout must be a number of seconds >= 0, not {timeout!r}")
         body["timeout"] = timeout
     if stdin is not None:
-        if isinstance(stdin, (bytes, bytearray)):
-            stdin = bytes(stdin).decode("utf-8")
-        if not isinstance(stdin, str):
-            raise TypeError("stdin must be str or UTF-8 bytes")
+        if not isinstance(stdin, (str, bytes, bytearray, memoryview)):
+            raise TypeError(f"stdin must be str or bytes, not {type(stdin).__name__}")
+        if "encoding" in body:
+            raw = stdin.encode("utf-8") if isinstance(stdin, str) else bytes(stdin)
+            stdin = base64.b64encode(raw).decode("ascii")
         body["stdin"] = stdin
     return body
 
@@ -420,8 +438,9 @@ class ExecutionStream:
     the order they were written, then one :class:`ExitStatus`. After the end,
     ``exit_code`` and ``exit`` hold the result."""
 
-    def __init__(self, client, resp, conn):
+    def __init__(self, client, resp, conn, text=True):
         self._client, self._resp, self._conn = client, resp, conn
+        self._text = text
         self.exit = None
         self.exit_code = None
         self._done = False
@@ -465,7 +484,8 @@ class ExecutionStream:
             except ValueError:
                 obj = {"data": data}
             if event in ("stdout", "stderr"):
-                return OutputChunk(event, obj.get("data", ""))
+                data = obj.get("data", "")
+                return OutputChunk(event, data if self._text else base64.b64decode(data))
             if event == "exit":
                 self.exit = ExitStatus(
                     exit_code=obj.get("exit_code"), status=obj.get("status", "exited"),
@@ -531,27 +551,29 @@ class SandboxSession:
         return self._closed
 
     # -- commands --------------------------------------------------------
-    def execute(self, cmd, *, cwd=None, env=None, timeout=None, stdin=None):
+    def execute(self, cmd, *, cwd=None, env=None, timeout=None, stdin=None, text=True):
         """Run ``cmd`` (a shell string or an argv list) and wait for it.
-        Raises :class:`CommandTimeoutError` if ``timeout`` ran out."""
-        body = _cmd_body(cmd, cwd, env, timeout, stdin)
+        ``stdin`` is ``str`` or ``bytes`` (exact); with ``text=False``
+        ``stdout`` and ``stderr`` are the exact ``bytes``. Raises
+        :class:`CommandTimeoutError` if ``timeout`` ran out."""
+        body = _cmd_body(cmd, cwd, env, timeout, stdin, text)
         d = self._client.call("POST", "/run", body, timeout=_http_timeout(timeout))
-        result = CommandResult.from_json(d)
+        result = CommandResult.from_json(d, text=text)
         if result.timed_out:
             raise errors.CommandTimeoutError(
                 f"{result.message or 'command timed out'} (stdout and stderr so far are in "
                 "the exception's result)", result=result)
         return result
 
-    def execute_stream(self, cmd, *, cwd=None, env=None, timeout=None, stdin=None):
+    def execute_stream(self, cmd, *, cwd=None, env=None, timeout=None, stdin=None, text=True):
         """Run ``cmd`` and iterate over its output as it comes: ``OutputChunk``
-        items, then an ``ExitStatus``."""
-        body = json.dumps(_cmd_body(cmd, cwd, env, timeout, stdin)).encode()
+        items (``bytes`` chunks with ``text=False``), then an ``ExitStatus``."""
+        body = json.dumps(_cmd_body(cmd, cwd, env, timeout, stdin, text)).encode()
         resp, conn = self._client.request("POST", "/run_streaming", body,
                                           {"Content-Type": "application/json"},
                                           timeout=_http_timeout(timeout))
         self._client.check(resp, conn)
-        return ExecutionStream(self._client, resp, conn)
+        return ExecutionStream(self._client, resp, conn, text)
 
     # -- files -----------------------------------------------------------
     def _get_file(self, path, max_bytes):

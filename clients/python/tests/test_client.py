@@ -349,6 +349,40 @@ def test_execute_options():
         assert s.execute("python3 -c 'print(6*7)'").stdout == "42\n"
 
 
+def test_exact_bytes_in_and_out():
+    data = bytes(range(256)) + b"\r\x00\xff"
+    with LocalSandbox() as s:
+        r = s.execute("cat; printf '\\377' >&2", stdin=data, text=False)
+        assert (r.stdout, r.stderr, r.exit_code) == (data, b"\xff", 0)
+        # bytes stdin with text output: sent exactly, read back as text
+        r = s.execute("wc -c", stdin=b"\xff\x00")
+        assert r.stdout.strip() == "2"
+        # str stdin with bytes output
+        assert s.execute("cat", stdin="é", text=False).stdout == "é".encode()
+        # the default stays text, invalid bytes replaced
+        assert s.execute("printf 'a\\377'").stdout == "a\ufffd"
+        chunks = [c for c in s.execute_stream("printf '\\000\\377'; printf '\\376' >&2",
+                                              text=False)
+                  if isinstance(c, hutch.OutputChunk)]
+        assert b"".join(c.data for c in chunks if c.stream == "stdout") == b"\x00\xff"
+        assert [c.data for c in chunks if c.stream == "stderr"] == [b"\xfe"]
+        with pytest.raises(TypeError, match="stdin must be str or bytes"):
+            s.execute("cat", stdin=5)
+        with pytest.raises(TypeError, match="text must be"):
+            s.execute("cat", text="no")
+
+
+def test_exact_bytes_async():
+    async def main():
+        async with LocalSandbox() as s:
+            r = await s.execute("cat", stdin=b"\x00\xff", text=False)
+            assert r.stdout == b"\x00\xff"
+            got = [c.data async for c in s.execute_stream("printf '\\377'", text=False)
+                   if isinstance(c, hutch.OutputChunk)]
+            assert got == [b"\xff"]
+    asyncio.run(main())
+
+
 def test_streaming_order():
     script = "for i in 1 2 3; do echo out$i; sleep 0.05; echo err$i >&2; sleep 0.05; done; exit 5"
     with LocalSandbox() as s:

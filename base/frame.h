@@ -1,0 +1,82 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The framed byte stream of an upgraded exec connection (docs/api.md,
+ * "POST /exec"), pure: both ends (the supervisor, the CLI) encode and
+ * decode it with these functions. A frame is a 5-byte header, the type
+ * (1 byte) and the payload length (4 bytes, big-endian), then the payload.
+ * Data frames (stdin, stdout, stderr) carry raw bytes and are handed on in
+ * pieces as they arrive, never buffered whole; a data frame of length 0
+ * is its stream's end of file. Control frames (exit, error, resize,
+ * signal) are at most HUTCH_FRAME_CTL_MAX bytes and come whole. The
+ * decoder is fed hostile bytes: each side accepts only the types the
+ * other may send, and a length beyond its bound is a protocol error.
+ */
+#ifndef HUTCH_FRAME_H
+#define HUTCH_FRAME_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define HUTCH_FRAME_HDR      5
+#define HUTCH_FRAME_DATA_MAX (1u << 20) /* payload of one data frame */
+#define HUTCH_FRAME_CTL_MAX  4096       /* payload of one control frame */
+
+enum hutch_frame_type {
+	HUTCH_FRAME_STDIN = 0,  /* client -> server: bytes for the command's stdin */
+	HUTCH_FRAME_STDOUT = 1, /* server -> client */
+	HUTCH_FRAME_STDERR = 2, /* server -> client */
+	HUTCH_FRAME_EXIT = 3,   /* server -> client: the result, JSON; last frame */
+	HUTCH_FRAME_ERROR = 4,  /* server -> client: an error object, JSON; last frame */
+	HUTCH_FRAME_RESIZE = 5, /* client -> server: rows, cols (2 x u16 BE) */
+	HUTCH_FRAME_SIGNAL = 6, /* client -> server: a signal number (u32 BE) */
+	HUTCH_FRAME_NTYPES
+};
+
+#define HUTCH_FRAME_BIT(t) (1u << (t))
+#define HUTCH_FRAME_FROM_CLIENT                                                     \
+	(HUTCH_FRAME_BIT(HUTCH_FRAME_STDIN) | HUTCH_FRAME_BIT(HUTCH_FRAME_RESIZE) | \
+	 HUTCH_FRAME_BIT(HUTCH_FRAME_SIGNAL))
+#define HUTCH_FRAME_FROM_SERVER                                                      \
+	(HUTCH_FRAME_BIT(HUTCH_FRAME_STDOUT) | HUTCH_FRAME_BIT(HUTCH_FRAME_STDERR) | \
+	 HUTCH_FRAME_BIT(HUTCH_FRAME_EXIT) | HUTCH_FRAME_BIT(HUTCH_FRAME_ERROR))
+
+enum hutch_frame_ev_kind {
+	HUTCH_FRAME_EV_NONE, /* bytes consumed, nothing complete yet */
+	HUTCH_FRAME_EV_DATA, /* a piece of a data frame: data points into the input */
+	HUTCH_FRAME_EV_EOF,  /* a data frame of length 0 */
+	HUTCH_FRAME_EV_CTL,  /* a whole control frame: data points into the decoder */
+};
+
+struct hutch_frame_ev {
+	enum hutch_frame_ev_kind kind;
+	enum hutch_frame_type type;
+	const char *data;
+	size_t len;
+};
+
+struct hutch_frame_dec {
+	unsigned allowed; /* HUTCH_FRAME_BIT()s accepted */
+	uint8_t hdr[HUTCH_FRAME_HDR];
+	size_t hdr_len;
+	uint8_t type;
+	uint32_t left; /* payload bytes of the current frame still to come */
+	size_t ctl_len;
+	char ctl[HUTCH_FRAME_CTL_MAX];
+	const char *error; /* static text once a protocol error was seen */
+};
+
+void hutch_frame_dec_init(struct hutch_frame_dec *d, unsigned allowed);
+/* Consume a prefix of buf[0, n) (n > 0) and say what it made in *ev.
+ * Returns the bytes consumed (> 0), or -EPROTO (d->error says why; every
+ * later call fails too). */
+ssize_t hutch_frame_decode(struct hutch_frame_dec *d, const char *buf, size_t n,
+                           struct hutch_frame_ev *ev);
+/* The last HUTCH_FRAME_EV_DATA's caller took only part of it: the last k
+ * bytes of that piece are to be decoded again (fed again by the caller). */
+void hutch_frame_dec_unread(struct hutch_frame_dec *d, size_t k);
+/* Write the header of a frame of len bytes of type t into hdr. */
+void hutch_frame_header(uint8_t hdr[HUTCH_FRAME_HDR], enum hutch_frame_type t, uint32_t len);
+
+#endif

@@ -1,0 +1,504 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * POST /exec (docs/api.md): a command whose stdin, stdout and stderr
+ * travel byte-exact over the request's own connection. The request is an
+ * ordinary JSON body (/run's fields) with "Upgrade: hutch-exec"; it is
+ * answered 101 and the socket then carries frames (base/frame.h) both
+ * ways, relayed here between the socket and the command's pipes.
+ *
+ * Memory is bounded and each direction has back-pressure: the socket is
+ * read into one buffer only when the previous read has gone into the
+ * command's stdin (a full pipe stops the reading until EPOLLOUT), and the
+ * command's output is framed into a queue that pauses the command's pipes
+ * (hutch_cmd_resume_output()) beyond EXEC_OUT_HIGH until the socket has
+ * taken it. A half-close of the client (read end of file) is the end of
+ * stdin only (issue 18 #7); a hang-up (EPOLLHUP: both directions) or a
+ * broken frame kills the command. The last frame is EXIT (the result
+ * JSON of /run, without output) or ERROR (the sandbox ended); the socket
+ * is then handed back to libmicrohttpd, which closes it.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "api.h"
+#include "cleanup.h"
+#include "fdutil.h"
+#include "frame.h"
+#include "request.h"
+#include "routes.h"
+#include "supervisor.h"
+
+#define EXEC_UPGRADE   "hutch-exec"
+#define EXEC_IN_BUF    (256u << 10) /* socket -> stdin: one read at a time */
+#define EXEC_OUT_HIGH  (256u << 10) /* framed output queued: pause the command beyond */
+#define EXEC_PIPE_SIZE (1u << 20)   /* the command's pipes: fewer wakeups per byte */
+
+struct hutch_exec {
+	struct sup *s;
+	struct request *r; /* until libmicrohttpd completes the request */
+	struct cmd *cmd;
+	struct MHD_UpgradeResponseHandle *urh; /* set once upgraded */
+	int sock;                              /* libmicrohttpd's: never closed here */
+	int in_fd;                             /* the command's stdin; -EBADF once closed */
+	struct hutch_watch w_sock, w_in;
+	struct hutch_frame_dec dec;
+	char *ibuf; /* EXEC_IN_BUF, or libmicrohttpd's extra bytes if more */
+	size_t ioff, ilen;
+	char *obuf; /* frames not yet sent */
+	size_t ooff, olen, ocap;
+	bool rd_eof, finished, ended, aborted;
+	struct hutch_deferred dfree;
+	struct hutch_exec *next;
+};
+
+static void exec_freed(struct hutch_deferred *d)
+{
+	struct hutch_exec *x =
+	        (struct hutch_exec *)((char *)d - offsetof(struct hutch_exec, dfree));
+
+	free(x->ibuf);
+	free(x->obuf);
+	free(x);
+}
+
+/* The end: the command is killed if it runs, the socket handed back. */
+static void exec_end(struct hutch_exec *x)
+{
+	struct sup *s = x->s;
+
+	if (x->ended)
+		return;
+	x->ended = true;
+	hutch_loop_del(&s->loop, &x->w_sock);
+	hutch_loop_del(&s->loop, &x->w_in);
+	/* A command killed here must not see a clean end of its input first:
+	 * its stdin closes when it is dead. */
+	if (x->cmd && x->cmd->state != CMD_DONE && x->in_fd >= 0)
+		hutch_cmd_hold_fd(x->cmd, TAKE_FD(x->in_fd));
+	hutch_loop_close(&s->loop, &x->w_in, &x->in_fd);
+	if (x->cmd)
+		hutch_cmd_release(x->cmd);
+	x->cmd = NULL;
+	for (struct hutch_exec **pp = &s->execs; *pp; pp = &(*pp)->next)
+		if (*pp == x) {
+			*pp = x->next;
+			break;
+		}
+	if (x->r) {
+		x->r->state = NULL; /* the request must not free us */
+		x->r = NULL;
+	}
+	if (x->urh)
+		(void)hutch_mhd.upgrade_action(x->urh, MHD_UPGRADE_ACTION_CLOSE);
+	x->urh = NULL;
+	hutch_loop_defer(&s->loop, &x->dfree, exec_freed);
+}
+
+/* libmicrohttpd completed the request: before the upgrade, the client
+ * went away (end); after it, the stream lives on its own. */
+static void exec_detach(void *p)
+{
+	struct hutch_exec *x = p;
+
+	if (!x)
+		return;
+	x->r = NULL;
+	if (!x->urh)
+		exec_end(x);
+}
+
+/* A failure: end now, or before the upgrade kill the command and end when
+ * libmicrohttpd hands the socket over (it still holds a pointer to us). */
+static void exec_abort(struct hutch_exec *x)
+{
+	if (x->urh || !x->r) {
+		exec_end(x);
+		return;
+	}
+	x->aborted = true;
+	if (x->cmd)
+		hutch_cmd_kill(x->cmd, SIGKILL, 0);
+}
+
+static void update_events(struct hutch_exec *x)
+{
+	uint32_t ev = 0;
+
+	if (x->ended || !x->urh)
+		return;
+	if (!x->rd_eof && x->ioff == x->ilen)
+		ev |= EPOLLIN;
+	if (x->ooff < x->olen)
+		ev |= EPOLLOUT;
+	(void)hutch_loop_mod(&x->s->loop, &x->w_sock, ev);
+}
+
+static int out_reserve(struct hutch_exec *x, size_t n)
+{
+	char *p;
+
+	if (x->ooff == x->olen)
+		x->ooff = x->olen = 0;
+	if (x->ooff > 0 && x->olen + n > x->ocap) {
+		memmove(x->obuf, x->obuf + x->ooff, x->olen - x->ooff);
+		x->olen -= x->ooff;
+		x->ooff = 0;
+	}
+	if (x->olen + n <= x->ocap)
+		return 0;
+	p = realloc(x->obuf, x->olen + n);
+	if (!p)
+		return -ENOMEM;
+	x->obuf = p;
+	x->ocap = x->olen + n;
+	return 0;
+}
+
+/* Queue one frame, sending what the socket takes at once when nothing
+ * waits before it (one writev, no copy). Returns false if the client is
+ * gone. */
+static bool queue_frame(struct hutch_exec *x, enum hutch_frame_type t, const char *data, size_t n)
+{
+	uint8_t hdr[HUTCH_FRAME_HDR];
+	size_t sent = 0;
+
+	hutch_frame_header(hdr, t, (uint32_t)n);
+	if (x->urh && x->ooff == x->olen) {
+		struct iovec iov[2] = { { hdr, sizeof(hdr) }, { (void *)data, n } };
+		ssize_t w = writev(x->sock, iov, n ? 2 : 1);
+
+		if (w < 0 && errno != EAGAIN && errno != EINTR)
+			return false;
+		sent = w > 0 ? (size_t)w : 0;
+	}
+	if (out_reserve(x, sizeof(hdr) + n - sent) < 0)
+		return false;
+	if (sent < sizeof(hdr)) {
+		memcpy(x->obuf + x->olen, hdr + sent, sizeof(hdr) - sent);
+		x->olen += sizeof(hdr) - sent;
+		sent = 0;
+	} else {
+		sent -= sizeof(hdr);
+	}
+	memcpy(x->obuf + x->olen, data + sent, n - sent);
+	x->olen += n - sent;
+	return true;
+}
+
+/* Send what is queued; at the end of the stream, end. Returns false if
+ * the stream ended. */
+static bool flush_out(struct hutch_exec *x)
+{
+	while (x->urh && x->ooff < x->olen) {
+		ssize_t w = send(x->sock, x->obuf + x->ooff, x->olen - x->ooff, MSG_NOSIGNAL);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0 && errno == EAGAIN)
+			break;
+		if (w < 0) {
+			exec_end(x); /* the client is gone */
+			return false;
+		}
+		x->ooff += (size_t)w;
+	}
+	if (x->cmd && x->olen - x->ooff < EXEC_OUT_HIGH)
+		hutch_cmd_resume_output(x->cmd);
+	if (x->finished && x->urh && x->ooff == x->olen) {
+		exec_end(x);
+		return false;
+	}
+	return true;
+}
+
+static bool on_output(void *ud, struct cmd *c, bool is_err, const char *buf, size_t n)
+{
+	struct hutch_exec *x = ud;
+
+	if (!queue_frame(x, is_err ? HUTCH_FRAME_STDERR : HUTCH_FRAME_STDOUT, buf, n)) {
+		exec_abort(x);
+		return false;
+	}
+	update_events(x);
+	return x->olen - x->ooff < EXEC_OUT_HIGH;
+}
+
+static void on_done(void *ud, struct cmd *c)
+{
+	struct hutch_exec *x = ud;
+	struct sup *s = x->s;
+	bool gone = s->state != SUP_RUNNING;
+	cJSON *j = gone ? hutch_api_ended_json(s) : hutch_cmd_result_json(c, 0);
+	_cleanup_free_ char *text = NULL;
+
+	if (j && c->spawn_error && !gone)
+		cJSON_AddStringToObject(j, "error", c->spawn_error);
+	text = j ? cJSON_PrintUnformatted(j) : NULL;
+	cJSON_Delete(j);
+	hutch_loop_close(&s->loop, &x->w_in, &x->in_fd);
+	x->finished = true;
+	if (!text || !queue_frame(x, gone ? HUTCH_FRAME_ERROR : HUTCH_FRAME_EXIT, text,
+	                          strnlen(text, HUTCH_FRAME_CTL_MAX))) {
+		exec_abort(x);
+		return;
+	}
+	if (flush_out(x))
+		update_events(x);
+}
+
+static void close_stdin(struct hutch_exec *x)
+{
+	hutch_loop_close(&x->s->loop, &x->w_in, &x->in_fd);
+}
+
+static void on_control(struct hutch_exec *x, const struct hutch_frame_ev *ev)
+{
+	uint32_t sig;
+
+	if (ev->type != HUTCH_FRAME_SIGNAL || ev->len != 4 || !x->cmd)
+		return; /* RESIZE: no terminal yet */
+	sig = (uint32_t)(uint8_t)ev->data[0] << 24 | (uint32_t)(uint8_t)ev->data[1] << 16 |
+	      (uint32_t)(uint8_t)ev->data[2] << 8 | (uint8_t)ev->data[3];
+	if (sig >= 1 && sig < 65)
+		hutch_cmd_kill(x->cmd, (int)sig, 0);
+}
+
+/* Write one data piece to stdin. Returns the bytes taken; when the pipe
+ * did not take them all it is watched for room. */
+static size_t feed_stdin(struct hutch_exec *x, const char *data, size_t n)
+{
+	ssize_t w;
+
+	if (x->in_fd < 0)
+		return n; /* closed, or the command stopped reading: dropped */
+	do
+		w = write(x->in_fd, data, n);
+	while (w < 0 && errno == EINTR);
+	if (w < 0 && errno != EAGAIN) {
+		close_stdin(x); /* EPIPE: the rest of stdin is dropped */
+		return n;
+	}
+	if (w < 0)
+		w = 0;
+	if ((size_t)w < n && !hutch_watch_active(&x->w_in))
+		(void)hutch_loop_add(&x->s->loop, &x->w_in, x->in_fd, EPOLLOUT);
+	return (size_t)w;
+}
+
+/* Decode what was read, writing stdin data into the pipe until it is full.
+ * Returns false if the stream ended. */
+static bool pump_in(struct hutch_exec *x)
+{
+	while (x->ioff < x->ilen) {
+		struct hutch_frame_ev ev;
+		ssize_t r = hutch_frame_decode(&x->dec, x->ibuf + x->ioff, x->ilen - x->ioff, &ev);
+		size_t w;
+
+		if (r < 0) {
+			exec_end(x); /* a broken stream: the command is killed */
+			return false;
+		}
+		if (ev.kind == HUTCH_FRAME_EV_DATA) {
+			w = feed_stdin(x, ev.data, ev.len);
+			if (w < ev.len) { /* the pipe is full: the rest waits */
+				hutch_frame_dec_unread(&x->dec, ev.len - w);
+				x->ioff += (size_t)r - (ev.len - w);
+				return true;
+			}
+		} else if (ev.kind == HUTCH_FRAME_EV_EOF) {
+			close_stdin(x);
+		} else if (ev.kind == HUTCH_FRAME_EV_CTL) {
+			on_control(x, &ev);
+		}
+		x->ioff += (size_t)r;
+	}
+	x->ioff = x->ilen = 0;
+	if (hutch_watch_active(&x->w_in))
+		hutch_loop_del(&x->s->loop, &x->w_in);
+	return true;
+}
+
+static void on_stdin_room(struct hutch_watch *w, uint32_t events)
+{
+	struct hutch_exec *x = w->ptr;
+
+	hutch_loop_del(&x->s->loop, &x->w_in);
+	if (pump_in(x))
+		update_events(x);
+}
+
+static bool read_sock(struct hutch_exec *x)
+{
+	ssize_t n;
+
+	do
+		n = read(x->sock, x->ibuf, EXEC_IN_BUF);
+	while (n < 0 && errno == EINTR);
+	if (n < 0 && errno == EAGAIN)
+		return true;
+	if (n < 0) {
+		exec_end(x);
+		return false;
+	}
+	if (n == 0) {
+		/* A half-close: the client has no more input, but may still
+		 * read the output (issue 18 #7). */
+		x->rd_eof = true;
+		close_stdin(x);
+		return true;
+	}
+	x->ioff = 0;
+	x->ilen = (size_t)n;
+	return pump_in(x);
+}
+
+static void on_sock(struct hutch_watch *w, uint32_t events)
+{
+	struct hutch_exec *x = w->ptr;
+
+	/* Hung up both ways: the client is gone, whatever it sent last (its
+	 * end of file must not let the command run on to completion). */
+	if (events & (EPOLLHUP | EPOLLERR)) {
+		exec_end(x);
+		return;
+	}
+	if ((events & EPOLLOUT) && !flush_out(x))
+		return;
+	if ((events & EPOLLIN) && !x->rd_eof && x->ioff == x->ilen && !read_sock(x))
+		return;
+	update_events(x);
+}
+
+static void on_upgrade(void *cls, struct MHD_Connection *conn, void *con_cls, const char *extra,
+                       size_t extra_size, MHD_socket sock, struct MHD_UpgradeResponseHandle *urh)
+{
+	struct hutch_exec *x = cls;
+
+	x->urh = urh;
+	x->sock = sock;
+	(void)hutch_fd_nonblock(sock, true);
+	if (extra_size > EXEC_IN_BUF) {
+		char *p = realloc(x->ibuf, extra_size);
+		if (!p) {
+			exec_end(x);
+			return;
+		}
+		x->ibuf = p;
+	}
+	memcpy(x->ibuf, extra, extra_size);
+	x->ilen = extra_size;
+	if (x->aborted || hutch_loop_add(&x->s->loop, &x->w_sock, sock, 0) < 0) {
+		exec_end(x);
+		return;
+	}
+	if (pump_in(x) && flush_out(x))
+		update_events(x);
+}
+
+static enum MHD_Result refuse_no_upgrade(struct request *r)
+{
+	return hutch_api_respond_error(r->conn, 426, "upgrade_required",
+	                               "POST /exec streams over the connection: send "
+	                               "'Connection: Upgrade' and 'Upgrade: " EXEC_UPGRADE
+	                               "' (docs/api.md)");
+}
+
+static struct hutch_exec *exec_new(struct request *r)
+{
+	struct hutch_exec *x = calloc(1, sizeof(*x));
+
+	if (!x)
+		return NULL;
+	x->ibuf = malloc(EXEC_IN_BUF);
+	if (!x->ibuf) {
+		free(x);
+		return NULL;
+	}
+	x->s = r->s;
+	x->r = r;
+	x->sock = -1;
+	x->in_fd = -EBADF;
+	hutch_watch_init(&x->w_sock, on_sock, x);
+	hutch_watch_init(&x->w_in, on_stdin_room, x);
+	hutch_frame_dec_init(&x->dec, HUTCH_FRAME_FROM_CLIENT);
+	return x;
+}
+
+static enum MHD_Result answer_upgrade(struct request *r, struct hutch_exec *x)
+{
+	struct MHD_Response *resp = hutch_mhd.create_response_for_upgrade(on_upgrade, x);
+	enum MHD_Result ret;
+
+	if (!resp)
+		return MHD_NO;
+	(void)hutch_mhd.add_response_header(resp, MHD_HTTP_HEADER_UPGRADE, EXEC_UPGRADE);
+	ret = hutch_mhd.queue_response(r->conn, MHD_HTTP_SWITCHING_PROTOCOLS, resp);
+	hutch_mhd.destroy_response(resp);
+	r->answered = true;
+	return ret;
+}
+
+enum MHD_Result hutch_api_serve_exec(struct request *r, const char *upload, size_t *size)
+{
+	const char *up = hutch_mhd.lookup_connection_value(r->conn, MHD_HEADER_KIND,
+	                                                   MHD_HTTP_HEADER_UPGRADE);
+	struct hutch_cmd_sink sink = { .output = on_output, .done = on_done };
+	struct hutch_run_req req = { 0 };
+	struct hutch_err err = { 0 };
+	struct hutch_spawn sp;
+	struct hutch_exec *x;
+
+	if (r->answered)
+		return MHD_YES;
+	if (!up || strcasecmp(up, EXEC_UPGRADE))
+		return refuse_no_upgrade(r);
+	if (hutch_run_req_parse(r->body.data ? r->body.data : "", r->body.len, &req, &err) < 0)
+		return hutch_api_respond_error(r->conn, err.code == -ENOMEM ? 500 : 400,
+		                               "invalid_request", "%s", err.msg);
+	if (req.stdin_data) {
+		hutch_run_req_done(&req);
+		return hutch_api_respond_error(r->conn, 400, "invalid_request",
+		                               "'stdin' is not a field of /exec: stdin comes as "
+		                               "frames on the connection");
+	}
+	x = exec_new(r);
+	if (!x) {
+		hutch_run_req_done(&req);
+		return MHD_NO;
+	}
+	sp = (struct hutch_spawn){
+		.argv = (const char *const *)req.argv,
+		.envp = (const char *const *)req.envp,
+		.cwd = req.cwd,
+		.stdin_open = true,
+		.pipe_size = EXEC_PIPE_SIZE,
+		.timeout = req.timeout,
+	};
+	sink.ud = x;
+	x->cmd = hutch_cmd_start(&r->s->cmds, &sp, &sink, &err);
+	hutch_run_req_done(&req);
+	if (!x->cmd) {
+		exec_freed(&x->dfree);
+		return hutch_api_respond_error(r->conn, err.code == -E2BIG ? 413 : 500,
+		                               err.code == -E2BIG ? "too_large" : "spawn_failed",
+		                               "%s", err.msg);
+	}
+	x->in_fd = hutch_cmd_take_stdin(x->cmd);
+	x->next = r->s->execs;
+	r->s->execs = x;
+	r->state = x;
+	r->state_free = exec_detach;
+	return answer_upgrade(r, x);
+}
+
+void hutch_api_exec_close_all(struct sup *s)
+{
+	while (s->execs)
+		exec_end(s->execs);
+}

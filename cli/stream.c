@@ -17,7 +17,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <termios.h>
 #include <unistd.h>
 
 #include "args.h"
@@ -32,11 +34,60 @@
 #define STDIN_CHUNK (256u << 10)
 #define SOCK_CHUNK  (256u << 10)
 
-static volatile sig_atomic_t interrupted;
+static volatile sig_atomic_t interrupted, winched;
 
 static void on_interrupt(int sig)
 {
 	interrupted = sig;
+}
+
+static void on_winch(int sig)
+{
+	winched = 1;
+}
+
+/* -t: the caller's terminal in raw mode while the command runs (keys go
+ * to the sandbox's terminal as they are typed: ^C, ^Z, ^\ reach its
+ * foreground group there, not hutch), restored on every way out of
+ * hutch_cli_stream_command(). */
+struct tty_mode {
+	bool raw;
+	struct termios saved;
+};
+
+static int tty_raw(struct tty_mode *m)
+{
+	struct termios t;
+	struct sigaction sa = { .sa_handler = on_winch };
+
+	if (tcgetattr(0, &m->saved) < 0)
+		return -errno;
+	t = m->saved;
+	cfmakeraw(&t);
+	if (tcsetattr(0, TCSADRAIN, &t) < 0)
+		return -errno;
+	m->raw = true;
+	sigaction(SIGWINCH, &sa, NULL);
+	return 0;
+}
+
+static void tty_restore(struct tty_mode *m)
+{
+	if (m->raw)
+		(void)tcsetattr(0, TCSADRAIN, &m->saved);
+	m->raw = false;
+}
+
+/* The window size as a RESIZE frame's payload, 0 if unknown. */
+static bool window_size(uint16_t *rows, uint16_t *cols)
+{
+	struct winsize ws;
+
+	if (ioctl(0, TIOCGWINSZ, &ws) < 0 || !ws.ws_row || !ws.ws_col)
+		return false;
+	*rows = ws.ws_row;
+	*cols = ws.ws_col;
+	return true;
 }
 
 void hutch_cli_catch_interrupts(void)
@@ -156,6 +207,21 @@ static void read_stdin_frame(struct relay *rl)
 	rl->olen = HUTCH_FRAME_HDR + (size_t)n;
 }
 
+static void queue_resize(struct relay *rl)
+{
+	uint16_t rows, cols;
+	uint8_t *o = (uint8_t *)rl->obuf;
+
+	winched = 0;
+	if (!window_size(&rows, &cols))
+		return;
+	hutch_frame_header(o, HUTCH_FRAME_RESIZE, 4);
+	o[5] = (uint8_t)(rows >> 8), o[6] = (uint8_t)rows;
+	o[7] = (uint8_t)(cols >> 8), o[8] = (uint8_t)cols;
+	rl->ooff = 0;
+	rl->olen = HUTCH_FRAME_HDR + 4;
+}
+
 static void send_pending(struct relay *rl)
 {
 	ssize_t w = send(rl->sock, rl->obuf + rl->ooff, rl->olen - rl->ooff,
@@ -197,6 +263,8 @@ static int relay_loop(struct relay *rl)
 
 		if (interrupted)
 			return 128 + interrupted;
+		if (winched && !pending)
+			queue_resize(rl);
 		if (poll(p, rl->in_open && !pending ? 2 : 1, -1) < 0) {
 			if (errno == EINTR)
 				continue;
@@ -241,25 +309,46 @@ static int relay(const char *path, int sock, bool interactive, const char *extra
 	return relay_loop(&rl);
 }
 
+/* exec -it ID alone: appuser's login shell, as its passwd entry says. */
+static char *login_shell[] = { "/bin/sh", "-c",
+	                       "s=$(getent passwd \"$(id -u)\" | cut -d: -f7); "
+	                       "exec \"${s:-/bin/sh}\" -l",
+	                       NULL };
+
 static char *request_body(char **argv, const struct hutch_cli_args *a)
 {
 	_cleanup_cjson_ cJSON *req = cJSON_CreateObject();
 	cJSON *arr = cJSON_AddArrayToObject(req, "argv");
+	_cleanup_cjson_ cJSON *env = a->env ? cJSON_Duplicate(a->env, true) : cJSON_CreateObject();
+	const char *term = getenv("TERM");
+	uint16_t rows, cols;
 
-	for (char **w = argv; *w; w++)
+	for (char **w = argv ? argv : login_shell; *w; w++)
 		cJSON_AddItemToArray(arr, cJSON_CreateString(*w));
 	if (a->cwd)
 		cJSON_AddStringToObject(req, "cwd", a->cwd);
-	if (a->env)
-		cJSON_AddItemReferenceToObject(req, "env", a->env);
+	if (a->tty) {
+		cJSON *t = cJSON_AddObjectToObject(req, "tty");
+
+		if (window_size(&rows, &cols)) {
+			cJSON_AddNumberToObject(t, "rows", rows);
+			cJSON_AddNumberToObject(t, "cols", cols);
+		}
+		/* The caller's terminal type, unless -e says otherwise. */
+		if (term && *term && env && !cJSON_GetObjectItemCaseSensitive(env, "TERM"))
+			cJSON_AddStringToObject(env, "TERM", term);
+	}
+	if (env && cJSON_GetArraySize(env) > 0)
+		cJSON_AddItemToObject(req, "env", TAKE_PTR(env));
 	if (a->timeout > 0)
 		cJSON_AddNumberToObject(req, "timeout", a->timeout);
 	return cJSON_PrintUnformatted(req);
 }
 
-int hutch_cli_stream_command(const char *sock, char **argv, const struct hutch_cli_args *a)
+/* POST /exec and the relay, once the terminal (-t) is set up. */
+static int run_stream(const char *sock, const char *body, const struct hutch_cli_args *a)
 {
-	_cleanup_free_ char *body = request_body(argv, a), *extra = NULL;
+	_cleanup_free_ char *extra = NULL;
 	_cleanup_close_ int fd = -EBADF;
 	struct hutch_http_resp resp;
 	struct hutch_err err = { 0 };
@@ -268,8 +357,6 @@ int hutch_cli_stream_command(const char *sock, char **argv, const struct hutch_c
 	size_t extra_len = 0;
 	int r;
 
-	if (!body)
-		return hutch_cli_fail(HUTCH_EXIT_FAILURE, "out of memory");
 	/* Without -i, stdin's end goes with the request. */
 	hutch_frame_header(eof, HUTCH_FRAME_STDIN, 0);
 	r = hutch_client_upgrade(sock, "/exec", "hutch-exec", body, strlen(body),
@@ -288,4 +375,27 @@ int hutch_cli_stream_command(const char *sock, char **argv, const struct hutch_c
 	}
 	hutch_http_resp_done(&resp);
 	return relay(sock, fd, a->interactive, extra, extra_len, &rs);
+}
+
+int hutch_cli_stream_command(const char *sock, char **argv, const struct hutch_cli_args *a)
+{
+	_cleanup_free_ char *body = request_body(argv, a);
+	struct tty_mode tm = { 0 };
+	int r;
+
+	if (!body)
+		return hutch_cli_fail(HUTCH_EXIT_FAILURE, "out of memory");
+	if (a->tty && !isatty(0))
+		return hutch_cli_fail(
+		        HUTCH_EXIT_USAGE,
+		        "the input device is not a terminal: -t needs one on standard "
+		        "input (drop -t, or use -i alone for a pipe)");
+	/* Raw before the request: keys typed while it starts are not cooked
+	 * (a ^D must reach the sandbox, not end our input). */
+	if (a->tty && tty_raw(&tm) < 0)
+		return hutch_cli_fail(HUTCH_EXIT_FAILURE, "cannot set the terminal to raw mode: %s",
+		                      strerror(errno));
+	r = run_stream(sock, body, a);
+	tty_restore(&tm);
+	return r;
 }

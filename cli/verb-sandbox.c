@@ -30,31 +30,37 @@
 
 /* The options of a command, run's and exec's; modes: those of --timeout
  * and --interactive (exec -d takes neither). */
-#define COMMAND_OPTS(m)                                                                           \
-	{ .name = "cwd",                                                                          \
-	  .kind = HUTCH_CLI_STRING,                                                               \
-	  A(cwd),                                                                                 \
-	  .metavar = "DIR",                                                                       \
-	  .help = "working directory (default /workspace)" },                                     \
-	        { .name = "env",                                                                  \
-		  .short_name = 'e',                                                              \
-		  .kind = HUTCH_CLI_ENV,                                                          \
-		  A(env),                                                                         \
-		  .metavar = "K=V",                                                               \
-		  .help = "set an environment variable (repeatable)" },                           \
-	        { .name = "timeout",                                                              \
-		  .kind = HUTCH_CLI_SECONDS,                                                      \
-		  A(timeout),                                                                     \
-		  .metavar = "S",                                                                 \
-		  .max = DBL_MAX,                                                                 \
-		  .modes = (m),                                                                   \
-		  .help = "kill the command and its children after S seconds (exit 124)",         \
-		  .invalid = "invalid --timeout '%s': give a number of seconds, e.g. 30" },       \
-	{                                                                                         \
-		.name = "interactive", .short_name = 'i', .kind = HUTCH_CLI_FLAG, A(interactive), \
-		.modes = (m),                                                                     \
-		.help = "stream standard input to CMD, byte-exact, until its end (without "       \
-		        "-i stdin is not read)"                                                   \
+#define COMMAND_OPTS(m)                                                                          \
+	{ .name = "cwd",                                                                         \
+	  .kind = HUTCH_CLI_STRING,                                                              \
+	  A(cwd),                                                                                \
+	  .metavar = "DIR",                                                                      \
+	  .help = "working directory (default /workspace)" },                                    \
+	        { .name = "env",                                                                 \
+		  .short_name = 'e',                                                             \
+		  .kind = HUTCH_CLI_ENV,                                                         \
+		  A(env),                                                                        \
+		  .metavar = "K=V",                                                              \
+		  .help = "set an environment variable (repeatable)" },                          \
+	        { .name = "timeout",                                                             \
+		  .kind = HUTCH_CLI_SECONDS,                                                     \
+		  A(timeout),                                                                    \
+		  .metavar = "S",                                                                \
+		  .max = DBL_MAX,                                                                \
+		  .modes = (m),                                                                  \
+		  .help = "kill the command and its children after S seconds (exit 124)",        \
+		  .invalid = "invalid --timeout '%s': give a number of seconds, e.g. 30" },      \
+	        { .name = "interactive",                                                         \
+		  .short_name = 'i',                                                             \
+		  .kind = HUTCH_CLI_FLAG,                                                        \
+		  A(interactive),                                                                \
+		  .modes = (m),                                                                  \
+		  .help = "stream standard input to CMD, byte-exact, until its end (without "    \
+		          "-i stdin is not read)" },                                             \
+	{                                                                                        \
+		.name = "tty", .short_name = 't', .kind = HUTCH_CLI_FLAG, A(tty), .modes = (m),  \
+		.help = "run CMD on a terminal of the sandbox (-it: interactive; stdin must be " \
+		        "a terminal; exec -it ID alone starts a login shell)"                    \
 	}
 
 static const struct hutch_cli_opt run_opts[] = {
@@ -261,9 +267,11 @@ static int cmd_exec(struct hutch_cli_args *a)
 	r = hutch_cli_resolve(a->pos[0], &p);
 	if (r)
 		return r;
-	if (!a->cmd)
-		return hutch_cli_fail(HUTCH_EXIT_USAGE,
-		                      "missing command: hutch exec ID -- CMD [ARG...]");
+	if (!a->cmd && !(a->tty && a->interactive))
+		return hutch_cli_fail(
+		        HUTCH_EXIT_USAGE,
+		        "missing command: hutch exec ID -- CMD [ARG...] (or exec -it ID "
+		        "for a login shell)");
 	r = hutch_cli_check_live(&p);
 	if (r)
 		return r;

@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
@@ -31,6 +32,7 @@
 #include "fileops.h"
 #include "init.h"
 #include "proto.h"
+#include "pty.h"
 #include "seccomp-filter.h"
 #include "syscalls.h"
 
@@ -196,6 +198,10 @@ static int command_child(void *arg)
 		if (dup2(a->fds[i], i) < 0) /* lint-fds: ok: 0-2 for exec */
 			_exit(126);
 	}
+	/* A terminal: the pty's slave becomes the new session's controlling
+	 * terminal, so ^C reaches its foreground group. */
+	if ((req->flags & HUTCH_SPAWN_TTY) && ioctl(0, TIOCSCTTY, 0) < 0)
+		_exit(126);
 	/* v1: out of init's freezer cgroup into the commands' one, which idle
 	 * sleep freezes without init (a thread moving itself: no global lock). */
 	if (a->join_fd >= 0 && write(a->join_fd, "0", 1) != 1)
@@ -306,13 +312,24 @@ static void handle_spawn(struct init_state *s, uint64_t id, const char *body, si
 {
 	static struct hutch_spawn_req req; /* large: keep it off the stack */
 	struct hutch_msg_spawned rep = { 0 };
+	_cleanup_close_ int master = -EBADF, slave = -EBADF;
+	int pty[3];
+	bool tty;
 	pid_t pid;
 
-	if (nfds != 3 || hutch_proto_spawn_decode(body, len, &req) < 0) {
+	if (hutch_proto_spawn_decode(body, len, &req) < 0 ||
+	    nfds != ((req.flags & HUTCH_SPAWN_TTY) ? 0 : 3)) {
 		rep.error = -EBADMSG;
 		goto reply;
 	}
-	pid = spawn_command(s, &req, fds);
+	tty = req.flags & HUTCH_SPAWN_TTY;
+	if (tty) {
+		rep.error = hutch_init_pty_open(req.winsize, HUTCH_APP_UID, &master, &slave);
+		if (rep.error < 0)
+			goto reply;
+		pty[0] = pty[1] = pty[2] = slave;
+	}
+	pid = spawn_command(s, &req, tty ? pty : fds);
 	if (pid < 0) {
 		rep.error = pid;
 		goto reply;
@@ -325,7 +342,8 @@ static void handle_spawn(struct init_state *s, uint64_t id, const char *body, si
 	rep.pid = pid;
 reply:
 	hutch_close_many(fds, nfds);
-	(void)hutch_proto_send(s->sock, HUTCH_MSG_SPAWNED, id, &rep, sizeof(rep), NULL, 0);
+	(void)hutch_proto_send(s->sock, HUTCH_MSG_SPAWNED, id, &rep, sizeof(rep),
+	                       rep.pid ? &master : NULL, rep.pid && master >= 0 ? 1 : 0);
 }
 
 struct proc_entry {

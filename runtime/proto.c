@@ -73,6 +73,7 @@ int hutch_proto_spawn_decode(const char *body, size_t len, struct hutch_spawn_re
 	ret->argc = fixed.argc;
 	ret->envc = fixed.envc;
 	ret->flags = fixed.flags;
+	ret->winsize = fixed.winsize;
 	return 0;
 }
 

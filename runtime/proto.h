@@ -24,13 +24,13 @@
 
 enum hutch_msg_type {
 	/* supervisor -> init */
-	HUTCH_MSG_SPAWN = 1, /* body: spawn; fds: stdin, stdout, stderr */
+	HUTCH_MSG_SPAWN = 1, /* body: spawn; fds: stdin, stdout, stderr (none with a tty) */
 	HUTCH_MSG_KILL,      /* body: kill */
 	HUTCH_MSG_GO,        /* maps written, cgroup entered: set up and report */
 	/* init -> supervisor */
 	HUTCH_MSG_READY = 100, /* rootfs and namespaces done: commands may run */
 	HUTCH_MSG_FAILED,      /* body: struct hutch_err; setup failed */
-	HUTCH_MSG_SPAWNED,     /* body: spawned */
+	HUTCH_MSG_SPAWNED,     /* body: spawned; fd: the pty's master (HUTCH_SPAWN_TTY) */
 	HUTCH_MSG_EXITED,      /* body: exited */
 	HUTCH_MSG_NET_FDS,     /* setup only, before READY: body: net_fd[n]; fds */
 };
@@ -46,13 +46,17 @@ struct hutch_msg_hdr {
 struct hutch_msg_spawn {
 	uint32_t argc;
 	uint32_t envc;
-	uint32_t flags; /* HUTCH_SPAWN_* */
-	uint32_t pad;
+	uint32_t flags;   /* HUTCH_SPAWN_* */
+	uint32_t winsize; /* HUTCH_SPAWN_TTY: rows << 16 | columns (0: the kernel's default) */
 };
 
 /* The child runs a built-in file operation (fileops.h; argv[0] names it)
  * instead of execvp(), after the same privilege drop and seccomp. */
 #define HUTCH_SPAWN_BUILTIN (1u << 0)
+/* The command runs on a new pseudo-terminal of the sandbox's own devpts,
+ * opened by init: the slave is its controlling terminal and fds 0-2, the
+ * master goes back to the supervisor with SPAWNED. */
+#define HUTCH_SPAWN_TTY (1u << 1)
 
 struct hutch_msg_kill {
 	int32_t signal;
@@ -81,7 +85,7 @@ struct hutch_msg_exited {
 
 /* A decoded spawn request; pointers point into the message buffer. */
 struct hutch_spawn_req {
-	uint32_t argc, envc, flags;
+	uint32_t argc, envc, flags, winsize;
 	const char *argv[HUTCH_SPAWN_MAX_ARGS + 1];
 	const char *envp[HUTCH_SPAWN_MAX_ENV + 1];
 	const char *cwd;

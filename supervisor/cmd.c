@@ -208,10 +208,37 @@ static struct cmd *find_cmd(struct hutch_cmds *set, uint64_t id)
 	return NULL;
 }
 
-static void on_spawned(struct cmd *c, const struct hutch_msg_spawned *m)
+/* A tty command's master (from init, hostile like every message): stdout
+ * and, through a copy, stdin. */
+static int take_master(struct cmd *c, int fd)
 {
-	if (m->error < 0 || m->pid <= 0) {
-		cmd_fail_spawn(c, m->error < 0 ? m->error : -EIO);
+	if (fd < 0)
+		return -EBADMSG;
+	(void)hutch_fd_nonblock(fd, true);
+	c->in_fd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+	if (c->in_fd < 0) {
+		close(fd);
+		return -errno;
+	}
+	c->out_fd = fd;
+	return hutch_loop_add(c->set->loop, &c->w_out, c->out_fd, c->out_paused ? 0 : EPOLLIN);
+}
+
+static void on_spawned(struct cmd *c, const struct hutch_msg_spawned *m, int fd)
+{
+	int r = 0;
+
+	if (c->tty && m->error >= 0 && m->pid > 0)
+		r = take_master(c, fd);
+	else if (fd >= 0)
+		close(fd); /* not asked for */
+	if (m->error < 0 || m->pid <= 0 || r < 0) {
+		if (m->pid > 0) { /* started, but unusable: it must not run */
+			c->pid = m->pid;
+			c->state = CMD_RUNNING;
+			hutch_cmd_kill(c, SIGKILL, 0);
+		}
+		cmd_fail_spawn(c, m->error < 0 ? m->error : r < 0 ? r : -EIO);
 		return;
 	}
 	c->pid = m->pid;
@@ -235,9 +262,14 @@ static void on_init_message(struct hutch_watch *w, uint32_t events)
 			struct hutch_msg_exited exited;
 			char raw[64];
 		} body;
-		ssize_t n = hutch_proto_recv(set->init_sock, &hdr, &body, sizeof(body), NULL, NULL);
+		int fd = -EBADF;
+		size_t nfds = 1;
+		ssize_t n = hutch_proto_recv(set->init_sock, &hdr, &body, sizeof(body), &fd, &nfds);
 		struct cmd *c;
+		bool spawned;
 
+		if (nfds == 0 || n < 0)
+			fd = -EBADF; /* none, or closed by hutch_proto_recv() */
 		if (n == -EAGAIN)
 			return;
 		if (n == -EBADMSG)
@@ -247,11 +279,14 @@ static void on_init_message(struct hutch_watch *w, uint32_t events)
 			return; /* init is gone; the pidfd tells the rest */
 		}
 		c = find_cmd(set, hdr.id);
+		spawned = c && c->state == CMD_SPAWNING && hdr.type == HUTCH_MSG_SPAWNED &&
+		          n == sizeof(body.spawned);
+		if (!spawned && fd >= 0)
+			close(fd); /* an fd comes only with SPAWNED */
 		if (!c || c->state == CMD_DONE)
 			continue;
-		if (hdr.type == HUTCH_MSG_SPAWNED && n == sizeof(body.spawned) &&
-		    c->state == CMD_SPAWNING) {
-			on_spawned(c, &body.spawned);
+		if (spawned) {
+			on_spawned(c, &body.spawned, fd);
 		} else if (hdr.type == HUTCH_MSG_EXITED && n == sizeof(body.exited) &&
 		           c->state == CMD_RUNNING) {
 			c->status = body.exited.status;
@@ -337,6 +372,7 @@ static struct cmd *cmd_new(struct hutch_cmds *set, const struct hutch_spawn *sp,
 	hutch_watch_init(&c->w_timer, on_timeout, c);
 	c->timeout = sp->timeout;
 	c->capture = sp->capture;
+	c->tty = sp->tty;
 	if (sink)
 		c->sink = *sink;
 	hutch_buf_init(&c->out, sp->max_output);
@@ -386,8 +422,6 @@ static int cmd_pipes(struct cmd *c, const struct hutch_spawn *sp, int child[3],
 		close(c->in_fd); /* EOF at once */
 		c->in_fd = -EBADF;
 	}
-	if (sp->timeout > 0 && arm_timer(c, sp->timeout) < 0)
-		return hutch_err_set_errno(err, -errno, "arm timeout");
 	return 0;
 }
 
@@ -410,17 +444,26 @@ struct cmd *hutch_cmd_start(struct hutch_cmds *set, const struct hutch_spawn *sp
 		       NULL;
 	if (len < 0)
 		return hutch_err_set_errno(err, (int)len, "encode command"), NULL;
+	if (sp->tty) {
+		uint32_t ws = (uint32_t)sp->rows << 16 | sp->cols;
+
+		spawn_flags |= HUTCH_SPAWN_TTY;
+		memcpy(body + offsetof(struct hutch_msg_spawn, winsize), &ws, sizeof(ws));
+	}
 	memcpy(body + offsetof(struct hutch_msg_spawn, flags), &spawn_flags, sizeof(spawn_flags));
 	c = cmd_new(set, sp, sink);
 	if (!c)
 		return hutch_err_set(err, -ENOMEM, "out of memory"), NULL;
-	r = cmd_pipes(c, sp, child, err);
+	/* A tty's master comes with SPAWNED. */
+	r = sp->tty ? 0 : cmd_pipes(c, sp, child, err);
+	if (r >= 0 && sp->timeout > 0 && arm_timer(c, sp->timeout) < 0)
+		r = hutch_err_set_errno(err, -errno, "arm timeout");
 	/* Before the send: init may run the whole command before this
 	 * process is scheduled again. */
 	c->started = hutch_now_mono_sec();
 	if (r >= 0) {
 		r = hutch_proto_send(set->init_sock, HUTCH_MSG_SPAWN, c->id, body, (size_t)len,
-		                     child, 3);
+		                     child, sp->tty ? 0 : 3);
 		if (r < 0)
 			hutch_err_set_errno(err, r, "send command to sandbox init");
 	}

@@ -47,6 +47,9 @@ struct hutch_spawn {
 	bool stdin_open;     /* leave stdin's write end for hutch_cmd_take_stdin() */
 	bool builtin;        /* a file builtin of init (proto.h HUTCH_SPAWN_BUILTIN) */
 	unsigned pipe_size;  /* F_SETPIPE_SZ of the three pipes (streams), 0: the default */
+	bool tty;            /* on a pty of the sandbox (proto.h HUTCH_SPAWN_TTY): no pipes;
+	                      * once spawned, stdin and stdout are its master, no stderr */
+	uint16_t rows, cols; /* the tty's size, 0: the kernel's default */
 	double timeout;      /* seconds, 0 = none: then SIGKILL to the tree */
 	uint64_t max_output; /* per stream when captured */
 	enum hutch_capture capture;
@@ -93,7 +96,7 @@ struct cmd {
 	double started, duration; /* monotonic seconds */
 	double timeout;
 	int status; /* wait status once done */
-	bool exited, timed_out, oom_killed, released;
+	bool exited, timed_out, oom_killed, released, tty;
 	uint64_t stdin_len;        /* bytes given as stdin_data */
 	struct hutch_buf out, err; /* captured output (no sink output callback) */
 	const char *spawn_error;   /* init could not start it (static or spawn_errbuf) */

@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -53,6 +54,8 @@ struct hutch_exec {
 	char *obuf; /* frames not yet sent */
 	size_t ooff, olen, ocap;
 	bool rd_eof, finished, ended, aborted;
+	bool started; /* stdin is known (a tty's master comes once spawned) */
+	bool tty;
 	struct hutch_deferred dfree;
 	struct hutch_exec *next;
 };
@@ -229,6 +232,21 @@ static bool on_output(void *ud, struct cmd *c, bool is_err, const char *buf, siz
 	return x->olen - x->ooff < EXEC_OUT_HIGH;
 }
 
+static bool pump_in(struct hutch_exec *x);
+
+/* A tty's master is known now: its input may flow. */
+static void on_spawned(void *ud, struct cmd *c)
+{
+	struct hutch_exec *x = ud;
+
+	if (x->started)
+		return;
+	x->in_fd = hutch_cmd_take_stdin(c);
+	x->started = true;
+	if (x->urh && pump_in(x))
+		update_events(x);
+}
+
 static void on_done(void *ud, struct cmd *c)
 {
 	struct hutch_exec *x = ud;
@@ -254,17 +272,25 @@ static void on_done(void *ud, struct cmd *c)
 
 static void close_stdin(struct hutch_exec *x)
 {
-	hutch_loop_close(&x->s->loop, &x->w_in, &x->in_fd);
+	/* A terminal has no end of input but a byte (^D): the master stays. */
+	if (!x->tty)
+		hutch_loop_close(&x->s->loop, &x->w_in, &x->in_fd);
 }
 
 static void on_control(struct hutch_exec *x, const struct hutch_frame_ev *ev)
 {
+	const uint8_t *d = (const uint8_t *)ev->data;
 	uint32_t sig;
 
+	if (ev->type == HUTCH_FRAME_RESIZE && ev->len == 4 && x->tty && x->in_fd >= 0) {
+		struct winsize ws = { .ws_row = (unsigned short)(d[0] << 8 | d[1]),
+			              .ws_col = (unsigned short)(d[2] << 8 | d[3]) };
+		(void)ioctl(x->in_fd, TIOCSWINSZ, &ws); /* SIGWINCH to its foreground */
+		return;
+	}
 	if (ev->type != HUTCH_FRAME_SIGNAL || ev->len != 4 || !x->cmd)
-		return; /* RESIZE: no terminal yet */
-	sig = (uint32_t)(uint8_t)ev->data[0] << 24 | (uint32_t)(uint8_t)ev->data[1] << 16 |
-	      (uint32_t)(uint8_t)ev->data[2] << 8 | (uint8_t)ev->data[3];
+		return;
+	sig = (uint32_t)d[0] << 24 | (uint32_t)d[1] << 16 | (uint32_t)d[2] << 8 | d[3];
 	if (sig >= 1 && sig < 65)
 		hutch_cmd_kill(x->cmd, (int)sig, 0);
 }
@@ -295,7 +321,7 @@ static size_t feed_stdin(struct hutch_exec *x, const char *data, size_t n)
  * Returns false if the stream ended. */
 static bool pump_in(struct hutch_exec *x)
 {
-	while (x->ioff < x->ilen) {
+	while (x->started && x->ioff < x->ilen) {
 		struct hutch_frame_ev ev;
 		ssize_t r = hutch_frame_decode(&x->dec, x->ibuf + x->ioff, x->ilen - x->ioff, &ev);
 		size_t w;
@@ -318,6 +344,8 @@ static bool pump_in(struct hutch_exec *x)
 		}
 		x->ioff += (size_t)r;
 	}
+	if (x->ioff < x->ilen)
+		return true; /* not started: the rest waits */
 	x->ioff = x->ilen = 0;
 	if (hutch_watch_active(&x->w_in))
 		hutch_loop_del(&x->s->loop, &x->w_in);
@@ -448,7 +476,9 @@ enum MHD_Result hutch_api_serve_exec(struct request *r, const char *upload, size
 {
 	const char *up = hutch_mhd.lookup_connection_value(r->conn, MHD_HEADER_KIND,
 	                                                   MHD_HTTP_HEADER_UPGRADE);
-	struct hutch_cmd_sink sink = { .output = on_output, .done = on_done };
+	struct hutch_cmd_sink sink = { .output = on_output,
+		                       .spawned = on_spawned,
+		                       .done = on_done };
 	struct hutch_run_req req = { 0 };
 	struct hutch_err err = { 0 };
 	struct hutch_spawn sp;
@@ -478,9 +508,13 @@ enum MHD_Result hutch_api_serve_exec(struct request *r, const char *upload, size
 		.cwd = req.cwd,
 		.stdin_open = true,
 		.pipe_size = EXEC_PIPE_SIZE,
+		.tty = req.tty,
+		.rows = req.rows,
+		.cols = req.cols,
 		.timeout = req.timeout,
 	};
 	sink.ud = x;
+	x->tty = req.tty;
 	x->cmd = hutch_cmd_start(&r->s->cmds, &sp, &sink, &err);
 	hutch_run_req_done(&req);
 	if (!x->cmd) {
@@ -489,7 +523,10 @@ enum MHD_Result hutch_api_serve_exec(struct request *r, const char *upload, size
 		                               err.code == -E2BIG ? "too_large" : "spawn_failed",
 		                               "%s", err.msg);
 	}
-	x->in_fd = hutch_cmd_take_stdin(x->cmd);
+	if (!x->tty) { /* a tty's comes once spawned */
+		x->in_fd = hutch_cmd_take_stdin(x->cmd);
+		x->started = true;
+	}
 	x->next = r->s->execs;
 	r->s->execs = x;
 	r->state = x;

@@ -97,6 +97,11 @@ static enum MHD_Result start_command(struct request *r, bool streaming)
 		.timeout = req.timeout,
 		.max_output = req.max_output ? req.max_output : s->cfg->max_output_bytes,
 	};
+	if (req.tty) {
+		hutch_run_req_done(&req);
+		return hutch_api_respond_error(r->conn, 400, "invalid_request",
+		                               "'tty' needs a stream both ways: use POST /exec");
+	}
 	r->base64 = req.base64;
 	r->sse.base64 = req.base64;
 	if (streaming) {

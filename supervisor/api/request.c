@@ -32,6 +32,8 @@ static const struct hutch_field run_fields[] = {
 	  (double)HUTCH_MAX_MAX_OUTPUT,
 	  "'max_output_bytes' must be a whole number from 1 to {max}" },
 	{ "encoding", HUTCH_FIELD_STRING, HUTCH_FIELD_NULLABLE, 0, 0, NULL },
+	{ "tty", HUTCH_FIELD_OBJECT, HUTCH_FIELD_NULLABLE, 0, 0,
+	  "'tty' must be an object: {\"rows\": R, \"cols\": C}" },
 };
 #define START_FIELDS 4
 
@@ -178,6 +180,32 @@ static void parse_numbers(const cJSON *timeout, const cJSON *maxout, struct hutc
 		r->max_output = (uint64_t)maxout->valuedouble;
 }
 
+/* "tty": {"rows": R, "cols": C}, each a whole number 1-65535 (absent: the
+ * kernel's default size). */
+static int parse_tty(const cJSON *tty, struct hutch_run_req *r, struct hutch_err *err)
+{
+	const cJSON *it;
+
+	if (!cJSON_IsObject(tty))
+		return 0;
+	r->tty = true;
+	cJSON_ArrayForEach(it, tty) {
+		bool rows = !strcmp(it->string, "rows"), cols = !strcmp(it->string, "cols");
+
+		if (!rows && !cols)
+			return hutch_err_set(err, -EINVAL,
+			                     "unknown field 'tty.%.32s' (known: rows, cols)",
+			                     it->string);
+		if (!cJSON_IsNumber(it) || it->valuedouble < 1 || it->valuedouble > 65535 ||
+		    it->valuedouble != (double)(int)it->valuedouble)
+			return hutch_err_set(err, -EINVAL,
+			                     "'tty.%s' must be a whole number from 1 to 65535",
+			                     it->string);
+		*(rows ? &r->rows : &r->cols) = (uint16_t)it->valueint;
+	}
+	return 0;
+}
+
 static int parse_encoding(const cJSON *enc, struct hutch_run_req *r, struct hutch_err *err)
 {
 	if (!cJSON_IsString(enc) || !strcmp(enc->valuestring, "utf-8"))
@@ -250,6 +278,8 @@ static int parse_req(const char *body, size_t len, size_t nfields, struct hutch_
 		              cJSON_GetObjectItemCaseSensitive(j, "max_output_bytes"), &r);
 	if (rc >= 0)
 		rc = parse_encoding(cJSON_GetObjectItemCaseSensitive(j, "encoding"), &r, err);
+	if (rc >= 0)
+		rc = parse_tty(cJSON_GetObjectItemCaseSensitive(j, "tty"), &r, err);
 	stdin_j = cJSON_GetObjectItemCaseSensitive(j, "stdin");
 	if (rc >= 0 && cJSON_IsString(stdin_j))
 		rc = parse_stdin(stdin_j->valuestring, &r, err);

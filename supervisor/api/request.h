@@ -23,6 +23,8 @@ struct hutch_run_req {
 	double timeout;      /* seconds, 0 = none */
 	uint64_t max_output; /* bytes per stream, 0 = sandbox default */
 	bool base64;         /* "encoding": "base64": stdin and output as base64 */
+	bool tty;            /* "tty": {"rows", "cols"}: on a pseudo-terminal (/exec) */
+	uint16_t rows, cols; /* its size, 0: the kernel's default */
 };
 
 /* Parse a /run or /run_streaming body. */

@@ -280,12 +280,38 @@ static void test_stdin(void **state)
 	parse_bad("{\"cmd\": \"cat\", \"stdin\": [\"a\"]}", -EINVAL, "'stdin' must be a string");
 }
 
+/* exec -t's terminal and /run's byte-exact form. */
+static void test_tty_and_encoding(void **state)
+{
+	struct hutch_run_req r;
+	struct hutch_err err = { 0 };
+	const char *ok = "{\"cmd\": \"sh\", \"tty\": {\"rows\": 31, \"cols\": 101}, "
+	                 "\"encoding\": \"base64\", \"stdin\": \"AP8=\"}";
+
+	(void)state;
+	assert_int_equal(hutch_run_req_parse(ok, strlen(ok), &r, &err), 0);
+	assert_true(r.tty && r.base64);
+	assert_int_equal(r.rows, 31);
+	assert_int_equal(r.cols, 101);
+	assert_int_equal(r.stdin_len, 2);
+	assert_memory_equal(r.stdin_data, "\0\xff", 2);
+	hutch_run_req_done(&r);
+	parse_bad("{\"cmd\": \"sh\", \"tty\": {\"rows\": 0}}", -EINVAL,
+	          "'tty.rows' must be a whole number from 1 to 65535");
+	parse_bad("{\"cmd\": \"sh\", \"tty\": {\"cols\": 2.5}}", -EINVAL, "'tty.cols' must be");
+	parse_bad("{\"cmd\": \"sh\", \"tty\": {\"width\": 2}}", -EINVAL,
+	          "unknown field 'tty.width' (known: rows, cols)");
+	parse_bad("{\"cmd\": \"sh\", \"tty\": true}", -EINVAL, "'tty' must be an object");
+	parse_bad("{\"cmd\": \"sh\", \"encoding\": \"base64\", \"stdin\": \"!!\"}", -EINVAL,
+	          "'stdin' is not valid base64");
+}
+
 static void test_unknown_field(void **state)
 {
 	(void)state;
 	parse_bad("{\"cmd\": \"true\", \"timout\": 5}", -EINVAL,
 	          "unknown field 'timout' (known: cmd, argv, cwd, env, stdin, timeout, "
-	          "max_output_bytes, encoding)");
+	          "max_output_bytes, encoding, tty)");
 	/* Field names are case-sensitive. */
 	parse_bad("{\"Cmd\": \"true\"}", -EINVAL, "unknown field 'Cmd'");
 }
@@ -331,7 +357,8 @@ int main(void)
 		cmocka_unit_test(test_argv_too_many), cmocka_unit_test(test_env),
 		cmocka_unit_test(test_cwd),           cmocka_unit_test(test_timeout),
 		cmocka_unit_test(test_max_output),    cmocka_unit_test(test_stdin),
-		cmocka_unit_test(test_unknown_field), cmocka_unit_test(test_invalid_json),
+		cmocka_unit_test(test_unknown_field), cmocka_unit_test(test_tty_and_encoding),
+		cmocka_unit_test(test_invalid_json),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,187 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Terminals (issue 12): exec -t/-it on a pty of the sandbox's own devpts,
+driven here from a real pty (python's pty module) as a user's terminal
+would: shells, the Python REPL, ^C, ^D, exit codes, window size at start
+and after a resize, the caller's terminal settings restored, and TIOCSTI /
+TIOCLINUX still refused on the sandbox's pty."""
+import fcntl
+import os
+import re
+import select
+import signal
+import struct
+import subprocess
+import termios
+import time
+
+import pytest
+
+from conftest import HUTCH, wait_until
+
+
+class Term:
+    """The hutch CLI on a pty of ours: its controlling terminal."""
+
+    def __init__(self, hutch, *args, rows=24, cols=80):
+        self.master, self.slave = os.openpty()
+        self.resize(rows, cols, signal_cli=False)
+        self.before = termios.tcgetattr(self.slave)
+
+        def ctty():
+            fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+        self.p = subprocess.Popen([HUTCH, *args], stdin=self.slave, stdout=self.slave,
+                                  stderr=self.slave, env={**hutch.env, "TERM": "xterm"},
+                                  start_new_session=True, preexec_fn=ctty)
+        self.out = b""
+
+    def resize(self, rows, cols, signal_cli=True):
+        # The kernel sends SIGWINCH to the terminal's foreground group.
+        fcntl.ioctl(self.master, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
+
+    def send(self, data):
+        os.write(self.master, data)
+
+    def expect(self, pattern, timeout=20):
+        """Read until pattern (bytes regex) matches what came since the
+        last match; return the match."""
+        deadline = time.monotonic() + timeout
+        rx = re.compile(pattern)
+        while True:
+            m = rx.search(self.out)
+            if m:
+                self.out = self.out[m.end():]
+                return m
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise AssertionError("no %r in %r" % (pattern, self.out[-500:]))
+            r, _, _ = select.select([self.master], [], [], left)
+            if r:
+                try:
+                    self.out += os.read(self.master, 65536)
+                except OSError:  # EIO: every slave closed
+                    raise AssertionError("no %r in %r (EOF)" % (pattern, self.out[-500:]))
+
+    def wait(self, timeout=30):
+        deadline = time.monotonic() + timeout
+        while self.p.poll() is None and time.monotonic() < deadline:
+            r, _, _ = select.select([self.master], [], [], 0.05)
+            if r:
+                try:
+                    self.out += os.read(self.master, 65536)
+                except OSError:
+                    pass
+        return self.p.wait(timeout=1)
+
+    def close(self):
+        if self.p.poll() is None:
+            self.p.kill()
+            self.p.wait()
+        os.close(self.master)
+        os.close(self.slave)
+
+
+@pytest.fixture
+def term(hutch):
+    made = []
+
+    def make(*args, **kw):
+        t = Term(hutch, *args, **kw)
+        made.append(t)
+        return t
+    yield make
+    for t in made:
+        t.close()
+
+
+def test_t_without_a_terminal_is_a_clear_error(hutch, sandbox):
+    r = subprocess.run([HUTCH, "exec", "-t", sandbox.id, "--", "true"], env=hutch.env,
+                       stdin=subprocess.DEVNULL, capture_output=True, timeout=30)
+    assert r.returncode == 64 and b"not a terminal" in r.stderr
+
+
+def test_bash_session(sandbox, term):
+    t = term("exec", "-it", sandbox.id, "--", "bash", "--norc", "--noprofile", "-i", rows=31,
+             cols=101)
+    t.expect(rb"\$ ")
+    t.send(b"PS1='P> '; tty; stty size\r")
+    t.expect(rb"/dev/pts/\d+\r\n")
+    t.expect(rb"31 101\r\n")
+    # the window follows a resize
+    t.resize(42, 123)
+    t.send(b"stty size\r")
+    t.expect(rb"42 123\r\n")
+    # ^C stops the foreground command and returns to the prompt
+    t.send(b"sleep 100\r")
+    assert wait_until(lambda: sandbox.run("pgrep -x sleep")["exit_code"] == 0)
+    t.send(b"\x03")
+    t.send(b"echo rc=$?\r")
+    t.expect(rb"rc=130\r\n")
+    # a full-screen-ish program sees a terminal
+    t.send(b"test -t 0 && test -t 1 && echo both-ttys; echo TERM=$TERM\r")
+    t.expect(rb"both-ttys\r\nTERM=xterm\r\n")
+    t.send(b"exit 3\r")
+    assert t.wait() == 3
+    assert termios.tcgetattr(t.slave) == t.before  # raw mode undone
+
+
+def test_ctrl_d_ends_the_shell_with_0(sandbox, term):
+    t = term("exec", "-it", sandbox.id, "--", "sh")
+    t.expect(rb"\$ ")  # the prompt: the shell reads its terminal now
+    t.send(b"echo ready\r")
+    t.expect(rb"\r\nready\r\n")
+    t.send(b"\x04")
+    assert t.wait() == 0
+    assert termios.tcgetattr(t.slave) == t.before
+
+
+def test_python_repl(sandbox, term):
+    t = term("exec", "-it", sandbox.id, "--", "python3", "-i", "-q")
+    t.expect(rb">>> ")
+    t.send(b"6*7\r")
+    t.expect(rb"42\r\n")
+    t.send(b"\x04")
+    assert t.wait() == 0
+
+
+def test_login_shell_without_a_command(sandbox, term):
+    t = term("exec", "-it", sandbox.id)
+    t.expect(rb"\$ ")
+    t.send(b"id -un; shopt -q login_shell && echo login-shell; exit\r")
+    t.expect(rb"appuser\r\n")
+    t.expect(rb"login-shell\r\n")
+    assert t.wait() == 0
+
+
+def test_t_alone_gives_output_a_terminal_without_reading_stdin(sandbox, term):
+    t = term("exec", "-t", sandbox.id, "--", "sh", "-c", "test -t 1 && echo out-tty; exit 4")
+    t.expect(rb"out-tty\r\n")
+    assert t.wait() == 4
+
+
+@pytest.mark.parametrize("req", ["TIOCSTI", "TIOCLINUX"])
+def test_tiocsti_and_tioclinux_stay_refused_on_the_pty(sandbox, term, req):
+    code = ("import fcntl, termios, errno\n"
+            "req = getattr(termios, '%s', 0x541C)\n"
+            "try:\n"
+            "    fcntl.ioctl(0, req, b'x')\n"
+            "    print('ALLOWED')\n"
+            "except OSError as e:\n"
+            "    print('refused', errno.errorcode[e.errno])\n" % req)
+    t = term("exec", "-t", sandbox.id, "--", "python3", "-c", code)
+    m = t.expect(rb"(ALLOWED|refused \w+)")
+    assert m.group(1).startswith(b"refused"), m.group(1)
+    assert t.wait() == 0
+
+
+def test_hang_up_of_the_cli_kills_the_session(sandbox, term):
+    t = term("exec", "-it", sandbox.id, "--", "sh", "-c", "echo up; sleep 1000")
+    t.expect(rb"up\r\n")
+    t.p.send_signal(signal.SIGTERM)
+    assert t.wait() == 128 + signal.SIGTERM
+    assert termios.tcgetattr(t.slave) == t.before
+    assert wait_until(lambda: sandbox.run("pgrep -x sleep")["exit_code"] == 1, timeout=10)
+
+
+def test_run_refuses_tty(sandbox):
+    status, res = sandbox.api("POST", "/run", {"cmd": "true", "tty": {}})
+    assert status == 400 and "POST /exec" in res["error"]["message"]

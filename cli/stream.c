@@ -270,7 +270,12 @@ static int relay_loop(struct relay *rl)
 				continue;
 			return hutch_cli_fail(HUTCH_EXIT_FAILURE, "poll: %s", strerror(errno));
 		}
-		if (rl->in_open && !pending && p[1].revents)
+		/* A resize signalled while we slept goes before the keys typed
+		 * after it: the kernel sends SIGWINCH when the size changes,
+		 * before those keys exist, and its handler has run by now. */
+		if (winched && rl->ooff == rl->olen)
+			queue_resize(rl);
+		if (rl->in_open && rl->ooff == rl->olen && p[1].revents)
 			read_stdin_frame(rl);
 		if (rl->ooff < rl->olen)
 			send_pending(rl);

@@ -37,6 +37,18 @@ static int cmd_events(struct hutch_cli_args *a)
 	else
 		snprintf(path, sizeof(path), "%s/events.log", p.dir);
 	fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0 && r == HUTCH_CLI_SKIP) {
+		/* Just ended: its supervisor moves the log after DELETE /
+		 * answered; until then it is in the retired state dir. */
+		snprintf(path, sizeof(path), "%s/.dead-%s/events.log", hutch_runtime_dir(),
+		         a->pos[0]);
+		fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+		if (fd < 0)
+			snprintf(path, sizeof(path), "%s/.gone/%s" HUTCH_EVENTS_SUFFIX,
+			         hutch_runtime_dir(), a->pos[0]);
+		if (fd < 0) /* moved meanwhile */
+			fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	}
 	if (fd < 0)
 		return hutch_cli_fail(HUTCH_EXIT_NOT_FOUND,
 		                      "no log of sandbox '%s' (%s): it was kept 7 days, or the "

@@ -423,6 +423,9 @@ def test_events_log_what_the_supervisor_did_and_outlive_the_sandbox(hutch):
         ["on_create started (bounded to 600 s)", "on_create ended", "ready"], lines
     assert all(ln[:4].isdigit() and ln[23] == "Z" for ln in lines), lines
     assert hutch("rm", sb.id).returncode == 0
+    # The supervisor finishes its teardown, and its log, after DELETE /
+    # answered: readable throughout, complete once it is done.
+    assert wait_until(lambda: b"torn down" in hutch("events", sb.id).stdout, 10)
     r = hutch("events", sb.id)
     assert r.returncode == 0, r.stderr
     tail = r.stdout.decode().splitlines()

@@ -433,3 +433,15 @@ def test_events_log_what_the_supervisor_did_and_outlive_the_sandbox(hutch):
     assert [ln.split(" ", 1)[1] for ln in tail[-2:]] == ["ending: deleted", "torn down: deleted"]
     r = hutch("events", "abcdef123456")
     assert r.returncode == 65 and b"no sandbox 'abcdef123456'" in r.stderr
+
+
+def test_events_of_a_pruned_log_say_so(hutch):
+    """An ended sandbox whose log is gone (pruned after 7 days): exit 65
+    naming why, not an empty answer."""
+    sb = hutch.create("--instance-type", "nano")
+    assert hutch("rm", sb.id).returncode == 0
+    log = os.path.join(hutch.rtdir, ".gone", sb.id + ".events")
+    assert wait_until(lambda: os.path.exists(log), 10)
+    os.unlink(log)
+    r = hutch("events", sb.id)
+    assert r.returncode == 65 and b"no log of sandbox" in r.stderr and r.stdout == b"", r

@@ -2,22 +2,22 @@
 """A fake internet for the network-mode tests, built from our own network
 namespace so that no test packet can ever reach the real network.
 
-    host  hnt<pid>h 203.0.113.1/24, 2001:db8:213::1/64
+    host  hnt<pid>h 198.51.100.1/24, 2001:db8:213::1/64
       |   veth       (+ host routes into the netns for 169.254.169.254/32,
       |               10.99.0.0/24, 192.168.213.0/24, 172.31.213.0/24,
       |               100.64.213.0/24: a broken block rule reaches a fake
       |               server there instead of a real network)
-    netns hnt-inet-<pid>: hnt<pid>n 203.0.113.10 (+ .11 .53), 2001:db8:213::10;
-      default route via 203.0.113.1; the private addresses on its lo
+    netns hnt-inet-<pid>: hnt<pid>n 198.51.100.10 (+ .11 .53), 2001:db8:213::10;
+      default route via 198.51.100.1; the private addresses on its lo
 
 Servers in the netns (one python3 process, netfake_server.py, killed by
-pid): HTTPS on 203.0.113.10:443 and :8443 and 203.0.113.11:443 (a cert from
+pid): HTTPS on 198.51.100.10:443 and :8443 and 198.51.100.11:443 (a cert from
 a test CA made with the openssl CLI, SANs for every test name and both
-IPs), plain HTTP on 203.0.113.10:80, DNS on 203.0.113.53:53 (A for
-*.test.example -> 203.0.113.10, unlisted.test.example -> 203.0.113.11,
+IPs), plain HTTP on 198.51.100.10:80, DNS on 198.51.100.53:53 (A for
+*.test.example -> 198.51.100.10, unlisted.test.example -> 198.51.100.11,
 metadata.test.example -> 169.254.169.254, loopback.test.example -> 127.0.0.1,
-hostaddr.test.example -> 203.0.113.1 (the host's end of the veth),
-NXDOMAIN elsewhere), a UDP sink on 203.0.113.10:9999, TCP loggers on the
+hostaddr.test.example -> 198.51.100.1 (the host's end of the veth),
+NXDOMAIN elsewhere), a UDP sink on 198.51.100.10:9999, TCP loggers on the
 metadata / private / IPv6 addresses. Each logs JSON lines; `FakeNet.log()`
 reads them.
 
@@ -41,10 +41,10 @@ NS = f"hnt-inet-{PID}"
 VETH_HOST = f"hnt{PID}h"
 VETH_NS = f"hnt{PID}n"
 
-HOST_IP = "203.0.113.1"          # the host's own end of the fake uplink
-WEB = "203.0.113.10"             # api/other.test.example
-UNLISTED = "203.0.113.11"        # unlisted.test.example
-DNS = "203.0.113.53"
+HOST_IP = "198.51.100.1"          # the host's own end of the fake uplink
+WEB = "198.51.100.10"             # api/other.test.example
+UNLISTED = "198.51.100.11"        # unlisted.test.example
+DNS = "198.51.100.53"
 HOST6 = "2001:db8:213::1"
 WEB6 = "2001:db8:213::10"
 RESOLVER = f"{DNS}:53"
@@ -126,7 +126,7 @@ def listening(pid, proto, addr, port):
 
 class HostListener:
     """TCP listener in the host netns on one port of several addresses
-    (127.0.0.1, 203.0.113.1, ...). Logs each accepted connection."""
+    (127.0.0.1, 198.51.100.1, ...). Logs each accepted connection."""
 
     def __init__(self, addrs=("127.0.0.1", HOST_IP), reply=b"host-listener\n"):
         self.reply = reply
@@ -328,7 +328,7 @@ class FakeNet:
         if VETH_HOST in left:
             errors.append(f"{VETH_HOST} still exists")
         routes = sh("ip", "route", "show").stdout
-        for net in ROUTED_INTO_NS + ["203.0.113.0/24"]:
+        for net in ROUTED_INTO_NS + ["198.51.100.0/24"]:
             if net.replace("/32", "") + " " in routes + " ":
                 errors.append(f"route {net} still there")
         if NS in sh("ip", "netns", "list").stdout:

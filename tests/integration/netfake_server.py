@@ -171,7 +171,7 @@ def dns_name(msg, off):
 # names whose A record points at a "must never be reached" listener: a proxy
 # that dials whatever a listed name resolves to would reach them
 POINTS_INSIDE = {"metadata.test.example": "169.254.169.254", "loopback.test.example": "127.0.0.1",
-                 "hostaddr.test.example": "203.0.113.1"}
+                 "hostaddr.test.example": "198.51.100.1"}
 
 
 def dns_answer(name):
@@ -180,7 +180,7 @@ def dns_answer(name):
     if lname in POINTS_INSIDE:
         return 0, POINTS_INSIDE[lname]
     if lname == "test.example" or lname.endswith(".test.example"):
-        return 0, ("203.0.113.11" if lname == "unlisted.test.example" else "203.0.113.10")
+        return 0, ("198.51.100.11" if lname == "unlisted.test.example" else "198.51.100.10")
     return 3, None
 
 

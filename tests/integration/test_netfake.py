@@ -49,7 +49,7 @@ def test_https_servers_with_test_ca(fakenet):
     with socket.create_connection((WEB, 443), timeout=5) as s:
         with ctx.wrap_socket(s, server_hostname=WEB) as t:
             t.sendall(b"GET / HTTP/1.0\r\n\r\n")
-            assert b"fake-https 203.0.113.10:443 sni=None" in t.recv(4096)
+            assert b"fake-https 198.51.100.10:443 sni=None" in t.recv(4096)
     reqs = [e for e in fakenet.log("https443") if e["event"] == "request"]
     assert reqs[-2]["sni"] == "api.test.example" and reqs[-2]["peer"].startswith(HOST_IP)
 

@@ -5,7 +5,7 @@ effect (the fake server's log shows the connection, or shows none; a refused
 connection returned within FAST seconds, measured inside the sandbox).
 
 Every destination used here is routed into the fake netns, and every
-sandbox gets HUTCH_RESOLVER=203.0.113.53:53, so nothing reaches the real
+sandbox gets HUTCH_RESOLVER=198.51.100.53:53, so nothing reaches the real
 network even if a rule under test is broken."""
 import json
 import os
@@ -385,7 +385,7 @@ class TestAllow:
 
     def test_listed_ip_entry(self, allowenv, fakenet):
         mark = fakenet.mark()
-        # (203.0.113.10:443 is not probed: "443 or the listed port" lets it through)
+        # (198.51.100.10:443 is not probed: "443 or the listed port" lets it through)
         r = probe(allowenv.d, tls(WEB, 8443, WEB), tls(UNLISTED, 8443, None),
                   resolve("api.test.example"), tls(UNLISTED, 8443, "api.test.example"))
         assert r[0]["body"] == f"fake-https {WEB}:8443 sni=None\n", r[0]
@@ -578,9 +578,9 @@ def test_pool_from_the_environment(nh, fakenet):
 
 def test_pool_clashing_with_a_host_route_is_refused(nh, fakenet):
     links = hutch_links()
-    r = nh("create", "--network", "all", env={"HUTCH_NET_POOL": "203.0.0.0/16"})
+    r = nh("create", "--network", "all", env={"HUTCH_NET_POOL": "198.51.0.0/16"})
     err = r.stderr.decode()
-    assert r.returncode != 0 and "HUTCH_NET_POOL" in err and "203.0.113.0/24" in err, err
+    assert r.returncode != 0 and "HUTCH_NET_POOL" in err and "198.51.100.0/24" in err, err
     assert nh.ids() == [] and hutch_links() == links
 
 
@@ -700,7 +700,7 @@ for name, cmd in {
     "route_add": "ip route add 192.0.2.0/24 dev lo",
     "link_down": "ip link set lo down",
     "addr_add": "ip addr add 10.9.9.9/32 dev lo",
-    "resolv": "echo nameserver 203.0.113.53 > /etc/resolv.conf",
+    "resolv": "echo nameserver 198.51.100.53 > /etc/resolv.conf",
     "ipv6_on": "echo 0 > /proc/sys/net/ipv6/conf/all/disable_ipv6",
 }.items():
     out[name] = subprocess.run(["sh", "-c", cmd], capture_output=True).returncode

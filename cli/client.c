@@ -21,8 +21,28 @@
 #include "cleanup.h"
 #include "client.h"
 #include "fdutil.h"
+#include "util.h"
 
 #define RESP_MAX (300u << 20)
+/* How long an answer may take (HUTCH_API_TIMEOUT, seconds; 0 waits
+ * forever): every request of the CLI is answered at once by a working
+ * supervisor (a stream's is its 101), so a silent one is stopped or stuck,
+ * and the CLI says so instead of hanging (issue 18). */
+#define API_TIMEOUT_DEFAULT 30
+
+/* The wait in ms, or -1 for none; an invalid value is refused. */
+int hutch_client_timeout_ms(struct hutch_err *err)
+{
+	const char *v = getenv("HUTCH_API_TIMEOUT");
+	uint64_t sec = API_TIMEOUT_DEFAULT;
+
+	if (v && *v && hutch_parse_u64(v, 0, 86400, &sec) < 0)
+		return hutch_err_set(err, -EINVAL,
+		                     "invalid HUTCH_API_TIMEOUT '%s': give whole seconds from 0 "
+		                     "(no limit) to 86400",
+		                     v);
+	return sec == 0 ? -1 : (int)(sec * 1000);
+}
 
 struct conn_ctx {
 	struct hutch_http_resp *resp;
@@ -125,17 +145,32 @@ static int read_answer(int fd, const char *sock, struct conn_ctx *c, volatile si
 	http_parser_settings settings = { .on_body = on_body, .on_message_complete = on_complete };
 	http_parser parser;
 	char buf[65536];
+	int timeout = hutch_client_timeout_ms(err);
+	int64_t deadline = hutch_now_mono_ms() + timeout;
 
+	if (timeout == -EINVAL)
+		return timeout;
 	http_parser_init(&parser, HTTP_RESPONSE);
 	parser.data = c;
 	while (!c->complete) {
 		struct pollfd pfd = { .fd = fd, .events = POLLIN };
+		int64_t rest = deadline - hutch_now_mono_ms();
+		int left = timeout < 0 ? -1 : rest > 0 ? (int)rest : 0;
 		ssize_t n;
 		size_t used;
+		int p;
 
 		if (cancel && *cancel)
 			return hutch_err_set(err, -ECANCELED, "interrupted");
-		if (poll(&pfd, 1, -1) < 0 || (n = read(fd, buf, sizeof(buf))) < 0) {
+		p = poll(&pfd, 1, left);
+		if (p == 0)
+			return hutch_err_set(
+			        err, -ETIMEDOUT,
+			        "the sandbox did not answer within %d s on '%s': its "
+			        "supervisor is stopped or stuck (HUTCH_API_TIMEOUT sets "
+			        "the wait)",
+			        timeout / 1000, sock);
+		if (p < 0 || (n = read(fd, buf, sizeof(buf))) < 0) {
 			if (errno == EINTR || errno == EAGAIN)
 				continue;
 			return hutch_err_set_errno(err, -errno, "read from '%s'", sock);

@@ -19,8 +19,13 @@ struct hutch_http_resp {
 
 void hutch_http_resp_done(struct hutch_http_resp *r);
 
+/* The longest wait for an answer in ms (HUTCH_API_TIMEOUT), -1 for none, or
+ * -EINVAL with err filled for an invalid value. */
+int hutch_client_timeout_ms(struct hutch_err *err);
+
 /* One request; body may be NULL. err is filled only for transport errors
- * (-ECONNREFUSED, -ENOENT when the socket is gone). */
+ * (-ECONNREFUSED, -ENOENT when the socket is gone, -ETIMEDOUT when no
+ * answer came within hutch_client_timeout_ms()). */
 int hutch_client_request(const char *sock, const char *method, const char *path, const char *body,
                          size_t len, struct hutch_http_resp *ret, struct hutch_err *err);
 

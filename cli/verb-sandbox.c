@@ -99,7 +99,8 @@ static const struct hutch_cli_opt rm_opts[] = {
 	  .short_name = 'f',
 	  .kind = HUTCH_CLI_FLAG,
 	  A(force),
-	  .help = "no error for an id that names no sandbox (one that ended never is one)" },
+	  .help = "no error for an id that names no sandbox (one that ended never is one); "
+	          "a sandbox that does not answer is killed" },
 	{ .name = "quiet",
 	  .short_name = 'q',
 	  .kind = HUTCH_CLI_FLAG,
@@ -167,14 +168,23 @@ static void print_removed(void)
 	removed_json = NULL;
 }
 
-static int delete_sandbox(const struct hutch_paths *p, bool quiet)
+static int delete_sandbox(const struct hutch_paths *p, bool quiet, bool force)
 {
 	struct hutch_http_resp resp;
 	struct hutch_err err = { 0 };
 	int r;
 
 	r = hutch_client_request(p->sock, "DELETE", "/", NULL, 0, &resp, &err);
-	if (r < 0) {
+	if (r == -ETIMEDOUT && !force)
+		return hutch_cli_fail(HUTCH_EXIT_FAILURE,
+		                      "remove sandbox %s: %s; hutch rm -f %s kills it", p->id,
+		                      err.msg, p->id);
+	if (r == -ETIMEDOUT) {
+		r = hutch_state_kill(p, &err);
+		if (r < 0)
+			return hutch_cli_fail(HUTCH_EXIT_FAILURE, "remove sandbox %s: %s", p->id,
+			                      err.msg);
+	} else if (r < 0) {
 		/* No supervisor answers: clean up what it left. */
 		r = hutch_state_reap(hutch_runtime_dir(), p->id, &err);
 		if (r < 0)
@@ -220,7 +230,7 @@ static int cmd_run(struct hutch_cli_args *a)
 		r = 128 + hutch_cli_interrupted();
 	else
 		r = hutch_cli_stream_command(c.paths.sock, a->cmd, a);
-	(void)delete_sandbox(&c.paths, true);
+	(void)delete_sandbox(&c.paths, true, true);
 	return r;
 }
 
@@ -390,7 +400,9 @@ static int cmd_inspect(struct hutch_cli_args *a)
 	if (r)
 		return r;
 	r = hutch_client_request(p.sock, "GET", "/status", NULL, 0, &resp, &err);
-	if (r < 0) {
+	if (r < 0 && r != -ECONNREFUSED && r != -ENOENT && r != -ECONNRESET)
+		return hutch_cli_fail(HUTCH_EXIT_FAILURE, "%s", err.msg); /* silent, or bad input */
+	if (r < 0) { /* no supervisor: what state.json says */
 		bool live;
 		_cleanup_cjson_ cJSON *s = describe(p.id, &live);
 		_cleanup_free_ char *t = cJSON_Print(s);
@@ -434,7 +446,7 @@ static int cmd_rm(struct hutch_cli_args *a)
 		for (size_t i = 0; i < n; i++) {
 			struct hutch_paths p;
 			(void)hutch_paths_init(hutch_runtime_dir(), ids[i], &p);
-			r = delete_sandbox(&p, quiet);
+			r = delete_sandbox(&p, quiet, a->force);
 			if (r && !worst)
 				worst = r;
 		}
@@ -453,7 +465,7 @@ static int cmd_rm(struct hutch_cli_args *a)
 		if (r == HUTCH_CLI_SKIP)
 			continue;
 		if (!r)
-			r = delete_sandbox(&p, quiet);
+			r = delete_sandbox(&p, quiet, a->force);
 		if (r && !worst)
 			worst = r;
 	}

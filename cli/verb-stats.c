@@ -28,16 +28,20 @@ struct sample {
 	cJSON *prev, *cur; /* the last two answers; NULL once it is gone */
 };
 
-static cJSON *fetch_stats(const char *id)
+/* NULL when the sandbox ended, or with err filled when it did not answer. */
+static cJSON *fetch_stats(const char *id, struct hutch_err *err)
 {
 	struct hutch_paths p;
 	struct hutch_http_resp resp = { 0 };
-	struct hutch_err err = { 0 };
 	cJSON *j = NULL;
+	int r;
 
 	if (hutch_paths_init(hutch_runtime_dir(), id, &p) < 0)
 		return NULL;
-	if (hutch_client_request(p.sock, "GET", "/stats", NULL, 0, &resp, &err) < 0)
+	r = hutch_client_request(p.sock, "GET", "/stats", NULL, 0, &resp, err);
+	if (r < 0 && r != -ETIMEDOUT && r != -EINVAL)
+		err->code = 0; /* gone: not an error */
+	if (r < 0)
 		return NULL;
 	if (resp.status == 200 && resp.body.data)
 		j = cJSON_ParseWithLength(resp.body.data, resp.body.len);
@@ -130,16 +134,20 @@ static void print_json(struct sample *s, size_t n)
 	printf("%s\n", text ? text : "[]");
 }
 
-/* Take one sample of each; returns how many sandboxes still answer. */
-static size_t sample_all(struct sample *s, size_t n)
+/* Take one sample of each; returns how many sandboxes still answer. err
+ * keeps the last failure of one that is alive but did not answer. */
+static size_t sample_all(struct sample *s, size_t n, struct hutch_err *err)
 {
 	size_t alive = 0;
 
 	for (size_t i = 0; i < n; i++) {
+		struct hutch_err e = { 0 };
 		cJSON_Delete(s[i].prev);
 		s[i].prev = s[i].cur;
-		s[i].cur = fetch_stats(s[i].id);
+		s[i].cur = fetch_stats(s[i].id, &e);
 		alive += s[i].cur != NULL;
+		if (e.code)
+			*err = e;
 	}
 	return alive;
 }
@@ -181,17 +189,19 @@ static int cmd_stats(struct hutch_cli_args *a)
 	static struct sample s[STATS_MAX];
 	struct timespec tick = { 1, 0 }, first = { 0, 500000000 };
 	bool tty = isatty(STDOUT_FILENO) && !a->json;
+	struct hutch_err err = { 0 };
 	size_t n = 0;
 	int r = pick(a, s, &n);
 
 	if (r)
 		return r;
-	sample_all(s, n);
+	sample_all(s, n, &err);
 	for (;;) {
 		nanosleep(a->no_stream ? &first : &tick, NULL);
-		if (!sample_all(s, n) && a->npos)
-			return hutch_cli_fail(HUTCH_EXIT_GONE, "the sandbox%s ended",
-			                      n > 1 ? "es" : "");
+		if (!sample_all(s, n, &err) && a->npos)
+			return err.code ? hutch_cli_fail(HUTCH_EXIT_FAILURE, "%s", err.msg)
+			                : hutch_cli_fail(HUTCH_EXIT_GONE, "the sandbox%s ended",
+			                                 n > 1 ? "es" : "");
 		if (tty && !a->no_stream)
 			fputs("\033[H\033[2J", stdout); /* redraw in place */
 		if (a->json)

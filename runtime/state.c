@@ -3,6 +3,8 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +19,7 @@
 #include "cleanup.h"
 #include "fdutil.h"
 #include "state.h"
+#include "syscalls.h"
 
 /* $RT/.gc: the runtime dir's link count after the last full gc (see
  * hutch_state_gc_auto()); $RT/.gc-pruned: its mtime says when tombstones
@@ -285,6 +288,74 @@ int hutch_state_reap(const char *runtime_dir, const char *id, struct hutch_err *
 	if (r < 0)
 		return hutch_err_set(err, r, "invalid sandbox id '%s'", id);
 	return reap_paths(&p, err);
+}
+
+/* True if process pid (through /proc) has the file of st open. */
+static bool holds_file(pid_t pid, const struct stat *st)
+{
+	char path[64];
+	_cleanup_closedir_ DIR *d = NULL;
+	struct dirent *de;
+
+	snprintf(path, sizeof(path), "/proc/%d/fd", (int)pid);
+	d = opendir(path);
+	if (!d)
+		return false;
+	while ((de = readdir(d))) {
+		struct stat fst;
+		if (de->d_name[0] == '.' || fstatat(dirfd(d), de->d_name, &fst, 0) < 0)
+			continue;
+		if (fst.st_dev == st->st_dev && fst.st_ino == st->st_ino)
+			return true;
+	}
+	return false;
+}
+
+/* Wait up to ms for the lock to be free, then reap. */
+static int reap_when_free(const struct hutch_paths *p, int ms, struct hutch_err *err)
+{
+	for (int waited = 0;; waited += 10) {
+		int r = reap_paths(p, err);
+		if (r != 0 || waited >= ms)
+			return r;
+		(void)nanosleep(&(struct timespec){ .tv_nsec = 10 * 1000 * 1000 }, NULL);
+	}
+}
+
+int hutch_state_kill(const struct hutch_paths *p, struct hutch_err *err)
+{
+	_cleanup_cjson_ cJSON *state = NULL;
+	_cleanup_close_ int pidfd = -EBADF;
+	const cJSON *pid;
+	struct stat st;
+	int r;
+
+	r = hutch_state_read(p, &state);
+	if (r < 0)
+		return hutch_err_set_errno(err, r, "read the state of sandbox %s", p->id);
+	pid = cJSON_GetObjectItemCaseSensitive(state, "supervisor_pid");
+	if (!cJSON_IsNumber(pid) || pid->valuedouble < 2)
+		return hutch_err_set(err, -EPROTO, "the state of sandbox %s names no supervisor",
+		                     p->id);
+	if (stat(p->lock, &st) < 0)
+		return hutch_err_set_errno(err, -errno, "stat '%s'", p->lock);
+	/* The pidfd is taken before the check: if the pid was reused, the
+	 * new process does not hold the lock file and nothing is sent. */
+	pidfd = sys_pidfd_open((pid_t)pid->valueint, 0);
+	if (pidfd < 0 && errno != ESRCH)
+		return hutch_err_set_errno(err, -errno, "pidfd_open(%d)", pid->valueint);
+	if (pidfd >= 0 && holds_file((pid_t)pid->valueint, &st)) {
+		if (sys_pidfd_send_signal(pidfd, SIGKILL, NULL, 0) < 0 && errno != ESRCH)
+			return hutch_err_set_errno(err, -errno, "kill supervisor %d",
+			                           pid->valueint);
+		(void)poll(&(struct pollfd){ .fd = pidfd, .events = POLLIN }, 1, 5000);
+	}
+	/* Its init dies with it (parent-death signal), and with init every
+	 * process of the sandbox; the lock goes with the last of them. */
+	r = reap_when_free(p, 5000, err);
+	if (r == 0)
+		return hutch_err_set(err, -EBUSY, "sandbox %s is still held by a process", p->id);
+	return r;
 }
 
 int hutch_state_retired_paths(const struct hutch_paths *p, struct hutch_paths *ret)

@@ -82,6 +82,11 @@ int hutch_state_list(const char *runtime_dir, char (**ret)[HUTCH_ID_LEN + 1], si
 /* Remove what a dead sandbox left (cgroup dirs recorded in state.json, the
  * state dir); refuses if its supervisor is alive. Returns 1 if removed. */
 int hutch_state_reap(const char *runtime_dir, const char *id, struct hutch_err *err);
+/* For `rm -f` of a sandbox whose supervisor does not answer: SIGKILL the
+ * supervisor named in state.json (only if that process holds the sandbox's
+ * lock file open, so a reused pid is never hit), then reap as above.
+ * Returns 1 when removed. */
+int hutch_state_kill(const struct hutch_paths *p, struct hutch_err *err);
 /* Take a sandbox out of sight once its processes are dead: rename its dir
  * to "<runtime>/.dead-<id>" (not an id, so ls, resolve and connect no
  * longer find it; its lock, still held, and state.json, naming the

@@ -131,3 +131,43 @@ def test_fault_injection(hutch, tmp_path):
     assert wait_until(lambda: not retired_dirs(hutch.rtdir), timeout=15)
     left = [d for sid in ids for d in cgroup_dirs_named(sid)]
     assert not left, f"HUTCH_FAULTS_SEED={seed}: cgroups left: {left}"
+
+
+def test_a_stopped_supervisor_does_not_hang_the_cli(hutch):
+    """A supervisor that never answers (kill -STOP): every CLI call gives up
+    after HUTCH_API_TIMEOUT naming the cause, rm names the fix, and rm -f
+    kills it and its sandbox and leaves nothing."""
+    sb = hutch.create()
+    sup, init = pids_of(hutch, sb.id)
+    os.kill(sup, signal.SIGSTOP)
+    try:
+        quick = {"HUTCH_API_TIMEOUT": "1"}
+        for args in (["inspect", sb.id], ["exec", sb.id, "--", "true"], ["stats", sb.id],
+                     ["ps", sb.id], ["rm", sb.id]):
+            t0 = time.monotonic()
+            r = hutch(*args, env=quick, timeout=30)
+            err = r.stderr.decode()
+            assert r.returncode != 0 and "did not answer within 1 s" in err, (args, err)
+            assert time.monotonic() - t0 < 20, args
+        assert f"hutch rm -f {sb.id}" in err, err
+        assert alive(sup) and alive(init) and sb.id in hutch.ids()
+
+        r = hutch("rm", "-f", sb.id, env=quick, timeout=30)
+        assert r.returncode == 0, r.stderr
+        assert not alive(sup) and not alive(init)
+        assert sb.id not in hutch.ids()
+        assert wait_until(lambda: cgroup_dirs_named(sb.id) == [], timeout=10)
+    finally:
+        if alive(sup):
+            os.kill(sup, signal.SIGKILL)
+
+
+def test_api_timeout_must_be_whole_seconds(hutch):
+    sb = hutch.create()
+    for bad in ("-1", "1.5", "abc", "86401"):
+        r = hutch("inspect", sb.id, env={"HUTCH_API_TIMEOUT": bad})
+        assert r.returncode != 0, bad
+        assert f"invalid HUTCH_API_TIMEOUT '{bad}'" in r.stderr.decode(), r.stderr
+    r = hutch("inspect", sb.id, env={"HUTCH_API_TIMEOUT": "0"})
+    assert r.returncode == 0, r.stderr
+    assert sb.rm().returncode == 0

@@ -30,6 +30,7 @@ static const char *const main_usage =
         "  ps ID [--json]                  list a sandbox's background processes\n"
         "  logs ID PROC [-f]               print (-f: follow) a background process's output\n"
         "  kill ID PROC [--grace S]        stop a background process and all its children\n"
+        "  stdin ID PROC [--close]         write to a background process's stdin (exec -d -i)\n"
         "  ls [-q] [--json]                list sandboxes\n"
         "  inspect ID                      show a sandbox's status and options (JSON)\n"
         "  stats [ID...] [--no-stream]     show what sandboxes use: CPU, memory, pids, disk, net\n"
@@ -84,6 +85,7 @@ static const struct hutch_cli_verb *const verbs[] = {
 	&hutch_verb_ps,
 	&hutch_verb_logs,
 	&hutch_verb_kill,
+	&hutch_verb_stdin,
 	&hutch_verb_cp,
 	&verb_version,
 	&hutch_verb_pool_start,

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * CLI verbs for background processes: hutch ps, logs, kill and exec -d
- * (whose options are exec's, in verb-sandbox.c).
+ * CLI verbs for background processes: hutch ps, logs, kill, stdin and
+ * exec -d (whose options are exec's, in verb-sandbox.c).
  * Each is one or a few requests to the sandbox's API (docs/api.md,
  * "Background processes"). `logs -f` follows the output by absolute
  * offsets, so what it prints is exactly what the process wrote, whatever
@@ -32,8 +32,8 @@
  * else prints the API's message and returns an exit code: 65 for an unknown
  * process, 66 when the sandbox ended, 64 for a refused request, 70 else.
  */
-static int call(const struct hutch_paths *p, const char *method, const char *path, const char *body,
-                cJSON **ret)
+static int call_n(const struct hutch_paths *p, const char *method, const char *path,
+                  const char *body, size_t len, cJSON **ret)
 {
 	struct hutch_http_resp resp = { 0 };
 	struct hutch_err err = { 0 };
@@ -42,7 +42,7 @@ static int call(const struct hutch_paths *p, const char *method, const char *pat
 	long status;
 	int r;
 
-	r = hutch_client_request(p->sock, method, path, body, body ? strlen(body) : 0, &resp, &err);
+	r = hutch_client_request(p->sock, method, path, body, len, &resp, &err);
 	if (r < 0) {
 		hutch_http_resp_done(&resp);
 		return hutch_cli_fail(HUTCH_EXIT_FAILURE, "%s", err.msg);
@@ -65,6 +65,12 @@ static int call(const struct hutch_paths *p, const char *method, const char *pat
 	if (status == 400 || status == 413)
 		return HUTCH_EXIT_USAGE;
 	return HUTCH_EXIT_FAILURE;
+}
+
+static int call(const struct hutch_paths *p, const char *method, const char *path, const char *body,
+                cJSON **ret)
+{
+	return call_n(p, method, path, body, body ? strlen(body) : 0, ret);
 }
 
 /* POST req as JSON. On success *ret holds the answer, printed already when
@@ -323,6 +329,50 @@ static int cmd_kill(struct hutch_cli_args *a)
 	return 0;
 }
 
+/* ---- hutch stdin ---- */
+
+#define STDIN_PIECE (1u << 20) /* one request each: memory stays at this */
+
+/* Our stdin, as it comes, to PROC's (started with exec -d -i); --close
+ * then closes PROC's stdin. */
+static int cmd_stdin(struct hutch_cli_args *a)
+{
+	_cleanup_free_ char *buf = malloc(STDIN_PIECE);
+	struct hutch_paths p;
+	char proc[16], path[64];
+	int r;
+
+	r = id_and_proc(a->npos, (const char *const *)a->pos, "hutch stdin ID PROC [--close]", proc,
+	                sizeof(proc), &p);
+	if (r)
+		return r;
+	if (!buf)
+		return hutch_cli_fail(HUTCH_EXIT_FAILURE, "out of memory");
+	snprintf(path, sizeof(path), "/process_stdin?id=%s", proc);
+	for (;;) {
+		_cleanup_cjson_ cJSON *res = NULL;
+		ssize_t n = read(0, buf, STDIN_PIECE);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return hutch_cli_fail(HUTCH_EXIT_FAILURE, "read standard input: %s",
+			                      strerror(errno));
+		if (n == 0)
+			break;
+		r = call_n(&p, "POST", path, buf, (size_t)n, &res);
+		if (r)
+			return r;
+	}
+	if (a->close) {
+		_cleanup_cjson_ cJSON *res = NULL;
+
+		snprintf(path, sizeof(path), "/process_stdin?id=%s&eof=true", proc);
+		return call_n(&p, "POST", path, "", 0, &res);
+	}
+	return 0;
+}
+
 /* ---- hutch exec -d ---- */
 
 int hutch_cli_exec_detached(struct hutch_cli_args *a)
@@ -350,6 +400,8 @@ int hutch_cli_exec_detached(struct hutch_cli_args *a)
 	arr = cJSON_AddArrayToObject(req, "argv");
 	for (char **c = a->cmd; *c; c++)
 		cJSON_AddItemToArray(arr, cJSON_CreateString(*c));
+	if (a->interactive)
+		cJSON_AddTrueToObject(req, "stdin");
 	r = post(&p, "/start_process", req, a->json, &res);
 	if (r)
 		return r;
@@ -367,6 +419,14 @@ static const struct hutch_cli_opt logs_opts[] = {
 	  A(follow),
 	  .help = "keep printing new output until the process ends (Ctrl-C stops following; the "
 	          "process keeps running)" },
+	{ 0 },
+};
+
+static const struct hutch_cli_opt stdin_opts[] = {
+	{ .name = "close",
+	  .kind = HUTCH_CLI_FLAG,
+	  A(close),
+	  .help = "then close PROC's standard input (it reads end of file)" },
 	{ 0 },
 };
 
@@ -416,4 +476,18 @@ const struct hutch_cli_verb hutch_verb_kill = {
 	.max_pos = 2,
 	.id_pos = 1,
 	.run = cmd_kill,
+};
+
+const struct hutch_cli_verb hutch_verb_stdin = {
+	.name = "stdin",
+	.synopsis = "ID PROC [--close]",
+	.about =
+	        "Send standard input, byte-exact, as it comes and until its end, to background "
+	        "process PROC (started with hutch exec -d -i); --close then closes PROC's standard "
+	        "input. Without --close it stays open for more. Exits 70 if PROC's standard input "
+	        "is closed (or was never open).\n",
+	.opts = stdin_opts,
+	.max_pos = 2,
+	.id_pos = 1,
+	.run = cmd_stdin,
 };

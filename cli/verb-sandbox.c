@@ -28,8 +28,9 @@
 #define ATTACHED (1u << 0)
 #define DETACHED (1u << 1)
 
-/* The options of a command, run's and exec's; modes: those of --timeout
- * and --interactive (exec -d takes neither). */
+/* The options of a command, run's and exec's; modes: those of --timeout,
+ * --interactive and --tty (exec -d takes -i alone: its stdin stays open
+ * for hutch stdin). */
 #define COMMAND_OPTS(m)                                                                          \
 	{ .name = "cwd",                                                                         \
 	  .kind = HUTCH_CLI_STRING,                                                              \
@@ -54,9 +55,10 @@
 		  .short_name = 'i',                                                             \
 		  .kind = HUTCH_CLI_FLAG,                                                        \
 		  A(interactive),                                                                \
-		  .modes = (m),                                                                  \
+		  .modes = (m) ? (m) | DETACHED : 0,                                             \
 		  .help = "stream standard input to CMD, byte-exact, until its end (without "    \
-		          "-i stdin is not read)" },                                             \
+		          "-i stdin is not read; with -d: CMD's stdin stays open, see hutch "    \
+		          "stdin)" },                                                            \
 	{                                                                                        \
 		.name = "tty", .short_name = 't', .kind = HUTCH_CLI_FLAG, A(tty), .modes = (m),  \
 		.help = "run CMD on a terminal of the sandbox (-it: interactive; stdin must be " \
@@ -265,7 +267,8 @@ static int cmd_exec(struct hutch_cli_args *a)
 	int r;
 
 	if (a->detach) {
-		r = hutch_cli_check_mode(a, DETACHED, "exec -d", " (it takes --cwd, -e, --json)");
+		r = hutch_cli_check_mode(a, DETACHED, "exec -d",
+		                         " (it takes --cwd, -e, -i, --json)");
 		return r ? r : hutch_cli_exec_detached(a); /* verb-procs.c */
 	}
 	r = hutch_cli_check_mode(a, ATTACHED, "exec", " without -d");
@@ -521,7 +524,8 @@ const struct hutch_cli_verb hutch_verb_exec = {
 	        "Run CMD in a sandbox; stdout and stderr stream as they come; exit with CMD's exit "
 	        "code. Ctrl-C kills CMD (and its children) only.\n\nWith -d (--detach), before or "
 	        "after ID: start CMD in the background, print its process id (p1, p2...) and "
-	        "return at once; see hutch ps, logs, kill.\n",
+	        "return at once; see hutch ps, logs, kill. With -d -i its standard input stays "
+	        "open: write to it with hutch stdin.\n",
 	.opts = exec_opts,
 	.command = true,
 	.max_pos = 1,

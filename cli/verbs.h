@@ -12,7 +12,8 @@
 extern const struct hutch_cli_verb hutch_verb_run, hutch_verb_create, hutch_verb_exec,
         hutch_verb_ls, hutch_verb_inspect, hutch_verb_rm, hutch_verb_gc;
 /* verb-procs.c */
-extern const struct hutch_cli_verb hutch_verb_ps, hutch_verb_logs, hutch_verb_kill;
+extern const struct hutch_cli_verb hutch_verb_ps, hutch_verb_logs, hutch_verb_kill,
+        hutch_verb_stdin;
 /* hutch exec -d (the verb is exec's): start a background process. */
 int hutch_cli_exec_detached(struct hutch_cli_args *a);
 /* verb-pool.c: "pool start", "pool stop", "pool ls", "pool key" */

@@ -11,7 +11,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include "cleanup.h"
 #include "procs.h"
@@ -30,6 +32,7 @@ struct hutch_procs *hutch_procs_get(struct sup *s)
 
 static void proc_free(struct hutch_proc *p)
 {
+	hutch_proc_stdin_close(p);
 	if (p->cmd)
 		hutch_cmd_release(p->cmd);
 	free(p->command);
@@ -81,7 +84,12 @@ void hutch_proc_wait_add(struct sup *s, struct hutch_proc_wait *w)
 
 void hutch_proc_wait_cancel(struct sup *s, struct hutch_proc_wait *w)
 {
-	if (!s->procs || !w->queued)
+	if (!s->procs)
+		return;
+	for (struct hutch_proc *p = s->procs->head; p; p = p->next)
+		if (p->stdin_writer == w)
+			p->stdin_writer = NULL;
+	if (!w->queued)
 		return;
 	for (struct hutch_proc_wait **pp = &s->procs->waiters; *pp; pp = &(*pp)->next)
 		if (*pp == w) {
@@ -136,8 +144,58 @@ static bool proc_output(void *ud, struct cmd *c, bool is_err, const char *buf, s
 
 static void proc_done(void *ud, struct cmd *c);
 
+/* Wake the request writing to p's stdin: its pipe has room, or is gone. */
+static void stdin_wake(struct hutch_proc *p)
+{
+	if (p->stdin_writer)
+		p->stdin_writer->wake(p->stdin_writer);
+}
+
+static void on_stdin_room(struct hutch_watch *w, uint32_t events)
+{
+	struct hutch_proc *p = w->ptr;
+
+	hutch_loop_del(p->loop, &p->w_in);
+	stdin_wake(p);
+}
+
+ssize_t hutch_proc_stdin_write(struct hutch_proc *p, const char *data, size_t n)
+{
+	ssize_t r;
+
+	if (p->in_fd < 0)
+		return -EPIPE;
+	do
+		r = write(p->in_fd, data, n);
+	while (r < 0 && errno == EINTR);
+	if (r < 0 && errno == EAGAIN) {
+		/* The writer is woken once when the pipe has room (EPOLLERR
+		 * when the reader went). */
+		if (!hutch_watch_active(&p->w_in) &&
+		    hutch_loop_add(p->loop, &p->w_in, p->in_fd, EPOLLOUT) < 0) {
+			hutch_proc_stdin_close(p);
+			return -EPIPE;
+		}
+		return -EAGAIN;
+	}
+	if (r < 0) { /* EPIPE: the process closed its end; the rest is dropped */
+		hutch_proc_stdin_close(p);
+		return -EPIPE;
+	}
+	p->stdin_bytes += (uint64_t)r;
+	return r;
+}
+
+void hutch_proc_stdin_close(struct hutch_proc *p)
+{
+	if (p->loop)
+		hutch_loop_close(p->loop, &p->w_in, &p->in_fd);
+	stdin_wake(p);
+}
+
 struct hutch_proc *hutch_proc_start(struct sup *s, const char *command, const char *const *argv,
-                                    const char *const *envp, const char *cwd, struct hutch_err *err)
+                                    const char *const *envp, const char *cwd, bool stdin_open,
+                                    struct hutch_err *err)
 {
 	struct hutch_procs *set = hutch_procs_get(s);
 	struct hutch_proc *p;
@@ -156,13 +214,15 @@ struct hutch_proc *hutch_proc_start(struct sup *s, const char *command, const ch
 		free(p);
 		return hutch_err_set(err, -ENOMEM, "out of memory"), NULL;
 	}
-	c = hutch_cmd_start(&s->cmds,
-	                    &(struct hutch_spawn){ .argv = argv, .envp = envp, .cwd = cwd },
-	                    &(struct hutch_cmd_sink){ .output = proc_output,
-	                                              .spawned = proc_spawned,
-	                                              .done = proc_done,
-	                                              .ud = p },
-	                    err);
+	c = hutch_cmd_start(
+	        &s->cmds,
+	        &(struct hutch_spawn){
+	                .argv = argv, .envp = envp, .cwd = cwd, .stdin_open = stdin_open },
+	        &(struct hutch_cmd_sink){ .output = proc_output,
+	                                  .spawned = proc_spawned,
+	                                  .done = proc_done,
+	                                  .ud = p },
+	        err);
 	if (!c) {
 		free(p->command);
 		free(p);
@@ -170,6 +230,10 @@ struct hutch_proc *hutch_proc_start(struct sup *s, const char *command, const ch
 	}
 	p->cmd = c;
 	p->set = set;
+	p->loop = &s->loop;
+	p->stdin_kept = stdin_open;
+	p->in_fd = stdin_open ? hutch_cmd_take_stdin(c) : -EBADF;
+	hutch_watch_init(&p->w_in, on_stdin_room, p);
 	p->num = ++set->next_num;
 	p->started_at = hutch_now_realtime();
 	hutch_ring_init(&p->out, HUTCH_PROC_RING_BYTES);
@@ -228,6 +292,7 @@ static void proc_done(void *ud, struct cmd *c)
 
 	p->status = c->status;
 	p->done = true;
+	hutch_proc_stdin_close(p); /* nobody reads it any more */
 	p->kill_at_ms = 0;
 	p->ended_at = hutch_now_realtime();
 	if (p->pid == 0)
@@ -328,6 +393,10 @@ cJSON *hutch_proc_json(struct hutch_proc *p)
 	}
 	cJSON_AddNumberToObject(o, "stdout_bytes", (double)p->out.total);
 	cJSON_AddNumberToObject(o, "stderr_bytes", (double)p->err.total);
+	if (p->stdin_kept) {
+		cJSON_AddBoolToObject(o, "stdin_open", p->in_fd >= 0);
+		cJSON_AddNumberToObject(o, "stdin_bytes", (double)p->stdin_bytes);
+	}
 	if (p->error)
 		cJSON_AddStringToObject(o, "error", p->error);
 	return o;

@@ -23,6 +23,7 @@
 #include <cjson/cJSON.h>
 
 #include "error.h"
+#include "loop.h"
 #include "ring.h"
 
 struct sup;
@@ -53,6 +54,17 @@ struct hutch_proc {
 	char *error;        /* init could not start it */
 	int64_t kill_at_ms; /* monotonic: SIGKILL then, 0 = not pending */
 	struct hutch_ring out, err;
+	/* Standard input, kept open with "stdin": true (POST /process_stdin):
+	 * its write end (non-blocking; -EBADF once closed), the bytes written
+	 * so far, the one request writing now (set and cleared by it, or by
+	 * hutch_proc_wait_cancel() when it goes) and the watch that wakes it
+	 * when the pipe has room again. */
+	struct hutch_loop *loop;
+	int in_fd;
+	bool stdin_kept;
+	uint64_t stdin_bytes;
+	struct hutch_proc_wait *stdin_writer;
+	struct hutch_watch w_in;
 	struct hutch_proc *next;
 };
 
@@ -75,11 +87,20 @@ struct hutch_procs {
 /* The set of s, created on first use; NULL if out of memory. */
 struct hutch_procs *hutch_procs_get(struct sup *s);
 void hutch_procs_free(struct sup *s);
-/* Start argv in the background (request already validated). On failure
- * fills err: -EAGAIN too many running, else spawn failures. */
+/* Start argv in the background (request already validated); with
+ * stdin_open its standard input stays open for hutch_proc_stdin_write(),
+ * else it reads end of file. On failure fills err: -EAGAIN too many
+ * running, else spawn failures. */
 struct hutch_proc *hutch_proc_start(struct sup *s, const char *command, const char *const *argv,
-                                    const char *const *envp, const char *cwd,
+                                    const char *const *envp, const char *cwd, bool stdin_open,
                                     struct hutch_err *err);
+/* Write to p's stdin: the bytes taken (> 0), -EAGAIN when its pipe is
+ * full (p->stdin_writer is woken when it has room, or when the process
+ * ends), -EPIPE when its stdin is closed (by hutch_proc_stdin_close(), or
+ * the process closed its end or ended). */
+ssize_t hutch_proc_stdin_write(struct hutch_proc *p, const char *data, size_t n);
+/* Close p's stdin: the process reads end of file. Idempotent. */
+void hutch_proc_stdin_close(struct hutch_proc *p);
 /* "p3" -> process, or NULL. */
 struct hutch_proc *hutch_proc_find(struct sup *s, const char *id);
 struct hutch_proc *hutch_proc_find_num(struct sup *s, unsigned num);

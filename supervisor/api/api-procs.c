@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * HTTP handlers of the background-process endpoints: POST /start_process,
- * GET /list_processes, POST /kill_process, GET /process_output (reference:
- * docs/api.md). A handler that must wait leaves its request queued
+ * GET /list_processes, POST /kill_process, GET /process_output, POST
+ * /process_stdin (reference: docs/api.md). A handler that must wait leaves its request queued
  * (w->queued) and suspended; a wake-up resumes it and api.c calls the
  * handler again, which looks at the process afresh. Request bodies and
  * query strings are hostile input: strictly typed, unknown fields refused.
@@ -114,7 +114,7 @@ static enum MHD_Result h_start(struct sup *s, struct MHD_Connection *conn, const
 		return hutch_api_respond_error(conn, 500, "internal", "out of memory");
 	}
 	p = hutch_proc_start(s, command, (const char *const *)req.argv,
-	                     (const char *const *)req.envp, req.cwd, &err);
+	                     (const char *const *)req.envp, req.cwd, req.stdin_open, &err);
 	hutch_run_req_done(&req);
 	if (!p && err.code == -EAGAIN)
 		return hutch_api_respond_error(conn, 429, "too_many_processes", "%s", err.msg);
@@ -346,4 +346,163 @@ enum MHD_Result hutch_api_serve_process_output(struct request *r, const char *up
 {
 	r->pw.wake = proc_wake;
 	return serve(r, h_output(r->s, r->conn, &r->pw));
+}
+
+/* ---- POST /process_stdin?id=p1[&eof=true]: the raw body to its stdin ---- */
+
+/* A stdin request's own state: the answer is given once the whole body
+ * is read (a refusal drops the rest of it first). */
+struct stdin_req {
+	unsigned status; /* an answer decided before the body's end, 0: none */
+	cJSON *answer;
+	bool eof, broken, claimed;
+	uint64_t moved; /* bytes of this request written */
+};
+
+static void stdin_req_free(void *state)
+{
+	struct stdin_req *sr = state;
+
+	cJSON_Delete(sr->answer);
+	free(sr);
+}
+
+static void stdin_refuse(struct stdin_req *sr, unsigned status, const char *code, const char *fmt,
+                         ...) __attribute__((format(printf, 4, 5)));
+
+static void stdin_refuse(struct stdin_req *sr, unsigned status, const char *code, const char *fmt,
+                         ...)
+{
+	char msg[256];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	sr->status = status;
+	sr->answer = hutch_api_error_json(code, msg);
+}
+
+/* The first call: which process, and may we write to it. */
+static void stdin_begin(struct request *r, struct stdin_req *sr)
+{
+	const char *id = hutch_mhd.lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, "id");
+	const char *eof = hutch_mhd.lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, "eof");
+	struct hutch_proc *p;
+
+	if (!id || !*id)
+		return stdin_refuse(sr, 400, "invalid_request",
+		                    "missing query parameter 'id' (?id=p1)");
+	if (eof && strcmp(eof, "true") != 0 && strcmp(eof, "false") != 0)
+		return stdin_refuse(sr, 400, "invalid_request", "'eof' must be true or false");
+	sr->eof = eof && !strcmp(eof, "true");
+	p = hutch_proc_find(r->s, id);
+	if (!p)
+		return stdin_refuse(sr, 404, "process_not_found",
+		                    "no background process '%.32s' in this sandbox (see GET "
+		                    "/list_processes)",
+		                    id);
+	r->pw.num = p->num;
+	r->pw.started = true;
+	if (!p->stdin_kept)
+		return stdin_refuse(sr, 409, "stdin_closed",
+		                    "process %s was started without \"stdin\": true: its standard "
+		                    "input was at end of file from the start",
+		                    id);
+	if (p->stdin_writer)
+		return stdin_refuse(
+		        sr, 409, "stdin_busy",
+		        "another request is writing to the standard input of process %s: "
+		        "send one after the other",
+		        id);
+	sr->claimed = true; /* one writer at a time, so pieces never interleave */
+	p->stdin_writer = &r->pw;
+	hutch_api_kill_on_hangup(r, NULL); /* a writer waiting for room may go */
+}
+
+/* Write what the body brought; what the pipe does not take stays with
+ * libmicrohttpd, the request suspended until the pipe has room. */
+static enum MHD_Result stdin_put(struct request *r, struct stdin_req *sr, struct hutch_proc *p,
+                                 const char *data, size_t *size)
+{
+	if (r->hung_up)
+		sr->broken = true; /* the client is gone: nobody to answer */
+	while (*size > 0 && !sr->broken) {
+		ssize_t n = p ? hutch_proc_stdin_write(p, data, *size) : -EPIPE;
+
+		if (n == -EAGAIN) {
+			hutch_api_suspend(r);
+			return MHD_YES;
+		}
+		if (n < 0) {
+			sr->broken = true;
+			break;
+		}
+		data += n;
+		*size -= (size_t)n;
+		sr->moved += (uint64_t)n;
+	}
+	*size = 0; /* all written, or dropped after stdin closed */
+	return MHD_YES;
+}
+
+static enum MHD_Result stdin_finish(struct request *r, struct stdin_req *sr, struct hutch_proc *p)
+{
+	cJSON *o;
+	char id[16];
+
+	r->answered = true;
+	if (p)
+		p->stdin_writer = NULL;
+	if (r->s->state != SUP_RUNNING)
+		return hutch_api_respond_json(r->conn, 410, hutch_api_ended_json(r->s));
+	snprintf(id, sizeof(id), "p%u", r->pw.num);
+	if (sr->broken || (!p && sr->moved) || (p && p->in_fd < 0 && (sr->moved || !sr->eof)))
+		return hutch_api_respond_error(
+		        r->conn, 409, "stdin_closed",
+		        "the standard input of process %s is closed (%s): %llu bytes of this "
+		        "request were written",
+		        id,
+		        !p || p->done ? "the process ended" : "closed before, or by the process",
+		        (unsigned long long)sr->moved);
+	if (sr->eof && p)
+		hutch_proc_stdin_close(p);
+	o = cJSON_CreateObject();
+	if (!o)
+		return MHD_NO;
+	cJSON_AddStringToObject(o, "id", id);
+	cJSON_AddNumberToObject(o, "stdin_bytes", p ? (double)p->stdin_bytes : 0);
+	cJSON_AddBoolToObject(o, "stdin_open", p && p->in_fd >= 0);
+	return hutch_api_respond_json(r->conn, MHD_HTTP_OK, o);
+}
+
+enum MHD_Result hutch_api_serve_process_stdin(struct request *r, const char *upload, size_t *size)
+{
+	struct stdin_req *sr = r->state;
+	struct hutch_proc *p;
+
+	r->pw.wake = proc_wake;
+	if (!sr) {
+		sr = calloc(1, sizeof(*sr));
+		if (!sr)
+			return MHD_NO;
+		r->state = sr;
+		r->state_free = stdin_req_free;
+		if (r->s->state == SUP_RUNNING)
+			stdin_begin(r, sr);
+	}
+	if (r->answered)
+		return MHD_YES;
+	if (sr->status) { /* refused: the body is read and dropped first */
+		if (*size) {
+			*size = 0;
+			return MHD_YES;
+		}
+		r->answered = true;
+		return hutch_api_respond_json(r->conn, sr->status, TAKE_PTR(sr->answer));
+	}
+	p = sr->claimed ? hutch_proc_find_num(r->s, r->pw.num) : NULL;
+	if (*size)
+		return stdin_put(r, sr, p, upload, size);
+	return stdin_finish(r, sr, p);
 }

@@ -47,6 +47,8 @@ static bool value_ok(const struct hutch_field *f, const cJSON *v)
 		return cJSON_IsArray(v);
 	case HUTCH_FIELD_OBJECT:
 		return cJSON_IsObject(v);
+	case HUTCH_FIELD_BOOL:
+		return cJSON_IsBool(v);
 	}
 	return false;
 }
@@ -56,7 +58,7 @@ static int check_one(const cJSON *o, const struct hutch_field *f, struct hutch_e
 	static const char *const types[] = {
 		[HUTCH_FIELD_STRING] = "a string",        [HUTCH_FIELD_NUMBER] = "a number",
 		[HUTCH_FIELD_INTEGER] = "a whole number", [HUTCH_FIELD_ARRAY] = "an array",
-		[HUTCH_FIELD_OBJECT] = "an object",
+		[HUTCH_FIELD_OBJECT] = "an object",       [HUTCH_FIELD_BOOL] = "true or false",
 	};
 	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, f->name);
 	const char *at;

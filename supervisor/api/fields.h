@@ -21,6 +21,7 @@ enum hutch_field_type {
 	HUTCH_FIELD_INTEGER, /* a whole number within [min, max] */
 	HUTCH_FIELD_ARRAY,
 	HUTCH_FIELD_OBJECT,
+	HUTCH_FIELD_BOOL,
 };
 
 #define HUTCH_FIELD_REQUIRED (1u << 0) /* absent: "missing '<name>'" (or msg) */

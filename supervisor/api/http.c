@@ -103,8 +103,11 @@ static void on_hangup(struct hutch_watch *w, uint32_t events)
 	if (!(events & (EPOLLHUP | EPOLLERR)))
 		return;
 	hutch_loop_del(&r->s->loop, w);
+	r->hung_up = true;
 	if (r->hangup_cmd && r->hangup_cmd->state != CMD_DONE)
 		hutch_cmd_kill(r->hangup_cmd, SIGKILL, 0);
+	else if (!r->hangup_cmd)
+		hutch_api_resume(r); /* its handler sees hung_up and ends */
 }
 
 void hutch_api_kill_on_hangup(struct request *r, struct cmd *c)

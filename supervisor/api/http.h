@@ -63,6 +63,7 @@ struct request {
 	struct hutch_sse sse;        /* /run_streaming: events not yet sent */
 	struct hutch_watch w_conn;   /* the client's socket while a command runs */
 	struct cmd *hangup_cmd;      /* killed if the client hangs up */
+	bool hung_up;                /* the client hung up while watched */
 	struct request *next_waiter; /* DELETE / waiting for the teardown */
 	bool counted;                /* in s->requests_open (idle activity) */
 	struct hutch_proc_wait pw;   /* background-process routes (api-procs.c) */
@@ -86,7 +87,8 @@ enum MHD_Result hutch_api_respond_error(struct MHD_Connection *conn, unsigned st
         __attribute__((format(printf, 4, 5)));
 /* Kill c (SIGKILL to its tree) if the client of r hangs up (both
  * directions; a half-close is not a hang-up) while it runs: libmicrohttpd
- * does not look at a suspended connection's socket. */
+ * does not look at a suspended connection's socket. With c NULL the
+ * request is resumed instead, r->hung_up set. */
 void hutch_api_kill_on_hangup(struct request *r, struct cmd *c);
 /* The 410 body of a sandbox that has ended. */
 cJSON *hutch_api_ended_json(struct sup *s);

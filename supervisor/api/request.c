@@ -18,13 +18,17 @@
 #include "proto.h"
 #include "request.h"
 
-/* /run's fields; /start_process takes the first four (no stdin, timeout
- * or output cap). */
+/* The command: /run's fields and /start_process's. */
+/* clang-format off */
+#define COMMAND_FIELDS \
+	{ "cmd", HUTCH_FIELD_STRING, 0, 0, 0, NULL }, \
+	{ "argv", HUTCH_FIELD_ARRAY, 0, 0, 0, "'argv' must be an array of strings" }, \
+	{ "cwd", HUTCH_FIELD_STRING, 0, 0, 0, NULL }, \
+	{ "env", HUTCH_FIELD_OBJECT, 0, 0, 0, "'env' must be an object of strings" }
+/* clang-format on */
+
 static const struct hutch_field run_fields[] = {
-	{ "cmd", HUTCH_FIELD_STRING, 0, 0, 0, NULL },
-	{ "argv", HUTCH_FIELD_ARRAY, 0, 0, 0, "'argv' must be an array of strings" },
-	{ "cwd", HUTCH_FIELD_STRING, 0, 0, 0, NULL },
-	{ "env", HUTCH_FIELD_OBJECT, 0, 0, 0, "'env' must be an object of strings" },
+	COMMAND_FIELDS,
 	{ "stdin", HUTCH_FIELD_STRING, HUTCH_FIELD_NULLABLE, 0, 0, NULL },
 	{ "timeout", HUTCH_FIELD_NUMBER, HUTCH_FIELD_NULLABLE, 0, (double)HUTCH_MAX_TTL,
 	  "'timeout' must be a number of seconds >= 0 (0 or null: no timeout)" },
@@ -35,7 +39,14 @@ static const struct hutch_field run_fields[] = {
 	{ "tty", HUTCH_FIELD_OBJECT, HUTCH_FIELD_NULLABLE, 0, 0,
 	  "'tty' must be an object: {\"rows\": R, \"cols\": C}" },
 };
-#define START_FIELDS 4
+/* /start_process's: the command (no timeout or output cap),
+ * and "stdin": true to keep its standard input open (POST /process_stdin). */
+static const struct hutch_field start_fields[] = {
+	COMMAND_FIELDS,
+	{ "stdin", HUTCH_FIELD_BOOL, HUTCH_FIELD_NULLABLE, 0, 0,
+	  "'stdin' must be true (keep the process's stdin open for POST /process_stdin) or "
+	  "false" },
+};
 
 void hutch_run_req_done(struct hutch_run_req *r)
 {
@@ -236,8 +247,8 @@ static int parse_stdin(const char *v, struct hutch_run_req *r, struct hutch_err 
 	return rc;
 }
 
-static int parse_req(const char *body, size_t len, size_t nfields, struct hutch_run_req *ret,
-                     struct hutch_err *err)
+static int parse_req(const char *body, size_t len, const struct hutch_field *fields, size_t nfields,
+                     struct hutch_run_req *ret, struct hutch_err *err)
 {
 	_cleanup_cjson_ cJSON *j = NULL;
 	struct hutch_run_req r = { 0 };
@@ -264,7 +275,7 @@ static int parse_req(const char *body, size_t len, size_t nfields, struct hutch_
 		                     end && end >= body ? (size_t)(end - body) : 0);
 	if (!cJSON_IsObject(j))
 		return hutch_err_set(err, -EINVAL, "the request body must be a JSON object");
-	rc = hutch_fields_check(j, run_fields, nfields, HUTCH_FIELDS_LIST_KNOWN, err);
+	rc = hutch_fields_check(j, fields, nfields, HUTCH_FIELDS_LIST_KNOWN, err);
 	if (rc < 0)
 		return rc;
 	rc = parse_argv(cJSON_GetObjectItemCaseSensitive(j, "cmd"),
@@ -283,6 +294,7 @@ static int parse_req(const char *body, size_t len, size_t nfields, struct hutch_
 	stdin_j = cJSON_GetObjectItemCaseSensitive(j, "stdin");
 	if (rc >= 0 && cJSON_IsString(stdin_j))
 		rc = parse_stdin(stdin_j->valuestring, &r, err);
+	r.stdin_open = cJSON_IsTrue(stdin_j);
 	if (rc == -ENOMEM)
 		hutch_err_set(err, -ENOMEM, "out of memory");
 	if (rc < 0) {
@@ -296,11 +308,11 @@ static int parse_req(const char *body, size_t len, size_t nfields, struct hutch_
 int hutch_run_req_parse(const char *body, size_t len, struct hutch_run_req *ret,
                         struct hutch_err *err)
 {
-	return parse_req(body, len, ELEMENTSOF(run_fields), ret, err);
+	return parse_req(body, len, run_fields, ELEMENTSOF(run_fields), ret, err);
 }
 
 int hutch_start_req_parse(const char *body, size_t len, struct hutch_run_req *ret,
                           struct hutch_err *err)
 {
-	return parse_req(body, len, START_FIELDS, ret, err);
+	return parse_req(body, len, start_fields, ELEMENTSOF(start_fields), ret, err);
 }

@@ -24,13 +24,14 @@ struct hutch_run_req {
 	uint64_t max_output; /* bytes per stream, 0 = sandbox default */
 	bool base64;         /* "encoding": "base64": stdin and output as base64 */
 	bool tty;            /* "tty": {"rows", "cols"}: on a pseudo-terminal (/exec) */
+	bool stdin_open;     /* /start_process "stdin": true: kept open (/process_stdin) */
 	uint16_t rows, cols; /* its size, 0: the kernel's default */
 };
 
 /* Parse a /run or /run_streaming body. */
 int hutch_run_req_parse(const char *body, size_t len, struct hutch_run_req *ret,
                         struct hutch_err *err);
-/* Parse a /start_process body: cmd, argv, cwd and env only. */
+/* Parse a /start_process body: cmd, argv, cwd, env and stdin (a boolean). */
 int hutch_start_req_parse(const char *body, size_t len, struct hutch_run_req *ret,
                           struct hutch_err *err);
 void hutch_run_req_done(struct hutch_run_req *r);

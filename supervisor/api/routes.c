@@ -24,6 +24,7 @@ static const struct hutch_api_route routes[] = {
 	{ "/list_processes", "GET", hutch_api_serve_list_processes, 0, 0 },
 	{ "/kill_process", "POST", hutch_api_serve_kill_process, 0, 0 },
 	{ "/process_output", "GET", hutch_api_serve_process_output, 0, 0 },
+	{ "/process_stdin", "POST", hutch_api_serve_process_stdin, RAW, 0 },
 	{ "/write_file", "POST", hutch_api_serve_file, RAW, HUTCH_FILE_WRITE_FILE },
 	{ "/read_file", "POST", hutch_api_serve_file, RAW, HUTCH_FILE_READ_FILE },
 	{ "/delete_file", "POST", hutch_api_serve_file, RAW, HUTCH_FILE_DELETE_FILE },

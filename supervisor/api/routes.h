@@ -64,6 +64,7 @@ enum MHD_Result hutch_api_serve_start_process(struct request *r, const char *upl
 enum MHD_Result hutch_api_serve_list_processes(struct request *r, const char *upload, size_t *size);
 enum MHD_Result hutch_api_serve_kill_process(struct request *r, const char *upload, size_t *size);
 enum MHD_Result hutch_api_serve_process_output(struct request *r, const char *upload, size_t *size);
+enum MHD_Result hutch_api_serve_process_stdin(struct request *r, const char *upload, size_t *size);
 /* api-files.c (raw; the operation is the row's arg): */
 enum MHD_Result hutch_api_serve_file(struct request *r, const char *upload, size_t *size);
 

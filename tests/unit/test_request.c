@@ -15,6 +15,7 @@
 
 #include <cmocka.h>
 
+#include "cleanup.h"
 #include "request.h"
 
 /* Parse a body that must be accepted. */
@@ -316,6 +317,36 @@ static void test_unknown_field(void **state)
 	parse_bad("{\"Cmd\": \"true\"}", -EINVAL, "unknown field 'Cmd'");
 }
 
+/* /start_process: the command and "stdin" as a boolean only. */
+static void test_start_stdin(void **state)
+{
+	struct hutch_run_req r = { 0 };
+	struct hutch_err err = { 0 };
+	static const char *const bad[] = {
+		"{\"cmd\": \"cat\", \"stdin\": \"x\"}",
+		"{\"cmd\": \"cat\", \"stdin\": 1}",
+		"{\"cmd\": \"cat\", \"timeout\": 1}",
+	};
+
+	(void)state;
+	assert_int_equal(hutch_start_req_parse("{\"cmd\": \"cat\", \"stdin\": true}", 29, &r, &err),
+	                 0);
+	assert_true(r.stdin_open);
+	assert_null(r.stdin_data);
+	hutch_run_req_done(&r);
+	assert_int_equal(hutch_start_req_parse("{\"cmd\": \"cat\", \"stdin\": null}", 29, &r, &err),
+	                 0);
+	assert_false(r.stdin_open);
+	hutch_run_req_done(&r);
+	for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+		assert_int_equal(hutch_start_req_parse(bad[i], strlen(bad[i]), &r, &err), -EINVAL);
+		assert_true(strstr(err.msg, i < 2 ? "'stdin' must be true" : "unknown field") !=
+		            NULL);
+	}
+	/* /run's stdin stays a string */
+	parse_bad("{\"cmd\": \"cat\", \"stdin\": true}", -EINVAL, "'stdin' must be a string");
+}
+
 static void test_invalid_json(void **state)
 {
 	struct hutch_run_req r;
@@ -358,7 +389,7 @@ int main(void)
 		cmocka_unit_test(test_cwd),           cmocka_unit_test(test_timeout),
 		cmocka_unit_test(test_max_output),    cmocka_unit_test(test_stdin),
 		cmocka_unit_test(test_unknown_field), cmocka_unit_test(test_tty_and_encoding),
-		cmocka_unit_test(test_invalid_json),
+		cmocka_unit_test(test_invalid_json),  cmocka_unit_test(test_start_stdin),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

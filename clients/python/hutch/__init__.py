@@ -9,10 +9,11 @@ Standard library only. See docs/python.md.
 """
 from .errors import (APIError, BackgroundProcessesDisabledError, CommandTimeoutError, ConfigError,
                      FileTooLargeError, HutchNotFoundError, NotCapableHostError, ProcessNotFoundError,
-                     ProcessNotRunningError, SandboxDeletedError, SandboxError,
+                     ProcessNotRunningError, PtyWaitTimeout, SandboxDeletedError, SandboxError,
                      SandboxExpiredError, SandboxFileNotFoundError, SandboxGoneError,
                      SandboxIsADirectoryError, SandboxNoSpaceError, SandboxPermissionError,
-                     SetupError)
+                     SetupError, StdinClosedError)
+from ._exec import AsyncPty, AsyncPtyHandle, Pty, PtyHandle, PtySize
 from .network import Network
 from .sandbox import (DEFAULT_REGION, INSTANCE_TYPES, AsyncExecutionStream, AsyncSandboxSession,
                       CommandResult, ExecutionStream, ExitStatus, FileEntry, HookContext,
@@ -26,10 +27,11 @@ __all__ = [
     "LocalSandbox", "Network", "SandboxHook", "HookContext", "SandboxSession",
     "AsyncSandboxSession", "ExecutionStream", "AsyncExecutionStream", "CommandResult",
     "OutputChunk", "ExitStatus", "FileEntry", "ProcessInfo", "ProcessOutput", "find_hutch",
-    "INSTANCE_TYPES", "DEFAULT_REGION",
+    "INSTANCE_TYPES", "DEFAULT_REGION", "Pty", "PtyHandle", "PtySize", "AsyncPty",
+    "AsyncPtyHandle",
     "SandboxError", "HutchNotFoundError", "NotCapableHostError", "ConfigError", "SetupError",
     "SandboxGoneError", "SandboxExpiredError", "SandboxDeletedError", "CommandTimeoutError",
     "APIError", "SandboxFileNotFoundError", "SandboxPermissionError", "SandboxIsADirectoryError",
     "SandboxNoSpaceError", "ProcessNotFoundError", "ProcessNotRunningError",
-    "BackgroundProcessesDisabledError", "FileTooLargeError",
+    "BackgroundProcessesDisabledError", "FileTooLargeError", "PtyWaitTimeout", "StdinClosedError",
 ]

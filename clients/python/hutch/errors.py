@@ -54,6 +54,11 @@ class CommandTimeoutError(SandboxError, TimeoutError):
         self.result = result
 
 
+class PtyWaitTimeout(SandboxError, TimeoutError):
+    """``PtyHandle.wait(timeout)``: the command still runs (it is not
+    killed; wait again, or ``kill()``)."""
+
+
 class APIError(SandboxError):
     """The sandbox refused a request. ``status`` is the HTTP status, ``code``
     the API error code (``invalid_request``, ``not_found``...), ``path`` the
@@ -96,6 +101,11 @@ class ProcessNotRunningError(APIError):
     """The background process has already ended."""
 
 
+class StdinClosedError(APIError):
+    """The background process's standard input is closed (it was started
+    without ``stdin=True``, was closed, or the process stopped reading)."""
+
+
 class BackgroundProcessesDisabledError(ConfigError):
     """``supports_background_processes=False`` and a background process was
     asked for."""
@@ -108,6 +118,7 @@ _BY_CODE = {
     "no_space": SandboxNoSpaceError,
     "process_not_found": ProcessNotFoundError,
     "process_not_running": ProcessNotRunningError,
+    "stdin_closed": StdinClosedError,
 }
 
 

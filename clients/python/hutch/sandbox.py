@@ -12,9 +12,10 @@ import re
 import subprocess
 import tempfile
 import threading
-from typing import Any, Optional, Union
+from typing import Any, Callable, Optional, Union
 
-from . import errors, _http
+from . import errors, _exec, _http
+from ._exec import AsyncPty, AsyncPtyHandle, Pty, PtyHandle, PtySize
 from ._binary import find_hutch
 from . import _pool
 from .network import Network
@@ -107,6 +108,8 @@ class ProcessInfo:
     stdout_bytes: int = 0
     stderr_bytes: int = 0
     error: Optional[str] = None
+    stdin_open: Optional[bool] = None  # None: started without stdin=True
+    stdin_bytes: Optional[int] = None
 
     @classmethod
     def from_json(cls, d):
@@ -540,6 +543,8 @@ class SandboxSession:
         self.expires_at = info.get("expires_at")
         self.config = info.get("config", {})
         self._client = _http.Client(self.socket_path, self.id)
+        #: commands on pseudo-terminals: ``session.pty.create(PtySize(24, 80))``
+        self.pty = Pty(self._client)
         self._closed = False
         self._close_lock = threading.Lock()
 
@@ -565,15 +570,41 @@ class SandboxSession:
                 "the exception's result)", result=result)
         return result
 
-    def execute_stream(self, cmd, *, cwd=None, env=None, timeout=None, stdin=None, text=True):
+    def execute_stream(self, cmd, *, cwd=None, env=None, timeout=None, stdin=None, text=True,
+                       on_stdout: Optional[Callable[[Union[str, bytes]], Any]] = None,
+                       on_stderr: Optional[Callable[[Union[str, bytes]], Any]] = None):
         """Run ``cmd`` and iterate over its output as it comes: ``OutputChunk``
-        items (``bytes`` chunks with ``text=False``), then an ``ExitStatus``."""
+        items (``bytes`` chunks with ``text=False``), then an ``ExitStatus``.
+
+        With ``on_stdout`` and/or ``on_stderr`` it runs to the end instead,
+        calling them with each piece of output in the order it was written,
+        and returns the ``ExitStatus`` (``POST /exec``: bytes exact; with
+        ``text=True`` each stream is decoded incrementally as UTF-8, a
+        character cut between pieces comes whole, invalid bytes become
+        U+FFFD). ``stdin`` may then also be a binary file object or an
+        iterable of bytes, streamed while the command runs."""
+        if on_stdout is not None or on_stderr is not None:
+            return self._stream_callbacks(cmd, cwd, env, timeout, stdin, text, on_stdout,
+                                          on_stderr)
         body = json.dumps(_cmd_body(cmd, cwd, env, timeout, stdin, text)).encode()
         resp, conn = self._client.request("POST", "/run_streaming", body,
                                           {"Content-Type": "application/json"},
                                           timeout=_http_timeout(timeout))
         self._client.check(resp, conn)
         return ExecutionStream(self._client, resp, conn, text)
+
+    def _stream_callbacks(self, cmd, cwd, env, timeout, stdin, text, on_stdout, on_stderr):
+        if not isinstance(text, bool):
+            raise TypeError(f"text must be True or False, not {text!r}")
+        for name, cb in (("on_stdout", on_stdout), ("on_stderr", on_stderr)):
+            if cb is not None and not callable(cb):
+                raise TypeError(f"{name} must be callable, not {cb!r}")
+        body = _cmd_body(cmd, cwd, env, timeout)
+        status = _exec.run_with_callbacks(self._client, body, stdin, on_stdout, on_stderr, text)
+        if status.timed_out:
+            raise errors.CommandTimeoutError(status.message or "the command timed out and was "
+                                             "killed", result=status)
+        return status
 
     # -- files -----------------------------------------------------------
     def _get_file(self, path, max_bytes):
@@ -695,10 +726,40 @@ class SandboxSession:
                 "(supports_background_processes=False): use execute(), or create the sandbox "
                 "with supports_background_processes=True")
 
-    def start_process(self, cmd, *, cwd=None, env=None):
+    def start_process(self, cmd, *, cwd=None, env=None, stdin=False):
+        """Start ``cmd`` in the background. ``stdin=True`` keeps its standard
+        input open for :meth:`send_stdin` (else it reads end of file)."""
         self._need_bg()
-        return ProcessInfo.from_json(self._client.call("POST", "/start_process",
-                                                       _cmd_body(cmd, cwd, env)))
+        body = _cmd_body(cmd, cwd, env)
+        if not isinstance(stdin, bool):
+            raise TypeError(f"stdin must be True or False, not {stdin!r}")
+        if stdin:
+            body["stdin"] = True
+        return ProcessInfo.from_json(self._client.call("POST", "/start_process", body))
+
+    def send_stdin(self, process_id, data=b"", *, close=False):
+        """Write ``data`` (bytes exact, or str as UTF-8) to the standard input
+        of a background process started with ``stdin=True``; returns once
+        the process's pipe has taken it all (a process that does not read
+        slows this down). ``close=True`` then closes its stdin (it reads end
+        of file). Returns the total bytes written to its stdin so far.
+        Raises :class:`StdinClosedError` if its stdin is closed."""
+        self._need_bg()
+        pid = process_id.id if isinstance(process_id, ProcessInfo) else process_id
+        if isinstance(data, str):
+            data = data.encode("utf-8")
+        if not isinstance(data, (bytes, bytearray, memoryview)):
+            raise TypeError("data must be bytes or str")
+        resp, conn = self._client.request(
+            "POST", _http.query("/process_stdin", id=pid, eof="true" if close else None),
+            bytes(data), {"Content-Type": "application/octet-stream"})
+        self._client.check(resp, conn)
+        return json.loads(self._client.read_body(resp, conn)).get("stdin_bytes")
+
+    def close_stdin(self, process_id):
+        """Close a background process's standard input (it reads end of
+        file); closing a closed one is not an error."""
+        return self.send_stdin(process_id, b"", close=True)
 
     def list_processes(self):
         self._need_bg()
@@ -887,10 +948,21 @@ class AsyncSandboxSession:
     list_processes = _async_method("list_processes")
     kill_process = _async_method("kill_process")
     process_output = _async_method("process_output")
+    send_stdin = _async_method("send_stdin")
+    close_stdin = _async_method("close_stdin")
     status = _async_method("status")
 
+    @property
+    def pty(self):
+        """The asyncio form of ``session.pty``."""
+        return AsyncPty(self.sync.pty)
+
     def execute_stream(self, cmd, **kwargs):
-        """``async for item in session.execute_stream(cmd)``."""
+        """``async for item in session.execute_stream(cmd)``; with
+        ``on_stdout`` / ``on_stderr`` (plain or ``async def``, called on the
+        event loop, in order) an awaitable of the ``ExitStatus``."""
+        if kwargs.get("on_stdout") is not None or kwargs.get("on_stderr") is not None:
+            return _exec.run_callbacks_async(self.sync.execute_stream, cmd, kwargs)
         return AsyncExecutionStream(functools.partial(self.sync.execute_stream, cmd, **kwargs))
 
     async def _run_hooks(self, name):

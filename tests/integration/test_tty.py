@@ -5,6 +5,7 @@ would: shells, the Python REPL, ^C, ^D, exit codes, window size at start
 and after a resize, the caller's terminal settings restored, and TIOCSTI /
 TIOCLINUX still refused on the sandbox's pty."""
 import fcntl
+import json
 import os
 import re
 import select
@@ -185,3 +186,84 @@ def test_hang_up_of_the_cli_kills_the_session(sandbox, term):
 def test_run_refuses_tty(sandbox):
     status, res = sandbox.api("POST", "/run", {"cmd": "true", "tty": {}})
     assert status == 400 and "POST /exec" in res["error"]["message"]
+
+
+def bash(term, sandbox, **kw):
+    t = term("exec", "-it", sandbox.id, "--", "bash", "--norc", "--noprofile", "-i", **kw)
+    t.expect(rb"\$ ")
+    t.send(b"PS1='P> '\r")
+    t.expect(rb"P> ")
+    return t
+
+
+def test_tab_completion_in_bash(sandbox, term):
+    t = bash(term, sandbox)
+    # readline completes the command name on the sandbox's terminal: the
+    # completed rest is echoed back before Enter
+    t.send(b"ech\t")
+    t.expect(rb"ech(\x1b\[[0-9;?]*[a-zA-Z])*o ")
+    t.send(b"completed-$((6*7))\r")
+    t.expect(rb"[\r\n]completed-42\r\n")  # the output, not the echoed line
+    t.send(b"exit\r")
+    assert t.wait() == 0
+    assert termios.tcgetattr(t.slave) == t.before
+
+
+def test_top_is_shown_and_quits_with_q(sandbox, term):
+    t = term("exec", "-it", sandbox.id, "--", "top", "-d", "0.5", rows=30, cols=100)
+    t.expect(rb"load average")  # its full-screen header
+    t.expect(rb"PID +USER")      # the task list
+    t.send(b"q")
+    assert t.wait() == 0
+    assert termios.tcgetattr(t.slave) == t.before
+
+
+def test_ctrl_z_job_control_in_bash(sandbox, term):
+    t = bash(term, sandbox)
+    t.send(b"sleep 100\r")
+    assert wait_until(lambda: sandbox.run("pgrep -x sleep")["exit_code"] == 0)
+    t.send(b"\x1a")  # ^Z: the terminal stops the foreground job
+    t.expect(rb"Stopped\s+sleep 100")
+    t.expect(rb"P> ")
+    st = sandbox.run("ps -o stat= -C sleep")["stdout"].strip()
+    assert st.startswith("T"), st
+    t.send(b"jobs\r")
+    t.expect(rb"\[1\]\+\s+Stopped\s+sleep 100\r\n")
+    t.send(b"fg\r")
+    t.expect(rb"sleep 100\r\n")
+    assert wait_until(lambda: sandbox.run("ps -o stat= -C sleep")["stdout"].strip()[:1] == "S")
+    t.send(b"\x03")  # ^C ends it in the foreground again
+    t.send(b"echo rc=$?\r")
+    t.expect(rb"rc=130\r\n")
+    assert sandbox.run("pgrep -x sleep")["exit_code"] == 1
+    t.send(b"exit 0\r")
+    assert t.wait() == 0
+    assert termios.tcgetattr(t.slave) == t.before
+
+
+def test_terminal_restored_after_sigint_to_the_cli(sandbox, term):
+    # ^C typed on the terminal goes to the sandbox (raw mode); a SIGINT
+    # sent to hutch itself ends the session, and the modes come back
+    t = term("exec", "-it", sandbox.id, "--", "sh", "-c", "echo up; sleep 1000")
+    t.expect(rb"up\r\n")
+    assert termios.tcgetattr(t.slave) != t.before  # raw while it runs
+    t.p.send_signal(signal.SIGINT)
+    assert t.wait() == 128 + signal.SIGINT
+    assert termios.tcgetattr(t.slave) == t.before
+    assert wait_until(lambda: sandbox.run("pgrep -x sleep")["exit_code"] == 1, timeout=10)
+
+
+def test_terminal_restored_after_kill_9_of_the_supervisor(hutch, term):
+    sb = hutch.create()
+    try:
+        t = term("exec", "-it", sb.id, "--", "sh", "-c", "echo up; sleep 1000")
+        t.expect(rb"up\r\n")
+        assert termios.tcgetattr(t.slave) != t.before
+        st = json.loads(hutch("inspect", sb.id).stdout)
+        os.kill(st["supervisor_pid"], signal.SIGKILL)
+        rc = t.wait()
+        assert rc == 66, (rc, t.out)
+        assert b"supervisor" in t.out or b"sandbox" in t.out
+        assert termios.tcgetattr(t.slave) == t.before
+    finally:
+        hutch("rm", "-f", sb.id)

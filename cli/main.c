@@ -35,6 +35,7 @@ static const char *const main_usage =
         "  inspect ID                      show a sandbox's status and options (JSON)\n"
         "  stats [ID...] [--no-stream]     show what sandboxes use: CPU, memory, pids, disk, net\n"
         "  events ID                       the supervisor's log: creation, sleep, why it ended\n"
+        "  set-timeout ID SECONDS          delete the sandbox SECONDS from now (not at its TTL)\n"
         "  rm [--json] ID... | --all       delete sandboxes (dead and gone on return)\n"
         "  cp SRC DST                      copy files/directories: LOCAL ID:PATH or ID:PATH LOCAL\n"
         "  gc                              remove what dead sandboxes left behind\n"
@@ -95,6 +96,7 @@ static const struct hutch_cli_verb *const verbs[] = {
 	&hutch_verb_completion,
 	&hutch_verb_stats,
 	&hutch_verb_events,
+	&hutch_verb_set_timeout,
 	&hutch_verb_image_pull,
 	&hutch_verb_image_import,
 	&hutch_verb_image_ls,

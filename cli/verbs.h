@@ -21,8 +21,8 @@ extern const struct hutch_cli_verb hutch_verb_pool_start, hutch_verb_pool_stop, 
         hutch_verb_pool_key;
 /* hutch pool SUB ...: argv[0] is "pool". */
 int hutch_cli_pool(int argc, char **argv, const struct hutch_cli_verb *const *all);
-/* verb-stats.c, verb-events.c */
-extern const struct hutch_cli_verb hutch_verb_stats, hutch_verb_events;
+/* verb-stats.c, verb-events.c, verb-timeout.c */
+extern const struct hutch_cli_verb hutch_verb_stats, hutch_verb_events, hutch_verb_set_timeout;
 /* verb-image.c: "image pull", "image import", "image ls", "image inspect", "image rm",
  * "image prune" */
 extern const struct hutch_cli_verb hutch_verb_image_pull, hutch_verb_image_import,

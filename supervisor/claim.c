@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The supervisor's side of a warm-pool claim (POST /claim; see cli/pool.h
- * for the protocol): the per-session options are applied and the session's
- * clocks start now.
+ * The session's clocks: a warm-pool claim (POST /claim; see cli/pool.h for
+ * the protocol) applies the per-session options and starts them now;
+ * POST /timeout moves the end of the session.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -69,10 +69,18 @@ static cJSON *claim_answer(struct sup *s, struct hutch_err *err)
 	return o;
 }
 
+int hutch_sup_set_expiry(struct sup *s, uint64_t seconds)
+{
+	struct itimerspec its = { .it_value.tv_sec = (time_t)seconds };
+
+	if (timerfd_settime(s->ttl_fd, 0, &its, NULL) < 0)
+		return -errno;
+	s->expires_at = hutch_now_realtime() + (int64_t)seconds;
+	return 0;
+}
+
 cJSON *hutch_sup_claim(struct sup *s, const cJSON *body, struct hutch_err *err)
 {
-	struct itimerspec its = { 0 };
-
 	if (!s->cfg->pool_key[0]) {
 		hutch_err_set(err, -EALREADY,
 		              "sandbox %s is not a pooled sandbox waiting for a claim", s->id);
@@ -86,9 +94,7 @@ cJSON *hutch_sup_claim(struct sup *s, const cJSON *body, struct hutch_err *err)
 
 	/* The session starts now. */
 	s->created_at = hutch_now_realtime();
-	s->expires_at = s->created_at + (int64_t)s->cfg->ttl_seconds;
-	its.it_value.tv_sec = (time_t)s->cfg->ttl_seconds;
-	if (timerfd_settime(s->ttl_fd, 0, &its, NULL) < 0)
+	if (hutch_sup_set_expiry(s, s->cfg->ttl_seconds) < 0)
 		hutch_log(HUTCH_LOG_WARN, "claim: re-arm the TTL timer: %m");
 	if (hutch_idle_start(s) < 0)
 		hutch_log(HUTCH_LOG_WARN, "claim: idle timer: %m");

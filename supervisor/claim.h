@@ -3,6 +3,8 @@
 #ifndef HUTCH_CLAIM_H
 #define HUTCH_CLAIM_H
 
+#include <stdint.h>
+
 #include <cjson/cJSON.h>
 
 #include "error.h"
@@ -14,5 +16,9 @@ struct sup;
  * region, on_destroy...), each optional. Returns the created answer or NULL
  * with err set (-EALREADY when not pooled / claimed already, -EINVAL). */
 cJSON *hutch_sup_claim(struct sup *s, const cJSON *body, struct hutch_err *err);
+
+/* The session ends seconds from now (the TTL timer re-armed, expires_at
+ * moved; state.json is the caller's). 0 or -errno. */
+int hutch_sup_set_expiry(struct sup *s, uint64_t seconds);
 
 #endif

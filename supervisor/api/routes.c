@@ -17,6 +17,7 @@ static const struct hutch_api_route routes[] = {
 	{ "/stats", "GET", hutch_api_serve_stats, POOLED | PASSIVE, 0 },
 	{ "/", "DELETE", hutch_api_serve_delete, POOLED | ENDED | HUTCH_ROUTE_WAITS_END, 0 },
 	{ "/claim", "POST", hutch_api_serve_claim, POOLED, 0 },
+	{ "/timeout", "POST", hutch_api_serve_timeout, 0, 0 },
 	{ "/run", "POST", hutch_api_serve_run, 0, 0 },
 	{ "/run_streaming", "POST", hutch_api_serve_run_streaming, 0, 0 },
 	{ "/exec", "POST", hutch_api_serve_exec, 0, 0 },

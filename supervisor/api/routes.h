@@ -54,6 +54,7 @@ enum MHD_Result hutch_api_serve_status(struct request *r, const char *upload, si
 enum MHD_Result hutch_api_serve_stats(struct request *r, const char *upload, size_t *size);
 enum MHD_Result hutch_api_serve_delete(struct request *r, const char *upload, size_t *size);
 enum MHD_Result hutch_api_serve_claim(struct request *r, const char *upload, size_t *size);
+enum MHD_Result hutch_api_serve_timeout(struct request *r, const char *upload, size_t *size);
 /* api-run.c: */
 enum MHD_Result hutch_api_serve_run(struct request *r, const char *upload, size_t *size);
 enum MHD_Result hutch_api_serve_run_streaming(struct request *r, const char *upload, size_t *size);

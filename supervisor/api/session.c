@@ -1,13 +1,18 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The sandbox's own endpoints (docs/api.md): GET /health, GET /status,
- * POST /claim (a pooled sandbox starts its session: claim.c), DELETE /
- * (waits for the teardown, answered by hutch_api_sandbox_ended()).
+ * POST /claim (a pooled sandbox starts its session: claim.c), POST
+ * /timeout (the session ends that long from now), DELETE / (waits for the
+ * teardown, answered by hutch_api_sandbox_ended()).
  */
 #include <errno.h>
+#include <string.h>
 
 #include "claim.h"
 #include "cleanup.h"
+#include "config.h"
+#include "events.h"
+#include "fields.h"
 #include "routes.h"
 #include "stats.h"
 #include "status.h"
@@ -67,5 +72,48 @@ enum MHD_Result hutch_api_serve_claim(struct request *r, const char *upload, siz
 		return hutch_api_respond_error(
 		        r->conn, err.code == -EALREADY ? MHD_HTTP_CONFLICT : MHD_HTTP_BAD_REQUEST,
 		        err.code == -EALREADY ? "not_pooled" : "invalid_request", "%s", err.msg);
+	return hutch_api_respond_json(r->conn, MHD_HTTP_OK, o);
+}
+
+static const struct hutch_field timeout_fields[] = {
+	{ "timeout_seconds", HUTCH_FIELD_INTEGER, HUTCH_FIELD_REQUIRED, 1, (double)HUTCH_MAX_TTL,
+	  "'timeout_seconds' must be whole seconds from 1 to {max} (366 days): how long from now "
+	  "until the sandbox is deleted" },
+};
+
+enum MHD_Result hutch_api_serve_timeout(struct request *r, const char *upload, size_t *size)
+{
+	const char *text = r->body.data ? r->body.data : "";
+	_cleanup_cjson_ cJSON *body = NULL;
+	struct hutch_err err = { 0 };
+	char when[40];
+	uint64_t secs;
+	cJSON *o;
+	int e;
+
+	if (hutch_fields_check_text(text, r->body.len, &err) < 0)
+		return hutch_api_respond_error(r->conn, MHD_HTTP_BAD_REQUEST, "invalid_request",
+		                               "%s", err.msg);
+	body = cJSON_ParseWithLength(text, r->body.len);
+	if (!cJSON_IsObject(body))
+		return hutch_api_respond_error(r->conn, MHD_HTTP_BAD_REQUEST, "invalid_json",
+		                               "the body must be a JSON object: "
+		                               "{\"timeout_seconds\": 3600}");
+	if (hutch_fields_check(body, timeout_fields, ELEMENTSOF(timeout_fields),
+	                       HUTCH_FIELDS_LIST_KNOWN, &err) < 0)
+		return hutch_api_respond_error(r->conn, MHD_HTTP_BAD_REQUEST, "invalid_request",
+		                               "%s", err.msg);
+	secs = (uint64_t)cJSON_GetObjectItemCaseSensitive(body, "timeout_seconds")->valuedouble;
+	e = hutch_sup_set_expiry(r->s, secs);
+	if (e < 0)
+		return hutch_api_respond_error(r->conn, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal",
+		                               "cannot re-arm the TTL timer: %s", strerror(-e));
+	(void)hutch_sup_write_state(r->s, "running");
+	hutch_event(r->s, "timeout set: deleted in %llu s", (unsigned long long)secs);
+	o = cJSON_CreateObject();
+	cJSON_AddStringToObject(o, "id", r->s->id);
+	hutch_format_time(r->s->expires_at, when, sizeof(when));
+	cJSON_AddStringToObject(o, "expires_at", when);
+	cJSON_AddNumberToObject(o, "expires_at_unix", (double)r->s->expires_at);
 	return hutch_api_respond_json(r->conn, MHD_HTTP_OK, o);
 }

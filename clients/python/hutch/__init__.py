@@ -17,14 +17,16 @@ from ._exec import AsyncPty, AsyncPtyHandle, Pty, PtyHandle, PtySize
 from .network import Network
 from .sandbox import (DEFAULT_REGION, INSTANCE_TYPES, AsyncExecutionStream, AsyncSandboxSession,
                       CommandResult, ExecutionStream, ExitStatus, FileEntry, HookContext,
-                      LocalSandbox, OutputChunk, ProcessInfo, ProcessOutput, SandboxHook,
-                      SandboxSession)
+                      LocalSandbox, OutputChunk, ProcessInfo, ProcessOutput,
+                      SandboxCallbackContext, SandboxHook, SandboxSession)
+from ._dirs import DirTransfer
 from ._binary import find_hutch
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "LocalSandbox", "Network", "SandboxHook", "HookContext", "SandboxSession",
+    "LocalSandbox", "Network", "SandboxHook", "HookContext", "SandboxCallbackContext",
+    "SandboxSession", "DirTransfer",
     "AsyncSandboxSession", "ExecutionStream", "AsyncExecutionStream", "CommandResult",
     "OutputChunk", "ExitStatus", "FileEntry", "ProcessInfo", "ProcessOutput", "find_hutch",
     "INSTANCE_TYPES", "DEFAULT_REGION", "Pty", "PtyHandle", "PtySize", "AsyncPty",

@@ -7,17 +7,19 @@ import functools
 import http.client
 import inspect
 import json
+import math
 import os
 import re
 import subprocess
 import tempfile
 import threading
+import time
 from typing import Any, Callable, Optional, Union
 
 from . import errors, _exec, _http
 from ._exec import AsyncPty, AsyncPtyHandle, Pty, PtyHandle, PtySize
 from ._binary import find_hutch
-from . import _pool
+from . import _dirs, _pool
 from .network import Network
 
 INSTANCE_TYPES = ("nano", "micro", "small", "medium", "large", "xlarge", "2xlarge")
@@ -152,6 +154,10 @@ class HookContext:
     sandbox_id: str
 
 
+#: The cloud SDK's name for the hook context.
+SandboxCallbackContext = HookContext
+
+
 def _run_coro_blocking(coro):
     """Run a coroutine to completion from sync code, even inside a running
     event loop (then in a helper thread)."""
@@ -216,9 +222,7 @@ def _cmd_body(cmd, cwd=None, env=None, timeout=None, stdin=None, text=True):
             raise TypeError("env must be a dict of str to str")
         body["env"] = env
     if timeout is not None:
-        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout < 0:
-            raise TypeError(f"timeout must be a number of seconds >= 0, not {timeout!r}")
-        body["timeout"] = timeout
+        body["timeout"] = _command_timeout(timeout)
     if stdin is not None:
         if not isinstance(stdin, (str, bytes, bytearray, memoryview)):
             raise TypeError(f"stdin must be str or bytes, not {type(stdin).__name__}")
@@ -227,6 +231,18 @@ def _cmd_body(cmd, cwd=None, env=None, timeout=None, stdin=None, text=True):
             stdin = base64.b64encode(raw).decode("ascii")
         body["stdin"] = stdin
     return body
+
+
+def _command_timeout(timeout):
+    """A command's timeout: seconds > 0 (a float is fine), or 0 / None for
+    none; anything else is refused naming the fix."""
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
+        raise TypeError(f"timeout must be a number of seconds, not {type(timeout).__name__} "
+                        f"{timeout!r} (None or 0: no time limit)")
+    if not math.isfinite(timeout) or timeout < 0 or timeout > MAX_SECONDS:
+        raise errors.ConfigError(f"invalid timeout {timeout!r}: give seconds from 0 (no time "
+                                 f"limit) to {MAX_SECONDS}, e.g. timeout=30")
+    return timeout
 
 
 def _http_timeout(timeout):
@@ -262,6 +278,19 @@ def _host_ports(ports, network):
                                          "and the listed ports are served by the sandbox's DNS stub "
                                          "and TLS proxy; run the host service on another port")
     return ports
+
+
+def _hutch_json(*args):
+    """Run ``hutch ARGS`` and return its JSON; its error as an exception."""
+    proc = subprocess.run([find_hutch(), *args], capture_output=True, text=True, check=False)
+    if proc.returncode == 0:
+        return json.loads(proc.stdout)
+    msg = proc.stderr.strip().removeprefix("hutch: ") or f"exit status {proc.returncode}"
+    if proc.returncode == 66:
+        raise errors.SandboxGoneError(msg)
+    if proc.returncode == 64:
+        raise errors.ConfigError(msg)
+    raise errors.SandboxError(msg)
 
 
 class LocalSandbox:
@@ -380,6 +409,29 @@ class LocalSandbox:
         if cls is errors.NotCapableHostError:
             msg += " (run as root; 'hutch doctor' checks this host)"
         raise cls(msg)
+
+    @classmethod
+    def list(cls):
+        """The live sandboxes of this runtime directory (``hutch ls --json``:
+        one dict per sandbox, the schema of docs/api.md)."""
+        return [s for s in _hutch_json("ls", "--json") if s.get("live")]
+
+    @classmethod
+    def connect(cls, sandbox_id):
+        """A session on a running sandbox, by id or unique id prefix (made
+        by ``hutch create``, another process, or a session whose client
+        died). Its hooks are not run; closing the session deletes the
+        sandbox, as for one this client opened. ``SandboxGoneError`` if it
+        ended, ``SandboxError`` if no sandbox has that id."""
+        info = _hutch_json("inspect", sandbox_id)
+        cfg = info.get("config") or {}
+        sandbox = cls(supports_background_processes=cfg.get("supports_background_processes", True))
+        return SandboxSession(sandbox, info)
+
+    @classmethod
+    async def connect_async(cls, sandbox_id):
+        """The asyncio form of :meth:`connect`."""
+        return AsyncSandboxSession(await asyncio.to_thread(cls.connect, sandbox_id))
 
     def open(self):
         """Create the sandbox, run the ``on_create`` hooks, return the
@@ -718,7 +770,43 @@ class SandboxSession:
         self._client.release(conn, resp)
         return n
 
+    def upload_dir(self, src, dst):
+        """Copy a local directory tree to ``dst`` in the sandbox, file by file
+        (bytes exact, modes kept); symbolic links are skipped, never followed.
+        Returns a ``DirTransfer`` (files, dirs, bytes, skipped)."""
+        return _dirs.upload_dir(self, src, dst)
+
+    def download_dir(self, src, dst):
+        """Copy a sandbox directory tree to the local ``dst`` (created if
+        missing), file by file; symbolic links are skipped, never followed.
+        Returns a ``DirTransfer``."""
+        return _dirs.download_dir(self, src, dst)
+
     # -- background processes ------------------------------------------
+    def wait_process(self, process_id, *, timeout=None):
+        """Wait until a background process has ended and return its
+        ``ProcessInfo`` (``exit_code``, ``signal``...). Its output is not
+        kept here (read it with :meth:`process_output`). ``timeout``
+        (seconds) raises ``CommandTimeoutError`` if it still runs then."""
+        self._need_bg()
+        pid = process_id.id if isinstance(process_id, ProcessInfo) else process_id
+        end = None if not timeout else time.monotonic() + _command_timeout(timeout)
+        offset = 0
+        while True:
+            left = 30 if end is None else end - time.monotonic()
+            if left <= 0:
+                raise errors.CommandTimeoutError(
+                    f"process {pid} still runs after {timeout} s (it was not killed: "
+                    "kill_process() ends it)")
+            out = self.process_output(pid, offset=offset, wait=max(1, min(30, int(left))))
+            offset = out.next_offset
+            if out.eof:
+                break
+        for p in self.list_processes():
+            if p.id == pid:
+                return p
+        raise errors.ProcessNotFoundError(f"process {pid} is no longer listed", code="process_not_found")
+
     def _need_bg(self):
         if not self.sandbox.supports_background_processes:
             raise errors.BackgroundProcessesDisabledError(
@@ -787,6 +875,15 @@ class SandboxSession:
                              data=d.get("data", ""), status=d.get("status"), eof=bool(d.get("eof")))
 
     # -- lifecycle -------------------------------------------------------
+    def set_timeout(self, seconds):
+        """Delete the sandbox ``seconds`` from now instead of when its TTL
+        said (longer or shorter; whole seconds, at most 366 days). Returns
+        the new ``expires_at`` (also in ``self.expires_at``)."""
+        seconds = _seconds("timeout", seconds, 1)
+        d = self._client.call("POST", "/timeout", {"timeout_seconds": seconds})
+        self.expires_at = d.get("expires_at")
+        return self.expires_at
+
     def status(self):
         """The sandbox's ``/status`` (a dict: state, expires_at, config...)."""
         return self._client.call("GET", "/status")
@@ -928,7 +1025,7 @@ class AsyncSandboxSession:
 
     id = property(lambda self: self.sync.id)
     socket_path = property(lambda self: self.sync.socket_path)
-    expires_at = property(lambda self: self.sync.expires_at)
+    expires_at = property(lambda self: self.sync.expires_at)  # set_timeout() moves it
     config = property(lambda self: self.sync.config)
     sandbox = property(lambda self: self.sync.sandbox)
     closed = property(lambda self: self.sync.closed)
@@ -951,6 +1048,10 @@ class AsyncSandboxSession:
     send_stdin = _async_method("send_stdin")
     close_stdin = _async_method("close_stdin")
     status = _async_method("status")
+    set_timeout = _async_method("set_timeout")
+    wait_process = _async_method("wait_process")
+    upload_dir = _async_method("upload_dir")
+    download_dir = _async_method("download_dir")
 
     @property
     def pty(self):

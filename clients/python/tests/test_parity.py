@@ -1,0 +1,200 @@
+# SPDX-License-Identifier: Apache-2.0
+"""What E2B's and docker-py's users expect of a client (issue 17):
+connect to a live sandbox, list, set_timeout, wait for a background
+process, whole directories in and out, timeout validation, the cloud
+SDK's hook context name, shared pytest fixtures."""
+import asyncio
+import hashlib
+import os
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+import hutch
+from hutch import ConfigError, LocalSandbox
+
+from test_client import HUTCH, PKG_ROOT, pytestmark, runtime_dir  # noqa: F401,E402
+
+
+def test_connect_and_list(runtime_dir):
+    r = subprocess.run([HUTCH, "create", "--instance-type", "small"], capture_output=True,
+                       text=True, check=True)
+    sid = r.stdout.strip()
+    assert [s["id"] for s in LocalSandbox.list()] == [sid]
+    assert LocalSandbox.list()[0]["status"] == "running"
+    with LocalSandbox.connect(sid[:6]) as sb:          # a unique prefix is enough
+        assert sb.id == sid
+        assert sb.execute("echo hi").stdout == "hi\n"
+        assert sb.status()["config"]["instance_type"] == "small"
+    # Closing the connected session deleted it.
+    assert LocalSandbox.list() == []
+    with pytest.raises(hutch.SandboxGoneError, match="deleted"):
+        LocalSandbox.connect(sid)
+    with pytest.raises(hutch.SandboxError, match="no sandbox"):
+        LocalSandbox.connect("0123456789ab")
+    with pytest.raises(ConfigError):
+        LocalSandbox.connect("not-an-id!")
+
+
+def test_connect_async():
+    async def main():
+        sb = await LocalSandbox().open_async()
+        other = await LocalSandbox.connect_async(sb.id)
+        assert (await other.execute("echo x")).stdout == "x\n"
+        await other.close()
+        assert sb.id not in [s["id"] for s in LocalSandbox.list()]
+    asyncio.run(main())
+
+
+def test_set_timeout_moves_the_end():
+    with LocalSandbox(ttl_seconds=3600).open() as sb:
+        t0 = time.time()
+        when = sb.set_timeout(2)
+        assert when == sb.expires_at and sb.status()["expires_at"] == when
+        assert abs(sb.status()["expires_in_seconds"] - 2) <= 1
+        deadline = t0 + 15
+        while time.time() < deadline and not sb._gone():
+            time.sleep(0.05)
+        with pytest.raises(hutch.SandboxExpiredError):
+            sb.execute("true")
+    for bad in (0, -1, 1.5, "60", True, 367 * 86400):
+        with LocalSandbox().open() as sb:
+            before = sb.status()["expires_at"]
+            with pytest.raises(ConfigError, match="invalid timeout"):
+                sb.set_timeout(bad)
+            assert sb.status()["expires_at"] == before
+
+
+def test_wait_process():
+    with LocalSandbox().open() as sb:
+        p = sb.start_process("head -c 3000000 /dev/zero; sleep 0.5; exit 3")
+        done = sb.wait_process(p, timeout=30)
+        assert done.id == p.id and done.exit_code == 3 and done.status != "running", done
+        p = sb.start_process("sleep 60")
+        t0 = time.monotonic()
+        with pytest.raises(hutch.CommandTimeoutError, match="still runs after 1 s"):
+            sb.wait_process(p.id, timeout=1)
+        assert 1 <= time.monotonic() - t0 < 10
+        assert [q.status for q in sb.list_processes() if q.id == p.id] == ["running"]
+        sb.kill_process(p)
+        assert sb.wait_process(p).status == "killed"
+        with pytest.raises(hutch.ProcessNotFoundError):
+            sb.wait_process("p999")
+
+
+def tree(root):
+    """{relative path: (kind, mode, sha256)} of a local tree, links unfollowed."""
+    out = {}
+    for dirpath, dirs, files in os.walk(root):
+        for n in dirs + files:
+            p = os.path.join(dirpath, n)
+            rel = os.path.relpath(p, root)
+            st = os.lstat(p)
+            if os.path.islink(p):
+                out[rel] = ("link", None, None)
+            elif os.path.isdir(p):
+                out[rel] = ("dir", st.st_mode & 0o777, None)
+            else:
+                with open(p, "rb") as f:
+                    out[rel] = ("file", st.st_mode & 0o777, hashlib.sha256(f.read()).hexdigest())
+    return out
+
+
+def test_upload_and_download_dir(tmp_path):
+    src = tmp_path / "src"
+    (src / "a" / "b").mkdir(parents=True)
+    (src / "empty").mkdir()
+    (src / "top.bin").write_bytes(bytes(range(256)) * 4000)
+    (src / "a" / "run.sh").write_bytes(b"#!/bin/sh\necho ok\n")
+    os.chmod(src / "a" / "run.sh", 0o755)
+    (src / "a" / "b" / "deep.txt").write_bytes(os.urandom(3 << 20))
+    os.symlink("/etc/shadow", src / "a" / "escape")        # never followed
+    with LocalSandbox().open() as sb:
+        up = sb.upload_dir(src, "/workspace/proj")
+        assert (up.files, up.bytes) == (3, 256 * 4000 + 18 + (3 << 20)), up
+        assert up.skipped == [os.path.join("a", "escape")]
+        assert sb.execute("/workspace/proj/a/run.sh").stdout == "ok\n"
+        assert sb.execute("test -e /workspace/proj/a/escape").exit_code == 1
+        sb.execute("ln -s /etc/passwd /workspace/proj/link")
+        back = tmp_path / "back"
+        down = sb.download_dir("/workspace/proj", back)
+        assert down.files == 3 and down.skipped == ["link"], down
+    want = {k: v for k, v in tree(src).items() if v[0] != "link"}
+    assert tree(back) == want
+    with LocalSandbox().open() as sb:
+        with pytest.raises(NotADirectoryError):
+            sb.upload_dir(src / "top.bin", "/workspace/x")
+        with pytest.raises(hutch.SandboxFileNotFoundError):
+            sb.download_dir("/workspace/none", tmp_path / "none")
+
+
+@pytest.mark.parametrize("bad, exc, match", [
+    (-1, ConfigError, "invalid timeout -1: give seconds from 0"),
+    (float("nan"), ConfigError, "invalid timeout nan"),
+    (float("inf"), ConfigError, "invalid timeout inf"),
+    ("10", TypeError, "timeout must be a number of seconds, not str"),
+    (True, TypeError, "timeout must be a number of seconds"),
+])
+def test_command_timeout_validated(bad, exc, match):
+    with LocalSandbox().open() as sb:
+        with pytest.raises(exc, match=match):
+            sb.execute("true", timeout=bad)
+        with pytest.raises(exc, match=match):
+            sb.execute_stream("true", timeout=bad, on_stdout=print)
+        assert sb.execute("echo fine", timeout=0).stdout == "fine\n"   # 0: no limit
+
+
+def test_cloud_names():
+    assert hutch.SandboxCallbackContext is hutch.HookContext
+    seen = []
+
+    class Hook(hutch.SandboxHook):
+        async def on_create(self, ctx: hutch.SandboxCallbackContext):
+            seen.append(ctx.sandbox_id)
+    with LocalSandbox(hooks=[Hook()]).open() as sb:
+        assert seen == [sb.id]
+
+
+def test_module_and_session_fixtures(tmp_path, runtime_dir):
+    (tmp_path / "conftest.py").write_text(textwrap.dedent('''
+        import pytest
+
+        @pytest.fixture(scope="session")
+        def hutch_session_options():
+            return {"instance_type": "small"}
+    '''))
+    (tmp_path / "test_a.py").write_text(textwrap.dedent('''
+        import pytest
+        pytestmark = pytest.mark.hutch(instance_type="nano")
+        IDS = set()
+
+        def test_one(sandbox_module, sandbox_session):
+            IDS.add(("m", sandbox_module.id)); IDS.add(("s", sandbox_session.id))
+            assert sandbox_module.status()["config"]["instance_type"] == "nano"
+            assert sandbox_session.status()["config"]["instance_type"] == "small"
+            sandbox_module.write_file("/workspace/shared", "1")
+
+        def test_two(sandbox_module, sandbox_session):
+            IDS.add(("m", sandbox_module.id)); IDS.add(("s", sandbox_session.id))
+            assert sandbox_module.read_file("/workspace/shared") == b"1"
+            assert len(IDS) == 2
+            open("ids_a", "w").write(" ".join(sorted(i for _, i in IDS)))
+    '''))
+    (tmp_path / "test_b.py").write_text(textwrap.dedent('''
+        def test_three(sandbox_module, sandbox_session):
+            assert sandbox_module.status()["config"]["instance_type"] == "medium"
+            open("ids_b", "w").write(sandbox_module.id + " " + sandbox_session.id)
+    '''))
+    env = {**os.environ, "PYTHONPATH": PKG_ROOT + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                        "-p", "hutch.pytest_plugin", "test_a.py", "test_b.py"],
+                       capture_output=True, text=True, env=env, cwd=str(tmp_path), timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    a = set((tmp_path / "ids_a").read_text().split())
+    mod_b, sess_b = (tmp_path / "ids_b").read_text().split()
+    assert sess_b in a and mod_b not in a            # one session sandbox, one per module
+    left = sorted(n for n in os.listdir(runtime_dir) if not n.startswith("."))
+    assert left == [], left

@@ -40,7 +40,7 @@ static const char *const main_usage =
         "  cp SRC DST                      copy files/directories: LOCAL ID:PATH or ID:PATH LOCAL\n"
         "  gc                              remove what dead sandboxes left behind\n"
         "  pool start|stop|ls|key          keep sandboxes of a configuration ready (warm pool)\n"
-        "  image pull|import|ls|inspect|rm|prune  the OCI image store\n"
+        "  image pull|import|ls|inspect|rm|prune|build-default  the OCI image store\n"
         "  doctor [--json]                 check that this host can run sandboxes\n"
         "  version [--json]                print the version\n"
         "  completion bash|zsh|fish        print a shell completion script\n"
@@ -103,6 +103,7 @@ static const struct hutch_cli_verb *const verbs[] = {
 	&hutch_verb_image_inspect,
 	&hutch_verb_image_rm,
 	&hutch_verb_image_prune,
+	&hutch_verb_image_build_default,
 	NULL,
 };
 

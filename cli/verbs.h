@@ -24,9 +24,10 @@ int hutch_cli_pool(int argc, char **argv, const struct hutch_cli_verb *const *al
 /* verb-stats.c, verb-events.c, verb-timeout.c */
 extern const struct hutch_cli_verb hutch_verb_stats, hutch_verb_events, hutch_verb_set_timeout;
 /* verb-image.c: "image pull", "image import", "image ls", "image inspect", "image rm",
- * "image prune" */
+ * "image prune", "image build-default" */
 extern const struct hutch_cli_verb hutch_verb_image_pull, hutch_verb_image_import,
-        hutch_verb_image_ls, hutch_verb_image_inspect, hutch_verb_image_rm, hutch_verb_image_prune;
+        hutch_verb_image_ls, hutch_verb_image_inspect, hutch_verb_image_rm, hutch_verb_image_prune,
+        hutch_verb_image_build_default;
 /* hutch image SUB ...: argv[0] is "image". */
 int hutch_cli_image(int argc, char **argv, const struct hutch_cli_verb *const *all);
 /* cp.c, doctor.c, completion.c */

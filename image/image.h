@@ -89,6 +89,22 @@ bool hutch_image_ref_is_loopback(const char *ref);
 int hutch_image_pull(struct hutch_image_store *s, const char *ref, const char *name,
                      struct hutch_image_import_stats *stats, struct hutch_err *err);
 
+/*
+ * The default image: Debian HUTCH_IMAGE_DEFAULT_SUITE with what the cloud's
+ * image carries where Debian has it, built here with mmdebstrap (from
+ * HUTCH_DEBIAN_MIRROR, else this host's Debian sources, else
+ * deb.debian.org; its progress on stderr), wrapped as a one-layer OCI
+ * layout and imported as name. pip works for appuser (no PEP 668 marker).
+ * -ENOENT when mmdebstrap is missing, -EIO when it failed.
+ */
+#define HUTCH_IMAGE_DEFAULT_NAME  "hutch-default"
+#define HUTCH_IMAGE_DEFAULT_SUITE "bookworm"
+#define HUTCH_IMAGE_DEFAULT_PACKAGES                                                    \
+	"bash,ca-certificates,python3,python3-pip,python3-venv,git,gh,curl,jq,ripgrep," \
+	"nodejs,npm,pre-commit,procps,less"
+int hutch_image_build_default(struct hutch_image_store *s, const char *name,
+                              struct hutch_image_import_stats *stats, struct hutch_err *err);
+
 /* Every image as a JSON array of {name, config, manifest, layers, size}. */
 int hutch_image_list(struct hutch_image_store *s, cJSON **ret, struct hutch_err *err);
 /* One image: the list's object plus env and workdir. -ENOENT if unknown. */

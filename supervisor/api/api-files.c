@@ -109,8 +109,19 @@ enum MHD_Result hutch_api_serve_file(struct request *r, const char *upload, size
 		if (!fr)
 			return MHD_NO;
 	}
-	if (fr->op == HUTCH_FILE_PUT && *size == 0)
+	if ((fr->op == HUTCH_FILE_PUT || fr->op == HUTCH_FILE_GET) && *size == 0)
 		fr->body_done = true;
+	if (fr->op == HUTCH_FILE_GET && *size) {
+		/* Refused once the body is in (libmicrohttpd answers only then;
+		 * an upload left unread closed the connection unanswered). */
+		if (!fr->pending)
+			(void)hutch_file_answer_error(
+			        fr, 400, "invalid_request",
+			        "GET /files takes no request body: the path goes "
+			        "in the query (GET /files?path=P)");
+		*size = 0;
+		return MHD_YES;
+	}
 	if (fr->pending) {
 		if (!fr->body_done) {
 			*size = 0; /* the rest of a refused upload */

@@ -16,7 +16,7 @@
 
 enum MHD_Result hutch_file_answer(struct hutch_file_req *fr, unsigned status, cJSON *j)
 {
-	if (fr->op == HUTCH_FILE_PUT && !fr->body_done) {
+	if ((fr->op == HUTCH_FILE_PUT || fr->op == HUTCH_FILE_GET) && !fr->body_done) {
 		/* libmicrohttpd answers only once the body is in: keep the
 		 * answer, drop the rest of the upload. */
 		cJSON_Delete(fr->pending);

@@ -188,6 +188,26 @@ def test_invalid_json_and_methods(sandbox):
     assert_error(st, res, 400, "invalid_request", "mode")
 
 
+@pytest.mark.parametrize("size", [3, 3 << 20])
+def test_get_files_with_a_body_is_answered_400(sandbox, size):
+    """A GET /files carrying a body (the path belongs in the query) gets a
+    400 naming the fix, after its body, on a connection that stays usable;
+    before, the connection closed without an answer (issue 18)."""
+    sandbox.sh("echo kept > f")
+    conn = UnixHTTPConnection(sandbox.sock, timeout=30)
+    try:
+        conn.request("GET", "/files?path=f", body=b"x" * size,
+                     headers={"Content-Type": "application/octet-stream"})
+        resp = conn.getresponse()
+        body = resp.read().decode()
+        assert resp.status == 400 and "GET /files takes no request body" in body, body
+        conn.request("GET", "/files?path=f")          # the same connection goes on
+        resp = conn.getresponse()
+        assert (resp.status, resp.read()) == (200, b"kept\n")
+    finally:
+        conn.close()
+
+
 def test_read_file_too_large_for_json(sandbox):
     sandbox.sh("head -c 9000000 /dev/zero > big")
     st, res = post(sandbox, "/read_file", {"path": "big"})

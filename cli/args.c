@@ -235,6 +235,18 @@ static int long_option(struct parser *p, struct hutch_cli_args *a)
 	return r ? r : set_sandbox(a, so, value);
 }
 
+/* The sandbox option with short name c (-p), or NULL. */
+static const struct hutch_option *sandbox_short(char c)
+{
+	size_t n;
+	const struct hutch_option *opts = hutch_options(&n);
+
+	for (size_t i = 0; i < n; i++)
+		if (opts[i].cli_short == c)
+			return &opts[i];
+	return NULL;
+}
+
 /* "-x", "-xy" (flags), "-xVALUE". */
 static int short_options(struct parser *p, struct hutch_cli_args *a)
 {
@@ -242,9 +254,15 @@ static int short_options(struct parser *p, struct hutch_cli_args *a)
 
 	for (const char *c = arg + 1; *c; c++) {
 		const struct hutch_cli_opt *o = find_opt(p->verb, NULL, 0, *c);
+		const struct hutch_option *so = p->verb->sandbox_opts ? sandbox_short(*c) : NULL;
 		char spelled[3] = { '-', *c, '\0' };
+		const char *value = NULL;
 		int r;
 
+		if (!o && so) { /* -pVALUE or -p VALUE */
+			r = take_value(p, spelled, c[1] ? c + 1 : NULL, NULL, &value);
+			return r ? r : set_sandbox(a, so, value);
+		}
 		if (!o)
 			return not_here(p, spelled, NULL, 0, *c);
 		if (o->kind != HUTCH_CLI_FLAG && o->kind != HUTCH_CLI_REFUSE)
@@ -434,7 +452,9 @@ static void help_sandbox(FILE *f)
 			continue;
 		shown[0] = '\0';
 		hutch_option_text(&opts[i], &def, join_value, shown);
-		snprintf(left, sizeof(left), "--%s %s", opts[i].cli, opts[i].metavar);
+		snprintf(left, sizeof(left), "%s%c%s--%s %s", opts[i].cli_short ? "-" : "",
+		         opts[i].cli_short ? opts[i].cli_short : ' ', opts[i].cli_short ? ", " : "",
+		         opts[i].cli, opts[i].metavar);
 		snprintf(text, sizeof(text), "%s%s%s%s", opts[i].help, *shown ? " (default " : "",
 		         shown, *shown ? ")" : "");
 		help_line(f, left, text);

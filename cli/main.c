@@ -36,6 +36,7 @@ static const char *const main_usage =
         "  stats [ID...] [--no-stream]     show what sandboxes use: CPU, memory, pids, disk, net\n"
         "  events ID                       the supervisor's log: creation, sleep, why it ended\n"
         "  set-timeout ID SECONDS          delete the sandbox SECONDS from now (not at its TTL)\n"
+        "  port ID [PORT]                  where a sandbox's published ports are on the host\n"
         "  rm [--json] ID... | --all       delete sandboxes (dead and gone on return)\n"
         "  cp SRC DST                      copy files/directories: LOCAL ID:PATH or ID:PATH LOCAL\n"
         "  gc                              remove what dead sandboxes left behind\n"
@@ -97,6 +98,7 @@ static const struct hutch_cli_verb *const verbs[] = {
 	&hutch_verb_stats,
 	&hutch_verb_events,
 	&hutch_verb_set_timeout,
+	&hutch_verb_port,
 	&hutch_verb_image_pull,
 	&hutch_verb_image_import,
 	&hutch_verb_image_ls,

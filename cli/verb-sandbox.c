@@ -147,6 +147,8 @@ static int create_sandbox(struct hutch_config *cfg, struct hutch_created *c)
 		}
 		return HUTCH_EXIT_SETUP;
 	}
+	if (r == -EADDRINUSE || r == -EADDRNOTAVAIL) /* -p: not the host's fault */
+		return hutch_cli_fail(HUTCH_EXIT_FAILURE, "cannot create sandbox: %s", err.msg);
 	if (r < 0)
 		return hutch_cli_fail(
 		        r == -EPERM || r == -ENOSYS || r == -EOPNOTSUPP ? HUTCH_EXIT_NOT_CAPABLE
@@ -312,6 +314,25 @@ static cJSON *describe(const char *id, bool *live)
 	return state;
 }
 
+/* "127.0.0.1:8080->80/tcp, ..." as docker ps shows ports; "" if none. */
+static void ports_text(const cJSON *ports, char *buf, size_t size)
+{
+	const cJSON *it;
+	size_t len = 0;
+
+	buf[0] = '\0';
+	cJSON_ArrayForEach(it, ports) {
+		const char *h = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(it, "host"));
+		const cJSON *sp = cJSON_GetObjectItemCaseSensitive(it, "sandbox_port");
+		int n;
+		if (!h || !cJSON_IsNumber(sp) || len >= size)
+			continue;
+		n = snprintf(buf + len, size - len, "%s%s->%d/tcp", len ? ", " : "", h,
+		             sp->valueint);
+		len += n > 0 ? (size_t)n : 0;
+	}
+}
+
 static int cmd_ls(struct hutch_cli_args *a)
 {
 	_cleanup_free_ char(*ids)[HUTCH_ID_LEN + 1] = NULL;
@@ -327,15 +348,15 @@ static int cmd_ls(struct hutch_cli_args *a)
 	if (json)
 		arr = cJSON_CreateArray();
 	else if (!quiet)
-		printf("%-12s  %-8s  %-8s  %-8s  %-20s  %s\n", "ID", "STATUS", "TYPE", "NETWORK",
-		       "EXPIRES", "REGION");
+		printf("%-12s  %-8s  %-8s  %-8s  %-20s  %-10s  %s\n", "ID", "STATUS", "TYPE",
+		       "NETWORK", "EXPIRES", "REGION", "PORTS");
 	for (size_t i = 0; i < n; i++) {
 		bool live;
 		cJSON *s = describe(ids[i], &live);
 		const cJSON *cfg = cJSON_GetObjectItemCaseSensitive(s, "config");
 		const cJSON *st = cJSON_GetObjectItemCaseSensitive(s, "status");
 		const cJSON *exp = cJSON_GetObjectItemCaseSensitive(s, "expires_at_unix");
-		char when[40] = "-";
+		char when[40] = "-", ports[256];
 
 		if (quiet) {
 			printf("%s\n", ids[i]);
@@ -348,15 +369,16 @@ static int cmd_ls(struct hutch_cli_args *a)
 		}
 		if (cJSON_IsNumber(exp))
 			hutch_format_time((int64_t)exp->valuedouble, when, sizeof(when));
-		printf("%-12s  %-8s  %-8s  %-8s  %-20s  %s\n", ids[i],
+		ports_text(cJSON_GetObjectItemCaseSensitive(s, "ports"), ports, sizeof(ports));
+		printf("%-12s  %-8s  %-8s  %-8s  %-20s  %-10s  %s\n", ids[i],
 		       live ? (cJSON_IsString(st) ? st->valuestring : "?") : "dead",
 		       cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(cfg, "instance_type"))
 		               ?: "?",
 		       cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(cfg, "network"))
 		               ?: "?",
 		       when,
-		       cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(cfg, "region"))
-		               ?: "?");
+		       cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(cfg, "region")) ?: "?",
+		       ports);
 		cJSON_Delete(s);
 	}
 	if (json) {

@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
@@ -23,6 +24,7 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -489,6 +491,33 @@ static void handle_kill(struct init_state *s, uint64_t id, const char *body, siz
 		}
 }
 
+/* A published port (HUTCH_MSG_CONNECT): the socket is made and connected
+ * here, in the sandbox's network namespace, and handed to the supervisor,
+ * which relays it to the host; init never waits for the connection. */
+static void handle_connect(struct init_state *s, uint64_t id, const char *body, size_t len)
+{
+	struct hutch_msg_connect m;
+	struct hutch_msg_connected rep = { 0 };
+	struct sockaddr_in6 a6 = { .sin6_family = AF_INET6, .sin6_addr = IN6ADDR_LOOPBACK_INIT };
+	struct sockaddr_in a4 = { .sin_family = AF_INET,
+		                  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	_cleanup_close_ int fd = -EBADF;
+
+	if (len != sizeof(m))
+		return;
+	memcpy(&m, body, sizeof(m));
+	a4.sin_port = a6.sin6_port = htons((uint16_t)m.port);
+	fd = socket(m.ipv6 ? AF_INET6 : AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0 || m.port == 0 || m.port > 65535)
+		rep.error = fd < 0 ? -errno : -EINVAL;
+	else if (connect(fd, m.ipv6 ? (struct sockaddr *)&a6 : (struct sockaddr *)&a4,
+	                 m.ipv6 ? sizeof(a6) : sizeof(a4)) < 0 &&
+	         errno != EINPROGRESS)
+		rep.error = -errno;
+	(void)hutch_proto_send(s->sock, HUTCH_MSG_CONNECTED, id, &rep, sizeof(rep), &fd,
+	                       rep.error ? 0 : 1);
+}
+
 static void reap(struct init_state *s)
 {
 	int status;
@@ -558,6 +587,8 @@ static __attribute__((noreturn)) void serve(struct init_state *s, int sigfd)
 				handle_spawn(s, hdr.id, body, (size_t)n, fds, nfds);
 			else if (hdr.type == HUTCH_MSG_KILL)
 				handle_kill(s, hdr.id, body, (size_t)n);
+			else if (hdr.type == HUTCH_MSG_CONNECT)
+				handle_connect(s, hdr.id, body, (size_t)n);
 			if (hdr.type != HUTCH_MSG_SPAWN)
 				hutch_close_many(fds, nfds);
 		}

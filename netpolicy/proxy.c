@@ -18,10 +18,10 @@
 
 #include "allow-internal.h"
 #include "proxy-internal.h"
+#include "relay.h"
 #include "tls-internal.h"
 #include "util.h"
 
-#define RELAY_BUF         (64u << 10) /* per direction; >= HUTCH_TLS_HELLO_MAX */
 #define HELLO_DEADLINE_MS 10000
 #define CONNECT_DEADLINE  10000
 
@@ -31,13 +31,6 @@ enum conn_state {
 	C_CONNECTING, /* dialling out */
 	C_RELAY,
 	C_CLOSED,
-};
-
-/* Bytes read from one side, not yet written to the other. */
-struct dir {
-	uint8_t *buf;
-	size_t len, off;
-	bool eof; /* the reading side is done */
 };
 
 struct conn {
@@ -54,7 +47,10 @@ struct conn {
 	uint32_t addrs[HUTCH_DNS_ADDRS_MAX];
 	size_t naddrs, next_addr;
 	int last_connect_err;
-	struct dir cs, sc; /* client->server (the ClientHello first), server->client */
+	uint8_t *hello; /* the ClientHello as read (HUTCH_TLS_HELLO_MAX) */
+	size_t hello_len;
+	/* client->server (the ClientHello first), server->client; base/relay.h */
+	struct hutch_relay_dir cs, sc;
 	struct conn *next;
 };
 
@@ -153,14 +149,7 @@ static void conn_update(struct conn *c)
 		sw = EPOLLOUT;
 		break;
 	case C_RELAY:
-		if (c->cs.len == 0 && !c->cs.eof)
-			cw |= EPOLLIN;
-		if (c->sc.off < c->sc.len)
-			cw |= EPOLLOUT;
-		if (c->sc.len == 0 && !c->sc.eof)
-			sw |= EPOLLIN;
-		if (c->cs.off < c->cs.len)
-			sw |= EPOLLOUT;
+		hutch_relay_events(&c->cs, &c->sc, &cw, &sw);
 		break;
 	case C_CLOSED:
 		return;
@@ -299,7 +288,7 @@ static void conn_decide(struct conn *c)
 static void conn_on_hello(struct conn *c)
 {
 	size_t need = 0;
-	ssize_t n = read(c->cfd, c->cs.buf + c->cs.len, HUTCH_TLS_HELLO_MAX - c->cs.len);
+	ssize_t n = read(c->cfd, c->hello + c->hello_len, HUTCH_TLS_HELLO_MAX - c->hello_len);
 	int r;
 
 	if (n < 0) {
@@ -311,16 +300,16 @@ static void conn_on_hello(struct conn *c)
 		conn_close(c, false); /* gave up before saying hello */
 		return;
 	}
-	c->cs.len += (size_t)n;
-	r = hutch_tls_parse_client_hello(c->cs.buf, c->cs.len, c->sni, sizeof(c->sni), &need);
-	if (r == 0 && c->cs.len < HUTCH_TLS_HELLO_MAX)
+	c->hello_len += (size_t)n;
+	r = hutch_tls_parse_client_hello(c->hello, c->hello_len, c->sni, sizeof(c->sni), &need);
+	if (r == 0 && c->hello_len < HUTCH_TLS_HELLO_MAX)
 		return;
 	if (r == -EPROTO) {
-		bool http =
-		        c->cs.len >= 4 &&
-		        (memcmp(c->cs.buf, "GET ", 4) == 0 || memcmp(c->cs.buf, "POST", 4) == 0 ||
-		         memcmp(c->cs.buf, "HEAD", 4) == 0 || memcmp(c->cs.buf, "PUT ", 4) == 0 ||
-		         memcmp(c->cs.buf, "CONN", 4) == 0);
+		const uint8_t *h = c->hello;
+		bool http = c->hello_len >= 4 &&
+		            (memcmp(h, "GET ", 4) == 0 || memcmp(h, "POST", 4) == 0 ||
+		             memcmp(h, "HEAD", 4) == 0 || memcmp(h, "PUT ", 4) == 0 ||
+		             memcmp(h, "CONN", 4) == 0);
 		conn_refuse(c, http ? "plain HTTP: only TLS is allowed" : "not a TLS connection");
 		return;
 	}
@@ -332,46 +321,25 @@ static void conn_on_hello(struct conn *c)
 	conn_decide(c);
 }
 
-/* One side is ready: read into d (from rfd) and write out (to rfd) what
- * the other direction holds; wfd is the other side. False when the
- * connection is finished. */
-static bool relay_side(struct conn *c, int rfd, int wfd, struct dir *d, struct dir *out,
-                       uint32_t events)
+/* The dial succeeded: from now on bytes go through the pipes of
+ * base/relay.h, the ClientHello first. */
+static int relay_start(struct conn *c)
 {
-	ssize_t n;
+	int r = hutch_relay_dir_init(&c->cs);
 
-	if ((events & (EPOLLIN | EPOLLHUP | EPOLLERR)) && d->len == 0 && !d->eof) {
-		n = read(rfd, d->buf, RELAY_BUF);
-		if (n < 0 && errno != EAGAIN && errno != EINTR) {
-			conn_close(c, true);
-			return false;
-		}
-		if (n > 0)
-			d->len = (size_t)n;
-		if (n == 0) {
-			d->eof = true;
-			(void)shutdown(wfd, SHUT_WR);
-		}
-	}
-	if ((events & EPOLLOUT) && out->off < out->len) {
-		n = send(rfd, out->buf + out->off, out->len - out->off, MSG_NOSIGNAL);
-		if (n < 0 && errno != EAGAIN && errno != EINTR) {
-			conn_close(c, true);
-			return false;
-		}
-		if (n > 0)
-			out->off += (size_t)n;
-		if (out->off == out->len) {
-			out->off = out->len = 0;
-			if (out->eof)
-				(void)shutdown(rfd, SHUT_WR);
-		}
-	}
-	return true;
+	if (r == 0)
+		r = hutch_relay_dir_init(&c->sc);
+	if (r == 0 && c->hello_len)
+		r = hutch_relay_dir_put(&c->cs, c->hello, c->hello_len);
+	free(c->hello);
+	c->hello = NULL;
+	return r;
 }
 
 static void conn_on_event(struct conn *c, bool server_side, uint32_t events)
 {
+	int r;
+
 	if (c->state == C_CLOSED)
 		return;
 	if (!server_side && c->state == C_HELLO) {
@@ -393,23 +361,18 @@ static void conn_on_event(struct conn *c, bool server_side, uint32_t events)
 		}
 		c->state = C_RELAY;
 		c->deadline_ms = 0;
-		if (!c->sc.buf) {
-			c->sc.buf = malloc(RELAY_BUF);
-			if (!c->sc.buf) {
-				conn_close(c, true);
-				return;
-			}
+		if (relay_start(c) < 0) {
+			conn_close(c, true);
+			return;
 		}
 		conn_update(c);
 		return;
 	}
 	if (c->state != C_RELAY)
 		return;
-	if (!(server_side ? relay_side(c, c->sfd, c->cfd, &c->sc, &c->cs, events)
-	                  : relay_side(c, c->cfd, c->sfd, &c->cs, &c->sc, events)))
-		return;
-	if (c->cs.eof && c->sc.eof && c->cs.len == 0 && c->sc.len == 0) {
-		conn_close(c, false);
+	r = (events & EPOLLERR) ? -EIO : hutch_relay_pump2(&c->cs, &c->sc, c->cfd, c->sfd);
+	if (r != 0) {
+		conn_close(c, r < 0); /* a reset, or both ends done */
 		return;
 	}
 	conn_update(c);
@@ -431,12 +394,13 @@ static struct conn *conn_new(struct proxy *p, int fd, const struct sockaddr_in *
 	struct conn *c = calloc(1, sizeof(*c));
 
 	if (c)
-		c->cs.buf = malloc(RELAY_BUF); /* > HUTCH_TLS_HELLO_MAX */
-	if (!c || !c->cs.buf) {
+		c->hello = malloc(HUTCH_TLS_HELLO_MAX);
+	if (!c || !c->hello) {
 		free(c);
 		return NULL;
 	}
 	c->p = p;
+	c->cs = c->sc = (struct hutch_relay_dir)HUTCH_RELAY_DIR_INIT;
 	c->cfd = fd;
 	c->sfd = -1;
 	c->dst = *dst;
@@ -518,8 +482,9 @@ void proxy_free_dead(struct proxy *p)
 	while (p->dead) {
 		struct conn *c = p->dead;
 		p->dead = c->next;
-		free(c->cs.buf);
-		free(c->sc.buf);
+		hutch_relay_dir_done(&c->cs);
+		hutch_relay_dir_done(&c->sc);
+		free(c->hello);
 		free(c);
 	}
 }

@@ -15,6 +15,7 @@
 
 #include "error.h"
 #include "netpolicy.h"
+#include "portspec.h"
 
 #define HUTCH_DEFAULT_INSTANCE_TYPE "medium"
 #define HUTCH_DEFAULT_TTL           86400
@@ -53,6 +54,9 @@ struct hutch_config {
 	 * as host.hutch.internal (all, allow). */
 	size_t nhost_ports;
 	uint16_t host_ports[HUTCH_NET_HOST_PORTS_MAX];
+	/* -p: sandbox ports published on the host (portspec.h). */
+	size_t npublish;
+	struct hutch_port_spec publish[HUTCH_PUBLISH_MAX];
 	/* The upstream DNS server of the supervisor (HUTCH_RESOLVER), "" =
 	 * the first IPv4 nameserver of the host's /etc/resolv.conf. The text
 	 * as given (shown, and part of the pool key) and its value, parsed

@@ -3,7 +3,9 @@
  * The sandbox option table and its types; see options.h. Each type parses
  * its values once, from a string or from typed JSON, and keeps the error
  * messages of the cloud sandbox's options (DESIGN §1). Rows are in the
- * order hutch_config_to_json() shows them.
+ * order hutch_config_to_json() shows them. lint-layout: long because the
+ * table is one table by design (options.h); new types go in files of their
+ * own (portspec.c, publish.c).
  */
 #include <ctype.h>
 #include <errno.h>
@@ -539,6 +541,16 @@ static const struct hutch_option options[] = {
 	        .type = &hutch_opt_host_ports,
 	        AT(host_ports),
 	        .flags = HUTCH_OPT_POOL_KEY,
+	},
+	{
+	        .name = "publish",
+	        .cli = "publish",
+	        .cli_short = 'p',
+	        .metavar = "SPEC",
+	        .help = HUTCH_PUBLISH_HELP,
+	        .type = &hutch_opt_publish,
+	        AT(publish),
+	        .flags = HUTCH_OPT_NO_POOL,
 	},
 	{
 	        .name = "max_output_bytes",

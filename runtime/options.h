@@ -63,11 +63,13 @@ struct hutch_option_type {
 /* The types; hutch_opt_script is text shown by its size only. */
 extern const struct hutch_option_type hutch_opt_seconds, hutch_opt_bytes, hutch_opt_text,
         hutch_opt_script, hutch_opt_region, hutch_opt_instance_type, hutch_opt_network,
-        hutch_opt_host_ports, hutch_opt_resolver, hutch_opt_net_pool;
+        hutch_opt_host_ports, hutch_opt_resolver, hutch_opt_net_pool,
+        hutch_opt_publish /* publish.c */;
 
 struct hutch_option {
 	const char *name;    /* API/JSON field, hutch_config_set() key */
 	const char *cli;     /* CLI long option without "--"; NULL: none */
+	char cli_short;      /* CLI short option (-p); 0: none */
 	const char *env;     /* environment variable; NULL: none */
 	const char *metavar; /* the CLI value's name in --help */
 	const char *help;    /* --help text (the default is appended) */

@@ -3,8 +3,10 @@
  * The supervisor <-> init protocol over a SOCK_SEQPACKET socketpair. One
  * datagram is one message: a fixed header and a bounded body. File
  * descriptors travel with SCM_RIGHTS from supervisor to init, and from init
- * to the supervisor once, during setup: the network listeners that init
- * makes inside the sandbox's network namespace (HUTCH_MSG_NET_FDS). The
+ * to the supervisor: once during setup, the network listeners that init
+ * makes inside the sandbox's network namespace (HUTCH_MSG_NET_FDS); a pty's
+ * master (SPAWNED); a socket init connects to a published port inside the
+ * sandbox (CONNECTED). The
  * supervisor parses init's messages as hostile input: fixed sizes, checked
  * types, unknown ids ignored, any fd received closed.
  */
@@ -27,12 +29,14 @@ enum hutch_msg_type {
 	HUTCH_MSG_SPAWN = 1, /* body: spawn; fds: stdin, stdout, stderr (none with a tty) */
 	HUTCH_MSG_KILL,      /* body: kill */
 	HUTCH_MSG_GO,        /* maps written, cgroup entered: set up and report */
+	HUTCH_MSG_CONNECT,   /* body: connect; id: the supervisor's connection id */
 	/* init -> supervisor */
 	HUTCH_MSG_READY = 100, /* rootfs and namespaces done: commands may run */
 	HUTCH_MSG_FAILED,      /* body: struct hutch_err; setup failed */
 	HUTCH_MSG_SPAWNED,     /* body: spawned; fd: the pty's master (HUTCH_SPAWN_TTY) */
 	HUTCH_MSG_EXITED,      /* body: exited */
 	HUTCH_MSG_NET_FDS,     /* setup only, before READY: body: net_fd[n]; fds */
+	HUTCH_MSG_CONNECTED,   /* body: connected; fd: the socket (error 0) */
 };
 
 struct hutch_msg_hdr {
@@ -76,6 +80,19 @@ struct hutch_msg_spawned {
 struct hutch_msg_net_fd {
 	uint32_t kind;
 	uint32_t port;
+};
+
+/* Connect a TCP socket to loopback:port in the sandbox's network namespace
+ * (non-blocking: the connection may still be in progress when it comes
+ * back), for a port published on the host (supervisor/ports.c). */
+struct hutch_msg_connect {
+	uint32_t port;
+	uint32_t ipv6; /* 1: ::1, 0: 127.0.0.1 */
+};
+
+struct hutch_msg_connected {
+	int32_t error; /* 0 (the socket comes with it), or negative errno */
+	uint32_t pad;
 };
 
 struct hutch_msg_exited {

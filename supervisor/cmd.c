@@ -278,6 +278,14 @@ static void on_init_message(struct hutch_watch *w, uint32_t events)
 			hutch_loop_del(set->loop, &set->w_init);
 			return; /* init is gone; the pidfd tells the rest */
 		}
+		if (hdr.type == HUTCH_MSG_CONNECTED) {
+			if (set->on_message)
+				set->on_message(set->on_message_ud, hdr.type, hdr.id, &body,
+				                (size_t)n, fd);
+			else if (fd >= 0)
+				close(fd);
+			continue;
+		}
 		c = find_cmd(set, hdr.id);
 		spawned = c && c->state == CMD_SPAWNING && hdr.type == HUTCH_MSG_SPAWNED &&
 		          n == sizeof(body.spawned);

@@ -85,6 +85,12 @@ struct hutch_cmds {
 	uint64_t next_id;
 	int64_t last_done_ms; /* monotonic: when a command last finished */
 	struct cmd *list;
+	/* init's answers that are not about commands (HUTCH_MSG_CONNECTED,
+	 * supervisor/ports.c): fd is the one that came with it or -EBADF, and
+	 * belongs to the callee. NULL: dropped. */
+	void (*on_message)(void *ud, uint32_t type, uint64_t id, const void *body, size_t len,
+	                   int fd);
+	void *on_message_ud;
 };
 
 /* Read-only for owners, but for the fields said otherwise. */

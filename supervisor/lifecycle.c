@@ -17,6 +17,7 @@
 #include "lifecycle.h"
 #include "log.h"
 #include "netpolicy.h"
+#include "ports.h"
 #include "supervisor.h"
 #include "syscalls.h"
 
@@ -105,6 +106,8 @@ void hutch_sup_teardown(struct sup *s, const char *reason)
 {
 	int r;
 
+	/* The host ports first: from now on a connection is refused. */
+	hutch_ports_close_all(s);
 	if (s->init_pid > 0) {
 		if (s->pidfd >= 0) {
 			struct pollfd pfd = { .fd = s->pidfd, .events = POLLIN };

@@ -18,8 +18,10 @@
 
 #include "api.h"
 #include "hooks.h"
+#include "idle.h"
 #include "lifecycle.h"
 #include "netpolicy.h"
+#include "ports.h"
 #include "run.h"
 #include "supervisor.h"
 
@@ -89,7 +91,7 @@ static int setup_loop(struct sup *s)
 	    (r = hutch_loop_add(&s->loop, &s->w_signal, s->sigfd, EPOLLIN)) < 0 ||
 	    (r = hutch_loop_add(&s->loop, &s->w_ttl, s->ttl_fd, EPOLLIN)) < 0 ||
 	    (r = hutch_loop_add(&s->loop, &s->w_pidfd, s->pidfd, EPOLLIN)) < 0 ||
-	    (r = hutch_api_watch(s)) < 0)
+	    (r = hutch_api_watch(s)) < 0 || (r = hutch_ports_watch(s, hutch_idle_wake)) < 0)
 		return r;
 	if (hutch_net_plan_fd(&s->net.plan) >= 0)
 		return hutch_loop_add(&s->loop, &s->net.w, hutch_net_plan_fd(&s->net.plan),

@@ -26,6 +26,7 @@
 #include "init.h"
 #include "log.h"
 #include "netpolicy.h"
+#include "ports.h"
 #include "proto.h"
 #include "seccomp-filter.h"
 #include "setup.h"
@@ -253,6 +254,9 @@ int hutch_sup_setup(struct sup *s, struct hutch_err *err)
 		return r;
 	s->slot_fd = r;
 	s->uid_base = HUTCH_UID_BASE + s->slot * HUTCH_UID_RANGE;
+	r = hutch_ports_open(s, err); /* a host port in use fails here, at once */
+	if (r < 0)
+		return r;
 	r = net_prepare(s, err);
 	if (r < 0)
 		return hutch_err_prefix(err, "network");

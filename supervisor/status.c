@@ -7,6 +7,7 @@
 
 #include "cleanup.h"
 #include "netpolicy.h"
+#include "ports.h"
 #include "status.h"
 #include "supervisor.h"
 
@@ -35,6 +36,7 @@ static cJSON *state_json(const struct sup *s, const char *status)
 			cJSON_AddItemToArray(arr, cJSON_CreateString(dirs[i]));
 	}
 	cJSON_AddNumberToObject(o, "uid_base", (double)s->uid_base);
+	cJSON_AddItemToObject(o, "ports", hutch_ports_json(s, false));
 	return o;
 }
 
@@ -87,5 +89,6 @@ cJSON *hutch_sup_status_json(struct sup *s)
 	                      s->hooks.results ? cJSON_Duplicate(s->hooks.results, true)
 	                                       : cJSON_CreateObject());
 	cJSON_AddItemToObject(o, "network", network_json(s));
+	cJSON_AddItemToObject(o, "ports", hutch_ports_json(s, true));
 	return o;
 }

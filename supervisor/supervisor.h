@@ -37,6 +37,7 @@ struct hutch_proc;
 struct hutch_procs;
 struct hutch_api_conn;
 struct hutch_exec;
+struct hutch_ports;
 
 #define HUTCH_MAX_BODY        (8u << 20) /* request body bound */
 #define HUTCH_MAX_CONNECTIONS 256
@@ -78,6 +79,7 @@ struct sup {
 	struct hutch_cgroup *cg;
 	struct sock_fprog seccomp;
 	struct hutch_procs *procs; /* background processes (procs.c), lazily */
+	struct hutch_ports *ports; /* ports out of the sandbox (ports.c), lazily */
 	unsigned nconnections;
 	struct sup_conns { /* api.c: connections waiting for a request's headers */
 		struct hutch_api_conn *head, *tail;   /* oldest first */

@@ -34,6 +34,9 @@ static const struct hutch_api_route routes[] = {
 	{ "/list_dir", "POST", hutch_api_serve_file, RAW, HUTCH_FILE_LIST_DIR },
 	{ "/files", "PUT", hutch_api_serve_file, RAW, HUTCH_FILE_PUT },
 	{ "/files", "GET", hutch_api_serve_file, RAW, HUTCH_FILE_GET },
+	/* ports out of the sandbox (api-ports.c) */
+	{ "/bind_port", "POST", hutch_api_serve_bind_port, 0, 0 },
+	{ "/unbind_port", "POST", hutch_api_serve_unbind_port, 0, 0 },
 };
 
 const struct hutch_api_route *hutch_api_route_find(const char *url, const char *method,

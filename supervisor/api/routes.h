@@ -68,5 +68,8 @@ enum MHD_Result hutch_api_serve_process_output(struct request *r, const char *up
 enum MHD_Result hutch_api_serve_process_stdin(struct request *r, const char *upload, size_t *size);
 /* api-files.c (raw; the operation is the row's arg): */
 enum MHD_Result hutch_api_serve_file(struct request *r, const char *upload, size_t *size);
+/* api-ports.c: */
+enum MHD_Result hutch_api_serve_bind_port(struct request *r, const char *upload, size_t *size);
+enum MHD_Result hutch_api_serve_unbind_port(struct request *r, const char *upload, size_t *size);
 
 #endif

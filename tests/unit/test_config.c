@@ -397,6 +397,44 @@ static void test_lifecycle_options(void **state)
 	assert_null(c.on_create);
 }
 
+/* -p specs (runtime/portspec.c): the forms docker takes, the refusals. */
+static void test_publish(void **state)
+{
+	struct hutch_config c;
+	struct hutch_port_spec p;
+	struct hutch_err err = { 0 };
+	cJSON *j, *arr;
+
+	(void)state;
+	assert_int_equal(hutch_port_spec_parse("8080:80", &p, &err), 0);
+	assert_string_equal(p.host_addr, "127.0.0.1");
+	assert_int_equal(p.host_port, 8080);
+	assert_int_equal(p.sandbox_port, 80);
+	assert_int_equal(hutch_port_spec_parse("0.0.0.0:0:80/tcp", &p, &err), 0);
+	assert_string_equal(p.host_addr, "0.0.0.0");
+	assert_int_equal(p.host_port, 0);
+	assert_int_equal(hutch_port_spec_parse("[0:0::1]:9:1", &p, &err), 0);
+	assert_true(p.ipv6);
+	assert_string_equal(p.host_addr, "::1");
+	assert_int_equal(hutch_port_spec_parse("80", &p, &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "no host port"));
+	assert_int_equal(hutch_port_spec_parse("1:2:3:4", &p, &err), -EINVAL);
+	assert_int_equal(hutch_port_spec_parse("8080:80/udp", &p, &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "only TCP"));
+	hutch_config_init(&c);
+	assert_int_equal(hutch_config_set(&c, "publish", "8080:80", &err), 0);
+	assert_int_equal(hutch_config_set(&c, "publish", "8080:81", &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "given twice"));
+	assert_int_equal(hutch_config_set(&c, "publish", "0:81", &err), 0);
+	assert_int_equal(hutch_config_set(&c, "publish", "0:81", &err), 0); /* 0: no clash */
+	j = hutch_config_to_json(&c);
+	arr = cJSON_GetObjectItemCaseSensitive(j, "publish");
+	assert_int_equal(cJSON_GetArraySize(arr), 3);
+	assert_string_equal(cJSON_GetArrayItem(arr, 0)->valuestring, "127.0.0.1:8080:80");
+	cJSON_Delete(j);
+	hutch_config_done(&c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -405,7 +443,7 @@ int main(void)
 		cmocka_unit_test(test_max_output),        cmocka_unit_test(test_region_syntax),
 		cmocka_unit_test(test_region_rule),       cmocka_unit_test(test_network),
 		cmocka_unit_test(test_network_options),   cmocka_unit_test(test_to_json),
-		cmocka_unit_test(test_lifecycle_options),
+		cmocka_unit_test(test_lifecycle_options), cmocka_unit_test(test_publish),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

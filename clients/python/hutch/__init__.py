@@ -16,8 +16,8 @@ from .errors import (APIError, BackgroundProcessesDisabledError, CommandTimeoutE
 from ._exec import AsyncPty, AsyncPtyHandle, Pty, PtyHandle, PtySize
 from .network import Network
 from .sandbox import (DEFAULT_REGION, INSTANCE_TYPES, AsyncExecutionStream, AsyncSandboxSession,
-                      CommandResult, ExecutionStream, ExitStatus, FileEntry, HookContext,
-                      LocalSandbox, OutputChunk, ProcessInfo, ProcessOutput,
+                      CommandResult, ExecutionStream, ExitStatus, ExposedPort, FileEntry,
+                      HookContext, LocalSandbox, OutputChunk, ProcessInfo, ProcessOutput,
                       SandboxCallbackContext, SandboxHook, SandboxSession)
 from ._dirs import DirTransfer
 from ._binary import find_hutch
@@ -28,8 +28,8 @@ __all__ = [
     "LocalSandbox", "Network", "SandboxHook", "HookContext", "SandboxCallbackContext",
     "SandboxSession", "DirTransfer",
     "AsyncSandboxSession", "ExecutionStream", "AsyncExecutionStream", "CommandResult",
-    "OutputChunk", "ExitStatus", "FileEntry", "ProcessInfo", "ProcessOutput", "find_hutch",
-    "INSTANCE_TYPES", "DEFAULT_REGION", "Pty", "PtyHandle", "PtySize", "AsyncPty",
+    "OutputChunk", "ExitStatus", "ExposedPort", "FileEntry", "ProcessInfo", "ProcessOutput",
+    "find_hutch", "INSTANCE_TYPES", "DEFAULT_REGION", "Pty", "PtyHandle", "PtySize", "AsyncPty",
     "AsyncPtyHandle",
     "SandboxError", "HutchNotFoundError", "NotCapableHostError", "ConfigError", "SetupError",
     "SandboxGoneError", "SandboxExpiredError", "SandboxDeletedError", "CommandTimeoutError",

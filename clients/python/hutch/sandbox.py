@@ -131,6 +131,46 @@ class ProcessOutput:
     eof: bool
 
 
+@dataclasses.dataclass
+class ExposedPort:
+    """A sandbox port reachable from the host (``expose_port``, ``ports=``):
+    ``port`` inside, ``exposed_at`` the URL on the host
+    (``http://127.0.0.1:41234``), ``host_address`` and ``host_port`` where
+    the supervisor listens."""
+    port: int
+    exposed_at: str
+    host_address: str = "127.0.0.1"
+    host_port: int = 0
+
+    @classmethod
+    def from_json(cls, d):
+        return cls(port=int(d["sandbox_port"]), exposed_at=f"http://{d['host']}",
+                   host_address=d["host_address"], host_port=int(d["host_port"]))
+
+
+def _publish(ports):
+    """ports: sandbox ports (int: any free host port on 127.0.0.1) or -p
+    specs ("8080:80", "127.0.0.1:0:80"), checked by hutch itself."""
+    if isinstance(ports, (int, str)):
+        ports = [ports]
+    try:
+        ports = list(ports)
+    except TypeError:
+        raise errors.ConfigError(f"invalid ports {ports!r}: a list of sandbox ports or "
+                                 "'[HOST_ADDR:]HOST_PORT:SANDBOX_PORT' specs") from None
+    specs = []
+    for p in ports:
+        if isinstance(p, bool) or not isinstance(p, (int, str)):
+            raise errors.ConfigError(f"invalid port {p!r}: a sandbox port (int) or a spec such as "
+                                     "'8080:80'")
+        if isinstance(p, int):
+            if not 1 <= p <= 65535:
+                raise errors.ConfigError(f"invalid port {p}: give a TCP port from 1 to 65535")
+            p = f"0:{p}"
+        specs.append(p)
+    return specs
+
+
 # ---------------------------------------------------------------------------
 # hooks
 # ---------------------------------------------------------------------------
@@ -304,7 +344,7 @@ class LocalSandbox:
     def __init__(self, *, instance_type="medium", idle_timeout_seconds=0, ttl_seconds=86400,
                  region=DEFAULT_REGION, network=None, image=None, setup_script=None,
                  setup_script_timeout_seconds=600, hooks=(), supports_background_processes=True,
-                 host_ports=()):
+                 host_ports=(), ports=()):
         if not isinstance(instance_type, str) or instance_type not in INSTANCE_TYPES:
             raise errors.ConfigError(f"unknown instance_type {instance_type!r}: valid types are "
                                      f"{', '.join(INSTANCE_TYPES)}")
@@ -328,6 +368,7 @@ class LocalSandbox:
                                      f"region {region} the sandbox runs only with network all "
                                      "(network=Network.all())")
         self.host_ports = _host_ports(host_ports, network)
+        self.ports = _publish(ports)
         if image is not None and not isinstance(image, str):
             raise errors.ConfigError(f"invalid image {image!r}: a string or None")
         self.image = image
@@ -371,6 +412,8 @@ class LocalSandbox:
                 "--setup-timeout", str(self.setup_script_timeout_seconds)]
         for port in self.host_ports:
             args += ["--host-port", str(port)]
+        for spec in self.ports:
+            args += ["--publish", spec]
         return args
 
     def _create(self):
@@ -381,7 +424,7 @@ class LocalSandbox:
                                      "host and always has a shell and python3)")
         hutch = find_hutch()
         options = self._cli_options()
-        if self.setup_script is None:
+        if self.setup_script is None and not self.ports:
             info = _pool.try_claim(hutch, options)
             if info is not None:
                 return info
@@ -874,6 +917,31 @@ class SandboxSession:
                              next_offset=d["next_offset"], dropped=d.get("dropped", 0),
                              data=d.get("data", ""), status=d.get("status"), eof=bool(d.get("eof")))
 
+    # -- ports -----------------------------------------------------------
+    def expose_port(self, port, *, host_port=0, host_address=None):
+        """Make sandbox ``port`` reachable from the host, as the cloud SDK's
+        ``expose_port``: one exposed port at a time (the previous one is
+        unexposed first), through ``POST /bind_port``. The host port is any
+        free one on 127.0.0.1 unless given. Returns an :class:`ExposedPort`
+        (``exposed_at`` is ``http://HOST:PORT``)."""
+        if isinstance(port, bool) or not isinstance(port, int) or not 1 <= port <= 65535:
+            raise errors.ConfigError(f"invalid port {port!r}: give a TCP port from 1 to 65535")
+        self.unexpose_port()
+        body = {"port": str(port), "host_port": host_port}
+        if host_address is not None:
+            body["host_address"] = host_address
+        return ExposedPort.from_json(self._client.call("POST", "/bind_port", body))
+
+    def unexpose_port(self):
+        """Close the port ``expose_port`` opened (nothing if none is);
+        ``ports=`` given at creation stay."""
+        self._client.call("POST", "/unbind_port", {})
+
+    def ports(self):
+        """Every forward of the sandbox (``ports=`` and ``expose_port``), as
+        :class:`ExposedPort`."""
+        return [ExposedPort.from_json(p) for p in self.status().get("ports", [])]
+
     # -- lifecycle -------------------------------------------------------
     def set_timeout(self, seconds):
         """Delete the sandbox ``seconds`` from now instead of when its TTL
@@ -1052,6 +1120,9 @@ class AsyncSandboxSession:
     wait_process = _async_method("wait_process")
     upload_dir = _async_method("upload_dir")
     download_dir = _async_method("download_dir")
+    expose_port = _async_method("expose_port")
+    unexpose_port = _async_method("unexpose_port")
+    ports = _async_method("ports")
 
     @property
     def pty(self):

@@ -765,3 +765,65 @@ def test_open_claims_from_a_warm_pool(runtime_dir):
     finally:
         r = subprocess.run([HUTCH, "pool", "stop", "--all"], capture_output=True, env=env)
         assert r.returncode == 0, r.stderr
+
+
+# ---------------------------------------------------------------------------
+# ports out of the sandbox
+# ---------------------------------------------------------------------------
+HTTP_WAIT = ("import socket, time\n"
+             "for _ in range(200):\n"
+             "    try:\n"
+             "        socket.create_connection(('127.0.0.1', {port}), 1).close(); break\n"
+             "    except OSError:\n"
+             "        time.sleep(0.05)\n")
+
+
+def _serve(s, port):
+    s.write_file("/workspace/hello.txt", "hello from inside\n")
+    s.start_process(f"python3 -m http.server {port} -d /workspace")
+    assert s.execute(["python3", "-c", HTTP_WAIT.format(port=port)]).exit_code == 0
+
+
+def test_expose_port_reaches_a_server_inside():
+    import urllib.request
+    with LocalSandbox() as s:
+        _serve(s, 8000)
+        exposed = s.expose_port(8000)
+        assert exposed.port == 8000 and exposed.host_address == "127.0.0.1"
+        assert exposed.exposed_at == f"http://127.0.0.1:{exposed.host_port}"
+        with urllib.request.urlopen(exposed.exposed_at + "/hello.txt", timeout=10) as r:
+            assert r.read() == b"hello from inside\n"
+        # one exposed port at a time, as in the cloud: the next replaces it
+        again = s.expose_port(8000)
+        assert [p.host_port for p in s.ports()] == [again.host_port]
+        s.unexpose_port()
+        assert s.ports() == []
+        s.unexpose_port()  # nothing exposed: no error
+
+
+def test_ports_at_creation_and_bad_ports():
+    import urllib.request
+    with LocalSandbox(ports=[8000]) as s:
+        _serve(s, 8000)
+        (p,) = s.ports()
+        with urllib.request.urlopen(p.exposed_at + "/hello.txt", timeout=10) as r:
+            assert r.status == 200
+    with pytest.raises(ConfigError, match="invalid port 0"):
+        LocalSandbox(ports=[0])
+    with pytest.raises(ConfigError, match="only TCP ports"):
+        LocalSandbox(ports=["8080:80/udp"]).open()
+
+
+def test_expose_port_async():
+    import urllib.request
+
+    async def main():
+        async with LocalSandbox() as s:
+            await s.start_process("python3 -m http.server 8001 -d /tmp")
+            await s.execute(["python3", "-c", HTTP_WAIT.format(port=8001)])
+            exposed = await s.expose_port(8001)
+            r = await asyncio.to_thread(urllib.request.urlopen, exposed.exposed_at, None, 10)
+            assert r.status == 200
+            await s.unexpose_port()
+            assert await s.ports() == []
+    asyncio.run(main())

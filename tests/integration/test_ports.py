@@ -335,3 +335,20 @@ def test_listener_gone_after_supervisor_kill_and_gc(hutch):
     assert_closed(held)
     assert hutch("gc").returncode == 0
     assert hutch.ids() == []  # and the fixture checks that nothing is left
+
+
+def test_sandbox_cannot_reach_the_host_listeners_from_inside(nh):
+    """A forward is for the host's clients only: from inside a sandbox of
+    mode all, its host listeners (loopback, and even one explicitly on
+    every host address) stay out of reach through the host's side of the
+    veth (the host itself is never reachable in mode all)."""
+    sb = nh.create("--network", "all", "-p", "0:7000", "-p", "0.0.0.0:0:7001")
+    start_echo(sb, 7000)
+    gw = sb.status()["network"]["gateway"]
+    ports = [p["host_port"] for p in host_ports(sb)]
+    assert echo_once(ports[0], b"host side works") == b"host side works"
+    code = ("import socket, sys\nfor p in sys.argv[1:]:\n try:\n"
+            f"  socket.create_connection(('{gw}', int(p)), 2).close(); print('open', p)\n"
+            " except OSError as e:\n  print('closed', p)\n")
+    out = sb.run(argv=["python3", "-c", code, *map(str, ports)])["stdout"]
+    assert out.split("\n")[:2] == [f"closed {ports[0]}", f"closed {ports[1]}"], out

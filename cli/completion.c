@@ -52,7 +52,7 @@ static void for_each_option(const struct hutch_cli_verb *v, opt_fn fn, void *ud)
 		fn(o->name, o->short_name, o->kind != HUTCH_CLI_FLAG, o->help, NULL, ud);
 	for (size_t i = 0; v->sandbox_opts && i < n; i++)
 		if (so[i].cli)
-			fn(so[i].cli, 0, true, so[i].help, &so[i], ud);
+			fn(so[i].cli, so[i].cli_short, true, so[i].help, &so[i], ud);
 	fn("help", 'h', false, "show this command's options", NULL, ud);
 }
 

@@ -352,3 +352,8 @@ def test_sandbox_cannot_reach_the_host_listeners_from_inside(nh):
             " except OSError as e:\n  print('closed', p)\n")
     out = sb.run(argv=["python3", "-c", code, *map(str, ports)])["stdout"]
     assert out.split("\n")[:2] == [f"closed {ports[0]}", f"closed {ports[1]}"], out
+
+
+def test_a_pool_cannot_hold_published_ports(hutch):
+    r = hutch("pool", "start", "--size", "1", "-p", "0:80")
+    assert r.returncode == USAGE and "published ports (-p" in r.stderr.decode(), r.stderr

@@ -238,6 +238,18 @@ static int cmd_run(struct hutch_cli_args *a)
 	return r;
 }
 
+/* The forwards of -p with the host ports they got (0: chosen by the
+ * kernel), from the state.json the supervisor wrote before it was ready. */
+static cJSON *created_ports(const struct hutch_created *c, size_t npublish)
+{
+	_cleanup_cjson_ cJSON *state = NULL;
+	cJSON *ports = NULL;
+
+	if (npublish && hutch_state_read(&c->paths, &state) >= 0)
+		ports = cJSON_DetachItemFromObjectCaseSensitive(state, "ports");
+	return cJSON_IsArray(ports) ? ports : (cJSON_Delete(ports), cJSON_CreateArray());
+}
+
 static int cmd_create(struct hutch_cli_args *a)
 {
 	struct hutch_created c;
@@ -254,6 +266,7 @@ static int cmd_create(struct hutch_cli_args *a)
 		cJSON_AddNumberToObject(o, "created_at", (double)c.created_at);
 		cJSON_AddNumberToObject(o, "expires_at", (double)c.expires_at);
 		cJSON_AddItemToObject(o, "config", hutch_config_to_json(&a->cfg));
+		cJSON_AddItemToObject(o, "ports", created_ports(&c, a->cfg.npublish));
 		hutch_cli_sandbox_json(o, true);
 		t = cJSON_Print(o);
 		printf("%s\n", t);

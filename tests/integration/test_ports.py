@@ -123,6 +123,10 @@ def test_http_server_inside_reached_from_the_host(nh, mode):
     (fwd,) = host_ports(sb)
     assert fwd["sandbox_port"] == 8000 and fwd["host_address"] == "127.0.0.1"
     assert fwd["host_port"] > 0 and fwd["source"] == "publish"
+    # create --json says where, as ls --json and inspect do (one schema)
+    assert sb.info["ports"] == [{k: v for k, v in fwd.items() if k != "connections"}]
+    (listed,) = json.loads(nh("ls", "--json").stdout)
+    assert listed["ports"] == sb.info["ports"]
     sb.sh("echo hello-from-inside > /workspace/index.txt")
     start_server(sb, ["python3", "-m", "http.server", "8000", "-d", "/workspace"], 8000)
     url = f"http://127.0.0.1:{fwd['host_port']}/index.txt"

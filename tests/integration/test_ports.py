@@ -361,3 +361,19 @@ def test_sandbox_cannot_reach_the_host_listeners_from_inside(nh):
 def test_a_pool_cannot_hold_published_ports(hutch):
     r = hutch("pool", "start", "--size", "1", "-p", "0:80")
     assert r.returncode == USAGE and "published ports (-p" in r.stderr.decode(), r.stderr
+
+
+def test_a_connection_wakes_a_sleeping_sandbox_and_keeps_it_awake(hutch):
+    sb = hutch.create("-p", "0:7000", "--idle-timeout", "1")
+    start_echo(sb)
+    port = host_ports(sb)[0]["host_port"]
+    assert wait_until(lambda: sb.status()["state"] == "sleeping", 15)
+    held = socket.create_connection(("127.0.0.1", port), timeout=10)
+    held.sendall(b"wake")
+    assert held.recv(4) == b"wake"  # the frozen server answered: thawed
+    time.sleep(2.5)  # > idle timeout: the open connection is activity
+    assert sb.status()["state"] == "running"
+    held.sendall(b"again")
+    assert held.recv(5) == b"again"
+    held.close()
+    assert wait_until(lambda: sb.status()["state"] == "sleeping", 15)

@@ -74,7 +74,10 @@ static const struct hutch_cli_verb verb_version = {
 	.run = cmd_version,
 };
 
-/* Every verb, for the dispatch and for the parser's "does not apply". */
+/* Every verb, for the dispatch and for the parser's "does not apply".
+ * One per line (clang-format would pack them into columns, and every new
+ * verb would rewrite the table). */
+/* clang-format off */
 static const struct hutch_cli_verb *const verbs[] = {
 	&hutch_verb_run,
 	&hutch_verb_create,
@@ -108,6 +111,7 @@ static const struct hutch_cli_verb *const verbs[] = {
 	&hutch_verb_image_build_default,
 	NULL,
 };
+/* clang-format on */
 
 int main(int argc, char **argv)
 {

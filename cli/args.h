@@ -74,7 +74,7 @@ struct hutch_cli_args {
 	const struct hutch_cli_verb *verb;
 	const struct hutch_cli_verb *const *verbs; /* every verb (completion) */
 	struct hutch_config cfg;                   /* the sandbox options (verb->sandbox_opts) */
-	bool json, quiet, all, detach, follow, interactive, tty, force, no_stream, close;
+	bool json, quiet, all, detach, follow, interactive, tty, force, no_stream, close, no_limits;
 	const char *cwd;
 	const char *tag, *store; /* image import --tag, image --store */
 	cJSON *env;              /* NAME: VALUE, NULL if no -e */

@@ -24,8 +24,10 @@
 #include "cleanup.h"
 #include "cli.h"
 #include "fdutil.h"
+#include "idmap.h"
 #include "mhd.h"
 #include "netpolicy.h"
+#include "state.h"
 #include "syscalls.h"
 #include "verbs.h"
 
@@ -60,13 +62,23 @@ static bool file_has(const char *path, const char *needle)
 	return strstr(buf, needle) != NULL;
 }
 
-static void check_root(struct check *c)
+/* Root mode, or rootless with what it needs (idmap.h). */
+static void check_mode(struct check *c)
 {
-	c->ok = geteuid() == 0;
-	snprintf(c->detail, sizeof(c->detail), "%s",
-	         c->ok ? "running as root"
-	               : "create and run need root for now: run them with sudo (a service for "
-	                 "non-root users comes later)");
+	struct hutch_idmap m;
+	struct hutch_err err = { 0 };
+
+	c->ok = hutch_idmap_detect(&m, &err) == 0;
+	if (!c->ok)
+		snprintf(c->detail, sizeof(c->detail), "rootless: %s", err.msg);
+	else if (!m.rootless)
+		snprintf(c->detail, sizeof(c->detail), "root mode");
+	else
+		snprintf(c->detail, sizeof(c->detail),
+		         "rootless: subordinate uids %u-%u and gids %u-%u (%u sandboxes at once), "
+		         "%s, runtime dir '%.200s'",
+		         m.subuid, m.subuid + m.subuid_n - 1, m.subgid, m.subgid + m.subgid_n - 1,
+		         m.slots, m.newuidmap, hutch_runtime_dir());
 }
 
 static void check_userns(struct check *c)
@@ -104,6 +116,17 @@ static void check_cgroups(struct check *c)
 	         p.v2_unified ? "cgroup v2" : "cgroup v1", p.hybrid ? " (hybrid)" : "",
 	         p.has_cpu ? "yes" : "no", p.has_memory ? "yes" : "no", p.has_pids ? "yes" : "no",
 	         p.has_freezer ? "yes" : "no", p.detail[0] ? "; " : "", p.detail);
+	/* An ordinary user can still create sandboxes, with --no-limits. */
+	if (geteuid() != 0 && !c->ok) {
+		size_t len = strlen(c->detail);
+
+		c->required = false;
+		snprintf(c->detail + len, sizeof(c->detail) - len,
+		         "; your sandboxes get no limits here: %s, or create them with --no-limits",
+		         p.v2_unified
+		                 ? "run hutch under 'systemd-run --user --scope -p Delegate=yes'"
+		                 : "run as root, or boot with systemd.unified_cgroup_hierarchy=1");
+	}
 }
 
 static void check_seccomp(struct check *c)
@@ -162,8 +185,14 @@ static void check_forwarding(struct check *c)
 {
 	struct hutch_err err = { 0 };
 	char which[512];
-	int n = hutch_nft_forward_blockers(which, sizeof(which), &err);
+	int n;
 
+	if (geteuid() != 0) {
+		snprintf(c->detail, sizeof(c->detail), "%s",
+		         "not checked: network all needs root for now");
+		return;
+	}
+	n = hutch_nft_forward_blockers(which, sizeof(which), &err);
 	c->ok = n == 0;
 	if (n < 0)
 		snprintf(c->detail, sizeof(c->detail), "cannot list nftables chains: %s", err.msg);
@@ -190,14 +219,14 @@ static int cmd_doctor(struct hutch_cli_args *a)
 {
 	bool json = a->json;
 	struct check checks[] = {
-		{ "root", true, false, "" },        { "user namespaces", true, false, "" },
+		{ "mode", true, false, "" },        { "user namespaces", true, false, "" },
 		{ "namespaces", true, false, "" },  { "cgroups", true, false, "" },
 		{ "seccomp", true, false, "" },     { "mount API", true, false, "" },
 		{ "python3", true, false, "" },     { "HTTP server", true, false, "" },
 		{ "overlayfs", false, false, "" },  { "nftables", false, false, "" },
 		{ "forwarding", false, false, "" },
 	};
-	void (*fns[])(struct check *) = { check_root,     check_userns,      check_namespaces,
+	void (*fns[])(struct check *) = { check_mode,     check_userns,      check_namespaces,
 		                          check_cgroups,  check_seccomp,     check_mount_api,
 		                          check_python,   check_http_server, check_overlay,
 		                          check_nftables, check_forwarding };

@@ -9,11 +9,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "args.h"
+#include "cleanup.h"
 #include "cli.h"
 #include "config.h"
 #include "log.h"
+#include "state.h"
 #include "util.h"
 #include "verbs.h"
 
@@ -49,9 +52,11 @@ static const char *const main_usage =
         "Options may come before or after a sandbox id; '--' ends them. 'hutch COMMAND --help'\n"
         "shows a command's options. Exit codes: the command's own for\n"
         "run/exec; 64 usage error, 65 no such sandbox, 66 sandbox expired or deleted, 69 host\n"
-        "not capable (not root, missing kernel feature), 70 other failure, 71 setup script or\n"
+        "not capable (missing subordinate ids or kernel feature), 70 other failure, 71 setup "
+        "script or\n"
         "on_create hook failed, 124 timeout.\n"
-        "State lives in $HUTCH_RUNTIME_DIR (default /run/hutch). Network: "
+        "State lives in $HUTCH_RUNTIME_DIR (default /run/hutch as root, else\n"
+        "$XDG_RUNTIME_DIR/hutch or /tmp/hutch-UID). Network: "
         "HUTCH_RESOLVER=IP[:PORT]\n"
         "is the DNS server the sandboxes' DNS stub asks (default: the host's first IPv4\n"
         "nameserver); HUTCH_NET_POOL=CIDR the addresses of --network all "
@@ -113,9 +118,31 @@ static const struct hutch_cli_verb *const verbs[] = {
 };
 /* clang-format on */
 
+/* Not root: the runtime dir must be the caller's alone before any verb
+ * reads sandboxes from it or makes one there (another user could have made
+ * /tmp/hutch-<uid> first, with sandboxes of theirs in it). */
+static int check_runtime_dir(const char *verb, int argc, char **argv)
+{
+	static const char *const skip[] = { "version", "completion", "doctor" };
+	struct hutch_err err = { 0 };
+
+	if (geteuid() == 0)
+		return 0;
+	for (size_t i = 0; i < ELEMENTSOF(skip); i++)
+		if (!strcmp(verb, skip[i]))
+			return 0;
+	for (int i = 2; i < argc && strcmp(argv[i], "--"); i++)
+		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h"))
+			return 0;
+	if (hutch_runtime_dir_check(hutch_runtime_dir(), &err) < 0)
+		return hutch_cli_fail(HUTCH_EXIT_NOT_CAPABLE, "%s", err.msg);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *verb = argc > 1 ? argv[1] : NULL;
+	int r;
 
 	hutch_proctitle_init(argc, argv);
 	hutch_log_init(2, getenv("HUTCH_DEBUG") ? HUTCH_LOG_DEBUG : HUTCH_LOG_WARN, "hutch");
@@ -129,8 +156,11 @@ int main(int argc, char **argv)
 		return hutch_cli_pool(argc - 1, argv + 1, verbs);
 	if (!strcmp(verb, "image"))
 		return hutch_cli_image(argc - 1, argv + 1, verbs);
-	for (size_t i = 0; verbs[i]; i++)
-		if (!strcmp(verb, verbs[i]->name))
-			return hutch_cli_run(verbs[i], verbs, argc - 1, argv + 1);
+	for (size_t i = 0; verbs[i]; i++) {
+		if (strcmp(verb, verbs[i]->name) != 0)
+			continue;
+		r = check_runtime_dir(verb, argc, argv);
+		return r ? r : hutch_cli_run(verbs[i], verbs, argc - 1, argv + 1);
+	}
 	return hutch_cli_fail(HUTCH_EXIT_USAGE, "unknown command '%s'; see 'hutch --help'", verb);
 }

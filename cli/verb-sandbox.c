@@ -65,8 +65,23 @@
 		        "a terminal; exec -it ID alone starts a login shell)"                    \
 	}
 
+/* Of run and create (not an API option: a property of this host). */
+#define NO_LIMITS_OPT                                                                            \
+	{                                                                                        \
+		.name = "no-limits", .kind = HUTCH_CLI_FLAG, A(no_limits),                       \
+		.help = "create the sandbox without a cgroup: no CPU, memory or pids limit, no " \
+		        "idle sleep (for ordinary users where cgroup v2 is not delegated)"       \
+	}
+
+static const struct hutch_cli_opt create_opts[] = {
+	{ .name = "json", .kind = HUTCH_CLI_FLAG, A(json), .help = "print the result as JSON" },
+	NO_LIMITS_OPT,
+	{ 0 },
+};
+
 static const struct hutch_cli_opt run_opts[] = {
 	COMMAND_OPTS(0),
+	NO_LIMITS_OPT,
 	{ 0 },
 };
 
@@ -121,18 +136,13 @@ static int create_sandbox(struct hutch_config *cfg, struct hutch_created *c)
 	struct hutch_err err = { 0 };
 	int r;
 
-	if (geteuid() != 0)
-		return hutch_cli_fail(
-		        HUTCH_EXIT_NOT_CAPABLE,
-		        "creating a sandbox needs root for now: run 'sudo hutch ...' (a service "
-		        "for non-root users comes later)");
 	r = hutch_cli_config_from_env(cfg);
 	if (r)
 		return r;
 	r = hutch_config_validate(cfg, &err);
 	if (r < 0)
 		return hutch_cli_fail(HUTCH_EXIT_USAGE, "%s", err.msg);
-	r = hutch_pool_claim(cfg, hutch_runtime_dir(), c, &err);
+	r = cfg->no_limits ? 0 : hutch_pool_claim(cfg, hutch_runtime_dir(), c, &err);
 	if (r > 0)
 		return 0;      /* a warm sandbox from `hutch pool` */
 	hutch_err_clear(&err); /* no pool, or nothing ready: create cold */
@@ -227,6 +237,7 @@ static int cmd_run(struct hutch_cli_args *a)
 	/* Catch Ctrl-C before creating: dying during create would leave a
 	 * detached sandbox behind for its whole TTL. */
 	hutch_cli_catch_interrupts();
+	a->cfg.no_limits = a->no_limits;
 	r = create_sandbox(&a->cfg, &c);
 	if (r)
 		return r;
@@ -255,6 +266,7 @@ static int cmd_create(struct hutch_cli_args *a)
 	struct hutch_created c;
 	int r;
 
+	a->cfg.no_limits = a->no_limits;
 	r = create_sandbox(&a->cfg, &c);
 	if (r)
 		return r;
@@ -520,7 +532,9 @@ static int cmd_gc(struct hutch_cli_args *a)
 	if (r < 0)
 		return hutch_cli_fail(HUTCH_EXIT_FAILURE, "gc: %s", err.msg);
 	r += hutch_pool_gc(hutch_runtime_dir(), &err);
-	if (hutch_sandbox_net_gc(&err) < 0)
+	/* The host's network state (mode all) is root's: an ordinary user
+	 * made none and may touch none. */
+	if (geteuid() == 0 && hutch_sandbox_net_gc(&err) < 0)
 		return hutch_cli_fail(HUTCH_EXIT_FAILURE, "gc of the host network state: %s",
 		                      err.msg);
 	if (a->json)
@@ -547,7 +561,7 @@ const struct hutch_cli_verb hutch_verb_create = {
 	.synopsis = "[OPTIONS] [--json]",
 	.about =
 	        "Create a sandbox and print its id (--json: its id, socket, expiry and options).\n",
-	.opts = hutch_cli_json_opts,
+	.opts = create_opts,
 	.sandbox_opts = true,
 	.run = cmd_create,
 };

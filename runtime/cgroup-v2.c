@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <unistd.h>
 
 #include "cleanup.h"
@@ -252,3 +253,10 @@ const struct cgroup_ops hutch_cgroup_v2_ops = {
 	.freeze = v2_freeze,
 	.remove_dir = v2_remove_dir,
 };
+
+bool hutch_cgroup_host_is_v2(void)
+{
+	struct statfs sfs;
+
+	return statfs(CG_ROOT, &sfs) == 0 && sfs.f_type == 0x63677270; /* CGROUP2_SUPER_MAGIC */
+}

@@ -556,21 +556,22 @@ int hutch_cgroup_create(struct hutch_cgroup *cg, const struct hutch_limits *lim,
 
 int hutch_cgroup_clone_fd(const struct hutch_cgroup *cg)
 {
-	if (cg->ops != &hutch_cgroup_v2_ops || cg->n_dirs != 1)
+	if (!cg || cg->ops != &hutch_cgroup_v2_ops || cg->n_dirs != 1)
 		return -EOPNOTSUPP;
 	return hutch_cgroup_open_dir(cg->dirs[0]);
 }
 
 void hutch_cgroup_mark_entered(struct hutch_cgroup *cg)
 {
-	cg->entered = true;
+	if (cg)
+		cg->entered = true;
 }
 
 int hutch_cgroup_open_join(const struct hutch_cgroup *cg, int *fds, size_t max)
 {
 	size_t n = 0;
 
-	if (cg->ops != &hutch_cgroup_v1_ops)
+	if (!cg || cg->ops != &hutch_cgroup_v1_ops)
 		return 0;
 	if (cg->n_dirs > max)
 		return -E2BIG;
@@ -591,10 +592,10 @@ int hutch_cgroup_open_join(const struct hutch_cgroup *cg, int *fds, size_t max)
 int hutch_cgroup_open_cmds(const struct hutch_cgroup *cg, int *ret_tasks, int *ret_state)
 {
 	_cleanup_close_ int dir = -EBADF, tasks = -EBADF, state = -EBADF;
-	int i = hutch_cgroup_dir_for(cg, CG_CTRL_FREEZER);
+	int i = cg ? hutch_cgroup_dir_for(cg, CG_CTRL_FREEZER) : -ENOENT;
 
 	*ret_tasks = *ret_state = -EBADF;
-	if (cg->ops != &hutch_cgroup_v1_ops || i < 0)
+	if (!cg || cg->ops != &hutch_cgroup_v1_ops || i < 0)
 		return -EOPNOTSUPP;
 	dir = hutch_cgroup_open_dir(cg->dirs[i]);
 	if (dir < 0)
@@ -624,7 +625,7 @@ int hutch_cgroup_enter(struct hutch_cgroup *cg, pid_t pid, struct hutch_err *err
 {
 	char buf[32];
 
-	if (cg->entered)
+	if (!cg || cg->entered)
 		return 0;
 	snprintf(buf, sizeof(buf), "%d", (int)pid);
 	for (size_t i = 0; i < cg->n_dirs; i++) {
@@ -645,6 +646,8 @@ int hutch_cgroup_oom_kills(struct hutch_cgroup *cg, uint64_t *ret)
 
 int hutch_cgroup_freeze(struct hutch_cgroup *cg, bool frozen, struct hutch_err *err)
 {
+	if (!cg)
+		return hutch_err_set(err, -EOPNOTSUPP, "the sandbox has no cgroup (--no-limits)");
 	return cg->ops->freeze(cg, frozen, err);
 }
 

@@ -3,6 +3,9 @@
  * Cgroups of one sandbox, v1 (one directory per controller) or v2 (one
  * unified directory), nested under the cgroup of the calling process. The
  * backend is chosen once in hutch_cgroup_new(); callers never branch on it.
+ * A sandbox created with --no-limits has no cgroup: the setup functions
+ * below (clone_fd, open_cmds, open_join, mark_entered, enter, freeze) take
+ * a NULL cg for it and do nothing (freeze: -EOPNOTSUPP).
  */
 #ifndef HUTCH_CGROUP_H
 #define HUTCH_CGROUP_H
@@ -28,6 +31,8 @@ struct hutch_limits {
  * named "hutch-<name>", below the caller's own cgroup. */
 int hutch_cgroup_new(const char *name, struct hutch_cgroup **ret, struct hutch_err *err);
 struct hutch_cgroup *hutch_cgroup_free(struct hutch_cgroup *cg);
+/* True when /sys/fs/cgroup is cgroup2 (pure v2). */
+bool hutch_cgroup_host_is_v2(void);
 /* "v1" or "v2". */
 const char *hutch_cgroup_version(const struct hutch_cgroup *cg);
 /* The absolute directories this sandbox uses (to record before creating). */

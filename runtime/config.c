@@ -76,5 +76,9 @@ int hutch_config_validate(const struct hutch_config *c, struct hutch_err *err)
 		                     "only the default region, %s, can block traffic; in region %s "
 		                     "the sandbox runs only with network all",
 		                     HUTCH_DEFAULT_REGION, c->region);
+	if (c->no_limits && c->idle_timeout_seconds > 0)
+		return hutch_err_set(err, -EINVAL,
+		                     "idle sleep freezes the sandbox's cgroup, which --no-limits "
+		                     "leaves out: drop --idle-timeout or --no-limits");
 	return hutch_net_policy_validate(&c->net, c->host_ports, c->nhost_ports, err);
 }

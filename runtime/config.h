@@ -78,6 +78,10 @@ struct hutch_config {
 	/* --description: free text for people, shown with the options;
 	 * malloc'ed, NULL when unset. */
 	char *description;
+	/* --no-limits (CLI only, not an API option): no cgroup at all, so no
+	 * CPU, memory or pids limit and no idle sleep; how an ordinary user
+	 * runs on a host that cannot delegate cgroup v2 controllers. */
+	bool no_limits;
 };
 
 /* Implemented by the option table (options.c, which lists the options):

@@ -29,9 +29,16 @@
 
 const char *hutch_runtime_dir(void)
 {
+	static char user_dir[4096]; /* computed once per process, like the env */
 	const char *d = getenv("HUTCH_RUNTIME_DIR");
 
-	return d && *d ? d : HUTCH_DEFAULT_RUNTIME_DIR;
+	if (d && *d)
+		return d;
+	if (geteuid() == 0)
+		return HUTCH_DEFAULT_RUNTIME_DIR;
+	if (!user_dir[0] && hutch_state_user_runtime_dir(user_dir, sizeof(user_dir)) < 0)
+		snprintf(user_dir, sizeof(user_dir), "/tmp/hutch-%u", (unsigned)geteuid());
+	return user_dir;
 }
 
 int hutch_paths_init(const char *runtime_dir, const char *id, struct hutch_paths *ret)
@@ -66,22 +73,24 @@ int hutch_state_create_lock(const char *runtime_dir, int op)
 	return fd;
 }
 
-int hutch_slot_acquire(unsigned *ret_slot, struct hutch_err *err)
+int hutch_slot_acquire(const char *dir, unsigned nslots, unsigned *ret_slot, struct hutch_err *err)
 {
 	unsigned start;
 	int r;
 
-	r = hutch_mkdir_p_at(AT_FDCWD, HUTCH_SLOTS_DIR, 0700);
+	if (nslots == 0)
+		return hutch_err_set(err, -ERANGE, "no uid slots");
+	r = hutch_mkdir_p_at(AT_FDCWD, dir, 0700);
 	if (r < 0)
-		return hutch_err_set_errno(err, r, "create '%s'", HUTCH_SLOTS_DIR);
+		return hutch_err_set_errno(err, r, "create '%s'", dir);
 	if (getrandom(&start, sizeof(start), 0) != sizeof(start))
 		start = (unsigned)getpid();
-	for (unsigned i = 0; i < HUTCH_SLOTS; i++) {
-		unsigned slot = (start + i) % HUTCH_SLOTS;
-		char path[sizeof(HUTCH_SLOTS_DIR) + 16];
+	for (unsigned i = 0; i < nslots; i++) {
+		unsigned slot = (start + i) % nslots;
+		char path[4200];
 		int fd;
 
-		snprintf(path, sizeof(path), "%s/%u", HUTCH_SLOTS_DIR, slot);
+		snprintf(path, sizeof(path), "%s/%u", dir, slot);
 		fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
 		if (fd < 0)
 			return hutch_err_set_errno(err, -errno, "open uid slot '%s'", path);
@@ -92,7 +101,7 @@ int hutch_slot_acquire(unsigned *ret_slot, struct hutch_err *err)
 		close(fd);
 	}
 	return hutch_err_set(err, -EBUSY, "all %u uid ranges are in use: remove sandboxes first",
-	                     HUTCH_SLOTS);
+	                     nslots);
 }
 
 bool hutch_slot_is_held(unsigned slot)
@@ -572,4 +581,38 @@ int hutch_state_gc_auto(const char *runtime_dir, struct hutch_err *err)
 	if (gc_can_skip(runtime_dir))
 		return 0;
 	return gc(runtime_dir, false, err);
+}
+
+int hutch_state_user_runtime_dir(char *buf, size_t size)
+{
+	const char *x = getenv("XDG_RUNTIME_DIR");
+	int n;
+
+	if (x && x[0] == '/')
+		n = snprintf(buf, size, "%s/hutch", x);
+	else
+		n = snprintf(buf, size, "/tmp/hutch-%u", (unsigned)geteuid());
+	return n < 0 || (size_t)n >= size ? -ENAMETOOLONG : 0;
+}
+
+int hutch_runtime_dir_check(const char *dir, struct hutch_err *err)
+{
+	struct stat st;
+	int r;
+
+	if (geteuid() == 0)
+		return 0;
+	r = hutch_mkdir_p_at(AT_FDCWD, dir, 0700);
+	if (r < 0 && r != -ENOTDIR)
+		return hutch_err_set_errno(err, r, "create runtime dir '%s'", dir);
+	if (lstat(dir, &st) < 0)
+		return hutch_err_set_errno(err, -errno, "runtime dir '%s'", dir);
+	if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 022))
+		return hutch_err_set(
+		        err, -EPERM,
+		        "runtime dir '%.100s' is not yours alone (owner %u, mode %04o): "
+		        "remove it, or set XDG_RUNTIME_DIR or HUTCH_RUNTIME_DIR to a "
+		        "directory of yours",
+		        dir, (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777));
+	return 0;
 }

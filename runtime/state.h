@@ -29,7 +29,8 @@
 #define HUTCH_GONE_PRUNE_SECONDS  3600
 #define HUTCH_GC_RESCAN_SECONDS   60
 
-/* The runtime dir from the environment (never NULL). */
+/* The runtime dir: $HUTCH_RUNTIME_DIR, else /run/hutch as root and
+ * $XDG_RUNTIME_DIR/hutch or /tmp/hutch-<uid> otherwise (never NULL). */
 const char *hutch_runtime_dir(void);
 
 /* Paths of one sandbox (fixed buffers). */
@@ -48,9 +49,10 @@ int hutch_paths_init(const char *runtime_dir, const char *id, struct hutch_paths
  * those only when it gets it exclusively. Returns the fd or -errno. */
 int hutch_state_create_lock(const char *runtime_dir, int op);
 
-/* Take a free uid slot: returns the locked fd (keep it open for the
- * sandbox's life) and the slot number. */
-int hutch_slot_acquire(unsigned *ret_slot, struct hutch_err *err);
+/* Take a free uid slot of the nslots whose lock files are in dir
+ * (idmap.h: HUTCH_SLOTS_DIR as root, the caller's own rootless): returns
+ * the locked fd (keep it open for the sandbox's life) and the slot number. */
+int hutch_slot_acquire(const char *dir, unsigned nslots, unsigned *ret_slot, struct hutch_err *err);
 /* True while a supervisor holds the slot. */
 bool hutch_slot_is_held(unsigned slot);
 
@@ -109,5 +111,17 @@ int hutch_state_gc(const char *runtime_dir, struct hutch_err *err);
  * change was masked (another sandbox ended cleanly between two creates) is
  * reaped by the first create after HUTCH_GC_RESCAN_SECONDS, or `hutch gc`. */
 int hutch_state_gc_auto(const char *runtime_dir, struct hutch_err *err);
+
+/* The default runtime dir of a caller who is not root:
+ * $XDG_RUNTIME_DIR/hutch when that is set, else /tmp/hutch-<uid>. */
+int hutch_state_user_runtime_dir(char *buf, size_t size);
+
+/*
+ * Rootless: make dir if missing (mode 0700) and check that it is a real
+ * directory (no symlink), owned by the caller and writable by no one else,
+ * so no other user can plant or read sandboxes there (/tmp/hutch-<uid>
+ * could have been made by anyone). Root: 0 without a look.
+ */
+int hutch_runtime_dir_check(const char *dir, struct hutch_err *err);
 
 #endif

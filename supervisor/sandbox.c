@@ -163,6 +163,84 @@ int hutch_sandbox_net_gc(struct hutch_err *err)
 	return hutch_net_host_gc(slot_alive, NULL, err);
 }
 
+/*
+ * The sandbox's cgroup, or none with --no-limits. Root nests under its own
+ * cgroup as always. Rootless gets limits only where cgroup v2 delegates
+ * the controllers to the caller (a systemd user manager's delegated
+ * unit); where it cannot, say so and how to fix it here, before the
+ * supervisor exists, rather than as a permission error from mkdir.
+ */
+#define NO_LIMITS_FIX "or pass --no-limits (no CPU, memory, pids limits)"
+
+static int place_cgroup(struct sup *s, struct hutch_err *err)
+{
+	const char *dirs[HUTCH_CGROUP_MAX_DIRS];
+	size_t n;
+	int r;
+
+	if (s->cfg->no_limits)
+		return 0;
+	if (s->idmap.rootless && !hutch_cgroup_host_is_v2())
+		return hutch_err_set(
+		        err, -EOPNOTSUPP,
+		        "limits for ordinary users need cgroup v2 with delegation, this "
+		        "host has v1 controllers: run as root, or boot with "
+		        "systemd.unified_cgroup_hierarchy=1, " NO_LIMITS_FIX);
+	r = hutch_cgroup_new(s->id, &s->cg, err);
+	if (r < 0 && s->idmap.rootless) {
+		char why[sizeof(err->msg)];
+
+		memcpy(why, err->msg, sizeof(why));
+		return hutch_err_set(err, -EOPNOTSUPP,
+		                     "%.100s: run hutch under 'systemd-run --user --scope -p "
+		                     "Delegate=yes', " NO_LIMITS_FIX,
+		                     why);
+	}
+	if (r < 0)
+		return r;
+	if (!s->idmap.rootless)
+		return 0;
+	n = hutch_cgroup_dirs(s->cg, dirs, ELEMENTSOF(dirs));
+	for (size_t i = 0; i < n && i < ELEMENTSOF(dirs); i++) {
+		char parent[4096];
+		char *slash;
+
+		snprintf(parent, sizeof(parent), "%s", dirs[i]);
+		slash = strrchr(parent, '/');
+		if (slash)
+			*slash = '\0';
+		if (access(parent, W_OK) < 0) {
+			s->cg = hutch_cgroup_free(s->cg);
+			return hutch_err_set(
+			        err, -EOPNOTSUPP,
+			        "cgroup '%.80s' is not delegated to you: run hutch under "
+			        "'systemd-run --user --scope -p Delegate=yes', " NO_LIMITS_FIX,
+			        parent);
+		}
+	}
+	return 0;
+}
+
+/* Root or rootless, decided here while the environment is ours, and what
+ * root mode has that rootless mode does not (yet). */
+static int mode_check(struct sup *s, const char *runtime_dir, struct hutch_err *err)
+{
+	int r = hutch_idmap_detect(&s->idmap, err);
+
+	if (r < 0)
+		return r;
+	r = hutch_runtime_dir_check(runtime_dir, err);
+	if (r < 0)
+		return r;
+	if (s->idmap.rootless && s->cfg->net.mode == HUTCH_NET_ALL)
+		return hutch_err_set(
+		        err, -EOPNOTSUPP,
+		        "network all needs root for now (rootless user-mode networking "
+		        "through pasta is not built yet): run as root, or use --network "
+		        "none or allow:HOST,...");
+	return 0;
+}
+
 int hutch_sandbox_create(struct hutch_config *cfg, const char *runtime_dir,
                          struct hutch_created *ret, struct hutch_setup_failure *ret_setup,
                          struct hutch_err *err)
@@ -181,6 +259,9 @@ int hutch_sandbox_create(struct hutch_config *cfg, const char *runtime_dir,
 	r = hutch_config_validate(cfg, err);
 	if (r < 0)
 		return r;
+	r = mode_check(&s, runtime_dir, err);
+	if (r < 0)
+		return r;
 	(void)hutch_state_gc_auto(runtime_dir, err);
 	/* A table or forwarding switch left by a crash would otherwise stay
 	 * until the next hutch gc (links die with their namespaces). */
@@ -190,7 +271,7 @@ int hutch_sandbox_create(struct hutch_config *cfg, const char *runtime_dir,
 	r = reserve_dir(runtime_dir, &s, err);
 	if (r < 0)
 		return r;
-	r = hutch_cgroup_new(s.id, &s.cg, err);
+	r = place_cgroup(&s, err);
 	if (r < 0) {
 		(void)hutch_rm_rf_at(AT_FDCWD, s.paths.dir);
 		return r;

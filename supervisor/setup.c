@@ -36,13 +36,14 @@
 
 #define INIT_READY_TIMEOUT_MS 20000
 
-static int write_id_map(pid_t pid, const char *file, uid_t base)
+/* Big socket buffers: SO_*BUFFORCE as root, else as big as the host's
+ * net.core.[rw]mem_max allow (a request larger than that is refused). */
+static void sock_buffers(int fd, int bytes)
 {
-	char path[64], map[64];
-
-	snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, file);
-	snprintf(map, sizeof(map), "0 %u %u\n", (unsigned)base, HUTCH_UID_RANGE);
-	return hutch_write_knob_at(AT_FDCWD, path, map);
+	if (setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &bytes, sizeof(bytes)) < 0)
+		(void)setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &bytes, sizeof(bytes));
+	if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &bytes, sizeof(bytes)) < 0)
+		(void)setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &bytes, sizeof(bytes));
 }
 
 /* Child side of clone3: keep only the init socket (fd 3) and the
@@ -107,10 +108,8 @@ static int spawn_init(struct sup *s, struct hutch_err *err)
 		return hutch_err_set_errno(err, r, "socketpair");
 	}
 	/* Spawn requests carry argv and env: let one datagram hold the largest. */
-	(void)setsockopt(sv[0], SOL_SOCKET, SO_SNDBUFFORCE, &bufsz, sizeof(bufsz));
-	(void)setsockopt(sv[1], SOL_SOCKET, SO_SNDBUFFORCE, &bufsz, sizeof(bufsz));
-	(void)setsockopt(sv[0], SOL_SOCKET, SO_RCVBUFFORCE, &bufsz, sizeof(bufsz));
-	(void)setsockopt(sv[1], SOL_SOCKET, SO_RCVBUFFORCE, &bufsz, sizeof(bufsz));
+	sock_buffers(sv[0], bufsz);
+	sock_buffers(sv[1], bufsz);
 	args.flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWUTS | CLONE_NEWIPC |
 	             CLONE_NEWNET | CLONE_PIDFD;
 	args.pidfd = (uint64_t)(uintptr_t)&pidfd;
@@ -249,11 +248,12 @@ int hutch_sup_setup(struct sup *s, struct hutch_err *err)
 	};
 	int r;
 
-	r = hutch_slot_acquire(&s->slot, err);
+	r = hutch_slot_acquire(s->idmap.slots_dir, s->idmap.slots, &s->slot, err);
 	if (r < 0)
 		return r;
 	s->slot_fd = r;
-	s->uid_base = HUTCH_UID_BASE + s->slot * HUTCH_UID_RANGE;
+	s->uid_base = s->idmap.rootless ? hutch_idmap_app_uid(&s->idmap, s->slot)
+	                                : HUTCH_UID_BASE + s->slot * HUTCH_UID_RANGE;
 	r = hutch_ports_open(s, err); /* a host port in use fails here, at once */
 	if (r < 0)
 		return r;
@@ -266,17 +266,15 @@ int hutch_sup_setup(struct sup *s, struct hutch_err *err)
 	r = hutch_sup_write_state(s, "creating");
 	if (r < 0)
 		return hutch_err_set_errno(err, r, "write '%s'", s->paths.state);
-	r = hutch_cgroup_create(s->cg, &lim, err);
+	r = s->cg ? hutch_cgroup_create(s->cg, &lim, err) : 0; /* NULL: --no-limits */
 	if (r < 0)
 		return r;
 	r = spawn_init(s, err);
 	if (r < 0)
 		return r;
-	r = write_id_map(s->init_pid, "uid_map", s->uid_base);
-	if (r >= 0)
-		r = write_id_map(s->init_pid, "gid_map", s->uid_base);
+	r = hutch_idmap_write(&s->idmap, s->slot, s->init_pid, err);
 	if (r < 0)
-		return hutch_err_set_errno(err, r, "write id maps of sandbox init");
+		return hutch_err_prefix(err, "id maps of sandbox init");
 	r = hutch_cgroup_enter(s->cg, s->init_pid, err);
 	if (r < 0)
 		return r;

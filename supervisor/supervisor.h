@@ -23,6 +23,7 @@
 #include "cgroup.h"
 #include "cmd.h"
 #include "config.h"
+#include "idmap.h"
 #include "loop.h"
 #include "netpolicy.h"
 #include "state.h"
@@ -68,7 +69,8 @@ struct sup {
 	struct sup_end end;
 	int64_t created_at, expires_at;
 	unsigned slot;
-	uid_t uid_base;
+	uid_t uid_base;           /* root: of the slot's range; rootless: appuser's host uid */
+	struct hutch_idmap idmap; /* root or rootless (idmap.h), found by the CLI */
 	struct hutch_loop loop;
 	struct hutch_cmds cmds; /* the command engine (cmd.h) */
 	int sigfd, ttl_fd, init_sock, pidfd, listen_fd, lock_fd, slot_fd;

@@ -17,6 +17,7 @@
 
 #include <cmocka.h>
 
+#include "idmap.h"
 #include "options.h"
 #include "poolkey.h"
 
@@ -225,13 +226,71 @@ static void test_pool_key(void **state)
 	hutch_config_done(&c);
 }
 
+/* /etc/subuid lines: by name or by uid, first big enough range, hostile text. */
+static void test_subid_parse(void **state)
+{
+	const char *text = "# comment\n"
+	                   "alice:100000:65536\n"
+	                   "bob:200000:2\n"
+	                   "bob:300000:65536\n"
+	                   "1234:400000:8\n"
+	                   "eve:1:99999999999\n"
+	                   "mallory:x:10\n"
+	                   "carol:500000:10"; /* no final newline */
+	uint32_t start = 0, count = 0;
+
+	(void)state;
+	assert_int_equal(hutch_idmap_parse_subid(text, "alice", 1, 4, &start, &count), 0);
+	assert_int_equal(start, 100000);
+	assert_int_equal(count, 65536);
+	/* bob's first range is too small for one sandbox: the next one */
+	assert_int_equal(hutch_idmap_parse_subid(text, "bob", 2, 4, &start, &count), 0);
+	assert_int_equal(start, 300000);
+	assert_int_equal(hutch_idmap_parse_subid(text, "dave", 1234, 4, &start, &count), 0);
+	assert_int_equal(start, 400000);
+	assert_int_equal(hutch_idmap_parse_subid(text, "carol", 7, 4, &start, &count), 0);
+	assert_int_equal(start, 500000);
+	/* a prefix of a name is not the name; garbage and overflow are no range */
+	assert_int_equal(hutch_idmap_parse_subid(text, "ali", 9, 4, &start, &count), -ENOENT);
+	assert_int_equal(hutch_idmap_parse_subid(text, "eve", 9, 4, &start, &count), -ENOENT);
+	assert_int_equal(hutch_idmap_parse_subid(text, "mallory", 9, 4, &start, &count), -ENOENT);
+	assert_int_equal(hutch_idmap_parse_subid("", "alice", 9, 4, &start, &count), -ENOENT);
+	assert_int_equal(hutch_idmap_parse_subid(":::\n::\n:", "", 9, 4, &start, &count), -ENOENT);
+}
+
+/* Rootless maps: root is the caller, appuser/nobody/tty one id each, and
+ * slots never share an id; root mode keeps its 65536-id ranges. */
+static void test_idmap_format(void **state)
+{
+	struct hutch_idmap m = { .rootless = true,
+		                 .uid = 1001,
+		                 .gid = 1002,
+		                 .subuid = 100000,
+		                 .subuid_n = 65536,
+		                 .subgid = 200000,
+		                 .subgid_n = 65536 };
+	char buf[256];
+
+	(void)state;
+	assert_true(hutch_idmap_format(&m, 0, false, false, buf, sizeof(buf)) > 0);
+	assert_string_equal(buf, "0 1001 1 1000 100000 1 65534 100001 1");
+	assert_true(hutch_idmap_format(&m, 3, true, false, buf, sizeof(buf)) > 0);
+	assert_string_equal(buf, "0 1002 1 1000 200012 1 65534 200013 1 5 200014 1");
+	assert_true(hutch_idmap_format(&m, 1, false, true, buf, sizeof(buf)) > 0);
+	assert_string_equal(buf, "0 1001 1\n1000 100004 1\n65534 100005 1\n");
+	assert_int_equal(hutch_idmap_app_uid(&m, 2), 100008);
+	assert_int_equal(hutch_idmap_format(&m, 0, true, false, buf, 10), -ENOSPC);
+	m.rootless = false;
+	assert_true(hutch_idmap_format(&m, 1, false, true, buf, sizeof(buf)) > 0);
+	assert_string_equal(buf, "0 268500992 65536\n");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_table_rows),
-		cmocka_unit_test(test_typed_json),
-		cmocka_unit_test(test_json_round_trip),
-		cmocka_unit_test(test_pool_key),
+		cmocka_unit_test(test_table_rows),      cmocka_unit_test(test_typed_json),
+		cmocka_unit_test(test_json_round_trip), cmocka_unit_test(test_pool_key),
+		cmocka_unit_test(test_subid_parse),     cmocka_unit_test(test_idmap_format),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

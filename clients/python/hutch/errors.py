@@ -15,7 +15,7 @@ class HutchNotFoundError(SandboxError):
 
 
 class NotCapableHostError(SandboxError):
-    """This host cannot run sandboxes (not root, missing kernel feature)."""
+    """This host cannot run sandboxes (no subordinate ids, missing kernel feature)."""
 
 
 class ConfigError(SandboxError, ValueError):

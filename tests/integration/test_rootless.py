@@ -1,0 +1,373 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Rootless mode (issue 15): hutch run by ordinary users.
+
+Two throw-away users with subordinate ids (useradd gives them a free range
+of /etc/subuid and /etc/subgid) drive the real CLI as themselves: the
+lifecycle, commands, files, network none, and the attacks of one user on
+the other's sandboxes (state, socket, signals, rm --all, gc). The errors
+of a host or account that cannot run rootless name their fix. The users,
+their runtime dirs and every process of theirs are removed afterwards.
+
+On this development host (cgroup v1 controllers) an ordinary user gets no
+limits, so the sandboxes here are made with --no-limits; that create
+refuses without it is tested too.
+"""
+import glob
+import json
+import os
+import pwd
+import shutil
+import signal
+import socket
+import subprocess
+import time
+
+import pytest
+
+from conftest import HUTCH, Hutch, Sandbox, wait_until
+
+V2 = os.path.exists("/sys/fs/cgroup/cgroup.controllers")
+
+
+def _pids_of(uid):
+    out = []
+    for p in glob.glob("/proc/[0-9]*"):
+        try:
+            if os.stat(p).st_uid == uid:
+                out.append(int(p.rsplit("/", 1)[1]))
+        except OSError:
+            pass
+    return out
+
+
+def _subid_range(name, path):
+    with open(path) as f:
+        for line in f:
+            parts = line.strip().split(":")
+            if len(parts) == 3 and parts[0] == name:
+                return int(parts[1]), int(parts[2])
+    return None
+
+
+class User:
+    """A throw-away account; system=True gives it no subordinate ids."""
+
+    def __init__(self, name, system=False):
+        self.name = name
+        args = ["useradd", "-M", "-d", "/nonexistent", "-s", "/bin/sh"]
+        if system:
+            args.append("--system")
+        subprocess.run(args + [name], check=True, capture_output=True)
+        pw = pwd.getpwnam(name)
+        self.uid, self.gid = pw.pw_uid, pw.pw_gid
+        if not system and not _subid_range(name, "/etc/subuid"):
+            # useradd gives one unless login.defs says otherwise: add a free
+            # range below the root mode's ids.
+            base = 0x08000000 + (os.getpid() % 1024) * 65536 * 2 + (self.uid % 2) * 65536
+            subprocess.run(["usermod", "--add-subuids", f"{base}-{base + 65535}",
+                            "--add-subgids", f"{base}-{base + 65535}", name], check=True)
+        self.subuid = _subid_range(name, "/etc/subuid")
+        self.rtdir = f"/tmp/hutch-{self.uid}"
+
+    def run(self, argv, env=None, timeout=120, input=None):
+        e = {"PATH": "/usr/bin:/bin", "HOME": "/nonexistent"}
+        e.update(env or {})
+        return subprocess.run(argv, user=self.uid, group=self.gid, extra_groups=[], env=e,
+                              cwd="/", capture_output=True, timeout=timeout, input=input,
+                              stdin=None if input is not None else subprocess.DEVNULL)
+
+    def remove(self):
+        for _ in range(50):
+            pids = _pids_of(self.uid)
+            if not pids:
+                break
+            for pid in pids:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            time.sleep(0.1)
+        shutil.rmtree(self.rtdir, ignore_errors=True)
+        subprocess.run(["userdel", self.name], capture_output=True)
+
+
+class UserHutch(Hutch):
+    """The CLI as an ordinary user, with the user's default runtime dir."""
+
+    def __init__(self, user, env=None):
+        super().__init__(user.rtdir)
+        self.user = user
+        self.env = {"PATH": "/usr/bin:/bin"}
+        self.env.update(env or {})
+
+    def __call__(self, *args, input=None, timeout=120, env=None):
+        e = dict(self.env)
+        e.update(env or {})
+        return self.user.run([HUTCH, *args], env=e, timeout=timeout, input=input)
+
+    def create(self, *opts):
+        return super().create("--no-limits", *opts)
+
+
+@pytest.fixture(scope="module")
+def users():
+    tag = f"{os.getpid() % 100000}"
+    made = []
+    try:
+        for suffix in ("a", "b"):
+            made.append(User(f"hrl{tag}{suffix}"))
+        yield made
+    finally:
+        for u in made:
+            u.remove()
+
+
+def _user_hutch(user):
+    h = UserHutch(user)
+    yield h
+    h("rm", "--all")
+    h("gc")
+    assert not h.ids()
+    assert wait_until(lambda: len(_pids_of(user.uid)) == 0, 10), _pids_of(user.uid)
+
+
+@pytest.fixture
+def alice(users):
+    yield from _user_hutch(users[0])
+
+
+@pytest.fixture
+def bob(users):
+    yield from _user_hutch(users[1])
+
+
+@pytest.fixture
+def user_tmp(users):
+    """A directory of alice's (pytest's tmp_path is root's alone)."""
+    import tempfile
+    d = tempfile.mkdtemp(prefix="hutch-rl-")
+    os.chmod(d, 0o755)
+    yield d
+    shutil.rmtree(d, ignore_errors=True)
+
+
+def _host_uid(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("Uid:"):
+                return int(line.split()[1])
+    return None
+
+
+def test_lifecycle_exec_and_files(alice, user_tmp):
+    sb = alice.create()
+    assert sb.sock.startswith(alice.user.rtdir + "/")
+    assert alice.ids() == [sb.id]
+    ls = alice("ls", "-q")
+    assert ls.stdout.decode().split() == [sb.id]
+    r = alice("exec", sb.id, "--", "sh", "-c", "id -u; id -g; pwd; echo $HOME")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.decode().split() == ["1000", "1000", "/workspace", "/home/appuser"]
+    r = alice("exec", sb.id, "--", "python3", "-c", "import sys; sys.exit(7)")
+    assert r.returncode == 7
+    # files both ways, byte-exact, through the CLI
+    src = os.path.join(user_tmp, "in.bin")
+    data = bytes(range(256)) * 1000
+    with open(src, "wb") as f:
+        f.write(data)
+    os.chmod(src, 0o644)
+    r = alice("cp", src, f"{sb.id}:/workspace/in.bin")
+    assert r.returncode == 0, r.stderr
+    r = alice("exec", sb.id, "--", "sh", "-c", "stat -c '%U %s' /workspace/in.bin")
+    assert r.stdout.decode().split() == ["appuser", str(len(data))]
+    os.chown(user_tmp, alice.user.uid, alice.user.gid)
+    out = os.path.join(user_tmp, "out.bin")
+    r = alice("cp", f"{sb.id}:/workspace/in.bin", out)
+    assert r.returncode == 0, r.stderr
+    with open(out, "rb") as f:
+        assert f.read() == data
+    assert os.stat(out).st_uid == alice.user.uid
+    # the API socket is the user's alone
+    st = os.stat(sb.sock)
+    assert st.st_uid == alice.user.uid and st.st_mode & 0o077 == 0
+    assert os.stat(alice.user.rtdir).st_mode & 0o077 == 0
+    r = alice("rm", sb.id)
+    assert r.returncode == 0, r.stderr
+    assert alice.ids() == []
+    r = alice("exec", sb.id, "--", "true")
+    assert r.returncode == 66, r.stderr
+
+
+def test_ids_are_subordinate_and_distinct(alice):
+    """Sandbox root is the caller, appuser one subordinate id of its own per
+    sandbox: a command that escaped would be nobody the user knows."""
+    a, b = alice.create(), alice.create()
+    lo, n = alice.user.subuid
+    uids = []
+    for sb in (a, b):
+        r = alice("exec", "-d", sb.id, "--", "sleep", "60")
+        assert r.returncode == 0, r.stderr
+        init = json.loads(alice("inspect", sb.id).stdout)["init_pid"]
+        assert _host_uid(init) == alice.user.uid
+        pids = [p for p in sb.host_pids() if p != init]
+        assert wait_until(lambda: any(_host_uid(p) != alice.user.uid for p in sb.host_pids()))
+        app = {_host_uid(p) for p in sb.host_pids() if p != init}
+        assert len(app) == 1, (pids, app)
+        uid = app.pop()
+        assert lo <= uid < lo + n, (uid, lo, n)
+        uids.append(uid)
+        with open(f"/proc/{init}/uid_map") as f:
+            lines = [line.split() for line in f]
+        # only the few ids it needs: root, appuser, nobody
+        assert sorted(int(line[0]) for line in lines) == [0, 1000, 65534]
+    assert uids[0] != uids[1]
+
+
+def test_network_none_and_all_refused(alice):
+    sb = alice.create()
+    r = alice("exec", sb.id, "--", "python3", "-c",
+              "import socket\n"
+              "try:\n socket.create_connection(('1.1.1.1', 80), timeout=3)\n"
+              "except OSError as e: print(e.errno)\n")
+    assert r.stdout.decode().strip() == "101", r  # ENETUNREACH
+    r = alice("exec", sb.id, "--", "getent", "hosts", "example.com")
+    assert r.returncode != 0
+    r = alice("create", "--no-limits", "--network", "all")
+    assert r.returncode == 69
+    assert "network all needs root" in r.stderr.decode()
+    assert "--network none or allow" in r.stderr.decode()
+
+
+def test_network_allow_proxy_refuses_unlisted(alice):
+    """allow: the supervisor's proxy and DNS stub work as the user."""
+    r = alice("run", "--no-limits", "--network", "allow:example.com", "--", "sh", "-c",
+              "getent hosts not-listed.example.org; echo dns=$?; "
+              "python3 -c \"import socket\ntry:\n socket.create_connection(('192.0.2.1', 80), "
+              "timeout=3)\nexcept OSError as e: print(e.errno)\"")
+    assert r.returncode == 0, r.stderr
+    out = r.stdout.decode().split()
+    assert out[0] == "dns=2" and out[1] == "111", out  # NXDOMAIN; refused at once
+
+
+@pytest.mark.skipif(V2, reason="a pure v2 host may delegate controllers to the user")
+def test_limits_refused_without_no_limits(alice):
+    r = alice("run", "--", "true")
+    assert r.returncode == 69
+    err = r.stderr.decode()
+    assert "cgroup v2" in err and "--no-limits" in err, err
+    assert alice.ids() == []
+    r = alice("run", "--no-limits", "--idle-timeout", "5", "--", "true")
+    assert r.returncode == 64
+    assert "--idle-timeout" in r.stderr.decode()
+
+
+def test_two_users_cannot_touch_each_other(alice, bob):
+    a = alice.create()
+    r = alice("exec", "-d", a.id, "--", "sleep", "300")
+    assert r.returncode == 0, r.stderr
+    init = json.loads(alice("inspect", a.id).stdout)["init_pid"]
+    sup = json.loads(alice("inspect", a.id).stdout)["supervisor_pid"]
+    assert wait_until(lambda: len(a.host_pids()) >= 2)
+    app = [p for p in a.host_pids() if p != init][0]
+    b = bob.create()
+    # listing, resolving, deleting: bob sees only his own
+    assert bob("ls", "-q").stdout.decode().split() == [b.id]
+    r = bob("exec", a.id, "--", "true")
+    assert r.returncode == 65, r.stderr
+    r = bob("rm", a.id)
+    assert r.returncode == 65
+    # pointing at alice's runtime dir: refused, not read
+    r = bob("ls", env={"HUTCH_RUNTIME_DIR": alice.user.rtdir})
+    assert r.returncode == 69 and "not yours alone" in r.stderr.decode(), r.stderr
+    r = bob("rm", "--all", env={"HUTCH_RUNTIME_DIR": alice.user.rtdir})
+    assert r.returncode == 69
+    # state, socket, signals: the kernel says no
+    probe = ("import os, socket, sys\n"
+             "st, sock, pids = sys.argv[1], sys.argv[2], sys.argv[3:]\n"
+             "res = []\n"
+             "try:\n open(st).read(); res.append('read')\n"
+             "except OSError as e: res.append(str(e.errno))\n"
+             "s = socket.socket(socket.AF_UNIX)\n"
+             "try:\n s.connect(sock); res.append('connect')\n"
+             "except OSError as e: res.append(str(e.errno))\n"
+             "for p in pids:\n"
+             " try:\n  os.kill(int(p), 0); res.append('signal')\n"
+             " except OSError as e: res.append(str(e.errno))\n"
+             "print(' '.join(res))\n")
+    state = os.path.join(alice.user.rtdir, a.id, "state.json")
+    r = bob.user.run(["/usr/bin/python3", "-c", probe, state, a.sock, str(sup), str(init),
+                      str(app)])
+    assert r.stdout.decode().split() == ["13", "13", "1", "1", "1"], r
+    # bob's rm --all and gc leave alice's sandbox running
+    assert bob("rm", "--all").returncode == 0
+    assert bob("gc").returncode == 0
+    assert bob.ids() == []
+    assert alice.ids() == [a.id]
+    r = alice("exec", a.id, "--", "echo", "alive")
+    assert r.stdout == b"alive\n"
+    # and bob's ids are not alice's
+    assert alice.user.subuid[0] != bob.user.subuid[0]
+
+
+def test_runtime_dir_xdg_and_squatted(alice, bob, user_tmp):
+    # XDG_RUNTIME_DIR (a login session's) holds the state when set
+    def owned_dir(name, user, mode):
+        d = os.path.join(user_tmp, name)
+        os.mkdir(d)
+        os.chown(d, user.uid, user.gid)
+        os.chmod(d, mode)
+        return d
+
+    xdg = owned_dir("xdg", alice.user, 0o700)
+    r = alice("create", "--no-limits", env={"XDG_RUNTIME_DIR": str(xdg)})
+    assert r.returncode == 0, r.stderr
+    sid = r.stdout.decode().strip()
+    assert os.path.isdir(os.path.join(xdg, "hutch", sid))
+    assert alice.ids() == []  # not in /tmp/hutch-UID
+    r = alice("rm", sid, env={"XDG_RUNTIME_DIR": str(xdg)})
+    assert r.returncode == 0, r.stderr
+    # a runtime dir another user made first is refused, never used
+    squat = owned_dir("squat", bob.user, 0o777)
+    r = alice("create", "--no-limits", env={"HUTCH_RUNTIME_DIR": str(squat)})
+    assert r.returncode == 69, r.stderr
+    assert "not yours alone" in r.stderr.decode()
+    assert os.listdir(squat) == []
+
+
+def test_user_without_subordinate_ids():
+    u = User(f"hrs{os.getpid() % 100000}", system=True)
+    try:
+        assert _subid_range(u.name, "/etc/subuid") is None
+        r = u.run([HUTCH, "run", "--no-limits", "--", "true"])
+        assert r.returncode == 69, r
+        err = r.stderr.decode()
+        assert "no subordinate ids" in err and "usermod --add-subuids" in err, err
+    finally:
+        u.remove()
+
+
+def test_without_newuidmap(users):
+    """newuidmap hidden (a mount namespace of this test): the error names the package."""
+    u = users[0]
+    script = ("mount --bind /dev/null /usr/bin/newuidmap && "
+              "mount --bind /dev/null /usr/bin/newgidmap && "
+              f"exec setpriv --reuid={u.uid} --regid={u.gid} --clear-groups "
+              f"env -i PATH=/usr/bin:/bin {HUTCH} run --no-limits -- true")
+    r = subprocess.run(["unshare", "-m", "--propagation", "private", "sh", "-c", script],
+                       capture_output=True, timeout=60, cwd="/")
+    assert r.returncode == 69, r
+    err = r.stderr.decode()
+    assert "newuidmap" in err and "'uidmap' package" in err, err
+
+
+def test_doctor_as_user(alice):
+    r = alice("doctor", "--json")
+    assert r.returncode == 0, r.stderr
+    checks = {c["check"]: c for c in json.loads(r.stdout)}
+    mode = checks["mode"]
+    assert mode["ok"] and mode["detail"].startswith("rootless: subordinate uids"), mode
+    assert alice.user.rtdir in mode["detail"]
+    cg = checks["cgroups"]
+    if not V2:
+        assert not cg["ok"] and not cg["required"]
+        assert "--no-limits" in cg["detail"], cg

@@ -201,6 +201,30 @@ static int setup_writable(struct rootfs_ctx *ctx, struct hutch_err *err)
 	return 0;
 }
 
+/*
+ * /sys/fs/cgroup: the sandbox's own cgroup, read-only, as docker shows it.
+ * The mount's root is the root of init's cgroup namespace (the sandbox's
+ * cgroup), so nothing above it is visible; /sys itself is a directory of
+ * the read-only root tmpfs, with no sysfs behind it.
+ */
+static int setup_cgroupfs(struct rootfs_ctx *ctx, struct hutch_err *err)
+{
+	static const char *const opts[] = { NULL };
+	const unsigned int attrs = ROOTFS_ATTR_HOST_RO | MOUNT_ATTR_NOEXEC;
+	_cleanup_close_ int mntfd = -EBADF;
+	int r;
+
+	if (!ctx->cfg->cgroup2)
+		return 0;
+	if ((r = rootfs_mkdir(ctx->root, "sys", 0555, "/sys", err)) < 0 ||
+	    (r = rootfs_mkdir(ctx->root, "sys/fs", 0555, "/sys/fs", err)) < 0 ||
+	    (r = rootfs_mkdir(ctx->root, "sys/fs/cgroup", 0555, "/sys/fs/cgroup", err)) < 0)
+		return r;
+	mntfd = rootfs_mount_fs(ctx->root, "sys/fs/cgroup", "cgroup2", opts, attrs,
+	                        "/sys/fs/cgroup", err);
+	return mntfd < 0 ? mntfd : 0;
+}
+
 static int enter_root(struct rootfs_ctx *ctx, struct hutch_err *err)
 {
 	struct mount_attr ro = { .attr_set = MOUNT_ATTR_RDONLY };
@@ -254,7 +278,8 @@ static int setup(struct rootfs_ctx *ctx, struct hutch_err *err)
 	if ((r = make_private(ctx, err)) < 0 || (r = create_root(ctx, err)) < 0 ||
 	    (r = share_system_dirs(ctx, err)) < 0 || (r = hide_host_only(ctx, err)) < 0 ||
 	    (r = rootfs_setup_etc(ctx, err)) < 0 || (r = rootfs_setup_proc(ctx, err)) < 0 ||
-	    (r = rootfs_setup_dev(ctx, err)) < 0 || (r = setup_writable(ctx, err)) < 0)
+	    (r = rootfs_setup_dev(ctx, err)) < 0 || (r = setup_writable(ctx, err)) < 0 ||
+	    (r = setup_cgroupfs(ctx, err)) < 0)
 		return r;
 	return enter_root(ctx, err);
 }

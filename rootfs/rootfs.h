@@ -7,6 +7,7 @@
 #ifndef HUTCH_ROOTFS_H
 #define HUTCH_ROOTFS_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -29,13 +30,17 @@ struct hutch_rootfs_config {
 	gid_t app_gid;           /* 1000 */
 	const char *resolv_conf; /* full content of /etc/resolv.conf */
 	const char *extra_hosts; /* extra /etc/hosts lines, or NULL */
+	/* Mount cgroup2 read-only at /sys/fs/cgroup: the caller's cgroup
+	 * namespace, whose root is the sandbox's own cgroup (v2 only), so
+	 * tools inside size themselves from its limits. */
+	bool cgroup2;
 };
 
 /*
  * Child side. Builds the root (tmpfs /, read-only host system dirs,
  * synthesized /etc, masked /proc, minimal /dev with private devpts, tmpfs
- * /workspace /tmp /home/appuser), pivot_root()s into it and detaches the old
- * root. On success "/" is the new (read-only) root, the cwd is "/" and no fd
+ * /workspace /tmp /home/appuser, and with cgroup2 /sys/fs/cgroup), pivot_root()s into it and
+ * detaches the old root. On success "/" is the new (read-only) root, the cwd is "/" and no fd
  * opened here remains. Must run as root of the new user namespace, as PID 1
  * of the new pid namespace, while the host /proc is still fully visible
  * (the kernel refuses a new procfs otherwise). Returns 0, or a negative

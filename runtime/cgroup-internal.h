@@ -147,14 +147,19 @@ DIR *hutch_cgroup_opendir(int dirfd);
 /* rmdir every child cgroup of dirfd, depth first. */
 int hutch_cgroup_rmdir_children(int dirfd);
 /*
- * v2: the directory to nest sandboxes in, starting from our own cgroup
- * directory own, such that its cgroup.subtree_control lists every controller
- * in want (space separated). Tries to enable them in own; on failure
- * (EBUSY: own holds processes) takes the nearest non-root ancestor that
- * already has them.
+ * v2 (cgroup-place.c): the directory to nest sandboxes in, starting from
+ * our own cgroup directory own, such that its cgroup.subtree_control lists
+ * every controller in want (space separated). A delegated own (systemd's
+ * mark, or our cgroup namespace's root) has its processes moved into a
+ * leaf child and the controllers enabled in it; otherwise the nearest
+ * ancestor that can have them.
  */
 int hutch_cgroup_v2_pick_parent(const char *own, const char *want, char *ret, size_t size,
                                 struct hutch_err *err);
+/* cgroup-place.c: own needs no write above itself to give children the
+ * controllers of want (it has them already, is the real root, or is ours:
+ * delegated, or our cgroup namespace's root). */
+bool hutch_cgroup_v2_is_placeable(const char *own, const char *want);
 /* Sleep ms milliseconds. */
 void hutch_cgroup_sleep_ms(unsigned int ms);
 

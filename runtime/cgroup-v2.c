@@ -27,6 +27,15 @@ static int knob(int fd, const char *dir, const char *name, const char *value, st
 {
 	int r = hutch_write_knob_at(fd, name, value);
 
+	/* No such knob: its controller is not enabled for the parent, so the
+	 * sandbox would have no such limit. Never hand that out. */
+	if (r == -ENOENT)
+		return hutch_err_set(
+		        err, -EOPNOTSUPP,
+		        "cgroup v2: no %.*s controller for '%s', so no %s limit (systemd "
+		        "turns controllers off outside delegated units): run hutch in a "
+		        "unit with Delegate=yes (systemd-run --scope -p Delegate=yes)",
+		        (int)strcspn(name, "."), name, dir, name);
 	if (r < 0)
 		return hutch_err_set_errno(err, r, "write '%s' to '%s/%s'", value, dir, name);
 	return 0;

@@ -310,109 +310,21 @@ static int setup_v1(struct hutch_cgroup *cg, const struct cg_text *t, const char
 	return 0;
 }
 
-static int copy_path(const char *s, char *ret, size_t size)
-{
-	size_t len = strlen(s);
-
-	if (len >= size)
-		return -ENAMETOOLONG;
-	memcpy(ret, s, len + 1);
-	return 0;
-}
-
 #define V2_CTRLS "cpu memory pids"
 
-static bool v2_delegates(const char *dir, const char *want)
+bool hutch_cgroup_needs_scope(void)
 {
-	_cleanup_close_ int fd = -EBADF;
-	char buf[512];
+	struct hutch_err e;
+	struct cg_text t;
+	char own[4096];
+	bool needs = false;
 
-	fd = hutch_cgroup_open_dir(dir);
-	if (fd < 0 || hutch_read_file_at(fd, "cgroup.subtree_control", buf, sizeof(buf)) < 0)
+	if (!hutch_cgroup_host_is_v2())
 		return false;
-	return hutch_cgroup_list_has(buf, want);
-}
-
-/*
- * Where to nest on v2. Children of `own` get the controllers only if own's
- * cgroup.subtree_control lists them. Enabling them there fails with EBUSY
- * when own holds processes (the "no internal processes" rule) — always the
- * case for a non-root cgroup we live in — so then take the nearest non-root
- * ancestor that already delegates them. The root is exempt from the rule.
- */
-/* Make dir delegate the controllers to its children (enable them in its
- * cgroup.subtree_control), first enabling them in its ancestors when they
- * are not available to it. -EBUSY: dir has processes of its own (the "no
- * internal processes" rule), so its children cannot get controllers. */
-static int v2_enable(const char *dir, const char *want, const char *enable, int depth)
-{
-	_cleanup_close_ int fd = -EBADF;
-	char parent[4096];
-	char *slash;
-	int r;
-
-	if (v2_delegates(dir, want))
-		return 0;
-	fd = hutch_cgroup_open_dir(dir);
-	if (fd < 0)
-		return fd;
-	r = hutch_write_knob_at(fd, "cgroup.subtree_control", enable);
-	if (r == 0 || r == -EBUSY || depth > 64)
-		return r;
-	/* A controller missing from dir's cgroup.controllers: the parent must
-	 * pass it down first. */
-	if (copy_path(dir, parent, sizeof(parent)) < 0)
-		return -ENAMETOOLONG;
-	slash = strrchr(parent, '/');
-	if (!slash || slash < parent + strlen(CG_ROOT))
-		return r;
-	*slash = '\0';
-	if (v2_enable(parent, want, enable, depth + 1) < 0)
-		return r;
-	return hutch_write_knob_at(fd, "cgroup.subtree_control", enable);
-}
-
-int hutch_cgroup_v2_pick_parent(const char *own, const char *want, char *ret, size_t size,
-                                struct hutch_err *err)
-{
-	char cur[4096], enable[128] = "";
-	int r, first = 0;
-
-	/* "cpu memory pids" -> "+cpu +memory +pids" */
-	for (const char *w = want; *w;) {
-		size_t n = strcspn(w, " ");
-		size_t len = strlen(enable);
-
-		if (n > 0)
-			snprintf(enable + len, sizeof(enable) - len, "%s+%.*s", len ? " " : "",
-			         (int)n, w);
-		w += n;
-		w += strspn(w, " ");
-	}
-	if (copy_path(own, cur, sizeof(cur)) < 0)
-		return hutch_err_set(err, -ENAMETOOLONG, "cgroup v2: path too long");
-	/* Nest under our own cgroup if it can delegate; else (it holds
-	 * processes, e.g. a login session scope) under the nearest ancestor
-	 * that can, which is usually the enclosing slice. The root itself is
-	 * used only when it is our own cgroup. */
-	for (;;) {
-		char *slash;
-
-		r = v2_enable(cur, want, enable, 0);
-		if (first == 0)
-			first = r;
-		if (r == 0)
-			return copy_path(cur, ret, size);
-		slash = strrchr(cur, '/');
-		if (!slash || slash <= cur + strlen(CG_ROOT))
-			break;
-		*slash = '\0';
-	}
-	return hutch_err_set_errno(err, first,
-	                           "cgroup v2: cannot get the %s controllers delegated below '%s' "
-	                           "or any of its parents; run hutch from a delegated cgroup "
-	                           "(systemd-run --scope -p Delegate=yes hutch ...)",
-	                           want, own);
+	if (cg_text_read(&t, &e) >= 0 && own_dir(&t, NULL, own, sizeof(own), &e) >= 0)
+		needs = !hutch_cgroup_v2_is_placeable(own, V2_CTRLS);
+	cg_text_done(&t);
+	return needs;
 }
 
 static int setup_v2(struct hutch_cgroup *cg, const struct cg_text *t, const char *name,

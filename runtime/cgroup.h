@@ -33,6 +33,20 @@ int hutch_cgroup_new(const char *name, struct hutch_cgroup **ret, struct hutch_e
 struct hutch_cgroup *hutch_cgroup_free(struct hutch_cgroup *cg);
 /* True when /sys/fs/cgroup is cgroup2 (pure v2). */
 bool hutch_cgroup_host_is_v2(void);
+/*
+ * systemd (cgroup-systemd.c). needs_scope: on v2, our own cgroup can give
+ * a sandbox its controllers only by writing into ancestors that are not
+ * ours (a login session, a plain service or scope), so the sandbox should
+ * get a delegated unit of its own. systemd_address: systemd's private
+ * socket for the caller (root: the system manager; else the user's, from
+ * XDG_RUNTIME_DIR), -ENOENT without systemd. systemd_scope: move the
+ * calling process into a new transient scope "hutch-<name>.scope" with
+ * Delegate=yes (wait until it is there); hutch_cgroup_new() then nests in
+ * it.
+ */
+bool hutch_cgroup_needs_scope(void);
+int hutch_cgroup_systemd_address(char *ret, size_t size);
+int hutch_cgroup_systemd_scope(const char *address, const char *name, struct hutch_err *err);
 /* "v1" or "v2". */
 const char *hutch_cgroup_version(const struct hutch_cgroup *cg);
 /* The absolute directories this sandbox uses (to record before creating). */

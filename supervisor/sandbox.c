@@ -186,6 +186,13 @@ static int place_cgroup(struct sup *s, struct hutch_err *err)
 		        "limits for ordinary users need cgroup v2 with delegation, this "
 		        "host has v1 controllers: run as root, or boot with "
 		        "systemd.unified_cgroup_hierarchy=1, " NO_LIMITS_FIX);
+	/* Under systemd, a sandbox whose own cgroup is not delegated gets a
+	 * delegated scope of its own: the supervisor makes it (setup.c) and
+	 * places the cgroup then. */
+	if (hutch_cgroup_needs_scope() &&
+	    hutch_cgroup_systemd_address(s->scope_bus, sizeof(s->scope_bus)) == 0)
+		return 0;
+	s->scope_bus[0] = '\0';
 	r = hutch_cgroup_new(s->id, &s->cg, err);
 	if (r < 0 && s->idmap.rootless) {
 		char why[sizeof(err->msg)];

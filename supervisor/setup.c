@@ -86,6 +86,7 @@ static __attribute__((noreturn)) void init_child(struct sup *s, int sock, int *c
 	p.rootfs.app_gid = HUTCH_APP_GID;
 	p.rootfs.resolv_conf = s->net.plan.resolv_conf;
 	p.rootfs.extra_hosts = s->net.plan.extra_hosts;
+	p.rootfs.cgroup2 = s->cg && !strcmp(hutch_cgroup_version(s->cg), "v2");
 	hutch_init_main(&p);
 }
 
@@ -239,6 +240,28 @@ static int net_prepare(struct sup *s, struct hutch_err *err)
 	return r;
 }
 
+/* Under systemd without delegation: a delegated scope of our own first
+ * (cgroup.h), then the cgroup in it; the CLI left s->cg NULL for this. */
+static int place_in_scope(struct sup *s, struct hutch_err *err)
+{
+	int r;
+
+	if (!s->scope_bus[0] || s->cfg->no_limits)
+		return 0;
+	r = hutch_cgroup_systemd_scope(s->scope_bus, s->id, err);
+	if (r < 0 && s->idmap.rootless) {
+		char why[sizeof(err->msg)];
+
+		memcpy(why, err->msg, sizeof(why));
+		return hutch_err_set(err, -EOPNOTSUPP,
+		                     "%.150s; or pass --no-limits (no CPU, memory, pids limits)",
+		                     why);
+	}
+	if (r < 0)
+		return r;
+	return hutch_cgroup_new(s->id, &s->cg, err);
+}
+
 int hutch_sup_setup(struct sup *s, struct hutch_err *err)
 {
 	struct hutch_limits lim = {
@@ -248,6 +271,9 @@ int hutch_sup_setup(struct sup *s, struct hutch_err *err)
 	};
 	int r;
 
+	r = place_in_scope(s, err);
+	if (r < 0)
+		return r;
 	r = hutch_slot_acquire(s->idmap.slots_dir, s->idmap.slots, &s->slot, err);
 	if (r < 0)
 		return r;

@@ -71,6 +71,7 @@ struct sup {
 	unsigned slot;
 	uid_t uid_base;           /* root: of the slot's range; rootless: appuser's host uid */
 	struct hutch_idmap idmap; /* root or rootless (idmap.h), found by the CLI */
+	char scope_bus[4200];     /* systemd's socket: setup makes a delegated scope, "" none */
 	struct hutch_loop loop;
 	struct hutch_cmds cmds; /* the command engine (cmd.h) */
 	int sigfd, ttl_fd, init_sock, pidfd, listen_fd, lock_fd, slot_fd;

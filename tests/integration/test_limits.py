@@ -301,3 +301,25 @@ def test_init_and_commands_are_in_every_cgroup_of_the_sandbox(hutch):
                            for ln in lines), (pid, d, lines)
     finally:
         sb.rm()
+
+
+V2 = os.path.exists("/sys/fs/cgroup/cgroup.controllers")
+
+
+def test_own_cgroup_visible_read_only_inside(nano):
+    """Tools size themselves from the instance type, as under docker: the
+    sandbox's own cgroup at /sys/fs/cgroup (its cgroup namespace's root),
+    read-only (issue 15). v1 hosts show no /sys/fs/cgroup at all."""
+    res = nano.run("cat /proc/self/cgroup; cat /sys/fs/cgroup/memory.max "
+                   "/sys/fs/cgroup/cpu.max /sys/fs/cgroup/pids.max; "
+                   "echo max > /sys/fs/cgroup/memory.max")
+    if not V2:
+        assert "No such file" in res["stderr"], res
+        return
+    lines = res["stdout"].split("\n")
+    assert lines[0] == "0::/", res  # nothing above its own cgroup
+    assert lines[1:4] == ["268435456", "25000 100000", "256"], res
+    assert res["exit_code"] != 0 and "Read-only file system" in res["stderr"], res
+    # nothing above it, and nothing of the host's sysfs
+    res = nano.run("ls /sys; ls /sys/fs")
+    assert res["stdout"].split() == ["fs", "cgroup"], res

@@ -1,0 +1,294 @@
+#!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
+# Hand checks of hutch's cgroup handling on pure cgroup v2, for
+# `../shared/v2vm/v2vm run --src . --script tests/v2/hutch-v2-checks.sh`
+# (runs as root in the VM, cwd = the copy of the hutch tree; from
+# ../shared/v2vm/examples, extended for issue 15). Builds hutch if needed,
+# then prints where everything sits in the cgroup tree and checks the limits
+# with the CLI: memory bomb, fork bomb, CPU quota, idle freeze/wake, rm
+# leaving no cgroup behind; then the systemd contexts of issue 15 (a scope
+# and a service, with and without Delegate=yes, after daemon-reload and a
+# CPUQuota= unit), a container's cgroup namespace, the sandbox's own cgroup
+# read-only at /sys/fs/cgroup, and an ordinary user. Each check prints
+# "CHECK <name> PASS|FAIL <detail>"; the exit status is the number of FAILs.
+set -u
+H=${HUTCH:-$PWD/build/hutch}
+export HUTCH_RUNTIME_DIR=${HUTCH_RUNTIME_DIR:-/run/hutch-checks}
+if [ ! -x "$H" ]; then
+	echo "== building hutch"
+	{ cmake -S . -B build >/dev/null && cmake --build build -j "$(nproc)" >/dev/null; } || {
+		echo "build failed"
+		exit 1
+	}
+fi
+fails=0
+check() { # name ok(0|1) detail
+	if [ "$2" = 0 ]; then echo "CHECK $1 PASS $3"; else
+		echo "CHECK $1 FAIL $3"
+		fails=$((fails + 1))
+	fi
+}
+chain() { # subtree_control from the root down to cgroup dir $1
+	local d=$1 list=()
+	while [ "$d" != /sys/fs/cgroup ] && [ -n "$d" ]; do
+		list=("$d" ${list[@]+"${list[@]}"})
+		d=${d%/*}
+	done
+	list=(/sys/fs/cgroup ${list[@]+"${list[@]}"})
+	for d in "${list[@]}"; do
+		printf '  %-60s controllers=[%s] subtree_control=[%s]\n' "${d#/sys/fs/cgroup}" \
+			"$(cat "$d/cgroup.controllers" 2>/dev/null)" "$(cat "$d/cgroup.subtree_control" 2>/dev/null)"
+	done
+}
+
+echo "== context: ${V2VM_CONTEXT:-?}"
+echo "== /proc/self/cgroup"
+cat /proc/self/cgroup
+own=/sys/fs/cgroup$(sed -n 's/^0:://p' /proc/self/cgroup)
+echo "== /sys/fs/cgroup/cgroup.controllers: $(cat /sys/fs/cgroup/cgroup.controllers)"
+echo "== before any sandbox: root to own cgroup"
+chain "$own"
+echo "== hutch doctor"
+"$H" doctor
+echo "(exit $?)"
+
+echo "== create nano, idle-timeout 3"
+id=$("$H" create --instance-type nano --idle-timeout 3 --ttl 900) || {
+	echo "create failed"
+	exit 1
+}
+echo "id $id"
+init=$("$H" inspect "$id" | python3 -c 'import json,sys; print(json.load(sys.stdin)["init_pid"])')
+cg=$(python3 -c 'import json,sys; print(" ".join(json.load(open(sys.argv[1]))["cgroup"]["dirs"]))' "$HUTCH_RUNTIME_DIR/$id/state.json")
+echo "state.json cgroup dirs: $cg"
+echo "init $init: $(cat /proc/"$init"/cgroup)"
+sup=$(pgrep -f "hutch-supervisor $id" | head -1)
+[ -n "$sup" ] && echo "supervisor $sup: $(cat /proc/"$sup"/cgroup)"
+echo "== after create: root to the sandbox's cgroup"
+chain "$cg"
+for k in cpu.max memory.max memory.swap.max pids.max memory.oom.group cgroup.type; do
+	printf '  %s = %s\n' "$k" "$(cat "$cg/$k" 2>/dev/null || echo '(none)')"
+done
+[ -n "$cg" ] && [ "$(cat "$cg/memory.max" 2>/dev/null)" = 268435456 ]
+check limits-written $? "memory.max=$(cat "$cg/memory.max" 2>/dev/null) pids.max=$(cat "$cg/pids.max" 2>/dev/null) cpu.max=$(cat "$cg/cpu.max" 2>/dev/null)"
+
+echo "== memory bomb (2 GiB in a 256 MiB sandbox)"
+out=$("$H" exec "$id" -- python3 -c 'b = bytearray(2 << 30); print("survived")' 2>&1)
+rc=$?
+echo "$out" | tail -3
+echo "exit $rc; memory.events: $(tr '\n' ' ' <"$cg/memory.events")"
+[ $rc = 137 ] && grep -q 'killed: out of memory' <<<"$out"
+check memory-oom $? "exit $rc, oom_kill=$(sed -n 's/^oom_kill //p' "$cg/memory.events")"
+
+echo "== fork bomb (pids.max 256)"
+out=$("$H" exec "$id" --timeout 60 -- python3 -c '
+import os, time
+kids, err = [], None
+for i in range(2000):
+    try:
+        pid = os.fork()
+    except OSError as e:
+        err = e.errno; break
+    if pid == 0:
+        time.sleep(30); os._exit(0)
+    kids.append(pid)
+print(len(kids), err, flush=True)
+for k in kids: os.kill(k, 9)
+for k in kids: os.waitpid(k, 0)
+' 2>&1)
+rc=$?
+echo "$out exit $rc; pids.events: $(cat "$cg/pids.events" 2>/dev/null) pids.current: $(cat "$cg/pids.current")"
+n=${out%% *}
+[[ $n =~ ^[0-9]+$ ]] && [ "$n" -ge 200 ] && [ "$n" -le 254 ] && grep -q ' 11' <<<"$out"
+check pids-max $? "forked $n before EAGAIN"
+
+cpu_ratio() { # the CPU share one busy thread gets in sandbox $1 for 3 s
+	"$H" exec "$1" -- python3 -c '
+import os, time
+t0, c0 = time.monotonic(), os.times()
+while time.monotonic() - t0 < 3: pass
+c1 = os.times()
+print((c1.user + c1.system - c0.user - c0.system) / (time.monotonic() - t0))' 2>&1
+}
+
+echo "== CPU quota (nano: 0.25 vCPU)"
+out=$(cpu_ratio "$id")
+echo "cpu ratio $out; cpu.stat: $(tr '\n' ' ' <"$cg/cpu.stat")"
+python3 -c "import sys; sys.exit(0 if 0.1 < float('$out') < 0.4 else 1)" 2>/dev/null
+check cpu-quota $? "one busy thread got $out CPU"
+
+case "$cg" in
+"$own"/*) echo "sandbox cgroup is below the caller's own cgroup ($own)" ;;
+*) echo "sandbox cgroup is NOT below the caller's own cgroup ($own): it sits in $(dirname "$cg")" ;;
+esac
+
+echo "== systemd re-realizes its slices: daemon-reload, then a unit with CPUQuota= starts and stops"
+systemctl daemon-reload
+systemd-run --quiet --wait -p CPUQuota=50% true
+systemd-run --quiet --wait --slice=user-0.slice -p CPUQuota=50% true 2>/dev/null
+sleep 1
+chain "$cg"
+missing=""
+for k in cpu.max memory.max pids.max; do
+	[ -e "$cg/$k" ] || missing="$missing $k"
+done
+[ -z "$missing" ]
+check controllers-survive-systemd $? "missing after systemd's re-realization:${missing:- none}"
+out=$(cpu_ratio "$id")
+echo "cpu ratio after: $out; cpu.max: $(cat "$cg/cpu.max" 2>/dev/null || echo '(gone)')"
+python3 -c "import sys; sys.exit(0 if 0.1 < float('$out') < 0.4 else 1)" 2>/dev/null
+check cpu-quota-after-systemd $? "one busy thread got $out CPU"
+
+echo "== idle sleep (idle-timeout 3 s)"
+for _ in $(seq 1 40); do
+	[ "$(sed -n 's/^frozen //p' "$cg/cgroup.events")" = 1 ] && break
+	sleep 0.5
+done
+fr=$(sed -n 's/^frozen //p' "$cg/cgroup.events")
+st=$("$H" ls | awk -v id="$id" '$1 == id { print $2 }')
+echo "cgroup.freeze=$(cat "$cg/cgroup.freeze") frozen=$fr ls=$st"
+[ "$fr" = 1 ] && [ "$st" = sleeping ]
+check idle-freeze $? "frozen=$fr ls=$st"
+t0=$(date +%s%N)
+w=$("$H" exec "$id" -- echo awake 2>&1)
+t1=$(date +%s%N)
+fr2=$(sed -n 's/^frozen //p' "$cg/cgroup.events")
+echo "wake: '$w' in $(((t1 - t0) / 1000000)) ms (whole exec), frozen now $fr2"
+[ "$w" = awake ] && [ "$fr2" = 0 ]
+check idle-wake $? "exec answered '$w', frozen=$fr2"
+
+echo "== rm"
+"$H" rm "$id"
+left=$(find /sys/fs/cgroup -name "hutch-*" -type d 2>/dev/null)
+echo "hutch-* cgroups left: ${left:-none}"
+[ -z "$left" ]
+check rm-no-leftovers $? "${left:-none}"
+echo "== after rm: root to own cgroup"
+chain "$own"
+
+echo "== hutch run"
+"$H" run --instance-type micro -- sh -c 'cat /proc/self/cgroup; echo hello'
+echo "(exit $?)"
+left=$(find /sys/fs/cgroup -name "hutch-*" -type d 2>/dev/null)
+[ -z "$left" ]
+check run-no-leftovers $? "${left:-none}"
+
+# ---- issue 15 ----
+NANO_MEM=268435456
+NANO_CPU="25000 100000"
+# inside: a sandbox's limits as its tools see them (cgroup namespace, ro)
+INSIDE='cat /sys/fs/cgroup/memory.max /sys/fs/cgroup/cpu.max; (echo max >/sys/fs/cgroup/memory.max) 2>/dev/null && echo WRITABLE; true'
+
+echo "== the sandbox's own cgroup at /sys/fs/cgroup, read-only"
+out=$("$H" run --instance-type nano -- sh -c "$INSIDE; cat /proc/self/cgroup; ls /sys/fs/cgroup | head -3" 2>&1)
+echo "$out"
+[ "$(sed -n 1p <<<"$out")" = $NANO_MEM ] && [ "$(sed -n 2p <<<"$out")" = "$NANO_CPU" ] &&
+	! grep -q WRITABLE <<<"$out" && grep -qx '0::/' <<<"$out"
+check cgroup-inside-ro $? "$(head -2 <<<"$out" | tr '\n' ' ')"
+
+# ctx_run NAME CMD...: hutch run (nano) through a systemd context; the
+# limits inside must be the instance type's, or hutch must refuse saying
+# which controller and how to fix it. Never a sandbox without them.
+ctx_run() {
+	local name=$1
+	shift
+	out=$("$@" "$H" run --instance-type nano -- sh -c "$INSIDE" 2>&1)
+	rc=$?
+	echo "-- $name: exit $rc: $(tr '\n' ' ' <<<"$out")"
+	if [ $rc = 0 ]; then
+		[ "$(sed -n 1p <<<"$out")" = $NANO_MEM ] && [ "$(sed -n 2p <<<"$out")" = "$NANO_CPU" ] &&
+			! grep -q WRITABLE <<<"$out"
+		check "$name" $? "limits inside: $(head -2 <<<"$out" | tr '\n' ' ')"
+	else
+		grep -q "Delegate=yes" <<<"$out"
+		check "$name" $? "refused: $out"
+	fi
+}
+# ctx_create NAME CMD...: create through a systemd context, then systemd
+# re-realizes (daemon-reload, a CPUQuota= unit): cpu.max must still be
+# there, and the sandbox must sit inside the context's unit when it is
+# delegated.
+ctx_create() {
+	local name=$1 want_in=$2
+	shift 2
+	id=$("$@" "$H" create --instance-type nano 2>/tmp/ctx.err)
+	rc=$?
+	if [ $rc != 0 ]; then
+		grep -q "Delegate=yes" /tmp/ctx.err
+		check "$name" $? "refused: $(cat /tmp/ctx.err)"
+		return
+	fi
+	cg=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["cgroup"]["dirs"][0])' "$HUTCH_RUNTIME_DIR/$id/state.json")
+	sup=$(pgrep -f "hutch-supervisor $id" | head -1)
+	echo "-- $name: sandbox cgroup $cg; supervisor in $(cat /proc/"$sup"/cgroup)"
+	systemctl daemon-reload
+	systemd-run --quiet --wait -p CPUQuota=50% true
+	sleep 1
+	ok=0
+	[ -e "$cg/cpu.max" ] && [ "$(cat "$cg/cpu.max")" = "$NANO_CPU" ] || ok=1
+	if [ -n "$want_in" ]; then
+		case "$cg" in */"$want_in"/*) ;; *) ok=1 ;; esac
+	fi
+	check "$name" $ok "cgroup $cg cpu.max=$(cat "$cg/cpu.max" 2>/dev/null || echo '(gone)')"
+	"$H" rm "$id" >/dev/null
+}
+
+echo "== systemd contexts"
+ctx_run run-scope-delegate systemd-run --quiet --scope -p Delegate=yes
+ctx_run run-scope systemd-run --quiet --scope
+ctx_run run-service-delegate systemd-run --quiet --wait --pipe -p Delegate=yes
+ctx_run run-service systemd-run --quiet --wait --pipe
+systemctl daemon-reload
+systemd-run --quiet --wait -p CPUQuota=50% true
+ctx_run run-service-after-reload systemd-run --quiet --wait --pipe
+ctx_create create-scope-delegate "run-*.scope" systemd-run --quiet --scope -p Delegate=yes
+ctx_create create-scope "" systemd-run --quiet --scope
+
+echo "== a container's cgroup namespace (unshare -C, private cgroup2)"
+C=/sys/fs/cgroup/ci-container
+mkdir -p "$C"
+echo "+cpu +memory +pids" >/sys/fs/cgroup/cgroup.subtree_control 2>/dev/null
+cat >/tmp/cgns.sh <<'EOS'
+echo $$ >"$1/cgroup.procs" || exit 98
+exec unshare --cgroup --mount --propagation private bash -c '
+	umount -l /sys/fs/cgroup && mount -t cgroup2 cgroup2 /sys/fs/cgroup || exit 99
+	"$0" doctor >/tmp/cgns-doctor.txt 2>&1
+	"$0" run --instance-type nano -- sh -c "$1"' "$2" "$3"
+EOS
+out=$(bash /tmp/cgns.sh "$C" "$H" "$INSIDE" 2>&1)
+rc=$?
+echo "exit $rc: $(tr '\n' ' ' <<<"$out")"
+cat /tmp/cgns-doctor.txt 2>/dev/null
+[ $rc = 0 ] && [ "$(sed -n 1p <<<"$out")" = $NANO_MEM ]
+check cgroup-namespace $? "exit $rc"
+find "$C" -mindepth 1 -depth -type d -exec rmdir {} + 2>/dev/null
+rmdir "$C" 2>/dev/null
+
+echo "== an ordinary user (rootless)"
+U=hutchv2user
+useradd -m -s /bin/bash "$U" 2>/dev/null
+grep -q "^$U:" /etc/subuid || usermod --add-subuids 200000-265535 --add-subgids 200000-265535 "$U"
+uid=$(id -u "$U")
+chmod o+rx "$PWD" "$PWD/build" 2>/dev/null
+loginctl enable-linger "$U"
+for _ in $(seq 1 50); do [ -S /run/user/$uid/systemd/private ] && break; sleep 0.2; done
+as_user() { runuser -u "$U" -- env -i PATH=/usr/bin:/bin HOME=/home/$U XDG_RUNTIME_DIR=/run/user/$uid "$@"; }
+out=$(cd / && as_user "$H" run --no-limits -- id -u 2>&1)
+echo "no limits: $out"
+[ "$out" = 1000 ]
+check rootless-no-limits $? "$out"
+out=$(cd / && as_user "$H" run -- true 2>&1)
+echo "without a delegated unit: $out"
+grep -q -- "--no-limits" <<<"$out"
+check rootless-refuses-without-delegation $? "$out"
+out=$(cd / && as_user systemd-run --user --quiet --scope -p Delegate=yes "$H" run --instance-type nano -- sh -c "$INSIDE" 2>&1)
+echo "in a delegated user scope: $(tr '\n' ' ' <<<"$out")"
+[ "$(sed -n 1p <<<"$out")" = $NANO_MEM ] && [ "$(sed -n 2p <<<"$out")" = "$NANO_CPU" ]
+check rootless-limits-delegated-scope $? "$(head -2 <<<"$out" | tr '\n' ' ')"
+loginctl disable-linger "$U"
+
+left=$(find /sys/fs/cgroup -name "hutch-*" -type d 2>/dev/null)
+[ -z "$left" ]
+check issue15-no-leftovers $? "${left:-none}"
+echo "== $fails FAIL"
+exit $fails

@@ -194,7 +194,9 @@ static int run_helper(const char *helper, pid_t pid, const char *map, struct hut
 		return hutch_err_set_errno(err, r, "fork '%s'", helper);
 	}
 	if (child == 0) {
-		if (dup2(pfd[1], 2) < 0 || dup2(pfd[1], 1) < 0)
+		if (dup2(pfd[1], 2) < 0) /* lint-fds: ok: child stdio */
+			_exit(127);
+		if (dup2(pfd[1], 1) < 0) /* lint-fds: ok: child stdio */
 			_exit(127);
 		execve(helper, argv, envp);
 		_exit(127);

@@ -168,50 +168,93 @@ int hutch_idmap_detect(struct hutch_idmap *m, struct hutch_err *err)
 	return 0;
 }
 
-/* Run helper PID MAP...; its stderr (the reason it refused) into err. */
-static int run_helper(const char *helper, pid_t pid, const char *map, struct hutch_err *err)
+/* A helper started: its pid and the read end of its stdout+stderr. */
+struct helper {
+	const char *path;
+	pid_t pid;
+	int out;
+	char args[256];
+};
+
+/* Start helper PID MAP... (fork + execve, empty environment). */
+static int helper_start(struct helper *h, pid_t target, struct hutch_err *err)
 {
-	char pidstr[16], args[256], out[200] = "";
-	char *argv[24] = { (char *)helper, pidstr };
+	char pidstr[16], args[256];
+	char *argv[24] = { (char *)h->path, pidstr };
 	char *envp[] = { NULL };
 	size_t argc = 2;
-	int pfd[2], status;
-	ssize_t n;
-	pid_t child;
+	int pfd[2];
 
-	snprintf(pidstr, sizeof(pidstr), "%d", (int)pid);
-	snprintf(args, sizeof(args), "%s", map);
+	snprintf(pidstr, sizeof(pidstr), "%d", (int)target);
+	snprintf(args, sizeof(args), "%s", h->args);
 	for (char *save = NULL, *t = strtok_r(args, " ", &save); t && argc < 23;
 	     t = strtok_r(NULL, " ", &save))
 		argv[argc++] = t;
 	argv[argc] = NULL;
 	if (pipe2(pfd, O_CLOEXEC) < 0)
 		return hutch_err_set_errno(err, -errno, "pipe");
-	child = fork();
-	if (child < 0) {
+	h->pid = fork();
+	if (h->pid < 0) {
 		int r = -errno;
 		hutch_close_many(pfd, 2);
-		return hutch_err_set_errno(err, r, "fork '%s'", helper);
+		return hutch_err_set_errno(err, r, "fork '%s'", h->path);
 	}
-	if (child == 0) {
+	if (h->pid == 0) {
 		if (dup2(pfd[1], 2) < 0) /* lint-fds: ok: child stdio */
 			_exit(127);
 		if (dup2(pfd[1], 1) < 0) /* lint-fds: ok: child stdio */
 			_exit(127);
-		execve(helper, argv, envp);
+		execve(h->path, argv, envp);
 		_exit(127);
 	}
 	close(pfd[1]);
-	n = hutch_read_all(pfd[0], out, sizeof(out) - 1);
-	close(pfd[0]);
+	h->out = pfd[0];
+	return 0;
+}
+
+/* Wait for a started helper; what it said when it failed goes into err. */
+static int helper_finish(struct helper *h, pid_t target, struct hutch_err *err)
+{
+	char out[200] = "";
+	ssize_t n = hutch_read_all(h->out, out, sizeof(out) - 1);
+	int status = 0;
+
+	close(h->out);
 	out[n > 0 ? n : 0] = '\0';
 	out[strcspn(out, "\n")] = '\0';
-	while (waitpid(child, &status, 0) < 0 && errno == EINTR)
+	while (waitpid(h->pid, &status, 0) < 0 && errno == EINTR)
 		;
 	if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
 		return 0;
-	return hutch_err_set(err, -EPERM, "%s %s %.60s: %.120s", helper, pidstr, map,
+	return hutch_err_set(err, -EPERM, "%s %d %.60s: %.120s", h->path, (int)target, h->args,
 	                     out[0] ? out : "failed");
+}
+
+/* newuidmap and newgidmap at once: each is a setuid exec that reads the
+ * password and subordinate-id files, the bulk of a rootless create's
+ * extra time. */
+static int write_rootless(const struct hutch_idmap *m, unsigned slot, pid_t pid,
+                          struct hutch_err *err)
+{
+	struct helper h[2] = { { .path = m->newuidmap }, { .path = m->newgidmap } };
+	struct hutch_err e2 = { 0 };
+	int r = 0, r2;
+
+	for (int i = 0; i < 2; i++)
+		if (hutch_idmap_format(m, slot, i == 1, false, h[i].args, sizeof(h[i].args)) < 0)
+			return hutch_err_set(err, -ENOSPC, "id map");
+	r = helper_start(&h[0], pid, err);
+	if (r < 0)
+		return r;
+	r2 = helper_start(&h[1], pid, &e2);
+	r = helper_finish(&h[0], pid, err);
+	if (r2 >= 0)
+		r2 = helper_finish(&h[1], pid, &e2);
+	if (r >= 0 && r2 < 0) {
+		*err = e2;
+		r = r2;
+	}
+	return r;
 }
 
 int hutch_idmap_write(const struct hutch_idmap *m, unsigned slot, pid_t pid, struct hutch_err *err)
@@ -219,21 +262,16 @@ int hutch_idmap_write(const struct hutch_idmap *m, unsigned slot, pid_t pid, str
 	char map[256], path[64];
 	int r;
 
+	if (m->rootless)
+		return write_rootless(m, slot, pid, err);
 	for (int gid = 0; gid <= 1; gid++) {
-		r = hutch_idmap_format(m, slot, gid, !m->rootless, map, sizeof(map));
+		r = hutch_idmap_format(m, slot, gid, true, map, sizeof(map));
 		if (r < 0)
 			return hutch_err_set_errno(err, r, "id map");
-		if (m->rootless) {
-			r = run_helper(gid ? m->newgidmap : m->newuidmap, pid, map, err);
-		} else {
-			snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid,
-			         gid ? "gid_map" : "uid_map");
-			r = hutch_write_knob_at(AT_FDCWD, path, map);
-			if (r < 0)
-				r = hutch_err_set_errno(err, r, "write '%s'", path);
-		}
+		snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, gid ? "gid_map" : "uid_map");
+		r = hutch_write_knob_at(AT_FDCWD, path, map);
 		if (r < 0)
-			return r;
+			return hutch_err_set_errno(err, r, "write '%s'", path);
 	}
 	return 0;
 }

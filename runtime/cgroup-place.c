@@ -16,6 +16,8 @@
  *    else runs in the unit: they keep the unit's limits), enable the
  *    controllers in own, nest there. Nothing above own is written: a
  *    controller own does not have is an error naming it and the fix.
+ *    A process already in such a leaf (a later hutch, started by one of
+ *    the moved processes) nests in the leaf's parent.
  * 4. Otherwise (a login session scope, a plain service or scope, none of
  *    them delegated): the nearest ancestor that can have them (the old
  *    behaviour, which writes into ancestors systemd owns; a systemd
@@ -223,12 +225,27 @@ static void missing_controller(int fd, const char *want, char *ret, size_t size)
 	}
 }
 
+/* A process in D/leaf, where D already delegates: an earlier hutch made
+ * the leaf (a shell of a container or a delegated unit that ran hutch
+ * before is in it now): nest in D. Returns 0 and D in ret, or -ENOENT. */
+static int leaf_parent(const char *own, const char *want, char *ret, size_t size)
+{
+	const char *slash = strrchr(own, '/');
+
+	if (!slash || strcmp(slash + 1, LEAF) != 0 || (size_t)(slash - own) >= size)
+		return -ENOENT;
+	memcpy(ret, own, (size_t)(slash - own));
+	ret[slash - own] = '\0';
+	return v2_delegates(ret, want) ? 0 : -ENOENT;
+}
+
 bool hutch_cgroup_v2_is_placeable(const char *own, const char *want)
 {
 	_cleanup_close_ int fd = -EBADF;
 	bool ns_root = strcmp(own, CG_ROOT) == 0;
+	char parent[4096];
 
-	if (v2_delegates(own, want))
+	if (v2_delegates(own, want) || leaf_parent(own, want, parent, sizeof(parent)) == 0)
 		return true;
 	fd = hutch_cgroup_open_dir(own);
 	if (fd < 0)
@@ -249,6 +266,8 @@ int hutch_cgroup_v2_pick_parent(const char *own, const char *want, char *ret, si
 	enable_list(want, enable, sizeof(enable));
 	if (v2_delegates(own, want))
 		return copy_path(own, ret, size);
+	if (leaf_parent(own, want, ret, size) == 0)
+		return 0;
 	fd = hutch_cgroup_open_dir(own);
 	if (fd < 0)
 		return hutch_err_set_errno(err, fd, "cgroup v2: open '%s'", own);

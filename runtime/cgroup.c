@@ -319,8 +319,15 @@ bool hutch_cgroup_needs_scope(void)
 	char own[4096];
 	bool needs = false;
 
+	char ns[2][64] = { "", "" };
+
 	if (!hutch_cgroup_host_is_v2())
 		return false;
+	/* In a cgroup namespace of its own (a container's), systemd's units
+	 * are outside what we can see: never ask it. */
+	if (readlink("/proc/self/ns/cgroup", ns[0], sizeof(ns[0]) - 1) > 0 &&
+	    readlink("/proc/1/ns/cgroup", ns[1], sizeof(ns[1]) - 1) > 0 && strcmp(ns[0], ns[1]))
+		return false; /* (an ordinary user cannot read pid 1's: no namespace assumed) */
 	if (cg_text_read(&t, &e) >= 0 && own_dir(&t, NULL, own, sizeof(own), &e) >= 0)
 		needs = !hutch_cgroup_v2_is_placeable(own, V2_CTRLS);
 	cg_text_done(&t);

@@ -227,7 +227,8 @@ ctx_create() {
 	ok=0
 	[ -e "$cg/cpu.max" ] && [ "$(cat "$cg/cpu.max")" = "$NANO_CPU" ] || ok=1
 	if [ -n "$want_in" ]; then
-		case "$cg" in */"$want_in"/*) ;; *) ok=1 ;; esac
+		# shellcheck disable=SC2254 # want_in is a pattern
+		case "$cg" in */$want_in/*) ;; *) ok=1 ;; esac
 	fi
 	check "$name" $ok "cgroup $cg cpu.max=$(cat "$cg/cpu.max" 2>/dev/null || echo '(gone)')"
 	"$H" rm "$id" >/dev/null
@@ -269,23 +270,26 @@ U=hutchv2user
 useradd -m -s /bin/bash "$U" 2>/dev/null
 grep -q "^$U:" /etc/subuid || usermod --add-subuids 200000-265535 --add-subgids 200000-265535 "$U"
 uid=$(id -u "$U")
-chmod o+rx "$PWD" "$PWD/build" 2>/dev/null
+# the tree is under /root (0700): the user gets a copy of the binary
+mkdir -p /tmp/hutch-v2bin && install -m 755 "$H" /tmp/hutch-v2bin/hutch
+UH=/tmp/hutch-v2bin/hutch
 loginctl enable-linger "$U"
 for _ in $(seq 1 50); do [ -S /run/user/$uid/systemd/private ] && break; sleep 0.2; done
 as_user() { runuser -u "$U" -- env -i PATH=/usr/bin:/bin HOME=/home/$U XDG_RUNTIME_DIR=/run/user/$uid "$@"; }
-out=$(cd / && as_user "$H" run --no-limits -- id -u 2>&1)
+out=$(cd / && as_user "$UH" run --no-limits -- id -u 2>&1)
 echo "no limits: $out"
 [ "$out" = 1000 ]
 check rootless-no-limits $? "$out"
-out=$(cd / && as_user "$H" run -- true 2>&1)
+out=$(cd / && as_user "$UH" run -- true 2>&1)
 echo "without a delegated unit: $out"
 grep -q -- "--no-limits" <<<"$out"
 check rootless-refuses-without-delegation $? "$out"
-out=$(cd / && as_user systemd-run --user --quiet --scope -p Delegate=yes "$H" run --instance-type nano -- sh -c "$INSIDE" 2>&1)
+out=$(cd / && as_user systemd-run --user --quiet --scope -p Delegate=yes "$UH" run --instance-type nano -- sh -c "$INSIDE" 2>&1)
 echo "in a delegated user scope: $(tr '\n' ' ' <<<"$out")"
 [ "$(sed -n 1p <<<"$out")" = $NANO_MEM ] && [ "$(sed -n 2p <<<"$out")" = "$NANO_CPU" ]
 check rootless-limits-delegated-scope $? "$(head -2 <<<"$out" | tr '\n' ' ')"
 loginctl disable-linger "$U"
+rm -rf /tmp/hutch-v2bin
 
 left=$(find /sys/fs/cgroup -name "hutch-*" -type d 2>/dev/null)
 [ -z "$left" ]

@@ -168,16 +168,8 @@ int hutch_idmap_detect(struct hutch_idmap *m, struct hutch_err *err)
 	return 0;
 }
 
-/* A helper started: its pid and the read end of its stdout+stderr. */
-struct helper {
-	const char *path;
-	pid_t pid;
-	int out;
-	char args[256];
-};
-
 /* Start helper PID MAP... (fork + execve, empty environment). */
-static int helper_start(struct helper *h, pid_t target, struct hutch_err *err)
+static int helper_start(struct hutch_idmap_helper *h, pid_t target, struct hutch_err *err)
 {
 	char pidstr[16], args[256];
 	char *argv[24] = { (char *)h->path, pidstr };
@@ -213,7 +205,7 @@ static int helper_start(struct helper *h, pid_t target, struct hutch_err *err)
 }
 
 /* Wait for a started helper; what it said when it failed goes into err. */
-static int helper_finish(struct helper *h, pid_t target, struct hutch_err *err)
+static int helper_finish(struct hutch_idmap_helper *h, pid_t target, struct hutch_err *err)
 {
 	char out[200] = "";
 	ssize_t n = hutch_read_all(h->out, out, sizeof(out) - 1);
@@ -230,40 +222,32 @@ static int helper_finish(struct helper *h, pid_t target, struct hutch_err *err)
 	                     out[0] ? out : "failed");
 }
 
-/* newuidmap and newgidmap at once: each is a setuid exec that reads the
- * password and subordinate-id files, the bulk of a rootless create's
- * extra time. */
-static int write_rootless(const struct hutch_idmap *m, unsigned slot, pid_t pid,
-                          struct hutch_err *err)
-{
-	struct helper h[2] = { { .path = m->newuidmap }, { .path = m->newgidmap } };
-	struct hutch_err e2 = { 0 };
-	int r = 0, r2;
-
-	for (int i = 0; i < 2; i++)
-		if (hutch_idmap_format(m, slot, i == 1, false, h[i].args, sizeof(h[i].args)) < 0)
-			return hutch_err_set(err, -ENOSPC, "id map");
-	r = helper_start(&h[0], pid, err);
-	if (r < 0)
-		return r;
-	r2 = helper_start(&h[1], pid, &e2);
-	r = helper_finish(&h[0], pid, err);
-	if (r2 >= 0)
-		r2 = helper_finish(&h[1], pid, &e2);
-	if (r >= 0 && r2 < 0) {
-		*err = e2;
-		r = r2;
-	}
-	return r;
-}
-
-int hutch_idmap_write(const struct hutch_idmap *m, unsigned slot, pid_t pid, struct hutch_err *err)
+int hutch_idmap_write_start(const struct hutch_idmap *m, unsigned slot, pid_t pid,
+                            struct hutch_idmap_job *job, struct hutch_err *err)
 {
 	char map[256], path[64];
 	int r;
 
-	if (m->rootless)
-		return write_rootless(m, slot, pid, err);
+	memset(job, 0, sizeof(*job));
+	job->target = pid;
+	job->h[0].out = job->h[1].out = -EBADF;
+	if (m->rootless) {
+		job->h[0].path = m->newuidmap;
+		job->h[1].path = m->newgidmap;
+		for (int i = 0; i < 2; i++) {
+			r = hutch_idmap_format(m, slot, i == 1, false, job->h[i].args,
+			                       sizeof(job->h[i].args));
+			if (r < 0)
+				return hutch_err_set(err, -ENOSPC, "id map");
+		}
+		for (int i = 0; i < 2; i++) {
+			r = helper_start(&job->h[i], pid, err);
+			if (r < 0)
+				return r; /* _finish() waits for the one started */
+			job->started = i + 1;
+		}
+		return 0;
+	}
 	for (int gid = 0; gid <= 1; gid++) {
 		r = hutch_idmap_format(m, slot, gid, true, map, sizeof(map));
 		if (r < 0)
@@ -274,4 +258,29 @@ int hutch_idmap_write(const struct hutch_idmap *m, unsigned slot, pid_t pid, str
 			return hutch_err_set_errno(err, r, "write '%s'", path);
 	}
 	return 0;
+}
+
+int hutch_idmap_write_finish(struct hutch_idmap_job *job, struct hutch_err *err)
+{
+	struct hutch_err e2 = { 0 };
+	int r = 0;
+
+	for (int i = 0; i < job->started; i++) {
+		int q = helper_finish(&job->h[i], job->target, r < 0 ? &e2 : err);
+
+		if (q < 0 && r == 0)
+			r = q;
+	}
+	job->started = 0;
+	return r;
+}
+
+int hutch_idmap_write(const struct hutch_idmap *m, unsigned slot, pid_t pid, struct hutch_err *err)
+{
+	struct hutch_idmap_job job;
+	int r = hutch_idmap_write_start(m, slot, pid, &job, err);
+	struct hutch_err e2 = { 0 };
+	int q = hutch_idmap_write_finish(&job, r < 0 ? &e2 : err);
+
+	return r < 0 ? r : q;
 }

@@ -76,4 +76,27 @@ uid_t hutch_idmap_app_uid(const struct hutch_idmap *m, unsigned slot);
  * newuidmap and newgidmap, whose complaint ends up in err). */
 int hutch_idmap_write(const struct hutch_idmap *m, unsigned slot, pid_t pid, struct hutch_err *err);
 
+/*
+ * The same in two halves, so that the caller works while the helpers run:
+ * _start() writes the files (root) or starts newuidmap and newgidmap at
+ * once (rootless: each is a setuid exec that reads the password and
+ * subordinate-id files, ~1-2 ms); _finish() waits for them and reports
+ * the first that refused. _finish() must follow every _start(), whatever
+ * it returned.
+ */
+struct hutch_idmap_helper {
+	const char *path;
+	pid_t pid;
+	int out; /* read end of its stdout + stderr */
+	char args[256];
+};
+struct hutch_idmap_job {
+	pid_t target;
+	int started; /* helpers running */
+	struct hutch_idmap_helper h[2];
+};
+int hutch_idmap_write_start(const struct hutch_idmap *m, unsigned slot, pid_t pid,
+                            struct hutch_idmap_job *job, struct hutch_err *err);
+int hutch_idmap_write_finish(struct hutch_idmap_job *job, struct hutch_err *err);
+
 #endif

@@ -240,6 +240,25 @@ static int net_prepare(struct sup *s, struct hutch_err *err)
 	return r;
 }
 
+/* Before GO: init's id maps, its cgroup, its network's host side; the
+ * rootless map helpers run while the rest is done. */
+static int map_and_attach(struct sup *s, struct hutch_err *err)
+{
+	struct hutch_idmap_job job;
+	struct hutch_err e2 = { 0 };
+	int r, q;
+
+	r = hutch_idmap_write_start(&s->idmap, s->slot, s->init_pid, &job, err);
+	if (r >= 0)
+		r = hutch_cgroup_enter(s->cg, s->init_pid, err);
+	if (r >= 0 && (r = hutch_net_plan_attach(&s->net.plan, s->init_pid, err)) < 0)
+		(void)hutch_err_prefix(err, "network");
+	q = hutch_idmap_write_finish(&job, r < 0 ? &e2 : err);
+	if (r >= 0 && q < 0)
+		return hutch_err_prefix(err, "id maps of sandbox init");
+	return r;
+}
+
 /* Under systemd without delegation: a delegated scope of our own first
  * (cgroup.h), then the cgroup in it; the CLI left s->cg NULL for this. */
 static int place_in_scope(struct sup *s, struct hutch_err *err)
@@ -298,15 +317,9 @@ int hutch_sup_setup(struct sup *s, struct hutch_err *err)
 	r = spawn_init(s, err);
 	if (r < 0)
 		return r;
-	r = hutch_idmap_write(&s->idmap, s->slot, s->init_pid, err);
-	if (r < 0)
-		return hutch_err_prefix(err, "id maps of sandbox init");
-	r = hutch_cgroup_enter(s->cg, s->init_pid, err);
+	r = map_and_attach(s, err);
 	if (r < 0)
 		return r;
-	r = hutch_net_plan_attach(&s->net.plan, s->init_pid, err); /* before GO */
-	if (r < 0)
-		return hutch_err_prefix(err, "network");
 	r = hutch_proto_send(s->init_sock, HUTCH_MSG_GO, 0, NULL, 0, NULL, 0);
 	if (r < 0)
 		return hutch_err_set_errno(err, r, "start sandbox init");

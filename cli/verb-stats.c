@@ -87,6 +87,15 @@ static const char *human(double bytes, char *buf, size_t size)
 	return buf;
 }
 
+/* A number, or "-" when the sandbox cannot say (NaN: absent, null). */
+static const char *fmt_num(double v, bool percent, char *buf, size_t size)
+{
+	if (isnan(v))
+		return "-";
+	snprintf(buf, size, percent ? "%.1f%%" : "%.0f", v);
+	return buf;
+}
+
 static void print_table(struct sample *s, size_t n)
 {
 	char a[32], b[32], c[32], d[32], e[32];
@@ -97,7 +106,7 @@ static void print_table(struct sample *s, size_t n)
 		const cJSON *j = s[i].cur;
 		double cpu = cpu_percent(&s[i]);
 		double mem = num(j, "memory.current_bytes"), lim = num(j, "memory.limit_bytes");
-		char mb[80], nb[80], cpus[16];
+		char mb[80], nb[80], cpus[16], f[3][24];
 
 		if (!j)
 			continue;
@@ -106,10 +115,11 @@ static void print_table(struct sample *s, size_t n)
 		         human(lim, b, sizeof(b)));
 		snprintf(nb, sizeof(nb), "%s / %s", human(num(j, "network.rx_bytes"), c, sizeof(c)),
 		         human(num(j, "network.tx_bytes"), d, sizeof(d)));
-		printf("%-12s  %7s  %-21s  %5.1f%%  %5.0f  %-10s  %-19s  %.0f\n", s[i].id, cpus, mb,
-		       lim > 0 ? mem / lim * 100.0 : NAN, num(j, "pids.current"),
+		printf("%-12s  %7s  %-21s  %6s  %5s  %-10s  %-19s  %s\n", s[i].id, cpus, mb,
+		       fmt_num(lim > 0 ? mem / lim * 100.0 : NAN, true, f[0], sizeof(f[0])),
+		       fmt_num(num(j, "pids.current"), false, f[1], sizeof(f[1])),
 		       human(num(j, "disk./workspace.used_bytes"), e, sizeof(e)), nb,
-		       num(j, "oom_kills"));
+		       fmt_num(num(j, "oom_kills"), false, f[2], sizeof(f[2])));
 	}
 }
 

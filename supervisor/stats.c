@@ -148,14 +148,18 @@ cJSON *hutch_sup_stats_json(struct sup *s)
 	cJSON_AddStringToObject(o, "id", s->id);
 	cJSON_AddNumberToObject(o, "read_at_ms", (double)hutch_now_mono_ms());
 	add_u64(o, "cpu_usec", u.cpu_usec);
-	cJSON_AddNumberToObject(o, "cpu_limit", (double)t->cpu_millis / 1000.0);
+	/* --no-limits: no cgroup, so no limit to show (null) */
+	if (s->cg)
+		cJSON_AddNumberToObject(o, "cpu_limit", (double)t->cpu_millis / 1000.0);
+	else
+		cJSON_AddNullToObject(o, "cpu_limit");
 	m = cJSON_AddObjectToObject(o, "memory");
 	add_u64(m, "current_bytes", u.mem_current);
 	add_u64(m, "peak_bytes", u.mem_peak);
-	add_u64(m, "limit_bytes", t->memory_bytes);
+	add_u64(m, "limit_bytes", s->cg ? t->memory_bytes : UINT64_MAX);
 	p = cJSON_AddObjectToObject(o, "pids");
 	add_u64(p, "current", u.pids);
-	add_u64(p, "limit", t->pids_max);
+	add_u64(p, "limit", s->cg ? t->pids_max : UINT64_MAX);
 	add_u64(o, "oom_kills", u.oom_kills);
 	add_disk(o, s->init_pid, t->disk_bytes);
 	add_network(o, s->init_pid);

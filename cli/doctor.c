@@ -85,7 +85,24 @@ static void check_userns(struct check *c)
 {
 	char buf[32] = "";
 
+	char aa[8] = "";
+
 	(void)hutch_read_file_at(AT_FDCWD, "/proc/sys/user/max_user_namespaces", buf, sizeof(buf));
+	/* Ubuntu 23.10+: an unconfined process may unshare, but its new user
+	 * namespace has no capabilities unless an AppArmor profile allows it. */
+	(void)hutch_read_file_at(AT_FDCWD, "/proc/sys/kernel/apparmor_restrict_unprivileged_userns",
+	                         aa, sizeof(aa));
+	if (geteuid() != 0 && aa[0] == '1') {
+		c->ok = false;
+		snprintf(
+		        c->detail, sizeof(c->detail), "%s",
+		        "AppArmor restricts unprivileged user namespaces "
+		        "(kernel.apparmor_restrict_unprivileged_userns=1): install hutch's profile "
+		        "(sudo install -m 644 packaging/apparmor/hutch /etc/apparmor.d/hutch; sudo "
+		        "apparmor_parser -r /etc/apparmor.d/hutch; it names /usr/local/bin/hutch), "
+		        "or run hutch as root");
+		return;
+	}
 	c->ok = try_unshare(CLONE_NEWUSER) == 0 && atoi(buf) > 0;
 	snprintf(c->detail, sizeof(c->detail), "%s",
 	         c->ok ? "user namespaces work"

@@ -371,3 +371,25 @@ def test_doctor_as_user(alice):
     if not V2:
         assert not cg["ok"] and not cg["required"]
         assert "--no-limits" in cg["detail"], cg
+
+
+def test_attacks_from_inside(alice):
+    """appuser of a rootless sandbox: init (the caller on the host) is out
+    of reach, and so is the sandbox root's power over the user's files."""
+    sb = alice.create()
+    r = alice("exec", sb.id, "--", "python3", "-c",
+              "import os\n"
+              "res = []\n"
+              "for f in (lambda: os.kill(1, 9), lambda: open('/proc/1/environ').read(),\n"
+              "          lambda: os.listdir('/proc/1/root/'), lambda: os.setuid(0),\n"
+              "          lambda: open('/etc/passwd', 'a')):\n"
+              "    try:\n        f(); res.append('ok')\n"
+              "    except OSError as e: res.append(str(e.errno))\n"
+              "print(' '.join(res))\n")
+    assert r.returncode == 0, r.stderr
+    # EPERM, EACCES, EACCES, EPERM, EACCES
+    assert r.stdout.decode().split() == ["1", "13", "13", "1", "13"], r.stdout
+    # and the user's own files on the host are not there at all
+    r = alice("exec", sb.id, "--", "sh", "-c", "ls /home; ls -d /root /run 2>&1")
+    assert r.stdout.decode().split()[0] == "appuser", r.stdout
+    assert r.stdout.decode().count("No such file") == 2, r.stdout

@@ -92,6 +92,19 @@ ssize_t hutch_frame_decode(struct hutch_frame_dec *d, const char *buf, size_t n,
 	return (ssize_t)take;
 }
 
+size_t hutch_frame_dec_pending(const struct hutch_frame_dec *d, enum hutch_frame_type *type)
+{
+	if (d->error || d->left == 0 || !is_data(d->type))
+		return 0;
+	*type = (enum hutch_frame_type)d->type;
+	return d->left;
+}
+
+void hutch_frame_dec_skip(struct hutch_frame_dec *d, size_t n)
+{
+	d->left -= (uint32_t)(n < d->left ? n : d->left);
+}
+
 void hutch_frame_dec_unread(struct hutch_frame_dec *d, size_t k)
 {
 	d->left += (uint32_t)k;

@@ -76,6 +76,12 @@ ssize_t hutch_frame_decode(struct hutch_frame_dec *d, const char *buf, size_t n,
 /* The last HUTCH_FRAME_EV_DATA's caller took only part of it: the last k
  * bytes of that piece are to be decoded again (fed again by the caller). */
 void hutch_frame_dec_unread(struct hutch_frame_dec *d, size_t k);
+/* The payload bytes of the current data frame still to come (0 when a
+ * header or a control frame is next) and its type: a caller may move them
+ * itself (splice) and then say so with hutch_frame_dec_skip(d, n), n at
+ * most what this returned. */
+size_t hutch_frame_dec_pending(const struct hutch_frame_dec *d, enum hutch_frame_type *type);
+void hutch_frame_dec_skip(struct hutch_frame_dec *d, size_t n);
 /* Write the header of a frame of len bytes of type t into hdr. */
 void hutch_frame_header(uint8_t hdr[HUTCH_FRAME_HDR], enum hutch_frame_type t, uint32_t len);
 

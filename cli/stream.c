@@ -10,8 +10,17 @@
  * does not read its input never stops its output reaching us, and memory
  * stays at one frame each way. Ctrl-C and SIGTERM hang up, which kills
  * the command only.
+ *
+ * Bytes are spliced where the kernel can, never passing through our
+ * memory: when our stdout (or stderr) is a pipe, a data frame's bytes go
+ * from the socket into it (only headers and control frames are read, so
+ * the socket is never read past them); -i without a terminal moves
+ * stdin's pages into a pipe of our own, whose length (FIONREAD, exact:
+ * we are its only reader, which stdin's other readers may not be) makes
+ * the frame header, and from there to the socket.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -19,6 +28,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <termios.h>
 #include <unistd.h>
 
@@ -152,6 +162,9 @@ struct relay {
 	struct hutch_frame_dec dec;
 	struct run_state *rs;
 	bool eof;
+	bool splice_to[3]; /* by fd (1, 2): a pipe, spliced into */
+	int via[2];        /* -i: stdin spliced through this pipe, or -1 */
+	uint32_t in_owed;  /* bytes of the stdin frame sent still in via[0] */
 };
 
 static void on_final(struct run_state *rs, enum hutch_frame_type t, const char *data, size_t len)
@@ -207,6 +220,32 @@ static void read_stdin_frame(struct relay *rl)
 	rl->olen = HUTCH_FRAME_HDR + (size_t)n;
 }
 
+/* -i, spliced: what stdin has now moves into our pipe, a frame header
+ * for it is queued, its bytes follow from the pipe (send_pending). */
+static void splice_stdin_frame(struct relay *rl)
+{
+	ssize_t n = splice(0, NULL, rl->via[1], NULL, HUTCH_FRAME_DATA_MAX,
+	                   SPLICE_F_NONBLOCK | SPLICE_F_MOVE);
+	int avail = 0;
+
+	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		return;
+	if (n < 0) { /* stdin cannot be spliced (EINVAL): read it */
+		hutch_close_many(rl->via, 2);
+		rl->via[0] = rl->via[1] = -1;
+		read_stdin_frame(rl);
+		return;
+	}
+	if (n > 0 && ioctl(rl->via[0], FIONREAD, &avail) < 0)
+		avail = (int)n;
+	hutch_frame_header((uint8_t *)rl->obuf, HUTCH_FRAME_STDIN, (uint32_t)avail);
+	rl->ooff = 0;
+	rl->olen = HUTCH_FRAME_HDR;
+	rl->in_owed = (uint32_t)avail;
+	if (n == 0)
+		rl->in_open = false;
+}
+
 static void queue_resize(struct relay *rl)
 {
 	uint16_t rows, cols;
@@ -222,40 +261,135 @@ static void queue_resize(struct relay *rl)
 	rl->olen = HUTCH_FRAME_HDR + 4;
 }
 
-static void send_pending(struct relay *rl)
+/* splice() into the socket has no MSG_NOSIGNAL: a sandbox that closed the
+ * stream would kill us with SIGPIPE before its last frame is read. The
+ * signal is blocked around it and, when EPIPE says it was raised, taken
+ * back; a reader of our stdout that went away still stops us as before. */
+static ssize_t splice_to_sock(int in, int sock, size_t len)
 {
-	ssize_t w = send(rl->sock, rl->obuf + rl->ooff, rl->olen - rl->ooff,
-	                 MSG_NOSIGNAL | MSG_DONTWAIT);
+	struct timespec zero = { 0 };
+	sigset_t pipe_set, old;
+	ssize_t n;
+	int saved;
 
+	sigemptyset(&pipe_set);
+	sigaddset(&pipe_set, SIGPIPE);
+	sigprocmask(SIG_BLOCK, &pipe_set, &old);
+	n = splice(in, NULL, sock, NULL, len, SPLICE_F_NONBLOCK | SPLICE_F_MOVE);
+	saved = errno;
+	if (n < 0 && errno == EPIPE)
+		(void)sigtimedwait(&pipe_set, NULL, &zero);
+	sigprocmask(SIG_SETMASK, &old, NULL);
+	errno = saved;
+	return n;
+}
+
+/* One step of sending: the queued frame (or header), then the stdin
+ * bytes it owes from our pipe. Returns false to wait for room. */
+static bool send_step(struct relay *rl)
+{
+	ssize_t w;
+
+	if (rl->ooff == rl->olen && rl->in_owed) {
+		w = splice_to_sock(rl->via[0], rl->sock, rl->in_owed);
+		if (w < 0 && (errno == EAGAIN || errno == EINTR))
+			return false;
+		if (w <= 0) { /* the sandbox stopped reading: its answer follows */
+			rl->in_open = false;
+			rl->in_owed = 0;
+			return false;
+		}
+		rl->in_owed -= (uint32_t)w;
+		return true;
+	}
+	w = send(rl->sock, rl->obuf + rl->ooff, rl->olen - rl->ooff, MSG_NOSIGNAL | MSG_DONTWAIT);
 	if (w < 0 && (errno == EAGAIN || errno == EINTR))
-		return;
+		return false;
 	if (w < 0) { /* the sandbox stopped reading: its answer follows */
 		rl->in_open = false;
 		rl->ooff = rl->olen = 0;
-		return;
+		return false;
 	}
 	rl->ooff += (size_t)w;
 	if (rl->ooff == rl->olen)
 		rl->ooff = rl->olen = 0;
+	return true;
+}
+
+static void send_pending(struct relay *rl)
+{
+	while ((rl->ooff < rl->olen || rl->in_owed) && send_step(rl))
+		;
+}
+
+/* Move the current data frame's bytes from the socket into our stdout or
+ * stderr pipe. Returns 1 if it moved some (or met the end), 0 if that
+ * stream is not spliced (read it), -1 to wait for more. */
+static int splice_data(struct relay *rl)
+{
+	enum hutch_frame_type t;
+	size_t left = hutch_frame_dec_pending(&rl->dec, &t);
+	int fd = t == HUTCH_FRAME_STDERR ? 2 : 1;
+	ssize_t n;
+
+	if (!left || !rl->splice_to[fd])
+		return 0;
+	n = splice(rl->sock, NULL, fd, NULL, left, SPLICE_F_MOVE | SPLICE_F_MORE);
+	if (n > 0) {
+		hutch_frame_dec_skip(&rl->dec, (size_t)n);
+		return 1;
+	}
+	if (n == 0) {
+		rl->eof = true;
+		return 1;
+	}
+	if (errno == EAGAIN || errno == EINTR)
+		return -1;
+	/* EPIPE and the like: read it instead, and drop it as write does */
+	rl->splice_to[fd] = false;
+	return 0;
+}
+
+/* What to read from the socket: with a stream spliced, not past the
+ * current header or frame (its data must stay in the socket). */
+static size_t recv_size(const struct relay *rl)
+{
+	enum hutch_frame_type t;
+	size_t left;
+
+	if (!rl->splice_to[1] && !rl->splice_to[2])
+		return SOCK_CHUNK;
+	left = hutch_frame_dec_pending(&rl->dec, &t);
+	if (!left)
+		left = rl->dec.left ? rl->dec.left : HUTCH_FRAME_HDR - rl->dec.hdr_len;
+	return left < SOCK_CHUNK ? left : SOCK_CHUNK;
 }
 
 static int recv_frames(struct relay *rl)
 {
-	ssize_t n = recv(rl->sock, rl->ibuf, SOCK_CHUNK, MSG_DONTWAIT);
+	ssize_t n;
 
+	if (splice_data(rl))
+		return 0;
+	n = recv(rl->sock, rl->ibuf, recv_size(rl), MSG_DONTWAIT);
 	if (n < 0 && (errno == EAGAIN || errno == EINTR))
 		return 0;
 	if (n <= 0) {
 		rl->eof = true;
 		return 0;
 	}
-	return take_frames(rl, rl->ibuf, (size_t)n);
+	if (take_frames(rl, rl->ibuf, (size_t)n))
+		return -1;
+	/* a header just read: its bytes are likely there already */
+	while (!rl->eof && splice_data(rl) > 0)
+		;
+	return 0;
 }
 
 static int relay_loop(struct relay *rl)
 {
 	while (!rl->rs->got_exit && !rl->eof) {
-		bool pending = rl->ooff < rl->olen;
+		bool pending = rl->ooff < rl->olen || rl->in_owed;
 		struct pollfd p[2] = { { .fd = rl->sock,
 			                 .events = POLLIN | (pending ? POLLOUT : 0) },
 			               { .fd = 0, .events = POLLIN } };
@@ -273,11 +407,16 @@ static int relay_loop(struct relay *rl)
 		/* A resize signalled while we slept goes before the keys typed
 		 * after it: the kernel sends SIGWINCH when the size changes,
 		 * before those keys exist, and its handler has run by now. */
-		if (winched && rl->ooff == rl->olen)
+		pending = rl->ooff < rl->olen || rl->in_owed;
+		if (winched && !pending)
 			queue_resize(rl);
-		if (rl->in_open && rl->ooff == rl->olen && p[1].revents)
-			read_stdin_frame(rl);
-		if (rl->ooff < rl->olen)
+		if (rl->in_open && rl->ooff == rl->olen && !rl->in_owed && p[1].revents) {
+			if (rl->via[0] >= 0)
+				splice_stdin_frame(rl);
+			else
+				read_stdin_frame(rl);
+		}
+		if (rl->ooff < rl->olen || rl->in_owed)
 			send_pending(rl);
 		if (p[0].revents & (POLLIN | POLLHUP | POLLERR)) {
 			r = recv_frames(rl);
@@ -304,14 +443,35 @@ static int relay(const char *path, int sock, bool interactive, const char *extra
 		.obuf = obuf,
 		.ibuf = ibuf,
 		.rs = rs,
+		.via = { -1, -1 },
 	};
+	int r;
 
 	if (!obuf || !ibuf)
 		return hutch_cli_fail(HUTCH_EXIT_FAILURE, "out of memory");
+	/* Our pipes (stdin with -i, stdout, stderr) get room for a whole
+	 * frame: fewer, larger moves; only their capacity changes. */
+	for (int fd = 0; fd <= 2; fd++) {
+		struct stat st;
+		bool fifo = fstat(fd, &st) == 0 && S_ISFIFO(st.st_mode);
+
+		if (fifo && (fd > 0 || interactive))
+			(void)fcntl(fd, F_SETPIPE_SZ, (int)HUTCH_FRAME_DATA_MAX);
+		if (fd > 0)
+			rl.splice_to[fd] = fifo;
+	}
+	/* Non-blocking: a splice into the socket must never wait (the
+	 * output has to be read meanwhile). */
+	(void)hutch_fd_nonblock(sock, true);
+	if (interactive && !isatty(0) && pipe2(rl.via, O_CLOEXEC | O_NONBLOCK) == 0)
+		(void)fcntl(rl.via[1], F_SETPIPE_SZ, (int)HUTCH_FRAME_DATA_MAX);
+	else
+		rl.via[0] = rl.via[1] = -1;
 	hutch_frame_dec_init(&rl.dec, HUTCH_FRAME_FROM_SERVER);
-	if (take_frames(&rl, extra, extra_len))
-		return HUTCH_EXIT_FAILURE;
-	return relay_loop(&rl);
+	r = take_frames(&rl, extra, extra_len) ? HUTCH_EXIT_FAILURE : relay_loop(&rl);
+	if (rl.via[0] >= 0)
+		hutch_close_many(rl.via, 2);
+	return r;
 }
 
 /* exec -it ID alone: appuser's login shell, as its passwd entry says. */

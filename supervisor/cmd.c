@@ -101,7 +101,16 @@ static bool drain_pipe(struct cmd *c, bool is_err)
 	int *fd = is_err ? &c->err_fd : &c->out_fd;
 	struct hutch_watch *w = is_err ? &c->w_err : &c->w_out;
 	char buf[65536];
+	ssize_t m = 0;
 
+	while (c->sink.move && (m = c->sink.move(c->sink.ud, c, is_err, *fd)) > 0)
+		;
+	if (m == -EAGAIN)
+		return true;
+	if (m == -ENOBUFS && !c->exited) {
+		pause_output(c, true);
+		return true;
+	}
 	for (;;) {
 		ssize_t n = read(*fd, buf, sizeof(buf));
 		if (n < 0 && errno == EINTR)

@@ -60,6 +60,14 @@ struct hutch_cmd_sink {
 	/* Bytes the command wrote. Return false to stop reading both pipes
 	 * until hutch_cmd_resume_output() (the consumer is full). */
 	bool (*output)(void *ud, struct cmd *c, bool is_err, const char *buf, size_t n);
+	/* Optional, before output: move what fd (stdout's or stderr's read
+	 * end) holds to the consumer without reading it here (splice).
+	 * Returns the bytes moved (> 0; called again), -EAGAIN when fd is
+	 * empty, -ENOBUFS when the consumer is full (output pauses until
+	 * hutch_cmd_resume_output(); after the command's exit the rest is
+	 * read and given to output() instead), or 0: read fd and give it to
+	 * output() (fd may be empty or at its end: read() tells). */
+	ssize_t (*move)(void *ud, struct cmd *c, bool is_err, int fd);
 	/* init started it: c->pid is known. */
 	void (*spawned)(void *ud, struct cmd *c);
 	/* It is done (exited, or init could not start it: c->spawn_error). */

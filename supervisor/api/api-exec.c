@@ -18,6 +18,7 @@
  * is then handed back to libmicrohttpd, which closes it.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,6 +57,17 @@ struct hutch_exec {
 	bool rd_eof, finished, ended, aborted;
 	bool started; /* stdin is known (a tty's master comes once spawned) */
 	bool tty;
+	/* Output spliced from the command's pipe (on_move): the current
+	 * frame's header is sent, owed of its bytes are still in owed_fd;
+	 * out_blocked: the socket was full with nothing queued. */
+	uint32_t owed;
+	int owed_fd;
+	enum hutch_frame_type owed_type;
+	bool out_blocked;
+	/* Input spliced from the socket into the command's stdin pipe: the
+	 * pipe is full (in_full: watched for room), or splicing failed once
+	 * (no_splice_in: read and written as before). */
+	bool in_full, no_splice_in;
 	struct hutch_deferred dfree;
 	struct hutch_exec *next;
 };
@@ -135,9 +147,9 @@ static void update_events(struct hutch_exec *x)
 
 	if (x->ended || !x->urh)
 		return;
-	if (!x->rd_eof && x->ioff == x->ilen)
+	if (!x->rd_eof && x->ioff == x->ilen && !x->in_full)
 		ev |= EPOLLIN;
-	if (x->ooff < x->olen)
+	if (x->ooff < x->olen || x->owed || x->out_blocked)
 		ev |= EPOLLOUT;
 	(void)hutch_loop_mod(&x->s->loop, &x->w_sock, ev);
 }
@@ -163,34 +175,66 @@ static int out_reserve(struct hutch_exec *x, size_t n)
 	return 0;
 }
 
-/* Queue one frame, sending what the socket takes at once when nothing
- * waits before it (one writev, no copy). Returns false if the client is
- * gone. */
-static bool queue_frame(struct hutch_exec *x, enum hutch_frame_type t, const char *data, size_t n)
+/* Queue hlen header bytes (0 or a frame's) and n bytes of data, sending
+ * what the socket takes at once when nothing waits before it (one writev,
+ * no copy). Returns false if the client is gone. */
+static bool queue_iov(struct hutch_exec *x, const uint8_t *hdr, size_t hlen, const char *data,
+                      size_t n)
 {
-	uint8_t hdr[HUTCH_FRAME_HDR];
 	size_t sent = 0;
 
-	hutch_frame_header(hdr, t, (uint32_t)n);
-	if (x->urh && x->ooff == x->olen) {
-		struct iovec iov[2] = { { hdr, sizeof(hdr) }, { (void *)data, n } };
-		ssize_t w = writev(x->sock, iov, n ? 2 : 1);
+	if (x->urh && x->ooff == x->olen && !x->out_blocked) {
+		struct iovec iov[2] = { { (void *)hdr, hlen }, { (void *)data, n } };
+		ssize_t w = hlen ? writev(x->sock, iov, n ? 2 : 1) : write(x->sock, data, n);
 
 		if (w < 0 && errno != EAGAIN && errno != EINTR)
 			return false;
 		sent = w > 0 ? (size_t)w : 0;
 	}
-	if (out_reserve(x, sizeof(hdr) + n - sent) < 0)
+	if (out_reserve(x, hlen + n - sent) < 0)
 		return false;
-	if (sent < sizeof(hdr)) {
-		memcpy(x->obuf + x->olen, hdr + sent, sizeof(hdr) - sent);
-		x->olen += sizeof(hdr) - sent;
+	if (sent < hlen) {
+		memcpy(x->obuf + x->olen, hdr + sent, hlen - sent);
+		x->olen += hlen - sent;
 		sent = 0;
 	} else {
-		sent -= sizeof(hdr);
+		sent -= hlen;
 	}
 	memcpy(x->obuf + x->olen, data + sent, n - sent);
 	x->olen += n - sent;
+	return true;
+}
+
+/* Queue one frame. */
+static bool queue_frame(struct hutch_exec *x, enum hutch_frame_type t, const char *data, size_t n)
+{
+	uint8_t hdr[HUTCH_FRAME_HDR];
+
+	hutch_frame_header(hdr, t, (uint32_t)n);
+	return queue_iov(x, hdr, sizeof(hdr), data, n);
+}
+
+/* Send the current frame's owed bytes straight from their pipe to the
+ * socket (splice: the pages move, no copy here). Returns false if the
+ * stream ended. */
+static bool splice_owed(struct hutch_exec *x)
+{
+	while (x->owed) {
+		ssize_t w = splice(x->owed_fd, NULL, x->sock, NULL, x->owed,
+		                   SPLICE_F_NONBLOCK | SPLICE_F_MOVE);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0 && errno == EAGAIN) { /* the bytes are there: the socket is full */
+			x->out_blocked = true;
+			return true;
+		}
+		if (w <= 0) {
+			exec_end(x); /* the client is gone */
+			return false;
+		}
+		x->owed -= (uint32_t)w;
+	}
 	return true;
 }
 
@@ -198,6 +242,8 @@ static bool queue_frame(struct hutch_exec *x, enum hutch_frame_type t, const cha
  * the stream ended. */
 static bool flush_out(struct hutch_exec *x)
 {
+	if (x->urh && x->ooff == x->olen)
+		x->out_blocked = false;
 	while (x->urh && x->ooff < x->olen) {
 		ssize_t w = send(x->sock, x->obuf + x->ooff, x->olen - x->ooff, MSG_NOSIGNAL);
 
@@ -210,8 +256,12 @@ static bool flush_out(struct hutch_exec *x)
 			return false;
 		}
 		x->ooff += (size_t)w;
+		if (x->ooff == x->olen)
+			x->out_blocked = false;
 	}
-	if (x->cmd && x->olen - x->ooff < EXEC_OUT_HIGH)
+	if (x->urh && !x->out_blocked && x->owed && !splice_owed(x))
+		return false;
+	if (x->cmd && x->olen - x->ooff < EXEC_OUT_HIGH && !x->owed)
 		hutch_cmd_resume_output(x->cmd);
 	if (x->finished && x->urh && x->ooff == x->olen) {
 		exec_end(x);
@@ -220,11 +270,96 @@ static bool flush_out(struct hutch_exec *x)
 	return true;
 }
 
+/* The read path takes over while bytes of a spliced frame are owed (the
+ * command exited while the socket was full): they are the first ones of
+ * their pipe, so they are queued before anything else, from buf if it
+ * came from that pipe, else read from it now. */
+static bool settle_owed(struct hutch_exec *x, enum hutch_frame_type t, const char **buf, size_t *n)
+{
+	char tmp[16384];
+
+	if (x->owed && x->owed_type == t) {
+		size_t k = *n < x->owed ? *n : x->owed;
+
+		if (!queue_iov(x, NULL, 0, *buf, k))
+			return false;
+		x->owed -= (uint32_t)k;
+		*buf += k;
+		*n -= k;
+	}
+	while (x->owed) {
+		ssize_t r = read(x->owed_fd, tmp, x->owed < sizeof(tmp) ? x->owed : sizeof(tmp));
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0 || !queue_iov(x, NULL, 0, tmp, (size_t)r))
+			return false;
+		x->owed -= (uint32_t)r;
+	}
+	return true;
+}
+
+/* Output moved by splice while nothing waits before it: a frame header
+ * for what the pipe holds now, then its bytes from the pipe to the socket
+ * (see struct hutch_cmd_sink's move). */
+static ssize_t on_move(void *ud, struct cmd *c, bool is_err, int fd)
+{
+	struct hutch_exec *x = ud;
+	enum hutch_frame_type t = is_err ? HUTCH_FRAME_STDERR : HUTCH_FRAME_STDOUT;
+	uint8_t hdr[HUTCH_FRAME_HDR];
+	uint32_t before;
+	int avail = 0;
+	ssize_t w;
+
+	if (!x->urh || x->ooff < x->olen || x->out_blocked || (x->owed && x->owed_fd != fd))
+		return -ENOBUFS; /* what waits goes first */
+	if (!x->owed) {
+		if (ioctl(fd, FIONREAD, &avail) < 0 || avail <= 0)
+			return 0; /* empty or at its end: read() says which */
+		x->owed = (uint32_t)avail < HUTCH_FRAME_DATA_MAX ? (uint32_t)avail
+		                                                 : HUTCH_FRAME_DATA_MAX;
+		x->owed_fd = fd;
+		x->owed_type = t;
+		hutch_frame_header(hdr, t, x->owed);
+		w = send(x->sock, hdr, sizeof(hdr), MSG_DONTWAIT | MSG_NOSIGNAL);
+		if (w < 0 && (errno == EAGAIN || errno == EINTR)) {
+			x->owed = 0;
+			x->out_blocked = true;
+			update_events(x);
+			return -ENOBUFS;
+		}
+		if (w < 0) {
+			x->owed = 0;
+			exec_abort(x);
+			return -ENOBUFS;
+		}
+		if ((size_t)w < sizeof(hdr)) { /* the rest of the header is queued */
+			if (!queue_iov(x, hdr + w, sizeof(hdr) - (size_t)w, NULL, 0))
+				exec_abort(x);
+			update_events(x);
+			return -ENOBUFS;
+		}
+	}
+	before = x->owed;
+	if (!splice_owed(x))
+		return -ENOBUFS;
+	if (x->owed) {
+		update_events(x);
+		return -ENOBUFS;
+	}
+	return before;
+}
+
 static bool on_output(void *ud, struct cmd *c, bool is_err, const char *buf, size_t n)
 {
 	struct hutch_exec *x = ud;
+	enum hutch_frame_type t = is_err ? HUTCH_FRAME_STDERR : HUTCH_FRAME_STDOUT;
 
-	if (!queue_frame(x, is_err ? HUTCH_FRAME_STDERR : HUTCH_FRAME_STDOUT, buf, n)) {
+	if (x->owed && !settle_owed(x, t, &buf, &n)) {
+		exec_abort(x);
+		return false;
+	}
+	if (n && !queue_frame(x, t, buf, n)) {
 		exec_abort(x);
 		return false;
 	}
@@ -261,6 +396,10 @@ static void on_done(void *ud, struct cmd *c)
 	cJSON_Delete(j);
 	hutch_loop_close(&s->loop, &x->w_in, &x->in_fd);
 	x->finished = true;
+	if (x->owed) { /* its pipe is closed: the frame cannot be completed */
+		exec_abort(x);
+		return;
+	}
 	if (!text || !queue_frame(x, gone ? HUTCH_FRAME_ERROR : HUTCH_FRAME_EXIT, text,
 	                          strnlen(text, HUTCH_FRAME_CTL_MAX))) {
 		exec_abort(x);
@@ -357,16 +496,64 @@ static void on_stdin_room(struct hutch_watch *w, uint32_t events)
 	struct hutch_exec *x = w->ptr;
 
 	hutch_loop_del(&x->s->loop, &x->w_in);
+	x->in_full = false;
 	if (pump_in(x))
 		update_events(x);
+}
+
+/* Move the current stdin frame's bytes from the socket into the command's
+ * stdin pipe (splice: no copy here). Returns 1 if it moved some, -1 to
+ * wait (the socket is empty, or the pipe is full: then watched for room),
+ * 0 to read them instead (not a stdin frame, a terminal, stdin closed). */
+static int splice_in(struct hutch_exec *x)
+{
+	enum hutch_frame_type t;
+	size_t left = hutch_frame_dec_pending(&x->dec, &t);
+	int queued = 0;
+	ssize_t n;
+
+	if (!left || t != HUTCH_FRAME_STDIN || x->tty || x->no_splice_in || x->in_fd < 0)
+		return 0;
+	n = splice(x->sock, NULL, x->in_fd, NULL, left, SPLICE_F_NONBLOCK | SPLICE_F_MOVE);
+	if (n > 0) {
+		hutch_frame_dec_skip(&x->dec, (size_t)n);
+		return 1;
+	}
+	if (n < 0 && errno == EAGAIN) {
+		if (ioctl(x->sock, FIONREAD, &queued) < 0 || queued == 0)
+			return -1;
+		x->in_full = true;
+		if (!hutch_watch_active(&x->w_in))
+			(void)hutch_loop_add(&x->s->loop, &x->w_in, x->in_fd, EPOLLOUT);
+		return -1;
+	}
+	if (n < 0 && errno != EPIPE && errno != EINTR)
+		x->no_splice_in = true;
+	return 0; /* the end of file, EPIPE: read() and write() say so */
+}
+
+/* What to read from the socket: while stdin frames may be spliced, never
+ * past the current header or control frame. */
+static size_t read_size(const struct hutch_exec *x)
+{
+	enum hutch_frame_type t;
+	size_t left = hutch_frame_dec_pending(&x->dec, &t);
+
+	if (x->tty || x->no_splice_in)
+		return EXEC_IN_BUF;
+	if (!left)
+		left = x->dec.left ? x->dec.left : HUTCH_FRAME_HDR - x->dec.hdr_len;
+	return left < EXEC_IN_BUF ? left : EXEC_IN_BUF;
 }
 
 static bool read_sock(struct hutch_exec *x)
 {
 	ssize_t n;
 
+	if (splice_in(x))
+		return true;
 	do
-		n = read(x->sock, x->ibuf, EXEC_IN_BUF);
+		n = read(x->sock, x->ibuf, read_size(x));
 	while (n < 0 && errno == EINTR);
 	if (n < 0 && errno == EAGAIN)
 		return true;
@@ -514,6 +701,8 @@ enum MHD_Result hutch_api_serve_exec(struct request *r, const char *upload, size
 		.timeout = req.timeout,
 	};
 	sink.ud = x;
+	if (!req.tty) /* a pipe's pages can be spliced; a terminal's cannot */
+		sink.move = on_move;
 	x->tty = req.tty;
 	x->cmd = hutch_cmd_start(&r->s->cmds, &sp, &sink, &err);
 	hutch_run_req_done(&req);

@@ -124,6 +124,62 @@ def test_awkward_bytes_round_trip(hutch, sandbox, data):
     assert r.stdout == b"o" and r.stderr == data
 
 
+def test_spliced_and_copied_streams_mix(hutch, sandbox, tmp_path):
+    # stdin from a pipe and stderr to a pipe are spliced by the CLI; stdout
+    # to a regular file is written; the two output streams interleave
+    blob = os.urandom(3 << 20) + bytes(range(256))
+    script = "head -c 1000000 >&2; cat; printf end >&2"
+    with open(tmp_path / "out", "wb") as out:
+        p = subprocess.Popen([HUTCH, "exec", "-i", sandbox.id, "--", "sh", "-c", script],
+                             env=hutch.env, stdin=subprocess.PIPE, stdout=out,
+                             stderr=subprocess.PIPE)
+        err = p.communicate(blob, timeout=120)[1]
+    assert p.returncode == 0
+    assert err == blob[:1000000] + b"end"
+    assert (tmp_path / "out").read_bytes() == blob[1000000:]
+    # stdin from /dev/null and from a regular file
+    r = subprocess.run([HUTCH, "exec", "-i", sandbox.id, "--", "wc", "-c"], env=hutch.env,
+                       stdin=subprocess.DEVNULL, capture_output=True, timeout=60)
+    assert r.stdout.strip() == b"0"
+    (tmp_path / "in").write_bytes(blob)
+    with open(tmp_path / "in", "rb") as f:
+        r = subprocess.run([HUTCH, "exec", "-i", sandbox.id, "--", "sha256sum"], env=hutch.env,
+                           stdin=f, capture_output=True, timeout=60)
+    assert r.stdout.split()[0].decode() == hashlib.sha256(blob).hexdigest()
+
+
+def test_endless_stdin_to_a_command_that_exits_at_once(hutch, sandbox):
+    # the CLI is splicing stdin when the sandbox ends the stream: no
+    # SIGPIPE (141), the command's exit code (failed 4 in 10 before)
+    for _ in range(10):
+        yes = subprocess.Popen(["yes"], stdout=subprocess.PIPE)
+        r = subprocess.run([HUTCH, "exec", "-i", sandbox.id, "--", "sh", "-c", "exit 7"],
+                           env=hutch.env, stdin=yes.stdout, capture_output=True, timeout=60)
+        yes.kill()
+        yes.wait()
+        yes.stdout.close()
+        assert r.returncode == 7, r
+
+
+@pytest.mark.parametrize("size", [300_000, 700_000, 1_000_000])
+def test_output_of_a_command_that_ends_while_the_client_waits(sandbox, size):
+    # The client reads nothing until the command has exited: the supervisor
+    # had spliced part of a frame when the socket filled, and takes the
+    # rest from the pipes by reading; every byte arrives, in order, each
+    # stream apart.
+    sandbox.sh(f"head -c {size} /dev/urandom > /tmp/f")
+    want = sandbox.run("base64 -w0 /tmp/f")["stdout"]
+    want = base64.b64decode(want)
+    x = Exec(sandbox.sock, {"cmd": "cat /tmp/f; cat /tmp/f >&2; printf x; printf y >&2"},
+             tail=frame(STDIN))
+    assert x.status == 101
+    assert wait_until(lambda: sandbox.run("pgrep -x cat")["exit_code"] == 1, timeout=30)
+    out, err, kind, res = x.collect()
+    x.close()
+    assert kind == EXIT and res["exit_code"] == 0
+    assert out == want + b"x" and err == want + b"y"
+
+
 def test_tar_pipe_reproduces_a_tree(hutch, sandbox, tmp_path):
     src = tmp_path / "src"
     (src / "bin").mkdir(parents=True)

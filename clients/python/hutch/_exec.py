@@ -170,6 +170,8 @@ class ExecConnection:
                     if t in (EXIT, ERROR):
                         yield self._control(t, b"")
                     continue
+                if not buf:  # a header whose bytes come later
+                    return
             take = min(self._left, len(buf))
             piece = bytes(buf[:take])
             del buf[:take]

@@ -40,14 +40,21 @@ def wait_until(pred, timeout=10.0):
 # ---------------------------------------------------------------------------
 def test_callbacks_get_exact_bytes_in_order(sb):
     got = []
-    script = ("for i in 1 2 3; do printf 'o%s\\000\\377' $i; sleep 0.05; "
-              "printf 'e%s\\376' $i >&2; sleep 0.05; done; exit 4")
+    script = ("for i in 1 2 3; do printf 'o%s\\000\\377' $i; sleep 0.3; "
+              "printf 'e%s\\376' $i >&2; sleep 0.3; done; exit 4")
     st = sb.execute_stream(script, text=False, on_stdout=lambda b: got.append(("out", b)),
                            on_stderr=lambda b: got.append(("err", b)))
     assert isinstance(st, hutch.ExitStatus) and st.exit_code == 4
-    assert all(isinstance(d, bytes) for _, d in got)
-    assert got == [(s, d) for i in (1, 2, 3)
-                   for s, d in (("out", b"o%d\x00\xff" % i), ("err", b"e%d\xfe" % i))]
+    assert all(isinstance(d, bytes) and d for _, d in got)
+    # each stream exact; across streams, in the order written (0.3 s apart)
+    merged = []
+    for s, d in got:
+        if merged and merged[-1][0] == s:
+            merged[-1] = (s, merged[-1][1] + d)
+        else:
+            merged.append((s, d))
+    assert merged == [(s, d) for i in (1, 2, 3)
+                      for s, d in (("out", b"o%d\x00\xff" % i), ("err", b"e%d\xfe" % i))]
 
 
 def test_callbacks_text_decodes_whole_characters_and_names_bad_bytes(sb):
@@ -255,3 +262,32 @@ def test_send_stdin_async():
                 await asyncio.sleep(0.02)
             assert out.data.strip() == "3"
     asyncio.run(main())
+
+
+def test_frames_decode_the_same_however_they_are_split():
+    # the supervisor may send a header and its bytes apart (splice)
+    import struct
+    from hutch import _exec
+    stream = (struct.pack(">BI", 1, 3) + b"a\x00b" + struct.pack(">BI", 2, 1) + b"\xff"
+              + struct.pack(">BI", 3, 15) + b'{"exit_code":0}')
+
+    def decode(pieces):
+        c = object.__new__(_exec.ExecConnection)
+        c._buf, c._type, c._left, c._ctl = bytearray(), -1, 0, b""
+        got = []
+        for p in pieces:
+            c._buf += p
+            got += list(c._decode())
+        merged = []
+        for kind, data in got:
+            assert kind in ("stdout", "stderr", "exit") and (kind == "exit" or data)
+            if merged and merged[-1][0] == kind and kind != "exit":
+                merged[-1] = (kind, merged[-1][1] + data)
+            else:
+                merged.append((kind, data))
+        return merged
+    want = [("stdout", b"a\x00b"), ("stderr", b"\xff"), ("exit", {"exit_code": 0})]
+    assert decode([stream]) == want
+    assert decode([stream[i:i + 1] for i in range(len(stream))]) == want
+    for cut in range(1, len(stream)):
+        assert decode([stream[:cut], stream[cut:]]) == want

@@ -159,7 +159,7 @@ static int cmd_ps(struct hutch_cli_args *a)
 	r = hutch_cli_open_live(a->pos[0], &p);
 	if (r)
 		return r;
-	r = call(&p, "GET", "/list_processes", NULL, &res);
+	r = call(&p, "GET", "/v1/list_processes", NULL, &res);
 	if (r)
 		return r;
 	procs = cJSON_GetObjectItemCaseSensitive(res, "processes");
@@ -255,7 +255,7 @@ static int proc_exit_code(const struct hutch_paths *p, const char *proc)
 {
 	_cleanup_cjson_ cJSON *res = NULL;
 	const cJSON *pr;
-	int r = call(p, "GET", "/list_processes", NULL, &res);
+	int r = call(p, "GET", "/v1/list_processes", NULL, &res);
 
 	if (r)
 		return r;
@@ -316,7 +316,7 @@ static int cmd_kill(struct hutch_cli_args *a)
 	cJSON_AddStringToObject(req, "id", proc);
 	if (a->grace >= 0)
 		cJSON_AddNumberToObject(req, "grace_seconds", a->grace);
-	r = post(&p, "/kill_process", req, a->json, &res);
+	r = post(&p, "/v1/kill_process", req, a->json, &res);
 	if (r)
 		return r;
 	if (!a->json) {
@@ -402,7 +402,7 @@ int hutch_cli_exec_detached(struct hutch_cli_args *a)
 		cJSON_AddItemToArray(arr, cJSON_CreateString(*c));
 	if (a->interactive)
 		cJSON_AddTrueToObject(req, "stdin");
-	r = post(&p, "/start_process", req, a->json, &res);
+	r = post(&p, "/v1/start_process", req, a->json, &res);
 	if (r)
 		return r;
 	if (!a->json)

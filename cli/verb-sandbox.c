@@ -5,6 +5,7 @@
  * args.c parses them, stream.c runs commands.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <float.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +17,7 @@
 #include "cli.h"
 #include "client.h"
 #include "config.h"
+#include "fdutil.h"
 #include "pool.h"
 #include "sandbox.h"
 #include "state.h"
@@ -261,6 +263,26 @@ static cJSON *created_ports(const struct hutch_created *c, size_t npublish)
 	return cJSON_IsArray(ports) ? ports : (cJSON_Delete(ports), cJSON_CreateArray());
 }
 
+/* --executor-port: where the contract is served and its secret, printed
+ * this once (the file is the creator's alone, 0600; inspect and ls never
+ * show the secret). */
+static void add_executor(cJSON *o, const struct hutch_paths *p)
+{
+	_cleanup_cjson_ cJSON *state = NULL;
+	cJSON *e;
+	char path[4300], secret[128] = "";
+
+	if (hutch_state_read(p, &state) < 0)
+		return;
+	e = cJSON_DetachItemFromObjectCaseSensitive(state, "executor");
+	if (!e)
+		return;
+	snprintf(path, sizeof(path), "%s/executor.secret", p->dir);
+	if (hutch_read_file_at(AT_FDCWD, path, secret, sizeof(secret)) >= 0)
+		cJSON_AddStringToObject(e, "secret", secret);
+	cJSON_AddItemToObject(o, "executor", e);
+}
+
 static int cmd_create(struct hutch_cli_args *a)
 {
 	struct hutch_created c;
@@ -279,6 +301,8 @@ static int cmd_create(struct hutch_cli_args *a)
 		cJSON_AddNumberToObject(o, "expires_at", (double)c.expires_at);
 		cJSON_AddItemToObject(o, "config", hutch_config_to_json(&a->cfg));
 		cJSON_AddItemToObject(o, "ports", created_ports(&c, a->cfg.npublish));
+		if (a->cfg.executor_listen[0])
+			add_executor(o, &c.paths);
 		hutch_cli_sandbox_json(o, true);
 		t = cJSON_Print(o);
 		printf("%s\n", t);

@@ -172,7 +172,7 @@ static int op_write(int argc, const char *const *argv)
 	int64_t want, got;
 	int r;
 
-	if (argc != 4)
+	if (argc != 4 && (argc != 5 || strcmp(argv[4], "noparents") != 0))
 		return fail(EINVAL, "bad arguments for", "write");
 	path = argv[1];
 	want = strtoll(argv[3], NULL, 10);
@@ -188,7 +188,7 @@ static int op_write(int argc, const char *const *argv)
 		if (r == 0)
 			mode = st.st_mode & 07777; /* keep an existing file's mode */
 	}
-	if (strcmp(dir, ".") != 0 && strcmp(dir, "/") != 0) {
+	if (argc == 4 && strcmp(dir, ".") != 0 && strcmp(dir, "/") != 0) {
 		int e = mkdir_parents(dir, 0755);
 		if (e < 0)
 			return fail(e, "cannot create parent directories of", path);
@@ -304,6 +304,40 @@ static int op_rmdir(int argc, const char *const *argv)
 	return 0;
 }
 
+/* Go's os.Remove: unlink, else rmdir; of two failures the one that
+ * applies (rmdir of a non-directory says ENOTDIR: then unlink's). */
+static int op_remove(int argc, const char *const *argv)
+{
+	int e;
+
+	if (argc != 2)
+		return fail(EINVAL, "bad arguments for", "remove");
+	if (unlink(argv[1]) == 0)
+		return 0;
+	e = errno;
+	if (rmdir(argv[1]) == 0)
+		return 0;
+	return fail(errno != ENOTDIR ? errno : e, "cannot delete", argv[1]);
+}
+
+/* Go's os.RemoveAll: a missing path is done already; a non-directory is
+ * unlinked; a directory goes as with rmdir (no symlink followed, no mount
+ * crossed). */
+static int op_remove_all(int argc, const char *const *argv)
+{
+	struct stat st;
+
+	if (argc != 2)
+		return fail(EINVAL, "bad arguments for", "remove-all");
+	if (lstat(argv[1], &st) < 0)
+		return errno == ENOENT ? 0 : fail(errno, "cannot delete", argv[1]);
+	if (!S_ISDIR(st.st_mode))
+		return unlink(argv[1]) < 0 && errno != ENOENT
+		               ? fail(errno, "cannot delete", argv[1])
+		               : 0;
+	return op_rmdir(argc, argv);
+}
+
 static const char *type_name(mode_t m)
 {
 	if (S_ISREG(m))
@@ -415,6 +449,10 @@ int hutch_fileop_main(int argc, const char *const *argv)
 		return op_rmdir(argc, argv);
 	if (!strcmp(op, HUTCH_FOP_LS))
 		return op_ls(argc, argv);
+	if (!strcmp(op, HUTCH_FOP_REMOVE))
+		return op_remove(argc, argv);
+	if (!strcmp(op, HUTCH_FOP_REMOVE_ALL))
+		return op_remove_all(argc, argv);
 	if (!strcmp(op, HUTCH_FOP_TAR_C) || !strcmp(op, HUTCH_FOP_TAR_X))
 		return op_tar(argc, argv, op[4] == 'c');
 	return fail(ENOSYS, "unknown file operation", op);

@@ -19,14 +19,19 @@
 
 #include <stdint.h>
 
-#define HUTCH_FOP_WRITE "write" /* PATH MODE|"" SIZE|-1: data on stdin, temp + rename */
+#define HUTCH_FOP_WRITE                                                                    \
+	"write"                 /* PATH MODE|"" SIZE|-1 [noparents]: data on stdin, temp + \
+	                         * rename; parents made unless "noparents" */
 #define HUTCH_FOP_READ  "read"  /* PATH MAX|-1: header + data on stdout */
 #define HUTCH_FOP_RM    "rm"    /* PATH: unlink a non-directory */
 #define HUTCH_FOP_MKDIR "mkdir" /* PATH MODE|"": with parents; existing directory is fine */
 #define HUTCH_FOP_RMDIR "rmdir" /* PATH: recursive */
-#define HUTCH_FOP_LS    "ls"    /* PATH: JSON array on stdout */
-#define HUTCH_FOP_TAR_C "tar-c" /* PATH: header (unknown size) + tar of PATH's contents */
-#define HUTCH_FOP_TAR_X "tar-x" /* PATH: mkdir -p PATH, extract the tar on stdin there */
+/* The executor's semantics (Go's os.Remove, os.RemoveAll): */
+#define HUTCH_FOP_REMOVE     "remove"     /* PATH: a file, or an empty directory */
+#define HUTCH_FOP_REMOVE_ALL "remove-all" /* PATH: recursive; a file too; missing is fine */
+#define HUTCH_FOP_LS         "ls"         /* PATH: JSON array on stdout */
+#define HUTCH_FOP_TAR_C      "tar-c"      /* PATH: header (unknown size) + tar of PATH's contents */
+#define HUTCH_FOP_TAR_X      "tar-x"      /* PATH: mkdir -p PATH, extract the tar on stdin there */
 
 #define HUTCH_FOP_SIZE_UNKNOWN UINT64_MAX
 

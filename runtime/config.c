@@ -69,6 +69,34 @@ int hutch_config_parse_resolver(const char *value, struct sockaddr_in *ret)
 	return 0;
 }
 
+int hutch_config_parse_listen(const char *value, struct sockaddr_in *ret, char *canon, size_t size)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET,
+		                  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	const char *colon = strrchr(value, ':'), *port = colon ? colon + 1 : value;
+	char ip[INET_ADDRSTRLEN];
+	uint64_t n;
+
+	if (!*value) { /* off */
+		snprintf(canon, size, "%s", "");
+		return 0;
+	}
+	if (colon) {
+		if ((size_t)(colon - value) >= sizeof(ip))
+			return -EINVAL;
+		snprintf(ip, sizeof(ip), "%.*s", (int)(colon - value), value);
+		if (inet_pton(AF_INET, ip, &sa.sin_addr) != 1)
+			return -EINVAL;
+	}
+	if (hutch_parse_u64(port, 0, 65535, &n) < 0)
+		return -EINVAL;
+	sa.sin_port = htons((uint16_t)n);
+	inet_ntop(AF_INET, &sa.sin_addr, ip, sizeof(ip));
+	snprintf(canon, size, "%s:%u", ip, (unsigned)n);
+	*ret = sa;
+	return 0;
+}
+
 int hutch_config_validate(const struct hutch_config *c, struct hutch_err *err)
 {
 	if (strcmp(c->region, HUTCH_DEFAULT_REGION) != 0 && c->net.mode != HUTCH_NET_ALL)

@@ -70,6 +70,10 @@ struct hutch_config {
 	/* Set while the sandbox waits in a warm pool (pool.h), "" otherwise. */
 	char pool_key[64];
 	uint64_t max_output_bytes;
+	/* --executor-port: "ADDR:PORT" of the executor's TCP listener
+	 * (executor-tcp.c), "" = none; its value, parsed once by the setter. */
+	char executor_listen[32];
+	struct sockaddr_in executor_addr;
 	/* Lifecycle (hooks.c): malloc'ed, NULL when unset. */
 	char *setup_script; /* shell script text, run once before create returns */
 	uint64_t setup_script_timeout_seconds;
@@ -99,6 +103,10 @@ int hutch_config_set(struct hutch_config *c, const char *key, const char *value,
 int hutch_config_validate(const struct hutch_config *c, struct hutch_err *err);
 /* "IP" or "IP:PORT" (IPv4, port 53 by default); -EINVAL if invalid. */
 int hutch_config_parse_resolver(const char *value, struct sockaddr_in *ret);
+/* --executor-port: "PORT" (on 127.0.0.1) or "ADDR:PORT" (IPv4), port 0 =
+ * any free one, "" = none; fills *ret and the canonical "ADDR:PORT" (""
+ * for none) into canon. -EINVAL if invalid. */
+int hutch_config_parse_listen(const char *value, struct sockaddr_in *ret, char *canon, size_t size);
 /* options.c: the options as JSON (for state.json, /status, create --json),
  * with the instance type's limits. */
 cJSON *hutch_config_to_json(const struct hutch_config *c);

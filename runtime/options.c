@@ -300,6 +300,62 @@ const struct hutch_option_type hutch_opt_net_pool = {
 	.text = chars_text,
 };
 
+/* ---- the executor's TCP listener: "[ADDR:]PORT" ---- */
+
+static int listen_parse(const struct hutch_option *o, struct hutch_config *c, const char *s,
+                        struct hutch_err *err)
+{
+	if (hutch_config_parse_listen(s, &c->executor_addr, FIELD(o, c, char), o->size) < 0)
+		return hutch_err_set(
+		        err, -EINVAL,
+		        "invalid %s '%.64s': give a TCP port (0: any free one), served "
+		        "on 127.0.0.1, or ADDR:PORT with an IPv4 address",
+		        o->name, s);
+	return 0;
+}
+
+static int listen_from_json(const struct hutch_option *o, struct hutch_config *c, const cJSON *v,
+                            struct hutch_err *err)
+{
+	char buf[32];
+
+	if (cJSON_IsNull(v))
+		return listen_parse(o, c, "", err);
+	if (cJSON_IsNumber(v) && v->valuedouble >= 0 && v->valuedouble <= 65535 &&
+	    v->valuedouble == (double)(unsigned)v->valuedouble) {
+		snprintf(buf, sizeof(buf), "%u", (unsigned)v->valuedouble);
+		return listen_parse(o, c, buf, err);
+	}
+	if (cJSON_IsString(v))
+		return listen_parse(o, c, v->valuestring, err);
+	return hutch_err_set(err, -EINVAL, "'%s' must be a port number or \"ADDR:PORT\"", o->name);
+}
+
+static void listen_to_json(const struct hutch_option *o, const struct hutch_config *c, cJSON *obj)
+{
+	const char *v = CFIELD(o, c, char);
+
+	if (*v)
+		cJSON_AddStringToObject(obj, o->name, v);
+	else
+		cJSON_AddNullToObject(obj, o->name);
+}
+
+static void listen_text(const struct hutch_option *o, const struct hutch_config *c,
+                        void (*emit)(void *ud, const char *s), void *ud)
+{
+	if (*CFIELD(o, c, char))
+		emit(ud, CFIELD(o, c, char));
+}
+
+const struct hutch_option_type hutch_opt_listen = {
+	.init = chars_init,
+	.parse = listen_parse,
+	.from_json = listen_from_json,
+	.to_json = listen_to_json,
+	.text = listen_text,
+};
+
 /* ---- the instance type: a row of the instance type table ---- */
 
 static int type_parse(const struct hutch_option *o, struct hutch_config *c, const char *s,
@@ -563,6 +619,17 @@ static const struct hutch_option options[] = {
 	        .max = HUTCH_MAX_MAX_OUTPUT,
 	        .def = HUTCH_DEFAULT_MAX_OUTPUT,
 	        .flags = HUTCH_OPT_SESSION,
+	},
+	{
+	        .name = "executor_port",
+	        .cli = "executor-port",
+	        .metavar = "[ADDR:]PORT",
+	        .help = "also serve the cloud executor's API on TCP 127.0.0.1:PORT (0: any free "
+	                "port; ADDR:PORT for another address), behind a bearer secret that "
+	                "create --json prints once",
+	        .type = &hutch_opt_listen,
+	        AT(executor_listen),
+	        .flags = HUTCH_OPT_NO_POOL,
 	},
 	{
 	        .name = "setup_script",

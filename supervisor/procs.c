@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/random.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -114,6 +115,12 @@ struct hutch_proc *hutch_proc_find(struct sup *s, const char *id)
 	char *end;
 	unsigned long num;
 
+	if (id && strlen(id) == 36 && s->procs) {
+		for (struct hutch_proc *p = s->procs->head; p; p = p->next)
+			if (!strcmp(p->uuid, id))
+				return p;
+		return NULL;
+	}
 	if (!id || id[0] != 'p' || id[1] < '1' || id[1] > '9')
 		return NULL;
 	errno = 0;
@@ -193,6 +200,21 @@ void hutch_proc_stdin_close(struct hutch_proc *p)
 	stdin_wake(p);
 }
 
+/* A random (version 4) UUID, as the executor names its processes. */
+static int make_uuid(char buf[static 37])
+{
+	unsigned char b[16];
+
+	if (getrandom(b, sizeof(b), 0) != sizeof(b))
+		return -EIO;
+	b[6] = (unsigned char)((b[6] & 0x0f) | 0x40);
+	b[8] = (unsigned char)((b[8] & 0x3f) | 0x80);
+	snprintf(buf, 37, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
+	         b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12],
+	         b[13], b[14], b[15]);
+	return 0;
+}
+
 struct hutch_proc *hutch_proc_start(struct sup *s, const char *command, const char *const *argv,
                                     const char *const *envp, const char *cwd, bool stdin_open,
                                     struct hutch_err *err)
@@ -210,7 +232,7 @@ struct hutch_proc *hutch_proc_start(struct sup *s, const char *command, const ch
 		                     set->nrunning),
 		       NULL;
 	p = calloc(1, sizeof(*p));
-	if (!p || !(p->command = strdup(command))) {
+	if (!p || make_uuid(p->uuid) < 0 || !(p->command = strdup(command))) {
 		free(p);
 		return hutch_err_set(err, -ENOMEM, "out of memory"), NULL;
 	}
@@ -362,6 +384,7 @@ cJSON *hutch_proc_json(struct hutch_proc *p)
 		return NULL;
 	snprintf(id, sizeof(id), "p%u", p->num);
 	cJSON_AddStringToObject(o, "id", id);
+	cJSON_AddStringToObject(o, "uuid", p->uuid);
 	cJSON_AddStringToObject(o, "command", p->command);
 	cJSON_AddStringToObject(o, "status",
 	                        !p->done            ? "running"

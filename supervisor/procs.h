@@ -45,6 +45,7 @@ struct cmd;
 struct hutch_proc {
 	struct hutch_procs *set;
 	unsigned num;                 /* the id is "p<num>" */
+	char uuid[37];                /* its id in the executor's contract (a UUID v4) */
 	char *command;                /* for listing: the shell string or the joined argv */
 	struct cmd *cmd;              /* NULL once finished */
 	pid_t pid;                    /* inside the sandbox; 0 until spawned */
@@ -101,7 +102,7 @@ struct hutch_proc *hutch_proc_start(struct sup *s, const char *command, const ch
 ssize_t hutch_proc_stdin_write(struct hutch_proc *p, const char *data, size_t n);
 /* Close p's stdin: the process reads end of file. Idempotent. */
 void hutch_proc_stdin_close(struct hutch_proc *p);
-/* "p3" -> process, or NULL. */
+/* "p3" (native) or its UUID (the executor's) -> process, or NULL. */
 struct hutch_proc *hutch_proc_find(struct sup *s, const char *id);
 struct hutch_proc *hutch_proc_find_num(struct sup *s, unsigned num);
 /* SIGTERM the tree, SIGKILL after grace seconds (0: at once). */

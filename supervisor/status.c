@@ -6,10 +6,20 @@
 #include <unistd.h>
 
 #include "cleanup.h"
+#include "executor.h"
 #include "netpolicy.h"
 #include "ports.h"
 #include "status.h"
 #include "supervisor.h"
+
+/* --executor-port: where the contract is served on TCP (not the secret). */
+static void executor_json(const struct sup *s, cJSON *o)
+{
+	cJSON *e = hutch_executor_json(s);
+
+	if (e)
+		cJSON_AddItemToObject(o, "executor", e);
+}
 
 static cJSON *state_json(const struct sup *s, const char *status)
 {
@@ -37,6 +47,7 @@ static cJSON *state_json(const struct sup *s, const char *status)
 	}
 	cJSON_AddNumberToObject(o, "uid_base", (double)s->uid_base);
 	cJSON_AddItemToObject(o, "ports", hutch_ports_json(s, false));
+	executor_json(s, o);
 	return o;
 }
 
@@ -78,6 +89,7 @@ cJSON *hutch_sup_status_json(struct sup *s)
 	cJSON_AddNumberToObject(o, "init_pid", s->init_pid);
 	cJSON_AddNumberToObject(o, "supervisor_pid", getpid());
 	cJSON_AddStringToObject(o, "socket", s->paths.sock);
+	executor_json(s, o);
 	{
 		cJSON *idle = cJSON_AddObjectToObject(o, "idle");
 		cJSON_AddBoolToObject(idle, "sleeping", s->idle.sleeping);

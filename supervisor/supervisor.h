@@ -89,9 +89,15 @@ struct sup {
 		struct hutch_api_conn *hhead, *htail; /* half-closed, unsettled */
 		bool rerun; /* a connection closed: run libmicrohttpd again at once */
 	} conns;
-	bool delete_pending;      /* a DELETE / is waiting for teardown */
-	struct request *waiters;  /* requests answered when the sandbox has ended */
-	struct hutch_exec *execs; /* upgraded exec streams (api/api-exec.c) */
+	bool delete_pending;            /* a DELETE / is waiting for teardown */
+	struct request *waiters;        /* requests answered when the sandbox has ended */
+	struct hutch_exec *execs;       /* upgraded exec streams (api/api-exec.c) */
+	struct sup_executor {           /* --executor-port (api/executor-tcp.c) */
+		struct MHD_Daemon *mhd; /* on the TCP listener; NULL: none */
+		struct hutch_watch w_mhd;
+		uint16_t port;   /* bound (a port 0 asked for any) */
+		char secret[65]; /* the bearer secret, hex */
+	} executor;
 	int64_t last_request_ms;
 	unsigned requests_open;             /* requests being served (idle: activity) */
 	struct sup_net {                    /* the network mode (netpolicy/) */

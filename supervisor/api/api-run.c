@@ -13,21 +13,16 @@
 #include "routes.h"
 #include "supervisor.h"
 
-/* Content reader of /run_streaming. */
-static ssize_t sse_reader(void *cls, uint64_t pos, char *buf, size_t max)
+ssize_t hutch_api_sse_command(struct request *r, char *buf, size_t max,
+                              void (*queue_end)(struct request *r))
 {
-	struct request *r = cls;
 	struct cmd *c = r->cmd;
-	struct sup *s = r->s;
 	ssize_t n;
 
 	if (!c)
 		return MHD_CONTENT_READER_END_OF_STREAM;
 	if (c->state == CMD_DONE && !r->sse.end_queued) {
-		if (s->state != SUP_RUNNING)
-			hutch_sse_event(&r->sse, "error", hutch_api_ended_json(s));
-		else
-			hutch_sse_event(&r->sse, "exit", hutch_cmd_result_json(c, 0));
+		queue_end(r);
 		r->sse.end_queued = true;
 	}
 	n = hutch_sse_read(&r->sse, buf, max);
@@ -40,6 +35,22 @@ static ssize_t sse_reader(void *cls, uint64_t pos, char *buf, size_t max)
 		return MHD_CONTENT_READER_END_OF_STREAM;
 	hutch_api_suspend(r);
 	return 0;
+}
+
+static void queue_exit(struct request *r)
+{
+	struct sup *s = r->s;
+
+	if (s->state != SUP_RUNNING)
+		hutch_sse_event(&r->sse, "error", hutch_api_ended_json(s));
+	else
+		hutch_sse_event(&r->sse, "exit", hutch_cmd_result_json(r->cmd, 0));
+}
+
+/* Content reader of /run_streaming. */
+static ssize_t sse_reader(void *cls, uint64_t pos, char *buf, size_t max)
+{
+	return hutch_api_sse_command(cls, buf, max, queue_exit);
 }
 
 static bool on_sse_output(void *ud, struct cmd *c, bool is_err, const char *buf, size_t n)
@@ -57,23 +68,6 @@ static void on_cmd_done(void *ud, struct cmd *c)
 
 	hutch_sse_flush(&r->sse); /* an incomplete UTF-8 sequence at the end */
 	hutch_api_resume(r);
-}
-
-static enum MHD_Result respond_stream(struct request *r)
-{
-	struct MHD_Response *resp = hutch_mhd.create_response_from_callback(
-	        MHD_SIZE_UNKNOWN, 64 * 1024, sse_reader, r, NULL);
-	enum MHD_Result ret;
-
-	if (!resp)
-		return MHD_NO;
-	(void)hutch_mhd.add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
-	                                    "text/event-stream");
-	(void)hutch_mhd.add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
-	ret = hutch_mhd.queue_response(r->conn, MHD_HTTP_OK, resp);
-	hutch_mhd.destroy_response(resp);
-	r->answered = true;
-	return ret;
 }
 
 static enum MHD_Result start_command(struct request *r, bool streaming)
@@ -118,7 +112,7 @@ static enum MHD_Result start_command(struct request *r, bool streaming)
 	/* Watch the client's socket: if it hangs up, the command is killed. */
 	hutch_api_kill_on_hangup(r, c);
 	if (streaming)
-		return respond_stream(r);
+		return hutch_api_respond_sse(r, sse_reader);
 	hutch_api_suspend(r);
 	return MHD_YES;
 }

@@ -28,6 +28,7 @@
 
 #include "api.h"
 #include "cleanup.h"
+#include "executor.h"
 #include "idle.h"
 #include "mhd.h"
 #include "procs.h"
@@ -142,14 +143,33 @@ static struct hutch_api_conn *conn_of(struct MHD_Connection *conn)
 	return ci ? ci->socket_context : NULL;
 }
 
+/* The executor's bearer secret (executor-tcp.c) on the TCP listener: Go's
+ * mux answers an unknown path 404 first, then the secret is checked on
+ * every route but /health, then the handler checks the method. */
+static bool tcp_refused(struct request *r, const char *url, unsigned known)
+{
+	if (!r->route && !known) {
+		r->refuse_status = MHD_HTTP_NOT_FOUND;
+		r->refuse_text = "404 page not found";
+		return true;
+	}
+	if (!strcmp(url, "/health") || hutch_executor_authorized(r->s, r->conn))
+		return false;
+	r->refuse_status = MHD_HTTP_UNAUTHORIZED;
+	r->refuse_text = "Unauthorized";
+	return true;
+}
+
 /* Requests answered with an error without being served: a pooled sandbox
  * serves nobody until it is claimed; unknown routes and methods. */
-static void refuse_early(struct request *r, const char *url, const char *method, bool url_known)
+static void refuse_early(struct request *r, const char *url, const char *method, unsigned known)
 {
 	struct sup *s = r->s;
 	const struct hutch_api_route *rt = r->route;
 	char msg[512];
 
+	if (r->tcp && tcp_refused(r, url, known))
+		return;
 	if (s->cfg->pool_key[0] && rt && !(rt->flags & HUTCH_ROUTE_POOLED)) {
 		snprintf(msg, sizeof(msg),
 		         "sandbox %s waits in a warm pool: take it with 'hutch create' "
@@ -157,7 +177,10 @@ static void refuse_early(struct request *r, const char *url, const char *method,
 		         s->id);
 		r->refuse_status = MHD_HTTP_CONFLICT;
 		r->refuse = hutch_api_error_json("sandbox_pooled", msg);
-	} else if (!rt && url_known) {
+	} else if (!rt && known == HUTCH_ROUTE_KNOWN_EXECUTOR) {
+		r->refuse_status = MHD_HTTP_METHOD_NOT_ALLOWED;
+		r->refuse_text = "Method not allowed";
+	} else if (!rt && known) {
 		snprintf(msg, sizeof(msg), "%s is not allowed on %s; see docs/api.md", method, url);
 		r->refuse_status = MHD_HTTP_METHOD_NOT_ALLOWED;
 		r->refuse = hutch_api_error_json("method_not_allowed", msg);
@@ -174,15 +197,17 @@ static enum MHD_Result respond_refusal(struct request *r)
 
 	r->refuse = NULL;
 	r->answered = true;
+	if (r->refuse_text)
+		return hutch_api_respond_text(r->conn, r->refuse_status, r->refuse_text);
 	return hutch_api_respond_json(r->conn, r->refuse_status, j);
 }
 
 /* The first access-handler call of a request: headers only. */
-static enum MHD_Result start_request(struct sup *s, struct MHD_Connection *conn, const char *url,
-                                     const char *method, void **con_cls)
+static enum MHD_Result start_request(struct sup *s, bool tcp, struct MHD_Connection *conn,
+                                     const char *url, const char *method, void **con_cls)
 {
-	bool url_known;
-	const struct hutch_api_route *rt = hutch_api_route_find(url, method, &url_known);
+	unsigned known;
+	const struct hutch_api_route *rt = hutch_api_route_find(url, method, tcp, &known);
 	bool passive = rt && (rt->flags & HUTCH_ROUTE_PASSIVE);
 	const char *cl;
 	struct request *r;
@@ -214,16 +239,17 @@ static enum MHD_Result start_request(struct sup *s, struct MHD_Connection *conn,
 		return MHD_NO;
 	hutch_api_request_init(r, s, conn);
 	r->route = rt;
+	r->tcp = tcp;
 	*con_cls = r;
 	if (c)
 		c->req = r;
-	refuse_early(r, url, method, url_known);
+	refuse_early(r, url, method, known);
 	/* A refused request is answered once its body is read (a client still
 	 * sending it would see a broken pipe), unless the body is too large to
 	 * read at all. */
-	if (r->refuse && (!cl || strtoull(cl, NULL, 10) <= HUTCH_MAX_BODY))
+	if (r->refuse_status && (!cl || strtoull(cl, NULL, 10) <= HUTCH_MAX_BODY))
 		return MHD_YES;
-	if (r->refuse)
+	if (r->refuse_status)
 		return respond_refusal(r);
 	if (cl && !(rt->flags & HUTCH_ROUTE_RAW) && strtoull(cl, NULL, 10) > HUTCH_MAX_BODY)
 		return hutch_api_respond_error(conn, 413, "too_large",
@@ -235,16 +261,15 @@ static enum MHD_Result start_request(struct sup *s, struct MHD_Connection *conn,
 	return MHD_YES;
 }
 
-static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
-                                  const char *method, const char *version, const char *upload_data,
-                                  size_t *upload_data_size, void **con_cls)
+static enum MHD_Result serve_request(struct sup *s, bool tcp, struct MHD_Connection *conn,
+                                     const char *url, const char *method, const char *upload_data,
+                                     size_t *upload_data_size, void **con_cls)
 {
-	struct sup *s = cls;
 	struct request *r = *con_cls;
 	size_t none = 0;
 
 	if (!r)
-		return start_request(s, conn, url, method, con_cls);
+		return start_request(s, tcp, conn, url, method, con_cls);
 	if (!*upload_data_size)
 		r->complete = true; /* its whole body was read */
 	if (r->refuse_status) {
@@ -273,6 +298,23 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 	if (s->state != SUP_RUNNING && !(r->route->flags & HUTCH_ROUTE_ENDED) && !r->cmd)
 		return hutch_api_respond_json(conn, MHD_HTTP_GONE, hutch_api_ended_json(s));
 	return r->route->serve(r, NULL, &none);
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
+                                  const char *method, const char *version, const char *upload_data,
+                                  size_t *upload_data_size, void **con_cls)
+{
+	return serve_request(cls, false, conn, url, method, upload_data, upload_data_size, con_cls);
+}
+
+/* The executor's TCP listener (executor-tcp.c): its own daemon, the same
+ * requests but for the namespace and the secret. */
+static enum MHD_Result on_request_tcp(void *cls, struct MHD_Connection *conn, const char *url,
+                                      const char *method, const char *version,
+                                      const char *upload_data, size_t *upload_data_size,
+                                      void **con_cls)
+{
+	return serve_request(cls, true, conn, url, method, upload_data, upload_data_size, con_cls);
 }
 
 static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
@@ -387,10 +429,23 @@ void hutch_api_sandbox_ended(struct sup *s)
 		hutch_api_resume(r);
 }
 
-int hutch_api_timeout_ms(struct sup *s)
+/* How long libmicrohttpd's daemon d may wait, capped at 60 s; -1: any. */
+static int mhd_timeout_ms(struct MHD_Daemon *d)
 {
 	MHD_UNSIGNED_LONG_LONG t;
 
+	if (!d || hutch_mhd.get_timeout(d, &t) != MHD_YES)
+		return -1;
+	return t > 60000 ? 60000 : (int)t;
+}
+
+static int min_timeout(int a, int b)
+{
+	return a < 0 ? b : b < 0 ? a : a < b ? a : b;
+}
+
+int hutch_api_timeout_ms(struct sup *s)
+{
 	/* libmicrohttpd watches connection sockets edge-triggered: when it
 	 * still has work it says so through a zero timeout. */
 	int procs = hutch_procs_timeout_ms(s); /* kill grace, long polls */
@@ -405,11 +460,8 @@ int hutch_api_timeout_ms(struct sup *s)
 		if (procs < 0 || headers < procs)
 			procs = (int)headers;
 	}
-	if (!s->mhd || hutch_mhd.get_timeout(s->mhd, &t) != MHD_YES)
-		return procs;
-	if (t > 60000)
-		t = 60000;
-	return procs >= 0 && procs < (int)t ? procs : (int)t;
+	return min_timeout(procs,
+	                   min_timeout(mhd_timeout_ms(s->mhd), mhd_timeout_ms(s->executor.mhd)));
 }
 
 void hutch_api_run(struct sup *s)
@@ -420,6 +472,8 @@ void hutch_api_run(struct sup *s)
 	s->conns.rerun = false;
 	expire_waiting(s);
 	(void)hutch_mhd.run(s->mhd);
+	if (s->executor.mhd)
+		(void)hutch_mhd.run(s->executor.mhd);
 	if (s->conns.hhead)
 		settle_half_closed(s);
 }
@@ -459,6 +513,18 @@ void hutch_api_preload(void)
 	tzset();
 }
 
+static struct MHD_Daemon *start_daemon(struct sup *s, int fd, MHD_AccessHandlerCallback handler)
+{
+	return hutch_mhd_start_daemon(
+	        MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_ALLOW_UPGRADE | MHD_USE_TURBO, 0,
+	        NULL, NULL, handler, s, MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_NOTIFY_COMPLETED,
+	        on_completed, s, MHD_OPTION_NOTIFY_CONNECTION, on_connection, s,
+	        MHD_OPTION_CONNECTION_LIMIT, (unsigned)HUTCH_MAX_CONNECTIONS,
+	        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)HUTCH_API_IDLE_TIMEOUT_S,
+	        /* raw uploads arrive in chunks of about half of this */
+	        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)HUTCH_CONN_MEMORY, MHD_OPTION_END);
+}
+
 int hutch_api_start(struct sup *s, struct hutch_err *err)
 {
 	const union MHD_DaemonInfo *info;
@@ -471,40 +537,57 @@ int hutch_api_start(struct sup *s, struct hutch_err *err)
 	if (fd < 0)
 		return hutch_err_set_errno(err, fd, "listen on '%s'", s->paths.sock);
 	s->listen_fd = fd;
-	s->mhd = hutch_mhd_start_daemon(
-	        MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_ALLOW_UPGRADE | MHD_USE_TURBO, 0,
-	        NULL, NULL, on_request, s, MHD_OPTION_LISTEN_SOCKET, fd,
-	        MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_NOTIFY_CONNECTION,
-	        on_connection, s, MHD_OPTION_CONNECTION_LIMIT, (unsigned)HUTCH_MAX_CONNECTIONS,
-	        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)HUTCH_API_IDLE_TIMEOUT_S,
-	        /* raw uploads arrive in chunks of about half of this */
-	        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)HUTCH_CONN_MEMORY, MHD_OPTION_END);
+	s->mhd = start_daemon(s, fd, on_request);
 	if (!s->mhd)
 		return hutch_err_set(err, -EIO, "start the HTTP server on '%s'", s->paths.sock);
 	info = hutch_mhd.get_daemon_info(s->mhd, MHD_DAEMON_INFO_EPOLL_FD);
 	if (!info)
 		return hutch_err_set(err, -EIO, "HTTP server has no epoll fd");
-	return 0;
+	if (!s->cfg->executor_listen[0])
+		return 0;
+	/* --executor-port: the contract also on TCP, behind the secret. */
+	fd = hutch_executor_listen(s, err);
+	if (fd < 0)
+		return fd;
+	s->executor.mhd = start_daemon(s, fd, on_request_tcp);
+	if (!s->executor.mhd) {
+		close(fd);
+		return hutch_err_set(err, -EIO, "start the executor's HTTP server on %s",
+		                     s->cfg->executor_listen);
+	}
+	return hutch_executor_publish(s, err);
 }
 
 static void on_mhd_event(struct hutch_watch *w, uint32_t events)
 {
 }
 
-int hutch_api_watch(struct sup *s)
+static int watch_daemon(struct sup *s, struct hutch_watch *w, struct MHD_Daemon *d)
 {
-	const union MHD_DaemonInfo *info =
-	        hutch_mhd.get_daemon_info(s->mhd, MHD_DAEMON_INFO_EPOLL_FD);
+	const union MHD_DaemonInfo *info = hutch_mhd.get_daemon_info(d, MHD_DAEMON_INFO_EPOLL_FD);
 
 	/* Nothing to do on its events: the loop runs libmicrohttpd after
 	 * every batch (hutch_api_run()). */
-	hutch_watch_init(&s->w_mhd, on_mhd_event, s);
-	return hutch_loop_add(&s->loop, &s->w_mhd, info->epoll_fd, EPOLLIN);
+	hutch_watch_init(w, on_mhd_event, s);
+	return info ? hutch_loop_add(&s->loop, w, info->epoll_fd, EPOLLIN) : -EIO;
+}
+
+int hutch_api_watch(struct sup *s)
+{
+	int r = watch_daemon(s, &s->w_mhd, s->mhd);
+
+	if (r >= 0 && s->executor.mhd)
+		r = watch_daemon(s, &s->executor.w_mhd, s->executor.mhd);
+	return r;
 }
 
 void hutch_api_stop(struct sup *s)
 {
 	hutch_api_exec_close_all(s); /* their sockets go back first */
+	if (s->executor.mhd) {
+		hutch_mhd.stop_daemon(s->executor.mhd); /* closes its listen socket */
+		s->executor.mhd = NULL;
+	}
 	if (s->mhd) {
 		hutch_mhd.stop_daemon(s->mhd);
 		s->mhd = NULL;

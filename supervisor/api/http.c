@@ -12,24 +12,58 @@
 #include "http.h"
 #include "supervisor.h"
 
+enum MHD_Result hutch_api_respond_buffer(struct MHD_Connection *conn, unsigned status,
+                                         const char *type, const char *data, size_t len)
+{
+	struct MHD_Response *resp;
+	enum MHD_Result ret;
+
+	resp = hutch_mhd.create_response_from_buffer(len, (void *)data, MHD_RESPMEM_MUST_COPY);
+	if (!resp)
+		return MHD_NO;
+	(void)hutch_mhd.add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+	if (!strncmp(type, "text/plain", 10)) /* Go's http.Error */
+		(void)hutch_mhd.add_response_header(resp, "X-Content-Type-Options", "nosniff");
+	ret = hutch_mhd.queue_response(conn, status, resp);
+	hutch_mhd.destroy_response(resp);
+	return ret;
+}
+
 enum MHD_Result hutch_api_respond_json(struct MHD_Connection *conn, unsigned status, cJSON *j)
 {
 	_cleanup_free_ char *text = j ? cJSON_PrintUnformatted(j) : NULL;
-	struct MHD_Response *resp;
-	enum MHD_Result ret;
-	size_t len;
 
 	cJSON_Delete(j);
 	if (!text)
 		return MHD_NO;
-	len = strlen(text);
-	text[len] = '\0';
-	resp = hutch_mhd.create_response_from_buffer(len, text, MHD_RESPMEM_MUST_COPY);
+	return hutch_api_respond_buffer(conn, status, "application/json", text, strlen(text));
+}
+
+enum MHD_Result hutch_api_respond_text(struct MHD_Connection *conn, unsigned status,
+                                       const char *text)
+{
+	_cleanup_free_ char *body = NULL;
+
+	if (asprintf(&body, "%s\n", text) < 0)
+		return MHD_NO;
+	return hutch_api_respond_buffer(conn, status, "text/plain; charset=utf-8", body,
+	                                strlen(body));
+}
+
+enum MHD_Result hutch_api_respond_sse(struct request *r, MHD_ContentReaderCallback reader)
+{
+	struct MHD_Response *resp = hutch_mhd.create_response_from_callback(
+	        MHD_SIZE_UNKNOWN, 64 * 1024, reader, r, NULL);
+	enum MHD_Result ret;
+
 	if (!resp)
 		return MHD_NO;
-	(void)hutch_mhd.add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
-	ret = hutch_mhd.queue_response(conn, status, resp);
+	(void)hutch_mhd.add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
+	                                    "text/event-stream");
+	(void)hutch_mhd.add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
+	ret = hutch_mhd.queue_response(r->conn, MHD_HTTP_OK, resp);
 	hutch_mhd.destroy_response(resp);
+	r->answered = true;
 	return ret;
 }
 

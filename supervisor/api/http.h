@@ -71,6 +71,8 @@ struct request {
 	void (*state_free)(void *state);
 	unsigned refuse_status; /* answer refuse (an error) once the body is read */
 	cJSON *refuse;
+	const char *refuse_text; /* or this plain text (the executor's errors) */
+	bool tcp;                /* came through the executor's TCP listener */
 };
 
 /* Fill a zeroed request of s on conn. */
@@ -79,6 +81,22 @@ void hutch_api_suspend(struct request *r);
 void hutch_api_resume(struct request *r);
 /* Queue j (consumed) as a JSON answer. */
 enum MHD_Result hutch_api_respond_json(struct MHD_Connection *conn, unsigned status, cJSON *j);
+/* Answer 200 text/event-stream whose body the content reader produces
+ * (it suspends r when nothing is queued); r is then answered. */
+enum MHD_Result hutch_api_respond_sse(struct request *r, MHD_ContentReaderCallback reader);
+/* A content reader's work for a command's event stream (api-run.c):
+ * queue_end(r) once the command is done, then the queued events; resumes
+ * the command's output when there is room, suspends r when nothing is
+ * queued. */
+ssize_t hutch_api_sse_command(struct request *r, char *buf, size_t max,
+                              void (*queue_end)(struct request *r));
+/* Answer a body of len bytes with the Content-Type type. */
+enum MHD_Result hutch_api_respond_buffer(struct MHD_Connection *conn, unsigned status,
+                                         const char *type, const char *data, size_t len);
+/* A plain-text answer as the executor's server gives its errors (Go's
+ * http.Error: text/plain, nosniff, the text and a newline). */
+enum MHD_Result hutch_api_respond_text(struct MHD_Connection *conn, unsigned status,
+                                       const char *text);
 /* {"error": {"code": code, "message": msg}} (caller owns it). */
 cJSON *hutch_api_error_json(const char *code, const char *msg);
 /* Queue an error answer with a formatted message. */

@@ -1,5 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The route table; see routes.h. */
+/* The route table; see routes.h. Two namespaces share the unprefixed
+ * paths: the cloud executor's contract (EXEC rows, also served over the
+ * TCP listener) and hutch's native API, all of it under /v1/; a native
+ * row whose path the contract also serves is reached only through /v1/
+ * (V1). docs/api.md has the table. */
 #include <string.h>
 
 #include "cleanup.h"
@@ -10,45 +14,80 @@
 #define PASSIVE HUTCH_ROUTE_PASSIVE
 #define ENDED   HUTCH_ROUTE_ENDED
 #define RAW     HUTCH_ROUTE_RAW
+#define EXEC    HUTCH_ROUTE_EXECUTOR
+#define V1      HUTCH_ROUTE_V1_ONLY
+#define ANY     NULL /* the executor checks no method there */
 
 static const struct hutch_api_route routes[] = {
-	{ "/health", "GET", hutch_api_serve_health, POOLED | PASSIVE | ENDED, 0 },
+	/* the cloud executor's contract (api-executor*.c) */
+	{ "/health", ANY, hutch_api_serve_health, EXEC | POOLED | PASSIVE | ENDED, 0 },
+	{ "/run", ANY, hutch_exec_serve_run, EXEC, 0 },
+	{ "/run_streaming", ANY, hutch_exec_serve_run_streaming, EXEC, 0 },
+	{ "/write_file", ANY, hutch_exec_serve_file, EXEC, HUTCH_FILE_WRITE_FILE },
+	{ "/read_file", ANY, hutch_exec_serve_file, EXEC, HUTCH_FILE_READ_FILE },
+	{ "/delete_file", ANY, hutch_exec_serve_file, EXEC, HUTCH_FILE_DELETE_FILE },
+	{ "/make_dir", ANY, hutch_exec_serve_file, EXEC, HUTCH_FILE_MAKE_DIR },
+	{ "/delete_dir", ANY, hutch_exec_serve_file, EXEC, HUTCH_FILE_DELETE_DIR },
+	{ "/list_dir", ANY, hutch_exec_serve_file, EXEC, HUTCH_FILE_LIST_DIR },
+	{ "/start_process", "POST", hutch_exec_serve_start_process, EXEC, 0 },
+	{ "/list_processes", "GET", hutch_exec_serve_list_processes, EXEC, 0 },
+	{ "/kill_process", "POST", hutch_exec_serve_kill_process, EXEC, 0 },
+	{ "/process_logs_streaming", "GET", hutch_exec_serve_logs_streaming, EXEC, 0 },
+	/* hutch's native API: /v1/..., and unprefixed where not V1 */
+	{ "/health", "GET", hutch_api_serve_health, V1 | POOLED | PASSIVE | ENDED, 0 },
 	{ "/status", "GET", hutch_api_serve_status, POOLED | PASSIVE, 0 },
 	{ "/stats", "GET", hutch_api_serve_stats, POOLED | PASSIVE, 0 },
 	{ "/", "DELETE", hutch_api_serve_delete, POOLED | ENDED | HUTCH_ROUTE_WAITS_END, 0 },
 	{ "/claim", "POST", hutch_api_serve_claim, POOLED, 0 },
 	{ "/timeout", "POST", hutch_api_serve_timeout, 0, 0 },
-	{ "/run", "POST", hutch_api_serve_run, 0, 0 },
-	{ "/run_streaming", "POST", hutch_api_serve_run_streaming, 0, 0 },
+	{ "/run", "POST", hutch_api_serve_run, V1, 0 },
+	{ "/run_streaming", "POST", hutch_api_serve_run_streaming, V1, 0 },
 	{ "/exec", "POST", hutch_api_serve_exec, 0, 0 },
-	{ "/start_process", "POST", hutch_api_serve_start_process, 0, 0 },
-	{ "/list_processes", "GET", hutch_api_serve_list_processes, 0, 0 },
-	{ "/kill_process", "POST", hutch_api_serve_kill_process, 0, 0 },
+	{ "/start_process", "POST", hutch_api_serve_start_process, V1, 0 },
+	{ "/list_processes", "GET", hutch_api_serve_list_processes, V1, 0 },
+	{ "/kill_process", "POST", hutch_api_serve_kill_process, V1, 0 },
 	{ "/process_output", "GET", hutch_api_serve_process_output, 0, 0 },
 	{ "/process_stdin", "POST", hutch_api_serve_process_stdin, RAW, 0 },
-	{ "/write_file", "POST", hutch_api_serve_file, RAW, HUTCH_FILE_WRITE_FILE },
-	{ "/read_file", "POST", hutch_api_serve_file, RAW, HUTCH_FILE_READ_FILE },
-	{ "/delete_file", "POST", hutch_api_serve_file, RAW, HUTCH_FILE_DELETE_FILE },
-	{ "/make_dir", "POST", hutch_api_serve_file, RAW, HUTCH_FILE_MAKE_DIR },
-	{ "/delete_dir", "POST", hutch_api_serve_file, RAW, HUTCH_FILE_DELETE_DIR },
-	{ "/list_dir", "POST", hutch_api_serve_file, RAW, HUTCH_FILE_LIST_DIR },
+	{ "/write_file", "POST", hutch_api_serve_file, V1 | RAW, HUTCH_FILE_WRITE_FILE },
+	{ "/read_file", "POST", hutch_api_serve_file, V1 | RAW, HUTCH_FILE_READ_FILE },
+	{ "/delete_file", "POST", hutch_api_serve_file, V1 | RAW, HUTCH_FILE_DELETE_FILE },
+	{ "/make_dir", "POST", hutch_api_serve_file, V1 | RAW, HUTCH_FILE_MAKE_DIR },
+	{ "/delete_dir", "POST", hutch_api_serve_file, V1 | RAW, HUTCH_FILE_DELETE_DIR },
+	{ "/list_dir", "POST", hutch_api_serve_file, V1 | RAW, HUTCH_FILE_LIST_DIR },
 	{ "/files", "PUT", hutch_api_serve_file, RAW, HUTCH_FILE_PUT },
 	{ "/files", "GET", hutch_api_serve_file, RAW, HUTCH_FILE_GET },
 	/* ports out of the sandbox (api-ports.c) */
-	{ "/bind_port", "POST", hutch_api_serve_bind_port, 0, 0 },
-	{ "/unbind_port", "POST", hutch_api_serve_unbind_port, 0, 0 },
+	/* the executor's too (its shapes; api-ports.c): on TCP as well */
+	{ "/bind_port", "POST", hutch_api_serve_bind_port, EXEC, 0 },
+	{ "/unbind_port", "POST", hutch_api_serve_unbind_port, EXEC, 0 },
 };
 
-const struct hutch_api_route *hutch_api_route_find(const char *url, const char *method,
-                                                   bool *url_known)
+/* Is row rt in the namespace of an unprefixed path (v1 false) or of a
+ * /v1/ one, as seen from the unix socket or the TCP listener? */
+static bool in_namespace(const struct hutch_api_route *rt, bool v1, bool tcp)
 {
-	*url_known = false;
+	if (tcp)
+		return !v1 && (rt->flags & HUTCH_ROUTE_EXECUTOR);
+	if (v1)
+		return !(rt->flags & HUTCH_ROUTE_EXECUTOR);
+	return !(rt->flags & HUTCH_ROUTE_V1_ONLY);
+}
+
+const struct hutch_api_route *hutch_api_route_find(const char *url, const char *method, bool tcp,
+                                                   unsigned *ret_known)
+{
+	bool v1 = !strncmp(url, "/v1/", 4);
+	const char *path = v1 ? url + 3 : url;
+
+	*ret_known = 0;
 	for (size_t i = 0; i < ELEMENTSOF(routes); i++) {
-		if (strcmp(url, routes[i].url) != 0)
+		const struct hutch_api_route *rt = &routes[i];
+		if (strcmp(path, rt->url) != 0 || !in_namespace(rt, v1, tcp))
 			continue;
-		if (!strcmp(method, routes[i].method))
-			return &routes[i];
-		*url_known = true;
+		if (!rt->method || !strcmp(method, rt->method))
+			return rt;
+		*ret_known = rt->flags & HUTCH_ROUTE_EXECUTOR ? HUTCH_ROUTE_KNOWN_EXECUTOR
+		                                              : HUTCH_ROUTE_KNOWN;
 	}
 	return NULL;
 }

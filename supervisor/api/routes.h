@@ -29,6 +29,13 @@
 #define HUTCH_ROUTE_RAW (1u << 3)
 /* The request waits for the sandbox's end (in s->waiters): DELETE /. */
 #define HUTCH_ROUTE_WAITS_END (1u << 4)
+/* The cloud executor's contract (api-executor*.c): served at the
+ * unprefixed path, on the unix socket and on the TCP listener, with the
+ * executor's own answers (plain-text errors, its status codes). */
+#define HUTCH_ROUTE_EXECUTOR (1u << 5)
+/* A native row whose path the contract also serves: only as /v1/<path>.
+ * Every native row is served under /v1/; the others unprefixed too. */
+#define HUTCH_ROUTE_V1_ONLY (1u << 6)
 
 /* Called for each access-handler call once the body is read (JSON) or on
  * every call after the first (raw; upload/upload_size are the chunk). A
@@ -37,16 +44,20 @@ typedef enum MHD_Result (*hutch_api_handler)(struct request *r, const char *uplo
                                              size_t *upload_size);
 
 struct hutch_api_route {
-	const char *url, *method;
+	const char *url;
+	const char *method; /* NULL: any (the executor checks none there) */
 	hutch_api_handler serve;
 	unsigned flags; /* HUTCH_ROUTE_* */
 	int arg;        /* the handler's: the file operation (api-files.h) */
 };
 
-/* The row of url + method, or NULL; *url_known then says whether url is
- * served with another method (405, not 404). */
-const struct hutch_api_route *hutch_api_route_find(const char *url, const char *method,
-                                                   bool *url_known);
+/* The row of url + method as seen on the unix socket or (tcp) on the
+ * executor's TCP listener, or NULL; *ret_known then says whether url is
+ * served with another method (405, not 404), and by which API. */
+#define HUTCH_ROUTE_KNOWN          1u
+#define HUTCH_ROUTE_KNOWN_EXECUTOR 2u
+const struct hutch_api_route *hutch_api_route_find(const char *url, const char *method, bool tcp,
+                                                   unsigned *ret_known);
 
 /* Handlers. session.c: */
 enum MHD_Result hutch_api_serve_health(struct request *r, const char *upload, size_t *size);
@@ -71,5 +82,17 @@ enum MHD_Result hutch_api_serve_file(struct request *r, const char *upload, size
 /* api-ports.c: */
 enum MHD_Result hutch_api_serve_bind_port(struct request *r, const char *upload, size_t *size);
 enum MHD_Result hutch_api_serve_unbind_port(struct request *r, const char *upload, size_t *size);
+/* The executor's contract. executor-run.c: */
+enum MHD_Result hutch_exec_serve_run(struct request *r, const char *upload, size_t *size);
+enum MHD_Result hutch_exec_serve_run_streaming(struct request *r, const char *upload, size_t *size);
+/* executor-files.c (JSON body; the operation is the row's arg): */
+enum MHD_Result hutch_exec_serve_file(struct request *r, const char *upload, size_t *size);
+/* executor-procs.c: */
+enum MHD_Result hutch_exec_serve_start_process(struct request *r, const char *upload, size_t *size);
+enum MHD_Result hutch_exec_serve_list_processes(struct request *r, const char *upload,
+                                                size_t *size);
+enum MHD_Result hutch_exec_serve_kill_process(struct request *r, const char *upload, size_t *size);
+enum MHD_Result hutch_exec_serve_logs_streaming(struct request *r, const char *upload,
+                                                size_t *size);
 
 #endif

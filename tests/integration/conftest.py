@@ -63,7 +63,7 @@ def api(sock_path, method, path, body=None, raw=None, timeout=60, headers=None):
 def sse_events(sock_path, body, timeout=60):
     """POST /run_streaming; returns the list of (event, data dict)."""
     conn = UnixHTTPConnection(sock_path, timeout=timeout)
-    conn.request("POST", "/run_streaming", body=json.dumps(body).encode(),
+    conn.request("POST", "/v1/run_streaming", body=json.dumps(body).encode(),
                  headers={"Content-Type": "application/json"})
     resp = conn.getresponse()
     assert resp.status == 200, resp.read()
@@ -140,7 +140,7 @@ class Sandbox:
             body["cmd"] = cmd
         if argv is not None:
             body["argv"] = argv
-        status, res = self.api("POST", "/run", body, timeout=kw.get("timeout", 60) + 30 if kw.get("timeout") else 120)
+        status, res = self.api("POST", "/v1/run", body, timeout=kw.get("timeout", 60) + 30 if kw.get("timeout") else 120)
         assert status == 200, res
         return res
 

@@ -67,7 +67,7 @@ def test_health_and_status(sandbox):
     (b'{"cmd": "true", "max_output_bytes": 0}', ["'max_output_bytes'"]),
     (b'{"cmd": "true", "max_output_bytes": 1.5}', ["'max_output_bytes'"]),
 ])
-@pytest.mark.parametrize("endpoint", ["/run", "/run_streaming"])
+@pytest.mark.parametrize("endpoint", ["/v1/run", "/v1/run_streaming"])
 def test_bad_run_bodies(sandbox, endpoint, body, words):
     status, res = sandbox.api("POST", endpoint, raw=body)
     if body == b'{"cmd": "true"} trailing':
@@ -82,7 +82,7 @@ def test_bad_run_bodies(sandbox, endpoint, body, words):
 def test_oversized_body_with_content_length(sandbox):
     # The bound is checked on the header, before any of the body is read:
     # the answer comes without the client sending the 9 MiB.
-    head = (b"POST /run HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+    head = (b"POST /v1/run HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
             b"Content-Length: %d\r\n\r\n" % (9 << 20))
     out = raw_http(sandbox.sock, head + b'{"cmd": "true", "stdin": "xxxx', timeout=10)
     assert out.startswith(b"HTTP/1.1 413 "), out[:200]
@@ -103,7 +103,7 @@ def test_oversized_body_chunked(sandbox):
         yield b'"}'
 
     try:
-        conn.request("POST", "/run", body=gen(), encode_chunked=True,
+        conn.request("POST", "/v1/run", body=gen(), encode_chunked=True,
                      headers={"Content-Type": "application/json", "Transfer-Encoding": "chunked"})
         resp = conn.getresponse()
         res = json.loads(resp.read())
@@ -122,7 +122,7 @@ def test_body_just_under_the_bound_is_served(sandbox):
 
 
 def test_command_too_large_for_init(sandbox):
-    status, res = sandbox.api("POST", "/run", {"argv": ["true", "a" * (2 << 20)]})
+    status, res = sandbox.api("POST", "/v1/run", {"argv": ["true", "a" * (2 << 20)]})
     assert_error(status, res, 413, "too_large", "file")
     assert healthy(sandbox)
 
@@ -131,9 +131,9 @@ def test_command_too_large_for_init(sandbox):
     ("GET", "/nope", 404, "not_found"),
     ("POST", "/runx", 404, "not_found"),
     ("GET", "/run/../health", 404, "not_found"),
-    ("GET", "/run", 405, "method_not_allowed"),
-    ("PUT", "/run_streaming", 405, "method_not_allowed"),
-    ("POST", "/health", 405, "method_not_allowed"),
+    ("GET", "/v1/run", 405, "method_not_allowed"),
+    ("PUT", "/v1/run_streaming", 405, "method_not_allowed"),
+    ("POST", "/v1/health", 405, "method_not_allowed"),
     ("DELETE", "/status", 405, "method_not_allowed"),
     ("GET", "/", 405, "method_not_allowed"),
 ])
@@ -154,7 +154,7 @@ def test_a_wrong_endpoint_reads_the_body_and_keeps_the_connection(sandbox):
         resp = conn.getresponse()
         assert resp.status == 404 and b"no endpoint POST /runx" in resp.read()
         assert not resp.will_close
-        conn.request("POST", "/run", body=json.dumps({"cmd": "echo ok"}).encode())
+        conn.request("POST", "/v1/run", body=json.dumps({"cmd": "echo ok"}).encode())
         resp = conn.getresponse()
         assert resp.status == 200 and json.loads(resp.read())["stdout"] == "ok\n"
     finally:
@@ -166,9 +166,9 @@ def test_a_wrong_endpoint_reads_the_body_and_keeps_the_connection(sandbox):
     b"HELLO\r\n\r\n",
     b"GET /health HTTP/9.9\r\n\r\n",
     b"GET /health\r\n\r\n",
-    b"POST /run HTTP/1.1\r\nContent-Length: -5\r\n\r\n",
-    b"POST /run HTTP/1.1\r\nContent-Length: 99999999999999999999999\r\n\r\n",
-    b"POST /run HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
+    b"POST /v1/run HTTP/1.1\r\nContent-Length: -5\r\n\r\n",
+    b"POST /v1/run HTTP/1.1\r\nContent-Length: 99999999999999999999999\r\n\r\n",
+    b"POST /v1/run HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
     b"GET /health HTTP/1.1\r\n" + b"X-Big: " + b"a" * 200000 + b"\r\n\r\n",
     b"\r\n" * 1000,
 ], ids=["binary", "no-method", "bad-version", "http09", "negative-length", "huge-length",
@@ -188,7 +188,7 @@ def test_garbage_that_is_not_http(sandbox, data):
 def test_half_sent_request_does_not_block_others(sandbox):
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     s.connect(sandbox.sock)
-    s.sendall(b"POST /run HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{\"cmd\":")
+    s.sendall(b"POST /v1/run HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{\"cmd\":")
     try:
         assert healthy(sandbox)
         assert sandbox.sh("echo meanwhile") == "meanwhile\n"
@@ -215,7 +215,7 @@ def test_keep_alive(sandbox):
     conn = UnixHTTPConnection(sandbox.sock, timeout=10)
     try:
         for i in range(5):
-            conn.request("POST", "/run", body=json.dumps({"cmd": f"echo {i}"}).encode(),
+            conn.request("POST", "/v1/run", body=json.dumps({"cmd": f"echo {i}"}).encode(),
                          headers={"Content-Type": "application/json"})
             resp = conn.getresponse()
             assert resp.status == 200

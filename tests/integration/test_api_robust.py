@@ -152,7 +152,7 @@ def test_unsupported_transfer_encoding_is_refused(sandbox, coding, status, code)
     s.settimeout(5)
     try:
         s.connect(sandbox.sock)
-        s.sendall(b"POST /run HTTP/1.1\r\nHost: sandbox\r\nContent-Type: application/json\r\n"
+        s.sendall(b"POST /v1/run HTTP/1.1\r\nHost: sandbox\r\nContent-Type: application/json\r\n"
                   b"Transfer-Encoding: " + coding.encode() + b"\r\n\r\n"
                   b"c\r\n{\"cmd\":\"id\"}\r\n0\r\n\r\n")
         data = b""
@@ -174,9 +174,9 @@ def test_unsupported_transfer_encoding_is_refused(sandbox, coding, status, code)
 
 @pytest.mark.parametrize("partial", [
     b"",
-    b"POST /run HTTP/1.1\r\nHost: sandbox\r\nContent-Le",
-    b"POST /run HTTP/1.1\r\nHost: sandbox\r\nContent-Length: 100\r\n\r\n{\"cmd\":",
-    b"POST /run HTTP/1.1\r\nHost: sandbox\r\nTransfer-Encoding: chunked\r\n\r\n5\r\n{\"cm",
+    b"POST /v1/run HTTP/1.1\r\nHost: sandbox\r\nContent-Le",
+    b"POST /v1/run HTTP/1.1\r\nHost: sandbox\r\nContent-Length: 100\r\n\r\n{\"cmd\":",
+    b"POST /v1/run HTTP/1.1\r\nHost: sandbox\r\nTransfer-Encoding: chunked\r\n\r\n5\r\n{\"cm",
 ], ids=["nothing", "headers", "body", "chunk"])
 def test_incomplete_request_then_half_close_is_closed(sandbox, partial):
     for _ in range(10):

@@ -29,15 +29,15 @@ def listing(sb):
 
 
 @pytest.mark.parametrize("path,body,field", [
-    ("/write_file", {"path": "safe.txt\u0000/../x.py", "content": "x"}, "'path'"),
-    ("/write_file", {"path": "safe.txt", "content": "a\u0000b"}, "'content'"),
-    ("/run", {"cmd": "echo A\u0000; touch /workspace/pwned"}, "'cmd'"),
-    ("/run", {"argv": ["touch", "/workspace/pwned\u0000x"]}, "'argv'"),
-    ("/run", {"cmd": "touch /workspace/pwned", "env": {"A": "1\u0000"}}, "'env'"),
-    ("/run", {"cmd": "touch /workspace/pwned", "env": {"A\u0000B": "1"}}, "'env'"),
-    ("/start_process", {"cmd": "touch /workspace/pwned\u0000"}, "'cmd'"),
-    ("/make_dir", {"path": "d\u0000x"}, "'path'"),
-    ("/kill_process", {"id": "p1\u0000"}, "'id'"),
+    ("/v1/write_file", {"path": "safe.txt\u0000/../x.py", "content": "x"}, "'path'"),
+    ("/v1/write_file", {"path": "safe.txt", "content": "a\u0000b"}, "'content'"),
+    ("/v1/run", {"cmd": "echo A\u0000; touch /workspace/pwned"}, "'cmd'"),
+    ("/v1/run", {"argv": ["touch", "/workspace/pwned\u0000x"]}, "'argv'"),
+    ("/v1/run", {"cmd": "touch /workspace/pwned", "env": {"A": "1\u0000"}}, "'env'"),
+    ("/v1/run", {"cmd": "touch /workspace/pwned", "env": {"A\u0000B": "1"}}, "'env'"),
+    ("/v1/start_process", {"cmd": "touch /workspace/pwned\u0000"}, "'cmd'"),
+    ("/v1/make_dir", {"path": "d\u0000x"}, "'path'"),
+    ("/v1/kill_process", {"id": "p1\u0000"}, "'id'"),
 ])
 def test_nul_in_a_field_is_refused(sandbox, path, body, field):
     text = json.dumps(body).encode()
@@ -53,18 +53,18 @@ def test_nul_in_a_field_is_refused(sandbox, path, body, field):
 
 def test_an_escaped_backslash_before_u0000_is_text(sandbox):
     # "\\u0000" is a backslash and "u0000": no NUL, served as usual.
-    status, res = post_raw(sandbox, "/run", json.dumps({"cmd": "printf '%s' '\\u0000'"}).encode())
+    status, res = post_raw(sandbox, "/v1/run", json.dumps({"cmd": "printf '%s' '\\u0000'"}).encode())
     assert status == 200 and res["stdout"] == "\\u0000", res
 
 
 @pytest.mark.parametrize("path,body,words", [
-    ("/run", b'{"cmd": "echo 1", "cmd": "touch /workspace/pwned"}', ["duplicate field 'cmd'"]),
-    ("/run", b'{"cmd": "touch /workspace/pwned", "env": {"A": "1", "B": "2", "A": "3"}}',
+    ("/v1/run", b'{"cmd": "echo 1", "cmd": "touch /workspace/pwned"}', ["duplicate field 'cmd'"]),
+    ("/v1/run", b'{"cmd": "touch /workspace/pwned", "env": {"A": "1", "B": "2", "A": "3"}}',
      ["duplicate key 'A' in 'env'"]),
-    ("/write_file", b'{"path": "a.txt", "content": "x", "path": "b.txt"}',
+    ("/v1/write_file", b'{"path": "a.txt", "content": "x", "path": "b.txt"}',
      ["duplicate field 'path'"]),
-    ("/start_process", b'{"timeout": 5, "cmd": "true", "timeout": 1}', ["duplicate field 'timeout'"]),
-    ("/kill_process", b'{"id": "p1", "id": "p2"}', ["duplicate field 'id'"]),
+    ("/v1/start_process", b'{"timeout": 5, "cmd": "true", "timeout": 1}', ["duplicate field 'timeout'"]),
+    ("/v1/kill_process", b'{"id": "p1", "id": "p2"}', ["duplicate field 'id'"]),
 ])
 def test_duplicate_keys_are_refused(sandbox, path, body, words):
     status, res = post_raw(sandbox, path, body)

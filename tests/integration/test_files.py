@@ -51,7 +51,7 @@ def raw_get(sb, path, query="", timeout=300):
 
 
 def names(sb, path="/workspace"):
-    status, res = post(sb, "/list_dir", {"path": path})
+    status, res = post(sb, "/v1/list_dir", {"path": path})
     assert status == 200, res
     return sorted(e["name"] for e in res["entries"])
 
@@ -59,27 +59,27 @@ def names(sb, path="/workspace"):
 # ---- JSON endpoints ----
 
 def test_write_read_utf8_and_mode(sandbox):
-    status, res = post(sandbox, "/write_file", {"path": "dir/sub/hello.txt", "content": "héllo\n", "mode": "600"})
+    status, res = post(sandbox, "/v1/write_file", {"path": "dir/sub/hello.txt", "content": "héllo\n", "mode": "600"})
     assert status == 200, res
     assert res == {"path": "dir/sub/hello.txt", "size": len("héllo\n".encode())}
-    status, res = post(sandbox, "/read_file", {"path": "/workspace/dir/sub/hello.txt"})
+    status, res = post(sandbox, "/v1/read_file", {"path": "/workspace/dir/sub/hello.txt"})
     assert status == 200, res
     assert res["content"] == "héllo\n" and res["encoding"] == "utf-8" and res["size"] == 7
     out = sandbox.sh("stat -c '%a %U' dir/sub/hello.txt")
     assert out == "600 appuser\n"
     # Overwrite keeps the existing mode when none is given.
-    assert post(sandbox, "/write_file", {"path": "dir/sub/hello.txt", "content": "x"})[0] == 200
+    assert post(sandbox, "/v1/write_file", {"path": "dir/sub/hello.txt", "content": "x"})[0] == 200
     assert sandbox.sh("stat -c %a dir/sub/hello.txt; cat dir/sub/hello.txt") == "600\nx"
     # Forcing base64 on a text file.
-    status, res = post(sandbox, "/read_file", {"path": "dir/sub/hello.txt", "encoding": "base64"})
+    status, res = post(sandbox, "/v1/read_file", {"path": "dir/sub/hello.txt", "encoding": "base64"})
     assert res["encoding"] == "base64" and base64.b64decode(res["content"]) == b"x"
 
 
 def test_binary_roundtrip_json_base64(sandbox):
     data = os.urandom(300000) + b"\x00\xff"
-    status, res = post(sandbox, "/write_file", {"path": "bin.dat", "content": base64.b64encode(data).decode(), "encoding": "base64"})
+    status, res = post(sandbox, "/v1/write_file", {"path": "bin.dat", "content": base64.b64encode(data).decode(), "encoding": "base64"})
     assert status == 200 and res["size"] == len(data), res
-    status, res = post(sandbox, "/read_file", {"path": "bin.dat"})
+    status, res = post(sandbox, "/v1/read_file", {"path": "bin.dat"})
     assert status == 200 and res["encoding"] == "base64", res
     assert base64.b64decode(res["content"]) == data
     assert sandbox.sh("sha256sum bin.dat").split()[0] == hashlib.sha256(data).hexdigest()
@@ -106,7 +106,7 @@ def test_raw_put_mode(sandbox):
 
 def test_list_dir(sandbox):
     sandbox.sh("mkdir d && printf abc > f && ln -s f l && chmod 640 f && touch -d @1700000000 f")
-    status, res = post(sandbox, "/list_dir", {"path": "."})
+    status, res = post(sandbox, "/v1/list_dir", {"path": "."})
     assert status == 200, res
     by = {e["name"]: e for e in res["entries"]}
     assert [e["name"] for e in res["entries"]] == ["d", "f", "l"]
@@ -114,40 +114,40 @@ def test_list_dir(sandbox):
     assert by["f"]["mtime"] == 1700000000
     assert by["d"]["type"] == "directory" and by["l"]["type"] == "symlink"
     # Default path: /workspace.
-    status, res = post(sandbox, "/list_dir", {})
+    status, res = post(sandbox, "/v1/list_dir", {})
     assert status == 200 and res["path"] == "/workspace" and len(res["entries"]) == 3
 
 
 def test_make_and_delete(sandbox):
-    assert post(sandbox, "/make_dir", {"path": "a/b/c", "mode": "700"})[0] == 200
-    assert post(sandbox, "/make_dir", {"path": "a/b/c"})[0] == 200  # exists: fine
+    assert post(sandbox, "/v1/make_dir", {"path": "a/b/c", "mode": "700"})[0] == 200
+    assert post(sandbox, "/v1/make_dir", {"path": "a/b/c"})[0] == 200  # exists: fine
     assert sandbox.sh("stat -c %a a/b/c") == "700\n"
     sandbox.sh("touch a/b/c/f a/x && ln -s /workspace/keep a/b/link && mkdir keep && touch keep/k")
-    assert post(sandbox, "/delete_file", {"path": "a/x"})[0] == 200
-    assert post(sandbox, "/delete_dir", {"path": "a"})[0] == 200
+    assert post(sandbox, "/v1/delete_file", {"path": "a/x"})[0] == 200
+    assert post(sandbox, "/v1/delete_dir", {"path": "a"})[0] == 200
     assert names(sandbox) == ["keep"]
     assert names(sandbox, "keep") == ["k"]  # the symlink was removed, not followed
 
 
 @pytest.mark.parametrize("endpoint,body,status,code", [
-    ("/read_file", {"path": "missing"}, 404, "not_found"),
-    ("/read_file", {"path": "d"}, 400, "is_a_directory"),
-    ("/read_file", {"path": "f/x"}, 400, "not_a_directory"),
-    ("/read_file", {"path": "secret"}, 403, "permission_denied"),
-    ("/read_file", {"path": "/dev/zero"}, 400, "invalid_path"),
-    ("/write_file", {"path": "d", "content": "x"}, 400, "is_a_directory"),
-    ("/write_file", {"path": "f/x", "content": "x"}, 400, "not_a_directory"),
-    ("/write_file", {"path": "/etc/x", "content": "x"}, 403, "permission_denied"),
-    ("/write_file", {"path": "/usr/bin/x", "content": "x"}, 403, "permission_denied"),
-    ("/delete_file", {"path": "missing"}, 404, "not_found"),
-    ("/delete_file", {"path": "d"}, 400, "is_a_directory"),
-    ("/delete_file", {"path": "/etc/passwd"}, 403, "permission_denied"),
-    ("/delete_dir", {"path": "f"}, 400, "not_a_directory"),
-    ("/delete_dir", {"path": "missing"}, 404, "not_found"),
-    ("/make_dir", {"path": "f"}, 400, "not_a_directory"),
-    ("/make_dir", {"path": "/usr/newdir"}, 403, "permission_denied"),
-    ("/list_dir", {"path": "missing"}, 404, "not_found"),
-    ("/list_dir", {"path": "f"}, 400, "not_a_directory"),
+    ("/v1/read_file", {"path": "missing"}, 404, "not_found"),
+    ("/v1/read_file", {"path": "d"}, 400, "is_a_directory"),
+    ("/v1/read_file", {"path": "f/x"}, 400, "not_a_directory"),
+    ("/v1/read_file", {"path": "secret"}, 403, "permission_denied"),
+    ("/v1/read_file", {"path": "/dev/zero"}, 400, "invalid_path"),
+    ("/v1/write_file", {"path": "d", "content": "x"}, 400, "is_a_directory"),
+    ("/v1/write_file", {"path": "f/x", "content": "x"}, 400, "not_a_directory"),
+    ("/v1/write_file", {"path": "/etc/x", "content": "x"}, 403, "permission_denied"),
+    ("/v1/write_file", {"path": "/usr/bin/x", "content": "x"}, 403, "permission_denied"),
+    ("/v1/delete_file", {"path": "missing"}, 404, "not_found"),
+    ("/v1/delete_file", {"path": "d"}, 400, "is_a_directory"),
+    ("/v1/delete_file", {"path": "/etc/passwd"}, 403, "permission_denied"),
+    ("/v1/delete_dir", {"path": "f"}, 400, "not_a_directory"),
+    ("/v1/delete_dir", {"path": "missing"}, 404, "not_found"),
+    ("/v1/make_dir", {"path": "f"}, 400, "not_a_directory"),
+    ("/v1/make_dir", {"path": "/usr/newdir"}, 403, "permission_denied"),
+    ("/v1/list_dir", {"path": "missing"}, 404, "not_found"),
+    ("/v1/list_dir", {"path": "f"}, 400, "not_a_directory"),
 ])
 def test_file_errors(sandbox, endpoint, body, status, code):
     sandbox.sh("mkdir -p d && echo hi > f && echo s > secret && chmod 000 secret")
@@ -157,16 +157,16 @@ def test_file_errors(sandbox, endpoint, body, status, code):
 
 
 @pytest.mark.parametrize("endpoint,body,words", [
-    ("/write_file", {"content": "x"}, ["missing 'path'"]),
-    ("/write_file", {"path": "x"}, ["missing 'content'"]),
-    ("/write_file", {"path": "x", "content": "x", "encoding": "latin1"}, ["encoding"]),
-    ("/write_file", {"path": "x", "content": "!!!", "encoding": "base64"}, ["base64"]),
-    ("/write_file", {"path": "x", "content": "x", "mode": "999"}, ["mode"]),
-    ("/write_file", {"path": "x", "content": "x", "mode": 644}, ["'mode' must be a string"]),
-    ("/write_file", {"path": "", "content": "x"}, ["empty"]),
-    ("/read_file", {"path": "x", "bogus": 1}, ["unknown field 'bogus'"]),
-    ("/read_file", {"path": 3}, ["'path' must be a string"]),
-    ("/delete_dir", {}, ["missing 'path'"]),
+    ("/v1/write_file", {"content": "x"}, ["missing 'path'"]),
+    ("/v1/write_file", {"path": "x"}, ["missing 'content'"]),
+    ("/v1/write_file", {"path": "x", "content": "x", "encoding": "latin1"}, ["encoding"]),
+    ("/v1/write_file", {"path": "x", "content": "!!!", "encoding": "base64"}, ["base64"]),
+    ("/v1/write_file", {"path": "x", "content": "x", "mode": "999"}, ["mode"]),
+    ("/v1/write_file", {"path": "x", "content": "x", "mode": 644}, ["'mode' must be a string"]),
+    ("/v1/write_file", {"path": "", "content": "x"}, ["empty"]),
+    ("/v1/read_file", {"path": "x", "bogus": 1}, ["unknown field 'bogus'"]),
+    ("/v1/read_file", {"path": 3}, ["'path' must be a string"]),
+    ("/v1/delete_dir", {}, ["missing 'path'"]),
 ])
 def test_invalid_requests(sandbox, endpoint, body, words):
     st, res = post(sandbox, endpoint, body)
@@ -174,9 +174,9 @@ def test_invalid_requests(sandbox, endpoint, body, words):
 
 
 def test_invalid_json_and_methods(sandbox):
-    st, res = sandbox.api("POST", "/read_file", raw=b'{"path": ')
+    st, res = sandbox.api("POST", "/v1/read_file", raw=b'{"path": ')
     assert_error(st, res, 400, "invalid_request", "invalid JSON")
-    st, res = sandbox.api("GET", "/read_file")
+    st, res = sandbox.api("GET", "/v1/read_file")
     assert_error(st, res, 405, "method_not_allowed")
     st, res = sandbox.api("DELETE", "/files?path=x")
     assert_error(st, res, 405, "method_not_allowed")
@@ -210,7 +210,7 @@ def test_get_files_with_a_body_is_answered_400(sandbox, size):
 
 def test_read_file_too_large_for_json(sandbox):
     sandbox.sh("head -c 9000000 /dev/zero > big")
-    st, res = post(sandbox, "/read_file", {"path": "big"})
+    st, res = post(sandbox, "/v1/read_file", {"path": "big"})
     assert_error(st, res, 413, "too_large")
     st, body, _ = raw_get(sandbox, "big")
     assert st == 200 and len(body) == 9000000
@@ -313,36 +313,36 @@ def test_traversal_and_symlinks_stay_inside(sandbox):
     sandbox.sh("ln -s / rootlink && ln -s /proc/1/root initroot && ln -s /etc/shadow shadow "
                "&& ln -s ../../../../../../etc/passwd up")
     # ".." above /workspace ends at the sandbox's read-only root.
-    st, res = post(sandbox, "/write_file", {"path": "../../../../etc/hutch-escape", "content": "x"})
+    st, res = post(sandbox, "/v1/write_file", {"path": "../../../../etc/hutch-escape", "content": "x"})
     assert_error(st, res, 403, "permission_denied")
     # /proc/1/root is the sandbox init's root, closed to appuser.
-    st, res = post(sandbox, "/write_file", {"path": "/proc/1/root/tmp/hutch-escape", "content": "x"})
+    st, res = post(sandbox, "/v1/write_file", {"path": "/proc/1/root/tmp/hutch-escape", "content": "x"})
     assert st in (403, 404), res
-    st, res = post(sandbox, "/read_file", {"path": "initroot/etc/passwd"})
+    st, res = post(sandbox, "/v1/read_file", {"path": "initroot/etc/passwd"})
     assert st in (403, 404), res
     # A symlink to / leads to the sandbox's /, whose /tmp is the sandbox tmpfs.
-    st, res = post(sandbox, "/write_file", {"path": "rootlink/tmp/hutch-escape", "content": "inside"})
+    st, res = post(sandbox, "/v1/write_file", {"path": "rootlink/tmp/hutch-escape", "content": "inside"})
     assert st == 200, res
     assert sandbox.sh("cat /tmp/hutch-escape") == "inside"
     st, res = raw_put(sandbox, "rootlink/tmp/hutch-escape2", b"x")
     assert st == 200
     # /etc/shadow does not exist in the sandbox, whatever the host has.
     for path in ["shadow", "/etc/shadow", "rootlink/etc/shadow", "../../etc/shadow"]:
-        st, res = post(sandbox, "/read_file", {"path": path})
+        st, res = post(sandbox, "/v1/read_file", {"path": path})
         assert_error(st, res, 404, "not_found")
         st, body, _ = raw_get(sandbox, path)
         assert st == 404
     # /etc/passwd through a symlink is the sandbox's synthesized one.
-    st, res = post(sandbox, "/read_file", {"path": "up"})
+    st, res = post(sandbox, "/v1/read_file", {"path": "up"})
     assert st == 200 and "appuser" in res["content"], res
     with open("/etc/passwd") as f:
         assert res["content"] != f.read()
     # Deleting through a symlink to / removes the link's target only as appuser can.
-    st, res = post(sandbox, "/delete_dir", {"path": "rootlink"})
+    st, res = post(sandbox, "/v1/delete_dir", {"path": "rootlink"})
     assert_error(st, res, 400, "not_a_directory")
-    st, res = post(sandbox, "/delete_file", {"path": "rootlink/etc/passwd"})
+    st, res = post(sandbox, "/v1/delete_file", {"path": "rootlink/etc/passwd"})
     assert_error(st, res, 403, "permission_denied")
-    st, res = post(sandbox, "/list_dir", {"path": "/proc/1/root"})
+    st, res = post(sandbox, "/v1/list_dir", {"path": "/proc/1/root"})
     assert st in (403, 404), res
     # Nothing changed on the host.
     for p in HOST_PROBES:
@@ -368,7 +368,7 @@ def test_full_tmpfs_no_space_and_no_leftovers(hutch):
         st, body = raw_put(sb, "huge.bin", big)
         assert st == 507, body
         assert b"no_space" in body and b"no space left on device" in body
-        st, res = post(sb, "/write_file", {"path": "small.txt", "content": "ok"})
+        st, res = post(sb, "/v1/write_file", {"path": "small.txt", "content": "ok"})
         assert st == 200, res  # the sandbox recovered
         assert names(sb) == ["small.txt"]
         assert sb.sh("ls -A /workspace") == "small.txt\n"
@@ -377,7 +377,7 @@ def test_full_tmpfs_no_space_and_no_leftovers(hutch):
         content = base64.b64encode(os.urandom(5 << 20)).decode()
         results = []
         for i in range(20):
-            st, res = post(sb, "/write_file", {"path": f"f{i}", "content": content, "encoding": "base64"})
+            st, res = post(sb, "/v1/write_file", {"path": f"f{i}", "content": content, "encoding": "base64"})
             results.append(st)
             if st != 200:
                 assert_error(st, res, 507, "no_space", "no space left on device")

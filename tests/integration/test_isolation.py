@@ -81,7 +81,7 @@ def init_pid(sb):
 # host secrets and host paths
 
 HOST_SECRET_PATHS = ["/etc/shadow", "/etc/gshadow", "/etc/sudoers", "/etc/ssh", "/root",
-                     "/root/.ssh", "/run", "/var", "/var/run/docker.sock", "/run/hutch",
+                     "/root/.ssh", "/v1/run", "/var", "/var/run/docker.sock", "/run/hutch",
                      "/sys", "/boot", "/mnt", "/media", "/srv", "/opt", "/lost+found"]
 
 

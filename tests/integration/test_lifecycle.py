@@ -26,7 +26,7 @@ def raw_stream_start(sock_path, cmd):
     raw.settimeout(20)
     raw.connect(sock_path)
     body = json.dumps({"cmd": cmd}).encode()
-    raw.sendall(b"POST /run_streaming HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+    raw.sendall(b"POST /v1/run_streaming HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
                 b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
     return raw
 
@@ -121,7 +121,7 @@ def test_delete_returns_when_everything_is_gone(hutch):
     # A command in flight when the sandbox is deleted gets 410.
     inflight = {}
     t = threading.Thread(target=lambda: inflight.update(
-        zip(("status", "body"), sb.api("POST", "/run", {"cmd": "sleep 1002"}))))
+        zip(("status", "body"), sb.api("POST", "/v1/run", {"cmd": "sleep 1002"}))))
     t.start()
     cli = hutch.popen("exec", sb.id, "--", "sleep", "1003")
     raw = raw_stream_start(sb.sock, "sleep 1004")
@@ -159,7 +159,7 @@ def test_ttl_expiry(hutch):
     results = {}
 
     def run():
-        results["run"] = sb.api("POST", "/run", {"cmd": "sleep 30"}, timeout=20)
+        results["run"] = sb.api("POST", "/v1/run", {"cmd": "sleep 30"}, timeout=20)
 
     def stream():
         results["stream"] = sse_events(sb.sock, {"cmd": "echo started; sleep 30"}, timeout=20)

@@ -61,7 +61,7 @@ def test_create_takes_a_ready_sandbox_and_the_keeper_refills(pool):
     assert st["config"]["ttl_seconds"] == 120 and st["config"]["idle_timeout_seconds"] == 30
     assert 110 <= st["expires_in_seconds"] <= 120  # the session starts at the claim
     # usable like any sandbox, as appuser
-    s, res = api(info["socket"], "POST", "/run", {"cmd": "id -u; echo ok > /workspace/f; cat /workspace/f"})
+    s, res = api(info["socket"], "POST", "/v1/run", {"cmd": "id -u; echo ok > /workspace/f; cat /workspace/f"})
     assert s == 200 and res["stdout"] == "1000\nok\n", res
     # the keeper replaces it; the claimed one is never pooled again
     assert wait_until(lambda: len(pooled_ids(pool)) == 2, timeout=30)
@@ -73,9 +73,9 @@ def test_pooled_sandbox_serves_nobody_until_claimed(pool):
     start(pool, size=1)
     [sid] = pooled_ids(pool)
     sock = os.path.join(pool.rtdir, sid, "api.sock")
-    for method, path, body in [("POST", "/run", {"cmd": "true"}),
-                               ("POST", "/start_process", {"cmd": "sleep 1"}),
-                               ("POST", "/write_file", {"path": "/workspace/x", "content": "x"}),
+    for method, path, body in [("POST", "/v1/run", {"cmd": "true"}),
+                               ("POST", "/v1/start_process", {"cmd": "sleep 1"}),
+                               ("POST", "/v1/write_file", {"path": "/workspace/x", "content": "x"}),
                                ("GET", "/files?path=/etc/passwd", None)]:
         s, res = api(sock, method, path, body)
         assert s == 409 and res["error"]["code"] == "sandbox_pooled", (path, s, res)
@@ -96,7 +96,7 @@ def test_a_refused_request_is_answered_after_its_body(pool):
     try:
         body = json.dumps({"cmd": "sleep 1", "pad": "x" * 60000}).encode()
         for _ in range(3):
-            conn.putrequest("POST", "/start_process")
+            conn.putrequest("POST", "/v1/start_process")
             conn.putheader("Content-Type", "application/json")
             conn.putheader("Content-Length", str(len(body)))
             conn.endheaders()

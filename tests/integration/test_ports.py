@@ -64,7 +64,7 @@ def host_ports(sb):
 
 def start_server(sb, argv, port):
     """Start a server in the background and wait until it listens inside."""
-    st, res = sb.api("POST", "/start_process", {"argv": argv})
+    st, res = sb.api("POST", "/v1/start_process", {"argv": argv})
     assert st in (200, 201), res
     probe = f"import socket; socket.create_connection(('127.0.0.1', {port}), 1).close()"
     assert wait_until(lambda: sb.run(argv=["python3", "-c", probe])["exit_code"] == 0, 20)
@@ -300,7 +300,7 @@ def test_publish_twice_and_forms(hutch):
 
 def test_server_on_ipv6_loopback_only_is_reached(hutch):
     sb = hutch.create("-p", "0:8001")
-    st, res = sb.api("POST", "/start_process",
+    st, res = sb.api("POST", "/v1/start_process",
                      {"argv": ["python3", "-m", "http.server", "8001", "--bind", "::1"]})
     assert st in (200, 201), res
     probe = "import socket; socket.create_connection(('::1', 8001), 1).close()"

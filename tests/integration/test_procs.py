@@ -15,13 +15,13 @@ RFC3339 = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$")
 
 
 def start(sb, body):
-    status, res = sb.api("POST", "/start_process", body)
+    status, res = sb.api("POST", "/v1/start_process", body)
     assert status == 200, res
     return res
 
 
 def listing(sb):
-    status, res = sb.api("GET", "/list_processes")
+    status, res = sb.api("GET", "/v1/list_processes")
     assert status == 200, res
     return {p["id"]: p for p in res["processes"]}
 
@@ -34,7 +34,7 @@ def output(sb, pid, offset=0, stream="stdout", **q):
 
 
 def kill(sb, pid, **kw):
-    return sb.api("POST", "/kill_process", {"id": pid, **kw}, timeout=90)
+    return sb.api("POST", "/v1/kill_process", {"id": pid, **kw}, timeout=90)
 
 
 def wait_done(sb, pid, timeout=20):
@@ -147,7 +147,7 @@ def test_ring_keeps_the_last_mib_and_says_what_was_dropped(sandbox):
     (b'{"cmd": "true", "cwd": ""}', ["'cwd' is empty"]),
 ])
 def test_start_bad_body_is_400(sandbox, body, words):
-    status, res = sandbox.api("POST", "/start_process", raw=body)
+    status, res = sandbox.api("POST", "/v1/start_process", raw=body)
     assert_error(status, res, 400, "invalid_request", *words)
     assert listing(sandbox) == {}
 
@@ -168,7 +168,7 @@ def test_error_paths(sandbox):
     for body in (b"", b"[]", b'{"id": 1}', b'{"id": "p1", "grace": 1}',
                  b'{"id": "p1", "grace_seconds": -1}', b'{"id": "p1", "grace_seconds": "5"}',
                  b'{"id": "p1", "grace_seconds": 1e9}'):
-        status, res = sandbox.api("POST", "/kill_process", raw=body)
+        status, res = sandbox.api("POST", "/v1/kill_process", raw=body)
         assert_error(status, res, 400, "invalid_request")
     # kill of an exited process
     status, res = kill(sandbox, "p1")
@@ -182,8 +182,8 @@ def test_error_paths(sandbox):
         status, res = sandbox.api("GET", f"/process_output?{q}")
         assert_error(status, res, 400, "invalid_request", words)
     # methods
-    for method, path in (("GET", "/start_process"), ("GET", "/kill_process"),
-                         ("POST", "/list_processes"), ("POST", "/process_output")):
+    for method, path in (("GET", "/v1/start_process"), ("GET", "/v1/kill_process"),
+                         ("POST", "/v1/list_processes"), ("POST", "/process_output")):
         status, res = sandbox.api(method, path)
         assert_error(status, res, 405, "method_not_allowed")
     assert sandbox.api("GET", "/health")[0] == 200
@@ -239,7 +239,7 @@ def test_kill_with_zero_grace_and_concurrent_kills(sandbox):
     start(sandbox, {"cmd": "trap '' TERM; sleep 1000"})
     wait_until(lambda: len(sandbox_sleeps(sandbox)) == 1)
     conn = UnixHTTPConnection(sandbox.sock, timeout=30)
-    conn.request("POST", "/kill_process", body=json.dumps({"id": "p1", "grace_seconds": 20}),
+    conn.request("POST", "/v1/kill_process", body=json.dumps({"id": "p1", "grace_seconds": 20}),
                  headers={"Content-Type": "application/json"})
     time.sleep(0.2)
     status, res = kill(sandbox, "p1", grace_seconds=0)  # a shorter grace wins
@@ -253,7 +253,7 @@ def test_processes_survive_clients_and_die_with_the_sandbox(hutch):
     sb = hutch.create()
     # started over a connection that is then dropped
     conn = UnixHTTPConnection(sb.sock, timeout=10)
-    conn.request("POST", "/start_process", body=json.dumps({"cmd": "sleep 1000"}),
+    conn.request("POST", "/v1/start_process", body=json.dumps({"cmd": "sleep 1000"}),
                  headers={"Content-Type": "application/json"})
     assert conn.getresponse().status == 200
     conn.close()
@@ -276,7 +276,7 @@ def test_processes_survive_clients_and_die_with_the_sandbox(hutch):
 def test_too_many_running_processes(sandbox):
     for i in range(64):
         start(sandbox, {"argv": ["sleep", "1000"]})
-    status, res = sandbox.api("POST", "/start_process", {"argv": ["sleep", "1000"]})
+    status, res = sandbox.api("POST", "/v1/start_process", {"argv": ["sleep", "1000"]})
     assert_error(status, res, 429, "too_many_processes", "64 background processes")
     status, res = kill(sandbox, "p1", grace_seconds=0)
     assert status == 200, res

@@ -76,7 +76,7 @@ def test_error_paths(sandbox):
 
 
 def start_raw(sb, body):
-    return sb.api("POST", "/start_process", raw=body)
+    return sb.api("POST", "/v1/start_process", raw=body)
 
 
 def test_one_writer_at_a_time_and_a_process_that_does_not_read(sandbox):
@@ -93,7 +93,7 @@ def test_one_writer_at_a_time_and_a_process_that_does_not_read(sandbox):
     status, res = send(sandbox, "p1", b"x")
     assert_error(status, res, 409, "stdin_busy", "one after the other")
     # the process dies: the waiting writer is answered, with what went in
-    status, res = sandbox.api("POST", "/kill_process", {"id": "p1", "grace_seconds": 0})
+    status, res = sandbox.api("POST", "/v1/kill_process", {"id": "p1", "grace_seconds": 0})
     assert status == 200
     t.join(60)
     assert not t.is_alive()

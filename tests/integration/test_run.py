@@ -123,10 +123,10 @@ def test_env_set_and_override(hutch, sandbox):
 
 
 def test_env_invalid_name_is_refused(sandbox):
-    status, res = sandbox.api("POST", "/run", {"cmd": "true", "env": {"1BAD": "x"}})
+    status, res = sandbox.api("POST", "/v1/run", {"cmd": "true", "env": {"1BAD": "x"}})
     assert status == 400 and res["error"]["code"] == "invalid_request"
     assert "1BAD" in res["error"]["message"]
-    status, res = sandbox.api("POST", "/run", {"cmd": "true", "env": {"A=B": "x"}})
+    status, res = sandbox.api("POST", "/v1/run", {"cmd": "true", "env": {"A=B": "x"}})
     assert status == 400
 
 
@@ -268,7 +268,7 @@ def test_supervisor_memory_bounded_with_slow_streaming_client(sandbox):
     spid = sandbox.status()["supervisor_pid"]
     size = 128 << 20
     conn = UnixHTTPConnection(sandbox.sock, timeout=60)
-    conn.request("POST", "/run_streaming",
+    conn.request("POST", "/v1/run_streaming",
                  body=json.dumps({"cmd": f"head -c {size} /dev/zero | tr '\\0' a"}).encode(),
                  headers={"Content-Type": "application/json"})
     resp = conn.getresponse()
@@ -313,7 +313,7 @@ def test_streaming_multibyte_split_across_chunks(sandbox):
 
 def test_streaming_output_arrives_before_end_and_disconnect_kills(sandbox):
     conn = UnixHTTPConnection(sandbox.sock, timeout=20)
-    conn.request("POST", "/run_streaming", body=json.dumps({"cmd": "echo first; exec sleep 30"}).encode(),
+    conn.request("POST", "/v1/run_streaming", body=json.dumps({"cmd": "echo first; exec sleep 30"}).encode(),
                  headers={"Content-Type": "application/json"})
     resp = conn.getresponse()
     assert resp.status == 200
@@ -334,7 +334,7 @@ def test_streaming_output_arrives_before_end_and_disconnect_kills(sandbox):
 
 def test_run_disconnect_kills_command(sandbox):
     conn = UnixHTTPConnection(sandbox.sock, timeout=20)
-    conn.request("POST", "/run", body=json.dumps({"cmd": "sleep 30 & sleep 31; true"}).encode(),
+    conn.request("POST", "/v1/run", body=json.dumps({"cmd": "sleep 30 & sleep 31; true"}).encode(),
                  headers={"Content-Type": "application/json"})
     assert wait_until(lambda: sandbox.count("sleep") == 2, timeout=5)
     conn.close()

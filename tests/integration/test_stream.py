@@ -290,7 +290,7 @@ def test_exec_half_close_ends_stdin_not_the_command(sandbox):
     assert out == b"inafter\n" and kind == EXIT and res["exit_code"] == 0
 
 
-@pytest.mark.parametrize("path", ["/run", "/run_streaming"])
+@pytest.mark.parametrize("path", ["/v1/run", "/v1/run_streaming"])
 def test_half_close_after_a_request_is_not_a_hang_up(sandbox, path):
     body = json.dumps({"cmd": "sleep 0.5; echo done"}).encode()
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -417,7 +417,7 @@ def test_run_streaming_base64(sandbox):
     ({"cmd": "true", "encoding": "base64", "stdin": "@@@"}, ["'stdin' is not valid base64"]),
 ])
 def test_run_encoding_refusals(sandbox, body, words):
-    status, res = sandbox.api("POST", "/run", body)
+    status, res = sandbox.api("POST", "/v1/run", body)
     assert status == 400
     for w in words:
         assert w in res["error"]["message"]

@@ -187,7 +187,7 @@ def test_hang_up_of_the_cli_kills_the_session(sandbox, term):
 
 
 def test_run_refuses_tty(sandbox):
-    status, res = sandbox.api("POST", "/run", {"cmd": "true", "tty": {}})
+    status, res = sandbox.api("POST", "/v1/run", {"cmd": "true", "tty": {}})
     assert status == 400 and "POST /exec" in res["error"]["message"]
 
 

@@ -22,8 +22,53 @@
 
 static const struct hutch_api_route *find(const char *url, const char *method, bool *known)
 {
-	*known = true; /* must be reset by the lookup */
-	return hutch_api_route_find(url, method, known);
+	unsigned k = 7; /* must be reset by the lookup */
+	const struct hutch_api_route *rt = hutch_api_route_find(url, method, false, &k);
+
+	*known = k != 0;
+	return rt;
+}
+
+/* The two namespaces: unprefixed paths the contract shares are the
+ * executor's, /v1/ is all native, TCP only the executor's. */
+static void test_route_namespaces(void **state)
+{
+	unsigned k;
+
+	(void)state;
+	assert_ptr_equal(hutch_api_route_find("/run", "POST", false, &k)->serve,
+	                 hutch_exec_serve_run);
+	assert_ptr_equal(hutch_api_route_find("/run", "GET", false, &k)->serve,
+	                 hutch_exec_serve_run); /* the executor checks no method there */
+	assert_ptr_equal(hutch_api_route_find("/v1/run", "POST", false, &k)->serve,
+	                 hutch_api_serve_run);
+	assert_ptr_equal(hutch_api_route_find("/v1/list_dir", "POST", false, &k)->serve,
+	                 hutch_api_serve_file);
+	assert_ptr_equal(hutch_api_route_find("/list_dir", "POST", false, &k)->serve,
+	                 hutch_exec_serve_file);
+	/* native-only paths: unprefixed and /v1/ */
+	assert_ptr_equal(hutch_api_route_find("/status", "GET", false, &k)->serve,
+	                 hutch_api_serve_status);
+	assert_ptr_equal(hutch_api_route_find("/v1/status", "GET", false, &k)->serve,
+	                 hutch_api_serve_status);
+	assert_ptr_equal(hutch_api_route_find("/v1/", "DELETE", false, &k)->serve,
+	                 hutch_api_serve_delete);
+	assert_null(hutch_api_route_find("/v1/process_logs_streaming", "GET", false, &k));
+	assert_int_equal(k, 0);
+	/* the executor's 405 is its own */
+	assert_null(hutch_api_route_find("/kill_process", "GET", false, &k));
+	assert_int_equal(k, HUTCH_ROUTE_KNOWN_EXECUTOR);
+	assert_null(hutch_api_route_find("/v1/kill_process", "GET", false, &k));
+	assert_int_equal(k, HUTCH_ROUTE_KNOWN);
+	/* TCP: the contract only */
+	assert_non_null(hutch_api_route_find("/run", "POST", true, &k));
+	assert_non_null(hutch_api_route_find("/health", "GET", true, &k));
+	assert_null(hutch_api_route_find("/status", "GET", true, &k));
+	assert_int_equal(k, 0);
+	assert_null(hutch_api_route_find("/v1/run", "POST", true, &k));
+	assert_null(hutch_api_route_find("/", "DELETE", true, &k));
+	assert_null(hutch_api_route_find("/files", "GET", true, &k));
+	assert_null(hutch_api_route_find("/exec", "POST", true, &k));
 }
 
 static void test_route_find(void **state)
@@ -32,7 +77,7 @@ static void test_route_find(void **state)
 	bool known;
 
 	(void)state;
-	rt = find("/run", "POST", &known);
+	rt = find("/v1/run", "POST", &known);
 	assert_non_null(rt);
 	assert_ptr_equal(rt->serve, hutch_api_serve_run);
 	assert_string_equal(rt->url, "/run");
@@ -44,16 +89,16 @@ static void test_route_find(void **state)
 	assert_non_null(rt);
 	assert_int_equal(rt->arg, HUTCH_FILE_PUT);
 	assert_ptr_equal(find("/", "DELETE", &known)->serve, hutch_api_serve_delete);
-	assert_ptr_equal(find("/list_dir", "POST", &known)->serve, hutch_api_serve_file);
+	assert_ptr_equal(find("/v1/list_dir", "POST", &known)->serve, hutch_api_serve_file);
 
 	/* A known URL with another method: 405 (url_known). */
 	assert_null(find("/files", "POST", &known));
 	assert_true(known);
 	assert_null(find("/", "GET", &known));
 	assert_true(known);
-	assert_null(find("/run", "GET", &known));
+	assert_null(find("/v1/run", "GET", &known));
 	assert_true(known);
-	assert_null(find("/health", "get", &known)); /* methods are case-sensitive */
+	assert_null(find("/v1/health", "get", &known)); /* methods are case-sensitive */
 	assert_true(known);
 	/* Unknown URLs: 404. Matching is exact. */
 	assert_null(find("/nope", "GET", &known));
@@ -68,13 +113,14 @@ static void test_route_find(void **state)
 
 static void test_route_flags(void **state)
 {
-	static const char *const pooled[][2] = {
-		{ "/health", "GET" }, { "/status", "GET" }, { "/", "DELETE" }, { "/claim", "POST" }
-	};
+	static const char *const pooled[][2] = { { "/v1/health", "GET" },
+		                                 { "/status", "GET" },
+		                                 { "/", "DELETE" },
+		                                 { "/claim", "POST" } };
 	static const char *const not_pooled[][2] = {
-		{ "/run", "POST" },           { "/run_streaming", "POST" },
-		{ "/start_process", "POST" }, { "/process_output", "GET" },
-		{ "/write_file", "POST" },    { "/files", "PUT" },
+		{ "/v1/run", "POST" },           { "/v1/run_streaming", "POST" },
+		{ "/v1/start_process", "POST" }, { "/process_output", "GET" },
+		{ "/v1/write_file", "POST" },    { "/files", "PUT" },
 	};
 	const struct hutch_api_route *rt;
 	bool known;
@@ -87,19 +133,19 @@ static void test_route_flags(void **state)
 		             HUTCH_ROUTE_POOLED);
 	/* Only watching is passive; only health and DELETE serve an ended
 	 * sandbox; the file routes take their body raw. */
-	assert_true(find("/health", "GET", &known)->flags & HUTCH_ROUTE_PASSIVE);
+	assert_true(find("/v1/health", "GET", &known)->flags & HUTCH_ROUTE_PASSIVE);
 	assert_true(find("/status", "GET", &known)->flags & HUTCH_ROUTE_PASSIVE);
-	assert_false(find("/run", "POST", &known)->flags & HUTCH_ROUTE_PASSIVE);
+	assert_false(find("/v1/run", "POST", &known)->flags & HUTCH_ROUTE_PASSIVE);
 	assert_false(find("/claim", "POST", &known)->flags & HUTCH_ROUTE_PASSIVE);
-	assert_true(find("/health", "GET", &known)->flags & HUTCH_ROUTE_ENDED);
+	assert_true(find("/v1/health", "GET", &known)->flags & HUTCH_ROUTE_ENDED);
 	assert_false(find("/status", "GET", &known)->flags & HUTCH_ROUTE_ENDED);
 	rt = find("/", "DELETE", &known);
 	assert_true(rt->flags & HUTCH_ROUTE_ENDED);
 	assert_true(rt->flags & HUTCH_ROUTE_WAITS_END);
-	assert_true(find("/read_file", "POST", &known)->flags & HUTCH_ROUTE_RAW);
+	assert_true(find("/v1/read_file", "POST", &known)->flags & HUTCH_ROUTE_RAW);
 	assert_true(find("/files", "GET", &known)->flags & HUTCH_ROUTE_RAW);
-	assert_false(find("/run", "POST", &known)->flags & HUTCH_ROUTE_RAW);
-	assert_false(find("/kill_process", "POST", &known)->flags & HUTCH_ROUTE_RAW);
+	assert_false(find("/v1/run", "POST", &known)->flags & HUTCH_ROUTE_RAW);
+	assert_false(find("/v1/kill_process", "POST", &known)->flags & HUTCH_ROUTE_RAW);
 }
 
 static void test_file_errno(void **state)
@@ -238,9 +284,10 @@ static void test_fields_nul(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_route_find),        cmocka_unit_test(test_route_flags),
-		cmocka_unit_test(test_file_errno),        cmocka_unit_test(test_fields),
-		cmocka_unit_test(test_fields_duplicates), cmocka_unit_test(test_fields_nul),
+		cmocka_unit_test(test_route_find),  cmocka_unit_test(test_route_namespaces),
+		cmocka_unit_test(test_route_flags), cmocka_unit_test(test_file_errno),
+		cmocka_unit_test(test_fields),      cmocka_unit_test(test_fields_duplicates),
+		cmocka_unit_test(test_fields_nul),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

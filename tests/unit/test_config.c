@@ -270,6 +270,24 @@ static void test_network_options(void **state)
 	assert_int_equal(set1(&c, "resolver", ":53", &err), -EINVAL);
 	assert_int_equal(set1(&c, "resolver", "::1", &err), -EINVAL);
 
+	/* --executor-port: loopback unless an address is named */
+	assert_string_equal(c.executor_listen, "");
+	assert_int_equal(set1(&c, "executor_port", "8080", &err), 0);
+	assert_string_equal(c.executor_listen, "127.0.0.1:8080");
+	assert_int_equal(ntohl(c.executor_addr.sin_addr.s_addr), INADDR_LOOPBACK);
+	assert_int_equal(ntohs(c.executor_addr.sin_port), 8080);
+	assert_int_equal(set1(&c, "executor_port", "0", &err), 0);
+	assert_string_equal(c.executor_listen, "127.0.0.1:0");
+	assert_int_equal(set1(&c, "executor_port", "192.0.2.7:65535", &err), 0);
+	assert_string_equal(c.executor_listen, "192.0.2.7:65535");
+	for (size_t i = 0; i < 7; i++) {
+		static const char *const bad[] = { "65536", "x",  ":80",   "1.2.3:80",
+			                           "-1",    " 1", "::1:80" };
+		assert_int_equal(set1(&c, "executor_port", bad[i], &err), -EINVAL);
+		assert_non_null(strstr(err.msg, "invalid executor_port"));
+		assert_string_equal(c.executor_listen, "192.0.2.7:65535"); /* unchanged */
+	}
+
 	assert_int_equal(set1(&c, "net_pool", "10.201.0.0/16", &err), 0);
 	assert_string_equal(c.net_pool, "10.201.0.0/16");
 	assert_int_equal(set1(&c, "net_pool", "10.201.8.0/24", &err), -EINVAL);

@@ -333,6 +333,19 @@ def _hutch_json(*args):
     raise errors.SandboxError(msg)
 
 
+def _executor_port(port):
+    """executor_port: also serve the cloud executor's API on TCP, on
+    127.0.0.1:PORT (0: any free port) or "ADDR:PORT"; None: not."""
+    if port is None:
+        return None
+    if isinstance(port, int) and not isinstance(port, bool) and 0 <= port <= 65535:
+        return port
+    if isinstance(port, str) and re.fullmatch(r"\d{1,3}(\.\d{1,3}){3}:\d{1,5}", port):
+        return port
+    raise errors.ConfigError(f"invalid executor_port {port!r}: a TCP port number (0: any free "
+                             "one) or \"ADDR:PORT\"")
+
+
 class LocalSandbox:
     """A local sandbox configuration, with the cloud sandbox's option names,
     defaults and validation (errors raised here, before anything starts).
@@ -344,7 +357,7 @@ class LocalSandbox:
     def __init__(self, *, instance_type="medium", idle_timeout_seconds=0, ttl_seconds=86400,
                  region=DEFAULT_REGION, network=None, image=None, setup_script=None,
                  setup_script_timeout_seconds=600, hooks=(), supports_background_processes=True,
-                 host_ports=(), ports=()):
+                 host_ports=(), ports=(), executor_port=None):
         if not isinstance(instance_type, str) or instance_type not in INSTANCE_TYPES:
             raise errors.ConfigError(f"unknown instance_type {instance_type!r}: valid types are "
                                      f"{', '.join(INSTANCE_TYPES)}")
@@ -369,6 +382,7 @@ class LocalSandbox:
                                      "(network=Network.all())")
         self.host_ports = _host_ports(host_ports, network)
         self.ports = _publish(ports)
+        self.executor_port = _executor_port(executor_port)
         if image is not None and not isinstance(image, str):
             raise errors.ConfigError(f"invalid image {image!r}: a string or None")
         self.image = image
@@ -414,6 +428,8 @@ class LocalSandbox:
             args += ["--host-port", str(port)]
         for spec in self.ports:
             args += ["--publish", spec]
+        if self.executor_port is not None:
+            args += ["--executor-port", str(self.executor_port)]
         return args
 
     def _create(self):
@@ -424,7 +440,7 @@ class LocalSandbox:
                                      "host and always has a shell and python3)")
         hutch = find_hutch()
         options = self._cli_options()
-        if self.setup_script is None and not self.ports:
+        if self.setup_script is None and not self.ports and self.executor_port is None:
             info = _pool.try_claim(hutch, options)
             if info is not None:
                 return info
@@ -637,6 +653,9 @@ class SandboxSession:
         self.socket_path = info["socket"]
         self.expires_at = info.get("expires_at")
         self.config = info.get("config", {})
+        # executor_port: {"address", "port", "url", "secret"}, for a client
+        # of the cloud executor (the secret is given this once)
+        self.executor = info.get("executor")
         self._client = _http.Client(self.socket_path, self.id)
         #: commands on pseudo-terminals: ``session.pty.create(PtySize(24, 80))``
         self.pty = Pty(self._client)
@@ -657,7 +676,7 @@ class SandboxSession:
         ``stdout`` and ``stderr`` are the exact ``bytes``. Raises
         :class:`CommandTimeoutError` if ``timeout`` ran out."""
         body = _cmd_body(cmd, cwd, env, timeout, stdin, text)
-        d = self._client.call("POST", "/run", body, timeout=_http_timeout(timeout))
+        d = self._client.call("POST", "/v1/run", body, timeout=_http_timeout(timeout))
         result = CommandResult.from_json(d, text=text)
         if result.timed_out:
             raise errors.CommandTimeoutError(
@@ -682,7 +701,7 @@ class SandboxSession:
             return self._stream_callbacks(cmd, cwd, env, timeout, stdin, text, on_stdout,
                                           on_stderr)
         body = json.dumps(_cmd_body(cmd, cwd, env, timeout, stdin, text)).encode()
-        resp, conn = self._client.request("POST", "/run_streaming", body,
+        resp, conn = self._client.request("POST", "/v1/run_streaming", body,
                                           {"Content-Type": "application/json"},
                                           timeout=_http_timeout(timeout))
         self._client.check(resp, conn)
@@ -736,7 +755,7 @@ class SandboxSession:
         return json.loads(self._client.read_body(resp, conn)).get("size", len(data))
 
     def list_dir(self, path="/workspace"):
-        d = self._client.call("POST", "/list_dir", {"path": os.fspath(path)})
+        d = self._client.call("POST", "/v1/list_dir", {"path": os.fspath(path)})
         base = d.get("path", os.fspath(path))
         return [FileEntry(name=e["name"], type=e["type"], size=e.get("size", 0), mode=e.get("mode", ""),
                           mtime=e.get("mtime", 0.0), path=base.rstrip("/") + "/" + e["name"])
@@ -746,18 +765,18 @@ class SandboxSession:
         """Delete a file or symlink, or (``recursive``) a directory tree."""
         path = os.fspath(path)
         try:
-            self._client.call("POST", "/delete_file", {"path": path})
+            self._client.call("POST", "/v1/delete_file", {"path": path})
         except errors.SandboxIsADirectoryError:
             if not recursive:
                 raise
-            self._client.call("POST", "/delete_dir", {"path": path})
+            self._client.call("POST", "/v1/delete_dir", {"path": path})
 
     def make_dir(self, path, *, mode=None):
         """Create a directory and its parents (an existing one is fine)."""
         body = {"path": os.fspath(path)}
         if mode is not None:
             body["mode"] = _mode(mode)
-        self._client.call("POST", "/make_dir", body)
+        self._client.call("POST", "/v1/make_dir", body)
 
     def upload(self, src, dst, *, mode=None):
         """Stream a local file (a path or a binary file object) to ``dst`` in
@@ -866,7 +885,7 @@ class SandboxSession:
             raise TypeError(f"stdin must be True or False, not {stdin!r}")
         if stdin:
             body["stdin"] = True
-        return ProcessInfo.from_json(self._client.call("POST", "/start_process", body))
+        return ProcessInfo.from_json(self._client.call("POST", "/v1/start_process", body))
 
     def send_stdin(self, process_id, data=b"", *, close=False):
         """Write ``data`` (bytes exact, or str as UTF-8) to the standard input
@@ -895,13 +914,13 @@ class SandboxSession:
     def list_processes(self):
         self._need_bg()
         return [ProcessInfo.from_json(p) for p in
-                self._client.call("GET", "/list_processes").get("processes", [])]
+                self._client.call("GET", "/v1/list_processes").get("processes", [])]
 
     def kill_process(self, process_id, *, grace_seconds=5):
         self._need_bg()
         pid = process_id.id if isinstance(process_id, ProcessInfo) else process_id
         return ProcessInfo.from_json(self._client.call(
-            "POST", "/kill_process", {"id": pid, "grace_seconds": grace_seconds},
+            "POST", "/v1/kill_process", {"id": pid, "grace_seconds": grace_seconds},
             timeout=grace_seconds + 60))
 
     def process_output(self, process_id, *, stream="stdout", offset=0, wait=None):

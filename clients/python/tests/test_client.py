@@ -827,3 +827,30 @@ def test_expose_port_async():
             await s.unexpose_port()
             assert await s.ports() == []
     asyncio.run(main())
+
+
+@pytest.mark.parametrize("port", [-1, 65536, "80", "x:1", True, 1.5])
+def test_executor_port_validation(port):
+    with pytest.raises(ConfigError, match="executor_port"):
+        LocalSandbox(executor_port=port)
+
+
+def test_executor_port_serves_the_contract_with_the_secret():
+    import http.client
+    import json as _json
+    with LocalSandbox(executor_port=0) as s:
+        e = s.executor
+        assert e["address"] == "127.0.0.1" and e["url"] == "http://127.0.0.1:%d" % e["port"]
+        assert s.config["executor_port"] == "127.0.0.1:0"
+        conn = http.client.HTTPConnection("127.0.0.1", e["port"], timeout=30)
+        conn.request("POST", "/run", body=_json.dumps({"cmd": "echo hi; exit 3"}),
+                     headers={"Authorization": "Bearer " + e["secret"]})
+        resp = conn.getresponse()
+        assert (resp.status, _json.loads(resp.read())) == (
+            200, {"stdout": "hi\n", "stderr": "", "error": "Non-zero exit code", "code": 3})
+        conn.request("POST", "/run", body=b'{"cmd": "true"}')
+        resp = conn.getresponse()
+        assert (resp.status, resp.read()) == (401, b"Unauthorized\n")
+        conn.close()
+        # the session itself goes on through the native API
+        assert s.execute("echo ok").stdout == "ok\n"

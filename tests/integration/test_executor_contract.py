@@ -641,3 +641,48 @@ def test_koyeb_client_wrong_secret(ex, koyeb, monkeypatch):
     finally:
         c.close()
     assert native_run(ex, "test -e /workspace/koyeb-pwned")["exit_code"] == 1
+
+
+# ---- from inside the sandbox ----
+
+CONNECT = ("import socket, sys\n"
+           "s = socket.socket(); s.settimeout(3)\n"
+           "try:\n"
+           "    s.connect((sys.argv[1], int(sys.argv[2]))); print('connected')\n"
+           "except OSError as e:\n"
+           "    print('refused', e)\n")
+
+
+@pytest.mark.parametrize("network", ["none", "all"])
+def test_sandbox_cannot_reach_its_own_executor_listener(tmp_path, network):
+    """The listener is on the host's loopback; the sandbox's 127.0.0.1 is its
+    own (a netns of its own in every mode), and the host is out of reach in
+    mode all: a command inside cannot use the TCP API to act outside its
+    request, nor read the secret."""
+    h = Hutch(tmp_path / "rt")
+    r = h("create", "--executor-port", "0", "--network", network, "--json")
+    assert r.returncode == 0, r.stderr.decode()
+    info = json.loads(r.stdout)
+    try:
+        port = info["executor"]["port"]
+        targets = ["127.0.0.1"]
+        if network == "all":
+            route = api(info["socket"], "POST", "/v1/run", {"cmd": "cat /proc/net/route"})[1]
+            gw = [socket.inet_ntoa(bytes.fromhex(f[2])[::-1])
+                  for f in (ln.split() for ln in route["stdout"].splitlines()[1:])
+                  if f[1] == "00000000"]
+            assert len(gw) == 1, route  # the host's end of the sandbox's link
+            targets += gw
+        for addr in targets:
+            status, res = api(info["socket"], "POST", "/v1/run",
+                              {"argv": ["python3", "-c", CONNECT, addr, str(port)]})
+            assert status == 200 and res["stdout"].startswith("refused"), (addr, res)
+        secret_path = os.path.join(h.rtdir, info["id"], "executor.secret")
+        status, res = api(info["socket"], "POST", "/v1/run", {
+            "cmd": "test -e %s && echo visible; grep -rl %s /workspace /tmp /home /etc "
+                   "2>/dev/null | head -1" % (secret_path, info["executor"]["secret"][:16]),
+            "timeout": 30})
+        assert res["stdout"] == "", res
+    finally:
+        h("rm", "--all")
+        h("gc")

@@ -451,9 +451,10 @@ int hutch_pool_start(struct hutch_config *cfg, unsigned size, const char *rt, pi
 	if (!hutch_pool_can_serve(cfg))
 		return hutch_err_set(
 		        err, -EINVAL,
-		        "a pool cannot hold sandboxes with a setup script, an "
-		        "on_create hook (they run at each creation) or published ports (-p: "
-		        "bind them after the claim with POST /bind_port); drop those options");
+		        "a pool cannot hold sandboxes with a setup script, an on_create hook (they "
+		        "run at each creation), published ports (-p: bind them after the claim "
+		        "with POST /bind_port) or header bindings (their secrets and CA are made "
+		        "for one sandbox); drop those options");
 	memset(&k, 0, sizeof(k));
 	k.cfg = cfg;
 	k.rt = rt;

@@ -177,7 +177,8 @@ const struct hutch_cli_verb hutch_verb_pool_start = {
 	.name = "pool start",
 	.synopsis = "[--size N] [OPTIONS]",
 	.about = "Start a keeper that keeps N sandboxes of this configuration ready; returns once "
-	         "they are. A pool cannot hold sandboxes with --setup-script or --on-create.\n",
+	         "they are. A pool cannot hold sandboxes with --setup-script, --on-create or "
+	         "--header-binding.\n",
 	.opts = start_opts,
 	.sandbox_opts = true,
 	.run = cmd_start,

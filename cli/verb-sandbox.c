@@ -141,6 +141,15 @@ static int create_sandbox(struct hutch_config *cfg, struct hutch_created *c)
 	r = hutch_cli_config_from_env(cfg);
 	if (r)
 		return r;
+	for (size_t i = 0; cfg->header_bindings && i < cfg->header_bindings->n; i++)
+		if (cfg->header_bindings->b[i].literal)
+			fprintf(stderr,
+			        "hutch: warning: header binding '%s:%s' has its value on the "
+			        "command "
+			        "line, where ps and shell history show it; use @env:NAME, "
+			        "@file:PATH "
+			        "or @fd:N\n",
+			        cfg->header_bindings->b[i].host, cfg->header_bindings->b[i].header);
 	r = hutch_config_validate(cfg, &err);
 	if (r < 0)
 		return hutch_cli_fail(HUTCH_EXIT_USAGE, "%s", err.msg);

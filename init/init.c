@@ -629,15 +629,15 @@ static int prepare_spawn(struct init_state *s)
 	return 0;
 }
 
-static int wait_go(int sock)
+/* GO, with the sandbox CA's PEM (header bindings) for rootfs->ca_pem. */
+static int wait_go(int sock, struct hutch_rootfs_config *rootfs)
 {
-	struct hutch_msg_hdr hdr;
-	char buf[16];
-	ssize_t n = hutch_proto_recv(sock, &hdr, buf, sizeof(buf), NULL, NULL);
+	static char ca[8192]; /* zeroed: what GO carries stays NUL terminated */
+	struct hutch_msg_hdr hdr = { 0 };
+	ssize_t n = hutch_proto_recv(sock, &hdr, ca, sizeof(ca) - 1, NULL, NULL);
 
-	if (n < 0)
-		return (int)n;
-	return hdr.type == HUTCH_MSG_GO ? 0 : -EPROTO;
+	rootfs->ca_pem = n > 0 ? ca : NULL;
+	return n < 0 ? (int)n : hdr.type == HUTCH_MSG_GO && strlen(ca) == (size_t)n ? 0 : -EPROTO;
 }
 
 /* The listeners of the DNS stub, TLS proxy and host ports live in our
@@ -727,13 +727,14 @@ void hutch_init_main(const struct hutch_init_params *p)
 		                .cmds_tasks_fd = p->cmds_tasks_fd,
 		                .cmds_state_fd = p->cmds_state_fd };
 	struct hutch_err err = { 0 };
+	struct hutch_rootfs_config rootfs = p->rootfs;
 	int sigfd, r;
 
 	/* If the supervisor dies, so does the sandbox (and with PID 1, its
 	 * whole pid namespace). Check the race with a parent already gone. */
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != p->supervisor_pid)
 		_exit(1);
-	if (wait_go(p->sock) < 0)
+	if (wait_go(p->sock, &rootfs) < 0)
 		_exit(1);
 	if (p->cgroup_join_err < 0) {
 		hutch_err_set_errno(&err, p->cgroup_join_err, "join the sandbox's cgroups");
@@ -761,7 +762,7 @@ void hutch_init_main(const struct hutch_init_params *p)
 		hutch_err_prefix(&err, "network");
 		fail(p->sock, &err);
 	}
-	if (hutch_rootfs_setup_child(&p->rootfs, &err) < 0)
+	if (hutch_rootfs_setup_child(&rootfs, &err) < 0)
 		fail(p->sock, &err);
 	r = prepare_spawn(&s);
 	if (r < 0) {

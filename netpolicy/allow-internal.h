@@ -53,4 +53,10 @@ enum hutch_net_tls_verdict hutch_net_allow_tls(const struct hutch_net_policy *p,
  * of the host's own interfaces need a look at the host (proxy.c). */
 bool hutch_net_addr_is_reserved(uint32_t a_be);
 
+/* What mode all never reaches (the forward chain's set blocked4): 0/8,
+ * 10/8, 100.64/10, 127/8, 169.254/16, 172.16/12, 192.0.0/24, 192.168/16,
+ * 198.18/15, 224/4, 240/4. For connections the proxy dials on a sandbox's
+ * behalf in mode all (header bindings redirect its port 443). */
+bool hutch_net_addr_is_blocked_all(uint32_t a_be);
+
 #endif

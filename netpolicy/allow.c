@@ -57,6 +57,25 @@ enum hutch_net_tls_verdict hutch_net_allow_tls(const struct hutch_net_policy *p,
 	return sni[0] ? HUTCH_NET_TLS_UNLISTED : HUTCH_NET_TLS_NO_SNI;
 }
 
+bool hutch_net_addr_is_blocked_all(uint32_t a_be)
+{
+	/* The forward chain's set blocked4 (nft.c), as (prefix, bits). */
+	static const struct {
+		uint32_t net;
+		unsigned bits;
+	} blocked[] = {
+		{ 0x00000000, 8 },  { 0x0a000000, 8 },  { 0x64400000, 10 }, { 0x7f000000, 8 },
+		{ 0xa9fe0000, 16 }, { 0xac100000, 12 }, { 0xc0000000, 24 }, { 0xc0a80000, 16 },
+		{ 0xc6120000, 15 }, { 0xe0000000, 4 },  { 0xf0000000, 4 },
+	};
+	uint32_t a = ntohl(a_be);
+
+	for (size_t i = 0; i < sizeof(blocked) / sizeof(blocked[0]); i++)
+		if ((a >> (32 - blocked[i].bits)) == (blocked[i].net >> (32 - blocked[i].bits)))
+			return true;
+	return false;
+}
+
 bool hutch_net_addr_is_reserved(uint32_t a_be)
 {
 	uint32_t a = ntohl(a_be);

@@ -83,7 +83,7 @@ void hutch_egress_run(struct hutch_egress *e)
 }
 
 int hutch_egress_new(const struct hutch_net_policy *p, const struct sockaddr_in *resolver,
-                     struct hutch_egress **ret, struct hutch_err *err)
+                     struct mitm *mitm, struct hutch_egress **ret, struct hutch_err *err)
 {
 	struct hutch_egress *e = calloc(1, sizeof(*e));
 	int r;
@@ -97,7 +97,11 @@ int hutch_egress_new(const struct hutch_net_policy *p, const struct sockaddr_in 
 		.fd = -1, .policy = p, .resolver = &e->resolver, .refusals = &e->refusals
 	};
 	e->proxy = (struct proxy){
-		.policy = p, .loop = &e->loop, .resolver = &e->resolver, .refusals = &e->refusals
+		.policy = p,
+		.loop = &e->loop,
+		.resolver = &e->resolver,
+		.refusals = &e->refusals,
+		.mitm = mitm,
 	};
 	r = evloop_init(&e->loop, &e->tick_ev, err);
 	if (r >= 0)

@@ -161,6 +161,8 @@ int hutch_net_setup_child(const struct hutch_net_plan *plan, struct hutch_err *e
 		r = setup_all(sk, c, err);
 	else
 		r = route_all_add(sk, lo, 0, err);
+	if (r >= 0 && p->mode == HUTCH_NET_ALL && c->redirect_tls)
+		r = hutch_nft_redirect_child(err);
 	if (r < 0)
 		return r;
 	return ipv6_off(p->mode == HUTCH_NET_ALL, err);
@@ -240,6 +242,9 @@ int hutch_net_child_listeners(const struct hutch_net_plan *plan, struct hutch_ne
 	                 err);
 	if (r >= 0 && allow)
 		r = add_proxy_listeners(&l, p, err);
+	if (r >= 0 && !allow && c && c->redirect_tls)
+		r = add_listener(&l, SOCK_STREAM, "127.0.0.1", HUTCH_NET_REDIRECT_PORT,
+		                 HUTCH_NET_L_REDIRECT, err);
 	for (size_t i = 0; r >= 0 && c && i < c->nhost_ports; i++)
 		r = add_listener(&l, SOCK_STREAM, HUTCH_NET_HOST_INTERNAL, c->host_ports[i],
 		                 HUTCH_NET_L_HOSTPORT, err);

@@ -69,6 +69,62 @@ bool hutch_net_mode_is_implemented(enum hutch_net_mode mode);
 int hutch_net_policy_validate(const struct hutch_net_policy *p, const uint16_t *host_ports,
                               size_t nhost_ports, struct hutch_err *err);
 
+/* ---- header bindings (binding.c) ---- */
+
+/*
+ * --header-binding HOST:HEADER=VALUE (API: header_bindings): the egress
+ * proxy terminates the sandbox's TLS to HOST with a certificate of the
+ * sandbox's own CA and sets HEADER: VALUE on every HTTP/1.1 request it
+ * forwards to the real HOST. VALUE is a literal, or the secret of a source
+ * ("@env:NAME", "@file:PATH", "@fd:N"), optionally inside a template that
+ * holds "{secret}" once ("Bearer {secret}@env:TOKEN"). The secret stays in
+ * the supervisor: see hutch_net_bindings_protect().
+ */
+#define HUTCH_NET_BINDINGS_MAX      16
+#define HUTCH_NET_HEADER_MAX        64
+#define HUTCH_NET_BINDING_VALUE_MAX 4096
+
+struct hutch_net_binding {
+	char host[HUTCH_NET_HOST_MAX + 1];     /* lowercase DNS name */
+	char header[HUTCH_NET_HEADER_MAX + 1]; /* as given */
+	bool literal;                          /* the value was in the option itself */
+	size_t value_len;
+	char value[HUTCH_NET_BINDING_VALUE_MAX + 1]; /* secret: the header's whole value */
+};
+
+/* Lives in pages of its own (mmap), never on the heap. */
+struct hutch_net_bindings {
+	size_t n;
+	struct hutch_net_binding b[HUTCH_NET_BINDINGS_MAX];
+};
+
+/* New empty set (MADV_DONTDUMP); -errno. */
+int hutch_net_bindings_new(struct hutch_net_bindings **ret);
+/* Wipes and unmaps; NULL is fine. */
+void hutch_net_bindings_free(struct hutch_net_bindings *b);
+/* In the supervisor, before init is cloned: MADV_WIPEONFORK, so that
+ * init and every process after it see zeros (-errno: refuse), and mlock:
+ * 1 when the host did not allow it (the pages may be swapped), else 0. */
+int hutch_net_bindings_protect(struct hutch_net_bindings *b);
+/* Wipes the values, keeps hosts and headers (the CLI, once the
+ * supervisor has its copy). */
+void hutch_net_bindings_forget(struct hutch_net_bindings *b);
+/* Parses HOST:HEADER=VALUE, reading the secret of a source. Errors name
+ * the entry as HOST:HEADER, never the value. */
+int hutch_net_binding_parse(const char *spec, struct hutch_net_binding *ret, struct hutch_err *err);
+/* The rules for a binding given as fields (the API): a DNS name with a
+ * dot (no scheme, wildcard, port, path or IP), a token header name other
+ * than the framing ones (Host, Content-Length, Transfer-Encoding,
+ * Connection, ...), a value of 1..HUTCH_NET_BINDING_VALUE_MAX bytes
+ * without control characters (CR, LF, NUL) or outer white space. */
+int hutch_net_binding_check(const char *host, const char *header, const char *value,
+                            size_t value_len, struct hutch_err *err);
+/* Adds a copy; the same host and header twice, or more than the maximum,
+ * is an error. */
+int hutch_net_bindings_add(struct hutch_net_bindings *b, const struct hutch_net_binding *one,
+                           struct hutch_err *err);
+bool hutch_net_bindings_has_host(const struct hutch_net_bindings *b, const char *host);
+
 /* ---- network wiring (addrs, host side, child side) ---- */
 
 /*
@@ -148,12 +204,20 @@ int hutch_net_host_gc(bool (*slot_alive)(unsigned slot, void *ud), void *ud, str
  * Docker's iptables-nft FORWARD chain): mode all cannot get out through
  * them. Returns how many, naming them in buf; negative errno on failure. */
 int hutch_nft_forward_blockers(char *buf, size_t size, struct hutch_err *err);
+/* Child side (init, in the sandbox's netns): the table "ip hutch_tls" of
+ * hutch_net_child.redirect_tls. */
+int hutch_nft_redirect_child(struct hutch_err *err);
 
 /* ---- child side (init, before the root is built) ---- */
 
 /* What the namespace gets, computed by the supervisor before clone(). */
 struct hutch_net_child {
 	uint32_t addr, gateway; /* mode all: eth0 address/30 and default route */
+	/* mode all with header bindings: TCP to port 443 beyond the sandbox
+	 * is redirected (nftables in its netns) to the proxy's listener on
+	 * 127.0.0.1:HUTCH_NET_REDIRECT_PORT; UDP to 443 (QUIC) is refused so
+	 * that clients fall back to TCP. */
+	bool redirect_tls;
 	size_t nhost_ports;
 	uint16_t host_ports[HUTCH_NET_HOST_PORTS_MAX];
 };
@@ -170,10 +234,13 @@ struct hutch_net_plan;
 int hutch_net_setup_child(const struct hutch_net_plan *plan, struct hutch_err *err);
 
 enum hutch_net_listener_kind {
-	HUTCH_NET_L_DNS = 1, /* UDP: the DNS stub */
-	HUTCH_NET_L_PROXY,   /* TCP: the TLS proxy (allow) */
-	HUTCH_NET_L_HOSTPORT /* TCP: relay to 127.0.0.1:port on the host */
+	HUTCH_NET_L_DNS = 1,  /* UDP: the DNS stub */
+	HUTCH_NET_L_PROXY,    /* TCP: the TLS proxy (allow) */
+	HUTCH_NET_L_HOSTPORT, /* TCP: relay to 127.0.0.1:port on the host */
+	HUTCH_NET_L_REDIRECT, /* TCP: all + bindings: 443 redirected here */
 };
+
+#define HUTCH_NET_REDIRECT_PORT 15443
 
 struct hutch_net_listener {
 	int fd; /* non-blocking, close-on-exec */
@@ -215,10 +282,11 @@ int hutch_net_child_listeners(const struct hutch_net_plan *plan, struct hutch_ne
 #define HUTCH_EGRESS_REFUSED_LOG 64  /* refusals kept for /status */
 
 struct hutch_egress;
+struct mitm; /* header bindings' TLS (mitm.c) */
 
-/* p must outlive the egress. */
+/* p (and mitm, NULL when there are no bindings) must outlive the egress. */
 int hutch_egress_new(const struct hutch_net_policy *p, const struct sockaddr_in *resolver,
-                     struct hutch_egress **ret, struct hutch_err *err);
+                     struct mitm *mitm, struct hutch_egress **ret, struct hutch_err *err);
 /* Takes ownership of the listeners' fds, also on failure. */
 int hutch_egress_add_listeners(struct hutch_egress *e, const struct hutch_net_listener *ls,
                                size_t n, struct hutch_err *err);
@@ -261,15 +329,21 @@ struct hutch_net_plan {
 	struct hutch_net_listener listeners[HUTCH_NET_LISTENERS_MAX];
 	size_t nlisteners;           /* received from init, not yet served */
 	struct hutch_egress *egress; /* serves them once ready */
+	/* Header bindings (not owned) and the CA made for them after clone. */
+	const struct hutch_net_bindings *bindings;
+	const char *upstream_ca;
+	struct mitm *mitm;
 };
 
 struct hutch_net_plan_params {
 	const struct hutch_net_policy *policy;
 	const uint16_t *host_ports;
 	size_t nhost_ports;
-	const struct sockaddr_in *resolver; /* NULL: the host's /etc/resolv.conf */
-	const struct hutch_net_pool *pool;  /* HUTCH_NET_POOL; NULL: the default */
-	unsigned slot;                      /* the sandbox's uid slot */
+	const struct sockaddr_in *resolver;        /* NULL: the host's /etc/resolv.conf */
+	const struct hutch_net_pool *pool;         /* HUTCH_NET_POOL; NULL: the default */
+	unsigned slot;                             /* the sandbox's uid slot */
+	const struct hutch_net_bindings *bindings; /* NULL: none; outlives the plan */
+	const char *upstream_ca;                   /* HUTCH_UPSTREAM_CA, or NULL */
 };
 
 /* Before clone(). all: the slot's /30 of the pool, checked against the
@@ -283,8 +357,12 @@ int hutch_net_plan_make(struct hutch_net_plan *plan, const struct hutch_net_plan
  * removes what crashed sandboxes left (hutch_net_host_gc()). */
 bool hutch_net_policy_has_host_side(const struct hutch_net_policy *p);
 /* After clone(), before init's GO: the host side (all: the veth pair with
- * eth0 in init_pid's netns, see hutch_net_host_attach()); others: nothing. */
+ * eth0 in init_pid's netns, see hutch_net_host_attach()); others: nothing.
+ * With header bindings, the sandbox's CA (its key made here, after the
+ * clone, so init never holds it). */
 int hutch_net_plan_attach(struct hutch_net_plan *plan, pid_t init_pid, struct hutch_err *err);
+/* The CA certificate (PEM) for the sandbox's trust store, or NULL. */
+const char *hutch_net_plan_ca_pem(const struct hutch_net_plan *plan);
 /* The listeners init sent (hostile: kinds and ports are checked, and
  * there must be none yet and a mode that has them). Takes the fds, also on
  * failure (closed then). */

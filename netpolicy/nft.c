@@ -228,6 +228,31 @@ int hutch_nft_ensure(const struct hutch_net_pool *pool, struct hutch_err *err)
 	return 0;
 }
 
+/* Inside a sandbox of mode all with header bindings (its own netns, which
+ * init, root of its user namespace, administers): TCP to port 443 of any
+ * address beyond the sandbox goes to the proxy's listener instead (the
+ * proxy reads the original destination with SO_ORIGINAL_DST), UDP to 443
+ * is refused. Commands hold no CAP_NET_ADMIN: they cannot remove it. */
+int hutch_nft_redirect_child(struct hutch_err *err)
+{
+	char cmd[512];
+
+	(void)snprintf(cmd, sizeof(cmd),
+	               "table ip hutch_tls {\n"
+	               "  chain out {\n"
+	               "    type nat hook output priority -100; policy accept;\n"
+	               "    oifname != \"lo\" tcp dport 443 redirect to :%d\n"
+	               "  }\n"
+	               "  chain quic {\n"
+	               "    type filter hook output priority 0; policy accept;\n"
+	               "    oifname != \"lo\" udp dport 443 reject\n"
+	               "  }\n"
+	               "}\n",
+	               HUTCH_NET_REDIRECT_PORT);
+	return nft_run(cmd, "redirect port 443 to the proxy (nftables in the sandbox)", NULL, 0,
+	               err);
+}
+
 int hutch_nft_remove(struct hutch_err *err)
 {
 	struct hutch_err ignored = { 0 };

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "mitm-internal.h"
 #include "netpolicy.h"
 
 /* The sandbox's /etc: DNS goes to the stub (the supervisor, through a
@@ -45,6 +46,8 @@ int hutch_net_plan_make(struct hutch_net_plan *plan, const struct hutch_net_plan
 
 	memset(plan, 0, sizeof(*plan));
 	plan->policy = p;
+	plan->bindings = in->bindings && in->bindings->n ? in->bindings : NULL;
+	plan->upstream_ca = in->upstream_ca;
 	plan->resolv_conf = RESOLV_CONF_NONE;
 	if (p->mode == HUTCH_NET_NONE)
 		return 0;
@@ -74,6 +77,7 @@ int hutch_net_plan_make(struct hutch_net_plan *plan, const struct hutch_net_plan
 		r = hutch_net_pool_check_clash(&pool, err);
 	if (r < 0)
 		return r;
+	plan->child.redirect_tls = plan->bindings != NULL;
 	plan->child.addr = plan->addrs.sandbox;
 	plan->child.gateway = plan->addrs.gateway;
 	return 0;
@@ -81,6 +85,13 @@ int hutch_net_plan_make(struct hutch_net_plan *plan, const struct hutch_net_plan
 
 int hutch_net_plan_attach(struct hutch_net_plan *plan, pid_t init_pid, struct hutch_err *err)
 {
+	int r;
+
+	if (plan->bindings && !plan->mitm) {
+		r = mitm_new(plan->bindings, plan->upstream_ca, &plan->mitm, err);
+		if (r < 0)
+			return hutch_err_prefix(err, "header bindings");
+	}
 	if (!hutch_net_policy_has_host_side(policy_of(plan)))
 		return 0;
 	/* Before GO: init configures eth0, which must exist by then. */
@@ -88,10 +99,16 @@ int hutch_net_plan_attach(struct hutch_net_plan *plan, pid_t init_pid, struct hu
 	return hutch_net_host_attach(&plan->addrs, init_pid, err);
 }
 
-static bool listener_ok(const struct hutch_net_listener *l)
+const char *hutch_net_plan_ca_pem(const struct hutch_net_plan *plan)
+{
+	return plan->mitm ? mitm_ca_pem(plan->mitm) : NULL;
+}
+
+static bool listener_ok(const struct hutch_net_plan *plan, const struct hutch_net_listener *l)
 {
 	return (l->kind == HUTCH_NET_L_DNS || l->kind == HUTCH_NET_L_PROXY ||
-	        l->kind == HUTCH_NET_L_HOSTPORT) &&
+	        l->kind == HUTCH_NET_L_HOSTPORT ||
+	        (l->kind == HUTCH_NET_L_REDIRECT && plan->child.redirect_tls)) &&
 	       l->port > 0;
 }
 
@@ -102,7 +119,7 @@ int hutch_net_plan_take_listeners(struct hutch_net_plan *plan, const struct hutc
 	          n <= HUTCH_NET_LISTENERS_MAX;
 
 	for (size_t i = 0; ok && i < n; i++)
-		ok = listener_ok(&ls[i]);
+		ok = listener_ok(plan, &ls[i]);
 	if (!ok) {
 		for (size_t i = 0; i < n; i++)
 			if (ls[i].fd >= 0)
@@ -120,7 +137,7 @@ int hutch_net_plan_serve(struct hutch_net_plan *plan, struct hutch_err *err)
 
 	if (policy_of(plan)->mode == HUTCH_NET_NONE)
 		return 0;
-	r = hutch_egress_new(plan->policy, &plan->resolver, &plan->egress, err);
+	r = hutch_egress_new(plan->policy, &plan->resolver, plan->mitm, &plan->egress, err);
 	if (r < 0)
 		return r;
 	r = hutch_egress_add_listeners(plan->egress, plan->listeners, plan->nlisteners, err);
@@ -174,6 +191,8 @@ int hutch_net_plan_done(struct hutch_net_plan *plan, struct hutch_err *err)
 
 	hutch_egress_free(plan->egress);
 	plan->egress = NULL;
+	mitm_free(plan->mitm);
+	plan->mitm = NULL;
 	for (size_t i = 0; i < plan->nlisteners; i++)
 		close(plan->listeners[i].fd);
 	plan->nlisteners = 0;

@@ -12,25 +12,77 @@
 #ifndef HUTCH_PROXY_INTERNAL_H
 #define HUTCH_PROXY_INTERNAL_H
 
+#include <netinet/in.h>
 #include <stdbool.h>
 #include <stdint.h>
 
 #include "evloop-internal.h"
 #include "netpolicy.h"
 #include "refusals-internal.h"
+#include "relay.h"
 #include "resolver-internal.h"
 
-struct conn;
+struct mitm;
+struct mitm_conn;
+
+enum conn_state {
+	C_HELLO,      /* reading the ClientHello */
+	C_RESOLVING,  /* waiting for the upstream resolver */
+	C_CONNECTING, /* dialling out */
+	C_RELAY,
+	C_MITM, /* a bound host: TLS terminated both ways (proxy-mitm.c) */
+	C_CLOSED,
+};
+
+struct conn {
+	struct proxy *p;
+	struct evloop_ev ev_c, ev_s;
+	int cfd, sfd;
+	uint32_t cmask, smask; /* current epoll interest (0 = not added) */
+	enum conn_state state;
+	bool hostport;
+	struct sockaddr_in dst; /* what the client dialled (inside the sandbox) */
+	uint16_t port;          /* port to dial outside */
+	char sni[HUTCH_DNS_NAME_MAX + 1];
+	int64_t deadline_ms;
+	uint32_t addrs[HUTCH_DNS_ADDRS_MAX];
+	size_t naddrs, next_addr;
+	int last_connect_err;
+	uint8_t *hello; /* the ClientHello as read (HUTCH_TLS_HELLO_MAX) */
+	size_t hello_len;
+	/* client->server (the ClientHello first), server->client; base/relay.h */
+	struct hutch_relay_dir cs, sc;
+	bool mitm;           /* the SNI is a bound host: intercept */
+	bool redirected;     /* mode all: 443 redirected here; dst is the original */
+	struct mitm_conn *m; /* C_MITM: its state (proxy-mitm.c) */
+	struct conn *next;
+};
 
 struct proxy {
 	const struct hutch_net_policy *policy;
 	struct evloop *loop;
 	struct resolver *resolver;
 	struct refusals *refusals;
+	struct mitm *mitm;         /* header bindings: NULL when none */
 	struct conn *conns, *dead; /* dead: closed, freed after the event batch */
 	unsigned nconns;
 	uint64_t conns_total;
 };
+
+/* proxy.c, for proxy-mitm.c: close (with a reset, or not); record a
+ * refusal and reset. */
+void proxy_conn_close(struct conn *c, bool reset);
+void proxy_conn_refuse(struct conn *c, const char *what, const char *fmt, ...)
+        __attribute__((format(printf, 3, 4)));
+
+/* proxy-mitm.c: the connection to a bound host is dialled: start both
+ * TLS handshakes (upstream first, verified), then relay HTTP/1.1 with the
+ * bound headers set. */
+void mitm_conn_start(struct conn *c);
+/* An event on either side of a C_MITM connection. */
+void mitm_conn_event(struct conn *c, bool server_side, uint32_t events);
+/* Free the TLS state (from conn_close). */
+void mitm_conn_free(struct conn *c);
 
 /* Accept what waits on listener fd (a TLS proxy or host-port listener). */
 void proxy_accept(struct proxy *p, int fd, enum hutch_net_listener_kind kind, uint16_t port);

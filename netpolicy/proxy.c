@@ -16,7 +16,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <linux/netfilter_ipv4.h>
+
 #include "allow-internal.h"
+#include "mitm-internal.h"
 #include "proxy-internal.h"
 #include "relay.h"
 #include "tls-internal.h"
@@ -24,35 +27,6 @@
 
 #define HELLO_DEADLINE_MS 10000
 #define CONNECT_DEADLINE  10000
-
-enum conn_state {
-	C_HELLO,      /* reading the ClientHello */
-	C_RESOLVING,  /* waiting for the upstream resolver */
-	C_CONNECTING, /* dialling out */
-	C_RELAY,
-	C_CLOSED,
-};
-
-struct conn {
-	struct proxy *p;
-	struct evloop_ev ev_c, ev_s;
-	int cfd, sfd;
-	uint32_t cmask, smask; /* current epoll interest (0 = not added) */
-	enum conn_state state;
-	bool hostport;
-	struct sockaddr_in dst; /* what the client dialled (inside the sandbox) */
-	uint16_t port;          /* port to dial outside */
-	char sni[HUTCH_DNS_NAME_MAX + 1];
-	int64_t deadline_ms;
-	uint32_t addrs[HUTCH_DNS_ADDRS_MAX];
-	size_t naddrs, next_addr;
-	int last_connect_err;
-	uint8_t *hello; /* the ClientHello as read (HUTCH_TLS_HELLO_MAX) */
-	size_t hello_len;
-	/* client->server (the ClientHello first), server->client; base/relay.h */
-	struct hutch_relay_dir cs, sc;
-	struct conn *next;
-};
 
 /* Close with a reset: the client sees its connection fail at once. */
 static void close_reset(int fd)
@@ -85,7 +59,7 @@ static bool addr_forbidden(uint32_t a_be)
 	return r == 0 || errno != EADDRNOTAVAIL;
 }
 
-static void conn_close(struct conn *c, bool reset)
+void proxy_conn_close(struct conn *c, bool reset)
 {
 	struct proxy *p = c->p;
 
@@ -106,6 +80,7 @@ static void conn_close(struct conn *c, bool reset)
 		c->sfd = -1;
 	}
 	resolver_cancel(p->resolver, c);
+	mitm_conn_free(c);
 	/* Unlink now, free after the event batch (events may still name it). */
 	for (struct conn **pp = &p->conns; *pp; pp = &(*pp)->next)
 		if (*pp == c) {
@@ -117,9 +92,7 @@ static void conn_close(struct conn *c, bool reset)
 	p->nconns--;
 }
 
-static void conn_refuse(struct conn *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static void conn_refuse(struct conn *c, const char *fmt, ...)
+void proxy_conn_refuse(struct conn *c, const char *what, const char *fmt, ...)
 {
 	char reason[112];
 	va_list ap;
@@ -127,10 +100,15 @@ static void conn_refuse(struct conn *c, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(reason, sizeof(reason), fmt, ap);
 	va_end(ap);
-	refusals_add(c->p->refusals, c->hostport ? "connect" : "tls", c->sni, &c->dst, "%s",
-	             reason);
-	conn_close(c, true);
+	refusals_add(c->p->refusals,
+	             what          ? what
+	             : c->hostport ? "connect"
+	                           : "tls",
+	             c->sni, &c->dst, "%s", reason);
+	proxy_conn_close(c, true);
 }
+
+#define conn_refuse(c, ...) proxy_conn_refuse(c, NULL, __VA_ARGS__)
 
 /* Recompute what each side waits for. EPOLLRDHUP-less level triggering:
  * read from a side only when the buffer towards the other side is empty. */
@@ -151,6 +129,7 @@ static void conn_update(struct conn *c)
 	case C_RELAY:
 		hutch_relay_events(&c->cs, &c->sc, &cw, &sw);
 		break;
+	case C_MITM:
 	case C_CLOSED:
 		return;
 	}
@@ -159,7 +138,7 @@ static void conn_update(struct conn *c)
 	if (evloop_watch(c->p->loop, c->cfd, &c->ev_c, &c->cmask, cw ? cw : EPOLLERR) < 0 ||
 	    (c->sfd >= 0 &&
 	     evloop_watch(c->p->loop, c->sfd, &c->ev_s, &c->smask, sw ? sw : EPOLLERR) < 0))
-		conn_close(c, true);
+		proxy_conn_close(c, true);
 }
 
 static void conn_dial(struct conn *c)
@@ -247,16 +226,47 @@ static void conn_resolve(struct conn *c)
 		                       : "too many DNS lookups at once");
 }
 
+/* Mode all, port 443 redirected to the proxy (header bindings): a bound
+ * name is intercepted, anything else goes where the client dialled, as
+ * it would through NAT (the same blocked ranges, and never this host). */
+static void conn_decide_redirected(struct conn *c)
+{
+	char ip[INET_ADDRSTRLEN];
+
+	c->port = ntohs(c->dst.sin_port);
+	if (c->sni[0] && hutch_net_bindings_has_host(mitm_bindings(c->p->mitm), c->sni)) {
+		c->mitm = true;
+		conn_resolve(c);
+		return;
+	}
+	inet_ntop(AF_INET, &c->dst.sin_addr, ip, sizeof(ip));
+	if (hutch_net_addr_is_blocked_all(c->dst.sin_addr.s_addr) ||
+	    addr_forbidden(c->dst.sin_addr.s_addr)) {
+		conn_refuse(c, "%s is this machine, private, link-local or reserved", ip);
+		return;
+	}
+	c->addrs[0] = c->dst.sin_addr.s_addr;
+	c->naddrs = 1;
+	c->next_addr = 0;
+	conn_dial(c);
+}
+
 /* The ClientHello is complete: decide. */
 static void conn_decide(struct conn *c)
 {
 	uint16_t dport = ntohs(c->dst.sin_port);
 	char ip[INET_ADDRSTRLEN];
 
+	if (c->redirected) {
+		conn_decide_redirected(c);
+		return;
+	}
 	inet_ntop(AF_INET, &c->dst.sin_addr, ip, sizeof(ip));
 	c->port = dport;
 	switch (hutch_net_allow_tls(c->p->policy, c->sni, ip, dport)) {
 	case HUTCH_NET_TLS_RESOLVE:
+		c->mitm = c->p->mitm &&
+		          hutch_net_bindings_has_host(mitm_bindings(c->p->mitm), c->sni);
 		conn_resolve(c);
 		return;
 	case HUTCH_NET_TLS_DIAL:
@@ -293,17 +303,22 @@ static void conn_on_hello(struct conn *c)
 
 	if (n < 0) {
 		if (errno != EAGAIN && errno != EINTR)
-			conn_close(c, true);
+			proxy_conn_close(c, true);
 		return;
 	}
 	if (n == 0) {
-		conn_close(c, false); /* gave up before saying hello */
+		proxy_conn_close(c, false); /* gave up before saying hello */
 		return;
 	}
 	c->hello_len += (size_t)n;
 	r = hutch_tls_parse_client_hello(c->hello, c->hello_len, c->sni, sizeof(c->sni), &need);
 	if (r == 0 && c->hello_len < HUTCH_TLS_HELLO_MAX)
 		return;
+	if (r <= 0 && c->redirected) {
+		c->sni[0] = '\0'; /* not TLS (mode all allows any protocol): spliced */
+		conn_decide(c);
+		return;
+	}
 	if (r == -EPROTO) {
 		const uint8_t *h = c->hello;
 		bool http = c->hello_len >= 4 &&
@@ -359,20 +374,28 @@ static void conn_on_event(struct conn *c, bool server_side, uint32_t events)
 			conn_dial(c); /* the next address, or refused */
 			return;
 		}
+		if (c->mitm) {
+			mitm_conn_start(c);
+			return;
+		}
 		c->state = C_RELAY;
 		c->deadline_ms = 0;
 		if (relay_start(c) < 0) {
-			conn_close(c, true);
+			proxy_conn_close(c, true);
 			return;
 		}
 		conn_update(c);
+		return;
+	}
+	if (c->state == C_MITM) {
+		mitm_conn_event(c, server_side, events);
 		return;
 	}
 	if (c->state != C_RELAY)
 		return;
 	r = (events & EPOLLERR) ? -EIO : hutch_relay_pump2(&c->cs, &c->sc, c->cfd, c->sfd);
 	if (r != 0) {
-		conn_close(c, r < 0); /* a reset, or both ends done */
+		proxy_conn_close(c, r < 0); /* a reset, or both ends done */
 		return;
 	}
 	conn_update(c);
@@ -413,6 +436,17 @@ static struct conn *conn_new(struct proxy *p, int fd, const struct sockaddr_in *
 	return c;
 }
 
+/* Where a connection redirected by nftables was going (conntrack of the
+ * sandbox's netns, which the socket belongs to). */
+static int original_dst(int fd, struct sockaddr_in *ret)
+{
+	socklen_t len = sizeof(*ret);
+
+	if (getsockopt(fd, SOL_IP, SO_ORIGINAL_DST, ret, &len) < 0)
+		return -errno;
+	return ret->sin_family == AF_INET ? 0 : -EAFNOSUPPORT;
+}
+
 void proxy_accept(struct proxy *p, int lfd, enum hutch_net_listener_kind kind, uint16_t port)
 {
 	for (int i = 0; i < 64; i++) {
@@ -431,11 +465,18 @@ void proxy_accept(struct proxy *p, int lfd, enum hutch_net_listener_kind kind, u
 			close_reset(fd);
 			continue;
 		}
+		if (kind == HUTCH_NET_L_REDIRECT && (!p->mitm || original_dst(fd, &dst) < 0)) {
+			refusals_add(p->refusals, "connect", NULL, NULL,
+			             "no original destination of a redirected connection");
+			close_reset(fd);
+			continue;
+		}
 		c = conn_new(p, fd, &dst);
 		if (!c) {
 			close_reset(fd);
 			continue;
 		}
+		c->redirected = kind == HUTCH_NET_L_REDIRECT;
 		if (kind == HUTCH_NET_L_HOSTPORT) {
 			c->hostport = true;
 			snprintf(c->sni, sizeof(c->sni), "host.hutch.internal");
@@ -457,13 +498,19 @@ void proxy_tick(struct proxy *p, int64_t now_ms)
 	for (struct conn *c = p->conns, *next; c; c = next) {
 		next = c->next;
 		if (c->deadline_ms && c->deadline_ms <= now_ms) {
-			if (c->state == C_HELLO)
+			if (c->state == C_HELLO && c->redirected) {
+				c->sni[0] = '\0'; /* a server-first protocol: spliced */
+				conn_decide(c);
+			} else if (c->state == C_HELLO)
 				conn_refuse(c, "no TLS ClientHello within %d s",
 				            HELLO_DEADLINE_MS / 1000);
 			else if (c->state == C_CONNECTING) {
 				c->last_connect_err = ETIMEDOUT;
 				conn_dial(c);
-			} else
+			} else if (c->state == C_MITM)
+				conn_refuse(c, "TLS handshakes with %s or the client timed out",
+				            c->sni);
+			else
 				conn_refuse(c, "timed out resolving %s", c->sni);
 		}
 	}
@@ -492,6 +539,6 @@ void proxy_free_dead(struct proxy *p)
 void proxy_done(struct proxy *p)
 {
 	while (p->conns)
-		conn_close(p->conns, true);
+		proxy_conn_close(p->conns, true);
 	proxy_free_dead(p);
 }

@@ -243,6 +243,46 @@ static int share_host_etc(struct rootfs_ctx *ctx, int etc, struct hutch_err *err
 	return 0;
 }
 
+#define HOST_BUNDLE "etc/ssl/certs/ca-certificates.crt"
+#define BUNDLE_MAX  (16u << 20)
+
+/*
+ * Header bindings: the sandbox's CA joins the trust store. Written to
+ * /etc/hutch/sandbox-ca.crt (NODE_EXTRA_CA_CERTS) and, after the host's
+ * bundle, to /etc/hutch/ca-certificates.crt, which is mounted read-only
+ * over /etc/ssl/certs/ca-certificates.crt (the default bundle of OpenSSL,
+ * GnuTLS, curl, git and Python on Debian) when the host has one.
+ */
+static int install_ca(struct rootfs_ctx *ctx, int etc, struct hutch_err *err)
+{
+	const unsigned int attrs = ROOTFS_ATTR_HOST_RO | MOUNT_ATTR_NOEXEC;
+	_cleanup_free_ char *bundle = NULL, *all = NULL;
+	_cleanup_close_ int dir = -EBADF;
+	ssize_t n;
+	int r;
+
+	r = rootfs_mkdir(etc, "hutch", 0755, "/etc/hutch", err);
+	if (r < 0)
+		return r;
+	dir = openat(etc, "hutch", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (dir < 0)
+		return hutch_err_set_errno(err, -errno, "open '/etc/hutch'");
+	r = write_etc(dir, "sandbox-ca.crt", ctx->cfg->ca_pem, err);
+	if (r < 0)
+		return r;
+	n = hutch_read_file_alloc_at(ctx->host_root, HOST_BUNDLE, BUNDLE_MAX, &bundle);
+	if (n < 0 && n != -ENOENT)
+		return hutch_err_set_errno(err, (int)n, "read host '/%s'", HOST_BUNDLE);
+	if (asprintf(&all, "%s%s%s", n > 0 ? bundle : "",
+	             n > 0 && bundle[n - 1] != '\n' ? "\n" : "", ctx->cfg->ca_pem) < 0)
+		return hutch_err_set(err, -ENOMEM, "render the CA bundle");
+	r = write_etc(dir, "ca-certificates.crt", all, err);
+	if (r < 0 || n < 0)
+		return r;
+	return rootfs_bind(dir, "ca-certificates.crt", etc, "ssl/certs/ca-certificates.crt", attrs,
+	                   "/etc/ssl/certs/ca-certificates.crt", err);
+}
+
 int rootfs_setup_etc(struct rootfs_ctx *ctx, struct hutch_err *err)
 {
 	_cleanup_close_ int etc = -EBADF;
@@ -257,5 +297,8 @@ int rootfs_setup_etc(struct rootfs_ctx *ctx, struct hutch_err *err)
 	r = write_generated(ctx, etc, err);
 	if (r < 0)
 		return r;
-	return share_host_etc(ctx, etc, err);
+	r = share_host_etc(ctx, etc, err);
+	if (r < 0 || !ctx->cfg->ca_pem)
+		return r;
+	return install_ca(ctx, etc, err);
 }

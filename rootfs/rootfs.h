@@ -34,6 +34,11 @@ struct hutch_rootfs_config {
 	 * namespace, whose root is the sandbox's own cgroup (v2 only), so
 	 * tools inside size themselves from its limits. */
 	bool cgroup2;
+	/* The sandbox CA of header bindings (PEM), or NULL: written to
+	 * /etc/hutch/sandbox-ca.crt and, with the host's bundle, to
+	 * /etc/hutch/ca-certificates.crt, which is mounted over
+	 * /etc/ssl/certs/ca-certificates.crt. */
+	const char *ca_pem;
 };
 
 /*

@@ -16,5 +16,11 @@
 /* "K=V" strings, NULL-terminated; HUTCH_DEFAULT_ENV_LEN of them. */
 #define HUTCH_DEFAULT_ENV_LEN 4
 extern const char *const hutch_default_env[HUTCH_DEFAULT_ENV_LEN + 1];
+/* With header bindings, also (under a request's own "env"): the CA bundle
+ * that trusts the sandbox's CA, for the clients that read a variable. */
+#define HUTCH_CA_ENV_LEN 5
+extern const char *const hutch_ca_env[HUTCH_CA_ENV_LEN + 1];
+/* hutch_default_env followed by hutch_ca_env (setup steps and hooks). */
+extern const char *const hutch_default_ca_env[HUTCH_DEFAULT_ENV_LEN + HUTCH_CA_ENV_LEN + 1];
 
 #endif

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "config.h"
 #include "util.h"
@@ -97,6 +98,33 @@ int hutch_config_parse_listen(const char *value, struct sockaddr_in *ret, char *
 	return 0;
 }
 
+/* Header bindings need a network, and in allow each bound host in its
+ * list (in all, port 443 is redirected to the proxy: netpolicy.h). */
+static int bindings_validate(const struct hutch_config *c, struct hutch_err *err)
+{
+	const struct hutch_net_bindings *b = c->header_bindings;
+
+	if (!b || b->n == 0)
+		return 0;
+	if (c->net.mode == HUTCH_NET_NONE)
+		return hutch_err_set(err, -EINVAL,
+		                     "header bindings need a network: with network none nothing "
+		                     "leaves the sandbox; use --network all or allow:HOST,...");
+	for (size_t i = 0; c->net.mode == HUTCH_NET_ALLOW && i < b->n; i++) {
+		bool listed = false;
+		for (size_t j = 0; j < c->net.nhosts; j++)
+			listed = listed || (!c->net.hosts[j].is_ip &&
+			                    !strcasecmp(c->net.hosts[j].name, b->b[i].host));
+		if (!listed)
+			return hutch_err_set(
+			        err, -EINVAL,
+			        "header binding '%.128s:%.64s': %.128s is not in the allow "
+			        "list; add it to --network allow:...",
+			        b->b[i].host, b->b[i].header, b->b[i].host);
+	}
+	return 0;
+}
+
 int hutch_config_validate(const struct hutch_config *c, struct hutch_err *err)
 {
 	if (strcmp(c->region, HUTCH_DEFAULT_REGION) != 0 && c->net.mode != HUTCH_NET_ALL)
@@ -108,5 +136,7 @@ int hutch_config_validate(const struct hutch_config *c, struct hutch_err *err)
 		return hutch_err_set(err, -EINVAL,
 		                     "idle sleep freezes the sandbox's cgroup, which --no-limits "
 		                     "leaves out: drop --idle-timeout or --no-limits");
+	if (bindings_validate(c, err) < 0)
+		return err->code;
 	return hutch_net_policy_validate(&c->net, c->host_ports, c->nhost_ports, err);
 }

@@ -57,6 +57,9 @@ struct hutch_config {
 	/* -p: sandbox ports published on the host (portspec.h). */
 	size_t npublish;
 	struct hutch_port_spec publish[HUTCH_PUBLISH_MAX];
+	/* --header-binding (netopt.c): NULL when none; its own pages, which
+	 * hold the secrets (netpolicy.h). */
+	struct hutch_net_bindings *header_bindings;
 	/* The upstream DNS server of the supervisor (HUTCH_RESOLVER), "" =
 	 * the first IPv4 nameserver of the host's /etc/resolv.conf. The text
 	 * as given (shown, and part of the pool key) and its value, parsed
@@ -86,6 +89,10 @@ struct hutch_config {
 	 * CPU, memory or pids limit and no idle sleep; how an ordinary user
 	 * runs on a host that cannot delegate cgroup v2 controllers. */
 	bool no_limits;
+	/* HUTCH_UPSTREAM_CA: a PEM file of the CAs that header bindings'
+	 * upstream servers are verified against instead of the host's trust
+	 * store (malloc'ed, NULL when unset). */
+	char *upstream_ca;
 };
 
 /* Implemented by the option table (options.c, which lists the options):

@@ -434,100 +434,6 @@ const struct hutch_option_type hutch_opt_network = {
 	.done = network_done,
 };
 
-/* ---- host ports: a set of TCP ports; each value adds one ---- */
-
-static int port_add(struct hutch_config *c, uint64_t port, struct hutch_err *err)
-{
-	for (size_t i = 0; i < c->nhost_ports; i++)
-		if (c->host_ports[i] == port)
-			return 0;
-	if (c->nhost_ports >= HUTCH_NET_HOST_PORTS_MAX)
-		return hutch_err_set(err, -E2BIG, "too many host ports: at most %d",
-		                     HUTCH_NET_HOST_PORTS_MAX);
-	c->host_ports[c->nhost_ports++] = (uint16_t)port;
-	return 0;
-}
-
-static int port_invalid(const char *value, struct hutch_err *err)
-{
-	return hutch_err_set(err, -EINVAL,
-	                     "invalid host port '%.40s': give a TCP port number from 1 to "
-	                     "65535, e.g. --host-port 8080",
-	                     value);
-}
-
-static void ports_init(const struct hutch_option *o, struct hutch_config *c)
-{
-	(void)o;
-	c->nhost_ports = 0;
-}
-
-static int ports_parse(const struct hutch_option *o, struct hutch_config *c, const char *s,
-                       struct hutch_err *err)
-{
-	uint64_t port;
-
-	(void)o;
-	if (hutch_parse_u64(s, 1, 65535, &port) < 0)
-		return port_invalid(s, err);
-	return port_add(c, port, err);
-}
-
-/* An array of port numbers replaces the set. */
-static int ports_from_json(const struct hutch_option *o, struct hutch_config *c, const cJSON *v,
-                           struct hutch_err *err)
-{
-	struct hutch_config tmp = { .nhost_ports = 0 };
-	const cJSON *it;
-	char shown[32];
-	int r;
-
-	if (!cJSON_IsArray(v))
-		return hutch_err_set(err, -EINVAL,
-		                     "field '%s' has the wrong type: expected an array of numbers",
-		                     o->name);
-	cJSON_ArrayForEach(it, v) {
-		double d = cJSON_IsNumber(it) ? it->valuedouble : -1;
-		snprintf(shown, sizeof(shown), "%g", d);
-		if (d != floor(d) || d < 1 || d > 65535)
-			return port_invalid(cJSON_IsNumber(it) ? shown : "(not a number)", err);
-		r = port_add(&tmp, (uint64_t)d, err);
-		if (r < 0)
-			return r;
-	}
-	c->nhost_ports = tmp.nhost_ports;
-	memcpy(c->host_ports, tmp.host_ports, sizeof(c->host_ports));
-	return 0;
-}
-
-static void ports_to_json(const struct hutch_option *o, const struct hutch_config *c, cJSON *obj)
-{
-	cJSON *arr = cJSON_AddArrayToObject(obj, o->name);
-
-	for (size_t i = 0; arr && i < c->nhost_ports; i++)
-		cJSON_AddItemToArray(arr, cJSON_CreateNumber(c->host_ports[i]));
-}
-
-static void ports_text(const struct hutch_option *o, const struct hutch_config *c,
-                       void (*emit)(void *ud, const char *s), void *ud)
-{
-	char buf[8];
-
-	(void)o;
-	for (size_t i = 0; i < c->nhost_ports; i++) {
-		snprintf(buf, sizeof(buf), "%u", c->host_ports[i]);
-		emit(ud, buf);
-	}
-}
-
-const struct hutch_option_type hutch_opt_host_ports = {
-	.init = ports_init,
-	.parse = ports_parse,
-	.from_json = ports_from_json,
-	.to_json = ports_to_json,
-	.text = ports_text,
-};
-
 /* ---- the table ---- */
 
 static const struct hutch_option options[] = {
@@ -606,6 +512,18 @@ static const struct hutch_option options[] = {
 	        .help = HUTCH_PUBLISH_HELP,
 	        .type = &hutch_opt_publish,
 	        AT(publish),
+	        .flags = HUTCH_OPT_NO_POOL,
+	},
+	{
+	        .name = "header_bindings",
+	        .cli = "header-binding",
+	        .metavar = "HOST:HEADER=VALUE",
+	        .help = "set HEADER on every HTTPS request to HOST at the egress proxy, the secret "
+	                "never entering the sandbox; VALUE is @env:NAME, @file:PATH, @fd:N (a "
+	                "literal is visible in ps), optionally after a template such as 'Bearer "
+	                "{secret}' (repeatable; all or allow)",
+	        .type = &hutch_opt_header_bindings,
+	        AT(header_bindings),
 	        .flags = HUTCH_OPT_NO_POOL,
 	},
 	{
@@ -693,6 +611,16 @@ static const struct hutch_option options[] = {
 	        .type = &hutch_opt_resolver,
 	        AT(resolver),
 	        .flags = HUTCH_OPT_POOL_KEY | HUTCH_OPT_HIDDEN,
+	},
+	{
+	        .name = "upstream_ca",
+	        .env = "HUTCH_UPSTREAM_CA",
+	        .help = "a PEM file of CAs that header bindings' upstream servers are verified "
+	                "against (default: the host's trust store)",
+	        .type = &hutch_opt_text,
+	        AT(upstream_ca),
+	        .max = 4096,
+	        .flags = HUTCH_OPT_HIDDEN,
 	},
 	{
 	        .name = "net_pool",

@@ -145,7 +145,9 @@ static int start_step(struct sup *s, int phase)
 	}
 	c = hutch_cmd_start(&s->cmds,
 	                    &(struct hutch_spawn){ .argv = argv,
-	                                           .envp = hutch_default_env,
+	                                           .envp = cfg->header_bindings
+	                                                           ? hutch_default_ca_env
+	                                                           : hutch_default_env,
 	                                           .cwd = HUTCH_WORKSPACE,
 	                                           .stdin_data = in,
 	                                           .stdin_len = in ? strlen(in) : 0,

@@ -302,6 +302,8 @@ int hutch_sandbox_create(struct hutch_config *cfg, const char *runtime_dir,
 	}
 	close(pipefd[1]);
 	close(s.lock_fd);
+	/* The supervisor has its copy of the secrets; ours go now. */
+	hutch_net_bindings_forget(cfg->header_bindings);
 	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
 		; /* hutch run catches Ctrl-C during create */
 	n = hutch_read_all(pipefd[0], err, sizeof(*err));

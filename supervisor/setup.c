@@ -231,6 +231,8 @@ static int net_prepare(struct sup *s, struct hutch_err *err)
 		.resolver = c->resolver_addr.sin_family ? &c->resolver_addr : NULL,
 		.pool = c->net_pool_value.prefix ? &c->net_pool_value : NULL,
 		.slot = s->slot,
+		.bindings = c->header_bindings,
+		.upstream_ca = c->upstream_ca,
 	};
 	int r;
 
@@ -281,6 +283,29 @@ static int place_in_scope(struct sup *s, struct hutch_err *err)
 	return hutch_cgroup_new(s->id, &s->cg, err);
 }
 
+/* GO carries the sandbox CA's certificate (header bindings), made after
+ * the clone: its key is the supervisor's alone. */
+static int send_go(struct sup *s)
+{
+	const char *pem = hutch_net_plan_ca_pem(&s->net.plan);
+
+	return hutch_proto_send(s->init_sock, HUTCH_MSG_GO, 0, pem, pem ? strlen(pem) : 0, NULL, 0);
+}
+
+/* Header bindings' secrets: zeros in init and everything forked after it,
+ * locked in memory where the host allows it. */
+static int protect_secrets(struct sup *s, struct hutch_err *err)
+{
+	int r = hutch_net_bindings_protect(s->cfg->header_bindings);
+
+	if (r < 0)
+		return hutch_err_set_errno(err, r, "protect the header bindings (MADV_WIPEONFORK)");
+	if (r > 0)
+		hutch_log(HUTCH_LOG_WARN, "header bindings: mlock refused (RLIMIT_MEMLOCK): their "
+		                          "pages may be swapped");
+	return 0;
+}
+
 int hutch_sup_setup(struct sup *s, struct hutch_err *err)
 {
 	struct hutch_limits lim = {
@@ -314,13 +339,21 @@ int hutch_sup_setup(struct sup *s, struct hutch_err *err)
 	r = s->cg ? hutch_cgroup_create(s->cg, &lim, err) : 0; /* NULL: --no-limits */
 	if (r < 0)
 		return r;
+	r = protect_secrets(s, err);
+	if (r < 0)
+		return r;
 	r = spawn_init(s, err);
 	if (r < 0)
 		return r;
+	/* With header bindings: no ptrace or /proc/PID/mem of the supervisor,
+	 * no core dump (it holds their secrets and the sandbox's CA key).
+	 * After the clone: init starts dumpable (its own /proc files). */
+	if (s->cfg->header_bindings && prctl(PR_SET_DUMPABLE, 0) < 0)
+		return hutch_err_set_errno(err, -errno, "make the supervisor non-dumpable");
 	r = map_and_attach(s, err);
 	if (r < 0)
 		return r;
-	r = hutch_proto_send(s->init_sock, HUTCH_MSG_GO, 0, NULL, 0, NULL, 0);
+	r = send_go(s);
 	if (r < 0)
 		return hutch_err_set_errno(err, r, "start sandbox init");
 	hutch_api_preload(); /* overlaps with init building the root */

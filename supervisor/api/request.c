@@ -305,6 +305,35 @@ static int parse_req(const char *body, size_t len, const struct hutch_field *fie
 	return 0;
 }
 
+int hutch_run_req_env_defaults(struct hutch_run_req *r, const char *const *kv)
+{
+	size_t n = 0, add = 0;
+	char **envp;
+
+	while (r->envp && r->envp[n])
+		n++;
+	while (kv[add])
+		add++;
+	envp = realloc(r->envp, (n + add + 1) * sizeof(char *));
+	if (!envp)
+		return -ENOMEM;
+	r->envp = envp;
+	for (size_t i = 0; i < add; i++) {
+		size_t klen = strcspn(kv[i], "=");
+		bool present = false;
+		for (size_t j = 0; j < n && !present; j++)
+			present = !strncmp(envp[j], kv[i], klen) && envp[j][klen] == '=';
+		if (present)
+			continue;
+		envp[n] = strdup(kv[i]);
+		if (!envp[n])
+			return -ENOMEM;
+		envp[++n] = NULL;
+	}
+	envp[n] = NULL;
+	return 0;
+}
+
 int hutch_run_req_parse(const char *body, size_t len, struct hutch_run_req *ret,
                         struct hutch_err *err)
 {

@@ -29,6 +29,9 @@ struct hutch_run_req {
 };
 
 /* Parse a /run or /run_streaming body. */
+/* Adds the "K=V" of kv (NULL-terminated) whose K the request's env does
+ * not set. 0 or -ENOMEM. */
+int hutch_run_req_env_defaults(struct hutch_run_req *r, const char *const *kv);
 int hutch_run_req_parse(const char *body, size_t len, struct hutch_run_req *ret,
                         struct hutch_err *err);
 /* Parse a /start_process body: cmd, argv, cwd, env and stdin (a boolean). */

@@ -44,6 +44,7 @@ VETH_NS = f"hnt{PID}n"
 HOST_IP = "198.51.100.1"          # the host's own end of the fake uplink
 WEB = "198.51.100.10"             # api/other.test.example
 UNLISTED = "198.51.100.11"        # unlisted.test.example
+BOUND = "198.51.100.12"           # bound.test.example: keep-alive HTTPS that logs headers
 DNS = "198.51.100.53"
 HOST6 = "2001:db8:213::1"
 WEB6 = "2001:db8:213::10"
@@ -59,7 +60,8 @@ PRIVATE = {
 }
 ROUTED_INTO_NS = ["169.254.169.254/32", "10.99.0.0/24", "192.168.213.0/24",
                   "172.31.213.0/24", "100.64.213.0/24"]
-NAMES = ["api.test.example", "other.test.example", "unlisted.test.example"]
+NAMES = ["api.test.example", "other.test.example", "unlisted.test.example", "bound.test.example",
+         "direct.test.example"]
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PYTHON = "/usr/bin/python3"
@@ -215,6 +217,27 @@ class FakeNet:
         entries = self.since(mark, "dns") if mark else self.log("dns")
         return [e["name"] for e in entries if e.get("event") == "query"]
 
+    def git_dir(self):
+        """A bare git repository served by dumb HTTP at
+        https://bound.test.example/git/repo.git (one commit: README)."""
+        d = os.path.join(self.dir, "git")
+        if not os.path.isdir(d):
+            work = os.path.join(self.dir, "git-work")
+            os.makedirs(work)
+            env = dict(os.environ, GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@t",
+                       GIT_COMMITTER_NAME="t", GIT_COMMITTER_EMAIL="t@t", HOME=self.dir)
+            run = lambda *a, cwd=work: subprocess.run(a, cwd=cwd, env=env, check=True,
+                                                      capture_output=True, timeout=30)
+            run("git", "init", "-q", "-b", "main")
+            with open(os.path.join(work, "README"), "w") as f:
+                f.write("hello from the bound host\n")
+            run("git", "add", "README")
+            run("git", "commit", "-q", "-m", "one")
+            os.makedirs(d)
+            run("git", "clone", "-q", "--bare", work, os.path.join(d, "repo.git"), cwd=self.dir)
+            run("git", "update-server-info", cwd=os.path.join(d, "repo.git"))
+        return d
+
     @property
     def ca(self):
         return os.path.join(self.dir, "ca.pem")
@@ -231,7 +254,7 @@ class FakeNet:
             f.write("basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\n"
                     "extendedKeyUsage=serverAuth\nsubjectKeyIdentifier=hash\n"
                     "authorityKeyIdentifier=keyid\nsubjectAltName="
-                    + ",".join([f"DNS:{n}" for n in NAMES] + [f"IP:{WEB}", f"IP:{UNLISTED}"]) + "\n")
+                    + ",".join([f"DNS:{n}" for n in NAMES] + [f"IP:{WEB}", f"IP:{UNLISTED}", f"IP:{BOUND}"]) + "\n")
         ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
         sh("openssl", "req", "-x509", *ec, "-keyout", f"{d}/ca.key", "-out", f"{d}/ca.pem",
            "-days", "2", "-subj", "/CN=hutch nettests CA",
@@ -253,7 +276,7 @@ class FakeNet:
         sh("ip", "-6", "addr", "add", f"{HOST6}/64", "dev", VETH_HOST, "nodad")
         sh("ip", "link", "set", VETH_HOST, "up")
         nsexec("ip", "link", "set", "lo", "up")
-        for a in (WEB, UNLISTED, DNS):
+        for a in (WEB, UNLISTED, DNS, BOUND):
             nsexec("ip", "addr", "add", f"{a}/24", "dev", VETH_NS)
         nsexec("ip", "-6", "addr", "add", f"{WEB6}/64", "dev", VETH_NS, "nodad")
         for a in PRIVATE.values():
@@ -274,6 +297,8 @@ class FakeNet:
         add("https8443", "https", WEB, 8443)
         add("unlisted443", "https", UNLISTED, 443)
         add("http80", "http", WEB, 80)
+        add("bound443", "https-ka", BOUND, 443)
+        srv[-1]["git"] = self.git_dir()
         add("dns", "dns", DNS, 53, "udp")
         add("udpsink", "udpsink", WEB, 9999, "udp")
         for name, a in PRIVATE.items():

@@ -11,6 +11,7 @@ udpsink, tcplog.
 """
 import hashlib
 import json
+import os
 import re
 import socket
 import ssl
@@ -116,6 +117,108 @@ def serve_https(cfg, cert, key):
         threading.Thread(target=handle, args=(conn, peer), daemon=True).start()
 
 
+def read_head(f):
+    """One request head from a buffered reader: (request line, [(name,
+    value)...]) or None at the end of the connection."""
+    line = f.readline(65537)
+    while line in (b"\r\n", b"\n"):
+        line = f.readline(65537)
+    if not line:
+        return None
+    headers = []
+    while True:
+        h = f.readline(65537)
+        if h in (b"\r\n", b"\n", b""):
+            break
+        name, _, value = h.decode("latin-1").partition(":")
+        headers.append([name, value.strip()])
+    return line.decode("latin-1").rstrip("\r\n"), headers
+
+
+def read_body(f, headers):
+    hd = {n.lower(): v for n, v in headers}
+    if hd.get("transfer-encoding", "").lower() == "chunked":
+        body = b""
+        while True:
+            size = int(f.readline(1024).split(b";")[0], 16)
+            if size == 0:
+                while f.readline(65537) not in (b"\r\n", b"\n", b""):
+                    pass
+                return body
+            body += f.read(size)
+            f.readline(3)
+    return f.read(int(hd.get("content-length", "0")))
+
+
+def serve_https_ka(cfg, cert, key):
+    """HTTPS/1.1 with keep-alive that logs every request's headers (the
+    header bindings' tests). GET /big/N: N bytes; POST /sha256: the body's
+    digest; GET /git/PATH: a file of the dumb-HTTP git repository in
+    cfg["git"]; anything else: a short text. ALPN http/1.1."""
+    log = logger(cfg["log"])
+    lsock = tcp_listener(cfg["addr"], cfg["port"])
+    label = f'{cfg["addr"]}:{cfg["port"]}'
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(cert, key)
+    ctx.set_alpn_protocols(["http/1.1"])
+
+    def answer(line, headers, body):
+        parts = line.split()
+        path = parts[1] if len(parts) > 1 else "/"
+        if path.startswith("/big/"):
+            n = int(path[5:])
+            return 200, (PATTERN * (n // len(PATTERN) + 1))[:n]
+        if path == "/sha256":
+            return 200, f"{len(body)} {hashlib.sha256(body).hexdigest()}\n".encode()
+        if path.startswith("/git/") and cfg.get("git"):
+            rel = path[5:].split("?", 1)[0]
+            full = os.path.realpath(os.path.join(cfg["git"], rel))
+            if full.startswith(os.path.realpath(cfg["git"]) + "/") and os.path.isfile(full):
+                with open(full, "rb") as fh:
+                    return 200, fh.read()
+            return 404, b"not found\n"
+        return 200, f"fake-https-ka {label} {path}\n".encode()
+
+    def handle(conn, peer):
+        conn.settimeout(10)
+        try:
+            tls = ctx.wrap_socket(conn, server_side=True)
+        except (OSError, ssl.SSLError) as e:
+            log(event="tls-fail", peer=f"{peer[0]}:{peer[1]}", local=label, error=str(e))
+            conn.close()
+            return
+        f = tls.makefile("rb")
+        n = 0
+        try:
+            while True:
+                req = read_head(f)
+                if req is None:
+                    break
+                line, headers = req
+                body = read_body(f, headers)
+                n += 1
+                log(event="request", peer=f"{peer[0]}:{peer[1]}", local=label, request=line,
+                    headers=headers, n_on_conn=n, body_len=len(body),
+                    alpn=tls.selected_alpn_protocol())
+                status, out = answer(line, headers, body)
+                close = any(h[0].lower() == "connection" and h[1].lower() == "close"
+                            for h in headers) or line.endswith("HTTP/1.0")
+                tls.sendall(f"HTTP/1.1 {status} X\r\nContent-Type: application/octet-stream\r\n"
+                            f"Content-Length: {len(out)}\r\n"
+                            f"{'Connection: close' if close else 'Connection: keep-alive'}"
+                            "\r\n\r\n".encode() + out)
+                if close:
+                    break
+            tls.close()
+        except (OSError, ssl.SSLError, ValueError) as e:
+            log(event="error", local=label, error=str(e))
+            conn.close()
+
+    while True:
+        conn, peer = lsock.accept()
+        threading.Thread(target=handle, args=(conn, peer), daemon=True).start()
+
+
 def serve_http(cfg):
     log = logger(cfg["log"])
     lsock = tcp_listener(cfg["addr"], cfg["port"])
@@ -180,6 +283,8 @@ def dns_answer(name):
     if lname in POINTS_INSIDE:
         return 0, POINTS_INSIDE[lname]
     if lname == "test.example" or lname.endswith(".test.example"):
+        if lname in ("bound.test.example", "direct.test.example"):
+            return 0, "198.51.100.12"
         return 0, ("198.51.100.11" if lname == "unlisted.test.example" else "198.51.100.10")
     return 3, None
 
@@ -227,6 +332,8 @@ def main():
         kind = cfg["kind"]
         if kind == "https":
             target, args = serve_https, (cfg, conf["cert"], conf["key"])
+        elif kind == "https-ka":
+            target, args = serve_https_ka, (cfg, conf["cert"], conf["key"])
         else:
             target, args = {"http": serve_http, "dns": serve_dns, "udpsink": serve_udpsink,
                             "tcplog": serve_tcplog}[kind], (cfg,)

@@ -15,6 +15,7 @@ from .errors import (APIError, BackgroundProcessesDisabledError, CommandTimeoutE
                      SetupError, StdinClosedError)
 from ._exec import AsyncPty, AsyncPtyHandle, Pty, PtyHandle, PtySize
 from .network import Network
+from .bindings import GitHubBinding, HeaderBinding, MistralApiBinding
 from .sandbox import (DEFAULT_REGION, INSTANCE_TYPES, AsyncExecutionStream, AsyncSandboxSession,
                       CommandResult, ExecutionStream, ExitStatus, ExposedPort, FileEntry,
                       HookContext, LocalSandbox, OutputChunk, ProcessInfo, ProcessOutput,
@@ -25,8 +26,8 @@ from ._binary import find_hutch
 __version__ = "0.1.0"
 
 __all__ = [
-    "LocalSandbox", "Network", "SandboxHook", "HookContext", "SandboxCallbackContext",
-    "SandboxSession", "DirTransfer",
+    "LocalSandbox", "Network", "HeaderBinding", "GitHubBinding", "MistralApiBinding",
+    "SandboxHook", "HookContext", "SandboxCallbackContext", "SandboxSession", "DirTransfer",
     "AsyncSandboxSession", "ExecutionStream", "AsyncExecutionStream", "CommandResult",
     "OutputChunk", "ExitStatus", "ExposedPort", "FileEntry", "ProcessInfo", "ProcessOutput",
     "find_hutch", "INSTANCE_TYPES", "DEFAULT_REGION", "Pty", "PtyHandle", "PtySize", "AsyncPty",

@@ -21,6 +21,7 @@ from ._exec import AsyncPty, AsyncPtyHandle, Pty, PtyHandle, PtySize
 from ._binary import find_hutch
 from . import _dirs, _pool
 from .network import Network
+from .bindings import check_bindings
 
 INSTANCE_TYPES = ("nano", "micro", "small", "medium", "large", "xlarge", "2xlarge")
 DEFAULT_REGION = "nl-north-1"
@@ -357,7 +358,7 @@ class LocalSandbox:
     def __init__(self, *, instance_type="medium", idle_timeout_seconds=0, ttl_seconds=86400,
                  region=DEFAULT_REGION, network=None, image=None, setup_script=None,
                  setup_script_timeout_seconds=600, hooks=(), supports_background_processes=True,
-                 host_ports=(), ports=(), executor_port=None):
+                 host_ports=(), ports=(), executor_port=None, header_bindings=()):
         if not isinstance(instance_type, str) or instance_type not in INSTANCE_TYPES:
             raise errors.ConfigError(f"unknown instance_type {instance_type!r}: valid types are "
                                      f"{', '.join(INSTANCE_TYPES)}")
@@ -383,6 +384,7 @@ class LocalSandbox:
         self.host_ports = _host_ports(host_ports, network)
         self.ports = _publish(ports)
         self.executor_port = _executor_port(executor_port)
+        self.header_bindings = check_bindings(header_bindings, network)
         if image is not None and not isinstance(image, str):
             raise errors.ConfigError(f"invalid image {image!r}: a string or None")
         self.image = image
@@ -440,20 +442,33 @@ class LocalSandbox:
                                      "host and always has a shell and python3)")
         hutch = find_hutch()
         options = self._cli_options()
-        if self.setup_script is None and not self.ports and self.executor_port is None:
+        if (self.setup_script is None and not self.ports and self.executor_port is None
+                and not self.header_bindings):
             info = _pool.try_claim(hutch, options)
             if info is not None:
                 return info
         args = [hutch, "create", "--json", *options]
         script = None
+        fds = []
         try:
+            # Each binding's value through a pipe of its own (@fd:N): never
+            # argv, the environment or a file. 4096 bytes fit a pipe.
+            for b in self.header_bindings:
+                r, w = os.pipe()
+                fds.append(r)
+                os.write(w, b.value.encode())
+                os.close(w)
+                args += ["--header-binding", f"{b.host}:{b.header}=@fd:{r}"]
             if self.setup_script is not None:
                 fd, script = tempfile.mkstemp(prefix="hutch-setup-", suffix=".sh")
                 with os.fdopen(fd, "w") as f:
                     f.write(self.setup_script)
                 args += ["--setup-script", script]
-            proc = subprocess.run(args, capture_output=True, text=True, check=False)
+            proc = subprocess.run(args, capture_output=True, text=True, check=False,
+                                  pass_fds=fds)
         finally:
+            for fd in fds:
+                os.close(fd)
             if script:
                 os.unlink(script)
         if proc.returncode == 0:

@@ -15,7 +15,8 @@ import time
 import pytest
 
 import hutch
-from hutch import ConfigError, LocalSandbox, Network, SandboxHook
+from hutch import (ConfigError, GitHubBinding, HeaderBinding, LocalSandbox, MistralApiBinding, Network,
+                   SandboxHook)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PKG_ROOT = os.path.dirname(HERE)
@@ -192,6 +193,44 @@ def test_network_all_and_allow_reach_the_sandbox():
 def test_bad_host_ports_are_config_errors(kwargs, what):
     with pytest.raises(ConfigError, match=what):
         LocalSandbox(**kwargs)
+
+
+@pytest.mark.parametrize("kwargs, what", [
+    ({"host": "", "header": "Authorization", "value": "SeCrEt9"}, "no host"),
+    ({"host": "*.github.com", "header": "Authorization", "value": "SeCrEt9"}, "wildcards"),
+    ({"host": "https://api.github.com", "header": "Authorization", "value": "SeCrEt9"}, "not a URL"),
+    ({"host": "api.github.com:443", "header": "Authorization", "value": "SeCrEt9"}, "DNS name"),
+    ({"host": "api.github.com", "header": "Bad Header", "value": "SeCrEt9"}, "header name"),
+    ({"host": "api.github.com", "header": "Host", "value": "SeCrEt9"}, "cannot be bound"),
+    ({"host": "api.github.com", "header": "Authorization", "value": "SeCrEt9\nb"}, "control"),
+    ({"host": "api.github.com", "header": "Authorization", "value": ""}, "non-empty"),
+])
+def test_bad_header_bindings_are_config_errors_naming_the_entry(kwargs, what):
+    with pytest.raises(ConfigError, match=what) as e:
+        HeaderBinding(**kwargs)
+    if kwargs["host"] and kwargs["value"]:
+        assert f"{kwargs['host']}:{kwargs['header']}" in str(e.value)
+        assert kwargs["value"] not in str(e.value)
+
+
+def test_header_binding_helpers_and_rules():
+    gh = GitHubBinding(token="t0k")
+    assert (gh.host, gh.header, gh.value) == ("api.github.com", "Authorization", "Bearer t0k")
+    assert "t0k" not in repr(gh)
+    assert GitHubBinding(token="t0k", host="github.com").value == \
+        "Basic eC1hY2Nlc3MtdG9rZW46dDBr"  # base64("x-access-token:t0k")
+    m = MistralApiBinding(api_key="k")
+    assert (m.host, m.value) == ("api.mistral.ai", "Bearer k")
+    allow = Network.allow(hosts=("api.github.com",))
+    with pytest.raises(ConfigError, match="need a network"):
+        LocalSandbox(header_bindings=[gh])
+    with pytest.raises(ConfigError, match="not in the allow list"):
+        LocalSandbox(network=allow, header_bindings=[m])
+    with pytest.raises(ConfigError, match="given twice"):
+        LocalSandbox(network=allow, header_bindings=[gh, GitHubBinding(token="x")])
+    with pytest.raises(ConfigError, match="a list of HeaderBinding"):
+        LocalSandbox(network=allow, header_bindings=5)
+    assert LocalSandbox(network=Network.all(), header_bindings=[m]).header_bindings == [m]
 
 
 def test_image_unsupported_is_config_error():

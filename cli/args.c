@@ -88,6 +88,15 @@ static int set_env(struct hutch_cli_args *a, const char *value)
 	return 0;
 }
 
+static int add_to_list(cJSON **list, const char *value)
+{
+	if (!*list)
+		*list = cJSON_CreateArray();
+	if (!*list || !cJSON_AddItemToArray(*list, cJSON_CreateString(value)))
+		return hutch_cli_fail(HUTCH_EXIT_FAILURE, "out of memory");
+	return 0;
+}
+
 /* One of the verb's own options. */
 static int set_opt(struct hutch_cli_args *a, const struct hutch_cli_opt *o, const char *value)
 {
@@ -103,6 +112,8 @@ static int set_opt(struct hutch_cli_args *a, const struct hutch_cli_opt *o, cons
 		return 0;
 	case HUTCH_CLI_ENV:
 		return set_env(a, value);
+	case HUTCH_CLI_LIST:
+		return add_to_list(ARG(a, o, cJSON *), value);
 	case HUTCH_CLI_U64:
 		if (hutch_parse_u64(value, o->umin, o->umax, ARG(a, o, uint64_t)) < 0)
 			return fail_value(o->invalid, value);
@@ -340,6 +351,8 @@ void hutch_cli_args_done(struct hutch_cli_args *a)
 	hutch_config_done(&a->cfg);
 	cJSON_Delete(a->env);
 	a->env = NULL;
+	cJSON_Delete(a->filter);
+	a->filter = NULL;
 	free(a->pos);
 	a->pos = NULL;
 }

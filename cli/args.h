@@ -28,6 +28,7 @@ enum hutch_cli_kind {
 	HUTCH_CLI_FLAG,    /* no value; sets a bool */
 	HUTCH_CLI_STRING,  /* const char * (the argument itself) */
 	HUTCH_CLI_ENV,     /* NAME=VALUE, into a cJSON object (repeatable) */
+	HUTCH_CLI_LIST,    /* a string, into a cJSON array (repeatable) */
 	HUTCH_CLI_U64,     /* whole number in [umin, umax] */
 	HUTCH_CLI_SECONDS, /* finite number of seconds in [min, max] (double) */
 	HUTCH_CLI_REFUSE,  /* known to this verb but refused: prints .invalid */
@@ -78,6 +79,8 @@ struct hutch_cli_args {
 	const char *cwd;
 	const char *tag, *store; /* image import --tag, image --store */
 	cJSON *env;              /* NAME: VALUE, NULL if no -e */
+	cJSON *filter;           /* ls --filter: an array of strings, NULL if none */
+	const char *format;      /* ls --format */
 	double timeout, grace;
 	uint64_t size, max_bytes;
 	char **pos; /* positionals */

@@ -118,15 +118,18 @@ int hutch_cli_interrupted(void)
 struct run_state {
 	int exit_code;
 	bool got_exit;
+	struct hutch_cli_capture *cap; /* --json: output and result kept */
 };
 
-static int json_exit_code(const cJSON *res)
+/* The result's exit code; its message (a kill, a timeout) is printed
+ * unless quiet (--json has it in the JSON). */
+static int json_exit_code(const cJSON *res, bool quiet)
 {
 	const cJSON *code = cJSON_GetObjectItemCaseSensitive(res, "exit_code");
 	const cJSON *sig = cJSON_GetObjectItemCaseSensitive(res, "signal");
 	const cJSON *msg = cJSON_GetObjectItemCaseSensitive(res, "message");
 
-	if (cJSON_IsString(msg))
+	if (cJSON_IsString(msg) && !quiet)
 		fprintf(stderr, "hutch: %s\n", msg->valuestring);
 	if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(res, "timed_out")))
 		return HUTCH_EXIT_TIMEOUT;
@@ -175,11 +178,24 @@ static void on_final(struct run_state *rs, enum hutch_frame_type t, const char *
 
 	rs->got_exit = true;
 	if (t == HUTCH_FRAME_EXIT) {
-		rs->exit_code = j ? json_exit_code(j) : HUTCH_EXIT_FAILURE;
+		rs->exit_code = j ? json_exit_code(j, rs->cap) : HUTCH_EXIT_FAILURE;
+		if (rs->cap && cJSON_IsObject(j))
+			rs->cap->result = TAKE_PTR(j);
 		return;
 	}
 	fprintf(stderr, "hutch: %s\n", cJSON_IsString(m) ? m->valuestring : "error");
 	rs->exit_code = HUTCH_EXIT_GONE;
+}
+
+/* Output written out, or kept (--json). */
+static int output(struct run_state *rs, const struct hutch_frame_ev *ev)
+{
+	bool err = ev->type == HUTCH_FRAME_STDERR;
+
+	if (rs->cap)
+		return hutch_buf_append(err ? &rs->cap->err : &rs->cap->out, ev->data, ev->len);
+	(void)hutch_write_all(err ? 2 : 1, ev->data, ev->len);
+	return 0;
 }
 
 /* What the sandbox sent: output written out, the last frame noted.
@@ -193,9 +209,8 @@ static int take_frames(struct relay *rl, const char *buf, size_t n)
 		if (r < 0)
 			return hutch_cli_fail(HUTCH_EXIT_FAILURE,
 			                      "broken stream from the sandbox: %s", rl->dec.error);
-		if (ev.kind == HUTCH_FRAME_EV_DATA)
-			(void)hutch_write_all(ev.type == HUTCH_FRAME_STDERR ? 2 : 1, ev.data,
-			                      ev.len);
+		if (ev.kind == HUTCH_FRAME_EV_DATA && output(rl->rs, &ev) < 0)
+			return hutch_cli_fail(HUTCH_EXIT_FAILURE, "out of memory");
 		else if (ev.kind == HUTCH_FRAME_EV_CTL)
 			on_final(rl->rs, ev.type, ev.data, ev.len);
 		buf += r;
@@ -457,8 +472,9 @@ static int relay(const char *path, int sock, bool interactive, const char *extra
 
 		if (fifo && (fd > 0 || interactive))
 			(void)fcntl(fd, F_SETPIPE_SZ, (int)HUTCH_FRAME_DATA_MAX);
+		/* --json keeps the output: it must pass through take_frames(). */
 		if (fd > 0)
-			rl.splice_to[fd] = fifo;
+			rl.splice_to[fd] = fifo && !rs->cap;
 	}
 	/* Non-blocking: a splice into the socket must never wait (the
 	 * output has to be read meanwhile). */
@@ -511,13 +527,14 @@ static char *request_body(char **argv, const struct hutch_cli_args *a)
 }
 
 /* POST /exec and the relay, once the terminal (-t) is set up. */
-static int run_stream(const char *sock, const char *body, const struct hutch_cli_args *a)
+static int run_stream(const char *sock, const char *body, const struct hutch_cli_args *a,
+                      struct hutch_cli_capture *cap)
 {
 	_cleanup_free_ char *extra = NULL;
 	_cleanup_close_ int fd = -EBADF;
 	struct hutch_http_resp resp;
 	struct hutch_err err = { 0 };
-	struct run_state rs = { .exit_code = HUTCH_EXIT_FAILURE };
+	struct run_state rs = { .exit_code = HUTCH_EXIT_FAILURE, .cap = cap };
 	uint8_t eof[HUTCH_FRAME_HDR];
 	size_t extra_len = 0;
 	int r;
@@ -542,7 +559,8 @@ static int run_stream(const char *sock, const char *body, const struct hutch_cli
 	return relay(sock, fd, a->interactive, extra, extra_len, &rs);
 }
 
-int hutch_cli_stream_command(const char *sock, char **argv, const struct hutch_cli_args *a)
+int hutch_cli_stream_command(const char *sock, char **argv, const struct hutch_cli_args *a,
+                             struct hutch_cli_capture *cap)
 {
 	_cleanup_free_ char *body = request_body(argv, a);
 	struct tty_mode tm = { 0 };
@@ -560,7 +578,7 @@ int hutch_cli_stream_command(const char *sock, char **argv, const struct hutch_c
 	if (a->tty && tty_raw(&tm) < 0)
 		return hutch_cli_fail(HUTCH_EXIT_FAILURE, "cannot set the terminal to raw mode: %s",
 		                      strerror(errno));
-	r = run_stream(sock, body, a);
+	r = run_stream(sock, body, a, cap);
 	tty_restore(&tm);
 	return r;
 }

@@ -3,7 +3,30 @@
 #ifndef HUTCH_STREAM_H
 #define HUTCH_STREAM_H
 
+#include <stdint.h>
+
+#include <cjson/cJSON.h>
+
+#include "util.h"
+
 struct hutch_cli_args;
+struct hutch_paths;
+
+/* run --json, exec --json (run-json.c): the output kept, not written out,
+ * and the exit frame's result. */
+struct hutch_cli_capture {
+	struct hutch_buf out, err;
+	cJSON *result; /* the exit frame's JSON, NULL until it came */
+};
+#define HUTCH_CLI_CAPTURE_DEFAULT (4u << 20) /* the default --max-output */
+/* Keep at most max_bytes of each stream. */
+void hutch_cli_capture_init(struct hutch_cli_capture *c, uint64_t max_bytes);
+void hutch_cli_capture_done(struct hutch_cli_capture *c);
+/* The sandbox's max_output_bytes (its state.json), else the default. */
+uint64_t hutch_cli_capture_limit(const struct hutch_paths *p);
+/* Print the result with the output as one JSON object; 0 or an exit
+ * code. */
+int hutch_cli_capture_print(struct hutch_cli_capture *c, const char *sandbox_id);
 
 /* SIGINT and SIGTERM are recorded, not fatal, from now on (a run or exec
  * then ends its command only). */
@@ -12,8 +35,10 @@ void hutch_cli_catch_interrupts(void);
 int hutch_cli_interrupted(void);
 /* Run argv (NULL-terminated) in the sandbox behind sock with a's --cwd,
  * --env, --timeout, --interactive (stdin streamed); returns the command's exit code, or
- * hutch's (cli.h) after printing why. */
-int hutch_cli_stream_command(const char *sock, char **argv, const struct hutch_cli_args *a);
+ * hutch's (cli.h) after printing why. cap: NULL, or where the output and
+ * the result go instead of stdout and stderr (--json). */
+int hutch_cli_stream_command(const char *sock, char **argv, const struct hutch_cli_args *a,
+                             struct hutch_cli_capture *cap);
 /* Print an API error answer's message; returns the exit code of its
  * HTTP status (410: 66, 400/413: 64, else 70). */
 int hutch_cli_api_error(long status, const char *body);

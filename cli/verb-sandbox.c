@@ -18,6 +18,7 @@
 #include "client.h"
 #include "config.h"
 #include "fdutil.h"
+#include "format.h"
 #include "pool.h"
 #include "sandbox.h"
 #include "state.h"
@@ -84,6 +85,11 @@ static const struct hutch_cli_opt create_opts[] = {
 static const struct hutch_cli_opt run_opts[] = {
 	COMMAND_OPTS(0),
 	NO_LIMITS_OPT,
+	{ .name = "json",
+	  .kind = HUTCH_CLI_FLAG,
+	  A(json),
+	  .help = "keep CMD's output and print one JSON object: exit code, signal, OOM, timeout, "
+	          "duration, output and its sizes" },
 	{ 0 },
 };
 
@@ -97,8 +103,8 @@ static const struct hutch_cli_opt exec_opts[] = {
 	{ .name = "json",
 	  .kind = HUTCH_CLI_FLAG,
 	  A(json),
-	  .help = "with -d: print the answer as JSON",
-	  .modes = DETACHED },
+	  .help = "keep CMD's output and print one JSON object: exit code, signal, OOM, timeout, "
+	          "duration, output and its sizes (with -d: the answer as JSON)" },
 	{ 0 },
 };
 
@@ -109,6 +115,23 @@ static const struct hutch_cli_opt ls_opts[] = {
 	  A(quiet),
 	  .help = "print the ids only" },
 	{ .name = "json", .kind = HUTCH_CLI_FLAG, A(json), .help = "print a JSON array" },
+	{ .name = "filter",
+	  .short_name = 'f',
+	  .kind = HUTCH_CLI_LIST,
+	  A(filter),
+	  .metavar = "KEY=VALUE",
+	  .help = "only the sandboxes that match (repeatable; one key: any value, several keys: "
+	          "all): id=PREFIX, status=S, network=none|all|allow[:...], instance-type=T, "
+	          "region=R, description=TEXT (a part of it)" },
+	{ .name = "format",
+	  .kind = HUTCH_CLI_STRING,
+	  A(format),
+	  .metavar = "TEMPLATE",
+	  .help = "print each sandbox with a Go-like template, as docker does: {{.ID}} {{.Status}} "
+	          "{{.Type}} {{.Network}} {{.Region}} {{.Description}} {{.Created}} {{.Expires}} "
+	          "{{.Live}} {{.Socket}} {{.Config.KEY}}, {{json .}} (or 'json'), {{upper X}}, "
+	          "{{lower X}}; 'table ...' adds a header and aligns the columns at \\t ('table' "
+	          "alone: ls's columns)" },
 	{ 0 },
 };
 
@@ -237,6 +260,38 @@ static int delete_sandbox(const struct hutch_paths *p, bool quiet, bool force)
 	return 0;
 }
 
+/* A command with its streams relayed, or with --json its output kept
+ * and its result printed as JSON (max: the bytes kept of each stream);
+ * returns its exit code either way. */
+static int stream_command(const struct hutch_paths *p, uint64_t max, struct hutch_cli_args *a)
+{
+	struct hutch_cli_capture cap;
+	int r, pr;
+
+	if (!a->json)
+		return hutch_cli_stream_command(p->sock, a->cmd, a, NULL);
+	hutch_cli_capture_init(&cap, max);
+	r = hutch_cli_stream_command(p->sock, a->cmd, a, &cap);
+	/* No result (hutch's own failure, Ctrl-C, the sandbox gone): the
+	 * message is on stderr and the exit code says which, as without
+	 * --json. */
+	pr = cap.result ? hutch_cli_capture_print(&cap, p->id) : 0;
+	hutch_cli_capture_done(&cap);
+	return pr ? pr : r;
+}
+
+/* --json and -t: a terminal merges stdout and stderr and is for people. */
+static int check_json_tty(const struct hutch_cli_args *a)
+{
+	if (a->json && a->tty)
+		return hutch_cli_fail(HUTCH_EXIT_USAGE,
+		                      "--json does not go with -t: a terminal merges stdout and "
+		                      "stderr; drop -t (-i streams stdin without one); see 'hutch "
+		                      "%s --help'",
+		                      a->verb->name);
+	return 0;
+}
+
 static int cmd_run(struct hutch_cli_args *a)
 {
 	struct hutch_created c;
@@ -245,6 +300,9 @@ static int cmd_run(struct hutch_cli_args *a)
 	if (!a->cmd)
 		return hutch_cli_fail(HUTCH_EXIT_USAGE,
 		                      "missing command: hutch run [OPTIONS] -- CMD [ARG...]");
+	r = check_json_tty(a);
+	if (r)
+		return r;
 	/* Catch Ctrl-C before creating: dying during create would leave a
 	 * detached sandbox behind for its whole TTL. */
 	hutch_cli_catch_interrupts();
@@ -255,7 +313,7 @@ static int cmd_run(struct hutch_cli_args *a)
 	if (hutch_cli_interrupted())
 		r = 128 + hutch_cli_interrupted();
 	else
-		r = hutch_cli_stream_command(c.paths.sock, a->cmd, a);
+		r = stream_command(&c.paths, a->cfg.max_output_bytes, a);
 	(void)delete_sandbox(&c.paths, true, true);
 	return r;
 }
@@ -332,6 +390,8 @@ static int cmd_exec(struct hutch_cli_args *a)
 		return r ? r : hutch_cli_exec_detached(a); /* verb-procs.c */
 	}
 	r = hutch_cli_check_mode(a, ATTACHED, "exec", " without -d");
+	if (!r)
+		r = check_json_tty(a);
 	if (r)
 		return r;
 	if (a->npos < 1)
@@ -349,7 +409,7 @@ static int cmd_exec(struct hutch_cli_args *a)
 	if (r)
 		return r;
 	hutch_cli_catch_interrupts();
-	return hutch_cli_stream_command(p.sock, a->cmd, a);
+	return stream_command(&p, hutch_cli_capture_limit(&p), a);
 }
 
 static cJSON *describe(const char *id, bool *live)
@@ -391,11 +451,28 @@ static void ports_text(const cJSON *ports, char *buf, size_t size)
 	}
 }
 
-static int cmd_ls(struct hutch_cli_args *a)
+/* ls's own columns. */
+static void print_row(const cJSON *s)
+{
+	const cJSON *cfg = cJSON_GetObjectItemCaseSensitive(s, "config");
+	const cJSON *exp = cJSON_GetObjectItemCaseSensitive(s, "expires_at_unix");
+	char when[40] = "-", ports[256];
+
+	if (cJSON_IsNumber(exp))
+		hutch_format_time((int64_t)exp->valuedouble, when, sizeof(when));
+	ports_text(cJSON_GetObjectItemCaseSensitive(s, "ports"), ports, sizeof(ports));
+	printf("%-12s  %-8s  %-8s  %-8s  %-20s  %-10s  %s\n",
+	       cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(s, "id")) ?: "?",
+	       cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(s, "status")) ?: "?",
+	       cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(cfg, "instance_type")) ?: "?",
+	       cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(cfg, "network")) ?: "?", when,
+	       cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(cfg, "region")) ?: "?", ports);
+}
+
+/* The sandboxes that pass the filters, as JSON, into arr. */
+static int list_sandboxes(const struct hutch_cli_filters *f, cJSON *arr)
 {
 	_cleanup_free_ char(*ids)[HUTCH_ID_LEN + 1] = NULL;
-	_cleanup_cjson_ cJSON *arr = NULL;
-	bool json = a->json, quiet = a->quiet;
 	size_t n;
 	int r;
 
@@ -403,47 +480,86 @@ static int cmd_ls(struct hutch_cli_args *a)
 	if (r < 0)
 		return hutch_cli_fail(HUTCH_EXIT_FAILURE, "list '%s': %s", hutch_runtime_dir(),
 		                      strerror(-r));
-	if (json)
-		arr = cJSON_CreateArray();
-	else if (!quiet)
-		printf("%-12s  %-8s  %-8s  %-8s  %-20s  %-10s  %s\n", "ID", "STATUS", "TYPE",
-		       "NETWORK", "EXPIRES", "REGION", "PORTS");
 	for (size_t i = 0; i < n; i++) {
 		bool live;
 		cJSON *s = describe(ids[i], &live);
-		const cJSON *cfg = cJSON_GetObjectItemCaseSensitive(s, "config");
-		const cJSON *st = cJSON_GetObjectItemCaseSensitive(s, "status");
-		const cJSON *exp = cJSON_GetObjectItemCaseSensitive(s, "expires_at_unix");
-		char when[40] = "-", ports[256];
 
-		if (quiet) {
-			printf("%s\n", ids[i]);
-			cJSON_Delete(s);
-			continue;
-		}
-		if (json) {
+		if (s && hutch_cli_filters_match(f, s))
 			cJSON_AddItemToArray(arr, s);
-			continue;
-		}
-		if (cJSON_IsNumber(exp))
-			hutch_format_time((int64_t)exp->valuedouble, when, sizeof(when));
-		ports_text(cJSON_GetObjectItemCaseSensitive(s, "ports"), ports, sizeof(ports));
-		printf("%-12s  %-8s  %-8s  %-8s  %-20s  %-10s  %s\n", ids[i],
-		       live ? (cJSON_IsString(st) ? st->valuestring : "?") : "dead",
-		       cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(cfg, "instance_type"))
-		               ?: "?",
-		       cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(cfg, "network"))
-		               ?: "?",
-		       when,
-		       cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(cfg, "region")) ?: "?",
-		       ports);
-		cJSON_Delete(s);
-	}
-	if (json) {
-		_cleanup_free_ char *t = cJSON_Print(arr);
-		printf("%s\n", t);
+		else
+			cJSON_Delete(s);
 	}
 	return 0;
+}
+
+static int print_format(const struct hutch_cli_tmpl *t, cJSON *arr)
+{
+	_cleanup_free_ cJSON **v = calloc((size_t)cJSON_GetArraySize(arr) + 1, sizeof(*v));
+	size_t n = 0;
+	cJSON *s;
+
+	if (!v)
+		return hutch_cli_fail(HUTCH_EXIT_FAILURE, "out of memory");
+	cJSON_ArrayForEach(s, arr) {
+		v[n++] = s;
+	}
+	if (hutch_cli_tmpl_print(t, v, n, stdout) < 0)
+		return hutch_cli_fail(HUTCH_EXIT_FAILURE, "out of memory");
+	return 0;
+}
+
+/* ls once its filters and template are checked. */
+static int print_list(const struct hutch_cli_args *a, const struct hutch_cli_filters *f,
+                      const struct hutch_cli_tmpl *t)
+{
+	_cleanup_cjson_ cJSON *arr = cJSON_CreateArray();
+	const cJSON *s;
+	int r;
+
+	r = arr ? list_sandboxes(f, arr) : hutch_cli_fail(HUTCH_EXIT_FAILURE, "out of memory");
+	if (r)
+		return r;
+	if (t)
+		return print_format(t, arr);
+	if (a->json) {
+		_cleanup_free_ char *text = cJSON_Print(arr);
+		printf("%s\n", text);
+		return 0;
+	}
+	if (!a->quiet)
+		printf("%-12s  %-8s  %-8s  %-8s  %-20s  %-10s  %s\n", "ID", "STATUS", "TYPE",
+		       "NETWORK", "EXPIRES", "REGION", "PORTS");
+	cJSON_ArrayForEach(s, arr) {
+		if (a->quiet)
+			printf("%s\n",
+			       cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(s, "id")));
+		else
+			print_row(s);
+	}
+	return 0;
+}
+
+static int cmd_ls(struct hutch_cli_args *a)
+{
+	struct hutch_cli_tmpl *t = NULL;
+	struct hutch_cli_filters f;
+	struct hutch_err err = { 0 };
+	int r;
+
+	if (a->format && (a->json || a->quiet))
+		return hutch_cli_fail(HUTCH_EXIT_USAGE,
+		                      "give --format or %s, not both; see 'hutch ls --help'",
+		                      a->json ? "--json" : "-q");
+	if (hutch_cli_filters_parse(a->filter, &f, &err) < 0)
+		return hutch_cli_fail(HUTCH_EXIT_USAGE, "%s; see 'hutch ls --help'", err.msg);
+	/* A bad template is refused before anything is listed. */
+	r = a->format ? hutch_cli_tmpl_parse(a->format, &t, &err) : 0;
+	if (r < 0)
+		return hutch_cli_fail(r == -ENOMEM ? HUTCH_EXIT_FAILURE : HUTCH_EXIT_USAGE,
+		                      "%s; see 'hutch ls --help'", err.msg);
+	r = print_list(a, &f, t);
+	hutch_cli_tmpl_free(t);
+	return r;
 }
 
 /* An ended sandbox, for inspect: what its tombstone says, as JSON, so that
@@ -617,7 +733,7 @@ const struct hutch_cli_verb hutch_verb_exec = {
 
 const struct hutch_cli_verb hutch_verb_ls = {
 	.name = "ls",
-	.synopsis = "[-q] [--json]",
+	.synopsis = "[-q | --json | --format TEMPLATE] [--filter KEY=VALUE]...",
 	.about = "List sandboxes.\n",
 	.opts = ls_opts,
 	.run = cmd_ls,

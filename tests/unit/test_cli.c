@@ -6,6 +6,7 @@
  * errors name which exit code. The verbs here are made up; the real ones
  * are driven by tests/integration/test_cli.py.
  */
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -17,6 +18,7 @@
 
 #include "args.h"
 #include "cli.h"
+#include "format.h"
 
 #define A(f) .offset = offsetof(struct hutch_cli_args, f)
 
@@ -257,12 +259,112 @@ static void test_help_and_modes(void **state)
 	assert_non_null(strstr(buf, "HUTCH_RESOLVER"));
 }
 
+/* The template of format for sandboxes (JSON texts), printed into buf;
+ * the parse's return value. */
+static int print_tmpl(const char *format, const char *const *json, size_t n, char *buf, size_t size,
+                      struct hutch_err *err)
+{
+	struct hutch_cli_tmpl *t = NULL;
+	cJSON *v[4] = { 0 };
+	FILE *f;
+	size_t len;
+	int r = hutch_cli_tmpl_parse(format, &t, err);
+
+	buf[0] = '\0';
+	if (r < 0)
+		return r;
+	for (size_t i = 0; i < n; i++)
+		v[i] = cJSON_Parse(json[i]);
+	f = tmpfile();
+	assert_non_null(f);
+	assert_int_equal(hutch_cli_tmpl_print(t, v, n, f), 0);
+	rewind(f);
+	len = fread(buf, 1, size - 1, f);
+	buf[len] = '\0';
+	fclose(f);
+	for (size_t i = 0; i < n; i++)
+		cJSON_Delete(v[i]);
+	hutch_cli_tmpl_free(t);
+	return 0;
+}
+
+static void test_templates(void **state)
+{
+	const char *sb[] = {
+		"{\"id\": \"abc\", \"status\": \"running\", \"live\": true, \"config\": "
+		"{\"network\": \"allow:x.org\", \"ttl_seconds\": 60, \"description\": \"ünï\"}}",
+		"{\"id\": \"def\", \"status\": \"dead\", \"live\": false, \"config\": {}}",
+	};
+	struct hutch_err err = { 0 };
+	char buf[1024];
+
+	(void)state;
+	assert_int_equal(print_tmpl("{{.ID}}:{{upper .Status}}:{{.Live}}:{{.Config.ttl_seconds}}",
+	                            sb, 2, buf, sizeof(buf), &err),
+	                 0);
+	/* Missing values print as nothing. */
+	assert_string_equal(buf, "abc:RUNNING:true:60\ndef:DEAD:false:\n");
+	assert_int_equal(print_tmpl("{{json .Description}} {{json .Config.none}}", sb, 2, buf,
+	                            sizeof(buf), &err),
+	                 0);
+	assert_string_equal(buf, "\"ünï\" null\nnull null\n");
+	/* Columns count characters, not bytes. */
+	assert_int_equal(
+	        print_tmpl("table {{.Description}}\\t{{.ID}}", sb, 2, buf, sizeof(buf), &err), 0);
+	assert_string_equal(buf, "DESCRIPTION   ID\nünï           abc\n              def\n");
+	assert_int_equal(print_tmpl("a\\tb\\nc", sb, 1, buf, sizeof(buf), &err), 0);
+	assert_string_equal(buf, "a\tb\nc\n");
+	assert_int_equal(print_tmpl("x {{.ID}", sb, 1, buf, sizeof(buf), &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "byte 2 is not closed"));
+	assert_int_equal(print_tmpl("{{ .Nope }}", sb, 1, buf, sizeof(buf), &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "unknown field '.Nope'"));
+}
+
+static void test_filters(void **state)
+{
+	cJSON *a = cJSON_Parse("{\"id\": \"abc123\", \"status\": \"running\", \"config\": "
+	                       "{\"network\": \"allow:x.org\", \"instance_type\": \"nano\"}}");
+	cJSON *specs = cJSON_CreateArray();
+	struct hutch_cli_filters f;
+	struct hutch_err err = { 0 };
+
+	(void)state;
+	assert_int_equal(hutch_cli_filters_parse(NULL, &f, &err), 0);
+	assert_true(hutch_cli_filters_match(&f, a));
+	cJSON_AddItemToArray(specs, cJSON_CreateString("network=allow"));
+	cJSON_AddItemToArray(specs, cJSON_CreateString("id=ab"));
+	assert_int_equal(hutch_cli_filters_parse(specs, &f, &err), 0);
+	assert_true(hutch_cli_filters_match(&f, a));
+	/* Another value of a key given already: either matches. */
+	cJSON_AddItemToArray(specs, cJSON_CreateString("id=ff"));
+	assert_int_equal(hutch_cli_filters_parse(specs, &f, &err), 0);
+	assert_true(hutch_cli_filters_match(&f, a));
+	/* Another key: both must. */
+	cJSON_AddItemToArray(specs, cJSON_CreateString("status=dead"));
+	assert_int_equal(hutch_cli_filters_parse(specs, &f, &err), 0);
+	assert_false(hutch_cli_filters_match(&f, a));
+	cJSON_AddItemToArray(specs, cJSON_CreateString("network=allowx"));
+	assert_int_equal(hutch_cli_filters_parse(specs, &f, &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "'network=allowx'"));
+	for (int i = 0; i < HUTCH_CLI_FILTERS_MAX; i++)
+		cJSON_AddItemToArray(specs, cJSON_CreateString("id=a"));
+	cJSON_DeleteItemFromArray(specs, 4);
+	assert_int_equal(hutch_cli_filters_parse(specs, &f, &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "too many --filter"));
+	cJSON_Delete(specs);
+	cJSON_Delete(a);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_options_around_the_id), cmocka_unit_test(test_double_dash),
-		cmocka_unit_test(test_sandbox_options),       cmocka_unit_test(test_errors),
+		cmocka_unit_test(test_options_around_the_id),
+		cmocka_unit_test(test_double_dash),
+		cmocka_unit_test(test_sandbox_options),
+		cmocka_unit_test(test_errors),
 		cmocka_unit_test(test_help_and_modes),
+		cmocka_unit_test(test_templates),
+		cmocka_unit_test(test_filters),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

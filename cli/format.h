@@ -1,0 +1,55 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * ls --filter and --format, as docker has them, over the one sandbox JSON
+ * (sandbox-json.c); pure, so tests/unit/test_cli.c drives it.
+ *
+ * A filter is KEY=VALUE: id (a prefix), status, network (a mode, or the
+ * whole spec), instance-type, region, description (a substring). Filters
+ * of one key are alternatives, of different keys all must hold.
+ *
+ * A template is text with actions, a subset of Go's text/template as
+ * docker uses it: {{.Field}}, {{.Config.key}}, {{.}}, {{json ARG}},
+ * {{upper ARG}}, {{lower ARG}}; a leading "table " prints a header row and
+ * aligns the columns (cells end at tabs); "\t" and "\n" written as two
+ * characters are a tab and a newline. "json" alone is {{json .}}, "table"
+ * alone ls's own columns.
+ */
+#ifndef HUTCH_FORMAT_H
+#define HUTCH_FORMAT_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#include <cjson/cJSON.h>
+
+#include "error.h"
+
+#define HUTCH_CLI_FILTERS_MAX 32
+
+struct hutch_cli_filters {
+	size_t n;
+	struct {
+		unsigned key; /* which filter (format.c) */
+		const char *value;
+	} f[HUTCH_CLI_FILTERS_MAX];
+};
+
+/* specs: a JSON array of "KEY=VALUE" strings (NULL: no filter); the values
+ * point into it. -EINVAL with a message naming the --filter on error. */
+int hutch_cli_filters_parse(const cJSON *specs, struct hutch_cli_filters *ret,
+                            struct hutch_err *err);
+/* Does the sandbox (its JSON) pass every filter? */
+bool hutch_cli_filters_match(const struct hutch_cli_filters *f, const cJSON *sandbox);
+
+struct hutch_cli_tmpl;
+
+/* Parse format; *ret is freed with hutch_cli_tmpl_free(). -EINVAL with a
+ * message saying where and what is wrong, -ENOMEM. */
+int hutch_cli_tmpl_parse(const char *format, struct hutch_cli_tmpl **ret, struct hutch_err *err);
+struct hutch_cli_tmpl *hutch_cli_tmpl_free(struct hutch_cli_tmpl *t);
+/* Print the template for each of n sandboxes (a header first for a
+ * table, then the columns aligned); -ENOMEM. */
+int hutch_cli_tmpl_print(const struct hutch_cli_tmpl *t, cJSON *const *sandboxes, size_t n,
+                         FILE *f);
+
+#endif

@@ -75,7 +75,8 @@ struct hutch_cli_args {
 	const struct hutch_cli_verb *verb;
 	const struct hutch_cli_verb *const *verbs; /* every verb (completion) */
 	struct hutch_config cfg;                   /* the sandbox options (verb->sandbox_opts) */
-	bool json, quiet, all, detach, follow, interactive, tty, force, no_stream, close, no_limits;
+	bool json, quiet, all, detach, follow, interactive, tty, force, no_stream, close, no_limits,
+	        foreground;
 	const char *cwd;
 	const char *tag, *store; /* image import --tag, image --store */
 	cJSON *env;              /* NAME: VALUE, NULL if no -e */

@@ -9,18 +9,22 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
 #include <sys/inotify.h>
 #include <sys/signalfd.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/timerfd.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "cleanup.h"
+#include "cli.h"
 #include "client.h"
 #include "fdutil.h"
 #include "log.h"
@@ -143,6 +147,7 @@ struct keeper {
 	char dir[4200];
 	int dfd, lock_fd, sigfd, ino, report_fd;
 	unsigned size;
+	bool foreground; /* pool start --foreground: no report_fd, this process */
 };
 
 static unsigned count_ready(struct keeper *k, bool drop_stale)
@@ -254,6 +259,43 @@ static void drain(const char *rt, int dfd)
 			delete_sandbox(rt, de->d_name);
 }
 
+/* Tell systemd (Type=notify) how the keeper is: one datagram to
+ * $NOTIFY_SOCKET, a path or an abstract name ("@..."); nothing without it. */
+static void sd_notify_state(const char *state)
+{
+	const char *path = getenv("NOTIFY_SOCKET");
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	_cleanup_close_ int fd = -EBADF;
+	size_t len = path ? strlen(path) : 0;
+
+	if (!len || len >= sizeof(sa.sun_path) || (path[0] != '/' && path[0] != '@'))
+		return;
+	memcpy(sa.sun_path, path, len);
+	if (sa.sun_path[0] == '@')
+		sa.sun_path[0] = '\0';
+	fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (fd >= 0)
+		(void)sendto(fd, state, strlen(state), MSG_NOSIGNAL, (struct sockaddr *)&sa,
+		             (socklen_t)(offsetof(struct sockaddr_un, sun_path) + len));
+}
+
+/* The first fill's outcome: to the waiting CLI, or (--foreground) on
+ * stdout/stderr and to systemd. */
+static void report(struct keeper *k, const struct hutch_err *err)
+{
+	if (!k->foreground) {
+		(void)hutch_write_all(k->report_fd, err, sizeof(*err));
+		return;
+	}
+	if (err->code < 0) {
+		fprintf(stderr, "hutch: cannot start the pool: %s\n", err->msg);
+		return;
+	}
+	printf("pool %s: %u sandboxes ready (keeper pid %d)\n", k->key, k->size, (int)getpid());
+	fflush(stdout);
+	sd_notify_state("READY=1");
+}
+
 static __attribute__((noreturn)) void keeper_main(struct keeper *k, int report_fd)
 {
 	struct hutch_err err = { 0 };
@@ -271,13 +313,13 @@ static __attribute__((noreturn)) void keeper_main(struct keeper *k, int report_f
 	k->ino = ino = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
 	if (sigfd < 0 || ino < 0) {
 		hutch_err_set_errno(&err, -errno, "pool keeper: signalfd/inotify");
-		(void)hutch_write_all(report_fd, &err, sizeof(err));
-		_exit(1);
+		report(k, &err);
+		_exit(HUTCH_EXIT_FAILURE);
 	}
 	if (inotify_add_watch(ino, k->dir, IN_DELETE | IN_MOVED_FROM) < 0) {
 		hutch_err_set_errno(&err, -errno, "pool keeper: watch '%s'", k->dir);
-		(void)hutch_write_all(report_fd, &err, sizeof(err));
-		_exit(1);
+		report(k, &err);
+		_exit(HUTCH_EXIT_FAILURE);
 	}
 	for (;;) {
 		struct pollfd pfd[2] = { { .fd = sigfd, .events = POLLIN },
@@ -290,9 +332,9 @@ static __attribute__((noreturn)) void keeper_main(struct keeper *k, int report_f
 			if (add_one(k, &err) < 0) {
 				hutch_log(HUTCH_LOG_WARN, "pool %s: %s", k->key, err.msg);
 				if (!reported) {
-					(void)hutch_write_all(report_fd, &err, sizeof(err));
+					report(k, &err);
 					drain(k->rt, k->dfd);
-					_exit(1);
+					_exit(HUTCH_EXIT_FAILURE);
 				}
 				timeout = RETRY_MS;
 				break;
@@ -301,8 +343,9 @@ static __attribute__((noreturn)) void keeper_main(struct keeper *k, int report_f
 		}
 		if (!reported) {
 			hutch_err_clear(&err);
-			(void)hutch_write_all(report_fd, &err, sizeof(err));
-			close(report_fd);
+			report(k, &err);
+			if (report_fd >= 0)
+				close(report_fd);
 			k->report_fd = -1;
 			reported = true;
 		}
@@ -331,6 +374,8 @@ static __attribute__((noreturn)) void keeper_main(struct keeper *k, int report_f
 			(void)rmdir(parent); /* the last pool */
 	}
 	close(k->lock_fd);
+	if (k->foreground)
+		sd_notify_state("STOPPING=1");
 	_exit(0);
 }
 
@@ -404,7 +449,8 @@ static int open_pool_dir(struct keeper *k, const struct hutch_config *cfg, int *
 }
 
 /* Fork the detached keeper; returns once it filled the pool (0) or
- * failed (err as it reported). */
+ * failed (err as it reported). --foreground: be the keeper (never
+ * returns). */
 static int spawn_keeper(struct keeper *k, int lock_fd, struct hutch_err *err)
 {
 	int pipefd[2], status;
@@ -412,6 +458,12 @@ static int spawn_keeper(struct keeper *k, int lock_fd, struct hutch_err *err)
 	pid_t pid;
 	ssize_t n;
 
+	if (k->foreground) {
+		snprintf(line, sizeof(line), "%d %u\n", (int)getpid(), k->size);
+		(void)!pwrite(lock_fd, line, strlen(line), 0);
+		k->lock_fd = lock_fd;
+		keeper_main(k, -1);
+	}
 	if (pipe2(pipefd, O_CLOEXEC) < 0)
 		return hutch_err_set_errno(err, -errno, "pipe");
 	pid = hutch_fork_detached();
@@ -441,8 +493,8 @@ static int spawn_keeper(struct keeper *k, int lock_fd, struct hutch_err *err)
 	return err->code < 0 ? err->code : 0;
 }
 
-int hutch_pool_start(struct hutch_config *cfg, unsigned size, const char *rt, pid_t *ret_pid,
-                     struct hutch_err *err)
+int hutch_pool_start(struct hutch_config *cfg, unsigned size, const char *rt, bool foreground,
+                     pid_t *ret_pid, struct hutch_err *err)
 {
 	static struct keeper k;
 	_cleanup_close_ int lock_fd = -EBADF;
@@ -459,6 +511,7 @@ int hutch_pool_start(struct hutch_config *cfg, unsigned size, const char *rt, pi
 	k.cfg = cfg;
 	k.rt = rt;
 	k.size = size;
+	k.foreground = foreground;
 	k.dfd = -EBADF;
 	r = open_pool_dir(&k, cfg, &lock_fd, err);
 	if (r < 0) {

@@ -40,9 +40,13 @@ int hutch_pool_claim(const struct hutch_config *cfg, const char *runtime_dir,
                      struct hutch_created *ret, struct hutch_err *err);
 
 /* CLI: start a keeper for cfg with size sandboxes; returns once they are
- * ready (or the first creation failed). -EEXIST if one runs already. */
+ * ready (or the first creation failed). -EEXIST if one runs already.
+ * foreground: this process becomes the keeper (a service's main process):
+ * it says on stdout and to systemd ($NOTIFY_SOCKET, READY=1) when the
+ * pool is full, and exits 0 after SIGTERM or SIGINT (its unclaimed
+ * sandboxes deleted), 70 if the first fill fails. */
 int hutch_pool_start(struct hutch_config *cfg, unsigned size, const char *runtime_dir,
-                     pid_t *ret_pid, struct hutch_err *err);
+                     bool foreground, pid_t *ret_pid, struct hutch_err *err);
 /* CLI: stop the keeper of key (NULL: every pool), deleting its unclaimed
  * sandboxes; returns how many pools were stopped. */
 int hutch_pool_stop(const char *runtime_dir, const char *key, struct hutch_err *err);

@@ -74,7 +74,8 @@ static int cmd_start(struct hutch_cli_args *a)
 	if (r)
 		return r;
 	hutch_pool_key(&a->cfg, key, sizeof(key));
-	r = hutch_pool_start(&a->cfg, (unsigned)a->size, hutch_runtime_dir(), &pid, &err);
+	r = hutch_pool_start(&a->cfg, (unsigned)a->size, hutch_runtime_dir(), a->foreground, &pid,
+	                     &err);
 	if (r == -EEXIST || r == -EINVAL)
 		return hutch_cli_fail(HUTCH_EXIT_USAGE, "%s", err.msg);
 	if (r < 0)
@@ -162,6 +163,12 @@ static const struct hutch_cli_opt start_opts[] = {
 	          HUTCH_POOL_MAX_SIZE),
 	  .missing = "invalid --size '': give a number of sandboxes from 1 to " STR(
 	          HUTCH_POOL_MAX_SIZE) },
+	{ .name = "foreground",
+	  .kind = HUTCH_CLI_FLAG,
+	  A(foreground),
+	  .help = "be the keeper instead of starting one (a service's main process): say when the "
+	          "pool is full (stdout, systemd's READY=1), run until SIGTERM, then delete the "
+	          "sandboxes not taken (hutch-pool@.service)" },
 	{ 0 },
 };
 
@@ -175,7 +182,7 @@ static const struct hutch_cli_opt stop_opts[] = {
 
 const struct hutch_cli_verb hutch_verb_pool_start = {
 	.name = "pool start",
-	.synopsis = "[--size N] [OPTIONS]",
+	.synopsis = "[--size N] [--foreground] [OPTIONS]",
 	.about = "Start a keeper that keeps N sandboxes of this configuration ready; returns once "
 	         "they are. A pool cannot hold sandboxes with --setup-script, --on-create or "
 	         "--header-binding.\n",

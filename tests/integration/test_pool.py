@@ -4,10 +4,12 @@ POST /claim, pooled sandboxes refusing work, keeper death and gc."""
 import json
 import os
 import signal
+import socket
+import subprocess
 
 import pytest
 
-from conftest import UnixHTTPConnection, api, proc_comm, wait_until
+from conftest import HUTCH, UnixHTTPConnection, api, proc_comm, wait_until
 
 USAGE, NOT_FOUND = 64, 65
 
@@ -234,3 +236,48 @@ def test_second_start_of_the_same_pool_is_refused(pool):
     r = pool("pool", "start", "--size", "3")
     assert r.returncode == USAGE and "runs already" in r.stderr.decode(), r.stderr
     assert len(pooled_ids(pool)) == 1
+
+
+def test_foreground_keeper_is_a_service_main_process(pool, tmp_path):
+    """pool start --foreground (hutch-pool@.service, Type=notify): this
+    process is the keeper; READY=1 reaches $NOTIFY_SOCKET once the pool is
+    full; SIGTERM deletes the sandboxes not taken, keeps the claimed one,
+    and exits 0."""
+    notify = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    path = str(tmp_path / "notify")
+    notify.bind(path)
+    notify.settimeout(60)
+    env = dict(pool.env, NOTIFY_SOCKET=path)
+    p = subprocess.Popen([HUTCH, "pool", "start", "--foreground", "--size", "2",
+                          "--instance-type", "nano"], env=env, stdin=subprocess.DEVNULL,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        assert notify.recv(4096) == b"READY=1"
+        line = p.stdout.readline().decode()
+        assert line.startswith("pool nano-") and f"2 sandboxes ready (keeper pid {p.pid})" in line
+        # It is the keeper: no other process was left behind.
+        assert pools(pool)[0]["keeper_pid"] == p.pid and p.poll() is None
+        waiting = pooled_ids(pool)
+        assert len(waiting) == 2
+        # A second keeper of the same pool is refused, in the foreground too.
+        r = pool("pool", "start", "--foreground", "--size", "1", "--instance-type", "nano")
+        assert r.returncode == USAGE and "runs already" in r.stderr.decode(), r.stderr
+        claimed = pool.create("--instance-type", "nano")
+        assert claimed.id in waiting
+        p.send_signal(signal.SIGTERM)
+        assert p.wait(timeout=60) == 0, p.stderr.read()
+        assert notify.recv(4096) == b"STOPPING=1"
+        assert pooled_ids(pool) == [] and pools(pool) == []
+        assert claimed.run("echo still here")["stdout"] == "still here\n"
+        claimed.rm()
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+        notify.close()
+
+
+def test_foreground_refuses_a_pool_that_cannot_be(pool):
+    r = pool("pool", "start", "--foreground", "--on-create", "true")
+    assert r.returncode == USAGE and "on_create" in r.stderr.decode(), r.stderr
+    assert pools(pool) == []

@@ -82,6 +82,7 @@ struct hutch_cli_args {
 	cJSON *env;              /* NAME: VALUE, NULL if no -e */
 	cJSON *filter;           /* ls --filter: an array of strings, NULL if none */
 	const char *format;      /* ls --format */
+	const char *progress;    /* create, run --progress */
 	double timeout, grace;
 	uint64_t size, max_bytes;
 	char **pos; /* positionals */

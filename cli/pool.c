@@ -207,7 +207,7 @@ static int add_one(struct keeper *k, struct hutch_err *err)
 		close(k->dfd);
 		if (k->report_fd >= 0)
 			close(k->report_fd);
-		r = hutch_sandbox_create(k->cfg, k->rt, &c, NULL, err);
+		r = hutch_sandbox_create(k->cfg, k->rt, &c, NULL, -1, err);
 		if (r >= 0) {
 			snprintf(token, sizeof(token), "%s/%s", k->dir, c.id);
 			fd = open(token, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);

@@ -76,15 +76,25 @@
 		        "idle sleep (for ordinary users where cgroup v2 is not delegated)"       \
 	}
 
+#define PROGRESS_OPT                                                                             \
+	{                                                                                        \
+		.name = "progress", .kind = HUTCH_CLI_STRING, A(progress), .metavar = "WHEN",    \
+		.help = "show the setup script's and on_create's output on stderr as it comes: " \
+		        "auto "                                                                  \
+		        "(default: when stderr is a terminal), always, never"                    \
+	}
+
 static const struct hutch_cli_opt create_opts[] = {
 	{ .name = "json", .kind = HUTCH_CLI_FLAG, A(json), .help = "print the result as JSON" },
 	NO_LIMITS_OPT,
+	PROGRESS_OPT,
 	{ 0 },
 };
 
 static const struct hutch_cli_opt run_opts[] = {
 	COMMAND_OPTS(0),
 	NO_LIMITS_OPT,
+	PROGRESS_OPT,
 	{ .name = "json",
 	  .kind = HUTCH_CLI_FLAG,
 	  A(json),
@@ -155,12 +165,31 @@ static const struct hutch_cli_opt rm_opts[] = {
 	{ 0 },
 };
 
-static int create_sandbox(struct hutch_config *cfg, struct hutch_created *c)
+/* --progress: where the setup steps' output goes while create waits (-1:
+ * nowhere); 0 or an exit code after saying why. */
+static int progress_fd(const char *when, int *ret_fd)
+{
+	if (!when || !strcmp(when, "auto"))
+		*ret_fd = isatty(2) ? 2 : -1;
+	else if (!strcmp(when, "always"))
+		*ret_fd = 2;
+	else if (!strcmp(when, "never"))
+		*ret_fd = -1;
+	else
+		return hutch_cli_fail(HUTCH_EXIT_USAGE,
+		                      "invalid --progress '%s': give auto, always or never", when);
+	return 0;
+}
+
+static int create_sandbox(struct hutch_config *cfg, const char *progress, struct hutch_created *c)
 {
 	struct hutch_setup_failure setup = { 0 };
 	struct hutch_err err = { 0 };
-	int r;
+	int r, progress_to = -1;
 
+	r = progress_fd(progress, &progress_to);
+	if (r)
+		return r;
 	r = hutch_cli_config_from_env(cfg);
 	if (r)
 		return r;
@@ -180,9 +209,9 @@ static int create_sandbox(struct hutch_config *cfg, struct hutch_created *c)
 	if (r > 0)
 		return 0;      /* a warm sandbox from `hutch pool` */
 	hutch_err_clear(&err); /* no pool, or nothing ready: create cold */
-	r = hutch_sandbox_create(cfg, hutch_runtime_dir(), c, &setup, &err);
+	r = hutch_sandbox_create(cfg, hutch_runtime_dir(), c, &setup, progress_to, &err);
 	if (r == -ECANCELED && setup.step[0]) {
-		size_t n = strlen(setup.tail);
+		size_t n = setup.shown ? 0 : strlen(setup.tail);
 		fprintf(stderr, "hutch: cannot create sandbox: %s; sandbox %s was deleted\n",
 		        err.msg, setup.id);
 		if (n) {
@@ -307,7 +336,7 @@ static int cmd_run(struct hutch_cli_args *a)
 	 * detached sandbox behind for its whole TTL. */
 	hutch_cli_catch_interrupts();
 	a->cfg.no_limits = a->no_limits;
-	r = create_sandbox(&a->cfg, &c);
+	r = create_sandbox(&a->cfg, a->progress, &c);
 	if (r)
 		return r;
 	if (hutch_cli_interrupted())
@@ -356,7 +385,7 @@ static int cmd_create(struct hutch_cli_args *a)
 	int r;
 
 	a->cfg.no_limits = a->no_limits;
-	r = create_sandbox(&a->cfg, &c);
+	r = create_sandbox(&a->cfg, a->progress, &c);
 	if (r)
 		return r;
 	if (a->json) {
@@ -707,9 +736,10 @@ const struct hutch_cli_verb hutch_verb_run = {
 
 const struct hutch_cli_verb hutch_verb_create = {
 	.name = "create",
-	.synopsis = "[OPTIONS] [--json]",
-	.about =
-	        "Create a sandbox and print its id (--json: its id, socket, expiry and options).\n",
+	.synopsis = "[OPTIONS] [--json] [--progress WHEN]",
+	.about = "Create a sandbox and print its id (--json: its id, socket, expiry and options). "
+	         "The output of its setup script and on_create hook is in its state directory "
+	         "(setup.log) and shown on a terminal as it comes.\n",
 	.opts = create_opts,
 	.sandbox_opts = true,
 	.run = cmd_create,

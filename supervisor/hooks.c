@@ -98,6 +98,13 @@ static void on_creator_event(struct hutch_watch *w, uint32_t events)
 		creator_gone(s);
 }
 
+static void close_log(struct sup *s)
+{
+	if (s->hooks.log_fd >= 0)
+		close(s->hooks.log_fd);
+	s->hooks.log_fd = -EBADF;
+}
+
 static void ready(struct sup *s)
 {
 	struct hutch_err err = { 0 };
@@ -105,6 +112,7 @@ static void ready(struct sup *s)
 
 	s->hooks.phase = PHASE_READY;
 	s->ready = true;
+	close_log(s);
 	r = hutch_sup_write_state(s, s->cfg->pool_key[0] ? "pooled" : "running");
 	if (r >= 0)
 		r = hutch_idle_start(s);
@@ -122,6 +130,28 @@ static void ready(struct sup *s)
 }
 
 static void step_done(void *ud, struct cmd *c);
+
+/* A step's output: its tail (the failure report, GET /status) and, while
+ * the sandbox is being created, setup.log, which the creating CLI shows as
+ * it comes; past HUTCH_SETUP_LOG_MAX a note ends the log. */
+static bool step_output(void *ud, struct cmd *c, bool is_err, const char *buf, size_t n)
+{
+	static const char note[] = "\n[hutch: the rest of the output is not shown: setup.log "
+	                           "keeps its first 1 MiB]\n";
+	struct sup *s = ud;
+	size_t room = HUTCH_SETUP_LOG_MAX - s->hooks.log_bytes;
+
+	(void)hutch_buf_append_tail(&s->hooks.tail, buf, n);
+	if (s->hooks.log_fd < 0 || c != s->hooks.step)
+		return true;
+	(void)hutch_write_all(s->hooks.log_fd, buf, n < room ? n : room);
+	s->hooks.log_bytes += n < room ? n : room;
+	if (n >= room) {
+		(void)hutch_write_all(s->hooks.log_fd, note, sizeof(note) - 1);
+		close_log(s);
+	}
+	return true;
+}
 
 static int start_step(struct sup *s, int phase)
 {
@@ -143,20 +173,23 @@ static int start_step(struct sup *s, int phase)
 		if (phase == PHASE_ON_DESTROY)
 			timeout = HUTCH_ON_DESTROY_SECONDS;
 	}
-	c = hutch_cmd_start(&s->cmds,
-	                    &(struct hutch_spawn){ .argv = argv,
-	                                           .envp = cfg->header_bindings
-	                                                           ? hutch_default_ca_env
-	                                                           : hutch_default_env,
-	                                           .cwd = HUTCH_WORKSPACE,
-	                                           .stdin_data = in,
-	                                           .stdin_len = in ? strlen(in) : 0,
-	                                           .timeout = timeout,
-	                                           .max_output = HUTCH_HOOK_TAIL,
-	                                           .capture = HUTCH_CAPTURE_TAIL },
-	                    &(struct hutch_cmd_sink){ .done = step_done, .ud = s }, &err);
+	c = hutch_cmd_start(
+	        &s->cmds,
+	        &(struct hutch_spawn){ .argv = argv,
+	                               .envp = cfg->header_bindings ? hutch_default_ca_env
+	                                                            : hutch_default_env,
+	                               .cwd = HUTCH_WORKSPACE,
+	                               .stdin_data = in,
+	                               .stdin_len = in ? strlen(in) : 0,
+	                               .timeout = timeout,
+	                               .max_output = HUTCH_HOOK_TAIL,
+	                               .capture = HUTCH_CAPTURE_TAIL },
+	        &(struct hutch_cmd_sink){ .output = step_output, .done = step_done, .ud = s },
+	        &err);
 	if (!c)
 		return err.code;
+	hutch_buf_done(&s->hooks.tail);
+	hutch_buf_init(&s->hooks.tail, HUTCH_HOOK_TAIL);
 	s->hooks.step = c;
 	hutch_event(s, "%s started (bounded to %.0f s)", step_name(phase), timeout);
 	s->hooks.phase = phase;
@@ -180,9 +213,10 @@ static void fail(struct sup *s, int phase, const char *what, struct cmd *c)
 		else if (WIFSIGNALED(c->status))
 			f.signal = WTERMSIG(c->status);
 		f.timed_out = c->timed_out;
-		snprintf(f.tail, sizeof(f.tail), "%.*s", (int)c->out.len,
-		         c->out.data ? c->out.data : "");
+		snprintf(f.tail, sizeof(f.tail), "%.*s", (int)s->hooks.tail.len,
+		         s->hooks.tail.data ? s->hooks.tail.data : "");
 	}
+	close_log(s);
 	if (f.timed_out)
 		hutch_err_set(&err, -ECANCELED, "%s timed out after %llu s", f.step,
 		              (unsigned long long)s->cfg->setup_script_timeout_seconds);
@@ -204,16 +238,16 @@ static void fail(struct sup *s, int phase, const char *what, struct cmd *c)
 		s->hooks.failure_noted = true;
 }
 
-static cJSON *step_json(struct cmd *c)
+static cJSON *step_json(struct cmd *c, const struct hutch_buf *tail)
 {
 	cJSON *o = hutch_cmd_result_json(c, false);
 	_cleanup_free_ char *clean = NULL;
 
 	if (!o)
 		return NULL;
-	clean = hutch_utf8_sanitize(c->out.data ? c->out.data : "", c->out.len, NULL);
+	clean = hutch_utf8_sanitize(tail->data ? tail->data : "", tail->len, NULL);
 	cJSON_AddStringToObject(o, "output", clean ? clean : "");
-	cJSON_AddBoolToObject(o, "output_truncated", c->out.truncated);
+	cJSON_AddBoolToObject(o, "output_truncated", tail->truncated);
 	return o;
 }
 
@@ -234,7 +268,8 @@ static void step_done(void *ud, struct cmd *c)
 			s->hooks.results = cJSON_CreateObject();
 		if (s->hooks.results) {
 			cJSON_DeleteItemFromObjectCaseSensitive(s->hooks.results, step_name(phase));
-			cJSON_AddItemToObject(s->hooks.results, step_name(phase), step_json(c));
+			cJSON_AddItemToObject(s->hooks.results, step_name(phase),
+			                      step_json(c, &s->hooks.tail));
 		}
 		if (phase == PHASE_ON_DESTROY) {
 			s->hooks.destroy_done = true;

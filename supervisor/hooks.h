@@ -28,6 +28,11 @@ struct hutch_buf;
 
 #define HUTCH_ON_DESTROY_SECONDS 30
 #define HUTCH_HOOK_TAIL          2048 /* bytes of output kept per step */
+/* The setup script's and on_create's output as it comes, in the sandbox's
+ * state directory for its life, at most HUTCH_SETUP_LOG_MAX bytes; the
+ * creating CLI shows it while it waits (create --progress). */
+#define HUTCH_SETUP_LOG     "setup.log"
+#define HUTCH_SETUP_LOG_MAX (1u << 20)
 
 /* Why a setup step failed (the supervisor writes it after the error). */
 struct hutch_setup_failure {
@@ -37,6 +42,7 @@ struct hutch_setup_failure {
 	int signal;                /* 0 or the signal that killed it */
 	bool timed_out;
 	char tail[2049]; /* last bytes of its output (stdout and stderr merged) */
+	bool shown;      /* set by the CLI: all of the output was shown (--progress) */
 };
 
 /* The event loop is up: start the setup steps, or report ready at once. */

@@ -27,6 +27,7 @@
 #include "cleanup.h"
 #include "events.h"
 #include "fdutil.h"
+#include "hooks.h"
 #include "lifecycle.h"
 #include "log.h"
 #include "run.h"
@@ -248,14 +249,91 @@ static int mode_check(struct sup *s, const char *runtime_dir, struct hutch_err *
 	return 0;
 }
 
+/* setup.log, for the supervisor to write (s->hooks.log_fd) and the CLI to
+ * read as it grows (*ret_read), made before the fork so that nothing of it
+ * is lost; only when there are setup steps. */
+static int open_setup_log(struct sup *s, int *ret_read, struct hutch_err *err)
+{
+	char path[sizeof(s->paths.dir) + 16];
+
+	if (!s->cfg->setup_script && !s->cfg->on_create)
+		return 0;
+	snprintf(path, sizeof(path), "%s/%s", s->paths.dir, HUTCH_SETUP_LOG);
+	s->hooks.log_fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (s->hooks.log_fd < 0)
+		return hutch_err_set_errno(err, -errno, "create '%s'", path);
+	*ret_read = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (*ret_read < 0)
+		return hutch_err_set_errno(err, -errno, "open '%s'", path);
+	return 0;
+}
+
+/* Copy what setup.log gained to progress_fd (create --progress); *shown
+ * counts the bytes. */
+static void show_progress(int log_fd, int progress_fd, uint64_t *shown)
+{
+	char buf[16384];
+	ssize_t n;
+
+	while ((n = read(log_fd, buf, sizeof(buf))) > 0) {
+		(void)hutch_write_all(progress_fd, buf, (size_t)n);
+		*shown += (uint64_t)n;
+	}
+}
+
+/* The supervisor's answer on fd, while (progress_fd >= 0) the setup steps'
+ * output is shown as it comes: setup.log is read every PROGRESS_MS, and
+ * once more when the answer is there. */
+#define PROGRESS_MS 50
+static ssize_t wait_answer(int fd, int log_fd, int progress_fd, uint64_t *shown,
+                           struct hutch_err *err)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+
+	while (log_fd >= 0 && progress_fd >= 0) {
+		int r = poll(&p, 1, PROGRESS_MS);
+		show_progress(log_fd, progress_fd, shown);
+		if (r > 0 || (r < 0 && errno != EINTR))
+			break;
+	}
+	return hutch_read_all(fd, err, sizeof(*err));
+}
+
+/* "ready", or the error (and a failed setup step's details) on fd. */
+static int read_answer(int fd, int log_fd, int progress_fd, struct hutch_setup_failure *ret_setup,
+                       struct hutch_err *err)
+{
+	struct hutch_setup_failure f;
+	uint64_t shown = 0;
+	ssize_t n = wait_answer(fd, log_fd, progress_fd, &shown, err);
+
+	if (n != (ssize_t)sizeof(*err))
+		return hutch_err_set(err, -EIO, "the sandbox supervisor died during setup");
+	err->msg[sizeof(err->msg) - 1] = '\0';
+	if (err->code >= 0)
+		return 0;
+	/* A failed setup step sends its details after the error. */
+	n = hutch_read_all(fd, &f, sizeof(f));
+	if (n == (ssize_t)sizeof(f) && ret_setup) {
+		f.id[sizeof(f.id) - 1] = '\0';
+		f.step[sizeof(f.step) - 1] = '\0';
+		f.tail[sizeof(f.tail) - 1] = '\0';
+		/* The whole output went by already (setup.log keeps its first
+		 * HUTCH_SETUP_LOG_MAX bytes, and a note). */
+		f.shown = progress_fd >= 0 && shown > 0 && shown < HUTCH_SETUP_LOG_MAX;
+		*ret_setup = f;
+	}
+	return err->code;
+}
+
 int hutch_sandbox_create(struct hutch_config *cfg, const char *runtime_dir,
                          struct hutch_created *ret, struct hutch_setup_failure *ret_setup,
-                         struct hutch_err *err)
+                         int progress_fd, struct hutch_err *err)
 {
 	static struct sup s; /* the supervisor keeps it for its whole life */
+	_cleanup_close_ int log_fd = -EBADF;
 	int pipefd[2];
 	pid_t pid;
-	ssize_t n;
 	int r, status;
 
 	memset(&s, 0, sizeof(s));
@@ -263,6 +341,7 @@ int hutch_sandbox_create(struct hutch_config *cfg, const char *runtime_dir,
 	s.loop.epfd = s.sigfd = s.ttl_fd = s.init_sock = s.pidfd = s.listen_fd = -EBADF;
 	s.lock_fd = s.slot_fd = s.mntns_fd = -EBADF;
 	s.idle.fd = s.hooks.deadline_fd = s.hooks.result_fd = s.events.fd = -EBADF;
+	s.hooks.log_fd = -EBADF;
 	r = hutch_config_validate(cfg, err);
 	if (r < 0)
 		return r;
@@ -278,8 +357,13 @@ int hutch_sandbox_create(struct hutch_config *cfg, const char *runtime_dir,
 	r = reserve_dir(runtime_dir, &s, err);
 	if (r < 0)
 		return r;
-	r = place_cgroup(&s, err);
+	r = open_setup_log(&s, &log_fd, err);
+	if (r >= 0)
+		r = place_cgroup(&s, err);
 	if (r < 0) {
+		close(s.lock_fd);
+		if (s.hooks.log_fd >= 0)
+			close(s.hooks.log_fd);
 		(void)hutch_rm_rf_at(AT_FDCWD, s.paths.dir);
 		return r;
 	}
@@ -298,34 +382,22 @@ int hutch_sandbox_create(struct hutch_config *cfg, const char *runtime_dir,
 	}
 	if (pid == 0) {
 		close(pipefd[0]);
+		if (log_fd >= 0)
+			close(log_fd);
 		supervisor_main(&s, pipefd[1]);
 	}
 	close(pipefd[1]);
 	close(s.lock_fd);
 	/* The supervisor has its copy of the secrets; ours go now. */
 	hutch_net_bindings_forget(cfg->header_bindings);
+	if (s.hooks.log_fd >= 0)
+		close(s.hooks.log_fd);
 	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
 		; /* hutch run catches Ctrl-C during create */
-	n = hutch_read_all(pipefd[0], err, sizeof(*err));
-	if (n != (ssize_t)sizeof(*err)) {
-		close(pipefd[0]);
-		return hutch_err_set(err, -EIO, "the sandbox supervisor died during setup");
-	}
-	err->msg[sizeof(err->msg) - 1] = '\0';
-	if (err->code < 0) {
-		/* A failed setup step sends its details after the error. */
-		struct hutch_setup_failure f;
-		n = hutch_read_all(pipefd[0], &f, sizeof(f));
-		close(pipefd[0]);
-		if (n == (ssize_t)sizeof(f) && ret_setup) {
-			f.id[sizeof(f.id) - 1] = '\0';
-			f.step[sizeof(f.step) - 1] = '\0';
-			f.tail[sizeof(f.tail) - 1] = '\0';
-			*ret_setup = f;
-		}
-		return err->code;
-	}
+	r = read_answer(pipefd[0], log_fd, progress_fd, ret_setup, err);
 	close(pipefd[0]);
+	if (r < 0)
+		return r;
 	memset(ret, 0, sizeof(*ret));
 	memcpy(ret->id, s.id, sizeof(ret->id));
 	ret->paths = s.paths;

@@ -22,10 +22,12 @@ struct hutch_created {
 
 /* Needs root. On success the sandbox is ready for commands (its setup
  * script and on_create hook have run). When a setup step failed, returns
- * -ECANCELED with err set and *ret_setup filled (ret_setup may be NULL). */
+ * -ECANCELED with err set and *ret_setup filled (ret_setup may be NULL).
+ * progress_fd >= 0: the setup steps' output is copied there as it comes
+ * (create --progress); -1: not shown. */
 int hutch_sandbox_create(struct hutch_config *cfg, const char *runtime_dir,
                          struct hutch_created *ret, struct hutch_setup_failure *ret_setup,
-                         struct hutch_err *err);
+                         int progress_fd, struct hutch_err *err);
 
 /* Remove host network state (links, the nftables table, the forwarding
  * switch) that no live sandbox uses. */

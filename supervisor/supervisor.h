@@ -127,7 +127,10 @@ struct sup {
 		struct cmd *step;          /* the step command running */
 		struct hutch_err fail_err; /* a failed step, reported after teardown */
 		struct hutch_setup_failure *failure;
-		bool failure_noted; /* failed, details lost (out of memory) */
+		bool failure_noted;    /* failed, details lost (out of memory) */
+		int log_fd;            /* setup.log, open until ready or failed; -EBADF: none */
+		uint64_t log_bytes;    /* written to it (at most HUTCH_SETUP_LOG_MAX) */
+		struct hutch_buf tail; /* the running step's last HUTCH_HOOK_TAIL bytes */
 	} hooks;
 };
 

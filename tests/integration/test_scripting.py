@@ -6,10 +6,13 @@ has them. Every error path: exit 64 naming the option, nothing on stdout.
 """
 import base64
 import json
+import os
 import re
+import subprocess
 
 import pytest
 
+from conftest import wait_until
 from test_cli import GONE, NOT_FOUND, USAGE, check
 
 RESULT_KEYS = ["sandbox_id", "status", "exit_code", "signal", "signal_name", "timed_out",
@@ -274,3 +277,112 @@ def test_ls_filter_and_format_errors(hutch):
             assert r.stdout == b"", args
     finally:
         sb.rm()
+
+
+# ---- create --progress: the setup steps' output as it comes ----
+
+WAITING_SETUP = ("echo first\n"
+                 "while [ ! -e /workspace/go ]; do sleep 0.02; done\n"
+                 "echo second >&2\n")
+
+
+def setup_file(tmp_path, text, name="setup.sh"):
+    p = tmp_path / name
+    p.write_text(text)
+    return str(p)
+
+
+def creating_init_pid(hutch):
+    """The init of the one sandbox being created in this runtime dir: the
+    supervisor's child (state.json says init_pid only once it is ready)."""
+    def pid():
+        for sid in hutch.ids():
+            try:
+                with open(os.path.join(hutch.rtdir, sid, "state.json")) as f:
+                    sup = json.load(f)["supervisor_pid"]
+                with open(f"/proc/{sup}/task/{sup}/children") as f:
+                    return int(f.read().split()[0])
+            except (OSError, ValueError, KeyError, IndexError):
+                pass
+        return None
+    assert wait_until(lambda: pid() is not None, 30)
+    return pid()
+
+
+def test_create_progress_streams_the_setup_output(hutch, tmp_path):
+    script = setup_file(tmp_path, WAITING_SETUP)
+    # Were the output shown only at the end, readline() would return after
+    # --setup-timeout (the script waits for us), with the failure.
+    p = hutch.popen("create", "--progress", "always", "--instance-type", "nano",
+                    "--setup-script", script, "--setup-timeout", "30")
+    try:
+        # "first" arrives while the script still runs (it waits for us).
+        assert p.stderr.readline() == b"first\n"
+        assert p.poll() is None
+        init = creating_init_pid(hutch)
+        # As appuser, in the sandbox's user and mount namespaces (host root
+        # owns nothing in its tmpfs).
+        subprocess.run(["nsenter", "-t", str(init), "-U", "-m", "-S", "1000", "-G", "1000",
+                        "touch", "/workspace/go"], check=True, timeout=30)
+        out, err = p.communicate(timeout=60)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    assert p.returncode == 0, err
+    sid = out.decode().strip()
+    assert err == b"second\n"
+    # The whole output stays in the state directory for the sandbox's life.
+    with open(os.path.join(hutch.rtdir, sid, "setup.log"), "rb") as f:
+        assert f.read() == b"first\nsecond\n"
+    assert hutch("rm", sid).returncode == 0
+
+
+def test_create_progress_never_and_auto_without_a_terminal(hutch, tmp_path):
+    script = setup_file(tmp_path, "echo quiet please\n")
+    for args in (["--progress", "never"], []):  # auto: stderr is a pipe here
+        r = hutch("create", *args, "--instance-type", "nano", "--setup-script", script)
+        assert r.returncode == 0 and r.stderr == b"", r.stderr
+        sid = r.stdout.decode().strip()
+        with open(os.path.join(hutch.rtdir, sid, "setup.log"), "rb") as f:
+            assert f.read() == b"quiet please\n"
+        assert hutch("rm", sid).returncode == 0
+
+
+def test_create_progress_failure_says_it_once(hutch, tmp_path):
+    script = setup_file(tmp_path, "echo doing it\nexit 3\n")
+    r = hutch("create", "--progress", "always", "--instance-type", "nano",
+              "--setup-script", script)
+    err = r.stderr.decode()
+    assert r.returncode == 71, err
+    # The output went by as it came: not again as "last bytes".
+    assert err.startswith("doing it\nhutch: cannot create sandbox: setup_script failed with "
+                          "exit status 3"), err
+    assert "last" not in err and err.count("doing it") == 1
+    assert hutch.ids() == []
+    # on_create's output too, after the setup script's.
+    r = hutch("run", "--progress", "always", "--instance-type", "nano", "--setup-script",
+              setup_file(tmp_path, "echo set up\n", "ok.sh"), "--on-create", "echo created",
+              "--", "echo", "command")
+    assert r.returncode == 0, r.stderr
+    assert (r.stderr, r.stdout) == (b"set up\ncreated\n", b"command\n")
+
+
+def test_setup_log_is_bounded(hutch, tmp_path):
+    script = setup_file(tmp_path, "head -c 1500000 /dev/zero | tr '\\000' a\n"
+                                  "echo; echo the end; exit 1\n")
+    r = hutch("create", "--progress", "always", "--instance-type", "nano",
+              "--setup-script", script)
+    err = r.stderr
+    assert r.returncode == 71
+    # The first 1 MiB, a note, and (since not all of it was shown) the tail.
+    assert err.startswith(b"a" * (1 << 20) + b"\n[hutch: the rest of the output is not shown")
+    assert b"hutch: last 2048 bytes of its output:" in err and err.endswith(b"the end\n")
+    assert len(err) < (1 << 20) + 4096
+
+
+def test_progress_errors(hutch):
+    for verb in (["create"], ["run", "--", "true"]):
+        r = hutch(verb[0], "--progress", "sometimes", *verb[1:])
+        check(r, USAGE, "invalid --progress 'sometimes'", "auto, always or never")
+        assert r.stdout == b"" and hutch.ids() == []

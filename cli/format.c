@@ -189,15 +189,37 @@ bool hutch_cli_filters_match(const struct hutch_cli_filters *f, const cJSON *san
 	return true;
 }
 
+/* ---- ports, as docker ps shows them ---- */
+
+void hutch_cli_ports_text(const cJSON *ports, char *buf, size_t size)
+{
+	const cJSON *it;
+	size_t len = 0;
+
+	buf[0] = '\0';
+	cJSON_ArrayForEach(it, ports) {
+		const char *h = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(it, "host"));
+		const cJSON *sp = cJSON_GetObjectItemCaseSensitive(it, "sandbox_port");
+		int n;
+		if (!h || !cJSON_IsNumber(sp) || len >= size)
+			continue;
+		n = snprintf(buf + len, size - len, "%s%s->%d/tcp", len ? ", " : "", h,
+		             sp->valueint);
+		len += n > 0 ? (size_t)n : 0;
+	}
+}
+
 /* ---- templates ---- */
 
 #define TMPL_MAX       4096 /* bytes of a template */
 #define TMPL_NODES_MAX 128
-#define TABLE_DEFAULT \
-	"table {{.ID}}\\t{{.Status}}\\t{{.Type}}\\t{{.Network}}\\t{{.Expires}}\\t{{.Region}}"
+#define TABLE_DEFAULT                                                                         \
+	"table "                                                                              \
+	"{{.ID}}\\t{{.Status}}\\t{{.Type}}\\t{{.Network}}\\t{{.Expires}}\\t{{.Region}}\\t{{." \
+	"Ports}}"
 #define FIELD_NAMES                                                                         \
 	".ID, .Status, .Live, .Type, .Network, .Region, .Description, .Created, .Expires, " \
-	".Socket, .Config[.KEY]"
+	".Socket, .Ports, .Config[.KEY]"
 
 struct field {
 	const char *name, *header;
@@ -216,6 +238,7 @@ static const struct field fields[] = {
 	{ "Created", "CREATED", "created_at", NULL },
 	{ "Expires", "EXPIRES", "expires_at", NULL },
 	{ "Socket", "SOCKET", "socket", NULL },
+	{ "Ports", "PORTS", "ports", NULL },
 	{ "Config", "CONFIG", "config", NULL },
 	{ 0 },
 };
@@ -488,6 +511,17 @@ static char *value_text(const cJSON *v, enum func fn)
 	return t;
 }
 
+/* .Ports: "127.0.0.1:8080->80/tcp, ..." (json .Ports: the array). */
+static char *ports_value(const cJSON *v, enum func fn)
+{
+	char buf[1024];
+	_cleanup_cjson_ cJSON *s = NULL;
+
+	hutch_cli_ports_text(v, buf, sizeof(buf));
+	s = cJSON_CreateString(buf);
+	return s ? value_text(s, fn) : NULL;
+}
+
 /* One row: the template for sandbox s, or the header row (s NULL). */
 static int render(const struct hutch_cli_tmpl *t, const cJSON *s, struct hutch_buf *out)
 {
@@ -499,6 +533,8 @@ static int render(const struct hutch_cli_tmpl *t, const cJSON *s, struct hutch_b
 			text = strdup(n->text);
 		else if (!s)
 			text = strdup(n->sub ? n->sub : n->field ? n->field->header : "SANDBOX");
+		else if (n->field && !strcmp(n->field->key, "ports") && n->fn != FN_JSON)
+			text = ports_value(lookup(n, s), n->fn);
 		else
 			text = value_text(lookup(n, s), n->fn);
 		if (!s && text && n->sub)

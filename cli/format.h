@@ -52,4 +52,8 @@ struct hutch_cli_tmpl *hutch_cli_tmpl_free(struct hutch_cli_tmpl *t);
 int hutch_cli_tmpl_print(const struct hutch_cli_tmpl *t, cJSON *const *sandboxes, size_t n,
                          FILE *f);
 
+/* A sandbox's "ports" (ls --json) as docker ps shows them:
+ * "127.0.0.1:8080->80/tcp, ..."; "" if none. */
+void hutch_cli_ports_text(const cJSON *ports, char *buf, size_t size);
+
 #endif

@@ -139,7 +139,8 @@ static const struct hutch_cli_opt ls_opts[] = {
 	  .metavar = "TEMPLATE",
 	  .help = "print each sandbox with a Go-like template, as docker does: {{.ID}} {{.Status}} "
 	          "{{.Type}} {{.Network}} {{.Region}} {{.Description}} {{.Created}} {{.Expires}} "
-	          "{{.Live}} {{.Socket}} {{.Config.KEY}}, {{json .}} (or 'json'), {{upper X}}, "
+	          "{{.Live}} {{.Socket}} {{.Ports}} {{.Config.KEY}}, {{json .}} (or 'json'), "
+	          "{{upper X}}, "
 	          "{{lower X}}; 'table ...' adds a header and aligns the columns at \\t ('table' "
 	          "alone: ls's columns)" },
 	{ 0 },
@@ -461,25 +462,6 @@ static cJSON *describe(const char *id, bool *live)
 	return state;
 }
 
-/* "127.0.0.1:8080->80/tcp, ..." as docker ps shows ports; "" if none. */
-static void ports_text(const cJSON *ports, char *buf, size_t size)
-{
-	const cJSON *it;
-	size_t len = 0;
-
-	buf[0] = '\0';
-	cJSON_ArrayForEach(it, ports) {
-		const char *h = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(it, "host"));
-		const cJSON *sp = cJSON_GetObjectItemCaseSensitive(it, "sandbox_port");
-		int n;
-		if (!h || !cJSON_IsNumber(sp) || len >= size)
-			continue;
-		n = snprintf(buf + len, size - len, "%s%s->%d/tcp", len ? ", " : "", h,
-		             sp->valueint);
-		len += n > 0 ? (size_t)n : 0;
-	}
-}
-
 /* ls's own columns. */
 static void print_row(const cJSON *s)
 {
@@ -489,7 +471,7 @@ static void print_row(const cJSON *s)
 
 	if (cJSON_IsNumber(exp))
 		hutch_format_time((int64_t)exp->valuedouble, when, sizeof(when));
-	ports_text(cJSON_GetObjectItemCaseSensitive(s, "ports"), ports, sizeof(ports));
+	hutch_cli_ports_text(cJSON_GetObjectItemCaseSensitive(s, "ports"), ports, sizeof(ports));
 	printf("%-12s  %-8s  %-8s  %-8s  %-20s  %-10s  %s\n",
 	       cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(s, "id")) ?: "?",
 	       cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(s, "status")) ?: "?",

@@ -230,7 +230,7 @@ def test_ls_format_table(hutch, three):
     # 'table' alone: ls's columns; a table of nothing is its header.
     r = hutch("ls", "--format", "table")
     assert r.stdout.decode().split("\n")[0].split() == \
-        ["ID", "STATUS", "TYPE", "NETWORK", "EXPIRES", "REGION"]
+        ["ID", "STATUS", "TYPE", "NETWORK", "EXPIRES", "REGION", "PORTS"]
     r = hutch("ls", "-f", "status=sleeping", "--format", "table {{.ID}}\\t{{.Status}}")
     assert r.stdout.decode() == "ID" + " " * 8 + "STATUS\n"
 
@@ -386,3 +386,21 @@ def test_progress_errors(hutch):
         r = hutch(verb[0], "--progress", "sometimes", *verb[1:])
         check(r, USAGE, "invalid --progress 'sometimes'", "auto, always or never")
         assert r.stdout == b"" and hutch.ids() == []
+
+
+def test_ls_format_ports(hutch):
+    sb = hutch.create("--instance-type", "nano", "-p", "0:7000")
+    try:
+        ports = json.loads(hutch("ls", "--json").stdout)[0]["ports"]
+        host = ports[0]["host"]
+        assert host.startswith("127.0.0.1:"), ports
+        r = hutch("ls", "--format", "{{.Ports}}|{{json .Ports}}")
+        text, arr = r.stdout.decode().rstrip("\n").split("|", 1)
+        # As docker ps shows them; json .Ports is the array itself.
+        assert text == f"{host}->7000/tcp" and json.loads(arr) == ports
+        header = hutch("ls").stdout.decode().splitlines()[0].split()
+        assert header[-1] == "PORTS"
+        assert hutch("ls", "--format", "table").stdout.decode().splitlines()[1].endswith(
+            f"{host}->7000/tcp")
+    finally:
+        sb.rm()

@@ -9,11 +9,13 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -31,6 +33,7 @@ struct hutch_ports {
 	struct pconn *conns;
 	unsigned nconns;
 	uint64_t next_id;
+	int spare_fd; /* given up to accept (and reset) a connection when out of fds */
 	void (*wake)(struct sup *s, double arrival_sec); /* idle.h, from run.c */
 };
 
@@ -83,8 +86,10 @@ static struct hutch_ports *ports_get(struct sup *s)
 {
 	if (!s->ports) {
 		s->ports = calloc(1, sizeof(*s->ports));
-		if (s->ports)
+		if (s->ports) {
 			s->ports->s = s;
+			s->ports->spare_fd = -EBADF;
+		}
 	}
 	return s->ports;
 }
@@ -240,6 +245,31 @@ static void on_connected(void *ud, uint32_t type, uint64_t id, const void *body,
 		conn_close(c, true);
 }
 
+/* Reset a connection that cannot be served. */
+static void refuse_fd(int fd)
+{
+	struct linger lg = { .l_onoff = 1, .l_linger = 0 };
+
+	(void)setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+	close(fd);
+}
+
+/* Out of fds (EMFILE/ENFILE): the waiting connection would make the
+ * level-triggered listener fire forever. Give up the spare fd, take the
+ * connection, reset it, take the spare again (the libev/nginx way). */
+static void refuse_without_fds(struct hutch_ports *ps, int lfd)
+{
+	int fd;
+
+	if (ps->spare_fd < 0)
+		return;
+	close(ps->spare_fd);
+	fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+	if (fd >= 0)
+		refuse_fd(fd);
+	ps->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+}
+
 static void on_accept(struct hutch_watch *w, uint32_t events)
 {
 	struct fwd *f = w->ptr;
@@ -250,15 +280,17 @@ static void on_accept(struct hutch_watch *w, uint32_t events)
 		int fd = accept4(f->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 		struct pconn *c;
 
+		if (fd < 0 && (errno == EMFILE || errno == ENFILE)) {
+			refuse_without_fds(ps, f->lfd);
+			continue;
+		}
 		if (fd < 0)
 			return;
 		c = ps->nconns < HUTCH_PORT_CONNS_MAX && s->state == SUP_RUNNING
 		            ? calloc(1, sizeof(*c))
 		            : NULL;
 		if (!c) {
-			struct linger lg = { .l_onoff = 1, .l_linger = 0 };
-			(void)setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
-			close(fd);
+			refuse_fd(fd);
 			continue;
 		}
 		*c = (struct pconn){
@@ -427,12 +459,22 @@ int hutch_ports_open(struct sup *s, struct hutch_err *err)
 int hutch_ports_watch(struct sup *s, void (*wake)(struct sup *s, double arrival_sec))
 {
 	struct hutch_ports *ps = ports_get(s);
+	struct rlimit rl;
 	int r;
 
 	if (!ps)
 		return -ENOMEM;
 	ps->wake = wake;
 	s->cmds.on_message = on_connected;
+	/* A relayed connection holds six fds (two sockets, two pipes): the
+	 * soft limit goes up to the hard one, now that init is cloned (the
+	 * sandbox keeps the limits it was given). */
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		(void)setrlimit(RLIMIT_NOFILE, &rl);
+	}
+	if (ps->spare_fd < 0)
+		ps->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	s->cmds.on_message_ud = ps;
 	for (struct fwd *f = ps->fwds; f; f = f->next) {
 		r = hutch_loop_add(&s->loop, &f->w, f->lfd, EPOLLIN);
@@ -514,4 +556,7 @@ void hutch_ports_close_all(struct sup *s)
 	while (s->ports->conns)
 		conn_close(s->ports->conns, true);
 	s->cmds.on_message = NULL;
+	if (s->ports->spare_fd >= 0)
+		close(s->ports->spare_fd);
+	s->ports->spare_fd = -EBADF;
 }

@@ -19,7 +19,7 @@ import urllib.request
 
 import pytest
 
-from conftest import wait_until
+from conftest import HUTCH, Sandbox, wait_until
 from netfake import RESOLVER
 
 USAGE, FAILURE = 64, 70
@@ -377,3 +377,42 @@ def test_a_connection_wakes_a_sleeping_sandbox_and_keeps_it_awake(hutch):
     assert held.recv(5) == b"again"
     held.close()
     assert wait_until(lambda: sb.status()["state"] == "sleeping", 15)
+
+
+def cpu_ticks(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return int(fields[11]) + int(fields[12])  # utime + stime
+
+
+def test_out_of_fds_resets_new_connections_without_spinning(hutch):
+    """A supervisor at its fd limit (here 64, hard) resets the connections
+    it cannot take instead of letting the listener fire forever; once
+    connections close, new ones are served again."""
+    r = subprocess.run(["bash", "-c", 'ulimit -n 64; ulimit -Hn 64; exec "$0" create --json -p 0:7000',
+                        HUTCH], capture_output=True, env=hutch.env, timeout=60)
+    assert r.returncode == 0, r.stderr
+    sb_info = json.loads(r.stdout)
+    sb = Sandbox(hutch, sb_info)
+    start_echo(sb)
+    port = sb_info["ports"][0]["host_port"]
+    held = []
+    for _ in range(12):  # 6 fds each: beyond the limit
+        s = socket.create_connection(("127.0.0.1", port), timeout=10)
+        held.append(s)
+    served = 0
+    for s in held:
+        try:
+            s.sendall(b"x")
+            served += s.recv(1) == b"x"
+        except OSError:
+            pass
+    assert 0 < served < len(held), served
+    pid = sb.status()["supervisor_pid"]
+    t0 = cpu_ticks(pid)
+    time.sleep(1)  # a spinning listener would burn this second
+    assert cpu_ticks(pid) - t0 < 20, "the supervisor spins at its fd limit"
+    for s in held:
+        s.close()
+    assert wait_until(lambda: sb.status()["ports"][0]["connections"]["open"] == 0)
+    assert echo_once(port, b"served again") == b"served again"

@@ -281,6 +281,12 @@ static void on_init_message(struct hutch_watch *w, uint32_t events)
 			fd = -EBADF; /* none, or closed by hutch_proto_recv() */
 		if (n == -EAGAIN)
 			return;
+		if (n == -EBADMSG && hdr.type == HUTCH_MSG_CONNECTED && set->on_message) {
+			/* Its fd was lost (out of fds: MSG_CTRUNC): the waiting
+			 * connection must not wait forever. */
+			set->on_message(set->on_message_ud, hdr.type, hdr.id, NULL, 0, -EBADF);
+			continue;
+		}
 		if (n == -EBADMSG)
 			continue; /* hostile or broken message: ignore it */
 		if (n < 0 || (n == 0 && hdr.type == 0)) {

@@ -224,6 +224,8 @@ static void on_connected(void *ud, uint32_t type, uint64_t id, const void *body,
 	if (!c || len != sizeof(m)) {
 		if (fd >= 0)
 			close(fd);
+		if (c) /* broken, or its socket lost on the way (out of fds) */
+			conn_close(c, true);
 		return;
 	}
 	memcpy(&m, body, sizeof(m));

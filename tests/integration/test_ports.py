@@ -402,7 +402,10 @@ def test_out_of_fds_resets_new_connections_without_spinning(hutch):
     held = []
     try:
         for _ in range(12):  # 6 fds each: beyond the limit
-            held.append(socket.create_connection(("127.0.0.1", port), timeout=10))
+            try:
+                held.append(socket.create_connection(("127.0.0.1", port), timeout=10))
+            except ConnectionResetError:
+                pass  # reset at once: what this test wants of the ones beyond
         served = 0
         for s in held:
             try:
@@ -410,7 +413,7 @@ def test_out_of_fds_resets_new_connections_without_spinning(hutch):
                 served += s.recv(1) == b"x"
             except OSError:
                 pass
-        assert 0 < served < len(held), served
+        assert 0 < served < 12, served
         t0 = cpu_ticks(pid)
         time.sleep(1)  # a spinning listener would burn this second
         assert cpu_ticks(pid) - t0 < 20, "the supervisor spins at its fd limit"

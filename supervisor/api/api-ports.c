@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "cleanup.h"
+#include "executor.h"
 #include "fields.h"
 #include "ports.h"
 #include "routes.h"
@@ -50,7 +51,7 @@ static cJSON *parse_body(struct request *r, const char *const *known, struct hut
 	j = cJSON_ParseWithLength(r->body.data, r->body.len);
 	if (!j || !cJSON_IsObject(j)) {
 		cJSON_Delete(j);
-		hutch_err_set(err, -EINVAL,
+		hutch_err_set(err, -EBADMSG, /* the executor's "Invalid request" */
 		              "the request body must be a JSON object: {\"port\": "
 		              "\"8080\"}");
 		return NULL;
@@ -116,11 +117,21 @@ enum MHD_Result hutch_api_serve_bind_port(struct request *r, const char *upload,
 	struct hutch_err err = { 0 };
 	struct hutch_port_spec spec;
 	_cleanup_cjson_ cJSON *j = parse_body(r, known, &err);
+	const cJSON *port_field;
 	cJSON *fwd = NULL, *o;
 	uint16_t current = 0;
 	char port[8];
 	int ret;
 
+	/* The executor's own refusals, in its words and form (Go's
+	 * http.Error: plain text); hutch's checks of its extra fields stay
+	 * JSON errors naming the field. */
+	if (!j && err.code == -EBADMSG)
+		return hutch_api_respond_text(r->conn, MHD_HTTP_BAD_REQUEST, HUTCH_EXEC_INVALID);
+	port_field = j ? cJSON_GetObjectItemCaseSensitive(j, "port") : NULL;
+	if (j && (!port_field || cJSON_IsNull(port_field) ||
+	          (cJSON_IsString(port_field) && !*port_field->valuestring)))
+		return hutch_api_respond_text(r->conn, MHD_HTTP_BAD_REQUEST, "Port is required");
 	if (!j || bind_spec(j, &spec, &err) < 0)
 		return hutch_api_respond_error(r->conn, MHD_HTTP_BAD_REQUEST, "invalid_request",
 		                               "%s", err.msg);

@@ -223,9 +223,22 @@ def test_bind_port_in_the_executor_shapes_and_unbind_closes(hutch):
     assert echo_once(free, b"again") == b"again"
 
 
+@pytest.mark.parametrize("raw,text", [
+    (b"{}", "Port is required"),
+    (b'{"port": ""}', "Port is required"),
+    (b'{"port": null}', "Port is required"),
+    (b'{"port": ', "Invalid request"),
+    (b'["8080"]', "Invalid request"),
+])
+def test_bind_port_refusals_in_the_executors_words(sandbox, raw, text):
+    """What the executor refuses it answers as Go's http.Error does: 400
+    with a plain-text line (pkg/server/handlers.go, bindPortHandler)."""
+    st, res = sandbox.api("POST", "/bind_port", raw=raw)
+    assert (st, res) == (400, text + "\n"), (st, res)
+    assert sandbox.status()["ports"] == []
+
+
 @pytest.mark.parametrize("body,msg", [
-    ({}, "Port is required"),
-    ({"port": ""}, "invalid 'port'"),
     ({"port": "0"}, "invalid 'port'"),
     ({"port": "65536"}, "invalid 'port'"),
     ({"port": "80a"}, "invalid 'port'"),

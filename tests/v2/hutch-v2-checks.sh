@@ -280,8 +280,15 @@ out=$(cd / && as_user "$UH" run --no-limits -- id -u 2>&1)
 echo "no limits: $out"
 [ "$out" = 1000 ]
 check rootless-no-limits $? "$out"
-out=$(cd / && as_user "$UH" run -- true 2>&1)
-echo "without a delegated unit: $out"
+# from root's session (not delegated to the user): hutch asks the user's
+# manager for a delegated scope of its own
+out=$(cd / && as_user "$UH" run --instance-type nano -- sh -c "$INSIDE" 2>&1)
+echo "from a cgroup not delegated to the user: $(tr '\n' ' ' <<<"$out")"
+[ "$(sed -n 1p <<<"$out")" = $NANO_MEM ] && [ "$(sed -n 2p <<<"$out")" = "$NANO_CPU" ]
+check rootless-limits-own-scope $? "$(head -2 <<<"$out" | tr '\n' ' ')"
+# no user manager to ask (no XDG_RUNTIME_DIR): refused, naming the fix
+out=$(cd / && runuser -u "$U" -- env -i PATH=/usr/bin:/bin HOME=/home/$U "$UH" run -- true 2>&1)
+echo "without a user manager: $out"
 grep -q -- "--no-limits" <<<"$out"
 check rootless-refuses-without-delegation $? "$out"
 out=$(cd / && as_user systemd-run --user --quiet --scope -p Delegate=yes "$UH" run --instance-type nano -- sh -c "$INSIDE" 2>&1)

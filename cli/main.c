@@ -153,8 +153,9 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(verb, "--version"))
 		verb = "version";
-	if (!strcmp(verb, "pool"))
-		return hutch_cli_pool(argc - 1, argv + 1, verbs);
+	if (!strcmp(verb, "pool")) /* an ordinary user's pools are in their runtime dir */
+		return check_runtime_dir(verb, argc, argv)
+		               ?: hutch_cli_pool(argc - 1, argv + 1, verbs);
 	if (!strcmp(verb, "image"))
 		return hutch_cli_image(argc - 1, argv + 1, verbs);
 	for (size_t i = 0; verbs[i]; i++) {

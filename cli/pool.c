@@ -296,6 +296,20 @@ static void report(struct keeper *k, const struct hutch_err *err)
 	sd_notify_state("READY=1");
 }
 
+/* The pool's directory goes with its keeper: drained, config and lock
+ * removed, and the pools' directory if this was the last. */
+static void leave_pool_dir(struct keeper *k)
+{
+	char parent[4200];
+
+	drain(k->rt, k->dfd);
+	(void)unlinkat(k->dfd, "config", 0);
+	(void)unlinkat(k->dfd, KEEPER_LOCK, 0);
+	(void)rmdir(k->dir);
+	if (pool_dir_path(k->rt, NULL, parent, sizeof(parent)) == 0)
+		(void)rmdir(parent); /* the last pool */
+}
+
 static __attribute__((noreturn)) void keeper_main(struct keeper *k, int report_fd)
 {
 	struct hutch_err err = { 0 };
@@ -332,8 +346,10 @@ static __attribute__((noreturn)) void keeper_main(struct keeper *k, int report_f
 			if (add_one(k, &err) < 0) {
 				hutch_log(HUTCH_LOG_WARN, "pool %s: %s", k->key, err.msg);
 				if (!reported) {
+					/* the start failed: no dead pool left to
+					 * list until a gc */
+					leave_pool_dir(k);
 					report(k, &err);
-					drain(k->rt, k->dfd);
 					_exit(HUTCH_EXIT_FAILURE);
 				}
 				timeout = RETRY_MS;
@@ -364,15 +380,7 @@ static __attribute__((noreturn)) void keeper_main(struct keeper *k, int report_f
 			while (poll(&q, 1, REFILL_DELAY_MS) > 0);
 		}
 	}
-	drain(k->rt, k->dfd);
-	(void)unlinkat(k->dfd, "config", 0);
-	(void)unlinkat(k->dfd, KEEPER_LOCK, 0);
-	(void)rmdir(k->dir);
-	{
-		char parent[4200];
-		if (pool_dir_path(k->rt, NULL, parent, sizeof(parent)) == 0)
-			(void)rmdir(parent); /* the last pool */
-	}
+	leave_pool_dir(k);
 	close(k->lock_fd);
 	if (k->foreground)
 		sd_notify_state("STOPPING=1");

@@ -52,15 +52,6 @@ static int complete_config(struct hutch_config *cfg)
 	return 0;
 }
 
-static int needs_root(void)
-{
-	if (geteuid() == 0)
-		return 0;
-	return hutch_cli_fail(HUTCH_EXIT_NOT_CAPABLE,
-	                      "a pool creates sandboxes, which needs root for now: run 'sudo "
-	                      "hutch pool ...'");
-}
-
 static int cmd_start(struct hutch_cli_args *a)
 {
 	struct hutch_err err = { 0 };
@@ -68,9 +59,8 @@ static int cmd_start(struct hutch_cli_args *a)
 	pid_t pid = 0;
 	int r;
 
-	r = needs_root();
-	if (!r)
-		r = complete_config(&a->cfg);
+	a->cfg.no_limits = a->no_limits;
+	r = complete_config(&a->cfg);
 	if (r)
 		return r;
 	hutch_pool_key(&a->cfg, key, sizeof(key));
@@ -78,6 +68,8 @@ static int cmd_start(struct hutch_cli_args *a)
 	                     &err);
 	if (r == -EEXIST || r == -EINVAL)
 		return hutch_cli_fail(HUTCH_EXIT_USAGE, "%s", err.msg);
+	if (r == -EPERM || r == -ENOSYS || r == -EOPNOTSUPP) /* as create's */
+		return hutch_cli_fail(HUTCH_EXIT_NOT_CAPABLE, "cannot start the pool: %s", err.msg);
 	if (r < 0)
 		return hutch_cli_fail(HUTCH_EXIT_FAILURE, "cannot start the pool: %s", err.msg);
 	printf("pool %s: %llu sandboxes ready (keeper pid %d)\n", key, (unsigned long long)a->size,
@@ -91,9 +83,8 @@ static int cmd_stop(struct hutch_cli_args *a)
 	char key[HUTCH_POOL_KEY_MAX];
 	int r;
 
-	r = needs_root();
-	if (!r)
-		r = complete_config(&a->cfg);
+	a->cfg.no_limits = a->no_limits;
+	r = complete_config(&a->cfg);
 	if (r)
 		return r;
 	hutch_pool_key(&a->cfg, key, sizeof(key));
@@ -134,7 +125,10 @@ static int cmd_key(struct hutch_cli_args *a)
 {
 	_cleanup_cjson_ cJSON *o = NULL;
 	_cleanup_free_ char *t = NULL;
-	int r = complete_config(&a->cfg);
+	int r;
+
+	a->cfg.no_limits = a->no_limits;
+	r = complete_config(&a->cfg);
 
 	if (r)
 		return r;
@@ -150,7 +144,18 @@ static int cmd_key(struct hutch_cli_args *a)
 	return 0;
 }
 
+/* As create's: a pool of sandboxes without a cgroup, for ordinary users
+ * where cgroup v2 is not delegated; only creations with --no-limits take
+ * from it (it is part of the key). */
+#define NO_LIMITS_OPT                                                                            \
+	{                                                                                        \
+		.name = "no-limits", .kind = HUTCH_CLI_FLAG, A(no_limits),                       \
+		.help = "sandboxes without a cgroup (no CPU, memory or pids limit), as 'create " \
+		        "--no-limits' makes and takes"                                           \
+	}
+
 static const struct hutch_cli_opt start_opts[] = {
+	NO_LIMITS_OPT,
 	{ .name = "size",
 	  .kind = HUTCH_CLI_U64,
 	  A(size),
@@ -174,9 +179,16 @@ static const struct hutch_cli_opt start_opts[] = {
 
 static const struct hutch_cli_opt stop_opts[] = {
 	{ .name = "all", .kind = HUTCH_CLI_FLAG, A(all), .help = "stop every pool" },
+	NO_LIMITS_OPT,
 	{ .name = "size",
 	  .kind = HUTCH_CLI_REFUSE,
 	  .invalid = "--size applies to 'hutch pool start' only" },
+	{ 0 },
+};
+
+static const struct hutch_cli_opt key_opts[] = {
+	{ .name = "json", .kind = HUTCH_CLI_FLAG, A(json), .help = "print the result as JSON" },
+	NO_LIMITS_OPT,
 	{ 0 },
 };
 
@@ -216,7 +228,7 @@ const struct hutch_cli_verb hutch_verb_pool_key = {
 	         "keeper's lock file, whether a creation with these options can be served from a "
 	         "pool and the POST /claim body it would send): what clients in other languages "
 	         "use to claim from a pool.\n",
-	.opts = hutch_cli_json_opts,
+	.opts = key_opts,
 	.sandbox_opts = true,
 	.run = cmd_key,
 };

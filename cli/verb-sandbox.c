@@ -206,7 +206,7 @@ static int create_sandbox(struct hutch_config *cfg, const char *progress, struct
 	r = hutch_config_validate(cfg, &err);
 	if (r < 0)
 		return hutch_cli_fail(HUTCH_EXIT_USAGE, "%s", err.msg);
-	r = cfg->no_limits ? 0 : hutch_pool_claim(cfg, hutch_runtime_dir(), c, &err);
+	r = hutch_pool_claim(cfg, hutch_runtime_dir(), c, &err);
 	if (r > 0)
 		return 0;      /* a warm sandbox from `hutch pool` */
 	hutch_err_clear(&err); /* no pool, or nothing ready: create cold */

@@ -32,6 +32,12 @@ void hutch_pool_key(const struct hutch_config *cfg, char *buf, size_t size)
 	for (size_t i = 0; i < n; i++)
 		if (opts[i].flags & HUTCH_OPT_POOL_KEY)
 			hutch_option_text(&opts[i], cfg, fnv1a, &h);
+	/* Sandboxes without a cgroup (--no-limits, a CLI flag and not an
+	 * option) are a pool of their own: a creation with limits never takes
+	 * one, nor the reverse. Absent from the text when unset, so the keys
+	 * of limited pools stay what they were. */
+	if (cfg->no_limits)
+		fnv1a(&h, "no-limits");
 	snprintf(buf, size, "%s-%s-%016llx", cfg->type->name, hutch_net_mode_name(cfg->net.mode),
 	         (unsigned long long)h);
 }

@@ -3,7 +3,7 @@
  * The warm pool's key: which ready sandboxes a creation may take. It
  * covers what is fixed when a sandbox is made (the options marked
  * HUTCH_OPT_POOL_KEY in options.c: instance type, network policy, host
- * ports, resolver, address pool); the per-session options
+ * ports, resolver, address pool; and --no-limits); the per-session options
  * (HUTCH_OPT_SESSION) are given at the claim. Shared by the CLI (claims, keepers) and printed by
  * `hutch pool key --json` for clients in other languages, which must never
  * compute it themselves. Pure functions: unit-tested in test_runtime.c.

@@ -393,3 +393,84 @@ def test_attacks_from_inside(alice):
     r = alice("exec", sb.id, "--", "sh", "-c", "ls /home; ls -d /root /run 2>&1")
     assert r.stdout.decode().split()[0] == "appuser", r.stdout
     assert r.stdout.decode().count("No such file") == 2, r.stdout
+
+
+def _pooled(h, env):
+    r = h("ls", "--json", env=env)
+    assert r.returncode == 0, r.stderr
+    return sorted(s["id"] for s in json.loads(r.stdout) if s.get("status") == "pooled")
+
+
+def _pools(h, env):
+    r = h("pool", "ls", "--json", env=env)
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout)
+
+
+def test_pool_as_user(alice, bob, user_tmp):
+    """A warm pool of an ordinary user: its state under $XDG_RUNTIME_DIR/hutch,
+    its sandboxes the user's own (host uid, subordinate ids), taken by that
+    user's creates and never by another user's, whose pool ls, create, stop
+    --all and gc do not see or touch it."""
+    xdg = os.path.join(user_tmp, "xdg")
+    os.mkdir(xdg, 0o700)
+    os.chown(xdg, alice.user.uid, alice.user.gid)
+    env = {"XDG_RUNTIME_DIR": xdg}
+    rt = os.path.join(xdg, "hutch")
+    try:
+        if not V2:  # limits refused here: the pool says so, naming the flag
+            r = alice("pool", "start", "--size", "1", env=env)
+            assert r.returncode == 69, r
+            assert "--no-limits" in r.stderr.decode(), r.stderr
+            assert _pools(alice, env) == []  # no dead pool left behind
+        r = alice("pool", "start", "--size", "2", "--no-limits", env=env)
+        assert r.returncode == 0, r.stderr
+        [p] = _pools(alice, env)
+        assert p["alive"] and p["size"] == 2 and p["ready"] == 2, p
+        assert os.path.isdir(os.path.join(rt, ".pool", p["key"]))
+        ready = _pooled(alice, env)
+        assert len(ready) == 2 and all(os.path.isdir(os.path.join(rt, i)) for i in ready)
+        keeper = p["keeper_pid"]
+        assert _host_uid(keeper) == alice.user.uid
+        assert not os.path.exists(os.path.join(alice.user.rtdir, ".pool"))
+
+        # another user: sees no pool, takes nothing from it, stops nothing
+        assert _pools(bob, {}) == []
+        r = bob("pool", "ls", env={"HUTCH_RUNTIME_DIR": rt})  # refused, not read
+        assert r.returncode == 69 and r.stdout == b"", r
+        r = bob("pool", "stop", "--all", env={"HUTCH_RUNTIME_DIR": xdg})
+        assert r.returncode == 69 and "not yours alone" in r.stderr.decode(), r.stderr
+        b = bob.create()
+        assert b.id not in ready
+        r = bob("pool", "stop", "--all")
+        assert r.returncode == 0 and r.stdout.decode().strip() == "stopped 0 pools", r
+        assert bob("gc").returncode == 0
+        assert _pools(alice, env)[0]["alive"] and _pooled(alice, env) == ready
+        # root's own pools are another runtime dir's
+        assert os.path.realpath(rt) not in os.path.realpath(Hutch("/run/hutch").rtdir)
+
+        # the user's create with the same options takes a ready one
+        r = alice("create", "--no-limits", "--json", env=env)
+        assert r.returncode == 0, r.stderr
+        info = json.loads(r.stdout)
+        assert info["id"] in ready and info["socket"].startswith(rt + "/")
+        r = alice("exec", info["id"], "--", "id", "-u", env=env)
+        assert r.returncode == 0 and r.stdout == b"1000\n", r
+        init = json.loads(alice("inspect", info["id"], env=env).stdout)["init_pid"]
+        assert _host_uid(init) == alice.user.uid
+        # a creation with limits is another pool's (here: refused or cold)
+        r = alice("pool", "key", "--json", env=env)
+        r2 = alice("pool", "key", "--no-limits", "--json", env=env)
+        assert json.loads(r.stdout)["key"] != json.loads(r2.stdout)["key"] == p["key"]
+        # the keeper refills; the claimed one is never pooled again
+        assert wait_until(lambda: len(_pooled(alice, env)) == 2, 30)
+        assert info["id"] not in _pooled(alice, env)
+        assert alice("rm", info["id"], env=env).returncode == 0
+
+        r = alice("pool", "stop", "--no-limits", env=env)
+        assert r.returncode == 0, r.stderr
+        assert _pools(alice, env) == [] and _pooled(alice, env) == []
+        assert wait_until(lambda: not os.path.exists(f"/proc/{keeper}"), 10)
+    finally:
+        alice("pool", "stop", "--all", env=env)
+        alice("rm", "--all", env=env)

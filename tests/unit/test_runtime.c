@@ -224,6 +224,14 @@ static void test_pool_key(void **state)
 	assert_int_equal(hutch_config_set(&c, "setup_script", "true", &err), 0);
 	assert_false(hutch_pool_can_serve(&c));
 	hutch_config_done(&c);
+
+	/* --no-limits: a pool of its own, served from too. */
+	hutch_config_init(&c);
+	c.no_limits = true;
+	hutch_pool_key(&c, key, sizeof(key));
+	assert_string_equal(key, "medium-none-a13f76a79bd31d1d");
+	assert_true(hutch_pool_can_serve(&c));
+	hutch_config_done(&c);
 }
 
 /* /etc/subuid lines: by name or by uid, first big enough range, hostile text. */

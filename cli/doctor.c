@@ -5,6 +5,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <linux/netlink.h>
 #include <linux/seccomp.h>
 #include <sched.h>
@@ -35,7 +36,7 @@ struct check {
 	const char *name;
 	bool required;
 	bool ok;
-	char detail[512];
+	char detail[768];
 };
 
 /* Fork a child that unshares flags; 0 if it worked. */
@@ -81,26 +82,63 @@ static void check_mode(struct check *c)
 		         m.slots, m.newuidmap, hutch_runtime_dir());
 }
 
+/* Ubuntu 23.10+: an unconfined process may unshare, but its new user
+ * namespace has no capabilities unless an AppArmor profile allows it.
+ * HUTCH_TEST_APPARMOR_SYSCTL names another file to read instead (tests:
+ * Debian's kernels have no such sysctl); doctor only reports from it. */
+#define APPARMOR_USERNS_SYSCTL "/proc/sys/kernel/apparmor_restrict_unprivileged_userns"
+#define PACKAGED_PROFILE       "/usr/share/doc/hutch/examples/apparmor/hutch"
+
+/* Where the profile hutch ships is on this host: the Debian package's
+ * copy, the source tree's next to a build's binary, else the tree's path. */
+static void apparmor_profile(const char *exe, char *buf, size_t size)
+{
+	char path[PATH_MAX + 64], *slash;
+	_cleanup_free_ char *real = NULL;
+
+	if (access(PACKAGED_PROFILE, R_OK) == 0) {
+		snprintf(buf, size, "%s", PACKAGED_PROFILE);
+		return;
+	}
+	snprintf(path, sizeof(path), "%s", exe);
+	slash = strrchr(path, '/');
+	if (slash) {
+		snprintf(slash, sizeof(path) - (size_t)(slash - path),
+		         "/../packaging/apparmor/hutch");
+		real = realpath(path, NULL);
+	}
+	snprintf(buf, size, "%s", real ? real : "packaging/apparmor/hutch (hutch's source tree)");
+}
+
 static void check_userns(struct check *c)
 {
-	char buf[32] = "";
-
-	char aa[8] = "";
+	const char *sysctl = getenv("HUTCH_TEST_APPARMOR_SYSCTL");
+	char buf[32] = "", aa[8] = "", exe[PATH_MAX] = "", profile[PATH_MAX + 64];
+	char elsewhere[200] = "";
+	ssize_t n;
 
 	(void)hutch_read_file_at(AT_FDCWD, "/proc/sys/user/max_user_namespaces", buf, sizeof(buf));
-	/* Ubuntu 23.10+: an unconfined process may unshare, but its new user
-	 * namespace has no capabilities unless an AppArmor profile allows it. */
-	(void)hutch_read_file_at(AT_FDCWD, "/proc/sys/kernel/apparmor_restrict_unprivileged_userns",
-	                         aa, sizeof(aa));
+	(void)hutch_read_file_at(AT_FDCWD, sysctl && *sysctl ? sysctl : APPARMOR_USERNS_SYSCTL, aa,
+	                         sizeof(aa));
 	if (geteuid() != 0 && aa[0] == '1') {
+		n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+		exe[n > 0 ? n : 0] = '\0';
+		apparmor_profile(exe, profile, sizeof(profile));
+		/* The profile attaches to the paths hutch is installed at. */
+		if (strcmp(exe, "/usr/bin/hutch") && strcmp(exe, "/usr/local/bin/hutch"))
+			snprintf(elsewhere, sizeof(elsewhere),
+			         " (it covers /usr/bin/hutch and /usr/local/bin/hutch: install "
+			         "%.100s "
+			         "there first)",
+			         exe);
 		c->ok = false;
-		snprintf(
-		        c->detail, sizeof(c->detail), "%s",
-		        "AppArmor restricts unprivileged user namespaces "
-		        "(kernel.apparmor_restrict_unprivileged_userns=1): install hutch's profile "
-		        "(sudo install -m 644 packaging/apparmor/hutch /etc/apparmor.d/hutch; sudo "
-		        "apparmor_parser -r /etc/apparmor.d/hutch; it names /usr/local/bin/hutch), "
-		        "or run hutch as root");
+		snprintf(c->detail, sizeof(c->detail),
+		         "AppArmor restricts unprivileged user namespaces "
+		         "(kernel.apparmor_restrict_unprivileged_userns=1): load hutch's profile: "
+		         "sudo install -m 644 %.150s /etc/apparmor.d/hutch && sudo apparmor_parser "
+		         "-r "
+		         "/etc/apparmor.d/hutch%s; or run hutch as root",
+		         profile, elsewhere);
 		return;
 	}
 	c->ok = try_unshare(CLONE_NEWUSER) == 0 && atoi(buf) > 0;

@@ -474,3 +474,46 @@ def test_pool_as_user(alice, bob, user_tmp):
     finally:
         alice("pool", "stop", "--all", env=env)
         alice("rm", "--all", env=env)
+
+
+def test_doctor_apparmor_restricts_userns(alice, user_tmp):
+    """Ubuntu 23.10+'s kernel.apparmor_restrict_unprivileged_userns=1 (no
+    such sysctl on Debian's kernels: HUTCH_TEST_APPARMOR_SYSCTL points
+    doctor at a file saying it): doctor names the profile hutch ships, the
+    commands that load it, and that this hutch must sit where the profile
+    attaches."""
+    sysctl = os.path.join(user_tmp, "apparmor_restrict_unprivileged_userns")
+    packaged = "/usr/share/doc/hutch/examples/apparmor/hutch"
+    tree = os.path.realpath(os.path.join(os.path.dirname(HUTCH), "..", "packaging", "apparmor",
+                                         "hutch"))
+    profile = packaged if os.path.exists(packaged) else tree
+
+    def userns_check(value, h=alice):
+        with open(sysctl, "w") as f:
+            f.write(value)
+        os.chmod(sysctl, 0o644)
+        r = h("doctor", "--json", env={"HUTCH_TEST_APPARMOR_SYSCTL": sysctl})
+        return r, {c["check"]: c for c in json.loads(r.stdout)}["user namespaces"]
+
+    r, c = userns_check("1\n")
+    assert r.returncode == 69 and not c["ok"] and c["required"], (r, c)
+    elsewhere = "" if os.path.realpath(HUTCH) in ("/usr/bin/hutch", "/usr/local/bin/hutch") else (
+        " (it covers /usr/bin/hutch and /usr/local/bin/hutch: install "
+        f"{os.path.realpath(HUTCH)} there first)")
+    assert c["detail"] == (
+        "AppArmor restricts unprivileged user namespaces "
+        "(kernel.apparmor_restrict_unprivileged_userns=1): load hutch's profile: "
+        f"sudo install -m 644 {profile} /etc/apparmor.d/hutch && "
+        f"sudo apparmor_parser -r /etc/apparmor.d/hutch{elsewhere}; or run hutch as root"), c
+    # the file it names is the profile: userns allowed where hutch is installed
+    with open(profile) as f:
+        text = f.read()
+    assert "profile hutch /usr/{,local/}bin/hutch flags=(unconfined) {" in text
+    assert "\n  userns,\n" in text
+    # not restricted: the check tries a user namespace as before
+    r, c = userns_check("0\n")
+    assert c["ok"] and c["detail"] == "user namespaces work", c
+    # root is not restricted by it
+    r, c = userns_check("1\n", h=Hutch(user_tmp))
+    assert c["ok"], c
+

@@ -13,18 +13,22 @@ limits, so the sandboxes here are made with --no-limits; that create
 refuses without it is tested too.
 """
 import glob
+import hashlib
 import json
 import os
 import pwd
+import select
 import shutil
 import signal
 import socket
 import subprocess
+import termios
 import time
 
 import pytest
 
 from conftest import HUTCH, Hutch, Sandbox, wait_until
+from test_tty import Term
 
 V2 = os.path.exists("/sys/fs/cgroup/cgroup.controllers")
 
@@ -517,3 +521,36 @@ def test_doctor_apparmor_restricts_userns(alice, user_tmp):
     r, c = userns_check("1\n", h=Hutch(user_tmp))
     assert c["ok"], c
 
+
+def test_exec_tty_as_user(alice):
+    """exec -it as an ordinary user: a real pty of the sandbox's devpts,
+    owned inside by appuser; in raw mode every byte value goes in and comes
+    out unchanged, both ways; the exit status and the user's terminal come
+    back as they were."""
+    sb = alice.create()
+    every = bytes(range(256)) * 4
+    echo = ("import os, sys, tty, hashlib\n"
+            "st = os.fstat(0); print(os.ttyname(0), st.st_uid, os.isatty(1), flush=True)\n"
+            "tty.setraw(0)\n"
+            "os.write(1, b'READY\\n')\n"
+            f"n, got = {len(every)}, b''\n"
+            "while len(got) < n: got += os.read(0, n - len(got))\n"
+            "os.write(1, b'SHA ' + hashlib.sha256(got).hexdigest().encode() + b'\\n' + got)\n"
+            "sys.exit(5)\n")
+    t = Term(alice, "exec", "-it", sb.id, "--", "python3", "-c", echo, user=alice.user)
+    try:
+        m = t.expect(rb"(/dev/pts/\d+) (\d+) True\r\n")
+        assert m.group(2) == b"1000", m.group(0)  # appuser's pty
+        t.expect(rb"READY\n")
+        t.send(every)
+        t.expect(rb"SHA " + hashlib.sha256(every).hexdigest().encode() + rb"\n")
+        deadline = time.monotonic() + 20
+        while len(t.out) < len(every) and time.monotonic() < deadline:
+            r, _, _ = select.select([t.master], [], [], 0.5)
+            if r:
+                t.out += os.read(t.master, 65536)
+        assert t.out[:len(every)] == every, (len(t.out), t.out[:64])
+        assert t.wait() == 5
+        assert termios.tcgetattr(t.slave) == t.before  # raw mode undone
+    finally:
+        t.close()

@@ -21,10 +21,16 @@ from conftest import HUTCH, wait_until
 
 
 class Term:
-    """The hutch CLI on a pty of ours: its controlling terminal."""
+    """The hutch CLI on a pty of ours: its controlling terminal. user: an
+    ordinary user (test_rootless.User) whose terminal it is and who runs
+    the CLI."""
 
-    def __init__(self, hutch, *args, rows=24, cols=80):
+    def __init__(self, hutch, *args, rows=24, cols=80, user=None):
         self.master, self.slave = os.openpty()
+        as_user = {}
+        if user:
+            os.fchown(self.slave, user.uid, user.gid)  # as login makes it
+            as_user = dict(user=user.uid, group=user.gid, extra_groups=[], cwd="/")
         self.resize(rows, cols, signal_cli=False)
         self.before = termios.tcgetattr(self.slave)
 
@@ -32,7 +38,7 @@ class Term:
             fcntl.ioctl(0, termios.TIOCSCTTY, 0)
         self.p = subprocess.Popen([HUTCH, *args], stdin=self.slave, stdout=self.slave,
                                   stderr=self.slave, env={**hutch.env, "TERM": "xterm"},
-                                  start_new_session=True, preexec_fn=ctty)
+                                  start_new_session=True, preexec_fn=ctty, **as_user)
         self.out = b""
 
     def resize(self, rows, cols, signal_cli=True):

@@ -243,8 +243,9 @@ static void check_forwarding(struct check *c)
 	int n;
 
 	if (geteuid() != 0) {
+		c->ok = true;
 		snprintf(c->detail, sizeof(c->detail), "%s",
-		         "not checked: network all needs root for now");
+		         "not needed: network all as an ordinary user goes through pasta");
 		return;
 	}
 	n = hutch_nft_forward_blockers(which, sizeof(which), &err);
@@ -260,6 +261,26 @@ static void check_forwarding(struct check *c)
 		         "all cannot get out until they accept the hutch* interfaces, e.g. "
 		         "'iptables -I DOCKER-USER -i hutch+ -j ACCEPT' and the same with -o",
 		         which, n == 1 ? "s" : "");
+}
+
+/* Rootless network all: pasta (Debian's passt) and /dev/net/tun. */
+static void check_usernet(struct check *c)
+{
+	struct hutch_err err = { 0 };
+	char path[256];
+
+	if (geteuid() == 0) {
+		c->ok = true;
+		snprintf(c->detail, sizeof(c->detail), "%s",
+		         "not needed as root (network all uses a veth pair and nftables)");
+		return;
+	}
+	c->ok = hutch_net_usernet_check(getenv("HUTCH_PASTA"), path, sizeof(path), &err) == 0;
+	if (c->ok)
+		snprintf(c->detail, sizeof(c->detail),
+		         "%.200s and /dev/net/tun usable (network all through pasta)", path);
+	else
+		snprintf(c->detail, sizeof(c->detail), "%s", err.msg);
 }
 
 static void check_python(struct check *c)
@@ -279,12 +300,12 @@ static int cmd_doctor(struct hutch_cli_args *a)
 		{ "seccomp", true, false, "" },     { "mount API", true, false, "" },
 		{ "python3", true, false, "" },     { "HTTP server", true, false, "" },
 		{ "overlayfs", false, false, "" },  { "nftables", false, false, "" },
-		{ "forwarding", false, false, "" },
+		{ "forwarding", false, false, "" }, { "user network", false, false, "" },
 	};
 	void (*fns[])(struct check *) = { check_mode,     check_userns,      check_namespaces,
 		                          check_cgroups,  check_seccomp,     check_mount_api,
 		                          check_python,   check_http_server, check_overlay,
-		                          check_nftables, check_forwarding };
+		                          check_nftables, check_forwarding,  check_usernet };
 	bool all_ok = true;
 	_cleanup_cjson_ cJSON *arr = json ? cJSON_CreateArray() : NULL;
 
@@ -321,7 +342,8 @@ const struct hutch_cli_verb hutch_verb_doctor = {
 	.synopsis = "[--json]",
 	.about = "Check namespaces, user namespaces, cgroups v1/v2, seccomp, the mount API, "
 	         "python3, "
-	         "overlayfs and nftables; say what is missing and how to fix it.\n",
+	         "overlayfs, nftables and (for ordinary users) pasta; say what is missing and how "
+	         "to fix it.\n",
 	.opts = hutch_cli_json_opts,
 	.run = cmd_doctor,
 };

@@ -58,5 +58,8 @@ bool hutch_net_addr_is_reserved(uint32_t a_be);
  * 198.18/15, 224/4, 240/4. For connections the proxy dials on a sandbox's
  * behalf in mode all (header bindings redirect its port 443). */
 bool hutch_net_addr_is_blocked_all(uint32_t a_be);
+/* The same ranges as nftables set elements ("0.0.0.0/8, 10.0.0.0/8, ...")
+ * into buf: the length, or -ENOSPC. */
+int hutch_net_blocked4_format(char *buf, size_t size);
 
 #endif

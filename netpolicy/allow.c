@@ -5,6 +5,8 @@
  * them so that each rule is unit-tested without a sandbox.
  */
 #include <arpa/inet.h>
+#include <errno.h>
+#include <stdio.h>
 #include <string.h>
 #include <strings.h>
 
@@ -57,23 +59,45 @@ enum hutch_net_tls_verdict hutch_net_allow_tls(const struct hutch_net_policy *p,
 	return sni[0] ? HUTCH_NET_TLS_UNLISTED : HUTCH_NET_TLS_NO_SNI;
 }
 
+/* What a sandbox of mode all may never reach, as (prefix, bits): this
+ * network, private (RFC 1918), CGNAT, loopback, link-local (cloud
+ * metadata), IETF protocol assignments, benchmarking, multicast and
+ * reserved. The one copy: the nftables sets of both wirings (nft.c) are
+ * written from it (hutch_net_blocked4_format()), and the proxy checks it. */
+static const struct {
+	uint32_t net;
+	unsigned bits;
+} blocked4[] = {
+	{ 0x00000000, 8 },  { 0x0a000000, 8 },  { 0x64400000, 10 }, { 0x7f000000, 8 },
+	{ 0xa9fe0000, 16 }, { 0xac100000, 12 }, { 0xc0000000, 24 }, { 0xc0a80000, 16 },
+	{ 0xc6120000, 15 }, { 0xe0000000, 4 },  { 0xf0000000, 4 },
+};
+
 bool hutch_net_addr_is_blocked_all(uint32_t a_be)
 {
-	/* The forward chain's set blocked4 (nft.c), as (prefix, bits). */
-	static const struct {
-		uint32_t net;
-		unsigned bits;
-	} blocked[] = {
-		{ 0x00000000, 8 },  { 0x0a000000, 8 },  { 0x64400000, 10 }, { 0x7f000000, 8 },
-		{ 0xa9fe0000, 16 }, { 0xac100000, 12 }, { 0xc0000000, 24 }, { 0xc0a80000, 16 },
-		{ 0xc6120000, 15 }, { 0xe0000000, 4 },  { 0xf0000000, 4 },
-	};
 	uint32_t a = ntohl(a_be);
 
-	for (size_t i = 0; i < sizeof(blocked) / sizeof(blocked[0]); i++)
-		if ((a >> (32 - blocked[i].bits)) == (blocked[i].net >> (32 - blocked[i].bits)))
+	for (size_t i = 0; i < sizeof(blocked4) / sizeof(blocked4[0]); i++)
+		if ((a >> (32 - blocked4[i].bits)) == (blocked4[i].net >> (32 - blocked4[i].bits)))
 			return true;
 	return false;
+}
+
+int hutch_net_blocked4_format(char *buf, size_t size)
+{
+	size_t used = 0;
+
+	for (size_t i = 0; i < sizeof(blocked4) / sizeof(blocked4[0]); i++) {
+		uint32_t n = blocked4[i].net;
+		int w = snprintf(buf + used, size - used, "%s%u.%u.%u.%u/%u", i ? ", " : "",
+		                 n >> 24, (n >> 16) & 0xff, (n >> 8) & 0xff, n & 0xff,
+		                 blocked4[i].bits);
+
+		if (w < 0 || (size_t)w >= size - used)
+			return -ENOSPC;
+		used += (size_t)w;
+	}
+	return (int)used;
 }
 
 bool hutch_net_addr_is_reserved(uint32_t a_be)

@@ -56,6 +56,21 @@ long hutch_net_link_slot(const char *name);
  * existing one was made for the same pool. remove: delete it if present. */
 int hutch_nft_ensure(const struct hutch_net_pool *pool, struct hutch_err *err);
 int hutch_nft_remove(struct hutch_err *err);
+/* Rootless mode all, in the sandbox's netns (init): the table "inet
+ * hutch_usernet" refusing the blocked ranges, host_block (set elements,
+ * "" or NULL for none) and IPv6 on the way out. */
+int hutch_nft_usernet_child(const char *host_block, struct hutch_err *err);
+
+/* User-mode networking (usernet.c). host_block: every IPv4 address of the
+ * host (/32) and the /30 of each root-mode host link, as set elements
+ * (malloc'ed). start: pasta at path serving a tap "eth0" in init_pid's
+ * namespaces configured with a's addresses; returns once it is ready, or
+ * the error with what pasta said. *ret_pid is set as soon as it is forked:
+ * stop() kills and reaps it (also after a failed start). */
+int hutch_net_usernet_host_block(char **ret, struct hutch_err *err);
+int hutch_net_usernet_start(const char *path, const struct hutch_net_addrs *a, pid_t init_pid,
+                            pid_t *ret_pid, struct hutch_err *err);
+void hutch_net_usernet_stop(pid_t pid);
 
 /* A fast look at the table over raw netlink (nftprobe.c). probe: 1 when
  * the set pool4 of table inet hutch holds exactly pool; 0 when it holds

@@ -157,7 +157,9 @@ int hutch_net_setup_child(const struct hutch_net_plan *plan, struct hutch_err *e
 	r = hutch_nl_addr_add(sk, lo, internal.s_addr, 32, err);
 	if (r < 0)
 		return hutch_err_prefix(err, "link 'lo'");
-	if (p->mode == HUTCH_NET_ALL)
+	if (p->mode == HUTCH_NET_ALL && c->usernet)
+		r = hutch_nft_usernet_child(c->usernet_block, err); /* pasta made eth0 */
+	else if (p->mode == HUTCH_NET_ALL)
 		r = setup_all(sk, c, err);
 	else
 		r = route_all_add(sk, lo, 0, err);

@@ -200,6 +200,13 @@ int hutch_net_host_detach(const struct hutch_net_addrs *a, struct hutch_err *err
  * (from before its attach on). Also removes a table left with no link. */
 int hutch_net_host_gc(bool (*slot_alive)(unsigned slot, void *ud), void *ud, struct hutch_err *err);
 
+/* Mode all for an ordinary user (user-mode networking, usernet.c): find
+ * pasta (override: its path, HUTCH_PASTA; else /usr/bin, /usr/sbin, /bin,
+ * /sbin) into ret_path and check that the caller can open /dev/net/tun.
+ * The error names the package (passt) or the fix. */
+int hutch_net_usernet_check(const char *override, char *ret_path, size_t size,
+                            struct hutch_err *err);
+
 /* Base chains of other tables that drop forwarded packets by policy (e.g.
  * Docker's iptables-nft FORWARD chain): mode all cannot get out through
  * them. Returns how many, naming them in buf; negative errno on failure. */
@@ -218,6 +225,11 @@ struct hutch_net_child {
 	 * 127.0.0.1:HUTCH_NET_REDIRECT_PORT; UDP to 443 (QUIC) is refused so
 	 * that clients fall back to TCP. */
 	bool redirect_tls;
+	/* mode all as an ordinary user: eth0 is pasta's tap, configured by
+	 * pasta; init adds the policy table (hutch_nft_usernet_child()) with
+	 * these host addresses (set elements) refused besides the ranges. */
+	bool usernet;
+	const char *usernet_block;
 	size_t nhost_ports;
 	uint16_t host_ports[HUTCH_NET_HOST_PORTS_MAX];
 };
@@ -333,6 +345,11 @@ struct hutch_net_plan {
 	const struct hutch_net_bindings *bindings;
 	const char *upstream_ca;
 	struct mitm *mitm;
+	/* Rootless mode all: pasta's path (not owned), the host addresses
+	 * refused inside (owned), pasta's pid once started. */
+	const char *usernet_helper;
+	char *host_block;
+	pid_t helper_pid;
 };
 
 struct hutch_net_plan_params {
@@ -344,6 +361,9 @@ struct hutch_net_plan_params {
 	unsigned slot;                             /* the sandbox's uid slot */
 	const struct hutch_net_bindings *bindings; /* NULL: none; outlives the plan */
 	const char *upstream_ca;                   /* HUTCH_UPSTREAM_CA, or NULL */
+	/* Mode all as an ordinary user: pasta's path (from
+	 * hutch_net_usernet_check(); outlives the plan). NULL: root's veth. */
+	const char *usernet_helper;
 };
 
 /* Before clone(). all: the slot's /30 of the pool, checked against the
@@ -361,6 +381,11 @@ bool hutch_net_policy_has_host_side(const struct hutch_net_policy *p);
  * With header bindings, the sandbox's CA (its key made here, after the
  * clone, so init never holds it). */
 int hutch_net_plan_attach(struct hutch_net_plan *plan, pid_t init_pid, struct hutch_err *err);
+/* After the id maps of init are written, before GO: rootless mode all
+ * starts pasta on init's namespaces (ready: its tap configured); others:
+ * nothing. plan_done() stops it. */
+int hutch_net_plan_attach_helper(struct hutch_net_plan *plan, pid_t init_pid,
+                                 struct hutch_err *err);
 /* The CA certificate (PEM) for the sandbox's trust store, or NULL. */
 const char *hutch_net_plan_ca_pem(const struct hutch_net_plan *plan);
 /* The listeners init sent (hostile: kinds and ports are checked, and

@@ -19,8 +19,20 @@
 
 #include <nftables/libnftables.h>
 
+#include "allow-internal.h"
 #include "cleanup.h"
 #include "hostnet-internal.h"
+
+/* Refuse fast: a TCP reset, else ICMP administratively prohibited, so a
+ * client fails at once rather than after a timeout. */
+#define REFUSE_CHAIN                                   \
+	"  chain refuse {\n"                           \
+	"    meta l4proto tcp reject with tcp reset\n" \
+	"    reject with icmpx admin-prohibited\n"     \
+	"  }\n"
+
+/* The blocked ranges as set elements (allow.c has the one list). */
+#define BLOCKED4_MAX 256
 
 /*
  * The whole table, made in one transaction: "create table" fails if it
@@ -29,25 +41,16 @@
  * usual filter priority (-10), so a host firewall's accept cannot let a
  * sandbox reach what this table refuses; it cannot un-drop what another
  * table drops, though (a forward policy of drop elsewhere stops mode all).
+ * The %s are the pool and the blocked ranges.
  */
 static const char TABLE_FMT[] =
         "create table inet hutch\n"
         "table inet hutch {\n"
         /* The pool the sandboxes' addresses come from. */
         "  set pool4 { type ipv4_addr; flags interval; elements = { %s }; }\n"
-        /* What a sandbox may never reach: this-network, private (RFC 1918),
-         * CGNAT, loopback, link-local (cloud metadata), IETF protocol
-         * assignments, benchmarking, multicast and reserved. */
-        "  set blocked4 { type ipv4_addr; flags interval; elements = {\n"
-        "    0.0.0.0/8, 10.0.0.0/8, 100.64.0.0/10, 127.0.0.0/8, 169.254.0.0/16,\n"
-        "    172.16.0.0/12, 192.0.0.0/24, 192.168.0.0/16, 198.18.0.0/15,\n"
-        "    224.0.0.0/4, 240.0.0.0/4 }; }\n"
-        /* Refuse fast: a TCP reset, else ICMP administratively prohibited,
-         * so a client fails at once rather than after a timeout. */
-        "  chain refuse {\n"
-        "    meta l4proto tcp reject with tcp reset\n"
-        "    reject with icmpx admin-prohibited\n"
-        "  }\n"
+        /* What a sandbox may never reach (allow.c's blocked4: private,
+         * CGNAT, loopback, link-local, special-purpose, multicast). */
+        "  set blocked4 { type ipv4_addr; flags interval; elements = { %s }; }\n" REFUSE_CHAIN
         "  chain input {\n"
         "    type filter hook input priority -10; policy accept;\n"
         /* Replies to what the host itself opened towards a sandbox. */
@@ -203,7 +206,7 @@ static int check_existing(const struct hutch_net_pool *pool, struct hutch_err *e
 
 int hutch_nft_ensure(const struct hutch_net_pool *pool, struct hutch_err *err)
 {
-	char cmd[sizeof(TABLE_FMT) + 32], p[32];
+	char cmd[sizeof(TABLE_FMT) + 32 + BLOCKED4_MAX], p[32], blocked[BLOCKED4_MAX];
 	int r;
 
 	if (hutch_nft_probe_pool(pool) == 1)
@@ -212,7 +215,9 @@ int hutch_nft_ensure(const struct hutch_net_pool *pool, struct hutch_err *err)
 	if (r != 0)
 		return r < 0 ? r : 0;
 	hutch_net_pool_format(pool, p, sizeof(p));
-	(void)snprintf(cmd, sizeof(cmd), TABLE_FMT, p);
+	if (hutch_net_blocked4_format(blocked, sizeof(blocked)) < 0)
+		return hutch_err_set(err, -ENOSPC, "format the blocked ranges");
+	(void)snprintf(cmd, sizeof(cmd), TABLE_FMT, p, blocked);
 	r = nft_run(cmd, "create nftables table inet hutch", NULL, 0, err);
 	if (r < 0) {
 		/* Lost a race with another creator: fine if it made the same. */
@@ -251,6 +256,40 @@ int hutch_nft_redirect_child(struct hutch_err *err)
 	               HUTCH_NET_REDIRECT_PORT);
 	return nft_run(cmd, "redirect port 443 to the proxy (nftables in the sandbox)", NULL, 0,
 	               err);
+}
+
+/* Rootless mode all (usernet.c): in the sandbox's own netns, before init
+ * drops its capabilities. Everything that does not stay on the sandbox's
+ * loopback and goes to a blocked range, to an address of the host (host4:
+ * pasta would dial it from the host) or over IPv6 is refused. */
+int hutch_nft_usernet_child(const char *host_block, struct hutch_err *err)
+{
+	static const char fmt[] =
+	        "table inet hutch_usernet {\n"
+	        "  set blocked4 { type ipv4_addr; flags interval; elements = { %s }; }\n"
+	        "  set host4 { type ipv4_addr; flags interval; auto-merge;%s%s%s }\n" REFUSE_CHAIN
+	        "  chain out {\n"
+	        "    type filter hook output priority -10; policy accept;\n"
+	        "    oifname \"lo\" accept\n"
+	        "    meta nfproto ipv6 goto refuse\n"
+	        "    ip daddr @blocked4 goto refuse\n"
+	        "    ip daddr @host4 goto refuse\n"
+	        "  }\n"
+	        "}\n";
+	_cleanup_free_ char *cmd = NULL;
+	char blocked[BLOCKED4_MAX];
+	bool hosts = host_block && host_block[0];
+	int n;
+
+	if (hutch_net_blocked4_format(blocked, sizeof(blocked)) < 0)
+		return hutch_err_set(err, -ENOSPC, "format the blocked ranges");
+	n = asprintf(&cmd, fmt, blocked, hosts ? " elements = { " : "", hosts ? host_block : "",
+	             hosts ? " };" : "");
+	if (n < 0) {
+		cmd = NULL;
+		return hutch_err_set(err, -ENOMEM, "network policy table");
+	}
+	return nft_run(cmd, "network policy (nftables in the sandbox)", NULL, 0, err);
 }
 
 int hutch_nft_remove(struct hutch_err *err)

@@ -8,9 +8,11 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "hostnet-internal.h"
 #include "mitm-internal.h"
 #include "netpolicy.h"
 
@@ -73,8 +75,16 @@ int hutch_net_plan_make(struct hutch_net_plan *plan, const struct hutch_net_plan
 	             : hutch_net_pool_parse(HUTCH_NET_POOL_DEFAULT, &pool, err);
 	if (r >= 0)
 		r = hutch_net_pool_addrs(&pool, in->slot, &plan->addrs, err);
-	if (r >= 0)
+	/* User-mode networking makes no host route: nothing can clash. */
+	if (r >= 0 && !in->usernet_helper)
 		r = hutch_net_pool_check_clash(&pool, err);
+	if (r >= 0 && in->usernet_helper) {
+		plan->usernet_helper = in->usernet_helper;
+		plan->addrs.host_if[0] = '\0';
+		r = hutch_net_usernet_host_block(&plan->host_block, err);
+		plan->child.usernet = true;
+		plan->child.usernet_block = plan->host_block;
+	}
 	if (r < 0)
 		return r;
 	plan->child.redirect_tls = plan->bindings != NULL;
@@ -92,11 +102,22 @@ int hutch_net_plan_attach(struct hutch_net_plan *plan, pid_t init_pid, struct hu
 		if (r < 0)
 			return hutch_err_prefix(err, "header bindings");
 	}
-	if (!hutch_net_policy_has_host_side(policy_of(plan)))
+	if (!hutch_net_policy_has_host_side(policy_of(plan)) || plan->usernet_helper)
 		return 0;
 	/* Before GO: init configures eth0, which must exist by then. */
 	plan->attached = true; /* done() removes what was made */
 	return hutch_net_host_attach(&plan->addrs, init_pid, err);
+}
+
+int hutch_net_plan_attach_helper(struct hutch_net_plan *plan, pid_t init_pid, struct hutch_err *err)
+{
+	int r;
+
+	if (!plan->usernet_helper || plan->helper_pid > 0)
+		return 0;
+	r = hutch_net_usernet_start(plan->usernet_helper, &plan->addrs, init_pid, &plan->helper_pid,
+	                            err);
+	return r < 0 ? hutch_err_prefix(err, "user-mode networking") : 0;
 }
 
 const char *hutch_net_plan_ca_pem(const struct hutch_net_plan *plan)
@@ -180,7 +201,12 @@ cJSON *hutch_net_plan_status(const struct hutch_net_plan *plan)
 		cJSON_AddStringToObject(o, "address", ip);
 		inet_ntop(AF_INET, &plan->addrs.gateway, ip, sizeof(ip));
 		cJSON_AddStringToObject(o, "gateway", ip);
-		cJSON_AddStringToObject(o, "host_link", plan->addrs.host_if);
+		if (plan->usernet_helper) {
+			cJSON_AddStringToObject(o, "helper", "pasta");
+			cJSON_AddNumberToObject(o, "helper_pid", plan->helper_pid);
+		} else {
+			cJSON_AddStringToObject(o, "host_link", plan->addrs.host_if);
+		}
 	}
 	return o;
 }
@@ -196,6 +222,11 @@ int hutch_net_plan_done(struct hutch_net_plan *plan, struct hutch_err *err)
 	for (size_t i = 0; i < plan->nlisteners; i++)
 		close(plan->listeners[i].fd);
 	plan->nlisteners = 0;
+	hutch_net_usernet_stop(plan->helper_pid);
+	plan->helper_pid = 0;
+	free(plan->host_block);
+	plan->host_block = NULL;
+	plan->child.usernet_block = NULL;
 	if (plan->attached)
 		r = hutch_net_host_detach(&plan->addrs, err);
 	plan->attached = false;

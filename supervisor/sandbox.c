@@ -240,12 +240,13 @@ static int mode_check(struct sup *s, const char *runtime_dir, struct hutch_err *
 	r = hutch_runtime_dir_check(runtime_dir, err);
 	if (r < 0)
 		return r;
-	if (s->idmap.rootless && s->cfg->net.mode == HUTCH_NET_ALL)
-		return hutch_err_set(
-		        err, -EOPNOTSUPP,
-		        "network all needs root for now (rootless user-mode networking "
-		        "through pasta is not built yet): run as root, or use --network "
-		        "none or allow:HOST,...");
+	/* Mode all without root: user-mode networking (netpolicy/usernet.c). */
+	if (s->idmap.rootless && s->cfg->net.mode == HUTCH_NET_ALL) {
+		r = hutch_net_usernet_check(getenv("HUTCH_PASTA"), s->net.pasta,
+		                            sizeof(s->net.pasta), err);
+		if (r < 0) /* the host cannot: exit 69, like a missing newuidmap */
+			return err->code = -EOPNOTSUPP;
+	}
 	return 0;
 }
 
@@ -351,7 +352,7 @@ int hutch_sandbox_create(struct hutch_config *cfg, const char *runtime_dir,
 	(void)hutch_state_gc_auto(runtime_dir, err);
 	/* A table or forwarding switch left by a crash would otherwise stay
 	 * until the next hutch gc (links die with their namespaces). */
-	if (hutch_net_policy_has_host_side(&cfg->net))
+	if (hutch_net_policy_has_host_side(&cfg->net) && !s.idmap.rootless)
 		(void)hutch_sandbox_net_gc(err);
 	hutch_err_clear(err);
 	r = reserve_dir(runtime_dir, &s, err);

@@ -233,6 +233,7 @@ static int net_prepare(struct sup *s, struct hutch_err *err)
 		.slot = s->slot,
 		.bindings = c->header_bindings,
 		.upstream_ca = c->upstream_ca,
+		.usernet_helper = s->net.pasta[0] ? s->net.pasta : NULL,
 	};
 	int r;
 
@@ -258,6 +259,9 @@ static int map_and_attach(struct sup *s, struct hutch_err *err)
 	q = hutch_idmap_write_finish(&job, r < 0 ? &e2 : err);
 	if (r >= 0 && q < 0)
 		return hutch_err_prefix(err, "id maps of sandbox init");
+	/* pasta joins init's user namespace: once its maps are written. */
+	if (r >= 0 && (r = hutch_net_plan_attach_helper(&s->net.plan, s->init_pid, err)) < 0)
+		(void)hutch_err_prefix(err, "network");
 	return r;
 }
 

@@ -102,6 +102,7 @@ struct sup {
 	unsigned requests_open;             /* requests being served (idle: activity) */
 	struct sup_net {                    /* the network mode (netpolicy/) */
 		struct hutch_net_plan plan; /* made before clone, carried to init */
+		char pasta[256];            /* rootless mode all: the helper, found by the CLI */
 		struct hutch_watch w;
 	} net;
 	struct sup_events { /* events.c: the supervisor's own log */

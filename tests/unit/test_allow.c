@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <arpa/inet.h>
 #include <cmocka.h>
@@ -166,12 +167,41 @@ static void test_reserved(void **state)
 			fail_msg("%s should not be reserved", fine[i]);
 }
 
+/* The nftables sets of both wirings are written from the one list the
+ * proxy checks: the text, and each range's edges against the C check. */
+static void test_blocked4_format(void **state)
+{
+	char buf[256], small[16];
+	char *save = NULL;
+
+	(void)state;
+	assert_true(hutch_net_blocked4_format(buf, sizeof(buf)) > 0);
+	assert_string_equal(buf, "0.0.0.0/8, 10.0.0.0/8, 100.64.0.0/10, 127.0.0.0/8, "
+	                         "169.254.0.0/16, 172.16.0.0/12, 192.0.0.0/24, 192.168.0.0/16, "
+	                         "198.18.0.0/15, 224.0.0.0/4, 240.0.0.0/4");
+	for (char *t = strtok_r(buf, ", ", &save); t; t = strtok_r(NULL, ", ", &save)) {
+		char *slash = strchr(t, '/');
+		unsigned bits = (unsigned)atoi(slash + 1);
+		uint32_t first, last;
+
+		*slash = '\0';
+		first = ntohl(ip(t));
+		last = first | (bits == 32 ? 0 : (0xffffffffu >> bits));
+		assert_true(hutch_net_addr_is_blocked_all(htonl(first)));
+		assert_true(hutch_net_addr_is_blocked_all(htonl(last)));
+	}
+	assert_false(hutch_net_addr_is_blocked_all(ip("198.51.100.10")));
+	assert_false(hutch_net_addr_is_blocked_all(ip("192.0.2.2")));
+	assert_int_equal(hutch_net_blocked4_format(small, sizeof(small)), -ENOSPC);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_dns_all),       cmocka_unit_test(test_dns_allow),
-		cmocka_unit_test(test_dns_none),      cmocka_unit_test(test_tls_names),
-		cmocka_unit_test(test_tls_addresses), cmocka_unit_test(test_reserved),
+		cmocka_unit_test(test_dns_all),         cmocka_unit_test(test_dns_allow),
+		cmocka_unit_test(test_dns_none),        cmocka_unit_test(test_tls_names),
+		cmocka_unit_test(test_tls_addresses),   cmocka_unit_test(test_reserved),
+		cmocka_unit_test(test_blocked4_format),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

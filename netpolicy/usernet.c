@@ -1,0 +1,239 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Mode all for ordinary users: user-mode networking through pasta (Debian's
+ * passt package). An ordinary user cannot make a veth pair, turn on
+ * forwarding or install the host's nftables table, so the sandbox's eth0 is
+ * a tap device that pasta (started by the supervisor, as the user, joined
+ * to init's user and network namespaces) serves: every connection out of it
+ * becomes a socket that pasta opens on the host, as the user.
+ *
+ * pasta would reach whatever the user reaches, the host included, so the
+ * policy is enforced before a packet gets to pasta, in the sandbox's own
+ * network namespace: init installs the table "inet hutch_usernet" (nft.c)
+ * before it drops its capabilities, refusing the blocked ranges of mode all
+ * (allow.c), every IPv4 address the host has (and the /30s of root mode's
+ * host links) as seen when the sandbox was made, and all IPv6. Commands
+ * hold no CAP_NET_ADMIN in that namespace: they cannot change it. pasta is
+ * told never to map the gateway to the host's loopback (--no-map-gw; the
+ * gateway is in 10/8 besides) and to forward no port either way.
+ *
+ * pasta runs in the foreground as the supervisor's child, with SIGKILL as
+ * its parent-death signal: it ends with the sandbox (plan_done kills and
+ * reaps it) or with a supervisor killed outright. Ready means its pid file
+ * was written, which pasta does once the tap exists and is configured; the
+ * pid file is a pipe (/proc/self/fd/N), so nothing touches the disk.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cleanup.h"
+#include "fdutil.h"
+#include "hostnet-internal.h"
+#include "syscalls.h"
+
+#define PASTA_PACKAGE    "passt"
+#define TUN_PATH         "/dev/net/tun"
+#define READY_TIMEOUT_MS 10000
+#define PIDFILE_FD       3
+/* The host's addresses as set elements: a /32 or a /30 each, at most. */
+#define HOST_BLOCK_MAX 4096
+
+static const char *const pasta_dirs[] = { "/usr/bin", "/usr/sbin", "/bin", "/sbin" };
+
+int hutch_net_usernet_check(const char *override, char *ret_path, size_t size,
+                            struct hutch_err *err)
+{
+	_cleanup_close_ int fd = -EBADF;
+	bool found = false;
+
+	if (override && override[0]) {
+		snprintf(ret_path, size, "%s", override);
+		found = access(ret_path, X_OK) == 0;
+	}
+	for (size_t i = 0; !found && !(override && override[0]) && i < ELEMENTSOF(pasta_dirs);
+	     i++) {
+		snprintf(ret_path, size, "%s/pasta", pasta_dirs[i]);
+		found = access(ret_path, X_OK) == 0;
+	}
+	if (!found)
+		return hutch_err_set(err, -ENOENT,
+		                     "network all as an ordinary user needs pasta (user-mode "
+		                     "networking), not found%s%.100s%s: install the '" PASTA_PACKAGE
+		                     "' package (apt-get install " PASTA_PACKAGE
+		                     "), or run as root, or use --network none or allow:HOST,...",
+		                     override && override[0] ? " at '" : "",
+		                     override && override[0] ? override : "",
+		                     override && override[0] ? "' (HUTCH_PASTA)" : "");
+	fd = open(TUN_PATH, O_RDWR | O_CLOEXEC);
+	if (fd < 0) {
+		int e = -errno;
+		return hutch_err_set_errno(
+		        err, e,
+		        "network all as an ordinary user needs " TUN_PATH " (pasta's tap "
+		        "device): %s; udev makes it mode 0666 on a standard system (as root: "
+		        "'chmod 0666 " TUN_PATH "', or 'modprobe tun' if it is missing)",
+		        e == -ENOENT ? "it does not exist" : "you cannot open it");
+	}
+	return 0;
+}
+
+static int append(char *buf, size_t size, size_t *used, uint32_t a, unsigned bits)
+{
+	uint32_t h = ntohl(a);
+	int n = snprintf(buf + *used, size - *used, "%s%u.%u.%u.%u/%u", *used ? ", " : "", h >> 24,
+	                 (h >> 16) & 0xff, (h >> 8) & 0xff, h & 0xff, bits);
+
+	if (n < 0 || (size_t)n >= size - *used)
+		return -ENOSPC;
+	*used += (size_t)n;
+	return 0;
+}
+
+int hutch_net_usernet_host_block(char **ret, struct hutch_err *err)
+{
+	struct ifaddrs *ifa = NULL;
+	_cleanup_free_ char *buf = malloc(HOST_BLOCK_MAX);
+	size_t used = 0;
+	int r = 0;
+
+	if (!buf)
+		return hutch_err_set(err, -ENOMEM, "list the host's addresses");
+	buf[0] = '\0';
+	if (getifaddrs(&ifa) < 0)
+		return hutch_err_set_errno(err, -errno, "list the host's addresses");
+	for (struct ifaddrs *i = ifa; r >= 0 && i; i = i->ifa_next) {
+		const struct sockaddr_in *a = (const struct sockaddr_in *)i->ifa_addr;
+		const struct sockaddr_in *m = (const struct sockaddr_in *)i->ifa_netmask;
+
+		if (!a || a->sin_family != AF_INET)
+			continue;
+		r = append(buf, HOST_BLOCK_MAX, &used, a->sin_addr.s_addr, 32);
+		/* A root-mode sandbox sits on the far end of a hutch link. */
+		if (r >= 0 && m && hutch_net_link_slot(i->ifa_name) >= 0)
+			r = append(buf, HOST_BLOCK_MAX, &used,
+			           a->sin_addr.s_addr & m->sin_addr.s_addr,
+			           (unsigned)__builtin_popcount(m->sin_addr.s_addr));
+	}
+	freeifaddrs(ifa);
+	if (r < 0)
+		return hutch_err_set(err, r,
+		                     "the host has more IPv4 addresses than a sandbox's "
+		                     "block list holds (%d bytes)",
+		                     HOST_BLOCK_MAX);
+	*ret = TAKE_PTR(buf);
+	return 0;
+}
+
+/* In the child, before execve: only the pid file pipe (PIDFILE_FD) and
+ * stderr (the supervisor reads pasta's complaint from it) stay open. */
+static _Noreturn void exec_pasta(const char *path, char *const argv[], int ready_w, int err_w,
+                                 pid_t parent)
+{
+	char *envp[] = { (char *)"PATH=/usr/bin:/bin", NULL };
+	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+
+	sigset_t none;
+
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent || null < 0)
+		_exit(127);
+	/* The supervisor's blocked signals and ignored SIGPIPE would be
+	 * inherited; pasta of Debian 12 even refuses to start with SIGPIPE
+	 * already ignored ("Couldn't install signal handlers"). */
+	sigemptyset(&none);
+	(void)sigprocmask(SIG_SETMASK, &none, NULL);
+	(void)signal(SIGPIPE, SIG_DFL);
+	if (dup2(null, 0) < 0 || dup2(null, 1) < 0 || /* lint-fds: ok: child stdio */
+	    dup2(err_w, 2) < 0 ||                     /* lint-fds: ok: child stdio */
+	    dup2(ready_w, PIDFILE_FD) < 0)            /* lint-fds: ok: pasta's pid file */
+		_exit(127);
+	if (sys_close_range(PIDFILE_FD + 1, ~0U, 0) < 0)
+		_exit(127);
+	execve(path, argv, envp);
+	_exit(127);
+}
+
+/* Wait for pasta's pid file (ready) or its exit; what it said goes into
+ * err. */
+static int wait_ready(pid_t pid, int ready_r, int err_r, struct hutch_err *err)
+{
+	struct pollfd p = { .fd = ready_r, .events = POLLIN };
+	char out[256] = "";
+	ssize_t n;
+	int r;
+
+	do
+		r = poll(&p, 1, READY_TIMEOUT_MS);
+	while (r < 0 && errno == EINTR);
+	if (r > 0) {
+		char got[32];
+		n = read(ready_r, got, sizeof(got));
+		if (n > 0)
+			return 0;
+	}
+	(void)kill(pid, SIGKILL);
+	(void)hutch_fd_nonblock(err_r, true);
+	n = read(err_r, out, sizeof(out) - 1);
+	out[n > 0 ? n : 0] = '\0';
+	for (char *c = out; *c; c++)
+		if (*c == '\n' || (unsigned char)*c < 0x20)
+			*c = *(c + 1) ? ' ' : '\0';
+	if (r == 0)
+		return hutch_err_set(err, -ETIMEDOUT, "pasta did not start within %d s%s%.150s",
+		                     READY_TIMEOUT_MS / 1000, out[0] ? ": " : "", out);
+	return hutch_err_set(err, -EIO, "pasta failed%s%.180s", out[0] ? ": " : "", out);
+}
+
+int hutch_net_usernet_start(const char *path, const struct hutch_net_addrs *a, pid_t init_pid,
+                            pid_t *ret_pid, struct hutch_err *err)
+{
+	char addr[INET_ADDRSTRLEN], gw[INET_ADDRSTRLEN], target[16], pidfile[32];
+	char *argv[] = { (char *)path, "--foreground", "--quiet", "--ipv4-only", "--no-map-gw",
+		         /* No port forwarded either way: -T/-U default to "auto", which
+		          * would bind the host's listening loopback ports inside. */
+		         "-t", "none", "-u", "none", "-T", "none", "-U", "none", "--no-dhcp",
+		         "--ns-ifname", "eth0", "--config-net", "--address", addr, "--netmask",
+		         "30", "--gateway", gw, "--pid", pidfile, target, NULL };
+	_cleanup_close_ int ready_r = -EBADF, ready_w = -EBADF, err_r = -EBADF, err_w = -EBADF;
+	pid_t self = getpid(), pid;
+	int fds[2];
+
+	inet_ntop(AF_INET, &a->sandbox, addr, sizeof(addr));
+	inet_ntop(AF_INET, &a->gateway, gw, sizeof(gw));
+	snprintf(target, sizeof(target), "%d", (int)init_pid);
+	snprintf(pidfile, sizeof(pidfile), "/proc/self/fd/%d", PIDFILE_FD);
+	if (pipe2(fds, O_CLOEXEC) < 0)
+		return hutch_err_set_errno(err, -errno, "pipe");
+	ready_r = fds[0], ready_w = fds[1];
+	if (pipe2(fds, O_CLOEXEC) < 0)
+		return hutch_err_set_errno(err, -errno, "pipe");
+	err_r = fds[0], err_w = fds[1];
+	pid = fork();
+	if (pid < 0)
+		return hutch_err_set_errno(err, -errno, "fork '%s'", path);
+	if (pid == 0)
+		exec_pasta(path, argv, ready_w, err_w, self);
+	close(TAKE_FD(ready_w));
+	close(TAKE_FD(err_w));
+	*ret_pid = pid; /* reaped by hutch_net_usernet_stop(), also on failure */
+	return wait_ready(pid, ready_r, err_r, err);
+}
+
+void hutch_net_usernet_stop(pid_t pid)
+{
+	if (pid <= 0)
+		return;
+	(void)kill(pid, SIGKILL); /* nothing of pasta's is worth a grace period */
+	while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+		;
+}

@@ -1,0 +1,253 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Rootless --network all (issue 15): user-mode networking through pasta.
+
+A throw-away user with subordinate ids drives the CLI as itself against
+the fake internet of netfake.py (198.51.100.0/24 in a netns of the test's,
+routed from the host; every private address the probes try is routed into
+that netns too, to a logger, so a broken rule shows as a logged
+connection, never as real traffic). The sandbox reaches the fake web and
+DNS server; the host itself (its loopback, its addresses), another
+sandbox, private ranges, metadata and IPv6 all fail at once from inside;
+nft inside fails (no capability); pasta is gone after rm, after the TTL
+and after a kill -9 of the supervisor plus gc; and each error path (no
+pasta, /dev/net/tun not usable, pasta failing) names its fix.
+
+/dev/net/tun: pasta's tap needs it usable by the user. udev makes it 0666
+on a standard system; this host has no udev (0600), so the module makes it
+0666 while it runs and restores the mode after.
+"""
+import json
+import os
+import shutil
+import signal
+import stat
+import subprocess
+import time
+
+import pytest
+
+from conftest import proc_comm, wait_until
+from netfake import DNS, HOST_IP, PRIVATE, RESOLVER, WEB, WEB6, HostListener, sh
+from test_network import FAST, GRACE, assert_fast_failure, assert_logs_empty, probe, raw, resolve
+from test_rootless import User, UserHutch, _pids_of
+
+TUN = "/dev/net/tun"
+NOT_CAPABLE = 69
+FAILURE = 70
+HERE = os.path.dirname(os.path.abspath(__file__))
+PASTA_COMMS = ("pasta", "passt", "passt.avx2", "pasta.avx2")
+
+
+def _host_addrs():
+    """The host's own IPv4 addresses beside loopback (192.0.2.x here)."""
+    out = sh("ip", "-4", "-o", "addr", "show").stdout
+    addrs = [ln.split()[3].split("/")[0] for ln in out.splitlines()]
+    return [a for a in addrs if not a.startswith("127.") and a != HOST_IP]
+
+
+@pytest.fixture(scope="module")
+def tun():
+    mode = stat.S_IMODE(os.stat(TUN).st_mode)
+    if mode != 0o666:
+        os.chmod(TUN, 0o666)
+    try:
+        yield
+    finally:
+        os.chmod(TUN, mode)
+
+
+@pytest.fixture(scope="module")
+def netuser():
+    u = User(f"hrn{os.getpid() % 100000}")
+    try:
+        yield u
+    finally:
+        u.remove()
+
+
+class UserNetHutch(UserHutch):
+    def __init__(self, user, env=None):
+        super().__init__(user, {"HUTCH_RESOLVER": RESOLVER, **(env or {})})
+
+    def sandbox(self, *opts):
+        sb = self.create("--network", "all", *opts)
+        with open(os.path.join(HERE, "netprobe.py"), "rb") as f:
+            sb.put_file("/workspace/probe.py", f.read(), "644")
+        return sb
+
+
+@pytest.fixture
+def uh(netuser, tun, fakenet):
+    h = UserNetHutch(netuser)
+    yield h
+    h("rm", "--all")
+    h("gc")
+    assert h.ids() == []
+    assert wait_until(lambda: _pids_of(netuser.uid) == [], 10), _pids_of(netuser.uid)
+
+
+def _helper_pid(sb):
+    net = sb.status()["network"]
+    assert net["helper"] == "pasta", net
+    pid = net["helper_pid"]
+    assert proc_comm(pid) in PASTA_COMMS, proc_comm(pid)
+    return pid
+
+
+def _gone(pid):
+    return proc_comm(pid) is None
+
+
+def test_all_reaches_the_fake_internet(uh, fakenet):
+    sb = uh.sandbox()
+    net = sb.status()["network"]
+    assert net["mode"] == "all" and "host_link" not in net, net
+    pasta = _helper_pid(sb)
+    with open(f"/proc/{pasta}/status") as f:
+        assert f"Uid:\t{uh.user.uid}\t" in f.read()  # the user's, not root's
+    mark = fakenet.mark()
+    r = probe(sb, raw(WEB, 80, "GET / HTTP/1.0\r\nHost: api.test.example\r\n\r\n"),
+              resolve("api.test.example"),
+              {"op": "udp", "host": WEB, "port": 9999, "data": "rootless-udp"})
+    assert r[0]["ok"] and "HTTP/1." in r[0]["recv"], r[0]
+    assert r[1]["ok"] and r[1]["addrs"] == [WEB], r[1]
+    # the fake servers saw them, from the host (pasta's sockets)
+    assert wait_until(lambda: fakenet.since(mark, "http80"), 5)
+    assert "api.test.example" in fakenet.dns_names(mark)
+    assert wait_until(lambda: [e["data"] for e in fakenet.since(mark, "udpsink")]
+                      == ["rootless-udp"], 5), fakenet.since(mark, "udpsink")
+    # the sandbox's resolver is the stub, not pasta's
+    assert "nameserver 127.0.0.1" in sb.sh("cat /etc/resolv.conf")
+
+
+def _free_port():
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_host_private_ipv6_and_other_sandbox_fail_from_inside(uh, fakenet):
+    pub = _free_port()
+    a, b = uh.sandbox(), uh.sandbox("-p", f"127.0.0.1:{pub}:7777")
+    b.put_file("/workspace/srv.py", b"import socket\n"
+               b"s = socket.create_server(('0.0.0.0', 7777))\n"
+               b"while True:\n    c, _ = s.accept(); c.sendall(b'sandbox-b\\n'); c.close()\n")
+    b.sh("python3 /workspace/srv.py >/dev/null 2>&1 &")
+    host_addrs = _host_addrs()
+    assert host_addrs, "the host has no address beside loopback and the fake uplink"
+    listener = HostListener(addrs=("127.0.0.1", HOST_IP, *host_addrs))
+    try:
+        nb, na = b.status()["network"], a.status()["network"]
+        mark = fakenet.mark()
+        targets = []
+        for port in (listener.port, pub):  # a host service; b published on the host
+            targets += [(HOST_IP, port), (na["gateway"], port), ("127.0.0.1", port)]
+            targets += [(h, port) for h in host_addrs]
+        targets += [(nb["address"], 7777), (nb["gateway"], 7777)]
+        targets += [(ip, p) for ip in PRIVATE.values() for p in (80, 443)]
+        targets += [(WEB6, 80), (WEB6, 443)]
+        r = probe(a, *[raw(h, p) for h, p in targets],
+                  {"op": "udp", "host": WEB6, "port": 9999, "data": "v6"},
+                  {"op": "udp", "host": PRIVATE["metadata"], "port": 80, "data": "md"})
+        assert_fast_failure(r[:-2])
+        assert all(x["took"] < FAST for x in r[-2:]), r[-2:]
+        assert_logs_empty(fakenet, mark, *[f"{n}_{p}" for n in PRIVATE for p in (80, 443)],
+                          "v6_80", "v6_443", "v6_9999")
+        time.sleep(GRACE)
+        assert listener.accepted == [], listener.accepted
+        # the published port works from the host: b's server was up all along
+        import socket
+        with socket.create_connection(("127.0.0.1", pub), timeout=5) as c:
+            assert c.recv(64) == b"sandbox-b\n"
+    finally:
+        listener.close()
+
+
+def test_nft_inside_fails_and_the_rules_stay(uh):
+    sb = uh.sandbox()
+    for cmd in ("nft flush ruleset", "nft delete table inet hutch_usernet",
+                "nft list ruleset"):
+        res = sb.run(cmd)
+        assert res["exit_code"] != 0, (cmd, res)
+        assert "Operation not permitted" in res["stderr"], res
+    r = probe(sb, raw(HOST_IP, 22), raw(PRIVATE["metadata"], 80))
+    assert_fast_failure(r)
+    # and the rules are there, seen from the host in the sandbox's netns
+    init = json.loads(uh("inspect", sb.id).stdout)["init_pid"]
+    rules = sh("nsenter", "-t", str(init), "-n", "nft", "list", "table", "inet",
+               "hutch_usernet").stdout
+    assert "@blocked4" in rules and "@host4" in rules and "nfproto ipv6" in rules, rules
+    for h in _host_addrs():
+        assert h in rules, rules
+
+
+def test_pasta_ends_with_rm_ttl_and_supervisor_kill(uh):
+    sb = uh.sandbox()
+    pasta = _helper_pid(sb)
+    assert uh("rm", sb.id).returncode == 0
+    assert wait_until(lambda: _gone(pasta), 5), proc_comm(pasta)
+
+    sb = uh.create("--network", "all", "--ttl", "2")
+    pasta = _helper_pid(sb)
+    assert wait_until(lambda: _gone(pasta), 15), proc_comm(pasta)
+    assert wait_until(lambda: sb.id not in uh.ids(), 5)
+
+    sb = uh.create("--network", "all")
+    pasta = _helper_pid(sb)
+    sup = json.loads(uh("inspect", sb.id).stdout)["supervisor_pid"]
+    os.kill(sup, signal.SIGKILL)
+    assert wait_until(lambda: _gone(pasta), 5), proc_comm(pasta)
+    assert uh("gc").returncode == 0
+    assert sb.id not in uh.ids()
+
+
+def test_without_pasta_names_the_package(uh):
+    r = uh("create", "--no-limits", "--network", "all",
+           env={"HUTCH_PASTA": "/nonexistent/pasta"})
+    assert r.returncode == NOT_CAPABLE, r.stderr
+    err = r.stderr.decode()
+    assert "'passt' package" in err and "apt-get install passt" in err, err
+    assert "/nonexistent/pasta" in err, err
+    assert uh.ids() == []
+
+
+def test_tun_not_usable_names_the_fix(uh):
+    os.chmod(TUN, 0o600)
+    try:
+        r = uh("create", "--no-limits", "--network", "all")
+    finally:
+        os.chmod(TUN, 0o666)
+    assert r.returncode == NOT_CAPABLE, r.stderr
+    err = r.stderr.decode()
+    assert TUN in err and "chmod 0666" in err, err
+    assert uh.ids() == []
+
+
+def test_pasta_failing_is_reported_and_nothing_stays(uh):
+    import tempfile
+    d = tempfile.mkdtemp(prefix="hutch-rln-")
+    os.chmod(d, 0o755)
+    fake = os.path.join(d, "fake-pasta")
+    with open(fake, "w") as f:
+        f.write("#!/bin/sh\necho 'cannot open the tap: no luck' >&2\nexit 1\n")
+    os.chmod(fake, 0o755)
+    try:
+        r = uh("create", "--no-limits", "--network", "all", env={"HUTCH_PASTA": fake})
+    finally:
+        shutil.rmtree(d)
+    assert r.returncode == FAILURE, r.stderr
+    err = r.stderr.decode()
+    assert "pasta failed" in err and "no luck" in err, err
+    assert uh.ids() == []
+    assert wait_until(lambda: _pids_of(uh.user.uid) == [], 10), _pids_of(uh.user.uid)
+
+
+def test_doctor_reports_pasta(uh):
+    r = uh("doctor", "--json")
+    checks = {c["check"]: c for c in json.loads(r.stdout)}
+    c = checks["user network"]
+    assert c["ok"] and "pasta" in c["detail"], c
+    r = uh("doctor", "--json", env={"HUTCH_PASTA": "/nonexistent/pasta"})
+    c = {c["check"]: c for c in json.loads(r.stdout)}["user network"]
+    assert not c["ok"] and not c["required"] and "passt" in c["detail"], c

@@ -16,6 +16,7 @@
 #include "cli.h"
 #include "config.h"
 #include "log.h"
+#include "oci.h"
 #include "state.h"
 #include "util.h"
 #include "verbs.h"
@@ -46,6 +47,8 @@ static const char *const main_usage =
         "  gc                              remove what dead sandboxes left behind\n"
         "  pool start|stop|ls|key          keep sandboxes of a configuration ready (warm pool)\n"
         "  image pull|import|ls|inspect|rm|prune|build-default  the OCI image store\n"
+        "  oci create|start|state|kill|delete|exec|ps|run|features  an OCI runtime (as runc; "
+        "hutch-runc)\n"
         "  doctor [--json]                 check that this host can run sandboxes\n"
         "  version [--json]                print the version\n"
         "  completion bash|zsh|fish        print a shell completion script\n"
@@ -145,8 +148,16 @@ int main(int argc, char **argv)
 	const char *verb = argc > 1 ? argv[1] : NULL;
 	int r;
 
+	const char *prog = argc > 0 ? strrchr(argv[0], '/') : NULL;
+
 	hutch_proctitle_init(argc, argv);
 	hutch_log_init(2, getenv("HUTCH_DEBUG") ? HUTCH_LOG_DEBUG : HUTCH_LOG_WARN, "hutch");
+	/* Called as hutch-runc (a symlink): the OCI runtime command line. */
+	prog = prog ? prog + 1 : argc > 0 ? argv[0] : "";
+	if (!strcmp(prog, "hutch-runc"))
+		return hutch_oci_main(argc, argv);
+	if (verb && !strcmp(verb, "oci"))
+		return hutch_oci_main(argc - 1, argv + 1);
 	if (!verb || !strcmp(verb, "--help") || !strcmp(verb, "-h") || !strcmp(verb, "help")) {
 		fputs(main_usage, verb ? stdout : stderr);
 		return verb ? 0 : HUTCH_EXIT_USAGE;

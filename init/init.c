@@ -28,11 +28,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <linux/seccomp.h>
+
 #include "caps.h"
 #include "cleanup.h"
 #include "fdutil.h"
 #include "fileops.h"
 #include "init.h"
+#include "ns.h"
 #include "proto.h"
 #include "pty.h"
 #include "seccomp-filter.h"
@@ -55,6 +58,8 @@ struct init_state {
 	size_t n, alloc;
 	int cmds_tasks_fd; /* v1: commands join their freezer cgroup here, or -1 */
 	int cmds_state_fd; /* v1: its freezer.state, thawed when we go, or -1 */
+	const struct sock_fprog *extra_seccomp; /* a container's profile, or NULL */
+	int held_slave; /* the container's pty (HUTCH_SPAWN_HELD_TTY), or -EBADF */
 };
 
 static __attribute__((noreturn)) void fail(int sock, struct hutch_err *err)
@@ -75,6 +80,7 @@ struct spawn_args {
 	const char *path;     /* PATH of the command's environment */
 	const char **sh_argv; /* ENOEXEC fallback: sh_argv[1] is set by the child */
 	int join_fd;          /* v1: the commands' freezer cgroup's "tasks", or -1 */
+	const struct sock_fprog *extra_seccomp; /* HUTCH_SPAWN_EXTRA_FILTER */
 };
 
 /* Append src to buf[*n] within cap (no libc formatting: vfork-safe). */
@@ -210,7 +216,7 @@ static int command_child(void *arg)
 		child_fail("cannot join the commands' cgroup for", req->argv[0], errno, 126);
 	if (sys_close_range(3, ~0U, 0) < 0)
 		_exit(126);
-	r = hutch_caps_drop_child(HUTCH_APP_UID, HUTCH_APP_GID);
+	r = hutch_caps_drop_child(req->uid, req->gid);
 	if (r < 0)
 		child_fail("cannot drop privileges for", req->argv[0], -r, 126);
 	if (chdir(req->cwd) < 0)
@@ -218,6 +224,12 @@ static int command_child(void *arg)
 	r = hutch_seccomp_check_inherited();
 	if (r < 0)
 		child_fail("no seccomp filter for", req->argv[0], -r, 126);
+	/* Last before execve: the profile may deny what the steps above use. */
+	if ((req->flags & HUTCH_SPAWN_EXTRA_FILTER) &&
+	    (!a->extra_seccomp ||
+	     sys_seccomp(SECCOMP_SET_MODE_FILTER, 0, (void *)a->extra_seccomp) < 0))
+		child_fail("cannot load the container's seccomp profile for", req->argv[0],
+		           a->extra_seccomp ? errno : EINVAL, 126);
 	if (req->flags & HUTCH_SPAWN_BUILTIN) {
 		extern char **environ;
 
@@ -261,7 +273,8 @@ static pid_t spawn_command(struct init_state *s, const struct hutch_spawn_req *r
 		                .fds = fds,
 		                .path = "/bin:/usr/bin",
 		                .sh_argv = sh_argv,
-		                .join_fd = s->cmds_tasks_fd };
+		                .join_fd = s->cmds_tasks_fd,
+		                .extra_seccomp = s->extra_seccomp };
 	sigset_t all, old;
 	pid_t pid;
 	int saved;
@@ -325,8 +338,17 @@ static void handle_spawn(struct init_state *s, uint64_t id, const char *body, si
 		goto reply;
 	}
 	tty = req.flags & HUTCH_SPAWN_TTY;
-	if (tty) {
-		rep.error = hutch_init_pty_open(req.winsize, HUTCH_APP_UID, &master, &slave);
+	if (tty && (req.flags & HUTCH_SPAWN_HELD_TTY)) {
+		/* Given once: the process that owns it keeps the only slave,
+		 * so the master sees its end when it exits. */
+		slave = TAKE_FD(s->held_slave);
+		if (slave < 0) {
+			rep.error = -EBADMSG;
+			goto reply;
+		}
+		pty[0] = pty[1] = pty[2] = slave;
+	} else if (tty) {
+		rep.error = hutch_init_pty_open(req.winsize, req.uid, &master, &slave);
 		if (rep.error < 0)
 			goto reply;
 		pty[0] = pty[1] = pty[2] = slave;
@@ -640,29 +662,6 @@ static int wait_go(int sock, struct hutch_rootfs_config *rootfs)
 	return n < 0 ? (int)n : hdr.type == HUTCH_MSG_GO && strlen(ca) == (size_t)n ? 0 : -EPROTO;
 }
 
-/* The listeners of the DNS stub, TLS proxy and host ports live in our
- * network namespace but are served by the supervisor on the host. */
-static int send_listeners(const struct hutch_init_params *p, struct hutch_err *err)
-{
-	struct hutch_net_listener ls[HUTCH_NET_LISTENERS_MAX];
-	struct hutch_msg_net_fd body[HUTCH_NET_LISTENERS_MAX];
-	int fds[HUTCH_NET_LISTENERS_MAX];
-	int n, r;
-
-	_Static_assert(HUTCH_NET_LISTENERS_MAX <= HUTCH_PROTO_FDS_MAX, "one message");
-	n = hutch_net_child_listeners(p->net, ls, ELEMENTSOF(ls), err);
-	if (n <= 0)
-		return n;
-	for (int i = 0; i < n; i++) {
-		body[i] = (struct hutch_msg_net_fd){ .kind = ls[i].kind, .port = ls[i].port };
-		fds[i] = ls[i].fd;
-	}
-	r = hutch_proto_send(p->sock, HUTCH_MSG_NET_FDS, 0, body, (size_t)n * sizeof(body[0]), fds,
-	                     (size_t)n);
-	hutch_close_many(fds, (size_t)n);
-	return r < 0 ? hutch_err_set_errno(err, r, "pass the listeners to the supervisor") : 0;
-}
-
 static void on_usr2(int sig)
 {
 	(void)sig; /* never runs: SIGUSR2 is blocked and read from the signalfd */
@@ -725,7 +724,9 @@ void hutch_init_main(const struct hutch_init_params *p)
 	struct init_state s = { .sock = p->sock,
 		                .oom_fd = -EBADF,
 		                .cmds_tasks_fd = p->cmds_tasks_fd,
-		                .cmds_state_fd = p->cmds_state_fd };
+		                .cmds_state_fd = p->cmds_state_fd,
+		                .extra_seccomp = p->extra_seccomp,
+		                .held_slave = -EBADF };
 	struct hutch_err err = { 0 };
 	struct hutch_rootfs_config rootfs = p->rootfs;
 	int sigfd, r;
@@ -750,19 +751,12 @@ void hutch_init_main(const struct hutch_init_params *p)
 		hutch_err_set_errno(&err, -errno, "create cgroup namespace");
 		fail(p->sock, &err);
 	}
-	if (sethostname(p->hostname, strlen(p->hostname)) < 0) {
-		hutch_err_set_errno(&err, -errno, "set hostname '%s'", p->hostname);
+	if (hutch_init_setup_ns(p->sock, p->hostname, p->net, p->sysctls, &err) < 0)
 		fail(p->sock, &err);
-	}
-	if (hutch_net_setup_child(p->net, &err) < 0) {
-		hutch_err_prefix(&err, "network");
-		fail(p->sock, &err);
-	}
-	if (send_listeners(p, &err) < 0) {
-		hutch_err_prefix(&err, "network");
-		fail(p->sock, &err);
-	}
 	if (hutch_rootfs_setup_child(&rootfs, &err) < 0)
+		fail(p->sock, &err);
+	if (p->console_uid >= 0 &&
+	    hutch_init_console_open(p->sock, (uid_t)p->console_uid, &s.held_slave, &err) < 0)
 		fail(p->sock, &err);
 	r = prepare_spawn(&s);
 	if (r < 0) {

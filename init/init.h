@@ -23,7 +23,17 @@ struct hutch_init_params {
 	struct hutch_rootfs_config rootfs;
 	const struct hutch_net_plan *net; /* made by the supervisor before clone */
 	const struct sock_fprog *seccomp; /* built by the supervisor before clone */
-	int cgroup_join_err;              /* joining the cgroups right after clone failed: -errno */
+	/* A container's own profile, loaded on top of seccomp in each command
+	 * spawned with HUTCH_SPAWN_EXTRA_FILTER (its main process), or NULL. */
+	const struct sock_fprog *extra_seccomp;
+	/* A container's terminal: open a pty during setup, its slave owned by
+	 * this uid, send the master with CONSOLE, keep the slave for the
+	 * HUTCH_SPAWN_HELD_TTY command; -1: none. */
+	int console_uid;
+	/* A container's sysctls of its own network and ipc namespaces,
+	 * "key=value", written once the root is built; NULL-terminated, or NULL. */
+	const char *const *sysctls;
+	int cgroup_join_err; /* joining the cgroups right after clone failed: -errno */
 	/* v1: the commands' freezer cgroup: its "tasks" (each command joins)
 	 * and "freezer.state" (thawed when the supervisor dies); -1 if none. */
 	int cmds_tasks_fd, cmds_state_fd;

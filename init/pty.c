@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "cleanup.h"
+#include "proto.h"
 #include "pty.h"
 
 #define TTY_GID 5 /* the tty group of the sandbox's /etc/group (rootfs/etc.c) */
@@ -39,4 +40,16 @@ int hutch_init_pty_open(uint32_t winsize, uid_t owner, int *ret_master, int *ret
 	*ret_master = TAKE_FD(master);
 	*ret_slave = TAKE_FD(slave);
 	return 0;
+}
+
+int hutch_init_console_open(int sock, uid_t owner, int *ret_slave, struct hutch_err *err)
+{
+	_cleanup_close_ int master = -EBADF;
+	int r;
+
+	r = hutch_init_pty_open(0, owner, &master, ret_slave);
+	if (r < 0)
+		return hutch_err_set_errno(err, r, "open the container's terminal");
+	r = hutch_proto_send(sock, HUTCH_MSG_CONSOLE, 0, NULL, 0, &master, 1);
+	return r < 0 ? hutch_err_set_errno(err, r, "pass the terminal to the supervisor") : 0;
 }

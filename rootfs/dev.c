@@ -56,7 +56,7 @@ static int mount_pts_shm(struct rootfs_ctx *ctx, int dev, struct hutch_err *err)
 	static const char *const pts_opts[] = { "newinstance", "ptmxmode=0666", "mode=0620",
 		                                "gid=5", NULL };
 	char size[40];
-	const char *shm_opts[] = { size, "mode=1777", NULL };
+	const char *shm_opts[] = { "source=shm", size, "mode=1777", NULL };
 	_cleanup_close_ int pts = -EBADF, shm = -EBADF;
 	int r;
 

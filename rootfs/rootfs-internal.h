@@ -85,6 +85,16 @@ extern const char *const rootfs_host_only_dirs[];
  */
 int rootfs_mask_dir(struct rootfs_ctx *ctx, int target, const char *where, struct hutch_err *err);
 
+/* The final step of either root: pivot_root() into ctx->root, detach the
+ * old root, "/" read-only when readonly. */
+int rootfs_enter_root(struct rootfs_ctx *ctx, bool readonly, struct hutch_err *err);
+/* Make every mount of our namespace private (the first step of either root). */
+int rootfs_make_private(struct rootfs_ctx *ctx, struct hutch_err *err);
+
+/* ---- bundle.c: an OCI bundle's root ---- */
+
+int rootfs_setup_bundle(struct rootfs_ctx *ctx, struct hutch_err *err);
+
 /* ---- etc.c: the synthesized /etc ---- */
 
 /* True if host /etc/<name> is shared read-only with the sandbox. */

@@ -34,7 +34,7 @@ const char *const rootfs_system_dirs[] = { "usr",   "bin",    "lib",  "lib32",
 	                                   "lib64", "libx32", "sbin", NULL };
 const char *const rootfs_host_only_dirs[] = { "usr/local", NULL };
 
-static int make_private(struct rootfs_ctx *ctx, struct hutch_err *err)
+int rootfs_make_private(struct rootfs_ctx *ctx, struct hutch_err *err)
 {
 	struct mount_attr attr = { .propagation = MS_PRIVATE };
 
@@ -225,7 +225,7 @@ static int setup_cgroupfs(struct rootfs_ctx *ctx, struct hutch_err *err)
 	return mntfd < 0 ? mntfd : 0;
 }
 
-static int enter_root(struct rootfs_ctx *ctx, struct hutch_err *err)
+int rootfs_enter_root(struct rootfs_ctx *ctx, bool readonly, struct hutch_err *err)
 {
 	struct mount_attr ro = { .attr_set = MOUNT_ATTR_RDONLY };
 
@@ -244,7 +244,7 @@ static int enter_root(struct rootfs_ctx *ctx, struct hutch_err *err)
 	if (chdir("/") < 0)
 		return hutch_err_set_errno(err, -errno, "change directory to '/'");
 	/* Only now: every mount point and /etc file is in place. Submounts keep their flags. */
-	if (sys_mount_setattr(ctx->root, "", AT_EMPTY_PATH, &ro, sizeof(ro)) < 0)
+	if (readonly && sys_mount_setattr(ctx->root, "", AT_EMPTY_PATH, &ro, sizeof(ro)) < 0)
 		return hutch_err_set_errno(err, -errno, "make '/' read-only");
 	return 0;
 }
@@ -275,13 +275,19 @@ static int setup(struct rootfs_ctx *ctx, struct hutch_err *err)
 	ctx->host_root = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (ctx->host_root < 0)
 		return hutch_err_set_errno(err, -errno, "open host '/'");
-	if ((r = make_private(ctx, err)) < 0 || (r = create_root(ctx, err)) < 0 ||
+	if (ctx->cfg->bundle) {
+		r = rootfs_make_private(ctx, err);
+		if (r >= 0)
+			r = rootfs_setup_bundle(ctx, err);
+		return r < 0 ? r : rootfs_enter_root(ctx, ctx->cfg->bundle->readonly, err);
+	}
+	if ((r = rootfs_make_private(ctx, err)) < 0 || (r = create_root(ctx, err)) < 0 ||
 	    (r = share_system_dirs(ctx, err)) < 0 || (r = hide_host_only(ctx, err)) < 0 ||
 	    (r = rootfs_setup_etc(ctx, err)) < 0 || (r = rootfs_setup_proc(ctx, err)) < 0 ||
 	    (r = rootfs_setup_dev(ctx, err)) < 0 || (r = setup_writable(ctx, err)) < 0 ||
 	    (r = setup_cgroupfs(ctx, err)) < 0)
 		return r;
-	return enter_root(ctx, err);
+	return rootfs_enter_root(ctx, true, err);
 }
 
 int hutch_rootfs_setup_child(const struct hutch_rootfs_config *cfg, struct hutch_err *err)

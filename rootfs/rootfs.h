@@ -8,10 +8,38 @@
 #define HUTCH_ROOTFS_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
 #include "error.h"
+
+/* One mount an OCI bundle asks for, beyond the root (rootfs/bundle.c). */
+enum hutch_rootfs_mount_kind {
+	HUTCH_ROOTFS_MOUNT_BIND, /* fd: a detached mount the supervisor made (open_tree) */
+	HUTCH_ROOTFS_MOUNT_FS,   /* a new file system: fstype ("tmpfs", "mqueue") with opts */
+};
+struct hutch_rootfs_mount {
+	enum hutch_rootfs_mount_kind kind;
+	const char *dest;        /* absolute, inside the root; resolved in it */
+	int fd;                  /* BIND: the detached mount, its attributes already set */
+	bool is_dir;             /* BIND: the mount point is a directory (else a file) */
+	const char *fstype;      /* FS */
+	const char *const *opts; /* FS: "size=...", "mode=...", NULL-terminated, or NULL */
+	unsigned int attrs;      /* FS: MOUNT_ATTR_* */
+};
+/* An OCI bundle's root instead of hutch's host-derived one. */
+struct hutch_rootfs_bundle {
+	int root_fd;   /* detached mount of the bundle's rootfs (idmapped by the supervisor) */
+	bool readonly; /* "/" ends read-only (root.readonly) */
+	const struct hutch_rootfs_mount *mounts;
+	size_t nmounts;
+	/* Then, each if it exists: masked (an empty read-only tmpfs over a
+	 * directory, /dev/null over anything else) and made read-only (a
+	 * read-only bind of itself). NULL-terminated, or NULL. */
+	const char *const *masked;
+	const char *const *readonly_paths;
+};
 
 struct hutch_rootfs_config {
 	/* O_PATH|O_DIRECTORY fd of an empty host directory where the new
@@ -39,6 +67,10 @@ struct hutch_rootfs_config {
 	 * /etc/hutch/ca-certificates.crt, which is mounted over
 	 * /etc/ssl/certs/ca-certificates.crt. */
 	const char *ca_pem;
+	/* NULL: hutch's host-derived root. Else the bundle's root with hutch's
+	 * /proc and /dev and the bundle's mounts; no /etc is written and no
+	 * writable tmpfs is added (the bundle says what it wants). */
+	const struct hutch_rootfs_bundle *bundle;
 };
 
 /*

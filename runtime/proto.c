@@ -12,7 +12,8 @@
 ssize_t hutch_proto_spawn_encode(const char *const *argv, const char *const *envp, const char *cwd,
                                  char **ret_buf)
 {
-	struct hutch_msg_spawn fixed = { 0 };
+	struct hutch_msg_spawn fixed = { .uid = HUTCH_SPAWN_DEFAULT_ID,
+		                         .gid = HUTCH_SPAWN_DEFAULT_ID };
 	size_t len = sizeof(fixed);
 	char *buf, *p;
 
@@ -50,7 +51,8 @@ int hutch_proto_spawn_decode(const char *body, size_t len, struct hutch_spawn_re
 		return -EBADMSG;
 	memcpy(&fixed, body, sizeof(fixed));
 	if (fixed.argc == 0 || fixed.argc > HUTCH_SPAWN_MAX_ARGS ||
-	    fixed.envc > HUTCH_SPAWN_MAX_ENV)
+	    fixed.envc > HUTCH_SPAWN_MAX_ENV || fixed.uid > HUTCH_SPAWN_MAX_ID ||
+	    fixed.gid > HUTCH_SPAWN_MAX_ID)
 		return -EBADMSG;
 	p = body + sizeof(fixed);
 	for (uint32_t i = 0; i < fixed.argc + fixed.envc + 1; i++) {
@@ -74,6 +76,8 @@ int hutch_proto_spawn_decode(const char *body, size_t len, struct hutch_spawn_re
 	ret->envc = fixed.envc;
 	ret->flags = fixed.flags;
 	ret->winsize = fixed.winsize;
+	ret->uid = fixed.uid;
+	ret->gid = fixed.gid;
 	return 0;
 }
 

@@ -23,6 +23,11 @@
 #define HUTCH_SPAWN_MAX_ARGS 4096
 #define HUTCH_SPAWN_MAX_ENV  1024
 #define HUTCH_PROTO_FDS_MAX  64 /* fds in one message */
+/* A command's uid and gid inside the sandbox: appuser's unless the
+ * supervisor says otherwise (an OCI bundle's process.user); only ids of
+ * the sandbox's 65536-id range exist. */
+#define HUTCH_SPAWN_DEFAULT_ID 1000
+#define HUTCH_SPAWN_MAX_ID     65535
 
 enum hutch_msg_type {
 	/* supervisor -> init */
@@ -37,6 +42,7 @@ enum hutch_msg_type {
 	HUTCH_MSG_EXITED,      /* body: exited */
 	HUTCH_MSG_NET_FDS,     /* setup only, before READY: body: net_fd[n]; fds */
 	HUTCH_MSG_CONNECTED,   /* body: connected; fd: the socket (error 0) */
+	HUTCH_MSG_CONSOLE,     /* setup only, before READY: fd: the container's pty master */
 };
 
 struct hutch_msg_hdr {
@@ -50,8 +56,9 @@ struct hutch_msg_hdr {
 struct hutch_msg_spawn {
 	uint32_t argc;
 	uint32_t envc;
-	uint32_t flags;   /* HUTCH_SPAWN_* */
-	uint32_t winsize; /* HUTCH_SPAWN_TTY: rows << 16 | columns (0: the kernel's default) */
+	uint32_t flags;    /* HUTCH_SPAWN_* */
+	uint32_t winsize;  /* HUTCH_SPAWN_TTY: rows << 16 | columns (0: the kernel's default) */
+	uint32_t uid, gid; /* ids inside the sandbox (appuser's by default; below 65536) */
 };
 
 /* The child runs a built-in file operation (fileops.h; argv[0] names it)
@@ -61,6 +68,13 @@ struct hutch_msg_spawn {
  * opened by init: the slave is its controlling terminal and fds 0-2, the
  * master goes back to the supervisor with SPAWNED. */
 #define HUTCH_SPAWN_TTY (1u << 1)
+/* Load init's extra filter (a container's seccomp profile) in the child
+ * too, on top of the sandbox's, right before execve; fail if there is none. */
+#define HUTCH_SPAWN_EXTRA_FILTER (1u << 2)
+/* With HUTCH_SPAWN_TTY: on the pty init opened during setup (a container's
+ * terminal, whose master went to the supervisor with CONSOLE); nothing
+ * comes back with SPAWNED. Once only. */
+#define HUTCH_SPAWN_HELD_TTY (1u << 3)
 
 struct hutch_msg_kill {
 	int32_t signal;
@@ -102,7 +116,7 @@ struct hutch_msg_exited {
 
 /* A decoded spawn request; pointers point into the message buffer. */
 struct hutch_spawn_req {
-	uint32_t argc, envc, flags, winsize;
+	uint32_t argc, envc, flags, winsize, uid, gid;
 	const char *argv[HUTCH_SPAWN_MAX_ARGS + 1];
 	const char *envp[HUTCH_SPAWN_MAX_ENV + 1];
 	const char *cwd;

@@ -451,7 +451,9 @@ static int cmd_pipes(struct cmd *c, const struct hutch_spawn *sp, int child[3],
 struct cmd *hutch_cmd_start(struct hutch_cmds *set, const struct hutch_spawn *sp,
                             const struct hutch_cmd_sink *sink, struct hutch_err *err)
 {
-	uint32_t spawn_flags = sp->builtin ? HUTCH_SPAWN_BUILTIN : 0;
+	uint32_t spawn_flags = (sp->builtin ? HUTCH_SPAWN_BUILTIN : 0) |
+	                       (sp->extra_filter ? HUTCH_SPAWN_EXTRA_FILTER : 0) |
+	                       (sp->held_tty ? HUTCH_SPAWN_TTY | HUTCH_SPAWN_HELD_TTY : 0);
 	_cleanup_free_ char *body = NULL;
 	int child[3] = { -1, -1, -1 };
 	struct cmd *c;
@@ -474,11 +476,30 @@ struct cmd *hutch_cmd_start(struct hutch_cmds *set, const struct hutch_spawn *sp
 		memcpy(body + offsetof(struct hutch_msg_spawn, winsize), &ws, sizeof(ws));
 	}
 	memcpy(body + offsetof(struct hutch_msg_spawn, flags), &spawn_flags, sizeof(spawn_flags));
+	if (sp->set_ids) {
+		memcpy(body + offsetof(struct hutch_msg_spawn, uid), &sp->uid, sizeof(sp->uid));
+		memcpy(body + offsetof(struct hutch_msg_spawn, gid), &sp->gid, sizeof(sp->gid));
+	}
 	c = cmd_new(set, sp, sink);
 	if (!c)
 		return hutch_err_set(err, -ENOMEM, "out of memory"), NULL;
 	/* A tty's master comes with SPAWNED. */
-	r = sp->tty ? 0 : cmd_pipes(c, sp, child, err);
+	if (sp->held_tty) {
+		r = 0; /* no fd: its terminal is the one init holds */
+	} else if (sp->stdio_fds && !sp->tty) {
+		for (int i = 0; i < 3; i++) {
+			child[i] = fcntl(sp->stdio_fds[i], F_DUPFD_CLOEXEC, 3);
+			if (child[i] < 0) {
+				r = hutch_err_set_errno(err, -errno, "the command's stdio");
+				hutch_close_many(child, 3);
+				cmd_free(c);
+				return NULL;
+			}
+		}
+		r = 0;
+	} else {
+		r = sp->tty ? 0 : cmd_pipes(c, sp, child, err);
+	}
 	if (r >= 0 && sp->timeout > 0 && arm_timer(c, sp->timeout) < 0)
 		r = hutch_err_set_errno(err, -errno, "arm timeout");
 	/* Before the send: init may run the whole command before this
@@ -486,7 +507,7 @@ struct cmd *hutch_cmd_start(struct hutch_cmds *set, const struct hutch_spawn *sp
 	c->started = hutch_now_mono_sec();
 	if (r >= 0) {
 		r = hutch_proto_send(set->init_sock, HUTCH_MSG_SPAWN, c->id, body, (size_t)len,
-		                     child, sp->tty ? 0 : 3);
+		                     child, sp->tty || sp->held_tty ? 0 : 3);
 		if (r < 0)
 			hutch_err_set_errno(err, r, "send command to sandbox init");
 	}

@@ -50,6 +50,13 @@ struct hutch_spawn {
 	bool tty;            /* on a pty of the sandbox (proto.h HUTCH_SPAWN_TTY): no pipes;
 	                      * once spawned, stdin and stdout are its master, no stderr */
 	uint16_t rows, cols; /* the tty's size, 0: the kernel's default */
+	/* Given stdin, stdout, stderr (a container's: the creator's own) sent
+	 * instead of pipes, or NULL; the command is then done at its exit. */
+	const int *stdio_fds;
+	bool set_ids;      /* run as uid, gid (inside the sandbox) instead of appuser */
+	bool extra_filter; /* with init's extra seccomp filter (proto.h HUTCH_SPAWN_EXTRA_FILTER) */
+	bool held_tty;     /* on the pty init holds (proto.h HUTCH_SPAWN_HELD_TTY): no pipes */
+	uint32_t uid, gid;
 	double timeout;      /* seconds, 0 = none: then SIGKILL to the tree */
 	uint64_t max_output; /* per stream when captured */
 	enum hutch_capture capture;

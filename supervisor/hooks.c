@@ -116,6 +116,8 @@ static void ready(struct sup *s)
 	r = hutch_sup_write_state(s, s->cfg->pool_key[0] ? "pooled" : "running");
 	if (r >= 0)
 		r = hutch_idle_start(s);
+	if (r >= 0 && s->before_ready)
+		r = s->before_ready(s);
 	if (r < 0) {
 		/* Reported once torn down, like a failed step. */
 		hutch_err_set_errno(&s->hooks.fail_err, r, "start the sandbox");

@@ -25,6 +25,7 @@
 
 #include "api.h"
 #include "cleanup.h"
+#include "container.h"
 #include "events.h"
 #include "fdutil.h"
 #include "hooks.h"
@@ -78,6 +79,8 @@ static __attribute__((noreturn)) void supervisor_main(struct sup *s, int result_
 		snprintf(title, sizeof(title), "hutch-supervisor %s", s->id);
 		hutch_proctitle_set(title);
 	}
+	if (s->container && hutch_container_take_stdio(s) < 0)
+		_exit(1);
 	hutch_stdio_to_null();
 	hutch_log_init(-1, HUTCH_LOG_ERROR, "hutch-supervisor");
 	/* Start from default dispositions: not the CLI's handlers (hutch run
@@ -112,7 +115,10 @@ static __attribute__((noreturn)) void supervisor_main(struct sup *s, int result_
 	/* The loop reports ready (or the setup failure) on result_fd once
 	 * the setup script and on_create have run (hooks.c). */
 	s->hooks.result_fd = result_fd;
-	_exit(hutch_sup_run(s) < 0 ? 1 : 0);
+	r = hutch_sup_run(s);
+	if (s->container)
+		hutch_container_exit(s);
+	_exit(r < 0 ? 1 : 0);
 }
 
 static int reserve_dir(const char *runtime_dir, struct sup *s, struct hutch_err *err)
@@ -331,6 +337,15 @@ int hutch_sandbox_create(struct hutch_config *cfg, const char *runtime_dir,
                          struct hutch_created *ret, struct hutch_setup_failure *ret_setup,
                          int progress_fd, struct hutch_err *err)
 {
+	return hutch_sandbox_create_container(cfg, NULL, runtime_dir, ret, ret_setup, progress_fd,
+	                                      err);
+}
+
+int hutch_sandbox_create_container(struct hutch_config *cfg, struct hutch_container *ct,
+                                   const char *runtime_dir, struct hutch_created *ret,
+                                   struct hutch_setup_failure *ret_setup, int progress_fd,
+                                   struct hutch_err *err)
+{
 	static struct sup s; /* the supervisor keeps it for its whole life */
 	_cleanup_close_ int log_fd = -EBADF;
 	int pipefd[2];
@@ -339,6 +354,8 @@ int hutch_sandbox_create(struct hutch_config *cfg, const char *runtime_dir,
 
 	memset(&s, 0, sizeof(s));
 	s.cfg = cfg;
+	s.container = ct;
+	s.before_ready = ct ? hutch_container_ready : NULL;
 	s.loop.epfd = s.sigfd = s.ttl_fd = s.init_sock = s.pidfd = s.listen_fd = -EBADF;
 	s.lock_fd = s.slot_fd = s.mntns_fd = -EBADF;
 	s.idle.fd = s.hooks.deadline_fd = s.hooks.result_fd = s.events.fd = -EBADF;

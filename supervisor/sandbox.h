@@ -28,6 +28,14 @@ struct hutch_created {
 int hutch_sandbox_create(struct hutch_config *cfg, const char *runtime_dir,
                          struct hutch_created *ret, struct hutch_setup_failure *ret_setup,
                          int progress_fd, struct hutch_err *err);
+/* The same for a container (container.h): its root, mounts and main
+ * process; ct stays the caller's and must outlive the call (the
+ * supervisor has its own copy of the memory). ct may be NULL. */
+struct hutch_container;
+int hutch_sandbox_create_container(struct hutch_config *cfg, struct hutch_container *ct,
+                                   const char *runtime_dir, struct hutch_created *ret,
+                                   struct hutch_setup_failure *ret_setup, int progress_fd,
+                                   struct hutch_err *err);
 
 /* Remove host network state (links, the nftables table, the forwarding
  * switch) that no live sandbox uses. */

@@ -22,6 +22,7 @@
 
 #include "api.h"
 #include "cleanup.h"
+#include "container.h"
 #include "fdutil.h"
 #include "init.h"
 #include "log.h"
@@ -53,22 +54,31 @@ static __attribute__((noreturn)) void init_child(struct sup *s, int sock, int *c
 {
 	struct hutch_init_params p = { 0 };
 	int keep[3] = { sock, cmds[0], cmds[1] };
-	char hostname[32];
+	int next = 6, stash = s->container ? hutch_container_stash_fd(s->container) : 16;
+	char hostname[64];
 
 	/* First, while we are one thread and nothing runs in the sandbox;
 	 * GO tells us to report a failure. */
 	p.cgroup_join_err = hutch_cgroup_join_self(cg_fds, n_cg_fds);
 	hutch_proctitle_set("hutch-init");
-	/* Out of the way first, so that no dup3() below overwrites another. */
+	/* Out of the way first, so that no dup3() below overwrites another
+	 * (a container's mounts too, then placed from 6). */
+	if (s->container && hutch_container_child_fds(s, -1) < 0)
+		_exit(1);
 	for (int i = 0; i < 3; i++)
-		if (keep[i] >= 0 && (keep[i] = fcntl(keep[i], F_DUPFD_CLOEXEC, 16)) < 0)
+		if (keep[i] >= 0 && (keep[i] = fcntl(keep[i], F_DUPFD_CLOEXEC, stash)) < 0)
 			_exit(1);
 	for (int i = 0; i < 3; i++)
 		if (keep[i] >= 0 && dup3(keep[i], 3 + i, O_CLOEXEC) < 0)
 			_exit(1);
-	if (sys_close_range(6, ~0U, 0) < 0)
+	if (s->container && (next = hutch_container_child_fds(s, next)) < 0)
 		_exit(1);
-	snprintf(hostname, sizeof(hostname), "hutch-%s", s->id);
+	if (sys_close_range((unsigned)next, ~0U, 0) < 0)
+		_exit(1);
+	if (s->container && s->container->hostname[0])
+		snprintf(hostname, sizeof(hostname), "%s", s->container->hostname);
+	else
+		snprintf(hostname, sizeof(hostname), "hutch-%s", s->id);
 	p.sock = 3;
 	p.cmds_tasks_fd = cmds[0] >= 0 ? 4 : -1;
 	p.cmds_state_fd = cmds[1] >= 0 ? 5 : -1;
@@ -76,6 +86,9 @@ static __attribute__((noreturn)) void init_child(struct sup *s, int sock, int *c
 	p.hostname = hostname;
 	p.net = &s->net.plan;
 	p.seccomp = &s->seccomp;
+	p.extra_seccomp = s->container && s->container->seccomp.len ? &s->container->seccomp : NULL;
+	p.console_uid = s->container && s->container->terminal ? (int)s->container->uid : -1;
+	p.sysctls = s->container ? (const char *const *)s->container->sysctls : NULL;
 	/* The new root's tmpfs goes on top of the child's own "/" (a host
 	 * directory fd opened before clone() belongs to the wrong mount
 	 * namespace to be a mount target). */
@@ -87,6 +100,7 @@ static __attribute__((noreturn)) void init_child(struct sup *s, int sock, int *c
 	p.rootfs.resolv_conf = s->net.plan.resolv_conf;
 	p.rootfs.extra_hosts = s->net.plan.extra_hosts;
 	p.rootfs.cgroup2 = s->cg && !strcmp(hutch_cgroup_version(s->cg), "v2");
+	p.rootfs.bundle = s->container ? &s->container->bundle : NULL;
 	hutch_init_main(&p);
 }
 
@@ -202,6 +216,11 @@ again:
 	n = hutch_proto_recv(s->init_sock, &hdr, &u, sizeof(u), fds, &nfds);
 	if (n < 0)
 		return hutch_err_set_errno(err, (int)n, "read from sandbox init");
+	if (hdr.type == HUTCH_MSG_CONSOLE && n == 0 && nfds == 1 && s->container &&
+	    s->container->terminal && s->container->pty_master < 0) {
+		s->container->pty_master = fds[0];
+		goto again;
+	}
 	if (hdr.type == HUTCH_MSG_NET_FDS) {
 		r = take_listeners(s, u.net, (size_t)n, fds, nfds, err);
 		if (r < 0)
@@ -340,6 +359,8 @@ int hutch_sup_setup(struct sup *s, struct hutch_err *err)
 	r = hutch_sup_write_state(s, "creating");
 	if (r < 0)
 		return hutch_err_set_errno(err, r, "write '%s'", s->paths.state);
+	if (s->container && (r = hutch_container_prepare(s, &lim, err)) < 0)
+		return r;
 	r = s->cg ? hutch_cgroup_create(s->cg, &lim, err) : 0; /* NULL: --no-limits */
 	if (r < 0)
 		return r;
@@ -356,6 +377,8 @@ int hutch_sup_setup(struct sup *s, struct hutch_err *err)
 		return hutch_err_set_errno(err, -errno, "make the supervisor non-dumpable");
 	r = map_and_attach(s, err);
 	if (r < 0)
+		return r;
+	if (s->container && (r = hutch_container_before_go(s, err)) < 0)
 		return r;
 	r = send_go(s);
 	if (r < 0)

@@ -39,6 +39,7 @@ struct hutch_procs;
 struct hutch_api_conn;
 struct hutch_exec;
 struct hutch_ports;
+struct hutch_container;
 
 #define HUTCH_MAX_BODY        (8u << 20) /* request body bound */
 #define HUTCH_MAX_CONNECTIONS 256
@@ -62,6 +63,10 @@ struct sup_end {
 
 struct sup {
 	struct hutch_config *cfg;
+	struct hutch_container *container; /* an OCI container (container.h), or NULL */
+	/* Run once ready, before the creator hears it (a container's status
+	 * "created" and start FIFO: container.c), or NULL. */
+	int (*before_ready)(struct sup *s);
 	struct hutch_paths paths;
 	char id[HUTCH_ID_LEN + 1];
 	enum sup_state state; /* lifecycle.c changes it */

@@ -1,0 +1,23 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * What init sets in its new namespaces before it builds the root: the host
+ * name, the network (netpolicy's child side), the listeners it hands to the
+ * supervisor, and a container's sysctls of its own network and ipc
+ * namespaces (linux.sysctl: only such keys reach here, oci/spec.c refuses
+ * the others), written through the /proc init still shares with the host,
+ * whose net and ipc entries are those of its namespaces (the new root's
+ * /proc/sys is read-only).
+ */
+#ifndef HUTCH_INIT_NS_H
+#define HUTCH_INIT_NS_H
+
+#include "error.h"
+#include "netpolicy.h"
+
+/* Child side, once, after GO; fails naming the step. */
+/* sock: init's socket to the supervisor (the listeners go there);
+ * sysctls: "key=value", NULL-terminated, or NULL. */
+int hutch_init_setup_ns(int sock, const char *hostname, const struct hutch_net_plan *net,
+                        const char *const *sysctls, struct hutch_err *err);
+
+#endif

@@ -1,0 +1,342 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * kill, delete, features and run (see oci.h).
+ *
+ * kill: a running container's process is signalled by its host pid through
+ * a pidfd, after checking that the pid still names the process the
+ * supervisor recorded (its start time, as runc checks its init's), so a
+ * reused pid is never signalled. A created container (no process yet) is
+ * ended through its supervisor (SIGTERM: it tears the sandbox down and
+ * exits as killed). --all with SIGKILL kills the sandbox's init, and with
+ * it every process of the pid namespace.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include "cleanup.h"
+#include "fdutil.h"
+#include "oci-internal.h"
+#include "state.h"
+#include "syscalls.h"
+
+#define WAIT_MS 10000
+
+static const struct {
+	const char *name;
+	int sig;
+} signals[] = {
+	{ "HUP", SIGHUP },       { "INT", SIGINT },   { "QUIT", SIGQUIT },   { "ILL", SIGILL },
+	{ "TRAP", SIGTRAP },     { "ABRT", SIGABRT }, { "BUS", SIGBUS },     { "FPE", SIGFPE },
+	{ "KILL", SIGKILL },     { "USR1", SIGUSR1 }, { "SEGV", SIGSEGV },   { "USR2", SIGUSR2 },
+	{ "PIPE", SIGPIPE },     { "ALRM", SIGALRM }, { "TERM", SIGTERM },   { "CHLD", SIGCHLD },
+	{ "CONT", SIGCONT },     { "STOP", SIGSTOP }, { "TSTP", SIGTSTP },   { "TTIN", SIGTTIN },
+	{ "TTOU", SIGTTOU },     { "URG", SIGURG },   { "XCPU", SIGXCPU },   { "XFSZ", SIGXFSZ },
+	{ "VTALRM", SIGVTALRM }, { "PROF", SIGPROF }, { "WINCH", SIGWINCH }, { "IO", SIGIO },
+	{ "PWR", SIGPWR },       { "SYS", SIGSYS },
+};
+
+static int parse_signal(const char *s)
+{
+	char *end;
+	long n = strtol(s, &end, 10);
+
+	if (*s && *end == '\0')
+		return n > 0 && n < NSIG ? (int)n : -1;
+	if (!strncmp(s, "SIG", 3))
+		s += 3;
+	for (size_t i = 0; i < sizeof(signals) / sizeof(signals[0]); i++)
+		if (!strcmp(s, signals[i].name))
+			return signals[i].sig;
+	return -1;
+}
+
+/* The start time (clock ticks since boot) of a live pid, 0 if unknown. */
+static unsigned long long start_time(pid_t pid)
+{
+	char path[64], buf[2048], *p;
+	unsigned long long t = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	if (hutch_read_file_at(AT_FDCWD, path, buf, sizeof(buf)) <= 0 || !(p = strrchr(buf, ')')))
+		return 0;
+	if (sscanf(p + 1,
+	           " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d "
+	           "%*d %llu",
+	           &t) != 1)
+		return 0;
+	return t;
+}
+
+/* Signal pid through a pidfd if it is still the process started at start
+ * (0: not checked). */
+static int signal_pid(pid_t pid, unsigned long long start, int sig)
+{
+	_cleanup_close_ int pidfd = sys_pidfd_open(pid, 0);
+
+	if (pidfd < 0)
+		return -errno;
+	if (start && start_time(pid) != start)
+		return -ESRCH;
+	return sys_pidfd_send_signal(pidfd, sig, NULL, 0) < 0 ? -errno : 0;
+}
+
+static int do_kill(const char *id, int sig, bool all)
+{
+	struct hutch_oci_paths p;
+	struct hutch_oci_state st;
+	struct hutch_err err = { 0 };
+	int r;
+
+	if (hutch_oci_paths_init(hutch_oci_opts.root, id, &p, &err) < 0 ||
+	    hutch_oci_state_read(&p, id, &st, &err) < 0)
+		return hutch_oci_fail("%s", err.msg);
+	hutch_oci_state_done(&st);
+	if (!strcmp(st.status, "stopped"))
+		return hutch_oci_fail("container %s is not running", id);
+	if (!strcmp(st.status, "running") && all && sig == SIGKILL && st.init_pid > 0)
+		r = signal_pid(st.init_pid, 0, SIGKILL);
+	else if (!strcmp(st.status, "running") && st.process_pid > 0)
+		r = signal_pid(st.process_pid, st.process_start, sig);
+	else if (st.pid > 0)
+		r = signal_pid(st.pid, 0, SIGTERM); /* created: the supervisor ends it */
+	else
+		r = -ESRCH;
+	if (r == -ESRCH)
+		return hutch_oci_fail("container %s is not running", id);
+	if (r < 0)
+		return hutch_oci_fail("kill container %s: %s", id, strerror(-r));
+	return 0;
+}
+
+int hutch_oci_cmd_kill(int argc, char **argv)
+{
+	bool all = false;
+	int i = 1, sig = SIGTERM;
+
+	for (; i < argc && argv[i][0] == '-'; i++) {
+		if (!strcmp(argv[i], "--all") || !strcmp(argv[i], "-a"))
+			all = true;
+		else
+			return hutch_oci_fail("kill: unknown option '%s'", argv[i]);
+	}
+	if (i >= argc || argc - i > 2)
+		return hutch_oci_fail("usage: kill [--all] CONTAINER-ID [SIGNAL]");
+	if (argc - i == 2 && (sig = parse_signal(argv[i + 1])) < 0)
+		return hutch_oci_fail("kill: unknown signal '%s'", argv[i + 1]);
+	return do_kill(argv[i], sig, all);
+}
+
+/* Wait for the supervisor to let go of the lock (it has exited). */
+static bool wait_stopped(const struct hutch_oci_paths *p)
+{
+	_cleanup_close_ int fd = open(p->lock, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+
+	if (fd < 0)
+		return true;
+	for (int ms = 0; ms < WAIT_MS; ms++) {
+		if (flock(fd, LOCK_EX | LOCK_NB) == 0)
+			return true;
+		(void)poll(NULL, 0, 1);
+	}
+	return false;
+}
+
+int hutch_oci_cmd_delete(int argc, char **argv)
+{
+	struct hutch_oci_paths p;
+	struct hutch_oci_state st;
+	struct hutch_err err = { 0 };
+	bool force = false;
+	const char *id;
+	int i = 1;
+
+	for (; i < argc && argv[i][0] == '-'; i++) {
+		if (!strcmp(argv[i], "--force") || !strcmp(argv[i], "-f"))
+			force = true;
+		else
+			return hutch_oci_fail("delete: unknown option '%s'", argv[i]);
+	}
+	if (i != argc - 1)
+		return hutch_oci_fail("usage: delete [--force] CONTAINER-ID");
+	id = argv[i];
+	if (hutch_oci_paths_init(hutch_oci_opts.root, id, &p, &err) < 0 ||
+	    hutch_oci_state_read(&p, id, &st, &err) < 0)
+		return hutch_oci_fail("%s", err.msg);
+	hutch_oci_state_done(&st);
+	if (strcmp(st.status, "stopped") != 0) {
+		if (!force)
+			return hutch_oci_fail("cannot delete container %s: it is %s, not stopped "
+			                      "(--force kills it)",
+			                      id, st.status);
+		if (st.pid > 0)
+			(void)signal_pid(st.pid, 0, SIGTERM);
+	}
+	if (!wait_stopped(&p))
+		return hutch_oci_fail("delete container %s: its supervisor (pid %d) does not end",
+		                      id, (int)st.pid);
+	/* A supervisor that died without its teardown left its sandbox to gc. */
+	if (st.sandbox[0])
+		(void)hutch_state_reap(hutch_runtime_dir(), st.sandbox, &err);
+	if (hutch_rm_rf_at(AT_FDCWD, p.dir) < 0)
+		return hutch_oci_fail("delete container %s: remove '%s': %s", id, p.dir,
+		                      strerror(errno));
+	return 0;
+}
+
+/* ps [--format table|json] ID: the host pids of the container's processes
+ * (every process of its pid namespace, hutch's init first), as runc lists
+ * those of its cgroup. */
+int hutch_oci_cmd_ps(int argc, char **argv)
+{
+	struct hutch_oci_paths p;
+	struct hutch_oci_state st;
+	struct hutch_err err = { 0 };
+	_cleanup_closedir_ DIR *d = NULL;
+	_cleanup_cjson_ cJSON *pids = cJSON_CreateArray();
+	_cleanup_free_ char *text = NULL;
+	char ns[64], path[300], other[64];
+	bool json = false;
+	struct dirent *de;
+	ssize_t n;
+	int i = 1;
+
+	for (; i < argc && argv[i][0] == '-'; i++) {
+		if (!strcmp(argv[i], "--format=json") ||
+		    (!strcmp(argv[i], "--format") && i + 1 < argc && !strcmp(argv[++i], "json")))
+			json = true;
+		else if (strcmp(argv[i], "--format=table") != 0 && strcmp(argv[i], "table") != 0)
+			return hutch_oci_fail("ps: unknown option '%s'", argv[i]);
+	}
+	if (i != argc - 1 || !pids)
+		return hutch_oci_fail("usage: ps [--format table|json] CONTAINER-ID");
+	if (hutch_oci_paths_init(hutch_oci_opts.root, argv[i], &p, &err) < 0 ||
+	    hutch_oci_state_read(&p, argv[i], &st, &err) < 0)
+		return hutch_oci_fail("%s", err.msg);
+	hutch_oci_state_done(&st);
+	if (!strcmp(st.status, "stopped") || st.init_pid <= 0)
+		return hutch_oci_fail("container %s is not running", argv[i]);
+	snprintf(path, sizeof(path), "/proc/%d/ns/pid", (int)st.init_pid);
+	n = readlink(path, ns, sizeof(ns) - 1);
+	d = opendir("/proc");
+	if (n <= 0 || !d)
+		return hutch_oci_fail("container %s: its pid namespace: %s", argv[i],
+		                      strerror(errno));
+	ns[n] = '\0';
+	while ((de = readdir(d))) {
+		if (de->d_name[0] < '1' || de->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%s/ns/pid", de->d_name);
+		n = readlink(path, other, sizeof(other) - 1);
+		if (n <= 0 || (size_t)n != strlen(ns) || memcmp(other, ns, (size_t)n) != 0)
+			continue;
+		cJSON_AddItemToArray(pids, cJSON_CreateNumber(strtol(de->d_name, NULL, 10)));
+	}
+	if (json) {
+		text = cJSON_PrintUnformatted(pids);
+		printf("%s\n", text ? text : "[]");
+		return 0;
+	}
+	printf("PID\tCMD\n");
+	for (const cJSON *e = pids->child; e; e = e->next) {
+		char comm[64] = "?";
+		snprintf(path, sizeof(path), "/proc/%d/comm", (int)e->valuedouble);
+		if (hutch_read_file_at(AT_FDCWD, path, comm, sizeof(comm)) > 0)
+			comm[strcspn(comm, "\n")] = '\0';
+		printf("%d\t%s\n", (int)e->valuedouble, comm);
+	}
+	return 0;
+}
+
+int hutch_oci_cmd_features(int argc, char **argv)
+{
+	static const char *const ns[] = { "pid",   "network", "ipc",    "uts",
+		                          "mount", "user",    "cgroup", NULL };
+	_cleanup_cjson_ cJSON *j = cJSON_CreateObject();
+	_cleanup_free_ char *text = NULL;
+	cJSON *linux_, *a, *caps, *cg, *ann;
+
+	if (!j)
+		return hutch_oci_fail("out of memory");
+	cJSON_AddStringToObject(j, "ociVersionMin", "1.0.0");
+	cJSON_AddStringToObject(j, "ociVersionMax", "1.1.0");
+	cJSON_AddItemToObject(j, "hooks", cJSON_CreateArray());
+	a = cJSON_AddArrayToObject(j, "mountOptions");
+	for (const char *const *o = (const char *const[]){ "bind", "rbind", "ro", "rw", "noexec",
+	                                                   "nosuid", "nodev", NULL };
+	     *o; o++)
+		cJSON_AddItemToArray(a, cJSON_CreateString(*o));
+	linux_ = cJSON_AddObjectToObject(j, "linux");
+	a = cJSON_AddArrayToObject(linux_, "namespaces");
+	for (size_t i = 0; ns[i]; i++)
+		cJSON_AddItemToArray(a, cJSON_CreateString(ns[i]));
+	caps = cJSON_AddArrayToObject(linux_, "capabilities");
+	for (size_t i = 0; hutch_oci_default_caps[i]; i++)
+		cJSON_AddItemToArray(caps, cJSON_CreateString(hutch_oci_default_caps[i]));
+	cg = cJSON_AddObjectToObject(linux_, "cgroup");
+	cJSON_AddBoolToObject(cg, "v1", true);
+	cJSON_AddBoolToObject(cg, "v2", true);
+	cJSON_AddBoolToObject(cg, "systemd", false);
+	cJSON_AddBoolToObject(cJSON_AddObjectToObject(linux_, "seccomp"), "enabled", true);
+	ann = cJSON_AddObjectToObject(j, "annotations");
+	cJSON_AddStringToObject(ann, "run.hutch.network", "none | all | allow(HOST,...)");
+	cJSON_AddStringToObject(ann, "run.hutch.ttl-seconds", "seconds until deleted");
+	cJSON_AddStringToObject(ann, "run.hutch.instance-type", hutch_instance_type_names());
+	text = cJSON_Print(j);
+	if (!text)
+		return hutch_oci_fail("out of memory");
+	printf("%s\n", text);
+	return 0;
+}
+
+/* create + start; without --detach wait for the supervisor and exit with
+ * the container process's exit code (128+N for a signal). */
+int hutch_oci_cmd_run(int argc, char **argv)
+{
+	struct hutch_oci_create_args a = { 0 };
+	struct hutch_oci_paths p;
+	struct hutch_oci_state st;
+	struct hutch_err err = { 0 };
+	_cleanup_close_ int pidfd = -EBADF;
+	_cleanup_free_ char *text = NULL;
+	bool detach = false;
+	pid_t pid = 0;
+	cJSON *status;
+	const cJSON *v;
+	int code = 1;
+
+	if (hutch_oci_parse_create(argc, argv, &a, &detach) || hutch_oci_create(&a, &pid))
+		return 1;
+	pidfd = sys_pidfd_open(pid, 0);
+	if (hutch_oci_start(a.id))
+		return 1;
+	if (detach)
+		return 0;
+	if (pidfd >= 0) {
+		struct pollfd pfd = { .fd = pidfd, .events = POLLIN };
+		while (poll(&pfd, 1, -1) < 0 && errno == EINTR)
+			;
+	}
+	if (hutch_oci_paths_init(hutch_oci_opts.root, a.id, &p, &err) < 0 ||
+	    hutch_oci_state_read(&p, a.id, &st, &err) < 0)
+		return hutch_oci_fail("%s", err.msg);
+	hutch_oci_state_done(&st);
+	if (hutch_read_file_alloc_at(AT_FDCWD, p.status, 1u << 16, &text) > 0 &&
+	    (status = cJSON_Parse(text)) != NULL) {
+		v = cJSON_GetObjectItemCaseSensitive(status, "exit_status");
+		if (cJSON_IsNumber(v)) {
+			int ws = (int)v->valuedouble;
+			code = WIFEXITED(ws) ? WEXITSTATUS(ws) : 128 + WTERMSIG(ws);
+		}
+		cJSON_Delete(status);
+	}
+	return code;
+}

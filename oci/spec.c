@@ -1,0 +1,607 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * config.json -> struct hutch_oci_spec (see spec.h). Every refusal names
+ * the field, as runsc does: what a bundle asks that hutch does not do on
+ * purpose (host or joined namespaces, capabilities beyond the default set,
+ * devices beyond hutch's /dev, hooks run on the host, sysctls) is an error,
+ * never silently dropped.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+
+#include <cjson/cJSON.h>
+
+#include "json.h"
+#include "spec.h"
+
+const char *const hutch_oci_default_caps[] = {
+	"CAP_CHOWN",
+	"CAP_DAC_OVERRIDE",
+	"CAP_FSETID",
+	"CAP_FOWNER",
+	"CAP_MKNOD",
+	"CAP_NET_RAW",
+	"CAP_SETGID",
+	"CAP_SETUID",
+	"CAP_SETFCAP",
+	"CAP_SETPCAP",
+	"CAP_NET_BIND_SERVICE",
+	"CAP_SYS_CHROOT",
+	"CAP_KILL",
+	"CAP_AUDIT_WRITE",
+	NULL,
+};
+
+/* Namespaces a bundle must ask for (else it asks for the host's). */
+static const char *const required_ns[] = { "pid", "network", "ipc", "uts", "mount", NULL };
+static const char *const known_ns[] = { "pid",  "network", "ipc",  "uts", "mount",
+	                                "user", "cgroup",  "time", NULL };
+
+static const struct {
+	const char *name;
+	int resource;
+} rlimit_names[] = {
+	{ "RLIMIT_AS", RLIMIT_AS },
+	{ "RLIMIT_CORE", RLIMIT_CORE },
+	{ "RLIMIT_CPU", RLIMIT_CPU },
+	{ "RLIMIT_DATA", RLIMIT_DATA },
+	{ "RLIMIT_FSIZE", RLIMIT_FSIZE },
+	{ "RLIMIT_LOCKS", RLIMIT_LOCKS },
+	{ "RLIMIT_MEMLOCK", RLIMIT_MEMLOCK },
+	{ "RLIMIT_MSGQUEUE", RLIMIT_MSGQUEUE },
+	{ "RLIMIT_NICE", RLIMIT_NICE },
+	{ "RLIMIT_NOFILE", RLIMIT_NOFILE },
+	{ "RLIMIT_NPROC", RLIMIT_NPROC },
+	{ "RLIMIT_RSS", RLIMIT_RSS },
+	{ "RLIMIT_RTPRIO", RLIMIT_RTPRIO },
+	{ "RLIMIT_RTTIME", RLIMIT_RTTIME },
+	{ "RLIMIT_SIGPENDING", RLIMIT_SIGPENDING },
+	{ "RLIMIT_STACK", RLIMIT_STACK },
+};
+
+/* Destinations whose mount hutch makes itself, and those it leaves out. */
+static const char *const hutch_dests[] = { "/proc", "/dev", "/dev/pts", "/dev/shm", NULL };
+static const char *const skipped_dests[] = { "/sys", "/sys/fs/cgroup", NULL };
+
+static bool in_list(const char *const *list, const char *s)
+{
+	for (; *list; list++)
+		if (!strcmp(*list, s))
+			return true;
+	return false;
+}
+
+/* A ".." path component anywhere. */
+static bool has_dotdot(const char *path)
+{
+	for (const char *p = path; (p = strstr(p, "..")) != NULL; p += 2)
+		if ((p == path || p[-1] == '/') && (p[2] == '\0' || p[2] == '/'))
+			return true;
+	return false;
+}
+
+static int parse_root(const cJSON *root, struct hutch_oci_spec *s, struct hutch_err *err)
+{
+	int r;
+
+	if (!cJSON_IsObject(root))
+		return hutch_err_set(err, -EINVAL, "root: missing");
+	r = hutch_oci_json_str(root, "path", "root.path", &s->root_path, err);
+	if (r < 0)
+		return r;
+	if (!s->root_path || !s->root_path[0])
+		return hutch_err_set(err, -EINVAL, "root.path: missing");
+	s->root_readonly = hutch_oci_json_bool(root, "readonly");
+	return 0;
+}
+
+static int parse_caps(const cJSON *caps, struct hutch_err *err)
+{
+	static const char *const sets[] = { "bounding",  "effective", "inheritable",
+		                            "permitted", "ambient",   NULL };
+
+	if (!caps || cJSON_IsNull(caps))
+		return 0;
+	for (size_t i = 0; sets[i]; i++) {
+		const cJSON *arr = hutch_oci_json_item(caps, sets[i]), *e;
+		size_t n = 0;
+
+		if (arr && !cJSON_IsArray(arr))
+			return hutch_err_set(err, -EINVAL, "process.capabilities.%s: not an array",
+			                     sets[i]);
+		cJSON_ArrayForEach(e, arr) {
+			if (!cJSON_IsString(e))
+				return hutch_err_set(err, -EINVAL,
+				                     "process.capabilities.%s[%zu]: not a string",
+				                     sets[i], n);
+			if (!in_list(hutch_oci_default_caps, e->valuestring))
+				return hutch_err_set(
+				        err, -EPERM,
+				        "process.capabilities.%s[%zu]: %.64s is beyond "
+				        "the default set, which hutch refuses",
+				        sets[i], n, e->valuestring);
+			n++;
+		}
+	}
+	return 0;
+}
+
+static int parse_rlimits(const cJSON *arr, struct hutch_oci_spec *s, struct hutch_err *err)
+{
+	const cJSON *e;
+
+	if (!arr || cJSON_IsNull(arr))
+		return 0;
+	if (!cJSON_IsArray(arr))
+		return hutch_err_set(err, -EINVAL, "process.rlimits: not an array");
+	cJSON_ArrayForEach(e, arr) {
+		struct hutch_oci_rlimit *rl;
+		const cJSON *type = hutch_oci_json_item(e, "type");
+		char field[64];
+		size_t k;
+		int r;
+
+		if (s->nrlimits == HUTCH_OCI_MAX_RLIMITS)
+			return hutch_err_set(err, -E2BIG, "process.rlimits: more than %d",
+			                     HUTCH_OCI_MAX_RLIMITS);
+		rl = &s->rlimits[s->nrlimits];
+		for (k = 0; k < sizeof(rlimit_names) / sizeof(rlimit_names[0]); k++)
+			if (cJSON_IsString(type) &&
+			    !strcmp(type->valuestring, rlimit_names[k].name))
+				break;
+		if (k == sizeof(rlimit_names) / sizeof(rlimit_names[0]))
+			return hutch_err_set(err, -EINVAL, "process.rlimits[%zu].type: unknown",
+			                     s->nrlimits);
+		rl->resource = rlimit_names[k].resource;
+		snprintf(field, sizeof(field), "process.rlimits[%zu].soft", s->nrlimits);
+		r = hutch_oci_json_u64(e, "soft", field, UINT64_MAX, &rl->soft, err);
+		snprintf(field, sizeof(field), "process.rlimits[%zu].hard", s->nrlimits);
+		if (r >= 0)
+			r = hutch_oci_json_u64(e, "hard", field, UINT64_MAX, &rl->hard, err);
+		if (r < 0)
+			return r;
+		if (rl->soft > rl->hard)
+			return hutch_err_set(err, -EINVAL, "process.rlimits[%zu]: soft above hard",
+			                     s->nrlimits);
+		s->nrlimits++;
+	}
+	return 0;
+}
+
+static int parse_process(const cJSON *p, struct hutch_oci_spec *s, struct hutch_err *err)
+{
+	const cJSON *user = hutch_oci_json_item(p, "user");
+	uint64_t uid = 0, gid = 0;
+	int r;
+
+	if (!cJSON_IsObject(p))
+		return hutch_err_set(err, -EINVAL,
+		                     "process: missing (hutch runs no container "
+		                     "without a process)");
+	s->terminal = hutch_oci_json_bool(p, "terminal");
+	if ((r = hutch_oci_json_strv(p, "args", "process.args", HUTCH_OCI_MAX_ARGS, &s->args,
+	                             &s->nargs, err)) < 0 ||
+	    (r = hutch_oci_json_strv(p, "env", "process.env", HUTCH_OCI_MAX_ENV, &s->env, &s->nenv,
+	                             err)) < 0 ||
+	    (r = hutch_oci_json_str(p, "cwd", "process.cwd", &s->cwd, err)) < 0)
+		return r;
+	if (s->nargs == 0)
+		return hutch_err_set(err, -EINVAL, "process.args: empty");
+	if (!s->cwd || s->cwd[0] != '/')
+		return hutch_err_set(err, -EINVAL, "process.cwd: not an absolute path");
+	for (size_t i = 0; i < s->nenv; i++)
+		if (!strchr(s->env[i], '=') || s->env[i][0] == '=')
+			return hutch_err_set(err, -EINVAL, "process.env[%zu]: not KEY=VALUE", i);
+	if ((r = hutch_oci_json_u64(user, "uid", "process.user.uid", 65535, &uid, err)) < 0 ||
+	    (r = hutch_oci_json_u64(user, "gid", "process.user.gid", 65535, &gid, err)) < 0)
+		return r;
+	if (hutch_oci_json_item(user, "username"))
+		return hutch_err_set(err, -EINVAL,
+		                     "process.user.username: not supported (Windows)");
+	s->uid = (uint32_t)uid;
+	s->gid = (uint32_t)gid;
+	if ((r = parse_caps(hutch_oci_json_item(p, "capabilities"), err)) < 0)
+		return r;
+	return parse_rlimits(hutch_oci_json_item(p, "rlimits"), s, err);
+}
+
+/* tmpfs options: size= and mode= are kept (checked), flags known, the rest refused. */
+static int tmpfs_options(const cJSON *opts, struct hutch_oci_mount *m, size_t i,
+                         struct hutch_err *err)
+{
+	const cJSON *o;
+
+	cJSON_ArrayForEach(o, opts) {
+		const char *v = cJSON_IsString(o) ? o->valuestring : NULL;
+		char **dst = NULL;
+
+		if (!v)
+			return hutch_err_set(err, -EINVAL, "mounts[%zu].options: not a string", i);
+		if (!strncmp(v, "size=", 5))
+			dst = &m->size;
+		else if (!strncmp(v, "mode=", 5))
+			dst = &m->mode;
+		if (dst) {
+			const char *val = v + 5;
+			size_t digits = strspn(val, "0123456789");
+			bool ok = digits > 0 && digits < 20 &&
+			          (val[digits] == '\0' ||
+			           (dst == &m->size && strchr("kmgKMG", val[digits]) &&
+			            val[digits + 1] == '\0'));
+			if (!ok)
+				return hutch_err_set(err, -EINVAL,
+				                     "mounts[%zu].options: bad '%.32s'", i, v);
+			free(*dst);
+			*dst = strdup(val);
+			if (!*dst)
+				return hutch_err_set(err, -ENOMEM, "out of memory");
+		}
+	}
+	return 0;
+}
+
+static int parse_mount(const cJSON *e, size_t i, struct hutch_oci_spec *s, struct hutch_err *err)
+{
+	struct hutch_oci_mount *m = &s->mounts[s->nmounts];
+	const cJSON *opts = hutch_oci_json_item(e, "options"), *o;
+	char field[48];
+	_Bool bind = false;
+	char *type = NULL;
+	int r;
+
+	snprintf(field, sizeof(field), "mounts[%zu].destination", i);
+	r = hutch_oci_json_str(e, "destination", field, &m->dest, err);
+	if (r < 0)
+		return r;
+	s->nmounts++; /* freed with the spec from here on */
+	if (!m->dest || m->dest[0] != '/' || has_dotdot(m->dest))
+		return hutch_err_set(err, -EINVAL, "%s: not an absolute path without '..'", field);
+	if (opts && !cJSON_IsArray(opts))
+		return hutch_err_set(err, -EINVAL, "mounts[%zu].options: not an array", i);
+	cJSON_ArrayForEach(o, opts) {
+		const char *v = cJSON_IsString(o) ? o->valuestring : "";
+		if (!strcmp(v, "bind") || !strcmp(v, "rbind"))
+			bind = true;
+		if (!strcmp(v, "rbind"))
+			m->recursive = true;
+		if (!strcmp(v, "ro"))
+			m->readonly = true;
+		if (!strcmp(v, "noexec"))
+			m->noexec = true;
+	}
+	snprintf(field, sizeof(field), "mounts[%zu].type", i);
+	r = hutch_oci_json_str(e, "type", field, &type, err);
+	if (r < 0)
+		return r;
+	if (type && !strcmp(type, "bind"))
+		bind = true;
+	if (in_list(hutch_dests, m->dest))
+		m->kind = HUTCH_OCI_MOUNT_HUTCH;
+	else if (in_list(skipped_dests, m->dest))
+		m->kind = HUTCH_OCI_MOUNT_SKIP;
+	else if (bind)
+		m->kind = HUTCH_OCI_MOUNT_BIND;
+	else if (type && !strcmp(type, "tmpfs"))
+		m->kind = HUTCH_OCI_MOUNT_TMPFS;
+	else if (type && !strcmp(type, "mqueue"))
+		m->kind = HUTCH_OCI_MOUNT_MQUEUE;
+	else
+		r = hutch_err_set(
+		        err, -EPERM,
+		        "%s: '%.32s' at '%.256s' is refused (hutch mounts binds and tmpfs)", field,
+		        type ? type : "", m->dest);
+	free(type);
+	if (r < 0)
+		return r;
+	if (m->kind == HUTCH_OCI_MOUNT_TMPFS)
+		return tmpfs_options(opts, m, i, err);
+	if (m->kind != HUTCH_OCI_MOUNT_BIND)
+		return 0;
+	snprintf(field, sizeof(field), "mounts[%zu].source", i);
+	r = hutch_oci_json_str(e, "source", field, &m->source, err);
+	if (r >= 0 && (!m->source || m->source[0] != '/'))
+		r = hutch_err_set(err, -EINVAL, "%s: not an absolute host path", field);
+	return r;
+}
+
+static int parse_mounts(const cJSON *arr, struct hutch_oci_spec *s, struct hutch_err *err)
+{
+	const cJSON *e;
+	size_t i = 0;
+
+	if (!arr || cJSON_IsNull(arr))
+		return 0;
+	if (!cJSON_IsArray(arr))
+		return hutch_err_set(err, -EINVAL, "mounts: not an array");
+	cJSON_ArrayForEach(e, arr) {
+		int r;
+
+		if (s->nmounts == HUTCH_OCI_MAX_MOUNTS)
+			return hutch_err_set(err, -E2BIG, "mounts: more than %d",
+			                     HUTCH_OCI_MAX_MOUNTS);
+		r = parse_mount(e, i++, s, err);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+static int parse_namespaces(const cJSON *arr, struct hutch_err *err)
+{
+	const cJSON *e;
+	size_t i = 0;
+
+	if (arr && !cJSON_IsArray(arr))
+		return hutch_err_set(err, -EINVAL, "linux.namespaces: not an array");
+	cJSON_ArrayForEach(e, arr) {
+		const cJSON *type = hutch_oci_json_item(e, "type"),
+		            *path = hutch_oci_json_item(e, "path");
+
+		if (!cJSON_IsString(type) || !in_list(known_ns, type->valuestring))
+			return hutch_err_set(err, -EINVAL, "linux.namespaces[%zu].type: unknown",
+			                     i);
+		if (path && !cJSON_IsNull(path))
+			return hutch_err_set(err, -EPERM,
+			                     "linux.namespaces[%zu].path: joining an existing %s "
+			                     "namespace is refused (hutch makes its own)",
+			                     i, type->valuestring);
+		i++;
+	}
+	for (size_t k = 0; required_ns[k]; k++) {
+		bool found = false;
+
+		cJSON_ArrayForEach(e, arr) {
+			const cJSON *type = hutch_oci_json_item(e, "type");
+			found = found || !strcmp(type->valuestring, required_ns[k]);
+		}
+		if (!found)
+			return hutch_err_set(err, -EPERM,
+			                     "linux.namespaces: no %s namespace means the host's, "
+			                     "which hutch refuses",
+			                     required_ns[k]);
+	}
+	return 0;
+}
+
+static int parse_resources(const cJSON *res, struct hutch_oci_spec *s, struct hutch_err *err)
+{
+	const cJSON *mem = hutch_oci_json_item(res, "memory"),
+	            *cpu = hutch_oci_json_item(res, "cpu"),
+	            *pids = hutch_oci_json_item(res, "pids");
+	const cJSON *lim = hutch_oci_json_item(mem, "limit"),
+	            *quota = hutch_oci_json_item(cpu, "quota"),
+	            *plim = hutch_oci_json_item(pids, "limit");
+	int r;
+
+	/* -1 is "unlimited" in the spec: hutch's own limit stays. */
+	if (cJSON_IsNumber(lim) && lim->valuedouble < 0)
+		lim = NULL;
+	if (cJSON_IsNumber(quota) && quota->valuedouble < 0)
+		quota = NULL;
+	if (cJSON_IsNumber(plim) && plim->valuedouble <= 0)
+		plim = NULL;
+	if ((lim && (r = hutch_oci_json_u64(mem, "limit", "linux.resources.memory.limit",
+	                                    1ull << 50, &s->memory_limit, err)) < 0) ||
+	    (quota && (r = hutch_oci_json_u64(cpu, "quota", "linux.resources.cpu.quota", 1ull << 40,
+	                                      &s->cpu_quota, err)) < 0) ||
+	    (r = hutch_oci_json_u64(cpu, "period", "linux.resources.cpu.period", 1000000,
+	                            &s->cpu_period, err)) < 0 ||
+	    (plim && (r = hutch_oci_json_u64(pids, "limit", "linux.resources.pids.limit",
+	                                     1ull << 32, &s->pids_limit, err)) < 0))
+		return r;
+	if (s->cpu_quota && !s->cpu_period)
+		s->cpu_period = 100000;
+	return 0;
+}
+
+/*
+ * linux.sysctl: only keys that belong to the container's own network or
+ * ipc namespace (what runc calls namespaced), so that a value changes
+ * nothing outside it; anything else (kernel.*, vm.*, fs.* beyond mqueue)
+ * is the host's, and refused.
+ */
+static bool sysctl_is_namespaced(const char *key)
+{
+	static const char *const prefixes[] = { "net.",       "kernel.shm", "kernel.msg",
+		                                "kernel.sem", "fs.mqueue.", NULL };
+	size_t n = strlen(key);
+
+	if (n == 0 || n > 128 || strspn(key, "abcdefghijklmnopqrstuvwxyz0123456789_.-") != n ||
+	    strstr(key, "..") || key[n - 1] == '.')
+		return false;
+	for (size_t i = 0; prefixes[i]; i++)
+		if (!strncmp(key, prefixes[i], strlen(prefixes[i])))
+			return true;
+	return false;
+}
+
+static int parse_sysctls(const cJSON *obj, struct hutch_oci_spec *s, struct hutch_err *err)
+{
+	const cJSON *e;
+	size_t n = 0;
+
+	if (!obj || cJSON_IsNull(obj))
+		return 0;
+	if (!cJSON_IsObject(obj))
+		return hutch_err_set(err, -EINVAL, "linux.sysctl: not an object");
+	cJSON_ArrayForEach(e, obj) {
+		if (++n > HUTCH_OCI_MAX_SYSCTLS)
+			return hutch_err_set(err, -E2BIG, "linux.sysctl: more than %d",
+			                     HUTCH_OCI_MAX_SYSCTLS);
+	}
+	s->sysctls = calloc(n + 1, sizeof(*s->sysctls));
+	if (!s->sysctls)
+		return hutch_err_set(err, -ENOMEM, "out of memory");
+	cJSON_ArrayForEach(e, obj) {
+		if (!sysctl_is_namespaced(e->string))
+			return hutch_err_set(err, -EPERM,
+			                     "linux.sysctl.%.128s: refused (not of the container's "
+			                     "own network or ipc namespace)",
+			                     e->string);
+		if (!cJSON_IsString(e) || strlen(e->valuestring) > 256 ||
+		    strchr(e->valuestring, '\n'))
+			return hutch_err_set(err, -EINVAL, "linux.sysctl.%.128s: bad value",
+			                     e->string);
+		size_t len = strlen(e->string) + strlen(e->valuestring) + 2;
+		s->sysctls[s->nsysctls] = malloc(len);
+		if (!s->sysctls[s->nsysctls])
+			return hutch_err_set(err, -ENOMEM, "out of memory");
+		snprintf(s->sysctls[s->nsysctls], len, "%s=%s", e->string, e->valuestring);
+		s->nsysctls++;
+	}
+	return 0;
+}
+
+/* linux.maskedPaths / readonlyPaths: absolute paths without "..". */
+static int parse_paths(const cJSON *lx, const char *key, char ***ret, size_t *ret_n,
+                       struct hutch_err *err)
+{
+	char field[32];
+	int r;
+
+	snprintf(field, sizeof(field), "linux.%s", key);
+	r = hutch_oci_json_strv(lx, key, field, HUTCH_OCI_MAX_PATHS, ret, ret_n, err);
+	for (size_t i = 0; r >= 0 && i < *ret_n; i++)
+		if ((*ret)[i][0] != '/' || has_dotdot((*ret)[i]))
+			r = hutch_err_set(err, -EINVAL,
+			                  "%s[%zu]: not an absolute path without '..'", field, i);
+	return r;
+}
+
+static int parse_linux(const cJSON *lx, struct hutch_oci_spec *s, struct hutch_err *err)
+{
+	const cJSON *devices = hutch_oci_json_item(lx, "devices"), *e;
+	size_t i = 0;
+	int r;
+
+	if (!cJSON_IsObject(lx))
+		return hutch_err_set(err, -EPERM,
+		                     "linux: missing (its namespaces say what the "
+		                     "container shares with the host)");
+	r = parse_namespaces(hutch_oci_json_item(lx, "namespaces"), err);
+	if (r < 0)
+		return r;
+	cJSON_ArrayForEach(e, devices) {
+		static const char *const ours[] = { "/dev/null",   "/dev/zero",    "/dev/full",
+			                            "/dev/random", "/dev/urandom", "/dev/tty",
+			                            NULL };
+		const cJSON *path = hutch_oci_json_item(e, "path");
+		if (!cJSON_IsString(path) || !in_list(ours, path->valuestring))
+			return hutch_err_set(err, -EPERM,
+			                     "linux.devices[%zu]: %.64s is beyond the default set, "
+			                     "which hutch refuses",
+			                     i, cJSON_IsString(path) ? path->valuestring : "?");
+		i++;
+	}
+	r = parse_sysctls(hutch_oci_json_item(lx, "sysctl"), s, err);
+	if (r < 0)
+		return r;
+	if ((r = hutch_oci_parse_seccomp(hutch_oci_json_item(lx, "seccomp"), &s->seccomp, err)) <
+	            0 ||
+	    (r = parse_paths(lx, "maskedPaths", &s->masked_paths, &s->nmasked, err)) < 0 ||
+	    (r = parse_paths(lx, "readonlyPaths", &s->readonly_paths, &s->nreadonly, err)) < 0)
+		return r;
+	return parse_resources(hutch_oci_json_item(lx, "resources"), s, err);
+}
+
+static int parse_annotations(const cJSON *a, struct hutch_oci_spec *s, struct hutch_err *err)
+{
+	int r;
+
+	if (!a || cJSON_IsNull(a))
+		return 0;
+	if (!cJSON_IsObject(a))
+		return hutch_err_set(err, -EINVAL, "annotations: not an object");
+	if ((r = hutch_oci_json_str(a, "run.hutch.network", "annotations.run.hutch.network",
+	                            &s->network, err)) < 0 ||
+	    (r = hutch_oci_json_str(a, "run.hutch.ttl-seconds", "annotations.run.hutch.ttl-seconds",
+	                            &s->ttl_seconds, err)) < 0 ||
+	    (r = hutch_oci_json_str(a, "run.hutch.instance-type",
+	                            "annotations.run.hutch.instance-type", &s->instance_type,
+	                            err)) < 0)
+		return r;
+	s->annotations = cJSON_PrintUnformatted(a);
+	return s->annotations ? 0 : hutch_err_set(err, -ENOMEM, "out of memory");
+}
+
+static int parse(const cJSON *j, struct hutch_oci_spec *s, struct hutch_err *err)
+{
+	const cJSON *hooks = hutch_oci_json_item(j, "hooks");
+	int r;
+
+	if (!cJSON_IsObject(j))
+		return hutch_err_set(err, -EINVAL, "config.json: not a JSON object");
+	if (!cJSON_IsString(hutch_oci_json_item(j, "ociVersion")) ||
+	    strncmp(hutch_oci_json_item(j, "ociVersion")->valuestring, "1.", 2) != 0)
+		return hutch_err_set(err, -EINVAL, "ociVersion: not 1.x");
+	if (cJSON_IsObject(hooks) && hooks->child)
+		return hutch_err_set(err, -EPERM,
+		                     "hooks.%.32s: refused (hooks would run on the host)",
+		                     hooks->child->string ? hooks->child->string : "?");
+	if ((r = parse_root(hutch_oci_json_item(j, "root"), s, err)) < 0 ||
+	    (r = parse_process(hutch_oci_json_item(j, "process"), s, err)) < 0 ||
+	    (r = hutch_oci_json_str(j, "hostname", "hostname", &s->hostname, err)) < 0 ||
+	    (r = parse_mounts(hutch_oci_json_item(j, "mounts"), s, err)) < 0 ||
+	    (r = parse_linux(hutch_oci_json_item(j, "linux"), s, err)) < 0)
+		return r;
+	return parse_annotations(hutch_oci_json_item(j, "annotations"), s, err);
+}
+
+int hutch_oci_spec_parse(const char *text, size_t len, struct hutch_oci_spec *ret,
+                         struct hutch_err *err)
+{
+	const char *end = NULL;
+	cJSON *j;
+	int r;
+
+	memset(ret, 0, sizeof(*ret));
+	if (len > HUTCH_OCI_CONFIG_MAX)
+		return hutch_err_set(err, -E2BIG, "config.json: larger than %u bytes",
+		                     HUTCH_OCI_CONFIG_MAX);
+	j = cJSON_ParseWithLengthOpts(text, len, &end, false);
+	if (!j)
+		return hutch_err_set(err, -EINVAL, "config.json: invalid JSON at byte %td",
+		                     end ? end - text : (ptrdiff_t)0);
+	r = parse(j, ret, err);
+	cJSON_Delete(j);
+	if (r < 0)
+		hutch_oci_spec_done(ret);
+	return r;
+}
+
+static void free_strv(char **v)
+{
+	for (size_t i = 0; v && v[i]; i++)
+		free(v[i]);
+	free(v);
+}
+
+void hutch_oci_spec_done(struct hutch_oci_spec *s)
+{
+	free(s->root_path);
+	free_strv(s->args);
+	free_strv(s->env);
+	free(s->cwd);
+	free(s->hostname);
+	for (size_t i = 0; i < s->nmounts; i++) {
+		free(s->mounts[i].dest);
+		free(s->mounts[i].source);
+		free(s->mounts[i].size);
+		free(s->mounts[i].mode);
+	}
+	free(s->network);
+	free(s->ttl_seconds);
+	free(s->instance_type);
+	free(s->annotations);
+	for (size_t i = 0; i < s->seccomp.nrules; i++)
+		free_strv(s->seccomp.rules[i].names);
+	free(s->seccomp.rules);
+	free_strv(s->masked_paths);
+	free_strv(s->readonly_paths);
+	free_strv(s->sysctls);
+	memset(s, 0, sizeof(*s));
+}

@@ -1,0 +1,89 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * An OCI bundle's config.json (runtime-spec 1.x), parsed into what hutch
+ * honours, with what hutch refuses on purpose refused here, naming the
+ * field. Pure (no syscalls) and bounded: the file is hostile input (at most
+ * HUTCH_OCI_CONFIG_MAX bytes, every string and array bounded), fuzzed by
+ * tests/fuzz/fuzz_ocispec.c.
+ *
+ * Unknown fields are ignored, as the runtime-spec asks of a runtime; known
+ * fields hutch has no use for (apparmorProfile, oomScoreAdj, ...) too.
+ */
+#ifndef HUTCH_OCI_SPEC_H
+#define HUTCH_OCI_SPEC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "error.h"
+#include "json.h"
+#include "spec-seccomp.h"
+
+#define HUTCH_OCI_CONFIG_MAX  (1u << 20) /* config.json bytes */
+#define HUTCH_OCI_MAX_ARGS    1024
+#define HUTCH_OCI_MAX_ENV     1024
+#define HUTCH_OCI_MAX_MOUNTS  64
+#define HUTCH_OCI_MAX_RLIMITS 16
+#define HUTCH_OCI_MAX_PATHS   256 /* maskedPaths, readonlyPaths */
+#define HUTCH_OCI_MAX_SYSCTLS 64
+
+enum hutch_oci_mount_kind {
+	HUTCH_OCI_MOUNT_BIND,
+	HUTCH_OCI_MOUNT_TMPFS,
+	HUTCH_OCI_MOUNT_MQUEUE, /* a new mqueue (the container's own ipc namespace) */
+	HUTCH_OCI_MOUNT_HUTCH,  /* /proc, /dev, /dev/pts, /dev/shm: hutch's own take its place */
+	HUTCH_OCI_MOUNT_SKIP,   /* /sys, /sys/fs/cgroup: not mounted */
+};
+
+struct hutch_oci_mount {
+	enum hutch_oci_mount_kind kind;
+	char *dest, *source; /* source: BIND only */
+	bool recursive, readonly, noexec;
+	char *size, *mode; /* TMPFS: "size=" and "mode=" values as given (checked), or NULL */
+};
+
+struct hutch_oci_rlimit {
+	int resource; /* RLIMIT_* */
+	uint64_t soft, hard;
+};
+
+struct hutch_oci_spec {
+	char *root_path; /* as given: relative to the bundle, or absolute */
+	bool root_readonly;
+	char **args, **env; /* NULL-terminated */
+	size_t nargs, nenv;
+	char *cwd;
+	uint32_t uid, gid;
+	bool terminal;
+	struct hutch_oci_rlimit rlimits[HUTCH_OCI_MAX_RLIMITS];
+	size_t nrlimits;
+	char *hostname; /* or NULL */
+	struct hutch_oci_mount mounts[HUTCH_OCI_MAX_MOUNTS];
+	size_t nmounts;
+	/* linux.resources; 0 = not given */
+	uint64_t memory_limit, cpu_quota, cpu_period, pids_limit;
+	/* The run.hutch.* annotations, or NULL. */
+	char *network, *ttl_seconds, *instance_type;
+	char *annotations;                /* the annotations object as JSON text, or NULL */
+	struct hutch_oci_seccomp seccomp; /* linux.seccomp */
+	/* linux.maskedPaths, linux.readonlyPaths (NULL-terminated, or NULL) */
+	char **masked_paths, **readonly_paths;
+	size_t nmasked, nreadonly;
+	/* linux.sysctl: "key=value" strings of namespaced keys only
+	 * (NULL-terminated, or NULL) */
+	char **sysctls;
+	size_t nsysctls;
+};
+
+/* Parse and check text[0..len). On failure err names the field (e.g.
+ * "linux.namespaces[2].path: ...") and nothing is left to free. */
+int hutch_oci_spec_parse(const char *text, size_t len, struct hutch_oci_spec *ret,
+                         struct hutch_err *err);
+void hutch_oci_spec_done(struct hutch_oci_spec *s);
+
+/* The capabilities hutch accepts in a bundle (Docker's default set), for
+ * `oci features` and the refusal; NULL-terminated. */
+extern const char *const hutch_oci_default_caps[];
+
+#endif

@@ -1,0 +1,631 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * A container's supervisor side (see container.h): the bundle's rootfs and
+ * binds as detached mounts made before clone() (init cannot reach host
+ * paths: it is root of a user namespace the host's files do not belong to),
+ * the rootfs idmapped onto the sandbox's ids, the start FIFO, the main
+ * process, the status file, and the exit that mirrors the main process's.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/ioctl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+
+#include "cleanup.h"
+#include "cmd.h"
+#include "container.h"
+#include "events.h"
+#include "fdutil.h"
+#include "lifecycle.h"
+#include "log.h"
+#include "proto.h"
+#include "supervisor.h"
+#include "syscalls.h"
+
+int hutch_container_take_stdio(struct sup *s)
+{
+	struct hutch_container *ct = s->container;
+
+	ct->pty_master = ct->exec_fd = -EBADF;
+	for (int i = 0; i < 3; i++) {
+		ct->stdio[i] = fcntl(i, F_DUPFD_CLOEXEC, 3);
+		if (ct->stdio[i] < 0)
+			ct->stdio[i] = open("/dev/null", O_RDWR | O_CLOEXEC);
+		if (ct->stdio[i] < 0)
+			return -errno;
+	}
+	return 0;
+}
+
+static int open_bind(struct hutch_container *ct, size_t i, struct hutch_err *err)
+{
+	const struct hutch_container_mount *m = &ct->mounts[i];
+	struct mount_attr attr = { .attr_set = m->attrs | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV };
+	unsigned int flags =
+	        OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | (m->recursive ? AT_RECURSIVE : 0);
+	struct stat st;
+	int fd;
+
+	if (m->readonly)
+		attr.attr_set |= MOUNT_ATTR_RDONLY;
+	fd = sys_open_tree(AT_FDCWD, m->source, flags);
+	if (fd < 0)
+		return hutch_err_set_errno(err, -errno, "mounts: open the source '%s' of '%s'",
+		                           m->source, m->dest);
+	ct->mount_fds[i] = fd;
+	if (sys_mount_setattr(fd, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr, sizeof(attr)) < 0)
+		return hutch_err_set_errno(err, -errno, "mounts: set the flags of '%s'", m->dest);
+	if (fstat(fd, &st) < 0)
+		return hutch_err_set_errno(err, -errno, "mounts: stat '%s'", m->source);
+	ct->rmounts[i] = (struct hutch_rootfs_mount){
+		.kind = HUTCH_ROOTFS_MOUNT_BIND,
+		.dest = m->dest,
+		.fd = fd,
+		.is_dir = S_ISDIR(st.st_mode),
+	};
+	return 0;
+}
+
+static int open_mounts(struct sup *s, struct hutch_err *err);
+
+int hutch_container_prepare(struct sup *s, struct hutch_limits *lim, struct hutch_err *err)
+{
+	const struct hutch_limits *c = &s->container->limits;
+
+	/* The bundle's limits may only lower the instance type's. */
+	if (c->cpu_millis && c->cpu_millis < lim->cpu_millis)
+		lim->cpu_millis = c->cpu_millis;
+	if (c->memory_bytes && c->memory_bytes < lim->memory_bytes)
+		lim->memory_bytes = c->memory_bytes;
+	if (c->pids_max && c->pids_max < lim->pids_max)
+		lim->pids_max = c->pids_max;
+	return open_mounts(s, err);
+}
+
+static int open_mounts(struct sup *s, struct hutch_err *err)
+{
+	struct hutch_container *ct = s->container;
+	int r;
+
+	ct->root_fd = sys_open_tree(AT_FDCWD, ct->rootfs,
+	                            OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
+	if (ct->root_fd < 0)
+		return hutch_err_set_errno(err, -errno, "root.path: open '%s'", ct->rootfs);
+	for (size_t i = 0; i < ct->nmounts; i++) {
+		const struct hutch_container_mount *m = &ct->mounts[i];
+
+		if (!m->tmpfs && !m->mqueue) {
+			r = open_bind(ct, i, err);
+			if (r < 0)
+				return r;
+			continue;
+		}
+		ct->rmounts[i] = (struct hutch_rootfs_mount){
+			.kind = HUTCH_ROOTFS_MOUNT_FS,
+			.fstype = m->mqueue ? "mqueue" : "tmpfs",
+			.dest = m->dest,
+			.opts = (const char *const *)m->tmpfs_opts,
+			.attrs = m->attrs | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV |
+			         (m->mqueue ? MOUNT_ATTR_NOEXEC : 0) |
+			         (m->readonly ? MOUNT_ATTR_RDONLY : 0),
+		};
+	}
+	ct->bundle = (struct hutch_rootfs_bundle){
+		.root_fd = ct->root_fd,
+		.readonly = ct->readonly,
+		.mounts = ct->rmounts,
+		.nmounts = ct->nmounts,
+		.masked = (const char *const *)ct->masked_paths,
+		.readonly_paths = (const char *const *)ct->readonly_paths,
+	};
+	return 0;
+}
+
+/*
+ * The bundle's files belong to host ids 0-65535 (unpacked by a root
+ * containerd or podman); inside they must be the sandbox's 0-65535. An
+ * idmapped mount with the sandbox's own user namespace does that without
+ * touching a file: a file of host uid 0 shows as the sandbox's root. Only
+ * the rootfs: a bind's host files keep their owners (ids outside the
+ * sandbox's range show as nobody), so a container cannot write host files
+ * as host root through a volume.
+ */
+int hutch_container_before_go(struct sup *s, struct hutch_err *err)
+{
+	struct hutch_container *ct = s->container;
+	struct mount_attr attr = { .attr_set = MOUNT_ATTR_IDMAP };
+	_cleanup_close_ int userns = -EBADF;
+	char path[64];
+
+	snprintf(path, sizeof(path), "/proc/%d/ns/user", (int)s->init_pid);
+	userns = open(path, O_RDONLY | O_CLOEXEC);
+	if (userns < 0)
+		return hutch_err_set_errno(err, -errno, "open the sandbox's user namespace");
+	attr.userns_fd = (uint64_t)userns;
+	if (sys_mount_setattr(ct->root_fd, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr, sizeof(attr)) <
+	    0)
+		return hutch_err_set_errno(err, -errno,
+		                           "root.path: idmap '%s' onto the sandbox's ids "
+		                           "(the file system must support idmapped mounts)",
+		                           ct->rootfs);
+	for (size_t i = 0; i < ct->nrlimits; i++) {
+		struct rlimit rl = { .rlim_cur = ct->rlimits[i].soft,
+			             .rlim_max = ct->rlimits[i].hard };
+		if (prlimit(s->init_pid, ct->rlimits[i].resource, &rl, NULL) < 0)
+			return hutch_err_set_errno(err, -errno, "process.rlimits[%zu]: set", i);
+	}
+	return 0;
+}
+
+int hutch_container_stash_fd(const struct hutch_container *ct)
+{
+	return ct->nmounts + 7 > 16 ? (int)ct->nmounts + 7 : 16;
+}
+
+int hutch_container_child_fds(struct sup *s, int first)
+{
+	struct hutch_container *ct = s->container;
+	int n = 0;
+
+	/* Twice: first out of the way of init's own fds (first < 0), then
+	 * into place from first on. */
+	if (first < 0) {
+		ct->root_fd = fcntl(ct->root_fd, F_DUPFD_CLOEXEC, hutch_container_stash_fd(ct));
+		for (size_t i = 0; i < ct->nmounts; i++)
+			if (!ct->mounts[i].tmpfs && !ct->mounts[i].mqueue)
+				ct->rmounts[i].fd = fcntl(ct->rmounts[i].fd, F_DUPFD_CLOEXEC,
+				                          hutch_container_stash_fd(ct));
+		return ct->root_fd < 0 ? -1 : 0;
+	}
+	if (dup3(ct->root_fd, first + n, O_CLOEXEC) < 0)
+		return -1;
+	ct->bundle.root_fd = first + n++;
+	for (size_t i = 0; i < ct->nmounts; i++) {
+		if (ct->mounts[i].tmpfs || ct->mounts[i].mqueue)
+			continue;
+		if (ct->rmounts[i].fd < 0 || dup3(ct->rmounts[i].fd, first + n, O_CLOEXEC) < 0)
+			return -1;
+		ct->rmounts[i].fd = first + n++;
+	}
+	return first + n;
+}
+
+static void write_status(struct sup *s, const char *status)
+{
+	struct hutch_container *ct = s->container;
+	_cleanup_cjson_ cJSON *j = cJSON_CreateObject();
+	_cleanup_free_ char *text = NULL;
+	char tmp[sizeof(ct->status_path) + 8];
+
+	if (!j)
+		return;
+	cJSON_AddStringToObject(j, "status", status);
+	cJSON_AddNumberToObject(j, "pid", (double)getpid());
+	cJSON_AddStringToObject(j, "sandbox", s->id);
+	cJSON_AddNumberToObject(j, "init_pid", (double)s->init_pid);
+	if (ct->host_pid > 0) {
+		cJSON_AddNumberToObject(j, "process_pid", (double)ct->host_pid);
+		cJSON_AddNumberToObject(j, "process_start", (double)ct->start_time);
+	}
+	if (ct->exited)
+		cJSON_AddNumberToObject(j, "exit_status", ct->status);
+	text = cJSON_PrintUnformatted(j);
+	if (!text)
+		return;
+	snprintf(tmp, sizeof(tmp), "%s.tmp", ct->status_path);
+	if (hutch_write_file_at(AT_FDCWD, tmp, text, 0600) < 0 || rename(tmp, ct->status_path) < 0)
+		hutch_log_errno(HUTCH_LOG_WARN, -errno, "write '%s'", ct->status_path);
+}
+
+/* The main process's host pid: the child of init whose innermost pid is
+ * the one init reported (NSpid's last field). */
+static void find_host_pid(struct sup *s, pid_t ns_pid)
+{
+	struct hutch_container *ct = s->container;
+	char path[96], buf[4096], *save = NULL;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)s->init_pid,
+	         (int)s->init_pid);
+	if (hutch_read_file_at(AT_FDCWD, path, buf, sizeof(buf)) <= 0)
+		return;
+	for (char *tok = strtok_r(buf, " \n", &save); tok; tok = strtok_r(NULL, " \n", &save)) {
+		char st[2048], *line, *last, *p;
+		long pid = strtol(tok, NULL, 10);
+
+		snprintf(path, sizeof(path), "/proc/%ld/status", pid);
+		if (hutch_read_file_at(AT_FDCWD, path, st, sizeof(st)) <= 0)
+			continue;
+		line = strstr(st, "\nNSpid:");
+		if (!line)
+			continue;
+		line += 7;
+		*strchrnul(line, '\n') = '\0';
+		last = strrchr(line, '\t');
+		if (!last || strtol(last + 1, NULL, 10) != ns_pid)
+			continue;
+		ct->host_pid = (pid_t)pid;
+		snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
+		if (hutch_read_file_at(AT_FDCWD, path, st, sizeof(st)) > 0 &&
+		    (p = strrchr(st, ')')) != NULL)
+			(void)sscanf(p + 1,
+			             " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d "
+			             "%*d %*d %*d %*d %llu",
+			             &ct->start_time);
+		return;
+	}
+}
+
+static void on_proc_spawned(void *ud, struct cmd *c)
+{
+	struct sup *s = ud;
+
+	find_host_pid(s, c->pid);
+	write_status(s, "running");
+	hutch_event(s, "container process started: pid %d (host %d)", (int)c->pid,
+	            (int)s->container->host_pid);
+}
+
+static void on_proc_done(void *ud, struct cmd *c)
+{
+	struct sup *s = ud;
+	struct hutch_container *ct = s->container;
+
+	ct->exited = true;
+	ct->status = c->status;
+	ct->proc = NULL;
+	if (c->spawn_error)
+		hutch_event(s, "container process: %s", c->spawn_error);
+	hutch_event(s, "container process ended: wait status %d", c->status);
+	hutch_cmd_release(c);
+	write_status(s, "stopped");
+	hutch_sup_end(s, "exited");
+}
+
+static int exec_listen(struct sup *s);
+
+static void start_process(struct sup *s)
+{
+	struct hutch_container *ct = s->container;
+	struct hutch_spawn sp = {
+		.argv = (const char *const *)ct->argv,
+		.envp = (const char *const *)ct->envp,
+		.cwd = ct->cwd,
+		.stdio_fds = ct->stdio,
+		.set_ids = true,
+		.extra_filter = ct->seccomp.len > 0,
+		.held_tty = ct->terminal,
+		.uid = ct->uid,
+		.gid = ct->gid,
+	};
+	struct hutch_cmd_sink sink = { .spawned = on_proc_spawned, .done = on_proc_done, .ud = s };
+	struct hutch_err err = { 0 };
+
+	ct->started = true;
+	if (exec_listen(s) < 0)
+		hutch_event(s, "oci exec: cannot listen on '%s'", ct->exec_path);
+	ct->proc = hutch_cmd_start(&s->cmds, &sp, &sink, &err);
+	if (!ct->proc) {
+		hutch_event(s, "container process: %s", err.msg);
+		ct->exited = true;
+		ct->status = 127 << 8;
+		write_status(s, "stopped");
+		hutch_sup_end(s, "exited");
+	}
+}
+
+/* ---- oci exec: more processes in a running container ---- */
+
+struct exec_conn {
+	struct sup *s;
+	int fd;
+	struct hutch_watch w;
+	struct cmd *cmd;
+};
+
+static void exec_conn_free(struct exec_conn *x)
+{
+	if (x->cmd)
+		hutch_cmd_release(x->cmd); /* kills it if it still runs */
+	hutch_loop_close(&x->s->loop, &x->w, &x->fd);
+	free(x);
+}
+
+static void exec_fail(struct exec_conn *x, int code, const char *msg)
+{
+	struct hutch_err err = { 0 };
+
+	hutch_err_set(&err, code, "%s", msg);
+	(void)hutch_proto_send(x->fd, HUTCH_MSG_FAILED, 0, &err, sizeof(err), NULL, 0);
+	exec_conn_free(x);
+}
+
+static void on_exec_spawned(void *ud, struct cmd *c)
+{
+	struct exec_conn *x = ud;
+	struct hutch_msg_spawned rep = { .pid = c->pid };
+	int master = -EBADF;
+
+	if (c->tty) {
+		/* The terminal is the client's (its console socket's) alone. */
+		master = hutch_cmd_take_stdout(c);
+		closep((int[]){ hutch_cmd_take_stdin(c) });
+		(void)hutch_fd_nonblock(master, false);
+	}
+	(void)hutch_proto_send(x->fd, HUTCH_MSG_SPAWNED, 0, &rep, sizeof(rep), &master,
+	                       master >= 0 ? 1 : 0);
+	closep(&master);
+}
+
+static void on_exec_done(void *ud, struct cmd *c)
+{
+	struct exec_conn *x = ud;
+	struct hutch_msg_exited e = { .status = c->status };
+
+	x->cmd = NULL;
+	hutch_cmd_release(c);
+	if (c->spawn_error) {
+		exec_fail(x, -ENOEXEC, c->spawn_error);
+		return;
+	}
+	(void)hutch_proto_send(x->fd, HUTCH_MSG_EXITED, 0, &e, sizeof(e), NULL, 0);
+	exec_conn_free(x);
+}
+
+static void exec_start(struct exec_conn *x, const char *body, size_t len, int *fds, size_t nfds)
+{
+	static struct hutch_spawn_req req; /* large: keep it off the stack */
+	struct hutch_container *ct = x->s->container;
+	struct hutch_cmd_sink sink = { .spawned = on_exec_spawned, .done = on_exec_done, .ud = x };
+	struct hutch_spawn sp = { 0 };
+	struct hutch_err err = { 0 };
+	bool tty;
+
+	if (hutch_proto_spawn_decode(body, len, &req) < 0 ||
+	    (req.flags & ~(uint32_t)HUTCH_SPAWN_TTY) != 0) {
+		hutch_close_many(fds, nfds);
+		exec_fail(x, -EBADMSG, "bad exec request");
+		return;
+	}
+	tty = req.flags & HUTCH_SPAWN_TTY;
+	if (nfds != (tty ? 0u : 3u) || !ct->started || ct->exited || x->s->state != SUP_RUNNING) {
+		hutch_close_many(fds, nfds);
+		exec_fail(x, -ESRCH,
+		          nfds != (tty ? 0u : 3u) ? "bad exec request"
+		                                  : "the container is not running");
+		return;
+	}
+	sp = (struct hutch_spawn){
+		.argv = req.argv,
+		.envp = req.envp,
+		.cwd = req.cwd,
+		.stdio_fds = tty ? NULL : fds,
+		.tty = tty,
+		.rows = (uint16_t)(req.winsize >> 16),
+		.cols = (uint16_t)req.winsize,
+		.set_ids = true,
+		.uid = req.uid,
+		.gid = req.gid,
+		.extra_filter = ct->seccomp.len > 0,
+	};
+	x->cmd = hutch_cmd_start(&x->s->cmds, &sp, &sink, &err);
+	hutch_close_many(fds, nfds);
+	if (!x->cmd)
+		exec_fail(x, err.code, err.msg);
+}
+
+static void on_exec_conn(struct hutch_watch *w, uint32_t events)
+{
+	struct exec_conn *x = w->ptr;
+	struct hutch_msg_hdr hdr;
+	_cleanup_free_ char *body = NULL;
+	int fds[3];
+	size_t nfds = 3;
+	ssize_t n;
+
+	if (x->cmd) { /* one request per connection: anything more is a hang-up */
+		exec_conn_free(x);
+		return;
+	}
+	body = malloc(HUTCH_PROTO_MAX);
+	if (!body) {
+		exec_conn_free(x);
+		return;
+	}
+	n = hutch_proto_recv(x->fd, &hdr, body, HUTCH_PROTO_MAX, fds, &nfds);
+	if (n == -EAGAIN)
+		return;
+	if (n < 0 || hdr.type != HUTCH_MSG_SPAWN) {
+		if (n >= 0)
+			hutch_close_many(fds, nfds);
+		exec_conn_free(x);
+		return;
+	}
+	exec_start(x, body, (size_t)n, fds, nfds);
+}
+
+static void on_exec_listen(struct hutch_watch *w, uint32_t events)
+{
+	struct sup *s = w->ptr;
+	int fd;
+
+	while ((fd = accept4(s->container->exec_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK)) >=
+	       0) {
+		struct exec_conn *x = calloc(1, sizeof(*x));
+
+		if (!x) {
+			close(fd);
+			continue;
+		}
+		x->s = s;
+		x->fd = fd;
+		hutch_watch_init(&x->w, on_exec_conn, x);
+		if (hutch_loop_add(&s->loop, &x->w, fd, EPOLLIN) < 0) {
+			close(fd);
+			free(x);
+		}
+	}
+}
+
+/* The exec socket (container.h): root only, in the container's state dir. */
+static int exec_listen(struct sup *s)
+{
+	struct hutch_container *ct = s->container;
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	mode_t old;
+	int r;
+
+	if (!ct->exec_path[0])
+		return 0;
+	memcpy(sa.sun_path, ct->exec_path, sizeof(ct->exec_path));
+	ct->exec_fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (ct->exec_fd < 0)
+		return -errno;
+	old = umask(0077);
+	r = bind(ct->exec_fd, (struct sockaddr *)&sa, sizeof(sa));
+	umask(old);
+	if (r < 0 || listen(ct->exec_fd, 16) < 0)
+		return -errno;
+	hutch_watch_init(&ct->w_exec, on_exec_listen, s);
+	return hutch_loop_add(&s->loop, &ct->w_exec, ct->exec_fd, EPOLLIN);
+}
+
+/* `oci start` opened the FIFO for writing: start the main process, once. */
+static void on_fifo(struct hutch_watch *w, uint32_t events)
+{
+	struct sup *s = w->ptr;
+	struct hutch_container *ct = s->container;
+	char buf[16];
+
+	if ((events & EPOLLIN) && read(ct->fifo_fd, buf, sizeof(buf)) <= 0 && !(events & EPOLLHUP))
+		return;
+	hutch_loop_close(&s->loop, &ct->w_fifo, &ct->fifo_fd);
+	(void)unlink(ct->fifo_path);
+	if (!ct->started && s->state == SUP_RUNNING)
+		start_process(s);
+}
+
+int hutch_console_send(const char *path, int master)
+{
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} u = { 0 };
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	_cleanup_close_ int sock = -EBADF;
+	char name[32];
+	struct iovec iov = { .iov_base = name };
+	struct msghdr msg = { .msg_iov = &iov,
+		              .msg_iovlen = 1,
+		              .msg_control = u.buf,
+		              .msg_controllen = sizeof(u.buf) };
+	struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
+	unsigned int n = 0;
+	int r;
+
+	if (strlen(path) >= sizeof(sa.sun_path))
+		return -ENAMETOOLONG;
+	if (ioctl(master, TIOCGPTN, &n) < 0)
+		return -errno;
+	/* Blocking, as runc's: the receiver may read it as a plain file. */
+	r = hutch_fd_nonblock(master, false);
+	if (r < 0)
+		return r;
+	snprintf(name, sizeof(name), "/dev/pts/%u", n);
+	iov.iov_len = strlen(name);
+	memcpy(sa.sun_path, path, strlen(path));
+	sock = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (sock < 0 || connect(sock, (struct sockaddr *)&sa, sizeof(sa)) < 0)
+		return -errno;
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(c), &master, sizeof(int));
+	return sendmsg(sock, &msg, MSG_NOSIGNAL) < 0 ? -errno : 0;
+}
+
+/* The container's terminal to its console socket; then it is the
+ * receiver's alone. */
+static int send_console(struct hutch_container *ct)
+{
+	int r;
+
+	if (ct->pty_master < 0)
+		return -EPROTO;
+	r = hutch_console_send(ct->console_socket, ct->pty_master);
+	closep(&ct->pty_master);
+	return r;
+}
+
+int hutch_container_ready(struct sup *s)
+{
+	struct hutch_container *ct = s->container;
+	int r;
+
+	if (ct->terminal && (r = send_console(ct)) < 0) {
+		hutch_event(s, "send the terminal to the console socket '%s': %s",
+		            ct->console_socket, strerror(-r));
+		return r;
+	}
+
+	/* init has attached them: our references can go. */
+	closep(&ct->root_fd);
+	for (size_t i = 0; i < ct->nmounts; i++)
+		if (!ct->mounts[i].tmpfs && !ct->mounts[i].mqueue)
+			closep(&ct->mount_fds[i]);
+	write_status(s, "created");
+	/* Our read end makes a writer's open() succeed at once; EPOLLIN
+	 * (or EPOLLHUP once that writer closed) is the trigger. */
+	ct->fifo_fd = open(ct->fifo_path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	if (ct->fifo_fd < 0)
+		return -errno;
+	hutch_watch_init(&ct->w_fifo, on_fifo, s);
+	return hutch_loop_add(&s->loop, &ct->w_fifo, ct->fifo_fd, EPOLLIN);
+}
+
+void hutch_exit_like(int status)
+{
+	struct rlimit no_core = { 0, 0 };
+	sigset_t all;
+	int sig = SIGKILL;
+
+	if (WIFEXITED(status))
+		_exit(WEXITSTATUS(status));
+	if (WIFSIGNALED(status))
+		sig = WTERMSIG(status);
+	/* Die of the same signal, without a core of ours. */
+	(void)setrlimit(RLIMIT_CORE, &no_core);
+	signal(sig, SIG_DFL);
+	sigfillset(&all);
+	sigdelset(&all, sig);
+	sigprocmask(SIG_SETMASK, &all, NULL);
+	(void)raise(sig);
+	_exit(128 + sig);
+}
+
+void hutch_container_exit(struct sup *s)
+{
+	struct hutch_container *ct = s->container;
+
+	hutch_close_many(ct->stdio, 3);
+	if (!ct->exited) {
+		/* Ended before its process did (deleted, expired, killed
+		 * before start): as if killed. */
+		ct->exited = true;
+		ct->status = SIGKILL;
+		write_status(s, "stopped");
+	}
+	hutch_exit_like(ct->status);
+}

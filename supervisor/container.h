@@ -1,0 +1,141 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * A container: a sandbox built like every other (same supervisor, init,
+ * namespaces, cgroups, seccomp, network), with three differences that an
+ * OCI runtime needs (oci/ fills this from a bundle; nothing here knows
+ * JSON or the runtime-spec):
+ *
+ *   - its root is a host directory (the bundle's rootfs) plus the mounts
+ *     asked for, not hutch's host-derived root;
+ *   - it has one main process, given at creation and started on a
+ *     trigger (a process that opens the start FIFO for writing: `oci
+ *     start`), with the creator's stdin, stdout and stderr;
+ *   - the main process's end is the sandbox's end, and the supervisor
+ *     then exits with the main process's wait status (its exit code, or
+ *     death by the same signal), so that whoever waits for the supervisor
+ *     (a subreaper: containerd's shim, podman's conmon) sees the
+ *     container's status.
+ *
+ * The supervisor reports the container's status in a small JSON file
+ * (status_path), rewritten atomically at each change:
+ *   {"status": "created"|"running"|"stopped", "pid": supervisor pid,
+ *    "sandbox": id, "process_pid": host pid of the main process,
+ *    "process_start": its start time in clock ticks since boot,
+ *    "exit_status": wait status once stopped}
+ */
+#ifndef HUTCH_CONTAINER_H
+#define HUTCH_CONTAINER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <linux/filter.h>
+
+#include "cgroup.h"
+#include "error.h"
+#include "loop.h"
+#include "rootfs.h"
+
+struct sup;
+struct cmd;
+
+#define HUTCH_CONTAINER_MAX_MOUNTS  64
+#define HUTCH_CONTAINER_MAX_RLIMITS 16
+
+struct hutch_container_mount {
+	char *dest;   /* absolute path inside the root */
+	char *source; /* BIND: absolute host path */
+	bool tmpfs;   /* else a bind */
+	bool mqueue;  /* a new mqueue, else a bind or tmpfs */
+	bool readonly, recursive;
+	char *tmpfs_opts[4]; /* "size=...", "mode=..."; NULL-terminated */
+	unsigned int attrs;  /* MOUNT_ATTR_NOSUID | ... */
+};
+
+struct hutch_container_rlimit {
+	int resource; /* RLIMIT_* */
+	uint64_t soft, hard;
+};
+
+struct hutch_container {
+	/* What to build and run (malloc'ed strings, owned by the caller). */
+	char *rootfs; /* absolute host path */
+	bool readonly;
+	struct hutch_container_mount mounts[HUTCH_CONTAINER_MAX_MOUNTS];
+	size_t nmounts;
+	char **argv, **envp; /* NULL-terminated */
+	char *cwd;
+	uint32_t uid, gid;
+	struct hutch_container_rlimit rlimits[HUTCH_CONTAINER_MAX_RLIMITS];
+	size_t nrlimits;
+	char hostname[64]; /* "" = hutch's */
+	/* The bundle's seccomp profile, stacked on hutch's filter in the main
+	 * process (the kernel's intersection); len 0: none. */
+	struct sock_fprog seccomp;
+	/* linux.maskedPaths, linux.readonlyPaths: NULL-terminated, or NULL */
+	char **masked_paths, **readonly_paths;
+	/* linux.sysctl, "key=value", namespaced keys only (oci/spec.c checks):
+	 * NULL-terminated, or NULL */
+	char **sysctls;
+	struct hutch_limits limits; /* lower limits than the instance type's; 0 = its own */
+	char status_path[4200];     /* the status file (see above) */
+	char fifo_path[4200];       /* the start FIFO, made by the caller */
+	/* `oci exec`: a SOCK_SEQPACKET socket the supervisor listens on once
+	 * started. A client sends one SPAWN (proto.h; uid, gid, flags as
+	 * for init; stdin, stdout, stderr as SCM_RIGHTS, none with TTY); the
+	 * answer is SPAWNED (with TTY: the pty's master as SCM_RIGHTS) or
+	 * FAILED (struct hutch_err), then EXITED with the wait status. A
+	 * client that hangs up first has its process killed. */
+	char exec_path[108];
+	/* process.terminal: the process runs on a pty init opens during
+	 * setup; its master is sent to console_socket (a unix socket path,
+	 * SCM_RIGHTS, runc's way) before the creator hears "ready". */
+	bool terminal;
+	char console_socket[108];
+	int lock_fd; /* held (flock) for the supervisor's life, or -1 */
+
+	/* The supervisor's. */
+	int stdio[3];
+	int fifo_fd, root_fd, pty_master, exec_fd;
+	struct hutch_watch w_exec;
+	int mount_fds[HUTCH_CONTAINER_MAX_MOUNTS];
+	struct hutch_rootfs_mount rmounts[HUTCH_CONTAINER_MAX_MOUNTS];
+	struct hutch_rootfs_bundle bundle;
+	struct hutch_watch w_fifo;
+	struct cmd *proc;
+	pid_t host_pid;
+	unsigned long long start_time;
+	int status;
+	bool started, exited;
+};
+
+/* The supervisor's steps, in order (each fills err and returns -errno). */
+/* In the new supervisor, before its stdio goes to /dev/null: keep them. */
+int hutch_container_take_stdio(struct sup *s);
+/* Before clone(): lim lowered to the bundle's limits; the rootfs and
+ * bind mounts as detached mounts. */
+int hutch_container_prepare(struct sup *s, struct hutch_limits *lim, struct hutch_err *err);
+/* After init's id maps: idmap the rootfs onto the sandbox's ids, set
+ * init's rlimits (the main process inherits them). */
+int hutch_container_before_go(struct sup *s, struct hutch_err *err);
+/* Child side of clone(), init: the lowest fd number above every one
+ * init places its fds on (3 up to past the mounts'), where they wait
+ * to be placed; low, so a low RLIMIT_NOFILE is no refusal. */
+int hutch_container_stash_fd(const struct hutch_container *ct);
+/* The rootfs and mount fds moved to first, first+1, ...; returns the
+ * next free fd number. first < 0: out of the way, to the stash. */
+int hutch_container_child_fds(struct sup *s, int first);
+/* The sandbox is ready: status "created", wait for the start FIFO. */
+int hutch_container_ready(struct sup *s);
+/* The loop is over: exit with the main process's status (never returns). */
+__attribute__((noreturn)) void hutch_container_exit(struct sup *s);
+/* Exit as a process with this wait status did: its code, or death by its
+ * signal (re-raised, no core). For whoever waits for us in its stead. */
+__attribute__((noreturn)) void hutch_exit_like(int status);
+/* A terminal's master to a console socket (a unix socket path) as runc
+ * sends it: "/dev/pts/N" as data, the fd as SCM_RIGHTS, the fd made
+ * blocking. The caller keeps (and closes) its master. 0 or -errno. */
+int hutch_console_send(const char *path, int master);
+
+#endif

@@ -1,0 +1,54 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * libFuzzer target for an OCI bundle's config.json parser (oci/spec.c),
+ * which reads what `hutch oci create` is handed. Every result must be 0 or
+ * a negative errno with a message naming a field; a success must respect
+ * every bound and leave only what hutch accepts (absolute paths without
+ * "..", uid and gid in the sandbox's range, args present).
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "spec.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static void check_ok(const struct hutch_oci_spec *s)
+{
+	if (!s->root_path || !s->args || s->nargs == 0 || !s->args[0] || s->args[s->nargs] ||
+	    s->nargs > HUTCH_OCI_MAX_ARGS || s->nenv > HUTCH_OCI_MAX_ENV ||
+	    s->nmounts > HUTCH_OCI_MAX_MOUNTS || s->nrlimits > HUTCH_OCI_MAX_RLIMITS || !s->cwd ||
+	    s->cwd[0] != '/' || s->uid > 65535 || s->gid > 65535)
+		abort();
+	for (size_t i = 0; i < s->nmounts; i++) {
+		const struct hutch_oci_mount *m = &s->mounts[i];
+		if (!m->dest || m->dest[0] != '/' || strlen(m->dest) > HUTCH_OCI_MAX_STRING)
+			abort();
+		if (m->kind == HUTCH_OCI_MOUNT_BIND && (!m->source || m->source[0] != '/'))
+			abort();
+		for (const char *p = m->dest; (p = strstr(p, "..")); p += 2)
+			if (p[-1] == '/' && (p[2] == '\0' || p[2] == '/'))
+				abort();
+	}
+	for (size_t i = 0; i < s->nrlimits; i++)
+		if (s->rlimits[i].soft > s->rlimits[i].hard)
+			abort();
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct hutch_oci_spec s;
+	struct hutch_err err = { 0 };
+	int r = hutch_oci_spec_parse((const char *)data, size, &s, &err);
+
+	if (r < 0 && (r != err.code || !err.msg[0]))
+		abort();
+	if (r > 0)
+		abort();
+	if (r == 0) {
+		check_ok(&s);
+		hutch_oci_spec_done(&s);
+	}
+	return 0;
+}

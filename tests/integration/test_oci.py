@@ -1,0 +1,795 @@
+# SPDX-License-Identifier: Apache-2.0
+"""hutch as an OCI runtime (issue 19): `hutch oci` / hutch-runc driven as
+containerd's shim and podman's conmon drive runc, on bundles made here (a
+busybox-static rootfs and a config.json written by the test).
+
+The lifecycle (create -> created -> start -> running -> kill -> stopped ->
+delete leaves nothing), the exit status reaching a subreaper that waits
+for the pid of --pid-file (the shim's way), every refusal naming its field,
+and probes from inside that must fail.
+"""
+import glob
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import textwrap
+import uuid
+
+import pytest
+
+from conftest import HUTCH, wait_until, proc_comm, cgroup_dirs_named
+
+BUSYBOX = shutil.which("busybox") or "/bin/busybox"
+ROOT_BASE = "/run/hutch-oci-root"
+
+
+
+def _is_static(path):
+    """No program interpreter: a static binary runs in an empty root."""
+    try:
+        with open(path, "rb") as f:
+            return b"ld-linux" not in f.read(8192)
+    except OSError:
+        return False
+
+
+pytestmark = pytest.mark.skipif(not _is_static(BUSYBOX),
+                                reason="busybox-static is not installed (scripts/install-deps)")
+
+NAMESPACES = [{"type": t} for t in ("pid", "network", "ipc", "uts", "mount")]
+
+
+def make_rootfs(path):
+    """A tiny root: busybox-static and its applet links, mount points."""
+    for d in ("bin", "proc", "dev", "tmp", "etc", "out"):
+        os.makedirs(os.path.join(path, d), exist_ok=True)
+    shutil.copy(BUSYBOX, os.path.join(path, "bin", "busybox"))
+    for applet in ("sh", "echo", "cat", "sleep", "ls", "id", "hostname", "mount", "touch",
+                   "kill", "grep", "wc", "true", "false", "ps", "umount", "unshare"):
+        os.symlink("busybox", os.path.join(path, "bin", applet))
+
+
+def config(args, **over):
+    c = {
+        "ociVersion": "1.0.2",
+        "root": {"path": "rootfs", "readonly": True},
+        "hostname": "box",
+        "process": {"terminal": False, "user": {"uid": 0, "gid": 0}, "args": args,
+                    "env": ["PATH=/bin"], "cwd": "/"},
+        "mounts": [
+            {"destination": "/proc", "type": "proc", "source": "proc"},
+            {"destination": "/dev", "type": "tmpfs", "source": "tmpfs"},
+            {"destination": "/sys", "type": "sysfs", "source": "sysfs"},
+            {"destination": "/tmp", "type": "tmpfs", "source": "tmpfs",
+             "options": ["nosuid", "size=1m"]},
+        ],
+        "linux": {"namespaces": list(NAMESPACES)},
+    }
+    for k, v in over.items():
+        c[k] = v
+    return c
+
+
+class Oci:
+    """hutch oci bound to one --root and one HUTCH_RUNTIME_DIR."""
+
+    def __init__(self, hutch, tmp_path):
+        self.hutch = hutch
+        self.root = os.path.join(ROOT_BASE, uuid.uuid4().hex[:12])
+        self.tmp = tmp_path
+        self.env = dict(hutch.env)
+
+    def __call__(self, *args, timeout=60, stdout=None):
+        """Run hutch oci; its stdio are files (the supervisor keeps a
+        container's stdio open, a pipe would not end)."""
+        out = stdout or open(os.path.join(self.tmp, f"oci-{uuid.uuid4().hex[:6]}.out"), "w+b")
+        r = subprocess.run([HUTCH, "oci", "--root", self.root, *args], stdout=out,
+                           stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=self.env,
+                           timeout=timeout)
+        out.seek(0)
+        r.output = out.read().decode(errors="replace")
+        return r
+
+    def bundle(self, args, name="b", **over):
+        b = os.path.join(self.tmp, name)
+        if not os.path.isdir(os.path.join(b, "rootfs")):
+            make_rootfs(os.path.join(b, "rootfs"))
+        with open(os.path.join(b, "config.json"), "w") as f:
+            json.dump(config(args, **over), f)
+        return b
+
+    def state(self, cid):
+        r = self("state", cid)
+        assert r.returncode == 0, r.output
+        return json.loads(r.output)
+
+    def status_file(self, cid):
+        with open(os.path.join(self.root, cid, "status.json")) as f:
+            return json.load(f)
+
+
+@pytest.fixture
+def oci(hutch, tmp_path):
+    o = Oci(hutch, tmp_path)
+    yield o
+    if os.path.isdir(o.root):
+        for cid in os.listdir(o.root):
+            o("delete", "--force", cid)
+        left = os.listdir(o.root)
+        shutil.rmtree(o.root, ignore_errors=True)
+        assert not left, f"containers left in --root: {left}"
+
+
+def test_lifecycle_leaves_nothing(oci, tmp_path):
+    out = tmp_path / "out"
+    out.mkdir(mode=0o777)
+    os.chmod(out, 0o777)
+    b = oci.bundle(["sh", "-c", "touch /out/started; exec sleep 1000"],
+                   mounts=config([])["mounts"] + [
+                       {"destination": "/out", "type": "bind", "source": str(out),
+                        "options": ["rbind", "rw"]}])
+    r = oci("create", "--bundle", b, "c1")
+    assert r.returncode == 0, r.output
+    st = oci.state("c1")
+    assert st["status"] == "created" and st["id"] == "c1" and st["bundle"] == b
+    # state's pid is in the container's namespaces (hutch's init while
+    # created); the supervisor, which --pid-file names, is on the host.
+    sup = oci.status_file("c1")["pid"]
+    assert proc_comm(sup) is not None
+    for ns in ("pid", "user", "mnt", "net"):
+        assert os.readlink(f"/proc/{st['pid']}/ns/{ns}") != os.readlink(f"/proc/self/ns/{ns}")
+        assert os.readlink(f"/proc/{sup}/ns/{ns}") == os.readlink(f"/proc/self/ns/{ns}")
+    # Created is not started: the process has not run.
+    assert not (out / "started").exists()
+    sandbox = oci.status_file("c1")["sandbox"]
+    assert sandbox in oci.hutch.ids()  # an ordinary hutch sandbox
+    r = oci("start", "c1")
+    assert r.returncode == 0, r.output
+    assert wait_until(lambda: (out / "started").exists())
+    st = oci.state("c1")
+    assert st["status"] == "running"
+    proc = st["pid"]
+    assert proc == oci.status_file("c1")["process_pid"]
+    assert proc_comm(proc) == "sleep"
+    r = oci("start", "c1")
+    assert r.returncode == 1 and "not created" in r.output
+    r = oci("delete", "c1")
+    assert r.returncode == 1 and "not stopped" in r.output
+    r = oci("kill", "c1", "KILL")
+    assert r.returncode == 0, r.output
+    assert wait_until(lambda: oci.state("c1")["status"] == "stopped")
+    assert wait_until(lambda: proc_comm(sup) is None and proc_comm(proc) is None)
+    r = oci("kill", "c1", "TERM")
+    assert r.returncode == 1 and "not running" in r.output
+    r = oci("delete", "c1")
+    assert r.returncode == 0, r.output
+    assert not os.path.exists(os.path.join(oci.root, "c1"))
+    assert sandbox not in oci.hutch.ids()
+    assert wait_until(lambda: not cgroup_dirs_named(sandbox))
+    r = oci("state", "c1")
+    assert r.returncode == 1 and "does not exist" in r.output
+
+
+SHIM = textwrap.dedent(r"""
+    # The shim's part: a subreaper that runs create and start, then waits
+    # for the pid of --pid-file (reparented to it) and prints its status.
+    import ctypes, json, os, subprocess, sys
+    PR_SET_CHILD_SUBREAPER = 36
+    libc = ctypes.CDLL(None, use_errno=True)
+    assert libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+    hutch, root, bundle, cid, pidfile, outfile = sys.argv[1:7]
+    with open(outfile, "wb") as out:
+        for cmd in (["create", "--bundle", bundle, "--pid-file", pidfile, cid], ["start", cid]):
+            rc = subprocess.call([hutch, "oci", "--root", root, *cmd], stdout=out,
+                                 stderr=out, stdin=subprocess.DEVNULL)
+            assert rc == 0, cmd
+    pid = int(open(pidfile).read())
+    while True:
+        got, status = os.waitpid(-1, 0)
+        if got == pid:
+            break
+    print(json.dumps({"exited": os.WIFEXITED(status),
+                      "code": os.WEXITSTATUS(status) if os.WIFEXITED(status) else None,
+                      "signal": os.WTERMSIG(status) if os.WIFSIGNALED(status) else None}))
+""")
+
+
+def run_shim(oci, tmp_path, args, cid):
+    b = oci.bundle(args, name=cid)
+    out = tmp_path / f"{cid}.out"
+    r = subprocess.run([sys.executable, "-c", SHIM, HUTCH, oci.root, b, cid,
+                        str(tmp_path / f"{cid}.pid"), str(out)],
+                       capture_output=True, env=oci.env, timeout=60)
+    assert r.returncode == 0, r.stderr.decode()
+    res = json.loads(r.stdout)
+    d = oci("delete", cid)
+    assert d.returncode == 0, d.output
+    return res, out.read_bytes()
+
+
+@pytest.mark.parametrize("args,want", [
+    (["sh", "-c", "echo out; echo err >&2; exit 7"], {"exited": True, "code": 7, "signal": None}),
+    (["sh", "-c", "kill -USR1 $$"], {"exited": False, "code": None, "signal": signal.SIGUSR1}),
+    (["true"], {"exited": True, "code": 0, "signal": None}),
+])
+def test_exit_status_reaches_subreaper(oci, tmp_path, args, want):
+    """The pid of --pid-file is reparented to the subreaper and exits with
+    the container process's status: its exit code or its signal."""
+    res, out = run_shim(oci, tmp_path, args, "s1")
+    assert res == want
+    if want["code"] == 7:
+        assert out == b"out\nerr\n"  # the creator's stdio are the process's
+
+
+def test_process_not_found_is_127(oci, tmp_path):
+    res, out = run_shim(oci, tmp_path, ["/bin/nosuch"], "nf")
+    assert res == {"exited": True, "code": 127, "signal": None}
+    assert b"nosuch" in out
+
+
+def test_run_foreground_exit_code(oci):
+    b = oci.bundle(["sh", "-c", "echo hi; exit 3"])
+    r = oci("run", "--bundle", b, "r1")
+    assert r.returncode == 3 and r.output == "hi\n"
+    assert oci.state("r1")["status"] == "stopped"
+    assert oci("delete", "r1").returncode == 0
+
+
+def test_process_user_env_cwd_hostname(oci):
+    c = config(["sh", "-c", 'echo "$(id -u):$(id -g) $FOO $(pwd) $(hostname)"'])
+    c["process"].update({"user": {"uid": 1234, "gid": 4321}, "env": ["PATH=/bin", "FOO=bar"],
+                         "cwd": "/tmp"})
+    b = oci.bundle(c["process"]["args"], process=c["process"])
+    r = oci("run", "--bundle", b, "u1")
+    assert r.returncode == 0, r.output
+    assert r.output == "1234:4321 bar /tmp box\n"
+    oci("delete", "u1")
+
+
+def test_isolation_probes_fail(oci):
+    """From inside: no host pid is visible, mount and unshare are refused,
+    root is not the host's root, the read-only root is read-only, the
+    tmpfs asked for is writable."""
+    probe = ("n=$(ls /proc | grep -c '^[0-9]'); echo procs=$n; "
+             "mount -t tmpfs none /tmp 2>/dev/null && echo MOUNTED; "
+             "unshare -U true 2>/dev/null && echo UNSHARED; "
+             "touch /rootfile 2>/dev/null && echo ROOT-WRITABLE; "
+             "touch /tmp/f && echo tmp-ok; "
+             "cat /proc/self/uid_map; "
+             "ls /dev")
+    b = oci.bundle(["sh", "-c", probe])
+    r = oci("run", "--bundle", b, "i1")
+    assert r.returncode == 0, r.output
+    lines = r.output.split("\n")
+    procs = int(lines[0].split("=")[1])
+    assert procs <= 6, r.output  # hutch's init, sh, its subshell, ls, grep
+    assert "MOUNTED" not in r.output and "UNSHARED" not in r.output
+    assert "ROOT-WRITABLE" not in r.output and "tmp-ok" in r.output
+    inside, outside, count = lines[2].split()
+    assert inside == "0" and int(outside) >= 0x10000000 and count == "65536"
+    devs = set(lines[3:]) - {""}
+    assert devs <= {"null", "zero", "full", "random", "urandom", "tty", "pts", "shm", "ptmx",
+                    "fd", "stdin", "stdout", "stderr"}, devs
+    oci("delete", "i1")
+
+
+def test_limits_lower_and_annotations(oci):
+    """linux.resources lower the instance type's limits; the
+    run.hutch.instance-type annotation picks the type."""
+    lx = {"namespaces": list(NAMESPACES),
+          "resources": {"memory": {"limit": 100 * 2**20}, "pids": {"limit": 50},
+                        "cpu": {"quota": 50000, "period": 100000}}}
+    b = oci.bundle(["sleep", "100"], linux=lx,
+                   annotations={"run.hutch.instance-type": "nano", "other": "x"})
+    r = oci("create", "--bundle", b, "l1")
+    assert r.returncode == 0, r.output
+    st = oci.state("l1")
+    assert st["annotations"] == {"run.hutch.instance-type": "nano", "other": "x"}
+    sandbox = oci.status_file("l1")["sandbox"]
+    insp = json.loads(oci.hutch("inspect", sandbox).stdout)
+    assert insp["config"]["instance_type"] == "nano"
+    mem = [d for d in cgroup_dirs_named(sandbox) if "memory" in d or
+           os.path.exists(os.path.join(d, "memory.max"))]
+    assert mem, cgroup_dirs_named(sandbox)
+    d = mem[0]
+    knob = "memory.max" if os.path.exists(os.path.join(d, "memory.max")) else \
+        "memory.limit_in_bytes"
+    with open(os.path.join(d, knob)) as f:
+        assert int(f.read()) == 100 * 2**20
+    assert oci("delete", "--force", "l1").returncode == 0
+
+
+@pytest.mark.parametrize("field,change", [
+    ("linux.namespaces: no network namespace",
+     lambda c: c["linux"].update(namespaces=[n for n in NAMESPACES if n["type"] != "network"])),
+    ("linux.namespaces[0].path",
+     lambda c: c["linux"].update(namespaces=[{"type": "pid", "path": "/proc/1/ns/pid"}] +
+                                 NAMESPACES[1:])),
+    ("process.capabilities.bounding[0]: CAP_SYS_ADMIN",
+     lambda c: c["process"].update(capabilities={"bounding": ["CAP_SYS_ADMIN"]})),
+    ("linux.devices[0]: /dev/sda",
+     lambda c: c["linux"].update(devices=[{"path": "/dev/sda", "type": "b", "major": 8,
+                                           "minor": 0}])),
+    ("hooks.prestart", lambda c: c.update(hooks={"prestart": [{"path": "/bin/true"}]})),
+    ("mounts[4].type", lambda c: c["mounts"].append({"destination": "/mnt", "type": "nfs",
+                                                      "source": "x:/y"})),
+    ("linux.sysctl.kernel.domainname",
+     lambda c: c["linux"].update(sysctl={"kernel.domainname": "x"})),
+    ("annotations.run.hutch.network",
+     lambda c: c.update(annotations={"run.hutch.network": "bogus"})),
+    ("process.user.uid", lambda c: c["process"].update(user={"uid": 70000, "gid": 0})),
+    ("ociVersion", lambda c: c.update(ociVersion="0.9")),
+    ("process.terminal: a terminal needs --console-socket",
+     lambda c: c["process"].update(terminal=True)),
+    ("config.json: invalid JSON", None),
+])
+def test_refusals_name_the_field(oci, tmp_path, field, change):
+    c = config(["true"])
+    b = oci.bundle(["true"])
+    if change:
+        change(c)
+        text = json.dumps(c)
+    else:
+        text = '{"ociVersion": "1.0.2", "root": '
+    with open(os.path.join(b, "config.json"), "w") as f:
+        f.write(text)
+    log = tmp_path / "log.json"
+    r = subprocess.run([HUTCH, "oci", "--root", oci.root, "--log", str(log), "--log-format",
+                        "json", "create", "--bundle", b, "x1"], capture_output=True,
+                       env=oci.env, timeout=60)
+    assert r.returncode == 1
+    assert field in r.stderr.decode(), r.stderr
+    entry = json.loads(log.read_text().splitlines()[-1])
+    assert entry["level"] == "error" and field in entry["msg"]
+    assert not os.path.exists(os.path.join(oci.root, "x1"))
+
+
+def test_delete_force_and_kill_created(oci):
+    b = oci.bundle(["sleep", "100"])
+    assert oci("create", "--bundle", b, "k1").returncode == 0
+    sup = oci.status_file("k1")["pid"]
+    # kill of a created container ends it (no process ran).
+    assert oci("kill", "k1", "TERM").returncode == 0
+    assert wait_until(lambda: oci.state("k1")["status"] == "stopped")
+    assert wait_until(lambda: proc_comm(sup) is None)
+    assert oci("delete", "k1").returncode == 0
+    assert oci("create", "--bundle", b, "k2").returncode == 0
+    assert oci("start", "k2").returncode == 0
+    assert oci.state("k2")["status"] == "running"
+    r = oci("delete", "--force", "k2")
+    assert r.returncode == 0, r.output
+    assert not os.path.exists(os.path.join(oci.root, "k2"))
+
+
+def test_cli_errors(oci, tmp_path):
+    b = oci.bundle(["true"])
+    assert oci("create", "--bundle", b, "../x").returncode == 1
+    r = oci("create", "--bundle", str(tmp_path / "nope"), "e1")
+    assert r.returncode == 1 and "bundle" in r.output
+    assert oci("state", "e1").returncode == 1
+    assert oci("kill", "e1", "NOSIG").returncode == 1
+    r = oci("frobnicate")
+    assert r.returncode == 1 and "unknown command" in r.output
+    assert oci("create", "--bundle", b, "e2").returncode == 0
+    r = oci("create", "--bundle", b, "e2")
+    assert r.returncode == 1 and "exists already" in r.output
+    assert oci("delete", "--force", "e2").returncode == 0
+
+
+def test_hutch_runc_name_and_features(tmp_path, hutch):
+    link = tmp_path / "hutch-runc"
+    os.symlink(HUTCH, link)
+    r = subprocess.run([str(link), "--root", str(tmp_path / "root"), "--systemd-cgroup",
+                        "features"], capture_output=True, env=hutch.env)
+    assert r.returncode == 0, r.stderr
+    f = json.loads(r.stdout)
+    assert "CAP_SYS_ADMIN" not in f["linux"]["capabilities"]
+    assert "run.hutch.network" in f["annotations"]
+    r = subprocess.run([str(link), "--version"], capture_output=True)
+    assert r.returncode == 0 and b"spec: 1.0.2" in r.stdout
+
+
+def test_bundle_seccomp_is_stacked_on_hutchs(oci):
+    """The bundle's profile and hutch's allow-list both apply (the
+    kernel's intersection): the profile denies mkdir, hutch still denies
+    a new user namespace the profile allows."""
+    lx = {"namespaces": list(NAMESPACES),
+          "seccomp": {"defaultAction": "SCMP_ACT_ALLOW",
+                      "syscalls": [{"names": ["mkdir", "mkdirat", "no_such_syscall"],
+                                    "action": "SCMP_ACT_ERRNO", "errnoRet": 1}]}}
+    b = oci.bundle(["sh", "-c", "touch /tmp/f && echo touch-ok; mkdir /tmp/d || echo mkdir-denied;"
+                    " unshare -U true 2>/dev/null && echo UNSHARED; grep Seccomp_filters "
+                    "/proc/self/status"], linux=lx)
+    r = oci("run", "--bundle", b, "sc1")
+    assert r.returncode == 0, r.output
+    assert "touch-ok" in r.output and "mkdir-denied" in r.output
+    assert "Operation not permitted" in r.output and "UNSHARED" not in r.output
+    assert "Seccomp_filters:\t2" in r.output
+    oci("delete", "sc1")
+
+
+def test_bundle_seccomp_refusals(oci):
+    for sc, field in [({"defaultAction": "SCMP_ACT_NOTIFY"}, "linux.seccomp.defaultAction"),
+                      ({"defaultAction": "SCMP_ACT_ALLOW", "listenerPath": "/x"},
+                       "linux.seccomp.listenerPath"),
+                      ({"defaultAction": "SCMP_ACT_ALLOW",
+                        "syscalls": [{"names": ["read"], "action": "SCMP_ACT_TRACE"}]},
+                       "linux.seccomp.syscalls[0]")]:
+        b = oci.bundle(["true"], linux={"namespaces": list(NAMESPACES), "seccomp": sc})
+        r = oci("create", "--bundle", b, "sc2")
+        assert r.returncode == 1 and field in r.output, r.output
+
+
+def test_masked_readonly_paths_and_mqueue(oci):
+    """linux.maskedPaths hide (a file reads empty, a directory is empty),
+    linux.readonlyPaths refuse writes, a missing path is skipped, and the
+    bundle's /dev/mqueue is a new mqueue."""
+    lx = {"namespaces": list(NAMESPACES),
+          "maskedPaths": ["/etc/secret", "/secrets", "/nonexistent"],
+          "readonlyPaths": ["/data"]}
+    mounts = config([])["mounts"] + [
+        {"destination": "/data", "type": "tmpfs", "source": "tmpfs"},
+        {"destination": "/secrets", "type": "tmpfs", "source": "tmpfs"},
+        {"destination": "/dev/mqueue", "type": "mqueue", "source": "mqueue"}]
+    b = oci.bundle(["sh", "-c", "echo [$(cat /etc/secret)] [$(ls /secrets)];"
+                    " touch /data/x 2>/dev/null && echo DATA-WRITABLE;"
+                    " grep -c ' /dev/mqueue .* - mqueue mqueue ' /proc/self/mountinfo"],
+                   name="mp", linux=lx, mounts=mounts)
+    with open(os.path.join(b, "rootfs", "etc", "secret"), "w") as f:
+        f.write("hunter2")
+    r = oci("run", "--bundle", b, "mp1")
+    assert r.returncode == 0, r.output
+    assert r.output == "[] []\n1\n", r.output
+    oci("delete", "mp1")
+
+
+def test_terminal_through_console_socket(oci, tmp_path):
+    """process.terminal: the pty's master reaches --console-socket during
+    create (runc's protocol: its name as data, the fd as SCM_RIGHTS); the
+    process has it as its controlling terminal; the master sees its end."""
+    import socket as so
+    c = config(["sh", "-c", "tty; [ -t 0 ] && echo stdin-is-tty; read line; echo got:$line"])
+    c["process"]["terminal"] = True
+    b = oci.bundle(c["process"]["args"], process=c["process"])
+    path = str(tmp_path / "console.sock")
+    srv = so.socket(so.AF_UNIX, so.SOCK_STREAM)
+    srv.bind(path)
+    srv.listen(1)
+    r = oci("create", "--bundle", b, "--console-socket", path, "t1")
+    assert r.returncode == 0, r.output
+    conn, _ = srv.accept()
+    name, fds, _, _ = so.recv_fds(conn, 4096, 1)
+    assert name.startswith(b"/dev/pts/") and len(fds) == 1
+    master = fds[0]
+    assert oci("start", "t1").returncode == 0
+    os.write(master, b"hello\n")
+    out = b""
+    while True:
+        try:
+            chunk = os.read(master, 4096)
+        except OSError:  # EIO: the last slave is closed
+            break
+        if not chunk:
+            break
+        out += chunk
+    os.close(master)
+    text = out.decode().replace("\r", "")
+    assert name.decode() + "\n" in text and "stdin-is-tty" in text and "got:hello" in text, text
+    assert wait_until(lambda: oci.state("t1")["status"] == "stopped")
+    assert oci("delete", "t1").returncode == 0
+    # Without a socket, or a socket without a terminal: refused.
+    r = oci("create", "--bundle", b, "t2")
+    assert r.returncode == 1 and "process.terminal" in r.output
+
+
+def test_ps_lists_the_containers_processes(oci):
+    b = oci.bundle(["sh", "-c", "sleep 100 & exec sleep 200"])
+    assert oci("create", "--bundle", b, "p1").returncode == 0
+    assert oci("start", "p1").returncode == 0
+    st = oci.state("p1")
+    assert wait_until(lambda: len(json.loads(oci("ps", "--format", "json", "p1").output)) == 3)
+    pids = json.loads(oci("ps", "--format", "json", "p1").output)
+    assert st["pid"] in pids and oci.status_file("p1")["init_pid"] in pids
+    assert sorted(proc_comm(p) for p in pids) == ["hutch-init", "sleep", "sleep"]
+    assert "sleep" in oci("ps", "p1").output
+    assert oci("delete", "--force", "p1").returncode == 0
+    assert oci("ps", "p1").returncode == 1
+
+
+def test_sysctl_namespaced_only(oci):
+    """linux.sysctl: a key of the container's own network namespace is
+    written there (and not on the host); a host-wide key is refused."""
+    with open("/proc/sys/net/ipv4/ping_group_range") as f:
+        host = f.read()
+    lx = {"namespaces": list(NAMESPACES), "sysctl": {"net.ipv4.ping_group_range": "0 0"}}
+    b = oci.bundle(["cat", "/proc/sys/net/ipv4/ping_group_range"], linux=lx)
+    r = oci("run", "--bundle", b, "sy1")
+    assert r.returncode == 0 and r.output.split() == ["0", "0"], r.output
+    with open("/proc/sys/net/ipv4/ping_group_range") as f:
+        assert f.read() == host
+    oci("delete", "sy1")
+    for key in ("kernel.domainname", "vm.swappiness", "net/../kernel.x", "kernel.shmmaxx/../a"):
+        lx["sysctl"] = {key: "1"}
+        b = oci.bundle(["true"], linux=lx)
+        r = oci("create", "--bundle", b, "sy2")
+        assert r.returncode == 1 and "linux.sysctl." in r.output, r.output
+
+
+def _pids_with(text):
+    out = []
+    for p in glob.glob("/proc/[0-9]*/cmdline"):
+        try:
+            with open(p, "rb") as f:
+                if text.encode() in f.read():
+                    out.append(int(p.split("/")[2]))
+        except OSError:
+            pass
+    return out
+
+
+PODMAN = shutil.which("podman")
+
+
+@pytest.fixture
+def podman(oci, tmp_path):
+    """podman with hutch-runc as its runtime, state of its own under
+    tmp_path; the busybox root imported as localhost/bb:1."""
+    if not PODMAN:
+        pytest.skip("podman is not installed (scripts/install-deps)")
+    link = tmp_path / "bin" / "hutch-runc"
+    link.parent.mkdir()
+    os.symlink(HUTCH, link)
+    wrapper = tmp_path / "hutch-runc"
+    wrapper.write_text(f"#!/bin/sh\nHUTCH_RUNTIME_DIR={oci.hutch.rtdir} exec {link} "
+                       f"--root {oci.root} \"$@\"\n")
+    wrapper.chmod(0o755)
+    conf = tmp_path / "containers.conf"
+    # This machine's root cannot raise RLIMIT_NOFILE's hard limit (no
+    # CAP_SYS_RESOURCE): podman's default 1048576 fails with runc too.
+    runroot = f"/run/hutch-oci-podman-{uuid.uuid4().hex[:8]}"
+    conf.write_text('[containers]\ndefault_ulimits = ["nofile=4096:4096", "nproc=4096:4096"]\n'
+                    '[engine]\ncgroup_manager = "cgroupfs"\nevents_logger = "none"\n'
+                    f'tmp_dir = "{runroot}/libpod"\n')
+    blob_cache = "/var/lib/containers/cache"
+    blob_cache_before = os.path.exists(blob_cache)
+    cg_before = set(glob.glob("/sys/fs/cgroup/*/libpod_parent"))
+    shm_before = os.path.exists("/dev/shm/libpod_lock")
+    env = dict(oci.env, CONTAINERS_CONF=str(conf))
+    base = [PODMAN, "--root", str(tmp_path / "storage"), "--runroot", runroot,
+            "--storage-driver", "vfs", "--runtime", str(wrapper)]
+
+    def run(*args, timeout=60):
+        return subprocess.run(base + list(args), capture_output=True, env=env,
+                              stdin=subprocess.DEVNULL, timeout=timeout)
+
+    make_rootfs(str(tmp_path / "img"))
+    subprocess.run(["tar", "-C", str(tmp_path / "img"), "-cf", str(tmp_path / "bb.tar"), "."],
+                   check=True)
+    r = run("import", str(tmp_path / "bb.tar"), "localhost/bb:1")
+    assert r.returncode == 0, r.stderr
+    yield run
+    run("rm", "--all", "--force")
+    # conmon runs 'podman container cleanup' once a container ends, which
+    # recreates the runroot: wait for every process of this runroot first.
+    wait_until(lambda: not _pids_with(runroot), 20)
+    shutil.rmtree(runroot, ignore_errors=True)
+    for d in set(glob.glob("/sys/fs/cgroup/*/libpod_parent")) - cg_before:
+        for sub, _, _ in sorted(os.walk(d), key=lambda w: -len(w[0])):
+            try:
+                os.rmdir(sub)
+            except OSError:
+                pass
+    if not shm_before and os.path.exists("/dev/shm/libpod_lock"):
+        os.unlink("/dev/shm/libpod_lock")
+    if not blob_cache_before:  # podman import's blob-info cache
+        shutil.rmtree(blob_cache, ignore_errors=True)
+        try:
+            os.rmdir("/var/lib/containers")
+        except OSError:
+            pass
+
+
+def test_podman_run(podman, oci, tmp_path):
+    """podman run --rm through hutch-runc: exit code, output, -e, -v,
+    --network none; podman's own seccomp profile stacked on hutch's; the
+    hostile probes fail as through hutch run; nothing is left."""
+    vol = tmp_path / "vol"
+    vol.mkdir()
+    (vol / "f").write_text("volfile\n")
+    probe = ("echo FOO=$FOO; cat /vol/f; touch /vol/g 2>/dev/null && echo VOL-WRITABLE;"
+             " grep Seccomp_filters /proc/self/status;"
+             " mount -t tmpfs none /mnt 2>/dev/null && echo MOUNTED;"
+             " unshare -U true 2>/dev/null && echo UNSHARED;"
+             " echo procs=$(ls /proc | grep -c '^[0-9]'); exit 3")
+    r = podman("run", "--rm", "--network", "none", "-e", "FOO=bar", "-v", f"{vol}:/vol:ro",
+               "localhost/bb:1", "sh", "-c", probe)
+    out = r.stdout.decode()
+    assert r.returncode == 3, r.stderr
+    assert "FOO=bar\nvolfile\n" in out and "Seccomp_filters:\t2" in out, out
+    assert "VOL-WRITABLE" not in out and "MOUNTED" not in out and "UNSHARED" not in out
+    assert int(out.split("procs=")[1]) <= 6
+    assert os.listdir(oci.root) == [] and oci.hutch.ids() == []
+
+
+def test_podman_detach_stop_rm(podman, oci):
+    r = podman("run", "-d", "--network", "none", "localhost/bb:1", "sleep", "1000")
+    assert r.returncode == 0, r.stderr
+    cid = r.stdout.decode().strip()
+    assert len(oci.hutch.ids()) == 1
+    r = podman("stop", "-t", "5", cid)
+    assert r.returncode == 0, r.stderr
+    r = podman("inspect", "--format", "{{.State.ExitCode}}", cid)
+    assert r.stdout.decode().strip() == "143"  # SIGTERM (the process is not PID 1)
+    assert podman("rm", cid).returncode == 0
+    assert wait_until(lambda: oci.hutch.ids() == [] and os.listdir(oci.root) == [])
+
+
+EXEC_SHIM = textwrap.dedent(r"""
+    # conmon's part for exec: a subreaper runs exec --detach --pid-file and
+    # waits for that pid, reparented to it.
+    import ctypes, json, os, subprocess, sys
+    libc = ctypes.CDLL(None, use_errno=True)
+    assert libc.prctl(36, 1, 0, 0, 0) == 0  # PR_SET_CHILD_SUBREAPER
+    hutch, root, cid, pidfile, outfile = sys.argv[1:6]
+    with open(outfile, "wb") as out:
+        rc = subprocess.call([hutch, "oci", "--root", root, "exec", "--detach", "--pid-file",
+                              pidfile, cid, "sh", "-c", "echo from-exec; kill -USR2 $$"],
+                             stdout=out, stderr=out, stdin=subprocess.DEVNULL)
+        assert rc == 0
+    pid = int(open(pidfile).read())
+    while True:
+        got, status = os.waitpid(-1, 0)
+        if got == pid:
+            break
+    print(json.dumps({"signal": os.WTERMSIG(status) if os.WIFSIGNALED(status) else None}))
+""")
+
+
+def test_exec(oci, tmp_path):
+    """exec: the bundle's env and cwd with options on top, its exit code;
+    --detach: the --pid-file's pid is reparented to the caller's subreaper
+    and dies of the process's signal; a hung-up waiter kills its process;
+    exec in a stopped container fails."""
+    c = config(["sleep", "1000"])
+    c["process"]["env"] = ["PATH=/bin", "BASE=1"]
+    b = oci.bundle(["sleep", "1000"], process=c["process"])
+    assert oci("create", "--bundle", b, "e1").returncode == 0
+    assert oci("start", "e1").returncode == 0
+    r = oci("exec", "-e", "X=2", "--user", "1000:1001", "--cwd", "/tmp", "e1", "sh", "-c",
+            'echo $BASE $X $(id -u):$(id -g) $(pwd); exit 4')
+    assert r.returncode == 4 and r.output == "1 2 1000:1001 /tmp\n", r.output
+    proc = {"args": ["sh", "-c", "echo from-process-file"], "cwd": "/", "env": ["PATH=/bin"],
+            "user": {"uid": 0, "gid": 0}}
+    (tmp_path / "p.json").write_text(json.dumps(proc))
+    r = oci("exec", "--process", str(tmp_path / "p.json"), "e1")
+    assert r.returncode == 0 and r.output == "from-process-file\n", r.output
+    proc["capabilities"] = {"bounding": ["CAP_SYS_ADMIN"]}
+    (tmp_path / "p.json").write_text(json.dumps(proc))
+    r = oci("exec", "--process", str(tmp_path / "p.json"), "e1")
+    assert r.returncode == 1 and "CAP_SYS_ADMIN" in r.output
+    out = tmp_path / "exec.out"
+    r = subprocess.run([sys.executable, "-c", EXEC_SHIM, HUTCH, oci.root, "e1",
+                        str(tmp_path / "exec.pid"), str(out)], capture_output=True,
+                       env=oci.env, timeout=60)
+    assert r.returncode == 0, r.stderr.decode()
+    assert json.loads(r.stdout) == {"signal": signal.SIGUSR2}
+    assert out.read_bytes() == b"from-exec\n"
+    # The waiting process killed: its process goes too.
+    r = oci("exec", "--detach", "--pid-file", str(tmp_path / "k.pid"), "e1", "sleep", "500")
+    assert r.returncode == 0, r.output
+    # A process gone between ps and /proc/PID/comm is not counted.
+    def comms():
+        return sorted(c for c in map(proc_comm, json.loads(
+            oci("ps", "--format", "json", "e1").output)) if c)
+
+    assert wait_until(lambda: comms() == ["hutch-init", "sleep", "sleep"])
+    os.kill(int((tmp_path / "k.pid").read_text()), signal.SIGKILL)
+    assert wait_until(lambda: comms() == ["hutch-init", "sleep"])
+    assert oci("kill", "e1", "KILL").returncode == 0
+    assert wait_until(lambda: oci.state("e1")["status"] == "stopped")
+    r = oci("exec", "e1", "true")
+    assert r.returncode == 1 and "not running" in r.output
+    assert oci("delete", "e1").returncode == 0
+
+
+def test_podman_exec(podman, oci):
+    r = podman("run", "-d", "--network", "none", "localhost/bb:1", "sleep", "1000")
+    assert r.returncode == 0, r.stderr
+    cid = r.stdout.decode().strip()
+    r = podman("exec", "-e", "X=1", cid, "sh", "-c", "echo exec-$X; exit 6")
+    assert r.returncode == 6 and r.stdout == b"exec-1\n", r.stderr
+    assert podman("rm", "-f", cid).returncode == 0
+    assert wait_until(lambda: oci.hutch.ids() == [] and os.listdir(oci.root) == [])
+
+
+CONTAINERD, CTR = shutil.which("containerd"), shutil.which("ctr")
+
+
+@pytest.fixture
+def ctr(oci, tmp_path):
+    """A containerd of its own (state under /run, root under tmp_path, no
+    CRI) whose runc shim calls hutch-runc (ctr run --runc-binary); the
+    busybox root imported as a docker archive."""
+    if not CONTAINERD or not CTR:
+        pytest.skip("containerd is not installed (scripts/install-deps)")
+    import ociimage
+    state = f"/run/hutch-oci-ctrd-{uuid.uuid4().hex[:8]}"
+    sock = f"{state}/containerd.sock"
+    run_containerd_before = os.path.exists("/run/containerd")
+    conf = tmp_path / "containerd.toml"
+    conf.write_text(f'version = 2\nroot = "{tmp_path}/ctrd-root"\nstate = "{state}"\n'
+                    'disabled_plugins = ["io.containerd.grpc.v1.cri"]\n'
+                    f'[grpc]\n  address = "{sock}"\n[ttrpc]\n  address = "{sock}.ttrpc"\n')
+    wrapper = tmp_path / "hutch-runc"
+    link = tmp_path / "bin" / "hutch-runc"
+    link.parent.mkdir()
+    os.symlink(HUTCH, link)
+    wrapper.write_text(f"#!/bin/sh\nHUTCH_RUNTIME_DIR={oci.hutch.rtdir} exec {link} \"$@\"\n")
+    wrapper.chmod(0o755)
+    log = open(tmp_path / "containerd.log", "wb")
+    daemon = subprocess.Popen([CONTAINERD, "--config", str(conf)], stdout=log, stderr=log,
+                              stdin=subprocess.DEVNULL)
+
+    def run(*args, timeout=60):
+        return subprocess.run([CTR, "-a", sock, *args], capture_output=True, timeout=timeout,
+                              stdin=subprocess.DEVNULL, env=oci.env)
+
+    try:
+        assert wait_until(lambda: run("version").returncode == 0, 20), "containerd did not start"
+        make_rootfs(str(tmp_path / "img"))
+        entries = []
+        for top, dirs, files in os.walk(tmp_path / "img"):
+            for n in sorted(dirs + files):
+                p = os.path.join(top, n)
+                rel = os.path.relpath(p, tmp_path / "img")
+                if os.path.islink(p):
+                    entries.append(ociimage.sym(rel, os.readlink(p)))
+                elif os.path.isdir(p):
+                    entries.append(ociimage.d(rel))
+                else:
+                    with open(p, "rb") as f:
+                        entries.append(ociimage.f(rel, f.read(), mode=0o755))
+        ociimage.docker_archive(str(tmp_path / "bb.tar"), [ociimage.tar(entries)])
+        r = run("images", "import", "--snapshotter", "native", str(tmp_path / "bb.tar"))
+        assert r.returncode == 0, r.stderr
+        yield run, str(wrapper)
+    finally:
+        for c in run("containers", "ls", "-q").stdout.decode().split():
+            run("task", "kill", "-s", "KILL", c)
+            run("task", "delete", c)
+            run("containers", "rm", c)
+        for pid in _pids_with(state):  # the shims of this containerd
+            if pid != daemon.pid:
+                os.kill(pid, signal.SIGKILL)
+        daemon.terminate()
+        daemon.wait(timeout=20)
+        log.close()
+        shutil.rmtree(state, ignore_errors=True)
+        if not run_containerd_before:
+            shutil.rmtree("/run/containerd", ignore_errors=True)
+
+
+def test_ctr_run(ctr, oci):
+    """containerd's runc shim drives hutch-runc: ctr run's exit code and
+    output, a task's pid, exec, ps, kill and delete leave nothing."""
+    run, wrapper = ctr
+    base = ["--snapshotter", "native", "--runc-binary", wrapper, "docker.io/library/test:latest"]
+    r = run("run", "--rm", *base, "c1", "sh", "-c", "echo hello from ctr; exit 3")
+    assert r.returncode == 3 and r.stdout == b"hello from ctr\n", r.stderr
+    r = run("run", "-d", *base, "c2", "sleep", "1000")
+    assert r.returncode == 0, r.stderr
+    tasks = run("task", "ls").stdout.decode().split("\n")[1].split()
+    assert tasks[0] == "c2" and tasks[2] == "RUNNING"
+    assert proc_comm(int(tasks[1])) is not None  # the pid-file's: the supervisor
+    r = run("task", "exec", "--exec-id", "e1", "c2", "sh", "-c", "echo exec-in-ctr; exit 2")
+    assert r.returncode == 2 and r.stdout == b"exec-in-ctr\n", r.stderr
+    assert len(run("task", "ps", "c2").stdout.decode().strip().split("\n")) == 3  # header, init, sleep
+    assert run("task", "kill", "c2").returncode == 0
+    assert wait_until(lambda: "STOPPED" in run("task", "ls").stdout.decode())
+    assert run("task", "delete", "c2").returncode == 0
+    assert run("containers", "rm", "c2").returncode == 0
+    assert wait_until(lambda: oci.hutch.ids() == [])
+    assert os.listdir("/run/containerd/runc/default") == []

@@ -60,6 +60,7 @@ struct init_state {
 	int cmds_state_fd; /* v1: its freezer.state, thawed when we go, or -1 */
 	const struct sock_fprog *extra_seccomp; /* a container's profile, or NULL */
 	int held_slave; /* the container's pty (HUTCH_SPAWN_HELD_TTY), or -EBADF */
+	bool container; /* commands get the capabilities they ask (caps.h) */
 };
 
 static __attribute__((noreturn)) void fail(int sock, struct hutch_err *err)
@@ -81,6 +82,7 @@ struct spawn_args {
 	const char **sh_argv; /* ENOEXEC fallback: sh_argv[1] is set by the child */
 	int join_fd;          /* v1: the commands' freezer cgroup's "tasks", or -1 */
 	const struct sock_fprog *extra_seccomp; /* HUTCH_SPAWN_EXTRA_FILTER */
+	bool container;                         /* init_state's */
 };
 
 /* Append src to buf[*n] within cap (no libc formatting: vfork-safe). */
@@ -180,7 +182,7 @@ static int exec_path(const struct spawn_args *a)
  * makes syscalls and writes nothing but its stack (and sh_argv[1] for a
  * script without #!): no malloc, no stdio, no globals (errno aside, which
  * init does not read across the clone).
- * init's restriction (caps.c) already emptied the bounding and ambient sets.
+ * init's restriction (caps.c) emptied the bounding and ambient sets (a container's: see set_child).
  * Builtins (file operations) run as full processes: they are forked.
  */
 static int command_child(void *arg)
@@ -216,7 +218,8 @@ static int command_child(void *arg)
 		child_fail("cannot join the commands' cgroup for", req->argv[0], errno, 126);
 	if (sys_close_range(3, ~0U, 0) < 0)
 		_exit(126);
-	r = hutch_caps_drop_child(req->uid, req->gid);
+	r = a->container ? hutch_caps_set_child(req->uid, req->gid, req->caps)
+	                 : hutch_caps_drop_child(req->uid, req->gid);
 	if (r < 0)
 		child_fail("cannot drop privileges for", req->argv[0], -r, 126);
 	if (chdir(req->cwd) < 0)
@@ -274,7 +277,8 @@ static pid_t spawn_command(struct init_state *s, const struct hutch_spawn_req *r
 		                .path = "/bin:/usr/bin",
 		                .sh_argv = sh_argv,
 		                .join_fd = s->cmds_tasks_fd,
-		                .extra_seccomp = s->extra_seccomp };
+		                .extra_seccomp = s->extra_seccomp,
+		                .container = s->container };
 	sigset_t all, old;
 	pid_t pid;
 	int saved;
@@ -726,7 +730,8 @@ void hutch_init_main(const struct hutch_init_params *p)
 		                .cmds_tasks_fd = p->cmds_tasks_fd,
 		                .cmds_state_fd = p->cmds_state_fd,
 		                .extra_seccomp = p->extra_seccomp,
-		                .held_slave = -EBADF };
+		                .held_slave = -EBADF,
+		                .container = p->rootfs.bundle != NULL };
 	struct hutch_err err = { 0 };
 	struct hutch_rootfs_config rootfs = p->rootfs;
 	int sigfd, r;
@@ -763,7 +768,7 @@ void hutch_init_main(const struct hutch_init_params *p)
 		hutch_err_set_errno(&err, r, "allocate the command stack");
 		fail(p->sock, &err);
 	}
-	r = hutch_caps_restrict_init();
+	r = s.container ? hutch_caps_restrict_container() : hutch_caps_restrict_init();
 	if (r < 0) {
 		hutch_err_set_errno(&err, r, "drop the capabilities no command gets");
 		fail(p->sock, &err);

@@ -152,7 +152,7 @@ static int load_process(const struct exec_args *a, const struct hutch_oci_state 
 	return hutch_oci_spec_parse(text, (size_t)n, spec, err);
 }
 
-/* The SPAWN body: argv, env (the spec's then -e), cwd, uid, gid, TTY. */
+/* The SPAWN body: argv, env (the spec's then -e), cwd, uid, gid, TTY, capabilities. */
 static ssize_t encode(const struct exec_args *a, const struct hutch_oci_spec *spec, bool tty,
                       char **ret, struct hutch_err *err)
 {
@@ -183,6 +183,7 @@ static ssize_t encode(const struct exec_args *a, const struct hutch_oci_spec *sp
 	memcpy(*ret + offsetof(struct hutch_msg_spawn, flags), &flags, sizeof(flags));
 	memcpy(*ret + offsetof(struct hutch_msg_spawn, uid), &uid, sizeof(uid));
 	memcpy(*ret + offsetof(struct hutch_msg_spawn, gid), &gid, sizeof(gid));
+	memcpy(*ret + offsetof(struct hutch_msg_spawn, caps), spec->caps, sizeof(spec->caps));
 	return len;
 }
 

@@ -112,6 +112,7 @@ int hutch_oci_map(const struct hutch_oci_spec *spec, const char *bundle, struct 
 	ct->cwd = spec->cwd;
 	ct->uid = spec->uid;
 	ct->gid = spec->gid;
+	memcpy(ct->caps, spec->caps, sizeof(ct->caps));
 	for (size_t i = 0; i < spec->nrlimits; i++)
 		ct->rlimits[ct->nrlimits++] = (struct hutch_container_rlimit){
 			.resource = spec->rlimits[i].resource,

@@ -15,6 +15,8 @@
 
 #include <cjson/cJSON.h>
 
+#include "caps.h"
+#include "cleanup.h"
 #include "json.h"
 #include "spec.h"
 
@@ -34,6 +36,13 @@ const char *const hutch_oci_default_caps[] = {
 	"CAP_KILL",
 	"CAP_AUDIT_WRITE",
 	NULL,
+};
+/* Their numbers, in the same order (caps.h: HUTCH_CAPS_CONTAINER_MAX). */
+static const int default_cap_numbers[] = {
+	CAP_CHOWN,   CAP_DAC_OVERRIDE, CAP_FSETID,           CAP_FOWNER,
+	CAP_MKNOD,   CAP_NET_RAW,      CAP_SETGID,           CAP_SETUID,
+	CAP_SETFCAP, CAP_SETPCAP,      CAP_NET_BIND_SERVICE, CAP_SYS_CHROOT,
+	CAP_KILL,    CAP_AUDIT_WRITE,
 };
 
 /* Namespaces a bundle must ask for (else it asks for the host's). */
@@ -99,35 +108,76 @@ static int parse_root(const cJSON *root, struct hutch_oci_spec *s, struct hutch_
 	return 0;
 }
 
-static int parse_caps(const cJSON *caps, struct hutch_err *err)
+static const char *const cap_sets[HUTCH_CAPS_SETS] = { "bounding", "effective", "permitted",
+	                                               "inheritable", "ambient" };
+
+/* One set: names of the default set only, onto a mask. */
+static int parse_cap_set(const cJSON *arr, size_t set, uint64_t *ret, struct hutch_err *err)
 {
-	static const char *const sets[] = { "bounding",  "effective", "inheritable",
-		                            "permitted", "ambient",   NULL };
+	const cJSON *e;
+	size_t n = 0;
+
+	if (arr && !cJSON_IsArray(arr))
+		return hutch_err_set(err, -EINVAL, "process.capabilities.%s: not an array",
+		                     cap_sets[set]);
+	cJSON_ArrayForEach(e, arr) {
+		size_t k = 0;
+
+		if (!cJSON_IsString(e))
+			return hutch_err_set(err, -EINVAL,
+			                     "process.capabilities.%s[%zu]: not a string",
+			                     cap_sets[set], n);
+		while (hutch_oci_default_caps[k] &&
+		       strcmp(hutch_oci_default_caps[k], e->valuestring))
+			k++;
+		if (!hutch_oci_default_caps[k])
+			return hutch_err_set(err, -EPERM,
+			                     "process.capabilities.%s[%zu]: %.64s is beyond "
+			                     "the default set, which hutch refuses",
+			                     cap_sets[set], n, e->valuestring);
+		*ret |= HUTCH_CAP_BIT(default_cap_numbers[k]);
+		n++;
+	}
+	return 0;
+}
+
+/* What the kernel would refuse at capset() or PR_CAP_AMBIENT_RAISE, named
+ * here instead of a process that fails to start. */
+static int check_cap_sets(const uint64_t *c, struct hutch_err *err)
+{
+	static const struct {
+		size_t set, within;
+		const char *why;
+	} rules[] = {
+		{ HUTCH_CAPS_EFFECTIVE, HUTCH_CAPS_PERMITTED, "not in permitted" },
+		{ HUTCH_CAPS_INHERITABLE, HUTCH_CAPS_BOUNDING, "not in bounding" },
+		{ HUTCH_CAPS_AMBIENT, HUTCH_CAPS_PERMITTED, "not in permitted" },
+		{ HUTCH_CAPS_AMBIENT, HUTCH_CAPS_INHERITABLE, "not in inheritable" },
+	};
+
+	for (size_t i = 0; i < ELEMENTSOF(rules); i++) {
+		uint64_t extra = c[rules[i].set] & ~c[rules[i].within];
+
+		for (size_t k = 0; extra && hutch_oci_default_caps[k]; k++)
+			if (extra & HUTCH_CAP_BIT(default_cap_numbers[k]))
+				return hutch_err_set(err, -EINVAL, "process.capabilities.%s: %s %s",
+				                     cap_sets[rules[i].set],
+				                     hutch_oci_default_caps[k], rules[i].why);
+	}
+	return 0;
+}
+
+static int parse_caps(const cJSON *caps, uint64_t *ret, struct hutch_err *err)
+{
+	int r;
 
 	if (!caps || cJSON_IsNull(caps))
 		return 0;
-	for (size_t i = 0; sets[i]; i++) {
-		const cJSON *arr = hutch_oci_json_item(caps, sets[i]), *e;
-		size_t n = 0;
-
-		if (arr && !cJSON_IsArray(arr))
-			return hutch_err_set(err, -EINVAL, "process.capabilities.%s: not an array",
-			                     sets[i]);
-		cJSON_ArrayForEach(e, arr) {
-			if (!cJSON_IsString(e))
-				return hutch_err_set(err, -EINVAL,
-				                     "process.capabilities.%s[%zu]: not a string",
-				                     sets[i], n);
-			if (!in_list(hutch_oci_default_caps, e->valuestring))
-				return hutch_err_set(
-				        err, -EPERM,
-				        "process.capabilities.%s[%zu]: %.64s is beyond "
-				        "the default set, which hutch refuses",
-				        sets[i], n, e->valuestring);
-			n++;
-		}
-	}
-	return 0;
+	for (size_t i = 0; i < HUTCH_CAPS_SETS; i++)
+		if ((r = parse_cap_set(hutch_oci_json_item(caps, cap_sets[i]), i, &ret[i], err)) <
+		    0)
+			return r;
+	return check_cap_sets(ret, err);
 }
 
 static int parse_rlimits(const cJSON *arr, struct hutch_oci_spec *s, struct hutch_err *err)
@@ -204,7 +254,7 @@ static int parse_process(const cJSON *p, struct hutch_oci_spec *s, struct hutch_
 		                     "process.user.username: not supported (Windows)");
 	s->uid = (uint32_t)uid;
 	s->gid = (uint32_t)gid;
-	if ((r = parse_caps(hutch_oci_json_item(p, "capabilities"), err)) < 0)
+	if ((r = parse_caps(hutch_oci_json_item(p, "capabilities"), s->caps, err)) < 0)
 		return r;
 	return parse_rlimits(hutch_oci_json_item(p, "rlimits"), s, err);
 }

@@ -55,6 +55,9 @@ struct hutch_oci_spec {
 	size_t nargs, nenv;
 	char *cwd;
 	uint32_t uid, gid;
+	/* process.capabilities, by caps.h's HUTCH_CAPS_* (each within
+	 * HUTCH_CAPS_CONTAINER_MAX; absent sets are empty) */
+	uint64_t caps[5];
 	bool terminal;
 	struct hutch_oci_rlimit rlimits[HUTCH_OCI_MAX_RLIMITS];
 	size_t nrlimits;

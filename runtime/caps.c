@@ -21,6 +21,7 @@
 #include <linux/capability.h>
 #include <linux/securebits.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <sys/prctl.h>
 #include <unistd.h>
 
@@ -32,6 +33,7 @@
 #ifndef PR_CAP_AMBIENT
 #define PR_CAP_AMBIENT           47
 #define PR_CAP_AMBIENT_IS_SET    1
+#define PR_CAP_AMBIENT_RAISE     2
 #define PR_CAP_AMBIENT_CLEAR_ALL 4
 #endif
 
@@ -66,14 +68,18 @@ static int last_cap_probe(void)
 	return cap - 1;
 }
 
-/* init's own sets after the restriction: nothing in bounding or ambient,
- * nothing inheritable, the securebits as set. */
-static int verify_init(int last)
+/* A container's init: only the locks (see hutch_caps_restrict_container). */
+#define HUTCH_SECUREBITS_CONTAINER \
+	(SECBIT_NOROOT_LOCKED | SECBIT_NO_SETUID_FIXUP_LOCKED | SECBIT_NO_CAP_AMBIENT_RAISE_LOCKED)
+
+/* init's own sets after the restriction: the bounding set is keep, nothing
+ * in ambient, nothing inheritable, the securebits as set. */
+static int verify_init(int last, unsigned long bits, uint64_t keep)
 {
 	struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3, .pid = 0 };
 	struct __user_cap_data_struct data[_LINUX_CAPABILITY_U32S_3] = { 0 };
 
-	if (prctl(PR_GET_SECUREBITS, 0L, 0L, 0L, 0L) != HUTCH_SECUREBITS)
+	if (prctl(PR_GET_SECUREBITS, 0L, 0L, 0L, 0L) != (int)bits)
 		return -ENOTRECOVERABLE;
 	if (sys_capget(&hdr, data) < 0)
 		return -errno;
@@ -81,7 +87,8 @@ static int verify_init(int last)
 		if (data[i].inheritable)
 			return -ENOTRECOVERABLE;
 	for (int cap = 0; cap <= last; cap++) {
-		if (prctl(PR_CAPBSET_READ, (unsigned long)cap, 0L, 0L, 0L) != 0)
+		if (prctl(PR_CAPBSET_READ, (unsigned long)cap, 0L, 0L, 0L) !=
+		    ((keep >> cap) & 1 ? 1 : 0))
 			return -ENOTRECOVERABLE;
 		if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_IS_SET, (unsigned long)cap, 0L, 0L) != 0)
 			return -ENOTRECOVERABLE;
@@ -89,7 +96,7 @@ static int verify_init(int last)
 	return 0;
 }
 
-int hutch_caps_restrict_init(void)
+static int restrict_init(unsigned long bits, uint64_t keep)
 {
 	struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3, .pid = 0 };
 	struct __user_cap_data_struct data[_LINUX_CAPABILITY_U32S_3] = { 0 };
@@ -103,10 +110,11 @@ int hutch_caps_restrict_init(void)
 	if (kernel_last > last)
 		last = kernel_last;
 	/* Securebits and the bounding set need CAP_SETPCAP, which init keeps. */
-	if (prctl(PR_SET_SECUREBITS, (unsigned long)HUTCH_SECUREBITS, 0L, 0L, 0L) < 0)
+	if (prctl(PR_SET_SECUREBITS, bits, 0L, 0L, 0L) < 0)
 		return -errno;
 	for (int cap = 0; cap <= last; cap++)
-		if (prctl(PR_CAPBSET_DROP, (unsigned long)cap, 0L, 0L, 0L) < 0 && errno != EINVAL)
+		if (!((keep >> cap) & 1) &&
+		    prctl(PR_CAPBSET_DROP, (unsigned long)cap, 0L, 0L, 0L) < 0 && errno != EINVAL)
 			return -errno;
 	/* Ambient capabilities exist since Linux 4.3: a failure here is an
 	 * error, not something to skip. */
@@ -119,7 +127,17 @@ int hutch_caps_restrict_init(void)
 		data[i].inheritable = 0;
 	if (sys_capset(&hdr, data) < 0)
 		return -errno;
-	return verify_init(kernel_last);
+	return verify_init(kernel_last, bits, keep);
+}
+
+int hutch_caps_restrict_init(void)
+{
+	return restrict_init(HUTCH_SECUREBITS, 0);
+}
+
+int hutch_caps_restrict_container(void)
+{
+	return restrict_init(HUTCH_SECUREBITS_CONTAINER, HUTCH_CAPS_CONTAINER_MAX);
 }
 
 /* After the drop: every set empty, ids as asked, init's restriction in place. */
@@ -168,6 +186,95 @@ int hutch_caps_drop_child(uid_t uid, gid_t gid)
 	if (sys_capset(&hdr, data) < 0)
 		return -errno;
 	return verify_child(uid, gid);
+}
+
+static uint64_t sets_word(const struct __user_cap_data_struct d[2], size_t field)
+{
+	const __u32 *lo = (const __u32 *)((const char *)&d[0] + field);
+	const __u32 *hi = (const __u32 *)((const char *)&d[1] + field);
+
+	return (uint64_t)*lo | (uint64_t)*hi << 32;
+}
+
+/* After hutch_caps_set_child(): every set as asked, the rest as for a
+ * plain command (ids, no groups, the container's securebits, no new
+ * privileges: what bounds uid 0 at execve() to its permitted set). */
+static int verify_sets(uid_t uid, gid_t gid, const uint64_t sets[HUTCH_CAPS_SETS])
+{
+	struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3, .pid = 0 };
+	struct __user_cap_data_struct d[_LINUX_CAPABILITY_U32S_3] = { 0 };
+	uid_t ru, eu, su;
+	gid_t rg, eg, sg;
+
+	if (prctl(PR_GET_SECUREBITS, 0L, 0L, 0L, 0L) != HUTCH_SECUREBITS_CONTAINER ||
+	    prctl(PR_GET_NO_NEW_PRIVS, 0L, 0L, 0L, 0L) != 1)
+		return -ENOTRECOVERABLE;
+	if (sys_capget(&hdr, d) < 0)
+		return -errno;
+	if (sets_word(d, offsetof(struct __user_cap_data_struct, effective)) !=
+	            sets[HUTCH_CAPS_EFFECTIVE] ||
+	    sets_word(d, offsetof(struct __user_cap_data_struct, permitted)) !=
+	            sets[HUTCH_CAPS_PERMITTED] ||
+	    sets_word(d, offsetof(struct __user_cap_data_struct, inheritable)) !=
+	            sets[HUTCH_CAPS_INHERITABLE])
+		return -ENOTRECOVERABLE;
+	for (int cap = 0; cap <= CAP_PROBE_MAX; cap++) {
+		int b = prctl(PR_CAPBSET_READ, (unsigned long)cap, 0L, 0L, 0L);
+		int a = prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_IS_SET, (unsigned long)cap, 0L, 0L);
+
+		if (b < 0) /* past the kernel's last capability */
+			break;
+		if (b != (int)((sets[HUTCH_CAPS_BOUNDING] >> cap) & 1) ||
+		    a != (int)((sets[HUTCH_CAPS_AMBIENT] >> cap) & 1))
+			return -ENOTRECOVERABLE;
+	}
+	if (getresuid(&ru, &eu, &su) < 0 || getresgid(&rg, &eg, &sg) < 0)
+		return -errno;
+	if (ru != uid || eu != uid || su != uid || rg != gid || eg != gid || sg != gid ||
+	    getgroups(0, NULL) != 0)
+		return -ENOTRECOVERABLE;
+	return 0;
+}
+
+/*
+ * runc's order: bounding set first (needs CAP_SETPCAP, still ours), groups
+ * (need CAP_SETGID), ids with keep-caps so that the permitted set survives
+ * a move away from uid 0, then the three sets, then ambient (each in
+ * permitted and inheritable, which the parser checked).
+ */
+int hutch_caps_set_child(uid_t uid, gid_t gid, const uint64_t sets[HUTCH_CAPS_SETS])
+{
+	struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3, .pid = 0 };
+	struct __user_cap_data_struct d[_LINUX_CAPABILITY_U32S_3] = { 0 };
+
+	for (int i = 0; i < HUTCH_CAPS_SETS; i++)
+		if (sets[i] & ~HUTCH_CAPS_CONTAINER_MAX)
+			return -EPERM;
+	for (int cap = 0; cap <= CAP_PROBE_MAX; cap++)
+		if ((HUTCH_CAPS_CONTAINER_MAX >> cap) & 1 &&
+		    !((sets[HUTCH_CAPS_BOUNDING] >> cap) & 1) &&
+		    prctl(PR_CAPBSET_DROP, (unsigned long)cap, 0L, 0L, 0L) < 0)
+			return -errno;
+	if (setgroups(0, NULL) < 0)
+		return -errno;
+	if (prctl(PR_SET_KEEPCAPS, 1L, 0L, 0L, 0L) < 0)
+		return -errno;
+	if (setresgid(gid, gid, gid) < 0 || setresuid(uid, uid, uid) < 0)
+		return -errno;
+	if (prctl(PR_SET_KEEPCAPS, 0L, 0L, 0L, 0L) < 0)
+		return -errno;
+	for (int i = 0; i < 2; i++) {
+		d[i].effective = (__u32)(sets[HUTCH_CAPS_EFFECTIVE] >> (32 * i));
+		d[i].permitted = (__u32)(sets[HUTCH_CAPS_PERMITTED] >> (32 * i));
+		d[i].inheritable = (__u32)(sets[HUTCH_CAPS_INHERITABLE] >> (32 * i));
+	}
+	if (sys_capset(&hdr, d) < 0)
+		return -errno;
+	for (int cap = 0; cap <= CAP_PROBE_MAX; cap++)
+		if ((sets[HUTCH_CAPS_AMBIENT] >> cap) & 1 &&
+		    prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, (unsigned long)cap, 0L, 0L) < 0)
+			return -errno;
+	return verify_sets(uid, gid, sets);
 }
 
 int hutch_caps_bound_drop(int cap)

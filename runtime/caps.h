@@ -9,6 +9,8 @@
 #ifndef HUTCH_CAPS_H
 #define HUTCH_CAPS_H
 
+#include <linux/capability.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 /*
@@ -19,6 +21,50 @@
  * forks or clones afterwards inherits this. Returns 0 or a negative errno.
  */
 int hutch_caps_restrict_init(void);
+/*
+ * The capabilities a container's process may hold (oci/): Docker's,
+ * containerd's and Kubernetes' default set, every one of them confined to
+ * the sandbox's own user namespace (docs/kubernetes.md says why each is
+ * harmless there): CHOWN, DAC_OVERRIDE, FSETID, FOWNER, MKNOD, NET_RAW,
+ * SETGID, SETUID, SETFCAP, SETPCAP, NET_BIND_SERVICE, SYS_CHROOT, KILL,
+ * AUDIT_WRITE.
+ */
+#define HUTCH_CAPS_CONTAINER_MAX                                                                  \
+	(HUTCH_CAP_BIT(CAP_CHOWN) | HUTCH_CAP_BIT(CAP_DAC_OVERRIDE) | HUTCH_CAP_BIT(CAP_FSETID) | \
+	 HUTCH_CAP_BIT(CAP_FOWNER) | HUTCH_CAP_BIT(CAP_MKNOD) | HUTCH_CAP_BIT(CAP_NET_RAW) |      \
+	 HUTCH_CAP_BIT(CAP_SETGID) | HUTCH_CAP_BIT(CAP_SETUID) | HUTCH_CAP_BIT(CAP_SETFCAP) |     \
+	 HUTCH_CAP_BIT(CAP_SETPCAP) | HUTCH_CAP_BIT(CAP_NET_BIND_SERVICE) |                       \
+	 HUTCH_CAP_BIT(CAP_SYS_CHROOT) | HUTCH_CAP_BIT(CAP_KILL) | HUTCH_CAP_BIT(CAP_AUDIT_WRITE))
+#define HUTCH_CAP_BIT(cap) (1ULL << (cap))
+/* A process's sets, as the runtime-spec names them. */
+enum {
+	HUTCH_CAPS_BOUNDING,
+	HUTCH_CAPS_EFFECTIVE,
+	HUTCH_CAPS_PERMITTED,
+	HUTCH_CAPS_INHERITABLE,
+	HUTCH_CAPS_AMBIENT,
+	HUTCH_CAPS_SETS
+};
+/*
+ * Init side, once, for a container: as hutch_caps_restrict_init() but the
+ * bounding set keeps HUTCH_CAPS_CONTAINER_MAX, and of the securebits only
+ * the locks are set (uid 0 is root at execve(), as runc has it, bounded by
+ * no_new_privs to what the process held; ambient capabilities may be
+ * raised; keep-caps stays settable for one setresuid()). Every command of
+ * the container then goes through hutch_caps_set_child().
+ */
+int hutch_caps_restrict_container(void);
+/*
+ * Child side, in a container: bounding set to sets[BOUNDING] (within
+ * HUTCH_CAPS_CONTAINER_MAX, else -EPERM), no supplementary groups, ids to
+ * (uid, gid) keeping the permitted set, then effective, permitted,
+ * inheritable and ambient as asked; verified (fails closed). The kernel's
+ * rules at execve() then apply: uid 0 keeps (inheritable | bounding) &
+ * permitted, another uid its ambient set. Same constraints as
+ * hutch_caps_drop_child() (raw syscalls only).
+ */
+int hutch_caps_set_child(uid_t uid, gid_t gid, const uint64_t sets[HUTCH_CAPS_SETS]);
+
 /*
  * Child side, in a process whose parent called hutch_caps_restrict_init():
  * setgroups(none), setresgid/setresuid to (uid, gid), clear every set,

@@ -7,6 +7,8 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "caps.h"
+#include "cleanup.h"
 #include "proto.h"
 
 ssize_t hutch_proto_spawn_encode(const char *const *argv, const char *const *envp, const char *cwd,
@@ -54,6 +56,9 @@ int hutch_proto_spawn_decode(const char *body, size_t len, struct hutch_spawn_re
 	    fixed.envc > HUTCH_SPAWN_MAX_ENV || fixed.uid > HUTCH_SPAWN_MAX_ID ||
 	    fixed.gid > HUTCH_SPAWN_MAX_ID)
 		return -EBADMSG;
+	for (size_t i = 0; i < ELEMENTSOF(fixed.caps); i++)
+		if (fixed.caps[i] & ~HUTCH_CAPS_CONTAINER_MAX)
+			return -EBADMSG;
 	p = body + sizeof(fixed);
 	for (uint32_t i = 0; i < fixed.argc + fixed.envc + 1; i++) {
 		const char *z = memchr(p, '\0', (size_t)(end - p));
@@ -78,6 +83,7 @@ int hutch_proto_spawn_decode(const char *body, size_t len, struct hutch_spawn_re
 	ret->winsize = fixed.winsize;
 	ret->uid = fixed.uid;
 	ret->gid = fixed.gid;
+	memcpy(ret->caps, fixed.caps, sizeof(ret->caps));
 	return 0;
 }
 

@@ -59,6 +59,10 @@ struct hutch_msg_spawn {
 	uint32_t flags;    /* HUTCH_SPAWN_* */
 	uint32_t winsize;  /* HUTCH_SPAWN_TTY: rows << 16 | columns (0: the kernel's default) */
 	uint32_t uid, gid; /* ids inside the sandbox (appuser's by default; below 65536) */
+	/* A container's command (caps.h): its bounding, effective, permitted,
+	 * inheritable and ambient sets, each within HUTCH_CAPS_CONTAINER_MAX;
+	 * zero for every other command (and ignored outside a container). */
+	uint64_t caps[5];
 };
 
 /* The child runs a built-in file operation (fileops.h; argv[0] names it)
@@ -117,6 +121,7 @@ struct hutch_msg_exited {
 /* A decoded spawn request; pointers point into the message buffer. */
 struct hutch_spawn_req {
 	uint32_t argc, envc, flags, winsize, uid, gid;
+	uint64_t caps[5];
 	const char *argv[HUTCH_SPAWN_MAX_ARGS + 1];
 	const char *envp[HUTCH_SPAWN_MAX_ENV + 1];
 	const char *cwd;

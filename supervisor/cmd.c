@@ -479,6 +479,7 @@ struct cmd *hutch_cmd_start(struct hutch_cmds *set, const struct hutch_spawn *sp
 	if (sp->set_ids) {
 		memcpy(body + offsetof(struct hutch_msg_spawn, uid), &sp->uid, sizeof(sp->uid));
 		memcpy(body + offsetof(struct hutch_msg_spawn, gid), &sp->gid, sizeof(sp->gid));
+		memcpy(body + offsetof(struct hutch_msg_spawn, caps), sp->caps, sizeof(sp->caps));
 	}
 	c = cmd_new(set, sp, sink);
 	if (!c)

@@ -313,6 +313,7 @@ static void start_process(struct sup *s)
 	struct hutch_cmd_sink sink = { .spawned = on_proc_spawned, .done = on_proc_done, .ud = s };
 	struct hutch_err err = { 0 };
 
+	memcpy(sp.caps, ct->caps, sizeof(sp.caps));
 	ct->started = true;
 	if (exec_listen(s) < 0)
 		hutch_event(s, "oci exec: cannot listen on '%s'", ct->exec_path);
@@ -420,6 +421,7 @@ static void exec_start(struct exec_conn *x, const char *body, size_t len, int *f
 		.gid = req.gid,
 		.extra_filter = ct->seccomp.len > 0,
 	};
+	memcpy(sp.caps, req.caps, sizeof(sp.caps));
 	x->cmd = hutch_cmd_start(&x->s->cmds, &sp, &sink, &err);
 	hutch_close_many(fds, nfds);
 	if (!x->cmd)

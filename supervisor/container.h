@@ -67,6 +67,7 @@ struct hutch_container {
 	char **argv, **envp; /* NULL-terminated */
 	char *cwd;
 	uint32_t uid, gid;
+	uint64_t caps[5]; /* the main process's sets (proto.h's SPAWN) */
 	struct hutch_container_rlimit rlimits[HUTCH_CONTAINER_MAX_RLIMITS];
 	size_t nrlimits;
 	char hostname[64]; /* "" = hutch's */

@@ -276,6 +276,113 @@ def test_isolation_probes_fail(oci):
     oci("delete", "i1")
 
 
+# Docker's, containerd's and Kubernetes' default set: what hutch grants
+# a container at most (runtime/caps.h), every one inside its own user
+# namespace.
+DEFAULT_CAPS = ["CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_FSETID", "CAP_FOWNER", "CAP_MKNOD",
+                "CAP_NET_RAW", "CAP_SETGID", "CAP_SETUID", "CAP_SETFCAP", "CAP_SETPCAP",
+                "CAP_NET_BIND_SERVICE", "CAP_SYS_CHROOT", "CAP_KILL", "CAP_AUDIT_WRITE"]
+CAP_NUMBERS = {"CAP_CHOWN": 0, "CAP_DAC_OVERRIDE": 1, "CAP_FOWNER": 3, "CAP_FSETID": 4,
+               "CAP_KILL": 5, "CAP_SETGID": 6, "CAP_SETUID": 7, "CAP_SETPCAP": 8,
+               "CAP_NET_BIND_SERVICE": 10, "CAP_NET_RAW": 13, "CAP_SYS_CHROOT": 18,
+               "CAP_MKNOD": 27, "CAP_AUDIT_WRITE": 29, "CAP_SETFCAP": 31}
+
+
+def cap_mask(names):
+    return sum(1 << CAP_NUMBERS[n] for n in names)
+
+
+def cap_lines(out):
+    """CapInh/CapPrm/CapEff/CapBnd/CapAmb of /proc/self/status as ints."""
+    return {k: int(v, 16) for k, v in (ln.split(":\t") for ln in out.splitlines()
+                                       if ln.startswith("Cap"))}
+
+
+CAP_PROBE = "grep ^Cap /proc/self/status"
+
+
+@pytest.mark.parametrize("uid,caps,want", [
+    # No capabilities asked: none, as with hutch run.
+    (0, None, {"CapInh": 0, "CapPrm": 0, "CapEff": 0, "CapBnd": 0, "CapAmb": 0}),
+    # podman's and runc's root: bounding = effective = permitted; the
+    # kernel's rule for uid 0 at execve gives it back.
+    (0, {s: DEFAULT_CAPS for s in ("bounding", "effective", "permitted")},
+     {"CapInh": 0, "CapPrm": cap_mask(DEFAULT_CAPS), "CapEff": cap_mask(DEFAULT_CAPS),
+      "CapBnd": cap_mask(DEFAULT_CAPS), "CapAmb": 0}),
+    # Root with a smaller permitted set than bounding: no more than permitted.
+    (0, {"bounding": DEFAULT_CAPS, "effective": ["CAP_CHOWN"], "permitted": ["CAP_CHOWN"]},
+     {"CapInh": 0, "CapPrm": cap_mask(["CAP_CHOWN"]), "CapEff": cap_mask(["CAP_CHOWN"]),
+      "CapBnd": cap_mask(DEFAULT_CAPS), "CapAmb": 0}),
+    # Another uid keeps its ambient set only.
+    (1000, {"bounding": ["CAP_NET_BIND_SERVICE", "CAP_KILL"],
+            "effective": ["CAP_NET_BIND_SERVICE", "CAP_KILL"],
+            "permitted": ["CAP_NET_BIND_SERVICE", "CAP_KILL"],
+            "inheritable": ["CAP_NET_BIND_SERVICE"], "ambient": ["CAP_NET_BIND_SERVICE"]},
+     {"CapInh": cap_mask(["CAP_NET_BIND_SERVICE"]), "CapPrm": cap_mask(["CAP_NET_BIND_SERVICE"]),
+      "CapEff": cap_mask(["CAP_NET_BIND_SERVICE"]),
+      "CapBnd": cap_mask(["CAP_NET_BIND_SERVICE", "CAP_KILL"]),
+      "CapAmb": cap_mask(["CAP_NET_BIND_SERVICE"])}),
+    # Another uid without ambient: nothing after execve.
+    (1000, {s: DEFAULT_CAPS for s in ("bounding", "effective", "permitted")},
+     {"CapInh": 0, "CapPrm": 0, "CapEff": 0, "CapBnd": cap_mask(DEFAULT_CAPS), "CapAmb": 0}),
+])
+def test_capabilities_as_asked(oci, uid, caps, want):
+    proc = config([])["process"]
+    proc.update(args=["sh", "-c", CAP_PROBE], user={"uid": uid, "gid": uid})
+    if caps is not None:
+        proc["capabilities"] = caps
+    b = oci.bundle(proc["args"], process=proc)
+    r = oci("run", "--bundle", b, "cap1")
+    assert r.returncode == 0, r.output
+    assert cap_lines(r.output) == want, r.output
+    # oci exec gets the bundle's sets too (or --process's).
+    oci("delete", "cap1")
+
+
+def test_capabilities_stay_inside(oci, tmp_path):
+    """Root in the container with the whole default set: what each
+    capability allows stops at the sandbox's user namespace. DAC_OVERRIDE
+    and FOWNER cannot read or chmod a host file of another uid (mode 0600,
+    bind-mounted read-only), CHOWN cannot give a file to a host uid,
+    NET_RAW opens no raw or packet socket (hutch's seccomp allow-list), no
+    capability beyond the set is in the bounding set, and mount, unshare and
+    pivot_root stay refused."""
+    secret = tmp_path / "host" / "secret"
+    secret.parent.mkdir()
+    secret.write_text("host secret\n")
+    os.chown(secret, 4242, 4242)
+    os.chmod(secret, 0o600)
+    os.chmod(secret.parent, 0o755)
+    caps = {s: DEFAULT_CAPS for s in ("bounding", "effective", "permitted")}
+    proc = config([])["process"]
+    probe = ("cat /host/secret 2>/dev/null && echo READ; "
+             "chmod 644 /host/secret 2>/dev/null && echo CHMOD; "
+             "echo x > /tmp/f; chown 1234 /tmp/f && echo chown-inside-ok; "
+             "stat -c %u /host/secret; "
+             "try-syscall socket-raw socket-packet mount unshare-user pivot_root; "
+             + CAP_PROBE)
+    proc.update(args=["sh", "-c", probe], capabilities=caps)
+    mounts = config([])["mounts"] + [
+        {"destination": "/host", "type": "bind", "source": str(secret.parent),
+         "options": ["rbind", "ro"]}]
+    b = oci.bundle(proc["args"], process=proc, mounts=mounts)
+    os.makedirs(os.path.join(b, "rootfs", "host"), exist_ok=True)
+    shutil.copy(os.path.join(os.environ.get("HUTCH_HELPERS_DIR") or "build/tests",
+                             "try-syscall"), os.path.join(b, "rootfs", "bin"))
+    r = oci("run", "--bundle", b, "cap2")
+    assert r.returncode == 0, r.output
+    out = r.output
+    assert "READ" not in out and "host secret" not in out and "CHMOD" not in out, out
+    assert "chown-inside-ok" in out and "\n65534\n" in out, out
+    for op in ("socket-raw", "socket-packet", "mount", "unshare-user", "pivot_root"):
+        assert f"{op}: errno" in out, out
+    caps_seen = cap_lines(out)
+    assert caps_seen["CapEff"] == cap_mask(DEFAULT_CAPS), out
+    assert caps_seen["CapBnd"] == cap_mask(DEFAULT_CAPS), out
+    assert os.stat(secret).st_mode & 0o777 == 0o600 and os.stat(secret).st_uid == 4242
+    oci("delete", "cap2")
+
+
 def test_limits_lower_and_annotations(oci):
     """linux.resources lower the instance type's limits; the
     run.hutch.instance-type annotation picks the type."""
@@ -310,6 +417,15 @@ def test_limits_lower_and_annotations(oci):
                                  NAMESPACES[1:])),
     ("process.capabilities.bounding[0]: CAP_SYS_ADMIN",
      lambda c: c["process"].update(capabilities={"bounding": ["CAP_SYS_ADMIN"]})),
+    ("process.capabilities.permitted[1]: CAP_SYS_PTRACE",
+     lambda c: c["process"].update(capabilities={"permitted": ["CAP_KILL", "CAP_SYS_PTRACE"]})),
+    ("process.capabilities.effective: CAP_KILL not in permitted",
+     lambda c: c["process"].update(capabilities={"effective": ["CAP_KILL"]})),
+    ("process.capabilities.ambient: CAP_KILL not in inheritable",
+     lambda c: c["process"].update(capabilities={"permitted": ["CAP_KILL"],
+                                                 "ambient": ["CAP_KILL"]})),
+    ("process.capabilities.inheritable: CAP_KILL not in bounding",
+     lambda c: c["process"].update(capabilities={"inheritable": ["CAP_KILL"]})),
     ("linux.devices[0]: /dev/sda",
      lambda c: c["linux"].update(devices=[{"path": "/dev/sda", "type": "b", "major": 8,
                                            "minor": 0}])),
@@ -612,6 +728,34 @@ def test_podman_run(podman, oci, tmp_path):
     assert "VOL-WRITABLE" not in out and "MOUNTED" not in out and "UNSHARED" not in out
     assert int(out.split("procs=")[1]) <= 6
     assert os.listdir(oci.root) == [] and oci.hutch.ids() == []
+
+
+def test_podman_capabilities(podman, oci):
+    """podman's default set reaches root in the container (as with runc);
+    --cap-drop takes one out, --cap-add of what hutch refuses fails naming
+    it, another user gets none, and exec gets the container's set."""
+    r = podman("run", "--rm", "--network", "none", "localhost/bb:1", "sh", "-c", CAP_PROBE)
+    assert r.returncode == 0, r.stderr
+    eff = cap_lines(r.stdout.decode())["CapEff"]
+    assert eff and eff & ~cap_mask(DEFAULT_CAPS) == 0, r.stdout
+    assert eff & cap_mask(["CAP_CHOWN", "CAP_KILL"]) == cap_mask(["CAP_CHOWN", "CAP_KILL"])
+    r = podman("run", "--rm", "--network", "none", "--cap-drop", "CHOWN", "localhost/bb:1",
+               "sh", "-c", "echo x > /tmp/f; chown 5 /tmp/f && echo CHOWNED; " + CAP_PROBE)
+    out = r.stdout.decode()
+    assert r.returncode == 0 and "CHOWNED" not in out, r.stderr
+    assert cap_lines(out)["CapEff"] == eff & ~cap_mask(["CAP_CHOWN"])
+    r = podman("run", "--rm", "--network", "none", "--cap-add", "SYS_ADMIN", "localhost/bb:1",
+               "true")
+    assert r.returncode != 0 and b"CAP_SYS_ADMIN" in r.stderr, r.stderr
+    r = podman("run", "--rm", "--network", "none", "--user", "1000", "localhost/bb:1", "sh",
+               "-c", CAP_PROBE)
+    assert r.returncode == 0 and cap_lines(r.stdout.decode())["CapEff"] == 0, r.stderr
+    r = podman("run", "-d", "--network", "none", "localhost/bb:1", "sleep", "1000")
+    assert r.returncode == 0, r.stderr
+    cid = r.stdout.decode().strip()
+    r = podman("exec", cid, "sh", "-c", CAP_PROBE)
+    assert r.returncode == 0 and cap_lines(r.stdout.decode())["CapEff"] == eff, r.stderr
+    assert podman("rm", "-f", "-t", "0", cid).returncode == 0
 
 
 def test_podman_detach_stop_rm(podman, oci):

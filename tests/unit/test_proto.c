@@ -19,6 +19,7 @@
 
 #include <cmocka.h>
 
+#include "caps.h"
 #include "proto.h"
 
 /* Big (HUTCH_SPAWN_MAX_ARGS pointers): not on the stack. */
@@ -153,6 +154,17 @@ static void test_spawn_decode_bad(void **state)
 	fixed.envc = 0;
 	memcpy(buf, &fixed, sizeof(fixed));
 	assert_int_equal(decode_exact(buf, (size_t)n), -EBADMSG);
+	/* A capability beyond a container's set, in any of the five. */
+	fixed.envc = 1;
+	for (int i = 0; i < HUTCH_CAPS_SETS; i++) {
+		fixed.caps[i] = HUTCH_CAPS_CONTAINER_MAX;
+		memcpy(buf, &fixed, sizeof(fixed));
+		assert_int_equal(decode_exact(buf, (size_t)n), 0);
+		fixed.caps[i] |= HUTCH_CAP_BIT(CAP_SYS_ADMIN);
+		memcpy(buf, &fixed, sizeof(fixed));
+		assert_int_equal(decode_exact(buf, (size_t)n), -EBADMSG);
+		fixed.caps[i] = 0;
+	}
 	free(buf);
 }
 

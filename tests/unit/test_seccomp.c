@@ -489,6 +489,76 @@ static int caps_init(void)
 	return WEXITSTATUS(status);
 }
 
+/* A container's command: uid 1000 keeps CAP_KILL through its ambient set,
+ * CAP_CHOWN stays bounded, nothing else. */
+static int caps_container_child(void)
+{
+	struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3 };
+	struct __user_cap_data_struct data[2] = { 0 };
+	uint64_t sets[HUTCH_CAPS_SETS] = { 0 };
+	uint64_t kill = HUTCH_CAP_BIT(CAP_KILL);
+	int r;
+
+	sets[HUTCH_CAPS_BOUNDING] = kill | HUTCH_CAP_BIT(CAP_CHOWN);
+	sets[HUTCH_CAPS_EFFECTIVE] = sets[HUTCH_CAPS_PERMITTED] = kill;
+	sets[HUTCH_CAPS_INHERITABLE] = sets[HUTCH_CAPS_AMBIENT] = kill;
+	/* Beyond the set: refused before anything changes. */
+	sets[HUTCH_CAPS_PERMITTED] |= HUTCH_CAP_BIT(CAP_SYS_ADMIN);
+	if (hutch_caps_set_child(1000, 1000, sets) != -EPERM)
+		return 230;
+	sets[HUTCH_CAPS_PERMITTED] = kill;
+	r = hutch_caps_set_child(1000, 1000, sets);
+	if (r < 0)
+		return 100 + (-r & 0x7f);
+	if (syscall(__NR_capget, &hdr, data) < 0)
+		return 231;
+	if (data[0].effective != kill || data[0].permitted != kill || data[1].permitted)
+		return 232;
+	if (prctl(PR_CAPBSET_READ, (unsigned long)CAP_CHOWN, 0L, 0L, 0L) != 1 ||
+	    prctl(PR_CAPBSET_READ, (unsigned long)CAP_SETUID, 0L, 0L, 0L) != 0 ||
+	    prctl(PR_CAPBSET_READ, (unsigned long)CAP_SYS_ADMIN, 0L, 0L, 0L) != 0)
+		return 233;
+	if (prctl(PR_CAP_AMBIENT, 1L /* IS_SET */, (unsigned long)CAP_KILL, 0L, 0L) != 1)
+		return 234;
+	if (getuid() != 1000 || setuid(0) == 0)
+		return 235;
+	return 0;
+}
+
+/* A container's init: the default set stays bounded; a plain command's
+ * drop fails closed under it (other securebits). */
+static int plain_drop_refused(void)
+{
+	return hutch_caps_drop_child(65534, 65534) == -ENOTRECOVERABLE ? 0 : 1;
+}
+
+/* fn in a child: its exit code, or 250 when it did not exit. */
+static int in_child(int (*fn)(void))
+{
+	int status;
+	pid_t pid = fork();
+
+	if (pid == 0)
+		_exit(fn());
+	if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status))
+		return 250;
+	return WEXITSTATUS(status);
+}
+
+static int caps_container_init(void)
+{
+	if (hutch_seccomp_load(&prog) < 0) /* no_new_privs: set_child checks it */
+		return 240;
+	if (hutch_caps_restrict_container() < 0)
+		return 241;
+	if (prctl(PR_CAPBSET_READ, (unsigned long)CAP_SYS_ADMIN, 0L, 0L, 0L) != 0 ||
+	    prctl(PR_CAPBSET_READ, (unsigned long)CAP_NET_RAW, 0L, 0L, 0L) != 1)
+		return 242;
+	if (in_child(plain_drop_refused) != 0)
+		return 243;
+	return in_child(caps_container_child);
+}
+
 /* Root only: op, unfiltered, in a child, must exit 0. */
 static void assert_root_child_ok(int (*op)(void))
 {
@@ -505,6 +575,12 @@ static void test_caps_drop(void **state)
 {
 	(void)state;
 	assert_root_child_ok(caps_init);
+}
+
+static void test_caps_container(void **state)
+{
+	(void)state;
+	assert_root_child_ok(caps_container_init);
 }
 
 /* Root without CAP_MKNOD in its bounding set: an exec'd helper gets no
@@ -553,6 +629,7 @@ int main(void)
 		cmocka_unit_test(test_foreign_abi_killed),
 #endif
 		cmocka_unit_test(test_caps_drop),
+		cmocka_unit_test(test_caps_container),
 		cmocka_unit_test(test_caps_bound_drop),
 	};
 

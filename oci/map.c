@@ -113,6 +113,16 @@ int hutch_oci_map(const struct hutch_oci_spec *spec, const char *bundle, struct 
 	ct->uid = spec->uid;
 	ct->gid = spec->gid;
 	memcpy(ct->caps, spec->caps, sizeof(ct->caps));
+	if (spec->cgroups_path &&
+	    (r = hutch_oci_cgroups_path(spec->cgroups_path, hutch_oci_opts.systemd_cgroup,
+	                                ct->cgroup_path, sizeof(ct->cgroup_path), err)) < 0)
+		return r;
+	if (ct->cgroup_path[0] && !hutch_cgroup_path_is_valid(ct->cgroup_path))
+		return hutch_err_set(err, -EINVAL,
+		                     "linux.cgroupsPath: '%.300s': up to %d names of "
+		                     "[A-Za-z0-9_.-], none starting with '.', %d bytes",
+		                     ct->cgroup_path, HUTCH_CGROUP_PATH_DEPTH,
+		                     HUTCH_CGROUP_PATH_MAX);
 	for (size_t i = 0; i < spec->nrlimits; i++)
 		ct->rlimits[ct->nrlimits++] = (struct hutch_container_rlimit){
 			.resource = spec->rlimits[i].resource,

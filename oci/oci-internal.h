@@ -36,6 +36,7 @@ struct hutch_oci_opts {
 	const char *root;
 	const char *log;
 	bool log_json;
+	bool systemd_cgroup; /* linux.cgroupsPath is SLICE:PREFIX:NAME */
 	int log_fd;
 };
 

@@ -353,7 +353,9 @@ static const char usage[] =
         "  features                              what this runtime supports (JSON)\n"
         "\n"
         "global options: --root DIR (default " HUTCH_OCI_DEFAULT_ROOT "), --log FILE,\n"
-        "  --log-format text|json, --systemd-cgroup (accepted, not used), --debug\n"
+        "  --log-format text|json, --debug,\n"
+        "  --systemd-cgroup (linux.cgroupsPath is SLICE:PREFIX:NAME; cgroups nest under the "
+        "caller's)\n"
         "annotations: run.hutch.network (none, all, allow(HOSTS)), run.hutch.ttl-seconds,\n"
         "  run.hutch.instance-type (nano ... 2xlarge); see docs/kubernetes.md\n";
 
@@ -389,7 +391,9 @@ static int parse_global(int argc, char **argv)
 			hutch_oci_opts.log = val;
 		else if (is_opt(a, klen, "--log-format"))
 			hutch_oci_opts.log_json = !strcmp(val, "json");
-		/* --systemd-cgroup, --debug, --criu, --rootless: accepted */
+		else if (is_opt(a, klen, "--systemd-cgroup"))
+			hutch_oci_opts.systemd_cgroup = true;
+		/* --debug, --criu, --rootless: accepted */
 	}
 	return i;
 }

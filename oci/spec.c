@@ -522,6 +522,70 @@ static int parse_paths(const cJSON *lx, const char *key, char ***ret, size_t *re
 	return r;
 }
 
+/* "a-b-c.slice" -> "a.slice/a-b.slice/a-b-c.slice/" appended to ret. */
+static int expand_slice(const char *slice, char *ret, size_t size, size_t *n)
+{
+	size_t len = strlen(slice);
+	const char *dash = slice;
+
+	if (len <= 6 || strcmp(slice + len - 6, ".slice") || strchr(slice, '/') ||
+	    slice[0] == '-' || strstr(slice, "--") || slice[len - 7] == '-')
+		return -EINVAL;
+	while ((dash = strchr(dash, '-')) && dash < slice + len - 6) {
+		int k = snprintf(ret + *n, size - *n, "%.*s.slice/", (int)(dash - slice), slice);
+
+		if (k < 0 || (size_t)k >= size - *n)
+			return -ENAMETOOLONG;
+		*n += (size_t)k;
+		dash++;
+	}
+	if (*n + len + 2 > size)
+		return -ENAMETOOLONG;
+	*n += (size_t)snprintf(ret + *n, size - *n, "%s/", slice);
+	return 0;
+}
+
+int hutch_oci_cgroups_path(const char *raw, bool systemd, char *ret, size_t size,
+                           struct hutch_err *err)
+{
+	char buf[512], *prefix, *name;
+	const char *slice = buf, *dot;
+	size_t n = 0;
+	int k;
+
+	if (strlen(raw) >= sizeof(buf) || strlen(raw) >= size)
+		return hutch_err_set(err, -ENAMETOOLONG, "linux.cgroupsPath: too long");
+	if (!systemd) {
+		if (!raw[0] || strchr(raw, ':'))
+			return hutch_err_set(err, -EINVAL,
+			                     "linux.cgroupsPath: '%.200s' is not a cgroup path "
+			                     "(SLICE:PREFIX:NAME needs --systemd-cgroup)",
+			                     raw);
+		memcpy(ret, raw + (raw[0] == '/'), strlen(raw + (raw[0] == '/')) + 1);
+		return 0;
+	}
+	memcpy(buf, raw, strlen(raw) + 1);
+	prefix = strchr(buf, ':');
+	name = prefix ? strchr(prefix + 1, ':') : NULL;
+	if (!name || !name[1] || strchr(name + 1, ':'))
+		return hutch_err_set(err, -EINVAL,
+		                     "linux.cgroupsPath: '%.200s' is not SLICE:PREFIX:NAME "
+		                     "(--systemd-cgroup)",
+		                     raw);
+	*prefix++ = '\0';
+	*name++ = '\0';
+	if (!buf[0])
+		slice = "system.slice";
+	if (expand_slice(slice, ret, size, &n) < 0)
+		return hutch_err_set(err, -EINVAL, "linux.cgroupsPath: bad slice '%.200s'", slice);
+	dot = strrchr(name, '.');
+	k = snprintf(ret + n, size - n, "%s%s%s%s", prefix, prefix[0] ? "-" : "", name,
+	             dot && !strcmp(dot, ".slice") ? "" : ".scope");
+	if (k < 0 || (size_t)k >= size - n)
+		return hutch_err_set(err, -ENAMETOOLONG, "linux.cgroupsPath: too long");
+	return 0;
+}
+
 static int parse_linux(const cJSON *lx, struct hutch_oci_spec *s, struct hutch_err *err)
 {
 	const cJSON *devices = hutch_oci_json_item(lx, "devices"), *e;
@@ -595,6 +659,8 @@ static int parse(const cJSON *j, struct hutch_oci_spec *s, struct hutch_err *err
 	if ((r = parse_root(hutch_oci_json_item(j, "root"), s, err)) < 0 ||
 	    (r = parse_process(hutch_oci_json_item(j, "process"), s, err)) < 0 ||
 	    (r = hutch_oci_json_str(j, "hostname", "hostname", &s->hostname, err)) < 0 ||
+	    (r = hutch_oci_json_str(hutch_oci_json_item(j, "linux"), "cgroupsPath",
+	                            "linux.cgroupsPath", &s->cgroups_path, err)) < 0 ||
 	    (r = parse_mounts(hutch_oci_json_item(j, "mounts"), s, err)) < 0 ||
 	    (r = parse_linux(hutch_oci_json_item(j, "linux"), s, err)) < 0)
 		return r;
@@ -632,6 +698,7 @@ static void free_strv(char **v)
 
 void hutch_oci_spec_done(struct hutch_oci_spec *s)
 {
+	free(s->cgroups_path);
 	free(s->root_path);
 	free_strv(s->args);
 	free_strv(s->env);

@@ -61,7 +61,8 @@ struct hutch_oci_spec {
 	bool terminal;
 	struct hutch_oci_rlimit rlimits[HUTCH_OCI_MAX_RLIMITS];
 	size_t nrlimits;
-	char *hostname; /* or NULL */
+	char *hostname;     /* or NULL */
+	char *cgroups_path; /* linux.cgroupsPath as given, or NULL (hutch_oci_cgroups_path) */
 	struct hutch_oci_mount mounts[HUTCH_OCI_MAX_MOUNTS];
 	size_t nmounts;
 	/* linux.resources; 0 = not given */
@@ -84,6 +85,15 @@ struct hutch_oci_spec {
 int hutch_oci_spec_parse(const char *text, size_t len, struct hutch_oci_spec *ret,
                          struct hutch_err *err);
 void hutch_oci_spec_done(struct hutch_oci_spec *s);
+
+/* linux.cgroupsPath as hutch places it: under the cgroup it nests every
+ * sandbox in (the caller's), whether absolute or not. systemd (runc's
+ * --systemd-cgroup): "SLICE:PREFIX:NAME", SLICE expanded as systemd nests
+ * slices ("a-b.slice" -> "a.slice/a-b.slice"; "" -> "system.slice"), then
+ * "PREFIX-NAME.scope". Else '/'-separated names. Into ret (relative);
+ * errors name the field. */
+int hutch_oci_cgroups_path(const char *raw, bool systemd, char *ret, size_t size,
+                           struct hutch_err *err);
 
 /* The capabilities hutch accepts in a bundle (Docker's default set), for
  * `oci features` and the refusal; NULL-terminated. */

@@ -61,6 +61,8 @@ struct hutch_cgroup {
 	unsigned int ctrls[HUTCH_CGROUP_MAX_DIRS]; /* v1: CG_CTRL_* held by dirs[i]; v2: all */
 	bool entered; /* init is in it from its start: cloned into it (v2) or joined by itself (v1)
 	               */
+	unsigned int depth; /* parents the path names (hutch_cgroup_new_at) */
+	unsigned char made[HUTCH_CGROUP_MAX_DIRS]; /* of them, made by create (the deepest) */
 };
 
 /* Index of the directory holding controller bit ctrl, or -ENOENT. */

@@ -15,6 +15,26 @@
 
 #include "cgroup-internal.h"
 
+bool hutch_cgroup_path_is_valid(const char *path)
+{
+	size_t depth = 0;
+
+	if (!path || strlen(path) > HUTCH_CGROUP_PATH_MAX)
+		return false;
+	if (*path == '/')
+		path++;
+	do {
+		size_t n = strspn(path, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+		                        "0123456789_.-");
+
+		if (n == 0 || path[0] == '.' || (path[n] && path[n] != '/') ||
+		    ++depth > HUTCH_CGROUP_PATH_DEPTH)
+			return false;
+		path += n;
+	} while (*path++ == '/');
+	return true;
+}
+
 bool hutch_cgroup_name_is_valid(const char *name)
 {
 	size_t n;

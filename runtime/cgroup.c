@@ -256,11 +256,12 @@ static int own_dir(const struct cg_text *t, const char *controller, char *ret, s
 	return 0;
 }
 
-static int add_dir(struct hutch_cgroup *cg, const char *parent, const char *name, unsigned int ctrl)
+/* leaf: "hutch-<name>", or a container's cgroupsPath (without its '/'). */
+static int add_dir(struct hutch_cgroup *cg, const char *parent, const char *leaf, unsigned int ctrl)
 {
 	char *dir = NULL;
 
-	if (asprintf(&dir, "%s/" CG_PREFIX "%s", parent, name) < 0)
+	if (asprintf(&dir, "%s/%s", parent, leaf) < 0)
 		return -ENOMEM;
 	/* Controllers co-mounted in one hierarchy share one directory. */
 	for (size_t i = 0; i < cg->n_dirs; i++) {
@@ -401,13 +402,24 @@ int hutch_cgroup_make_dir(const char *dir, int *ret_parent, struct hutch_err *er
 
 int hutch_cgroup_new(const char *name, struct hutch_cgroup **ret, struct hutch_err *err)
 {
+	return hutch_cgroup_new_at(name, NULL, ret, err);
+}
+
+int hutch_cgroup_new_at(const char *id, const char *path, struct hutch_cgroup **ret,
+                        struct hutch_err *err)
+{
 	struct hutch_cgroup *cg = NULL;
+	char name[HUTCH_CGROUP_PATH_MAX + 16];
 	struct cg_text t;
 	long type = 0;
 	int r;
 
-	if (!hutch_cgroup_name_is_valid(name))
-		return hutch_err_set(err, -EINVAL, "invalid cgroup name '%s'", name ? name : "");
+	if (!hutch_cgroup_name_is_valid(id))
+		return hutch_err_set(err, -EINVAL, "invalid cgroup name '%s'", id ? id : "");
+	if (path && !hutch_cgroup_path_is_valid(path))
+		return hutch_err_set(err, -EINVAL, "invalid cgroup path '%.300s'", path);
+	snprintf(name, sizeof(name), "%s%s", path ? "" : CG_PREFIX,
+	         path ? path + (*path == '/') : id);
 	r = root_fs_type(&type, err);
 	if (r < 0)
 		return r;
@@ -431,6 +443,8 @@ int hutch_cgroup_new(const char *name, struct hutch_cgroup **ret, struct hutch_e
 		hutch_cgroup_free(cg);
 		return r;
 	}
+	for (const char *c = name; path && *c; c++)
+		cg->depth += *c == '/';
 	*ret = cg;
 	return 0;
 }
@@ -467,10 +481,71 @@ int hutch_cgroup_dir_for(const struct hutch_cgroup *cg, unsigned int ctrl)
 	return -ENOENT;
 }
 
+/* rmdir the parents create made, deepest first (still holding others:
+ * left, as runc leaves them). */
+static void remove_made(struct hutch_cgroup *cg)
+{
+	for (size_t i = 0; i < cg->n_dirs; i++) {
+		char dir[4096];
+
+		snprintf(dir, sizeof(dir), "%s", cg->dirs[i]);
+		for (; cg->made[i] > 0; cg->made[i]--) {
+			*strrchr(dir, '/') = '\0';
+			if (rmdir(dir) < 0)
+				break;
+		}
+	}
+}
+
+static int enable_v2(const char *dir)
+{
+	_cleanup_close_ int fd = hutch_cgroup_open_dir(dir);
+	int r;
+
+	if (fd < 0)
+		return fd;
+	r = hutch_write_knob_at(fd, "cgroup.subtree_control", "+cpu +memory +pids");
+	errno = -r;
+	return r;
+}
+
+/* mkdir the missing parents of each directory (a cgroupsPath's), top
+ * down; on v2 each new one delegates the controllers to its child. */
+static int make_parents(struct hutch_cgroup *cg, struct hutch_err *err)
+{
+	for (size_t i = 0; i < cg->n_dirs; i++) {
+		char dir[4096];
+		size_t cut[HUTCH_CGROUP_PATH_DEPTH];
+
+		snprintf(dir, sizeof(dir), "%s", cg->dirs[i]);
+		for (unsigned int d = 0; d < cg->depth; d++) {
+			cut[d] = (size_t)(strrchr(dir, '/') - dir);
+			dir[cut[d]] = '\0';
+		}
+		for (unsigned int d = cg->depth; d-- > 0;) {
+			if (mkdir(dir, 0755) == 0)
+				cg->made[i]++;
+			else if (errno != EEXIST || cg->made[i])
+				return hutch_err_set_errno(err, -errno, "create cgroup '%s'", dir);
+			if (cg->made[i] && cg->ops == &hutch_cgroup_v2_ops && enable_v2(dir) < 0)
+				return hutch_err_set_errno(err, -errno,
+				                           "delegate cpu memory pids in '%s'", dir);
+			dir[cut[d]] = '/';
+		}
+	}
+	return 0;
+}
+
 int hutch_cgroup_create(struct hutch_cgroup *cg, const struct hutch_limits *lim,
                         struct hutch_err *err)
 {
-	return cg->ops->create(cg, lim, err);
+	int r = make_parents(cg, err);
+
+	if (r >= 0)
+		r = cg->ops->create(cg, lim, err);
+	if (r < 0)
+		remove_made(cg);
+	return r;
 }
 
 int hutch_cgroup_clone_fd(const struct hutch_cgroup *cg)
@@ -585,6 +660,8 @@ int hutch_cgroup_destroy(struct hutch_cgroup *cg, struct hutch_err *err)
 			*err = e;
 		}
 	}
+	if (ret == 0)
+		remove_made(cg);
 	return ret;
 }
 

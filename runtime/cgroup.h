@@ -30,6 +30,18 @@ struct hutch_limits {
 /* Detect the hierarchy and compute (not create) the sandbox's directories,
  * named "hutch-<name>", below the caller's own cgroup. */
 int hutch_cgroup_new(const char *name, struct hutch_cgroup **ret, struct hutch_err *err);
+/* The same, but the sandbox's cgroup is path under the same parent
+ * instead of "hutch-<name>" (a container's linux.cgroupsPath: 1 to
+ * HUTCH_CGROUP_PATH_DEPTH '/'-separated names, a leading '/' ignored:
+ * never outside where hutch nests). path NULL: hutch_cgroup_new().
+ * hutch_cgroup_create() makes the missing parents, hutch_cgroup_destroy()
+ * removes those it made. */
+#define HUTCH_CGROUP_PATH_DEPTH 8
+#define HUTCH_CGROUP_PATH_MAX   511
+int hutch_cgroup_new_at(const char *name, const char *path, struct hutch_cgroup **ret,
+                        struct hutch_err *err);
+/* True if path is one hutch_cgroup_new_at() takes (pure). */
+bool hutch_cgroup_path_is_valid(const char *path);
 struct hutch_cgroup *hutch_cgroup_free(struct hutch_cgroup *cg);
 /* True when /sys/fs/cgroup is cgroup2 (pure v2). */
 bool hutch_cgroup_host_is_v2(void);

@@ -35,6 +35,11 @@
 #include "supervisor.h"
 #include "syscalls.h"
 
+const char *hutch_container_cgroup_path(const struct sup *s)
+{
+	return s->container && s->container->cgroup_path[0] ? s->container->cgroup_path : NULL;
+}
+
 int hutch_container_take_stdio(struct sup *s)
 {
 	struct hutch_container *ct = s->container;

@@ -71,6 +71,9 @@ struct hutch_container {
 	struct hutch_container_rlimit rlimits[HUTCH_CONTAINER_MAX_RLIMITS];
 	size_t nrlimits;
 	char hostname[64]; /* "" = hutch's */
+	/* linux.cgroupsPath, relative to where hutch nests sandboxes (cgroup.h
+	 * hutch_cgroup_new_at); "" = hutch's own "hutch-<id>" */
+	char cgroup_path[HUTCH_CGROUP_PATH_MAX + 1];
 	/* The bundle's seccomp profile, stacked on hutch's filter in the main
 	 * process (the kernel's intersection); len 0: none. */
 	struct sock_fprog seccomp;
@@ -111,6 +114,9 @@ struct hutch_container {
 	bool started, exited;
 };
 
+/* s's linux.cgroupsPath for hutch_cgroup_new_at(), or NULL (not a
+ * container, or none given). */
+const char *hutch_container_cgroup_path(const struct sup *s);
 /* The supervisor's steps, in order (each fills err and returns -errno). */
 /* In the new supervisor, before its stdio goes to /dev/null: keep them. */
 int hutch_container_take_stdio(struct sup *s);

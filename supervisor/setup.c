@@ -303,7 +303,7 @@ static int place_in_scope(struct sup *s, struct hutch_err *err)
 	}
 	if (r < 0)
 		return r;
-	return hutch_cgroup_new(s->id, &s->cg, err);
+	return hutch_cgroup_new_at(s->id, hutch_container_cgroup_path(s), &s->cg, err);
 }
 
 /* GO carries the sandbox CA's certificate (header bindings), made after

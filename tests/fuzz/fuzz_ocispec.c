@@ -48,6 +48,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		abort();
 	if (r == 0) {
 		check_ok(&s);
+		/* linux.cgroupsPath both ways: bounded, NUL-terminated, or an error. */
+		for (int systemd = 0; s.cgroups_path && systemd < 2; systemd++) {
+			char path[512];
+
+			memset(path, 'x', sizeof(path));
+			if (hutch_oci_cgroups_path(s.cgroups_path, systemd, path, sizeof(path),
+			                           &err) == 0 &&
+			    !memchr(path, '\0', sizeof(path)))
+				abort();
+		}
 		hutch_oci_spec_done(&s);
 	}
 	return 0;

@@ -383,6 +383,96 @@ def test_capabilities_stay_inside(oci, tmp_path):
     oci("delete", "cap2")
 
 
+HOST_V2 = os.path.exists("/sys/fs/cgroup/cgroup.controllers")
+HUTCH_V1 = {"pids", "memory", "cpu", "freezer"}
+
+
+def hutch_hierarchy(num, ctrls):
+    """A /proc/PID/cgroup line's hierarchy is one hutch makes cgroups in."""
+    return (num == "0") if HOST_V2 else bool(set(ctrls.split(",")) & HUTCH_V1)
+
+
+def own_cgroups():
+    """{mount point: this process's cgroup dir} of hutch's hierarchies."""
+    mounts = {}
+    with open("/proc/self/mountinfo") as f:
+        for ln in f:
+            parts = ln.split()
+            sep = parts.index("-")
+            if parts[sep + 1] == "cgroup2":
+                mounts["0::"] = parts[4]
+            elif parts[sep + 1] == "cgroup":
+                mounts[",".join(sorted(set(parts[sep + 3].split(",")) - {"rw", "relatime"}))] = \
+                    parts[4]
+    own = {}
+    with open("/proc/self/cgroup") as f:
+        for ln in f:
+            num, ctrls, path = ln.rstrip("\n").split(":", 2)
+            key = "0::" if num == "0" else ",".join(sorted(ctrls.split(",")))
+            if key in mounts and hutch_hierarchy(num, ctrls):
+                own[mounts[key]] = mounts[key] + path.rstrip("/")
+    return own
+
+
+def cgroups_of(pid):
+    with open(f"/proc/{pid}/cgroup") as f:
+        return [ln.rstrip("\n").split(":", 2) for ln in f]
+
+
+@pytest.mark.parametrize("path,systemd,leaf", [
+    ("/hutch-oci-cgtest-{u}/ctr/c1", False, "hutch-oci-cgtest-{u}/ctr/c1"),
+    ("hutch-oci-cgtest-{u}/c1", False, "hutch-oci-cgtest-{u}/c1"),
+    # runc's --systemd-cgroup form, as containerd's CRI writes it: the
+    # slice expanded as systemd nests slices, the unit a scope.
+    ("hutch_oci_cgtest_{u}-pod1.slice:cri-containerd:c1", True,
+     "hutch_oci_cgtest_{u}.slice/hutch_oci_cgtest_{u}-pod1.slice/cri-containerd-c1.scope"),
+])
+def test_cgroups_path(oci, path, systemd, leaf):
+    """linux.cgroupsPath is the container's cgroup, under the caller's own
+    (absolute or not: hutch never makes cgroups outside the caller's tree),
+    with its limits; the parents it made go with it."""
+    u = uuid.uuid4().hex[:6]
+    path, leaf = path.format(u=u), leaf.format(u=u)
+    lx = {"namespaces": list(NAMESPACES), "cgroupsPath": path,
+          "resources": {"pids": {"limit": 42}}}
+    b = oci.bundle(["sleep", "1000"], linux=lx)
+    glob_ = ["--systemd-cgroup"] if systemd else []
+    r = oci(*glob_, "run", "-d", "--bundle", b, "cg1")
+    assert r.returncode == 0, r.output
+    pid = oci.state("cg1")["pid"]
+    own = own_cgroups()
+    top = leaf.split("/")[0]
+    for line in cgroups_of(pid):
+        if not hutch_hierarchy(line[0], line[1]):
+            continue
+        # The process is in LEAF (or, on v1's freezer, its commands' child).
+        assert f"/{leaf}" in line[2], (line, leaf)
+    dirs = [d + "/" + leaf for d in own.values() if os.path.isdir(d + "/" + leaf)]
+    assert dirs, (own, leaf)
+    pids_max = [d for d in dirs if os.path.exists(d + "/pids.max")]
+    assert pids_max and open(pids_max[0] + "/pids.max").read().strip() == "42"
+    assert oci("kill", "cg1", "KILL").returncode == 0
+    assert wait_until(lambda: oci.state("cg1")["status"] == "stopped")
+    assert oci("delete", "cg1").returncode == 0
+    assert wait_until(lambda: not [d for d in own.values() if os.path.exists(d + "/" + top)]), \
+        [d + "/" + top for d in own.values()]
+
+
+@pytest.mark.parametrize("path,systemd,msg", [
+    ("a/../b", False, "linux.cgroupsPath: 'a/../b': up to 8 names"),
+    ("a//b", False, "linux.cgroupsPath"),
+    ("system.slice:x:y", False, "SLICE:PREFIX:NAME needs --systemd-cgroup"),
+    ("/a/b", True, "is not SLICE:PREFIX:NAME"),
+    ("bad:x:y", True, "bad slice 'bad'"),
+    ("a/b/c/d/e/f/g/h/i", False, "up to 8 names"),
+])
+def test_cgroups_path_refused(oci, path, systemd, msg):
+    b = oci.bundle(["true"], linux={"namespaces": list(NAMESPACES), "cgroupsPath": path})
+    r = oci(*(["--systemd-cgroup"] if systemd else []), "create", "--bundle", b, "cgr")
+    assert r.returncode == 1 and msg in r.output, r.output
+    assert not os.path.exists(os.path.join(oci.root, "cgr"))
+
+
 def test_limits_lower_and_annotations(oci):
     """linux.resources lower the instance type's limits; the
     run.hutch.instance-type annotation picks the type."""
@@ -930,10 +1020,21 @@ def test_ctr_run(ctr, oci):
     assert proc_comm(int(tasks[1])) is not None  # the pid-file's: the supervisor
     r = run("task", "exec", "--exec-id", "e1", "c2", "sh", "-c", "echo exec-in-ctr; exit 2")
     assert r.returncode == 2 and r.stdout == b"exec-in-ctr\n", r.stderr
-    assert len(run("task", "ps", "c2").stdout.decode().strip().split("\n")) == 3  # header, init, sleep
+    ps = run("task", "ps", "c2").stdout.decode().strip().split("\n")
+    assert len(ps) == 3  # header, init, sleep
+    # containerd's default cgroupsPath, /default/c2, under containerd's own
+    # cgroup (the shim's, which is this test's): hutch nests there.
+    own = own_cgroups()
+    for pid in (int(ln.split()[0]) for ln in ps[1:]):
+        for num, ctrls, path in cgroups_of(pid):
+            if hutch_hierarchy(num, ctrls):
+                mount = [m for m in own if own[m].startswith(m)]
+                assert any((m + path).startswith(own[m] + "/default/c2") for m in mount), \
+                    (num, ctrls, path, own)
     assert run("task", "kill", "c2").returncode == 0
     assert wait_until(lambda: "STOPPED" in run("task", "ls").stdout.decode())
     assert run("task", "delete", "c2").returncode == 0
     assert run("containers", "rm", "c2").returncode == 0
     assert wait_until(lambda: oci.hutch.ids() == [])
     assert os.listdir("/run/containerd/runc/default") == []
+    assert not [d for d in own.values() if os.path.exists(d + "/default")]

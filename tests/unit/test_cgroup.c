@@ -250,6 +250,20 @@ static void test_name_and_pids(void **state)
 	assert_false(hutch_cgroup_name_is_valid("a b"));
 	assert_false(hutch_cgroup_name_is_valid(
 	        "x123456789012345678901234567890123456789012345678901234567890123456789"));
+	/* A container's cgroupsPath: names joined by '/', one leading '/'. */
+	assert_true(hutch_cgroup_path_is_valid("/default/c1"));
+	assert_true(hutch_cgroup_path_is_valid("kubepods.slice/cri-containerd-0a.scope"));
+	assert_true(hutch_cgroup_path_is_valid("a/b/c/d/e/f/g/h"));
+	assert_false(hutch_cgroup_path_is_valid("a/b/c/d/e/f/g/h/i"));
+	assert_false(hutch_cgroup_path_is_valid(NULL));
+	assert_false(hutch_cgroup_path_is_valid(""));
+	assert_false(hutch_cgroup_path_is_valid("/"));
+	assert_false(hutch_cgroup_path_is_valid("//a"));
+	assert_false(hutch_cgroup_path_is_valid("a//b"));
+	assert_false(hutch_cgroup_path_is_valid("a/"));
+	assert_false(hutch_cgroup_path_is_valid("a/../b"));
+	assert_false(hutch_cgroup_path_is_valid("a/.hidden"));
+	assert_false(hutch_cgroup_path_is_valid("a/b c"));
 	assert_int_equal(hutch_cgroup_parse_pids("12\n345\n6\n", pids, 4), 3);
 	assert_int_equal(pids[1], 345);
 	assert_int_equal(hutch_cgroup_parse_pids("1\n2\n3\n4\n5\n", pids, 4), 4);

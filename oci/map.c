@@ -38,14 +38,17 @@ static int map_mounts(const struct hutch_oci_spec *spec, const struct hutch_conf
 		struct hutch_container_mount *cm;
 		size_t k = 0;
 
-		if (m->kind != HUTCH_OCI_MOUNT_BIND && m->kind != HUTCH_OCI_MOUNT_TMPFS &&
-		    m->kind != HUTCH_OCI_MOUNT_MQUEUE)
+		if (m->kind == HUTCH_OCI_MOUNT_HUTCH ||
+		    /* v1: no cgroup2 of the sandbox's own to show (docs/kubernetes.md) */
+		    (m->kind == HUTCH_OCI_MOUNT_CGROUP && !hutch_cgroup_host_is_v2()))
 			continue;
 		cm = &ct->mounts[ct->nmounts++];
 		cm->dest = m->dest;
 		cm->source = m->source;
 		cm->tmpfs = m->kind == HUTCH_OCI_MOUNT_TMPFS;
 		cm->mqueue = m->kind == HUTCH_OCI_MOUNT_MQUEUE;
+		cm->sysfs = m->kind == HUTCH_OCI_MOUNT_SYSFS;
+		cm->cgroup2 = m->kind == HUTCH_OCI_MOUNT_CGROUP;
 		cm->readonly = m->readonly;
 		cm->recursive = m->recursive;
 		cm->attrs = m->noexec ? MOUNT_ATTR_NOEXEC : 0;

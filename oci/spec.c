@@ -72,9 +72,8 @@ static const struct {
 	{ "RLIMIT_STACK", RLIMIT_STACK },
 };
 
-/* Destinations whose mount hutch makes itself, and those it leaves out. */
+/* Destinations whose mount hutch makes itself. */
 static const char *const hutch_dests[] = { "/proc", "/dev", "/dev/pts", "/dev/shm", NULL };
-static const char *const skipped_dests[] = { "/sys", "/sys/fs/cgroup", NULL };
 
 static bool in_list(const char *const *list, const char *s)
 {
@@ -331,19 +330,22 @@ static int parse_mount(const cJSON *e, size_t i, struct hutch_oci_spec *s, struc
 		bind = true;
 	if (in_list(hutch_dests, m->dest))
 		m->kind = HUTCH_OCI_MOUNT_HUTCH;
-	else if (in_list(skipped_dests, m->dest))
-		m->kind = HUTCH_OCI_MOUNT_SKIP;
 	else if (bind)
 		m->kind = HUTCH_OCI_MOUNT_BIND;
 	else if (type && !strcmp(type, "tmpfs"))
 		m->kind = HUTCH_OCI_MOUNT_TMPFS;
 	else if (type && !strcmp(type, "mqueue"))
 		m->kind = HUTCH_OCI_MOUNT_MQUEUE;
+	else if (type && !strcmp(type, "sysfs"))
+		m->kind = HUTCH_OCI_MOUNT_SYSFS;
+	else if (type && (!strcmp(type, "cgroup") || !strcmp(type, "cgroup2")))
+		m->kind = HUTCH_OCI_MOUNT_CGROUP;
 	else
 		r = hutch_err_set(
 		        err, -EPERM,
-		        "%s: '%.32s' at '%.256s' is refused (hutch mounts binds and tmpfs)", field,
-		        type ? type : "", m->dest);
+		        "%s: '%.32s' at '%.256s' is refused (hutch mounts binds, tmpfs, mqueue, "
+		        "sysfs and cgroup)",
+		        field, type ? type : "", m->dest);
 	free(type);
 	if (r < 0)
 		return r;

@@ -33,7 +33,8 @@ enum hutch_oci_mount_kind {
 	HUTCH_OCI_MOUNT_TMPFS,
 	HUTCH_OCI_MOUNT_MQUEUE, /* a new mqueue (the container's own ipc namespace) */
 	HUTCH_OCI_MOUNT_HUTCH,  /* /proc, /dev, /dev/pts, /dev/shm: hutch's own take its place */
-	HUTCH_OCI_MOUNT_SKIP,   /* /sys, /sys/fs/cgroup: not mounted */
+	HUTCH_OCI_MOUNT_SYSFS,  /* a new sysfs (the container's network namespace's), read-only */
+	HUTCH_OCI_MOUNT_CGROUP, /* the container's own cgroup (cgroup namespace), read-only */
 };
 
 struct hutch_oci_mount {

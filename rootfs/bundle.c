@@ -139,6 +139,27 @@ static int restrict_path(struct rootfs_ctx *ctx, const char *path, bool mask, st
 	return rootfs_attach_fd(src, target, mask ? "mask" : "bind", path, err);
 }
 
+/* Under a sysfs, whatever the bundle masks: the firmware's tables (ACPI,
+ * DMI, EFI variables) and the power meters (powercap's energy counters,
+ * a side channel), as runc's default maskedPaths do. */
+static int mask_sysfs(struct rootfs_ctx *ctx, const struct hutch_rootfs_mount *m,
+                      struct hutch_err *err)
+{
+	static const char *const under[] = { "firmware", "devices/virtual/powercap" };
+
+	for (size_t i = 0; i < ELEMENTSOF(under); i++) {
+		char path[PATH_MAX];
+		int r;
+
+		if (snprintf(path, sizeof(path), "%s/%s", m->dest, under[i]) >= (int)sizeof(path))
+			return hutch_err_set(err, -ENAMETOOLONG, "mask under '%s'", m->dest);
+		r = restrict_path(ctx, path, true, err);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
 int rootfs_setup_bundle(struct rootfs_ctx *ctx, struct hutch_err *err)
 {
 	const struct hutch_rootfs_bundle *b = ctx->cfg->bundle;
@@ -155,6 +176,10 @@ int rootfs_setup_bundle(struct rootfs_ctx *ctx, struct hutch_err *err)
 		r = rootfs_setup_dev(ctx, err);
 	for (size_t i = 0; r >= 0 && i < b->nmounts; i++)
 		r = mount_one(ctx, &b->mounts[i], err);
+	for (size_t i = 0; r >= 0 && i < b->nmounts; i++)
+		if (b->mounts[i].kind == HUTCH_ROOTFS_MOUNT_FS &&
+		    !strcmp(b->mounts[i].fstype, "sysfs"))
+			r = mask_sysfs(ctx, &b->mounts[i], err);
 	for (size_t i = 0; r >= 0 && b->masked && b->masked[i]; i++)
 		r = restrict_path(ctx, b->masked[i], true, err);
 	for (size_t i = 0; r >= 0 && b->readonly_paths && b->readonly_paths[i]; i++)

@@ -17,7 +17,8 @@
 /* One mount an OCI bundle asks for, beyond the root (rootfs/bundle.c). */
 enum hutch_rootfs_mount_kind {
 	HUTCH_ROOTFS_MOUNT_BIND, /* fd: a detached mount the supervisor made (open_tree) */
-	HUTCH_ROOTFS_MOUNT_FS,   /* a new file system: fstype ("tmpfs", "mqueue") with opts */
+	HUTCH_ROOTFS_MOUNT_FS,   /* a new file system: fstype (tmpfs, mqueue, sysfs, cgroup2) with
+	                            opts */
 };
 struct hutch_rootfs_mount {
 	enum hutch_rootfs_mount_kind kind;

@@ -35,6 +35,11 @@
 #include "supervisor.h"
 #include "syscalls.h"
 
+static bool is_new_fs(const struct hutch_container_mount *m)
+{
+	return m->tmpfs || m->mqueue || m->sysfs || m->cgroup2;
+}
+
 const char *hutch_container_cgroup_path(const struct sup *s)
 {
 	return s->container && s->container->cgroup_path[0] ? s->container->cgroup_path : NULL;
@@ -100,6 +105,11 @@ int hutch_container_prepare(struct sup *s, struct hutch_limits *lim, struct hutc
 	return open_mounts(s, err);
 }
 
+static const char *new_fs_type(const struct hutch_container_mount *m)
+{
+	return m->mqueue ? "mqueue" : m->sysfs ? "sysfs" : m->cgroup2 ? "cgroup2" : "tmpfs";
+}
+
 static int open_mounts(struct sup *s, struct hutch_err *err)
 {
 	struct hutch_container *ct = s->container;
@@ -112,7 +122,7 @@ static int open_mounts(struct sup *s, struct hutch_err *err)
 	for (size_t i = 0; i < ct->nmounts; i++) {
 		const struct hutch_container_mount *m = &ct->mounts[i];
 
-		if (!m->tmpfs && !m->mqueue) {
+		if (!is_new_fs(m)) {
 			r = open_bind(ct, i, err);
 			if (r < 0)
 				return r;
@@ -120,12 +130,12 @@ static int open_mounts(struct sup *s, struct hutch_err *err)
 		}
 		ct->rmounts[i] = (struct hutch_rootfs_mount){
 			.kind = HUTCH_ROOTFS_MOUNT_FS,
-			.fstype = m->mqueue ? "mqueue" : "tmpfs",
+			.fstype = new_fs_type(m),
 			.dest = m->dest,
 			.opts = (const char *const *)m->tmpfs_opts,
 			.attrs = m->attrs | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV |
-			         (m->mqueue ? MOUNT_ATTR_NOEXEC : 0) |
-			         (m->readonly ? MOUNT_ATTR_RDONLY : 0),
+			         (m->mqueue || m->sysfs || m->cgroup2 ? MOUNT_ATTR_NOEXEC : 0) |
+			         (m->readonly || m->sysfs || m->cgroup2 ? MOUNT_ATTR_RDONLY : 0),
 		};
 	}
 	ct->bundle = (struct hutch_rootfs_bundle){
@@ -190,7 +200,7 @@ int hutch_container_child_fds(struct sup *s, int first)
 	if (first < 0) {
 		ct->root_fd = fcntl(ct->root_fd, F_DUPFD_CLOEXEC, hutch_container_stash_fd(ct));
 		for (size_t i = 0; i < ct->nmounts; i++)
-			if (!ct->mounts[i].tmpfs && !ct->mounts[i].mqueue)
+			if (!is_new_fs(&ct->mounts[i]))
 				ct->rmounts[i].fd = fcntl(ct->rmounts[i].fd, F_DUPFD_CLOEXEC,
 				                          hutch_container_stash_fd(ct));
 		return ct->root_fd < 0 ? -1 : 0;
@@ -199,7 +209,7 @@ int hutch_container_child_fds(struct sup *s, int first)
 		return -1;
 	ct->bundle.root_fd = first + n++;
 	for (size_t i = 0; i < ct->nmounts; i++) {
-		if (ct->mounts[i].tmpfs || ct->mounts[i].mqueue)
+		if (is_new_fs(&ct->mounts[i]))
 			continue;
 		if (ct->rmounts[i].fd < 0 || dup3(ct->rmounts[i].fd, first + n, O_CLOEXEC) < 0)
 			return -1;
@@ -590,7 +600,7 @@ int hutch_container_ready(struct sup *s)
 	/* init has attached them: our references can go. */
 	closep(&ct->root_fd);
 	for (size_t i = 0; i < ct->nmounts; i++)
-		if (!ct->mounts[i].tmpfs && !ct->mounts[i].mqueue)
+		if (!is_new_fs(&ct->mounts[i]))
 			closep(&ct->mount_fds[i]);
 	write_status(s, "created");
 	/* Our read end makes a writer's open() succeed at once; EPOLLIN

@@ -48,6 +48,10 @@ struct hutch_container_mount {
 	char *source; /* BIND: absolute host path */
 	bool tmpfs;   /* else a bind */
 	bool mqueue;  /* a new mqueue, else a bind or tmpfs */
+	/* A new sysfs (the sandbox's network namespace's; hutch masks
+	 * firmware and powercap under it) or cgroup2 (the sandbox's own
+	 * cgroup, v2 hosts), read-only whatever the bundle says. */
+	bool sysfs, cgroup2;
 	bool readonly, recursive;
 	char *tmpfs_opts[4]; /* "size=...", "mode=..."; NULL-terminated */
 	unsigned int attrs;  /* MOUNT_ATTR_NOSUID | ... */

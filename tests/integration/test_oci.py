@@ -473,6 +473,39 @@ def test_cgroups_path_refused(oci, path, systemd, msg):
     assert not os.path.exists(os.path.join(oci.root, "cgr"))
 
 
+def test_sysfs_is_the_sandboxs(oci):
+    """The bundle's /sys is a new sysfs, read-only whatever it asks: its
+    network devices are the container's network namespace's (lo alone
+    with run.hutch.network none), not the host's; the firmware tables and
+    power meters are masked; nothing in it is writable, not even by root
+    with the default capabilities."""
+    host_links = sorted(os.listdir("/sys/class/net"))
+    assert host_links != ["lo"]
+    probe = ("ls /sys/class/net; echo --; ls /sys/firmware | wc -l; "
+             "ls /sys/devices/virtual/powercap 2>/dev/null | wc -l; "
+             "awk '$5 == \"/sys\"' /proc/self/mountinfo; "
+             "echo 1 > /sys/kernel/mm/ksm/run 2>/dev/null && echo WROTE; "
+             "touch /sys/x 2>/dev/null && echo TOUCHED; "
+             "cat /sys/class/net/lo/address")
+    proc = config([])["process"]
+    proc.update(args=["sh", "-c", probe],
+                capabilities={s: DEFAULT_CAPS for s in ("bounding", "effective", "permitted")})
+    mounts = [m if m["destination"] != "/sys" else dict(m, options=["rw"])
+              for m in config([])["mounts"]]
+    b = oci.bundle(proc["args"], process=proc, mounts=mounts)
+    r = oci("run", "--bundle", b, "sys1")
+    assert r.returncode == 0, r.output
+    links, rest = r.output.split("--\n")
+    assert links.split() == ["lo"], (links, host_links)
+    lines = rest.split("\n")
+    assert lines[0] == "0" and lines[1] == "0", r.output
+    assert " ro," in lines[2] and "sysfs sysfs" in lines[2], lines[2]
+    assert "nosuid" in lines[2] and "nodev" in lines[2] and "noexec" in lines[2]
+    assert "WROTE" not in r.output and "TOUCHED" not in r.output
+    assert "00:00:00:00:00:00" in r.output
+    oci("delete", "sys1")
+
+
 def test_limits_lower_and_annotations(oci):
     """linux.resources lower the instance type's limits; the
     run.hutch.instance-type annotation picks the type."""

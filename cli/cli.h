@@ -39,6 +39,12 @@ int hutch_cli_open_live(const char *arg, struct hutch_paths *p);
  * return HUTCH_EXIT_FAILURE. */
 int hutch_cli_lost(const char *sock, int code, const char *msg);
 
+/* verb-image.c: --image NAME (not host) to its manifest digest in cfg
+ * (the pool key, and what the supervisor mounts); 0, or prints why (64:
+ * no such image) and returns the exit code. */
+struct hutch_config;
+int hutch_cli_resolve_image(struct hutch_config *cfg);
+
 /* sandbox-json.c: give o (the create answer, a state.json, GET /status)
  * the one sandbox schema: "status" (dead when not live), "live", and
  * created_at / expires_at as RFC 3339 strings plus "<name>_unix". */

@@ -261,6 +261,30 @@ static int cmd_prune(struct hutch_cli_args *a)
 	return 0;
 }
 
+int hutch_cli_resolve_image(struct hutch_config *cfg)
+{
+	_cleanup_(hutch_image_store_freep) struct hutch_image_store *s = NULL;
+	const char *path = cfg->image_store[0] ? cfg->image_store : "/var/lib/hutch";
+	struct hutch_err err = { 0 };
+	int r;
+
+	if (!hutch_config_has_image(cfg))
+		return 0;
+	if (hutch_image_store_open(path, &s, &err) < 0)
+		return hutch_cli_fail(HUTCH_EXIT_FAILURE, "--image %s: %s", cfg->image, err.msg);
+	r = hutch_image_resolve(s, cfg->image, cfg->image_manifest, &err);
+	if (r == -ENOENT)
+		return hutch_cli_fail(
+		        HUTCH_EXIT_USAGE,
+		        "--image %s: no such image in the store '%s': run 'hutch image "
+		        "pull %s' or 'hutch image import SRC %s' first ('hutch image "
+		        "ls' lists the images)",
+		        cfg->image, path, cfg->image, cfg->image);
+	if (r < 0)
+		return hutch_cli_fail(HUTCH_EXIT_USAGE, "--image %s: %s", cfg->image, err.msg);
+	return 0;
+}
+
 const struct hutch_cli_verb hutch_verb_image_pull = {
 	.name = "image pull",
 	.synopsis = "REF [NAME]",

@@ -206,6 +206,9 @@ static int create_sandbox(struct hutch_config *cfg, const char *progress, struct
 	r = hutch_config_validate(cfg, &err);
 	if (r < 0)
 		return hutch_cli_fail(HUTCH_EXIT_USAGE, "%s", err.msg);
+	r = hutch_cli_resolve_image(cfg);
+	if (r)
+		return r;
 	r = hutch_pool_claim(cfg, hutch_runtime_dir(), c, &err);
 	if (r > 0)
 		return 0;      /* a warm sandbox from `hutch pool` */
@@ -223,6 +226,8 @@ static int create_sandbox(struct hutch_config *cfg, const char *progress, struct
 	}
 	if (r == -EADDRINUSE || r == -EADDRNOTAVAIL) /* -p: not the host's fault */
 		return hutch_cli_fail(HUTCH_EXIT_FAILURE, "cannot create sandbox: %s", err.msg);
+	if (r == -ENOEXEC) /* an image without a shell or python3 */
+		return hutch_cli_fail(HUTCH_EXIT_USAGE, "cannot create sandbox: %s", err.msg);
 	if (r < 0)
 		return hutch_cli_fail(
 		        r == -EPERM || r == -ENOSYS || r == -EOPNOTSUPP ? HUTCH_EXIT_NOT_CAPABLE

@@ -22,6 +22,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include <cjson/cJSON.h>
 
@@ -115,5 +116,38 @@ int hutch_image_remove(struct hutch_image_store *s, const char *name, struct hut
 /* Remove layers and blobs no image names, and the download cache oci/;
  * ret_removed counts layers. */
 int hutch_image_prune(struct hutch_image_store *s, size_t *ret_removed, struct hutch_err *err);
+
+/* ---- layers.c: what a sandbox mounts (supervisor, before clone3) ---- */
+
+/* The image of one sandbox: its layers as detached mounts, its config. */
+struct hutch_image_use {
+	char manifest[HUTCH_IMAGE_DIGEST_LEN + 1];
+	size_t n_layers;
+	int layer_fds[HUTCH_IMAGE_LAYERS_MAX]; /* bottom first; -1 once handed on */
+	struct hutch_image_config config;      /* Env, WorkingDir */
+	int use_fd;                            /* users/<id>, flock()ed shared while alive */
+	int users_dir;                         /* the store's users/ */
+	char id[32];
+};
+void hutch_image_use_done(struct hutch_image_use *u);
+
+/* The manifest digest of the image called name (for the pool key). */
+int hutch_image_resolve(struct hutch_image_store *s, const char *name,
+                        char ret_manifest[HUTCH_IMAGE_DIGEST_LEN + 1], struct hutch_err *err);
+
+/*
+ * For sandbox id with host ids uid_base..+65535: record the use in the
+ * store's users/<id> (flock()ed shared until the use is done or the
+ * process exits, so that prune keeps its layers), then open each layer of
+ * image name as a detached, read-only, nosuid, nodev clone idmapped from
+ * the store's ids onto the sandbox's (image root is sandbox root), through
+ * a throw-away user namespace. Root only. want_manifest, if not NULL or
+ * empty, must be the image's manifest (what the CLI resolved).
+ */
+int hutch_image_use(struct hutch_image_store *s, const char *name, const char *want_manifest,
+                    const char *id, uid_t uid_base, struct hutch_image_use *ret,
+                    struct hutch_err *err);
+/* Forget the use record (at the sandbox's end; prune also drops stale ones). */
+void hutch_image_use_release(struct hutch_image_use *u);
 
 #endif

@@ -37,4 +37,8 @@ int store_write_ref(struct hutch_image_store *s, const char *name, const cJSON *
 int store_ref_copy_by_manifest(struct hutch_image_store *s, const char *manifest, const char *name,
                                struct hutch_err *err);
 
+/* The store's users/ directory (created if needed): one use record per
+ * sandbox (layers.c). */
+int store_open_users(struct hutch_image_store *s, struct hutch_err *err);
+
 #endif

@@ -80,6 +80,11 @@ static int open_dirs(struct hutch_image_store *s, struct hutch_err *err)
 	return 0;
 }
 
+int store_open_users(struct hutch_image_store *s, struct hutch_err *err)
+{
+	return open_sub(s->dirfd, "users", err);
+}
+
 /* Leftovers of a killed writer: only ever called with the lock held. */
 static void clean_tmp(struct hutch_image_store *s)
 {
@@ -361,6 +366,52 @@ static void mark(cJSON *used, const cJSON *v)
 		(void)cJSON_AddTrueToObject(used, v->valuestring);
 }
 
+/* One use record: if a live sandbox holds it, its layers are used; if
+ * none does (its supervisor died), it is removed. */
+static void mark_use(cJSON *used, int users, const char *name)
+{
+	_cleanup_close_ int fd = -EBADF;
+	char buf[HUTCH_IMAGE_LAYERS_MAX * (HUTCH_IMAGE_DIGEST_LEN + 1) + 1];
+	ssize_t n;
+
+	fd = openat(users, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	if (flock(fd, LOCK_EX | LOCK_NB) == 0) {
+		(void)unlinkat(users, name, 0);
+		return;
+	}
+	n = hutch_read_all(fd, buf, sizeof(buf) - 1);
+	if (n < 0)
+		return;
+	buf[n] = '\0';
+	for (char *save = NULL, *line = strtok_r(buf, "\n", &save); line;
+	     line = strtok_r(NULL, "\n", &save))
+		if (hutch_image_digest_is_valid(line) &&
+		    !cJSON_GetObjectItemCaseSensitive(used, line))
+			(void)cJSON_AddTrueToObject(used, line);
+}
+
+/* The layers of every live sandbox (and so of every pooled one). */
+static int mark_users(struct hutch_image_store *s, cJSON *used, struct hutch_err *err)
+{
+	_cleanup_closedir_ DIR *d = NULL;
+	struct dirent *de;
+	int fd = store_open_users(s, err);
+
+	if (fd < 0)
+		return fd;
+	d = fdopendir(fd);
+	if (!d) {
+		(void)close(fd);
+		return hutch_err_set_errno(err, -errno, "read the store's users");
+	}
+	while ((de = readdir(d)))
+		if (de->d_name[0] != '.')
+			mark_use(used, dirfd(d), de->d_name);
+	return 0;
+}
+
 int hutch_image_prune(struct hutch_image_store *s, size_t *ret_removed, struct hutch_err *err)
 {
 	_cleanup_cjson_ cJSON *all = NULL, *used = cJSON_CreateObject();
@@ -381,6 +432,9 @@ int hutch_image_prune(struct hutch_image_store *s, size_t *ret_removed, struct h
 		cJSON_ArrayForEach(l, cJSON_GetObjectItemCaseSensitive(img, "layers"))
 			mark(used, l);
 	}
+	r = mark_users(s, used, err);
+	if (r < 0)
+		return r;
 	*ret_removed = remove_unused(s->layers, used);
 	(void)remove_unused(s->blobs, used);
 	(void)hutch_rm_rf_at(s->dirfd, "oci");

@@ -133,13 +133,101 @@ char *rootfs_hosts_render(const char *hostname, const char *extra)
 	return s;
 }
 
-/* appuser's shell: bash when the host has it, else sh. */
-static const char *pick_shell(int root)
+const char *rootfs_pick_shell(int root)
 {
 	struct open_how how = { .flags = O_PATH | O_CLOEXEC, .resolve = RESOLVE_IN_ROOT };
 	_cleanup_close_ int fd = sys_openat2(root, "bin/bash", &how, sizeof(how));
 
 	return fd >= 0 ? "/bin/bash" : "/bin/sh";
+}
+
+/* Field n (0 = the name) of a passwd/group line, as its length; NULL if absent. */
+static const char *field(const char *line, size_t len, unsigned n, size_t *ret_len)
+{
+	const char *p = line, *end = line + len, *colon;
+
+	for (; n > 0; n--) {
+		colon = memchr(p, ':', (size_t)(end - p));
+		if (!colon)
+			return NULL;
+		p = colon + 1;
+	}
+	colon = memchr(p, ':', (size_t)(end - p));
+	*ret_len = (size_t)((colon ? colon : end) - p);
+	return p;
+}
+
+static bool field_is(const char *line, size_t len, unsigned n, const char *want)
+{
+	size_t flen;
+	const char *f = field(line, len, n, &flen);
+
+	return f && flen == strlen(want) && !memcmp(f, want, flen);
+}
+
+/*
+ * image's lines, without those naming appuser or having id in field
+ * id_field, then head (when the image has no root line) prepended and
+ * tail appended.
+ */
+static char *merge(const char *image, unsigned id_field, unsigned id, const char *root_line,
+                   const char *tail)
+{
+	size_t ilen = image ? strlen(image) : 0, n = 0;
+	char idtext[16], *out;
+	bool has_root = false;
+
+	snprintf(idtext, sizeof(idtext), "%u", id);
+	out = malloc(ilen + strlen(root_line) + strlen(tail) + 2);
+	if (!out)
+		return NULL;
+	for (const char *p = image; p && *p;) {
+		const char *nl = strchrnul(p, '\n');
+		size_t len = (size_t)(nl - p);
+
+		if (len && !field_is(p, len, 0, "appuser") && !field_is(p, len, id_field, idtext)) {
+			has_root |= field_is(p, len, 0, "root");
+			memcpy(out + n, p, len);
+			n += len;
+			out[n++] = '\n';
+		}
+		p = *nl ? nl + 1 : nl;
+	}
+	if (!has_root) {
+		memmove(out + strlen(root_line), out, n);
+		memcpy(out, root_line, strlen(root_line));
+		n += strlen(root_line);
+	}
+	memcpy(out + n, tail, strlen(tail) + 1);
+	return out;
+}
+
+char *rootfs_passwd_merge(const char *image, uid_t app_uid, gid_t app_gid, const char *shell)
+{
+	_cleanup_free_ char *line = NULL;
+
+	if (!rootfs_app_id_is_valid(app_uid) || !rootfs_app_id_is_valid(app_gid) || !shell ||
+	    !*shell || strpbrk(shell, ":\n")) {
+		errno = EINVAL;
+		return NULL;
+	}
+	if (asprintf(&line, "appuser:x:%u:%u:appuser:/home/appuser:%s\n", (unsigned int)app_uid,
+	             (unsigned int)app_gid, shell) < 0)
+		return NULL;
+	return merge(image, 2, (unsigned int)app_uid, "root:x:0:0:root:/root:/bin/sh\n", line);
+}
+
+char *rootfs_group_merge(const char *image, gid_t app_gid)
+{
+	_cleanup_free_ char *line = NULL;
+
+	if (!rootfs_app_id_is_valid(app_gid)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	if (asprintf(&line, "appuser:x:%u:\n", (unsigned int)app_gid) < 0)
+		return NULL;
+	return merge(image, 2, (unsigned int)app_gid, "root:x:0:\n", line);
 }
 
 static int write_etc(int etc, const char *name, const char *content, struct hutch_err *err)
@@ -157,7 +245,7 @@ static int write_generated(struct rootfs_ctx *ctx, int etc, struct hutch_err *er
 	_cleanup_free_ char *passwd = NULL, *group = NULL, *hosts = NULL, *hostname = NULL;
 	int r;
 
-	passwd = rootfs_passwd_render(cfg->app_uid, cfg->app_gid, pick_shell(ctx->root));
+	passwd = rootfs_passwd_render(cfg->app_uid, cfg->app_gid, rootfs_pick_shell(ctx->root));
 	group = hutch_rootfs_group(cfg->app_gid);
 	if (!passwd || !group)
 		return hutch_err_set_errno(err, -errno, "render /etc/passwd for uid %u gid %u",

@@ -110,6 +110,30 @@ char *rootfs_hosts_render(const char *hostname, const char *extra);
 extern const char rootfs_nsswitch_conf[];
 int rootfs_setup_etc(struct rootfs_ctx *ctx, struct hutch_err *err);
 
+/* appuser's shell in the root: /bin/bash when it has one, else /bin/sh. */
+const char *rootfs_pick_shell(int root);
+/*
+ * An image's /etc/passwd (image: its text, or NULL for none) with appuser
+ * added: the image's entries are kept except any named appuser or with
+ * appuser's uid; a root entry is added when the image has none. The same
+ * for /etc/group and appuser's gid. NULL + errno on failure. Pure.
+ */
+char *rootfs_passwd_merge(const char *image, uid_t app_uid, gid_t app_gid, const char *shell);
+char *rootfs_group_merge(const char *image, gid_t app_gid);
+
+/* ---- overlay.c: the root of --image ---- */
+
+#define HUTCH_ROOTFS_LAYERS_MAX 128
+/* The overlay of cfg's layers under a writable tmpfs layer, stacked on
+ * "/" as ctx->root. */
+int rootfs_image_root(struct rootfs_ctx *ctx, struct hutch_err *err);
+/* The image's /etc: passwd and group merged with appuser; hosts,
+ * hostname, resolv.conf ours; nsswitch.conf when it has none. */
+int rootfs_image_etc(struct rootfs_ctx *ctx, struct hutch_err *err);
+/* After pivot_root: /bin/sh and python3 on cfg->path, or -ENOEXEC naming
+ * what is missing. */
+int rootfs_image_check(const struct hutch_rootfs_config *cfg, struct hutch_err *err);
+
 /* ---- proc.c: /proc and its masks ---- */
 
 enum rootfs_proc_action {

@@ -243,7 +243,9 @@ int rootfs_enter_root(struct rootfs_ctx *ctx, bool readonly, struct hutch_err *e
 		return hutch_err_set_errno(err, -errno, "detach the old root");
 	if (chdir("/") < 0)
 		return hutch_err_set_errno(err, -errno, "change directory to '/'");
-	/* Only now: every mount point and /etc file is in place. Submounts keep their flags. */
+	/* Only now: every mount point and /etc file is in place. Submounts
+	 * keep their flags. An image's root stays writable: its writes go to
+	 * the sandbox's own layer. */
 	if (readonly && sys_mount_setattr(ctx->root, "", AT_EMPTY_PATH, &ro, sizeof(ro)) < 0)
 		return hutch_err_set_errno(err, -errno, "make '/' read-only");
 	return 0;
@@ -264,6 +266,19 @@ static int check_config(const struct hutch_rootfs_config *cfg, struct hutch_err 
 	return 0;
 }
 
+/* --image: the overlay of the image's layers instead of the host's dirs. */
+static int setup_image(struct rootfs_ctx *ctx, struct hutch_err *err)
+{
+	int r;
+
+	if ((r = rootfs_make_private(ctx, err)) < 0 || (r = rootfs_image_root(ctx, err)) < 0 ||
+	    (r = rootfs_image_etc(ctx, err)) < 0 || (r = rootfs_setup_proc(ctx, err)) < 0 ||
+	    (r = rootfs_setup_dev(ctx, err)) < 0 || (r = setup_writable(ctx, err)) < 0 ||
+	    (r = setup_cgroupfs(ctx, err)) < 0 || (r = rootfs_enter_root(ctx, false, err)) < 0)
+		return r;
+	return rootfs_image_check(ctx->cfg, err);
+}
+
 static int setup(struct rootfs_ctx *ctx, struct hutch_err *err)
 {
 	int r;
@@ -281,6 +296,8 @@ static int setup(struct rootfs_ctx *ctx, struct hutch_err *err)
 			r = rootfs_setup_bundle(ctx, err);
 		return r < 0 ? r : rootfs_enter_root(ctx, ctx->cfg->bundle->readonly, err);
 	}
+	if (ctx->cfg->n_layers)
+		return setup_image(ctx, err);
 	if ((r = rootfs_make_private(ctx, err)) < 0 || (r = create_root(ctx, err)) < 0 ||
 	    (r = share_system_dirs(ctx, err)) < 0 || (r = hide_host_only(ctx, err)) < 0 ||
 	    (r = rootfs_setup_etc(ctx, err)) < 0 || (r = rootfs_setup_proc(ctx, err)) < 0 ||

@@ -72,6 +72,15 @@ struct hutch_rootfs_config {
 	 * /proc and /dev and the bundle's mounts; no /etc is written and no
 	 * writable tmpfs is added (the bundle says what it wants). */
 	const struct hutch_rootfs_bundle *bundle;
+	/* --image: the image's layers as detached, idmapped, read-only
+	 * mounts (bottom first; made by the supervisor, inherited), stacked
+	 * with overlayfs under a writable layer on a tmpfs of disk_bytes;
+	 * n_layers 0: the host-derived root. image names it in messages,
+	 * path is the commands' PATH (where python3 must be). */
+	const int *layer_fds;
+	size_t n_layers;
+	const char *image;
+	const char *path;
 };
 
 /*

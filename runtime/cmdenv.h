@@ -8,6 +8,7 @@
 #ifndef HUTCH_CMDENV_H
 #define HUTCH_CMDENV_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #define HUTCH_WORKSPACE    "/workspace"
@@ -20,7 +21,23 @@ extern const char *const hutch_default_env[HUTCH_DEFAULT_ENV_LEN + 1];
  * that trusts the sandbox's CA, for the clients that read a variable. */
 #define HUTCH_CA_ENV_LEN 5
 extern const char *const hutch_ca_env[HUTCH_CA_ENV_LEN + 1];
-/* hutch_default_env followed by hutch_ca_env (setup steps and hooks). */
-extern const char *const hutch_default_ca_env[HUTCH_DEFAULT_ENV_LEN + HUTCH_CA_ENV_LEN + 1];
+
+/* At most this many entries in a sandbox's environment (an image's Env
+ * included), so that a request's own still fit HUTCH_SPAWN_MAX_ENV. */
+#define HUTCH_CMDENV_MAX 256
+
+/*
+ * The environment of a sandbox made from an image or with header
+ * bindings: HOME and USER are appuser's, then extra (hutch_ca_env with
+ * header bindings, or NULL), then the image's Env (its PATH, LANG and the
+ * rest; the first of a name wins), then the defaults for what is not set.
+ * Bounded by HUTCH_CMDENV_MAX. NULL-terminated, malloc'ed (free with
+ * hutch_cmdenv_free()); NULL when out of memory. Pure.
+ */
+char **hutch_cmdenv_build(const char *const *image_env, const char *const *extra);
+void hutch_cmdenv_free(char **env);
+size_t hutch_cmdenv_len(const char *const *env);
+/* The value of name in env, or NULL. */
+const char *hutch_cmdenv_get(const char *const *env, const char *name);
 
 #endif

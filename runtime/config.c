@@ -125,6 +125,11 @@ static int bindings_validate(const struct hutch_config *c, struct hutch_err *err
 	return 0;
 }
 
+bool hutch_config_has_image(const struct hutch_config *c)
+{
+	return c->image[0] && strcmp(c->image, HUTCH_IMAGE_HOST) != 0;
+}
+
 int hutch_config_validate(const struct hutch_config *c, struct hutch_err *err)
 {
 	if (strcmp(c->region, HUTCH_DEFAULT_REGION) != 0 && c->net.mode != HUTCH_NET_ALL)

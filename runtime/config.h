@@ -27,6 +27,10 @@
 #define HUTCH_DEFAULT_SETUP_TIMEOUT 600
 #define HUTCH_SETUP_SCRIPT_MAX      (1u << 20) /* bytes */
 #define HUTCH_HOOK_CMD_MAX          (64u << 10)
+#define HUTCH_IMAGE_HOST            "host" /* --image host: the host-derived root */
+#define HUTCH_IMAGE_REF_MAX         200    /* image.h HUTCH_IMAGE_NAME_MAX */
+#define HUTCH_IMAGE_STORE_MAX       1024
+#define HUTCH_IMAGE_MANIFEST_LEN    71 /* "sha256:" + 64 hex */
 
 struct hutch_instance_type {
 	const char *name;
@@ -82,6 +86,15 @@ struct hutch_config {
 	uint64_t setup_script_timeout_seconds;
 	char *on_create;  /* shell command, after setup, before create returns */
 	char *on_destroy; /* shell command at close and at TTL expiry */
+	/* --image: "host" (the host-derived root) or the name of an image
+	 * of the store (image/); the store's path (HUTCH_IMAGE_STORE, ""
+	 * = /var/lib/hutch); and the image's manifest digest, filled by the
+	 * CLI when it resolves the name (hutch_cli_resolve_image()), part of
+	 * the pool key so that a re-imported name never serves the old
+	 * content. */
+	char image[HUTCH_IMAGE_REF_MAX + 1];
+	char image_store[HUTCH_IMAGE_STORE_MAX + 1];
+	char image_manifest[HUTCH_IMAGE_MANIFEST_LEN + 1];
 	/* --description: free text for people, shown with the options;
 	 * malloc'ed, NULL when unset. */
 	char *description;
@@ -106,6 +119,8 @@ void hutch_config_done(struct hutch_config *c);
  * resolver ("IP" or "IP:PORT"), net_pool ("A.B.C.D/N")... */
 int hutch_config_set(struct hutch_config *c, const char *key, const char *value,
                      struct hutch_err *err);
+/* True when the sandbox's root is an image of the store (not "host"). */
+bool hutch_config_has_image(const struct hutch_config *c);
 /* Cross-option rules (region rule, implemented network modes). */
 int hutch_config_validate(const struct hutch_config *c, struct hutch_err *err);
 /* "IP" or "IP:PORT" (IPv4, port 53 by default); -EINVAL if invalid. */

@@ -5,7 +5,7 @@
  * messages of the cloud sandbox's options (DESIGN §1). Rows are in the
  * order hutch_config_to_json() shows them. lint-layout: long because the
  * table is one table by design (options.h); new types go in files of their
- * own (portspec.c, publish.c).
+ * own (portspec.c, publish.c, options-image.c).
  */
 #include <ctype.h>
 #include <errno.h>
@@ -15,13 +15,11 @@
 #include <string.h>
 
 #include "cleanup.h"
-#include "options.h"
+#include "options-internal.h"
 #include "util.h"
 
 #define MiB (1ull << 20)
 
-#define FIELD(o, c, T)  ((T *)(void *)((char *)(c) + (o)->offset))
-#define CFIELD(o, c, T) ((const T *)(const void *)((const char *)(c) + (o)->offset))
 #define AT(f) \
 	.offset = offsetof(struct hutch_config, f), .size = sizeof(((struct hutch_config *)0)->f)
 
@@ -200,23 +198,23 @@ const struct hutch_option_type hutch_opt_script = {
 
 /* ---- strings in a char array: region, resolver, address pool ---- */
 
-static void chars_set(const struct hutch_option *o, struct hutch_config *c, const char *s)
+void hutch_opt_chars_set(const struct hutch_option *o, struct hutch_config *c, const char *s)
 {
 	snprintf(FIELD(o, c, char), o->size, "%s", s);
 }
 
-static void chars_init(const struct hutch_option *o, struct hutch_config *c)
+void hutch_opt_chars_init(const struct hutch_option *o, struct hutch_config *c)
 {
-	chars_set(o, c, o->def_str ? o->def_str : "");
+	hutch_opt_chars_set(o, c, o->def_str ? o->def_str : "");
 }
 
-static void chars_to_json(const struct hutch_option *o, const struct hutch_config *c, cJSON *obj)
+void hutch_opt_chars_to_json(const struct hutch_option *o, const struct hutch_config *c, cJSON *obj)
 {
 	cJSON_AddStringToObject(obj, o->name, CFIELD(o, c, char));
 }
 
-static void chars_text(const struct hutch_option *o, const struct hutch_config *c,
-                       void (*emit)(void *ud, const char *s), void *ud)
+void hutch_opt_chars_text(const struct hutch_option *o, const struct hutch_config *c,
+                          void (*emit)(void *ud, const char *s), void *ud)
 {
 	emit(ud, CFIELD(o, c, char));
 }
@@ -241,15 +239,15 @@ static int region_parse(const struct hutch_option *o, struct hutch_config *c, co
 		                     "invalid region '%s': a region name is lowercase letters, "
 		                     "digits and dashes, e.g. %s",
 		                     s, HUTCH_DEFAULT_REGION);
-	chars_set(o, c, s);
+	hutch_opt_chars_set(o, c, s);
 	return 0;
 }
 
 const struct hutch_option_type hutch_opt_region = {
-	.init = chars_init,
+	.init = hutch_opt_chars_init,
 	.parse = region_parse,
-	.to_json = chars_to_json,
-	.text = chars_text,
+	.to_json = hutch_opt_chars_to_json,
+	.text = hutch_opt_chars_text,
 };
 
 /* "IP" or "IP:PORT", IPv4: the supervisor's upstream DNS server. */
@@ -264,16 +262,16 @@ static int resolver_parse(const struct hutch_option *o, struct hutch_config *c, 
 		                     "address with an optional port, e.g. 192.0.2.53 or "
 		                     "192.0.2.53:5353",
 		                     s);
-	chars_set(o, c, s);
+	hutch_opt_chars_set(o, c, s);
 	c->resolver_addr = sa;
 	return 0;
 }
 
 const struct hutch_option_type hutch_opt_resolver = {
-	.init = chars_init,
+	.init = hutch_opt_chars_init,
 	.parse = resolver_parse,
-	.to_json = chars_to_json,
-	.text = chars_text,
+	.to_json = hutch_opt_chars_to_json,
+	.text = hutch_opt_chars_text,
 };
 
 static int net_pool_parse(const struct hutch_option *o, struct hutch_config *c, const char *s,
@@ -288,16 +286,16 @@ static int net_pool_parse(const struct hutch_option *o, struct hutch_config *c, 
 		                     s, HUTCH_NET_POOL_DEFAULT);
 	if (hutch_net_pool_parse(s, &pool, err) < 0)
 		return err->code;
-	chars_set(o, c, s);
+	hutch_opt_chars_set(o, c, s);
 	c->net_pool_value = pool;
 	return 0;
 }
 
 const struct hutch_option_type hutch_opt_net_pool = {
-	.init = chars_init,
+	.init = hutch_opt_chars_init,
 	.parse = net_pool_parse,
-	.to_json = chars_to_json,
-	.text = chars_text,
+	.to_json = hutch_opt_chars_to_json,
+	.text = hutch_opt_chars_text,
 };
 
 /* ---- the executor's TCP listener: "[ADDR:]PORT" ---- */
@@ -349,7 +347,7 @@ static void listen_text(const struct hutch_option *o, const struct hutch_config 
 }
 
 const struct hutch_option_type hutch_opt_listen = {
-	.init = chars_init,
+	.init = hutch_opt_chars_init,
 	.parse = listen_parse,
 	.from_json = listen_from_json,
 	.to_json = listen_to_json,
@@ -407,7 +405,7 @@ static int network_parse(const struct hutch_option *o, struct hutch_config *c, c
 		return err->code;
 	hutch_net_policy_done(&c->net);
 	c->net = p;
-	chars_set(o, c, s);
+	hutch_opt_chars_set(o, c, s);
 	return 0;
 }
 
@@ -416,7 +414,7 @@ static void network_init(const struct hutch_option *o, struct hutch_config *c)
 	struct hutch_err err = { 0 };
 
 	c->net = (struct hutch_net_policy){ .mode = HUTCH_NET_NONE };
-	chars_set(o, c, "none");
+	hutch_opt_chars_set(o, c, "none");
 	(void)network_parse(o, c, o->def_str, &err); /* a constant: unit-tested */
 }
 
@@ -429,8 +427,8 @@ static void network_done(const struct hutch_option *o, struct hutch_config *c)
 const struct hutch_option_type hutch_opt_network = {
 	.init = network_init,
 	.parse = network_parse,
-	.to_json = chars_to_json,
-	.text = chars_text,
+	.to_json = hutch_opt_chars_to_json,
+	.text = hutch_opt_chars_text,
 	.done = network_done,
 };
 
@@ -525,6 +523,18 @@ static const struct hutch_option options[] = {
 	        .type = &hutch_opt_header_bindings,
 	        AT(header_bindings),
 	        .flags = HUTCH_OPT_NO_POOL,
+	},
+	{
+	        .name = "image",
+	        .cli = "image",
+	        .metavar = "REF",
+	        .help = "the root file system: an image of the store ('hutch image pull' / "
+	                "'import'), stacked read-only under the sandbox's own writable layer; "
+	                "'host' is the host-derived root",
+	        .type = &hutch_opt_image,
+	        AT(image),
+	        .def_str = HUTCH_IMAGE_HOST,
+	        .flags = HUTCH_OPT_POOL_KEY,
 	},
 	{
 	        .name = "max_output_bytes",
@@ -629,6 +639,14 @@ static const struct hutch_option options[] = {
 	                ")",
 	        .type = &hutch_opt_net_pool,
 	        AT(net_pool),
+	        .flags = HUTCH_OPT_POOL_KEY | HUTCH_OPT_HIDDEN,
+	},
+	{
+	        .name = "image_store",
+	        .env = "HUTCH_IMAGE_STORE",
+	        .help = "the image store of --image (default /var/lib/hutch)",
+	        .type = &hutch_opt_image_store,
+	        AT(image_store),
 	        .flags = HUTCH_OPT_POOL_KEY | HUTCH_OPT_HIDDEN,
 	},
 };

@@ -64,7 +64,8 @@ struct hutch_option_type {
 extern const struct hutch_option_type hutch_opt_seconds, hutch_opt_bytes, hutch_opt_text,
         hutch_opt_script, hutch_opt_region, hutch_opt_instance_type, hutch_opt_network,
         hutch_opt_host_ports, hutch_opt_resolver, hutch_opt_net_pool, hutch_opt_listen,
-        hutch_opt_publish /* publish.c */, hutch_opt_header_bindings /* netopt.c */;
+        hutch_opt_image, hutch_opt_image_store, hutch_opt_publish /* publish.c */,
+        hutch_opt_header_bindings /* netopt.c */;
 
 struct hutch_option {
 	const char *name;    /* API/JSON field, hutch_config_set() key */

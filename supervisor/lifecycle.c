@@ -18,6 +18,7 @@
 #include "log.h"
 #include "netpolicy.h"
 #include "ports.h"
+#include "sandbox-image.h"
 #include "supervisor.h"
 #include "syscalls.h"
 
@@ -157,6 +158,7 @@ void hutch_sup_teardown_finish(struct sup *s)
 	hutch_err_clear(&err);
 	if (s->cg && hutch_cgroup_destroy(s->cg, &err) < 0)
 		hutch_log(HUTCH_LOG_WARN, "%s", err.msg);
+	hutch_sup_image_done(s); /* after the mounts went: prune may take the layers */
 	hutch_event(s, "torn down: %s", s->end.reason ? s->end.reason : "creation failed");
 	hutch_events_keep(s);
 	/* Last: until here the retired dir's state.json names the cgroups

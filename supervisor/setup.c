@@ -23,12 +23,15 @@
 #include "api.h"
 #include "cleanup.h"
 #include "container.h"
+#include "cmdenv.h"
 #include "fdutil.h"
+#include "image.h"
 #include "init.h"
 #include "log.h"
 #include "netpolicy.h"
 #include "ports.h"
 #include "proto.h"
+#include "sandbox-image.h"
 #include "seccomp-filter.h"
 #include "setup.h"
 #include "status.h"
@@ -47,34 +50,45 @@ static void sock_buffers(int fd, int bytes)
 		(void)setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &bytes, sizeof(bytes));
 }
 
-/* Child side of clone3: keep only the init socket (fd 3) and the
- * commands' cgroup fds (4, 5; hutch_cgroup_open_cmds()). */
+/* Child side of clone3: keep only the init socket (fd 3), the commands'
+ * cgroup fds (4, 5; hutch_cgroup_open_cmds()) and the image's layers (6..). */
 static __attribute__((noreturn)) void init_child(struct sup *s, int sock, int *cg_fds,
                                                  size_t n_cg_fds, const int cmds[2])
 {
+	static int keep[3 + HUTCH_IMAGE_LAYERS_MAX];
+	static int layers[HUTCH_IMAGE_LAYERS_MAX];
 	struct hutch_init_params p = { 0 };
-	int keep[3] = { sock, cmds[0], cmds[1] };
-	int next = 6, stash = s->container ? hutch_container_stash_fd(s->container) : 16;
+	size_t nl = s->image ? s->image->n_layers : 0, nkeep = 3 + nl;
+	int next, stash = s->container ? hutch_container_stash_fd(s->container) : (int)nkeep + 19;
 	char hostname[64];
 
 	/* First, while we are one thread and nothing runs in the sandbox;
 	 * GO tells us to report a failure. */
 	p.cgroup_join_err = hutch_cgroup_join_self(cg_fds, n_cg_fds);
 	hutch_proctitle_set("hutch-init");
+	keep[0] = sock;
+	keep[1] = cmds[0];
+	keep[2] = cmds[1];
+	for (size_t i = 0; i < nl; i++)
+		keep[3 + i] = s->image->layer_fds[i];
 	/* Out of the way first, so that no dup3() below overwrites another
-	 * (a container's mounts too, then placed from 6). */
+	 * (a container's mounts too, then placed after init's own fds; an
+	 * image's layers are init's fds from 6). */
 	if (s->container && hutch_container_child_fds(s, -1) < 0)
 		_exit(1);
-	for (int i = 0; i < 3; i++)
+	for (size_t i = 0; i < nkeep; i++)
 		if (keep[i] >= 0 && (keep[i] = fcntl(keep[i], F_DUPFD_CLOEXEC, stash)) < 0)
 			_exit(1);
-	for (int i = 0; i < 3; i++)
-		if (keep[i] >= 0 && dup3(keep[i], 3 + i, O_CLOEXEC) < 0)
+	for (size_t i = 0; i < nkeep; i++)
+		if (keep[i] >= 0 && dup3(keep[i], 3 + (int)i, O_CLOEXEC) < 0)
 			_exit(1);
+	next = 3 + (int)nkeep;
 	if (s->container && (next = hutch_container_child_fds(s, next)) < 0)
 		_exit(1);
 	if (sys_close_range((unsigned)next, ~0U, 0) < 0)
 		_exit(1);
+	for (size_t i = 0; i < nl; i++)
+		layers[i] = 6 + (int)i;
 	if (s->container && s->container->hostname[0])
 		snprintf(hostname, sizeof(hostname), "%s", s->container->hostname);
 	else
@@ -101,6 +115,12 @@ static __attribute__((noreturn)) void init_child(struct sup *s, int sock, int *c
 	p.rootfs.extra_hosts = s->net.plan.extra_hosts;
 	p.rootfs.cgroup2 = s->cg && !strcmp(hutch_cgroup_version(s->cg), "v2");
 	p.rootfs.bundle = s->container ? &s->container->bundle : NULL;
+	if (nl) {
+		p.rootfs.layer_fds = layers;
+		p.rootfs.n_layers = nl;
+		p.rootfs.image = s->cfg->image;
+		p.rootfs.path = hutch_cmdenv_get(s->cmdenv, "PATH");
+	}
 	hutch_init_main(&p);
 }
 
@@ -164,6 +184,7 @@ static int spawn_init(struct sup *s, struct hutch_err *err)
 		hutch_cgroup_mark_entered(s->cg); /* init reports a failure */
 	hutch_close_many(cg_fds, n_cg_fds);
 	hutch_close_many(cmds, 2);
+	hutch_sup_image_close_layers(s); /* init holds them now */
 	close(sv[1]);
 	s->init_sock = sv[0];
 	s->init_pid = (pid_t)pid;
@@ -348,6 +369,8 @@ int hutch_sup_setup(struct sup *s, struct hutch_err *err)
 	s->uid_base = s->idmap.rootless ? hutch_idmap_app_uid(&s->idmap, s->slot)
 	                                : HUTCH_UID_BASE + s->slot * HUTCH_UID_RANGE;
 	r = hutch_ports_open(s, err); /* a host port in use fails here, at once */
+	if (r >= 0)
+		r = hutch_sup_image_prepare(s, err);
 	if (r < 0)
 		return r;
 	r = net_prepare(s, err);

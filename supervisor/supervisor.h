@@ -40,6 +40,7 @@ struct hutch_api_conn;
 struct hutch_exec;
 struct hutch_ports;
 struct hutch_container;
+struct hutch_image_use;
 
 #define HUTCH_MAX_BODY        (8u << 20) /* request body bound */
 #define HUTCH_MAX_CONNECTIONS 256
@@ -104,7 +105,12 @@ struct sup {
 		char secret[65]; /* the bearer secret, hex */
 	} executor;
 	int64_t last_request_ms;
-	unsigned requests_open;             /* requests being served (idle: activity) */
+	unsigned requests_open; /* requests being served (idle: activity) */
+	/* What every command starts with (runtime/cmdenv.h): the default
+	 * environment, or an image's (owned: cmdenv_owned). */
+	const char *const *cmdenv;
+	char **cmdenv_owned;
+	struct hutch_image_use *image;      /* --image: its layers' use (sandbox-image.c) */
 	struct sup_net {                    /* the network mode (netpolicy/) */
 		struct hutch_net_plan plan; /* made before clone, carried to init */
 		char pasta[256];            /* rootless mode all: the helper, found by the CLI */

@@ -676,14 +676,10 @@ enum MHD_Result hutch_api_serve_exec(struct request *r, const char *upload, size
 		return MHD_YES;
 	if (!up || strcasecmp(up, EXEC_UPGRADE))
 		return refuse_no_upgrade(r);
-	if (hutch_run_req_parse(r->body.data ? r->body.data : "", r->body.len, &req, &err) < 0)
+	if (hutch_run_req_parse(r->body.data ? r->body.data : "", r->body.len, r->s->cmdenv, &req,
+	                        &err) < 0)
 		return hutch_api_respond_error(r->conn, err.code == -ENOMEM ? 500 : 400,
 		                               "invalid_request", "%s", err.msg);
-	/* Header bindings: the CA bundle that trusts the sandbox's CA. */
-	if (r->s->cfg->header_bindings && hutch_run_req_env_defaults(&req, hutch_ca_env) < 0) {
-		hutch_run_req_done(&req);
-		return hutch_api_respond_error(r->conn, 500, "internal", "out of memory");
-	}
 	if (req.stdin_data) {
 		hutch_run_req_done(&req);
 		return hutch_api_respond_error(r->conn, 400, "invalid_request",

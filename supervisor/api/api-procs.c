@@ -106,14 +106,9 @@ static enum MHD_Result h_start(struct sup *s, struct MHD_Connection *conn, const
 			                               "the process vanished");
 		return hutch_api_respond_json(conn, MHD_HTTP_OK, hutch_proc_json(p));
 	}
-	if (hutch_start_req_parse(body, len, &req, &err) < 0)
+	if (hutch_start_req_parse(body, len, s->cmdenv, &req, &err) < 0)
 		return hutch_api_respond_error(conn, err.code == -ENOMEM ? 500 : 400,
 		                               "invalid_request", "%s", err.msg);
-	/* Header bindings: the CA bundle that trusts the sandbox's CA. */
-	if (s->cfg->header_bindings && hutch_run_req_env_defaults(&req, hutch_ca_env) < 0) {
-		hutch_run_req_done(&req);
-		return hutch_api_respond_error(conn, 500, "internal", "out of memory");
-	}
 	command = command_text(body, len, req.argv);
 	if (!command) {
 		hutch_run_req_done(&req);

@@ -127,7 +127,7 @@ static int start(struct request *r, struct exec_file *x, const char *content)
 	char size[32];
 	struct hutch_spawn sp = {
 		.argv = argv,
-		.envp = hutch_default_env,
+		.envp = r->s->cmdenv,
 		.cwd = HUTCH_WORKSPACE,
 		.stdin_data = content,
 		.stdin_len = len,

@@ -115,7 +115,7 @@ enum MHD_Result hutch_exec_serve_start_process(struct request *r, const char *up
 	}
 	if (!hutch_exec_cmd_checked(r, x))
 		return MHD_YES;
-	if (hutch_start_req_parse(x->body, x->len, &req, &err) < 0)
+	if (hutch_start_req_parse(x->body, x->len, r->s->cmdenv, &req, &err) < 0)
 		return hutch_api_respond_text(r->conn, 400, HUTCH_EXEC_INVALID);
 	p = hutch_proc_start(r->s, req.argv[2], (const char *const *)req.argv,
 	                     (const char *const *)req.envp, req.cwd, false, &err);

@@ -146,7 +146,7 @@ static enum MHD_Result start_command(struct request *r, struct exec_run *x, bool
 	struct hutch_cmd_sink sink = { .done = on_done, .ud = r };
 	struct hutch_spawn sp;
 
-	if (hutch_run_req_parse(x->cmd.body, x->cmd.len, &req, &err) < 0)
+	if (hutch_run_req_parse(x->cmd.body, x->cmd.len, s->cmdenv, &req, &err) < 0)
 		return hutch_api_respond_text(r->conn, 400, HUTCH_EXEC_INVALID);
 	sp = (struct hutch_spawn){
 		.argv = (const char *const *)req.argv,

@@ -149,7 +149,7 @@ bool hutch_exec_cmd_checked(struct request *r, struct hutch_exec_cmd *x)
 	struct hutch_cmd_sink sink = { .done = on_check_done, .ud = r };
 	struct hutch_spawn sp = {
 		.argv = argv,
-		.envp = hutch_default_env,
+		.envp = r->s->cmdenv,
 		.cwd = HUTCH_WORKSPACE,
 		.max_output = 1,
 	};

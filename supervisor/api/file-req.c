@@ -114,7 +114,7 @@ struct cmd *hutch_file_start_builtin(struct hutch_file_req *fr, const char *cons
 {
 	const struct hutch_spawn sp = {
 		.argv = argv,
-		.envp = hutch_default_env,
+		.envp = fr->s->cmdenv,
 		.cwd = HUTCH_WORKSPACE,
 		.stdin_data = stdin_data,
 		.stdin_len = stdin_len,

@@ -130,21 +130,22 @@ static int add_env(char **envp, size_t *n, const char *key, const char *value)
 	return 0;
 }
 
-static int parse_env(const cJSON *env, struct hutch_run_req *r, struct hutch_err *err)
+static int parse_env(const cJSON *env, const char *const *base, struct hutch_run_req *r,
+                     struct hutch_err *err)
 {
-	size_t n = 0, max = HUTCH_DEFAULT_ENV_LEN;
+	size_t n = 0, nbase = hutch_cmdenv_len(base), max = nbase;
 	const cJSON *it;
 
 	if (env)
 		max += (size_t)cJSON_GetArraySize(env);
 	if (max > HUTCH_SPAWN_MAX_ENV)
-		return hutch_err_set(err, -E2BIG, "'env' has more than %d entries",
-		                     HUTCH_SPAWN_MAX_ENV - HUTCH_DEFAULT_ENV_LEN);
+		return hutch_err_set(err, -E2BIG, "'env' has more than %zu entries",
+		                     HUTCH_SPAWN_MAX_ENV - nbase);
 	r->envp = calloc(max + 1, sizeof(char *));
 	if (!r->envp)
 		return -ENOMEM;
-	for (size_t i = 0; i < HUTCH_DEFAULT_ENV_LEN; i++) {
-		r->envp[n] = strdup(hutch_default_env[i]);
+	for (size_t i = 0; i < nbase; i++) {
+		r->envp[n] = strdup(base[i]);
 		if (!r->envp[n++])
 			return -ENOMEM;
 	}
@@ -248,7 +249,7 @@ static int parse_stdin(const char *v, struct hutch_run_req *r, struct hutch_err 
 }
 
 static int parse_req(const char *body, size_t len, const struct hutch_field *fields, size_t nfields,
-                     struct hutch_run_req *ret, struct hutch_err *err)
+                     const char *const *base_env, struct hutch_run_req *ret, struct hutch_err *err)
 {
 	_cleanup_cjson_ cJSON *j = NULL;
 	struct hutch_run_req r = { 0 };
@@ -281,7 +282,8 @@ static int parse_req(const char *body, size_t len, const struct hutch_field *fie
 	rc = parse_argv(cJSON_GetObjectItemCaseSensitive(j, "cmd"),
 	                cJSON_GetObjectItemCaseSensitive(j, "argv"), &r, err);
 	if (rc >= 0)
-		rc = parse_env(cJSON_GetObjectItemCaseSensitive(j, "env"), &r, err);
+		rc = parse_env(cJSON_GetObjectItemCaseSensitive(j, "env"),
+		               base_env ? base_env : hutch_default_env, &r, err);
 	if (rc >= 0)
 		rc = parse_cwd(cJSON_GetObjectItemCaseSensitive(j, "cwd"), &r, err);
 	if (rc >= 0)
@@ -305,43 +307,14 @@ static int parse_req(const char *body, size_t len, const struct hutch_field *fie
 	return 0;
 }
 
-int hutch_run_req_env_defaults(struct hutch_run_req *r, const char *const *kv)
+int hutch_run_req_parse(const char *body, size_t len, const char *const *base_env,
+                        struct hutch_run_req *ret, struct hutch_err *err)
 {
-	size_t n = 0, add = 0;
-	char **envp;
-
-	while (r->envp && r->envp[n])
-		n++;
-	while (kv[add])
-		add++;
-	envp = realloc(r->envp, (n + add + 1) * sizeof(char *));
-	if (!envp)
-		return -ENOMEM;
-	r->envp = envp;
-	for (size_t i = 0; i < add; i++) {
-		size_t klen = strcspn(kv[i], "=");
-		bool present = false;
-		for (size_t j = 0; j < n && !present; j++)
-			present = !strncmp(envp[j], kv[i], klen) && envp[j][klen] == '=';
-		if (present)
-			continue;
-		envp[n] = strdup(kv[i]);
-		if (!envp[n])
-			return -ENOMEM;
-		envp[++n] = NULL;
-	}
-	envp[n] = NULL;
-	return 0;
+	return parse_req(body, len, run_fields, ELEMENTSOF(run_fields), base_env, ret, err);
 }
 
-int hutch_run_req_parse(const char *body, size_t len, struct hutch_run_req *ret,
-                        struct hutch_err *err)
+int hutch_start_req_parse(const char *body, size_t len, const char *const *base_env,
+                          struct hutch_run_req *ret, struct hutch_err *err)
 {
-	return parse_req(body, len, run_fields, ELEMENTSOF(run_fields), ret, err);
-}
-
-int hutch_start_req_parse(const char *body, size_t len, struct hutch_run_req *ret,
-                          struct hutch_err *err)
-{
-	return parse_req(body, len, start_fields, ELEMENTSOF(start_fields), ret, err);
+	return parse_req(body, len, start_fields, ELEMENTSOF(start_fields), base_env, ret, err);
 }

@@ -28,15 +28,13 @@ struct hutch_run_req {
 	uint16_t rows, cols; /* its size, 0: the kernel's default */
 };
 
-/* Parse a /run or /run_streaming body. */
-/* Adds the "K=V" of kv (NULL-terminated) whose K the request's env does
- * not set. 0 or -ENOMEM. */
-int hutch_run_req_env_defaults(struct hutch_run_req *r, const char *const *kv);
-int hutch_run_req_parse(const char *body, size_t len, struct hutch_run_req *ret,
-                        struct hutch_err *err);
+/* Parse a /run or /run_streaming body; its env is merged over base_env
+ * (the sandbox's, NULL: hutch_default_env). */
+int hutch_run_req_parse(const char *body, size_t len, const char *const *base_env,
+                        struct hutch_run_req *ret, struct hutch_err *err);
 /* Parse a /start_process body: cmd, argv, cwd, env and stdin (a boolean). */
-int hutch_start_req_parse(const char *body, size_t len, struct hutch_run_req *ret,
-                          struct hutch_err *err);
+int hutch_start_req_parse(const char *body, size_t len, const char *const *base_env,
+                          struct hutch_run_req *ret, struct hutch_err *err);
 void hutch_run_req_done(struct hutch_run_req *r);
 
 #endif

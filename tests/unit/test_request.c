@@ -23,7 +23,7 @@ static void parse_ok(const char *body, struct hutch_run_req *r)
 {
 	struct hutch_err err = { 0 };
 
-	if (hutch_run_req_parse(body, strlen(body), r, &err) != 0)
+	if (hutch_run_req_parse(body, strlen(body), NULL, r, &err) != 0)
 		fail_msg("%s refused: %s", body, err.msg);
 }
 
@@ -36,7 +36,7 @@ static void parse_bad(const char *body, int code, const char *why)
 	int rc;
 
 	memset(&r, 0x5a, sizeof(r));
-	rc = hutch_run_req_parse(body, strlen(body), &r, &err);
+	rc = hutch_run_req_parse(body, strlen(body), NULL, &r, &err);
 	if (rc != code)
 		fail_msg("%s: got %d (%s), want %d", body, rc, err.msg, code);
 	assert_int_equal(err.code, code);
@@ -290,7 +290,7 @@ static void test_tty_and_encoding(void **state)
 	                 "\"encoding\": \"base64\", \"stdin\": \"AP8=\"}";
 
 	(void)state;
-	assert_int_equal(hutch_run_req_parse(ok, strlen(ok), &r, &err), 0);
+	assert_int_equal(hutch_run_req_parse(ok, strlen(ok), NULL, &r, &err), 0);
 	assert_true(r.tty && r.base64);
 	assert_int_equal(r.rows, 31);
 	assert_int_equal(r.cols, 101);
@@ -329,17 +329,20 @@ static void test_start_stdin(void **state)
 	};
 
 	(void)state;
-	assert_int_equal(hutch_start_req_parse("{\"cmd\": \"cat\", \"stdin\": true}", 29, &r, &err),
-	                 0);
+	assert_int_equal(
+	        hutch_start_req_parse("{\"cmd\": \"cat\", \"stdin\": true}", 29, NULL, &r, &err),
+	        0);
 	assert_true(r.stdin_open);
 	assert_null(r.stdin_data);
 	hutch_run_req_done(&r);
-	assert_int_equal(hutch_start_req_parse("{\"cmd\": \"cat\", \"stdin\": null}", 29, &r, &err),
-	                 0);
+	assert_int_equal(
+	        hutch_start_req_parse("{\"cmd\": \"cat\", \"stdin\": null}", 29, NULL, &r, &err),
+	        0);
 	assert_false(r.stdin_open);
 	hutch_run_req_done(&r);
 	for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
-		assert_int_equal(hutch_start_req_parse(bad[i], strlen(bad[i]), &r, &err), -EINVAL);
+		assert_int_equal(hutch_start_req_parse(bad[i], strlen(bad[i]), NULL, &r, &err),
+		                 -EINVAL);
 		assert_true(strstr(err.msg, i < 2 ? "'stdin' must be true" : "unknown field") !=
 		            NULL);
 	}
@@ -366,13 +369,14 @@ static void test_invalid_json(void **state)
 	parse_bad("{\"cmd\": \"true\"}{}", -EINVAL, "invalid JSON at byte 15 ");
 	parse_ok("  {\"cmd\": \"true\"}\r\n\t ", &r);
 	hutch_run_req_done(&r);
-	assert_int_equal(hutch_run_req_parse(cut, 15, &r, &err), 0);
+	assert_int_equal(hutch_run_req_parse(cut, 15, NULL, &r, &err), 0);
 	assert_string_equal(r.argv[2], "true");
 	hutch_run_req_done(&r);
-	assert_int_equal(hutch_run_req_parse(cut, 14, &r, &err), -EINVAL);
-	assert_int_equal(hutch_run_req_parse(cut, 16, &r, &err), -EINVAL);
+	assert_int_equal(hutch_run_req_parse(cut, 14, NULL, &r, &err), -EINVAL);
+	assert_int_equal(hutch_run_req_parse(cut, 16, NULL, &r, &err), -EINVAL);
 	/* A NUL inside the body is junk too. */
-	assert_int_equal(hutch_run_req_parse("{\"cmd\": \"true\"}\0x", 17, &r, &err), -EINVAL);
+	assert_int_equal(hutch_run_req_parse("{\"cmd\": \"true\"}\0x", 17, NULL, &r, &err),
+	                 -EINVAL);
 	assert_non_null(strstr(err.msg, "at byte 15 "));
 
 	parse_bad("[\"true\"]", -EINVAL, "the request body must be a JSON object");

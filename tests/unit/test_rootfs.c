@@ -54,6 +54,47 @@ static void test_passwd_invalid(void **state)
 	assert_null(rootfs_passwd_render(1000, 1000, ""));
 }
 
+/* An image's passwd and group keep their entries; appuser replaces
+ * whatever had its name or ids; a root entry is added when missing. */
+static void test_passwd_merge(void **state)
+{
+	char *p;
+
+	(void)state;
+	p = rootfs_passwd_merge("root:x:0:0:root:/root:/bin/bash\n"
+	                        "daemon:x:1:1::/:/nologin\n"
+	                        "node:x:1000:1000::/home/node:/bin/sh\n"
+	                        "appuser:x:1001:1001::/x:/bin/sh\n"
+	                        "\n"
+	                        "last:x:7:7::/:/bin/sh",
+	                        1000, 1000, "/bin/sh");
+	assert_string_equal(p, "root:x:0:0:root:/root:/bin/bash\n"
+	                       "daemon:x:1:1::/:/nologin\n"
+	                       "last:x:7:7::/:/bin/sh\n"
+	                       "appuser:x:1000:1000:appuser:/home/appuser:/bin/sh\n");
+	free(p);
+	p = rootfs_passwd_merge(NULL, 1000, 1000, "/bin/sh");
+	assert_string_equal(p, "root:x:0:0:root:/root:/bin/sh\n"
+	                       "appuser:x:1000:1000:appuser:/home/appuser:/bin/sh\n");
+	free(p);
+	p = rootfs_passwd_merge("daemon:x:1:1::/:/nologin\n", 1000, 1000, "/bin/sh");
+	assert_string_equal(p, "root:x:0:0:root:/root:/bin/sh\n"
+	                       "daemon:x:1:1::/:/nologin\n"
+	                       "appuser:x:1000:1000:appuser:/home/appuser:/bin/sh\n");
+	free(p);
+	/* A line with no uid field is kept: only the image's libc reads it. */
+	p = rootfs_passwd_merge("odd\nroot:x:0:0::/:/bin/sh\n", 1000, 1000, "/bin/sh");
+	assert_string_equal(p, "odd\nroot:x:0:0::/:/bin/sh\n"
+	                       "appuser:x:1000:1000:appuser:/home/appuser:/bin/sh\n");
+	free(p);
+	assert_null(rootfs_passwd_merge("", 0, 1000, "/bin/sh"));
+	assert_null(rootfs_passwd_merge("", 1000, 1000, "/bin/sh:x"));
+	p = rootfs_group_merge("root:x:0:\nnode:x:1000:\nstaff:x:50:node\n", 1000);
+	assert_string_equal(p, "root:x:0:\nstaff:x:50:node\nappuser:x:1000:\n");
+	free(p);
+	assert_null(rootfs_group_merge("", 65534));
+}
+
 static void test_group(void **state)
 {
 	_cleanup_free_ char *g = hutch_rootfs_group(1000);
@@ -213,7 +254,7 @@ int main(void)
 		cmocka_unit_test(test_hosts),          cmocka_unit_test(test_hostname),
 		cmocka_unit_test(test_nsswitch),       cmocka_unit_test(test_etc_allow_list),
 		cmocka_unit_test(test_system_dirs),    cmocka_unit_test(test_dev_nodes),
-		cmocka_unit_test(test_proc_masks),
+		cmocka_unit_test(test_proc_masks),     cmocka_unit_test(test_passwd_merge),
 	};
 
 	return cmocka_run_group_tests_name("rootfs", tests, NULL, NULL);

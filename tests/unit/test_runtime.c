@@ -17,6 +17,7 @@
 
 #include <cmocka.h>
 
+#include "cmdenv.h"
 #include "idmap.h"
 #include "options.h"
 #include "poolkey.h"
@@ -197,7 +198,7 @@ static void key_of(const char *type, const char *network, const char *ports, con
  * turns every running pool cold. */
 static void test_pool_key(void **state)
 {
-	char key[HUTCH_POOL_KEY_MAX];
+	char key[HUTCH_POOL_KEY_MAX], first[HUTCH_POOL_KEY_MAX];
 	struct hutch_config c;
 	struct hutch_err err = { 0 };
 
@@ -232,6 +233,66 @@ static void test_pool_key(void **state)
 	assert_string_equal(key, "medium-none-a13f76a79bd31d1d");
 	assert_true(hutch_pool_can_serve(&c));
 	hutch_config_done(&c);
+
+	/* An image is another pool; its manifest and store too; "host" is
+	 * the pools' key of before --image. */
+	hutch_config_init(&c);
+	assert_int_equal(hutch_config_set(&c, "image", "host", &err), 0);
+	assert_int_equal(hutch_config_set(&c, "image_store", "/srv/store", &err), 0);
+	hutch_pool_key(&c, key, sizeof(key));
+	assert_string_equal(key, "medium-none-1888714574d8fab0");
+	assert_int_equal(hutch_config_set(&c, "image", "python:3.12", &err), 0);
+	hutch_pool_key(&c, key, sizeof(key));
+	assert_string_not_equal(key, "medium-none-1888714574d8fab0");
+	snprintf(first, sizeof(first), "%s", key);
+	snprintf(c.image_manifest, sizeof(c.image_manifest), "sha256:%064d", 1);
+	hutch_pool_key(&c, key, sizeof(key));
+	assert_string_not_equal(key, first);
+	snprintf(first, sizeof(first), "%s", key);
+	assert_int_equal(hutch_config_set(&c, "image_store", "/srv/other", &err), 0);
+	hutch_pool_key(&c, key, sizeof(key));
+	assert_string_not_equal(key, first);
+	/* Another name forgets the manifest resolved for the first. */
+	assert_int_equal(hutch_config_set(&c, "image", "python:3.13", &err), 0);
+	assert_string_equal(c.image_manifest, "");
+	assert_int_equal(hutch_config_set(&c, "image", "../x", &err), -EINVAL);
+	assert_int_equal(hutch_config_set(&c, "image", "-rf", &err), -EINVAL);
+	assert_int_equal(hutch_config_set(&c, "image_store", "rel/dir", &err), -EINVAL);
+	hutch_config_done(&c);
+}
+
+static void test_cmdenv(void **state)
+{
+	const char *image[] = {
+		"PATH=/opt/bin:/usr/bin", "HOME=/root", "LANG=C", "X=1", "X=2", "NOEQ", "=bad", NULL
+	};
+	char **env = hutch_cmdenv_build(image, NULL);
+	const char *const *e = (const char *const *)env;
+
+	(void)state;
+	assert_non_null(env);
+	assert_string_equal(hutch_cmdenv_get(e, "PATH"), "/opt/bin:/usr/bin");
+	assert_string_equal(hutch_cmdenv_get(e, "HOME"), "/home/appuser");
+	assert_string_equal(hutch_cmdenv_get(e, "USER"), "appuser");
+	assert_string_equal(hutch_cmdenv_get(e, "LANG"), "C");
+	assert_string_equal(hutch_cmdenv_get(e, "X"), "1");
+	assert_null(hutch_cmdenv_get(e, "NOEQ"));
+	assert_int_equal(hutch_cmdenv_len(e), 5);
+	hutch_cmdenv_free(env);
+	/* No Env at all: the defaults. */
+	env = hutch_cmdenv_build(NULL, NULL);
+	e = (const char *const *)env;
+	assert_string_equal(hutch_cmdenv_get(e, "PATH"), HUTCH_DEFAULT_PATH);
+	assert_int_equal(hutch_cmdenv_len(e), HUTCH_DEFAULT_ENV_LEN);
+	hutch_cmdenv_free(env);
+	/* Header bindings' CA variables win over an image's own. */
+	const char *ca_image[] = { "SSL_CERT_FILE=/img.pem", "Y=1", NULL };
+	env = hutch_cmdenv_build(ca_image, hutch_ca_env);
+	e = (const char *const *)env;
+	assert_string_equal(hutch_cmdenv_get(e, "SSL_CERT_FILE"), "/etc/hutch/ca-certificates.crt");
+	assert_string_equal(hutch_cmdenv_get(e, "Y"), "1");
+	assert_int_equal(hutch_cmdenv_len(e), HUTCH_DEFAULT_ENV_LEN + HUTCH_CA_ENV_LEN + 1);
+	hutch_cmdenv_free(env);
 }
 
 /* /etc/subuid lines: by name or by uid, first big enough range, hostile text. */
@@ -299,6 +360,7 @@ int main(void)
 		cmocka_unit_test(test_table_rows),      cmocka_unit_test(test_typed_json),
 		cmocka_unit_test(test_json_round_trip), cmocka_unit_test(test_pool_key),
 		cmocka_unit_test(test_subid_parse),     cmocka_unit_test(test_idmap_format),
+		cmocka_unit_test(test_cmdenv),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

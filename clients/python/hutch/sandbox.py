@@ -27,6 +27,7 @@ INSTANCE_TYPES = ("nano", "micro", "small", "medium", "large", "xlarge", "2xlarg
 DEFAULT_REGION = "nl-north-1"
 MAX_SECONDS = 366 * 86400
 _REGION_RE = re.compile(r"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$")
+_IMAGE_RE = re.compile(r"^[A-Za-z0-9_:@+][A-Za-z0-9._:/@+-]{0,199}$")  # runtime/options-image.c
 
 
 # ---------------------------------------------------------------------------
@@ -357,7 +358,7 @@ class LocalSandbox:
 
     def __init__(self, *, instance_type="medium", idle_timeout_seconds=0, ttl_seconds=86400,
                  region=DEFAULT_REGION, network=None, image=None, setup_script=None,
-                 setup_script_timeout_seconds=600, hooks=(), supports_background_processes=True,
+                 setup_script_timeout_seconds=600, hooks=(), supports_background_processes=None,
                  host_ports=(), ports=(), executor_port=None, header_bindings=()):
         if not isinstance(instance_type, str) or instance_type not in INSTANCE_TYPES:
             raise errors.ConfigError(f"unknown instance_type {instance_type!r}: valid types are "
@@ -385,8 +386,11 @@ class LocalSandbox:
         self.ports = _publish(ports)
         self.executor_port = _executor_port(executor_port)
         self.header_bindings = check_bindings(header_bindings, network)
-        if image is not None and not isinstance(image, str):
-            raise errors.ConfigError(f"invalid image {image!r}: a string or None")
+        if image is not None and (not isinstance(image, str) or not _IMAGE_RE.match(image)
+                                  or ".." in image):
+            raise errors.ConfigError(f"invalid image {image!r}: None or 'host' (the host-derived "
+                                     "root), or the name of an image of the store ('hutch image "
+                                     "ls'), e.g. 'docker.io/library/python:3.12-bookworm'")
         self.image = image
         if setup_script is not None:
             if not isinstance(setup_script, str):
@@ -407,6 +411,10 @@ class LocalSandbox:
                                                    and callable(getattr(h, "on_destroy", None)))):
                 raise errors.ConfigError(f"invalid hook {h!r}: subclass hutch.SandboxHook")
         self.hooks = hooks
+        # The cloud's rule: a custom image has no background processes
+        # unless asked for.
+        if supports_background_processes is None:
+            supports_background_processes = image in (None, "host")
         if not isinstance(supports_background_processes, bool):
             raise errors.ConfigError(f"invalid supports_background_processes "
                                      f"{supports_background_processes!r}: True or False")
@@ -432,14 +440,12 @@ class LocalSandbox:
             args += ["--publish", spec]
         if self.executor_port is not None:
             args += ["--executor-port", str(self.executor_port)]
+        if self.image is not None:
+            args += ["--image", self.image]
         return args
 
     def _create(self):
         """Run ``hutch create --json``; returns its JSON."""
-        if self.image is not None:
-            raise errors.ConfigError(f"image {self.image!r} is not supported by this version of "
-                                     "hutch: leave image=None (the sandbox root is derived from the "
-                                     "host and always has a shell and python3)")
         hutch = find_hutch()
         options = self._cli_options()
         if (self.setup_script is None and not self.ports and self.executor_port is None

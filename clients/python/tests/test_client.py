@@ -233,9 +233,37 @@ def test_header_binding_helpers_and_rules():
     assert LocalSandbox(network=Network.all(), header_bindings=[m]).header_bindings == [m]
 
 
-def test_image_unsupported_is_config_error():
-    with pytest.raises(ConfigError, match="image 'python:3.12' is not supported"):
+def test_unknown_image_is_config_error(monkeypatch, tmp_path):
+    monkeypatch.setenv("HUTCH_IMAGE_STORE", str(tmp_path / "store"))
+    with pytest.raises(ConfigError, match="python:3.12: no such image in the store"):
         LocalSandbox(image="python:3.12").open()
+    with pytest.raises(ConfigError, match="invalid image '../x'"):
+        LocalSandbox(image="../x")
+
+
+def test_image_sandbox_without_background_processes(monkeypatch, tmp_path):
+    """image= of an image of the store; the cloud's rule: a custom image
+    has no background processes unless supports_background_processes=True."""
+    sys.path.insert(0, os.path.join(REPO, "tests", "integration"))
+    import ociimage
+    import rootimage
+    store = tmp_path / "store"
+    rootimage.build(str(tmp_path / "root.tar"))
+    with open(tmp_path / "root.tar", "rb") as fh:
+        layer = fh.read()
+    lay = ociimage.layout(str(tmp_path / "lay"), [layer], env=["PATH=/usr/bin:/bin", "FROM_IMAGE=1"])
+    env = {**os.environ, "HUTCH_IMAGE_STORE": str(store)}
+    subprocess.run([HUTCH, "image", "import", lay, "pytest-img"], env=env, check=True,
+                   capture_output=True)
+    monkeypatch.setenv("HUTCH_IMAGE_STORE", str(store))
+    assert LocalSandbox(image="host").supports_background_processes is True
+    assert LocalSandbox(image="pytest-img").supports_background_processes is False
+    with LocalSandbox(image="pytest-img") as s:
+        assert s.execute("echo $FROM_IMAGE; cat /etc/os-release").stdout == "1\nID=hutch-test\n"
+        with pytest.raises(hutch.BackgroundProcessesDisabledError):
+            s.start_process("sleep 1")
+    with LocalSandbox(image="pytest-img", supports_background_processes=True) as s:
+        s.start_process("sleep 1")
 
 
 def test_setup_script_runs_before_open():

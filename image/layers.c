@@ -1,0 +1,232 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * What a sandbox mounts of an image (supervisor, host side, before
+ * clone3): the reference and config read from the store, a use record that
+ * prune respects, and one detached mount per layer.
+ *
+ * The layers' files belong to the store's ids (HUTCH_IMAGE_STORE_IDS..
+ * +65535), which no sandbox maps. Each layer is cloned with
+ * open_tree(OPEN_TREE_CLONE) and idmapped with mount_setattr(MOUNT_ATTR_IDMAP)
+ * through a throw-away user namespace whose map is "STORE_IDS uid_base
+ * 65536": seen through the clone, store id 0 is the sandbox's root and
+ * store id 1000 its appuser, while the files on disk stay unchanged and
+ * shared by every sandbox. The clones are read-only, nosuid and nodev
+ * before anyone else holds them. Idmapping a mount needs CAP_SYS_ADMIN
+ * over the file system's superblock (the host's), which init never has:
+ * the supervisor makes them and init inherits the fds (docs/architecture.md,
+ * "Images").
+ *
+ * The use record users/<id> is a file held flock()ed shared for the
+ * sandbox's life (the fd stays open in the supervisor); prune marks the
+ * layers of every record it cannot lock exclusively as used.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cleanup.h"
+#include "fdutil.h"
+#include "store-internal.h"
+#include "syscalls.h"
+
+#ifndef MOUNT_ATTR_IDMAP
+#define MOUNT_ATTR_IDMAP 0x00100000
+#endif
+
+#define USE_ATTRS (MOUNT_ATTR_IDMAP | MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV)
+
+void hutch_image_use_done(struct hutch_image_use *u)
+{
+	hutch_close_many(u->layer_fds, u->n_layers);
+	u->n_layers = 0;
+	hutch_image_config_done(&u->config);
+	closep(&u->use_fd);
+	closep(&u->users_dir);
+}
+
+void hutch_image_use_release(struct hutch_image_use *u)
+{
+	if (u->users_dir >= 0 && u->id[0])
+		(void)unlinkat(u->users_dir, u->id, 0);
+	hutch_image_use_done(u);
+}
+
+int hutch_image_resolve(struct hutch_image_store *s, const char *name,
+                        char ret_manifest[HUTCH_IMAGE_DIGEST_LEN + 1], struct hutch_err *err)
+{
+	_cleanup_cjson_ cJSON *ref = NULL;
+	const cJSON *m;
+	int r;
+
+	r = store_read_ref(s, name, &ref, err);
+	if (r < 0)
+		return r;
+	m = cJSON_GetObjectItemCaseSensitive(ref, "manifest");
+	/* An image imported from a docker archive has no manifest digest:
+	 * its config's digest names its content as well. */
+	if (!cJSON_IsString(m))
+		m = cJSON_GetObjectItemCaseSensitive(ref, "config");
+	if (!cJSON_IsString(m) || !hutch_image_digest_is_valid(m->valuestring))
+		return hutch_err_set(err, -EINVAL, "image '%s' has a damaged reference file", name);
+	memcpy(ret_manifest, m->valuestring, HUTCH_IMAGE_DIGEST_LEN + 1);
+	return 0;
+}
+
+/* The reference's layers (diff_ids, bottom first) and its parsed config. */
+static int read_image(struct hutch_image_store *s, const char *name, const char *want,
+                      struct hutch_image_use *u, struct hutch_err *err)
+{
+	_cleanup_cjson_ cJSON *ref = NULL;
+	_cleanup_free_ char *buf = NULL;
+	const cJSON *cfg, *layers;
+	ssize_t n;
+	int r;
+
+	r = hutch_image_resolve(s, name, u->manifest, err);
+	if (r < 0)
+		return r;
+	if (want && *want && strcmp(want, u->manifest) != 0)
+		return hutch_err_set(err, -ESTALE, "image '%s' changed while the sandbox was made",
+		                     name);
+	r = store_read_ref(s, name, &ref, err);
+	if (r < 0)
+		return r;
+	cfg = cJSON_GetObjectItemCaseSensitive(ref, "config");
+	layers = cJSON_GetObjectItemCaseSensitive(ref, "layers");
+	if (!cJSON_IsString(cfg) || !hutch_image_digest_is_valid(cfg->valuestring) ||
+	    !cJSON_IsArray(layers) || cJSON_GetArraySize(layers) > HUTCH_IMAGE_LAYERS_MAX)
+		return hutch_err_set(err, -EINVAL, "image '%s' has a damaged reference file", name);
+	n = hutch_read_file_alloc_at(s->blobs, cfg->valuestring + 7, 4 << 20, &buf);
+	if (n < 0)
+		return hutch_err_set_errno(err, (int)n, "read the config of image '%s'", name);
+	r = hutch_image_parse_config(buf, (size_t)n, &u->config, err);
+	if (r < 0)
+		return hutch_err_prefix(err, "image '%s'", name);
+	if (u->config.n_diff_ids != (size_t)cJSON_GetArraySize(layers) || u->config.n_diff_ids == 0)
+		return hutch_err_set(err, -EINVAL, "image '%s' names %d layers, its config %zu",
+		                     name, cJSON_GetArraySize(layers), u->config.n_diff_ids);
+	return 0;
+}
+
+/* users/<id>, created and held shared: prune sees the use as live. */
+static int record_use(struct hutch_image_store *s, const char *id, struct hutch_image_use *u,
+                      struct hutch_err *err)
+{
+	_cleanup_free_ char *text = NULL;
+	size_t len = 0;
+	int r;
+
+	u->users_dir = store_open_users(s, err);
+	if (u->users_dir < 0)
+		return u->users_dir;
+	snprintf(u->id, sizeof(u->id), "%s", id);
+	u->use_fd = openat(u->users_dir, u->id, O_RDWR | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC,
+	                   0644);
+	if (u->use_fd < 0)
+		return hutch_err_set_errno(err, -errno, "record the use of image layers");
+	if (flock(u->use_fd, LOCK_SH) < 0)
+		return hutch_err_set_errno(err, -errno, "lock the use of image layers");
+	/* The diff_ids one a line: what prune keeps. */
+	text = malloc(u->config.n_diff_ids * (HUTCH_IMAGE_DIGEST_LEN + 1) + 1);
+	if (!text)
+		return hutch_err_set(err, -ENOMEM, "record the use of image layers");
+	for (size_t i = 0; i < u->config.n_diff_ids; i++)
+		len += (size_t)sprintf(text + len, "%s\n", u->config.diff_ids[i]);
+	r = hutch_write_all(u->use_fd, text, len);
+	if (r < 0)
+		return hutch_err_set_errno(err, r, "record the use of image layers");
+	return 0;
+}
+
+/* A user namespace mapping the store's ids onto the sandbox's: its fd. */
+static int store_userns(uid_t uid_base, struct hutch_err *err)
+{
+	struct clone_args args = { .flags = CLONE_NEWUSER, .exit_signal = SIGCHLD };
+	char path[64], map[64];
+	int fd = -EBADF, r = 0;
+	long pid;
+
+	pid = sys_clone3(&args, sizeof(args));
+	if (pid < 0)
+		return hutch_err_set_errno(err, -errno, "clone a user namespace for the layers");
+	if (pid == 0) {
+		/* Only its namespace matters; it is killed once that is open. */
+		for (;;)
+			pause();
+	}
+	snprintf(map, sizeof(map), "%u %u 65536\n", HUTCH_IMAGE_STORE_IDS, (unsigned)uid_base);
+	snprintf(path, sizeof(path), "/proc/%ld/uid_map", pid);
+	r = hutch_write_knob_at(AT_FDCWD, path, map);
+	if (r >= 0) {
+		snprintf(path, sizeof(path), "/proc/%ld/gid_map", pid);
+		r = hutch_write_knob_at(AT_FDCWD, path, map);
+	}
+	if (r >= 0) {
+		snprintf(path, sizeof(path), "/proc/%ld/ns/user", pid);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			r = -errno;
+	}
+	(void)kill((pid_t)pid, SIGKILL);
+	(void)waitpid((pid_t)pid, NULL, 0);
+	if (r < 0)
+		return hutch_err_set_errno(err, r, "map the store's ids onto the sandbox's");
+	return fd;
+}
+
+static int clone_layer(struct hutch_image_store *s, const char *diff_id, int userns,
+                       struct hutch_err *err)
+{
+	struct mount_attr attr = { .attr_set = USE_ATTRS, .userns_fd = (uint64_t)userns };
+	_cleanup_close_ int fd = -EBADF;
+
+	fd = sys_open_tree(s->layers, diff_id + 7,
+	                   OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_SYMLINK_NOFOLLOW);
+	if (fd < 0)
+		return errno == ENOENT
+		               ? hutch_err_set(err, -ENOENT,
+		                               "layer %.19s is missing from the store: import "
+		                               "or pull the image again",
+		                               diff_id)
+		               : hutch_err_set_errno(err, -errno, "clone layer %.19s", diff_id);
+	if (sys_mount_setattr(fd, "", AT_EMPTY_PATH, &attr, sizeof(attr)) < 0)
+		return hutch_err_set_errno(err, -errno,
+		                           "idmap layer %.19s (overlayfs needs "
+		                           "idmapped mounts: Linux 5.19+ on ext4, xfs, "
+		                           "btrfs or tmpfs)",
+		                           diff_id);
+	return TAKE_FD(fd);
+}
+
+int hutch_image_use(struct hutch_image_store *s, const char *name, const char *want_manifest,
+                    const char *id, uid_t uid_base, struct hutch_image_use *ret,
+                    struct hutch_err *err)
+{
+	struct hutch_image_use u = { .use_fd = -EBADF, .users_dir = -EBADF };
+	_cleanup_close_ int userns = -EBADF;
+	int r;
+
+	r = read_image(s, name, want_manifest, &u, err);
+	if (r >= 0)
+		r = record_use(s, id, &u, err);
+	if (r >= 0)
+		r = userns = store_userns(uid_base, err);
+	for (size_t i = 0; r >= 0 && i < u.config.n_diff_ids; i++) {
+		r = clone_layer(s, u.config.diff_ids[i], userns, err);
+		if (r >= 0)
+			u.layer_fds[u.n_layers++] = r;
+	}
+	if (r < 0) {
+		hutch_image_use_release(&u);
+		return r;
+	}
+	*ret = u;
+	return 0;
+}

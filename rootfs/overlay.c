@@ -1,0 +1,300 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The root of a sandbox made from an image (--image), child side: the
+ * image's layers, which the supervisor cloned and idmapped (store ids onto
+ * the sandbox's), stacked with overlayfs under a writable layer of the
+ * sandbox's own, then the image's /etc completed and the image checked.
+ *
+ *   1. a tmpfs of the instance type's disk size is stacked on our "/" (like
+ *      the host-derived root's tmpfs): it holds upper/, work/ and one mount
+ *      point per layer;
+ *   2. each layer's detached mount is attached there: overlayfs takes a
+ *      private clone of every layer, which the kernel allows only from our
+ *      own mount namespace (a detached mount belongs to the supervisor's
+ *      user namespace: EPERM);
+ *   3. fsopen("overlay") with the layers as lowerdir+ (top first, by fd),
+ *      upperdir, workdir and userxattr (whiteouts are 0/0 devices, opaque
+ *      directories user.overlay.opaque, as image/unpack.c wrote them),
+ *      mounted nosuid, nodev on top of that tmpfs: the new root.
+ *
+ * Everything under the overlay is the image's and treated as hostile until
+ * pivot_root: every path is opened beneath the overlay's root without
+ * following symlinks, and files of /etc are replaced, never written
+ * through (an image can make /etc/passwd a FIFO or a symlink to the host).
+ * After pivot_root the tmpfs and the layer mounts are gone from the tree
+ * with the old root; the overlay keeps its private clones.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cleanup.h"
+#include "fdutil.h"
+#include "rootfs-internal.h"
+
+#define ETC_FILE_MAX (1 << 20) /* an image's passwd or group */
+
+/* The tmpfs of the writable layer and the layers' mount points. */
+static int make_rw(struct rootfs_ctx *ctx, int *ret_rw, struct hutch_err *err)
+{
+	char size[40];
+	const char *opts[] = { size, "mode=0755", NULL };
+	const unsigned int flags = MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH;
+	_cleanup_close_ int rw = -EBADF;
+	int r;
+
+	snprintf(size, sizeof(size), "size=%" PRIu64, ctx->cfg->disk_bytes);
+	rw = rootfs_fs_new("tmpfs", opts, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, "/ (upper)", err);
+	if (rw < 0)
+		return rw;
+	if (sys_move_mount(rw, "", ctx->host_root, "", flags) < 0)
+		return hutch_err_set_errno(err, -errno, "mount the writable layer's tmpfs");
+	if ((r = rootfs_mkdir(rw, "upper", 0755, "/ (upper)", err)) < 0 ||
+	    (r = rootfs_mkdir(rw, "work", 0700, "/ (work)", err)) < 0 ||
+	    (r = rootfs_mkdir(rw, "layers", 0700, "/ (layers)", err)) < 0)
+		return r;
+	*ret_rw = TAKE_FD(rw);
+	return 0;
+}
+
+/* Attach layer i under rw/layers/<i>; its O_PATH fd in our namespace. */
+static int attach_layer(int rw, size_t i, int layer_fd, struct hutch_err *err)
+{
+	char name[32], where[48];
+	_cleanup_close_ int target = -EBADF;
+	int r, fd;
+
+	snprintf(name, sizeof(name), "layers/%zu", i);
+	snprintf(where, sizeof(where), "layer %zu", i);
+	r = rootfs_mkdir(rw, name, 0755, where, err);
+	if (r < 0)
+		return r;
+	target = rootfs_open_target(rw, name, false, where, err);
+	if (target < 0)
+		return target;
+	r = rootfs_attach_fd(layer_fd, target, "image layer", where, err);
+	if (r < 0)
+		return r;
+	fd = openat(rw, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return hutch_err_set_errno(err, -errno, "open %s", where);
+	return fd;
+}
+
+static int set_fd(int fsfd, const char *key, int fd, struct hutch_err *err)
+{
+	if (sys_fsconfig(fsfd, FSCONFIG_SET_FD, key, NULL, fd) < 0)
+		return hutch_err_set_errno(err, -errno, "overlayfs option '%s'", key);
+	return 0;
+}
+
+/* The overlay of the layers (top first) under rw's upper/. */
+static int make_overlay(int rw, const int *layers, size_t n, struct hutch_err *err)
+{
+	_cleanup_close_ int fsfd = -EBADF, upper = -EBADF, work = -EBADF;
+	int r, mnt;
+
+	upper = openat(rw, "upper", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	work = openat(rw, "work", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (upper < 0 || work < 0)
+		return hutch_err_set_errno(err, -errno, "open the writable layer");
+	fsfd = sys_fsopen("overlay", FSOPEN_CLOEXEC);
+	if (fsfd < 0)
+		return hutch_err_set_errno(err, -errno,
+		                           "mount overlayfs (is the "
+		                           "overlay module loaded?)");
+	for (size_t i = n; i-- > 0;) {
+		r = set_fd(fsfd, "lowerdir+", layers[i], err);
+		if (r < 0)
+			return r;
+	}
+	if ((r = set_fd(fsfd, "upperdir", upper, err)) < 0 ||
+	    (r = set_fd(fsfd, "workdir", work, err)) < 0)
+		return r;
+	if (sys_fsconfig(fsfd, FSCONFIG_SET_FLAG, "userxattr", NULL, 0) < 0)
+		return hutch_err_set_errno(err, -errno, "overlayfs option 'userxattr'");
+	if (sys_fsconfig(fsfd, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0)
+		return hutch_err_set_errno(err, -errno, "mount overlayfs of %zu layers", n);
+	mnt = sys_fsmount(fsfd, FSMOUNT_CLOEXEC, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
+	if (mnt < 0)
+		return hutch_err_set_errno(err, -errno, "mount overlayfs of %zu layers", n);
+	return mnt;
+}
+
+int rootfs_image_root(struct rootfs_ctx *ctx, struct hutch_err *err)
+{
+	const struct hutch_rootfs_config *cfg = ctx->cfg;
+	const unsigned int flags = MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH;
+	int layers[HUTCH_ROOTFS_LAYERS_MAX];
+	_cleanup_close_ int rw = -EBADF, mnt = -EBADF;
+	size_t n = 0;
+	int r;
+
+	if (cfg->n_layers == 0 || cfg->n_layers > HUTCH_ROOTFS_LAYERS_MAX)
+		return hutch_err_set(err, -EINVAL, "image with %zu layers", cfg->n_layers);
+	r = make_rw(ctx, &rw, err);
+	while (r >= 0 && n < cfg->n_layers) {
+		r = attach_layer(rw, n, cfg->layer_fds[n], err);
+		if (r >= 0)
+			layers[n++] = r;
+	}
+	if (r >= 0)
+		r = mnt = make_overlay(rw, layers, n, err);
+	hutch_close_many(layers, n);
+	if (r < 0)
+		return r;
+	/* The overlay holds private clones of its layers and upper dir:
+	 * the tmpfs (and the layer mounts on it) leave the tree now, so
+	 * that the overlay stacks on "/" directly, as the host-derived
+	 * root's tmpfs does. Left there, the tmpfs would sit between the
+	 * host's root and ours, and the old root's detach after pivot_root
+	 * (umount of ".", which follows the mounts on top) would take the
+	 * tmpfs instead of the host's tree. */
+	if (fchdir(rw) < 0 || umount2(".", MNT_DETACH) < 0)
+		return hutch_err_set_errno(err, -errno, "detach the writable layer's tmpfs");
+	if (sys_move_mount(mnt, "", ctx->host_root, "", flags) < 0)
+		return hutch_err_set_errno(err, -errno, "mount the image's root on '/'");
+	ctx->root = TAKE_FD(mnt);
+	return 0;
+}
+
+/* ---- the image's /etc ---- */
+
+/* dir/name as a regular file of at most ETC_FILE_MAX bytes, or NULL. */
+static char *read_etc(int etc, const char *name)
+{
+	struct open_how how = { .flags = O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC,
+		                .resolve = HUTCH_RESOLVE_HOST };
+	_cleanup_close_ int fd = sys_openat2(etc, name, &how, sizeof(how));
+	_cleanup_free_ char *buf = NULL;
+	struct stat st;
+	ssize_t n;
+
+	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size > ETC_FILE_MAX)
+		return NULL;
+	buf = malloc((size_t)st.st_size + 1);
+	if (!buf)
+		return NULL;
+	n = hutch_read_all(fd, buf, (size_t)st.st_size);
+	if (n < 0)
+		return NULL;
+	buf[n] = '\0';
+	return TAKE_PTR(buf);
+}
+
+/* Replace dir/name: what the image had there (a file, a symlink, a FIFO)
+ * is unlinked, never opened. */
+static int replace_etc(int etc, const char *name, const char *content, struct hutch_err *err)
+{
+	_cleanup_close_ int fd = -EBADF;
+	int r;
+
+	if (unlinkat(etc, name, 0) < 0 && errno != ENOENT)
+		return hutch_err_set_errno(err, -errno, "replace the image's '/etc/%s'", name);
+	fd = openat(etc, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return hutch_err_set_errno(err, -errno, "write '/etc/%s'", name);
+	r = hutch_write_all(fd, content, strlen(content));
+	if (r < 0)
+		return hutch_err_set_errno(err, r, "write '/etc/%s'", name);
+	return 0;
+}
+
+static int write_ids(struct rootfs_ctx *ctx, int etc, struct hutch_err *err)
+{
+	const struct hutch_rootfs_config *cfg = ctx->cfg;
+	_cleanup_free_ char *passwd = read_etc(etc, "passwd"), *group = read_etc(etc, "group");
+	_cleanup_free_ char *new_passwd = NULL, *new_group = NULL;
+	int r;
+
+	new_passwd = rootfs_passwd_merge(passwd, cfg->app_uid, cfg->app_gid,
+	                                 rootfs_pick_shell(ctx->root));
+	new_group = rootfs_group_merge(group, cfg->app_gid);
+	if (!new_passwd || !new_group)
+		return hutch_err_set_errno(err, -errno,
+		                           "merge appuser into the image's /etc/passwd");
+	if ((r = replace_etc(etc, "passwd", new_passwd, err)) < 0 ||
+	    (r = replace_etc(etc, "group", new_group, err)) < 0)
+		return r;
+	return 0;
+}
+
+int rootfs_image_etc(struct rootfs_ctx *ctx, struct hutch_err *err)
+{
+	const struct hutch_rootfs_config *cfg = ctx->cfg;
+	struct open_how how = { .flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
+		                .resolve = HUTCH_RESOLVE_HOST };
+	_cleanup_free_ char *hosts = NULL, *hostname = NULL;
+	_cleanup_close_ int etc = -EBADF;
+	int r;
+
+	r = rootfs_mkdir(ctx->root, "etc", 0755, "/etc", err);
+	if (r < 0)
+		return r;
+	etc = sys_openat2(ctx->root, "etc", &how, sizeof(how));
+	if (etc < 0)
+		return hutch_err_set_errno(err, -errno, "open the image's '/etc'");
+	r = write_ids(ctx, etc, err);
+	if (r < 0)
+		return r;
+	hosts = rootfs_hosts_render(cfg->hostname, cfg->extra_hosts);
+	if (!hosts || asprintf(&hostname, "%s\n", cfg->hostname) < 0)
+		return hutch_err_set(err, -ENOMEM, "render /etc/hosts");
+	if ((r = replace_etc(etc, "hostname", hostname, err)) < 0 ||
+	    (r = replace_etc(etc, "hosts", hosts, err)) < 0 ||
+	    (r = replace_etc(etc, "resolv.conf", cfg->resolv_conf ? cfg->resolv_conf : "", err)) <
+	            0)
+		return r;
+	/* The image's own name service configuration is its libc's; ours
+	 * only when it has none. */
+	if (faccessat(etc, "nsswitch.conf", F_OK, AT_SYMLINK_NOFOLLOW) < 0)
+		return replace_etc(etc, "nsswitch.conf", rootfs_nsswitch_conf, err);
+	return 0;
+}
+
+/* ---- the image must have a shell and python3 ---- */
+
+static bool is_executable(const char *path)
+{
+	struct stat st;
+
+	return stat(path, &st) == 0 && S_ISREG(st.st_mode) && (st.st_mode & 0111);
+}
+
+static bool has_on_path(const char *path, const char *name)
+{
+	char buf[4096];
+
+	for (const char *p = path; p && *p;) {
+		const char *end = strchrnul(p, ':');
+		size_t len = (size_t)(end - p);
+
+		if (len && p[0] == '/' && len + strlen(name) + 2 <= sizeof(buf)) {
+			snprintf(buf, sizeof(buf), "%.*s/%s", (int)len, p, name);
+			if (is_executable(buf))
+				return true;
+		}
+		p = *end ? end + 1 : end;
+	}
+	return false;
+}
+
+int rootfs_image_check(const struct hutch_rootfs_config *cfg, struct hutch_err *err)
+{
+	const char *path = cfg->path ? cfg->path : "/usr/local/bin:/usr/bin:/bin";
+	bool sh = is_executable("/bin/sh"), py = has_on_path(path, "python3");
+
+	if (sh && py)
+		return 0;
+	return hutch_err_set(err, -ENOEXEC,
+	                     "image '%s' has no %s%s%s: a sandbox needs /bin/sh and python3 "
+	                     "(PATH %s)",
+	                     cfg->image ? cfg->image : "", sh ? "" : "/bin/sh",
+	                     sh || py ? "" : " and no ", py ? "" : "python3", path);
+}

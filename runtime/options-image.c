@@ -1,0 +1,90 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The option types of --image (options.h): the image's name ("host" or a
+ * name of the store; its manifest, once the CLI resolved it, is part of the
+ * pool key) and the store's path (HUTCH_IMAGE_STORE). Pure.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "options-internal.h"
+
+/* ---- the image: "host" or a name of the image store ---- */
+
+static bool image_name_is_valid(const char *s)
+{
+	size_t len = strlen(s);
+
+	/* image.h's hutch_image_name_is_valid(), which runtime does not link. */
+	if (len == 0 || len > HUTCH_IMAGE_REF_MAX || s[0] == '.' || s[0] == '/' || s[0] == '-' ||
+	    strstr(s, ".."))
+		return false;
+	for (; *s; s++)
+		if (!isalnum((unsigned char)*s) && !strchr("._:/@+-", *s))
+			return false;
+	return true;
+}
+
+static int image_parse(const struct hutch_option *o, struct hutch_config *c, const char *s,
+                       struct hutch_err *err)
+{
+	if (!image_name_is_valid(s))
+		return hutch_err_set(err, -EINVAL,
+		                     "invalid %s '%.64s': give 'host' or the name of an image of "
+		                     "the store ('hutch image ls'), e.g. "
+		                     "docker.io/library/python:3.12-bookworm",
+		                     o->name, s);
+	if (strcmp(s, CFIELD(o, c, char)) != 0)
+		c->image_manifest[0] = '\0'; /* resolved again for the new name */
+	hutch_opt_chars_set(o, c, s);
+	return 0;
+}
+
+/* The pool key's text: the name and, once resolved, the manifest; none
+ * for the host-derived root, so that the keys of pools made before --image
+ * existed stay the same. */
+static void image_text(const struct hutch_option *o, const struct hutch_config *c,
+                       void (*emit)(void *ud, const char *s), void *ud)
+{
+	if (!hutch_config_has_image(c))
+		return;
+	emit(ud, CFIELD(o, c, char));
+	if (c->image_manifest[0])
+		emit(ud, c->image_manifest);
+}
+
+const struct hutch_option_type hutch_opt_image = {
+	.init = hutch_opt_chars_init,
+	.parse = image_parse,
+	.to_json = hutch_opt_chars_to_json,
+	.text = image_text,
+};
+
+static int store_parse(const struct hutch_option *o, struct hutch_config *c, const char *s,
+                       struct hutch_err *err)
+{
+	if (s[0] != '/' || strlen(s) >= o->size)
+		return hutch_err_set(err, -EINVAL,
+		                     "invalid image store '%.64s' (HUTCH_IMAGE_STORE): give an "
+		                     "absolute path shorter than %zu bytes",
+		                     s, o->size);
+	hutch_opt_chars_set(o, c, s);
+	return 0;
+}
+
+/* Only an image's sandboxes depend on the store. */
+static void store_text(const struct hutch_option *o, const struct hutch_config *c,
+                       void (*emit)(void *ud, const char *s), void *ud)
+{
+	if (hutch_config_has_image(c))
+		emit(ud, CFIELD(o, c, char));
+}
+
+const struct hutch_option_type hutch_opt_image_store = {
+	.init = hutch_opt_chars_init,
+	.parse = store_parse,
+	.to_json = hutch_opt_chars_to_json,
+	.text = store_text,
+};

@@ -1,0 +1,81 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * --image in the supervisor (see sandbox-image.h). The store's path and
+ * the manifest the CLI resolved come in the configuration; the layers are
+ * opened here, as root, because idmapping a mount needs CAP_SYS_ADMIN over
+ * the host's file system, which init never has.
+ */
+#include <errno.h>
+#include <stdlib.h>
+
+#include "cleanup.h"
+#include "cmdenv.h"
+#include "fdutil.h"
+#include "image.h"
+#include "log.h"
+#include "sandbox-image.h"
+#include "supervisor.h"
+
+/* The commands' environment: the default one unless an image or header
+ * bindings (the CA bundle's variables) add to it. */
+static int cmdenv_set(struct sup *s, const char *const *image_env, struct hutch_err *err)
+{
+	const char *const *extra = s->cfg->header_bindings ? hutch_ca_env : NULL;
+
+	if (!image_env && !extra)
+		return 0;
+	s->cmdenv_owned = hutch_cmdenv_build(image_env, extra);
+	if (!s->cmdenv_owned)
+		return hutch_err_set(err, -ENOMEM, "the commands' environment");
+	s->cmdenv = (const char *const *)s->cmdenv_owned;
+	return 0;
+}
+
+int hutch_sup_image_prepare(struct sup *s, struct hutch_err *err)
+{
+	_cleanup_(hutch_image_store_freep) struct hutch_image_store *store = NULL;
+	const char *path = s->cfg->image_store[0] ? s->cfg->image_store : "/var/lib/hutch";
+	int r;
+
+	s->cmdenv = hutch_default_env;
+	if (!hutch_config_has_image(s->cfg))
+		return cmdenv_set(s, NULL, err);
+	/* Idmapping the layers needs CAP_SYS_ADMIN over the store's file
+	 * system, which an ordinary user does not have. */
+	if (s->idmap.rootless)
+		return hutch_err_set(err, -EPERM,
+		                     "--image %s needs root for now (its layers are idmapped "
+		                     "mounts); a rootless sandbox has the host-derived root",
+		                     s->cfg->image);
+	s->image = calloc(1, sizeof(*s->image));
+	if (!s->image)
+		return hutch_err_set(err, -ENOMEM, "image");
+	s->image->use_fd = s->image->users_dir = -EBADF;
+	r = hutch_image_store_open(path, &store, err);
+	if (r < 0)
+		return r;
+	r = hutch_image_use(store, s->cfg->image, s->cfg->image_manifest, s->id, s->uid_base,
+	                    s->image, err);
+	if (r < 0)
+		return r;
+	return cmdenv_set(s, (const char *const *)s->image->config.env, err);
+}
+
+void hutch_sup_image_close_layers(struct sup *s)
+{
+	if (!s->image)
+		return;
+	hutch_close_many(s->image->layer_fds, s->image->n_layers);
+}
+
+void hutch_sup_image_done(struct sup *s)
+{
+	if (s->image) {
+		hutch_image_use_release(s->image);
+		free(s->image);
+		s->image = NULL;
+	}
+	s->cmdenv = hutch_default_env;
+	hutch_cmdenv_free(s->cmdenv_owned);
+	s->cmdenv_owned = NULL;
+}

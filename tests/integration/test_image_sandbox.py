@@ -1,0 +1,295 @@
+# SPDX-License-Identifier: Apache-2.0
+"""--image (issue 14): sandboxes whose root is an overlay of an image's
+layers, from images this test builds from a small root of the host's own
+files (rootimage.py) and imports, or pushes to a registry on loopback and
+pulls. Whiteouts and opaque directories across three layers, the image's
+Env and PATH, an image without python3 or /bin/sh refused, limits, TTL, a
+network mode and files on an image, escapes from inside that must leave
+the store unchanged, prune and the pool key."""
+import hashlib
+import json
+import os
+import stat
+import subprocess
+
+import pytest
+
+import ociimage as o
+import rootimage
+from conftest import HUTCH, wait_until
+from netfake import RESOLVER, WEB
+from test_image_pull import REGISTRY, SKOPEO, push, registry  # noqa: F401
+
+
+def top_layer():
+    """What the tests' images add on the root: a tool on the image's own
+    PATH, a file appuser owns, a message."""
+    return o.tar([o.d("etc"), o.f("etc/motd", "hello from the image\n"), o.d("opt"),
+                  o.d("opt/bin"), o.f("opt/bin/imgtool", "#!/bin/sh\necho imgtool $IMGVAR\n",
+                                      mode=0o755),
+                  o.f("opt/owned", "image data\n", uid=1000, gid=1000)])
+
+
+ENV = ["PATH=/opt/bin:/usr/local/bin:/usr/bin:/bin", "IMGVAR=from-image", "LANG=C",
+       "HOME=/nothome"]
+
+
+def hutch_env(store):
+    return {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HUTCH_IMAGE_STORE": str(store)}
+
+
+def import_image(store, layout, name):
+    r = subprocess.run([HUTCH, "image", "import", str(layout), name], env=hutch_env(store),
+                       capture_output=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+
+
+@pytest.fixture(scope="module")
+def root_layer(tmp_path_factory):
+    return rootimage.layer(tmp_path_factory)
+
+
+@pytest.fixture(scope="module")
+def images(tmp_path_factory, root_layer):
+    """One store for the module: 'test' (root + top layer), 'nopy' (python3
+    whited out), 'nosh' (/bin/sh whited out), 'three' (whiteouts and
+    opaque directories over two more layers)."""
+    d = tmp_path_factory.mktemp("images")
+    store = d / "store"
+    import_image(store, o.layout(str(d / "test"), [root_layer, top_layer()], env=ENV), "test")
+    py = os.path.basename(os.path.realpath("/usr/bin/python3"))
+    nopy = o.tar([o.d("usr"), o.d("usr/bin"), o.f("usr/bin/.wh.python3", ""),
+                  o.f(f"usr/bin/.wh.{py}", "")])
+    import_image(store, o.layout(str(d / "nopy"), [root_layer, nopy]), "nopy")
+    nosh = o.tar([o.d("usr"), o.d("usr/bin"), o.f("usr/bin/.wh.sh", "")])
+    import_image(store, o.layout(str(d / "nosh"), [root_layer, nosh]), "nosh")
+    l2 = o.tar([o.d("data"), o.f("data/a", "a2"), o.f("data/b", "b2"), o.f("data/c", "c2"),
+                o.d("data/sub"), o.f("data/sub/x", "x2"), o.f("gone", "g"), o.f("keep", "k")])
+    l3 = o.tar([o.d("data"), o.f("data/.wh.b", ""), o.f("data/c", "c3"), o.d("data/sub"),
+                o.f("data/sub/.wh..wh..opq", ""), o.f("data/sub/y", "y3"), o.f(".wh.gone", "")])
+    import_image(store, o.layout(str(d / "three"), [root_layer, l2, l3]), "three")
+    return store
+
+
+@pytest.fixture
+def h(hutch, images):
+    hutch.env["HUTCH_IMAGE_STORE"] = str(images)
+    return hutch
+
+
+def layers_hash(store):
+    """Every entry of every layer: path, type, mode, owner, size, content."""
+    out = hashlib.sha256()
+    root = os.path.join(store, "layers")
+    for dirpath, dirs, files in sorted(os.walk(root)):
+        dirs.sort()
+        for n in sorted(dirs + files):
+            p = os.path.join(dirpath, n)
+            st = os.lstat(p)
+            out.update(f"{os.path.relpath(p, root)} {st.st_mode} {st.st_uid} {st.st_gid} "
+                       f"{st.st_size} {st.st_mtime_ns}\n".encode())
+            if stat.S_ISREG(st.st_mode):
+                with open(p, "rb") as fh:
+                    out.update(hashlib.sha256(fh.read()).digest())
+            elif stat.S_ISLNK(st.st_mode):
+                out.update(os.readlink(p).encode())
+    return out.hexdigest()
+
+
+def users(store):
+    d = os.path.join(store, "users")
+    return sorted(os.listdir(d)) if os.path.isdir(d) else []
+
+
+def test_create_exec_rm_from_pulled_image(hutch, registry, tmp_path, root_layer):  # noqa: F811
+    store = tmp_path / "store"
+    hutch.env["HUTCH_IMAGE_STORE"] = str(store)
+    lay = o.layout(str(tmp_path / "lay"), [root_layer, top_layer()], env=ENV)
+    push(lay, "latest", f"{registry}/test/root:1")
+    r = hutch("image", "pull", f"{registry}/test/root:1", "pulled", timeout=120)
+    assert r.returncode == 0, r.stderr
+    sb = hutch.create("--image", "pulled")
+    assert sb.info["config"]["image"] == "pulled"
+    assert users(store) == [sb.id]
+    r = hutch("exec", sb.id, "--", "sh", "-c",
+              "id -u; id -un; pwd; cat /etc/motd /etc/os-release; python3 -c 'print(6*7)'")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.decode().split("\n")[:6] == [
+        "1000", "appuser", "/workspace", "hello from the image", "ID=hutch-test", "42"]
+    # Image root is sandbox root; what uid 1000 owned in the image is appuser's.
+    out = sb.sh("stat -c '%U %u' /usr/bin/dash /opt/owned")
+    assert out.split("\n")[:2] == ["root 0", "appuser 1000"]
+    # The image's passwd keeps its entries; uid 1000 is appuser.
+    passwd = sb.sh("cat /etc/passwd")
+    assert "daemon:x:1:1:" in passwd and "node:" not in passwd
+    assert "appuser:x:1000:1000:appuser:/home/appuser:/bin/bash" in passwd
+    # Nothing of the host: no host mount, "/.." is "/", no host /etc.
+    mounts = sb.sh("cat /proc/self/mountinfo")
+    assert " - overlay " in mounts.split("\n")[0] and "ext4" not in mounts, mounts
+    assert sb.sh("stat -c %i /..") == sb.sh("stat -c %i /")
+    assert "ld.so.cache" not in sb.sh("ls /etc")
+    assert hutch("rm", sb.id).returncode == 0
+    # Dropped in the teardown after the answer.
+    assert wait_until(lambda: users(store) == [], timeout=10)
+
+
+def test_whiteouts_and_opaque_dirs_of_three_layers(h):
+    sb = h.create("--image", "three")
+    assert sb.sh("ls /data").split() == ["a", "c", "sub"]
+    assert sb.sh("cat /data/a /data/c") == "a2c3"
+    assert sb.sh("ls /data/sub").split() == ["y"]
+    assert sb.run("test -e /gone")["exit_code"] == 1
+    assert sb.sh("cat /keep") == "k"
+    sb.rm()
+
+
+def test_image_env_and_path(h):
+    sb = h.create("--image", "test")
+    env = dict(line.split("=", 1) for line in sb.sh("env").strip().split("\n"))
+    assert env["PATH"] == "/opt/bin:/usr/local/bin:/usr/bin:/bin"
+    assert env["IMGVAR"] == "from-image" and env["LANG"] == "C"
+    # Commands are appuser's: HOME and USER are not the image's.
+    assert env["HOME"] == "/home/appuser" and env["USER"] == "appuser"
+    # Found along the image's PATH; a request's env goes over the image's.
+    assert sb.sh("imgtool") == "imgtool from-image\n"
+    assert sb.run("imgtool", env={"IMGVAR": "mine"})["stdout"] == "imgtool mine\n"
+    r = h("exec", sb.id, "--", "imgtool")
+    assert r.returncode == 0 and r.stdout == b"imgtool from-image\n", r.stderr
+    # Background processes and file built-ins get the same environment.
+    status, res = sb.api("POST", "/v1/start_process", {"cmd": "echo $IMGVAR > /workspace/bg"})
+    assert status == 200, res
+    wait_until(lambda: sb.run("cat /workspace/bg")["stdout"] == "from-image\n")
+    sb.rm()
+
+
+@pytest.mark.parametrize("name,missing", [("nopy", "python3"), ("nosh", "/bin/sh")])
+def test_image_without_python3_or_shell_refused(h, images, name, missing):
+    r = h("create", "--image", name)
+    assert r.returncode == 64, r.stderr
+    err = r.stderr.decode()
+    assert f"image '{name}' has no {missing}" in err, err
+    assert h.ids() == [] and users(images) == []
+
+
+def test_unknown_or_invalid_image_refused(h):
+    r = h("create", "--image", "nothere")
+    assert r.returncode == 64
+    assert b"no such image in the store" in r.stderr and b"hutch image pull nothere" in r.stderr
+    r = h("create", "--image", "../etc")
+    assert r.returncode == 64 and b"invalid --image '../etc'" in r.stderr
+    r = h("create", "--image", "test", env={"HUTCH_IMAGE_STORE": "relative/store"})
+    assert r.returncode == 64 and b"HUTCH_IMAGE_STORE" in r.stderr
+
+
+def test_image_host_is_the_host_root(h):
+    sb = h.create("--image", "host")
+    assert sb.info["config"]["image"] == "host"
+    assert sb.sh("ls /usr/local") == ""  # hidden, as without --image
+    assert "ld.so.cache" in sb.sh("ls /etc")
+    sb.rm()
+
+
+def test_limits_ttl_network_and_files_on_an_image(h, fakenet, tmp_path):
+    h.env["HUTCH_RESOLVER"] = RESOLVER
+    sb = h.create("--image", "test", "--instance-type", "nano", "--ttl", "30")
+    # memory: nano's 256 MiB, no swap
+    res = sb.run("python3 -c 'b = bytearray(400 << 20); b[::4096] = b\"x\" * len(b[::4096])'")
+    assert res["exit_code"] != 0 and res.get("oom_killed") is True, res
+    # pids: nano's limit holds
+    assert sb.status()["config"]["limits"]["pids"] == 256
+    # network none: nothing leaves, at once
+    res = sb.run(f"python3 -c 'import socket; socket.create_connection((\"{WEB}\", 80), 3)'")
+    assert res["exit_code"] != 0 and "Network is unreachable" in res["stderr"], res
+    # files: the JSON endpoints, raw /files and a directory as tar
+    status, res = sb.api("POST", "/v1/write_file", {"path": "/workspace/a.txt", "content": "hi\n"})
+    assert status == 200, res
+    assert sb.sh("cat /workspace/a.txt") == "hi\n"
+    status, res = sb.api("POST", "/v1/read_file", {"path": "/etc/motd"})
+    assert status == 200 and res["content"] == "hello from the image\n", res
+    sb.sh("mkdir -p /workspace/d/e && echo deep > /workspace/d/e/f")
+    out = h("cp", f"{sb.id}:/workspace/d", str(tmp_path / "copied"))
+    assert out.returncode == 0, out.stderr
+    assert (tmp_path / "copied" / "e" / "f").read_text() == "deep\n"
+    sb.rm()
+    # network all on an image: the fake internet's web server answers
+    sb = h.create("--image", "test", "--network", "all")
+    code = ("import socket; s = socket.create_connection(('" + WEB + "', 80), 5); "
+            "s.sendall(b'GET / HTTP/1.0\\r\\nHost: x\\r\\n\\r\\n'); print(s.recv(12).decode())")
+    assert sb.sh(f'python3 -c "{code}"').startswith("HTTP/1.")
+    sb.rm()
+    # TTL: the sandbox is deleted at its end, its use of the image with it
+    sb = h.create("--image", "test", "--ttl", "2")
+    assert sb.id in users(h.env["HUTCH_IMAGE_STORE"])
+    assert wait_until(lambda: not os.path.exists(os.path.dirname(sb.sock)), timeout=10)
+    r = h("exec", sb.id, "--", "true")
+    assert r.returncode == 66 and b"expired" in r.stderr, r.stderr
+    assert wait_until(lambda: users(h.env["HUTCH_IMAGE_STORE"]) == [], timeout=10)
+
+
+def test_escape_attempts_leave_the_store_unchanged(h, images):
+    before = layers_hash(images)
+    sb = h.create("--image", "test")
+    other = h.create("--image", "test")
+    # appuser owns /opt/owned in the image: writing it copies it up into
+    # this sandbox's own layer only.
+    sb.sh("echo changed > /opt/owned")
+    assert sb.sh("cat /opt/owned") == "changed\n"
+    assert other.sh("cat /opt/owned") == "image data\n"
+    attempts = [
+        "echo x > /usr/bin/dash",                      # root's file of the image
+        "echo x > /opt/new",                           # root's directory
+        "echo x > /proc/self/root/usr/bin/dash",       # the same through /proc
+        "ls /proc/1/root/",                            # init's root
+        "mount -o remount,rw /",
+        "mount -o remount,rw /proc/self/root",
+        "umount /workspace",
+        "umount -l /",
+        "mount -t overlay x -o lowerdir=/usr,upperdir=/tmp/u,workdir=/tmp/w /tmp/m",
+        "mount --bind /opt /tmp",
+    ]
+    for cmd in attempts:
+        res = sb.run(cmd)
+        assert res["exit_code"] != 0, (cmd, res)
+    # The overlay's own paths name nothing in the sandbox.
+    opts = sb.sh("grep ' / / ' /proc/self/mountinfo")
+    assert "lowerdir+=/layers/" in opts
+    assert sb.run("ls /layers /upper")["exit_code"] != 0
+    sb.rm()
+    other.rm()
+    assert layers_hash(images) == before
+    assert wait_until(lambda: users(images) == [], timeout=10)
+
+
+def test_prune_keeps_the_layers_of_a_live_sandbox(hutch, tmp_path, root_layer):
+    store = tmp_path / "store"
+    hutch.env["HUTCH_IMAGE_STORE"] = str(store)
+    import_image(store, o.layout(str(tmp_path / "lay"), [root_layer, top_layer()], env=ENV),
+                 "short")
+    layers = sorted(os.listdir(store / "layers"))
+    sb = hutch.create("--image", "short")
+    assert hutch("image", "rm", "short").returncode == 0
+    r = hutch("image", "prune")
+    assert r.returncode == 0, r.stderr
+    assert sorted(os.listdir(store / "layers")) == layers
+    assert sb.sh("cat /etc/motd") == "hello from the image\n"
+    sb.rm()
+    r = hutch("image", "prune")
+    assert r.returncode == 0, r.stderr
+    assert os.listdir(store / "layers") == []
+
+
+def test_pool_key_names_the_image(h, images, tmp_path, root_layer):
+    def key(*opts):
+        r = h("pool", "key", "--json", *opts)
+        assert r.returncode == 0, r.stderr
+        return json.loads(r.stdout)["key"]
+    host, img = key(), key("--image", "test")
+    assert host != img and key("--image", "host") == host
+    assert key("--image", "three") != img
+    # The same name on other content is another pool.
+    import_image(images, o.layout(str(tmp_path / "again"), [root_layer], env=ENV), "renamed")
+    first = key("--image", "renamed")
+    import_image(images, o.layout(str(tmp_path / "again2"), [root_layer, top_layer()], env=ENV),
+                 "renamed")
+    assert key("--image", "renamed") != first
+    assert h("image", "rm", "renamed").returncode == 0

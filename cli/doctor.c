@@ -26,6 +26,7 @@
 #include "cli.h"
 #include "fdutil.h"
 #include "idmap.h"
+#include "image.h"
 #include "mhd.h"
 #include "netpolicy.h"
 #include "state.h"
@@ -204,12 +205,68 @@ static void check_mount_api(struct check *c)
 	               : "the kernel lacks the new mount API: use Linux 5.10 or later");
 }
 
+/* --image needs idmapped mounts of the store's file system and overlayfs
+ * taking them by fd: tried on the store (or, before it exists, its
+ * parent), nothing mounted. */
 static void check_overlay(struct check *c)
 {
-	c->ok = file_has("/proc/filesystems", "overlay");
-	snprintf(c->detail, sizeof(c->detail), "%s",
-	         c->ok ? "overlayfs available (used by images, later)"
-	               : "overlayfs missing: modprobe overlay (only needed for images)");
+	const char *store = hutch_image_store_path();
+	struct hutch_err err = { 0 };
+	char dir[4096];
+	struct stat st;
+
+	snprintf(dir, sizeof(dir), "%s", store);
+	while (stat(dir, &st) < 0 && strrchr(dir, '/') && strcmp(dir, "/"))
+		*(strrchr(dir, '/') == dir ? dir + 1 : strrchr(dir, '/')) = '\0';
+	if (geteuid() != 0) {
+		c->ok = file_has("/proc/filesystems", "overlay");
+		snprintf(c->detail, sizeof(c->detail), "%s",
+		         c->ok ? "overlayfs available (idmapped layers are tried as root)"
+		               : "overlayfs missing: modprobe overlay (only --image needs it)");
+		return;
+	}
+	c->ok = hutch_image_probe(dir, &err) == 0;
+	snprintf(c->detail, sizeof(c->detail), "%s%.300s%s",
+	         c->ok ? "overlayfs stacks idmapped layers of " : "--image cannot work: ",
+	         c->ok ? dir : err.msg, c->ok ? " (--image)" : "");
+}
+
+static void check_store(struct check *c)
+{
+	_cleanup_(hutch_image_store_freep) struct hutch_image_store *s = NULL;
+	_cleanup_cjson_ cJSON *all = NULL;
+	const char *path = hutch_image_store_path();
+	struct hutch_err err = { 0 };
+	struct stat st;
+
+	if (stat(path, &st) < 0) {
+		c->ok = true;
+		snprintf(c->detail, sizeof(c->detail),
+		         "%.300s: not made yet (the first image pull or import makes it)", path);
+		return;
+	}
+	c->ok = hutch_image_store_open(path, &s, &err) == 0 && hutch_image_list(s, &all, &err) == 0;
+	if (c->ok)
+		snprintf(c->detail, sizeof(c->detail), "%.300s: %d image%s", path,
+		         cJSON_GetArraySize(all), cJSON_GetArraySize(all) == 1 ? "" : "s");
+	else
+		snprintf(c->detail, sizeof(c->detail), "%.300s", err.msg);
+}
+
+static void check_skopeo(struct check *c)
+{
+	struct hutch_err err = { 0 };
+	char version[128];
+
+	c->ok = hutch_image_skopeo_version(version, sizeof(version), &err) == 0;
+	if (c->ok)
+		snprintf(c->detail, sizeof(c->detail), "%.100s (hutch image pull)", version);
+	else if (err.code == -ENOENT)
+		snprintf(c->detail, sizeof(c->detail), "%s",
+		         "skopeo missing: only 'hutch image pull' needs it (Debian: apt-get "
+		         "install skopeo)");
+	else
+		snprintf(c->detail, sizeof(c->detail), "skopeo does not run: %.300s", err.msg);
 }
 
 static void check_nftables(struct check *c)
@@ -299,13 +356,15 @@ static int cmd_doctor(struct hutch_cli_args *a)
 		{ "namespaces", true, false, "" },  { "cgroups", true, false, "" },
 		{ "seccomp", true, false, "" },     { "mount API", true, false, "" },
 		{ "python3", true, false, "" },     { "HTTP server", true, false, "" },
-		{ "overlayfs", false, false, "" },  { "nftables", false, false, "" },
+		{ "overlayfs", false, false, "" },  { "image store", false, false, "" },
+		{ "skopeo", false, false, "" },     { "nftables", false, false, "" },
 		{ "forwarding", false, false, "" }, { "user network", false, false, "" },
 	};
-	void (*fns[])(struct check *) = { check_mode,     check_userns,      check_namespaces,
-		                          check_cgroups,  check_seccomp,     check_mount_api,
-		                          check_python,   check_http_server, check_overlay,
-		                          check_nftables, check_forwarding,  check_usernet };
+	void (*fns[])(struct check *) = {
+		check_mode,      check_userns,   check_namespaces,  check_cgroups, check_seccomp,
+		check_mount_api, check_python,   check_http_server, check_overlay, check_store,
+		check_skopeo,    check_nftables, check_forwarding,  check_usernet,
+	};
 	bool all_ok = true;
 	_cleanup_cjson_ cJSON *arr = json ? cJSON_CreateArray() : NULL;
 
@@ -341,9 +400,8 @@ const struct hutch_cli_verb hutch_verb_doctor = {
 	.name = "doctor",
 	.synopsis = "[--json]",
 	.about = "Check namespaces, user namespaces, cgroups v1/v2, seccomp, the mount API, "
-	         "python3, "
-	         "overlayfs, nftables and (for ordinary users) pasta; say what is missing and how "
-	         "to fix it.\n",
+	         "python3, overlayfs with idmapped layers, the image store, skopeo, nftables and "
+	         "(for ordinary users) pasta; say what is missing and how to fix it.\n",
 	.opts = hutch_cli_json_opts,
 	.run = cmd_doctor,
 };

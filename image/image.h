@@ -106,6 +106,9 @@ int hutch_image_pull(struct hutch_image_store *s, const char *ref, const char *n
 int hutch_image_build_default(struct hutch_image_store *s, const char *name,
                               struct hutch_image_import_stats *stats, struct hutch_err *err);
 
+/* skopeo's "skopeo version X" line (doctor); -ENOENT when it is missing. */
+int hutch_image_skopeo_version(char *out, size_t outlen, struct hutch_err *err);
+
 /* Every image as a JSON array of {name, config, manifest, layers, size}. */
 int hutch_image_list(struct hutch_image_store *s, cJSON **ret, struct hutch_err *err);
 /* One image: the list's object plus env and workdir. -ENOENT if unknown. */
@@ -147,6 +150,9 @@ int hutch_image_resolve(struct hutch_image_store *s, const char *name,
 int hutch_image_use(struct hutch_image_store *s, const char *name, const char *want_manifest,
                     const char *id, uid_t uid_base, struct hutch_image_use *ret,
                     struct hutch_err *err);
+/* Can the file system of path (a directory) give idmapped mounts, and
+ * overlayfs take them as layers by fd (doctor)? Root only. */
+int hutch_image_probe(const char *path, struct hutch_err *err);
 /* Forget the use record (at the sandbox's end; prune also drops stale ones). */
 void hutch_image_use_release(struct hutch_image_use *u);
 

@@ -230,3 +230,31 @@ int hutch_image_use(struct hutch_image_store *s, const char *name, const char *w
 	*ret = u;
 	return 0;
 }
+
+int hutch_image_probe(const char *path, struct hutch_err *err)
+{
+	struct mount_attr attr = { .attr_set = USE_ATTRS };
+	_cleanup_close_ int userns = -EBADF, fd = -EBADF, fsfd = -EBADF;
+
+	fd = sys_open_tree(AT_FDCWD, path, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+	if (fd < 0)
+		return hutch_err_set_errno(err, -errno, "clone '%s'", path);
+	userns = store_userns(HUTCH_IMAGE_STORE_IDS, err);
+	if (userns < 0)
+		return userns;
+	attr.userns_fd = (uint64_t)userns;
+	if (sys_mount_setattr(fd, "", AT_EMPTY_PATH, &attr, sizeof(attr)) < 0)
+		return hutch_err_set_errno(err, -errno,
+		                           "idmapped mounts of '%s' (Linux 5.19+ on ext4, xfs, "
+		                           "btrfs or tmpfs)",
+		                           path);
+	fsfd = sys_fsopen("overlay", FSOPEN_CLOEXEC);
+	if (fsfd < 0)
+		return hutch_err_set_errno(err, -errno, "overlayfs (modprobe overlay)");
+	if (sys_fsconfig(fsfd, FSCONFIG_SET_FD, "lowerdir+", NULL, fd) < 0)
+		return hutch_err_set_errno(err, -errno,
+		                           "overlayfs layers by fd (lowerdir+, Linux 6.13+)");
+	if (sys_fsconfig(fsfd, FSCONFIG_SET_FLAG, "userxattr", NULL, 0) < 0)
+		return hutch_err_set_errno(err, -errno, "overlayfs option userxattr (Linux 5.11+)");
+	return 0;
+}

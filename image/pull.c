@@ -83,6 +83,19 @@ static void layout_tag(const char *ref, char out[40])
 	snprintf(out, 40, "pull-%.32s", d + 7);
 }
 
+static int run_skopeo(const char *const *argv, const char *src, char *out, size_t outlen,
+                      struct hutch_err *err);
+
+int hutch_image_skopeo_version(char *out, size_t outlen, struct hutch_err *err)
+{
+	static const char *const argv[] = { "skopeo", "--version", NULL };
+	int r = run_skopeo(argv, "docker://skopeo", out, outlen, err);
+
+	if (r >= 0)
+		out[strcspn(out, "\n")] = '\0';
+	return r;
+}
+
 /*
  * Run skopeo with argv, about src; its stdout into out (outlen bytes,
  * NUL-ended) when out is given, else onto our stderr with its progress.

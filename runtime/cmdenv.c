@@ -13,9 +13,12 @@ const char *const hutch_default_env[HUTCH_DEFAULT_ENV_LEN + 1] = {
 #define CA_BUNDLE "/etc/hutch/ca-certificates.crt"
 
 const char *const hutch_ca_env[HUTCH_CA_ENV_LEN + 1] = {
-	"SSL_CERT_FILE=" CA_BUNDLE,       "REQUESTS_CA_BUNDLE=" CA_BUNDLE,
-	"CURL_CA_BUNDLE=" CA_BUNDLE,      "GIT_SSL_CAINFO=" CA_BUNDLE,
-	"NODE_EXTRA_CA_CERTS=/etc/hutch/sandbox-ca.crt", NULL,
+	"SSL_CERT_FILE=" CA_BUNDLE,
+	"REQUESTS_CA_BUNDLE=" CA_BUNDLE,
+	"CURL_CA_BUNDLE=" CA_BUNDLE,
+	"GIT_SSL_CAINFO=" CA_BUNDLE,
+	"NODE_EXTRA_CA_CERTS=/etc/hutch/sandbox-ca.crt",
+	NULL,
 };
 
 /* The length of NAME in "NAME=VALUE", 0 if it is not one. */

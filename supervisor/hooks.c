@@ -175,16 +175,18 @@ static int start_step(struct sup *s, int phase)
 		if (phase == PHASE_ON_DESTROY)
 			timeout = HUTCH_ON_DESTROY_SECONDS;
 	}
-	c = hutch_cmd_start(&s->cmds,
-	                    &(struct hutch_spawn){ .argv = argv,
-	                                           .envp = s->cmdenv,
-	                                           .cwd = HUTCH_WORKSPACE,
-	                                           .stdin_data = in,
-	                                           .stdin_len = in ? strlen(in) : 0,
-	                                           .timeout = timeout,
-	                                           .max_output = HUTCH_HOOK_TAIL,
-	                                           .capture = HUTCH_CAPTURE_TAIL },
-	                    &(struct hutch_cmd_sink){ .output = step_output, .done = step_done, .ud = s }, &err);
+	c = hutch_cmd_start(
+	        &s->cmds,
+	        &(struct hutch_spawn){ .argv = argv,
+	                               .envp = s->cmdenv,
+	                               .cwd = HUTCH_WORKSPACE,
+	                               .stdin_data = in,
+	                               .stdin_len = in ? strlen(in) : 0,
+	                               .timeout = timeout,
+	                               .max_output = HUTCH_HOOK_TAIL,
+	                               .capture = HUTCH_CAPTURE_TAIL },
+	        &(struct hutch_cmd_sink){ .output = step_output, .done = step_done, .ud = s },
+	        &err);
 	if (!c)
 		return err.code;
 	hutch_buf_done(&s->hooks.tail);

@@ -293,3 +293,49 @@ def test_pool_key_names_the_image(h, images, tmp_path, root_layer):
                  "renamed")
     assert key("--image", "renamed") != first
     assert h("image", "rm", "renamed").returncode == 0
+
+
+def test_doctor_checks_overlayfs_the_store_and_skopeo(h, images, tmp_path):
+    def checks(**env):
+        r = h("doctor", "--json", env=env)
+        assert r.returncode == 0, r.stderr  # none of the three is required
+        return {c["check"]: c for c in json.loads(r.stdout)}
+    c = checks()
+    assert c["overlayfs"]["ok"] and "idmapped layers of " + str(images) in c["overlayfs"]["detail"]
+    assert c["image store"]["ok"] and c["image store"]["detail"] == f"{images}: 4 images"
+    assert c["skopeo"]["ok"] == bool(SKOPEO) and not c["skopeo"]["required"]
+    c = checks(PATH="/nonexistent")
+    assert not c["skopeo"]["ok"] and "apt-get install skopeo" in c["skopeo"]["detail"]
+    c = checks(HUTCH_IMAGE_STORE=str(tmp_path / "not" / "yet"))
+    assert c["image store"]["ok"] and "not made yet" in c["image store"]["detail"]
+    (tmp_path / "file").write_text("not a store")
+    c = checks(HUTCH_IMAGE_STORE=str(tmp_path / "file"))
+    assert not c["image store"]["ok"] and not c["overlayfs"]["ok"]
+
+
+def test_pools_of_host_root_and_of_an_image_serve_only_their_own(h, images):
+    from test_pool import pooled_ids, pools, start
+    try:
+        start(h, size=1)
+        host_ready = pooled_ids(h)
+        r = h("create", "--json", "--image", "test")
+        assert r.returncode == 0, r.stderr
+        info = json.loads(r.stdout)
+        assert info["id"] not in host_ready  # made cold, not the host-root one
+        assert h("exec", info["id"], "--", "cat", "/etc/os-release").stdout == b"ID=hutch-test\n"
+        start(h, "--image", "test", size=1)
+        assert wait_until(lambda: len(pooled_ids(h)) == 2, timeout=30)
+        image_ready = [i for i in pooled_ids(h) if i not in host_ready]
+        r = h("create", "--json", "--image", "test")
+        assert r.returncode == 0, r.stderr
+        assert json.loads(r.stdout)["id"] in image_ready  # claimed from the image's pool
+        r = h("create", "--json")
+        assert r.returncode == 0, r.stderr
+        taken = json.loads(r.stdout)["id"]
+        assert taken in host_ready
+        assert h("exec", taken, "--", "sh", "-c", "test -e /etc/ld.so.cache").returncode == 0
+    finally:
+        keepers = [p["keeper_pid"] for p in pools(h) if p["alive"]]
+        h("pool", "stop", "--all")
+        for pid in keepers:
+            assert wait_until(lambda: not os.path.exists(f"/proc/{pid}"), timeout=30)

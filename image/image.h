@@ -130,9 +130,13 @@ struct hutch_image_use {
 	struct hutch_image_config config;      /* Env, WorkingDir */
 	int use_fd;                            /* users/<id>, flock()ed shared while alive */
 	int users_dir;                         /* the store's users/ */
+	pid_t helper_pid;                      /* the user namespace's process, killed, to reap */
 	char id[32];
 };
 void hutch_image_use_done(struct hutch_image_use *u);
+/* Reap the killed process of the idmapping's user namespace (later than
+ * hutch_image_use(), so that its exit is not waited for). */
+void hutch_image_use_reap(struct hutch_image_use *u);
 
 /* The manifest digest of the image called name (for the pool key). */
 int hutch_image_resolve(struct hutch_image_store *s, const char *name,

@@ -44,6 +44,7 @@
 
 void hutch_image_use_done(struct hutch_image_use *u)
 {
+	hutch_image_use_reap(u);
 	hutch_close_many(u->layer_fds, u->n_layers);
 	u->n_layers = 0;
 	hutch_image_config_done(&u->config);
@@ -145,8 +146,13 @@ static int record_use(struct hutch_image_store *s, const char *id, struct hutch_
 	return 0;
 }
 
-/* A user namespace mapping the store's ids onto the sandbox's: its fd. */
-static int store_userns(uid_t uid_base, struct hutch_err *err)
+/*
+ * A user namespace mapping the store's ids onto the sandbox's: its fd. Its
+ * process is killed once the fd is open, and *ret_pid is to be reaped:
+ * waiting for it at once cost ~5 ms of every create (its exit tears down
+ * a user namespace and a copy of the supervisor's memory).
+ */
+static int store_userns(uid_t uid_base, pid_t *ret_pid, struct hutch_err *err)
 {
 	struct clone_args args = { .flags = CLONE_NEWUSER, .exit_signal = SIGCHLD };
 	char path[64], map[64];
@@ -175,10 +181,17 @@ static int store_userns(uid_t uid_base, struct hutch_err *err)
 			r = -errno;
 	}
 	(void)kill((pid_t)pid, SIGKILL);
-	(void)waitpid((pid_t)pid, NULL, 0);
+	*ret_pid = (pid_t)pid;
 	if (r < 0)
 		return hutch_err_set_errno(err, r, "map the store's ids onto the sandbox's");
 	return fd;
+}
+
+void hutch_image_use_reap(struct hutch_image_use *u)
+{
+	if (u->helper_pid > 0)
+		(void)waitpid(u->helper_pid, NULL, 0);
+	u->helper_pid = 0;
 }
 
 static int clone_layer(struct hutch_image_store *s, const char *diff_id, int userns,
@@ -217,7 +230,7 @@ int hutch_image_use(struct hutch_image_store *s, const char *name, const char *w
 	if (r >= 0)
 		r = record_use(s, id, &u, err);
 	if (r >= 0)
-		r = userns = store_userns(uid_base, err);
+		r = userns = store_userns(uid_base, &u.helper_pid, err);
 	for (size_t i = 0; r >= 0 && i < u.config.n_diff_ids; i++) {
 		r = clone_layer(s, u.config.diff_ids[i], userns, err);
 		if (r >= 0)
@@ -235,11 +248,14 @@ int hutch_image_probe(const char *path, struct hutch_err *err)
 {
 	struct mount_attr attr = { .attr_set = USE_ATTRS };
 	_cleanup_close_ int userns = -EBADF, fd = -EBADF, fsfd = -EBADF;
+	pid_t pid = 0;
 
 	fd = sys_open_tree(AT_FDCWD, path, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
 	if (fd < 0)
 		return hutch_err_set_errno(err, -errno, "clone '%s'", path);
-	userns = store_userns(HUTCH_IMAGE_STORE_IDS, err);
+	userns = store_userns(HUTCH_IMAGE_STORE_IDS, &pid, err);
+	if (pid > 0)
+		(void)waitpid(pid, NULL, 0);
 	if (userns < 0)
 		return userns;
 	attr.userns_fd = (uint64_t)userns;

@@ -408,6 +408,8 @@ int hutch_sup_setup(struct sup *s, struct hutch_err *err)
 		return hutch_err_set_errno(err, r, "start sandbox init");
 	hutch_api_preload(); /* overlaps with init building the root */
 	r = wait_ready(s, err);
+	if (s->image)
+		hutch_image_use_reap(s->image); /* long dead by now */
 	if (r < 0)
 		return r;
 	r = hutch_fd_nonblock(s->init_sock, true);

@@ -91,10 +91,22 @@ static const char *default_name(const char *src)
 	return base;
 }
 
+/* One line per layer on stderr, as each is stored: unpacking a large
+ * layer takes a while, and a user should see which and how far. */
+static void on_layer(void *ud, size_t i, size_t n, const char *diff_id, uint64_t bytes, bool cached)
+{
+	(void)ud;
+	if (cached)
+		fprintf(stderr, "layer %zu/%zu %.19s: already in the store\n", i, n, diff_id);
+	else
+		fprintf(stderr, "layer %zu/%zu %.19s: %.1f MB unpacked\n", i, n, diff_id,
+		        (double)bytes / 1e6);
+}
+
 static int cmd_import(struct hutch_cli_args *a)
 {
 	_cleanup_(hutch_image_store_freep) struct hutch_image_store *s = NULL;
-	struct hutch_image_import_stats st = { 0 };
+	struct hutch_image_import_stats st = { .on_layer = on_layer };
 	struct hutch_err err = { 0 };
 	_cleanup_free_ char *name = NULL;
 	int r;
@@ -109,6 +121,8 @@ static int cmd_import(struct hutch_cli_args *a)
 		return hutch_cli_fail(HUTCH_EXIT_FAILURE, "out of memory");
 	if ((r = open_store(a, &s)))
 		return r;
+	if (a->quiet)
+		st.on_layer = NULL;
 	if (hutch_image_import(s, a->pos[0], a->tag, name, &st, &err) < 0)
 		return hutch_cli_fail(err.code == -EINVAL ? HUTCH_EXIT_USAGE : HUTCH_EXIT_FAILURE,
 		                      "import '%s': %s", a->pos[0], err.msg);
@@ -121,7 +135,7 @@ static int cmd_import(struct hutch_cli_args *a)
 static int cmd_pull(struct hutch_cli_args *a)
 {
 	_cleanup_(hutch_image_store_freep) struct hutch_image_store *s = NULL;
-	struct hutch_image_import_stats st = { 0 };
+	struct hutch_image_import_stats st = { .on_layer = on_layer };
 	struct hutch_err err = { 0 };
 	const char *name = a->npos > 1 ? a->pos[1] : a->pos[0];
 	int r;

@@ -62,6 +62,12 @@ void hutch_image_store_freep(struct hutch_image_store **s);
 struct hutch_image_import_stats {
 	size_t layers, cached; /* cached: already in the store */
 	uint64_t bytes;        /* uncompressed bytes unpacked now */
+	/* Progress (may be NULL): after each layer, its index (from 1), the
+	 * image's number of layers, its diff_id, the bytes unpacked (0 when
+	 * it was cached) and whether it was. */
+	void (*on_layer)(void *ud, size_t i, size_t n, const char *diff_id, uint64_t bytes,
+	                 bool cached);
+	void *ud;
 };
 /*
  * Import src (an OCI image layout directory, or a docker-save / OCI

@@ -218,9 +218,17 @@ static int make_tmp(struct hutch_image_store *s, const char *what, char name[64]
 	return fd;
 }
 
-/* One layer into layers/<hex of diff_id>, unless it is there already. */
+static void report(const struct hutch_image_import_stats *st, size_t n, const char *diff_id,
+                   uint64_t bytes, bool cached)
+{
+	if (st->on_layer)
+		st->on_layer(st->ud, st->layers, n, diff_id, bytes, cached);
+}
+
+/* One layer into layers/<hex of diff_id>, unless it is there already; n:
+ * the image's number of layers, for the progress report. */
 static int import_layer(struct hutch_image_store *s, int root, const char *path,
-                        const char *want_blob, const char *diff_id,
+                        const char *want_blob, const char *diff_id, size_t n,
                         struct hutch_image_import_stats *st, struct hutch_err *err)
 {
 	_cleanup_close_ int fd = -EBADF, dir = -EBADF;
@@ -231,6 +239,7 @@ static int import_layer(struct hutch_image_store *s, int root, const char *path,
 	st->layers++;
 	if (faccessat(s->layers, diff_id + 7, F_OK, AT_SYMLINK_NOFOLLOW) == 0) {
 		st->cached++;
+		report(st, n, diff_id, 0, true);
 		return 0;
 	}
 	fd = open_in(root, path, err);
@@ -253,6 +262,7 @@ static int import_layer(struct hutch_image_store *s, int root, const char *path,
 		return r;
 	}
 	st->bytes += res.bytes;
+	report(st, n, diff_id, res.bytes, false);
 	return 0;
 }
 
@@ -338,7 +348,7 @@ static int import_layout(struct hutch_image_store *s, int root, const char *tag,
 		                  m->n_layers, c.n_diff_ids);
 	for (size_t i = 0; r >= 0 && i < m->n_layers; i++) {
 		blob_path(m->layers[i], path);
-		r = import_layer(s, root, path, m->layers[i], c.diff_ids[i], st, err);
+		r = import_layer(s, root, path, m->layers[i], c.diff_ids[i], m->n_layers, st, err);
 	}
 	if (r >= 0 && (r = save_blob(s, digest, mbuf, mlen, err)) >= 0 &&
 	    (r = save_blob(s, m->config, cbuf, clen, err)) >= 0)
@@ -374,7 +384,7 @@ static int import_docker(struct hutch_image_store *s, int root, const char *name
 		                  d->n_layers, c.n_diff_ids);
 	/* The layers' digests are their diff_ids: checked as they unpack. */
 	for (size_t i = 0; r >= 0 && i < d->n_layers; i++)
-		r = import_layer(s, root, d->layers[i], NULL, c.diff_ids[i], st, err);
+		r = import_layer(s, root, d->layers[i], NULL, c.diff_ids[i], d->n_layers, st, err);
 	if (r >= 0 && (r = save_blob(s, cdigest, cbuf, clen, err)) >= 0)
 		r = save_ref(s, name, NULL, &c, cdigest, err);
 	hutch_image_config_done(&c);
@@ -407,7 +417,8 @@ int hutch_image_import(struct hutch_image_store *s, const char *src, const char 
                        const char *name, struct hutch_image_import_stats *stats,
                        struct hutch_err *err)
 {
-	struct hutch_image_import_stats st = { 0 };
+	struct hutch_image_import_stats st = { .on_layer = stats ? stats->on_layer : NULL,
+		                               .ud = stats ? stats->ud : NULL };
 	_cleanup_close_ int fd = -EBADF;
 	struct stat sb;
 	int r;

@@ -108,6 +108,8 @@ def test_create_exec_rm_from_pulled_image(hutch, registry, tmp_path, root_layer)
     push(lay, "latest", f"{registry}/test/root:1")
     r = hutch("image", "pull", f"{registry}/test/root:1", "pulled", timeout=120)
     assert r.returncode == 0, r.stderr
+    # a line per layer as it is stored, after skopeo's own
+    assert b"layer 1/2 sha256:" in r.stderr and b"layer 2/2 sha256:" in r.stderr, r.stderr
     sb = hutch.create("--image", "pulled")
     assert sb.info["config"]["image"] == "pulled"
     assert users(store) == [sb.id]

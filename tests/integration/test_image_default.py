@@ -67,3 +67,50 @@ def test_build_default_refusals(hutch, tmp_path):
     assert r.returncode == 70 and b"mmdebstrap failed" in r.stderr, r.stderr[-2000:]
     assert os.listdir(tmp_path / "store" / "tmp") == []
     assert json.loads(hutch("image", "ls", "--json").stdout) == []
+
+
+def hutchwheel():
+    """A pure-Python wheel built here: module hutchwheel, VALUE = 42."""
+    import io
+    import zipfile
+    name, ver = "hutchwheel", "1.0"
+    di = f"{name}-{ver}.dist-info"
+    files = {f"{name}.py": b"VALUE = 42\n",
+             f"{di}/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {ver}\n".encode(),
+             f"{di}/WHEEL": b"Wheel-Version: 1.0\nGenerator: hutch-test\nRoot-Is-Purelib: true\n"
+                            b"Tag: py3-none-any\n"}
+    files[f"{di}/RECORD"] = ("".join(f"{p},,\n" for p in files) + f"{di}/RECORD,,\n").encode()
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as z:
+        for p, data in files.items():
+            z.writestr(p, data)
+    return f"{name}-{ver}-py3-none-any.whl", buf.getvalue()
+
+
+def test_sandbox_of_the_default_image(built, hutch, tmp_path):
+    """--image hutch-default: the cloud's tools on PATH, a venv, pip install
+    --user of a wheel this test builds in a setup script (no PEP 668 error),
+    nothing of the host's /usr/local."""
+    import base64
+    _, store, _ = built
+    hutch.env["HUTCH_IMAGE_STORE"] = str(store)
+    name, data = hutchwheel()
+    script = tmp_path / "setup.sh"
+    script.write_text("set -e\n"
+                      f"echo {base64.b64encode(data).decode()} | base64 -d > /tmp/{name}\n"
+                      f"python3 -m pip install --user --no-index /tmp/{name}\n")
+    r = hutch("create", "--json", "--image", "hutch-default", "--setup-script", str(script),
+              timeout=300)
+    assert r.returncode == 0, r.stderr
+    sid = json.loads(r.stdout)["id"]
+    r = hutch("exec", sid, "--", "python3", "-c", "import hutchwheel; print(hutchwheel.VALUE)")
+    assert r.returncode == 0 and r.stdout == b"42\n", r.stderr
+    r = hutch("exec", sid, "--", "sh", "-c",
+              "for t in " + " ".join(TOOLS) + "; do command -v $t || exit 1; done")
+    assert r.returncode == 0 and len(r.stdout.split()) == len(TOOLS), r.stdout
+    r = hutch("exec", sid, "--", "sh", "-c", "python3 -m venv /tmp/v && /tmp/v/bin/python -V")
+    assert r.returncode == 0 and r.stdout.startswith(b"Python 3."), r.stderr
+    host_local = set(os.listdir("/usr/local/bin")) if os.path.isdir("/usr/local/bin") else set()
+    inside = set(hutch("exec", sid, "--", "ls", "/usr/local/bin").stdout.decode().split())
+    assert not host_local & inside, host_local & inside
+    assert hutch("rm", sid).returncode == 0

@@ -275,6 +275,17 @@ static int cmd_prune(struct hutch_cli_args *a)
 	return 0;
 }
 
+/* Without --image: the default image once 'hutch image build-default'
+ * made it, else the host root. One access(): no store is made or opened. */
+static void pick_default(struct hutch_config *cfg, const char *store)
+{
+	char file[HUTCH_IMAGE_STORE_MAX + 64];
+
+	snprintf(file, sizeof(file), "%s/images/%s", store, HUTCH_IMAGE_DEFAULT_NAME);
+	snprintf(cfg->image, sizeof(cfg->image), "%s",
+	         access(file, F_OK) == 0 ? HUTCH_IMAGE_DEFAULT_NAME : HUTCH_IMAGE_HOST);
+}
+
 int hutch_cli_resolve_image(struct hutch_config *cfg)
 {
 	_cleanup_(hutch_image_store_freep) struct hutch_image_store *s = NULL;
@@ -282,6 +293,8 @@ int hutch_cli_resolve_image(struct hutch_config *cfg)
 	struct hutch_err err = { 0 };
 	int r;
 
+	if (!cfg->image[0])
+		pick_default(cfg, path);
 	if (!hutch_config_has_image(cfg))
 		return 0;
 	if (hutch_image_store_open(path, &s, &err) < 0)

@@ -30,7 +30,8 @@ static bool image_name_is_valid(const char *s)
 static int image_parse(const struct hutch_option *o, struct hutch_config *c, const char *s,
                        struct hutch_err *err)
 {
-	if (!image_name_is_valid(s))
+	/* "" (the default) is resolved by the CLI: the default image or host. */
+	if (*s && !image_name_is_valid(s))
 		return hutch_err_set(err, -EINVAL,
 		                     "invalid %s '%.64s': give 'host' or the name of an image of "
 		                     "the store ('hutch image ls'), e.g. "

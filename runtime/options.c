@@ -530,10 +530,11 @@ static const struct hutch_option options[] = {
 	        .metavar = "REF",
 	        .help = "the root file system: an image of the store ('hutch image pull' / "
 	                "'import'), stacked read-only under the sandbox's own writable layer; "
-	                "'host' is the host-derived root",
+	                "'host' is the host-derived root; without it, hutch-default once "
+	                "'hutch image build-default' made it, else host",
 	        .type = &hutch_opt_image,
 	        AT(image),
-	        .def_str = HUTCH_IMAGE_HOST,
+	        .def_str = "",
 	        .flags = HUTCH_OPT_POOL_KEY,
 	},
 	{

@@ -114,3 +114,28 @@ def test_sandbox_of_the_default_image(built, hutch, tmp_path):
     inside = set(hutch("exec", sid, "--", "ls", "/usr/local/bin").stdout.decode().split())
     assert not host_local & inside, host_local & inside
     assert hutch("rm", sid).returncode == 0
+
+
+def test_the_default_image_is_the_default_root_once_built(built, hutch, tmp_path):
+    _, store, _ = built
+    hutch.env["HUTCH_IMAGE_STORE"] = str(store)
+    r = hutch("create", "--json")
+    assert r.returncode == 0, r.stderr
+    info = json.loads(r.stdout)
+    assert info["config"]["image"] == "hutch-default"
+    r = hutch("exec", info["id"], "--", "sh", "-c", "command -v gh rg")
+    assert r.returncode == 0, r.stderr
+    assert hutch("rm", info["id"]).returncode == 0
+    # --image host still picks the host-derived root, and so does a store
+    # without the default image (nothing is made in it).
+    for env in ({}, {"HUTCH_IMAGE_STORE": str(tmp_path / "none")}):
+        r = hutch("create", "--json", *(() if env else ("--image", "host")), env=env)
+        assert r.returncode == 0, r.stderr
+        info = json.loads(r.stdout)
+        assert info["config"]["image"] == "host"
+        assert hutch("rm", info["id"]).returncode == 0
+    assert not (tmp_path / "none").exists()
+    # The pool key follows what was picked.
+    keys = [json.loads(hutch("pool", "key", "--json", *o).stdout)["key"]
+            for o in ((), ("--image", "hutch-default"), ("--image", "host"))]
+    assert keys[0] == keys[1] != keys[2]

@@ -276,14 +276,16 @@ static int cmd_prune(struct hutch_cli_args *a)
 }
 
 /* Without --image: the default image once 'hutch image build-default'
- * made it, else the host root. One access(): no store is made or opened. */
+ * made it, else the host root. One access(): no store is made or opened.
+ * An ordinary user gets the host root (--image needs root for now). */
 static void pick_default(struct hutch_config *cfg, const char *store)
 {
 	char file[HUTCH_IMAGE_STORE_MAX + 64];
 
 	snprintf(file, sizeof(file), "%s/images/%s", store, HUTCH_IMAGE_DEFAULT_NAME);
 	snprintf(cfg->image, sizeof(cfg->image), "%s",
-	         access(file, F_OK) == 0 ? HUTCH_IMAGE_DEFAULT_NAME : HUTCH_IMAGE_HOST);
+	         geteuid() == 0 && access(file, F_OK) == 0 ? HUTCH_IMAGE_DEFAULT_NAME
+	                                                   : HUTCH_IMAGE_HOST);
 }
 
 int hutch_cli_resolve_image(struct hutch_config *cfg)

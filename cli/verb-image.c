@@ -288,10 +288,74 @@ static void pick_default(struct hutch_config *cfg, const char *store)
 	                                                   : HUTCH_IMAGE_HOST);
 }
 
+/* --image PATH: the store's name for it, "local" + its real path (each
+ * file imported once; 'hutch image import' imports it again). */
+static int path_name(const char *image, char *name, size_t len)
+{
+	_cleanup_free_ char *real = realpath(hutch_image_source_path(image), NULL);
+
+	if (!real)
+		return hutch_cli_fail(errno == ENOENT ? HUTCH_EXIT_NOT_FOUND : HUTCH_EXIT_FAILURE,
+		                      "--image %s: %s", image, strerror(errno));
+	if ((size_t)snprintf(name, len, "local%s", real) >= len || !hutch_image_name_is_valid(name))
+		return hutch_cli_fail(
+		        HUTCH_EXIT_USAGE,
+		        "--image %s: its path cannot name an image of the store "
+		        "(letters, digits and ._:/@+- only, at most %d bytes): import "
+		        "it under a name with 'hutch image import %s NAME', then "
+		        "--image NAME",
+		        image, HUTCH_IMAGE_NAME_MAX, hutch_image_source_path(image));
+	return 0;
+}
+
+/* A reference that names its registry ("docker.io/library/python:3.12",
+ * "localhost:5000/x"): the first component has a '.' or a ':' or is
+ * localhost. A short name ("python:3.12") is never pulled by create, as
+ * podman's short-name rule: which registry it means is a guess. */
+static bool names_registry(const char *ref)
+{
+	size_t first = strcspn(ref, "/");
+
+	return ref[first] == '/' && (memchr(ref, '.', first) || memchr(ref, ':', first) ||
+	                             (first == 9 && !strncmp(ref, "localhost", 9)));
+}
+
+/* An image not yet in the store: a file is imported, a whole registry
+ * reference pulled, the default image built, each with its progress on
+ * stderr, as 'docker run' pulls what it lacks. -ENOENT for anything else. */
+static int fetch_missing(struct hutch_image_store *s, const char *image, const char *name)
+{
+	struct hutch_image_import_stats st = { .on_layer = on_layer };
+	struct hutch_err err = { 0 };
+	int r;
+
+	if (hutch_image_source_path(image)) {
+		fprintf(stderr, "hutch: importing %s as %s\n", image, name);
+		r = hutch_image_import(s, hutch_image_source_path(image), NULL, name, &st, &err);
+	} else if (!strcmp(name, HUTCH_IMAGE_DEFAULT_NAME)) {
+		fprintf(stderr, "hutch: building the default image (once; 'hutch image "
+		                "build-default')\n");
+		r = hutch_image_build_default(s, name, &st, &err);
+	} else if (hutch_image_ref_is_valid(name) && names_registry(name)) {
+		fprintf(stderr, "hutch: pulling %s (once; 'hutch image pull' pulls it again)\n",
+		        name);
+		r = hutch_image_pull(s, name, name, &st, &err);
+	} else {
+		return -ENOENT;
+	}
+	if (r < 0)
+		return hutch_cli_fail(r == -EINVAL   ? HUTCH_EXIT_USAGE
+		                      : r == -ENOENT ? HUTCH_EXIT_NOT_CAPABLE
+		                                     : HUTCH_EXIT_FAILURE,
+		                      "--image %s: %s", image, err.msg);
+	return 0;
+}
+
 int hutch_cli_resolve_image(struct hutch_config *cfg)
 {
 	_cleanup_(hutch_image_store_freep) struct hutch_image_store *s = NULL;
 	const char *path = cfg->image_store[0] ? cfg->image_store : "/var/lib/hutch";
+	char name[HUTCH_IMAGE_NAME_MAX + 1];
 	struct hutch_err err = { 0 };
 	int r;
 
@@ -299,18 +363,36 @@ int hutch_cli_resolve_image(struct hutch_config *cfg)
 		pick_default(cfg, path);
 	if (!hutch_config_has_image(cfg))
 		return 0;
+	if (geteuid() != 0)
+		return hutch_cli_fail(HUTCH_EXIT_NOT_CAPABLE,
+		                      "--image %s needs root for now (an image's layers are "
+		                      "idmapped mounts, which an ordinary user cannot make); "
+		                      "leave --image out for the host-derived root",
+		                      cfg->image);
+	snprintf(name, sizeof(name), "%s", cfg->image);
+	if (hutch_image_source_path(cfg->image) && (r = path_name(cfg->image, name, sizeof(name))))
+		return r;
 	if (hutch_image_store_open(path, &s, &err) < 0)
 		return hutch_cli_fail(HUTCH_EXIT_FAILURE, "--image %s: %s", cfg->image, err.msg);
-	r = hutch_image_resolve(s, cfg->image, cfg->image_manifest, &err);
-	if (r == -ENOENT)
-		return hutch_cli_fail(
-		        HUTCH_EXIT_USAGE,
-		        "--image %s: no such image in the store '%s': run 'hutch image "
-		        "pull %s' or 'hutch image import SRC %s' first ('hutch image "
-		        "ls' lists the images)",
-		        cfg->image, path, cfg->image, cfg->image);
+	r = hutch_image_resolve(s, name, cfg->image_manifest, &err);
+	if (r == -ENOENT) {
+		r = fetch_missing(s, cfg->image, name);
+		if (r == 0)
+			r = hutch_image_resolve(s, name, cfg->image_manifest, &err);
+		else if (r == -ENOENT)
+			return hutch_cli_fail(
+			        HUTCH_EXIT_USAGE,
+			        "--image %s: no such image in the store '%s': run 'hutch image "
+			        "pull %s' or 'hutch image import SRC %s' first ('hutch image ls' "
+			        "lists the images); create pulls a whole reference by itself "
+			        "(docker.io/library/NAME:TAG), never a short name",
+			        cfg->image, path, cfg->image, cfg->image);
+		else
+			return r;
+	}
 	if (r < 0)
 		return hutch_cli_fail(HUTCH_EXIT_USAGE, "--image %s: %s", cfg->image, err.msg);
+	snprintf(cfg->image, sizeof(cfg->image), "%s", name);
 	return 0;
 }
 

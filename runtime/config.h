@@ -121,6 +121,10 @@ int hutch_config_set(struct hutch_config *c, const char *key, const char *value,
                      struct hutch_err *err);
 /* True when the sandbox's root is an image of the store (not "host"). */
 bool hutch_config_has_image(const struct hutch_config *c);
+/* --image given as a file: "/abs", "./rel", "../rel" or with the
+ * transport prefix skopeo and podman write ("oci:", "oci-archive:",
+ * "docker-archive:"). Returns the path after the prefix, else NULL. Pure. */
+const char *hutch_image_source_path(const char *image);
 /* Cross-option rules (region rule, implemented network modes). */
 int hutch_config_validate(const struct hutch_config *c, struct hutch_err *err);
 /* "IP" or "IP:PORT" (IPv4, port 53 by default); -EINVAL if invalid. */

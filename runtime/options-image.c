@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The option types of --image (options.h): the image's name ("host" or a
- * name of the store; its manifest, once the CLI resolved it, is part of the
- * pool key) and the store's path (HUTCH_IMAGE_STORE). Pure.
+ * The option types of --image (options.h): the image's name ("host", a
+ * name of the store or a registry reference, or a file to import; its
+ * manifest, once the CLI resolved it, is part of the pool key) and the store's path
+ * (HUTCH_IMAGE_STORE). Pure.
  */
 #include <ctype.h>
 #include <errno.h>
@@ -27,16 +28,44 @@ static bool image_name_is_valid(const char *s)
 	return true;
 }
 
+const char *hutch_image_source_path(const char *image)
+{
+	static const char *const transports[] = { "oci:", "oci-archive:", "docker-archive:" };
+
+	for (size_t i = 0; i < sizeof(transports) / sizeof(*transports); i++)
+		if (!strncmp(image, transports[i], strlen(transports[i])))
+			return image + strlen(transports[i]);
+	if (image[0] == '/' || !strncmp(image, "./", 2) || !strncmp(image, "../", 3))
+		return image;
+	return NULL;
+}
+
+/* A file to import: any path without control characters. */
+static bool image_path_is_valid(const char *s)
+{
+	const char *path = hutch_image_source_path(s);
+
+	if (!path || !*path || strlen(s) > HUTCH_IMAGE_REF_MAX)
+		return false;
+	for (; *s; s++)
+		if ((unsigned char)*s < 0x20 || *s == 0x7f)
+			return false;
+	return true;
+}
+
 static int image_parse(const struct hutch_option *o, struct hutch_config *c, const char *s,
                        struct hutch_err *err)
 {
 	/* "" (the default) is resolved by the CLI: the default image or host. */
-	if (*s && !image_name_is_valid(s))
-		return hutch_err_set(err, -EINVAL,
-		                     "invalid %s '%.64s': give 'host' or the name of an image of "
-		                     "the store ('hutch image ls'), e.g. "
-		                     "docker.io/library/python:3.12-bookworm",
-		                     o->name, s);
+	if (*s && !image_name_is_valid(s) && !image_path_is_valid(s))
+		return hutch_err_set(
+		        err, -EINVAL,
+		        "invalid %s '%.64s': give 'host', a registry reference or the "
+		        "name of an image of the store ('hutch image ls'), e.g. "
+		        "docker.io/library/python:3.12-bookworm, or the path of an OCI "
+		        "layout or a 'docker save' archive (/abs, ./rel, oci:PATH, "
+		        "docker-archive:PATH; at most %d bytes)",
+		        o->name, s, HUTCH_IMAGE_REF_MAX);
 	if (strcmp(s, CFIELD(o, c, char)) != 0)
 		c->image_manifest[0] = '\0'; /* resolved again for the new name */
 	hutch_opt_chars_set(o, c, s);

@@ -530,8 +530,10 @@ static const struct hutch_option options[] = {
 	        .metavar = "REF",
 	        .help = "the root file system: an image of the store ('hutch image pull' / "
 	                "'import'), stacked read-only under the sandbox's own writable layer; "
-	                "'host' is the host-derived root; without it, hutch-default once "
-	                "'hutch image build-default' made it, else host",
+	                "not yet there, a path (/abs, ./rel, oci:PATH, docker-archive:PATH) is "
+	                "imported and a whole registry reference pulled, once; 'host' is the "
+	                "host-derived root; without it, hutch-default once 'hutch image "
+	                "build-default' made it, else host",
 	        .type = &hutch_opt_image,
 	        AT(image),
 	        .def_str = "",

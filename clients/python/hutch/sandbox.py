@@ -28,6 +28,15 @@ DEFAULT_REGION = "nl-north-1"
 MAX_SECONDS = 366 * 86400
 _REGION_RE = re.compile(r"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$")
 _IMAGE_RE = re.compile(r"^[A-Za-z0-9_:@+][A-Za-z0-9._:/@+-]{0,199}$")  # runtime/options-image.c
+# --image as a file to import: an OCI layout or a docker-save archive.
+_IMAGE_PATH_RE = re.compile(r"^(?:/|\./|\.\./|oci:|oci-archive:|docker-archive:)[^\x00-\x1f\x7f]+$")
+
+
+def _image_is_valid(image):
+    if not isinstance(image, str) or len(image) > 200:
+        return False
+    return bool(_IMAGE_PATH_RE.match(image)) or (bool(_IMAGE_RE.match(image))
+                                                  and ".." not in image)
 
 
 # ---------------------------------------------------------------------------
@@ -386,11 +395,13 @@ class LocalSandbox:
         self.ports = _publish(ports)
         self.executor_port = _executor_port(executor_port)
         self.header_bindings = check_bindings(header_bindings, network)
-        if image is not None and (not isinstance(image, str) or not _IMAGE_RE.match(image)
-                                  or ".." in image):
+        if image is not None and not _image_is_valid(image):
             raise errors.ConfigError(f"invalid image {image!r}: None or 'host' (the host-derived "
-                                     "root), or the name of an image of the store ('hutch image "
-                                     "ls'), e.g. 'docker.io/library/python:3.12-bookworm'")
+                                     "root), the name of an image of the store ('hutch image "
+                                     "ls') or a registry reference, e.g. "
+                                     "'docker.io/library/python:3.12-bookworm', or the path of "
+                                     "an OCI layout or a docker-save archive ('/abs', './rel', "
+                                     "'oci:PATH', 'docker-archive:PATH')")
         self.image = image
         if setup_script is not None:
             if not isinstance(setup_script, str):

@@ -237,8 +237,11 @@ def test_unknown_image_is_config_error(monkeypatch, tmp_path):
     monkeypatch.setenv("HUTCH_IMAGE_STORE", str(tmp_path / "store"))
     with pytest.raises(ConfigError, match="python:3.12: no such image in the store"):
         LocalSandbox(image="python:3.12").open()
-    with pytest.raises(ConfigError, match="invalid image '../x'"):
-        LocalSandbox(image="../x")
+    with pytest.raises(ConfigError, match="invalid image 'a..b'"):
+        LocalSandbox(image="a..b")
+    with pytest.raises(ConfigError, match="invalid image '/a"):
+        LocalSandbox(image="/a\nb")
+    assert LocalSandbox(image="oci:/srv/layout").image == "oci:/srv/layout"
 
 
 def test_image_sandbox_without_background_processes(monkeypatch, tmp_path):

@@ -255,8 +255,13 @@ static void test_pool_key(void **state)
 	/* Another name forgets the manifest resolved for the first. */
 	assert_int_equal(hutch_config_set(&c, "image", "python:3.13", &err), 0);
 	assert_string_equal(c.image_manifest, "");
-	assert_int_equal(hutch_config_set(&c, "image", "../x", &err), -EINVAL);
+	assert_int_equal(hutch_config_set(&c, "image", "a..b", &err), -EINVAL);
 	assert_int_equal(hutch_config_set(&c, "image", "-rf", &err), -EINVAL);
+	/* Files to import: paths, and the transports skopeo and podman write. */
+	assert_int_equal(hutch_config_set(&c, "image", "../x", &err), 0);
+	assert_int_equal(hutch_config_set(&c, "image", "oci:/srv/lay", &err), 0);
+	assert_int_equal(hutch_config_set(&c, "image", "docker-archive:./a.tar", &err), 0);
+	assert_int_equal(hutch_config_set(&c, "image", "/a\nb", &err), -EINVAL);
 	assert_int_equal(hutch_config_set(&c, "image_store", "rel/dir", &err), -EINVAL);
 	hutch_config_done(&c);
 }

@@ -22,8 +22,8 @@
 
 #include "api.h"
 #include "cleanup.h"
-#include "container.h"
 #include "cmdenv.h"
+#include "container.h"
 #include "fdutil.h"
 #include "image.h"
 #include "init.h"

@@ -316,6 +316,9 @@ def test_prune_keeps_the_layers_of_a_live_sandbox(hutch, tmp_path, root_layer):
     assert sorted(os.listdir(store / "layers")) == layers
     assert sb.sh("cat /etc/motd") == "hello from the image\n"
     sb.rm()
+    # The use record goes in the teardown after rm's answer; until then a
+    # prune keeps the layers (as it must while the mounts may be alive).
+    assert wait_until(lambda: users(store) == [], timeout=10)
     r = hutch("image", "prune")
     assert r.returncode == 0, r.stderr
     assert os.listdir(store / "layers") == []

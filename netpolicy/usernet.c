@@ -51,30 +51,36 @@
 
 static const char *const pasta_dirs[] = { "/usr/bin", "/usr/sbin", "/bin", "/sbin" };
 
+/* pasta's path into ret: the override if set, else the first in
+ * pasta_dirs; -ENOENT when it is not executable there. */
+static int find_pasta(const char *override, char *ret, size_t size)
+{
+	if (override && override[0]) {
+		snprintf(ret, size, "%s", override);
+		return access(ret, X_OK) == 0 ? 0 : -ENOENT;
+	}
+	for (size_t i = 0; i < ELEMENTSOF(pasta_dirs); i++) {
+		snprintf(ret, size, "%s/pasta", pasta_dirs[i]);
+		if (access(ret, X_OK) == 0)
+			return 0;
+	}
+	return -ENOENT;
+}
+
 int hutch_net_usernet_check(const char *override, char *ret_path, size_t size,
                             struct hutch_err *err)
 {
 	_cleanup_close_ int fd = -EBADF;
-	bool found = false;
+	bool given = override && override[0];
 
-	if (override && override[0]) {
-		snprintf(ret_path, size, "%s", override);
-		found = access(ret_path, X_OK) == 0;
-	}
-	for (size_t i = 0; !found && !(override && override[0]) && i < ELEMENTSOF(pasta_dirs);
-	     i++) {
-		snprintf(ret_path, size, "%s/pasta", pasta_dirs[i]);
-		found = access(ret_path, X_OK) == 0;
-	}
-	if (!found)
+	if (find_pasta(override, ret_path, size) < 0)
 		return hutch_err_set(err, -ENOENT,
 		                     "network all as an ordinary user needs pasta (user-mode "
 		                     "networking), not found%s%.100s%s: install the '" PASTA_PACKAGE
 		                     "' package (apt-get install " PASTA_PACKAGE
 		                     "), or run as root, or use --network none or allow:HOST,...",
-		                     override && override[0] ? " at '" : "",
-		                     override && override[0] ? override : "",
-		                     override && override[0] ? "' (HUTCH_PASTA)" : "");
+		                     given ? " at '" : "", given ? override : "",
+		                     given ? "' (HUTCH_PASTA)" : "");
 	fd = open(TUN_PATH, O_RDWR | O_CLOEXEC);
 	if (fd < 0) {
 		int e = -errno;

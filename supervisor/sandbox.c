@@ -112,6 +112,9 @@ static __attribute__((noreturn)) void supervisor_main(struct sup *s, int result_
 	            (unsigned long long)s->cfg->idle_timeout_seconds,
 	            s->cg ? hutch_cgroup_version(s->cg) : "none", (int)getpid(), (int)s->init_pid,
 	            (hutch_now_mono_sec() - t0) * 1000.0);
+	if (s->net.plan.helper_pid > 0)
+		hutch_event(s, "network all through pasta, pid %d (user-mode networking)",
+		            (int)s->net.plan.helper_pid);
 	/* The loop reports ready (or the setup failure) on result_fd once
 	 * the setup script and on_create have run (hooks.c). */
 	s->hooks.result_fd = result_fd;

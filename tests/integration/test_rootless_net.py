@@ -107,6 +107,7 @@ def test_all_reaches_the_fake_internet(uh, fakenet):
     pasta = _helper_pid(sb)
     with open(f"/proc/{pasta}/status") as f:
         assert f"Uid:\t{uh.user.uid}\t" in f.read()  # the user's, not root's
+    assert f"network all through pasta, pid {pasta}" in uh("events", sb.id).stdout.decode()
     mark = fakenet.mark()
     r = probe(sb, raw(WEB, 80, "GET / HTTP/1.0\r\nHost: api.test.example\r\n\r\n"),
               resolve("api.test.example"),

@@ -151,7 +151,10 @@ static _Noreturn void exec_pasta(const char *path, char *const argv[], int ready
 
 	sigset_t none;
 
-	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent || null < 0)
+	/* A process group of its own: stop() kills the group, so a wrapper
+	 * given as HUTCH_PASTA that forks pasta does not leave it behind. */
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent || null < 0 ||
+	    setpgid(0, 0) < 0)
 		_exit(127);
 	/* The supervisor's blocked signals and ignored SIGPIPE would be
 	 * inherited; pasta of Debian 12 even refuses to start with SIGPIPE
@@ -231,7 +234,8 @@ int hutch_net_usernet_start(const char *path, const struct hutch_net_addrs *a, p
 		exec_pasta(path, argv, ready_w, err_w, self);
 	close(TAKE_FD(ready_w));
 	close(TAKE_FD(err_w));
-	*ret_pid = pid; /* reaped by hutch_net_usernet_stop(), also on failure */
+	(void)setpgid(pid, pid); /* the child does it too: no window either way */
+	*ret_pid = pid;          /* reaped by hutch_net_usernet_stop(), also on failure */
 	return wait_ready(pid, ready_r, err_r, err);
 }
 
@@ -239,7 +243,10 @@ void hutch_net_usernet_stop(pid_t pid)
 {
 	if (pid <= 0)
 		return;
-	(void)kill(pid, SIGKILL); /* nothing of pasta's is worth a grace period */
+	/* Nothing of pasta's is worth a grace period. The group is pid's
+	 * from the fork on (setpgid in the child and in start()). */
+	(void)kill(-pid, SIGKILL);
+	(void)kill(pid, SIGKILL);
 	while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
 		;
 }

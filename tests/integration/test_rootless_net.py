@@ -205,6 +205,40 @@ def test_pasta_ends_with_rm_ttl_and_supervisor_kill(uh):
     assert sb.id not in uh.ids()
 
 
+def _children(pid):
+    out = []
+    for t in os.listdir(f"/proc/{pid}/task"):
+        with open(f"/proc/{pid}/task/{t}/children") as f:
+            out += [int(x) for x in f.read().split()]
+    return out
+
+
+def test_a_wrapper_that_forks_pasta_leaves_nothing(uh):
+    """HUTCH_PASTA may be a wrapper that runs pasta as its child (not by
+    exec): rm kills pasta's whole process group, not just the wrapper."""
+    import tempfile
+    d = tempfile.mkdtemp(prefix="hutch-rln-")
+    os.chmod(d, 0o755)
+    wrapper = os.path.join(d, "pasta")
+    with open(wrapper, "w") as f:
+        f.write('#!/bin/sh\n/usr/bin/pasta "$@" &\nwait\n')
+    os.chmod(wrapper, 0o755)
+    try:
+        uh.env["HUTCH_PASTA"] = wrapper
+        sb = uh.sandbox()
+    finally:
+        del uh.env["HUTCH_PASTA"]
+        shutil.rmtree(d)
+    shell = sb.status()["network"]["helper_pid"]
+    [pasta] = _children(shell)
+    assert proc_comm(pasta) in PASTA_COMMS, proc_comm(pasta)
+    r = probe(sb, raw(WEB, 80, "GET / HTTP/1.0\r\n\r\n"))
+    assert r[0]["ok"], r
+    assert uh("rm", sb.id).returncode == 0
+    assert wait_until(lambda: _gone(pasta) and _gone(shell), 5), (proc_comm(pasta),
+                                                                proc_comm(shell))
+
+
 def test_without_pasta_names_the_package(uh):
     r = uh("create", "--no-limits", "--network", "all",
            env={"HUTCH_PASTA": "/nonexistent/pasta"})

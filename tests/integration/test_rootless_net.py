@@ -207,9 +207,13 @@ def test_pasta_ends_with_rm_ttl_and_supervisor_kill(uh):
 
 def _children(pid):
     out = []
-    for t in os.listdir(f"/proc/{pid}/task"):
-        with open(f"/proc/{pid}/task/{t}/children") as f:
-            out += [int(x) for x in f.read().split()]
+    for p in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{p}/stat") as f:
+                if p.isdigit() and int(f.read().rsplit(")", 1)[1].split()[1]) == pid:
+                    out.append(int(p))
+        except (OSError, ValueError, IndexError):
+            pass
     return out
 
 

@@ -80,9 +80,13 @@ def init_pid(sb):
 # ---------------------------------------------------------------------------
 # host secrets and host paths
 
+# Pure cgroup v2: /sys holds only fs/cgroup, the sandbox's own cgroup
+# (issue 15); no sysfs behind it.
+V2 = os.path.exists("/sys/fs/cgroup/cgroup.controllers")
 HOST_SECRET_PATHS = ["/etc/shadow", "/etc/gshadow", "/etc/sudoers", "/etc/ssh", "/root",
                      "/root/.ssh", "/v1/run", "/var", "/var/run/docker.sock", "/run/hutch",
-                     "/sys", "/boot", "/mnt", "/media", "/srv", "/opt", "/lost+found"]
+                     "/sys/kernel", "/sys/class", "/sys/firmware", "/sys/devices", "/boot",
+                     "/mnt", "/media", "/srv", "/opt", "/lost+found"] + ([] if V2 else ["/sys"])
 
 
 def test_host_secret_paths_absent(sb):
@@ -209,10 +213,12 @@ for p in ["/proc/kcore", "/proc/keys", "/proc/timer_list", "/proc/sched_debug",
           "/proc/kmsg", "/proc/kpagecount", "/proc/kpageflags", "/proc/slabinfo",
           "/proc/vmallocinfo", "/proc/sysrq-trigger"]:
     print(p, rd(p))
-print("sys", os.path.lexists("/sys"))
+print("sys", sorted(r + "/" + n for r, ds, fs in os.walk("/sys") for n in ds + fs
+                    if not r.startswith("/sys/fs/cgroup")) if os.path.lexists("/sys") else None)
 """)
-    got = dict(ln.split() for ln in res["stdout"].splitlines())
-    assert got.pop("sys") == "False"
+    got = dict(ln.split(" ", 1) for ln in res["stdout"].splitlines())
+    # v1: no /sys at all; v2: only the sandbox's own cgroup (test_limits.py)
+    assert got.pop("sys") == ("['/sys/fs', '/sys/fs/cgroup']" if V2 else "None"), res
     for p, n in got.items():
         assert int(n) <= 0, f"{p} readable: {n} bytes"
 

@@ -94,6 +94,7 @@ static int do_kill(const char *id, int sig, bool all)
 	struct hutch_oci_paths p;
 	struct hutch_oci_state st;
 	struct hutch_err err = { 0 };
+	bool running;
 	int r;
 
 	if (hutch_oci_paths_init(hutch_oci_opts.root, id, &p, &err) < 0 ||
@@ -102,9 +103,12 @@ static int do_kill(const char *id, int sig, bool all)
 	hutch_oci_state_done(&st);
 	if (!strcmp(st.status, "stopped"))
 		return hutch_oci_fail("container %s is not running", id);
-	if (!strcmp(st.status, "running") && all && sig == SIGKILL && st.init_pid > 0)
+	/* A paused one too: the signal waits for resume (v1's freezer) or,
+	 * SIGKILL on v2, ends it frozen, as under runc. */
+	running = !strcmp(st.status, "running") || !strcmp(st.status, "paused");
+	if (running && all && sig == SIGKILL && st.init_pid > 0)
 		r = signal_pid(st.init_pid, 0, SIGKILL);
-	else if (!strcmp(st.status, "running") && st.process_pid > 0)
+	else if (running && st.process_pid > 0)
 		r = signal_pid(st.process_pid, st.process_start, sig);
 	else if (st.pid > 0)
 		r = signal_pid(st.pid, 0, SIGTERM); /* created: the supervisor ends it */

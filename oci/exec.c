@@ -16,6 +16,8 @@
  * it holds the exec socket's connection (its death kills the process)
  * and exits with the process's status, as the supervisor does for the
  * container's own process.
+ *
+ * pause and resume ask the same socket to freeze or thaw the container.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -277,10 +279,28 @@ static int detach(int sock, const char *pid_file)
 	return 0;
 }
 
+/* The container's supervisor's exec socket (container.h). */
+static int connect_supervisor(const struct hutch_oci_paths *p, struct hutch_err *err)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int sock;
+
+	if (strlen(p->exec) >= sizeof(sa.sun_path))
+		return hutch_err_set(err, -ENAMETOOLONG, "--root is too long for exec's socket");
+	memcpy(sa.sun_path, p->exec, strlen(p->exec));
+	sock = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (sock < 0 || connect(sock, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		hutch_err_set_errno(err, -errno, "connect to the container's supervisor");
+		if (sock >= 0)
+			close(sock);
+		return err->code;
+	}
+	return sock;
+}
+
 static int start(const struct exec_args *a, const struct hutch_oci_paths *p,
                  const struct hutch_oci_spec *spec, int *ret_sock, struct hutch_err *err)
 {
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	_cleanup_close_ int sock = -EBADF;
 	_cleanup_free_ char *body = NULL;
 	bool tty = a->tty || (a->process && spec->terminal);
@@ -292,12 +312,9 @@ static int start(const struct exec_args *a, const struct hutch_oci_paths *p,
 	len = encode(a, spec, tty, &body, err);
 	if (len < 0)
 		return (int)len;
-	if (strlen(p->exec) >= sizeof(sa.sun_path))
-		return hutch_err_set(err, -ENAMETOOLONG, "--root is too long for exec's socket");
-	memcpy(sa.sun_path, p->exec, strlen(p->exec));
-	sock = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-	if (sock < 0 || connect(sock, (struct sockaddr *)&sa, sizeof(sa)) < 0)
-		return hutch_err_set_errno(err, -errno, "connect to the container's supervisor");
+	sock = connect_supervisor(p, err);
+	if (sock < 0)
+		return sock;
 	r = hutch_proto_send(sock, HUTCH_MSG_SPAWN, 0, body, (size_t)len, tty ? NULL : stdio,
 	                     tty ? 0 : 3);
 	if (r < 0)
@@ -349,4 +366,48 @@ int hutch_oci_cmd_exec(int argc, char **argv)
 		return r;
 	}
 	wait_and_exit(sock);
+}
+
+/* pause / resume ID: the supervisor freezes or thaws the container's
+ * cgroup (HUTCH_MSG_FREEZE on its exec socket). */
+static int freeze(int argc, char **argv, bool frozen)
+{
+	const char *verb = frozen ? "pause" : "resume";
+	struct hutch_oci_paths p;
+	struct hutch_oci_state st;
+	struct hutch_err err = { 0 };
+	_cleanup_close_ int sock = -EBADF;
+	uint32_t body = frozen;
+	bool ok;
+
+	if (argc != 2 || argv[1][0] == '-')
+		return hutch_oci_fail("usage: %s CONTAINER-ID", verb);
+	if (hutch_oci_paths_init(hutch_oci_opts.root, argv[1], &p, &err) < 0 ||
+	    hutch_oci_state_read(&p, argv[1], &st, &err) < 0)
+		return hutch_oci_fail("%s", err.msg);
+	ok = !strcmp(st.status, frozen ? "running" : "paused");
+	if (!ok) {
+		int r = hutch_oci_fail("cannot %s container %s: it is %s, not %s", verb, argv[1],
+		                       st.status, frozen ? "running" : "paused");
+		hutch_oci_state_done(&st);
+		return r;
+	}
+	hutch_oci_state_done(&st);
+	sock = connect_supervisor(&p, &err);
+	if (sock >= 0 &&
+	    hutch_proto_send(sock, HUTCH_MSG_FREEZE, 0, &body, sizeof(body), NULL, 0) < 0)
+		hutch_err_set_errno(&err, -errno, "send the request");
+	if (sock < 0 || err.code < 0 || recv_answer(sock, HUTCH_MSG_EXITED, NULL, NULL, &err) < 0)
+		return hutch_oci_fail("%s container %s: %s", verb, argv[1], err.msg);
+	return 0;
+}
+
+int hutch_oci_cmd_pause(int argc, char **argv)
+{
+	return freeze(argc, argv, true);
+}
+
+int hutch_oci_cmd_resume(int argc, char **argv)
+{
+	return freeze(argc, argv, false);
 }

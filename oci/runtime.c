@@ -350,6 +350,7 @@ static const char usage[] =
         "  ps [--format table|json] ID           host pids of the container's processes\n"
         "  exec [-d] [--pid-file F] [-t --console-socket S] [--process FILE | ID CMD...]\n"
         "                                        another process in a running container\n"
+        "  pause ID / resume ID                  freeze / thaw the container's processes\n"
         "  features                              what this runtime supports (JSON)\n"
         "\n"
         "global options: --root DIR (default " HUTCH_OCI_DEFAULT_ROOT "), --log FILE,\n"
@@ -413,6 +414,8 @@ int hutch_oci_main(int argc, char **argv)
 		{ "run", hutch_oci_cmd_run },
 		{ "ps", hutch_oci_cmd_ps },
 		{ "exec", hutch_oci_cmd_exec },
+		{ "pause", hutch_oci_cmd_pause },
+		{ "resume", hutch_oci_cmd_resume },
 	};
 	int i = parse_global(argc, argv);
 	const char *cmd;

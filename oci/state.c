@@ -125,7 +125,8 @@ void hutch_oci_state_done(struct hutch_oci_state *st)
  */
 pid_t hutch_oci_state_pid(const struct hutch_oci_state *st)
 {
-	if (!strcmp(st->status, "running") && st->process_pid > 0)
+	if ((!strcmp(st->status, "running") || !strcmp(st->status, "paused")) &&
+	    st->process_pid > 0)
 		return st->process_pid;
 	if (!strcmp(st->status, "stopped"))
 		return 0;

@@ -35,6 +35,10 @@ enum hutch_msg_type {
 	HUTCH_MSG_KILL,      /* body: kill */
 	HUTCH_MSG_GO,        /* maps written, cgroup entered: set up and report */
 	HUTCH_MSG_CONNECT,   /* body: connect; id: the supervisor's connection id */
+	/* oci pause/resume -> a container's supervisor, on its exec socket
+	 * (container.h): body: uint32_t 1 (freeze) or 0 (thaw); answer
+	 * EXITED (status 0) or FAILED */
+	HUTCH_MSG_FREEZE,
 	/* init -> supervisor */
 	HUTCH_MSG_READY = 100, /* rootfs and namespaces done: commands may run */
 	HUTCH_MSG_FAILED,      /* body: struct hutch_err; setup failed */

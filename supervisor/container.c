@@ -443,6 +443,43 @@ static void exec_start(struct exec_conn *x, const char *body, size_t len, int *f
 		exec_fail(x, err.code, err.msg);
 }
 
+/* oci pause / resume: the sandbox's cgroup freezer, as idle sleep uses it
+ * (v1: the commands' freezer cgroup, init stays awake; v2: the whole). */
+static void exec_freeze(struct exec_conn *x, const char *body, size_t len)
+{
+	struct sup *s = x->s;
+	struct hutch_container *ct = s->container;
+	struct hutch_msg_exited done = { 0 };
+	struct hutch_err err = { 0 };
+	uint32_t frozen;
+
+	if (len != sizeof(frozen)) {
+		exec_fail(x, -EBADMSG, "bad pause request");
+		return;
+	}
+	memcpy(&frozen, body, sizeof(frozen));
+	if (!ct->started || ct->exited || s->state != SUP_RUNNING) {
+		exec_fail(x, -ESRCH, "the container is not running");
+		return;
+	}
+	if (ct->paused == (frozen != 0)) {
+		exec_fail(x, -EALREADY,
+		          frozen ? "the container is paused already"
+		                 : "the container is not paused");
+		return;
+	}
+	if (hutch_cgroup_freeze(s->cg, frozen != 0, &err) < 0) {
+		exec_fail(x, err.code, err.msg);
+		return;
+	}
+	ct->paused = s->idle.paused = frozen != 0;
+	s->idle.sleeping = false; /* what idle sleep froze is now thawed, or paused */
+	write_status(s, ct->paused ? "paused" : "running");
+	hutch_event(s, "container %s", ct->paused ? "paused" : "resumed");
+	(void)hutch_proto_send(x->fd, HUTCH_MSG_EXITED, 0, &done, sizeof(done), NULL, 0);
+	exec_conn_free(x);
+}
+
 static void on_exec_conn(struct hutch_watch *w, uint32_t events)
 {
 	struct exec_conn *x = w->ptr;
@@ -464,6 +501,10 @@ static void on_exec_conn(struct hutch_watch *w, uint32_t events)
 	n = hutch_proto_recv(x->fd, &hdr, body, HUTCH_PROTO_MAX, fds, &nfds);
 	if (n == -EAGAIN)
 		return;
+	if (n >= 0 && hdr.type == HUTCH_MSG_FREEZE && nfds == 0) {
+		exec_freeze(x, body, (size_t)n);
+		return;
+	}
 	if (n < 0 || hdr.type != HUTCH_MSG_SPAWN) {
 		if (n >= 0)
 			hutch_close_many(fds, nfds);

@@ -116,6 +116,7 @@ struct hutch_container {
 	unsigned long long start_time;
 	int status;
 	bool started, exited;
+	bool paused; /* oci pause: frozen until oci resume (idle sleep leaves it alone) */
 };
 
 /* s's linux.cgroupsPath for hutch_cgroup_new_at(), or NULL (not a

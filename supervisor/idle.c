@@ -63,6 +63,10 @@ static void on_timer(struct hutch_watch *w, uint32_t events)
 	s->idle.armed = false;
 	if (s->state != SUP_RUNNING || s->idle.sleeping)
 		return;
+	if (s->idle.paused) { /* oci pause's, not ours: look again later */
+		(void)arm(s, timeout_ms);
+		return;
+	}
 	if (s->requests_open > 0) {
 		/* A /run, a stream or a transfer in flight: its end stamps
 		 * last_request_ms, and the next expiry measures from there. */
@@ -94,7 +98,7 @@ void hutch_idle_wake(struct sup *s, double arrival_sec)
 {
 	struct hutch_err err = { 0 };
 
-	if (!s->idle.sleeping)
+	if (!s->idle.sleeping || s->idle.paused)
 		return;
 	if (hutch_cgroup_freeze(s->cg, false, &err) < 0)
 		hutch_log(HUTCH_LOG_ERROR, "wake from idle sleep: %s", err.msg);

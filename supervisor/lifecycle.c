@@ -27,7 +27,12 @@ static void end_now(struct sup *s, const char *reason)
 {
 	if (s->state == SUP_GONE)
 		return;
-	/* A frozen cgroup v1 task does not die of SIGKILL until thawed. */
+	/* A frozen cgroup v1 task does not die of SIGKILL until thawed (asleep
+	 * or paused by oci pause alike). */
+	if (s->idle.paused) {
+		s->idle.paused = false;
+		s->idle.sleeping = true;
+	}
 	hutch_idle_wake(s, hutch_now_mono_sec());
 	s->state = SUP_CLOSING;
 	s->end.reason = reason;

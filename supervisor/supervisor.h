@@ -125,6 +125,7 @@ struct sup {
 		int fd;
 		struct hutch_watch w;
 		bool armed, sleeping;
+		bool paused; /* oci pause froze it (container.c): not ours to freeze or thaw */
 		unsigned sleeps;
 		double last_wake_ms; /* request arrival to thawed, last wake-up */
 	} idle;

@@ -16,6 +16,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import time
 import uuid
 
 import pytest
@@ -504,6 +505,55 @@ def test_sysfs_is_the_sandboxs(oci):
     assert "WROTE" not in r.output and "TOUCHED" not in r.output
     assert "00:00:00:00:00:00" in r.output
     oci("delete", "sys1")
+
+
+def frozen(sandbox):
+    """The sandbox's freezer says frozen (v1: the commands' cgroup; v2: the whole)."""
+    for d in cgroup_dirs_named(sandbox):
+        for f in (os.path.join(d, "cmds", "freezer.state"), os.path.join(d, "cgroup.events")):
+            if os.path.exists(f):
+                text = open(f).read()
+                return "FROZEN" in text or "frozen 1" in text
+    raise AssertionError(f"no freezer for {sandbox}")
+
+
+def test_pause_resume(oci, tmp_path):
+    """pause freezes the container's processes (the counter they write stops,
+    the freezer says so), state says paused, exec is refused; resume thaws
+    them; a paused container can still be killed and deleted."""
+    out = tmp_path / "out"
+    out.mkdir(mode=0o777)
+    os.chmod(out, 0o777)
+    b = oci.bundle(["sh", "-c", "i=0; while :; do i=$((i+1)); echo $i > /out/n.tmp; "
+                                "mv /out/n.tmp /out/n; done"],
+                   mounts=config([])["mounts"] + [
+                       {"destination": "/out", "type": "bind", "source": str(out),
+                        "options": ["rbind", "rw"]}])
+    assert oci("create", "--bundle", b, "p1").returncode == 0
+    r = oci("pause", "p1")
+    assert r.returncode == 1 and "it is created, not running" in r.output, r.output
+    assert oci("start", "p1").returncode == 0
+    n = out / "n"
+    assert wait_until(lambda: n.exists() and n.read_text().strip() not in ("", "1"))
+    r = oci("resume", "p1")
+    assert r.returncode == 1 and "not paused" in r.output, r.output
+    r = oci("pause", "p1")
+    assert r.returncode == 0, r.output
+    st = oci.state("p1")
+    sandbox = oci.status_file("p1")["sandbox"]
+    assert st["status"] == "paused" and st["pid"] > 0 and frozen(sandbox)
+    before = n.read_text()
+    time.sleep(0.3)
+    assert n.read_text() == before  # frozen: not one more write
+    r = oci("exec", "p1", "true")
+    assert r.returncode == 1 and "paused" in r.output, r.output
+    assert oci("pause", "p1").returncode == 1
+    assert oci("resume", "p1").returncode == 0
+    assert oci.state("p1")["status"] == "running" and not frozen(sandbox)
+    assert wait_until(lambda: n.read_text() != before)
+    assert oci("pause", "p1").returncode == 0
+    assert oci("delete", "--force", "p1").returncode == 0
+    assert wait_until(lambda: oci.hutch.ids() == [])
 
 
 def test_limits_lower_and_annotations(oci):
@@ -1064,6 +1114,12 @@ def test_ctr_run(ctr, oci):
                 mount = [m for m in own if own[m].startswith(m)]
                 assert any((m + path).startswith(own[m] + "/default/c2") for m in mount), \
                     (num, ctrls, path, own)
+    # ctr task pause / resume: the shim's runc pause / resume.
+    r = run("task", "pause", "c2")
+    assert r.returncode == 0, r.stderr
+    assert "PAUSED" in run("task", "ls").stdout.decode()
+    assert run("task", "resume", "c2").returncode == 0
+    assert "RUNNING" in run("task", "ls").stdout.decode()
     assert run("task", "kill", "c2").returncode == 0
     assert wait_until(lambda: "STOPPED" in run("task", "ls").stdout.decode())
     assert run("task", "delete", "c2").returncode == 0

@@ -17,8 +17,10 @@
  * and exits with the process's status, as the supervisor does for the
  * container's own process.
  *
- * pause and resume ask the same socket to freeze or thaw the container.
+ * pause and resume ask the same socket to freeze or thaw the container,
+ * update to write new limits into its cgroup.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -368,38 +370,46 @@ int hutch_oci_cmd_exec(int argc, char **argv)
 	wait_and_exit(sock);
 }
 
-/* pause / resume ID: the supervisor freezes or thaws the container's
- * cgroup (HUTCH_MSG_FREEZE on its exec socket). */
-static int freeze(int argc, char **argv, bool frozen)
+/*
+ * One request to a running (or paused) container's supervisor on its exec
+ * socket (pause, resume, update): the container's status must be one of
+ * want ("a|b"); the answer is EXITED or FAILED. Returns 0 or 1 (reported).
+ */
+static int ask(const char *verb, const char *id, const char *want, uint32_t type, const void *body,
+               size_t len)
 {
-	const char *verb = frozen ? "pause" : "resume";
 	struct hutch_oci_paths p;
 	struct hutch_oci_state st;
 	struct hutch_err err = { 0 };
 	_cleanup_close_ int sock = -EBADF;
-	uint32_t body = frozen;
-	bool ok;
+	char status[sizeof(st.status) + 2];
 
-	if (argc != 2 || argv[1][0] == '-')
-		return hutch_oci_fail("usage: %s CONTAINER-ID", verb);
-	if (hutch_oci_paths_init(hutch_oci_opts.root, argv[1], &p, &err) < 0 ||
-	    hutch_oci_state_read(&p, argv[1], &st, &err) < 0)
+	if (hutch_oci_paths_init(hutch_oci_opts.root, id, &p, &err) < 0 ||
+	    hutch_oci_state_read(&p, id, &st, &err) < 0)
 		return hutch_oci_fail("%s", err.msg);
-	ok = !strcmp(st.status, frozen ? "running" : "paused");
-	if (!ok) {
-		int r = hutch_oci_fail("cannot %s container %s: it is %s, not %s", verb, argv[1],
-		                       st.status, frozen ? "running" : "paused");
-		hutch_oci_state_done(&st);
-		return r;
-	}
 	hutch_oci_state_done(&st);
+	snprintf(status, sizeof(status), "|%s|", st.status);
+	if (!strstr(want, status))
+		return hutch_oci_fail("cannot %s container %s: it is %s, not %.*s", verb, id,
+		                      st.status, (int)strcspn(want + 1, "|"), want + 1);
 	sock = connect_supervisor(&p, &err);
-	if (sock >= 0 &&
-	    hutch_proto_send(sock, HUTCH_MSG_FREEZE, 0, &body, sizeof(body), NULL, 0) < 0)
+	if (sock >= 0 && hutch_proto_send(sock, type, 0, body, len, NULL, 0) < 0)
 		hutch_err_set_errno(&err, -errno, "send the request");
 	if (sock < 0 || err.code < 0 || recv_answer(sock, HUTCH_MSG_EXITED, NULL, NULL, &err) < 0)
-		return hutch_oci_fail("%s container %s: %s", verb, argv[1], err.msg);
+		return hutch_oci_fail("%s container %s: %s", verb, id, err.msg);
 	return 0;
+}
+
+/* pause / resume ID: the supervisor freezes or thaws the container's
+ * cgroup (HUTCH_MSG_FREEZE). */
+static int freeze(int argc, char **argv, bool frozen)
+{
+	uint32_t body = frozen;
+
+	if (argc != 2 || argv[1][0] == '-')
+		return hutch_oci_fail("usage: %s CONTAINER-ID", frozen ? "pause" : "resume");
+	return ask(frozen ? "pause" : "resume", argv[1], frozen ? "|running|" : "|paused|",
+	           HUTCH_MSG_FREEZE, &body, sizeof(body));
 }
 
 int hutch_oci_cmd_pause(int argc, char **argv)
@@ -410,4 +420,139 @@ int hutch_oci_cmd_pause(int argc, char **argv)
 int hutch_oci_cmd_resume(int argc, char **argv)
 {
 	return freeze(argc, argv, false);
+}
+
+/* runc's --memory: bytes, or with a k, m, g suffix (1024s); 0 on error. */
+static uint64_t parse_size(const char *v)
+{
+	char *end = NULL;
+	unsigned long long n = strtoull(v, &end, 10);
+	int shift = 0;
+
+	if (end == v || n == 0)
+		return 0;
+	switch (*end | 0x20) {
+	case 'k':
+		shift = 10;
+		break;
+	case 'm':
+		shift = 20;
+		break;
+	case 'g':
+		shift = 30;
+		break;
+	default:
+		if (*end)
+			return 0;
+	}
+	if (*end && (end[1] && ((end[1] | 0x20) != 'b' || end[2])))
+		return 0;
+	return n > (UINT64_MAX >> shift) ? 0 : (uint64_t)n << shift;
+}
+
+/* Up to 64 KiB of stdin (a pipe: containerd's shim writes the JSON). */
+static ssize_t read_stdin(char **ret)
+{
+	char *buf = malloc(65536 + 1);
+	size_t len = 0;
+	ssize_t n;
+
+	if (!buf)
+		return -ENOMEM;
+	while (len <= 65536 && (n = read(0, buf + len, 65536 + 1 - len)) != 0) {
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 || (len += (size_t)n) > 65536) {
+			free(buf);
+			return n < 0 ? -errno : -EFBIG;
+		}
+	}
+	buf[len] = '\0';
+	*ret = buf;
+	return (ssize_t)len;
+}
+
+/* --resources FILE ('-': stdin): linux.resources' JSON, through the
+ * config.json parser (wrapped into the least config it accepts). */
+static int read_resources(const char *path, struct hutch_oci_spec *spec, struct hutch_err *err)
+{
+	static const char head[] = "{\"ociVersion\":\"1.0.2\",\"root\":{\"path\":\"x\"},"
+	                           "\"process\":{\"args\":[\"x\"],\"cwd\":\"/\"},"
+	                           "\"linux\":{\"namespaces\":[{\"type\":\"pid\"},{\"type\":"
+	                           "\"network\"},{\"type\":\"ipc\"},{\"type\":\"uts\"},{\"type\":"
+	                           "\"mount\"}],\"resources\":";
+	_cleanup_free_ char *text = NULL, *doc = NULL;
+	ssize_t n = strcmp(path, "-") ? hutch_read_file_alloc_at(AT_FDCWD, path, 65536, &text)
+	                              : read_stdin(&text);
+
+	if (n < 0)
+		return hutch_err_set_errno(err, (int)n, "--resources '%s'", path);
+	doc = malloc(sizeof(head) + (size_t)n + 3);
+	if (!doc)
+		return hutch_err_set(err, -ENOMEM, "out of memory");
+	memcpy(doc, head, sizeof(head) - 1);
+	memcpy(doc + sizeof(head) - 1, text, (size_t)n);
+	memcpy(doc + sizeof(head) - 1 + n, "}}", 3);
+	return hutch_oci_spec_parse(doc, sizeof(head) + (size_t)n + 1, spec, err);
+}
+
+static int parse_update(int argc, char **argv, struct hutch_limits *want, const char **id)
+{
+	static const struct option opts[] = {
+		{ "resources", required_argument, NULL, 'r' },
+		{ "memory", required_argument, NULL, 'm' },
+		{ "cpu-quota", required_argument, NULL, 'q' },
+		{ "cpu-period", required_argument, NULL, 'p' },
+		{ "pids-limit", required_argument, NULL, 'P' },
+		{ NULL, 0, NULL, 0 },
+	};
+	static struct hutch_oci_spec spec;
+	struct hutch_err err = { 0 };
+	uint64_t quota = 0, period = 100000;
+	int c;
+
+	optind = 0;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "+r:", opts, NULL)) != -1) {
+		if (c == 'r' && read_resources(optarg, &spec, &err) < 0)
+			return hutch_oci_fail("update: %s", err.msg);
+		if (c == 'r') {
+			want->memory_bytes = spec.memory_limit;
+			want->pids_max = spec.pids_limit;
+			quota = spec.cpu_quota;
+			period = spec.cpu_period ? spec.cpu_period : period;
+		} else if (c == 'm' && !(want->memory_bytes = parse_size(optarg))) {
+			return hutch_oci_fail("update: --memory '%s': bytes, or N[kmg]", optarg);
+		} else if ((c == 'q' || c == 'p' || c == 'P') &&
+		           (!isdigit(optarg[0]) || !atoll(optarg))) {
+			return hutch_oci_fail("update: '%s': a positive number", optarg);
+		} else if (c == 'q' || c == 'p' || c == 'P') {
+			*(c == 'q'   ? &quota
+			  : c == 'p' ? &period
+			             : &want->pids_max) = strtoull(optarg, NULL, 10);
+		} else if (c == '?') {
+			return hutch_oci_fail(
+			        "update: '%s' is not supported (hutch sets memory, cpu "
+			        "quota and period, pids)",
+			        argv[optind - 1]);
+		}
+	}
+	if (quota)
+		want->cpu_millis = quota * 1000 / period ? quota * 1000 / period : 1;
+	if (optind != argc - 1)
+		return hutch_oci_fail("usage: update [-r FILE|-] [--memory N] [--cpu-quota N] "
+		                      "[--cpu-period N] [--pids-limit N] CONTAINER-ID");
+	*id = argv[optind];
+	return 0;
+}
+
+/* update ID: new limits, lowered to the instance type's as at create. */
+int hutch_oci_cmd_update(int argc, char **argv)
+{
+	struct hutch_limits want = { 0 };
+	const char *id = NULL;
+
+	if (parse_update(argc, argv, &want, &id))
+		return 1;
+	return ask("update", id, "|running|paused|", HUTCH_MSG_UPDATE, &want, sizeof(want));
 }

@@ -66,6 +66,7 @@ int hutch_oci_cmd_ps(int argc, char **argv);
 int hutch_oci_cmd_exec(int argc, char **argv);
 int hutch_oci_cmd_pause(int argc, char **argv);
 int hutch_oci_cmd_resume(int argc, char **argv);
+int hutch_oci_cmd_update(int argc, char **argv);
 
 /* ---- seccomp.c ---- */
 

@@ -351,6 +351,8 @@ static const char usage[] =
         "  exec [-d] [--pid-file F] [-t --console-socket S] [--process FILE | ID CMD...]\n"
         "                                        another process in a running container\n"
         "  pause ID / resume ID                  freeze / thaw the container's processes\n"
+        "  update [-r FILE|-] [--memory N] [--cpu-quota N] [--cpu-period N] [--pids-limit N] ID\n"
+        "                                        new limits, no higher than the instance type's\n"
         "  features                              what this runtime supports (JSON)\n"
         "\n"
         "global options: --root DIR (default " HUTCH_OCI_DEFAULT_ROOT "), --log FILE,\n"
@@ -416,6 +418,7 @@ int hutch_oci_main(int argc, char **argv)
 		{ "exec", hutch_oci_cmd_exec },
 		{ "pause", hutch_oci_cmd_pause },
 		{ "resume", hutch_oci_cmd_resume },
+		{ "update", hutch_oci_cmd_update },
 	};
 	int i = parse_global(argc, argv);
 	const char *cmd;

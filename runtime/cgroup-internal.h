@@ -39,6 +39,9 @@ struct cgroup_ops {
 	/* cpu_usec, mem_current, mem_peak, pids (oom_kills is the caller's). */
 	void (*usage)(struct hutch_cgroup *cg, struct hutch_cgroup_usage *ret);
 	int (*freeze)(struct hutch_cgroup *cg, bool frozen, struct hutch_err *err);
+	/* Write lim into the existing directories (oci update). */
+	int (*update)(struct hutch_cgroup *cg, const struct hutch_limits *lim,
+	              struct hutch_err *err);
 	/* Kill everything in dir (and below), wait, rmdir. Missing dir: 0. */
 	int (*remove_dir)(const char *dir, struct hutch_err *err);
 };
@@ -64,6 +67,12 @@ struct hutch_cgroup {
 	unsigned int depth; /* parents the path names (hutch_cgroup_new_at) */
 	unsigned char made[HUTCH_CGROUP_MAX_DIRS]; /* of them, made by create (the deepest) */
 };
+
+/* cgroup-place.c: mkdir the missing parents of a cgroupsPath's
+ * directories, top down (v2: each delegating cpu memory pids), counting
+ * them in cg->made; and rmdir those, deepest first. */
+int hutch_cgroup_make_parents(struct hutch_cgroup *cg, struct hutch_err *err);
+void hutch_cgroup_remove_made(struct hutch_cgroup *cg);
 
 /* Index of the directory holding controller bit ctrl, or -ENOENT. */
 int hutch_cgroup_dir_for(const struct hutch_cgroup *cg, unsigned int ctrl);

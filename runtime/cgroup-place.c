@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * cgroup v2: where a sandbox's cgroup nests (hutch_cgroup_v2_pick_parent()).
+ * cgroup v2: where a sandbox's cgroup nests (hutch_cgroup_v2_pick_parent());
+ * at the end, the parents of a container's cgroupsPath (v1 and v2).
  *
  * A cgroup's children get controllers only through its
  * cgroup.subtree_control, and a non-root cgroup that holds processes
@@ -297,4 +298,61 @@ int hutch_cgroup_v2_pick_parent(const char *own, const char *want, char *ret, si
 		                           what, own);
 	}
 	return copy_path(own, ret, size);
+}
+
+/* ---- a container's cgroupsPath (hutch_cgroup_new_at): its parents ---- */
+
+/* rmdir the parents create made, deepest first (still holding others:
+ * left, as runc leaves them). */
+void hutch_cgroup_remove_made(struct hutch_cgroup *cg)
+{
+	for (size_t i = 0; i < cg->n_dirs; i++) {
+		char dir[4096];
+
+		snprintf(dir, sizeof(dir), "%s", cg->dirs[i]);
+		for (; cg->made[i] > 0; cg->made[i]--) {
+			*strrchr(dir, '/') = '\0';
+			if (rmdir(dir) < 0)
+				break;
+		}
+	}
+}
+
+static int enable_v2(const char *dir)
+{
+	_cleanup_close_ int fd = hutch_cgroup_open_dir(dir);
+	int r;
+
+	if (fd < 0)
+		return fd;
+	r = hutch_write_knob_at(fd, "cgroup.subtree_control", "+cpu +memory +pids");
+	errno = -r;
+	return r;
+}
+
+/* mkdir the missing parents of each directory (a cgroupsPath's), top
+ * down; on v2 each new one delegates the controllers to its child. */
+int hutch_cgroup_make_parents(struct hutch_cgroup *cg, struct hutch_err *err)
+{
+	for (size_t i = 0; i < cg->n_dirs; i++) {
+		char dir[4096];
+		size_t cut[HUTCH_CGROUP_PATH_DEPTH];
+
+		snprintf(dir, sizeof(dir), "%s", cg->dirs[i]);
+		for (unsigned int d = 0; d < cg->depth; d++) {
+			cut[d] = (size_t)(strrchr(dir, '/') - dir);
+			dir[cut[d]] = '\0';
+		}
+		for (unsigned int d = cg->depth; d-- > 0;) {
+			if (mkdir(dir, 0755) == 0)
+				cg->made[i]++;
+			else if (errno != EEXIST || cg->made[i])
+				return hutch_err_set_errno(err, -errno, "create cgroup '%s'", dir);
+			if (cg->made[i] && cg->ops == &hutch_cgroup_v2_ops && enable_v2(dir) < 0)
+				return hutch_err_set_errno(err, -errno,
+				                           "delegate cpu memory pids in '%s'", dir);
+			dir[cut[d]] = '/';
+		}
+	}
+	return 0;
 }

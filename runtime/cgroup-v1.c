@@ -50,18 +50,22 @@ static int write_memory(int fd, const char *dir, const struct hutch_limits *lim,
                         struct hutch_err *err)
 {
 	char val[32];
+	bool memsw;
 	int r;
 
 	hutch_cgroup_fmt_limit(lim->memory_bytes, false, val, sizeof(val));
 	/* Best effort: keep anonymous memory out of swap where allowed. */
 	(void)hutch_write_knob_at(fd, "memory.swappiness", "0");
+	/* memsw (memory + swap) exists only with swap accounting; setting it
+	 * equal to the memory limit means "no swap". It must never be below
+	 * limit_in_bytes: when it can go first (a raise, oci update), it does. */
+	memsw = faccessat(fd, "memory.memsw.limit_in_bytes", F_OK, 0) == 0;
+	if (memsw && hutch_write_knob_at(fd, "memory.memsw.limit_in_bytes", val) == 0)
+		return knob(fd, dir, "memory.limit_in_bytes", val, err);
 	r = knob(fd, dir, "memory.limit_in_bytes", val, err);
 	if (r < 0)
 		return r;
-	/* memsw (memory + swap) exists only with swap accounting; setting it
-	 * equal to the memory limit means "no swap". It must not be below
-	 * limit_in_bytes, hence the order. */
-	if (faccessat(fd, "memory.memsw.limit_in_bytes", F_OK, 0) == 0)
+	if (memsw)
 		return knob(fd, dir, "memory.memsw.limit_in_bytes", val, err);
 	return 0;
 }
@@ -295,9 +299,25 @@ static int v1_remove_dir(const char *dir, struct hutch_err *err)
 	}
 }
 
+static int v1_update(struct hutch_cgroup *cg, const struct hutch_limits *lim, struct hutch_err *err)
+{
+	for (size_t i = 0; i < cg->n_dirs; i++) {
+		_cleanup_close_ int fd = hutch_cgroup_open_dir(cg->dirs[i]);
+		int r;
+
+		if (fd < 0)
+			return hutch_err_set_errno(err, fd, "open cgroup '%s'", cg->dirs[i]);
+		r = write_limits(fd, cg->dirs[i], cg->ctrls[i], lim, err);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
 const struct cgroup_ops hutch_cgroup_v1_ops = {
 	.version = "v1",
 	.create = v1_create,
+	.update = v1_update,
 	.oom_kills = v1_oom_kills,
 	.usage = v1_usage,
 	.freeze = v1_freeze,

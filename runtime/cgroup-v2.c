@@ -254,9 +254,19 @@ static int v2_remove_dir(const char *dir, struct hutch_err *err)
 	}
 }
 
+static int v2_update(struct hutch_cgroup *cg, const struct hutch_limits *lim, struct hutch_err *err)
+{
+	_cleanup_close_ int fd = hutch_cgroup_open_dir(cg->dirs[0]);
+
+	if (fd < 0)
+		return hutch_err_set_errno(err, fd, "open cgroup '%s'", cg->dirs[0]);
+	return write_limits(fd, cg->dirs[0], lim, err);
+}
+
 const struct cgroup_ops hutch_cgroup_v2_ops = {
 	.version = "v2",
 	.create = v2_create,
+	.update = v2_update,
 	.oom_kills = v2_oom_kills,
 	.usage = v2_usage,
 	.freeze = v2_freeze,

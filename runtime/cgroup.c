@@ -481,70 +481,15 @@ int hutch_cgroup_dir_for(const struct hutch_cgroup *cg, unsigned int ctrl)
 	return -ENOENT;
 }
 
-/* rmdir the parents create made, deepest first (still holding others:
- * left, as runc leaves them). */
-static void remove_made(struct hutch_cgroup *cg)
-{
-	for (size_t i = 0; i < cg->n_dirs; i++) {
-		char dir[4096];
-
-		snprintf(dir, sizeof(dir), "%s", cg->dirs[i]);
-		for (; cg->made[i] > 0; cg->made[i]--) {
-			*strrchr(dir, '/') = '\0';
-			if (rmdir(dir) < 0)
-				break;
-		}
-	}
-}
-
-static int enable_v2(const char *dir)
-{
-	_cleanup_close_ int fd = hutch_cgroup_open_dir(dir);
-	int r;
-
-	if (fd < 0)
-		return fd;
-	r = hutch_write_knob_at(fd, "cgroup.subtree_control", "+cpu +memory +pids");
-	errno = -r;
-	return r;
-}
-
-/* mkdir the missing parents of each directory (a cgroupsPath's), top
- * down; on v2 each new one delegates the controllers to its child. */
-static int make_parents(struct hutch_cgroup *cg, struct hutch_err *err)
-{
-	for (size_t i = 0; i < cg->n_dirs; i++) {
-		char dir[4096];
-		size_t cut[HUTCH_CGROUP_PATH_DEPTH];
-
-		snprintf(dir, sizeof(dir), "%s", cg->dirs[i]);
-		for (unsigned int d = 0; d < cg->depth; d++) {
-			cut[d] = (size_t)(strrchr(dir, '/') - dir);
-			dir[cut[d]] = '\0';
-		}
-		for (unsigned int d = cg->depth; d-- > 0;) {
-			if (mkdir(dir, 0755) == 0)
-				cg->made[i]++;
-			else if (errno != EEXIST || cg->made[i])
-				return hutch_err_set_errno(err, -errno, "create cgroup '%s'", dir);
-			if (cg->made[i] && cg->ops == &hutch_cgroup_v2_ops && enable_v2(dir) < 0)
-				return hutch_err_set_errno(err, -errno,
-				                           "delegate cpu memory pids in '%s'", dir);
-			dir[cut[d]] = '/';
-		}
-	}
-	return 0;
-}
-
 int hutch_cgroup_create(struct hutch_cgroup *cg, const struct hutch_limits *lim,
                         struct hutch_err *err)
 {
-	int r = make_parents(cg, err);
+	int r = hutch_cgroup_make_parents(cg, err);
 
 	if (r >= 0)
 		r = cg->ops->create(cg, lim, err);
 	if (r < 0)
-		remove_made(cg);
+		hutch_cgroup_remove_made(cg);
 	return r;
 }
 
@@ -633,6 +578,14 @@ int hutch_cgroup_enter(struct hutch_cgroup *cg, pid_t pid, struct hutch_err *err
 	return 0;
 }
 
+int hutch_cgroup_update(struct hutch_cgroup *cg, const struct hutch_limits *lim,
+                        struct hutch_err *err)
+{
+	if (!cg)
+		return hutch_err_set(err, -EOPNOTSUPP, "the sandbox has no cgroup (--no-limits)");
+	return cg->ops->update(cg, lim, err);
+}
+
 int hutch_cgroup_oom_kills(struct hutch_cgroup *cg, uint64_t *ret)
 {
 	return cg->ops->oom_kills(cg, ret);
@@ -661,7 +614,7 @@ int hutch_cgroup_destroy(struct hutch_cgroup *cg, struct hutch_err *err)
 		}
 	}
 	if (ret == 0)
-		remove_made(cg);
+		hutch_cgroup_remove_made(cg);
 	return ret;
 }
 

@@ -114,6 +114,9 @@ struct hutch_cgroup_usage {
 int hutch_cgroup_usage(struct hutch_cgroup *cg, struct hutch_cgroup_usage *ret);
 /* Freeze / thaw every process (v1 freezer, v2 cgroup.freeze). */
 int hutch_cgroup_freeze(struct hutch_cgroup *cg, bool frozen, struct hutch_err *err);
+/* New limits for a created cgroup (a container's oci update). */
+int hutch_cgroup_update(struct hutch_cgroup *cg, const struct hutch_limits *lim,
+                        struct hutch_err *err);
 /* SIGKILL everything left, wait until empty (bounded), rmdir every directory. */
 int hutch_cgroup_destroy(struct hutch_cgroup *cg, struct hutch_err *err);
 /* gc: same as destroy for a directory recorded earlier. Refuses paths not

@@ -39,6 +39,9 @@ enum hutch_msg_type {
 	 * (container.h): body: uint32_t 1 (freeze) or 0 (thaw); answer
 	 * EXITED (status 0) or FAILED */
 	HUTCH_MSG_FREEZE,
+	/* oci update, likewise: body: struct hutch_limits (cgroup.h), each
+	 * field 0 = unchanged; answer EXITED (status 0) or FAILED */
+	HUTCH_MSG_UPDATE,
 	/* init -> supervisor */
 	HUTCH_MSG_READY = 100, /* rootfs and namespaces done: commands may run */
 	HUTCH_MSG_FAILED,      /* body: struct hutch_err; setup failed */

@@ -91,17 +91,20 @@ static int open_bind(struct hutch_container *ct, size_t i, struct hutch_err *err
 
 static int open_mounts(struct sup *s, struct hutch_err *err);
 
-int hutch_container_prepare(struct sup *s, struct hutch_limits *lim, struct hutch_err *err)
+/* The bundle's limits may only lower the instance type's. */
+static void lower(const struct hutch_limits *c, struct hutch_limits *lim)
 {
-	const struct hutch_limits *c = &s->container->limits;
-
-	/* The bundle's limits may only lower the instance type's. */
 	if (c->cpu_millis && c->cpu_millis < lim->cpu_millis)
 		lim->cpu_millis = c->cpu_millis;
 	if (c->memory_bytes && c->memory_bytes < lim->memory_bytes)
 		lim->memory_bytes = c->memory_bytes;
 	if (c->pids_max && c->pids_max < lim->pids_max)
 		lim->pids_max = c->pids_max;
+}
+
+int hutch_container_prepare(struct sup *s, struct hutch_limits *lim, struct hutch_err *err)
+{
+	lower(&s->container->limits, lim);
 	return open_mounts(s, err);
 }
 
@@ -480,6 +483,43 @@ static void exec_freeze(struct exec_conn *x, const char *body, size_t len)
 	exec_conn_free(x);
 }
 
+/* oci update: new limits, each still no higher than the instance type's. */
+static void exec_update(struct exec_conn *x, const char *body, size_t len)
+{
+	struct sup *s = x->s;
+	struct hutch_container *ct = s->container;
+	struct hutch_limits want, next = ct->limits;
+	struct hutch_limits lim = { .cpu_millis = s->cfg->type->cpu_millis,
+		                    .memory_bytes = s->cfg->type->memory_bytes,
+		                    .pids_max = s->cfg->type->pids_max };
+	struct hutch_msg_exited done = { 0 };
+	struct hutch_err err = { 0 };
+
+	if (len != sizeof(want)) {
+		exec_fail(x, -EBADMSG, "bad update request");
+		return;
+	}
+	memcpy(&want, body, sizeof(want));
+	if (ct->exited || s->state != SUP_RUNNING) {
+		exec_fail(x, -ESRCH, "the container is not running");
+		return;
+	}
+	next.cpu_millis = want.cpu_millis ? want.cpu_millis : next.cpu_millis;
+	next.memory_bytes = want.memory_bytes ? want.memory_bytes : next.memory_bytes;
+	next.pids_max = want.pids_max ? want.pids_max : next.pids_max;
+	lower(&next, &lim);
+	if (hutch_cgroup_update(s->cg, &lim, &err) < 0) {
+		exec_fail(x, err.code, err.msg);
+		return;
+	}
+	ct->limits = next;
+	hutch_event(s, "container limits: %llu cpu millis, %llu bytes, %llu pids",
+	            (unsigned long long)lim.cpu_millis, (unsigned long long)lim.memory_bytes,
+	            (unsigned long long)lim.pids_max);
+	(void)hutch_proto_send(x->fd, HUTCH_MSG_EXITED, 0, &done, sizeof(done), NULL, 0);
+	exec_conn_free(x);
+}
+
 static void on_exec_conn(struct hutch_watch *w, uint32_t events)
 {
 	struct exec_conn *x = w->ptr;
@@ -503,6 +543,10 @@ static void on_exec_conn(struct hutch_watch *w, uint32_t events)
 		return;
 	if (n >= 0 && hdr.type == HUTCH_MSG_FREEZE && nfds == 0) {
 		exec_freeze(x, body, (size_t)n);
+		return;
+	}
+	if (n >= 0 && hdr.type == HUTCH_MSG_UPDATE && nfds == 0) {
+		exec_update(x, body, (size_t)n);
 		return;
 	}
 	if (n < 0 || hdr.type != HUTCH_MSG_SPAWN) {

@@ -556,6 +556,58 @@ def test_pause_resume(oci, tmp_path):
     assert wait_until(lambda: oci.hutch.ids() == [])
 
 
+def cgroup_knob(sandbox, *names):
+    """The first of names found in the sandbox's cgroup dirs, as an int
+    ("max": -1)."""
+    for d in cgroup_dirs_named(sandbox):
+        for n in names:
+            f = os.path.join(d, n)
+            if os.path.exists(f):
+                v = open(f).read().split()[0]
+                return -1 if v == "max" else int(v)
+    raise AssertionError(f"none of {names} for {sandbox}")
+
+
+def test_update(oci, tmp_path):
+    """update writes new limits into the running container's cgroup, never
+    above the instance type's; --resources takes linux.resources' JSON
+    (containerd's way, on stdin too); what hutch does not set is refused
+    naming the option; a stopped container is refused."""
+    b = oci.bundle(["sleep", "1000"], annotations={"run.hutch.instance-type": "small"})
+    assert oci("run", "-d", "--bundle", b, "u1").returncode == 0
+    sandbox = oci.status_file("u1")["sandbox"]
+    mem = ("memory.max", "memory.limit_in_bytes")
+    type_mem = cgroup_knob(sandbox, *mem)
+    r = oci("update", "--memory", "64m", "--pids-limit", "77", "u1")
+    assert r.returncode == 0, r.output
+    assert cgroup_knob(sandbox, *mem) == 64 << 20
+    assert cgroup_knob(sandbox, "pids.max") == 77
+    # Above the instance type's: its own stays.
+    assert oci("update", "--memory", "1000g", "u1").returncode == 0
+    assert cgroup_knob(sandbox, *mem) == type_mem
+    res = tmp_path / "res.json"
+    res.write_text(json.dumps({"memory": {"limit": 50 << 20}, "pids": {"limit": 33},
+                               "cpu": {"quota": 20000, "period": 100000}}))
+    r = oci("update", "--resources", str(res), "u1")
+    assert r.returncode == 0, r.output
+    assert cgroup_knob(sandbox, *mem) == 50 << 20 and cgroup_knob(sandbox, "pids.max") == 33
+    quota = cgroup_knob(sandbox, "cpu.cfs_quota_us", "cpu.max")
+    assert quota == 20000, quota
+    with open(res) as f:
+        r = subprocess.run([HUTCH, "oci", "--root", oci.root, "update", "-r", "-", "u1"],
+                           stdin=f, capture_output=True, env=oci.env, timeout=60)
+    assert r.returncode == 0, r.stderr
+    r = oci("update", "--cpu-shares", "512", "u1")
+    assert r.returncode == 1 and "--cpu-shares" in r.output, r.output
+    r = oci("update", "--memory", "lots", "u1")
+    assert r.returncode == 1 and "--memory 'lots'" in r.output, r.output
+    assert oci("kill", "u1", "KILL").returncode == 0
+    assert wait_until(lambda: oci.state("u1")["status"] == "stopped")
+    r = oci("update", "--pids-limit", "5", "u1")
+    assert r.returncode == 1 and "not running" in r.output, r.output
+    assert oci("delete", "u1").returncode == 0
+
+
 def test_limits_lower_and_annotations(oci):
     """linux.resources lower the instance type's limits; the
     run.hutch.instance-type annotation picks the type."""

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -227,6 +228,32 @@ int hutch_fd_nonblock(int fd, bool on)
 		return -errno;
 	fl = on ? (fl | O_NONBLOCK) : (fl & ~O_NONBLOCK);
 	return fcntl(fd, F_SETFL, fl) < 0 ? -errno : 0;
+}
+
+void hutch_close_reset(int fd)
+{
+	struct linger lg = { .l_onoff = 1, .l_linger = 0 };
+
+	if (fd < 0)
+		return;
+	(void)setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+	close(fd);
+}
+
+int hutch_spare_fd(void)
+{
+	int fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+
+	return fd < 0 ? -errno : fd;
+}
+
+void hutch_accept_shed(int lfd, int *spare)
+{
+	if (*spare < 0)
+		return;
+	close(*spare);
+	hutch_close_reset(accept4(lfd, NULL, NULL, SOCK_CLOEXEC));
+	*spare = hutch_spare_fd();
 }
 
 void hutch_close_many(int *fds, size_t n)

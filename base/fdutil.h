@@ -33,6 +33,16 @@ int hutch_rm_rf_at(int dirfd, const char *path);
 int hutch_mkdir_p_at(int dirfd, const char *path, mode_t mode);
 /* Set O_NONBLOCK on fd. */
 int hutch_fd_nonblock(int fd, bool on);
+/* Close a socket with a TCP reset (SO_LINGER 0): a connection refused. */
+void hutch_close_reset(int fd);
+/*
+ * A level-triggered listener whose accept4() failed with EMFILE/ENFILE
+ * would fire forever. Give up *spare (an fd kept open for this, -EBADF:
+ * nothing to do), take the waiting connection and reset it, take the
+ * spare again (the libev/nginx way). hutch_spare_fd() opens one.
+ */
+void hutch_accept_shed(int lfd, int *spare);
+int hutch_spare_fd(void);
 /* Close fds[0..n) and mark them -EBADF. */
 void hutch_close_many(int *fds, size_t n);
 /* Point fds 0, 1 and 2 at /dev/null (a detached process). */

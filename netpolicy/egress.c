@@ -21,6 +21,7 @@
 
 #include "dnsstub-internal.h"
 #include "evloop-internal.h"
+#include "fdutil.h"
 #include "netpolicy.h"
 #include "proxy-internal.h"
 #include "refusals-internal.h"
@@ -102,6 +103,7 @@ int hutch_egress_new(const struct hutch_net_policy *p, const struct sockaddr_in 
 		.resolver = &e->resolver,
 		.refusals = &e->refusals,
 		.mitm = mitm,
+		.spare_fd = hutch_spare_fd(),
 	};
 	r = evloop_init(&e->loop, &e->tick_ev, err);
 	if (r >= 0)

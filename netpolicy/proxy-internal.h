@@ -67,6 +67,7 @@ struct proxy {
 	struct conn *conns, *dead; /* dead: closed, freed after the event batch */
 	unsigned nconns;
 	uint64_t conns_total;
+	int spare_fd; /* given up to accept (and reset) a connection when out of fds */
 };
 
 /* proxy.c, for proxy-mitm.c: close (with a reset, or not); record a

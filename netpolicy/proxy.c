@@ -19,6 +19,7 @@
 #include <linux/netfilter_ipv4.h>
 
 #include "allow-internal.h"
+#include "fdutil.h"
 #include "mitm-internal.h"
 #include "proxy-internal.h"
 #include "relay.h"
@@ -29,16 +30,6 @@
 #define CONNECT_DEADLINE  10000
 
 /* Close with a reset: the client sees its connection fail at once. */
-static void close_reset(int fd)
-{
-	struct linger lg = { .l_onoff = 1, .l_linger = 0 };
-
-	if (fd < 0)
-		return;
-	(void)setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
-	close(fd);
-}
-
 /* Never dial these, whatever the upstream resolver says or the list holds:
  * this machine, link-local (cloud metadata), multicast, reserved. A service
  * on the host is reached through --host-port. */
@@ -69,7 +60,7 @@ void proxy_conn_close(struct conn *c, bool reset)
 	if (c->cfd >= 0) {
 		evloop_unwatch(p->loop, c->cfd);
 		if (reset)
-			close_reset(c->cfd);
+			hutch_close_reset(c->cfd);
 		else
 			close(c->cfd);
 		c->cfd = -1;
@@ -455,6 +446,12 @@ void proxy_accept(struct proxy *p, int lfd, enum hutch_net_listener_kind kind, u
 		struct conn *c;
 		int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 
+		if (fd < 0 && (errno == EMFILE || errno == ENFILE)) {
+			refusals_add(p->refusals, "connect", NULL, NULL,
+			             "out of file descriptors: the connection was reset");
+			hutch_accept_shed(lfd, &p->spare_fd);
+			continue;
+		}
 		if (fd < 0)
 			return;
 		if (p->nconns >= HUTCH_EGRESS_CONNS_MAX ||
@@ -462,18 +459,18 @@ void proxy_accept(struct proxy *p, int lfd, enum hutch_net_listener_kind kind, u
 		    dst.sin_family != AF_INET) {
 			refusals_add(p->refusals, "connect", NULL, NULL,
 			             "too many connections at once (%d)", HUTCH_EGRESS_CONNS_MAX);
-			close_reset(fd);
+			hutch_close_reset(fd);
 			continue;
 		}
 		if (kind == HUTCH_NET_L_REDIRECT && (!p->mitm || original_dst(fd, &dst) < 0)) {
 			refusals_add(p->refusals, "connect", NULL, NULL,
 			             "no original destination of a redirected connection");
-			close_reset(fd);
+			hutch_close_reset(fd);
 			continue;
 		}
 		c = conn_new(p, fd, &dst);
 		if (!c) {
-			close_reset(fd);
+			hutch_close_reset(fd);
 			continue;
 		}
 		c->redirected = kind == HUTCH_NET_L_REDIRECT;
@@ -541,4 +538,7 @@ void proxy_done(struct proxy *p)
 	while (p->conns)
 		proxy_conn_close(p->conns, true);
 	proxy_free_dead(p);
+	if (p->spare_fd >= 0)
+		close(p->spare_fd);
+	p->spare_fd = -EBADF;
 }

@@ -247,31 +247,6 @@ static void on_connected(void *ud, uint32_t type, uint64_t id, const void *body,
 		conn_close(c, true);
 }
 
-/* Reset a connection that cannot be served. */
-static void refuse_fd(int fd)
-{
-	struct linger lg = { .l_onoff = 1, .l_linger = 0 };
-
-	(void)setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
-	close(fd);
-}
-
-/* Out of fds (EMFILE/ENFILE): the waiting connection would make the
- * level-triggered listener fire forever. Give up the spare fd, take the
- * connection, reset it, take the spare again (the libev/nginx way). */
-static void refuse_without_fds(struct hutch_ports *ps, int lfd)
-{
-	int fd;
-
-	if (ps->spare_fd < 0)
-		return;
-	close(ps->spare_fd);
-	fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
-	if (fd >= 0)
-		refuse_fd(fd);
-	ps->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
-}
-
 static void on_accept(struct hutch_watch *w, uint32_t events)
 {
 	struct fwd *f = w->ptr;
@@ -283,7 +258,7 @@ static void on_accept(struct hutch_watch *w, uint32_t events)
 		struct pconn *c;
 
 		if (fd < 0 && (errno == EMFILE || errno == ENFILE)) {
-			refuse_without_fds(ps, f->lfd);
+			hutch_accept_shed(f->lfd, &ps->spare_fd);
 			continue;
 		}
 		if (fd < 0)
@@ -292,7 +267,7 @@ static void on_accept(struct hutch_watch *w, uint32_t events)
 		            ? calloc(1, sizeof(*c))
 		            : NULL;
 		if (!c) {
-			refuse_fd(fd);
+			hutch_close_reset(fd);
 			continue;
 		}
 		*c = (struct pconn){
@@ -476,7 +451,7 @@ int hutch_ports_watch(struct sup *s, void (*wake)(struct sup *s, double arrival_
 		(void)setrlimit(RLIMIT_NOFILE, &rl);
 	}
 	if (ps->spare_fd < 0)
-		ps->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+		ps->spare_fd = hutch_spare_fd();
 	s->cmds.on_message_ud = ps;
 	for (struct fwd *f = ps->fwds; f; f = f->next) {
 		r = hutch_loop_add(&s->loop, &f->w, f->lfd, EPOLLIN);

@@ -135,6 +135,52 @@ def test_host_port_may_not_shadow_a_listed_ip_port(nh):
     assert nh.ids() == []
 
 
+def _cpu_ticks(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return int(fields[11]) + int(fields[12])  # utime + stime
+
+
+HOLD = """
+import socket, sys
+held = []
+for _ in range(100):
+    try:
+        held.append(socket.create_connection(("198.51.100.7", 443), timeout=5))
+    except OSError:
+        break
+print(len(held), flush=True)
+sys.stdin.read()
+"""
+
+
+def test_allow_proxy_at_its_fd_limit_resets_instead_of_spinning(nh):
+    """A supervisor whose egress proxy is out of fds (here 64, hard) resets
+    the connections it cannot take, records why, and does not spin on its
+    level-triggered listener (it burned a whole core before). Nothing
+    leaves the sandbox: the connections wait for a ClientHello that never
+    comes."""
+    r = subprocess.run(["bash", "-c", 'ulimit -n 64; ulimit -Hn 64; '
+                        'exec "$0" create --json --network allow:198.51.100.7', HUTCH],
+                       capture_output=True, env=nh.env, timeout=60)
+    assert r.returncode == 0, r.stderr
+    sb = Sandbox(nh, json.loads(r.stdout))
+    sid = sb.id
+    pid = sb.status()["supervisor_pid"]
+    p = subprocess.Popen([HUTCH, "exec", "-i", sid, "--", "python3", "-c", HOLD],
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=nh.env)
+    try:
+        assert int(p.stdout.readline()) > 0
+        t0 = _cpu_ticks(pid)
+        time.sleep(1)  # a spinning listener would burn this second
+        assert _cpu_ticks(pid) - t0 < 20, "the supervisor spins at its fd limit"
+    finally:
+        p.stdin.close()
+        p.wait(timeout=30)
+    refused = network(sb)["refused"]
+    assert any("out of file descriptors" in x["reason"] for x in refused), refused
+
+
 # ---------------------------------------------------------------------------
 # mode all
 

@@ -40,10 +40,11 @@ int hutch_cli_open_live(const char *arg, struct hutch_paths *p);
 int hutch_cli_lost(const char *sock, int code, const char *msg);
 
 /* verb-image.c: --image NAME (not host) to its manifest digest in cfg
- * (the pool key, and what the supervisor mounts); 0, or prints why (64:
- * no such image) and returns the exit code. */
+ * (the pool key, and what the supervisor mounts), fetching what the store
+ * lacks with its progress on stderr (none when quiet); 0, or prints why
+ * (64: no such image) and returns the exit code. */
 struct hutch_config;
-int hutch_cli_resolve_image(struct hutch_config *cfg);
+int hutch_cli_resolve_image(struct hutch_config *cfg, bool quiet);
 
 /* sandbox-json.c: give o (the create answer, a state.json, GET /status)
  * the one sandbox schema: "status" (dead when not live), "live", and

@@ -15,6 +15,7 @@
 #include "cleanup.h"
 #include "cli.h"
 #include "image.h"
+#include "progress.h"
 #include "verbs.h"
 
 #define A(f) .offset = offsetof(struct hutch_cli_args, f)
@@ -32,12 +33,21 @@ static const char image_usage[] =
         "image layout directory (as 'skopeo copy ... oci:DIR' writes) or a 'docker save' /\n"
         "'podman save' archive. REF is a registry reference (docker.io/library/debian:12,\n"
         "localhost:5000/x:1, python:3.12 for Docker Hub). Every digest is checked; each\n"
-        "layer is unpacked once.\n";
+        "layer is unpacked once. Pull, import and build-default show a progress bar on a\n"
+        "terminal, lines otherwise (-q: nothing); an interrupted pull, run again, downloads\n"
+        "only the blobs it had not finished.\n";
 
 #define STORE_OPT                                                                        \
 	{                                                                                \
 		.name = "store", .kind = HUTCH_CLI_STRING, A(store), .metavar = "DIR",   \
 		.help = "the image store (default $HUTCH_IMAGE_STORE or /var/lib/hutch)" \
+	}
+
+#define QUIET_OPT                                                                            \
+	{                                                                                    \
+		.name = "quiet", .short_name = 'q', .kind = HUTCH_CLI_FLAG, A(quiet),        \
+		.help = "no progress (no bar, no line per layer, skopeo's and mmdebstrap's " \
+		        "quiet too) and no summary"                                          \
 	}
 
 static const struct hutch_cli_opt import_opts[] = {
@@ -46,6 +56,12 @@ static const struct hutch_cli_opt import_opts[] = {
 	  A(tag),
 	  .metavar = "TAG",
 	  .help = "the layout's manifest of this org.opencontainers.image.ref.name" },
+	QUIET_OPT,
+	STORE_OPT,
+	{ 0 },
+};
+static const struct hutch_cli_opt fetch_opts[] = {
+	QUIET_OPT,
 	STORE_OPT,
 	{ 0 },
 };
@@ -91,22 +107,11 @@ static const char *default_name(const char *src)
 	return base;
 }
 
-/* One line per layer on stderr, as each is stored: unpacking a large
- * layer takes a while, and a user should see which and how far. */
-static void on_layer(void *ud, size_t i, size_t n, const char *diff_id, uint64_t bytes, bool cached)
-{
-	(void)ud;
-	if (cached)
-		fprintf(stderr, "layer %zu/%zu %.19s: already in the store\n", i, n, diff_id);
-	else
-		fprintf(stderr, "layer %zu/%zu %.19s: %.1f MB unpacked\n", i, n, diff_id,
-		        (double)bytes / 1e6);
-}
-
 static int cmd_import(struct hutch_cli_args *a)
 {
 	_cleanup_(hutch_image_store_freep) struct hutch_image_store *s = NULL;
-	struct hutch_image_import_stats st = { .on_layer = on_layer };
+	struct hutch_image_import_stats st = { 0 };
+	struct hutch_cli_progress prog;
 	struct hutch_err err = { 0 };
 	_cleanup_free_ char *name = NULL;
 	int r;
@@ -121,9 +126,11 @@ static int cmd_import(struct hutch_cli_args *a)
 		return hutch_cli_fail(HUTCH_EXIT_FAILURE, "out of memory");
 	if ((r = open_store(a, &s)))
 		return r;
-	if (a->quiet)
-		st.on_layer = NULL;
-	if (hutch_image_import(s, a->pos[0], a->tag, name, &st, &err) < 0)
+	hutch_cli_progress_init(&prog, a->quiet);
+	hutch_cli_progress_attach(&prog, &st);
+	r = hutch_image_import(s, a->pos[0], a->tag, name, &st, &err);
+	hutch_cli_progress_done(&prog);
+	if (r < 0)
 		return hutch_cli_fail(err.code == -EINVAL ? HUTCH_EXIT_USAGE : HUTCH_EXIT_FAILURE,
 		                      "import '%s': %s", a->pos[0], err.msg);
 	if (!a->quiet)
@@ -135,7 +142,8 @@ static int cmd_import(struct hutch_cli_args *a)
 static int cmd_pull(struct hutch_cli_args *a)
 {
 	_cleanup_(hutch_image_store_freep) struct hutch_image_store *s = NULL;
-	struct hutch_image_import_stats st = { .on_layer = on_layer };
+	struct hutch_image_import_stats st = { 0 };
+	struct hutch_cli_progress prog;
 	struct hutch_err err = { 0 };
 	const char *name = a->npos > 1 ? a->pos[1] : a->pos[0];
 	int r;
@@ -152,13 +160,17 @@ static int cmd_pull(struct hutch_cli_args *a)
 		return hutch_cli_fail(HUTCH_EXIT_USAGE, "invalid image name '%s'", name);
 	if ((r = open_store(a, &s)))
 		return r;
+	hutch_cli_progress_init(&prog, a->quiet);
+	hutch_cli_progress_attach(&prog, &st);
 	r = hutch_image_pull(s, a->pos[0], name, &st, &err);
+	hutch_cli_progress_done(&prog);
 	if (r == -ENOENT && !strncmp(err.msg, "pull needs", 10))
 		return hutch_cli_fail(HUTCH_EXIT_NOT_CAPABLE, "%s", err.msg);
 	if (r < 0)
 		return hutch_cli_fail(HUTCH_EXIT_FAILURE, "pull '%s': %s", a->pos[0], err.msg);
-	printf("%s: %zu layers (%zu cached), %.1f MB unpacked\n", name, st.layers, st.cached,
-	       (double)st.bytes / 1e6);
+	if (!a->quiet)
+		printf("%s: %zu layers (%zu cached), %.1f MB unpacked\n", name, st.layers,
+		       st.cached, (double)st.bytes / 1e6);
 	return 0;
 }
 
@@ -166,6 +178,7 @@ static int cmd_build_default(struct hutch_cli_args *a)
 {
 	_cleanup_(hutch_image_store_freep) struct hutch_image_store *s = NULL;
 	struct hutch_image_import_stats st = { 0 };
+	struct hutch_cli_progress prog;
 	struct hutch_err err = { 0 };
 	const char *name = a->npos ? a->pos[0] : HUTCH_IMAGE_DEFAULT_NAME;
 	int r;
@@ -174,12 +187,17 @@ static int cmd_build_default(struct hutch_cli_args *a)
 		return hutch_cli_fail(HUTCH_EXIT_USAGE, "invalid image name '%s'", name);
 	if ((r = open_store(a, &s)))
 		return r;
+	hutch_cli_progress_init(&prog, a->quiet);
+	hutch_cli_progress_attach(&prog, &st);
 	r = hutch_image_build_default(s, name, &st, &err);
+	hutch_cli_progress_done(&prog);
 	if (r == -ENOENT && strstr(err.msg, "needs mmdebstrap"))
 		return hutch_cli_fail(HUTCH_EXIT_NOT_CAPABLE, "%s", err.msg);
 	if (r < 0)
 		return hutch_cli_fail(HUTCH_EXIT_FAILURE, "build-default: %s", err.msg);
-	printf("%s: %zu layers, %.1f MB unpacked\n", name, st.layers, (double)st.bytes / 1e6);
+	if (!a->quiet)
+		printf("%s: %zu layers, %.1f MB unpacked\n", name, st.layers,
+		       (double)st.bytes / 1e6);
 	return 0;
 }
 
@@ -323,26 +341,36 @@ static bool names_registry(const char *ref)
 /* An image not yet in the store: a file is imported, a whole registry
  * reference pulled, the default image built, each with its progress on
  * stderr, as 'docker run' pulls what it lacks. -ENOENT for anything else. */
-static int fetch_missing(struct hutch_image_store *s, const char *image, const char *name)
+static int fetch_missing(struct hutch_image_store *s, const char *image, const char *name,
+                         bool quiet)
 {
-	struct hutch_image_import_stats st = { .on_layer = on_layer };
+	struct hutch_image_import_stats st = { 0 };
+	struct hutch_cli_progress prog;
 	struct hutch_err err = { 0 };
 	int r;
 
+	if (!hutch_image_source_path(image) && strcmp(name, HUTCH_IMAGE_DEFAULT_NAME) &&
+	    !(hutch_image_ref_is_valid(name) && names_registry(name)))
+		return -ENOENT;
+	hutch_cli_progress_init(&prog, quiet);
+	hutch_cli_progress_attach(&prog, &st);
 	if (hutch_image_source_path(image)) {
-		fprintf(stderr, "hutch: importing %s as %s\n", image, name);
+		if (!quiet)
+			fprintf(stderr, "hutch: importing %s as %s\n", image, name);
 		r = hutch_image_import(s, hutch_image_source_path(image), NULL, name, &st, &err);
 	} else if (!strcmp(name, HUTCH_IMAGE_DEFAULT_NAME)) {
-		fprintf(stderr, "hutch: building the default image (once; 'hutch image "
-		                "build-default')\n");
+		if (!quiet)
+			fprintf(stderr, "hutch: building the default image (once; 'hutch image "
+			                "build-default')\n");
 		r = hutch_image_build_default(s, name, &st, &err);
-	} else if (hutch_image_ref_is_valid(name) && names_registry(name)) {
-		fprintf(stderr, "hutch: pulling %s (once; 'hutch image pull' pulls it again)\n",
-		        name);
-		r = hutch_image_pull(s, name, name, &st, &err);
 	} else {
-		return -ENOENT;
+		if (!quiet)
+			fprintf(stderr,
+			        "hutch: pulling %s (once; 'hutch image pull' pulls it again)\n",
+			        name);
+		r = hutch_image_pull(s, name, name, &st, &err);
 	}
+	hutch_cli_progress_done(&prog);
 	if (r < 0)
 		return hutch_cli_fail(r == -EINVAL   ? HUTCH_EXIT_USAGE
 		                      : r == -ENOENT ? HUTCH_EXIT_NOT_CAPABLE
@@ -351,7 +379,7 @@ static int fetch_missing(struct hutch_image_store *s, const char *image, const c
 	return 0;
 }
 
-int hutch_cli_resolve_image(struct hutch_config *cfg)
+int hutch_cli_resolve_image(struct hutch_config *cfg, bool quiet)
 {
 	_cleanup_(hutch_image_store_freep) struct hutch_image_store *s = NULL;
 	const char *path = cfg->image_store[0] ? cfg->image_store : "/var/lib/hutch";
@@ -376,7 +404,7 @@ int hutch_cli_resolve_image(struct hutch_config *cfg)
 		return hutch_cli_fail(HUTCH_EXIT_FAILURE, "--image %s: %s", cfg->image, err.msg);
 	r = hutch_image_resolve(s, name, cfg->image_manifest, &err);
 	if (r == -ENOENT) {
-		r = fetch_missing(s, cfg->image, name);
+		r = fetch_missing(s, cfg->image, name, quiet);
 		if (r == 0)
 			r = hutch_image_resolve(s, name, cfg->image_manifest, &err);
 		else if (r == -ENOENT)
@@ -400,8 +428,10 @@ const struct hutch_cli_verb hutch_verb_image_pull = {
 	.name = "image pull",
 	.synopsis = "REF [NAME]",
 	.about = "Pull an image from a registry with skopeo (this machine's platform from a "
-	         "multi-arch index) and import it as NAME (default: REF).\n",
-	.opts = store_opts,
+	         "multi-arch index) and import it as NAME (default: REF).\n"
+	         "An interrupted pull, run again, downloads only the blobs it had not "
+	         "finished.\n",
+	.opts = fetch_opts,
 	.max_pos = 2,
 	.run = cmd_pull,
 };
@@ -414,7 +444,7 @@ const struct hutch_cli_verb hutch_verb_image_build_default = {
 	         "pip installs for appuser without PEP 668 errors. Packages come from "
 	         "HUTCH_DEBIAN_MIRROR (a URL or\nan apt sources file), else this host's Debian "
 	         "sources, else deb.debian.org.\n",
-	.opts = store_opts,
+	.opts = fetch_opts,
 	.max_pos = 1,
 	.run = cmd_build_default,
 };

@@ -49,7 +49,7 @@ static int complete_config(struct hutch_config *cfg)
 		return r;
 	if (hutch_config_validate(cfg, &err) < 0)
 		return hutch_cli_fail(HUTCH_EXIT_USAGE, "%s", err.msg);
-	return hutch_cli_resolve_image(cfg);
+	return hutch_cli_resolve_image(cfg, false);
 }
 
 static int cmd_start(struct hutch_cli_args *a)

@@ -206,7 +206,7 @@ static int create_sandbox(struct hutch_config *cfg, const char *progress, struct
 	r = hutch_config_validate(cfg, &err);
 	if (r < 0)
 		return hutch_cli_fail(HUTCH_EXIT_USAGE, "%s", err.msg);
-	r = hutch_cli_resolve_image(cfg);
+	r = hutch_cli_resolve_image(cfg, progress && !strcmp(progress, "never"));
 	if (r)
 		return r;
 	r = hutch_pool_claim(cfg, hutch_runtime_dir(), c, &err);

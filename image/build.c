@@ -11,9 +11,11 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -38,12 +40,17 @@
  * missing, -EIO when it failed. */
 static int run_tool(const char *const *argv, struct hutch_err *err)
 {
+	pid_t parent = getpid(), pid = fork();
 	int status;
-	pid_t pid = fork();
 
 	if (pid < 0)
 		return hutch_err_set_errno(err, -errno, "fork");
 	if (pid == 0) {
+		/* It writes into the store's tmp/ only while we hold the lock:
+		 * it ends with us (SIGTERM: mmdebstrap removes its own temporary
+		 * root then). */
+		if (prctl(PR_SET_PDEATHSIG, SIGTERM) < 0 || getppid() != parent)
+			_exit(126);
 		(void)dup2(2, 1); /* lint-fds: ok: child stdio; its output is progress */
 		execvp(argv[0], (char *const *)argv);
 		_exit(errno == ENOENT ? 127 : 126);
@@ -212,7 +219,7 @@ int hutch_image_build_default(struct hutch_image_store *s, const char *name,
 		               "--customize-hook=rm -f \"$1\"/usr/lib/python3*/EXTERNALLY-MANAGED",
 		               "--customize-hook=rm -rf \"$1\"/var/lib/apt/lists/* "
 		               "\"$1\"/var/cache/apt/*.bin",
-		               HUTCH_IMAGE_DEFAULT_SUITE, NULL, mirror(), NULL };
+		               HUTCH_IMAGE_DEFAULT_SUITE, NULL, mirror(), NULL, NULL };
 	int r;
 
 	if (!hutch_image_name_is_valid(name))
@@ -232,6 +239,8 @@ int hutch_image_build_default(struct hutch_image_store *s, const char *name,
 		goto out;
 	}
 	argv[6] = tar;
+	if (stats && stats->quiet) /* after the mirror, or in its place */
+		argv[argv[7] ? 8 : 7] = "--quiet";
 	r = run_tool(argv, err);
 	if (r >= 0)
 		r = wrap_layout(dirfd, err);

@@ -67,6 +67,15 @@ struct hutch_unpack_limits {
 	uint64_t max_bytes;   /* uncompressed tar stream and file sizes, each */
 	uint64_t max_entries; /* tar entries */
 	bool chown;           /* give files the tar's owners (needs CAP_CHOWN) */
+	/* Progress (may be NULL): the blob's bytes read so far, at most once
+	 * per progress_ms (HUTCH_PROGRESS_INTERVAL_MS, default 100) and once
+	 * when the blob is read whole. */
+	void (*progress)(void *ud, uint64_t read);
+	void *progress_ud;
+	uint64_t progress_ms;
+	/* A test hook (HUTCH_TEST_UNPACK_STOP_AFTER): after this many entries
+	 * the unpacker stops itself (SIGSTOP), a known point to interrupt. */
+	uint64_t stop_after;
 };
 
 struct hutch_unpack_result {
@@ -100,5 +109,25 @@ void hutch_unpack_limits_default(struct hutch_unpack_limits *l);
  */
 int hutch_image_unpack(int fd, int dirfd, const struct hutch_unpack_limits *limits,
                        struct hutch_unpack_result *ret, struct hutch_err *err);
+
+/* ---- import.c: what the unpacker child reports to its parent ---- */
+
+struct hutch_unpack_report {
+	int r;
+	struct hutch_err err;
+	struct hutch_unpack_result res;
+};
+#define HUTCH_UNPACK_MSG_PROGRESS 'p' /* then a uint64_t: the blob's bytes read */
+#define HUTCH_UNPACK_MSG_RESULT   'r' /* then a struct hutch_unpack_report, last */
+
+/*
+ * Read the unpacker's messages from fd: each a type byte and a body of a
+ * fixed size, so the amount read never comes from the child. Progress goes
+ * to lim->progress (if set; the caller clamps what it is told); returns 0
+ * with ret filled at the result, -EIO for anything else (an unknown type,
+ * a short message, the pipe's end): a dead or confused unpacker.
+ */
+int hutch_image_read_reports(int fd, struct hutch_unpack_report *ret,
+                             const struct hutch_unpack_limits *lim);
 
 #endif

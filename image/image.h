@@ -59,6 +59,14 @@ int hutch_image_store_open(const char *path, struct hutch_image_store **ret, str
 struct hutch_image_store *hutch_image_store_free(struct hutch_image_store *s);
 void hutch_image_store_freep(struct hutch_image_store **s);
 
+/* Where the unpacking of one layer is (on_progress). */
+struct hutch_image_progress {
+	size_t layer, layers; /* this layer (from 1) of the image's; 0 of 0: an archive */
+	const char *diff_id;  /* the layer's, or NULL for an archive */
+	uint64_t read, size;  /* bytes read of this layer's (compressed) blob, its size */
+	uint64_t total_read, total_size; /* the same over every blob this import unpacks */
+};
+
 struct hutch_image_import_stats {
 	size_t layers, cached; /* cached: already in the store */
 	uint64_t bytes;        /* uncompressed bytes unpacked now */
@@ -67,7 +75,11 @@ struct hutch_image_import_stats {
 	 * it was cached) and whether it was. */
 	void (*on_layer)(void *ud, size_t i, size_t n, const char *diff_id, uint64_t bytes,
 	                 bool cached);
+	/* (may be NULL) As a layer or archive starts to unpack (read 0), then
+	 * at most every HUTCH_PROGRESS_INTERVAL_MS (default 100) while it does. */
+	void (*on_progress)(void *ud, const struct hutch_image_progress *p);
 	void *ud;
+	bool quiet; /* pull and build-default: skopeo and mmdebstrap quiet too */
 };
 /*
  * Import src (an OCI image layout directory, or a docker-save / OCI

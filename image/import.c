@@ -43,12 +43,6 @@
 #define HOST_ARCH "unknown"
 #endif
 
-struct child_result {
-	int r;
-	struct hutch_err err;
-	struct hutch_unpack_result res;
-};
-
 /* A file of an unpacked archive or a layout, symlinks resolved inside it. */
 static int open_in(int root, const char *path, struct hutch_err *err)
 {
@@ -115,24 +109,48 @@ static int write_map(pid_t pid, const char *file, const char *content)
 	return hutch_write_all(fd, content, strlen(content));
 }
 
-_Noreturn static void child(int go, int res, int fd, int dirfd,
-                            const struct hutch_unpack_limits *lim)
-{
-	struct child_result out = { 0 };
-	char c;
+/*
+ * What the unpacker child writes on its result pipe, each a type byte and
+ * a fixed-size body, so that the parent reads a bounded amount per
+ * message and never a length from the child: 'u' (no body) once its user
+ * namespace exists, 'p' and a uint64_t (the blob's bytes read so far) any
+ * number of times, 'r' and a struct hutch_unpack_report last.
+ */
+#define MSG_USERNS   'u'
+#define MSG_PROGRESS HUTCH_UNPACK_MSG_PROGRESS
+#define MSG_RESULT   HUTCH_UNPACK_MSG_RESULT
 
-	(void)prctl(PR_SET_PDEATHSIG, SIGKILL);
+static void child_progress(void *ud, uint64_t read)
+{
+	char msg[1 + sizeof(uint64_t)] = { MSG_PROGRESS };
+
+	memcpy(msg + 1, &read, sizeof(read));
+	(void)hutch_write_all(*(int *)ud, msg, sizeof(msg)); /* < PIPE_BUF: one write */
+}
+
+_Noreturn static void child(pid_t parent, int go, int res, int fd, int dirfd,
+                            struct hutch_unpack_limits *lim)
+{
+	struct hutch_unpack_report out = { 0 };
+	char c = MSG_USERNS;
+
+	lim->progress = lim->progress ? child_progress : NULL;
+	lim->progress_ud = &res;
 	if (unshare(CLONE_NEWUSER) < 0) {
 		out.r = hutch_err_set_errno(&out.err, -errno, "unpack: new user namespace");
 	} else {
-		c = 'u';
 		(void)hutch_write_all(res, &c, 1);
-		if (hutch_read_all(go, &c, 1) != 1 || setresgid(0, 0, 0) < 0 ||
-		    setresuid(0, 0, 0) < 0)
+		/* The parent-death signal after the change of ids, which clears
+		 * it: a killed import leaves no unpacker writing on. */
+		if (hutch_read_all(go, &c, 1) != 1 || c != 'g' || setresgid(0, 0, 0) < 0 ||
+		    setresuid(0, 0, 0) < 0 || prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 ||
+		    getppid() != parent)
 			out.r = hutch_err_set_errno(&out.err, -EPERM, "unpack: become store root");
 		else
 			out.r = hutch_image_unpack(fd, dirfd, lim, &out.res, &out.err);
 	}
+	c = MSG_RESULT;
+	(void)hutch_write_all(res, &c, 1);
 	(void)hutch_write_all(res, &out, sizeof(out));
 	_exit(0);
 }
@@ -150,20 +168,41 @@ static int map_child(pid_t pid)
 	return 0;
 }
 
-/* hutch_image_unpack() in a user namespace owning only the store's ids. */
-static int unpack_isolated(int fd, int dirfd, struct hutch_unpack_result *ret,
-                           struct hutch_err *err)
+/* The parent's side of the messages above (image-internal.h). */
+int hutch_image_read_reports(int fd, struct hutch_unpack_report *out,
+                             const struct hutch_unpack_limits *lim)
 {
-	struct hutch_unpack_limits lim;
-	struct child_result out = { 0 };
+	uint64_t read;
+	char type;
+
+	for (;;) {
+		if (hutch_read_all(fd, &type, 1) != 1)
+			return -EIO;
+		if (type == MSG_RESULT)
+			return hutch_read_all(fd, out, sizeof(*out)) == (ssize_t)sizeof(*out)
+			               ? 0
+			               : -EIO;
+		if (type != MSG_PROGRESS ||
+		    hutch_read_all(fd, &read, sizeof(read)) != (ssize_t)sizeof(read))
+			return -EIO;
+		if (lim->progress)
+			lim->progress(lim->progress_ud, read); /* clamped there */
+	}
+}
+
+/* hutch_image_unpack() in a user namespace owning only the store's ids;
+ * lim->progress, if set, hears of the blob's bytes read. */
+static int unpack_isolated(int fd, int dirfd, struct hutch_unpack_limits *lim,
+                           struct hutch_unpack_result *ret, struct hutch_err *err)
+{
+	struct hutch_unpack_report out = { 0 };
 	int go[2] = { -EBADF, -EBADF }, res[2] = { -EBADF, -EBADF };
-	pid_t pid;
+	pid_t pid, parent = getpid();
 	int r = 0, status;
 	char c = 0;
 
-	hutch_unpack_limits_default(&lim);
 	if (geteuid() != 0)
-		return hutch_image_unpack(fd, dirfd, &lim, ret, err); /* rootless: our own ids */
+		return hutch_image_unpack(fd, dirfd, lim, ret, err); /* rootless: our own ids */
 	if (fchown(dirfd, HUTCH_IMAGE_STORE_IDS, HUTCH_IMAGE_STORE_IDS) < 0)
 		return hutch_err_set_errno(err, -errno,
 		                           "unpack: hand the layer to the store's ids");
@@ -177,21 +216,27 @@ static int unpack_isolated(int fd, int dirfd, struct hutch_unpack_result *ret,
 		goto out;
 	}
 	if (pid == 0)
-		child(go[0], res[1], fd, dirfd, &lim);
+		child(parent, go[0], res[1], fd, dirfd, lim);
 	closep(&res[1]);
-	if (hutch_read_all(res[0], &c, 1) == 1 && c == 'u') {
+	if (hutch_read_all(res[0], &c, 1) == 1 && c == MSG_USERNS) {
 		r = map_child(pid);
 		c = r < 0 ? 'x' : 'g';
 		(void)hutch_write_all(go[1], &c, 1);
+		if (hutch_image_read_reports(res[0], &out, lim) < 0)
+			out.r = hutch_err_set(&out.err, r < 0 ? r : -EIO,
+			                      "unpack: the unpacker died");
+	} else if (c != MSG_RESULT ||
+	           hutch_read_all(res[0], &out, sizeof(out)) != (ssize_t)sizeof(out)) {
+		out.r = hutch_err_set(&out.err, -EIO, "unpack: the unpacker died");
 	}
-	if (hutch_read_all(res[0], &out, sizeof(out)) != (ssize_t)sizeof(out))
-		out.r = hutch_err_set(&out.err, r < 0 ? r : -EIO, "unpack: the unpacker died");
+	if (out.r < 0)
+		(void)kill(pid, SIGKILL); /* it may still be there, having said nonsense */
 	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
 		;
 	if (out.r < 0) {
 		*err = out.err;
 		err->msg[sizeof(err->msg) - 1] = '\0';
-		r = out.r;
+		err->code = r = out.r;
 	} else {
 		*ret = out.res;
 		r = 0;
@@ -218,28 +263,98 @@ static int make_tmp(struct hutch_image_store *s, const char *what, char name[64]
 	return fd;
 }
 
-static void report(const struct hutch_image_import_stats *st, size_t n, const char *diff_id,
-                   uint64_t bytes, bool cached)
+/* One import's state for its progress reports. */
+struct run {
+	struct hutch_image_import_stats *st;
+	struct hutch_image_progress p; /* of the layer being unpacked */
+	uint64_t before;               /* blob bytes of the layers unpacked before it */
+};
+
+static void report(struct run *run, size_t n, const char *diff_id, uint64_t bytes, bool cached)
 {
-	if (st->on_layer)
-		st->on_layer(st->ud, st->layers, n, diff_id, bytes, cached);
+	if (run->st->on_layer)
+		run->st->on_layer(run->st->ud, run->st->layers, n, diff_id, bytes, cached);
+}
+
+/* The unpacker's count of blob bytes read, to on_progress. The count comes
+ * from the unpacker child: clamped to the blob's size, never backwards. */
+static void on_read(void *ud, uint64_t read)
+{
+	struct run *run = ud;
+
+	if (read > run->p.size)
+		read = run->p.size;
+	if (read < run->p.read)
+		return;
+	run->p.read = read;
+	run->p.total_read = run->before + read;
+	if (run->st->on_progress)
+		run->st->on_progress(run->st->ud, &run->p);
+}
+
+/* Unpack fd into dir, reporting progress as what (layer i of n, or 0 of 0
+ * for an archive). */
+static int unpack_reporting(struct run *run, int fd, int dir, size_t i, size_t n, const char *what,
+                            struct hutch_unpack_result *res, struct hutch_err *err)
+{
+	struct hutch_unpack_limits lim;
+	struct stat sb;
+	int r;
+
+	hutch_unpack_limits_default(&lim);
+	run->p.layer = i;
+	run->p.layers = n;
+	run->p.diff_id = what;
+	run->p.read = 0;
+	run->p.size = fstat(fd, &sb) == 0 && sb.st_size > 0 ? (uint64_t)sb.st_size : 0;
+	if (run->p.total_size < run->before + run->p.size)
+		run->p.total_size = run->before + run->p.size; /* an archive's own */
+	run->p.total_read = run->before;
+	if (run->st->on_progress) {
+		lim.progress = on_read;
+		lim.progress_ud = run;
+		run->st->on_progress(run->st->ud, &run->p);
+	}
+	r = unpack_isolated(fd, dir, &lim, res, err);
+	run->before += run->p.size;
+	return r;
+}
+
+static bool have_layer(struct hutch_image_store *s, const char *diff_id)
+{
+	return faccessat(s->layers, diff_id + 7, F_OK, AT_SYMLINK_NOFOLLOW) == 0;
+}
+
+/* The size of a layer's blob that is to be unpacked (0 if in the store). */
+static uint64_t size_to_unpack(struct hutch_image_store *s, int root, const char *path,
+                               const char *diff_id)
+{
+	struct hutch_err ignored = { 0 };
+	_cleanup_close_ int fd = -EBADF;
+	struct stat sb;
+
+	if (have_layer(s, diff_id) || (fd = open_in(root, path, &ignored)) < 0 ||
+	    fstat(fd, &sb) < 0)
+		return 0;
+	return (uint64_t)sb.st_size;
 }
 
 /* One layer into layers/<hex of diff_id>, unless it is there already; n:
  * the image's number of layers, for the progress report. */
 static int import_layer(struct hutch_image_store *s, int root, const char *path,
-                        const char *want_blob, const char *diff_id, size_t n,
-                        struct hutch_image_import_stats *st, struct hutch_err *err)
+                        const char *want_blob, const char *diff_id, size_t n, struct run *run,
+                        struct hutch_err *err)
 {
+	struct hutch_image_import_stats *st = run->st;
 	_cleanup_close_ int fd = -EBADF, dir = -EBADF;
 	struct hutch_unpack_result res = { 0 };
 	char tmp[64];
 	int r;
 
 	st->layers++;
-	if (faccessat(s->layers, diff_id + 7, F_OK, AT_SYMLINK_NOFOLLOW) == 0) {
+	if (have_layer(s, diff_id)) {
 		st->cached++;
-		report(st, n, diff_id, 0, true);
+		report(run, n, diff_id, 0, true);
 		return 0;
 	}
 	fd = open_in(root, path, err);
@@ -248,7 +363,7 @@ static int import_layer(struct hutch_image_store *s, int root, const char *path,
 	dir = make_tmp(s, "layer", tmp, err);
 	if (dir < 0)
 		return dir;
-	r = unpack_isolated(fd, dir, &res, err);
+	r = unpack_reporting(run, fd, dir, st->layers, n, diff_id, &res, err);
 	if (r >= 0 && want_blob && strcmp(res.blob_digest, want_blob))
 		r = hutch_err_set(err, -EBADMSG, "layer '%s' has digest %s, not %s", path,
 		                  res.blob_digest, want_blob);
@@ -262,7 +377,7 @@ static int import_layer(struct hutch_image_store *s, int root, const char *path,
 		return r;
 	}
 	st->bytes += res.bytes;
-	report(st, n, diff_id, res.bytes, false);
+	report(run, n, diff_id, res.bytes, false);
 	return 0;
 }
 
@@ -273,9 +388,9 @@ static int save_blob(struct hutch_image_store *s, const char *digest, const char
 
 	if (!digest)
 		return 0;
-	r = hutch_write_file_at(s->blobs, digest + 7, buf, 0644);
 	(void)len;
-	return r < 0 ? hutch_err_set_errno(err, r, "store blob %s", digest) : 0;
+	r = store_write_file(s, s->blobs, digest + 7, buf, err);
+	return r < 0 ? hutch_err_prefix(err, "store blob %s", digest) : 0;
 }
 
 /* images/<name>: what a sandbox needs to find its layers. */
@@ -322,7 +437,7 @@ static int layout_manifest(int root, const char *tag, char digest[HUTCH_IMAGE_DI
 }
 
 static int import_layout(struct hutch_image_store *s, int root, const char *tag, const char *name,
-                         struct hutch_image_import_stats *st, struct hutch_err *err)
+                         struct run *run, struct hutch_err *err)
 {
 	_cleanup_free_ char *mbuf = NULL, *cbuf = NULL;
 	_cleanup_free_ struct hutch_image_manifest *m = calloc(1, sizeof(*m));
@@ -348,7 +463,11 @@ static int import_layout(struct hutch_image_store *s, int root, const char *tag,
 		                  m->n_layers, c.n_diff_ids);
 	for (size_t i = 0; r >= 0 && i < m->n_layers; i++) {
 		blob_path(m->layers[i], path);
-		r = import_layer(s, root, path, m->layers[i], c.diff_ids[i], m->n_layers, st, err);
+		run->p.total_size += size_to_unpack(s, root, path, c.diff_ids[i]);
+	}
+	for (size_t i = 0; r >= 0 && i < m->n_layers; i++) {
+		blob_path(m->layers[i], path);
+		r = import_layer(s, root, path, m->layers[i], c.diff_ids[i], m->n_layers, run, err);
 	}
 	if (r >= 0 && (r = save_blob(s, digest, mbuf, mlen, err)) >= 0 &&
 	    (r = save_blob(s, m->config, cbuf, clen, err)) >= 0)
@@ -358,8 +477,8 @@ static int import_layout(struct hutch_image_store *s, int root, const char *tag,
 }
 
 /* docker save's own format: manifest.json, a config file, uncompressed layer tars. */
-static int import_docker(struct hutch_image_store *s, int root, const char *name,
-                         struct hutch_image_import_stats *st, struct hutch_err *err)
+static int import_docker(struct hutch_image_store *s, int root, const char *name, struct run *run,
+                         struct hutch_err *err)
 {
 	_cleanup_free_ char *mbuf = NULL, *cbuf = NULL;
 	_cleanup_free_ struct hutch_image_docker *d = calloc(1, sizeof(*d));
@@ -382,9 +501,11 @@ static int import_docker(struct hutch_image_store *s, int root, const char *name
 	if (c.n_diff_ids != d->n_layers)
 		r = hutch_err_set(err, -EINVAL, "image has %zu layers but %zu diff_ids",
 		                  d->n_layers, c.n_diff_ids);
+	for (size_t i = 0; r >= 0 && i < d->n_layers; i++)
+		run->p.total_size += size_to_unpack(s, root, d->layers[i], c.diff_ids[i]);
 	/* The layers' digests are their diff_ids: checked as they unpack. */
 	for (size_t i = 0; r >= 0 && i < d->n_layers; i++)
-		r = import_layer(s, root, d->layers[i], NULL, c.diff_ids[i], d->n_layers, st, err);
+		r = import_layer(s, root, d->layers[i], NULL, c.diff_ids[i], d->n_layers, run, err);
 	if (r >= 0 && (r = save_blob(s, cdigest, cbuf, clen, err)) >= 0)
 		r = save_ref(s, name, NULL, &c, cdigest, err);
 	hutch_image_config_done(&c);
@@ -392,7 +513,7 @@ static int import_docker(struct hutch_image_store *s, int root, const char *name
 }
 
 static int import_archive(struct hutch_image_store *s, int fd, const char *tag, const char *name,
-                          struct hutch_image_import_stats *st, struct hutch_err *err)
+                          struct run *run, struct hutch_err *err)
 {
 	struct hutch_unpack_result res;
 	_cleanup_close_ int dir = -EBADF;
@@ -402,13 +523,15 @@ static int import_archive(struct hutch_image_store *s, int fd, const char *tag, 
 	dir = make_tmp(s, "archive", tmp, err);
 	if (dir < 0)
 		return dir;
-	r = unpack_isolated(fd, dir, &res, err);
+	r = unpack_reporting(run, fd, dir, 0, 0, NULL, &res, err);
+	/* The layers' own progress starts anew: their bytes are counted again. */
+	run->before = run->p.total_size = 0;
 	if (r < 0)
 		r = hutch_err_prefix(err, "image archive");
 	else if (faccessat(dir, "oci-layout", F_OK, AT_SYMLINK_NOFOLLOW) == 0)
-		r = import_layout(s, dir, tag, name, st, err);
+		r = import_layout(s, dir, tag, name, run, err);
 	else
-		r = import_docker(s, dir, name, st, err);
+		r = import_docker(s, dir, name, run, err);
 	(void)hutch_rm_rf_at(s->tmp, tmp);
 	return r;
 }
@@ -417,8 +540,8 @@ int hutch_image_import(struct hutch_image_store *s, const char *src, const char 
                        const char *name, struct hutch_image_import_stats *stats,
                        struct hutch_err *err)
 {
-	struct hutch_image_import_stats st = { .on_layer = stats ? stats->on_layer : NULL,
-		                               .ud = stats ? stats->ud : NULL };
+	struct hutch_image_import_stats st = { 0 };
+	struct run run = { .st = &st };
 	_cleanup_close_ int fd = -EBADF;
 	struct stat sb;
 	int r;
@@ -434,10 +557,15 @@ int hutch_image_import(struct hutch_image_store *s, const char *src, const char 
 	r = store_lock(s, err);
 	if (r < 0)
 		return r;
+	if (stats) {
+		st.on_layer = stats->on_layer;
+		st.on_progress = stats->on_progress;
+		st.ud = stats->ud;
+	}
 	if (S_ISDIR(sb.st_mode))
-		r = import_layout(s, fd, tag, name, &st, err);
+		r = import_layout(s, fd, tag, name, &run, err);
 	else if (S_ISREG(sb.st_mode))
-		r = import_archive(s, fd, tag, name, &st, err);
+		r = import_archive(s, fd, tag, name, &run, err);
 	else
 		r = hutch_err_set(err, -EINVAL, "image '%s' is neither a directory nor a file",
 		                  src);

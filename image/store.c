@@ -188,22 +188,35 @@ int store_read_ref(struct hutch_image_store *s, const char *name, cJSON **ret,
 	return 0;
 }
 
+int store_write_file(struct hutch_image_store *s, int dirfd, const char *name, const char *text,
+                     struct hutch_err *err)
+{
+	static unsigned counter;
+	char tmp[64];
+	int r;
+
+	snprintf(tmp, sizeof(tmp), "file-%d-%u", (int)getpid(), counter++);
+	r = hutch_write_file_at(s->tmp, tmp, text, 0644);
+	if (r >= 0 && renameat(s->tmp, tmp, dirfd, name) < 0)
+		r = -errno;
+	if (r < 0) {
+		(void)unlinkat(s->tmp, tmp, 0);
+		return hutch_err_set_errno(err, r, "store '%s'", name);
+	}
+	return 0;
+}
+
 int store_write_ref(struct hutch_image_store *s, const char *name, const cJSON *j,
                     struct hutch_err *err)
 {
 	_cleanup_free_ char *text = cJSON_Print(j);
-	char file[HUTCH_IMAGE_NAME_MAX + 1], tmp[HUTCH_IMAGE_NAME_MAX + 16];
-	int r;
+	char file[HUTCH_IMAGE_NAME_MAX + 1];
 
 	if (!text)
 		return hutch_err_set(err, -ENOMEM, "image reference");
 	store_ref_file(name, file);
-	snprintf(tmp, sizeof(tmp), ".%s.new", file);
-	r = hutch_write_file_at(s->images, tmp, text, 0644);
-	if (r < 0)
-		return hutch_err_set_errno(err, r, "store image '%s'", name);
-	if (renameat(s->images, tmp, s->images, file) < 0)
-		return hutch_err_set_errno(err, -errno, "store image '%s'", name);
+	if (store_write_file(s, s->images, file, text, err) < 0)
+		return hutch_err_prefix(err, "store image '%s'", name);
 	return 0;
 }
 

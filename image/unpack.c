@@ -22,6 +22,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,6 +38,7 @@
 #include "fdutil.h"
 #include "image-internal.h"
 #include "syscalls.h"
+#include "util.h"
 
 #define OPAQUE_NAME ".wh..wh..opq"
 #define ID_MAX      65535u /* ids above are stored as nobody */
@@ -48,19 +50,49 @@ struct unpack {
 	struct archive *outer, *inner;
 	struct hutch_sha256 blob, diff;
 	uint64_t bytes, apparent, entries, skipped;
+	uint64_t read;       /* of the blob, for progress */
+	int64_t reported_ms; /* when progress was last reported */
 	bool too_big;
 	char buf[64 * 1024], data[64 * 1024];
 };
 
+/* A number of the environment, or def when it is unset or not a number. */
+static uint64_t env_u64(const char *name, uint64_t def, bool zero_ok)
+{
+	const char *s = getenv(name);
+	char *end = NULL;
+	unsigned long long v;
+
+	if (!s || !*s)
+		return def;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	return errno || *end || s[0] == '-' || (v == 0 && !zero_ok) ? def : v;
+}
+
 void hutch_unpack_limits_default(struct hutch_unpack_limits *l)
 {
-	const char *s = getenv("HUTCH_IMAGE_MAX_LAYER_BYTES");
-	char *end = NULL;
-	unsigned long long v = s ? strtoull(s, &end, 10) : 0;
-
-	l->max_bytes = s && *s && end && !*end && v > 0 ? v : (16ULL << 30);
+	*l = (struct hutch_unpack_limits){ 0 };
+	l->max_bytes = env_u64("HUTCH_IMAGE_MAX_LAYER_BYTES", 16ULL << 30, false);
 	l->max_entries = 1000000;
 	l->chown = geteuid() == 0;
+	l->progress_ms = env_u64("HUTCH_PROGRESS_INTERVAL_MS", 100, true);
+	l->stop_after = env_u64("HUTCH_TEST_UNPACK_STOP_AFTER", 0, false);
+}
+
+/* The blob's bytes read, to the progress callback: at most once per
+ * progress_ms, and at the end (force). */
+static void report(struct unpack *u, bool force)
+{
+	int64_t now;
+
+	if (!u->lim->progress)
+		return;
+	now = hutch_now_mono_ms();
+	if (!force && u->reported_ms && now - u->reported_ms < (int64_t)u->lim->progress_ms)
+		return;
+	u->reported_ms = now ? now : 1;
+	u->lim->progress(u->lim->progress_ud, u->read);
 }
 
 static la_ssize_t read_fd(struct archive *a, void *ptr, const void **out)
@@ -76,6 +108,8 @@ static la_ssize_t read_fd(struct archive *a, void *ptr, const void **out)
 		return -1;
 	}
 	hutch_sha256_update(&u->blob, u->buf, (size_t)n);
+	u->read += (uint64_t)n;
+	report(u, false);
 	*out = u->buf;
 	return n;
 }
@@ -376,6 +410,8 @@ static int one_entry(struct unpack *u, struct archive_entry *e, struct hutch_err
 	if (++u->entries > u->lim->max_entries)
 		return hutch_err_set(err, -EFBIG, "layer has more than %llu entries",
 		                     (unsigned long long)u->lim->max_entries);
+	if (u->entries == u->lim->stop_after)
+		(void)raise(SIGSTOP); /* the test hook: interrupted here */
 	r = hutch_image_clean_path(path, rel, sizeof(rel));
 	if (r == -ENOENT)
 		return 0; /* the root directory itself: its mode is ours */
@@ -438,7 +474,10 @@ static int drain(struct unpack *u, struct hutch_err *err)
 		                     archive_error_string(u->inner));
 	while ((n = read_fd(u->outer, u, &p)) > 0)
 		;
-	return n < 0 ? hutch_err_set_errno(err, -EIO, "read layer") : 0;
+	if (n < 0)
+		return hutch_err_set_errno(err, -EIO, "read layer");
+	report(u, true);
+	return 0;
 }
 
 static int run(struct unpack *u, struct hutch_err *err)

@@ -19,6 +19,7 @@
 #include "args.h"
 #include "cli.h"
 #include "format.h"
+#include "progress.h"
 
 #define A(f) .offset = offsetof(struct hutch_cli_args, f)
 
@@ -355,16 +356,45 @@ static void test_filters(void **state)
 	cJSON_Delete(a);
 }
 
+/* The bar: never wider than cols - 1, narrower terminals drop the total,
+ * then the digest; numbers a lying report could give do not overflow it. */
+static void test_progress_bar(void **state)
+{
+	struct hutch_image_progress p = { .layer = 2,
+		                          .layers = 5,
+		                          .diff_id = "sha256:0123456789abcdef",
+		                          .read = 12300000,
+		                          .size = 40000000,
+		                          .total_read = 52300000,
+		                          .total_size = 120000000 };
+	char buf[512];
+
+	(void)state;
+	hutch_cli_progress_format(&p, 80, buf, sizeof(buf));
+	assert_string_equal(buf, "layer 2/5 sha256:0123456789ab [===>        ] 12.3/40.0 MB, "
+	                         "total 52.3/120.0 MB");
+	hutch_cli_progress_format(&p, 50, buf, sizeof(buf));
+	assert_string_equal(buf, "layer 2/5 [=======>                ] 12.3/40.0 MB");
+	hutch_cli_progress_format(&p, 40, buf, sizeof(buf));
+	assert_string_equal(buf, "layer 2/5 [====>         ] 12.3/40.0 MB");
+	hutch_cli_progress_format(&p, 20, buf, sizeof(buf));
+	assert_string_equal(buf, "layer 2/5 12.3/40.0");
+	p.read = p.total_read = UINT64_MAX;
+	p.size = 10;
+	hutch_cli_progress_format(&p, 200, buf, sizeof(buf));
+	assert_true(strlen(buf) <= 199 && strstr(buf, "[=====") && !strchr(buf, '>'));
+	p = (struct hutch_image_progress){ .read = 500, .size = 999, .total_size = 999 };
+	hutch_cli_progress_format(&p, 60, buf, sizeof(buf));
+	assert_string_equal(buf, "archive [===================>                  ] 0.5/1.0 kB");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_options_around_the_id),
-		cmocka_unit_test(test_double_dash),
-		cmocka_unit_test(test_sandbox_options),
-		cmocka_unit_test(test_errors),
-		cmocka_unit_test(test_help_and_modes),
-		cmocka_unit_test(test_templates),
-		cmocka_unit_test(test_filters),
+		cmocka_unit_test(test_progress_bar), cmocka_unit_test(test_options_around_the_id),
+		cmocka_unit_test(test_double_dash),  cmocka_unit_test(test_sandbox_options),
+		cmocka_unit_test(test_errors),       cmocka_unit_test(test_help_and_modes),
+		cmocka_unit_test(test_templates),    cmocka_unit_test(test_filters),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

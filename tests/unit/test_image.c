@@ -352,13 +352,113 @@ static void test_unpack_attacks(void **state)
 	dirs_done(&d);
 }
 
+struct seen {
+	uint64_t last, calls;
+	bool backwards;
+};
+
+static void on_read(void *ud, uint64_t read)
+{
+	struct seen *s = ud;
+
+	s->backwards |= read < s->last;
+	s->last = read;
+	s->calls++;
+}
+
+/* Progress: every read reported with progress_ms 0, never backwards, the
+ * last one the blob's whole size. */
+static void test_unpack_progress(void **state)
+{
+	static char paths[300][8];
+	struct member ms[300];
+	struct seen seen = { 0 };
+	struct hutch_unpack_limits lim = {
+		.max_bytes = 1 << 20, .max_entries = 1000, .progress = on_read, .progress_ud = &seen
+	};
+	struct hutch_unpack_result res;
+	struct hutch_err err = { 0 };
+	struct dirs d;
+	struct stat st;
+	int fd;
+
+	(void)state;
+	for (size_t i = 0; i < ELEMENTSOF(ms); i++) {
+		snprintf(paths[i], sizeof(paths[i]), "f%zu", i);
+		ms[i] = (struct member){
+			.path = paths[i], .type = AE_IFREG, .mode = 0644, .data = "some bytes"
+		};
+	}
+	dirs_make(&d);
+	fd = make_tar(ms, ELEMENTSOF(ms));
+	assert_int_equal(fstat(fd, &st), 0);
+	assert_int_equal(hutch_image_unpack(fd, d.layer, &lim, &res, &err), 0);
+	assert_true(seen.calls >= (uint64_t)st.st_size / (64 * 1024));
+	assert_false(seen.backwards);
+	assert_int_equal(seen.last, st.st_size);
+	(void)close(fd);
+	dirs_done(&d);
+}
+
+/* The parent's reading of the unpacker's messages: a bounded amount per
+ * message, -EIO for anything but progress and then a result. */
+static void test_read_reports(void **state)
+{
+	static const struct {
+		const char *bytes;
+		size_t len;
+		int want;
+	} cases[] = {
+		{ "", 0, -EIO },                                     /* died at once */
+		{ "x", 1, -EIO },                                    /* unknown type */
+		{ "p\1\0\0", 4, -EIO },                              /* short progress */
+		{ "p\1\0\0\0\0\0\0\0p\2\0\0\0\0\0\0\0r", 19, -EIO }, /* short result */
+		{ "p\1\0\0\0\0\0\0\0u", 10, -EIO },                  /* late 'u' */
+	};
+	struct hutch_unpack_report out = { .r = 7 }, sent = { .r = 0 };
+	struct seen seen = { 0 };
+	struct hutch_unpack_limits lim = { .progress = on_read, .progress_ud = &seen };
+	uint64_t v = 5;
+	int p[2];
+
+	(void)state;
+	for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+		assert_int_equal(pipe2(p, O_CLOEXEC), 0);
+		assert_int_equal(hutch_write_all(p[1], cases[i].bytes, cases[i].len), 0);
+		closep(&p[1]);
+		assert_int_equal(hutch_image_read_reports(p[0], &out, &lim), cases[i].want);
+		closep(&p[0]);
+	}
+	/* Progress, then the result, whatever follows it. */
+	assert_int_equal(pipe2(p, O_CLOEXEC), 0);
+	assert_int_equal(hutch_write_all(p[1], "p", 1), 0);
+	assert_int_equal(hutch_write_all(p[1], &v, sizeof(v)), 0);
+	assert_int_equal(hutch_write_all(p[1], "r", 1), 0);
+	strcpy(sent.res.diff_id, "sha256:x");
+	assert_int_equal(hutch_write_all(p[1], &sent, sizeof(sent)), 0);
+	assert_int_equal(hutch_write_all(p[1], "garbage", 7), 0);
+	seen = (struct seen){ 0 };
+	assert_int_equal(hutch_image_read_reports(p[0], &out, &lim), 0);
+	assert_int_equal(out.r, 0);
+	assert_string_equal(out.res.diff_id, "sha256:x");
+	assert_int_equal(seen.last, 5);
+	closep(&p[0]);
+	closep(&p[1]);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_sha256),       cmocka_unit_test(test_names),
-		cmocka_unit_test(test_refs),         cmocka_unit_test(test_clean_path),
-		cmocka_unit_test(test_index),        cmocka_unit_test(test_manifest_and_config),
-		cmocka_unit_test(test_unpack_plain), cmocka_unit_test(test_unpack_attacks),
+		cmocka_unit_test(test_unpack_progress),
+		cmocka_unit_test(test_read_reports),
+		cmocka_unit_test(test_sha256),
+		cmocka_unit_test(test_names),
+		cmocka_unit_test(test_refs),
+		cmocka_unit_test(test_clean_path),
+		cmocka_unit_test(test_index),
+		cmocka_unit_test(test_manifest_and_config),
+		cmocka_unit_test(test_unpack_plain),
+		cmocka_unit_test(test_unpack_attacks),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

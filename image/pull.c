@@ -13,11 +13,14 @@
  * as Docker does by default for 127.0.0.0/8: the tests' registry serves
  * plain HTTP there.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -104,17 +107,22 @@ static int run_skopeo(const char *const *argv, const char *src, char *out, size_
                       struct hutch_err *err)
 {
 	int pipefd[2] = { -EBADF, -EBADF }, status;
+	pid_t pid, parent = getpid();
 	ssize_t n;
-	pid_t pid;
 
 	if (out && pipe2(pipefd, O_CLOEXEC) < 0)
 		return hutch_err_set_errno(err, -errno, "pull: pipe");
+
 	pid = fork();
 	if (pid < 0) {
 		hutch_close_many(pipefd, 2);
 		return hutch_err_set_errno(err, -errno, "pull: fork");
 	}
 	if (pid == 0) {
+		/* skopeo writes into the store only while we hold its lock: it
+		 * dies with us (a killed pull leaves no writer behind). */
+		if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
+			_exit(126);
 		(void)dup2(out ? pipefd[1] : 2, 1); /* lint-fds: ok: child stdio */
 		execvp(argv[0], (char *const *)argv);
 		_exit(errno == ENOENT ? 127 : 126);
@@ -178,9 +186,32 @@ static size_t repo_len(const char *full)
 	return colon ? (size_t)(colon - full) : len;
 }
 
+/*
+ * What a killed skopeo left in the download cache: the blob it was writing
+ * (oci-put-blob*, in the layout's root until it is whole and renamed into
+ * blobs/). Whole blobs stay, and the next copy reuses them: an interrupted
+ * pull downloads again only what it had not finished. Called with the
+ * store's lock held, so no skopeo of ours is writing.
+ */
+static void clean_partial(struct hutch_image_store *s)
+{
+	_cleanup_closedir_ DIR *d = NULL;
+	struct dirent *de;
+	int fd = openat(s->dirfd, "oci", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+
+	if (fd < 0 || !(d = fdopendir(fd))) {
+		if (fd >= 0)
+			(void)close(fd);
+		return;
+	}
+	while ((de = readdir(d)))
+		if (!strncmp(de->d_name, "oci-put-blob", 12))
+			(void)unlinkat(dirfd(d), de->d_name, 0);
+}
+
 /* skopeo copy of src (by digest) into the store's layout as tag. */
 static int copy(struct hutch_image_store *s, const char *src, const char *tag, bool loopback,
-                struct hutch_err *err)
+                bool quiet, struct hutch_err *err)
 {
 	_cleanup_free_ char *dst = NULL;
 	const char *argv[] = { "skopeo",
@@ -190,11 +221,13 @@ static int copy(struct hutch_image_store *s, const char *src, const char *tag, b
 		               loopback ? "--src-tls-verify=false" : "--src-tls-verify=true",
 		               src,
 		               NULL,
+		               quiet ? "--quiet" : NULL,
 		               NULL };
 
 	if (asprintf(&dst, "oci:%s/oci:%s", s->path, tag) < 0)
 		return hutch_err_set(err, -ENOMEM, "pull");
 	argv[6] = dst;
+	clean_partial(s);
 	return run_skopeo(argv, src, NULL, 0, err);
 }
 
@@ -228,10 +261,18 @@ int hutch_image_pull(struct hutch_image_store *s, const char *ref, const char *n
 	/* By digest: what skopeo copies is what was just looked up. */
 	snprintf(src, sizeof(src), "docker://%.*s@%s", (int)repo_len(full), full, digest);
 	layout_tag(full, tag);
-	r = copy(s, src, tag, loopback, err);
+	r = copy(s, src, tag, loopback, stats && stats->quiet, err);
 	if (r < 0)
 		return r;
 	if (asprintf(&layout, "%s/oci", s->path) < 0)
 		return hutch_err_set(err, -ENOMEM, "pull");
-	return hutch_image_import(s, layout, tag, name ? name : ref, stats, err);
+	r = hutch_image_import(s, layout, tag, name ? name : ref, stats, err);
+	if (r == -EBADMSG) {
+		/* A blob of the cache is not what its name says (skopeo reuses
+		 * what it finds there): start the next pull afresh. */
+		(void)hutch_rm_rf_at(s->dirfd, "oci");
+		(void)hutch_err_prefix(err,
+		                       "download cache removed (the next pull downloads anew)");
+	}
+	return r;
 }

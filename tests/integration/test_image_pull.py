@@ -6,9 +6,12 @@ from which this machine's platform is taken, a reference by a digest the
 registry does not have."""
 import json
 import os
+import re
 import shutil
+import signal
 import socket
 import subprocess
+import threading
 import time
 
 import pytest
@@ -43,8 +46,10 @@ storage:
 http:
   addr: 127.0.0.1:{port}
 """)
-    proc = subprocess.Popen([REGISTRY, "serve", str(cfg)], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
+    # Its access log (what it served, request by request) in registry.log.
+    with open(tmp_path / "registry.log", "wb") as log:
+        proc = subprocess.Popen([REGISTRY, "serve", str(cfg)], stdout=log,
+                                stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 10
     while True:
         try:
@@ -122,3 +127,123 @@ def test_pull_refuses_bad_references(hutch, store):
     for ref in ("-x", "--src-creds=a:b", "a b", "docker.io/../x", ""):
         r = hutch("image", "pull", ref, "n")
         assert r.returncode == 64, (ref, r.stderr)
+
+
+class StallingProxy:
+    """A TCP proxy on loopback in front of the registry that, once asked
+    for the blob `stall`, passes on the first `after` bytes of the answer
+    and then holds the rest: a pull stopped at a known point."""
+
+    def __init__(self, upstream, stall, after):
+        self.upstream, self.stall, self.after = upstream, stall, after
+        self.stalled = threading.Event()
+        self.srv = socket.socket()
+        self.srv.bind(("127.0.0.1", 0))
+        self.srv.listen(16)
+        self.addr = "127.0.0.1:%d" % self.srv.getsockname()[1]
+        self.socks = []
+        threading.Thread(target=self.accept, daemon=True).start()
+
+    def accept(self):
+        while True:
+            try:
+                c, _ = self.srv.accept()
+            except OSError:
+                return
+            host, port = self.upstream.split(":")
+            u = socket.create_connection((host, int(port)))
+            self.socks += [c, u]
+            state = {"stall": False}
+            threading.Thread(target=self.pump, args=(c, u, state, True), daemon=True).start()
+            threading.Thread(target=self.pump, args=(u, c, state, False), daemon=True).start()
+
+    def pump(self, src, dst, state, requests):
+        passed = 0
+        try:
+            while True:
+                data = src.recv(65536)
+                if not data:
+                    break
+                if requests:  # GETs have no body: the stream is their heads
+                    if self.stall and f"/blobs/{self.stall} ".encode() in data:
+                        state["stall"] = True
+                elif state["stall"]:
+                    data = data[:max(0, self.after - passed)]
+                    passed += len(data)
+                    if passed >= self.after:
+                        dst.sendall(data)
+                        self.stalled.set()
+                        return  # hold the rest: the connection stays open
+                dst.sendall(data)
+        except OSError:
+            pass
+
+    def close(self):
+        self.srv.close()
+        for s in self.socks:
+            s.close()
+
+
+def served(log, since):
+    """(path, bytes) of each GET the registry answered after offset since."""
+    text = log.read_bytes()[since:].decode()
+    return [(m[1], int(m[2])) for m in re.finditer(r'"GET (\S+) HTTP/1.1" \d+ (\d+)', text)]
+
+
+def wait_for(cond, what, timeout=60):
+    deadline = time.monotonic() + timeout
+    while not cond():
+        assert time.monotonic() < deadline, what
+        time.sleep(0.02)
+
+
+def test_interrupted_pull_resumes(hutch, store, registry, tmp_path):
+    """A pull killed midway (hutch SIGKILLed while skopeo downloads the
+    second layer) leaves the first layer's whole blob in the download
+    cache; skopeo dies with hutch; the pull run again fetches only what it
+    had not finished."""
+    small, big = os.urandom(1 << 20), os.urandom(4 << 20)
+    lay = o.layout(str(tmp_path / "lay"), [o.tar([o.f("small", small)]), o.tar([o.f("big", big)])])
+    push(lay, "latest", f"{registry}/test/img:1")
+    manifest = json.loads((tmp_path / "lay/index.json").read_text())["manifests"][0]["digest"]
+    layers = json.loads((tmp_path / "lay/blobs/sha256" / manifest[7:]).read_text())["layers"]
+    small_blob, big_blob = layers[0]["digest"], layers[1]["digest"]
+    proxy = StallingProxy(registry, big_blob, after=1 << 20)
+    log = tmp_path / "registry.log"
+    blobs = store / "oci" / "blobs" / "sha256"
+    p = hutch.popen("image", "pull", f"{proxy.addr}/test/img:1", "img", start_new_session=True)
+    try:
+        assert proxy.stalled.wait(60), "skopeo never asked for the big blob"
+        wait_for(lambda: (blobs / small_blob[7:]).exists(), "the small blob was not stored")
+        skopeo = [int(d) for d in os.listdir("/proc") if d.isdigit() and
+                  open(f"/proc/{d}/stat").read().rsplit(")", 1)[1].split()[1] == str(p.pid)]
+        assert skopeo
+        os.kill(p.pid, signal.SIGKILL)  # hutch only: its skopeo must not write on
+        p.wait(timeout=30)
+        wait_for(lambda: not any(os.path.exists(f"/proc/{s}/stat") and
+                                 open(f"/proc/{s}/stat").read().rsplit(")", 1)[1].split()[0]
+                                 != "Z" for s in skopeo), "skopeo outlived hutch")
+    finally:
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGKILL)
+            p.wait()
+    # The partial blob skopeo was writing is there, the big one is not whole.
+    assert [n for n in os.listdir(store / "oci") if n.startswith("oci-put-blob")]
+    assert not (blobs / big_blob[7:]).exists()
+    assert hutch("image", "inspect", "img").returncode == 65
+    proxy.stall = None
+    since = log.stat().st_size
+    r = hutch("image", "pull", f"{proxy.addr}/test/img:1", "img", timeout=120)
+    proxy.close()
+    assert r.returncode == 0, r.stderr
+    assert b"2 layers" in r.stdout
+    got = served(log, since)
+    blob_gets = [(path, n) for path, n in got if "/blobs/" in path]
+    # The small layer is not downloaded again; the big one once, whole.
+    assert not [g for g in blob_gets if small_blob in g[0]], got
+    assert [n for path, n in blob_gets if big_blob in path] == [layers[1]["size"]], got
+    assert sum(n for _, n in got) < layers[1]["size"] + 64 * 1024, got
+    # What the killed skopeo left is gone, the image whole.
+    assert not [n for n in os.listdir(store / "oci") if n.startswith("oci-put-blob")]
+    info = json.loads(hutch("image", "inspect", "img").stdout)
+    assert (store / "layers" / info["layers"][1][7:] / "big").read_bytes() == big

@@ -168,28 +168,6 @@ static int map_child(pid_t pid)
 	return 0;
 }
 
-/* The parent's side of the messages above (image-internal.h). */
-int hutch_image_read_reports(int fd, struct hutch_unpack_report *out,
-                             const struct hutch_unpack_limits *lim)
-{
-	uint64_t read;
-	char type;
-
-	for (;;) {
-		if (hutch_read_all(fd, &type, 1) != 1)
-			return -EIO;
-		if (type == MSG_RESULT)
-			return hutch_read_all(fd, out, sizeof(*out)) == (ssize_t)sizeof(*out)
-			               ? 0
-			               : -EIO;
-		if (type != MSG_PROGRESS ||
-		    hutch_read_all(fd, &read, sizeof(read)) != (ssize_t)sizeof(read))
-			return -EIO;
-		if (lim->progress)
-			lim->progress(lim->progress_ud, read); /* clamped there */
-	}
-}
-
 /* hutch_image_unpack() in a user namespace owning only the store's ids;
  * lim->progress, if set, hears of the blob's bytes read. */
 static int unpack_isolated(int fd, int dirfd, struct hutch_unpack_limits *lim,

@@ -201,3 +201,15 @@ def test_ctrl_c_on_a_terminal_ends_the_bar_line(hutch, store, tmp_path, term):
     t.expect(rb"\] 0\.\d/4\.2 MB, total 0\.\d/4\.2 MB(\^C)?\r\n", timeout=5)
     assert [n for n in os.listdir(store / "layers")] and hutch("image", "inspect",
                                                                  "img").returncode == 65
+
+
+def test_archive_bar(hutch, store, tmp_path, term):
+    """A docker-save archive is unpacked whole first: its own bar, then
+    its layers'."""
+    arch = o.docker_archive(str(tmp_path / "img.tar"), [o.tar([o.f("big", os.urandom(500000))])])
+    hutch.env["HUTCH_PROGRESS_INTERVAL_MS"] = "0"
+    t = term("image", "import", arch, "img")
+    assert t.wait(60) == 0, t.out
+    size = os.path.getsize(arch) / 1000
+    assert re.search(rb"\r\x1b\[Karchive \[=+\] %.1f/%.1f kB\r" % (size, size), t.out), t.out
+    assert re.search(rb"\r\x1b\[Klayer 1/1 sha256:[0-9a-f]{12}: 50[0-9.]+ kB unpacked\r\n", t.out)

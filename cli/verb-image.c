@@ -43,11 +43,11 @@ static const char image_usage[] =
 		.help = "the image store (default $HUTCH_IMAGE_STORE or /var/lib/hutch)" \
 	}
 
-#define QUIET_OPT                                                                            \
-	{                                                                                    \
-		.name = "quiet", .short_name = 'q', .kind = HUTCH_CLI_FLAG, A(quiet),        \
-		.help = "no progress (no bar, no line per layer, skopeo's and mmdebstrap's " \
-		        "quiet too) and no summary"                                          \
+#define QUIET_OPT                                                                          \
+	{                                                                                  \
+		.name = "quiet", .short_name = 'q', .kind = HUTCH_CLI_FLAG, A(quiet),      \
+		.help = "print nothing: no progress bar or lines, no summary (skopeo and " \
+		        "mmdebstrap run --quiet)"                                          \
 	}
 
 static const struct hutch_cli_opt import_opts[] = {

@@ -121,6 +121,25 @@ case "$cg" in
 "$own"/*) echo "sandbox cgroup is below the caller's own cgroup ($own)" ;;
 *) echo "sandbox cgroup is NOT below the caller's own cgroup ($own): it sits in $(dirname "$cg")" ;;
 esac
+# The sandbox's unit: the nearest ancestor named like a systemd unit. It
+# must be delegated (the caller's own Delegate=yes unit or hutch's scope),
+# or systemd may take controllers from it.
+unit=""
+d=${cg#/sys/fs/cgroup}
+while [ -n "$d" ] && [ "$d" != / ]; do
+	case ${d##*/} in *.scope | *.service)
+		unit=${d##*/}
+		break
+		;;
+	esac
+	d=${d%/*}
+done
+deleg=$(systemctl show -p Delegate --value "$unit" 2>/dev/null)
+echo "sandbox's unit: ${unit:-(none)} Delegate=$deleg"
+[ -n "$unit" ] && [ "$deleg" = yes ]
+check delegated-unit $? "unit ${unit:-(none)} Delegate=${deleg:-?}"
+limits() { echo "cpu.max=$(cat "$cg/cpu.max" 2>/dev/null) memory.max=$(cat "$cg/memory.max" 2>/dev/null) pids.max=$(cat "$cg/pids.max" 2>/dev/null)"; }
+before=$(limits)
 
 echo "== systemd re-realizes its slices: daemon-reload, then a unit with CPUQuota= starts and stops"
 systemctl daemon-reload
@@ -132,8 +151,10 @@ missing=""
 for k in cpu.max memory.max pids.max; do
 	[ -e "$cg/$k" ] || missing="$missing $k"
 done
-[ -z "$missing" ]
-check controllers-survive-systemd $? "missing after systemd's re-realization:${missing:- none}"
+after=$(limits)
+echo "limits before: $before; after: $after"
+[ -z "$missing" ] && [ "$after" = "$before" ] && [ "$before" = "cpu.max=25000 100000 memory.max=268435456 pids.max=256" ]
+check controllers-survive-systemd $? "missing after systemd's re-realization:${missing:- none}; $after"
 out=$(cpu_ratio "$id")
 echo "cpu ratio after: $out; cpu.max: $(cat "$cg/cpu.max" 2>/dev/null || echo '(gone)')"
 python3 -c "import sys; sys.exit(0 if 0.1 < float('$out') < 0.4 else 1)" 2>/dev/null
@@ -226,11 +247,12 @@ ctx_create() {
 	sleep 1
 	ok=0
 	[ -e "$cg/cpu.max" ] && [ "$(cat "$cg/cpu.max")" = "$NANO_CPU" ] || ok=1
+	[ "$(cat "$cg/memory.max" 2>/dev/null)" = $NANO_MEM ] && [ "$(cat "$cg/pids.max" 2>/dev/null)" = 256 ] || ok=1
 	if [ -n "$want_in" ]; then
 		# shellcheck disable=SC2254 # want_in is a pattern
 		case "$cg" in */$want_in/*) ;; *) ok=1 ;; esac
 	fi
-	check "$name" $ok "cgroup $cg cpu.max=$(cat "$cg/cpu.max" 2>/dev/null || echo '(gone)')"
+	check "$name" $ok "cgroup $cg cpu.max=$(cat "$cg/cpu.max" 2>/dev/null || echo '(gone)') memory.max=$(cat "$cg/memory.max" 2>/dev/null || echo '(gone)') pids.max=$(cat "$cg/pids.max" 2>/dev/null || echo '(gone)')"
 	"$H" rm "$id" >/dev/null
 }
 

@@ -371,11 +371,18 @@ static int fetch_missing(struct hutch_image_store *s, const char *image, const c
 		r = hutch_image_pull(s, name, name, &st, &err);
 	}
 	hutch_cli_progress_done(&prog);
+	/* -ENOENT: for a file, not an image (usage); for a pull or a build,
+	 * the tool is missing only when the message says so (as cmd_pull and
+	 * cmd_build_default tell it). */
 	if (r < 0)
-		return hutch_cli_fail(r == -EINVAL   ? HUTCH_EXIT_USAGE
-		                      : r == -ENOENT ? HUTCH_EXIT_NOT_CAPABLE
-		                                     : HUTCH_EXIT_FAILURE,
-		                      "--image %s: %s", image, err.msg);
+		return hutch_cli_fail(
+		        r == -EINVAL || (r == -ENOENT && hutch_image_source_path(image))
+		                ? HUTCH_EXIT_USAGE
+		        : r == -ENOENT && (!strncmp(err.msg, "pull needs", 10) ||
+		                           strstr(err.msg, "needs mmdebstrap"))
+		                ? HUTCH_EXIT_NOT_CAPABLE
+		                : HUTCH_EXIT_FAILURE,
+		        "--image %s: %s", image, err.msg);
 	return 0;
 }
 

@@ -171,6 +171,12 @@ def test_image_given_as_a_file_or_a_whole_reference(hutch, registry, tmp_path,  
     os.mkdir(tmp_path / "bad dir")
     r = hutch("create", "--image", f"oci:{tmp_path}/bad dir")
     assert r.returncode == 64 and b"hutch image import" in r.stderr, r.stderr
+    # A directory that is not an OCI layout: the import's own error, nothing kept.
+    os.mkdir(tmp_path / "notlayout")
+    r = hutch("create", "--image", str(tmp_path / "notlayout"))
+    assert r.returncode == 64, r.stderr  # not "not capable" (69): it was once
+    assert f"--image {tmp_path}/notlayout: open 'index.json'".encode() in r.stderr, r.stderr
+    assert f"local{tmp_path}/notlayout" not in hutch("image", "ls").stdout.decode()
     assert hutch.ids() == []
 
 

@@ -47,14 +47,19 @@ ssize_t hutch_read_all(int fd, void *buf, size_t len)
 	return (ssize_t)done;
 }
 
-int hutch_write_file_at(int dirfd, const char *path, const char *content, mode_t mode)
+int hutch_write_bytes_at(int dirfd, const char *path, const void *buf, size_t len, mode_t mode)
 {
 	_cleanup_close_ int fd = -EBADF;
 
 	fd = openat(dirfd, path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, mode);
 	if (fd < 0)
 		return -errno;
-	return hutch_write_all(fd, content, strlen(content));
+	return hutch_write_all(fd, buf, len);
+}
+
+int hutch_write_file_at(int dirfd, const char *path, const char *content, mode_t mode)
+{
+	return hutch_write_bytes_at(dirfd, path, content, strlen(content), mode);
 }
 
 int hutch_write_knob_at(int dirfd, const char *path, const char *value)

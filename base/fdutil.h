@@ -18,7 +18,9 @@
 int hutch_write_all(int fd, const void *buf, size_t len);
 /* read() until len bytes or EOF; returns bytes read. */
 ssize_t hutch_read_all(int fd, void *buf, size_t len);
-/* Write a small file relative to dirfd (created/truncated with mode). */
+/* Write a small file relative to dirfd (created/truncated with mode):
+ * len bytes of buf, NULs included; _file_ writes a string. */
+int hutch_write_bytes_at(int dirfd, const char *path, const void *buf, size_t len, mode_t mode);
 int hutch_write_file_at(int dirfd, const char *path, const char *content, mode_t mode);
 /* Write a string to an existing file (cgroup and /proc knobs), no O_CREAT. */
 int hutch_write_knob_at(int dirfd, const char *path, const char *value);

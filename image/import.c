@@ -366,8 +366,8 @@ static int save_blob(struct hutch_image_store *s, const char *digest, const char
 
 	if (!digest)
 		return 0;
-	(void)len;
-	r = store_write_file(s, s->blobs, digest + 7, buf, err);
+	/* Whole: the digest was checked over len bytes, NULs included. */
+	r = store_write_file(s, s->blobs, digest + 7, buf, len, err);
 	return r < 0 ? hutch_err_prefix(err, "store blob %s", digest) : 0;
 }
 

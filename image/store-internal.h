@@ -30,8 +30,8 @@ int store_read_ref(struct hutch_image_store *s, const char *name, cJSON **ret,
 /* Write text as dirfd/name: into tmp/ first, then renamed into place, so
  * that an interrupted write leaves only a file of tmp/ (the next writer's
  * to remove). The lock must be held. */
-int store_write_file(struct hutch_image_store *s, int dirfd, const char *name, const char *text,
-                     struct hutch_err *err);
+int store_write_file(struct hutch_image_store *s, int dirfd, const char *name, const void *buf,
+                     size_t len, struct hutch_err *err);
 /* Write images/<name> from j, whole, renamed into place. */
 int store_write_ref(struct hutch_image_store *s, const char *name, const cJSON *j,
                     struct hutch_err *err);

@@ -188,15 +188,15 @@ int store_read_ref(struct hutch_image_store *s, const char *name, cJSON **ret,
 	return 0;
 }
 
-int store_write_file(struct hutch_image_store *s, int dirfd, const char *name, const char *text,
-                     struct hutch_err *err)
+int store_write_file(struct hutch_image_store *s, int dirfd, const char *name, const void *buf,
+                     size_t len, struct hutch_err *err)
 {
 	static unsigned counter;
 	char tmp[64];
 	int r;
 
 	snprintf(tmp, sizeof(tmp), "file-%d-%u", (int)getpid(), counter++);
-	r = hutch_write_file_at(s->tmp, tmp, text, 0644);
+	r = hutch_write_bytes_at(s->tmp, tmp, buf, len, 0644);
 	if (r >= 0 && renameat(s->tmp, tmp, dirfd, name) < 0)
 		r = -errno;
 	if (r < 0) {
@@ -215,7 +215,7 @@ int store_write_ref(struct hutch_image_store *s, const char *name, const cJSON *
 	if (!text)
 		return hutch_err_set(err, -ENOMEM, "image reference");
 	store_ref_file(name, file);
-	if (store_write_file(s, s->images, file, text, err) < 0)
+	if (store_write_file(s, s->images, file, text, strlen(text), err) < 0)
 		return hutch_err_prefix(err, "store image '%s'", name);
 	return 0;
 }

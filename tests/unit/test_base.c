@@ -390,6 +390,10 @@ static void test_files(void **state)
 	assert_int_equal(hutch_read_file_at(dfd, "f", buf, 2), 1);
 	assert_string_equal(buf, "h");
 	assert_int_equal(hutch_read_file_at(dfd, "f", buf, 0), -EINVAL);
+	/* Bytes in are bytes out: a NUL does not end the file. */
+	assert_int_equal(hutch_write_bytes_at(dfd, "nul", "a\0b\n", 4, 0600), 0);
+	assert_int_equal(fstatat(dfd, "nul", &st, 0), 0);
+	assert_int_equal(st.st_size, 4);
 	assert_int_equal(hutch_read_file_at(dfd, "missing", buf, sizeof(buf)), -ENOENT);
 	/* Knobs: existing files only. */
 	assert_int_equal(hutch_write_knob_at(dfd, "f", "max"), 0);

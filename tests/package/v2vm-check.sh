@@ -38,6 +38,10 @@ echo "claimed: $id"
 check sh -c "echo '$pooled' | grep -q '$id'"
 sp=$(hutch inspect "$id" | python3 -c 'import json,sys; print(json.load(sys.stdin)["supervisor_pid"])')
 echo "supervisor cgroup: $(cat /proc/$sp/cgroup)"
+# Each pooled sandbox in a delegated scope of its own, not in the unit's
+# cgroup (which must stay restartable: see the killed keeper below).
+check grep -q "/hutch-$id.scope/" /proc/$sp/cgroup
+check test "$(cat /sys/fs/cgroup/system.slice/system-hutch\\x2dpool.slice/hutch-pool@nano.service/cgroup.subtree_control)" = ""
 hutch inspect "$id" | python3 -c 'import json,sys; print(json.load(sys.stdin).get("cgroup_version"))'
 cat /run/hutch/$id/state.json | python3 -c 'import json,sys; print(json.load(sys.stdin)["cgroup"])'
 check hutch exec "$id" -- python3 -c 'print("in the claimed one")'
@@ -63,13 +67,37 @@ sleep 12
 systemctl show -p Result,ExecMainStatus,NRestarts,ActiveState hutch-pool@huge.service
 check test "$(systemctl show -p NRestarts --value hutch-pool@huge.service)" = 0
 journalctl -u hutch-pool@huge.service --no-pager | tail -3
-step gc after a killed pool
+step a killed keeper is restarted and takes its ready sandboxes
 systemctl start hutch-pool@nano.service
+before=$(hutch ls -q -f status=pooled | sort | tr '\n' ' ')
+echo "pooled before: $before"
 kill -9 "$(systemctl show -p MainPID --value hutch-pool@nano.service)"
-sleep 12
-systemctl show -p NRestarts,ActiveState hutch-pool@nano.service
+# RestartSec=10s, then the new keeper reports ready: wait for a restart
+# that took (bounded: 60 s), not a fixed sleep.
+for _ in $(seq 120); do
+	[ "$(systemctl show -p NRestarts --value hutch-pool@nano.service)" -ge 1 ] &&
+		systemctl is-active -q hutch-pool@nano.service && break
+	sleep 0.5
+done
+systemctl show -p NRestarts,ActiveState,Result,ExecMainStatus hutch-pool@nano.service
+journalctl -u hutch-pool@nano.service --no-pager | tail -5
 check systemctl is-active -q hutch-pool@nano.service
+check test "$(systemctl show -p NRestarts --value hutch-pool@nano.service)" -ge 1
+after=$(hutch ls -q -f status=pooled | sort | tr '\n' ' ')
+echo "pooled after: $after"
+check test "$before" = "$after"
 hutch pool ls
+for p in $after; do
+	dir=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["cgroup"]["dirs"][0])' /run/hutch/$p/state.json)
+	echo "$p: $dir cpu.max $(cat "$dir/cpu.max")"
+	check sh -c "echo '$dir' | grep -q '/hutch-$p.scope/'"
+	check test "$(cut -d' ' -f1 "$dir/cpu.max")" != max
+done
+id=$(hutch create --instance-type nano)
+check sh -c "echo '$after' | grep -q '$id'"
+check hutch exec "$id" -- echo claimed after the restart
+check hutch rm "$id"
+step gc after a stopped pool
 systemctl stop hutch-pool@nano.service
 systemctl start hutch-gc.service
 hutch ls; hutch pool ls

@@ -19,9 +19,11 @@
 struct hutch_init_params {
 	int sock;             /* SOCK_SEQPACKET to the supervisor */
 	pid_t supervisor_pid; /* to detect a parent that died before PDEATHSIG */
-	const char *hostname;
+	const char *hostname; /* NULL: a pod's uts namespace, joined */
 	struct hutch_rootfs_config rootfs;
-	const struct hutch_net_plan *net; /* made by the supervisor before clone */
+	/* Made by the supervisor before clone; NULL: a pod's network
+	 * namespace, joined (supervisor/pod.c), which init leaves alone. */
+	const struct hutch_net_plan *net;
 	const struct sock_fprog *seccomp; /* built by the supervisor before clone */
 	/* A container's own profile, loaded on top of seccomp in each command
 	 * spawned with HUTCH_SPAWN_EXTRA_FILTER (its main process), or NULL. */

@@ -61,9 +61,11 @@ static int write_sysctls(const char *const *kv, struct hutch_err *err)
 int hutch_init_setup_ns(int sock, const char *hostname, const struct hutch_net_plan *net,
                         const char *const *sysctls, struct hutch_err *err)
 {
-	if (sethostname(hostname, strlen(hostname)) < 0)
+	/* NULL: a pod's namespace, joined (supervisor/pod.c), is the pod's
+	 * to set up; its container changes neither. */
+	if (hostname && sethostname(hostname, strlen(hostname)) < 0)
 		return hutch_err_set_errno(err, -errno, "set hostname '%s'", hostname);
-	if (hutch_net_setup_child(net, err) < 0 || send_listeners(sock, net, err) < 0)
+	if (net && (hutch_net_setup_child(net, err) < 0 || send_listeners(sock, net, err) < 0))
 		return hutch_err_prefix(err, "network");
 	/* Through the /proc we still share with the host (the new root's
 	 * /proc/sys is read-only): its net and ipc entries are those of our

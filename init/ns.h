@@ -16,7 +16,8 @@
 
 /* Child side, once, after GO; fails naming the step. */
 /* sock: init's socket to the supervisor (the listeners go there);
- * sysctls: "key=value", NULL-terminated, or NULL. */
+ * hostname, net: NULL for a pod's joined uts or network namespace (left
+ * as the pod set them); sysctls: "key=value", NULL-terminated, or NULL. */
 int hutch_init_setup_ns(int sock, const char *hostname, const struct hutch_net_plan *net,
                         const char *const *sysctls, struct hutch_err *err);
 

@@ -4,9 +4,10 @@
  * sandbox options (run.hutch.network, run.hutch.ttl-seconds,
  * run.hutch.instance-type), linux.resources lower the instance type's
  * limits (never raise them), the root and mounts and the process go to the
- * container. What hutch always does on top is not asked for here: its own
- * user namespace and id range, every namespace, its seccomp allow-list,
- * no capabilities, no_new_privs.
+ * container, with the paths of a pod's namespaces it joins (checked by
+ * the supervisor, supervisor/pod.c). What hutch always does on top is not
+ * asked for here: its own user namespace and id range (or its pod's),
+ * every other namespace, its seccomp allow-list, no_new_privs.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -93,6 +94,15 @@ int hutch_oci_map(const struct hutch_oci_spec *spec, const char *bundle, struct 
 	    (r = set_option(cfg, "ttl_seconds", spec->ttl_seconds, "run.hutch.ttl-seconds", err)) <
 	            0)
 		return r;
+	_Static_assert((int)HUTCH_OCI_JOIN_N == (int)HUTCH_POD_NS_N &&
+	                       (int)HUTCH_OCI_JOIN_NET == (int)HUTCH_POD_NS_NET &&
+	                       (int)HUTCH_OCI_JOIN_UTS == (int)HUTCH_POD_NS_UTS,
+	               "one order");
+	for (size_t k = 0; k < HUTCH_OCI_JOIN_N; k++) {
+		ct->join.path[k] = spec->join[k].path;
+		ct->join.index[k] = spec->join[k].index;
+	}
+	ct->join.network_given = spec->network != NULL;
 	r = map_rootfs(spec, bundle, ct, err);
 	if (r < 0)
 		return r;

@@ -359,8 +359,11 @@ static const char usage[] =
         "  --log-format text|json, --debug,\n"
         "  --systemd-cgroup (linux.cgroupsPath is SLICE:PREFIX:NAME; cgroups nest under the "
         "caller's)\n"
-        "annotations: run.hutch.network (none, all, allow(HOSTS)), run.hutch.ttl-seconds,\n"
-        "  run.hutch.instance-type (nano ... 2xlarge); see docs/kubernetes.md\n";
+        "annotations: run.hutch.network (none, all, allow:HOST,...), run.hutch.ttl-seconds,\n"
+        "  run.hutch.instance-type (nano ... 2xlarge)\n"
+        "pods: linux.namespaces[].path may name another hutch container's network, ipc,\n"
+        "  uts and user namespaces (podman pod, the CRI's pause container); its id range\n"
+        "  and network policy are then the pod's; see docs/kubernetes.md\n";
 
 static bool is_opt(const char *a, size_t klen, const char *name)
 {

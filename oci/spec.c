@@ -49,6 +49,8 @@ static const int default_cap_numbers[] = {
 static const char *const required_ns[] = { "pid", "network", "ipc", "uts", "mount", NULL };
 static const char *const known_ns[] = { "pid",  "network", "ipc",  "uts", "mount",
 	                                "user", "cgroup",  "time", NULL };
+/* Those a pod's containers join by path, in spec.h's join[] order. */
+static const char *const joinable_ns[] = { "user", "network", "ipc", "uts", NULL };
 
 static const struct {
 	const char *name;
@@ -81,6 +83,15 @@ static bool in_list(const char *const *list, const char *s)
 		if (!strcmp(*list, s))
 			return true;
 	return false;
+}
+
+/* s's index in list, or -1. */
+static int in_list_at(const char *const *list, const char *s)
+{
+	for (int i = 0; list[i]; i++)
+		if (!strcmp(list[i], s))
+			return i;
+	return -1;
 }
 
 /* A ".." path component anywhere. */
@@ -382,10 +393,45 @@ static int parse_mounts(const cJSON *arr, struct hutch_oci_spec *s, struct hutch
 	return 0;
 }
 
-static int parse_namespaces(const cJSON *arr, struct hutch_err *err)
+/* A namespace's path: a pod's user, network, ipc or uts namespace is
+ * joined (supervisor/pod.c checks whose it is); a cgroup namespace is made
+ * anew whatever the path (the container's own cgroup is its root); the
+ * others are refused. */
+static int parse_ns_path(const cJSON *e, const char *type, size_t i, struct hutch_oci_spec *s,
+                         struct hutch_err *err)
+{
+	char field[64];
+	char *path = NULL;
+	int r, k = in_list_at(joinable_ns, type);
+
+	snprintf(field, sizeof(field), "linux.namespaces[%zu].path", i);
+	if (!strcmp(type, "cgroup"))
+		return 0;
+	if (k < 0)
+		return hutch_err_set(
+		        err, -EPERM,
+		        "%s: joining an existing %s namespace is refused (hutch makes "
+		        "its own; a pod's containers share only user, network, ipc and "
+		        "uts)",
+		        field, type);
+	r = hutch_oci_json_str(e, "path", field, &path, err);
+	if (r < 0)
+		return r;
+	if (path[0] != '/') {
+		free(path);
+		return hutch_err_set(err, -EINVAL, "%s: not an absolute path", field);
+	}
+	free(s->join[k].path);
+	s->join[k].path = path;
+	s->join[k].index = (unsigned)i;
+	return 0;
+}
+
+static int parse_namespaces(const cJSON *arr, struct hutch_oci_spec *s, struct hutch_err *err)
 {
 	const cJSON *e;
 	size_t i = 0;
+	int r;
 
 	if (arr && !cJSON_IsArray(arr))
 		return hutch_err_set(err, -EINVAL, "linux.namespaces: not an array");
@@ -396,11 +442,9 @@ static int parse_namespaces(const cJSON *arr, struct hutch_err *err)
 		if (!cJSON_IsString(type) || !in_list(known_ns, type->valuestring))
 			return hutch_err_set(err, -EINVAL, "linux.namespaces[%zu].type: unknown",
 			                     i);
-		if (path && !cJSON_IsNull(path))
-			return hutch_err_set(err, -EPERM,
-			                     "linux.namespaces[%zu].path: joining an existing %s "
-			                     "namespace is refused (hutch makes its own)",
-			                     i, type->valuestring);
+		if (path && !cJSON_IsNull(path) &&
+		    (r = parse_ns_path(e, type->valuestring, i, s, err)) < 0)
+			return r;
 		i++;
 	}
 	for (size_t k = 0; required_ns[k]; k++) {
@@ -598,7 +642,7 @@ static int parse_linux(const cJSON *lx, struct hutch_oci_spec *s, struct hutch_e
 		return hutch_err_set(err, -EPERM,
 		                     "linux: missing (its namespaces say what the "
 		                     "container shares with the host)");
-	r = parse_namespaces(hutch_oci_json_item(lx, "namespaces"), err);
+	r = parse_namespaces(hutch_oci_json_item(lx, "namespaces"), s, err);
 	if (r < 0)
 		return r;
 	cJSON_ArrayForEach(e, devices) {
@@ -701,6 +745,8 @@ static void free_strv(char **v)
 void hutch_oci_spec_done(struct hutch_oci_spec *s)
 {
 	free(s->cgroups_path);
+	for (size_t k = 0; k < HUTCH_OCI_JOIN_N; k++)
+		free(s->join[k].path);
 	free(s->root_path);
 	free_strv(s->args);
 	free_strv(s->env);

@@ -49,6 +49,16 @@ struct hutch_oci_rlimit {
 	uint64_t soft, hard;
 };
 
+/* linux.namespaces[].path of a pod's namespaces, in this order
+ * (supervisor/container.h's HUTCH_POD_NS_*). */
+enum {
+	HUTCH_OCI_JOIN_USER,
+	HUTCH_OCI_JOIN_NET,
+	HUTCH_OCI_JOIN_IPC,
+	HUTCH_OCI_JOIN_UTS,
+	HUTCH_OCI_JOIN_N
+};
+
 struct hutch_oci_spec {
 	char *root_path; /* as given: relative to the bundle, or absolute */
 	bool root_readonly;
@@ -62,7 +72,14 @@ struct hutch_oci_spec {
 	bool terminal;
 	struct hutch_oci_rlimit rlimits[HUTCH_OCI_MAX_RLIMITS];
 	size_t nrlimits;
-	char *hostname;     /* or NULL */
+	char *hostname; /* or NULL */
+	/* A pod's namespaces to join (NULL path: its own); index: of the
+	 * entry in linux.namespaces, for messages. A cgroup namespace's path
+	 * is ignored (its own is made); pid, mount, time paths are refused. */
+	struct {
+		char *path;
+		unsigned index;
+	} join[HUTCH_OCI_JOIN_N];
 	char *cgroups_path; /* linux.cgroupsPath as given, or NULL (hutch_oci_cgroups_path) */
 	struct hutch_oci_mount mounts[HUTCH_OCI_MAX_MOUNTS];
 	size_t nmounts;

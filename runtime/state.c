@@ -73,6 +73,39 @@ int hutch_state_create_lock(const char *runtime_dir, int op)
 	return fd;
 }
 
+/* Whether a pod's container holds the slot's pin (hutch_slot_pin()):
+ * its processes still run with the slot's ids, so the slot is not free
+ * although the sandbox that took it is gone. */
+static bool slot_is_pinned(const char *dir, unsigned slot)
+{
+	char path[4200];
+	_cleanup_close_ int fd = -EBADF;
+
+	snprintf(path, sizeof(path), "%s/%u.pin", dir, slot);
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return false;
+	return flock(fd, LOCK_EX | LOCK_NB) < 0; /* released when fd closes */
+}
+
+int hutch_slot_pin(const char *dir, unsigned slot, struct hutch_err *err)
+{
+	char path[4200];
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/%u.pin", dir, slot);
+	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0)
+		return hutch_err_set_errno(err, -errno, "open uid slot pin '%s'", path);
+	if (flock(fd, LOCK_SH) < 0) {
+		int r = -errno;
+
+		close(fd);
+		return hutch_err_set_errno(err, r, "lock uid slot pin '%s'", path);
+	}
+	return fd;
+}
+
 int hutch_slot_acquire(const char *dir, unsigned nslots, unsigned *ret_slot, struct hutch_err *err)
 {
 	unsigned start;
@@ -94,7 +127,7 @@ int hutch_slot_acquire(const char *dir, unsigned nslots, unsigned *ret_slot, str
 		fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
 		if (fd < 0)
 			return hutch_err_set_errno(err, -errno, "open uid slot '%s'", path);
-		if (flock(fd, LOCK_EX | LOCK_NB) == 0) {
+		if (flock(fd, LOCK_EX | LOCK_NB) == 0 && !slot_is_pinned(dir, slot)) {
 			*ret_slot = slot;
 			return fd;
 		}

@@ -53,6 +53,12 @@ int hutch_state_create_lock(const char *runtime_dir, int op);
  * (idmap.h: HUTCH_SLOTS_DIR as root, the caller's own rootless): returns
  * the locked fd (keep it open for the sandbox's life) and the slot number. */
 int hutch_slot_acquire(const char *dir, unsigned nslots, unsigned *ret_slot, struct hutch_err *err);
+/* A pod's container runs with the ids of the pod's slot (supervisor/pod.c):
+ * it pins the slot (a shared lock on "<dir>/<slot>.pin", the fd returned,
+ * kept for its life) and hutch_slot_acquire() skips a pinned slot even
+ * when no supervisor holds it. The caller checks, after pinning, that the
+ * slot's sandbox still lives. */
+int hutch_slot_pin(const char *dir, unsigned slot, struct hutch_err *err);
 /* True while a supervisor holds the slot. */
 bool hutch_slot_is_held(unsigned slot);
 

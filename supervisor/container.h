@@ -62,6 +62,27 @@ struct hutch_container_rlimit {
 	uint64_t soft, hard;
 };
 
+/* Namespaces of a pod a container joins (linux.namespaces[].path; see
+ * pod.h), by HUTCH_POD_NS_*. */
+enum hutch_pod_ns {
+	HUTCH_POD_NS_USER,
+	HUTCH_POD_NS_NET,
+	HUTCH_POD_NS_IPC,
+	HUTCH_POD_NS_UTS,
+	HUTCH_POD_NS_N,
+};
+
+struct hutch_pod_join {
+	const char *path[HUTCH_POD_NS_N]; /* as the bundle gives them; NULL: its own */
+	unsigned index[HUTCH_POD_NS_N];   /* linux.namespaces[index], for messages */
+	bool network_given;               /* run.hutch.network was given */
+	/* The supervisor's (pod.c): each namespace opened and checked, the
+	 * pod's user namespace in fd[HUTCH_POD_NS_USER] whenever any is
+	 * joined; -EBADF: its own. active: something is joined. */
+	int fd[HUTCH_POD_NS_N];
+	bool active;
+};
+
 struct hutch_container {
 	/* What to build and run (malloc'ed strings, owned by the caller). */
 	char *rootfs; /* absolute host path */
@@ -102,6 +123,7 @@ struct hutch_container {
 	bool terminal;
 	char console_socket[108];
 	int lock_fd; /* held (flock) for the supervisor's life, or -1 */
+	struct hutch_pod_join join;
 
 	/* The supervisor's. */
 	int stdio[3];

@@ -29,6 +29,7 @@
 #include "init.h"
 #include "log.h"
 #include "netpolicy.h"
+#include "pod.h"
 #include "ports.h"
 #include "proto.h"
 #include "sandbox-image.h"
@@ -97,8 +98,8 @@ static __attribute__((noreturn)) void init_child(struct sup *s, int sock, int *c
 	p.cmds_tasks_fd = cmds[0] >= 0 ? 4 : -1;
 	p.cmds_state_fd = cmds[1] >= 0 ? 5 : -1;
 	p.supervisor_pid = getppid();
-	p.hostname = hostname;
-	p.net = &s->net.plan;
+	p.hostname = hutch_pod_joins_uts(s) ? NULL : hostname;
+	p.net = hutch_pod_joins_net(s) ? NULL : &s->net.plan;
 	p.seccomp = &s->seccomp;
 	p.extra_seccomp = s->container && s->container->seccomp.len ? &s->container->seccomp : NULL;
 	p.console_uid = s->container && s->container->terminal ? (int)s->container->uid : -1;
@@ -152,9 +153,13 @@ static int spawn_init(struct sup *s, struct hutch_err *err)
 	/* Into the cgroups without a migration of another pid (whose RCU
 	 * grace period was most of a cold create): v2 clones straight into the
 	 * cgroup; v1 (or a v2 kernel before 5.7) has the child join by itself.
-	 * Failing both, hutch_cgroup_enter() migrates it after all. */
-	cgfd = hutch_cgroup_clone_fd(s->cg);
-	if (cgfd >= 0) {
+	 * Failing both, hutch_cgroup_enter() migrates it after all, as for a
+	 * pod's container (its init is cloned in the pod's user namespace,
+	 * where host root's cgroup files are not ours to write). */
+	cgfd = hutch_pod_joins(s) ? -EBADF : hutch_cgroup_clone_fd(s->cg);
+	if (hutch_pod_joins(s))
+		pid = hutch_pod_clone(s, args.flags & ~(uint64_t)CLONE_PIDFD, &pidfd, err);
+	else if (cgfd >= 0) {
 		args.flags |= CLONE_INTO_CGROUP;
 		args.cgroup = (uint64_t)cgfd;
 		pid = sys_clone3(&args, sizeof(args));
@@ -166,14 +171,16 @@ static int spawn_init(struct sup *s, struct hutch_err *err)
 		r = hutch_cgroup_open_join(s->cg, cg_fds, ELEMENTSOF(cg_fds));
 		n_cg_fds = r > 0 ? (size_t)r : 0;
 	}
-	if (cgfd < 0 || pid < 0)
+	if (!hutch_pod_joins(s) && (cgfd < 0 || pid < 0))
 		pid = sys_clone3(&args, sizeof(args));
 	if (pid < 0) {
-		r = -errno;
+		r = hutch_pod_joins(s) ? (int)pid : -errno;
 		hutch_close_many(cg_fds, n_cg_fds);
 		hutch_close_many(cmds, 2);
 		close(sv[0]);
 		close(sv[1]);
+		if (hutch_pod_joins(s))
+			return r; /* err says which step */
 		return hutch_err_set_errno(err, r, "clone3 with new namespaces");
 	}
 	if (pid == 0) {
@@ -291,6 +298,15 @@ static int map_and_attach(struct sup *s, struct hutch_err *err)
 	struct hutch_err e2 = { 0 };
 	int r, q;
 
+	/* A pod's container: the pod's user namespace has its maps, its
+	 * network namespace its wiring (pod.c). */
+	if (hutch_pod_joins(s)) {
+		r = hutch_cgroup_enter(s->cg, s->init_pid, err);
+		if (r >= 0 && !hutch_pod_joins_net(s) &&
+		    (r = hutch_net_plan_attach(&s->net.plan, s->init_pid, err)) < 0)
+			(void)hutch_err_prefix(err, "network");
+		return r;
+	}
 	r = hutch_idmap_write_start(&s->idmap, s->slot, s->init_pid, &job, err);
 	if (r >= 0)
 		r = hutch_cgroup_enter(s->cg, s->init_pid, err);
@@ -350,6 +366,35 @@ static int protect_secrets(struct sup *s, struct hutch_err *err)
 	return 0;
 }
 
+/* Keep a reference to the sandbox's mount namespace: when init dies, the
+ * kernel then does not unmount its tree (and wait for an expedited RCU
+ * grace period) before the death is seen; teardown_finish() drops it
+ * after the DELETE answer. Best effort: without it, init's exit does that
+ * work. */
+static void keep_mntns(struct sup *s)
+{
+	char path[64];
+
+	snprintf(path, sizeof(path), "/proc/%d/ns/mnt", (int)s->init_pid);
+	s->mntns_fd = open(path, O_RDONLY | O_CLOEXEC);
+}
+
+/* A uid slot of its own, unless a pod's container took the pod's. */
+static int take_slot(struct sup *s, struct hutch_err *err)
+{
+	int r;
+
+	if (hutch_pod_joins(s))
+		return 0;
+	r = hutch_slot_acquire(s->idmap.slots_dir, s->idmap.slots, &s->slot, err);
+	if (r < 0)
+		return r;
+	s->slot_fd = r;
+	s->uid_base = s->idmap.rootless ? hutch_idmap_app_uid(&s->idmap, s->slot)
+	                                : HUTCH_UID_BASE + s->slot * HUTCH_UID_RANGE;
+	return 0;
+}
+
 int hutch_sup_setup(struct sup *s, struct hutch_err *err)
 {
 	struct hutch_limits lim = {
@@ -362,18 +407,19 @@ int hutch_sup_setup(struct sup *s, struct hutch_err *err)
 	r = place_in_scope(s, err);
 	if (r < 0)
 		return r;
-	r = hutch_slot_acquire(s->idmap.slots_dir, s->idmap.slots, &s->slot, err);
+	r = hutch_pod_join_prepare(s, err); /* a pod's: its slot, its network */
 	if (r < 0)
 		return r;
-	s->slot_fd = r;
-	s->uid_base = s->idmap.rootless ? hutch_idmap_app_uid(&s->idmap, s->slot)
-	                                : HUTCH_UID_BASE + s->slot * HUTCH_UID_RANGE;
+	r = take_slot(s, err);
+	if (r < 0)
+		return r;
 	r = hutch_ports_open(s, err); /* a host port in use fails here, at once */
 	if (r >= 0)
 		r = hutch_sup_image_prepare(s, err);
 	if (r < 0)
 		return r;
-	r = net_prepare(s, err);
+	s->net.plan.policy = &s->cfg->net; /* a joined network namespace: the pod's plan */
+	r = hutch_pod_joins_net(s) ? 0 : net_prepare(s, err);
 	if (r < 0)
 		return hutch_err_prefix(err, "network");
 	r = hutch_seccomp_program(s->cfg->net.mode, &s->seccomp, err);
@@ -391,6 +437,7 @@ int hutch_sup_setup(struct sup *s, struct hutch_err *err)
 	if (r < 0)
 		return r;
 	r = spawn_init(s, err);
+	hutch_pod_join_done(s); /* init is in them now */
 	if (r < 0)
 		return r;
 	/* With header bindings: no ptrace or /proc/PID/mem of the supervisor,
@@ -415,18 +462,8 @@ int hutch_sup_setup(struct sup *s, struct hutch_err *err)
 	r = hutch_fd_nonblock(s->init_sock, true);
 	if (r < 0)
 		return hutch_err_set_errno(err, r, "init socket");
-	/* Keep a reference to the sandbox's mount namespace: when init dies,
-	 * the kernel then does not unmount its tree (and wait for an expedited
-	 * RCU grace period) before the death is seen; teardown_finish() drops
-	 * it after the DELETE answer. Best effort: without it, init's exit
-	 * does that work. */
-	{
-		char path[64];
-
-		snprintf(path, sizeof(path), "/proc/%d/ns/mnt", (int)s->init_pid);
-		s->mntns_fd = open(path, O_RDONLY | O_CLOEXEC);
-	}
-	r = hutch_net_plan_serve(&s->net.plan, err);
+	keep_mntns(s);
+	r = hutch_pod_joins_net(s) ? 0 : hutch_net_plan_serve(&s->net.plan, err);
 	if (r < 0)
 		return hutch_err_prefix(err, "network");
 	/* "running" is written when the setup steps are done (hooks.c). */

@@ -46,6 +46,7 @@ static cJSON *state_json(const struct sup *s, const char *status)
 			cJSON_AddItemToArray(arr, cJSON_CreateString(dirs[i]));
 	}
 	cJSON_AddNumberToObject(o, "uid_base", (double)s->uid_base);
+	cJSON_AddNumberToObject(o, "uid_slot", (double)s->slot); /* a pod's containers pin it */
 	cJSON_AddItemToObject(o, "ports", hutch_ports_json(s, false));
 	executor_json(s, o);
 	return o;

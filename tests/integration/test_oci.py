@@ -49,7 +49,8 @@ def make_rootfs(path):
         os.makedirs(os.path.join(path, d), exist_ok=True)
     shutil.copy(BUSYBOX, os.path.join(path, "bin", "busybox"))
     for applet in ("sh", "echo", "cat", "sleep", "ls", "id", "hostname", "mount", "touch",
-                   "kill", "grep", "wc", "true", "false", "ps", "umount", "unshare"):
+                   "kill", "grep", "wc", "true", "false", "ps", "umount", "unshare", "nc",
+                   "readlink"):
         os.symlink("busybox", os.path.join(path, "bin", applet))
 
 
@@ -637,9 +638,17 @@ def test_limits_lower_and_annotations(oci):
 @pytest.mark.parametrize("field,change", [
     ("linux.namespaces: no network namespace",
      lambda c: c["linux"].update(namespaces=[n for n in NAMESPACES if n["type"] != "network"])),
-    ("linux.namespaces[0].path",
+    ("linux.namespaces[0].path: joining an existing pid namespace is refused",
      lambda c: c["linux"].update(namespaces=[{"type": "pid", "path": "/proc/1/ns/pid"}] +
                                  NAMESPACES[1:])),
+    ("linux.namespaces[4].path: joining an existing mount namespace is refused",
+     lambda c: c["linux"].update(namespaces=NAMESPACES[:4] +
+                                 [{"type": "mount", "path": "/proc/1/ns/mnt"}])),
+    ("linux.namespaces[1].path: not an absolute path",
+     lambda c: c["linux"]["namespaces"].__setitem__(1, {"type": "network",
+                                                        "path": "proc/1/ns/net"})),
+    ("linux.namespaces[1].path: not a string",
+     lambda c: c["linux"]["namespaces"].__setitem__(1, {"type": "network", "path": 7})),
     ("process.capabilities.bounding[0]: CAP_SYS_ADMIN",
      lambda c: c["process"].update(capabilities={"bounding": ["CAP_SYS_ADMIN"]})),
     ("process.capabilities.permitted[1]: CAP_SYS_PTRACE",
@@ -912,6 +921,7 @@ def podman(oci, tmp_path):
     r = run("import", str(tmp_path / "bb.tar"), "localhost/bb:1")
     assert r.returncode == 0, r.stderr
     yield run
+    run("pod", "rm", "--all", "--force")
     run("rm", "--all", "--force")
     # conmon runs 'podman container cleanup' once a container ends, which
     # recreates the runroot: wait for every process of this runroot first.
@@ -1179,3 +1189,170 @@ def test_ctr_run(ctr, oci):
     assert wait_until(lambda: oci.hutch.ids() == [])
     assert os.listdir("/run/containerd/runc/default") == []
     assert not [d for d in own.values() if os.path.exists(d + "/default")]
+
+
+# ---- pods: a container joins its pod's network, ipc and uts namespaces ----
+
+POD_NS = ("net", "ipc", "uts", "user")
+# A client that waits for the pod's server on loopback (at most 5 s).
+NC_LOOP = ("i=0; while [ $i -lt 50 ]; do nc 127.0.0.1 8080 </dev/null && exit 0;"
+           " i=$((i+1)); sleep 0.1; done; exit 1")
+
+
+def pod_namespaces(pid, only=("network", "ipc", "uts")):
+    """The namespaces of a bundle that joins those of pid's pod (podman's
+    and the CRI's way: /proc/PID/ns/... of the pause container)."""
+    proc = {"network": "net", "ipc": "ipc", "uts": "uts", "user": "user"}
+    out = []
+    for t in ("pid", "network", "ipc", "uts", "mount", "user"):
+        if t in only:
+            out.append({"type": t, "path": f"/proc/{pid}/ns/{proc[t]}"})
+        elif t != "user":
+            out.append({"type": t})
+    return out
+
+
+def ns_link(pid, name):
+    return os.readlink(f"/proc/{pid}/ns/{name}")
+
+
+@pytest.fixture
+def pod(oci):
+    """A pod's infra container (hostname podhost, network none), running."""
+    b = oci.bundle(["sleep", "1000"], name="infra", hostname="podhost")
+    r = oci("run", "--detach", "--bundle", b, "infra")
+    assert r.returncode == 0, r.output
+    return oci.state("infra")["pid"]
+
+
+def test_pod_shares_namespaces(oci, pod):
+    """Two containers of one pod reach each other on loopback and share the
+    pod's host name, ipc, network and user namespaces (its id range),
+    while mount and pid stay their own; the path may name the pause
+    container's process (state's pid) or its supervisor (the pid-file's,
+    which podman and containerd hold); the pod's network (none) holds:
+    only loopback, and no new network namespace."""
+    sup = oci.status_file("infra")["pid"]
+    b = oci.bundle(["sh", "-c", "echo hi-pod | nc -l -p 8080 127.0.0.1"], name="srv",
+                   linux={"namespaces": pod_namespaces(sup)})
+    assert oci("run", "--detach", "--bundle", b, "srv").returncode == 0
+    probe = ("hostname; for n in net ipc uts user mnt pid; do readlink /proc/self/ns/$n; done;"
+             " cat /proc/self/uid_map;"
+             " grep -c : /proc/net/dev; grep -o '^ *lo:' /proc/net/dev;"
+             " unshare -n true 2>/dev/null && echo UNSHARED; " + NC_LOOP)
+    c = config(["sh", "-c", probe], linux={"namespaces": pod_namespaces(pod)})
+    del c["hostname"]
+    b = oci.bundle(["true"], name="cli")
+    with open(os.path.join(b, "config.json"), "w") as f:
+        json.dump(c, f)
+    r = oci("run", "--bundle", b, "cli")
+    assert r.returncode == 0, r.output
+    lines = r.output.splitlines()
+    assert lines[0] == "podhost", r.output
+    want = [ns_link(pod, n) for n in POD_NS]
+    assert lines[1:5] == want, r.output
+    assert lines[5] != ns_link(pod, "mnt") and lines[6] != ns_link(pod, "pid"), r.output
+    with open(f"/proc/{pod}/uid_map") as f:
+        assert lines[7].split() == f.read().split(), r.output
+    assert lines[8] == "1" and lines[9].strip() == "lo:", r.output  # only loopback
+    assert "UNSHARED" not in r.output and lines[-1] == "hi-pod", r.output
+    # The pod ends with its containers; nothing is left.
+    for cid in ("cli", "srv", "infra"):
+        assert oci("delete", "--force", cid).returncode == 0
+    assert wait_until(lambda: oci.hutch.ids() == [] and os.listdir(oci.root) == [])
+
+
+def _joiner(oci, name, namespaces, annotations=None):
+    c = config(["true"], linux={"namespaces": namespaces})
+    if annotations:
+        c["annotations"] = annotations
+    b = oci.bundle(["true"], name=name)
+    with open(os.path.join(b, "config.json"), "w") as f:
+        json.dump(c, f)
+    r = oci("create", "--bundle", b, name)
+    assert r.returncode == 1, r.output
+    assert not os.path.exists(os.path.join(oci.root, name))
+    return r.output
+
+
+def test_pod_join_refusals(oci, pod, tmp_path):
+    """Only a live hutch container's namespaces can be joined: the host's,
+    one owned by the host's user namespace (a netns made by CNI or
+    `unshare -n`), one of another user namespace that is no hutch
+    container's, a file that is not a namespace, a missing path, paths of
+    two pods, and a network policy other than the pod's are refused, each
+    naming the field; the pod is untouched."""
+    here = os.getpid()
+    cases = [
+        (pod_namespaces(here), "linux.namespaces[1].path: '/proc/%d/ns/net' is the host's "
+         "network namespace" % here),
+        (pod_namespaces(pod, only=("network",)) [:1] +
+         [{"type": "network", "path": "/etc/hostname"}] + pod_namespaces(pod)[2:],
+         "linux.namespaces[1].path: '/etc/hostname' is not a network namespace"),
+        (pod_namespaces(pod, only=("network", "ipc")) [:2] +
+         [{"type": "ipc", "path": str(tmp_path / "none")}] + pod_namespaces(pod)[3:],
+         "linux.namespaces[2].path: open '%s'" % (tmp_path / "none")),
+    ]
+    for i, (ns, msg) in enumerate(cases):
+        assert msg in _joiner(oci, f"r{i}", ns)
+    # Network namespaces not of a hutch container: owned by the host's user
+    # namespace (as CNI's), and by a user namespace of its own.
+    for k, (cmd, msg) in enumerate([
+            (["unshare", "--net", "sleep", "60"],
+             "is owned by the host's user namespace, not a hutch container's"),
+            (["unshare", "--user", "--map-root-user", "--net", "sleep", "60"],
+             "is no live hutch container's namespace")]):
+        p = subprocess.Popen(cmd)
+        try:
+            assert wait_until(lambda: ns_link(p.pid, "net") != ns_link(here, "net"))
+            out = _joiner(oci, f"u{k}", pod_namespaces(p.pid, only=("network",)))
+            assert f"linux.namespaces[1].path: '/proc/{p.pid}/ns/net' {msg}" in out, out
+        finally:
+            p.kill()
+            p.wait()
+    # Two pods' namespaces in one bundle.
+    b = oci.bundle(["sleep", "1000"], name="infra2")
+    assert oci("run", "--detach", "--bundle", b, "infra2").returncode == 0
+    ns = pod_namespaces(pod)
+    ns[2]["path"] = f"/proc/{oci.state('infra2')['pid']}/ns/ipc"
+    assert "linux.namespaces[2].path" in _joiner(oci, "two", ns)
+    assert "belongs to another user namespace" in _joiner(oci, "two", ns)
+    # The pod's network is the container's: another is refused, as is a
+    # policy for a network namespace of its own in the pod's user namespace.
+    out = _joiner(oci, "net", pod_namespaces(pod),
+                  {"run.hutch.network": "allow:example.com"})
+    assert ("annotations.run.hutch.network: 'allow:example.com' is not the pod's network "
+            "'none'") in out, out
+    out = _joiner(oci, "user", pod_namespaces(pod, only=("user",)),
+                  {"run.hutch.network": "allow:example.com"})
+    assert "annotations.run.hutch.network: a container that shares a pod's user" in out, out
+    assert oci.state("infra")["status"] == "running"
+    assert sorted(os.listdir(oci.root)) == ["infra", "infra2"]
+
+
+CATATONIT = shutil.which("catatonit") or "/usr/libexec/podman/catatonit"
+
+
+def test_podman_pod(podman, oci):
+    """podman pod create + podman run --pod through hutch-runc: podman
+    builds its pause image from catatonit (offline), the pod's containers
+    reach each other on loopback and share its host name, ipc, network
+    and user namespaces; pod rm leaves nothing."""
+    if not os.path.exists(CATATONIT):
+        pytest.skip("catatonit is not installed (scripts/install-deps)")
+    r = podman("pod", "create", "--name", "p1", "--network", "none")
+    assert r.returncode == 0, r.stderr
+    r = podman("run", "-d", "--pod", "p1", "localhost/bb:1", "sh", "-c",
+               "echo hi-pod | nc -l -p 8080 127.0.0.1")
+    assert r.returncode == 0, r.stderr
+    r = podman("run", "--rm", "--pod", "p1", "localhost/bb:1", "sh", "-c",
+               "hostname; for n in net ipc uts user; do readlink /proc/self/ns/$n; done; " +
+               NC_LOOP)
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.decode().splitlines()
+    infra = podman("pod", "inspect", "--format", "{{.InfraContainerID}}", "p1")
+    pid = oci.state(infra.stdout.decode().strip())["pid"]
+    assert lines[0] == "p1" and lines[1:5] == [ns_link(pid, n) for n in POD_NS], lines
+    assert lines[-1] == "hi-pod", lines
+    assert podman("pod", "rm", "--force", "p1").returncode == 0
+    assert wait_until(lambda: oci.hutch.ids() == [] and os.listdir(oci.root) == [], 20)

@@ -71,6 +71,41 @@ static bool exists(const char *id)
 	return access(path, F_OK) == 0;
 }
 
+/* A pinned slot (a pod's container runs with its ids) is never handed out,
+ * even once the sandbox that held it is gone; unpinned, it is again. */
+static void test_slot_pin(void **state)
+{
+	struct hutch_err err = { 0 };
+	char dir[512];
+	unsigned slot = 99;
+	int held, pin, fd;
+
+	(void)state;
+	snprintf(dir, sizeof(dir), "%s/uids", rt);
+	held = hutch_slot_acquire(dir, 1, &slot, &err);
+	assert_true(held >= 0);
+	assert_int_equal(slot, 0);
+	pin = hutch_slot_pin(dir, 0, &err);
+	assert_true(pin >= 0);
+	close(held); /* the pod's sandbox ends; its container still runs */
+	fd = hutch_slot_acquire(dir, 1, &slot, &err);
+	assert_int_equal(fd, -EBUSY);
+	assert_non_null(strstr(err.msg, "in use"));
+	/* Two containers of one pod pin it together (shared). */
+	fd = hutch_slot_pin(dir, 0, &err);
+	assert_true(fd >= 0);
+	close(pin);
+	assert_int_equal(hutch_slot_acquire(dir, 1, &slot, &err), -EBUSY);
+	close(fd);
+	fd = hutch_slot_acquire(dir, 1, &slot, &err);
+	assert_true(fd >= 0);
+	close(fd);
+	/* An unwritable slots dir fails naming the pin's path. */
+	snprintf(dir, sizeof(dir), "%s/no/such", rt);
+	assert_int_equal(hutch_slot_pin(dir, 3, &err), -ENOENT);
+	assert_non_null(strstr(err.msg, "3.pin"));
+}
+
 static void test_gc(void **state)
 {
 	struct hutch_err err = { 0 };
@@ -170,6 +205,7 @@ static void test_gc_retired(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_slot_pin),
 		cmocka_unit_test(test_gc),
 		cmocka_unit_test(test_gc_mark_untrusted),
 		cmocka_unit_test(test_gc_retired),

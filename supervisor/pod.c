@@ -1,0 +1,428 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Pods (see pod.h): the namespaces a container joins, checked before
+ * anything is made for it, and the clone of its init inside them.
+ *
+ * The checks: each path must be a namespace of the type its entry names;
+ * none may be the host's (init's); all must be owned by one user
+ * namespace, which must be that of a live hutch sandbox's init, found in
+ * the same runtime dir (its state.json: init_pid, uid_slot, uid_base, its
+ * network option). The pod's uid slot is pinned (runtime/state.h) before
+ * the sandbox is checked a second time, so that its ids are never handed
+ * to another sandbox while this container runs with them.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <limits.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <linux/nsfs.h>
+
+#include "cleanup.h"
+#include "container.h"
+#include "fdutil.h"
+#include "pod.h"
+#include "state.h"
+#include "supervisor.h"
+#include "syscalls.h"
+
+static const struct {
+	const char *field; /* linux.namespaces[].type */
+	const char *proc;  /* /proc/PID/ns/<proc> */
+	int nstype;
+} ns_info[HUTCH_POD_NS_N] = {
+	[HUTCH_POD_NS_USER] = { "user", "user", CLONE_NEWUSER },
+	[HUTCH_POD_NS_NET] = { "network", "net", CLONE_NEWNET },
+	[HUTCH_POD_NS_IPC] = { "ipc", "ipc", CLONE_NEWIPC },
+	[HUTCH_POD_NS_UTS] = { "uts", "uts", CLONE_NEWUTS },
+};
+
+/* What the pod's state.json says. */
+struct pod {
+	char id[HUTCH_ID_LEN + 1];
+	pid_t init_pid;
+	unsigned slot;
+	uid_t uid_base;
+	char network[4096];
+};
+
+bool hutch_pod_joins(const struct sup *s)
+{
+	return s->container && s->container->join.active;
+}
+
+bool hutch_pod_joins_net(const struct sup *s)
+{
+	return hutch_pod_joins(s) && s->container->join.fd[HUTCH_POD_NS_NET] >= 0;
+}
+
+bool hutch_pod_joins_uts(const struct sup *s)
+{
+	return hutch_pod_joins(s) && s->container->join.fd[HUTCH_POD_NS_UTS] >= 0;
+}
+
+static bool same_file(const struct stat *a, const struct stat *b)
+{
+	return a->st_dev == b->st_dev && a->st_ino == b->st_ino;
+}
+
+/* The namespace /proc/PID/ns/<name> is, or -errno. */
+static int stat_proc_ns(pid_t pid, const char *name, struct stat *ret)
+{
+	char path[64];
+
+	snprintf(path, sizeof(path), "/proc/%d/ns/%s", (int)pid, name);
+	return stat(path, ret) < 0 ? -errno : 0;
+}
+
+/* Whether st is the host's namespace of this name: ours (the supervisor
+ * runs in the caller's) or, where we may look, PID 1's. */
+static bool is_hosts(const struct stat *st, const char *name)
+{
+	struct stat host;
+
+	if (stat_proc_ns(getpid(), name, &host) == 0 && same_file(st, &host))
+		return true;
+	return stat_proc_ns(1, name, &host) == 0 && same_file(st, &host);
+}
+
+/*
+ * The pid podman and containerd know for a hutch container is its
+ * supervisor's (the pid-file's: the one a subreaper waits for;
+ * docs/architecture.md), so a pod's later containers name
+ * /proc/SUPERVISOR/ns/NAME: that means the container's namespace, its
+ * init's. Any other path is taken as it is.
+ */
+static const char *resolve(const char *runtime_dir, const char *path, char *buf, size_t size)
+{
+	char(*ids)[HUTCH_ID_LEN + 1] = NULL;
+	char name[16], tail;
+	size_t n = 0;
+	int pid;
+
+	if (sscanf(path, "/proc/%d/ns/%15[a-z_]%c", &pid, name, &tail) != 2 || pid <= 0 ||
+	    hutch_state_list(runtime_dir, &ids, &n) < 0)
+		return path;
+	for (size_t i = 0; i < n; i++) {
+		struct hutch_paths p;
+		_cleanup_cjson_ cJSON *st = NULL;
+		const cJSON *sup, *init;
+
+		if (hutch_paths_init(runtime_dir, ids[i], &p) < 0 || hutch_state_is_live(&p) != 1 ||
+		    hutch_state_read(&p, &st) < 0)
+			continue;
+		sup = cJSON_GetObjectItemCaseSensitive(st, "supervisor_pid");
+		init = cJSON_GetObjectItemCaseSensitive(st, "init_pid");
+		if (cJSON_IsNumber(sup) && sup->valuedouble == pid && cJSON_IsNumber(init) &&
+		    init->valuedouble >= 1 && init->valuedouble <= INT_MAX) {
+			snprintf(buf, size, "/proc/%d/ns/%s", (int)init->valuedouble, name);
+			path = buf;
+			break;
+		}
+	}
+	free(ids);
+	return path;
+}
+
+/* Open one path as a namespace of type k, not the host's; its owner's
+ * identity into *owner. */
+static int open_ns(const struct hutch_pod_join *j, enum hutch_pod_ns k, const char *runtime_dir,
+                   struct stat *owner, struct hutch_err *err)
+{
+	char buf[64];
+	const char *path = resolve(runtime_dir, j->path[k], buf, sizeof(buf));
+	_cleanup_close_ int fd = -EBADF, ufd = -EBADF;
+	struct stat st;
+	int type;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return hutch_err_set_errno(err, -errno, "linux.namespaces[%u].path: open '%.200s'",
+		                           j->index[k], path);
+	type = ioctl(fd, NS_GET_NSTYPE);
+	if (type != ns_info[k].nstype)
+		return hutch_err_set(err, -EINVAL,
+		                     "linux.namespaces[%u].path: '%.200s' is not a %s namespace",
+		                     j->index[k], path, ns_info[k].field);
+	if (fstat(fd, &st) < 0)
+		return hutch_err_set_errno(err, -errno, "linux.namespaces[%u].path: stat",
+		                           j->index[k]);
+	if (is_hosts(&st, ns_info[k].proc))
+		return hutch_err_set(err, -EPERM,
+		                     "linux.namespaces[%u].path: '%.200s' is the host's %s "
+		                     "namespace, which hutch refuses",
+		                     j->index[k], path, ns_info[k].field);
+	ufd = k == HUTCH_POD_NS_USER ? fcntl(fd, F_DUPFD_CLOEXEC, 3) : ioctl(fd, NS_GET_USERNS);
+	if (ufd < 0 || fstat(ufd, owner) < 0)
+		return hutch_err_set_errno(
+		        err, -errno, "linux.namespaces[%u].path: the user namespace of '%.200s'",
+		        j->index[k], path);
+	return TAKE_FD(fd);
+}
+
+/* Whether the live process pidfd is (pid) is in user namespace owner. */
+static bool init_owns(pid_t pid, const struct stat *owner)
+{
+	_cleanup_close_ int pidfd = sys_pidfd_open(pid, 0);
+	struct pollfd pfd = { .fd = pidfd, .events = POLLIN };
+	struct stat st;
+
+	if (pidfd < 0 || stat_proc_ns(pid, "user", &st) < 0 || !same_file(&st, owner))
+		return false;
+	/* Still the same process after the look (readable: it exited). */
+	return poll(&pfd, 1, 0) == 0;
+}
+
+/* The sandbox id of runtime_dir, if live and its init owns owner. */
+static bool read_pod(const char *runtime_dir, const char *id, const struct stat *owner,
+                     struct pod *ret)
+{
+	struct hutch_paths p;
+	_cleanup_cjson_ cJSON *st = NULL;
+	const cJSON *pid, *slot, *base, *net;
+
+	if (hutch_paths_init(runtime_dir, id, &p) < 0 || hutch_state_is_live(&p) != 1 ||
+	    hutch_state_read(&p, &st) < 0)
+		return false;
+	pid = cJSON_GetObjectItemCaseSensitive(st, "init_pid");
+	slot = cJSON_GetObjectItemCaseSensitive(st, "uid_slot");
+	base = cJSON_GetObjectItemCaseSensitive(st, "uid_base");
+	net = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(st, "config"),
+	                                       "network");
+	if (!cJSON_IsNumber(pid) || pid->valuedouble < 1 || pid->valuedouble > INT_MAX ||
+	    !cJSON_IsNumber(slot) || slot->valuedouble < 0 || slot->valuedouble >= HUTCH_SLOTS ||
+	    !cJSON_IsNumber(base) || base->valuedouble < 0 || base->valuedouble > UINT32_MAX ||
+	    !cJSON_IsString(net) || strlen(net->valuestring) >= sizeof(ret->network))
+		return false;
+	if (!init_owns((pid_t)pid->valuedouble, owner))
+		return false;
+	snprintf(ret->id, sizeof(ret->id), "%s", id);
+	ret->init_pid = (pid_t)pid->valuedouble;
+	ret->slot = (unsigned)slot->valuedouble;
+	ret->uid_base = (uid_t)base->valuedouble;
+	snprintf(ret->network, sizeof(ret->network), "%s", net->valuestring);
+	return true;
+}
+
+static int find_pod(const char *runtime_dir, const char *self, const struct stat *owner,
+                    struct pod *ret)
+{
+	char(*ids)[HUTCH_ID_LEN + 1] = NULL;
+	size_t n = 0;
+	int r = hutch_state_list(runtime_dir, &ids, &n);
+
+	if (r < 0)
+		return r;
+	r = -ESRCH;
+	for (size_t i = 0; i < n && r < 0; i++)
+		if (strcmp(ids[i], self) && read_pod(runtime_dir, ids[i], owner, ret))
+			r = 0;
+	free(ids);
+	return r;
+}
+
+/* The pod's network option becomes the container's: the namespace is
+ * the pod's, and so are its wiring and policy. */
+static int take_network(struct sup *s, const struct pod *pod, struct hutch_err *err)
+{
+	const struct hutch_pod_join *j = &s->container->join;
+
+	if (j->fd[HUTCH_POD_NS_NET] < 0) {
+		/* Its own network namespace in the pod's user namespace: its
+		 * wiring would need a slot of its own (mode all's addresses). */
+		if (s->cfg->net.mode != HUTCH_NET_NONE)
+			return hutch_err_set(
+			        err, -EPERM,
+			        "annotations.run.hutch.network: a container that shares "
+			        "a pod's user namespace but not its network namespace "
+			        "has network none");
+		return 0;
+	}
+	if (j->network_given && strcmp(s->cfg->network_spec, pod->network))
+		return hutch_err_set(err, -EPERM,
+		                     "annotations.run.hutch.network: '%.100s' is not the pod's "
+		                     "network '%.100s' (the container joins its network namespace)",
+		                     s->cfg->network_spec, pod->network);
+	if (hutch_config_set(s->cfg, "network", pod->network, err) < 0)
+		return hutch_err_prefix(err, "the pod's network");
+	return 0;
+}
+
+/* Open each path; all must have one owner, not the host's user namespace. */
+static int open_all(struct hutch_pod_join *j, const char *runtime_dir, struct stat *owner,
+                    struct hutch_err *err)
+{
+	struct stat own;
+	bool any = false;
+
+	for (int k = 0; k < HUTCH_POD_NS_N; k++) {
+		if (!j->path[k])
+			continue;
+		j->fd[k] = open_ns(j, (enum hutch_pod_ns)k, runtime_dir, &own, err);
+		if (j->fd[k] < 0)
+			return j->fd[k];
+		if (is_hosts(&own, "user"))
+			return hutch_err_set(
+			        err, -EPERM,
+			        "linux.namespaces[%u].path: '%.200s' is owned by the "
+			        "host's user namespace, not a hutch container's, which "
+			        "hutch refuses",
+			        j->index[k], j->path[k]);
+		if (any && !same_file(&own, owner))
+			return hutch_err_set(
+			        err, -EPERM,
+			        "linux.namespaces[%u].path: '%.200s' belongs to another "
+			        "user namespace than the other paths",
+			        j->index[k], j->path[k]);
+		*owner = own;
+		any = true;
+	}
+	return 0;
+}
+
+/* The pod's user namespace itself, when only the others were named. */
+static int open_owner(struct hutch_pod_join *j, struct hutch_err *err)
+{
+	if (j->fd[HUTCH_POD_NS_USER] >= 0)
+		return 0;
+	for (int k = 0; k < HUTCH_POD_NS_N; k++)
+		if (j->fd[k] >= 0) {
+			j->fd[HUTCH_POD_NS_USER] = ioctl(j->fd[k], NS_GET_USERNS);
+			if (j->fd[HUTCH_POD_NS_USER] < 0)
+				return hutch_err_set_errno(err, -errno, "the pod's user namespace");
+			return 0;
+		}
+	return 0;
+}
+
+int hutch_pod_join_prepare(struct sup *s, struct hutch_err *err)
+{
+	struct hutch_pod_join *j;
+	char dir[sizeof(s->paths.dir)], runtime_dir[sizeof(s->paths.dir)];
+	struct stat owner;
+	struct pod pod;
+	int r;
+
+	if (!s->container)
+		return 0;
+	j = &s->container->join;
+	for (int k = 0; k < HUTCH_POD_NS_N; k++) {
+		j->fd[k] = -EBADF;
+		j->active = j->active || j->path[k];
+	}
+	if (!j->active)
+		return 0;
+	if (s->idmap.rootless)
+		return hutch_err_set(
+		        err, -EPERM,
+		        "linux.namespaces: joining a pod's namespaces needs hutch as root");
+	snprintf(dir, sizeof(dir), "%s", s->paths.dir);
+	snprintf(runtime_dir, sizeof(runtime_dir), "%s", dirname(dir));
+	r = open_all(j, runtime_dir, &owner, err);
+	if (r < 0)
+		return r;
+	r = find_pod(runtime_dir, s->id, &owner, &pod);
+	for (int k = 0; r < 0 && k < HUTCH_POD_NS_N; k++)
+		if (j->path[k])
+			return hutch_err_set(err, -EPERM,
+			                     "linux.namespaces[%u].path: '%.200s' is no live hutch "
+			                     "container's namespace (only a pod's containers share "
+			                     "namespaces), which hutch refuses",
+			                     j->index[k], j->path[k]);
+	r = hutch_slot_pin(s->idmap.slots_dir, pod.slot, err);
+	if (r < 0)
+		return r;
+	s->slot_fd = r;
+	/* Pinned: checked again, so the slot was the pod's at a moment when
+	 * the pin was held (its supervisor releases it after init's death). */
+	if (!read_pod(runtime_dir, pod.id, &owner, &pod))
+		return hutch_err_set(err, -ESRCH, "the pod's sandbox %s ended", pod.id);
+	s->slot = pod.slot;
+	s->uid_base = pod.uid_base;
+	r = open_owner(j, err);
+	if (r < 0)
+		return r;
+	return take_network(s, &pod, err);
+}
+
+void hutch_pod_join_done(struct sup *s)
+{
+	if (!hutch_pod_joins(s))
+		return;
+	hutch_close_many(s->container->join.fd, HUTCH_POD_NS_N);
+}
+
+/* The helper: into the pod's namespaces (user first: the others need
+ * CAP_SYS_ADMIN in it), then init's clone. Returns as clone3 does. */
+static long helper_clone(const struct hutch_pod_join *j, uint64_t flags)
+{
+	struct clone_args args = { 0 };
+
+	for (int k = 0; k < HUTCH_POD_NS_N; k++)
+		if (j->fd[k] >= 0 && setns(j->fd[k], ns_info[k].nstype) < 0)
+			return -1;
+	for (int k = 0; k < HUTCH_POD_NS_N; k++)
+		if (j->fd[k] >= 0)
+			flags &= ~(uint64_t)ns_info[k].nstype;
+	/* exit_signal must be 0 with CLONE_PARENT: init gets the helper's
+	 * (SIGCHLD), to the supervisor. */
+	args.flags = flags | CLONE_PARENT;
+	return sys_clone3(&args, sizeof(args));
+}
+
+pid_t hutch_pod_clone(struct sup *s, uint64_t flags, int *ret_pidfd, struct hutch_err *err)
+{
+	int p[2], status, answer[2] = { 0, 0 }, pidfd;
+	pid_t helper;
+	ssize_t n;
+
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return hutch_err_set_errno(err, -errno, "pipe");
+	helper = fork();
+	if (helper < 0) {
+		int r = -errno;
+
+		hutch_close_many(p, 2);
+		return hutch_err_set_errno(err, r, "fork");
+	}
+	if (helper == 0) {
+		long pid = helper_clone(&s->container->join, flags);
+
+		if (pid == 0)
+			return 0; /* init: p[1] is closed with the rest */
+		answer[0] = pid > 0 ? (int)pid : 0;
+		answer[1] = pid > 0 ? 0 : -errno;
+		(void)!write(p[1], answer, sizeof(answer));
+		_exit(0);
+	}
+	close(p[1]);
+	n = read(p[0], answer, sizeof(answer));
+	close(p[0]);
+	while (waitpid(helper, &status, 0) < 0 && errno == EINTR)
+		;
+	if (n != (ssize_t)sizeof(answer) || answer[0] <= 0)
+		return hutch_err_set_errno(err, answer[1] < 0 ? answer[1] : -EIO,
+		                           "join the pod's namespaces and clone init");
+	/* Our child now (CLONE_PARENT): its pid stays its own until we reap. */
+	pidfd = sys_pidfd_open(answer[0], 0);
+	if (pidfd < 0) {
+		int r = -errno;
+
+		(void)kill(answer[0], SIGKILL);
+		while (waitpid(answer[0], &status, 0) < 0 && errno == EINTR)
+			;
+		return hutch_err_set_errno(err, r, "pidfd_open of init");
+	}
+	*ret_pidfd = pidfd;
+	return answer[0];
+}

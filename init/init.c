@@ -218,8 +218,9 @@ static int command_child(void *arg)
 		child_fail("cannot join the commands' cgroup for", req->argv[0], errno, 126);
 	if (sys_close_range(3, ~0U, 0) < 0)
 		_exit(126);
-	r = a->container ? hutch_caps_set_child(req->uid, req->gid, req->caps)
-	                 : hutch_caps_drop_child(req->uid, req->gid);
+	r = a->container
+	            ? hutch_caps_set_child(req->uid, req->gid, req->groups, req->ngroups, req->caps)
+	            : hutch_caps_drop_child(req->uid, req->gid);
 	if (r < 0)
 		child_fail("cannot drop privileges for", req->argv[0], -r, 126);
 	if (chdir(req->cwd) < 0)

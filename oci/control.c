@@ -275,7 +275,9 @@ int hutch_oci_cmd_features(int argc, char **argv)
 	cJSON_AddItemToObject(j, "hooks", cJSON_CreateArray());
 	a = cJSON_AddArrayToObject(j, "mountOptions");
 	for (const char *const *o = (const char *const[]){ "bind", "rbind", "ro", "rw", "noexec",
-	                                                   "nosuid", "nodev", NULL };
+	                                                   "nosuid", "nodev", "shared", "rshared",
+	                                                   "slave", "rslave", "private", "rprivate",
+	                                                   "unbindable", "runbindable", NULL };
 	     *o; o++)
 		cJSON_AddItemToArray(a, cJSON_CreateString(*o));
 	linux_ = cJSON_AddObjectToObject(j, "linux");
@@ -291,7 +293,7 @@ int hutch_oci_cmd_features(int argc, char **argv)
 	cJSON_AddBoolToObject(cg, "systemd", true);
 	cJSON_AddBoolToObject(cJSON_AddObjectToObject(linux_, "seccomp"), "enabled", true);
 	ann = cJSON_AddObjectToObject(j, "annotations");
-	cJSON_AddStringToObject(ann, "run.hutch.network", "none | all | allow(HOST,...)");
+	cJSON_AddStringToObject(ann, "run.hutch.network", "none | all | allow:HOST,...");
 	cJSON_AddStringToObject(ann, "run.hutch.ttl-seconds", "seconds until deleted");
 	cJSON_AddStringToObject(ann, "run.hutch.instance-type", hutch_instance_type_names());
 	text = cJSON_Print(j);

@@ -163,6 +163,7 @@ static ssize_t encode(const struct exec_args *a, const struct hutch_oci_spec *sp
 	_cleanup_free_ const char **env = calloc(spec->nenv + a->nenv + 1, sizeof(char *));
 	char *const *argv = a->process ? spec->args : a->cmd;
 	uint32_t uid = spec->uid, gid = spec->gid, flags = tty ? HUTCH_SPAWN_TTY : 0;
+	uint32_t ngroups = (uint32_t)spec->ngroups;
 	ssize_t len;
 
 	if (!env)
@@ -188,6 +189,8 @@ static ssize_t encode(const struct exec_args *a, const struct hutch_oci_spec *sp
 	memcpy(*ret + offsetof(struct hutch_msg_spawn, uid), &uid, sizeof(uid));
 	memcpy(*ret + offsetof(struct hutch_msg_spawn, gid), &gid, sizeof(gid));
 	memcpy(*ret + offsetof(struct hutch_msg_spawn, caps), spec->caps, sizeof(spec->caps));
+	memcpy(*ret + offsetof(struct hutch_msg_spawn, ngroups), &ngroups, sizeof(ngroups));
+	memcpy(*ret + offsetof(struct hutch_msg_spawn, groups), spec->groups, sizeof(spec->groups));
 	return len;
 }
 

@@ -53,6 +53,8 @@ static int map_mounts(const struct hutch_oci_spec *spec, const struct hutch_conf
 		cm->readonly = m->readonly;
 		cm->recursive = m->recursive;
 		cm->attrs = m->noexec ? MOUNT_ATTR_NOEXEC : 0;
+		cm->propagation = m->propagation;
+		cm->propagation_recursive = m->propagation_recursive;
 		if (!cm->tmpfs)
 			continue;
 		/* A tmpfs without a size would be bounded by nothing but the
@@ -80,6 +82,7 @@ static int map_rootfs(const struct hutch_oci_spec *spec, const char *bundle,
 	if (!ct->rootfs)
 		return hutch_err_set_errno(err, -errno, "root.path: '%s'", path);
 	ct->readonly = spec->root_readonly;
+	ct->root_propagation = spec->root_propagation;
 	return 0;
 }
 
@@ -103,6 +106,8 @@ int hutch_oci_map(const struct hutch_oci_spec *spec, const char *bundle, struct 
 		ct->join.index[k] = spec->join[k].index;
 	}
 	ct->join.network_given = spec->network != NULL;
+	ct->join.cgroup_path = spec->cgroup_ns.path;
+	ct->join.cgroup_index = spec->cgroup_ns.index;
 	r = map_rootfs(spec, bundle, ct, err);
 	if (r < 0)
 		return r;
@@ -125,6 +130,9 @@ int hutch_oci_map(const struct hutch_oci_spec *spec, const char *bundle, struct 
 	ct->cwd = spec->cwd;
 	ct->uid = spec->uid;
 	ct->gid = spec->gid;
+	_Static_assert(HUTCH_OCI_MAX_GROUPS == HUTCH_SPAWN_MAX_GROUPS, "one bound");
+	memcpy(ct->groups, spec->groups, sizeof(ct->groups));
+	ct->ngroups = spec->ngroups;
 	memcpy(ct->caps, spec->caps, sizeof(ct->caps));
 	if (spec->cgroups_path &&
 	    (r = hutch_oci_cgroups_path(spec->cgroups_path, hutch_oci_opts.systemd_cgroup,

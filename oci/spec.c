@@ -74,9 +74,6 @@ static const struct {
 	{ "RLIMIT_STACK", RLIMIT_STACK },
 };
 
-/* Destinations whose mount hutch makes itself. */
-static const char *const hutch_dests[] = { "/proc", "/dev", "/dev/pts", "/dev/shm", NULL };
-
 static bool in_list(const char *const *list, const char *s)
 {
 	for (; *list; list++)
@@ -92,15 +89,6 @@ static int in_list_at(const char *const *list, const char *s)
 		if (!strcmp(list[i], s))
 			return i;
 	return -1;
-}
-
-/* A ".." path component anywhere. */
-static bool has_dotdot(const char *path)
-{
-	for (const char *p = path; (p = strstr(p, "..")) != NULL; p += 2)
-		if ((p == path || p[-1] == '/') && (p[2] == '\0' || p[2] == '/'))
-			return true;
-	return false;
 }
 
 static int parse_root(const cJSON *root, struct hutch_oci_spec *s, struct hutch_err *err)
@@ -232,6 +220,31 @@ static int parse_rlimits(const cJSON *arr, struct hutch_oci_spec *s, struct hutc
 	return 0;
 }
 
+/* process.user.additionalGids: ids of the sandbox's range, as uid and gid. */
+static int parse_groups(const cJSON *arr, struct hutch_oci_spec *s, struct hutch_err *err)
+{
+	const cJSON *e;
+
+	if (!arr || cJSON_IsNull(arr))
+		return 0;
+	if (!cJSON_IsArray(arr))
+		return hutch_err_set(err, -EINVAL, "process.user.additionalGids: not an array");
+	cJSON_ArrayForEach(e, arr) {
+		if (s->ngroups == HUTCH_OCI_MAX_GROUPS)
+			return hutch_err_set(err, -E2BIG,
+			                     "process.user.additionalGids: more than %d",
+			                     HUTCH_OCI_MAX_GROUPS);
+		if (!cJSON_IsNumber(e) || e->valuedouble < 0 || e->valuedouble > 65535 ||
+		    e->valuedouble != (double)(uint32_t)e->valuedouble)
+			return hutch_err_set(
+			        err, -EINVAL,
+			        "process.user.additionalGids[%zu]: not an id of 0-65535",
+			        s->ngroups);
+		s->groups[s->ngroups++] = (uint32_t)e->valuedouble;
+	}
+	return 0;
+}
+
 static int parse_process(const cJSON *p, struct hutch_oci_spec *s, struct hutch_err *err)
 {
 	const cJSON *user = hutch_oci_json_item(p, "user");
@@ -264,139 +277,17 @@ static int parse_process(const cJSON *p, struct hutch_oci_spec *s, struct hutch_
 		                     "process.user.username: not supported (Windows)");
 	s->uid = (uint32_t)uid;
 	s->gid = (uint32_t)gid;
+	if ((r = parse_groups(hutch_oci_json_item(user, "additionalGids"), s, err)) < 0)
+		return r;
 	if ((r = parse_caps(hutch_oci_json_item(p, "capabilities"), s->caps, err)) < 0)
 		return r;
 	return parse_rlimits(hutch_oci_json_item(p, "rlimits"), s, err);
 }
 
-/* tmpfs options: size= and mode= are kept (checked), flags known, the rest refused. */
-static int tmpfs_options(const cJSON *opts, struct hutch_oci_mount *m, size_t i,
-                         struct hutch_err *err)
-{
-	const cJSON *o;
-
-	cJSON_ArrayForEach(o, opts) {
-		const char *v = cJSON_IsString(o) ? o->valuestring : NULL;
-		char **dst = NULL;
-
-		if (!v)
-			return hutch_err_set(err, -EINVAL, "mounts[%zu].options: not a string", i);
-		if (!strncmp(v, "size=", 5))
-			dst = &m->size;
-		else if (!strncmp(v, "mode=", 5))
-			dst = &m->mode;
-		if (dst) {
-			const char *val = v + 5;
-			size_t digits = strspn(val, "0123456789");
-			bool ok = digits > 0 && digits < 20 &&
-			          (val[digits] == '\0' ||
-			           (dst == &m->size && strchr("kmgKMG", val[digits]) &&
-			            val[digits + 1] == '\0'));
-			if (!ok)
-				return hutch_err_set(err, -EINVAL,
-				                     "mounts[%zu].options: bad '%.32s'", i, v);
-			free(*dst);
-			*dst = strdup(val);
-			if (!*dst)
-				return hutch_err_set(err, -ENOMEM, "out of memory");
-		}
-	}
-	return 0;
-}
-
-static int parse_mount(const cJSON *e, size_t i, struct hutch_oci_spec *s, struct hutch_err *err)
-{
-	struct hutch_oci_mount *m = &s->mounts[s->nmounts];
-	const cJSON *opts = hutch_oci_json_item(e, "options"), *o;
-	char field[48];
-	_Bool bind = false;
-	char *type = NULL;
-	int r;
-
-	snprintf(field, sizeof(field), "mounts[%zu].destination", i);
-	r = hutch_oci_json_str(e, "destination", field, &m->dest, err);
-	if (r < 0)
-		return r;
-	s->nmounts++; /* freed with the spec from here on */
-	if (!m->dest || m->dest[0] != '/' || has_dotdot(m->dest))
-		return hutch_err_set(err, -EINVAL, "%s: not an absolute path without '..'", field);
-	if (opts && !cJSON_IsArray(opts))
-		return hutch_err_set(err, -EINVAL, "mounts[%zu].options: not an array", i);
-	cJSON_ArrayForEach(o, opts) {
-		const char *v = cJSON_IsString(o) ? o->valuestring : "";
-		if (!strcmp(v, "bind") || !strcmp(v, "rbind"))
-			bind = true;
-		if (!strcmp(v, "rbind"))
-			m->recursive = true;
-		if (!strcmp(v, "ro"))
-			m->readonly = true;
-		if (!strcmp(v, "noexec"))
-			m->noexec = true;
-	}
-	snprintf(field, sizeof(field), "mounts[%zu].type", i);
-	r = hutch_oci_json_str(e, "type", field, &type, err);
-	if (r < 0)
-		return r;
-	if (type && !strcmp(type, "bind"))
-		bind = true;
-	if (in_list(hutch_dests, m->dest))
-		m->kind = HUTCH_OCI_MOUNT_HUTCH;
-	else if (bind)
-		m->kind = HUTCH_OCI_MOUNT_BIND;
-	else if (type && !strcmp(type, "tmpfs"))
-		m->kind = HUTCH_OCI_MOUNT_TMPFS;
-	else if (type && !strcmp(type, "mqueue"))
-		m->kind = HUTCH_OCI_MOUNT_MQUEUE;
-	else if (type && !strcmp(type, "sysfs"))
-		m->kind = HUTCH_OCI_MOUNT_SYSFS;
-	else if (type && (!strcmp(type, "cgroup") || !strcmp(type, "cgroup2")))
-		m->kind = HUTCH_OCI_MOUNT_CGROUP;
-	else
-		r = hutch_err_set(
-		        err, -EPERM,
-		        "%s: '%.32s' at '%.256s' is refused (hutch mounts binds, tmpfs, mqueue, "
-		        "sysfs and cgroup)",
-		        field, type ? type : "", m->dest);
-	free(type);
-	if (r < 0)
-		return r;
-	if (m->kind == HUTCH_OCI_MOUNT_TMPFS)
-		return tmpfs_options(opts, m, i, err);
-	if (m->kind != HUTCH_OCI_MOUNT_BIND)
-		return 0;
-	snprintf(field, sizeof(field), "mounts[%zu].source", i);
-	r = hutch_oci_json_str(e, "source", field, &m->source, err);
-	if (r >= 0 && (!m->source || m->source[0] != '/'))
-		r = hutch_err_set(err, -EINVAL, "%s: not an absolute host path", field);
-	return r;
-}
-
-static int parse_mounts(const cJSON *arr, struct hutch_oci_spec *s, struct hutch_err *err)
-{
-	const cJSON *e;
-	size_t i = 0;
-
-	if (!arr || cJSON_IsNull(arr))
-		return 0;
-	if (!cJSON_IsArray(arr))
-		return hutch_err_set(err, -EINVAL, "mounts: not an array");
-	cJSON_ArrayForEach(e, arr) {
-		int r;
-
-		if (s->nmounts == HUTCH_OCI_MAX_MOUNTS)
-			return hutch_err_set(err, -E2BIG, "mounts: more than %d",
-			                     HUTCH_OCI_MAX_MOUNTS);
-		r = parse_mount(e, i++, s, err);
-		if (r < 0)
-			return r;
-	}
-	return 0;
-}
-
 /* A namespace's path: a pod's user, network, ipc or uts namespace is
- * joined (supervisor/pod.c checks whose it is); a cgroup namespace is made
- * anew whatever the path (the container's own cgroup is its root); the
- * others are refused. */
+ * joined (supervisor/pod.c checks whose it is); a cgroup namespace's path
+ * is checked to be one, and a new one made all the same (the container's
+ * own cgroup is its root); the others are refused. */
 static int parse_ns_path(const cJSON *e, const char *type, size_t i, struct hutch_oci_spec *s,
                          struct hutch_err *err)
 {
@@ -405,9 +296,7 @@ static int parse_ns_path(const cJSON *e, const char *type, size_t i, struct hutc
 	int r, k = in_list_at(joinable_ns, type);
 
 	snprintf(field, sizeof(field), "linux.namespaces[%zu].path", i);
-	if (!strcmp(type, "cgroup"))
-		return 0;
-	if (k < 0)
+	if (k < 0 && strcmp(type, "cgroup"))
 		return hutch_err_set(
 		        err, -EPERM,
 		        "%s: joining an existing %s namespace is refused (hutch makes "
@@ -420,6 +309,12 @@ static int parse_ns_path(const cJSON *e, const char *type, size_t i, struct hutc
 	if (path[0] != '/') {
 		free(path);
 		return hutch_err_set(err, -EINVAL, "%s: not an absolute path", field);
+	}
+	if (k < 0) {
+		free(s->cgroup_ns.path);
+		s->cgroup_ns.path = path;
+		s->cgroup_ns.index = (unsigned)i;
+		return 0;
 	}
 	free(s->join[k].path);
 	s->join[k].path = path;
@@ -562,7 +457,7 @@ static int parse_paths(const cJSON *lx, const char *key, char ***ret, size_t *re
 	snprintf(field, sizeof(field), "linux.%s", key);
 	r = hutch_oci_json_strv(lx, key, field, HUTCH_OCI_MAX_PATHS, ret, ret_n, err);
 	for (size_t i = 0; r >= 0 && i < *ret_n; i++)
-		if ((*ret)[i][0] != '/' || has_dotdot((*ret)[i]))
+		if ((*ret)[i][0] != '/' || hutch_oci_has_dotdot((*ret)[i]))
 			r = hutch_err_set(err, -EINVAL,
 			                  "%s[%zu]: not an absolute path without '..'", field, i);
 	return r;
@@ -645,6 +540,9 @@ static int parse_linux(const cJSON *lx, struct hutch_oci_spec *s, struct hutch_e
 	r = parse_namespaces(hutch_oci_json_item(lx, "namespaces"), s, err);
 	if (r < 0)
 		return r;
+	r = hutch_oci_parse_root_propagation(lx, &s->root_propagation, err);
+	if (r < 0)
+		return r;
 	cJSON_ArrayForEach(e, devices) {
 		static const char *const ours[] = { "/dev/null",   "/dev/zero",    "/dev/full",
 			                            "/dev/random", "/dev/urandom", "/dev/tty",
@@ -707,7 +605,8 @@ static int parse(const cJSON *j, struct hutch_oci_spec *s, struct hutch_err *err
 	    (r = hutch_oci_json_str(j, "hostname", "hostname", &s->hostname, err)) < 0 ||
 	    (r = hutch_oci_json_str(hutch_oci_json_item(j, "linux"), "cgroupsPath",
 	                            "linux.cgroupsPath", &s->cgroups_path, err)) < 0 ||
-	    (r = parse_mounts(hutch_oci_json_item(j, "mounts"), s, err)) < 0 ||
+	    (r = hutch_oci_parse_mounts(hutch_oci_json_item(j, "mounts"), s->mounts, &s->nmounts,
+	                                err)) < 0 ||
 	    (r = parse_linux(hutch_oci_json_item(j, "linux"), s, err)) < 0)
 		return r;
 	return parse_annotations(hutch_oci_json_item(j, "annotations"), s, err);
@@ -747,17 +646,13 @@ void hutch_oci_spec_done(struct hutch_oci_spec *s)
 	free(s->cgroups_path);
 	for (size_t k = 0; k < HUTCH_OCI_JOIN_N; k++)
 		free(s->join[k].path);
+	free(s->cgroup_ns.path);
 	free(s->root_path);
 	free_strv(s->args);
 	free_strv(s->env);
 	free(s->cwd);
 	free(s->hostname);
-	for (size_t i = 0; i < s->nmounts; i++) {
-		free(s->mounts[i].dest);
-		free(s->mounts[i].source);
-		free(s->mounts[i].size);
-		free(s->mounts[i].mode);
-	}
+	hutch_oci_mounts_done(s->mounts, s->nmounts);
 	free(s->network);
 	free(s->ttl_seconds);
 	free(s->instance_type);

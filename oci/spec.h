@@ -18,31 +18,16 @@
 
 #include "error.h"
 #include "json.h"
+#include "spec-mount.h"
 #include "spec-seccomp.h"
 
 #define HUTCH_OCI_CONFIG_MAX  (1u << 20) /* config.json bytes */
 #define HUTCH_OCI_MAX_ARGS    1024
 #define HUTCH_OCI_MAX_ENV     1024
-#define HUTCH_OCI_MAX_MOUNTS  64
 #define HUTCH_OCI_MAX_RLIMITS 16
 #define HUTCH_OCI_MAX_PATHS   256 /* maskedPaths, readonlyPaths */
 #define HUTCH_OCI_MAX_SYSCTLS 64
-
-enum hutch_oci_mount_kind {
-	HUTCH_OCI_MOUNT_BIND,
-	HUTCH_OCI_MOUNT_TMPFS,
-	HUTCH_OCI_MOUNT_MQUEUE, /* a new mqueue (the container's own ipc namespace) */
-	HUTCH_OCI_MOUNT_HUTCH,  /* /proc, /dev, /dev/pts, /dev/shm: hutch's own take its place */
-	HUTCH_OCI_MOUNT_SYSFS,  /* a new sysfs (the container's network namespace's), read-only */
-	HUTCH_OCI_MOUNT_CGROUP, /* the container's own cgroup (cgroup namespace), read-only */
-};
-
-struct hutch_oci_mount {
-	enum hutch_oci_mount_kind kind;
-	char *dest, *source; /* source: BIND only */
-	bool recursive, readonly, noexec;
-	char *size, *mode; /* TMPFS: "size=" and "mode=" values as given (checked), or NULL */
-};
+#define HUTCH_OCI_MAX_GROUPS  32 /* process.user.additionalGids (proto.h's SPAWN) */
 
 struct hutch_oci_rlimit {
 	int resource; /* RLIMIT_* */
@@ -62,10 +47,14 @@ enum {
 struct hutch_oci_spec {
 	char *root_path; /* as given: relative to the bundle, or absolute */
 	bool root_readonly;
+	/* linux.rootfsPropagation (MS_*; 0: not given), as a mount's. */
+	unsigned long root_propagation;
 	char **args, **env; /* NULL-terminated */
 	size_t nargs, nenv;
 	char *cwd;
 	uint32_t uid, gid;
+	uint32_t groups[HUTCH_OCI_MAX_GROUPS]; /* process.user.additionalGids */
+	size_t ngroups;
 	/* process.capabilities, by caps.h's HUTCH_CAPS_* (each within
 	 * HUTCH_CAPS_CONTAINER_MAX; absent sets are empty) */
 	uint64_t caps[5];
@@ -75,11 +64,12 @@ struct hutch_oci_spec {
 	char *hostname; /* or NULL */
 	/* A pod's namespaces to join (NULL path: its own); index: of the
 	 * entry in linux.namespaces, for messages. A cgroup namespace's path
-	 * is ignored (its own is made); pid, mount, time paths are refused. */
+	 * must be one (the supervisor checks), but its own is made; pid,
+	 * mount, time paths are refused. */
 	struct {
 		char *path;
 		unsigned index;
-	} join[HUTCH_OCI_JOIN_N];
+	} join[HUTCH_OCI_JOIN_N], cgroup_ns; /* cgroup_ns: checked, not joined */
 	char *cgroups_path; /* linux.cgroupsPath as given, or NULL (hutch_oci_cgroups_path) */
 	struct hutch_oci_mount mounts[HUTCH_OCI_MAX_MOUNTS];
 	size_t nmounts;

@@ -96,21 +96,59 @@ static int make_target(int root, const char *dest, bool is_dir, struct hutch_err
 	}
 }
 
+/* The propagation asked of a mount, on it once attached (fd). A new
+ * mount is private, and stays so when asked to be a slave (no master). */
+static int set_propagation(const struct hutch_rootfs_mount *m, int fd, struct hutch_err *err)
+{
+	struct mount_attr attr = { .propagation = m->propagation };
+	unsigned int flags = AT_EMPTY_PATH | (m->propagation_recursive ? AT_RECURSIVE : 0);
+
+	if (m->propagation && sys_mount_setattr(fd, "", flags, &attr, sizeof(attr)) < 0)
+		return hutch_err_set_errno(err, -errno, "set the propagation of '%s'", m->dest);
+	return 0;
+}
+
+/*
+ * A bind: the supervisor's detached mount, attached, then a clone of it
+ * made here on top, so that what is seen at the destination is as new as
+ * the mounts made before it (mountinfo lists mounts by age, and the
+ * bundle's order is what checkers see there; the detached mount, made
+ * before clone(), is older than all of init's, and this kernel refuses to
+ * clone a mount of another namespace before it is attached). Where the
+ * clone is refused (an unbindable mount), the detached mount alone.
+ */
+static int attach_bind(const struct hutch_rootfs_mount *m, int target, struct hutch_err *err)
+{
+	_cleanup_close_ int clone = -EBADF;
+	int r = rootfs_attach_fd(m->fd, target, "bind", m->dest, err);
+
+	if (r < 0)
+		return r;
+	clone = sys_open_tree(m->fd, "",
+	                      OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH | AT_RECURSIVE);
+	if (clone < 0)
+		return set_propagation(m, m->fd, err);
+	r = rootfs_attach_fd(clone, target, "bind", m->dest, err);
+	return r < 0 ? r : set_propagation(m, clone, err);
+}
+
 static int mount_one(struct rootfs_ctx *ctx, const struct hutch_rootfs_mount *m,
                      struct hutch_err *err)
 {
 	_cleanup_close_ int target = -EBADF, mntfd = -EBADF;
+	int r;
 
 	target =
 	        make_target(ctx->root, m->dest, m->kind == HUTCH_ROOTFS_MOUNT_FS || m->is_dir, err);
 	if (target < 0)
 		return target;
 	if (m->kind == HUTCH_ROOTFS_MOUNT_BIND)
-		return rootfs_attach_fd(m->fd, target, "bind", m->dest, err);
+		return attach_bind(m, target, err);
 	mntfd = rootfs_fs_new(m->fstype, m->opts, m->attrs, m->dest, err);
 	if (mntfd < 0)
 		return mntfd;
-	return rootfs_attach_fd(mntfd, target, m->fstype, m->dest, err);
+	r = rootfs_attach_fd(mntfd, target, m->fstype, m->dest, err);
+	return r < 0 ? r : set_propagation(m, mntfd, err);
 }
 
 /* linux.maskedPaths and readonlyPaths: what does not exist is skipped. */

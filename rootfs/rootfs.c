@@ -45,6 +45,17 @@ int rootfs_make_private(struct rootfs_ctx *ctx, struct hutch_err *err)
 	return 0;
 }
 
+/* A bundle's linux.rootfsPropagation of shared or unbindable, once "/" is
+ * the bundle's root (pivot_root() refuses a shared one). */
+static int root_propagation(unsigned long prop, struct hutch_err *err)
+{
+	struct mount_attr attr = { .propagation = prop };
+
+	if (prop && sys_mount_setattr(AT_FDCWD, "/", AT_RECURSIVE, &attr, sizeof(attr)) < 0)
+		return hutch_err_set_errno(err, -errno, "linux.rootfsPropagation: set it on '/'");
+	return 0;
+}
+
 /*
  * An fd the supervisor opened before clone() names a mount of the
  * supervisor's mount namespace, not of our copy, and move_mount() refuses
@@ -294,7 +305,9 @@ static int setup(struct rootfs_ctx *ctx, struct hutch_err *err)
 		r = rootfs_make_private(ctx, err);
 		if (r >= 0)
 			r = rootfs_setup_bundle(ctx, err);
-		return r < 0 ? r : rootfs_enter_root(ctx, ctx->cfg->bundle->readonly, err);
+		if (r >= 0)
+			r = rootfs_enter_root(ctx, ctx->cfg->bundle->readonly, err);
+		return r < 0 ? r : root_propagation(ctx->cfg->bundle->root_propagation, err);
 	}
 	if (ctx->cfg->n_layers)
 		return setup_image(ctx, err);

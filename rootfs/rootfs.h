@@ -28,11 +28,20 @@ struct hutch_rootfs_mount {
 	const char *fstype;      /* FS */
 	const char *const *opts; /* FS: "size=...", "mode=...", NULL-terminated, or NULL */
 	unsigned int attrs;      /* FS: MOUNT_ATTR_* */
+	/* Its propagation (MS_SHARED, ...; 0: as it is: a new FS private, a
+	 * BIND private or a slave, as the supervisor made it), set once
+	 * attached; recursively with propagation_recursive. */
+	unsigned long propagation;
+	bool propagation_recursive;
 };
 /* An OCI bundle's root instead of hutch's host-derived one. */
 struct hutch_rootfs_bundle {
 	int root_fd;   /* detached mount of the bundle's rootfs (idmapped by the supervisor) */
 	bool readonly; /* "/" ends read-only (root.readonly) */
+	/* MS_SHARED or MS_UNBINDABLE: "/" made so, recursively, after
+	 * pivot_root() (linux.rootfsPropagation); else 0 (private or slave:
+	 * the supervisor's). */
+	unsigned long root_propagation;
 	const struct hutch_rootfs_mount *mounts;
 	size_t nmounts;
 	/* Then, each if it exists: masked (an empty read-only tmpfs over a

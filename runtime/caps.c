@@ -199,7 +199,7 @@ static uint64_t sets_word(const struct __user_cap_data_struct d[2], size_t field
 /* After hutch_caps_set_child(): every set as asked, the rest as for a
  * plain command (ids, no groups, the container's securebits, no new
  * privileges: what bounds uid 0 at execve() to its permitted set). */
-static int verify_sets(uid_t uid, gid_t gid, const uint64_t sets[HUTCH_CAPS_SETS])
+static int verify_sets(uid_t uid, gid_t gid, size_t ngroups, const uint64_t sets[HUTCH_CAPS_SETS])
 {
 	struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3, .pid = 0 };
 	struct __user_cap_data_struct d[_LINUX_CAPABILITY_U32S_3] = { 0 };
@@ -231,7 +231,7 @@ static int verify_sets(uid_t uid, gid_t gid, const uint64_t sets[HUTCH_CAPS_SETS
 	if (getresuid(&ru, &eu, &su) < 0 || getresgid(&rg, &eg, &sg) < 0)
 		return -errno;
 	if (ru != uid || eu != uid || su != uid || rg != gid || eg != gid || sg != gid ||
-	    getgroups(0, NULL) != 0)
+	    getgroups(0, NULL) != (int)ngroups)
 		return -ENOTRECOVERABLE;
 	return 0;
 }
@@ -242,7 +242,8 @@ static int verify_sets(uid_t uid, gid_t gid, const uint64_t sets[HUTCH_CAPS_SETS
  * a move away from uid 0, then the three sets, then ambient (each in
  * permitted and inheritable, which the parser checked).
  */
-int hutch_caps_set_child(uid_t uid, gid_t gid, const uint64_t sets[HUTCH_CAPS_SETS])
+int hutch_caps_set_child(uid_t uid, gid_t gid, const gid_t *groups, size_t ngroups,
+                         const uint64_t sets[HUTCH_CAPS_SETS])
 {
 	struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3, .pid = 0 };
 	struct __user_cap_data_struct d[_LINUX_CAPABILITY_U32S_3] = { 0 };
@@ -255,7 +256,7 @@ int hutch_caps_set_child(uid_t uid, gid_t gid, const uint64_t sets[HUTCH_CAPS_SE
 		    !((sets[HUTCH_CAPS_BOUNDING] >> cap) & 1) &&
 		    prctl(PR_CAPBSET_DROP, (unsigned long)cap, 0L, 0L, 0L) < 0)
 			return -errno;
-	if (setgroups(0, NULL) < 0)
+	if (setgroups(ngroups, ngroups ? groups : NULL) < 0)
 		return -errno;
 	if (prctl(PR_SET_KEEPCAPS, 1L, 0L, 0L, 0L) < 0)
 		return -errno;
@@ -274,7 +275,7 @@ int hutch_caps_set_child(uid_t uid, gid_t gid, const uint64_t sets[HUTCH_CAPS_SE
 		if ((sets[HUTCH_CAPS_AMBIENT] >> cap) & 1 &&
 		    prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, (unsigned long)cap, 0L, 0L) < 0)
 			return -errno;
-	return verify_sets(uid, gid, sets);
+	return verify_sets(uid, gid, ngroups, sets);
 }
 
 int hutch_caps_bound_drop(int cap)

@@ -63,7 +63,8 @@ int hutch_caps_restrict_container(void);
  * permitted, another uid its ambient set. Same constraints as
  * hutch_caps_drop_child() (raw syscalls only).
  */
-int hutch_caps_set_child(uid_t uid, gid_t gid, const uint64_t sets[HUTCH_CAPS_SETS]);
+int hutch_caps_set_child(uid_t uid, gid_t gid, const gid_t *groups, size_t ngroups,
+                         const uint64_t sets[HUTCH_CAPS_SETS]);
 
 /*
  * Child side, in a process whose parent called hutch_caps_restrict_init():

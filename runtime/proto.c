@@ -59,6 +59,11 @@ int hutch_proto_spawn_decode(const char *body, size_t len, struct hutch_spawn_re
 	for (size_t i = 0; i < ELEMENTSOF(fixed.caps); i++)
 		if (fixed.caps[i] & ~HUTCH_CAPS_CONTAINER_MAX)
 			return -EBADMSG;
+	if (fixed.ngroups > HUTCH_SPAWN_MAX_GROUPS)
+		return -EBADMSG;
+	for (uint32_t i = 0; i < fixed.ngroups; i++)
+		if (fixed.groups[i] > HUTCH_SPAWN_MAX_ID)
+			return -EBADMSG;
 	p = body + sizeof(fixed);
 	for (uint32_t i = 0; i < fixed.argc + fixed.envc + 1; i++) {
 		const char *z = memchr(p, '\0', (size_t)(end - p));
@@ -84,6 +89,9 @@ int hutch_proto_spawn_decode(const char *body, size_t len, struct hutch_spawn_re
 	ret->uid = fixed.uid;
 	ret->gid = fixed.gid;
 	memcpy(ret->caps, fixed.caps, sizeof(ret->caps));
+	ret->ngroups = fixed.ngroups;
+	for (uint32_t i = 0; i < fixed.ngroups; i++)
+		ret->groups[i] = fixed.groups[i];
 	return 0;
 }
 

@@ -28,6 +28,8 @@
  * the sandbox's 65536-id range exist. */
 #define HUTCH_SPAWN_DEFAULT_ID 1000
 #define HUTCH_SPAWN_MAX_ID     65535
+/* A container's process.user.additionalGids, at most. */
+#define HUTCH_SPAWN_MAX_GROUPS 32
 
 enum hutch_msg_type {
 	/* supervisor -> init */
@@ -70,6 +72,10 @@ struct hutch_msg_spawn {
 	 * inheritable and ambient sets, each within HUTCH_CAPS_CONTAINER_MAX;
 	 * zero for every other command (and ignored outside a container). */
 	uint64_t caps[5];
+	/* A container's additional groups (setgroups), each below 65536;
+	 * none for every other command. */
+	uint32_t ngroups;
+	uint32_t groups[HUTCH_SPAWN_MAX_GROUPS];
 };
 
 /* The child runs a built-in file operation (fileops.h; argv[0] names it)
@@ -129,6 +135,8 @@ struct hutch_msg_exited {
 struct hutch_spawn_req {
 	uint32_t argc, envc, flags, winsize, uid, gid;
 	uint64_t caps[5];
+	uint32_t ngroups;
+	gid_t groups[HUTCH_SPAWN_MAX_GROUPS];
 	const char *argv[HUTCH_SPAWN_MAX_ARGS + 1];
 	const char *envp[HUTCH_SPAWN_MAX_ENV + 1];
 	const char *cwd;

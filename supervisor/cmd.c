@@ -480,6 +480,10 @@ struct cmd *hutch_cmd_start(struct hutch_cmds *set, const struct hutch_spawn *sp
 		memcpy(body + offsetof(struct hutch_msg_spawn, uid), &sp->uid, sizeof(sp->uid));
 		memcpy(body + offsetof(struct hutch_msg_spawn, gid), &sp->gid, sizeof(sp->gid));
 		memcpy(body + offsetof(struct hutch_msg_spawn, caps), sp->caps, sizeof(sp->caps));
+		memcpy(body + offsetof(struct hutch_msg_spawn, ngroups), &sp->ngroups,
+		       sizeof(sp->ngroups));
+		memcpy(body + offsetof(struct hutch_msg_spawn, groups), sp->groups,
+		       sizeof(sp->groups));
 	}
 	c = cmd_new(set, sp, sink);
 	if (!c)

@@ -26,6 +26,7 @@
 
 #include "error.h"
 #include "loop.h"
+#include "proto.h"
 #include "util.h"
 
 struct cmd;
@@ -57,7 +58,9 @@ struct hutch_spawn {
 	bool extra_filter; /* with init's extra seccomp filter (proto.h HUTCH_SPAWN_EXTRA_FILTER) */
 	bool held_tty;     /* on the pty init holds (proto.h HUTCH_SPAWN_HELD_TTY): no pipes */
 	uint32_t uid, gid;
-	uint64_t caps[5];    /* with set_ids: a container's sets (proto.h) */
+	uint64_t caps[5]; /* with set_ids: a container's sets (proto.h) */
+	/* with set_ids: a container's additional groups */
+	uint32_t ngroups, groups[HUTCH_SPAWN_MAX_GROUPS];
 	double timeout;      /* seconds, 0 = none: then SIGKILL to the tree */
 	uint64_t max_output; /* per stream when captured */
 	enum hutch_capture capture;

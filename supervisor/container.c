@@ -60,6 +60,26 @@ int hutch_container_take_stdio(struct sup *s)
 	return 0;
 }
 
+/*
+ * A detached clone of a host tree (the rootfs, a bind's source) is a peer
+ * of the host's mount when that is shared (open_tree() keeps the peer
+ * group; systemd makes "/" shared), and moving it into init's mount
+ * namespace keeps it so: every mount init made under it (/proc, /dev, a
+ * tmpfs) would appear on the host, and the host's mounts in the
+ * container. So each clone is made private, recursively, before anything
+ * else, or a slave when the bundle asks (host to container only, never
+ * back). Shared (a peer group of the container's own) and unbindable are
+ * init's to set (rootfs/bundle.c).
+ */
+static int set_propagation(int fd, bool slave)
+{
+	struct mount_attr attr = { .propagation = slave ? MS_SLAVE : MS_PRIVATE };
+
+	if (sys_mount_setattr(fd, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr, sizeof(attr)) < 0)
+		return -errno;
+	return 0;
+}
+
 static int open_bind(struct hutch_container *ct, size_t i, struct hutch_err *err)
 {
 	const struct hutch_container_mount *m = &ct->mounts[i];
@@ -67,7 +87,7 @@ static int open_bind(struct hutch_container *ct, size_t i, struct hutch_err *err
 	unsigned int flags =
 	        OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | (m->recursive ? AT_RECURSIVE : 0);
 	struct stat st;
-	int fd;
+	int fd, r;
 
 	if (m->readonly)
 		attr.attr_set |= MOUNT_ATTR_RDONLY;
@@ -76,6 +96,9 @@ static int open_bind(struct hutch_container *ct, size_t i, struct hutch_err *err
 		return hutch_err_set_errno(err, -errno, "mounts: open the source '%s' of '%s'",
 		                           m->source, m->dest);
 	ct->mount_fds[i] = fd;
+	r = set_propagation(fd, m->propagation == MS_SLAVE);
+	if (r < 0)
+		return hutch_err_set_errno(err, r, "mounts: set the propagation of '%s'", m->dest);
 	if (sys_mount_setattr(fd, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr, sizeof(attr)) < 0)
 		return hutch_err_set_errno(err, -errno, "mounts: set the flags of '%s'", m->dest);
 	if (fstat(fd, &st) < 0)
@@ -85,6 +108,8 @@ static int open_bind(struct hutch_container *ct, size_t i, struct hutch_err *err
 		.dest = m->dest,
 		.fd = fd,
 		.is_dir = S_ISDIR(st.st_mode),
+		.propagation = m->propagation == MS_SLAVE ? 0 : m->propagation,
+		.propagation_recursive = m->propagation_recursive,
 	};
 	return 0;
 }
@@ -122,6 +147,12 @@ static int open_mounts(struct sup *s, struct hutch_err *err)
 	                            OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
 	if (ct->root_fd < 0)
 		return hutch_err_set_errno(err, -errno, "root.path: open '%s'", ct->rootfs);
+	/* Shared or unbindable "/" is init's to set, after pivot_root()
+	 * (which refuses a shared root). */
+	r = set_propagation(ct->root_fd, ct->root_propagation == MS_SLAVE);
+	if (r < 0)
+		return hutch_err_set_errno(err, r, "root.path: set the propagation of '%s'",
+		                           ct->rootfs);
 	for (size_t i = 0; i < ct->nmounts; i++) {
 		const struct hutch_container_mount *m = &ct->mounts[i];
 
@@ -139,11 +170,17 @@ static int open_mounts(struct sup *s, struct hutch_err *err)
 			.attrs = m->attrs | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV |
 			         (m->mqueue || m->sysfs || m->cgroup2 ? MOUNT_ATTR_NOEXEC : 0) |
 			         (m->readonly || m->sysfs || m->cgroup2 ? MOUNT_ATTR_RDONLY : 0),
+			.propagation = m->propagation,
+			.propagation_recursive = m->propagation_recursive,
 		};
 	}
 	ct->bundle = (struct hutch_rootfs_bundle){
 		.root_fd = ct->root_fd,
 		.readonly = ct->readonly,
+		.root_propagation =
+		        ct->root_propagation == MS_SHARED || ct->root_propagation == MS_UNBINDABLE
+		                ? ct->root_propagation
+		                : 0,
 		.mounts = ct->rmounts,
 		.nmounts = ct->nmounts,
 		.masked = (const char *const *)ct->masked_paths,
@@ -332,6 +369,8 @@ static void start_process(struct sup *s)
 	struct hutch_err err = { 0 };
 
 	memcpy(sp.caps, ct->caps, sizeof(sp.caps));
+	sp.ngroups = (uint32_t)ct->ngroups;
+	memcpy(sp.groups, ct->groups, sizeof(sp.groups));
 	ct->started = true;
 	if (exec_listen(s) < 0)
 		hutch_event(s, "oci exec: cannot listen on '%s'", ct->exec_path);
@@ -440,6 +479,9 @@ static void exec_start(struct exec_conn *x, const char *body, size_t len, int *f
 		.extra_filter = ct->seccomp.len > 0,
 	};
 	memcpy(sp.caps, req.caps, sizeof(sp.caps));
+	sp.ngroups = req.ngroups;
+	for (uint32_t i = 0; i < req.ngroups; i++)
+		sp.groups[i] = req.groups[i];
 	x->cmd = hutch_cmd_start(&x->s->cmds, &sp, &sink, &err);
 	hutch_close_many(fds, nfds);
 	if (!x->cmd)

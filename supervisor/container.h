@@ -35,6 +35,7 @@
 #include "cgroup.h"
 #include "error.h"
 #include "loop.h"
+#include "proto.h"
 #include "rootfs.h"
 
 struct sup;
@@ -55,6 +56,11 @@ struct hutch_container_mount {
 	bool readonly, recursive;
 	char *tmpfs_opts[4]; /* "size=...", "mode=..."; NULL-terminated */
 	unsigned int attrs;  /* MOUNT_ATTR_NOSUID | ... */
+	/* Propagation asked (MS_SHARED, MS_SLAVE, MS_PRIVATE, MS_UNBINDABLE;
+	 * 0: none) and its r-form. Whatever is asked, a bind never propagates
+	 * from the container to the host (container.c). */
+	unsigned long propagation;
+	bool propagation_recursive;
 };
 
 struct hutch_container_rlimit {
@@ -76,6 +82,9 @@ struct hutch_pod_join {
 	const char *path[HUTCH_POD_NS_N]; /* as the bundle gives them; NULL: its own */
 	unsigned index[HUTCH_POD_NS_N];   /* linux.namespaces[index], for messages */
 	bool network_given;               /* run.hutch.network was given */
+	/* A cgroup namespace's path: checked to be one, not joined. */
+	const char *cgroup_path;
+	unsigned cgroup_index;
 	/* The supervisor's (pod.c): each namespace opened and checked, the
 	 * pod's user namespace in fd[HUTCH_POD_NS_USER] whenever any is
 	 * joined; -EBADF: its own. active: something is joined. */
@@ -87,11 +96,14 @@ struct hutch_container {
 	/* What to build and run (malloc'ed strings, owned by the caller). */
 	char *rootfs; /* absolute host path */
 	bool readonly;
+	unsigned long root_propagation; /* linux.rootfsPropagation (MS_*), 0: private */
 	struct hutch_container_mount mounts[HUTCH_CONTAINER_MAX_MOUNTS];
 	size_t nmounts;
 	char **argv, **envp; /* NULL-terminated */
 	char *cwd;
 	uint32_t uid, gid;
+	uint32_t groups[HUTCH_SPAWN_MAX_GROUPS]; /* process.user.additionalGids */
+	size_t ngroups;
 	uint64_t caps[5]; /* the main process's sets (proto.h's SPAWN) */
 	struct hutch_container_rlimit rlimits[HUTCH_CONTAINER_MAX_RLIMITS];
 	size_t nrlimits;

@@ -151,9 +151,10 @@ static int open_ns(const struct hutch_pod_join *j, enum hutch_pod_ns k, const ch
 		                           j->index[k], path);
 	type = ioctl(fd, NS_GET_NSTYPE);
 	if (type != ns_info[k].nstype)
-		return hutch_err_set(err, -EINVAL,
-		                     "linux.namespaces[%u].path: '%.200s' is not a %s namespace",
-		                     j->index[k], path, ns_info[k].field);
+		return hutch_err_set(
+		        err, -EINVAL,
+		        "linux.namespaces[%u].path: '%.200s' is not a namespace of type %s",
+		        j->index[k], path, ns_info[k].field);
 	if (fstat(fd, &st) < 0)
 		return hutch_err_set_errno(err, -errno, "linux.namespaces[%u].path: stat",
 		                           j->index[k]);
@@ -305,6 +306,26 @@ static int open_owner(struct hutch_pod_join *j, struct hutch_err *err)
 	return 0;
 }
 
+/* A cgroup namespace's path must name one; the container gets its own
+ * all the same (its cgroup is its root: never weaker than the path's). */
+static int check_cgroup_ns(const struct hutch_pod_join *j, struct hutch_err *err)
+{
+	_cleanup_close_ int fd = -EBADF;
+
+	if (!j->cgroup_path)
+		return 0;
+	fd = open(j->cgroup_path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return hutch_err_set_errno(err, -errno, "linux.namespaces[%u].path: open '%.200s'",
+		                           j->cgroup_index, j->cgroup_path);
+	if (ioctl(fd, NS_GET_NSTYPE) != CLONE_NEWCGROUP)
+		return hutch_err_set(
+		        err, -EINVAL,
+		        "linux.namespaces[%u].path: '%.200s' is not a namespace of type cgroup",
+		        j->cgroup_index, j->cgroup_path);
+	return 0;
+}
+
 int hutch_pod_join_prepare(struct sup *s, struct hutch_err *err)
 {
 	struct hutch_pod_join *j;
@@ -316,6 +337,9 @@ int hutch_pod_join_prepare(struct sup *s, struct hutch_err *err)
 	if (!s->container)
 		return 0;
 	j = &s->container->join;
+	r = check_cgroup_ns(j, err);
+	if (r < 0)
+		return r;
 	for (int k = 0; k < HUTCH_POD_NS_N; k++) {
 		j->fd[k] = -EBADF;
 		j->active = j->active || j->path[k];

@@ -241,14 +241,22 @@ def test_run_foreground_exit_code(oci):
 
 
 def test_process_user_env_cwd_hostname(oci):
-    c = config(["sh", "-c", 'echo "$(id -u):$(id -g) $FOO $(pwd) $(hostname)"'])
-    c["process"].update({"user": {"uid": 1234, "gid": 4321}, "env": ["PATH=/bin", "FOO=bar"],
-                         "cwd": "/tmp"})
+    """process.user (with additionalGids: the groups of the process and of
+    an exec'ed one), env, cwd, hostname."""
+    c = config(["sh", "-c", 'echo "$(id -u):$(id -g) $(id -G) $FOO $(pwd) $(hostname)";'
+                ' sleep 100'])
+    c["process"].update({"user": {"uid": 1234, "gid": 4321, "additionalGids": [5, 65535]},
+                         "env": ["PATH=/bin", "FOO=bar"], "cwd": "/tmp"})
     b = oci.bundle(c["process"]["args"], process=c["process"])
-    r = oci("run", "--bundle", b, "u1")
+    out = open(oci.tmp / "u1.out", "w+b")
+    r = oci("run", "--detach", "--bundle", b, "u1", stdout=out)
     assert r.returncode == 0, r.output
-    assert r.output == "1234:4321 bar /tmp box\n"
-    oci("delete", "u1")
+    assert wait_until(lambda: out.seek(0) == 0 and out.read() != b"")
+    out.seek(0)
+    assert out.read() == b"1234:4321 4321 5 65535 bar /tmp box\n"
+    r = oci("exec", "u1", "id", "-G")
+    assert r.returncode == 0 and r.output == "4321 5 65535\n", r.output
+    oci("delete", "--force", "u1")
 
 
 def test_isolation_probes_fail(oci):
@@ -647,6 +655,8 @@ def test_limits_lower_and_annotations(oci):
     ("linux.namespaces[1].path: not an absolute path",
      lambda c: c["linux"]["namespaces"].__setitem__(1, {"type": "network",
                                                         "path": "proc/1/ns/net"})),
+    ("linux.rootfsPropagation: 'sideways' is none of",
+     lambda c: c["linux"].update(rootfsPropagation="sideways")),
     ("linux.namespaces[1].path: not a string",
      lambda c: c["linux"]["namespaces"].__setitem__(1, {"type": "network", "path": 7})),
     ("process.capabilities.bounding[0]: CAP_SYS_ADMIN",
@@ -671,6 +681,11 @@ def test_limits_lower_and_annotations(oci):
     ("annotations.run.hutch.network",
      lambda c: c.update(annotations={"run.hutch.network": "bogus"})),
     ("process.user.uid", lambda c: c["process"].update(user={"uid": 70000, "gid": 0})),
+    ("process.user.additionalGids[1]: not an id of 0-65535",
+     lambda c: c["process"].update(user={"uid": 0, "gid": 0, "additionalGids": [1, 70000]})),
+    ("process.user.additionalGids: more than 32",
+     lambda c: c["process"].update(user={"uid": 0, "gid": 0,
+                                         "additionalGids": list(range(33))})),
     ("ociVersion", lambda c: c.update(ociVersion="0.9")),
     ("process.terminal: a terminal needs --console-socket",
      lambda c: c["process"].update(terminal=True)),
@@ -738,6 +753,7 @@ def test_hutch_runc_name_and_features(tmp_path, hutch):
     f = json.loads(r.stdout)
     assert "CAP_SYS_ADMIN" not in f["linux"]["capabilities"]
     assert "run.hutch.network" in f["annotations"]
+    assert {"rshared", "rslave", "runbindable"} <= set(f["mountOptions"])
     r = subprocess.run([str(link), "--version"], capture_output=True)
     assert r.returncode == 0 and b"spec: 1.0.2" in r.stdout
 
@@ -794,6 +810,110 @@ def test_masked_readonly_paths_and_mqueue(oci):
     assert r.returncode == 0, r.output
     assert r.output == "[] []\n1\n", r.output
     oci("delete", "mp1")
+
+
+def _peer_group(line):
+    """The optional fields of a mountinfo line: shared:N, master:N, unbindable."""
+    return [f for f in line.split(" - ")[0].split()[6:]]
+
+
+@pytest.fixture
+def shared_dir(tmp_path):
+    """A shared mount of the test's own (as systemd makes "/"), unmounted
+    with whatever is left under it."""
+    d = tmp_path / "shared"
+    d.mkdir()
+    subprocess.run(["mount", "--bind", str(d), str(d)], check=True)
+    try:
+        subprocess.run(["mount", "--make-shared", str(d)], check=True)
+        yield d
+    finally:
+        subprocess.run(["umount", "-R", str(d)], check=True)
+
+
+def host_mounts_under(path):
+    with open("/proc/self/mountinfo") as f:
+        return [line.split()[4] for line in f if line.split()[4].startswith(str(path) + "/")]
+
+
+def test_propagation_never_reaches_the_host(oci, shared_dir):
+    """A rootfs and a bind whose host source is a shared mount: nothing the
+    container mounts (/proc, /dev, a tmpfs inside the bind) appears on the
+    host, and pivot_root works (a clone of a shared mount kept the host's
+    peer group: the mounts leaked and pivot_root failed with EINVAL). The
+    bundle's propagation options: shared is a peer group of the container's
+    own, slave receives the host's mounts (host to container only),
+    unbindable and private are as asked, each in the bundle's order."""
+    root = shared_dir / "rootfs"
+    make_rootfs(str(root))
+    for d in ("priv", "sh", "sl", "unb", "inner"):
+        (shared_dir / d).mkdir()
+    host_group = [f for f in _peer_group(next(
+        line for line in open("/proc/self/mountinfo")
+        if line.split()[4] == str(shared_dir))) if f.startswith("shared:")][0]
+    binds = [("/mnt/priv", ["rbind"]), ("/mnt/sh", ["bind", "shared"]),
+             ("/mnt/sl", ["rbind", "rslave"]), ("/mnt/unb", ["bind", "unbindable"])]
+    mounts = config([])["mounts"] + [
+        {"destination": dst, "type": "bind", "source": str(shared_dir), "options": o}
+        for dst, o in binds] + [
+        {"destination": "/mnt/priv/inner", "type": "tmpfs", "source": "tmpfs"},
+        {"destination": "/tmp2", "type": "tmpfs", "source": "tmpfs", "options": ["shared"]}]
+    probe = ("while [ ! -e /mnt/sh/go ]; do sleep 0.05; done;"
+             " grep -E ' /mnt/(priv|sh|sl|unb|sl/inner) | /tmp2 ' /proc/self/mountinfo")
+    b = oci.bundle(["sh", "-c", probe], name="prop", mounts=mounts,
+                   root={"path": str(root), "readonly": False})
+    before = host_mounts_under(shared_dir)
+    out = open(oci.tmp / "prop.out", "w+b")
+    assert oci("run", "--detach", "--bundle", b, "prop", stdout=out).returncode == 0
+    assert host_mounts_under(shared_dir) == before
+    # A host mount under the source reaches the slave bind only.
+    subprocess.run(["mount", "-t", "tmpfs", "hostmnt", str(shared_dir / "inner")], check=True)
+    sup = oci.status_file("prop")["pid"]
+    (shared_dir / "go").touch()
+    assert wait_until(lambda: proc_comm(sup) is None)
+    assert oci.status_file("prop")["exit_status"] == 0
+    assert host_mounts_under(shared_dir) == before + [str(shared_dir / "inner")]
+    out.seek(0)
+    text = out.read().decode()
+    top = {}  # the last (newest) mount at each destination
+    for line in text.splitlines():
+        top[line.split()[4]] = (int(line.split()[0]), _peer_group(line))
+    assert top["/mnt/priv"][1] == [] and top["/mnt/unb"][1] == ["unbindable"], text
+    assert top["/mnt/sh"][1][0].startswith("shared:") and top["/mnt/sh"][1] != [host_group]
+    assert top["/tmp2"][1][0].startswith("shared:"), text
+    assert top["/mnt/sl"][1][0] == "master:" + host_group.split(":")[1], text
+    assert "/mnt/sl/inner" in top, text  # the host's mount reached the slave
+    # In the bundle's order (mountinfo lists mounts by age).
+    ids = [top[d][0] for d in ("/mnt/priv", "/mnt/sh", "/mnt/sl", "/mnt/unb", "/tmp2")]
+    assert ids == sorted(ids), text
+
+
+@pytest.mark.parametrize("prop,want", [("shared", "shared:"), ("unbindable", "unbindable"),
+                                       ("rslave", "master:"), ("private", None)])
+def test_rootfs_propagation(oci, shared_dir, prop, want):
+    """linux.rootfsPropagation: "/" is a slave of the host's mount (host to
+    container only), shared in a peer group of its own, unbindable or
+    private, as asked; nothing reaches the host."""
+    root = shared_dir / "rootfs"
+    make_rootfs(str(root))
+    host_group = next(f for f in _peer_group(next(
+        line for line in open("/proc/self/mountinfo")
+        if line.split()[4] == str(shared_dir))) if f.startswith("shared:"))
+    lx = {"namespaces": list(NAMESPACES), "rootfsPropagation": prop}
+    b = oci.bundle(["sh", "-c", "grep -E '^[0-9]+ [0-9]+ [^ ]+ [^ ]+ / ' /proc/self/mountinfo"], name="rp", linux=lx,
+                   root={"path": str(root), "readonly": True})
+    before = host_mounts_under(shared_dir)
+    r = oci("run", "--bundle", b, "rp1")
+    assert r.returncode == 0, r.output
+    fields = _peer_group(r.output.splitlines()[-1])
+    if want is None:
+        assert fields == [], r.output
+    else:
+        assert fields and fields[0].startswith(want) and fields[0] != host_group, r.output
+    if prop == "rslave":
+        assert fields[0] == "master:" + host_group.split(":")[1], r.output
+    assert host_mounts_under(shared_dir) == before
+    oci("delete", "rp1")
 
 
 def test_terminal_through_console_socket(oci, tmp_path):
@@ -1288,7 +1408,7 @@ def test_pod_join_refusals(oci, pod, tmp_path):
          "network namespace" % here),
         (pod_namespaces(pod, only=("network",)) [:1] +
          [{"type": "network", "path": "/etc/hostname"}] + pod_namespaces(pod)[2:],
-         "linux.namespaces[1].path: '/etc/hostname' is not a network namespace"),
+         "linux.namespaces[1].path: '/etc/hostname' is not a namespace of type network"),
         (pod_namespaces(pod, only=("network", "ipc")) [:2] +
          [{"type": "ipc", "path": str(tmp_path / "none")}] + pod_namespaces(pod)[3:],
          "linux.namespaces[2].path: open '%s'" % (tmp_path / "none")),
@@ -1328,6 +1448,26 @@ def test_pod_join_refusals(oci, pod, tmp_path):
     assert "annotations.run.hutch.network: a container that shares a pod's user" in out, out
     assert oci.state("infra")["status"] == "running"
     assert sorted(os.listdir(oci.root)) == ["infra", "infra2"]
+
+
+def test_cgroup_namespace_path_checked_not_joined(oci):
+    """A cgroup namespace's path (podman's pods on cgroup v2 share one)
+    must name a cgroup namespace, but the container gets its own all the
+    same: its cgroup is its root, never the path's."""
+    here = os.getpid()
+    ns = list(NAMESPACES) + [{"type": "cgroup", "path": f"/proc/{here}/ns/ipc"}]
+    b = oci.bundle(["true"], name="cg", linux={"namespaces": ns})
+    r = oci("create", "--bundle", b, "cg1")
+    assert r.returncode == 1, r.output
+    assert (f"linux.namespaces[5].path: '/proc/{here}/ns/ipc' is not a namespace of type "
+            "cgroup") in r.output
+    assert not os.path.exists(os.path.join(oci.root, "cg1"))
+    ns[5]["path"] = f"/proc/{here}/ns/cgroup"
+    b = oci.bundle(["readlink", "/proc/self/ns/cgroup"], name="cg", linux={"namespaces": ns})
+    r = oci("run", "--bundle", b, "cg2")
+    assert r.returncode == 0, r.output
+    assert r.output.strip() != ns_link(here, "cgroup"), r.output
+    oci("delete", "cg2")
 
 
 CATATONIT = shutil.which("catatonit") or "/usr/libexec/podman/catatonit"

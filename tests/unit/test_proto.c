@@ -165,6 +165,23 @@ static void test_spawn_decode_bad(void **state)
 		assert_int_equal(decode_exact(buf, (size_t)n), -EBADMSG);
 		fixed.caps[i] = 0;
 	}
+	/* Additional groups: at most HUTCH_SPAWN_MAX_GROUPS, each an id of
+	 * the sandbox's range. */
+	fixed.ngroups = 2;
+	fixed.groups[0] = 5;
+	fixed.groups[1] = HUTCH_SPAWN_MAX_ID;
+	memcpy(buf, &fixed, sizeof(fixed));
+	assert_int_equal(decode_exact(buf, (size_t)n), 0);
+	assert_int_equal(req.ngroups, 2);
+	assert_int_equal(req.groups[0], 5);
+	assert_int_equal(req.groups[1], HUTCH_SPAWN_MAX_ID);
+	fixed.groups[1] = HUTCH_SPAWN_MAX_ID + 1;
+	memcpy(buf, &fixed, sizeof(fixed));
+	assert_int_equal(decode_exact(buf, (size_t)n), -EBADMSG);
+	fixed.groups[1] = 0;
+	fixed.ngroups = HUTCH_SPAWN_MAX_GROUPS + 1;
+	memcpy(buf, &fixed, sizeof(fixed));
+	assert_int_equal(decode_exact(buf, (size_t)n), -EBADMSG);
 	free(buf);
 }
 

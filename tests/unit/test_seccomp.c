@@ -497,6 +497,7 @@ static int caps_container_child(void)
 	struct __user_cap_data_struct data[2] = { 0 };
 	uint64_t sets[HUTCH_CAPS_SETS] = { 0 };
 	uint64_t kill = HUTCH_CAP_BIT(CAP_KILL);
+	gid_t groups[] = { 5, 1001 }, got[4];
 	int r;
 
 	sets[HUTCH_CAPS_BOUNDING] = kill | HUTCH_CAP_BIT(CAP_CHOWN);
@@ -504,12 +505,15 @@ static int caps_container_child(void)
 	sets[HUTCH_CAPS_INHERITABLE] = sets[HUTCH_CAPS_AMBIENT] = kill;
 	/* Beyond the set: refused before anything changes. */
 	sets[HUTCH_CAPS_PERMITTED] |= HUTCH_CAP_BIT(CAP_SYS_ADMIN);
-	if (hutch_caps_set_child(1000, 1000, sets) != -EPERM)
+	if (hutch_caps_set_child(1000, 1000, NULL, 0, sets) != -EPERM)
 		return 230;
 	sets[HUTCH_CAPS_PERMITTED] = kill;
-	r = hutch_caps_set_child(1000, 1000, sets);
+	r = hutch_caps_set_child(1000, 1000, groups, 2, sets);
 	if (r < 0)
 		return 100 + (-r & 0x7f);
+	/* process.user.additionalGids */
+	if (getgroups(4, got) != 2 || got[0] != 5 || got[1] != 1001)
+		return 232;
 	if (syscall(__NR_capget, &hdr, data) < 0)
 		return 231;
 	if (data[0].effective != kill || data[0].permitted != kill || data[1].permitted)

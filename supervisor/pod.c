@@ -367,8 +367,9 @@ int hutch_pod_join_prepare(struct sup *s, struct hutch_err *err)
 	if (r < 0)
 		return r;
 	s->slot_fd = r;
-	/* Pinned: checked again, so the slot was the pod's at a moment when
-	 * the pin was held (its supervisor releases it after init's death). */
+	/* Pinned: checked again (its supervisor's lock held, its init alive),
+	 * so the slot was still the pod's while the pin was held (a
+	 * supervisor holds its slot as long as its lock: both go at its exit). */
 	if (!read_pod(runtime_dir, pod.id, &owner, &pod))
 		return hutch_err_set(err, -ESRCH, "the pod's sandbox %s ended", pod.id);
 	s->slot = pod.slot;

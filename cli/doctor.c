@@ -210,18 +210,19 @@ static void check_mount_api(struct check *c)
  * parent), nothing mounted. */
 static void check_overlay(struct check *c)
 {
-	const char *store = hutch_image_store_path();
+	char dir[4096], buf[4096];
+	const char *store = hutch_image_store_path(buf, sizeof(buf));
 	struct hutch_err err = { 0 };
-	char dir[4096];
 	struct stat st;
 
-	snprintf(dir, sizeof(dir), "%s", store);
+	snprintf(dir, sizeof(dir), "%s", store ? store : "/");
 	while (stat(dir, &st) < 0 && strrchr(dir, '/') && strcmp(dir, "/"))
 		*(strrchr(dir, '/') == dir ? dir + 1 : strrchr(dir, '/')) = '\0';
 	if (geteuid() != 0) {
 		c->ok = file_has("/proc/filesystems", "overlay");
 		snprintf(c->detail, sizeof(c->detail), "%s",
-		         c->ok ? "overlayfs available (idmapped layers are tried as root)"
+		         c->ok ? "overlayfs available (an ordinary user's layers are their own "
+		                 "files, stacked in each sandbox's user namespace)"
 		               : "overlayfs missing: modprobe overlay (only --image needs it)");
 		return;
 	}
@@ -235,10 +236,18 @@ static void check_store(struct check *c)
 {
 	_cleanup_(hutch_image_store_freep) struct hutch_image_store *s = NULL;
 	_cleanup_cjson_ cJSON *all = NULL;
-	const char *path = hutch_image_store_path();
+	char buf[4096];
+	const char *path = hutch_image_store_path(buf, sizeof(buf));
 	struct hutch_err err = { 0 };
 	struct stat st;
 
+	if (!path) {
+		c->ok = true;
+		snprintf(c->detail, sizeof(c->detail),
+		         "no store: neither XDG_DATA_HOME nor HOME is an absolute path (set one, "
+		         "or HUTCH_IMAGE_STORE, for --image)");
+		return;
+	}
 	if (stat(path, &st) < 0) {
 		c->ok = true;
 		snprintf(c->detail, sizeof(c->detail),

@@ -14,6 +14,7 @@
 #include "args.h"
 #include "cleanup.h"
 #include "cli.h"
+#include "idmap.h"
 #include "image.h"
 #include "progress.h"
 #include "verbs.h"
@@ -29,7 +30,8 @@ static const char image_usage[] =
         "       hutch image prune                           remove layers no image uses\n"
         "       hutch image build-default [NAME]            build the default image (mmdebstrap)\n"
         "\n"
-        "The store is /var/lib/hutch, or HUTCH_IMAGE_STORE, or --store DIR. SRC is an OCI\n"
+        "The store is /var/lib/hutch (an ordinary user's: $XDG_DATA_HOME/hutch or\n"
+        "~/.local/share/hutch, theirs alone), or HUTCH_IMAGE_STORE, or --store DIR. SRC is an OCI\n"
         "image layout directory (as 'skopeo copy ... oci:DIR' writes) or a 'docker save' /\n"
         "'podman save' archive. REF is a registry reference (docker.io/library/debian:12,\n"
         "localhost:5000/x:1, python:3.12 for Docker Hub). Every digest is checked; each\n"
@@ -37,10 +39,11 @@ static const char image_usage[] =
         "terminal, lines otherwise (-q: nothing); an interrupted pull, run again, downloads\n"
         "only the blobs it had not finished.\n";
 
-#define STORE_OPT                                                                        \
-	{                                                                                \
-		.name = "store", .kind = HUTCH_CLI_STRING, A(store), .metavar = "DIR",   \
-		.help = "the image store (default $HUTCH_IMAGE_STORE or /var/lib/hutch)" \
+#define STORE_OPT                                                                            \
+	{                                                                                    \
+		.name = "store", .kind = HUTCH_CLI_STRING, A(store), .metavar = "DIR",       \
+		.help = "the image store (default $HUTCH_IMAGE_STORE, else /var/lib/hutch, " \
+		        "or the user's ~/.local/share/hutch)"                                \
 	}
 
 #define QUIET_OPT                                                                          \
@@ -75,11 +78,28 @@ static const struct hutch_cli_opt store_opts[] = {
 	{ 0 },
 };
 
+/* --store, HUTCH_IMAGE_STORE, else root's or the user's own store;
+ * NULL (said on stderr) when an ordinary user has no home to put it in. */
+static const char *store_path(const char *given, char *buf, size_t size)
+{
+	const char *path = given && *given ? given : hutch_image_store_path(buf, size);
+
+	if (!path)
+		hutch_cli_fail(HUTCH_EXIT_NOT_CAPABLE,
+		               "no image store: an ordinary user's is $XDG_DATA_HOME/hutch or "
+		               "$HOME/.local/share/hutch, and neither variable is an absolute "
+		               "path: set one, or HUTCH_IMAGE_STORE (or --store DIR)");
+	return path;
+}
+
 static int open_store(const struct hutch_cli_args *a, struct hutch_image_store **ret)
 {
 	struct hutch_err err = { 0 };
-	const char *path = a->store ? a->store : hutch_image_store_path();
+	char buf[HUTCH_IMAGE_STORE_MAX + 1];
+	const char *path = store_path(a->store, buf, sizeof(buf));
 
+	if (!path)
+		return HUTCH_EXIT_NOT_CAPABLE;
 	if (hutch_image_store_open(path, ret, &err) < 0)
 		return hutch_cli_fail(err.code == -EACCES || err.code == -EPERM
 		                              ? HUTCH_EXIT_NOT_CAPABLE
@@ -294,16 +314,15 @@ static int cmd_prune(struct hutch_cli_args *a)
 }
 
 /* Without --image: the default image once 'hutch image build-default'
- * made it, else the host root. One access(): no store is made or opened.
- * An ordinary user gets the host root (--image needs root for now). */
+ * made it (in root's store, or the user's own), else the host root. One
+ * access(): no store is made or opened. */
 static void pick_default(struct hutch_config *cfg, const char *store)
 {
 	char file[HUTCH_IMAGE_STORE_MAX + 64];
 
-	snprintf(file, sizeof(file), "%s/images/%s", store, HUTCH_IMAGE_DEFAULT_NAME);
+	snprintf(file, sizeof(file), "%s/images/%s", store ? store : "", HUTCH_IMAGE_DEFAULT_NAME);
 	snprintf(cfg->image, sizeof(cfg->image), "%s",
-	         geteuid() == 0 && access(file, F_OK) == 0 ? HUTCH_IMAGE_DEFAULT_NAME
-	                                                   : HUTCH_IMAGE_HOST);
+	         store && access(file, F_OK) == 0 ? HUTCH_IMAGE_DEFAULT_NAME : HUTCH_IMAGE_HOST);
 }
 
 /* --image PATH: the store's name for it, "local" + its real path (each
@@ -389,8 +408,10 @@ static int fetch_missing(struct hutch_image_store *s, const char *image, const c
 int hutch_cli_resolve_image(struct hutch_config *cfg, bool quiet)
 {
 	_cleanup_(hutch_image_store_freep) struct hutch_image_store *s = NULL;
-	const char *path = cfg->image_store[0] ? cfg->image_store : "/var/lib/hutch";
-	char name[HUTCH_IMAGE_NAME_MAX + 1];
+	char name[HUTCH_IMAGE_NAME_MAX + 1], buf[HUTCH_IMAGE_STORE_MAX + 1];
+	struct hutch_idmap m;
+	const char *path =
+	        cfg->image_store[0] ? cfg->image_store : hutch_image_store_path(buf, sizeof(buf));
 	struct hutch_err err = { 0 };
 	int r;
 
@@ -398,17 +419,24 @@ int hutch_cli_resolve_image(struct hutch_config *cfg, bool quiet)
 		pick_default(cfg, path);
 	if (!hutch_config_has_image(cfg))
 		return 0;
-	if (geteuid() != 0)
-		return hutch_cli_fail(HUTCH_EXIT_NOT_CAPABLE,
-		                      "--image %s needs root for now (an image's layers are "
-		                      "idmapped mounts, which an ordinary user cannot make); "
-		                      "leave --image out for the host-derived root",
-		                      cfg->image);
+	/* An ordinary user who cannot run a sandbox at all hears that first,
+	 * before anything is imported or pulled into a store. */
+	if (geteuid() != 0 && hutch_idmap_detect(&m, &err) < 0)
+		return hutch_cli_fail(HUTCH_EXIT_NOT_CAPABLE, "cannot create sandbox: %s", err.msg);
+	if (!path && !(path = store_path(NULL, buf, sizeof(buf))))
+		return HUTCH_EXIT_NOT_CAPABLE;
+	/* The supervisor opens the same store: an ordinary user's default
+	 * is named (root's stays implicit, so its pool keys do not change). */
+	if (geteuid() != 0 && path != cfg->image_store)
+		snprintf(cfg->image_store, sizeof(cfg->image_store), "%s", path);
 	snprintf(name, sizeof(name), "%s", cfg->image);
 	if (hutch_image_source_path(cfg->image) && (r = path_name(cfg->image, name, sizeof(name))))
 		return r;
 	if (hutch_image_store_open(path, &s, &err) < 0)
-		return hutch_cli_fail(HUTCH_EXIT_FAILURE, "--image %s: %s", cfg->image, err.msg);
+		return hutch_cli_fail(err.code == -EACCES || err.code == -EPERM
+		                              ? HUTCH_EXIT_NOT_CAPABLE
+		                              : HUTCH_EXIT_FAILURE,
+		                      "--image %s: %s", cfg->image, err.msg);
 	r = hutch_image_resolve(s, name, cfg->image_manifest, &err);
 	if (r == -ENOENT) {
 		r = fetch_missing(s, cfg->image, name, quiet);

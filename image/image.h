@@ -50,11 +50,15 @@ bool hutch_image_digest_is_valid(const char *d);
 /* True for a reference name hutch can store: [A-Za-z0-9._:/@+-], no "..". */
 bool hutch_image_name_is_valid(const char *name);
 
-/* HUTCH_IMAGE_STORE, else /var/lib/hutch. */
-const char *hutch_image_store_path(void);
+/* HUTCH_IMAGE_STORE, else root's /var/lib/hutch, else an ordinary user's
+ * $XDG_DATA_HOME/hutch or $HOME/.local/share/hutch, written into buf (of
+ * size bytes); NULL when an ordinary user has neither variable (absolute). */
+const char *hutch_image_store_path(char *buf, size_t size);
 
 struct hutch_image_store;
-/* Open (creating it if needed) the store at path; caller frees. */
+/* Open (creating it if needed) the store at path; caller frees. An
+ * ordinary user's store must be theirs and not writable by others
+ * (-EPERM); another user's unreadable store is -EACCES. */
 int hutch_image_store_open(const char *path, struct hutch_image_store **ret, struct hutch_err *err);
 struct hutch_image_store *hutch_image_store_free(struct hutch_image_store *s);
 void hutch_image_store_freep(struct hutch_image_store **s);
@@ -149,6 +153,7 @@ struct hutch_image_use {
 	int use_fd;                            /* users/<id>, flock()ed shared while alive */
 	int users_dir;                         /* the store's users/ */
 	pid_t helper_pid;                      /* the user namespace's process, killed, to reap */
+	char *layer_dir; /* rootless: the store's layers/ (layer_fds are O_PATH dirs in it) */
 	char id[32];
 };
 void hutch_image_use_done(struct hutch_image_use *u);
@@ -166,11 +171,14 @@ int hutch_image_resolve(struct hutch_image_store *s, const char *name,
  * process exits, so that prune keeps its layers), then open each layer of
  * image name as a detached, read-only, nosuid, nodev clone idmapped from
  * the store's ids onto the sandbox's (image root is sandbox root), through
- * a throw-away user namespace. Root only. want_manifest, if not NULL or
- * empty, must be the image's manifest (what the CLI resolved).
+ * a throw-away user namespace (idmap, root only). Without idmap (an
+ * ordinary user, whose store's files are the sandbox root's already) each
+ * layer is an O_PATH fd of its directory and layer_dir the directory
+ * holding them. want_manifest, if not NULL or empty, must be the image's
+ * manifest (what the CLI resolved).
  */
 int hutch_image_use(struct hutch_image_store *s, const char *name, const char *want_manifest,
-                    const char *id, uid_t uid_base, struct hutch_image_use *ret,
+                    const char *id, uid_t uid_base, bool idmap, struct hutch_image_use *ret,
                     struct hutch_err *err);
 /* Can the file system of path (a directory) give idmapped mounts, and
  * overlayfs take them as layers by fd (doctor)? Root only. */

@@ -16,6 +16,13 @@
  * the supervisor makes them and init inherits the fds (docs/architecture.md,
  * "Images").
  *
+ * An ordinary user cannot idmap (CAP_SYS_ADMIN over the host's superblock
+ * is root's): the layers of the user's own store are the user's files,
+ * and the sandbox's root is the user, so image root is sandbox root with
+ * no mapping at all. Each layer is then handed on as an O_PATH fd of its
+ * directory, with the directory's path (layer_dir): init finds it again in
+ * its own mount namespace and clones it there (rootfs/overlay.c).
+ *
  * The use record users/<id> is a file held flock()ed shared for the
  * sandbox's life (the fd stays open in the supervisor); prune marks the
  * layers of every record it cannot lock exclusively as used.
@@ -50,6 +57,8 @@ void hutch_image_use_done(struct hutch_image_use *u)
 	hutch_image_config_done(&u->config);
 	closep(&u->use_fd);
 	closep(&u->users_dir);
+	free(u->layer_dir);
+	u->layer_dir = NULL;
 }
 
 void hutch_image_use_release(struct hutch_image_use *u)
@@ -194,6 +203,13 @@ void hutch_image_use_reap(struct hutch_image_use *u)
 	u->helper_pid = 0;
 }
 
+static int missing(const char *diff_id, struct hutch_err *err)
+{
+	return hutch_err_set(
+	        err, -ENOENT,
+	        "layer %.19s is missing from the store: import or pull the image again", diff_id);
+}
+
 static int clone_layer(struct hutch_image_store *s, const char *diff_id, int userns,
                        struct hutch_err *err)
 {
@@ -204,10 +220,7 @@ static int clone_layer(struct hutch_image_store *s, const char *diff_id, int use
 	                   OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_SYMLINK_NOFOLLOW);
 	if (fd < 0)
 		return errno == ENOENT
-		               ? hutch_err_set(err, -ENOENT,
-		                               "layer %.19s is missing from the store: import "
-		                               "or pull the image again",
-		                               diff_id)
+		               ? missing(diff_id, err)
 		               : hutch_err_set_errno(err, -errno, "clone layer %.19s", diff_id);
 	if (sys_mount_setattr(fd, "", AT_EMPTY_PATH, &attr, sizeof(attr)) < 0)
 		return hutch_err_set_errno(err, -errno,
@@ -218,8 +231,41 @@ static int clone_layer(struct hutch_image_store *s, const char *diff_id, int use
 	return TAKE_FD(fd);
 }
 
+/* Rootless: the layer's directory, beneath the store's layers/. */
+static int open_layer_dir(struct hutch_image_store *s, const char *diff_id, struct hutch_err *err)
+{
+	struct open_how how = { .flags = O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC,
+		                .resolve = HUTCH_RESOLVE_HOST | RESOLVE_NO_XDEV };
+	int fd = sys_openat2(s->layers, diff_id + 7, &how, sizeof(how));
+
+	if (fd < 0)
+		return errno == ENOENT
+		               ? missing(diff_id, err)
+		               : hutch_err_set_errno(err, -errno, "open layer %.19s", diff_id);
+	return fd;
+}
+
+/* The store's layers/ as this mount namespace names it (init's copy of it
+ * has the same path). */
+static int layer_dir_path(struct hutch_image_store *s, char **ret, struct hutch_err *err)
+{
+	char link[64], buf[4096];
+	ssize_t n;
+
+	snprintf(link, sizeof(link), "/proc/self/fd/%d", s->layers);
+	n = readlink(link, buf, sizeof(buf) - 1);
+	if (n < 0)
+		return hutch_err_set_errno(err, -errno, "find the store's layers");
+	buf[n] = '\0';
+	if (buf[0] != '/')
+		return hutch_err_set(err, -EINVAL,
+		                     "the store's layers are not reachable ('%.200s')", buf);
+	*ret = strdup(buf);
+	return *ret ? 0 : hutch_err_set(err, -ENOMEM, "find the store's layers");
+}
+
 int hutch_image_use(struct hutch_image_store *s, const char *name, const char *want_manifest,
-                    const char *id, uid_t uid_base, struct hutch_image_use *ret,
+                    const char *id, uid_t uid_base, bool idmap, struct hutch_image_use *ret,
                     struct hutch_err *err)
 {
 	struct hutch_image_use u = { .use_fd = -EBADF, .users_dir = -EBADF };
@@ -230,9 +276,11 @@ int hutch_image_use(struct hutch_image_store *s, const char *name, const char *w
 	if (r >= 0)
 		r = record_use(s, id, &u, err);
 	if (r >= 0)
-		r = userns = store_userns(uid_base, &u.helper_pid, err);
+		r = idmap ? (userns = store_userns(uid_base, &u.helper_pid, err))
+		          : layer_dir_path(s, &u.layer_dir, err);
 	for (size_t i = 0; r >= 0 && i < u.config.n_diff_ids; i++) {
-		r = clone_layer(s, u.config.diff_ids[i], userns, err);
+		r = idmap ? clone_layer(s, u.config.diff_ids[i], userns, err)
+		          : open_layer_dir(s, u.config.diff_ids[i], err);
 		if (r >= 0)
 			u.layer_fds[u.n_layers++] = r;
 	}

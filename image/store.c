@@ -24,11 +24,32 @@
 #include "fdutil.h"
 #include "store-internal.h"
 
-const char *hutch_image_store_path(void)
+/* An absolute path from the environment, or NULL. */
+static const char *env_abs(const char *name)
+{
+	const char *p = getenv(name);
+
+	return p && p[0] == '/' ? p : NULL;
+}
+
+const char *hutch_image_store_path(char *buf, size_t size)
 {
 	const char *p = getenv("HUTCH_IMAGE_STORE");
+	int n;
 
-	return p && *p ? p : "/var/lib/hutch";
+	if (p && *p)
+		return p;
+	if (geteuid() == 0)
+		return "/var/lib/hutch";
+	/* An ordinary user's images are theirs alone (XDG base directories:
+	 * data under $XDG_DATA_HOME, else ~/.local/share). */
+	if ((p = env_abs("XDG_DATA_HOME")))
+		n = snprintf(buf, size, "%s/hutch", p);
+	else if ((p = env_abs("HOME")))
+		n = snprintf(buf, size, "%s/.local/share/hutch", p);
+	else
+		return NULL;
+	return n > 0 && (size_t)n < size ? buf : NULL;
 }
 
 bool hutch_image_name_is_valid(const char *name)
@@ -102,6 +123,38 @@ static void clean_tmp(struct hutch_image_store *s)
 			(void)hutch_rm_rf_at(s->tmp, de->d_name);
 }
 
+static int not_ours(const char *path, struct hutch_err *err)
+{
+	return hutch_err_set(err, -EACCES,
+	                     "image store '%s': permission denied: another user's store? An "
+	                     "ordinary user's images are in a store of their own "
+	                     "($XDG_DATA_HOME/hutch or ~/.local/share/hutch, or HUTCH_IMAGE_STORE)",
+	                     path);
+}
+
+/*
+ * An ordinary user uses only a store of their own that no one else can
+ * write: its layers become the root of the user's sandboxes, so a store
+ * another user made (or can change) could plant files there, and using
+ * it would read that user's images. Root's store is root's by making.
+ */
+static int check_owner(int dirfd, const char *path, struct hutch_err *err)
+{
+	struct stat st;
+
+	if (geteuid() == 0)
+		return 0;
+	if (fstat(dirfd, &st) < 0)
+		return hutch_err_set_errno(err, -errno, "image store '%s'", path);
+	if (st.st_uid != geteuid() || (st.st_mode & 022))
+		return hutch_err_set(err, -EPERM,
+		                     "image store '%s' is not yours alone (owner uid %u, mode "
+		                     "%04o): chmod go-w it if yours, or set HUTCH_IMAGE_STORE "
+		                     "to a directory of yours",
+		                     path, (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777));
+	return 0;
+}
+
 int hutch_image_store_open(const char *path, struct hutch_image_store **ret, struct hutch_err *err)
 {
 	_cleanup_(hutch_image_store_freep) struct hutch_image_store *s = calloc(1, sizeof(*s));
@@ -112,12 +165,25 @@ int hutch_image_store_open(const char *path, struct hutch_image_store **ret, str
 	s->dirfd = s->layers = s->images = s->tmp = s->blobs = s->lock = -EBADF;
 	if (!(s->path = strdup(path)))
 		return hutch_err_set(err, -ENOMEM, "open image store");
-	r = hutch_mkdir_p_at(AT_FDCWD, path, 0755);
-	if (r < 0)
-		return hutch_err_set_errno(err, r, "create image store '%s'", path);
+	/* An ordinary user's store (and the directories made for it, as
+	 * the XDG base directories want them) is the user's alone. */
 	s->dirfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (s->dirfd < 0 && errno == ENOENT) {
+		r = hutch_mkdir_p_at(AT_FDCWD, path, geteuid() == 0 ? 0755 : 0700);
+		if (r < 0)
+			return hutch_err_set_errno(err, r,
+			                           "create image store '%s' (HUTCH_IMAGE_STORE, "
+			                           "XDG_DATA_HOME or HOME names where)",
+			                           path);
+		s->dirfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	}
 	if (s->dirfd < 0)
-		return hutch_err_set_errno(err, -errno, "open image store '%s'", path);
+		return errno == EACCES
+		               ? not_ours(path, err)
+		               : hutch_err_set_errno(err, -errno, "open image store '%s'", path);
+	r = check_owner(s->dirfd, path, err);
+	if (r < 0)
+		return r;
 	r = open_dirs(s, err);
 	if (r < 0)
 		return hutch_err_prefix(err, "image store '%s'", path);

@@ -8,7 +8,8 @@
  *   1. a tmpfs of the instance type's disk size is stacked on our "/" (like
  *      the host-derived root's tmpfs): it holds upper/, work/ and one mount
  *      point per layer;
- *   2. each layer's detached mount is attached there: overlayfs takes a
+ *   2. each layer's detached mount (rootless: cloned here first, see
+ *      clone_layer_here()) is attached there: overlayfs takes a
  *      private clone of every layer, which the kernel allows only from our
  *      own mount namespace (a detached mount belongs to the supervisor's
  *      user namespace: EPERM);
@@ -61,6 +62,43 @@ static int make_rw(struct rootfs_ctx *ctx, int *ret_rw, struct hutch_err *err)
 		return r;
 	*ret_rw = TAKE_FD(rw);
 	return 0;
+}
+
+/*
+ * Rootless: layer i is a directory of the host's mount namespace (an O_PATH
+ * fd, which overlayfs refuses: its private clone must come from our own
+ * namespace). The same directory is found again by path in ours, checked
+ * to be the same inode as the fd, and cloned read-only, nosuid, nodev: a
+ * detached mount like root's idmapped ones, without the idmapping (the
+ * user's files are our root's already).
+ */
+static int clone_layer_here(const struct hutch_rootfs_config *cfg, size_t i, struct hutch_err *err)
+{
+	struct open_how how = { .flags = O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC,
+		                .resolve = HUTCH_RESOLVE_HOST | RESOLVE_NO_XDEV };
+	struct mount_attr attr = { .attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID |
+		                               MOUNT_ATTR_NODEV };
+	_cleanup_close_ int dir = -EBADF, here = -EBADF, mnt = -EBADF;
+	struct stat want, got;
+
+	dir = open(cfg->layer_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (dir >= 0)
+		here = sys_openat2(dir, cfg->layer_names[i], &how, sizeof(how));
+	if (here < 0)
+		return hutch_err_set_errno(err, -errno, "open layer %zu in '%s'", i,
+		                           cfg->layer_dir);
+	if (fstat(here, &got) < 0 || fstat(cfg->layer_fds[i], &want) < 0)
+		return hutch_err_set_errno(err, -errno, "stat layer %zu", i);
+	if (got.st_dev != want.st_dev || got.st_ino != want.st_ino)
+		return hutch_err_set(err, -ESTALE,
+		                     "layer %zu changed in '%s' while the sandbox was made", i,
+		                     cfg->layer_dir);
+	mnt = sys_open_tree(here, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH);
+	if (mnt < 0)
+		return hutch_err_set_errno(err, -errno, "clone layer %zu", i);
+	if (sys_mount_setattr(mnt, "", AT_EMPTY_PATH, &attr, sizeof(attr)) < 0)
+		return hutch_err_set_errno(err, -errno, "make layer %zu read-only", i);
+	return TAKE_FD(mnt);
 }
 
 /* Attach layer i under rw/layers/<i>; its O_PATH fd in our namespace. */
@@ -140,7 +178,12 @@ int rootfs_image_root(struct rootfs_ctx *ctx, struct hutch_err *err)
 		return hutch_err_set(err, -EINVAL, "image with %zu layers", cfg->n_layers);
 	r = make_rw(ctx, &rw, err);
 	while (r >= 0 && n < cfg->n_layers) {
-		r = attach_layer(rw, n, cfg->layer_fds[n], err);
+		_cleanup_close_ int here = -EBADF;
+
+		if (cfg->layer_dir)
+			r = here = clone_layer_here(cfg, n, err);
+		if (r >= 0)
+			r = attach_layer(rw, n, cfg->layer_dir ? here : cfg->layer_fds[n], err);
 		if (r >= 0)
 			layers[n++] = r;
 	}

@@ -82,12 +82,18 @@ struct hutch_rootfs_config {
 	 * writable tmpfs is added (the bundle says what it wants). */
 	const struct hutch_rootfs_bundle *bundle;
 	/* --image: the image's layers as detached, idmapped, read-only
-	 * mounts (bottom first; made by the supervisor, inherited), stacked
+	 * mounts (bottom first; made by the supervisor, inherited; rootless
+	 * see layer_dir), stacked
 	 * with overlayfs under a writable layer on a tmpfs of disk_bytes;
 	 * n_layers 0: the host-derived root. image names it in messages,
 	 * path is the commands' PATH (where python3 must be). */
 	const int *layer_fds;
 	size_t n_layers;
+	/* Rootless (no idmapping): layer_fds are O_PATH fds of directories
+	 * of the host's mount namespace, layer_dir/layer_names[i]; NULL:
+	 * detached mounts (root). */
+	const char *layer_dir;
+	const char *const *layer_names;
 	const char *image;
 	const char *path;
 };

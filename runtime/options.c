@@ -647,7 +647,8 @@ static const struct hutch_option options[] = {
 	{
 	        .name = "image_store",
 	        .env = "HUTCH_IMAGE_STORE",
-	        .help = "the image store of --image (default /var/lib/hutch)",
+	        .help = "the image store of --image (default /var/lib/hutch; an ordinary "
+	                "user's $XDG_DATA_HOME/hutch or ~/.local/share/hutch)",
 	        .type = &hutch_opt_image_store,
 	        AT(image_store),
 	        .flags = HUTCH_OPT_POOL_KEY | HUTCH_OPT_HIDDEN,

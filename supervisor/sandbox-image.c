@@ -3,7 +3,8 @@
  * --image in the supervisor (see sandbox-image.h). The store's path and
  * the manifest the CLI resolved come in the configuration; the layers are
  * opened here, as root, because idmapping a mount needs CAP_SYS_ADMIN over
- * the host's file system, which init never has.
+ * the host's file system, which init never has (an ordinary user's are
+ * opened as directories, which init clones in its own mount namespace).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -34,19 +35,16 @@ static int cmdenv_set(struct sup *s, const char *const *image_env, struct hutch_
 int hutch_sup_image_prepare(struct sup *s, struct hutch_err *err)
 {
 	_cleanup_(hutch_image_store_freep) struct hutch_image_store *store = NULL;
-	const char *path = s->cfg->image_store[0] ? s->cfg->image_store : "/var/lib/hutch";
+	char buf[HUTCH_IMAGE_STORE_MAX + 1];
+	const char *path = s->cfg->image_store[0] ? s->cfg->image_store
+	                                          : hutch_image_store_path(buf, sizeof(buf));
 	int r;
 
 	s->cmdenv = hutch_default_env;
 	if (!hutch_config_has_image(s->cfg))
 		return cmdenv_set(s, NULL, err);
-	/* Idmapping the layers needs CAP_SYS_ADMIN over the store's file
-	 * system, which an ordinary user does not have. */
-	if (s->idmap.rootless)
-		return hutch_err_set(err, -EPERM,
-		                     "--image %s needs root for now (its layers are idmapped "
-		                     "mounts); a rootless sandbox has the host-derived root",
-		                     s->cfg->image);
+	if (!path)
+		return hutch_err_set(err, -EINVAL, "--image %s: no image store", s->cfg->image);
 	s->image = calloc(1, sizeof(*s->image));
 	if (!s->image)
 		return hutch_err_set(err, -ENOMEM, "image");
@@ -54,8 +52,10 @@ int hutch_sup_image_prepare(struct sup *s, struct hutch_err *err)
 	r = hutch_image_store_open(path, &store, err);
 	if (r < 0)
 		return r;
+	/* Root idmaps the store's ids onto the sandbox's; an ordinary user's
+	 * layers are the user's own files, the sandbox's root already. */
 	r = hutch_image_use(store, s->cfg->image, s->cfg->image_manifest, s->id, s->uid_base,
-	                    s->image, err);
+	                    !s->idmap.rootless, s->image, err);
 	if (r < 0)
 		return r;
 	return cmdenv_set(s, (const char *const *)s->image->config.env, err);

@@ -58,6 +58,7 @@ static __attribute__((noreturn)) void init_child(struct sup *s, int sock, int *c
 {
 	static int keep[3 + HUTCH_IMAGE_LAYERS_MAX];
 	static int layers[HUTCH_IMAGE_LAYERS_MAX];
+	static const char *names[HUTCH_IMAGE_LAYERS_MAX];
 	struct hutch_init_params p = { 0 };
 	size_t nl = s->image ? s->image->n_layers : 0, nkeep = 3 + nl;
 	int next, stash = s->container ? hutch_container_stash_fd(s->container) : (int)nkeep + 19;
@@ -119,6 +120,10 @@ static __attribute__((noreturn)) void init_child(struct sup *s, int sock, int *c
 	if (nl) {
 		p.rootfs.layer_fds = layers;
 		p.rootfs.n_layers = nl;
+		p.rootfs.layer_dir = s->image->layer_dir;
+		for (size_t i = 0; i < nl; i++)
+			names[i] = s->image->config.diff_ids[i] + 7; /* past "sha256:" */
+		p.rootfs.layer_names = names;
 		p.rootfs.image = s->cfg->image;
 		p.rootfs.path = hutch_cmdenv_get(s->cmdenv, "PATH");
 	}

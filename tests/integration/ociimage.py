@@ -139,3 +139,14 @@ def docker_archive(path, layers, env=None):
             ti.size = len(data)
             t.addfile(ti, io.BytesIO(data))
     return path
+
+
+def whiteout_layers():
+    """Two layers to stack over a root: the second whites out data/b and
+    /gone and makes data/sub opaque, so the image has /data/{a,c,sub},
+    data/a "a2", data/c "c3", data/sub only y, /keep "k" and no /gone."""
+    l2 = tar([d("data"), f("data/a", "a2"), f("data/b", "b2"), f("data/c", "c2"),
+              d("data/sub"), f("data/sub/x", "x2"), f("gone", "g"), f("keep", "k")])
+    l3 = tar([d("data"), f("data/.wh.b", ""), f("data/c", "c3"), d("data/sub"),
+              f("data/sub/.wh..wh..opq", ""), f("data/sub/y", "y3"), f(".wh.gone", "")])
+    return l2, l3

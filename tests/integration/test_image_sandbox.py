@@ -63,10 +63,7 @@ def images(tmp_path_factory, root_layer):
     import_image(store, o.layout(str(d / "nopy"), [root_layer, nopy]), "nopy")
     nosh = o.tar([o.d("usr"), o.d("usr/bin"), o.f("usr/bin/.wh.sh", "")])
     import_image(store, o.layout(str(d / "nosh"), [root_layer, nosh]), "nosh")
-    l2 = o.tar([o.d("data"), o.f("data/a", "a2"), o.f("data/b", "b2"), o.f("data/c", "c2"),
-                o.d("data/sub"), o.f("data/sub/x", "x2"), o.f("gone", "g"), o.f("keep", "k")])
-    l3 = o.tar([o.d("data"), o.f("data/.wh.b", ""), o.f("data/c", "c3"), o.d("data/sub"),
-                o.f("data/sub/.wh..wh..opq", ""), o.f("data/sub/y", "y3"), o.f(".wh.gone", "")])
+    l2, l3 = o.whiteout_layers()
     import_image(store, o.layout(str(d / "three"), [root_layer, l2, l3]), "three")
     return store
 

@@ -250,17 +250,6 @@ def test_network_allow_proxy_refuses_unlisted(alice):
     assert out[0] == "dns=2" and out[1] == "111", out  # NXDOMAIN; refused at once
 
 
-def test_image_refused_naming_why(alice):
-    """--image needs root for now (idmapped layers): refused before anything
-    is made, naming why and what works; without --image the host root."""
-    for image in ("hutch-default", "docker.io/library/debian:12", "/nonexistent"):
-        r = alice("create", "--no-limits", "--image", image)
-        assert r.returncode == 69, r
-        assert f"--image {image} needs root for now" in r.stderr.decode()
-        assert "leave --image out" in r.stderr.decode()
-    assert alice.ids() == []
-
-
 @pytest.mark.skipif(V2, reason="a pure v2 host may delegate controllers to the user")
 def test_limits_refused_without_no_limits(alice):
     r = alice("run", "--", "true")

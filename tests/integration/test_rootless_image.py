@@ -25,7 +25,8 @@ import pytest
 import ociimage as o
 import rootimage
 from conftest import HUTCH, wait_until
-from test_rootless import User, UserHutch, _pids_of, _subid_range, users  # noqa: F401
+from test_rootless import (User, UserHutch, _pids_of, _pooled, _pools,  # noqa: F401
+                           _subid_range, users)
 
 OS_RELEASE = "ID=hutch-rootless-image\n"
 
@@ -279,3 +280,20 @@ def test_whiteouts_opaque_dirs_and_checks(alice, tmp_path_factory):
     assert r.returncode == 64, r
     assert "image 'nopy' has no python3" in r.stderr.decode(), r.stderr
     assert alice.ids() == [sb.id]
+
+
+def test_pool_of_an_image(alice, layout):
+    """A user's warm pool of an image: its sandboxes are on the image and a
+    create --image takes one; a create of the host root does not."""
+    _import(alice, layout)
+    r = alice("pool", "start", "--size", "1", "--no-limits", "--image", "test")
+    assert r.returncode == 0, r.stderr
+    [ready] = _pooled(alice, {})
+    sb = alice.create("--image", "test")
+    assert sb.id == ready
+    assert sb.sh("cat /etc/os-release") == OS_RELEASE
+    host = alice.create()
+    assert host.id != ready and host.sh("cat /etc/os-release") != OS_RELEASE
+    r = alice("pool", "stop", "--no-limits", "--image", "test")
+    assert r.returncode == 0, r.stderr
+    assert _pools(alice, {}) == []

@@ -84,10 +84,12 @@ int hutch_cli_lost(const char *sock, int code, const char *msg)
 	const char *id;
 
 	/* The socket is $RT/<id>/api.sock. A supervisor that died closed the
-	 * connection and released its lock together (the kernel closes its
-	 * fds one by one: allow it a moment). */
+	 * connection (or, before we connected, its listening socket: a
+	 * refusal) and released its lock together, but its init may hold the
+	 * lock a moment longer while it dies (the kernel closes fds one by
+	 * one): allow it a moment. */
 	snprintf(rt, sizeof(rt), "%s", sock);
-	if (code != -ECONNRESET || !(slash = strrchr(rt, '/')))
+	if ((code != -ECONNRESET && code != -ECONNREFUSED) || !(slash = strrchr(rt, '/')))
 		return hutch_cli_fail(HUTCH_EXIT_FAILURE, "%s", msg);
 	*slash = '\0';
 	if (!(slash = strrchr(rt, '/')))

@@ -34,9 +34,9 @@ int hutch_cli_check_live(const struct hutch_paths *p);
 /* hutch_cli_resolve(), then hutch_cli_check_live(). */
 int hutch_cli_open_live(const char *arg, struct hutch_paths *p);
 /* A request to the sandbox at sock failed with code (msg says how): if the
- * connection ended because the sandbox is gone (its supervisor died or it
- * was deleted), say which and return HUTCH_EXIT_GONE; else print msg and
- * return HUTCH_EXIT_FAILURE. */
+ * connection ended or was refused because the sandbox is gone (its
+ * supervisor died or it was deleted), say which and return
+ * HUTCH_EXIT_GONE; else print msg and return HUTCH_EXIT_FAILURE. */
 int hutch_cli_lost(const char *sock, int code, const char *msg);
 
 /* verb-image.c: --image NAME (not host) to its manifest digest in cfg

@@ -68,3 +68,42 @@ def test_kill_cli_during_create(hutch, delay_ms):
         assert cgroups_gone(sid)
     # No half-made directory either.
     assert [d for d in os.listdir(hutch.rtdir) if d.startswith(".new-")] == [] if os.path.isdir(hutch.rtdir) else True
+
+
+def test_exec_refused_by_a_dead_supervisor_says_gone(hutch):
+    """A supervisor killed before exec connects leaves its socket file, so
+    the connection is refused, while its dying init may still hold the
+    sandbox's lock a moment: exec waits for the lock and says the sandbox
+    is gone (66), not an internal error (70, "Connection refused"; seen as
+    a flake of test_faults). The test holds the lock itself for 0.3 s in
+    place of the dying init."""
+    import threading
+    sb = hutch.create("--instance-type", "nano")
+    sup = json.loads(hutch("inspect", sb.id).stdout)["supervisor_pid"]
+    os.kill(sup, signal.SIGKILL)
+    assert wait_until(lambda: not supervisor_alive(hutch, sb.id), 10)
+    assert os.path.exists(sb.sock)  # a socket without a listener: refused
+    fd = os.open(os.path.join(hutch.rtdir, sb.id, "lock"), os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        release = threading.Timer(0.3, fcntl.flock, (fd, fcntl.LOCK_UN))
+        release.start()
+        try:
+            r = hutch("exec", sb.id, "--", "true")
+        finally:
+            release.join()
+    finally:
+        os.close(fd)
+    assert r.returncode == 66, r.stderr
+    assert b"gone" in r.stderr and b"Connection refused" not in r.stderr, r.stderr
+    # And with the lock held past the wait, the refusal is reported as it
+    # is (a live-looking sandbox whose supervisor does not answer).
+    fd = os.open(os.path.join(hutch.rtdir, sb.id, "lock"), os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        r = hutch("exec", sb.id, "--", "true")
+    finally:
+        os.close(fd)
+    assert r.returncode == 70 and b"cannot connect" in r.stderr, r.stderr
+    assert hutch("gc").returncode == 0
+    assert hutch.ids() == []

@@ -363,7 +363,9 @@ static const char usage[] =
         "  run.hutch.instance-type (nano ... 2xlarge)\n"
         "pods: linux.namespaces[].path may name another hutch container's network, ipc,\n"
         "  uts and user namespaces (podman pod, the CRI's pause container); its id range\n"
-        "  and network policy are then the pod's; see docs/kubernetes.md\n";
+        "  and network policy are then the pod's; a network namespace CNI made (the CRI's,\n"
+        "  not the host's) is joined with no capability over it, its policy the cluster's\n"
+        "  (run.hutch.network other than none is refused); see docs/kubernetes.md\n";
 
 static bool is_opt(const char *a, size_t klen, const char *name)
 {

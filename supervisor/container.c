@@ -116,6 +116,21 @@ static int open_bind(struct hutch_container *ct, size_t i, struct hutch_err *err
 
 static int open_mounts(struct sup *s, struct hutch_err *err);
 
+/* A mount pod.c made (a CNI network namespace's sysfs): placed as a bind. */
+static void place_premade(struct hutch_container *ct, size_t i)
+{
+	const struct hutch_container_mount *m = &ct->mounts[i];
+
+	ct->rmounts[i] = (struct hutch_rootfs_mount){
+		.kind = HUTCH_ROOTFS_MOUNT_BIND,
+		.dest = m->dest,
+		.fd = ct->mount_fds[i],
+		.is_dir = true,
+		.propagation = m->propagation == MS_SLAVE ? 0 : m->propagation,
+		.propagation_recursive = m->propagation_recursive,
+	};
+}
+
 /* The bundle's limits may only lower the instance type's. */
 static void lower(const struct hutch_limits *c, struct hutch_limits *lim)
 {
@@ -156,6 +171,10 @@ static int open_mounts(struct sup *s, struct hutch_err *err)
 	for (size_t i = 0; i < ct->nmounts; i++) {
 		const struct hutch_container_mount *m = &ct->mounts[i];
 
+		if (m->premade) {
+			place_premade(ct, i);
+			continue;
+		}
 		if (!is_new_fs(m)) {
 			r = open_bind(ct, i, err);
 			if (r < 0)

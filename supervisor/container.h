@@ -53,6 +53,9 @@ struct hutch_container_mount {
 	 * firmware and powercap under it) or cgroup2 (the sandbox's own
 	 * cgroup, v2 hosts), read-only whatever the bundle says. */
 	bool sysfs, cgroup2;
+	/* Made by pod.c, its fd in mount_fds[]: a sysfs of a CNI network
+	 * namespace (sysfs then false), placed as a bind. */
+	bool premade;
 	bool readonly, recursive;
 	char *tmpfs_opts[4]; /* "size=...", "mode=..."; NULL-terminated */
 	unsigned int attrs;  /* MOUNT_ATTR_NOSUID | ... */
@@ -90,6 +93,10 @@ struct hutch_pod_join {
 	 * joined; -EBADF: its own. active: something is joined. */
 	int fd[HUTCH_POD_NS_N];
 	bool active;
+	/* fd[HUTCH_POD_NS_NET] is a network namespace owned by the host's
+	 * user namespace, not the host's own (the CRI's, wired by CNI):
+	 * joined as host root before the user namespace (pod.c). */
+	bool cni;
 };
 
 struct hutch_container {

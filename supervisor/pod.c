@@ -61,9 +61,14 @@ bool hutch_pod_joins(const struct sup *s)
 	return s->container && s->container->join.active;
 }
 
+bool hutch_pod_clones(const struct sup *s)
+{
+	return s->container && (s->container->join.active || s->container->join.cni);
+}
+
 bool hutch_pod_joins_net(const struct sup *s)
 {
-	return hutch_pod_joins(s) && s->container->join.fd[HUTCH_POD_NS_NET] >= 0;
+	return hutch_pod_clones(s) && s->container->join.fd[HUTCH_POD_NS_NET] >= 0;
 }
 
 bool hutch_pod_joins_uts(const struct sup *s)
@@ -259,12 +264,76 @@ static int take_network(struct sup *s, const struct pod *pod, struct hutch_err *
 	return 0;
 }
 
-/* Open each path; all must have one owner, not the host's user namespace. */
+/* A sysfs of the CNI network namespace, made as host root (init's user
+ * namespace cannot mount one of a network namespace it does not own): a
+ * detached read-only mount's fd. */
+static int cni_sysfs(const struct sup *s, struct hutch_err *err)
+{
+	const unsigned attrs =
+	        MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC;
+	_cleanup_close_ int own = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+	_cleanup_close_ int fsfd = -EBADF;
+	int mnt = -EBADF, r = 0;
+
+	if (own < 0)
+		return hutch_err_set_errno(err, -errno, "open the supervisor's network namespace");
+	/* sysfs shows the network namespace of whoever makes it: this
+	 * thread's, for the moment of the mount only. */
+	if (setns(s->container->join.fd[HUTCH_POD_NS_NET], CLONE_NEWNET) < 0)
+		return hutch_err_set_errno(err, -errno, "sysfs: enter the CNI network namespace");
+	fsfd = sys_fsopen("sysfs", FSOPEN_CLOEXEC);
+	if (fsfd < 0 || sys_fsconfig(fsfd, FSCONFIG_SET_STRING, "source", "sysfs", 0) < 0 ||
+	    sys_fsconfig(fsfd, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0 ||
+	    (mnt = sys_fsmount(fsfd, FSMOUNT_CLOEXEC, attrs)) < 0)
+		r = -errno;
+	if (setns(own, CLONE_NEWNET) < 0)
+		abort(); /* the supervisor's wiring would go to the wrong place */
+	if (r < 0)
+		return hutch_err_set_errno(err, r, "mounts: sysfs of the CNI network namespace");
+	return mnt;
+}
+
+/*
+ * A network namespace the CRI made and CNI wired: its addresses, routes
+ * and filters are the cluster's (CNI, NetworkPolicy), and hutch can wire
+ * nothing there (its user namespace does not own it), so a hutch network
+ * mode other than the default (none: hutch adds nothing) is refused.
+ */
+static int cni_network(struct sup *s, struct hutch_err *err)
+{
+	const struct hutch_pod_join *j = &s->container->join;
+
+	if (j->network_given && strcmp(s->cfg->network_spec, "none"))
+		return hutch_err_set(err, -EPERM,
+		                     "annotations.run.hutch.network: '%.100s' with "
+		                     "linux.namespaces[%u].path, a network namespace of the "
+		                     "host's user namespace (CNI's): its network is the "
+		                     "cluster's, hutch wires none; give none or no annotation",
+		                     s->cfg->network_spec, j->index[HUTCH_POD_NS_NET]);
+	for (size_t i = 0; i < s->container->nmounts; i++) {
+		struct hutch_container_mount *m = &s->container->mounts[i];
+		int fd;
+
+		if (!m->sysfs)
+			continue;
+		fd = cni_sysfs(s, err);
+		if (fd < 0)
+			return fd;
+		s->container->mount_fds[i] = fd;
+		m->sysfs = false;
+		m->premade = true;
+	}
+	return 0;
+}
+
+/* Open each path; all must have one owner, not the host's user namespace,
+ * but for a network namespace (the CRI's: j->cni). Returns how many are
+ * a pod's (owned by *owner). */
 static int open_all(struct hutch_pod_join *j, const char *runtime_dir, struct stat *owner,
                     struct hutch_err *err)
 {
 	struct stat own;
-	bool any = false;
+	int any = 0;
 
 	for (int k = 0; k < HUTCH_POD_NS_N; k++) {
 		if (!j->path[k])
@@ -272,6 +341,10 @@ static int open_all(struct hutch_pod_join *j, const char *runtime_dir, struct st
 		j->fd[k] = open_ns(j, (enum hutch_pod_ns)k, runtime_dir, &own, err);
 		if (j->fd[k] < 0)
 			return j->fd[k];
+		if (k == HUTCH_POD_NS_NET && is_hosts(&own, "user")) {
+			j->cni = true; /* not the host's netns: open_ns() checked */
+			continue;
+		}
 		if (is_hosts(&own, "user"))
 			return hutch_err_set(
 			        err, -EPERM,
@@ -286,9 +359,9 @@ static int open_all(struct hutch_pod_join *j, const char *runtime_dir, struct st
 			        "user namespace than the other paths",
 			        j->index[k], j->path[k]);
 		*owner = own;
-		any = true;
+		any++;
 	}
-	return 0;
+	return any;
 }
 
 /* The pod's user namespace itself, when only the others were named. */
@@ -297,7 +370,7 @@ static int open_owner(struct hutch_pod_join *j, struct hutch_err *err)
 	if (j->fd[HUTCH_POD_NS_USER] >= 0)
 		return 0;
 	for (int k = 0; k < HUTCH_POD_NS_N; k++)
-		if (j->fd[k] >= 0) {
+		if (j->fd[k] >= 0 && !(j->cni && k == HUTCH_POD_NS_NET)) {
 			j->fd[HUTCH_POD_NS_USER] = ioctl(j->fd[k], NS_GET_USERNS);
 			if (j->fd[HUTCH_POD_NS_USER] < 0)
 				return hutch_err_set_errno(err, -errno, "the pod's user namespace");
@@ -355,6 +428,11 @@ int hutch_pod_join_prepare(struct sup *s, struct hutch_err *err)
 	r = open_all(j, runtime_dir, &owner, err);
 	if (r < 0)
 		return r;
+	j->active = r > 0;
+	if (j->cni && (r = cni_network(s, err)) < 0)
+		return r;
+	if (!j->active)
+		return 0; /* a CNI network namespace alone: its own user namespace */
 	r = find_pod(runtime_dir, s->id, &owner, &pod);
 	for (int k = 0; r < 0 && k < HUTCH_POD_NS_N; k++)
 		if (j->path[k])
@@ -382,7 +460,7 @@ int hutch_pod_join_prepare(struct sup *s, struct hutch_err *err)
 
 void hutch_pod_join_done(struct sup *s)
 {
-	if (!hutch_pod_joins(s))
+	if (!hutch_pod_clones(s))
 		return;
 	hutch_close_many(s->container->join.fd, HUTCH_POD_NS_N);
 }
@@ -393,8 +471,13 @@ static long helper_clone(const struct hutch_pod_join *j, uint64_t flags)
 {
 	struct clone_args args = { 0 };
 
+	/* A CNI network namespace first, as host root: CAP_SYS_ADMIN over it
+	 * is the host user namespace's, which init never has. */
+	if (j->cni && setns(j->fd[HUTCH_POD_NS_NET], CLONE_NEWNET) < 0)
+		return -1;
 	for (int k = 0; k < HUTCH_POD_NS_N; k++)
-		if (j->fd[k] >= 0 && setns(j->fd[k], ns_info[k].nstype) < 0)
+		if (j->fd[k] >= 0 && !(j->cni && k == HUTCH_POD_NS_NET) &&
+		    setns(j->fd[k], ns_info[k].nstype) < 0)
 			return -1;
 	for (int k = 0; k < HUTCH_POD_NS_N; k++)
 		if (j->fd[k] >= 0)

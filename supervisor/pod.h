@@ -36,6 +36,11 @@ int hutch_pod_join_prepare(struct sup *s, struct hutch_err *err);
  * fork(): 0 in init, its pid in the supervisor (*ret_pidfd its pidfd),
  * or -errno with err set. */
 pid_t hutch_pod_clone(struct sup *s, uint64_t flags, int *ret_pidfd, struct hutch_err *err);
+/* Whether init is cloned by hutch_pod_clone(): it joins a pod's
+ * namespaces or a CNI network namespace (one the CRI made, owned by the
+ * host's user namespace: joined as host root, before init's own user
+ * namespace, so that init has no capability over it). */
+bool hutch_pod_clones(const struct sup *s);
 /* Whether the network (uts) namespace is the pod's, joined. */
 bool hutch_pod_joins_net(const struct sup *s);
 bool hutch_pod_joins_uts(const struct sup *s);

@@ -161,8 +161,8 @@ static int spawn_init(struct sup *s, struct hutch_err *err)
 	 * Failing both, hutch_cgroup_enter() migrates it after all, as for a
 	 * pod's container (its init is cloned in the pod's user namespace,
 	 * where host root's cgroup files are not ours to write). */
-	cgfd = hutch_pod_joins(s) ? -EBADF : hutch_cgroup_clone_fd(s->cg);
-	if (hutch_pod_joins(s))
+	cgfd = hutch_pod_clones(s) ? -EBADF : hutch_cgroup_clone_fd(s->cg);
+	if (hutch_pod_clones(s))
 		pid = hutch_pod_clone(s, args.flags & ~(uint64_t)CLONE_PIDFD, &pidfd, err);
 	else if (cgfd >= 0) {
 		args.flags |= CLONE_INTO_CGROUP;
@@ -176,15 +176,15 @@ static int spawn_init(struct sup *s, struct hutch_err *err)
 		r = hutch_cgroup_open_join(s->cg, cg_fds, ELEMENTSOF(cg_fds));
 		n_cg_fds = r > 0 ? (size_t)r : 0;
 	}
-	if (!hutch_pod_joins(s) && (cgfd < 0 || pid < 0))
+	if (!hutch_pod_clones(s) && (cgfd < 0 || pid < 0))
 		pid = sys_clone3(&args, sizeof(args));
 	if (pid < 0) {
-		r = hutch_pod_joins(s) ? (int)pid : -errno;
+		r = hutch_pod_clones(s) ? (int)pid : -errno;
 		hutch_close_many(cg_fds, n_cg_fds);
 		hutch_close_many(cmds, 2);
 		close(sv[0]);
 		close(sv[1]);
-		if (hutch_pod_joins(s))
+		if (hutch_pod_clones(s))
 			return r; /* err says which step */
 		return hutch_err_set_errno(err, r, "clone3 with new namespaces");
 	}
@@ -301,6 +301,7 @@ static int map_and_attach(struct sup *s, struct hutch_err *err)
 {
 	struct hutch_idmap_job job;
 	struct hutch_err e2 = { 0 };
+	bool cni;
 	int r, q;
 
 	/* A pod's container: the pod's user namespace has its maps, its
@@ -315,13 +316,16 @@ static int map_and_attach(struct sup *s, struct hutch_err *err)
 	r = hutch_idmap_write_start(&s->idmap, s->slot, s->init_pid, &job, err);
 	if (r >= 0)
 		r = hutch_cgroup_enter(s->cg, s->init_pid, err);
-	if (r >= 0 && (r = hutch_net_plan_attach(&s->net.plan, s->init_pid, err)) < 0)
+	/* A CNI network namespace (pod.h) is CNI's to wire: no plan. */
+	cni = hutch_pod_joins_net(s);
+	if (r >= 0 && !cni && (r = hutch_net_plan_attach(&s->net.plan, s->init_pid, err)) < 0)
 		(void)hutch_err_prefix(err, "network");
 	q = hutch_idmap_write_finish(&job, r < 0 ? &e2 : err);
 	if (r >= 0 && q < 0)
 		return hutch_err_prefix(err, "id maps of sandbox init");
 	/* pasta joins init's user namespace: once its maps are written. */
-	if (r >= 0 && (r = hutch_net_plan_attach_helper(&s->net.plan, s->init_pid, err)) < 0)
+	if (r >= 0 && !cni &&
+	    (r = hutch_net_plan_attach_helper(&s->net.plan, s->init_pid, err)) < 0)
 		(void)hutch_err_prefix(err, "network");
 	return r;
 }

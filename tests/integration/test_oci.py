@@ -1396,10 +1396,9 @@ def _joiner(oci, name, namespaces, annotations=None):
 
 
 def test_pod_join_refusals(oci, pod, tmp_path):
-    """Only a live hutch container's namespaces can be joined: the host's,
-    one owned by the host's user namespace (a netns made by CNI or
-    `unshare -n`), one of another user namespace that is no hutch
-    container's, a file that is not a namespace, a missing path, paths of
+    """Only a live hutch container's namespaces can be joined (or a CNI
+    network namespace, test_cri_netns_*): the host's, one of another user
+    namespace that is no hutch container's, a file that is not a namespace, a missing path, paths of
     two pods, and a network policy other than the pod's are refused, each
     naming the field; the pod is untouched."""
     here = os.getpid()
@@ -1415,11 +1414,10 @@ def test_pod_join_refusals(oci, pod, tmp_path):
     ]
     for i, (ns, msg) in enumerate(cases):
         assert msg in _joiner(oci, f"r{i}", ns)
-    # Network namespaces not of a hutch container: owned by the host's user
-    # namespace (as CNI's), and by a user namespace of its own.
+    # A network namespace of a user namespace of its own, not a hutch
+    # container's (one owned by the host's user namespace is CNI's: joined,
+    # test_cri_netns_*).
     for k, (cmd, msg) in enumerate([
-            (["unshare", "--net", "sleep", "60"],
-             "is owned by the host's user namespace, not a hutch container's"),
             (["unshare", "--user", "--map-root-user", "--net", "sleep", "60"],
              "is no live hutch container's namespace")]):
         p = subprocess.Popen(cmd)
@@ -1496,3 +1494,145 @@ def test_podman_pod(podman, oci):
     assert lines[-1] == "hi-pod", lines
     assert podman("pod", "rm", "--force", "p1").returncode == 0
     assert wait_until(lambda: oci.hutch.ids() == [] and os.listdir(oci.root) == [], 20)
+
+
+# ---- the CRI's pods: a network namespace CNI wired, owned by the host ----
+
+@pytest.fixture
+def cni_netns():
+    """Two network namespaces of the test's own, as CNI would leave a
+    pod's: `ip netns add`, a veth pair 10.231.19.1/30 (pod) -
+    10.231.19.2/30 (peer); both removed, with the veth, even on failure."""
+    tag = f"{os.getpid() % 100000}-{uuid.uuid4().hex[:4]}"
+    pod, peer = f"hutch-cri-pod-{tag}", f"hutch-cri-peer-{tag}"
+    cmds = [["ip", "netns", "add", pod], ["ip", "netns", "add", peer],
+            ["ip", "-n", pod, "link", "add", "eth0", "type", "veth", "peer", "name", "p0",
+             "netns", peer],
+            ["ip", "-n", pod, "addr", "add", "10.231.19.1/30", "dev", "eth0"],
+            ["ip", "-n", peer, "addr", "add", "10.231.19.2/30", "dev", "p0"],
+            ["ip", "-n", pod, "link", "set", "eth0", "up"],
+            ["ip", "-n", peer, "link", "set", "p0", "up"],
+            ["ip", "-n", pod, "link", "set", "lo", "up"]]
+    try:
+        for c in cmds:
+            subprocess.run(c, check=True, capture_output=True)
+        yield f"/run/netns/{pod}", peer
+    finally:
+        for n in (pod, peer):
+            subprocess.run(["ip", "netns", "del", n], capture_output=True)
+        assert not [n for n in os.listdir("/run/netns") if tag in n]
+
+
+def cni_namespaces(path):
+    return [{"type": "network", "path": path} if t["type"] == "network" else t
+            for t in NAMESPACES]
+
+
+def test_cri_netns_joined(oci, cni_netns):
+    """A network namespace CNI wired (owned by the host's user namespace):
+    the container joins it with a user namespace and id range of its own,
+    sees the veth's address and reaches the peer; it holds no capability
+    over the namespace (no address, link or route change); /sys shows its
+    links; the host's own network namespace stays refused."""
+    path, peer = cni_netns
+    srv = subprocess.Popen(["ip", "netns", "exec", peer, BUSYBOX, "sh", "-c",
+                            "echo hi-cni | " + BUSYBOX + " nc -l -p 8080 10.231.19.2"])
+    try:
+        probe = ("ip -4 -o addr show eth0; cat /proc/self/uid_map; ls /sys/class/net;"
+                 " ip addr add 10.231.19.5/30 dev eth0 2>/dev/null && echo ADDR;"
+                 " ip link set eth0 down 2>/dev/null && echo DOWN;"
+                 " ip route add 10.9.9.0/24 dev eth0 2>/dev/null && echo ROUTE;"
+                 " i=0; while [ $i -lt 50 ]; do nc 10.231.19.2 8080 </dev/null && exit 0;"
+                 " i=$((i+1)); sleep 0.1; done; exit 1")
+        b = oci.bundle(["sh", "-c", probe], name="cri",
+                       linux={"namespaces": cni_namespaces(path)})
+        os.symlink("busybox", os.path.join(b, "rootfs", "bin", "ip"))
+        r = oci("run", "--bundle", b, "cri")
+        assert r.returncode == 0, r.output
+        assert "inet 10.231.19.1/30" in r.output, r.output
+        uid_map = r.output.splitlines()[1].split()
+        assert uid_map[0] == "0" and uid_map[1] != "0", r.output  # its own range
+        assert "eth0" in r.output.split() and "lo" in r.output.split(), r.output
+        for bad in ("ADDR", "DOWN", "ROUTE"):
+            assert bad not in r.output.split(), r.output
+        assert r.output.splitlines()[-1] == "hi-cni", r.output
+    finally:
+        srv.kill()
+        srv.wait()
+    # The namespace is as CNI left it: address and link untouched.
+    out = subprocess.run(["ip", "-n", os.path.basename(path), "-4", "-o", "addr"],
+                         capture_output=True, text=True).stdout
+    assert "10.231.19.1/30" in out and "10.231.19.5" not in out, out
+    assert wait_until(lambda: oci.hutch.ids() == [])
+
+
+def test_cri_netns_refusals(oci, cni_netns):
+    """With a CNI network namespace: the host's own is refused (bind-mounted
+    under /run/netns as CNI's are: `ip netns attach` of this process's),
+    as are a hutch network mode other than none, and an ipc or uts
+    namespace owned by the host's user namespace; each names the field."""
+    path, _ = cni_netns
+    host = path + "-host"
+    try:
+        subprocess.run(["ip", "netns", "attach", os.path.basename(host), str(os.getpid())],
+                       check=True, capture_output=True)
+        assert (f"linux.namespaces[1].path: '{host}' is the host's network namespace"
+                in _joiner(oci, "h", cni_namespaces(host)))
+    finally:
+        subprocess.run(["ip", "netns", "del", os.path.basename(host)], capture_output=True)
+    assert not os.path.exists(host)
+    out = _joiner(oci, "m", cni_namespaces(path), {"run.hutch.network": "all"})
+    assert ("annotations.run.hutch.network: 'all' with linux.namespaces[1].path, a network "
+            "namespace of the host's user namespace (CNI's)") in out, out
+    p = subprocess.Popen(["unshare", "--ipc", "sleep", "60"])
+    try:
+        assert wait_until(lambda: ns_link(p.pid, "ipc") != ns_link(os.getpid(), "ipc"))
+        ns = cni_namespaces(path)
+        ns[2] = {"type": "ipc", "path": f"/proc/{p.pid}/ns/ipc"}
+        out = _joiner(oci, "i", ns)
+        assert (f"linux.namespaces[2].path: '/proc/{p.pid}/ns/ipc' is owned by the host's "
+                "user namespace") in out, out
+    finally:
+        p.kill()
+        p.wait()
+    # none, given, is the default: the container runs.
+    c = config(["true"], linux={"namespaces": cni_namespaces(path)})
+    c["annotations"] = {"run.hutch.network": "none"}
+    b = oci.bundle(["true"], name="n")
+    with open(os.path.join(b, "config.json"), "w") as f:
+        json.dump(c, f)
+    r = oci("run", "--bundle", b, "n")
+    assert r.returncode == 0, r.output
+
+
+def test_cri_pod_second_container(oci, cni_netns):
+    """The CRI's pod: the pause container joins the CNI network namespace;
+    a later container gets the pause container's paths (its supervisor's
+    pid, the pid-file's): it shares the pod's network, ipc, uts and user
+    namespaces, reaches the pause container's server on the pod's address
+    and has no capability over the network namespace either."""
+    path, _ = cni_netns
+    b = oci.bundle(["sh", "-c", "while :; do echo hi-pause | nc -l -p 8080 10.231.19.1; done"],
+                   name="pause",
+                   hostname="crihost", linux={"namespaces": cni_namespaces(path)})
+    assert oci("run", "--detach", "--bundle", b, "pause").returncode == 0
+    sup, init = oci.status_file("pause")["pid"], oci.state("pause")["pid"]
+    probe = ("hostname; for n in net ipc uts user; do readlink /proc/self/ns/$n; done;"
+             " ip addr add 10.231.19.6/30 dev eth0 2>/dev/null && echo ADDR;"
+             " i=0; while [ $i -lt 50 ]; do nc 10.231.19.1 8080 </dev/null && exit 0;"
+             " i=$((i+1)); sleep 0.1; done; exit 1")
+    c = config(["sh", "-c", probe], linux={"namespaces": pod_namespaces(sup)})
+    del c["hostname"]
+    b = oci.bundle(["true"], name="app")
+    os.symlink("busybox", os.path.join(b, "rootfs", "bin", "ip"))
+    with open(os.path.join(b, "config.json"), "w") as f:
+        json.dump(c, f)
+    r = oci("run", "--bundle", b, "app")
+    assert r.returncode == 0, r.output
+    lines = r.output.splitlines()
+    assert lines[0] == "crihost", r.output
+    assert lines[1:5] == [ns_link(init, n) for n in ("net", "ipc", "uts", "user")], r.output
+    assert "ADDR" not in lines and lines[-1] == "hi-pause", r.output
+    for cid in ("app", "pause"):
+        assert oci("delete", "--force", cid).returncode == 0
+    assert wait_until(lambda: oci.hutch.ids() == [] and os.listdir(oci.root) == [])

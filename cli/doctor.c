@@ -168,8 +168,9 @@ static void check_cgroups(struct check *c)
 
 	(void)hutch_cgroup_probe(&p);
 	c->ok = p.has_cpu && p.has_memory && p.has_pids && p.can_create;
-	snprintf(c->detail, sizeof(c->detail), "%s%s: cpu %s, memory %s, pids %s, freezer %s%s%s",
+	snprintf(c->detail, sizeof(c->detail), "%s%s%s: cpu %s, memory %s, pids %s, freezer %s%s%s",
 	         p.v2_unified ? "cgroup v2" : "cgroup v1", p.hybrid ? " (hybrid)" : "",
+	         p.in_scope ? " in a delegated systemd scope of each sandbox's own" : "",
 	         p.has_cpu ? "yes" : "no", p.has_memory ? "yes" : "no", p.has_pids ? "yes" : "no",
 	         p.has_freezer ? "yes" : "no", p.detail[0] ? "; " : "", p.detail);
 	/* An ordinary user can still create sandboxes, with --no-limits. */

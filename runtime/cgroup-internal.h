@@ -171,6 +171,11 @@ int hutch_cgroup_v2_pick_parent(const char *own, const char *want, char *ret, si
  * controllers of want (it has them already, is the real root, or is ours:
  * delegated, or our cgroup namespace's root). */
 bool hutch_cgroup_v2_is_placeable(const char *own, const char *want);
+/* hutch_cgroup_probe() from our own cgroup as it is; systemd_probe: the
+ * same in a child moved into a throw-away delegated scope
+ * "hutch-probe-<pid>.scope" (cgroup-systemd.c), which ends with it. */
+int hutch_cgroup_probe_here(struct hutch_cgroup_probe *ret);
+int hutch_cgroup_systemd_probe(const char *address, struct hutch_cgroup_probe *ret);
 /* Sleep ms milliseconds. */
 void hutch_cgroup_sleep_ms(unsigned int ms);
 

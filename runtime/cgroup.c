@@ -713,7 +713,7 @@ static void probe_create(struct hutch_cgroup_probe *p)
 	hutch_cgroup_free(cg);
 }
 
-int hutch_cgroup_probe(struct hutch_cgroup_probe *ret)
+int hutch_cgroup_probe_here(struct hutch_cgroup_probe *ret)
 {
 	struct hutch_cgroup_probe p = { 0 };
 	struct hutch_err e;
@@ -743,4 +743,19 @@ int hutch_cgroup_probe(struct hutch_cgroup_probe *ret)
 	probe_create(&p);
 	*ret = p;
 	return 0;
+}
+
+/* Where a sandbox would go: under systemd without delegation, the
+ * supervisor asks for a delegated scope of its own (supervisor/sandbox.c),
+ * so the probe does too, in a child; probing our own cgroup there would
+ * judge a place no sandbox uses, and climbing from it writes into
+ * systemd's slices. */
+int hutch_cgroup_probe(struct hutch_cgroup_probe *ret)
+{
+	char address[4200];
+
+	if (hutch_cgroup_needs_scope() &&
+	    hutch_cgroup_systemd_address(address, sizeof(address)) == 0)
+		return hutch_cgroup_systemd_probe(address, ret);
+	return hutch_cgroup_probe_here(ret);
 }

@@ -167,7 +167,7 @@ def test_version(hutch):
 
 def test_doctor_json(hutch):
     r = hutch("doctor", "--json")
-    assert r.returncode == 0, r.stderr
+    assert r.returncode == 0, (r.stdout, r.stderr)  # the failing check is on stdout
     checks = json.loads(r.stdout)
     names = {c["check"] for c in checks}
     assert {"mode", "user namespaces", "namespaces", "cgroups", "seccomp",
@@ -277,7 +277,7 @@ def test_doctor_names_a_firewall_that_drops_forwarding(hutch):
     assert r.returncode == 0, r.stderr
     try:
         r = hutch("doctor", "--json")
-        assert r.returncode == 0, r.stderr  # a warning, not a failure
+        assert r.returncode == 0, (r.stdout, r.stderr)  # a warning, not a failure
         [fw] = [c for c in json.loads(r.stdout) if c["check"] == "forwarding"]
         assert fw["ok"] is False and fw["required"] is False, fw
         assert f"table ip {table} chain blockfwd" in fw["detail"] and "DOCKER-USER" in fw["detail"], fw

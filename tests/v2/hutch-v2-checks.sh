@@ -194,6 +194,34 @@ left=$(find /sys/fs/cgroup -name "hutch-*" -type d 2>/dev/null)
 [ -z "$left" ]
 check run-no-leftovers $? "${left:-none}"
 
+# doctor where a CI agent runs it (a plain service), after systemd
+# re-realized its slices and with no sandbox's scope alive: sandboxes get
+# a delegated scope of their own there, and doctor judges that place,
+# never writing into systemd's slices (it probed its own cgroup and
+# climbed into the slice to write its cgroup.subtree_control). The
+# suite's doctor tests exited 69 from a service once; not reproduced
+# alone (see docs/architecture.md).
+echo "== doctor after a CPUQuota= unit, no sandbox alive"
+systemd-run --quiet --wait -p CPUQuota=50% true
+sleep 1
+up=${own%/*}
+sub_before=$(cat "$up/cgroup.subtree_control")
+"$H" doctor >/tmp/doctor.txt 2>&1
+rc1=$?
+"$H" doctor --json >/tmp/doctor.json 2>&1
+rc2=$?
+cat /tmp/doctor.txt
+cgl=$(python3 -c 'import json,sys; [c] = [c for c in json.load(open(sys.argv[1])) if c["check"] == "cgroups"]; print(c["ok"], c["detail"])' /tmp/doctor.json 2>&1)
+sub_after=$(cat "$up/cgroup.subtree_control")
+for _ in $(seq 1 50); do
+	[ -z "$(find /sys/fs/cgroup -name 'hutch-probe-*' 2>/dev/null)" ] && break
+	sleep 0.1
+done
+left=$(find /sys/fs/cgroup -name "hutch-*" 2>/dev/null)
+echo "own cgroup.controllers [$(cat "$own/cgroup.controllers")]; ${up#/sys/fs/cgroup}: subtree_control [$sub_before] -> [$sub_after]; left: ${left:-none}"
+[ $rc1 = 0 ] && [ $rc2 = 0 ] && [ "${cgl%% *}" = True ] && [ "$sub_before" = "$sub_after" ] && [ -z "$left" ]
+check doctor-after-systemd $? "exit $rc1 and $rc2 (--json), cgroups: $cgl"
+
 # ---- issue 15 ----
 NANO_MEM=268435456
 NANO_CPU="25000 100000"

@@ -65,12 +65,14 @@ int hutch_nft_usernet_child(const char *host_block, struct hutch_err *err);
  * host (/32) and the /30 of each root-mode host link, as set elements
  * (malloc'ed). start: pasta at path serving a tap "eth0" in init_pid's
  * namespaces configured with a's addresses; returns once it is ready, or
- * the error with what pasta said. *ret_pid is set as soon as it is forked:
- * stop() kills and reaps it (also after a failed start). */
+ * the error with what pasta said. cgfd: the sandbox's cgroup (v2) pasta
+ * joins, or -1. *ret_pid is set as soon as it is forked: stop() kills and
+ * reaps it (also after a failed start) and returns its wait status;
+ * *ret_pidfd (the caller's to close) is its pidfd, or -1. */
 int hutch_net_usernet_host_block(char **ret, struct hutch_err *err);
 int hutch_net_usernet_start(const char *path, const struct hutch_net_addrs *a, pid_t init_pid,
-                            pid_t *ret_pid, struct hutch_err *err);
-void hutch_net_usernet_stop(pid_t pid);
+                            int cgfd, pid_t *ret_pid, int *ret_pidfd, struct hutch_err *err);
+int hutch_net_usernet_stop(pid_t pid);
 
 /* A fast look at the table over raw netlink (nftprobe.c). probe: 1 when
  * the set pool4 of table inet hutch holds exactly pool; 0 when it holds

@@ -346,10 +346,13 @@ struct hutch_net_plan {
 	const char *upstream_ca;
 	struct mitm *mitm;
 	/* Rootless mode all: pasta's path (not owned), the host addresses
-	 * refused inside (owned), pasta's pid once started. */
+	 * refused inside (owned), pasta's pid once started (0: not running)
+	 * and its pidfd, why it is down. */
 	const char *usernet_helper;
 	char *host_block;
 	pid_t helper_pid;
+	int helper_pidfd;
+	char helper_error[256];
 };
 
 struct hutch_net_plan_params {
@@ -382,10 +385,20 @@ bool hutch_net_policy_has_host_side(const struct hutch_net_policy *p);
  * clone, so init never holds it). */
 int hutch_net_plan_attach(struct hutch_net_plan *plan, pid_t init_pid, struct hutch_err *err);
 /* After the id maps of init are written, before GO: rootless mode all
- * starts pasta on init's namespaces (ready: its tap configured); others:
+ * starts pasta on init's namespaces (ready: its tap configured) in the
+ * sandbox's cgroup (cgfd, taken: closed here; -1 for none); others:
  * nothing. plan_done() stops it. */
-int hutch_net_plan_attach_helper(struct hutch_net_plan *plan, pid_t init_pid,
+int hutch_net_plan_attach_helper(struct hutch_net_plan *plan, pid_t init_pid, int cgfd,
                                  struct hutch_err *err);
+/* pasta's pidfd to watch for EPOLLIN (it ended), -1 if none. */
+int hutch_net_plan_helper_fd(const struct hutch_net_plan *plan);
+/* pasta ended by itself (killed, crashed, an OOM kill): reap it; the
+ * network is down from then on, /status (helper_state, helper_error) and
+ * msg (the line for the sandbox's events) say so. Returns 0 when there was
+ * nothing to do, else -EIO. Not restarted: by now init is not dumpable,
+ * so a new pasta (the user, outside init's user namespace) cannot open
+ * init's /proc/PID/ns to join them (docs/architecture.md). */
+int hutch_net_plan_helper_died(struct hutch_net_plan *plan, char *msg, size_t size);
 /* The CA certificate (PEM) for the sandbox's trust store, or NULL. */
 const char *hutch_net_plan_ca_pem(const struct hutch_net_plan *plan);
 /* The listeners init sent (hostile: kinds and ports are checked, and

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "hostnet-internal.h"
@@ -80,6 +81,7 @@ int hutch_net_plan_make(struct hutch_net_plan *plan, const struct hutch_net_plan
 		r = hutch_net_pool_check_clash(&pool, err);
 	if (r >= 0 && in->usernet_helper) {
 		plan->usernet_helper = in->usernet_helper;
+		plan->helper_pidfd = -EBADF;
 		plan->addrs.host_if[0] = '\0';
 		r = hutch_net_usernet_host_block(&plan->host_block, err);
 		plan->child.usernet = true;
@@ -109,15 +111,54 @@ int hutch_net_plan_attach(struct hutch_net_plan *plan, pid_t init_pid, struct hu
 	return hutch_net_host_attach(&plan->addrs, init_pid, err);
 }
 
-int hutch_net_plan_attach_helper(struct hutch_net_plan *plan, pid_t init_pid, struct hutch_err *err)
+int hutch_net_plan_attach_helper(struct hutch_net_plan *plan, pid_t init_pid, int cgfd,
+                                 struct hutch_err *err)
 {
 	int r;
 
-	if (!plan->usernet_helper || plan->helper_pid > 0)
+	if (!plan->usernet_helper || plan->helper_pid > 0) {
+		if (cgfd >= 0)
+			close(cgfd);
 		return 0;
-	r = hutch_net_usernet_start(plan->usernet_helper, &plan->addrs, init_pid, &plan->helper_pid,
-	                            err);
+	}
+	r = hutch_net_usernet_start(plan->usernet_helper, &plan->addrs, init_pid, cgfd,
+	                            &plan->helper_pid, &plan->helper_pidfd, err);
+	if (cgfd >= 0)
+		close(cgfd);
 	return r < 0 ? hutch_err_prefix(err, "user-mode networking") : 0;
+}
+
+int hutch_net_plan_helper_fd(const struct hutch_net_plan *plan)
+{
+	return plan->usernet_helper && plan->helper_pid > 0 ? plan->helper_pidfd : -1;
+}
+
+/* "exited with status 1", "killed by signal 9" */
+static void describe_status(int status, char *buf, size_t size)
+{
+	if (WIFSIGNALED(status))
+		snprintf(buf, size, "killed by signal %d", WTERMSIG(status));
+	else
+		snprintf(buf, size, "exited with status %d", WEXITSTATUS(status));
+}
+
+int hutch_net_plan_helper_died(struct hutch_net_plan *plan, char *msg, size_t size)
+{
+	pid_t old = plan->helper_pid;
+	char how[48];
+
+	if (!plan->usernet_helper || old <= 0)
+		return 0;
+	close(plan->helper_pidfd);
+	plan->helper_pidfd = -EBADF;
+	describe_status(hutch_net_usernet_stop(old), how, sizeof(how));
+	plan->helper_pid = 0;
+	snprintf(plan->helper_error, sizeof(plan->helper_error),
+	         "pasta (pid %d) %s: the sandbox has no network; its connections are lost "
+	         "(make the sandbox again for a new one)",
+	         (int)old, how);
+	snprintf(msg, size, "network down: %s", plan->helper_error);
+	return -EIO;
 }
 
 const char *hutch_net_plan_ca_pem(const struct hutch_net_plan *plan)
@@ -204,6 +245,10 @@ cJSON *hutch_net_plan_status(const struct hutch_net_plan *plan)
 		if (plan->usernet_helper) {
 			cJSON_AddStringToObject(o, "helper", "pasta");
 			cJSON_AddNumberToObject(o, "helper_pid", plan->helper_pid);
+			cJSON_AddStringToObject(o, "helper_state",
+			                        plan->helper_pid > 0 ? "running" : "down");
+			if (plan->helper_error[0])
+				cJSON_AddStringToObject(o, "helper_error", plan->helper_error);
 		} else {
 			cJSON_AddStringToObject(o, "host_link", plan->addrs.host_if);
 		}
@@ -222,8 +267,12 @@ int hutch_net_plan_done(struct hutch_net_plan *plan, struct hutch_err *err)
 	for (size_t i = 0; i < plan->nlisteners; i++)
 		close(plan->listeners[i].fd);
 	plan->nlisteners = 0;
-	hutch_net_usernet_stop(plan->helper_pid);
+	(void)hutch_net_usernet_stop(plan->helper_pid);
 	plan->helper_pid = 0;
+	if (plan->usernet_helper && plan->helper_pidfd >= 0)
+		close(plan->helper_pidfd);
+	if (plan->usernet_helper)
+		plan->helper_pidfd = -EBADF;
 	free(plan->host_block);
 	plan->host_block = NULL;
 	plan->child.usernet_block = NULL;

@@ -19,9 +19,12 @@
  *
  * pasta runs in the foreground as the supervisor's child, with SIGKILL as
  * its parent-death signal: it ends with the sandbox (plan_done kills and
- * reaps it) or with a supervisor killed outright. Ready means its pid file
- * was written, which pasta does once the tap exists and is configured; the
- * pid file is a pipe (/proc/self/fd/N), so nothing touches the disk.
+ * reaps it) or with a supervisor killed outright. It runs in the sandbox's
+ * cgroup (its memory, CPU and pid are the sandbox's). The supervisor
+ * watches its pidfd: a pasta that dies is noticed (plan.c). Ready
+ * means its pid file was written, which pasta does once the tap exists and
+ * is configured; the pid file is a pipe (/proc/self/fd/N), so nothing
+ * touches the disk.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -141,10 +144,26 @@ int hutch_net_usernet_host_block(char **ret, struct hutch_err *err)
 	return 0;
 }
 
+/* Into the sandbox's cgroup (cgfd, v2; -1: none), so that pasta's memory,
+ * CPU and pid count are the sandbox's, as its traffic is: join by writing
+ * "0" (a self-migration), saying why on stderr when it cannot. */
+static int join_cgroup(int cgfd, int err_w)
+{
+	_cleanup_close_ int fd = -EBADF;
+
+	if (cgfd < 0)
+		return 0;
+	fd = openat(cgfd, "cgroup.procs", O_WRONLY | O_CLOEXEC);
+	if (fd >= 0 && write(fd, "0", 1) == 1)
+		return 0;
+	dprintf(err_w, "cannot join the sandbox's cgroup: %s\n", strerror(errno));
+	return -1;
+}
+
 /* In the child, before execve: only the pid file pipe (PIDFILE_FD) and
  * stderr (the supervisor reads pasta's complaint from it) stay open. */
 static _Noreturn void exec_pasta(const char *path, char *const argv[], int ready_w, int err_w,
-                                 pid_t parent)
+                                 pid_t parent, int cgfd)
 {
 	char *envp[] = { (char *)"PATH=/usr/bin:/bin", NULL };
 	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
@@ -154,7 +173,7 @@ static _Noreturn void exec_pasta(const char *path, char *const argv[], int ready
 	/* A process group of its own: stop() kills the group, so a wrapper
 	 * given as HUTCH_PASTA that forks pasta does not leave it behind. */
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent || null < 0 ||
-	    setpgid(0, 0) < 0)
+	    setpgid(0, 0) < 0 || join_cgroup(cgfd, err_w) < 0)
 		_exit(127);
 	/* The supervisor's blocked signals and ignored SIGPIPE would be
 	 * inherited; pasta of Debian 12 even refuses to start with SIGPIPE
@@ -204,7 +223,7 @@ static int wait_ready(pid_t pid, int ready_r, int err_r, struct hutch_err *err)
 }
 
 int hutch_net_usernet_start(const char *path, const struct hutch_net_addrs *a, pid_t init_pid,
-                            pid_t *ret_pid, struct hutch_err *err)
+                            int cgfd, pid_t *ret_pid, int *ret_pidfd, struct hutch_err *err)
 {
 	char addr[INET_ADDRSTRLEN], gw[INET_ADDRSTRLEN], target[16], pidfile[32];
 	char *argv[] = { (char *)path, "--foreground", "--quiet", "--ipv4-only", "--no-map-gw",
@@ -231,22 +250,29 @@ int hutch_net_usernet_start(const char *path, const struct hutch_net_addrs *a, p
 	if (pid < 0)
 		return hutch_err_set_errno(err, -errno, "fork '%s'", path);
 	if (pid == 0)
-		exec_pasta(path, argv, ready_w, err_w, self);
+		exec_pasta(path, argv, ready_w, err_w, self, cgfd);
 	close(TAKE_FD(ready_w));
 	close(TAKE_FD(err_w));
 	(void)setpgid(pid, pid); /* the child does it too: no window either way */
 	*ret_pid = pid;          /* reaped by hutch_net_usernet_stop(), also on failure */
+	/* Our child, not reaped yet: the pidfd is pasta's, whatever happens. */
+	*ret_pidfd = sys_pidfd_open(pid, 0);
+	if (*ret_pidfd < 0)
+		return hutch_err_set_errno(err, -errno, "pidfd of pasta");
 	return wait_ready(pid, ready_r, err_r, err);
 }
 
-void hutch_net_usernet_stop(pid_t pid)
+int hutch_net_usernet_stop(pid_t pid)
 {
+	int status = 0;
+
 	if (pid <= 0)
-		return;
+		return 0;
 	/* Nothing of pasta's is worth a grace period. The group is pid's
 	 * from the fork on (setpgid in the child and in start()). */
 	(void)kill(-pid, SIGKILL);
 	(void)kill(pid, SIGKILL);
-	while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
 		;
+	return status;
 }

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The supervisor's main loop (see supervisor.h): the sandbox-wide watches
- * (signals, TTL, init's pidfd, the HTTP server, the egress proxy) and the
+ * (signals, TTL, init's pidfd, pasta's, the HTTP server, the egress proxy) and the
  * order of work in each turn. Commands are the engine's (cmd.c).
  */
 #include <arpa/inet.h>
@@ -17,9 +17,11 @@
 #include <unistd.h>
 
 #include "api.h"
+#include "events.h"
 #include "hooks.h"
 #include "idle.h"
 #include "lifecycle.h"
+#include "log.h"
 #include "netpolicy.h"
 #include "ports.h"
 #include "run.h"
@@ -52,6 +54,22 @@ static void on_init_exit(struct hutch_watch *w, uint32_t events)
 
 	hutch_loop_del(&s->loop, w);
 	hutch_sup_init_died(s); /* without being asked to */
+}
+
+/* pasta (rootless mode all) ended without being asked to: the network
+ * is down; the events, the log and /status say so. */
+static void on_helper_exit(struct hutch_watch *w, uint32_t events)
+{
+	struct sup *s = w->ptr;
+	char msg[512];
+
+	hutch_loop_del(&s->loop, w);
+	if (s->state != SUP_RUNNING)
+		return; /* the teardown stops and reaps it */
+	if (hutch_net_plan_helper_died(&s->net.plan, msg, sizeof(msg)) == 0)
+		return;
+	hutch_log(HUTCH_LOG_ERROR, "%s", msg);
+	hutch_event(s, "%s", msg);
 }
 
 static void on_egress(struct hutch_watch *w, uint32_t events)
@@ -92,6 +110,11 @@ static int setup_loop(struct sup *s)
 	    (r = hutch_loop_add(&s->loop, &s->w_ttl, s->ttl_fd, EPOLLIN)) < 0 ||
 	    (r = hutch_loop_add(&s->loop, &s->w_pidfd, s->pidfd, EPOLLIN)) < 0 ||
 	    (r = hutch_api_watch(s)) < 0 || (r = hutch_ports_watch(s, hutch_idle_wake)) < 0)
+		return r;
+	hutch_watch_init(&s->net.w_helper, on_helper_exit, s);
+	if (hutch_net_plan_helper_fd(&s->net.plan) >= 0 &&
+	    (r = hutch_loop_add(&s->loop, &s->net.w_helper, hutch_net_plan_helper_fd(&s->net.plan),
+	                        EPOLLIN)) < 0)
 		return r;
 	if (hutch_net_plan_fd(&s->net.plan) >= 0)
 		return hutch_loop_add(&s->loop, &s->net.w, hutch_net_plan_fd(&s->net.plan),

@@ -323,11 +323,13 @@ static int map_and_attach(struct sup *s, struct hutch_err *err)
 	q = hutch_idmap_write_finish(&job, r < 0 ? &e2 : err);
 	if (r >= 0 && q < 0)
 		return hutch_err_prefix(err, "id maps of sandbox init");
-	/* pasta joins init's user namespace: once its maps are written. */
-	if (r >= 0 && !cni &&
-	    (r = hutch_net_plan_attach_helper(&s->net.plan, s->init_pid, err)) < 0)
-		(void)hutch_err_prefix(err, "network");
-	return r;
+	/* pasta joins init's user namespace: once its maps are written; and
+	 * the sandbox's cgroup (v2), which counts its memory. */
+	if (r < 0 || cni || !s->net.plan.usernet_helper)
+		return r;
+	q = hutch_cgroup_clone_fd(s->cg);
+	r = hutch_net_plan_attach_helper(&s->net.plan, s->init_pid, q < 0 ? -1 : q, err);
+	return r < 0 ? hutch_err_prefix(err, "network") : r;
 }
 
 /* Under systemd without delegation: a delegated scope of our own first

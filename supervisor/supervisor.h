@@ -115,6 +115,7 @@ struct sup {
 		struct hutch_net_plan plan; /* made before clone, carried to init */
 		char pasta[256];            /* rootless mode all: the helper, found by the CLI */
 		struct hutch_watch w;
+		struct hutch_watch w_helper; /* pasta's pidfd (run.c) */
 	} net;
 	struct sup_events { /* events.c: the supervisor's own log */
 		int fd;

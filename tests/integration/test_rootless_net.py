@@ -292,3 +292,34 @@ def test_doctor_reports_pasta(uh):
     r = uh("doctor", "--json", env={"HUTCH_PASTA": "/nonexistent/pasta"})
     c = {c["check"]: c for c in json.loads(r.stdout)}["user network"]
     assert not c["ok"] and not c["required"] and "passt" in c["detail"], c
+
+
+def _net(sb):
+    return sb.status()["network"]
+
+
+def _events(uh, sb):
+    return uh("events", sb.id).stdout.decode()
+
+
+def test_pasta_killed_is_noticed_and_shown(uh):
+    """pasta killed from outside: the supervisor (pasta's pidfd in its
+    loop) reaps it at once, says so in the events, and /status shows the
+    network down and why; the sandbox's commands still run, a fetch fails
+    at once, rm cleans up. (Not restarted: see hutch_net_plan_helper_died.)"""
+    sb = uh.sandbox()
+    old = _helper_pid(sb)
+    assert _net(sb)["helper_state"] == "running", _net(sb)
+    os.kill(old, signal.SIGKILL)
+    assert wait_until(lambda: _net(sb)["helper_state"] == "down", 10), _net(sb)
+    net = _net(sb)
+    assert net["helper_pid"] == 0, net
+    assert f"pasta (pid {old}) killed by signal 9: the sandbox has no network" in \
+        net["helper_error"], net
+    assert _gone(old), proc_comm(old)  # reaped, not a zombie
+    ev = _events(uh, sb)
+    assert f"network down: pasta (pid {old}) killed by signal 9" in ev, ev
+    r = probe(sb, raw(WEB, 80, "GET / HTTP/1.0\r\n\r\n"))
+    assert not r[0]["ok"], r[0]
+    assert sb.sh("echo still-here").strip() == "still-here"
+    assert uh("rm", sb.id).returncode == 0

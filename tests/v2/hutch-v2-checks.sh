@@ -345,6 +345,69 @@ out=$(cd / && as_user systemd-run --user --quiet --scope -p Delegate=yes "$UH" r
 echo "in a delegated user scope: $(tr '\n' ' ' <<<"$out")"
 [ "$(sed -n 1p <<<"$out")" = $NANO_MEM ] && [ "$(sed -n 2p <<<"$out")" = "$NANO_CPU" ]
 check rootless-limits-delegated-scope $? "$(head -2 <<<"$out" | tr '\n' ' ')"
+# key cases as the user, with limits, through the user's systemd manager:
+# lifecycle, files (bytes in are bytes out), background processes, a
+# memory bomb inside the limit, and root's sandbox invisible to the user
+echo "== rootless key cases (lifecycle, files, processes, OOM, isolation)"
+rid=$("$H" create --instance-type nano)
+id=$(cd / && as_user "$UH" create --instance-type nano 2>&1)
+head -c 300000 /dev/urandom >/tmp/v2blob && chmod 644 /tmp/v2blob
+a=$(cd / && as_user "$UH" exec "$id" -- sh -c 'id -u; echo hi >/workspace/f; cat /workspace/f' 2>&1 | tr '\n' ' ')
+(cd / && as_user "$UH" cp /tmp/v2blob "$id:/workspace/blob" && as_user "$UH" cp "$id:/workspace/blob" /tmp/v2blob.back) >/dev/null 2>&1
+b=$(cmp -s /tmp/v2blob /tmp/v2blob.back && echo same || echo differ)
+p=$(cd / && as_user "$UH" exec -d "$id" -- sleep 300 2>&1)
+c=$(cd / && as_user "$UH" ps "$id" 2>&1 | grep -c "sleep 300")
+(cd / && as_user "$UH" kill "$id" "$p" >/dev/null 2>&1)
+m=$(cd / && as_user "$UH" exec "$id" -- python3 -c 'b = bytearray(1 << 30)' 2>&1)
+mrc=$?
+l=$(cd / && as_user "$UH" ls -q 2>&1 | tr '\n' ' ')
+x=$(cd / && as_user "$UH" inspect "$rid" >/dev/null 2>&1; echo $?)
+y=$(cd / && as_user "$UH" rm "$rid" >/dev/null 2>&1; "$H" inspect "$rid" >/dev/null 2>&1; echo $?)
+(cd / && as_user "$UH" rm "$id" >/dev/null)
+gone=$(cd / && as_user "$UH" ls -q 2>&1)
+"$H" rm "$rid" >/dev/null
+rm -f /tmp/v2blob /tmp/v2blob.back
+echo "exec: $a; cp: $b; ps sleep: $c; 1 GiB in nano: exit $mrc $(tail -1 <<<"$m"); user's ls: $l; root's id as user: inspect exit $x, after the user's rm root still sees it: exit $y; after rm: '${gone}'"
+[ "$a" = "1000 hi " ] && [ "$b" = same ] && [ "$c" = 1 ] && [ $mrc = 137 ] && [ "$l" = "$id " ] &&
+	[ "$x" != 0 ] && [ "$y" = 0 ] && [ -z "$gone" ]
+check rootless-key-cases $? "exec '$a' cp $b ps $c oom $mrc ls '$l' root's: $x/$y"
+
+# network all as the user: pasta runs in the sandbox's cgroup (its memory
+# is the sandbox's); a pasta killed from outside is noticed (network down)
+echo "== rootless network all: pasta's cgroup, pasta killed"
+tun=$(stat -c %a /dev/net/tun 2>/dev/null)
+[ "$tun" = 666 ] || chmod 666 /dev/net/tun # as udev makes it
+# pasta wants an interface with a default route; the VM has only lo: a
+# dummy one (nothing leaves the VM: nothing here connects out)
+dummy=""
+if ! ip -4 route show default | grep -q .; then
+	dummy=v2dummy0
+	ip link add "$dummy" type dummy && ip addr add 192.0.2.1/24 dev "$dummy" &&
+		ip link set "$dummy" up && ip route add default via 192.0.2.254 dev "$dummy"
+fi
+jq_net() { python3 -c 'import json,sys; d = json.loads(sys.argv[1]); print(d["init_pid"], d["network"]["helper_pid"], d["network"]["helper_state"])' "$1" 2>/dev/null; }
+id=$(cd / && as_user "$UH" create --instance-type nano --network all 2>/tmp/rn.err)
+ok=1
+if [ -n "$id" ]; then
+	read -r init pasta _ <<<"$(jq_net "$(cd / && as_user "$UH" inspect "$id")")"
+	icg=$(cat /proc/"$init"/cgroup)
+	pcg=$(cat /proc/"$pasta"/cgroup)
+	kill -9 "$pasta"
+	for _ in $(seq 1 50); do
+		read -r _ new state <<<"$(jq_net "$(cd / && as_user "$UH" inspect "$id")")"
+		[ "$state" = down ] && break
+		sleep 0.2
+	done
+	out=$(cd / && as_user "$UH" exec "$id" -- cat /sys/fs/cgroup/memory.max 2>&1)
+	echo "init in $icg; pasta $pasta in $pcg; killed: network $state (pid $new); a command after: $out"
+	[ -n "$pcg" ] && [ "$pcg" = "$icg" ] && [ "$state" = down ] && [ "$new" = 0 ] && [ "$out" = 268435456 ] && ok=0
+	as_user "$UH" rm "$id" >/dev/null
+else
+	echo "create failed: $(cat /tmp/rn.err)"
+fi
+[ "$tun" = 666 ] || chmod "$tun" /dev/net/tun
+[ -z "$dummy" ] || ip link del "$dummy"
+check rootless-pasta-in-sandbox-cgroup $ok "pasta in ${pcg:-?}, sandbox in ${icg:-?}, after a kill: network ${state:-?}"
 loginctl disable-linger "$U"
 rm -rf /tmp/hutch-v2bin
 

@@ -92,6 +92,7 @@ struct hutch_pod_join {
 	 * pod's user namespace in fd[HUTCH_POD_NS_USER] whenever any is
 	 * joined; -EBADF: its own. active: something is joined. */
 	int fd[HUTCH_POD_NS_N];
+	bool joined[HUTCH_POD_NS_N]; /* fd[k] was opened: outlives the fds' close */
 	bool active;
 	/* fd[HUTCH_POD_NS_NET] is a network namespace owned by the host's
 	 * user namespace, not the host's own (the CRI's, wired by CNI):

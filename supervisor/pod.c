@@ -68,12 +68,12 @@ bool hutch_pod_clones(const struct sup *s)
 
 bool hutch_pod_joins_net(const struct sup *s)
 {
-	return hutch_pod_clones(s) && s->container->join.fd[HUTCH_POD_NS_NET] >= 0;
+	return hutch_pod_clones(s) && s->container->join.joined[HUTCH_POD_NS_NET];
 }
 
 bool hutch_pod_joins_uts(const struct sup *s)
 {
-	return hutch_pod_joins(s) && s->container->join.fd[HUTCH_POD_NS_UTS] >= 0;
+	return hutch_pod_joins(s) && s->container->join.joined[HUTCH_POD_NS_UTS];
 }
 
 static bool same_file(const struct stat *a, const struct stat *b)
@@ -212,7 +212,8 @@ static bool read_pod(const char *runtime_dir, const char *id, const struct stat 
 		return false;
 	if (!init_owns((pid_t)pid->valuedouble, owner))
 		return false;
-	snprintf(ret->id, sizeof(ret->id), "%s", id);
+	if (id != ret->id) /* the check again: read_pod(.., pod.id, .., &pod) */
+		snprintf(ret->id, sizeof(ret->id), "%s", id);
 	ret->init_pid = (pid_t)pid->valuedouble;
 	ret->slot = (unsigned)slot->valuedouble;
 	ret->uid_base = (uid_t)base->valuedouble;
@@ -243,6 +244,8 @@ static int take_network(struct sup *s, const struct pod *pod, struct hutch_err *
 {
 	const struct hutch_pod_join *j = &s->container->join;
 
+	if (j->cni)
+		return 0; /* the CNI's namespace, not the pod's: cni_network() */
 	if (j->fd[HUTCH_POD_NS_NET] < 0) {
 		/* Its own network namespace in the pod's user namespace: its
 		 * wiring would need a slot of its own (mode all's addresses). */
@@ -341,6 +344,7 @@ static int open_all(struct hutch_pod_join *j, const char *runtime_dir, struct st
 		j->fd[k] = open_ns(j, (enum hutch_pod_ns)k, runtime_dir, &own, err);
 		if (j->fd[k] < 0)
 			return j->fd[k];
+		j->joined[k] = true;
 		if (k == HUTCH_POD_NS_NET && is_hosts(&own, "user")) {
 			j->cni = true; /* not the host's netns: open_ns() checked */
 			continue;
@@ -431,6 +435,7 @@ int hutch_pod_join_prepare(struct sup *s, struct hutch_err *err)
 	j->active = r > 0;
 	if (j->cni && (r = cni_network(s, err)) < 0)
 		return r;
+	s->net.joined_cni = j->cni;
 	if (!j->active)
 		return 0; /* a CNI network namespace alone: its own user namespace */
 	r = find_pod(runtime_dir, s->id, &owner, &pod);
@@ -455,6 +460,8 @@ int hutch_pod_join_prepare(struct sup *s, struct hutch_err *err)
 	r = open_owner(j, err);
 	if (r < 0)
 		return r;
+	if (j->joined[HUTCH_POD_NS_NET] && !j->cni)
+		snprintf(s->net.joined_pod, sizeof(s->net.joined_pod), "%s", pod.id);
 	return take_network(s, &pod, err);
 }
 

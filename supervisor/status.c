@@ -59,9 +59,23 @@ int hutch_sup_write_state(struct sup *s, const char *status)
 	return j ? hutch_state_write(&s->paths, j) : -ENOMEM;
 }
 
+/* A container that joins a network namespace (a pod's, or the CNI's) was
+ * never wired by its own supervisor: it has the pod's addresses, shown by
+ * the pod's /status, not the zeros of a plan it never carried out. */
 static cJSON *network_json(struct sup *s)
 {
-	return hutch_net_plan_status(&s->net.plan);
+	cJSON *o = hutch_net_plan_status(&s->net.plan);
+
+	if (!o || (!s->net.joined_pod[0] && !s->net.joined_cni))
+		return o;
+	cJSON_DeleteItemFromObjectCaseSensitive(o, "address");
+	cJSON_DeleteItemFromObjectCaseSensitive(o, "gateway");
+	cJSON_DeleteItemFromObjectCaseSensitive(o, "host_link");
+	if (s->net.joined_cni)
+		cJSON_AddBoolToObject(o, "cni_netns", true);
+	else
+		cJSON_AddStringToObject(o, "pod", s->net.joined_pod);
+	return o;
 }
 
 cJSON *hutch_sup_status_json(struct sup *s)

@@ -116,6 +116,10 @@ struct sup {
 		char pasta[256];            /* rootless mode all: the helper, found by the CLI */
 		struct hutch_watch w;
 		struct hutch_watch w_helper; /* pasta's pidfd (run.c) */
+		/* A joined network namespace (pod.c), not wired here: the
+		 * pod's sandbox id, or the CNI's ("" for both: its own). */
+		char joined_pod[HUTCH_ID_LEN + 1];
+		bool joined_cni;
 	} net;
 	struct sup_events { /* events.c: the supervisor's own log */
 		int fd;

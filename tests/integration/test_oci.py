@@ -1617,6 +1617,8 @@ def test_cri_pod_second_container(oci, cni_netns):
                    hostname="crihost", linux={"namespaces": cni_namespaces(path)})
     assert oci("run", "--detach", "--bundle", b, "pause").returncode == 0
     sup, init = oci.status_file("pause")["pid"], oci.state("pause")["pid"]
+    net = _status_of(oci, "pause")["network"]  # CNI's namespace: no address of hutch's
+    assert net["mode"] == "none" and net["cni_netns"] is True and "address" not in net, net
     probe = ("hostname; for n in net ipc uts user; do readlink /proc/self/ns/$n; done;"
              " ip addr add 10.231.19.6/30 dev eth0 2>/dev/null && echo ADDR;"
              " i=0; while [ $i -lt 50 ]; do nc 10.231.19.1 8080 </dev/null && exit 0;"
@@ -1634,5 +1636,42 @@ def test_cri_pod_second_container(oci, cni_netns):
     assert lines[1:5] == [ns_link(init, n) for n in ("net", "ipc", "uts", "user")], r.output
     assert "ADDR" not in lines and lines[-1] == "hi-pause", r.output
     for cid in ("app", "pause"):
+        assert oci("delete", "--force", cid).returncode == 0
+    assert wait_until(lambda: oci.hutch.ids() == [] and os.listdir(oci.root) == [])
+
+
+def _status_of(oci, cid):
+    """The hutch /status of an OCI container's sandbox (by its supervisor's
+    pid, the pid-file's)."""
+    pid = oci.status_file(cid)["pid"]
+    for sid in oci.hutch.ids():
+        r = oci.hutch("inspect", sid)
+        if r.returncode == 0 and json.loads(r.stdout)["supervisor_pid"] == pid:
+            return json.loads(r.stdout)
+    raise AssertionError(f"no sandbox of {cid} (supervisor pid {pid})")
+
+
+def test_pod_network_all_status(oci):
+    """A container joins a pod of network all (its create failed: the
+    supervisor closed the joined namespaces' fds before wiring and then
+    took the container for one to wire) and reports the pod's network,
+    not addresses of its own that it never had: the mode, the pod it
+    shares it with, and no address, gateway or host link; the pod's own
+    /status keeps its address."""
+    b = oci.bundle(["sleep", "1000"], name="infra", annotations={"run.hutch.network": "all"})
+    r = oci("run", "--detach", "--bundle", b, "infra")
+    assert r.returncode == 0, r.output
+    infra = _status_of(oci, "infra")
+    assert infra["network"]["mode"] == "all" and infra["network"]["address"] != "0.0.0.0"
+    b = oci.bundle(["sleep", "1000"], name="app",
+                   linux={"namespaces": pod_namespaces(oci.state("infra")["pid"])})
+    r = oci("run", "--detach", "--bundle", b, "app")
+    assert r.returncode == 0, r.output
+    assert ns_link(oci.state("app")["pid"], "net") == ns_link(oci.state("infra")["pid"], "net")
+    app = _status_of(oci, "app")
+    net = app["network"]
+    assert net["mode"] == "all" and net["pod"] == infra["id"], net
+    assert not {"address", "gateway", "host_link"} & set(net), net
+    for cid in ("app", "infra"):
         assert oci("delete", "--force", cid).returncode == 0
     assert wait_until(lambda: oci.hutch.ids() == [] and os.listdir(oci.root) == [])

@@ -24,7 +24,9 @@ import pytest
 from conftest import HUTCH, wait_until, proc_comm, cgroup_dirs_named
 
 BUSYBOX = shutil.which("busybox") or "/bin/busybox"
-ROOT_BASE = "/run/hutch-oci-root"
+# Each run's own parent of the containers' --root dirs (short: the api
+# sockets live below it), removed when the module ends.
+ROOT_BASE = f"/run/hutch-oci-{os.getpid()}"
 
 
 
@@ -80,7 +82,7 @@ class Oci:
 
     def __init__(self, hutch, tmp_path):
         self.hutch = hutch
-        self.root = os.path.join(ROOT_BASE, uuid.uuid4().hex[:12])
+        self.root = os.path.join(ROOT_BASE, uuid.uuid4().hex[:8])
         self.tmp = tmp_path
         self.env = dict(hutch.env)
 
@@ -95,12 +97,17 @@ class Oci:
         r.output = out.read().decode(errors="replace")
         return r
 
-    def bundle(self, args, name="b", **over):
+    def bundle(self, args, name="b", drop=(), **over):
+        """A bundle: the rootfs, and config(args, **over) less the keys in
+        drop."""
         b = os.path.join(self.tmp, name)
         if not os.path.isdir(os.path.join(b, "rootfs")):
             make_rootfs(os.path.join(b, "rootfs"))
+        c = config(args, **over)
+        for key in drop:
+            del c[key]
         with open(os.path.join(b, "config.json"), "w") as f:
-            json.dump(config(args, **over), f)
+            json.dump(c, f)
         return b
 
     def state(self, cid):
@@ -111,6 +118,13 @@ class Oci:
     def status_file(self, cid):
         with open(os.path.join(self.root, cid, "status.json")) as f:
             return json.load(f)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _root_base():
+    yield
+    if os.path.isdir(ROOT_BASE):
+        os.rmdir(ROOT_BASE)  # each test removed its own --root: must be empty
 
 
 @pytest.fixture
@@ -1360,11 +1374,8 @@ def test_pod_shares_namespaces(oci, pod):
              " cat /proc/self/uid_map;"
              " grep -c : /proc/net/dev; grep -o '^ *lo:' /proc/net/dev;"
              " unshare -n true 2>/dev/null && echo UNSHARED; " + NC_LOOP)
-    c = config(["sh", "-c", probe], linux={"namespaces": pod_namespaces(pod)})
-    del c["hostname"]
-    b = oci.bundle(["true"], name="cli")
-    with open(os.path.join(b, "config.json"), "w") as f:
-        json.dump(c, f)
+    b = oci.bundle(["sh", "-c", probe], name="cli", drop=("hostname",),
+                   linux={"namespaces": pod_namespaces(pod)})
     r = oci("run", "--bundle", b, "cli")
     assert r.returncode == 0, r.output
     lines = r.output.splitlines()
@@ -1383,12 +1394,8 @@ def test_pod_shares_namespaces(oci, pod):
 
 
 def _joiner(oci, name, namespaces, annotations=None):
-    c = config(["true"], linux={"namespaces": namespaces})
-    if annotations:
-        c["annotations"] = annotations
-    b = oci.bundle(["true"], name=name)
-    with open(os.path.join(b, "config.json"), "w") as f:
-        json.dump(c, f)
+    over = {"annotations": annotations} if annotations else {}
+    b = oci.bundle(["true"], name=name, linux={"namespaces": namespaces}, **over)
     r = oci("create", "--bundle", b, name)
     assert r.returncode == 1, r.output
     assert not os.path.exists(os.path.join(oci.root, name))
@@ -1596,11 +1603,8 @@ def test_cri_netns_refusals(oci, cni_netns):
         p.kill()
         p.wait()
     # none, given, is the default: the container runs.
-    c = config(["true"], linux={"namespaces": cni_namespaces(path)})
-    c["annotations"] = {"run.hutch.network": "none"}
-    b = oci.bundle(["true"], name="n")
-    with open(os.path.join(b, "config.json"), "w") as f:
-        json.dump(c, f)
+    b = oci.bundle(["true"], name="n", linux={"namespaces": cni_namespaces(path)},
+                   annotations={"run.hutch.network": "none"})
     r = oci("run", "--bundle", b, "n")
     assert r.returncode == 0, r.output
 
@@ -1623,12 +1627,9 @@ def test_cri_pod_second_container(oci, cni_netns):
              " ip addr add 10.231.19.6/30 dev eth0 2>/dev/null && echo ADDR;"
              " i=0; while [ $i -lt 50 ]; do nc 10.231.19.1 8080 </dev/null && exit 0;"
              " i=$((i+1)); sleep 0.1; done; exit 1")
-    c = config(["sh", "-c", probe], linux={"namespaces": pod_namespaces(sup)})
-    del c["hostname"]
-    b = oci.bundle(["true"], name="app")
+    b = oci.bundle(["sh", "-c", probe], name="app", drop=("hostname",),
+                   linux={"namespaces": pod_namespaces(sup)})
     os.symlink("busybox", os.path.join(b, "rootfs", "bin", "ip"))
-    with open(os.path.join(b, "config.json"), "w") as f:
-        json.dump(c, f)
     r = oci("run", "--bundle", b, "app")
     assert r.returncode == 0, r.output
     lines = r.output.splitlines()

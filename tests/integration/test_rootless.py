@@ -10,7 +10,11 @@ their runtime dirs and every process of theirs are removed afterwards.
 
 On this development host (cgroup v1 controllers) an ordinary user gets no
 limits, so the sandboxes here are made with --no-limits; that create
-refuses without it is tested too.
+refuses without it is tested too. With HUTCH_TEST_USER_SESSION=1 (the
+pure-v2 virtual machine's run, tests/v2/hutch-v2-suite.sh) each user gets
+a systemd user session (loginctl enable-linger: user@UID.service and
+/run/user/UID), its commands run with that session's XDG_RUNTIME_DIR, and
+its sandboxes are created with limits, through its user manager.
 """
 import glob
 import hashlib
@@ -27,18 +31,24 @@ import time
 
 import pytest
 
-from conftest import HUTCH, Hutch, Sandbox, wait_until
+from conftest import HUTCH, SLOWDOWN, Hutch, Sandbox, wait_until
 from test_tty import Term
 
 V2 = os.path.exists("/sys/fs/cgroup/cgroup.controllers")
+SESSION = os.environ.get("HUTCH_TEST_USER_SESSION") == "1"
 
 
 def _pids_of(uid):
+    """The user's processes, but for its systemd user manager (a session's)."""
     out = []
     for p in glob.glob("/proc/[0-9]*"):
         try:
-            if os.stat(p).st_uid == uid:
-                out.append(int(p.rsplit("/", 1)[1]))
+            if os.stat(p).st_uid != uid:
+                continue
+            with open(p + "/cgroup") as f:
+                if f"/user@{uid}.service/init.scope" in f.read():
+                    continue
+            out.append(int(p.rsplit("/", 1)[1]))
         except OSError:
             pass
     return out
@@ -72,15 +82,32 @@ class User:
                             "--add-subgids", f"{base}-{base + 65535}", name], check=True)
         self.subuid = _subid_range(name, "/etc/subuid")
         self.rtdir = f"/tmp/hutch-{self.uid}"
+        self.session = SESSION and not system
+        if self.session:
+            # the user's systemd manager, as a login (or linger) starts it
+            self.xdg = f"/run/user/{self.uid}"
+            self.rtdir = f"{self.xdg}/hutch"
+            subprocess.run(["loginctl", "enable-linger", name], check=True, capture_output=True)
+            up = wait_until(lambda: os.path.exists(f"{self.xdg}/systemd/private"), 30 * SLOWDOWN,
+                            interval=0.1)
+            assert up, f"no user manager for {name}: {self.xdg}/systemd/private never came"
 
     def run(self, argv, env=None, timeout=120, input=None):
         e = {"PATH": "/usr/bin:/bin", "HOME": "/nonexistent"}
+        if self.session:
+            e["XDG_RUNTIME_DIR"] = self.xdg
         e.update(env or {})
         return subprocess.run(argv, user=self.uid, group=self.gid, extra_groups=[], env=e,
                               cwd="/", capture_output=True, timeout=timeout, input=input,
                               stdin=None if input is not None else subprocess.DEVNULL)
 
     def remove(self):
+        if self.session:
+            # the user manager goes first (it would restart what is killed)
+            subprocess.run(["loginctl", "disable-linger", self.name], capture_output=True)
+            subprocess.run(["loginctl", "terminate-user", self.name], capture_output=True)
+            wait_until(lambda: not os.path.exists(f"{self.xdg}/systemd/private"), 30 * SLOWDOWN,
+                       interval=0.1)
         for _ in range(50):
             pids = _pids_of(self.uid)
             if not pids:
@@ -102,6 +129,8 @@ class UserHutch(Hutch):
         super().__init__(user.rtdir)
         self.user = user
         self.env = {"PATH": "/usr/bin:/bin"}
+        if user.session:
+            self.env["XDG_RUNTIME_DIR"] = user.xdg  # for Term (test_tty) too
         self.env.update(env or {})
 
     def __call__(self, *args, input=None, timeout=120, env=None):
@@ -110,7 +139,8 @@ class UserHutch(Hutch):
         return self.user.run([HUTCH, *args], env=e, timeout=timeout, input=input)
 
     def create(self, *opts):
-        return super().create("--no-limits", *opts)
+        # with a user session, limits through the user's manager
+        return super().create(*opts) if self.user.session else super().create("--no-limits", *opts)
 
 
 @pytest.fixture(scope="module")
@@ -262,6 +292,33 @@ def test_limits_refused_without_no_limits(alice):
     assert "--idle-timeout" in r.stderr.decode()
 
 
+@pytest.mark.skipif(not SESSION, reason="limits for a user need its systemd user session on v2 "
+                    "(HUTCH_TEST_USER_SESSION=1, the pure-v2 VM's run)")
+def test_limits_through_the_user_manager(alice):
+    """With a user session on pure v2, a user's sandbox gets the instance
+    type's limits in a cgroup of the user's own manager, sees them inside
+    (read-only), and a memory bomb is OOM-killed there, not elsewhere."""
+    sb = alice.create("--instance-type", "nano")
+    r = alice("exec", sb.id, "--", "sh", "-c",
+              "cat /sys/fs/cgroup/memory.max /sys/fs/cgroup/cpu.max /sys/fs/cgroup/pids.max; "
+              "(echo max >/sys/fs/cgroup/memory.max) 2>/dev/null && echo WRITABLE; true")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.decode().splitlines() == ["268435456", "25000 100000", "256"], r.stdout
+    with open(os.path.join(alice.user.rtdir, sb.id, "state.json")) as f:
+        cg = json.load(f)["cgroup"]["dirs"][0]
+    assert f"/user@{alice.user.uid}.service/" in cg, cg
+    with open(cg + "/memory.max") as f:
+        assert f.read().strip() == "268435456"
+    r = alice("exec", sb.id, "--", "python3", "-c", "b = bytearray(1 << 30); print('survived')")
+    assert r.returncode == 137, r
+    assert b"survived" not in r.stdout
+    with open(cg + "/memory.events") as f:
+        events = dict(line.split() for line in f)
+    assert int(events["oom_kill"]) >= 1, events
+    r = alice("exec", sb.id, "--", "echo", "alive")
+    assert r.stdout == b"alive\n", r
+
+
 def test_two_users_cannot_touch_each_other(alice, bob):
     a = alice.create()
     r = alice("exec", "-d", a.id, "--", "sleep", "300")
@@ -277,9 +334,11 @@ def test_two_users_cannot_touch_each_other(alice, bob):
     assert r.returncode == 65, r.stderr
     r = bob("rm", a.id)
     assert r.returncode == 65
-    # pointing at alice's runtime dir: refused, not read
+    # pointing at alice's runtime dir: refused, not read (in a user session
+    # it is under /run/user/UID, 0700: the kernel refuses bob first)
     r = bob("ls", env={"HUTCH_RUNTIME_DIR": alice.user.rtdir})
-    assert r.returncode == 69 and "not yours alone" in r.stderr.decode(), r.stderr
+    why = "Permission denied" if alice.user.session else "not yours alone"
+    assert r.returncode == 69 and why in r.stderr.decode(), r.stderr
     r = bob("rm", "--all", env={"HUTCH_RUNTIME_DIR": alice.user.rtdir})
     assert r.returncode == 69
     # state, socket, signals: the kernel says no

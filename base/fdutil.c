@@ -3,9 +3,12 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "cleanup.h"
@@ -295,4 +298,26 @@ pid_t hutch_fork_detached(void)
 	if (pid != 0)
 		_exit(pid < 0 ? 1 : 0);
 	return 0;
+}
+
+/* Exit as a process with this wait status did: its code, or death by its
+ * signal (re-raised, no core). For whoever waits for us in its stead. */
+void hutch_exit_like(int status)
+{
+	struct rlimit no_core = { 0, 0 };
+	sigset_t all;
+	int sig = SIGKILL;
+
+	if (WIFEXITED(status))
+		_exit(WEXITSTATUS(status));
+	if (WIFSIGNALED(status))
+		sig = WTERMSIG(status);
+	/* Die of the same signal, without a core of ours. */
+	(void)setrlimit(RLIMIT_CORE, &no_core);
+	signal(sig, SIG_DFL);
+	sigfillset(&all);
+	sigdelset(&all, sig);
+	sigprocmask(SIG_SETMASK, &all, NULL);
+	(void)raise(sig);
+	_exit(128 + sig);
 }

@@ -53,5 +53,8 @@ void hutch_stdio_to_null(void);
  * the nearest subreaper); the caller gets the middle child's pid, to reap
  * at once, or -errno. */
 pid_t hutch_fork_detached(void);
+/* Exit as a process with this wait status did: its code, or death by its
+ * signal (re-raised, no core). For whoever waits for us in its stead. */
+__attribute__((noreturn)) void hutch_exit_like(int status);
 
 #endif

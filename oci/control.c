@@ -157,7 +157,7 @@ static bool wait_stopped(const struct hutch_oci_paths *p)
 int hutch_oci_cmd_delete(int argc, char **argv)
 {
 	struct hutch_oci_paths p;
-	struct hutch_oci_state st;
+	struct hutch_oci_state st, after;
 	struct hutch_err err = { 0 };
 	bool force = false;
 	const char *id;
@@ -187,6 +187,11 @@ int hutch_oci_cmd_delete(int argc, char **argv)
 	if (!wait_stopped(&p))
 		return hutch_oci_fail("delete container %s: its supervisor (pid %d) does not end",
 		                      id, (int)st.pid);
+	/* poststop: the container is stopped, its state still there. */
+	if (hutch_oci_state_read(&p, id, &after, &err) >= 0) {
+		(void)hutch_oci_hooks_after(&p, id, &after, HUTCH_OCI_HOOK_POSTSTOP);
+		hutch_oci_state_done(&after);
+	}
 	/* A supervisor that died without its teardown left its sandbox to gc. */
 	if (st.sandbox[0])
 		(void)hutch_state_reap(hutch_runtime_dir(), st.sandbox, &err);
@@ -272,7 +277,9 @@ int hutch_oci_cmd_features(int argc, char **argv)
 		return hutch_oci_fail("out of memory");
 	cJSON_AddStringToObject(j, "ociVersionMin", "1.0.0");
 	cJSON_AddStringToObject(j, "ociVersionMax", "1.1.0");
-	cJSON_AddItemToObject(j, "hooks", cJSON_CreateArray());
+	a = cJSON_AddArrayToObject(j, "hooks");
+	for (size_t i = 0; i < HUTCH_OCI_HOOK_PHASES; i++)
+		cJSON_AddItemToArray(a, cJSON_CreateString(hutch_oci_hook_names[i]));
 	a = cJSON_AddArrayToObject(j, "mountOptions");
 	for (const char *const *o = (const char *const[]){ "bind", "rbind", "ro", "rw", "noexec",
 	                                                   "nosuid", "nodev", "shared", "rshared",

@@ -10,6 +10,7 @@
  *   exec.fifo    the start trigger, gone once started
  *   lock         flock()ed by the supervisor for its whole life
  *   exec.sock    the supervisor's socket for `exec` (container.h), once started
+ *   hook-error   why a startContainer hook stopped the container (hooks.c)
  * The sandbox itself is an ordinary hutch sandbox in $HUTCH_RUNTIME_DIR
  * (hutch ls, hutch exec and hutch events see it).
  */
@@ -104,6 +105,30 @@ void hutch_oci_state_done(struct hutch_oci_state *st);
 pid_t hutch_oci_state_pid(const struct hutch_oci_state *st);
 /* The runtime-spec's state JSON (caller deletes). */
 cJSON *hutch_oci_state_json(const struct hutch_oci_state *st, const char *id);
+
+/* ---- hooks.c: a bundle's hooks run (spec-hooks.h) ---- */
+
+/* ct->hooks_ctx of a container with hooks the supervisor runs. */
+struct hutch_oci_hooks_ctx {
+	const struct hutch_oci_hooks *hooks;
+	struct hutch_oci_paths paths;
+	char id[HUTCH_OCI_ID_MAX + 1]; /* a copy: the supervisor reuses argv's memory */
+};
+/* Run phase's hooks in order with state (the state JSON) on their stdin,
+ * stopping at the first failure (err names phase, index, path and the exit
+ * status or signal). ns_pid > 0: in that process's namespaces (the
+ * container's init). */
+int hutch_oci_hooks_run(const struct hutch_oci_hooks *hooks, enum hutch_oci_hook_phase phase,
+                        const char *state, pid_t ns_pid, struct hutch_err *err);
+/* container.h's run_hooks (create: prestart, createRuntime,
+ * createContainer; start: startContainer). */
+int hutch_oci_hooks_supervisor(const struct hutch_container *ct,
+                               enum hutch_container_hook_point point, pid_t init_pid,
+                               struct hutch_err *err);
+/* poststart or poststop, from the hooks state.json keeps: every one runs,
+ * failures are logged (stderr, --log) and ignored, as the spec asks. */
+int hutch_oci_hooks_after(const struct hutch_oci_paths *p, const char *id,
+                          const struct hutch_oci_state *st, enum hutch_oci_hook_phase phase);
 
 /* ---- map.c ---- */
 

@@ -99,6 +99,10 @@ static int write_state_json(const struct hutch_oci_paths *p, const char *id, con
 	cJSON_AddStringToObject(j, "created", ts);
 	if (spec->annotations)
 		cJSON_AddItemToObject(j, "annotations", cJSON_Parse(spec->annotations));
+	/* start and delete run poststart and poststop from here: a
+	 * config.json changed after create changes nothing. */
+	if (spec->hooks_json)
+		cJSON_AddItemToObject(j, "hooks", cJSON_Parse(spec->hooks_json));
 	text = cJSON_PrintUnformatted(j);
 	if (!text || hutch_write_file_at(AT_FDCWD, p->state, text, 0600) < 0)
 		return hutch_err_set_errno(err, -EIO, "write '%s'", p->state);
@@ -142,11 +146,20 @@ static int make_state_dir(const struct hutch_oci_paths *p, const char *id, const
 	return write_state_json(p, id, bundle, spec, err);
 }
 
+/* Hooks the supervisor runs (create's and startContainer): without them
+ * it has nothing to call. */
+static bool has_supervisor_hooks(const struct hutch_oci_hooks *h)
+{
+	return h->n[HUTCH_OCI_HOOK_PRESTART] || h->n[HUTCH_OCI_HOOK_CREATE_RUNTIME] ||
+	       h->n[HUTCH_OCI_HOOK_CREATE_CONTAINER] || h->n[HUTCH_OCI_HOOK_START_CONTAINER];
+}
+
 int hutch_oci_create(const struct hutch_oci_create_args *a, pid_t *ret_pid)
 {
 	static struct hutch_oci_spec spec; /* the supervisor's copy lives on */
 	static struct hutch_container ct;
 	static struct hutch_config cfg;
+	static struct hutch_oci_hooks_ctx hooks_ctx;
 	struct hutch_oci_paths p;
 	struct hutch_oci_state st;
 	struct hutch_created created;
@@ -178,6 +191,13 @@ int hutch_oci_create(const struct hutch_oci_create_args *a, pid_t *ret_pid)
 	ct.lock_fd = -1;
 	if (hutch_oci_map(&spec, bundle, &cfg, &ct, &err) < 0)
 		return fail_err(&err);
+	if (has_supervisor_hooks(&spec.hooks)) {
+		hooks_ctx.hooks = &spec.hooks;
+		hooks_ctx.paths = p;
+		snprintf(hooks_ctx.id, sizeof(hooks_ctx.id), "%s", a->id);
+		ct.run_hooks = hutch_oci_hooks_supervisor;
+		ct.hooks_ctx = &hooks_ctx;
+	}
 	r = make_state_dir(&p, a->id, bundle, &spec, &ct, &err);
 	if (r >= 0)
 		r = hutch_sandbox_create_container(&cfg, &ct, hutch_runtime_dir(), &created, NULL,
@@ -258,12 +278,13 @@ static int cmd_create(int argc, char **argv)
 }
 
 /* Wait until the status has left "created" (the process is spawned or
- * could not be). */
-static void wait_started(const struct hutch_oci_paths *p, const char *id)
+ * could not be); with startContainer hooks, as long as they take (each has
+ * its timeout, or none, as runc waits). */
+static void wait_started(const struct hutch_oci_paths *p, const char *id, bool hooks)
 {
 	struct hutch_err err = { 0 };
 
-	for (int ms = 0; ms < WAIT_MS; ms++) {
+	for (int ms = 0; hooks || ms < WAIT_MS; ms++) {
 		struct hutch_oci_state st;
 		bool done;
 
@@ -277,16 +298,36 @@ static void wait_started(const struct hutch_oci_paths *p, const char *id)
 	}
 }
 
+/* After the trigger: a startContainer hook's failure, else poststart. */
+static int after_start(const struct hutch_oci_paths *p, const char *id)
+{
+	struct hutch_oci_state st;
+	struct hutch_err err = { 0 };
+	_cleanup_free_ char *why = NULL;
+	char path[sizeof(p->dir) + 16];
+
+	snprintf(path, sizeof(path), "%s/hook-error", p->dir);
+	if (hutch_read_file_alloc_at(AT_FDCWD, path, sizeof(err.msg), &why) > 0)
+		return hutch_oci_fail("cannot start container %s: %s", id, why);
+	if (hutch_oci_state_read(p, id, &st, &err) < 0)
+		return fail_err(&err);
+	(void)hutch_oci_hooks_after(p, id, &st, HUTCH_OCI_HOOK_POSTSTART);
+	hutch_oci_state_done(&st);
+	return 0;
+}
+
 int hutch_oci_start(const char *id)
 {
 	struct hutch_oci_paths p;
 	struct hutch_oci_state st;
 	struct hutch_err err = { 0 };
 	_cleanup_close_ int fd = -EBADF;
+	bool hooks;
 
 	if (hutch_oci_paths_init(hutch_oci_opts.root, id, &p, &err) < 0 ||
 	    hutch_oci_state_read(&p, id, &st, &err) < 0)
 		return fail_err(&err);
+	hooks = cJSON_GetObjectItemCaseSensitive(st.doc, "hooks") != NULL;
 	if (strcmp(st.status, "created") != 0) {
 		int r = hutch_oci_fail("cannot start container %s: it is %s, not created", id,
 		                       st.status);
@@ -302,8 +343,8 @@ int hutch_oci_start(const char *id)
 	if (write(fd, "0", 1) != 1)
 		return hutch_oci_fail("cannot start container %s: %s", id, strerror(errno));
 	closep(&fd);
-	wait_started(&p, id);
-	return 0;
+	wait_started(&p, id, hooks);
+	return hooks ? after_start(&p, id) : 0;
 }
 
 static int cmd_start(int argc, char **argv)
@@ -365,7 +406,10 @@ static const char usage[] =
         "  uts and user namespaces (podman pod, the CRI's pause container); its id range\n"
         "  and network policy are then the pod's; a network namespace CNI made (the CRI's,\n"
         "  not the host's) is joined with no capability over it, its policy the cluster's\n"
-        "  (run.hutch.network other than none is refused); see docs/kubernetes.md\n";
+        "  (run.hutch.network other than none is refused); see docs/kubernetes.md\n"
+        "hooks: prestart, createRuntime (create, the caller's namespaces), createContainer\n"
+        "  (create, the container's), startContainer (start, in the container), poststart,\n"
+        "  poststop (delete); the state JSON on stdin, each within its timeout\n";
 
 static bool is_opt(const char *a, size_t klen, const char *name)
 {

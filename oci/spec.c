@@ -3,8 +3,8 @@
  * config.json -> struct hutch_oci_spec (see spec.h). Every refusal names
  * the field, as runsc does: what a bundle asks that hutch does not do on
  * purpose (host or joined namespaces, capabilities beyond the default set,
- * devices beyond hutch's /dev, hooks run on the host, sysctls) is an error,
- * never silently dropped.
+ * devices beyond hutch's /dev, sysctls of the host) is an error, never
+ * silently dropped. Hooks are the engine's (spec-hooks.h), not refused.
  */
 #include <errno.h>
 #include <math.h>
@@ -596,10 +596,10 @@ static int parse(const cJSON *j, struct hutch_oci_spec *s, struct hutch_err *err
 	if (!cJSON_IsString(hutch_oci_json_item(j, "ociVersion")) ||
 	    strncmp(hutch_oci_json_item(j, "ociVersion")->valuestring, "1.", 2) != 0)
 		return hutch_err_set(err, -EINVAL, "ociVersion: not 1.x");
-	if (cJSON_IsObject(hooks) && hooks->child)
-		return hutch_err_set(err, -EPERM,
-		                     "hooks.%.32s: refused (hooks would run on the host)",
-		                     hooks->child->string ? hooks->child->string : "?");
+	if ((r = hutch_oci_hooks_parse(hooks, &s->hooks, err)) < 0)
+		return r;
+	if (s->hooks.total && !(s->hooks_json = cJSON_PrintUnformatted(hooks)))
+		return hutch_err_set(err, -ENOMEM, "out of memory");
 	if ((r = parse_root(hutch_oci_json_item(j, "root"), s, err)) < 0 ||
 	    (r = parse_process(hutch_oci_json_item(j, "process"), s, err)) < 0 ||
 	    (r = hutch_oci_json_str(j, "hostname", "hostname", &s->hostname, err)) < 0 ||
@@ -663,5 +663,7 @@ void hutch_oci_spec_done(struct hutch_oci_spec *s)
 	free_strv(s->masked_paths);
 	free_strv(s->readonly_paths);
 	free_strv(s->sysctls);
+	hutch_oci_hooks_done(&s->hooks);
+	free(s->hooks_json);
 	memset(s, 0, sizeof(*s));
 }

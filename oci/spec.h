@@ -18,6 +18,7 @@
 
 #include "error.h"
 #include "json.h"
+#include "spec-hooks.h"
 #include "spec-mount.h"
 #include "spec-seccomp.h"
 
@@ -86,6 +87,10 @@ struct hutch_oci_spec {
 	 * (NULL-terminated, or NULL) */
 	char **sysctls;
 	size_t nsysctls;
+	/* hooks (spec-hooks.h), and the object as JSON text for state.json
+	 * (NULL: none) */
+	struct hutch_oci_hooks hooks;
+	char *hooks_json;
 };
 
 /* Parse and check text[0..len). On failure err names the field (e.g.

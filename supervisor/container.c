@@ -370,6 +370,16 @@ static void on_proc_done(void *ud, struct cmd *c)
 
 static int exec_listen(struct sup *s);
 
+/* The main process could not start (or a startContainer hook failed). */
+static void start_failed(struct sup *s, const struct hutch_err *err)
+{
+	hutch_event(s, "container process: %s", err->msg);
+	s->container->exited = true;
+	s->container->status = 127 << 8;
+	write_status(s, "stopped");
+	hutch_sup_end(s, "exited");
+}
+
 static void start_process(struct sup *s)
 {
 	struct hutch_container *ct = s->container;
@@ -394,13 +404,8 @@ static void start_process(struct sup *s)
 	if (exec_listen(s) < 0)
 		hutch_event(s, "oci exec: cannot listen on '%s'", ct->exec_path);
 	ct->proc = hutch_cmd_start(&s->cmds, &sp, &sink, &err);
-	if (!ct->proc) {
-		hutch_event(s, "container process: %s", err.msg);
-		ct->exited = true;
-		ct->status = 127 << 8;
-		write_status(s, "stopped");
-		hutch_sup_end(s, "exited");
-	}
+	if (!ct->proc)
+		start_failed(s, &err);
 }
 
 /* ---- oci exec: more processes in a running container ---- */
@@ -670,13 +675,18 @@ static void on_fifo(struct hutch_watch *w, uint32_t events)
 {
 	struct sup *s = w->ptr;
 	struct hutch_container *ct = s->container;
+	struct hutch_err err = { 0 };
 	char buf[16];
 
 	if ((events & EPOLLIN) && read(ct->fifo_fd, buf, sizeof(buf)) <= 0 && !(events & EPOLLHUP))
 		return;
 	hutch_loop_close(&s->loop, &ct->w_fifo, &ct->fifo_fd);
 	(void)unlink(ct->fifo_path);
-	if (!ct->started && s->state == SUP_RUNNING)
+	if (ct->started || s->state != SUP_RUNNING)
+		return;
+	if (ct->run_hooks && ct->run_hooks(ct, HUTCH_CONTAINER_HOOKS_START, s->init_pid, &err) < 0)
+		start_failed(s, &err);
+	else
 		start_process(s);
 }
 
@@ -732,16 +742,17 @@ static int send_console(struct hutch_container *ct)
 	return r;
 }
 
-int hutch_container_ready(struct sup *s)
+int hutch_container_ready(struct sup *s, struct hutch_err *err)
 {
 	struct hutch_container *ct = s->container;
 	int r;
 
-	if (ct->terminal && (r = send_console(ct)) < 0) {
-		hutch_event(s, "send the terminal to the console socket '%s': %s",
-		            ct->console_socket, strerror(-r));
+	if (ct->terminal && (r = send_console(ct)) < 0)
+		return hutch_err_set_errno(err, r, "send the terminal to the console socket '%s'",
+		                           ct->console_socket);
+	if (ct->run_hooks &&
+	    (r = ct->run_hooks(ct, HUTCH_CONTAINER_HOOKS_CREATE, s->init_pid, err)) < 0)
 		return r;
-	}
 
 	/* init has attached them: our references can go. */
 	closep(&ct->root_fd);
@@ -756,26 +767,6 @@ int hutch_container_ready(struct sup *s)
 		return -errno;
 	hutch_watch_init(&ct->w_fifo, on_fifo, s);
 	return hutch_loop_add(&s->loop, &ct->w_fifo, ct->fifo_fd, EPOLLIN);
-}
-
-void hutch_exit_like(int status)
-{
-	struct rlimit no_core = { 0, 0 };
-	sigset_t all;
-	int sig = SIGKILL;
-
-	if (WIFEXITED(status))
-		_exit(WEXITSTATUS(status));
-	if (WIFSIGNALED(status))
-		sig = WTERMSIG(status);
-	/* Die of the same signal, without a core of ours. */
-	(void)setrlimit(RLIMIT_CORE, &no_core);
-	signal(sig, SIG_DFL);
-	sigfillset(&all);
-	sigdelset(&all, sig);
-	sigprocmask(SIG_SETMASK, &all, NULL);
-	(void)raise(sig);
-	_exit(128 + sig);
 }
 
 void hutch_container_exit(struct sup *s)

@@ -100,6 +100,12 @@ struct hutch_pod_join {
 	bool cni;
 };
 
+/* When a container's hooks run (oci/hooks.c says which phases). */
+enum hutch_container_hook_point {
+	HUTCH_CONTAINER_HOOKS_CREATE, /* built (rootfs, mounts, namespaces), before "created" */
+	HUTCH_CONTAINER_HOOKS_START,  /* the start trigger, before the main process */
+};
+
 struct hutch_container {
 	/* What to build and run (malloc'ed strings, owned by the caller). */
 	char *rootfs; /* absolute host path */
@@ -144,6 +150,13 @@ struct hutch_container {
 	char console_socket[108];
 	int lock_fd; /* held (flock) for the supervisor's life, or -1 */
 	struct hutch_pod_join join;
+	/* A bundle's hooks, run by the supervisor (synchronously, each
+	 * bounded by its own timeout) at each point with init's host pid;
+	 * NULL: none, nothing is done. A failure (err says which hook) fails
+	 * the create, or stops the container before its process runs. */
+	int (*run_hooks)(const struct hutch_container *ct, enum hutch_container_hook_point point,
+	                 pid_t init_pid, struct hutch_err *err);
+	void *hooks_ctx;
 
 	/* The supervisor's. */
 	int stdio[3];
@@ -180,13 +193,11 @@ int hutch_container_stash_fd(const struct hutch_container *ct);
 /* The rootfs and mount fds moved to first, first+1, ...; returns the
  * next free fd number. first < 0: out of the way, to the stash. */
 int hutch_container_child_fds(struct sup *s, int first);
-/* The sandbox is ready: status "created", wait for the start FIFO. */
-int hutch_container_ready(struct sup *s);
+/* The sandbox is ready: its create hooks, status "created", wait for the
+ * start FIFO. */
+int hutch_container_ready(struct sup *s, struct hutch_err *err);
 /* The loop is over: exit with the main process's status (never returns). */
 __attribute__((noreturn)) void hutch_container_exit(struct sup *s);
-/* Exit as a process with this wait status did: its code, or death by its
- * signal (re-raised, no core). For whoever waits for us in its stead. */
-__attribute__((noreturn)) void hutch_exit_like(int status);
 /* A terminal's master to a console socket (a unix socket path) as runc
  * sends it: "/dev/pts/N" as data, the fd as SCM_RIGHTS, the fd made
  * blocking. The caller keeps (and closes) its master. 0 or -errno. */

@@ -117,10 +117,11 @@ static void ready(struct sup *s)
 	if (r >= 0)
 		r = hutch_idle_start(s);
 	if (r >= 0 && s->before_ready)
-		r = s->before_ready(s);
+		r = s->before_ready(s, &s->hooks.fail_err);
 	if (r < 0) {
 		/* Reported once torn down, like a failed step. */
-		hutch_err_set_errno(&s->hooks.fail_err, r, "start the sandbox");
+		if (!s->hooks.fail_err.code)
+			hutch_err_set_errno(&s->hooks.fail_err, r, "start the sandbox");
 		s->hooks.failure_noted = true;
 		s->hooks.phase = PHASE_FAILED;
 		return;

@@ -171,6 +171,9 @@ int hutch_sup_run(struct sup *s)
 	}
 	s->last_request_ms = hutch_now_mono_ms();
 	hutch_hooks_begin(s); /* setup script, on_create, then "ready" to the CLI */
+	/* Without steps "ready" ran at once, and may have failed (a
+	 * container's hooks): act on it before waiting for any event. */
+	after_events(s);
 	while (next_timeout(s, &gone_ms, &timeout)) {
 		n = hutch_loop_run_once(&s->loop, timeout);
 		if (n < 0)

@@ -67,7 +67,7 @@ struct sup {
 	struct hutch_container *container; /* an OCI container (container.h), or NULL */
 	/* Run once ready, before the creator hears it (a container's status
 	 * "created" and start FIFO: container.c), or NULL. */
-	int (*before_ready)(struct sup *s);
+	int (*before_ready)(struct sup *s, struct hutch_err *err);
 	struct hutch_paths paths;
 	char id[HUTCH_ID_LEN + 1];
 	enum sup_state state; /* lifecycle.c changes it */

@@ -687,7 +687,6 @@ def test_limits_lower_and_annotations(oci):
     ("linux.devices[0]: /dev/sda",
      lambda c: c["linux"].update(devices=[{"path": "/dev/sda", "type": "b", "major": 8,
                                            "minor": 0}])),
-    ("hooks.prestart", lambda c: c.update(hooks={"prestart": [{"path": "/bin/true"}]})),
     ("mounts[4].type", lambda c: c["mounts"].append({"destination": "/mnt", "type": "nfs",
                                                       "source": "x:/y"})),
     ("linux.sysctl.kernel.domainname",

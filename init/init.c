@@ -36,6 +36,7 @@
 #include "fileops.h"
 #include "init.h"
 #include "ns.h"
+#include "proctree.h"
 #include "proto.h"
 #include "pty.h"
 #include "seccomp-filter.h"
@@ -78,6 +79,8 @@ static __attribute__((noreturn)) void fail(int sock, struct hutch_err *err)
 struct spawn_args {
 	const struct hutch_spawn_req *req;
 	const int *fds;
+	const int *extra; /* HUTCH_SPAWN_EXTRA_FDS: the command's 3, 4, ... */
+	int nextra;
 	const char *path;     /* PATH of the command's environment */
 	const char **sh_argv; /* ENOEXEC fallback: sh_argv[1] is set by the child */
 	int join_fd;          /* v1: the commands' freezer cgroup's "tasks", or -1 */
@@ -185,6 +188,21 @@ static int exec_path(const struct spawn_args *a)
  * init's restriction (caps.c) emptied the bounding and ambient sets (a container's: see set_child).
  * Builtins (file operations) run as full processes: they are forked.
  */
+/* The extra fds onto 3, 4, ...: first all above that range, so that
+ * none is overwritten before it is placed (child side, its stack only). */
+static int place_extra_fds(const struct spawn_args *a)
+{
+	int tmp[HUTCH_SPAWN_MAX_EXTRA_FDS];
+
+	for (int i = 0; i < a->nextra; i++)
+		if ((tmp[i] = fcntl(a->extra[i], F_DUPFD_CLOEXEC, 3 + a->nextra)) < 0)
+			return -errno;
+	for (int i = 0; i < a->nextra; i++)
+		if (dup2(tmp[i], 3 + i) < 0) /* lint-fds: ok: the command's, for exec */
+			return -errno;
+	return 0;
+}
+
 static int command_child(void *arg)
 {
 	const struct spawn_args *a = arg;
@@ -216,7 +234,9 @@ static int command_child(void *arg)
 	 * sleep freezes without init (a thread moving itself: no global lock). */
 	if (a->join_fd >= 0 && write(a->join_fd, "0", 1) != 1)
 		child_fail("cannot join the commands' cgroup for", req->argv[0], errno, 126);
-	if (sys_close_range(3, ~0U, 0) < 0)
+	if (a->nextra > 0 && place_extra_fds(a) < 0)
+		_exit(126);
+	if (sys_close_range(3 + (unsigned)a->nextra, ~0U, 0) < 0)
 		_exit(126);
 	r = a->container
 	            ? hutch_caps_set_child(req->uid, req->gid, req->groups, req->ngroups, req->caps)
@@ -270,11 +290,13 @@ static void set_oom_adj(const struct init_state *s, bool for_child)
  * neither init's page tables are copied nor any page faulted copy-on-write;
  * fork() for builtins, which run hutch code. Returns the pid or -errno. */
 static pid_t spawn_command(struct init_state *s, const struct hutch_spawn_req *req,
-                           const int fds[3])
+                           const int fds[3], const int *extra, size_t nextra)
 {
 	static const char *sh_argv[HUTCH_SPAWN_MAX_ARGS + 2];
 	struct spawn_args a = { .req = req,
 		                .fds = fds,
+		                .extra = extra,
+		                .nextra = (int)nextra,
 		                .path = "/bin:/usr/bin",
 		                .sh_argv = sh_argv,
 		                .join_fd = s->cmds_tasks_fd,
@@ -334,15 +356,21 @@ static void handle_spawn(struct init_state *s, uint64_t id, const char *body, si
 	struct hutch_msg_spawned rep = { 0 };
 	_cleanup_close_ int master = -EBADF, slave = -EBADF;
 	int pty[3];
+	size_t nstd;
 	bool tty;
 	pid_t pid;
 
-	if (hutch_proto_spawn_decode(body, len, &req) < 0 ||
-	    nfds != ((req.flags & HUTCH_SPAWN_TTY) ? 0 : 3)) {
+	if (hutch_proto_spawn_decode(body, len, &req) < 0) {
 		rep.error = -EBADMSG;
 		goto reply;
 	}
 	tty = req.flags & HUTCH_SPAWN_TTY;
+	/* stdio's three (none with a tty), then the extra fds if flagged. */
+	nstd = tty ? 0 : 3;
+	if (nfds < nstd || ((req.flags & HUTCH_SPAWN_EXTRA_FDS) ? nfds == nstd : nfds != nstd)) {
+		rep.error = -EBADMSG;
+		goto reply;
+	}
 	if (tty && (req.flags & HUTCH_SPAWN_HELD_TTY)) {
 		/* Given once: the process that owns it keeps the only slave,
 		 * so the master sees its end when it exits. */
@@ -358,7 +386,7 @@ static void handle_spawn(struct init_state *s, uint64_t id, const char *body, si
 			goto reply;
 		pty[0] = pty[1] = pty[2] = slave;
 	}
-	pid = spawn_command(s, &req, tty ? pty : fds);
+	pid = spawn_command(s, &req, tty ? pty : fds, fds + nstd, nfds - nstd);
 	if (pid < 0) {
 		rep.error = pid;
 		goto reply;
@@ -375,96 +403,6 @@ reply:
 	                       rep.pid ? &master : NULL, rep.pid && master >= 0 ? 1 : 0);
 }
 
-struct proc_entry {
-	pid_t pid, ppid, pgrp, sid;
-	bool marked;
-};
-
-/* Snapshot of every process: pid, parent, session. Returns the count. */
-static size_t scan_procs(struct proc_entry **ret)
-{
-	_cleanup_closedir_ DIR *d = opendir("/proc");
-	struct proc_entry *v = NULL;
-	size_t n = 0, alloc = 0;
-	struct dirent *de;
-
-	*ret = NULL;
-	if (!d)
-		return 0;
-	while ((de = readdir(d))) {
-		char path[64], buf[512], *p;
-		long pid, ppid, pgrp, sess;
-
-		if (de->d_name[0] < '1' || de->d_name[0] > '9')
-			continue;
-		pid = strtol(de->d_name, NULL, 10);
-		if (pid <= 1)
-			continue;
-		snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
-		if (hutch_read_file_at(AT_FDCWD, path, buf, sizeof(buf)) <= 0)
-			continue;
-		/* Fields after the last ')' (comm may hold anything):
-		 * state ppid pgrp session */
-		p = strrchr(buf, ')');
-		if (!p || sscanf(p + 1, " %*c %ld %ld %ld", &ppid, &pgrp, &sess) != 3)
-			continue;
-		if (n == alloc) {
-			size_t na = alloc ? alloc * 2 : 64;
-			struct proc_entry *q = realloc(v, na * sizeof(*v));
-			if (!q)
-				break;
-			v = q;
-			alloc = na;
-		}
-		v[n++] = (struct proc_entry){ (pid_t)pid, (pid_t)ppid, (pid_t)pgrp, (pid_t)sess,
-			                      false };
-	}
-	*ret = v;
-	return n;
-}
-
-/*
- * Kill a command's whole tree: every process of its session, and every
- * descendant of its main process or of a session member (by parent links,
- * which also catches children that made a session of their own with
- * setsid()). Killed processes cannot fork, so a few rounds reach a fixed
- * point. What escapes: a process whose parent chain to the command was
- * already broken (a double-forked daemon in a new session); it lives until
- * the sandbox ends.
- */
-static void kill_tree(pid_t root, int sig)
-{
-	/* Snapshot before the first kill: once the main process dies, init
-	 * reaps it and its children's parent link points at init. */
-	for (int round = 0; round < 4; round++) {
-		struct proc_entry *v = NULL;
-		size_t n = scan_procs(&v);
-		bool grew = true;
-		int killed = 0;
-
-		for (size_t i = 0; i < n; i++)
-			v[i].marked = v[i].pid == root || v[i].sid == root || v[i].pgrp == root;
-		while (grew) {
-			grew = false;
-			for (size_t i = 0; i < n; i++) {
-				if (v[i].marked)
-					continue;
-				for (size_t j = 0; j < n; j++)
-					if (v[j].marked && v[j].pid == v[i].ppid) {
-						v[i].marked = grew = true;
-						break;
-					}
-			}
-		}
-		for (size_t i = 0; i < n; i++)
-			if (v[i].marked && kill(v[i].pid, sig) == 0)
-				killed++;
-		free(v);
-		if (killed == 0 || sig != SIGKILL)
-			break;
-	}
-}
-
 /*
  * For HUTCH_KILL_REST_ON_EXIT: remember the sessions of c's tree now (its
  * own and those that members made with setsid()). Once the main process is
@@ -473,8 +411,8 @@ static void kill_tree(pid_t root, int sig)
  */
 static void record_sessions(struct child *c)
 {
-	struct proc_entry *v = NULL;
-	size_t n = scan_procs(&v);
+	struct hutch_proc_entry *v = NULL;
+	size_t n = hutch_proc_scan(&v);
 	bool grew = true;
 
 	for (size_t i = 0; i < n; i++)
@@ -514,7 +452,7 @@ static void handle_kill(struct init_state *s, uint64_t id, const char *body, siz
 				s->children[i].kill_rest = true;
 				record_sessions(&s->children[i]);
 			}
-			kill_tree(s->children[i].pid, k.signal);
+			hutch_proc_kill_tree(s->children[i].pid, k.signal);
 		}
 }
 
@@ -558,9 +496,9 @@ static void reap(struct init_state *s)
 			/* Its session and descendants die before the exit is
 			 * reported, so "exited" means the whole tree is gone. */
 			if (s->children[i].kill_rest)
-				kill_tree(pid, SIGKILL);
+				hutch_proc_kill_tree(pid, SIGKILL);
 			for (size_t j = 0; j < s->children[i].nsids; j++)
-				kill_tree(s->children[i].sids[j], SIGKILL);
+				hutch_proc_kill_tree(s->children[i].sids[j], SIGKILL);
 			free(s->children[i].sids);
 			(void)hutch_proto_send(s->sock, HUTCH_MSG_EXITED, s->children[i].id, &e,
 			                       sizeof(e), NULL, 0);
@@ -601,8 +539,8 @@ static __attribute__((noreturn)) void serve(struct init_state *s, int sigfd)
 		}
 		if (pfd[0].revents) {
 			struct hutch_msg_hdr hdr;
-			int fds[3];
-			size_t nfds = 3;
+			int fds[HUTCH_PROTO_FDS_MAX];
+			size_t nfds = HUTCH_PROTO_FDS_MAX;
 			ssize_t n = hutch_proto_recv(s->sock, &hdr, body, sizeof(body), fds, &nfds);
 			if (n < 0 && n != -EAGAIN && n != -EBADMSG)
 				_exit(1);

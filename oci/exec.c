@@ -45,6 +45,7 @@ struct exec_args {
 	const char *env[EXEC_MAX_ENV + 1];
 	size_t nenv;
 	bool detach, tty;
+	unsigned int preserve_fds; /* the caller's 3, 4, ... go to the process */
 	const char *id;
 	char **cmd;
 };
@@ -99,8 +100,8 @@ static int parse_args(int argc, char **argv, struct exec_args *a)
 			a->env[a->nenv++] = optarg;
 			break;
 		case 'f':
-			if (strcmp(optarg, "0") != 0)
-				return hutch_oci_fail("exec: --preserve-fds: only 0 is supported");
+			if (hutch_oci_parse_preserve_fds(optarg, &a->preserve_fds))
+				return 1;
 			break;
 		default:
 			return hutch_oci_fail("exec: unknown option");
@@ -309,19 +310,35 @@ static int start(const struct exec_args *a, const struct hutch_oci_paths *p,
 	_cleanup_close_ int sock = -EBADF;
 	_cleanup_free_ char *body = NULL;
 	bool tty = a->tty || (a->process && spec->terminal);
-	int stdio[3] = { 0, 1, 2 }, master = -EBADF, r;
+	int fds[3 + HUTCH_SPAWN_MAX_EXTRA_FDS] = { 0, 1, 2 }, master = -EBADF, r;
+	size_t nstd = tty ? 0 : 3;
 	ssize_t len;
 
 	if (tty && !a->console_socket)
 		return hutch_err_set(err, -EINVAL, "a terminal needs --console-socket");
+	/* --preserve-fds: our 3, 4, ... become the process's, after stdio. */
+	for (unsigned int i = 0; i < a->preserve_fds; i++) {
+		if (fcntl(3 + (int)i, F_GETFD) < 0)
+			return hutch_err_set(err, -EBADF, "--preserve-fds %u: fd %u is not open",
+			                     a->preserve_fds, 3 + i);
+		fds[3 + i] = 3 + (int)i;
+	}
 	len = encode(a, spec, tty, &body, err);
 	if (len < 0)
 		return (int)len;
+	if (a->preserve_fds) {
+		uint32_t flags;
+
+		memcpy(&flags, body + offsetof(struct hutch_msg_spawn, flags), sizeof(flags));
+		flags |= HUTCH_SPAWN_EXTRA_FDS;
+		memcpy(body + offsetof(struct hutch_msg_spawn, flags), &flags, sizeof(flags));
+	}
 	sock = connect_supervisor(p, err);
 	if (sock < 0)
 		return sock;
-	r = hutch_proto_send(sock, HUTCH_MSG_SPAWN, 0, body, (size_t)len, tty ? NULL : stdio,
-	                     tty ? 0 : 3);
+	/* stdio (none with a tty), then the preserved ones. */
+	r = hutch_proto_send(sock, HUTCH_MSG_SPAWN, 0, body, (size_t)len, fds + 3 - nstd,
+	                     nstd + a->preserve_fds);
 	if (r < 0)
 		return hutch_err_set_errno(err, r, "send the process");
 	r = recv_answer(sock, HUTCH_MSG_SPAWNED, NULL, &master, err);

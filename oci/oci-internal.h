@@ -48,7 +48,10 @@ extern struct hutch_oci_opts hutch_oci_opts;
 int hutch_oci_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 struct hutch_oci_create_args {
 	const char *id, *bundle, *pid_file, *console_socket;
+	unsigned int preserve_fds; /* the caller's 3, 4, ... go to the process */
 };
+/* --preserve-fds N: 0 to HUTCH_SPAWN_MAX_EXTRA_FDS; 0 or 1 (reported). */
+int hutch_oci_parse_preserve_fds(const char *arg, unsigned int *ret);
 int hutch_oci_parse_create(int argc, char **argv, struct hutch_oci_create_args *a, bool *detach);
 /* Returns 0 or 1 (reported); *ret_pid: the supervisor's pid. */
 int hutch_oci_create(const struct hutch_oci_create_args *a, pid_t *ret_pid);

@@ -146,6 +146,20 @@ static int make_state_dir(const struct hutch_oci_paths *p, const char *id, const
 	return write_state_json(p, id, bundle, spec, err);
 }
 
+/* The caller's fds 3 .. 3+n-1, as close-on-exec copies above them (the
+ * supervisor closes every inherited fd that is not). */
+static int take_preserved(unsigned int n, int *ret)
+{
+	for (unsigned int i = 0; i < n; i++) {
+		ret[i] = fcntl(3 + (int)i, F_DUPFD_CLOEXEC, 3 + (int)n);
+		if (ret[i] < 0) {
+			hutch_close_many(ret, i);
+			return hutch_oci_fail("--preserve-fds %u: fd %u is not open", n, 3 + i);
+		}
+	}
+	return 0;
+}
+
 /* Hooks the supervisor runs (create's and startContainer): without them
  * it has nothing to call. */
 static bool has_supervisor_hooks(const struct hutch_oci_hooks *h)
@@ -170,6 +184,9 @@ int hutch_oci_create(const struct hutch_oci_create_args *a, pid_t *ret_pid)
 
 	if (hutch_oci_paths_init(hutch_oci_opts.root, a->id, &p, &err) < 0)
 		return fail_err(&err);
+	if (take_preserved(a->preserve_fds, ct.preserve_fds))
+		return 1;
+	ct.npreserve = a->preserve_fds;
 	bundle = realpath(a->bundle ? a->bundle : ".", NULL);
 	if (!bundle)
 		return hutch_oci_fail("bundle '%s': %s", a->bundle ? a->bundle : ".",
@@ -219,6 +236,18 @@ int hutch_oci_create(const struct hutch_oci_create_args *a, pid_t *ret_pid)
 	return 0;
 }
 
+int hutch_oci_parse_preserve_fds(const char *arg, unsigned int *ret)
+{
+	char *end;
+	unsigned long n = strtoul(arg, &end, 10);
+
+	if (!*arg || *end || arg[0] == '-' || n > HUTCH_SPAWN_MAX_EXTRA_FDS)
+		return hutch_oci_fail("--preserve-fds: '%.32s' is not a number of fds from 0 to %d",
+		                      arg, HUTCH_SPAWN_MAX_EXTRA_FDS);
+	*ret = (unsigned int)n;
+	return 0;
+}
+
 int hutch_oci_parse_create(int argc, char **argv, struct hutch_oci_create_args *a, bool *detach)
 {
 	static const struct option lo[] = {
@@ -251,8 +280,8 @@ int hutch_oci_parse_create(int argc, char **argv, struct hutch_oci_create_args *
 				*detach = true;
 			break;
 		case 'f':
-			if (strcmp(optarg, "0") != 0)
-				return hutch_oci_fail("--preserve-fds: only 0 is supported");
+			if (hutch_oci_parse_preserve_fds(optarg, &a->preserve_fds))
+				return 1;
 			break;
 		case 'n':
 		case 'k':
@@ -388,6 +417,7 @@ static const char usage[] =
         "  delete [--force] ID                   remove a stopped container (--force: any)\n"
         "  run [-b BUNDLE] [-d] [--pid-file F] ID  create and start; without -d wait for the end\n"
         "  create/run --console-socket PATH      process.terminal: the pty's master goes there\n"
+        "  create/run/exec --preserve-fds N      our fds 3..3+N-1 are the process's 3, 4, ...\n"
         "  ps [--format table|json] ID           host pids of the container's processes\n"
         "  exec [-d] [--pid-file F] [-t --console-socket S] [--process FILE | ID CMD...]\n"
         "                                        another process in a running container\n"

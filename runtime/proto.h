@@ -92,6 +92,11 @@ struct hutch_msg_spawn {
  * terminal, whose master went to the supervisor with CONSOLE); nothing
  * comes back with SPAWNED. Once only. */
 #define HUTCH_SPAWN_HELD_TTY (1u << 3)
+/* More fds follow stdio's (or come alone with a tty): the command's 3, 4,
+ * ... in their order (a container's --preserve-fds: socket activation). At
+ * most HUTCH_SPAWN_MAX_EXTRA_FDS. */
+#define HUTCH_SPAWN_EXTRA_FDS     (1u << 4)
+#define HUTCH_SPAWN_MAX_EXTRA_FDS (HUTCH_PROTO_FDS_MAX - 3)
 
 struct hutch_msg_kill {
 	int32_t signal;

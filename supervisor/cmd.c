@@ -448,6 +448,22 @@ static int cmd_pipes(struct cmd *c, const struct hutch_spawn *sp, int child[3],
 	return 0;
 }
 
+/* The command's 3, 4, ... (proto.h HUTCH_SPAWN_EXTRA_FDS), after stdio's
+ * in child[]: copies for the message. */
+static int dup_extra_fds(const struct hutch_spawn *sp, int *child, size_t *nchild,
+                         struct hutch_err *err)
+{
+	if (sp->nextra_fds > HUTCH_SPAWN_MAX_EXTRA_FDS)
+		return hutch_err_set(err, -E2BIG, "more than %d fds for the command",
+		                     HUTCH_SPAWN_MAX_EXTRA_FDS);
+	for (size_t i = 0; i < sp->nextra_fds; i++) {
+		child[*nchild] = fcntl(sp->extra_fds[i], F_DUPFD_CLOEXEC, 3);
+		if (child[(*nchild)++] < 0)
+			return hutch_err_set_errno(err, -errno, "the command's fd %zu", 3 + i);
+	}
+	return 0;
+}
+
 struct cmd *hutch_cmd_start(struct hutch_cmds *set, const struct hutch_spawn *sp,
                             const struct hutch_cmd_sink *sink, struct hutch_err *err)
 {
@@ -455,10 +471,16 @@ struct cmd *hutch_cmd_start(struct hutch_cmds *set, const struct hutch_spawn *sp
 	                       (sp->extra_filter ? HUTCH_SPAWN_EXTRA_FILTER : 0) |
 	                       (sp->held_tty ? HUTCH_SPAWN_TTY | HUTCH_SPAWN_HELD_TTY : 0);
 	_cleanup_free_ char *body = NULL;
-	int child[3] = { -1, -1, -1 };
+	int child[HUTCH_PROTO_FDS_MAX];
+	size_t nchild = sp->tty || sp->held_tty ? 0 : 3;
 	struct cmd *c;
 	ssize_t len;
 	int r;
+
+	for (size_t i = 0; i < HUTCH_PROTO_FDS_MAX; i++)
+		child[i] = -1;
+	if (sp->nextra_fds)
+		spawn_flags |= HUTCH_SPAWN_EXTRA_FDS;
 
 	len = hutch_proto_spawn_encode(sp->argv, sp->envp, sp->cwd, &body);
 	if (len == -E2BIG)
@@ -505,6 +527,8 @@ struct cmd *hutch_cmd_start(struct hutch_cmds *set, const struct hutch_spawn *sp
 	} else {
 		r = sp->tty ? 0 : cmd_pipes(c, sp, child, err);
 	}
+	if (r >= 0)
+		r = dup_extra_fds(sp, child, &nchild, err);
 	if (r >= 0 && sp->timeout > 0 && arm_timer(c, sp->timeout) < 0)
 		r = hutch_err_set_errno(err, -errno, "arm timeout");
 	/* Before the send: init may run the whole command before this
@@ -512,11 +536,11 @@ struct cmd *hutch_cmd_start(struct hutch_cmds *set, const struct hutch_spawn *sp
 	c->started = hutch_now_mono_sec();
 	if (r >= 0) {
 		r = hutch_proto_send(set->init_sock, HUTCH_MSG_SPAWN, c->id, body, (size_t)len,
-		                     child, sp->tty || sp->held_tty ? 0 : 3);
+		                     nchild ? child : NULL, nchild);
 		if (r < 0)
 			hutch_err_set_errno(err, r, "send command to sandbox init");
 	}
-	hutch_close_many(child, 3);
+	hutch_close_many(child, HUTCH_PROTO_FDS_MAX);
 	if (r < 0) {
 		cmd_free(c);
 		return NULL;

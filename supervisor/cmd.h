@@ -54,6 +54,10 @@ struct hutch_spawn {
 	/* Given stdin, stdout, stderr (a container's: the creator's own) sent
 	 * instead of pipes, or NULL; the command is then done at its exit. */
 	const int *stdio_fds;
+	/* More fds, the command's 3, 4, ... (proto.h HUTCH_SPAWN_EXTRA_FDS;
+	 * duplicated for the message, the caller keeps its own). */
+	const int *extra_fds;
+	size_t nextra_fds;
 	bool set_ids;      /* run as uid, gid (inside the sandbox) instead of appuser */
 	bool extra_filter; /* with init's extra seccomp filter (proto.h HUTCH_SPAWN_EXTRA_FILTER) */
 	bool held_tty;     /* on the pty init holds (proto.h HUTCH_SPAWN_HELD_TTY): no pipes */

@@ -393,6 +393,8 @@ static void start_process(struct sup *s)
 		.held_tty = ct->terminal,
 		.uid = ct->uid,
 		.gid = ct->gid,
+		.extra_fds = ct->preserve_fds,
+		.nextra_fds = ct->npreserve,
 	};
 	struct hutch_cmd_sink sink = { .spawned = on_proc_spawned, .done = on_proc_done, .ud = s };
 	struct hutch_err err = { 0 };
@@ -404,6 +406,7 @@ static void start_process(struct sup *s)
 	if (exec_listen(s) < 0)
 		hutch_event(s, "oci exec: cannot listen on '%s'", ct->exec_path);
 	ct->proc = hutch_cmd_start(&s->cmds, &sp, &sink, &err);
+	hutch_close_many(ct->preserve_fds, ct->npreserve);
 	if (!ct->proc)
 		start_failed(s, &err);
 }
@@ -473,20 +476,21 @@ static void exec_start(struct exec_conn *x, const char *body, size_t len, int *f
 	struct hutch_cmd_sink sink = { .spawned = on_exec_spawned, .done = on_exec_done, .ud = x };
 	struct hutch_spawn sp = { 0 };
 	struct hutch_err err = { 0 };
-	bool tty;
+	size_t nstd;
+	bool tty, bad;
 
 	if (hutch_proto_spawn_decode(body, len, &req) < 0 ||
-	    (req.flags & ~(uint32_t)HUTCH_SPAWN_TTY) != 0) {
+	    (req.flags & ~(uint32_t)(HUTCH_SPAWN_TTY | HUTCH_SPAWN_EXTRA_FDS)) != 0) {
 		hutch_close_many(fds, nfds);
 		exec_fail(x, -EBADMSG, "bad exec request");
 		return;
 	}
 	tty = req.flags & HUTCH_SPAWN_TTY;
-	if (nfds != (tty ? 0u : 3u) || !ct->started || ct->exited || x->s->state != SUP_RUNNING) {
+	nstd = tty ? 0 : 3; /* then --preserve-fds' (HUTCH_SPAWN_EXTRA_FDS) */
+	bad = nfds < nstd || ((req.flags & HUTCH_SPAWN_EXTRA_FDS) ? nfds == nstd : nfds != nstd);
+	if (bad || !ct->started || ct->exited || x->s->state != SUP_RUNNING) {
 		hutch_close_many(fds, nfds);
-		exec_fail(x, -ESRCH,
-		          nfds != (tty ? 0u : 3u) ? "bad exec request"
-		                                  : "the container is not running");
+		exec_fail(x, -ESRCH, bad ? "bad exec request" : "the container is not running");
 		return;
 	}
 	sp = (struct hutch_spawn){
@@ -494,6 +498,8 @@ static void exec_start(struct exec_conn *x, const char *body, size_t len, int *f
 		.envp = req.envp,
 		.cwd = req.cwd,
 		.stdio_fds = tty ? NULL : fds,
+		.extra_fds = fds + nstd,
+		.nextra_fds = nfds - nstd,
 		.tty = tty,
 		.rows = (uint16_t)(req.winsize >> 16),
 		.cols = (uint16_t)req.winsize,
@@ -591,8 +597,8 @@ static void on_exec_conn(struct hutch_watch *w, uint32_t events)
 	struct exec_conn *x = w->ptr;
 	struct hutch_msg_hdr hdr;
 	_cleanup_free_ char *body = NULL;
-	int fds[3];
-	size_t nfds = 3;
+	int fds[HUTCH_PROTO_FDS_MAX];
+	size_t nfds = HUTCH_PROTO_FDS_MAX;
 	ssize_t n;
 
 	if (x->cmd) { /* one request per connection: anything more is a hang-up */

@@ -149,6 +149,10 @@ struct hutch_container {
 	bool terminal;
 	char console_socket[108];
 	int lock_fd; /* held (flock) for the supervisor's life, or -1 */
+	/* --preserve-fds: the caller's fds 3, 4, ... (close-on-exec copies),
+	 * the main process's 3, 4, ...; closed once it is spawned. */
+	int preserve_fds[HUTCH_SPAWN_MAX_EXTRA_FDS];
+	size_t npreserve;
 	struct hutch_pod_join join;
 	/* A bundle's hooks, run by the supervisor (synchronously, each
 	 * bounded by its own timeout) at each point with init's host pid;

@@ -1,0 +1,90 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The processes of the sandbox's pid namespace, as init sees them in
+ * /proc: a snapshot, and a command's whole tree killed (see proctree.h).
+ */
+#include <dirent.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cleanup.h"
+#include "fdutil.h"
+#include "proctree.h"
+
+size_t hutch_proc_scan(struct hutch_proc_entry **ret)
+{
+	_cleanup_closedir_ DIR *d = opendir("/proc");
+	struct hutch_proc_entry *v = NULL;
+	size_t n = 0, alloc = 0;
+	struct dirent *de;
+
+	*ret = NULL;
+	if (!d)
+		return 0;
+	while ((de = readdir(d))) {
+		char path[64], buf[512], *p;
+		long pid, ppid, pgrp, sess;
+
+		if (de->d_name[0] < '1' || de->d_name[0] > '9')
+			continue;
+		pid = strtol(de->d_name, NULL, 10);
+		if (pid <= 1)
+			continue;
+		snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
+		if (hutch_read_file_at(AT_FDCWD, path, buf, sizeof(buf)) <= 0)
+			continue;
+		/* Fields after the last ')' (comm may hold anything):
+		 * state ppid pgrp session */
+		p = strrchr(buf, ')');
+		if (!p || sscanf(p + 1, " %*c %ld %ld %ld", &ppid, &pgrp, &sess) != 3)
+			continue;
+		if (n == alloc) {
+			size_t na = alloc ? alloc * 2 : 64;
+			struct hutch_proc_entry *q = realloc(v, na * sizeof(*v));
+			if (!q)
+				break;
+			v = q;
+			alloc = na;
+		}
+		v[n++] = (struct hutch_proc_entry){ (pid_t)pid, (pid_t)ppid, (pid_t)pgrp,
+			                            (pid_t)sess, false };
+	}
+	*ret = v;
+	return n;
+}
+
+void hutch_proc_kill_tree(pid_t root, int sig)
+{
+	/* Snapshot before the first kill: once the main process dies, init
+	 * reaps it and its children's parent link points at init. */
+	for (int round = 0; round < 4; round++) {
+		struct hutch_proc_entry *v = NULL;
+		size_t n = hutch_proc_scan(&v);
+		bool grew = true;
+		int killed = 0;
+
+		for (size_t i = 0; i < n; i++)
+			v[i].marked = v[i].pid == root || v[i].sid == root || v[i].pgrp == root;
+		while (grew) {
+			grew = false;
+			for (size_t i = 0; i < n; i++) {
+				if (v[i].marked)
+					continue;
+				for (size_t j = 0; j < n; j++)
+					if (v[j].marked && v[j].pid == v[i].ppid) {
+						v[i].marked = grew = true;
+						break;
+					}
+			}
+		}
+		for (size_t i = 0; i < n; i++)
+			if (v[i].marked && kill(v[i].pid, sig) == 0)
+				killed++;
+		free(v);
+		if (killed == 0 || sig != SIGKILL)
+			break;
+	}
+}

@@ -16,7 +16,7 @@ import time
 import pytest
 
 from conftest import HUTCH, cgroup_dirs_named, wait_until
-from test_oci import Oci, config, oci, pytestmark  # noqa: F401 (fixture, skip mark)
+from test_oci import Oci, config, oci, podman, pytestmark  # noqa: F401 (fixtures, skip mark)
 
 
 def sh_hook(oci_b, script, **extra):
@@ -307,3 +307,26 @@ def test_features_lists_the_hooks(hutch, tmp_path):
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["hooks"] == ["prestart", "createRuntime", "createContainer",
                                              "startContainer", "poststart", "poststop"]
+
+
+def test_podman_hooks_dir(podman, tmp_path):
+    """podman --hooks-dir: podman writes its hooks into config.json, hutch
+    runs them (prestart at create, poststop at podman's cleanup)."""
+    hooks_dir = tmp_path / "hooks.d"
+    hooks_dir.mkdir()
+    busybox = str(tmp_path / "img" / "bin" / "busybox")
+    for stage in ("prestart", "poststop"):
+        (hooks_dir / f"{stage}.json").write_text(json.dumps({
+            "version": "1.0.0",
+            "hook": {"path": busybox,
+                     "args": ["busybox", "sh", "-c", f"cat > {tmp_path}/{stage}.json"]},
+            "when": {"always": True}, "stages": [stage]}))
+    r = podman("--hooks-dir", str(hooks_dir), "run", "--rm", "--network", "none",
+               "--cidfile", str(tmp_path / "cid"), "localhost/bb:1", "true")
+    assert r.returncode == 0, r.stderr
+    cid = (tmp_path / "cid").read_text().strip()
+    pre = json.loads((tmp_path / "prestart.json").read_text())
+    assert pre["id"] == cid and pre["status"] == "creating" and pre["pid"] > 0
+    assert wait_until(lambda: (tmp_path / "poststop.json").exists())
+    post = json.loads((tmp_path / "poststop.json").read_text())
+    assert post["id"] == cid and post["status"] == "stopped"

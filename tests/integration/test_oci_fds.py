@@ -10,7 +10,7 @@ import subprocess
 import pytest
 
 from conftest import HUTCH, wait_until
-from test_oci import Oci, config, oci, pytestmark  # noqa: F401 (fixture, skip mark)
+from test_oci import _root_base, oci, pytestmark  # noqa: F401 (fixtures, skip mark)
 
 PAYLOAD = bytes(range(256)) * 64 + b"end\n"
 

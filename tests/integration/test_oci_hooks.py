@@ -16,7 +16,7 @@ import time
 import pytest
 
 from conftest import HUTCH, cgroup_dirs_named, wait_until
-from test_oci import Oci, config, oci, podman, pytestmark  # noqa: F401 (fixtures, skip mark)
+from test_oci import _root_base, config, oci, podman, pytestmark  # noqa: F401 (fixtures, skip mark)
 
 
 def sh_hook(oci_b, script, **extra):
@@ -25,11 +25,6 @@ def sh_hook(oci_b, script, **extra):
          "args": ["busybox", "sh", "-c", script]}
     h.update(extra)
     return h
-
-
-def write_config(b, args, **over):
-    with open(os.path.join(b, "config.json"), "w") as f:
-        json.dump(config(args, **over), f)
 
 
 def out_dir(tmp_path):
@@ -75,7 +70,7 @@ def test_host_hooks_get_the_state_in_order(oci, tmp_path):
     for h in hooks.values():
         for x in h:
             x["args"].append("arg1")
-    write_config(b, ["sleep", "100"], hooks=hooks)
+    oci.bundle(["sleep", "100"], hooks=hooks)
     r = oci("create", "--bundle", b, "h1")
     assert r.returncode == 0, r.output
     created = oci.state("h1")
@@ -91,7 +86,7 @@ def test_host_hooks_get_the_state_in_order(oci, tmp_path):
     assert log.read_text() == "pre1 foo-pre1 arg1\npre2 foo-pre2 arg1\ncr foo-cr arg1\n"
     assert not (tmp_path / "ps.json").exists()
     # A config.json changed after create changes nothing (state.json's).
-    write_config(b, ["sleep", "100"])
+    oci.bundle(["sleep", "100"])
     r = oci("start", "h1")
     assert r.returncode == 0, r.output
     running = oci.state("h1")
@@ -120,7 +115,7 @@ def test_container_hooks_run_in_the_container(oci, tmp_path):
              "ls / > /out/{n}.ls; id -u > /out/{n}.uid; test -e /out/ran || touch /out/{n}.first")
     cc = sh_hook(b, probe.format(n="cc"))
     sc = {"path": "/bin/sh", "args": ["sh", "-c", probe.format(n="sc")]}
-    write_config(b, ["sh", "-c", "touch /out/ran; exec sleep 100"], mounts=out_mount(out),
+    oci.bundle(["sh", "-c", "touch /out/ran; exec sleep 100"], mounts=out_mount(out),
                  hooks={"createContainer": [cc], "startContainer": [sc]})
     r = oci("create", "--bundle", b, "h2")
     assert r.returncode == 0, r.output
@@ -157,7 +152,7 @@ def test_failing_create_hook_leaves_nothing(oci, tmp_path, phase):
     bad = sh_hook(b, f"cat > {where}/seen.json; echo boom >&2; exit 3")
     hooks = {"createRuntime": [record], phase: [bad]} if phase == "createContainer" else \
         {phase: [record, bad]}
-    write_config(b, ["true"], mounts=out_mount(out), hooks=hooks)
+    oci.bundle(["true"], mounts=out_mount(out), hooks=hooks)
     r = oci("create", "--bundle", b, "h3")
     assert r.returncode == 1
     idx = 0 if phase == "createContainer" else 1
@@ -178,7 +173,7 @@ def test_failing_create_hook_leaves_nothing(oci, tmp_path, phase):
 
 def test_hook_killed_by_a_signal_is_named(oci, tmp_path):
     b = oci.bundle(["true"])
-    write_config(b, ["true"], hooks={"createRuntime": [sh_hook(b, "kill -9 $$")]})
+    oci.bundle(["true"], hooks={"createRuntime": [sh_hook(b, "kill -9 $$")]})
     r = oci("create", "--bundle", b, "h4")
     assert r.returncode == 1
     assert "hooks.createRuntime[0]" in r.output and "killed by signal 9" in r.output, r.output
@@ -192,7 +187,7 @@ def test_hook_timeout_kills_it(oci, tmp_path, phase):
     where = "/out" if phase == "createContainer" else str(out)
     # The pid as the host sees it: the hook's own /proc/self is the
     # container's in createContainer; its parent records it there too.
-    write_config(b, ["true"], mounts=out_mount(out), hooks={phase: [
+    oci.bundle(["true"], mounts=out_mount(out), hooks={phase: [
         sh_hook(b, f"echo $$ > {where}/pid; readlink /proc/self/ns/pid > {where}/pidns; "
                    "exec sleep 100", timeout=1)]})
     t0 = time.monotonic()
@@ -223,7 +218,7 @@ def _pidns(pid):
 def test_start_container_hook_failure_fails_start(oci, tmp_path):
     out = out_dir(tmp_path)
     b = oci.bundle(["true"])
-    write_config(b, ["sh", "-c", "touch /out/ran"], mounts=out_mount(out),
+    oci.bundle(["sh", "-c", "touch /out/ran"], mounts=out_mount(out),
                  hooks={"startContainer": [{"path": "/bin/sh",
                                             "args": ["sh", "-c", "echo nope; exit 5"]}]})
     assert oci("create", "--bundle", b, "h6").returncode == 0
@@ -239,7 +234,7 @@ def test_start_container_hook_failure_fails_start(oci, tmp_path):
 
 def test_start_container_hook_missing_program(oci, tmp_path):
     b = oci.bundle(["true"])
-    write_config(b, ["true"], hooks={"startContainer": [{"path": "/no/such/hook"}]})
+    oci.bundle(["true"], hooks={"startContainer": [{"path": "/no/such/hook"}]})
     assert oci("create", "--bundle", b, "h7").returncode == 0
     r = oci("start", "h7")
     assert r.returncode == 1
@@ -249,7 +244,7 @@ def test_start_container_hook_missing_program(oci, tmp_path):
 
 def test_create_container_hook_missing_program(oci, tmp_path):
     b = oci.bundle(["true"])
-    write_config(b, ["true"], hooks={"createContainer": [{"path": "/no/such/hook"}]})
+    oci.bundle(["true"], hooks={"createContainer": [{"path": "/no/such/hook"}]})
     r = oci("create", "--bundle", b, "h8")
     assert r.returncode == 1
     assert "hooks.createContainer[0].path: '/no/such/hook'" in r.output, r.output
@@ -258,7 +253,7 @@ def test_create_container_hook_missing_program(oci, tmp_path):
 
 def test_poststart_and_poststop_failures_are_logged_only(oci, tmp_path):
     b = oci.bundle(["sleep", "100"])
-    write_config(b, ["sleep", "100"], hooks={
+    oci.bundle(["sleep", "100"], hooks={
         "poststart": [sh_hook(b, "exit 4"), sh_hook(b, f"touch {tmp_path}/ps2")],
         "poststop": [sh_hook(b, "exit 6"), sh_hook(b, f"touch {tmp_path}/pst2")]})
     assert oci("create", "--bundle", b, "h9").returncode == 0
@@ -295,7 +290,7 @@ def test_poststart_and_poststop_failures_are_logged_only(oci, tmp_path):
 ])
 def test_hooks_refusals_name_the_field(oci, hooks, msg):
     b = oci.bundle(["true"])
-    write_config(b, ["true"], hooks=hooks)
+    oci.bundle(["true"], hooks=hooks)
     r = oci("create", "--bundle", b, "hx")
     assert r.returncode == 1 and msg in r.output, r.output
     assert not os.path.exists(os.path.join(oci.root, "hx"))

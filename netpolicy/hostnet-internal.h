@@ -63,16 +63,38 @@ int hutch_nft_usernet_child(const char *host_block, struct hutch_err *err);
 
 /* User-mode networking (usernet.c). host_block: every IPv4 address of the
  * host (/32) and the /30 of each root-mode host link, as set elements
- * (malloc'ed). start: pasta at path serving a tap "eth0" in init_pid's
- * namespaces configured with a's addresses; returns once it is ready, or
- * the error with what pasta said. cgfd: the sandbox's cgroup (v2) pasta
- * joins, or -1. *ret_pid is set as soon as it is forked: stop() kills and
- * reaps it (also after a failed start) and returns its wait status;
- * *ret_pidfd (the caller's to close) is its pidfd, or -1. */
+ * (malloc'ed). */
 int hutch_net_usernet_host_block(char **ret, struct hutch_err *err);
-int hutch_net_usernet_start(const char *path, const struct hutch_net_addrs *a, pid_t init_pid,
-                            int cgfd, pid_t *ret_pid, int *ret_pidfd, struct hutch_err *err);
+
+/* What pasta is started on (not owned): init's user and network
+ * namespaces, and the sandbox's cgroup (v2) it joins, or -1. */
+struct hutch_net_usernet_fds {
+	int userns_fd, netns_fd, cgroup_fd;
+};
+/* A started pasta: its pid (0: none), pidfd, the read ends of its pid
+ * file pipe (readable once it is ready; EOF if it ended first) and of its
+ * stderr. The fds are the caller's. */
+struct hutch_net_usernet_proc {
+	pid_t pid;
+	int pidfd, ready_fd, err_fd;
+};
+/* spawn: fork pasta at path serving a tap "eth0" in in's namespaces,
+ * configured with a's addresses, and return at once; ret->pid is set as
+ * soon as it is forked (stop() kills and reaps it, also after a failed
+ * spawn), the fds of ret that are not -1 are the caller's to close.
+ * wait_ready: block until it is ready (0), or ended or timed out (the
+ * error with what pasta said). complaint: what it wrote to stderr, one
+ * line, without blocking. stop: kill and reap it; its wait status. */
+int hutch_net_usernet_spawn(const char *path, const struct hutch_net_addrs *a,
+                            const struct hutch_net_usernet_fds *in,
+                            struct hutch_net_usernet_proc *ret, struct hutch_err *err);
+int hutch_net_usernet_wait_ready(pid_t pid, int ready_r, int err_r, struct hutch_err *err);
+void hutch_net_usernet_complaint(int err_r, char *buf, size_t size);
 int hutch_net_usernet_stop(pid_t pid);
+/* The plan's pasta (usernet-plan.c): its members of /status's network
+ * object; done: stop it, close the plan's fds of it (idempotent). */
+void hutch_net_plan_helper_status(const struct hutch_net_plan *plan, cJSON *o);
+void hutch_net_plan_helper_done(struct hutch_net_plan *plan);
 
 /* A fast look at the table over raw netlink (nftprobe.c). probe: 1 when
  * the set pool4 of table inet hutch holds exactly pool; 0 when it holds

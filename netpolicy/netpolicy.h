@@ -328,6 +328,22 @@ int hutch_net_default_resolver(struct sockaddr_in *ret, struct hutch_err *err);
  *
  * A zeroed plan is empty: hutch_net_plan_done() on it does nothing.
  */
+/* pasta's state (rootless mode all): none before it is started; running;
+ * starting (a restart, not ready yet); down (not running and not
+ * restarted any more). */
+enum hutch_net_helper_state {
+	HUTCH_NET_HELPER_NONE,
+	HUTCH_NET_HELPER_RUNNING,
+	HUTCH_NET_HELPER_STARTING,
+	HUTCH_NET_HELPER_DOWN,
+};
+/* A pasta that ends is restarted at most this many times in any
+ * HUTCH_NET_HELPER_WINDOW_S seconds (a failed start counts), then left
+ * down; a restarted one has HUTCH_NET_HELPER_READY_S to be ready. */
+#define HUTCH_NET_HELPER_RESTARTS 3
+#define HUTCH_NET_HELPER_WINDOW_S 60
+#define HUTCH_NET_HELPER_READY_S  5
+
 struct hutch_net_plan {
 	const struct hutch_net_policy *policy; /* not owned; outlives the plan */
 	struct hutch_net_child child;          /* what init configures */
@@ -345,13 +361,22 @@ struct hutch_net_plan {
 	const struct hutch_net_bindings *bindings;
 	const char *upstream_ca;
 	struct mitm *mitm;
-	/* Rootless mode all: pasta's path (not owned), the host addresses
-	 * refused inside (owned), pasta's pid once started (0: not running)
-	 * and its pidfd, why it is down. */
+	/* Rootless mode all (usernet-plan.c): pasta's path (not owned), the
+	 * host addresses refused inside (owned); what a restart starts pasta
+	 * on, kept from create (owned fds: init's user and network
+	 * namespaces, the sandbox's cgroup or -1); pasta (pid 0: none, its
+	 * pidfd, ready and stderr pipes while it starts), its state, the
+	 * times of its restarts (a ring), their number, the deadline of a
+	 * starting one, why it is down or was restarted. */
 	const char *usernet_helper;
 	char *host_block;
+	int helper_userns_fd, helper_netns_fd, helper_cgroup_fd;
 	pid_t helper_pid;
-	int helper_pidfd;
+	int helper_pidfd, helper_ready_fd, helper_err_fd;
+	enum hutch_net_helper_state helper_state;
+	double helper_restart_at[HUTCH_NET_HELPER_RESTARTS];
+	unsigned helper_restarts;
+	double helper_deadline;
 	char helper_error[256];
 };
 
@@ -385,20 +410,32 @@ bool hutch_net_policy_has_host_side(const struct hutch_net_policy *p);
  * clone, so init never holds it). */
 int hutch_net_plan_attach(struct hutch_net_plan *plan, pid_t init_pid, struct hutch_err *err);
 /* After the id maps of init are written, before GO: rootless mode all
- * starts pasta on init's namespaces (ready: its tap configured) in the
- * sandbox's cgroup (cgfd, taken: closed here; -1 for none); others:
- * nothing. plan_done() stops it. */
+ * keeps init's user and network namespaces (opened now: init is still
+ * dumpable) and cgfd (the sandbox's cgroup, -1 for none; taken) for the
+ * life of the plan, and starts pasta on them (returns once it is ready:
+ * its tap configured); others: nothing, cgfd closed. plan_done() stops
+ * it and closes them. */
 int hutch_net_plan_attach_helper(struct hutch_net_plan *plan, pid_t init_pid, int cgfd,
                                  struct hutch_err *err);
-/* pasta's pidfd to watch for EPOLLIN (it ended), -1 if none. */
+/* What to watch for EPOLLIN: pasta's pidfd while it runs (it ended), its
+ * pid file pipe while a restarted one starts (ready, or it ended); -1 if
+ * none. */
 int hutch_net_plan_helper_fd(const struct hutch_net_plan *plan);
-/* pasta ended by itself (killed, crashed, an OOM kill): reap it; the
- * network is down from then on, /status (helper_state, helper_error) and
- * msg (the line for the sandbox's events) say so. Returns 0 when there was
- * nothing to do, else -EIO. Not restarted: by now init is not dumpable,
- * so a new pasta (the user, outside init's user namespace) cannot open
- * init's /proc/PID/ns to join them (docs/architecture.md). */
-int hutch_net_plan_helper_died(struct hutch_net_plan *plan, char *msg, size_t size);
+/* While a restarted pasta starts: when (CLOCK_MONOTONIC seconds) it must
+ * be ready by; else 0. */
+double hutch_net_plan_helper_deadline(const struct hutch_net_plan *plan);
+/*
+ * The fd of hutch_net_plan_helper_fd() fired, or (timeout) the deadline
+ * passed; now is CLOCK_MONOTONIC seconds. A pasta that ended (killed,
+ * crashed, an OOM kill) or did not start is reaped and restarted without
+ * waiting for it (HUTCH_NET_HELPER_RESTARTS in a window at most, then
+ * left down for good); a starting one that is ready runs. /status
+ * (helper_state, helper_pid, helper_restarts, helper_error) and msg (the
+ * line for the sandbox's events) say which. Returns 0 when there was
+ * nothing to say, 1 for good news in msg, -EIO for bad news in msg.
+ */
+int hutch_net_plan_helper_event(struct hutch_net_plan *plan, double now, bool timeout, char *msg,
+                                size_t size);
 /* The CA certificate (PEM) for the sandbox's trust store, or NULL. */
 const char *hutch_net_plan_ca_pem(const struct hutch_net_plan *plan);
 /* The listeners init sent (hostile: kinds and ports are checked, and

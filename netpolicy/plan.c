@@ -81,7 +81,8 @@ int hutch_net_plan_make(struct hutch_net_plan *plan, const struct hutch_net_plan
 		r = hutch_net_pool_check_clash(&pool, err);
 	if (r >= 0 && in->usernet_helper) {
 		plan->usernet_helper = in->usernet_helper;
-		plan->helper_pidfd = -EBADF;
+		plan->helper_userns_fd = plan->helper_netns_fd = plan->helper_cgroup_fd = -EBADF;
+		plan->helper_pidfd = plan->helper_ready_fd = plan->helper_err_fd = -EBADF;
 		plan->addrs.host_if[0] = '\0';
 		r = hutch_net_usernet_host_block(&plan->host_block, err);
 		plan->child.usernet = true;
@@ -109,56 +110,6 @@ int hutch_net_plan_attach(struct hutch_net_plan *plan, pid_t init_pid, struct hu
 	/* Before GO: init configures eth0, which must exist by then. */
 	plan->attached = true; /* done() removes what was made */
 	return hutch_net_host_attach(&plan->addrs, init_pid, err);
-}
-
-int hutch_net_plan_attach_helper(struct hutch_net_plan *plan, pid_t init_pid, int cgfd,
-                                 struct hutch_err *err)
-{
-	int r;
-
-	if (!plan->usernet_helper || plan->helper_pid > 0) {
-		if (cgfd >= 0)
-			close(cgfd);
-		return 0;
-	}
-	r = hutch_net_usernet_start(plan->usernet_helper, &plan->addrs, init_pid, cgfd,
-	                            &plan->helper_pid, &plan->helper_pidfd, err);
-	if (cgfd >= 0)
-		close(cgfd);
-	return r < 0 ? hutch_err_prefix(err, "user-mode networking") : 0;
-}
-
-int hutch_net_plan_helper_fd(const struct hutch_net_plan *plan)
-{
-	return plan->usernet_helper && plan->helper_pid > 0 ? plan->helper_pidfd : -1;
-}
-
-/* "exited with status 1", "killed by signal 9" */
-static void describe_status(int status, char *buf, size_t size)
-{
-	if (WIFSIGNALED(status))
-		snprintf(buf, size, "killed by signal %d", WTERMSIG(status));
-	else
-		snprintf(buf, size, "exited with status %d", WEXITSTATUS(status));
-}
-
-int hutch_net_plan_helper_died(struct hutch_net_plan *plan, char *msg, size_t size)
-{
-	pid_t old = plan->helper_pid;
-	char how[48];
-
-	if (!plan->usernet_helper || old <= 0)
-		return 0;
-	close(plan->helper_pidfd);
-	plan->helper_pidfd = -EBADF;
-	describe_status(hutch_net_usernet_stop(old), how, sizeof(how));
-	plan->helper_pid = 0;
-	snprintf(plan->helper_error, sizeof(plan->helper_error),
-	         "pasta (pid %d) %s: the sandbox has no network; its connections are lost "
-	         "(make the sandbox again for a new one)",
-	         (int)old, how);
-	snprintf(msg, size, "network down: %s", plan->helper_error);
-	return -EIO;
 }
 
 const char *hutch_net_plan_ca_pem(const struct hutch_net_plan *plan)
@@ -243,12 +194,7 @@ cJSON *hutch_net_plan_status(const struct hutch_net_plan *plan)
 		inet_ntop(AF_INET, &plan->addrs.gateway, ip, sizeof(ip));
 		cJSON_AddStringToObject(o, "gateway", ip);
 		if (plan->usernet_helper) {
-			cJSON_AddStringToObject(o, "helper", "pasta");
-			cJSON_AddNumberToObject(o, "helper_pid", plan->helper_pid);
-			cJSON_AddStringToObject(o, "helper_state",
-			                        plan->helper_pid > 0 ? "running" : "down");
-			if (plan->helper_error[0])
-				cJSON_AddStringToObject(o, "helper_error", plan->helper_error);
+			hutch_net_plan_helper_status(plan, o);
 		} else {
 			cJSON_AddStringToObject(o, "host_link", plan->addrs.host_if);
 		}
@@ -267,12 +213,7 @@ int hutch_net_plan_done(struct hutch_net_plan *plan, struct hutch_err *err)
 	for (size_t i = 0; i < plan->nlisteners; i++)
 		close(plan->listeners[i].fd);
 	plan->nlisteners = 0;
-	(void)hutch_net_usernet_stop(plan->helper_pid);
-	plan->helper_pid = 0;
-	if (plan->usernet_helper && plan->helper_pidfd >= 0)
-		close(plan->helper_pidfd);
-	if (plan->usernet_helper)
-		plan->helper_pidfd = -EBADF;
+	hutch_net_plan_helper_done(plan);
 	free(plan->host_block);
 	plan->host_block = NULL;
 	plan->child.usernet_block = NULL;

@@ -20,8 +20,11 @@
  * pasta runs in the foreground as the supervisor's child, with SIGKILL as
  * its parent-death signal: it ends with the sandbox (plan_done kills and
  * reaps it) or with a supervisor killed outright. It runs in the sandbox's
- * cgroup (its memory, CPU and pid are the sandbox's). The supervisor
- * watches its pidfd: a pasta that dies is noticed (plan.c). Ready
+ * cgroup (its memory, CPU and pid are the sandbox's). It joins init's
+ * namespaces by fds the plan holds, not by init's pid (usernet-plan.c:
+ * a restarted pasta could not open a non-dumpable init's /proc/PID/ns).
+ * The supervisor watches its pidfd: a pasta that dies is noticed and
+ * restarted (usernet-plan.c). Ready
  * means its pid file was written, which pasta does once the tap exists and
  * is configured; the pid file is a pipe (/proc/self/fd/N), so nothing
  * touches the disk.
@@ -160,14 +163,14 @@ static int join_cgroup(int cgfd, int err_w)
 	return -1;
 }
 
-/* In the child, before execve: only the pid file pipe (PIDFILE_FD) and
- * stderr (the supervisor reads pasta's complaint from it) stay open. */
-static _Noreturn void exec_pasta(const char *path, char *const argv[], int ready_w, int err_w,
+/* In the child, before execve: only the pid file pipe (PIDFILE_FD),
+ * init's user and network namespaces (USERNS_FD, NETNS_FD) and stderr (the
+ * supervisor reads pasta's complaint from it) stay open. */
+static _Noreturn void exec_pasta(const char *path, char *const argv[], const int fds[3], int err_w,
                                  pid_t parent, int cgfd)
 {
 	char *envp[] = { (char *)"PATH=/usr/bin:/bin", NULL };
-	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
-
+	int null = open("/dev/null", O_RDWR | O_CLOEXEC), high[3];
 	sigset_t none;
 
 	/* A process group of its own: stop() kills the group, so a wrapper
@@ -181,23 +184,38 @@ static _Noreturn void exec_pasta(const char *path, char *const argv[], int ready
 	sigemptyset(&none);
 	(void)sigprocmask(SIG_SETMASK, &none, NULL);
 	(void)signal(SIGPIPE, SIG_DFL);
+	/* Above the targets first: a source may sit on another's target. */
+	for (int i = 0; i < 3; i++)
+		if ((high[i] = fcntl(fds[i], F_DUPFD_CLOEXEC, PIDFILE_FD + 16)) < 0)
+			_exit(127);
 	if (dup2(null, 0) < 0 || dup2(null, 1) < 0 || /* lint-fds: ok: child stdio */
-	    dup2(err_w, 2) < 0 ||                     /* lint-fds: ok: child stdio */
-	    dup2(ready_w, PIDFILE_FD) < 0)            /* lint-fds: ok: pasta's pid file */
+	    dup2(err_w, 2) < 0)                       /* lint-fds: ok: child stdio */
 		_exit(127);
-	if (sys_close_range(PIDFILE_FD + 1, ~0U, 0) < 0)
+	for (int i = 0; i < 3; i++)
+		if (dup2(high[i], PIDFILE_FD + i) < 0) /* lint-fds: ok: pasta's fds 3-5 */
+			_exit(127);
+	if (sys_close_range(PIDFILE_FD + 3, ~0U, 0) < 0)
 		_exit(127);
 	execve(path, argv, envp);
 	_exit(127);
 }
 
-/* Wait for pasta's pid file (ready) or its exit; what it said goes into
- * err. */
-static int wait_ready(pid_t pid, int ready_r, int err_r, struct hutch_err *err)
+void hutch_net_usernet_complaint(int err_r, char *buf, size_t size)
+{
+	ssize_t n;
+
+	(void)hutch_fd_nonblock(err_r, true);
+	n = read(err_r, buf, size - 1);
+	buf[n > 0 ? n : 0] = '\0';
+	for (char *c = buf; *c; c++)
+		if (*c == '\n' || (unsigned char)*c < 0x20)
+			*c = *(c + 1) ? ' ' : '\0';
+}
+
+int hutch_net_usernet_wait_ready(pid_t pid, int ready_r, int err_r, struct hutch_err *err)
 {
 	struct pollfd p = { .fd = ready_r, .events = POLLIN };
 	char out[256] = "";
-	ssize_t n;
 	int r;
 
 	do
@@ -205,41 +223,42 @@ static int wait_ready(pid_t pid, int ready_r, int err_r, struct hutch_err *err)
 	while (r < 0 && errno == EINTR);
 	if (r > 0) {
 		char got[32];
-		n = read(ready_r, got, sizeof(got));
-		if (n > 0)
+		if (read(ready_r, got, sizeof(got)) > 0)
 			return 0;
 	}
 	(void)kill(pid, SIGKILL);
-	(void)hutch_fd_nonblock(err_r, true);
-	n = read(err_r, out, sizeof(out) - 1);
-	out[n > 0 ? n : 0] = '\0';
-	for (char *c = out; *c; c++)
-		if (*c == '\n' || (unsigned char)*c < 0x20)
-			*c = *(c + 1) ? ' ' : '\0';
+	hutch_net_usernet_complaint(err_r, out, sizeof(out));
 	if (r == 0)
 		return hutch_err_set(err, -ETIMEDOUT, "pasta did not start within %d s%s%.150s",
 		                     READY_TIMEOUT_MS / 1000, out[0] ? ": " : "", out);
 	return hutch_err_set(err, -EIO, "pasta failed%s%.180s", out[0] ? ": " : "", out);
 }
 
-int hutch_net_usernet_start(const char *path, const struct hutch_net_addrs *a, pid_t init_pid,
-                            int cgfd, pid_t *ret_pid, int *ret_pidfd, struct hutch_err *err)
+int hutch_net_usernet_spawn(const char *path, const struct hutch_net_addrs *a,
+                            const struct hutch_net_usernet_fds *in,
+                            struct hutch_net_usernet_proc *ret, struct hutch_err *err)
 {
-	char addr[INET_ADDRSTRLEN], gw[INET_ADDRSTRLEN], target[16], pidfile[32];
+	char addr[INET_ADDRSTRLEN], gw[INET_ADDRSTRLEN], pidfile[32], userns[32], netns[32];
 	char *argv[] = { (char *)path, "--foreground", "--quiet", "--ipv4-only", "--no-map-gw",
 		         /* No port forwarded either way: -T/-U default to "auto", which
 		          * would bind the host's listening loopback ports inside. */
 		         "-t", "none", "-u", "none", "-T", "none", "-U", "none", "--no-dhcp",
 		         "--ns-ifname", "eth0", "--config-net", "--address", addr, "--netmask",
-		         "30", "--gateway", gw, "--pid", pidfile, target, NULL };
+		         "30", "--gateway", gw, "--pid", pidfile,
+		         /* init's namespaces by the fds we hold, not by its pid: a
+		          * non-dumpable init's /proc/PID/ns is closed to the user
+		          * outside its user namespace (a restart); the supervisor
+		          * reaps pasta, so no watch of the namespace's path either */
+		         "--userns", userns, "--netns", netns, "--no-netns-quit", NULL };
 	_cleanup_close_ int ready_r = -EBADF, ready_w = -EBADF, err_r = -EBADF, err_w = -EBADF;
 	pid_t self = getpid(), pid;
 	int fds[2];
 
 	inet_ntop(AF_INET, &a->sandbox, addr, sizeof(addr));
 	inet_ntop(AF_INET, &a->gateway, gw, sizeof(gw));
-	snprintf(target, sizeof(target), "%d", (int)init_pid);
 	snprintf(pidfile, sizeof(pidfile), "/proc/self/fd/%d", PIDFILE_FD);
+	snprintf(userns, sizeof(userns), "/proc/self/fd/%d", PIDFILE_FD + 1);
+	snprintf(netns, sizeof(netns), "/proc/self/fd/%d", PIDFILE_FD + 2);
 	if (pipe2(fds, O_CLOEXEC) < 0)
 		return hutch_err_set_errno(err, -errno, "pipe");
 	ready_r = fds[0], ready_w = fds[1];
@@ -250,16 +269,17 @@ int hutch_net_usernet_start(const char *path, const struct hutch_net_addrs *a, p
 	if (pid < 0)
 		return hutch_err_set_errno(err, -errno, "fork '%s'", path);
 	if (pid == 0)
-		exec_pasta(path, argv, ready_w, err_w, self, cgfd);
-	close(TAKE_FD(ready_w));
-	close(TAKE_FD(err_w));
+		exec_pasta(path, argv, (const int[3]){ ready_w, in->userns_fd, in->netns_fd },
+		           err_w, self, in->cgroup_fd);
 	(void)setpgid(pid, pid); /* the child does it too: no window either way */
-	*ret_pid = pid;          /* reaped by hutch_net_usernet_stop(), also on failure */
 	/* Our child, not reaped yet: the pidfd is pasta's, whatever happens. */
-	*ret_pidfd = sys_pidfd_open(pid, 0);
-	if (*ret_pidfd < 0)
+	ret->pid = pid; /* reaped by hutch_net_usernet_stop(), also on failure */
+	ret->pidfd = sys_pidfd_open(pid, 0);
+	ret->ready_fd = TAKE_FD(ready_r);
+	ret->err_fd = TAKE_FD(err_r);
+	if (ret->pidfd < 0)
 		return hutch_err_set_errno(err, -errno, "pidfd of pasta");
-	return wait_ready(pid, ready_r, err_r, err);
+	return 0;
 }
 
 int hutch_net_usernet_stop(pid_t pid)

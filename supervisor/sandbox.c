@@ -362,7 +362,7 @@ int hutch_sandbox_create_container(struct hutch_config *cfg, struct hutch_contai
 	s.loop.epfd = s.sigfd = s.ttl_fd = s.init_sock = s.pidfd = s.listen_fd = -EBADF;
 	s.lock_fd = s.slot_fd = s.mntns_fd = -EBADF;
 	s.idle.fd = s.hooks.deadline_fd = s.hooks.result_fd = s.events.fd = -EBADF;
-	s.hooks.log_fd = -EBADF;
+	s.hooks.log_fd = s.net.helper_timer_fd = -EBADF;
 	r = hutch_config_validate(cfg, err);
 	if (r < 0)
 		return r;

@@ -115,7 +115,9 @@ struct sup {
 		struct hutch_net_plan plan; /* made before clone, carried to init */
 		char pasta[256];            /* rootless mode all: the helper, found by the CLI */
 		struct hutch_watch w;
-		struct hutch_watch w_helper; /* pasta's pidfd (run.c) */
+		struct hutch_watch w_helper; /* pasta's pidfd or pid file pipe (run.c) */
+		struct hutch_watch w_helper_timer;
+		int helper_timer_fd; /* a restarted pasta's deadline */
 		/* A joined network namespace (pod.c), not wired here: the
 		 * pod's sandbox id, or the CNI's ("" for both: its own). */
 		char joined_pod[HUTCH_ID_LEN + 1];

@@ -9,19 +9,23 @@ connection, never as real traffic). The sandbox reaches the fake web and
 DNS server; the host itself (its loopback, its addresses), another
 sandbox, private ranges, metadata and IPv6 all fail at once from inside;
 nft inside fails (no capability); pasta is gone after rm, after the TTL
-and after a kill -9 of the supervisor plus gc; and each error path (no
-pasta, /dev/net/tun not usable, pasta failing) names its fix.
+and after a kill -9 of the supervisor plus gc; a pasta killed from outside
+is restarted (and a connection works again), at most 3 times in 60 s, a
+failed or hung restart counting; and each error path (no pasta,
+/dev/net/tun not usable, pasta failing) names its fix.
 
 /dev/net/tun: pasta's tap needs it usable by the user. udev makes it 0666
 on a standard system; this host has no udev (0600), so the module makes it
 0666 while it runs and restores the mode after.
 """
+import contextlib
 import json
 import os
 import shutil
 import signal
 import stat
 import subprocess
+import tempfile
 import time
 
 import pytest
@@ -302,24 +306,153 @@ def _events(uh, sb):
     return uh("events", sb.id).stdout.decode()
 
 
-def test_pasta_killed_is_noticed_and_shown(uh):
+def _restarted(sb, old):
+    """Wait for a pasta other than old to be running; its pid."""
+    def up():
+        net = _net(sb)
+        return net["helper_state"] == "running" and net["helper_pid"] not in (0, old)
+    assert wait_until(up, 10), _net(sb)
+    return _helper_pid(sb)
+
+
+def _fetch_ok(sb, fakenet):
+    mark = fakenet.mark()
+    r = probe(sb, raw(WEB, 80, "GET / HTTP/1.0\r\nHost: api.test.example\r\n\r\n"))
+    assert r[0]["ok"] and "HTTP/1." in r[0]["recv"], r[0]
+    assert wait_until(lambda: fakenet.since(mark, "http80"), 5)
+
+
+def _user_pastas(uid):
+    return [p for p in _pids_of(uid) if proc_comm(p) in PASTA_COMMS]
+
+
+def test_pasta_killed_is_restarted_and_the_network_works_again(uh, fakenet):
     """pasta killed from outside: the supervisor (pasta's pidfd in its
-    loop) reaps it at once, says so in the events, and /status shows the
-    network down and why; the sandbox's commands still run, a fetch fails
-    at once, rm cleans up. (Not restarted: see hutch_net_plan_helper_died.)"""
+    loop) reaps it at once, starts a new one on init's namespaces (the fds
+    it kept from create: init is no longer dumpable) without blocking its
+    loop, and says so in the events and /status; a connection through the
+    new one works."""
     sb = uh.sandbox()
     old = _helper_pid(sb)
-    assert _net(sb)["helper_state"] == "running", _net(sb)
+    net = _net(sb)
+    assert net["helper_state"] == "running" and net["helper_restarts"] == 0, net
+    _fetch_ok(sb, fakenet)
     os.kill(old, signal.SIGKILL)
+    new = _restarted(sb, old)
+    assert _gone(old), proc_comm(old)  # reaped, not a zombie
+    with open(f"/proc/{new}/status") as f:
+        assert f"Uid:\t{uh.user.uid}\t" in f.read()
+    net = _net(sb)
+    assert net["helper_restarts"] == 1, net
+    assert f"pasta (pid {old}) killed by signal 9" in net["helper_error"], net
+    ev = _events(uh, sb)
+    assert (f"network down: pasta (pid {old}) killed by signal 9; restarting it as pid {new} "
+            "(restart 1 of 3 in 60 s)") in ev, ev
+    assert f"network up: pasta restarted, pid {new}" in ev, ev
+    _fetch_ok(sb, fakenet)
+    assert sb.sh("echo still-here").strip() == "still-here"
+    assert uh("rm", sb.id).returncode == 0
+    assert wait_until(lambda: _gone(new), 5), proc_comm(new)
+
+
+def test_pasta_restarts_are_limited(uh, fakenet):
+    """At most 3 restarts in 60 s: the 4th death leaves the network down
+    for good (no pasta of the user's is left, none comes back), said in
+    /status and the events; commands still run, a fetch fails at once."""
+    sb = uh.sandbox()
+    pid = _helper_pid(sb)
+    for i in range(3):
+        os.kill(pid, signal.SIGKILL)
+        pid = _restarted(sb, pid)
+        assert _net(sb)["helper_restarts"] == i + 1, _net(sb)
+    os.kill(pid, signal.SIGKILL)
     assert wait_until(lambda: _net(sb)["helper_state"] == "down", 10), _net(sb)
     net = _net(sb)
-    assert net["helper_pid"] == 0, net
-    assert f"pasta (pid {old}) killed by signal 9: the sandbox has no network" in \
-        net["helper_error"], net
-    assert _gone(old), proc_comm(old)  # reaped, not a zombie
-    ev = _events(uh, sb)
-    assert f"network down: pasta (pid {old}) killed by signal 9" in ev, ev
+    assert net["helper_pid"] == 0 and net["helper_restarts"] == 3, net
+    assert (f"pasta (pid {pid}) killed by signal 9; restarted 3 times in 60 s, not restarted "
+            "again: the sandbox has no network") in net["helper_error"], net
+    assert f"network down for good: pasta (pid {pid}) killed by signal 9" in _events(uh, sb)
+    assert _gone(pid) and _user_pastas(uh.user.uid) == [], _user_pastas(uh.user.uid)
     r = probe(sb, raw(WEB, 80, "GET / HTTP/1.0\r\n\r\n"))
     assert not r[0]["ok"], r[0]
     assert sb.sh("echo still-here").strip() == "still-here"
+    # what the loop had to do is done: still down, still no pasta
+    net = _net(sb)
+    assert net["helper_state"] == "down" and _user_pastas(uh.user.uid) == [], net
     assert uh("rm", sb.id).returncode == 0
+
+
+def _flag_wrapper(uh, d):
+    """A HUTCH_PASTA that execs pasta, unless told otherwise by a file in d
+    (the user's): 'refuse' exits 1 saying so, 'hang' (removed) never
+    becomes ready."""
+    os.chown(d, uh.user.uid, uh.user.gid)
+    wrapper = os.path.join(d, "pasta")
+    with open(wrapper, "w") as f:
+        f.write(f"#!/bin/sh\n"
+                f"if [ -e {d}/refuse ]; then echo 'refusing on purpose' >&2; exit 1; fi\n"
+                f"if [ -e {d}/hang ]; then rm {d}/hang; exec sleep 60; fi\n"
+                f"exec /usr/bin/pasta \"$@\"\n")
+    os.chmod(wrapper, 0o755)
+    return wrapper
+
+
+@contextlib.contextmanager
+def _wrapped_sandbox(uh):
+    """A sandbox whose pasta is _flag_wrapper's; (sandbox, its flag dir)."""
+    d = tempfile.mkdtemp(prefix="hutch-rln-")
+    try:
+        uh.env["HUTCH_PASTA"] = _flag_wrapper(uh, d)
+        yield uh.sandbox(), d
+    finally:
+        del uh.env["HUTCH_PASTA"]
+        shutil.rmtree(d)
+
+
+def _flag(uh, d, name):
+    uh.user.run(["touch", os.path.join(d, name)])
+    assert os.path.exists(os.path.join(d, name))
+
+
+def test_pasta_restart_failing_counts_and_gives_up(uh):
+    """A restart that fails (the new pasta exits before it is ready) counts
+    against the limit: after 3 of them the network is down for good, with
+    what the last one said."""
+    with _wrapped_sandbox(uh) as (sb, d):
+        pid = _helper_pid(sb)
+        _flag(uh, d, "refuse")
+        os.kill(pid, signal.SIGKILL)
+        assert wait_until(lambda: _net(sb)["helper_state"] == "down", 15), _net(sb)
+        net = _net(sb)
+        assert net["helper_pid"] == 0 and net["helper_restarts"] == 3, net
+        assert "failed: refusing on purpose; restarted 3 times in 60 s, not restarted again" \
+            in net["helper_error"], net
+        ev = _events(uh, sb)
+        assert ev.count("failed: refusing on purpose; restarting it as pid") == 2, ev
+        assert "network down for good: the restarted pasta (pid" in ev, ev
+        assert _user_pastas(uh.user.uid) == [], _user_pastas(uh.user.uid)
+        assert uh("rm", sb.id).returncode == 0
+
+
+def test_pasta_restart_not_ready_in_time_is_killed_and_retried(uh, fakenet):
+    """A restarted pasta that never becomes ready is killed at its deadline
+    (5 s), and the next one is started: the loop was not blocked meanwhile
+    (/status answered at once while it hung)."""
+    with _wrapped_sandbox(uh) as (sb, d):
+        pid = _helper_pid(sb)
+        _flag(uh, d, "hang")
+        os.kill(pid, signal.SIGKILL)
+        assert wait_until(lambda: _net(sb)["helper_state"] == "starting", 5), _net(sb)
+        hung = _net(sb)["helper_pid"]
+        t0 = time.monotonic()
+        assert _net(sb)["helper_state"] == "starting"
+        assert time.monotonic() - t0 < 1  # answered while pasta hangs
+        new = _restarted(sb, hung)
+        assert _gone(hung), proc_comm(hung)
+        net = _net(sb)
+        assert net["helper_restarts"] == 2, net
+        ev = _events(uh, sb)
+        assert f"the restarted pasta (pid {hung}) was not ready within 5 s" in ev, ev
+        assert f"network up: pasta restarted, pid {new}" in ev, ev
+        _fetch_ok(sb, fakenet)
+        assert uh("rm", sb.id).returncode == 0

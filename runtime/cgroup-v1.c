@@ -281,7 +281,12 @@ static int v1_remove_dir(const char *dir, struct hutch_err *err)
 	if (r != 0)
 		return r > 0 ? 0 : r;
 	/* Fast path: a sandbox whose init has been reaped leaves the cgroup
-	 * empty (its pid namespace died with it), and rmdir just works. */
+	 * empty (its pid namespace died with it), and rmdir just works once
+	 * its empty children (the freezer's cmds) are gone: rmdir refuses a
+	 * cgroup with tasks, so nothing alive is skipped. Without the
+	 * children first it was EBUSY every time, and the freeze-kill-thaw
+	 * below ran on an empty tree: most of a container's teardown. */
+	(void)hutch_cgroup_rmdir_children(fd);
 	if (unlinkat(pfd, name, AT_REMOVEDIR) == 0 || errno == ENOENT)
 		return 0;
 	/* Freeze first so nothing forks between reading the list and the

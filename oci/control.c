@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #include "cleanup.h"
@@ -139,19 +140,35 @@ int hutch_oci_cmd_kill(int argc, char **argv)
 	return do_kill(argv[i], sig, all);
 }
 
-/* Wait for the supervisor to let go of the lock (it has exited). */
+static void on_alarm(int sig)
+{
+	(void)sig; /* only to interrupt flock() */
+}
+
+/* Wait for the supervisor to let go of the lock: it has exited, or its
+ * teardown child is done (exit_early() in supervisor/container.c). A
+ * blocking flock(), woken by the kernel when the lock goes; an interval
+ * timer interrupts it (no SA_RESTART) every 100 ms to check the
+ * deadline. */
 static bool wait_stopped(const struct hutch_oci_paths *p)
 {
 	_cleanup_close_ int fd = open(p->lock, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	struct sigaction sa = { .sa_handler = on_alarm }, old;
+	struct itimerval it = { .it_interval = { 0, 100000 }, .it_value = { 0, 100000 } };
+	struct itimerval off = { 0 };
+	int64_t deadline = hutch_now_mono_ms() + WAIT_MS;
+	int r;
 
-	if (fd < 0)
+	if (fd < 0 || flock(fd, LOCK_EX | LOCK_NB) == 0)
 		return true;
-	for (int ms = 0; ms < WAIT_MS; ms++) {
-		if (flock(fd, LOCK_EX | LOCK_NB) == 0)
-			return true;
-		(void)poll(NULL, 0, 1);
-	}
-	return false;
+	sigemptyset(&sa.sa_mask);
+	if (sigaction(SIGALRM, &sa, &old) < 0 || setitimer(ITIMER_REAL, &it, NULL) < 0)
+		return false;
+	while ((r = flock(fd, LOCK_EX)) < 0 && errno == EINTR && hutch_now_mono_ms() < deadline)
+		;
+	(void)setitimer(ITIMER_REAL, &off, NULL);
+	(void)sigaction(SIGALRM, &old, NULL);
+	return r == 0;
 }
 
 int hutch_oci_cmd_delete(int argc, char **argv)

@@ -352,6 +352,35 @@ static void on_proc_spawned(void *ud, struct cmd *c)
 	            (int)s->container->host_pid);
 }
 
+/*
+ * The container's process ended; the sandbox ended with it (init killed
+ * and reaped, so its pid namespace is empty) and status.json says stopped.
+ * The shim or conmon waits for this pid's exit to publish the container's,
+ * and the rest of the teardown (cgroups, the state dir, the last API
+ * answers) need not delay it: a child of ours takes that over and this
+ * process exits now with the process's status, as a runc container's
+ * process exits before runc delete removes its cgroup. The child keeps
+ * the container's lock (inherited) until it is done; delete waits for
+ * that lock, and state says stopped meanwhile. The stdio go first, so
+ * the caller's pipes see their end at once. Not with a helper process of
+ * ours (pasta), which the teardown reaps, nor while on_destroy runs.
+ */
+static void exit_early(struct sup *s)
+{
+	struct hutch_container *ct = s->container;
+	pid_t pid;
+
+	if (s->state != SUP_GONE || s->net.plan.helper_pid > 0)
+		return;
+	hutch_close_many(ct->stdio, 3);
+	pid = fork();
+	if (pid > 0)
+		hutch_exit_like(ct->status);
+	if (pid == 0)
+		ct->handed_off = true;
+	/* fork() failed: this process finishes the teardown, then exits. */
+}
+
 static void on_proc_done(void *ud, struct cmd *c)
 {
 	struct sup *s = ud;
@@ -366,6 +395,7 @@ static void on_proc_done(void *ud, struct cmd *c)
 	hutch_cmd_release(c);
 	write_status(s, "stopped");
 	hutch_sup_end(s, "exited");
+	exit_early(s);
 }
 
 static int exec_listen(struct sup *s);
@@ -696,45 +726,6 @@ static void on_fifo(struct hutch_watch *w, uint32_t events)
 		start_process(s);
 }
 
-int hutch_console_send(const char *path, int master)
-{
-	union {
-		char buf[CMSG_SPACE(sizeof(int))];
-		struct cmsghdr align;
-	} u = { 0 };
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	_cleanup_close_ int sock = -EBADF;
-	char name[32];
-	struct iovec iov = { .iov_base = name };
-	struct msghdr msg = { .msg_iov = &iov,
-		              .msg_iovlen = 1,
-		              .msg_control = u.buf,
-		              .msg_controllen = sizeof(u.buf) };
-	struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
-	unsigned int n = 0;
-	int r;
-
-	if (strlen(path) >= sizeof(sa.sun_path))
-		return -ENAMETOOLONG;
-	if (ioctl(master, TIOCGPTN, &n) < 0)
-		return -errno;
-	/* Blocking, as runc's: the receiver may read it as a plain file. */
-	r = hutch_fd_nonblock(master, false);
-	if (r < 0)
-		return r;
-	snprintf(name, sizeof(name), "/dev/pts/%u", n);
-	iov.iov_len = strlen(name);
-	memcpy(sa.sun_path, path, strlen(path));
-	sock = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (sock < 0 || connect(sock, (struct sockaddr *)&sa, sizeof(sa)) < 0)
-		return -errno;
-	c->cmsg_level = SOL_SOCKET;
-	c->cmsg_type = SCM_RIGHTS;
-	c->cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(c), &master, sizeof(int));
-	return sendmsg(sock, &msg, MSG_NOSIGNAL) < 0 ? -errno : 0;
-}
-
 /* The container's terminal to its console socket; then it is the
  * receiver's alone. */
 static int send_console(struct hutch_container *ct)
@@ -780,6 +771,8 @@ void hutch_container_exit(struct sup *s)
 	struct hutch_container *ct = s->container;
 
 	hutch_close_many(ct->stdio, 3);
+	if (ct->handed_off)
+		_exit(0); /* the status was the parent's to give (exit_early()) */
 	if (!ct->exited) {
 		/* Ended before its process did (deleted, expired, killed
 		 * before start): as if killed. */

@@ -175,7 +175,8 @@ struct hutch_container {
 	unsigned long long start_time;
 	int status;
 	bool started, exited;
-	bool paused; /* oci pause: frozen until oci resume (idle sleep leaves it alone) */
+	bool paused;     /* oci pause: frozen until oci resume (idle sleep leaves it alone) */
+	bool handed_off; /* this is the child finishing the teardown (on_proc_done()) */
 };
 
 /* s's linux.cgroupsPath for hutch_cgroup_new_at(), or NULL (not a

@@ -240,6 +240,30 @@ def test_exit_status_reaches_subreaper(oci, tmp_path, args, want):
         assert out == b"out\nerr\n"  # the creator's stdio are the process's
 
 
+def test_exit_published_before_teardown(oci, tmp_path):
+    """The waited pid exits once the container's processes are gone; a
+    child of it finishes the teardown (cgroups, state dir) holding the
+    container's lock: state says stopped, and delete waits for that child,
+    so nothing is left the moment delete returns (no wait_until here)."""
+    b = oci.bundle(["sh", "-c", "exit 5"], name="eb")
+    out = tmp_path / "eb.out"
+    r = subprocess.run([sys.executable, "-c", SHIM, HUTCH, oci.root, b, "eb",
+                        str(tmp_path / "eb.pid"), str(out)],
+                       capture_output=True, env=oci.env, timeout=60)
+    assert r.returncode == 0, r.stderr.decode()
+    assert json.loads(r.stdout) == {"exited": True, "code": 5, "signal": None}
+    sandbox = oci.status_file("eb")["sandbox"]
+    assert oci.state("eb")["status"] == "stopped"
+    d = oci("delete", "eb")
+    assert d.returncode == 0, d.output
+    assert not cgroup_dirs_named(sandbox)
+    assert sandbox not in oci.hutch.ids()
+    assert not [x for x in os.listdir(oci.hutch.rtdir) if x.endswith(sandbox)]
+    with open(os.path.join(oci.hutch.rtdir, ".gone", sandbox + ".events")) as f:
+        assert "torn down: exited" in f.read()
+    assert not os.path.exists(os.path.join(oci.root, "eb"))
+
+
 def test_process_not_found_is_127(oci, tmp_path):
     res, out = run_shim(oci, tmp_path, ["/bin/nosuch"], "nf")
     assert res == {"exited": True, "code": 127, "signal": None}

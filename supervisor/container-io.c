@@ -1,0 +1,80 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * What a container's caller sees of it, for the supervisor and `oci
+ * exec` alike (see container.h): a terminal's master handed to a console
+ * socket as runc hands it, and a process's end re-enacted by the waited
+ * pid (its exit code, or death by the same signal).
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cleanup.h"
+#include "container.h"
+#include "fdutil.h"
+
+int hutch_console_send(const char *path, int master)
+{
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} u = { 0 };
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	_cleanup_close_ int sock = -EBADF;
+	char name[32];
+	struct iovec iov = { .iov_base = name };
+	struct msghdr msg = { .msg_iov = &iov,
+		              .msg_iovlen = 1,
+		              .msg_control = u.buf,
+		              .msg_controllen = sizeof(u.buf) };
+	struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
+	unsigned int n = 0;
+	int r;
+
+	if (strlen(path) >= sizeof(sa.sun_path))
+		return -ENAMETOOLONG;
+	if (ioctl(master, TIOCGPTN, &n) < 0)
+		return -errno;
+	/* Blocking, as runc's: the receiver may read it as a plain file. */
+	r = hutch_fd_nonblock(master, false);
+	if (r < 0)
+		return r;
+	snprintf(name, sizeof(name), "/dev/pts/%u", n);
+	iov.iov_len = strlen(name);
+	memcpy(sa.sun_path, path, strlen(path));
+	sock = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (sock < 0 || connect(sock, (struct sockaddr *)&sa, sizeof(sa)) < 0)
+		return -errno;
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(c), &master, sizeof(int));
+	return sendmsg(sock, &msg, MSG_NOSIGNAL) < 0 ? -errno : 0;
+}
+
+void hutch_exit_like(int status)
+{
+	struct rlimit no_core = { 0, 0 };
+	sigset_t all;
+	int sig = SIGKILL;
+
+	if (WIFEXITED(status))
+		_exit(WEXITSTATUS(status));
+	if (WIFSIGNALED(status))
+		sig = WTERMSIG(status);
+	/* Die of the same signal, without a core of ours. */
+	(void)setrlimit(RLIMIT_CORE, &no_core);
+	signal(sig, SIG_DFL);
+	sigfillset(&all);
+	sigdelset(&all, sig);
+	sigprocmask(SIG_SETMASK, &all, NULL);
+	(void)raise(sig);
+	_exit(128 + sig);
+}

@@ -171,6 +171,25 @@ static bool wait_stopped(const struct hutch_oci_paths *p)
 	return r == 0;
 }
 
+/*
+ * delete --force of a container that does not exist succeeds, as runc's
+ * and crun's (containerd's shim runs it in its cleanup, after the delete
+ * that removed it). A directory without state.json (a create that died
+ * early) goes, unless a create still holds its lock.
+ */
+static int delete_missing(const struct hutch_oci_paths *p)
+{
+	_cleanup_close_ int fd = open(p->lock, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	int r;
+
+	if (fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) < 0)
+		return 0;
+	r = hutch_rm_rf_at(AT_FDCWD, p->dir);
+	if (r < 0)
+		return hutch_oci_fail("delete: remove '%s': %s", p->dir, strerror(-r));
+	return 0;
+}
+
 int hutch_oci_cmd_delete(int argc, char **argv)
 {
 	struct hutch_oci_paths p;
@@ -189,9 +208,10 @@ int hutch_oci_cmd_delete(int argc, char **argv)
 	if (i != argc - 1)
 		return hutch_oci_fail("usage: delete [--force] CONTAINER-ID");
 	id = argv[i];
-	if (hutch_oci_paths_init(hutch_oci_opts.root, id, &p, &err) < 0 ||
-	    hutch_oci_state_read(&p, id, &st, &err) < 0)
+	if (hutch_oci_paths_init(hutch_oci_opts.root, id, &p, &err) < 0)
 		return hutch_oci_fail("%s", err.msg);
+	if (hutch_oci_state_read(&p, id, &st, &err) < 0)
+		return force ? delete_missing(&p) : hutch_oci_fail("%s", err.msg);
 	hutch_oci_state_done(&st);
 	if (strcmp(st.status, "stopped") != 0) {
 		if (!force)

@@ -8,6 +8,7 @@ delete leaves nothing), the exit status reaching a subreaper that waits
 for the pid of --pid-file (the shim's way), every refusal naming its field,
 and probes from inside that must fail.
 """
+import fcntl
 import glob
 import json
 import os
@@ -262,6 +263,41 @@ def test_exit_published_before_teardown(oci, tmp_path):
     with open(os.path.join(oci.hutch.rtdir, ".gone", sandbox + ".events")) as f:
         assert "torn down: exited" in f.read()
     assert not os.path.exists(os.path.join(oci.root, "eb"))
+
+
+def test_delete_force_of_missing_container(oci):
+    """delete --force of a container that does not exist succeeds, as
+    runc's (containerd's shim runs it in its cleanup); without --force it
+    is an error. A directory without state.json (a create that died) goes,
+    unless a create still holds its lock; one that cannot be removed is an
+    error naming it."""
+    r = oci("delete", "--force", "nosuch")
+    assert r.returncode == 0 and r.output == "", r.output
+    r = oci("delete", "nosuch")
+    assert r.returncode == 1 and "container nosuch does not exist" in r.output
+    half = os.path.join(oci.root, "half")
+    os.makedirs(half)
+    open(os.path.join(half, "lock"), "w").close()
+    assert oci("delete", "--force", "half").returncode == 0
+    assert not os.path.exists(half)
+    os.makedirs(half)
+    fd = os.open(os.path.join(half, "lock"), os.O_CREAT | os.O_RDWR | os.O_CLOEXEC)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        r = oci("delete", "--force", "half")
+        assert r.returncode == 0 and os.path.isdir(half), r.output
+    finally:
+        os.close(fd)
+    stuck = os.path.join(half, "stuck")
+    open(stuck, "w").close()
+    subprocess.run(["chattr", "+i", stuck], check=True)
+    try:
+        r = oci("delete", "--force", "half")
+        assert r.returncode == 1 and f"delete: remove '{half}'" in r.output, r.output
+        assert os.path.exists(stuck)
+    finally:
+        subprocess.run(["chattr", "-i", stuck], check=True)
+        shutil.rmtree(half)
 
 
 def test_process_not_found_is_127(oci, tmp_path):

@@ -223,6 +223,15 @@ int hutch_sup_run(struct sup *s)
 	/* Without steps "ready" ran at once, and may have failed (a
 	 * container's hooks): act on it before waiting for any event. */
 	after_events(s);
+	if (!s->mhd && s->state == SUP_RUNNING) {
+		struct hutch_err err = { 0 };
+
+		r = hutch_api_start_late(s, &err);
+		if (r < 0) {
+			hutch_event(s, "start the API: %s", err.msg);
+			hutch_sup_end(s, "crashed");
+		}
+	}
 	while (next_timeout(s, &gone_ms, &timeout)) {
 		n = hutch_loop_run_once(&s->loop, timeout);
 		if (n < 0)

@@ -464,7 +464,10 @@ int hutch_sup_setup(struct sup *s, struct hutch_err *err)
 	r = send_go(s);
 	if (r < 0)
 		return hutch_err_set_errno(err, r, "start sandbox init");
-	hutch_api_preload(); /* overlaps with init building the root */
+	/* Overlaps with init building the root; a container's is loaded
+	 * after ready instead (hutch_api_start_late()). */
+	if (!s->container)
+		hutch_api_preload();
 	r = wait_ready(s, err);
 	if (s->image)
 		hutch_image_use_reap(s->image); /* long dead by now */

@@ -525,19 +525,27 @@ static struct MHD_Daemon *start_daemon(struct sup *s, int fd, MHD_AccessHandlerC
 	        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)HUTCH_CONN_MEMORY, MHD_OPTION_END);
 }
 
+int hutch_api_listen(struct sup *s, struct hutch_err *err)
+{
+	int fd = listen_unix(s->paths.sock);
+
+	if (fd < 0)
+		return hutch_err_set_errno(err, fd, "listen on '%s'", s->paths.sock);
+	s->listen_fd = fd;
+	return 0;
+}
+
 int hutch_api_start(struct sup *s, struct hutch_err *err)
 {
 	const union MHD_DaemonInfo *info;
 	int fd, r;
 
+	if (s->listen_fd < 0 && (r = hutch_api_listen(s, err)) < 0)
+		return r;
 	r = hutch_mhd_load(err);
 	if (r < 0)
 		return r;
-	fd = listen_unix(s->paths.sock);
-	if (fd < 0)
-		return hutch_err_set_errno(err, fd, "listen on '%s'", s->paths.sock);
-	s->listen_fd = fd;
-	s->mhd = start_daemon(s, fd, on_request);
+	s->mhd = start_daemon(s, s->listen_fd, on_request);
 	if (!s->mhd)
 		return hutch_err_set(err, -EIO, "start the HTTP server on '%s'", s->paths.sock);
 	info = hutch_mhd.get_daemon_info(s->mhd, MHD_DAEMON_INFO_EPOLL_FD);
@@ -574,11 +582,26 @@ static int watch_daemon(struct sup *s, struct hutch_watch *w, struct MHD_Daemon 
 
 int hutch_api_watch(struct sup *s)
 {
-	int r = watch_daemon(s, &s->w_mhd, s->mhd);
+	int r;
+
+	if (!s->mhd)
+		return 0; /* a container's: hutch_api_start_late() */
+	r = watch_daemon(s, &s->w_mhd, s->mhd);
 
 	if (r >= 0 && s->executor.mhd)
 		r = watch_daemon(s, &s->executor.w_mhd, s->executor.mhd);
 	return r;
+}
+
+int hutch_api_start_late(struct sup *s, struct hutch_err *err)
+{
+	int r;
+
+	if (s->mhd)
+		return 0;
+	hutch_api_preload();
+	r = hutch_api_start(s, err);
+	return r < 0 ? r : hutch_api_watch(s);
 }
 
 void hutch_api_stop(struct sup *s)

@@ -16,6 +16,12 @@ struct sup;
  * the load overlaps with it and init (already cloned) never maps it. */
 void hutch_api_preload(void);
 int hutch_api_start(struct sup *s, struct hutch_err *err);
+/* A container's (no executor port): only the socket before ready, which
+ * queues connections; libmicrohttpd, its ~5 ms load off the ready path,
+ * by hutch_api_start_late() right after ready, before the loop's first
+ * turn. */
+int hutch_api_listen(struct sup *s, struct hutch_err *err);
+int hutch_api_start_late(struct sup *s, struct hutch_err *err);
 void hutch_api_stop(struct sup *s);
 /* Add libmicrohttpd's epoll fd to the loop. */
 int hutch_api_watch(struct sup *s);

@@ -72,8 +72,7 @@ void hutch_sup_after_events(struct sup *s)
 		end_now(s, NULL);
 		break;
 	case HUTCH_HOOKS_DESTROY_DONE:
-		end_now(s, s->end.reason);
-		hutch_hooks_record_destroy(s);
+		end_now(s, s->end.reason); /* records on_destroy's result too */
 		break;
 	case HUTCH_HOOKS_CONTINUE:
 		break;
@@ -131,9 +130,13 @@ void hutch_sup_teardown(struct sup *s, const char *reason)
 	if (s->end.retired)
 		return;
 	/* The tombstone first: whoever no longer finds the sandbox finds
-	 * why. */
-	if (reason)
+	 * why, and what its on_destroy did (appended after the retire, a
+	 * reader could miss it: seen under emulation). */
+	if (reason) {
 		write_tombstone(s, reason);
+		if (s->end.destroy_hook)
+			hutch_hooks_record_destroy(s);
+	}
 	r = hutch_state_retire(&s->paths, &s->paths);
 	if (r < 0) {
 		/* Cannot hide it: remove everything before answering. */

@@ -241,8 +241,9 @@ def assert_runtime_dir_clean(h, leftovers):
 
 def wait_until(pred, timeout=10.0, interval=0.01):
     """Poll a condition that the system makes true asynchronously (not a
-    sleep-and-hope: the test fails if it never becomes true)."""
-    end = time.monotonic() + timeout
+    sleep-and-hope: the test fails if it never becomes true). The bound
+    scales by SLOWDOWN (emulation); a true condition returns at once."""
+    end = time.monotonic() + timeout * SLOWDOWN
     while time.monotonic() < end:
         if pred():
             return True

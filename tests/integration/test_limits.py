@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from conftest import cgroup_dirs_named, wait_until
+from conftest import SLOWDOWN, cgroup_dirs_named, wait_until
 
 MEMORY_BOMB = "b = bytearray(2 << 30)\nprint('survived', len(b))"
 GROWING_LIST = "x = []\nwhile True: x.append(bytearray(1 << 20))"
@@ -120,7 +120,8 @@ def test_fork_bomb_cleaned_up_by_timeout(nano):
     """The bomb does not clean up after itself: the command's timeout kills
     the whole tree and the pids come back."""
     # Forking 250 pythons takes ~6 s at 0.25 vCPU.
-    res = nano.run(argv=["python3", "-c", "KILL = False\n" + FORK_BOMB], timeout=15)
+    res = nano.run(argv=["python3", "-c", "KILL = False\n" + FORK_BOMB],
+                   timeout=round(15 * SLOWDOWN))
     assert res["status"] == "timed_out", res
     assert 200 <= int(res["stdout"].split()[0]) <= 254, res
     assert only_init_left(nano)

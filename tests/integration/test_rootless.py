@@ -31,7 +31,7 @@ import time
 
 import pytest
 
-from conftest import HUTCH, SLOWDOWN, Hutch, Sandbox, wait_until
+from conftest import HUTCH, Hutch, Sandbox, wait_until
 from test_tty import Term
 
 V2 = os.path.exists("/sys/fs/cgroup/cgroup.controllers")
@@ -88,7 +88,7 @@ class User:
             self.xdg = f"/run/user/{self.uid}"
             self.rtdir = f"{self.xdg}/hutch"
             subprocess.run(["loginctl", "enable-linger", name], check=True, capture_output=True)
-            up = wait_until(lambda: os.path.exists(f"{self.xdg}/systemd/private"), 30 * SLOWDOWN,
+            up = wait_until(lambda: os.path.exists(f"{self.xdg}/systemd/private"), 30,
                             interval=0.1)
             assert up, f"no user manager for {name}: {self.xdg}/systemd/private never came"
 
@@ -106,7 +106,7 @@ class User:
             # the user manager goes first (it would restart what is killed)
             subprocess.run(["loginctl", "disable-linger", self.name], capture_output=True)
             subprocess.run(["loginctl", "terminate-user", self.name], capture_output=True)
-            wait_until(lambda: not os.path.exists(f"{self.xdg}/systemd/private"), 30 * SLOWDOWN,
+            wait_until(lambda: not os.path.exists(f"{self.xdg}/systemd/private"), 30,
                        interval=0.1)
         for _ in range(50):
             pids = _pids_of(self.uid)

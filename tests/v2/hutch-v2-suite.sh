@@ -41,7 +41,7 @@ if [ ! -x build/hutch ] || [ ! -d build/tests ]; then
 fi
 chmod -R a+rX build
 export HUTCH_BIN=$PWD/build/hutch HUTCH_HELPERS_DIR=$PWD/build/tests
-export HUTCH_TEST_SLOWDOWN=${HUTCH_TEST_SLOWDOWN:-4}
+export HUTCH_TEST_SLOWDOWN=${HUTCH_TEST_SLOWDOWN:-3}
 echo "== context ${V2VM_CONTEXT:-?}: $(cat /proc/self/cgroup)"
 echo "== user@.service: $(systemctl show -p Delegate,DelegateControllers user@0.service 2>/dev/null | tr '\n' ' ')"
 grep -h -i '^Delegate' /lib/systemd/system/user@.service /lib/systemd/system/user@.service.d/*.conf 2>/dev/null

@@ -58,23 +58,3 @@ int hutch_console_send(const char *path, int master)
 	memcpy(CMSG_DATA(c), &master, sizeof(int));
 	return sendmsg(sock, &msg, MSG_NOSIGNAL) < 0 ? -errno : 0;
 }
-
-void hutch_exit_like(int status)
-{
-	struct rlimit no_core = { 0, 0 };
-	sigset_t all;
-	int sig = SIGKILL;
-
-	if (WIFEXITED(status))
-		_exit(WEXITSTATUS(status));
-	if (WIFSIGNALED(status))
-		sig = WTERMSIG(status);
-	/* Die of the same signal, without a core of ours. */
-	(void)setrlimit(RLIMIT_CORE, &no_core);
-	signal(sig, SIG_DFL);
-	sigfillset(&all);
-	sigdelset(&all, sig);
-	sigprocmask(SIG_SETMASK, &all, NULL);
-	(void)raise(sig);
-	_exit(128 + sig);
-}

@@ -374,7 +374,8 @@ echo "exec: $a; cp: $b; ps sleep: $c; 1 GiB in nano: exit $mrc $(tail -1 <<<"$m"
 check rootless-key-cases $? "exec '$a' cp $b ps $c oom $mrc ls '$l' root's: $x/$y"
 
 # network all as the user: pasta runs in the sandbox's cgroup (its memory
-# is the sandbox's); a pasta killed from outside is noticed (network down)
+# is the sandbox's); a pasta killed from outside is restarted (a new pid,
+# running, in the sandbox's cgroup too: the supervisor kept its fd)
 echo "== rootless network all: pasta's cgroup, pasta killed"
 tun=$(stat -c %a /dev/net/tun 2>/dev/null)
 [ "$tun" = 666 ] || chmod 666 /dev/net/tun # as udev makes it
@@ -394,21 +395,23 @@ if [ -n "$id" ]; then
 	icg=$(cat /proc/"$init"/cgroup)
 	pcg=$(cat /proc/"$pasta"/cgroup)
 	kill -9 "$pasta"
-	for _ in $(seq 1 50); do
+	for _ in $(seq 1 100); do
 		read -r _ new state <<<"$(jq_net "$(cd / && as_user "$UH" inspect "$id")")"
-		[ "$state" = down ] && break
+		[ "$state" = running ] && [ "${new:-0}" != 0 ] && [ "$new" != "$pasta" ] && break
 		sleep 0.2
 	done
+	ncg=$(cat /proc/"$new"/cgroup 2>/dev/null)
 	out=$(cd / && as_user "$UH" exec "$id" -- cat /sys/fs/cgroup/memory.max 2>&1)
-	echo "init in $icg; pasta $pasta in $pcg; killed: network $state (pid $new); a command after: $out"
-	[ -n "$pcg" ] && [ "$pcg" = "$icg" ] && [ "$state" = down ] && [ "$new" = 0 ] && [ "$out" = 268435456 ] && ok=0
+	echo "init in $icg; pasta $pasta in $pcg; killed: network $state (pid $new in $ncg); a command after: $out"
+	[ -n "$pcg" ] && [ "$pcg" = "$icg" ] && [ "$state" = running ] && [ "$new" != "$pasta" ] &&
+		[ "$ncg" = "$icg" ] && [ "$out" = 268435456 ] && ok=0
 	as_user "$UH" rm "$id" >/dev/null
 else
 	echo "create failed: $(cat /tmp/rn.err)"
 fi
 [ "$tun" = 666 ] || chmod "$tun" /dev/net/tun
 [ -z "$dummy" ] || ip link del "$dummy"
-check rootless-pasta-in-sandbox-cgroup $ok "pasta in ${pcg:-?}, sandbox in ${icg:-?}, after a kill: network ${state:-?}"
+check rootless-pasta-in-sandbox-cgroup $ok "pasta in ${pcg:-?}, sandbox in ${icg:-?}, after a kill: network ${state:-?}, the new pasta in ${ncg:-?}"
 loginctl disable-linger "$U"
 rm -rf /tmp/hutch-v2bin
 

@@ -31,19 +31,12 @@
 #include "hostnet-internal.h"
 #include "netpolicy.h"
 
-static void close_fd(int *fd)
-{
-	if (*fd >= 0)
-		close(*fd);
-	*fd = -EBADF;
-}
-
 /* Forget the running or starting pasta (stopped and reaped by now). */
 static void forget(struct hutch_net_plan *plan)
 {
-	close_fd(&plan->helper_pidfd);
-	close_fd(&plan->helper_ready_fd);
-	close_fd(&plan->helper_err_fd);
+	hutch_close_many(&plan->helper_pidfd, 1);
+	hutch_close_many(&plan->helper_ready_fd, 1);
+	hutch_close_many(&plan->helper_err_fd, 1);
 	plan->helper_pid = 0;
 	plan->helper_deadline = 0;
 }
@@ -94,8 +87,8 @@ int hutch_net_plan_attach_helper(struct hutch_net_plan *plan, pid_t init_pid, in
 		                                 plan->helper_err_fd, err);
 	if (r < 0)
 		return hutch_err_prefix(err, "user-mode networking");
-	close_fd(&plan->helper_ready_fd);
-	close_fd(&plan->helper_err_fd);
+	hutch_close_many(&plan->helper_ready_fd, 1);
+	hutch_close_many(&plan->helper_err_fd, 1);
 	plan->helper_state = HUTCH_NET_HELPER_RUNNING;
 	return 0;
 }
@@ -191,8 +184,8 @@ static int started(struct hutch_net_plan *plan, double now, bool timeout, char *
 			return 0; /* not yet */
 	}
 	if (n > 0) {
-		close_fd(&plan->helper_ready_fd);
-		close_fd(&plan->helper_err_fd);
+		hutch_close_many(&plan->helper_ready_fd, 1);
+		hutch_close_many(&plan->helper_err_fd, 1);
 		plan->helper_deadline = 0;
 		plan->helper_state = HUTCH_NET_HELPER_RUNNING;
 		snprintf(msg, size, "network up: pasta restarted, pid %d", (int)pid);
@@ -252,7 +245,7 @@ void hutch_net_plan_helper_done(struct hutch_net_plan *plan)
 		return;
 	(void)hutch_net_usernet_stop(plan->helper_pid);
 	forget(plan);
-	close_fd(&plan->helper_userns_fd);
-	close_fd(&plan->helper_netns_fd);
-	close_fd(&plan->helper_cgroup_fd);
+	hutch_close_many(&plan->helper_userns_fd, 1);
+	hutch_close_many(&plan->helper_netns_fd, 1);
+	hutch_close_many(&plan->helper_cgroup_fd, 1);
 }

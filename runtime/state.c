@@ -636,6 +636,12 @@ int hutch_runtime_dir_check(const char *dir, struct hutch_err *err)
 	if (geteuid() == 0)
 		return 0;
 	r = hutch_mkdir_p_at(AT_FDCWD, dir, 0700);
+	if (r == -EACCES || r == -EPERM || r == -EROFS)
+		return hutch_err_set_errno(err, r,
+		                           "create runtime dir '%.200s' (a directory above it is "
+		                           "not yours to write: set HUTCH_RUNTIME_DIR or "
+		                           "XDG_RUNTIME_DIR to a directory of yours)",
+		                           dir);
 	if (r < 0 && r != -ENOTDIR)
 		return hutch_err_set_errno(err, r, "create runtime dir '%s'", dir);
 	if (lstat(dir, &st) < 0)

@@ -127,7 +127,8 @@ def test_non_root_needs_a_runtime_dir_of_its_own(verb):
     """Rootless (test_rootless.py has the rest): a runtime dir the user
     cannot make is said before anything else."""
     r = as_nobody(*verb)
-    check(r, NOT_CAPABLE, "create runtime dir '/nonexistent/rt'", "Permission denied")
+    check(r, NOT_CAPABLE, "create runtime dir '/nonexistent/rt'", "Permission denied",
+          "set HUTCH_RUNTIME_DIR or XDG_RUNTIME_DIR to a directory of yours")
     assert not os.path.exists("/nonexistent/rt")
 
 

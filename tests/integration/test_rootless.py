@@ -339,6 +339,7 @@ def test_two_users_cannot_touch_each_other(alice, bob):
     r = bob("ls", env={"HUTCH_RUNTIME_DIR": alice.user.rtdir})
     why = "Permission denied" if alice.user.session else "not yours alone"
     assert r.returncode == 69 and why in r.stderr.decode(), r.stderr
+    assert "directory of yours" in r.stderr.decode(), r.stderr
     r = bob("rm", "--all", env={"HUTCH_RUNTIME_DIR": alice.user.rtdir})
     assert r.returncode == 69
     # state, socket, signals: the kernel says no

@@ -219,7 +219,15 @@ static void fail(struct sup *s, int phase, const char *what, struct cmd *c)
 		         s->hooks.tail.data ? s->hooks.tail.data : "");
 	}
 	close_log(s);
-	if (f.timed_out)
+	if (s->state != SUP_RUNNING && s->end.reason && !strcmp(s->end.reason, "expired"))
+		hutch_err_set(&err, -ECANCELED,
+		              "the sandbox's TTL (%llu s) ran out during %s: give --ttl more "
+		              "seconds than the setup takes",
+		              (unsigned long long)s->cfg->ttl_seconds, f.step);
+	else if (s->state != SUP_RUNNING && s->end.reason)
+		hutch_err_set(&err, -ECANCELED, "the sandbox ended (%s) during %s", s->end.reason,
+		              f.step);
+	else if (f.timed_out)
 		hutch_err_set(&err, -ECANCELED, "%s timed out after %llu s", f.step,
 		              (unsigned long long)s->cfg->setup_script_timeout_seconds);
 	else if (f.exit_code >= 0)

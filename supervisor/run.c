@@ -137,9 +137,13 @@ static int setup_loop(struct sup *s)
 	s->ttl_fd = timerfd_create(CLOCK_BOOTTIME, TFD_CLOEXEC | TFD_NONBLOCK);
 	if (s->sigfd < 0 || s->ttl_fd < 0)
 		return -errno;
+	/* A TTL already past (a create slower than its TTL) fires at once; a
+	 * negative it_value is EINVAL, which ended such a sandbox as "crashed". */
 	its.it_value.tv_sec = s->expires_at - hutch_now_realtime();
-	if (its.it_value.tv_sec <= 0)
+	if (its.it_value.tv_sec <= 0) {
+		its.it_value.tv_sec = 0;
 		its.it_value.tv_nsec = 1;
+	}
 	if (timerfd_settime(s->ttl_fd, 0, &its, NULL) < 0)
 		return -errno;
 	hutch_watch_init(&s->w_signal, on_signal, s);

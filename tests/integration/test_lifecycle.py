@@ -382,6 +382,20 @@ def test_interrupted_create_leaves_no_sandbox(hutch, sig):
     assert cgroup_dirs_named(sid) == []
 
 
+def test_ttl_that_runs_out_during_setup_says_so(hutch):
+    """A TTL shorter than the setup ends the sandbox during on_create: the
+    error names the TTL and the fix, not "on_create was killed by signal
+    9" (the TTL's kill), and nothing of the sandbox is left."""
+    r = hutch("create", "--instance-type", "nano", "--ttl", "1", "--on-create", "sleep 60",
+              timeout=60)
+    err = r.stderr.decode()
+    assert r.returncode == 71, err
+    assert "the sandbox's TTL (1 s) ran out during on_create: give --ttl more seconds" in err, err
+    assert "signal" not in err, err
+    assert r.stdout == b""
+    assert wait_until(lambda: hutch.ids() == [] and not retired_dirs(hutch.rtdir), 20)
+
+
 def cmdlines_of(sid):
     """Command lines of host processes that name sid (its supervisor)."""
     found = []

@@ -436,6 +436,10 @@ double hutch_net_plan_helper_deadline(const struct hutch_net_plan *plan);
  */
 int hutch_net_plan_helper_event(struct hutch_net_plan *plan, double now, bool timeout, char *msg,
                                 size_t size);
+/* The sandbox was frozen (idle sleep, oci pause) and is thawed now: a
+ * starting pasta was frozen too, so its HUTCH_NET_HELPER_READY_S count
+ * from now. */
+void hutch_net_plan_helper_thawed(struct hutch_net_plan *plan, double now);
 /* The CA certificate (PEM) for the sandbox's trust store, or NULL. */
 const char *hutch_net_plan_ca_pem(const struct hutch_net_plan *plan);
 /* The listeners init sent (hostile: kinds and ports are checked, and

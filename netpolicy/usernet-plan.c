@@ -222,6 +222,12 @@ int hutch_net_plan_helper_event(struct hutch_net_plan *plan, double now, bool ti
 	return restart_or_down(plan, now, why, msg, size);
 }
 
+void hutch_net_plan_helper_thawed(struct hutch_net_plan *plan, double now)
+{
+	if (plan->helper_state == HUTCH_NET_HELPER_STARTING)
+		plan->helper_deadline = now + HUTCH_NET_HELPER_READY_S;
+}
+
 void hutch_net_plan_helper_status(const struct hutch_net_plan *plan, cJSON *o)
 {
 	static const char *const states[] = {

@@ -31,6 +31,7 @@
 #include "fdutil.h"
 #include "lifecycle.h"
 #include "log.h"
+#include "pasta.h"
 #include "proto.h"
 #include "supervisor.h"
 #include "syscalls.h"
@@ -581,6 +582,7 @@ static void exec_freeze(struct exec_conn *x, const char *body, size_t len)
 	s->idle.sleeping = false; /* what idle sleep froze is now thawed, or paused */
 	write_status(s, ct->paused ? "paused" : "running");
 	hutch_event(s, "container %s", ct->paused ? "paused" : "resumed");
+	hutch_sup_pasta_thawed(s);
 	(void)hutch_proto_send(x->fd, HUTCH_MSG_EXITED, 0, &done, sizeof(done), NULL, 0);
 	exec_conn_free(x);
 }

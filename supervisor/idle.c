@@ -14,6 +14,7 @@
 #include "events.h"
 #include "idle.h"
 #include "log.h"
+#include "pasta.h"
 #include "status.h"
 #include "supervisor.h"
 
@@ -109,4 +110,5 @@ void hutch_idle_wake(struct sup *s, double arrival_sec)
 	(void)hutch_sup_write_state(s, "running");
 	if (!s->idle.armed && s->state == SUP_RUNNING)
 		(void)arm(s, (int64_t)s->cfg->idle_timeout_seconds * 1000);
+	hutch_sup_pasta_thawed(s);
 }

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The supervisor's main loop (see supervisor.h): the sandbox-wide watches
- * (signals, TTL, init's pidfd, pasta's, the HTTP server, the egress proxy) and the
+ * (signals, TTL, init's pidfd, the HTTP server, the egress proxy; pasta's
+ * in pasta.c) and the
  * order of work in each turn. Commands are the engine's (cmd.c).
  */
 #include <arpa/inet.h>
@@ -23,6 +24,7 @@
 #include "lifecycle.h"
 #include "log.h"
 #include "netpolicy.h"
+#include "pasta.h"
 #include "ports.h"
 #include "run.h"
 #include "supervisor.h"
@@ -54,63 +56,6 @@ static void on_init_exit(struct hutch_watch *w, uint32_t events)
 
 	hutch_loop_del(&s->loop, w);
 	hutch_sup_init_died(s); /* without being asked to */
-}
-
-/* Watch what pasta's state asks for (usernet-plan.c): its pidfd while
- * it runs, its pid file pipe and deadline while a restart starts. */
-static void helper_rearm(struct sup *s)
-{
-	int fd = hutch_net_plan_helper_fd(&s->net.plan);
-	double dl = hutch_net_plan_helper_deadline(&s->net.plan);
-	struct itimerspec its = { 0 };
-	int r = 0;
-
-	hutch_loop_del(&s->loop, &s->net.w_helper);
-	if (fd >= 0)
-		r = hutch_loop_add(&s->loop, &s->net.w_helper, fd, EPOLLIN);
-	if (r >= 0 && s->net.helper_timer_fd >= 0) {
-		its.it_value.tv_sec = (time_t)dl;
-		its.it_value.tv_nsec = (long)((dl - (double)(time_t)dl) * 1e9);
-		if (timerfd_settime(s->net.helper_timer_fd, TFD_TIMER_ABSTIME, &its, NULL) < 0)
-			r = -errno;
-	}
-	if (r < 0)
-		hutch_log_errno(HUTCH_LOG_ERROR, r, "watch pasta");
-}
-
-/* pasta (rootless mode all) ended without being asked to, or a restarted
- * one is ready, failed or late (timeout): the events and the log say what
- * the plan made of it, /status shows it. */
-static void helper_event(struct sup *s, bool timeout)
-{
-	char msg[640];
-	int r;
-
-	if (s->state != SUP_RUNNING) {
-		hutch_loop_del(&s->loop, &s->net.w_helper);
-		return; /* the teardown stops and reaps it */
-	}
-	r = hutch_net_plan_helper_event(&s->net.plan, hutch_now_mono_sec(), timeout, msg,
-	                                sizeof(msg));
-	if (r < 0)
-		hutch_log(HUTCH_LOG_ERROR, "%s", msg);
-	if (r != 0)
-		hutch_event(s, "%s", msg);
-	helper_rearm(s);
-}
-
-static void on_helper(struct hutch_watch *w, uint32_t events)
-{
-	helper_event(w->ptr, false);
-}
-
-static void on_helper_timer(struct hutch_watch *w, uint32_t events)
-{
-	struct sup *s = w->ptr;
-	uint64_t ticks;
-
-	if (read(s->net.helper_timer_fd, &ticks, sizeof(ticks)) == (ssize_t)sizeof(ticks))
-		helper_event(s, true);
 }
 
 static void on_egress(struct hutch_watch *w, uint32_t events)
@@ -156,19 +101,8 @@ static int setup_loop(struct sup *s)
 	    (r = hutch_loop_add(&s->loop, &s->w_pidfd, s->pidfd, EPOLLIN)) < 0 ||
 	    (r = hutch_api_watch(s)) < 0 || (r = hutch_ports_watch(s, hutch_idle_wake)) < 0)
 		return r;
-	hutch_watch_init(&s->net.w_helper, on_helper, s);
-	hutch_watch_init(&s->net.w_helper_timer, on_helper_timer, s);
-	if (hutch_net_plan_helper_fd(&s->net.plan) >= 0) {
-		s->net.helper_timer_fd =
-		        timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
-		if (s->net.helper_timer_fd < 0)
-			return -errno;
-		if ((r = hutch_loop_add(&s->loop, &s->net.w_helper_timer, s->net.helper_timer_fd,
-		                        EPOLLIN)) < 0 ||
-		    (r = hutch_loop_add(&s->loop, &s->net.w_helper,
-		                        hutch_net_plan_helper_fd(&s->net.plan), EPOLLIN)) < 0)
-			return r;
-	}
+	if ((r = hutch_sup_pasta_watch(s)) < 0)
+		return r;
 	if (hutch_net_plan_fd(&s->net.plan) >= 0)
 		return hutch_loop_add(&s->loop, &s->net.w, hutch_net_plan_fd(&s->net.plan),
 		                      EPOLLIN);

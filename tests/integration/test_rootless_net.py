@@ -30,10 +30,10 @@ import time
 
 import pytest
 
-from conftest import proc_comm, wait_until
+from conftest import SLOWDOWN, proc_comm, wait_until
 from netfake import DNS, HOST_IP, PRIVATE, RESOLVER, WEB, WEB6, HostListener, sh
 from test_network import FAST, GRACE, assert_fast_failure, assert_logs_empty, probe, raw, resolve
-from test_rootless import User, UserHutch, _pids_of
+from test_rootless import SESSION, User, UserHutch, _pids_of
 
 TUN = "/dev/net/tun"
 NOT_CAPABLE = 69
@@ -353,6 +353,34 @@ def test_pasta_killed_is_restarted_and_the_network_works_again(uh, fakenet):
     assert sb.sh("echo still-here").strip() == "still-here"
     assert uh("rm", sb.id).returncode == 0
     assert wait_until(lambda: _gone(new), 5), proc_comm(new)
+
+
+@pytest.mark.skipif(not SESSION, reason="idle sleep for a user needs its cgroup, from its systemd "
+                    "user session on v2 (HUTCH_TEST_USER_SESSION=1, the pure-v2 VM's run)")
+def test_pasta_killed_while_asleep_is_restarted_at_the_wake(uh, fakenet):
+    """pasta killed while the sandbox sleeps (frozen): not restarted into
+    the frozen cgroup, where it could never get ready and would use up the
+    3 restarts and leave the network down for good; the wake restarts it."""
+    sb = uh.sandbox("--idle-timeout", str(round(2 * SLOWDOWN)))
+    old = _helper_pid(sb)
+    state = os.path.join(uh.user.rtdir, sb.id, "state.json")
+
+    def status():
+        with open(state) as f:
+            return json.load(f)["status"]
+    assert wait_until(lambda: status() == "sleeping", 30 * SLOWDOWN), status()
+    os.kill(old, signal.SIGKILL)
+    assert wait_until(lambda: "network: pasta ended while the sandbox is frozen; acted on when "
+                      "it thaws" in _events(uh, sb), 10 * SLOWDOWN), _events(uh, sb)
+    assert status() == "sleeping"  # hutch events did not wake it
+    assert "restarting it as pid" not in _events(uh, sb)
+    new = _restarted(sb, old)  # /status wakes it
+    net = _net(sb)
+    assert net["helper_restarts"] == 1 and net["helper_state"] == "running", net
+    ev = _events(uh, sb)
+    assert f"network down: pasta (pid {old}) killed by signal 9; restarting it as pid {new}" in ev, ev
+    assert f"network up: pasta restarted, pid {new}" in ev, ev
+    _fetch_ok(sb, fakenet)
 
 
 def test_pasta_restarts_are_limited(uh, fakenet):

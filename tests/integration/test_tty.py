@@ -36,6 +36,11 @@ class Term:
 
         def ctty():
             fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+            # A shell's foreground job: ^C and Ctrl-backslash act, even when this run
+            # inherited them ignored (a job started with & by a
+            # non-interactive sh, as a CI step can be).
+            signal.signal(signal.SIGINT, signal.SIG_DFL)
+            signal.signal(signal.SIGQUIT, signal.SIG_DFL)
         self.p = subprocess.Popen([HUTCH, *args], stdin=self.slave, stdout=self.slave,
                                   stderr=self.slave, env={**hutch.env, "TERM": "xterm"},
                                   start_new_session=True, preexec_fn=ctty, **as_user)

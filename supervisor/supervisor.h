@@ -117,7 +117,7 @@ struct sup {
 		struct hutch_watch w;
 		struct hutch_watch w_helper; /* pasta's pidfd or pid file pipe (run.c) */
 		struct hutch_watch w_helper_timer;
-		int helper_timer_fd; /* a restarted pasta's deadline */
+		int helper_timer_fd;  /* a restarted pasta's deadline */
 		bool helper_deferred; /* pasta's event waits for the thaw (run.c) */
 		/* A joined network namespace (pod.c), not wired here: the
 		 * pod's sandbox id, or the CNI's ("" for both: its own). */

@@ -57,6 +57,11 @@ int hutch_oci_parse_create(int argc, char **argv, struct hutch_oci_create_args *
 int hutch_oci_create(const struct hutch_oci_create_args *a, pid_t *ret_pid);
 int hutch_oci_start(const char *id);
 
+/* ---- list.c: list; checkpoint, restore, events refused ---- */
+
+int hutch_oci_cmd_list(int argc, char **argv);
+int hutch_oci_cmd_refused(int argc, char **argv);
+
 /* ---- control.c: kill, delete, features, run ---- */
 
 int hutch_oci_cmd_kill(int argc, char **argv);

@@ -424,7 +424,10 @@ static const char usage[] =
         "  pause ID / resume ID                  freeze / thaw the container's processes\n"
         "  update [-r FILE|-] [--memory N] [--cpu-quota N] [--cpu-period N] [--pids-limit N] ID\n"
         "                                        new limits, no higher than the instance type's\n"
+        "  list [-q] [--format table|json]       the containers under --root\n"
         "  features                              what this runtime supports (JSON)\n"
+        "  checkpoint, restore: refused (CRIU images hold the whole memory); events: not\n"
+        "    supported (read the container's cgroup)\n"
         "\n"
         "global options: --root DIR (default " HUTCH_OCI_DEFAULT_ROOT "), --log FILE,\n"
         "  --log-format text|json, --debug,\n"
@@ -498,6 +501,10 @@ int hutch_oci_main(int argc, char **argv)
 		{ "pause", hutch_oci_cmd_pause },
 		{ "resume", hutch_oci_cmd_resume },
 		{ "update", hutch_oci_cmd_update },
+		{ "list", hutch_oci_cmd_list },
+		{ "checkpoint", hutch_oci_cmd_refused },
+		{ "restore", hutch_oci_cmd_refused },
+		{ "events", hutch_oci_cmd_refused },
 	};
 	int i = parse_global(argc, argv);
 	const char *cmd;

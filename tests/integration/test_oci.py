@@ -802,6 +802,49 @@ def test_delete_force_and_kill_created(oci):
     assert not os.path.exists(os.path.join(oci.root, "k2"))
 
 
+def test_list(oci):
+    """list (runc's): every container under --root with the status state
+    reports, as a table, JSON or ids; an empty or missing --root lists
+    nothing."""
+    r = oci("list", "-q")
+    assert r.returncode == 0 and r.output == "", r.output
+    b = oci.bundle(["sleep", "100"])
+    assert oci("create", "--bundle", b, "l2").returncode == 0
+    assert oci("create", "--bundle", b, "l1").returncode == 0
+    assert oci("start", "l1").returncode == 0
+    r = oci("list", "-q")
+    assert r.returncode == 0 and r.output.split() == ["l1", "l2"], r.output
+    r = oci("list", "--format", "json")
+    assert r.returncode == 0, r.output
+    got = {c["id"]: c for c in json.loads(r.output)}
+    assert set(got) == {"l1", "l2"}
+    for cid, status in (("l1", "running"), ("l2", "created")):
+        st = oci.state(cid)
+        assert got[cid]["status"] == status == st["status"]
+        assert got[cid]["pid"] == st["pid"] and got[cid]["bundle"] == b
+        assert got[cid]["created"] == st["created"] and got[cid]["owner"] == "root"
+    r = oci("list")
+    lines = r.output.splitlines()
+    assert lines[0].split() == ["ID", "PID", "STATUS", "BUNDLE", "CREATED", "OWNER"], lines
+    assert [ln.split()[:3] for ln in lines[1:]] == [
+        ["l1", str(got["l1"]["pid"]), "running"], ["l2", str(got["l2"]["pid"]), "created"]]
+    for cid in ("l1", "l2"):
+        assert oci("delete", "--force", cid).returncode == 0
+    assert oci("list", "-q").output == ""
+
+
+@pytest.mark.parametrize("args,msg", [
+    (["list", "--format", "yaml"], "--format 'yaml': table or json"),
+    (["list", "--all"], "unknown option '--all'"),
+    (["checkpoint", "c"], "checkpoint: refused on purpose"),
+    (["restore", "c"], "restore: refused on purpose"),
+    (["events", "--stats", "c"], "events: not supported by hutch"),
+])
+def test_list_errors_and_refused_commands(oci, args, msg):
+    r = oci(*args)
+    assert r.returncode == 1 and msg in r.output, r.output
+
+
 def test_cli_errors(oci, tmp_path):
     b = oci.bundle(["true"])
     assert oci("create", "--bundle", b, "../x").returncode == 1

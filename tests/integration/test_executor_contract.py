@@ -27,7 +27,7 @@ import uuid
 
 import pytest
 
-from conftest import Hutch, api
+from conftest import Hutch, api, wait_until
 
 UUID_RE = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$")
 
@@ -406,9 +406,13 @@ def test_process_lifecycle(ex):
 
 def test_kill_process_kills_the_tree(ex):
     a = start(ex, "sleep 300 & sleep 301 & wait")
-    time.sleep(0.3)
+
+    def sleeps(rx="sleep 30[01]"):  # unanchored: the shell's command line too
+        return native_run(ex, f"pgrep -f '{rx}' || true")["stdout"].split()
+    assert wait_until(lambda: len(sleeps("^sleep 30[01]$")) == 2), sleeps()
     assert jcall(ex, "POST", "/kill_process", {"id": a})[0] == 200
-    assert native_run(ex, "pgrep -f 'sleep 30[01]' || true")["stdout"] == ""
+    # SIGKILL is sent when the answer comes; the tree is gone just after
+    assert wait_until(lambda: sleeps() == [], 10), sleeps()
 
 
 def test_process_errors(ex):

@@ -374,7 +374,9 @@ def test_pasta_killed_while_asleep_is_restarted_at_the_wake(uh, fakenet):
                       "it thaws" in _events(uh, sb), 10 * SLOWDOWN), _events(uh, sb)
     assert status() == "sleeping"  # hutch events did not wake it
     assert "restarting it as pid" not in _events(uh, sb)
-    new = _restarted(sb, old)  # /status wakes it
+    # a command wakes it (/status and hutch events do not)
+    assert sb.sh("echo awake").strip() == "awake"
+    new = _restarted(sb, old)
     net = _net(sb)
     assert net["helper_restarts"] == 1 and net["helper_state"] == "running", net
     ev = _events(uh, sb)

@@ -537,10 +537,11 @@ static int parse_update(int argc, char **argv, struct hutch_limits *want, const 
 		if (c == 'r' && read_resources(optarg, &spec, &err) < 0)
 			return hutch_oci_fail("update: %s", err.msg);
 		if (c == 'r') {
-			want->memory_bytes = spec.memory_limit;
-			want->pids_max = spec.pids_limit;
-			quota = spec.cpu_quota;
-			period = spec.cpu_period ? spec.cpu_period : period;
+			want->memory_bytes = spec.resources.memory_limit;
+			want->pids_max = spec.resources.pids_limit;
+			want->res = spec.resources.res;
+			quota = spec.resources.cpu_quota;
+			period = spec.resources.cpu_period ? spec.resources.cpu_period : period;
 		} else if (c == 'm' && !(want->memory_bytes = parse_size(optarg))) {
 			return hutch_oci_fail("update: --memory '%s': bytes, or N[kmg]", optarg);
 		} else if ((c == 'q' || c == 'p' || c == 'P') &&

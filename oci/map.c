@@ -155,10 +155,12 @@ int hutch_oci_map(const struct hutch_oci_spec *spec, const char *bundle, struct 
 		                     sizeof(ct->hostname) - 1);
 	if (spec->hostname)
 		snprintf(ct->hostname, sizeof(ct->hostname), "%s", spec->hostname);
-	ct->limits.memory_bytes = spec->memory_limit;
-	ct->limits.pids_max = spec->pids_limit;
-	if (spec->cpu_quota && spec->cpu_period) {
-		ct->limits.cpu_millis = spec->cpu_quota * 1000 / spec->cpu_period;
+	ct->limits.memory_bytes = spec->resources.memory_limit;
+	ct->limits.pids_max = spec->resources.pids_limit;
+	ct->limits.res = spec->resources.res;
+	if (spec->resources.cpu_quota && spec->resources.cpu_period) {
+		ct->limits.cpu_millis =
+		        spec->resources.cpu_quota * 1000 / spec->resources.cpu_period;
 		if (ct->limits.cpu_millis == 0)
 			ct->limits.cpu_millis = 1;
 	}

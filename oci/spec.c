@@ -358,37 +358,6 @@ static int parse_namespaces(const cJSON *arr, struct hutch_oci_spec *s, struct h
 	return 0;
 }
 
-static int parse_resources(const cJSON *res, struct hutch_oci_spec *s, struct hutch_err *err)
-{
-	const cJSON *mem = hutch_oci_json_item(res, "memory"),
-	            *cpu = hutch_oci_json_item(res, "cpu"),
-	            *pids = hutch_oci_json_item(res, "pids");
-	const cJSON *lim = hutch_oci_json_item(mem, "limit"),
-	            *quota = hutch_oci_json_item(cpu, "quota"),
-	            *plim = hutch_oci_json_item(pids, "limit");
-	int r;
-
-	/* -1 is "unlimited" in the spec: hutch's own limit stays. */
-	if (cJSON_IsNumber(lim) && lim->valuedouble < 0)
-		lim = NULL;
-	if (cJSON_IsNumber(quota) && quota->valuedouble < 0)
-		quota = NULL;
-	if (cJSON_IsNumber(plim) && plim->valuedouble <= 0)
-		plim = NULL;
-	if ((lim && (r = hutch_oci_json_u64(mem, "limit", "linux.resources.memory.limit",
-	                                    1ull << 50, &s->memory_limit, err)) < 0) ||
-	    (quota && (r = hutch_oci_json_u64(cpu, "quota", "linux.resources.cpu.quota", 1ull << 40,
-	                                      &s->cpu_quota, err)) < 0) ||
-	    (r = hutch_oci_json_u64(cpu, "period", "linux.resources.cpu.period", 1000000,
-	                            &s->cpu_period, err)) < 0 ||
-	    (plim && (r = hutch_oci_json_u64(pids, "limit", "linux.resources.pids.limit",
-	                                     1ull << 32, &s->pids_limit, err)) < 0))
-		return r;
-	if (s->cpu_quota && !s->cpu_period)
-		s->cpu_period = 100000;
-	return 0;
-}
-
 /*
  * linux.sysctl: only keys that belong to the container's own network or
  * ipc namespace (what runc calls namespaced), so that a value changes
@@ -563,7 +532,7 @@ static int parse_linux(const cJSON *lx, struct hutch_oci_spec *s, struct hutch_e
 	    (r = parse_paths(lx, "maskedPaths", &s->masked_paths, &s->nmasked, err)) < 0 ||
 	    (r = parse_paths(lx, "readonlyPaths", &s->readonly_paths, &s->nreadonly, err)) < 0)
 		return r;
-	return parse_resources(hutch_oci_json_item(lx, "resources"), s, err);
+	return hutch_oci_parse_resources(hutch_oci_json_item(lx, "resources"), &s->resources, err);
 }
 
 static int parse_annotations(const cJSON *a, struct hutch_oci_spec *s, struct hutch_err *err)

@@ -20,6 +20,7 @@
 #include "json.h"
 #include "spec-hooks.h"
 #include "spec-mount.h"
+#include "spec-resources.h"
 #include "spec-seccomp.h"
 
 #define HUTCH_OCI_CONFIG_MAX  (1u << 20) /* config.json bytes */
@@ -74,8 +75,7 @@ struct hutch_oci_spec {
 	char *cgroups_path; /* linux.cgroupsPath as given, or NULL (hutch_oci_cgroups_path) */
 	struct hutch_oci_mount mounts[HUTCH_OCI_MAX_MOUNTS];
 	size_t nmounts;
-	/* linux.resources; 0 = not given */
-	uint64_t memory_limit, cpu_quota, cpu_period, pids_limit;
+	struct hutch_oci_resources resources; /* linux.resources */
 	/* The run.hutch.* annotations, or NULL. */
 	char *network, *ttl_seconds, *instance_type;
 	char *annotations;                /* the annotations object as JSON text, or NULL */

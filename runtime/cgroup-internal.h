@@ -55,7 +55,31 @@ enum {
 	CG_CTRL_MEMORY = 1u << 1,
 	CG_CTRL_PIDS = 1u << 2,
 	CG_CTRL_FREEZER = 1u << 3,
+	/* Only when a container's resources ask (HUTCH_CGROUP_EXTRA_* << 4). */
+	CG_CTRL_CPUSET = 1u << 4,
+	CG_CTRL_BLKIO = 1u << 5,
+	CG_CTRL_HUGETLB = 1u << 6,
+	CG_CTRL_NET_CLS = 1u << 7,
+	CG_CTRL_NET_PRIO = 1u << 8,
 };
+#define CG_CTRL_EXTRA_SHIFT 4
+
+/* cgroup-res.c: the rest of a container's linux.resources, written into
+ * the directory fd of dir holding ctrls (v1: CG_CTRL_*), or the unified
+ * directory (v2). lim: the limits as lowered (reservations and unified
+ * values are lowered to them). Errors name the linux.resources field. */
+int hutch_cgroup_res_write_v1(int fd, const char *dir, unsigned int ctrls,
+                              const struct hutch_limits *lim, struct hutch_err *err);
+int hutch_cgroup_res_write_v2(int fd, const char *dir, const struct hutch_limits *lim,
+                              struct hutch_err *err);
+/* v1 cpuset: a new directory's cpuset.cpus and cpuset.mems are empty (no
+ * task may join) unless copied from its parent: fill dir and each of its
+ * parents up to the first one that has them, top down. */
+int hutch_cgroup_cpuset_inherit(const char *dir, struct hutch_err *err);
+/* v1: what res asks that cg cannot hold (unified keys; a controller whose
+ * directory cg lacks, as an oci update may ask) is an error naming it. */
+int hutch_cgroup_res_check_v1(const struct hutch_cgroup *cg, const struct hutch_resources *res,
+                              struct hutch_err *err);
 
 struct hutch_cgroup {
 	const struct cgroup_ops *ops;

@@ -92,7 +92,7 @@ static int write_limits(int fd, const char *dir, unsigned int ctrls, const struc
 		if (r < 0)
 			return r;
 	}
-	return 0;
+	return hutch_cgroup_res_write_v1(fd, dir, ctrls, lim, err);
 }
 
 /* mkdir dir (must not exist) and return an fd on it. */
@@ -107,6 +107,9 @@ static int v1_create(struct hutch_cgroup *cg, const struct hutch_limits *lim, st
 		return hutch_err_set(err, -EINVAL,
 		                     "cpu limit of %llu millis is below the minimum of 10",
 		                     (unsigned long long)lim->cpu_millis);
+	r = hutch_cgroup_res_check_v1(cg, &lim->res, err);
+	if (r < 0)
+		return r;
 	for (; made < cg->n_dirs; made++) {
 		_cleanup_close_ int fd = hutch_cgroup_make_dir(cg->dirs[made], NULL, err);
 
@@ -114,7 +117,12 @@ static int v1_create(struct hutch_cgroup *cg, const struct hutch_limits *lim, st
 			r = fd;
 			break;
 		}
-		r = write_limits(fd, cg->dirs[made], cg->ctrls[made], lim, err);
+		/* Its parents (a cgroupsPath's, made empty) and itself. */
+		r = (cg->ctrls[made] & CG_CTRL_CPUSET)
+		            ? hutch_cgroup_cpuset_inherit(cg->dirs[made], err)
+		            : 0;
+		if (r >= 0)
+			r = write_limits(fd, cg->dirs[made], cg->ctrls[made], lim, err);
 		if (r >= 0 && (cg->ctrls[made] & CG_CTRL_FREEZER) &&
 		    mkdirat(fd, HUTCH_CGROUP_CMDS, 0755) < 0 && errno != EEXIST)
 			r = hutch_err_set_errno(err, -errno, "create cgroup '%s/%s'",
@@ -306,6 +314,10 @@ static int v1_remove_dir(const char *dir, struct hutch_err *err)
 
 static int v1_update(struct hutch_cgroup *cg, const struct hutch_limits *lim, struct hutch_err *err)
 {
+	int r0 = hutch_cgroup_res_check_v1(cg, &lim->res, err);
+
+	if (r0 < 0)
+		return r0;
 	for (size_t i = 0; i < cg->n_dirs; i++) {
 		_cleanup_close_ int fd = hutch_cgroup_open_dir(cg->dirs[i]);
 		int r;

@@ -71,7 +71,7 @@ static int write_limits(int fd, const char *dir, const struct hutch_limits *lim,
 	     * survives and reports it); 0 is the default, say it anyway. */
 	    (r = knob_opt(fd, dir, "memory.oom.group", "0", err)) < 0)
 		return r;
-	return 0;
+	return hutch_cgroup_res_write_v2(fd, dir, lim, err);
 }
 
 static int v2_create(struct hutch_cgroup *cg, const struct hutch_limits *lim, struct hutch_err *err)

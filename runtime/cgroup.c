@@ -281,25 +281,43 @@ static int add_dir(struct hutch_cgroup *cg, const char *parent, const char *leaf
 }
 
 /* The freezer comes first: destroying it first thaws and kills everything,
- * so the other hierarchies are empty by the time we reach them. */
+ * so the other hierarchies are empty by the time we reach them. Those with
+ * a field only when a container's resources ask (the field names it). */
 static const struct {
 	const char *name;
 	unsigned int bit;
 	bool required;
+	const char *field;
 } v1_ctrls[] = {
-	{ "freezer", CG_CTRL_FREEZER, false },
-	{ "cpu", CG_CTRL_CPU, true },
-	{ "memory", CG_CTRL_MEMORY, true },
-	{ "pids", CG_CTRL_PIDS, true },
+	{ "freezer", CG_CTRL_FREEZER, false, NULL },
+	{ "cpu", CG_CTRL_CPU, true, NULL },
+	{ "memory", CG_CTRL_MEMORY, true, NULL },
+	{ "pids", CG_CTRL_PIDS, true, NULL },
+	{ "cpuset", CG_CTRL_CPUSET, false, "linux.resources.cpu.cpus/mems" },
+	{ "blkio", CG_CTRL_BLKIO, false, "linux.resources.blockIO" },
+	{ "hugetlb", CG_CTRL_HUGETLB, false, "linux.resources.hugepageLimits" },
+	{ "net_cls", CG_CTRL_NET_CLS, false, "linux.resources.network.classID" },
+	{ "net_prio", CG_CTRL_NET_PRIO, false, "linux.resources.network.priorities" },
 };
 
 static int setup_v1(struct hutch_cgroup *cg, const struct cg_text *t, const char *name,
-                    struct hutch_err *err)
+                    unsigned int extra, struct hutch_err *err)
 {
 	for (size_t i = 0; i < ELEMENTSOF(v1_ctrls); i++) {
+		const char *c = v1_ctrls[i].name, *field = v1_ctrls[i].field;
 		char dir[4096];
-		int r = own_dir(t, v1_ctrls[i].name, dir, sizeof(dir), err);
+		int r;
 
+		if (field && !((extra << CG_CTRL_EXTRA_SHIFT) & v1_ctrls[i].bit))
+			continue;
+		r = own_dir(t, c, dir, sizeof(dir), err);
+		if (r == -ENOENT && field)
+			return hutch_err_set(err, -EOPNOTSUPP,
+			                     "%s: this host has no cgroup v1 %s hierarchy mounted "
+			                     "under '" CG_ROOT
+			                     "' (mount -t cgroup -o %s %s " CG_ROOT
+			                     "/%s), or drop the field",
+			                     field, c, c, c, c);
 		if (r == -ENOENT && !v1_ctrls[i].required)
 			continue;
 		if (r < 0)
@@ -408,6 +426,12 @@ int hutch_cgroup_new(const char *name, struct hutch_cgroup **ret, struct hutch_e
 int hutch_cgroup_new_at(const char *id, const char *path, struct hutch_cgroup **ret,
                         struct hutch_err *err)
 {
+	return hutch_cgroup_new_for(id, path, NULL, ret, err);
+}
+
+int hutch_cgroup_new_for(const char *id, const char *path, const struct hutch_resources *res,
+                         struct hutch_cgroup **ret, struct hutch_err *err)
+{
 	struct hutch_cgroup *cg = NULL;
 	char name[HUTCH_CGROUP_PATH_MAX + 16];
 	struct cg_text t;
@@ -435,7 +459,7 @@ int hutch_cgroup_new_at(const char *id, const char *path, struct hutch_cgroup **
 			/* tmpfs with v1 hierarchies, perhaps plus a v2 tree at
 			 * "unified" that we ignore: it has no controllers. */
 			cg->ops = &hutch_cgroup_v1_ops;
-			r = setup_v1(cg, &t, name, err);
+			r = setup_v1(cg, &t, name, res ? hutch_resources_extra(res) : 0, err);
 		}
 	}
 	cg_text_done(&t);

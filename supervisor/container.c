@@ -46,6 +46,11 @@ const char *hutch_container_cgroup_path(const struct sup *s)
 	return s->container && s->container->cgroup_path[0] ? s->container->cgroup_path : NULL;
 }
 
+const struct hutch_resources *hutch_container_resources(const struct sup *s)
+{
+	return s->container ? &s->container->limits.res : NULL;
+}
+
 int hutch_container_take_stdio(struct sup *s)
 {
 	struct hutch_container *ct = s->container;
@@ -141,6 +146,9 @@ static void lower(const struct hutch_limits *c, struct hutch_limits *lim)
 		lim->memory_bytes = c->memory_bytes;
 	if (c->pids_max && c->pids_max < lim->pids_max)
 		lim->pids_max = c->pids_max;
+	/* The rest goes as asked: the writers lower what is a limit of
+	 * hutch's (reservation, unified keys) to these (cgroup-res.c). */
+	lim->res = c->res;
 }
 
 int hutch_container_prepare(struct sup *s, struct hutch_limits *lim, struct hutch_err *err)
@@ -611,6 +619,7 @@ static void exec_update(struct exec_conn *x, const char *body, size_t len)
 	next.cpu_millis = want.cpu_millis ? want.cpu_millis : next.cpu_millis;
 	next.memory_bytes = want.memory_bytes ? want.memory_bytes : next.memory_bytes;
 	next.pids_max = want.pids_max ? want.pids_max : next.pids_max;
+	hutch_resources_merge(&next.res, &want.res);
 	lower(&next, &lim);
 	if (hutch_cgroup_update(s->cg, &lim, &err) < 0) {
 		exec_fail(x, err.code, err.msg);

@@ -204,7 +204,8 @@ static int place_cgroup(struct sup *s, struct hutch_err *err)
 	    hutch_cgroup_systemd_address(s->scope_bus, sizeof(s->scope_bus)) == 0)
 		return 0;
 	s->scope_bus[0] = '\0';
-	r = hutch_cgroup_new_at(s->id, hutch_container_cgroup_path(s), &s->cg, err);
+	r = hutch_cgroup_new_for(s->id, hutch_container_cgroup_path(s),
+	                         hutch_container_resources(s), &s->cg, err);
 	if (r < 0 && s->idmap.rootless) {
 		char why[sizeof(err->msg)];
 

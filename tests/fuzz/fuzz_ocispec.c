@@ -14,6 +14,27 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
+/* linux.resources: every list within its bound, every string
+ * terminated, no unified key that is a path or another controller's. */
+static void check_resources(const struct hutch_resources *r)
+{
+	for (size_t l = 0; l < HUTCH_RES_DEV_LISTS; l++)
+		if (r->ndev[l] > HUTCH_RES_MAX_DEVICES)
+			abort();
+	if (r->nhugepages > HUTCH_RES_MAX_HUGEPAGES || r->nprios > HUTCH_RES_MAX_PRIOS ||
+	    r->nunified > HUTCH_RES_MAX_UNIFIED || !memchr(r->cpus, 0, sizeof(r->cpus)) ||
+	    !memchr(r->mems, 0, sizeof(r->mems)) || r->swappiness > 100 || r->cpu_shares > 262144 ||
+	    (r->blkio_weight && r->blkio_weight < 10))
+		abort();
+	for (size_t i = 0; i < r->nunified; i++)
+		if (strchr(r->unified[i].key, '/') || strstr(r->unified[i].key, "..") ||
+		    !strncmp(r->unified[i].key, "cgroup.", 7) || strchr(r->unified[i].value, '\n'))
+			abort();
+	for (size_t i = 0; i < r->nprios; i++)
+		if (!r->prios[i].name[0] || strchr(r->prios[i].name, '/'))
+			abort();
+}
+
 static void check_ok(const struct hutch_oci_spec *s)
 {
 	if (!s->root_path || !s->args || s->nargs == 0 || !s->args[0] || s->args[s->nargs] ||
@@ -34,6 +55,7 @@ static void check_ok(const struct hutch_oci_spec *s)
 	for (size_t i = 0; i < s->nrlimits; i++)
 		if (s->rlimits[i].soft > s->rlimits[i].hard)
 			abort();
+	check_resources(&s->resources.res);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -10,6 +10,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -270,6 +271,105 @@ static void test_name_and_pids(void **state)
 	assert_int_equal(hutch_cgroup_parse_pids("", pids, 4), 0);
 }
 
+/* cpu.shares -> cpu.weight as runc and crun convert it (v2 only: pure). */
+static void test_shares_to_weight(void **state)
+{
+	(void)state;
+	assert_int_equal(hutch_cgroup_shares_to_weight(2), 1);
+	assert_int_equal(hutch_cgroup_shares_to_weight(1024), 39);
+	assert_int_equal(hutch_cgroup_shares_to_weight(512), 20);
+	assert_int_equal(hutch_cgroup_shares_to_weight(262144), 10000);
+	/* Outside the kernel's range: clamped, as the kernel clamps v1. */
+	assert_int_equal(hutch_cgroup_shares_to_weight(0), 1);
+	assert_int_equal(hutch_cgroup_shares_to_weight(1u << 30), 10000);
+}
+
+static int unified(const char *key, const char *value, const struct hutch_limits *lim, char *ret)
+{
+	const char *why = NULL;
+	int r = hutch_cgroup_unified_check(key, value, lim, ret, 256, &why);
+
+	if (r < 0)
+		assert_non_null(why);
+	return r;
+}
+
+/* linux.resources.unified: only knobs of allowed controllers, never a
+ * path, and hutch's limits lowered, never raised. */
+static void test_unified_check(void **state)
+{
+	struct hutch_limits lim = { .cpu_millis = 500, .memory_bytes = 1u << 30, .pids_max = 100 };
+	char v[256];
+
+	(void)state;
+	assert_int_equal(unified("memory.max", "max", &lim, v), 0);
+	assert_string_equal(v, "1073741824");
+	assert_int_equal(unified("memory.high", "99999999999", &lim, v), 0);
+	assert_string_equal(v, "1073741824");
+	assert_int_equal(unified("memory.high", "4096", &lim, v), 0);
+	assert_string_equal(v, "4096");
+	assert_int_equal(unified("memory.low", "max", &lim, v), 0);
+	assert_string_equal(v, "1073741824");
+	assert_int_equal(unified("memory.swap.max", "max", &lim, v), 0);
+	assert_string_equal(v, "0");
+	assert_int_equal(unified("pids.max", "max", &lim, v), 0);
+	assert_string_equal(v, "100");
+	assert_int_equal(unified("pids.max", "7", &lim, v), 0);
+	assert_string_equal(v, "7");
+	assert_int_equal(unified("cpu.max", "max 100000", &lim, v), 0);
+	assert_string_equal(v, "50000 100000");
+	assert_int_equal(unified("cpu.max", "200000 100000", &lim, v), 0);
+	assert_string_equal(v, "50000 100000");
+	assert_int_equal(unified("cpu.max", "10000", &lim, v), 0);
+	assert_string_equal(v, "10000 100000");
+	assert_int_equal(unified("cpu.weight", "300", &lim, v), 0);
+	assert_string_equal(v, "300");
+	assert_int_equal(unified("io.max", "8:0 rbps=1048576", &lim, v), 0);
+	/* Refused: other controllers, hutch's own knobs, paths, bad values. */
+	assert_int_equal(unified("cgroup.procs", "1", &lim, v), -EPERM);
+	assert_int_equal(unified("cgroup.subtree_control", "+cpu", &lim, v), -EPERM);
+	assert_int_equal(unified("rdma.max", "x", &lim, v), -EPERM);
+	assert_int_equal(unified("memory.oom.group", "1", &lim, v), -EPERM);
+	assert_int_equal(unified("../memory.max", "1", &lim, v), -EINVAL);
+	assert_int_equal(unified("memory/../../x", "1", &lim, v), -EINVAL);
+	assert_int_equal(unified("memory..max", "1", &lim, v), -EINVAL);
+	assert_int_equal(unified("", "1", &lim, v), -EINVAL);
+	assert_int_equal(unified("Memory.max", "1", &lim, v), -EINVAL);
+	assert_int_equal(unified("memory.max", "1\n", &lim, v), -EINVAL);
+	assert_int_equal(unified("memory.max", "lots", &lim, v), -EINVAL);
+	assert_int_equal(unified("memory.max", "-1", &lim, v), -EINVAL);
+	assert_int_equal(unified("cpu.max", "max 100000 9", &lim, v), -EINVAL);
+	assert_int_equal(unified("cpu.max", "500 100000", &lim, v), -EINVAL);
+	assert_int_equal(unified("cpu.max", "50000 10", &lim, v), -EINVAL);
+}
+
+/* oci update: a given field replaces, an absent one stays; the extra v1
+ * controllers follow what is given. */
+static void test_resources_merge(void **state)
+{
+	struct hutch_resources a = { 0 }, b = { 0 };
+
+	(void)state;
+	a.cpu_shares = 512;
+	snprintf(a.cpus, sizeof(a.cpus), "0");
+	assert_int_equal(hutch_resources_extra(&a), HUTCH_CGROUP_EXTRA_CPUSET);
+	b.given = HUTCH_RES_SWAPPINESS;
+	b.swappiness = 0;
+	b.ndev[HUTCH_RES_READ_BPS] = 1;
+	b.dev[HUTCH_RES_READ_BPS][0] = (struct hutch_res_dev){ .major = 8, .value = 1 };
+	hutch_resources_merge(&a, &b);
+	assert_int_equal(a.cpu_shares, 512);
+	assert_string_equal(a.cpus, "0");
+	assert_true(a.given & HUTCH_RES_SWAPPINESS);
+	assert_int_equal(a.ndev[HUTCH_RES_READ_BPS], 1);
+	assert_int_equal(hutch_resources_extra(&a),
+	                 HUTCH_CGROUP_EXTRA_CPUSET | HUTCH_CGROUP_EXTRA_BLKIO);
+	memset(&b, 0, sizeof(b));
+	b.given = HUTCH_RES_HUGEPAGES | HUTCH_RES_CLASSID;
+	assert_int_equal(hutch_resources_extra(&b),
+	                 HUTCH_CGROUP_EXTRA_HUGETLB | HUTCH_CGROUP_EXTRA_NET_CLS);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -282,6 +382,9 @@ int main(void)
 		cmocka_unit_test(test_fmt),
 		cmocka_unit_test(test_removable),
 		cmocka_unit_test(test_name_and_pids),
+		cmocka_unit_test(test_shares_to_weight),
+		cmocka_unit_test(test_unified_check),
+		cmocka_unit_test(test_resources_merge),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -558,8 +558,11 @@ static int parse_update(int argc, char **argv, struct hutch_limits *want, const 
 			        argv[optind - 1]);
 		}
 	}
-	if (quota)
+	if (quota) {
 		want->cpu_millis = quota * 1000 / period ? quota * 1000 / period : 1;
+		want->res.cpu_quota = quota; /* at its own period, as at create */
+		want->res.cpu_period = period;
+	}
 	if (optind != argc - 1)
 		return hutch_oci_fail("usage: update [-r FILE|-] [--memory N] [--cpu-quota N] "
 		                      "[--cpu-period N] [--pids-limit N] CONTAINER-ID");

@@ -88,6 +88,10 @@ static int parse_cpu(const cJSON *cpu, struct hutch_oci_resources *ret, struct h
 		return r;
 	if (ret->cpu_quota && !ret->cpu_period)
 		ret->cpu_period = 100000;
+	if (ret->cpu_quota) { /* the period kept as asked, not 100 ms */
+		ret->res.cpu_quota = ret->cpu_quota;
+		ret->res.cpu_period = ret->cpu_period;
+	}
 	return 0;
 }
 

@@ -148,6 +148,11 @@ bool hutch_cgroup_list_has(const char *have, const char *want);
 int hutch_cgroup_fmt_cpu_v1(uint64_t cpu_millis, char *quota, size_t size);
 int hutch_cgroup_fmt_cpu_v2(uint64_t cpu_millis, char *cpu_max, size_t size);
 void hutch_cgroup_fmt_limit(uint64_t value, bool v2, char *buf, size_t size);
+/* A container's cpu quota and period (res->cpu_quota at res->cpu_period)
+ * into quota and period (each size bytes); without a period both are left
+ * as they are. -EINVAL: a quota below the kernel's minimum. */
+int hutch_cgroup_fmt_cpu_period(const struct hutch_resources *res, char *quota, char *period,
+                                size_t size);
 
 /* The gc guard: absolute, under /sys/fs/cgroup/, no "." / ".." component,
  * no "//", last component starting "hutch-". */

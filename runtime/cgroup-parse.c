@@ -308,6 +308,18 @@ int hutch_cgroup_fmt_cpu_v2(uint64_t cpu_millis, char *cpu_max, size_t size)
 	return 0;
 }
 
+int hutch_cgroup_fmt_cpu_period(const struct hutch_resources *res, char *quota, char *period,
+                                size_t size)
+{
+	if (!res->cpu_period || !res->cpu_quota)
+		return 0;
+	if (res->cpu_quota < CG_QUOTA_MIN_US)
+		return -EINVAL;
+	snprintf(quota, size, "%" PRIu64, res->cpu_quota);
+	snprintf(period, size, "%" PRIu64, res->cpu_period);
+	return 0;
+}
+
 void hutch_cgroup_fmt_limit(uint64_t value, bool v2, char *buf, size_t size)
 {
 	if (value == 0)
@@ -382,6 +394,10 @@ void hutch_resources_merge(struct hutch_resources *dst, const struct hutch_resou
 	dst->given |= upd->given;
 	if (upd->cpu_shares)
 		dst->cpu_shares = upd->cpu_shares;
+	if (upd->cpu_period) {
+		dst->cpu_quota = upd->cpu_quota;
+		dst->cpu_period = upd->cpu_period;
+	}
 	if (upd->cpus[0])
 		memcpy(dst->cpus, upd->cpus, sizeof(dst->cpus));
 	if (upd->mems[0])

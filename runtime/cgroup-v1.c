@@ -36,11 +36,18 @@ static int write_cpu(int fd, const char *dir, const struct hutch_limits *lim, st
 	char quota[32];
 	int r;
 
+	char period[32] = "100000";
+
 	r = hutch_cgroup_fmt_cpu_v1(lim->cpu_millis, quota, sizeof(quota));
 	if (r < 0)
 		return hutch_err_set(err, r, "cpu limit of %llu millis is below the minimum of 10",
 		                     (unsigned long long)lim->cpu_millis);
-	r = knob(fd, dir, "cpu.cfs_period_us", "100000", err);
+	/* A container's quota at its own period (lowered by the caller). */
+	r = hutch_cgroup_fmt_cpu_period(&lim->res, quota, period, sizeof(quota));
+	if (r < 0)
+		return hutch_err_set(err, r, "linux.resources.cpu.quota: below the minimum of %llu",
+		                     CG_QUOTA_MIN_US);
+	r = knob(fd, dir, "cpu.cfs_period_us", period, err);
 	if (r < 0)
 		return r;
 	return knob(fd, dir, "cpu.cfs_quota_us", quota, err);

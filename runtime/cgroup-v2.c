@@ -60,6 +60,16 @@ static int write_limits(int fd, const char *dir, const struct hutch_limits *lim,
 	if (r < 0)
 		return hutch_err_set(err, r, "cpu limit of %llu millis is below the minimum of 10",
 		                     (unsigned long long)lim->cpu_millis);
+	if (lim->res.cpu_period) { /* a container's quota at its own period */
+		char q[32], p[32];
+
+		r = hutch_cgroup_fmt_cpu_period(&lim->res, q, p, sizeof(q));
+		if (r < 0)
+			return hutch_err_set(err, r,
+			                     "linux.resources.cpu.quota: below the minimum of %llu",
+			                     CG_QUOTA_MIN_US);
+		snprintf(cpu, sizeof(cpu), "%s %s", q, p);
+	}
 	hutch_cgroup_fmt_limit(lim->memory_bytes, true, mem, sizeof(mem));
 	hutch_cgroup_fmt_limit(lim->pids_max, true, pids, sizeof(pids));
 	if ((r = knob(fd, dir, "cpu.max", cpu, err)) < 0 ||

@@ -56,6 +56,9 @@ enum {
 struct hutch_resources {
 	uint32_t given;      /* HUTCH_RES_* */
 	uint64_t cpu_shares; /* 2..262144 */
+	/* cpu.quota at the bundle's cpu.period (both or neither), lowered to
+	 * cpu_millis at that period by the caller; 0: hutch's 100 ms period */
+	uint64_t cpu_quota, cpu_period;
 	char cpus[256], mems[64];
 	uint64_t mem_reservation;
 	uint64_t mem_swap; /* memory + swap: only the memory limit or more (no swap) */

@@ -140,6 +140,11 @@ static void place_premade(struct hutch_container *ct, size_t i)
 /* The bundle's limits may only lower the instance type's. */
 static void lower(const struct hutch_limits *c, struct hutch_limits *lim)
 {
+	uint64_t quota = c->res.cpu_quota, period = c->res.cpu_period;
+
+	/* A quota at the bundle's own period: at most the type's share of it. */
+	if (period && lim->cpu_millis && quota * 1000 > lim->cpu_millis * period)
+		quota = lim->cpu_millis * period / 1000;
 	if (c->cpu_millis && c->cpu_millis < lim->cpu_millis)
 		lim->cpu_millis = c->cpu_millis;
 	if (c->memory_bytes && c->memory_bytes < lim->memory_bytes)
@@ -149,6 +154,7 @@ static void lower(const struct hutch_limits *c, struct hutch_limits *lim)
 	/* The rest goes as asked: the writers lower what is a limit of
 	 * hutch's (reservation, unified keys) to these (cgroup-res.c). */
 	lim->res = c->res;
+	lim->res.cpu_quota = quota;
 }
 
 int hutch_container_prepare(struct sup *s, struct hutch_limits *lim, struct hutch_err *err)

@@ -255,3 +255,19 @@ def test_update_takes_the_same_fields(oci, tmp_path):
     assert r.returncode == 1 and b"linux.resources.cpu.realtimeRuntime" in r.stderr, r.stderr
     assert knob(sandbox, "cpu.shares").strip() == "768"
     stop(oci, "u1", sandbox)
+
+
+@v1_only
+@pytest.mark.parametrize("quota,period,itype,want", [
+    (50000, 500000, "small", 50000),    # 100 millis at its own period, exact
+    (33333, 100000, "small", 33333),    # not rounded to whole millis
+    (400000, 500000, "nano", 125000),   # 800 millis lowered to nano's 250
+])
+def test_cpu_quota_at_its_own_period(oci, quota, period, itype, want):
+    """cpu.quota stays at the bundle's cpu.period (runtime-tools reads both
+    back); above the instance type's share it is lowered at that period."""
+    sandbox = run(oci, "p1", {"cpu": {"quota": quota, "period": period}},
+                  annotations={"run.hutch.instance-type": itype})
+    assert int(knob(sandbox, "cpu.cfs_period_us")) == period
+    assert int(knob(sandbox, "cpu.cfs_quota_us")) == want
+    stop(oci, "p1", sandbox)

@@ -246,7 +246,8 @@ static int parse_hugepages(const cJSON *arr, struct hutch_resources *res, struct
 			return r;
 		res->nhugepages++;
 	}
-	res->given |= HUTCH_RES_HUGEPAGES;
+	if (res->nhugepages) /* an empty list asks for nothing */
+		res->given |= HUTCH_RES_HUGEPAGES;
 	return 0;
 }
 

@@ -271,3 +271,41 @@ def test_cpu_quota_at_its_own_period(oci, quota, period, itype, want):
     assert int(knob(sandbox, "cpu.cfs_period_us")) == period
     assert int(knob(sandbox, "cpu.cfs_quota_us")) == want
     stop(oci, "p1", sandbox)
+
+
+v2_only = pytest.mark.skipif(not HOST_V2, reason="cgroup v2 knobs (the v2 VM's)")
+
+
+@v2_only
+def test_v2_fields_in_the_cgroup(oci):
+    """v2: shares as cpu.weight (runc's conversion), the reservation as
+    memory.low, the quota at its period in cpu.max, unified keys written
+    and those naming hutch's limits lowered to them."""
+    mib = 1 << 20
+    sandbox = run(oci, "v1", {
+        "cpu": {"shares": 512, "quota": 50000, "period": 500000},
+        "memory": {"limit": 64 * mib, "reservation": 32 * mib},
+        "unified": {"memory.high": "max", "pids.max": "max", "memory.swap.max": "max"},
+    })
+    assert knob(sandbox, "cpu.weight").strip() == "20"
+    assert int(knob(sandbox, "memory.low")) == 32 * mib
+    assert knob(sandbox, "cpu.max").strip() == "50000 500000"
+    assert int(knob(sandbox, "memory.high")) == 64 * mib
+    assert int(knob(sandbox, "pids.max")) == 1024  # small's
+    if any(os.path.exists(os.path.join(d, "memory.swap.max"))
+           for d in cgroup_dirs_named(sandbox)):
+        assert knob(sandbox, "memory.swap.max").strip() == "0"
+    stop(oci, "v1", sandbox)
+
+
+@v2_only
+@pytest.mark.parametrize("resources,field", [
+    ({"memory": {"swappiness": 10}}, "memory.swappiness"),
+    ({"memory": {"disableOOMKiller": True}}, "memory.disableOOMKiller"),
+    ({"memory": {"kernelTCP": 1 << 20}}, "memory.kernelTCP"),
+    ({"network": {"classID": 42}}, "network.classID"),
+    ({"blockIO": {"leafWeight": 100}}, "blockIO.leafWeight"),
+])
+def test_v2_refuses_v1_only_fields(oci, tmp_path, resources, field):
+    out = refused(oci, tmp_path, resources)
+    assert f"linux.resources.{field}: cgroup v2 has no such knob" in out, out

@@ -335,6 +335,7 @@ int hutch_oci_cmd_features(int argc, char **argv)
 	cJSON_AddBoolToObject(cg, "v1", true);
 	cJSON_AddBoolToObject(cg, "v2", true);
 	cJSON_AddBoolToObject(cg, "systemd", true);
+	cJSON_AddBoolToObject(cg, "rdma", false); /* linux.resources.rdma is refused */
 	cJSON_AddBoolToObject(cJSON_AddObjectToObject(linux_, "seccomp"), "enabled", true);
 	ann = cJSON_AddObjectToObject(j, "annotations");
 	cJSON_AddStringToObject(ann, "run.hutch.network", "none | all | allow:HOST,...");

@@ -868,6 +868,7 @@ def test_hutch_runc_name_and_features(tmp_path, hutch):
     assert r.returncode == 0, r.stderr
     f = json.loads(r.stdout)
     assert "CAP_SYS_ADMIN" not in f["linux"]["capabilities"]
+    assert f["linux"]["cgroup"]["rdma"] is False  # linux.resources.rdma is refused
     assert "run.hutch.network" in f["annotations"]
     assert {"rshared", "rslave", "runbindable"} <= set(f["mountOptions"])
     r = subprocess.run([str(link), "--version"], capture_output=True)

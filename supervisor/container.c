@@ -46,11 +46,6 @@ const char *hutch_container_cgroup_path(const struct sup *s)
 	return s->container && s->container->cgroup_path[0] ? s->container->cgroup_path : NULL;
 }
 
-const struct hutch_resources *hutch_container_resources(const struct sup *s)
-{
-	return s->container ? &s->container->limits.res : NULL;
-}
-
 int hutch_container_take_stdio(struct sup *s)
 {
 	struct hutch_container *ct = s->container;

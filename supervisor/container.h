@@ -182,9 +182,6 @@ struct hutch_container {
 /* s's linux.cgroupsPath for hutch_cgroup_new_at(), or NULL (not a
  * container, or none given). */
 const char *hutch_container_cgroup_path(const struct sup *s);
-/* s's linux.resources beyond the three limits (hutch_cgroup_new_for()),
- * or NULL (not a container). */
-const struct hutch_resources *hutch_container_resources(const struct sup *s);
 /* The supervisor's steps, in order (each fills err and returns -errno). */
 /* In the new supervisor, before its stdio goes to /dev/null: keep them. */
 int hutch_container_take_stdio(struct sup *s);

@@ -205,7 +205,7 @@ static int place_cgroup(struct sup *s, struct hutch_err *err)
 		return 0;
 	s->scope_bus[0] = '\0';
 	r = hutch_cgroup_new_for(s->id, hutch_container_cgroup_path(s),
-	                         hutch_container_resources(s), &s->cg, err);
+	                         s->container ? &s->container->limits.res : NULL, &s->cg, err);
 	if (r < 0 && s->idmap.rootless) {
 		char why[sizeof(err->msg)];
 

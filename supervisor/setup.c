@@ -352,7 +352,7 @@ static int place_in_scope(struct sup *s, struct hutch_err *err)
 	if (r < 0)
 		return r;
 	return hutch_cgroup_new_for(s->id, hutch_container_cgroup_path(s),
-	                            hutch_container_resources(s), &s->cg, err);
+	                            s->container ? &s->container->limits.res : NULL, &s->cg, err);
 }
 
 /* GO carries the sandbox CA's certificate (header bindings), made after

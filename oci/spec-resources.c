@@ -114,7 +114,8 @@ static int parse_memory(const cJSON *mem, struct hutch_oci_resources *ret, struc
 		return r;
 	if ((r = opt_u64(mem, "swap", LR "memory.swap", 1ull << 51, &res->mem_swap, err)) < 0)
 		return r;
-	if (r > 0 && ret->memory_limit && res->mem_swap < ret->memory_limit)
+	/* 0, like -1, is "not set" (runc's reading: engines send it so). */
+	if (r > 0 && res->mem_swap && ret->memory_limit && res->mem_swap < ret->memory_limit)
 		return hutch_err_set(err, -EINVAL,
 		                     LR "memory.swap: %llu is below memory.limit (%llu): "
 		                        "swap is memory plus swap",

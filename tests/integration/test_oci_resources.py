@@ -135,6 +135,16 @@ def test_cpuset_under_a_made_cgroups_path(oci):
 
 
 @v1_only
+def test_swap_zero_or_above_the_limit_is_no_swap(oci):
+    """memory.swap 0 (unset, as engines send it) or above the limit (podman
+    gives twice the limit): accepted, and the container still has no swap."""
+    for cid, swap in (("s0", 0), ("s1", 128 << 20)):
+        sandbox = run(oci, cid, {"memory": {"limit": 64 << 20, "swap": swap}})
+        assert int(knob(sandbox, "memory.memsw.limit_in_bytes")) == 64 << 20
+        stop(oci, cid, sandbox)
+
+
+@v1_only
 def test_reservation_lowered_to_the_limit(oci):
     """A reservation above the memory limit (the bundle's, else the
     instance type's) is lowered to it: a sandbox never reserves more than
@@ -169,6 +179,8 @@ def refused(oci, tmp_path, resources, **more):
     ({"memory": {"limit": 64 << 20, "swap": 32 << 20}},
      "linux.resources.memory.swap: 33554432 is below memory.limit"),
     ({"memory": {"swappiness": 101}}, "linux.resources.memory.swappiness: not a whole number"),
+    ({"memory": {"limit": 64 << 20, "swap": 1}},
+     "linux.resources.memory.swap: 1 is below memory.limit"),
     ({"blockIO": {"weight": 5}}, "linux.resources.blockIO.weight: a weight is 10 to 1000"),
     ({"blockIO": {"throttleReadBpsDevice": [{"major": 8, "minor": 0, "rate": 1}] * 17}},
      "linux.resources.blockIO.throttleReadBpsDevice: more than 16"),

@@ -250,3 +250,30 @@ void hutch_proctitle_set(const char *title)
 	memset(title_start, 0, title_len + 1);
 	memcpy(title_start, title, strnlen(title, title_len));
 }
+
+int hutch_overlay_lowerdir(size_t n, char *buf, size_t size)
+{
+	size_t len = 0;
+
+	if (n == 0)
+		return -EINVAL;
+	if (size > HUTCH_OVERLAY_STRING_MAX + 1)
+		size = HUTCH_OVERLAY_STRING_MAX + 1;
+	for (size_t i = n; i-- > 0;) {
+		int w = snprintf(buf + len, size - len, "%s%zu", i + 1 < n ? ":" : "", i);
+
+		if (w < 0 || (size_t)w >= size - len)
+			return -E2BIG;
+		len += (size_t)w;
+	}
+	return (int)len;
+}
+
+bool hutch_kernel_at_least(const char *release, unsigned int major, unsigned int minor)
+{
+	unsigned int ma = 0, mi = 0;
+
+	if (!release || sscanf(release, "%u.%u", &ma, &mi) != 2)
+		return false;
+	return ma > major || (ma == major && mi >= minor);
+}

@@ -47,6 +47,23 @@ int hutch_buf_append(struct hutch_buf *b, const void *p, size_t n);
 int hutch_buf_append_tail(struct hutch_buf *b, const void *p, size_t n);
 void hutch_buf_done(struct hutch_buf *b);
 
+/*
+ * overlayfs before Linux 6.13 takes its lower layers only as one "lowerdir"
+ * string of paths, and fsconfig(FSCONFIG_SET_STRING) takes at most 255
+ * bytes. hutch names the layers' mount points 0..n-1 in one directory of
+ * its own tmpfs and passes "n-1:...:1:0" (top first) relative to it:
+ * decimal names need none of overlayfs's escaping (':' separates layers,
+ * ',' options, a backslash escapes), and 88 layers fit (HUTCH_OVERLAY_PATH_LAYERS).
+ * Writes the string into buf; returns its length, -EINVAL for no layers,
+ * -E2BIG when it does not fit in size bytes (or in 255).
+ */
+#define HUTCH_OVERLAY_STRING_MAX  255 /* fsconfig's string limit, without the NUL */
+#define HUTCH_OVERLAY_PATH_LAYERS 88  /* layers whose names fit in that */
+int hutch_overlay_lowerdir(size_t n, char *buf, size_t size);
+/* True if the kernel release (uname -r, "6.1.0-18-amd64") is at least
+ * major.minor; false if it does not start with "N.N". */
+bool hutch_kernel_at_least(const char *release, unsigned int major, unsigned int minor);
+
 /* Format a unix time (seconds) as RFC 3339 UTC into buf (at least 32 bytes). */
 void hutch_format_time(int64_t t, char *buf, size_t size);
 /* CLOCK_REALTIME / CLOCK_MONOTONIC in milliseconds or seconds. */

@@ -299,6 +299,52 @@ static void test_buf(void **state)
 	hutch_buf_done(&b);
 }
 
+/* overlayfs's lowerdir before Linux 6.13: the layers' mount point names,
+ * top first, in one string fsconfig takes (at most 255 bytes). */
+static void test_overlay_lowerdir(void **state)
+{
+	char buf[512], big[4096];
+	int n;
+
+	(void)state;
+	assert_int_equal(hutch_overlay_lowerdir(1, buf, sizeof(buf)), 1);
+	assert_string_equal(buf, "0");
+	assert_int_equal(hutch_overlay_lowerdir(3, buf, sizeof(buf)), 5);
+	assert_string_equal(buf, "2:1:0");
+	assert_int_equal(hutch_overlay_lowerdir(12, buf, sizeof(buf)), 25);
+	assert_string_equal(buf, "11:10:9:8:7:6:5:4:3:2:1:0");
+	assert_int_equal(hutch_overlay_lowerdir(0, buf, sizeof(buf)), -EINVAL);
+	/* No character overlayfs would unescape or split on but ':' between
+	 * layers: the names are decimal. */
+	n = hutch_overlay_lowerdir(HUTCH_OVERLAY_PATH_LAYERS, big, sizeof(big));
+	assert_true(n > 0 && n <= HUTCH_OVERLAY_STRING_MAX && (size_t)n == strlen(big));
+	assert_int_equal(strspn(big, "0123456789:"), n);
+	assert_int_equal(strncmp(big, "87:86:", 6), 0);
+	assert_string_equal(big + n - 4, ":1:0");
+	/* One more does not fit in 255 bytes, whatever the buffer. */
+	assert_int_equal(hutch_overlay_lowerdir(HUTCH_OVERLAY_PATH_LAYERS + 1, big, sizeof(big)),
+	                 -E2BIG);
+	assert_int_equal(hutch_overlay_lowerdir(128, big, sizeof(big)), -E2BIG);
+	/* Nor in a buffer too small for it. */
+	assert_int_equal(hutch_overlay_lowerdir(3, buf, 5), -E2BIG);
+	assert_int_equal(hutch_overlay_lowerdir(3, buf, 6), 5);
+	assert_int_equal(hutch_overlay_lowerdir(1, buf, 0), -E2BIG);
+}
+
+static void test_kernel_at_least(void **state)
+{
+	(void)state;
+	assert_true(hutch_kernel_at_least("6.1.0-18-amd64", 5, 19));
+	assert_false(hutch_kernel_at_least("6.1.0-18-amd64", 6, 13));
+	assert_true(hutch_kernel_at_least("6.13.0", 6, 13));
+	assert_true(hutch_kernel_at_least("6.18.44-fc-v1272", 6, 13));
+	assert_false(hutch_kernel_at_least("5.15.0-91-generic", 5, 19));
+	assert_true(hutch_kernel_at_least("10.0", 6, 13));
+	assert_false(hutch_kernel_at_least("6", 5, 11));
+	assert_false(hutch_kernel_at_least("", 5, 11));
+	assert_false(hutch_kernel_at_least(NULL, 5, 11));
+}
+
 static void test_format_time(void **state)
 {
 	char buf[32];
@@ -594,14 +640,24 @@ static void test_io(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_parse_u64),     cmocka_unit_test(test_ids),
-		cmocka_unit_test(test_utf8_valid),    cmocka_unit_test(test_utf8_invalid),
-		cmocka_unit_test(test_utf8_carry),    cmocka_unit_test(test_buf),
-		cmocka_unit_test(test_buf_tail),      cmocka_unit_test(test_ring),
-		cmocka_unit_test(test_format_time),   cmocka_unit_test(test_err),
-		cmocka_unit_test(test_files),         cmocka_unit_test(test_mkdir_p),
-		cmocka_unit_test(test_rm_rf_symlink), cmocka_unit_test(test_io),
-		cmocka_unit_test(test_base64),        cmocka_unit_test(test_base64_bad),
+		cmocka_unit_test(test_parse_u64),
+		cmocka_unit_test(test_ids),
+		cmocka_unit_test(test_utf8_valid),
+		cmocka_unit_test(test_utf8_invalid),
+		cmocka_unit_test(test_utf8_carry),
+		cmocka_unit_test(test_buf),
+		cmocka_unit_test(test_buf_tail),
+		cmocka_unit_test(test_ring),
+		cmocka_unit_test(test_format_time),
+		cmocka_unit_test(test_err),
+		cmocka_unit_test(test_files),
+		cmocka_unit_test(test_mkdir_p),
+		cmocka_unit_test(test_rm_rf_symlink),
+		cmocka_unit_test(test_io),
+		cmocka_unit_test(test_base64),
+		cmocka_unit_test(test_base64_bad),
+		cmocka_unit_test(test_overlay_lowerdir),
+		cmocka_unit_test(test_kernel_at_least),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

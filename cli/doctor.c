@@ -15,6 +15,7 @@
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/utsname.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -31,6 +32,7 @@
 #include "netpolicy.h"
 #include "state.h"
 #include "syscalls.h"
+#include "util.h"
 #include "verbs.h"
 
 struct check {
@@ -89,6 +91,10 @@ static void check_mode(struct check *c)
  * Debian's kernels have no such sysctl); doctor only reports from it. */
 #define APPARMOR_USERNS_SYSCTL "/proc/sys/kernel/apparmor_restrict_unprivileged_userns"
 #define PACKAGED_PROFILE       "/usr/share/doc/hutch/examples/apparmor/hutch"
+#define OVERLAY_BY_PATH \
+	"by path (Linux before 6.13: images of at most " STR(HUTCH_OVERLAY_PATH_LAYERS) " layers)"
+#define STR_(x) #x
+#define STR(x)  STR_(x)
 
 /* Where the profile hutch ships is on this host: the Debian package's
  * copy, the source tree's next to a build's binary, else the tree's path. */
@@ -207,30 +213,51 @@ static void check_mount_api(struct check *c)
 }
 
 /* --image needs idmapped mounts of the store's file system and overlayfs
- * taking them by fd: tried on the store (or, before it exists, its
- * parent), nothing mounted. */
+ * taking them (by fd from Linux 6.13, by path before: at most
+ * HUTCH_OVERLAY_PATH_LAYERS layers): tried on the store (or, before it
+ * exists, its parent), nothing mounted. An ordinary user's overlay is
+ * made in the sandbox's user namespace, which doctor has not: the kernel's
+ * version says which way it takes the layers. */
 static void check_overlay(struct check *c)
 {
 	char dir[4096], buf[4096];
 	const char *store = hutch_image_store_path(buf, sizeof(buf));
 	struct hutch_err err = { 0 };
+	struct utsname u;
+	bool by_fd;
 	struct stat st;
+	int r;
 
 	snprintf(dir, sizeof(dir), "%s", store ? store : "/");
 	while (stat(dir, &st) < 0 && strrchr(dir, '/') && strcmp(dir, "/"))
 		*(strrchr(dir, '/') == dir ? dir + 1 : strrchr(dir, '/')) = '\0';
 	if (geteuid() != 0) {
-		c->ok = file_has("/proc/filesystems", "overlay");
-		snprintf(c->detail, sizeof(c->detail), "%s",
-		         c->ok ? "overlayfs available (an ordinary user's layers are their own "
-		                 "files, stacked in each sandbox's user namespace)"
-		               : "overlayfs missing: modprobe overlay (only --image needs it)");
+		if (uname(&u) < 0)
+			snprintf(u.release, sizeof(u.release), "unknown");
+		by_fd = hutch_kernel_at_least(u.release, 6, 13);
+		c->ok = file_has("/proc/filesystems", "overlay") &&
+		        hutch_kernel_at_least(u.release, 5, 11);
+		if (c->ok)
+			snprintf(c->detail, sizeof(c->detail),
+			         "overlayfs available (an ordinary user's layers are their own "
+			         "files, stacked in each sandbox's user namespace) %s",
+			         by_fd ? "by fd (Linux 6.13+)" : OVERLAY_BY_PATH);
+		else
+			snprintf(c->detail, sizeof(c->detail),
+			         "--image cannot work: overlayfs missing (modprobe overlay) or "
+			         "Linux "
+			         "before 5.11 (this is %.64s)",
+			         u.release);
 		return;
 	}
-	c->ok = hutch_image_probe(dir, &err) == 0;
-	snprintf(c->detail, sizeof(c->detail), "%s%.300s%s",
-	         c->ok ? "overlayfs stacks idmapped layers of " : "--image cannot work: ",
-	         c->ok ? dir : err.msg, c->ok ? " (--image)" : "");
+	r = hutch_image_probe(dir, &err);
+	c->ok = r >= 0;
+	if (c->ok)
+		snprintf(c->detail, sizeof(c->detail),
+		         "overlayfs stacks idmapped layers of %.300s %s (--image)", dir,
+		         r == HUTCH_IMAGE_LAYERS_BY_FD ? "by fd (Linux 6.13+)" : OVERLAY_BY_PATH);
+	else
+		snprintf(c->detail, sizeof(c->detail), "--image cannot work: %.300s", err.msg);
 }
 
 static void check_store(struct check *c)

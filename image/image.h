@@ -181,7 +181,14 @@ int hutch_image_use(struct hutch_image_store *s, const char *name, const char *w
                     const char *id, uid_t uid_base, bool idmap, struct hutch_image_use *ret,
                     struct hutch_err *err);
 /* Can the file system of path (a directory) give idmapped mounts, and
- * overlayfs take them as layers by fd (doctor)? Root only. */
+ * overlayfs take them as layers (doctor)? Root only. Returns which way
+ * overlayfs takes them on this kernel: by fd (lowerdir+, Linux 6.13+) or
+ * by path (one lowerdir string, Linux 5.19-6.12: at most
+ * HUTCH_OVERLAY_PATH_LAYERS layers), or a negative errno. */
+enum {
+	HUTCH_IMAGE_LAYERS_BY_FD = 0,
+	HUTCH_IMAGE_LAYERS_BY_PATH = 1,
+};
 int hutch_image_probe(const char *path, struct hutch_err *err);
 /* Forget the use record (at the sandbox's end; prune also drops stale ones). */
 void hutch_image_use_release(struct hutch_image_use *u);

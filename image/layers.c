@@ -35,6 +35,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/utsname.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -42,6 +43,7 @@
 #include "fdutil.h"
 #include "store-internal.h"
 #include "syscalls.h"
+#include "util.h"
 
 #ifndef MOUNT_ATTR_IDMAP
 #define MOUNT_ATTR_IDMAP 0x00100000
@@ -296,11 +298,18 @@ int hutch_image_probe(const char *path, struct hutch_err *err)
 {
 	struct mount_attr attr = { .attr_set = USE_ATTRS };
 	_cleanup_close_ int userns = -EBADF, fd = -EBADF, fsfd = -EBADF;
+	int how = HUTCH_IMAGE_LAYERS_BY_FD;
+	struct utsname u;
+	struct stat st;
 	pid_t pid = 0;
 
 	fd = sys_open_tree(AT_FDCWD, path, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
 	if (fd < 0)
 		return hutch_err_set_errno(err, -errno, "clone '%s'", path);
+	if (fstat(fd, &st) < 0 || !S_ISDIR(st.st_mode))
+		return hutch_err_set(err, -ENOTDIR, "'%s' is not a directory", path);
+	if (uname(&u) < 0)
+		snprintf(u.release, sizeof(u.release), "unknown");
 	userns = store_userns(HUTCH_IMAGE_STORE_IDS, &pid, err);
 	if (pid > 0)
 		(void)waitpid(pid, NULL, 0);
@@ -315,10 +324,22 @@ int hutch_image_probe(const char *path, struct hutch_err *err)
 	fsfd = sys_fsopen("overlay", FSOPEN_CLOEXEC);
 	if (fsfd < 0)
 		return hutch_err_set_errno(err, -errno, "overlayfs (modprobe overlay)");
-	if (sys_fsconfig(fsfd, FSCONFIG_SET_FD, "lowerdir+", NULL, fd) < 0)
-		return hutch_err_set_errno(err, -errno,
-		                           "overlayfs layers by fd (lowerdir+, Linux 6.13+)");
+	/* What rootfs/overlay.c does: EINVAL before 6.13 is a kernel whose
+	 * overlayfs takes the layers by path (as strings 6.1's fsconfig
+	 * checks only at create: the version says whether idmapped layers
+	 * will be taken). */
+	if (sys_fsconfig(fsfd, FSCONFIG_SET_FD, "lowerdir+", NULL, fd) < 0) {
+		if (errno != EINVAL || hutch_kernel_at_least(u.release, 6, 13))
+			return hutch_err_set_errno(err, -errno,
+			                           "overlayfs layers by fd (lowerdir+)");
+		if (!hutch_kernel_at_least(u.release, 5, 19))
+			return hutch_err_set(err, -EOPNOTSUPP,
+			                     "overlayfs over idmapped layers needs Linux 5.19+, "
+			                     "this kernel is %.64s",
+			                     u.release);
+		how = HUTCH_IMAGE_LAYERS_BY_PATH;
+	}
 	if (sys_fsconfig(fsfd, FSCONFIG_SET_FLAG, "userxattr", NULL, 0) < 0)
 		return hutch_err_set_errno(err, -errno, "overlayfs option userxattr (Linux 5.11+)");
-	return 0;
+	return how;
 }

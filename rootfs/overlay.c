@@ -13,7 +13,8 @@
  *      private clone of every layer, which the kernel allows only from our
  *      own mount namespace (a detached mount belongs to the supervisor's
  *      user namespace: EPERM);
- *   3. fsopen("overlay") with the layers as lowerdir+ (top first, by fd),
+ *   3. fsopen("overlay") with the layers as lowerdir+ (top first, by fd;
+ *      before Linux 6.13 by path, see make_overlay_by_path()),
  *      upperdir, workdir and userxattr (whiteouts are 0/0 devices, opaque
  *      directories user.overlay.opaque, as image/unpack.c wrote them),
  *      mounted nosuid, nodev on top of that tmpfs: the new root.
@@ -33,11 +34,13 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/utsname.h>
 #include <unistd.h>
 
 #include "cleanup.h"
 #include "fdutil.h"
 #include "rootfs-internal.h"
+#include "util.h"
 
 #define ETC_FILE_MAX (1 << 20) /* an image's passwd or group */
 
@@ -132,37 +135,119 @@ static int set_fd(int fsfd, const char *key, int fd, struct hutch_err *err)
 	return 0;
 }
 
-/* The overlay of the layers (top first) under rw's upper/. */
-static int make_overlay(int rw, const int *layers, size_t n, struct hutch_err *err)
+static int set_string(int fsfd, const char *key, const char *value, struct hutch_err *err)
+{
+	if (sys_fsconfig(fsfd, FSCONFIG_SET_STRING, key, value, 0) < 0)
+		return hutch_err_set_errno(err, -errno, "overlayfs option '%s=%s'", key, value);
+	return 0;
+}
+
+/* userxattr, then the superblock and its detached mount. A refusal on an
+ * old kernel names the version overlayfs needs for what we ask of it. */
+static int create_overlay(int fsfd, size_t n, bool idmapped, struct hutch_err *err)
+{
+	struct utsname u;
+	const char *need = NULL;
+	int mnt, code;
+
+	if (sys_fsconfig(fsfd, FSCONFIG_SET_FLAG, "userxattr", NULL, 0) < 0 ||
+	    sys_fsconfig(fsfd, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0) {
+		code = -errno;
+		if (uname(&u) < 0)
+			snprintf(u.release, sizeof(u.release), "unknown");
+		else if (!hutch_kernel_at_least(u.release, 5, 11))
+			need = "Linux 5.11+ (option userxattr)";
+		else if (idmapped && !hutch_kernel_at_least(u.release, 5, 19))
+			need = "Linux 5.19+ (idmapped layers)";
+		if (need)
+			return hutch_err_set(err, code,
+			                     "mount overlayfs of %zu layers: overlayfs needs %s, "
+			                     "this kernel is %.64s",
+			                     n, need, u.release);
+		return hutch_err_set_errno(err, code, "mount overlayfs of %zu layers", n);
+	}
+	mnt = sys_fsmount(fsfd, FSMOUNT_CLOEXEC, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
+	if (mnt < 0)
+		return hutch_err_set_errno(err, -errno, "mount overlayfs of %zu layers", n);
+	return mnt;
+}
+
+/*
+ * Before Linux 6.13 overlayfs takes no layer by fd (6.1's options are
+ * strings only; 6.5-6.12's lowerdir+ is a string): the same attached
+ * mounts then go by path, relative to rw/layers, a directory of our own
+ * tmpfs in our own mount namespace that nothing of the image is in and
+ * nothing else writes: "n-1:...:0" are the mount points the layers are
+ * attached on (top first), ../upper and ../work the writable layer. The
+ * kernel resolves them from our cwd (6.1 at CMD_CREATE, later kernels at
+ * each fsconfig), so the names are ours alone and need no escaping. One
+ * string of at most 255 bytes: HUTCH_OVERLAY_PATH_LAYERS layers.
+ */
+static int make_overlay_by_path(int rw, size_t n, bool idmapped, struct hutch_err *err)
+{
+	char lower[HUTCH_OVERLAY_STRING_MAX + 1];
+	_cleanup_close_ int fsfd = -EBADF, dir = -EBADF;
+	int r;
+
+	if (hutch_overlay_lowerdir(n, lower, sizeof(lower)) < 0)
+		return hutch_err_set(err, -E2BIG,
+		                     "an image of %zu layers: overlayfs before Linux 6.13 takes "
+		                     "layers only as one string of paths, at most %d layers",
+		                     n, HUTCH_OVERLAY_PATH_LAYERS);
+	dir = openat(rw, "layers", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (dir < 0 || fchdir(dir) < 0)
+		return hutch_err_set_errno(err, -errno, "enter the layers' directory");
+	fsfd = sys_fsopen("overlay", FSOPEN_CLOEXEC);
+	if (fsfd < 0)
+		return hutch_err_set_errno(err, -errno, "mount overlayfs");
+	if ((r = set_string(fsfd, "lowerdir", lower, err)) < 0 ||
+	    (r = set_string(fsfd, "upperdir", "../upper", err)) < 0 ||
+	    (r = set_string(fsfd, "workdir", "../work", err)) < 0)
+		return r;
+	return create_overlay(fsfd, n, idmapped, err);
+}
+
+/* Did lowerdir+ by fd fail (errno) because the kernel is before 6.13? On
+ * 6.13+ EINVAL is a refusal of its own (a layer that is not a directory,
+ * say), never a reason to try paths. */
+static bool takes_no_fds(int code)
+{
+	struct utsname u;
+
+	return code == EINVAL && uname(&u) == 0 && !hutch_kernel_at_least(u.release, 6, 13);
+}
+
+/* The overlay of the layers (top first) under rw's upper/. The top layer
+ * by fd is the probe: one failed fsconfig before 6.13, nothing else
+ * differs on 6.13+. */
+static int make_overlay(int rw, const int *layers, size_t n, bool idmapped, struct hutch_err *err)
 {
 	_cleanup_close_ int fsfd = -EBADF, upper = -EBADF, work = -EBADF;
-	int r, mnt;
+	int r;
 
-	upper = openat(rw, "upper", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	work = openat(rw, "work", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (upper < 0 || work < 0)
-		return hutch_err_set_errno(err, -errno, "open the writable layer");
 	fsfd = sys_fsopen("overlay", FSOPEN_CLOEXEC);
 	if (fsfd < 0)
 		return hutch_err_set_errno(err, -errno,
 		                           "mount overlayfs (is the "
 		                           "overlay module loaded?)");
-	for (size_t i = n; i-- > 0;) {
+	if (sys_fsconfig(fsfd, FSCONFIG_SET_FD, "lowerdir+", NULL, layers[n - 1]) < 0) {
+		if (takes_no_fds(errno))
+			return make_overlay_by_path(rw, n, idmapped, err);
+		return hutch_err_set_errno(err, -errno, "overlayfs option 'lowerdir+'");
+	}
+	for (size_t i = n - 1; i-- > 0;) {
 		r = set_fd(fsfd, "lowerdir+", layers[i], err);
 		if (r < 0)
 			return r;
 	}
+	upper = openat(rw, "upper", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	work = openat(rw, "work", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (upper < 0 || work < 0)
+		return hutch_err_set_errno(err, -errno, "open the writable layer");
 	if ((r = set_fd(fsfd, "upperdir", upper, err)) < 0 ||
 	    (r = set_fd(fsfd, "workdir", work, err)) < 0)
 		return r;
-	if (sys_fsconfig(fsfd, FSCONFIG_SET_FLAG, "userxattr", NULL, 0) < 0)
-		return hutch_err_set_errno(err, -errno, "overlayfs option 'userxattr'");
-	if (sys_fsconfig(fsfd, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0)
-		return hutch_err_set_errno(err, -errno, "mount overlayfs of %zu layers", n);
-	mnt = sys_fsmount(fsfd, FSMOUNT_CLOEXEC, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
-	if (mnt < 0)
-		return hutch_err_set_errno(err, -errno, "mount overlayfs of %zu layers", n);
-	return mnt;
+	return create_overlay(fsfd, n, idmapped, err);
 }
 
 int rootfs_image_root(struct rootfs_ctx *ctx, struct hutch_err *err)
@@ -188,7 +273,7 @@ int rootfs_image_root(struct rootfs_ctx *ctx, struct hutch_err *err)
 			layers[n++] = r;
 	}
 	if (r >= 0)
-		r = mnt = make_overlay(rw, layers, n, err);
+		r = mnt = make_overlay(rw, layers, n, !cfg->layer_dir, err);
 	hutch_close_many(layers, n);
 	if (r < 0)
 		return r;

@@ -231,9 +231,10 @@ static int make_overlay(int rw, const int *layers, size_t n, bool idmapped, stru
 		                           "mount overlayfs (is the "
 		                           "overlay module loaded?)");
 	if (sys_fsconfig(fsfd, FSCONFIG_SET_FD, "lowerdir+", NULL, layers[n - 1]) < 0) {
-		if (takes_no_fds(errno))
+		r = -errno;
+		if (takes_no_fds(-r))
 			return make_overlay_by_path(rw, n, idmapped, err);
-		return hutch_err_set_errno(err, -errno, "overlayfs option 'lowerdir+'");
+		return hutch_err_set_errno(err, r, "overlayfs option 'lowerdir+'");
 	}
 	for (size_t i = n - 1; i-- > 0;) {
 		r = set_fd(fsfd, "lowerdir+", layers[i], err);

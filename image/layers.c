@@ -324,12 +324,14 @@ int hutch_image_probe(const char *path, struct hutch_err *err)
 	fsfd = sys_fsopen("overlay", FSOPEN_CLOEXEC);
 	if (fsfd < 0)
 		return hutch_err_set_errno(err, -errno, "overlayfs (modprobe overlay)");
-	/* What rootfs/overlay.c does: EINVAL before 6.13 is a kernel whose
+	/* What rootfs/overlay.c does: EOPNOTSUPP (6.1's legacy option
+	 * parser) or EINVAL (6.5-6.12) before 6.13 is a kernel whose
 	 * overlayfs takes the layers by path (as strings 6.1's fsconfig
 	 * checks only at create: the version says whether idmapped layers
 	 * will be taken). */
 	if (sys_fsconfig(fsfd, FSCONFIG_SET_FD, "lowerdir+", NULL, fd) < 0) {
-		if (errno != EINVAL || hutch_kernel_at_least(u.release, 6, 13))
+		if ((errno != EINVAL && errno != EOPNOTSUPP) ||
+		    hutch_kernel_at_least(u.release, 6, 13))
 			return hutch_err_set_errno(err, -errno,
 			                           "overlayfs layers by fd (lowerdir+)");
 		if (!hutch_kernel_at_least(u.release, 5, 19))

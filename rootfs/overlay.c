@@ -207,19 +207,23 @@ static int make_overlay_by_path(int rw, size_t n, bool idmapped, struct hutch_er
 	return create_overlay(fsfd, n, idmapped, err);
 }
 
-/* Did lowerdir+ by fd fail (errno) because the kernel is before 6.13? On
- * 6.13+ EINVAL is a refusal of its own (a layer that is not a directory,
- * say), never a reason to try paths. */
+/* Did lowerdir+ by fd fail (errno) because the kernel is before 6.13?
+ * 6.1's overlayfs still has the legacy option parser, for which fsconfig
+ * refuses any fd with EOPNOTSUPP (measured in the v2 VM); 6.5-6.12's
+ * lowerdir+ is a string option: EINVAL. On 6.13+ either is a refusal of
+ * its own (a layer that is not a directory, say), never a reason to try
+ * paths. */
 static bool takes_no_fds(int code)
 {
 	struct utsname u;
 
-	return code == EINVAL && uname(&u) == 0 && !hutch_kernel_at_least(u.release, 6, 13);
+	return (code == EINVAL || code == EOPNOTSUPP) && uname(&u) == 0 &&
+	       !hutch_kernel_at_least(u.release, 6, 13);
 }
 
 /* The overlay of the layers (top first) under rw's upper/. The top layer
- * by fd is the probe: one failed fsconfig before 6.13, nothing else
- * differs on 6.13+. */
+ * by fd is the probe: one failed fsconfig before 6.13 (EOPNOTSUPP on
+ * 6.1, EINVAL on 6.5-6.12), nothing else differs on 6.13+. */
 static int make_overlay(int rw, const int *layers, size_t n, bool idmapped, struct hutch_err *err)
 {
 	_cleanup_close_ int fsfd = -EBADF, upper = -EBADF, work = -EBADF;

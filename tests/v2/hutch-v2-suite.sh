@@ -96,8 +96,11 @@ suite root -k "not ($skip)" $T/test_lifecycle.py $T/test_limits.py $T/test_sessi
 # here on Debian 12's 6.1, where overlayfs takes the layers by path, not by
 # fd (rootfs/overlay.c; lowerdir+ by fd is 6.13+): measured under TCG,
 # test_image_sandbox.py's cases without netfake 281 s as root, the rootless
-# image file 133 s. Left out: test_pool_of_an_image as a user (its create
-# got another sandbox than the pool's ready one in the VM, not looked into).
+# image file 133 s. Left out for now: test_pool_of_an_image as a user (its
+# create got another sandbox than the pool's ready one in the VM: the test
+# started its pool --no-limits, and a user session's create has limits,
+# another pool key; the test now matches them and passed alone in the VM,
+# 12-05 03:13; it joins this list after a whole pass).
 dummy=""
 if ! ip -4 route show default | grep -q .; then
 	dummy=v2dummy0

@@ -55,14 +55,15 @@ enum {
 	CG_CTRL_MEMORY = 1u << 1,
 	CG_CTRL_PIDS = 1u << 2,
 	CG_CTRL_FREEZER = 1u << 3,
-	/* Only when a container's resources ask (HUTCH_CGROUP_EXTRA_* << 4). */
-	CG_CTRL_CPUSET = 1u << 4,
-	CG_CTRL_BLKIO = 1u << 5,
-	CG_CTRL_HUGETLB = 1u << 6,
-	CG_CTRL_NET_CLS = 1u << 7,
-	CG_CTRL_NET_PRIO = 1u << 8,
-};
+	/* Only when a container's resources ask: HUTCH_CGROUP_EXTRA_*, shifted
+	 * past the four above (derived, so the two cannot drift apart). */
 #define CG_CTRL_EXTRA_SHIFT 4
+	CG_CTRL_CPUSET = HUTCH_CGROUP_EXTRA_CPUSET << CG_CTRL_EXTRA_SHIFT,
+	CG_CTRL_BLKIO = HUTCH_CGROUP_EXTRA_BLKIO << CG_CTRL_EXTRA_SHIFT,
+	CG_CTRL_HUGETLB = HUTCH_CGROUP_EXTRA_HUGETLB << CG_CTRL_EXTRA_SHIFT,
+	CG_CTRL_NET_CLS = HUTCH_CGROUP_EXTRA_NET_CLS << CG_CTRL_EXTRA_SHIFT,
+	CG_CTRL_NET_PRIO = HUTCH_CGROUP_EXTRA_NET_PRIO << CG_CTRL_EXTRA_SHIFT,
+};
 
 /* cgroup-res.c: the rest of a container's linux.resources, written into
  * the directory fd of dir holding ctrls (v1: CG_CTRL_*), or the unified

@@ -33,6 +33,9 @@ static void end_now(struct sup *s, const char *reason)
 		s->idle.paused = false;
 		s->idle.sleeping = true;
 	}
+	/* pasta's end kept for the thaw (pasta.c) needs no restart now: the
+	 * teardown stops whatever pasta there is. */
+	s->net.helper_deferred = false;
 	hutch_idle_wake(s, hutch_now_mono_sec());
 	s->state = SUP_CLOSING;
 	s->end.reason = reason;

@@ -7,14 +7,13 @@
  * server context that presents it to the sandbox's client, and the client
  * context that verifies the real upstream against the host's trust store
  * (or the CA file the user named, HUTCH_UPSTREAM_CA). Both offer only
- * http/1.1 by ALPN.
+ * http/1.1 by ALPN. OpenSSL is loaded by mitm_new() (ssl-internal.h).
  */
 #ifndef HUTCH_MITM_INTERNAL_H
 #define HUTCH_MITM_INTERNAL_H
 
-#include <openssl/ssl.h>
-
 #include "netpolicy.h"
+#include "ssl-internal.h"
 
 struct mitm;
 

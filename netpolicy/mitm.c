@@ -9,13 +9,6 @@
 #include <string.h>
 #include <time.h>
 
-#include <openssl/bio.h>
-#include <openssl/err.h>
-#include <openssl/evp.h>
-#include <openssl/pem.h>
-#include <openssl/rand.h>
-#include <openssl/x509v3.h>
-
 #include "mitm-internal.h"
 
 #define VALID_DAYS 400 /* beyond the longest TTL (366 days) */
@@ -180,9 +173,12 @@ static int make_client(struct mitm *m, const char *upstream_ca, struct hutch_err
 int mitm_new(const struct hutch_net_bindings *b, const char *upstream_ca, struct mitm **ret,
              struct hutch_err *err)
 {
-	struct mitm *m = OPENSSL_zalloc(sizeof(*m));
-	int r;
+	struct mitm *m;
+	int r = hutch_ssl_load(err);
 
+	if (r < 0)
+		return r;
+	m = OPENSSL_zalloc(sizeof(*m));
 	if (!m)
 		return hutch_err_set(err, -ENOMEM, "allocate the sandbox CA");
 	m->bindings = b;

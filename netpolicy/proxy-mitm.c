@@ -23,9 +23,6 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <openssl/err.h>
-#include <openssl/x509v3.h>
-
 #include "httpreq-internal.h"
 #include "mitm-internal.h"
 #include "proxy-internal.h"

@@ -2,17 +2,14 @@
 /*
  * dlopen() of libmicrohttpd for the supervisor; see mhd.h for why. The
  * library is named by its SONAME, found at build time (CMakeLists.txt), so
- * the ABI is the one microhttpd.h describes. The search path is the one the
- * dynamic loader used for the binary itself (ld.so.cache and the system
- * directories; LD_LIBRARY_PATH only as the loader already honours it).
+ * the ABI is the one microhttpd.h describes (base/dl.h).
  */
-#include <dlfcn.h>
-#include <errno.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdlib.h>
 
 #include "cleanup.h"
+#include "dl.h"
 
 #include "mhd.h"
 
@@ -22,16 +19,11 @@
 
 struct hutch_mhd hutch_mhd;
 
-struct symbol {
-	const char *name;
-	size_t offset;
-};
-
 #define SYM(fn)                                            \
 	{                                                  \
 		"MHD_" #fn, offsetof(struct hutch_mhd, fn) \
 	}
-static const struct symbol symbols[] = {
+static const struct hutch_dl_sym symbols[] = {
 	SYM(start_daemon_va),
 	SYM(stop_daemon),
 	SYM(run),
@@ -80,34 +72,15 @@ int gnutls_global_init(void)
 
 int hutch_mhd_load(struct hutch_err *err)
 {
-	struct hutch_mhd t = { 0 };
-	void *lib;
+	int r;
 
 	if (hutch_mhd_is_loaded())
 		return 0;
-	/* RTLD_NOW: an unresolvable symbol fails here, not in a request. */
 	(void)setenv("GNUTLS_NO_IMPLICIT_INIT", "1", 1);
-	lib = dlopen(HUTCH_MHD_SONAME, RTLD_NOW | RTLD_LOCAL);
+	r = hutch_dl_load(HUTCH_MHD_SONAME, "the HTTP server library", symbols, ELEMENTSOF(symbols),
+	                  &hutch_mhd, err);
 	(void)unsetenv("GNUTLS_NO_IMPLICIT_INIT");
-	if (!lib) {
-		const char *why = dlerror();
-		return hutch_err_set(err, -ELIBACC, "load the HTTP server library: %s",
-		                     why ? why : HUTCH_MHD_SONAME);
-	}
-	for (size_t i = 0; i < ELEMENTSOF(symbols); i++) {
-		void *p = dlsym(lib, symbols[i].name);
-
-		if (!p) {
-			(void)dlclose(lib);
-			return hutch_err_set(err, -ELIBBAD, "%s has no '%s'", HUTCH_MHD_SONAME,
-			                     symbols[i].name);
-		}
-		/* POSIX guarantees object and function pointers convert. */
-		*(void **)((char *)&t + symbols[i].offset) = p;
-	}
-	/* The library stays loaded for the life of the process. */
-	hutch_mhd = t;
-	return 0;
+	return r;
 }
 
 struct MHD_Daemon *hutch_mhd_start_daemon(unsigned int flags, uint16_t port,

@@ -14,12 +14,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
 
 #include "httpreq-internal.h"
+#include "mitm-internal.h"
 #include "netpolicy.h"
 
 static int parse(const char *spec, struct hutch_net_binding *b, struct hutch_err *err)
@@ -117,6 +119,63 @@ static void test_bindings_wiped_on_fork(void **state)
 	hutch_net_bindings_free(b);
 }
 
+/* OpenSSL through its dlopen()ed table (ssl-internal.h): one sandbox
+ * CA's certificate for a bound host verifies at a client that trusts that
+ * CA (a second mitm's upstream context, given the first's CA as its
+ * upstream CA file), and bytes cross the TLS connection both ways. */
+static void test_mitm_handshake(void **state)
+{
+	struct hutch_net_bindings *b = NULL;
+	struct hutch_net_binding one;
+	struct mitm *server = NULL, *client = NULL;
+	struct hutch_err err = { 0 };
+	char ca[] = "/tmp/hutch-test-ca-XXXXXX", buf[8] = { 0 };
+	int sv[2], fd, status;
+	SSL *c;
+	pid_t pid;
+
+	(void)state;
+	assert_int_equal(hutch_net_bindings_new(&b), 0);
+	assert_int_equal(parse("api.example:A=s3cr3t", &one, &err), 0);
+	assert_int_equal(hutch_net_bindings_add(b, &one, &err), 0);
+	assert_int_equal(mitm_new(b, NULL, &server, &err), 0);
+	fd = mkstemp(ca);
+	assert_true(fd >= 0);
+	assert_true(write(fd, mitm_ca_pem(server), strlen(mitm_ca_pem(server))) > 0);
+	close(fd);
+	assert_int_equal(mitm_new(b, ca, &client, &err), 0);
+	unlink(ca);
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+	pid = fork();
+	if (pid == 0) {
+		SSL *s = SSL_new(mitm_server_ctx(server, "api.example"));
+
+		close(sv[0]);
+		if (!s || SSL_set_fd(s, sv[1]) != 1)
+			_exit(2);
+		SSL_set_accept_state(s);
+		_exit(SSL_do_handshake(s) == 1 && SSL_write(s, "hello", 5) == 5 ? 0 : 3);
+	}
+	close(sv[1]);
+	c = SSL_new(mitm_client_ctx(client));
+	assert_non_null(c);
+	assert_int_equal(SSL_set_fd(c, sv[0]), 1);
+	assert_int_equal(SSL_set_tlsext_host_name(c, "api.example"), 1);
+	assert_int_equal(SSL_set1_host(c, "api.example"), 1);
+	SSL_set_connect_state(c);
+	assert_int_equal(SSL_do_handshake(c), 1);
+	assert_int_equal(SSL_get_verify_result(c), X509_V_OK);
+	assert_int_equal(SSL_read(c, buf, sizeof(buf) - 1), 5);
+	assert_string_equal(buf, "hello");
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	SSL_free(c);
+	close(sv[0]);
+	mitm_free(client);
+	mitm_free(server);
+	hutch_net_bindings_free(b);
+}
+
 static const struct httpreq_header hdrs[] = { { "Authorization", "Bearer S", 8 } };
 
 /* Feeds all of in (in pieces of step bytes); returns the output or NULL
@@ -211,6 +270,7 @@ int main(void)
 		cmocka_unit_test(test_binding_sources),
 		cmocka_unit_test(test_binding_refusals),
 		cmocka_unit_test(test_bindings_wiped_on_fork),
+		cmocka_unit_test(test_mitm_handshake),
 		cmocka_unit_test(test_httpreq_rewrite),
 		cmocka_unit_test(test_httpreq_refusals),
 		cmocka_unit_test(test_httpreq_head_bound),

@@ -315,4 +315,4 @@ def sandbox(hutch):
 
 # The fake internet of the network tests: one session fixture for every
 # module that uses it (imported here, not per module, so it is set up once).
-from netfake import fakenet  # noqa: E402,F401
+from netfake import fakenet, fakenet_here, fakenet_world  # noqa: E402,F401

@@ -1,14 +1,27 @@
 # SPDX-License-Identifier: Apache-2.0
-"""A fake internet for the network-mode tests, built from our own network
-namespace so that no test packet can ever reach the real network.
+"""A fake internet for the network-mode tests, wholly in network namespaces
+the test makes: nothing of it is on the host's side (no address, route,
+link or nftables table in the machine's own namespace).
 
-    host  hnt<pid>h 198.51.100.1/24, 2001:db8:213::1/64
-      |   veth       (+ host routes into the netns for 169.254.169.254/32,
-      |               10.99.0.0/24, 192.168.213.0/24, 172.31.213.0/24,
-      |               100.64.213.0/24: a broken block rule reaches a fake
-      |               server there instead of a real network)
-    netns hnt-inet-<pid>: hnt<pid>n 198.51.100.10 (+ .11 .53), 2001:db8:213::10;
-      default route via 198.51.100.1; the private addresses on its lo
+    netns hnt-host-<pid>: the "host" hutch runs in (the tests enter it, see
+      |   below): lo (its 127.0.0.1 is the host's loopback of these tests),
+      |   hnt<pid>h 198.51.100.1/24, 2001:db8:213::1/64, default routes
+      |   into the fake internet (so 169.254.169.254, 10.99.0.0/24,
+      |   192.168.213.0/24, 172.31.213.0/24 and 100.64.213.0/24 reach a
+      |   fake logger there: a broken block rule shows as a logged
+      |   connection, never as real traffic); hntlan, a link of its own with
+      |   10.98.213.1/24, the host's address on a LAN of its own
+      |   veth
+    netns hnt-inet-<pid>: hnt<pid>n 198.51.100.10 (+ .11 .12 .53),
+          2001:db8:213::10; default route via 198.51.100.1; the private
+          addresses on its lo
+
+The tests run hutch (the CLI, hence its supervisors, their veths, the
+nftables table `inet hutch`, pasta and -p listeners) inside hnt-host-<pid>:
+the `fakenet` fixture moves the test's own thread into it with setns(2) for
+the module (`fakenet_here`: for one test), so every process the test starts
+and every socket it opens is there, and moves it back after. The machine's
+namespace sees only two named namespaces (/run/netns) while they exist.
 
 Servers in the netns (one python3 process, netfake_server.py, killed by
 pid): HTTPS on 198.51.100.10:443 and :8443 and 198.51.100.11:443 (a cert from
@@ -21,11 +34,12 @@ NXDOMAIN elsewhere), a UDP sink on 198.51.100.10:9999, TCP loggers on the
 metadata / private / IPv6 addresses. Each logs JSON lines; `FakeNet.log()`
 reads them.
 
-The session fixture also records net.ipv4.ip_forward and restores it, runs
-`hutch gc` at the end and fails loudly if the nftables table `inet hutch`
-is still there (then deletes it).
+The session fixture runs `hutch gc` in the host netns at the end and fails
+loudly if the nftables table `inet hutch` is still there, or if anything of
+the fake internet reached the machine's own namespace.
 """
-import fcntl
+import contextlib
+import ctypes
 import json
 import os
 import socket
@@ -37,11 +51,13 @@ import time
 import pytest
 
 PID = os.getpid()
-NS = f"hnt-inet-{PID}"
+NS = f"hnt-inet-{PID}"            # the fake internet
+HOST_NS = f"hnt-host-{PID}"       # the "host" hutch runs in
 VETH_HOST = f"hnt{PID}h"
 VETH_NS = f"hnt{PID}n"
 
 HOST_IP = "198.51.100.1"          # the host's own end of the fake uplink
+HOST_LAN = "10.98.213.1"          # the host's address on a LAN of its own
 WEB = "198.51.100.10"             # api/other.test.example
 UNLISTED = "198.51.100.11"        # unlisted.test.example
 BOUND = "198.51.100.12"           # bound.test.example: keep-alive HTTPS that logs headers
@@ -78,6 +94,42 @@ def nsexec(*argv, check=True):
     return sh("ip", "netns", "exec", NS, *argv, check=check)
 
 
+def hostexec(*argv, check=True):
+    """In the tests' host netns, from wherever the caller is."""
+    return sh("nsenter", f"--net=/run/netns/{HOST_NS}", "--", *argv, check=check)
+
+
+# ---- entering a network namespace: this thread only (setns(2)) ----
+
+CLONE_NEWNET = 0x40000000
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+def _setns(fd):
+    if _libc.setns(fd, CLONE_NEWNET) != 0:
+        e = ctypes.get_errno()
+        raise OSError(e, f"setns: {os.strerror(e)}")
+
+
+@contextlib.contextmanager
+def in_netns(path):
+    """This thread, the processes it starts and the sockets and threads it
+    makes are in the network namespace at path until the block ends."""
+    back = os.open("/proc/thread-self/ns/net", os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        try:
+            _setns(fd)
+        finally:
+            os.close(fd)
+        try:
+            yield
+        finally:
+            _setns(back)
+    finally:
+        os.close(back)
+
+
 def read_sysctl(name):
     with open("/proc/sys/" + name.replace(".", "/")) as f:
         return f.read().strip()
@@ -97,6 +149,12 @@ def hutch_links():
     out = sh("ip", "-o", "link", "show").stdout
     names = [ln.split(":")[1].strip().split("@")[0] for ln in out.splitlines()]
     return sorted(n for n in names if n.startswith("hutch") and n[5:].isdigit())
+
+
+def in_host_netns(pid):
+    """Is process pid in the tests' host netns (not the machine's own)?"""
+    a, b = os.stat(f"/proc/{pid}/ns/net"), os.stat(f"/run/netns/{HOST_NS}")
+    return (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino)
 
 
 # ---- listening-socket readiness, read from /proc/PID/net (no traffic) ----
@@ -191,8 +249,17 @@ class FakeNet:
         self.dir = str(tmpdir)
         self.proc = None
         self.servers = []
-        self.made_ns = False
-        self.made_veth = False
+        self.made = []  # named netns made, for stop()
+        # the machine's own netns, for the checks that nothing reached it
+        self.outer = os.open("/proc/thread-self/ns/net", os.O_RDONLY | os.O_CLOEXEC)
+
+    def inside(self):
+        """The tests' host netns: run hutch and the host's listeners here."""
+        return in_netns(f"/run/netns/{HOST_NS}")
+
+    def outside(self):
+        """The machine's own netns (to check nothing of ours is there)."""
+        return in_netns(f"/proc/self/fd/{self.outer}")
 
     # -- logs --
     def logpath(self, name):
@@ -267,14 +334,21 @@ class FakeNet:
            "-extfile", ext)
 
     def _wire(self):
-        sh("ip", "netns", "add", NS)
-        self.made_ns = True
-        sh("ip", "link", "add", VETH_HOST, "type", "veth", "peer", "name", VETH_NS)
-        self.made_veth = True
-        sh("ip", "link", "set", VETH_NS, "netns", NS)
-        sh("ip", "addr", "add", f"{HOST_IP}/24", "dev", VETH_HOST)
-        sh("ip", "-6", "addr", "add", f"{HOST6}/64", "dev", VETH_HOST, "nodad")
-        sh("ip", "link", "set", VETH_HOST, "up")
+        for ns in (HOST_NS, NS):
+            sh("ip", "netns", "add", ns)
+            self.made.append(ns)
+        # made in place: the veth never exists in the machine's namespace
+        sh("ip", "link", "add", VETH_HOST, "netns", HOST_NS, "type", "veth",
+           "peer", "name", VETH_NS, "netns", NS)
+        hostexec("ip", "link", "set", "lo", "up")
+        hostexec("ip", "addr", "add", f"{HOST_IP}/24", "dev", VETH_HOST)
+        hostexec("ip", "-6", "addr", "add", f"{HOST6}/64", "dev", VETH_HOST, "nodad")
+        hostexec("ip", "link", "set", VETH_HOST, "up")
+        # (a veth pair, both ends here: this kernel may have no dummy links)
+        hostexec("ip", "link", "add", "hntlan", "type", "veth", "peer", "name", "hntlan-p")
+        hostexec("ip", "addr", "add", f"{HOST_LAN}/24", "dev", "hntlan")
+        hostexec("ip", "link", "set", "hntlan-p", "up")
+        hostexec("ip", "link", "set", "hntlan", "up")
         nsexec("ip", "link", "set", "lo", "up")
         for a in (WEB, UNLISTED, DNS, BOUND):
             nsexec("ip", "addr", "add", f"{a}/24", "dev", VETH_NS)
@@ -284,8 +358,9 @@ class FakeNet:
         nsexec("ip", "link", "set", VETH_NS, "up")
         nsexec("ip", "route", "add", "default", "via", HOST_IP)
         nsexec("ip", "-6", "route", "add", "default", "via", HOST6)
-        for net in ROUTED_INTO_NS:
-            sh("ip", "route", "add", net, "via", WEB, "dev", VETH_HOST)
+        # the host netns's way out is the fake internet, and nothing else
+        hostexec("ip", "route", "add", "default", "via", WEB, "dev", VETH_HOST)
+        hostexec("ip", "-6", "route", "add", "default", "via", WEB6, "dev", VETH_HOST)
 
     def _start_servers(self):
         srv = []
@@ -340,25 +415,37 @@ class FakeNet:
             if self.proc.poll() is None:
                 self.proc.kill()
             self.proc.wait()
-        if self.made_veth:
-            # removes the peer and every route through it too
-            r = sh("ip", "link", "del", VETH_HOST, check=False)
-            if r.returncode != 0 and "Cannot find" not in r.stderr:
-                errors.append(r.stderr)
-        if self.made_ns:
-            r = sh("ip", "netns", "del", NS, check=False)
+        # deleting a netns removes its links (the veth, hutch's), routes
+        # and nftables tables with it
+        for ns in reversed(self.made):
+            r = sh("ip", "netns", "del", ns, check=False)
             if r.returncode != 0:
                 errors.append(r.stderr)
-        left = sh("ip", "-o", "link", "show").stdout
-        if VETH_HOST in left:
-            errors.append(f"{VETH_HOST} still exists")
-        routes = sh("ip", "route", "show").stdout
-        for net in ROUTED_INTO_NS + ["198.51.100.0/24"]:
-            if net.replace("/32", "") + " " in routes + " ":
-                errors.append(f"route {net} still there")
-        if NS in sh("ip", "netns", "list").stdout:
-            errors.append(f"netns {NS} still there")
+        self.made = []
+        listed = sh("ip", "netns", "list").stdout
+        errors += [f"netns {ns} still there" for ns in (NS, HOST_NS) if ns in listed]
+        errors += self.host_side_problems()
+        os.close(self.outer)
         return errors
+
+    def host_side_problems(self):
+        """What of the fake internet is in the machine's own namespace
+        (nothing ever should be): its links, addresses of the documentation
+        ranges this file uses, routes into its ranges."""
+        with self.outside():
+            links = sh("ip", "-o", "link", "show").stdout
+            addrs = sh("ip", "-o", "addr", "show").stdout
+            routes = sh("ip", "route", "show", "table", "all").stdout
+        out = [f"link {v} on the host" for v in (VETH_HOST, VETH_NS) if v in links]
+        out += [f"address of 198.51.100.0/24 on the host: {ln}" for ln in addrs.splitlines()
+                if " 198.51.100." in ln or " 2001:db8:213:" in ln]
+        for ln in routes.splitlines():
+            dst = ln.split()[0] if ln.split() else ""
+            if dst.startswith(("198.51.100.", "2001:db8:213:")) or \
+                    any(dst == n or dst == n.replace("/32", "") for n in ROUTED_INTO_NS) or \
+                    "hnt" in ln:
+                out.append(f"route on the host: {ln}")
+        return out
 
 
 def _gc_session(tmpdir):
@@ -367,63 +454,60 @@ def _gc_session(tmpdir):
     return subprocess.run([HUTCH, "gc"], env=env, capture_output=True, text=True, timeout=60)
 
 
-# The fake internet's host routes (metadata, private ranges), the shared
-# nftables table and the forwarding switch are the host's, one of each: two
-# suites on one machine (two worktrees, a developer and a CI job) would
-# collide ("RTNETLINK answers: File exists"). Each session takes this lock
-# for as long as it holds its fake internet.
-LOCK = "/run/lock/hutch-netfake.lock"
-
-
-def _lock_host_network():
-    os.makedirs(os.path.dirname(LOCK), exist_ok=True)
-    fd = os.open(LOCK, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        print(f"\nnetfake: waiting for {LOCK} (another test session holds the host's "
-              "fake internet)", file=sys.stderr)
-        fcntl.flock(fd, fcntl.LOCK_EX)
-    return fd
-
-
 @pytest.fixture(scope="session")
-def fakenet(tmp_path_factory):
-    lock = _lock_host_network()
-    try:
-        yield from _fakenet(tmp_path_factory)
-    finally:
-        os.close(lock)
-
-
-def _fakenet(tmp_path_factory):
-    forward = read_sysctl("net.ipv4.ip_forward")
-    table_before = nft_table_exists()
+def fakenet_world(tmp_path_factory):
+    """The namespaces and servers, once a session; use `fakenet` (a module
+    inside the host netns) or `fakenet_here` (one test inside it)."""
+    real_forward = read_sysctl("net.ipv4.ip_forward")
     net = FakeNet(tmp_path_factory.mktemp("netfake"))
     problems = []
     try:
         net.start()
+        problems += [f"before any test: {p}" for p in net.host_side_problems()]
+        if problems:
+            pytest.fail("; ".join(problems), pytrace=False)
         yield net
     finally:
+        if net.made:
+            with net.inside():
+                problems += _hutch_left_in_host_netns(tmp_path_factory)
         problems += net.stop()
-        r = _gc_session(tmp_path_factory.mktemp("gc-rt"))
-        if r.returncode != 0:
-            problems.append(f"hutch gc failed: {r.stderr}")
-        if nft_table_exists():
-            links = hutch_links()
-            problems.append("nftables table 'inet hutch' still exists after every sandbox was "
-                            f"removed and hutch gc ran (links left: {links}; existed at "
-                            f"session start: {table_before})")
-            # Deleting it under a live sandbox (another user's, on this shared
-            # machine) would lift that sandbox's blocks: only when none is left.
-            if not links:
-                sh("nft", "delete", "table", "inet", "hutch", check=False)
-            else:
-                problems.append("table NOT deleted: hutch links still exist")
-        if read_sysctl("net.ipv4.ip_forward") != forward:
-            problems.append(f"net.ipv4.ip_forward was {forward} at start, "
+        if read_sysctl("net.ipv4.ip_forward") != real_forward:
+            problems.append(f"the machine's net.ipv4.ip_forward was {real_forward} at start, "
                             f"{read_sysctl('net.ipv4.ip_forward')} at the end (restored)")
-            write_sysctl("net.ipv4.ip_forward", forward)
+            write_sysctl("net.ipv4.ip_forward", real_forward)
         if problems:
             print("\n".join(["", "NETFAKE TEARDOWN PROBLEMS:"] + problems), file=sys.stderr)
             pytest.fail("; ".join(problems), pytrace=False)
+
+
+def _hutch_left_in_host_netns(tmp_path_factory):
+    """hutch gc, then nothing of hutch's may be left in the host netns (the
+    netns goes next, which would hide a leak)."""
+    problems = []
+    r = _gc_session(tmp_path_factory.mktemp("gc-rt"))
+    if r.returncode != 0:
+        problems.append(f"hutch gc failed: {r.stderr}")
+    if nft_table_exists():
+        problems.append("nftables table 'inet hutch' still exists after every sandbox was "
+                        f"removed and hutch gc ran (links left: {hutch_links()})")
+    elif hutch_links():
+        problems.append(f"hutch links left: {hutch_links()}")
+    return problems
+
+
+@pytest.fixture(scope="module")
+def fakenet(fakenet_world):
+    """The fake internet, with this module's tests inside its host netns
+    (from the first test that asks for it to the module's end; a module
+    whose every test is a network test says `pytestmark =
+    pytest.mark.usefixtures("fakenet")`)."""
+    with fakenet_world.inside():
+        yield fakenet_world
+
+
+@pytest.fixture
+def fakenet_here(fakenet_world):
+    """The fake internet, with this one test inside its host netns."""
+    with fakenet_world.inside():
+        yield fakenet_world

@@ -20,6 +20,10 @@ from test_network import NetHutch, USAGE
 BOUND_HOST = "bound.test.example"
 ALLOW = f"allow:{BOUND_HOST},api.test.example"
 
+# hutch, the host's listeners and every client here run in the fake
+# internet's host netns (netfake.py), never in the machine's own.
+pytestmark = pytest.mark.usefixtures("fakenet")
+
 
 @pytest.fixture
 def nh(tmp_path):

@@ -264,7 +264,7 @@ def test_image_host_is_the_host_root(h):
     sb.rm()
 
 
-def test_limits_ttl_network_and_files_on_an_image(h, fakenet, tmp_path):
+def test_limits_ttl_network_and_files_on_an_image(h, fakenet_here, tmp_path):
     h.env["HUTCH_RESOLVER"] = RESOLVER
     sb = h.create("--image", "test", "--instance-type", "nano", "--ttl", "30")
     # memory: nano's 256 MiB, no swap

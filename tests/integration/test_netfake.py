@@ -1,14 +1,22 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Self-check of the fake internet (netfake.py) from the host alone: each
-fake server answers and logs, so a test that finds a log empty proves
-something about hutch, not about the fixture."""
+"""Self-check of the fake internet (netfake.py) from its host netns alone:
+each fake server answers and logs, so a test that finds a log empty proves
+something about hutch, not about the fixture; and nothing of it is in the
+machine's own network namespace."""
+import os
 import socket
 import ssl
 import struct
 import subprocess
 
-from netfake import (DNS, HOST_IP, PRIVATE, UNLISTED, WEB, WEB6, HostListener,
-                     read_sysctl)
+import pytest
+
+from netfake import (DNS, HOST_IP, HOST_NS, NS, PRIVATE, UNLISTED, WEB, WEB6, HostListener,
+                     in_host_netns, read_sysctl)
+
+# hutch, the host's listeners and every client here run in the fake
+# internet's host netns (netfake.py), never in the machine's own.
+pytestmark = pytest.mark.usefixtures("fakenet")
 
 
 def dns_query(server, name, qtype=1, timeout=3):
@@ -112,3 +120,16 @@ def test_host_listener():
 
 def test_forwarding_untouched(fakenet):
     assert read_sysctl("net.ipv4.ip_forward") in ("0", "1")
+
+
+def test_nothing_of_it_on_the_machines_side(fakenet):
+    """The tests run in the fake internet's host netns; the machine's own
+    has no link, address or route of it (netfake.py's docstring)."""
+    assert in_host_netns(os.getpid())  # this thread, the one that forks
+    assert fakenet.host_side_problems() == []
+    with fakenet.outside():
+        assert not in_host_netns(os.getpid())
+        out = subprocess.run(["ip", "-o", "addr", "show"], capture_output=True, text=True).stdout
+        assert HOST_IP not in out
+    for ns in (HOST_NS, NS):
+        assert os.path.exists(f"/run/netns/{ns}")

@@ -4,9 +4,9 @@ fake internet of netfake.py: for every path the tests assert the observable
 effect (the fake server's log shows the connection, or shows none; a refused
 connection returned within FAST seconds, measured inside the sandbox).
 
-Every destination used here is routed into the fake netns, and every
-sandbox gets HUTCH_RESOLVER=198.51.100.53:53, so nothing reaches the real
-network even if a rule under test is broken."""
+hutch runs in the fake internet's host netns, whose only way out is the
+fake internet, and every sandbox gets HUTCH_RESOLVER=198.51.100.53:53, so
+nothing reaches the real network even if a rule under test is broken."""
 import json
 import os
 import re
@@ -21,7 +21,7 @@ import pytest
 from conftest import (HUTCH, Hutch, Sandbox, assert_runtime_dir_clean, cgroup_dirs_named,
                       cgroups_gone, proc_comm, wait_until)
 from netfake import (DNS, HOST_IP, PRIVATE, RESOLVER, UNLISTED, WEB, WEB6, HostListener,
-                     hutch_links, nft_table_exists, sh)
+                     hutch_links, in_host_netns, nft_table_exists, sh)
 
 USAGE = 64
 FAST = 3.0            # a refused path must fail within this many seconds
@@ -29,6 +29,10 @@ GRACE = 0.3           # after the last probe, before asserting a log stayed empt
 HOST_INTERNAL = "host.hutch.internal"
 POOL = ("10.200.", )  # HUTCH_NET_POOL default 10.200.0.0/16
 HERE = os.path.dirname(os.path.abspath(__file__))
+
+# hutch, the host's listeners and every client here run in the fake
+# internet's host netns (netfake.py), never in the machine's own.
+pytestmark = pytest.mark.usefixtures("fakenet")
 
 
 class NetHutch(Hutch):
@@ -224,6 +228,8 @@ class TestAll:
         assert a & ~3 == g & ~3 and a != g, n  # one /30
         assert re.fullmatch(r"hutch\d+", n["host_link"]) and link_exists(n["host_link"])
         assert n["host_link"] not in allenv.links_before
+        # hutch ran in the fake internet's host netns, not the machine's
+        assert in_host_netns(allenv.a.status()["supervisor_pid"])
         assert n["gateway"] in sh("ip", "-o", "-4", "addr", "show", "dev", n["host_link"]).stdout
         nb = allenv.nb
         assert nb["address"] != n["address"] and nb["host_link"] != n["host_link"]
@@ -345,6 +351,8 @@ class TestAllow:
         for k in ("address", "gateway", "host_link"):
             assert not n.get(k), n
         assert network(allowenv.d)["hosts"] == [f"{WEB}:8443"]
+        # the proxy dials from the supervisor, in the fake internet's host netns
+        assert in_host_netns(allowenv.c.status()["supervisor_pid"])
         assert allowenv.links_after == allowenv.links_before
         conf = allowenv.c.sh("cat /etc/resolv.conf")
         assert [l for l in conf.splitlines() if l.startswith("nameserver")] == ["nameserver 127.0.0.1"]

@@ -20,9 +20,13 @@ import urllib.request
 import pytest
 
 from conftest import HUTCH, Sandbox, wait_until
-from netfake import RESOLVER
+from netfake import RESOLVER, in_host_netns
 
 USAGE, FAILURE = 64, 70
+
+# hutch, the host's listeners and every client here run in the fake
+# internet's host netns (netfake.py), never in the machine's own.
+pytestmark = pytest.mark.usefixtures("fakenet")
 
 # A TCP echo server (all bytes back, then the end) and the test's HTTP
 # server, started inside the sandbox as background processes.
@@ -47,9 +51,9 @@ S(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
 
 @pytest.fixture
 def nh(hutch):
-    """Modes all and allow without the fake internet: the resolver is the
-    fake one's address, so nothing asks a real server even if these tests
-    made a sandbox look something up (they do not)."""
+    """Modes all and allow in the fake internet's host netns: the resolver
+    is the fake one, so nothing asks a real server even if these tests made
+    a sandbox look something up (they do not)."""
     hutch.env["HUTCH_RESOLVER"] = RESOLVER
     return hutch
 
@@ -120,6 +124,9 @@ def echo_once(port, data, timeout=60):
 @pytest.mark.parametrize("mode", ["none", "all", "allow"])
 def test_http_server_inside_reached_from_the_host(nh, mode):
     sb = nh.create(*MODES[mode], "-p", "0:8000")
+    # the listener is the supervisor's, on the loopback of the host netns
+    # this test runs in (the fake internet's: netfake.py)
+    assert in_host_netns(sb.status()["supervisor_pid"])
     (fwd,) = host_ports(sb)
     assert fwd["sandbox_port"] == 8000 and fwd["host_address"] == "127.0.0.1"
     assert fwd["host_port"] > 0 and fwd["source"] == "publish"

@@ -2,10 +2,10 @@
 """Rootless --network all (issue 15): user-mode networking through pasta.
 
 A throw-away user with subordinate ids drives the CLI as itself against
-the fake internet of netfake.py (198.51.100.0/24 in a netns of the test's,
-routed from the host; every private address the probes try is routed into
-that netns too, to a logger, so a broken rule shows as a logged
-connection, never as real traffic). The sandbox reaches the fake web and
+the fake internet of netfake.py, from its host netns (198.51.100.0/24 in a
+netns of the test's; every private address the probes try leads there
+too, to a logger, so a broken rule shows as a logged connection, never as
+real traffic). The sandbox reaches the fake web and
 DNS server; the host itself (its loopback, its addresses), another
 sandbox, private ranges, metadata and IPv6 all fail at once from inside;
 nft inside fails (no capability); pasta is gone after rm, after the TTL
@@ -31,7 +31,8 @@ import time
 import pytest
 
 from conftest import SLOWDOWN, proc_comm, wait_until
-from netfake import DNS, HOST_IP, PRIVATE, RESOLVER, WEB, WEB6, HostListener, sh
+from netfake import (DNS, HOST_IP, PRIVATE, RESOLVER, WEB, WEB6, HostListener, in_host_netns,
+                     sh)
 from test_network import FAST, GRACE, assert_fast_failure, assert_logs_empty, probe, raw, resolve
 from test_rootless import SESSION, User, UserHutch, _pids_of
 
@@ -41,9 +42,14 @@ FAILURE = 70
 HERE = os.path.dirname(os.path.abspath(__file__))
 PASTA_COMMS = ("pasta", "passt", "passt.avx2", "pasta.avx2")
 
+# hutch, the host's listeners and every client here run in the fake
+# internet's host netns (netfake.py), never in the machine's own.
+pytestmark = pytest.mark.usefixtures("fakenet")
+
 
 def _host_addrs():
-    """The host's own IPv4 addresses beside loopback (192.0.2.x here)."""
+    """The host's own IPv4 addresses beside loopback and the fake uplink (netfake's
+    HOST_LAN here)."""
     out = sh("ip", "-4", "-o", "addr", "show").stdout
     addrs = [ln.split()[3].split("/")[0] for ln in out.splitlines()]
     return [a for a in addrs if not a.startswith("127.") and a != HOST_IP]
@@ -111,6 +117,7 @@ def test_all_reaches_the_fake_internet(uh, fakenet):
     pasta = _helper_pid(sb)
     with open(f"/proc/{pasta}/status") as f:
         assert f"Uid:\t{uh.user.uid}\t" in f.read()  # the user's, not root's
+    assert in_host_netns(pasta)  # its sockets are the fake internet's host's
     assert f"network all through pasta, pid {pasta}" in uh("events", sb.id).stdout.decode()
     mark = fakenet.mark()
     r = probe(sb, raw(WEB, 80, "GET / HTTP/1.0\r\nHost: api.test.example\r\n\r\n"),

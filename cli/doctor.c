@@ -22,7 +22,7 @@
 #include <cjson/cJSON.h>
 
 #include "args.h"
-#include "cgroup.h"
+#include "cgroup-probe.h"
 #include "cleanup.h"
 #include "cli.h"
 #include "fdutil.h"

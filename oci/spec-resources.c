@@ -2,7 +2,7 @@
 /*
  * linux.resources -> struct hutch_oci_resources (spec-resources.h). Every
  * field of runtime-spec 1.x's LinuxResources is read: honoured (written by
- * runtime/cgroup-res.c, lowered where it names one of hutch's limits),
+ * cgroup/cgroup-res.c, lowered where it names one of hutch's limits),
  * accepted with what hutch does instead (memory.swap: no swap; memory.kernel:
  * deprecated, the kernel ignores it; devices: hutch's /dev is the default set
  * whatever the list says), or refused naming the field (realtime CPU time,

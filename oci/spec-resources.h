@@ -2,7 +2,7 @@
 /*
  * A bundle's linux.resources (runtime-spec 1.x), parsed and bounded:
  * memory, cpu and pids limits (lowered to the instance type's by the
- * caller), and the rest into struct hutch_resources (runtime/cgroup.h),
+ * caller), and the rest into struct hutch_resources (cgroup/cgroup.h),
  * which the cgroup writer honours or fails naming the field. What hutch
  * refuses on purpose (realtime CPU time, rdma) is refused here, naming
  * the field. Pure; fuzzed with config.json (tests/fuzz/fuzz_ocispec.c).

@@ -15,7 +15,8 @@
 
 #include <cmocka.h>
 
-#include "cgroup-internal.h"
+#include "cgroup-util.h"
+#include "cgroup.h"
 
 /* This development machine: v1 controllers, one v2 tree without any. */
 static const char hybrid_proc[] = "9:name=systemd:/\n"

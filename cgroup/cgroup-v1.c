@@ -19,7 +19,9 @@
 #include "fdutil.h"
 #include "util.h"
 
-#include "cgroup-internal.h"
+#include "cgroup-res.h"
+#include "cgroup-util.h"
+#include "cgroup-v1.h"
 
 /* Write one knob; on failure fill err naming the knob and the directory. */
 static int knob(int fd, const char *dir, const char *name, const char *value, struct hutch_err *err)

@@ -35,7 +35,8 @@
 #include "fdutil.h"
 #include "util.h"
 
-#include "cgroup-internal.h"
+#include "cgroup-systemd.h"
+#include "cgroup-util.h"
 
 #define SCOPE_WAIT_MS 5000
 
@@ -199,43 +200,4 @@ int hutch_cgroup_systemd_scope(const char *address, const char *name, struct hut
 		f.close_unref(bus);
 	dlclose(f.lib);
 	return r < 0 ? r : wait_in_unit(unit, err);
-}
-
-int hutch_cgroup_systemd_probe(const char *address, struct hutch_cgroup_probe *ret)
-{
-	struct hutch_cgroup_probe p = { .v2_unified = true, .in_scope = true };
-	_cleanup_close_ int rd = -EBADF, wr = -EBADF;
-	int fds[2], status;
-	ssize_t n;
-	pid_t pid;
-
-	if (pipe2(fds, O_CLOEXEC) < 0)
-		return -errno;
-	rd = fds[0], wr = fds[1];
-	pid = fork();
-	if (pid < 0)
-		return -errno;
-	if (pid == 0) {
-		struct hutch_err e = { 0 };
-		char name[32];
-
-		snprintf(name, sizeof(name), "probe-%d", (int)getpid());
-		if (hutch_cgroup_systemd_scope(address, name, &e) < 0)
-			snprintf(p.detail, sizeof(p.detail),
-			         "no delegated scope for a sandbox: %.200s", e.msg);
-		else if (hutch_cgroup_probe_here(&p) == 0)
-			p.in_scope = true;
-		_exit(hutch_write_all(wr, &p, sizeof(p)) < 0 ? 1 : 0);
-	}
-	close(TAKE_FD(wr));
-	do
-		n = read(rd, &p, sizeof(p));
-	while (n < 0 && errno == EINTR);
-	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-		;
-	if (n != (ssize_t)sizeof(p))
-		return -EIO;
-	p.detail[sizeof(p.detail) - 1] = '\0';
-	*ret = p;
-	return 0;
 }

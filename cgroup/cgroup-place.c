@@ -39,7 +39,9 @@
 #include "fdutil.h"
 #include "util.h"
 
-#include "cgroup-internal.h"
+#include "cgroup-place.h"
+#include "cgroup-util.h"
+#include "cgroup-v2.h"
 
 #define LEAF "leaf"
 

@@ -21,7 +21,9 @@
 #include "fdutil.h"
 #include "util.h"
 
-#include "cgroup-internal.h"
+#include "cgroup-res.h"
+#include "cgroup-util.h"
+#include "cgroup-v2.h"
 
 static int knob(int fd, const char *dir, const char *name, const char *value, struct hutch_err *err)
 {
@@ -282,10 +284,3 @@ const struct cgroup_ops hutch_cgroup_v2_ops = {
 	.freeze = v2_freeze,
 	.remove_dir = v2_remove_dir,
 };
-
-bool hutch_cgroup_host_is_v2(void)
-{
-	struct statfs sfs;
-
-	return statfs(CG_ROOT, &sfs) == 0 && sfs.f_type == 0x63677270; /* CGROUP2_SUPER_MAGIC */
-}

@@ -1,13 +1,14 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Private to cgroup*.c and the unit test. The public object, the backend
- * table (v1 and v2 each fill one, chosen once in hutch_cgroup_new()), and
- * the pure text helpers that turn /proc/self/cgroup, /proc/self/mountinfo
- * and cgroup knob contents into paths and numbers, so they can be tested
- * without root.
+ * What the cgroup backends share, below all of them (cgroup-util.c): the
+ * object, the backend table (v1 and v2 each fill one, chosen once in
+ * hutch_cgroup_new()), the pure text helpers that turn /proc/self/cgroup,
+ * /proc/self/mountinfo and knob contents into paths and numbers (tested
+ * without root), and the OS helpers. Private to cgroup/ and the unit test;
+ * nothing here calls up into cgroup.c or a backend.
  */
-#ifndef HUTCH_CGROUP_INTERNAL_H
-#define HUTCH_CGROUP_INTERNAL_H
+#ifndef HUTCH_CGROUP_UTIL_H
+#define HUTCH_CGROUP_UTIL_H
 
 #include <dirent.h>
 #include <stdbool.h>
@@ -15,17 +16,17 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "cgroup.h"
+#include "cgroup-limits.h"
 #include "error.h"
 
-#define CG_ROOT      "/sys/fs/cgroup"
-#define CG_PREFIX    "hutch-"
-#define CG_NAME_MAX  64
-#define CG_PERIOD_US 100000ULL
-/* Kernel minimum for cfs_quota_us / cpu.max quota. */
-#define CG_QUOTA_MIN_US 1000ULL
+#define CG_ROOT     "/sys/fs/cgroup"
+#define CG_PREFIX   "hutch-"
+#define CG_NAME_MAX 64
 /* How long destroy and freeze wait for the kernel before giving up. */
 #define CG_WAIT_MS 2000
+/* Name of the commands' own freezer cgroup below the sandbox's (v1;
+ * hutch_cgroup_open_cmds()). */
+#define HUTCH_CGROUP_CMDS "cmds"
 
 struct hutch_cgroup;
 
@@ -46,9 +47,6 @@ struct cgroup_ops {
 	int (*remove_dir)(const char *dir, struct hutch_err *err);
 };
 
-extern const struct cgroup_ops hutch_cgroup_v1_ops;
-extern const struct cgroup_ops hutch_cgroup_v2_ops;
-
 /* v1 controller bits; a hierarchy directory may carry several. */
 enum {
 	CG_CTRL_CPU = 1u << 0,
@@ -65,23 +63,6 @@ enum {
 	CG_CTRL_NET_PRIO = HUTCH_CGROUP_EXTRA_NET_PRIO << CG_CTRL_EXTRA_SHIFT,
 };
 
-/* cgroup-res.c: the rest of a container's linux.resources, written into
- * the directory fd of dir holding ctrls (v1: CG_CTRL_*), or the unified
- * directory (v2). lim: the limits as lowered (reservations and unified
- * values are lowered to them). Errors name the linux.resources field. */
-int hutch_cgroup_res_write_v1(int fd, const char *dir, unsigned int ctrls,
-                              const struct hutch_limits *lim, struct hutch_err *err);
-int hutch_cgroup_res_write_v2(int fd, const char *dir, const struct hutch_limits *lim,
-                              struct hutch_err *err);
-/* v1 cpuset: a new directory's cpuset.cpus and cpuset.mems are empty (no
- * task may join) unless copied from its parent: fill dir and each of its
- * parents up to the first one that has them, top down. */
-int hutch_cgroup_cpuset_inherit(const char *dir, struct hutch_err *err);
-/* v1: what res asks that cg cannot hold (unified keys; a controller whose
- * directory cg lacks, as an oci update may ask) is an error naming it. */
-int hutch_cgroup_res_check_v1(const struct hutch_cgroup *cg, const struct hutch_resources *res,
-                              struct hutch_err *err);
-
 struct hutch_cgroup {
 	const struct cgroup_ops *ops;
 	size_t n_dirs;
@@ -92,12 +73,6 @@ struct hutch_cgroup {
 	unsigned int depth; /* parents the path names (hutch_cgroup_new_at) */
 	unsigned char made[HUTCH_CGROUP_MAX_DIRS]; /* of them, made by create (the deepest) */
 };
-
-/* cgroup-place.c: mkdir the missing parents of a cgroupsPath's
- * directories, top down (v2: each delegating cpu memory pids), counting
- * them in cg->made; and rmdir those, deepest first. */
-int hutch_cgroup_make_parents(struct hutch_cgroup *cg, struct hutch_err *err);
-void hutch_cgroup_remove_made(struct hutch_cgroup *cg);
 
 /* Index of the directory holding controller bit ctrl, or -ENOENT. */
 int hutch_cgroup_dir_for(const struct hutch_cgroup *cg, unsigned int ctrl);
@@ -159,7 +134,7 @@ int hutch_cgroup_fmt_cpu_period(const struct hutch_resources *res, char *quota, 
  * no "//", last component starting "hutch-". */
 bool hutch_cgroup_dir_is_removable(const char *dir);
 
-/* ---- OS helpers shared by the backends (cgroup.c) ---- */
+/* ---- OS helpers shared by the backends ---- */
 
 /* Open an absolute cgroup directory (no symlinks, no magic links). */
 int hutch_cgroup_open_dir(const char *dir);
@@ -173,7 +148,6 @@ int hutch_cgroup_open_with_parent(const char *dir, int *ret_fd, int *ret_parent,
  * or still busy at deadline (CLOCK_MONOTONIC ms). */
 int hutch_cgroup_try_remove(int fd, int parent, const char *name, const char *dir, int64_t deadline,
                             struct hutch_err *err);
-int hutch_cgroup_make_dir(const char *dir, int *ret_parent, struct hutch_err *err);
 /* The number in knob name of cgroup dir (a decimal, or "max"), or
  * UINT64_MAX when it cannot be read. */
 uint64_t hutch_cgroup_read_u64(const char *dir, const char *name);
@@ -187,26 +161,36 @@ int hutch_cgroup_kill_procs(int dirfd);
 DIR *hutch_cgroup_opendir(int dirfd);
 /* rmdir every child cgroup of dirfd, depth first. */
 int hutch_cgroup_rmdir_children(int dirfd);
-/*
- * v2 (cgroup-place.c): the directory to nest sandboxes in, starting from
- * our own cgroup directory own, such that its cgroup.subtree_control lists
- * every controller in want (space separated). A delegated own (systemd's
- * mark, or our cgroup namespace's root) has its processes moved into a
- * leaf child and the controllers enabled in it; otherwise the nearest
- * ancestor that can have them.
- */
-int hutch_cgroup_v2_pick_parent(const char *own, const char *want, char *ret, size_t size,
-                                struct hutch_err *err);
-/* cgroup-place.c: own needs no write above itself to give children the
- * controllers of want (it has them already, is the real root, or is ours:
- * delegated, or our cgroup namespace's root). */
-bool hutch_cgroup_v2_is_placeable(const char *own, const char *want);
-/* hutch_cgroup_probe() from our own cgroup as it is; systemd_probe: the
- * same in a child moved into a throw-away delegated scope
- * "hutch-probe-<pid>.scope" (cgroup-systemd.c), which ends with it. */
-int hutch_cgroup_probe_here(struct hutch_cgroup_probe *ret);
-int hutch_cgroup_systemd_probe(const char *address, struct hutch_cgroup_probe *ret);
 /* Sleep ms milliseconds. */
 void hutch_cgroup_sleep_ms(unsigned int ms);
+/* Create the cgroup directory dir (its parent must exist); returns an fd of
+ * it, and hands the parent's fd to *ret_parent when asked (for rollback). */
+int hutch_cgroup_make_dir(const char *dir, int *ret_parent, struct hutch_err *err);
+/* The file system type of /sys/fs/cgroup (statfs's f_type). */
+int hutch_cgroup_root_fs_type(long *ret, struct hutch_err *err);
+
+/* ---- the caller's own cgroups ---- */
+
+/* /proc/self/cgroup and /proc/self/mountinfo, read once. */
+struct cg_text {
+	char *proc;
+	char *mountinfo;
+};
+int hutch_cgroup_text_read(struct cg_text *t, struct hutch_err *err);
+void hutch_cgroup_text_done(struct cg_text *t);
+/* The directory of our own cgroup in the hierarchy of controller (NULL: v2). */
+int hutch_cgroup_own_dir(const struct cg_text *t, const char *controller, char *ret, size_t size,
+                         struct hutch_err *err);
+/* The v1 controllers hutch uses, in the order they are set up and
+ * destroyed; those with a field only when a container's resources ask
+ * (the field names it). */
+struct cg_v1_ctrl {
+	const char *name;
+	unsigned int bit; /* CG_CTRL_* */
+	bool required;
+	const char *field;
+};
+extern const struct cg_v1_ctrl hutch_cgroup_v1_ctrls[];
+extern const size_t hutch_cgroup_n_v1_ctrls;
 
 #endif

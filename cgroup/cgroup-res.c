@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The rest of a container's linux.resources (struct hutch_resources,
- * cgroup.h) beyond the three limits every sandbox has: cpu shares, cpuset,
+ * cgroup-limits.h) beyond the three limits every sandbox has: cpu shares, cpuset,
  * memory reservation, swappiness, the OOM killer, kernel TCP memory, block
  * I/O, huge pages, net_cls/net_prio and cgroup v2's unified keys. Written
  * by the one cgroup writer `create` and `oci` share (cgroup-v1.c and
@@ -10,7 +10,7 @@
  * lowered to it. What the host cannot honour (no such controller or knob)
  * is an error naming the linux.resources field, never silence. The pure
  * part (shares to weight, the unified key check, merge) is in
- * cgroup-parse.c, unit-tested and fuzzed with the spec parser.
+ * cgroup-limits.c, unit-tested and fuzzed with the spec parser.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -23,7 +23,9 @@
 #include "fdutil.h"
 #include "util.h"
 
-#include "cgroup-internal.h"
+#include "cgroup-limits.h"
+#include "cgroup-res.h"
+#include "cgroup-util.h"
 
 /* ---- writing ---- */
 

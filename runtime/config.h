@@ -32,6 +32,12 @@
 #define HUTCH_IMAGE_STORE_MAX       1024
 #define HUTCH_IMAGE_MANIFEST_LEN    71 /* "sha256:" + 64 hex */
 
+/* The executor's /run keeps all output as the cloud does, up to this per
+ * stream; beyond it the command is killed and the answer is an error that
+ * names the option (it cannot flag a cut as the native /run does). */
+#define HUTCH_DEFAULT_EXEC_MAX_OUTPUT (64ull << 20)
+#define HUTCH_MAX_EXEC_MAX_OUTPUT     (1ull << 30)
+
 struct hutch_instance_type {
 	const char *name;
 	uint64_t cpu_millis; /* 1000 = one vCPU */
@@ -77,6 +83,9 @@ struct hutch_config {
 	/* Set while the sandbox waits in a warm pool (pool.h), "" otherwise. */
 	char pool_key[64];
 	uint64_t max_output_bytes;
+	/* The executor's /run: bytes of each stream kept whole, more is an
+	 * error (HUTCH_DEFAULT_EXEC_MAX_OUTPUT). */
+	uint64_t executor_max_output_bytes;
 	/* --executor-port: "ADDR:PORT" of the executor's TCP listener
 	 * (executor-tcp.c), "" = none; its value, parsed once by the setter. */
 	char executor_listen[32];

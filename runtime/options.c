@@ -552,6 +552,19 @@ static const struct hutch_option options[] = {
 	        .flags = HUTCH_OPT_SESSION,
 	},
 	{
+	        .name = "executor_max_output_bytes",
+	        .cli = "executor-max-output",
+	        .metavar = "B",
+	        .help = "bytes of stdout and of stderr the cloud executor's /run answers whole "
+	                "(64 MiB); more is a 500 error naming this option, the command killed",
+	        .type = &hutch_opt_bytes,
+	        AT(executor_max_output_bytes),
+	        .min = 1,
+	        .max = HUTCH_MAX_EXEC_MAX_OUTPUT,
+	        .def = HUTCH_DEFAULT_EXEC_MAX_OUTPUT,
+	        .flags = HUTCH_OPT_SESSION,
+	},
+	{
 	        .name = "executor_port",
 	        .cli = "executor-port",
 	        .metavar = "[ADDR:]PORT",

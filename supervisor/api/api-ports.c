@@ -49,7 +49,8 @@ static cJSON *parse_body(struct request *r, const char *const *known, struct hut
 	if (hutch_fields_check_text(r->body.data, r->body.len, err) < 0)
 		return NULL;
 	j = cJSON_ParseWithLength(r->body.data, r->body.len);
-	if (!j || !cJSON_IsObject(j)) {
+	/* The executor's endpoint: a key given twice, the last wins (Go). */
+	if (!j || !cJSON_IsObject(j) || hutch_exec_go_object(j, NULL, false) < 0) {
 		cJSON_Delete(j);
 		hutch_err_set(err, -EBADMSG, /* the executor's "Invalid request" */
 		              "the request body must be a JSON object: {\"port\": "

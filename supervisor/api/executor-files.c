@@ -227,11 +227,12 @@ static enum MHD_Result finish(struct request *r, struct exec_file *x)
 
 static enum MHD_Result begin(struct request *r, struct exec_file *x)
 {
+	static const char *const fields[] = { "path", "content", NULL };
 	_cleanup_cjson_ cJSON *in = NULL;
 	const char *path, *content;
 	bool bad = false;
 
-	if (hutch_exec_body(r, &in) < 0)
+	if (hutch_exec_body(r, fields, &in) < 0)
 		return hutch_api_respond_text(r->conn, 400, HUTCH_EXEC_INVALID);
 	path = hutch_exec_string(in, "path", &bad);
 	content = hutch_exec_string(in, "content", &bad);

@@ -178,7 +178,7 @@ enum MHD_Result hutch_exec_serve_kill_process(struct request *r, const char *upl
 			return wait_for_change(r);
 		return kill_answer(r, true, "Process killed successfully");
 	}
-	if (hutch_exec_body(r, &in) < 0)
+	if (hutch_exec_body(r, (const char *const[]){ "id", NULL }, &in) < 0)
 		return hutch_api_respond_text(r->conn, 400, HUTCH_EXEC_INVALID);
 	id = hutch_exec_string(in, "id", &bad);
 	if (bad)

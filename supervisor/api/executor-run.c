@@ -13,9 +13,14 @@
  * does: a "test -d" of the sandbox's own shell, as appuser, decides (the
  * supervisor never resolves a sandbox path). The command itself is a
  * command of the engine like the native /run's: killed if the client hangs
- * up, its output bounded by the sandbox's max_output_bytes per stream.
+ * up. /run keeps all of its output, as the executor does: the one bound is
+ * the sandbox's executor_max_output_bytes per stream (64 MiB by default);
+ * a command that writes more is killed and the answer is a 500 whose text
+ * names the option, never a silent cut (the contract's answer has no field
+ * to flag one).
  */
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,7 +38,10 @@
 
 struct exec_run {
 	struct hutch_exec_cmd cmd;
+	/* /run_streaming: the partial line of each stream; /run: the whole
+	 * output of each stream */
 	struct hutch_buf line[2];
+	int over; /* /run: 1 + the stream that passed the bound, 0: none */
 };
 
 static void run_free(void *p)
@@ -99,6 +107,22 @@ static bool on_output(void *ud, struct cmd *c, bool is_err, const char *buf, siz
 	return !hutch_sse_full(&r->sse);
 }
 
+/* /run: keep everything up to the bound; past it kill the command. */
+static bool on_capture(void *ud, struct cmd *c, bool is_err, const char *buf, size_t n)
+{
+	struct request *r = ud;
+	struct exec_run *x = r->state;
+	struct hutch_buf *b = &x->line[is_err];
+
+	if (x->over)
+		return true; /* killed: what is left in the pipes is dropped */
+	if (b->len + n > r->s->cfg->executor_max_output_bytes || hutch_buf_append(b, buf, n) < 0) {
+		x->over = 1 + is_err;
+		hutch_cmd_kill(c, SIGKILL, 0);
+	}
+	return true;
+}
+
 static void on_done(void *ud, struct cmd *c)
 {
 	hutch_api_resume(ud);
@@ -152,10 +176,8 @@ static enum MHD_Result start_command(struct request *r, struct exec_run *x, bool
 		.argv = (const char *const *)req.argv,
 		.envp = (const char *const *)req.envp,
 		.cwd = req.cwd,
-		.max_output = streaming ? 0 : s->cfg->max_output_bytes,
 	};
-	if (streaming)
-		sink.output = on_output;
+	sink.output = streaming ? on_output : on_capture;
 	r->cmd = hutch_cmd_start(&s->cmds, &sp, &sink, &err);
 	hutch_run_req_done(&req);
 	if (!r->cmd)
@@ -169,6 +191,7 @@ static enum MHD_Result start_command(struct request *r, struct exec_run *x, bool
 
 static enum MHD_Result finish_run(struct request *r)
 {
+	struct exec_run *x = r->state;
 	struct cmd *c = r->cmd;
 	struct sup *s = r->s;
 	_cleanup_free_ char *out = NULL, *err = NULL;
@@ -183,8 +206,19 @@ static enum MHD_Result finish_run(struct request *r)
 		return hutch_api_respond_json(r->conn, MHD_HTTP_GONE, hutch_api_ended_json(s));
 	if (c->spawn_error)
 		return hutch_api_respond_text(r->conn, 500, "Failed to start command");
-	out = hutch_utf8_sanitize(c->out.data ? c->out.data : "", c->out.len, NULL);
-	err = hutch_utf8_sanitize(c->err.data ? c->err.data : "", c->err.len, NULL);
+	if (x->over) {
+		char msg[384];
+		snprintf(msg, sizeof(msg),
+		         "the command wrote more than %llu bytes to %s, the sandbox's "
+		         "executor_max_output_bytes, and was killed: raise it with hutch create "
+		         "--executor-max-output B or LocalSandbox(executor_max_output_bytes=B) "
+		         "(at most %llu), or read large output through a file",
+		         (unsigned long long)s->cfg->executor_max_output_bytes,
+		         x->over == 2 ? "stderr" : "stdout", HUTCH_MAX_EXEC_MAX_OUTPUT);
+		return hutch_api_respond_text(r->conn, 500, msg);
+	}
+	out = hutch_utf8_sanitize(x->line[0].data ? x->line[0].data : "", x->line[0].len, NULL);
+	err = hutch_utf8_sanitize(x->line[1].data ? x->line[1].data : "", x->line[1].len, NULL);
 	o = out && err ? cJSON_CreateObject() : NULL;
 	if (!o)
 		return MHD_NO;

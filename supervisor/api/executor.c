@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -30,7 +31,69 @@
 
 #define SECRET_FILE "executor.secret"
 
-int hutch_exec_body(const struct request *r, cJSON **ret)
+/* Go's kinds of JSON value: true and false are one (a bool field). */
+static int kind_of(const cJSON *v)
+{
+	return cJSON_IsBool(v) ? cJSON_True : (v->type & 0xff);
+}
+
+static bool listed(const char *const *fields, const char *name)
+{
+	for (; *fields; fields++)
+		if (!strcasecmp(*fields, name))
+			return true;
+	return false;
+}
+
+/* Move the members of from to the end of to (Go fills the map it has). */
+static void merge_into(cJSON *to, cJSON *from)
+{
+	while (from->child)
+		cJSON_AddItemToArray(to, cJSON_DetachItemViaPointer(from, from->child));
+}
+
+static int go_object(cJSON *o, const char *const *fields, bool fold, int depth)
+{
+	cJSON *it = o->child, *next, *e;
+	int r;
+
+	/* Invariant: the members before it have distinct names. */
+	for (; it; it = next) {
+		next = it->next;
+		if (fields && !listed(fields, it->string)) {
+			cJSON_Delete(cJSON_DetachItemViaPointer(o, it));
+			continue;
+		}
+		for (e = o->child; e != it; e = e->next)
+			if (fold ? !strcasecmp(e->string, it->string)
+			         : !strcmp(e->string, it->string))
+				break;
+		if (e == it)
+			continue;
+		if (!cJSON_IsNull(e) && !cJSON_IsNull(it) && kind_of(e) != kind_of(it))
+			return -EINVAL;
+		if (cJSON_IsObject(e) && cJSON_IsObject(it)) {
+			merge_into(e, it);
+			cJSON_Delete(cJSON_DetachItemViaPointer(o, it));
+		} else {
+			cJSON_Delete(cJSON_DetachItemViaPointer(o, e));
+		}
+	}
+	if (depth >= 32)
+		return 0; /* no field of the contract is this deep */
+	cJSON_ArrayForEach(it, o) {
+		if (cJSON_IsObject(it) && (r = go_object(it, NULL, false, depth + 1)) < 0)
+			return r;
+	}
+	return 0;
+}
+
+int hutch_exec_go_object(cJSON *o, const char *const *fields, bool fold)
+{
+	return cJSON_IsObject(o) ? go_object(o, fields, fold, 0) : -EINVAL;
+}
+
+int hutch_exec_body(const struct request *r, const char *const *fields, cJSON **ret)
 {
 	const char *body = r->body.data ? r->body.data : "";
 	const char *end = NULL;
@@ -46,7 +109,8 @@ int hutch_exec_body(const struct request *r, cJSON **ret)
 		cJSON_Delete(j);
 		return 0;
 	}
-	if (!cJSON_IsObject(j)) {
+	/* Not an object, or a key given twice with values of two types. */
+	if (!cJSON_IsObject(j) || hutch_exec_go_object(j, fields, true) < 0) {
 		cJSON_Delete(j);
 		return -EINVAL;
 	}
@@ -105,13 +169,14 @@ void hutch_exec_path_error(char *buf, size_t size, const char *op, const char *p
 
 int hutch_exec_cmd_parse(const struct request *r, struct hutch_exec_cmd *x)
 {
+	static const char *const fields[] = { "cmd", "cwd", "env", NULL };
 	_cleanup_cjson_ cJSON *in = NULL, *out = cJSON_CreateObject();
 	const cJSON *env;
 	cJSON *argv;
 	bool bad = false;
 	const char *cmd, *cwd;
 
-	if (!out || hutch_exec_body(r, &in) < 0)
+	if (!out || hutch_exec_body(r, fields, &in) < 0)
 		return -EINVAL;
 	cmd = hutch_exec_string(in, "cmd", &bad);
 	cwd = hutch_exec_string(in, "cwd", &bad);

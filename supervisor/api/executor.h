@@ -29,11 +29,24 @@ struct sup;
 #define HUTCH_EXEC_INVALID "Invalid request"
 
 /* The body as Go's json.Decoder reads it into the executor's request
- * structs: one JSON value; an object (its fields looked up without regard
- * to case, unknown ones ignored) or null (every field empty). Anything else
- * is -EINVAL: the caller answers 400 HUTCH_EXEC_INVALID. *ret is NULL for
- * null. */
-int hutch_exec_body(const struct request *r, cJSON **ret);
+ * structs: one JSON value; an object or null (every field empty). Anything
+ * else is -EINVAL: the caller answers 400 HUTCH_EXEC_INVALID. *ret is NULL
+ * for null. The object is made what Go's decoder leaves in the struct
+ * (hutch_exec_go_object() with fold): only the named fields stay, each
+ * once. */
+int hutch_exec_body(const struct request *r, const char *const *fields, cJSON **ret);
+/* The contract's one rule for a key given twice (docs/api.md): Go's
+ * encoding/json, the last one wins. Go decodes every member in order into
+ * the field it names, so o (an object) is rewritten to hold each name
+ * once with its last value; two objects under one name merge (Go fills the
+ * map it already made: {"env": {"A": "1"}, "env": {"B": "2"}} is both),
+ * keys within them exact (a map's keys), also last wins; a null resets.
+ * With fold, a top-level name matches a field without regard to ASCII case
+ * (Go's struct fields) and names not in fields (NULL-terminated) are
+ * dropped as Go ignores them. Two values of different JSON types under one
+ * name are -EINVAL: one of them does not fit the field, and Go's decoder
+ * reports that after the whole body. -ENOMEM. */
+int hutch_exec_go_object(cJSON *o, const char *const *fields, bool fold);
 /* A string field: absent or null -> "" (Go's zero value); another type
  * sets *bad. */
 const char *hutch_exec_string(const cJSON *o, const char *key, bool *bad);

@@ -357,6 +357,21 @@ def _executor_port(port):
                              "one) or \"ADDR:PORT\"")
 
 
+EXECUTOR_MAX_OUTPUT_MAX = 1 << 30
+
+
+def _executor_max_output(value):
+    """executor_max_output_bytes: what the cloud executor's /run answers
+    whole per stream; None: hutch's default (64 MiB)."""
+    if value is None:
+        return None
+    if (isinstance(value, int) and not isinstance(value, bool)
+            and 1 <= value <= EXECUTOR_MAX_OUTPUT_MAX):
+        return value
+    raise errors.ConfigError(f"invalid executor_max_output_bytes {value!r}: a whole number of "
+                             f"bytes from 1 to {EXECUTOR_MAX_OUTPUT_MAX}")
+
+
 class LocalSandbox:
     """A local sandbox configuration, with the cloud sandbox's option names,
     defaults and validation (errors raised here, before anything starts).
@@ -368,7 +383,8 @@ class LocalSandbox:
     def __init__(self, *, instance_type="medium", idle_timeout_seconds=0, ttl_seconds=86400,
                  region=DEFAULT_REGION, network=None, image=None, setup_script=None,
                  setup_script_timeout_seconds=600, hooks=(), supports_background_processes=None,
-                 host_ports=(), ports=(), executor_port=None, header_bindings=()):
+                 host_ports=(), ports=(), executor_port=None, header_bindings=(),
+                 executor_max_output_bytes=None):
         if not isinstance(instance_type, str) or instance_type not in INSTANCE_TYPES:
             raise errors.ConfigError(f"unknown instance_type {instance_type!r}: valid types are "
                                      f"{', '.join(INSTANCE_TYPES)}")
@@ -394,6 +410,7 @@ class LocalSandbox:
         self.host_ports = _host_ports(host_ports, network)
         self.ports = _publish(ports)
         self.executor_port = _executor_port(executor_port)
+        self.executor_max_output_bytes = _executor_max_output(executor_max_output_bytes)
         self.header_bindings = check_bindings(header_bindings, network)
         if image is not None and not _image_is_valid(image):
             raise errors.ConfigError(f"invalid image {image!r}: None or 'host' (the host-derived "
@@ -451,6 +468,8 @@ class LocalSandbox:
             args += ["--publish", spec]
         if self.executor_port is not None:
             args += ["--executor-port", str(self.executor_port)]
+        if self.executor_max_output_bytes is not None:
+            args += ["--executor-max-output", str(self.executor_max_output_bytes)]
         if self.image is not None:
             args += ["--image", self.image]
         return args

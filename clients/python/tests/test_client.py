@@ -905,6 +905,29 @@ def test_executor_port_validation(port):
         LocalSandbox(executor_port=port)
 
 
+@pytest.mark.parametrize("value", [0, -1, (1 << 30) + 1, True, 1.5, "10"])
+def test_executor_max_output_validation(value):
+    with pytest.raises(ConfigError, match="executor_max_output_bytes"):
+        LocalSandbox(executor_max_output_bytes=value)
+
+
+def test_executor_max_output_bounds_the_contract_run():
+    import http.client
+    import json as _json
+    with LocalSandbox(executor_port=0, executor_max_output_bytes=100) as s:
+        e = s.executor
+        assert s.config["executor_max_output_bytes"] == 100
+        conn = http.client.HTTPConnection("127.0.0.1", e["port"], timeout=30)
+        for n, want in ((100, 200), (101, 500)):
+            conn.request("POST", "/run", body=_json.dumps({"cmd": "head -c %d /dev/zero" % n}),
+                         headers={"Authorization": "Bearer " + e["secret"]})
+            resp = conn.getresponse()
+            body = resp.read()
+            assert resp.status == want, body
+        assert b"executor_max_output_bytes" in body
+        conn.close()
+
+
 def test_executor_port_serves_the_contract_with_the_secret():
     import http.client
     import json as _json

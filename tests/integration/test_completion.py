@@ -63,7 +63,7 @@ def test_bash_completes_verbs_options_values_and_ids(hutch):
         sb.rm()
 
 
-@pytest.mark.skipif(not shutil.which("fish"), reason="fish not installed (scripts/install-deps)")
+@pytest.mark.skipif(not shutil.which("fish"), reason="fish not installed (scripts/install-deps --test)")
 def test_fish_completes_verbs_values_and_ids(hutch):
     sb = hutch.create("--instance-type", "nano")
     try:
@@ -78,7 +78,7 @@ def test_fish_completes_verbs_values_and_ids(hutch):
         sb.rm()
 
 
-@pytest.mark.skipif(not shutil.which("zsh"), reason="zsh not installed (scripts/install-deps)")
+@pytest.mark.skipif(not shutil.which("zsh"), reason="zsh not installed (scripts/install-deps --test)")
 def test_zsh_loads_the_completion_and_completes_ids(hutch):
     sb = hutch.create("--instance-type", "nano")
     try:

@@ -13,7 +13,7 @@ TOOLS = ["bash", "sh", "python3", "pip3", "git", "gh", "curl", "jq", "rg", "node
          "pre-commit"]
 
 pytestmark = pytest.mark.skipif(not shutil.which("mmdebstrap"),
-                                reason="mmdebstrap is not installed (scripts/install-deps)")
+                                reason="mmdebstrap is not installed (scripts/install-deps --test)")
 
 
 @pytest.fixture(scope="module")

@@ -21,7 +21,7 @@ import ociimage as o
 REGISTRY = shutil.which("docker-registry")
 SKOPEO = shutil.which("skopeo")
 pytestmark = pytest.mark.skipif(not REGISTRY or not SKOPEO,
-                                reason="needs skopeo and docker-registry (scripts/install-deps)")
+                                reason="needs skopeo and docker-registry (scripts/install-deps --test)")
 
 
 def free_port():

@@ -41,7 +41,7 @@ def _is_static(path):
 
 
 pytestmark = pytest.mark.skipif(not _is_static(BUSYBOX),
-                                reason="busybox-static is not installed (scripts/install-deps)")
+                                reason="busybox-static is not installed (scripts/install-deps --test)")
 
 NAMESPACES = [{"type": t} for t in ("pid", "network", "ipc", "uts", "mount")]
 
@@ -1125,7 +1125,7 @@ def podman(oci, tmp_path):
     """podman with hutch-runc as its runtime, state of its own under
     tmp_path; the busybox root imported as localhost/bb:1."""
     if not PODMAN:
-        pytest.skip("podman is not installed (scripts/install-deps)")
+        pytest.skip("podman is not installed (scripts/install-deps --test)")
     link = tmp_path / "bin" / "hutch-runc"
     link.parent.mkdir()
     os.symlink(HUTCH, link)
@@ -1330,7 +1330,7 @@ def ctr(oci, tmp_path):
     CRI) whose runc shim calls hutch-runc (ctr run --runc-binary); the
     busybox root imported as a docker archive."""
     if not CONTAINERD or not CTR:
-        pytest.skip("containerd is not installed (scripts/install-deps)")
+        pytest.skip("containerd is not installed (scripts/install-deps --test)")
     import ociimage
     state = f"/run/hutch-oci-ctrd-{uuid.uuid4().hex[:8]}"
     sock = f"{state}/containerd.sock"
@@ -1587,7 +1587,7 @@ def test_podman_pod(podman, oci):
     reach each other on loopback and share its host name, ipc, network
     and user namespaces; pod rm leaves nothing."""
     if not os.path.exists(CATATONIT):
-        pytest.skip("catatonit is not installed (scripts/install-deps)")
+        pytest.skip("catatonit is not installed (scripts/install-deps --test)")
     r = podman("pod", "create", "--name", "p1", "--network", "none")
     assert r.returncode == 0, r.stderr
     r = podman("run", "-d", "--pod", "p1", "localhost/bb:1", "sh", "-c",

@@ -10,7 +10,7 @@ from .errors import HutchNotFoundError
 MIN_VERSION = (0, 1, 0)
 _checked = {}
 
-_INSTALL = ("build hutch from its repository (sudo scripts/install-deps && cmake -S . -B build && "
+_INSTALL = ("build hutch from its repository (sudo scripts/install-deps --build && cmake -S . -B build && "
             "cmake --build build), then put build/hutch on PATH or set HUTCH_BIN to its path")
 
 

@@ -251,6 +251,17 @@ def wait_until(pred, timeout=10.0, interval=0.01):
     return pred()
 
 
+def proc_stat(pid):
+    """/proc/PID/stat's fields after the command name, or None once the
+    process is gone (a process listed by os.listdir can end before it is
+    read: the CI run of 12-05 failed on that race)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()
+    except (FileNotFoundError, ProcessLookupError):
+        return None
+
+
 def proc_comm(pid):
     """comm of a host pid, or None if it is gone (zombies count as gone)."""
     try:

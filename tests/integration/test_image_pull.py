@@ -17,6 +17,7 @@ import time
 import pytest
 
 import ociimage as o
+from conftest import proc_stat
 
 REGISTRY = shutil.which("docker-registry")
 SKOPEO = shutil.which("skopeo")
@@ -223,13 +224,12 @@ def test_interrupted_pull_resumes(hutch, store, registry, tmp_path):
                           if e.name.startswith("oci-put-blob") and e.stat().st_size > 0],
                  "skopeo wrote nothing of the big blob")
         skopeo = [int(d) for d in os.listdir("/proc") if d.isdigit() and
-                  open(f"/proc/{d}/stat").read().rsplit(")", 1)[1].split()[1] == str(p.pid)]
+                  (proc_stat(d) or ["", ""])[1] == str(p.pid)]
         assert skopeo
         os.kill(p.pid, signal.SIGKILL)  # hutch only: its skopeo must not write on
         p.wait(timeout=30)
-        wait_for(lambda: not any(os.path.exists(f"/proc/{s}/stat") and
-                                 open(f"/proc/{s}/stat").read().rsplit(")", 1)[1].split()[0]
-                                 != "Z" for s in skopeo), "skopeo outlived hutch")
+        wait_for(lambda: not any((proc_stat(s) or ["Z"])[0] != "Z" for s in skopeo),
+                 "skopeo outlived hutch")
     finally:
         if p.poll() is None:
             os.killpg(p.pid, signal.SIGKILL)

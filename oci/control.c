@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * kill, delete, features and run (see oci.h).
+ * kill, delete, ps, features and run (see oci.h).
  *
  * kill: a running container's process is signalled by its host pid through
  * a pidfd, after checking that the pid still names the process the
@@ -8,7 +8,20 @@
  * reused pid is never signalled. A created container (no process yet) is
  * ended through its supervisor (SIGTERM: it tears the sandbox down and
  * exits as killed). --all with SIGKILL kills the sandbox's init, and with
- * it every process of the pid namespace.
+ * it every process of the pid namespace; --all with another signal
+ * signals every process of the pid namespace but hutch's init.
+ *
+ * The wording and exit status of kill and delete on stopped, missing and
+ * half-made containers are runc's, because engines parse them: containerd's
+ * runc shim (checkKillError) takes "container not running", "no such
+ * process" and "does not exist" as "already gone" and retries anything
+ * else forever; its delete ignores "does not exist". So: kill of a stopped
+ * container fails with "container not running", kill --all of one
+ * succeeds (runc 1.2's rule; 1.1 signals the empty cgroup), kill and
+ * delete of a missing one fail with "does not exist", delete of a created
+ * one kills and removes it, delete of a half-made one (no state.json)
+ * removes its directory and still says "does not exist", --force makes
+ * that a success (docs/kubernetes.md, "runc's contract").
  */
 #include <dirent.h>
 #include <errno.h>
@@ -51,7 +64,7 @@ static int parse_signal(const char *s)
 	long n = strtol(s, &end, 10);
 
 	if (*s && *end == '\0')
-		return n > 0 && n < NSIG ? (int)n : -1;
+		return n >= 0 && n < NSIG ? (int)n : -1; /* 0: only asks, as runc's */
 	if (!strncmp(s, "SIG", 3))
 		s += 3;
 	for (size_t i = 0; i < sizeof(signals) / sizeof(signals[0]); i++)
@@ -90,6 +103,63 @@ static int signal_pid(pid_t pid, unsigned long long start, int sig)
 	return sys_pidfd_send_signal(pidfd, sig, NULL, 0) < 0 ? -errno : 0;
 }
 
+/* Call fn(pid, arg) for every process in the pid namespace of init (its
+ * init first), as the host's /proc lists them; stops at fn's first
+ * negative return. */
+static int for_each_ns_pid(pid_t init, int (*fn)(pid_t pid, void *arg), void *arg)
+{
+	_cleanup_closedir_ DIR *d = NULL;
+	char ns[64], path[300], other[64];
+	struct dirent *de;
+	ssize_t n;
+	int r;
+
+	snprintf(path, sizeof(path), "/proc/%d/ns/pid", (int)init);
+	n = readlink(path, ns, sizeof(ns) - 1);
+	if (n <= 0)
+		return -ESRCH;
+	ns[n] = '\0';
+	if (!(d = opendir("/proc")))
+		return -errno;
+	if ((r = fn(init, arg)) < 0)
+		return r;
+	while ((de = readdir(d))) {
+		pid_t pid;
+		if (de->d_name[0] < '1' || de->d_name[0] > '9')
+			continue;
+		pid = (pid_t)strtol(de->d_name, NULL, 10);
+		snprintf(path, sizeof(path), "/proc/%d/ns/pid", (int)pid);
+		n = readlink(path, other, sizeof(other) - 1);
+		if (pid == init || n <= 0 || (size_t)n != strlen(ns) ||
+		    memcmp(other, ns, (size_t)n) != 0)
+			continue;
+		if ((r = fn(pid, arg)) < 0)
+			return r;
+	}
+	return 0;
+}
+
+struct signal_all {
+	pid_t init;
+	int sig, sent;
+};
+
+static int signal_one(pid_t pid, void *arg)
+{
+	struct signal_all *a = arg;
+
+	if (pid == a->init)
+		return 0;
+	if (signal_pid(pid, 0, a->sig) == 0)
+		a->sent++;
+	return 0;
+}
+
+static int not_running(const char *id)
+{
+	return hutch_oci_fail("cannot kill container %s: container not running", id);
+}
+
 static int do_kill(const char *id, int sig, bool all)
 {
 	struct hutch_oci_paths p;
@@ -103,20 +173,27 @@ static int do_kill(const char *id, int sig, bool all)
 		return hutch_oci_fail("%s", err.msg);
 	hutch_oci_state_done(&st);
 	if (!strcmp(st.status, "stopped"))
-		return hutch_oci_fail("container %s is not running", id);
+		return all ? 0 : not_running(id);
 	/* A paused one too: the signal waits for resume (v1's freezer) or,
 	 * SIGKILL on v2, ends it frozen, as under runc. */
 	running = !strcmp(st.status, "running") || !strcmp(st.status, "paused");
-	if (running && all && sig == SIGKILL && st.init_pid > 0)
+	if (running && all && sig == SIGKILL && st.init_pid > 0) {
 		r = signal_pid(st.init_pid, 0, SIGKILL);
-	else if (running && st.process_pid > 0)
+	} else if (running && all && st.init_pid > 0) {
+		struct signal_all a = { .init = st.init_pid, .sig = sig };
+		r = for_each_ns_pid(st.init_pid, signal_one, &a);
+		r = r < 0 ? r : a.sent ? 0 : -ESRCH;
+	} else if (running && st.process_pid > 0) {
 		r = signal_pid(st.process_pid, st.process_start, sig);
-	else if (st.pid > 0)
-		r = signal_pid(st.pid, 0, SIGTERM); /* created: the supervisor ends it */
-	else
+	} else if (st.pid > 0) {
+		/* created: the supervisor ends it; signal 0 only asks whether
+		 * it is there */
+		r = signal_pid(st.pid, 0, sig == 0 ? 0 : SIGTERM);
+	} else {
 		r = -ESRCH;
+	}
 	if (r == -ESRCH)
-		return hutch_oci_fail("container %s is not running", id);
+		return all ? 0 : not_running(id);
 	if (r < 0)
 		return hutch_oci_fail("kill container %s: %s", id, strerror(-r));
 	return 0;
@@ -210,12 +287,19 @@ int hutch_oci_cmd_delete(int argc, char **argv)
 	id = argv[i];
 	if (hutch_oci_paths_init(hutch_oci_opts.root, id, &p, &err) < 0)
 		return hutch_oci_fail("%s", err.msg);
-	if (hutch_oci_state_read(&p, id, &st, &err) < 0)
-		return force ? delete_missing(&p) : hutch_oci_fail("%s", err.msg);
+	if (hutch_oci_state_read(&p, id, &st, &err) < 0) {
+		/* runc removes a half-made one and still says it does not
+		 * exist (containerd's delete takes that as done). */
+		if (delete_missing(&p))
+			return 1;
+		return force ? 0 : hutch_oci_fail("%s", err.msg);
+	}
 	hutch_oci_state_done(&st);
+	/* A created one is killed and removed as runc does (no process
+	 * ran); a running or paused one only with --force. */
 	if (strcmp(st.status, "stopped") != 0) {
-		if (!force)
-			return hutch_oci_fail("cannot delete container %s: it is %s, not stopped "
+		if (!force && strcmp(st.status, "created") != 0)
+			return hutch_oci_fail("cannot delete container %s that is not stopped: %s "
 			                      "(--force kills it)",
 			                      id, st.status);
 		if (st.pid > 0)
@@ -238,6 +322,13 @@ int hutch_oci_cmd_delete(int argc, char **argv)
 	return 0;
 }
 
+static int add_pid(pid_t pid, void *arg)
+{
+	cJSON *n = cJSON_CreateNumber(pid);
+
+	return n && cJSON_AddItemToArray(arg, n) ? 0 : -ENOMEM;
+}
+
 /* ps [--format table|json] ID: the host pids of the container's processes
  * (every process of its pid namespace, hutch's init first), as runc lists
  * those of its cgroup. */
@@ -246,14 +337,10 @@ int hutch_oci_cmd_ps(int argc, char **argv)
 	struct hutch_oci_paths p;
 	struct hutch_oci_state st;
 	struct hutch_err err = { 0 };
-	_cleanup_closedir_ DIR *d = NULL;
 	_cleanup_cjson_ cJSON *pids = cJSON_CreateArray();
 	_cleanup_free_ char *text = NULL;
-	char ns[64], path[300], other[64];
 	bool json = false;
-	struct dirent *de;
-	ssize_t n;
-	int i = 1;
+	int i = 1, r;
 
 	for (; i < argc && argv[i][0] == '-'; i++) {
 		if (!strcmp(argv[i], "--format=json") ||
@@ -269,23 +356,9 @@ int hutch_oci_cmd_ps(int argc, char **argv)
 		return hutch_oci_fail("%s", err.msg);
 	hutch_oci_state_done(&st);
 	if (!strcmp(st.status, "stopped") || st.init_pid <= 0)
-		return hutch_oci_fail("container %s is not running", argv[i]);
-	snprintf(path, sizeof(path), "/proc/%d/ns/pid", (int)st.init_pid);
-	n = readlink(path, ns, sizeof(ns) - 1);
-	d = opendir("/proc");
-	if (n <= 0 || !d)
-		return hutch_oci_fail("container %s: its pid namespace: %s", argv[i],
-		                      strerror(errno));
-	ns[n] = '\0';
-	while ((de = readdir(d))) {
-		if (de->d_name[0] < '1' || de->d_name[0] > '9')
-			continue;
-		snprintf(path, sizeof(path), "/proc/%s/ns/pid", de->d_name);
-		n = readlink(path, other, sizeof(other) - 1);
-		if (n <= 0 || (size_t)n != strlen(ns) || memcmp(other, ns, (size_t)n) != 0)
-			continue;
-		cJSON_AddItemToArray(pids, cJSON_CreateNumber(strtol(de->d_name, NULL, 10)));
-	}
+		return hutch_oci_fail("container %s: container not running", argv[i]);
+	if ((r = for_each_ns_pid(st.init_pid, add_pid, pids)) < 0)
+		return hutch_oci_fail("container %s: its pid namespace: %s", argv[i], strerror(-r));
 	if (json) {
 		text = cJSON_PrintUnformatted(pids);
 		printf("%s\n", text ? text : "[]");
@@ -293,7 +366,7 @@ int hutch_oci_cmd_ps(int argc, char **argv)
 	}
 	printf("PID\tCMD\n");
 	for (const cJSON *e = pids->child; e; e = e->next) {
-		char comm[64] = "?";
+		char comm[64] = "?", path[64];
 		snprintf(path, sizeof(path), "/proc/%d/comm", (int)e->valuedouble);
 		if (hutch_read_file_at(AT_FDCWD, path, comm, sizeof(comm)) > 0)
 			comm[strcspn(comm, "\n")] = '\0';

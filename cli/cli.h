@@ -48,7 +48,11 @@ int hutch_cli_resolve_image(struct hutch_config *cfg, bool quiet);
 
 /* sandbox-json.c: give o (the create answer, a state.json, GET /status)
  * the one sandbox schema: "status" (dead when not live), "live", and
- * created_at / expires_at as RFC 3339 strings plus "<name>_unix". */
+ * created_at / expires_at as RFC 3339 strings plus "<name>_unix", "root"
+ * ("host" or "image") and "image" (its name or null) from config.image. */
 void hutch_cli_sandbox_json(cJSON *o, bool live);
+/* "hutch: root: ..." on fd (nothing when fd < 0): which root a sandbox
+ * created with cfg has, for people. */
+void hutch_cli_say_root(const struct hutch_config *cfg, int fd);
 
 #endif

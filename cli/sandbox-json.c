@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "cli.h"
+#include "config.h"
 #include "util.h"
 
 /* "2026-12-03T14:15:41Z" -> seconds; -1 if not that form. */
@@ -43,6 +44,39 @@ static void both_forms(cJSON *o, const char *key)
 	cJSON_AddNumberToObject(o, unix_key, (double)t);
 }
 
+/* "root": which root the sandbox has, "host" (the host-derived one) or
+ * "image", and "image": the image's name or null, from its configuration
+ * (create resolved the default there). */
+static void add_root(cJSON *o)
+{
+	const cJSON *cfg = cJSON_GetObjectItemCaseSensitive(o, "config");
+	const char *image = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(cfg, "image"));
+
+	if (!image)
+		return;
+	cJSON_DeleteItemFromObjectCaseSensitive(o, "root");
+	cJSON_DeleteItemFromObjectCaseSensitive(o, "image");
+	if (!*image || !strcmp(image, HUTCH_IMAGE_HOST)) {
+		cJSON_AddStringToObject(o, "root", "host");
+		cJSON_AddNullToObject(o, "image");
+	} else {
+		cJSON_AddStringToObject(o, "root", "image");
+		cJSON_AddStringToObject(o, "image", image);
+	}
+}
+
+void hutch_cli_say_root(const struct hutch_config *cfg, int fd)
+{
+	if (fd < 0)
+		return;
+	if (hutch_config_has_image(cfg))
+		dprintf(fd, "hutch: root: image %s\n", cfg->image);
+	else
+		dprintf(fd,
+		        "hutch: root: host-derived (this host's /usr, read-only); 'hutch image "
+		        "build-default' builds the cloud's image, used by default once built\n");
+}
+
 void hutch_cli_sandbox_json(cJSON *o, bool live)
 {
 	const cJSON *state = cJSON_GetObjectItemCaseSensitive(o, "state");
@@ -58,4 +92,5 @@ void hutch_cli_sandbox_json(cJSON *o, bool live)
 	cJSON_AddBoolToObject(o, "live", live);
 	both_forms(o, "created_at");
 	both_forms(o, "expires_at");
+	add_root(o);
 }

@@ -209,6 +209,7 @@ static int create_sandbox(struct hutch_config *cfg, const char *progress, struct
 	r = hutch_cli_resolve_image(cfg, progress && !strcmp(progress, "never"));
 	if (r)
 		return r;
+	hutch_cli_say_root(cfg, progress_to);
 	r = hutch_pool_claim(cfg, hutch_runtime_dir(), c, &err);
 	if (r > 0)
 		return 0;      /* a warm sandbox from `hutch pool` */

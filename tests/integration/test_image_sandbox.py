@@ -418,3 +418,28 @@ def test_pools_of_host_root_and_of_an_image_serve_only_their_own(h, images):
         h("pool", "stop", "--all")
         for pid in keepers:
             assert wait_until(lambda: not os.path.exists(f"/proc/{pid}"), timeout=30)
+
+
+def test_run_create_and_inspect_say_which_root(h):
+    # create and run say it where their progress goes (a terminal, or
+    # --progress always); inspect, ls and create --json say it as "root".
+    r = h("create", "--progress", "always", "--image", "test")
+    assert r.returncode == 0, r.stderr
+    assert b"hutch: root: image test\n" in r.stderr
+    sid = r.stdout.decode().strip()
+    info = json.loads(h("inspect", sid).stdout)
+    assert (info["root"], info["image"]) == ("image", "test")
+    assert [(s["root"], s["image"]) for s in json.loads(h("ls", "--json").stdout)] == [("image", "test")]
+    h("rm", sid)
+    r = h("run", "--progress", "always", "--image", "host", "--", "true")
+    assert r.returncode == 0 and b"hutch: root: host-derived" in r.stderr
+    assert b"hutch image build-default" in r.stderr
+    created = json.loads(h("create", "--json", "--image", "host").stdout)
+    assert (created["root"], created["image"]) == ("host", None)
+    h("rm", created["id"])
+    # Not a terminal, no --progress: stderr stays the command's own.
+    r = h("run", "--image", "test", "--", "sh", "-c", "echo err >&2")
+    assert r.returncode == 0 and r.stderr == b"err\n"
+    # A refused image gets no root line, only the reason.
+    r = h("create", "--progress", "always", "--image", "nothere")
+    assert r.returncode == 64 and b"root:" not in r.stderr and b"no such image" in r.stderr

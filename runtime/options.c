@@ -799,6 +799,9 @@ cJSON *hutch_config_to_json(const struct hutch_config *c)
 
 	if (!o)
 		return NULL;
+	/* hutch create --no-limits: a CLI flag, not a row (no pool key row,
+	 * poolkey.c adds it), shown so the API says it too. */
+	cJSON_AddBoolToObject(o, "no_limits", c->no_limits);
 	/* What the instance type means, for readers of /status. */
 	lim = cJSON_AddObjectToObject(o, "limits");
 	if (lim) {

@@ -5,6 +5,7 @@ process, whole directories in and out, timeout validation, the cloud
 SDK's hook context name, shared pytest fixtures."""
 import asyncio
 import hashlib
+import json
 import os
 import subprocess
 import sys
@@ -198,3 +199,83 @@ def test_module_and_session_fixtures(tmp_path, runtime_dir):
     assert sess_b in a and mod_b not in a            # one session sandbox, one per module
     left = sorted(n for n in os.listdir(runtime_dir) if not n.startswith("."))
     assert left == [], left
+
+
+# Every option of `hutch create --help`: its name in the API (the config of
+# create --json, inspect and GET /status) and LocalSandbox's parameter.
+# None: the CLI's output form only (the client always reads JSON).
+CREATE_OPTIONS = {
+    "--json": None, "--progress": None,
+    "--no-limits": ("no_limits", "no_limits"),
+    "--instance-type": ("instance_type", "instance_type"),
+    "--ttl": ("ttl_seconds", "ttl_seconds"),
+    "--idle-timeout": ("idle_timeout_seconds", "idle_timeout_seconds"),
+    "--region": ("region", "region"),
+    "--network": ("network", "network"),
+    "--host-port": ("host_ports", "host_ports"),
+    "--publish": ("publish", "ports"),
+    "--header-binding": ("header_bindings", "header_bindings"),
+    "--image": ("image", "image"),
+    "--max-output": ("max_output_bytes", "max_output_bytes"),
+    "--executor-port": ("executor_port", "executor_port"),
+    "--executor-max-output": ("executor_max_output_bytes", "executor_max_output_bytes"),
+    "--setup-script": ("setup_script_bytes", "setup_script"),
+    "--setup-timeout": ("setup_script_timeout_seconds", "setup_script_timeout_seconds"),
+    "--on-create": ("on_create", "on_create"),
+    "--on-destroy": ("on_destroy", "on_destroy"),
+    "--description": ("description", "description"),
+}
+
+
+def test_every_create_option_has_its_api_and_python_counterpart():
+    import inspect as pyinspect
+    import re
+    help_text = subprocess.run([HUTCH, "create", "--help"], capture_output=True, text=True,
+                               check=True).stdout
+    cli = set(re.findall(r"^\s+(?:-\w, )?(--[a-z][a-z-]*)", help_text.split("environment:")[0],
+                         re.M))
+    assert cli == set(CREATE_OPTIONS), "hutch create --help and this table differ"
+    info = json.loads(subprocess.run([HUTCH, "create", "--json", "--no-limits"],
+                                     capture_output=True, text=True, check=True).stdout)
+    subprocess.run([HUTCH, "rm", info["id"]], capture_output=True, check=True)
+    assert info["config"]["no_limits"] is True
+    params = set(pyinspect.signature(LocalSandbox.__init__).parameters)
+    doc = open(os.path.join(PKG_ROOT, "..", "..", "docs", "python.md")).read()
+    for flag, names in CREATE_OPTIONS.items():
+        if names is None:
+            continue
+        api, py = names
+        assert api in info["config"], f"{flag}: no '{api}' in the API's config"
+        assert py in params, f"{flag}: LocalSandbox has no parameter {py}"
+        assert f"| `{py}` |" in doc, f"{flag}: docs/python.md's options table lacks {py}"
+
+
+def test_no_limits_and_hutch_options_reach_the_sandbox():
+    sb = LocalSandbox(no_limits=True, max_output_bytes=5, description="parity",
+                      on_create="echo made > /tmp/made", on_destroy="true")
+    assert "--no-limits" in sb._cli_options()
+    with sb as s:
+        cfg = s.status()["config"]
+        assert (cfg["no_limits"], cfg["max_output_bytes"], cfg["description"]) == (True, 5, "parity")
+        assert s.execute("cat /tmp/made; echo 0123456789").stdout == "made\n"   # 5 bytes kept
+    # The error paths: refused at construction, naming the parameter.
+    for kw, word in (({"no_limits": 1}, "no_limits"), ({"max_output_bytes": 0}, "max_output_bytes"),
+                     ({"on_create": ""}, "on_create"), ({"description": 5}, "description"),
+                     ({"no_limits": True, "idle_timeout_seconds": 60}, "idle_timeout_seconds")):
+        with pytest.raises(ConfigError, match=word):
+            LocalSandbox(**kw)
+
+
+def test_not_capable_error_names_the_clients_parameter(tmp_path, monkeypatch):
+    # A hutch that fails as an ordinary user's without a delegated cgroup
+    # does: the message names no_limits=True, not a flag the client cannot pass.
+    fake = tmp_path / "hutch"
+    fake.write_text("#!/bin/sh\nif [ \"$1\" = version ]; then exec %s \"$@\"; fi\n"
+                    "echo 'hutch: cannot create sandbox: no delegated cgroup v2 subtree; or pass "
+                    "--no-limits (no CPU, memory, pids limits)' >&2\nexit 69\n" % HUTCH)
+    fake.chmod(0o755)
+    monkeypatch.setenv("HUTCH_BIN", str(fake))
+    with pytest.raises(hutch.NotCapableHostError) as e:
+        LocalSandbox().open()
+    assert "pass no_limits=True to LocalSandbox" in str(e.value)
+    assert "--no-limits" not in str(e.value) and "run as root" not in str(e.value)

@@ -368,14 +368,15 @@ static void test_to_json(void **state)
 	assert_true(cJSON_GetObjectItemCaseSensitive(lim, "pids")->valuedouble == 256);
 	assert_true(cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(j, "host_ports")));
 	{
-		/* One field per shown option, and the limits. */
-		size_t n, shown = 1;
+		/* One field per shown option, the limits and no_limits. */
+		size_t n, shown = 2;
 		const struct hutch_option *o = hutch_options(&n);
 		for (size_t i = 0; i < n; i++)
 			shown += !(o[i].flags & HUTCH_OPT_HIDDEN);
 		assert_int_equal(cJSON_GetArraySize(j), shown);
 	}
 	assert_int_equal(cJSON_GetArraySize(lim), 4);
+	assert_true(cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(j, "no_limits")));
 	cJSON_Delete(j);
 	hutch_config_done(&c);
 }

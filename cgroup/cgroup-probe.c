@@ -66,7 +66,7 @@ static void probe_controllers(struct hutch_cgroup_probe *p, const struct cg_text
 			p->has_memory = has;
 		else if (hutch_cgroup_v1_ctrls[i].bit == CG_CTRL_PIDS)
 			p->has_pids = has;
-		else
+		else if (hutch_cgroup_v1_ctrls[i].bit == CG_CTRL_FREEZER)
 			p->has_freezer = has;
 	}
 	{

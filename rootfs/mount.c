@@ -225,3 +225,24 @@ int rootfs_copy_symlink(int src_dirfd, int dst_dirfd, const char *name, const ch
 		                           target);
 	return 0;
 }
+
+int rootfs_mask_dir(struct rootfs_ctx *ctx, int target, const char *where, struct hutch_err *err)
+{
+	static const char *const opts[] = { "size=4k", "mode=0555", NULL };
+	const unsigned int attrs = ROOTFS_ATTR_HOST_RO | MOUNT_ATTR_NOEXEC;
+	_cleanup_close_ int mntfd = -EBADF;
+	int r;
+
+	if (ctx->empty >= 0)
+		mntfd = rootfs_clone_new(ctx->empty, "", 0, where, err);
+	else
+		mntfd = rootfs_fs_new("tmpfs", opts, attrs, where, err);
+	if (mntfd < 0)
+		return mntfd;
+	r = rootfs_attach_fd(mntfd, target, "mask", where, err);
+	if (r < 0)
+		return r;
+	if (ctx->empty < 0)
+		ctx->empty = TAKE_FD(mntfd);
+	return 0;
+}

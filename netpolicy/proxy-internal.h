@@ -70,18 +70,19 @@ struct proxy {
 	int spare_fd; /* given up to accept (and reset) a connection when out of fds */
 };
 
-/* proxy.c, for proxy-mitm.c: close (with a reset, or not); record a
- * refusal and reset. */
-void proxy_conn_close(struct conn *c, bool reset);
-void proxy_conn_refuse(struct conn *c, const char *what, const char *fmt, ...)
-        __attribute__((format(printf, 3, 4)));
-
+/* proxy-mitm.c's answer to proxy.c, which alone closes connections:
+ * what a C_MITM connection needs next. */
+enum mitm_verdict {
+	MITM_GOING, /* still relaying, or waiting */
+	MITM_CLOSE, /* done: close in order */
+	MITM_RESET, /* failed or refused (recorded): close with a reset */
+};
 /* proxy-mitm.c: the connection to a bound host is dialled: start both
  * TLS handshakes (upstream first, verified), then relay HTTP/1.1 with the
  * bound headers set. */
-void mitm_conn_start(struct conn *c);
+enum mitm_verdict mitm_conn_start(struct conn *c);
 /* An event on either side of a C_MITM connection. */
-void mitm_conn_event(struct conn *c, bool server_side, uint32_t events);
+enum mitm_verdict mitm_conn_event(struct conn *c, bool server_side, uint32_t events);
 /* Free the TLS state (from conn_close). */
 void mitm_conn_free(struct conn *c);
 

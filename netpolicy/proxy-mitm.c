@@ -43,6 +43,7 @@ struct mitm_conn {
 	uint8_t *out;
 	uint8_t in[REC], sc[REC];
 	struct httpreq req;
+	enum mitm_verdict end; /* set once: what proxy.c is to do */
 };
 
 void mitm_conn_free(struct conn *c)
@@ -60,6 +61,20 @@ void mitm_conn_free(struct conn *c)
 	free(m);
 	c->m = NULL;
 }
+
+/* The connection is finished: proxy.c closes it (reset: with a reset). */
+static void end(struct conn *c, bool reset)
+{
+	if (c->m->end == MITM_GOING)
+		c->m->end = reset ? MITM_RESET : MITM_CLOSE;
+}
+
+/* Record why the connection is refused, and end it with a reset. */
+#define refuse(c, ...)                                                                   \
+	do {                                                                             \
+		refusals_add((c)->p->refusals, "tls", (c)->sni, &(c)->dst, __VA_ARGS__); \
+		end(c, true);                                                            \
+	} while (0)
 
 /* What an SSL call that returned r <= 0 waits for: adds to *want; false
  * if the connection is finished (error or end of stream, see *eof). */
@@ -87,13 +102,13 @@ static void refuse_upstream(struct conn *c)
 	char buf[120];
 
 	if (v != X509_V_OK) {
-		proxy_conn_refuse(c, "tls", "upstream certificate of %s does not verify: %s",
-		                  c->sni, X509_verify_cert_error_string(v));
+		refuse(c, "upstream certificate of %s does not verify: %s", c->sni,
+		       X509_verify_cert_error_string(v));
 		return;
 	}
 	ERR_error_string_n(ERR_peek_last_error(), buf, sizeof(buf));
 	ERR_clear_error();
-	proxy_conn_refuse(c, "tls", "TLS with upstream %s failed: %s", c->sni, buf);
+	refuse(c, "TLS with upstream %s failed: %s", c->sni, buf);
 }
 
 /* Once the ClientHello has been read from the memory BIO, the socket. */
@@ -129,18 +144,17 @@ static bool handshakes(struct conn *c)
 	}
 	if (!m->down_ok) {
 		if (!down_to_socket(c)) {
-			proxy_conn_close(c, true);
+			end(c, true);
 			return false;
 		}
 		r = SSL_do_handshake(m->down);
 		if (r != 1) {
 			if (!ssl_wait(m->down, r, &m->cwant, NULL)) {
 				ERR_clear_error();
-				proxy_conn_refuse(
-				        c, "tls",
-				        "TLS with the sandbox's client for %s failed (does it "
-				        "trust the sandbox CA?)",
-				        c->sni);
+				refuse(c,
+				       "TLS with the sandbox's client for %s failed (does it "
+				       "trust the sandbox CA?)",
+				       c->sni);
 			}
 			return false;
 		}
@@ -180,7 +194,7 @@ static int pump_up(struct conn *c)
 			ERR_clear_error();
 			refusals_add(c->p->refusals, "http", c->sni, &c->dst, "%s (to %s)",
 			             m->req.why, c->sni);
-			proxy_conn_close(c, false);
+			end(c, false);
 			return -1;
 		}
 		m->in_off += (size_t)k;
@@ -229,7 +243,7 @@ static void watch(struct conn *c)
 	            0 ||
 	    evloop_watch(c->p->loop, c->sfd, &c->ev_s, &c->smask, m->swant ? m->swant : EPOLLERR) <
 	            0)
-		proxy_conn_close(c, true);
+		end(c, true);
 }
 
 static void pump(struct conn *c)
@@ -239,7 +253,7 @@ static void pump(struct conn *c)
 
 	m->cwant = m->swant = 0;
 	if (!handshakes(c)) {
-		if (c->state == C_MITM)
+		if (m->end == MITM_GOING)
 			watch(c);
 		return;
 	}
@@ -250,31 +264,30 @@ static void pump(struct conn *c)
 			break;
 		down = pump_down(c);
 	} while (up > 0 || down > 0);
-	if (c->state != C_MITM)
+	if (m->end != MITM_GOING)
 		return; /* refused */
 	if (up < 0 || down < 0) {
 		ERR_clear_error();
-		proxy_conn_close(c, true);
+		end(c, true);
 		return;
 	}
 	/* One side ended and what it sent is through: end the other. */
 	if ((m->c_eof && m->in_len == 0 && m->out_len == 0) || (m->s_eof && m->sc_len == 0)) {
 		(void)SSL_shutdown(m->c_eof ? m->up : m->down);
 		ERR_clear_error();
-		proxy_conn_close(c, false);
+		end(c, false);
 		return;
 	}
 	watch(c);
 }
 
-void mitm_conn_event(struct conn *c, bool server_side, uint32_t events)
+enum mitm_verdict mitm_conn_event(struct conn *c, bool server_side, uint32_t events)
 {
 	(void)server_side;
-	if ((events & (EPOLLERR | EPOLLHUP)) && !(events & (EPOLLIN | EPOLLOUT))) {
-		proxy_conn_close(c, true);
-		return;
-	}
+	if ((events & (EPOLLERR | EPOLLHUP)) && !(events & (EPOLLIN | EPOLLOUT)))
+		return MITM_RESET;
 	pump(c);
+	return c->m->end;
 }
 
 /* The bound headers of the host, in the parser's form. */
@@ -318,16 +331,18 @@ static bool setup(struct conn *c)
 	return true;
 }
 
-void mitm_conn_start(struct conn *c)
+enum mitm_verdict mitm_conn_start(struct conn *c)
 {
 	c->m = calloc(1, sizeof(*c->m));
 	c->state = C_MITM;
 	if (!c->m || !setup(c)) {
 		ERR_clear_error();
-		proxy_conn_refuse(c, "tls", "cannot set up TLS for %s (out of memory?)", c->sni);
-		return;
+		refusals_add(c->p->refusals, "tls", c->sni, &c->dst,
+		             "cannot set up TLS for %s (out of memory?)", c->sni);
+		return MITM_RESET;
 	}
 	c->deadline_ms = hutch_now_mono_ms() + HANDSHAKE_DEADLINE_MS;
 	evloop_tick(c->p->loop, true);
 	pump(c);
+	return c->m->end;
 }

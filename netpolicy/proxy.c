@@ -50,7 +50,7 @@ static bool addr_forbidden(uint32_t a_be)
 	return r == 0 || errno != EADDRNOTAVAIL;
 }
 
-void proxy_conn_close(struct conn *c, bool reset)
+static void proxy_conn_close(struct conn *c, bool reset)
 {
 	struct proxy *p = c->p;
 
@@ -83,7 +83,8 @@ void proxy_conn_close(struct conn *c, bool reset)
 	p->nconns--;
 }
 
-void proxy_conn_refuse(struct conn *c, const char *what, const char *fmt, ...)
+static __attribute__((format(printf, 3, 4))) void
+proxy_conn_refuse(struct conn *c, const char *what, const char *fmt, ...)
 {
 	char reason[112];
 	va_list ap;
@@ -366,7 +367,10 @@ static void conn_on_event(struct conn *c, bool server_side, uint32_t events)
 			return;
 		}
 		if (c->mitm) {
-			mitm_conn_start(c);
+			enum mitm_verdict v = mitm_conn_start(c);
+
+			if (v != MITM_GOING)
+				proxy_conn_close(c, v == MITM_RESET);
 			return;
 		}
 		c->state = C_RELAY;
@@ -379,7 +383,10 @@ static void conn_on_event(struct conn *c, bool server_side, uint32_t events)
 		return;
 	}
 	if (c->state == C_MITM) {
-		mitm_conn_event(c, server_side, events);
+		enum mitm_verdict v = mitm_conn_event(c, server_side, events);
+
+		if (v != MITM_GOING)
+			proxy_conn_close(c, v == MITM_RESET);
 		return;
 	}
 	if (c->state != C_RELAY)

@@ -10,7 +10,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "options-internal.h"
+#include "options-field.h"
+#include "options.h"
 
 /* ---- the image: "host" or a name of the image store ---- */
 

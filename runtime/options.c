@@ -15,7 +15,8 @@
 #include <string.h>
 
 #include "cleanup.h"
-#include "options-internal.h"
+#include "options-field.h"
+#include "options.h"
 #include "util.h"
 
 #define MiB (1ull << 20)
@@ -197,27 +198,6 @@ const struct hutch_option_type hutch_opt_script = {
 };
 
 /* ---- strings in a char array: region, resolver, address pool ---- */
-
-void hutch_opt_chars_set(const struct hutch_option *o, struct hutch_config *c, const char *s)
-{
-	snprintf(FIELD(o, c, char), o->size, "%s", s);
-}
-
-void hutch_opt_chars_init(const struct hutch_option *o, struct hutch_config *c)
-{
-	hutch_opt_chars_set(o, c, o->def_str ? o->def_str : "");
-}
-
-void hutch_opt_chars_to_json(const struct hutch_option *o, const struct hutch_config *c, cJSON *obj)
-{
-	cJSON_AddStringToObject(obj, o->name, CFIELD(o, c, char));
-}
-
-void hutch_opt_chars_text(const struct hutch_option *o, const struct hutch_config *c,
-                          void (*emit)(void *ud, const char *s), void *ud)
-{
-	emit(ud, CFIELD(o, c, char));
-}
 
 static bool region_is_valid(const char *s)
 {

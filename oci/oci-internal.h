@@ -41,11 +41,17 @@ struct hutch_oci_opts {
 	int log_fd;
 };
 
-/* ---- runtime.c: global options, create, start, state, the dispatch ---- */
+/* ---- fail.c: the global options, the error report ---- */
 
 extern struct hutch_oci_opts hutch_oci_opts;
 /* Print the error (stderr and --log) and return 1, runc's exit status. */
 int hutch_oci_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* ---- runtime.c: create, start, state ---- */
+
+int hutch_oci_cmd_create(int argc, char **argv);
+int hutch_oci_cmd_start(int argc, char **argv);
+int hutch_oci_cmd_state(int argc, char **argv);
 struct hutch_oci_create_args {
 	const char *id, *bundle, *pid_file, *console_socket;
 	unsigned int preserve_fds; /* the caller's 3, 4, ... go to the process */

@@ -8,6 +8,7 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -320,4 +321,34 @@ void hutch_exit_like(int status)
 	sigprocmask(SIG_SETMASK, &all, NULL);
 	(void)raise(sig);
 	_exit(128 + sig);
+}
+
+int hutch_unix_addr(const char *path, struct sockaddr_un *ret, int *ret_dirfd)
+{
+	const char *slash = strrchr(path, '/');
+	_cleanup_free_ char *dir = NULL;
+	int fd, n;
+
+	memset(ret, 0, sizeof(*ret));
+	ret->sun_family = AF_UNIX;
+	*ret_dirfd = -EBADF;
+	if (strlen(path) < sizeof(ret->sun_path)) {
+		memcpy(ret->sun_path, path, strlen(path));
+		return 0;
+	}
+	/* The directory by fd: the kernel resolves /proc/self/fd/N to it
+	 * (a magic link), so any length of directory path works. */
+	if (!slash || !slash[1] || !(dir = strndup(path, (size_t)(slash - path) + 1)))
+		return slash && slash[1] ? -ENOMEM : -EINVAL;
+	fd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	n = snprintf(ret->sun_path, sizeof(ret->sun_path), "/proc/self/fd/%d/%s", fd, slash + 1);
+	if (n < 0 || (size_t)n >= sizeof(ret->sun_path)) {
+		close(fd);
+		memset(ret->sun_path, 0, sizeof(ret->sun_path));
+		return -ENAMETOOLONG;
+	}
+	*ret_dirfd = fd;
+	return 0;
 }

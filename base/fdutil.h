@@ -45,6 +45,13 @@ void hutch_close_reset(int fd);
  */
 void hutch_accept_shed(int lfd, int *spare);
 int hutch_spare_fd(void);
+struct sockaddr_un;
+/* A unix socket address for path, for bind() or connect(): the path itself
+ * when it fits sun_path (107 bytes), else "/proc/self/fd/N/NAME" through an
+ * O_PATH fd N of its directory, returned in *ret_dirfd (-EBADF when not
+ * needed; the caller closes it after the call). -ENAMETOOLONG only when
+ * even that does not fit (a last name of over 90 bytes). */
+int hutch_unix_addr(const char *path, struct sockaddr_un *ret, int *ret_dirfd);
 /* Close fds[0..n) and mark them -EBADF. */
 void hutch_close_many(int *fds, size_t n);
 /* Point fds 0, 1 and 2 at /dev/null (a detached process). */

@@ -288,12 +288,13 @@ static int detach(int sock, const char *pid_file)
 /* The container's supervisor's exec socket (container.h). */
 static int connect_supervisor(const struct hutch_oci_paths *p, struct hutch_err *err)
 {
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	int sock;
+	struct sockaddr_un sa;
+	_cleanup_close_ int dirfd = -EBADF;
+	int sock, r;
 
-	if (strlen(p->exec) >= sizeof(sa.sun_path))
-		return hutch_err_set(err, -ENAMETOOLONG, "--root is too long for exec's socket");
-	memcpy(sa.sun_path, p->exec, strlen(p->exec));
+	/* Any --root: a long path is reached through its directory's fd. */
+	if ((r = hutch_unix_addr(p->exec, &sa, &dirfd)) < 0)
+		return hutch_err_set_errno(err, r, "the exec socket '%s'", p->exec);
 	sock = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
 	if (sock < 0 || connect(sock, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
 		hutch_err_set_errno(err, -errno, "connect to the container's supervisor");

@@ -104,9 +104,7 @@ static int make_state_dir(const struct hutch_oci_paths *p, const char *id, const
 		return hutch_err_set_errno(err, -errno, "create '%s'", p->fifo);
 	snprintf(ct->status_path, sizeof(ct->status_path), "%s", p->status);
 	snprintf(ct->fifo_path, sizeof(ct->fifo_path), "%s", p->fifo);
-	/* A unix socket's path is short: with a longer --root, no exec. */
-	if (strlen(p->exec) < sizeof(ct->exec_path))
-		memcpy(ct->exec_path, p->exec, strlen(p->exec) + 1);
+	snprintf(ct->exec_path, sizeof(ct->exec_path), "%s", p->exec);
 	return write_state_json(p, id, bundle, spec, err);
 }
 

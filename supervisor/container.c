@@ -699,13 +699,16 @@ static void on_exec_listen(struct hutch_watch *w, uint32_t events)
 static int exec_listen(struct sup *s)
 {
 	struct hutch_container *ct = s->container;
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct sockaddr_un sa;
+	_cleanup_close_ int dirfd = -EBADF;
 	mode_t old;
 	int r;
 
 	if (!ct->exec_path[0])
 		return 0;
-	memcpy(sa.sun_path, ct->exec_path, sizeof(ct->exec_path));
+	/* Any --root: a long path is bound through its directory's fd. */
+	if ((r = hutch_unix_addr(ct->exec_path, &sa, &dirfd)) < 0)
+		return r;
 	ct->exec_fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (ct->exec_fd < 0)
 		return -errno;

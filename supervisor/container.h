@@ -142,7 +142,7 @@ struct hutch_container {
 	 * answer is SPAWNED (with TTY: the pty's master as SCM_RIGHTS) or
 	 * FAILED (struct hutch_err), then EXITED with the wait status. A
 	 * client that hangs up first has its process killed. */
-	char exec_path[108];
+	char exec_path[4200]; /* any length: hutch_unix_addr() */
 	/* process.terminal: the process runs on a pty init opens during
 	 * setup; its master is sent to console_socket (a unix socket path,
 	 * SCM_RIGHTS, runc's way) before the creator hears "ready". */

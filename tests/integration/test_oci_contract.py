@@ -15,9 +15,10 @@ Measured with runc 1.1.5 (Debian 12) on the same cases: docs/kubernetes.md,
 """
 import json
 import os
+import shutil
 
 from conftest import proc_comm, wait_until
-from test_oci import _root_base, oci, pytestmark  # noqa: F401 (fixtures, skip mark)
+from test_oci import ROOT_BASE, _root_base, oci, pytestmark  # noqa: F401 (fixtures, skip mark)
 
 
 def failed_with(r, text):
@@ -132,3 +133,28 @@ def test_kill_all_signals_every_process(oci):
     assert wait_until(lambda: oci.state("ka")["status"] == "stopped")
     assert wait_until(lambda: proc_state(main) is None and proc_state(other) is None)
     assert oci("delete", "ka").returncode == 0
+
+
+def test_exec_pause_with_any_root(oci):
+    """exec, pause and resume reach the container's supervisor over a unix
+    socket in ROOT/ID, whose path may be longer than sun_path's 107 bytes
+    (containerd's shim passes --root ROOT/k8s.io and a 64-hex id: a Root
+    of over 25 bytes was too long): the socket is bound and reached
+    through its directory's fd (/proc/self/fd/N/exec.sock)."""
+    top = os.path.join(ROOT_BASE, "r" * 60)
+    oci.root = os.path.join(top, "k8s.io")
+    cid = "c" * 64
+    try:
+        assert len(os.path.join(oci.root, cid, "exec.sock")) > 107
+        b = oci.bundle(["sleep", "1000"])
+        assert oci("run", "-d", "--bundle", b, cid).returncode == 0
+        r = oci("exec", cid, "sh", "-c", "echo hi; exit 3")
+        assert r.returncode == 3 and r.output == "hi\n", r.output
+        assert oci("pause", cid).returncode == 0
+        assert oci.state(cid)["status"] == "paused"
+        assert oci("resume", cid).returncode == 0
+        assert oci.state(cid)["status"] == "running"
+        assert oci("delete", "--force", cid).returncode == 0
+    finally:
+        oci("delete", "--force", cid)
+        shutil.rmtree(top, ignore_errors=True)

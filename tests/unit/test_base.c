@@ -14,7 +14,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -637,6 +639,54 @@ static void test_io(void **state)
 	assert_int_equal(hutch_fd_nonblock(p[0], true), -EBADF);
 }
 
+/* A unix socket path of any length: bound and connected to through its
+ * directory's fd when it does not fit sun_path. */
+static void test_unix_addr(void **state)
+{
+	char path[1024], dir[1400], sock[1800], name[200];
+	struct sockaddr_un sa;
+	int dfd, fd = -1, s, c;
+
+	(void)state;
+	dfd = tmpdir(path, sizeof(path));
+	assert_true(dfd >= 0);
+	assert_int_equal(hutch_unix_addr("/run/x.sock", &sa, &fd), 0);
+	assert_string_equal(sa.sun_path, "/run/x.sock");
+	assert_int_equal(sa.sun_family, AF_UNIX);
+	assert_int_equal(fd, -EBADF);
+
+	memset(name, 'd', 120);
+	name[120] = '\0';
+	snprintf(dir, sizeof(dir), "%s/%s", path, name);
+	assert_int_equal(mkdir(dir, 0700), 0);
+	snprintf(sock, sizeof(sock), "%s/exec.sock", dir);
+	assert_true(strlen(sock) > sizeof(sa.sun_path));
+	assert_int_equal(hutch_unix_addr(sock, &sa, &fd), 0);
+	assert_true(fd >= 0);
+	assert_int_equal(strncmp(sa.sun_path, "/proc/self/fd/", 14), 0);
+	s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	assert_int_equal(bind(s, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	assert_int_equal(listen(s, 1), 0);
+	close(fd);
+	assert_int_equal(access(sock, F_OK), 0); /* where the long path says */
+	assert_int_equal(hutch_unix_addr(sock, &sa, &fd), 0);
+	c = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	assert_int_equal(connect(c, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	close(fd);
+	close(c);
+	close(s);
+
+	/* A last name too long even then; a missing directory. */
+	name[100] = '\0';
+	snprintf(sock, sizeof(sock), "%s/%s", dir, name);
+	assert_int_equal(hutch_unix_addr(sock, &sa, &fd), -ENAMETOOLONG);
+	assert_int_equal(fd, -EBADF);
+	snprintf(sock, sizeof(sock), "%s/missing/exec.sock", dir);
+	assert_int_equal(hutch_unix_addr(sock, &sa, &fd), -ENOENT);
+	assert_int_equal(hutch_rm_rf_at(AT_FDCWD, path), 0);
+	close(dfd);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -653,6 +703,7 @@ int main(void)
 		cmocka_unit_test(test_files),
 		cmocka_unit_test(test_mkdir_p),
 		cmocka_unit_test(test_rm_rf_symlink),
+		cmocka_unit_test(test_unix_addr),
 		cmocka_unit_test(test_io),
 		cmocka_unit_test(test_base64),
 		cmocka_unit_test(test_base64_bad),

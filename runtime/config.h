@@ -83,6 +83,9 @@ struct hutch_config {
 	/* Set while the sandbox waits in a warm pool (pool.h), "" otherwise. */
 	char pool_key[64];
 	uint64_t max_output_bytes;
+	/* access (the cloud's): "all", "files" (files only, no commands) or
+	 * "none"; what the session's requests may do (supervisor/api/api.c). */
+	char access[8];
 	/* The executor's /run: bytes of each stream kept whole, more is an
 	 * error (HUTCH_DEFAULT_EXEC_MAX_OUTPUT). */
 	uint64_t executor_max_output_bytes;

@@ -532,6 +532,18 @@ static const struct hutch_option options[] = {
 	        .flags = HUTCH_OPT_SESSION,
 	},
 	{
+	        .name = "access",
+	        .cli = "access",
+	        .metavar = "all|files|none",
+	        .help = "what the session may do: all; files (read and write files, run no "
+	                "commands: 403 access_denied); none (neither); hooks and the setup "
+	                "script still run",
+	        .type = &hutch_opt_access,
+	        AT(access),
+	        .def_str = "all",
+	        .flags = HUTCH_OPT_SESSION,
+	},
+	{
 	        .name = "executor_max_output_bytes",
 	        .cli = "executor-max-output",
 	        .metavar = "B",

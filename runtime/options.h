@@ -32,7 +32,9 @@ extern const struct hutch_option_type hutch_opt_seconds, hutch_opt_bytes, hutch_
         hutch_opt_script, hutch_opt_region, hutch_opt_instance_type, hutch_opt_network,
         hutch_opt_host_ports, hutch_opt_resolver, hutch_opt_net_pool, hutch_opt_listen,
         hutch_opt_image, hutch_opt_image_store, hutch_opt_publish /* publish.c */,
-        hutch_opt_header_bindings /* netopt.c */;
+        hutch_opt_header_bindings /* netopt.c */, hutch_opt_access /* options-cloud.c */;
+/* access's values, NULL-terminated: "all", "files", "none". */
+extern const char *const hutch_access_values[];
 
 /* The table, in a fixed order (the pool key hashes its rows in it). */
 const struct hutch_option *hutch_options(size_t *ret_n);

@@ -16,20 +16,22 @@
 #define RAW     HUTCH_ROUTE_RAW
 #define EXEC    HUTCH_ROUTE_EXECUTOR
 #define V1      HUTCH_ROUTE_V1_ONLY
+#define CMD     HUTCH_ROUTE_COMMANDS
+#define FILES   HUTCH_ROUTE_FILES
 #define ANY     NULL /* the executor checks no method there */
 
 static const struct hutch_api_route routes[] = {
 	/* the cloud executor's contract (api-executor*.c) */
 	{ "/health", ANY, hutch_api_serve_health, EXEC | POOLED | PASSIVE | ENDED, 0 },
-	{ "/run", ANY, hutch_exec_serve_run, EXEC, 0 },
-	{ "/run_streaming", ANY, hutch_exec_serve_run_streaming, EXEC, 0 },
-	{ "/write_file", ANY, hutch_exec_serve_file, EXEC, HUTCH_FILE_WRITE_FILE },
-	{ "/read_file", ANY, hutch_exec_serve_file, EXEC, HUTCH_FILE_READ_FILE },
-	{ "/delete_file", ANY, hutch_exec_serve_file, EXEC, HUTCH_FILE_DELETE_FILE },
-	{ "/make_dir", ANY, hutch_exec_serve_file, EXEC, HUTCH_FILE_MAKE_DIR },
-	{ "/delete_dir", ANY, hutch_exec_serve_file, EXEC, HUTCH_FILE_DELETE_DIR },
-	{ "/list_dir", ANY, hutch_exec_serve_file, EXEC, HUTCH_FILE_LIST_DIR },
-	{ "/start_process", "POST", hutch_exec_serve_start_process, EXEC, 0 },
+	{ "/run", ANY, hutch_exec_serve_run, EXEC | CMD, 0 },
+	{ "/run_streaming", ANY, hutch_exec_serve_run_streaming, EXEC | CMD, 0 },
+	{ "/write_file", ANY, hutch_exec_serve_file, EXEC | FILES, HUTCH_FILE_WRITE_FILE },
+	{ "/read_file", ANY, hutch_exec_serve_file, EXEC | FILES, HUTCH_FILE_READ_FILE },
+	{ "/delete_file", ANY, hutch_exec_serve_file, EXEC | FILES, HUTCH_FILE_DELETE_FILE },
+	{ "/make_dir", ANY, hutch_exec_serve_file, EXEC | FILES, HUTCH_FILE_MAKE_DIR },
+	{ "/delete_dir", ANY, hutch_exec_serve_file, EXEC | FILES, HUTCH_FILE_DELETE_DIR },
+	{ "/list_dir", ANY, hutch_exec_serve_file, EXEC | FILES, HUTCH_FILE_LIST_DIR },
+	{ "/start_process", "POST", hutch_exec_serve_start_process, EXEC | CMD, 0 },
 	{ "/list_processes", "GET", hutch_exec_serve_list_processes, EXEC, 0 },
 	{ "/kill_process", "POST", hutch_exec_serve_kill_process, EXEC, 0 },
 	{ "/process_logs_streaming", "GET", hutch_exec_serve_logs_streaming, EXEC, 0 },
@@ -40,22 +42,22 @@ static const struct hutch_api_route routes[] = {
 	{ "/", "DELETE", hutch_api_serve_delete, POOLED | ENDED | HUTCH_ROUTE_WAITS_END, 0 },
 	{ "/claim", "POST", hutch_api_serve_claim, POOLED, 0 },
 	{ "/timeout", "POST", hutch_api_serve_timeout, 0, 0 },
-	{ "/run", "POST", hutch_api_serve_run, V1, 0 },
-	{ "/run_streaming", "POST", hutch_api_serve_run_streaming, V1, 0 },
-	{ "/exec", "POST", hutch_api_serve_exec, 0, 0 },
-	{ "/start_process", "POST", hutch_api_serve_start_process, V1, 0 },
+	{ "/run", "POST", hutch_api_serve_run, V1 | CMD, 0 },
+	{ "/run_streaming", "POST", hutch_api_serve_run_streaming, V1 | CMD, 0 },
+	{ "/exec", "POST", hutch_api_serve_exec, CMD, 0 },
+	{ "/start_process", "POST", hutch_api_serve_start_process, V1 | CMD, 0 },
 	{ "/list_processes", "GET", hutch_api_serve_list_processes, V1, 0 },
 	{ "/kill_process", "POST", hutch_api_serve_kill_process, V1, 0 },
 	{ "/process_output", "GET", hutch_api_serve_process_output, 0, 0 },
-	{ "/process_stdin", "POST", hutch_api_serve_process_stdin, RAW, 0 },
-	{ "/write_file", "POST", hutch_api_serve_file, V1 | RAW, HUTCH_FILE_WRITE_FILE },
-	{ "/read_file", "POST", hutch_api_serve_file, V1 | RAW, HUTCH_FILE_READ_FILE },
-	{ "/delete_file", "POST", hutch_api_serve_file, V1 | RAW, HUTCH_FILE_DELETE_FILE },
-	{ "/make_dir", "POST", hutch_api_serve_file, V1 | RAW, HUTCH_FILE_MAKE_DIR },
-	{ "/delete_dir", "POST", hutch_api_serve_file, V1 | RAW, HUTCH_FILE_DELETE_DIR },
-	{ "/list_dir", "POST", hutch_api_serve_file, V1 | RAW, HUTCH_FILE_LIST_DIR },
-	{ "/files", "PUT", hutch_api_serve_file, RAW, HUTCH_FILE_PUT },
-	{ "/files", "GET", hutch_api_serve_file, RAW, HUTCH_FILE_GET },
+	{ "/process_stdin", "POST", hutch_api_serve_process_stdin, RAW | CMD, 0 },
+	{ "/write_file", "POST", hutch_api_serve_file, V1 | RAW | FILES, HUTCH_FILE_WRITE_FILE },
+	{ "/read_file", "POST", hutch_api_serve_file, V1 | RAW | FILES, HUTCH_FILE_READ_FILE },
+	{ "/delete_file", "POST", hutch_api_serve_file, V1 | RAW | FILES, HUTCH_FILE_DELETE_FILE },
+	{ "/make_dir", "POST", hutch_api_serve_file, V1 | RAW | FILES, HUTCH_FILE_MAKE_DIR },
+	{ "/delete_dir", "POST", hutch_api_serve_file, V1 | RAW | FILES, HUTCH_FILE_DELETE_DIR },
+	{ "/list_dir", "POST", hutch_api_serve_file, V1 | RAW | FILES, HUTCH_FILE_LIST_DIR },
+	{ "/files", "PUT", hutch_api_serve_file, RAW | FILES, HUTCH_FILE_PUT },
+	{ "/files", "GET", hutch_api_serve_file, RAW | FILES, HUTCH_FILE_GET },
 	/* ports out of the sandbox (api-ports.c) */
 	/* the executor's too (its shapes; api-ports.c): on TCP as well */
 	{ "/bind_port", "POST", hutch_api_serve_bind_port, EXEC, 0 },

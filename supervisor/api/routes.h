@@ -36,6 +36,14 @@
 /* A native row whose path the contract also serves: only as /v1/<path>.
  * Every native row is served under /v1/; the others unprefixed too. */
 #define HUTCH_ROUTE_V1_ONLY (1u << 6)
+/* It runs a command (access "files" and "none" refuse it). */
+#define HUTCH_ROUTE_COMMANDS (1u << 7)
+/* It reads or writes files (access "none" refuses it). */
+#define HUTCH_ROUTE_FILES (1u << 8)
+/* It runs a command (access "files" and "none" refuse it). */
+#define HUTCH_ROUTE_COMMANDS (1u << 7)
+/* It reads or writes files (access "none" refuses it). */
+#define HUTCH_ROUTE_FILES (1u << 8)
 
 /* Called for each access-handler call once the body is read (JSON) or on
  * every call after the first (raw; upload/upload_size are the chunk). A

@@ -7,7 +7,7 @@
 
 Standard library only. See docs/python.md.
 """
-from .errors import (APIError, BackgroundProcessesDisabledError, CommandTimeoutError, ConfigError,
+from .errors import (AccessDeniedError, APIError, BackgroundProcessesDisabledError, CommandTimeoutError, ConfigError,
                      FileTooLargeError, HutchNotFoundError, NotCapableHostError, ProcessNotFoundError,
                      ProcessNotRunningError, PtyWaitTimeout, SandboxDeletedError, SandboxError,
                      SandboxExpiredError, SandboxFileNotFoundError, SandboxGoneError,
@@ -37,4 +37,5 @@ __all__ = [
     "APIError", "SandboxFileNotFoundError", "SandboxPermissionError", "SandboxIsADirectoryError",
     "SandboxNoSpaceError", "ProcessNotFoundError", "ProcessNotRunningError",
     "BackgroundProcessesDisabledError", "FileTooLargeError", "PtyWaitTimeout", "StdinClosedError",
+    "AccessDeniedError",
 ]

@@ -106,6 +106,11 @@ class StdinClosedError(APIError):
     without ``stdin=True``, was closed, or the process stopped reading)."""
 
 
+class AccessDeniedError(APIError, PermissionError):
+    """The sandbox's ``access`` forbids it: ``"files"`` runs no commands,
+    ``"none"`` neither runs commands nor reads or writes files."""
+
+
 class BackgroundProcessesDisabledError(ConfigError):
     """``supports_background_processes=False`` and a background process was
     asked for."""
@@ -119,6 +124,7 @@ _BY_CODE = {
     "process_not_found": ProcessNotFoundError,
     "process_not_running": ProcessNotRunningError,
     "stdin_closed": StdinClosedError,
+    "access_denied": AccessDeniedError,
 }
 
 

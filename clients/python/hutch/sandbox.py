@@ -358,6 +358,9 @@ def _executor_port(port):
 
 
 EXECUTOR_MAX_OUTPUT_MAX = 1 << 30
+# access= (the cloud's): None is everything; "files": files only, no
+# commands; "none": neither. Enforced by the sandbox (AccessDeniedError).
+ACCESS_VALUES = (None, "files", "none")
 
 
 def _executor_max_output(value):
@@ -385,7 +388,7 @@ class LocalSandbox:
                  setup_script_timeout_seconds=600, hooks=(), supports_background_processes=None,
                  host_ports=(), ports=(), executor_port=None, header_bindings=(),
                  executor_max_output_bytes=None, no_limits=False, max_output_bytes=None,
-                 on_create=None, on_destroy=None, description=None):
+                 on_create=None, on_destroy=None, description=None, access=None):
         if not isinstance(instance_type, str) or instance_type not in INSTANCE_TYPES:
             raise errors.ConfigError(f"unknown instance_type {instance_type!r}: valid types are "
                                      f"{', '.join(INSTANCE_TYPES)}")
@@ -412,6 +415,10 @@ class LocalSandbox:
         self.ports = _publish(ports)
         self.executor_port = _executor_port(executor_port)
         self.executor_max_output_bytes = _executor_max_output(executor_max_output_bytes)
+        if access not in ACCESS_VALUES:
+            raise errors.ConfigError(f"invalid access {access!r}: None (commands and files), "
+                                     "\"files\" (files only, no commands) or \"none\"")
+        self.access = access
         self.header_bindings = check_bindings(header_bindings, network)
         if image is not None and not _image_is_valid(image):
             raise errors.ConfigError(f"invalid image {image!r}: None or 'host' (the host-derived "
@@ -489,6 +496,8 @@ class LocalSandbox:
             args += ["--publish", spec]
         if self.executor_port is not None:
             args += ["--executor-port", str(self.executor_port)]
+        if self.access is not None:
+            args += ["--access", self.access]
         if self.executor_max_output_bytes is not None:
             args += ["--executor-max-output", str(self.executor_max_output_bytes)]
         if self.image is not None:

@@ -911,6 +911,28 @@ def test_executor_max_output_validation(value):
         LocalSandbox(executor_max_output_bytes=value)
 
 
+@pytest.mark.parametrize("value", ["all", "", "FILES", 1, True])
+def test_access_validation(value):
+    with pytest.raises(ConfigError, match="invalid access"):
+        LocalSandbox(access=value)
+
+
+def test_access_files_and_none():
+    from hutch import AccessDeniedError
+    with LocalSandbox(access="files") as s:
+        assert s.config["access"] == "files"
+        s.write_file("/tmp/a", "x")
+        assert s.read_file("/tmp/a") == b"x"
+        with pytest.raises(AccessDeniedError, match='access "files"'):
+            s.execute("true")
+        with pytest.raises(PermissionError):
+            s.start_process("sleep 5")
+    with LocalSandbox(access="none") as s:
+        with pytest.raises(AccessDeniedError, match='access "none"'):
+            s.write_file("/tmp/a", "x")
+    assert LocalSandbox()._cli_options().count("--access") == 0
+
+
 def test_executor_max_output_bounds_the_contract_run():
     import http.client
     import json as _json

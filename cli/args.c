@@ -88,6 +88,49 @@ static int set_env(struct hutch_cli_args *a, const char *value)
 	return 0;
 }
 
+#define ENV_FILE_MAX (1u << 20)
+
+/* --env-file FILE, as docker reads it: NAME=VALUE per line (the value
+ * as written: no quotes removed), '#' lines and blank ones skipped, a NAME
+ * alone takes the caller's value (skipped when it has none). */
+static int set_env_file(struct hutch_cli_args *a, const char *path)
+{
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+	_cleanup_free_ char *text = malloc(ENV_FILE_MAX + 1);
+	ssize_t n = fd < 0 ? -errno : !text ? -ENOMEM : hutch_read_all(fd, text, ENV_FILE_MAX + 1);
+	char *line, *rest;
+	int r;
+
+	if (n < 0)
+		return hutch_cli_fail(HUTCH_EXIT_USAGE, "cannot read --env-file '%s': %s", path,
+		                      strerror((int)-n));
+	if ((size_t)n > ENV_FILE_MAX || memchr(text, '\0', (size_t)n))
+		return hutch_cli_fail(HUTCH_EXIT_USAGE,
+		                      "--env-file '%s': not a text file of at most 1 MiB", path);
+	text[n] = '\0';
+	for (rest = text; (line = strsep(&rest, "\n"));) {
+		_cleanup_free_ char *both = NULL;
+		size_t len = strlen(line);
+		const char *v;
+
+		if (len && line[len - 1] == '\r')
+			line[--len] = '\0';
+		line += strspn(line, " \t");
+		if (!*line || *line == '#')
+			continue;
+		if (!strchr(line, '=')) {
+			if (!(v = getenv(line)))
+				continue;
+			if (asprintf(&both, "%s=%s", line, v) < 0)
+				return hutch_cli_fail(HUTCH_EXIT_FAILURE, "out of memory");
+		}
+		r = set_env(a, both ? both : line);
+		if (r)
+			return r;
+	}
+	return 0;
+}
+
 static int add_to_list(cJSON **list, const char *value)
 {
 	if (!*list)
@@ -112,6 +155,8 @@ static int set_opt(struct hutch_cli_args *a, const struct hutch_cli_opt *o, cons
 		return 0;
 	case HUTCH_CLI_ENV:
 		return set_env(a, value);
+	case HUTCH_CLI_ENV_FILE:
+		return set_env_file(a, value);
 	case HUTCH_CLI_LIST:
 		return add_to_list(ARG(a, o, cJSON *), value);
 	case HUTCH_CLI_U64:
@@ -210,7 +255,9 @@ static int own_option(struct parser *p, struct hutch_cli_args *a, const struct h
 	int r;
 
 	a->given[o - p->verb->opts] = spelled;
-	if (o->kind == HUTCH_CLI_FLAG || o->kind == HUTCH_CLI_REFUSE) {
+	if (o->kind == HUTCH_CLI_REFUSE) /* with or without a value: what to use instead */
+		return fail_value(o->invalid, spelled);
+	if (o->kind == HUTCH_CLI_FLAG) {
 		if (attached)
 			return hutch_cli_fail(HUTCH_EXIT_USAGE,
 			                      "option '%s' takes no value; see 'hutch %s --help'",

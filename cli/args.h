@@ -25,13 +25,14 @@
 
 /* What an option's value is, and where it goes in struct hutch_cli_args. */
 enum hutch_cli_kind {
-	HUTCH_CLI_FLAG,    /* no value; sets a bool */
-	HUTCH_CLI_STRING,  /* const char * (the argument itself) */
-	HUTCH_CLI_ENV,     /* NAME=VALUE, into a cJSON object (repeatable) */
-	HUTCH_CLI_LIST,    /* a string, into a cJSON array (repeatable) */
-	HUTCH_CLI_U64,     /* whole number in [umin, umax] */
-	HUTCH_CLI_SECONDS, /* finite number of seconds in [min, max] (double) */
-	HUTCH_CLI_REFUSE,  /* known to this verb but refused: prints .invalid */
+	HUTCH_CLI_FLAG,     /* no value; sets a bool */
+	HUTCH_CLI_STRING,   /* const char * (the argument itself) */
+	HUTCH_CLI_ENV,      /* NAME=VALUE, into a cJSON object (repeatable) */
+	HUTCH_CLI_ENV_FILE, /* a file of NAME=VALUE lines, into the same object */
+	HUTCH_CLI_LIST,     /* a string, into a cJSON array (repeatable) */
+	HUTCH_CLI_U64,      /* whole number in [umin, umax] */
+	HUTCH_CLI_SECONDS,  /* finite number of seconds in [min, max] (double) */
+	HUTCH_CLI_REFUSE,   /* known to this verb but refused: prints .invalid */
 };
 
 struct hutch_cli_opt {
@@ -67,7 +68,7 @@ struct hutch_cli_verb {
 	int (*run)(struct hutch_cli_args *a);
 };
 
-#define HUTCH_CLI_OPTS_MAX 16
+#define HUTCH_CLI_OPTS_MAX 24
 #define HUTCH_CLI_MANY     ((size_t)-1) /* max_pos: no limit */
 
 /* Every value an option of any verb can set; a verb reads its own. */
@@ -76,7 +77,7 @@ struct hutch_cli_args {
 	const struct hutch_cli_verb *const *verbs; /* every verb (completion) */
 	struct hutch_config cfg;                   /* the sandbox options (verb->sandbox_opts) */
 	bool json, quiet, all, detach, follow, interactive, tty, force, no_stream, close, no_limits,
-	        foreground;
+	        foreground, rm /* run --rm: docker's habit, what run does anyway */;
 	const char *cwd;
 	const char *tag, *store; /* image import --tag, image --store */
 	cJSON *env;              /* NAME: VALUE, NULL if no -e */

@@ -49,7 +49,8 @@ static void for_each_option(const struct hutch_cli_verb *v, opt_fn fn, void *ud)
 	const struct hutch_option *so = hutch_options(&n);
 
 	for (const struct hutch_cli_opt *o = v->opts; o && o->name; o++)
-		fn(o->name, o->short_name, o->kind != HUTCH_CLI_FLAG, o->help, NULL, ud);
+		if (o->kind != HUTCH_CLI_REFUSE) /* docker's flags hutch refuses */
+			fn(o->name, o->short_name, o->kind != HUTCH_CLI_FLAG, o->help, NULL, ud);
 	for (size_t i = 0; v->sandbox_opts && i < n; i++)
 		if (so[i].cli)
 			fn(so[i].cli, so[i].cli_short, true, so[i].help, &so[i], ud);

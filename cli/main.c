@@ -143,6 +143,27 @@ static int check_runtime_dir(const char *verb, int argc, char **argv)
 	return 0;
 }
 
+/* Docker's verbs that hutch has under another name, or not at all: what
+ * to use instead (docs/docker.md). */
+static const struct {
+	const char *verb, *instead;
+} docker_verbs[] = {
+	{ "stop", "'hutch rm ID' deletes a sandbox (none stops to start again); --idle-timeout S "
+	          "freezes an idle one until its next request" },
+	{ "start", "sandboxes do not stop and start again: 'hutch create' makes a new one" },
+	{ "restart", "sandboxes do not stop and start again: 'hutch rm ID', then 'hutch create'" },
+	{ "wait", "'hutch run' and 'hutch exec' wait for their command; 'hutch logs ID PROC -f' "
+	          "follows a background process to its end" },
+	{ "attach", "'hutch exec -it ID' starts a shell on a terminal in the sandbox" },
+	{ "top", "'hutch ps ID' lists a sandbox's background processes, 'hutch stats ID' its use" },
+	{ "images", "'hutch image ls'" },
+	{ "pull", "'hutch image pull REF'" },
+	{ "rmi", "'hutch image rm NAME'" },
+	{ "pause", "--idle-timeout S freezes a sandbox after S idle seconds; a request wakes it" },
+	{ "unpause", "a frozen (sleeping) sandbox wakes by itself at its next request" },
+	{ "rename", "sandboxes have ids, not names; --description TEXT keeps a note" },
+};
+
 int main(int argc, char **argv)
 {
 	const char *verb = argc > 1 ? argv[1] : NULL;
@@ -175,5 +196,10 @@ int main(int argc, char **argv)
 		r = check_runtime_dir(verb, argc, argv);
 		return r ? r : hutch_cli_run(verbs[i], verbs, argc - 1, argv + 1);
 	}
+	for (size_t i = 0; i < ELEMENTSOF(docker_verbs); i++)
+		if (!strcmp(verb, docker_verbs[i].verb))
+			return hutch_cli_fail(HUTCH_EXIT_USAGE,
+			                      "unknown command '%s' (docker's): %s", verb,
+			                      docker_verbs[i].instead);
 	return hutch_cli_fail(HUTCH_EXIT_USAGE, "unknown command '%s'; see 'hutch --help'", verb);
 }

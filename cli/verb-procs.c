@@ -155,7 +155,10 @@ static int cmd_ps(struct hutch_cli_args *a)
 	int r;
 
 	if (!a->npos)
-		return hutch_cli_fail(HUTCH_EXIT_USAGE, "missing sandbox id: hutch ps ID");
+		return hutch_cli_fail(
+		        HUTCH_EXIT_USAGE,
+		        "missing sandbox id: hutch ps ID lists one sandbox's background "
+		        "processes; the sandboxes themselves (docker ps) are 'hutch ls'");
 	r = hutch_cli_open_live(a->pos[0], &p);
 	if (r)
 		return r;

@@ -23,71 +23,21 @@
 #include "sandbox.h"
 #include "state.h"
 #include "stream.h"
+#include "verb-opts.h"
 #include "verbs.h"
 
 #define A(f) .offset = offsetof(struct hutch_cli_args, f)
-
-/* exec's modes, for the options that apply in one only. */
-#define ATTACHED (1u << 0)
-#define DETACHED (1u << 1)
-
-/* The options of a command, run's and exec's; modes: those of --timeout,
- * --interactive and --tty (exec -d takes -i alone: its stdin stays open
- * for hutch stdin). */
-#define COMMAND_OPTS(m)                                                                          \
-	{ .name = "cwd",                                                                         \
-	  .kind = HUTCH_CLI_STRING,                                                              \
-	  A(cwd),                                                                                \
-	  .metavar = "DIR",                                                                      \
-	  .help = "working directory (default /workspace)" },                                    \
-	        { .name = "env",                                                                 \
-		  .short_name = 'e',                                                             \
-		  .kind = HUTCH_CLI_ENV,                                                         \
-		  A(env),                                                                        \
-		  .metavar = "K=V",                                                              \
-		  .help = "set an environment variable (repeatable)" },                          \
-	        { .name = "timeout",                                                             \
-		  .kind = HUTCH_CLI_SECONDS,                                                     \
-		  A(timeout),                                                                    \
-		  .metavar = "S",                                                                \
-		  .max = DBL_MAX,                                                                \
-		  .modes = (m),                                                                  \
-		  .help = "kill the command and its children after S seconds (exit 124)",        \
-		  .invalid = "invalid --timeout '%s': give a number of seconds, e.g. 30" },      \
-	        { .name = "interactive",                                                         \
-		  .short_name = 'i',                                                             \
-		  .kind = HUTCH_CLI_FLAG,                                                        \
-		  A(interactive),                                                                \
-		  .modes = (m) ? (m) | DETACHED : 0,                                             \
-		  .help = "stream standard input to CMD, byte-exact, until its end (without "    \
-		          "-i stdin is not read; with -d: CMD's stdin stays open, see hutch "    \
-		          "stdin)" },                                                            \
-	{                                                                                        \
-		.name = "tty", .short_name = 't', .kind = HUTCH_CLI_FLAG, A(tty), .modes = (m),  \
-		.help = "run CMD on a terminal of the sandbox (-it: interactive; stdin must be " \
-		        "a terminal; exec -it ID alone starts a login shell)"                    \
-	}
-
-/* Of run and create (not an API option: a property of this host). */
-#define NO_LIMITS_OPT                                                                            \
-	{                                                                                        \
-		.name = "no-limits", .kind = HUTCH_CLI_FLAG, A(no_limits),                       \
-		.help = "create the sandbox without a cgroup: no CPU, memory or pids limit, no " \
-		        "idle sleep (for ordinary users where cgroup v2 is not delegated)"       \
-	}
-
-#define PROGRESS_OPT                                                                             \
-	{                                                                                        \
-		.name = "progress", .kind = HUTCH_CLI_STRING, A(progress), .metavar = "WHEN",    \
-		.help = "show the setup script's and on_create's output on stderr as it comes: " \
-		        "auto "                                                                  \
-		        "(default: when stderr is a terminal), always, never"                    \
-	}
 
 static const struct hutch_cli_opt create_opts[] = {
 	{ .name = "json", .kind = HUTCH_CLI_FLAG, A(json), .help = "print the result as JSON" },
 	NO_LIMITS_OPT,
 	PROGRESS_OPT,
+	DOCKER_USER,
+	DOCKER_VOLUME,
+	DOCKER_MOUNT,
+	DOCKER_NAME,
+	DOCKER_LABEL,
+	DOCKER_CREATE_RM,
 	{ 0 },
 };
 
@@ -100,6 +50,18 @@ static const struct hutch_cli_opt run_opts[] = {
 	  A(json),
 	  .help = "keep CMD's output and print one JSON object: exit code, signal, OOM, timeout, "
 	          "duration, output and its sizes" },
+	{ .name = "rm",
+	  .kind = HUTCH_CLI_FLAG,
+	  A(rm),
+	  .help = "docker's habit: run always deletes its sandbox" },
+	DOCKER_WORKDIR,
+	DOCKER_ENV_FILE,
+	DOCKER_USER,
+	DOCKER_VOLUME,
+	DOCKER_MOUNT,
+	DOCKER_NAME,
+	DOCKER_LABEL,
+	DOCKER_RUN_DETACH,
 	{ 0 },
 };
 
@@ -115,6 +77,9 @@ static const struct hutch_cli_opt exec_opts[] = {
 	  A(json),
 	  .help = "keep CMD's output and print one JSON object: exit code, signal, OOM, timeout, "
 	          "duration, output and its sizes (with -d: the answer as JSON)" },
+	DOCKER_WORKDIR,
+	DOCKER_ENV_FILE,
+	DOCKER_USER,
 	{ 0 },
 };
 

@@ -1,0 +1,124 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Rows of the option tables of run, create and exec (cli/verb-sandbox.c):
+ * a command's options, and docker's habits (docs/docker.md): the flags
+ * that mean the same work (-w, --workdir, --env-file, run --rm), the
+ * others are refused naming what hutch does instead (HUTCH_CLI_REFUSE
+ * rows are not in --help).
+ */
+#ifndef HUTCH_VERB_OPTS_H
+#define HUTCH_VERB_OPTS_H
+
+#include <float.h>
+#include <stddef.h>
+
+#include "args.h"
+
+/* exec's modes, for the options that apply in one only. The rows use the
+ * including file's A(field). */
+#define ATTACHED (1u << 0)
+#define DETACHED (1u << 1)
+
+/* The options of a command, run's and exec's; modes: those of --timeout,
+ * --interactive and --tty (exec -d takes -i alone: its stdin stays open
+ * for hutch stdin). */
+#define COMMAND_OPTS(m)                                                                          \
+	{ .name = "cwd",                                                                         \
+	  .short_name = 'w',                                                                     \
+	  .kind = HUTCH_CLI_STRING,                                                              \
+	  A(cwd),                                                                                \
+	  .metavar = "DIR",                                                                      \
+	  .help = "working directory (default /workspace; -w, --workdir as docker)" },           \
+	        { .name = "env",                                                                 \
+		  .short_name = 'e',                                                             \
+		  .kind = HUTCH_CLI_ENV,                                                         \
+		  A(env),                                                                        \
+		  .metavar = "K=V",                                                              \
+		  .help = "set an environment variable (repeatable)" },                          \
+	        { .name = "timeout",                                                             \
+		  .kind = HUTCH_CLI_SECONDS,                                                     \
+		  A(timeout),                                                                    \
+		  .metavar = "S",                                                                \
+		  .max = DBL_MAX,                                                                \
+		  .modes = (m),                                                                  \
+		  .help = "kill the command and its children after S seconds (exit 124)",        \
+		  .invalid = "invalid --timeout '%s': give a number of seconds, e.g. 30" },      \
+	        { .name = "interactive",                                                         \
+		  .short_name = 'i',                                                             \
+		  .kind = HUTCH_CLI_FLAG,                                                        \
+		  A(interactive),                                                                \
+		  .modes = (m) ? (m) | DETACHED : 0,                                             \
+		  .help = "stream standard input to CMD, byte-exact, until its end (without "    \
+		          "-i stdin is not read; with -d: CMD's stdin stays open, see hutch "    \
+		          "stdin)" },                                                            \
+	{                                                                                        \
+		.name = "tty", .short_name = 't', .kind = HUTCH_CLI_FLAG, A(tty), .modes = (m),  \
+		.help = "run CMD on a terminal of the sandbox (-it: interactive; stdin must be " \
+		        "a terminal; exec -it ID alone starts a login shell)"                    \
+	}
+
+/* Of run and create (not an API option: a property of this host). */
+#define NO_LIMITS_OPT                                                                            \
+	{                                                                                        \
+		.name = "no-limits", .kind = HUTCH_CLI_FLAG, A(no_limits),                       \
+		.help = "create the sandbox without a cgroup: no CPU, memory or pids limit, no " \
+		        "idle sleep (for ordinary users where cgroup v2 is not delegated)"       \
+	}
+
+#define PROGRESS_OPT                                                                             \
+	{                                                                                        \
+		.name = "progress", .kind = HUTCH_CLI_STRING, A(progress), .metavar = "WHEN",    \
+		.help = "show the setup script's and on_create's output on stderr as it comes: " \
+		        "auto "                                                                  \
+		        "(default: when stderr is a terminal), always, never"                    \
+	}
+
+/* ---- docker's ---- */
+
+#define DOCKER_REFUSE(n, s, msg)                                                           \
+	{                                                                                  \
+		.name = (n), .short_name = (s), .kind = HUTCH_CLI_REFUSE, .invalid = (msg) \
+	}
+
+#define DOCKER_WORKDIR                                                            \
+	{                                                                         \
+		.name = "workdir", .kind = HUTCH_CLI_STRING,                      \
+		.offset = offsetof(struct hutch_cli_args, cwd), .metavar = "DIR", \
+		.help = "docker's name of --cwd"                                  \
+	}
+#define DOCKER_ENV_FILE                                                                          \
+	{                                                                                        \
+		.name = "env-file", .kind = HUTCH_CLI_ENV_FILE, .metavar = "FILE",               \
+		.help = "set the environment variables of FILE, as docker reads it: NAME=VALUE " \
+		        "lines, "                                                                \
+		        "'#' comments, a NAME alone takes this shell's value (repeatable)"       \
+	}
+#define DOCKER_USER                                                                     \
+	DOCKER_REFUSE("user", 'u',                                                      \
+	              "%s: commands always run as appuser (uid 1000, no capabilities, " \
+	              "no_new_privs); there is no other user to choose")
+#define NO_VOLUMES                                                                             \
+	"%s: no volumes yet; copy files in with 'hutch cp LOCAL ID:PATH' (after create) or a " \
+	"--setup-script, and out with 'hutch cp ID:PATH LOCAL'"
+#define DOCKER_VOLUME DOCKER_REFUSE("volume", 'v', NO_VOLUMES)
+#define DOCKER_MOUNT  DOCKER_REFUSE("mount", 0, NO_VOLUMES)
+#define DOCKER_NAME                                                                            \
+	DOCKER_REFUSE("name", 0,                                                               \
+	              "%s: sandboxes have ids, not names (create prints it, 'hutch ls' lists " \
+	              "them, any unique prefix works); --description TEXT keeps a note that "  \
+	              "'hutch ls -f description=TEXT' finds")
+#define DOCKER_LABEL                                                                      \
+	DOCKER_REFUSE("label", 'l',                                                       \
+	              "%s: no labels; --description TEXT keeps a note that 'hutch ls -f " \
+	              "description=TEXT' finds")
+#define DOCKER_CREATE_RM                                                                        \
+	DOCKER_REFUSE("rm", 0,                                                                  \
+	              "%s: 'hutch create' keeps the sandbox until 'hutch rm ID' or its --ttl; " \
+	              "'hutch run' deletes it when CMD ends")
+#define DOCKER_RUN_DETACH                                                                    \
+	DOCKER_REFUSE("detach", 'd',                                                         \
+	              "%s: 'hutch run' waits for CMD and deletes the sandbox; for one that " \
+	              "stays, 'hutch create', then 'hutch exec -d ID -- CMD' (a background " \
+	              "process; 'hutch logs ID PROC -f' follows it)")
+
+#endif

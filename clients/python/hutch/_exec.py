@@ -23,6 +23,7 @@ import time
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Tuple, Union
 
 from . import errors
+from ._cmd import ExitStatus, _cmd_body
 
 STDIN, STDOUT, STDERR, EXIT, ERROR, RESIZE, SIGNAL = range(7)
 DATA_MAX = 1 << 20  # payload of one data frame
@@ -234,7 +235,6 @@ class ExecConnection:
 
 
 def exit_status(obj: Dict[str, Any]):
-    from .sandbox import ExitStatus
     return ExitStatus(exit_code=obj.get("exit_code"), status=obj.get("status", "exited"),
                       signal=obj.get("signal"), signal_name=obj.get("signal_name"),
                       timed_out=bool(obj.get("timed_out")), oom_killed=bool(obj.get("oom_killed")),
@@ -491,7 +491,6 @@ class PtyHandle:
 
 def pty_body(cmd: Union[str, List[str], None], size: PtySize, env: Optional[Dict[str, str]],
              cwd: Optional[str], timeout: Optional[float]) -> Dict[str, Any]:
-    from .sandbox import _cmd_body
     if cmd is None:
         cmd = LOGIN_SHELL
     env = dict(env or {})

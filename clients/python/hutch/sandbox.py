@@ -7,7 +7,6 @@ import functools
 import http.client
 import inspect
 import json
-import math
 import os
 import re
 import subprocess
@@ -17,6 +16,7 @@ import time
 from typing import Any, Callable, Optional, Union
 
 from . import errors, _exec, _http
+from ._cmd import MAX_SECONDS, ExitStatus, _cmd_body, _command_timeout  # noqa: F401
 from ._exec import AsyncPty, AsyncPtyHandle, Pty, PtyHandle, PtySize
 from ._binary import find_hutch
 from . import _dirs, _pool
@@ -25,7 +25,6 @@ from .bindings import check_bindings
 
 INSTANCE_TYPES = ("nano", "micro", "small", "medium", "large", "xlarge", "2xlarge")
 DEFAULT_REGION = "nl-north-1"
-MAX_SECONDS = 366 * 86400
 _REGION_RE = re.compile(r"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$")
 _IMAGE_RE = re.compile(r"^[A-Za-z0-9_:@+][A-Za-z0-9._:/@+-]{0,199}$")  # runtime/options-image.c
 # --image as a file to import: an OCI layout or a docker-save archive.
@@ -82,19 +81,6 @@ class OutputChunk:
     ``text=False``."""
     stream: str
     data: Union[str, bytes]
-
-
-@dataclasses.dataclass
-class ExitStatus:
-    """The last item of ``execute_stream``: how the command ended."""
-    exit_code: Optional[int]
-    status: str = "exited"
-    signal: Optional[int] = None
-    signal_name: Optional[str] = None
-    timed_out: bool = False
-    oom_killed: bool = False
-    duration_ms: float = 0.0
-    message: Optional[str] = None
 
 
 @dataclasses.dataclass
@@ -251,49 +237,6 @@ def _from_b64(value, text):
     """Exact bytes sent as base64; as text with invalid UTF-8 replaced."""
     raw = base64.b64decode(value or "")
     return raw.decode("utf-8", "replace") if text else raw
-
-
-def _cmd_body(cmd, cwd=None, env=None, timeout=None, stdin=None, text=True):
-    body = {}
-    if not isinstance(text, bool):
-        raise TypeError(f"text must be True or False, not {text!r}")
-    if not text or isinstance(stdin, (bytes, bytearray, memoryview)):
-        body["encoding"] = "base64"
-    if isinstance(cmd, str):
-        body["cmd"] = cmd
-    elif isinstance(cmd, (list, tuple)) and cmd and all(isinstance(a, str) for a in cmd):
-        body["argv"] = list(cmd)
-    else:
-        raise TypeError(f"cmd must be a shell string or a non-empty list of strings, not {cmd!r}")
-    if cwd is not None:
-        body["cwd"] = os.fspath(cwd)
-    if env is not None:
-        if not isinstance(env, dict) or not all(isinstance(k, str) and isinstance(v, str)
-                                                for k, v in env.items()):
-            raise TypeError("env must be a dict of str to str")
-        body["env"] = env
-    if timeout is not None:
-        body["timeout"] = _command_timeout(timeout)
-    if stdin is not None:
-        if not isinstance(stdin, (str, bytes, bytearray, memoryview)):
-            raise TypeError(f"stdin must be str or bytes, not {type(stdin).__name__}")
-        if "encoding" in body:
-            raw = stdin.encode("utf-8") if isinstance(stdin, str) else bytes(stdin)
-            stdin = base64.b64encode(raw).decode("ascii")
-        body["stdin"] = stdin
-    return body
-
-
-def _command_timeout(timeout):
-    """A command's timeout: seconds > 0 (a float is fine), or 0 / None for
-    none; anything else is refused naming the fix."""
-    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
-        raise TypeError(f"timeout must be a number of seconds, not {type(timeout).__name__} "
-                        f"{timeout!r} (None or 0: no time limit)")
-    if not math.isfinite(timeout) or timeout < 0 or timeout > MAX_SECONDS:
-        raise errors.ConfigError(f"invalid timeout {timeout!r}: give seconds from 0 (no time "
-                                 f"limit) to {MAX_SECONDS}, e.g. timeout=30")
-    return timeout
 
 
 def _http_timeout(timeout):

@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "options-internal.h"
+#include "options-field.h"
 
 const char *const hutch_access_values[] = { "all", "files", "none", NULL };
 

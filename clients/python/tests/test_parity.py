@@ -219,6 +219,7 @@ CREATE_OPTIONS = {
     "--max-output": ("max_output_bytes", "max_output_bytes"),
     "--executor-port": ("executor_port", "executor_port"),
     "--executor-max-output": ("executor_max_output_bytes", "executor_max_output_bytes"),
+    "--access": ("access", "access"),
     "--setup-script": ("setup_script_bytes", "setup_script"),
     "--setup-timeout": ("setup_script_timeout_seconds", "setup_script_timeout_seconds"),
     "--on-create": ("on_create", "on_create"),

@@ -35,7 +35,7 @@ static int send_listeners(int sock, const struct hutch_net_plan *net, struct hut
 	return r < 0 ? hutch_err_set_errno(err, r, "pass the listeners to the supervisor") : 0;
 }
 
-static int write_sysctls(const char *const *kv, struct hutch_err *err)
+int hutch_init_write_sysctls(const char *const *kv, const char *prefix, struct hutch_err *err)
 {
 	for (; *kv; kv++) {
 		const char *eq = strchr(*kv, '=');
@@ -45,6 +45,8 @@ static int write_sysctls(const char *const *kv, struct hutch_err *err)
 
 		if (!eq || (size_t)(eq - *kv) + n >= sizeof(path))
 			return hutch_err_set(err, -EINVAL, "linux.sysctl: bad entry");
+		if (prefix && strncmp(*kv, prefix, strlen(prefix)) != 0)
+			continue;
 		/* net.ipv4.ping_group_range -> /proc/sys/net/ipv4/ping_group_range */
 		for (const char *k = *kv; k < eq; k++)
 			path[n++] = *k == '.' ? '/' : *k;
@@ -70,7 +72,7 @@ int hutch_init_setup_ns(int sock, const char *hostname, const struct hutch_net_p
 	/* Through the /proc we still share with the host (the new root's
 	 * /proc/sys is read-only): its net and ipc entries are those of our
 	 * namespaces, which our user namespace owns. */
-	if (sysctls && write_sysctls(sysctls, err) < 0)
+	if (sysctls && hutch_init_write_sysctls(sysctls, NULL, err) < 0)
 		return err->code;
 	return 0;
 }

@@ -20,5 +20,9 @@
  * as the pod set them); sysctls: "key=value", NULL-terminated, or NULL. */
 int hutch_init_setup_ns(int sock, const char *hostname, const struct hutch_net_plan *net,
                         const char *const *sysctls, struct hutch_err *err);
+/* Write each "key=value" whose key starts with prefix (NULL: every one)
+ * to /proc/sys/KEY of the caller's namespaces; fails naming the key. The
+ * supervisor writes a CNI network namespace's net.* keys with it (pod.c). */
+int hutch_init_write_sysctls(const char *const *kv, const char *prefix, struct hutch_err *err);
 
 #endif

@@ -31,6 +31,7 @@
 #include "cleanup.h"
 #include "container.h"
 #include "fdutil.h"
+#include "ns.h"
 #include "pod.h"
 #include "state.h"
 #include "supervisor.h"
@@ -297,6 +298,48 @@ static int cni_sysfs(const struct sup *s, struct hutch_err *err)
 }
 
 /*
+ * A pod's net.* sysctls in the CNI network namespace (containerd puts
+ * them in the pause container's spec: the pod's own, and 2.x's defaults
+ * net.ipv4.ip_unprivileged_port_start and ping_group_range): init's user
+ * namespace does not own that namespace, so the runtime writes them, as
+ * host root, in that namespace only, before any process runs there (as
+ * runc does from its init). Only the network namespace is entered, for
+ * the writes, by this thread; the container's init gets the other keys.
+ */
+static int cni_sysctls(struct sup *s, struct hutch_err *err)
+{
+	struct hutch_container *ct = s->container;
+	_cleanup_close_ int own = -EBADF;
+	size_t n = 0, k = 0;
+	char **rest;
+	int r;
+
+	for (; ct->sysctls && ct->sysctls[n]; n++)
+		k += strncmp(ct->sysctls[n], "net.", 4) == 0;
+	if (k == 0)
+		return 0;
+	own = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+	if (own < 0)
+		return hutch_err_set_errno(err, -errno, "open the supervisor's network namespace");
+	if (setns(ct->join.fd[HUTCH_POD_NS_NET], CLONE_NEWNET) < 0)
+		return hutch_err_set_errno(err, -errno, "sysctls: enter the CNI network namespace");
+	r = hutch_init_write_sysctls((const char *const *)ct->sysctls, "net.", err);
+	if (setns(own, CLONE_NEWNET) < 0)
+		abort(); /* the supervisor's wiring would go to the wrong place */
+	if (r < 0)
+		return hutch_err_prefix(err, "the CNI network namespace");
+	/* The rest for init (borrowed strings: the spec keeps them). */
+	rest = calloc(n - k + 1, sizeof(*rest));
+	if (!rest)
+		return hutch_err_set(err, -ENOMEM, "out of memory");
+	for (size_t i = 0, j = 0; i < n; i++)
+		if (strncmp(ct->sysctls[i], "net.", 4) != 0)
+			rest[j++] = ct->sysctls[i];
+	ct->sysctls = rest; /* for the process's life, as the spec's */
+	return 0;
+}
+
+/*
  * A network namespace the CRI made and CNI wired: its addresses, routes
  * and filters are the cluster's (CNI, NetworkPolicy), and hutch can wire
  * nothing there (its user namespace does not own it), so a hutch network
@@ -313,6 +356,8 @@ static int cni_network(struct sup *s, struct hutch_err *err)
 		                     "host's user namespace (CNI's): its network is the "
 		                     "cluster's, hutch wires none; give none or no annotation",
 		                     s->cfg->network_spec, j->index[HUTCH_POD_NS_NET]);
+	if (cni_sysctls(s, err) < 0)
+		return err->code;
 	for (size_t i = 0; i < s->container->nmounts; i++) {
 		struct hutch_container_mount *m = &s->container->mounts[i];
 		int fd;

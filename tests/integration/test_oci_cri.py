@@ -1,0 +1,68 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Pods as containerd's CRI makes them (issue 30), on namespaces the tests
+make as CNI would (test_oci.py's cni_netns): the pod's net.* sysctls,
+containerd 2.x's defaults among them (enable_unprivileged_ports and
+enable_unprivileged_icmp put net.ipv4.ip_unprivileged_port_start=0 and
+net.ipv4.ping_group_range="0 2147483647" in the pause container's spec),
+are written by the runtime in the pod's own network namespace, which the
+container's user namespace does not own.
+"""
+import os
+import subprocess
+
+from test_oci import (NAMESPACES, _root_base, cni_namespaces, cni_netns, oci,  # noqa: F401
+                      pytestmark)
+
+SYSCTLS_2X = {"net.ipv4.ip_unprivileged_port_start": "0",
+              "net.ipv4.ping_group_range": "0 2147483647"}
+
+
+def sysctl_in(netns, key):
+    path = "/proc/sys/" + key.replace(".", "/")
+    return subprocess.run(["ip", "netns", "exec", os.path.basename(netns), "cat", path],
+                          capture_output=True, text=True, check=True).stdout.strip()
+
+
+def sysctl_here(key):
+    with open("/proc/sys/" + key.replace(".", "/")) as f:
+        return f.read().strip()
+
+
+def test_cni_netns_sysctls(oci, cni_netns):
+    """containerd 2.x's default sysctls and a pod's own net.* key, in the
+    CNI network namespace: written there (the host's are unchanged), and
+    an unprivileged process in the container binds port 80; an ipc key
+    in the same spec is still the container's (written by its init)."""
+    path, _ = cni_netns
+    host = {k: sysctl_here(k) for k in SYSCTLS_2X}
+    sysctls = dict(SYSCTLS_2X, **{"net.ipv4.tcp_keepalive_time": "600",
+                                  "kernel.shmmni": "1000"})
+    # nc listening on :80 shows in /proc/net/tcp or tcp6 (state 0A); a refused
+    # bind ends nc first.
+    probe = ("cat /proc/sys/kernel/shmmni; nc -l -p 80 & p=$!; "
+             "while kill -0 $p 2>/dev/null; do grep -qE ':0050 [0-9A-F]+:0000 0A'"
+             " /proc/net/tcp /proc/net/tcp6"
+             " && { echo BOUND; kill $p; exit 0; }; done; echo NOT-BOUND; exit 1")
+    b = oci.bundle(["sh", "-c", probe], name="sys",
+                   linux={"namespaces": cni_namespaces(path), "sysctl": sysctls},
+                   process={"terminal": False, "user": {"uid": 1000, "gid": 1000},
+                            "args": ["sh", "-c", probe], "env": ["PATH=/bin"], "cwd": "/"})
+    r = oci("run", "--bundle", b, "sys")
+    assert r.returncode == 0, r.output
+    for k, v in sysctls.items():
+        if k.startswith("net."):
+            assert sysctl_in(path, k).split() == v.split(), k
+    assert r.output.splitlines()[0] == "1000" and "BOUND" in r.output.split(), r.output
+    assert {k: sysctl_here(k) for k in SYSCTLS_2X} == host
+
+
+def test_cni_netns_sysctl_refused_names_key(oci, cni_netns):
+    """A net.* key the kernel refuses in that namespace fails create,
+    naming the key; nothing runs."""
+    path, _ = cni_netns
+    b = oci.bundle(["true"], name="bad",
+                   linux={"namespaces": cni_namespaces(path),
+                          "sysctl": {"net.ipv4.ip_unprivileged_port_start": "notanumber"}})
+    r = oci("run", "--bundle", b, "bad")
+    assert r.returncode == 1, r.output
+    assert "linux.sysctl.net.ipv4.ip_unprivileged_port_start: write 'notanumber'" in r.output

@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -285,6 +286,20 @@ void hutch_stdio_to_null(void)
 	dup2(devnull, 2); /* lint-fds: ok: stdio */
 	if (devnull > 2)
 		close(devnull);
+}
+
+int hutch_lock_at(int dirfd, const char *name, int op)
+{
+	int fd = openat(dirfd, name, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+
+	if (fd < 0)
+		return -errno;
+	if (flock(fd, op) < 0) {
+		int r = -errno;
+		close(fd);
+		return r;
+	}
+	return fd;
 }
 
 pid_t hutch_fork_detached(void)

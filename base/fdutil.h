@@ -52,6 +52,9 @@ struct sockaddr_un;
  * needed; the caller closes it after the call). -ENAMETOOLONG only when
  * even that does not fit (a last name of over 90 bytes). */
 int hutch_unix_addr(const char *path, struct sockaddr_un *ret, int *ret_dirfd);
+/* Open (create, 0600, no symlink) dirfd/name and flock() it with op; the
+ * fd, or -errno (-EWOULDBLOCK with LOCK_NB when held). */
+int hutch_lock_at(int dirfd, const char *name, int op);
 /* Close fds[0..n) and mark them -EBADF. */
 void hutch_close_many(int *fds, size_t n);
 /* Point fds 0, 1 and 2 at /dev/null (a detached process). */

@@ -578,6 +578,7 @@ int hutch_cgroup_own_dir(const struct cg_text *t, const char *controller, char *
 const struct cg_v1_ctrl hutch_cgroup_v1_ctrls[] = {
 	{ "freezer", CG_CTRL_FREEZER, false, NULL },
 	{ "cpu", CG_CTRL_CPU, true, NULL },
+	{ "cpuacct", CG_CTRL_CPUACCT, false, NULL },
 	{ "memory", CG_CTRL_MEMORY, true, NULL },
 	{ "pids", CG_CTRL_PIDS, true, NULL },
 	{ "cpuset", CG_CTRL_CPUSET, false, "linux.resources.cpu.cpus/mems" },

@@ -61,6 +61,14 @@ enum {
 	CG_CTRL_HUGETLB = HUTCH_CGROUP_EXTRA_HUGETLB << CG_CTRL_EXTRA_SHIFT,
 	CG_CTRL_NET_CLS = HUTCH_CGROUP_EXTRA_NET_CLS << CG_CTRL_EXTRA_SHIFT,
 	CG_CTRL_NET_PRIO = HUTCH_CGROUP_EXTRA_NET_PRIO << CG_CTRL_EXTRA_SHIFT,
+	/* No limit of its own: joined so that lxcfs's views (runtime/lxcfs.h)
+	 * count the sandbox's CPU time and I/O, not the host's (cpuacct where
+	 * it is not co-mounted with cpu; blkio when a container does not ask
+	 * for it), and find its CPU quota (lxcfs looks the cpu hierarchy up
+	 * by the reader's cpuset path; the parent's CPUs, inherited). */
+	CG_CTRL_CPUACCT = 1u << 15,
+	CG_CTRL_BLKIO_VIEW = 1u << 16,
+	CG_CTRL_CPUSET_VIEW = 1u << 17,
 };
 
 struct hutch_cgroup {

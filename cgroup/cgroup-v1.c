@@ -127,7 +127,7 @@ static int v1_create(struct hutch_cgroup *cg, const struct hutch_limits *lim, st
 			break;
 		}
 		/* Its parents (a cgroupsPath's, made empty) and itself. */
-		r = (cg->ctrls[made] & CG_CTRL_CPUSET)
+		r = (cg->ctrls[made] & (CG_CTRL_CPUSET | CG_CTRL_CPUSET_VIEW))
 		            ? hutch_cgroup_cpuset_inherit(cg->dirs[made], err)
 		            : 0;
 		if (r >= 0)

@@ -74,7 +74,14 @@ static int setup_v1(struct hutch_cgroup *cg, const struct cg_text *t, const char
 		char dir[4096];
 		int r;
 
-		if (field && !((extra << CG_CTRL_EXTRA_SHIFT) & hutch_cgroup_v1_ctrls[i].bit))
+		unsigned int bit = hutch_cgroup_v1_ctrls[i].bit;
+
+		/* cpuset, blkio not asked for: joined for the views if there. */
+		if (bit == CG_CTRL_BLKIO && !((extra << CG_CTRL_EXTRA_SHIFT) & bit))
+			field = NULL, bit = CG_CTRL_BLKIO_VIEW;
+		else if (bit == CG_CTRL_CPUSET && !((extra << CG_CTRL_EXTRA_SHIFT) & bit))
+			field = NULL, bit = CG_CTRL_CPUSET_VIEW;
+		else if (field && !((extra << CG_CTRL_EXTRA_SHIFT) & bit))
 			continue;
 		r = hutch_cgroup_own_dir(t, c, dir, sizeof(dir), err);
 		if (r == -ENOENT && field)
@@ -88,7 +95,7 @@ static int setup_v1(struct hutch_cgroup *cg, const struct cg_text *t, const char
 			continue;
 		if (r < 0)
 			return hutch_err_prefix(err, "cgroup v1");
-		r = add_dir(cg, dir, name, hutch_cgroup_v1_ctrls[i].bit);
+		r = add_dir(cg, dir, name, bit);
 		if (r < 0)
 			return hutch_err_set_errno(err, r, "cgroup v1: add '%s'", dir);
 	}

@@ -19,6 +19,7 @@
 #include "config.h"
 #include "fdutil.h"
 #include "format.h"
+#include "lxcfs.h"
 #include "pool.h"
 #include "sandbox.h"
 #include "state.h"
@@ -668,6 +669,9 @@ static int cmd_gc(struct hutch_cli_args *a)
 	if (geteuid() == 0 && hutch_sandbox_net_gc(&err) < 0)
 		return hutch_cli_fail(HUTCH_EXIT_FAILURE, "gc of the host network state: %s",
 		                      err.msg);
+	/* lxcfs's /proc views stop once no sandbox of this dir uses them. */
+	if (hutch_lxcfs_gc(hutch_runtime_dir(), &err) < 0)
+		return hutch_cli_fail(HUTCH_EXIT_FAILURE, "gc of the /proc views: %s", err.msg);
 	if (a->json)
 		printf("{\"removed\": %d}\n", r);
 	else
@@ -749,7 +753,8 @@ const struct hutch_cli_verb hutch_verb_gc = {
 	.synopsis = "[--json]",
 	.about =
 	        "Remove the cgroups, state, host links and nftables rules that dead sandboxes left "
-	        "behind (also run by every create).\n",
+	        "behind (also run by every create); stop the runtime dir's lxcfs (the /proc views) "
+	        "once no sandbox uses it (only here, not at create).\n",
 	.opts = hutch_cli_json_opts,
 	.run = cmd_gc,
 };

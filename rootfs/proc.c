@@ -9,6 +9,12 @@
  * The kernel lets a user namespace mount procfs only while a fully visible
  * procfs exists in its mount namespace (mount_too_revealing()), so this
  * runs before the host root, with its /proc, is detached.
+ *
+ * The instance's sizes (issue 27): lxcfs's files (runtime/lxcfs.h) are
+ * bound over meminfo, cpuinfo, stat, uptime, loadavg, swaps and diskstats
+ * when the supervisor passed its tree. That tree is a detached mount of the
+ * host's namespace: it can be moved into ours (as the image layers are) but
+ * not cloned from where it is, so it is attached in the old root first.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -74,6 +80,54 @@ static int mask_one(struct rootfs_ctx *ctx, int proc, const struct rootfs_proc_e
 	                        where, err);
 }
 
+/* The files lxcfs serves, as /proc names them. */
+static const char *const view_files[] = { "meminfo", "cpuinfo", "stat",      "uptime",
+	                                  "loadavg", "swaps",   "diskstats", NULL };
+/* Where lxcfs's tree is attached for the length of the binds: a directory
+ * of the host's tree below our new root, detached with the old root after
+ * pivot_root. Its own umount2() would have cost an RCU grace period (2-8 ms
+ * measured on this 2-CPU VM, against 0.1 ms for all the binds). */
+static const char *const view_mount_points[] = { "tmp", "mnt", "dev", NULL };
+
+static int setup_views(struct rootfs_ctx *ctx, int proc, struct hutch_err *err)
+{
+	_cleanup_close_ int at = -EBADF;
+	const char *dir = NULL;
+	char from[64], where[64];
+	int r;
+
+	if (ctx->cfg->procview_fd < 0)
+		return 0;
+	for (const char *const *d = view_mount_points; *d && at < 0; d++) {
+		at = openat(ctx->host_root, *d, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		dir = *d;
+	}
+	if (at < 0)
+		return hutch_err_set_errno(err, -errno, "find a place for lxcfs's tree");
+	r = rootfs_attach_fd(ctx->cfg->procview_fd, at, "lxcfs", "/proc views", err);
+	if (r < 0)
+		return r;
+	for (const char *const *f = view_files; *f; f++) {
+		_cleanup_close_ int target = -EBADF, src = -EBADF;
+
+		snprintf(where, sizeof(where), "/proc/%s", *f);
+		snprintf(from, sizeof(from), "%s/proc/%s", dir, *f);
+		target = rootfs_open_target(proc, *f, true, where, err);
+		if (target == -ENOENT)
+			continue;
+		if (target < 0)
+			return target;
+		src = rootfs_clone_new(ctx->host_root, from, MOUNT_ATTR_RDONLY | PROC_ATTRS, where,
+		                       err);
+		if (src < 0)
+			return src;
+		r = rootfs_attach_fd(src, target, "lxcfs view", where, err);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
 int rootfs_setup_proc(struct rootfs_ctx *ctx, struct hutch_err *err)
 {
 	_cleanup_close_ int proc = -EBADF;
@@ -91,5 +145,5 @@ int rootfs_setup_proc(struct rootfs_ctx *ctx, struct hutch_err *err)
 		if (r < 0)
 			return r;
 	}
-	return 0;
+	return setup_views(ctx, proc, err);
 }

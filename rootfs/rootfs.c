@@ -21,6 +21,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -192,10 +193,72 @@ static int setup_writable(struct rootfs_ctx *ctx, struct hutch_err *err)
 }
 
 /*
+ * One v1 hierarchy at /sys/fs/cgroup/<name>: "cpu,cpuacct" is mounted with
+ * the flags cpu and cpuacct. A user namespace may mount a v1 hierarchy only
+ * with exactly the controllers it already has on the host, which its name
+ * under the host's /sys/fs/cgroup lists (systemd's and docker's layout).
+ */
+static int mount_cgroup1(struct rootfs_ctx *ctx, int cgdir, const char *name, struct hutch_err *err)
+{
+	const unsigned int attrs = ROOTFS_ATTR_HOST_RO | MOUNT_ATTR_NOEXEC;
+	char ctrls[64], where[96], *save = NULL;
+	const char *opts[8] = { NULL };
+	size_t n = 0;
+	_cleanup_close_ int mntfd = -EBADF;
+	int r;
+
+	snprintf(where, sizeof(where), "/sys/fs/cgroup/%s", name);
+	if (strlen(name) >= sizeof(ctrls) || strchr(name, '/') || name[0] == '.')
+		return hutch_err_set(err, -EINVAL, "cgroup v1 hierarchy name '%s'", name);
+	snprintf(ctrls, sizeof(ctrls), "%s", name);
+	for (char *c = strtok_r(ctrls, ",", &save); c && n < ELEMENTSOF(opts) - 1;
+	     c = strtok_r(NULL, ",", &save))
+		opts[n++] = c;
+	r = rootfs_mkdir(cgdir, name, 0555, where, err);
+	if (r < 0)
+		return r;
+	mntfd = rootfs_mount_fs(cgdir, name, "cgroup", opts, attrs, where, err);
+	return mntfd < 0 ? mntfd : 0;
+}
+
+/* v1: a read-only tmpfs with one directory per hierarchy the sandbox is in;
+ * co-mounted ones ("cpu,cpuacct") also by each name, as symlinks. */
+static int setup_cgroup1(struct rootfs_ctx *ctx, struct hutch_err *err)
+{
+	static const char *const opts[] = { "size=4k", "mode=0755", NULL };
+	struct mount_attr ro = { .attr_set = MOUNT_ATTR_RDONLY };
+	_cleanup_close_ int mntfd = -EBADF;
+	int r;
+
+	mntfd = rootfs_mount_fs(ctx->root, "sys/fs/cgroup", "tmpfs", opts,
+	                        ROOTFS_ATTR_HOST_RO & ~MOUNT_ATTR_RDONLY, "/sys/fs/cgroup", err);
+	if (mntfd < 0)
+		return mntfd;
+	for (const char *const *h = ctx->cfg->cgroup1; *h; h++) {
+		char one[64], *save = NULL;
+
+		r = mount_cgroup1(ctx, mntfd, *h, err);
+		if (r < 0)
+			return r;
+		if (!strchr(*h, ','))
+			continue;
+		snprintf(one, sizeof(one), "%s", *h);
+		for (char *c = strtok_r(one, ",", &save); c; c = strtok_r(NULL, ",", &save))
+			if (symlinkat(*h, mntfd, c) < 0 && errno != EEXIST)
+				return hutch_err_set_errno(err, -errno, "symlink /sys/fs/cgroup/%s",
+				                           c);
+	}
+	if (sys_mount_setattr(mntfd, "", AT_EMPTY_PATH, &ro, sizeof(ro)) < 0)
+		return hutch_err_set_errno(err, -errno, "make /sys/fs/cgroup read-only");
+	return 0;
+}
+
+/*
  * /sys/fs/cgroup: the sandbox's own cgroup, read-only, as docker shows it.
  * The mount's root is the root of init's cgroup namespace (the sandbox's
  * cgroup), so nothing above it is visible; /sys itself is a directory of
- * the read-only root tmpfs, with no sysfs behind it.
+ * the read-only root tmpfs, with no sysfs behind it. v2: the unified tree;
+ * v1 and hybrid: each hierarchy the sandbox has a cgroup in.
  */
 static int setup_cgroupfs(struct rootfs_ctx *ctx, struct hutch_err *err)
 {
@@ -204,12 +267,14 @@ static int setup_cgroupfs(struct rootfs_ctx *ctx, struct hutch_err *err)
 	_cleanup_close_ int mntfd = -EBADF;
 	int r;
 
-	if (!ctx->cfg->cgroup2)
+	if (!ctx->cfg->cgroup2 && !(ctx->cfg->cgroup1 && ctx->cfg->cgroup1[0]))
 		return 0;
 	if ((r = rootfs_mkdir(ctx->root, "sys", 0555, "/sys", err)) < 0 ||
 	    (r = rootfs_mkdir(ctx->root, "sys/fs", 0555, "/sys/fs", err)) < 0 ||
 	    (r = rootfs_mkdir(ctx->root, "sys/fs/cgroup", 0555, "/sys/fs/cgroup", err)) < 0)
 		return r;
+	if (!ctx->cfg->cgroup2)
+		return setup_cgroup1(ctx, err);
 	mntfd = rootfs_mount_fs(ctx->root, "sys/fs/cgroup", "cgroup2", opts, attrs,
 	                        "/sys/fs/cgroup", err);
 	return mntfd < 0 ? mntfd : 0;

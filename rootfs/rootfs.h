@@ -72,6 +72,16 @@ struct hutch_rootfs_config {
 	 * namespace, whose root is the sandbox's own cgroup (v2 only), so
 	 * tools inside size themselves from its limits. */
 	bool cgroup2;
+	/* v1 and hybrid hosts: the hierarchies the sandbox has a cgroup in,
+	 * each by its name under the host's /sys/fs/cgroup ("memory",
+	 * "cpu,cpuacct"), NULL-terminated, or NULL: each is mounted read-only
+	 * at /sys/fs/cgroup/<name> with the caller's cgroup namespace as its
+	 * root (the sandbox's own cgroup there). */
+	const char *const *cgroup1;
+	/* A detached clone of lxcfs's mount (runtime/lxcfs.h), or -1: the
+	 * files of its proc/ are bound over /proc's meminfo, cpuinfo, stat, ... so
+	 * that they show the sandbox's own sizes. Not closed. */
+	int procview_fd;
 	/* The sandbox CA of header bindings (PEM), or NULL: written to
 	 * /etc/hutch/sandbox-ca.crt and, with the host's bundle, to
 	 * /etc/hutch/ca-certificates.crt, which is mounted over

@@ -59,18 +59,9 @@ int hutch_paths_init(const char *runtime_dir, const char *id, struct hutch_paths
 int hutch_state_create_lock(const char *runtime_dir, int op)
 {
 	char path[4200];
-	int fd;
 
 	snprintf(path, sizeof(path), "%s/.create.lock", runtime_dir);
-	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-	if (fd < 0)
-		return -errno;
-	if (flock(fd, op) < 0) {
-		int r = -errno;
-		close(fd);
-		return r;
-	}
-	return fd;
+	return hutch_lock_at(AT_FDCWD, path, op);
 }
 
 /* Whether a pod's container holds the slot's pin (hutch_slot_pin()):

@@ -31,6 +31,7 @@
 #include "hooks.h"
 #include "lifecycle.h"
 #include "log.h"
+#include "lxcfs.h"
 #include "run.h"
 #include "sandbox.h"
 #include "setup.h"
@@ -242,6 +243,23 @@ static int place_cgroup(struct sup *s, struct hutch_err *err)
 
 /* Root or rootless, decided here while the environment is ours, and what
  * root mode has that rootless mode does not (yet). */
+/*
+ * The instance's sizes in /proc: lxcfs, shared by the runtime dir's
+ * sandboxes, started here by the first (runtime/lxcfs.h), in the creator's
+ * cgroup. Without lxcfs (not installed, HUTCH_LXCFS=none, an ordinary
+ * user: its FUSE mount would need allow_other) /proc is the kernel's.
+ * Containers keep their runtime's /proc, as with runc.
+ */
+static int acquire_procview(struct sup *s, const char *runtime_dir, struct hutch_err *err)
+{
+	int r;
+
+	if (s->container || s->idmap.rootless)
+		return 0;
+	r = hutch_lxcfs_acquire(runtime_dir, &s->procview_fd, &s->procview_hold, err);
+	return r == -ENOENT || r == -EPERM ? 0 : r;
+}
+
 static int mode_check(struct sup *s, const char *runtime_dir, struct hutch_err *err)
 {
 	int r = hutch_idmap_detect(&s->idmap, err);
@@ -362,7 +380,7 @@ int hutch_sandbox_create_container(struct hutch_config *cfg, struct hutch_contai
 	s.container = ct;
 	s.before_ready = ct ? hutch_container_ready : NULL;
 	s.loop.epfd = s.sigfd = s.ttl_fd = s.init_sock = s.pidfd = s.listen_fd = -EBADF;
-	s.lock_fd = s.slot_fd = s.mntns_fd = -EBADF;
+	s.lock_fd = s.slot_fd = s.mntns_fd = s.procview_fd = s.procview_hold = -EBADF;
 	s.idle.fd = s.hooks.deadline_fd = s.hooks.result_fd = s.events.fd = -EBADF;
 	s.hooks.log_fd = s.net.helper_timer_fd = -EBADF;
 	r = hutch_config_validate(cfg, err);
@@ -381,8 +399,8 @@ int hutch_sandbox_create_container(struct hutch_config *cfg, struct hutch_contai
 	if (r < 0)
 		return r;
 	r = open_setup_log(&s, &log_fd, err);
-	if (r >= 0)
-		r = place_cgroup(&s, err);
+	if (r >= 0 && (r = place_cgroup(&s, err)) >= 0)
+		r = acquire_procview(&s, runtime_dir, err);
 	if (r < 0) {
 		close(s.lock_fd);
 		if (s.hooks.log_fd >= 0)
@@ -411,6 +429,8 @@ int hutch_sandbox_create_container(struct hutch_config *cfg, struct hutch_contai
 	}
 	close(pipefd[1]);
 	close(s.lock_fd);
+	closep(&s.procview_fd); /* the supervisor holds lxcfs's tree and hold now */
+	closep(&s.procview_hold);
 	/* The supervisor has its copy of the secrets; ours go now. */
 	hutch_net_bindings_forget(cfg->header_bindings);
 	if (s.hooks.log_fd >= 0)

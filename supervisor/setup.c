@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,16 +52,87 @@ static void sock_buffers(int fd, int bytes)
 		(void)setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &bytes, sizeof(bytes));
 }
 
+/*
+ * The CPUs a sandbox sees (nproc, os.cpu_count(), sched_getaffinity): its
+ * vCPUs rounded up (nano's 0.25 -> 1), taken from the CPUs we may use at an
+ * offset by uid slot so that sandboxes spread. The quota still bounds the
+ * time; this is what sizes thread pools and make -j inside. Commands
+ * inherit it; one may widen its own mask again (as on any host), never its
+ * CPU time.
+ */
+static void limit_cpus(const struct sup *s)
+{
+	cpu_set_t have, want;
+	size_t n = (size_t)((s->cfg->type->cpu_millis + 999) / 1000), count = 0, k = 0;
+	int cpus[CPU_SETSIZE];
+
+	if (s->cfg->no_limits || s->container || sched_getaffinity(0, sizeof(have), &have) < 0)
+		return;
+	for (int c = 0; c < CPU_SETSIZE; c++)
+		if (CPU_ISSET(c, &have))
+			cpus[count++] = c;
+	if (n == 0 || n >= count)
+		return;
+	CPU_ZERO(&want);
+	for (size_t i = ((size_t)s->slot * n) % count; k < n; i = (i + 1) % count, k++)
+		CPU_SET(cpus[i], &want);
+	(void)sched_setaffinity(0, sizeof(want), &want);
+}
+
+static bool sizes_sandbox(const char *hierarchy)
+{
+	static const char *const ctrls[] = { "cpu", "cpuacct", "memory", "pids", NULL };
+	char copy[64], *save = NULL;
+
+	snprintf(copy, sizeof(copy), "%s", hierarchy);
+	for (char *c = strtok_r(copy, ",", &save); c; c = strtok_r(NULL, ",", &save))
+		for (const char *const *w = ctrls; *w; w++)
+			if (!strcmp(c, *w))
+				return true;
+	return false;
+}
+
+/* v1 and hybrid: the hierarchies of the sandbox's cgroups by their name
+ * under /sys/fs/cgroup ("memory", "cpu,cpuacct"), for init's view: those
+ * that size it (cpu, cpuacct, memory, pids; each mount ~0.1 ms). */
+static const char *const *cgroup1_names(const struct sup *s)
+{
+	static char buf[HUTCH_CGROUP_MAX_DIRS][64];
+	static const char *names[HUTCH_CGROUP_MAX_DIRS + 1];
+	const char *dirs[HUTCH_CGROUP_MAX_DIRS];
+	size_t n, k = 0;
+
+	if (!s->cg || strcmp(hutch_cgroup_version(s->cg), "v1"))
+		return NULL;
+	n = hutch_cgroup_dirs(s->cg, dirs, HUTCH_CGROUP_MAX_DIRS);
+	for (size_t i = 0; i < n && i < HUTCH_CGROUP_MAX_DIRS; i++) {
+		const char *h = dirs[i] + strlen("/sys/fs/cgroup/");
+		size_t len = strcspn(h, "/");
+
+		if (strncmp(dirs[i], "/sys/fs/cgroup/", 15) || len == 0 || len >= sizeof(buf[0]) ||
+		    memchr(h, '=', len))
+			continue;
+		snprintf(buf[k], sizeof(buf[k]), "%.*s", (int)len, h);
+		if (!sizes_sandbox(buf[k]))
+			continue;
+		names[k] = buf[k];
+		k++;
+	}
+	names[k] = NULL;
+	return names;
+}
+
 /* Child side of clone3: keep only the init socket (fd 3), the commands'
- * cgroup fds (4, 5; hutch_cgroup_open_cmds()) and the image's layers (6..). */
+ * cgroup fds (4, 5; hutch_cgroup_open_cmds()), the image's layers (6..)
+ * and lxcfs's tree (after them). */
 static __attribute__((noreturn)) void init_child(struct sup *s, int sock, int *cg_fds,
                                                  size_t n_cg_fds, const int cmds[2])
 {
-	static int keep[3 + HUTCH_IMAGE_LAYERS_MAX];
+	static int keep[4 + HUTCH_IMAGE_LAYERS_MAX];
 	static int layers[HUTCH_IMAGE_LAYERS_MAX];
 	static const char *names[HUTCH_IMAGE_LAYERS_MAX];
 	struct hutch_init_params p = { 0 };
-	size_t nl = s->image ? s->image->n_layers : 0, nkeep = 3 + nl;
+	size_t nl = s->image ? s->image->n_layers : 0, nkeep = 3 + nl + (s->procview_fd >= 0);
 	int next, stash = s->container ? hutch_container_stash_fd(s->container) : (int)nkeep + 19;
 	char hostname[64];
 
@@ -73,6 +145,9 @@ static __attribute__((noreturn)) void init_child(struct sup *s, int sock, int *c
 	keep[2] = cmds[1];
 	for (size_t i = 0; i < nl; i++)
 		keep[3 + i] = s->image->layer_fds[i];
+	if (s->procview_fd >= 0)
+		keep[3 + nl] = s->procview_fd;
+	limit_cpus(s);
 	/* Out of the way first, so that no dup3() below overwrites another
 	 * (a container's mounts too, then placed after init's own fds; an
 	 * image's layers are init's fds from 6). */
@@ -116,6 +191,8 @@ static __attribute__((noreturn)) void init_child(struct sup *s, int sock, int *c
 	p.rootfs.resolv_conf = s->net.plan.resolv_conf;
 	p.rootfs.extra_hosts = s->net.plan.extra_hosts;
 	p.rootfs.cgroup2 = s->cg && !strcmp(hutch_cgroup_version(s->cg), "v2");
+	p.rootfs.cgroup1 = s->container ? NULL : cgroup1_names(s);
+	p.rootfs.procview_fd = s->procview_fd >= 0 ? 6 + (int)nl : -1;
 	p.rootfs.bundle = s->container ? &s->container->bundle : NULL;
 	if (nl) {
 		p.rootfs.layer_fds = layers;
@@ -197,6 +274,7 @@ static int spawn_init(struct sup *s, struct hutch_err *err)
 	hutch_close_many(cg_fds, n_cg_fds);
 	hutch_close_many(cmds, 2);
 	hutch_sup_image_close_layers(s); /* init holds them now */
+	closep(&s->procview_fd);
 	close(sv[1]);
 	s->init_sock = sv[0];
 	s->init_pid = (pid_t)pid;

@@ -82,6 +82,9 @@ struct sup {
 	struct hutch_cmds cmds; /* the command engine (cmd.h) */
 	int sigfd, ttl_fd, init_sock, pidfd, listen_fd, lock_fd, slot_fd;
 	int mntns_fd; /* init's mount namespace: torn down after the DELETE answer */
+	/* lxcfs (runtime/lxcfs.h): the clone of its mount for init (closed once
+	 * init has it) and the shared hold kept for the supervisor's life. */
+	int procview_fd, procview_hold;
 	pid_t init_pid;
 	struct hutch_watch w_mhd, w_pidfd, w_signal, w_ttl;
 	struct MHD_Daemon *mhd;

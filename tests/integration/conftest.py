@@ -237,6 +237,11 @@ def assert_runtime_dir_clean(h, leftovers):
     assert not retired_dirs(h.rtdir), f"retired sandboxes left: {retired_dirs(h.rtdir)}"
     cg = [d for sid in sids for d in cgroup_dirs_named(sid)]
     assert not cg, f"cgroups left behind: {cg}"
+    # The dir's lxcfs (/proc views): gc stops it once the last supervisor
+    # has exited, and its mount and files go with it.
+    lx = os.path.join(h.rtdir, ".lxcfs")
+    wait_until(lambda: not os.path.exists(lx) or (h("gc") and not os.path.exists(lx)), 10)
+    assert not os.path.exists(lx), f"lxcfs left running in {lx}"
 
 
 def wait_until(pred, timeout=10.0, interval=0.01):

@@ -86,7 +86,7 @@ V2 = os.path.exists("/sys/fs/cgroup/cgroup.controllers")
 HOST_SECRET_PATHS = ["/etc/shadow", "/etc/gshadow", "/etc/sudoers", "/etc/ssh", "/root",
                      "/root/.ssh", "/v1/run", "/var", "/var/run/docker.sock", "/run/hutch",
                      "/sys/kernel", "/sys/class", "/sys/firmware", "/sys/devices", "/boot",
-                     "/mnt", "/media", "/srv", "/opt", "/lost+found"] + ([] if V2 else ["/sys"])
+                     "/mnt", "/media", "/srv", "/opt", "/lost+found"]
 
 
 def test_host_secret_paths_absent(sb):
@@ -181,6 +181,12 @@ except OSError as e:
     assert "LISTED" not in res["stdout"], res["stdout"]
 
 
+def lxcfs_roots(mi):
+    """The /proc views' sources: lxcfs's own files (test_sizes.py)."""
+    return {ln.split()[3] for ln in mi.splitlines()
+            if " - fuse.lxcfs " in ln and ln.split()[3].startswith("/proc/")}
+
+
 def test_no_host_paths_in_mount_or_cgroup_tables(sb, mod_hutch):
     mi = sb.sh("cat /proc/self/mountinfo /proc/1/mountinfo /proc/self/mounts")
     for leak in [mod_hutch.rtdir, os.path.dirname(mod_hutch.rtdir), sb.id + "/", "/run/hutch",
@@ -191,7 +197,7 @@ def test_no_host_paths_in_mount_or_cgroup_tables(sb, mod_hutch):
     roots = {ln.split()[3] for ln in mi.splitlines() if " - " in ln}
     assert all(r == "/" or r.startswith(("/usr", "/etc/", "/null", "/zero", "/full", "/random",
                                          "/urandom", "/tty", "/bus", "/fs", "/irq", "/sys"))
-               for r in roots), roots
+               for r in roots - lxcfs_roots(mi)), roots
     # cgroup namespace: every hierarchy shows the sandbox's own cgroup as /
     # to init; a command sees the same, but for the commands' own freezer
     # cgroup of a v1 host (/cmds, frozen by idle sleep without init).
@@ -217,8 +223,8 @@ print("sys", sorted(r + "/" + n for r, ds, fs in os.walk("/sys") for n in ds + f
                     if not r.startswith("/sys/fs/cgroup")) if os.path.lexists("/sys") else None)
 """)
     got = dict(ln.split(" ", 1) for ln in res["stdout"].splitlines())
-    # v1: no /sys at all; v2: only the sandbox's own cgroup (test_limits.py)
-    assert got.pop("sys") == ("['/sys/fs', '/sys/fs/cgroup']" if V2 else "None"), res
+    # only the sandbox's own cgroup (v1 and v2: test_limits.py, test_sizes.py)
+    assert got.pop("sys") == "['/sys/fs', '/sys/fs/cgroup']", res
     for p, n in got.items():
         assert int(n) <= 0, f"{p} readable: {n} bytes"
 

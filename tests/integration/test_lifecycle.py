@@ -305,7 +305,10 @@ def test_200_cycles_leave_nothing_behind(hutch):
     assert hutch.ids() == []
     # The last supervisors finish their teardown after answering.
     assert wait_until(lambda: not retired_dirs(hutch.rtdir), 5)
-    # Every cycle left a tombstone (why it ended) and nothing else.
+    # Every cycle left a tombstone (why it ended) and nothing else; gc
+    # stops the dir's lxcfs (the /proc views) once no supervisor holds it.
+    lx = os.path.join(hutch.rtdir, ".lxcfs")
+    assert wait_until(lambda: hutch("gc").returncode == 0 and not os.path.exists(lx))
     entries = sorted(os.listdir(hutch.rtdir))
     # .gc and .gc-pruned: gc's two fixed-size bookkeeping files (state.h)
     assert entries == [".create.lock", ".gc", ".gc-pruned", ".gone"], entries

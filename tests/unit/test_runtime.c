@@ -19,6 +19,7 @@
 
 #include "cmdenv.h"
 #include "idmap.h"
+#include "lxcfs.h"
 #include "options.h"
 #include "poolkey.h"
 
@@ -359,13 +360,35 @@ static void test_idmap_format(void **state)
 	assert_string_equal(buf, "0 268500992 65536\n");
 }
 
+/* lxcfs's copy of the host's meminfo: names kept, figures 0 but MemTotal. */
+static void test_lxcfs_meminfo(void **state)
+{
+	static const char host[] = "MemTotal:       24570288 kB\n"
+	                           "MemFree:        20000000 kB\n"
+	                           "CommitLimit:    12285144 kB\n"
+	                           "HugePages_Total:       0\n"
+	                           "DirectMap2M:    25135104 kB\n"
+	                           "Odd:";
+	char *out = hutch_lxcfs_meminfo_render(host);
+
+	(void)state;
+	assert_non_null(out);
+	assert_string_equal(out, "MemTotal:       24570288 kB\n"
+	                         "MemFree: 0 kB\n"
+	                         "CommitLimit: 0 kB\n"
+	                         "HugePages_Total: 0\n"
+	                         "DirectMap2M: 0 kB\n"
+	                         "Odd: 0\n");
+	free(out);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_table_rows),      cmocka_unit_test(test_typed_json),
 		cmocka_unit_test(test_json_round_trip), cmocka_unit_test(test_pool_key),
 		cmocka_unit_test(test_subid_parse),     cmocka_unit_test(test_idmap_format),
-		cmocka_unit_test(test_cmdenv),
+		cmocka_unit_test(test_cmdenv),          cmocka_unit_test(test_lxcfs_meminfo),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

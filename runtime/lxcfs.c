@@ -1,0 +1,317 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * One lxcfs per runtime dir (lxcfs.h). The layout of $RT/.lxcfs/:
+ *
+ *   lock     flock'ed exclusively to start or stop lxcfs
+ *   users    flock'ed shared by every live supervisor (gc: exclusive = unused)
+ *   pid      lxcfs's pidfile
+ *   meminfo loadavg   what lxcfs reads as the host's (start())
+ *   mnt/     lxcfs's FUSE mount, on a shared bind of mnt onto itself
+ *
+ * lxcfs runs in a mount namespace of its own where /proc/meminfo and
+ * /proc/loadavg are those two files: lxcfs copies the lines it does not
+ * recompute from the reader's cgroup out of the host's files, and those
+ * (DirectMap*, CommitLimit, VmallocUsed, ...) would show the host's memory.
+ * /proc/stat stays the host's: lxcfs computes the sandbox's idle time from
+ * the host's live cpu lines (a frozen copy showed 0 idle, a busy CPU), so
+ * its other lines (intr, ctxt, processes, procs_running) pass through. Its FUSE mount reaches the
+ * host's mount namespace because mnt is a shared mount whose peer in lxcfs's namespace receives it.
+ * Started from the CLI's create (before the supervisor moves into a scope of its own), so it lives
+ * in the creator's cgroup.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/vfs.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cleanup.h"
+#include "fdutil.h"
+#include "lxcfs.h"
+#include "syscalls.h"
+#include "util.h"
+
+#define LXCFS_DIR           ".lxcfs"
+#define FUSE_SUPER_MAGIC    0x65735546
+#define LXCFS_START_SECONDS 10
+
+static const char *lxcfs_binary(void)
+{
+	static const char *const paths[] = { "/usr/bin/lxcfs", "/usr/local/bin/lxcfs", NULL };
+	const char *env = getenv("HUTCH_LXCFS");
+
+	if (env && *env)
+		return strcmp(env, "none") ? env : NULL;
+	for (const char *const *p = paths; *p; p++)
+		if (access(*p, X_OK) == 0)
+			return *p;
+	return NULL;
+}
+
+/* Each "Name:   value kB" line with value 0, except the names in keep. */
+static char *render(const char *host, const char *const *keep)
+{
+	size_t cap = 2 * strlen(host) + 16, len = 0;
+	char *out = malloc(cap);
+
+	if (!out)
+		return NULL;
+	for (const char *l = host; *l;) {
+		const char *nl = strchr(l, '\n');
+		size_t n = nl ? (size_t)(nl - l) : strlen(l), name = strcspn(l, ": ");
+		bool kept = false;
+
+		for (const char *const *k = keep; !kept && k && *k; k++)
+			kept = strlen(*k) == name && !strncmp(l, *k, name);
+		if (kept || name >= n) {
+			memcpy(out + len, l, n);
+			len += n;
+		} else {
+			/* "intr 1 2 3" -> "intr 0"; "MemFree: 5 kB" -> "MemFree: 0 kB" */
+			const char *unit = strstr(l, " kB");
+			bool kb = unit && unit < l + n;
+
+			len += (size_t)snprintf(out + len, cap - len, "%.*s%s 0%s", (int)name, l,
+			                        l[name] == ':' ? ":" : "", kb ? " kB" : "");
+		}
+		out[len++] = '\n';
+		l = nl ? nl + 1 : l + n;
+	}
+	out[len] = '\0';
+	return out;
+}
+
+char *hutch_lxcfs_meminfo_render(const char *host)
+{
+	static const char *const keep[] = { "MemTotal", NULL };
+
+	return render(host, keep);
+}
+
+static int write_source(int dirfd, const char *name, char *(*fn)(const char *))
+{
+	_cleanup_free_ char *host = NULL, *text = NULL;
+	char path[32];
+	size_t cap = 1 << 16;
+	ssize_t n;
+	_cleanup_close_ int fd = -EBADF;
+
+	snprintf(path, sizeof(path), "/proc/%s", name);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	host = malloc(cap);
+	if (fd < 0 || !host)
+		return fd < 0 ? -errno : -ENOMEM;
+	n = read(fd, host, cap - 1);
+	if (n < 0)
+		return -errno;
+	host[n] = '\0';
+	text = fn(host);
+	if (!text)
+		return -ENOMEM;
+	return hutch_write_file_at(dirfd, name, text, 0644);
+}
+
+static bool running(const char *mnt)
+{
+	char probe[4200];
+	struct statfs sfs;
+
+	if (statfs(mnt, &sfs) < 0 || sfs.f_type != FUSE_SUPER_MAGIC)
+		return false;
+	if (snprintf(probe, sizeof(probe), "%s/proc/meminfo", mnt) >= (int)sizeof(probe))
+		return false;
+	return access(probe, R_OK) == 0; /* a dead daemon answers ENOTCONN */
+}
+
+/* Unmount whatever is stacked on mnt (a dead lxcfs, our shared binds). */
+static void unmount_all(const char *mnt)
+{
+	for (int i = 0; i < 8 && umount2(mnt, MNT_DETACH) == 0; i++)
+		;
+}
+
+static __attribute__((noreturn)) void lxcfs_child(const char *dir, const char *bin)
+{
+	static const char *const srcs[] = { "meminfo", "loadavg", NULL };
+	char pidfile[4200], mnt[4200], src[4200], dst[64];
+	sigset_t none;
+
+	if (snprintf(pidfile, sizeof(pidfile), "%s/pid", dir) >= (int)sizeof(pidfile) ||
+	    snprintf(mnt, sizeof(mnt), "%s/mnt", dir) >= (int)sizeof(mnt))
+		_exit(127);
+	if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/proc", NULL, MS_PRIVATE, NULL) < 0)
+		_exit(127);
+	for (const char *const *s = srcs; *s; s++) {
+		if (snprintf(src, sizeof(src), "%s/%s", dir, *s) >= (int)sizeof(src))
+			_exit(127);
+		snprintf(dst, sizeof(dst), "/proc/%s", *s);
+		if (mount(src, dst, NULL, MS_BIND, NULL) < 0)
+			_exit(127);
+	}
+	hutch_stdio_to_null();
+	(void)sys_close_range(3, ~0U, 0);
+	for (int sig = 1; sig < NSIG; sig++)
+		if (sig != SIGKILL && sig != SIGSTOP)
+			signal(sig, SIG_DFL);
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	execl(bin, "lxcfs", "--enable-cfs", "--enable-loadavg", "-p", pidfile, mnt, (char *)NULL);
+	_exit(127);
+}
+
+static int start(int dirfd, const char *dir, const char *bin, struct hutch_err *err)
+{
+	_cleanup_close_ int mounts = -EBADF;
+	char mnt[4200];
+	double deadline;
+	pid_t pid;
+	int status, r;
+
+	if (snprintf(mnt, sizeof(mnt), "%s/mnt", dir) >= (int)sizeof(mnt))
+		return hutch_err_set(err, -ENAMETOOLONG, "lxcfs: '%s' is too long", dir);
+	unmount_all(mnt);
+	if (mkdirat(dirfd, "mnt", 0755) < 0 && errno != EEXIST)
+		return hutch_err_set_errno(err, -errno, "lxcfs: mkdir '%s'", mnt);
+	if ((r = write_source(dirfd, "meminfo", hutch_lxcfs_meminfo_render)) < 0 ||
+	    (r = hutch_write_file_at(dirfd, "loadavg", "0.00 0.00 0.00 0/0 0\n", 0644)) < 0)
+		return hutch_err_set_errno(err, r, "lxcfs: write the /proc sources in '%s'", dir);
+	if (mount(mnt, mnt, NULL, MS_BIND, NULL) < 0 || mount(NULL, mnt, NULL, MS_SHARED, NULL) < 0)
+		return hutch_err_set_errno(err, -errno, "lxcfs: make '%s' a shared mount", mnt);
+	mounts = open("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC);
+	if (mounts < 0)
+		return hutch_err_set_errno(err, -errno, "lxcfs: open mountinfo");
+	/* lxcfs stays in the foreground: a child of a child, in a session of
+	 * its own, so that no caller has to reap it. */
+	pid = hutch_fork_detached();
+	if (pid < 0)
+		return hutch_err_set_errno(err, pid, "lxcfs: fork");
+	if (pid == 0)
+		lxcfs_child(dir, bin);
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	/* Its mount reaches our namespace when it is up: mountinfo polls
+	 * POLLPRI on every change of our mount table. */
+	deadline = hutch_now_mono_sec() + LXCFS_START_SECONDS;
+	while (!running(mnt)) {
+		struct pollfd pfd = { .fd = mounts, .events = POLLPRI };
+		double left = deadline - hutch_now_mono_sec();
+
+		if (left <= 0) {
+			unmount_all(mnt);
+			return hutch_err_set(err, -ETIMEDOUT,
+			                     "lxcfs: '%s' did not mount '%s' within %d s", bin, mnt,
+			                     LXCFS_START_SECONDS);
+		}
+		(void)poll(&pfd, 1, (int)(left * 1000) + 1);
+	}
+	return 0;
+}
+
+/* The pid of the dir's live lxcfs (its pidfile, and the process has that
+ * name), else 0. No request to the FUSE mount: a create must not wait for
+ * lxcfs to be scheduled. */
+static pid_t lxcfs_pid(int dirfd)
+{
+	_cleanup_close_ int fd = openat(dirfd, "pid", O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	_cleanup_close_ int cfd = -EBADF;
+	char buf[32] = "", path[64];
+	long pid = 0;
+	ssize_t n;
+
+	if (fd < 0 || (n = read(fd, buf, sizeof(buf) - 1)) <= 0)
+		return 0;
+	buf[n] = '\0';
+	pid = strtol(buf, NULL, 10);
+	if (pid <= 1 || pid > INT32_MAX)
+		return 0;
+	snprintf(path, sizeof(path), "/proc/%ld/comm", pid);
+	cfd = open(path, O_RDONLY | O_CLOEXEC);
+	if (cfd < 0 || (n = read(cfd, buf, sizeof(buf) - 1)) <= 0)
+		return 0;
+	buf[n] = '\0';
+	return strcmp(buf, "lxcfs\n") ? 0 : (pid_t)pid;
+}
+
+int hutch_lxcfs_acquire(const char *runtime_dir, int *ret_tree, int *ret_hold,
+                        struct hutch_err *err)
+{
+	_cleanup_close_ int dirfd = -EBADF, lock = -EBADF, hold = -EBADF, tree = -EBADF;
+	const char *bin = lxcfs_binary();
+	char dir[4096], mnt[4200];
+
+	if (!bin)
+		return -ENOENT;
+	if (geteuid() != 0)
+		return -EPERM;
+	if (snprintf(dir, sizeof(dir), "%s/" LXCFS_DIR, runtime_dir) >= (int)sizeof(dir) ||
+	    snprintf(mnt, sizeof(mnt), "%s/mnt", dir) >= (int)sizeof(mnt))
+		return hutch_err_set(err, -ENAMETOOLONG, "lxcfs: '%s' is too long", runtime_dir);
+	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
+		return hutch_err_set_errno(err, -errno, "lxcfs: mkdir '%s'", dir);
+	dirfd = open(dir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (dirfd < 0)
+		return hutch_err_set_errno(err, -errno, "lxcfs: open '%s'", dir);
+	lock = hutch_lock_at(dirfd, "lock", LOCK_EX);
+	if (lock < 0)
+		return hutch_err_set_errno(err, lock, "lxcfs: lock '%s/lock'", dir);
+	if (!lxcfs_pid(dirfd)) {
+		int r = start(dirfd, dir, bin, err);
+		if (r < 0)
+			return r;
+	}
+	hold = hutch_lock_at(dirfd, "users", LOCK_SH);
+	if (hold < 0)
+		return hutch_err_set_errno(err, hold, "lxcfs: lock '%s/users'", dir);
+	/* The mount's root: reaching it asks lxcfs nothing (mnt/proc would). */
+	tree = sys_open_tree(AT_FDCWD, mnt, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+	if (tree < 0)
+		return hutch_err_set_errno(err, -errno, "lxcfs: clone '%s'", mnt);
+	*ret_tree = TAKE_FD(tree);
+	*ret_hold = TAKE_FD(hold);
+	return 0;
+}
+
+static void stop(int dirfd, const char *mnt)
+{
+	pid_t pid = lxcfs_pid(dirfd);
+
+	if (pid > 0)
+		(void)kill(pid, SIGTERM); /* it unmounts and exits */
+	unmount_all(mnt);
+}
+
+int hutch_lxcfs_gc(const char *runtime_dir, struct hutch_err *err)
+{
+	_cleanup_close_ int dirfd = -EBADF, lock = -EBADF, users = -EBADF;
+	char dir[4096], mnt[4200];
+	int r;
+
+	if (snprintf(dir, sizeof(dir), "%s/" LXCFS_DIR, runtime_dir) >= (int)sizeof(dir) ||
+	    snprintf(mnt, sizeof(mnt), "%s/mnt", dir) >= (int)sizeof(mnt))
+		return 0;
+	dirfd = open(dir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (dirfd < 0)
+		return errno == ENOENT ? 0 : hutch_err_set_errno(err, -errno, "open '%s'", dir);
+	lock = hutch_lock_at(dirfd, "lock", LOCK_EX);
+	if (lock < 0)
+		return hutch_err_set_errno(err, lock, "lxcfs: lock '%s/lock'", dir);
+	users = hutch_lock_at(dirfd, "users", LOCK_EX | LOCK_NB);
+	if (users == -EWOULDBLOCK)
+		return 0;
+	if (users < 0)
+		return hutch_err_set_errno(err, users, "lxcfs: lock '%s/users'", dir);
+	stop(dirfd, mnt);
+	r = hutch_rm_rf_at(AT_FDCWD, dir);
+	if (r < 0)
+		return hutch_err_set_errno(err, r, "lxcfs: remove '%s'", dir);
+	return 1;
+}

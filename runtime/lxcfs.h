@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The instance's sizes in /proc (issue 27): one lxcfs per runtime dir,
+ * shared by every sandbox of that dir. lxcfs answers each read from the
+ * cgroups of the process that reads, so one instance serves all sandboxes.
+ *
+ * Lifecycle (no central daemon): the first create that finds none running
+ * starts it (under the dir's lock); each supervisor holds a shared flock on
+ * the dir's users file for its whole life; `hutch gc` stops lxcfs when no
+ * supervisor holds it. The files live in $RUNTIME_DIR/.lxcfs/.
+ */
+#ifndef HUTCH_LXCFS_H
+#define HUTCH_LXCFS_H
+
+#include "error.h"
+
+/*
+ * For a new sandbox of runtime_dir: start lxcfs if none runs, then take a
+ * shared hold on it (*ret_hold: an fd to keep open for the sandbox's life)
+ * and a detached clone of its mount (*ret_tree, for init: proc/meminfo, ...). 0 on
+ * success; -ENOENT (err untouched) when lxcfs is not installed or is
+ * switched off (HUTCH_LXCFS=none): no views then. Root only (-EPERM
+ * otherwise, err untouched).
+ */
+int hutch_lxcfs_acquire(const char *runtime_dir, int *ret_tree, int *ret_hold,
+                        struct hutch_err *err);
+
+/* `hutch gc`: stop runtime_dir's lxcfs and remove its files when no
+ * sandbox holds it. 1 if stopped, 0 if in use or none, <0 on error. */
+int hutch_lxcfs_gc(const char *runtime_dir, struct hutch_err *err);
+
+/*
+ * What lxcfs reads as the host's /proc/meminfo (pure, for the unit test):
+ * each line of host with its value 0, except MemTotal (lxcfs shows the
+ * smaller of it and the limit). lxcfs recomputes the lines it knows from
+ * the reader's cgroup and passes the others through, so those others
+ * (CommitLimit, DirectMap*, VmallocUsed...: the host's memory) must not
+ * carry the host's figures. NULL + errno on failure.
+ */
+char *hutch_lxcfs_meminfo_render(const char *host);
+
+#endif

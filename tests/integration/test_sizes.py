@@ -1,0 +1,185 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The instance's sizes seen from inside (issue 27): lxcfs's /proc views,
+the CPUs (affinity), the sandbox's own cgroup at /sys/fs/cgroup; nothing of
+the host's figures through them. On the host-derived root and the default
+image (built here unless HUTCH_TEST_DEFAULT_STORE names a store that holds
+hutch-default)."""
+import json
+import os
+import shutil
+
+import pytest
+
+from conftest import Hutch, wait_until
+
+NANO_MEM = 268435456
+LXCFS = shutil.which("lxcfs")
+needs_lxcfs = pytest.mark.skipif(not LXCFS, reason="lxcfs is not installed (scripts/install-deps)")
+
+PROBE = r"""
+free -b | awk '/^Mem:/ {print "free_total", $2}'
+echo nproc $(nproc)
+python3 -c 'import os; print("cpu_count", os.cpu_count()); print("affinity", len(os.sched_getaffinity(0)))'
+echo cpuinfo $(grep -c '^processor' /proc/cpuinfo)
+echo statcpus $(grep -c '^cpu[0-9]' /proc/stat)
+echo uptime $(cut -d. -f1 /proc/uptime)
+echo swaps $(wc -l < /proc/swaps)
+if [ -e /sys/fs/cgroup/memory.max ]; then echo cgmem $(cat /sys/fs/cgroup/memory.max)
+else echo cgmem $(cat /sys/fs/cgroup/memory/memory.limit_in_bytes); fi
+"""
+
+
+def probe(hutch, sid):
+    r = hutch("exec", sid, "--", "sh", "-c", PROBE)
+    assert r.returncode == 0, r.stderr
+    return dict(line.split(None, 1) for line in r.stdout.decode().splitlines())
+
+
+def host_meminfo():
+    with open("/proc/meminfo") as f:
+        return {l.split(":")[0]: int(l.split()[1]) for l in f}
+
+
+def check_nano(hutch, sid):
+    p = probe(hutch, sid)
+    assert p["free_total"] == str(NANO_MEM), p
+    assert p["nproc"] == p["cpu_count"] == p["affinity"] == p["cpuinfo"] == p["statcpus"] == "1", p
+    assert int(p["uptime"]) < 600, p  # the sandbox's age, not the host's
+    assert p["swaps"] == "1", p  # the header alone: no swap
+    assert p["cgmem"] == str(NANO_MEM), p
+
+
+@needs_lxcfs
+def test_nano_sees_its_sizes(hutch):
+    sb = hutch.create("--instance-type", "nano")
+    check_nano(hutch, sb.id)
+
+
+@needs_lxcfs
+def test_each_sandbox_sees_its_own(hutch):
+    """One lxcfs serves both; each reader gets its own cgroup's figures."""
+    a = hutch.create("--instance-type", "nano")
+    b = hutch.create("--instance-type", "small")
+    for sb, mem, cpus in ((a, NANO_MEM, "1"), (b, 1 << 30, "1"), (a, NANO_MEM, "1")):
+        p = probe(hutch, sb.id)
+        assert p["free_total"] == str(mem) and p["cpu_count"] == cpus, p
+    big = hutch.create("--instance-type", "medium")
+    p = probe(hutch, big.id)
+    assert p["free_total"] == str(2 << 30) and p["nproc"] == p["cpu_count"] == "2", p
+    pids = open(os.path.join(hutch.rtdir, ".lxcfs", "pid")).read().split()
+    assert len(pids) == 1
+
+
+@needs_lxcfs
+def test_views_show_nothing_of_the_host(hutch):
+    """lxcfs passes through the meminfo lines it does not compute: they come
+    from a copy with the host's figures zeroed (DirectMap* add up to the
+    host's memory, CommitLimit is half of it); the cgroup tree starts at the
+    sandbox's own cgroup; /proc/stat has only the sandbox's CPU."""
+    sb = hutch.create("--instance-type", "nano")
+    host = host_meminfo()
+    r = hutch("exec", sb.id, "--", "cat", "/proc/meminfo")
+    inside = {l.split(":")[0]: int(l.split()[1]) for l in r.stdout.decode().splitlines()}
+    assert inside["MemTotal"] == NANO_MEM // 1024
+    for k in ("DirectMap4k", "DirectMap2M", "DirectMap1G", "CommitLimit", "Committed_AS",
+              "VmallocUsed", "KReclaimable", "Percpu", "PageTables", "KernelStack"):
+        if k in inside and host.get(k):
+            assert inside[k] == 0, (k, inside[k])
+    big = {k: v for k, v in inside.items()
+           if v > NANO_MEM // 1024 and k not in ("VmallocTotal", "Hugepagesize")}
+    assert not big, big
+    # The cgroup mounts show the sandbox's cgroup as their root: its own
+    # processes (pids of its namespace), no sibling sandbox, no parent.
+    other = hutch.create("--instance-type", "nano")
+    r = hutch("exec", sb.id, "--", "sh", "-c",
+              "cat /proc/self/cgroup; for d in /sys/fs/cgroup/*/ /sys/fs/cgroup/; do "
+              "ls $d; done; cat /sys/fs/cgroup/memory/cgroup.procs "
+              "/sys/fs/cgroup/cgroup.procs 2>/dev/null")
+    out = r.stdout.decode()
+    assert "hutch-" not in out and other.id not in out, out
+    procs = [int(x) for x in out.split() if x.isdigit()]
+    assert procs and max(procs) < 1000, out  # the sandbox's pid namespace
+    r = hutch("exec", sb.id, "--", "sh", "-c",
+              "echo 1 > /sys/fs/cgroup/memory/memory.limit_in_bytes || "
+              "echo 1 > /sys/fs/cgroup/memory.max")
+    assert r.returncode != 0 and b"Read-only file system" in r.stderr, r.stderr
+    # /proc/loadavg's counters and /proc/swaps: the sandbox's.
+    r = hutch("exec", sb.id, "--", "cat", "/proc/loadavg", "/proc/swaps")
+    fields = r.stdout.decode().split()
+    assert fields[3].split("/")[1] != "0" and int(fields[3].split("/")[1]) < 100, fields
+
+
+@needs_lxcfs
+def test_lxcfs_is_shared_and_gc_stops_it(hutch):
+    """Started by the first create, shared, held by each supervisor; gc
+    stops it only once no sandbox holds it, and leaves nothing behind."""
+    a = hutch.create("--instance-type", "nano")
+    b = hutch.create("--instance-type", "nano")
+    lx = os.path.join(hutch.rtdir, ".lxcfs")
+    pid = int(open(os.path.join(lx, "pid")).read())
+    assert hutch("gc").returncode == 0
+    assert os.path.isdir(lx) and os.path.exists(f"/proc/{pid}")
+    a.rm()
+    assert hutch("gc").returncode == 0 and os.path.isdir(lx)
+    check_nano(hutch, b.id)
+    b.rm()
+    assert wait_until(lambda: hutch("gc").returncode == 0 and not os.path.exists(lx))
+    assert wait_until(lambda: not os.path.exists(f"/proc/{pid}"))
+    with open("/proc/self/mountinfo") as f:
+        assert hutch.rtdir not in f.read()
+
+
+@needs_lxcfs
+def test_a_killed_lxcfs_is_restarted_by_the_next_create(hutch):
+    a = hutch.create("--instance-type", "nano")
+    lx = os.path.join(hutch.rtdir, ".lxcfs")
+    pid = int(open(os.path.join(lx, "pid")).read())
+    os.kill(pid, 9)
+    assert wait_until(lambda: not os.path.exists(f"/proc/{pid}"))
+    b = hutch.create("--instance-type", "nano")
+    check_nano(hutch, b.id)
+    assert int(open(os.path.join(lx, "pid")).read()) != pid
+    a.rm()
+
+
+def test_without_lxcfs_the_cpus_and_cgroup_still_show(hutch):
+    """HUTCH_LXCFS=none (or no lxcfs): /proc is the kernel's, but nproc,
+    the affinity and /sys/fs/cgroup still show the instance type."""
+    hutch.env["HUTCH_LXCFS"] = "none"
+    sb = hutch.create("--instance-type", "nano")
+    p = probe(hutch, sb.id)
+    assert p["nproc"] == p["affinity"] == "1" and p["cgmem"] == str(NANO_MEM), p
+    assert int(p["free_total"]) > NANO_MEM
+    assert not os.path.exists(os.path.join(hutch.rtdir, ".lxcfs"))
+
+
+def test_no_limits_sees_the_host(hutch):
+    sb = hutch.create("--instance-type", "nano", "--no-limits")
+    r = hutch("exec", sb.id, "--", "nproc")
+    assert r.stdout.decode().strip() == str(len(os.sched_getaffinity(0)))
+
+
+@pytest.fixture(scope="module")
+def default_store(tmp_path_factory):
+    store = os.environ.get("HUTCH_TEST_DEFAULT_STORE")
+    if store:
+        yield store
+        return
+    if not shutil.which("mmdebstrap"):
+        pytest.skip("mmdebstrap is not installed (scripts/install-deps)")
+    tmp = tmp_path_factory.mktemp("default")
+    h = Hutch(tmp / "rt")
+    h.env["HUTCH_IMAGE_STORE"] = str(tmp / "store")
+    r = h("image", "build-default", timeout=900)
+    assert r.returncode == 0, r.stderr.decode()[-3000:]
+    yield str(tmp / "store")
+
+
+@needs_lxcfs
+def test_default_image_sees_its_sizes(default_store, hutch):
+    hutch.env["HUTCH_IMAGE_STORE"] = default_store
+    r = hutch("create", "--json", "--instance-type", "nano", "--image", "hutch-default")
+    assert r.returncode == 0, r.stderr
+    sid = json.loads(r.stdout)["id"]
+    check_nano(hutch, sid)
+    assert hutch("rm", sid).returncode == 0

@@ -87,9 +87,14 @@ int hutch_cli_capture_print(struct hutch_cli_capture *c, const char *sandbox_id)
 	_cleanup_free_ char *t = NULL;
 	size_t out_len = 0, err_len = 0;
 	bool text = is_text(&c->out, &out_len) && is_text(&c->err, &err_len);
-	cJSON *item;
+	cJSON *item, *sandbox;
 
 	if (!o || !c->result)
+		return hutch_cli_fail(HUTCH_EXIT_FAILURE, "out of memory");
+	/* The sandbox as docs/sandbox.schema.json names it ("id"), and
+	 * "sandbox_id", its older alias. */
+	sandbox = cJSON_AddObjectToObject(o, "sandbox");
+	if (!sandbox || !cJSON_AddStringToObject(sandbox, "id", sandbox_id))
 		return hutch_cli_fail(HUTCH_EXIT_FAILURE, "out of memory");
 	cJSON_AddStringToObject(o, "sandbox_id", sandbox_id);
 	/* The exit frame's fields, in its order, then the output. */

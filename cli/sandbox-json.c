@@ -11,6 +11,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "cleanup.h"
 #include "cli.h"
 #include "config.h"
 #include "util.h"
@@ -65,6 +66,39 @@ static void add_root(cJSON *o)
 	}
 }
 
+/* "network": always the object GET /status gives ({"mode", "hosts",
+ * "host_ports", ...}); where the source has none (state.json, the create
+ * answer), the mode and hosts of config.network ("none", "all",
+ * "allow:H1,H2") and config.host_ports. */
+static void add_network(cJSON *o)
+{
+	const cJSON *cfg = cJSON_GetObjectItemCaseSensitive(o, "config");
+	const char *spec = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(cfg, "network"));
+	const char *hosts = spec ? strchr(spec, ':') : NULL;
+	cJSON *net, *list;
+	char mode[16];
+
+	if (!spec || cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(o, "network")))
+		return;
+	snprintf(mode, sizeof(mode), "%.*s", hosts ? (int)(hosts - spec) : (int)strlen(spec), spec);
+	cJSON_DeleteItemFromObjectCaseSensitive(o, "network");
+	net = cJSON_AddObjectToObject(o, "network");
+	cJSON_AddStringToObject(net, "mode", mode);
+	list = cJSON_AddArrayToObject(net, "hosts");
+	for (const char *h = hosts; h && *h;) {
+		const char *end = strchrnul(++h, ',');
+		_cleanup_free_ char *one = strndup(h, (size_t)(end - h));
+
+		if (one && *one)
+			cJSON_AddItemToArray(list, cJSON_CreateString(one));
+		h = end;
+	}
+	cJSON_AddItemToObject(
+	        net, "host_ports",
+	        cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(cfg, "host_ports"), 1)
+	                ?: cJSON_CreateArray());
+}
+
 void hutch_cli_say_root(const struct hutch_config *cfg, int fd)
 {
 	if (fd < 0)
@@ -93,4 +127,5 @@ void hutch_cli_sandbox_json(cJSON *o, bool live)
 	both_forms(o, "created_at");
 	both_forms(o, "expires_at");
 	add_root(o);
+	add_network(o);
 }

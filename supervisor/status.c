@@ -89,11 +89,13 @@ cJSON *hutch_sup_status_json(struct sup *s)
 	hutch_format_time(s->created_at, created, sizeof(created));
 	hutch_format_time(s->expires_at, expires, sizeof(expires));
 	cJSON_AddStringToObject(o, "id", s->id);
-	cJSON_AddStringToObject(o, "state",
+	/* "status" as in docs/sandbox.schema.json; "state" its older alias. */
+	cJSON_AddStringToObject(o, "status",
 	                        s->state != SUP_RUNNING ? "closing"
 	                        : s->cfg->pool_key[0]   ? "pooled"
 	                        : s->idle.sleeping      ? "sleeping"
 	                                                : "running");
+	cJSON_AddStringToObject(o, "state", cJSON_GetObjectItem(o, "status")->valuestring);
 	cJSON_AddStringToObject(o, "created_at", created);
 	cJSON_AddStringToObject(o, "expires_at", expires);
 	cJSON_AddNumberToObject(o, "expires_in_seconds",

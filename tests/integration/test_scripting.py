@@ -15,8 +15,8 @@ import pytest
 from conftest import wait_until
 from test_cli import GONE, NOT_FOUND, USAGE, check
 
-RESULT_KEYS = ["sandbox_id", "status", "exit_code", "signal", "signal_name", "timed_out",
-               "oom_killed", "duration_ms", "stdout", "stdout_bytes", "stdout_truncated",
+RESULT_KEYS = ["sandbox", "sandbox_id", "status", "exit_code", "signal", "signal_name",
+               "timed_out", "oom_killed", "duration_ms", "stdout", "stdout_bytes", "stdout_truncated",
                "stderr", "stderr_bytes", "stderr_truncated"]
 
 
@@ -309,6 +309,14 @@ def creating_init_pid(hutch):
     return pid()
 
 
+def shown(err):
+    """The progress stream after its first line, which says which root the
+    sandbox got (hutch: root: ...)."""
+    first, _, rest = err.partition(b"\n")
+    assert first.startswith(b"hutch: root: "), err[:200]
+    return rest
+
+
 def test_create_progress_streams_the_setup_output(hutch, tmp_path):
     script = setup_file(tmp_path, WAITING_SETUP)
     # Were the output shown only at the end, readline() would return after
@@ -317,6 +325,7 @@ def test_create_progress_streams_the_setup_output(hutch, tmp_path):
                     "--setup-script", script, "--setup-timeout", "30")
     try:
         # "first" arrives while the script still runs (it waits for us).
+        assert p.stderr.readline().startswith(b"hutch: root: ")
         assert p.stderr.readline() == b"first\n"
         assert p.poll() is None
         init = creating_init_pid(hutch)
@@ -353,7 +362,7 @@ def test_create_progress_failure_says_it_once(hutch, tmp_path):
     script = setup_file(tmp_path, "echo doing it\nexit 3\n")
     r = hutch("create", "--progress", "always", "--instance-type", "nano",
               "--setup-script", script)
-    err = r.stderr.decode()
+    err = shown(r.stderr).decode()
     assert r.returncode == 71, err
     # The output went by as it came: not again as "last bytes".
     assert err.startswith("doing it\nhutch: cannot create sandbox: setup_script failed with "
@@ -365,7 +374,7 @@ def test_create_progress_failure_says_it_once(hutch, tmp_path):
               setup_file(tmp_path, "echo set up\n", "ok.sh"), "--on-create", "echo created",
               "--", "echo", "command")
     assert r.returncode == 0, r.stderr
-    assert (r.stderr, r.stdout) == (b"set up\ncreated\n", b"command\n")
+    assert (shown(r.stderr), r.stdout) == (b"set up\ncreated\n", b"command\n")
 
 
 def test_setup_log_is_bounded(hutch, tmp_path):
@@ -373,7 +382,7 @@ def test_setup_log_is_bounded(hutch, tmp_path):
                                   "echo; echo the end; exit 1\n")
     r = hutch("create", "--progress", "always", "--instance-type", "nano",
               "--setup-script", script)
-    err = r.stderr
+    err = shown(r.stderr)
     assert r.returncode == 71
     # The first 1 MiB, a note, and (since not all of it was shown) the tail.
     assert err.startswith(b"a" * (1 << 20) + b"\n[hutch: the rest of the output is not shown")

@@ -183,9 +183,10 @@ static ssize_t read_bounded(int fd, char *buf, size_t max)
 }
 
 /* The secret named by src ("env:NAME", "file:PATH" or "fd:N") into buf
- * (max bytes); one trailing newline of a file or fd is dropped. */
-static int read_secret(const char *src, const char *host, const char *header, char *buf, size_t max,
-                       size_t *ret_len, struct hutch_err *err)
+ * (max bytes); one trailing newline of a file or fd is dropped. Errors
+ * start with what (never the value). */
+int hutch_secret_read(const char *src, const char *what, char *buf, size_t max, size_t *ret_len,
+                      struct hutch_err *err)
 {
 	ssize_t n;
 	int fd = -1;
@@ -195,17 +196,12 @@ static int read_secret(const char *src, const char *host, const char *header, ch
 		const char *e = getenv(src + 4);
 		size_t l = e ? strlen(e) : 0;
 		if (!src[4] || !e || !*e)
-			return hutch_err_set(
-			        err, -ENOENT,
-			        "header binding '%.128s:%.64s': environment variable '%.64s' "
-			        "is not set or empty",
-			        host, header, src + 4);
+			return hutch_err_set(err, -ENOENT,
+			                     "%s: environment variable '%.64s' is not set or empty",
+			                     what, src + 4);
 		if (l > max)
-			return hutch_err_set(
-			        err, -E2BIG,
-			        "header binding '%.128s:%.64s': the value is longer than %zu "
-			        "bytes",
-			        host, header, max);
+			return hutch_err_set(err, -E2BIG, "%s: the value is longer than %zu bytes",
+			                     what, max);
 		memcpy(buf, e, l);
 		*ret_len = l;
 		return 0;
@@ -213,28 +209,23 @@ static int read_secret(const char *src, const char *host, const char *header, ch
 	if (!strncmp(src, "file:", 5)) {
 		fd = open(src + 5, O_RDONLY | O_CLOEXEC | O_NOCTTY);
 		if (fd < 0)
-			return hutch_err_set_errno(err, -errno,
-			                           "header binding '%.128s:%.64s': open '%.128s'",
-			                           host, header, src + 5);
+			return hutch_err_set_errno(err, -errno, "%s: open '%.128s'", what, src + 5);
 	} else if (!strncmp(src, "fd:", 3)) {
 		if (hutch_parse_u64(src + 3, 3, 1 << 20, &v) < 0)
 			return hutch_err_set(err, -EINVAL,
-			                     "header binding '%.128s:%.64s': '@%.32s' is not an fd "
-			                     "number of 3 or more",
-			                     host, header, src);
+			                     "%s: '@%.32s' is not an fd number of 3 or more", what,
+			                     src);
 		fd = (int)v;
 	} else {
 		return hutch_err_set(err, -EINVAL,
-		                     "header binding '%.128s:%.64s': unknown source '@%.32s' (use "
-		                     "@env:NAME, @file:PATH or @fd:N)",
-		                     host, header, src);
+		                     "%s: unknown source '@%.32s' (use @env:NAME, @file:PATH or "
+		                     "@fd:N)",
+		                     what, src);
 	}
 	n = read_bounded(fd, buf, max);
 	close(fd);
 	if (n < 0)
-		return hutch_err_set_errno(err, (int)n,
-		                           "header binding '%.128s:%.64s': read '@%.128s'", host,
-		                           header, src);
+		return hutch_err_set_errno(err, (int)n, "%s: read '@%.128s'", what, src);
 	if (n > 0 && buf[n - 1] == '\n')
 		n--;
 	if (n > 0 && buf[n - 1] == '\r')
@@ -345,8 +336,11 @@ int hutch_net_binding_parse(const char *spec, struct hutch_net_binding *ret, str
 		memcpy(ret->value, eq + 1, slen + 1);
 		ret->value_len = slen;
 	} else {
-		r = read_secret(src + 1, ret->host, ret->header, secret,
-		                HUTCH_NET_BINDING_VALUE_MAX, &slen, err);
+		char what[256];
+		snprintf(what, sizeof(what), "header binding '%.128s:%.64s'", ret->host,
+		         ret->header);
+		r = hutch_secret_read(src + 1, what, secret, HUTCH_NET_BINDING_VALUE_MAX, &slen,
+		                      err);
 		if (r < 0)
 			return r;
 		tmp = malloc(slen + 1);

@@ -124,6 +124,11 @@ int hutch_net_binding_check(const char *host, const char *header, const char *va
 int hutch_net_bindings_add(struct hutch_net_bindings *b, const struct hutch_net_binding *one,
                            struct hutch_err *err);
 bool hutch_net_bindings_has_host(const struct hutch_net_bindings *b, const char *host);
+/* The secret of a source, src without its '@' ("env:NAME", "file:PATH",
+ * "fd:N"), into buf (at most max bytes; one trailing newline of a file or
+ * fd dropped); errors start with what and never hold the value. */
+int hutch_secret_read(const char *src, const char *what, char *buf, size_t max, size_t *ret_len,
+                      struct hutch_err *err);
 
 /* ---- network wiring (addrs, host side, child side) ---- */
 

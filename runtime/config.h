@@ -38,6 +38,15 @@
 #define HUTCH_DEFAULT_EXEC_MAX_OUTPUT (64ull << 20)
 #define HUTCH_MAX_EXEC_MAX_OUTPUT     (1ull << 30)
 
+/* The cloud's secrets=: NAME=VALUE strings for the commands' environment. */
+#define HUTCH_SECRETS_MAX      32
+#define HUTCH_SECRET_NAME_MAX  128
+#define HUTCH_SECRET_VALUE_MAX (64 << 10)
+struct hutch_secrets {
+	size_t n;
+	char *env[HUTCH_SECRETS_MAX + 1]; /* "NAME=VALUE", NULL-terminated */
+};
+
 struct hutch_instance_type {
 	const char *name;
 	uint64_t cpu_millis; /* 1000 = one vCPU */
@@ -86,6 +95,9 @@ struct hutch_config {
 	/* access (the cloud's): "all", "files" (files only, no commands) or
 	 * "none"; what the session's requests may do (supervisor/api/api.c). */
 	char access[8];
+	/* --secret NAME=VALUE (options-cloud.c): given to every command's
+	 * environment, never shown (names only); NULL when none. */
+	struct hutch_secrets *secrets;
 	/* The executor's /run: bytes of each stream kept whole, more is an
 	 * error (HUTCH_DEFAULT_EXEC_MAX_OUTPUT). */
 	uint64_t executor_max_output_bytes;

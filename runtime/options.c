@@ -544,6 +544,18 @@ static const struct hutch_option options[] = {
 	        .flags = HUTCH_OPT_SESSION,
 	},
 	{
+	        .name = "secrets",
+	        .cli = "secret",
+	        .metavar = "NAME=VALUE",
+	        .help = "the cloud's secrets=: NAME in every command's environment (setup "
+	                "script and hooks too), the value never shown (inspect, status and "
+	                "ls list names); VALUE is @env:VAR, @file:PATH, @fd:N (a literal is "
+	                "visible in ps) (repeatable)",
+	        .type = &hutch_opt_secrets,
+	        AT(secrets),
+	        .flags = HUTCH_OPT_NO_POOL,
+	},
+	{
 	        .name = "executor_max_output_bytes",
 	        .cli = "executor-max-output",
 	        .metavar = "B",

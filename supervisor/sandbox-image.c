@@ -21,11 +21,19 @@
  * bindings (the CA bundle's variables) add to it. */
 static int cmdenv_set(struct sup *s, const char *const *image_env, struct hutch_err *err)
 {
-	const char *const *extra = s->cfg->header_bindings ? hutch_ca_env : NULL;
+	const char *extra[HUTCH_CA_ENV_LEN + HUTCH_SECRETS_MAX + 1];
+	const struct hutch_secrets *x = s->cfg->secrets;
+	size_t n = 0;
 
-	if (!image_env && !extra)
+	/* The secrets first: over the image's Env (the first of a name wins). */
+	for (size_t i = 0; x && i < x->n; i++)
+		extra[n++] = x->env[i];
+	for (size_t i = 0; s->cfg->header_bindings && i < HUTCH_CA_ENV_LEN; i++)
+		extra[n++] = hutch_ca_env[i];
+	extra[n] = NULL;
+	if (!image_env && !n)
 		return 0;
-	s->cmdenv_owned = hutch_cmdenv_build(image_env, extra);
+	s->cmdenv_owned = hutch_cmdenv_build(image_env, n ? extra : NULL);
 	if (!s->cmdenv_owned)
 		return hutch_err_set(err, -ENOMEM, "the commands' environment");
 	s->cmdenv = (const char *const *)s->cmdenv_owned;

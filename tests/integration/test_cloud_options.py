@@ -1,10 +1,15 @@
 """The cloud sandbox's (MistralSandbox's) options beyond the network mode
-(issue 27): access= ("files": files only, no commands; "none": neither).
+(issue 27): access= ("files": files only, no commands; "none": neither) and
+secrets= (NAME=VALUE in every command's environment, the value never
+shown nor written by hutch).
 
 Each is an option of create (CLI), of the API's claim and of the Python
 client (clients/python/tests), enforced by the sandbox itself, so every way
 in is refused alike: the native API, the executor's contract and the CLI.
 """
+import json
+import os
+
 import pytest
 
 from conftest import api
@@ -64,3 +69,71 @@ def test_access_none_refuses_files_too(hutch):
 def test_access_invalid_is_refused_at_creation(hutch, value):
     r = hutch("create", "--access", value)
     assert r.returncode == 64 and b"invalid --access" in r.stderr, r.stderr
+
+
+SECRET = "s3cr3t-\u00e9-" + "v" * 40
+
+
+def files_holding(top, needle):
+    hits = []
+    for d, _, names in os.walk(top):
+        for n in names:
+            p = os.path.join(d, n)
+            try:
+                with open(p, "rb") as f:
+                    if needle in f.read():
+                        hits.append(p)
+            except OSError:
+                pass  # sockets, gone
+    return hits
+
+
+def test_secrets_reach_commands_and_nothing_else(hutch, tmp_path):
+    script = tmp_path / "setup.sh"
+    script.write_text('printf %s "$TOKEN" > /tmp/setup-saw\n')
+    env = {"HUTCH_TEST_TOKEN": SECRET}
+    r = hutch("create", "--json", "--secret", "TOKEN=@env:HUTCH_TEST_TOKEN",
+              "--secret", "PLAIN=abc", "--setup-script", str(script),
+              "--on-create", 'printf %s "$PLAIN" > /tmp/hook-saw', env=env)
+    assert r.returncode == 0, r.stderr
+    info = json.loads(r.stdout)
+    sid = info["id"]
+    try:
+        assert info["config"]["secrets"] == ["TOKEN", "PLAIN"]
+        # every way a command starts: native /run, /exec (CLI), the executor
+        res = api(info["socket"], "POST", "/v1/run", {"cmd": 'printf %s "$TOKEN"'})[1]
+        assert res["stdout"] == SECRET
+        r = hutch("exec", sid, "--", "sh", "-c", 'printf %s "$PLAIN"; cat /tmp/setup-saw')
+        assert r.stdout.decode() == "abc" + SECRET
+        assert api(info["socket"], "POST", "/run", {"cmd": "cat /tmp/hook-saw"})[1]["stdout"] == "abc"
+        # a request's own env still wins over it
+        res = api(info["socket"], "POST", "/v1/run",
+                  {"cmd": 'printf %s "$PLAIN"', "env": {"PLAIN": "mine"}})[1]
+        assert res["stdout"] == "mine"
+        # never shown: inspect, status, ls; never in a file hutch writes
+        for args in (("inspect", sid), ("ls", "--json"), ("events", sid)):
+            out = hutch(*args).stdout
+            assert SECRET.encode() not in out, args
+        assert SECRET not in json.dumps(api(info["socket"], "GET", "/v1/status")[1])
+        assert files_holding(str(hutch.rtdir), SECRET.encode()) == []
+    finally:
+        hutch("rm", sid)
+    assert files_holding(str(hutch.rtdir), SECRET.encode()) == []
+
+
+@pytest.mark.parametrize("spec,msg", [
+    ("1BAD=x", b"invalid secret name '1BAD'"),
+    ("A-B=x", b"invalid secret name 'A-B'"),
+    ("NOVALUE", b"give NAME=VALUE"),
+    ("T=@env:HUTCH_SURELY_UNSET_VAR", b"secret 'T': environment variable 'HUTCH_SURELY_UNSET_VAR'"),
+    ("T=@file:/nonexistent/x", b"secret 'T': open '/nonexistent/x'"),
+    ("T=@nope:x", b"unknown source '@nope:x'"),
+])
+def test_secret_errors_name_the_secret_never_the_value(hutch, spec, msg):
+    r = hutch("create", "--secret", spec)
+    assert r.returncode == 64 and msg in r.stderr, r.stderr
+
+
+def test_secret_given_twice_is_refused(hutch):
+    r = hutch("create", "--secret", "A=1", "--secret", "A=2")
+    assert r.returncode == 64 and b"secret 'A' is given twice" in r.stderr, r.stderr

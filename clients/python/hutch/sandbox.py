@@ -318,6 +318,29 @@ def _executor_max_output(value):
                              f"bytes from 1 to {EXECUTOR_MAX_OUTPUT_MAX}")
 
 
+_SECRET_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
+
+
+def _secrets(secrets):
+    """secrets= (the cloud's): {NAME: value} in every command's environment;
+    hutch shows the names only."""
+    if secrets is None:
+        return {}
+    if not isinstance(secrets, dict):
+        raise errors.ConfigError(f"invalid secrets {type(secrets).__name__}: a dict of "
+                                 "{NAME: value}")
+    if len(secrets) > 32:
+        raise errors.ConfigError("invalid secrets: at most 32")
+    for name, value in secrets.items():
+        if not isinstance(name, str) or not _SECRET_NAME_RE.fullmatch(name):
+            raise errors.ConfigError(f"invalid secret name {name!r}: letters, digits and _, "
+                                     "not starting with a digit (an environment variable's name)")
+        if not isinstance(value, str) or "\0" in value or len(value.encode()) > 65536:
+            raise errors.ConfigError(f"invalid secret {name!r}: its value must be a str of at "
+                                     "most 65536 bytes without NUL")
+    return dict(secrets)
+
+
 class LocalSandbox:
     """A local sandbox configuration, with the cloud sandbox's option names,
     defaults and validation (errors raised here, before anything starts).
@@ -331,7 +354,8 @@ class LocalSandbox:
                  setup_script_timeout_seconds=600, hooks=(), supports_background_processes=None,
                  host_ports=(), ports=(), executor_port=None, header_bindings=(),
                  executor_max_output_bytes=None, no_limits=False, max_output_bytes=None,
-                 on_create=None, on_destroy=None, description=None, access=None):
+                 on_create=None, on_destroy=None, description=None, access=None,
+                 secrets=None):
         if not isinstance(instance_type, str) or instance_type not in INSTANCE_TYPES:
             raise errors.ConfigError(f"unknown instance_type {instance_type!r}: valid types are "
                                      f"{', '.join(INSTANCE_TYPES)}")
@@ -362,6 +386,7 @@ class LocalSandbox:
             raise errors.ConfigError(f"invalid access {access!r}: None (commands and files), "
                                      "\"files\" (files only, no commands) or \"none\"")
         self.access = access
+        self.secrets = _secrets(secrets)
         self.header_bindings = check_bindings(header_bindings, network)
         if image is not None and not _image_is_valid(image):
             raise errors.ConfigError(f"invalid image {image!r}: None or 'host' (the host-derived "
@@ -459,7 +484,8 @@ class LocalSandbox:
         hutch = find_hutch()
         options = self._cli_options()
         if (self.setup_script is None and self.on_create is None and not self.ports
-                and self.executor_port is None and not self.header_bindings):
+                and self.executor_port is None and not self.header_bindings
+                and not self.secrets):
             info = _pool.try_claim(hutch, options)
             if info is not None:
                 return info
@@ -475,6 +501,13 @@ class LocalSandbox:
                 os.write(w, b.value.encode())
                 os.close(w)
                 args += ["--header-binding", f"{b.host}:{b.header}=@fd:{r}"]
+            # Each secret too (at most 65536 bytes: a pipe's default size).
+            for name, value in self.secrets.items():
+                r, w = os.pipe()
+                fds.append(r)
+                os.write(w, value.encode())
+                os.close(w)
+                args += ["--secret", f"{name}=@fd:{r}"]
             if self.setup_script is not None:
                 fd, script = tempfile.mkstemp(prefix="hutch-setup-", suffix=".sh")
                 with os.fdopen(fd, "w") as f:

@@ -3,6 +3,7 @@
 HUTCH_BIN, else build/hutch). Each test gets its own HUTCH_RUNTIME_DIR and
 leaves no sandbox behind."""
 import asyncio
+import json
 import hashlib
 import os
 import shutil
@@ -931,6 +932,27 @@ def test_access_files_and_none():
         with pytest.raises(AccessDeniedError, match='access "none"'):
             s.write_file("/tmp/a", "x")
     assert LocalSandbox()._cli_options().count("--access") == 0
+
+
+@pytest.mark.parametrize("value,what", [
+    ([("A", "1")], "invalid secrets"), ({"1A": "x"}, "invalid secret name"),
+    ({"A-B": "x"}, "invalid secret name"), ({"A": 1}, "invalid secret 'A'"),
+    ({"A": "x\0y"}, "invalid secret 'A'"), ({"A": "x" * 65537}, "invalid secret 'A'"),
+    ({f"S{i}": "x" for i in range(33)}, "at most 32")])
+def test_secrets_validation(value, what):
+    with pytest.raises(ConfigError, match=what):
+        LocalSandbox(secrets=value)
+
+
+def test_secrets_reach_commands_and_are_never_shown():
+    value = "tok-\u00e9-" + "z" * 5000
+    with LocalSandbox(secrets={"TOKEN": value, "EMPTY": ""}) as s:
+        assert s.config["secrets"] == ["TOKEN", "EMPTY"]
+        assert s.execute('printf %s "$TOKEN"').stdout == value
+        assert s.execute('printf %s "${EMPTY-unset}"').stdout == ""
+        assert value not in json.dumps(s.status())
+    # never argv: the values went through pipes
+    assert all(value not in a for a in LocalSandbox(secrets={"T": value})._cli_options())
 
 
 def test_executor_max_output_bounds_the_contract_run():

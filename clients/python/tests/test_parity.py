@@ -220,6 +220,7 @@ CREATE_OPTIONS = {
     "--executor-port": ("executor_port", "executor_port"),
     "--executor-max-output": ("executor_max_output_bytes", "executor_max_output_bytes"),
     "--access": ("access", "access"),
+    "--secret": ("secrets", "secrets"),
     "--setup-script": ("setup_script_bytes", "setup_script"),
     "--setup-timeout": ("setup_script_timeout_seconds", "setup_script_timeout_seconds"),
     "--on-create": ("on_create", "on_create"),

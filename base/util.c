@@ -269,6 +269,21 @@ int hutch_overlay_lowerdir(size_t n, char *buf, size_t size)
 	return (int)len;
 }
 
+double hutch_round(double v)
+{
+	const double no_fraction = 4503599627370496.0; /* 2^52 */
+	double t;
+
+	if (!(v > -no_fraction && v < no_fraction))
+		return v;
+	t = (double)(int64_t)v; /* toward zero, exact below 2^52 */
+	if (v - t >= 0.5)
+		t += 1.0;
+	else if (t - v >= 0.5)
+		t -= 1.0;
+	return t;
+}
+
 bool hutch_kernel_at_least(const char *release, unsigned int major, unsigned int minor)
 {
 	unsigned int ma = 0, mi = 0;

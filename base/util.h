@@ -64,6 +64,12 @@ int hutch_overlay_lowerdir(size_t n, char *buf, size_t size);
  * major.minor; false if it does not start with "N.N". */
 bool hutch_kernel_at_least(const char *release, unsigned int major, unsigned int minor);
 
+/* round(): to the nearest integer, halves away from zero; NaN and values
+ * too large to have a fraction come back as they are. Here rather than
+ * libm's: it was the only function hutch took from libm, a library every
+ * CLI start then loaded and relocated (with its ifunc resolvers). */
+double hutch_round(double v);
+
 /* Format a unix time (seconds) as RFC 3339 UTC into buf (at least 32 bytes). */
 void hutch_format_time(int64_t t, char *buf, size_t size);
 /* CLOCK_REALTIME / CLOCK_MONOTONIC in milliseconds or seconds. */

@@ -19,6 +19,7 @@
 #include "cli.h"
 #include "client.h"
 #include "state.h"
+#include "util.h"
 #include "verbs.h"
 
 #define STATS_MAX 1024
@@ -137,7 +138,7 @@ static void print_json(struct sample *s, size_t n)
 		if (isnan(cpu))
 			cJSON_AddNullToObject(j, "cpu_percent");
 		else
-			cJSON_AddNumberToObject(j, "cpu_percent", round(cpu * 100) / 100);
+			cJSON_AddNumberToObject(j, "cpu_percent", hutch_round(cpu * 100) / 100);
 		cJSON_AddItemToArray(arr, j);
 	}
 	text = arr ? cJSON_Print(arr) : NULL;

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "json.h"
+#include "util.h"
 
 const cJSON *hutch_oci_json_item(const cJSON *obj, const char *key)
 {
@@ -40,7 +41,7 @@ int hutch_oci_json_u64(const cJSON *obj, const char *key, const char *field, uin
 	if (!j || cJSON_IsNull(j))
 		return 0;
 	v = j->valuedouble;
-	if (!cJSON_IsNumber(j) || !isfinite(v) || v < 0 || v != floor(v) || v > (double)max)
+	if (!cJSON_IsNumber(j) || !isfinite(v) || v < 0 || v != hutch_round(v) || v > (double)max)
 		return hutch_err_set(err, -EINVAL, "%s: not a whole number from 0 to %llu", field,
 		                     (unsigned long long)max);
 	*ret = (uint64_t)v;

@@ -8,7 +8,6 @@
  * to_json(), text() — is host and header only, never a value.
  */
 #include <errno.h>
-#include <math.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
@@ -74,7 +73,7 @@ static int ports_from_json(const struct hutch_option *o, struct hutch_config *c,
 	cJSON_ArrayForEach(it, v) {
 		double d = cJSON_IsNumber(it) ? it->valuedouble : -1;
 		snprintf(shown, sizeof(shown), "%g", d);
-		if (d != floor(d) || d < 1 || d > 65535)
+		if (d != hutch_round(d) || d < 1 || d > 65535)
 			return port_invalid(cJSON_IsNumber(it) ? shown : "(not a number)", err);
 		r = port_add(&tmp, (uint64_t)d, err);
 		if (r < 0)

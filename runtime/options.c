@@ -9,7 +9,6 @@
  */
 #include <ctype.h>
 #include <errno.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -63,7 +62,7 @@ static int u64_from_json(const struct hutch_option *o, struct hutch_config *c, c
 		return hutch_err_set(err, -EINVAL,
 		                     "field '%s' has the wrong type: expected a number", o->name);
 	d = v->valuedouble;
-	if (d != floor(d) || d < (double)o->min || d > (double)o->max) {
+	if (d != hutch_round(d) || d < (double)o->min || d > (double)o->max) {
 		snprintf(shown, sizeof(shown), "%g", d);
 		return u64_invalid(o, shown, "", err);
 	}

@@ -2,7 +2,6 @@
 /* The command engine; see cmd.h. */
 #include <errno.h>
 #include <fcntl.h>
-#include <math.h>
 #include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -20,6 +19,7 @@
 #include "config.h"
 #include "fdutil.h"
 #include "proto.h"
+#include "util.h"
 
 static void cmd_freed(struct hutch_deferred *d)
 {
@@ -371,7 +371,7 @@ static int arm_timer(struct cmd *c, double seconds)
 	if (c->timer_fd < 0)
 		return -errno;
 	its.it_value.tv_sec = (time_t)seconds;
-	its.it_value.tv_nsec = (long)((seconds - floor(seconds)) * 1e9);
+	its.it_value.tv_nsec = (long)((seconds - (double)its.it_value.tv_sec) * 1e9);
 	if (its.it_value.tv_sec == 0 && its.it_value.tv_nsec == 0)
 		its.it_value.tv_nsec = 1;
 	if (timerfd_settime(c->timer_fd, 0, &its, NULL) < 0)
@@ -667,7 +667,7 @@ cJSON *hutch_cmd_result_json(const struct cmd *c, unsigned what)
 	cJSON_AddBoolToObject(o, "oom_killed", c->oom_killed);
 	if (*msg)
 		cJSON_AddStringToObject(o, "message", msg);
-	cJSON_AddNumberToObject(o, "duration_ms", round(c->duration * 1e6) / 1e3);
+	cJSON_AddNumberToObject(o, "duration_ms", hutch_round(c->duration * 1e6) / 1e3);
 	if (what & HUTCH_RESULT_OUTPUT) {
 		add_output(o, "stdout", &c->out, what & HUTCH_RESULT_BASE64);
 		add_output(o, "stderr", &c->err, what & HUTCH_RESULT_BASE64);

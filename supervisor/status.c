@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* What a sandbox reports of itself; see status.h. */
 #include <errno.h>
-#include <math.h>
 #include <stdio.h>
 #include <unistd.h>
 
@@ -11,6 +10,7 @@
 #include "ports.h"
 #include "status.h"
 #include "supervisor.h"
+#include "util.h"
 
 /* --executor-port: where the contract is served on TCP (not the secret). */
 static void executor_json(const struct sup *s, cJSON *o)
@@ -112,7 +112,7 @@ cJSON *hutch_sup_status_json(struct sup *s)
 		cJSON_AddBoolToObject(idle, "sleeping", s->idle.sleeping);
 		cJSON_AddNumberToObject(idle, "sleeps", s->idle.sleeps);
 		cJSON_AddNumberToObject(idle, "last_wake_ms",
-		                        round(s->idle.last_wake_ms * 1000) / 1000);
+		                        hutch_round(s->idle.last_wake_ms * 1000) / 1000);
 	}
 	cJSON_AddItemToObject(o, "hooks",
 	                      s->hooks.results ? cJSON_Duplicate(s->hooks.results, true)

@@ -9,6 +9,7 @@
 
 #include "cleanup.h"
 #include "fields.h"
+#include "util.h"
 
 static const struct hutch_field *find(const struct hutch_field *spec, size_t n, const char *name)
 {
@@ -42,7 +43,8 @@ static bool value_ok(const struct hutch_field *f, const cJSON *v)
 		if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble) || v->valuedouble < f->min ||
 		    v->valuedouble > f->max)
 			return false;
-		return f->type == HUTCH_FIELD_NUMBER || v->valuedouble == floor(v->valuedouble);
+		return f->type == HUTCH_FIELD_NUMBER ||
+		       v->valuedouble == hutch_round(v->valuedouble);
 	case HUTCH_FIELD_ARRAY:
 		return cJSON_IsArray(v);
 	case HUTCH_FIELD_OBJECT:

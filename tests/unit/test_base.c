@@ -347,6 +347,24 @@ static void test_kernel_at_least(void **state)
 	assert_false(hutch_kernel_at_least(NULL, 5, 11));
 }
 
+static void test_round(void **state)
+{
+	(void)state;
+	assert_true(hutch_round(0.0) == 0.0);
+	assert_true(hutch_round(0.49999999999999994) == 0.0);
+	assert_true(hutch_round(0.5) == 1.0);
+	assert_true(hutch_round(1.5) == 2.0);
+	assert_true(hutch_round(2.5) == 3.0);
+	assert_true(hutch_round(-0.5) == -1.0);
+	assert_true(hutch_round(-2.4) == -2.0);
+	assert_true(hutch_round(-2.6) == -3.0);
+	assert_true(hutch_round(123456.7891 * 1000) / 1000 == 123456.789);
+	assert_true(hutch_round(9007199254740993.0) == 9007199254740993.0);
+	assert_true(hutch_round(1e300) == 1e300);
+	assert_true(hutch_round(-1e300) == -1e300);
+	assert_true(hutch_round(__builtin_nan("")) != hutch_round(__builtin_nan("")));
+}
+
 static void test_format_time(void **state)
 {
 	char buf[32];
@@ -709,6 +727,7 @@ int main(void)
 		cmocka_unit_test(test_base64_bad),
 		cmocka_unit_test(test_overlay_lowerdir),
 		cmocka_unit_test(test_kernel_at_least),
+		cmocka_unit_test(test_round),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

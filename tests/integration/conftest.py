@@ -1,9 +1,13 @@
 # SPDX-License-Identifier: Apache-2.0
 """Shared fixtures for hutch integration tests.
 
-Each test gets its own HUTCH_RUNTIME_DIR; at teardown every sandbox left in
-it is removed and the test fails if any state, cgroup or process remains.
-Tests drive the real CLI and the real API socket, as root.
+Each test gets its own HUTCH_RUNTIME_DIR and HUTCH_IMAGE_STORE, passed
+explicitly (the Hutch wrapper); at teardown every sandbox left in the
+runtime dir is removed and the test fails if any state, cgroup or process
+remains. Nothing a test does reads or changes the machine's /var/lib/hutch
+or /run/hutch: a hutch started without the wrapper's environment inherits
+the session's own (pytest_configure). Tests drive the real CLI and the
+real API socket, as root.
 """
 import base64
 import glob
@@ -11,9 +15,11 @@ import http.client
 import json
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
+import tempfile
 import time
 
 import pytest
@@ -31,6 +37,25 @@ def pytest_configure(config):
         pytest.exit("integration tests need root (they create namespaces and cgroups)", returncode=77)
     if not os.access(HUTCH, os.X_OK):
         pytest.exit(f"hutch binary not found at {HUTCH}: build first (cmake --build build)", returncode=1)
+    # What a hutch started with the inherited environment (subprocess
+    # without env=, the tools a test drives) uses: the session's own store
+    # (empty) and runtime dir, never the machine's /var/lib/hutch, /run/hutch.
+    global SESSION_DIR
+    SESSION_DIR = tempfile.mkdtemp(prefix="hutch-it-")
+    os.environ["HUTCH_IMAGE_STORE"] = os.path.join(SESSION_DIR, "store")
+    os.environ["HUTCH_RUNTIME_DIR"] = os.path.join(SESSION_DIR, "rt")
+
+
+def pytest_unconfigure(config):
+    if SESSION_DIR:
+        rt = os.path.join(SESSION_DIR, "rt")
+        if os.path.isdir(rt):
+            subprocess.run([HUTCH, "rm", "--all"], capture_output=True, timeout=120,
+                           env=dict(os.environ, HUTCH_RUNTIME_DIR=rt))
+        shutil.rmtree(SESSION_DIR, ignore_errors=True)
+
+
+SESSION_DIR = None
 
 
 class UnixHTTPConnection(http.client.HTTPConnection):
@@ -90,11 +115,14 @@ def _default_sigint():
 
 
 class Hutch:
-    """The CLI bound to one runtime dir."""
+    """The CLI bound to one runtime dir and one image store (by default
+    "<rtdir>-store", empty: the host-derived root; a test that wants
+    images sets env["HUTCH_IMAGE_STORE"])."""
 
-    def __init__(self, rtdir):
+    def __init__(self, rtdir, store=None):
         self.rtdir = str(rtdir)
-        self.env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HUTCH_RUNTIME_DIR": self.rtdir}
+        self.env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HUTCH_RUNTIME_DIR": self.rtdir,
+                    "HUTCH_IMAGE_STORE": str(store) if store else self.rtdir + "-store"}
         # Sanitizer builds: let ASAN_OPTIONS (e.g. log_path) reach the CLI
         # and, through fork, the supervisors.
         for k in ("ASAN_OPTIONS", "UBSAN_OPTIONS"):

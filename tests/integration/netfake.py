@@ -450,7 +450,8 @@ class FakeNet:
 
 def _gc_session(tmpdir):
     from conftest import HUTCH
-    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HUTCH_RUNTIME_DIR": str(tmpdir)}
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HUTCH_RUNTIME_DIR": str(tmpdir),
+           "HUTCH_IMAGE_STORE": f"{tmpdir}-store"}
     return subprocess.run([HUTCH, "gc"], env=env, capture_output=True, text=True, timeout=60)
 
 

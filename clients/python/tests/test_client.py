@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """Tests of the Python client against real sandboxes (root, the real binary:
 HUTCH_BIN, else build/hutch). Each test gets its own HUTCH_RUNTIME_DIR and
-leaves no sandbox behind."""
+HUTCH_IMAGE_STORE and leaves no sandbox behind."""
 import asyncio
 import json
 import hashlib
@@ -34,11 +34,13 @@ pytestmark = [
 def runtime_dir(monkeypatch):
     d = tempfile.mkdtemp(prefix="hpy-", dir="/tmp")
     monkeypatch.setenv("HUTCH_RUNTIME_DIR", d)
+    monkeypatch.setenv("HUTCH_IMAGE_STORE", d + "-store")  # empty: the host-derived root
     monkeypatch.setenv("HUTCH_BIN", HUTCH)
     yield d
     subprocess.run([HUTCH, "rm", "--all"], capture_output=True, env={**os.environ, "HUTCH_RUNTIME_DIR": d})
     left = live_sandboxes(d)
     shutil.rmtree(d, ignore_errors=True)
+    shutil.rmtree(d + "-store", ignore_errors=True)
     assert not left, f"sandboxes left behind: {left}"
 
 

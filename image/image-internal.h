@@ -64,9 +64,10 @@ void hutch_sha256_final(struct hutch_sha256 *h, char out[HUTCH_IMAGE_DIGEST_LEN 
 /* ---- unpack.c: one layer, hostile input ---- */
 
 struct hutch_unpack_limits {
-	uint64_t max_bytes;   /* uncompressed tar stream and file sizes, each */
-	uint64_t max_entries; /* tar entries */
-	bool chown;           /* give files the tar's owners (needs CAP_CHOWN) */
+	uint64_t max_bytes;       /* uncompressed tar stream and file sizes, each */
+	uint64_t max_image_bytes; /* the layers of one image, together (import.c) */
+	uint64_t max_entries;     /* tar entries */
+	bool chown;               /* give files the tar's owners (needs CAP_CHOWN) */
 	/* Progress (may be NULL): the blob's bytes read so far, at most once
 	 * per progress_ms (HUTCH_PROGRESS_INTERVAL_MS, default 100) and once
 	 * when the blob is read whole. */
@@ -92,7 +93,9 @@ struct hutch_unpack_result {
  */
 int hutch_image_clean_path(const char *in, char *out, size_t outlen);
 
-/* The limits from HUTCH_IMAGE_MAX_LAYER_BYTES (default 16 GiB) and 1M entries. */
+/* The limits from HUTCH_IMAGE_MAX_BYTES (one image's layers together,
+ * default 16 GiB), HUTCH_IMAGE_MAX_LAYER_BYTES (each layer, default the
+ * image's bound) and 1M entries. */
 void hutch_unpack_limits_default(struct hutch_unpack_limits *l);
 
 /*

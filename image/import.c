@@ -246,6 +246,7 @@ struct run {
 	struct hutch_image_import_stats *st;
 	struct hutch_image_progress p; /* of the layer being unpacked */
 	uint64_t before;               /* blob bytes of the layers unpacked before it */
+	uint64_t image_bytes;          /* uncompressed bytes of the image's layers so far */
 };
 
 static void report(struct run *run, size_t n, const char *diff_id, uint64_t bytes, bool cached)
@@ -276,7 +277,9 @@ static int unpack_reporting(struct run *run, int fd, int dir, size_t i, size_t n
                             struct hutch_unpack_result *res, struct hutch_err *err)
 {
 	struct hutch_unpack_limits lim;
+	bool image_bound;
 	struct stat sb;
+	uint64_t left;
 	int r;
 
 	hutch_unpack_limits_default(&lim);
@@ -293,8 +296,21 @@ static int unpack_reporting(struct run *run, int fd, int dir, size_t i, size_t n
 		lim.progress_ud = run;
 		run->st->on_progress(run->st->ud, &run->p);
 	}
+	/* A layer (not an archive) gets what is left of the image's bound,
+	 * when that is less than a layer's own. */
+	left = lim.max_image_bytes > run->image_bytes ? lim.max_image_bytes - run->image_bytes : 0;
+	image_bound = n > 0 && left < lim.max_bytes;
+	if (image_bound)
+		lim.max_bytes = left;
 	r = unpack_isolated(fd, dir, &lim, res, err);
 	run->before += run->p.size;
+	if (r == -EFBIG && image_bound)
+		return hutch_err_set(err, r,
+		                     "image is larger than %llu bytes (HUTCH_IMAGE_MAX_BYTES) at "
+		                     "layer %zu of %zu",
+		                     (unsigned long long)lim.max_image_bytes, i, n);
+	if (r >= 0 && n > 0)
+		run->image_bytes += res->bytes;
 	return r;
 }
 
@@ -330,6 +346,8 @@ static int import_layer(struct hutch_image_store *s, int root, const char *path,
 	int r;
 
 	st->layers++;
+	/* A layer already in the store counts nothing towards the image's
+	 * bound: it was bounded when it came, and takes no more room now. */
 	if (have_layer(s, diff_id)) {
 		st->cached++;
 		report(run, n, diff_id, 0, true);

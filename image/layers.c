@@ -61,6 +61,8 @@ void hutch_image_use_done(struct hutch_image_use *u)
 	closep(&u->users_dir);
 	free(u->layer_dir);
 	u->layer_dir = NULL;
+	free(u->use_path);
+	u->use_path = NULL;
 }
 
 void hutch_image_use_release(struct hutch_image_use *u)
@@ -143,6 +145,10 @@ static int record_use(struct hutch_image_store *s, const char *id, struct hutch_
 	                   0644);
 	if (u->use_fd < 0)
 		return hutch_err_set_errno(err, -errno, "record the use of image layers");
+	if (asprintf(&u->use_path, "%s/users/%s", s->path, u->id) < 0) {
+		u->use_path = NULL;
+		return hutch_err_set(err, -ENOMEM, "record the use of image layers");
+	}
 	if (flock(u->use_fd, LOCK_SH) < 0)
 		return hutch_err_set_errno(err, -errno, "lock the use of image layers");
 	/* The diff_ids one a line: what prune keeps. */

@@ -80,7 +80,7 @@ static int open_sub(int dirfd, const char *name, struct hutch_err *err)
 {
 	int fd;
 
-	if (mkdirat(dirfd, name, 0755) < 0 && errno != EEXIST)
+	if (mkdirat(dirfd, name, 0700) < 0 && errno != EEXIST)
 		return hutch_err_set_errno(err, -errno, "create store directory '%s'", name);
 	fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
@@ -155,6 +155,28 @@ static int check_owner(int dirfd, const char *path, struct hutch_err *err)
 	return 0;
 }
 
+/*
+ * The store is its owner's alone, root's too: no other user may reach a
+ * layer. A layer's files are the root of sandboxes, and its own 1777
+ * directories (tmp, var/tmp, run/lock) stay 1777 in it: whoever could
+ * reach them could plant files (a FIFO, a symlink to /etc/shadow) seen in
+ * every sandbox of the image. A store made before (0755) is closed when
+ * opened.
+ */
+static int make_private(int dirfd, const char *path, struct hutch_err *err)
+{
+	struct stat st;
+
+	if (fstat(dirfd, &st) < 0)
+		return hutch_err_set_errno(err, -errno, "image store '%s'", path);
+	/* (A read-only store cannot be changed, by anyone: left as it is.) */
+	if (st.st_uid == geteuid() && (st.st_mode & 077) && fchmod(dirfd, st.st_mode & 07700) < 0 &&
+	    errno != EROFS)
+		return hutch_err_set_errno(err, -errno,
+		                           "image store '%s': make it private (chmod 0700)", path);
+	return 0;
+}
+
 int hutch_image_store_open(const char *path, struct hutch_image_store **ret, struct hutch_err *err)
 {
 	_cleanup_(hutch_image_store_freep) struct hutch_image_store *s = calloc(1, sizeof(*s));
@@ -165,11 +187,11 @@ int hutch_image_store_open(const char *path, struct hutch_image_store **ret, str
 	s->dirfd = s->layers = s->images = s->tmp = s->blobs = s->lock = -EBADF;
 	if (!(s->path = strdup(path)))
 		return hutch_err_set(err, -ENOMEM, "open image store");
-	/* An ordinary user's store (and the directories made for it, as
-	 * the XDG base directories want them) is the user's alone. */
+	/* A store (and the directories made for it, as the XDG base
+	 * directories want them for an ordinary user's) is its owner's alone. */
 	s->dirfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (s->dirfd < 0 && errno == ENOENT) {
-		r = hutch_mkdir_p_at(AT_FDCWD, path, geteuid() == 0 ? 0755 : 0700);
+		r = hutch_mkdir_p_at(AT_FDCWD, path, 0700);
 		if (r < 0)
 			return hutch_err_set_errno(err, r,
 			                           "create image store '%s' (HUTCH_IMAGE_STORE, "
@@ -182,7 +204,7 @@ int hutch_image_store_open(const char *path, struct hutch_image_store **ret, str
 		               ? not_ours(path, err)
 		               : hutch_err_set_errno(err, -errno, "open image store '%s'", path);
 	r = check_owner(s->dirfd, path, err);
-	if (r < 0)
+	if (r < 0 || (r = make_private(s->dirfd, path, err)) < 0)
 		return r;
 	r = open_dirs(s, err);
 	if (r < 0)

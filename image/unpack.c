@@ -73,7 +73,8 @@ static uint64_t env_u64(const char *name, uint64_t def, bool zero_ok)
 void hutch_unpack_limits_default(struct hutch_unpack_limits *l)
 {
 	*l = (struct hutch_unpack_limits){ 0 };
-	l->max_bytes = env_u64("HUTCH_IMAGE_MAX_LAYER_BYTES", 16ULL << 30, false);
+	l->max_image_bytes = env_u64("HUTCH_IMAGE_MAX_BYTES", 16ULL << 30, false);
+	l->max_bytes = env_u64("HUTCH_IMAGE_MAX_LAYER_BYTES", l->max_image_bytes, false);
 	l->max_entries = 1000000;
 	l->chown = geteuid() == 0;
 	l->progress_ms = env_u64("HUTCH_PROGRESS_INTERVAL_MS", 100, true);

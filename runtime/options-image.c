@@ -57,8 +57,18 @@ static bool image_path_is_valid(const char *s)
 static int image_parse(const struct hutch_option *o, struct hutch_config *c, const char *s,
                        struct hutch_err *err)
 {
-	/* "" (the default) is resolved by the CLI: the default image or host. */
-	if (*s && !image_name_is_valid(s) && !image_path_is_valid(s))
+	/* Unset (the default, never parsed) is resolved by the CLI: the default
+	 * image or host. Given empty, it is a mistake (an unset shell
+	 * variable, --image "$IMG"), not a request for the default. */
+	if (!*s)
+		return hutch_err_set(
+		        err, -EINVAL,
+		        "an empty %s is not the default: give 'host' for the "
+		        "host-derived root, or leave the option out for the default "
+		        "(hutch-default once 'hutch image build-default' made it, else "
+		        "host)",
+		        o->name);
+	if (!image_name_is_valid(s) && !image_path_is_valid(s))
 		return hutch_err_set(
 		        err, -EINVAL,
 		        "invalid %s '%.64s': give 'host', a registry reference or the "

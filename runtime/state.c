@@ -291,8 +291,26 @@ static void reap_cgroups(const cJSON *state, struct hutch_err *err)
 	}
 }
 
-/* Remove the sandbox dir p->dir and the cgroups its state.json records,
- * unless its supervisor (the lock holder) is alive. */
+/* The image use record state.json names (supervisor/status.c), which its
+ * supervisor removes at the end unless it was killed: only a file named
+ * after this sandbox in a users/ directory. */
+static void reap_image_use(const cJSON *state, const char *id)
+{
+	const cJSON *u = cJSON_GetObjectItemCaseSensitive(state, "image_use");
+	const char *base, *path = cJSON_IsString(u) ? u->valuestring : NULL;
+	size_t len;
+
+	if (!path || path[0] != '/')
+		return;
+	base = strrchr(path, '/') + 1;
+	len = (size_t)(base - path);
+	if (strcmp(base, id) != 0 || len < 7 || strncmp(base - 7, "/users/", 7) != 0)
+		return;
+	(void)unlink(path);
+}
+
+/* Remove the sandbox dir p->dir, the cgroups and the image use record its
+ * state.json records, unless its supervisor (the lock holder) is alive. */
 static int reap_paths(const struct hutch_paths *p, struct hutch_err *err)
 {
 	_cleanup_close_ int lock = -EBADF;
@@ -304,8 +322,10 @@ static int reap_paths(const struct hutch_paths *p, struct hutch_err *err)
 	lock = open(p->lock, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
 	if (lock >= 0 && flock(lock, LOCK_EX | LOCK_NB) < 0)
 		return 0; /* alive */
-	if (hutch_state_read(p, &state) == 0)
+	if (hutch_state_read(p, &state) == 0) {
 		reap_cgroups(state, err);
+		reap_image_use(state, p->id);
+	}
 	r = hutch_rm_rf_at(AT_FDCWD, p->dir);
 	if (r < 0)
 		return hutch_err_set_errno(err, r, "remove '%s'", p->dir);

@@ -6,6 +6,7 @@
 
 #include "cleanup.h"
 #include "executor.h"
+#include "image.h"
 #include "netpolicy.h"
 #include "ports.h"
 #include "status.h"
@@ -48,6 +49,10 @@ static cJSON *state_json(const struct sup *s, const char *status)
 	cJSON_AddNumberToObject(o, "uid_base", (double)s->uid_base);
 	cJSON_AddNumberToObject(o, "uid_slot", (double)s->slot); /* a pod's containers pin it */
 	cJSON_AddItemToObject(o, "ports", hutch_ports_json(s, false));
+	/* Its image's use record, which gc and rm remove if this supervisor
+	 * dies without doing it (kill -9). */
+	if (s->image && s->image->use_path)
+		cJSON_AddStringToObject(o, "image_use", s->image->use_path);
 	executor_json(s, o);
 	return o;
 }

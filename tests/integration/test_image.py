@@ -5,9 +5,11 @@ view of whiteouts and opaque directories, and crafted layers that must
 change nothing outside the store, nor create a device or a set-id file."""
 import json
 import os
+import shutil
 import stat
 import subprocess
 import tarfile
+import tempfile
 
 import pytest
 
@@ -257,6 +259,101 @@ def test_sparse_bomb_bounded(hutch, store, tmp_path):
                 env={"HUTCH_IMAGE_MAX_LAYER_BYTES": str(1 << 30)})
     assert r.returncode != 0 and b"larger than" in r.stderr, r.stderr
     assert layers_of(store) == [] and os.listdir(store / "tmp") == []
+
+
+PLANT = r"""
+import json, os, sys
+store, layer = sys.argv[1], sys.argv[2]
+out = {}
+def attempt(what, fn):
+    try:
+        fn()
+        out[what] = "ok"
+    except OSError as e:
+        out[what] = e.strerror
+attempt("list store", lambda: os.listdir(store))
+attempt("list layers", lambda: os.listdir(store + "/layers"))
+attempt("stat var/tmp", lambda: os.stat(f"{store}/layers/{layer}/var/tmp"))
+attempt("plant in var/tmp", lambda: open(f"{store}/layers/{layer}/var/tmp/planted", "x").close())
+attempt("plant in tmp", lambda: os.mkfifo(f"{store}/layers/{layer}/tmp/fifo"))
+print(json.dumps(out))
+"""
+
+
+def test_store_private_to_its_owner(tmp_path):
+    """No other user can reach a layer of root's store: a layer's own 1777
+    directories (tmp, var/tmp) would otherwise let anyone plant files seen
+    in every sandbox of the image (an unprivileged user did, before). A
+    store made before (0755) is closed when hutch opens it."""
+    from conftest import Hutch
+    base = tempfile.mkdtemp(prefix="hutch-store-priv-", dir="/var/tmp")
+    try:
+        os.chmod(base, 0o755)  # reachable up to the store itself
+        store = os.path.join(base, "store")
+        h = Hutch(tmp_path / "rt", store=store)
+        layer = o.tar([o.d("etc"), o.f("etc/os-release", "ID=test\n"), o.d("tmp", mode=0o1777),
+                       o.d("var"), o.d("var/tmp", mode=0o1777)])
+        r = import_(h, o.layout(str(tmp_path / "lay"), [layer]), "priv")
+        assert r.returncode == 0, r.stderr
+        (lid,) = os.listdir(os.path.join(store, "layers"))
+        assert stat.S_IMODE(os.stat(os.path.join(store, "layers", lid, "var/tmp")).st_mode) == 0o1777
+
+        def as_nobody():
+            r = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                                "/usr/bin/python3", "-c", PLANT, store, lid],
+                               capture_output=True, text=True, timeout=30)
+            assert r.returncode == 0, r.stderr
+            return json.loads(r.stdout)
+        got = as_nobody()
+        assert set(got.values()) == {"Permission denied"}, got
+        for d in ("", "layers", "images", "blobs", "tmp"):
+            assert stat.S_IMODE(os.stat(os.path.join(store, d)).st_mode) & 0o077 == 0, d
+        # a store of an older hutch, open to all: closed at its next use
+        os.chmod(store, 0o755)
+        os.chmod(os.path.join(store, "layers"), 0o755)
+        assert as_nobody()["stat var/tmp"] == "ok"  # (what the old modes allowed)
+        assert h("image", "ls").returncode == 0
+        assert stat.S_IMODE(os.stat(store).st_mode) == 0o700
+        assert set(as_nobody().values()) == {"Permission denied"}
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def test_whole_image_bound(hutch, store, tmp_path):
+    """HUTCH_IMAGE_MAX_BYTES bounds an image's layers together (three layers
+    of 3 MiB, each under the bound, passed an 8 MiB one before); a layer
+    already in the store counts nothing (it takes no more room)."""
+    layers = [o.tar([o.f(f"f{i}", os.urandom(3 << 20))]) for i in range(3)]
+    lay = o.layout(str(tmp_path / "lay"), layers)
+    bound = {"HUTCH_IMAGE_MAX_BYTES": str(8 << 20)}
+    r = import_(hutch, lay, "big", env=bound)
+    assert r.returncode == 70, r.stderr
+    assert b"image is larger than 8388608 bytes (HUTCH_IMAGE_MAX_BYTES) at layer 3 of 3" \
+        in r.stderr, r.stderr
+    assert json.loads(hutch("image", "ls", "--json").stdout) == []
+    assert os.listdir(store / "tmp") == []
+    # one layer alone over it: the layer's own bound is the image's
+    one = o.layout(str(tmp_path / "one"), [o.tar([o.f("f", os.urandom(9 << 20))])])
+    r = import_(hutch, one, "one", env=bound)
+    assert r.returncode == 70 and b"layer is larger than 8388608 bytes" in r.stderr, r.stderr
+    # within the bound
+    r = import_(hutch, o.layout(str(tmp_path / "two"), layers[:2]), "two", env=bound)
+    assert r.returncode == 0, r.stderr
+    assert hutch("image", "prune").returncode == 0
+    assert len(layers_of(store)) == 2
+
+
+def test_empty_image_refused_naming_the_fix(hutch):
+    """--image '' (an unset shell variable) is not the default: refused,
+    naming 'host' and leaving the option out."""
+    for argv in (["create", "--image", ""], ["run", "--image", "", "--", "true"],
+                 ["pool", "key", "--image", ""]):
+        r = hutch(*argv)
+        err = r.stderr.decode()
+        assert r.returncode == 64, (argv, err)
+        assert "empty --image is not the default: give 'host'" in err, err
+        assert "leave the option out for the default" in err, err
+    assert hutch.ids() == []
 
 
 def test_bad_names_and_sources(hutch, store, tmp_path):

@@ -332,43 +332,76 @@ static int share_host_etc(struct rootfs_ctx *ctx, int etc, struct hutch_err *err
 }
 
 #define HOST_BUNDLE "etc/ssl/certs/ca-certificates.crt"
-#define BUNDLE_MAX  (16u << 20)
+
+int rootfs_replace_file(int dir, const char *name, const char *content, const char *where,
+                        struct hutch_err *err)
+{
+	_cleanup_close_ int fd = -EBADF;
+	int r;
+
+	if (unlinkat(dir, name, 0) < 0 && errno != ENOENT)
+		return hutch_err_set_errno(err, -errno, "replace '%s/%s'", where, name);
+	fd = openat(dir, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return hutch_err_set_errno(err, -errno, "write '%s/%s'", where, name);
+	r = hutch_write_all(fd, content, strlen(content));
+	if (r < 0)
+		return hutch_err_set_errno(err, r, "write '%s/%s'", where, name);
+	return 0;
+}
+
+int rootfs_ca_files(int etc, const char *bundle, size_t n, const char *ca_pem, char **ret_all,
+                    struct hutch_err *err)
+{
+	struct open_how how = { .flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
+		                .resolve = HUTCH_RESOLVE_HOST };
+	_cleanup_free_ char *all = NULL;
+	_cleanup_close_ int dir = sys_openat2(etc, "hutch", &how, sizeof(how));
+	int r;
+
+	if (dir < 0 && errno != ENOENT && unlinkat(etc, "hutch", 0) < 0 && errno != ENOENT)
+		return hutch_err_set_errno(err, -errno, "replace '/etc/hutch'");
+	if (dir < 0) {
+		r = rootfs_mkdir(etc, "hutch", 0755, "/etc/hutch", err);
+		if (r < 0)
+			return r;
+		dir = sys_openat2(etc, "hutch", &how, sizeof(how));
+		if (dir < 0)
+			return hutch_err_set_errno(err, -errno, "open '/etc/hutch'");
+	}
+	if (asprintf(&all, "%.*s%s%s", (int)n, n > 0 ? bundle : "",
+	             n > 0 && bundle[n - 1] != '\n' ? "\n" : "", ca_pem) < 0)
+		return hutch_err_set(err, -ENOMEM, "render the CA bundle");
+	if ((r = rootfs_replace_file(dir, "sandbox-ca.crt", ca_pem, "/etc/hutch", err)) < 0 ||
+	    (r = rootfs_replace_file(dir, "ca-certificates.crt", all, "/etc/hutch", err)) < 0)
+		return r;
+	if (ret_all)
+		*ret_all = TAKE_PTR(all);
+	return 0;
+}
 
 /*
- * Header bindings: the sandbox's CA joins the trust store. Written to
- * /etc/hutch/sandbox-ca.crt (NODE_EXTRA_CA_CERTS) and, after the host's
- * bundle, to /etc/hutch/ca-certificates.crt, which is mounted read-only
- * over /etc/ssl/certs/ca-certificates.crt (the default bundle of OpenSSL,
+ * Header bindings on the host-derived root: the sandbox's CA joins the
+ * trust store (rootfs_ca_files() after the host's bundle), and
+ * /etc/hutch/ca-certificates.crt is mounted read-only over
+ * /etc/ssl/certs/ca-certificates.crt (the default bundle of OpenSSL,
  * GnuTLS, curl, git and Python on Debian) when the host has one.
  */
 static int install_ca(struct rootfs_ctx *ctx, int etc, struct hutch_err *err)
 {
 	const unsigned int attrs = ROOTFS_ATTR_HOST_RO | MOUNT_ATTR_NOEXEC;
-	_cleanup_free_ char *bundle = NULL, *all = NULL;
-	_cleanup_close_ int dir = -EBADF;
+	_cleanup_free_ char *bundle = NULL;
 	ssize_t n;
 	int r;
 
-	r = rootfs_mkdir(etc, "hutch", 0755, "/etc/hutch", err);
-	if (r < 0)
-		return r;
-	dir = openat(etc, "hutch", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (dir < 0)
-		return hutch_err_set_errno(err, -errno, "open '/etc/hutch'");
-	r = write_etc(dir, "sandbox-ca.crt", ctx->cfg->ca_pem, err);
-	if (r < 0)
-		return r;
-	n = hutch_read_file_alloc_at(ctx->host_root, HOST_BUNDLE, BUNDLE_MAX, &bundle);
+	n = hutch_read_file_alloc_at(ctx->host_root, HOST_BUNDLE, ROOTFS_CA_BUNDLE_MAX, &bundle);
 	if (n < 0 && n != -ENOENT)
 		return hutch_err_set_errno(err, (int)n, "read host '/%s'", HOST_BUNDLE);
-	if (asprintf(&all, "%s%s%s", n > 0 ? bundle : "",
-	             n > 0 && bundle[n - 1] != '\n' ? "\n" : "", ctx->cfg->ca_pem) < 0)
-		return hutch_err_set(err, -ENOMEM, "render the CA bundle");
-	r = write_etc(dir, "ca-certificates.crt", all, err);
+	r = rootfs_ca_files(etc, bundle, n > 0 ? (size_t)n : 0, ctx->cfg->ca_pem, NULL, err);
 	if (r < 0 || n < 0)
 		return r;
-	return rootfs_bind(dir, "ca-certificates.crt", etc, "ssl/certs/ca-certificates.crt", attrs,
-	                   "/etc/ssl/certs/ca-certificates.crt", err);
+	return rootfs_bind(etc, "hutch/ca-certificates.crt", etc, "ssl/certs/ca-certificates.crt",
+	                   attrs, "/etc/ssl/certs/ca-certificates.crt", err);
 }
 
 int rootfs_setup_etc(struct rootfs_ctx *ctx, struct hutch_err *err)

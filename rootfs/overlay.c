@@ -321,22 +321,44 @@ static char *read_etc(int etc, const char *name)
 	return TAKE_PTR(buf);
 }
 
-/* Replace dir/name: what the image had there (a file, a symlink, a FIFO)
- * is unlinked, never opened. */
+/* Replace /etc/name: what the image had there is unlinked, never opened. */
 static int replace_etc(int etc, const char *name, const char *content, struct hutch_err *err)
 {
-	_cleanup_close_ int fd = -EBADF;
+	return rootfs_replace_file(etc, name, content, "/etc", err);
+}
+
+/*
+ * Header bindings on an image: the CA files as on the host root
+ * (rootfs_ca_files()), after the image's own bundle, read in the image's
+ * root (its symlinks resolved there, a FIFO or a device refused); the
+ * image's /etc/ssl/certs/ca-certificates.crt, when it is a plain file
+ * reached without a symlink, is then replaced by the whole bundle (in this
+ * sandbox's own layer) for the tools that read only that.
+ */
+static int image_ca(struct rootfs_ctx *ctx, int etc, struct hutch_err *err)
+{
+	struct open_how how = { .flags = O_RDONLY | O_NONBLOCK | O_CLOEXEC,
+		                .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS };
+	struct open_how dir_how = { .flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
+		                    .resolve = HUTCH_RESOLVE_HOST };
+	_cleanup_free_ char *bundle = NULL, *all = NULL;
+	_cleanup_close_ int fd = -EBADF, certs = -EBADF;
+	struct stat st;
+	ssize_t n = 0;
 	int r;
 
-	if (unlinkat(etc, name, 0) < 0 && errno != ENOENT)
-		return hutch_err_set_errno(err, -errno, "replace the image's '/etc/%s'", name);
-	fd = openat(etc, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-	if (fd < 0)
-		return hutch_err_set_errno(err, -errno, "write '/etc/%s'", name);
-	r = hutch_write_all(fd, content, strlen(content));
+	fd = sys_openat2(ctx->root, "etc/ssl/certs/ca-certificates.crt", &how, sizeof(how));
+	if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+	    st.st_size <= (off_t)ROOTFS_CA_BUNDLE_MAX && (bundle = malloc((size_t)st.st_size + 1)))
+		n = hutch_read_all(fd, bundle, (size_t)st.st_size);
+	r = rootfs_ca_files(etc, bundle, n > 0 ? (size_t)n : 0, ctx->cfg->ca_pem, &all, err);
 	if (r < 0)
-		return hutch_err_set_errno(err, r, "write '/etc/%s'", name);
-	return 0;
+		return r;
+	certs = sys_openat2(etc, "ssl/certs", &dir_how, sizeof(dir_how));
+	if (certs < 0 || fstatat(certs, "ca-certificates.crt", &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+	    !S_ISREG(st.st_mode))
+		return 0;
+	return rootfs_replace_file(certs, "ca-certificates.crt", all, "/etc/ssl/certs", err);
 }
 
 static int write_ids(struct rootfs_ctx *ctx, int etc, struct hutch_err *err)
@@ -386,9 +408,10 @@ int rootfs_image_etc(struct rootfs_ctx *ctx, struct hutch_err *err)
 		return r;
 	/* The image's own name service configuration is its libc's; ours
 	 * only when it has none. */
-	if (faccessat(etc, "nsswitch.conf", F_OK, AT_SYMLINK_NOFOLLOW) < 0)
-		return replace_etc(etc, "nsswitch.conf", rootfs_nsswitch_conf, err);
-	return 0;
+	if (faccessat(etc, "nsswitch.conf", F_OK, AT_SYMLINK_NOFOLLOW) < 0 &&
+	    (r = replace_etc(etc, "nsswitch.conf", rootfs_nsswitch_conf, err)) < 0)
+		return r;
+	return cfg->ca_pem ? image_ca(ctx, etc, err) : 0;
 }
 
 /* ---- the image must have a shell and python3 ---- */

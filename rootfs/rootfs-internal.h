@@ -109,6 +109,22 @@ char *rootfs_passwd_render(uid_t app_uid, gid_t app_gid, const char *shell);
 char *rootfs_hosts_render(const char *hostname, const char *extra);
 extern const char rootfs_nsswitch_conf[];
 int rootfs_setup_etc(struct rootfs_ctx *ctx, struct hutch_err *err);
+/* Replace dir/name (shown as where/name) with content: what was there (a
+ * file, a symlink, a FIFO of an image's) is unlinked, never opened. */
+int rootfs_replace_file(int dir, const char *name, const char *content, const char *where,
+                        struct hutch_err *err);
+/* The largest CA bundle read from a root. */
+#define ROOTFS_CA_BUNDLE_MAX (16u << 20)
+/*
+ * Header bindings' CA files under etc (an O_PATH fd of the root's /etc),
+ * whatever the root: /etc/hutch (a directory; anything else the root had
+ * there is removed, never followed) with sandbox-ca.crt (the CA:
+ * NODE_EXTRA_CA_CERTS) and ca-certificates.crt (the root's own bundle, n
+ * bytes, may be none, then the CA: SSL_CERT_FILE & co., runtime/cmdenv.c).
+ * *ret_all (may be NULL): that whole bundle.
+ */
+int rootfs_ca_files(int etc, const char *bundle, size_t n, const char *ca_pem, char **ret_all,
+                    struct hutch_err *err);
 
 /* appuser's shell in the root: /bin/bash when it has one, else /bin/sh. */
 const char *rootfs_pick_shell(int root);
@@ -128,7 +144,8 @@ char *rootfs_group_merge(const char *image, gid_t app_gid);
  * "/" as ctx->root. */
 int rootfs_image_root(struct rootfs_ctx *ctx, struct hutch_err *err);
 /* The image's /etc: passwd and group merged with appuser; hosts,
- * hostname, resolv.conf ours; nsswitch.conf when it has none. */
+ * hostname, resolv.conf ours; nsswitch.conf when it has none; header
+ * bindings' CA files (rootfs_ca_files()). */
 int rootfs_image_etc(struct rootfs_ctx *ctx, struct hutch_err *err);
 /* After pivot_root: /bin/sh and python3 on cfg->path, or -ENOEXEC naming
  * what is missing. */

@@ -78,6 +78,7 @@ static int claim_one(const char *rt, const char *id, const char *body, struct hu
 	int r;
 
 	memset(ret, 0, sizeof(*ret));
+	ret->handover_fd = -EBADF; /* the pool's already */
 	r = hutch_paths_init(rt, id, &ret->paths);
 	if (r < 0)
 		return hutch_err_set_errno(err, r, "sandbox paths");
@@ -215,6 +216,9 @@ static int add_one(struct keeper *k, struct hutch_err *err)
 				hutch_err_set_errno(err, -errno, "publish pooled sandbox %s", c.id);
 			else
 				close(fd);
+			/* Published (or not, and deleted): the pool has it. */
+			if (fd < 0 || hutch_created_ack(&c) < 0)
+				(void)unlink(token);
 		}
 		(void)hutch_write_all(pfd[1], err, sizeof(*err));
 		_exit(0);

@@ -154,6 +154,8 @@ static int create_sandbox(struct hutch_config *cfg, const char *progress, struct
 	struct hutch_err err = { 0 };
 	int r, progress_to = -1;
 
+	c->handover_fd = -EBADF; /* (a pool's sandbox was handed over to the pool) */
+
 	r = progress_fd(progress, &progress_to);
 	if (r)
 		return r;
@@ -312,6 +314,9 @@ static int cmd_run(struct hutch_cli_args *a)
 	r = create_sandbox(&a->cfg, a->progress, &c);
 	if (r)
 		return r;
+	if (hutch_created_ack(&c) < 0)
+		return hutch_cli_fail(HUTCH_EXIT_FAILURE, "sandbox %s: its supervisor went away",
+		                      c.id);
 	if (hutch_cli_interrupted())
 		r = 128 + hutch_cli_interrupted();
 	else
@@ -378,6 +383,16 @@ static int cmd_create(struct hutch_cli_args *a)
 	} else {
 		printf("%s\n", c.id);
 	}
+	/* Handed over only once the id is out (supervisor/sandbox.h): if it
+	 * could not be written, the sandbox goes with this process. */
+	if (fflush(stdout) != 0 || ferror(stdout))
+		return hutch_cli_fail(HUTCH_EXIT_FAILURE,
+		                      "write the id of sandbox %s: %s; deleting it", c.id,
+		                      strerror(errno));
+	if (hutch_created_ack(&c) < 0)
+		return hutch_cli_fail(HUTCH_EXIT_FAILURE,
+		                      "sandbox %s: its supervisor went away before the hand-over",
+		                      c.id);
 	return 0;
 }
 

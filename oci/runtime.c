@@ -183,6 +183,10 @@ int hutch_oci_create(const struct hutch_oci_create_args *a, pid_t *ret_pid)
 		                                   -1, &err);
 	if (ct.lock_fd >= 0)
 		close(ct.lock_fd);
+	if (r >= 0)
+		r = hutch_created_ack(&created) < 0
+		            ? hutch_err_set(&err, -EPIPE, "the container's supervisor went away")
+		            : 0;
 	if (r < 0) {
 		if (r != -EEXIST)
 			(void)hutch_rm_rf_at(AT_FDCWD, p.dir);

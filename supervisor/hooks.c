@@ -60,8 +60,8 @@ static const char *step_name(int phase)
 	}
 }
 
-/* Write the result to the CLI's pipe (error first, then failure details). */
-/* Tell the creating CLI; -EPIPE when it is gone (nobody got the id). */
+/* Write the result to the creator's socket (error first, then failure
+ * details) and close it; -EPIPE when it is gone (nobody got the id). */
 static int report(struct sup *s, const struct hutch_err *err, const struct hutch_setup_failure *f)
 {
 	int r;
@@ -72,6 +72,7 @@ static int report(struct sup *s, const struct hutch_err *err, const struct hutch
 	if (r >= 0 && f)
 		r = hutch_write_all(s->hooks.result_fd, f, sizeof(*f));
 	hutch_loop_close(&s->loop, &s->hooks.w_result, &s->hooks.result_fd);
+	s->hooks.awaiting_ack = false;
 	return r < 0 ? r : 0;
 }
 
@@ -88,13 +89,35 @@ static void creator_gone(struct sup *s)
 	hutch_event(s, "the creating process went away before it received the id: deleting");
 }
 
-/* The CLI's end of the pipe closed while setup steps run: EPOLLERR. */
+/*
+ * The creator's socket: its end closed while setup steps run (EPOLLHUP),
+ * or, once told "ready", its acknowledgement (one byte, after it printed or
+ * kept the id: supervisor/sandbox.h, hutch_created_ack()) or its end
+ * closed without one. Only an acknowledged sandbox is handed over; one
+ * whose creator went away at any point before is deleted (issue 26: a
+ * create interrupted as the setup script ended left a sandbox whose id was
+ * never printed).
+ */
 static void on_creator_event(struct hutch_watch *w, uint32_t events)
 {
 	struct sup *s = w->ptr;
+	bool acked = false;
+	char b;
 
+	if (s->hooks.awaiting_ack && (events & EPOLLIN)) {
+		ssize_t n = read(s->hooks.result_fd, &b, 1);
+		if (n < 0 && (errno == EAGAIN || errno == EINTR))
+			return;
+		acked = n == 1 && b == 'A'; /* (no stray write: stdout on this fd) */
+	}
 	hutch_loop_close(&s->loop, &s->hooks.w_result, &s->hooks.result_fd);
-	if (s->hooks.phase != PHASE_READY && s->hooks.phase != PHASE_FAILED)
+	if (acked) {
+		s->hooks.awaiting_ack = false;
+		hutch_event(s, "handed over: its creator acknowledged the id");
+		return;
+	}
+	if (s->hooks.phase != PHASE_FAILED &&
+	    (s->hooks.phase != PHASE_READY || s->hooks.awaiting_ack))
 		creator_gone(s);
 }
 
@@ -126,10 +149,15 @@ static void ready(struct sup *s)
 		s->hooks.phase = PHASE_FAILED;
 		return;
 	}
-	if (report(s, &err, NULL) < 0)
+	/* "ready", and the socket kept until the creator acknowledges. */
+	if (s->hooks.result_fd < 0 || hutch_write_all(s->hooks.result_fd, &err, sizeof(err)) < 0 ||
+	    hutch_loop_mod(&s->loop, &s->hooks.w_result, EPOLLIN | EPOLLRDHUP) < 0) {
+		hutch_loop_close(&s->loop, &s->hooks.w_result, &s->hooks.result_fd);
 		creator_gone(s);
-	else
-		hutch_event(s, "ready%s", s->cfg->pool_key[0] ? ": waiting in a warm pool" : "");
+		return;
+	}
+	s->hooks.awaiting_ack = true;
+	hutch_event(s, "ready%s", s->cfg->pool_key[0] ? ": waiting in a warm pool" : "");
 }
 
 static void step_done(void *ud, struct cmd *c);
@@ -389,6 +417,11 @@ void hutch_hooks_sandbox_ended(struct sup *s)
 
 	if (s->hooks.result_fd < 0)
 		return;
+	if (s->hooks.awaiting_ack) { /* told ready already: nothing more to say */
+		hutch_loop_close(&s->loop, &s->hooks.w_result, &s->hooks.result_fd);
+		s->hooks.awaiting_ack = false;
+		return;
+	}
 	if (s->hooks.failure || s->hooks.failure_noted) {
 		report(s, &s->hooks.fail_err, s->hooks.failure);
 		return;

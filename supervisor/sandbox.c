@@ -356,6 +356,49 @@ static int read_answer(int fd, int log_fd, int progress_fd, struct hutch_setup_f
 	return err->code;
 }
 
+/* The signal mask before the answer came (hutch_created_ack() restores it). */
+static sigset_t handover_old;
+
+static void handover_block(void)
+{
+	sigset_t set;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGHUP);
+	sigaddset(&set, SIGQUIT);
+	(void)sigprocmask(SIG_BLOCK, &set, &handover_old);
+}
+
+/* "ready" came: what the creator gets, the hand-over socket with it. From
+ * the answer to the acknowledgement, a SIGINT or SIGTERM waits: the id is
+ * given out whole or the sandbox deleted (a SIGKILL in between deletes
+ * it, its id perhaps printed). */
+static void handed(const struct sup *s, int fd, struct hutch_created *ret)
+{
+	handover_block();
+	memset(ret, 0, sizeof(*ret));
+	ret->handover_fd = fd;
+	memcpy(ret->id, s->id, sizeof(ret->id));
+	ret->paths = s->paths;
+	ret->created_at = s->created_at;
+	ret->expires_at = s->expires_at;
+}
+
+int hutch_created_ack(struct hutch_created *c)
+{
+	ssize_t n;
+
+	if (c->handover_fd < 0)
+		return 0;
+	n = send(c->handover_fd, "A", 1, MSG_NOSIGNAL);
+	close(c->handover_fd);
+	c->handover_fd = -EBADF;
+	(void)sigprocmask(SIG_SETMASK, &handover_old, NULL);
+	return n == 1 ? 0 : -EPIPE;
+}
+
 int hutch_sandbox_create(struct hutch_config *cfg, const char *runtime_dir,
                          struct hutch_created *ret, struct hutch_setup_failure *ret_setup,
                          int progress_fd, struct hutch_err *err)
@@ -371,7 +414,7 @@ int hutch_sandbox_create_container(struct hutch_config *cfg, struct hutch_contai
 {
 	static struct sup s; /* the supervisor keeps it for its whole life */
 	_cleanup_close_ int log_fd = -EBADF;
-	int pipefd[2];
+	int pipefd[2]; /* a socketpair: "ready" one way, the acknowledgement back */
 	pid_t pid;
 	int r, status;
 
@@ -410,8 +453,8 @@ int hutch_sandbox_create_container(struct hutch_config *cfg, struct hutch_contai
 	}
 	s.created_at = hutch_now_realtime();
 	s.expires_at = s.created_at + (int64_t)cfg->ttl_seconds;
-	if (pipe2(pipefd, O_CLOEXEC) < 0)
-		return hutch_err_set_errno(err, -errno, "pipe");
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pipefd) < 0)
+		return hutch_err_set_errno(err, -errno, "socketpair");
 	pid = hutch_fork_detached();
 	if (pid < 0) {
 		close(pipefd[0]);
@@ -438,13 +481,10 @@ int hutch_sandbox_create_container(struct hutch_config *cfg, struct hutch_contai
 	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
 		; /* hutch run catches Ctrl-C during create */
 	r = read_answer(pipefd[0], log_fd, progress_fd, ret_setup, err);
-	close(pipefd[0]);
-	if (r < 0)
+	if (r < 0) {
+		close(pipefd[0]);
 		return r;
-	memset(ret, 0, sizeof(*ret));
-	memcpy(ret->id, s.id, sizeof(ret->id));
-	ret->paths = s.paths;
-	ret->created_at = s.created_at;
-	ret->expires_at = s.expires_at;
+	}
+	handed(&s, pipefd[0], ret);
 	return 0;
 }

@@ -18,7 +18,17 @@ struct hutch_created {
 	char id[HUTCH_ID_LEN + 1];
 	struct hutch_paths paths;
 	int64_t created_at, expires_at;
+	/* The hand-over: the supervisor keeps the sandbox only once its
+	 * creator acknowledged the id (hutch_created_ack()); if this fd closes
+	 * first (the creator was interrupted, killed), it deletes it. */
+	int handover_fd;
 };
+
+/* The creator has the id (printed, or kept): the sandbox is handed over.
+ * A CLI calls it after it wrote the id out, with SIGINT and SIGTERM
+ * blocked since the answer came (hutch_sandbox_create() blocks them; this
+ * restores the mask). -EPIPE: the supervisor is gone. */
+int hutch_created_ack(struct hutch_created *c);
 
 /* Needs root. On success the sandbox is ready for commands (its setup
  * script and on_create hook have run). When a setup step failed, returns

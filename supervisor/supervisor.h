@@ -141,8 +141,9 @@ struct sup {
 		double last_wake_ms; /* request arrival to thawed, last wake-up */
 	} idle;
 	struct sup_hooks {                   /* hooks.c */
-		int result_fd;               /* the creating CLI's pipe until ready/failed */
+		int result_fd;               /* the creator's socket until it acknowledged */
 		struct hutch_watch w_result; /* its closing: the creator is gone */
+		bool awaiting_ack;           /* ready told; not handed over until acknowledged */
 		int phase;                   /* enum in hooks.c */
 		int deadline_fd;             /* on_destroy time bound */
 		struct hutch_watch w_deadline;

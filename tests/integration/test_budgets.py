@@ -41,7 +41,10 @@ BUDGETS = {
     "cli.relocations": 2640,
     "version.syscalls": 52,
     "version.faults": 95,
-    "create.syscalls": 975,
+    # 975 -> 1070 (issue 27): the /proc views (lxcfs's lock and hold, the
+    # clone of its mount, init's seven binds), measured 1066 after a warm-up
+    # create that started lxcfs.
+    "create.syscalls": 1070,
     "create.faults": 465,
     "exec.syscalls": 220,
     "exec.faults": 235,
@@ -53,7 +56,10 @@ BUDGETS = {
 }
 # The cgroup layout BUDGETS' limited create was measured on, and its budget.
 HOST_LAYOUT = "hybrid"
-LIMITED_CREATE_SYSCALLS = 1080
+# 1080 -> 1330 (issue 27): the views as above, four read-only v1 cgroup
+# mounts at /sys/fs/cgroup and the cpuacct, cpuset and blkio directories
+# lxcfs reads the sandbox's figures from; measured 1322 (twice).
+LIMITED_CREATE_SYSCALLS = 1330
 
 # Processes blocked in their event loop or in a wait.
 AT_REST = {"do_epoll_wait", "ep_poll", "do_sys_poll", "poll_schedule_timeout.constprop.0",
@@ -226,8 +232,18 @@ def test_version(hutch, tmp_path):
     within("version.faults", faults)
 
 
+def warm_views(hutch):
+    """The runtime dir's first create starts its lxcfs (the /proc views,
+    runtime/lxcfs.c; ~1,100 syscalls of lxcfs's own start, once per dir):
+    the budgets are those of every later create."""
+    r = hutch("create", "--no-limits")
+    assert r.returncode == 0, r.stderr
+    hutch("rm", r.stdout.decode().split()[0])
+
+
 def test_create_exec_rm_and_rest(hutch, tmp_path):
     # syscalls: one sandbox traced through create, exec and rm
+    warm_views(hutch)
     out, n, per_pid = strace_cli(hutch, str(tmp_path / "create.trace"), "create", "--no-limits")
     sid = out.split()[0]
     within("create.syscalls", n, " (per process: %s)" % sorted(per_pid.values()))
@@ -277,6 +293,7 @@ def cgroup_layout():
 def test_limited_create(hutch, tmp_path):
     if cgroup_layout() != HOST_LAYOUT:
         pytest.skip("the limited create's budget was measured on a %s host" % HOST_LAYOUT)
+    warm_views(hutch)
     out, n, per_pid = strace_cli(hutch, str(tmp_path / "create.trace"), "create")
     hutch("rm", out.split()[0])
     report("create.limited.syscalls", n)

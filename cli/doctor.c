@@ -51,10 +51,38 @@ static int try_unshare(int flags)
 	if (pid < 0)
 		return -errno;
 	if (pid == 0)
-		_exit(unshare(flags) < 0 ? 1 : 0);
+		_exit(unshare(flags) < 0 ? (errno & 0xff) ?: 1 : 0);
 	if (waitpid(pid, &status, 0) < 0)
 		return -errno;
-	return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -EPERM;
+	if (!WIFEXITED(status))
+		return -EPERM;
+	return WEXITSTATUS(status) == 0 ? 0 : -WEXITSTATUS(status); /* unshare's errno */
+}
+
+/* Is this process chrooted (its root not its mount namespace's)? The
+ * kernel refuses it a new user namespace. "/" against pid 1's root, as
+ * systemd's running_in_chroot(); where pid 1's root cannot be read, no
+ * mount at "/" in mountinfo (which shows only the mounts under our root). */
+static bool in_chroot(void)
+{
+	_cleanup_fclose_ FILE *f = NULL;
+	struct stat a, b;
+	char line[4096], *mp;
+
+	if (stat("/", &a) < 0)
+		return false;
+	if (stat("/proc/1/root/", &b) == 0)
+		return a.st_dev != b.st_dev || a.st_ino != b.st_ino;
+	f = fopen("/proc/self/mountinfo", "re");
+	while (f && fgets(line, sizeof(line), f)) {
+		/* "ID PARENT MAJ:MIN ROOT MOUNTPOINT ...": the fifth field */
+		mp = line;
+		for (int i = 0; i < 4 && mp; i++)
+			mp = strchr(mp + 1, ' ');
+		if (mp && !strncmp(mp, " / ", 3))
+			return false;
+	}
+	return f != NULL;
 }
 
 static bool file_has(const char *path, const char *needle)
@@ -123,6 +151,7 @@ static void check_userns(struct check *c)
 	char buf[32] = "", aa[8] = "", exe[PATH_MAX] = "", profile[PATH_MAX + 64];
 	char elsewhere[200] = "";
 	ssize_t n;
+	int r;
 
 	(void)hutch_read_file_at(AT_FDCWD, "/proc/sys/user/max_user_namespaces", buf, sizeof(buf));
 	(void)hutch_read_file_at(AT_FDCWD, sysctl && *sysctl ? sysctl : APPARMOR_USERNS_SYSCTL, aa,
@@ -148,11 +177,28 @@ static void check_userns(struct check *c)
 		         profile, elsewhere);
 		return;
 	}
-	c->ok = try_unshare(CLONE_NEWUSER) == 0 && atoi(buf) > 0;
-	snprintf(c->detail, sizeof(c->detail), "%s",
-	         c->ok ? "user namespaces work"
-	               : "user namespaces are off: sysctl -w user.max_user_namespaces=15000 (and "
-	                 "kernel.unprivileged_userns_clone=1 on older Debian kernels)");
+	r = try_unshare(CLONE_NEWUSER);
+	c->ok = r == 0;
+	if (c->ok)
+		snprintf(c->detail, sizeof(c->detail), "user namespaces work");
+	else if (atoi(buf) <= 0)
+		snprintf(c->detail, sizeof(c->detail),
+		         "user namespaces are off: sysctl -w user.max_user_namespaces=15000 (and "
+		         "kernel.unprivileged_userns_clone=1 on older Debian kernels)");
+	else if (r == -EPERM && in_chroot())
+		snprintf(c->detail, sizeof(c->detail),
+		         "user namespaces are on (user.max_user_namespaces=%d) but refused to a "
+		         "chrooted process: run hutch outside the chroot, or in a container whose "
+		         "root is its mount namespace's (pivot_root: docker, podman, "
+		         "systemd-nspawn)",
+		         atoi(buf));
+	else
+		snprintf(
+		        c->detail, sizeof(c->detail),
+		        "user namespaces are on (user.max_user_namespaces=%d) but unshare("
+		        "CLONE_NEWUSER) fails: %s (a container runtime's seccomp profile or an LSM "
+		        "may forbid it)",
+		        atoi(buf), strerror(-r));
 }
 
 static void check_namespaces(struct check *c)

@@ -330,3 +330,30 @@ def test_one_json_schema_for_a_sandbox(hutch):
     dead = json.loads(hutch("ls", "--json").stdout)[0]
     assert (dead["status"], dead["live"]) == ("dead", False), dead
     assert hutch("gc").returncode == 0
+
+
+def doctor_check(r, name):
+    assert r.returncode in (0, 69), r.stderr
+    return next(c for c in json.loads(r.stdout) if c["check"] == name)
+
+
+def test_doctor_user_namespaces_in_a_chroot(hutch, tmp_path):
+    # Outside: user namespaces work (pass). In a chroot the kernel refuses
+    # them although the sysctl allows them: doctor says the chroot is why
+    # (fail), not "user namespaces are off".
+    assert doctor_check(hutch("doctor", "--json"), "user namespaces")["ok"]
+    root = tmp_path / "root"
+    for d in ("usr", "proc", "hutch"):
+        (root / d).mkdir(parents=True)
+    for link in ("bin", "lib", "lib64", "sbin"):
+        if os.path.islink("/" + link):
+            os.symlink(os.readlink("/" + link), root / link)
+    hutch_dir = os.path.dirname(os.path.realpath(HUTCH))
+    script = (f"mount --rbind /usr {root}/usr && mount -t proc proc {root}/proc && "
+              f"mount --bind {hutch_dir} {root}/hutch && "
+              f"exec chroot {root} /hutch/{os.path.basename(HUTCH)} doctor --json")
+    r = subprocess.run(["unshare", "-m", "--propagation", "private", "sh", "-c", script],
+                       capture_output=True, text=True, timeout=60,
+                       env={**os.environ, "HUTCH_RUNTIME_DIR": hutch.rtdir})
+    c = doctor_check(r, "user namespaces")
+    assert not c["ok"] and "chroot" in c["detail"] and "are off" not in c["detail"], c

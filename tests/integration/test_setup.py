@@ -42,6 +42,7 @@ def test_flags_add_their_sets():
     assert {"debhelper", "lintian", "pybuild-plugin-pyproject"} <= listed("--package")
     assert {"runc", "crun", "socat"} <= listed("--bench")   # .ci/run's flags keep working
     assert {"qemu-system-x86", "mmdebstrap"} <= listed("--v2vm")
+    assert {"golang-go", "containernetworking-plugins", "runc"} <= listed("--cri")
     assert t | listed("--package") | listed("--bench") == listed("--all")
 
 

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Error context helpers; see error.h. No allocation, safe after clone(). */
+/* Error context helpers and the table of error classes; see error.h and
+ * docs/errors.md. No allocation, safe after clone(). */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -14,6 +15,7 @@ int hutch_err_set(struct hutch_err *err, int code, const char *fmt, ...)
 	vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
 	va_end(ap);
 	err->code = code;
+	err->cls = HUTCH_ERRC_NONE;
 	return code;
 }
 
@@ -29,6 +31,7 @@ int hutch_err_set_errno(struct hutch_err *err, int code, const char *fmt, ...)
 	if (len < sizeof(err->msg))
 		snprintf(err->msg + len, sizeof(err->msg) - len, ": %s", strerror(-code));
 	err->code = code;
+	err->cls = HUTCH_ERRC_NONE;
 	return code;
 }
 
@@ -54,4 +57,100 @@ void hutch_err_clear(struct hutch_err *err)
 {
 	err->code = 0;
 	err->msg[0] = '\0';
+	err->cls = HUTCH_ERRC_NONE;
+}
+
+int hutch_err_set_class(struct hutch_err *err, enum hutch_errc cls, int code, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
+	va_end(ap);
+	err->code = code;
+	err->cls = (int)cls;
+	return code;
+}
+
+enum hutch_errc hutch_errc_of_errno(int code)
+{
+	/* Only what an errno says whoever set it. EINVAL and ENOENT do not:
+	 * a bad option and a kernel refusing a mount flag, no such image
+	 * and a helper tool missing; their sites say the class. */
+	switch (-code) {
+	case EPERM:
+	case ENOSYS:
+	case EOPNOTSUPP:
+		return HUTCH_ERRC_NOT_CAPABLE;
+	case EEXIST:
+	case EBUSY:
+	case ENOTEMPTY:
+	case EADDRINUSE:
+	case EADDRNOTAVAIL:
+		return HUTCH_ERRC_CONFLICT;
+	case E2BIG:
+	case EFBIG:
+	case ENOSPC:
+	case EMFILE:
+	case ENFILE:
+	case EMSGSIZE:
+	case EDQUOT:
+		return HUTCH_ERRC_LIMIT;
+	case EIO:
+	case EPIPE:
+	case ECONNRESET:
+	case ECONNREFUSED:
+	case ETIMEDOUT:
+	case EPROTO:
+		return HUTCH_ERRC_IO;
+	default:
+		return HUTCH_ERRC_INTERNAL;
+	}
+}
+
+enum hutch_errc hutch_err_class(const struct hutch_err *err)
+{
+	if (err->cls > HUTCH_ERRC_NONE && err->cls < HUTCH_ERRC_N)
+		return (enum hutch_errc)err->cls;
+	return hutch_errc_of_errno(err->code);
+}
+
+/* The contract, one row per class (docs/errors.md shows this table). The
+ * exit codes are the CLI's documented ones (cli/cli.h names them); a class
+ * without a code of its own exits 70, as every failure did before it. */
+static const struct {
+	const char *name;
+	int exit_code;
+	int http;
+} errc_table[HUTCH_ERRC_N] = {
+	[HUTCH_ERRC_NONE] = { "internal", 70, 500 },
+	[HUTCH_ERRC_USAGE] = { "usage", 64, 400 },
+	[HUTCH_ERRC_NOT_FOUND] = { "not_found", 65, 404 },
+	[HUTCH_ERRC_GONE] = { "gone", 66, 410 },
+	[HUTCH_ERRC_NOT_CAPABLE] = { "not_capable", 69, 501 },
+	[HUTCH_ERRC_CONFLICT] = { "conflict", 70, 409 },
+	[HUTCH_ERRC_LIMIT] = { "limit", 70, 413 },
+	[HUTCH_ERRC_IO] = { "io", 70, 502 },
+	[HUTCH_ERRC_INTERNAL] = { "internal", 70, 500 },
+	[HUTCH_ERRC_SETUP] = { "setup", 71, 500 },
+};
+
+static unsigned int errc_row(enum hutch_errc cls)
+{
+	return (unsigned int)cls < HUTCH_ERRC_N ? (unsigned int)cls : HUTCH_ERRC_INTERNAL;
+}
+
+const char *hutch_errc_name(enum hutch_errc cls)
+{
+	return errc_table[errc_row(cls)].name;
+}
+
+int hutch_errc_exit(enum hutch_errc cls)
+{
+	return errc_table[errc_row(cls)].exit_code;
+}
+
+int hutch_errc_http(enum hutch_errc cls)
+{
+	return errc_table[errc_row(cls)].http;
 }

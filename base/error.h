@@ -13,9 +13,30 @@
 
 #define HUTCH_ERR_MSG_MAX 256
 
+/*
+ * What kind of failure it is, said where it happens (docs/errors.md). The
+ * CLI's exit code and the native API's HTTP status come from the one table
+ * in error.c keyed by it; nobody reads the message to decide. An error set
+ * without a class gets one from its errno (hutch_err_class()).
+ */
+enum hutch_errc {
+	HUTCH_ERRC_NONE = 0,    /* not said: derived from the errno */
+	HUTCH_ERRC_USAGE,       /* the caller asked wrong: an option, a value, a body */
+	HUTCH_ERRC_NOT_FOUND,   /* no such sandbox, image, process, file */
+	HUTCH_ERRC_GONE,        /* it was there and ended: expired, deleted, crashed */
+	HUTCH_ERRC_NOT_CAPABLE, /* this host or user cannot: privileges, a kernel feature, a tool */
+	HUTCH_ERRC_CONFLICT,    /* its state forbids it now: exists, busy, not running */
+	HUTCH_ERRC_LIMIT,       /* a bound was reached: a size, a count */
+	HUTCH_ERRC_IO,          /* the system failed under us: disk, network, a peer */
+	HUTCH_ERRC_INTERNAL,    /* anything else: a bug, out of memory */
+	HUTCH_ERRC_SETUP,       /* the setup script or on_create failed or timed out */
+	HUTCH_ERRC_N
+};
+
 struct hutch_err {
 	int code;                    /* negative errno, same as the return value */
 	char msg[HUTCH_ERR_MSG_MAX]; /* one line, lower case, no trailing period */
+	int cls;                     /* enum hutch_errc; HUTCH_ERRC_NONE: from code */
 };
 
 /* Fill err with code (a negative errno) and a formatted message; returns code. */
@@ -28,5 +49,18 @@ int hutch_err_set_errno(struct hutch_err *err, int code, const char *fmt, ...)
 int hutch_err_prefix(struct hutch_err *err, const char *fmt, ...)
         __attribute__((format(printf, 2, 3)));
 void hutch_err_clear(struct hutch_err *err);
+/* Like hutch_err_set(), and say the class. */
+int hutch_err_set_class(struct hutch_err *err, enum hutch_errc cls, int code, const char *fmt, ...)
+        __attribute__((format(printf, 4, 5)));
+/* The class err says, else the one its code implies. */
+enum hutch_errc hutch_err_class(const struct hutch_err *err);
+/* The class a bare negative errno implies (the default of the above). */
+enum hutch_errc hutch_errc_of_errno(int code);
+
+/* The one table (error.c): per class, its name in docs/errors.md, the
+ * CLI's exit code and the native API's HTTP status. */
+const char *hutch_errc_name(enum hutch_errc cls);
+int hutch_errc_exit(enum hutch_errc cls);
+int hutch_errc_http(enum hutch_errc cls);
 
 #endif

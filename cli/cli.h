@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Exit codes of the hutch CLI (documented in README and hutch(1)). */
+/* Exit codes of the hutch CLI (documented in README and hutch(1)). An
+ * error's class gives its code through base/error.c's one table
+ * (hutch_errc_exit(), docs/errors.md); these name the same numbers. */
 #ifndef HUTCH_CLI_H
 #define HUTCH_CLI_H
 

@@ -110,8 +110,7 @@ static int open_store(const struct hutch_cli_args *a, struct hutch_image_store *
 
 static int fail(const struct hutch_err *err)
 {
-	return hutch_cli_fail(err->code == -ENOENT ? HUTCH_EXIT_NOT_FOUND : HUTCH_EXIT_FAILURE,
-	                      "%s", err->msg);
+	return hutch_cli_fail(hutch_errc_exit(hutch_err_class(err)), "%s", err->msg);
 }
 
 /* NAME defaults to SRC's last component. */
@@ -151,8 +150,8 @@ static int cmd_import(struct hutch_cli_args *a)
 	r = hutch_image_import(s, a->pos[0], a->tag, name, &st, &err);
 	hutch_cli_progress_done(&prog);
 	if (r < 0)
-		return hutch_cli_fail(err.code == -EINVAL ? HUTCH_EXIT_USAGE : HUTCH_EXIT_FAILURE,
-		                      "import '%s': %s", a->pos[0], err.msg);
+		return hutch_cli_fail(hutch_errc_exit(hutch_err_class(&err)), "import '%s': %s",
+		                      a->pos[0], err.msg);
 	if (!a->quiet)
 		printf("%s: %zu layers (%zu cached), %.1f MB unpacked\n", name, st.layers,
 		       st.cached, (double)st.bytes / 1e6);
@@ -184,10 +183,11 @@ static int cmd_pull(struct hutch_cli_args *a)
 	hutch_cli_progress_attach(&prog, &st);
 	r = hutch_image_pull(s, a->pos[0], name, &st, &err);
 	hutch_cli_progress_done(&prog);
-	if (r == -ENOENT && !strncmp(err.msg, "pull needs", 10))
+	if (r < 0 && hutch_err_class(&err) == HUTCH_ERRC_NOT_CAPABLE)
 		return hutch_cli_fail(HUTCH_EXIT_NOT_CAPABLE, "%s", err.msg);
 	if (r < 0)
-		return hutch_cli_fail(HUTCH_EXIT_FAILURE, "pull '%s': %s", a->pos[0], err.msg);
+		return hutch_cli_fail(hutch_errc_exit(hutch_err_class(&err)), "pull '%s': %s",
+		                      a->pos[0], err.msg);
 	if (!a->quiet)
 		printf("%s: %zu layers (%zu cached), %.1f MB unpacked\n", name, st.layers,
 		       st.cached, (double)st.bytes / 1e6);
@@ -211,10 +211,11 @@ static int cmd_build_default(struct hutch_cli_args *a)
 	hutch_cli_progress_attach(&prog, &st);
 	r = hutch_image_build_default(s, name, &st, &err);
 	hutch_cli_progress_done(&prog);
-	if (r == -ENOENT && strstr(err.msg, "needs mmdebstrap"))
+	if (r < 0 && hutch_err_class(&err) == HUTCH_ERRC_NOT_CAPABLE)
 		return hutch_cli_fail(HUTCH_EXIT_NOT_CAPABLE, "%s", err.msg);
 	if (r < 0)
-		return hutch_cli_fail(HUTCH_EXIT_FAILURE, "build-default: %s", err.msg);
+		return hutch_cli_fail(hutch_errc_exit(hutch_err_class(&err)), "build-default: %s",
+		                      err.msg);
 	if (!a->quiet)
 		printf("%s: %zu layers, %.1f MB unpacked\n", name, st.layers,
 		       (double)st.bytes / 1e6);
@@ -390,18 +391,11 @@ static int fetch_missing(struct hutch_image_store *s, const char *image, const c
 		r = hutch_image_pull(s, name, name, &st, &err);
 	}
 	hutch_cli_progress_done(&prog);
-	/* -ENOENT: for a file, not an image (usage); for a pull or a build,
-	 * the tool is missing only when the message says so (as cmd_pull and
-	 * cmd_build_default tell it). */
+	/* The class says it (docs/errors.md): a bad image or reference is
+	 * usage, a missing pull or build tool not capable. */
 	if (r < 0)
-		return hutch_cli_fail(
-		        r == -EINVAL || (r == -ENOENT && hutch_image_source_path(image))
-		                ? HUTCH_EXIT_USAGE
-		        : r == -ENOENT && (!strncmp(err.msg, "pull needs", 10) ||
-		                           strstr(err.msg, "needs mmdebstrap"))
-		                ? HUTCH_EXIT_NOT_CAPABLE
-		                : HUTCH_EXIT_FAILURE,
-		        "--image %s: %s", image, err.msg);
+		return hutch_cli_fail(hutch_errc_exit(hutch_err_class(&err)), "--image %s: %s",
+		                      image, err.msg);
 	return 0;
 }
 

@@ -152,6 +152,7 @@ static int create_sandbox(struct hutch_config *cfg, const char *progress, struct
 {
 	struct hutch_setup_failure setup = { 0 };
 	struct hutch_err err = { 0 };
+	enum hutch_errc cls;
 	int r, progress_to = -1;
 
 	c->handover_fd = -EBADF; /* (a pool's sandbox was handed over to the pool) */
@@ -193,14 +194,16 @@ static int create_sandbox(struct hutch_config *cfg, const char *progress, struct
 		}
 		return HUTCH_EXIT_SETUP;
 	}
-	if (r == -EADDRINUSE || r == -EADDRNOTAVAIL) /* -p: not the host's fault */
-		return hutch_cli_fail(HUTCH_EXIT_FAILURE, "cannot create sandbox: %s", err.msg);
-	if (r == -ENOEXEC) /* an image without a shell or python3 */
-		return hutch_cli_fail(HUTCH_EXIT_USAGE, "cannot create sandbox: %s", err.msg);
+	/* The class says the exit code (docs/errors.md): an image without a
+	 * shell or python3 is usage, a -p address in use or not on this host
+	 * a conflict (not the host's fault), what this host lacks not capable;
+	 * for the last and any other failure, doctor may say more. */
+	cls = r < 0 ? hutch_err_class(&err) : HUTCH_ERRC_NONE;
+	if (cls == HUTCH_ERRC_USAGE || cls == HUTCH_ERRC_CONFLICT)
+		return hutch_cli_fail(hutch_errc_exit(cls), "cannot create sandbox: %s", err.msg);
 	if (r < 0)
 		return hutch_cli_fail(
-		        r == -EPERM || r == -ENOSYS || r == -EOPNOTSUPP ? HUTCH_EXIT_NOT_CAPABLE
-		                                                        : HUTCH_EXIT_FAILURE,
+		        hutch_errc_exit(cls),
 		        "cannot create sandbox: %s (run 'hutch doctor' to check this host)",
 		        err.msg);
 	return 0;

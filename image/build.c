@@ -59,9 +59,9 @@ static int run_tool(const char *const *argv, struct hutch_err *err)
 		if (errno != EINTR)
 			return hutch_err_set_errno(err, -errno, "wait for %s", argv[0]);
 	if (WIFEXITED(status) && WEXITSTATUS(status) == 127)
-		return hutch_err_set(err, -ENOENT,
-		                     "build-default needs %s (Debian: apt-get install %s)", argv[0],
-		                     argv[0]);
+		return hutch_err_set_class(err, HUTCH_ERRC_NOT_CAPABLE, -ENOENT,
+		                           "build-default needs %s (Debian: apt-get install %s)",
+		                           argv[0], argv[0]);
 	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
 		return hutch_err_set(err, -EIO, "%s failed (its messages are above)", argv[0]);
 	return 0;
@@ -223,7 +223,8 @@ int hutch_image_build_default(struct hutch_image_store *s, const char *name,
 	int r;
 
 	if (!hutch_image_name_is_valid(name))
-		return hutch_err_set(err, -EINVAL, "invalid image name '%s'", name);
+		return hutch_err_set_class(err, HUTCH_ERRC_USAGE, -EINVAL,
+		                           "invalid image name '%s'", name);
 	if ((r = store_lock(s, err)) < 0)
 		return r;
 	if (asprintf(&dir, "%s/tmp/build-default-XXXXXX", s->path) < 0 || !mkdtemp(dir))

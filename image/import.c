@@ -56,7 +56,8 @@ static int open_in(int root, const char *path, struct hutch_err *err)
 		return hutch_err_set_errno(err, -errno, "open '%s' of the image", path);
 	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
 		(void)close(fd);
-		return hutch_err_set(err, -EINVAL, "'%s' of the image is not a file", path);
+		return hutch_err_set_class(err, HUTCH_ERRC_USAGE, -EINVAL,
+		                           "'%s' of the image is not a file", path);
 	}
 	return fd;
 }
@@ -455,8 +456,9 @@ static int import_layout(struct hutch_image_store *s, int root, const char *tag,
 	    (r = hutch_image_parse_config(cbuf, clen, &c, err)) < 0)
 		return r;
 	if (c.n_diff_ids != m->n_layers)
-		r = hutch_err_set(err, -EINVAL, "image has %zu layers but %zu diff_ids",
-		                  m->n_layers, c.n_diff_ids);
+		r = hutch_err_set_class(err, HUTCH_ERRC_USAGE, -EINVAL,
+		                        "image has %zu layers but %zu diff_ids", m->n_layers,
+		                        c.n_diff_ids);
 	for (size_t i = 0; r >= 0 && i < m->n_layers; i++) {
 		blob_path(m->layers[i], path);
 		run->p.total_size += size_to_unpack(s, root, path, c.diff_ids[i]);
@@ -495,8 +497,9 @@ static int import_docker(struct hutch_image_store *s, int root, const char *name
 	hutch_sha256_update(&h, cbuf, clen);
 	hutch_sha256_final(&h, cdigest);
 	if (c.n_diff_ids != d->n_layers)
-		r = hutch_err_set(err, -EINVAL, "image has %zu layers but %zu diff_ids",
-		                  d->n_layers, c.n_diff_ids);
+		r = hutch_err_set_class(err, HUTCH_ERRC_USAGE, -EINVAL,
+		                        "image has %zu layers but %zu diff_ids", d->n_layers,
+		                        c.n_diff_ids);
 	for (size_t i = 0; r >= 0 && i < d->n_layers; i++)
 		run->p.total_size += size_to_unpack(s, root, d->layers[i], c.diff_ids[i]);
 	/* The layers' digests are their diff_ids: checked as they unpack. */
@@ -543,13 +546,17 @@ int hutch_image_import(struct hutch_image_store *s, const char *src, const char 
 	int r;
 
 	if (!hutch_image_name_is_valid(name))
-		return hutch_err_set(err, -EINVAL,
-		                     "invalid image name '%.*s' (letters, digits and "
-		                     "._:/@+- only)",
-		                     HUTCH_IMAGE_NAME_MAX, name ? name : "");
+		return hutch_err_set_class(err, HUTCH_ERRC_USAGE, -EINVAL,
+		                           "invalid image name '%.*s' (letters, digits and "
+		                           "._:/@+- only)",
+		                           HUTCH_IMAGE_NAME_MAX, name ? name : "");
 	fd = open(src, O_RDONLY | O_CLOEXEC);
-	if (fd < 0 || fstat(fd, &sb) < 0)
-		return hutch_err_set_errno(err, -errno, "open image '%s'", src);
+	if (fd < 0 || fstat(fd, &sb) < 0) {
+		r = hutch_err_set_errno(err, -errno, "open image '%s'", src);
+		if (r == -ENOENT)
+			err->cls = HUTCH_ERRC_NOT_FOUND; /* the path given names nothing */
+		return r;
+	}
 	r = store_lock(s, err);
 	if (r < 0)
 		return r;
@@ -563,8 +570,8 @@ int hutch_image_import(struct hutch_image_store *s, const char *src, const char 
 	else if (S_ISREG(sb.st_mode))
 		r = import_archive(s, fd, tag, name, &run, err);
 	else
-		r = hutch_err_set(err, -EINVAL, "image '%s' is neither a directory nor a file",
-		                  src);
+		r = hutch_err_set_class(err, HUTCH_ERRC_USAGE, -EINVAL,
+		                        "image '%s' is neither a directory nor a file", src);
 	if (r < 0)
 		return r;
 	if (stats)

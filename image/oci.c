@@ -37,8 +37,9 @@ static int parse(const char *buf, size_t len, const char *what, cJSON **ret, str
 		                     HUTCH_IMAGE_JSON_MAX);
 	j = cJSON_ParseWithLengthOpts(buf, len, &end, false);
 	if (!j)
-		return hutch_err_set(err, -EINVAL, "%s is not JSON (at byte %zu)", what,
-		                     end ? (size_t)(end - buf) : (size_t)0);
+		return hutch_err_set_class(err, HUTCH_ERRC_USAGE, -EINVAL,
+		                           "%s is not JSON (at byte %zu)", what,
+		                           end ? (size_t)(end - buf) : (size_t)0);
 	*ret = j;
 	return 0;
 }
@@ -56,7 +57,8 @@ static int copy_digest(const cJSON *o, const char *what, char out[HUTCH_IMAGE_DI
 	const char *d = str_field(o, "digest");
 
 	if (!hutch_image_digest_is_valid(d))
-		return hutch_err_set(err, -EINVAL, "%s has no valid sha256 digest", what);
+		return hutch_err_set_class(err, HUTCH_ERRC_USAGE, -EINVAL,
+		                           "%s has no valid sha256 digest", what);
 	memcpy(out, d, HUTCH_IMAGE_DIGEST_LEN + 1);
 	return 0;
 }
@@ -103,7 +105,8 @@ int hutch_image_parse_index(const char *buf, size_t len, const char *tag, const 
 		return r;
 	ms = cJSON_GetObjectItemCaseSensitive(j, "manifests");
 	if (!cJSON_IsArray(ms) || (n = cJSON_GetArraySize(ms)) == 0)
-		return hutch_err_set(err, -EINVAL, "image index has no manifests");
+		return hutch_err_set_class(err, HUTCH_ERRC_USAGE, -EINVAL,
+		                           "image index has no manifests");
 	if (n > HUTCH_IMAGE_INDEX_MAX)
 		return hutch_err_set(err, -E2BIG, "image index has more than %d manifests",
 		                     HUTCH_IMAGE_INDEX_MAX);
@@ -145,13 +148,15 @@ int hutch_image_parse_manifest(const char *buf, size_t len, struct hutch_image_m
 		return hutch_err_set(err, -EMEDIUMTYPE, "image manifest is an index");
 	cfg = cJSON_GetObjectItemCaseSensitive(j, "config");
 	if (!cJSON_IsObject(cfg))
-		return hutch_err_set(err, -EINVAL, "image manifest has no config");
+		return hutch_err_set_class(err, HUTCH_ERRC_USAGE, -EINVAL,
+		                           "image manifest has no config");
 	r = copy_digest(cfg, "image config", m.config, err);
 	if (r < 0)
 		return r;
 	layers = cJSON_GetObjectItemCaseSensitive(j, "layers");
 	if (!cJSON_IsArray(layers))
-		return hutch_err_set(err, -EINVAL, "image manifest has no layers");
+		return hutch_err_set_class(err, HUTCH_ERRC_USAGE, -EINVAL,
+		                           "image manifest has no layers");
 	if (cJSON_GetArraySize(layers) > HUTCH_IMAGE_LAYERS_MAX)
 		return hutch_err_set(err, -E2BIG, "image has more than %d layers",
 		                     HUTCH_IMAGE_LAYERS_MAX);
@@ -176,7 +181,8 @@ static int parse_env(const cJSON *env, struct hutch_image_config *c, struct hutc
 	if (!env || cJSON_IsNull(env))
 		return 0;
 	if (!cJSON_IsArray(env))
-		return hutch_err_set(err, -EINVAL, "image config Env is not an array");
+		return hutch_err_set_class(err, HUTCH_ERRC_USAGE, -EINVAL,
+		                           "image config Env is not an array");
 	if (cJSON_GetArraySize(env) > HUTCH_IMAGE_ENV_MAX)
 		return hutch_err_set(err, -E2BIG, "image config has more than %d Env entries",
 		                     HUTCH_IMAGE_ENV_MAX);
@@ -189,8 +195,9 @@ static int parse_env(const cJSON *env, struct hutch_image_config *c, struct hutc
 
 		/* NAME=VALUE with a name that execve() can carry. */
 		if (!eq || eq == s || memchr(s, '\n', strlen(s)))
-			return hutch_err_set(err, -EINVAL,
-			                     "image config Env entry %zu is not NAME=VALUE", n);
+			return hutch_err_set_class(err, HUTCH_ERRC_USAGE, -EINVAL,
+			                           "image config Env entry %zu is not NAME=VALUE",
+			                           n);
 		c->env[n] = strdup(s);
 		if (!c->env[n])
 			return hutch_err_set(err, -ENOMEM, "image config Env");
@@ -205,14 +212,16 @@ static int parse_diff_ids(const cJSON *rootfs, struct hutch_image_config *c, str
 	const char *type = str_field(rootfs, "type");
 
 	if (!type || strcmp(type, "layers") || !cJSON_IsArray(ids))
-		return hutch_err_set(err, -EINVAL, "image config has no rootfs of type layers");
+		return hutch_err_set_class(err, HUTCH_ERRC_USAGE, -EINVAL,
+		                           "image config has no rootfs of type layers");
 	if (cJSON_GetArraySize(ids) > HUTCH_IMAGE_LAYERS_MAX)
 		return hutch_err_set(err, -E2BIG, "image has more than %d layers",
 		                     HUTCH_IMAGE_LAYERS_MAX);
 	cJSON_ArrayForEach(d, ids) {
 		if (!cJSON_IsString(d) || !hutch_image_digest_is_valid(d->valuestring))
-			return hutch_err_set(err, -EINVAL, "image config diff_id %zu is not sha256",
-			                     c->n_diff_ids);
+			return hutch_err_set_class(err, HUTCH_ERRC_USAGE, -EINVAL,
+			                           "image config diff_id %zu is not sha256",
+			                           c->n_diff_ids);
 		memcpy(c->diff_ids[c->n_diff_ids++], d->valuestring, HUTCH_IMAGE_DIGEST_LEN + 1);
 	}
 	return 0;
@@ -287,21 +296,23 @@ int hutch_image_parse_docker_manifest(const char *buf, size_t len, struct hutch_
 		return r;
 	first = cJSON_IsArray(j) ? cJSON_GetArrayItem(j, 0) : NULL;
 	if (!cJSON_IsObject(first))
-		return hutch_err_set(err, -EINVAL, "docker archive manifest.json names no image");
+		return hutch_err_set_class(err, HUTCH_ERRC_USAGE, -EINVAL,
+		                           "docker archive manifest.json names no image");
 	cfg = str_field(first, "Config");
 	layers = cJSON_GetObjectItemCaseSensitive(first, "Layers");
 	if (!archive_path_ok(cfg) || !cJSON_IsArray(layers))
-		return hutch_err_set(err, -EINVAL,
-		                     "docker archive manifest.json has no Config "
-		                     "and Layers");
+		return hutch_err_set_class(err, HUTCH_ERRC_USAGE, -EINVAL,
+		                           "docker archive manifest.json has no Config "
+		                           "and Layers");
 	if (cJSON_GetArraySize(layers) > HUTCH_IMAGE_LAYERS_MAX)
 		return hutch_err_set(err, -E2BIG, "image has more than %d layers",
 		                     HUTCH_IMAGE_LAYERS_MAX);
 	snprintf(d.config, sizeof(d.config), "%s", cfg);
 	cJSON_ArrayForEach(l, layers) {
 		if (!cJSON_IsString(l) || !archive_path_ok(l->valuestring))
-			return hutch_err_set(err, -EINVAL,
-			                     "docker archive layer %zu has a bad path", d.n_layers);
+			return hutch_err_set_class(err, HUTCH_ERRC_USAGE, -EINVAL,
+			                           "docker archive layer %zu has a bad path",
+			                           d.n_layers);
 		snprintf(d.layers[d.n_layers++], HUTCH_IMAGE_PATH_MAX, "%s", l->valuestring);
 	}
 	*ret = d;

@@ -137,9 +137,9 @@ static int run_skopeo(const char *const *argv, const char *src, char *out, size_
 		if (errno != EINTR)
 			return hutch_err_set_errno(err, -errno, "pull: wait for skopeo");
 	if (WIFEXITED(status) && WEXITSTATUS(status) == 127)
-		return hutch_err_set(err, -ENOENT,
-		                     "pull needs skopeo (Debian: apt-get install "
-		                     "skopeo)");
+		return hutch_err_set_class(err, HUTCH_ERRC_NOT_CAPABLE, -ENOENT,
+		                           "pull needs skopeo (Debian: apt-get install "
+		                           "skopeo)");
 	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
 		return hutch_err_set(err, -EIO, "skopeo could not %s '%s' (its message is above)",
 		                     argv[1], src + strlen("docker://"));
@@ -241,8 +241,9 @@ int hutch_image_pull(struct hutch_image_store *s, const char *ref, const char *n
 	int r;
 
 	if (hutch_image_ref_normalize(ref, full, sizeof(full)) < 0)
-		return hutch_err_set(err, -EINVAL, "invalid image reference '%.*s'",
-		                     HUTCH_IMAGE_NAME_MAX, ref);
+		return hutch_err_set_class(err, HUTCH_ERRC_USAGE, -EINVAL,
+		                           "invalid image reference '%.*s'", HUTCH_IMAGE_NAME_MAX,
+		                           ref);
 	loopback = hutch_image_ref_is_loopback(full);
 	r = store_lock(s, err);
 	if (r < 0)

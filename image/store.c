@@ -259,12 +259,14 @@ int store_read_ref(struct hutch_image_store *s, const char *name, cJSON **ret,
 	ssize_t n;
 
 	if (!hutch_image_name_is_valid(name))
-		return hutch_err_set(err, -EINVAL, "invalid image name '%.*s'",
-		                     HUTCH_IMAGE_NAME_MAX, name ? name : "");
+		return hutch_err_set_class(err, HUTCH_ERRC_USAGE, -EINVAL,
+		                           "invalid image name '%.*s'", HUTCH_IMAGE_NAME_MAX,
+		                           name ? name : "");
 	store_ref_file(name, file);
 	n = hutch_read_file_alloc_at(s->images, file, 1 << 20, &buf);
 	if (n == -ENOENT)
-		return hutch_err_set(err, -ENOENT, "no image '%s' in the store", name);
+		return hutch_err_set_class(err, HUTCH_ERRC_NOT_FOUND, -ENOENT,
+		                           "no image '%s' in the store", name);
 	if (n < 0)
 		return hutch_err_set_errno(err, (int)n, "read image '%s'", name);
 	j = cJSON_ParseWithLength(buf, (size_t)n);
@@ -422,15 +424,17 @@ int hutch_image_remove(struct hutch_image_store *s, const char *name, struct hut
 	int r;
 
 	if (!hutch_image_name_is_valid(name))
-		return hutch_err_set(err, -EINVAL, "invalid image name '%.*s'",
-		                     HUTCH_IMAGE_NAME_MAX, name ? name : "");
+		return hutch_err_set_class(err, HUTCH_ERRC_USAGE, -EINVAL,
+		                           "invalid image name '%.*s'", HUTCH_IMAGE_NAME_MAX,
+		                           name ? name : "");
 	r = store_lock(s, err);
 	if (r < 0)
 		return r;
 	store_ref_file(name, file);
 	if (unlinkat(s->images, file, 0) < 0)
 		return errno == ENOENT
-		               ? hutch_err_set(err, -ENOENT, "no image '%s' in the store", name)
+		               ? hutch_err_set_class(err, HUTCH_ERRC_NOT_FOUND, -ENOENT,
+		                                     "no image '%s' in the store", name)
 		               : hutch_err_set_errno(err, -errno, "remove image '%s'", name);
 	return 0;
 }

@@ -454,11 +454,13 @@ static int open_readers(struct unpack *u, struct hutch_err *err)
 	(void)archive_read_support_format_tar(u->inner);
 	if (archive_read_open(u->outer, u, NULL, read_fd, NULL) != ARCHIVE_OK ||
 	    archive_read_next_header(u->outer, &raw) != ARCHIVE_OK)
-		return hutch_err_set(err, -EINVAL, "layer is not readable: %s",
-		                     archive_error_string(u->outer));
+		return hutch_err_set_class(err, HUTCH_ERRC_USAGE, -EINVAL,
+		                           "layer is not readable: %s",
+		                           archive_error_string(u->outer));
 	if (archive_read_open(u->inner, u, NULL, read_outer, NULL) != ARCHIVE_OK)
-		return hutch_err_set(err, u->too_big ? -EFBIG : -EINVAL, "layer is not a tar: %s",
-		                     archive_error_string(u->inner));
+		return hutch_err_set_class(err, u->too_big ? HUTCH_ERRC_LIMIT : HUTCH_ERRC_USAGE,
+		                           u->too_big ? -EFBIG : -EINVAL, "layer is not a tar: %s",
+		                           archive_error_string(u->inner));
 	return 0;
 }
 
@@ -501,8 +503,9 @@ static int run(struct unpack *u, struct hutch_err *err)
 	if (r != ARCHIVE_EOF)
 		return u->too_big ? hutch_err_set(err, -EFBIG, "layer is larger than %llu bytes",
 		                                  (unsigned long long)u->lim->max_bytes)
-		                  : hutch_err_set(err, -EINVAL, "layer is not a valid tar: %s",
-		                                  archive_error_string(u->inner));
+		                  : hutch_err_set_class(err, HUTCH_ERRC_USAGE, -EINVAL,
+		                                        "layer is not a valid tar: %s",
+		                                        archive_error_string(u->inner));
 	return drain(u, err);
 }
 

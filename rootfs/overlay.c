@@ -448,9 +448,9 @@ int rootfs_image_check(const struct hutch_rootfs_config *cfg, struct hutch_err *
 
 	if (sh && py)
 		return 0;
-	return hutch_err_set(err, -ENOEXEC,
-	                     "image '%s' has no %s%s%s: a sandbox needs /bin/sh and python3 "
-	                     "(PATH %s)",
-	                     cfg->image ? cfg->image : "", sh ? "" : "/bin/sh",
-	                     sh || py ? "" : " and no ", py ? "" : "python3", path);
+	return hutch_err_set_class(err, HUTCH_ERRC_USAGE, -ENOEXEC,
+	                           "image '%s' has no %s%s%s: a sandbox needs /bin/sh and python3 "
+	                           "(PATH %s)",
+	                           cfg->image ? cfg->image : "", sh ? "" : "/bin/sh",
+	                           sh || py ? "" : " and no ", py ? "" : "python3", path);
 }

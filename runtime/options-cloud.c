@@ -27,9 +27,9 @@ static int access_parse(const struct hutch_option *o, struct hutch_config *c, co
 			return 0;
 		}
 	return hutch_err_set(err, -EINVAL,
-	                     "invalid access '%.32s': all (commands and files), files (files "
+	                     "invalid %s '%.32s': all (commands and files), files (files "
 	                     "only, no commands) or none (neither)",
-	                     s);
+	                     o->name, s);
 }
 
 const struct hutch_option_type hutch_opt_access = {

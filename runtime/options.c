@@ -215,9 +215,9 @@ static int region_parse(const struct hutch_option *o, struct hutch_config *c, co
 {
 	if (!region_is_valid(s))
 		return hutch_err_set(err, -EINVAL,
-		                     "invalid region '%s': a region name is lowercase letters, "
+		                     "invalid %s '%s': a region name is lowercase letters, "
 		                     "digits and dashes, e.g. %s",
-		                     s, HUTCH_DEFAULT_REGION);
+		                     o->name, s, HUTCH_DEFAULT_REGION);
 	hutch_opt_chars_set(o, c, s);
 	return 0;
 }
@@ -237,10 +237,10 @@ static int resolver_parse(const struct hutch_option *o, struct hutch_config *c, 
 
 	if (strlen(s) >= o->size || hutch_config_parse_resolver(s, &sa) < 0)
 		return hutch_err_set(err, -EINVAL,
-		                     "invalid resolver '%.64s' (HUTCH_RESOLVER): give an IPv4 "
+		                     "invalid %s '%.64s' (HUTCH_RESOLVER): give an IPv4 "
 		                     "address with an optional port, e.g. 192.0.2.53 or "
 		                     "192.0.2.53:5353",
-		                     s);
+		                     o->name, s);
 	hutch_opt_chars_set(o, c, s);
 	c->resolver_addr = sa;
 	return 0;
@@ -702,20 +702,13 @@ int hutch_option_parse(const struct hutch_option *o, struct hutch_config *c, con
 int hutch_option_parse_as(const struct hutch_option *o, struct hutch_config *c, const char *s,
                           const char *label, struct hutch_err *err)
 {
-	char msg[sizeof(err->msg)];
-	const char *at;
-	size_t len = strlen(o->name);
-	int r = o->type->parse(o, c, s, err);
+	/* The row as the caller knows it: the type's messages name it by
+	 * label ("--ttl" for ttl_seconds) where they are written, so no
+	 * message is rewritten afterwards. */
+	struct hutch_option as = *o;
 
-	/* The messages name the option by its API name, once, as a word:
-	 * say it as the caller knows it. */
-	at = r < 0 ? strstr(err->msg, o->name) : NULL;
-	if (at && (at == err->msg || at[-1] == ' ') && (at[len] == ' ' || at[len] == ':')) {
-		snprintf(msg, sizeof(msg), "%.*s%s%s", (int)(at - err->msg), err->msg, label,
-		         at + len);
-		memcpy(err->msg, msg, sizeof(msg));
-	}
-	return r;
+	as.name = label;
+	return o->type->parse(&as, c, s, err);
 }
 
 int hutch_option_from_json(const struct hutch_option *o, struct hutch_config *c, const cJSON *v,

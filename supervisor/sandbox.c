@@ -273,8 +273,10 @@ static int mode_check(struct sup *s, const char *runtime_dir, struct hutch_err *
 	if (s->idmap.rootless && s->cfg->net.mode == HUTCH_NET_ALL) {
 		r = hutch_net_usernet_check(getenv("HUTCH_PASTA"), s->net.pasta,
 		                            sizeof(s->net.pasta), err);
-		if (r < 0) /* the host cannot: exit 69, like a missing newuidmap */
+		if (r < 0) { /* the host cannot: exit 69, like a missing newuidmap */
+			err->cls = HUTCH_ERRC_NOT_CAPABLE;
 			return err->code = -EOPNOTSUPP;
+		}
 	}
 	return 0;
 }

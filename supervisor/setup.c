@@ -344,8 +344,9 @@ again:
 		return 0;
 	if (hdr.type == HUTCH_MSG_FAILED && (size_t)n == sizeof(child_err)) {
 		child_err.msg[sizeof(child_err.msg) - 1] = '\0';
-		return hutch_err_set(err, child_err.code < 0 ? child_err.code : -EIO,
-		                     "sandbox setup: %s", child_err.msg);
+		return hutch_err_set_class(err, hutch_err_class(&child_err),
+		                           child_err.code < 0 ? child_err.code : -EIO,
+		                           "sandbox setup: %s", child_err.msg);
 	}
 	return hutch_err_set(err, -EPROTO, "sandbox init exited during setup");
 }

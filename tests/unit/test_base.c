@@ -705,6 +705,43 @@ static void test_unix_addr(void **state)
 	close(dfd);
 }
 
+/* The class table (docs/errors.md): the CLI's documented exit codes and
+ * the HTTP statuses per class; a class said at the failure wins over the
+ * errno, survives hutch_err_prefix() and is cleared by a later set. */
+static void test_error_classes(void **state)
+{
+	struct hutch_err err = { 0 };
+
+	(void)state;
+	assert_int_equal(hutch_errc_exit(HUTCH_ERRC_USAGE), 64);
+	assert_int_equal(hutch_errc_exit(HUTCH_ERRC_NOT_FOUND), 65);
+	assert_int_equal(hutch_errc_exit(HUTCH_ERRC_GONE), 66);
+	assert_int_equal(hutch_errc_exit(HUTCH_ERRC_NOT_CAPABLE), 69);
+	assert_int_equal(hutch_errc_exit(HUTCH_ERRC_INTERNAL), 70);
+	assert_int_equal(hutch_errc_exit(HUTCH_ERRC_SETUP), 71);
+	assert_int_equal(hutch_errc_http(HUTCH_ERRC_USAGE), 400);
+	assert_int_equal(hutch_errc_http(HUTCH_ERRC_NOT_FOUND), 404);
+	assert_int_equal(hutch_errc_http(HUTCH_ERRC_GONE), 410);
+	assert_int_equal(hutch_errc_http(HUTCH_ERRC_CONFLICT), 409);
+	assert_int_equal(hutch_errc_http(HUTCH_ERRC_LIMIT), 413);
+	assert_int_equal(hutch_errc_http((enum hutch_errc)99), 500);
+	for (int c = HUTCH_ERRC_NONE; c < HUTCH_ERRC_N; c++)
+		assert_non_null(hutch_errc_name((enum hutch_errc)c));
+
+	hutch_err_set(&err, -ENOENT, "no such thing");
+	assert_int_equal(hutch_err_class(&err), HUTCH_ERRC_INTERNAL); /* ENOENT says nothing */
+	hutch_err_set_class(&err, HUTCH_ERRC_NOT_FOUND, -ENOENT, "no image '%s'", "x");
+	hutch_err_prefix(&err, "inspect");
+	assert_int_equal(hutch_err_class(&err), HUTCH_ERRC_NOT_FOUND);
+	assert_string_equal(err.msg, "inspect: no image 'x'");
+	hutch_err_set(&err, -EOPNOTSUPP, "no freezer");
+	assert_int_equal(hutch_err_class(&err), HUTCH_ERRC_NOT_CAPABLE);
+	hutch_err_set_errno(&err, -EADDRINUSE, "bind");
+	assert_int_equal(hutch_err_class(&err), HUTCH_ERRC_CONFLICT);
+	err.cls = 1234; /* from a hostile init: out of range, the errno decides */
+	assert_int_equal(hutch_err_class(&err), HUTCH_ERRC_CONFLICT);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -728,6 +765,7 @@ int main(void)
 		cmocka_unit_test(test_overlay_lowerdir),
 		cmocka_unit_test(test_kernel_at_least),
 		cmocka_unit_test(test_round),
+		cmocka_unit_test(test_error_classes),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

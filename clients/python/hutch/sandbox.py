@@ -370,6 +370,12 @@ class LocalSandbox:
         self.region = region
         if network is None:
             network = Network.none()
+        if isinstance(network, str):   # the CLI's spelling: "none", "all", "allow:H1,H2"
+            mode, _, hosts = network.partition(":")
+            if mode in ("none", "all") and not _:
+                network = Network(mode)
+            elif mode == "allow":
+                network = Network.allow(hosts=[h for h in hosts.split(",") if h])
         if not isinstance(network, Network):
             raise errors.ConfigError(f"invalid network {network!r}: use Network.none(), Network.all() "
                                      "or Network.allow(hosts=(...))")

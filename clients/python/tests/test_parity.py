@@ -281,3 +281,14 @@ def test_not_capable_error_names_the_clients_parameter(tmp_path, monkeypatch):
         LocalSandbox().open()
     assert "pass no_limits=True to LocalSandbox" in str(e.value)
     assert "--no-limits" not in str(e.value) and "run as root" not in str(e.value)
+
+
+def test_network_as_the_clis_string():
+    from hutch import Network
+    assert LocalSandbox(network="none").network == Network.none()
+    assert LocalSandbox(network="all").network == Network.all()
+    assert LocalSandbox(network="allow:example.com,pypi.org").network == \
+        Network.allow(hosts=("example.com", "pypi.org"))
+    for bad in ("some", "none:x", "allow:https://x", 5):
+        with pytest.raises(ConfigError):
+            LocalSandbox(network=bad)

@@ -15,7 +15,7 @@ PYTHON = "/usr/bin/python3"
 BINARIES = ["dash", "bash", "ls", "cat", "env", "id", "sleep", "mkdir", "rm", "touch", "stat",
             "head", "tail", "sha256sum", "tar", "true", "false", "echo", "base64", "chmod",
             "mount", "umount", "readlink", "wc", "dd", "sort", "grep", "ln", "cp", "mv",
-            "printenv", "nproc", "df", "sed", "which", "ps", "kill"]
+            "printenv", "nproc", "df", "sed", "which", "ps", "kill", "mktemp"]
 # What `python3 -c "import ..."` of the tests loads, besides the built-ins.
 PY_IMPORTS = ("os, sys, json, subprocess, socket, pathlib, hashlib, base64, tempfile, shutil, "
               "ctypes, encodings.idna, stringprep")

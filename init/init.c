@@ -218,26 +218,29 @@ static int command_child(void *arg)
 	signal(SIGUSR2, SIG_DFL); /* init's handler for its PDEATHSIG (v1) */
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
-	if (setsid() < 0)
-		_exit(126);
 	for (int i = 0; i < 3; i++) {
 		/* dup2 clears O_CLOEXEC on the target; fds[i] >= 3 always (0-2 are
-		 * open on /dev/null in init), so no overlap. */
+		 * open on /dev/null in init), so no overlap. Only a failure here
+		 * cannot be told: stderr is not the command's yet. */
 		if (dup2(a->fds[i], i) < 0) /* lint-fds: ok: 0-2 for exec */
 			_exit(126);
 	}
+	/* From here every failure names its step on the command's stderr
+	 * (an exit 126 of ~1 ms with no word could not be traced). */
+	if (setsid() < 0)
+		child_fail("cannot start a session for", req->argv[0], errno, 126);
 	/* A terminal: the pty's slave becomes the new session's controlling
 	 * terminal, so ^C reaches its foreground group. */
 	if ((req->flags & HUTCH_SPAWN_TTY) && ioctl(0, TIOCSCTTY, 0) < 0)
-		_exit(126);
+		child_fail("cannot take the terminal for", req->argv[0], errno, 126);
 	/* v1: out of init's freezer cgroup into the commands' one, which idle
 	 * sleep freezes without init (a thread moving itself: no global lock). */
 	if (a->join_fd >= 0 && write(a->join_fd, "0", 1) != 1)
 		child_fail("cannot join the commands' cgroup for", req->argv[0], errno, 126);
-	if (a->nextra > 0 && place_extra_fds(a) < 0)
-		_exit(126);
+	if (a->nextra > 0 && (r = place_extra_fds(a)) < 0)
+		child_fail("cannot place the extra fds of", req->argv[0], -r, 126);
 	if (sys_close_range(3 + (unsigned)a->nextra, ~0U, 0) < 0)
-		_exit(126);
+		child_fail("cannot close init's fds for", req->argv[0], errno, 126);
 	r = a->container
 	            ? hutch_caps_set_child(req->uid, req->gid, req->groups, req->ngroups, req->caps)
 	            : hutch_caps_drop_child(req->uid, req->gid);

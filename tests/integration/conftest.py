@@ -178,7 +178,9 @@ class Sandbox:
     def sh(self, cmd, **kw):
         """Run a shell command, assert exit 0, return stdout."""
         res = self.run(cmd, **kw)
-        assert res["exit_code"] == 0, res
+        # A string, not the dict: pytest cuts a dict's repr before stderr,
+        # which is what tells why a command failed.
+        assert res["exit_code"] == 0, f"{cmd!r}: {json.dumps(res)}"
         return res["stdout"]
 
     def put_file(self, path, data: bytes, mode="755"):

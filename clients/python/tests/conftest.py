@@ -6,6 +6,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+import time
 
 _DIR = None
 
@@ -24,6 +25,11 @@ def pytest_unconfigure(config):
             os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
                 os.path.abspath(__file__))))), "build", "hutch")
         if os.path.isdir(rt) and hutch and os.access(hutch, os.X_OK):
-            subprocess.run([hutch, "rm", "--all"], capture_output=True, timeout=120,
-                           env=dict(os.environ, HUTCH_RUNTIME_DIR=rt))
+            env = dict(os.environ, HUTCH_RUNTIME_DIR=rt)
+            subprocess.run([hutch, "rm", "--all"], capture_output=True, timeout=120, env=env)
+            # gc stops the dir's lxcfs (the /proc views) once no supervisor is left
+            end = time.monotonic() + 10
+            while os.path.exists(os.path.join(rt, ".lxcfs")) and time.monotonic() < end:
+                subprocess.run([hutch, "gc"], capture_output=True, timeout=60, env=env)
+                time.sleep(0.05)
         shutil.rmtree(_DIR, ignore_errors=True)

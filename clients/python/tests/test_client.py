@@ -38,10 +38,20 @@ def runtime_dir(monkeypatch):
     monkeypatch.setenv("HUTCH_BIN", HUTCH)
     yield d
     subprocess.run([HUTCH, "rm", "--all"], capture_output=True, env={**os.environ, "HUTCH_RUNTIME_DIR": d})
+    stop_views(d)
     left = live_sandboxes(d)
     shutil.rmtree(d, ignore_errors=True)
     shutil.rmtree(d + "-store", ignore_errors=True)
     assert not left, f"sandboxes left behind: {left}"
+
+
+def stop_views(d):
+    """hutch gc stops the dir's lxcfs (the /proc views) once the last
+    supervisor has exited (they finish after rm answers)."""
+    end = time.monotonic() + 10
+    while os.path.exists(os.path.join(d, ".lxcfs")) and time.monotonic() < end:
+        subprocess.run([HUTCH, "gc"], capture_output=True, env={**os.environ, "HUTCH_RUNTIME_DIR": d})
+        time.sleep(0.05)
 
 
 def live_sandboxes(d):

@@ -38,21 +38,21 @@ SLACK = 0.10
 # 245 page faults for `hutch version`, a supervisor at 700 KiB Pss_Anon.
 BUDGETS = {
     "cli.libraries": ["libc.so.6", "libcjson.so.1"],
-    "cli.relocations": 2640,
+    "cli.relocations": 2680,  # 2552 -> 2676: main's new option tables (secrets=, access=)
     "version.syscalls": 52,
     "version.faults": 95,
     # 975 -> 1070 (issue 27): the /proc views (lxcfs's lock and hold, the
     # clone of its mount, init's seven binds), measured 1066 after a warm-up
     # create that started lxcfs.
     "create.syscalls": 1070,
-    "create.faults": 465,
+    "create.faults": 470,  # 459 -> 467 with issue 27's views
     "exec.syscalls": 220,
     "exec.faults": 235,
     "rm.syscalls": 115,
     "rm.faults": 120,
     "rest.syscalls": 4,
     "supervisor.pss_anon_kib": 460,
-    "init.pss_anon_kib": 215,
+    "init.pss_anon_kib": 225,  # 206 -> 220 with issue 27's views
 }
 # The cgroup layout BUDGETS' limited create was measured on, and its budget.
 HOST_LAYOUT = "hybrid"

@@ -174,7 +174,9 @@ def strace_cli(hutch, trace, *args):
                 return False
             with open(trace) as f:
                 first = f.readline().split()
-                return bool(first) and ("%s +++ exited" % first[0]) in f.read()
+                # strace pads the pid column ("6669  +++ exited" under 5 digits)
+                return bool(first) and re.search(r"(?m)^%s\s+\+\+\+ exited" % first[0],
+                                                 f.read()) is not None
         assert wait_until(cli_exited, timeout=60)
         with open(out) as f:
             text = f.read()

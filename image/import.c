@@ -52,6 +52,11 @@ static int open_in(int root, const char *path, struct hutch_err *err)
 	struct stat st;
 	int fd = (int)sys_openat2(root, path, &how, sizeof(how));
 
+	/* A file the layout lacks, or one that leads out of it, is the
+	 * caller's input (64, as before the classes), not an I/O failure. */
+	if (fd < 0 && (errno == ENOENT || errno == ENOTDIR || errno == ELOOP || errno == EXDEV))
+		return hutch_err_set_class(err, HUTCH_ERRC_USAGE, -errno,
+		                           "open '%s' of the image: %s", path, strerror(errno));
 	if (fd < 0)
 		return hutch_err_set_errno(err, -errno, "open '%s' of the image", path);
 	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {

@@ -10,9 +10,9 @@
 
 #define FORM "write it as [HOST_ADDR:]HOST_PORT:SANDBOX_PORT, e.g. 8080:80 or 127.0.0.1:8080:80"
 
-static int invalid(const char *s, const char *why, struct hutch_err *err)
+static int invalid(const char *name, const char *s, const char *why, struct hutch_err *err)
 {
-	return hutch_err_set(err, -EINVAL, "invalid publish '%.64s': %s; %s", s, why, FORM);
+	return hutch_err_set(err, -EINVAL, "invalid %s '%.64s': %s; %s", name, s, why, FORM);
 }
 
 /* A port number, digits only; min 0 or 1. */
@@ -57,42 +57,51 @@ static int addr_parse(const char *s, size_t len, struct hutch_port_spec *p)
 	               : -EINVAL;
 }
 
-int hutch_port_spec_parse(const char *s, struct hutch_port_spec *ret, struct hutch_err *err)
+int hutch_port_spec_parse_as(const char *name, const char *s, struct hutch_port_spec *ret,
+                             struct hutch_err *err)
 {
 	struct hutch_port_spec p = { .host_addr = "127.0.0.1" };
 	size_t len = strlen(s);
 	const char *last, *mid, *slash;
 
 	if (len == 0)
-		return invalid(s, "empty", err);
+		return invalid(name, s, "empty", err);
 	if (len > HUTCH_PORTSPEC_MAX)
-		return invalid(s, "too long", err);
+		return invalid(name, s, "too long", err);
 	slash = strchr(s, '/');
 	if (slash) {
 		if (strcmp(slash, "/tcp") != 0)
-			return invalid(s, "only TCP ports can be published (/tcp or nothing)", err);
+			return invalid(name, s, "only TCP ports can be published (/tcp or nothing)",
+			               err);
 		len = (size_t)(slash - s);
 	}
 	last = memrchr(s, ':', len);
 	if (!last)
-		return invalid(s, "no host port: name the port on the host and in the sandbox",
-		               err);
+		return invalid(name, s,
+		               "no host port: name the port on the host and in the sandbox", err);
 	if (port_parse(last + 1, len - (size_t)(last + 1 - s), 1, &p.sandbox_port) < 0)
-		return invalid(s, "the sandbox port is not a port number from 1 to 65535", err);
+		return invalid(name, s, "the sandbox port is not a port number from 1 to 65535",
+		               err);
 	mid = last > s ? memrchr(s, ':', (size_t)(last - s)) : NULL;
 	/* An IPv6 address without its port: its colons are not separators. */
 	if (s[0] == '[' && (!mid || mid[-1] != ']'))
-		return invalid(s, "an IPv6 host address goes in brackets before the host port",
-		               err);
+		return invalid(name, s,
+		               "an IPv6 host address goes in brackets before the host port", err);
 	if (port_parse(mid ? mid + 1 : s, (size_t)(last - (mid ? mid + 1 : s)), 0, &p.host_port) <
 	    0)
-		return invalid(s,
+		return invalid(name, s,
 		               "the host port is not a port number from 0 (any free port) to 65535",
 		               err);
 	if (mid && addr_parse(s, (size_t)(mid - s), &p) < 0)
-		return invalid(s, "the host address is not an IPv4 address or [IPv6] address", err);
+		return invalid(name, s, "the host address is not an IPv4 address or [IPv6] address",
+		               err);
 	*ret = p;
 	return 0;
+}
+
+int hutch_port_spec_parse(const char *s, struct hutch_port_spec *ret, struct hutch_err *err)
+{
+	return hutch_port_spec_parse_as("publish", s, ret, err);
 }
 
 void hutch_port_spec_host(const struct hutch_port_spec *p, uint16_t port, char *buf, size_t size)

@@ -33,7 +33,10 @@ struct hutch_port_spec {
 	uint16_t sandbox_port;
 };
 
-/* Parse one spec; err names the problem and the form. */
+/* Parse one spec; err names the problem and the form, and the option as
+ * the caller knows it (name: "publish" in the API, "--publish" in the CLI). */
+int hutch_port_spec_parse_as(const char *name, const char *s, struct hutch_port_spec *ret,
+                             struct hutch_err *err);
 int hutch_port_spec_parse(const char *s, struct hutch_port_spec *ret, struct hutch_err *err);
 /* "127.0.0.1:8080" or "[::1]:8080" (host_port as given, or port when not 0). */
 void hutch_port_spec_host(const struct hutch_port_spec *p, uint16_t port, char *buf, size_t size);

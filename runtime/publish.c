@@ -22,19 +22,19 @@ static void spec_text(const struct hutch_port_spec *p, char *buf, size_t size)
 	snprintf(buf, size, "%s:%u", host, p->sandbox_port);
 }
 
-static int publish_add(struct hutch_config *c, const struct hutch_port_spec *p,
-                       struct hutch_err *err)
+static int publish_add(const struct hutch_option *o, struct hutch_config *c,
+                       const struct hutch_port_spec *p, struct hutch_err *err)
 {
 	for (size_t i = 0; i < c->npublish; i++) {
 		const struct hutch_port_spec *q = &c->publish[i];
 		if (p->host_port && q->host_port == p->host_port &&
 		    !strcmp(q->host_addr, p->host_addr))
 			return hutch_err_set(err, -EINVAL,
-			                     "invalid publish: host port %s:%u is given twice",
+			                     "invalid %s: host port %s:%u is given twice", o->name,
 			                     p->host_addr, p->host_port);
 	}
 	if (c->npublish >= HUTCH_PUBLISH_MAX)
-		return hutch_err_set(err, -E2BIG, "invalid publish: at most %d published ports",
+		return hutch_err_set(err, -E2BIG, "invalid %s: at most %d published ports", o->name,
 		                     HUTCH_PUBLISH_MAX);
 	c->publish[c->npublish++] = *p;
 	return 0;
@@ -51,10 +51,9 @@ static int publish_parse(const struct hutch_option *o, struct hutch_config *c, c
 {
 	struct hutch_port_spec p;
 
-	(void)o;
-	if (hutch_port_spec_parse(s, &p, err) < 0)
+	if (hutch_port_spec_parse_as(o->name, s, &p, err) < 0)
 		return err->code;
-	return publish_add(c, &p, err);
+	return publish_add(o, c, &p, err);
 }
 
 /* An array of specs (strings) replaces the set. */

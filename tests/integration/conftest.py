@@ -58,6 +58,37 @@ def pytest_unconfigure(config):
 SESSION_DIR = None
 
 
+def lxcfs_mounts_under(top):
+    """Runtime dirs under top whose lxcfs (/proc views) is still mounted."""
+    top = os.path.realpath(top) + "/"
+    dirs = []
+    with open("/proc/self/mounts") as f:
+        for line in f:
+            fields = line.split()
+            mnt = fields[1].replace("\\040", " ")
+            if fields[2] == "fuse.lxcfs" and mnt.startswith(top) and mnt.endswith("/.lxcfs/mnt"):
+                dirs.append(mnt[: -len("/.lxcfs/mnt")])
+    return dirs
+
+
+@pytest.fixture(autouse=True)
+def no_lxcfs_left(request, tmp_path_factory):
+    """Every runtime dir a test made under its tmp dirs (not only the hutch
+    fixture's) ends without its lxcfs: after the test, gc each one (it stops
+    lxcfs once no supervisor holds it); a mount still there after that is a
+    sandbox the test left running, and fails it. Cleanup first, so a failing
+    test leaves no FUSE mount behind (rm -rf of such a dir fails)."""
+    yield
+    base = tmp_path_factory.getbasetemp()
+    left = []
+    for rt in lxcfs_mounts_under(base):
+        subprocess.run([HUTCH, "gc"], capture_output=True, timeout=60,
+                       env=dict(os.environ, HUTCH_RUNTIME_DIR=rt))
+        if not wait_until(lambda: not os.path.ismount(os.path.join(rt, ".lxcfs", "mnt")), 10):
+            left.append(rt)
+    assert not left, f"lxcfs still mounted (a sandbox left running) in {left}"
+
+
 class UnixHTTPConnection(http.client.HTTPConnection):
     def __init__(self, path, timeout=60):
         super().__init__("sandbox", timeout=timeout)

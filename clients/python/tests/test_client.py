@@ -100,7 +100,7 @@ def test_options_readable_back():
     ({"region": 5}, "invalid region"),
     ({"region": "us-east-1"}, "only the default region, nl-north-1, can block traffic"),
     ({"region": "us-east-1", "network": Network.allow(hosts=("pypi.org",))}, "only the default region"),
-    ({"network": "all"}, "invalid network"),
+    ({"network": "everything"}, "invalid network"),
     ({"image": 3}, "invalid image"),
     ({"setup_script": b"echo"}, "invalid setup_script"),
     ({"setup_script": ""}, "invalid setup_script: empty"),

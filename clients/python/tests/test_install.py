@@ -8,6 +8,7 @@ import shutil
 import subprocess
 import sys
 import textwrap
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PKG = os.path.dirname(HERE)
@@ -22,6 +23,19 @@ PROGRAM = textwrap.dedent("""
 """)
 
 
+def stop_lxcfs(env):
+    """The sandbox's runtime dir keeps its lxcfs (the /proc views) until gc
+    finds no supervisor left: stop it, so no FUSE mount outlives the test."""
+    hutch = env["HUTCH_BIN"]
+    lx = os.path.join(env["HUTCH_RUNTIME_DIR"], ".lxcfs")
+    for _ in range(200):
+        if not os.path.exists(lx) or not os.access(hutch, os.X_OK):
+            return
+        subprocess.run([hutch, "gc"], capture_output=True, timeout=60, env=env)
+        time.sleep(0.05)
+    raise AssertionError(f"lxcfs still running in {lx}")
+
+
 def test_offline_install_into_a_venv_runs_a_sandbox(tmp_path):
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)],
@@ -30,6 +44,9 @@ def test_offline_install_into_a_venv_runs_a_sandbox(tmp_path):
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     env["PIP_NO_INDEX"] = "1"  # offline: nothing may come from an index
     env["HUTCH_RUNTIME_DIR"] = str(tmp_path / "rt")
+    # The installed copy finds no build/ beside it: name the binary.
+    env["HUTCH_BIN"] = os.environ.get("HUTCH_BIN") or os.path.join(
+        os.path.dirname(os.path.dirname(PKG)), "build", "hutch")
     # Built from a copy: setuptools writes build/ and *.egg-info beside
     # the sources, which must stay out of the tree.
     src = tmp_path / "src"
@@ -39,8 +56,11 @@ def test_offline_install_into_a_venv_runs_a_sandbox(tmp_path):
                         "--disable-pip-version-check", str(src)],
                        capture_output=True, text=True, env=env, timeout=300, cwd=str(tmp_path))
     assert r.returncode == 0, r.stdout + r.stderr
-    r = subprocess.run([py, "-c", PROGRAM], capture_output=True, text=True, env=env,
-                       timeout=120, cwd=str(tmp_path))
+    try:
+        r = subprocess.run([py, "-c", PROGRAM], capture_output=True, text=True, env=env,
+                           timeout=120, cwd=str(tmp_path))
+    finally:
+        stop_lxcfs(env)
     assert r.returncode == 0, r.stderr
     root, typed, out = r.stdout.splitlines()
     assert root.startswith(str(venv)), root  # the installed copy, not the tree

@@ -80,6 +80,7 @@ struct hutch_cli_args {
 	        foreground, rm /* run --rm: docker's habit, what run does anyway */;
 	const char *cwd;
 	const char *tag, *store; /* image import --tag, image --store */
+	const char *recipe;      /* image build-default --recipe */
 	cJSON *env;              /* NAME: VALUE, NULL if no -e */
 	cJSON *filter;           /* ls --filter: an array of strings, NULL if none */
 	const char *format;      /* ls --format */

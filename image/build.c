@@ -1,13 +1,15 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * hutch image build-default: the default image, built on this machine from
- * Debian packages (no registry): mmdebstrap writes a root file system as
- * one tar, which is wrapped as a one-layer OCI image layout and imported
- * like any other (digests checked, unpacked in the store's user
- * namespace). mmdebstrap is Debian's tool for exactly this (what the
- * Debian docker images are made with), so nothing of debootstrap's or
- * apt's work is written here; the OCI wrapping is three small JSON
- * documents.
+ * hutch image build-default: an image built on this machine from a recipe
+ * (recipe.c; the default image's, image/default.recipe, is built in):
+ * mmdebstrap makes the recipe's Debian base with its packages, runs the
+ * recipe's steps in that root (a chroot of mmdebstrap's, with the
+ * network: they fetch from the npm registry) and writes it as one tar,
+ * which is wrapped as a one-layer OCI image layout and imported like any
+ * other (digests checked, unpacked in the store's user namespace).
+ * mmdebstrap is Debian's tool for exactly this (what the Debian docker
+ * images are made with), so nothing of debootstrap's or apt's work is
+ * written here; the OCI wrapping is three small JSON documents.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -22,6 +24,7 @@
 
 #include "cleanup.h"
 #include "fdutil.h"
+#include "recipe.h"
 #include "store-internal.h"
 
 #if defined(__x86_64__)
@@ -32,13 +35,24 @@
 #define ARCH "unknown"
 #endif
 
+#define HOST_CA "/etc/ssl/certs/ca-certificates.crt"
+
+/* The recipe's steps: its script and the host's CA bundle copied in, run
+ * in the root, both removed whatever the outcome. */
+#define STEPS_HOOK                                                                                 \
+	"--customize-hook=cp \"$HUTCH_RECIPE_SCRIPT\" \"$1/tmp/hutch-recipe.sh\" && "              \
+	"{ [ -z \"$HUTCH_BUILD_CA\" ] || cp \"$HUTCH_BUILD_CA\" \"$1/tmp/hutch-build-ca.crt\"; } " \
+	"&& chroot \"$1\" /bin/sh /tmp/hutch-recipe.sh; rc=$?; "                                   \
+	"rm -f \"$1/tmp/hutch-recipe.sh\" \"$1/tmp/hutch-build-ca.crt\"; exit $rc"
+
 #define TAR_MEDIA    "application/vnd.oci.image.layer.v1.tar"
 #define CONFIG_MEDIA "application/vnd.oci.image.config.v1+json"
 #define MANIF_MEDIA  "application/vnd.oci.image.manifest.v1+json"
 
-/* Run argv (the tool's progress on our stderr); -ENOENT when the tool is
- * missing, -EIO when it failed. */
-static int run_tool(const char *const *argv, struct hutch_err *err)
+/* Run argv (the tool's progress on our stderr), with the recipe's script
+ * at $HUTCH_RECIPE_SCRIPT; -ENOENT when the tool is missing, -EIO when it
+ * failed. */
+static int run_tool(const char *const *argv, const char *script, struct hutch_err *err)
 {
 	pid_t parent = getpid(), pid = fork();
 	int status;
@@ -52,6 +66,11 @@ static int run_tool(const char *const *argv, struct hutch_err *err)
 		if (prctl(PR_SET_PDEATHSIG, SIGTERM) < 0 || getppid() != parent)
 			_exit(126);
 		(void)dup2(2, 1); /* lint-fds: ok: child stdio; its output is progress */
+		/* The steps trust what this host trusts (a TLS proxy's CA on a
+		 * CI runner): its bundle is copied in for the build only. */
+		if (setenv("HUTCH_RECIPE_SCRIPT", script, 1) < 0 ||
+		    setenv("HUTCH_BUILD_CA", access(HOST_CA, R_OK) ? "" : HOST_CA, 1) < 0)
+			_exit(126);
 		execvp(argv[0], (char *const *)argv);
 		_exit(errno == ENOENT ? 127 : 126);
 	}
@@ -70,7 +89,7 @@ static int run_tool(const char *const *argv, struct hutch_err *err)
 /* Where the packages come from: HUTCH_DEBIAN_MIRROR (a mirror URL or an
  * apt sources file), else this host's own Debian sources file (its
  * mirror, proxy or snapshot), else NULL: mmdebstrap's deb.debian.org. */
-static const char *mirror(void)
+static const char *mirror(const char *suite)
 {
 	const char *m = getenv("HUTCH_DEBIAN_MIRROR");
 	static const char *const host[] = { "/etc/apt/sources.list.d/debian.sources",
@@ -81,7 +100,7 @@ static const char *mirror(void)
 	for (size_t i = 0; i < ELEMENTSOF(host); i++) {
 		_cleanup_free_ char *text = NULL;
 		if (hutch_read_file_alloc_at(AT_FDCWD, host[i], 1 << 20, &text) >= 0 &&
-		    strstr(text, HUTCH_IMAGE_DEFAULT_SUITE) && strstr(text, "debian"))
+		    strstr(text, suite) && strstr(text, "debian"))
 			return host[i];
 	}
 	return NULL;
@@ -139,21 +158,40 @@ static cJSON *descriptor(const char *media, const char *digest, double size)
 	return d;
 }
 
-static cJSON *image_config(const char *diff_id)
+/* The environment: PATH and LANG, then the recipe's (a later NAME wins). */
+static void add_env(cJSON *env, const struct hutch_recipe *rc)
 {
-	cJSON *c = cJSON_CreateObject(), *cfg, *env, *fs;
+	const char *base[] = { "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+		               "LANG=C.UTF-8" };
+	cJSON *it, *next;
+
+	for (size_t i = 0; i < ELEMENTSOF(base) + rc->nenv; i++) {
+		const char *e = i < ELEMENTSOF(base) ? base[i] : rc->env[i - ELEMENTSOF(base)];
+		size_t n = strcspn(e, "=") + 1;
+		for (it = env->child; it; it = next) {
+			next = it->next;
+			if (!strncmp(it->valuestring, e, n))
+				cJSON_Delete(cJSON_DetachItemViaPointer(env, it));
+		}
+		cJSON_AddItemToArray(env, cJSON_CreateString(e));
+	}
+}
+
+static cJSON *image_config(const char *diff_id, const struct hutch_recipe *rc,
+                           const char *recipe_digest)
+{
+	cJSON *c = cJSON_CreateObject(), *cfg, *fs, *labels;
 
 	cJSON_AddStringToObject(c, "architecture", ARCH);
 	cJSON_AddStringToObject(c, "os", "linux");
 	cfg = cJSON_AddObjectToObject(c, "config");
-	env = cJSON_AddArrayToObject(cfg, "Env");
-	cJSON_AddItemToArray(env, cJSON_CreateString("PATH=/usr/local/sbin:/usr/local/bin:"
-	                                             "/usr/sbin:/usr/bin:/sbin:/bin"));
-	cJSON_AddItemToArray(env, cJSON_CreateString("LANG=C.UTF-8"));
+	add_env(cJSON_AddArrayToObject(cfg, "Env"), rc);
 	cJSON_AddStringToObject(cfg, "WorkingDir", "/workspace");
-	cJSON_AddItemToObject(cfg, "Labels", cJSON_CreateObject());
-	cJSON_AddStringToObject(cJSON_GetObjectItem(cfg, "Labels"), "run.hutch.packages",
-	                        HUTCH_IMAGE_DEFAULT_PACKAGES);
+	labels = cJSON_AddObjectToObject(cfg, "Labels");
+	cJSON_AddStringToObject(labels, "run.hutch.base", rc->suite);
+	cJSON_AddStringToObject(labels, "run.hutch.packages", rc->packages);
+	/* what it was built from: the recipe's sha256 */
+	cJSON_AddStringToObject(labels, "run.hutch.recipe", recipe_digest);
 	fs = cJSON_AddObjectToObject(c, "rootfs");
 	cJSON_AddStringToObject(fs, "type", "layers");
 	cJSON_AddItemToArray(cJSON_AddArrayToObject(fs, "diff_ids"), cJSON_CreateString(diff_id));
@@ -162,7 +200,8 @@ static cJSON *image_config(const char *diff_id)
 
 /* The layout around tmp/<dir>/blobs/sha256/rootfs.tar: the tar renamed to
  * its digest, a config, a manifest, index.json and oci-layout. */
-static int wrap_layout(int dirfd, struct hutch_err *err)
+static int wrap_layout(int dirfd, const struct hutch_recipe *rc, const char *recipe_digest,
+                       struct hutch_err *err)
 {
 	_cleanup_close_ int blobs = -EBADF;
 	_cleanup_cjson_ cJSON *config = NULL, *manifest = NULL, *index = NULL;
@@ -180,7 +219,8 @@ static int wrap_layout(int dirfd, struct hutch_err *err)
 		return r;
 	if (renameat(blobs, "rootfs.tar", blobs, tar + strlen("sha256:")) < 0)
 		return hutch_err_set_errno(err, -errno, "rename the root tar");
-	config = image_config(tar); /* uncompressed: its diff_id is its digest */
+	/* uncompressed: its diff_id is its digest */
+	config = image_config(tar, rc, recipe_digest);
 	if ((r = write_blob(blobs, config, cfg, &cfg_size, err)) < 0)
 		return r;
 	manifest = cJSON_CreateObject();
@@ -207,47 +247,102 @@ static int wrap_layout(int dirfd, struct hutch_err *err)
 	return 0;
 }
 
-int hutch_image_build_default(struct hutch_image_store *s, const char *name,
-                              struct hutch_image_import_stats *stats, struct hutch_err *err)
+/* The recipe's text: the file at path, or the built-in default. */
+static int recipe_text(const char *path, char **ret, struct hutch_err *err)
 {
-	_cleanup_free_ char *dir = NULL, *tar = NULL;
+	int r;
+
+	if (!path) {
+		*ret = strdup(hutch_image_default_recipe);
+		return *ret ? 0 : hutch_err_set(err, -ENOMEM, "out of memory");
+	}
+	r = hutch_read_file_alloc_at(AT_FDCWD, path, HUTCH_RECIPE_MAX + 1, ret);
+	if (r < 0) {
+		/* the caller's file: a missing or unreadable one is usage */
+		hutch_err_set_errno(err, r, "read the recipe '%s'", path);
+		err->cls = HUTCH_ERRC_USAGE;
+		return r;
+	}
+	return 0;
+}
+
+/* mmdebstrap's command line: base and packages, the steps as one
+ * customize hook (the script copied in, run in the root, removed). */
+static int build_root(const struct hutch_recipe *rc, const char *dir, bool quiet,
+                      struct hutch_err *err)
+{
+	_cleanup_free_ char *include = NULL, *tar = NULL, *script = NULL, *path = NULL;
+	const char *argv[10];
+	size_t n = 0;
+	int r;
+
+	script = hutch_recipe_script(rc);
+	if (!script || asprintf(&include, "--include=%s", rc->packages) < 0 ||
+	    asprintf(&tar, "%s/blobs/sha256/rootfs.tar", dir) < 0 ||
+	    asprintf(&path, "%s/recipe.sh", dir) < 0)
+		return hutch_err_set(err, -ENOMEM, "out of memory");
+	if ((r = hutch_write_file_at(AT_FDCWD, path, script, 0644)) < 0)
+		return hutch_err_set_errno(err, r, "write the recipe's script");
+	argv[n++] = "mmdebstrap";
+	argv[n++] = "--variant=apt";
+	argv[n++] = include;
+	argv[n++] = STEPS_HOOK;
+	argv[n++] = rc->suite;
+	argv[n++] = tar;
+	if (mirror(rc->suite))
+		argv[n++] = mirror(rc->suite);
+	if (quiet)
+		argv[n++] = "--quiet";
+	argv[n] = NULL;
+	return run_tool(argv, path, err);
+}
+
+int hutch_image_build_default(struct hutch_image_store *s, const char *name,
+                              const char *recipe_path, struct hutch_image_import_stats *stats,
+                              struct hutch_err *err)
+{
+	_cleanup_free_ char *dir = NULL, *text = NULL;
 	_cleanup_close_ int dirfd = -EBADF;
-	const char *argv[] = { "mmdebstrap", "--variant=apt",
-		               "--include=" HUTCH_IMAGE_DEFAULT_PACKAGES,
-		               /* pip and venv for appuser as in the cloud's image:
-		                * no PEP 668 "externally-managed-environment". */
-		               "--customize-hook=rm -f \"$1\"/usr/lib/python3*/EXTERNALLY-MANAGED",
-		               "--customize-hook=rm -rf \"$1\"/var/lib/apt/lists/* "
-		               "\"$1\"/var/cache/apt/*.bin",
-		               HUTCH_IMAGE_DEFAULT_SUITE, NULL, mirror(), NULL, NULL };
+	struct hutch_recipe rc = { 0 };
+	char digest[HUTCH_IMAGE_DIGEST_LEN + 1];
+	struct hutch_sha256 h;
 	int r;
 
 	if (!hutch_image_name_is_valid(name))
 		return hutch_err_set_class(err, HUTCH_ERRC_USAGE, -EINVAL,
 		                           "invalid image name '%s'", name);
-	if ((r = store_lock(s, err)) < 0)
+	if ((r = recipe_text(recipe_path, &text, err)) < 0)
 		return r;
-	if (asprintf(&dir, "%s/tmp/build-default-XXXXXX", s->path) < 0 || !mkdtemp(dir))
-		return hutch_err_set_errno(err, -errno, "make a directory in '%s/tmp'", s->path);
+	if ((r = hutch_recipe_parse(text, strlen(text), &rc, err)) < 0)
+		return hutch_err_prefix(err, "recipe '%s'",
+		                        recipe_path ? recipe_path : "image/default.recipe");
+	hutch_sha256_init(&h);
+	hutch_sha256_update(&h, text, strlen(text));
+	hutch_sha256_final(&h, digest);
+	if ((r = store_lock(s, err)) < 0)
+		goto out;
+	if (asprintf(&dir, "%s/tmp/build-default-XXXXXX", s->path) < 0 || !mkdtemp(dir)) {
+		r = hutch_err_set_errno(err, -errno, "make a directory in '%s/tmp'", s->path);
+		free(dir);
+		dir = NULL;
+		goto out;
+	}
 	dirfd = open(dir, O_DIRECTORY | O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 	if (dirfd < 0 || mkdirat(dirfd, "blobs", 0755) < 0 ||
 	    mkdirat(dirfd, "blobs/sha256", 0755) < 0) {
 		r = hutch_err_set_errno(err, -errno, "make the layout in '%s'", dir);
 		goto out;
 	}
-	if (asprintf(&tar, "%s/blobs/sha256/rootfs.tar", dir) < 0) {
-		r = hutch_err_set(err, -ENOMEM, "out of memory");
-		goto out;
-	}
-	argv[6] = tar;
-	if (stats && stats->quiet) /* after the mirror, or in its place */
-		argv[argv[7] ? 8 : 7] = "--quiet";
-	r = run_tool(argv, err);
+	r = build_root(&rc, dir, stats && stats->quiet, err);
 	if (r >= 0)
-		r = wrap_layout(dirfd, err);
+		(void)unlinkat(dirfd, "recipe.sh", 0);
+	if (r >= 0)
+		r = wrap_layout(dirfd, &rc, digest, err);
 	if (r >= 0)
 		r = hutch_image_import(s, dir, NULL, name, stats, err);
 out:
-	(void)hutch_rm_rf_at(AT_FDCWD, dir);
+	if (dir)
+		(void)hutch_rm_rf_at(AT_FDCWD, dir);
+	hutch_recipe_done(&rc);
 	return r;
 }

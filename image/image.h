@@ -113,20 +113,20 @@ int hutch_image_pull(struct hutch_image_store *s, const char *ref, const char *n
                      struct hutch_image_import_stats *stats, struct hutch_err *err);
 
 /*
- * The default image: Debian HUTCH_IMAGE_DEFAULT_SUITE with what the cloud's
- * image carries where Debian has it, built here with mmdebstrap (from
- * HUTCH_DEBIAN_MIRROR, else this host's Debian sources, else
- * deb.debian.org; its progress on stderr), wrapped as a one-layer OCI
- * layout and imported as name. pip works for appuser (no PEP 668 marker).
- * -ENOENT when mmdebstrap is missing, -EIO when it failed.
+ * An image from a recipe (recipe.h): recipe_path, or NULL for the default
+ * image's (image/default.recipe, built in). mmdebstrap makes the base with
+ * the packages (from HUTCH_DEBIAN_MIRROR, else this host's Debian sources,
+ * else deb.debian.org; its progress on stderr) and runs the recipe's steps
+ * in it with the network; the root is wrapped as a one-layer OCI layout
+ * and imported as name, its Labels naming the base, the packages and the
+ * recipe's sha256 (run.hutch.recipe). -ENOENT when mmdebstrap is missing
+ * or the recipe file is; -EINVAL for a bad recipe (err names the line);
+ * -EIO when the build failed.
  */
-#define HUTCH_IMAGE_DEFAULT_NAME  "hutch-default"
-#define HUTCH_IMAGE_DEFAULT_SUITE "bookworm"
-#define HUTCH_IMAGE_DEFAULT_PACKAGES                                                    \
-	"bash,ca-certificates,python3,python3-pip,python3-venv,git,gh,curl,jq,ripgrep," \
-	"nodejs,npm,pre-commit,procps,less"
+#define HUTCH_IMAGE_DEFAULT_NAME "hutch-default"
 int hutch_image_build_default(struct hutch_image_store *s, const char *name,
-                              struct hutch_image_import_stats *stats, struct hutch_err *err);
+                              const char *recipe_path, struct hutch_image_import_stats *stats,
+                              struct hutch_err *err);
 
 /* skopeo's "skopeo version X" line (doctor); -ENOENT when it is missing. */
 int hutch_image_skopeo_version(char *out, size_t outlen, struct hutch_err *err);

@@ -1,7 +1,9 @@
 # SPDX-License-Identifier: Apache-2.0
-"""hutch image build-default (issue 14): the default image, built here from
-Debian packages with mmdebstrap, from this machine's Debian mirror (the one
-network CI has), imported like any other image. One build per run (~2 min)."""
+"""hutch image build-default (issues 14, 27): the default image, built here
+from its recipe (image/default.recipe): Debian packages with mmdebstrap, from
+this machine's Debian mirror, and Node 22, npm, corepack and pnpm from the
+npm registry (the two networks CI has), imported like any other image. One
+build per run (3 to 12 min measured on a 2-core machine at load 4 to 10)."""
 import json
 import os
 import shutil
@@ -10,7 +12,10 @@ import pytest
 
 STORE_IDS = 0x0FFF0000  # image/image.h HUTCH_IMAGE_STORE_IDS
 TOOLS = ["bash", "sh", "python3", "pip3", "git", "gh", "curl", "jq", "rg", "node", "npm",
-         "pre-commit"]
+         "npx", "pnpm", "corepack", "pre-commit"]
+# What the sandbox reports, as docs/images.md's table says (the recipe's pins)
+VERSIONS = {"node -v": "v22.23.5", "npm -v": "10.9.9", "pnpm -v": "12.24.0",
+            "corepack --version": "0.36.0", "python3 -V": "Python 3.11.2"}
 
 pytestmark = pytest.mark.skipif(not shutil.which("mmdebstrap"),
                                 reason="mmdebstrap is not installed (scripts/install-deps --test)")
@@ -43,8 +48,13 @@ def test_build_default_carries_the_cloud_tools(built):
     info = json.loads(h("image", "inspect", "hutch-default").stdout)
     root = store / "layers" / info["layers"][0].split(":")[1]
     for t in TOOLS:
-        p = root / "usr/bin" / t
-        assert os.path.lexists(p) or os.path.lexists(root / "bin" / t), f"no {t} in the image"
+        assert any(os.path.lexists(root / d / t) for d in ("usr/bin", "bin", "usr/local/bin")), \
+            f"no {t} in the image"
+    # what it was built from: the recipe's digest, the base and the packages
+    labels = json.loads((store / "blobs" / "sha256" / info["config"].split(":")[1])
+                        .read_text())["config"]["Labels"]
+    assert labels["run.hutch.base"] == "bookworm" and "python3-venv" in labels["run.hutch.packages"]
+    assert labels["run.hutch.recipe"].startswith("sha256:")
     # pip works for appuser: no PEP 668 "externally-managed-environment".
     assert not list(root.glob("usr/lib/python3*/EXTERNALLY-MANAGED"))
     assert list(root.glob("usr/lib/python3/dist-packages/pip"))
@@ -67,6 +77,17 @@ def test_build_default_refusals(hutch, tmp_path):
     assert r.returncode == 70 and b"mmdebstrap failed" in r.stderr, r.stderr[-2000:]
     assert os.listdir(tmp_path / "store" / "tmp") == []
     assert json.loads(hutch("image", "ls", "--json").stdout) == []
+
+
+def test_build_default_recipe_refusals(hutch, tmp_path):
+    hutch.env["HUTCH_IMAGE_STORE"] = str(tmp_path / "store")
+    r = hutch("image", "build-default", "--recipe", str(tmp_path / "nope"))
+    assert r.returncode == 64 and b"read the recipe" in r.stderr, r.stderr
+    bad = tmp_path / "bad.recipe"
+    bad.write_text("base bookworm\npackages bash\nFROM debian\n")
+    r = hutch("image", "build-default", "--recipe", str(bad))
+    assert r.returncode == 64 and b"line 3: unknown 'FROM'" in r.stderr, r.stderr
+    assert not (tmp_path / "store" / "tmp").exists() or os.listdir(tmp_path / "store" / "tmp") == []
 
 
 def hutchwheel():
@@ -110,9 +131,24 @@ def test_sandbox_of_the_default_image(built, hutch, tmp_path):
     assert r.returncode == 0 and len(r.stdout.split()) == len(TOOLS), r.stdout
     r = hutch("exec", sid, "--", "sh", "-c", "python3 -m venv /tmp/v && /tmp/v/bin/python -V")
     assert r.returncode == 0 and r.stdout.startswith(b"Python 3."), r.stderr
-    host_local = set(os.listdir("/usr/local/bin")) if os.path.isdir("/usr/local/bin") else set()
+    # the image's own /usr/local (node, npm, pnpm...), nothing of the host's
+    info = json.loads(hutch("image", "inspect", "hutch-default").stdout)
+    root = store / "layers" / info["layers"][0].split(":")[1]
     inside = set(hutch("exec", sid, "--", "ls", "/usr/local/bin").stdout.decode().split())
-    assert not host_local & inside, host_local & inside
+    assert inside == set(os.listdir(root / "usr/local/bin")), inside
+    for cmd, want in VERSIONS.items():
+        r = hutch("exec", sid, "--", "sh", "-c", cmd)
+        assert r.returncode == 0 and r.stdout.decode().strip() == want, (cmd, r.stdout, r.stderr)
+    # npm i -g works for appuser (its prefix in its home, on PATH): a package
+    # made here, offline
+    r = hutch("exec", sid, "--", "sh", "-c",
+              "mkdir -p /tmp/p/bin && cd /tmp/p && "
+              "echo '{\"name\":\"hi-x\",\"version\":\"1.0.0\",\"bin\":{\"hi-x\":\"bin/h.js\"}}'"
+              " > package.json && printf '#!/usr/bin/env node\\nconsole.log(process.version)\\n'"
+              " > bin/h.js && npm i -g --no-fund --no-audit /tmp/p >/dev/null && "
+              "command -v hi-x && hi-x")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.decode().split() == ["/home/appuser/.npm-global/bin/hi-x", "v22.23.5"]
     assert hutch("rm", sid).returncode == 0
 
 

@@ -27,6 +27,7 @@
 #include "fdutil.h"
 #include "image-internal.h"
 #include "image.h"
+#include "recipe.h"
 
 #define H1 "sha256:1111111111111111111111111111111111111111111111111111111111111111"
 #define H2 "sha256:2222222222222222222222222222222222222222222222222222222222222222"
@@ -446,6 +447,62 @@ static void test_read_reports(void **state)
 	closep(&p[1]);
 }
 
+static int parse(const char *text, struct hutch_recipe *r, struct hutch_err *err)
+{
+	*err = (struct hutch_err){ 0 };
+	return hutch_recipe_parse(text, strlen(text), r, err);
+}
+
+static void test_recipe(void **state)
+{
+	struct hutch_recipe r;
+	struct hutch_err err;
+	char *script;
+
+	(void)state;
+	assert_int_equal(parse("# c\nbase bookworm\n\npackages a b\n  packages c++ d.e\t\n"
+	                       "run echo 1; \\\n  echo 2\nrun true\nenv A=1\nenv A=x=y\n",
+	                       &r, &err),
+	                 0);
+	assert_string_equal(r.suite, "bookworm");
+	assert_string_equal(r.packages, "a,b,c++,d.e");
+	assert_int_equal(r.nruns, 2);
+	assert_string_equal(r.runs[0], "echo 1; \\\n  echo 2");
+	assert_string_equal(r.runs[1], "true");
+	assert_int_equal(r.nenv, 2);
+	assert_string_equal(r.env[1], "A=x=y");
+	script = hutch_recipe_script(&r);
+	assert_non_null(script);
+	assert_non_null(strstr(script, "hutch: recipe step 1/2: echo 1; \\ ...'"));
+	assert_non_null(strstr(script, "(set -eu\necho 1; \\\n  echo 2\n)\n[ $? -eq 0 ] ||"));
+	assert_non_null(strstr(script, "recipe step 2/2 failed"));
+	free(script);
+	hutch_recipe_done(&r);
+
+	/* the built-in one parses */
+	assert_int_equal(parse(hutch_image_default_recipe, &r, &err), 0);
+	assert_string_equal(r.suite, "bookworm");
+	assert_true(r.nruns > 0 && r.nenv > 0);
+	hutch_recipe_done(&r);
+
+	/* each error names its line */
+	assert_int_equal(parse("base bookworm\npackages a\nfrom x\n", &r, &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "line 3: unknown 'from'"));
+	assert_int_equal(parse("base bookworm\npackages Bad\n", &r, &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "line 2: 'Bad' is not a Debian package name"));
+	assert_int_equal(parse("base bookworm\nbase sid\npackages a\n", &r, &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "line 2: a second 'base'"));
+	assert_int_equal(parse("base ../x\npackages a\n", &r, &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "line 1: 'base' takes a Debian release"));
+	assert_int_equal(parse("base b\npackages a\nenv 1A=2\n", &r, &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "line 3: 'env' takes NAME=VALUE"));
+	assert_int_equal(parse("base b\npackages a\nrun\n", &r, &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "line 3: 'run' needs a value"));
+	assert_int_equal(parse("packages a\n", &r, &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "needs a 'base' and 'packages'"));
+	assert_int_equal(hutch_recipe_parse("base b\0", 7, &r, &err), -EINVAL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -459,6 +516,7 @@ int main(void)
 		cmocka_unit_test(test_manifest_and_config),
 		cmocka_unit_test(test_unpack_plain),
 		cmocka_unit_test(test_unpack_attacks),
+		cmocka_unit_test(test_recipe),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

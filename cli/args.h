@@ -77,7 +77,7 @@ struct hutch_cli_args {
 	const struct hutch_cli_verb *const *verbs; /* every verb (completion) */
 	struct hutch_config cfg;                   /* the sandbox options (verb->sandbox_opts) */
 	bool json, quiet, all, detach, follow, interactive, tty, force, no_stream, close, no_limits,
-	        foreground, rm /* run --rm: docker's habit, what run does anyway */;
+	        foreground, verify, rm /* run --rm: docker's habit, what run does anyway */;
 	const char *cwd;
 	const char *tag, *store; /* image import --tag, image --store */
 	const char *recipe;      /* image build-default --recipe */

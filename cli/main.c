@@ -40,6 +40,7 @@ static const char *const main_usage =
         "  inspect ID                      show a sandbox's status and options (JSON)\n"
         "  stats [ID...] [--no-stream]     show what sandboxes use: CPU, memory, pids, disk, net\n"
         "  events ID                       the supervisor's log: creation, sleep, why it ended\n"
+        "  journal ID [--verify] [-f]      every request and command, hash-chained (audit)\n"
         "  set-timeout ID SECONDS          delete the sandbox SECONDS from now (not at its TTL)\n"
         "  port ID [PORT]                  where a sandbox's published ports are on the host\n"
         "  rm [--json] ID... | --all       delete sandboxes (dead and gone on return)\n"
@@ -109,6 +110,7 @@ static const struct hutch_cli_verb *const verbs[] = {
 	&hutch_verb_completion,
 	&hutch_verb_stats,
 	&hutch_verb_events,
+	&hutch_verb_journal,
 	&hutch_verb_set_timeout,
 	&hutch_verb_port,
 	&hutch_verb_image_pull,

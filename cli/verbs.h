@@ -30,6 +30,8 @@ extern const struct hutch_cli_verb hutch_verb_image_pull, hutch_verb_image_impor
         hutch_verb_image_build_default;
 /* hutch image SUB ...: argv[0] is "image". */
 int hutch_cli_image(int argc, char **argv, const struct hutch_cli_verb *const *all);
+/* verb-journal.c */
+extern const struct hutch_cli_verb hutch_verb_journal;
 /* verb-port.c */
 extern const struct hutch_cli_verb hutch_verb_port;
 /* cp.c, doctor.c, completion.c */

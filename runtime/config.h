@@ -35,6 +35,9 @@
 /* The executor's /run keeps all output as the cloud does, up to this per
  * stream; beyond it the command is killed and the answer is an error that
  * names the option (it cannot flag a cut as the native /run does). */
+/* The session journal (supervisor/journal.h): its bound on disk. */
+#define HUTCH_DEFAULT_JOURNAL_MAX     (4ull << 20)
+#define HUTCH_MAX_JOURNAL_MAX         (1ull << 30)
 #define HUTCH_DEFAULT_EXEC_MAX_OUTPUT (64ull << 20)
 #define HUTCH_MAX_EXEC_MAX_OUTPUT     (1ull << 30)
 
@@ -92,6 +95,7 @@ struct hutch_config {
 	/* Set while the sandbox waits in a warm pool (pool.h), "" otherwise. */
 	char pool_key[64];
 	uint64_t max_output_bytes;
+	uint64_t journal_max_bytes; /* the session journal's bound on disk, 0: none */
 	/* access (the cloud's): "all", "files" (files only, no commands) or
 	 * "none"; what the session's requests may do (supervisor/api/api.c). */
 	char access[8];

@@ -531,6 +531,18 @@ static const struct hutch_option options[] = {
 	        .flags = HUTCH_OPT_SESSION,
 	},
 	{
+	        .name = "journal_max_bytes",
+	        .cli = "journal-max",
+	        .metavar = "B",
+	        .help = "the session journal's bound on disk (hutch journal; 4 MiB, two files, "
+	                "oldest lines dropped); 0: no journal",
+	        .type = &hutch_opt_bytes,
+	        AT(journal_max_bytes),
+	        .max = HUTCH_MAX_JOURNAL_MAX,
+	        .def = HUTCH_DEFAULT_JOURNAL_MAX,
+	        .flags = HUTCH_OPT_SESSION,
+	},
+	{
 	        .name = "access",
 	        .cli = "access",
 	        .metavar = "all|files|none",

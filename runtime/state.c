@@ -18,6 +18,7 @@
 #include "cgroup.h"
 #include "cleanup.h"
 #include "fdutil.h"
+#include "journal-format.h"
 #include "state.h"
 #include "syscalls.h"
 
@@ -495,11 +496,15 @@ static void gc_gone(const char *runtime_dir, bool all)
 		char id[HUTCH_ID_LEN + 1];
 
 		/* A tombstone "<id>", and the supervisor's log "<id>.events"
-		 * (supervisor/events.h) kept beside it. */
+		 * (supervisor/events.h) and the session journal "<id>.journal",
+		 * "<id>.journal.1" (runtime/journal-format.h) kept beside it. */
+		const char *tail = de->d_name + HUTCH_ID_LEN;
+
 		memcpy(id, de->d_name, HUTCH_ID_LEN);
 		id[HUTCH_ID_LEN] = '\0';
-		if (!hutch_id_is_valid(id) || (de->d_name[HUTCH_ID_LEN] != '\0' &&
-		                               strcmp(de->d_name + HUTCH_ID_LEN, ".events") != 0))
+		if (!hutch_id_is_valid(id) ||
+		    (*tail && strcmp(tail, ".events") && strcmp(tail, HUTCH_JOURNAL_SUFFIX) &&
+		     strcmp(tail, HUTCH_JOURNAL_OLD_SUFFIX)))
 			continue;
 		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
 		    now - st.st_mtime > HUTCH_GONE_KEEP_SECONDS)

@@ -44,6 +44,9 @@ static void cmd_free(struct cmd *c)
 	free(c->stdin_data);
 	hutch_buf_done(&c->out);
 	hutch_buf_done(&c->err);
+	if (c->hook_ref)
+		set->hook->put(c->hook_ref);
+	c->hook_ref = NULL;
 	hutch_loop_defer(set->loop, &c->dfree, cmd_freed);
 }
 
@@ -177,6 +180,9 @@ static void maybe_done(struct cmd *c)
 	check_oom(c);
 	c->state = CMD_DONE;
 	c->set->last_done_ms = hutch_now_mono_ms();
+	if (c->hook_ref)
+		c->set->hook->done(c->hook_ref, c);
+	c->hook_ref = NULL;
 	if (c->released)
 		cmd_free(c);
 	else if (c->sink.done)
@@ -389,6 +395,8 @@ static struct cmd *cmd_new(struct hutch_cmds *set, const struct hutch_spawn *sp,
 	c->set = set;
 	c->id = ++set->next_id;
 	c->out_fd = c->err_fd = c->in_fd = c->timer_fd = -EBADF;
+	if (set->hook && set->hook_ud)
+		c->hook_ref = set->hook->attach(set->hook_ud, sp->argv, sp->builtin);
 	hutch_watch_init(&c->w_out, on_output, c);
 	hutch_watch_init(&c->w_err, on_output, c);
 	hutch_watch_init(&c->w_in, on_stdin, c);

@@ -96,6 +96,15 @@ enum cmd_state {
 	CMD_DONE,
 };
 
+/* An observer of commands: attach() when one starts (hook_ud set; its
+ * result, may be NULL, is the command's hook_ref), then done() at its end
+ * or put() if it is freed without one. */
+struct hutch_cmd_hook {
+	void *(*attach)(void *ud, const char *const *argv, bool builtin);
+	void (*done)(void *ref, const struct cmd *c);
+	void (*put)(void *ref);
+};
+
 /* The engine of one supervisor. */
 struct hutch_cmds {
 	struct hutch_loop *loop;
@@ -107,6 +116,10 @@ struct hutch_cmds {
 	uint64_t oom_seen;                      /* the cgroup's OOM kills already reported */
 	uint64_t next_id;
 	int64_t last_done_ms; /* monotonic: when a command last finished */
+	/* Told of the commands started while hook_ud is set (api.c sets it
+	 * around a request's handler: the session journal, journal.h). */
+	const struct hutch_cmd_hook *hook;
+	void *hook_ud;
 	struct cmd *list;
 	/* init's answers that are not about commands (HUTCH_MSG_CONNECTED,
 	 * supervisor/ports.c): fd is the one that came with it or -EBADF, and
@@ -132,6 +145,7 @@ struct cmd {
 	char spawn_errbuf[128];
 	struct hutch_cmd_sink sink;
 	/* engine-private */
+	void *hook_ref; /* what the hook's attach() gave it, or NULL */
 	bool kill_on_start, out_paused;
 	enum hutch_capture capture;
 	int out_fd, err_fd, in_fd, timer_fd;

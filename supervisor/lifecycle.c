@@ -14,6 +14,7 @@
 #include "fdutil.h"
 #include "hooks.h"
 #include "idle.h"
+#include "journal.h"
 #include "lifecycle.h"
 #include "log.h"
 #include "netpolicy.h"
@@ -172,6 +173,7 @@ void hutch_sup_teardown_finish(struct sup *s)
 	hutch_sup_image_done(s); /* after the mounts went: prune may take the layers */
 	hutch_event(s, "torn down: %s", s->end.reason ? s->end.reason : "creation failed");
 	hutch_events_keep(s);
+	hutch_journal_keep(s); /* still open: the last answers' lines */
 	/* Last: until here the retired dir's state.json names the cgroups
 	 * for gc, should this process die midway. */
 	if (s->end.retired)

@@ -21,6 +21,7 @@
 #include "events.h"
 #include "hooks.h"
 #include "idle.h"
+#include "journal.h"
 #include "lifecycle.h"
 #include "log.h"
 #include "netpolicy.h"
@@ -184,6 +185,7 @@ int hutch_sup_run(struct sup *s)
 	if (s->end.finish_pending)
 		hutch_sup_teardown_finish(s);
 	hutch_api_stop(s);
+	hutch_journal_close(s); /* after the last request's line */
 	hutch_loop_done(&s->loop);
 	return 0;
 }

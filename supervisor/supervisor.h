@@ -41,6 +41,7 @@ struct hutch_exec;
 struct hutch_ports;
 struct hutch_container;
 struct hutch_image_use;
+struct hutch_journal;
 
 #define HUTCH_MAX_BODY        (8u << 20) /* request body bound */
 #define HUTCH_MAX_CONNECTIONS 256
@@ -127,7 +128,8 @@ struct sup {
 		char joined_pod[HUTCH_ID_LEN + 1];
 		bool joined_cni;
 	} net;
-	struct sup_events { /* events.c: the supervisor's own log */
+	struct hutch_journal *journal; /* journal.c: the session journal, made on first use */
+	struct sup_events {            /* events.c: the supervisor's own log */
 		int fd;
 		size_t bytes;
 		bool full;

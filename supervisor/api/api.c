@@ -30,6 +30,7 @@
 #include "cleanup.h"
 #include "executor.h"
 #include "idle.h"
+#include "journal.h"
 #include "mhd.h"
 #include "procs.h"
 #include "routes.h"
@@ -43,6 +44,7 @@
 struct hutch_api_conn {
 	struct sup *s;
 	int fd, dup_fd;
+	int uid, pid; /* the peer's (SO_PEERCRED), for the journal; -1: unknown */
 	int64_t since_ms;
 	bool waiting, half_closed;
 	struct request *req; /* the request being served, if any */
@@ -265,6 +267,9 @@ static enum MHD_Result start_request(struct sup *s, bool tcp, struct MHD_Connect
 	*con_cls = r;
 	if (c)
 		c->req = r;
+	if (!passive) /* watching the sandbox is not on the record */
+		r->jrec = hutch_journal_request_begin(s, method, url, tcp || !c ? -1 : c->uid,
+		                                      tcp || !c ? -1 : c->pid);
 	refuse_early(r, url, method, known);
 	/* A refused request is answered once its body is read (a client still
 	 * sending it would see a broken pipe), unless the body is too large to
@@ -281,6 +286,19 @@ static enum MHD_Result start_request(struct sup *s, bool tcp, struct MHD_Connect
 		s->requests_open++;
 	}
 	return MHD_YES;
+}
+
+/* The route's handler; the commands it starts are the request's in the
+ * journal. */
+static enum MHD_Result serve_route(struct request *r, const char *upload, size_t *size)
+{
+	enum MHD_Result ret;
+
+	r->s->cmds.hook = &hutch_journal_cmd_hook;
+	r->s->cmds.hook_ud = r->jrec;
+	ret = r->route->serve(r, upload, size);
+	r->s->cmds.hook_ud = NULL;
+	return ret;
 }
 
 static enum MHD_Result serve_request(struct sup *s, bool tcp, struct MHD_Connection *conn,
@@ -302,7 +320,7 @@ static enum MHD_Result serve_request(struct sup *s, bool tcp, struct MHD_Connect
 		return r->answered ? MHD_YES : respond_refusal(r);
 	}
 	if (r->route->flags & HUTCH_ROUTE_RAW)
-		return r->route->serve(r, upload_data, upload_data_size);
+		return serve_route(r, upload_data, upload_data_size);
 	if (*upload_data_size) {
 		if (hutch_buf_append(&r->body, upload_data, *upload_data_size) < 0 ||
 		    r->body.truncated)
@@ -319,7 +337,7 @@ static enum MHD_Result serve_request(struct sup *s, bool tcp, struct MHD_Connect
 	 * whose command has started answers from it (410 too). */
 	if (s->state != SUP_RUNNING && !(r->route->flags & HUTCH_ROUTE_ENDED) && !r->cmd)
 		return hutch_api_respond_json(conn, MHD_HTTP_GONE, hutch_api_ended_json(s));
-	return r->route->serve(r, NULL, &none);
+	return serve_route(r, NULL, &none);
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
@@ -355,6 +373,12 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 		conn_wait(r->s, c);
 	}
 	hutch_loop_del(&r->s->loop, &r->w_conn);
+	if (r->jrec) {
+		const union MHD_ConnectionInfo *ci =
+		        hutch_mhd.get_connection_info(conn, MHD_CONNECTION_INFO_HTTP_STATUS);
+
+		hutch_journal_request_end(r->jrec, ci ? ci->http_status : 0);
+	}
 	if (r->cmd)
 		hutch_cmd_release(r->cmd); /* killed if still running */
 	hutch_sse_done(&r->sse);
@@ -383,11 +407,18 @@ static void conn_start(struct sup *s, struct MHD_Connection *conn, void **socket
 	const union MHD_ConnectionInfo *ci =
 	        hutch_mhd.get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
 	struct hutch_api_conn *c = calloc(1, sizeof(*c));
+	struct ucred cred;
+	socklen_t len = sizeof(cred);
 
 	if (!c)
 		return; /* served without a header deadline */
 	c->s = s;
 	c->fd = ci ? ci->connect_fd : -1;
+	c->uid = c->pid = -1;
+	if (c->fd >= 0 && getsockopt(c->fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0) {
+		c->uid = (int)cred.uid;
+		c->pid = (int)cred.pid;
+	}
 	c->dup_fd = c->fd >= 0 ? fcntl(c->fd, F_DUPFD_CLOEXEC, 3) : -EBADF;
 	hutch_watch_init(&c->w, on_conn_rdhup, c);
 	if (c->dup_fd >= 0 &&

@@ -73,6 +73,7 @@ struct request {
 	cJSON *refuse;
 	const char *refuse_text; /* or this plain text (the executor's errors) */
 	bool tcp;                /* came through the executor's TCP listener */
+	struct hutch_jrec *jrec; /* its journal record (supervisor/journal.h), or NULL */
 };
 
 /* Fill a zeroed request of s on conn. */

@@ -314,8 +314,10 @@ def test_200_cycles_leave_nothing_behind(hutch):
     assert entries == [".create.lock", ".gc", ".gc-pruned", ".gone"], entries
     gone = os.listdir(os.path.join(hutch.rtdir, ".gone"))
     ids = [g for g in gone if "." not in g]
-    # beside each tombstone, the supervisor's log (hutch events)
-    assert sorted(gone) == sorted(ids + [i + ".events" for i in ids]), gone
+    # beside each tombstone, the supervisor's log (hutch events) and the
+    # session journal (hutch journal)
+    assert sorted(gone) == sorted(ids + [i + ".events" for i in ids]
+                                  + [i + ".journal" for i in ids]), gone
     assert len(ids) == 200
     assert mounts_of([hutch.rtdir] + ids) == []
     leftover_cg = [d for sid in ids for d in cgroup_dirs_named(sid)]

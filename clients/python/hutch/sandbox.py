@@ -354,6 +354,7 @@ class LocalSandbox:
                  setup_script_timeout_seconds=600, hooks=(), supports_background_processes=None,
                  host_ports=(), ports=(), executor_port=None, header_bindings=(),
                  executor_max_output_bytes=None, no_limits=False, max_output_bytes=None,
+                 journal_max_bytes=None,
                  on_create=None, on_destroy=None, description=None, access=None,
                  secrets=None):
         if not isinstance(instance_type, str) or instance_type not in INSTANCE_TYPES:
@@ -444,6 +445,12 @@ class LocalSandbox:
             raise errors.ConfigError(f"invalid max_output_bytes {max_output_bytes!r}: a number of "
                                      "bytes, at least 1 (None: hutch's default)")
         self.max_output_bytes = max_output_bytes
+        if journal_max_bytes is not None and (not isinstance(journal_max_bytes, int)
+                                              or isinstance(journal_max_bytes, bool)
+                                              or not 0 <= journal_max_bytes <= 1 << 30):
+            raise errors.ConfigError(f"invalid journal_max_bytes {journal_max_bytes!r}: bytes "
+                                     "from 0 (no journal) to 1073741824 (None: 4 MiB)")
+        self.journal_max_bytes = journal_max_bytes
         for name, value in (("on_create", on_create), ("on_destroy", on_destroy),
                             ("description", description)):
             if value is not None and (not isinstance(value, str) or not value or "\0" in value):
@@ -478,7 +485,8 @@ class LocalSandbox:
             args += ["--image", self.image]
         if self.no_limits:
             args.append("--no-limits")
-        for flag, value in (("--max-output", self.max_output_bytes), ("--on-create", self.on_create),
+        for flag, value in (("--max-output", self.max_output_bytes),
+                            ("--journal-max", self.journal_max_bytes), ("--on-create", self.on_create),
                             ("--on-destroy", self.on_destroy),
                             ("--description", self.description)):
             if value is not None:
@@ -1049,6 +1057,26 @@ class SandboxSession:
         """The sandbox's ``/status`` (a dict: state, expires_at, config...)."""
         return self._client.call("GET", "/status")
 
+    def journal(self, *, verify=False):
+        """The session journal (``hutch journal ID --json``): one dict per
+        line, oldest first (every request with its caller, route, command
+        line or path, status, exit and duration). Readable after close()
+        too, for 7 days. With ``verify=True`` the hash chain is checked
+        first: a changed, removed or reordered line raises
+        :class:`SandboxError` naming it."""
+        if verify:
+            proc = subprocess.run([find_hutch(), "journal", self.id, "--verify"],
+                                  capture_output=True, text=True, check=False)
+            if proc.returncode != 0:
+                raise errors.SandboxError((proc.stdout + proc.stderr).strip()
+                                          .removeprefix("hutch: "))
+        proc = subprocess.run([find_hutch(), "journal", self.id, "--json"], capture_output=True,
+                              text=True, check=False)
+        if proc.returncode != 0:
+            raise errors.SandboxError(proc.stderr.strip().removeprefix("hutch: ")
+                                      or f"exit status {proc.returncode}")
+        return [json.loads(line) for line in proc.stdout.splitlines()]
+
     def _hook_fns(self, name):
         hooks = self.sandbox.hooks
         return [getattr(h, name) for h in (hooks if name == "on_create" else reversed(hooks))]
@@ -1210,6 +1238,7 @@ class AsyncSandboxSession:
     close_stdin = _async_method("close_stdin")
     status = _async_method("status")
     set_timeout = _async_method("set_timeout")
+    journal = _async_method("journal")
     wait_process = _async_method("wait_process")
     upload_dir = _async_method("upload_dir")
     download_dir = _async_method("download_dir")

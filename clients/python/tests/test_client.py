@@ -608,6 +608,21 @@ def test_status():
         assert 3500 < st["expires_in_seconds"] <= 3600 and st["expires_at"] == s.expires_at
 
 
+def test_journal_after_close_and_its_bound():
+    s = LocalSandbox(journal_max_bytes=1 << 20).open()
+    assert s.execute("echo journaled; exit 4").exit_code == 4
+    s.write_file("j.txt", "x")
+    s.close()
+    j = s.journal(verify=True)
+    assert j[0]["journal"] == "start" and j[0]["max_bytes"] == 1 << 20
+    assert j[-1]["journal"] == "end"
+    assert any(x.get("command") == "echo journaled; exit 4" and x.get("exit") == 4 for x in j)
+    assert any(x.get("path", "").endswith("j.txt") for x in j)
+    for bad in (-1, True, "4", 2 << 30):
+        with pytest.raises(ConfigError):
+            LocalSandbox(journal_max_bytes=bad)
+
+
 # ---------------------------------------------------------------------------
 # sync / async parity
 # ---------------------------------------------------------------------------

@@ -217,6 +217,7 @@ CREATE_OPTIONS = {
     "--header-binding": ("header_bindings", "header_bindings"),
     "--image": ("image", "image"),
     "--max-output": ("max_output_bytes", "max_output_bytes"),
+    "--journal-max": ("journal_max_bytes", "journal_max_bytes"),
     "--executor-port": ("executor_port", "executor_port"),
     "--executor-max-output": ("executor_max_output_bytes", "executor_max_output_bytes"),
     "--access": ("access", "access"),

@@ -1,0 +1,352 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * hutch journal ID [--verify] [--follow] [--json]: a sandbox's session
+ * journal (runtime/journal-format.h, supervisor/journal.h), live or ended
+ * (kept beside its tombstone for 7 days): every API request with its
+ * caller, route, command line or path, status, exit and duration. --verify
+ * walks the hash chain and says where it breaks (exit 1); --follow keeps
+ * printing new lines until the journal's end.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/inotify.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+
+#include "args.h"
+#include "cleanup.h"
+#include "cli.h"
+#include "fdutil.h"
+#include "journal-format.h"
+#include "state.h"
+#include "verbs.h"
+
+#define EXIT_BROKEN 1 /* --verify: the chain is broken */
+
+struct jsrc {
+	char dir[4300];            /* where the files are */
+	char cur[4400], old[4400]; /* the current file and the one before it */
+	bool gone;                 /* the sandbox has ended */
+};
+
+/* A file of the journal: its lines as they come (a line is printed only
+ * once its newline is there). */
+struct jfile {
+	int fd;
+	char buf[HUTCH_JOURNAL_LINE_MAX + 1];
+	size_t len;
+};
+
+struct jout {
+	struct hutch_cli_args *a;
+	struct hutch_journal_check check;
+	uint64_t lines;
+};
+
+static void src_in(struct jsrc *s, const char *dir, const char *cur, const char *old, bool gone)
+{
+	snprintf(s->dir, sizeof(s->dir), "%s", dir);
+	snprintf(s->cur, sizeof(s->cur), "%s/%s", dir, cur);
+	snprintf(s->old, sizeof(s->old), "%s/%s", dir, old);
+	s->gone = gone;
+}
+
+/* Where ID's journal is: its state dir, its retired one (it has just
+ * ended), beside its tombstone. */
+static int locate(const char *id, struct jsrc *s)
+{
+	char dir[4300], cur[64], old[64];
+	struct hutch_paths p;
+	int r = hutch_cli_resolve_as(id, HUTCH_CLI_GONE_OK, &p);
+
+	if (r && r != HUTCH_CLI_SKIP)
+		return r;
+	if (!r) {
+		src_in(s, p.dir, HUTCH_JOURNAL_FILE, HUTCH_JOURNAL_OLD_FILE, false);
+		if (access(s->cur, F_OK) == 0 || errno != ENOENT)
+			return 0;
+		id = p.id; /* ended since */
+	}
+	snprintf(dir, sizeof(dir), "%s/.dead-%s", hutch_runtime_dir(), id);
+	src_in(s, dir, HUTCH_JOURNAL_FILE, HUTCH_JOURNAL_OLD_FILE, true);
+	if (access(s->cur, F_OK) == 0)
+		return 0;
+	snprintf(dir, sizeof(dir), "%s/.gone", hutch_runtime_dir());
+	snprintf(cur, sizeof(cur), "%s" HUTCH_JOURNAL_SUFFIX, id);
+	snprintf(old, sizeof(old), "%s" HUTCH_JOURNAL_OLD_SUFFIX, id);
+	src_in(s, dir, cur, old, true);
+	if (access(s->cur, F_OK) == 0 || errno != ENOENT)
+		return 0;
+	return hutch_cli_fail(HUTCH_EXIT_NOT_FOUND,
+	                      "no journal of sandbox '%s': it is kept 7 days after the sandbox "
+	                      "ended, and none is written with --journal-max 0",
+	                      id);
+}
+
+static const char *str(const cJSON *o, const char *name)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, name);
+
+	return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+static bool num(const cJSON *o, const char *name, double *v)
+{
+	const cJSON *n = cJSON_GetObjectItemCaseSensitive(o, name);
+
+	if (cJSON_IsNumber(n))
+		*v = n->valuedouble;
+	return cJSON_IsNumber(n);
+}
+
+/* One line for people: time, caller, route, result, duration, what. */
+static void print_human(const char *line, size_t len)
+{
+	_cleanup_cjson_ cJSON *o = cJSON_ParseWithLength(line, len);
+	const cJSON *caller;
+	char who[32] = "", result[48] = "", took[24] = "";
+	double v = 0, uid = 0;
+
+	if (!o) {
+		printf("%.*s\n", (int)len, line);
+		return;
+	}
+	if (str(o, "journal")) {
+		printf("%s  -- journal %s%s%s\n", str(o, "time") ?: "?", str(o, "journal"),
+		       str(o, "reason") ? ": " : "", str(o, "reason") ?: "");
+		return;
+	}
+	caller = cJSON_GetObjectItemCaseSensitive(o, "caller");
+	if (cJSON_IsString(caller))
+		snprintf(who, sizeof(who), "%s", caller->valuestring);
+	else if (num(caller, "uid", &uid))
+		snprintf(who, sizeof(who), "uid %.0f", uid);
+	if (num(o, "exit", &v))
+		snprintf(result, sizeof(result), "exit %.0f", v);
+	else if (num(o, "signal", &v))
+		snprintf(result, sizeof(result), "signal %.0f", v);
+	else if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "running")))
+		snprintf(result, sizeof(result), "running");
+	else if (num(o, "status", &v))
+		snprintf(result, sizeof(result), "%.0f", v);
+	if (num(o, "ms", &v))
+		snprintf(took, sizeof(took), "%.1f ms", v);
+	if (num(o, "of", &v)) {
+		printf("%s  %-8s  %-26s  %-9s  %10s  (of line %.0f)\n", str(o, "time") ?: "?", "",
+		       "exit", result, took, v);
+		return;
+	}
+	printf("%s  %-8s  %-26s  %-9s  %10s  %s\n", str(o, "time") ?: "?", who,
+	       str(o, "route") ?: "?", result, took,
+	       str(o, "command") ?: str(o, "path") ?: "");
+}
+
+static int line_out(struct jout *o, const char *line, size_t len)
+{
+	o->lines++;
+	if (o->a->verify) {
+		(void)hutch_journal_check_line(&o->check, line, len);
+		return 0;
+	}
+	if (o->a->json)
+		printf("%.*s\n", (int)len, line);
+	else
+		print_human(line, len);
+	/* --follow stops at the end line: it is checked as it goes */
+	(void)hutch_journal_check_line(&o->check, line, len);
+	return 0;
+}
+
+/* The complete lines f has now; 0, or an error exit code. */
+static int drain(struct jfile *f, struct jout *o, const char *path)
+{
+	ssize_t n;
+
+	for (;;) {
+		char *nl;
+
+		while ((nl = memchr(f->buf, '\n', f->len))) {
+			size_t l = (size_t)(nl - f->buf);
+
+			line_out(o, f->buf, l);
+			memmove(f->buf, nl + 1, f->len - l - 1);
+			f->len -= l + 1;
+		}
+		if (f->len == sizeof(f->buf) - 1) { /* a line too long: not one of ours */
+			line_out(o, f->buf, f->len);
+			f->len = 0;
+		}
+		n = read(f->fd, f->buf + f->len, sizeof(f->buf) - 1 - f->len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return hutch_cli_fail(HUTCH_EXIT_FAILURE, "read '%s': %s", path,
+			                      strerror(errno));
+		if (n == 0)
+			return 0;
+		f->len += (size_t)n;
+	}
+}
+
+static int open_or_fail(const char *path, int *fd)
+{
+	*fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (*fd < 0)
+		return hutch_cli_fail(errno == EACCES ? HUTCH_EXIT_NOT_CAPABLE : HUTCH_EXIT_FAILURE,
+		                      "open '%s': %s", path, strerror(errno));
+	return 0;
+}
+
+/* --follow: new lines of f until the end line. The file moves beside the
+ * tombstone when the sandbox ends (the watch follows its inode); a
+ * rotation makes a new file in the dir (its watch wakes us). */
+static int follow(struct jfile *f, struct jout *o, struct jsrc *s)
+{
+	_cleanup_close_ int in = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+	struct stat a, b;
+	unsigned quiet = 0;
+	char ev[4096];
+	int r;
+
+	if (in < 0 || inotify_add_watch(in, s->cur, IN_MODIFY | IN_MOVE_SELF) < 0 ||
+	    (!s->gone && inotify_add_watch(in, s->dir, IN_CREATE | IN_MOVED_TO) < 0))
+		return hutch_cli_fail(HUTCH_EXIT_FAILURE, "watch '%s': %s", s->cur,
+		                      strerror(errno));
+	while (!o->check.ended) {
+		struct pollfd p = { .fd = in, .events = POLLIN };
+
+		if ((r = drain(f, o, s->cur)))
+			return r;
+		if (o->check.ended)
+			break;
+		/* Rotated: the rest of this file, then the new one. */
+		if (fstat(f->fd, &a) == 0 && stat(s->cur, &b) == 0 && a.st_ino != b.st_ino) {
+			if ((r = drain(f, o, s->cur)))
+				return r;
+			close(f->fd);
+			if ((r = open_or_fail(s->cur, &f->fd)))
+				return r;
+			(void)inotify_add_watch(in, s->cur, IN_MODIFY | IN_MOVE_SELF);
+			continue;
+		}
+		r = poll(&p, 1, 1000);
+		if (r > 0) {
+			quiet = 0;
+			while (read(in, ev, sizeof(ev)) > 0)
+				;
+			continue;
+		}
+		/* Nothing for a while: a supervisor that died writes no end. */
+		if (r == 0 && access(s->dir, F_OK) < 0 && ++quiet >= 3)
+			return hutch_cli_fail(HUTCH_EXIT_FAILURE,
+			                      "the journal ended without its end line (its "
+			                      "supervisor died?)");
+	}
+	return 0;
+}
+
+/* An ended sandbox's supervisor may still be writing its last lines
+ * (rm returns at the DELETE answer): wait for it to let go of the file,
+ * at most 10 s (a supervisor that hangs: read what is there). */
+static void wait_writer(int fd)
+{
+	for (int i = 0; i < 1000 && flock(fd, LOCK_SH | LOCK_NB) < 0 && errno == EWOULDBLOCK; i++)
+		(void)poll(NULL, 0, 10);
+}
+
+static int cmd_journal(struct hutch_cli_args *a)
+{
+	struct jfile *f = NULL;
+	struct jout o = { .a = a };
+	struct jsrc s;
+	int r, fd = -EBADF;
+
+	if (a->npos < 1)
+		return hutch_cli_fail(HUTCH_EXIT_USAGE, "missing sandbox id: hutch journal ID");
+	if (a->verify && a->follow)
+		return hutch_cli_fail(HUTCH_EXIT_USAGE, "--verify and --follow do not go together");
+	if ((r = locate(a->pos[0], &s)))
+		return r;
+	hutch_journal_check_init(&o.check);
+	f = calloc(1, sizeof(*f));
+	if (!f)
+		return hutch_cli_fail(HUTCH_EXIT_FAILURE, "out of memory");
+	/* The file before the last rotation first (if there is one). */
+	fd = open(s.old, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd >= 0) {
+		f->fd = fd;
+		r = drain(f, &o, s.old);
+		close(fd);
+		f->len = 0;
+	}
+	if (!r)
+		r = open_or_fail(s.cur, &f->fd);
+	if (!r && s.gone && !a->follow)
+		wait_writer(f->fd);
+	if (!r)
+		r = drain(f, &o, s.cur);
+	if (!r && a->follow)
+		r = follow(f, &o, &s);
+	if (f->fd > 0)
+		close(f->fd);
+	if (!r && f->len) /* a last line without its newline: cut mid-line */
+		(void)hutch_journal_check_line(&o.check, "", 0);
+	free(f);
+	if (r || !a->verify)
+		return r;
+	if (o.check.why[0]) {
+		printf("journal of %s: broken at %s\n", a->pos[0], o.check.why);
+		return EXIT_BROKEN;
+	}
+	if (s.gone && !o.check.ended) {
+		printf("journal of %s: broken: its end line is missing (cut)\n", a->pos[0]);
+		return EXIT_BROKEN;
+	}
+	printf("journal of %s: %llu lines, chain intact%s%s\n", a->pos[0],
+	       (unsigned long long)o.check.lines,
+	       o.check.started ? "" : " (its oldest lines were rotated away)",
+	       s.gone ? ", ended" : ", still being written");
+	return 0;
+}
+
+static const struct hutch_cli_opt journal_opts[] = {
+	{ .name = "verify",
+	  .kind = HUTCH_CLI_FLAG,
+	  .offset = offsetof(struct hutch_cli_args, verify),
+	  .help = "check the hash chain: exit 0 if intact, 1 naming the first line that was "
+	          "changed, cut or is out of sequence" },
+	{ .name = "follow",
+	  .short_name = 'f',
+	  .kind = HUTCH_CLI_FLAG,
+	  .offset = offsetof(struct hutch_cli_args, follow),
+	  .help = "keep printing new lines until the sandbox has ended" },
+	{ .name = "json",
+	  .kind = HUTCH_CLI_FLAG,
+	  .offset = offsetof(struct hutch_cli_args, json),
+	  .help = "the lines as stored: one JSON object each" },
+	{ 0 },
+};
+
+const struct hutch_cli_verb hutch_verb_journal = {
+	.name = "journal",
+	.synopsis = "ID [--verify] [--follow] [--json]",
+	.about = "Print a sandbox's session journal: every API request (but /health and\n"
+	         "/status) with its time, caller (uid and pid), route, command line or file\n"
+	         "path, HTTP status, exit status and duration; a background process's exit\n"
+	         "on a line of its own. Each line carries the SHA-256 of the line before it,\n"
+	         "so --verify finds a changed, removed or reordered line. Files are 0600,\n"
+	         "at most --journal-max bytes (4 MiB; oldest lines dropped), kept 7 days\n"
+	         "after the sandbox ended. Environments are never written; secrets=\n"
+	         "values in a command line show as [secret NAME].\n",
+	.opts = journal_opts,
+	.max_pos = 1,
+	.id_pos = 1,
+	.run = cmd_journal,
+};

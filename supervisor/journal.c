@@ -1,0 +1,448 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The session journal's writer; see journal.h (and runtime/journal-format.h for
+ * the format). */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+
+#include "cleanup.h"
+#include "cmd.h"
+#include "events.h"
+#include "fdutil.h"
+#include "journal-format.h"
+#include "journal.h"
+#include "supervisor.h"
+#include "util.h"
+
+#define TEXT_MAX 4096 /* bytes of a command line or path kept */
+
+struct hutch_journal {
+	int fd;       /* the current file, O_APPEND */
+	uint64_t seq; /* the next line's */
+	char prev[HUTCH_JOURNAL_HASH_LEN + 1];
+	uint64_t bytes;    /* in the current file */
+	bool failed, kept; /* kept: moved beside the tombstone (no more rotation) */
+	char dir[4300];    /* where its files are */
+	char name[64], old_name[64];
+};
+
+struct hutch_jrec {
+	struct sup *s;
+	unsigned refs;
+	int64_t at_ms;  /* realtime, the request's start */
+	double started; /* monotonic seconds */
+	int uid, pid;
+	char route[160];
+	char *command, *path, *op;
+	unsigned status;
+	bool ended;    /* the request */
+	unsigned cmds; /* attached commands not done */
+	bool has_exit; /* the last command done: its result below */
+	int wstatus;
+	bool timed_out, oom_killed, spawn_failed;
+	double cmd_sec;
+	uint64_t line; /* the request's line, once written (seq + 1; 0: not yet) */
+};
+
+static void fail(struct sup *s, struct hutch_journal *j, int r, const char *what)
+{
+	j->failed = true;
+	hutch_event(s, "journal: %s: %s; no more lines are written", what, strerror(-r));
+}
+
+static int open_file(struct hutch_journal *j, const char *name, int flags)
+{
+	char path[sizeof(j->dir) + 64];
+
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/%s", j->dir, name);
+	fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC | flags, 0600);
+	/* Held while it is written: a reader of an ended sandbox's journal
+	 * waits for its last lines (runtime/journal-format.h). */
+	if (fd >= 0)
+		(void)flock(fd, LOCK_EX | LOCK_NB);
+	return fd;
+}
+
+/* Append one line made of o and "prev" (o consumed). */
+static void append(struct sup *s, struct hutch_journal *j, cJSON *o)
+{
+	_cleanup_free_ char *text = NULL;
+	size_t len;
+	int r;
+
+	cJSON_AddStringToObject(o, "prev", j->prev);
+	text = cJSON_PrintUnformatted(o);
+	cJSON_Delete(o);
+	if (!text)
+		return fail(s, j, -ENOMEM, "format a line");
+	len = strlen(text);
+	text[len] = '\n'; /* over the NUL: written with its length */
+	r = hutch_write_all(j->fd, text, len + 1);
+	if (r < 0)
+		return fail(s, j, r, "write");
+	hutch_journal_hash(text, len, j->prev);
+	j->seq++;
+	j->bytes += len + 1;
+}
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static cJSON *line_new(struct hutch_journal *j, int64_t at_ms)
+{
+	cJSON *o = cJSON_CreateObject();
+	char t[40];
+	int64_t sec = at_ms / 1000;
+
+	hutch_format_time(sec, t, sizeof(t));
+	/* "...Z" with milliseconds */
+	if (strlen(t) > 1 && t[strlen(t) - 1] == 'Z')
+		snprintf(t + strlen(t) - 1, sizeof(t) - strlen(t) + 1, ".%03dZ",
+		         (int)(at_ms % 1000));
+	cJSON_AddNumberToObject(o, "seq", (double)j->seq);
+	cJSON_AddStringToObject(o, "time", t);
+	return o;
+}
+
+/* The file's first line, made on first use. */
+static struct hutch_journal *journal_get(struct sup *s)
+{
+	struct hutch_journal *j = s->journal;
+	cJSON *o;
+
+	if (j) /* a claim may have turned it off (HUTCH_OPT_SESSION) */
+		return j->failed || j->fd < 0 || !s->cfg->journal_max_bytes ? NULL : j;
+	if (!s->cfg->journal_max_bytes)
+		return NULL;
+	j = s->journal = calloc(1, sizeof(*j));
+	if (!j)
+		return NULL;
+	snprintf(j->dir, sizeof(j->dir), "%s", s->paths.dir);
+	snprintf(j->name, sizeof(j->name), HUTCH_JOURNAL_FILE);
+	snprintf(j->old_name, sizeof(j->old_name), HUTCH_JOURNAL_OLD_FILE);
+	memset(j->prev, '0', HUTCH_JOURNAL_HASH_LEN);
+	j->fd = open_file(j, j->name, O_EXCL);
+	if (j->fd < 0) {
+		fail(s, j, -errno, "create " HUTCH_JOURNAL_FILE);
+		return NULL;
+	}
+	o = line_new(j, now_ms());
+	cJSON_AddStringToObject(o, "journal", "start");
+	cJSON_AddStringToObject(o, "sandbox", s->id);
+	cJSON_AddNumberToObject(o, "max_bytes", (double)s->cfg->journal_max_bytes);
+	append(s, j, o);
+	return j->failed ? NULL : j;
+}
+
+/* Past half the bound: the file becomes the old one and a new one starts
+ * with a "rotated" line that continues the chain. */
+static void maybe_rotate(struct sup *s, struct hutch_journal *j)
+{
+	char from[sizeof(j->dir) + 64], to[sizeof(j->dir) + 64];
+	cJSON *o;
+	int fd;
+
+	if (j->kept || j->bytes < s->cfg->journal_max_bytes / 2)
+		return;
+	snprintf(from, sizeof(from), "%s/%s", j->dir, j->name);
+	snprintf(to, sizeof(to), "%s/%s", j->dir, j->old_name);
+	if (rename(from, to) < 0)
+		return fail(s, j, -errno, "rotate");
+	fd = open_file(j, j->name, O_EXCL);
+	if (fd < 0)
+		return fail(s, j, -errno, "rotate");
+	close(j->fd);
+	j->fd = fd;
+	j->bytes = 0;
+	o = line_new(j, now_ms());
+	cJSON_AddStringToObject(o, "journal", "rotated");
+	append(s, j, o);
+}
+
+struct hutch_jrec *hutch_journal_request_begin(struct sup *s, const char *method, const char *url,
+                                               int uid, int pid)
+{
+	struct hutch_jrec *jr;
+
+	if (!journal_get(s))
+		return NULL;
+	jr = calloc(1, sizeof(*jr));
+	if (!jr)
+		return NULL;
+	jr->s = s;
+	jr->refs = 1;
+	jr->at_ms = now_ms();
+	jr->started = hutch_now_mono_sec();
+	jr->uid = uid;
+	jr->pid = pid;
+	snprintf(jr->route, sizeof(jr->route), "%s %s", method, url);
+	return jr;
+}
+
+/* s with every secrets= value in it replaced by "[secret NAME]", cut at
+ * TEXT_MAX bytes. */
+static char *redact(const struct sup *s, const char *text)
+{
+	const struct hutch_secrets *x = s->cfg->secrets;
+	char *out = strndup(text, TEXT_MAX);
+
+	for (size_t i = 0; out && x && i < x->n; i++) {
+		const char *eq = strchr(x->env[i], '=');
+		size_t vlen = eq ? strlen(eq + 1) : 0;
+		char *at, *next;
+		char mark[HUTCH_SECRET_NAME_MAX + 16];
+
+		if (!vlen)
+			continue;
+		snprintf(mark, sizeof(mark), "[secret %.*s]", (int)(eq - x->env[i]), x->env[i]);
+		while (out && (at = strstr(out, eq + 1))) {
+			size_t head = (size_t)(at - out);
+
+			next = malloc(head + strlen(mark) + strlen(at + vlen) + 1);
+			if (next)
+				sprintf(next, "%.*s%s%s", (int)head, out, mark, at + vlen);
+			free(out);
+			out = next;
+		}
+	}
+	return out;
+}
+
+/* A shell command as its string; anything else as its words, quoted
+ * where a word needs it. */
+static char *command_line(const struct sup *s, const char *const *argv)
+{
+	struct hutch_buf b;
+	char *line;
+
+	if (argv[0] && argv[1] && argv[2] && !strcmp(argv[1], "-c") &&
+	    (!strcmp(argv[0], "/bin/sh") || !strcmp(argv[0], "sh") ||
+	     !strcmp(argv[0], "/bin/bash") || !strcmp(argv[0], "bash")))
+		return redact(s, argv[2]);
+	hutch_buf_init(&b, TEXT_MAX + 1);
+	for (const char *const *a = argv; *a; a++) {
+		bool plain = **a && !strpbrk(*a, " \t\n'\"\\$`;&|<>(){}*?[]#~");
+
+		if (a != argv)
+			(void)hutch_buf_append(&b, " ", 1);
+		if (plain) {
+			(void)hutch_buf_append(&b, *a, strlen(*a));
+			continue;
+		}
+		(void)hutch_buf_append(&b, "'", 1);
+		for (const char *p = *a; *p; p++)
+			(void)(*p == '\'' ? hutch_buf_append(&b, "'\\''", 4)
+			                  : hutch_buf_append(&b, p, 1));
+		(void)hutch_buf_append(&b, "'", 1);
+	}
+	(void)hutch_buf_append(&b, "", 1);
+	line = b.data ? redact(s, b.data) : NULL;
+	hutch_buf_done(&b);
+	return line;
+}
+
+static void *cmd_attach(void *ud, const char *const *argv, bool builtin)
+{
+	struct hutch_jrec *jr = ud;
+
+	if (!jr || !argv[0])
+		return NULL;
+	if (builtin) {
+		if (!jr->path && argv[1]) {
+			jr->op = strdup(argv[0]);
+			jr->path = redact(jr->s, argv[1]);
+		}
+	} else {
+		free(jr->command);
+		jr->command = command_line(jr->s, argv);
+	}
+	jr->refs++;
+	jr->cmds++;
+	return jr;
+}
+
+static void add_exit(cJSON *o, const struct hutch_jrec *jr)
+{
+	if (jr->spawn_failed)
+		cJSON_AddBoolToObject(o, "spawn_failed", true);
+	else if (WIFEXITED(jr->wstatus))
+		cJSON_AddNumberToObject(o, "exit", WEXITSTATUS(jr->wstatus));
+	else if (WIFSIGNALED(jr->wstatus))
+		cJSON_AddNumberToObject(o, "signal", WTERMSIG(jr->wstatus));
+	if (jr->timed_out)
+		cJSON_AddBoolToObject(o, "timed_out", true);
+	if (jr->oom_killed)
+		cJSON_AddBoolToObject(o, "oom_killed", true);
+}
+
+static double ms(double sec)
+{
+	return hutch_round(sec * 1e6) / 1e3; /* microsecond precision */
+}
+
+/* A new line of jr's sandbox's journal (rotated first if due), or NULL. */
+static cJSON *line_of(struct hutch_jrec *jr, int64_t at_ms, struct hutch_journal **ret_j)
+{
+	struct hutch_journal *j = journal_get(jr->s);
+
+	if (!j)
+		return NULL;
+	maybe_rotate(jr->s, j);
+	if (j->failed)
+		return NULL;
+	*ret_j = j;
+	return line_new(j, at_ms);
+}
+
+static void write_request(struct hutch_jrec *jr)
+{
+	struct hutch_journal *j = NULL;
+	cJSON *o = line_of(jr, jr->at_ms, &j);
+
+	if (!o)
+		return;
+	if (jr->uid >= 0) {
+		cJSON *c = cJSON_AddObjectToObject(o, "caller");
+		cJSON_AddNumberToObject(c, "uid", jr->uid);
+		cJSON_AddNumberToObject(c, "pid", jr->pid);
+	} else {
+		cJSON_AddStringToObject(o, "caller", "tcp");
+	}
+	cJSON_AddStringToObject(o, "route", jr->route);
+	if (jr->command)
+		cJSON_AddStringToObject(o, "command", jr->command);
+	if (jr->op)
+		cJSON_AddStringToObject(o, "op", jr->op);
+	if (jr->path)
+		cJSON_AddStringToObject(o, "path", jr->path);
+	if (jr->status)
+		cJSON_AddNumberToObject(o, "status", jr->status);
+	if (jr->has_exit && !jr->cmds && jr->command) /* a builtin's is the status's */
+		add_exit(o, jr);
+	else if (jr->cmds)
+		cJSON_AddBoolToObject(o, "running", true); /* an "exit" line follows */
+	cJSON_AddNumberToObject(o, "ms", ms(hutch_now_mono_sec() - jr->started));
+	jr->line = j->seq + 1;
+	append(jr->s, j, o);
+}
+
+static void write_exit(struct hutch_jrec *jr)
+{
+	struct hutch_journal *j = NULL;
+	cJSON *o = line_of(jr, now_ms(), &j);
+
+	if (!o)
+		return;
+	cJSON_AddNumberToObject(o, "of", (double)(jr->line - 1));
+	add_exit(o, jr);
+	cJSON_AddNumberToObject(o, "ms", ms(jr->cmd_sec));
+	append(jr->s, j, o);
+}
+
+static void put(struct hutch_jrec *jr)
+{
+	if (!jr || --jr->refs)
+		return;
+	free(jr->command);
+	free(jr->path);
+	free(jr->op);
+	free(jr);
+}
+
+void hutch_journal_request_end(struct hutch_jrec *jr, unsigned status)
+{
+	if (!jr)
+		return;
+	jr->status = status;
+	jr->ended = true;
+	write_request(jr);
+	put(jr);
+}
+
+static void cmd_put(void *ref)
+{
+	put(ref);
+}
+
+static void cmd_done(void *ref, const struct cmd *c)
+{
+	struct hutch_jrec *jr = ref;
+
+	jr->cmds--;
+	jr->has_exit = true;
+	jr->wstatus = c->status;
+	jr->timed_out = c->timed_out;
+	jr->oom_killed = c->oom_killed;
+	jr->spawn_failed = c->spawn_error != NULL;
+	jr->cmd_sec = c->duration;
+	/* Its request has its line: this command outlived it. */
+	if (jr->ended && jr->line && !jr->cmds)
+		write_exit(jr);
+	put(jr);
+}
+
+const struct hutch_cmd_hook hutch_journal_cmd_hook = {
+	.attach = cmd_attach,
+	.done = cmd_done,
+	.put = cmd_put,
+};
+
+void hutch_journal_keep(struct sup *s)
+{
+	struct hutch_journal *j = s->journal;
+	char rt[4200], from[sizeof(j->dir) + 64], to[sizeof(j->dir) + 64], *slash;
+	const char *names[2][2] = { { HUTCH_JOURNAL_FILE, HUTCH_JOURNAL_SUFFIX },
+		                    { HUTCH_JOURNAL_OLD_FILE, HUTCH_JOURNAL_OLD_SUFFIX } };
+
+	if (!j || j->kept)
+		return;
+	snprintf(rt, sizeof(rt), "%s", s->paths.dir);
+	slash = strrchr(rt, '/');
+	if (!slash)
+		return;
+	*slash = '\0';
+	for (int i = 0; i < 2; i++) {
+		snprintf(from, sizeof(from), "%s/%s", s->paths.dir, names[i][0]);
+		snprintf(to, sizeof(to), "%s/.gone/%s%s", rt, s->id, names[i][1]);
+		(void)rename(from, to); /* same file system; none: nothing to keep */
+	}
+	snprintf(j->dir, sizeof(j->dir), "%s/.gone", rt);
+	snprintf(j->name, sizeof(j->name), "%s" HUTCH_JOURNAL_SUFFIX, s->id);
+	snprintf(j->old_name, sizeof(j->old_name), "%s" HUTCH_JOURNAL_OLD_SUFFIX, s->id);
+	j->kept = true;
+}
+
+void hutch_journal_close(struct sup *s)
+{
+	struct hutch_journal *j = s->journal;
+	cJSON *o;
+
+	if (!j)
+		return;
+	if (!j->failed && j->fd >= 0) {
+		o = line_new(j, now_ms());
+		cJSON_AddStringToObject(o, "journal", "end");
+		cJSON_AddStringToObject(o, "reason", s->end.reason ? s->end.reason : "crashed");
+		append(s, j, o);
+	}
+	if (j->fd >= 0)
+		close(j->fd);
+	free(j);
+	s->journal = NULL;
+}

@@ -1,0 +1,266 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The session journal (issue 29): one hash-chained JSON line per request
+(caller, route, command line or path, status, exit, duration), a
+background process's exit on a line of its own, kept beside the tombstone
+after rm, 0600, bounded by rotation, nothing of a secret in it; hutch
+journal --verify finds an edited, removed or reordered line and a cut
+head or tail."""
+import json
+import os
+import pwd
+import shutil
+import stat
+import subprocess
+import tempfile
+
+import pytest
+
+from conftest import HUTCH, Hutch, Sandbox, wait_until
+
+USAGE, NOT_FOUND, BROKEN = 64, 65, 1
+
+
+def lines(hutch, sid):
+    r = hutch("journal", sid, "--json")
+    assert r.returncode == 0, r.stderr
+    return [json.loads(x) for x in r.stdout.decode().splitlines()]
+
+
+def verify(hutch, sid):
+    r = hutch("journal", sid, "--verify")
+    return r.returncode, r.stdout.decode() + r.stderr.decode()
+
+
+def gone_path(hutch, sid, suffix=".journal"):
+    return os.path.join(hutch.rtdir, ".gone", sid + suffix)
+
+
+def ended(hutch, sid):
+    """rm returns once DELETE / is answered; the supervisor writes the end
+    line after its last answer."""
+    assert wait_until(lambda: verify(hutch, sid)[0] == 0 and "ended" in verify(hutch, sid)[1],
+                      20), verify(hutch, sid)
+
+
+def test_every_request_is_a_line_with_caller_command_and_exit(hutch):
+    sb = hutch.create()
+    r = hutch("exec", sb.id, "--", "sh", "-c", "echo hi; exit 3")
+    assert r.returncode == 3
+    assert sb.run(argv=["python3", "-c", "print(1)"])["exit_code"] == 0
+    status, _ = sb.api("POST", "/v1/write_file", {"path": "/workspace/a.txt", "content": "x"})
+    assert status == 200
+    status, _ = sb.api("POST", "/v1/run", {"nonsense": 1})
+    assert status == 400
+    status, p = sb.api("POST", "/v1/start_process", {"cmd": "exit 7"})
+    assert status == 200, p
+    sb.status()  # passive: not on the record
+    assert wait_until(lambda: any("of" in x for x in lines(hutch, sb.id)), 20)
+    js = lines(hutch, sb.id)
+    assert js[0]["journal"] == "start" and js[0]["seq"] == 0 and js[0]["sandbox"] == sb.id
+    assert [x["seq"] for x in js] == list(range(len(js)))
+    by = {x.get("route"): x for x in js}
+    ex = by["POST /exec"]
+    assert ex["command"] == "echo hi; exit 3" and ex["exit"] == 3
+    assert ex["caller"]["uid"] == os.getuid() and ex["caller"]["pid"] > 0
+    assert ex["ms"] >= 0 and ex["time"].endswith("Z")
+    assert by["POST /v1/run"]["status"] == 400 and "command" not in by["POST /v1/run"]
+    assert [x["command"] for x in js if x.get("route") == "POST /v1/run" and "command" in x] \
+        == ["python3 -c 'print(1)'"]
+    wf = by["POST /v1/write_file"]
+    assert wf["path"] == "/workspace/a.txt" and wf["op"] == "write" and wf["status"] == 200
+    sp = by["POST /v1/start_process"]
+    assert sp["command"] == "exit 7" and sp["running"] is True
+    ex7 = [x for x in js if "of" in x]
+    assert len(ex7) == 1 and ex7[0]["of"] == sp["seq"] and ex7[0]["exit"] == 7
+    assert "GET /status" not in by and "GET /health" not in by
+    rc, out = verify(hutch, sb.id)
+    assert rc == 0 and "chain intact, still being written" in out, out
+    human = hutch("journal", sb.id).stdout.decode()
+    assert "echo hi; exit 3" in human and "exit 3" in human and "/workspace/a.txt" in human
+    sb.rm()
+
+
+def test_kept_after_rm_private_and_pruned_with_the_tombstone(hutch):
+    sb = hutch.create()
+    sb.sh("true")
+    assert sb.rm().returncode == 0
+    ended(hutch, sb.id)
+    js = lines(hutch, sb.id)
+    assert js[-1]["journal"] == "end" and js[-1]["reason"] == "deleted"
+    assert js[-2]["route"] == "DELETE /"
+    st = os.stat(gone_path(hutch, sb.id))
+    assert stat.S_IMODE(st.st_mode) == 0o600 and st.st_uid == os.getuid()
+    # gc prunes it with the tombstone, after 7 days
+    old = st.st_mtime - 8 * 86400
+    for f in (sb.id, sb.id + ".journal", sb.id + ".events"):
+        os.utime(os.path.join(hutch.rtdir, ".gone", f), (old, old))
+    assert hutch("gc").returncode == 0
+    assert not os.path.exists(gone_path(hutch, sb.id))
+    assert hutch("journal", sb.id).returncode == NOT_FOUND
+
+
+@pytest.fixture
+def ended_journal(hutch):
+    sb = hutch.create()
+    for i in range(3):
+        sb.sh(f"echo {i}")
+    sb.rm()
+    ended(hutch, sb.id)
+    path = gone_path(hutch, sb.id)
+    with open(path, "rb") as f:
+        good = f.read()
+    return sb.id, path, good
+
+
+def write(path, data):
+    with open(path, "wb") as f:
+        f.write(data)
+
+
+def test_an_edited_line_shows(hutch, ended_journal):
+    sid, path, good = ended_journal
+    write(path, good.replace(b'"echo 1"', b'"echo X"'))
+    rc, out = verify(hutch, sid)
+    assert rc == BROKEN and "one of the two was changed" in out, out
+    # an edit that keeps the JSON's shape but drops the chain's fields
+    ls = good.splitlines(keepends=True)
+    e = json.loads(ls[2])
+    del e["prev"]
+    write(path, b"".join(ls[:2] + [json.dumps(e).encode() + b"\n"] + ls[3:]))
+    rc, out = verify(hutch, sid)
+    assert rc == BROKEN and "line 3" in out, out
+    write(path, good)
+    assert verify(hutch, sid)[0] == 0
+
+
+@pytest.mark.parametrize("cut", ["middle", "head", "tail", "mid-line", "reorder"])
+def test_a_cut_shows(hutch, ended_journal, cut):
+    sid, path, good = ended_journal
+    ls = good.splitlines(keepends=True)
+    bad = {"middle": ls[:2] + ls[3:], "head": ls[1:], "tail": ls[:-1],
+           "mid-line": ls[:-1] + [ls[-1][:20]], "reorder": ls[:1] + [ls[2], ls[1]] + ls[3:]}[cut]
+    write(path, b"".join(bad))
+    rc, out = verify(hutch, sid)
+    assert rc == BROKEN, out
+    says = {"middle": "missing (cut)", "head": "first lines are missing", "tail": "end line",
+            "mid-line": "line", "reorder": "line 2"}[cut]
+    assert says in out, out
+
+
+def test_no_secret_in_it(hutch):
+    secret = "s3cr3t-" + os.urandom(8).hex()
+    r = hutch("create", "--json", "--secret", "TOKEN=@env:T", env={"T": secret})
+    assert r.returncode == 0, r.stderr
+    sb = Sandbox(hutch, json.loads(r.stdout))
+    assert sb.sh('printf %s "$TOKEN"') == secret
+    sb.sh(f"echo {secret} >/dev/null")  # the value typed in a command line
+    status, _ = sb.api("POST", "/v1/run", {"cmd": "true", "env": {"X": secret}})
+    assert status == 200
+    sb.rm()
+    ended(hutch, sb.id)
+    with open(gone_path(hutch, sb.id), "rb") as f:
+        data = f.read()
+    assert secret.encode() not in data
+    cmds = [x.get("command") for x in lines(hutch, sb.id)]
+    assert 'printf %s "$TOKEN"' in cmds and "echo [secret TOKEN] >/dev/null" in cmds, cmds
+
+
+def test_off_switch_and_rotation(hutch):
+    sb = hutch.create("--journal-max", "0")
+    sb.sh("true")
+    assert not os.path.exists(os.path.join(hutch.rtdir, sb.id, "journal.jsonl"))
+    r = hutch("journal", sb.id)
+    assert r.returncode == NOT_FOUND and b"--journal-max 0" in r.stderr, r.stderr
+    sb.rm()
+    bound = 4096
+    sb = hutch.create("--journal-max", str(bound))
+    for i in range(40):
+        sb.sh(f"echo {i}")
+    d = os.path.join(hutch.rtdir, sb.id)
+    cur, old = os.path.join(d, "journal.jsonl"), os.path.join(d, "journal.1.jsonl")
+    assert os.path.exists(old)
+    # each file is rotated once past half the bound: one line over at most
+    assert os.path.getsize(cur) + os.path.getsize(old) <= bound + 2 * 512
+    with open(old) as f:
+        assert json.loads(f.readline())["journal"] == "rotated"
+    rc, out = verify(hutch, sb.id)
+    assert rc == 0 and "rotated away" in out, out
+    js = lines(hutch, sb.id)
+    assert js[-1]["command"] == "echo 39"
+    sb.rm()
+    ended(hutch, sb.id)
+    assert os.path.exists(gone_path(hutch, sb.id, ".journal.1"))
+    assert verify(hutch, sb.id)[0] == 0
+
+
+def test_follow_prints_until_the_end(hutch):
+    sb = hutch.create()
+    p = hutch.popen("journal", sb.id, "--follow", "--json")
+    try:
+        sb.sh("echo followed")
+        assert sb.rm().returncode == 0
+        out, err = p.communicate(timeout=60)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    assert p.returncode == 0, err
+    js = [json.loads(x) for x in out.decode().splitlines()]
+    assert js[0]["journal"] == "start" and js[-1]["journal"] == "end"
+    assert any(x.get("command") == "echo followed" for x in js)
+
+
+def test_usage_errors(hutch):
+    assert hutch("journal").returncode == USAGE
+    assert hutch("journal", "0123456789ab").returncode == NOT_FOUND
+    sb = hutch.create()
+    r = hutch("journal", sb.id, "--verify", "--follow")
+    assert r.returncode == USAGE and b"do not go together" in r.stderr
+    assert b"--verify" in hutch("journal", "--help").stdout
+    sb.rm()
+
+
+@pytest.fixture
+def stranger():
+    name = f"hj{os.getpid() % 100000}"
+    subprocess.run(["useradd", "--system", "-M", "-d", "/nonexistent", "-s", "/bin/sh", name],
+                   check=True, capture_output=True)
+    try:
+        yield pwd.getpwnam(name)
+    finally:
+        subprocess.run(["userdel", name], capture_output=True)
+
+
+def test_another_user_cannot_read_it(stranger):
+    # A runtime dir open to everyone on the way (pytest's tmp dirs are
+    # not): the file's own mode is what keeps it private.
+    top = tempfile.mkdtemp(prefix="hutch-journal-")
+    os.chmod(top, 0o755)
+    h = Hutch(os.path.join(top, "rt"))
+    try:
+        sb = h.create()
+        sb.sh("echo private")
+        live = os.path.join(h.rtdir, sb.id, "journal.jsonl")
+        st = os.stat(live)
+        assert stat.S_IMODE(st.st_mode) == 0o600 and st.st_uid == os.getuid()
+
+        def as_stranger(*argv):
+            return subprocess.run(argv, user=stranger.pw_uid, group=stranger.pw_gid,
+                                  extra_groups=[], cwd="/", capture_output=True,
+                                  env={"PATH": "/usr/bin:/bin", "HUTCH_RUNTIME_DIR": h.rtdir})
+
+        for d in (h.rtdir, os.path.join(h.rtdir, sb.id)):
+            os.chmod(d, 0o755)
+        assert as_stranger("cat", live).returncode != 0
+        r = as_stranger(HUTCH, "journal", sb.id)
+        assert r.returncode != 0 and b"private" not in r.stdout, r
+        sb.rm()
+        ended(h, sb.id)
+        os.chmod(os.path.join(h.rtdir, ".gone"), 0o755)
+        assert as_stranger("cat", gone_path(h, sb.id)).returncode != 0
+        assert stat.S_IMODE(os.stat(gone_path(h, sb.id)).st_mode) == 0o600
+    finally:
+        h("rm", "--all")
+        wait_until(lambda: h("gc").returncode == 0
+                   and not os.path.exists(os.path.join(h.rtdir, ".lxcfs")), 10)
+        shutil.rmtree(top, ignore_errors=True)

@@ -58,6 +58,23 @@ static void src_in(struct jsrc *s, const char *dir, const char *cur, const char 
 	s->gone = gone;
 }
 
+/* A live sandbox without a journal file: 0 if it keeps none (created
+ * with --journal-max 0), -ENOENT if it keeps one that starts at its first
+ * request (s->cur is still to come), 1 if it has ended meanwhile. */
+static int journal_off(const struct hutch_paths *p)
+{
+	_cleanup_cjson_ cJSON *st = NULL;
+	const cJSON *max;
+
+	if (hutch_state_read(p, &st) < 0)
+		return 1;
+	max = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(st, "config"),
+	                                       "journal_max_bytes");
+	if (cJSON_IsNumber(max) && max->valuedouble == 0)
+		return 0;
+	return access(p->dir, F_OK) == 0 ? -ENOENT : 1;
+}
+
 /* Where ID's journal is: its state dir, its retired one (it has just
  * ended), beside its tombstone. */
 static int locate(const char *id, struct jsrc *s)
@@ -72,7 +89,14 @@ static int locate(const char *id, struct jsrc *s)
 		src_in(s, p.dir, HUTCH_JOURNAL_FILE, HUTCH_JOURNAL_OLD_FILE, false);
 		if (access(s->cur, F_OK) == 0 || errno != ENOENT)
 			return 0;
-		id = p.id; /* ended since */
+		r = journal_off(&p);
+		if (r <= 0) /* on, but no request yet (or ended since: read below) */
+			return r < 0 ? 0
+			             : hutch_cli_fail(HUTCH_EXIT_NOT_FOUND,
+			                              "sandbox '%s' keeps no journal: it was "
+			                              "created with --journal-max 0",
+			                              p.id);
+		id = p.id;
 	}
 	snprintf(dir, sizeof(dir), "%s/.dead-%s", hutch_runtime_dir(), id);
 	src_in(s, dir, HUTCH_JOURNAL_FILE, HUTCH_JOURNAL_OLD_FILE, true);
@@ -252,6 +276,29 @@ static int follow(struct jfile *f, struct jout *o, struct jsrc *s)
 	return 0;
 }
 
+/* --follow of a live sandbox that has had no request yet: wait for its
+ * journal file (made at the first request) while the sandbox lives. */
+static int wait_created(const struct jsrc *s)
+{
+	_cleanup_close_ int in = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+	char ev[4096];
+
+	if (in < 0 || inotify_add_watch(in, s->dir, IN_CREATE) < 0)
+		return hutch_cli_fail(HUTCH_EXIT_FAILURE, "watch '%s': %s", s->dir,
+		                      strerror(errno));
+	while (access(s->cur, F_OK) < 0) {
+		struct pollfd p = { .fd = in, .events = POLLIN };
+
+		if (access(s->dir, F_OK) < 0)
+			return hutch_cli_fail(HUTCH_EXIT_GONE,
+			                      "the sandbox ended without a request: no journal");
+		if (poll(&p, 1, 1000) > 0)
+			while (read(in, ev, sizeof(ev)) > 0)
+				;
+	}
+	return 0;
+}
+
 /* An ended sandbox's supervisor may still be writing its last lines
  * (rm returns at the DELETE answer): wait for it to let go of the file,
  * at most 10 s (a supervisor that hangs: read what is there). */
@@ -285,6 +332,18 @@ static int cmd_journal(struct hutch_cli_args *a)
 		r = drain(f, &o, s.old);
 		close(fd);
 		f->len = 0;
+	}
+	if (!r && !s.gone && access(s.cur, F_OK) < 0 && errno == ENOENT) {
+		/* No request yet: nothing to print, or (--follow) wait for it. */
+		if (!a->follow) {
+			free(f);
+			if (a->verify)
+				printf("journal of %s: no lines yet (it starts at the first "
+				       "request)\n",
+				       a->pos[0]);
+			return 0;
+		}
+		r = wait_created(&s);
 	}
 	if (!r)
 		r = open_or_fail(s.cur, &f->fd);

@@ -195,6 +195,9 @@ def test_off_switch_and_rotation(hutch):
 
 def test_follow_prints_until_the_end(hutch):
     sb = hutch.create()
+    # No request yet: the file comes with the first one (--follow waits)
+    r = hutch("journal", sb.id, "--verify")
+    assert r.returncode == 0 and b"no lines yet" in r.stdout, r
     p = hutch.popen("journal", sb.id, "--follow", "--json")
     try:
         sb.sh("echo followed")

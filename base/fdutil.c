@@ -15,6 +15,7 @@
 
 #include "cleanup.h"
 #include "fdutil.h"
+#include "syscalls.h"
 
 int hutch_write_all(int fd, const void *buf, size_t len)
 {
@@ -366,4 +367,37 @@ int hutch_unix_addr(const char *path, struct sockaddr_un *ret, int *ret_dirfd)
 	}
 	*ret_dirfd = fd;
 	return 0;
+}
+
+int hutch_userns_fd(const char *uid_map, const char *gid_map, pid_t *ret_pid)
+{
+	struct clone_args args = { .flags = CLONE_NEWUSER, .exit_signal = SIGCHLD };
+	char path[64];
+	int fd = -EBADF, r = 0;
+	long pid;
+
+	*ret_pid = 0;
+	pid = sys_clone3(&args, sizeof(args));
+	if (pid < 0)
+		return -errno;
+	if (pid == 0) {
+		/* Only its namespace matters; it is killed once that is open. */
+		for (;;)
+			pause();
+	}
+	snprintf(path, sizeof(path), "/proc/%ld/uid_map", pid);
+	r = hutch_write_knob_at(AT_FDCWD, path, uid_map);
+	if (r >= 0) {
+		snprintf(path, sizeof(path), "/proc/%ld/gid_map", pid);
+		r = hutch_write_knob_at(AT_FDCWD, path, gid_map);
+	}
+	if (r >= 0) {
+		snprintf(path, sizeof(path), "/proc/%ld/ns/user", pid);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			r = -errno;
+	}
+	(void)kill((pid_t)pid, SIGKILL);
+	*ret_pid = (pid_t)pid;
+	return r < 0 ? r : fd;
 }

@@ -55,6 +55,15 @@ int hutch_unix_addr(const char *path, struct sockaddr_un *ret, int *ret_dirfd);
 /* Open (create, 0600, no symlink) dirfd/name and flock() it with op; the
  * fd, or -errno (-EWOULDBLOCK with LOCK_NB when held). */
 int hutch_lock_at(int dirfd, const char *name, int op);
+/*
+ * A user namespace with these uid_map and gid_map contents (lines of
+ * "INSIDE OUTSIDE COUNT"; the caller needs CAP_SETUID/CAP_SETGID over the
+ * outside ids), for mount_setattr(MOUNT_ATTR_IDMAP): its fd. The process
+ * that made it is killed once the fd is open and *ret_pid is left to reap
+ * (at once, or later: its exit tears down a namespace and a copy of the
+ * caller's memory, ~5 ms). -errno on failure (*ret_pid set if it ran).
+ */
+int hutch_userns_fd(const char *uid_map, const char *gid_map, pid_t *ret_pid);
 /* Close fds[0..n) and mark them -EBADF. */
 void hutch_close_many(int *fds, size_t n);
 /* Point fds 0, 1 and 2 at /dev/null (a detached process). */

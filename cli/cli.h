@@ -18,6 +18,12 @@
 #define HUTCH_EXIT_TIMEOUT     124 /* the command ran past --timeout */
 
 struct hutch_paths;
+struct hutch_cli_args;
+struct hutch_image_store;
+
+/* verb-image.c: the store of --store, HUTCH_IMAGE_STORE, else root's or
+ * the user's own, opened; else prints why and returns the exit code. */
+int hutch_cli_open_store(const struct hutch_cli_args *a, struct hutch_image_store **ret);
 
 /* cli-common.c: print "hutch: MESSAGE" to stderr; returns code. */
 int hutch_cli_fail(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -48,6 +48,7 @@ static const char *const main_usage =
         "  gc                              remove what dead sandboxes left behind\n"
         "  pool start|stop|ls|key          keep sandboxes of a configuration ready (warm pool)\n"
         "  image pull|import|ls|inspect|rm|prune|build-default  the OCI image store\n"
+        "  volume create|ls|inspect|rm     named volumes (-v NAME:PATH), kept after sandboxes\n"
         "  oci create|start|state|kill|delete|exec|ps|run|features  an OCI runtime (as runc; "
         "hutch-runc)\n"
         "  doctor [--json]                 check that this host can run sandboxes\n"
@@ -120,6 +121,10 @@ static const struct hutch_cli_verb *const verbs[] = {
 	&hutch_verb_image_rm,
 	&hutch_verb_image_prune,
 	&hutch_verb_image_build_default,
+	&hutch_verb_volume_create,
+	&hutch_verb_volume_ls,
+	&hutch_verb_volume_inspect,
+	&hutch_verb_volume_rm,
 	NULL,
 };
 /* clang-format on */
@@ -192,6 +197,8 @@ int main(int argc, char **argv)
 		               ?: hutch_cli_pool(argc - 1, argv + 1, verbs);
 	if (!strcmp(verb, "image"))
 		return hutch_cli_image(argc - 1, argv + 1, verbs);
+	if (!strcmp(verb, "volume"))
+		return hutch_cli_volume(argc - 1, argv + 1, verbs);
 	for (size_t i = 0; verbs[i]; i++) {
 		if (strcmp(verb, verbs[i]->name) != 0)
 			continue;

@@ -102,7 +102,7 @@ static const char *store_path(const char *given, char *buf, size_t size)
 	return path;
 }
 
-static int open_store(const struct hutch_cli_args *a, struct hutch_image_store **ret)
+int hutch_cli_open_store(const struct hutch_cli_args *a, struct hutch_image_store **ret)
 {
 	struct hutch_err err = { 0 };
 	char buf[HUTCH_IMAGE_STORE_MAX + 1];
@@ -153,7 +153,7 @@ static int cmd_import(struct hutch_cli_args *a)
 	               : strndup(default_name(a->pos[0]), strcspn(default_name(a->pos[0]), "/"));
 	if (!name)
 		return hutch_cli_fail(HUTCH_EXIT_FAILURE, "out of memory");
-	if ((r = open_store(a, &s)))
+	if ((r = hutch_cli_open_store(a, &s)))
 		return r;
 	hutch_cli_progress_init(&prog, a->quiet);
 	hutch_cli_progress_attach(&prog, &st);
@@ -187,7 +187,7 @@ static int cmd_pull(struct hutch_cli_args *a)
 		                      a->pos[0]);
 	if (!hutch_image_name_is_valid(name))
 		return hutch_cli_fail(HUTCH_EXIT_USAGE, "invalid image name '%s'", name);
-	if ((r = open_store(a, &s)))
+	if ((r = hutch_cli_open_store(a, &s)))
 		return r;
 	hutch_cli_progress_init(&prog, a->quiet);
 	hutch_cli_progress_attach(&prog, &st);
@@ -215,7 +215,7 @@ static int cmd_build_default(struct hutch_cli_args *a)
 
 	if (!hutch_image_name_is_valid(name))
 		return hutch_cli_fail(HUTCH_EXIT_USAGE, "invalid image name '%s'", name);
-	if ((r = open_store(a, &s)))
+	if ((r = hutch_cli_open_store(a, &s)))
 		return r;
 	hutch_cli_progress_init(&prog, a->quiet);
 	hutch_cli_progress_attach(&prog, &st);
@@ -260,7 +260,7 @@ static int cmd_ls(struct hutch_cli_args *a)
 	struct hutch_err err = { 0 };
 	int r;
 
-	if ((r = open_store(a, &s)))
+	if ((r = hutch_cli_open_store(a, &s)))
 		return r;
 	if (hutch_image_list(s, &arr, &err) < 0)
 		return fail(&err);
@@ -283,7 +283,7 @@ static int cmd_inspect(struct hutch_cli_args *a)
 
 	if (a->npos != 1)
 		return hutch_cli_fail(HUTCH_EXIT_USAGE, "image inspect needs one NAME");
-	if ((r = open_store(a, &s)))
+	if ((r = hutch_cli_open_store(a, &s)))
 		return r;
 	if (hutch_image_inspect(s, a->pos[0], &j, &err) < 0)
 		return fail(&err);
@@ -300,7 +300,7 @@ static int cmd_rm(struct hutch_cli_args *a)
 
 	if (a->npos < 1)
 		return hutch_cli_fail(HUTCH_EXIT_USAGE, "image rm needs a NAME");
-	if ((r = open_store(a, &s)))
+	if ((r = hutch_cli_open_store(a, &s)))
 		return r;
 	for (size_t i = 0; i < a->npos; i++)
 		if (hutch_image_remove(s, a->pos[i], &err) < 0)
@@ -315,7 +315,7 @@ static int cmd_prune(struct hutch_cli_args *a)
 	size_t n = 0;
 	int r;
 
-	if ((r = open_store(a, &s)))
+	if ((r = hutch_cli_open_store(a, &s)))
 		return r;
 	if (hutch_image_prune(s, &n, &err) < 0)
 		return fail(&err);

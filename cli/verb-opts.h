@@ -97,11 +97,10 @@
 	DOCKER_REFUSE("user", 'u',                                                      \
 	              "%s: commands always run as appuser (uid 1000, no capabilities, " \
 	              "no_new_privs); there is no other user to choose")
-#define NO_VOLUMES                                                                             \
-	"%s: no volumes yet; copy files in with 'hutch cp LOCAL ID:PATH' (after create) or a " \
-	"--setup-script, and out with 'hutch cp ID:PATH LOCAL'"
-#define DOCKER_VOLUME DOCKER_REFUSE("volume", 'v', NO_VOLUMES)
-#define DOCKER_MOUNT  DOCKER_REFUSE("mount", 0, NO_VOLUMES)
+#define DOCKER_MOUNT                                                                          \
+	DOCKER_REFUSE("mount", 0,                                                             \
+	              "%s: write it as -v SRC:PATH[:ro|rw] (--volume): SRC a host directory " \
+	              "or a volume name, read-only unless :rw")
 #define DOCKER_NAME                                                                            \
 	DOCKER_REFUSE("name", 0,                                                               \
 	              "%s: sandboxes have ids, not names (create prints it, 'hutch ls' lists " \

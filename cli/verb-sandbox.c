@@ -34,7 +34,6 @@ static const struct hutch_cli_opt create_opts[] = {
 	NO_LIMITS_OPT,
 	PROGRESS_OPT,
 	DOCKER_USER,
-	DOCKER_VOLUME,
 	DOCKER_MOUNT,
 	DOCKER_NAME,
 	DOCKER_LABEL,
@@ -58,7 +57,6 @@ static const struct hutch_cli_opt run_opts[] = {
 	DOCKER_WORKDIR,
 	DOCKER_ENV_FILE,
 	DOCKER_USER,
-	DOCKER_VOLUME,
 	DOCKER_MOUNT,
 	DOCKER_NAME,
 	DOCKER_LABEL,
@@ -196,10 +194,11 @@ static int create_sandbox(struct hutch_config *cfg, const char *progress, struct
 	}
 	/* The class says the exit code (docs/errors.md): an image without a
 	 * shell or python3 is usage, a -p address in use or not on this host
-	 * a conflict (not the host's fault), what this host lacks not capable;
+	 * a conflict, a -v directory that is not there not found (not the
+	 * host's fault), what this host lacks not capable;
 	 * for the last and any other failure, doctor may say more. */
 	cls = r < 0 ? hutch_err_class(&err) : HUTCH_ERRC_NONE;
-	if (cls == HUTCH_ERRC_USAGE || cls == HUTCH_ERRC_CONFLICT)
+	if (cls == HUTCH_ERRC_USAGE || cls == HUTCH_ERRC_CONFLICT || cls == HUTCH_ERRC_NOT_FOUND)
 		return hutch_cli_fail(hutch_errc_exit(cls), "cannot create sandbox: %s", err.msg);
 	if (r < 0)
 		return hutch_cli_fail(

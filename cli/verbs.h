@@ -32,6 +32,11 @@ extern const struct hutch_cli_verb hutch_verb_image_pull, hutch_verb_image_impor
 int hutch_cli_image(int argc, char **argv, const struct hutch_cli_verb *const *all);
 /* verb-journal.c */
 extern const struct hutch_cli_verb hutch_verb_journal;
+/* verb-volume.c: "volume create", "volume ls", "volume inspect", "volume rm" */
+extern const struct hutch_cli_verb hutch_verb_volume_create, hutch_verb_volume_ls,
+        hutch_verb_volume_inspect, hutch_verb_volume_rm;
+/* hutch volume SUB ...: argv[0] is "volume". */
+int hutch_cli_volume(int argc, char **argv, const struct hutch_cli_verb *const *all);
 /* verb-port.c */
 extern const struct hutch_cli_verb hutch_verb_port;
 /* cp.c, doctor.c, completion.c */

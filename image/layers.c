@@ -171,36 +171,15 @@ static int record_use(struct hutch_image_store *s, const char *id, struct hutch_
  */
 static int store_userns(uid_t uid_base, pid_t *ret_pid, struct hutch_err *err)
 {
-	struct clone_args args = { .flags = CLONE_NEWUSER, .exit_signal = SIGCHLD };
-	char path[64], map[64];
-	int fd = -EBADF, r = 0;
-	long pid;
+	char map[64];
+	int fd;
 
-	pid = sys_clone3(&args, sizeof(args));
-	if (pid < 0)
-		return hutch_err_set_errno(err, -errno, "clone a user namespace for the layers");
-	if (pid == 0) {
-		/* Only its namespace matters; it is killed once that is open. */
-		for (;;)
-			pause();
-	}
 	snprintf(map, sizeof(map), "%u %u 65536\n", HUTCH_IMAGE_STORE_IDS, (unsigned)uid_base);
-	snprintf(path, sizeof(path), "/proc/%ld/uid_map", pid);
-	r = hutch_write_knob_at(AT_FDCWD, path, map);
-	if (r >= 0) {
-		snprintf(path, sizeof(path), "/proc/%ld/gid_map", pid);
-		r = hutch_write_knob_at(AT_FDCWD, path, map);
-	}
-	if (r >= 0) {
-		snprintf(path, sizeof(path), "/proc/%ld/ns/user", pid);
-		fd = open(path, O_RDONLY | O_CLOEXEC);
-		if (fd < 0)
-			r = -errno;
-	}
-	(void)kill((pid_t)pid, SIGKILL);
-	*ret_pid = (pid_t)pid;
-	if (r < 0)
-		return hutch_err_set_errno(err, r, "map the store's ids onto the sandbox's");
+	fd = hutch_userns_fd(map, map, ret_pid);
+	if (fd == -ENOSYS || (fd < 0 && *ret_pid == 0))
+		return hutch_err_set_errno(err, fd, "clone a user namespace for the layers");
+	if (fd < 0)
+		return hutch_err_set_errno(err, fd, "map the store's ids onto the sandbox's");
 	return fd;
 }
 

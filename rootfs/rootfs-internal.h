@@ -151,6 +151,11 @@ int rootfs_image_etc(struct rootfs_ctx *ctx, struct hutch_err *err);
  * what is missing. */
 int rootfs_image_check(const struct hutch_rootfs_config *cfg, struct hutch_err *err);
 
+/* ---- volumes.c: -v ---- */
+
+/* Attach cfg's volumes on their paths in ctx->root (before pivot_root). */
+int rootfs_setup_volumes(struct rootfs_ctx *ctx, struct hutch_err *err);
+
 /* ---- proc.c: /proc and its masks ---- */
 
 enum rootfs_proc_action {

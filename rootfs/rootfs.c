@@ -10,7 +10,7 @@
  *   3. share /usr, /bin, /lib*, /sbin read-only (symlinks stay symlinks),
  *      with the host-only /usr/local hidden;
  *   4. /etc, /proc, /dev (etc.c, proc.c, dev.c);
- *   5. tmpfs /workspace, /home/appuser, /tmp;
+ *   5. tmpfs /workspace, /home/appuser, /tmp, then the volumes (volumes.c);
  *   6. pivot_root() into it, detach the old root, make "/" read-only.
  *
  * The host tree is only ever reached through one O_PATH fd of our own "/",
@@ -329,7 +329,8 @@ static int setup_image(struct rootfs_ctx *ctx, struct hutch_err *err)
 	if ((r = rootfs_make_private(ctx, err)) < 0 || (r = rootfs_image_root(ctx, err)) < 0 ||
 	    (r = rootfs_image_etc(ctx, err)) < 0 || (r = rootfs_setup_proc(ctx, err)) < 0 ||
 	    (r = rootfs_setup_dev(ctx, err)) < 0 || (r = setup_writable(ctx, err)) < 0 ||
-	    (r = setup_cgroupfs(ctx, err)) < 0 || (r = rootfs_enter_root(ctx, false, err)) < 0)
+	    (r = setup_cgroupfs(ctx, err)) < 0 || (r = rootfs_setup_volumes(ctx, err)) < 0 ||
+	    (r = rootfs_enter_root(ctx, false, err)) < 0)
 		return r;
 	return rootfs_image_check(ctx->cfg, err);
 }
@@ -359,7 +360,7 @@ static int setup(struct rootfs_ctx *ctx, struct hutch_err *err)
 	    (r = share_system_dirs(ctx, err)) < 0 || (r = hide_host_only(ctx, err)) < 0 ||
 	    (r = rootfs_setup_etc(ctx, err)) < 0 || (r = rootfs_setup_proc(ctx, err)) < 0 ||
 	    (r = rootfs_setup_dev(ctx, err)) < 0 || (r = setup_writable(ctx, err)) < 0 ||
-	    (r = setup_cgroupfs(ctx, err)) < 0)
+	    (r = setup_cgroupfs(ctx, err)) < 0 || (r = rootfs_setup_volumes(ctx, err)) < 0)
 		return r;
 	return rootfs_enter_root(ctx, true, err);
 }

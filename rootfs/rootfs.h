@@ -106,6 +106,13 @@ struct hutch_rootfs_config {
 	const char *const *layer_names;
 	const char *image;
 	const char *path;
+	/* -v: detached mounts (idmapped by the supervisor), each attached on
+	 * volume_dsts[i] (absolute, checked: runtime/volume.h) once the
+	 * writable mounts are there (rootfs/volumes.c); a missing directory is
+	 * made, a symlink on the way refused. Not with a bundle. */
+	const int *volume_fds;
+	const char *const *volume_dsts;
+	size_t n_volumes;
 };
 
 /*

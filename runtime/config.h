@@ -16,6 +16,7 @@
 #include "error.h"
 #include "netpolicy.h"
 #include "portspec.h"
+#include "volume.h"
 
 #define HUTCH_DEFAULT_INSTANCE_TYPE "medium"
 #define HUTCH_DEFAULT_TTL           86400
@@ -79,6 +80,9 @@ struct hutch_config {
 	/* -p: sandbox ports published on the host (portspec.h). */
 	size_t npublish;
 	struct hutch_port_spec publish[HUTCH_PUBLISH_MAX];
+	/* -v (volume.c): host directories and named volumes mounted inside;
+	 * NULL when none. */
+	struct hutch_volumes *volumes;
 	/* --header-binding (netopt.c): NULL when none; its own pages, which
 	 * hold the secrets (netpolicy.h). */
 	struct hutch_net_bindings *header_bindings;

@@ -492,6 +492,16 @@ static const struct hutch_option options[] = {
 	        .flags = HUTCH_OPT_NO_POOL,
 	},
 	{
+	        .name = "volumes",
+	        .cli = "volume",
+	        .cli_short = 'v',
+	        .metavar = "SRC:PATH[:rw]",
+	        .help = HUTCH_VOLUME_HELP,
+	        .type = &hutch_opt_volumes,
+	        AT(volumes),
+	        .flags = HUTCH_OPT_NO_POOL,
+	},
+	{
 	        .name = "header_bindings",
 	        .cli = "header-binding",
 	        .metavar = "HOST:HEADER=VALUE",

@@ -22,6 +22,7 @@
 #include "sandbox-image.h"
 #include "supervisor.h"
 #include "syscalls.h"
+#include "volumes.h"
 
 /* Tear down now, skipping or after on_destroy. */
 static void end_now(struct sup *s, const char *reason)
@@ -170,7 +171,8 @@ void hutch_sup_teardown_finish(struct sup *s)
 	hutch_err_clear(&err);
 	if (s->cg && hutch_cgroup_destroy(s->cg, &err) < 0)
 		hutch_log(HUTCH_LOG_WARN, "%s", err.msg);
-	hutch_sup_image_done(s); /* after the mounts went: prune may take the layers */
+	hutch_sup_image_done(s);   /* after the mounts went: prune may take the layers */
+	hutch_sup_volumes_done(s); /* and volume rm the volumes */
 	hutch_event(s, "torn down: %s", s->end.reason ? s->end.reason : "creation failed");
 	hutch_events_keep(s);
 	hutch_journal_keep(s); /* still open: the last answers' lines */

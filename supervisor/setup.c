@@ -39,6 +39,7 @@
 #include "status.h"
 #include "supervisor.h"
 #include "syscalls.h"
+#include "volumes.h"
 
 #define INIT_READY_TIMEOUT_MS 20000
 
@@ -123,16 +124,17 @@ static const char *const *cgroup1_names(const struct sup *s)
 }
 
 /* Child side of clone3: keep only the init socket (fd 3), the commands'
- * cgroup fds (4, 5; hutch_cgroup_open_cmds()), the image's layers (6..)
- * and lxcfs's tree (after them). */
+ * cgroup fds (4, 5; hutch_cgroup_open_cmds()), the image's layers (6..),
+ * lxcfs's tree and the volumes' mounts (after them). */
 static __attribute__((noreturn)) void init_child(struct sup *s, int sock, int *cg_fds,
                                                  size_t n_cg_fds, const int cmds[2])
 {
-	static int keep[4 + HUTCH_IMAGE_LAYERS_MAX];
+	static int keep[4 + HUTCH_IMAGE_LAYERS_MAX + HUTCH_VOLUMES_MAX];
 	static int layers[HUTCH_IMAGE_LAYERS_MAX];
 	static const char *names[HUTCH_IMAGE_LAYERS_MAX];
 	struct hutch_init_params p = { 0 };
-	size_t nl = s->image ? s->image->n_layers : 0, nkeep = 3 + nl + (s->procview_fd >= 0);
+	size_t nl = s->image ? s->image->n_layers : 0, pv = s->procview_fd >= 0;
+	size_t nkeep = 3 + nl + pv + (s->volumes ? s->volumes->n : 0);
 	int next, stash = s->container ? hutch_container_stash_fd(s->container) : (int)nkeep + 19;
 	char hostname[64];
 
@@ -147,6 +149,7 @@ static __attribute__((noreturn)) void init_child(struct sup *s, int sock, int *c
 		keep[3 + i] = s->image->layer_fds[i];
 	if (s->procview_fd >= 0)
 		keep[3 + nl] = s->procview_fd;
+	hutch_sup_volumes_pass(s, keep, 3 + nl + pv, &p.rootfs);
 	limit_cpus(s);
 	/* Out of the way first, so that no dup3() below overwrites another
 	 * (a container's mounts too, then placed after init's own fds; an
@@ -274,6 +277,7 @@ static int spawn_init(struct sup *s, struct hutch_err *err)
 	hutch_close_many(cg_fds, n_cg_fds);
 	hutch_close_many(cmds, 2);
 	hutch_sup_image_close_layers(s); /* init holds them now */
+	hutch_sup_volumes_close_mounts(s);
 	closep(&s->procview_fd);
 	close(sv[1]);
 	s->init_sock = sv[0];
@@ -507,6 +511,8 @@ int hutch_sup_setup(struct sup *s, struct hutch_err *err)
 	r = hutch_ports_open(s, err); /* a host port in use fails here, at once */
 	if (r >= 0)
 		r = hutch_sup_image_prepare(s, err);
+	if (r >= 0)
+		r = hutch_sup_volumes_prepare(s, err);
 	if (r < 0)
 		return r;
 	s->net.plan.policy = &s->cfg->net; /* a joined network namespace: the pod's plan */

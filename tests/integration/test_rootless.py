@@ -611,3 +611,12 @@ def test_exec_tty_as_user(alice):
         assert termios.tcgetattr(t.slave) == t.before  # raw mode undone
     finally:
         t.close()
+
+
+def test_volumes_refused_saying_why(alice, user_tmp):
+    """-v needs idmapped mounts (root's): an ordinary user is told so, and
+    nothing is left (issue 28)."""
+    r = alice("create", "--no-limits", "-v", f"{user_tmp}:/data")
+    assert r.returncode == 69, r.stderr
+    assert b"only root" in r.stderr and b"hutch cp" in r.stderr, r.stderr
+    assert alice.ids() == []

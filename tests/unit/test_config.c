@@ -454,6 +454,56 @@ static void test_publish(void **state)
 	hutch_config_done(&c);
 }
 
+static void test_volumes(void **state)
+{
+	struct hutch_err err = { 0 };
+	struct hutch_volume v;
+	struct hutch_config c;
+	cJSON *j, *arr, *body;
+
+	(void)state;
+	assert_int_equal(hutch_volume_parse_as("volumes", "/srv//data/:/data", &v, &err), 0);
+	assert_string_equal(v.src, "/srv/data");
+	assert_string_equal(v.dst, "/data");
+	assert_false(v.rw);
+	assert_false(v.named);
+	assert_int_equal(hutch_volume_parse_as("volumes", "work:/workspace/:rw", &v, &err), 0);
+	assert_true(v.named);
+	assert_true(v.rw);
+	assert_string_equal(v.dst, "/workspace");
+	assert_int_equal(hutch_volume_parse_as("-v", "/a/./b:/x", &v, &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "'..' part"));
+	assert_int_equal(hutch_volume_parse_as("-v", "/a:/x/..", &v, &err), -EINVAL);
+	assert_int_equal(hutch_volume_parse_as("-v", "/a:/proc", &v, &err), -EINVAL);
+	assert_int_equal(hutch_volume_parse_as("-v", "/a:/devices", &v, &err), 0); /* not /dev */
+	assert_int_equal(hutch_volume_parse_as("-v", "/a://", &v, &err), -EINVAL);
+	assert_int_equal(hutch_volume_parse_as("-v", "a b:/x", &v, &err), -EINVAL);
+	assert_int_equal(hutch_volume_parse_as("-v", ".hidden:/x", &v, &err), -EINVAL);
+	assert_int_equal(hutch_volume_parse_as("-v", "/a:/x:RW", &v, &err), -EINVAL);
+	hutch_config_init(&c);
+	assert_int_equal(hutch_config_set(&c, "volumes", "/a:/x", &err), 0);
+	assert_int_equal(hutch_config_set(&c, "volumes", "/b:/x/y", &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "one inside the other"));
+	assert_int_equal(hutch_config_set(&c, "volumes", "/b:/xy:rw", &err), 0);
+	j = hutch_config_to_json(&c);
+	arr = cJSON_GetObjectItemCaseSensitive(j, "volumes");
+	assert_int_equal(cJSON_GetArraySize(arr), 2);
+	assert_string_equal(cJSON_GetArrayItem(arr, 0)->valuestring, "/a:/x:ro");
+	assert_string_equal(cJSON_GetArrayItem(arr, 1)->valuestring, "/b:/xy:rw");
+	cJSON_Delete(j);
+	/* JSON: an array of specs replaces the set; a bad one changes nothing */
+	body = cJSON_Parse("{\"volumes\": [\"v1:/d:rw\"]}");
+	assert_int_equal(hutch_options_from_json(&c, body, 0, &err), 0);
+	assert_int_equal(c.volumes->n, 1);
+	assert_string_equal(c.volumes->v[0].src, "v1");
+	cJSON_Delete(body);
+	body = cJSON_Parse("{\"volumes\": [\"v2:/e\", 3]}");
+	assert_int_equal(hutch_options_from_json(&c, body, 0, &err), -EINVAL);
+	assert_int_equal(c.volumes->n, 1);
+	cJSON_Delete(body);
+	hutch_config_done(&c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -463,6 +513,7 @@ int main(void)
 		cmocka_unit_test(test_region_rule),       cmocka_unit_test(test_network),
 		cmocka_unit_test(test_network_options),   cmocka_unit_test(test_to_json),
 		cmocka_unit_test(test_lifecycle_options), cmocka_unit_test(test_publish),
+		cmocka_unit_test(test_volumes),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -15,6 +15,7 @@ from .errors import (AccessDeniedError, APIError, BackgroundProcessesDisabledErr
                      SetupError, StdinClosedError)
 from ._exec import AsyncPty, AsyncPtyHandle, Pty, PtyHandle, PtySize
 from .network import Network
+from .volumes import Volume
 from .bindings import GitHubBinding, HeaderBinding, MistralApiBinding
 from .sandbox import (DEFAULT_REGION, INSTANCE_TYPES, AsyncExecutionStream, AsyncSandboxSession,
                       CommandResult, ExecutionStream, ExitStatus, ExposedPort, FileEntry,
@@ -26,7 +27,7 @@ from ._binary import find_hutch
 __version__ = "0.1.0"
 
 __all__ = [
-    "LocalSandbox", "Network", "HeaderBinding", "GitHubBinding", "MistralApiBinding",
+    "LocalSandbox", "Network", "Volume", "HeaderBinding", "GitHubBinding", "MistralApiBinding",
     "SandboxHook", "HookContext", "SandboxCallbackContext", "SandboxSession", "DirTransfer",
     "AsyncSandboxSession", "ExecutionStream", "AsyncExecutionStream", "CommandResult",
     "OutputChunk", "ExitStatus", "ExposedPort", "FileEntry", "ProcessInfo", "ProcessOutput",

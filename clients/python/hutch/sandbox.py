@@ -21,6 +21,7 @@ from ._exec import AsyncPty, AsyncPtyHandle, Pty, PtyHandle, PtySize
 from ._binary import find_hutch
 from . import _dirs, _pool
 from .network import Network
+from .volumes import volume_specs
 from .bindings import check_bindings
 
 INSTANCE_TYPES = ("nano", "micro", "small", "medium", "large", "xlarge", "2xlarge")
@@ -356,7 +357,7 @@ class LocalSandbox:
                  executor_max_output_bytes=None, no_limits=False, max_output_bytes=None,
                  journal_max_bytes=None,
                  on_create=None, on_destroy=None, description=None, access=None,
-                 secrets=None):
+                 secrets=None, volumes=None):
         if not isinstance(instance_type, str) or instance_type not in INSTANCE_TYPES:
             raise errors.ConfigError(f"unknown instance_type {instance_type!r}: valid types are "
                                      f"{', '.join(INSTANCE_TYPES)}")
@@ -394,6 +395,7 @@ class LocalSandbox:
                                      "\"files\" (files only, no commands) or \"none\"")
         self.access = access
         self.secrets = _secrets(secrets)
+        self.volumes = volume_specs(volumes)
         self.header_bindings = check_bindings(header_bindings, network)
         if image is not None and not _image_is_valid(image):
             raise errors.ConfigError(f"invalid image {image!r}: None or 'host' (the host-derived "
@@ -475,6 +477,8 @@ class LocalSandbox:
             args += ["--host-port", str(port)]
         for spec in self.ports:
             args += ["--publish", spec]
+        for spec in self.volumes:
+            args += ["--volume", spec]
         if self.executor_port is not None:
             args += ["--executor-port", str(self.executor_port)]
         if self.access is not None:
@@ -499,7 +503,7 @@ class LocalSandbox:
         options = self._cli_options()
         if (self.setup_script is None and self.on_create is None and not self.ports
                 and self.executor_port is None and not self.header_bindings
-                and not self.secrets):
+                and not self.secrets and not self.volumes):
             info = _pool.try_claim(hutch, options)
             if info is not None:
                 return info

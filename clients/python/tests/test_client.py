@@ -1018,3 +1018,47 @@ def test_executor_port_serves_the_contract_with_the_secret():
         conn.close()
         # the session itself goes on through the native API
         assert s.execute("echo ok").stdout == "ok\n"
+
+
+@pytest.mark.parametrize("value,what", [
+    ("/a:/b", "invalid volumes"), ({"data": "/srv"}, "invalid volume path"),
+    ({"/d": 3}, "invalid volume for"), ({"/d": "rel/dir"}, "invalid volume source"),
+    (lambda: {"/d": hutch.Volume("/srv", read_only="no")}, "read_only"),
+    ([f"/s{i}:/d{i}" for i in range(17)], "at most 16"), (["/a"], "SOURCE:PATH")])
+def test_volumes_validation(value, what):
+    with pytest.raises(ConfigError, match=what):
+        LocalSandbox(volumes=value() if callable(value) else value)
+
+
+def test_volumes_host_directory_and_named(tmp_path):
+    d = tmp_path / "proj"
+    d.mkdir()
+    (d / "in.txt").write_text("hello\n")
+    os.chown(d, 4242, 4242)
+    os.chown(d / "in.txt", 4242, 4242)
+    sb = LocalSandbox(volumes={"/data": hutch.Volume(str(d), read_only=False), "/ro": str(d)})
+    assert sb._cli_options()[-4:] == ["--volume", f"{d}:/data:rw", "--volume", f"{d}:/ro:ro"]
+    with sb as s:
+        assert s.config["volumes"] == [f"{d}:/data:rw", f"{d}:/ro:ro"]
+        assert s.execute("cat /ro/in.txt; stat -c %U /data/in.txt").stdout == "hello\nappuser\n"
+        assert s.execute("echo out > /data/out.txt").exit_code == 0
+        assert s.execute("touch /ro/x").exit_code != 0
+    assert (d / "out.txt").read_text() == "out\n" and os.stat(d / "out.txt").st_uid == 4242
+    with pytest.raises(ConfigError, match="symlink"):
+        os.symlink(d, tmp_path / "link")
+        LocalSandbox(volumes={"/x": str(tmp_path / "link")}).open()
+
+    vol = hutch.Volume.create("pyvol")
+    assert vol == hutch.Volume("pyvol", read_only=False)
+
+    async def main():
+        async with LocalSandbox(volumes={"/workspace": vol}) as s:
+            assert (await s.execute("echo kept > /workspace/f")).exit_code == 0
+    asyncio.run(main())
+    with LocalSandbox(volumes=["pyvol:/w"]) as s:
+        assert s.execute("cat /w/f").stdout == "kept\n"
+        assert [v["in_use"] for v in hutch.Volume.list() if v["name"] == "pyvol"] == [True]
+        with pytest.raises(hutch.SandboxError, match="in use by sandbox"):
+            hutch.Volume.delete("pyvol")
+    hutch.Volume.delete("pyvol")
+    assert all(v["name"] != "pyvol" for v in hutch.Volume.list())

@@ -1,0 +1,37 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * -v on the supervisor's side: each volume's directory opened safely and
+ * cloned as a detached, idmapped mount before clone3 (init attaches them:
+ * rootfs/volumes.c), and the named volumes' use held for the sandbox's
+ * life (image/volstore.h).
+ */
+#ifndef HUTCH_SUP_VOLUMES_H
+#define HUTCH_SUP_VOLUMES_H
+
+#include <stddef.h>
+
+#include "error.h"
+#include "volume.h"
+
+struct sup;
+
+struct hutch_sup_volumes {
+	size_t n;
+	int mounts[HUTCH_VOLUMES_MAX];       /* detached mounts; -EBADF once init holds them */
+	int locks[HUTCH_VOLUMES_MAX];        /* a named volume's use, else -EBADF */
+	const char *dsts[HUTCH_VOLUMES_MAX]; /* PATH inside (the configuration's) */
+};
+
+/* Before clone3, after the uid slot: s->volumes (NULL without -v). */
+int hutch_sup_volumes_prepare(struct sup *s, struct hutch_err *err);
+/* Child side of clone3: the mounts into keep[at..] (init's fds 3 + at..,
+ * once init_child() dup3()s keep[i] to 3 + i) and rc's volumes. */
+struct hutch_rootfs_config;
+void hutch_sup_volumes_pass(const struct sup *s, int *keep, size_t at,
+                            struct hutch_rootfs_config *rc);
+/* After clone3: the parent's copies of the mounts (init holds them). */
+void hutch_sup_volumes_close_mounts(struct sup *s);
+/* At the end, after the sandbox's mounts went: the uses. */
+void hutch_sup_volumes_done(struct sup *s);
+
+#endif

@@ -23,7 +23,8 @@
 #include "supervisor.h"
 #include "util.h"
 
-#define TEXT_MAX 4096 /* bytes of a command line or path kept */
+#define TEXT_MAX    4096       /* bytes of a command line or path kept */
+#define COMMAND_MAX (1u << 20) /* bytes of an argv joined before that */
 
 struct hutch_journal {
 	int fd;       /* the current file, O_APPEND */
@@ -195,33 +196,40 @@ struct hutch_jrec *hutch_journal_request_begin(struct sup *s, const char *method
 	return jr;
 }
 
-/* s with every secrets= value in it replaced by "[secret NAME]", cut at
- * TEXT_MAX bytes. */
+/* text with every secrets= value in it replaced by "[secret NAME]" (the
+ * search goes on after the mark: a value may be part of a mark), then cut
+ * at TEXT_MAX bytes (after: a cut could leave a value's head) and made
+ * valid UTF-8. NULL if out of memory. */
 static char *redact(const struct sup *s, const char *text)
 {
 	const struct hutch_secrets *x = s->cfg->secrets;
-	char *out = strndup(text, TEXT_MAX);
+	_cleanup_free_ char *out = strdup(text);
+	size_t len;
 
 	for (size_t i = 0; out && x && i < x->n; i++) {
 		const char *eq = strchr(x->env[i], '=');
-		size_t vlen = eq ? strlen(eq + 1) : 0;
-		char *at, *next;
+		size_t vlen = eq ? strlen(eq + 1) : 0, from = 0;
 		char mark[HUTCH_SECRET_NAME_MAX + 16];
+		char *at;
 
 		if (!vlen)
 			continue;
 		snprintf(mark, sizeof(mark), "[secret %.*s]", (int)(eq - x->env[i]), x->env[i]);
-		while (out && (at = strstr(out, eq + 1))) {
+		while (out && (at = strstr(out + from, eq + 1))) {
 			size_t head = (size_t)(at - out);
+			char *next = malloc(head + strlen(mark) + strlen(at + vlen) + 1);
 
-			next = malloc(head + strlen(mark) + strlen(at + vlen) + 1);
 			if (next)
 				sprintf(next, "%.*s%s%s", (int)head, out, mark, at + vlen);
 			free(out);
 			out = next;
+			from = head + strlen(mark);
 		}
 	}
-	return out;
+	if (!out)
+		return NULL;
+	len = strlen(out);
+	return hutch_utf8_sanitize(out, len > TEXT_MAX ? TEXT_MAX : len, NULL);
 }
 
 /* A shell command as its string; anything else as its words, quoted
@@ -235,7 +243,7 @@ static char *command_line(const struct sup *s, const char *const *argv)
 	    (!strcmp(argv[0], "/bin/sh") || !strcmp(argv[0], "sh") ||
 	     !strcmp(argv[0], "/bin/bash") || !strcmp(argv[0], "bash")))
 		return redact(s, argv[2]);
-	hutch_buf_init(&b, TEXT_MAX + 1);
+	hutch_buf_init(&b, COMMAND_MAX); /* redacted whole, then cut */
 	for (const char *const *a = argv; *a; a++) {
 		bool plain = **a && !strpbrk(*a, " \t\n'\"\\$`;&|<>(){}*?[]#~");
 

@@ -156,13 +156,25 @@ def test_no_secret_in_it(hutch):
     sb.sh(f"echo {secret} >/dev/null")  # the value typed in a command line
     status, _ = sb.api("POST", "/v1/run", {"cmd": "true", "env": {"X": secret}})
     assert status == 200
+    # a value across the cut of a long command line: no head of it kept
+    sb.sh(": " + "a" * 4088 + secret)
     sb.rm()
     ended(hutch, sb.id)
     with open(gone_path(hutch, sb.id), "rb") as f:
         data = f.read()
-    assert secret.encode() not in data
+    assert secret.encode() not in data and secret[7:13].encode() not in data
     cmds = [x.get("command") for x in lines(hutch, sb.id)]
     assert 'printf %s "$TOKEN"' in cmds and "echo [secret TOKEN] >/dev/null" in cmds, cmds
+
+
+def test_a_secret_inside_its_own_mark(hutch):
+    # "s" is in "[secret ONE]": the replacement goes on after the mark
+    r = hutch("create", "--json", "--secret", "ONE=@env:V", env={"V": "s"})
+    assert r.returncode == 0, r.stderr
+    sb = Sandbox(hutch, json.loads(r.stdout))
+    sb.sh("echo sss")
+    assert lines(hutch, sb.id)[-1]["command"] == "echo [secret ONE][secret ONE][secret ONE]"
+    sb.rm()
 
 
 def test_off_switch_and_rotation(hutch):

@@ -52,6 +52,10 @@ struct hutch_cli_opt {
 	/* Verb-defined modes the option applies in (0: all); see
 	 * hutch_cli_check_mode(). */
 	unsigned modes;
+	/* What completion offers as its value (completion.c): words, space
+	 * separated, and sources: @sandboxes, @images, @procs (of the
+	 * sandbox named first), @filters (ls -f's KEY=VALUE); NULL: any. */
+	const char *complete;
 };
 
 struct hutch_cli_args;
@@ -65,6 +69,7 @@ struct hutch_cli_verb {
 	bool command;                     /* a command follows the positionals */
 	size_t max_pos;                   /* positionals (before the command) */
 	size_t id_pos;                    /* the first id_pos of them are sandbox ids */
+	const char *pos_complete;         /* the others, as hutch_cli_opt.complete */
 	int (*run)(struct hutch_cli_args *a);
 };
 

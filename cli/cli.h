@@ -62,5 +62,8 @@ void hutch_cli_sandbox_json(cJSON *o, bool live);
 /* "hutch: root: ..." on fd (nothing when fd < 0): which root a sandbox
  * created with cfg has, for people. */
 void hutch_cli_say_root(const struct hutch_config *cfg, int fd);
+/* qsort() order of two such sandboxes (cJSON **): newest first, as docker
+ * ps, by created_at_unix; one being made (none yet) before all; then id. */
+int hutch_cli_sandbox_cmp(const void *x, const void *y);
 
 #endif

@@ -10,15 +10,19 @@
  * function 0-based arrays: ksharrays); fish gets a script of its own.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "args.h"
 #include "cli.h"
 #include "config.h"
+#include "format.h"
+#include "oci.h"
 #include "options.h"
 #include "verbs.h"
 
-/* The values an option's argument can take, space separated; NULL: any. */
+/* The values a sandbox option's argument can take, space separated, with
+ * sources as in hutch_cli_opt.complete (@images). */
 static void option_values(const struct hutch_option *o, FILE *f)
 {
 	size_t n;
@@ -30,18 +34,50 @@ static void option_values(const struct hutch_option *o, FILE *f)
 			fprintf(f, "%s%s", i ? " " : "", t[i].name);
 	} else if (o->type == &hutch_opt_network) {
 		fputs("none all allow:", f);
+	} else if (o->type == &hutch_opt_image) {
+		fputs(HUTCH_IMAGE_HOST " @images", f);
 	}
 }
 
 static bool has_values(const struct hutch_option *o)
 {
-	return o->type == &hutch_opt_instance_type || o->type == &hutch_opt_network;
+	return o->type == &hutch_opt_instance_type || o->type == &hutch_opt_network ||
+	       o->type == &hutch_opt_image;
 }
 
+/* A verb option's or positional's words (hutch_cli_opt.complete), the
+ * sources made at generation time (@filters) written out, the others
+ * (@sandboxes, @images, @procs, @oci) left for the script. */
+static void complete_words(const char *words, FILE *f)
+{
+	const char *filters = strstr(words, "@filters");
+
+	if (!filters) {
+		fputs(words, f);
+		return;
+	}
+	fprintf(f, "%.*s", (int)(filters - words), words);
+	hutch_cli_filter_words(f);
+	fputs(filters + strlen("@filters"), f);
+}
+
+/* How each source is listed when completing: a command's output. */
+static const struct {
+	const char *name, *cmd, *fish; /* cmd: bash's ($2: the first positional) */
+} sources[] = {
+	{ "@sandboxes", "hutch ls -q 2>/dev/null", "hutch ls -q 2>/dev/null" },
+	{ "@images", "hutch image ls 2>/dev/null | awk 'NR > 1 {print $1}'",
+	  "hutch image ls 2>/dev/null | tail -n +2 | string replace -r ' .*' ''" },
+	{ "@procs", "hutch ps \"$2\" 2>/dev/null | awk 'NR > 1 {print $1}'",
+	  "hutch ps (commandline -opc)[3] 2>/dev/null | tail -n +2 | string replace -r ' .*' ''" },
+	{ "@oci", "hutch oci list -q 2>/dev/null", "hutch oci list -q 2>/dev/null" },
+};
+
 /* Calls fn for each option of verb: its long and short spelling, whether
- * it takes a value, its help, and the sandbox option behind it (or NULL). */
+ * it takes a value, its help, and the sandbox option behind it (or NULL)
+ * or the words of a verb's own option (hutch_cli_opt.complete, or NULL). */
 typedef void (*opt_fn)(const char *lng, char shrt, bool value, const char *help,
-                       const struct hutch_option *so, void *ud);
+                       const struct hutch_option *so, const char *words, void *ud);
 
 static void for_each_option(const struct hutch_cli_verb *v, opt_fn fn, void *ud)
 {
@@ -50,11 +86,12 @@ static void for_each_option(const struct hutch_cli_verb *v, opt_fn fn, void *ud)
 
 	for (const struct hutch_cli_opt *o = v->opts; o && o->name; o++)
 		if (o->kind != HUTCH_CLI_REFUSE) /* docker's flags hutch refuses */
-			fn(o->name, o->short_name, o->kind != HUTCH_CLI_FLAG, o->help, NULL, ud);
+			fn(o->name, o->short_name, o->kind != HUTCH_CLI_FLAG, o->help, NULL,
+			   o->complete, ud);
 	for (size_t i = 0; v->sandbox_opts && i < n; i++)
 		if (so[i].cli)
-			fn(so[i].cli, so[i].cli_short, true, so[i].help, &so[i], ud);
-	fn("help", 'h', false, "show this command's options", NULL, ud);
+			fn(so[i].cli, so[i].cli_short, true, so[i].help, &so[i], NULL, ud);
+	fn("help", 'h', false, "show this command's options", NULL, NULL, ud);
 }
 
 /* A verb of a group ("pool start", "image pull"): the group's length, else 0. */
@@ -89,10 +126,18 @@ static bool group_first(const struct hutch_cli_verb *const *all, size_t i)
 	return len > 0;
 }
 
+/* hutch oci's commands (its own parser, oci/dispatch.c), space separated;
+ * the containers under the default --root are completed after them. */
+static void print_oci_commands(FILE *f)
+{
+	for (size_t i = 0; hutch_oci_command(i); i++)
+		fprintf(f, "%s%s", i ? " " : "", hutch_oci_command(i));
+}
+
 /* ---- bash (and zsh) ---- */
 
 static void bash_word(const char *lng, char shrt, bool value, const char *help,
-                      const struct hutch_option *so, void *ud)
+                      const struct hutch_option *so, const char *words, void *ud)
 {
 	FILE *f = ud;
 
@@ -102,7 +147,7 @@ static void bash_word(const char *lng, char shrt, bool value, const char *help,
 }
 
 static void bash_valued(const char *lng, char shrt, bool value, const char *help,
-                        const struct hutch_option *so, void *ud)
+                        const struct hutch_option *so, const char *words, void *ud)
 {
 	FILE *f = ud;
 
@@ -113,16 +158,39 @@ static void bash_valued(const char *lng, char shrt, bool value, const char *help
 		fprintf(f, "|-%c", shrt);
 }
 
-static void bash_choices(const char *lng, char shrt, bool value, const char *help,
-                         const struct hutch_option *so, void *ud)
-{
-	FILE *f = ud;
+struct bash_ctx {
+	FILE *f;
+	const char *verb; /* NULL: the sandbox options' values */
+};
 
-	if (!so || !has_values(so))
-		return;
-	fprintf(f, "\t--%s) echo \"", lng);
-	option_values(so, f);
-	fputs("\" ;;\n", f);
+/* _hutch_values VERB OPTION's rows: a verb's own options with words (per
+ * verb), or the sandbox options with values (any verb). */
+static void bash_choices(const char *lng, char shrt, bool value, const char *help,
+                         const struct hutch_option *so, const char *words, void *ud)
+{
+	struct bash_ctx *c = ud;
+
+	if (c->verb && words) {
+		fprintf(c->f, "\t\"%s|--%s\"", c->verb, lng);
+		if (shrt)
+			fprintf(c->f, "|\"%s|-%c\"", c->verb, shrt);
+		fputs(") echo \"", c->f);
+		complete_words(words, c->f);
+		fputs("\"; return ;;\n", c->f);
+	} else if (!c->verb && so && has_values(so)) {
+		fprintf(c->f, "\t*\"|--%s\") echo \"", lng);
+		option_values(so, c->f);
+		fputs("\" ;;\n", c->f);
+	}
+}
+
+/* _hutch_dyn WORDS ID: the words, each source replaced by its list. */
+static void bash_sources(FILE *f)
+{
+	fputs("_hutch_dyn() {\n\tlocal w\n\tfor w in $1; do\n\t\tcase $w in\n", f);
+	for (size_t i = 0; i < sizeof(sources) / sizeof(sources[0]); i++)
+		fprintf(f, "\t\t%s) %s ;;\n", sources[i].name, sources[i].cmd);
+	fputs("\t\t*) echo \"$w\" ;;\n\t\tesac\n\tdone\n}\n", f);
 }
 
 static void bash_tables(const struct hutch_cli_verb *const *all, FILE *f)
@@ -144,9 +212,24 @@ static void bash_tables(const struct hutch_cli_verb *const *all, FILE *f)
 		if (all[i]->id_pos)
 			fprintf(f, "\t\"%s\") echo %zu ;;\n", all[i]->name,
 			        all[i]->id_pos == HUTCH_CLI_MANY ? (size_t)9999 : all[i]->id_pos);
-	fputs("\t*) echo 0 ;;\n\tesac\n}\n_hutch_values() {\n\tcase $1 in\n", f);
-	for_each_option(&hutch_verb_create, bash_choices, f);
+	fputs("\t*) echo 0 ;;\n\tesac\n}\n_hutch_posvals() {\n\tcase $1 in\n", f);
+	for (size_t i = 0; all[i]; i++)
+		if (all[i]->pos_complete) {
+			fprintf(f, "\t\"%s\") echo \"", all[i]->name);
+			complete_words(all[i]->pos_complete, f);
+			fputs("\" ;;\n", f);
+		}
+	fputs("\toci\\ *) echo @oci ;;\n\tesac\n}\n_hutch_values() {\n\tcase \"$1|$2\" in\n", f);
+	for (size_t i = 0; all[i]; i++) {
+		struct bash_ctx c = { f, all[i]->name };
+		for_each_option(all[i], bash_choices, &c);
+	}
+	{
+		struct bash_ctx c = { f, NULL };
+		for_each_option(&hutch_verb_create, bash_choices, &c);
+	}
 	fputs("\tesac\n}\n", f);
+	bash_sources(f);
 }
 
 /* The walk over the words typed so far: the verb ("pool start" counts as
@@ -154,7 +237,7 @@ static void bash_tables(const struct hutch_cli_verb *const *all, FILE *f)
 static const char bash_main[] =
         "_hutch() {\n"
         "\tlocal cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD-1]}\n"
-        "\tlocal verb='' w i=1 npos=0 dashdash=0\n"
+        "\tlocal verb='' w i=1 npos=0 dashdash=0 first=''\n"
         "\tCOMPREPLY=()\n"
         "\twhile (( i < COMP_CWORD )); do\n"
         "\t\tw=${COMP_WORDS[i]}\n"
@@ -167,7 +250,7 @@ static const char bash_main[] =
         "\t\telif [[ $w == -- ]]; then dashdash=1\n"
         "\t\telif (( ! dashdash )) && [[ $w == -* ]]; then\n"
         "\t\t\t_hutch_valued \"$verb\" \"$w\" && (( i++ ))\n"
-        "\t\telse (( npos++ ))\n"
+        "\t\telse (( npos++ )) || first=$w\n"
         "\t\tfi\n"
         "\t\t(( i++ ))\n"
         "\tdone\n"
@@ -179,14 +262,18 @@ static const char bash_main[] =
         "\tfi\n"
         "\t(( dashdash )) && return 0\n"
         "\tif _hutch_valued \"$verb\" \"$prev\"; then\n"
-        "\t\tCOMPREPLY=( $(compgen -W \"$(_hutch_values \"$prev\")\" -- \"$cur\") )\n"
+        "\t\tCOMPREPLY=( $(compgen -W \"$(_hutch_dyn \"$(_hutch_values \"$verb\" \"$prev\")\" "
+        "\"$first\")\" -- \"$cur\") )\n"
         "\t\treturn 0\n"
         "\tfi\n"
         "\tif [[ $cur == -* ]]; then\n"
         "\t\tCOMPREPLY=( $(compgen -W \"$(_hutch_opts \"$verb\")\" -- \"$cur\") ); return 0\n"
         "\tfi\n"
         "\tif (( npos < $(_hutch_idpos \"$verb\") )); then\n"
-        "\t\tCOMPREPLY=( $(compgen -W \"$(hutch ls -q 2>/dev/null)\" -- \"$cur\") )\n"
+        "\t\tCOMPREPLY=( $(compgen -W \"$(_hutch_dyn @sandboxes)\" -- \"$cur\") )\n"
+        "\telif [[ -n $(_hutch_posvals \"$verb\") ]]; then\n"
+        "\t\tCOMPREPLY=( $(compgen -W \"$(_hutch_dyn \"$(_hutch_posvals \"$verb\")\" "
+        "\"$first\")\" -- \"$cur\") )\n"
         "\telif [[ $verb == cp && $cur != */* ]]; then\n"
         "\t\tCOMPREPLY=( $(compgen -W \"$(hutch ls -q 2>/dev/null | sed 's/$/:/')\" "
         "-- \"$cur\") $(compgen -f -- \"$cur\") )\n"
@@ -208,13 +295,15 @@ static void print_bash(const struct hutch_cli_verb *const *all, FILE *f)
 	for (size_t i = 0; all[i]; i++)
 		if (group_first(all, i))
 			fprintf(f, "%.*s ", (int)group_len(all[i]->name), all[i]->name);
-	fputs("'\n_hutch_subs() {\n\tcase $1 in\n", f);
+	fputs("oci'\n_hutch_subs() {\n\tcase $1 in\n", f);
 	for (size_t i = 0; all[i]; i++)
 		if (group_first(all, i))
 			fprintf(f, "\t%.*s) echo \"%s\" ;;\n", (int)group_len(all[i]->name),
 			        all[i]->name,
 			        group_subs(all, all[i]->name, group_len(all[i]->name)));
-	fputs("\tesac\n}\n", f);
+	fputs("\toci) echo \"", f);
+	print_oci_commands(f);
+	fputs("\" ;;\n\tesac\n}\n", f);
 	bash_tables(all, f);
 	fputs(bash_main, f);
 }
@@ -233,13 +322,42 @@ static void fish_quote(const char *s, FILE *f)
 	fputc('\'', f);
 }
 
+/* Words for fish's -a, single-quoted: sources as command substitutions. */
+static void fish_words(const char *words, FILE *f)
+{
+	char *text = NULL, *save = NULL;
+	size_t len = 0;
+	FILE *m = open_memstream(&text, &len);
+
+	if (!m)
+		return;
+	complete_words(words, m);
+	fclose(m);
+	fputs(" -a '", f);
+	for (char *w = strtok_r(text, " ", &save); w; w = strtok_r(NULL, " ", &save)) {
+		const char *out = w;
+		for (size_t i = 0; i < sizeof(sources) / sizeof(sources[0]); i++)
+			if (!strcmp(w, sources[i].name))
+				out = sources[i].fish;
+		fprintf(f, "%s%s", w == text ? "" : " ", out == w ? "" : "(");
+		for (const char *c = out; *c; c++) {
+			if (*c == '\'' || *c == '\\')
+				fputc('\\', f);
+			fputc(*c, f);
+		}
+		fputs(out == w ? "" : ")", f);
+	}
+	fputc('\'', f);
+	free(text);
+}
+
 struct fish_ctx {
 	FILE *f;
 	const char *cond;
 };
 
 static void fish_opt(const char *lng, char shrt, bool value, const char *help,
-                     const struct hutch_option *so, void *ud)
+                     const struct hutch_option *so, const char *words, void *ud)
 {
 	struct fish_ctx *c = ud;
 
@@ -247,14 +365,22 @@ static void fish_opt(const char *lng, char shrt, bool value, const char *help,
 	if (shrt)
 		fprintf(c->f, " -s %c", shrt);
 	/* -x: the listed values only; -r: any value, files offered. */
-	if (so && has_values(so))
+	if ((so && has_values(so)) || words)
 		fputs(" -x", c->f);
 	else if (value)
 		fputs(" -r", c->f);
 	if (so && has_values(so)) {
-		fputs(" -a '", c->f);
-		option_values(so, c->f);
-		fputc('\'', c->f);
+		char buf[512];
+		FILE *m = fmemopen(buf, sizeof(buf), "w");
+		if (m) {
+			option_values(so, m);
+			fputc('\0', m);
+			fclose(m);
+			buf[sizeof(buf) - 1] = '\0';
+			fish_words(buf, c->f);
+		}
+	} else if (words) {
+		fish_words(words, c->f);
 	}
 	fputs(" -d ", c->f);
 	fish_quote(help, c->f);
@@ -297,8 +423,18 @@ static void print_fish(const struct hutch_cli_verb *const *all, FILE *f)
 			        "complete -c hutch -n %s -a '(hutch ls -q 2>/dev/null)' -d "
 			        "sandbox\n",
 			        cond);
+		if (all[i]->pos_complete) {
+			fprintf(f, "complete -c hutch -n %s", cond);
+			fish_words(all[i]->pos_complete, f);
+			fputc('\n', f);
+		}
 	}
 	fputs("complete -c hutch -n '__fish_seen_subcommand_from cp' -F\n", f);
+	fputs("complete -c hutch -n __fish_use_subcommand -a oci -d 'an OCI runtime (as runc)'\n"
+	      "complete -c hutch -n '__fish_seen_subcommand_from oci' -a '",
+	      f);
+	print_oci_commands(f);
+	fputs(" (hutch oci list -q 2>/dev/null)'\n", f);
 }
 
 static int cmd_completion(struct hutch_cli_args *a)
@@ -334,5 +470,6 @@ const struct hutch_cli_verb hutch_verb_completion = {
 	         "  source <(hutch completion zsh)       (zsh)\n"
 	         "  hutch completion fish | source       (fish)\n",
 	.max_pos = 1,
+	.pos_complete = "bash zsh fish",
 	.run = cmd_completion,
 };

@@ -38,6 +38,25 @@ static const char *const statuses[] = {
 	"creating", "running", "sleeping", "pooled", "closing", "dead", NULL,
 };
 
+void hutch_cli_filter_words(FILE *f)
+{
+	size_t n;
+	const struct hutch_instance_type *t = hutch_instance_types(&n);
+
+	for (unsigned k = 0; k < F_COUNT; k++) {
+		if (k == F_STATUS)
+			for (size_t i = 0; statuses[i]; i++)
+				fprintf(f, " status=%s", statuses[i]);
+		else if (k == F_NETWORK)
+			fputs(" network=none network=all network=allow", f);
+		else if (k == F_TYPE)
+			for (size_t i = 0; i < n; i++)
+				fprintf(f, " instance-type=%s", t[i].name);
+		else
+			fprintf(f, " %s=", filter_names[k]);
+	}
+}
+
 static const char *config_str(const cJSON *s, const char *key)
 {
 	const cJSON *cfg = cJSON_GetObjectItemCaseSensitive(s, "config");
@@ -221,26 +240,31 @@ void hutch_cli_ports_text(const cJSON *ports, char *buf, size_t size)
 	".ID, .Status, .Live, .Type, .Network, .Region, .Description, .Created, .Expires, " \
 	".Socket, .Ports, .Config[.KEY]"
 
-struct field {
-	const char *name, *header;
-	const char *key, *in; /* the JSON key, in the object "in" (NULL: the sandbox) */
+static char *ports_text(const cJSON *s);
+
+static const struct hutch_cli_field fields[] = {
+	{ "ID", "ID", "id", NULL, NULL },
+	{ "Status", "STATUS", "status", NULL, NULL },
+	{ "Live", "LIVE", "live", NULL, NULL },
+	{ "Type", "TYPE", "instance_type", "config", NULL },
+	{ "InstanceType", "TYPE", "instance_type", "config", NULL },
+	{ "Network", "NETWORK", "network", "config", NULL },
+	{ "Region", "REGION", "region", "config", NULL },
+	{ "Description", "DESCRIPTION", "description", "config", NULL },
+	{ "Created", "CREATED", "created_at", NULL, NULL },
+	{ "Expires", "EXPIRES", "expires_at", NULL, NULL },
+	{ "Socket", "SOCKET", "socket", NULL, NULL },
+	{ "Ports", "PORTS", "ports", NULL, ports_text },
+	{ "Config", "CONFIG", "config", NULL, NULL },
+	{ 0 },
 };
 
-static const struct field fields[] = {
-	{ "ID", "ID", "id", NULL },
-	{ "Status", "STATUS", "status", NULL },
-	{ "Live", "LIVE", "live", NULL },
-	{ "Type", "TYPE", "instance_type", "config" },
-	{ "InstanceType", "TYPE", "instance_type", "config" },
-	{ "Network", "NETWORK", "network", "config" },
-	{ "Region", "REGION", "region", "config" },
-	{ "Description", "DESCRIPTION", "description", "config" },
-	{ "Created", "CREATED", "created_at", NULL },
-	{ "Expires", "EXPIRES", "expires_at", NULL },
-	{ "Socket", "SOCKET", "socket", NULL },
-	{ "Ports", "PORTS", "ports", NULL },
-	{ "Config", "CONFIG", "config", NULL },
-	{ 0 },
+const struct hutch_cli_fields hutch_cli_sandbox_fields = {
+	.fields = fields,
+	.names = FIELD_NAMES,
+	.table = TABLE_DEFAULT,
+	.sub = "Config",
+	.verb = "ls",
 };
 
 enum func {
@@ -252,13 +276,14 @@ enum func {
 static const char *const func_names[] = { "", "json", "upper", "lower" };
 
 struct node {
-	char *text;                /* text to print as it is; NULL for an action */
-	enum func fn;              /* an action: its function */
-	const struct field *field; /* its field, NULL for "." */
-	char *sub;                 /* .Config.KEY: KEY, else NULL */
+	char *text;                          /* text to print as it is; NULL for an action */
+	enum func fn;                        /* an action: its function */
+	const struct hutch_cli_field *field; /* its field, NULL for "." */
+	char *sub;                           /* .Config.KEY: KEY, else NULL */
 };
 
 struct hutch_cli_tmpl {
+	const struct hutch_cli_fields *set;
 	bool table;
 	size_t n;
 	struct node nodes[TMPL_NODES_MAX];
@@ -307,8 +332,8 @@ static struct node *new_node(struct hutch_cli_tmpl *t, struct hutch_err *err)
 
 /* ".", ".Field" or ".Config.KEY" into n; action: the whole {{...}} text,
  * at: its byte offset, for the messages. */
-static int parse_path(const char *w, size_t len, struct node *n, const char *action, size_t at,
-                      struct hutch_err *err)
+static int parse_path(const struct hutch_cli_fields *set, const char *w, size_t len, struct node *n,
+                      const char *action, size_t at, struct hutch_err *err)
 {
 	const char *dot;
 	size_t name_len;
@@ -317,23 +342,27 @@ static int parse_path(const char *w, size_t len, struct node *n, const char *act
 		return 0; /* ".": the whole sandbox */
 	dot = memchr(w + 1, '.', len - 1);
 	name_len = (dot ? (size_t)(dot - w) : len) - 1;
-	for (const struct field *f = fields; f->name; f++)
+	for (const struct hutch_cli_field *f = set->fields; f->name; f++)
 		if (strlen(f->name) == name_len && !strncmp(f->name, w + 1, name_len))
 			n->field = f;
 	if (!n->field)
-		return hutch_err_set(
-		        err, -EINVAL,
-		        "invalid --format: unknown field '.%.*s' in '{{%s}}' at byte %zu "
-		        "(fields: " FIELD_NAMES ")",
-		        (int)name_len, w + 1, action, at);
+		return hutch_err_set(err, -EINVAL,
+		                     "invalid --format: unknown field '.%.*s' in '{{%s}}' at byte "
+		                     "%zu (fields: %s)",
+		                     (int)name_len, w + 1, action, at, set->names);
 	if (!dot)
 		return 0;
-	if (strcmp(n->field->name, "Config") || dot + 1 == w + len ||
+	if (!set->sub || strcmp(n->field->name, set->sub) || dot + 1 == w + len ||
 	    memchr(dot + 1, '.', (size_t)(w + len - dot - 1)))
-		return hutch_err_set(err, -EINVAL,
-		                     "invalid --format: '{{%s}}' at byte %zu: only .Config has "
-		                     "fields below it (.Config.KEY, KEY as in ls --json)",
-		                     action, at);
+		return set->sub
+		               ? hutch_err_set(err, -EINVAL,
+		                               "invalid --format: '{{%s}}' at byte %zu: only .%s "
+		                               "has fields below it (.%s.KEY, KEY as in %s --json)",
+		                               action, at, set->sub, set->sub, set->verb)
+		               : hutch_err_set(err, -EINVAL,
+		                               "invalid --format: '{{%s}}' at byte %zu: no field "
+		                               "has fields below it",
+		                               action, at);
 	n->sub = strndup(dot + 1, (size_t)(w + len - dot - 1));
 	return n->sub ? 0 : -ENOMEM;
 }
@@ -403,7 +432,7 @@ static int parse_action(struct hutch_cli_tmpl *t, char *action, size_t at, struc
 		        "invalid --format: '{{%s}}' at byte %zu: the argument is a field "
 		        "(.Field) or '.'",
 		        action, at);
-	return parse_path(w[nw - 1], len[nw - 1], n, action, at, err);
+	return parse_path(t->set, w[nw - 1], len[nw - 1], n, action, at, err);
 }
 
 static int add_text(struct hutch_cli_tmpl *t, const char *s, size_t len, struct hutch_err *err)
@@ -449,6 +478,12 @@ static int parse_body(struct hutch_cli_tmpl *t, const char *s, struct hutch_err 
 
 int hutch_cli_tmpl_parse(const char *format, struct hutch_cli_tmpl **ret, struct hutch_err *err)
 {
+	return hutch_cli_tmpl_parse_fields(format, &hutch_cli_sandbox_fields, ret, err);
+}
+
+int hutch_cli_tmpl_parse_fields(const char *format, const struct hutch_cli_fields *set,
+                                struct hutch_cli_tmpl **ret, struct hutch_err *err)
+{
 	struct hutch_cli_tmpl *t = NULL;
 	_cleanup_free_ char *body = NULL;
 	const char *s = format;
@@ -460,10 +495,11 @@ int hutch_cli_tmpl_parse(const char *format, struct hutch_cli_tmpl **ret, struct
 	if (!strcmp(s, "json"))
 		s = "{{json .}}";
 	else if (!strcmp(s, "table"))
-		s = TABLE_DEFAULT;
+		s = set->table;
 	t = calloc(1, sizeof(*t));
 	if (!t)
 		return -ENOMEM;
+	t->set = set;
 	if (!strncmp(s, "table", 5)) {
 		t->table = true;
 		s += 5;
@@ -512,14 +548,25 @@ static char *value_text(const cJSON *v, enum func fn)
 }
 
 /* .Ports: "127.0.0.1:8080->80/tcp, ..." (json .Ports: the array). */
-static char *ports_value(const cJSON *v, enum func fn)
+static char *ports_text(const cJSON *s)
 {
 	char buf[1024];
-	_cleanup_cjson_ cJSON *s = NULL;
 
-	hutch_cli_ports_text(v, buf, sizeof(buf));
-	s = cJSON_CreateString(buf);
-	return s ? value_text(s, fn) : NULL;
+	hutch_cli_ports_text(cJSON_GetObjectItemCaseSensitive(s, "ports"), buf, sizeof(buf));
+	return strdup(buf);
+}
+
+/* A field computed from the object (its text function), as text: upper
+ * and lower apply, json quotes it. */
+static char *computed_value(const struct node *n, const cJSON *s)
+{
+	_cleanup_free_ char *text = n->field->text(s);
+	_cleanup_cjson_ cJSON *v = NULL;
+
+	if (!text)
+		return NULL;
+	v = cJSON_CreateString(text);
+	return v ? value_text(v, n->fn) : NULL;
 }
 
 /* One row: the template for sandbox s, or the header row (s NULL). */
@@ -533,8 +580,8 @@ static int render(const struct hutch_cli_tmpl *t, const cJSON *s, struct hutch_b
 			text = strdup(n->text);
 		else if (!s)
 			text = strdup(n->sub ? n->sub : n->field ? n->field->header : "SANDBOX");
-		else if (n->field && !strcmp(n->field->key, "ports") && n->fn != FN_JSON)
-			text = ports_value(lookup(n, s), n->fn);
+		else if (n->field && n->field->text && !(n->fn == FN_JSON && n->field->key))
+			text = computed_value(n, s);
 		else
 			text = value_text(lookup(n, s), n->fn);
 		if (!s && text && n->sub)

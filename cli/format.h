@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ls --filter and --format, as docker has them, over the one sandbox JSON
- * (sandbox-json.c); pure, so tests/unit/test_cli.c drives it.
+ * (sandbox-json.c), and the templates of stats --format over its samples
+ * (verb-stats.c's fields); pure, so tests/unit/test_cli.c drives it.
  *
  * A filter is KEY=VALUE: id (a prefix), status, network (a mode, or the
  * whole spec), instance-type, region, description (a substring). Filters
@@ -38,16 +39,44 @@ struct hutch_cli_filters {
  * point into it. -EINVAL with a message naming the --filter on error. */
 int hutch_cli_filters_parse(const cJSON *specs, struct hutch_cli_filters *ret,
                             struct hutch_err *err);
+/* Every filter's KEY=VALUE for completion, a space before each: the values
+ * where they are few (status, network, instance-type), else "KEY=". */
+void hutch_cli_filter_words(FILE *f);
 /* Does the sandbox (its JSON) pass every filter? */
 bool hutch_cli_filters_match(const struct hutch_cli_filters *f, const cJSON *sandbox);
 
 struct hutch_cli_tmpl;
 
-/* Parse format; *ret is freed with hutch_cli_tmpl_free(). -EINVAL with a
- * message saying where and what is wrong, -ENOMEM. */
+/* What {{.Name}} prints: the JSON value at "key" (in the object "in", NULL:
+ * at the top), or, when text is set, the string it makes of the whole
+ * object ({{json .Name}} then gives the JSON value at key if there is
+ * one). */
+struct hutch_cli_field {
+	const char *name, *header;
+	const char *key, *in;
+	char *(*text)(const cJSON *o); /* malloc'ed, NULL: out of memory */
+};
+
+/* The fields of one verb's objects; fields ends with a zeroed row. */
+struct hutch_cli_fields {
+	const struct hutch_cli_field *fields;
+	const char *names; /* for messages: ".ID, .Status, ..." */
+	const char *table; /* what "table" alone is */
+	const char *sub;   /* the one field with keys below it (.Config.KEY), or NULL */
+	const char *verb;  /* whose --json names those keys */
+};
+
+/* ls's: a sandbox as ls --json gives it. */
+extern const struct hutch_cli_fields hutch_cli_sandbox_fields;
+
+/* Parse format over set's fields; *ret is freed with hutch_cli_tmpl_free().
+ * -EINVAL with a message saying where and what is wrong, -ENOMEM. */
+int hutch_cli_tmpl_parse_fields(const char *format, const struct hutch_cli_fields *set,
+                                struct hutch_cli_tmpl **ret, struct hutch_err *err);
+/* The same over hutch_cli_sandbox_fields (ls). */
 int hutch_cli_tmpl_parse(const char *format, struct hutch_cli_tmpl **ret, struct hutch_err *err);
 struct hutch_cli_tmpl *hutch_cli_tmpl_free(struct hutch_cli_tmpl *t);
-/* Print the template for each of n sandboxes (a header first for a
+/* Print the template for each of n objects (a header first for a
  * table, then the columns aligned); -ENOMEM. */
 int hutch_cli_tmpl_print(const struct hutch_cli_tmpl *t, cJSON *const *sandboxes, size_t n,
                          FILE *f);

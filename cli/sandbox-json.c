@@ -129,3 +129,17 @@ void hutch_cli_sandbox_json(cJSON *o, bool live)
 	add_root(o);
 	add_network(o);
 }
+
+int hutch_cli_sandbox_cmp(const void *x, const void *y)
+{
+	const cJSON *a = *(cJSON *const *)x, *b = *(cJSON *const *)y;
+	const cJSON *ta = cJSON_GetObjectItemCaseSensitive(a, "created_at_unix");
+	const cJSON *tb = cJSON_GetObjectItemCaseSensitive(b, "created_at_unix");
+	double da = cJSON_IsNumber(ta) ? ta->valuedouble : 1e300;
+	double db = cJSON_IsNumber(tb) ? tb->valuedouble : 1e300;
+
+	if (da != db)
+		return da < db ? 1 : -1;
+	return strcmp(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(a, "id")) ?: "",
+	              cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(b, "id")) ?: "");
+}

@@ -512,6 +512,7 @@ const struct hutch_cli_verb hutch_verb_image_inspect = {
 	.synopsis = "NAME",
 	.about = "Print an image as JSON: config, manifest, layers, env, workdir, platform.\n",
 	.opts = store_opts,
+	.pos_complete = "@images",
 	.max_pos = 1,
 	.run = cmd_inspect,
 };
@@ -520,6 +521,7 @@ const struct hutch_cli_verb hutch_verb_image_rm = {
 	.synopsis = "NAME...",
 	.about = "Forget images; their layers stay until 'hutch image prune'.\n",
 	.opts = store_opts,
+	.pos_complete = "@images",
 	.max_pos = HUTCH_CLI_MANY,
 	.run = cmd_rm,
 };

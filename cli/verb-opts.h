@@ -68,6 +68,7 @@
 #define PROGRESS_OPT                                                                             \
 	{                                                                                        \
 		.name = "progress", .kind = HUTCH_CLI_STRING, A(progress), .metavar = "WHEN",    \
+		.complete = "auto always never",                                                 \
 		.help = "show the setup script's and on_create's output on stderr as it comes: " \
 		        "auto "                                                                  \
 		        "(default: when stderr is a terminal), always, never"                    \

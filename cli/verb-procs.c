@@ -467,6 +467,7 @@ const struct hutch_cli_verb hutch_verb_logs = {
 	.opts = logs_opts,
 	.max_pos = 2,
 	.id_pos = 1,
+	.pos_complete = "@procs",
 	.run = cmd_logs,
 };
 
@@ -478,6 +479,7 @@ const struct hutch_cli_verb hutch_verb_kill = {
 	.opts = kill_opts,
 	.max_pos = 2,
 	.id_pos = 1,
+	.pos_complete = "@procs",
 	.run = cmd_kill,
 };
 
@@ -492,5 +494,6 @@ const struct hutch_cli_verb hutch_verb_stdin = {
 	.opts = stdin_opts,
 	.max_pos = 2,
 	.id_pos = 1,
+	.pos_complete = "@procs",
 	.run = cmd_stdin,
 };

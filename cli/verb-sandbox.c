@@ -94,6 +94,7 @@ static const struct hutch_cli_opt ls_opts[] = {
 	  .kind = HUTCH_CLI_LIST,
 	  A(filter),
 	  .metavar = "KEY=VALUE",
+	  .complete = "@filters",
 	  .help = "only the sandboxes that match (repeatable; one key: any value, several keys: "
 	          "all): id=PREFIX, status=S, network=none|all|allow[:...], instance-type=T, "
 	          "region=R, description=TEXT (a part of it)" },
@@ -101,6 +102,7 @@ static const struct hutch_cli_opt ls_opts[] = {
 	  .kind = HUTCH_CLI_STRING,
 	  A(format),
 	  .metavar = "TEMPLATE",
+	  .complete = "table json",
 	  .help = "print each sandbox with a Go-like template, as docker does: {{.ID}} {{.Status}} "
 	          "{{.Type}} {{.Network}} {{.Region}} {{.Description}} {{.Created}} {{.Expires}} "
 	          "{{.Live}} {{.Socket}} {{.Ports}} {{.Config.KEY}}, {{json .}} (or 'json'), "
@@ -469,26 +471,33 @@ static void print_row(const cJSON *s)
 	       cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(cfg, "region")) ?: "?", ports);
 }
 
-/* The sandboxes that pass the filters, as JSON, into arr. */
+/* The sandboxes that pass the filters, as JSON, into arr, newest first. */
 static int list_sandboxes(const struct hutch_cli_filters *f, cJSON *arr)
 {
 	_cleanup_free_ char(*ids)[HUTCH_ID_LEN + 1] = NULL;
-	size_t n;
+	_cleanup_free_ cJSON **v = NULL;
+	size_t n, m = 0;
 	int r;
 
 	r = hutch_state_list(hutch_runtime_dir(), &ids, &n);
 	if (r < 0)
 		return hutch_cli_fail(HUTCH_EXIT_FAILURE, "list '%s': %s", hutch_runtime_dir(),
 		                      strerror(-r));
+	v = calloc(n + 1, sizeof(*v));
+	if (!v)
+		return hutch_cli_fail(HUTCH_EXIT_FAILURE, "out of memory");
 	for (size_t i = 0; i < n; i++) {
 		bool live;
 		cJSON *s = describe(ids[i], &live);
 
 		if (s && hutch_cli_filters_match(f, s))
-			cJSON_AddItemToArray(arr, s);
+			v[m++] = s;
 		else
 			cJSON_Delete(s);
 	}
+	qsort(v, m, sizeof(*v), hutch_cli_sandbox_cmp);
+	for (size_t i = 0; i < m; i++)
+		cJSON_AddItemToArray(arr, v[i]);
 	return 0;
 }
 

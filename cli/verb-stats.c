@@ -8,6 +8,7 @@
  * samples as JSON (one array per refresh). Measuring wakes nothing: the
  * supervisor answers from the host.
  */
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -18,6 +19,7 @@
 #include "cleanup.h"
 #include "cli.h"
 #include "client.h"
+#include "format.h"
 #include "state.h"
 #include "util.h"
 #include "verbs.h"
@@ -124,25 +126,133 @@ static void print_table(struct sample *s, size_t n)
 	}
 }
 
+/* A sample as stats --json gives it: GET /stats and cpu_percent. */
+static cJSON *sample_json(const struct sample *s)
+{
+	double cpu = cpu_percent(s);
+	cJSON *j = s->cur ? cJSON_Duplicate(s->cur, true) : NULL;
+
+	if (j && isnan(cpu))
+		cJSON_AddNullToObject(j, "cpu_percent");
+	else if (j)
+		cJSON_AddNumberToObject(j, "cpu_percent", hutch_round(cpu * 100) / 100);
+	return j;
+}
+
 static void print_json(struct sample *s, size_t n)
 {
 	_cleanup_cjson_ cJSON *arr = cJSON_CreateArray();
 	_cleanup_free_ char *text = NULL;
 
 	for (size_t i = 0; arr && i < n; i++) {
-		cJSON *j;
-		double cpu = cpu_percent(&s[i]);
-
-		if (!s[i].cur || !(j = cJSON_Duplicate(s[i].cur, true)))
-			continue;
-		if (isnan(cpu))
-			cJSON_AddNullToObject(j, "cpu_percent");
-		else
-			cJSON_AddNumberToObject(j, "cpu_percent", hutch_round(cpu * 100) / 100);
-		cJSON_AddItemToArray(arr, j);
+		cJSON *j = sample_json(&s[i]);
+		if (j)
+			cJSON_AddItemToArray(arr, j);
 	}
 	text = arr ? cJSON_Print(arr) : NULL;
 	printf("%s\n", text ? text : "[]");
+}
+
+/* ---- --format: docker stats' fields over sample_json()'s objects ---- */
+
+static char *cpu_text(const cJSON *j)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(j, "cpu_percent");
+	char buf[32];
+
+	snprintf(buf, sizeof(buf), cJSON_IsNumber(v) ? "%.2f%%" : "-",
+	         cJSON_IsNumber(v) ? v->valuedouble : 0.0);
+	return strdup(buf);
+}
+
+/* "USED / OF", both in bytes made human. */
+static char *bytes_pair(const cJSON *j, const char *used, const char *of)
+{
+	char a[32], b[32], out[80];
+
+	snprintf(out, sizeof(out), "%s / %s", human(num(j, used), a, sizeof(a)),
+	         human(num(j, of), b, sizeof(b)));
+	return strdup(out);
+}
+
+static char *mem_usage_text(const cJSON *j)
+{
+	return bytes_pair(j, "memory.current_bytes", "memory.limit_bytes");
+}
+
+static char *mem_perc_text(const cJSON *j)
+{
+	double mem = num(j, "memory.current_bytes"), lim = num(j, "memory.limit_bytes");
+	char buf[32];
+
+	return strdup(fmt_num(lim > 0 ? mem / lim * 100.0 : NAN, true, buf, sizeof(buf)));
+}
+
+static char *net_io_text(const cJSON *j)
+{
+	return bytes_pair(j, "network.rx_bytes", "network.tx_bytes");
+}
+
+static char *pids_text(const cJSON *j)
+{
+	char buf[32];
+
+	return strdup(fmt_num(num(j, "pids.current"), false, buf, sizeof(buf)));
+}
+
+static char *workspace_text(const cJSON *j)
+{
+	char buf[32];
+
+	return strdup(human(num(j, "disk./workspace.used_bytes"), buf, sizeof(buf)));
+}
+
+static char *oom_text(const cJSON *j)
+{
+	char buf[32];
+
+	return strdup(fmt_num(num(j, "oom_kills"), false, buf, sizeof(buf)));
+}
+
+#define STATS_FIELD_NAMES                                                                     \
+	".ID (.Container, .Name), .CPUPerc, .MemUsage, .MemPerc, .NetIO, .PIDs, .Workspace, " \
+	".OOMKills"
+
+static const struct hutch_cli_field stats_field_rows[] = {
+	{ "ID", "ID", "id", NULL, NULL },
+	{ "Container", "CONTAINER", "id", NULL, NULL },
+	{ "Name", "NAME", "id", NULL, NULL },
+	{ "CPUPerc", "CPU %", "cpu_percent", NULL, cpu_text },
+	{ "MemUsage", "MEM USAGE / LIMIT", NULL, NULL, mem_usage_text },
+	{ "MemPerc", "MEM %", NULL, NULL, mem_perc_text },
+	{ "NetIO", "NET I/O", NULL, NULL, net_io_text },
+	{ "PIDs", "PIDS", NULL, NULL, pids_text },
+	{ "Workspace", "WORKSPACE", NULL, NULL, workspace_text },
+	{ "OOMKills", "OOM", "oom_kills", NULL, oom_text },
+	{ 0 },
+};
+
+static const struct hutch_cli_fields stats_fields = {
+	.fields = stats_field_rows,
+	.names = STATS_FIELD_NAMES,
+	.table = "table {{.ID}}\\t{{.CPUPerc}}\\t{{.MemUsage}}\\t{{.MemPerc}}\\t{{.PIDs}}\\t"
+	         "{{.Workspace}}\\t{{.NetIO}}\\t{{.OOMKills}}",
+	.verb = "stats",
+};
+
+static int print_format(const struct hutch_cli_tmpl *t, struct sample *s, size_t n)
+{
+	cJSON *v[STATS_MAX] = { 0 };
+	size_t m = 0;
+	int r;
+
+	for (size_t i = 0; i < n; i++)
+		if ((v[m] = sample_json(&s[i])))
+			m++;
+	r = hutch_cli_tmpl_print(t, v, m, stdout);
+	for (size_t i = 0; i < m; i++)
+		cJSON_Delete(v[i]);
+	return r;
 }
 
 /* Take one sample of each; returns how many sandboxes still answer. err
@@ -195,17 +305,14 @@ static int pick(struct hutch_cli_args *a, struct sample *s, size_t *ret_n)
 	return 0;
 }
 
-static int cmd_stats(struct hutch_cli_args *a)
+/* Sample every second (once with --no-stream), print each refresh. */
+static int stats_loop(struct hutch_cli_args *a, const struct hutch_cli_tmpl *t, struct sample *s,
+                      size_t n)
 {
-	static struct sample s[STATS_MAX];
 	struct timespec tick = { 1, 0 }, first = { 0, 500000000 };
-	bool tty = isatty(STDOUT_FILENO) && !a->json;
+	bool tty = isatty(STDOUT_FILENO) && !a->json && !t;
 	struct hutch_err err = { 0 };
-	size_t n = 0;
-	int r = pick(a, s, &n);
 
-	if (r)
-		return r;
 	sample_all(s, n, &err);
 	for (;;) {
 		nanosleep(a->no_stream ? &first : &tick, NULL);
@@ -215,14 +322,40 @@ static int cmd_stats(struct hutch_cli_args *a)
 			                                 n > 1 ? "es" : "");
 		if (tty && !a->no_stream)
 			fputs("\033[H\033[2J", stdout); /* redraw in place */
-		if (a->json)
+		if (t && print_format(t, s, n) < 0)
+			return hutch_cli_fail(HUTCH_EXIT_FAILURE, "out of memory");
+		else if (a->json)
 			print_json(s, n);
-		else
+		else if (!t)
 			print_table(s, n);
 		fflush(stdout);
 		if (a->no_stream)
 			return 0;
 	}
+}
+
+static int cmd_stats(struct hutch_cli_args *a)
+{
+	static struct sample s[STATS_MAX];
+	struct hutch_cli_tmpl *t = NULL;
+	struct hutch_err err = { 0 };
+	size_t n = 0;
+	int r;
+
+	if (a->format && a->json)
+		return hutch_cli_fail(
+		        HUTCH_EXIT_USAGE,
+		        "give --format or --json, not both; see 'hutch stats --help'");
+	/* A bad template is refused before anything is measured. */
+	r = a->format ? hutch_cli_tmpl_parse_fields(a->format, &stats_fields, &t, &err) : 0;
+	if (r < 0)
+		return hutch_cli_fail(r == -ENOMEM ? HUTCH_EXIT_FAILURE : HUTCH_EXIT_USAGE,
+		                      "%s; see 'hutch stats --help'", err.msg);
+	r = pick(a, s, &n);
+	if (!r)
+		r = stats_loop(a, t, s, n);
+	hutch_cli_tmpl_free(t);
+	return r;
 }
 
 static const struct hutch_cli_opt stats_opts[] = {
@@ -234,12 +367,22 @@ static const struct hutch_cli_opt stats_opts[] = {
 	  .kind = HUTCH_CLI_FLAG,
 	  .offset = offsetof(struct hutch_cli_args, json),
 	  .help = "print the samples as JSON: GET /stats and cpu_percent" },
+	{ .name = "format",
+	  .kind = HUTCH_CLI_STRING,
+	  .offset = offsetof(struct hutch_cli_args, format),
+	  .metavar = "TEMPLATE",
+	  .complete = "table json",
+	  .help = "print each sandbox with a Go-like template, as docker stats does: {{.ID}} "
+	          "(.Container, .Name) {{.CPUPerc}} {{.MemUsage}} {{.MemPerc}} {{.NetIO}} "
+	          "{{.PIDs}} {{.Workspace}} {{.OOMKills}}, {{json .}} (or 'json': a sample as "
+	          "--json gives it, one line each), {{upper X}}, {{lower X}}; 'table ...' adds a "
+	          "header and aligns the columns at \\t ('table' alone: stats' columns)" },
 	{ 0 },
 };
 
 const struct hutch_cli_verb hutch_verb_stats = {
 	.name = "stats",
-	.synopsis = "[ID...] [--no-stream] [--json]",
+	.synopsis = "[ID...] [--no-stream] [--json | --format TEMPLATE]",
 	.about = "Show what sandboxes use (all live ones when no id is given): CPU in % of one\n"
 	         "CPU over the last interval (the instance type's quota is the limit), memory\n"
 	         "(processes and tmpfs files) against its limit, pids, /workspace's use, network\n"

@@ -98,21 +98,27 @@ static int parse_global(int argc, char **argv)
 	return i;
 }
 
+static const struct {
+	const char *name;
+	int (*fn)(int, char **);
+} cmds[] = {
+	{ "create", hutch_oci_cmd_create },   { "start", hutch_oci_cmd_start },
+	{ "state", hutch_oci_cmd_state },     { "kill", hutch_oci_cmd_kill },
+	{ "delete", hutch_oci_cmd_delete },   { "features", hutch_oci_cmd_features },
+	{ "run", hutch_oci_cmd_run },         { "ps", hutch_oci_cmd_ps },
+	{ "exec", hutch_oci_cmd_exec },       { "pause", hutch_oci_cmd_pause },
+	{ "resume", hutch_oci_cmd_resume },   { "update", hutch_oci_cmd_update },
+	{ "list", hutch_oci_cmd_list },       { "checkpoint", hutch_oci_cmd_refused },
+	{ "restore", hutch_oci_cmd_refused }, { "events", hutch_oci_cmd_refused },
+};
+
+const char *hutch_oci_command(size_t i)
+{
+	return i < sizeof(cmds) / sizeof(cmds[0]) ? cmds[i].name : NULL;
+}
+
 int hutch_oci_main(int argc, char **argv)
 {
-	static const struct {
-		const char *name;
-		int (*fn)(int, char **);
-	} cmds[] = {
-		{ "create", hutch_oci_cmd_create },   { "start", hutch_oci_cmd_start },
-		{ "state", hutch_oci_cmd_state },     { "kill", hutch_oci_cmd_kill },
-		{ "delete", hutch_oci_cmd_delete },   { "features", hutch_oci_cmd_features },
-		{ "run", hutch_oci_cmd_run },         { "ps", hutch_oci_cmd_ps },
-		{ "exec", hutch_oci_cmd_exec },       { "pause", hutch_oci_cmd_pause },
-		{ "resume", hutch_oci_cmd_resume },   { "update", hutch_oci_cmd_update },
-		{ "list", hutch_oci_cmd_list },       { "checkpoint", hutch_oci_cmd_refused },
-		{ "restore", hutch_oci_cmd_refused }, { "events", hutch_oci_cmd_refused },
-	};
 	int i = parse_global(argc, argv);
 	const char *cmd;
 

@@ -9,7 +9,12 @@
 #ifndef HUTCH_OCI_H
 #define HUTCH_OCI_H
 
+#include <stddef.h>
+
 /* argv[0] is "oci" or the program's name; returns the exit status. */
 int hutch_oci_main(int argc, char **argv);
+/* The i-th command's name ("create", ...), NULL past the last (for
+ * hutch completion). */
+const char *hutch_oci_command(size_t i);
 
 #endif

@@ -38,7 +38,10 @@ SLACK = 0.10
 # 245 page faults for `hutch version`, a supervisor at 700 KiB Pss_Anon.
 BUDGETS = {
     "cli.libraries": ["libc.so.6", "libcjson.so.1"],
-    "cli.relocations": 2680,  # 2552 -> 2676: main's new option tables (secrets=, access=)
+    # 2552 -> 2676: main's new option tables (secrets=, access=); -> 2761
+    # (issue 32): completion's values and sources, stats --format's fields,
+    # events' options; -> 2848 with main's journal and volume verbs
+    "cli.relocations": 2850,
     "version.syscalls": 52,
     "version.faults": 95,
     # 975 -> 1070 (issue 27): the /proc views (lxcfs's lock and hold, the

@@ -29,6 +29,16 @@ t hutch nosuchverb ""
 t hutch im
 t hutch image i
 t hutch image pull --st
+t hutch oci ""
+t hutch oci st
+t hutch completion ""
+t hutch ls -f status=r
+t hutch ls --format ""
+t hutch stats --format t
+t hutch run --progress a
+t hutch create --image ""
+t hutch kill "$ID" ""
+t hutch events -
 '''
 
 
@@ -42,8 +52,10 @@ def shell(hutch, argv, sid, script=None):
 def test_bash_completes_verbs_options_values_and_ids(hutch):
     sb = hutch.create("--instance-type", "nano")
     try:
+        r = hutch("exec", "-d", sb.id, "--", "sleep", "600")
+        assert r.returncode == 0 and r.stdout.decode().strip() == "p1", r
         out = shell(hutch, ["bash"], sb.id, BASH).split("\n")
-        assert out[:14] == [
+        assert out[:24] == [
             "exec",                  # a verb
             sb.id,                   # exec's first positional is a sandbox id
             "--cwd",                 # exec's own option, after the id
@@ -53,11 +65,22 @@ def test_bash_completes_verbs_options_values_and_ids(hutch):
             "--size",                # pool start's own option
             sb.id,                   # an option's value is skipped when counting
             "",                      # after --: the sandbox's command, nothing local
-            "",                      # logs ID PROC: PROC is not an id
+            "p1",                    # logs ID PROC: the sandbox's processes
             "",                      # an unknown verb completes nothing
             "image",                 # a group of verbs, as pool is
             "import inspect",        # its subcommands
             "--store",               # a subcommand's own option
+            "create start state kill delete features run ps exec pause resume update list "
+            "checkpoint restore events",  # hutch oci's commands, from its dispatch table
+            "start state",           # ... completed as any group's
+            "bash zsh fish",         # a verb's positional values
+            "status=running",        # ls -f: KEY=VALUE from the filters' table
+            "table json",            # ls --format's words
+            "table",                 # stats --format's
+            "auto always",           # --progress WHEN
+            "host",                  # --image: host and the store's images (none here)
+            "p1",                    # kill ID PROC
+            "--follow -f --help -h",  # events' options
         ], out
     finally:
         sb.rm()

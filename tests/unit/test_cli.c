@@ -321,6 +321,55 @@ static void test_templates(void **state)
 	assert_non_null(strstr(err.msg, "unknown field '.Nope'"));
 }
 
+/* Another verb's fields (stats --format's kind): a computed one, json of
+ * a key, and no field with keys below it. */
+static char *twice(const cJSON *o)
+{
+	char buf[64];
+
+	snprintf(buf, sizeof(buf), "%d",
+	         2 * (int)cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(o, "n")));
+	return strdup(buf);
+}
+
+static void test_template_fields(void **state)
+{
+	static const struct hutch_cli_field rows[] = {
+		{ "N", "N", "n", NULL, NULL },
+		{ "Twice", "TWICE", "n", NULL, twice },
+		{ "Shout", "SHOUT", NULL, NULL, twice },
+		{ 0 },
+	};
+	static const struct hutch_cli_fields set = { .fields = rows,
+		                                     .names = ".N, .Twice",
+		                                     .table = "table {{.N}}\\t{{.Twice}}",
+		                                     .verb = "test" };
+	struct hutch_cli_tmpl *t = NULL;
+	struct hutch_err err = { 0 };
+	cJSON *v[1] = { cJSON_Parse("{\"n\": 21}") };
+	char buf[256] = "";
+	FILE *f = fmemopen(buf, sizeof(buf) - 1, "w");
+
+	(void)state;
+	assert_non_null(f);
+	assert_int_equal(hutch_cli_tmpl_parse_fields("{{.Twice}} {{json .Twice}} {{json .Shout}} "
+	                                             "{{.N}}",
+	                                             &set, &t, &err),
+	                 0);
+	assert_int_equal(hutch_cli_tmpl_print(t, v, 1, f), 0);
+	hutch_cli_tmpl_free(t);
+	assert_int_equal(hutch_cli_tmpl_parse_fields("table", &set, &t, &err), 0);
+	assert_int_equal(hutch_cli_tmpl_print(t, v, 1, f), 0);
+	hutch_cli_tmpl_free(t);
+	fclose(f);
+	assert_string_equal(buf, "42 21 \"42\" 21\nN         TWICE\n21        42\n");
+	assert_int_equal(hutch_cli_tmpl_parse_fields("{{.ID}}", &set, &t, &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "(fields: .N, .Twice)"));
+	assert_int_equal(hutch_cli_tmpl_parse_fields("{{.N.x}}", &set, &t, &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "no field has fields below it"));
+	cJSON_Delete(v[0]);
+}
+
 static void test_filters(void **state)
 {
 	cJSON *a = cJSON_Parse("{\"id\": \"abc123\", \"status\": \"running\", \"config\": "
@@ -394,7 +443,8 @@ int main(void)
 		cmocka_unit_test(test_progress_bar), cmocka_unit_test(test_options_around_the_id),
 		cmocka_unit_test(test_double_dash),  cmocka_unit_test(test_sandbox_options),
 		cmocka_unit_test(test_errors),       cmocka_unit_test(test_help_and_modes),
-		cmocka_unit_test(test_templates),    cmocka_unit_test(test_filters),
+		cmocka_unit_test(test_templates),    cmocka_unit_test(test_template_fields),
+		cmocka_unit_test(test_filters),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

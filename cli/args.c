@@ -140,6 +140,19 @@ static int add_to_list(cJSON **list, const char *value)
 	return 0;
 }
 
+static int set_sandbox(struct hutch_cli_args *a, const struct hutch_option *o, const char *value);
+
+/* docker's --mount: the -v spec it means, added to the volumes. */
+static int set_mount(struct hutch_cli_args *a, const char *value)
+{
+	struct hutch_err err = { 0 };
+	char spec[HUTCH_VOLUME_SPEC_MAX];
+
+	if (hutch_volume_from_mount(value, spec, sizeof(spec), &err) < 0)
+		return hutch_cli_fail(HUTCH_EXIT_USAGE, "%s", err.msg);
+	return set_sandbox(a, hutch_option_find("volumes"), spec);
+}
+
 /* One of the verb's own options. */
 static int set_opt(struct hutch_cli_args *a, const struct hutch_cli_opt *o, const char *value)
 {
@@ -169,6 +182,8 @@ static int set_opt(struct hutch_cli_args *a, const struct hutch_cli_opt *o, cons
 			return fail_value(o->invalid, value);
 		*ARG(a, o, double) = d;
 		return 0;
+	case HUTCH_CLI_MOUNT:
+		return set_mount(a, value);
 	case HUTCH_CLI_REFUSE:
 		break;
 	}

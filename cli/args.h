@@ -33,6 +33,7 @@ enum hutch_cli_kind {
 	HUTCH_CLI_U64,      /* whole number in [umin, umax] */
 	HUTCH_CLI_SECONDS,  /* finite number of seconds in [min, max] (double) */
 	HUTCH_CLI_REFUSE,   /* known to this verb but refused: prints .invalid */
+	HUTCH_CLI_MOUNT,    /* docker's --mount: a volume spec for the "volumes" option */
 };
 
 struct hutch_cli_opt {

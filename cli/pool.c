@@ -517,8 +517,9 @@ int hutch_pool_start(struct hutch_config *cfg, unsigned size, const char *rt, bo
 		        err, -EINVAL,
 		        "a pool cannot hold sandboxes with a setup script, an on_create hook (they "
 		        "run at each creation), published ports (-p: bind them after the claim "
-		        "with POST /bind_port) or header bindings (their secrets and CA are made "
-		        "for one sandbox); drop those options");
+		        "with POST /bind_port), header bindings (their secrets and CA are made "
+		        "for one sandbox) or volumes (-v: mounted as a sandbox is made); drop "
+		        "those options");
 	memset(&k, 0, sizeof(k));
 	k.cfg = cfg;
 	k.rt = rt;

@@ -98,10 +98,13 @@
 	DOCKER_REFUSE("user", 'u',                                                      \
 	              "%s: commands always run as appuser (uid 1000, no capabilities, " \
 	              "no_new_privs); there is no other user to choose")
-#define DOCKER_MOUNT                                                                          \
-	DOCKER_REFUSE("mount", 0,                                                             \
-	              "%s: write it as -v SRC:PATH[:ro|rw] (--volume): SRC a host directory " \
-	              "or a volume name, read-only unless :rw")
+#define DOCKER_MOUNT                                                                       \
+	{                                                                                  \
+		.name = "mount", .kind = HUTCH_CLI_MOUNT,                                  \
+		.metavar = "type=bind,source=SRC,target=PATH[,readonly=false]",            \
+		.help = "docker's form of -v (SRC:PATH): read-only unless readonly=false " \
+		        "(docker's default is read-write)"                                 \
+	}
 #define DOCKER_NAME                                                                            \
 	DOCKER_REFUSE("name", 0,                                                               \
 	              "%s: sandboxes have ids, not names (create prints it, 'hutch ls' lists " \

@@ -169,6 +169,67 @@ int hutch_volumes_add(const char *name, struct hutch_volumes *set, const struct 
 	return 0;
 }
 
+/* One key=value of --mount into the spec's parts. */
+static int mount_key(const char *k, size_t klen, const char *v, const char **src, const char **dst,
+                     bool *ro, struct hutch_err *err)
+{
+#define IS(name) (klen == strlen(name) && !strncmp(k, name, klen))
+	if (IS("type")) {
+		if (v && (!strcmp(v, "bind") || !strcmp(v, "volume")))
+			return 0;
+		return hutch_err_set(err, -EINVAL,
+		                     "invalid --mount: type=%.16s: only bind and volume (the "
+		                     "writable /tmp and /workspace are tmpfs already)",
+		                     v ? v : "");
+	}
+	if ((IS("source") || IS("src") || IS("target") || IS("destination") || IS("dst")) &&
+	    (!v || !*v))
+		return hutch_err_set(err, -EINVAL, "invalid --mount: %.*s has no value", (int)klen,
+		                     k);
+	if (IS("source") || IS("src"))
+		*src = v;
+	else if (IS("target") || IS("destination") || IS("dst"))
+		*dst = v;
+	else if ((IS("readonly") || IS("ro")) && (!v || !strcmp(v, "true") || !strcmp(v, "1") ||
+	                                          !strcmp(v, "false") || !strcmp(v, "0")))
+		*ro = !v || !strcmp(v, "true") || !strcmp(v, "1");
+	else
+		return hutch_err_set(err, -EINVAL,
+		                     "invalid --mount: '%.*s' is not taken (type, source, target, "
+		                     "readonly[=false] are)",
+		                     (int)(klen > 32 ? 32 : klen), k);
+	return 0;
+#undef IS
+}
+
+int hutch_volume_from_mount(const char *s, char *spec, size_t size, struct hutch_err *err)
+{
+	char buf[HUTCH_VOLUME_SPEC_MAX], *save = NULL;
+	const char *src = NULL, *dst = NULL;
+	bool ro = true;
+	int r;
+
+	if (strlen(s) >= sizeof(buf))
+		return hutch_err_set(err, -ENAMETOOLONG, "invalid --mount: too long");
+	memcpy(buf, s, strlen(s) + 1);
+	for (char *kv = strtok_r(buf, ",", &save); kv; kv = strtok_r(NULL, ",", &save)) {
+		char *eq = strchr(kv, '=');
+
+		r = mount_key(kv, eq ? (size_t)(eq - kv) : strlen(kv), eq ? eq + 1 : NULL, &src,
+		              &dst, &ro, err);
+		if (r < 0)
+			return r;
+	}
+	if (!src || !dst)
+		return hutch_err_set(err, -EINVAL,
+		                     "invalid --mount '%.64s': give source=SRC,target=PATH (or -v "
+		                     "SRC:PATH[:rw])",
+		                     s);
+	if ((size_t)snprintf(spec, size, "%s:%s:%s", src, dst, ro ? "ro" : "rw") >= size)
+		return hutch_err_set(err, -ENAMETOOLONG, "invalid --mount: too long");
+	return 0;
+}
+
 void hutch_volume_text(const struct hutch_volume *v, char *buf, size_t size)
 {
 	snprintf(buf, size, "%s:%s:%s", v->src, v->dst, v->rw ? "rw" : "ro");

@@ -45,6 +45,14 @@ int hutch_volume_parse_as(const char *name, const char *s, struct hutch_volume *
 /* Add v to the set, refusing a PATH given twice or one inside another's. */
 int hutch_volumes_add(const char *name, struct hutch_volumes *set, const struct hutch_volume *v,
                       struct hutch_err *err);
+/*
+ * docker's --mount as a spec: "type=bind|volume,source=SRC,target=PATH
+ * [,readonly[=true|false]]" (src, destination, dst and ro are its other
+ * names) into spec ("SRC:PATH:ro|rw"). Read-only unless readonly=false,
+ * as -v (docker's default is read-write). Other types and keys are
+ * refused naming them. The spec is then parsed as -v's.
+ */
+int hutch_volume_from_mount(const char *s, char *spec, size_t size, struct hutch_err *err);
 /* "SRC:PATH:ro" or ":rw", as the spec is shown. */
 void hutch_volume_text(const struct hutch_volume *v, char *buf, size_t size);
 

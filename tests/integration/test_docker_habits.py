@@ -29,7 +29,7 @@ def test_workdir_rm_and_env_file_work(hutch, tmp_path, monkeypatch):
     (["run", "-u", "0", "--", "true"], ["appuser"]),
     (["exec", "--user=root", "0123456789ab", "--", "true"], ["appuser"]),
     (["run", "-v", "./x:/y", "--", "true"], ["$PWD/x"]),
-    (["create", "--mount", "type=bind"], ["-v SRC:PATH"]),
+    (["create", "--mount", "type=bind"], ["source=SRC,target=PATH", "-v SRC:PATH"]),
     (["run", "--name", "x", "--", "true"], ["--description"]),
     (["create", "--name=x"], ["ids, not names"]),
     (["create", "-l", "a=b"], ["--description"]),
@@ -56,8 +56,9 @@ def test_refused_naming_hutchs_way(hutch, args, words):
 def test_refused_flags_stay_out_of_help_and_completion(hutch):
     for verb in ("run", "create", "exec"):
         h = hutch(verb, "--help").stdout.decode()
-        assert "--user" not in h and "--mount" not in h and "--name" not in h
-        assert ("--volume" in h) == (verb != "exec")  # -v works (issue 28)
+        assert "--user" not in h and "--name" not in h
+        # -v and --mount work (issue 28)
+        assert ("--volume" in h) == ("--mount" in h) == (verb != "exec")
     assert "--workdir" in hutch("run", "--help").stdout.decode()
     bash = hutch("completion", "bash").stdout.decode()
-    assert "--mount" not in bash and "--volume" in bash and "--env-file" in bash
+    assert "--user" not in bash and "--volume" in bash and "--env-file" in bash

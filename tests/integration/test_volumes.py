@@ -181,11 +181,26 @@ def test_named_volume_made_on_first_use_and_errors(hutch):
     assert hutch("volume", "rm", "cache").returncode == 0
 
 
-def test_run_and_mount_refusal(hutch, hostdir):
+def test_run_and_dockers_mount(hutch, hostdir):
     r = hutch("run", "-v", f"{hostdir}:/data", "--", "cat", "/data/mine.txt")
     assert r.returncode == 0 and r.stdout == b"mine\n", r.stderr
-    r = hutch("run", "--mount", f"type=bind,src={hostdir},dst=/data", "--", "true")
-    assert r.returncode == USAGE and b"-v SRC:PATH" in r.stderr, r.stderr
+    # --mount: the same mount, read-only unless readonly=false (docker: read-write)
+    r = hutch("run", "--mount", f"type=bind,src={hostdir},dst=/data", "--", "sh", "-c",
+              "cat /data/mine.txt; touch /data/x")
+    assert r.returncode != 0 and r.stdout == b"mine\n", r.stderr
+    assert b"Read-only file system" in r.stderr, r.stderr
+    r = hutch("run", "--mount", f"type=bind,source={hostdir},target=/data,readonly=false",
+              "--", "touch", "/data/x")
+    assert r.returncode == 0, r.stderr
+    assert os.stat(hostdir / "x").st_uid == OWNER
+    for bad, words in (("type=tmpfs,dst=/x", b"only bind and volume"),
+                       (f"src={hostdir}", b"source=SRC,target=PATH"),
+                       (f"src={hostdir},dst=/x,bind-propagation=rshared", b"'bind-propagation'"),
+                       ("src=,dst=/x", b"src has no value"),
+                       (f"src={hostdir},dst=/proc", b"under /proc")):
+        r = hutch("create", "--mount", bad)
+        assert r.returncode == USAGE and words in r.stderr, (bad, r.stderr)
+    assert hutch.ids() == []
 
 
 def test_every_root(hutch, root, hostdir):

@@ -457,6 +457,7 @@ static void test_publish(void **state)
 static void test_volumes(void **state)
 {
 	struct hutch_err err = { 0 };
+	char spec[HUTCH_VOLUME_SPEC_MAX];
 	struct hutch_volume v;
 	struct hutch_config c;
 	cJSON *j, *arr, *body;
@@ -480,6 +481,20 @@ static void test_volumes(void **state)
 	assert_int_equal(hutch_volume_parse_as("-v", "a b:/x", &v, &err), -EINVAL);
 	assert_int_equal(hutch_volume_parse_as("-v", ".hidden:/x", &v, &err), -EINVAL);
 	assert_int_equal(hutch_volume_parse_as("-v", "/a:/x:RW", &v, &err), -EINVAL);
+	assert_int_equal(
+	        hutch_volume_from_mount("type=bind,src=/a,dst=/b", spec, sizeof(spec), &err), 0);
+	assert_string_equal(spec, "/a:/b:ro");
+	assert_int_equal(hutch_volume_from_mount("source=v,target=/b,readonly=false", spec,
+	                                         sizeof(spec), &err),
+	                 0);
+	assert_string_equal(spec, "v:/b:rw");
+	assert_int_equal(hutch_volume_from_mount("src=/a,dst=/b,ro", spec, sizeof(spec), &err), 0);
+	assert_string_equal(spec, "/a:/b:ro");
+	assert_int_equal(hutch_volume_from_mount("type=tmpfs,dst=/b", spec, sizeof(spec), &err),
+	                 -EINVAL);
+	assert_int_equal(hutch_volume_from_mount("src=/a", spec, sizeof(spec), &err), -EINVAL);
+	assert_int_equal(hutch_volume_from_mount("src=/a,dst=/b,z=1", spec, sizeof(spec), &err),
+	                 -EINVAL);
 	hutch_config_init(&c);
 	assert_int_equal(hutch_config_set(&c, "volumes", "/a:/x", &err), 0);
 	assert_int_equal(hutch_config_set(&c, "volumes", "/b:/x/y", &err), -EINVAL);

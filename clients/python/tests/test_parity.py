@@ -214,7 +214,7 @@ CREATE_OPTIONS = {
     "--network": ("network", "network"),
     "--host-port": ("host_ports", "host_ports"),
     "--publish": ("publish", "ports"),
-    "--volume": ("volumes", "volumes"),
+    "--volume": ("volumes", "volumes"), "--mount": ("volumes", "volumes"),
     "--header-binding": ("header_bindings", "header_bindings"),
     "--image": ("image", "image"),
     "--max-output": ("max_output_bytes", "max_output_bytes"),

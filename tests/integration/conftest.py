@@ -71,22 +71,39 @@ def lxcfs_mounts_under(top):
     return dirs
 
 
-@pytest.fixture(autouse=True)
-def no_lxcfs_left(request, tmp_path_factory):
-    """Every runtime dir a test made under its tmp dirs (not only the hutch
-    fixture's) ends without its lxcfs: after the test, gc each one (it stops
-    lxcfs once no supervisor holds it); a mount still there after that is a
-    sandbox the test left running, and fails it. Cleanup first, so a failing
-    test leaves no FUSE mount behind (rm -rf of such a dir fails)."""
-    yield
-    base = tmp_path_factory.getbasetemp()
+def lxcfs_stop_under(top):
+    """gc every runtime dir under top whose lxcfs is still mounted (gc stops
+    it once no supervisor holds it); the dirs where it stays."""
     left = []
-    for rt in lxcfs_mounts_under(base):
+    for rt in lxcfs_mounts_under(top):
         subprocess.run([HUTCH, "gc"], capture_output=True, timeout=60,
                        env=dict(os.environ, HUTCH_RUNTIME_DIR=rt))
         if not wait_until(lambda: not os.path.ismount(os.path.join(rt, ".lxcfs", "mnt")), 10):
             left.append(rt)
+    return left
+
+
+@pytest.fixture(autouse=True)
+def no_lxcfs_left(request):
+    """Every runtime dir a test made under its own tmp_path (not only the
+    hutch fixture's) ends without its lxcfs: after the test, gc each one; a
+    mount still there after that is a sandbox the test left running, and
+    fails it. Cleanup first, so a failing test leaves no FUSE mount behind
+    (rm -rf of such a dir fails). Module-scoped sandboxes (tmp_path_factory)
+    live across tests: pytest_sessionfinish stops theirs."""
+    # Asked for before the test (so it is torn down after this check).
+    tmp = request.getfixturevalue("tmp_path") if "tmp_path" in request.fixturenames else None
+    yield
+    if tmp is None:
+        return
+    left = lxcfs_stop_under(tmp)
     assert not left, f"lxcfs still mounted (a sandbox left running) in {left}"
+
+
+def pytest_sessionfinish(session, exitstatus):
+    factory = getattr(session.config, "_tmp_path_factory", None)
+    if factory is not None:
+        lxcfs_stop_under(factory.getbasetemp())
 
 
 class UnixHTTPConnection(http.client.HTTPConnection):

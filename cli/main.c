@@ -50,6 +50,9 @@ static const char *const main_usage =
         "  pool start|stop|ls|key          keep sandboxes of a configuration ready (warm pool)\n"
         "  image pull|import|ls|inspect|rm|prune|build-default  the OCI image store\n"
         "  volume create|ls|inspect|rm     named volumes (-v NAME:PATH), kept after sandboxes\n"
+        "  snapshot ID [NAME] | ls|inspect|rm  a sandbox's filesystem as an image; spawn "
+        "with\n"
+        "                                  create --snapshot NAME\n"
         "  oci create|start|state|kill|delete|exec|ps|run|features  an OCI runtime (as runc; "
         "hutch-runc)\n"
         "  doctor [--json]                 check that this host can run sandboxes\n"
@@ -126,6 +129,10 @@ static const struct hutch_cli_verb *const verbs[] = {
 	&hutch_verb_volume_ls,
 	&hutch_verb_volume_inspect,
 	&hutch_verb_volume_rm,
+	&hutch_verb_snapshot,
+	&hutch_verb_snapshot_ls,
+	&hutch_verb_snapshot_inspect,
+	&hutch_verb_snapshot_rm,
 	NULL,
 };
 /* clang-format on */
@@ -200,6 +207,9 @@ int main(int argc, char **argv)
 		return hutch_cli_image(argc - 1, argv + 1, verbs);
 	if (!strcmp(verb, "volume"))
 		return hutch_cli_volume(argc - 1, argv + 1, verbs);
+	if (!strcmp(verb, "snapshot"))
+		return check_runtime_dir(verb, argc, argv)
+		               ?: hutch_cli_snapshot(argc - 1, argv + 1, verbs);
 	for (size_t i = 0; verbs[i]; i++) {
 		if (strcmp(verb, verbs[i]->name) != 0)
 			continue;

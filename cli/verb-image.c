@@ -104,9 +104,14 @@ static const char *store_path(const char *given, char *buf, size_t size)
 
 int hutch_cli_open_store(const struct hutch_cli_args *a, struct hutch_image_store **ret)
 {
+	return hutch_cli_image_store_open(a->store, ret);
+}
+
+int hutch_cli_image_store_open(const char *given, struct hutch_image_store **ret)
+{
 	struct hutch_err err = { 0 };
 	char buf[HUTCH_IMAGE_STORE_MAX + 1];
-	const char *path = store_path(a->store, buf, sizeof(buf));
+	const char *path = store_path(given, buf, sizeof(buf));
 
 	if (!path)
 		return HUTCH_EXIT_NOT_CAPABLE;
@@ -442,6 +447,11 @@ int hutch_cli_resolve_image(struct hutch_config *cfg, bool quiet)
 		                              : HUTCH_EXIT_FAILURE,
 		                      "--image %s: %s", cfg->image, err.msg);
 	r = hutch_image_resolve(s, name, cfg->image_manifest, &err);
+	if (r == -ENOENT && cfg->image_snapshot)
+		return hutch_cli_fail(HUTCH_EXIT_USAGE,
+		                      "--snapshot %s: no such snapshot in the store '%s' ('hutch "
+		                      "snapshot ls' lists them; 'hutch snapshot ID %s' makes it)",
+		                      cfg->image, path, cfg->image);
 	if (r == -ENOENT) {
 		r = fetch_missing(s, cfg->image, name, quiet);
 		if (r == 0)

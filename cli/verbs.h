@@ -37,6 +37,15 @@ extern const struct hutch_cli_verb hutch_verb_volume_create, hutch_verb_volume_l
         hutch_verb_volume_inspect, hutch_verb_volume_rm;
 /* hutch volume SUB ...: argv[0] is "volume". */
 int hutch_cli_volume(int argc, char **argv, const struct hutch_cli_verb *const *all);
+/* --store, HUTCH_IMAGE_STORE or the default, opened (verb-image.c); 0 or
+ * the exit code, said on stderr. */
+struct hutch_image_store;
+int hutch_cli_image_store_open(const char *given, struct hutch_image_store **ret);
+/* verb-snapshot.c: "snapshot" (capture), "snapshot ls|inspect|rm", "fork" */
+extern const struct hutch_cli_verb hutch_verb_snapshot, hutch_verb_snapshot_ls,
+        hutch_verb_snapshot_inspect, hutch_verb_snapshot_rm;
+/* hutch snapshot SUB ... or hutch snapshot ID [NAME]: argv[0] is "snapshot". */
+int hutch_cli_snapshot(int argc, char **argv, const struct hutch_cli_verb *const *all);
 /* verb-port.c */
 extern const struct hutch_cli_verb hutch_verb_port;
 /* cp.c, doctor.c, completion.c */

@@ -147,6 +147,8 @@ int hutch_image_prune(struct hutch_image_store *s, size_t *ret_removed, struct h
 /* The image of one sandbox: its layers as detached mounts, its config. */
 struct hutch_image_use {
 	char manifest[HUTCH_IMAGE_DIGEST_LEN + 1];
+	char config_digest[HUTCH_IMAGE_DIGEST_LEN + 1];
+	bool snapshot; /* the image is a filesystem snapshot (commit.c) */
 	size_t n_layers;
 	int layer_fds[HUTCH_IMAGE_LAYERS_MAX]; /* bottom first; -1 once handed on */
 	struct hutch_image_config config;      /* Env, WorkingDir */
@@ -193,5 +195,62 @@ enum {
 int hutch_image_probe(const char *path, struct hutch_err *err);
 /* Forget the use record (at the sandbox's end; prune also drops stale ones). */
 void hutch_image_use_release(struct hutch_image_use *u);
+
+/* ---- snapshots (tarwrite.c, commit.c; docs/snapshots.md) ---- */
+
+/* Why a full snapshot (processes and memory) is refused on every host for
+ * now: the API's and the CLI's answer, and hutch doctor's line. */
+#define HUTCH_SNAPSHOT_FULL_REFUSAL                                                           \
+	"full snapshots (processes and memory) are not supported yet: they need CRIU, and "   \
+	"Debian 12's CRIU 3.17 fails 'criu check' on this kernel (Linux 6.x: 'Unexpected rt " \
+	"vDSO area bounds'); filesystem snapshots work (docs/snapshots.md)"
+
+/* A directory to put in a layer: the overlay's upper directory (prefix "")
+ * or a separate writable mount at prefix ("workspace"), as an open fd. */
+struct hutch_image_tar_src {
+	int dirfd;
+	const char *prefix;
+};
+struct hutch_image_tar_stats {
+	uint64_t entries, bytes; /* tar entries; bytes of file data */
+};
+/*
+ * Write srcs as one uncompressed OCI layer (tar) to out: overlayfs
+ * whiteouts and opaque directories in the OCI form, a separate mount's
+ * root opaque, host ids id_base..+65535 as 0..65535 (others nobody). The
+ * trees must not change meanwhile (the sandbox frozen).
+ */
+int hutch_image_tar_dirs(int out, const struct hutch_image_tar_src *srcs, size_t n, uid_t id_base,
+                         struct hutch_image_tar_stats *ret, struct hutch_err *err);
+
+/* Can name be given to a new image? -EEXIST (conflict) if the store has
+ * one, -EINVAL (usage) if it is no valid name. */
+int hutch_image_name_free(struct hutch_image_store *s, const char *name, struct hutch_err *err);
+
+struct hutch_image_commit_result {
+	char diff_id[HUTCH_IMAGE_DIGEST_LEN + 1]; /* the new top layer's */
+	uint64_t bytes;                           /* of its tar */
+	size_t layers;                            /* of the new image */
+	bool cached;                              /* the same layer was in the store */
+};
+/*
+ * A new image name = the layers and config of base (what a live sandbox
+ * has: its image's name may since name another) plus the layer read (a
+ * tar) from tar_fd on top, unpacked as any imported layer (hostile input; store_unpack()). The
+ * reference carries "snapshot": meta (copied) and base_name. Takes
+ * the store's lock (take it before, with hutch_image_store_lock(), to
+ * hold it across a freeze).
+ */
+int hutch_image_commit(struct hutch_image_store *s, const struct hutch_image_use *base,
+                       const char *base_name, const char *name, int tar_fd, const cJSON *meta,
+                       struct hutch_image_commit_result *ret, struct hutch_err *err);
+/* The writers' lock of the store, held until it is freed. */
+int hutch_image_store_lock(struct hutch_image_store *s, struct hutch_err *err);
+/* Is the reference (an element of hutch_image_list()) a snapshot's? */
+bool hutch_image_is_snapshot(const cJSON *ref);
+/* Forget snapshot name: -EBUSY (conflict) while a live sandbox's root has
+ * its top layer, naming the sandbox; -EINVAL when name is no snapshot. */
+int hutch_image_snapshot_remove(struct hutch_image_store *s, const char *name,
+                                struct hutch_err *err);
 
 #endif

@@ -174,10 +174,8 @@ static int map_child(pid_t pid)
 	return 0;
 }
 
-/* hutch_image_unpack() in a user namespace owning only the store's ids;
- * lim->progress, if set, hears of the blob's bytes read. */
-static int unpack_isolated(int fd, int dirfd, struct hutch_unpack_limits *lim,
-                           struct hutch_unpack_result *ret, struct hutch_err *err)
+int store_unpack(int fd, int dirfd, struct hutch_unpack_limits *lim,
+                 struct hutch_unpack_result *ret, struct hutch_err *err)
 {
 	struct hutch_unpack_report out = { 0 };
 	int go[2] = { -EBADF, -EBADF }, res[2] = { -EBADF, -EBADF };
@@ -231,9 +229,8 @@ out:
 	return r;
 }
 
-/* A new directory in tmp/, open; its name in name. */
-static int make_tmp(struct hutch_image_store *s, const char *what, char name[64],
-                    struct hutch_err *err)
+int store_make_tmp(struct hutch_image_store *s, const char *what, char name[64],
+                   struct hutch_err *err)
 {
 	static unsigned counter;
 	int fd;
@@ -308,7 +305,7 @@ static int unpack_reporting(struct run *run, int fd, int dir, size_t i, size_t n
 	image_bound = n > 0 && left < lim.max_bytes;
 	if (image_bound)
 		lim.max_bytes = left;
-	r = unpack_isolated(fd, dir, &lim, res, err);
+	r = store_unpack(fd, dir, &lim, res, err);
 	run->before += run->p.size;
 	if (r == -EFBIG && image_bound)
 		return hutch_err_set(err, r,
@@ -362,7 +359,7 @@ static int import_layer(struct hutch_image_store *s, int root, const char *path,
 	fd = open_in(root, path, err);
 	if (fd < 0)
 		return fd;
-	dir = make_tmp(s, "layer", tmp, err);
+	dir = store_make_tmp(s, "layer", tmp, err);
 	if (dir < 0)
 		return dir;
 	r = unpack_reporting(run, fd, dir, st->layers, n, diff_id, &res, err);
@@ -524,7 +521,7 @@ static int import_archive(struct hutch_image_store *s, int fd, const char *tag, 
 	char tmp[64];
 	int r;
 
-	dir = make_tmp(s, "archive", tmp, err);
+	dir = store_make_tmp(s, "archive", tmp, err);
 	if (dir < 0)
 		return dir;
 	r = unpack_reporting(run, fd, dir, 0, 0, NULL, &res, err);

@@ -117,6 +117,8 @@ static int read_image(struct hutch_image_store *s, const char *name, const char 
 	if (!cJSON_IsString(cfg) || !hutch_image_digest_is_valid(cfg->valuestring) ||
 	    !cJSON_IsArray(layers) || cJSON_GetArraySize(layers) > HUTCH_IMAGE_LAYERS_MAX)
 		return hutch_err_set(err, -EINVAL, "image '%s' has a damaged reference file", name);
+	memcpy(u->config_digest, cfg->valuestring, HUTCH_IMAGE_DIGEST_LEN + 1);
+	u->snapshot = hutch_image_is_snapshot(ref);
 	n = hutch_read_file_alloc_at(s->blobs, cfg->valuestring + 7, 4 << 20, &buf);
 	if (n < 0)
 		return hutch_err_set_errno(err, (int)n, "read the config of image '%s'", name);

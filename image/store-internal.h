@@ -46,4 +46,13 @@ int store_ref_copy_by_manifest(struct hutch_image_store *s, const char *manifest
  * sandbox (layers.c). */
 int store_open_users(struct hutch_image_store *s, struct hutch_err *err);
 
+/* A new directory in tmp/, open; its name in name (what: its prefix). */
+int store_make_tmp(struct hutch_image_store *s, const char *what, char name[64],
+                   struct hutch_err *err);
+/* hutch_image_unpack() of fd into dirfd, as root in a user namespace owning
+ * only the store's ids (import.c); lim->progress, if set, hears of the
+ * blob's bytes read. */
+int store_unpack(int fd, int dirfd, struct hutch_unpack_limits *lim,
+                 struct hutch_unpack_result *ret, struct hutch_err *err);
+
 #endif

@@ -665,6 +665,24 @@ static int setup_signals(const struct init_state *s, struct hutch_err *err)
 	return sigfd;
 }
 
+/* An image root's writable directories to the supervisor, which reads
+ * them (frozen) for a filesystem snapshot; init keeps none. */
+static int send_write_fds(int sock, int *fds, struct hutch_err *err)
+{
+	uint32_t which[HUTCH_ROOTFS_WRITE_FDS];
+	int pass[HUTCH_ROOTFS_WRITE_FDS];
+	size_t n = 0;
+	int r;
+
+	for (uint32_t i = 0; i < HUTCH_ROOTFS_WRITE_FDS; i++)
+		if (fds[i] >= 0)
+			which[n] = i, pass[n++] = fds[i];
+	r = n ? hutch_proto_send(sock, HUTCH_MSG_WRITE_FDS, 0, which, n * sizeof(which[0]), pass, n)
+	      : 0;
+	hutch_close_many(fds, HUTCH_ROOTFS_WRITE_FDS);
+	return r < 0 ? hutch_err_set_errno(err, r, "pass the writable layer to the supervisor") : 0;
+}
+
 void hutch_init_main(const struct hutch_init_params *p)
 {
 	struct init_state s = { .sock = p->sock,
@@ -676,6 +694,7 @@ void hutch_init_main(const struct hutch_init_params *p)
 		                .container = p->rootfs.bundle != NULL };
 	struct hutch_err err = { 0 };
 	struct hutch_rootfs_config rootfs = p->rootfs;
+	int write_fds[HUTCH_ROOTFS_WRITE_FDS] = { -EBADF, -EBADF, -EBADF, -EBADF };
 	int sigfd, r;
 
 	/* If the supervisor dies, so does the sandbox (and with PID 1, its
@@ -700,7 +719,10 @@ void hutch_init_main(const struct hutch_init_params *p)
 	}
 	if (hutch_init_setup_ns(p->sock, p->hostname, p->net, p->sysctls, &err) < 0)
 		fail(p->sock, &err);
-	if (hutch_rootfs_setup_child(&rootfs, &err) < 0)
+	if (rootfs.n_layers && !rootfs.bundle)
+		rootfs.write_fds = write_fds;
+	if (hutch_rootfs_setup_child(&rootfs, &err) < 0 ||
+	    send_write_fds(p->sock, write_fds, &err) < 0)
 		fail(p->sock, &err);
 	if (p->console_uid >= 0 &&
 	    hutch_init_console_open(p->sock, (uid_t)p->console_uid, &s.held_slave, &err) < 0)

@@ -289,6 +289,10 @@ int rootfs_image_root(struct rootfs_ctx *ctx, struct hutch_err *err)
 	 * host's root and ours, and the old root's detach after pivot_root
 	 * (umount of ".", which follows the mounts on top) would take the
 	 * tmpfs instead of the host's tree. */
+	if (cfg->write_fds &&
+	    (cfg->write_fds[HUTCH_ROOTFS_WRITE_UPPER] =
+	             openat(rw, "upper", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0)
+		return hutch_err_set_errno(err, -errno, "open the writable layer");
 	if (fchdir(rw) < 0 || umount2(".", MNT_DETACH) < 0)
 		return hutch_err_set_errno(err, -errno, "detach the writable layer's tmpfs");
 	if (sys_move_mount(mnt, "", ctx->host_root, "", flags) < 0)

@@ -156,9 +156,13 @@ static int hide_host_only(struct rootfs_ctx *ctx, struct hutch_err *err)
 	return 0;
 }
 
-static int mount_writable(struct rootfs_ctx *ctx, const char *path, const char *mode,
-                          bool app_owned, struct hutch_err *err)
+const char *const hutch_rootfs_write_paths[HUTCH_ROOTFS_WRITE_FDS] = { "", "workspace",
+	                                                               "home/appuser", "tmp" };
+
+static int mount_writable(struct rootfs_ctx *ctx, int which, const char *mode, bool app_owned,
+                          struct hutch_err *err)
 {
+	const char *path = hutch_rootfs_write_paths[which];
 	const struct hutch_rootfs_config *cfg = ctx->cfg;
 	char size[40], uid[24], gid[24], where[32];
 	/* Root-owned mounts stop the list before uid=/gid=. */
@@ -173,8 +177,15 @@ static int mount_writable(struct rootfs_ctx *ctx, const char *path, const char *
 	r = rootfs_mkdir(ctx->root, path, 0755, where, err);
 	if (r < 0)
 		return r;
+	/* A snapshot's image has them in its layers: the overlay's upper
+	 * directory takes the writes (docs/snapshots.md). */
+	if (cfg->writable_in_layer)
+		return 0;
 	mntfd = rootfs_mount_fs(ctx->root, path, "tmpfs", opts,
 	                        MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, where, err);
+	if (mntfd >= 0 && cfg->write_fds &&
+	    (cfg->write_fds[which] = openat(mntfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
+		return hutch_err_set_errno(err, -errno, "open '%s'", where);
 	return mntfd < 0 ? mntfd : 0;
 }
 
@@ -185,9 +196,9 @@ static int setup_writable(struct rootfs_ctx *ctx, struct hutch_err *err)
 	r = rootfs_mkdir(ctx->root, "home", 0755, "/home", err);
 	if (r < 0)
 		return r;
-	if ((r = mount_writable(ctx, "workspace", "mode=0755", true, err)) < 0 ||
-	    (r = mount_writable(ctx, "home/appuser", "mode=0755", true, err)) < 0 ||
-	    (r = mount_writable(ctx, "tmp", "mode=1777", false, err)) < 0)
+	if ((r = mount_writable(ctx, HUTCH_ROOTFS_WRITE_WORKSPACE, "mode=0755", true, err)) < 0 ||
+	    (r = mount_writable(ctx, HUTCH_ROOTFS_WRITE_HOME, "mode=0755", true, err)) < 0 ||
+	    (r = mount_writable(ctx, HUTCH_ROOTFS_WRITE_TMP, "mode=1777", false, err)) < 0)
 		return r;
 	return 0;
 }

@@ -113,7 +113,26 @@ struct hutch_rootfs_config {
 	const int *volume_fds;
 	const char *const *volume_dsts;
 	size_t n_volumes;
+	/* Filesystem snapshots (docs/snapshots.md), image roots only: where
+	 * to leave read-only directory fds of what the sandbox writes, -1
+	 * where none: [HUTCH_ROOTFS_WRITE_UPPER] the overlay's upper
+	 * directory, then /workspace, /home/appuser and /tmp when they are
+	 * mounts of their own. NULL: none kept. The caller closes them. */
+	int *write_fds;
+	/* The image is a snapshot: /workspace, /home/appuser and /tmp are in
+	 * its layers (and so in the writable layer), not fresh tmpfs. */
+	bool writable_in_layer;
 };
+
+enum {
+	HUTCH_ROOTFS_WRITE_UPPER,
+	HUTCH_ROOTFS_WRITE_WORKSPACE,
+	HUTCH_ROOTFS_WRITE_HOME,
+	HUTCH_ROOTFS_WRITE_TMP,
+	HUTCH_ROOTFS_WRITE_FDS,
+};
+/* Where each write fd is in the sandbox ("" the root): "workspace", ... */
+extern const char *const hutch_rootfs_write_paths[HUTCH_ROOTFS_WRITE_FDS];
 
 /*
  * Child side. Builds the root (tmpfs /, read-only host system dirs,

@@ -127,6 +127,9 @@ struct hutch_config {
 	char image[HUTCH_IMAGE_REF_MAX + 1];
 	char image_store[HUTCH_IMAGE_STORE_MAX + 1];
 	char image_manifest[HUTCH_IMAGE_MANIFEST_LEN + 1];
+	/* --snapshot NAME set image: the CLI fetches nothing, names it a
+	 * snapshot (a missing one is said so). */
+	bool image_snapshot;
 	/* --description: free text for people, shown with the options;
 	 * malloc'ed, NULL when unset. */
 	char *description;

@@ -103,6 +103,48 @@ const struct hutch_option_type hutch_opt_image = {
 	.text = image_text,
 };
 
+/* ---- --snapshot NAME: --image NAME, where NAME must be a snapshot ---- */
+
+static void snapshot_init(const struct hutch_option *o, struct hutch_config *c)
+{
+	(void)o;
+	c->image_snapshot = false; /* the field is image's: its row sets it */
+}
+
+static int snapshot_parse(const struct hutch_option *o, struct hutch_config *c, const char *s,
+                          struct hutch_err *err)
+{
+	if (!image_name_is_valid(s) || !strcmp(s, HUTCH_IMAGE_HOST) || hutch_image_source_path(s))
+		return hutch_err_set(err, -EINVAL,
+		                     "invalid %s '%.64s': give the name of a snapshot of the store "
+		                     "('hutch snapshot ls')",
+		                     o->name, s);
+	if (strcmp(s, CFIELD(o, c, char)) != 0)
+		c->image_manifest[0] = '\0';
+	hutch_opt_chars_set(o, c, s);
+	c->image_snapshot = true;
+	return 0;
+}
+
+/* Carried by the image row, in JSON and in the pool key alike. */
+static void snapshot_to_json(const struct hutch_option *o, const struct hutch_config *c, cJSON *obj)
+{
+	(void)o, (void)c, (void)obj;
+}
+
+static void snapshot_text(const struct hutch_option *o, const struct hutch_config *c,
+                          void (*emit)(void *ud, const char *s), void *ud)
+{
+	(void)o, (void)c, (void)emit, (void)ud;
+}
+
+const struct hutch_option_type hutch_opt_snapshot = {
+	.init = snapshot_init,
+	.parse = snapshot_parse,
+	.to_json = snapshot_to_json,
+	.text = snapshot_text,
+};
+
 static int store_parse(const struct hutch_option *o, struct hutch_config *c, const char *s,
                        struct hutch_err *err)
 {

@@ -529,6 +529,18 @@ static const struct hutch_option options[] = {
 	        .flags = HUTCH_OPT_POOL_KEY,
 	},
 	{
+	        .name = "snapshot",
+	        .cli = "snapshot",
+	        .metavar = "NAME",
+	        .help = "start from a filesystem snapshot of the store ('hutch snapshot ID NAME'): "
+	                "--image NAME, refused unless NAME is there (nothing is pulled); the "
+	                "snapshot's /workspace, /home/appuser and /tmp are in its layers",
+	        .type = &hutch_opt_snapshot,
+	        AT(image),
+	        .def_str = "",
+	        .flags = HUTCH_OPT_POOL_KEY,
+	},
+	{
 	        .name = "max_output_bytes",
 	        .cli = "max-output",
 	        .metavar = "B",

@@ -52,6 +52,10 @@ enum hutch_msg_type {
 	HUTCH_MSG_NET_FDS,     /* setup only, before READY: body: net_fd[n]; fds */
 	HUTCH_MSG_CONNECTED,   /* body: connected; fd: the socket (error 0) */
 	HUTCH_MSG_CONSOLE,     /* setup only, before READY: fd: the container's pty master */
+	/* setup only, before READY, image roots: body: uint32_t which[n]
+	 * (HUTCH_ROOTFS_WRITE_*); fds: the directories the sandbox writes,
+	 * for filesystem snapshots (supervisor/snapshot.c) */
+	HUTCH_MSG_WRITE_FDS,
 };
 
 struct hutch_msg_hdr {

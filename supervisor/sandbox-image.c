@@ -15,6 +15,7 @@
 #include "image.h"
 #include "log.h"
 #include "sandbox-image.h"
+#include "snapshot.h"
 #include "supervisor.h"
 
 /* The commands' environment: the default one unless an image or header
@@ -78,6 +79,7 @@ void hutch_sup_image_close_layers(struct sup *s)
 
 void hutch_sup_image_done(struct sup *s)
 {
+	hutch_sup_snapshot_done(s);
 	if (s->image) {
 		hutch_image_use_release(s->image);
 		free(s->image);

@@ -36,6 +36,7 @@
 #include "sandbox-image.h"
 #include "seccomp-filter.h"
 #include "setup.h"
+#include "snapshot.h"
 #include "status.h"
 #include "supervisor.h"
 #include "syscalls.h"
@@ -206,6 +207,7 @@ static __attribute__((noreturn)) void init_child(struct sup *s, int sock, int *c
 		p.rootfs.layer_names = names;
 		p.rootfs.image = s->cfg->image;
 		p.rootfs.path = hutch_cmdenv_get(s->cmdenv, "PATH");
+		p.rootfs.writable_in_layer = s->image->snapshot;
 	}
 	hutch_init_main(&p);
 }
@@ -315,6 +317,7 @@ static int wait_ready(struct sup *s, struct hutch_err *err)
 	union {
 		struct hutch_err child_err;
 		struct hutch_msg_net_fd net[HUTCH_NET_LISTENERS_MAX];
+		uint32_t which[HUTCH_ROOTFS_WRITE_FDS];
 	} u;
 	struct hutch_err child_err;
 	int fds[HUTCH_NET_LISTENERS_MAX];
@@ -334,6 +337,13 @@ again:
 	if (hdr.type == HUTCH_MSG_CONSOLE && n == 0 && nfds == 1 && s->container &&
 	    s->container->terminal && s->container->pty_master < 0) {
 		s->container->pty_master = fds[0];
+		goto again;
+	}
+	if (hdr.type == HUTCH_MSG_WRITE_FDS) {
+		r = hutch_sup_snapshot_take_fds(s, u.which, (size_t)n / sizeof(u.which[0]), fds,
+		                                nfds, err);
+		if (r < 0)
+			return r;
 		goto again;
 	}
 	if (hdr.type == HUTCH_MSG_NET_FDS) {

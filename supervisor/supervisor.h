@@ -43,6 +43,7 @@ struct hutch_container;
 struct hutch_image_use;
 struct hutch_journal;
 struct hutch_sup_volumes;
+struct sup_snapshot;
 
 #define HUTCH_MAX_BODY        (8u << 20) /* request body bound */
 #define HUTCH_MAX_CONNECTIONS 256
@@ -117,6 +118,7 @@ struct sup {
 	char **cmdenv_owned;
 	struct hutch_image_use *image;      /* --image: its layers' use (sandbox-image.c) */
 	struct hutch_sup_volumes *volumes;  /* -v: the mounts and uses (volumes.c), or NULL */
+	struct sup_snapshot *snap;          /* an image root's writable dirs (snapshot.c) */
 	struct sup_net {                    /* the network mode (netpolicy/) */
 		struct hutch_net_plan plan; /* made before clone, carried to init */
 		char pasta[256];            /* rootless mode all: the helper, found by the CLI */

@@ -1,0 +1,259 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * hutch snapshot ID [NAME]: a live sandbox's filesystem as an image of the
+ * store (POST /snapshot; docs/snapshots.md); hutch snapshot ls, inspect
+ * and rm: the store's snapshots (images whose reference says "snapshot"),
+ * rm refused while a live sandbox uses one. Spawning is create's
+ * --snapshot NAME.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "args.h"
+#include "cleanup.h"
+#include "cli.h"
+#include "client.h"
+#include "image.h"
+#include "state.h"
+#include "stream.h"
+#include "verbs.h"
+
+#define A(f) .offset = offsetof(struct hutch_cli_args, f)
+
+static const char snapshot_usage[] =
+        "usage: hutch snapshot ID [NAME] [--json]        snapshot a sandbox's filesystem\n"
+        "       hutch snapshot ls [--json]               list the snapshots\n"
+        "       hutch snapshot inspect NAME              a snapshot as JSON\n"
+        "       hutch snapshot rm NAME...                forget snapshots (not while used)\n"
+        "\n"
+        "A snapshot is an image of the store: the sandbox's image's layers, shared, plus one\n"
+        "layer of what the sandbox wrote (its root's changes, /workspace, /home/appuser,\n"
+        "/tmp), taken with the sandbox frozen. 'hutch create --snapshot NAME' (or --image\n"
+        "NAME) starts sandboxes from it. Only sandboxes made from an image can be\n"
+        "snapshotted (not the host-derived root), as root. --full (processes and memory)\n"
+        "is refused for now: see 'hutch doctor' and docs/snapshots.md.\n";
+
+#define STORE_OPT                                                                      \
+	{                                                                              \
+		.name = "store", .kind = HUTCH_CLI_STRING, A(store), .metavar = "DIR", \
+		.help = "the image store (default $HUTCH_IMAGE_STORE, else "           \
+		        "/var/lib/hutch)"                                              \
+	}
+
+static const struct hutch_cli_opt take_opts[] = {
+	{ .name = "json", .kind = HUTCH_CLI_FLAG, A(json), .help = "print the result as JSON" },
+	{ .name = "full",
+	  .kind = HUTCH_CLI_FLAG,
+	  A(all),
+	  .help = "processes and memory too (refused for now: needs a CRIU that works here)" },
+	{ 0 },
+};
+static const struct hutch_cli_opt ls_opts[] = {
+	{ .name = "json", .kind = HUTCH_CLI_FLAG, A(json), .help = "print JSON" },
+	STORE_OPT,
+	{ 0 },
+};
+static const struct hutch_cli_opt store_opts[] = {
+	STORE_OPT,
+	{ 0 },
+};
+
+static int fail(const struct hutch_err *err)
+{
+	return hutch_cli_fail(hutch_errc_exit(hutch_err_class(err)), "%s", err->msg);
+}
+
+static int cmd_take(struct hutch_cli_args *a)
+{
+	struct hutch_http_resp resp = { 0 };
+	struct hutch_err err = { 0 };
+	_cleanup_cjson_ cJSON *body = cJSON_CreateObject(), *j = NULL;
+	_cleanup_free_ char *text = NULL;
+	struct hutch_paths p;
+	const cJSON *name, *frozen, *bytes;
+	int r;
+
+	if (a->all)
+		return hutch_cli_fail(HUTCH_EXIT_NOT_CAPABLE, "%s", HUTCH_SNAPSHOT_FULL_REFUSAL);
+	if (a->npos < 1)
+		return hutch_cli_fail(HUTCH_EXIT_USAGE,
+		                      "missing sandbox id: hutch snapshot ID [NAME]");
+	if (a->npos > 1 && !hutch_image_name_is_valid(a->pos[1]))
+		return hutch_cli_fail(HUTCH_EXIT_USAGE,
+		                      "invalid snapshot name '%.64s': letters, digits and "
+		                      "._:/@+- (not first), no '..'",
+		                      a->pos[1]);
+	if (!body || (a->npos > 1 && !cJSON_AddStringToObject(body, "name", a->pos[1])) ||
+	    !(text = cJSON_PrintUnformatted(body)))
+		return hutch_cli_fail(HUTCH_EXIT_FAILURE, "out of memory");
+	r = hutch_cli_open_live(a->pos[0], &p);
+	if (r)
+		return r;
+	r = hutch_client_request(p.sock, "POST", "/snapshot", text, strlen(text), &resp, &err);
+	if (r < 0)
+		return hutch_cli_lost(p.sock, r, err.msg);
+	if (resp.status != 201) {
+		r = hutch_cli_api_error(resp.status, resp.body.data ? resp.body.data : "");
+		hutch_http_resp_done(&resp);
+		return r;
+	}
+	j = cJSON_ParseWithLength(resp.body.data, resp.body.len);
+	hutch_http_resp_done(&resp);
+	name = cJSON_GetObjectItemCaseSensitive(j, "name");
+	frozen = cJSON_GetObjectItemCaseSensitive(j, "frozen_ms");
+	bytes = cJSON_GetObjectItemCaseSensitive(j, "bytes");
+	if (a->json) {
+		_cleanup_free_ char *t = j ? cJSON_PrintUnformatted(j) : NULL;
+		printf("%s\n", t ? t : "{}");
+		return 0;
+	}
+	printf("%s\n", cJSON_IsString(name) ? name->valuestring : "");
+	if (cJSON_IsNumber(frozen) && cJSON_IsNumber(bytes))
+		fprintf(stderr,
+		        "hutch: snapshot of %.0f bytes of changes, sandbox frozen %.1f ms\n",
+		        bytes->valuedouble, frozen->valuedouble);
+	return 0;
+}
+
+/* The store's snapshots: hutch_image_list() filtered. */
+static int cmd_ls(struct hutch_cli_args *a)
+{
+	_cleanup_(hutch_image_store_freep) struct hutch_image_store *s = NULL;
+	_cleanup_cjson_ cJSON *all = NULL, *out = cJSON_CreateArray();
+	struct hutch_err err = { 0 };
+	const cJSON *img;
+	int r;
+
+	if ((r = hutch_cli_image_store_open(a->store, &s)))
+		return r;
+	if (hutch_image_list(s, &all, &err) < 0)
+		return fail(&err);
+	if (!out)
+		return hutch_cli_fail(HUTCH_EXIT_FAILURE, "out of memory");
+	cJSON_ArrayForEach(img, all)
+		if (hutch_image_is_snapshot(img))
+			cJSON_AddItemToArray(out, cJSON_Duplicate(img, true));
+	if (a->json) {
+		_cleanup_free_ char *t = cJSON_Print(out);
+		puts(t ? t : "[]");
+		return 0;
+	}
+	printf("%-32s %-24s %-14s %7s %s\n", "NAME", "BASE", "SOURCE", "LAYERS", "CREATED");
+	cJSON_ArrayForEach(img, out) {
+		const cJSON *sn = cJSON_GetObjectItemCaseSensitive(img, "snapshot");
+		const cJSON *base = cJSON_GetObjectItemCaseSensitive(sn, "base");
+		const cJSON *src = cJSON_GetObjectItemCaseSensitive(sn, "source");
+		const cJSON *created = cJSON_GetObjectItemCaseSensitive(sn, "created");
+		char when[32] = "";
+		time_t t = cJSON_IsNumber(created) ? (time_t)created->valuedouble : 0;
+
+		if (t)
+			strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", gmtime(&t));
+		printf("%-32s %-24s %-14.12s %7d %s\n",
+		       cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(img, "name")) ?: "",
+		       cJSON_GetStringValue(base) ?: "", cJSON_GetStringValue(src) ?: "",
+		       cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(img, "layers")), when);
+	}
+	return 0;
+}
+
+static int cmd_inspect(struct hutch_cli_args *a)
+{
+	_cleanup_(hutch_image_store_freep) struct hutch_image_store *s = NULL;
+	_cleanup_cjson_ cJSON *j = NULL;
+	_cleanup_free_ char *t = NULL;
+	struct hutch_err err = { 0 };
+	int r;
+
+	if (a->npos != 1)
+		return hutch_cli_fail(HUTCH_EXIT_USAGE, "snapshot inspect needs one NAME");
+	if ((r = hutch_cli_image_store_open(a->store, &s)))
+		return r;
+	if (hutch_image_inspect(s, a->pos[0], &j, &err) < 0)
+		return fail(&err);
+	if (!hutch_image_is_snapshot(j))
+		return hutch_cli_fail(HUTCH_EXIT_USAGE,
+		                      "'%s' is an image, not a snapshot: 'hutch image inspect %s'",
+		                      a->pos[0], a->pos[0]);
+	t = cJSON_Print(j);
+	puts(t ? t : "{}");
+	return 0;
+}
+
+static int cmd_rm(struct hutch_cli_args *a)
+{
+	_cleanup_(hutch_image_store_freep) struct hutch_image_store *s = NULL;
+	int r, rc = 0;
+
+	if (a->npos < 1)
+		return hutch_cli_fail(HUTCH_EXIT_USAGE, "snapshot rm needs a NAME");
+	if ((r = hutch_cli_image_store_open(a->store, &s)))
+		return r;
+	for (size_t i = 0; i < a->npos; i++) {
+		struct hutch_err err = { 0 };
+
+		if (hutch_image_snapshot_remove(s, a->pos[i], &err) < 0)
+			rc = fail(&err);
+	}
+	return rc;
+}
+
+const struct hutch_cli_verb hutch_verb_snapshot = {
+	.name = "snapshot",
+	.synopsis = "ID [NAME] [--json] | ls | inspect NAME | rm NAME...",
+	.about = "Snapshot a live sandbox's filesystem as image NAME of its store (default\n"
+	         "snap-<id>-<n>): its image's layers, shared, and one layer of what it wrote,\n"
+	         "taken with the sandbox frozen (how long: on stderr, frozen_ms with --json).\n"
+	         "Prints the name. 'hutch create --snapshot NAME' starts sandboxes from it.\n",
+	.opts = take_opts,
+	.max_pos = 2,
+	.id_pos = 1,
+	.run = cmd_take,
+};
+const struct hutch_cli_verb hutch_verb_snapshot_ls = {
+	.name = "snapshot ls",
+	.synopsis = "[--json]",
+	.about = "List the store's snapshots: name, base image, source sandbox, layers.\n",
+	.opts = ls_opts,
+	.run = cmd_ls,
+};
+const struct hutch_cli_verb hutch_verb_snapshot_inspect = {
+	.name = "snapshot inspect",
+	.synopsis = "NAME",
+	.about = "A snapshot as JSON (the image's, with \"snapshot\": base, source, created).\n",
+	.opts = store_opts,
+	.max_pos = 1,
+	.run = cmd_inspect,
+};
+const struct hutch_cli_verb hutch_verb_snapshot_rm = {
+	.name = "snapshot rm",
+	.synopsis = "NAME...",
+	.about = "Forget snapshots; refused while a live sandbox was spawned or forked from one\n"
+	         "(its layers stay until 'hutch image prune').\n",
+	.opts = store_opts,
+	.max_pos = HUTCH_CLI_MANY,
+	.run = cmd_rm,
+};
+
+int hutch_cli_snapshot(int argc, char **argv, const struct hutch_cli_verb *const *all)
+{
+	static const struct hutch_cli_verb *const subs[] = {
+		&hutch_verb_snapshot_ls,
+		&hutch_verb_snapshot_inspect,
+		&hutch_verb_snapshot_rm,
+		NULL,
+	};
+	const char *sub = argc > 1 ? argv[1] : NULL;
+
+	if (!sub || !strcmp(sub, "--help") || !strcmp(sub, "-h")) {
+		fputs(snapshot_usage, sub ? stdout : stderr);
+		return sub ? 0 : HUTCH_EXIT_USAGE;
+	}
+	for (size_t i = 0; subs[i]; i++)
+		if (!strcmp(subs[i]->name + strlen("snapshot "), sub))
+			return hutch_cli_run(subs[i], all, argc - 1, argv + 1);
+	return hutch_cli_run(&hutch_verb_snapshot, all, argc, argv);
+}

@@ -1,0 +1,71 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * POST /snapshot (docs/api.md): the sandbox's filesystem as an image of
+ * its store (supervisor/snapshot.c). Body {"name": "NAME", "type":
+ * "filesystem"}; both optional. A full snapshot (processes and memory) is
+ * refused with the reason (docs/snapshots.md).
+ */
+#include <string.h>
+
+#include "cleanup.h"
+#include "events.h"
+#include "fields.h"
+#include "http.h"
+#include "image.h"
+#include "routes.h"
+#include "snapshot.h"
+#include "supervisor.h"
+
+static const struct hutch_field snapshot_fields[] = {
+	{ "name", HUTCH_FIELD_STRING, HUTCH_FIELD_NULLABLE | HUTCH_FIELD_NONEMPTY, 0, 0,
+	  "'name' must be a snapshot name (a string, or null for snap-<id>-<n>)" },
+	{ "type", HUTCH_FIELD_STRING, HUTCH_FIELD_NULLABLE, 0, 0,
+	  "'type' must be \"filesystem\" or \"full\"" },
+};
+
+static enum MHD_Result respond_err(struct request *r, const struct hutch_err *err)
+{
+	enum hutch_errc cls = hutch_err_class(err);
+
+	return hutch_api_respond_error(r->conn, (unsigned)hutch_errc_http(cls),
+	                               hutch_errc_name(cls), "%s", err->msg);
+}
+
+enum MHD_Result hutch_api_serve_snapshot(struct request *r, const char *upload, size_t *size)
+{
+	const char *text = r->body.data && r->body.len ? r->body.data : "{}";
+	size_t len = r->body.data && r->body.len ? r->body.len : 2;
+	_cleanup_cjson_ cJSON *body = NULL;
+	struct hutch_err err = { 0 };
+	const cJSON *name, *type;
+	cJSON *out = NULL;
+
+	(void)upload;
+	(void)size;
+	if (hutch_fields_check_text(text, len, &err) < 0)
+		return hutch_api_respond_error(r->conn, MHD_HTTP_BAD_REQUEST, "invalid_request",
+		                               "%s", err.msg);
+	body = cJSON_ParseWithLength(text, len);
+	if (!cJSON_IsObject(body))
+		return hutch_api_respond_error(r->conn, MHD_HTTP_BAD_REQUEST, "invalid_json",
+		                               "the body must be a JSON object: {\"name\": "
+		                               "\"NAME\"}");
+	if (hutch_fields_check(body, snapshot_fields, ELEMENTSOF(snapshot_fields),
+	                       HUTCH_FIELDS_LIST_KNOWN, &err) < 0)
+		return hutch_api_respond_error(r->conn, MHD_HTTP_BAD_REQUEST, "invalid_request",
+		                               "%s", err.msg);
+	name = cJSON_GetObjectItemCaseSensitive(body, "name");
+	type = cJSON_GetObjectItemCaseSensitive(body, "type");
+	if (cJSON_IsString(type) && !strcmp(type->valuestring, "full"))
+		return hutch_api_respond_error(r->conn, 501, "not_capable", "%s",
+		                               HUTCH_SNAPSHOT_FULL_REFUSAL);
+	if (cJSON_IsString(type) && strcmp(type->valuestring, "filesystem"))
+		return hutch_api_respond_error(r->conn, MHD_HTTP_BAD_REQUEST, "invalid_request",
+		                               "'type' must be \"filesystem\" or \"full\"");
+	if (hutch_sup_snapshot(r->s, cJSON_IsString(name) ? name->valuestring : NULL, &out, &err) <
+	    0) {
+		hutch_event(r->s, "snapshot refused: %s", err.msg);
+		return respond_err(r, &err);
+	}
+	return hutch_api_respond_json(r->conn, MHD_HTTP_CREATED, out);
+}

@@ -1,0 +1,268 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Filesystem snapshots, the supervisor's side (docs/snapshots.md).
+ *
+ * At setup init passes read-only fds of the directories the sandbox
+ * writes: the overlay's upper directory (on the writable layer's tmpfs,
+ * which left every mount tree when the root was built: the fd is the only
+ * way to it) and /workspace, /home/appuser, /tmp when they are tmpfs of
+ * their own. A snapshot then:
+ *
+ *   1. opens the store and takes its writers' lock (before the freeze: an
+ *      import holding it would otherwise keep the sandbox frozen);
+ *   2. freezes the sandbox's cgroup (idle sleep's freezer; a sandbox
+ *      asleep or paused is already frozen and stays so);
+ *   3. forks a writer that walks the fds into a tar stream (image/
+ *      tarwrite.c) on a pipe, while this process unpacks that stream into
+ *      the store as a new top layer over the sandbox's image (image/
+ *      commit.c: the importer's hostile-safe unpacker, in the store's user
+ *      namespace);
+ *   4. thaws, and answers how long the sandbox was frozen.
+ *
+ * The host reads the sandbox's files here, against DESIGN's rule that file
+ * operations run inside: inside, nothing can run while the cgroup is
+ * frozen, and a capture that let the sandbox run would not be a snapshot.
+ * So the walk is by fd only, on trees no process can change while it
+ * runs, never following a symlink nor crossing a mount, opening only
+ * directories and regular files; and what it writes is read back as
+ * hostile input. The supervisor serves nothing else meanwhile (the
+ * sandbox is frozen anyway).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cgroup.h"
+#include "cleanup.h"
+#include "events.h"
+#include "fdutil.h"
+#include "image.h"
+#include "rootfs.h"
+#include "snapshot.h"
+#include "supervisor.h"
+
+struct sup_snapshot {
+	int fds[HUTCH_ROOTFS_WRITE_FDS];
+	unsigned taken; /* snapshots made: the default names' counter */
+};
+
+int hutch_sup_snapshot_take_fds(struct sup *s, const uint32_t *which, size_t nwhich, int *fds,
+                                size_t nfds, struct hutch_err *err)
+{
+	struct sup_snapshot *sn = s->snap;
+
+	if (!sn && !(sn = s->snap = calloc(1, sizeof(*sn)))) {
+		hutch_close_many(fds, nfds);
+		return hutch_err_set(err, -ENOMEM, "the writable layer's fds");
+	}
+	if (nwhich != nfds) {
+		hutch_close_many(fds, nfds);
+		return hutch_err_set(err, -EPROTO, "init passed %zu fds for %zu directories", nfds,
+		                     nwhich);
+	}
+	for (size_t i = 0; i < HUTCH_ROOTFS_WRITE_FDS; i++)
+		sn->fds[i] = -EBADF;
+	for (size_t i = 0; i < nfds; i++) {
+		if (which[i] >= HUTCH_ROOTFS_WRITE_FDS || sn->fds[which[i]] >= 0) {
+			hutch_close_many(fds + i, nfds - i);
+			return hutch_err_set(err, -EPROTO, "init passed a bad writable directory");
+		}
+		sn->fds[which[i]] = fds[i];
+		fds[i] = -EBADF;
+	}
+	return 0;
+}
+
+void hutch_sup_snapshot_done(struct sup *s)
+{
+	if (!s->snap)
+		return;
+	hutch_close_many(s->snap->fds, HUTCH_ROOTFS_WRITE_FDS);
+	free(s->snap);
+	s->snap = NULL;
+}
+
+/* Why this sandbox cannot be snapshotted, or 0. */
+static int check(struct sup *s, struct hutch_err *err)
+{
+	if (!s->image)
+		return hutch_err_set_class(
+		        err, HUTCH_ERRC_USAGE, -EINVAL,
+		        "the host-derived root cannot be snapshotted: it is this machine's /usr "
+		        "with only /workspace, /home/appuser and /tmp writable, no image to "
+		        "stack a layer on; create the sandbox from an image (--image "
+		        "hutch-default) to snapshot it");
+	if (s->idmap.rootless)
+		return hutch_err_set_class(
+		        err, HUTCH_ERRC_NOT_CAPABLE, -EPERM,
+		        "filesystem snapshots need root for now: an ordinary "
+		        "user cannot read appuser's private files from the host");
+	if (!s->cg)
+		return hutch_err_set_class(err, HUTCH_ERRC_NOT_CAPABLE, -EOPNOTSUPP,
+		                           "a sandbox without a cgroup (--no-limits) cannot be "
+		                           "frozen for a snapshot");
+	if (!s->snap || s->snap->fds[HUTCH_ROOTFS_WRITE_UPPER] < 0)
+		return hutch_err_set(err, -EIO, "the sandbox's writable layer is not known");
+	return 0;
+}
+
+struct writer_result {
+	int r;
+	struct hutch_image_tar_stats st;
+	struct hutch_err err;
+};
+
+/* The writer child: the tar of the writable directories on out. */
+_Noreturn static void writer(struct sup *s, int *data, int res)
+{
+	int out = data[1];
+
+	struct hutch_image_tar_src srcs[HUTCH_ROOTFS_WRITE_FDS];
+	struct writer_result w = { 0 };
+	size_t n = 0;
+
+	(void)prctl(PR_SET_PDEATHSIG, SIGKILL);
+	closep(&data[0]); /* the unpacker's end: gone when it stops reading */
+	for (size_t i = 0; i < HUTCH_ROOTFS_WRITE_FDS; i++)
+		if (s->snap->fds[i] >= 0)
+			srcs[n++] = (struct hutch_image_tar_src){
+				.dirfd = s->snap->fds[i], .prefix = hutch_rootfs_write_paths[i]
+			};
+	w.r = hutch_image_tar_dirs(out, srcs, n, s->uid_base, &w.st, &w.err);
+	(void)close(out);
+	(void)hutch_write_all(res, &w, sizeof(w));
+	_exit(0);
+}
+
+/* Capture into the (locked) store: writer and unpacker joined by a pipe. */
+static int capture(struct sup *s, struct hutch_image_store *store, const char *name,
+                   const cJSON *meta, struct hutch_image_commit_result *ret,
+                   struct hutch_image_tar_stats *ret_st, struct hutch_err *err)
+{
+	int data[2] = { -EBADF, -EBADF }, res[2] = { -EBADF, -EBADF };
+	struct writer_result w = { .r = -EIO };
+	pid_t pid;
+	int r;
+
+	if (pipe2(data, O_CLOEXEC) < 0 || pipe2(res, O_CLOEXEC) < 0) {
+		r = hutch_err_set_errno(err, -errno, "snapshot: pipe");
+		goto out;
+	}
+	pid = fork();
+	if (pid < 0) {
+		r = hutch_err_set_errno(err, -errno, "snapshot: fork");
+		goto out;
+	}
+	if (pid == 0)
+		writer(s, data, res[1]);
+	closep(&data[1]);
+	closep(&res[1]);
+	r = hutch_image_commit(store, s->image, s->cfg->image, name, data[0], meta, ret, err);
+	closep(&data[0]); /* a writer still writing (the commit failed) ends on EPIPE */
+	if (hutch_read_all(res[0], &w, sizeof(w)) != (ssize_t)sizeof(w))
+		w.r = hutch_err_set(&w.err, -EIO, "snapshot: the writer died");
+	while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+		;
+	/* The writer's failure explains the unpacker's (a cut stream). */
+	if (w.r < 0) {
+		w.err.msg[sizeof(w.err.msg) - 1] = '\0';
+		*err = w.err;
+		r = err->code = w.r;
+	}
+	if (r >= 0)
+		*ret_st = w.st;
+out:
+	hutch_close_many(data, 2);
+	hutch_close_many(res, 2);
+	return r;
+}
+
+static cJSON *answer(struct sup *s, const char *name, const struct hutch_image_commit_result *c,
+                     const struct hutch_image_tar_stats *st, double frozen_ms, double total_ms)
+{
+	cJSON *o = cJSON_CreateObject();
+
+	if (!o)
+		return NULL;
+	(void)cJSON_AddStringToObject(o, "name", name);
+	(void)cJSON_AddStringToObject(o, "type", "filesystem");
+	(void)cJSON_AddStringToObject(o, "source", s->id);
+	(void)cJSON_AddStringToObject(o, "base", s->cfg->image);
+	(void)cJSON_AddStringToObject(o, "layer", c->diff_id);
+	(void)cJSON_AddNumberToObject(o, "layers", (double)c->layers);
+	(void)cJSON_AddNumberToObject(o, "bytes", (double)st->bytes);
+	(void)cJSON_AddNumberToObject(o, "entries", (double)st->entries);
+	(void)cJSON_AddNumberToObject(o, "frozen_ms", frozen_ms);
+	(void)cJSON_AddNumberToObject(o, "duration_ms", total_ms);
+	return o;
+}
+
+static int open_store(struct sup *s, const char *name, struct hutch_image_store **ret,
+                      struct hutch_err *err)
+{
+	char buf[HUTCH_IMAGE_STORE_MAX + 1];
+	const char *path = s->cfg->image_store[0] ? s->cfg->image_store
+	                                          : hutch_image_store_path(buf, sizeof(buf));
+	int r;
+
+	if (!path)
+		return hutch_err_set(err, -EINVAL, "no image store");
+	if ((r = hutch_image_store_open(path, ret, err)) < 0 ||
+	    (r = hutch_image_store_lock(*ret, err)) < 0 ||
+	    (r = hutch_image_name_free(*ret, name, err)) < 0)
+		return r;
+	return 0;
+}
+
+int hutch_sup_snapshot(struct sup *s, const char *name, cJSON **ret, struct hutch_err *err)
+{
+	_cleanup_(hutch_image_store_freep) struct hutch_image_store *store = NULL;
+	struct hutch_image_commit_result res = { 0 };
+	struct hutch_image_tar_stats st = { 0 };
+	_cleanup_cjson_ cJSON *meta = cJSON_CreateObject();
+	bool frozen = s->idle.sleeping || s->idle.paused;
+	struct hutch_err thaw_err = { 0 };
+	char auto_name[64];
+	double t0, t1, t2;
+	int r;
+
+	if ((r = check(s, err)) < 0)
+		return r;
+	if (!name || !*name) {
+		snprintf(auto_name, sizeof(auto_name), "snap-%.12s-%u", s->id, ++s->snap->taken);
+		name = auto_name;
+	}
+	if (!hutch_image_name_is_valid(name))
+		return hutch_err_set_class(err, HUTCH_ERRC_USAGE, -EINVAL,
+		                           "invalid snapshot name '%.64s': letters, digits and "
+		                           "._:/@+- (not first), no '..', at most %d bytes",
+		                           name, HUTCH_IMAGE_NAME_MAX);
+	if (!meta || !cJSON_AddStringToObject(meta, "source", s->id) ||
+	    !cJSON_AddStringToObject(meta, "type", "filesystem") ||
+	    !cJSON_AddNumberToObject(meta, "created", (double)time(NULL)))
+		return hutch_err_set(err, -ENOMEM, "snapshot");
+	t0 = hutch_now_mono_sec();
+	if ((r = open_store(s, name, &store, err)) < 0)
+		return r;
+	t1 = hutch_now_mono_sec();
+	if (!frozen && (r = hutch_cgroup_freeze(s->cg, true, err)) < 0)
+		return hutch_err_prefix(err, "freeze the sandbox for the snapshot");
+	r = capture(s, store, name, meta, &res, &st, err);
+	if (!frozen && hutch_cgroup_freeze(s->cg, false, &thaw_err) < 0)
+		hutch_event(s, "snapshot: thaw failed: %s", thaw_err.msg);
+	t2 = hutch_now_mono_sec();
+	if (r < 0)
+		return r;
+	hutch_event(s, "snapshot %s: %llu bytes in %llu entries, frozen %.1f ms", name,
+	            (unsigned long long)st.bytes, (unsigned long long)st.entries,
+	            frozen ? 0.0 : (t2 - t1) * 1e3);
+	*ret = answer(s, name, &res, &st, frozen ? 0.0 : (t2 - t1) * 1e3, (t2 - t0) * 1e3);
+	return *ret ? 0 : hutch_err_set(err, -ENOMEM, "snapshot");
+}

@@ -1,0 +1,34 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Filesystem snapshots on the supervisor's side (docs/snapshots.md): the
+ * writable directories init passes at setup, and the capture: the sandbox
+ * frozen, its writes read into a new image of the store, thawed.
+ */
+#ifndef HUTCH_SUP_SNAPSHOT_H
+#define HUTCH_SUP_SNAPSHOT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cjson/cJSON.h>
+
+#include "error.h"
+
+struct sup;
+
+/* HUTCH_MSG_WRITE_FDS at setup: which[i] says what fds[i] is; takes the
+ * fds (closes them on failure). */
+int hutch_sup_snapshot_take_fds(struct sup *s, const uint32_t *which, size_t nwhich, int *fds,
+                                size_t nfds, struct hutch_err *err);
+/* At the end: the fds closed. */
+void hutch_sup_snapshot_done(struct sup *s);
+/*
+ * Snapshot the sandbox's filesystem as image name of its store (name NULL
+ * or "": snap-<id>-<n>). On success *ret is {name, base, layer, layers,
+ * bytes, files, frozen_ms, duration_ms}. Refused with the reason: the
+ * host-derived root (no image to stack on), an ordinary user's sandbox,
+ * one without a cgroup to freeze, a name taken or invalid.
+ */
+int hutch_sup_snapshot(struct sup *s, const char *name, cJSON **ret, struct hutch_err *err);
+
+#endif

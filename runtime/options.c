@@ -538,7 +538,7 @@ static const struct hutch_option options[] = {
 	        .type = &hutch_opt_snapshot,
 	        AT(image),
 	        .def_str = "",
-	        .flags = HUTCH_OPT_POOL_KEY,
+	        .flags = HUTCH_OPT_HIDDEN, /* shown, and keyed, as image */
 	},
 	{
 	        .name = "max_output_bytes",

@@ -201,7 +201,8 @@ static bool queue_iov(struct hutch_exec *x, const uint8_t *hdr, size_t hlen, con
 	} else {
 		sent -= hlen;
 	}
-	memcpy(x->obuf + x->olen, data + sent, n - sent);
+	if (n > sent) /* memcpy from NULL is undefined even for 0 bytes (UBSan) */
+		memcpy(x->obuf + x->olen, data + sent, n - sent);
 	x->olen += n - sent;
 	return true;
 }

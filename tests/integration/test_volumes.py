@@ -213,3 +213,23 @@ def test_every_root(hutch, root, hostdir):
     assert sb.run("touch /workspace/ro/x")["exit_code"] != 0
     sb.rm()
     assert os.stat(hostdir / f"from-{root.name}").st_uid == OWNER
+
+
+def test_named_volume_freed_when_the_supervisor_is_killed(hutch):
+    """kill -9 of the supervisor: the use (a flock) ends with it, the
+    volume and its files stay, rm works once the sandbox is gone."""
+    import signal
+    from conftest import wait_until
+    sb = hutch.create("-v", "kept:/w:rw")
+    sb.sh("echo x > /w/f")
+    pid = json.loads(hutch("inspect", sb.id).stdout)["supervisor_pid"]
+    os.kill(pid, signal.SIGKILL)
+
+    def info():
+        return json.loads(hutch("volume", "inspect", "kept").stdout)[0]
+    # its fds close as it dies (a zombie's too): bounded wait, no sleep
+    assert wait_until(lambda: info()["in_use"] is False, 10), info()
+    info = info()
+    assert open(os.path.join(info["path"], "f")).read() == "x\n"
+    hutch("rm", sb.id)
+    assert hutch("volume", "rm", "kept").returncode == 0

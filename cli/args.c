@@ -15,6 +15,7 @@
 #include "args.h"
 #include "cleanup.h"
 #include "cli.h"
+#include "client.h"
 #include "fdutil.h"
 #include "options.h"
 #include "util.h"
@@ -423,8 +424,13 @@ int hutch_cli_run(const struct hutch_cli_verb *verb, const struct hutch_cli_verb
                   int argc, char **argv)
 {
 	struct hutch_cli_args a;
+	struct hutch_err err = { 0 };
 	int r = hutch_cli_parse(verb, all, argc, argv, &a);
 
+	/* A bad HUTCH_API_TIMEOUT is the caller's setting: 64 before any
+	 * request, not a failed request (70) halfway. */
+	if (r == 0 && hutch_client_timeout_ms(&err) < -1)
+		r = hutch_cli_fail(HUTCH_EXIT_USAGE, "%s", err.msg);
 	if (r == 0)
 		r = verb->run(&a);
 	else if (r == HUTCH_CLI_HELP_SHOWN)

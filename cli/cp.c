@@ -246,6 +246,17 @@ static int send_body(int sock, int in, int64_t length)
 	}
 }
 
+/* The sandbox did not answer: 66 naming why when its supervisor is gone
+ * (deleted, expired, killed: its socket refused, reset or removed), else
+ * 70 (hutch_cli_lost()). */
+static int lost(const struct hutch_paths *p, const char *what, int r)
+{
+	char msg[256];
+
+	snprintf(msg, sizeof(msg), "%s sandbox %s: %s", what, p->id, strerror(-r));
+	return hutch_cli_lost(p->sock, r == -ENOENT ? -ECONNREFUSED : r, msg);
+}
+
 static int put_stream(const struct hutch_paths *p, const char *remote, int in, int64_t length,
                       bool tar, const char *mode, bool *is_dir)
 {
@@ -254,18 +265,15 @@ static int put_stream(const struct hutch_paths *p, const char *remote, int in, i
 	int r;
 
 	if (sock < 0)
-		return hutch_cli_fail(HUTCH_EXIT_FAILURE, "cannot connect to sandbox %s: %s", p->id,
-		                      strerror(-sock));
+		return lost(p, "cannot connect to", sock);
 	r = send_head(sock, "PUT", remote, tar, mode, length, false);
 	if (r >= 0)
 		r = send_body(sock, in, length);
 	if (r < 0 && r != -EPIPE && r != -ECONNRESET)
-		return hutch_cli_fail(HUTCH_EXIT_FAILURE, "send to sandbox %s: %s", p->id,
-		                      strerror(-r));
+		return lost(p, "send to", r);
 	r = read_head(sock, &h);
 	if (r < 0)
-		return hutch_cli_fail(HUTCH_EXIT_FAILURE, "no answer from sandbox %s: %s", p->id,
-		                      strerror(-r));
+		return lost(p, "no answer from", r);
 	if (h.status == 200)
 		return 0;
 	if (is_dir && h.status == 400 && error_code_is(sock, &h, "is_a_directory")) {
@@ -397,14 +405,12 @@ static int get_stream(const struct hutch_paths *p, const char *remote, bool tar,
 	int r;
 
 	if (sock < 0)
-		return hutch_cli_fail(HUTCH_EXIT_FAILURE, "cannot connect to sandbox %s: %s", p->id,
-		                      strerror(-sock));
+		return lost(p, "cannot connect to", sock);
 	r = send_head(sock, "GET", remote, tar, NULL, -1, true);
 	if (r >= 0)
 		r = read_head(sock, &h);
 	if (r < 0)
-		return hutch_cli_fail(HUTCH_EXIT_FAILURE, "no answer from sandbox %s: %s", p->id,
-		                      strerror(-r));
+		return lost(p, "no answer from", r);
 	if (h.status != 200) {
 		if (!tar && h.status == 400 && error_code_is(sock, &h, "is_a_directory"))
 			return -EISDIR;

@@ -214,8 +214,31 @@ def test_api_timeout_must_be_whole_seconds(hutch):
     sb = hutch.create()
     for bad in ("-1", "1.5", "abc", "86401"):
         r = hutch("inspect", sb.id, env={"HUTCH_API_TIMEOUT": bad})
-        assert r.returncode != 0, bad
+        assert r.returncode == 64, (bad, r)  # the caller's setting: usage
         assert f"invalid HUTCH_API_TIMEOUT '{bad}'" in r.stderr.decode(), r.stderr
     r = hutch("inspect", sb.id, env={"HUTCH_API_TIMEOUT": "0"})
     assert r.returncode == 0, r.stderr
     assert sb.rm().returncode == 0
+
+
+def test_cp_when_the_supervisor_dies_says_gone(hutch):
+    """cp whose sandbox's supervisor is killed while the copy is under way
+    (connecting, sending, or waiting for the answer, whichever it reached):
+    exit 66 saying the sandbox is gone, not 70 (issue 32 #9)."""
+    sb = hutch.create("--instance-type", "nano")
+    sup = json.loads(hutch("inspect", sb.id).stdout)["supervisor_pid"]
+    p = hutch.popen("cp", "-", sb.id + ":/workspace/f", stdin=subprocess.PIPE)
+    try:
+        p.stdin.write(b"x" * 65536)
+        p.stdin.flush()
+        os.kill(sup, signal.SIGKILL)  # the body never ends before this
+        p.stdin.close()
+        p.wait(timeout=60)
+        err = p.stderr.read()
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    assert p.returncode == 66, err
+    assert f"sandbox {sb.id}".encode() in err and b"gone" in err, err
+    assert hutch("gc").returncode == 0

@@ -821,6 +821,40 @@ def test_pytest_fixture(tmp_path, runtime_dir):
     assert "3 passed" in r.stdout
 
 
+def test_pytest_fixture_keeps_a_failed_tests_sandbox(tmp_path, runtime_dir):
+    """--hutch-keep-failed (HUTCH_KEEP_FAILED=1): the sandbox of a failed
+    test stays, its id said with how to get in; a passed test's does not."""
+    (tmp_path / "test_inner.py").write_text(textwrap.dedent('''
+        def test_passes(sandbox):
+            print("PASSED-ID", sandbox.id)
+
+        def test_fails(sandbox):
+            print("FAILED-ID", sandbox.id)
+            assert sandbox.execute("false").exit_code == 0
+    '''))
+    env = {**os.environ, "PYTHONPATH": PKG_ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""),
+           "HUTCH_RUNTIME_DIR": runtime_dir}
+    argv = [sys.executable, "-m", "pytest", "-q", "-s", "-p", "no:cacheprovider",
+            "-p", "hutch.pytest_plugin", str(tmp_path / "test_inner.py")]
+    for how, extra in (("option", ["--hutch-keep-failed"]), ("env", []), ("neither", [])):
+        e = dict(env, HUTCH_KEEP_FAILED="1" if how == "env" else "0")
+        r = subprocess.run(argv + extra, capture_output=True, text=True, env=e, cwd=str(tmp_path),
+                           timeout=120)
+        assert "1 failed, 1 passed" in r.stdout, r.stdout + r.stderr
+        passed = r.stdout.split("PASSED-ID ")[1].split()[0]
+        failed = r.stdout.split("FAILED-ID ")[1].split()[0]
+        assert not os.path.exists(os.path.join(runtime_dir, passed))
+        if how == "neither":
+            assert not os.path.exists(os.path.join(runtime_dir, failed))
+            assert "kept sandbox" not in r.stderr
+            continue
+        assert os.path.exists(os.path.join(runtime_dir, failed)), how
+        assert f"kept sandbox {failed} of a failed test" in r.stderr, r.stderr
+        assert f"hutch exec -it {failed}" in r.stderr and f"hutch rm {failed}" in r.stderr
+        rm = subprocess.run([HUTCH, "rm", failed], capture_output=True, env=e)
+        assert rm.returncode == 0, rm.stderr
+
+
 def test_example_agent_loop(tmp_path):
     r = subprocess.run([sys.executable, os.path.join(REPO, "examples", "agent_loop.py")],
                        capture_output=True, text=True, cwd=str(tmp_path), timeout=60)

@@ -47,8 +47,9 @@ def test_offline_install_into_a_venv_runs_a_sandbox(tmp_path):
     # The installed copy finds no build/ beside it: name the binary.
     env["HUTCH_BIN"] = os.environ.get("HUTCH_BIN") or os.path.join(
         os.path.dirname(os.path.dirname(PKG)), "build", "hutch")
-    # Built from a copy: setuptools writes build/ and *.egg-info beside
-    # the sources, which must stay out of the tree.
+    # Built from a copy, which must stay as it was: setuptools' build/ and
+    # *.egg-info go to a temporary directory (setup.py), not beside the
+    # sources, where a later build would reuse them.
     src = tmp_path / "src"
     shutil.copytree(PKG, src, ignore=shutil.ignore_patterns("build", "*.egg-info",
                                                             "__pycache__", "tests"))
@@ -56,6 +57,7 @@ def test_offline_install_into_a_venv_runs_a_sandbox(tmp_path):
                         "--disable-pip-version-check", str(src)],
                        capture_output=True, text=True, env=env, timeout=300, cwd=str(tmp_path))
     assert r.returncode == 0, r.stdout + r.stderr
+    assert sorted(os.listdir(src)) == ["README.md", "hutch", "pyproject.toml", "setup.py"]
     try:
         r = subprocess.run([py, "-c", PROGRAM], capture_output=True, text=True, env=env,
                            timeout=120, cwd=str(tmp_path))

@@ -37,6 +37,11 @@ def test_every_sandbox_json_has_the_one_schema(hutch):
         assert created[key] == listed[0][key] == inspected[key], key
     for s in json.loads(hutch("stats", "--json", "--no-stream", sid).stdout):
         check(s)
+    # stats --format json: the same objects, one line each
+    for line in hutch("stats", "--format", "json", "--no-stream", sid).stdout.splitlines():
+        check(json.loads(line))
+    for line in hutch("ls", "--format", "json").stdout.splitlines():
+        check(json.loads(line), "cli")
     r = json.loads(hutch("exec", "--json", sid, "--", "true").stdout)
     check(r["sandbox"])
     assert r["sandbox"]["id"] == r["sandbox_id"] == sid          # sandbox_id: the older alias

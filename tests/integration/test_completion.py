@@ -86,6 +86,35 @@ def test_bash_completes_verbs_options_values_and_ids(hutch):
         sb.rm()
 
 
+# As bash calls it: COMP_LINE whole, COMP_WORDS split at = and : too.
+BASH_LINES = r'''
+source <(hutch completion bash) || exit 9
+rt() { COMP_LINE=$1; COMP_POINT=${#COMP_LINE}; shift; COMP_WORDS=("$@"); COMP_CWORD=$(( ${#COMP_WORDS[@]} - 1 )); _hutch; echo "${COMPREPLY[*]}"; }
+rt "hutch ls -f status=r" hutch ls -f status = r
+rt "hutch ls -f status=" hutch ls -f status =
+rt "hutch ls -f instance-type=n" hutch ls -f instance-type = n
+rt "hutch exec --cwd=/x " hutch exec --cwd = /x ""
+rt "hutch cp $ID:" hutch cp "$ID" :
+'''
+
+
+def test_bash_completes_across_its_word_breaks(hutch):
+    """bash splits status=r into three words and replaces only the last:
+    the script takes the words from the line and trims its replies."""
+    sb = hutch.create("--instance-type", "nano")
+    try:
+        out = shell(hutch, ["bash"], sb.id, BASH_LINES).split("\n")
+        assert out[:5] == [
+            "running",               # what replaces "r"
+            "=creating =running =sleeping =pooled =closing =dead",  # what replaces "="
+            "nano",
+            sb.id,                   # --cwd=/x holds its value: the id is next
+            ":",                     # cp ID: completes to itself (bash keeps ID)
+        ], out
+    finally:
+        sb.rm()
+
+
 @pytest.mark.skipif(not shutil.which("fish"), reason="fish not installed (scripts/install-deps --test)")
 def test_fish_completes_verbs_values_and_ids(hutch):
     sb = hutch.create("--instance-type", "nano")

@@ -21,6 +21,7 @@ from ._exec import AsyncPty, AsyncPtyHandle, Pty, PtyHandle, PtySize
 from ._binary import find_hutch
 from . import _dirs, _pool
 from .network import Network
+from .snapshots import Snapshot, SnapshotType, check_name
 from .volumes import volume_specs
 from .bindings import check_bindings
 
@@ -357,7 +358,7 @@ class LocalSandbox:
                  executor_max_output_bytes=None, no_limits=False, max_output_bytes=None,
                  journal_max_bytes=None,
                  on_create=None, on_destroy=None, description=None, access=None,
-                 secrets=None, volumes=None):
+                 secrets=None, volumes=None, snapshot=None):
         if not isinstance(instance_type, str) or instance_type not in INSTANCE_TYPES:
             raise errors.ConfigError(f"unknown instance_type {instance_type!r}: valid types are "
                                      f"{', '.join(INSTANCE_TYPES)}")
@@ -405,6 +406,12 @@ class LocalSandbox:
                                      "an OCI layout or a docker-save archive ('/abs', './rel', "
                                      "'oci:PATH', 'docker-archive:PATH')")
         self.image = image
+        if snapshot is not None:
+            snapshot = check_name(getattr(snapshot, "name", snapshot))
+            if image is not None:
+                raise errors.ConfigError("give image or snapshot, not both: a snapshot is the "
+                                         "image a sandbox starts from")
+        self.snapshot = snapshot
         if setup_script is not None:
             if not isinstance(setup_script, str):
                 raise errors.ConfigError("invalid setup_script: the text of a shell script (str) or None")
@@ -487,6 +494,8 @@ class LocalSandbox:
             args += ["--executor-max-output", str(self.executor_max_output_bytes)]
         if self.image is not None:
             args += ["--image", self.image]
+        if self.snapshot is not None:
+            args += ["--snapshot", self.snapshot]
         if self.no_limits:
             args.append("--no-limits")
         for flag, value in (("--max-output", self.max_output_bytes),
@@ -1057,6 +1066,33 @@ class SandboxSession:
         self.expires_at = d.get("expires_at")
         return self.expires_at
 
+    def snapshot(self, name=None, *, type=SnapshotType.FILESYSTEM):
+        """Snapshot this sandbox's filesystem as image ``name`` of its store
+        (None: ``snap-<id>-<n>``), the sandbox frozen meanwhile; returns a
+        :class:`Snapshot` (``spawn()`` starts sandboxes from it).
+        ``type=SnapshotType.FULL`` (processes and memory) is refused by
+        hutch for now (NotCapableHostError, with the reason)."""
+        body = {"type": type}
+        if name is not None:
+            body["name"] = check_name(name)
+        try:
+            return Snapshot(self._client.call("POST", "/snapshot", body))
+        except errors.APIError as e:
+            if getattr(e, "status", None) == 501:
+                raise errors.NotCapableHostError(str(e)) from None
+            raise
+
+    def fork(self, n=None, **options):
+        """New sandboxes from this one's filesystem (a snapshot, then
+        spawns): one :class:`SandboxSession`, or a list of ``n``. Each has
+        its own id, limits, network and TTL (``options``: LocalSandbox's).
+        The snapshot stays in the store (``Snapshot.get(s.config['image'])``)
+        until deleted."""
+        snap = self.snapshot()
+        if n is None:
+            return snap.spawn(**options)
+        return [snap.spawn(**options) for _ in range(n)]
+
     def status(self):
         """The sandbox's ``/status`` (a dict: state, expires_at, config...)."""
         return self._client.call("GET", "/status")
@@ -1242,6 +1278,7 @@ class AsyncSandboxSession:
     close_stdin = _async_method("close_stdin")
     status = _async_method("status")
     set_timeout = _async_method("set_timeout")
+    snapshot = _async_method("snapshot")
     journal = _async_method("journal")
     wait_process = _async_method("wait_process")
     upload_dir = _async_method("upload_dir")

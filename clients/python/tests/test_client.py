@@ -1096,3 +1096,46 @@ def test_volumes_host_directory_and_named(tmp_path):
             hutch.Volume.delete("pyvol")
     hutch.Volume.delete("pyvol")
     assert all(v["name"] != "pyvol" for v in hutch.Volume.list())
+
+
+def test_snapshot_spawn_fork(monkeypatch, tmp_path):
+    """session.snapshot() -> Snapshot.spawn(), LocalSandbox(snapshot=...),
+    fork(n): the files come along, each new sandbox its own; FULL refused."""
+    sys.path.insert(0, os.path.join(REPO, "tests", "integration"))
+    import ociimage
+    import rootimage
+    store = tmp_path / "store"
+    rootimage.build(str(tmp_path / "root.tar"))
+    with open(tmp_path / "root.tar", "rb") as fh:
+        lay = ociimage.layout(str(tmp_path / "lay"), [fh.read()], env=["PATH=/usr/bin:/bin"])
+    subprocess.run([HUTCH, "image", "import", lay, "snap-img"], check=True, capture_output=True,
+                   env={**os.environ, "HUTCH_IMAGE_STORE": str(store)})
+    monkeypatch.setenv("HUTCH_IMAGE_STORE", str(store))
+    with pytest.raises(ConfigError, match="invalid snapshot"):
+        LocalSandbox(snapshot="../x")
+    with pytest.raises(ConfigError, match="not both"):
+        LocalSandbox(snapshot="a", image="b")
+    with LocalSandbox(image="snap-img") as s:
+        s.execute("echo kept > /workspace/f")
+        snap = s.snapshot("py-snap")
+        assert snap.name == "py-snap" and snap.base == "snap-img" and snap.source == s.id
+        assert snap.frozen_ms >= 0
+        with pytest.raises(hutch.NotCapableHostError, match="CRIU"):
+            s.snapshot("full", type=hutch.SnapshotType.FULL)
+        with snap.spawn() as c:
+            assert c.execute("cat /workspace/f").stdout == "kept\n"
+        kids = s.fork(2)
+        try:
+            assert len({k.id for k in kids}) == 2
+            kids[0].execute("echo one > /workspace/f")
+            assert kids[1].execute("cat /workspace/f").stdout == "kept\n"
+        finally:
+            for k in kids:
+                k.close()
+    with LocalSandbox(snapshot="py-snap") as c:
+        assert c.execute("cat /workspace/f").stdout == "kept\n"
+    assert "py-snap" in [x.name for x in hutch.Snapshot.list()]
+    assert hutch.Snapshot.get("py-snap").base == "snap-img"
+    for x in hutch.Snapshot.list():
+        x.delete()
+    assert hutch.Snapshot.list() == []

@@ -41,11 +41,6 @@ static bool is_new_fs(const struct hutch_container_mount *m)
 	return m->tmpfs || m->mqueue || m->sysfs || m->cgroup2;
 }
 
-const char *hutch_container_cgroup_path(const struct sup *s)
-{
-	return s->container && s->container->cgroup_path[0] ? s->container->cgroup_path : NULL;
-}
-
 int hutch_container_take_stdio(struct sup *s)
 {
 	struct hutch_container *ct = s->container;

@@ -179,10 +179,21 @@ struct hutch_container {
 	bool handed_off; /* this is the child finishing the teardown (on_proc_done()) */
 };
 
-/* s's linux.cgroupsPath for hutch_cgroup_new_at(), or NULL (not a
- * container, or none given). */
-const char *hutch_container_cgroup_path(const struct sup *s);
-/* The supervisor's steps, in order (each fills err and returns -errno). */
+/* The supervisor's steps, in order (each fills err and returns -errno):
+ * the ops of the container's row of the kinds table (kind.h), which a
+ * pod member's row (pod.c) shares. */
+#define HUTCH_CONTAINER_KIND_OPS                                                              \
+	.sizes_inside = false, .api_after_ready = true, .cgroup = hutch_container_cgroup,     \
+	.keep_stdio = hutch_container_take_stdio, .prepare = hutch_container_prepare,         \
+	.stash_fd = hutch_container_stash, .child_fds = hutch_container_child_fds,            \
+	.init_params = hutch_container_init_params, .before_go = hutch_container_before_go,   \
+	.take_console = hutch_container_take_console, .api_start = hutch_container_api_start, \
+	.ready = hutch_container_ready, .leave = hutch_container_exit
+struct hutch_init_params;
+/* linux.cgroupsPath for hutch_cgroup_new_at() (NULL: none given) and the
+ * bundle's resources (container-kind.c). */
+void hutch_container_cgroup(const struct sup *s, const char **ret_path,
+                            const struct hutch_resources **ret_res);
 /* In the new supervisor, before its stdio goes to /dev/null: keep them. */
 int hutch_container_take_stdio(struct sup *s);
 /* Before clone(): lim lowered to the bundle's limits; the rootfs and
@@ -198,9 +209,18 @@ int hutch_container_stash_fd(const struct hutch_container *ct);
 /* The rootfs and mount fds moved to first, first+1, ...; returns the
  * next free fd number. first < 0: out of the way, to the stash. */
 int hutch_container_child_fds(struct sup *s, int first);
+/* The same for the kinds table (kind.h). */
+int hutch_container_stash(const struct sup *s);
+/* Child side: init's parameters for the container's root and process. */
+void hutch_container_init_params(struct sup *s, struct hutch_init_params *p);
+/* Setup: the terminal's master init sent (false: none expected). */
+bool hutch_container_take_console(struct sup *s, int fd);
 /* The sandbox is ready: its create hooks, status "created", wait for the
  * start FIFO. */
 int hutch_container_ready(struct sup *s, struct hutch_err *err);
+/* The API's socket: only listening until ready, unless an executor port
+ * is served from the start. */
+int hutch_container_api_start(struct sup *s, struct hutch_err *err);
 /* The loop is over: exit with the main process's status (never returns). */
 __attribute__((noreturn)) void hutch_container_exit(struct sup *s);
 /* A terminal's master to a console socket (a unix socket path) as runc

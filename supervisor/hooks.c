@@ -23,6 +23,7 @@
 #include "fdutil.h"
 #include "hooks.h"
 #include "idle.h"
+#include "kind.h"
 #include "status.h"
 #include "supervisor.h"
 
@@ -139,8 +140,8 @@ static void ready(struct sup *s)
 	r = hutch_sup_write_state(s, s->cfg->pool_key[0] ? "pooled" : "running");
 	if (r >= 0)
 		r = hutch_idle_start(s);
-	if (r >= 0 && s->before_ready)
-		r = s->before_ready(s, &s->hooks.fail_err);
+	if (r >= 0 && s->kind->ready)
+		r = s->kind->ready(s, &s->hooks.fail_err);
 	if (r < 0) {
 		/* Reported once torn down, like a failed step. */
 		if (!s->hooks.fail_err.code)

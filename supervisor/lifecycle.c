@@ -15,6 +15,7 @@
 #include "hooks.h"
 #include "idle.h"
 #include "journal.h"
+#include "kind.h"
 #include "lifecycle.h"
 #include "log.h"
 #include "netpolicy.h"
@@ -171,7 +172,9 @@ void hutch_sup_teardown_finish(struct sup *s)
 	hutch_err_clear(&err);
 	if (s->cg && hutch_cgroup_destroy(s->cg, &err) < 0)
 		hutch_log(HUTCH_LOG_WARN, "%s", err.msg);
-	hutch_sup_image_done(s);   /* after the mounts went: prune may take the layers */
+	if (s->kind->done)
+		s->kind->done(s); /* after the mounts went: an image's prune may take the layers */
+	hutch_sup_env_done(s);
 	hutch_sup_volumes_done(s); /* and volume rm the volumes */
 	hutch_event(s, "torn down: %s", s->end.reason ? s->end.reason : "creation failed");
 	hutch_events_keep(s);

@@ -31,6 +31,7 @@
 #include "cleanup.h"
 #include "container.h"
 #include "fdutil.h"
+#include "kind.h"
 #include "ns.h"
 #include "pod.h"
 #include "state.h"
@@ -57,24 +58,35 @@ struct pod {
 	char network[4096];
 };
 
-bool hutch_pod_joins(const struct sup *s)
+/* A pod member: a container whose spec names namespaces to join (a
+ * pod's, or a CNI network namespace; a cgroup namespace's path is only
+ * checked). Its init is then cloned by pod_clone(). */
+static bool is_pod(const struct hutch_config *cfg, const struct hutch_container *ct)
 {
-	return s->container && s->container->join.active;
+	(void)cfg;
+	for (int k = 0; ct && k < HUTCH_POD_NS_N; k++)
+		if (ct->join.path[k])
+			return true;
+	return false;
 }
 
-bool hutch_pod_clones(const struct sup *s)
+/* After hutch_pod_join_prepare(): the user, ipc and uts namespaces are
+ * joined when a pod's are (active), the network namespace also when it
+ * is the CNI's. */
+static bool joins(const struct sup *s, int nstype)
 {
-	return s->container && (s->container->join.active || s->container->join.cni);
-}
+	const struct hutch_pod_join *j = &s->container->join;
 
-bool hutch_pod_joins_net(const struct sup *s)
-{
-	return hutch_pod_clones(s) && s->container->join.joined[HUTCH_POD_NS_NET];
-}
-
-bool hutch_pod_joins_uts(const struct sup *s)
-{
-	return hutch_pod_joins(s) && s->container->join.joined[HUTCH_POD_NS_UTS];
+	switch (nstype) {
+	case CLONE_NEWUSER:
+		return j->active;
+	case CLONE_NEWNET:
+		return (j->active || j->cni) && j->joined[HUTCH_POD_NS_NET];
+	case CLONE_NEWUTS:
+		return j->active && j->joined[HUTCH_POD_NS_UTS];
+	default:
+		return false;
+	}
 }
 
 static bool same_file(const struct stat *a, const struct stat *b)
@@ -510,10 +522,9 @@ int hutch_pod_join_prepare(struct sup *s, struct hutch_err *err)
 	return take_network(s, &pod, err);
 }
 
-void hutch_pod_join_done(struct sup *s)
+/* The supervisor's end: close what hutch_pod_join_prepare() opened. */
+static void join_done(struct sup *s)
 {
-	if (!hutch_pod_clones(s))
-		return;
 	hutch_close_many(s->container->join.fd, HUTCH_POD_NS_N);
 }
 
@@ -540,7 +551,7 @@ static long helper_clone(const struct hutch_pod_join *j, uint64_t flags)
 	return sys_clone3(&args, sizeof(args));
 }
 
-pid_t hutch_pod_clone(struct sup *s, uint64_t flags, int *ret_pidfd, struct hutch_err *err)
+static pid_t pod_clone(struct sup *s, uint64_t flags, int *ret_pidfd, struct hutch_err *err)
 {
 	int p[2], status, answer[2] = { 0, 0 }, pidfd;
 	pid_t helper;
@@ -586,3 +597,13 @@ pid_t hutch_pod_clone(struct sup *s, uint64_t flags, int *ret_pidfd, struct hutc
 	*ret_pidfd = pidfd;
 	return answer[0];
 }
+
+const struct hutch_kind hutch_kind_pod = {
+	.name = "pod",
+	.is = is_pod,
+	HUTCH_CONTAINER_KIND_OPS,
+	.join = hutch_pod_join_prepare,
+	.joins = joins,
+	.clone = pod_clone,
+	.spawned = join_done,
+};

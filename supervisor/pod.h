@@ -22,29 +22,17 @@
 
 struct sup;
 
-/* Whether s is a container that joins a pod's namespaces. */
-bool hutch_pod_joins(const struct sup *s);
-/* Before the uid slot: open and check the namespaces the container asks
+/* The pod member's row of the kinds table (kind.h) is pod.c's. Before
+ * the uid slot (the join op of a container's row too): check the cgroup
+ * namespace's path; open and check the namespaces the container asks
  * to join, find the live sandbox whose user namespace owns them, pin its
  * uid slot (s->slot, s->slot_fd, s->uid_base become the pod's) and, when
  * the network namespace is joined, take the pod's network option (a
- * different run.hutch.network is refused). Errors name the field. */
+ * different run.hutch.network is refused). Errors name the field. The
+ * clone of init then: a helper joins the namespaces (a CNI network
+ * namespace, owned by the host's user namespace, first, as host root, so
+ * that init has no capability over it) and clones init with CLONE_PARENT
+ * (init is the supervisor's child as every init). */
 int hutch_pod_join_prepare(struct sup *s, struct hutch_err *err);
-/* The clone of init for a joining container: a helper joins the pod's
- * namespaces and clones init with CLONE_PARENT (init is the supervisor's
- * child as every init) and flags, less the namespaces joined. Like
- * fork(): 0 in init, its pid in the supervisor (*ret_pidfd its pidfd),
- * or -errno with err set. */
-pid_t hutch_pod_clone(struct sup *s, uint64_t flags, int *ret_pidfd, struct hutch_err *err);
-/* Whether init is cloned by hutch_pod_clone(): it joins a pod's
- * namespaces or a CNI network namespace (one the CRI made, owned by the
- * host's user namespace: joined as host root, before init's own user
- * namespace, so that init has no capability over it). */
-bool hutch_pod_clones(const struct sup *s);
-/* Whether the network (uts) namespace is the pod's, joined. */
-bool hutch_pod_joins_net(const struct sup *s);
-bool hutch_pod_joins_uts(const struct sup *s);
-/* The supervisor's end: close what hutch_pod_join_prepare() opened. */
-void hutch_pod_join_done(struct sup *s);
 
 #endif

@@ -7,16 +7,23 @@
  * opened as directories, which init clones in its own mount namespace).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
 
 #include "cleanup.h"
 #include "cmdenv.h"
 #include "fdutil.h"
 #include "image.h"
+#include "init.h"
+#include "kind.h"
 #include "log.h"
 #include "sandbox-image.h"
 #include "snapshot.h"
 #include "supervisor.h"
+#include "volume.h"
 
 /* The commands' environment: the default one unless an image or header
  * bindings (the CA bundle's variables) add to it. */
@@ -41,7 +48,26 @@ static int cmdenv_set(struct sup *s, const char *const *image_env, struct hutch_
 	return 0;
 }
 
-int hutch_sup_image_prepare(struct sup *s, struct hutch_err *err)
+int hutch_sup_env_prepare(struct sup *s, struct hutch_err *err)
+{
+	s->cmdenv = hutch_default_env;
+	return cmdenv_set(s, s->image ? (const char *const *)s->image->config.env : NULL, err);
+}
+
+void hutch_sup_env_done(struct sup *s)
+{
+	s->cmdenv = hutch_default_env;
+	hutch_cmdenv_free(s->cmdenv_owned);
+	s->cmdenv_owned = NULL;
+}
+
+static bool is_image(const struct hutch_config *cfg, const struct hutch_container *ct)
+{
+	return !ct && hutch_config_has_image(cfg);
+}
+
+/* After the uid slot: the image's layers, opened (idmapped as root). */
+static int open_layers(struct sup *s, struct hutch_err *err)
 {
 	_cleanup_(hutch_image_store_freep) struct hutch_image_store *store = NULL;
 	char buf[HUTCH_IMAGE_STORE_MAX + 1];
@@ -49,9 +75,6 @@ int hutch_sup_image_prepare(struct sup *s, struct hutch_err *err)
 	                                          : hutch_image_store_path(buf, sizeof(buf));
 	int r;
 
-	s->cmdenv = hutch_default_env;
-	if (!hutch_config_has_image(s->cfg))
-		return cmdenv_set(s, NULL, err);
 	if (!path)
 		return hutch_err_set(err, -EINVAL, "--image %s: no image store", s->cfg->image);
 	s->image = calloc(1, sizeof(*s->image));
@@ -63,21 +86,73 @@ int hutch_sup_image_prepare(struct sup *s, struct hutch_err *err)
 		return r;
 	/* Root idmaps the store's ids onto the sandbox's; an ordinary user's
 	 * layers are the user's own files, the sandbox's root already. */
-	r = hutch_image_use(store, s->cfg->image, s->cfg->image_manifest, s->id, s->uid_base,
-	                    !s->idmap.rootless, s->image, err);
-	if (r < 0)
-		return r;
-	return cmdenv_set(s, (const char *const *)s->image->config.env, err);
+	return hutch_image_use(store, s->cfg->image, s->cfg->image_manifest, s->id, s->uid_base,
+	                       !s->idmap.rootless, s->image, err);
 }
 
-void hutch_sup_image_close_layers(struct sup *s)
+/* Child side: above init's own fds (3 to 6, the volumes' after them),
+ * the layers' places after those, and room to spare. */
+static int stash_fd(const struct sup *s)
 {
-	if (!s->image)
+	return 7 + HUTCH_VOLUMES_MAX + (int)s->image->n_layers + 16;
+}
+
+/* Child side: the layers out of the way (first < 0), then from first on. */
+static int child_fds(struct sup *s, int first)
+{
+	struct hutch_image_use *u = s->image;
+
+	for (size_t i = 0; i < u->n_layers; i++) {
+		if (first < 0)
+			u->layer_fds[i] = fcntl(u->layer_fds[i], F_DUPFD_CLOEXEC, stash_fd(s));
+		else if (dup3(u->layer_fds[i], first + (int)i, O_CLOEXEC) >= 0)
+			u->layer_fds[i] = first + (int)i;
+		else
+			return -1;
+		if (u->layer_fds[i] < 0)
+			return -1;
+	}
+	return first < 0 ? 0 : first + (int)u->n_layers;
+}
+
+/* Child side: the root is the layers (child_fds() placed them). */
+static void init_params(struct sup *s, struct hutch_init_params *p)
+{
+	static const char *names[HUTCH_IMAGE_LAYERS_MAX];
+	struct hutch_image_use *u = s->image;
+
+	if (!u->n_layers)
 		return;
+	for (size_t i = 0; i < u->n_layers; i++)
+		names[i] = u->config.diff_ids[i] + 7; /* past "sha256:" */
+	p->rootfs.layer_fds = u->layer_fds;
+	p->rootfs.n_layers = u->n_layers;
+	p->rootfs.layer_dir = u->layer_dir;
+	p->rootfs.layer_names = names;
+	p->rootfs.image = s->cfg->image;
+	p->rootfs.path = hutch_cmdenv_get(s->cmdenv, "PATH");
+	p->rootfs.writable_in_layer = u->snapshot;
+}
+
+/* After clone3: the parent's copies of the layer fds (init holds them). */
+static void close_layers(struct sup *s)
+{
 	hutch_close_many(s->image->layer_fds, s->image->n_layers);
 }
 
-void hutch_sup_image_done(struct sup *s)
+static void reap(struct sup *s)
+{
+	hutch_image_use_reap(s->image); /* long dead by now */
+}
+
+static void status(const struct sup *s, cJSON *o)
+{
+	if (s->image->use_path)
+		cJSON_AddStringToObject(o, "image_use", s->image->use_path);
+}
+
+/* At the end: the use record. */
+static void done(struct sup *s)
 {
 	hutch_sup_snapshot_done(s);
 	if (s->image) {
@@ -85,7 +160,18 @@ void hutch_sup_image_done(struct sup *s)
 		free(s->image);
 		s->image = NULL;
 	}
-	s->cmdenv = hutch_default_env;
-	hutch_cmdenv_free(s->cmdenv_owned);
-	s->cmdenv_owned = NULL;
 }
+
+const struct hutch_kind hutch_kind_image = {
+	.name = "image",
+	.is = is_image,
+	.sizes_inside = true,
+	.prepare_root = open_layers,
+	.stash_fd = stash_fd,
+	.child_fds = child_fds,
+	.init_params = init_params,
+	.spawned = close_layers,
+	.setup_done = reap,
+	.status = status,
+	.done = done,
+};

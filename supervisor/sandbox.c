@@ -25,10 +25,11 @@
 
 #include "api.h"
 #include "cleanup.h"
-#include "container.h"
+#include "cmdenv.h"
 #include "events.h"
 #include "fdutil.h"
 #include "hooks.h"
+#include "kind.h"
 #include "lifecycle.h"
 #include "log.h"
 #include "lxcfs.h"
@@ -80,7 +81,7 @@ static __attribute__((noreturn)) void supervisor_main(struct sup *s, int result_
 		snprintf(title, sizeof(title), "hutch-supervisor %s", s->id);
 		hutch_proctitle_set(title);
 	}
-	if (s->container && hutch_container_take_stdio(s) < 0)
+	if (s->kind->keep_stdio && s->kind->keep_stdio(s) < 0)
 		_exit(1);
 	hutch_stdio_to_null();
 	hutch_log_init(-1, HUTCH_LOG_ERROR, "hutch-supervisor");
@@ -97,8 +98,7 @@ static __attribute__((noreturn)) void supervisor_main(struct sup *s, int result_
 	t0 = hutch_now_mono_sec();
 	r = hutch_sup_setup(s, &err);
 	if (r >= 0)
-		r = s->container && !s->cfg->executor_listen[0] ? hutch_api_listen(s, &err)
-		                                                : hutch_api_start(s, &err);
+		r = s->kind->api_start ? s->kind->api_start(s, &err) : hutch_api_start(s, &err);
 	if (r < 0) {
 		hutch_event(s, "creation failed: %s", err.msg);
 		hutch_sup_teardown(s, NULL);
@@ -121,8 +121,8 @@ static __attribute__((noreturn)) void supervisor_main(struct sup *s, int result_
 	 * the setup script and on_create have run (hooks.c). */
 	s->hooks.result_fd = result_fd;
 	r = hutch_sup_run(s);
-	if (s->container)
-		hutch_container_exit(s);
+	if (s->kind->leave)
+		s->kind->leave(s);
 	_exit(r < 0 ? 1 : 0);
 }
 
@@ -205,8 +205,7 @@ static int place_cgroup(struct sup *s, struct hutch_err *err)
 	    hutch_cgroup_systemd_address(s->scope_bus, sizeof(s->scope_bus)) == 0)
 		return 0;
 	s->scope_bus[0] = '\0';
-	r = hutch_cgroup_new_for(s->id, hutch_container_cgroup_path(s),
-	                         s->container ? &s->container->limits.res : NULL, &s->cg, err);
+	r = hutch_kind_cgroup_new(s, err);
 	if (r < 0 && s->idmap.rootless) {
 		char why[sizeof(err->msg)];
 
@@ -254,7 +253,7 @@ static int acquire_procview(struct sup *s, const char *runtime_dir, struct hutch
 {
 	int r;
 
-	if (s->container || s->idmap.rootless)
+	if (!s->kind->sizes_inside || s->idmap.rootless)
 		return 0;
 	r = hutch_lxcfs_acquire(runtime_dir, &s->procview_fd, &s->procview_hold, err);
 	return r == -ENOENT || r == -EPERM ? 0 : r;
@@ -423,7 +422,8 @@ int hutch_sandbox_create_container(struct hutch_config *cfg, struct hutch_contai
 	memset(&s, 0, sizeof(s));
 	s.cfg = cfg;
 	s.container = ct;
-	s.before_ready = ct ? hutch_container_ready : NULL;
+	s.kind = hutch_kind_choose(cfg, ct);
+	s.cmdenv = hutch_default_env;
 	s.loop.epfd = s.sigfd = s.ttl_fd = s.init_sock = s.pidfd = s.listen_fd = -EBADF;
 	s.lock_fd = s.slot_fd = s.mntns_fd = s.procview_fd = s.procview_hold = -EBADF;
 	s.idle.fd = s.hooks.deadline_fd = s.hooks.result_fd = s.events.fd = -EBADF;

@@ -23,14 +23,11 @@
 
 #include "api.h"
 #include "cleanup.h"
-#include "cmdenv.h"
-#include "container.h"
 #include "fdutil.h"
-#include "image.h"
 #include "init.h"
+#include "kind.h"
 #include "log.h"
 #include "netpolicy.h"
-#include "pod.h"
 #include "ports.h"
 #include "proto.h"
 #include "sandbox-image.h"
@@ -68,7 +65,8 @@ static void limit_cpus(const struct sup *s)
 	size_t n = (size_t)((s->cfg->type->cpu_millis + 999) / 1000), count = 0, k = 0;
 	int cpus[CPU_SETSIZE];
 
-	if (s->cfg->no_limits || s->container || sched_getaffinity(0, sizeof(have), &have) < 0)
+	if (s->cfg->no_limits || !s->kind->sizes_inside ||
+	    sched_getaffinity(0, sizeof(have), &have) < 0)
 		return;
 	for (int c = 0; c < CPU_SETSIZE; c++)
 		if (CPU_ISSET(c, &have))
@@ -125,18 +123,17 @@ static const char *const *cgroup1_names(const struct sup *s)
 }
 
 /* Child side of clone3: keep only the init socket (fd 3), the commands'
- * cgroup fds (4, 5; hutch_cgroup_open_cmds()), the image's layers (6..),
- * lxcfs's tree and the volumes' mounts (after them). */
+ * cgroup fds (4, 5; hutch_cgroup_open_cmds()), lxcfs's tree and the
+ * volumes' mounts (after them), then the kind's fds (an image's layers, a
+ * container's mounts). */
 static __attribute__((noreturn)) void init_child(struct sup *s, int sock, int *cg_fds,
                                                  size_t n_cg_fds, const int cmds[2])
 {
-	static int keep[4 + HUTCH_IMAGE_LAYERS_MAX + HUTCH_VOLUMES_MAX];
-	static int layers[HUTCH_IMAGE_LAYERS_MAX];
-	static const char *names[HUTCH_IMAGE_LAYERS_MAX];
+	static int keep[4 + HUTCH_VOLUMES_MAX];
 	struct hutch_init_params p = { 0 };
-	size_t nl = s->image ? s->image->n_layers : 0, pv = s->procview_fd >= 0;
-	size_t nkeep = 3 + nl + pv + (s->volumes ? s->volumes->n : 0);
-	int next, stash = s->container ? hutch_container_stash_fd(s->container) : (int)nkeep + 19;
+	const struct hutch_kind *k = s->kind;
+	size_t pv = s->procview_fd >= 0, nkeep = 3 + pv + (s->volumes ? s->volumes->n : 0);
+	int next, stash = k->stash_fd ? k->stash_fd(s) : (int)nkeep + 19;
 	char hostname[64];
 
 	/* First, while we are one thread and nothing runs in the sandbox;
@@ -146,16 +143,13 @@ static __attribute__((noreturn)) void init_child(struct sup *s, int sock, int *c
 	keep[0] = sock;
 	keep[1] = cmds[0];
 	keep[2] = cmds[1];
-	for (size_t i = 0; i < nl; i++)
-		keep[3 + i] = s->image->layer_fds[i];
 	if (s->procview_fd >= 0)
-		keep[3 + nl] = s->procview_fd;
-	hutch_sup_volumes_pass(s, keep, 3 + nl + pv, &p.rootfs);
+		keep[3] = s->procview_fd;
+	hutch_sup_volumes_pass(s, keep, 3 + pv, &p.rootfs);
 	limit_cpus(s);
 	/* Out of the way first, so that no dup3() below overwrites another
-	 * (a container's mounts too, then placed after init's own fds; an
-	 * image's layers are init's fds from 6). */
-	if (s->container && hutch_container_child_fds(s, -1) < 0)
+	 * (the kind's fds too, then placed after init's own). */
+	if (k->child_fds && k->child_fds(s, -1) < 0)
 		_exit(1);
 	for (size_t i = 0; i < nkeep; i++)
 		if (keep[i] >= 0 && (keep[i] = fcntl(keep[i], F_DUPFD_CLOEXEC, stash)) < 0)
@@ -164,26 +158,19 @@ static __attribute__((noreturn)) void init_child(struct sup *s, int sock, int *c
 		if (keep[i] >= 0 && dup3(keep[i], 3 + (int)i, O_CLOEXEC) < 0)
 			_exit(1);
 	next = 3 + (int)nkeep;
-	if (s->container && (next = hutch_container_child_fds(s, next)) < 0)
+	if (k->child_fds && (next = k->child_fds(s, next)) < 0)
 		_exit(1);
 	if (sys_close_range((unsigned)next, ~0U, 0) < 0)
 		_exit(1);
-	for (size_t i = 0; i < nl; i++)
-		layers[i] = 6 + (int)i;
-	if (s->container && s->container->hostname[0])
-		snprintf(hostname, sizeof(hostname), "%s", s->container->hostname);
-	else
-		snprintf(hostname, sizeof(hostname), "hutch-%s", s->id);
+	snprintf(hostname, sizeof(hostname), "hutch-%s", s->id);
 	p.sock = 3;
 	p.cmds_tasks_fd = cmds[0] >= 0 ? 4 : -1;
 	p.cmds_state_fd = cmds[1] >= 0 ? 5 : -1;
 	p.supervisor_pid = getppid();
-	p.hostname = hutch_pod_joins_uts(s) ? NULL : hostname;
-	p.net = hutch_pod_joins_net(s) ? NULL : &s->net.plan;
+	p.hostname = hutch_kind_joins(s, CLONE_NEWUTS) ? NULL : hostname;
+	p.net = hutch_kind_joins(s, CLONE_NEWNET) ? NULL : &s->net.plan;
 	p.seccomp = &s->seccomp;
-	p.extra_seccomp = s->container && s->container->seccomp.len ? &s->container->seccomp : NULL;
-	p.console_uid = s->container && s->container->terminal ? (int)s->container->uid : -1;
-	p.sysctls = s->container ? (const char *const *)s->container->sysctls : NULL;
+	p.console_uid = -1;
 	/* The new root's tmpfs goes on top of the child's own "/" (a host
 	 * directory fd opened before clone() belongs to the wrong mount
 	 * namespace to be a mount target). */
@@ -195,20 +182,10 @@ static __attribute__((noreturn)) void init_child(struct sup *s, int sock, int *c
 	p.rootfs.resolv_conf = s->net.plan.resolv_conf;
 	p.rootfs.extra_hosts = s->net.plan.extra_hosts;
 	p.rootfs.cgroup2 = s->cg && !strcmp(hutch_cgroup_version(s->cg), "v2");
-	p.rootfs.cgroup1 = s->container ? NULL : cgroup1_names(s);
-	p.rootfs.procview_fd = s->procview_fd >= 0 ? 6 + (int)nl : -1;
-	p.rootfs.bundle = s->container ? &s->container->bundle : NULL;
-	if (nl) {
-		p.rootfs.layer_fds = layers;
-		p.rootfs.n_layers = nl;
-		p.rootfs.layer_dir = s->image->layer_dir;
-		for (size_t i = 0; i < nl; i++)
-			names[i] = s->image->config.diff_ids[i] + 7; /* past "sha256:" */
-		p.rootfs.layer_names = names;
-		p.rootfs.image = s->cfg->image;
-		p.rootfs.path = hutch_cmdenv_get(s->cmdenv, "PATH");
-		p.rootfs.writable_in_layer = s->image->snapshot;
-	}
+	p.rootfs.cgroup1 = k->sizes_inside ? cgroup1_names(s) : NULL;
+	p.rootfs.procview_fd = s->procview_fd >= 0 ? 6 : -1;
+	if (k->init_params)
+		k->init_params(s, &p);
 	hutch_init_main(&p);
 }
 
@@ -241,12 +218,12 @@ static int spawn_init(struct sup *s, struct hutch_err *err)
 	 * grace period was most of a cold create): v2 clones straight into the
 	 * cgroup; v1 (or a v2 kernel before 5.7) has the child join by itself.
 	 * Failing both, hutch_cgroup_enter() migrates it after all, as for a
-	 * pod's container (its init is cloned in the pod's user namespace,
-	 * where host root's cgroup files are not ours to write). */
-	cgfd = hutch_pod_clones(s) ? -EBADF : hutch_cgroup_clone_fd(s->cg);
-	if (hutch_pod_clones(s))
-		pid = hutch_pod_clone(s, args.flags & ~(uint64_t)CLONE_PIDFD, &pidfd, err);
-	else if (cgfd >= 0) {
+	 * kind that clones init itself (a pod's container: its init is cloned
+	 * in the pod's user namespace, where host root's cgroup files are not
+	 * ours to write). */
+	if (s->kind->clone)
+		pid = s->kind->clone(s, args.flags & ~(uint64_t)CLONE_PIDFD, &pidfd, err);
+	else if ((cgfd = hutch_cgroup_clone_fd(s->cg)) >= 0) {
 		args.flags |= CLONE_INTO_CGROUP;
 		args.cgroup = (uint64_t)cgfd;
 		pid = sys_clone3(&args, sizeof(args));
@@ -258,15 +235,15 @@ static int spawn_init(struct sup *s, struct hutch_err *err)
 		r = hutch_cgroup_open_join(s->cg, cg_fds, ELEMENTSOF(cg_fds));
 		n_cg_fds = r > 0 ? (size_t)r : 0;
 	}
-	if (!hutch_pod_clones(s) && (cgfd < 0 || pid < 0))
+	if (!s->kind->clone && (cgfd < 0 || pid < 0))
 		pid = sys_clone3(&args, sizeof(args));
 	if (pid < 0) {
-		r = hutch_pod_clones(s) ? (int)pid : -errno;
+		r = s->kind->clone ? (int)pid : -errno;
 		hutch_close_many(cg_fds, n_cg_fds);
 		hutch_close_many(cmds, 2);
 		close(sv[0]);
 		close(sv[1]);
-		if (hutch_pod_clones(s))
+		if (s->kind->clone)
 			return r; /* err says which step */
 		return hutch_err_set_errno(err, r, "clone3 with new namespaces");
 	}
@@ -278,7 +255,6 @@ static int spawn_init(struct sup *s, struct hutch_err *err)
 		hutch_cgroup_mark_entered(s->cg); /* init reports a failure */
 	hutch_close_many(cg_fds, n_cg_fds);
 	hutch_close_many(cmds, 2);
-	hutch_sup_image_close_layers(s); /* init holds them now */
 	hutch_sup_volumes_close_mounts(s);
 	closep(&s->procview_fd);
 	close(sv[1]);
@@ -334,11 +310,9 @@ again:
 	n = hutch_proto_recv(s->init_sock, &hdr, &u, sizeof(u), fds, &nfds);
 	if (n < 0)
 		return hutch_err_set_errno(err, (int)n, "read from sandbox init");
-	if (hdr.type == HUTCH_MSG_CONSOLE && n == 0 && nfds == 1 && s->container &&
-	    s->container->terminal && s->container->pty_master < 0) {
-		s->container->pty_master = fds[0];
+	if (hdr.type == HUTCH_MSG_CONSOLE && n == 0 && nfds == 1 && s->kind->take_console &&
+	    s->kind->take_console(s, fds[0]))
 		goto again;
-	}
 	if (hdr.type == HUTCH_MSG_WRITE_FDS) {
 		r = hutch_sup_snapshot_take_fds(s, u.which, (size_t)n / sizeof(u.which[0]), fds,
 		                                nfds, err);
@@ -397,11 +371,11 @@ static int map_and_attach(struct sup *s, struct hutch_err *err)
 	bool cni;
 	int r, q;
 
-	/* A pod's container: the pod's user namespace has its maps, its
-	 * network namespace its wiring (pod.c). */
-	if (hutch_pod_joins(s)) {
+	/* A joined user namespace (a pod's) has its maps, a joined network
+	 * namespace its wiring (pod.c). */
+	if (hutch_kind_joins(s, CLONE_NEWUSER)) {
 		r = hutch_cgroup_enter(s->cg, s->init_pid, err);
-		if (r >= 0 && !hutch_pod_joins_net(s) &&
+		if (r >= 0 && !hutch_kind_joins(s, CLONE_NEWNET) &&
 		    (r = hutch_net_plan_attach(&s->net.plan, s->init_pid, err)) < 0)
 			(void)hutch_err_prefix(err, "network");
 		return r;
@@ -410,7 +384,7 @@ static int map_and_attach(struct sup *s, struct hutch_err *err)
 	if (r >= 0)
 		r = hutch_cgroup_enter(s->cg, s->init_pid, err);
 	/* A CNI network namespace (pod.h) is CNI's to wire: no plan. */
-	cni = hutch_pod_joins_net(s);
+	cni = hutch_kind_joins(s, CLONE_NEWNET);
 	if (r >= 0 && !cni && (r = hutch_net_plan_attach(&s->net.plan, s->init_pid, err)) < 0)
 		(void)hutch_err_prefix(err, "network");
 	q = hutch_idmap_write_finish(&job, r < 0 ? &e2 : err);
@@ -444,8 +418,7 @@ static int place_in_scope(struct sup *s, struct hutch_err *err)
 	}
 	if (r < 0)
 		return r;
-	return hutch_cgroup_new_for(s->id, hutch_container_cgroup_path(s),
-	                            s->container ? &s->container->limits.res : NULL, &s->cg, err);
+	return hutch_kind_cgroup_new(s, err);
 }
 
 /* GO carries the sandbox CA's certificate (header bindings), made after
@@ -484,12 +457,13 @@ static void keep_mntns(struct sup *s)
 	s->mntns_fd = open(path, O_RDONLY | O_CLOEXEC);
 }
 
-/* A uid slot of its own, unless a pod's container took the pod's. */
+/* A uid slot of its own, unless it joins a user namespace (a pod's
+ * container took the pod's). */
 static int take_slot(struct sup *s, struct hutch_err *err)
 {
 	int r;
 
-	if (hutch_pod_joins(s))
+	if (hutch_kind_joins(s, CLONE_NEWUSER))
 		return 0;
 	r = hutch_slot_acquire(s->idmap.slots_dir, s->idmap.slots, &s->slot, err);
 	if (r < 0)
@@ -498,6 +472,21 @@ static int take_slot(struct sup *s, struct hutch_err *err)
 	s->uid_base = s->idmap.rootless ? hutch_idmap_app_uid(&s->idmap, s->slot)
 	                                : HUTCH_UID_BASE + s->slot * HUTCH_UID_RANGE;
 	return 0;
+}
+
+/* After the uid slot: the host ports, the root's parts the host side
+ * makes (an image's layers), the commands' environment, the volumes. */
+static int prepare_parts(struct sup *s, struct hutch_err *err)
+{
+	int r = hutch_ports_open(s, err); /* a host port in use fails here, at once */
+
+	if (r >= 0 && s->kind->prepare_root)
+		r = s->kind->prepare_root(s, err);
+	if (r >= 0)
+		r = hutch_sup_env_prepare(s, err);
+	if (r >= 0)
+		r = hutch_sup_volumes_prepare(s, err);
+	return r;
 }
 
 int hutch_sup_setup(struct sup *s, struct hutch_err *err)
@@ -512,21 +501,17 @@ int hutch_sup_setup(struct sup *s, struct hutch_err *err)
 	r = place_in_scope(s, err);
 	if (r < 0)
 		return r;
-	r = hutch_pod_join_prepare(s, err); /* a pod's: its slot, its network */
+	r = s->kind->join ? s->kind->join(s, err) : 0; /* a pod's: its slot, its network */
 	if (r < 0)
 		return r;
 	r = take_slot(s, err);
 	if (r < 0)
 		return r;
-	r = hutch_ports_open(s, err); /* a host port in use fails here, at once */
-	if (r >= 0)
-		r = hutch_sup_image_prepare(s, err);
-	if (r >= 0)
-		r = hutch_sup_volumes_prepare(s, err);
+	r = prepare_parts(s, err);
 	if (r < 0)
 		return r;
 	s->net.plan.policy = &s->cfg->net; /* a joined network namespace: the pod's plan */
-	r = hutch_pod_joins_net(s) ? 0 : net_prepare(s, err);
+	r = hutch_kind_joins(s, CLONE_NEWNET) ? 0 : net_prepare(s, err);
 	if (r < 0)
 		return hutch_err_prefix(err, "network");
 	r = hutch_seccomp_program(s->cfg->net.mode, &s->seccomp, err);
@@ -535,7 +520,7 @@ int hutch_sup_setup(struct sup *s, struct hutch_err *err)
 	r = hutch_sup_write_state(s, "creating");
 	if (r < 0)
 		return hutch_err_set_errno(err, r, "write '%s'", s->paths.state);
-	if (s->container && (r = hutch_container_prepare(s, &lim, err)) < 0)
+	if (s->kind->prepare && (r = s->kind->prepare(s, &lim, err)) < 0)
 		return r;
 	r = s->cg ? hutch_cgroup_create(s->cg, &lim, err) : 0; /* NULL: --no-limits */
 	if (r < 0)
@@ -544,7 +529,8 @@ int hutch_sup_setup(struct sup *s, struct hutch_err *err)
 	if (r < 0)
 		return r;
 	r = spawn_init(s, err);
-	hutch_pod_join_done(s); /* init is in them now */
+	if (s->kind->spawned)
+		s->kind->spawned(s); /* init holds or is in them now */
 	if (r < 0)
 		return r;
 	/* With header bindings: no ptrace or /proc/PID/mem of the supervisor,
@@ -555,25 +541,25 @@ int hutch_sup_setup(struct sup *s, struct hutch_err *err)
 	r = map_and_attach(s, err);
 	if (r < 0)
 		return r;
-	if (s->container && (r = hutch_container_before_go(s, err)) < 0)
+	if (s->kind->before_go && (r = s->kind->before_go(s, err)) < 0)
 		return r;
 	r = send_go(s);
 	if (r < 0)
 		return hutch_err_set_errno(err, r, "start sandbox init");
 	/* Overlaps with init building the root; a container's is loaded
 	 * after ready instead (hutch_api_start_late()). */
-	if (!s->container)
+	if (!s->kind->api_after_ready)
 		hutch_api_preload();
 	r = wait_ready(s, err);
-	if (s->image)
-		hutch_image_use_reap(s->image); /* long dead by now */
+	if (s->kind->setup_done)
+		s->kind->setup_done(s);
 	if (r < 0)
 		return r;
 	r = hutch_fd_nonblock(s->init_sock, true);
 	if (r < 0)
 		return hutch_err_set_errno(err, r, "init socket");
 	keep_mntns(s);
-	r = hutch_pod_joins_net(s) ? 0 : hutch_net_plan_serve(&s->net.plan, err);
+	r = hutch_kind_joins(s, CLONE_NEWNET) ? 0 : hutch_net_plan_serve(&s->net.plan, err);
 	if (r < 0)
 		return hutch_err_prefix(err, "network");
 	/* "running" is written when the setup steps are done (hooks.c). */

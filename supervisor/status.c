@@ -6,7 +6,7 @@
 
 #include "cleanup.h"
 #include "executor.h"
-#include "image.h"
+#include "kind.h"
 #include "netpolicy.h"
 #include "ports.h"
 #include "status.h"
@@ -51,8 +51,8 @@ static cJSON *state_json(const struct sup *s, const char *status)
 	cJSON_AddItemToObject(o, "ports", hutch_ports_json(s, false));
 	/* Its image's use record, which gc and rm remove if this supervisor
 	 * dies without doing it (kill -9). */
-	if (s->image && s->image->use_path)
-		cJSON_AddStringToObject(o, "image_use", s->image->use_path);
+	if (s->kind->status)
+		s->kind->status(s, o);
 	executor_json(s, o);
 	return o;
 }

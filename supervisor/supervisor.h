@@ -44,6 +44,7 @@ struct hutch_image_use;
 struct hutch_journal;
 struct hutch_sup_volumes;
 struct sup_snapshot;
+struct hutch_kind;
 
 #define HUTCH_MAX_BODY        (8u << 20) /* request body bound */
 #define HUTCH_MAX_CONNECTIONS 256
@@ -67,10 +68,10 @@ struct sup_end {
 
 struct sup {
 	struct hutch_config *cfg;
+	/* What kind of sandbox this is (kind.h), chosen once at creation:
+	 * setup, spawn, status and teardown call through it. */
+	const struct hutch_kind *kind;
 	struct hutch_container *container; /* an OCI container (container.h), or NULL */
-	/* Run once ready, before the creator hears it (a container's status
-	 * "created" and start FIFO: container.c), or NULL. */
-	int (*before_ready)(struct sup *s, struct hutch_err *err);
 	struct hutch_paths paths;
 	char id[HUTCH_ID_LEN + 1];
 	enum sup_state state; /* lifecycle.c changes it */

@@ -217,6 +217,7 @@ CREATE_OPTIONS = {
     "--volume": ("volumes", "volumes"), "--mount": ("volumes", "volumes"),
     "--header-binding": ("header_bindings", "header_bindings"),
     "--image": ("image", "image"),
+    "--snapshot": ("image", "snapshot"),  # a snapshot is the image it names
     "--max-output": ("max_output_bytes", "max_output_bytes"),
     "--journal-max": ("journal_max_bytes", "journal_max_bytes"),
     "--executor-port": ("executor_port", "executor_port"),

@@ -141,6 +141,7 @@ int hutch_net_setup_child(const struct hutch_net_plan *plan, struct hutch_err *e
 	const struct hutch_net_policy *p = plan->policy;
 	const struct hutch_net_child *c = &plan->child;
 	_cleanup_nl_sock_ struct nl_sock *sk = NULL;
+	enum hutch_net_mode mode = hutch_net_policy_wired_mode(p);
 	struct in_addr internal;
 	int lo, r;
 
@@ -148,7 +149,7 @@ int hutch_net_setup_child(const struct hutch_net_plan *plan, struct hutch_err *e
 	if (r < 0)
 		return r;
 	r = hutch_nl_link_up(sk, "lo", err);
-	if (r < 0 || p->mode == HUTCH_NET_NONE)
+	if (r < 0 || mode == HUTCH_NET_NONE)
 		return r;
 	r = link_index(sk, "lo", &lo, err);
 	if (r < 0)
@@ -157,17 +158,19 @@ int hutch_net_setup_child(const struct hutch_net_plan *plan, struct hutch_err *e
 	r = hutch_nl_addr_add(sk, lo, internal.s_addr, 32, err);
 	if (r < 0)
 		return hutch_err_prefix(err, "link 'lo'");
-	if (p->mode == HUTCH_NET_ALL && c->usernet)
+	if (mode == HUTCH_NET_ALL && c->usernet)
 		r = hutch_nft_usernet_child(c->usernet_block, err); /* pasta made eth0 */
-	else if (p->mode == HUTCH_NET_ALL)
+	else if (mode == HUTCH_NET_ALL)
 		r = setup_all(sk, c, err);
 	else
 		r = route_all_add(sk, lo, 0, err);
-	if (r >= 0 && p->mode == HUTCH_NET_ALL && c->redirect_tls)
+	if (r >= 0 && mode == HUTCH_NET_ALL && c->redirect_tls)
 		r = hutch_nft_redirect_child(err);
+	if (r >= 0 && p->egress_set)
+		r = hutch_nft_egress_child(p, err);
 	if (r < 0)
 		return r;
-	return ipv6_off(p->mode == HUTCH_NET_ALL, err);
+	return ipv6_off(mode == HUTCH_NET_ALL, err);
 }
 
 /* One listening socket: SOCK_STREAM (listen) or SOCK_DGRAM on addr:port. */
@@ -238,7 +241,7 @@ int hutch_net_child_listeners(const struct hutch_net_plan *plan, struct hutch_ne
 	bool allow = p->mode == HUTCH_NET_ALLOW;
 	int r;
 
-	if (p->mode == HUTCH_NET_NONE)
+	if (hutch_net_policy_wired_mode(p) == HUTCH_NET_NONE)
 		return 0;
 	r = add_listener(&l, SOCK_DGRAM, allow ? "0.0.0.0" : "127.0.0.1", DNS_PORT, HUTCH_NET_L_DNS,
 	                 err);

@@ -47,11 +47,43 @@ static inline uint16_t hutch_net_host_port(const struct hutch_net_host *h)
 	return h->port ? h->port : HUTCH_NET_TLS_PORT;
 }
 
+/* The cloud's egress=: IP/CIDR destinations, normalized (host bits
+ * cleared; a bare address is /32 or /128). */
+#define HUTCH_NET_EGRESS_MAX 64
+/* "ffff:...:ffff/128" and a NUL */
+#define HUTCH_NET_CIDR_TEXT 44
+
+struct hutch_net_cidr {
+	int family; /* AF_INET, AF_INET6 */
+	uint8_t prefix;
+	uint8_t addr[16]; /* network byte order; the first 4 for AF_INET */
+};
+
 struct hutch_net_policy {
 	enum hutch_net_mode mode;
 	size_t nhosts;
 	struct hutch_net_host *hosts;
+	/* egress= given (an empty list too: it blocks everything): the
+	 * sandbox reaches these destinations and nothing else beyond its
+	 * loopback, whatever none or all says (the cloud's deny-all policy
+	 * with an allow list). Set by the egress option, kept when the
+	 * network option is parsed after it. */
+	bool egress_set;
+	size_t negress;
+	struct hutch_net_cidr egress[HUTCH_NET_EGRESS_MAX];
 };
+
+/* One egress entry as the cloud's client normalizes it (koyeb's
+ * _normalize_destination): white space stripped; an IPv4 or IPv6 address,
+ * or ADDR/PREFIX (an IPv4 netmask too) with the host bits cleared; a
+ * scoped address ('%') or anything else is refused naming the entry. */
+int hutch_net_cidr_parse(const char *entry, struct hutch_net_cidr *ret, struct hutch_err *err);
+/* "10.0.0.0/8", "2001:db8::1/128" into buf (HUTCH_NET_CIDR_TEXT bytes). */
+void hutch_net_cidr_format(const struct hutch_net_cidr *c, char *buf, size_t size);
+/* The mode the sandbox is wired for: with egress, none and all become all
+ * (a non-empty list: the addresses it names are reached through mode
+ * all's wiring, nothing else) or none (an empty list). */
+enum hutch_net_mode hutch_net_policy_wired_mode(const struct hutch_net_policy *p);
 
 /* Parse "none", "all" or "allow:HOST[,HOST...]"; entries are name, name:port,
  * ip or ip:port. A scheme, a path or '*' is refused naming the entry. */
@@ -219,6 +251,11 @@ int hutch_nft_forward_blockers(char *buf, size_t size, struct hutch_err *err);
 /* Child side (init, in the sandbox's netns): the table "ip hutch_tls" of
  * hutch_net_child.redirect_tls. */
 int hutch_nft_redirect_child(struct hutch_err *err);
+/* Child side (init, in the sandbox's netns): the table "inet
+ * hutch_egress" of egress=, which refuses every packet that leaves the
+ * sandbox's loopback for an address not in the list, and DNS to the stub
+ * (names are not resolved: egress is addresses). */
+int hutch_nft_egress_child(const struct hutch_net_policy *p, struct hutch_err *err);
 
 /* ---- child side (init, before the root is built) ---- */
 

@@ -15,6 +15,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <nftables/libnftables.h>
@@ -290,6 +291,57 @@ int hutch_nft_usernet_child(const char *host_block, struct hutch_err *err)
 		return hutch_err_set(err, -ENOMEM, "network policy table");
 	}
 	return nft_run(cmd, "network policy (nftables in the sandbox)", NULL, 0, err);
+}
+
+/* The elements of one family's set, "a, b" ("" when none). */
+static int egress_elements(const struct hutch_net_policy *p, int family, char **ret)
+{
+	char *buf = calloc(p->negress ? p->negress : 1, HUTCH_NET_CIDR_TEXT + 2);
+	size_t used = 0;
+
+	if (!buf)
+		return -ENOMEM;
+	for (size_t i = 0; i < p->negress; i++) {
+		if (p->egress[i].family != family)
+			continue;
+		used += (size_t)sprintf(buf + used, "%s", used ? ", " : "");
+		hutch_net_cidr_format(&p->egress[i], buf + used, HUTCH_NET_CIDR_TEXT);
+		used += strlen(buf + used);
+	}
+	*ret = buf;
+	return 0;
+}
+
+/* egress= (netpolicy.h): in the sandbox's netns, before init drops its
+ * capabilities (commands hold no CAP_NET_ADMIN: they cannot remove it).
+ * The loopback stays open but for DNS to the stub (egress is addresses:
+ * a name fails at once, as in network none); the rest leaves only for an
+ * address of the list. Mode all's floor (this machine, other sandboxes,
+ * private and link-local ranges) still holds outside, on the host. */
+int hutch_nft_egress_child(const struct hutch_net_policy *p, struct hutch_err *err)
+{
+	static const char fmt[] =
+	        "table inet hutch_egress {\n"
+	        "  set allow4 { type ipv4_addr; flags interval; auto-merge;%s%s%s }\n"
+	        "  set allow6 { type ipv6_addr; flags interval; auto-merge;%s%s%s }\n" REFUSE_CHAIN
+	        "  chain out {\n"
+	        "    type filter hook output priority -5; policy accept;\n"
+	        "    oifname \"lo\" meta l4proto { tcp, udp } th dport 53 goto refuse\n"
+	        "    oifname \"lo\" accept\n"
+	        "    ip daddr @allow4 accept\n"
+	        "    ip6 daddr @allow6 accept\n"
+	        "    goto refuse\n"
+	        "  }\n"
+	        "}\n";
+	_cleanup_free_ char *v4 = NULL, *v6 = NULL, *cmd = NULL;
+
+	if (egress_elements(p, AF_INET, &v4) < 0 || egress_elements(p, AF_INET6, &v6) < 0 ||
+	    asprintf(&cmd, fmt, v4[0] ? " elements = { " : "", v4, v4[0] ? " };" : "",
+	             v6[0] ? " elements = { " : "", v6, v6[0] ? " };" : "") < 0) {
+		cmd = NULL;
+		return hutch_err_set(err, -ENOMEM, "egress table");
+	}
+	return nft_run(cmd, "egress (nftables in the sandbox)", NULL, 0, err);
 }
 
 int hutch_nft_remove(struct hutch_err *err)

@@ -25,7 +25,9 @@
 	"# hutch: the sandbox's DNS stub\n" \
 	"nameserver 127.0.0.1\n"            \
 	"options timeout:2 attempts:2\n"
-#define HOSTS_INTERNAL HUTCH_NET_HOST_INTERNAL "\thost.hutch.internal\n"
+/* egress: addresses only; the filter refuses DNS to the stub at once */
+#define RESOLV_CONF_EGRESS "# hutch: egress, addresses only, no DNS\n"
+#define HOSTS_INTERNAL     HUTCH_NET_HOST_INTERNAL "\thost.hutch.internal\n"
 
 /* A plan not made yet (zeroed) means network none. */
 static const struct hutch_net_policy no_network = { .mode = HUTCH_NET_NONE };
@@ -37,7 +39,7 @@ static const struct hutch_net_policy *policy_of(const struct hutch_net_plan *pla
 
 bool hutch_net_policy_has_host_side(const struct hutch_net_policy *p)
 {
-	return p->mode == HUTCH_NET_ALL;
+	return hutch_net_policy_wired_mode(p) == HUTCH_NET_ALL;
 }
 
 int hutch_net_plan_make(struct hutch_net_plan *plan, const struct hutch_net_plan_params *in,
@@ -52,9 +54,9 @@ int hutch_net_plan_make(struct hutch_net_plan *plan, const struct hutch_net_plan
 	plan->bindings = in->bindings && in->bindings->n ? in->bindings : NULL;
 	plan->upstream_ca = in->upstream_ca;
 	plan->resolv_conf = RESOLV_CONF_NONE;
-	if (p->mode == HUTCH_NET_NONE)
+	if (hutch_net_policy_wired_mode(p) == HUTCH_NET_NONE)
 		return 0;
-	plan->resolv_conf = RESOLV_CONF_STUB;
+	plan->resolv_conf = p->egress_set ? RESOLV_CONF_EGRESS : RESOLV_CONF_STUB;
 	plan->extra_hosts = HOSTS_INTERNAL;
 	if (in->nhost_ports > HUTCH_NET_HOST_PORTS_MAX)
 		return hutch_err_set(err, -E2BIG, "more than %d host ports",
@@ -70,7 +72,7 @@ int hutch_net_plan_make(struct hutch_net_plan *plan, const struct hutch_net_plan
 		 * address; its DNS stub answers SERVFAIL and /status says why. */
 		memset(&plan->resolver, 0, sizeof(plan->resolver));
 	}
-	if (p->mode != HUTCH_NET_ALL)
+	if (hutch_net_policy_wired_mode(p) != HUTCH_NET_ALL)
 		return 0;
 	r = in->pool ? (pool = *in->pool, 0)
 	             : hutch_net_pool_parse(HUTCH_NET_POOL_DEFAULT, &pool, err);
@@ -128,7 +130,8 @@ static bool listener_ok(const struct hutch_net_plan *plan, const struct hutch_ne
 int hutch_net_plan_take_listeners(struct hutch_net_plan *plan, const struct hutch_net_listener *ls,
                                   size_t n, struct hutch_err *err)
 {
-	bool ok = plan->nlisteners == 0 && policy_of(plan)->mode != HUTCH_NET_NONE &&
+	bool ok = plan->nlisteners == 0 &&
+	          hutch_net_policy_wired_mode(policy_of(plan)) != HUTCH_NET_NONE &&
 	          n <= HUTCH_NET_LISTENERS_MAX;
 
 	for (size_t i = 0; ok && i < n; i++)
@@ -148,7 +151,7 @@ int hutch_net_plan_serve(struct hutch_net_plan *plan, struct hutch_err *err)
 {
 	int r;
 
-	if (policy_of(plan)->mode == HUTCH_NET_NONE)
+	if (hutch_net_policy_wired_mode(policy_of(plan)) == HUTCH_NET_NONE)
 		return 0;
 	r = hutch_egress_new(plan->policy, &plan->resolver, plan->mitm, &plan->egress, err);
 	if (r < 0)
@@ -188,7 +191,15 @@ cJSON *hutch_net_plan_status(const struct hutch_net_plan *plan)
 	ports = cJSON_AddArrayToObject(o, "host_ports");
 	for (size_t i = 0; ports && i < plan->child.nhost_ports; i++)
 		cJSON_AddItemToArray(ports, cJSON_CreateNumber(plan->child.host_ports[i]));
-	if (p->mode == HUTCH_NET_ALL) {
+	if (p->egress_set) {
+		cJSON *eg = cJSON_AddArrayToObject(o, "egress");
+		for (size_t i = 0; eg && i < p->negress; i++) {
+			char c[HUTCH_NET_CIDR_TEXT];
+			hutch_net_cidr_format(&p->egress[i], c, sizeof(c));
+			cJSON_AddItemToArray(eg, cJSON_CreateString(c));
+		}
+	}
+	if (hutch_net_policy_wired_mode(p) == HUTCH_NET_ALL) {
 		inet_ntop(AF_INET, &plan->addrs.sandbox, ip, sizeof(ip));
 		cJSON_AddStringToObject(o, "address", ip);
 		inet_ntop(AF_INET, &plan->addrs.gateway, ip, sizeof(ip));

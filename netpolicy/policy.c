@@ -237,7 +237,14 @@ int hutch_net_policy_validate(const struct hutch_net_policy *p, const uint16_t *
 		                     "network %s is not implemented yet in this version of hutch; "
 		                     "use --network none",
 		                     hutch_net_mode_name(p->mode));
-	if (nhost_ports > 0 && p->mode == HUTCH_NET_NONE)
+	/* The cloud's MistralSandbox takes none or all; hutch's allow has no
+	 * route out of the sandbox but its proxy. */
+	if (p->egress_set && p->mode == HUTCH_NET_ALLOW)
+		return hutch_err_set(err, -EINVAL,
+		                     "egress with network allow: allow reaches only its hosts "
+		                     "through the TLS proxy; list the addresses there "
+		                     "(allow:IP[:PORT]) or use network none or all with egress");
+	if (nhost_ports > 0 && hutch_net_policy_wired_mode(p) == HUTCH_NET_NONE)
 		return hutch_err_set(
 		        err, -EINVAL,
 		        "--host-port needs a network: with network none nothing "
@@ -260,4 +267,107 @@ int hutch_net_policy_validate(const struct hutch_net_policy *p, const uint16_t *
 			        port);
 	}
 	return 0;
+}
+
+/* ---- egress= (the cloud's outbound allow list) ---- */
+
+static int egress_invalid(const char *entry, bool scoped, struct hutch_err *err)
+{
+	return hutch_err_set(
+	        err, -EINVAL, "invalid egress entry '%.*s%s': expected an IP address or CIDR%s",
+	        QUOTE(entry), scoped ? " (scoped/zone-ID addresses are not allowed)" : "");
+}
+
+static int leading_ones(uint32_t v)
+{
+	int n = 0;
+
+	while (n < 32 && (v & (0x80000000u >> n)))
+		n++;
+	return (n == 32 || (v << n) == 0) ? n : -1;
+}
+
+/* An IPv4 netmask ("255.255.0.0") or host mask ("0.0.255.255") as a
+ * prefix length, as Python's ipaddress takes them; -1 if neither. */
+static int netmask_prefix(const char *s)
+{
+	struct in_addr m;
+	int n;
+
+	if (inet_pton(AF_INET, s, &m) != 1)
+		return -1;
+	n = leading_ones(ntohl(m.s_addr));
+	return n >= 0 ? n : leading_ones(~ntohl(m.s_addr));
+}
+
+int hutch_net_cidr_parse(const char *entry, struct hutch_net_cidr *ret, struct hutch_err *err)
+{
+	struct hutch_net_cidr c = { 0 };
+	char buf[128], *slash;
+	size_t n, len;
+	int max;
+
+	/* Python's str.strip(): the ASCII white space around it */
+	while (*entry && isspace((unsigned char)*entry))
+		entry++;
+	len = strlen(entry);
+	while (len > 0 && isspace((unsigned char)entry[len - 1]))
+		len--;
+	if (len == 0 || len >= sizeof(buf))
+		return egress_invalid(entry, false, err);
+	memcpy(buf, entry, len);
+	buf[len] = '\0';
+	if (strchr(buf, '%'))
+		return egress_invalid(buf, true, err);
+	slash = strchr(buf, '/');
+	if (slash)
+		*slash++ = '\0';
+	if (inet_pton(AF_INET, buf, c.addr) == 1)
+		c.family = AF_INET;
+	else if (inet_pton(AF_INET6, buf, c.addr) == 1)
+		c.family = AF_INET6;
+	else {
+		if (slash)
+			slash[-1] = '/';
+		return egress_invalid(buf, false, err);
+	}
+	max = c.family == AF_INET ? 32 : 128;
+	c.prefix = (uint8_t)max;
+	if (slash) {
+		uint64_t v;
+		int m = -1;
+
+		if (hutch_parse_u64(slash, 0, (uint64_t)max, &v) == 0 &&
+		    isdigit((unsigned char)*slash))
+			m = (int)v;
+		else if (c.family == AF_INET && strchr(slash, '.'))
+			m = netmask_prefix(slash);
+		if (m < 0) {
+			slash[-1] = '/';
+			return egress_invalid(buf, false, err);
+		}
+		c.prefix = (uint8_t)m;
+	}
+	/* strict=False: the host bits are cleared */
+	for (n = 0; n < (size_t)max / 8; n++) {
+		int keep = (int)c.prefix - (int)n * 8;
+		c.addr[n] &= keep >= 8 ? 0xff : keep <= 0 ? 0 : (uint8_t)(0xff << (8 - keep));
+	}
+	*ret = c;
+	return 0;
+}
+
+void hutch_net_cidr_format(const struct hutch_net_cidr *c, char *buf, size_t size)
+{
+	char a[INET6_ADDRSTRLEN] = "?";
+
+	(void)inet_ntop(c->family, c->addr, a, sizeof(a));
+	(void)snprintf(buf, size, "%s/%u", a, (unsigned)c->prefix);
+}
+
+enum hutch_net_mode hutch_net_policy_wired_mode(const struct hutch_net_policy *p)
+{
+	if (!p->egress_set || p->mode == HUTCH_NET_ALLOW)
+		return p->mode;
+	return p->negress ? HUTCH_NET_ALL : HUTCH_NET_NONE;
 }

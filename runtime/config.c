@@ -106,6 +106,12 @@ static int bindings_validate(const struct hutch_config *c, struct hutch_err *err
 
 	if (!b || b->n == 0)
 		return 0;
+	/* the proxy dials from the host: it would reach past the list */
+	if (c->net.egress_set)
+		return hutch_err_set(err, -EINVAL,
+		                     "header bindings with egress: the proxy that sets the "
+		                     "headers dials from this machine, past the egress list; "
+		                     "drop one of them");
 	if (c->net.mode == HUTCH_NET_NONE)
 		return hutch_err_set(err, -EINVAL,
 		                     "header bindings need a network: with network none nothing "
@@ -132,11 +138,13 @@ bool hutch_config_has_image(const struct hutch_config *c)
 
 int hutch_config_validate(const struct hutch_config *c, struct hutch_err *err)
 {
-	if (strcmp(c->region, HUTCH_DEFAULT_REGION) != 0 && c->net.mode != HUTCH_NET_ALL)
+	if (strcmp(c->region, HUTCH_DEFAULT_REGION) != 0 &&
+	    (c->net.mode != HUTCH_NET_ALL || c->net.egress_set))
 		return hutch_err_set(err, -EINVAL,
 		                     "only the default region, %s, can block traffic; in region %s "
-		                     "the sandbox runs only with network all",
-		                     HUTCH_DEFAULT_REGION, c->region);
+		                     "the sandbox runs only with network all%s",
+		                     HUTCH_DEFAULT_REGION, c->region,
+		                     c->net.egress_set ? " and no egress" : "");
 	if (c->no_limits && c->idle_timeout_seconds > 0)
 		return hutch_err_set(err, -EINVAL,
 		                     "idle sleep freezes the sandbox's cgroup, which --no-limits "

@@ -5,7 +5,9 @@
  * ("all", "files": files only, no commands; "none": neither), enforced by
  * the supervisor on every request (supervisor/api/api.c); secrets
  * (NAME=VALUE given to every command's environment, the values never
- * shown: state.json, status, inspect and ls have the names only).
+ * shown: state.json, status, inspect and ls have the names only); egress
+ * (IP/CIDR destinations, normalized as the cloud's client does, enforced
+ * by nftables in the sandbox's netns: netpolicy/nft.c).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -213,4 +215,113 @@ const struct hutch_option_type hutch_opt_secrets = {
 	.to_json = secrets_to_json,
 	.text = secrets_text,
 	.done = secrets_done,
+};
+
+/* ---- egress: the cloud's outbound allow list (netpolicy.h) ---- */
+
+static int egress_add(struct hutch_net_policy *p, const char *entry, struct hutch_err *err)
+{
+	struct hutch_net_cidr cidr;
+	int r = hutch_net_cidr_parse(entry, &cidr, err);
+
+	if (r < 0)
+		return r;
+	if (p->negress >= HUTCH_NET_EGRESS_MAX)
+		return hutch_err_set(err, -E2BIG, "too many egress entries: at most %d",
+		                     HUTCH_NET_EGRESS_MAX);
+	p->egress[p->negress++] = cidr;
+	p->egress_set = true;
+	return 0;
+}
+
+static void egress_init(const struct hutch_option *o, struct hutch_config *c)
+{
+	(void)o;
+	c->net.egress_set = false;
+	c->net.negress = 0;
+}
+
+/* CLI: one IP or CIDR per value (repeatable); "" gives the empty list,
+ * which blocks everything. */
+static int egress_parse(const struct hutch_option *o, struct hutch_config *c, const char *s,
+                        struct hutch_err *err)
+{
+	(void)o;
+	if (!s[0]) {
+		c->net.egress_set = true;
+		return 0;
+	}
+	return egress_add(&c->net, s, err);
+}
+
+/* API: an array of strings replaces the list ([] blocks everything);
+ * null: no egress policy. */
+static int egress_from_json(const struct hutch_option *o, struct hutch_config *c, const cJSON *v,
+                            struct hutch_err *err)
+{
+	struct hutch_net_policy tmp = { .egress_set = true };
+	const cJSON *it;
+	int r;
+
+	if (cJSON_IsNull(v)) {
+		egress_init(o, c);
+		return 0;
+	}
+	if (!cJSON_IsArray(v))
+		return hutch_err_set(err, -EINVAL,
+		                     "field '%s' has the wrong type: expected an array of IP "
+		                     "addresses or CIDRs",
+		                     o->name);
+	cJSON_ArrayForEach(it, v) {
+		if (!cJSON_IsString(it))
+			return hutch_err_set(err, -EINVAL,
+			                     "invalid egress entry: expected an IP address or CIDR "
+			                     "as a string");
+		r = egress_add(&tmp, it->valuestring, err);
+		if (r < 0)
+			return r;
+	}
+	c->net.egress_set = true;
+	c->net.negress = tmp.negress;
+	memcpy(c->net.egress, tmp.egress, tmp.negress * sizeof(tmp.egress[0]));
+	return 0;
+}
+
+/* The normalized list, or null when not given. */
+static void egress_to_json(const struct hutch_option *o, const struct hutch_config *c, cJSON *obj)
+{
+	char buf[HUTCH_NET_CIDR_TEXT];
+	cJSON *arr;
+
+	if (!c->net.egress_set) {
+		cJSON_AddNullToObject(obj, o->name);
+		return;
+	}
+	arr = cJSON_AddArrayToObject(obj, o->name);
+	for (size_t i = 0; arr && i < c->net.negress; i++) {
+		hutch_net_cidr_format(&c->net.egress[i], buf, sizeof(buf));
+		cJSON_AddItemToArray(arr, cJSON_CreateString(buf));
+	}
+}
+
+static void egress_text(const struct hutch_option *o, const struct hutch_config *c,
+                        void (*emit)(void *ud, const char *s), void *ud)
+{
+	char buf[HUTCH_NET_CIDR_TEXT];
+
+	(void)o;
+	if (c->net.egress_set && c->net.negress == 0)
+		emit(ud, ""); /* the empty list, as --egress '' gives it */
+	for (size_t i = 0; i < c->net.negress; i++) {
+		hutch_net_cidr_format(&c->net.egress[i], buf, sizeof(buf));
+		emit(ud, buf);
+	}
+}
+
+const struct hutch_option_type hutch_opt_egress = {
+	.init = egress_init,
+	.parse = egress_parse,
+	.from_json = egress_from_json,
+	.to_json = egress_to_json,
+	.text = egress_text,
 };

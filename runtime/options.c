@@ -382,6 +382,10 @@ static int network_parse(const struct hutch_option *o, struct hutch_config *c, c
 		                     o->size - 1);
 	if (hutch_net_policy_parse(s, &p, err) < 0)
 		return err->code;
+	/* egress is an option of its own, given before or after this one */
+	p.egress_set = c->net.egress_set;
+	p.negress = c->net.negress;
+	memcpy(p.egress, c->net.egress, c->net.negress * sizeof(p.egress[0]));
 	hutch_net_policy_done(&c->net);
 	c->net = p;
 	hutch_opt_chars_set(o, c, s);
@@ -469,6 +473,18 @@ static const struct hutch_option options[] = {
 	        .type = &hutch_opt_network,
 	        AT(network_spec),
 	        .def_str = "none",
+	        .flags = HUTCH_OPT_POOL_KEY,
+	},
+	{
+	        .name = "egress",
+	        .cli = "egress",
+	        .metavar = "CIDR",
+	        .help = "the cloud's egress=: an IP address or CIDR the sandbox may reach "
+	                "(repeatable); with it the sandbox reaches these and nothing else, "
+	                "with network none or all (never this machine, private or "
+	                "link-local ranges); '' alone blocks everything",
+	        .type = &hutch_opt_egress,
+	        AT(net),
 	        .flags = HUTCH_OPT_POOL_KEY,
 	},
 	{

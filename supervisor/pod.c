@@ -262,7 +262,7 @@ static int take_network(struct sup *s, const struct pod *pod, struct hutch_err *
 	if (j->fd[HUTCH_POD_NS_NET] < 0) {
 		/* Its own network namespace in the pod's user namespace: its
 		 * wiring would need a slot of its own (mode all's addresses). */
-		if (s->cfg->net.mode != HUTCH_NET_NONE)
+		if (hutch_net_policy_wired_mode(&s->cfg->net) != HUTCH_NET_NONE)
 			return hutch_err_set(
 			        err, -EPERM,
 			        "annotations.run.hutch.network: a container that shares "

@@ -269,7 +269,7 @@ static int mode_check(struct sup *s, const char *runtime_dir, struct hutch_err *
 	if (r < 0)
 		return r;
 	/* Mode all without root: user-mode networking (netpolicy/usernet.c). */
-	if (s->idmap.rootless && s->cfg->net.mode == HUTCH_NET_ALL) {
+	if (s->idmap.rootless && hutch_net_policy_wired_mode(&s->cfg->net) == HUTCH_NET_ALL) {
 		r = hutch_net_usernet_check(getenv("HUTCH_PASTA"), s->net.pasta,
 		                            sizeof(s->net.pasta), err);
 		if (r < 0) { /* the host cannot: exit 69, like a missing newuidmap */

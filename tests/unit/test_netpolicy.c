@@ -257,12 +257,90 @@ static void test_validate_host_ports(void **state)
 	hutch_net_policy_done(&p);
 }
 
+/* egress= entries: normalized as the cloud's client does (koyeb's
+ * _normalize_destination, Python's ipaddress, strict=False); the expected
+ * texts are what Python 3.11 printed for the same entries. */
+static void test_egress_entries(void **state)
+{
+	static const char *const ok[][2] = {
+		{ "1.2.3.4", "1.2.3.4/32" },
+		{ " 10.0.0.1/8 ", "10.0.0.0/8" },
+		{ "\t1.2.3.4\n", "1.2.3.4/32" },
+		{ "2001:db8::1", "2001:db8::1/128" },
+		{ "2001:DB8:0:0:0:0:0:1/64", "2001:db8::/64" },
+		{ "2001:0db8:0000:0000:0001:0000:0000:0001", "2001:db8::1:0:0:1/128" },
+		{ "10.0.0.1/255.0.0.0", "10.0.0.0/8" },
+		{ "1.2.3.4/0.0.0.255", "1.2.3.0/24" },
+		{ "10.0.0.1/08", "10.0.0.0/8" },
+		{ "0.0.0.0/0", "0.0.0.0/0" },
+		{ "::/0", "::/0" },
+		{ "198.51.100.10/31", "198.51.100.10/31" },
+	};
+	static const char *const bad[] = { "",
+		                           "  ",
+		                           "10.0.0.1/+8",
+		                           "010.0.0.1",
+		                           "1.2.3",
+		                           "10.0.0.1/ 8",
+		                           "a.com",
+		                           "1.2.3.4/",
+		                           "1.2.3.4/33",
+		                           "2001:db8::1/129",
+		                           "1.2.3.4/255.0.255.0" };
+	struct hutch_err err = { 0 };
+	struct hutch_net_cidr c;
+	char buf[HUTCH_NET_CIDR_TEXT];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+		if (hutch_net_cidr_parse(ok[i][0], &c, &err) != 0)
+			fail_msg("'%s' refused: %s", ok[i][0], err.msg);
+		hutch_net_cidr_format(&c, buf, sizeof(buf));
+		assert_string_equal(buf, ok[i][1]);
+	}
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		if (hutch_net_cidr_parse(bad[i], &c, &err) != -EINVAL)
+			fail_msg("'%s' accepted", bad[i]);
+		assert_non_null(strstr(err.msg, "invalid egress entry '"));
+		assert_non_null(strstr(err.msg, "': expected an IP address or CIDR"));
+		assert_null(strstr(err.msg, "zone-ID"));
+	}
+	assert_int_equal(hutch_net_cidr_parse("fe80::1%eth0", &c, &err), -EINVAL);
+	assert_string_equal(err.msg, "invalid egress entry 'fe80::1%eth0': expected an IP address "
+	                             "or CIDR (scoped/zone-ID addresses are not allowed)");
+}
+
+/* With egress, none and all are wired as all (a list) or none (empty);
+ * allow with egress is refused. */
+static void test_egress_modes(void **state)
+{
+	struct hutch_net_policy p = { .mode = HUTCH_NET_NONE };
+	struct hutch_err err = { 0 };
+
+	(void)state;
+	assert_int_equal(hutch_net_policy_wired_mode(&p), HUTCH_NET_NONE);
+	p.egress_set = true;
+	assert_int_equal(hutch_net_policy_wired_mode(&p), HUTCH_NET_NONE);
+	assert_int_equal(hutch_net_policy_validate(&p, (const uint16_t[]){ 80 }, 1, &err), -EINVAL);
+	p.mode = HUTCH_NET_ALL;
+	assert_int_equal(hutch_net_policy_wired_mode(&p), HUTCH_NET_NONE);
+	p.negress = 1;
+	assert_int_equal(hutch_net_policy_wired_mode(&p), HUTCH_NET_ALL);
+	p.mode = HUTCH_NET_NONE;
+	assert_int_equal(hutch_net_policy_wired_mode(&p), HUTCH_NET_ALL);
+	assert_int_equal(hutch_net_policy_validate(&p, (const uint16_t[]){ 80 }, 1, &err), 0);
+	p.mode = HUTCH_NET_ALLOW;
+	assert_int_equal(hutch_net_policy_validate(&p, NULL, 0, &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "egress with network allow"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_host_accepted), cmocka_unit_test(test_host_refused),
-		cmocka_unit_test(test_modes),         cmocka_unit_test(test_allow_list),
-		cmocka_unit_test(test_allow_many),    cmocka_unit_test(test_validate_host_ports),
+		cmocka_unit_test(test_host_accepted),  cmocka_unit_test(test_host_refused),
+		cmocka_unit_test(test_modes),          cmocka_unit_test(test_allow_list),
+		cmocka_unit_test(test_allow_many),     cmocka_unit_test(test_validate_host_ports),
+		cmocka_unit_test(test_egress_entries), cmocka_unit_test(test_egress_modes),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

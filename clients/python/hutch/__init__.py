@@ -8,6 +8,7 @@
 Standard library only. See docs/python.md.
 """
 from .errors import (AccessDeniedError, APIError, BackgroundProcessesDisabledError, CommandTimeoutError, ConfigError,
+                     EgressPolicyError,
                      FileTooLargeError, HutchNotFoundError, NotCapableHostError, ProcessNotFoundError,
                      ProcessNotRunningError, PtyWaitTimeout, SandboxDeletedError, SandboxError,
                      SandboxExpiredError, SandboxFileNotFoundError, SandboxGoneError,
@@ -39,5 +40,5 @@ __all__ = [
     "APIError", "SandboxFileNotFoundError", "SandboxPermissionError", "SandboxIsADirectoryError",
     "SandboxNoSpaceError", "ProcessNotFoundError", "ProcessNotRunningError",
     "BackgroundProcessesDisabledError", "FileTooLargeError", "PtyWaitTimeout", "StdinClosedError",
-    "AccessDeniedError",
+    "AccessDeniedError", "EgressPolicyError",
 ]

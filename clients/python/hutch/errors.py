@@ -23,6 +23,12 @@ class ConfigError(SandboxError, ValueError):
     or by the runtime at creation for options this version cannot honour)."""
 
 
+class EgressPolicyError(ConfigError):
+    """An invalid ``egress=`` (the cloud client's EgressPolicyError): an
+    entry that is not an IP address or CIDR, a scoped address, or egress
+    with a network it cannot go with."""
+
+
 class SetupError(SandboxError):
     """The setup script or an ``on_create`` step failed or timed out; the
     sandbox was deleted."""

@@ -6,6 +6,7 @@ import dataclasses
 import functools
 import http.client
 import inspect
+import ipaddress
 import json
 import os
 import re
@@ -343,6 +344,49 @@ def _secrets(secrets):
     return dict(secrets)
 
 
+def _egress_entry(entry):
+    """One egress= entry as the cloud's client normalizes it (koyeb's
+    _normalize_destination): a bare IPv4 address becomes /32, IPv6 /128,
+    a CIDR has its host bits cleared; a scoped address is refused."""
+    value = entry.strip() if isinstance(entry, str) else ""
+    if not value:
+        raise errors.EgressPolicyError(f"invalid egress entry {entry!r}: expected an IP address "
+                                       "or CIDR")
+    if "%" in value:
+        raise errors.EgressPolicyError(f"invalid egress entry {entry!r}: expected an IP address "
+                                       "or CIDR (scoped/zone-ID addresses are not allowed)")
+    try:
+        if "/" in value:
+            return str(ipaddress.ip_network(value, strict=False))
+        address = ipaddress.ip_address(value)
+    except ValueError:
+        raise errors.EgressPolicyError(f"invalid egress entry {entry!r}: expected an IP address "
+                                       "or CIDR") from None
+    return f"{address}/{32 if address.version == 4 else 128}"
+
+
+def _egress(egress, network, region):
+    """egress= (the cloud's): None, or the IP/CIDR destinations the sandbox
+    reaches, and nothing else ([] blocks everything)."""
+    if egress is None:
+        return None
+    if isinstance(egress, str) or not isinstance(egress, (list, tuple)):
+        raise errors.EgressPolicyError(f"invalid egress {egress!r}: a list of IP addresses or "
+                                       "CIDRs (None: no egress policy)")
+    if len(egress) > 64:
+        raise errors.EgressPolicyError("too many egress entries: at most 64")
+    out = [_egress_entry(e) for e in egress]
+    if network.mode == "allow":
+        raise errors.EgressPolicyError("egress with network allow: allow reaches only its hosts "
+                                       "through the TLS proxy; list the addresses there or use "
+                                       "Network.none() or Network.all() with egress")
+    if region != DEFAULT_REGION:
+        raise errors.EgressPolicyError(f"only the default region, {DEFAULT_REGION}, can block "
+                                       f"traffic; in region {region} the sandbox runs only with "
+                                       "network all and no egress")
+    return out
+
+
 class LocalSandbox:
     """A local sandbox configuration, with the cloud sandbox's option names,
     defaults and validation (errors raised here, before anything starts).
@@ -358,7 +402,7 @@ class LocalSandbox:
                  executor_max_output_bytes=None, no_limits=False, max_output_bytes=None,
                  journal_max_bytes=None,
                  on_create=None, on_destroy=None, description=None, access=None,
-                 secrets=None, volumes=None, snapshot=None):
+                 secrets=None, volumes=None, snapshot=None, egress=None):
         if not isinstance(instance_type, str) or instance_type not in INSTANCE_TYPES:
             raise errors.ConfigError(f"unknown instance_type {instance_type!r}: valid types are "
                                      f"{', '.join(INSTANCE_TYPES)}")
@@ -387,7 +431,11 @@ class LocalSandbox:
             raise errors.ConfigError(f"only the default region, {DEFAULT_REGION}, can block traffic; in "
                                      f"region {region} the sandbox runs only with network all "
                                      "(network=Network.all())")
-        self.host_ports = _host_ports(host_ports, network)
+        self.egress = _egress(egress, network, region)
+        # with egress, the sandbox is wired as all (a list) or none ([])
+        wired = network if self.egress is None else \
+            Network.all() if self.egress else Network.none()
+        self.host_ports = _host_ports(host_ports, wired)
         self.ports = _publish(ports)
         self.executor_port = _executor_port(executor_port)
         self.executor_max_output_bytes = _executor_max_output(executor_max_output_bytes)
@@ -398,6 +446,10 @@ class LocalSandbox:
         self.secrets = _secrets(secrets)
         self.volumes = volume_specs(volumes)
         self.header_bindings = check_bindings(header_bindings, network)
+        if self.egress is not None and self.header_bindings:
+            raise errors.EgressPolicyError("header bindings with egress: the proxy that sets the "
+                                           "headers dials from this machine, past the egress "
+                                           "list; drop one of them")
         if image is not None and not _image_is_valid(image):
             raise errors.ConfigError(f"invalid image {image!r}: None or 'host' (the host-derived "
                                      "root), the name of an image of the store ('hutch image "
@@ -482,6 +534,8 @@ class LocalSandbox:
                 "--setup-timeout", str(self.setup_script_timeout_seconds)]
         for port in self.host_ports:
             args += ["--host-port", str(port)]
+        if self.egress is not None:
+            args += [a for e in (self.egress or [""]) for a in ("--egress", e)]
         for spec in self.ports:
             args += ["--publish", spec]
         for spec in self.volumes:

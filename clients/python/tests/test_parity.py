@@ -224,6 +224,7 @@ CREATE_OPTIONS = {
     "--executor-max-output": ("executor_max_output_bytes", "executor_max_output_bytes"),
     "--access": ("access", "access"),
     "--secret": ("secrets", "secrets"),
+    "--egress": ("egress", "egress"),
     "--setup-script": ("setup_script_bytes", "setup_script"),
     "--setup-timeout": ("setup_script_timeout_seconds", "setup_script_timeout_seconds"),
     "--on-create": ("on_create", "on_create"),
@@ -295,3 +296,58 @@ def test_network_as_the_clis_string():
     for bad in ("some", "none:x", "allow:https://x", 5):
         with pytest.raises(ConfigError):
             LocalSandbox(network=bad)
+
+
+# egress= (issue 27): the client normalizes and refuses entries as the
+# cloud's client does (koyeb's _normalize_destination), and as the CLI and
+# API do: the pool key hashes the CLI's normalized list, so an entry and the
+# client's normal form of it give one key; a refused entry has one message.
+EGRESS_OK = [" 10.0.0.1/8 ", "1.2.3.4", "2001:DB8:0:0:0:0:0:1/64", "10.0.0.1/255.0.0.0",
+             "1.2.3.4/0.0.0.255", "0.0.0.0/0", "198.51.100.11/31"]
+EGRESS_BAD = ["10.0.0.1%eth0", "fe80::1%lo", "api.example.com", "10.0.0.1/33", "010.0.0.1",
+              "1.2.3", "", "1.2.3.4/"]
+
+
+def _pool_key(*opts):
+    r = subprocess.run([HUTCH, "pool", "key", "--json", *opts], capture_output=True, text=True)
+    return r.returncode, (json.loads(r.stdout)["key"] if r.returncode == 0 else r.stderr)
+
+
+def test_egress_is_normalized_and_refused_as_the_cli_does():
+    from hutch import EgressPolicyError
+    none = _pool_key()[1]
+    for e in EGRESS_OK:
+        norm = LocalSandbox(egress=[e]).egress
+        rc, key = _pool_key("--egress", e)
+        assert rc == 0 and key != none, key
+        assert _pool_key("--egress", norm[0]) == (0, key), (e, norm)
+        assert LocalSandbox(egress=[e])._cli_options()[-2:] == ["--egress", norm[0]]
+    assert LocalSandbox(egress=["1.2.3.4"]).egress == ["1.2.3.4/32"]
+    assert LocalSandbox(egress=[" 10.0.0.1/8 "]).egress == ["10.0.0.0/8"]
+    for e in EGRESS_BAD:
+        with pytest.raises(EgressPolicyError) as err:
+            LocalSandbox(egress=[e])
+        assert isinstance(err.value, ConfigError)
+        if e:  # the CLI's '' is the empty list
+            rc, msg = _pool_key("--egress", e)
+            assert rc == 64 and f"hutch: {err.value}\n" == msg, (e, msg, str(err.value))
+    for kw in ({"egress": "1.2.3.4"}, {"egress": [1]},
+               {"egress": ["1.2.3.4"], "network": "allow:example.com"},
+               {"egress": ["1.2.3.4"], "network": "all", "region": "fr-par"},
+               {"egress": [], "host_ports": [8080]},
+               {"egress": ["1.2.3.4"] * 65}):
+        with pytest.raises(EgressPolicyError if "host_ports" not in kw else ConfigError):
+            LocalSandbox(**kw)
+    assert "--egress" not in LocalSandbox()._cli_options()
+    assert LocalSandbox(egress=[])._cli_options()[-2:] == ["--egress", ""]
+
+
+def test_empty_egress_blocks_everything():
+    with LocalSandbox(network="all", egress=[]) as s:
+        assert s.config["egress"] == [] and s.config["network"] == "all"
+        net = s.status()["network"]
+        assert net["egress"] == [] and "address" not in net   # wired as none
+        r = s.execute("python3 -c \"import socket; socket.create_connection(('1.1.1.1', 80), 5)\"")
+        assert r.exit_code != 0 and "Network is unreachable" in r.stderr, r
+    with LocalSandbox() as s:
+        assert s.config["egress"] is None

@@ -41,7 +41,7 @@ int hutch_cli_volume(int argc, char **argv, const struct hutch_cli_verb *const *
  * the exit code, said on stderr. */
 struct hutch_image_store;
 int hutch_cli_image_store_open(const char *given, struct hutch_image_store **ret);
-/* verb-snapshot.c: "snapshot" (capture), "snapshot ls|inspect|rm", "fork" */
+/* verb-snapshot.c: "snapshot" (capture), "snapshot ls", "snapshot inspect", "snapshot rm" */
 extern const struct hutch_cli_verb hutch_verb_snapshot, hutch_verb_snapshot_ls,
         hutch_verb_snapshot_inspect, hutch_verb_snapshot_rm;
 /* hutch snapshot SUB ... or hutch snapshot ID [NAME]: argv[0] is "snapshot". */

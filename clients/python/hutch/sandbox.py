@@ -1341,6 +1341,13 @@ class AsyncSandboxSession:
     unexpose_port = _async_method("unexpose_port")
     ports = _async_method("ports")
 
+    async def fork(self, n=None, **options):
+        """:meth:`SandboxSession.fork`: the new sessions in their asyncio form."""
+        made = await asyncio.to_thread(self.sync.fork, n, **options)
+        if n is None:
+            return AsyncSandboxSession(made)
+        return [AsyncSandboxSession(m) for m in made]
+
     @property
     def pty(self):
         """The asyncio form of ``session.pty``."""

@@ -1132,6 +1132,15 @@ def test_snapshot_spawn_fork(monkeypatch, tmp_path):
         finally:
             for k in kids:
                 k.close()
+
+        async def afork():  # the asyncio form: an AsyncSandboxSession of its own
+            k = await hutch.AsyncSandboxSession(s).fork()
+            try:
+                assert isinstance(k, hutch.AsyncSandboxSession) and k.id != s.id
+                return (await k.execute("cat /workspace/f")).stdout
+            finally:
+                await k.close()
+        assert asyncio.run(afork()) == "kept\n"
     with LocalSandbox(snapshot="py-snap") as c:
         assert c.execute("cat /workspace/f").stdout == "kept\n"
     assert "py-snap" in [x.name for x in hutch.Snapshot.list()]

@@ -100,6 +100,15 @@ struct hutch_cli_args {
 	const char *given[HUTCH_CLI_OPTS_MAX];
 };
 
+/* --store DIR, as the image, snapshot and volume verbs take it. */
+#define HUTCH_CLI_STORE_OPT                                                                     \
+	{                                                                                       \
+		.name = "store", .kind = HUTCH_CLI_STRING,                                      \
+		.offset = offsetof(struct hutch_cli_args, store), .metavar = "DIR",             \
+		.help = "the image store (default $HUTCH_IMAGE_STORE, else /var/lib/hutch, or " \
+		        "the user's ~/.local/share/hutch)"                                      \
+	}
+
 /* The table of verbs whose one option is --json. */
 extern const struct hutch_cli_opt hutch_cli_json_opts[];
 

@@ -39,13 +39,6 @@ static const char image_usage[] =
         "terminal, lines otherwise (-q: nothing); an interrupted pull, run again, downloads\n"
         "only the blobs it had not finished.\n";
 
-#define STORE_OPT                                                                            \
-	{                                                                                    \
-		.name = "store", .kind = HUTCH_CLI_STRING, A(store), .metavar = "DIR",       \
-		.help = "the image store (default $HUTCH_IMAGE_STORE, else /var/lib/hutch, " \
-		        "or the user's ~/.local/share/hutch)"                                \
-	}
-
 #define QUIET_OPT                                                                          \
 	{                                                                                  \
 		.name = "quiet", .short_name = 'q', .kind = HUTCH_CLI_FLAG, A(quiet),      \
@@ -60,17 +53,17 @@ static const struct hutch_cli_opt import_opts[] = {
 	  .metavar = "TAG",
 	  .help = "the layout's manifest of this org.opencontainers.image.ref.name" },
 	QUIET_OPT,
-	STORE_OPT,
+	HUTCH_CLI_STORE_OPT,
 	{ 0 },
 };
 static const struct hutch_cli_opt fetch_opts[] = {
 	QUIET_OPT,
-	STORE_OPT,
+	HUTCH_CLI_STORE_OPT,
 	{ 0 },
 };
 static const struct hutch_cli_opt build_opts[] = {
 	QUIET_OPT,
-	STORE_OPT,
+	HUTCH_CLI_STORE_OPT,
 	{ .name = "recipe",
 	  .kind = HUTCH_CLI_STRING,
 	  A(recipe),
@@ -80,11 +73,11 @@ static const struct hutch_cli_opt build_opts[] = {
 };
 static const struct hutch_cli_opt ls_opts[] = {
 	{ .name = "json", .kind = HUTCH_CLI_FLAG, A(json), .help = "print JSON" },
-	STORE_OPT,
+	HUTCH_CLI_STORE_OPT,
 	{ 0 },
 };
 static const struct hutch_cli_opt store_opts[] = {
-	STORE_OPT,
+	HUTCH_CLI_STORE_OPT,
 	{ 0 },
 };
 

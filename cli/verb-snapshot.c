@@ -36,13 +36,6 @@ static const char snapshot_usage[] =
         "snapshotted (not the host-derived root), as root. --full (processes and memory)\n"
         "is refused for now: see 'hutch doctor' and docs/snapshots.md.\n";
 
-#define STORE_OPT                                                                      \
-	{                                                                              \
-		.name = "store", .kind = HUTCH_CLI_STRING, A(store), .metavar = "DIR", \
-		.help = "the image store (default $HUTCH_IMAGE_STORE, else "           \
-		        "/var/lib/hutch)"                                              \
-	}
-
 static const struct hutch_cli_opt take_opts[] = {
 	{ .name = "json", .kind = HUTCH_CLI_FLAG, A(json), .help = "print the result as JSON" },
 	{ .name = "full",
@@ -53,11 +46,11 @@ static const struct hutch_cli_opt take_opts[] = {
 };
 static const struct hutch_cli_opt ls_opts[] = {
 	{ .name = "json", .kind = HUTCH_CLI_FLAG, A(json), .help = "print JSON" },
-	STORE_OPT,
+	HUTCH_CLI_STORE_OPT,
 	{ 0 },
 };
 static const struct hutch_cli_opt store_opts[] = {
-	STORE_OPT,
+	HUTCH_CLI_STORE_OPT,
 	{ 0 },
 };
 

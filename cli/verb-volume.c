@@ -29,13 +29,6 @@ static const char volume_usage[] =
         "'hutch create -v NAME:PATH[:rw]' mounts it on PATH, read-only unless :rw, its files\n"
         "appuser's; it outlives the sandboxes that use it, and any number of them share it.\n";
 
-#define STORE_OPT                                                                          \
-	{                                                                                  \
-		.name = "store", .kind = HUTCH_CLI_STRING, A(store), .metavar = "DIR",     \
-		.help = "the store holding the volumes (default $HUTCH_IMAGE_STORE, else " \
-		        "/var/lib/hutch, or the user's ~/.local/share/hutch)"              \
-	}
-
 static const struct hutch_cli_opt ls_opts[] = {
 	{ .name = "json", .kind = HUTCH_CLI_FLAG, A(json), .help = "print JSON" },
 	{ .name = "quiet",
@@ -43,11 +36,11 @@ static const struct hutch_cli_opt ls_opts[] = {
 	  .kind = HUTCH_CLI_FLAG,
 	  A(quiet),
 	  .help = "print the names only" },
-	STORE_OPT,
+	HUTCH_CLI_STORE_OPT,
 	{ 0 },
 };
 static const struct hutch_cli_opt store_opts[] = {
-	STORE_OPT,
+	HUTCH_CLI_STORE_OPT,
 	{ 0 },
 };
 

@@ -138,15 +138,19 @@ cJSON *hutch_sup_stats_json(struct sup *s)
 	struct hutch_cgroup_usage u = { UINT64_MAX, UINT64_MAX, UINT64_MAX, UINT64_MAX,
 		                        UINT64_MAX };
 	cJSON *o = cJSON_CreateObject(), *m, *p;
+	int64_t read_at;
 
 	if (!o)
 		return NULL;
+	/* the time of the CPU counter, which is read first: a rate over two
+	 * samples must not count the reads of memory and pids after it */
+	read_at = hutch_now_mono_ms();
 	if (s->cg)
 		(void)hutch_cgroup_usage(s->cg, &u);
 	if (u.cpu_usec == UINT64_MAX && s->init_pid > 0)
 		u.cpu_usec = cpu_usec_from_proc(s->init_pid);
 	cJSON_AddStringToObject(o, "id", s->id);
-	cJSON_AddNumberToObject(o, "read_at_ms", (double)hutch_now_mono_ms());
+	cJSON_AddNumberToObject(o, "read_at_ms", (double)read_at);
 	add_u64(o, "cpu_usec", u.cpu_usec);
 	/* --no-limits: no cgroup, so no limit to show (null) */
 	if (s->cg)

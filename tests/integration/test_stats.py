@@ -6,7 +6,7 @@ sandbox."""
 import json
 import time
 
-from conftest import wait_until
+from conftest import SLOWDOWN, wait_until
 from test_session import frozen
 
 
@@ -47,9 +47,19 @@ def test_cli_stats_cpu_is_held_to_the_quota(hutch):
         assert r.returncode == 0, r.stderr
         (one,) = json.loads(r.stdout)
         assert one["id"] == sb.id and one["cpu_limit"] == 0.25
-        # A busy loop registers, and never beyond the 25 % quota (+ slack
-        # for the sampling interval's edges).
-        assert 0 < one["cpu_percent"] <= 32, one
+        # A busy loop registers; --no-stream's half second spans up to six
+        # of the quota's 100 ms periods (30 %), and under emulation (the v2
+        # VM) a period can overrun by what the host took from the vCPU, paid
+        # back in the next: the half second shows it, not the quota.
+        assert 0 < one["cpu_percent"] < 100, one
+        # The quota itself, over a window long enough for the edges and the
+        # overruns to even out (2 s: at most 21 periods' worth, 26 %). The
+        # sleep is the measuring window, not a wait for a condition.
+        a = stats(sb)
+        time.sleep(2 * SLOWDOWN)
+        b = stats(sb)
+        used = (b["cpu_usec"] - a["cpu_usec"]) / ((b["read_at_ms"] - a["read_at_ms"]) * 1000)
+        assert 0.15 < used <= 0.30, (a, b)
         r = hutch("stats", "--no-stream")
         lines = r.stdout.decode().splitlines()
         assert r.returncode == 0 and lines[0].split()[:3] == ["ID", "CPU", "%"], lines

@@ -12,9 +12,13 @@
  * two sandboxes leave at once (each seeing the other's link), and the
  * shared holders only hold it for a few netlink round trips.
  *
- * Forwarding: if net.ipv4.ip_forward is 0, the file "forwarding" in the
- * state directory records that hutch turns it on, before it does; the last
- * one out writes 0 back only if that record exists.
+ * Forwarding: if net.ipv4.ip_forward is 0, the file "forwarding-<netns
+ * inode>" in the state directory records that hutch turns it on, before it
+ * does; the last one out writes 0 back only if that record exists. The
+ * knob, the table and the links are the network namespace's own, so is the
+ * record: a hutch run in a namespace of its own (the tests' own_net, a
+ * container's) must not make the machine's last one out turn the machine's
+ * forwarding off, nor the other way round.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -31,7 +35,7 @@
 #include "hostnet-internal.h"
 
 #define IP_FORWARD      "/proc/sys/net/ipv4/ip_forward"
-#define FORWARDING_FILE "forwarding"
+#define FORWARDING_FILE "forwarding-%llu"
 #define LOCK_FILE       "lock"
 #define VETH_PEER_NAME  "eth0"
 
@@ -61,10 +65,21 @@ static int lock_state(int how, int *ret_dirfd, int *ret_lockfd, struct hutch_err
 	return 0;
 }
 
+/* The record's name for this thread's network namespace. */
+static int forwarding_file(char name[static 32], struct hutch_err *err)
+{
+	struct stat st;
+
+	if (stat("/proc/thread-self/ns/net", &st) < 0)
+		return hutch_err_set_errno(err, -errno, "stat '/proc/thread-self/ns/net'");
+	(void)snprintf(name, 32, FORWARDING_FILE, (unsigned long long)st.st_ino);
+	return 0;
+}
+
 /* Turn IPv4 forwarding on, recording first that hutch did. */
 static int forwarding_on(int dirfd, struct hutch_err *err)
 {
-	char v[8];
+	char v[8], name[32];
 	ssize_t n;
 	int r;
 
@@ -73,11 +88,12 @@ static int forwarding_on(int dirfd, struct hutch_err *err)
 		return hutch_err_set_errno(err, (int)n, "read '%s'", IP_FORWARD);
 	if (v[0] != '0')
 		return 0;
-	r = hutch_write_file_at(dirfd, FORWARDING_FILE, "hutch turned net.ipv4.ip_forward on\n",
-	                        0600);
+	r = forwarding_file(name, err);
 	if (r < 0)
-		return hutch_err_set_errno(err, r, "record '%s/%s'", HUTCH_NET_STATE_DIR,
-		                           FORWARDING_FILE);
+		return r;
+	r = hutch_write_file_at(dirfd, name, "hutch turned net.ipv4.ip_forward on\n", 0600);
+	if (r < 0)
+		return hutch_err_set_errno(err, r, "record '%s/%s'", HUTCH_NET_STATE_DIR, name);
 	r = hutch_write_knob_at(AT_FDCWD, IP_FORWARD, "1");
 	if (r < 0)
 		return hutch_err_set_errno(err, r, "turn on IPv4 forwarding ('%s')", IP_FORWARD);
@@ -88,18 +104,22 @@ static int forwarding_on(int dirfd, struct hutch_err *err)
 static int forwarding_restore(int dirfd, struct hutch_err *err)
 {
 	struct stat st;
+	char name[32];
 	int r;
 
-	if (fstatat(dirfd, FORWARDING_FILE, &st, AT_SYMLINK_NOFOLLOW) < 0)
+	r = forwarding_file(name, err);
+	if (r < 0)
+		return r;
+	if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
 		return errno == ENOENT ? 0
 		                       : hutch_err_set_errno(err, -errno, "check '%s/%s'",
-		                                             HUTCH_NET_STATE_DIR, FORWARDING_FILE);
+		                                             HUTCH_NET_STATE_DIR, name);
 	r = hutch_write_knob_at(AT_FDCWD, IP_FORWARD, "0");
 	if (r < 0)
 		return hutch_err_set_errno(err, r, "turn off IPv4 forwarding ('%s')", IP_FORWARD);
-	if (unlinkat(dirfd, FORWARDING_FILE, 0) < 0 && errno != ENOENT)
+	if (unlinkat(dirfd, name, 0) < 0 && errno != ENOENT)
 		return hutch_err_set_errno(err, -errno, "remove '%s/%s'", HUTCH_NET_STATE_DIR,
-		                           FORWARDING_FILE);
+		                           name);
 	return 0;
 }
 

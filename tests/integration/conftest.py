@@ -409,6 +409,6 @@ def sandbox(hutch):
 
 # The fake internet of the network tests: one session fixture for every
 # module that uses it (imported here, not per module, so it is set up once).
-from netfake import fakenet, fakenet_here, fakenet_world  # noqa: E402,F401
+from netfake import fakenet, fakenet_here, fakenet_world, own_net  # noqa: E402,F401
 # The matrix of roots: `root` (host, image, default) and the session's images.
 from roots import default_root, image_root, root  # noqa: E402,F401

@@ -130,6 +130,51 @@ def in_netns(path):
         os.close(back)
 
 
+@contextlib.contextmanager
+def own_netns():
+    """This thread in a new, anonymous network namespace with only lo (up)
+    until the block ends: what hutch wires there for mode all (its veth
+    hutch<slot>, the 10.200.0.0/16 route, the table inet hutch,
+    forwarding) never exists in the machine's namespace, and goes with the
+    namespace once the last process in it (a supervisor) has exited.
+    Nothing to delete: no name in /run/netns."""
+    back = os.open("/proc/thread-self/ns/net", os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        if _libc.unshare(CLONE_NEWNET) != 0:
+            e = ctypes.get_errno()
+            raise OSError(e, f"unshare(CLONE_NEWNET): {os.strerror(e)}")
+        try:
+            sh("ip", "link", "set", "lo", "up")
+            yield OwnNet(back)
+        finally:
+            _setns(back)
+    finally:
+        os.close(back)
+
+
+class OwnNet:
+    def __init__(self, outer):
+        self.outer = outer
+
+    def outside(self):
+        """The machine's own netns (to check nothing of the test is there)."""
+        return in_netns(f"/proc/self/fd/{self.outer}")
+
+    def on_host(self, link):
+        """Is a link of this name in the machine's own namespace?"""
+        with self.outside():
+            return link_index(link) is not None
+
+
+def link_index(name):
+    """A link's index in this thread's netns, or None (not /sys/class/net:
+    sysfs shows the namespace it was mounted in, the machine's)."""
+    try:
+        return socket.if_nametoindex(name)
+    except OSError:
+        return None
+
+
 def read_sysctl(name):
     with open("/proc/sys/" + name.replace(".", "/")) as f:
         return f.read().strip()
@@ -505,6 +550,17 @@ def fakenet(fakenet_world):
     pytest.mark.usefixtures("fakenet")`)."""
     with fakenet_world.inside():
         yield fakenet_world
+
+
+@pytest.fixture
+def own_net():
+    """For a test that makes sandboxes of network all (or a -p port) and
+    needs no fake internet: the test runs in a network namespace of its
+    own (own_netns()), so nothing of it reaches the machine's links,
+    routes or tables and the machine's routes cannot change its outcome.
+    Ask for it before the fixtures that create sandboxes."""
+    with own_netns() as net:
+        yield net
 
 
 @pytest.fixture

@@ -10,6 +10,7 @@ import time
 import pytest
 
 from conftest import HUTCH, cgroup_dirs_named, paths_gone, proc_comm, wait_until
+from netfake import read_sysctl
 
 USAGE, NOT_FOUND, GONE, NOT_CAPABLE = 64, 65, 66, 69
 
@@ -266,10 +267,11 @@ def test_bad_network_environment(hutch, var, value, words):
     assert hutch.ids() == []
 
 
-def test_doctor_names_a_firewall_that_drops_forwarding(hutch):
+def test_doctor_names_a_firewall_that_drops_forwarding(own_net, hutch):
     """A base chain of another table that drops forwarded packets by policy
     (Docker's FORWARD) would silently cut network all off: doctor says so,
-    naming the chain and the fix."""
+    naming the chain and the fix. (In a netns of the test's own: in the
+    machine's, the chain cut off every sandbox of mode all there.)"""
     table = f"hutch_doctor_test_{os.getpid()}"
     r = subprocess.run(["nft", "-f", "-"], input=(
         f"table ip {table} {{\n chain blockfwd {{\n"
@@ -286,6 +288,23 @@ def test_doctor_names_a_firewall_that_drops_forwarding(hutch):
         subprocess.run(["nft", "delete", "table", "ip", table], check=True)
     [fw] = [c for c in json.loads(hutch("doctor", "--json").stdout) if c["check"] == "forwarding"]
     assert fw["ok"] is True, fw
+
+
+def test_forwarding_record_is_the_netns_own(own_net, hutch):
+    """ip_forward, the table and the links are a network namespace's own,
+    so is hutch's record that it turned forwarding on: a gc in another
+    namespace (the machine's) neither takes it nor writes that namespace's
+    knob back; the last sandbox out of this one turns this one's off."""
+    rec = f"/run/hutch-net/forwarding-{os.stat('/proc/thread-self/ns/net').st_ino}"
+    fwd = lambda: read_sysctl("net.ipv4.ip_forward")
+    assert fwd() == "0" and not os.path.exists(rec)  # a new namespace's
+    sb = hutch.create("--network", "all")
+    assert fwd() == "1" and os.path.exists(rec)
+    with own_net.outside():
+        assert hutch("gc").returncode == 0
+    assert fwd() == "1" and os.path.exists(rec)
+    assert sb.rm().returncode == 0
+    assert wait_until(lambda: fwd() == "0" and not os.path.exists(rec), 20), (fwd(), rec)
 
 
 def test_rm_is_idempotent(hutch):

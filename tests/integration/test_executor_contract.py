@@ -658,7 +658,7 @@ CONNECT = ("import socket, sys\n"
 
 
 @pytest.mark.parametrize("network", ["none", "all"])
-def test_sandbox_cannot_reach_its_own_executor_listener(tmp_path, network):
+def test_sandbox_cannot_reach_its_own_executor_listener(own_net, tmp_path, network):
     """The listener is on the host's loopback; the sandbox's 127.0.0.1 is its
     own (a netns of its own in every mode), and the host is out of reach in
     mode all: a command inside cannot use the TCP API to act outside its

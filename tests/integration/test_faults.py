@@ -16,6 +16,7 @@ import pytest
 
 from conftest import HUTCH, cgroup_dirs_named, retired_dirs, wait_until
 from test_crash import supervisor_alive
+from netfake import link_index
 
 ROUNDS = 60
 OLD = b"old local contents\n"
@@ -35,11 +36,7 @@ def pids_of(hutch, sid, links=None):
 
 
 def ifindex(link):
-    try:
-        with open(f"/sys/class/net/{link}/ifindex") as f:
-            return int(f.read())
-    except OSError:
-        return None
+    return link_index(link)  # in the test's netns (own_net), not sysfs's
 
 
 def links_left(links):
@@ -145,7 +142,7 @@ def one_round(hutch, rng, local, seen, net, links):
 
 
 @pytest.mark.parametrize("net", [[], ["--network", "all"]], ids=["none", "all"])
-def test_fault_injection(hutch, tmp_path, net):
+def test_fault_injection(own_net, hutch, tmp_path, net):
     """With --network all, also no host link, address or nftables rule of a
     sandbox is left (fewer rounds: each creates a veth pair)."""
     seed = int(os.environ.get("HUTCH_FAULTS_SEED") or random.randrange(1 << 30))

@@ -1755,7 +1755,7 @@ def _status_of(oci, cid):
     raise AssertionError(f"no sandbox of {cid} (supervisor pid {pid})")
 
 
-def test_pod_network_all_status(oci):
+def test_pod_network_all_status(own_net, oci):
     """A container joins a pod of network all (its create failed: the
     supervisor closed the joined namespaces' fds before wiring and then
     took the container for one to wire) and reports the pod's network,

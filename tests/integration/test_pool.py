@@ -145,7 +145,7 @@ def test_a_sandbox_is_claimed_once(pool):
     pool("rm", sid)
 
 
-def test_only_matching_creations_are_served(pool, tmp_path):
+def test_only_matching_creations_are_served(own_net, pool, tmp_path):
     start(pool, "--instance-type", "small", size=1)
     [sid] = pooled_ids(pool)
     script = tmp_path / "s.sh"

@@ -148,7 +148,8 @@ def test_exec_json_when_the_sandbox_is_deleted_meanwhile(hutch):
 # ---- ls --filter, --format ----
 
 @pytest.fixture
-def three(hutch):
+def three(own_net, hutch):
+    # (own_net: c's network all is wired in a netns of the test's own)
     a = hutch.create("--instance-type", "nano", "--description", "web worker")
     b = hutch.create("--instance-type", "micro", "--network", "allow:example.com")
     c = hutch.create("--instance-type", "nano", "--network", "all")

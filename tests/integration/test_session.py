@@ -10,6 +10,7 @@ import time
 import pytest
 
 from conftest import SLOWDOWN, cgroup_dirs_named, cgroups_gone, wait_until
+from netfake import link_index
 
 REGION_MSG = ("only the default region, nl-north-1, can block traffic; in region {r} the "
               "sandbox runs only with network all")
@@ -285,12 +286,16 @@ def test_region_name_syntax(hutch):
         assert "lowercase letters, digits and dashes" in r.stderr.decode()
 
 
-def test_region_with_network_all(hutch):
+def test_region_with_network_all(own_net, hutch):
     # the region rule is satisfied: the sandbox is made, in that region
     sb = hutch.create("--region", "us-east-1", "--network", "all")
     try:
-        cfg = sb.status()["config"]
+        st = sb.status()
+        cfg = st["config"]
         assert (cfg["region"], cfg["network"]) == ("us-east-1", "all")
+        # wired in the test's own netns, nothing of it on the machine's
+        link = st["network"]["host_link"]
+        assert link_index(link) is not None and not own_net.on_host(link), link
     finally:
         sb.rm()
 

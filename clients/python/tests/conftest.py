@@ -2,11 +2,14 @@
 """Hermetic client tests: the session's own image store and runtime dir in
 the environment the client passes to hutch (each test of test_client.py
 gets its own on top), never the machine's /var/lib/hutch or /run/hutch."""
+import ctypes
 import os
 import shutil
 import subprocess
 import tempfile
 import time
+
+import pytest
 
 _DIR = None
 
@@ -33,3 +36,28 @@ def pytest_unconfigure(config):
                 subprocess.run([hutch, "gc"], capture_output=True, timeout=60, env=env)
                 time.sleep(0.05)
         shutil.rmtree(_DIR, ignore_errors=True)
+
+
+CLONE_NEWNET = 0x40000000
+
+
+@pytest.fixture
+def own_net():
+    """The test in a new, anonymous network namespace with only lo: what
+    hutch wires for network all (its veth, route, nftables table) never
+    reaches the machine's namespace and goes with it. (The integration
+    suite's netfake.own_netns(); these tests also run installed, without
+    tests/integration.)"""
+    libc = ctypes.CDLL(None, use_errno=True)
+    back = os.open("/proc/thread-self/ns/net", os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        if libc.unshare(CLONE_NEWNET) != 0:
+            raise OSError(ctypes.get_errno(), "unshare(CLONE_NEWNET)")
+        try:
+            subprocess.run(["ip", "link", "set", "lo", "up"], check=True, timeout=30)
+            yield
+        finally:
+            if libc.setns(back, CLONE_NEWNET) != 0:
+                raise OSError(ctypes.get_errno(), "setns back to the machine's netns")
+    finally:
+        os.close(back)

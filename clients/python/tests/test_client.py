@@ -183,7 +183,7 @@ def test_default_options_reach_the_sandbox():
                 cfg["setup_script_timeout_seconds"]) == ("medium", 86400, 0, 600)
 
 
-def test_network_all_and_allow_reach_the_sandbox():
+def test_network_all_and_allow_reach_the_sandbox(own_net):
     with LocalSandbox(network=Network.all(), host_ports=[18080]) as s:
         net = s.status()["network"]
         assert (net["mode"], net["host_ports"]) == ("all", [18080])

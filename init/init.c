@@ -62,6 +62,10 @@ struct init_state {
 	const struct sock_fprog *extra_seccomp; /* a container's profile, or NULL */
 	int held_slave; /* the container's pty (HUTCH_SPAWN_HELD_TTY), or -EBADF */
 	bool container; /* commands get the capabilities they ask (caps.h) */
+	/* Born in a pod's pid namespace (not its PID 1): the subreaper of
+	 * its commands, non-dumpable throughout, its descendants killed when
+	 * the supervisor goes (the namespace does not end with us). */
+	bool shared_pid;
 };
 
 static __attribute__((noreturn)) void fail(int sock, struct hutch_err *err)
@@ -518,6 +522,8 @@ static __attribute__((noreturn)) void supervisor_gone(struct init_state *s)
 {
 	if (s->cmds_state_fd >= 0)
 		(void)!write(s->cmds_state_fd, "THAWED", 6);
+	if (s->shared_pid)
+		hutch_proc_kill_descendants(SIGKILL);
 	_exit(0);
 }
 
@@ -581,7 +587,9 @@ static int prepare_spawn(struct init_state *s)
 	if (mprotect(m, 4096, PROT_NONE) < 0)
 		return -errno;
 	s->child_stack = m + 4096;
-	if (prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) < 0)
+	/* In a pod's pid namespace the pod's processes could attach to a
+	 * dumpable init (pod.c): no oom_score_adj file there. */
+	if (s->shared_pid || prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) < 0)
 		return 0;
 	s->oom_fd = open("/proc/self/oom_score_adj", O_RDWR | O_CLOEXEC);
 	if (s->oom_fd < 0)
@@ -628,14 +636,17 @@ static void on_usr2(int sig)
  * SIGKILL. A pid namespace's init drops signals it has no handler for, so
  * it gets one, blocked and read from the signalfd. Nothing inside can
  * send it: commands run as appuser, and init is root of the namespace.
- * A supervisor dying before this point is seen on the socket (nothing can
- * be frozen yet: sleep needs the loop to be up).
+ * A pod member's init (a pod's pid namespace, not its PID 1) takes the
+ * same way on v1 and v2, so that its commands die with it (the namespace
+ * does not); there the pod's root can send it, and could as well kill it
+ * (sharing a pid namespace is that), nothing beyond. A supervisor dying before this point is seen
+ * on the socket (nothing can be frozen yet: sleep needs the loop to be up).
  */
 static int arm_pdeathsig(const struct init_state *s)
 {
 	struct sigaction sa = { .sa_handler = on_usr2 };
 
-	if (s->cmds_state_fd < 0)
+	if (s->cmds_state_fd < 0 && !s->shared_pid)
 		return prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 ? -errno : 0;
 	if (sigaction(SIGUSR2, &sa, NULL) < 0 || prctl(PR_SET_PDEATHSIG, SIGUSR2) < 0)
 		return -errno;
@@ -651,7 +662,7 @@ static int setup_signals(const struct init_state *s, struct hutch_err *err)
 
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGCHLD);
-	if (s->cmds_state_fd >= 0)
+	if (s->cmds_state_fd >= 0 || s->shared_pid)
 		sigaddset(&mask, SIGUSR2);
 	sigprocmask(SIG_BLOCK, &mask, NULL);
 	sigfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
@@ -691,7 +702,8 @@ void hutch_init_main(const struct hutch_init_params *p)
 		                .cmds_state_fd = p->cmds_state_fd,
 		                .extra_seccomp = p->extra_seccomp,
 		                .held_slave = -EBADF,
-		                .container = p->rootfs.bundle != NULL };
+		                .container = p->rootfs.bundle != NULL,
+		                .shared_pid = getpid() != 1 };
 	struct hutch_err err = { 0 };
 	struct hutch_rootfs_config rootfs = p->rootfs;
 	int write_fds[HUTCH_ROOTFS_WRITE_FDS] = { -EBADF, -EBADF, -EBADF, -EBADF };
@@ -701,13 +713,18 @@ void hutch_init_main(const struct hutch_init_params *p)
 	 * whole pid namespace). Check the race with a parent already gone. */
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != p->supervisor_pid)
 		_exit(1);
+	if (s.shared_pid && prctl(PR_SET_CHILD_SUBREAPER, 1) < 0)
+		_exit(1);
 	if (wait_go(p->sock, &rootfs) < 0)
 		_exit(1);
 	if (p->cgroup_join_err < 0) {
 		hutch_err_set_errno(&err, p->cgroup_join_err, "join the sandbox's cgroups");
 		fail(p->sock, &err);
 	}
-	if (setresgid(0, 0, 0) < 0 || setresuid(0, 0, 0) < 0) {
+	/* The new uid set the dumpable flag to fs.suid_dumpable: in a pod's
+	 * pid namespace, where the pod's root now could attach, clear it. */
+	if (setresgid(0, 0, 0) < 0 || setresuid(0, 0, 0) < 0 ||
+	    (s.shared_pid && prctl(PR_SET_DUMPABLE, 0) < 0)) {
 		hutch_err_set_errno(&err, -errno, "become root in the user namespace");
 		fail(p->sock, &err);
 	}

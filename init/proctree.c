@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cleanup.h"
 #include "fdutil.h"
@@ -20,6 +21,7 @@ size_t hutch_proc_scan(struct hutch_proc_entry **ret)
 	struct hutch_proc_entry *v = NULL;
 	size_t n = 0, alloc = 0;
 	struct dirent *de;
+	long self = (long)getpid(); /* 1, but in a pod's pid namespace */
 
 	*ret = NULL;
 	if (!d)
@@ -31,7 +33,7 @@ size_t hutch_proc_scan(struct hutch_proc_entry **ret)
 		if (de->d_name[0] < '1' || de->d_name[0] > '9')
 			continue;
 		pid = strtol(de->d_name, NULL, 10);
-		if (pid <= 1)
+		if (pid <= 1 || pid == self)
 			continue;
 		snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
 		if (hutch_read_file_at(AT_FDCWD, path, buf, sizeof(buf)) <= 0)
@@ -56,18 +58,22 @@ size_t hutch_proc_scan(struct hutch_proc_entry **ret)
 	return n;
 }
 
-void hutch_proc_kill_tree(pid_t root, int sig)
+/* The tree of root (its session and group too, or only its descendants),
+ * killed in up to rounds snapshots. */
+static void kill_marked(pid_t root, int sig, bool session, int rounds)
 {
 	/* Snapshot before the first kill: once the main process dies, init
 	 * reaps it and its children's parent link points at init. */
-	for (int round = 0; round < 4; round++) {
+	for (int round = 0; round < rounds; round++) {
 		struct hutch_proc_entry *v = NULL;
 		size_t n = hutch_proc_scan(&v);
 		bool grew = true;
 		int killed = 0;
 
 		for (size_t i = 0; i < n; i++)
-			v[i].marked = v[i].pid == root || v[i].sid == root || v[i].pgrp == root;
+			v[i].marked =
+			        session ? v[i].pid == root || v[i].sid == root || v[i].pgrp == root
+			                : v[i].ppid == root;
 		while (grew) {
 			grew = false;
 			for (size_t i = 0; i < n; i++) {
@@ -87,4 +93,17 @@ void hutch_proc_kill_tree(pid_t root, int sig)
 		if (killed == 0 || sig != SIGKILL)
 			break;
 	}
+}
+
+void hutch_proc_kill_tree(pid_t root, int sig)
+{
+	kill_marked(root, sig, true, 4);
+}
+
+void hutch_proc_kill_descendants(int sig)
+{
+	/* Init is their subreaper: an orphan is reparented to it, so each
+	 * round's snapshot has every survivor below it (and a process being
+	 * killed forks nothing more). */
+	kill_marked(getpid(), sig, false, 64);
 }

@@ -15,7 +15,7 @@ struct hutch_proc_entry {
 	bool marked; /* the caller's */
 };
 
-/* Snapshot of every process but init: pid, parent, group, session, into
+/* Snapshot of every process but init (PID 1, and the caller): pid, parent, group, session, into
  * *ret (malloc'ed; NULL when none). Returns the count. */
 size_t hutch_proc_scan(struct hutch_proc_entry **ret);
 
@@ -29,5 +29,10 @@ size_t hutch_proc_scan(struct hutch_proc_entry **ret);
  * the sandbox ends.
  */
 void hutch_proc_kill_tree(pid_t root, int sig);
+
+/* Every descendant of the calling init (a pod member's, not PID 1 of the
+ * pod's pid namespace, whose end does not take them with it: init is
+ * their child subreaper, so none escapes by double-forking). */
+void hutch_proc_kill_descendants(int sig);
 
 #endif

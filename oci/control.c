@@ -9,7 +9,9 @@
  * ended through its supervisor (SIGTERM: it tears the sandbox down and
  * exits as killed). --all with SIGKILL kills the sandbox's init, and with
  * it every process of the pid namespace; --all with another signal
- * signals every process of the pid namespace but hutch's init.
+ * signals every process of the pid namespace but hutch's init. In a pod's
+ * shared pid namespace "every process" is every descendant of the
+ * container's init (the others are the pod's other containers').
  *
  * The wording and exit status of kill and delete on stopped, missing and
  * half-made containers are runc's, because engines parse them: containerd's
@@ -103,9 +105,48 @@ static int signal_pid(pid_t pid, unsigned long long start, int sig)
 	return sys_pidfd_send_signal(pidfd, sig, NULL, 0) < 0 ? -errno : 0;
 }
 
-/* Call fn(pid, arg) for every process in the pid namespace of init (its
- * init first), as the host's /proc lists them; stops at fn's first
- * negative return. */
+/* The parent of a live pid as the host sees it, 0 if unknown. */
+static pid_t parent_of(pid_t pid)
+{
+	char path[64], buf[2048], *p;
+	int ppid = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	if (hutch_read_file_at(AT_FDCWD, path, buf, sizeof(buf)) <= 0 || !(p = strrchr(buf, ')')))
+		return 0;
+	return sscanf(p + 1, " %*c %d", &ppid) == 1 ? (pid_t)ppid : 0;
+}
+
+/* Whether pid descends from init. A pod's pid namespace (the CRI's POD
+ * mode) holds its other containers' processes too; init is the
+ * subreaper of its own, so each has it as an ancestor. */
+static bool descends(pid_t pid, pid_t init)
+{
+	for (int depth = 0; depth < 4096 && pid > 1; depth++)
+		if ((pid = parent_of(pid)) == init)
+			return true;
+	return false;
+}
+
+/* Whether init is PID 1 of its pid namespace (its own), not a pod
+ * member's init in the pod's (the last NSpid field). */
+static bool is_ns_init(pid_t init)
+{
+	char path[64], buf[4096], *line, *last;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)init);
+	if (hutch_read_file_at(AT_FDCWD, path, buf, sizeof(buf)) <= 0 ||
+	    !(line = strstr(buf, "\nNSpid:")))
+		return true;
+	line += 7;
+	*strchrnul(line, '\n') = '\0';
+	last = strrchr(line, '\t');
+	return !last || strtol(last + 1, NULL, 10) == 1;
+}
+
+/* Call fn(pid, arg) for every process of init's in its pid namespace (its
+ * init first, then its descendants), as the host's /proc lists them;
+ * stops at fn's first negative return. */
 static int for_each_ns_pid(pid_t init, int (*fn)(pid_t pid, void *arg), void *arg)
 {
 	_cleanup_closedir_ DIR *d = NULL;
@@ -131,7 +172,7 @@ static int for_each_ns_pid(pid_t init, int (*fn)(pid_t pid, void *arg), void *ar
 		snprintf(path, sizeof(path), "/proc/%d/ns/pid", (int)pid);
 		n = readlink(path, other, sizeof(other) - 1);
 		if (pid == init || n <= 0 || (size_t)n != strlen(ns) ||
-		    memcmp(other, ns, (size_t)n) != 0)
+		    memcmp(other, ns, (size_t)n) != 0 || !descends(pid, init))
 			continue;
 		if ((r = fn(pid, arg)) < 0)
 			return r;
@@ -178,6 +219,11 @@ static int do_kill(const char *id, int sig, bool all)
 	 * SIGKILL on v2, ends it frozen, as under runc. */
 	running = !strcmp(st.status, "running") || !strcmp(st.status, "paused");
 	if (running && all && sig == SIGKILL && st.init_pid > 0) {
+		/* PID 1's end kills its namespace; a pod member's init's does
+		 * not: its processes first, while they descend from it. */
+		struct signal_all a = { .init = st.init_pid, .sig = SIGKILL };
+		if (!is_ns_init(st.init_pid))
+			(void)for_each_ns_pid(st.init_pid, signal_one, &a);
 		r = signal_pid(st.init_pid, 0, SIGKILL);
 	} else if (running && all && st.init_pid > 0) {
 		struct signal_all a = { .init = st.init_pid, .sig = sig };
@@ -330,8 +376,8 @@ static int add_pid(pid_t pid, void *arg)
 }
 
 /* ps [--format table|json] ID: the host pids of the container's processes
- * (every process of its pid namespace, hutch's init first), as runc lists
- * those of its cgroup. */
+ * (hutch's init, then every descendant of it in its pid namespace), as
+ * runc lists those of its cgroup. */
 int hutch_oci_cmd_ps(int argc, char **argv)
 {
 	struct hutch_oci_paths p;

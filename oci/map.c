@@ -99,7 +99,8 @@ int hutch_oci_map(const struct hutch_oci_spec *spec, const char *bundle, struct 
 		return r;
 	_Static_assert((int)HUTCH_OCI_JOIN_N == (int)HUTCH_POD_NS_N &&
 	                       (int)HUTCH_OCI_JOIN_NET == (int)HUTCH_POD_NS_NET &&
-	                       (int)HUTCH_OCI_JOIN_UTS == (int)HUTCH_POD_NS_UTS,
+	                       (int)HUTCH_OCI_JOIN_UTS == (int)HUTCH_POD_NS_UTS &&
+	                       (int)HUTCH_OCI_JOIN_PID == (int)HUTCH_POD_NS_PID,
 	               "one order");
 	for (size_t k = 0; k < HUTCH_OCI_JOIN_N; k++) {
 		ct->join.path[k] = spec->join[k].path;

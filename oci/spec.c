@@ -50,7 +50,7 @@ static const char *const required_ns[] = { "pid", "network", "ipc", "uts", "moun
 static const char *const known_ns[] = { "pid",  "network", "ipc",  "uts", "mount",
 	                                "user", "cgroup",  "time", NULL };
 /* Those a pod's containers join by path, in spec.h's join[] order. */
-static const char *const joinable_ns[] = { "user", "network", "ipc", "uts", NULL };
+static const char *const joinable_ns[] = { "user", "network", "ipc", "uts", "pid", NULL };
 
 static const struct {
 	const char *name;
@@ -284,7 +284,7 @@ static int parse_process(const cJSON *p, struct hutch_oci_spec *s, struct hutch_
 	return parse_rlimits(hutch_oci_json_item(p, "rlimits"), s, err);
 }
 
-/* A namespace's path: a pod's user, network, ipc or uts namespace is
+/* A namespace's path: a pod's user, network, ipc, uts or pid namespace is
  * joined (supervisor/pod.c checks whose it is); a cgroup namespace's path
  * is checked to be one, and a new one made all the same (the container's
  * own cgroup is its root); the others are refused. */
@@ -297,12 +297,11 @@ static int parse_ns_path(const cJSON *e, const char *type, size_t i, struct hutc
 
 	snprintf(field, sizeof(field), "linux.namespaces[%zu].path", i);
 	if (k < 0 && strcmp(type, "cgroup"))
-		return hutch_err_set(
-		        err, -EPERM,
-		        "%s: joining an existing %s namespace is refused (hutch makes "
-		        "its own; a pod's containers share only user, network, ipc and "
-		        "uts)",
-		        field, type);
+		return hutch_err_set(err, -EPERM,
+		                     "%s: joining an existing %s namespace is refused (hutch makes "
+		                     "its own; a pod's containers share only user, network, ipc, "
+		                     "uts and pid)",
+		                     field, type);
 	r = hutch_oci_json_str(e, "path", field, &path, err);
 	if (r < 0)
 		return r;

@@ -43,6 +43,7 @@ enum {
 	HUTCH_OCI_JOIN_NET,
 	HUTCH_OCI_JOIN_IPC,
 	HUTCH_OCI_JOIN_UTS,
+	HUTCH_OCI_JOIN_PID,
 	HUTCH_OCI_JOIN_N
 };
 
@@ -66,8 +67,8 @@ struct hutch_oci_spec {
 	char *hostname; /* or NULL */
 	/* A pod's namespaces to join (NULL path: its own); index: of the
 	 * entry in linux.namespaces, for messages. A cgroup namespace's path
-	 * must be one (the supervisor checks), but its own is made; pid,
-	 * mount, time paths are refused. */
+	 * must be one (the supervisor checks), but its own is made; mount
+	 * and time paths are refused. */
 	struct {
 		char *path;
 		unsigned index;

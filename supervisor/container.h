@@ -78,6 +78,7 @@ enum hutch_pod_ns {
 	HUTCH_POD_NS_NET,
 	HUTCH_POD_NS_IPC,
 	HUTCH_POD_NS_UTS,
+	HUTCH_POD_NS_PID,
 	HUTCH_POD_NS_N,
 };
 

@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -47,6 +48,7 @@ static const struct {
 	[HUTCH_POD_NS_NET] = { "network", "net", CLONE_NEWNET },
 	[HUTCH_POD_NS_IPC] = { "ipc", "ipc", CLONE_NEWIPC },
 	[HUTCH_POD_NS_UTS] = { "uts", "uts", CLONE_NEWUTS },
+	[HUTCH_POD_NS_PID] = { "pid", "pid", CLONE_NEWPID },
 };
 
 /* What the pod's state.json says. */
@@ -70,9 +72,9 @@ static bool is_pod(const struct hutch_config *cfg, const struct hutch_container 
 	return false;
 }
 
-/* After hutch_pod_join_prepare(): the user, ipc and uts namespaces are
- * joined when a pod's are (active), the network namespace also when it
- * is the CNI's. */
+/* After hutch_pod_join_prepare(): the user, ipc, uts and pid namespaces
+ * are joined when a pod's are (active), the network namespace also when
+ * it is the CNI's. */
 static bool joins(const struct sup *s, int nstype)
 {
 	const struct hutch_pod_join *j = &s->container->join;
@@ -84,6 +86,8 @@ static bool joins(const struct sup *s, int nstype)
 		return (j->active || j->cni) && j->joined[HUTCH_POD_NS_NET];
 	case CLONE_NEWUTS:
 		return j->active && j->joined[HUTCH_POD_NS_UTS];
+	case CLONE_NEWPID:
+		return j->active && j->joined[HUTCH_POD_NS_PID];
 	default:
 		return false;
 	}
@@ -528,11 +532,26 @@ static void join_done(struct sup *s)
 	hutch_close_many(s->container->join.fd, HUTCH_POD_NS_N);
 }
 
-/* The helper: into the pod's namespaces (user first: the others need
- * CAP_SYS_ADMIN in it), then init's clone. Returns as clone3 does. */
+/*
+ * The helper: into the pod's namespaces (user first: the others need
+ * CAP_SYS_ADMIN in it), then init's clone. Returns as clone3 does.
+ *
+ * The pod's pid namespace (the CRI's POD mode, shareProcessNamespace):
+ * setns() there only sets where this helper's children are born, so init
+ * is born inside it, the pod's processes' sibling, never a host process
+ * entering a live namespace: nothing of the host runs there but hutch's
+ * inits, each made by hutch, and nothing else runs in the helper. The
+ * pod's root (same ids) could ptrace or open /proc/PID/exe and mem of a
+ * dumpable process there, so init is born non-dumpable (the flag follows
+ * fork; its memory's owner is the host's user namespace, so only host
+ * root may look) and stays so (init.c: no oom_score_adj file then).
+ */
 static long helper_clone(const struct hutch_pod_join *j, uint64_t flags)
 {
 	struct clone_args args = { 0 };
+
+	if (j->fd[HUTCH_POD_NS_PID] >= 0 && prctl(PR_SET_DUMPABLE, 0) < 0)
+		return -1;
 
 	/* A CNI network namespace first, as host root: CAP_SYS_ADMIN over it
 	 * is the host user namespace's, which init never has. */

@@ -720,8 +720,9 @@ def test_limits_lower_and_annotations(oci):
 @pytest.mark.parametrize("field,change", [
     ("linux.namespaces: no network namespace",
      lambda c: c["linux"].update(namespaces=[n for n in NAMESPACES if n["type"] != "network"])),
-    ("linux.namespaces[0].path: joining an existing pid namespace is refused",
-     lambda c: c["linux"].update(namespaces=[{"type": "pid", "path": "/proc/1/ns/pid"}] +
+    ("linux.namespaces[0].path: '/proc/self/ns/pid' is the host's pid namespace, which "
+     "hutch refuses",
+     lambda c: c["linux"].update(namespaces=[{"type": "pid", "path": "/proc/self/ns/pid"}] +
                                  NAMESPACES[1:])),
     ("linux.namespaces[4].path: joining an existing mount namespace is refused",
      lambda c: c["linux"].update(namespaces=NAMESPACES[:4] +

@@ -53,6 +53,7 @@ static const char *const main_usage =
         "  snapshot ID [NAME] | ls|inspect|rm  a sandbox's filesystem as an image; spawn "
         "with\n"
         "                                  create --snapshot NAME\n"
+        "  fork ID [-n N]                  N new sandboxes from a live one's filesystem\n"
         "  oci create|start|state|kill|delete|exec|ps|run|features  an OCI runtime (as runc; "
         "hutch-runc)\n"
         "  doctor [--json]                 check that this host can run sandboxes\n"
@@ -130,6 +131,7 @@ static const struct hutch_cli_verb *const verbs[] = {
 	&hutch_verb_volume_inspect,
 	&hutch_verb_volume_rm,
 	&hutch_verb_snapshot,
+	&hutch_verb_fork,
 	&hutch_verb_snapshot_ls,
 	&hutch_verb_snapshot_inspect,
 	&hutch_verb_snapshot_rm,

@@ -148,7 +148,8 @@ static int progress_fd(const char *when, int *ret_fd)
 	return 0;
 }
 
-static int create_sandbox(struct hutch_config *cfg, const char *progress, struct hutch_created *c)
+int hutch_cli_create_sandbox(struct hutch_config *cfg, const char *progress,
+                             struct hutch_created *c)
 {
 	struct hutch_setup_failure setup = { 0 };
 	struct hutch_err err = { 0 };
@@ -315,7 +316,7 @@ static int cmd_run(struct hutch_cli_args *a)
 	 * detached sandbox behind for its whole TTL. */
 	hutch_cli_catch_interrupts();
 	a->cfg.no_limits = a->no_limits;
-	r = create_sandbox(&a->cfg, a->progress, &c);
+	r = hutch_cli_create_sandbox(&a->cfg, a->progress, &c);
 	if (r)
 		return r;
 	if (hutch_created_ack(&c) < 0)
@@ -367,7 +368,7 @@ static int cmd_create(struct hutch_cli_args *a)
 	int r;
 
 	a->cfg.no_limits = a->no_limits;
-	r = create_sandbox(&a->cfg, a->progress, &c);
+	r = hutch_cli_create_sandbox(&a->cfg, a->progress, &c);
 	if (r)
 		return r;
 	if (a->json) {

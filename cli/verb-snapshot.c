@@ -61,8 +61,6 @@ static int fail(const struct hutch_err *err)
 
 static int cmd_take(struct hutch_cli_args *a)
 {
-	struct hutch_http_resp resp = { 0 };
-	struct hutch_err err = { 0 };
 	_cleanup_cjson_ cJSON *body = cJSON_CreateObject(), *j = NULL;
 	_cleanup_free_ char *text = NULL;
 	struct hutch_paths p;
@@ -85,16 +83,9 @@ static int cmd_take(struct hutch_cli_args *a)
 	r = hutch_cli_open_live(a->pos[0], &p);
 	if (r)
 		return r;
-	r = hutch_client_request(p.sock, "POST", "/snapshot", text, strlen(text), &resp, &err);
-	if (r < 0)
-		return hutch_cli_lost(p.sock, r, err.msg);
-	if (resp.status != 201) {
-		r = hutch_cli_api_error(resp.status, resp.body.data ? resp.body.data : "");
-		hutch_http_resp_done(&resp);
+	r = hutch_cli_call(p.sock, "POST", "/snapshot", text, 201, &j);
+	if (r)
 		return r;
-	}
-	j = cJSON_ParseWithLength(resp.body.data, resp.body.len);
-	hutch_http_resp_done(&resp);
 	name = cJSON_GetObjectItemCaseSensitive(j, "name");
 	frozen = cJSON_GetObjectItemCaseSensitive(j, "frozen_ms");
 	bytes = cJSON_GetObjectItemCaseSensitive(j, "bytes");

@@ -21,8 +21,6 @@
 
 static int cmd_set_timeout(struct hutch_cli_args *a)
 {
-	struct hutch_http_resp resp = { 0 };
-	struct hutch_err err = { 0 };
 	struct hutch_paths p;
 	_cleanup_cjson_ cJSON *j = NULL;
 	const cJSON *when;
@@ -42,16 +40,9 @@ static int cmd_set_timeout(struct hutch_cli_args *a)
 	if (r)
 		return r;
 	snprintf(body, sizeof(body), "{\"timeout_seconds\": %" PRIu64 "}", secs);
-	r = hutch_client_request(p.sock, "POST", "/timeout", body, strlen(body), &resp, &err);
-	if (r < 0)
-		return hutch_cli_lost(p.sock, r, err.msg);
-	if (resp.status != 200) {
-		r = hutch_cli_api_error(resp.status, resp.body.data ? resp.body.data : "");
-		hutch_http_resp_done(&resp);
+	r = hutch_cli_call(p.sock, "POST", "/timeout", body, 200, &j);
+	if (r)
 		return r;
-	}
-	j = cJSON_ParseWithLength(resp.body.data, resp.body.len);
-	hutch_http_resp_done(&resp);
 	when = cJSON_GetObjectItemCaseSensitive(j, "expires_at");
 	if (a->json) {
 		_cleanup_free_ char *t = j ? cJSON_PrintUnformatted(j) : NULL;

@@ -11,6 +11,15 @@
 /* verb-sandbox.c */
 extern const struct hutch_cli_verb hutch_verb_run, hutch_verb_create, hutch_verb_exec,
         hutch_verb_ls, hutch_verb_inspect, hutch_verb_rm, hutch_verb_gc;
+/* Create a sandbox of cfg as hutch create does (the environment's options,
+ * validation, --image resolved, a warm pool's, --progress WHEN); 0 with c
+ * filled, to hand over (hutch_created_ack()), or an exit code after saying
+ * why. */
+struct hutch_created;
+int hutch_cli_create_sandbox(struct hutch_config *cfg, const char *progress,
+                             struct hutch_created *c);
+/* verb-fork.c: fork ID [-n N], rollback ID SNAPSHOT */
+extern const struct hutch_cli_verb hutch_verb_fork;
 /* verb-procs.c */
 extern const struct hutch_cli_verb hutch_verb_ps, hutch_verb_logs, hutch_verb_kill,
         hutch_verb_stdin;

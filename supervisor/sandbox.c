@@ -357,8 +357,10 @@ static int read_answer(int fd, int log_fd, int progress_fd, struct hutch_setup_f
 	return err->code;
 }
 
-/* The signal mask before the answer came (hutch_created_ack() restores it). */
+/* The signal mask before the first answer came, restored when the last
+ * hand-over open is acknowledged or dropped (hutch fork holds several). */
 static sigset_t handover_old;
+static unsigned handover_open;
 
 static void handover_block(void)
 {
@@ -369,7 +371,15 @@ static void handover_block(void)
 	sigaddset(&set, SIGTERM);
 	sigaddset(&set, SIGHUP);
 	sigaddset(&set, SIGQUIT);
-	(void)sigprocmask(SIG_BLOCK, &set, &handover_old);
+	(void)sigprocmask(SIG_BLOCK, &set, handover_open++ ? NULL : &handover_old);
+}
+
+static void handover_end(struct hutch_created *c)
+{
+	close(c->handover_fd);
+	c->handover_fd = -EBADF;
+	if (handover_open && !--handover_open)
+		(void)sigprocmask(SIG_SETMASK, &handover_old, NULL);
 }
 
 /* "ready" came: what the creator gets, the hand-over socket with it. From
@@ -394,10 +404,14 @@ int hutch_created_ack(struct hutch_created *c)
 	if (c->handover_fd < 0)
 		return 0;
 	n = send(c->handover_fd, "A", 1, MSG_NOSIGNAL);
-	close(c->handover_fd);
-	c->handover_fd = -EBADF;
-	(void)sigprocmask(SIG_SETMASK, &handover_old, NULL);
+	handover_end(c);
 	return n == 1 ? 0 : -EPIPE;
+}
+
+void hutch_created_drop(struct hutch_created *c)
+{
+	if (c->handover_fd >= 0)
+		handover_end(c);
 }
 
 int hutch_sandbox_create(struct hutch_config *cfg, const char *runtime_dir,

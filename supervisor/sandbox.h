@@ -29,6 +29,9 @@ struct hutch_created {
  * blocked since the answer came (hutch_sandbox_create() blocks them; this
  * restores the mask). -EPIPE: the supervisor is gone. */
 int hutch_created_ack(struct hutch_created *c);
+/* The creator gives the sandbox up before the hand-over (hutch fork when a
+ * later fork failed): its supervisor deletes it. */
+void hutch_created_drop(struct hutch_created *c);
 
 /* Needs root. On success the sandbox is ready for commands (its setup
  * script and on_create hook have run). When a setup step failed, returns

@@ -39,6 +39,9 @@ t hutch run --progress a
 t hutch create --image ""
 t hutch kill "$ID" ""
 t hutch events -
+t hutch fo
+t hutch fork ""
+t hutch fork "$ID" --co
 '''
 
 
@@ -55,7 +58,7 @@ def test_bash_completes_verbs_options_values_and_ids(hutch):
         r = hutch("exec", "-d", sb.id, "--", "sleep", "600")
         assert r.returncode == 0 and r.stdout.decode().strip() == "p1", r
         out = shell(hutch, ["bash"], sb.id, BASH).split("\n")
-        assert out[:24] == [
+        assert out[:27] == [
             "exec",                  # a verb
             sb.id,                   # exec's first positional is a sandbox id
             "--cwd",                 # exec's own option, after the id
@@ -81,6 +84,9 @@ def test_bash_completes_verbs_options_values_and_ids(hutch):
             "host",                  # --image: host and the store's images (none here)
             "p1",                    # kill ID PROC
             "--follow -f --help -h",  # events' options
+            "fork",                  # fork ID [-n N]
+            sb.id,                   # its positional is a sandbox id
+            "--count",               # its own option
         ], out
     finally:
         sb.rm()

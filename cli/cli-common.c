@@ -10,11 +10,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cleanup.h"
 #include "cli.h"
-#include "client.h"
 #include "state.h"
-#include "stream.h"
 
 int hutch_cli_fail(int code, const char *fmt, ...)
 {
@@ -122,24 +119,4 @@ int hutch_cli_open_live(const char *arg, struct hutch_paths *p)
 	int r = hutch_cli_resolve(arg, p);
 
 	return r ? r : hutch_cli_check_live(p);
-}
-
-int hutch_cli_call(const char *sock, const char *method, const char *path, const char *body,
-                   long want, cJSON **ret)
-{
-	struct hutch_http_resp resp = { 0 };
-	struct hutch_err err = { 0 };
-	int r;
-
-	r = hutch_client_request(sock, method, path, body, body ? strlen(body) : 0, &resp, &err);
-	if (r < 0)
-		return hutch_cli_lost(sock, r, err.msg);
-	if (resp.status != want) {
-		r = hutch_cli_api_error(resp.status, resp.body.data ? resp.body.data : "");
-		hutch_http_resp_done(&resp);
-		return r;
-	}
-	*ret = cJSON_ParseWithLength(resp.body.data, resp.body.len);
-	hutch_http_resp_done(&resp);
-	return 0;
 }

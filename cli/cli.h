@@ -41,12 +41,6 @@ int hutch_cli_resolve_as(const char *arg, unsigned flags, struct hutch_paths *p)
 int hutch_cli_check_live(const struct hutch_paths *p);
 /* hutch_cli_resolve(), then hutch_cli_check_live(). */
 int hutch_cli_open_live(const char *arg, struct hutch_paths *p);
-/* One request to the sandbox at sock (body: JSON text or NULL): 0 with
- * *ret the answer's JSON (NULL if it is none) when its status is want;
- * else prints why (hutch_cli_lost(), hutch_cli_api_error()) and returns
- * the exit code. */
-int hutch_cli_call(const char *sock, const char *method, const char *path, const char *body,
-                   long want, cJSON **ret);
 /* A request to the sandbox at sock failed with code (msg says how): if the
  * connection ended or was refused because the sandbox is gone (its
  * supervisor died or it was deleted), say which and return

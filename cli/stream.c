@@ -153,6 +153,26 @@ int hutch_cli_api_error(long status, const char *body)
 		return HUTCH_EXIT_USAGE;
 	return HUTCH_EXIT_FAILURE;
 }
+
+int hutch_cli_call(const char *sock, const char *method, const char *path, const char *body,
+                   long want, cJSON **ret)
+{
+	struct hutch_http_resp resp = { 0 };
+	struct hutch_err err = { 0 };
+	int r;
+
+	r = hutch_client_request(sock, method, path, body, body ? strlen(body) : 0, &resp, &err);
+	if (r < 0)
+		return hutch_cli_lost(sock, r, err.msg);
+	if (resp.status != want) {
+		r = hutch_cli_api_error(resp.status, resp.body.data ? resp.body.data : "");
+		hutch_http_resp_done(&resp);
+		return r;
+	}
+	*ret = cJSON_ParseWithLength(resp.body.data, resp.body.len);
+	hutch_http_resp_done(&resp);
+	return 0;
+}
 /* One direction each: stdin to the socket (one frame at a time), the
  * socket to stdout and stderr. */
 struct relay {

@@ -7,14 +7,21 @@
  * joins.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include "api.h"
+#include "cleanup.h"
 #include "container.h"
+#include "events.h"
 #include "init.h"
 #include "kind.h"
 #include "pod.h"
 #include "supervisor.h"
+#include "syscalls.h"
 
 static bool is_container(const struct hutch_config *cfg, const struct hutch_container *ct)
 {
@@ -64,6 +71,72 @@ bool hutch_container_take_console(struct sup *s, int fd)
 int hutch_container_api_start(struct sup *s, struct hutch_err *err)
 {
 	return s->cfg->executor_listen[0] ? hutch_api_start(s, err) : hutch_api_listen(s, err);
+}
+
+/*
+ * The bundle's binds (hostPath, emptyDir, configMap and secret volumes,
+ * the CRI's /etc/hosts ...), idmapped onto the sandbox's ids as the
+ * rootfs: a file of host uid N (N < 65536) shows as the container's uid
+ * N, host root's as the container's root, with the rights of those ids,
+ * as Kubernetes mounts the volumes of a pod that has a user namespace of
+ * its own, and as runc's container (host root) has them. A volume owned
+ * by host root with mode 0700 is then the container root's, as under
+ * runc. Ids beyond the sandbox's range (65536 and up) stay unmapped:
+ * nobody, and closed to every capability inside (the kernel's
+ * capable_wrt_inode_uidgid). A file system that cannot idmap (EINVAL:
+ * nfs, proc ...) keeps its host owners, said in the events.
+ */
+static void idmap_binds(struct sup *s, int userns)
+{
+	struct hutch_container *ct = s->container;
+	struct mount_attr attr = { .attr_set = MOUNT_ATTR_IDMAP, .userns_fd = (uint64_t)userns };
+
+	for (size_t i = 0; i < ct->nmounts; i++) {
+		if (ct->rmounts[i].kind != HUTCH_ROOTFS_MOUNT_BIND || ct->mounts[i].premade ||
+		    ct->mount_fds[i] < 0)
+			continue;
+		if (sys_mount_setattr(ct->mount_fds[i], "", AT_EMPTY_PATH | AT_RECURSIVE, &attr,
+		                      sizeof(attr)) < 0)
+			hutch_event(
+			        s,
+			        "mounts: '%s' not idmapped (%s): its files keep their host owners",
+			        ct->mounts[i].dest, strerror(errno));
+	}
+}
+
+/*
+ * The bundle's files belong to host ids 0-65535 (unpacked by a root
+ * containerd or podman); inside they must be the sandbox's 0-65535. An
+ * idmapped mount with the sandbox's own user namespace does that without
+ * touching a file: a file of host uid 0 shows as the sandbox's root. The
+ * binds too (idmap_binds()).
+ */
+int hutch_container_before_go(struct sup *s, struct hutch_err *err)
+{
+	struct hutch_container *ct = s->container;
+	struct mount_attr attr = { .attr_set = MOUNT_ATTR_IDMAP };
+	_cleanup_close_ int userns = -EBADF;
+	char path[64];
+
+	snprintf(path, sizeof(path), "/proc/%d/ns/user", (int)s->init_pid);
+	userns = open(path, O_RDONLY | O_CLOEXEC);
+	if (userns < 0)
+		return hutch_err_set_errno(err, -errno, "open the sandbox's user namespace");
+	attr.userns_fd = (uint64_t)userns;
+	if (sys_mount_setattr(ct->root_fd, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr, sizeof(attr)) <
+	    0)
+		return hutch_err_set_errno(err, -errno,
+		                           "root.path: idmap '%s' onto the sandbox's ids "
+		                           "(the file system must support idmapped mounts)",
+		                           ct->rootfs);
+	idmap_binds(s, userns);
+	for (size_t i = 0; i < ct->nrlimits; i++) {
+		struct rlimit rl = { .rlim_cur = ct->rlimits[i].soft,
+			             .rlim_max = ct->rlimits[i].hard };
+		if (prlimit(s->init_pid, ct->rlimits[i].resource, &rl, NULL) < 0)
+			return hutch_err_set_errno(err, -errno, "process.rlimits[%zu]: set", i);
+	}
+	return 0;
 }
 
 const struct hutch_kind hutch_kind_container = {

@@ -213,42 +213,6 @@ static int open_mounts(struct sup *s, struct hutch_err *err)
 	return 0;
 }
 
-/*
- * The bundle's files belong to host ids 0-65535 (unpacked by a root
- * containerd or podman); inside they must be the sandbox's 0-65535. An
- * idmapped mount with the sandbox's own user namespace does that without
- * touching a file: a file of host uid 0 shows as the sandbox's root. Only
- * the rootfs: a bind's host files keep their owners (ids outside the
- * sandbox's range show as nobody), so a container cannot write host files
- * as host root through a volume.
- */
-int hutch_container_before_go(struct sup *s, struct hutch_err *err)
-{
-	struct hutch_container *ct = s->container;
-	struct mount_attr attr = { .attr_set = MOUNT_ATTR_IDMAP };
-	_cleanup_close_ int userns = -EBADF;
-	char path[64];
-
-	snprintf(path, sizeof(path), "/proc/%d/ns/user", (int)s->init_pid);
-	userns = open(path, O_RDONLY | O_CLOEXEC);
-	if (userns < 0)
-		return hutch_err_set_errno(err, -errno, "open the sandbox's user namespace");
-	attr.userns_fd = (uint64_t)userns;
-	if (sys_mount_setattr(ct->root_fd, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr, sizeof(attr)) <
-	    0)
-		return hutch_err_set_errno(err, -errno,
-		                           "root.path: idmap '%s' onto the sandbox's ids "
-		                           "(the file system must support idmapped mounts)",
-		                           ct->rootfs);
-	for (size_t i = 0; i < ct->nrlimits; i++) {
-		struct rlimit rl = { .rlim_cur = ct->rlimits[i].soft,
-			             .rlim_max = ct->rlimits[i].hard };
-		if (prlimit(s->init_pid, ct->rlimits[i].resource, &rl, NULL) < 0)
-			return hutch_err_set_errno(err, -errno, "process.rlimits[%zu]: set", i);
-	}
-	return 0;
-}
-
 int hutch_container_stash_fd(const struct hutch_container *ct)
 {
 	return ct->nmounts + 7 > 16 ? (int)ct->nmounts + 7 : 16;

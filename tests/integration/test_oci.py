@@ -426,15 +426,16 @@ def test_capabilities_as_asked(oci, uid, caps, want):
 def test_capabilities_stay_inside(oci, tmp_path):
     """Root in the container with the whole default set: what each
     capability allows stops at the sandbox's user namespace. DAC_OVERRIDE
-    and FOWNER cannot read or chmod a host file of another uid (mode 0600,
-    bind-mounted read-only), CHOWN cannot give a file to a host uid,
+    and FOWNER cannot read or chmod a host file of a uid beyond the
+    container's range (70000: binds are idmapped onto the container's ids
+    0-65535; mode 0600, bind-mounted read-only), CHOWN cannot give a file to a host uid,
     NET_RAW opens no raw or packet socket (hutch's seccomp allow-list), no
     capability beyond the set is in the bounding set, and mount, unshare and
     pivot_root stay refused."""
     secret = tmp_path / "host" / "secret"
     secret.parent.mkdir()
     secret.write_text("host secret\n")
-    os.chown(secret, 4242, 4242)
+    os.chown(secret, 70000, 70000)
     os.chmod(secret, 0o600)
     os.chmod(secret.parent, 0o755)
     caps = {s: DEFAULT_CAPS for s in ("bounding", "effective", "permitted")}
@@ -463,7 +464,7 @@ def test_capabilities_stay_inside(oci, tmp_path):
     caps_seen = cap_lines(out)
     assert caps_seen["CapEff"] == cap_mask(DEFAULT_CAPS), out
     assert caps_seen["CapBnd"] == cap_mask(DEFAULT_CAPS), out
-    assert os.stat(secret).st_mode & 0o777 == 0o600 and os.stat(secret).st_uid == 4242
+    assert os.stat(secret).st_mode & 0o777 == 0o600 and os.stat(secret).st_uid == 70000
     oci("delete", "cap2")
 
 

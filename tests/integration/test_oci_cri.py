@@ -10,7 +10,7 @@ container's user namespace does not own.
 import os
 import subprocess
 
-from test_oci import (NAMESPACES, _root_base, cni_namespaces, cni_netns, oci,  # noqa: F401
+from test_oci import (NAMESPACES, _root_base, cni_namespaces, cni_netns, config, oci,  # noqa: F401
                       pytestmark)
 
 SYSCTLS_2X = {"net.ipv4.ip_unprivileged_port_start": "0",
@@ -66,3 +66,40 @@ def test_cni_netns_sysctl_refused_names_key(oci, cni_netns):
     r = oci("run", "--bundle", b, "bad")
     assert r.returncode == 1, r.output
     assert "linux.sysctl.net.ipv4.ip_unprivileged_port_start: write 'notanumber'" in r.output
+
+
+def test_hostpath_of_host_root_is_the_containers_root(oci, tmp_path):
+    """A hostPath volume owned by host root, mode 0700 (critest's
+    "starting container with volume": a host temp dir), is readable and
+    writable by the container's root as under runc: binds are idmapped
+    onto the container's ids (as Kubernetes does for a pod with a user
+    namespace), host uid N as the container's N. The container's uid 1000
+    gets its own file and not root's (the directory opened to 0711); what
+    root writes is host root's."""
+    vol = tmp_path / "hostpath"
+    vol.mkdir(mode=0o700)
+    (vol / "f").write_text("host-root\n")
+    os.chmod(vol / "f", 0o600)
+    (vol / "u").write_text("user-1000\n")
+    os.chown(vol / "u", 1000, 1000)
+    os.chmod(vol / "u", 0o600)
+    mounts = [{"destination": "/vol", "type": "bind", "source": str(vol),
+               "options": ["rbind", "rw"]}]
+
+    def run(name, uid, probe):
+        proc = {"terminal": False, "user": {"uid": uid, "gid": uid},
+                "args": ["sh", "-c", probe], "env": ["PATH=/bin"], "cwd": "/"}
+        b = oci.bundle(proc["args"], name=name, process=proc,
+                       mounts=config([])["mounts"] + mounts)
+        os.makedirs(os.path.join(b, "rootfs", "vol"), exist_ok=True)
+        r = oci("run", "--bundle", b, name)
+        assert r.returncode == 0, r.output
+        return r.output.split()
+
+    out = run("root", 0, "stat -c %u /vol /vol/f /vol/u; cat /vol/f; echo new > /vol/g;"
+                         " cat /vol/g")
+    assert out == ["0", "0", "1000", "host-root", "new"], out
+    assert os.stat(vol / "g").st_uid == 0 and (vol / "g").read_text() == "new\n"
+    os.chmod(vol, 0o711)  # for uid 1000 to reach its file
+    out = run("user", 1000, "cat /vol/u; cat /vol/f 2>/dev/null || echo DENIED; true")
+    assert out == ["user-1000", "DENIED"], out

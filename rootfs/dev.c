@@ -42,8 +42,8 @@ static int bind_nodes(struct rootfs_ctx *ctx, int dev, struct hutch_err *err)
 		if (r < 0)
 			return r;
 		/* Device nodes need a mount without nodev; they stay nosuid, noexec. */
-		r = rootfs_bind(host_dev, *n, dev, *n, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC, where,
-		                err);
+		r = rootfs_bind_new(host_dev, *n, dev, *n, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC,
+		                    where, err);
 		if (r < 0)
 			return r;
 	}

@@ -300,7 +300,7 @@ static int share_one(struct rootfs_ctx *ctx, int host_etc, int etc, const char *
 	}
 	if (r < 0)
 		return r;
-	return rootfs_bind(host_etc, name, etc, name, attrs, where, err);
+	return rootfs_bind_new(host_etc, name, etc, name, attrs, where, err); /* our own tmpfs */
 }
 
 static int share_host_etc(struct rootfs_ctx *ctx, int etc, struct hutch_err *err)

@@ -193,6 +193,21 @@ int rootfs_bind(int src_dirfd, const char *src, int dst_dirfd, const char *dst, 
 	return rootfs_attach(mntfd, dst_dirfd, dst, "bind", where, err);
 }
 
+int rootfs_bind_new(int src_dirfd, const char *src, int dst_dirfd, const char *name,
+                    unsigned int attrs, const char *where, struct hutch_err *err)
+{
+	_cleanup_close_ int mntfd = -EBADF;
+
+	if (!*name || strchr(name, '/') || !strcmp(name, ".") || !strcmp(name, ".."))
+		return rootfs_bind(src_dirfd, src, dst_dirfd, name, attrs, where, err);
+	mntfd = rootfs_clone_new(src_dirfd, src, attrs, where, err);
+	if (mntfd < 0)
+		return mntfd;
+	if (sys_move_mount(mntfd, "", dst_dirfd, name, MOVE_MOUNT_F_EMPTY_PATH) < 0)
+		return hutch_err_set_errno(err, -errno, "mount bind on '%s'", where);
+	return 0;
+}
+
 int rootfs_mkdir(int dirfd, const char *path, mode_t mode, const char *where, struct hutch_err *err)
 {
 	if (mkdirat(dirfd, path, mode) < 0 && errno != EEXIST)

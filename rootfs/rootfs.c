@@ -118,8 +118,8 @@ static int share_system_dirs(struct rootfs_ctx *ctx, struct hutch_err *err)
 		} else if (S_ISDIR(st.st_mode)) {
 			r = rootfs_mkdir(ctx->root, *n, 0755, where, err);
 			if (r >= 0)
-				r = rootfs_bind(ctx->host_root, *n, ctx->root, *n,
-				                ROOTFS_ATTR_HOST_RO, where, err);
+				r = rootfs_bind_new(ctx->host_root, *n, ctx->root, *n,
+				                    ROOTFS_ATTR_HOST_RO, where, err);
 		} else {
 			continue;
 		}

@@ -4,6 +4,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
 #include <sys/resource.h>
@@ -287,6 +289,37 @@ void hutch_stdio_to_null(void)
 	dup2(devnull, 2); /* lint-fds: ok: stdio */
 	if (devnull > 2)
 		close(devnull);
+}
+
+/* The mask of a "SigIgn:" or "SigCgt:" line of /proc/self/status (bit
+ * sig - 1 for signal sig), or every bit when it is not there. */
+static uint64_t status_mask(const char *status, const char *key)
+{
+	const char *p = strstr(status, key);
+	char *end;
+	unsigned long long v;
+
+	if (!p)
+		return UINT64_MAX;
+	errno = 0;
+	v = strtoull(p + strlen(key), &end, 16);
+	if (errno || end == p + strlen(key) || *end != '\n')
+		return UINT64_MAX;
+	return (uint64_t)v;
+}
+
+void hutch_signals_default(void)
+{
+	char status[4096]; /* SigCgt is within the first ~1,100 bytes */
+	uint64_t set = UINT64_MAX;
+
+	/* Only a handler or SIG_IGN differs from the default, and the kernel
+	 * lists both: three syscalls instead of one sigaction() per signal. */
+	if (hutch_read_file_at(AT_FDCWD, "/proc/self/status", status, sizeof(status)) > 0)
+		set = status_mask(status, "\nSigIgn:\t") | status_mask(status, "\nSigCgt:\t");
+	for (int sig = 1; sig < NSIG; sig++)
+		if (sig != SIGKILL && sig != SIGSTOP && (sig > 64 || (set >> (sig - 1)) & 1))
+			signal(sig, SIG_DFL);
 }
 
 int hutch_lock_at(int dirfd, const char *name, int op)

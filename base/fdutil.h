@@ -66,6 +66,11 @@ int hutch_lock_at(int dirfd, const char *name, int op);
 int hutch_userns_fd(const char *uid_map, const char *gid_map, pid_t *ret_pid);
 /* Close fds[0..n) and mark them -EBADF. */
 void hutch_close_many(int *fds, size_t n);
+/* Every signal's disposition back to SIG_DFL (but SIGKILL's and SIGSTOP's):
+ * the caller's handlers, and what its own caller ignored, which a child
+ * would inherit across execve(). Only those that differ are reset, as
+ * /proc/self/status lists them (all of them when it cannot be read). */
+void hutch_signals_default(void);
 /* Point fds 0, 1 and 2 at /dev/null (a detached process). */
 void hutch_stdio_to_null(void);
 /* Fork a detached grandchild: it gets 0 (new session, reparented to init or

@@ -159,9 +159,7 @@ static __attribute__((noreturn)) void lxcfs_child(const char *dir, const char *b
 	}
 	hutch_stdio_to_null();
 	(void)sys_close_range(3, ~0U, 0);
-	for (int sig = 1; sig < NSIG; sig++)
-		if (sig != SIGKILL && sig != SIGSTOP)
-			signal(sig, SIG_DFL);
+	hutch_signals_default();
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
 	execl(bin, "lxcfs", "--enable-cfs", "--enable-loadavg", "-p", pidfile, mnt, (char *)NULL);

@@ -90,9 +90,7 @@ static __attribute__((noreturn)) void supervisor_main(struct sup *s, int result_
 	 * SIGINT and SIGQUIT), which init and so every command would inherit.
 	 * Then ignore only SIGPIPE and SIGHUP; init resets those two per
 	 * command. */
-	for (int sig = 1; sig < NSIG; sig++)
-		if (sig != SIGKILL && sig != SIGSTOP)
-			signal(sig, SIG_DFL);
+	hutch_signals_default();
 	signal(SIGPIPE, SIG_IGN);
 	signal(SIGHUP, SIG_IGN);
 	t0 = hutch_now_mono_sec();

@@ -24,6 +24,7 @@ import re
 import shutil
 import signal
 import subprocess
+import sys
 import time
 
 import pytest
@@ -54,6 +55,12 @@ BUDGETS = {
     "exec.faults": 235,
     "rm.syscalls": 115,
     "rm.faults": 120,
+    # `hutch run -- true`, every process from the CLI's start to the
+    # supervisor's exit: 1646 on 2fcc9ac, 1420 after issue 31's cuts
+    # (init's capability probe, binds by name, cgroup rmdir first, signal
+    # reset); faults 743 on 7a513e4 (libssl), 600-613 now
+    "run.syscalls": 1425,
+    "run.faults": 610,
     "rest.syscalls": 4,
     "supervisor.pss_anon_kib": 460,
     "init.pss_anon_kib": 225,  # 206 -> 220 with issue 27's views
@@ -286,6 +293,47 @@ def test_create_exec_rm_and_rest(hutch, tmp_path):
     rc, _, cli = run_faults(hutch.env, "rm", sid)
     assert rc == 0
     within("rm.faults", cli)
+
+
+# Run as the parent of `hutch run`: a child subreaper, so that the detached
+# supervisor comes back to it when its first parent exits; every process of
+# the tree is waited for here or by a waited process, so the rusage of the
+# wait4()s adds up to the faults of all of them (CLI, supervisor, init, the
+# command).
+TREE_FAULTS = r"""
+import ctypes, os, subprocess, sys
+assert ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0) == 0  # PR_SET_CHILD_SUBREAPER
+p = subprocess.Popen(sys.argv[1:], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                     stderr=subprocess.DEVNULL)
+rc, faults = None, 0
+while True:
+    try:
+        pid, status, ru = os.wait4(-1, 0)
+    except ChildProcessError:
+        break
+    faults += ru.ru_minflt
+    if pid == p.pid:
+        rc = os.waitstatus_to_exitcode(status)
+print(rc, faults)
+"""
+
+
+def test_run_true(hutch, tmp_path):
+    """`hutch run -- true`, the whole of it: the CLI, the supervisor it
+    leaves, init and the command, from the CLI's start until the
+    supervisor has torn the sandbox down and exited."""
+    warm_views(hutch)
+    trace = str(tmp_path / "run.trace")
+    r = subprocess.run(["strace", "-f", "-q", "-o", trace, HUTCH, "run", "--", "true"],
+                       env=hutch.env, stdin=subprocess.DEVNULL, capture_output=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    n, per_pid = count(trace)
+    within("run.syscalls", n, " (per process: %s)" % sorted(per_pid.values()))
+    out = subprocess.run([sys.executable, "-c", TREE_FAULTS, HUTCH, "run", "--", "true"],
+                         env=hutch.env, capture_output=True, text=True, timeout=120)
+    rc, faults = (int(x) for x in out.stdout.split())
+    assert rc == 0, out.stderr
+    within("run.faults", faults)
 
 
 def cgroup_layout():

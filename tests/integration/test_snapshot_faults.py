@@ -1,0 +1,163 @@
+# SPDX-License-Identifier: Apache-2.0
+"""kill -9 during a snapshot and a fork (issue 28): the source intact, no
+half-made snapshot, nothing left after gc.
+
+The known point to interrupt a snapshot at is the store's unpacker
+stopping itself (SIGSTOP) after N entries (HUTCH_TEST_UNPACK_STOP_AFTER,
+image/unpack.c's test hook, given to the source's supervisor at create):
+the sandbox is frozen, the writer child is blocked on its pipe, the layer
+is half unpacked in the store's tmp/. A fork is interrupted while its
+second sandbox runs its setup script, which says so in a volume; no
+sleeping for a moment anywhere."""
+import json
+import os
+import signal
+
+import pytest
+
+from conftest import Sandbox, wait_until
+from test_snapshot import snap, tree  # noqa: F401 (snap: a fixture)
+
+FILES = "cd /workspace && for i in $(seq 40); do printf $i > f$i; done"
+
+
+def children():
+    """pid -> its parent, state, for every process."""
+    out = {}
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open(f"/proc/{d}/stat") as f:
+                st = f.read()
+        except OSError:
+            continue
+        rest = st[st.rindex(")") + 2:].split()
+        out[int(d)] = (int(rest[1]), rest[0])
+    return out
+
+
+def stopped_under(pid):
+    """The stopped (SIGSTOP) descendants of pid."""
+    procs = children()
+
+    def under(p):
+        while p > 1:
+            p = procs.get(p, (0, ""))[0]
+            if p == pid:
+                return True
+        return False
+    return [p for p, (_, state) in procs.items() if state == "T" and under(p)]
+
+
+def source(h, image):
+    r = h("create", "--image", image, "--json", env={"HUTCH_TEST_UNPACK_STOP_AFTER": "5"})
+    assert r.returncode == 0, r.stderr
+    sb = Sandbox(h, json.loads(r.stdout))
+    sb.sh(FILES)
+    return sb, json.loads(h("inspect", sb.id).stdout)["supervisor_pid"]
+
+
+def store_tmp(h):
+    return os.listdir(os.path.join(h.env["HUTCH_IMAGE_STORE"], "tmp"))
+
+
+def snapshots(h):
+    return [s["name"] for s in json.loads(h("snapshot", "ls", "--json").stdout)]
+
+
+def stop_in_capture(h, sb, sup, *args):
+    """Start `hutch ARGS` and wait until the capture's unpacker stopped."""
+    cli = h.popen(*args)
+    assert wait_until(lambda: stopped_under(sup), timeout=60), cli.communicate()
+    return cli, stopped_under(sup)
+
+
+@pytest.mark.parametrize("snap", ["image"], indirect=True)
+def test_snapshot_cli_killed_the_supervisor_finishes(snap):
+    h, image = snap
+    sb, sup = source(h, image)
+    want = tree(sb)
+    cli, stopped = stop_in_capture(h, sb, sup, "snapshot", sb.id, "s1")
+    cli.kill()
+    cli.wait()
+    for p in stopped:
+        os.kill(p, signal.SIGCONT)
+    # The supervisor's capture ends whole without its client, the sandbox
+    # thawed: it answers, its files as they were.
+    assert sb.sh("echo up") == "up\n"
+    assert snapshots(h) == ["s1"] and store_tmp(h) == []
+    assert tree(sb) == want
+    assert tree(h.create("--snapshot", "s1")) == want
+
+
+@pytest.mark.parametrize("snap", ["image"], indirect=True)
+def test_snapshot_unpacker_killed_leaves_nothing(snap):
+    h, image = snap
+    sb, sup = source(h, image)
+    want = tree(sb)
+    cli, stopped = stop_in_capture(h, sb, sup, "snapshot", sb.id, "s1")
+    for p in stopped:
+        os.kill(p, signal.SIGKILL)
+    out, err = cli.communicate(timeout=120)
+    assert cli.returncode == 70, err
+    # Thawed, unchanged; no snapshot, nothing half-made in the store.
+    assert sb.sh("echo up") == "up\n" and tree(sb) == want
+    assert snapshots(h) == [] and store_tmp(h) == []
+
+
+@pytest.mark.parametrize("snap", ["image"], indirect=True)
+def test_snapshot_supervisor_killed_leaves_nothing_after_gc(snap):
+    h, image = snap
+    sb, sup = source(h, image)
+    cli, stopped = stop_in_capture(h, sb, sup, "snapshot", sb.id, "s1")
+    os.kill(sup, signal.SIGKILL)
+    out, err = cli.communicate(timeout=120)
+    assert cli.returncode == 66 and sb.id in err.decode(), err
+    # The stopped unpacker and the writer die with it (PR_SET_PDEATHSIG).
+    assert wait_until(lambda: not any(children().get(p, (0, "Z"))[1] != "Z" for p in stopped),
+                      timeout=30)
+    assert h("gc").returncode == 0
+    assert h.ids() == []
+    # No snapshot; the half-made layer in tmp/ is the next writer's to
+    # remove (image/store.c), never renamed into layers/.
+    assert snapshots(h) == []
+    layers = set(os.listdir(os.path.join(h.env["HUTCH_IMAGE_STORE"], "layers")))
+    assert h("image", "prune").returncode == 0
+    assert store_tmp(h) == []
+    assert set(os.listdir(os.path.join(h.env["HUTCH_IMAGE_STORE"], "layers"))) <= layers
+    # (the fixture's teardown: the runtime dir clean, no cgroup left)
+
+
+SETUP = """\
+if mkdir /mnt/s/first 2>/dev/null; then exit 0; fi
+echo ready > /mnt/s/second-in-setup
+exec sleep 600
+"""
+
+
+@pytest.mark.parametrize("snap", ["image"], indirect=True)
+def test_fork_cli_killed_part_way_leaves_no_fork(snap, tmp_path):
+    """kill -9 of hutch fork -n 2 once the first fork is ready (not yet
+    handed over) and the second runs its setup: both are deleted."""
+    h, image = snap
+    sb = h.create("--image", image)
+    sb.sh("printf 1 > /workspace/one")
+    want = tree(sb)
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    script = tmp_path / "setup.sh"
+    script.write_text(SETUP)
+    cli = h.popen("fork", sb.id, "-n", "2", "-v", f"{shared}:/mnt/s:rw", "--setup-script",
+                  str(script), "--setup-timeout", "300")
+    assert wait_until(lambda: (shared / "second-in-setup").exists(), timeout=120), \
+        cli.communicate()
+    assert len(h.ids()) == 3  # the source and its two forks, neither handed over
+    cli.kill()
+    cli.wait()
+    assert wait_until(lambda: h.ids() == [sb.id], timeout=60), h.ids()
+    # The source ran on; the fork's snapshot is whole (named, spawnable).
+    assert tree(sb) == want
+    names = snapshots(h)
+    assert len(names) == 1 and names[0].startswith(f"snap-{sb.id}-")
+    assert store_tmp(h) == []

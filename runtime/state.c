@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -266,6 +267,19 @@ int hutch_state_resolve(const char *runtime_dir, const char *prefix,
 
 	if (!hutch_id_prefix_is_valid(prefix))
 		return -EINVAL;
+	/* A whole id matches no other (all are HUTCH_ID_LEN long): look it up
+	 * instead of listing the runtime dir, one syscall whatever the number
+	 * of sandboxes (a listing is four, and getdents grows with them). */
+	if (hutch_id_is_valid(prefix)) {
+		char path[PATH_MAX];
+
+		if (snprintf(path, sizeof(path), "%s/%s", runtime_dir, prefix) >= (int)sizeof(path))
+			return -ENAMETOOLONG;
+		if (faccessat(AT_FDCWD, path, F_OK, AT_SYMLINK_NOFOLLOW) < 0)
+			return -errno;
+		memcpy(ret_id, prefix, HUTCH_ID_LEN + 1);
+		return 0;
+	}
 	r = hutch_state_list(runtime_dir, &ids, &n);
 	if (r < 0)
 		return r;

@@ -202,13 +202,40 @@ static void test_gc_retired(void **state)
 	assert_false(exists(".dead-222222222222"));
 }
 
+/* A whole id is looked up, a prefix matched against the listing; both
+ * give the same answers. */
+static void test_resolve(void **state)
+{
+	char id[HUTCH_ID_LEN + 1];
+	int fd;
+
+	(void)state;
+	fd = make_live("abcdef012345");
+	make_dead("abcdef999999");
+	assert_int_equal(hutch_state_resolve(rt, "abcdef012345", id), 0);
+	assert_string_equal(id, "abcdef012345");
+	assert_int_equal(hutch_state_resolve(rt, "abcdef0", id), 0);
+	assert_string_equal(id, "abcdef012345");
+	assert_int_equal(hutch_state_resolve(rt, "abcdef", id), -ENOTUNIQ);
+	assert_int_equal(hutch_state_resolve(rt, "abcdef012346", id), -ENOENT);
+	assert_int_equal(hutch_state_resolve(rt, "abcdef99", id), 0);
+	assert_string_equal(id, "abcdef999999");
+	assert_int_equal(hutch_state_resolve(rt, "0", id), -ENOENT);
+	assert_int_equal(hutch_state_resolve(rt, "ABCDEF012345", id), -EINVAL);
+	assert_int_equal(hutch_state_resolve(rt, "abcdef0123456", id), -EINVAL);
+	/* Not a sandbox's: .dead- and .new- names are never ids. */
+	assert_int_equal(hutch_state_resolve(rt, ".dead-abcdef012345", id), -EINVAL);
+	close(fd);
+	assert_int_equal(hutch_rm_rf_at(AT_FDCWD, rt), 0);
+	assert_int_equal(mkdir(rt, 0700), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_slot_pin),
-		cmocka_unit_test(test_gc),
-		cmocka_unit_test(test_gc_mark_untrusted),
-		cmocka_unit_test(test_gc_retired),
+		cmocka_unit_test(test_slot_pin),          cmocka_unit_test(test_gc),
+		cmocka_unit_test(test_gc_mark_untrusted), cmocka_unit_test(test_gc_retired),
+		cmocka_unit_test(test_resolve),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

@@ -13,8 +13,9 @@
  * child then only changes ids and clears what uid 0 still holds
  * (hutch_caps_drop_child): a handful of syscalls instead of two per
  * capability. The child side is raw syscalls without allocation or global
- * writes, because it runs between clone(CLONE_VM) and execve(); libcap is
- * only used in init.
+ * writes, because it runs between clone(CLONE_VM) and execve(). No libcap:
+ * the last capability is CAP_LAST_CAP and the kernel's own probe, and its
+ * constructor would probe the bounding set at every hutch process's start.
  */
 #include <errno.h>
 #include <grp.h>
@@ -24,8 +25,6 @@
 #include <stddef.h>
 #include <sys/prctl.h>
 #include <unistd.h>
-
-#include <sys/capability.h>
 
 #include "caps.h"
 #include "syscalls.h"
@@ -109,12 +108,12 @@ static int restrict_init(unsigned long bits, uint64_t keep)
 	struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3, .pid = 0 };
 	struct __user_cap_data_struct data[_LINUX_CAPABILITY_U32S_3] = { 0 };
 	int kernel_last = last_cap_probe();
-	int last = cap_max_bits() - 1;
+	int last = CAP_LAST_CAP;
 
 	if (kernel_last < 0)
 		return -ENOSYS;
-	/* The kernel may know capabilities this libcap does not (or the
-	 * reverse): drop both ranges, EINVAL past the kernel's. */
+	/* The kernel may know capabilities the headers we were built with do
+	 * not (or the reverse): drop both ranges, EINVAL past the kernel's. */
 	if (kernel_last > last)
 		last = kernel_last;
 	/* Securebits and the bounding set need CAP_SETPCAP, which init keeps. */

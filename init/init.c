@@ -2,12 +2,12 @@
 /*
  * init, PID 1 of the sandbox (see init.h). It runs as namespace root with
  * every capability inside the sandbox's user namespace, and is the only
- * process that starts commands: each child drops to appuser, loses every
- * capability, and only then execs. What is the same for every command
- * (the bounding and ambient sets, securebits, no_new_privs and the seccomp
- * filter) is applied once to init itself and inherited; commands are cloned
- * with CLONE_VM | CLONE_VFORK, as posix_spawn() does, not forked. init never execs itself, and it
- * is not dumpable, so appuser can neither ptrace it nor read its memory or open its /proc entries.
+ * process that starts commands (launch.c: each child drops to appuser,
+ * loses every capability, and only then execs). Here: its setup, and its
+ * request handling, which makes the syscalls only pid 1 can make through
+ * a struct hutch_init_sys (launch.h), so that a unit test drives it. init
+ * never execs itself, and it is not dumpable, so appuser can neither
+ * ptrace it nor read its memory or open its /proc entries.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -52,294 +52,23 @@ struct child {
 
 struct init_state {
 	int sock;
-	char *child_stack; /* CHILD_STACK_SIZE bytes above a guard page */
-	int oom_fd;        /* our /proc/self/oom_score_adj, or -EBADF */
-	char oom_orig[16]; /* its value at start */
 	struct child *children;
 	size_t n, alloc;
-	int cmds_tasks_fd; /* v1: commands join their freezer cgroup here, or -1 */
 	int cmds_state_fd; /* v1: its freezer.state, thawed when we go, or -1 */
-	const struct sock_fprog *extra_seccomp; /* a container's profile, or NULL */
-	int held_slave; /* the container's pty (HUTCH_SPAWN_HELD_TTY), or -EBADF */
-	bool container; /* commands get the capabilities they ask (caps.h) */
+	int held_slave;    /* the container's pty (HUTCH_SPAWN_HELD_TTY), or -EBADF */
 	/* Born in a pod's pid namespace (not its PID 1): the subreaper of
 	 * its commands, non-dumpable throughout, its descendants killed when
 	 * the supervisor goes (the namespace does not end with us). */
 	bool shared_pid;
+	struct hutch_init_spawner spawner; /* what each command's spawn needs (launch.h) */
+	const struct hutch_init_sys *sys;  /* the syscalls of the handling (launch.h) */
+	void *sys_ud;
 };
 
 static __attribute__((noreturn)) void fail(int sock, struct hutch_err *err)
 {
 	(void)hutch_proto_send(sock, HUTCH_MSG_FAILED, 0, err, sizeof(*err), NULL, 0);
 	_exit(1);
-}
-
-/* Command children have their own small stack: clone(CLONE_VM) shares
- * init's memory, and init is suspended (CLONE_VFORK) until the child has
- * exec'd or exited, so one stack serves every command. */
-#define CHILD_STACK_SIZE (64 * 1024)
-
-/* Everything the command child reads, prepared by init before clone(). */
-struct spawn_args {
-	const struct hutch_spawn_req *req;
-	const int *fds;
-	const int *extra; /* HUTCH_SPAWN_EXTRA_FDS: the command's 3, 4, ... */
-	int nextra;
-	const char *path;     /* PATH of the command's environment */
-	const char **sh_argv; /* ENOEXEC fallback: sh_argv[1] is set by the child */
-	int join_fd;          /* v1: the commands' freezer cgroup's "tasks", or -1 */
-	const struct sock_fprog *extra_seccomp; /* HUTCH_SPAWN_EXTRA_FILTER */
-	bool container;                         /* init_state's */
-};
-
-/* Append src to buf[*n] within cap (no libc formatting: vfork-safe). */
-static void append(char *buf, size_t cap, size_t *n, const char *src)
-{
-	while (*src && *n < cap)
-		buf[(*n)++] = *src++;
-}
-
-/*
- * Report on the command's stderr and exit. Runs in a child that shares
- * init's memory: no stdio, no locale (strerrordesc_np() is a table lookup),
- * no allocation, only the stack.
- */
-static __attribute__((noreturn)) void child_fail(const char *what, const char *arg, int code,
-                                                 int status)
-{
-	const char *desc = strerrordesc_np(code);
-	char buf[512];
-	size_t n = 0;
-
-	append(buf, sizeof(buf) - 1, &n, "hutch: ");
-	append(buf, sizeof(buf) - 1, &n, what);
-	append(buf, sizeof(buf) - 1, &n, " '");
-	append(buf, sizeof(buf) - 1, &n, arg);
-	append(buf, sizeof(buf) - 1, &n, "': ");
-	append(buf, sizeof(buf) - 1, &n, desc ? desc : "Unknown error");
-	buf[n++] = '\n';
-	(void)!write(2, buf, n);
-	_exit(status);
-}
-
-/*
- * execvp() of the command with its own environment, without touching
- * environ (shared with init): one execve() per PATH entry, as glibc's
- * execvpe() does, skipping the entries that fail with "not there"; a file
- * without a #! line (ENOEXEC) runs under /bin/sh like with execvp().
- */
-static int exec_path(const struct spawn_args *a)
-{
-	const char *file = a->req->argv[0];
-	char *const *argv = (char *const *)a->req->argv;
-	char *const *envp = (char *const *)a->req->envp;
-	char buf[PATH_MAX];
-	bool eacces = false;
-	const char *p = a->path;
-
-	if (strchr(file, '/')) {
-		execve(file, argv, envp);
-		if (errno == ENOEXEC) {
-			a->sh_argv[1] = file;
-			execve("/bin/sh", (char *const *)a->sh_argv, envp);
-			errno = ENOEXEC;
-		}
-		return errno;
-	}
-	if (strlen(file) > NAME_MAX)
-		return ENAMETOOLONG;
-	for (;;) {
-		const char *end = strchrnul(p, ':');
-		size_t dlen = (size_t)(end - p), flen = strlen(file);
-
-		/* An empty entry is the current directory, as in execvp(). */
-		if (dlen + flen + 2 <= sizeof(buf)) {
-			memcpy(buf, p, dlen);
-			buf[dlen] = '/';
-			memcpy(buf + dlen + 1, file, flen + 1);
-			execve(dlen ? buf : file, argv, envp);
-			switch (errno) {
-			case EACCES:
-				eacces = true;
-				break;
-			case ENOENT:
-			case ENOTDIR:
-			case ENODEV:
-			case ETIMEDOUT:
-			case ESTALE:
-				break;
-			case ENOEXEC:
-				a->sh_argv[1] = dlen ? buf : file;
-				execve("/bin/sh", (char *const *)a->sh_argv, envp);
-				return ENOEXEC;
-			default:
-				return errno;
-			}
-		}
-		if (*end == '\0')
-			break;
-		p = end + 1;
-	}
-	return eacces ? EACCES : ENOENT;
-}
-
-/*
- * The command's child, between clone() and execve(). With clone(CLONE_VM)
- * it runs on its own stack in init's memory while init waits, so it only
- * makes syscalls and writes nothing but its stack (and sh_argv[1] for a
- * script without #!): no malloc, no stdio, no globals (errno aside, which
- * init does not read across the clone).
- * init's restriction (caps.c) emptied the bounding and ambient sets (a container's: see set_child).
- * Builtins (file operations) run as full processes: they are forked.
- */
-/* The extra fds onto 3, 4, ...: first all above that range, so that
- * none is overwritten before it is placed (child side, its stack only). */
-static int place_extra_fds(const struct spawn_args *a)
-{
-	int tmp[HUTCH_SPAWN_MAX_EXTRA_FDS];
-
-	for (int i = 0; i < a->nextra; i++)
-		if ((tmp[i] = fcntl(a->extra[i], F_DUPFD_CLOEXEC, 3 + a->nextra)) < 0)
-			return -errno;
-	for (int i = 0; i < a->nextra; i++)
-		if (dup2(tmp[i], 3 + i) < 0) /* lint-fds: ok: the command's, for exec */
-			return -errno;
-	return 0;
-}
-
-static int command_child(void *arg)
-{
-	const struct spawn_args *a = arg;
-	const struct hutch_spawn_req *req = a->req;
-	sigset_t none;
-	int r;
-
-	/* Handlers do not survive execve, ignored signals do: reset those
-	 * the supervisor ignores (init inherits them), not all 64. init
-	 * installs no handler. Then unblock what init blocked around clone(). */
-	signal(SIGPIPE, SIG_DFL);
-	signal(SIGHUP, SIG_DFL);
-	signal(SIGUSR2, SIG_DFL); /* init's handler for its PDEATHSIG (v1) */
-	sigemptyset(&none);
-	sigprocmask(SIG_SETMASK, &none, NULL);
-	for (int i = 0; i < 3; i++) {
-		/* dup2 clears O_CLOEXEC on the target; fds[i] >= 3 always (0-2 are
-		 * open on /dev/null in init), so no overlap. Only a failure here
-		 * cannot be told: stderr is not the command's yet. */
-		if (dup2(a->fds[i], i) < 0) /* lint-fds: ok: 0-2 for exec */
-			_exit(126);
-	}
-	/* From here every failure names its step on the command's stderr
-	 * (an exit 126 of ~1 ms with no word could not be traced). */
-	if (setsid() < 0)
-		child_fail("cannot start a session for", req->argv[0], errno, 126);
-	/* A terminal: the pty's slave becomes the new session's controlling
-	 * terminal, so ^C reaches its foreground group. */
-	if ((req->flags & HUTCH_SPAWN_TTY) && ioctl(0, TIOCSCTTY, 0) < 0)
-		child_fail("cannot take the terminal for", req->argv[0], errno, 126);
-	/* v1: out of init's freezer cgroup into the commands' one, which idle
-	 * sleep freezes without init (a thread moving itself: no global lock). */
-	if (a->join_fd >= 0 && write(a->join_fd, "0", 1) != 1)
-		child_fail("cannot join the commands' cgroup for", req->argv[0], errno, 126);
-	if (a->nextra > 0 && (r = place_extra_fds(a)) < 0)
-		child_fail("cannot place the extra fds of", req->argv[0], -r, 126);
-	if (sys_close_range(3 + (unsigned)a->nextra, ~0U, 0) < 0)
-		child_fail("cannot close init's fds for", req->argv[0], errno, 126);
-	r = a->container
-	            ? hutch_caps_set_child(req->uid, req->gid, req->groups, req->ngroups, req->caps)
-	            : hutch_caps_drop_child(req->uid, req->gid);
-	if (r < 0)
-		child_fail("cannot drop privileges for", req->argv[0], -r, 126);
-	if (chdir(req->cwd) < 0)
-		child_fail("cannot change directory to", req->cwd, errno, 126);
-	r = hutch_seccomp_check_inherited();
-	if (r < 0)
-		child_fail("no seccomp filter for", req->argv[0], -r, 126);
-	/* Last before execve: the profile may deny what the steps above use. */
-	if ((req->flags & HUTCH_SPAWN_EXTRA_FILTER) &&
-	    (!a->extra_seccomp ||
-	     sys_seccomp(SECCOMP_SET_MODE_FILTER, 0, (void *)a->extra_seccomp) < 0))
-		child_fail("cannot load the container's seccomp profile for", req->argv[0],
-		           a->extra_seccomp ? errno : EINVAL, 126);
-	if (req->flags & HUTCH_SPAWN_BUILTIN) {
-		extern char **environ;
-
-		environ = (char **)req->envp; /* forked: our own copy */
-		_exit(hutch_fileop_main((int)req->argc, req->argv));
-	}
-	r = exec_path(a);
-	child_fail("cannot execute", req->argv[0], r, r == ENOENT ? 127 : 126);
-}
-
-/*
- * Make the command, and everything it forks, a better OOM victim than init.
- * Files in /workspace and /tmp are tmpfs pages charged to the sandbox's
- * memory cgroup but owned by no process, so when a write fills the cgroup
- * the OOM killer compares resident sets alone and init, bigger than dd or
- * sh, was chosen: the whole sandbox died. The child inherits
- * oom_score_adj at clone(), so init raises its own for the length of the
- * clone (it is suspended meanwhile: CLONE_VFORK) and lowers it back, which
- * needs no privilege down to the value init started with. The child could
- * not write its own: with init's non-dumpable memory its /proc files belong
- * to host root. Best effort: the sandbox works without.
- */
-static void set_oom_adj(const struct init_state *s, bool for_child)
-{
-	if (s->oom_fd < 0)
-		return;
-	if (for_child)
-		(void)!pwrite(s->oom_fd, "500", 3, 0);
-	else
-		(void)!pwrite(s->oom_fd, s->oom_orig, strlen(s->oom_orig), 0);
-}
-
-/* Start the command: clone(CLONE_VM | CLONE_VFORK) on the child stack, so
- * neither init's page tables are copied nor any page faulted copy-on-write;
- * fork() for builtins, which run hutch code. Returns the pid or -errno. */
-static pid_t spawn_command(struct init_state *s, const struct hutch_spawn_req *req,
-                           const int fds[3], const int *extra, size_t nextra)
-{
-	static const char *sh_argv[HUTCH_SPAWN_MAX_ARGS + 2];
-	struct spawn_args a = { .req = req,
-		                .fds = fds,
-		                .extra = extra,
-		                .nextra = (int)nextra,
-		                .path = "/bin:/usr/bin",
-		                .sh_argv = sh_argv,
-		                .join_fd = s->cmds_tasks_fd,
-		                .extra_seccomp = s->extra_seccomp,
-		                .container = s->container };
-	sigset_t all, old;
-	pid_t pid;
-	int saved;
-
-	for (uint32_t i = 0; i < req->envc; i++)
-		if (strncmp(req->envp[i], "PATH=", 5) == 0) {
-			a.path = req->envp[i] + 5;
-			break;
-		}
-	sh_argv[0] = "/bin/sh";
-	for (uint32_t i = 1; i <= req->argc; i++) /* argv[argc] is NULL */
-		sh_argv[i + 1] = req->argv[i];
-	/* No signal may run in the child before it resets its dispositions. */
-	sigfillset(&all);
-	sigprocmask(SIG_SETMASK, &all, &old);
-	set_oom_adj(s, true);
-	if (req->flags & HUTCH_SPAWN_BUILTIN) {
-		pid = fork();
-		if (pid == 0)
-			_exit(command_child(&a));
-	} else {
-		pid = clone(command_child, s->child_stack + CHILD_STACK_SIZE,
-		            CLONE_VM | CLONE_VFORK | SIGCHLD, &a);
-	}
-	saved = errno;
-	set_oom_adj(s, false);
-	/* The child's setresuid() set the shared memory's dumpable flag to
-	 * fs.suid_dumpable: make sure init stays non-dumpable. */
-	(void)prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
-	sigprocmask(SIG_SETMASK, &old, NULL);
-	return pid < 0 ? -saved : pid;
 }
 
 static int track(struct init_state *s, pid_t pid, uint64_t id)
@@ -388,12 +117,12 @@ static void handle_spawn(struct init_state *s, uint64_t id, const char *body, si
 		}
 		pty[0] = pty[1] = pty[2] = slave;
 	} else if (tty) {
-		rep.error = hutch_init_pty_open(req.winsize, req.uid, &master, &slave);
+		rep.error = s->sys->pty_open(s->sys_ud, req.winsize, req.uid, &master, &slave);
 		if (rep.error < 0)
 			goto reply;
 		pty[0] = pty[1] = pty[2] = slave;
 	}
-	pid = spawn_command(s, &req, tty ? pty : fds, fds + nstd, nfds - nstd);
+	pid = s->sys->spawn(s->sys_ud, &req, tty ? pty : fds, fds + nstd, nfds - nstd);
 	if (pid < 0) {
 		rep.error = pid;
 		goto reply;
@@ -416,10 +145,10 @@ reply:
  * gone, a setsid() child it left has init as parent and no link to the
  * tree; its session still names it.
  */
-static void record_sessions(struct child *c)
+static void record_sessions(struct init_state *s, struct child *c)
 {
 	struct hutch_proc_entry *v = NULL;
-	size_t n = hutch_proc_scan(&v);
+	size_t n = s->sys->proc_scan(s->sys_ud, &v);
 	bool grew = true;
 
 	for (size_t i = 0; i < n; i++)
@@ -457,9 +186,9 @@ static void handle_kill(struct init_state *s, uint64_t id, const char *body, siz
 		if (s->children[i].id == id) {
 			if (k.flags & HUTCH_KILL_REST_ON_EXIT) {
 				s->children[i].kill_rest = true;
-				record_sessions(&s->children[i]);
+				record_sessions(s, &s->children[i]);
 			}
-			hutch_proc_kill_tree(s->children[i].pid, k.signal);
+			s->sys->kill_tree(s->sys_ud, s->children[i].pid, k.signal);
 		}
 }
 
@@ -495,7 +224,7 @@ static void reap(struct init_state *s)
 	int status;
 	pid_t pid;
 
-	while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+	while ((pid = s->sys->wait_any(s->sys_ud, &status)) > 0) {
 		for (size_t i = 0; i < s->n; i++) {
 			struct hutch_msg_exited e = { .status = status };
 			if (s->children[i].pid != pid)
@@ -503,9 +232,9 @@ static void reap(struct init_state *s)
 			/* Its session and descendants die before the exit is
 			 * reported, so "exited" means the whole tree is gone. */
 			if (s->children[i].kill_rest)
-				hutch_proc_kill_tree(pid, SIGKILL);
+				s->sys->kill_tree(s->sys_ud, pid, SIGKILL);
 			for (size_t j = 0; j < s->children[i].nsids; j++)
-				hutch_proc_kill_tree(s->children[i].sids[j], SIGKILL);
+				s->sys->kill_tree(s->sys_ud, s->children[i].sids[j], SIGKILL);
 			free(s->children[i].sids);
 			(void)hutch_proto_send(s->sock, HUTCH_MSG_EXITED, s->children[i].id, &e,
 			                       sizeof(e), NULL, 0);
@@ -527,9 +256,34 @@ static __attribute__((noreturn)) void supervisor_gone(struct init_state *s)
 	_exit(0);
 }
 
-static __attribute__((noreturn)) void serve(struct init_state *s, int sigfd)
+/* One message of the supervisor: 0, 1 when it hung up, -errno. */
+static int serve_message(struct init_state *s)
 {
 	static char body[HUTCH_PROTO_MAX];
+	struct hutch_msg_hdr hdr;
+	int fds[HUTCH_PROTO_FDS_MAX];
+	size_t nfds = HUTCH_PROTO_FDS_MAX;
+	ssize_t n = hutch_proto_recv(s->sock, &hdr, body, sizeof(body), fds, &nfds);
+
+	if (n < 0 && n != -EAGAIN && n != -EBADMSG)
+		return (int)n;
+	if (n == 0 && hdr.type == 0)
+		return 1; /* the sandbox goes with it */
+	if (n < 0)
+		return 0;
+	if (hdr.type == HUTCH_MSG_SPAWN)
+		handle_spawn(s, hdr.id, body, (size_t)n, fds, nfds);
+	else if (hdr.type == HUTCH_MSG_KILL)
+		handle_kill(s, hdr.id, body, (size_t)n);
+	else if (hdr.type == HUTCH_MSG_CONNECT)
+		handle_connect(s, hdr.id, body, (size_t)n);
+	if (hdr.type != HUTCH_MSG_SPAWN)
+		hutch_close_many(fds, nfds);
+	return 0;
+}
+
+static __attribute__((noreturn)) void serve(struct init_state *s, int sigfd)
+{
 	struct pollfd pfd[2] = { { .fd = s->sock, .events = POLLIN },
 		                 { .fd = sigfd, .events = POLLIN } };
 
@@ -547,62 +301,13 @@ static __attribute__((noreturn)) void serve(struct init_state *s, int sigfd)
 			reap(s);
 		}
 		if (pfd[0].revents) {
-			struct hutch_msg_hdr hdr;
-			int fds[HUTCH_PROTO_FDS_MAX];
-			size_t nfds = HUTCH_PROTO_FDS_MAX;
-			ssize_t n = hutch_proto_recv(s->sock, &hdr, body, sizeof(body), fds, &nfds);
-			if (n < 0 && n != -EAGAIN && n != -EBADMSG)
+			int r = serve_message(s);
+			if (r > 0)
+				supervisor_gone(s);
+			if (r < 0)
 				_exit(1);
-			if (n == 0 && hdr.type == 0)
-				supervisor_gone(s); /* the sandbox goes with it */
-			if (n < 0)
-				continue;
-			if (hdr.type == HUTCH_MSG_SPAWN)
-				handle_spawn(s, hdr.id, body, (size_t)n, fds, nfds);
-			else if (hdr.type == HUTCH_MSG_KILL)
-				handle_kill(s, hdr.id, body, (size_t)n);
-			else if (hdr.type == HUTCH_MSG_CONNECT)
-				handle_connect(s, hdr.id, body, (size_t)n);
-			if (hdr.type != HUTCH_MSG_SPAWN)
-				hutch_close_many(fds, nfds);
 		}
 	}
-}
-
-/*
- * Once, while init is still dumpable (its /proc files are then its own):
- * keep /proc/self/oom_score_adj open for set_oom_adj(), and map the
- * command stack below a guard page. Its few pages are faulted in by the
- * first command, not here: an idle (pooled) sandbox does not pay them.
- */
-static int prepare_spawn(struct init_state *s)
-{
-	char *m;
-	ssize_t n;
-
-	m = mmap(NULL, CHILD_STACK_SIZE + 4096, PROT_READ | PROT_WRITE,
-	         MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
-	if (m == MAP_FAILED)
-		return -errno;
-	if (mprotect(m, 4096, PROT_NONE) < 0)
-		return -errno;
-	s->child_stack = m + 4096;
-	/* In a pod's pid namespace the pod's processes could attach to a
-	 * dumpable init (pod.c): no oom_score_adj file there. */
-	if (s->shared_pid || prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) < 0)
-		return 0;
-	s->oom_fd = open("/proc/self/oom_score_adj", O_RDWR | O_CLOEXEC);
-	if (s->oom_fd < 0)
-		return 0;
-	n = pread(s->oom_fd, s->oom_orig, sizeof(s->oom_orig) - 1, 0);
-	/* Already at least as likely a victim as the commands would be: leave it. */
-	if (n <= 0 || strtol(s->oom_orig, NULL, 10) >= 500) {
-		close(s->oom_fd);
-		s->oom_fd = -EBADF;
-		return 0;
-	}
-	s->oom_orig[n] = '\0';
-	return 0;
 }
 
 /* GO, with the sandbox CA's PEM (header bindings) for rootfs->ca_pem. */
@@ -694,21 +399,69 @@ static int send_write_fds(int sock, int *fds, struct hutch_err *err)
 	return r < 0 ? hutch_err_set_errno(err, r, "pass the writable layer to the supervisor") : 0;
 }
 
+/* The seam's server (init.h) is an init_state that serves with other
+ * syscalls: the same handling, none of pid 1's setup. */
+struct hutch_init_server {
+	struct init_state s;
+};
+
+struct hutch_init_server *hutch_init_server_new(int sock, const struct hutch_init_sys *sys,
+                                                void *ud)
+{
+	struct hutch_init_server *srv = calloc(1, sizeof(*srv));
+
+	if (!srv)
+		return NULL;
+	srv->s = (struct init_state){
+		.sock = sock, .cmds_state_fd = -1, .held_slave = -EBADF, .sys = sys, .sys_ud = ud
+	};
+	return srv;
+}
+
+void hutch_init_server_free(struct hutch_init_server *srv)
+{
+	if (!srv)
+		return;
+	for (size_t i = 0; i < srv->s.n; i++)
+		free(srv->s.children[i].sids);
+	free(srv->s.children);
+	free(srv);
+}
+
+int hutch_init_server_message(struct hutch_init_server *srv)
+{
+	return serve_message(&srv->s);
+}
+
+void hutch_init_server_reap(struct hutch_init_server *srv)
+{
+	reap(&srv->s);
+}
+
+/* What each command's start needs (launch.h), from init's parameters. */
+static struct hutch_init_spawner spawner_of(const struct hutch_init_params *p)
+{
+	return (struct hutch_init_spawner){ .oom_fd = -EBADF,
+		                            .join_fd = p->cmds_tasks_fd,
+		                            .extra_seccomp = p->extra_seccomp,
+		                            .container = p->rootfs.bundle != NULL,
+		                            .shared_pid = getpid() != 1 };
+}
+
 void hutch_init_main(const struct hutch_init_params *p)
 {
 	struct init_state s = { .sock = p->sock,
-		                .oom_fd = -EBADF,
-		                .cmds_tasks_fd = p->cmds_tasks_fd,
 		                .cmds_state_fd = p->cmds_state_fd,
-		                .extra_seccomp = p->extra_seccomp,
 		                .held_slave = -EBADF,
-		                .container = p->rootfs.bundle != NULL,
-		                .shared_pid = getpid() != 1 };
+		                .shared_pid = getpid() != 1,
+		                .spawner = spawner_of(p),
+		                .sys = &hutch_init_sys_linux };
 	struct hutch_err err = { 0 };
 	struct hutch_rootfs_config rootfs = p->rootfs;
 	int write_fds[HUTCH_ROOTFS_WRITE_FDS] = { -EBADF, -EBADF, -EBADF, -EBADF };
 	int sigfd, r;
 
+	s.sys_ud = &s.spawner;
 	/* If the supervisor dies, so does the sandbox (and with PID 1, its
 	 * whole pid namespace). Check the race with a parent already gone. */
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != p->supervisor_pid)
@@ -744,12 +497,12 @@ void hutch_init_main(const struct hutch_init_params *p)
 	if (p->console_uid >= 0 &&
 	    hutch_init_console_open(p->sock, (uid_t)p->console_uid, &s.held_slave, &err) < 0)
 		fail(p->sock, &err);
-	r = prepare_spawn(&s);
+	r = hutch_init_spawner_prepare(&s.spawner);
 	if (r < 0) {
 		hutch_err_set_errno(&err, r, "allocate the command stack");
 		fail(p->sock, &err);
 	}
-	r = s.container ? hutch_caps_restrict_container() : hutch_caps_restrict_init();
+	r = s.spawner.container ? hutch_caps_restrict_container() : hutch_caps_restrict_init();
 	if (r < 0) {
 		hutch_err_set_errno(&err, r, "drop the capabilities no command gets");
 		fail(p->sock, &err);

@@ -8,8 +8,11 @@
 #define HUTCH_INIT_H
 
 #include <linux/filter.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
+#include "launch.h"
 #include "netpolicy.h"
 #include "rootfs.h"
 
@@ -43,5 +46,25 @@ struct hutch_init_params {
 
 /* Child side; never returns. */
 __attribute__((noreturn)) void hutch_init_main(const struct hutch_init_params *p);
+
+/*
+ * init's request handling (SPAWN, KILL, CONNECT, the exits it reports)
+ * behind a thin seam over the syscalls only pid 1 of a sandbox can make
+ * (as youki's syscall trait): hutch_init_main() serves with the real ones;
+ * tests/unit/test_init.c drives the same handling over a socketpair with
+ * fakes (struct hutch_init_sys, launch.h), as an ordinary process; each
+ * op gets the ud given to hutch_init_server_new().
+ */
+struct hutch_init_server;
+/* A server of the supervisor's requests on sock (SOCK_SEQPACKET, not
+ * owned) that makes its syscalls through sys; NULL if out of memory. */
+struct hutch_init_server *hutch_init_server_new(int sock, const struct hutch_init_sys *sys,
+                                                void *ud);
+void hutch_init_server_free(struct hutch_init_server *srv);
+/* Receive one message and handle it: 0 (a broken message is dropped), 1
+ * when the supervisor hung up, -errno when the socket failed. */
+int hutch_init_server_message(struct hutch_init_server *srv);
+/* Reap what has exited; report the exits of the commands it started. */
+void hutch_init_server_reap(struct hutch_init_server *srv);
 
 #endif

@@ -110,7 +110,7 @@ struct hutch_config {
 	 * error (HUTCH_DEFAULT_EXEC_MAX_OUTPUT). */
 	uint64_t executor_max_output_bytes;
 	/* --executor-port: "ADDR:PORT" of the executor's TCP listener
-	 * (executor-tcp.c), "" = none; its value, parsed once by the setter. */
+	 * (supervisor/api/executor.c), "" = none; its value, parsed once by the setter. */
 	char executor_listen[32];
 	struct sockaddr_in executor_addr;
 	/* Lifecycle (hooks.c): malloc'ed, NULL when unset. */

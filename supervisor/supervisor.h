@@ -105,7 +105,7 @@ struct sup {
 	bool delete_pending;            /* a DELETE / is waiting for teardown */
 	struct request *waiters;        /* requests answered when the sandbox has ended */
 	struct hutch_exec *execs;       /* upgraded exec streams (api/api-exec.c) */
-	struct sup_executor {           /* --executor-port (api/executor-tcp.c) */
+	struct sup_executor {           /* --executor-port (api/executor.c) */
 		struct MHD_Daemon *mhd; /* on the TCP listener; NULL: none */
 		struct hutch_watch w_mhd;
 		uint16_t port;   /* bound (a port 0 asked for any) */

@@ -145,17 +145,19 @@ static struct hutch_api_conn *conn_of(struct MHD_Connection *conn)
 	return ci ? ci->socket_context : NULL;
 }
 
-/* The executor's bearer secret (executor-tcp.c) on the TCP listener: Go's
+/* The executor's bearer secret (executor.c) on the TCP listener: Go's
  * mux answers an unknown path 404 first, then the secret is checked on
- * every route but /health, then the handler checks the method. */
-static bool tcp_refused(struct request *r, const char *url, unsigned known)
+ * every route but those that say so (/health), then the handler checks
+ * the method. */
+static bool tcp_refused(struct request *r, unsigned known)
 {
 	if (!r->route && !known) {
 		r->refuse_status = MHD_HTTP_NOT_FOUND;
 		r->refuse_text = "404 page not found";
 		return true;
 	}
-	if (!strcmp(url, "/health") || hutch_executor_authorized(r->s, r->conn))
+	if ((r->route && (r->route->flags & HUTCH_ROUTE_NO_SECRET)) ||
+	    hutch_executor_authorized(r->s, r->conn))
 		return false;
 	r->refuse_status = MHD_HTTP_UNAUTHORIZED;
 	r->refuse_text = "Unauthorized";
@@ -186,7 +188,7 @@ static void refuse_early(struct request *r, const char *url, const char *method,
 	const struct hutch_api_route *rt = r->route;
 	char msg[512];
 
-	if (r->tcp && tcp_refused(r, url, known))
+	if (r->tcp && tcp_refused(r, known))
 		return;
 	if (s->cfg->pool_key[0] && rt && !(rt->flags & HUTCH_ROUTE_POOLED)) {
 		snprintf(msg, sizeof(msg),
@@ -347,7 +349,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 	return serve_request(cls, false, conn, url, method, upload_data, upload_data_size, con_cls);
 }
 
-/* The executor's TCP listener (executor-tcp.c): its own daemon, the same
+/* The executor's TCP listener (executor.c): its own daemon, the same
  * requests but for the namespace and the secret. */
 static enum MHD_Result on_request_tcp(void *cls, struct MHD_Connection *conn, const char *url,
                                       const char *method, const char *version,

@@ -10,19 +10,20 @@
 #include "file-req.h"
 #include "routes.h"
 
-#define POOLED  HUTCH_ROUTE_POOLED
-#define PASSIVE HUTCH_ROUTE_PASSIVE
-#define ENDED   HUTCH_ROUTE_ENDED
-#define RAW     HUTCH_ROUTE_RAW
-#define EXEC    HUTCH_ROUTE_EXECUTOR
-#define V1      HUTCH_ROUTE_V1_ONLY
-#define CMD     HUTCH_ROUTE_COMMANDS
-#define FILES   HUTCH_ROUTE_FILES
-#define ANY     NULL /* the executor checks no method there */
+#define POOLED    HUTCH_ROUTE_POOLED
+#define PASSIVE   HUTCH_ROUTE_PASSIVE
+#define ENDED     HUTCH_ROUTE_ENDED
+#define RAW       HUTCH_ROUTE_RAW
+#define EXEC      HUTCH_ROUTE_EXECUTOR
+#define V1        HUTCH_ROUTE_V1_ONLY
+#define CMD       HUTCH_ROUTE_COMMANDS
+#define FILES     HUTCH_ROUTE_FILES
+#define NO_SECRET HUTCH_ROUTE_NO_SECRET
+#define ANY       NULL /* the executor checks no method there */
 
 static const struct hutch_api_route routes[] = {
 	/* the cloud executor's contract (api-executor*.c) */
-	{ "/health", ANY, hutch_api_serve_health, EXEC | POOLED | PASSIVE | ENDED, 0 },
+	{ "/health", ANY, hutch_api_serve_health, EXEC | POOLED | PASSIVE | ENDED | NO_SECRET, 0 },
 	{ "/run", ANY, hutch_exec_serve_run, EXEC | CMD, 0 },
 	{ "/run_streaming", ANY, hutch_exec_serve_run_streaming, EXEC | CMD, 0 },
 	{ "/write_file", ANY, hutch_exec_serve_file, EXEC | FILES, HUTCH_FILE_WRITE_FILE },

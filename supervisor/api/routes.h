@@ -3,8 +3,10 @@
  * The API's one route table (routes.c): every endpoint is a row (URL,
  * method, handler, flags), so that adding one is a row plus its handler
  * declared below. api.c looks the row up once per request and applies the
- * flags (pool, activity, body, ended sandbox); docs/api.md is the reference
- * of what each endpoint answers.
+ * flags (pool, activity, body, ended sandbox, access, the executor's
+ * secret) and never names a path; docs/api.md is the reference of what
+ * each endpoint answers, docs/architecture.md ("Where a new route goes")
+ * the files a new one touches.
  */
 #ifndef HUTCH_ROUTES_H
 #define HUTCH_ROUTES_H
@@ -40,10 +42,9 @@
 #define HUTCH_ROUTE_COMMANDS (1u << 7)
 /* It reads or writes files (access "none" refuses it). */
 #define HUTCH_ROUTE_FILES (1u << 8)
-/* It runs a command (access "files" and "none" refuse it). */
-#define HUTCH_ROUTE_COMMANDS (1u << 7)
-/* It reads or writes files (access "none" refuses it). */
-#define HUTCH_ROUTE_FILES (1u << 8)
+/* On the executor's TCP listener, served without the bearer secret
+ * (Go's /health: the cloud's probes carry none). */
+#define HUTCH_ROUTE_NO_SECRET (1u << 9)
 
 /* Called for each access-handler call once the body is read (JSON) or on
  * every call after the first (raw; upload/upload_size are the chunk). A

@@ -63,6 +63,10 @@ static void test_route_namespaces(void **state)
 	/* TCP: the contract only */
 	assert_non_null(hutch_api_route_find("/run", "POST", true, &k));
 	assert_non_null(hutch_api_route_find("/health", "GET", true, &k));
+	/* only /health is served without the bearer secret */
+	assert_true(hutch_api_route_find("/health", "GET", true, &k)->flags &
+	            HUTCH_ROUTE_NO_SECRET);
+	assert_false(hutch_api_route_find("/run", "POST", true, &k)->flags & HUTCH_ROUTE_NO_SECRET);
 	assert_null(hutch_api_route_find("/status", "GET", true, &k));
 	assert_int_equal(k, 0);
 	assert_null(hutch_api_route_find("/v1/run", "POST", true, &k));

@@ -288,6 +288,8 @@ static int write_all_srcs(struct walk *w, int out, const struct hutch_image_tar_
 	/* pax: long names and large files; restricted: a plain ustar header
 	 * where one does (what docker and buildkit write). */
 	if (archive_write_set_format_pax_restricted(w->a) != ARCHIVE_OK ||
+	    /* 128 KiB writes into the pipe, not libarchive's 10 KiB ones. */
+	    archive_write_set_bytes_per_block(w->a, 128 * 1024) != ARCHIVE_OK ||
 	    archive_write_set_bytes_in_last_block(w->a, 1) != ARCHIVE_OK ||
 	    /* Names are bytes (the C locale cannot translate them to UTF-8):
 	     * pax's hdrcharset=BINARY says so, and the unpacker takes them. */

@@ -53,6 +53,11 @@ struct unpack {
 	uint64_t read;       /* of the blob, for progress */
 	int64_t reported_ms; /* when progress was last reported */
 	bool too_big;
+	/* Not compressed: the tar is the blob, byte for byte, so its digest
+	 * is the blob's and the stream is hashed once, not twice (a
+	 * snapshot's layer, a docker archive's: a third of the time of an
+	 * uncompressed 100 MB layer went to the second pass). */
+	bool plain;
 	char buf[64 * 1024], data[64 * 1024];
 };
 
@@ -130,7 +135,8 @@ static la_ssize_t read_outer(struct archive *a, void *ptr, const void **out)
 		archive_set_error(a, EFBIG, "layer larger than its bound");
 		return -1;
 	}
-	hutch_sha256_update(&u->diff, u->data, (size_t)n);
+	if (!u->plain)
+		hutch_sha256_update(&u->diff, u->data, (size_t)n);
 	*out = u->data;
 	return n;
 }
@@ -457,6 +463,8 @@ static int open_readers(struct unpack *u, struct hutch_err *err)
 		return hutch_err_set_class(err, HUTCH_ERRC_USAGE, -EINVAL,
 		                           "layer is not readable: %s",
 		                           archive_error_string(u->outer));
+	u->plain = archive_filter_count(u->outer) == 1 &&
+	           archive_filter_code(u->outer, 0) == ARCHIVE_FILTER_NONE;
 	if (archive_read_open(u->inner, u, NULL, read_outer, NULL) != ARCHIVE_OK)
 		return hutch_err_set_class(err, u->too_big ? HUTCH_ERRC_LIMIT : HUTCH_ERRC_USAGE,
 		                           u->too_big ? -EFBIG : -EINVAL, "layer is not a tar: %s",
@@ -533,7 +541,10 @@ int hutch_image_unpack(int fd, int dirfd, const struct hutch_unpack_limits *limi
 	if (r < 0)
 		return r;
 	hutch_sha256_final(&u->blob, ret->blob_digest);
-	hutch_sha256_final(&u->diff, ret->diff_id);
+	if (u->plain)
+		memcpy(ret->diff_id, ret->blob_digest, sizeof(ret->diff_id));
+	else
+		hutch_sha256_final(&u->diff, ret->diff_id);
 	ret->bytes = u->bytes;
 	ret->entries = u->entries;
 	ret->skipped = u->skipped;

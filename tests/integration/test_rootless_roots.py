@@ -1,0 +1,248 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The matrix of roots (roots.py) as an ordinary user: what exists for
+ordinary users (test_rootless*.py in depth) on each root a user gets, the
+test's id naming it ([host], [image], [default]):
+
+  host     the host-derived root
+  image    the small OCI image of roots.py, imported by the user into a
+           store of the user's own (rootless images: test_rootless_image.py)
+  default  hutch-default in the user's own store: skipped saying why (the
+           root store's copy is root's alone, by design; the user would
+           build it again, minutes, or import a 900 MB re-tar of it)
+
+And the other side: root's stores (the image and default roots of this
+session) as seen by a throw-away user the test creates and removes: no
+path under them can be listed, written or walked into a layer, nor a
+running sandbox's root reached through /proc.
+"""
+import json
+import os
+import shutil
+import stat
+import subprocess
+import tempfile
+
+import pytest
+
+import roots
+from conftest import HUTCH, wait_until
+from test_rootless import User, _pids_of, _user_hutch, users  # noqa: F401
+from test_rootless_image import layout  # noqa: F401 (the image's layout, readable by users)
+
+IMAGE = "test"
+
+
+@pytest.fixture(scope="module")
+def alice_store(users, layout):  # noqa: F811
+    """The first user's own store, holding the small image (imported by
+    the user); removed after the module."""
+    user = users[0]
+    d = tempfile.mkdtemp(prefix="hutch-rlr-")
+    os.chown(d, user.uid, user.gid)
+    store = os.path.join(d, "store")
+    r = user.run([HUTCH, "image", "import", layout, IMAGE], env={"HUTCH_IMAGE_STORE": store})
+    try:
+        assert r.returncode == 0, r.stderr
+        yield store
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+class UserRoot:
+    def __init__(self, name, image=None, store=None, why_not=None):
+        self.name, self.image, self.store, self.why_not = name, image, store, why_not
+
+    def use(self, h):
+        if self.why_not:
+            pytest.skip(f"root {self.name} as an ordinary user: {self.why_not}")
+        if self.store:
+            h.env["HUTCH_IMAGE_STORE"] = self.store
+        return ["--image", self.image or "host"]
+
+
+@pytest.fixture(params=roots.ROOTS)
+def uroot(request):
+    if request.param == "host":
+        return UserRoot("host")
+    if request.param == "image":
+        return UserRoot("image", IMAGE, request.getfixturevalue("alice_store"))
+    return UserRoot("default", why_not=(
+        "hutch-default is in root's store, which no other user can read (by design: "
+        "test_root_store_is_closed_to_other_users); the suite does not build it again as "
+        "the user (build-default, minutes) nor re-tar its 900 MB layer"))
+
+
+@pytest.fixture
+def alice(users):  # noqa: F811
+    yield from _user_hutch(users[0])
+
+
+def test_lifecycle_exec_and_files(alice, uroot):
+    sb = alice.create(*uroot.use(alice))
+    assert alice("ls", "-q").stdout.decode().split() == [sb.id]
+    r = alice("exec", sb.id, "--", "sh", "-c", "id -u; id -g; pwd; echo $HOME")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.decode().split() == ["1000", "1000", "/workspace", "/home/appuser"]
+    assert alice("exec", sb.id, "--", "python3", "-c", "import sys; sys.exit(7)").returncode == 7
+    data = bytes(range(256)) * 400
+    sb.put_file("/workspace/in.bin", data, mode="644")
+    r = alice("exec", sb.id, "--", "sh", "-c", "stat -c '%U %s' /workspace/in.bin")
+    assert r.stdout.decode().split() == ["appuser", str(len(data))]
+    st, res = sb.api("POST", "/v1/write_file", {"path": "/workspace/a.txt", "content": "hé\n"})
+    assert st == 200, res
+    st, res = sb.api("POST", "/v1/read_file", {"path": "/workspace/a.txt"})
+    assert st == 200 and res["content"] == "hé\n", res
+    root_id = "image" if uroot.image else "host"
+    assert json.loads(alice("inspect", sb.id).stdout)["root"] == root_id
+    assert alice("rm", sb.id).returncode == 0
+    assert alice.ids() == []
+
+
+def test_network_none(alice, uroot):
+    sb = alice.create(*uroot.use(alice))
+    r = alice("exec", sb.id, "--", "python3", "-c",
+              "import socket\n"
+              "try:\n socket.create_connection(('192.0.2.1', 80), timeout=3)\n"
+              "except OSError as e: print(e.errno)\n"
+              "try:\n socket.gethostbyname('example.com'); print('resolved')\n"
+              "except OSError: print('no-dns')\n")
+    assert r.stdout.decode().split() == ["101", "no-dns"], r  # ENETUNREACH
+    assert alice("rm", sb.id).returncode == 0
+
+
+def test_network_allow_refuses_unlisted(alice, uroot):
+    """allow: the supervisor's DNS stub and proxy, as the user, on the root
+    (no query leaves: the names asked are not listed)."""
+    sb = alice.create(*uroot.use(alice), "--network", "allow:example.com")
+    r = alice("exec", sb.id, "--", "python3", "-c",
+              "import socket\n"
+              "try:\n socket.gethostbyname('not-listed.example.org'); print('resolved')\n"
+              "except OSError: print('nxdomain')\n"
+              "try:\n socket.create_connection(('192.0.2.1', 80), timeout=3)\n"
+              "except OSError as e: print(e.errno)\n")
+    assert r.stdout.decode().split() == ["nxdomain", "111"], r  # refused at once
+    assert alice("rm", sb.id).returncode == 0
+
+
+def test_attacks_from_inside(alice, uroot):
+    """appuser of a rootless sandbox, on each root: init (the caller on the
+    host) is out of reach; the root's system files are not appuser's."""
+    sb = alice.create(*uroot.use(alice))
+    r = alice("exec", sb.id, "--", "python3", "-c",
+              "import os\n"
+              "res = []\n"
+              "for f in (lambda: os.kill(1, 9), lambda: open('/proc/1/environ').read(),\n"
+              "          lambda: os.listdir('/proc/1/root/'), lambda: os.setuid(0),\n"
+              "          lambda: open('/etc/passwd', 'a'), lambda: open('/usr/bin/x', 'w')):\n"
+              "    try:\n        f(); res.append('ok')\n"
+              "    except OSError as e: res.append(str(e.errno))\n"
+              "print(' '.join(res))\n")
+    assert r.returncode == 0, r.stderr
+    # EPERM, EACCES, EACCES, EPERM, EACCES, then EACCES (an image's /usr:
+    # root's) or EROFS (the host root's /usr: the host's, read-only)
+    got = r.stdout.decode().split()
+    assert got[:5] == ["1", "13", "13", "1", "13"] and got[5] in ("13", "30"), got
+    assert alice("rm", sb.id).returncode == 0
+
+
+def test_pty(alice, uroot):
+    from test_tty import Term
+    sb = alice.create(*uroot.use(alice))
+    code = "import os; print(os.ttyname(0), os.fstat(0).st_uid); print(*os.get_terminal_size())"
+    t = Term(alice, "exec", "-t", sb.id, "--", "python3", "-c", code, rows=31, cols=97,
+             user=alice.user)
+    try:
+        t.expect(rb"/dev/pts/\d+ 1000")
+        t.expect(rb"97 31")
+        assert t.wait() == 0
+    finally:
+        t.close()
+    assert alice("rm", sb.id).returncode == 0
+
+
+# ---- root's stores, seen by another user ----
+
+PROBE = r"""
+import json, os, sys
+out = {}
+for p in json.load(sys.stdin):
+    r = {}
+    def attempt(what, fn):
+        try:
+            fn()
+            r[what] = "ok"
+        except OSError as e:
+            r[what] = e.strerror
+    attempt("stat", lambda: os.lstat(p))
+    attempt("list", lambda: os.listdir(p))
+    attempt("create", lambda: os.close(os.open(os.path.join(p, ".planted"),
+                                              os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)))
+    attempt("fifo", lambda: os.mkfifo(os.path.join(p, ".fifo")))
+    attempt("symlink", lambda: os.symlink("/etc/shadow", os.path.join(p, ".link")))
+    attempt("write", lambda: os.close(os.open(p, os.O_WRONLY | os.O_APPEND)))
+    out[p] = r
+print(json.dumps(out))
+"""
+
+
+def _store_paths(store):
+    """The store, what is in it and two levels down, and in each layer the
+    directories everyone may write in the image (tmp, var/tmp, run/lock)
+    and a few files."""
+    paths = [store]
+    for top in sorted(os.listdir(store)):
+        p = os.path.join(store, top)
+        paths.append(p)
+        if os.path.isdir(p) and not os.path.islink(p):
+            paths += [os.path.join(p, n) for n in sorted(os.listdir(p))]
+    for lid in os.listdir(os.path.join(store, "layers")):
+        for rel in ("tmp", "var/tmp", "run/lock", "etc", "etc/passwd", "usr/bin"):
+            p = os.path.join(store, "layers", lid, rel)
+            if os.path.lexists(p):
+                paths.append(p)
+    return paths
+
+
+def test_root_store_is_closed_to_other_users(root, hutch):
+    """As a throw-away user (made and removed here): no path under root's
+    store of this root can be listed, written or walked into a layer (the
+    layers' own 1777 directories let anyone plant files seen in every
+    sandbox of the image), with a sandbox of it running (its use record
+    there, its overlay mounted), nor its root reached through /proc; no
+    ancestor of the store lets the user replace it."""
+    if root.name == "host":
+        pytest.skip("root host: the host-derived root has no store (its files are the host's own)")
+    sb = root.create(hutch)
+    store = str(root.store)
+    paths = _store_paths(store)
+    assert len(paths) > 10 and os.listdir(os.path.join(store, "users")), paths
+    init = json.loads(hutch("inspect", sb.id).stdout)["init_pid"]
+    paths += [f"/proc/{init}/root/var/tmp", f"/proc/{init}/root/tmp"]
+    user = User(f"hrs{os.getpid() % 100000}", system=True)
+    try:
+        r = user.run(["/usr/bin/python3", "-c", PROBE], input=json.dumps(paths).encode())
+        assert r.returncode == 0, r.stderr
+        got = json.loads(r.stdout)
+        anc = [os.path.dirname(store)]
+        while anc[-1] != "/":
+            anc.append(os.path.dirname(anc[-1]))
+        r = user.run(["/usr/bin/python3", "-c",
+                      "import json, os, sys; print(json.dumps([os.access(p, os.W_OK) "
+                      "for p in json.load(sys.stdin)]))"], input=json.dumps(anc).encode())
+        writable = [p for p, w in zip(anc, json.loads(r.stdout)) if w]
+        assert wait_until(lambda: not _pids_of(user.uid), 10)
+    finally:
+        user.remove()
+    # the store itself: its name may be looked up where its parent is
+    # open (/var/cache/...), nothing in it
+    bad = {p: {k: v for k, v in r.items() if v == "ok" and not (p == store and k == "stat")}
+           for p, r in got.items()}
+    bad = {p: r for p, r in bad.items() if r}
+    assert not bad, bad
+    for p, r in got.items():
+        if p != store:
+            assert r["stat"] == "Permission denied", (p, r)
+    # an ancestor the user may write is sticky (/tmp): it cannot rename root's entry
+    for p in writable:
+        assert os.stat(p).st_mode & stat.S_ISVTX, f"{p}: writable by any user, not sticky"
+    assert sb.rm().returncode == 0

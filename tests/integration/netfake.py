@@ -30,7 +30,8 @@ IPs), plain HTTP on 198.51.100.10:80, DNS on 198.51.100.53:53 (A for
 *.test.example -> 198.51.100.10, unlisted.test.example -> 198.51.100.11,
 metadata.test.example -> 169.254.169.254, loopback.test.example -> 127.0.0.1,
 hostaddr.test.example -> 198.51.100.1 (the host's end of the veth),
-NXDOMAIN elsewhere), a UDP sink on 198.51.100.10:9999, TCP loggers on the
+api.github.com -> 198.51.100.12 (the bound server under the name a user
+binds), NXDOMAIN elsewhere), a UDP sink on 198.51.100.10:9999, TCP loggers on the
 metadata / private / IPv6 addresses. Each logs JSON lines; `FakeNet.log()`
 reads them.
 
@@ -77,7 +78,7 @@ PRIVATE = {
 ROUTED_INTO_NS = ["169.254.169.254/32", "10.99.0.0/24", "192.168.213.0/24",
                   "172.31.213.0/24", "100.64.213.0/24"]
 NAMES = ["api.test.example", "other.test.example", "unlisted.test.example", "bound.test.example",
-         "direct.test.example"]
+         "direct.test.example", "api.github.com"]
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PYTHON = "/usr/bin/python3"

@@ -278,10 +278,13 @@ POINTS_INSIDE = {"metadata.test.example": "169.254.169.254", "loopback.test.exam
 
 
 def dns_answer(name):
-    """The fake zone: A for test.example and below; NXDOMAIN elsewhere."""
+    """The fake zone: A for test.example and below, and api.github.com;
+    NXDOMAIN elsewhere."""
     lname = name.lower().rstrip(".")
     if lname in POINTS_INSIDE:
         return 0, POINTS_INSIDE[lname]
+    if lname == "api.github.com":  # the bound server under a real name (test_roots_net)
+        return 0, "198.51.100.12"
     if lname == "test.example" or lname.endswith(".test.example"):
         if lname in ("bound.test.example", "direct.test.example"):
             return 0, "198.51.100.12"

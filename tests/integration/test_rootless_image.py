@@ -13,9 +13,11 @@ missing image, an image without python3) name their fix; whiteouts and
 opaque directories the user unpacked work across three layers. Everything
 made is removed afterwards.
 """
+import contextlib
 import hashlib
 import json
 import os
+import pathlib
 import shutil
 import subprocess
 import tempfile
@@ -43,17 +45,29 @@ def top_layer():
 
 @pytest.fixture(scope="module")
 def layout(tmp_path_factory):
-    d = tmp_path_factory.mktemp("rlimage")
-    lay = o.layout(str(d / "lay"), [rootimage.layer(tmp_path_factory), top_layer()])
-    _readable(d)
-    return lay
+    with _readable_dir("rlimage") as d:
+        lay = o.layout(str(d / "lay"), [rootimage.layer(tmp_path_factory), top_layer()])
+        _readable(d)
+        yield lay
+
+
+@contextlib.contextmanager
+def _readable_dir(name):
+    """A directory of root's the users may read, removed after: not under
+    pytest's tmp, whose /tmp/pytest-of-root any pytest session that starts
+    meanwhile (another suite on the machine) makes 0700 again, and the users
+    could no longer open what is in it."""
+    d = tempfile.mkdtemp(prefix=f"hutch-{name}-")
+    try:
+        os.chmod(d, 0o755)
+        yield pathlib.Path(d)
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
 
 
 def _readable(d):
-    """d and what is under it readable by the users (pytest makes 0700)."""
+    """What is under d readable by the users."""
     subprocess.run(["chmod", "-R", "a+rX", str(d)], check=True)
-    for p in (d, d.parent, d.parent.parent):
-        os.chmod(p, os.stat(p).st_mode | 0o005)
 
 
 def _home(user):
@@ -265,17 +279,17 @@ def test_whiteouts_opaque_dirs_and_checks(alice, tmp_path_factory):
     """Whiteouts and opaque directories unpacked by the user (a char 0/0
     node, the user.overlay.opaque xattr) across three layers; an image
     without python3 refused at create as in root mode."""
-    d = tmp_path_factory.mktemp("rlthree")
     base = rootimage.layer(tmp_path_factory)
     l2, l3 = o.whiteout_layers()
     py = os.path.basename(os.path.realpath("/usr/bin/python3"))
     nopy = o.tar([o.d("usr"), o.d("usr/bin"), o.f("usr/bin/.wh.python3", ""),
                   o.f(f"usr/bin/.wh.{py}", "")])
-    three = o.layout(str(d / "three"), [base, l2, l3])
-    nopy = o.layout(str(d / "nopy"), [base, nopy])
-    _readable(d)
-    _import(alice, three, "three")
-    _import(alice, nopy, "nopy")
+    with _readable_dir("rlthree") as d:
+        three = o.layout(str(d / "three"), [base, l2, l3])
+        nopy = o.layout(str(d / "nopy"), [base, nopy])
+        _readable(d)
+        _import(alice, three, "three")
+        _import(alice, nopy, "nopy")
     sb = alice.create("--image", "three")
     out = sb.sh("ls /data /data/sub; cat /data/a /data/c /keep; echo; test -e /gone; echo $?")
     assert out.split() == ["/data:", "a", "c", "sub", "/data/sub:", "y", "a2c3k", "1"], out

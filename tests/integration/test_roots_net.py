@@ -97,3 +97,30 @@ def test_header_binding_ca_material(nh, root, fakenet):
         assert reqs and [v for k, v in reqs[-1]["headers"] if k.lower() == "authorization"] == \
             ["Bearer matrix-secret"], reqs
     assert sb.rm().returncode == 0
+
+
+def test_run_header_binding_api_github_com(nh, root, fakenet):
+    """Issue 26's own line, on each root: `hutch run --network
+    allow:api.github.com --header-binding api.github.com:...` and a client
+    in the sandbox reaches https://api.github.com (the fake internet's bound
+    server under that name, its certificate from the test CA) through the
+    binding: the header set on the way, the secret never inside, every CA
+    file the environment names readable by appuser (curl; the small image
+    has no TLS client at all, no curl and its python3 without ssl: there,
+    the CA files only)."""
+    root.skip_unless(root.name != "image", "no TLS client in the small image (no curl, "
+                     "python3 without ssl); its CA files: test_header_binding_ca_material")
+    get = "curl -sS --max-time 20 https://api.github.com/hello"
+    cmd = ('for v in SSL_CERT_FILE CURL_CA_BUNDLE REQUESTS_CA_BUNDLE GIT_SSL_CAINFO '
+           'NODE_EXTRA_CA_CERTS; do f=$(printenv $v) && test -r "$f" && grep -q "BEGIN CERT" "$f" '
+           '|| echo "unreadable $v=$f"; done; env | grep -q gh-run-secret && echo leaked; ' + get)
+    mark = fakenet.mark()
+    r = nh("run", *root.use(nh), "--network", "allow:api.github.com",
+           "--header-binding", "api.github.com:Authorization=Bearer {secret}@env:HB",
+           "--", "sh", "-c", cmd, env={"HB": "gh-run-secret", "HUTCH_UPSTREAM_CA": fakenet.ca})
+    assert (r.returncode, r.stdout.decode()) == (0, "fake-https-ka 198.51.100.12:443 /hello\n"), r
+    reqs = [e for e in fakenet.since(mark, "bound443") if e.get("event") == "request"]
+    assert len(reqs) == 1, reqs
+    hdrs = {k.lower(): v for k, v in reqs[0]["headers"]}
+    assert hdrs["authorization"] == "Bearer gh-run-secret" and hdrs["host"] == "api.github.com", hdrs
+    assert nh.ids() == []  # run removed it

@@ -5,6 +5,7 @@
  * plain sandbox (the host-derived root), whose every op is the common
  * path, is the last row and the default.
  */
+#include <sched.h>
 #include <stddef.h>
 
 #include "cgroup.h"
@@ -41,9 +42,19 @@ const struct hutch_kind *hutch_kind_choose(const struct hutch_config *cfg,
 	return &hutch_kind_plain;
 }
 
-bool hutch_kind_joins(const struct sup *s, int nstype)
+int hutch_kind_join(struct sup *s, struct hutch_err *err)
 {
-	return s->kind->joins && s->kind->joins(s, nstype);
+	static const int types[] = { CLONE_NEWUSER, CLONE_NEWNET, CLONE_NEWUTS, CLONE_NEWPID,
+		                     CLONE_NEWIPC };
+	int r = s->kind->join ? s->kind->join(s, err) : 0;
+
+	if (r < 0)
+		return r;
+	s->joins = 0;
+	for (size_t i = 0; s->kind->joins && i < sizeof(types) / sizeof(types[0]); i++)
+		if (s->kind->joins(s, types[i]))
+			s->joins |= (unsigned)types[i];
+	return 0;
 }
 
 int hutch_kind_cgroup_new(struct sup *s, struct hutch_err *err)

@@ -99,8 +99,9 @@ extern const struct hutch_kind hutch_kind_pod;       /* pod.c */
 /* The kind of a sandbox of cfg (ct: a container, or NULL). */
 const struct hutch_kind *hutch_kind_choose(const struct hutch_config *cfg,
                                            const struct hutch_container *ct);
-/* Whether s joins its nstype namespace (kind->joins). */
-bool hutch_kind_joins(const struct sup *s, int nstype);
+/* The kind's join (kind->join: a pod's slot and network), then s->joins
+ * from kind->joins, once: setup reads the mask, not the kind. */
+int hutch_kind_join(struct sup *s, struct hutch_err *err);
 /* s->cg made where its kind places it (kind->cgroup). */
 int hutch_kind_cgroup_new(struct sup *s, struct hutch_err *err);
 

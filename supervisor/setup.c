@@ -167,8 +167,8 @@ static __attribute__((noreturn)) void init_child(struct sup *s, int sock, int *c
 	p.cmds_tasks_fd = cmds[0] >= 0 ? 4 : -1;
 	p.cmds_state_fd = cmds[1] >= 0 ? 5 : -1;
 	p.supervisor_pid = getppid();
-	p.hostname = hutch_kind_joins(s, CLONE_NEWUTS) ? NULL : hostname;
-	p.net = hutch_kind_joins(s, CLONE_NEWNET) ? NULL : &s->net.plan;
+	p.hostname = (s->joins & CLONE_NEWUTS) ? NULL : hostname;
+	p.net = (s->joins & CLONE_NEWNET) ? NULL : &s->net.plan;
 	p.seccomp = &s->seccomp;
 	p.console_uid = -1;
 	/* The new root's tmpfs goes on top of the child's own "/" (a host
@@ -373,9 +373,9 @@ static int map_and_attach(struct sup *s, struct hutch_err *err)
 
 	/* A joined user namespace (a pod's) has its maps, a joined network
 	 * namespace its wiring (pod.c). */
-	if (hutch_kind_joins(s, CLONE_NEWUSER)) {
+	if (s->joins & CLONE_NEWUSER) {
 		r = hutch_cgroup_enter(s->cg, s->init_pid, err);
-		if (r >= 0 && !hutch_kind_joins(s, CLONE_NEWNET) &&
+		if (r >= 0 && !(s->joins & CLONE_NEWNET) &&
 		    (r = hutch_net_plan_attach(&s->net.plan, s->init_pid, err)) < 0)
 			(void)hutch_err_prefix(err, "network");
 		return r;
@@ -384,7 +384,7 @@ static int map_and_attach(struct sup *s, struct hutch_err *err)
 	if (r >= 0)
 		r = hutch_cgroup_enter(s->cg, s->init_pid, err);
 	/* A CNI network namespace (pod.h) is CNI's to wire: no plan. */
-	cni = hutch_kind_joins(s, CLONE_NEWNET);
+	cni = (s->joins & CLONE_NEWNET);
 	if (r >= 0 && !cni && (r = hutch_net_plan_attach(&s->net.plan, s->init_pid, err)) < 0)
 		(void)hutch_err_prefix(err, "network");
 	q = hutch_idmap_write_finish(&job, r < 0 ? &e2 : err);
@@ -463,7 +463,7 @@ static int take_slot(struct sup *s, struct hutch_err *err)
 {
 	int r;
 
-	if (hutch_kind_joins(s, CLONE_NEWUSER))
+	if (s->joins & CLONE_NEWUSER)
 		return 0;
 	r = hutch_slot_acquire(s->idmap.slots_dir, s->idmap.slots, &s->slot, err);
 	if (r < 0)
@@ -501,7 +501,7 @@ int hutch_sup_setup(struct sup *s, struct hutch_err *err)
 	r = place_in_scope(s, err);
 	if (r < 0)
 		return r;
-	r = s->kind->join ? s->kind->join(s, err) : 0; /* a pod's: its slot, its network */
+	r = hutch_kind_join(s, err); /* a pod's: its slot, its network */
 	if (r < 0)
 		return r;
 	r = take_slot(s, err);
@@ -511,7 +511,7 @@ int hutch_sup_setup(struct sup *s, struct hutch_err *err)
 	if (r < 0)
 		return r;
 	s->net.plan.policy = &s->cfg->net; /* a joined network namespace: the pod's plan */
-	r = hutch_kind_joins(s, CLONE_NEWNET) ? 0 : net_prepare(s, err);
+	r = (s->joins & CLONE_NEWNET) ? 0 : net_prepare(s, err);
 	if (r < 0)
 		return hutch_err_prefix(err, "network");
 	r = hutch_seccomp_program(s->cfg->net.mode, &s->seccomp, err);
@@ -559,7 +559,7 @@ int hutch_sup_setup(struct sup *s, struct hutch_err *err)
 	if (r < 0)
 		return hutch_err_set_errno(err, r, "init socket");
 	keep_mntns(s);
-	r = hutch_kind_joins(s, CLONE_NEWNET) ? 0 : hutch_net_plan_serve(&s->net.plan, err);
+	r = (s->joins & CLONE_NEWNET) ? 0 : hutch_net_plan_serve(&s->net.plan, err);
 	if (r < 0)
 		return hutch_err_prefix(err, "network");
 	/* "running" is written when the setup steps are done (hooks.c). */

@@ -71,6 +71,9 @@ struct sup {
 	/* What kind of sandbox this is (kind.h), chosen once at creation:
 	 * setup, spawn, status and teardown call through it. */
 	const struct hutch_kind *kind;
+	/* The namespaces (CLONE_NEW*) it joins rather than makes: written
+	 * once by hutch_kind_join() (kind.c), read as s->joins & CLONE_NEW*. */
+	unsigned joins;
 	struct hutch_container *container; /* an OCI container (container.h), or NULL */
 	struct hutch_paths paths;
 	char id[HUTCH_ID_LEN + 1];

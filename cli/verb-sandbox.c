@@ -49,7 +49,7 @@ static const struct hutch_cli_opt run_opts[] = {
 	  .kind = HUTCH_CLI_FLAG,
 	  A(json),
 	  .help = "keep CMD's output and print one JSON object: exit code, signal, OOM, timeout, "
-	          "duration, output and its sizes" },
+	          "duration, output and its sizes, the files it changed" },
 	{ .name = "rm",
 	  .kind = HUTCH_CLI_FLAG,
 	  A(rm),
@@ -75,7 +75,8 @@ static const struct hutch_cli_opt exec_opts[] = {
 	  .kind = HUTCH_CLI_FLAG,
 	  A(json),
 	  .help = "keep CMD's output and print one JSON object: exit code, signal, OOM, timeout, "
-	          "duration, output and its sizes (with -d: the answer as JSON)" },
+	          "duration, output and its sizes, the files it changed (with -d: the answer as "
+	          "JSON)" },
 	DOCKER_WORKDIR,
 	DOCKER_ENV_FILE,
 	DOCKER_USER,

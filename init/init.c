@@ -31,6 +31,7 @@
 #include <linux/seccomp.h>
 
 #include "caps.h"
+#include "changes.h"
 #include "cleanup.h"
 #include "fdutil.h"
 #include "fileops.h"
@@ -63,6 +64,7 @@ struct init_state {
 	struct hutch_init_spawner spawner; /* what each command's spawn needs (launch.h) */
 	const struct hutch_init_sys *sys;  /* the syscalls of the handling (launch.h) */
 	void *sys_ud;
+	struct hutch_changes *changes; /* change lists (changes.h), or NULL */
 };
 
 static __attribute__((noreturn)) void fail(int sock, struct hutch_err *err)
@@ -122,14 +124,13 @@ static void handle_spawn(struct init_state *s, uint64_t id, const char *body, si
 			goto reply;
 		pty[0] = pty[1] = pty[2] = slave;
 	}
+	hutch_changes_start(s->changes, id);
 	pid = s->sys->spawn(s->sys_ud, &req, tty ? pty : fds, fds + nstd, nfds - nstd);
-	if (pid < 0) {
-		rep.error = pid;
-		goto reply;
-	}
-	if (track(s, pid, id) < 0) {
-		kill(pid, SIGKILL);
-		rep.error = -ENOMEM;
+	if (pid < 0 || track(s, pid, id) < 0) {
+		if (pid > 0)
+			kill(pid, SIGKILL);
+		rep.error = pid < 0 ? pid : -ENOMEM;
+		(void)hutch_changes_end(s->changes, id, 0, NULL);
 		goto reply;
 	}
 	rep.pid = pid;
@@ -219,6 +220,19 @@ static void handle_connect(struct init_state *s, uint64_t id, const char *body, 
 	                       rep.error ? 0 : 1);
 }
 
+/* EXITED, with the command's change list when there is one. */
+static void send_exited(struct init_state *s, uint64_t id, int status)
+{
+	struct hutch_msg_exited e = { .status = status };
+	_cleanup_free_ char *body = NULL;
+	size_t n = hutch_changes_end(s->changes, id, sizeof(e), &body);
+
+	if (body)
+		memcpy(body, &e, sizeof(e));
+	(void)hutch_proto_send(s->sock, HUTCH_MSG_EXITED, id, body ?: (char *)&e,
+	                       body ? n : sizeof(e), NULL, 0);
+}
+
 static void reap(struct init_state *s)
 {
 	int status;
@@ -226,7 +240,6 @@ static void reap(struct init_state *s)
 
 	while ((pid = s->sys->wait_any(s->sys_ud, &status)) > 0) {
 		for (size_t i = 0; i < s->n; i++) {
-			struct hutch_msg_exited e = { .status = status };
 			if (s->children[i].pid != pid)
 				continue;
 			/* Its session and descendants die before the exit is
@@ -236,8 +249,7 @@ static void reap(struct init_state *s)
 			for (size_t j = 0; j < s->children[i].nsids; j++)
 				s->sys->kill_tree(s->sys_ud, s->children[i].sids[j], SIGKILL);
 			free(s->children[i].sids);
-			(void)hutch_proto_send(s->sock, HUTCH_MSG_EXITED, s->children[i].id, &e,
-			                       sizeof(e), NULL, 0);
+			send_exited(s, s->children[i].id, status);
 			s->children[i] = s->children[--s->n];
 			break;
 		}
@@ -284,11 +296,15 @@ static int serve_message(struct init_state *s)
 
 static __attribute__((noreturn)) void serve(struct init_state *s, int sigfd)
 {
-	struct pollfd pfd[2] = { { .fd = s->sock, .events = POLLIN },
-		                 { .fd = sigfd, .events = POLLIN } };
+	struct pollfd pfd[3] = { { .fd = s->sock, .events = POLLIN },
+		                 { .fd = sigfd, .events = POLLIN },
+		                 { .events = POLLIN } };
 
 	for (;;) {
-		if (poll(pfd, 2, -1) < 0) {
+		int timeout = -1;
+
+		pfd[2].fd = hutch_changes_poll_fd(s->changes, &timeout);
+		if (poll(pfd, 3, timeout) < 0) {
 			if (errno == EINTR)
 				continue;
 			_exit(1);
@@ -300,6 +316,8 @@ static __attribute__((noreturn)) void serve(struct init_state *s, int sigfd)
 					supervisor_gone(s); /* our PDEATHSIG (v1) */
 			reap(s);
 		}
+		if (pfd[2].fd >= 0 && pfd[2].revents)
+			hutch_changes_read(s->changes);
 		if (pfd[0].revents) {
 			int r = serve_message(s);
 			if (r > 0)
@@ -497,6 +515,8 @@ void hutch_init_main(const struct hutch_init_params *p)
 	if (p->console_uid >= 0 &&
 	    hutch_init_console_open(p->sock, (uid_t)p->console_uid, &s.held_slave, &err) < 0)
 		fail(p->sock, &err);
+	if (!s.spawner.container) /* before seccomp, which has not its syscalls */
+		s.changes = hutch_changes_new();
 	r = hutch_init_spawner_prepare(&s.spawner);
 	if (r < 0) {
 		hutch_err_set_errno(&err, r, "allocate the command stack");

@@ -48,7 +48,7 @@ enum hutch_msg_type {
 	HUTCH_MSG_READY = 100, /* rootfs and namespaces done: commands may run */
 	HUTCH_MSG_FAILED,      /* body: struct hutch_err; setup failed */
 	HUTCH_MSG_SPAWNED,     /* body: spawned; fd: the pty's master (HUTCH_SPAWN_TTY) */
-	HUTCH_MSG_EXITED,      /* body: exited */
+	HUTCH_MSG_EXITED,      /* body: exited, then the change list if any (changes-format.h) */
 	HUTCH_MSG_NET_FDS,     /* setup only, before READY: body: net_fd[n]; fds */
 	HUTCH_MSG_CONNECTED,   /* body: connected; fd: the socket (error 0) */
 	HUTCH_MSG_CONSOLE,     /* setup only, before READY: fd: the container's pty master */

@@ -14,6 +14,7 @@
 
 #include "base64.h"
 #include "cgroup.h"
+#include "changes-format.h"
 #include "cleanup.h"
 #include "cmd.h"
 #include "config.h"
@@ -44,6 +45,8 @@ static void cmd_free(struct cmd *c)
 	free(c->stdin_data);
 	hutch_buf_done(&c->out);
 	hutch_buf_done(&c->err);
+	cJSON_Delete(c->changes);
+	c->changes = NULL;
 	if (c->hook_ref)
 		set->hook->put(c->hook_ref);
 	c->hook_ref = NULL;
@@ -272,10 +275,11 @@ static void on_init_message(struct hutch_watch *w, uint32_t events)
 
 	for (;;) {
 		struct hutch_msg_hdr hdr;
-		union {
+		/* EXITED carries the change list (changes-format.h) */
+		static union {
 			struct hutch_msg_spawned spawned;
 			struct hutch_msg_exited exited;
-			char raw[64];
+			char raw[sizeof(struct hutch_msg_exited) + HUTCH_CHANGES_MAX_BYTES];
 		} body;
 		int fd = -EBADF;
 		size_t nfds = 1;
@@ -316,9 +320,12 @@ static void on_init_message(struct hutch_watch *w, uint32_t events)
 			continue;
 		if (spawned) {
 			on_spawned(c, &body.spawned, fd);
-		} else if (hdr.type == HUTCH_MSG_EXITED && n == sizeof(body.exited) &&
+		} else if (hdr.type == HUTCH_MSG_EXITED && n >= (ssize_t)sizeof(body.exited) &&
 		           c->state == CMD_RUNNING) {
 			c->status = body.exited.status;
+			if (n > (ssize_t)sizeof(body.exited) && !c->changes)
+				c->changes = hutch_changes_to_json(body.raw + sizeof(body.exited),
+				                                   (size_t)n - sizeof(body.exited));
 			c->exited = true;
 			maybe_done(c);
 		}
@@ -676,6 +683,8 @@ cJSON *hutch_cmd_result_json(const struct cmd *c, unsigned what)
 	if (*msg)
 		cJSON_AddStringToObject(o, "message", msg);
 	cJSON_AddNumberToObject(o, "duration_ms", hutch_round(c->duration * 1e6) / 1e3);
+	if (c->changes)
+		cJSON_AddItemToObject(o, "changes", cJSON_Duplicate(c->changes, true));
 	if (what & HUTCH_RESULT_OUTPUT) {
 		add_output(o, "stdout", &c->out, what & HUTCH_RESULT_BASE64);
 		add_output(o, "stderr", &c->err, what & HUTCH_RESULT_BASE64);

@@ -142,6 +142,7 @@ struct cmd {
 	uint64_t stdin_len;        /* bytes given as stdin_data */
 	struct hutch_buf out, err; /* captured output (no sink output callback) */
 	const char *spawn_error;   /* init could not start it (static or spawn_errbuf) */
+	cJSON *changes;            /* its change list (changes-format.h), or NULL */
 	char spawn_errbuf[128];
 	struct hutch_cmd_sink sink;
 	/* engine-private */

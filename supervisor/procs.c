@@ -38,6 +38,7 @@ static void proc_free(struct hutch_proc *p)
 		hutch_cmd_release(p->cmd);
 	free(p->command);
 	free(p->error);
+	cJSON_Delete(p->changes);
 	hutch_ring_done(&p->out);
 	hutch_ring_done(&p->err);
 	free(p);
@@ -321,6 +322,7 @@ static void proc_done(void *ud, struct cmd *c)
 		p->pid = c->pid;
 	if (c->spawn_error)
 		p->error = strdup(c->spawn_error);
+	p->changes = TAKE_PTR(c->changes);
 	p->cmd = NULL;
 	hutch_cmd_release(c);
 	set->nrunning--;
@@ -422,5 +424,7 @@ cJSON *hutch_proc_json(struct hutch_proc *p)
 	}
 	if (p->error)
 		cJSON_AddStringToObject(o, "error", p->error);
+	if (p->changes)
+		cJSON_AddItemToObject(o, "changes", cJSON_Duplicate(p->changes, true));
 	return o;
 }

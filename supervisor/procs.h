@@ -51,6 +51,7 @@ struct hutch_proc {
 	pid_t pid;                    /* inside the sandbox; 0 until spawned */
 	int64_t started_at, ended_at; /* unix seconds */
 	int status;                   /* wait status once done */
+	cJSON *changes;               /* its change list once done (cmd.h), or NULL */
 	bool done, kill_requested;
 	char *error;        /* init could not start it */
 	int64_t kill_at_ms; /* monotonic: SIGKILL then, 0 = not pending */

@@ -2,7 +2,8 @@
 /*
  * The executor's /run and /run_streaming (executor.h): {"cmd", "cwd",
  * "env"} run by sh -c. /run answers {"stdout", "stderr", "error" (only when
- * the exit code is not 0: "Non-zero exit code"), "code"}; a command ended
+ * the exit code is not 0: "Non-zero exit code"), "code"} and hutch's extra
+ * "changes" (cmd.h); a command ended
  * by a signal has code -1, as Go reports it. /run_streaming answers server-
  * sent events, one "output" event per line of either stream with the
  * stream's name in the data ({"data": line, "stream": "stdout"}, the line
@@ -227,6 +228,10 @@ static enum MHD_Result finish_run(struct request *r)
 	if (code_of(c) != 0)
 		cJSON_AddStringToObject(o, "error", "Non-zero exit code");
 	cJSON_AddNumberToObject(o, "code", code_of(c));
+	/* hutch's extra (docs/api.md): the cloud's client reads the fields
+	 * above by name and ignores the rest. */
+	if (c->changes)
+		cJSON_AddItemToObject(o, "changes", cJSON_Duplicate(c->changes, true));
 	return hutch_exec_respond_json(r->conn, MHD_HTTP_OK, o);
 }
 

@@ -19,6 +19,8 @@
 
 #include <cmocka.h>
 
+#include "changes-format.h"
+
 #include "caps.h"
 #include "proto.h"
 
@@ -380,6 +382,52 @@ static void test_recv_hostile(void **state)
 	close(sv[1]);
 }
 
+/* A change list as init sends it: decoded into its JSON; anything out of
+ * shape (a kind, a length, a path not absolute or with a NUL) refused. */
+static size_t change_list(char *buf, uint8_t kind, const char *path, uint16_t plen)
+{
+	struct hutch_changes_hdr h = { .n = 1, .omitted = 7 };
+	struct hutch_change_rec r = { .kind = kind,
+		                      .what = HUTCH_CHANGED_MODE,
+		                      .path_len = plen,
+		                      .mode = 0100640,
+		                      .size = 12 };
+
+	memcpy(buf, &h, sizeof(h));
+	memcpy(buf + sizeof(h), &r, sizeof(r));
+	memcpy(buf + sizeof(h) + sizeof(r), path, strlen(path));
+	return sizeof(h) + sizeof(r) + strlen(path);
+}
+
+static void test_changes_decode(void **state)
+{
+	char buf[256], *text;
+	size_t n = change_list(buf, HUTCH_CHANGE_MODIFIED, "/workspace/a", 12);
+	cJSON *o = hutch_changes_to_json(buf, n);
+
+	(void)state;
+	assert_non_null(o);
+	text = cJSON_PrintUnformatted(o);
+	assert_string_equal(text,
+	                    "{\"created\":[],\"modified\":[{\"path\":\"/workspace/a\","
+	                    "\"type\":\"file\",\"size\":12,\"mode\":416,\"what\":[\"mode\"]}],"
+	                    "\"deleted\":[],\"omitted\":7,\"shared\":false,\"complete\":true}");
+	free(text);
+	cJSON_Delete(o);
+	assert_null(hutch_changes_to_json(buf, n - 1)); /* cut */
+	assert_null(hutch_changes_to_json(buf, n + 1)); /* trailing byte */
+	assert_null(hutch_changes_to_json(buf, 3));     /* no header */
+	n = change_list(buf, 4, "/workspace/a", 12);    /* no such kind */
+	assert_null(hutch_changes_to_json(buf, n));
+	n = change_list(buf, HUTCH_CHANGE_CREATED, "workspace/a", 11); /* relative */
+	assert_null(hutch_changes_to_json(buf, n));
+	n = change_list(buf, HUTCH_CHANGE_CREATED, "/a", 200); /* longer than the message */
+	assert_null(hutch_changes_to_json(buf, n));
+	n = change_list(buf, HUTCH_CHANGE_DELETED, "/a\xff", 3); /* bytes kept as UTF-8 */
+	assert_non_null(o = hutch_changes_to_json(buf, n));
+	cJSON_Delete(o);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -389,6 +437,7 @@ int main(void)
 		cmocka_unit_test(test_send_recv_fds),
 		cmocka_unit_test(test_recv_extra_fds_closed),
 		cmocka_unit_test(test_recv_hostile),
+		cmocka_unit_test(test_changes_decode),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -23,6 +23,7 @@ class ExitStatus:
     oom_killed: bool = False
     duration_ms: float = 0.0
     message: Optional[str] = None
+    changes: Optional[dict] = None  # as CommandResult.changes
 
 
 def _cmd_body(cmd, cwd=None, env=None, timeout=None, stdin=None, text=True):

@@ -238,7 +238,8 @@ def exit_status(obj: Dict[str, Any]):
     return ExitStatus(exit_code=obj.get("exit_code"), status=obj.get("status", "exited"),
                       signal=obj.get("signal"), signal_name=obj.get("signal_name"),
                       timed_out=bool(obj.get("timed_out")), oom_killed=bool(obj.get("oom_killed")),
-                      duration_ms=obj.get("duration_ms") or 0.0, message=obj.get("message"))
+                      duration_ms=obj.get("duration_ms") or 0.0, message=obj.get("message"),
+                      changes=obj.get("changes"))
 
 
 def _stdin_pieces(stdin: Any) -> Iterable[bytes]:

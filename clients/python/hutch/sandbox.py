@@ -62,6 +62,10 @@ class CommandResult:
     stdout_truncated: bool = False
     stderr_truncated: bool = False
     message: Optional[str] = None
+    #: what the command created, modified and deleted in /workspace,
+    #: /home/appuser and /tmp (docs/api.md, "Change lists"), or ``None``
+    #: when it changed nothing there (or the kernel cannot tell)
+    changes: Optional[dict] = None
 
     @classmethod
     def from_json(cls, d, stdout="", stderr="", text=True):
@@ -74,7 +78,8 @@ class CommandResult:
                    timed_out=bool(d.get("timed_out")), oom_killed=bool(d.get("oom_killed")),
                    duration_ms=d.get("duration_ms") or 0.0,
                    stdout_truncated=bool(d.get("stdout_truncated")),
-                   stderr_truncated=bool(d.get("stderr_truncated")), message=d.get("message"))
+                   stderr_truncated=bool(d.get("stderr_truncated")), message=d.get("message"),
+                   changes=d.get("changes"))
 
 
 @dataclasses.dataclass
@@ -112,6 +117,7 @@ class ProcessInfo:
     error: Optional[str] = None
     stdin_open: Optional[bool] = None  # None: started without stdin=True
     stdin_bytes: Optional[int] = None
+    changes: Optional[dict] = None  # once ended: as CommandResult.changes
 
     @classmethod
     def from_json(cls, d):
@@ -754,7 +760,8 @@ class ExecutionStream:
                     exit_code=obj.get("exit_code"), status=obj.get("status", "exited"),
                     signal=obj.get("signal"), signal_name=obj.get("signal_name"),
                     timed_out=bool(obj.get("timed_out")), oom_killed=bool(obj.get("oom_killed")),
-                    duration_ms=obj.get("duration_ms") or 0.0, message=obj.get("message"))
+                    duration_ms=obj.get("duration_ms") or 0.0, message=obj.get("message"),
+                    changes=obj.get("changes"))
                 self.exit_code = self.exit.exit_code
                 if self.exit.timed_out:
                     self._pending_timeout = True

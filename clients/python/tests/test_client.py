@@ -1148,3 +1148,19 @@ def test_snapshot_spawn_fork(monkeypatch, tmp_path):
     for x in hutch.Snapshot.list():
         x.delete()
     assert hutch.Snapshot.list() == []
+
+
+def test_result_changes():
+    """result.changes: what a command changed in the writable mounts
+    (docs/api.md, Change lists); None when it changed nothing there."""
+    with LocalSandbox() as s:
+        r = s.execute("echo hi > /workspace/c.txt")
+        if r.changes is None:
+            pytest.skip("no change lists on this kernel (fanotify in a user namespace: 6.8)")
+        assert [(e["path"], e["size"]) for e in r.changes["created"]] == [("/workspace/c.txt", 3)]
+        assert s.execute("cat /workspace/c.txt").changes is None
+        r = s.execute("rm /workspace/c.txt")
+        assert [e["path"] for e in r.changes["deleted"]] == ["/workspace/c.txt"]
+        p = s.start_process("echo bg > /tmp/bg")
+        info = s.wait_process(p.id, timeout=60)
+        assert [e["path"] for e in info.changes["created"]] == ["/tmp/bg"]

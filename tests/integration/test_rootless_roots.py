@@ -6,15 +6,18 @@ test's id naming it ([host], [image], [default]):
   host     the host-derived root
   image    the small OCI image of roots.py, imported by the user into a
            store of the user's own (rootless images: test_rootless_image.py)
-  default  hutch-default in the user's own store: skipped saying why (the
-           root store's copy is root's alone, by design; the user would
-           build it again, minutes, or import a 900 MB re-tar of it)
+  default  hutch-default in the user's own store: the session's copy
+           (root's store, closed to the user by design) written out as an
+           OCI layout the user imports, once per module (its layer
+           re-tarred with the store's ids shifted back: ~900 MB, a minute
+           or two); skipped saying why where the session has no default
 
 And the other side: root's stores (the image and default roots of this
 session) as seen by a throw-away user the test creates and removes: no
 path under them can be listed, written or walked into a layer, nor a
 running sandbox's root reached through /proc.
 """
+import hashlib
 import json
 import os
 import shutil
@@ -60,16 +63,93 @@ class UserRoot:
         return ["--image", self.image or "host"]
 
 
+STORE_IDS = 0x0FFF0000  # image/image.h HUTCH_IMAGE_STORE_IDS
+
+
+def _blob(lay, data):
+    digest = hashlib.sha256(data).hexdigest()
+    with open(os.path.join(lay, "blobs", "sha256", digest), "wb") as f:
+        f.write(data)
+    return {"digest": f"sha256:{digest}", "size": len(data)}
+
+
+def export_layout(store, name, lay):
+    """An image of root's store as an OCI layout at lay: its one layer
+    re-tarred (GNU tar) with the store's ids (STORE_IDS + n) back to n, its
+    config with that tar's diff_id. For the matrix only (hutch has no
+    export)."""
+    with open(os.path.join(store, "images", name)) as f:
+        ref = json.load(f)
+    assert len(ref["layers"]) == 1, ref
+    layer = os.path.join(store, "layers", ref["layers"][0].split(":", 1)[1])
+    os.makedirs(os.path.join(lay, "blobs", "sha256"))
+    ids = subprocess.run(["find", layer, "-printf", "%U\n%G\n"], capture_output=True, text=True,
+                         check=True, timeout=600).stdout.split()
+    idmap = os.path.join(lay, "idmap")
+    with open(idmap, "w") as f:
+        f.writelines(f"+{i} u:{int(i) - STORE_IDS}\n" for i in sorted(set(ids))
+                     if int(i) >= STORE_IDS)
+    tmp = os.path.join(lay, "layer.tar")
+    subprocess.run(["tar", "--numeric-owner", f"--owner-map={idmap}", f"--group-map={idmap}",
+                    "-C", layer, "-cf", tmp, "."], check=True, capture_output=True, timeout=1200)
+    os.unlink(idmap)
+    h = hashlib.sha256()
+    with open(tmp, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    diff = f"sha256:{h.hexdigest()}"
+    os.rename(tmp, os.path.join(lay, "blobs", "sha256", h.hexdigest()))
+    with open(os.path.join(store, "blobs", "sha256", ref["config"].split(":", 1)[1]), "rb") as f:
+        cfg = json.load(f)
+    cfg["rootfs"] = {"type": "layers", "diff_ids": [diff]}
+    man = {"schemaVersion": 2, "mediaType": "application/vnd.oci.image.manifest.v1+json",
+           "config": {"mediaType": "application/vnd.oci.image.config.v1+json",
+                      **_blob(lay, json.dumps(cfg).encode())},
+           "layers": [{"mediaType": "application/vnd.oci.image.layer.v1.tar", "digest": diff,
+                       "size": os.path.getsize(os.path.join(lay, "blobs", "sha256", diff[7:]))}]}
+    m = _blob(lay, json.dumps(man).encode())
+    index = {"schemaVersion": 2, "manifests": [
+        {"mediaType": "application/vnd.oci.image.manifest.v1+json", **m,
+         "annotations": {"org.opencontainers.image.ref.name": "latest"}}]}
+    with open(os.path.join(lay, "index.json"), "w") as f:
+        json.dump(index, f)
+    with open(os.path.join(lay, "oci-layout"), "w") as f:
+        f.write('{"imageLayoutVersion": "1.0.0"}')
+    return lay
+
+
+@pytest.fixture(scope="module")
+def alice_default_store(users, default_root):  # noqa: F811
+    """hutch-default in the first user's own store (imported by the user
+    from a layout written out of the session's root store)."""
+    if default_root.why_not:
+        pytest.skip(f"root default as an ordinary user: {default_root.why_not}")
+    user = users[0]
+    d = tempfile.mkdtemp(prefix="hutch-rlr-default-")
+    try:
+        os.chmod(d, 0o755)
+        lay = export_layout(str(default_root.store), roots.DEFAULT, os.path.join(d, "lay"))
+        subprocess.run(["chmod", "-R", "a+rX", lay], check=True)
+        home = os.path.join(d, "user")
+        os.mkdir(home, 0o700)
+        os.chown(home, user.uid, user.gid)
+        store = os.path.join(home, "store")
+        r = user.run([HUTCH, "image", "import", lay, roots.DEFAULT],
+                     env={"HUTCH_IMAGE_STORE": store}, timeout=1800)
+        assert r.returncode == 0, r.stderr
+        shutil.rmtree(lay)
+        yield store
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
 @pytest.fixture(params=roots.ROOTS)
 def uroot(request):
     if request.param == "host":
         return UserRoot("host")
     if request.param == "image":
         return UserRoot("image", IMAGE, request.getfixturevalue("alice_store"))
-    return UserRoot("default", why_not=(
-        "hutch-default is in root's store, which no other user can read (by design: "
-        "test_root_store_is_closed_to_other_users); the suite does not build it again as "
-        "the user (build-default, minutes) nor re-tar its 900 MB layer"))
+    return UserRoot("default", roots.DEFAULT, request.getfixturevalue("alice_default_store"))
 
 
 @pytest.fixture
@@ -93,6 +173,9 @@ def test_lifecycle_exec_and_files(alice, uroot):
     st, res = sb.api("POST", "/v1/read_file", {"path": "/workspace/a.txt"})
     assert st == 200 and res["content"] == "hé\n", res
     root_id = "image" if uroot.image else "host"
+    if uroot.name == "default":  # the cloud's tools, on the user's copy
+        tools = sb.sh("for t in git curl jq rg node; do command -v $t; done")
+        assert tools.count("\n") == 5, tools
     assert json.loads(alice("inspect", sb.id).stdout)["root"] == root_id
     assert alice("rm", sb.id).returncode == 0
     assert alice.ids() == []

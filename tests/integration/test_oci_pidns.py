@@ -47,6 +47,19 @@ LIST_PROCS = ("for d in /proc/[0-9]*; do p=${d#/proc/}; e=$(readlink $d/exe 2>/d
               " cat /proc/1/environ >/dev/null 2>&1 && echo ENVIRON1; true")
 
 
+def ps(oci, cid, n):
+    """ps --format json of cid once it lists n processes (its shell forks)."""
+    got = []
+
+    def listed():
+        r = oci("ps", "--format", "json", cid)
+        assert r.returncode == 0, r.output
+        got[:] = [int(x) for x in r.output.strip()[1:-1].split(",")]
+        return len(got) == n
+    assert wait_until(listed), got
+    return set(got)
+
+
 def start_pod(oci, tmp_path):
     """The pause container, then A (sleep 4242) in its pid namespace via
     its supervisor's pid (containerd's form)."""
@@ -106,11 +119,8 @@ def test_pod_pid_kill_all_and_ps_are_the_containers(oci, tmp_path):
                    linux={"namespaces": pod_ns(infra)})
     assert oci("run", "--detach", "--bundle", b, "b").returncode == 0
     a, bpid = oci.state("a")["pid"], oci.state("b")["pid"]
-    r = oci("ps", "--format", "json", "b")
-    assert r.returncode == 0, r.output
-    listed = set(int(x) for x in r.output.strip()[1:-1].split(","))
-    assert bpid in listed and a not in listed and infra not in listed, (r.output, a, infra)
-    assert len(listed) == 3, r.output  # B's init, sleep 4545 and its sleep 4444
+    listed = ps(oci, "b", 3)  # B's init, sleep 4545 and its sleep 4444
+    assert bpid in listed and a not in listed and infra not in listed, (listed, a, infra)
     assert oci("kill", "--all", "b", "KILL").returncode == 0
     assert wait_until(lambda: not any(alive(p) for p in listed))
     assert wait_until(lambda: oci.state("b")["status"] == "stopped")
@@ -133,9 +143,7 @@ def test_pod_pid_member_supervisor_killed(oci, tmp_path):
     b = oci.bundle(["sh", "-c", "(sleep 4646 &) ; exec sleep 4747"], name="b",
                    linux={"namespaces": pod_ns(infra)})
     assert oci("run", "--detach", "--bundle", b, "b").returncode == 0
-    r = oci("ps", "--format", "json", "b")
-    listed = set(int(x) for x in r.output.strip()[1:-1].split(","))
-    assert len(listed) == 3, r.output  # the orphaned sleep 4646 is init's
+    listed = ps(oci, "b", 3)  # the orphaned sleep 4646 is init's
     os.kill(oci.status_file("b")["pid"], signal.SIGKILL)
     assert wait_until(lambda: not any(alive(p) for p in listed))
     assert alive(infra) and alive(oci.state("a")["pid"])

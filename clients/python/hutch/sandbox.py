@@ -614,7 +614,9 @@ class LocalSandbox:
                 raise errors.SandboxError(f"hutch create printed no JSON: {proc.stdout[:500]!r}") from None
         msg = "\n".join(l[7:] if l.startswith("hutch: ") else l
                         for l in proc.stderr.strip().splitlines()) or f"exit status {proc.returncode}"
-        cls = {64: errors.ConfigError, 69: errors.NotCapableHostError,
+        # 65: an option names nothing (a volume's directory, an image, a
+        # snapshot): the option is wrong, as with 64
+        cls = {64: errors.ConfigError, 65: errors.ConfigError, 69: errors.NotCapableHostError,
                71: errors.SetupError}.get(proc.returncode, errors.SandboxError)
         if cls is errors.NotCapableHostError:
             # The CLI's fix, said as this client's parameter.

@@ -1081,6 +1081,8 @@ def test_volumes_host_directory_and_named(tmp_path):
     with pytest.raises(ConfigError, match="symlink"):
         os.symlink(d, tmp_path / "link")
         LocalSandbox(volumes={"/x": str(tmp_path / "link")}).open()
+    with pytest.raises(ConfigError, match="no-such-dir"):
+        LocalSandbox(volumes={"/x": str(tmp_path / "no-such-dir")}).open()
 
     vol = hutch.Volume.create("pyvol")
     assert vol == hutch.Volume("pyvol", read_only=False)

@@ -384,6 +384,33 @@ static void on_spawned(void *ud, struct cmd *c)
 		update_events(x);
 }
 
+/*
+ * The EXIT frame is a control frame (at most HUTCH_FRAME_CTL_MAX bytes): a
+ * change list too long for it goes as its counts alone, every entry counted
+ * in "omitted" (POST /v1/run and GET /processes give the list whole).
+ */
+static char *fit_exit_frame(cJSON *j)
+{
+	char *text = cJSON_PrintUnformatted(j);
+	cJSON *ch = cJSON_GetObjectItemCaseSensitive(j, "changes"), *om;
+	static const char *const lists[] = { "created", "modified", "deleted" };
+	double n = 0;
+
+	if (!text || strlen(text) < HUTCH_FRAME_CTL_MAX || !cJSON_IsObject(ch))
+		return text;
+	free(text);
+	for (size_t i = 0; i < sizeof(lists) / sizeof(lists[0]); i++) {
+		cJSON *l = cJSON_GetObjectItemCaseSensitive(ch, lists[i]);
+
+		n += cJSON_GetArraySize(l);
+		cJSON_ReplaceItemInObjectCaseSensitive(ch, lists[i], cJSON_CreateArray());
+	}
+	om = cJSON_GetObjectItemCaseSensitive(ch, "omitted");
+	n += cJSON_IsNumber(om) ? om->valuedouble : 0;
+	cJSON_ReplaceItemInObjectCaseSensitive(ch, "omitted", cJSON_CreateNumber(n));
+	return cJSON_PrintUnformatted(j);
+}
+
 static void on_done(void *ud, struct cmd *c)
 {
 	struct hutch_exec *x = ud;
@@ -394,7 +421,7 @@ static void on_done(void *ud, struct cmd *c)
 
 	if (j && c->spawn_error && !gone)
 		cJSON_AddStringToObject(j, "error", c->spawn_error);
-	text = j ? cJSON_PrintUnformatted(j) : NULL;
+	text = j ? fit_exit_frame(j) : NULL;
 	cJSON_Delete(j);
 	hutch_loop_close(&s->loop, &x->w_in, &x->in_fd);
 	x->finished = true;

@@ -130,6 +130,18 @@ def test_the_list_is_capped_with_a_count_past_it(hutch, root):
     assert sb.rm().returncode == 0
 
 
+def test_cli_exec_of_a_long_list_gets_its_counts(hutch, root):
+    """hutch exec's EXIT frame holds at most 4 KiB: a longer list comes as its
+    counts (omitted), the command's exit status intact (it was 70 before)."""
+    sb = sandbox(hutch, root)
+    r = hutch("exec", "--json", sb.id, "--", "sh", "-c",
+              "i=0; while [ $i -lt 200 ]; do i=$((i + 1)); : > /workspace/cli-$i; done; exit 3")
+    assert r.returncode == 3, r
+    ch = json.loads(r.stdout)["changes"]
+    assert ch["created"] == [] and ch["omitted"] == 200, ch
+    assert sb.rm().returncode == 0
+
+
 def test_background_process_has_its_list_at_its_end(hutch, root):
     sb = sandbox(hutch, root)
     st, p = sb.api("POST", "/v1/start_process",

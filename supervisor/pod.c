@@ -314,24 +314,62 @@ static int cni_sysfs(const struct sup *s, struct hutch_err *err)
 }
 
 /*
+ * containerd 2.x's defaults (enable_unprivileged_ports, _icmp), for a pod
+ * that sets neither key: written whatever containerd's version, because
+ * under runc the container's root is host root, whose CAP_NET_BIND_SERVICE
+ * and CAP_NET_RAW hold in CNI's namespace, while hutch's root's hold in its
+ * own user namespace only: without them nothing in a hutch pod listens
+ * below 1024 (docs/kubernetes.md, "Port 80"). They open the pod's own
+ * network namespace to its own processes, nothing of the host's.
+ */
+static const char *const cni_defaults[] = {
+	"net.ipv4.ip_unprivileged_port_start=0",
+	"net.ipv4.ping_group_range=0 2147483647",
+};
+
+static bool has_key(char *const *kv, const char *entry)
+{
+	size_t klen = (size_t)(strchr(entry, '=') - entry) + 1;
+
+	for (; kv && *kv; kv++)
+		if (strncmp(*kv, entry, klen) == 0)
+			return true;
+	return false;
+}
+
+/*
  * A pod's net.* sysctls in the CNI network namespace (containerd puts
  * them in the pause container's spec: the pod's own, and 2.x's defaults
  * net.ipv4.ip_unprivileged_port_start and ping_group_range): init's user
  * namespace does not own that namespace, so the runtime writes them, as
  * host root, in that namespace only, before any process runs there (as
- * runc does from its init). Only the network namespace is entered, for
- * the writes, by this thread; the container's init gets the other keys.
+ * runc does from its init). The first container there (the pause
+ * container: no namespace of a pod's joined) also gets cni_defaults[]
+ * that its spec lacks. Only the network namespace is entered, for the
+ * writes, by this thread; the container's init gets the other keys.
  */
 static int cni_sysctls(struct sup *s, struct hutch_err *err)
 {
 	struct hutch_container *ct = s->container;
+	const size_t ndef = sizeof(cni_defaults) / sizeof(cni_defaults[0]);
+	_cleanup_free_ const char **net = NULL;
 	_cleanup_close_ int own = -EBADF;
 	size_t n = 0, k = 0;
 	char **rest;
 	int r;
 
-	for (; ct->sysctls && ct->sysctls[n]; n++)
-		k += strncmp(ct->sysctls[n], "net.", 4) == 0;
+	while (ct->sysctls && ct->sysctls[n])
+		n++;
+	net = calloc(n + ndef + 1, sizeof(*net));
+	if (!net)
+		return hutch_err_set(err, -ENOMEM, "out of memory");
+	for (size_t i = 0; i < n; i++)
+		if (strncmp(ct->sysctls[i], "net.", 4) == 0)
+			net[k++] = ct->sysctls[i];
+	for (size_t i = 0; !ct->join.active && i < ndef; i++)
+		if (!has_key(ct->sysctls, cni_defaults[i]))
+			net[k++] = cni_defaults[i];
+	net[k] = NULL;
 	if (k == 0)
 		return 0;
 	own = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
@@ -339,13 +377,13 @@ static int cni_sysctls(struct sup *s, struct hutch_err *err)
 		return hutch_err_set_errno(err, -errno, "open the supervisor's network namespace");
 	if (setns(ct->join.fd[HUTCH_POD_NS_NET], CLONE_NEWNET) < 0)
 		return hutch_err_set_errno(err, -errno, "sysctls: enter the CNI network namespace");
-	r = hutch_init_write_sysctls((const char *const *)ct->sysctls, "net.", err);
+	r = hutch_init_write_sysctls(net, NULL, err);
 	if (setns(own, CLONE_NEWNET) < 0)
 		abort(); /* the supervisor's wiring would go to the wrong place */
 	if (r < 0)
 		return hutch_err_prefix(err, "the CNI network namespace");
 	/* The rest for init (borrowed strings: the spec keeps them). */
-	rest = calloc(n - k + 1, sizeof(*rest));
+	rest = calloc(n + 1, sizeof(*rest));
 	if (!rest)
 		return hutch_err_set(err, -ENOMEM, "out of memory");
 	for (size_t i = 0, j = 0; i < n; i++)

@@ -1728,6 +1728,12 @@ def test_cri_pod_second_container(oci, cni_netns):
     sup, init = oci.status_file("pause")["pid"], oci.state("pause")["pid"]
     net = _status_of(oci, "pause")["network"]  # CNI's namespace: no address of hutch's
     assert net["mode"] == "none" and net["cni_netns"] is True and "address" not in net, net
+    # The pause container wrote containerd 2.x's defaults (test_oci_cri.py);
+    # a later container of the pod leaves the pod's values as they are.
+    port = ["ip", "netns", "exec", os.path.basename(path), "sysctl", "-n",
+            "net.ipv4.ip_unprivileged_port_start"]
+    assert subprocess.run(port, capture_output=True, text=True).stdout.strip() == "0"
+    subprocess.run(port[:5] + ["-qw", port[-1] + "=1024"], check=True)
     probe = ("hostname; for n in net ipc uts user; do readlink /proc/self/ns/$n; done;"
              " ip addr add 10.231.19.6/30 dev eth0 2>/dev/null && echo ADDR;"
              " i=0; while [ $i -lt 50 ]; do nc 10.231.19.1 8080 </dev/null && exit 0;"
@@ -1741,6 +1747,7 @@ def test_cri_pod_second_container(oci, cni_netns):
     assert lines[0] == "crihost", r.output
     assert lines[1:5] == [ns_link(init, n) for n in ("net", "ipc", "uts", "user")], r.output
     assert "ADDR" not in lines and lines[-1] == "hi-pause", r.output
+    assert subprocess.run(port, capture_output=True, text=True).stdout.strip() == "1024"
     for cid in ("app", "pause"):
         assert oci("delete", "--force", cid).returncode == 0
     assert wait_until(lambda: oci.hutch.ids() == [] and os.listdir(oci.root) == [])

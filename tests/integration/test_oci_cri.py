@@ -56,6 +56,42 @@ def test_cni_netns_sysctls(oci, cni_netns):
     assert {k: sysctl_here(k) for k in SYSCTLS_2X} == host
 
 
+BIND_80 = ("nc -l -p 80 & p=$!; "
+           "while kill -0 $p 2>/dev/null; do grep -qE ':0050 [0-9A-F]+:0000 0A'"
+           " /proc/net/tcp /proc/net/tcp6"
+           " && { echo BOUND; kill $p; exit 0; }; done; echo NOT-BOUND; exit 0")
+
+
+def test_cni_netns_defaults_unless_the_pod_sets_them(oci, cni_netns):
+    """containerd 1.6's pause container (no net.* key in its spec): the
+    first container in the CNI namespace gets containerd 2.x's defaults
+    written there (port 0 and up for anyone, ping for every group), so
+    uid 1000 binds port 80 as root does under runc; a key the pod sets
+    wins (1024: uid 1000 cannot), the other default still written."""
+    path, _ = cni_netns
+    proc = {"terminal": False, "user": {"uid": 1000, "gid": 1000},
+            "args": ["sh", "-c", BIND_80], "env": ["PATH=/bin"], "cwd": "/"}
+    host = {k: sysctl_here(k) for k in SYSCTLS_2X}
+    b = oci.bundle(proc["args"], name="dflt", process=proc,
+                   linux={"namespaces": cni_namespaces(path)})
+    r = oci("run", "--bundle", b, "dflt")
+    assert r.returncode == 0 and r.output.split() == ["BOUND"], r.output
+    for k, v in SYSCTLS_2X.items():
+        assert sysctl_in(path, k).split() == v.split(), k
+    ns = os.path.basename(path)
+    for k, v in (("net.ipv4.ip_unprivileged_port_start", "1024"),
+                 ("net.ipv4.ping_group_range", "1 0")):
+        subprocess.run(["ip", "netns", "exec", ns, "sysctl", "-qw", f"{k}={v}"], check=True)
+    port = "net.ipv4.ip_unprivileged_port_start"
+    b = oci.bundle(proc["args"], name="own", process=proc,
+                   linux={"namespaces": cni_namespaces(path), "sysctl": {port: "1024"}})
+    r = oci("run", "--bundle", b, "own")
+    assert r.returncode == 0 and r.output.split()[-1] == "NOT-BOUND", r.output
+    assert sysctl_in(path, port) == "1024"
+    assert sysctl_in(path, "net.ipv4.ping_group_range").split() == ["0", "2147483647"]
+    assert {k: sysctl_here(k) for k in SYSCTLS_2X} == host
+
+
 def test_cni_netns_sysctl_refused_names_key(oci, cni_netns):
     """A net.* key the kernel refuses in that namespace fails create,
     naming the key; nothing runs."""

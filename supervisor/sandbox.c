@@ -110,6 +110,10 @@ static __attribute__((noreturn)) void supervisor_main(struct sup *s, int result_
 		hutch_event(s, "creation failed: %s", err.msg);
 		hutch_sup_teardown(s, NULL);
 		hutch_sup_teardown_finish(s);
+		/* Our use of lxcfs ends before the answer: the creator stops
+		 * it when no other sandbox uses it (release_procview()). */
+		closep(&s->procview_fd);
+		closep(&s->procview_hold);
 		(void)hutch_write_all(result_fd, &err, sizeof(err));
 		_exit(1);
 	}
@@ -264,6 +268,19 @@ static int acquire_procview(struct sup *s, const char *runtime_dir, struct hutch
 		return 0;
 	r = hutch_lxcfs_acquire(runtime_dir, &s->procview_fd, &s->procview_hold, err);
 	return r == -ENOENT || r == -EPERM ? 0 : r;
+}
+
+/* A create that failed after acquire_procview(): lxcfs stops if no
+ * other sandbox of the runtime dir uses it, as after the last rm (a
+ * refused option must not leave a FUSE mount running). */
+static void release_procview(struct sup *s, const char *runtime_dir)
+{
+	struct hutch_err e = { 0 };
+
+	closep(&s->procview_fd);
+	closep(&s->procview_hold);
+	if (s->kind->sizes_inside && !s->idmap.rootless)
+		(void)hutch_lxcfs_gc(runtime_dir, &e);
 }
 
 static int mode_check(struct sup *s, const char *runtime_dir, struct hutch_err *err)
@@ -421,6 +438,29 @@ void hutch_created_drop(struct hutch_created *c)
 		handover_end(c);
 }
 
+/* The supervisor, detached, talking back on pipefd[1]; the caller keeps
+ * pipefd[0]. */
+static pid_t fork_supervisor(struct sup *s, int log_fd, int pipefd[2], struct hutch_err *err)
+{
+	pid_t pid;
+
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pipefd) < 0)
+		return hutch_err_set_errno(err, -errno, "socketpair");
+	pid = hutch_fork_detached();
+	if (pid < 0) {
+		close(pipefd[0]);
+		close(pipefd[1]);
+		return hutch_err_set_errno(err, pid, "fork");
+	}
+	if (pid == 0) {
+		close(pipefd[0]);
+		if (log_fd >= 0)
+			close(log_fd);
+		supervisor_main(s, pipefd[1]);
+	}
+	return pid;
+}
+
 int hutch_sandbox_create(struct hutch_config *cfg, const char *runtime_dir,
                          struct hutch_created *ret, struct hutch_setup_failure *ret_setup,
                          int progress_fd, struct hutch_err *err)
@@ -476,22 +516,13 @@ int hutch_sandbox_create_container(struct hutch_config *cfg, struct hutch_contai
 	}
 	s.created_at = hutch_now_realtime();
 	s.expires_at = s.created_at + (int64_t)cfg->ttl_seconds;
-	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pipefd) < 0)
-		return hutch_err_set_errno(err, -errno, "socketpair");
-	pid = hutch_fork_detached();
+	pid = fork_supervisor(&s, log_fd, pipefd, err);
 	if (pid < 0) {
-		close(pipefd[0]);
-		close(pipefd[1]);
 		close(s.lock_fd);
 		s.cg = hutch_cgroup_free(s.cg);
 		(void)hutch_rm_rf_at(AT_FDCWD, s.paths.dir);
-		return hutch_err_set_errno(err, pid, "fork");
-	}
-	if (pid == 0) {
-		close(pipefd[0]);
-		if (log_fd >= 0)
-			close(log_fd);
-		supervisor_main(&s, pipefd[1]);
+		release_procview(&s, runtime_dir);
+		return pid;
 	}
 	close(pipefd[1]);
 	close(s.lock_fd);
@@ -506,6 +537,7 @@ int hutch_sandbox_create_container(struct hutch_config *cfg, struct hutch_contai
 	r = read_answer(pipefd[0], log_fd, progress_fd, ret_setup, err);
 	if (r < 0) {
 		close(pipefd[0]);
+		release_procview(&s, runtime_dir);
 		return r;
 	}
 	handed(&s, pipefd[0], ret);

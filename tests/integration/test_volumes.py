@@ -12,6 +12,7 @@ import os
 import subprocess
 
 import pytest
+from conftest import lxcfs_mounts_under
 
 USAGE, NOT_FOUND, NOT_CAPABLE, FAILURE = 64, 65, 69, 70
 OWNER, OTHER = 4242, 4343  # host ids no account here has
@@ -117,6 +118,9 @@ def test_bad_specs_name_the_fix(hutch, hostdir, spec, code, words):
     assert r.returncode == code, r.stderr
     assert words in r.stderr.decode(), r.stderr
     assert hutch.ids() == []
+    # Refused, it leaves nothing running: not the /proc views' lxcfs
+    # either (one refused in the supervisor's setup did, until a gc).
+    assert lxcfs_mounts_under(hutch.rtdir) == []
 
 
 def test_targets_given_twice_or_nested(hutch, hostdir, tmp_path):

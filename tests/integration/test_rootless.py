@@ -608,7 +608,7 @@ def test_exec_tty_as_user(alice):
                 t.out += os.read(t.master, 65536)
         assert t.out[:len(every)] == every, (len(t.out), t.out[:64])
         assert t.wait() == 5
-        assert termios.tcgetattr(t.slave) == t.before  # raw mode undone
+        assert termios.tcgetattr(t.master) == t.before  # raw mode undone
     finally:
         t.close()
 

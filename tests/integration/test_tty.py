@@ -32,6 +32,9 @@ class Term:
             os.fchown(self.slave, user.uid, user.gid)  # as login makes it
             as_user = dict(user=user.uid, group=user.gid, extra_groups=[], cwd="/")
         self.resize(rows, cols, signal_cli=False)
+        # (tcgetattr of the master reads the slave's settings: the
+        # kernel's mode ioctls on a pty master act on its slave, which
+        # wait() closes.)
         self.before = termios.tcgetattr(self.slave)
 
         def ctty():
@@ -82,14 +85,33 @@ class Term:
                     self.out += os.read(self.master, 65536)
                 except OSError:
                     pass
-        return self.p.wait(timeout=1)
+        rc = self.p.wait(timeout=1)
+        # What the CLI wrote last may still be on its way through the
+        # pty's buffers when it has exited: with our end of the slave
+        # closed too, the master reads it all, then EIO (the end).
+        if self.slave is not None:
+            os.close(self.slave)
+            self.slave = None
+        while time.monotonic() < deadline + 10:
+            r, _, _ = select.select([self.master], [], [], 1)
+            if not r:
+                continue
+            try:
+                data = os.read(self.master, 65536)
+            except OSError:
+                break
+            if not data:
+                break
+            self.out += data
+        return rc
 
     def close(self):
         if self.p.poll() is None:
             self.p.kill()
             self.p.wait()
         os.close(self.master)
-        os.close(self.slave)
+        if self.slave is not None:
+            os.close(self.slave)
 
 
 @pytest.fixture
@@ -133,7 +155,7 @@ def test_bash_session(sandbox, term):
     t.expect(rb"both-ttys\r\nTERM=xterm\r\n")
     t.send(b"exit 3\r")
     assert t.wait() == 3
-    assert termios.tcgetattr(t.slave) == t.before  # raw mode undone
+    assert termios.tcgetattr(t.master) == t.before  # raw mode undone
 
 
 def test_ctrl_d_ends_the_shell_with_0(sandbox, term):
@@ -143,7 +165,7 @@ def test_ctrl_d_ends_the_shell_with_0(sandbox, term):
     t.expect(rb"\r\nready\r\n")
     t.send(b"\x04")
     assert t.wait() == 0
-    assert termios.tcgetattr(t.slave) == t.before
+    assert termios.tcgetattr(t.master) == t.before
 
 
 def test_python_repl(sandbox, term):
@@ -193,7 +215,7 @@ def test_hang_up_of_the_cli_kills_the_session(sandbox, term):
     t.expect(rb"up\r\n")
     t.p.send_signal(signal.SIGTERM)
     assert t.wait() == 128 + signal.SIGTERM
-    assert termios.tcgetattr(t.slave) == t.before
+    assert termios.tcgetattr(t.master) == t.before
     assert wait_until(lambda: sandbox.run("pgrep -x sleep")["exit_code"] == 1, timeout=10)
 
 
@@ -220,7 +242,7 @@ def test_tab_completion_in_bash(sandbox, term):
     t.expect(rb"[\r\n]completed-42\r\n")  # the output, not the echoed line
     t.send(b"exit\r")
     assert t.wait() == 0
-    assert termios.tcgetattr(t.slave) == t.before
+    assert termios.tcgetattr(t.master) == t.before
 
 
 def test_top_is_shown_and_quits_with_q(sandbox, term):
@@ -229,7 +251,7 @@ def test_top_is_shown_and_quits_with_q(sandbox, term):
     t.expect(rb"PID +USER")      # the task list
     t.send(b"q")
     assert t.wait() == 0
-    assert termios.tcgetattr(t.slave) == t.before
+    assert termios.tcgetattr(t.master) == t.before
 
 
 def test_ctrl_z_job_control_in_bash(sandbox, term):
@@ -252,7 +274,7 @@ def test_ctrl_z_job_control_in_bash(sandbox, term):
     assert sandbox.run("pgrep -x sleep")["exit_code"] == 1
     t.send(b"exit 0\r")
     assert t.wait() == 0
-    assert termios.tcgetattr(t.slave) == t.before
+    assert termios.tcgetattr(t.master) == t.before
 
 
 def test_terminal_restored_after_sigint_to_the_cli(sandbox, term):
@@ -260,10 +282,10 @@ def test_terminal_restored_after_sigint_to_the_cli(sandbox, term):
     # sent to hutch itself ends the session, and the modes come back
     t = term("exec", "-it", sandbox.id, "--", "sh", "-c", "echo up; sleep 1000")
     t.expect(rb"up\r\n")
-    assert termios.tcgetattr(t.slave) != t.before  # raw while it runs
+    assert termios.tcgetattr(t.master) != t.before  # raw while it runs
     t.p.send_signal(signal.SIGINT)
     assert t.wait() == 128 + signal.SIGINT
-    assert termios.tcgetattr(t.slave) == t.before
+    assert termios.tcgetattr(t.master) == t.before
     assert wait_until(lambda: sandbox.run("pgrep -x sleep")["exit_code"] == 1, timeout=10)
 
 
@@ -272,12 +294,12 @@ def test_terminal_restored_after_kill_9_of_the_supervisor(hutch, term):
     try:
         t = term("exec", "-it", sb.id, "--", "sh", "-c", "echo up; sleep 1000")
         t.expect(rb"up\r\n")
-        assert termios.tcgetattr(t.slave) != t.before
+        assert termios.tcgetattr(t.master) != t.before
         st = json.loads(hutch("inspect", sb.id).stdout)
         os.kill(st["supervisor_pid"], signal.SIGKILL)
         rc = t.wait()
         assert rc == 66, (rc, t.out)
         t.expect(rb"hutch: .*(sandbox|supervisor)", timeout=5)  # what it said last
-        assert termios.tcgetattr(t.slave) == t.before
+        assert termios.tcgetattr(t.master) == t.before
     finally:
         hutch("rm", "-f", sb.id)

@@ -29,7 +29,8 @@ static int apply_options(struct sup *s, const cJSON *body, struct hutch_err *err
 	int r;
 
 	if (!cJSON_IsObject(body))
-		return hutch_err_set(err, -EINVAL, "the body must be a JSON object");
+		return hutch_err_set_class(err, HUTCH_ERRC_USAGE, -EINVAL,
+		                           "the body must be a JSON object");
 	hutch_config_init(&tmp);
 	r = hutch_options_from_json(&tmp, body, HUTCH_OPT_SESSION, err);
 	/* The fixed options, borrowed for the cross-option rules (the region
@@ -39,6 +40,9 @@ static int apply_options(struct sup *s, const cJSON *body, struct hutch_err *err
 	if (r >= 0)
 		r = hutch_config_validate(&tmp, err);
 	tmp.net = (struct hutch_net_policy){ 0 };
+	/* A value refused is the caller's: the options say no class. */
+	if (r < 0 && err->cls == HUTCH_ERRC_NONE)
+		err->cls = HUTCH_ERRC_USAGE;
 	/* Accepted: the new values take their place, tmp keeps the old ones
 	 * to be freed. */
 	opts = hutch_options(&n);
@@ -82,8 +86,9 @@ int hutch_sup_set_expiry(struct sup *s, uint64_t seconds)
 cJSON *hutch_sup_claim(struct sup *s, const cJSON *body, struct hutch_err *err)
 {
 	if (!s->cfg->pool_key[0]) {
-		hutch_err_set(err, -EALREADY,
-		              "sandbox %s is not a pooled sandbox waiting for a claim", s->id);
+		hutch_err_set_class(err, HUTCH_ERRC_CONFLICT, -EALREADY,
+		                    "sandbox %s is not a pooled sandbox waiting for a claim",
+		                    s->id);
 		return NULL;
 	}
 	if (apply_options(s, body, err) < 0)

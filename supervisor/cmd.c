@@ -469,8 +469,9 @@ static int dup_extra_fds(const struct hutch_spawn *sp, int *child, size_t *nchil
                          struct hutch_err *err)
 {
 	if (sp->nextra_fds > HUTCH_SPAWN_MAX_EXTRA_FDS)
-		return hutch_err_set(err, -E2BIG, "more than %d fds for the command",
-		                     HUTCH_SPAWN_MAX_EXTRA_FDS);
+		return hutch_err_set_class(err, HUTCH_ERRC_LIMIT, -E2BIG,
+		                           "more than %d fds for the command",
+		                           HUTCH_SPAWN_MAX_EXTRA_FDS);
 	for (size_t i = 0; i < sp->nextra_fds; i++) {
 		child[*nchild] = fcntl(sp->extra_fds[i], F_DUPFD_CLOEXEC, 3);
 		if (child[(*nchild)++] < 0)
@@ -479,8 +480,8 @@ static int dup_extra_fds(const struct hutch_spawn *sp, int *child, size_t *nchil
 	return 0;
 }
 
-struct cmd *hutch_cmd_start(struct hutch_cmds *set, const struct hutch_spawn *sp,
-                            const struct hutch_cmd_sink *sink, struct hutch_err *err)
+static struct cmd *cmd_start(struct hutch_cmds *set, const struct hutch_spawn *sp,
+                             const struct hutch_cmd_sink *sink, struct hutch_err *err)
 {
 	uint32_t spawn_flags = (sp->builtin ? HUTCH_SPAWN_BUILTIN : 0) |
 	                       (sp->extra_filter ? HUTCH_SPAWN_EXTRA_FILTER : 0) |
@@ -499,10 +500,11 @@ struct cmd *hutch_cmd_start(struct hutch_cmds *set, const struct hutch_spawn *sp
 
 	len = hutch_proto_spawn_encode(sp->argv, sp->envp, sp->cwd, &body);
 	if (len == -E2BIG)
-		return hutch_err_set(err, -E2BIG,
-		                     "command and environment are larger than %u bytes: write the "
-		                     "script to a file and run the file",
-		                     HUTCH_PROTO_MAX - 4096),
+		return hutch_err_set_class(
+		               err, HUTCH_ERRC_LIMIT, -E2BIG,
+		               "command and environment are larger than %u bytes: write the "
+		               "script to a file and run the file",
+		               HUTCH_PROTO_MAX - 4096),
 		       NULL;
 	if (len < 0)
 		return hutch_err_set_errno(err, (int)len, "encode command"), NULL;
@@ -561,6 +563,18 @@ struct cmd *hutch_cmd_start(struct hutch_cmds *set, const struct hutch_spawn *sp
 		return NULL;
 	}
 	c->state = CMD_SPAWNING;
+	return c;
+}
+
+struct cmd *hutch_cmd_start(struct hutch_cmds *set, const struct hutch_spawn *sp,
+                            const struct hutch_cmd_sink *sink, struct hutch_err *err)
+{
+	struct cmd *c = cmd_start(set, sp, sink, err);
+
+	/* A failure that is no bound of the command's (its pipes, its fds,
+	 * init's socket) is the engine's own, whatever its errno says. */
+	if (!c && err->cls == HUTCH_ERRC_NONE)
+		err->cls = HUTCH_ERRC_INTERNAL;
 	return c;
 }
 

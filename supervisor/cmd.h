@@ -160,8 +160,9 @@ struct cmd {
 /* Take ownership of init_sock's messages (it joins the loop). */
 int hutch_cmds_init(struct hutch_cmds *set, struct hutch_loop *loop, int init_sock,
                     struct hutch_cgroup *cg, const struct hutch_instance_type *type);
-/* Start a command; the sink is copied. On failure fills err (E2BIG: the
- * command is too large; else a 500-worthy message) and returns NULL. */
+/* Start a command; the sink is copied. On failure fills err, its class
+ * limit (the command or its fds are too many bytes) or internal, and
+ * returns NULL. */
 struct cmd *hutch_cmd_start(struct hutch_cmds *set, const struct hutch_spawn *sp,
                             const struct hutch_cmd_sink *sink, struct hutch_err *err);
 /* Signal the command's tree (flags: proto.h HUTCH_KILL_*); a command still

@@ -227,10 +227,10 @@ struct hutch_proc *hutch_proc_start(struct sup *s, const char *command, const ch
 	if (!set)
 		return hutch_err_set(err, -ENOMEM, "out of memory"), NULL;
 	if (set->nrunning >= HUTCH_PROCS_MAX_RUNNING)
-		return hutch_err_set(err, -EAGAIN,
-		                     "%u background processes are running, the most a sandbox "
-		                     "may have: kill one first",
-		                     set->nrunning),
+		return hutch_err_set_class(err, HUTCH_ERRC_LIMIT, -EAGAIN,
+		                           "%u background processes are running, the most a "
+		                           "sandbox may have: kill one first",
+		                           set->nrunning),
 		       NULL;
 	p = calloc(1, sizeof(*p));
 	if (!p || make_uuid(p->uuid) < 0 || !(p->command = strdup(command))) {

@@ -706,8 +706,7 @@ enum MHD_Result hutch_api_serve_exec(struct request *r, const char *upload, size
 		return refuse_no_upgrade(r);
 	if (hutch_run_req_parse(r->body.data ? r->body.data : "", r->body.len, r->s->cmdenv, &req,
 	                        &err) < 0)
-		return hutch_api_respond_error(r->conn, err.code == -ENOMEM ? 500 : 400,
-		                               "invalid_request", "%s", err.msg);
+		return hutch_api_respond_err(r->conn, &err, "invalid_request");
 	if (req.stdin_data) {
 		hutch_run_req_done(&req);
 		return hutch_api_respond_error(r->conn, 400, "invalid_request",
@@ -738,9 +737,7 @@ enum MHD_Result hutch_api_serve_exec(struct request *r, const char *upload, size
 	hutch_run_req_done(&req);
 	if (!x->cmd) {
 		exec_freed(&x->dfree);
-		return hutch_api_respond_error(r->conn, err.code == -E2BIG ? 413 : 500,
-		                               err.code == -E2BIG ? "too_large" : "spawn_failed",
-		                               "%s", err.msg);
+		return hutch_api_respond_err(r->conn, &err, hutch_api_spawn_code(&err));
 	}
 	if (!x->tty) { /* a tty's comes once spawned */
 		x->in_fd = hutch_cmd_take_stdin(x->cmd);

@@ -107,8 +107,7 @@ static enum MHD_Result h_start(struct sup *s, struct MHD_Connection *conn, const
 		return hutch_api_respond_json(conn, MHD_HTTP_OK, hutch_proc_json(p));
 	}
 	if (hutch_start_req_parse(body, len, s->cmdenv, &req, &err) < 0)
-		return hutch_api_respond_error(conn, err.code == -ENOMEM ? 500 : 400,
-		                               "invalid_request", "%s", err.msg);
+		return hutch_api_respond_err(conn, &err, "invalid_request");
 	command = command_text(body, len, req.argv);
 	if (!command) {
 		hutch_run_req_done(&req);
@@ -117,12 +116,12 @@ static enum MHD_Result h_start(struct sup *s, struct MHD_Connection *conn, const
 	p = hutch_proc_start(s, command, (const char *const *)req.argv,
 	                     (const char *const *)req.envp, req.cwd, req.stdin_open, &err);
 	hutch_run_req_done(&req);
-	if (!p && err.code == -EAGAIN)
+	/* A limit of a count: HTTP's finer 429 (docs/errors.md) rather than
+	 * the class's 413, which a command too large gets. */
+	if (!p && hutch_err_class(&err) == HUTCH_ERRC_LIMIT && err.code == -EAGAIN)
 		return hutch_api_respond_error(conn, 429, "too_many_processes", "%s", err.msg);
 	if (!p)
-		return hutch_api_respond_error(conn, err.code == -E2BIG ? 413 : 500,
-		                               err.code == -E2BIG ? "too_large" : "spawn_failed",
-		                               "%s", err.msg);
+		return hutch_api_respond_err(conn, &err, hutch_api_spawn_code(&err));
 	w->started = true;
 	w->num = p->num;
 	hutch_proc_wait_add(s, w);

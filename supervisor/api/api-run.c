@@ -82,8 +82,7 @@ static enum MHD_Result start_command(struct request *r, bool streaming)
 
 	if (hutch_run_req_parse(r->body.data ? r->body.data : "", r->body.len, r->s->cmdenv, &req,
 	                        &err) < 0)
-		return hutch_api_respond_error(r->conn, err.code == -ENOMEM ? 500 : 400,
-		                               "invalid_request", "%s", err.msg);
+		return hutch_api_respond_err(r->conn, &err, "invalid_request");
 	sp = (struct hutch_spawn){
 		.argv = (const char *const *)req.argv,
 		.envp = (const char *const *)req.envp,
@@ -107,9 +106,7 @@ static enum MHD_Result start_command(struct request *r, bool streaming)
 	c = hutch_cmd_start(&s->cmds, &sp, &sink, &err);
 	hutch_run_req_done(&req);
 	if (!c)
-		return hutch_api_respond_error(r->conn, err.code == -E2BIG ? 413 : 500,
-		                               err.code == -E2BIG ? "too_large" : "spawn_failed",
-		                               "%s", err.msg);
+		return hutch_api_respond_err(r->conn, &err, hutch_api_spawn_code(&err));
 	r->cmd = c;
 	/* Watch the client's socket: if it hangs up, the command is killed. */
 	hutch_api_kill_on_hangup(r, c);

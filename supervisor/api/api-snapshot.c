@@ -23,14 +23,6 @@ static const struct hutch_field snapshot_fields[] = {
 	  "'type' must be \"filesystem\" or \"full\"" },
 };
 
-static enum MHD_Result respond_err(struct request *r, const struct hutch_err *err)
-{
-	enum hutch_errc cls = hutch_err_class(err);
-
-	return hutch_api_respond_error(r->conn, (unsigned)hutch_errc_http(cls),
-	                               hutch_errc_name(cls), "%s", err->msg);
-}
-
 enum MHD_Result hutch_api_serve_snapshot(struct request *r, const char *upload, size_t *size)
 {
 	const char *text = r->body.data && r->body.len ? r->body.data : "{}";
@@ -65,7 +57,7 @@ enum MHD_Result hutch_api_serve_snapshot(struct request *r, const char *upload, 
 	if (hutch_sup_snapshot(r->s, cJSON_IsString(name) ? name->valuestring : NULL, &out, &err) <
 	    0) {
 		hutch_event(r->s, "snapshot refused: %s", err.msg);
-		return respond_err(r, &err);
+		return hutch_api_respond_err(r->conn, &err, NULL);
 	}
 	return hutch_api_respond_json(r->conn, MHD_HTTP_CREATED, out);
 }

@@ -26,11 +26,13 @@ static int unknown(const char *name, const struct hutch_field *spec, size_t n, u
 	size_t len = 0;
 
 	if (!(flags & HUTCH_FIELDS_LIST_KNOWN))
-		return hutch_err_set(err, -EINVAL, "unknown field '%s'", name);
+		return hutch_err_set_class(err, HUTCH_ERRC_USAGE, -EINVAL, "unknown field '%s'",
+		                           name);
 	for (size_t i = 0; i < n && len < sizeof(known); i++)
 		len += (size_t)snprintf(known + len, sizeof(known) - len, "%s%s", i ? ", " : "",
 		                        spec[i].name);
-	return hutch_err_set(err, -EINVAL, "unknown field '%.64s' (known: %s)", name, known);
+	return hutch_err_set_class(err, HUTCH_ERRC_USAGE, -EINVAL,
+	                           "unknown field '%.64s' (known: %s)", name, known);
 }
 
 static bool value_ok(const struct hutch_field *f, const cJSON *v)
@@ -71,18 +73,20 @@ static int check_one(const cJSON *o, const struct hutch_field *f, struct hutch_e
 		if (!(f->flags & HUTCH_FIELD_REQUIRED))
 			return 0;
 		if (f->msg && strstr(f->msg, "missing"))
-			return hutch_err_set(err, -EINVAL, "%s", f->msg);
-		return hutch_err_set(err, -EINVAL, "missing '%s'", f->name);
+			return hutch_err_set_class(err, HUTCH_ERRC_USAGE, -EINVAL, "%s", f->msg);
+		return hutch_err_set_class(err, HUTCH_ERRC_USAGE, -EINVAL, "missing '%s'", f->name);
 	}
 	if (value_ok(f, v))
 		return 0;
 	if (f->msg && (at = strstr(f->msg, "{max}")))
-		return hutch_err_set(err, -EINVAL,
-		                     f->type == HUTCH_FIELD_INTEGER ? "%.*s%.0f%s" : "%.*s%g%s",
-		                     (int)(at - f->msg), f->msg, f->max, at + 5);
+		return hutch_err_set_class(err, HUTCH_ERRC_USAGE, -EINVAL,
+		                           f->type == HUTCH_FIELD_INTEGER ? "%.*s%.0f%s"
+		                                                          : "%.*s%g%s",
+		                           (int)(at - f->msg), f->msg, f->max, at + 5);
 	if (f->msg)
-		return hutch_err_set(err, -EINVAL, "%s", f->msg);
-	return hutch_err_set(err, -EINVAL, "'%s' must be %s", f->name, types[f->type]);
+		return hutch_err_set_class(err, HUTCH_ERRC_USAGE, -EINVAL, "%s", f->msg);
+	return hutch_err_set_class(err, HUTCH_ERRC_USAGE, -EINVAL, "'%s' must be %s", f->name,
+	                           types[f->type]);
 }
 
 static int by_name(const void *a, const void *b)
@@ -130,14 +134,14 @@ static int check_duplicates(const cJSON *o, const char *field, int depth, struct
 	if (oom)
 		return hutch_err_set(err, -ENOMEM, "out of memory checking the request body");
 	if (dup && !field)
-		return hutch_err_set(err, -EINVAL,
-		                     "duplicate field '%.64s' in the request body: send each "
-		                     "field once",
-		                     dup);
+		return hutch_err_set_class(err, HUTCH_ERRC_USAGE, -EINVAL,
+		                           "duplicate field '%.64s' in the request body: send each "
+		                           "field once",
+		                           dup);
 	if (dup)
-		return hutch_err_set(err, -EINVAL,
-		                     "duplicate key '%.64s' in '%.64s': send each key once", dup,
-		                     field);
+		return hutch_err_set_class(err, HUTCH_ERRC_USAGE, -EINVAL,
+		                           "duplicate key '%.64s' in '%.64s': send each key once",
+		                           dup, field);
 	cJSON_ArrayForEach(it, o) {
 		if (!cJSON_IsObject(it) && !cJSON_IsArray(it))
 			continue;
@@ -167,15 +171,15 @@ int hutch_fields_check_text(const char *text, size_t len, struct hutch_err *err)
 		                                 !memcmp(text + i + 2, "0000", 4)));
 
 		if (nul && in_str && depth >= 1 && !(depth == 1 && str_is_name) && key)
-			return hutch_err_set(
-			        err, -EINVAL,
+			return hutch_err_set_class(
+			        err, HUTCH_ERRC_USAGE, -EINVAL,
 			        "'%.*s' contains a NUL byte (\\u0000), which would cut "
 			        "it short: remove it (file contents with NUL bytes "
 			        "travel base64-encoded, or raw through /files)",
 			        (int)(key_len < 64 ? key_len : 64), key);
 		if (nul)
-			return hutch_err_set(
-			        err, -EINVAL,
+			return hutch_err_set_class(
+			        err, HUTCH_ERRC_USAGE, -EINVAL,
 			        "the request body has a NUL byte (\\u0000) at byte %zu, "
 			        "%s: remove it",
 			        i,

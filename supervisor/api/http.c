@@ -9,6 +9,7 @@
 #include <sys/epoll.h>
 
 #include "cleanup.h"
+#include "error.h"
 #include "http.h"
 #include "supervisor.h"
 
@@ -89,6 +90,21 @@ enum MHD_Result hutch_api_respond_error(struct MHD_Connection *conn, unsigned st
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
 	return hutch_api_respond_json(conn, status, hutch_api_error_json(code, msg));
+}
+
+enum MHD_Result hutch_api_respond_err(struct MHD_Connection *conn, const struct hutch_err *err,
+                                      const char *code)
+{
+	enum hutch_errc cls = hutch_err_class(err);
+
+	return hutch_api_respond_json(
+	        conn, (unsigned)hutch_errc_http(cls),
+	        hutch_api_error_json(code ? code : hutch_errc_name(cls), err->msg));
+}
+
+const char *hutch_api_spawn_code(const struct hutch_err *err)
+{
+	return hutch_err_class(err) == HUTCH_ERRC_LIMIT ? "too_large" : "spawn_failed";
 }
 
 cJSON *hutch_api_ended_json(struct sup *s)

@@ -46,6 +46,7 @@
 #define HUTCH_API_IDLE_TIMEOUT_S 120
 
 struct cmd;
+struct hutch_err;
 struct sup;
 struct hutch_api_route;
 
@@ -104,6 +105,14 @@ cJSON *hutch_api_error_json(const char *code, const char *msg);
 enum MHD_Result hutch_api_respond_error(struct MHD_Connection *conn, unsigned status,
                                         const char *code, const char *fmt, ...)
         __attribute__((format(printf, 4, 5)));
+/* Answer err, an error that crossed into the API: its status from its
+ * class (base/error.c's one table, docs/errors.md), its message; code is
+ * the endpoint's name for it (docs/api.md), NULL the class's own. */
+enum MHD_Result hutch_api_respond_err(struct MHD_Connection *conn, const struct hutch_err *err,
+                                      const char *code);
+/* The code of a command's start that failed (hutch_cmd_start()): a bound
+ * (class limit) "too_large", else "spawn_failed". */
+const char *hutch_api_spawn_code(const struct hutch_err *err);
 /* Kill c (SIGKILL to its tree) if the client of r hangs up (both
  * directions; a half-close is not a hang-up) while it runs: libmicrohttpd
  * does not look at a suspended connection's socket. With c NULL the

@@ -78,10 +78,12 @@ static int parse_argv(const cJSON *cmd, const cJSON *argv, struct hutch_run_req 
 	const cJSON *it;
 
 	if (cmd && argv)
-		return hutch_err_set(err, -EINVAL, "give either 'cmd' or 'argv', not both");
+		return hutch_err_set_class(err, HUTCH_ERRC_USAGE, -EINVAL,
+		                           "give either 'cmd' or 'argv', not both");
 	if (!cmd && !argv)
-		return hutch_err_set(err, -EINVAL,
-		                     "missing 'cmd' (a shell command string) or 'argv' (an array)");
+		return hutch_err_set_class(
+		        err, HUTCH_ERRC_USAGE, -EINVAL,
+		        "missing 'cmd' (a shell command string) or 'argv' (an array)");
 	if (cmd) {
 		r->argv = calloc(4, sizeof(char *));
 		if (!r->argv)
@@ -93,23 +95,26 @@ static int parse_argv(const cJSON *cmd, const cJSON *argv, struct hutch_run_req 
 	}
 	n = (size_t)cJSON_GetArraySize(argv);
 	if (n == 0)
-		return hutch_err_set(err, -EINVAL, "'argv' is empty: give at least the program");
+		return hutch_err_set_class(err, HUTCH_ERRC_USAGE, -EINVAL,
+		                           "'argv' is empty: give at least the program");
 	if (n > HUTCH_SPAWN_MAX_ARGS)
-		return hutch_err_set(err, -E2BIG, "'argv' has more than %d entries",
-		                     HUTCH_SPAWN_MAX_ARGS);
+		return hutch_err_set_class(err, HUTCH_ERRC_USAGE, -E2BIG,
+		                           "'argv' has more than %d entries", HUTCH_SPAWN_MAX_ARGS);
 	r->argv = calloc(n + 1, sizeof(char *));
 	if (!r->argv)
 		return -ENOMEM;
 	n = 0;
 	cJSON_ArrayForEach(it, argv) {
 		if (!cJSON_IsString(it))
-			return hutch_err_set(err, -EINVAL, "'argv[%zu]' must be a string", n);
+			return hutch_err_set_class(err, HUTCH_ERRC_USAGE, -EINVAL,
+			                           "'argv[%zu]' must be a string", n);
 		r->argv[n] = strdup(it->valuestring);
 		if (!r->argv[n++])
 			return -ENOMEM;
 	}
 	if (!*r->argv[0])
-		return hutch_err_set(err, -EINVAL, "'argv[0]' is empty: give the program to run");
+		return hutch_err_set_class(err, HUTCH_ERRC_USAGE, -EINVAL,
+		                           "'argv[0]' is empty: give the program to run");
 	return 0;
 }
 
@@ -139,8 +144,9 @@ static int parse_env(const cJSON *env, const char *const *base, struct hutch_run
 	if (env)
 		max += (size_t)cJSON_GetArraySize(env);
 	if (max > HUTCH_SPAWN_MAX_ENV)
-		return hutch_err_set(err, -E2BIG, "'env' has more than %zu entries",
-		                     HUTCH_SPAWN_MAX_ENV - nbase);
+		return hutch_err_set_class(err, HUTCH_ERRC_USAGE, -E2BIG,
+		                           "'env' has more than %zu entries",
+		                           HUTCH_SPAWN_MAX_ENV - nbase);
 	r->envp = calloc(max + 1, sizeof(char *));
 	if (!r->envp)
 		return -ENOMEM;
@@ -151,14 +157,14 @@ static int parse_env(const cJSON *env, const char *const *base, struct hutch_run
 	}
 	cJSON_ArrayForEach(it, env) {
 		if (!env_name_is_valid(it->string))
-			return hutch_err_set(
-			        err, -EINVAL,
+			return hutch_err_set_class(
+			        err, HUTCH_ERRC_USAGE, -EINVAL,
 			        "invalid environment variable name '%.64s': use letters, "
 			        "digits and '_', not starting with a digit",
 			        it->string);
 		if (!cJSON_IsString(it))
-			return hutch_err_set(err, -EINVAL, "'env.%.64s' must be a string",
-			                     it->string);
+			return hutch_err_set_class(err, HUTCH_ERRC_USAGE, -EINVAL,
+			                           "'env.%.64s' must be a string", it->string);
 		if (add_env(r->envp, &n, it->string, it->valuestring) < 0)
 			return -ENOMEM;
 	}
@@ -172,10 +178,11 @@ static int parse_cwd(const cJSON *cwd, struct hutch_run_req *r, struct hutch_err
 	if (cwd)
 		v = cwd->valuestring;
 	if (!*v)
-		return hutch_err_set(err, -EINVAL, "'cwd' is empty: omit it for %s",
-		                     HUTCH_WORKSPACE);
+		return hutch_err_set_class(err, HUTCH_ERRC_USAGE, -EINVAL,
+		                           "'cwd' is empty: omit it for %s", HUTCH_WORKSPACE);
 	if (strlen(v) > 4000)
-		return hutch_err_set(err, -ENAMETOOLONG, "'cwd' is longer than 4000 bytes");
+		return hutch_err_set_class(err, HUTCH_ERRC_USAGE, -ENAMETOOLONG,
+		                           "'cwd' is longer than 4000 bytes");
 	if (v[0] == '/')
 		r->cwd = strdup(v);
 	else if (asprintf(&r->cwd, "%s/%s", HUTCH_WORKSPACE, v) < 0)
@@ -205,14 +212,14 @@ static int parse_tty(const cJSON *tty, struct hutch_run_req *r, struct hutch_err
 		bool rows = !strcmp(it->string, "rows"), cols = !strcmp(it->string, "cols");
 
 		if (!rows && !cols)
-			return hutch_err_set(err, -EINVAL,
-			                     "unknown field 'tty.%.32s' (known: rows, cols)",
-			                     it->string);
+			return hutch_err_set_class(err, HUTCH_ERRC_USAGE, -EINVAL,
+			                           "unknown field 'tty.%.32s' (known: rows, cols)",
+			                           it->string);
 		if (!cJSON_IsNumber(it) || it->valuedouble < 1 || it->valuedouble > 65535 ||
 		    it->valuedouble != (double)(int)it->valuedouble)
-			return hutch_err_set(err, -EINVAL,
-			                     "'tty.%s' must be a whole number from 1 to 65535",
-			                     it->string);
+			return hutch_err_set_class(
+			        err, HUTCH_ERRC_USAGE, -EINVAL,
+			        "'tty.%s' must be a whole number from 1 to 65535", it->string);
 		*(rows ? &r->rows : &r->cols) = (uint16_t)it->valueint;
 	}
 	return 0;
@@ -223,9 +230,10 @@ static int parse_encoding(const cJSON *enc, struct hutch_run_req *r, struct hutc
 	if (!cJSON_IsString(enc) || !strcmp(enc->valuestring, "utf-8"))
 		return 0;
 	if (strcmp(enc->valuestring, "base64"))
-		return hutch_err_set(err, -EINVAL,
-		                     "'encoding' must be \"utf-8\" (text) or \"base64\" (exact "
-		                     "bytes)");
+		return hutch_err_set_class(
+		        err, HUTCH_ERRC_USAGE, -EINVAL,
+		        "'encoding' must be \"utf-8\" (text) or \"base64\" (exact "
+		        "bytes)");
 	r->base64 = true;
 	return 0;
 }
@@ -242,9 +250,9 @@ static int parse_stdin(const char *v, struct hutch_run_req *r, struct hutch_err 
 	}
 	rc = hutch_base64_decode(v, &r->stdin_data, &r->stdin_len);
 	if (rc == -EINVAL)
-		return hutch_err_set(err, -EINVAL,
-		                     "'stdin' is not valid base64 (\"encoding\": "
-		                     "\"base64\")");
+		return hutch_err_set_class(err, HUTCH_ERRC_USAGE, -EINVAL,
+		                           "'stdin' is not valid base64 (\"encoding\": "
+		                           "\"base64\")");
 	return rc;
 }
 
@@ -272,10 +280,12 @@ static int parse_req(const char *body, size_t len, const struct hutch_field *fie
 		j = NULL;
 	}
 	if (!j)
-		return hutch_err_set(err, -EINVAL, "invalid JSON at byte %zu of the request body",
-		                     end && end >= body ? (size_t)(end - body) : 0);
+		return hutch_err_set_class(err, HUTCH_ERRC_USAGE, -EINVAL,
+		                           "invalid JSON at byte %zu of the request body",
+		                           end && end >= body ? (size_t)(end - body) : 0);
 	if (!cJSON_IsObject(j))
-		return hutch_err_set(err, -EINVAL, "the request body must be a JSON object");
+		return hutch_err_set_class(err, HUTCH_ERRC_USAGE, -EINVAL,
+		                           "the request body must be a JSON object");
 	rc = hutch_fields_check(j, fields, nfields, HUTCH_FIELDS_LIST_KNOWN, err);
 	if (rc < 0)
 		return rc;

@@ -69,9 +69,10 @@ enum MHD_Result hutch_api_serve_claim(struct request *r, const char *upload, siz
 		                               "the body is not JSON");
 	o = hutch_sup_claim(r->s, body, &err);
 	if (!o)
-		return hutch_api_respond_error(
-		        r->conn, err.code == -EALREADY ? MHD_HTTP_CONFLICT : MHD_HTTP_BAD_REQUEST,
-		        err.code == -EALREADY ? "not_pooled" : "invalid_request", "%s", err.msg);
+		return hutch_api_respond_err(r->conn, &err,
+		                             hutch_err_class(&err) == HUTCH_ERRC_CONFLICT
+		                                     ? "not_pooled"
+		                                     : "invalid_request");
 	return hutch_api_respond_json(r->conn, MHD_HTTP_OK, o);
 }
 

@@ -40,6 +40,8 @@ static void parse_bad(const char *body, int code, const char *why)
 	if (rc != code)
 		fail_msg("%s: got %d (%s), want %d", body, rc, err.msg, code);
 	assert_int_equal(err.code, code);
+	/* The caller's mistake, whatever the errno: 400 (docs/errors.md). */
+	assert_int_equal(hutch_err_class(&err), HUTCH_ERRC_USAGE);
 	if (!strstr(err.msg, why))
 		fail_msg("%s: message lacks '%s': %s", body, why, err.msg);
 	assert_ptr_equal(r.argv, (void *)0x5a5a5a5a5a5a5a5aull);

@@ -482,6 +482,7 @@ static void test_too_large(void **state)
 	big[len] = '\0';
 	assert_null(hutch_cmd_start(&e->s->cmds, &sp, NULL, &err));
 	assert_int_equal(err.code, -E2BIG);
+	assert_int_equal(hutch_err_class(&err), HUTCH_ERRC_LIMIT); /* 413 too_large */
 	assert_null(e->s->cmds.list);
 	assert_false(init_readable(e));
 	free(big);

@@ -77,16 +77,16 @@ static int check_value(unsigned key, const char *spec, const char *v, struct hut
 	switch (key) {
 	case F_ID:
 		if (!hutch_id_prefix_is_valid(v))
-			return hutch_err_set(
-			        err, -EINVAL,
+			return hutch_err_set_class(
+			        err, HUTCH_ERRC_USAGE, -EINVAL,
 			        "invalid --filter '%s': an id (or its start) is 1 to 12 "
 			        "lowercase hex digits",
 			        spec);
 		break;
 	case F_STATUS:
 		if (!is_status(v))
-			return hutch_err_set(
-			        err, -EINVAL,
+			return hutch_err_set_class(
+			        err, HUTCH_ERRC_USAGE, -EINVAL,
 			        "invalid --filter '%s': a status is creating, running, "
 			        "sleeping, pooled, closing or dead",
 			        spec);
@@ -94,17 +94,18 @@ static int check_value(unsigned key, const char *spec, const char *v, struct hut
 	case F_NETWORK:
 		if (strcmp(v, "none") && strcmp(v, "all") && strcmp(v, "allow") &&
 		    strncmp(v, "allow:", 6))
-			return hutch_err_set(
-			        err, -EINVAL,
+			return hutch_err_set_class(
+			        err, HUTCH_ERRC_USAGE, -EINVAL,
 			        "invalid --filter '%s': a network is none, all, allow or "
 			        "allow:HOST[,HOST...]",
 			        spec);
 		break;
 	case F_TYPE:
 		if (!hutch_instance_type_find(v))
-			return hutch_err_set(err, -EINVAL,
-			                     "invalid --filter '%s': an instance type is one of %s",
-			                     spec, hutch_instance_type_names());
+			return hutch_err_set_class(
+			        err, HUTCH_ERRC_USAGE, -EINVAL,
+			        "invalid --filter '%s': an instance type is one of %s", spec,
+			        hutch_instance_type_names());
 		break;
 	}
 	return 0;
@@ -118,8 +119,8 @@ static int parse_filter(const char *spec, struct hutch_cli_filters *f, struct hu
 	unsigned key;
 
 	if (!eq || !len)
-		return hutch_err_set(
-		        err, -EINVAL,
+		return hutch_err_set_class(
+		        err, HUTCH_ERRC_USAGE, -EINVAL,
 		        "invalid --filter '%s': write it as KEY=VALUE (keys: " FILTER_KEYS ")",
 		        spec);
 	for (key = 0; key < F_COUNT; key++)
@@ -127,17 +128,19 @@ static int parse_filter(const char *spec, struct hutch_cli_filters *f, struct hu
 			break;
 	if (key == F_COUNT &&
 	    ((len == 4 && !strncmp(spec, "name", 4)) || (len == 5 && !strncmp(spec, "label", 5))))
-		return hutch_err_set(err, -EINVAL,
-		                     "invalid --filter '%s': sandboxes have no names or labels; "
-		                     "filter by description=TEXT (a part of their --description)",
-		                     spec);
+		return hutch_err_set_class(
+		        err, HUTCH_ERRC_USAGE, -EINVAL,
+		        "invalid --filter '%s': sandboxes have no names or labels; "
+		        "filter by description=TEXT (a part of their --description)",
+		        spec);
 	if (key == F_COUNT)
-		return hutch_err_set(err, -EINVAL,
-		                     "unknown --filter key '%.*s' (keys: " FILTER_KEYS ")",
-		                     (int)len, spec);
+		return hutch_err_set_class(err, HUTCH_ERRC_USAGE, -EINVAL,
+		                           "unknown --filter key '%.*s' (keys: " FILTER_KEYS ")",
+		                           (int)len, spec);
 	if (f->n == HUTCH_CLI_FILTERS_MAX)
-		return hutch_err_set(err, -EINVAL, "too many --filter options (at most %d)",
-		                     HUTCH_CLI_FILTERS_MAX);
+		return hutch_err_set_class(err, HUTCH_ERRC_USAGE, -EINVAL,
+		                           "too many --filter options (at most %d)",
+		                           HUTCH_CLI_FILTERS_MAX);
 	if (check_value(key, spec, eq + 1, err) < 0)
 		return err->code;
 	f->f[f->n].key = key;
@@ -154,7 +157,8 @@ int hutch_cli_filters_parse(const cJSON *specs, struct hutch_cli_filters *ret,
 
 	cJSON_ArrayForEach(s, specs) {
 		if (!cJSON_IsString(s))
-			return hutch_err_set(err, -EINVAL, "invalid --filter");
+			return hutch_err_set_class(err, HUTCH_ERRC_USAGE, -EINVAL,
+			                           "invalid --filter");
 		if (parse_filter(s->valuestring, &f, err) < 0)
 			return err->code;
 	}
@@ -324,7 +328,8 @@ static char *unescape(const char *s)
 static struct node *new_node(struct hutch_cli_tmpl *t, struct hutch_err *err)
 {
 	if (t->n == TMPL_NODES_MAX) {
-		hutch_err_set(err, -EINVAL, "invalid --format: more than %d parts", TMPL_NODES_MAX);
+		hutch_err_set_class(err, HUTCH_ERRC_USAGE, -EINVAL,
+		                    "invalid --format: more than %d parts", TMPL_NODES_MAX);
 		return NULL;
 	}
 	return &t->nodes[t->n++];
@@ -346,23 +351,25 @@ static int parse_path(const struct hutch_cli_fields *set, const char *w, size_t 
 		if (strlen(f->name) == name_len && !strncmp(f->name, w + 1, name_len))
 			n->field = f;
 	if (!n->field)
-		return hutch_err_set(err, -EINVAL,
-		                     "invalid --format: unknown field '.%.*s' in '{{%s}}' at byte "
-		                     "%zu (fields: %s)",
-		                     (int)name_len, w + 1, action, at, set->names);
+		return hutch_err_set_class(
+		        err, HUTCH_ERRC_USAGE, -EINVAL,
+		        "invalid --format: unknown field '.%.*s' in '{{%s}}' at byte "
+		        "%zu (fields: %s)",
+		        (int)name_len, w + 1, action, at, set->names);
 	if (!dot)
 		return 0;
 	if (!set->sub || strcmp(n->field->name, set->sub) || dot + 1 == w + len ||
 	    memchr(dot + 1, '.', (size_t)(w + len - dot - 1)))
-		return set->sub
-		               ? hutch_err_set(err, -EINVAL,
-		                               "invalid --format: '{{%s}}' at byte %zu: only .%s "
-		                               "has fields below it (.%s.KEY, KEY as in %s --json)",
-		                               action, at, set->sub, set->sub, set->verb)
-		               : hutch_err_set(err, -EINVAL,
-		                               "invalid --format: '{{%s}}' at byte %zu: no field "
-		                               "has fields below it",
-		                               action, at);
+		return set->sub ? hutch_err_set_class(
+		                          err, HUTCH_ERRC_USAGE, -EINVAL,
+		                          "invalid --format: '{{%s}}' at byte %zu: only .%s "
+		                          "has fields below it (.%s.KEY, KEY as in %s --json)",
+		                          action, at, set->sub, set->sub, set->verb)
+		                : hutch_err_set_class(
+		                          err, HUTCH_ERRC_USAGE, -EINVAL,
+		                          "invalid --format: '{{%s}}' at byte %zu: no field "
+		                          "has fields below it",
+		                          action, at);
 	n->sub = strndup(dot + 1, (size_t)(w + len - dot - 1));
 	return n->sub ? 0 : -ENOMEM;
 }
@@ -374,17 +381,18 @@ static int parse_func(const char *w, size_t len, struct node *n, const char *act
 		if (strlen(func_names[i]) == len && !strncmp(func_names[i], w, len)) {
 			n->fn = i;
 			if (!has_arg)
-				return hutch_err_set(
-				        err, -EINVAL,
+				return hutch_err_set_class(
+				        err, HUTCH_ERRC_USAGE, -EINVAL,
 				        "invalid --format: '{{%s}}' at byte %zu: %s needs "
 				        "an argument, e.g. {{%s .}}",
 				        action, at, func_names[i], func_names[i]);
 			return 0;
 		}
-	return hutch_err_set(err, -EINVAL,
-	                     "invalid --format: unknown function '%.*s' in '{{%s}}' at byte %zu "
-	                     "(functions: json, upper, lower; a field is written .Field)",
-	                     (int)len, w, action, at);
+	return hutch_err_set_class(
+	        err, HUTCH_ERRC_USAGE, -EINVAL,
+	        "invalid --format: unknown function '%.*s' in '{{%s}}' at byte %zu "
+	        "(functions: json, upper, lower; a field is written .Field)",
+	        (int)len, w, action, at);
 }
 
 /* The inside of one {{...}}: "ARG" or "FUNCTION ARG". */
@@ -404,31 +412,34 @@ static int parse_action(struct hutch_cli_tmpl *t, char *action, size_t at, struc
 		p += len[nw++];
 	}
 	if (nw == 0)
-		return hutch_err_set(err, -EINVAL, "invalid --format: empty '{{}}' at byte %zu",
-		                     at);
+		return hutch_err_set_class(err, HUTCH_ERRC_USAGE, -EINVAL,
+		                           "invalid --format: empty '{{}}' at byte %zu", at);
 	if ((nw >= 1 && w[0][0] == '-') || (w[nw - 1][len[nw - 1] - 1] == '-' && len[nw - 1] == 1))
-		return hutch_err_set(err, -EINVAL,
-		                     "invalid --format: '{{%s}}' at byte %zu: the trim markers {{- "
-		                     "and -}} are not supported",
-		                     action, at);
+		return hutch_err_set_class(
+		        err, HUTCH_ERRC_USAGE, -EINVAL,
+		        "invalid --format: '{{%s}}' at byte %zu: the trim markers {{- "
+		        "and -}} are not supported",
+		        action, at);
 	if (nw == 3)
-		return hutch_err_set(err, -EINVAL,
-		                     "invalid --format: '{{%s}}' at byte %zu: write {{.Field}} or "
-		                     "{{FUNCTION .Field}}",
-		                     action, at);
+		return hutch_err_set_class(
+		        err, HUTCH_ERRC_USAGE, -EINVAL,
+		        "invalid --format: '{{%s}}' at byte %zu: write {{.Field}} or "
+		        "{{FUNCTION .Field}}",
+		        action, at);
 	n = new_node(t, err);
 	if (!n)
 		return err->code;
 	if (w[0][0] != '.' && parse_func(w[0], len[0], n, action, at, nw == 2, err) < 0)
 		return err->code;
 	if (w[0][0] == '.' && nw == 2)
-		return hutch_err_set(err, -EINVAL,
-		                     "invalid --format: '{{%s}}' at byte %zu: write {{.Field}} or "
-		                     "{{FUNCTION .Field}}",
-		                     action, at);
+		return hutch_err_set_class(
+		        err, HUTCH_ERRC_USAGE, -EINVAL,
+		        "invalid --format: '{{%s}}' at byte %zu: write {{.Field}} or "
+		        "{{FUNCTION .Field}}",
+		        action, at);
 	if (w[nw - 1][0] != '.')
-		return hutch_err_set(
-		        err, -EINVAL,
+		return hutch_err_set_class(
+		        err, HUTCH_ERRC_USAGE, -EINVAL,
 		        "invalid --format: '{{%s}}' at byte %zu: the argument is a field "
 		        "(.Field) or '.'",
 		        action, at);
@@ -462,8 +473,8 @@ static int parse_body(struct hutch_cli_tmpl *t, const char *s, struct hutch_err 
 			return r;
 		close = strstr(open + 2, "}}");
 		if (!close)
-			return hutch_err_set(
-			        err, -EINVAL,
+			return hutch_err_set_class(
+			        err, HUTCH_ERRC_USAGE, -EINVAL,
 			        "invalid --format: '{{' at byte %zu is not closed by '}}'",
 			        (size_t)(open - s));
 		action = strndup(open + 2, (size_t)(close - open - 2));
@@ -490,8 +501,8 @@ int hutch_cli_tmpl_parse_fields(const char *format, const struct hutch_cli_field
 	int r;
 
 	if (strlen(format) > TMPL_MAX)
-		return hutch_err_set(err, -EINVAL, "invalid --format: longer than %d bytes",
-		                     TMPL_MAX);
+		return hutch_err_set_class(err, HUTCH_ERRC_USAGE, -EINVAL,
+		                           "invalid --format: longer than %d bytes", TMPL_MAX);
 	if (!strcmp(s, "json"))
 		s = "{{json .}}";
 	else if (!strcmp(s, "table"))

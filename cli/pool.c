@@ -450,10 +450,12 @@ static int open_pool_dir(struct keeper *k, const struct hutch_config *cfg, int *
 	if (flock(lock_fd, LOCK_EX | LOCK_NB) < 0) {
 		unsigned running = 0;
 		pid_t other = keeper_alive(k->dfd, &running);
-		return hutch_err_set(err, -EEXIST,
-		                     "a pool for this configuration runs already (keeper pid %d, "
-		                     "size %u): 'hutch pool stop' it first",
-		                     (int)other, running);
+		/* The caller's to fix (stop it first): usage, 64, as
+		 * test_pool and the man page have it. */
+		return hutch_err_set_class(err, HUTCH_ERRC_USAGE, -EEXIST,
+		                           "a pool for this configuration runs already (keeper "
+		                           "pid %d, size %u): 'hutch pool stop' it first",
+		                           (int)other, running);
 	}
 	write_config(k->dfd, cfg);
 	*ret_lock = TAKE_FD(lock_fd);
@@ -513,8 +515,8 @@ int hutch_pool_start(struct hutch_config *cfg, unsigned size, const char *rt, bo
 	int r;
 
 	if (!hutch_pool_can_serve(cfg))
-		return hutch_err_set(
-		        err, -EINVAL,
+		return hutch_err_set_class(
+		        err, HUTCH_ERRC_USAGE, -EINVAL,
 		        "a pool cannot hold sandboxes with a setup script, an on_create hook (they "
 		        "run at each creation), published ports (-p: bind them after the claim "
 		        "with POST /bind_port), header bindings (their secrets and CA are made "

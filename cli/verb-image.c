@@ -109,10 +109,7 @@ int hutch_cli_image_store_open(const char *given, struct hutch_image_store **ret
 	if (!path)
 		return HUTCH_EXIT_NOT_CAPABLE;
 	if (hutch_image_store_open(path, ret, &err) < 0)
-		return hutch_cli_fail(err.code == -EACCES || err.code == -EPERM
-		                              ? HUTCH_EXIT_NOT_CAPABLE
-		                              : HUTCH_EXIT_FAILURE,
-		                      "%s", err.msg);
+		return hutch_cli_fail(hutch_errc_exit(hutch_err_class(&err)), "%s", err.msg);
 	return 0;
 }
 
@@ -435,10 +432,8 @@ int hutch_cli_resolve_image(struct hutch_config *cfg, bool quiet)
 	if (hutch_image_source_path(cfg->image) && (r = path_name(cfg->image, name, sizeof(name))))
 		return r;
 	if (hutch_image_store_open(path, &s, &err) < 0)
-		return hutch_cli_fail(err.code == -EACCES || err.code == -EPERM
-		                              ? HUTCH_EXIT_NOT_CAPABLE
-		                              : HUTCH_EXIT_FAILURE,
-		                      "--image %s: %s", cfg->image, err.msg);
+		return hutch_cli_fail(hutch_errc_exit(hutch_err_class(&err)), "--image %s: %s",
+		                      cfg->image, err.msg);
 	r = hutch_image_resolve(s, name, cfg->image_manifest, &err);
 	if (r == -ENOENT && cfg->image_snapshot)
 		return hutch_cli_fail(HUTCH_EXIT_USAGE,

@@ -56,6 +56,7 @@ static int cmd_start(struct hutch_cli_args *a)
 {
 	struct hutch_err err = { 0 };
 	char key[HUTCH_POOL_KEY_MAX];
+	enum hutch_errc cls;
 	pid_t pid = 0;
 	int r;
 
@@ -66,12 +67,15 @@ static int cmd_start(struct hutch_cli_args *a)
 	hutch_pool_key(&a->cfg, key, sizeof(key));
 	r = hutch_pool_start(&a->cfg, (unsigned)a->size, hutch_runtime_dir(), a->foreground, &pid,
 	                     &err);
-	if (r == -EEXIST || r == -EINVAL)
+	cls = r < 0 ? hutch_err_class(&err) : HUTCH_ERRC_NONE;
+	if (cls == HUTCH_ERRC_USAGE)
 		return hutch_cli_fail(HUTCH_EXIT_USAGE, "%s", err.msg);
-	if (r == -EPERM || r == -ENOSYS || r == -EOPNOTSUPP) /* as create's */
-		return hutch_cli_fail(HUTCH_EXIT_NOT_CAPABLE, "cannot start the pool: %s", err.msg);
+	/* A first fill that failed is 70 (the man page), unless this host
+	 * cannot (69, as create's). */
 	if (r < 0)
-		return hutch_cli_fail(HUTCH_EXIT_FAILURE, "cannot start the pool: %s", err.msg);
+		return hutch_cli_fail(cls == HUTCH_ERRC_NOT_CAPABLE ? HUTCH_EXIT_NOT_CAPABLE
+		                                                    : HUTCH_EXIT_FAILURE,
+		                      "cannot start the pool: %s", err.msg);
 	printf("pool %s: %llu sandboxes ready (keeper pid %d)\n", key, (unsigned long long)a->size,
 	       (int)pid);
 	return 0;

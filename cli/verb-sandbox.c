@@ -566,7 +566,7 @@ static int cmd_ls(struct hutch_cli_args *a)
 	/* A bad template is refused before anything is listed. */
 	r = a->format ? hutch_cli_tmpl_parse(a->format, &t, &err) : 0;
 	if (r < 0)
-		return hutch_cli_fail(r == -ENOMEM ? HUTCH_EXIT_FAILURE : HUTCH_EXIT_USAGE,
+		return hutch_cli_fail(hutch_errc_exit(hutch_err_class(&err)),
 		                      "%s; see 'hutch ls --help'", err.msg);
 	r = print_list(a, &f, t);
 	hutch_cli_tmpl_free(t);

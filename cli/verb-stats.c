@@ -349,7 +349,7 @@ static int cmd_stats(struct hutch_cli_args *a)
 	/* A bad template is refused before anything is measured. */
 	r = a->format ? hutch_cli_tmpl_parse_fields(a->format, &stats_fields, &t, &err) : 0;
 	if (r < 0)
-		return hutch_cli_fail(r == -ENOMEM ? HUTCH_EXIT_FAILURE : HUTCH_EXIT_USAGE,
+		return hutch_cli_fail(hutch_errc_exit(hutch_err_class(&err)),
 		                      "%s; see 'hutch stats --help'", err.msg);
 	r = pick(a, s, &n);
 	if (!r)

@@ -206,7 +206,8 @@ static int cmd_rm(struct hutch_cli_args *a)
 		return r;
 	for (size_t i = 0; i < a->npos; i++) {
 		if ((r = hutch_volume_rm(s, a->pos[i], &err)) < 0)
-			rc = r == -EBUSY ? in_use(a->pos[i], &err) : fail(&err);
+			rc = hutch_err_class(&err) == HUTCH_ERRC_CONFLICT ? in_use(a->pos[i], &err)
+			                                                  : fail(&err);
 		else
 			puts(a->pos[i]);
 	}

@@ -125,11 +125,12 @@ static void clean_tmp(struct hutch_image_store *s)
 
 static int not_ours(const char *path, struct hutch_err *err)
 {
-	return hutch_err_set(err, -EACCES,
-	                     "image store '%s': permission denied: another user's store? An "
-	                     "ordinary user's images are in a store of their own "
-	                     "($XDG_DATA_HOME/hutch or ~/.local/share/hutch, or HUTCH_IMAGE_STORE)",
-	                     path);
+	return hutch_err_set_class(err, HUTCH_ERRC_NOT_CAPABLE, -EACCES,
+	                           "image store '%s': permission denied: another user's store? "
+	                           "An ordinary user's images are in a store of their own "
+	                           "($XDG_DATA_HOME/hutch or ~/.local/share/hutch, or "
+	                           "HUTCH_IMAGE_STORE)",
+	                           path);
 }
 
 /*
@@ -177,7 +178,7 @@ static int make_private(int dirfd, const char *path, struct hutch_err *err)
 	return 0;
 }
 
-int hutch_image_store_open(const char *path, struct hutch_image_store **ret, struct hutch_err *err)
+static int store_open(const char *path, struct hutch_image_store **ret, struct hutch_err *err)
 {
 	_cleanup_(hutch_image_store_freep) struct hutch_image_store *s = calloc(1, sizeof(*s));
 	int r;
@@ -211,6 +212,17 @@ int hutch_image_store_open(const char *path, struct hutch_image_store **ret, str
 		return hutch_err_prefix(err, "image store '%s'", path);
 	*ret = TAKE_PTR(s);
 	return 0;
+}
+
+int hutch_image_store_open(const char *path, struct hutch_image_store **ret, struct hutch_err *err)
+{
+	int r = store_open(path, ret, err);
+
+	/* A store (or a directory of it) this user may not open or make is
+	 * beyond them, not a failure of the system. */
+	if (r == -EACCES && err->cls == HUTCH_ERRC_NONE)
+		err->cls = HUTCH_ERRC_NOT_CAPABLE;
+	return r;
 }
 
 struct hutch_image_store *hutch_image_store_free(struct hutch_image_store *s)

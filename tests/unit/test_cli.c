@@ -367,6 +367,8 @@ static void test_template_fields(void **state)
 	assert_non_null(strstr(err.msg, "(fields: .N, .Twice)"));
 	assert_int_equal(hutch_cli_tmpl_parse_fields("{{.N.x}}", &set, &t, &err), -EINVAL);
 	assert_non_null(strstr(err.msg, "no field has fields below it"));
+	/* A template refused is the caller's: exit 64 through the table. */
+	assert_int_equal(hutch_errc_exit(hutch_err_class(&err)), 64);
 	cJSON_Delete(v[0]);
 }
 
@@ -395,6 +397,7 @@ static void test_filters(void **state)
 	assert_false(hutch_cli_filters_match(&f, a));
 	cJSON_AddItemToArray(specs, cJSON_CreateString("network=allowx"));
 	assert_int_equal(hutch_cli_filters_parse(specs, &f, &err), -EINVAL);
+	assert_int_equal(hutch_err_class(&err), HUTCH_ERRC_USAGE);
 	assert_non_null(strstr(err.msg, "'network=allowx'"));
 	for (int i = 0; i < HUTCH_CLI_FILTERS_MAX; i++)
 		cJSON_AddItemToArray(specs, cJSON_CreateString("id=a"));

@@ -4,12 +4,17 @@
  * library is named by its SONAME, found at build time (CMakeLists.txt), so
  * the ABI is the one microhttpd.h describes (base/dl.h).
  */
+#include <dlfcn.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 
 #include "cleanup.h"
 #include "dl.h"
+#include "fdutil.h"
+#include "log.h"
 
 #include "mhd.h"
 
@@ -70,15 +75,75 @@ int gnutls_global_init(void)
 	return 0;
 }
 
+#ifdef HUTCH_NOTLS_SO
+/*
+ * supervisor/notls/gnutls.c, built by CMakeLists.txt: a library named
+ * libgnutls.so.30 (gnutls's SONAME) that defines the gnutls symbols
+ * libmicrohttpd imports, as no-ops and traps. Loaded before
+ * libmicrohttpd, it is what the dynamic loader takes for the library's
+ * dependency (a needed name that matches a loaded object's SONAME is that
+ * object), so gnutls, p11-kit, idn2, unistring, tasn1, nettle, hogweed,
+ * gmp and ffi are never mapped: `hutch run -- true` -75 syscalls, -70
+ * page faults (docs/performance.md). It is 5 KiB, embedded here and
+ * loaded from a memfd (no file to install, none to go stale).
+ */
+__asm__(".pushsection .rodata\n"
+        ".balign 64\n"
+        ".globl hutch_notls_so\n"
+        ".hidden hutch_notls_so\n"
+        "hutch_notls_so:\n"
+        ".incbin \"" HUTCH_NOTLS_SO "\"\n"
+        ".globl hutch_notls_so_end\n"
+        ".hidden hutch_notls_so_end\n"
+        "hutch_notls_so_end:\n"
+        ".popsection\n");
+extern const unsigned char hutch_notls_so[], hutch_notls_so_end[];
+
+/* The stand-in's handle, or NULL (nothing loaded: libmicrohttpd then loads
+ * the real gnutls). The memfd can go once the object is mapped. */
+static void *load_notls(void)
+{
+	_cleanup_close_ int fd = memfd_create("hutch-notls", MFD_CLOEXEC);
+	char path[sizeof("/proc/self/fd/") + 12];
+	void *lib;
+
+	if (fd < 0 ||
+	    hutch_write_all(fd, hutch_notls_so, (size_t)(hutch_notls_so_end - hutch_notls_so)) < 0)
+		return NULL;
+	(void)snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+	if (!lib)
+		hutch_log(HUTCH_LOG_DEBUG, "load the gnutls stand-in: %s, ignoring", dlerror());
+	return lib;
+}
+#else
+static void *load_notls(void)
+{
+	return NULL;
+}
+#endif
+
 int hutch_mhd_load(struct hutch_err *err)
 {
+	void *notls;
 	int r;
 
 	if (hutch_mhd_is_loaded())
 		return 0;
+	notls = load_notls();
 	(void)setenv("GNUTLS_NO_IMPLICIT_INIT", "1", 1);
 	r = hutch_dl_load(HUTCH_MHD_SONAME, "the HTTP server library", symbols, ELEMENTSOF(symbols),
 	                  &hutch_mhd, err);
+	if (r < 0 && notls) {
+		/* A libmicrohttpd that imports more of gnutls than the
+		 * stand-in has (not the one hutch was built with): the real
+		 * gnutls, as before. The failed dlopen() unloaded what it
+		 * mapped; this unloads the stand-in. */
+		hutch_log(HUTCH_LOG_DEBUG, "%s, loading the real gnutls", err->msg);
+		(void)dlclose(notls);
+		r = hutch_dl_load(HUTCH_MHD_SONAME, "the HTTP server library", symbols,
+		                  ELEMENTSOF(symbols), &hutch_mhd, err);
+	}
 	(void)unsetenv("GNUTLS_NO_IMPLICIT_INIT");
 	return r;
 }

@@ -480,6 +480,21 @@ static int dup_extra_fds(const struct hutch_spawn *sp, int *child, size_t *nchil
 	return 0;
 }
 
+/* SPAWN's body for sp in *body; its length, or fills err. */
+static ssize_t spawn_encode(const struct hutch_spawn *sp, char **body, struct hutch_err *err)
+{
+	ssize_t len = hutch_proto_spawn_encode(sp->argv, sp->envp, sp->cwd, body);
+
+	if (len == -E2BIG)
+		return hutch_err_set_class(err, HUTCH_ERRC_LIMIT, -E2BIG,
+		                           "command and environment are larger than %u bytes: "
+		                           "write the script to a file and run the file",
+		                           HUTCH_PROTO_MAX - 4096);
+	if (len < 0)
+		return hutch_err_set_errno(err, (int)len, "encode command");
+	return len;
+}
+
 static struct cmd *cmd_start(struct hutch_cmds *set, const struct hutch_spawn *sp,
                              const struct hutch_cmd_sink *sink, struct hutch_err *err)
 {
@@ -498,16 +513,9 @@ static struct cmd *cmd_start(struct hutch_cmds *set, const struct hutch_spawn *s
 	if (sp->nextra_fds)
 		spawn_flags |= HUTCH_SPAWN_EXTRA_FDS;
 
-	len = hutch_proto_spawn_encode(sp->argv, sp->envp, sp->cwd, &body);
-	if (len == -E2BIG)
-		return hutch_err_set_class(
-		               err, HUTCH_ERRC_LIMIT, -E2BIG,
-		               "command and environment are larger than %u bytes: write the "
-		               "script to a file and run the file",
-		               HUTCH_PROTO_MAX - 4096),
-		       NULL;
+	len = spawn_encode(sp, &body, err);
 	if (len < 0)
-		return hutch_err_set_errno(err, (int)len, "encode command"), NULL;
+		return NULL;
 	if (sp->tty) {
 		uint32_t ws = (uint32_t)sp->rows << 16 | sp->cols;
 

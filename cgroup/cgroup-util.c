@@ -25,6 +25,7 @@
 #include "syscalls.h"
 #include "util.h"
 
+#include "cgroup-root.h"
 #include "cgroup-util.h"
 
 bool hutch_cgroup_name_is_valid(const char *name)
@@ -387,6 +388,10 @@ int hutch_cgroup_open_dir(const char *dir)
 		rel++;
 	if (!*rel)
 		rel = ".";
+	if (hutch_cgroup_root_held() >= 0) {
+		fd = sys_openat2(hutch_cgroup_root_held(), rel, &how, sizeof(how));
+		return fd < 0 ? -errno : fd;
+	}
 	root = open(CG_ROOT, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (root < 0)
 		return -errno;

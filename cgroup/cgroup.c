@@ -257,12 +257,15 @@ size_t hutch_cgroup_dirs(const struct hutch_cgroup *cg, const char **ret_dirs, s
 int hutch_cgroup_create(struct hutch_cgroup *cg, const struct hutch_limits *lim,
                         struct hutch_err *err)
 {
-	int r = hutch_cgroup_make_parents(cg, err);
+	int r;
 
+	hutch_cgroup_root_hold();
+	r = hutch_cgroup_make_parents(cg, err);
 	if (r >= 0)
 		r = cg->ops->create(cg, lim, err);
 	if (r < 0)
 		hutch_cgroup_remove_made(cg);
+	hutch_cgroup_root_release();
 	return r;
 }
 
@@ -375,6 +378,7 @@ int hutch_cgroup_destroy(struct hutch_cgroup *cg, struct hutch_err *err)
 {
 	int ret = 0;
 
+	hutch_cgroup_root_hold();
 	/* Keep going after a failure: leave as little behind as we can and
 	 * report the first problem. */
 	for (size_t i = 0; i < cg->n_dirs; i++) {
@@ -388,6 +392,7 @@ int hutch_cgroup_destroy(struct hutch_cgroup *cg, struct hutch_err *err)
 	}
 	if (ret == 0)
 		hutch_cgroup_remove_made(cg);
+	hutch_cgroup_root_release();
 	return ret;
 }
 

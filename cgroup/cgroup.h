@@ -18,6 +18,7 @@
 #include "error.h"
 
 #include "cgroup-limits.h"
+#include "cgroup-root.h"
 #include "cgroup-systemd.h"
 
 struct hutch_cgroup;

@@ -136,6 +136,9 @@ static __attribute__((noreturn)) void init_child(struct sup *s, int sock, int *c
 	int next, stash = k->stash_fd ? k->stash_fd(s) : (int)nkeep + 19;
 	char hostname[64];
 
+	/* The supervisor's hold of /sys/fs/cgroup: closed here, before the
+	 * fds below are moved onto its number and the rest closed. */
+	hutch_cgroup_root_forget();
 	/* First, while we are one thread and nothing runs in the sandbox;
 	 * GO tells us to report a failure. */
 	p.cgroup_join_err = hutch_cgroup_join_self(cg_fds, n_cg_fds);
@@ -489,6 +492,31 @@ static int prepare_parts(struct sup *s, struct hutch_err *err)
 	return r;
 }
 
+/* The cgroups, then init cloned into them, its ids mapped and its network
+ * attached. */
+static int cgroup_and_init(struct sup *s, const struct hutch_limits *lim, struct hutch_err *err)
+{
+	int r;
+
+	r = s->cg ? hutch_cgroup_create(s->cg, lim, err) : 0; /* NULL: --no-limits */
+	if (r < 0)
+		return r;
+	r = protect_secrets(s, err);
+	if (r < 0)
+		return r;
+	r = spawn_init(s, err);
+	if (s->kind->spawned)
+		s->kind->spawned(s); /* init holds or is in them now */
+	if (r < 0)
+		return r;
+	/* With header bindings: no ptrace or /proc/PID/mem of the supervisor,
+	 * no core dump (it holds their secrets and the sandbox's CA key).
+	 * After the clone: init starts dumpable (its own /proc files). */
+	if (s->cfg->header_bindings && prctl(PR_SET_DUMPABLE, 0) < 0)
+		return hutch_err_set_errno(err, -errno, "make the supervisor non-dumpable");
+	return map_and_attach(s, err);
+}
+
 int hutch_sup_setup(struct sup *s, struct hutch_err *err)
 {
 	struct hutch_limits lim = {
@@ -522,23 +550,9 @@ int hutch_sup_setup(struct sup *s, struct hutch_err *err)
 		return hutch_err_set_errno(err, r, "write '%s'", s->paths.state);
 	if (s->kind->prepare && (r = s->kind->prepare(s, &lim, err)) < 0)
 		return r;
-	r = s->cg ? hutch_cgroup_create(s->cg, &lim, err) : 0; /* NULL: --no-limits */
-	if (r < 0)
-		return r;
-	r = protect_secrets(s, err);
-	if (r < 0)
-		return r;
-	r = spawn_init(s, err);
-	if (s->kind->spawned)
-		s->kind->spawned(s); /* init holds or is in them now */
-	if (r < 0)
-		return r;
-	/* With header bindings: no ptrace or /proc/PID/mem of the supervisor,
-	 * no core dump (it holds their secrets and the sandbox's CA key).
-	 * After the clone: init starts dumpable (its own /proc files). */
-	if (s->cfg->header_bindings && prctl(PR_SET_DUMPABLE, 0) < 0)
-		return hutch_err_set_errno(err, -errno, "make the supervisor non-dumpable");
-	r = map_and_attach(s, err);
+	hutch_cgroup_root_hold(); /* the cgroups made, opened, joined: one open of the root */
+	r = cgroup_and_init(s, &lim, err);
+	hutch_cgroup_root_release();
 	if (r < 0)
 		return r;
 	if (s->kind->before_go && (r = s->kind->before_go(s, err)) < 0)

@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -371,6 +372,42 @@ static void test_resources_merge(void **state)
 	                 HUTCH_CGROUP_EXTRA_HUGETLB | HUTCH_CGROUP_EXTRA_NET_CLS);
 }
 
+/* The held root (cgroup-root.h): holds nest, the last release closes it,
+ * forget drops every hold; a lookup resolves the same directory either
+ * way. Needs only a readable /sys/fs/cgroup. */
+static void test_root_hold(void **state)
+{
+	int fd;
+
+	(void)state;
+	if (access("/sys/fs/cgroup", R_OK | X_OK) < 0)
+		skip();
+	assert_true(hutch_cgroup_root_held() < 0);
+	fd = hutch_cgroup_open_dir("/sys/fs/cgroup");
+	assert_true(fd >= 0);
+	close(fd);
+	hutch_cgroup_root_hold();
+	hutch_cgroup_root_hold();
+	assert_true(hutch_cgroup_root_held() >= 0);
+	fd = hutch_cgroup_open_dir("/sys/fs/cgroup");
+	assert_true(fd >= 0);
+	close(fd);
+	assert_int_equal(hutch_cgroup_open_dir("/etc"), -EINVAL);
+	hutch_cgroup_root_release();
+	assert_true(hutch_cgroup_root_held() >= 0);
+	hutch_cgroup_root_release();
+	assert_true(hutch_cgroup_root_held() < 0);
+	hutch_cgroup_root_release(); /* unbalanced: nothing to release */
+	assert_true(hutch_cgroup_root_held() < 0);
+	hutch_cgroup_root_hold();
+	hutch_cgroup_root_hold();
+	hutch_cgroup_root_forget();
+	assert_true(hutch_cgroup_root_held() < 0);
+	hutch_cgroup_root_hold(); /* counts from zero again */
+	hutch_cgroup_root_release();
+	assert_true(hutch_cgroup_root_held() < 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -386,6 +423,7 @@ int main(void)
 		cmocka_unit_test(test_shares_to_weight),
 		cmocka_unit_test(test_unified_check),
 		cmocka_unit_test(test_resources_merge),
+		cmocka_unit_test(test_root_hold),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -134,8 +134,9 @@ static bool num(const cJSON *o, const char *name, double *v)
 static void print_human(const char *line, size_t len)
 {
 	_cleanup_cjson_ cJSON *o = cJSON_ParseWithLength(line, len);
-	const cJSON *caller;
-	char who[32] = "", result[48] = "", took[24] = "";
+	const cJSON *caller, *ch;
+	char who[32] = "", result[48] = "", took[24] = "", chg[80] = "";
+	double nc = 0, nm = 0, nd = 0, no = 0;
 	double v = 0, uid = 0;
 
 	if (!o) {
@@ -162,14 +163,19 @@ static void print_human(const char *line, size_t len)
 		snprintf(result, sizeof(result), "%.0f", v);
 	if (num(o, "ms", &v))
 		snprintf(took, sizeof(took), "%.1f ms", v);
+	/* a command's change summary: created, modified, deleted (omitted) */
+	ch = cJSON_GetObjectItemCaseSensitive(o, "changes");
+	if (num(ch, "created", &nc) && num(ch, "modified", &nm) && num(ch, "deleted", &nd))
+		snprintf(chg, sizeof(chg), "  [+%.0f ~%.0f -%.0f, %.0f more]", nc, nm, nd,
+		         num(ch, "omitted", &no) ? no : 0);
 	if (num(o, "of", &v)) {
-		printf("%s  %-8s  %-26s  %-9s  %10s  (of line %.0f)\n", str(o, "time") ?: "?", "",
-		       "exit", result, took, v);
+		printf("%s  %-8s  %-26s  %-9s  %10s  (of line %.0f)%s\n", str(o, "time") ?: "?", "",
+		       "exit", result, took, v, chg);
 		return;
 	}
-	printf("%s  %-8s  %-26s  %-9s  %10s  %s\n", str(o, "time") ?: "?", who,
-	       str(o, "route") ?: "?", result, took,
-	       str(o, "command") ?: str(o, "path") ?: "");
+	printf("%s  %-8s  %-26s  %-9s  %10s  %s%s\n", str(o, "time") ?: "?", who,
+	       str(o, "route") ?: "?", result, took, str(o, "command") ?: str(o, "path") ?: "",
+	       chg);
 }
 
 static int line_out(struct jout *o, const char *line, size_t len)
@@ -398,7 +404,8 @@ const struct hutch_cli_verb hutch_verb_journal = {
 	.synopsis = "ID [--verify] [--follow] [--json]",
 	.about = "Print a sandbox's session journal: every API request (but /health and\n"
 	         "/status) with its time, caller (uid and pid), route, command line or file\n"
-	         "path, HTTP status, exit status and duration; a background process's exit\n"
+	         "path, HTTP status, exit status, the command's change counts ([+created\n"
+	         "~modified -deleted, N more]) and duration; a background process's exit\n"
 	         "on a line of its own. Each line carries the SHA-256 of the line before it,\n"
 	         "so --verify finds a changed, removed or reordered line. Files are 0600,\n"
 	         "at most --journal-max bytes (4 MiB; oldest lines dropped), kept 7 days\n"

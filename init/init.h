@@ -8,6 +8,7 @@
 #define HUTCH_INIT_H
 
 #include <linux/filter.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -42,6 +43,7 @@ struct hutch_init_params {
 	/* v1: the commands' freezer cgroup: its "tasks" (each command joins)
 	 * and "freezer.state" (thawed when the supervisor dies); -1 if none. */
 	int cmds_tasks_fd, cmds_state_fd;
+	bool change_lists; /* keep change lists (changes.h): the sandbox's change_lists */
 };
 
 /* Child side; never returns. */

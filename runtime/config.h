@@ -100,6 +100,8 @@ struct hutch_config {
 	char pool_key[64];
 	uint64_t max_output_bytes;
 	uint64_t journal_max_bytes; /* the session journal's bound on disk, 0: none */
+	/* --change-lists: init keeps each command's change list (init/changes.h). */
+	bool change_lists;
 	/* access (the cloud's): "all", "files" (files only, no commands) or
 	 * "none"; what the session's requests may do (supervisor/api/api.c). */
 	char access[8];

@@ -581,6 +581,17 @@ static const struct hutch_option options[] = {
 	        .flags = HUTCH_OPT_SESSION,
 	},
 	{
+	        .name = "change_lists",
+	        .cli = "change-lists",
+	        .metavar = "on|off",
+	        .help = "each command's result lists the files it created, modified and deleted "
+	                "in /workspace, /home/appuser and /tmp (Linux 6.8+); off: init keeps no "
+	                "index of those trees nor fanotify group",
+	        .type = &hutch_opt_switch,
+	        AT(change_lists),
+	        .def = 1, /* in the pool key when off (poolkey.c), like --no-limits */
+	},
+	{
 	        .name = "access",
 	        .cli = "access",
 	        .metavar = "all|files|none",

@@ -38,6 +38,9 @@ void hutch_pool_key(const struct hutch_config *cfg, char *buf, size_t size)
 	 * of limited pools stay what they were. */
 	if (cfg->no_limits)
 		fnv1a(&h, "no-limits");
+	/* The same for --change-lists off (init decides at its start). */
+	if (!cfg->change_lists)
+		fnv1a(&h, "no-change-lists");
 	snprintf(buf, size, "%s-%s-%016llx", cfg->type->name, hutch_net_mode_name(cfg->net.mode),
 	         (unsigned long long)h);
 }

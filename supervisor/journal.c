@@ -51,7 +51,11 @@ struct hutch_jrec {
 	int wstatus;
 	bool timed_out, oom_killed, spawn_failed;
 	double cmd_sec;
-	uint64_t line; /* the request's line, once written (seq + 1; 0: not yet) */
+	/* The last command's change list, as counts (changes-format.h);
+	 * has_changes false: it had none (changed nothing, or lists off). */
+	bool has_changes, changes_shared, changes_incomplete;
+	double changes_n[4]; /* created, modified, deleted, omitted */
+	uint64_t line;       /* the request's line, once written (seq + 1; 0: not yet) */
 };
 
 static void fail(struct sup *s, struct hutch_journal *j, int r, const char *what)
@@ -285,6 +289,39 @@ static void *cmd_attach(void *ud, const char *const *argv, bool builtin)
 	return jr;
 }
 
+static const char *const change_counts[4] = { "created", "modified", "deleted", "omitted" };
+
+/* A command's change list as its counts: {"created": N, "modified": N,
+ * "deleted": N, "omitted": N} and "shared" / "complete": false when so. */
+static void add_changes(cJSON *o, const struct hutch_jrec *jr)
+{
+	cJSON *ch;
+
+	if (!jr->has_changes || !(ch = cJSON_AddObjectToObject(o, "changes")))
+		return;
+	for (size_t i = 0; i < 4; i++)
+		cJSON_AddNumberToObject(ch, change_counts[i], jr->changes_n[i]);
+	if (jr->changes_shared)
+		cJSON_AddBoolToObject(ch, "shared", true);
+	if (jr->changes_incomplete)
+		cJSON_AddBoolToObject(ch, "complete", false);
+}
+
+static void keep_changes(struct hutch_jrec *jr, const cJSON *ch)
+{
+	jr->has_changes = cJSON_IsObject(ch);
+	if (!jr->has_changes)
+		return;
+	for (size_t i = 0; i < 4; i++) {
+		const cJSON *v = cJSON_GetObjectItemCaseSensitive(ch, change_counts[i]);
+		jr->changes_n[i] = i < 3               ? cJSON_GetArraySize(v)
+		                   : cJSON_IsNumber(v) ? v->valuedouble
+		                                       : 0;
+	}
+	jr->changes_shared = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(ch, "shared"));
+	jr->changes_incomplete = cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(ch, "complete"));
+}
+
 static void add_exit(cJSON *o, const struct hutch_jrec *jr)
 {
 	if (jr->spawn_failed)
@@ -297,6 +334,7 @@ static void add_exit(cJSON *o, const struct hutch_jrec *jr)
 		cJSON_AddBoolToObject(o, "timed_out", true);
 	if (jr->oom_killed)
 		cJSON_AddBoolToObject(o, "oom_killed", true);
+	add_changes(o, jr);
 }
 
 static double ms(double sec)
@@ -399,6 +437,7 @@ static void cmd_done(void *ref, const struct cmd *c)
 	jr->oom_killed = c->oom_killed;
 	jr->spawn_failed = c->spawn_error != NULL;
 	jr->cmd_sec = c->duration;
+	keep_changes(jr, c->changes);
 	/* Its request has its line: this command outlived it. */
 	if (jr->ended && jr->line && !jr->cmds)
 		write_exit(jr);

@@ -174,6 +174,7 @@ static __attribute__((noreturn)) void init_child(struct sup *s, int sock, int *c
 	p.net = (s->joins & CLONE_NEWNET) ? NULL : &s->net.plan;
 	p.seccomp = &s->seccomp;
 	p.console_uid = -1;
+	p.change_lists = s->cfg->change_lists;
 	/* The new root's tmpfs goes on top of the child's own "/" (a host
 	 * directory fd opened before clone() belongs to the wrong mount
 	 * namespace to be a mount target). */

@@ -164,3 +164,22 @@ def test_background_process_has_its_list_at_its_end(hutch, root):
     assert sorted(e["path"] for e in ch["created"]) == ["/workspace/bg", "/workspace/fg"], ch
     assert ch["shared"] is True
     assert sb.rm().returncode == 0
+
+
+def test_change_lists_off(hutch, root):
+    """--change-lists off: no result carries changes (the same writes that
+    give a list with it on), the config says so; a bad value is refused."""
+    sb = sandbox(hutch, root)  # on by default, where the kernel allows it
+    st, status = sb.api("GET", "/status")
+    assert status["config"]["change_lists"] is True
+    assert sb.rm().returncode == 0
+    sb = root.create(hutch, "--change-lists", "off")
+    st, status = sb.api("GET", "/status")
+    assert status["config"]["change_lists"] is False
+    res = sb.run("echo a > /workspace/off; mkdir /tmp/d; rm /workspace/off")
+    assert res["exit_code"] == 0 and "changes" not in res, res
+    r = hutch("exec", "--json", sb.id, "--", "sh", "-c", "echo b > /home/appuser/off")
+    assert r.returncode == 0 and "changes" not in json.loads(r.stdout), r
+    assert sb.rm().returncode == 0
+    r = hutch("create", "--change-lists", "maybe")
+    assert r.returncode == 64 and b"on or off" in r.stderr, r

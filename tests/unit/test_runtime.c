@@ -235,6 +235,22 @@ static void test_pool_key(void **state)
 	assert_true(hutch_pool_can_serve(&c));
 	hutch_config_done(&c);
 
+	/* --change-lists off: a pool of its own too; on (the default) is
+	 * the key of before; the switch's values. */
+	hutch_config_init(&c);
+	assert_true(c.change_lists);
+	assert_int_equal(hutch_config_set(&c, "change_lists", "on", &err), 0);
+	hutch_pool_key(&c, key, sizeof(key));
+	assert_string_equal(key, "medium-none-1888714574d8fab0");
+	assert_int_equal(hutch_config_set(&c, "change_lists", "off", &err), 0);
+	assert_false(c.change_lists);
+	hutch_pool_key(&c, key, sizeof(key));
+	assert_string_not_equal(key, "medium-none-1888714574d8fab0");
+	assert_true(hutch_pool_can_serve(&c));
+	assert_int_equal(hutch_config_set(&c, "change_lists", "no", &err), -EINVAL);
+	assert_false(c.change_lists);
+	hutch_config_done(&c);
+
 	/* An image is another pool; its manifest and store too; "host" is
 	 * the pools' key of before --image. */
 	hutch_config_init(&c);

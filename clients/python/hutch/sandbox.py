@@ -406,7 +406,7 @@ class LocalSandbox:
                  setup_script_timeout_seconds=600, hooks=(), supports_background_processes=None,
                  host_ports=(), ports=(), executor_port=None, header_bindings=(),
                  executor_max_output_bytes=None, no_limits=False, max_output_bytes=None,
-                 journal_max_bytes=None,
+                 journal_max_bytes=None, change_lists=True,
                  on_create=None, on_destroy=None, description=None, access=None,
                  secrets=None, volumes=None, snapshot=None, egress=None):
         if not isinstance(instance_type, str) or instance_type not in INSTANCE_TYPES:
@@ -518,6 +518,9 @@ class LocalSandbox:
             raise errors.ConfigError(f"invalid journal_max_bytes {journal_max_bytes!r}: bytes "
                                      "from 0 (no journal) to 1073741824 (None: 4 MiB)")
         self.journal_max_bytes = journal_max_bytes
+        if not isinstance(change_lists, bool):
+            raise errors.ConfigError(f"invalid change_lists {change_lists!r}: True or False")
+        self.change_lists = change_lists
         for name, value in (("on_create", on_create), ("on_destroy", on_destroy),
                             ("description", description)):
             if value is not None and (not isinstance(value, str) or not value or "\0" in value):
@@ -558,6 +561,8 @@ class LocalSandbox:
             args += ["--snapshot", self.snapshot]
         if self.no_limits:
             args.append("--no-limits")
+        if not self.change_lists:
+            args += ["--change-lists", "off"]
         for flag, value in (("--max-output", self.max_output_bytes),
                             ("--journal-max", self.journal_max_bytes), ("--on-create", self.on_create),
                             ("--on-destroy", self.on_destroy),

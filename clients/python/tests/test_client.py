@@ -1166,3 +1166,14 @@ def test_result_changes():
         p = s.start_process("echo bg > /tmp/bg")
         info = s.wait_process(p.id, timeout=60)
         assert [e["path"] for e in info.changes["created"]] == ["/tmp/bg"]
+
+
+def test_change_lists_off():
+    """change_lists=False (--change-lists off): no result carries changes,
+    and the sandbox's config says so."""
+    with LocalSandbox(change_lists=False) as s:
+        assert s.status()["config"]["change_lists"] is False
+        assert s.execute("echo hi > /workspace/c.txt").changes is None
+    for bad in (0, "off", None):
+        with pytest.raises(ConfigError):
+            LocalSandbox(change_lists=bad)

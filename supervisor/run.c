@@ -110,6 +110,30 @@ static int setup_loop(struct sup *s)
 	return 0;
 }
 
+/* A container's API (api.h): libmicrohttpd on the first connection to
+ * its socket, which it accepts (still readable) in this batch's
+ * hutch_api_run(). */
+static void on_first_connection(struct hutch_watch *w, uint32_t events)
+{
+	struct sup *s = w->ptr;
+	struct hutch_err err = { 0 };
+
+	(void)events;
+	hutch_loop_del(&s->loop, w);
+	if (hutch_api_start_late(s, &err) < 0) {
+		hutch_event(s, "start the API: %s", err.msg);
+		hutch_sup_end(s, "crashed");
+	}
+}
+
+static int api_on_connect(struct sup *s)
+{
+	if (s->listen_fd < 0)
+		return 0;
+	hutch_watch_init(&s->w_listen, on_first_connection, s);
+	return hutch_loop_add(&s->loop, &s->w_listen, s->listen_fd, EPOLLIN);
+}
+
 /* After each batch: timers of background processes, the HTTP server, a
  * pending DELETE, what setup steps decided, the kernel's share of the
  * teardown once every DELETE / has its answer. */
@@ -162,14 +186,9 @@ int hutch_sup_run(struct sup *s)
 	/* Without steps "ready" ran at once, and may have failed (a
 	 * container's hooks): act on it before waiting for any event. */
 	after_events(s);
-	if (!s->mhd && s->state == SUP_RUNNING) {
-		struct hutch_err err = { 0 };
-
-		r = hutch_api_start_late(s, &err);
-		if (r < 0) {
-			hutch_event(s, "start the API: %s", err.msg);
-			hutch_sup_end(s, "crashed");
-		}
+	if (!s->mhd && s->state == SUP_RUNNING && (r = api_on_connect(s)) < 0) {
+		hutch_event(s, "watch the API's socket: %s", strerror(-r));
+		hutch_sup_end(s, "crashed");
 	}
 	while (next_timeout(s, &gone_ms, &timeout)) {
 		n = hutch_loop_run_once(&s->loop, timeout);

@@ -94,6 +94,7 @@ struct sup {
 	int procview_fd, procview_hold;
 	pid_t init_pid;
 	struct hutch_watch w_mhd, w_pidfd, w_signal, w_ttl;
+	struct hutch_watch w_listen; /* a container's API before its first connection */
 	struct MHD_Daemon *mhd;
 	struct hutch_cgroup *cg;
 	struct sock_fprog seccomp;

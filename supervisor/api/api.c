@@ -661,6 +661,8 @@ int hutch_api_start_late(struct sup *s, struct hutch_err *err)
 
 void hutch_api_stop(struct sup *s)
 {
+	if (s->w_listen.fn && !s->mhd) /* a container's API never started */
+		hutch_loop_close(&s->loop, &s->w_listen, &s->listen_fd);
 	hutch_api_exec_close_all(s); /* their sockets go back first */
 	if (s->executor.mhd) {
 		hutch_mhd.stop_daemon(s->executor.mhd); /* closes its listen socket */

@@ -18,8 +18,11 @@ void hutch_api_preload(void);
 int hutch_api_start(struct sup *s, struct hutch_err *err);
 /* A container's (no executor port): only the socket before ready, which
  * queues connections; libmicrohttpd, its ~5 ms load off the ready path,
- * by hutch_api_start_late() right after ready, before the loop's first
- * turn. */
+ * by hutch_api_start_late(), on the socket's first connection
+ * (s->w_listen, run.c, armed right after ready): a container
+ * nobody asks through hutch's API (a CRI pod's) never maps
+ * libmicrohttpd and the TLS libraries it links, about 250 kB of private
+ * pages per supervisor (docs/kubernetes.md, density). */
 int hutch_api_listen(struct sup *s, struct hutch_err *err);
 int hutch_api_start_late(struct sup *s, struct hutch_err *err);
 void hutch_api_stop(struct sup *s);

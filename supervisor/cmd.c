@@ -620,6 +620,26 @@ unsigned hutch_cmds_running(const struct hutch_cmds *set)
 	return n;
 }
 
+void hutch_cmds_set_hook(struct hutch_cmds *set, const struct hutch_cmd_hook *hook, void *ud)
+{
+	set->hook = hook;
+	set->hook_ud = ud;
+}
+
+void hutch_cmds_on_message(struct hutch_cmds *set,
+                           void (*fn)(void *ud, uint32_t type, uint64_t id, const void *body,
+                                      size_t len, int fd),
+                           void *ud)
+{
+	set->on_message = fn;
+	set->on_message_ud = ud;
+}
+
+void hutch_cmds_init_gone(struct hutch_cmds *set)
+{
+	set->init_dead = true;
+}
+
 void hutch_cmds_finish_all(struct hutch_cmds *set)
 {
 	set->init_dead = true;

@@ -116,14 +116,14 @@ struct hutch_cmds {
 	uint64_t oom_seen;                      /* the cgroup's OOM kills already reported */
 	uint64_t next_id;
 	int64_t last_done_ms; /* monotonic: when a command last finished */
-	/* Told of the commands started while hook_ud is set (api.c sets it
-	 * around a request's handler: the session journal, journal.h). */
+	/* Told of the commands started while hook_ud is set
+	 * (hutch_cmds_set_hook(): the session journal, journal.h). */
 	const struct hutch_cmd_hook *hook;
 	void *hook_ud;
 	struct cmd *list;
 	/* init's answers that are not about commands (HUTCH_MSG_CONNECTED,
-	 * supervisor/ports.c): fd is the one that came with it or -EBADF, and
-	 * belongs to the callee. NULL: dropped. */
+	 * supervisor/ports.c, hutch_cmds_on_message()): fd is the one that came
+	 * with it or -EBADF, and belongs to the callee. NULL: dropped. */
 	void (*on_message)(void *ud, uint32_t type, uint64_t id, const void *body, size_t len,
 	                   int fd);
 	void *on_message_ud;
@@ -185,6 +185,17 @@ int hutch_cmd_take_stdout(struct cmd *c);
 void hutch_cmd_hold_fd(struct cmd *c, int fd);
 /* Commands not done yet. */
 unsigned hutch_cmds_running(const struct hutch_cmds *set);
+/* The commands started from now on are told to hook with ud (ud NULL:
+ * none are; those told before keep the hook): api.c around a request's
+ * handler, for the session journal. */
+void hutch_cmds_set_hook(struct hutch_cmds *set, const struct hutch_cmd_hook *hook, void *ud);
+/* init's messages that are not about commands go to fn (NULL: dropped). */
+void hutch_cmds_on_message(struct hutch_cmds *set,
+                           void (*fn)(void *ud, uint32_t type, uint64_t id, const void *body,
+                                      size_t len, int fd),
+                           void *ud);
+/* init was reaped: no command is signalled any more. */
+void hutch_cmds_init_gone(struct hutch_cmds *set);
 /* init is dead: every command still running ends as killed (SIGKILL),
  * with what it wrote. */
 void hutch_cmds_finish_all(struct hutch_cmds *set);

@@ -29,6 +29,7 @@
 #include "container.h"
 #include "events.h"
 #include "fdutil.h"
+#include "idle.h"
 #include "lifecycle.h"
 #include "log.h"
 #include "pasta.h"
@@ -546,8 +547,8 @@ static void exec_freeze(struct exec_conn *x, const char *body, size_t len)
 		exec_fail(x, err.code, err.msg);
 		return;
 	}
-	ct->paused = s->idle.paused = frozen != 0;
-	s->idle.sleeping = false; /* what idle sleep froze is now thawed, or paused */
+	ct->paused = frozen != 0;
+	hutch_idle_paused(s, ct->paused);
 	write_status(s, ct->paused ? "paused" : "running");
 	hutch_event(s, "container %s", ct->paused ? "paused" : "resumed");
 	hutch_sup_pasta_thawed(s);

@@ -431,3 +431,24 @@ void hutch_hooks_sandbox_ended(struct sup *s)
 	              s->end.reason ? s->end.reason : "deleted");
 	report(s, &err, NULL);
 }
+
+int hutch_hooks_open_log(struct sup *s, int *ret_read, struct hutch_err *err)
+{
+	char path[sizeof(s->paths.dir) + 16];
+
+	if (!s->cfg->setup_script && !s->cfg->on_create)
+		return 0;
+	snprintf(path, sizeof(path), "%s/%s", s->paths.dir, HUTCH_SETUP_LOG);
+	s->hooks.log_fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (s->hooks.log_fd < 0)
+		return hutch_err_set_errno(err, -errno, "create '%s'", path);
+	*ret_read = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (*ret_read < 0)
+		return hutch_err_set_errno(err, -errno, "open '%s'", path);
+	return 0;
+}
+
+void hutch_hooks_report_to(struct sup *s, int result_fd)
+{
+	s->hooks.result_fd = result_fd;
+}

@@ -24,6 +24,7 @@
 #include "util.h"
 
 struct sup;
+struct hutch_err;
 struct hutch_buf;
 
 #define HUTCH_ON_DESTROY_SECONDS 30
@@ -47,6 +48,13 @@ struct hutch_setup_failure {
 
 /* The event loop is up: start the setup steps, or report ready at once. */
 void hutch_hooks_begin(struct sup *s);
+/* setup.log, for the supervisor to write (s->hooks.log_fd) and the CLI to
+ * read as it grows (*ret_read), made before the fork so that nothing of it
+ * is lost; only when there are setup steps. */
+int hutch_hooks_open_log(struct sup *s, int *ret_read, struct hutch_err *err);
+/* The loop reports ready (or the setup failure) on result_fd, the
+ * creator's socket, once the setup steps have run. */
+void hutch_hooks_report_to(struct sup *s, int result_fd);
 /* The sandbox is closing: start on_destroy if there is one and the
  * sandbox is ready; true if started (the end then waits for it). */
 bool hutch_hooks_destroy_start(struct sup *s);

@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Idle sleep; see idle.h. One timerfd, never re-armed per request: requests
- * only stamp s->last_request_ms (and count themselves in s->requests_open
- * while served). When the timer fires it checks both: busy or recently used
- * means re-arm for the remainder, otherwise freeze. So a busy sandbox costs
- * one timer expiry per idle period, not one timerfd_settime() per request.
+ * only stamp s->idle.last_ms (and count themselves in s->idle.open
+ * while served), through hutch_idle_touch(), _begin() and _end(); the
+ * relayed connections are counted by ports.c (hutch_ports_activity()). When the timer fires it
+ * checks both: busy or recently used means re-arm for the remainder, otherwise freeze. So a busy
+ * sandbox costs one timer expiry per idle period, not one timerfd_settime() per request.
  */
 #include <errno.h>
 #include <sys/epoll.h>
@@ -15,6 +16,7 @@
 #include "idle.h"
 #include "log.h"
 #include "pasta.h"
+#include "ports.h"
 #include "status.h"
 #include "supervisor.h"
 
@@ -55,9 +57,11 @@ static void on_timer(struct hutch_watch *w, uint32_t events)
 {
 	struct sup *s = w->ptr;
 	int64_t timeout_ms = (int64_t)s->cfg->idle_timeout_seconds * 1000;
-	int64_t last = s->last_request_ms > s->cmds.last_done_ms ? s->last_request_ms
-	                                                         : s->cmds.last_done_ms;
-	int64_t idle_ms = hutch_now_mono_ms() - last;
+	unsigned conns;
+	int64_t conns_ms = hutch_ports_activity(s, &conns);
+	int64_t last =
+	        s->idle.last_ms > s->cmds.last_done_ms ? s->idle.last_ms : s->cmds.last_done_ms;
+	int64_t idle_ms = hutch_now_mono_ms() - (conns_ms > last ? conns_ms : last);
 	uint64_t ticks;
 
 	(void)!read(s->idle.fd, &ticks, sizeof(ticks));
@@ -68,9 +72,10 @@ static void on_timer(struct hutch_watch *w, uint32_t events)
 		(void)arm(s, timeout_ms);
 		return;
 	}
-	if (s->requests_open > 0) {
-		/* A /run, a stream or a transfer in flight: its end stamps
-		 * last_request_ms, and the next expiry measures from there. */
+	if (s->idle.open > 0 || conns > 0) {
+		/* A /run, a stream, a transfer or a relayed connection in
+		 * flight: its end is activity, and the next expiry measures
+		 * from there. */
 		(void)arm(s, timeout_ms);
 		return;
 	}
@@ -91,7 +96,7 @@ int hutch_idle_start(struct sup *s)
 	hutch_watch_init(&s->idle.w, on_timer, s);
 	if (hutch_loop_add(&s->loop, &s->idle.w, s->idle.fd, EPOLLIN) < 0)
 		return -errno;
-	s->last_request_ms = hutch_now_mono_ms();
+	s->idle.last_ms = hutch_now_mono_ms();
 	return arm(s, (int64_t)s->cfg->idle_timeout_seconds * 1000);
 }
 
@@ -106,9 +111,43 @@ void hutch_idle_wake(struct sup *s, double arrival_sec)
 	s->idle.sleeping = false;
 	s->idle.last_wake_ms = (hutch_now_mono_sec() - arrival_sec) * 1000.0;
 	hutch_event(s, "woke: thawed in %.1f ms", s->idle.last_wake_ms);
-	s->last_request_ms = hutch_now_mono_ms();
+	s->idle.last_ms = hutch_now_mono_ms();
 	(void)hutch_sup_write_state(s, "running");
 	if (!s->idle.armed && s->state == SUP_RUNNING)
 		(void)arm(s, (int64_t)s->cfg->idle_timeout_seconds * 1000);
 	hutch_sup_pasta_thawed(s);
+}
+
+void hutch_idle_touch(struct sup *s)
+{
+	s->idle.last_ms = hutch_now_mono_ms();
+}
+
+void hutch_idle_begin(struct sup *s)
+{
+	s->idle.open++;
+}
+
+void hutch_idle_end(struct sup *s)
+{
+	if (s->idle.open > 0)
+		s->idle.open--;
+	hutch_idle_touch(s);
+}
+
+void hutch_idle_paused(struct sup *s, bool paused)
+{
+	s->idle.paused = paused;
+	s->idle.sleeping = false; /* what idle sleep froze is now thawed, or paused */
+}
+
+void hutch_idle_wake_to_end(struct sup *s)
+{
+	/* A frozen cgroup v1 task does not die of SIGKILL until thawed (asleep
+	 * or paused by oci pause alike). */
+	if (s->idle.paused) {
+		s->idle.paused = false;
+		s->idle.sleeping = true;
+	}
+	hutch_idle_wake(s, hutch_now_mono_sec());
 }

@@ -10,6 +10,8 @@
 #ifndef HUTCH_IDLE_H
 #define HUTCH_IDLE_H
 
+#include <stdbool.h>
+
 struct sup;
 
 /* Arm the idle timer (once the sandbox is ready); no-op when the timeout is 0.
@@ -18,5 +20,17 @@ int hutch_idle_start(struct sup *s);
 /* Thaw the sandbox if it sleeps; arrival_sec (monotonic) is when the waking
  * request came, for the wake-up time reported in /status. */
 void hutch_idle_wake(struct sup *s, double arrival_sec);
+/* Activity now (a request's arrival, the loop's start): the idle time
+ * counts from here. */
+void hutch_idle_touch(struct sup *s);
+/* A request or a relayed connection is being served: no sleep until its
+ * hutch_idle_end(), which is activity too. */
+void hutch_idle_begin(struct sup *s);
+void hutch_idle_end(struct sup *s);
+/* oci pause froze the cgroup (paused) or resume thawed it: not idle
+ * sleep's to freeze or thaw while paused. */
+void hutch_idle_paused(struct sup *s, bool paused);
+/* The sandbox ends: thaw it, asleep or paused, so that its tasks can die. */
+void hutch_idle_wake_to_end(struct sup *s);
 
 #endif

@@ -5,6 +5,7 @@
  * plain sandbox (the host-derived root), whose every op is the common
  * path, is the last row and the default.
  */
+#include <errno.h>
 #include <sched.h>
 #include <stddef.h>
 
@@ -46,14 +47,30 @@ int hutch_kind_join(struct sup *s, struct hutch_err *err)
 {
 	static const int types[] = { CLONE_NEWUSER, CLONE_NEWNET, CLONE_NEWUTS, CLONE_NEWPID,
 		                     CLONE_NEWIPC };
-	int r = s->kind->join ? s->kind->join(s, err) : 0;
+	struct hutch_kind_slot slot = { .fd = -EBADF };
+	int r = s->kind->join ? s->kind->join(s, &slot, err) : 0;
 
+	if (r < 0 && slot.fd >= 0)
+		s->slot_fd = slot.fd; /* pinned before the join failed: closed at the end */
 	if (r < 0)
 		return r;
 	s->joins = 0;
 	for (size_t i = 0; s->kind->joins && i < sizeof(types) / sizeof(types[0]); i++)
 		if (s->kind->joins(s, types[i]))
 			s->joins |= (unsigned)types[i];
+	if (slot.fd < 0 && !(s->joins & CLONE_NEWUSER)) {
+		r = hutch_slot_acquire(s->idmap.slots_dir, s->idmap.slots, &slot.slot, err);
+		if (r < 0)
+			return r;
+		slot.fd = r;
+		slot.uid_base = s->idmap.rootless ? hutch_idmap_app_uid(&s->idmap, slot.slot)
+		                                  : HUTCH_UID_BASE + slot.slot * HUTCH_UID_RANGE;
+	}
+	if (slot.fd >= 0) {
+		s->slot = slot.slot;
+		s->slot_fd = slot.fd;
+		s->uid_base = slot.uid_base;
+	}
 	return 0;
 }
 

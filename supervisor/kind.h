@@ -30,6 +30,13 @@ struct hutch_resources;
 struct hutch_init_params;
 struct hutch_limits;
 
+/* A uid slot held: s->slot, s->slot_fd, s->uid_base (hutch_kind_join()). */
+struct hutch_kind_slot {
+	unsigned slot;
+	int fd; /* its lock, held for the supervisor's life */
+	uid_t uid_base;
+};
+
 struct hutch_kind {
 	const char *name; /* "plain", "image", "container", "pod" */
 	/* Whether this row is the kind of a sandbox of cfg (ct: the
@@ -49,8 +56,9 @@ struct hutch_kind {
 	               const struct hutch_resources **ret_res);
 	/* The new supervisor, before its stdio goes to /dev/null. */
 	int (*keep_stdio)(struct sup *s);
-	/* Setup, before the uid slot: namespaces to join (pod.h). */
-	int (*join)(struct sup *s, struct hutch_err *err);
+	/* Setup, before the uid slot: namespaces to join (pod.h); a pod's
+	 * uid slot, pinned, in *ret_slot (its fd >= 0), else none. */
+	int (*join)(struct sup *s, struct hutch_kind_slot *ret_slot, struct hutch_err *err);
 	/* After a join: whether the namespace of this CLONE_NEW* type is
 	 * joined, not the sandbox's own (NULL: none is). */
 	bool (*joins)(const struct sup *s, int nstype);
@@ -100,7 +108,9 @@ extern const struct hutch_kind hutch_kind_pod;       /* pod.c */
 const struct hutch_kind *hutch_kind_choose(const struct hutch_config *cfg,
                                            const struct hutch_container *ct);
 /* The kind's join (kind->join: a pod's slot and network), then s->joins
- * from kind->joins, once: setup reads the mask, not the kind. */
+ * from kind->joins, once: setup reads the mask, not the kind; then the
+ * uid slot (s->slot, slot_fd, uid_base, written here only): the pod's
+ * pinned one, else one of its own unless it joins a user namespace. */
 int hutch_kind_join(struct sup *s, struct hutch_err *err);
 /* s->cg made where its kind places it (kind->cgroup). */
 int hutch_kind_cgroup_new(struct sup *s, struct hutch_err *err);

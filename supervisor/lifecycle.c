@@ -19,6 +19,7 @@
 #include "lifecycle.h"
 #include "log.h"
 #include "netpolicy.h"
+#include "pasta.h"
 #include "ports.h"
 #include "sandbox-image.h"
 #include "supervisor.h"
@@ -30,16 +31,10 @@ static void end_now(struct sup *s, const char *reason)
 {
 	if (s->state == SUP_GONE)
 		return;
-	/* A frozen cgroup v1 task does not die of SIGKILL until thawed (asleep
-	 * or paused by oci pause alike). */
-	if (s->idle.paused) {
-		s->idle.paused = false;
-		s->idle.sleeping = true;
-	}
-	/* pasta's end kept for the thaw (pasta.c) needs no restart now: the
-	 * teardown stops whatever pasta there is. */
-	s->net.helper_deferred = false;
-	hutch_idle_wake(s, hutch_now_mono_sec());
+	/* pasta's end kept for the thaw needs no restart now: the teardown
+	 * stops whatever pasta there is. */
+	hutch_sup_pasta_ending(s);
+	hutch_idle_wake_to_end(s);
 	s->state = SUP_CLOSING;
 	s->end.reason = reason;
 	s->end.at = hutch_now_realtime();
@@ -132,7 +127,7 @@ void hutch_sup_teardown(struct sup *s, const char *reason)
 		(void)waitpid(s->init_pid, NULL, 0);
 		s->init_pid = 0;
 	}
-	s->cmds.init_dead = true;
+	hutch_cmds_init_gone(&s->cmds);
 	if (s->end.retired)
 		return;
 	/* The tombstone first: whoever no longer finds the sandbox finds

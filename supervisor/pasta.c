@@ -87,6 +87,11 @@ void hutch_sup_pasta_thawed(struct sup *s)
 	helper_event(s, false);
 }
 
+void hutch_sup_pasta_ending(struct sup *s)
+{
+	s->net.helper_deferred = false;
+}
+
 static void on_helper(struct hutch_watch *w, uint32_t events)
 {
 	helper_event(w->ptr, false);

@@ -502,7 +502,7 @@ static int check_cgroup_ns(const struct hutch_pod_join *j, struct hutch_err *err
 	return 0;
 }
 
-int hutch_pod_join_prepare(struct sup *s, struct hutch_err *err)
+int hutch_pod_join_prepare(struct sup *s, struct hutch_kind_slot *ret_slot, struct hutch_err *err)
 {
 	struct hutch_pod_join *j;
 	char dir[sizeof(s->paths.dir)], runtime_dir[sizeof(s->paths.dir)];
@@ -548,14 +548,14 @@ int hutch_pod_join_prepare(struct sup *s, struct hutch_err *err)
 	r = hutch_slot_pin(s->idmap.slots_dir, pod.slot, err);
 	if (r < 0)
 		return r;
-	s->slot_fd = r;
+	ret_slot->fd = r; /* the caller's from now on, whatever follows */
 	/* Pinned: checked again (its supervisor's lock held, its init alive),
 	 * so the slot was still the pod's while the pin was held (a
 	 * supervisor holds its slot as long as its lock: both go at its exit). */
 	if (!read_pod(runtime_dir, pod.id, &owner, &pod))
 		return hutch_err_set(err, -ESRCH, "the pod's sandbox %s ended", pod.id);
-	s->slot = pod.slot;
-	s->uid_base = pod.uid_base;
+	ret_slot->slot = pod.slot;
+	ret_slot->uid_base = pod.uid_base;
 	r = open_owner(j, err);
 	if (r < 0)
 		return r;

@@ -21,6 +21,7 @@
 #include "error.h"
 
 struct sup;
+struct hutch_kind_slot;
 
 /* The pod member's row of the kinds table (kind.h) is pod.c's. Before
  * the uid slot (the join op of a container's row too): check the cgroup
@@ -33,6 +34,6 @@ struct sup;
  * namespace, owned by the host's user namespace, first, as host root, so
  * that init has no capability over it) and clones init with CLONE_PARENT
  * (init is the supervisor's child as every init). */
-int hutch_pod_join_prepare(struct sup *s, struct hutch_err *err);
+int hutch_pod_join_prepare(struct sup *s, struct hutch_kind_slot *ret_slot, struct hutch_err *err);
 
 #endif

@@ -32,6 +32,7 @@ struct hutch_ports {
 	struct fwd *fwds;
 	struct pconn *conns;
 	unsigned nconns;
+	int64_t last_close_ms; /* monotonic: a connection's end is activity */
 	uint64_t next_id;
 	int spare_fd; /* given up to accept (and reset) a connection when out of fds */
 	void (*wake)(struct sup *s, double arrival_sec); /* idle.h, from run.c */
@@ -113,9 +114,7 @@ static void conn_close(struct pconn *c, bool reset)
 	if (c->fwd)
 		c->fwd->open--;
 	ps->nconns--;
-	if (s->requests_open > 0)
-		s->requests_open--;
-	s->last_request_ms = hutch_now_mono_ms();
+	ps->last_close_ms = hutch_now_mono_ms();
 	hutch_loop_defer(&s->loop, &c->d, free_deferred_conn);
 }
 
@@ -282,8 +281,7 @@ static void on_accept(struct hutch_watch *w, uint32_t events)
 		f->open++;
 		f->total++;
 		/* A connection is activity: it wakes a sleeping sandbox and
-		 * keeps it awake while open. */
-		s->requests_open++;
+		 * keeps it awake while open (hutch_ports_activity()). */
 		if (ps->wake)
 			ps->wake(s, hutch_now_mono_sec());
 		if (hutch_loop_add(&s->loop, &c->wc, fd, 0) < 0 || ask_init(c) < 0)
@@ -442,7 +440,7 @@ int hutch_ports_watch(struct sup *s, void (*wake)(struct sup *s, double arrival_
 	if (!ps)
 		return -ENOMEM;
 	ps->wake = wake;
-	s->cmds.on_message = on_connected;
+	hutch_cmds_on_message(&s->cmds, on_connected, ps);
 	/* A relayed connection holds six fds (two sockets, two pipes): the
 	 * soft limit goes up to the hard one, now that init is cloned (the
 	 * sandbox keeps the limits it was given). */
@@ -452,7 +450,6 @@ int hutch_ports_watch(struct sup *s, void (*wake)(struct sup *s, double arrival_
 	}
 	if (ps->spare_fd < 0)
 		ps->spare_fd = hutch_spare_fd();
-	s->cmds.on_message_ud = ps;
 	for (struct fwd *f = ps->fwds; f; f = f->next) {
 		r = hutch_loop_add(&s->loop, &f->w, f->lfd, EPOLLIN);
 		if (r < 0)
@@ -467,6 +464,12 @@ static struct fwd *executor_fwd(struct hutch_ports *ps)
 		if (f->executor)
 			return f;
 	return NULL;
+}
+
+int64_t hutch_ports_activity(const struct sup *s, unsigned *ret_open)
+{
+	*ret_open = s->ports ? s->ports->nconns : 0;
+	return s->ports ? s->ports->last_close_ms : 0;
 }
 
 int hutch_ports_bind(struct sup *s, const struct hutch_port_spec *spec, bool executor,
@@ -532,7 +535,7 @@ void hutch_ports_close_all(struct sup *s)
 		fwd_close(s, s->ports->fwds);
 	while (s->ports->conns)
 		conn_close(s->ports->conns, true);
-	s->cmds.on_message = NULL;
+	hutch_cmds_on_message(&s->cmds, NULL, NULL);
 	if (s->ports->spare_fd >= 0)
 		close(s->ports->spare_fd);
 	s->ports->spare_fd = -EBADF;

@@ -33,6 +33,9 @@ int hutch_ports_open(struct sup *s, struct hutch_err *err);
 /* Watch the listeners and take init's CONNECTED answers (run.c); wake
  * thaws a sleeping sandbox when a connection comes (hutch_idle_wake()). */
 int hutch_ports_watch(struct sup *s, void (*wake)(struct sup *s, double arrival_sec));
+/* Idle sleep's look (idle.c): the connections relayed now in *ret_open;
+ * returns when the last one ended (monotonic ms, 0: none yet). */
+int64_t hutch_ports_activity(const struct sup *s, unsigned *ret_open);
 /* The caller writes state.json after bind and unbind (ls shows ports).
  * A new forward of spec (bind_port: executor true, at most one of those).
  * err names the port and the fix; -EADDRINUSE, -EEXIST (an executor port

@@ -181,7 +181,7 @@ int hutch_sup_run(struct sup *s)
 		hutch_sup_teardown_finish(s);
 		return r;
 	}
-	s->last_request_ms = hutch_now_mono_ms();
+	hutch_idle_touch(s);
 	hutch_hooks_begin(s); /* setup script, on_create, then "ready" to the CLI */
 	/* Without steps "ready" ran at once, and may have failed (a
 	 * container's hooks): act on it before waiting for any event. */

@@ -128,9 +128,7 @@ static __attribute__((noreturn)) void supervisor_main(struct sup *s, int result_
 	if (s->net.plan.helper_pid > 0)
 		hutch_event(s, "network all through pasta, pid %d (user-mode networking)",
 		            (int)s->net.plan.helper_pid);
-	/* The loop reports ready (or the setup failure) on result_fd once
-	 * the setup script and on_create have run (hooks.c). */
-	s->hooks.result_fd = result_fd;
+	hutch_hooks_report_to(s, result_fd);
 	r = hutch_sup_run(s);
 	if (s->kind->leave)
 		s->kind->leave(s);
@@ -301,25 +299,6 @@ static int mode_check(struct sup *s, const char *runtime_dir, struct hutch_err *
 			return err->code = -EOPNOTSUPP;
 		}
 	}
-	return 0;
-}
-
-/* setup.log, for the supervisor to write (s->hooks.log_fd) and the CLI to
- * read as it grows (*ret_read), made before the fork so that nothing of it
- * is lost; only when there are setup steps. */
-static int open_setup_log(struct sup *s, int *ret_read, struct hutch_err *err)
-{
-	char path[sizeof(s->paths.dir) + 16];
-
-	if (!s->cfg->setup_script && !s->cfg->on_create)
-		return 0;
-	snprintf(path, sizeof(path), "%s/%s", s->paths.dir, HUTCH_SETUP_LOG);
-	s->hooks.log_fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
-	if (s->hooks.log_fd < 0)
-		return hutch_err_set_errno(err, -errno, "create '%s'", path);
-	*ret_read = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-	if (*ret_read < 0)
-		return hutch_err_set_errno(err, -errno, "open '%s'", path);
 	return 0;
 }
 
@@ -504,7 +483,7 @@ int hutch_sandbox_create_container(struct hutch_config *cfg, struct hutch_contai
 	r = reserve_dir(runtime_dir, &s, err);
 	if (r < 0)
 		return r;
-	r = open_setup_log(&s, &log_fd, err);
+	r = hutch_hooks_open_log(&s, &log_fd, err);
 	if (r >= 0 && (r = place_cgroup(&s, err)) >= 0)
 		r = acquire_procview(&s, runtime_dir, err);
 	if (r < 0) {

@@ -461,23 +461,6 @@ static void keep_mntns(struct sup *s)
 	s->mntns_fd = open(path, O_RDONLY | O_CLOEXEC);
 }
 
-/* A uid slot of its own, unless it joins a user namespace (a pod's
- * container took the pod's). */
-static int take_slot(struct sup *s, struct hutch_err *err)
-{
-	int r;
-
-	if (s->joins & CLONE_NEWUSER)
-		return 0;
-	r = hutch_slot_acquire(s->idmap.slots_dir, s->idmap.slots, &s->slot, err);
-	if (r < 0)
-		return r;
-	s->slot_fd = r;
-	s->uid_base = s->idmap.rootless ? hutch_idmap_app_uid(&s->idmap, s->slot)
-	                                : HUTCH_UID_BASE + s->slot * HUTCH_UID_RANGE;
-	return 0;
-}
-
 /* After the uid slot: the host ports, the root's parts the host side
  * makes (an image's layers), the commands' environment, the volumes. */
 static int prepare_parts(struct sup *s, struct hutch_err *err)
@@ -530,10 +513,7 @@ int hutch_sup_setup(struct sup *s, struct hutch_err *err)
 	r = place_in_scope(s, err);
 	if (r < 0)
 		return r;
-	r = hutch_kind_join(s, err); /* a pod's: its slot, its network */
-	if (r < 0)
-		return r;
-	r = take_slot(s, err);
+	r = hutch_kind_join(s, err); /* a pod's: its slot, its network; the uid slot */
 	if (r < 0)
 		return r;
 	r = prepare_parts(s, err);

@@ -115,8 +115,6 @@ struct sup {
 		uint16_t port;   /* bound (a port 0 asked for any) */
 		char secret[65]; /* the bearer secret, hex */
 	} executor;
-	int64_t last_request_ms;
-	unsigned requests_open; /* requests being served (idle: activity) */
 	/* What every command starts with (runtime/cmdenv.h): the default
 	 * environment, or an image's (owned: cmdenv_owned). */
 	const char *const *cmdenv;
@@ -147,7 +145,10 @@ struct sup {
 		int fd;
 		struct hutch_watch w;
 		bool armed, sleeping;
-		bool paused; /* oci pause froze it (container.c): not ours to freeze or thaw */
+		bool paused; /* oci pause froze it (hutch_idle_paused()): not ours to freeze or thaw
+		              */
+		int64_t last_ms; /* monotonic: the last activity (hutch_idle_touch()) */
+		unsigned open;   /* requests and relayed connections being served */
 		unsigned sleeps;
 		double last_wake_ms; /* request arrival to thawed, last wake-up */
 	} idle;

@@ -255,7 +255,7 @@ static enum MHD_Result start_request(struct sup *s, bool tcp, struct MHD_Connect
 	/* Watching a sandbox (health, status) neither wakes it nor keeps it
 	 * awake; any other request thaws it before it is served. */
 	if (!passive) {
-		s->last_request_ms = hutch_now_mono_ms();
+		hutch_idle_touch(s);
 		hutch_idle_wake(s, hutch_now_mono_sec());
 	}
 	cl = hutch_mhd.lookup_connection_value(conn, MHD_HEADER_KIND,
@@ -285,7 +285,7 @@ static enum MHD_Result start_request(struct sup *s, bool tcp, struct MHD_Connect
 		                               "request body larger than %u bytes", HUTCH_MAX_BODY);
 	if (!passive) {
 		r->counted = true;
-		s->requests_open++;
+		hutch_idle_begin(s);
 	}
 	return MHD_YES;
 }
@@ -296,10 +296,9 @@ static enum MHD_Result serve_route(struct request *r, const char *upload, size_t
 {
 	enum MHD_Result ret;
 
-	r->s->cmds.hook = &hutch_journal_cmd_hook;
-	r->s->cmds.hook_ud = r->jrec;
+	hutch_cmds_set_hook(&r->s->cmds, &hutch_journal_cmd_hook, r->jrec);
 	ret = r->route->serve(r, upload, size);
-	r->s->cmds.hook_ud = NULL;
+	hutch_cmds_set_hook(&r->s->cmds, &hutch_journal_cmd_hook, NULL);
 	return ret;
 }
 
@@ -385,17 +384,9 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 		hutch_cmd_release(r->cmd); /* killed if still running */
 	hutch_sse_done(&r->sse);
 	hutch_proc_wait_cancel(r->s, &r->pw);
-	for (struct request **pp = &r->s->waiters; *pp; pp = &(*pp)->next_waiter)
-		if (*pp == r) {
-			*pp = r->next_waiter;
-			break;
-		}
-	if (r->route && (r->route->flags & HUTCH_ROUTE_WAITS_END) && !r->s->waiters)
-		r->s->delete_pending = false;
-	if (r->counted) {
-		r->s->requests_open--;
-		r->s->last_request_ms = hutch_now_mono_ms(); /* its end is activity */
-	}
+	hutch_api_wait_done(r, r->route && (r->route->flags & HUTCH_ROUTE_WAITS_END));
+	if (r->counted)
+		hutch_idle_end(r->s); /* its end is activity */
 	if (r->state_free)
 		r->state_free(r->state);
 	hutch_buf_done(&r->body);

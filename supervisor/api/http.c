@@ -135,6 +135,25 @@ void hutch_api_suspend(struct request *r)
 	}
 }
 
+void hutch_api_wait_end(struct request *r)
+{
+	r->s->delete_pending = true;
+	r->next_waiter = r->s->waiters;
+	r->s->waiters = r;
+	hutch_api_suspend(r);
+}
+
+void hutch_api_wait_done(struct request *r, bool waits_end)
+{
+	for (struct request **pp = &r->s->waiters; *pp; pp = &(*pp)->next_waiter)
+		if (*pp == r) {
+			*pp = r->next_waiter;
+			break;
+		}
+	if (waits_end && !r->s->waiters)
+		r->s->delete_pending = false;
+}
+
 void hutch_api_resume(struct request *r)
 {
 	if (r->suspended) {

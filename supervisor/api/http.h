@@ -80,6 +80,12 @@ struct request {
 /* Fill a zeroed request of s on conn. */
 void hutch_api_request_init(struct request *r, struct sup *s, struct MHD_Connection *conn);
 void hutch_api_suspend(struct request *r);
+/* DELETE /: r waits, suspended, for the teardown (s->waiters), which the
+ * loop then starts (s->delete_pending); answered when the sandbox ended. */
+void hutch_api_wait_end(struct request *r);
+/* r is done: no longer waiting; the last of its route's waits gone
+ * (waits_end: HUTCH_ROUTE_WAITS_END), no DELETE / is pending. */
+void hutch_api_wait_done(struct request *r, bool waits_end);
 void hutch_api_resume(struct request *r);
 /* Queue j (consumed) as a JSON answer. */
 enum MHD_Result hutch_api_respond_json(struct MHD_Connection *conn, unsigned status, cJSON *j);

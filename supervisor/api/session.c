@@ -50,10 +50,7 @@ enum MHD_Result hutch_api_serve_delete(struct request *r, const char *upload, si
 	}
 	if (s->state != SUP_RUNNING)
 		return hutch_api_respond_json(r->conn, MHD_HTTP_GONE, hutch_api_ended_json(s));
-	s->delete_pending = true;
-	r->next_waiter = s->waiters;
-	s->waiters = r;
-	hutch_api_suspend(r);
+	hutch_api_wait_end(r);
 	return MHD_YES;
 }
 

@@ -550,10 +550,9 @@ static void test_hook_sees_start_and_end(void **state)
 	struct cmd *c;
 	struct msg m;
 
-	e->s->cmds.hook = &hook;
-	e->s->cmds.hook_ud = e;
+	hutch_cmds_set_hook(&e->s->cmds, &hook, e);
 	c = start(e, &sp);
-	e->s->cmds.hook_ud = NULL;
+	hutch_cmds_set_hook(&e->s->cmds, &hook, NULL);
 	init_recv(e, &m);
 	msg_close(&m);
 	assert_int_equal(hook_attached, 1);

@@ -54,6 +54,7 @@ static const char *const main_usage =
         "with\n"
         "                                  create --snapshot NAME\n"
         "  fork ID [-n N]                  N new sandboxes from a live one's filesystem\n"
+        "  rollback ID SNAPSHOT            return a live sandbox's filesystem to a snapshot\n"
         "  oci create|start|state|kill|delete|exec|ps|run|features  an OCI runtime (as runc; "
         "hutch-runc)\n"
         "  doctor [--json]                 check that this host can run sandboxes\n"
@@ -132,6 +133,7 @@ static const struct hutch_cli_verb *const verbs[] = {
 	&hutch_verb_volume_rm,
 	&hutch_verb_snapshot,
 	&hutch_verb_fork,
+	&hutch_verb_rollback,
 	&hutch_verb_snapshot_ls,
 	&hutch_verb_snapshot_inspect,
 	&hutch_verb_snapshot_rm,

@@ -154,24 +154,53 @@ int hutch_cli_api_error(long status, const char *body)
 	return HUTCH_EXIT_FAILURE;
 }
 
-int hutch_cli_call(const char *sock, const char *method, const char *path, const char *body,
-                   long want, cJSON **ret)
+/* The exit code of an error answer's class ("not_found": 65), or 0. */
+static int class_exit(const char *body)
+{
+	_cleanup_cjson_ cJSON *j = cJSON_Parse(body);
+	const char *code = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(
+	        cJSON_GetObjectItemCaseSensitive(j, "error"), "code"));
+
+	for (int c = HUTCH_ERRC_NONE + 1; code && c < HUTCH_ERRC_N; c++)
+		if (!strcmp(code, hutch_errc_name((enum hutch_errc)c)))
+			return hutch_errc_exit((enum hutch_errc)c);
+	return 0;
+}
+
+static int call(const char *sock, const char *method, const char *path, const char *body, long want,
+                bool classed, cJSON **ret)
 {
 	struct hutch_http_resp resp = { 0 };
 	struct hutch_err err = { 0 };
+	const char *text;
 	int r;
 
 	r = hutch_client_request(sock, method, path, body, body ? strlen(body) : 0, &resp, &err);
 	if (r < 0)
 		return hutch_cli_lost(sock, r, err.msg);
 	if (resp.status != want) {
-		r = hutch_cli_api_error(resp.status, resp.body.data ? resp.body.data : "");
+		text = resp.body.data ? resp.body.data : "";
+		r = hutch_cli_api_error(resp.status, text);
+		if (classed)
+			r = class_exit(text) ?: r;
 		hutch_http_resp_done(&resp);
 		return r;
 	}
 	*ret = cJSON_ParseWithLength(resp.body.data, resp.body.len);
 	hutch_http_resp_done(&resp);
 	return 0;
+}
+
+int hutch_cli_call(const char *sock, const char *method, const char *path, const char *body,
+                   long want, cJSON **ret)
+{
+	return call(sock, method, path, body, want, false, ret);
+}
+
+int hutch_cli_call_classed(const char *sock, const char *method, const char *path, const char *body,
+                           long want, cJSON **ret)
+{
+	return call(sock, method, path, body, want, true, ret);
 }
 /* One direction each: stdin to the socket (one frame at a time), the
  * socket to stdout and stderr. */

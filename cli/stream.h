@@ -48,5 +48,9 @@ int hutch_cli_api_error(long status, const char *body);
  * the exit code. */
 int hutch_cli_call(const char *sock, const char *method, const char *path, const char *body,
                    long want, cJSON **ret);
+/* The same, the exit code from the error answer's class where it names one
+ * (not_found 65, gone 66, not_capable 69, ...: base/error.c's table). */
+int hutch_cli_call_classed(const char *sock, const char *method, const char *path, const char *body,
+                           long want, cJSON **ret);
 
 #endif

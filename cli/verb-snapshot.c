@@ -4,7 +4,7 @@
  * store (POST /snapshot; docs/snapshots.md); hutch snapshot ls, inspect
  * and rm: the store's snapshots (images whose reference says "snapshot"),
  * rm refused while a live sandbox uses one. Spawning is create's
- * --snapshot NAME.
+ * --snapshot NAME. hutch rollback ID SNAPSHOT: POST /rollback.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -102,6 +102,38 @@ static int cmd_take(struct hutch_cli_args *a)
 	return 0;
 }
 
+static int cmd_rollback(struct hutch_cli_args *a)
+{
+	_cleanup_cjson_ cJSON *body = cJSON_CreateObject(), *j = NULL;
+	_cleanup_free_ char *text = NULL;
+	const cJSON *changes, *frozen;
+	struct hutch_paths p;
+	int r;
+
+	if (a->npos < 2)
+		return hutch_cli_fail(HUTCH_EXIT_USAGE, "missing %s: hutch rollback ID SNAPSHOT",
+		                      a->npos ? "snapshot" : "sandbox id and snapshot");
+	if (!hutch_image_name_is_valid(a->pos[1]))
+		return hutch_cli_fail(HUTCH_EXIT_USAGE, "invalid snapshot name '%.64s'", a->pos[1]);
+	if (!body || !cJSON_AddStringToObject(body, "snapshot", a->pos[1]) ||
+	    !(text = cJSON_PrintUnformatted(body)))
+		return hutch_cli_fail(HUTCH_EXIT_FAILURE, "out of memory");
+	if ((r = hutch_cli_open_live(a->pos[0], &p)) ||
+	    (r = hutch_cli_call_classed(p.sock, "POST", "/rollback", text, 200, &j)))
+		return r;
+	if (a->json) {
+		_cleanup_free_ char *t = j ? cJSON_PrintUnformatted(j) : NULL;
+		printf("%s\n", t ? t : "{}");
+		return 0;
+	}
+	changes = cJSON_GetObjectItemCaseSensitive(j, "changes");
+	frozen = cJSON_GetObjectItemCaseSensitive(j, "frozen_ms");
+	if (cJSON_IsNumber(changes) && cJSON_IsNumber(frozen))
+		fprintf(stderr, "hutch: rolled back to %s: %.0f changes, sandbox frozen %.1f ms\n",
+		        a->pos[1], changes->valuedouble, frozen->valuedouble);
+	return 0;
+}
+
 /* The store's snapshots: hutch_image_list() filtered. */
 static int cmd_ls(struct hutch_cli_args *a)
 {
@@ -196,6 +228,20 @@ const struct hutch_cli_verb hutch_verb_snapshot = {
 	.max_pos = 2,
 	.id_pos = 1,
 	.run = cmd_take,
+};
+const struct hutch_cli_verb hutch_verb_rollback = {
+	.name = "rollback",
+	.synopsis = "ID SNAPSHOT [--json]",
+	.about = "Return a live sandbox's filesystem to SNAPSHOT in place: what the sandbox\n"
+	         "changed since is undone, what the snapshot holds is put back (its root,\n"
+	         "/workspace, /home/appuser, /tmp), the sandbox frozen meanwhile; its processes\n"
+	         "run on (files they hold open stay the old ones). SNAPSHOT must be of this\n"
+	         "sandbox's image's lineage: a snapshot of it, of another sandbox of its image,\n"
+	         "or one its image was spawned from.\n",
+	.opts = hutch_cli_json_opts,
+	.max_pos = 2,
+	.id_pos = 1,
+	.run = cmd_rollback,
 };
 const struct hutch_cli_verb hutch_verb_snapshot_ls = {
 	.name = "snapshot ls",

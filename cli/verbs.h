@@ -50,9 +50,10 @@ int hutch_cli_volume(int argc, char **argv, const struct hutch_cli_verb *const *
  * the exit code, said on stderr. */
 struct hutch_image_store;
 int hutch_cli_image_store_open(const char *given, struct hutch_image_store **ret);
-/* verb-snapshot.c: "snapshot" (capture), "snapshot ls", "snapshot inspect", "snapshot rm" */
+/* verb-snapshot.c: "snapshot" (capture), "snapshot ls", "snapshot inspect", "snapshot rm",
+ * "rollback" */
 extern const struct hutch_cli_verb hutch_verb_snapshot, hutch_verb_snapshot_ls,
-        hutch_verb_snapshot_inspect, hutch_verb_snapshot_rm;
+        hutch_verb_snapshot_inspect, hutch_verb_snapshot_rm, hutch_verb_rollback;
 /* hutch snapshot SUB ... or hutch snapshot ID [NAME]: argv[0] is "snapshot". */
 int hutch_cli_snapshot(int argc, char **argv, const struct hutch_cli_verb *const *all);
 /* verb-port.c */

@@ -253,4 +253,53 @@ bool hutch_image_is_snapshot(const cJSON *ref);
 int hutch_image_snapshot_remove(struct hutch_image_store *s, const char *name,
                                 struct hutch_err *err);
 
+/* ---- rollback in place (rollback.c; docs/snapshots.md) ---- */
+
+/* The upper directory and the layers beyond the shared ones, both sides. */
+#define HUTCH_IMAGE_ROLLBACK_GUIDES_MAX (2 * HUTCH_IMAGE_LAYERS_MAX + 2)
+#define HUTCH_IMAGE_ROLLBACK_MOUNTS     4
+
+/* What a rollback reads: the snapshot's layers, and where it differs. */
+struct hutch_image_rollback_src {
+	int target[HUTCH_IMAGE_LAYERS_MAX]; /* the snapshot's layers, top first */
+	size_t n_target;
+	int guides[HUTCH_IMAGE_ROLLBACK_GUIDES_MAX]; /* layers beyond the shared ones */
+	size_t n_guides;
+};
+/*
+ * Open snapshot name's layers for a rollback of a sandbox whose image
+ * (cur_name) has the layers of cur: refused (usage) unless one's layers
+ * start with all of the other's (a snapshot of this sandbox or of its
+ * image's lineage); not found when the store has no such snapshot.
+ */
+int hutch_image_rollback_open(struct hutch_image_store *s, const char *name,
+                              const struct hutch_image_use *cur, const char *cur_name,
+                              struct hutch_image_rollback_src *ret, struct hutch_err *err);
+void hutch_image_rollback_src_done(struct hutch_image_rollback_src *src);
+
+struct hutch_image_rollback {
+	int live;                                      /* the sandbox's root directory */
+	uint64_t mnt_ids[HUTCH_IMAGE_ROLLBACK_MOUNTS]; /* the mounts written: root, writable */
+	size_t n_mnt;
+	const int *target; /* the snapshot's layers, top first */
+	size_t n_target;
+	const int *guides; /* where the trees can differ: upper dir, layers beyond the shared */
+	size_t n_guides;
+	const char *const *extra; /* paths visited whatever the guides say ("workspace") */
+	size_t n_extra;
+	uid_t id_base;       /* store id STORE_IDS+n is the sandbox's host id id_base+n */
+	uint64_t stop_after; /* test hook: SIGSTOP after this many changes (0: never) */
+};
+struct hutch_image_rollback_stats {
+	uint64_t changes; /* entries made, removed, replaced or given other metadata */
+	uint64_t bytes;   /* of file data written */
+};
+/*
+ * Make the live tree rb->live (the sandbox frozen; its writes through its
+ * own overlay) the snapshot's at every path that can differ. *ret is set on
+ * failure too: changes > 0 then means the tree is part way.
+ */
+int hutch_image_rollback_tree(const struct hutch_image_rollback *rb,
+                              struct hutch_image_rollback_stats *ret, struct hutch_err *err);
+
 #endif

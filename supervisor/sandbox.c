@@ -40,22 +40,29 @@
 
 /* Wipe the environment strings of this process: /proc/<pid>/environ of the
  * supervisor (and of init, cloned from it) shows the memory they occupy.
- * The one test hook a supervisor acts on is kept: the store's unpacker
- * stopping itself during a snapshot (image/unpack.c), which the fault
- * tests interrupt there (test_snapshot_faults.py). */
+ * The two test hooks a supervisor acts on are kept: the store's unpacker
+ * stopping itself during a snapshot (image/unpack.c) and the rollback's
+ * worker during a rollback (image/rollback.c), which the fault tests
+ * interrupt there (test_snapshot_faults.py, test_rollback.py). */
 static void scrub_environment(void)
 {
 	extern char **environ;
-	const char *hook = getenv("HUTCH_TEST_UNPACK_STOP_AFTER");
-	char keep[32] = "";
+	static const char *const hooks[] = { "HUTCH_TEST_UNPACK_STOP_AFTER",
+		                             "HUTCH_TEST_ROLLBACK_STOP_AFTER" };
+	char keep[ELEMENTSOF(hooks)][32] = { "" };
 
-	if (hook && strlen(hook) < sizeof(keep))
-		memcpy(keep, hook, strlen(hook) + 1);
+	for (size_t i = 0; i < ELEMENTSOF(hooks); i++) {
+		const char *hook = getenv(hooks[i]);
+
+		if (hook && strlen(hook) < sizeof(keep[i]))
+			memcpy(keep[i], hook, strlen(hook) + 1);
+	}
 	for (char **e = environ; e && *e; e++)
 		memset(*e, 0, strlen(*e));
 	(void)clearenv();
-	if (keep[0])
-		(void)setenv("HUTCH_TEST_UNPACK_STOP_AFTER", keep, 1);
+	for (size_t i = 0; i < ELEMENTSOF(hooks); i++)
+		if (keep[i][0])
+			(void)setenv(hooks[i], keep[i], 1);
 }
 
 /* Close every fd the CLI's caller let us inherit (ours are all O_CLOEXEC):

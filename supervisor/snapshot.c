@@ -80,6 +80,11 @@ int hutch_sup_snapshot_take_fds(struct sup *s, const uint32_t *which, size_t nwh
 	return 0;
 }
 
+int hutch_sup_snapshot_fd(struct sup *s, unsigned which)
+{
+	return s->snap && which < HUTCH_ROOTFS_WRITE_FDS ? s->snap->fds[which] : -EBADF;
+}
+
 void hutch_sup_snapshot_done(struct sup *s)
 {
 	if (!s->snap)
@@ -207,8 +212,7 @@ static cJSON *answer(struct sup *s, const char *name, const struct hutch_image_c
 	return o;
 }
 
-static int open_store(struct sup *s, const char *name, struct hutch_image_store **ret,
-                      struct hutch_err *err)
+int hutch_sup_snapshot_store(struct sup *s, struct hutch_image_store **ret, struct hutch_err *err)
 {
 	char buf[HUTCH_IMAGE_STORE_MAX + 1];
 	const char *path = s->cfg->image_store[0] ? s->cfg->image_store
@@ -218,10 +222,17 @@ static int open_store(struct sup *s, const char *name, struct hutch_image_store 
 	if (!path)
 		return hutch_err_set(err, -EINVAL, "no image store");
 	if ((r = hutch_image_store_open(path, ret, err)) < 0 ||
-	    (r = hutch_image_store_lock(*ret, err)) < 0 ||
-	    (r = hutch_image_name_free(*ret, name, err)) < 0)
+	    (r = hutch_image_store_lock(*ret, err)) < 0)
 		return r;
 	return 0;
+}
+
+static int open_store(struct sup *s, const char *name, struct hutch_image_store **ret,
+                      struct hutch_err *err)
+{
+	int r = hutch_sup_snapshot_store(s, ret, err);
+
+	return r < 0 ? r : hutch_image_name_free(*ret, name, err);
 }
 
 int hutch_sup_snapshot(struct sup *s, const char *name, cJSON **ret, struct hutch_err *err)

@@ -15,11 +15,18 @@
 #include "error.h"
 
 struct sup;
+struct hutch_image_store;
 
 /* HUTCH_MSG_WRITE_FDS at setup: which[i] says what fds[i] is; takes the
  * fds (closes them on failure). */
 int hutch_sup_snapshot_take_fds(struct sup *s, const uint32_t *which, size_t nwhich, int *fds,
                                 size_t nfds, struct hutch_err *err);
+/* The writable directory which (HUTCH_ROOTFS_WRITE_*) as init passed it,
+ * or -EBADF (the supervisor keeps it). */
+int hutch_sup_snapshot_fd(struct sup *s, unsigned which);
+/* The sandbox's store (where its image is, where snapshots go), open with
+ * its writers' lock taken. */
+int hutch_sup_snapshot_store(struct sup *s, struct hutch_image_store **ret, struct hutch_err *err);
 /* At the end: the fds closed. */
 void hutch_sup_snapshot_done(struct sup *s);
 /*

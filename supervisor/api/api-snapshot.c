@@ -3,7 +3,9 @@
  * POST /snapshot (docs/api.md): the sandbox's filesystem as an image of
  * its store (supervisor/snapshot.c). Body {"name": "NAME", "type":
  * "filesystem"}; both optional. A full snapshot (processes and memory) is
- * refused with the reason (docs/snapshots.md).
+ * refused with the reason (docs/snapshots.md). POST /rollback {"snapshot":
+ * "NAME"}: the sandbox's filesystem returned to that snapshot in place
+ * (supervisor/rollback.c).
  */
 #include <string.h>
 
@@ -12,6 +14,7 @@
 #include "fields.h"
 #include "http.h"
 #include "image.h"
+#include "rollback.h"
 #include "routes.h"
 #include "snapshot.h"
 #include "supervisor.h"
@@ -23,29 +26,50 @@ static const struct hutch_field snapshot_fields[] = {
 	  "'type' must be \"filesystem\" or \"full\"" },
 };
 
-enum MHD_Result hutch_api_serve_snapshot(struct request *r, const char *upload, size_t *size)
+/* The body (none: {}) checked against fields: NULL once answered. */
+static cJSON *parse_body(struct request *r, const struct hutch_field *fields, size_t n,
+                         const char *shape, enum MHD_Result *ret)
 {
 	const char *text = r->body.data && r->body.len ? r->body.data : "{}";
 	size_t len = r->body.data && r->body.len ? r->body.len : 2;
+	struct hutch_err err = { 0 };
+	cJSON *body;
+
+	if (hutch_fields_check_text(text, len, &err) < 0) {
+		*ret = hutch_api_respond_error(r->conn, MHD_HTTP_BAD_REQUEST, "invalid_request",
+		                               "%s", err.msg);
+		return NULL;
+	}
+	body = cJSON_ParseWithLength(text, len);
+	if (!cJSON_IsObject(body)) {
+		cJSON_Delete(body);
+		*ret = hutch_api_respond_error(r->conn, MHD_HTTP_BAD_REQUEST, "invalid_json",
+		                               "the body must be a JSON object: %s", shape);
+		return NULL;
+	}
+	if (hutch_fields_check(body, fields, n, HUTCH_FIELDS_LIST_KNOWN, &err) < 0) {
+		cJSON_Delete(body);
+		*ret = hutch_api_respond_error(r->conn, MHD_HTTP_BAD_REQUEST, "invalid_request",
+		                               "%s", err.msg);
+		return NULL;
+	}
+	return body;
+}
+
+enum MHD_Result hutch_api_serve_snapshot(struct request *r, const char *upload, size_t *size)
+{
 	_cleanup_cjson_ cJSON *body = NULL;
 	struct hutch_err err = { 0 };
 	const cJSON *name, *type;
+	enum MHD_Result answered;
 	cJSON *out = NULL;
 
 	(void)upload;
 	(void)size;
-	if (hutch_fields_check_text(text, len, &err) < 0)
-		return hutch_api_respond_error(r->conn, MHD_HTTP_BAD_REQUEST, "invalid_request",
-		                               "%s", err.msg);
-	body = cJSON_ParseWithLength(text, len);
-	if (!cJSON_IsObject(body))
-		return hutch_api_respond_error(r->conn, MHD_HTTP_BAD_REQUEST, "invalid_json",
-		                               "the body must be a JSON object: {\"name\": "
-		                               "\"NAME\"}");
-	if (hutch_fields_check(body, snapshot_fields, ELEMENTSOF(snapshot_fields),
-	                       HUTCH_FIELDS_LIST_KNOWN, &err) < 0)
-		return hutch_api_respond_error(r->conn, MHD_HTTP_BAD_REQUEST, "invalid_request",
-		                               "%s", err.msg);
+	body = parse_body(r, snapshot_fields, ELEMENTSOF(snapshot_fields), "{\"name\": \"NAME\"}",
+	                  &answered);
+	if (!body)
+		return answered;
 	name = cJSON_GetObjectItemCaseSensitive(body, "name");
 	type = cJSON_GetObjectItemCaseSensitive(body, "type");
 	if (cJSON_IsString(type) && !strcmp(type->valuestring, "full"))
@@ -60,4 +84,34 @@ enum MHD_Result hutch_api_serve_snapshot(struct request *r, const char *upload, 
 		return hutch_api_respond_err(r->conn, &err, NULL);
 	}
 	return hutch_api_respond_json(r->conn, MHD_HTTP_CREATED, out);
+}
+
+static const struct hutch_field rollback_fields[] = {
+	{ "snapshot", HUTCH_FIELD_STRING, HUTCH_FIELD_REQUIRED | HUTCH_FIELD_NONEMPTY, 0, 0,
+	  "'snapshot' must name a snapshot of the sandbox's store" },
+};
+
+enum MHD_Result hutch_api_serve_rollback(struct request *r, const char *upload, size_t *size)
+{
+	_cleanup_cjson_ cJSON *body = NULL;
+	struct hutch_err err = { 0 };
+	enum MHD_Result answered;
+	const cJSON *name;
+	cJSON *out = NULL;
+
+	(void)upload;
+	(void)size;
+	body = parse_body(r, rollback_fields, ELEMENTSOF(rollback_fields),
+	                  "{\"snapshot\": \"NAME\"}", &answered);
+	if (!body)
+		return answered;
+	name = cJSON_GetObjectItemCaseSensitive(body, "snapshot");
+	if (!hutch_image_name_is_valid(name->valuestring))
+		return hutch_api_respond_error(r->conn, MHD_HTTP_BAD_REQUEST, "invalid_request",
+		                               "invalid snapshot name '%.64s'", name->valuestring);
+	if (hutch_sup_rollback(r->s, name->valuestring, &out, &err) < 0) {
+		hutch_event(r->s, "rollback refused: %s", err.msg);
+		return hutch_api_respond_err(r->conn, &err, NULL);
+	}
+	return hutch_api_respond_json(r->conn, MHD_HTTP_OK, out);
 }

@@ -44,6 +44,7 @@ static const struct hutch_api_route routes[] = {
 	{ "/claim", "POST", hutch_api_serve_claim, POOLED, 0 },
 	{ "/timeout", "POST", hutch_api_serve_timeout, 0, 0 },
 	{ "/snapshot", "POST", hutch_api_serve_snapshot, 0, 0 },
+	{ "/rollback", "POST", hutch_api_serve_rollback, 0, 0 },
 	{ "/run", "POST", hutch_api_serve_run, V1 | CMD, 0 },
 	{ "/run_streaming", "POST", hutch_api_serve_run_streaming, V1 | CMD, 0 },
 	{ "/exec", "POST", hutch_api_serve_exec, CMD, 0 },

@@ -1150,6 +1150,25 @@ class SandboxSession:
                 raise errors.NotCapableHostError(str(e)) from None
             raise
 
+    def rollback(self, snapshot):
+        """Return this sandbox's filesystem to ``snapshot`` (a
+        :class:`Snapshot` or its name) in place, the sandbox frozen
+        meanwhile: what it changed since is undone; its processes run on.
+        The snapshot must be of this sandbox's image's lineage (of this
+        sandbox, of another of its image, or one its image was spawned
+        from): another is refused (ConfigError, naming the fix), an unknown
+        one raises HutchNotFoundError. Returns a dict: ``snapshot``,
+        ``changes``, ``bytes``, ``frozen_ms``, ``duration_ms``."""
+        body = {"snapshot": check_name(getattr(snapshot, "name", snapshot))}
+        try:
+            return self._client.call("POST", "/rollback", body)
+        except errors.APIError as e:
+            cls = {400: errors.ConfigError, 404: errors.HutchNotFoundError,
+                   501: errors.NotCapableHostError}.get(getattr(e, "status", None))
+            if cls is not None:
+                raise cls(str(e)) from None
+            raise
+
     def fork(self, n=None, **options):
         """New sandboxes from this one's filesystem (a snapshot, then
         spawns): one :class:`SandboxSession`, or a list of ``n``. Each has
@@ -1347,6 +1366,7 @@ class AsyncSandboxSession:
     status = _async_method("status")
     set_timeout = _async_method("set_timeout")
     snapshot = _async_method("snapshot")
+    rollback = _async_method("rollback")
     journal = _async_method("journal")
     wait_process = _async_method("wait_process")
     upload_dir = _async_method("upload_dir")

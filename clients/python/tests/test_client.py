@@ -1100,9 +1100,9 @@ def test_volumes_host_directory_and_named(tmp_path):
     assert all(v["name"] != "pyvol" for v in hutch.Volume.list())
 
 
-def test_snapshot_spawn_fork(monkeypatch, tmp_path):
-    """session.snapshot() -> Snapshot.spawn(), LocalSandbox(snapshot=...),
-    fork(n): the files come along, each new sandbox its own; FULL refused."""
+def _small_image(monkeypatch, tmp_path, name):
+    """The integration tests' small root image as name, in a store of the
+    test's own (HUTCH_IMAGE_STORE)."""
     sys.path.insert(0, os.path.join(REPO, "tests", "integration"))
     import ociimage
     import rootimage
@@ -1110,9 +1110,15 @@ def test_snapshot_spawn_fork(monkeypatch, tmp_path):
     rootimage.build(str(tmp_path / "root.tar"))
     with open(tmp_path / "root.tar", "rb") as fh:
         lay = ociimage.layout(str(tmp_path / "lay"), [fh.read()], env=["PATH=/usr/bin:/bin"])
-    subprocess.run([HUTCH, "image", "import", lay, "snap-img"], check=True, capture_output=True,
+    subprocess.run([HUTCH, "image", "import", lay, name], check=True, capture_output=True,
                    env={**os.environ, "HUTCH_IMAGE_STORE": str(store)})
     monkeypatch.setenv("HUTCH_IMAGE_STORE", str(store))
+
+
+def test_snapshot_spawn_fork(monkeypatch, tmp_path):
+    """session.snapshot() -> Snapshot.spawn(), LocalSandbox(snapshot=...),
+    fork(n): the files come along, each new sandbox its own; FULL refused."""
+    _small_image(monkeypatch, tmp_path, "snap-img")
     with pytest.raises(ConfigError, match="invalid snapshot"):
         LocalSandbox(snapshot="../x")
     with pytest.raises(ConfigError, match="not both"):
@@ -1150,6 +1156,36 @@ def test_snapshot_spawn_fork(monkeypatch, tmp_path):
     for x in hutch.Snapshot.list():
         x.delete()
     assert hutch.Snapshot.list() == []
+
+
+def test_rollback(monkeypatch, tmp_path):
+    """session.rollback(snapshot): a write and a delete undone in place, the
+    same session; the asyncio form; the refusals as the client's errors."""
+    _small_image(monkeypatch, tmp_path, "rb-img")
+    with LocalSandbox(image="rb-img") as s:
+        s.execute("echo kept > /workspace/f && echo gone > /workspace/g")
+        snap = s.snapshot("rb-snap")
+        s.execute("echo changed > /workspace/f && rm /workspace/g && mkdir /workspace/new")
+        res = s.rollback(snap)
+        assert res["snapshot"] == "rb-snap" and res["changes"] >= 3
+        assert s.execute("cat /workspace/f /workspace/g; ls /workspace").stdout == \
+            "kept\ngone\nf\ng\n"
+        s.execute("rm /workspace/f")
+
+        async def arollback():
+            await hutch.AsyncSandboxSession(s).rollback("rb-snap")
+        asyncio.run(arollback())
+        assert s.execute("cat /workspace/f").stdout == "kept\n"
+        with pytest.raises(hutch.HutchNotFoundError, match="no snapshot"):
+            s.rollback("nosuch")
+        with pytest.raises(ConfigError, match="not a snapshot"):
+            s.rollback("rb-img")
+        with pytest.raises(ConfigError, match="invalid snapshot"):
+            s.rollback("../x")
+    with LocalSandbox() as h:  # the host-derived root has no snapshots
+        with pytest.raises(ConfigError, match="host-derived root"):
+            h.rollback("rb-snap")
+    hutch.Snapshot.get("rb-snap").delete()
 
 
 def test_result_changes():

@@ -320,14 +320,17 @@ static int cmd_run(struct hutch_cli_args *a)
 	r = hutch_cli_create_sandbox(&a->cfg, a->progress, &c);
 	if (r)
 		return r;
-	if (hutch_created_ack(&c) < 0)
+	if (hutch_created_ack_run(&c) < 0)
 		return hutch_cli_fail(HUTCH_EXIT_FAILURE, "sandbox %s: its supervisor went away",
 		                      c.id);
 	if (hutch_cli_interrupted())
 		r = 128 + hutch_cli_interrupted();
 	else
 		r = stream_command(&c.paths, a->cfg.max_output_bytes, a);
-	(void)delete_sandbox(&c.paths, true, true);
+	/* Deleted through the hand-over socket (supervisor/sandbox.h); the
+	 * ordinary way when that did not answer. */
+	if (hutch_created_end_run(&c) < 0)
+		(void)delete_sandbox(&c.paths, true, true);
 	return r;
 }
 

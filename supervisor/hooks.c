@@ -103,13 +103,29 @@ static void on_creator_event(struct hutch_watch *w, uint32_t events)
 {
 	struct sup *s = w->ptr;
 	bool acked = false;
-	char b;
+	char b = 0;
 
-	if (s->hooks.awaiting_ack && (events & EPOLLIN)) {
+	if ((s->hooks.awaiting_ack || s->hooks.run_creator) && (events & EPOLLIN)) {
 		ssize_t n = read(s->hooks.result_fd, &b, 1);
 		if (n < 0 && (errno == EAGAIN || errno == EINTR))
 			return;
-		acked = n == 1 && b == 'A'; /* (no stray write: stdout on this fd) */
+		acked = n == 1 && (b == 'A' || b == 'R'); /* (no stray write: stdout on this fd) */
+	}
+	if (s->hooks.run_creator) {
+		/* A run's socket, after its "R": "D" or its end (the CLI
+		 * died) deletes the sandbox, in the lifecycle's turn
+		 * (supervisor/run.c); the socket closes when the sandbox is
+		 * gone (hutch_hooks_sandbox_ended()), the answer. */
+		s->hooks.run_delete = true;
+		hutch_loop_del(&s->loop,
+		               &s->hooks.w_result); /* no more events: EPOLLHUP would repeat */
+		return;
+	}
+	if (acked && b == 'R' && s->hooks.awaiting_ack) {
+		s->hooks.awaiting_ack = false;
+		s->hooks.run_creator = true;
+		hutch_event(s, "handed over: to its run, deleted when the run ends");
+		return;
 	}
 	hutch_loop_close(&s->loop, &s->hooks.w_result, &s->hooks.result_fd);
 	if (acked) {
@@ -418,6 +434,10 @@ void hutch_hooks_sandbox_ended(struct sup *s)
 
 	if (s->hooks.result_fd < 0)
 		return;
+	if (s->hooks.run_creator) { /* a run's: its closing says the sandbox is gone */
+		hutch_loop_close(&s->loop, &s->hooks.w_result, &s->hooks.result_fd);
+		return;
+	}
 	if (s->hooks.awaiting_ack) { /* told ready already: nothing more to say */
 		hutch_loop_close(&s->loop, &s->hooks.w_result, &s->hooks.result_fd);
 		s->hooks.awaiting_ack = false;

@@ -140,7 +140,7 @@ static int api_on_connect(struct sup *s)
 static void after_events(struct sup *s)
 {
 	hutch_api_run(s);
-	if (s->delete_pending && s->state == SUP_RUNNING) {
+	if ((s->delete_pending || s->hooks.run_delete) && s->state == SUP_RUNNING) {
 		hutch_sup_end(s, "deleted");
 		hutch_api_run(s);
 	}

@@ -384,12 +384,21 @@ static void handover_block(void)
 	(void)sigprocmask(SIG_BLOCK, &set, handover_open++ ? NULL : &handover_old);
 }
 
-static void handover_end(struct hutch_created *c)
+/* The hand-over is over: the signal mask restored when it was the last
+ * one open; the socket closed unless keep (a run's). */
+static void handover_done(struct hutch_created *c, bool keep)
 {
-	close(c->handover_fd);
-	c->handover_fd = -EBADF;
+	if (!keep) {
+		close(c->handover_fd);
+		c->handover_fd = -EBADF;
+	}
 	if (handover_open && !--handover_open)
 		(void)sigprocmask(SIG_SETMASK, &handover_old, NULL);
+}
+
+static void handover_end(struct hutch_created *c)
+{
+	handover_done(c, false);
 }
 
 /* "ready" came: what the creator gets, the hand-over socket with it. From
@@ -416,6 +425,37 @@ int hutch_created_ack(struct hutch_created *c)
 	n = send(c->handover_fd, "A", 1, MSG_NOSIGNAL);
 	handover_end(c);
 	return n == 1 ? 0 : -EPIPE;
+}
+
+int hutch_created_ack_run(struct hutch_created *c)
+{
+	ssize_t n;
+
+	if (c->handover_fd < 0)
+		return 0;
+	n = send(c->handover_fd, "R", 1, MSG_NOSIGNAL);
+	handover_done(c, n == 1);
+	return n == 1 ? 0 : -EPIPE;
+}
+
+int hutch_created_end_run(struct hutch_created *c)
+{
+	char b;
+	ssize_t n;
+
+	if (c->handover_fd < 0)
+		return -EPIPE;
+	/* "D": delete now. Its answer is the supervisor's end of the socket
+	 * closing, once every process of the sandbox is dead and it can no
+	 * longer be found (as DELETE / answers). A sandbox that ended
+	 * before (its TTL, a crash) closed it already: EOF at once. */
+	(void)send(c->handover_fd, "D", 1, MSG_NOSIGNAL);
+	do
+		n = read(c->handover_fd, &b, 1);
+	while (n < 0 && errno == EINTR);
+	close(c->handover_fd);
+	c->handover_fd = -EBADF;
+	return n == 0 ? 0 : -EPROTO;
 }
 
 void hutch_created_drop(struct hutch_created *c)

@@ -29,6 +29,17 @@ struct hutch_created {
  * blocked since the answer came (hutch_sandbox_create() blocks them; this
  * restores the mask). -EPIPE: the supervisor is gone. */
 int hutch_created_ack(struct hutch_created *c);
+/* The same for `hutch run`: the sandbox is handed over to this process
+ * and lives as long as the socket (kept in c->handover_fd): the supervisor
+ * deletes it when the socket says so (hutch_created_end_run()) or closes
+ * (this process died, even by SIGKILL). Saves run's DELETE / (a connection
+ * and a request of the supervisor's, a round trip). -EPIPE: the
+ * supervisor is gone (the socket closed). */
+int hutch_created_ack_run(struct hutch_created *c);
+/* Delete a run's sandbox and wait until it is gone: 0, or -EPROTO when
+ * the supervisor said something else, -EPIPE without a socket (the caller
+ * then deletes it the ordinary way). Closes the socket. */
+int hutch_created_end_run(struct hutch_created *c);
 /* The creator gives the sandbox up before the hand-over (hutch fork when a
  * later fork failed): its supervisor deletes it. */
 void hutch_created_drop(struct hutch_created *c);

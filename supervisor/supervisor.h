@@ -152,12 +152,16 @@ struct sup {
 		unsigned sleeps;
 		double last_wake_ms; /* request arrival to thawed, last wake-up */
 	} idle;
-	struct sup_hooks {                   /* hooks.c */
-		int result_fd;               /* the creator's socket until it acknowledged */
+	struct sup_hooks {     /* hooks.c */
+		int result_fd; /* the creator's socket until it acknowledged (a run's: until gone)
+		                */
 		struct hutch_watch w_result; /* its closing: the creator is gone */
 		bool awaiting_ack;           /* ready told; not handed over until acknowledged */
-		int phase;                   /* enum in hooks.c */
-		int deadline_fd;             /* on_destroy time bound */
+		bool run_creator; /* acknowledged by a run ("R"): the socket is kept, its end
+		                     deletes */
+		bool run_delete;  /* that socket said delete ("D") or closed */
+		int phase;        /* enum in hooks.c */
+		int deadline_fd;  /* on_destroy time bound */
 		struct hutch_watch w_deadline;
 		bool destroy_done;
 		cJSON *results;            /* per hook: exit code, duration, output tail */

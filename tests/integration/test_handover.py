@@ -15,7 +15,7 @@ import os
 import re
 import signal
 
-from conftest import wait_until
+from conftest import SLOWDOWN, wait_until
 
 ROUNDS = 100
 SIGS = [(signal.SIGINT, False), (signal.SIGTERM, False), (signal.SIGKILL, False),
@@ -117,3 +117,26 @@ def test_create_whose_id_cannot_be_written_is_deleted(hutch):
     p.communicate(timeout=120)
     assert p.returncode != 0
     assert wait_until(lambda: set(hutch.ids()) == before, 15), hutch.ids()
+
+
+def test_run_is_deleted_through_its_socket_and_with_its_cli(hutch):
+    """`hutch run` keeps the hand-over socket (hutch_created_ack_run()):
+    its sandbox is deleted through it when the command ends (no DELETE /
+    request), and when the CLI dies, even by SIGKILL, where before the
+    sandbox ran on for its whole TTL."""
+    before = set(hutch.ids())
+    r = hutch("run", "--", "sh", "-c", "echo out; exit 3")
+    assert r.returncode == 3 and r.stdout == b"out\n", r.stderr
+    assert set(hutch.ids()) == before
+    p = hutch.popen("run", "--", "sh", "-c", "echo started; exec sleep 600")
+    try:
+        assert p.stdout.readline() == b"started\n"
+        (sid,) = set(hutch.ids()) - before
+        p.kill()
+    finally:
+        p.kill()
+        p.communicate(timeout=60)
+    assert wait_until(lambda: set(hutch.ids()) == before, 30 * SLOWDOWN), hutch.ids()
+    with open(os.path.join(hutch.rtdir, ".gone", sid + ".events")) as f:
+        events = f.read()
+    assert "handed over: to its run" in events and "ending: deleted" in events, events

@@ -8,6 +8,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <math.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -157,7 +158,17 @@ static void after_events(struct sup *s)
 static bool next_timeout(struct sup *s, int64_t *gone_ms, int *ret_timeout)
 {
 	int timeout = hutch_api_timeout_ms(s);
+	/* w_listen armed (fn: a zeroed watch's fd is 0) and not yet fired */
+	bool api_waits = s->w_listen.fn && hutch_watch_active(&s->w_listen);
 
+	if (s->state == SUP_GONE && s->nconnections == 0 && !s->delete_pending && api_waits &&
+	    poll(&(struct pollfd){ .fd = s->listen_fd, .events = POLLIN }, 1, 0) == 1) {
+		/* A client connected to a container's API as it ended, its event
+		 * not dispatched yet: served (an ended sandbox's answers), as
+		 * when libmicrohttpd ran from the start and accepted it. */
+		on_first_connection(&s->w_listen, EPOLLIN);
+		hutch_api_run(s);
+	}
 	if (s->state == SUP_GONE && s->nconnections == 0 && !s->delete_pending)
 		return false;
 	if (s->state == SUP_GONE && !*gone_ms)

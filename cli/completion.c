@@ -126,6 +126,15 @@ static bool group_first(const struct hutch_cli_verb *const *all, size_t i)
 	return len > 0;
 }
 
+/* Whether a verb is called name itself ("snapshot" beside "snapshot ls"). */
+static bool is_verb(const struct hutch_cli_verb *const *all, const char *name, size_t len)
+{
+	for (size_t j = 0; all[j]; j++)
+		if (strlen(all[j]->name) == len && !strncmp(all[j]->name, name, len))
+			return true;
+	return false;
+}
+
 /* hutch oci's commands (its own parser, oci/dispatch.c), space separated;
  * the containers under the default --root are completed after them. */
 static void print_oci_commands(FILE *f)
@@ -319,8 +328,9 @@ static void print_bash(const struct hutch_cli_verb *const *all, FILE *f)
 	for (size_t i = 0; all[i]; i++)
 		if (!group_len(all[i]->name))
 			fprintf(f, "%s ", all[i]->name);
+	/* A group that is a verb too (snapshot) is listed once, as the verb. */
 	for (size_t i = 0; all[i]; i++)
-		if (group_first(all, i))
+		if (group_first(all, i) && !is_verb(all, all[i]->name, group_len(all[i]->name)))
 			fprintf(f, "%.*s ", (int)group_len(all[i]->name), all[i]->name);
 	fputs("oci'\n_hutch_subs() {\n\tcase $1 in\n", f);
 	for (size_t i = 0; all[i]; i++)
@@ -426,7 +436,7 @@ static void print_fish(const struct hutch_cli_verb *const *all, FILE *f)
 		struct fish_ctx c = { f, cond };
 		int len = (int)group_len(name);
 
-		if (group_first(all, i))
+		if (group_first(all, i) && !is_verb(all, name, (size_t)len))
 			fprintf(f, "complete -c hutch -n __fish_use_subcommand -a %.*s -d '%s'\n",
 			        len, name, group_subs(all, name, (size_t)len));
 		if (len) {

@@ -155,3 +155,18 @@ def test_completion_usage_errors(hutch):
     assert r.returncode == 64 and b"missing shell: hutch completion bash|zsh|fish" in r.stderr
     r = hutch("completion", "tcsh")
     assert r.returncode == 64 and b"unknown shell 'tcsh'" in r.stderr
+
+
+def test_each_verb_is_offered_once(hutch):
+    """A group that is a verb too (snapshot ID, snapshot ls|inspect|rm) is
+    one word: bash listed `snapshot` twice, fish offered it twice."""
+    bash = hutch("completion", "bash").stdout.decode()
+    line = next(ln for ln in bash.splitlines() if ln.startswith("_hutch_verbs='"))
+    words = line.split("'")[1].split()
+    assert len(words) == len(set(words)), words
+    assert "snapshot" in words and "rollback" in words
+    assert "\tsnapshot) echo \"ls inspect rm\" ;;" in bash  # its subcommands still
+    fish = hutch("completion", "fish").stdout.decode()
+    offered = [ln.split(" -a ")[1].split()[0] for ln in fish.splitlines()
+               if ln.startswith("complete -c hutch -n __fish_use_subcommand -a ")]
+    assert len(offered) == len(set(offered)), offered

@@ -48,11 +48,6 @@ int hutch_image_name_free(struct hutch_image_store *s, const char *name, struct 
 	return r;
 }
 
-bool hutch_image_is_snapshot(const cJSON *ref)
-{
-	return cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(ref, "snapshot"));
-}
-
 /* The base's config with diff_id on top; its digest in ret_digest. */
 static int new_config(struct hutch_image_store *s, const struct hutch_image_use *base,
                       const char *diff_id, char ret_digest[HUTCH_IMAGE_DIGEST_LEN + 1],
@@ -178,49 +173,10 @@ int hutch_image_commit(struct hutch_image_store *s, const struct hutch_image_use
 	return 0;
 }
 
-/* The id of a live sandbox (its use record locked) whose root has layer,
- * into ret_id; 0 if none. */
-static int find_user(struct hutch_image_store *s, const char *layer, char ret_id[64],
-                     struct hutch_err *err)
-{
-	_cleanup_closedir_ DIR *d = NULL;
-	struct dirent *de;
-	int fd = store_open_users(s, err);
-
-	if (fd < 0)
-		return fd;
-	if (!(d = fdopendir(fd))) {
-		(void)close(fd);
-		return hutch_err_set_errno(err, -errno, "read the store's users");
-	}
-	while ((de = readdir(d))) {
-		_cleanup_close_ int rec = -EBADF;
-		char buf[HUTCH_IMAGE_LAYERS_MAX * (HUTCH_IMAGE_DIGEST_LEN + 1) + 1];
-		ssize_t n;
-
-		if (de->d_name[0] == '.' ||
-		    (rec = openat(dirfd(d), de->d_name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) < 0)
-			continue;
-		if (flock(rec, LOCK_EX | LOCK_NB) == 0)
-			continue; /* no live holder */
-		n = hutch_read_all(rec, buf, sizeof(buf) - 1);
-		if (n <= 0)
-			continue;
-		buf[n] = '\0';
-		if (strstr(buf, layer)) {
-			snprintf(ret_id, 64, "%.63s", de->d_name);
-			return 1;
-		}
-	}
-	return 0;
-}
-
 int hutch_image_snapshot_remove(struct hutch_image_store *s, const char *name,
                                 struct hutch_err *err)
 {
 	_cleanup_cjson_ cJSON *ref = NULL;
-	const cJSON *layers, *top;
-	char id[64];
 	int r;
 
 	if ((r = store_lock(s, err)) < 0 || (r = store_read_ref(s, name, &ref, err)) < 0)
@@ -231,17 +187,5 @@ int hutch_image_snapshot_remove(struct hutch_image_store *s, const char *name,
 		return hutch_err_set_class(err, HUTCH_ERRC_USAGE, -EINVAL,
 		                           "'%s' is an image, not a snapshot: 'hutch image rm %s'",
 		                           name, name);
-	layers = cJSON_GetObjectItemCaseSensitive(ref, "layers");
-	top = cJSON_GetArrayItem(layers, cJSON_GetArraySize(layers) - 1);
-	if (!cJSON_IsString(top))
-		return hutch_err_set(err, -EINVAL, "snapshot '%s' has a damaged reference", name);
-	r = find_user(s, top->valuestring, id, err);
-	if (r < 0)
-		return r;
-	if (r > 0)
-		return hutch_err_set_class(err, HUTCH_ERRC_CONFLICT, -EBUSY,
-		                           "snapshot '%s' is in use by sandbox %s (spawned or "
-		                           "forked from it): 'hutch rm %s' first",
-		                           name, id, id);
-	return hutch_image_remove(s, name, err);
+	return hutch_image_remove(s, name, err); /* refused while in use */
 }

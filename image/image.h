@@ -195,6 +195,9 @@ enum {
 int hutch_image_probe(const char *path, struct hutch_err *err);
 /* Forget the use record (at the sandbox's end; prune also drops stale ones). */
 void hutch_image_use_release(struct hutch_image_use *u);
+/* Only the use record (its file and lock), once nothing of the sandbox
+ * runs: snapshot rm, image rm and prune no longer see the sandbox. */
+void hutch_image_use_let_go(struct hutch_image_use *u);
 
 /* ---- snapshots (tarwrite.c, commit.c; docs/snapshots.md) ---- */
 

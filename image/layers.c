@@ -65,6 +65,13 @@ void hutch_image_use_done(struct hutch_image_use *u)
 	u->use_path = NULL;
 }
 
+void hutch_image_use_let_go(struct hutch_image_use *u)
+{
+	if (u->users_dir >= 0 && u->id[0])
+		(void)unlinkat(u->users_dir, u->id, 0);
+	closep(&u->use_fd); /* its shared lock: the use is over */
+}
+
 void hutch_image_use_release(struct hutch_image_use *u)
 {
 	if (u->users_dir >= 0 && u->id[0])

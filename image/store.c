@@ -430,9 +430,75 @@ int hutch_image_inspect(struct hutch_image_store *s, const char *name, cJSON **r
 	return 0;
 }
 
+bool hutch_image_is_snapshot(const cJSON *ref)
+{
+	return cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(ref, "snapshot"));
+}
+
+/* The id of a live sandbox (its use record locked) whose root has layer,
+ * into ret_id; 0 if none. */
+static int find_user(struct hutch_image_store *s, const char *layer, char ret_id[64],
+                     struct hutch_err *err)
+{
+	_cleanup_closedir_ DIR *d = NULL;
+	struct dirent *de;
+	int fd = store_open_users(s, err);
+
+	if (fd < 0)
+		return fd;
+	if (!(d = fdopendir(fd))) {
+		(void)close(fd);
+		return hutch_err_set_errno(err, -errno, "read the store's users");
+	}
+	while ((de = readdir(d))) {
+		_cleanup_close_ int rec = -EBADF;
+		char buf[HUTCH_IMAGE_LAYERS_MAX * (HUTCH_IMAGE_DIGEST_LEN + 1) + 1];
+		ssize_t n;
+
+		if (de->d_name[0] == '.' ||
+		    (rec = openat(dirfd(d), de->d_name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) < 0)
+			continue;
+		if (flock(rec, LOCK_EX | LOCK_NB) == 0)
+			continue; /* no live holder */
+		n = hutch_read_all(rec, buf, sizeof(buf) - 1);
+		if (n <= 0)
+			continue;
+		buf[n] = '\0';
+		if (strstr(buf, layer)) {
+			snprintf(ret_id, 64, "%.63s", de->d_name);
+			return 1;
+		}
+	}
+	return 0;
+}
+
+static int snapshot_unused(struct hutch_image_store *s, const char *name, const cJSON *ref,
+                           struct hutch_err *err)
+{
+	const cJSON *layers = cJSON_GetObjectItemCaseSensitive(ref, "layers");
+	const cJSON *top = cJSON_GetArrayItem(layers, cJSON_GetArraySize(layers) - 1);
+	char id[64];
+	int r;
+
+	if (!hutch_image_is_snapshot(ref))
+		return 0;
+	if (!cJSON_IsString(top))
+		return hutch_err_set(err, -EINVAL, "snapshot '%s' has a damaged reference", name);
+	r = find_user(s, top->valuestring, id, err);
+	if (r < 0)
+		return r;
+	if (r > 0)
+		return hutch_err_set_class(err, HUTCH_ERRC_CONFLICT, -EBUSY,
+		                           "snapshot '%s' is in use by sandbox %s (spawned or "
+		                           "forked from it, or pooled): 'hutch rm %s' first",
+		                           name, id, id);
+	return 0;
+}
+
 int hutch_image_remove(struct hutch_image_store *s, const char *name, struct hutch_err *err)
 {
 	char file[HUTCH_IMAGE_NAME_MAX + 1];
+	_cleanup_cjson_ cJSON *ref = NULL;
 	int r;
 
 	if (!hutch_image_name_is_valid(name))
@@ -442,6 +508,10 @@ int hutch_image_remove(struct hutch_image_store *s, const char *name, struct hut
 	r = store_lock(s, err);
 	if (r < 0)
 		return r;
+	/* A snapshot a live sandbox's root holds stays (as snapshot rm). */
+	if (store_read_ref(s, name, &ref, err) == 0 && (r = snapshot_unused(s, name, ref, err)) < 0)
+		return r;
+	hutch_err_clear(err);
 	store_ref_file(name, file);
 	if (unlinkat(s->images, file, 0) < 0)
 		return errno == ENOENT

@@ -92,6 +92,10 @@ struct hutch_kind {
 	int (*ready)(struct sup *s, struct hutch_err *err);
 	/* state.json and GET /status: what the kind adds. */
 	void (*status)(const struct sup *s, struct cJSON *o);
+	/* Teardown's first phase, init and every process dead, before the
+	 * DELETE answer: what a client may act on next let go (an image's
+	 * use record, which snapshot rm and image rm look at). */
+	void (*ended)(struct sup *s);
 	/* The end of teardown, after the mounts went. */
 	void (*done)(struct sup *s);
 	/* The loop is over; never returns (NULL: the supervisor exits 0/1). */

@@ -128,6 +128,8 @@ void hutch_sup_teardown(struct sup *s, const char *reason)
 		s->init_pid = 0;
 	}
 	hutch_cmds_init_gone(&s->cmds);
+	if (s->kind->ended)
+		s->kind->ended(s); /* before the answer: rm, then snapshot rm at once */
 	if (s->end.retired)
 		return;
 	/* The tombstone first: whoever no longer finds the sandbox finds

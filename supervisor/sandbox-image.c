@@ -151,7 +151,16 @@ static void status(const struct sup *s, cJSON *o)
 		cJSON_AddStringToObject(o, "image_use", s->image->use_path);
 }
 
-/* At the end: the use record. */
+/* Nothing of the sandbox runs any more: its use of the layers is over
+ * (its mounts go in the second phase, in a mount namespace no process
+ * is left in: a prune that takes a layer meanwhile frees it after them). */
+static void ended(struct sup *s)
+{
+	if (s->image)
+		hutch_image_use_let_go(s->image);
+}
+
+/* At the end: the rest. */
 static void done(struct sup *s)
 {
 	hutch_sup_snapshot_done(s);
@@ -173,5 +182,6 @@ const struct hutch_kind hutch_kind_image = {
 	.spawned = close_layers,
 	.setup_done = reap,
 	.status = status,
+	.ended = ended,
 	.done = done,
 };

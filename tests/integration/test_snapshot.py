@@ -153,14 +153,44 @@ def test_snapshot_ls_inspect_rm_and_prune(snap):
     child = h.create("--snapshot", name)
     r = h("snapshot", "rm", name)
     assert r.returncode == 70 and f"in use by sandbox {child.id}" in r.stderr.decode()
+    # image rm refuses it too (it forgot the use before 12-05's fourth session).
+    r = h("image", "rm", name)
+    assert r.returncode == 70 and f"in use by sandbox {child.id}" in r.stderr.decode()
     # prune keeps what a snapshot names, and what a live sandbox uses.
     assert h("image", "prune").returncode == 0 and os.path.isdir(layer)
     assert child.rm().returncode == 0
-    # rm answers once the sandbox is retired; its supervisor lets go of the
-    # use as it finishes the teardown, just after (lifecycle.c's two phases).
-    assert wait_until(lambda: h("snapshot", "rm", name).returncode == 0, timeout=30)
+    # rm answers once the use is let go (the teardown's first phase, init
+    # and every process dead): snapshot rm at once works, no waiting.
+    r = h("snapshot", "rm", name)
+    assert r.returncode == 0, r.stderr
     assert h("image", "prune").returncode == 0 and not os.path.exists(layer)
     assert json.loads(h("snapshot", "ls", "--json").stdout) == []
+
+
+def test_image_rm_of_a_snapshot_in_use(snap):
+    """image rm of a snapshot is refused while a sandbox or a pool's ready
+    sandbox uses it, and works at once after that sandbox's rm."""
+    h, image = snap
+    src = h.create("--image", image)
+    take(h, src.id, "s1")
+    child = h.create("--snapshot", "s1")
+    r = h("image", "rm", "s1")
+    assert r.returncode == 70 and f"in use by sandbox {child.id}" in r.stderr.decode(), r.stderr
+    assert child.rm().returncode == 0
+    r = h("pool", "start", "--snapshot", "s1", "--size", "1")
+    assert r.returncode == 0, r.stderr
+    try:
+        r = h("image", "rm", "s1")
+        assert r.returncode == 70 and "in use by sandbox" in r.stderr.decode(), r.stderr
+    finally:
+        assert h("pool", "stop", "--snapshot", "s1").returncode == 0
+    r = h("image", "rm", "s1")  # at once: the pool's sandbox let go before stop returned
+    assert r.returncode == 0, r.stderr
+    assert "s1" not in [i["name"] for i in json.loads(h("image", "ls", "--json").stdout)]
+    # A plain image is forgotten as before, in use or not (its layers stay
+    # until prune, which keeps what a live sandbox uses).
+    assert h("image", "rm", image).returncode == 0
+    assert src.sh("echo up") == "up\n"
 
 
 def test_snapshot_refusals(snap, tmp_path):

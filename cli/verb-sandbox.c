@@ -17,6 +17,7 @@
 #include "cli.h"
 #include "client.h"
 #include "config.h"
+#include "disk.h"
 #include "fdutil.h"
 #include "format.h"
 #include "lxcfs.h"
@@ -703,6 +704,7 @@ static int cmd_gc(struct hutch_cli_args *a)
 	/* lxcfs's /proc views stop once no sandbox of this dir uses them. */
 	if (hutch_lxcfs_gc(hutch_runtime_dir(), &err) < 0)
 		return hutch_cli_fail(HUTCH_EXIT_FAILURE, "gc of the /proc views: %s", err.msg);
+	hutch_disk_gc(hutch_runtime_dir()); /* the disks' templates, with none left */
 	if (a->json)
 		printf("{\"removed\": %d}\n", r);
 	else
@@ -785,7 +787,8 @@ const struct hutch_cli_verb hutch_verb_gc = {
 	.about =
 	        "Remove the cgroups, state, host links and nftables rules that dead sandboxes left "
 	        "behind (also run by every create); stop the runtime dir's lxcfs (the /proc views) "
-	        "once no sandbox uses it (only here, not at create).\n",
+	        "and remove its disks' templates once no sandbox uses them (only here, not at "
+	        "create).\n",
 	.opts = hutch_cli_json_opts,
 	.run = cmd_gc,
 };

@@ -328,14 +328,20 @@ static __attribute__((noreturn)) void serve(struct init_state *s, int sigfd)
 	}
 }
 
-/* GO, with the sandbox CA's PEM (header bindings) for rootfs->ca_pem. */
+/* GO, with the sandbox CA's PEM (header bindings) for rootfs->ca_pem and
+ * the disk's mounts (runtime/disk.h; none: tmpfs) for rootfs->disk_fds. */
 static int wait_go(int sock, struct hutch_rootfs_config *rootfs)
 {
 	static char ca[8192]; /* zeroed: what GO carries stays NUL terminated */
+	static int disk[HUTCH_ROOTFS_WRITE_FDS];
 	struct hutch_msg_hdr hdr = { 0 };
-	ssize_t n = hutch_proto_recv(sock, &hdr, ca, sizeof(ca) - 1, NULL, NULL);
+	size_t nfds = HUTCH_ROOTFS_WRITE_FDS;
+	ssize_t n = hutch_proto_recv(sock, &hdr, ca, sizeof(ca) - 1, disk, &nfds);
 
 	rootfs->ca_pem = n > 0 ? ca : NULL;
+	rootfs->disk_fds = n >= 0 && nfds == HUTCH_ROOTFS_WRITE_FDS ? disk : NULL;
+	if (n >= 0 && nfds && !rootfs->disk_fds)
+		return -EPROTO;
 	return n < 0 ? (int)n : hdr.type == HUTCH_MSG_GO && strlen(ca) == (size_t)n ? 0 : -EPROTO;
 }
 
@@ -509,8 +515,10 @@ void hutch_init_main(const struct hutch_init_params *p)
 		fail(p->sock, &err);
 	if (rootfs.n_layers && !rootfs.bundle)
 		rootfs.write_fds = write_fds;
-	if (hutch_rootfs_setup_child(&rootfs, &err) < 0 ||
-	    send_write_fds(p->sock, write_fds, &err) < 0)
+	r = hutch_rootfs_setup_child(&rootfs, &err);
+	if (rootfs.disk_fds)
+		hutch_close_many((int *)rootfs.disk_fds, HUTCH_ROOTFS_WRITE_FDS);
+	if (r < 0 || send_write_fds(p->sock, write_fds, &err) < 0)
 		fail(p->sock, &err);
 	if (p->console_uid >= 0 &&
 	    hutch_init_console_open(p->sock, (uid_t)p->console_uid, &s.held_slave, &err) < 0)

@@ -6,8 +6,9 @@
  * sandbox's own, then the image's /etc completed and the image checked.
  *
  *   1. a tmpfs of the instance type's disk size is stacked on our "/" (like
- *      the host-derived root's tmpfs): it holds upper/, work/ and one mount
- *      point per layer;
+ *      the host-derived root's tmpfs): it holds disk/upper/, disk/work/
+ *      and one mount point per layer (with the sandbox's disk,
+ *      runtime/disk.h, the tmpfs is small and disk/ is the disk's);
  *   2. each layer's detached mount (rootless: cloned here first, see
  *      clone_layer_here()) is attached there: overlayfs takes a
  *      private clone of every layer, which the kernel allows only from our
@@ -53,15 +54,26 @@ static int make_rw(struct rootfs_ctx *ctx, int *ret_rw, struct hutch_err *err)
 	_cleanup_close_ int rw = -EBADF;
 	int r;
 
-	snprintf(size, sizeof(size), "size=%" PRIu64, ctx->cfg->disk_bytes);
+	/* With a disk, the tmpfs holds only the mount points and the disk's
+	 * upper/ and work/ are attached on disk/. */
+	snprintf(size, sizeof(size), "size=%" PRIu64,
+	         ctx->cfg->disk_fds ? (uint64_t)1 << 20 : ctx->cfg->disk_bytes);
 	rw = rootfs_fs_new("tmpfs", opts, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, "/ (upper)", err);
 	if (rw < 0)
 		return rw;
 	if (sys_move_mount(rw, "", ctx->host_root, "", flags) < 0)
 		return hutch_err_set_errno(err, -errno, "mount the writable layer's tmpfs");
-	if ((r = rootfs_mkdir(rw, "upper", 0755, "/ (upper)", err)) < 0 ||
-	    (r = rootfs_mkdir(rw, "work", 0700, "/ (work)", err)) < 0 ||
-	    (r = rootfs_mkdir(rw, "layers", 0700, "/ (layers)", err)) < 0)
+	if (ctx->cfg->disk_fds) {
+		if ((r = rootfs_mkdir(rw, "disk", 0700, "/ (disk)", err)) < 0 ||
+		    (r = rootfs_attach(ctx->cfg->disk_fds[HUTCH_ROOTFS_WRITE_UPPER], rw, "disk",
+		                       "the disk", "/ (upper)", err)) < 0)
+			return r;
+	} else if ((r = rootfs_mkdir(rw, "disk", 0700, "/ (disk)", err)) < 0 ||
+	           (r = rootfs_mkdir(rw, "disk/upper", 0755, "/ (upper)", err)) < 0 ||
+	           (r = rootfs_mkdir(rw, "disk/work", 0700, "/ (work)", err)) < 0) {
+		return r;
+	}
+	if ((r = rootfs_mkdir(rw, "layers", 0700, "/ (layers)", err)) < 0)
 		return r;
 	*ret_rw = TAKE_FD(rw);
 	return 0;
@@ -178,7 +190,7 @@ static int create_overlay(int fsfd, size_t n, bool idmapped, struct hutch_err *e
  * mounts then go by path, relative to rw/layers, a directory of our own
  * tmpfs in our own mount namespace that nothing of the image is in and
  * nothing else writes: "n-1:...:0" are the mount points the layers are
- * attached on (top first), ../upper and ../work the writable layer. The
+ * attached on (top first), ../disk/upper and ../disk/work the writable layer. The
  * kernel resolves them from our cwd (6.1 at CMD_CREATE, later kernels at
  * each fsconfig), so the names are ours alone and need no escaping. One
  * string of at most 255 bytes: HUTCH_OVERLAY_PATH_LAYERS layers.
@@ -201,8 +213,8 @@ static int make_overlay_by_path(int rw, size_t n, bool idmapped, struct hutch_er
 	if (fsfd < 0)
 		return hutch_err_set_errno(err, -errno, "mount overlayfs");
 	if ((r = set_string(fsfd, "lowerdir", lower, err)) < 0 ||
-	    (r = set_string(fsfd, "upperdir", "../upper", err)) < 0 ||
-	    (r = set_string(fsfd, "workdir", "../work", err)) < 0)
+	    (r = set_string(fsfd, "upperdir", "../disk/upper", err)) < 0 ||
+	    (r = set_string(fsfd, "workdir", "../disk/work", err)) < 0)
 		return r;
 	return create_overlay(fsfd, n, idmapped, err);
 }
@@ -245,8 +257,8 @@ static int make_overlay(int rw, const int *layers, size_t n, bool idmapped, stru
 		if (r < 0)
 			return r;
 	}
-	upper = openat(rw, "upper", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	work = openat(rw, "work", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	upper = openat(rw, "disk/upper", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	work = openat(rw, "disk/work", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (upper < 0 || work < 0)
 		return hutch_err_set_errno(err, -errno, "open the writable layer");
 	if ((r = set_fd(fsfd, "upperdir", upper, err)) < 0 ||
@@ -291,7 +303,7 @@ int rootfs_image_root(struct rootfs_ctx *ctx, struct hutch_err *err)
 	 * tmpfs instead of the host's tree. */
 	if (cfg->write_fds &&
 	    (cfg->write_fds[HUTCH_ROOTFS_WRITE_UPPER] =
-	             openat(rw, "upper", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0)
+	             openat(rw, "disk/upper", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0)
 		return hutch_err_set_errno(err, -errno, "open the writable layer");
 	if (fchdir(rw) < 0 || umount2(".", MNT_DETACH) < 0)
 		return hutch_err_set_errno(err, -errno, "detach the writable layer's tmpfs");

@@ -10,7 +10,8 @@
  *   3. share /usr, /bin, /lib*, /sbin read-only (symlinks stay symlinks),
  *      with the host-only /usr/local hidden;
  *   4. /etc, /proc, /dev (etc.c, proc.c, dev.c);
- *   5. tmpfs /workspace, /home/appuser, /tmp, then the volumes (volumes.c);
+ *   5. tmpfs /workspace, /home/appuser, /tmp (or the disk's directories:
+ *      runtime/disk.h), then the volumes (volumes.c);
  *   6. pivot_root() into it, detach the old root, make "/" read-only.
  *
  * The host tree is only ever reached through one O_PATH fd of our own "/",
@@ -181,8 +182,13 @@ static int mount_writable(struct rootfs_ctx *ctx, int which, const char *mode, b
 	 * directory takes the writes (docs/snapshots.md). */
 	if (cfg->writable_in_layer)
 		return 0;
-	mntfd = rootfs_mount_fs(ctx->root, path, "tmpfs", opts,
-	                        MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, where, err);
+	if (cfg->disk_fds) {
+		r = rootfs_attach(cfg->disk_fds[which], ctx->root, path, "the disk", where, err);
+		mntfd = r < 0 ? r : fcntl(cfg->disk_fds[which], F_DUPFD_CLOEXEC, 3);
+	} else {
+		mntfd = rootfs_mount_fs(ctx->root, path, "tmpfs", opts,
+		                        MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, where, err);
+	}
 	if (mntfd >= 0 && cfg->write_fds &&
 	    (cfg->write_fds[which] = openat(mntfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
 		return hutch_err_set_errno(err, -errno, "open '%s'", where);

@@ -122,6 +122,11 @@ struct hutch_rootfs_config {
 	/* The image is a snapshot: /workspace, /home/appuser and /tmp are in
 	 * its layers (and so in the writable layer), not fresh tmpfs. */
 	bool writable_in_layer;
+	/* The sandbox's disk (runtime/disk.h), or NULL (tmpfs of disk_bytes):
+	 * detached mounts of its directories by HUTCH_ROOTFS_WRITE_*
+	 * ([UPPER]: one holding upper/ and work/), attached in place of the
+	 * writable tmpfs. Not closed. */
+	const int *disk_fds;
 };
 
 enum {

@@ -105,6 +105,9 @@ struct hutch_config {
 	/* access (the cloud's): "all", "files" (files only, no commands) or
 	 * "none"; what the session's requests may do (supervisor/api/api.c). */
 	char access[8];
+	/* "disk" (runtime/disk.h; tmpfs where it cannot be made) or "tmpfs":
+	 * what the writable places are. */
+	char workspace[8];
 	/* --secret NAME=VALUE (options-cloud.c): given to every command's
 	 * environment, never shown (names only); NULL when none. */
 	struct hutch_secrets *secrets;

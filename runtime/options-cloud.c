@@ -7,7 +7,8 @@
  * (NAME=VALUE given to every command's environment, the values never
  * shown: state.json, status, inspect and ls have the names only); egress
  * (IP/CIDR destinations, normalized as the cloud's client does, enforced
- * by nftables in the sandbox's netns: netpolicy/nft.c).
+ * by nftables in the sandbox's netns: netpolicy/nft.c); and workspace
+ * (disk or tmpfs), which the cloud has no need of.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -37,6 +38,27 @@ static int access_parse(const struct hutch_option *o, struct hutch_config *c, co
 const struct hutch_option_type hutch_opt_access = {
 	.init = hutch_opt_chars_init,
 	.parse = access_parse,
+	.to_json = hutch_opt_chars_to_json,
+	.text = hutch_opt_chars_text,
+};
+
+/* workspace: not the cloud's (its disk is always a disk), hutch's way back
+ * to tmpfs (runtime/disk.h). */
+static int workspace_parse(const struct hutch_option *o, struct hutch_config *c, const char *s,
+                           struct hutch_err *err)
+{
+	if (strcmp(s, "disk") && strcmp(s, "tmpfs"))
+		return hutch_err_set(err, -EINVAL,
+		                     "invalid %s '%.32s': disk (a file system of the disk size, "
+		                     "never memory) or tmpfs (memory)",
+		                     o->name, s);
+	hutch_opt_chars_set(o, c, s);
+	return 0;
+}
+
+const struct hutch_option_type hutch_opt_workspace = {
+	.init = hutch_opt_chars_init,
+	.parse = workspace_parse,
 	.to_json = hutch_opt_chars_to_json,
 	.text = hutch_opt_chars_text,
 };

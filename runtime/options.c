@@ -429,6 +429,20 @@ static const struct hutch_option options[] = {
 	        .flags = HUTCH_OPT_POOL_KEY,
 	},
 	{
+	        .name = "workspace",
+	        .cli = "workspace",
+	        .metavar = "disk|tmpfs",
+	        .help = "where /workspace, /home/appuser, /tmp and an image's writes go: disk (an "
+	                "ext4 of the instance's disk size of the sandbox's own: ENOSPC at the "
+	                "size, "
+	                "never memory; root only, an ordinary user gets tmpfs) or tmpfs (memory, "
+	                "charged to the memory limit)",
+	        .type = &hutch_opt_workspace,
+	        AT(workspace),
+	        .def_str = "disk",
+	        /* in the pool's key as no_limits is (poolkey.c) */
+	},
+	{
 	        .name = "ttl_seconds",
 	        .cli = "ttl",
 	        .metavar = "S",

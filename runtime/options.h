@@ -33,8 +33,9 @@ extern const struct hutch_option_type hutch_opt_seconds, hutch_opt_bytes, hutch_
         hutch_opt_host_ports, hutch_opt_resolver, hutch_opt_net_pool, hutch_opt_listen,
         hutch_opt_image, hutch_opt_image_store, hutch_opt_snapshot,
         hutch_opt_publish /* publish.c */, hutch_opt_header_bindings /* netopt.c */,
-        hutch_opt_access, hutch_opt_secrets, hutch_opt_egress /* options-cloud.c */,
-        hutch_opt_volumes /* volopt.c */, hutch_opt_switch /* options-field.c: on/off */;
+        hutch_opt_access, hutch_opt_secrets, hutch_opt_egress,
+        hutch_opt_workspace /* options-cloud.c */, hutch_opt_volumes /* volopt.c */,
+        hutch_opt_switch /* options-field.c: on/off */;
 /* access's values, NULL-terminated: "all", "files", "none". */
 extern const char *const hutch_access_values[];
 

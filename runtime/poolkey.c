@@ -7,6 +7,7 @@
  */
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "options.h"
 #include "poolkey.h"
@@ -41,6 +42,9 @@ void hutch_pool_key(const struct hutch_config *cfg, char *buf, size_t size)
 	/* The same for --change-lists off (init decides at its start). */
 	if (!cfg->change_lists)
 		fnv1a(&h, "no-change-lists");
+	/* The same for --workspace tmpfs (the default, disk, is absent). */
+	if (!strcmp(cfg->workspace, "tmpfs"))
+		fnv1a(&h, "workspace-tmpfs");
 	snprintf(buf, size, "%s-%s-%016llx", cfg->type->name, hutch_net_mode_name(cfg->net.mode),
 	         (unsigned long long)h);
 }

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "api.h"
+#include "cleanup.h"
 #include "events.h"
 #include "fdutil.h"
 #include "hooks.h"
@@ -161,6 +162,13 @@ void hutch_sup_teardown_finish(struct sup *s)
 	if (s->end.finished)
 		return;
 	s->end.finished = true;
+	/* The disk: its maker ended if setup failed first, its file system
+	 * shut down unwritten; its root fd, closed last, keeps it until then,
+	 * so that its unmount and the loop device's end (~0.1 s) come after
+	 * the rest (a volume's use, an image's). */
+	hutch_disk_abandon(&s->disk_job);
+	hutch_close_many(s->disk_fds, HUTCH_DISK_MOUNTS);
+	hutch_disk_shutdown(s->disk_fds[HUTCH_DISK_ROOT]);
 	if (s->mntns_fd >= 0)
 		close(s->mntns_fd); /* the sandbox's files and mounts go now */
 	s->mntns_fd = -EBADF;
@@ -180,4 +188,5 @@ void hutch_sup_teardown_finish(struct sup *s)
 	 * for gc, should this process die midway. */
 	if (s->end.retired)
 		(void)hutch_rm_rf_at(AT_FDCWD, s->paths.dir);
+	closep(&s->disk_fds[HUTCH_DISK_ROOT]);
 }

@@ -515,6 +515,10 @@ int hutch_sandbox_create_container(struct hutch_config *cfg, struct hutch_contai
 	s.lock_fd = s.slot_fd = s.mntns_fd = s.procview_fd = s.procview_hold = -EBADF;
 	s.idle.fd = s.hooks.deadline_fd = s.hooks.result_fd = s.events.fd = -EBADF;
 	s.hooks.log_fd = s.net.helper_timer_fd = -EBADF;
+	s.disk_job.pid = -1;
+	s.disk_job.sock = -EBADF;
+	for (size_t i = 0; i < HUTCH_DISK_FDS; i++)
+		s.disk_fds[i] = -EBADF;
 	r = hutch_config_validate(cfg, err);
 	if (r < 0)
 		return r;

@@ -426,12 +426,44 @@ static int place_in_scope(struct sup *s, struct hutch_err *err)
 }
 
 /* GO carries the sandbox CA's certificate (header bindings), made after
- * the clone: its key is the supervisor's alone. */
+ * the clone: its key is the supervisor's alone; and the disk's mounts,
+ * made meanwhile (closed here: init has them). */
 static int send_go(struct sup *s)
 {
 	const char *pem = hutch_net_plan_ca_pem(&s->net.plan);
+	size_t n = s->disk_fds[HUTCH_DISK_ROOT] >= 0 ? HUTCH_DISK_MOUNTS : 0;
+	int r;
 
-	return hutch_proto_send(s->init_sock, HUTCH_MSG_GO, 0, pem, pem ? strlen(pem) : 0, NULL, 0);
+	r = hutch_proto_send(s->init_sock, HUTCH_MSG_GO, 0, pem, pem ? strlen(pem) : 0, s->disk_fds,
+	                     n);
+	hutch_close_many(s->disk_fds, HUTCH_DISK_MOUNTS);
+	return r;
+}
+
+/* The disk (runtime/disk.h) of a plain or an image sandbox, made by a
+ * child while the rest is; tmpfs where it cannot be (an ordinary user,
+ * no loop driver or mke2fs: said in the log) or --workspace tmpfs. */
+static int disk_start(struct sup *s, struct hutch_err *err)
+{
+	char rt[sizeof(s->paths.dir)], *slash;
+	const char *why = NULL;
+
+	if (!s->kind->sizes_inside || strcmp(s->cfg->workspace, "disk"))
+		return 0;
+	if (s->idmap.rootless || !hutch_disk_possible(&why)) {
+		/* what status and inspect show: what it is (an ordinary user's
+		 * always: docs/api.md) */
+		snprintf(s->cfg->workspace, sizeof(s->cfg->workspace), "tmpfs");
+		if (why)
+			hutch_log(HUTCH_LOG_WARN,
+			          "workspace: tmpfs (charged to memory), not a disk: %s", why);
+		return 0;
+	}
+	snprintf(rt, sizeof(rt), "%s", s->paths.dir);
+	slash = strrchr(rt, '/');
+	if (slash)
+		*slash = '\0';
+	return hutch_disk_start(rt, s->cfg->type->disk_bytes, s->uid_base, &s->disk_job, err);
 }
 
 /* Header bindings' secrets: zeros in init and everything forked after it,
@@ -514,6 +546,8 @@ int hutch_sup_setup(struct sup *s, struct hutch_err *err)
 	if (r < 0)
 		return r;
 	r = hutch_kind_join(s, err); /* a pod's: its slot, its network; the uid slot */
+	if (r >= 0)
+		r = disk_start(s, err);
 	if (r < 0)
 		return r;
 	r = prepare_parts(s, err);
@@ -537,6 +571,8 @@ int hutch_sup_setup(struct sup *s, struct hutch_err *err)
 	if (r < 0)
 		return r;
 	if (s->kind->before_go && (r = s->kind->before_go(s, err)) < 0)
+		return r;
+	if (s->disk_job.sock >= 0 && (r = hutch_disk_finish(&s->disk_job, s->disk_fds, err)) < 0)
 		return r;
 	r = send_go(s);
 	if (r < 0)

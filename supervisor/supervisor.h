@@ -23,6 +23,7 @@
 #include "cgroup.h"
 #include "cmd.h"
 #include "config.h"
+#include "disk.h"
 #include "idmap.h"
 #include "loop.h"
 #include "netpolicy.h"
@@ -92,6 +93,11 @@ struct sup {
 	/* lxcfs (runtime/lxcfs.h): the clone of its mount for init (closed once
 	 * init has it) and the shared hold kept for the supervisor's life. */
 	int procview_fd, procview_hold;
+	/* The disk (runtime/disk.h): its maker while setup runs; then its
+	 * mounts for init (sent with GO, closed) and its root, kept for the
+	 * shutdown at the end. */
+	struct hutch_disk_job disk_job;
+	int disk_fds[HUTCH_DISK_FDS];
 	pid_t init_pid;
 	struct hutch_watch w_mhd, w_pidfd, w_signal, w_ttl;
 	struct hutch_watch w_listen; /* a container's API before its first connection */

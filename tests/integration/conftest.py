@@ -300,6 +300,20 @@ def paths_gone(paths, timeout=10.0):
     return wait_until(lambda: not any(os.path.exists(d) for d in paths), timeout)
 
 
+def loops_of(rtdir):
+    """Loop devices whose file is (or was, deleted) in rtdir: a sandbox's
+    disk (runtime/disk.h) is a nameless file there."""
+    out = []
+    for f in glob.glob("/sys/block/loop*/loop/backing_file"):
+        try:
+            with open(f) as fh:
+                if fh.read().startswith(rtdir.rstrip("/") + "/"):
+                    out.append(f.split("/")[3])
+        except OSError:
+            pass  # detached meanwhile
+    return out
+
+
 def assert_runtime_dir_clean(h, leftovers):
     """Fixture teardown: every sandbox was removed; what supervisors remove
     after answering (retired dirs, cgroups) goes too, within seconds."""
@@ -320,6 +334,10 @@ def assert_runtime_dir_clean(h, leftovers):
     lx = os.path.join(h.rtdir, ".lxcfs")
     wait_until(lambda: not os.path.exists(lx) or (h("gc") and not os.path.exists(lx)), 10)
     assert not os.path.exists(lx), f"lxcfs left running in {lx}"
+    # The disks: each loop device detaches itself once its sandbox's
+    # mounts went (the supervisor's last step, after the DELETE answer).
+    wait_until(lambda: not loops_of(h.rtdir), 30)
+    assert not loops_of(h.rtdir), f"loop devices left on {h.rtdir}: {loops_of(h.rtdir)}"
 
 
 def wait_until(pred, timeout=10.0, interval=0.01):

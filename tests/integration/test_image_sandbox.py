@@ -124,7 +124,12 @@ def test_create_exec_rm_from_pulled_image(hutch, registry, tmp_path, root_layer)
     assert "appuser:x:1000:1000:appuser:/home/appuser:/bin/bash" in passwd
     # Nothing of the host: no host mount, "/.." is "/", no host /etc.
     mounts = sb.sh("cat /proc/self/mountinfo")
-    assert " - overlay " in mounts.split("\n")[0] and "ext4" not in mounts, mounts
+    assert [ln for ln in mounts.splitlines() if ln.split()[4] == "/"][0].count(" - overlay "), mounts
+    # the only ext4 is the sandbox's own disk (a loop device, runtime/disk.h):
+    # its workspace/, home/ and tmp/, never the host's
+    ext4 = [ln.split() for ln in mounts.splitlines() if " - ext4 " in ln]
+    assert sorted(f[3] for f in ext4) == ["/home", "/tmp", "/workspace"], mounts
+    assert all(f[f.index("-") + 2].startswith("/dev/loop") for f in ext4), mounts
     assert sb.sh("stat -c %i /..") == sb.sh("stat -c %i /")
     assert "ld.so.cache" not in sb.sh("ls /etc")
     assert hutch("rm", sb.id).returncode == 0

@@ -301,7 +301,10 @@ def test_200_cycles_leave_nothing_behind(hutch):
         r = hutch("run", "--", "true")
         assert r.returncode == 0, (i, r.stderr)
     elapsed = time.monotonic() - t0
-    assert elapsed < 60 * SLOWDOWN, f"200 create/run/close cycles took {elapsed:.1f} s"
+    # a sanity bound, not a benchmark: each cycle also makes and removes an
+    # ext4 on a loop device (runtime/disk.h), 330-750 ms a cycle measured
+    # at load 14-20 on a 2-core machine (tmpfs: 240-540 ms)
+    assert elapsed < 180 * SLOWDOWN, f"200 create/run/close cycles took {elapsed:.1f} s"
     assert hutch.ids() == []
     # The last supervisors finish their teardown after answering.
     assert wait_until(lambda: not retired_dirs(hutch.rtdir), 5)

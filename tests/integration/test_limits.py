@@ -29,6 +29,15 @@ def nano(hutch):
     sb.rm()
 
 
+@pytest.fixture
+def nano_tmpfs(hutch):
+    """--workspace tmpfs: the writable places in memory (an ordinary
+    user's; the disk's own cases are test_disk.py's)."""
+    sb = hutch.create("--instance-type", "nano", "--workspace", "tmpfs")
+    yield sb
+    sb.rm()
+
+
 def test_memory_bomb_oom_killed_via_api(nano):
     init = init_pid(nano)
     res = nano.run(argv=["python3", "-c", MEMORY_BOMB], timeout=60)
@@ -214,12 +223,14 @@ except OSError as e:
 
 @pytest.mark.parametrize("writer,path", [("dd", "/workspace/big"), ("python", "/workspace/big"),
                                          ("dd", "/tmp/big")])
-def test_disk_fill_fails_and_sandbox_survives(nano, writer, path):
-    """nano has 2.5 GiB of tmpfs but 256 MiB of memory, and tmpfs pages are
+def test_disk_fill_fails_and_sandbox_survives(nano_tmpfs, writer, path):
+    """With --workspace tmpfs, nano has 2.5 GiB of tmpfs but 256 MiB of
+    memory, and tmpfs pages are
     charged to the memory cgroup: 600 MiB cannot be written either way.
     The writer gets ENOSPC/ENOMEM or is OOM-killed; init must not be. dd
     matters: its resident set is smaller than init's, and the file's pages
     belong to no process, so the OOM killer once chose init."""
+    nano = nano_tmpfs
     init = init_pid(nano)
     if writer == "dd":
         res = nano.run(argv=["dd", "if=/dev/zero", f"of={path}", "bs=1M", "count=600"],
@@ -244,8 +255,8 @@ def test_disk_fill_fails_and_sandbox_survives(nano, writer, path):
     assert res["exit_code"] == 0, res
 
 
-def test_tmpfs_sizes_follow_instance_type(nano):
-    out = nano.sh("df -k --output=target,size /workspace /tmp /home/appuser")
+def test_tmpfs_sizes_follow_instance_type(nano_tmpfs):
+    out = nano_tmpfs.sh("df -k --output=target,size /workspace /tmp /home/appuser")
     sizes = {ln.split()[0]: int(ln.split()[1]) for ln in out.splitlines()[1:]}
     for target, kib in sizes.items():
         assert kib == 2560 * 1024, (target, kib)  # nano: 2.5 GiB

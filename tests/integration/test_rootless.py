@@ -202,6 +202,11 @@ def test_lifecycle_exec_and_files(alice, user_tmp):
     r = alice("exec", sb.id, "--", "sh", "-c", "id -u; id -g; pwd; echo $HOME")
     assert r.returncode == 0, r.stderr
     assert r.stdout.decode().split() == ["1000", "1000", "/workspace", "/home/appuser"]
+    # no loop device for an ordinary user: the writable places are tmpfs,
+    # and the sandbox says so (docs/api.md, "Instance types")
+    r = alice("exec", sb.id, "--", "stat", "-f", "-c", "%T", "/workspace")
+    assert r.stdout.decode().split() == ["tmpfs"], r.stderr
+    assert json.loads(alice("inspect", sb.id).stdout)["config"]["workspace"] == "tmpfs"
     r = alice("exec", sb.id, "--", "python3", "-c", "import sys; sys.exit(7)")
     assert r.returncode == 7
     # files both ways, byte-exact, through the CLI

@@ -14,6 +14,8 @@ import subprocess
 import pytest
 from conftest import lxcfs_mounts_under
 
+from conftest import wait_until
+
 USAGE, NOT_FOUND, NOT_CAPABLE, FAILURE = 64, 65, 69, 70
 OWNER, OTHER = 4242, 4343  # host ids no account here has
 
@@ -158,6 +160,10 @@ def test_named_volume_shared_kept_and_refused_in_use(hutch):
     c = hutch.create("-v", "work:/w")
     assert c.sh("cat /w/note; ls /w") == "from-a\nnote\nsrc\n"
     c.rm()
+    # the use ends in the supervisor's last step, after the DELETE answer
+    # and the sandbox's mounts (its disk's unmount: runtime/disk.h)
+    assert wait_until(lambda: not json.loads(hutch("volume", "inspect", "work").stdout)[0]
+                      ["in_use"], 30)
     info = json.loads(hutch("volume", "inspect", "work").stdout)
     assert info[0]["in_use"] is False and info[0]["path"].endswith("/volumes/work/data")
     assert os.path.isfile(os.path.join(info[0]["path"], "note"))

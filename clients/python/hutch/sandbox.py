@@ -313,6 +313,9 @@ EXECUTOR_MAX_OUTPUT_MAX = 1 << 30
 # access= (the cloud's): None is everything; "files": files only, no
 # commands; "none": neither. Enforced by the sandbox (AccessDeniedError).
 ACCESS_VALUES = (None, "files", "none")
+# workspace= (hutch's own): where /workspace, /home/appuser, /tmp and an
+# image's writes go (docs/api.md, "Instance types").
+WORKSPACE_VALUES = (None, "disk", "tmpfs")
 
 
 def _executor_max_output(value):
@@ -408,7 +411,7 @@ class LocalSandbox:
                  executor_max_output_bytes=None, no_limits=False, max_output_bytes=None,
                  journal_max_bytes=None, change_lists=True,
                  on_create=None, on_destroy=None, description=None, access=None,
-                 secrets=None, volumes=None, snapshot=None, egress=None):
+                 secrets=None, volumes=None, snapshot=None, egress=None, workspace=None):
         if not isinstance(instance_type, str) or instance_type not in INSTANCE_TYPES:
             raise errors.ConfigError(f"unknown instance_type {instance_type!r}: valid types are "
                                      f"{', '.join(INSTANCE_TYPES)}")
@@ -449,6 +452,11 @@ class LocalSandbox:
             raise errors.ConfigError(f"invalid access {access!r}: None (commands and files), "
                                      "\"files\" (files only, no commands) or \"none\"")
         self.access = access
+        if workspace not in WORKSPACE_VALUES:
+            raise errors.ConfigError(f"invalid workspace {workspace!r}: None or \"disk\" (a file "
+                                     "system of the disk size of the sandbox's own, never memory; "
+                                     "tmpfs for an ordinary user) or \"tmpfs\" (memory)")
+        self.workspace = workspace
         self.secrets = _secrets(secrets)
         self.volumes = volume_specs(volumes)
         self.header_bindings = check_bindings(header_bindings, network)
@@ -553,6 +561,8 @@ class LocalSandbox:
             args += ["--executor-port", str(self.executor_port)]
         if self.access is not None:
             args += ["--access", self.access]
+        if self.workspace is not None:
+            args += ["--workspace", self.workspace]
         if self.executor_max_output_bytes is not None:
             args += ["--executor-max-output", str(self.executor_max_output_bytes)]
         if self.image is not None:

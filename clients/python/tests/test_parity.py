@@ -208,6 +208,7 @@ CREATE_OPTIONS = {
     "--json": None, "--progress": None,
     "--no-limits": ("no_limits", "no_limits"),
     "--instance-type": ("instance_type", "instance_type"),
+    "--workspace": ("workspace", "workspace"),
     "--ttl": ("ttl_seconds", "ttl_seconds"),
     "--idle-timeout": ("idle_timeout_seconds", "idle_timeout_seconds"),
     "--region": ("region", "region"),
@@ -268,6 +269,7 @@ def test_no_limits_and_hutch_options_reach_the_sandbox():
     # The error paths: refused at construction, naming the parameter.
     for kw, word in (({"no_limits": 1}, "no_limits"), ({"max_output_bytes": 0}, "max_output_bytes"),
                      ({"on_create": ""}, "on_create"), ({"description": 5}, "description"),
+                     ({"workspace": "ram"}, "workspace"),
                      ({"no_limits": True, "idle_timeout_seconds": 60}, "idle_timeout_seconds")):
         with pytest.raises(ConfigError, match=word):
             LocalSandbox(**kw)

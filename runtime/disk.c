@@ -1,0 +1,405 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * A sandbox's disk (disk.h). The steps, in a child of the supervisor:
+ *
+ *   1. the template runtime_dir/.disk/ext4-<bytes>: mke2fs once (no
+ *      journal: a throw-away disk needs no crash recovery; lazy inode
+ *      tables, never zeroed: mounted noinit_itable), renamed into place so
+ *      that concurrent creates never see half of one;
+ *   2. an O_TMPFILE of that size on a disk (the runtime dir, or /var/tmp
+ *      when the runtime dir is in memory) and the template's data copied
+ *      into it (~1.5 MB for 2.5 GiB: the rest is holes);
+ *   3. a free loop device configured on it in one LOOP_CONFIGURE,
+ *      autoclear (detached once the last mount goes) and direct I/O (no
+ *      second page cache of the file, charged to no one);
+ *   4. ext4 mounted detached (fsopen, fsmount: nosuid, nodev), its
+ *      directories made and given to the sandbox's ids, each cloned
+ *      (open_tree) for init to attach.
+ *
+ * Measured (12-05, load 13-18, 2.5 GiB): copy 1-6 ms, LOOP_CONFIGURE
+ * 2-30 ms (its queue freezes wait for RCU grace periods), the mount 1-30
+ * ms; done while the supervisor makes the rest, it overlaps the create.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <linux/loop.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/vfs.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cleanup.h"
+#include "disk.h"
+#include "fdutil.h"
+#include "proto.h"
+#include "state.h"
+#include "syscalls.h"
+
+#define DISK_DIR                    ".disk"
+#define TMPFS_MAGIC                 0x01021994
+#define RAMFS_MAGIC                 0x858458f6
+#define DISK_WAIT_MS                30000
+#define LOOP_TRIES                  16
+#define COPY_CHUNK                  (1 << 20)
+#define APP_ID_OFFSET               1000
+#define EXT4_IOC_SHUTDOWN           _IOR('X', 125, uint32_t)
+#define EXT4_GOING_FLAGS_NOLOGFLUSH 0x2
+
+static const char *mke2fs_path(void)
+{
+	static const char *const paths[] = { "/usr/sbin/mke2fs", "/sbin/mke2fs", NULL };
+
+	for (const char *const *p = paths; *p; p++)
+		if (access(*p, X_OK) == 0)
+			return *p;
+	return NULL;
+}
+
+bool hutch_disk_possible(const char **why)
+{
+	if (geteuid() != 0) {
+		*why = "an ordinary user gets no loop device";
+		return false;
+	}
+	if (access("/dev/loop-control", W_OK) < 0) {
+		*why = "no /dev/loop-control (the loop driver)";
+		return false;
+	}
+	if (!mke2fs_path()) {
+		*why = "no mke2fs (e2fsprogs)";
+		return false;
+	}
+	return true;
+}
+
+static bool in_memory(const char *dir)
+{
+	struct statfs sf;
+
+	return statfs(dir, &sf) < 0 || (unsigned long)sf.f_type == TMPFS_MAGIC ||
+	       (unsigned long)sf.f_type == RAMFS_MAGIC;
+}
+
+/* mke2fs into a file of its own, renamed to path when whole. */
+static int make_template(const char *path, uint64_t bytes, struct hutch_err *err)
+{
+	char tmp[4300];
+	_cleanup_close_ int fd = -EBADF;
+	int status = 0;
+	pid_t pid;
+
+	snprintf(tmp, sizeof(tmp), "%s.%d", path, (int)getpid());
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0 || ftruncate(fd, (off_t)bytes) < 0)
+		return hutch_err_set_errno(err, -errno, "disk: make '%s'", tmp);
+	pid = fork();
+	if (pid < 0)
+		return hutch_err_set_errno(err, -errno, "disk: fork mke2fs");
+	if (pid == 0) {
+		char *const argv[] = { "mke2fs",
+			               "-q",
+			               "-F",
+			               "-t",
+			               "ext4",
+			               "-b",
+			               "4096",
+			               "-m",
+			               "0",
+			               "-O",
+			               "^has_journal,^resize_inode",
+			               "-E",
+			               "nodiscard,lazy_itable_init=1,root_owner=0:0",
+			               "-L",
+			               "hutch",
+			               tmp,
+			               NULL };
+		char *const envp[] = { "PATH=/usr/sbin:/usr/bin:/sbin:/bin", NULL };
+
+		hutch_stdio_to_null();
+		execve(mke2fs_path(), argv, envp);
+		_exit(127);
+	}
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+		(void)unlink(tmp);
+		return hutch_err_set(err, -EIO,
+		                     "disk: mke2fs of %" PRIu64 " bytes failed (status %d)", bytes,
+		                     status);
+	}
+	if (rename(tmp, path) < 0) {
+		(void)unlink(tmp);
+		return hutch_err_set_errno(err, -errno, "disk: rename '%s'", tmp);
+	}
+	return 0;
+}
+
+static int open_template(const char *runtime_dir, uint64_t bytes, struct hutch_err *err)
+{
+	char dir[4096], path[4200];
+	int fd;
+
+	snprintf(dir, sizeof(dir), "%s/" DISK_DIR, runtime_dir);
+	snprintf(path, sizeof(path), "%s/ext4-%" PRIu64, dir, bytes);
+	/* Twice: `hutch gc` may remove the directory while we make it. */
+	for (int i = 0; i < 2; i++) {
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd >= 0 || errno != ENOENT)
+			return fd >= 0 ? fd
+			               : hutch_err_set_errno(err, -errno, "disk: open '%s'", path);
+		if (mkdir(dir, 0700) < 0 && errno != EEXIST)
+			return hutch_err_set_errno(err, -errno, "disk: mkdir '%s'", dir);
+		hutch_err_clear(err);
+		(void)make_template(path, bytes, err);
+	}
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 && err->code)
+		return err->code;
+	return fd >= 0 ? fd : hutch_err_set_errno(err, -errno, "disk: open '%s'", path);
+}
+
+/* The template's data (not its holes) into a new nameless file. */
+static int copy_template(int src, const char *runtime_dir, struct hutch_err *err)
+{
+	const char *where = in_memory(runtime_dir) ? "/var/tmp" : runtime_dir;
+	_cleanup_free_ char *buf = malloc(COPY_CHUNK);
+	_cleanup_close_ int dst = -EBADF;
+	struct stat st;
+	off_t off = 0;
+
+	if (in_memory(where))
+		return hutch_err_set(err, -ENOSPC, "disk: '%s' is in memory, no disk to use",
+		                     where);
+	dst = open(where, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+	if (!buf || dst < 0 || fstat(src, &st) < 0 || ftruncate(dst, st.st_size) < 0)
+		return hutch_err_set_errno(err, buf ? -errno : -ENOMEM, "disk: a file in '%s'",
+		                           where);
+	for (;;) {
+		off_t data = lseek(src, off, SEEK_DATA), hole;
+
+		if (data < 0)
+			break; /* ENXIO: no data after off */
+		hole = lseek(src, data, SEEK_HOLE);
+		if (hole < 0)
+			return hutch_err_set_errno(err, -errno, "disk: read the template");
+		for (off_t p = data; p < hole;) {
+			size_t want =
+			        (size_t)(hole - p) < COPY_CHUNK ? (size_t)(hole - p) : COPY_CHUNK;
+			ssize_t n = pread(src, buf, want, p);
+
+			if (n <= 0 || pwrite(dst, buf, (size_t)n, p) != n)
+				return hutch_err_set_errno(err, n < 0 ? -errno : -EIO,
+				                           "disk: copy the template");
+			p += n;
+		}
+		off = hole;
+	}
+	return TAKE_FD(dst);
+}
+
+/* A free loop device on file: its fd; *nr its number. */
+static int loop_attach(int file, int *nr, struct hutch_err *err)
+{
+	struct loop_config lc = { .fd = (uint32_t)file, .block_size = 4096 };
+	_cleanup_close_ int ctl = open("/dev/loop-control", O_RDWR | O_CLOEXEC);
+	int r = -EBUSY;
+
+	lc.info.lo_flags = LO_FLAGS_AUTOCLEAR | LO_FLAGS_DIRECT_IO;
+	if (ctl < 0)
+		return hutch_err_set_errno(err, -errno, "disk: open /dev/loop-control");
+	/* Another create may take the same free device: EBUSY, ask again. */
+	for (int i = 0; i < LOOP_TRIES && r == -EBUSY; i++) {
+		char path[32];
+		int fd, n = ioctl(ctl, LOOP_CTL_GET_FREE);
+
+		if (n < 0)
+			return hutch_err_set_errno(err, -errno, "disk: a free loop device");
+		snprintf(path, sizeof(path), "/dev/loop%d", n);
+		fd = open(path, O_RDWR | O_CLOEXEC);
+		if (fd < 0)
+			return hutch_err_set_errno(err, -errno, "disk: open '%s'", path);
+		if (ioctl(fd, LOOP_CONFIGURE, &lc) == 0) {
+			*nr = n;
+			return fd;
+		}
+		r = -errno;
+		close(fd);
+	}
+	return hutch_err_set_errno(err, r, "disk: configure a loop device");
+}
+
+static int mount_ext4(int nr, struct hutch_err *err)
+{
+	_cleanup_close_ int fs = sys_fsopen("ext4", FSOPEN_CLOEXEC);
+	char dev[32];
+	int mnt;
+
+	snprintf(dev, sizeof(dev), "/dev/loop%d", nr);
+	if (fs < 0 || sys_fsconfig(fs, FSCONFIG_SET_STRING, "source", dev, 0) < 0 ||
+	    sys_fsconfig(fs, FSCONFIG_SET_FLAG, "noinit_itable", NULL, 0) < 0 ||
+	    sys_fsconfig(fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0)
+		return hutch_err_set_errno(err, -errno, "disk: mount ext4 of '%s'", dev);
+	mnt = sys_fsmount(fs, FSMOUNT_CLOEXEC, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
+	return mnt >= 0 ? mnt : hutch_err_set_errno(err, -errno, "disk: mount ext4 of '%s'", dev);
+}
+
+/* The directories, owned by the sandbox's ids (root: uid_base). */
+static int lay_out(int root, uid_t base, struct hutch_err *err)
+{
+	static const struct {
+		const char *name;
+		mode_t mode;
+		bool app;
+	} dirs[] = {
+		{ "workspace", 0755, true },    { "home", 0755, true },
+		{ "tmp", 01777, false },        { "layer", 0755, false },
+		{ "layer/upper", 0755, false }, { "layer/work", 0700, false },
+	};
+
+	for (size_t i = 0; i < ELEMENTSOF(dirs); i++) {
+		uid_t id = base + (dirs[i].app ? APP_ID_OFFSET : 0);
+
+		if (mkdirat(root, dirs[i].name, dirs[i].mode) < 0 ||
+		    fchownat(root, dirs[i].name, id, id, AT_SYMLINK_NOFOLLOW) < 0 ||
+		    fchmodat(root, dirs[i].name, dirs[i].mode, 0) < 0)
+			return hutch_err_set_errno(err, -errno, "disk: make '%s'", dirs[i].name);
+	}
+	return 0;
+}
+
+static int make(const char *runtime_dir, uint64_t bytes, uid_t base, int fds[HUTCH_DISK_FDS],
+                struct hutch_err *err)
+{
+	static const char *const names[HUTCH_DISK_MOUNTS] = {
+		[HUTCH_ROOTFS_WRITE_UPPER] = "layer",
+		[HUTCH_ROOTFS_WRITE_WORKSPACE] = "workspace",
+		[HUTCH_ROOTFS_WRITE_HOME] = "home",
+		[HUTCH_ROOTFS_WRITE_TMP] = "tmp",
+	};
+	_cleanup_close_ int tmpl = -EBADF, file = -EBADF, loop = -EBADF, mnt = -EBADF;
+	int nr = -1, r;
+
+	if ((r = tmpl = open_template(runtime_dir, bytes, err)) < 0 ||
+	    (r = file = copy_template(tmpl, runtime_dir, err)) < 0 ||
+	    (r = loop = loop_attach(file, &nr, err)) < 0 || (r = mnt = mount_ext4(nr, err)) < 0)
+		return r;
+	fds[HUTCH_DISK_ROOT] = openat(mnt, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fds[HUTCH_DISK_ROOT] < 0)
+		return hutch_err_set_errno(err, -errno, "disk: open its root");
+	r = lay_out(fds[HUTCH_DISK_ROOT], base, err);
+	for (size_t i = 0; r >= 0 && i < HUTCH_DISK_MOUNTS; i++) {
+		fds[i] = sys_open_tree(mnt, names[i], OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+		if (fds[i] < 0)
+			r = hutch_err_set_errno(err, -errno, "disk: clone '%s'", names[i]);
+	}
+	return r;
+}
+
+int hutch_disk_start(const char *runtime_dir, uint64_t bytes, uid_t uid_base,
+                     struct hutch_disk_job *job, struct hutch_err *err)
+{
+	int sv[2];
+
+	job->pid = -1;
+	job->sock = -EBADF;
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
+		return hutch_err_set_errno(err, -errno, "disk: socketpair");
+	job->pid = fork();
+	if (job->pid < 0) {
+		int r = -errno;
+
+		close(sv[0]);
+		close(sv[1]);
+		return hutch_err_set_errno(err, r, "disk: fork");
+	}
+	if (job->pid == 0) {
+		int fds[HUTCH_DISK_FDS] = { -EBADF, -EBADF, -EBADF, -EBADF, -EBADF };
+		struct hutch_err e = { 0 };
+
+		close(sv[0]);
+		(void)prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (make(runtime_dir, bytes, uid_base, fds, &e) < 0)
+			(void)hutch_proto_send(sv[1], HUTCH_MSG_FAILED, 0, &e, sizeof(e), NULL, 0);
+		else
+			(void)hutch_proto_send(sv[1], HUTCH_MSG_READY, 0, NULL, 0, fds,
+			                       HUTCH_DISK_FDS);
+		_exit(0);
+	}
+	close(sv[1]);
+	job->sock = sv[0];
+	return 0;
+}
+
+static void reap(struct hutch_disk_job *job)
+{
+	closep(&job->sock);
+	if (job->pid > 0)
+		while (waitpid(job->pid, NULL, 0) < 0 && errno == EINTR)
+			;
+	job->pid = -1;
+}
+
+int hutch_disk_finish(struct hutch_disk_job *job, int fds[HUTCH_DISK_FDS], struct hutch_err *err)
+{
+	struct pollfd pfd = { .fd = job->sock, .events = POLLIN };
+	struct hutch_msg_hdr hdr = { 0 };
+	struct hutch_err child = { 0 };
+	size_t nfds = HUTCH_DISK_FDS;
+	ssize_t n;
+
+	if (poll(&pfd, 1, DISK_WAIT_MS) <= 0) {
+		hutch_disk_abandon(job);
+		return hutch_err_set(err, -ETIMEDOUT, "disk: not made in %d s",
+		                     DISK_WAIT_MS / 1000);
+	}
+	n = hutch_proto_recv(job->sock, &hdr, &child, sizeof(child), fds, &nfds);
+	reap(job);
+	if (n == 0 && hdr.type == HUTCH_MSG_READY && nfds == HUTCH_DISK_FDS)
+		return 0;
+	if (n > 0)
+		hutch_close_many(fds, nfds);
+	if (hdr.type == HUTCH_MSG_FAILED && (size_t)n == sizeof(child)) {
+		child.msg[sizeof(child.msg) - 1] = '\0';
+		return hutch_err_set(err, child.code < 0 ? child.code : -EIO, "%s", child.msg);
+	}
+	return hutch_err_set(err, -EPROTO, "disk: its maker ended without an answer");
+}
+
+void hutch_disk_abandon(struct hutch_disk_job *job)
+{
+	if (job->pid > 0)
+		(void)kill(job->pid, SIGKILL);
+	reap(job);
+}
+
+void hutch_disk_shutdown(int root)
+{
+	uint32_t how = EXT4_GOING_FLAGS_NOLOGFLUSH;
+
+	if (root < 0)
+		return;
+	(void)ioctl(root, EXT4_IOC_SHUTDOWN, &how);
+}
+
+void hutch_disk_gc(const char *runtime_dir)
+{
+	char(*ids)[HUTCH_ID_LEN + 1] = NULL;
+	char dir[4096];
+	size_t n = 0;
+
+	snprintf(dir, sizeof(dir), "%s/" DISK_DIR, runtime_dir);
+	if (access(dir, F_OK) < 0 || hutch_state_list(runtime_dir, &ids, &n) < 0)
+		return;
+	free(ids);
+	if (n == 0)
+		(void)hutch_rm_rf_at(AT_FDCWD, dir);
+}

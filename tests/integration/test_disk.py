@@ -1,0 +1,73 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Disk that behaves as disk (issue 27, runtime/disk.h): /workspace,
+/home/appuser, /tmp and an image's writable layer are one ext4 of the
+instance's disk size, of the sandbox's own, behind a loop device; in nano
+(256 MiB of memory, 2.5 GiB of disk) 1 GB is written, 3 GB fails with
+ENOSPC, and nothing is OOM-killed. After rm, or a kill -9 of the
+supervisor, no loop device, mount or file is left."""
+import json
+import os
+import signal
+
+import pytest
+
+from conftest import wait_until, loops_of
+
+NANO_DISK = 2684354560
+GB = 1 << 30
+needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="a disk needs root (loop devices)")
+
+
+def fs_of(sb, path):
+    out = sb.sh(f"stat -f -c '%T %b %S' {path}").split()
+    return out[0], int(out[1]) * int(out[2])
+
+
+@needs_root
+def test_nano_writes_1g_and_gets_enospc_at_its_disk(hutch, root):
+    sb = root.create(hutch, "--instance-type", "nano")
+    for p in ("/workspace", "/home/appuser", "/tmp"):
+        kind, size = fs_of(sb, p)
+        assert kind == "ext2/ext3" and NANO_DISK * 0.9 < size <= NANO_DISK, (p, kind, size)
+    # 1 GB: four times the memory limit
+    res = sb.run("dd if=/dev/zero of=/workspace/one bs=1M count=1024 2>&1", timeout=600)
+    assert res["exit_code"] == 0, res
+    assert sb.sh("stat -c %s /workspace/one").strip() == str(GB)
+    # 3 GB: more than the disk holds (its writes after the first GB too)
+    res = sb.run("dd if=/dev/zero of=/tmp/three bs=1M count=3072 2>&1", timeout=600)
+    assert res["exit_code"] != 0 and "No space left on device" in res["stdout"], res
+    # the sandbox and its processes are still there; nothing was OOM-killed
+    assert sb.sh("rm /workspace/one /tmp/three && echo alive").strip() == "alive"
+    status, stats = sb.api("GET", "/stats")
+    assert status == 200 and stats["oom_kills"] == 0, stats
+    # df tells the truth: the space is back
+    assert int(sb.sh("df -B1 --output=used /workspace | tail -1")) < 64 << 20
+    rtdir = hutch.rtdir
+    assert sb.rm().returncode == 0
+    assert wait_until(lambda: not loops_of(rtdir), 30), loops_of(rtdir)
+
+
+@needs_root
+def test_kill_9_of_the_supervisor_leaves_no_loop_mount_or_file(hutch, root):
+    sb = root.create(hutch, "--instance-type", "nano")
+    sb.sh("dd if=/dev/zero of=/workspace/f bs=1M count=64 2>/dev/null")
+    assert loops_of(hutch.rtdir), "the sandbox's disk is a loop device on a file of its dir"
+    before = set(os.listdir(hutch.rtdir))
+    os.kill(json.loads(hutch("inspect", sb.id).stdout)["supervisor_pid"], signal.SIGKILL)
+    # init dies with its supervisor, its mount namespace with it; the loop
+    # device detaches itself (autoclear) and its nameless file is freed
+    assert wait_until(lambda: not loops_of(hutch.rtdir), 30), loops_of(hutch.rtdir)
+    with open("/proc/self/mountinfo") as f:
+        assert "/dev/loop" not in "".join(l for l in f if hutch.rtdir in l)
+    assert hutch("gc").returncode == 0
+    assert not os.path.exists(os.path.join(hutch.rtdir, ".disk"))  # the template, none left
+    assert not (set(os.listdir(hutch.rtdir)) - before - {".gc", ".gc-pruned", ".gone"})
+
+
+@needs_root
+def test_workspace_tmpfs_is_memory_as_before(hutch):
+    sb = hutch.create("--instance-type", "nano", "--workspace", "tmpfs")
+    assert fs_of(sb, "/workspace") == ("tmpfs", NANO_DISK)
+    assert not loops_of(hutch.rtdir)
+    r = hutch("create", "--workspace", "ram")
+    assert r.returncode != 0 and b"invalid --workspace 'ram'" in r.stderr, r.stderr

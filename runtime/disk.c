@@ -25,11 +25,13 @@
 #include <inttypes.h>
 #include <linux/loop.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -292,6 +294,13 @@ static int make(const char *runtime_dir, uint64_t bytes, uid_t base, int fds[HUT
 	    (r = file = copy_template(tmpl, runtime_dir, err)) < 0 ||
 	    (r = loop = loop_attach(file, &nr, err)) < 0 || (r = mnt = mount_ext4(nr, err)) < 0)
 		return r;
+	/* Linux before 6.15 clones (open_tree) only from a mount of the
+	 * caller's namespace, which a detached one is not: attached in a
+	 * namespace of this child's own, private, on runtime_dir. */
+	if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
+	    sys_move_mount(mnt, "", AT_FDCWD, runtime_dir, MOVE_MOUNT_F_EMPTY_PATH) < 0)
+		return hutch_err_set_errno(err, -errno,
+		                           "disk: attach it in a namespace of its own");
 	fds[HUTCH_DISK_ROOT] = openat(mnt, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fds[HUTCH_DISK_ROOT] < 0)
 		return hutch_err_set_errno(err, -errno, "disk: open its root");
@@ -362,7 +371,11 @@ int hutch_disk_finish(struct hutch_disk_job *job, int fds[HUTCH_DISK_FDS], struc
 		                     DISK_WAIT_MS / 1000);
 	}
 	n = hutch_proto_recv(job->sock, &hdr, &child, sizeof(child), fds, &nfds);
-	reap(job);
+	/* Its exit tears its mount namespace down (an RCU grace period):
+	 * not waited for here; hutch_disk_abandon() reaps it at the end. */
+	closep(&job->sock);
+	if (waitpid(job->pid, NULL, WNOHANG) == job->pid)
+		job->pid = -1;
 	if (n == 0 && hdr.type == HUTCH_MSG_READY && nfds == HUTCH_DISK_FDS)
 		return 0;
 	if (n > 0)

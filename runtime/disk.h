@@ -57,7 +57,7 @@ int hutch_disk_start(const char *runtime_dir, uint64_t bytes, uid_t uid_base,
                      struct hutch_disk_job *job, struct hutch_err *err);
 /* Wait for it: fds[HUTCH_DISK_FDS] on success (the caller closes them). */
 int hutch_disk_finish(struct hutch_disk_job *job, int fds[HUTCH_DISK_FDS], struct hutch_err *err);
-/* A job not finished (a failed setup): end the child. */
+/* At the end (or a failed setup): end the child if it runs, reap it. */
 void hutch_disk_abandon(struct hutch_disk_job *job);
 
 /*

@@ -440,6 +440,18 @@ static int send_go(struct sup *s)
 	return r;
 }
 
+/* The disk made meanwhile; one that could not be made leaves tmpfs (said
+ * in the log and by config.workspace), never a sandbox refused. */
+static void disk_finish(struct sup *s)
+{
+	struct hutch_err e = { 0 };
+
+	if (s->disk_job.sock < 0 || hutch_disk_finish(&s->disk_job, s->disk_fds, &e) >= 0)
+		return;
+	snprintf(s->cfg->workspace, sizeof(s->cfg->workspace), "tmpfs");
+	hutch_log(HUTCH_LOG_WARN, "workspace: tmpfs (charged to memory), not a disk: %s", e.msg);
+}
+
 /* The disk (runtime/disk.h) of a plain or an image sandbox, made by a
  * child while the rest is; tmpfs where it cannot be (an ordinary user,
  * no loop driver or mke2fs: said in the log) or --workspace tmpfs. */
@@ -572,8 +584,7 @@ int hutch_sup_setup(struct sup *s, struct hutch_err *err)
 		return r;
 	if (s->kind->before_go && (r = s->kind->before_go(s, err)) < 0)
 		return r;
-	if (s->disk_job.sock >= 0 && (r = hutch_disk_finish(&s->disk_job, s->disk_fds, err)) < 0)
-		return r;
+	disk_finish(s);
 	r = send_go(s);
 	if (r < 0)
 		return hutch_err_set_errno(err, r, "start sandbox init");

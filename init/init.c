@@ -472,6 +472,18 @@ static struct hutch_init_spawner spawner_of(const struct hutch_init_params *p)
 		                            .shared_pid = getpid() != 1 };
 }
 
+/* The root, then the disk's mounts closed (attached now, or unused) and
+ * the writable layer's fds sent. */
+static int build_root(int sock, struct hutch_rootfs_config *rootfs, int *write_fds,
+                      struct hutch_err *err)
+{
+	int r = hutch_rootfs_setup_child(rootfs, err);
+
+	if (rootfs->disk_fds)
+		hutch_close_many((int *)rootfs->disk_fds, HUTCH_ROOTFS_WRITE_FDS);
+	return r < 0 ? r : send_write_fds(sock, write_fds, err);
+}
+
 void hutch_init_main(const struct hutch_init_params *p)
 {
 	struct init_state s = { .sock = p->sock,
@@ -515,10 +527,7 @@ void hutch_init_main(const struct hutch_init_params *p)
 		fail(p->sock, &err);
 	if (rootfs.n_layers && !rootfs.bundle)
 		rootfs.write_fds = write_fds;
-	r = hutch_rootfs_setup_child(&rootfs, &err);
-	if (rootfs.disk_fds)
-		hutch_close_many((int *)rootfs.disk_fds, HUTCH_ROOTFS_WRITE_FDS);
-	if (r < 0 || send_write_fds(p->sock, write_fds, &err) < 0)
+	if (build_root(p->sock, &rootfs, write_fds, &err) < 0)
 		fail(p->sock, &err);
 	if (p->console_uid >= 0 &&
 	    hutch_init_console_open(p->sock, (uid_t)p->console_uid, &s.held_slave, &err) < 0)

@@ -787,8 +787,8 @@ const struct hutch_cli_verb hutch_verb_gc = {
 	.about =
 	        "Remove the cgroups, state, host links and nftables rules that dead sandboxes left "
 	        "behind (also run by every create); stop the runtime dir's lxcfs (the /proc views) "
-	        "and remove its disks' templates once no sandbox uses them (only here, not at "
-	        "create).\n",
+	        "and its stock of disks made ahead of time and remove its disks' templates once no "
+	        "sandbox uses them (only here, not at create).\n",
 	.opts = hutch_cli_json_opts,
 	.run = cmd_gc,
 };

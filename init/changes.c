@@ -39,9 +39,6 @@
 #include "syscalls.h"
 #include "util.h"
 
-#ifndef FAN_REPORT_TARGET_FID
-#define FAN_REPORT_TARGET_FID 0x00001000
-#endif
 #ifndef FAN_EVENT_INFO_TYPE_DFID_NAME
 #define FAN_EVENT_INFO_TYPE_FID       1
 #define FAN_EVENT_INFO_TYPE_DFID_NAME 2
@@ -49,21 +46,35 @@
 
 #define PEND_FLUSH    4096 /* touched names kept before they are compared */
 #define READ_EVERY_MS 20   /* hutch_changes_poll_fd() */
-/* No FAN_MODIFY: an event per write() cost a 1 GiB write 44% more
- * (measured); CLOSE_WRITE marks the name once and the comparison sees
- * the content change by inode, size and mtime (multigrain timestamps,
- * Linux 6.13: a write after init's stat always moves the mtime). */
-#define EVENTS                                                                                    \
-	(FAN_CREATE | FAN_DELETE | FAN_MOVED_FROM | FAN_MOVED_TO | FAN_ATTRIB | FAN_CLOSE_WRITE | \
-	 FAN_ONDIR)
+#define EVENTS        HUTCH_CHANGES_FAN_EVENTS
 
 static const char *const area_paths[NAREAS] = { "/workspace", "/home/appuser", "/tmp" };
 
-static int area_of(const struct hutch_changes *c, const fsid_t *fsid)
+/* The area and directory of an event's directory handle: -1 (*shared
+ * false) when its file system is none of ours. The sandbox's disk holds
+ * the three areas and an image's writable layer (runtime/disk.h): a
+ * directory of it found in no area is outside them (*shared true). */
+static int32_t dir_of(const struct hutch_changes *c, const fsid_t *fsid,
+                      const struct file_handle *dh, int *area, bool *shared)
 {
-	for (size_t i = 0; i < c->nareas; i++)
-		if (memcmp(&c->areas[i].fsid, fsid, sizeof(*fsid)) == 0)
-			return (int)i;
+	size_t on = 0;
+
+	*shared = false;
+	for (size_t i = 0; i < c->nareas; i++) {
+		int32_t dir;
+
+		if (memcmp(&c->areas[i].fsid, fsid, sizeof(*fsid)))
+			continue;
+		on++;
+		dir = hutch_changes_dir_find(c, (int)i, dh->handle_type, dh->f_handle,
+		                             dh->handle_bytes);
+		if (dir >= 0) {
+			*area = (int)i;
+			return dir;
+		}
+	}
+	*area = on ? 0 : -1;
+	*shared = on > 1 || (on == 1 && c->disk);
 	return -1;
 }
 
@@ -117,6 +128,7 @@ static void one_event(struct hutch_changes *c, const struct fanotify_event_metad
 	const char *p = (const char *)m + m->metadata_len, *end = (const char *)m + m->event_len;
 	const struct file_handle *dh;
 	const char *name;
+	bool shared;
 	int area;
 	int32_t dir;
 
@@ -134,13 +146,13 @@ static void one_event(struct hutch_changes *c, const struct fanotify_event_metad
 			fid = (const void *)p;
 		p += h->len;
 	}
-	if (!dfid || (area = area_of(c, (const fsid_t *)&dfid->fsid)) < 0)
+	if (!dfid)
 		return; /* DELETE_SELF and the like: the parent's event says it */
 	dh = (const struct file_handle *)dfid->handle;
 	name = (const char *)dh->f_handle + dh->handle_bytes;
-	if ((dir = hutch_changes_dir_find(c, area, dh->handle_type, dh->f_handle,
-	                                  dh->handle_bytes)) < 0) {
-		set_lost(c); /* a directory never seen: the table is wrong */
+	if ((dir = dir_of(c, (const fsid_t *)&dfid->fsid, dh, &area, &shared)) < 0) {
+		if (area >= 0 && !shared)
+			set_lost(c); /* a directory never seen: the table is wrong */
 		return;
 	}
 	if (strcmp(name, ".") == 0) {
@@ -212,11 +224,15 @@ static bool add_area(struct hutch_changes *c, const char *prefix, const fsid_t *
 
 	a->prefix = prefix;
 	a->fd = open(prefix, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	/* Only a tmpfs of its own (a snapshot's spawn has them in its layers). */
-	if (a->fd < 0 || fstatfs(a->fd, &sf) < 0 || sf.f_type != TMPFS_MAGIC ||
+	/* Only a tmpfs of its own or the sandbox's disk (a snapshot's spawn
+	 * has them in its layers). */
+	if (a->fd < 0 || fstatfs(a->fd, &sf) < 0 ||
+	    (sf.f_type != TMPFS_MAGIC && sf.f_type != EXT4_SUPER_MAGIC) ||
 	    memcmp(&sf.f_fsid, root_fsid, sizeof(sf.f_fsid)) == 0 || fstat(a->fd, &st) < 0 ||
 	    name_to_handle_at(a->fd, "", &h.fh, &mnt, AT_EMPTY_PATH) < 0 ||
-	    fanotify_mark(c->fd, FAN_MARK_ADD | FAN_MARK_FILESYSTEM, EVENTS, a->fd, ".") < 0)
+	    (sf.f_type == EXT4_SUPER_MAGIC) != c->disk ||
+	    (!c->disk &&
+	     fanotify_mark(c->fd, FAN_MARK_ADD | FAN_MARK_FILESYSTEM, EVENTS, a->fd, ".") < 0))
 		goto no;
 	a->fsid = sf.f_fsid;
 	i = hutch_changes_dir_add(c, (int)c->nareas, -1, NULL, h.fh.handle_type, h.fh.f_handle,
@@ -232,18 +248,20 @@ no:
 	return false;
 }
 
-struct hutch_changes *hutch_changes_new(void)
+struct hutch_changes *hutch_changes_new(int disk_group)
 {
 	struct hutch_changes *c = calloc(1, sizeof(*c));
 	struct statfs root;
 
-	if (!c)
+	if (!c) {
+		if (disk_group >= 0)
+			close(disk_group);
 		return NULL;
+	}
 	c->free_dir = -1;
 	memset(c->buckets, 0xff, sizeof(c->buckets));
-	c->fd = fanotify_init(FAN_CLASS_NOTIF | FAN_REPORT_DFID_NAME | FAN_REPORT_FID |
-	                              FAN_REPORT_TARGET_FID | FAN_CLOEXEC | FAN_NONBLOCK,
-	                      O_RDONLY | O_CLOEXEC);
+	c->disk = disk_group >= 0;
+	c->fd = c->disk ? disk_group : fanotify_init(HUTCH_CHANGES_FAN_INIT, O_RDONLY | O_CLOEXEC);
 	if (c->fd < 0 || statfs("/", &root) < 0) {
 		if (c->fd >= 0)
 			close(c->fd);

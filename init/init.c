@@ -329,17 +329,21 @@ static __attribute__((noreturn)) void serve(struct init_state *s, int sigfd)
 }
 
 /* GO, with the sandbox CA's PEM (header bindings) for rootfs->ca_pem and
- * the disk's mounts (runtime/disk.h; none: tmpfs) for rootfs->disk_fds. */
-static int wait_go(int sock, struct hutch_rootfs_config *rootfs)
+ * the disk's mounts (runtime/disk.h; none: tmpfs) for rootfs->disk_fds,
+ * then the change lists' fanotify group marked on it (*group, or -1). */
+static int wait_go(int sock, struct hutch_rootfs_config *rootfs, int *group)
 {
 	static char ca[8192]; /* zeroed: what GO carries stays NUL terminated */
-	static int disk[HUTCH_ROOTFS_WRITE_FDS];
+	static int disk[HUTCH_ROOTFS_WRITE_FDS + 1];
 	struct hutch_msg_hdr hdr = { 0 };
-	size_t nfds = HUTCH_ROOTFS_WRITE_FDS;
+	size_t nfds = HUTCH_ROOTFS_WRITE_FDS + 1;
 	ssize_t n = hutch_proto_recv(sock, &hdr, ca, sizeof(ca) - 1, disk, &nfds);
 
 	rootfs->ca_pem = n > 0 ? ca : NULL;
-	rootfs->disk_fds = n >= 0 && nfds == HUTCH_ROOTFS_WRITE_FDS ? disk : NULL;
+	rootfs->disk_fds = n >= 0 && nfds >= HUTCH_ROOTFS_WRITE_FDS ? disk : NULL;
+	*group = n >= 0 && nfds == HUTCH_ROOTFS_WRITE_FDS + 1 ? disk[HUTCH_ROOTFS_WRITE_FDS] : -1;
+	if (rootfs->bundle && *group >= 0) /* a container has no change lists */
+		closep(group);
 	if (n >= 0 && nfds && !rootfs->disk_fds)
 		return -EPROTO;
 	return n < 0 ? (int)n : hdr.type == HUTCH_MSG_GO && strlen(ca) == (size_t)n ? 0 : -EPROTO;
@@ -495,7 +499,7 @@ void hutch_init_main(const struct hutch_init_params *p)
 	struct hutch_err err = { 0 };
 	struct hutch_rootfs_config rootfs = p->rootfs;
 	int write_fds[HUTCH_ROOTFS_WRITE_FDS] = { -EBADF, -EBADF, -EBADF, -EBADF };
-	int sigfd, r;
+	int sigfd, group, r;
 
 	s.sys_ud = &s.spawner;
 	/* If the supervisor dies, so does the sandbox (and with PID 1, its
@@ -504,7 +508,7 @@ void hutch_init_main(const struct hutch_init_params *p)
 		_exit(1);
 	if (s.shared_pid && prctl(PR_SET_CHILD_SUBREAPER, 1) < 0)
 		_exit(1);
-	if (wait_go(p->sock, &rootfs) < 0)
+	if (wait_go(p->sock, &rootfs, &group) < 0)
 		_exit(1);
 	if (p->cgroup_join_err < 0) {
 		hutch_err_set_errno(&err, p->cgroup_join_err, "join the sandbox's cgroups");
@@ -532,8 +536,8 @@ void hutch_init_main(const struct hutch_init_params *p)
 	if (p->console_uid >= 0 &&
 	    hutch_init_console_open(p->sock, (uid_t)p->console_uid, &s.held_slave, &err) < 0)
 		fail(p->sock, &err);
-	if (!s.spawner.container && p->change_lists) /* before seccomp: not its syscalls */
-		s.changes = hutch_changes_new();
+	if (!s.spawner.container && p->change_lists)  /* before seccomp: not its syscalls */
+		s.changes = hutch_changes_new(group); /* group: sent only then */
 	r = hutch_init_spawner_prepare(&s.spawner);
 	if (r < 0) {
 		hutch_err_set_errno(&err, r, "allocate the command stack");

@@ -39,14 +39,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "changes-format.h"
 #include "cleanup.h"
 #include "disk.h"
 #include "fdutil.h"
 #include "proto.h"
-#include "state.h"
 #include "syscalls.h"
 
-#define DISK_DIR                    ".disk"
 #define TMPFS_MAGIC                 0x01021994
 #define RAMFS_MAGIC                 0x858458f6
 #define DISK_WAIT_MS                30000
@@ -150,7 +149,7 @@ static int open_template(const char *runtime_dir, uint64_t bytes, struct hutch_e
 	char dir[4096], path[4200];
 	int fd;
 
-	snprintf(dir, sizeof(dir), "%s/" DISK_DIR, runtime_dir);
+	snprintf(dir, sizeof(dir), "%s/" HUTCH_DISK_DIR, runtime_dir);
 	snprintf(path, sizeof(path), "%s/ext4-%" PRIu64, dir, bytes);
 	/* Twice: `hutch gc` may remove the directory while we make it. */
 	for (int i = 0; i < 2; i++) {
@@ -167,6 +166,16 @@ static int open_template(const char *runtime_dir, uint64_t bytes, struct hutch_e
 	if (fd < 0 && err->code)
 		return err->code;
 	return fd >= 0 ? fd : hutch_err_set_errno(err, -errno, "disk: open '%s'", path);
+}
+
+int hutch_disk_template(const char *runtime_dir, uint64_t bytes, struct hutch_err *err)
+{
+	int fd = open_template(runtime_dir, bytes, err);
+
+	if (fd < 0)
+		return fd;
+	close(fd);
+	return 0;
 }
 
 /* The template's data (not its holes) into a new nameless file. */
@@ -254,32 +263,67 @@ static int mount_ext4(int nr, struct hutch_err *err)
 	return mnt >= 0 ? mnt : hutch_err_set_errno(err, -errno, "disk: mount ext4 of '%s'", dev);
 }
 
-/* The directories, owned by the sandbox's ids (root: uid_base). */
-static int lay_out(int root, uid_t base, struct hutch_err *err)
-{
-	static const struct {
-		const char *name;
-		mode_t mode;
-		bool app;
-	} dirs[] = {
-		{ "workspace", 0755, true },    { "home", 0755, true },
-		{ "tmp", 01777, false },        { "layer", 0755, false },
-		{ "layer/upper", 0755, false }, { "layer/work", 0700, false },
-	};
+static const struct {
+	const char *name;
+	mode_t mode;
+	bool app;
+} dirs[] = {
+	{ "workspace", 0755, true }, { "home", 0755, true },         { "tmp", 01777, false },
+	{ "layer", 0755, false },    { "layer/upper", 0755, false }, { "layer/work", 0700, false },
+};
 
+/* The directories, made while the disk waits in stock (root's). */
+static int lay_out(int root, struct hutch_err *err)
+{
+	for (size_t i = 0; i < ELEMENTSOF(dirs); i++)
+		if (mkdirat(root, dirs[i].name, dirs[i].mode) < 0 ||
+		    fchmodat(root, dirs[i].name, dirs[i].mode, 0) < 0)
+			return hutch_err_set_errno(err, -errno, "disk: make '%s'", dirs[i].name);
+	return 0;
+}
+
+/* ... given to the sandbox's ids (root: base) once it is taken. */
+static int give(int root, uid_t base, struct hutch_err *err)
+{
 	for (size_t i = 0; i < ELEMENTSOF(dirs); i++) {
 		uid_t id = base + (dirs[i].app ? APP_ID_OFFSET : 0);
 
-		if (mkdirat(root, dirs[i].name, dirs[i].mode) < 0 ||
-		    fchownat(root, dirs[i].name, id, id, AT_SYMLINK_NOFOLLOW) < 0 ||
+		if (fchownat(root, dirs[i].name, id, id, AT_SYMLINK_NOFOLLOW) < 0 ||
 		    fchmodat(root, dirs[i].name, dirs[i].mode, 0) < 0)
-			return hutch_err_set_errno(err, -errno, "disk: make '%s'", dirs[i].name);
+			return hutch_err_set_errno(err, -errno, "disk: own '%s'", dirs[i].name);
 	}
 	return 0;
 }
 
-static int make(const char *runtime_dir, uint64_t bytes, uid_t base, int fds[HUTCH_DISK_FDS],
-                struct hutch_err *err)
+/* The file system, mounted and laid out: its mount (*mnt) and root. */
+static int make(const char *runtime_dir, uint64_t bytes, int *mnt, int *root, struct hutch_err *err)
+{
+	_cleanup_close_ int tmpl = -EBADF, file = -EBADF, loop = -EBADF, probe = -EBADF;
+	int nr = -1, r;
+
+	if ((r = tmpl = open_template(runtime_dir, bytes, err)) < 0 ||
+	    (r = file = copy_template(tmpl, runtime_dir, err)) < 0 ||
+	    (r = loop = loop_attach(file, &nr, err)) < 0 || (r = *mnt = mount_ext4(nr, err)) < 0)
+		return r;
+	/* Linux before 6.15 clones (open_tree) only from a mount of the
+	 * caller's namespace, which a detached one is not: there it is
+	 * attached in a namespace of this child's own, private, on
+	 * runtime_dir. */
+	probe = sys_open_tree(*mnt, ".", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+	if (probe < 0 && errno == EINVAL &&
+	    (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
+	     sys_move_mount(*mnt, "", AT_FDCWD, runtime_dir, MOVE_MOUNT_F_EMPTY_PATH) < 0))
+		return hutch_err_set_errno(err, -errno,
+		                           "disk: attach it in a namespace of its own");
+	*root = openat(*mnt, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (*root < 0)
+		return hutch_err_set_errno(err, -errno, "disk: open its root");
+	return lay_out(*root, err);
+}
+
+/* Taken: owned by the ids in the request, each directory cloned. */
+static int hand_over(int mnt, int root, const struct hutch_disk_request *req,
+                     int fds[HUTCH_DISK_FDS], struct hutch_err *err)
 {
 	static const char *const names[HUTCH_DISK_MOUNTS] = {
 		[HUTCH_ROOTFS_WRITE_UPPER] = "layer",
@@ -287,34 +331,49 @@ static int make(const char *runtime_dir, uint64_t bytes, uid_t base, int fds[HUT
 		[HUTCH_ROOTFS_WRITE_HOME] = "home",
 		[HUTCH_ROOTFS_WRITE_TMP] = "tmp",
 	};
-	_cleanup_close_ int tmpl = -EBADF, file = -EBADF, loop = -EBADF, mnt = -EBADF;
-	int nr = -1, r;
+	int r = give(root, req->uid_base, err);
 
-	if ((r = tmpl = open_template(runtime_dir, bytes, err)) < 0 ||
-	    (r = file = copy_template(tmpl, runtime_dir, err)) < 0 ||
-	    (r = loop = loop_attach(file, &nr, err)) < 0 || (r = mnt = mount_ext4(nr, err)) < 0)
-		return r;
-	/* Linux before 6.15 clones (open_tree) only from a mount of the
-	 * caller's namespace, which a detached one is not: attached in a
-	 * namespace of this child's own, private, on runtime_dir. */
-	if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
-	    sys_move_mount(mnt, "", AT_FDCWD, runtime_dir, MOVE_MOUNT_F_EMPTY_PATH) < 0)
-		return hutch_err_set_errno(err, -errno,
-		                           "disk: attach it in a namespace of its own");
-	fds[HUTCH_DISK_ROOT] = openat(mnt, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fds[HUTCH_DISK_ROOT] < 0)
-		return hutch_err_set_errno(err, -errno, "disk: open its root");
-	r = lay_out(fds[HUTCH_DISK_ROOT], base, err);
 	for (size_t i = 0; r >= 0 && i < HUTCH_DISK_MOUNTS; i++) {
 		fds[i] = sys_open_tree(mnt, names[i], OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
 		if (fds[i] < 0)
 			r = hutch_err_set_errno(err, -errno, "disk: clone '%s'", names[i]);
 	}
+	fds[HUTCH_DISK_ROOT] = root;
 	return r;
 }
 
-int hutch_disk_start(const char *runtime_dir, uint64_t bytes, uid_t uid_base,
-                     struct hutch_disk_job *job, struct hutch_err *err)
+void hutch_disk_maker(const char *runtime_dir, uint64_t bytes, int sock)
+{
+	int fds[HUTCH_DISK_FDS] = { -EBADF, -EBADF, -EBADF, -EBADF, -EBADF };
+	struct hutch_disk_request req = { 0 };
+	struct hutch_msg_hdr hdr = { 0 };
+	struct hutch_err e = { 0 };
+	int mnt = -EBADF, root = -EBADF;
+	size_t nfds = 0;
+	ssize_t n;
+
+	if (make(runtime_dir, bytes, &mnt, &root, &e) < 0) {
+		/* Said at once (a stock drops it); kept until the end of
+		 * whoever takes it, to tell it why. */
+		(void)hutch_proto_send(sock, HUTCH_MSG_FAILED, 0, &e, sizeof(e), NULL, 0);
+		while (hutch_proto_recv(sock, &hdr, &req, sizeof(req), NULL, &nfds) > 0)
+			;
+		_exit(0);
+	}
+	/* Its taker's request: EOF (a stock that ended, a create that failed)
+	 * ends it, and the disk goes with its last mount. */
+	n = hutch_proto_recv(sock, &hdr, &req, sizeof(req), NULL, &nfds);
+	if (n != (ssize_t)sizeof(req) || hdr.type != HUTCH_MSG_GO)
+		_exit(0);
+	if (hand_over(mnt, root, &req, fds, &e) < 0)
+		(void)hutch_proto_send(sock, HUTCH_MSG_FAILED, 0, &e, sizeof(e), NULL, 0);
+	else
+		(void)hutch_proto_send(sock, HUTCH_MSG_READY, 0, NULL, 0, fds, HUTCH_DISK_FDS);
+	_exit(0);
+}
+
+int hutch_disk_start(const char *runtime_dir, uint64_t bytes, struct hutch_disk_job *job,
+                     struct hutch_err *err)
 {
 	int sv[2];
 
@@ -331,21 +390,21 @@ int hutch_disk_start(const char *runtime_dir, uint64_t bytes, uid_t uid_base,
 		return hutch_err_set_errno(err, r, "disk: fork");
 	}
 	if (job->pid == 0) {
-		int fds[HUTCH_DISK_FDS] = { -EBADF, -EBADF, -EBADF, -EBADF, -EBADF };
-		struct hutch_err e = { 0 };
-
 		close(sv[0]);
 		(void)prctl(PR_SET_PDEATHSIG, SIGKILL);
-		if (make(runtime_dir, bytes, uid_base, fds, &e) < 0)
-			(void)hutch_proto_send(sv[1], HUTCH_MSG_FAILED, 0, &e, sizeof(e), NULL, 0);
-		else
-			(void)hutch_proto_send(sv[1], HUTCH_MSG_READY, 0, NULL, 0, fds,
-			                       HUTCH_DISK_FDS);
-		_exit(0);
+		hutch_disk_maker(runtime_dir, bytes, sv[1]);
 	}
 	close(sv[1]);
 	job->sock = sv[0];
 	return 0;
+}
+
+int hutch_disk_request(struct hutch_disk_job *job, uid_t uid_base, struct hutch_err *err)
+{
+	struct hutch_disk_request req = { .uid_base = uid_base };
+	int r = hutch_proto_send(job->sock, HUTCH_MSG_GO, 0, &req, sizeof(req), NULL, 0);
+
+	return r < 0 ? hutch_err_set_errno(err, r, "disk: ask its maker") : 0;
 }
 
 static void reap(struct hutch_disk_job *job)
@@ -374,7 +433,7 @@ int hutch_disk_finish(struct hutch_disk_job *job, int fds[HUTCH_DISK_FDS], struc
 	/* Its exit tears its mount namespace down (an RCU grace period):
 	 * not waited for here; hutch_disk_abandon() reaps it at the end. */
 	closep(&job->sock);
-	if (waitpid(job->pid, NULL, WNOHANG) == job->pid)
+	if (job->pid > 0 && waitpid(job->pid, NULL, WNOHANG) == job->pid)
 		job->pid = -1;
 	if (n == 0 && hdr.type == HUTCH_MSG_READY && nfds == HUTCH_DISK_FDS)
 		return 0;
@@ -394,6 +453,22 @@ void hutch_disk_abandon(struct hutch_disk_job *job)
 	reap(job);
 }
 
+int hutch_disk_watch(int root)
+{
+	int fd = fanotify_init(HUTCH_CHANGES_FAN_INIT, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return -errno;
+	if (fanotify_mark(fd, FAN_MARK_ADD | FAN_MARK_FILESYSTEM, HUTCH_CHANGES_FAN_EVENTS, root,
+	                  ".") < 0) {
+		int r = -errno;
+
+		close(fd);
+		return r;
+	}
+	return fd;
+}
+
 void hutch_disk_shutdown(int root)
 {
 	uint32_t how = EXT4_GOING_FLAGS_NOLOGFLUSH;
@@ -401,18 +476,4 @@ void hutch_disk_shutdown(int root)
 	if (root < 0)
 		return;
 	(void)ioctl(root, EXT4_IOC_SHUTDOWN, &how);
-}
-
-void hutch_disk_gc(const char *runtime_dir)
-{
-	char(*ids)[HUTCH_ID_LEN + 1] = NULL;
-	char dir[4096];
-	size_t n = 0;
-
-	snprintf(dir, sizeof(dir), "%s/" DISK_DIR, runtime_dir);
-	if (access(dir, F_OK) < 0 || hutch_state_list(runtime_dir, &ids, &n) < 0)
-		return;
-	free(ids);
-	if (n == 0)
-		(void)hutch_rm_rf_at(AT_FDCWD, dir);
 }

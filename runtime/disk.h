@@ -34,6 +34,11 @@ enum {
 	HUTCH_DISK_FDS
 };
 
+/* Where a runtime dir's templates and stocks live. */
+#define HUTCH_DISK_DIR ".disk"
+/* Disks of each size a runtime dir's stock keeps made (disk-stock.c). */
+#define HUTCH_DISK_STOCK 2
+
 /* A disk being made by a child process while the rest of the sandbox is. */
 struct hutch_disk_job {
 	pid_t pid;
@@ -46,19 +51,39 @@ struct hutch_disk_job {
  */
 bool hutch_disk_possible(const char **why);
 
+/* What a disk's taker asks its maker for (HUTCH_MSG_GO). */
+struct hutch_disk_request {
+	uid_t uid_base; /* the sandbox's root on the host; appuser is +1000 */
+};
+
 /*
- * Make a disk of bytes for the sandbox whose host ids start at uid_base
- * (its root; appuser is uid_base + 1000): in a child process, so that it
- * overlaps the rest of the setup. The template lives in
- * runtime_dir/.disk/; the file in runtime_dir when that is on a disk, else
- * in /var/tmp. 0 or -errno with err set.
+ * A disk's maker, in a process of its own (it _exit()s): makes a disk of
+ * bytes (the template in runtime_dir/.disk/, the file in runtime_dir when
+ * that is on a disk, else in /var/tmp), then waits on sock for its taker's
+ * request and answers with the fds (or HUTCH_MSG_FAILED, which it also
+ * sends at once when the disk could not be made). EOF on sock ends it.
  */
-int hutch_disk_start(const char *runtime_dir, uint64_t bytes, uid_t uid_base,
-                     struct hutch_disk_job *job, struct hutch_err *err);
+__attribute__((noreturn)) void hutch_disk_maker(const char *runtime_dir, uint64_t bytes, int sock);
+/* runtime_dir's template for bytes made, if it was not (mke2fs). */
+int hutch_disk_template(const char *runtime_dir, uint64_t bytes, struct hutch_err *err);
+/*
+ * Make a disk of bytes now, in a child process, so that it overlaps the
+ * rest of the setup (when the stock had none). 0 or -errno with err set.
+ */
+int hutch_disk_start(const char *runtime_dir, uint64_t bytes, struct hutch_disk_job *job,
+                     struct hutch_err *err);
+/* Ask job's maker (own or the stock's) for the disk, owned by the
+ * sandbox whose host ids start at uid_base. */
+int hutch_disk_request(struct hutch_disk_job *job, uid_t uid_base, struct hutch_err *err);
 /* Wait for it: fds[HUTCH_DISK_FDS] on success (the caller closes them). */
 int hutch_disk_finish(struct hutch_disk_job *job, int fds[HUTCH_DISK_FDS], struct hutch_err *err);
 /* At the end (or a failed setup): end the child if it runs, reap it. */
 void hutch_disk_abandon(struct hutch_disk_job *job);
+
+/* The change lists' fanotify group (changes-format.h) marked on the disk
+ * of root: init's (init/changes.c), which may not mark a file system of
+ * the host's user namespace. An fd or -errno. */
+int hutch_disk_watch(int root);
 
 /*
  * The end of a sandbox, its processes dead: the file system is shut down
@@ -68,7 +93,20 @@ void hutch_disk_abandon(struct hutch_disk_job *job);
  */
 void hutch_disk_shutdown(int root);
 
-/* `hutch gc`: runtime_dir's templates go when no sandbox is left in it
+/*
+ * The stock (runtime/disk-stock.c): disks made ahead of time, HUTCH_DISK_STOCK
+ * of each size per runtime dir, by a process of the dir's own that refills
+ * it after each take (its makers at a low priority) and ends when the dir
+ * has had no sandbox and no take for a while, or at `hutch gc`. Take one:
+ * its maker's socket (job->pid -1), made or being made; -EAGAIN when the
+ * stock had none (a stock is started when none runs: the next create
+ * finds one), another -errno when it could not be asked.
+ */
+int hutch_disk_stock_take(const char *runtime_dir, uint64_t bytes, struct hutch_disk_job *job);
+/* Stop runtime_dir's stocks and wait (bounded) for them to end. */
+void hutch_disk_stock_stop(const char *runtime_dir);
+
+/* `hutch gc`: runtime_dir's stocks and templates go when no sandbox is left in it
  * (a create meanwhile makes its own again). */
 void hutch_disk_gc(const char *runtime_dir);
 

@@ -259,6 +259,21 @@ static int place_cgroup(struct sup *s, struct hutch_err *err)
 /* Root or rootless, decided here while the environment is ours, and what
  * root mode has that rootless mode does not (yet). */
 /*
+ * A disk from the runtime dir's stock (runtime/disk.h), taken here by the
+ * creator, whose cgroup a stock started here lives in (as lxcfs); the
+ * supervisor asks its maker for it (setup.c) or, with none taken, makes
+ * its own.
+ */
+static void take_disk(struct sup *s, const char *runtime_dir)
+{
+	const char *why;
+
+	if (s->kind->sizes_inside && !strcmp(s->cfg->workspace, "disk") && !s->idmap.rootless &&
+	    hutch_disk_possible(&why))
+		(void)hutch_disk_stock_take(runtime_dir, s->cfg->type->disk_bytes, &s->disk_job);
+}
+
+/*
  * The instance's sizes in /proc: lxcfs, shared by the runtime dir's
  * sandboxes, started here by the first (runtime/lxcfs.h), in the creator's
  * cgroup. Without lxcfs (not installed, HUTCH_LXCFS=none, an ordinary
@@ -272,7 +287,10 @@ static int acquire_procview(struct sup *s, const char *runtime_dir, struct hutch
 	if (!s->kind->sizes_inside || s->idmap.rootless)
 		return 0;
 	r = hutch_lxcfs_acquire(runtime_dir, &s->procview_fd, &s->procview_hold, err);
-	return r == -ENOENT || r == -EPERM ? 0 : r;
+	if (r < 0 && r != -ENOENT && r != -EPERM)
+		return r;
+	take_disk(s, runtime_dir); /* the rest of what is inside: its disk */
+	return 0;
 }
 
 /* A create that failed after acquire_procview(): lxcfs stops if no
@@ -556,8 +574,8 @@ int hutch_sandbox_create_container(struct hutch_config *cfg, struct hutch_contai
 	}
 	close(pipefd[1]);
 	close(s.lock_fd);
-	closep(&s.procview_fd); /* the supervisor holds lxcfs's tree and hold now */
-	closep(&s.procview_hold);
+	/* The supervisor holds lxcfs's tree and hold now, and the disk's maker. */
+	hutch_close_many((int[]){ s.procview_fd, s.procview_hold, s.disk_job.sock }, 3);
 	/* The supervisor has its copy of the secrets; ours go now. */
 	hutch_net_bindings_forget(cfg->header_bindings);
 	if (s.hooks.log_fd >= 0)

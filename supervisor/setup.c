@@ -427,16 +427,30 @@ static int place_in_scope(struct sup *s, struct hutch_err *err)
 
 /* GO carries the sandbox CA's certificate (header bindings), made after
  * the clone: its key is the supervisor's alone; and the disk's mounts,
- * made meanwhile (closed here: init has them). */
+ * made meanwhile, with the change lists' group marked on it. The mounts
+ * stay open here until the end: the last close of a clone init did not
+ * attach (the writable layer's on the host root) waits for an RCU grace
+ * period, 5-15 ms, which init's setup would wait for. */
 static int send_go(struct sup *s)
 {
 	const char *pem = hutch_net_plan_ca_pem(&s->net.plan);
-	size_t n = s->disk_fds[HUTCH_DISK_ROOT] >= 0 ? HUTCH_DISK_MOUNTS : 0;
+	int fds[HUTCH_DISK_MOUNTS + 1];
+	size_t n = 0;
 	int r;
 
-	r = hutch_proto_send(s->init_sock, HUTCH_MSG_GO, 0, pem, pem ? strlen(pem) : 0, s->disk_fds,
-	                     n);
-	hutch_close_many(s->disk_fds, HUTCH_DISK_MOUNTS);
+	if (s->disk_fds[HUTCH_DISK_ROOT] >= 0) {
+		memcpy(fds, s->disk_fds, sizeof(fds[0]) * HUTCH_DISK_MOUNTS);
+		n = HUTCH_DISK_MOUNTS;
+		fds[n] = s->cfg->change_lists ? hutch_disk_watch(s->disk_fds[HUTCH_DISK_ROOT])
+		                              : -ENOENT;
+		if (fds[n] >= 0)
+			n++;
+		else if (fds[n] != -ENOENT)
+			hutch_log_errno(HUTCH_LOG_WARN, fds[n], "change lists: watch the disk");
+	}
+	r = hutch_proto_send(s->init_sock, HUTCH_MSG_GO, 0, pem, pem ? strlen(pem) : 0, fds, n);
+	if (n > HUTCH_DISK_MOUNTS)
+		close(fds[HUTCH_DISK_MOUNTS]); /* init's */
 	return r;
 }
 
@@ -452,30 +466,40 @@ static void disk_finish(struct sup *s)
 	hutch_log(HUTCH_LOG_WARN, "workspace: tmpfs (charged to memory), not a disk: %s", e.msg);
 }
 
-/* The disk (runtime/disk.h) of a plain or an image sandbox, made by a
+/* The disk (runtime/disk.h) of a plain or an image sandbox: the stock's
+ * (taken by the creator, hutch_sandbox_create_container()) or made by a
  * child while the rest is; tmpfs where it cannot be (an ordinary user,
  * no loop driver or mke2fs: said in the log) or --workspace tmpfs. */
 static int disk_start(struct sup *s, struct hutch_err *err)
 {
 	char rt[sizeof(s->paths.dir)], *slash;
 	const char *why = NULL;
+	int r;
 
 	if (!s->kind->sizes_inside || strcmp(s->cfg->workspace, "disk"))
 		return 0;
 	if (s->idmap.rootless || !hutch_disk_possible(&why)) {
 		/* what status and inspect show: what it is (an ordinary user's
 		 * always: docs/api.md) */
+		closep(&s->disk_job.sock);
 		snprintf(s->cfg->workspace, sizeof(s->cfg->workspace), "tmpfs");
 		if (why)
 			hutch_log(HUTCH_LOG_WARN,
 			          "workspace: tmpfs (charged to memory), not a disk: %s", why);
 		return 0;
 	}
+	/* A stock's maker that cannot be asked (its stock ended while it was
+	 * being made): one of our own. */
+	if (s->disk_job.sock >= 0 && hutch_disk_request(&s->disk_job, s->uid_base, err) >= 0)
+		return 0;
+	closep(&s->disk_job.sock);
+	hutch_err_clear(err);
 	snprintf(rt, sizeof(rt), "%s", s->paths.dir);
 	slash = strrchr(rt, '/');
 	if (slash)
 		*slash = '\0';
-	return hutch_disk_start(rt, s->cfg->type->disk_bytes, s->uid_base, &s->disk_job, err);
+	r = hutch_disk_start(rt, s->cfg->type->disk_bytes, &s->disk_job, err);
+	return r < 0 ? r : hutch_disk_request(&s->disk_job, s->uid_base, err);
 }
 
 /* Header bindings' secrets: zeros in init and everything forked after it,

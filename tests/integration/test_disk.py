@@ -18,6 +18,24 @@ GB = 1 << 30
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="a disk needs root (loop devices)")
 
 
+def loop_file(sb):
+    """The sandbox's disk: its loop device's sysfs file of the backing file
+    and what it says (the nameless file, '#INODE (deleted)')."""
+    dev = int(sb.sh("stat -c %d /workspace"))
+    f = "/sys/dev/block/%d:%d/loop/backing_file" % (os.major(dev), os.minor(dev))
+    with open(f) as fh:
+        return f, fh.read()
+
+
+def loop_gone(f, name):
+    """That loop device is detached, or on another file (taken again)."""
+    try:
+        with open(f) as fh:
+            return fh.read() != name
+    except OSError:
+        return True
+
+
 def fs_of(sb, path):
     out = sb.sh(f"stat -f -c '%T %b %S' {path}").split()
     return out[0], int(out[1]) * int(out[2])
@@ -42,24 +60,31 @@ def test_nano_writes_1g_and_gets_enospc_at_its_disk(hutch, root):
     assert status == 200 and stats["oom_kills"] == 0, stats
     # df tells the truth: the space is back
     assert int(sb.sh("df -B1 --output=used /workspace | tail -1")) < 64 << 20
-    rtdir = hutch.rtdir
+    f, name = loop_file(sb)
+    assert name.startswith(hutch.rtdir.rstrip("/") + "/"), name
     assert sb.rm().returncode == 0
-    assert wait_until(lambda: not loops_of(rtdir), 30), loops_of(rtdir)
+    assert wait_until(lambda: loop_gone(f, name), 30), name
+    # the dir's stock of disks made ahead of time ends at gc, its loops too
+    assert hutch("gc").returncode == 0
+    assert wait_until(lambda: not loops_of(hutch.rtdir), 30), loops_of(hutch.rtdir)
 
 
 @needs_root
 def test_kill_9_of_the_supervisor_leaves_no_loop_mount_or_file(hutch, root):
     sb = root.create(hutch, "--instance-type", "nano")
     sb.sh("dd if=/dev/zero of=/workspace/f bs=1M count=64 2>/dev/null")
-    assert loops_of(hutch.rtdir), "the sandbox's disk is a loop device on a file of its dir"
+    f, name = loop_file(sb)
+    assert name.startswith(hutch.rtdir.rstrip("/") + "/"), "its disk is a file of its dir"
     before = set(os.listdir(hutch.rtdir))
     os.kill(json.loads(hutch("inspect", sb.id).stdout)["supervisor_pid"], signal.SIGKILL)
     # init dies with its supervisor, its mount namespace with it; the loop
     # device detaches itself (autoclear) and its nameless file is freed
-    assert wait_until(lambda: not loops_of(hutch.rtdir), 30), loops_of(hutch.rtdir)
-    with open("/proc/self/mountinfo") as f:
-        assert "/dev/loop" not in "".join(l for l in f if hutch.rtdir in l)
+    assert wait_until(lambda: loop_gone(f, name), 30), name
+    with open("/proc/self/mountinfo") as fh:
+        assert "/dev/loop" not in "".join(l for l in fh if hutch.rtdir in l)
     assert hutch("gc").returncode == 0
+    # gc ended the stock (disks made ahead of time): no loop device is left
+    assert wait_until(lambda: not loops_of(hutch.rtdir), 30), loops_of(hutch.rtdir)
     assert not os.path.exists(os.path.join(hutch.rtdir, ".disk"))  # the template, none left
     assert not (set(os.listdir(hutch.rtdir)) - before - {".gc", ".gc-pruned", ".gone"})
 

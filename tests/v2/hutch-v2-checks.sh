@@ -268,6 +268,7 @@ out=$("$H" exec "$id" -- sh -c "$DISK" 2>&1)
 cgd=$(find /sys/fs/cgroup -type d -name "hutch-$id" | head -1)
 oom=$(sed -n 's/^oom_kill //p' "$cgd/memory.events" 2>/dev/null)
 "$H" rm "$id" >/dev/null
+"$H" gc >/dev/null # the stock of disks made ahead of time ends here (runtime/disk-stock.c)
 for _ in $(seq 1 100); do
 	loops=$(losetup -n 2>/dev/null | wc -l) # nothing else here makes loop devices
 	[ "$loops" = 0 ] && break

@@ -1,0 +1,367 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Disks made ahead of time (disk.h, "The stock"). Making a disk costs a
+ * create 20-120 ms under load (LOOP_CONFIGURE and the mount wait for RCU
+ * grace periods and I/O), more than the rest of a create overlaps: a
+ * process per runtime dir and size keeps HUTCH_DISK_STOCK makers
+ * (hutch_disk_maker()) whose disk is made and waits for its taker, and a
+ * create takes one in a round trip on its socket. The layout of $RT/.disk/:
+ *
+ *   ext4-<bytes>        the template (disk.c)
+ *   stock-<bytes>.lock  flock'ed by the stock's process for its life
+ *   stock-<bytes>.sock  its socket (SOCK_SEQPACKET): a request
+ *                       HUTCH_MSG_GO answers HUTCH_MSG_READY with a
+ *                       maker's socket (or no fd: none in stock);
+ *                       HUTCH_MSG_KILL ends the stock (`hutch gc`)
+ *
+ * The stock is started by the CLI's create that found none (in the
+ * creator's cgroup, as lxcfs, in a session of its own) and refills after
+ * each take, its makers at nice 10 (the one taken is set back to 0). It
+ * ends once the dir has had no sandbox and no take for STOCK_IDLE_SECONDS,
+ * when its socket is gone (the dir removed), or at `hutch gc`; its makers
+ * end with it (EOF on their sockets) and their disks with them. A maker
+ * handed out is its taker's: it ends when its taker has its disk or is
+ * gone. Sockets are reached through /proc/self/fd/N/: a runtime dir's
+ * path may be longer than sun_path.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cleanup.h"
+#include "disk.h"
+#include "fdutil.h"
+#include "proto.h"
+#include "state.h"
+#include "syscalls.h"
+#include "util.h"
+
+#define STOCK_IDLE_SECONDS 30
+#define STOCK_TICK_MS      5000
+#define STOCK_ASK_MS       2000
+#define STOCK_STOP_MS      10000
+#define STOCK_NICE         10
+#define STOCK_FAIL_MAX     3
+
+struct maker {
+	pid_t pid;
+	int sock;
+};
+
+static struct {
+	const char *runtime_dir;
+	uint64_t bytes;
+	int dirfd, listen_fd, lock_fd;
+	char sock_name[64];
+	ino_t sock_ino;
+	struct maker makers[HUTCH_DISK_STOCK];
+	size_t n;
+	unsigned failures;
+} stock;
+
+static int sock_at(int dirfd, const char *name, struct sockaddr_un *sa)
+{
+	memset(sa, 0, sizeof(*sa));
+	sa->sun_family = AF_UNIX;
+	return snprintf(sa->sun_path, sizeof(sa->sun_path), "/proc/self/fd/%d/%s", dirfd, name) <
+	                       (int)sizeof(sa->sun_path)
+	               ? 0
+	               : -ENAMETOOLONG;
+}
+
+static void fill(void)
+{
+	while (stock.n < HUTCH_DISK_STOCK && stock.failures < STOCK_FAIL_MAX) {
+		int sv[2];
+		pid_t pid;
+
+		if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
+			return;
+		pid = fork();
+		if (pid < 0) {
+			close(sv[0]);
+			close(sv[1]);
+			return;
+		}
+		if (pid == 0) {
+			/* Only its own end: EOF from the stock or its taker ends it,
+			 * and the stock's lock goes with the stock. */
+			close(sv[0]);
+			close(stock.listen_fd);
+			close(stock.lock_fd);
+			for (size_t i = 0; i < stock.n; i++)
+				close(stock.makers[i].sock);
+			(void)setpriority(PRIO_PROCESS, 0, STOCK_NICE);
+			hutch_disk_maker(stock.runtime_dir, stock.bytes, sv[1]);
+		}
+		close(sv[1]);
+		stock.makers[stock.n++] = (struct maker){ .pid = pid, .sock = sv[0] };
+	}
+}
+
+/* The oldest maker leaves the stock: its socket (the caller's now). */
+static struct maker take_first(void)
+{
+	struct maker m = stock.makers[0];
+
+	memmove(stock.makers, stock.makers + 1, (stock.n - 1) * sizeof(stock.makers[0]));
+	stock.n--;
+	return m;
+}
+
+/* One connection: a take or the end. */
+static bool answer(int conn)
+{
+	struct pollfd pfd = { .fd = conn, .events = POLLIN };
+	struct hutch_msg_hdr hdr = { 0 };
+	struct ucred cred;
+	socklen_t len = sizeof(cred);
+	struct maker m;
+	size_t nfds = 0;
+
+	if (getsockopt(conn, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 || cred.uid != geteuid() ||
+	    poll(&pfd, 1, STOCK_ASK_MS) <= 0 ||
+	    hutch_proto_recv(conn, &hdr, NULL, 0, NULL, &nfds) < 0)
+		return true;
+	if (hdr.type == HUTCH_MSG_KILL)
+		return false;
+	if (hdr.type != HUTCH_MSG_GO)
+		return true;
+	stock.failures = 0;
+	if (stock.n == 0) {
+		(void)hutch_proto_send(conn, HUTCH_MSG_READY, 0, NULL, 0, NULL, 0);
+		return true;
+	}
+	m = take_first();
+	(void)setpriority(PRIO_PROCESS, (id_t)m.pid, 0); /* on a create's path now */
+	(void)hutch_proto_send(conn, HUTCH_MSG_READY, 0, NULL, 0, &m.sock, 1);
+	close(m.sock);
+	return true;
+}
+
+/* Still our socket (the dir not removed)? */
+static bool ours(void)
+{
+	struct stat sb;
+
+	return fstatat(stock.dirfd, stock.sock_name, &sb, AT_SYMLINK_NOFOLLOW) == 0 &&
+	       sb.st_ino == stock.sock_ino;
+}
+
+static bool idle(double last_take)
+{
+	char(*ids)[HUTCH_ID_LEN + 1] = NULL;
+	size_t n = 1;
+
+	if (hutch_now_mono_sec() - last_take < STOCK_IDLE_SECONDS)
+		return false;
+	if (hutch_state_list(stock.runtime_dir, &ids, &n) < 0)
+		return false;
+	free(ids);
+	return n == 0;
+}
+
+static __attribute__((noreturn)) void stock_end(void)
+{
+	if (ours())
+		(void)unlinkat(stock.dirfd, stock.sock_name, 0);
+	for (size_t i = 0; i < stock.n; i++) {
+		(void)kill(stock.makers[i].pid, SIGKILL);
+		close(stock.makers[i].sock);
+	}
+	while (waitpid(-1, NULL, 0) > 0 || errno == EINTR)
+		;
+	_exit(0);
+}
+
+static void serve(void)
+{
+	double last_take = hutch_now_mono_sec();
+
+	for (;;) {
+		struct pollfd pfds[1 + HUTCH_DISK_STOCK];
+		int n;
+
+		fill();
+		pfds[0] = (struct pollfd){ .fd = stock.listen_fd, .events = POLLIN };
+		for (size_t i = 0; i < stock.n; i++)
+			pfds[1 + i] =
+			        (struct pollfd){ .fd = stock.makers[i].sock, .events = POLLIN };
+		n = poll(pfds, 1 + stock.n, STOCK_TICK_MS);
+		while (waitpid(-1, NULL, WNOHANG) > 0)
+			;
+		if (n < 0 && errno != EINTR)
+			stock_end();
+		/* A maker that speaks before it is asked failed (or died):
+		 * dropped; after STOCK_FAIL_MAX in a row, none until a take. */
+		for (size_t i = stock.n; i-- > 0;)
+			if (pfds[1 + i].revents) {
+				close(stock.makers[i].sock);
+				(void)kill(stock.makers[i].pid, SIGKILL);
+				memmove(stock.makers + i, stock.makers + i + 1,
+				        (stock.n - i - 1) * sizeof(stock.makers[0]));
+				stock.n--;
+				stock.failures++;
+			}
+		if (pfds[0].revents & POLLIN) {
+			_cleanup_close_ int conn =
+			        accept4(stock.listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+
+			if (conn >= 0 && !answer(conn))
+				stock_end();
+			last_take = hutch_now_mono_sec();
+		} else if (n == 0 && (!ours() || idle(last_take))) {
+			stock_end();
+		}
+	}
+}
+
+static __attribute__((noreturn)) void stock_main(const char *runtime_dir, uint64_t bytes)
+{
+	char dir[4096], lock[64];
+	struct sockaddr_un sa;
+	struct hutch_err err = { 0 };
+	struct stat sb;
+	sigset_t none;
+
+	hutch_stdio_to_null();
+	(void)sys_close_range(3, ~0U, 0);
+	hutch_signals_default();
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	(void)prctl(PR_SET_NAME, "hutch-disks");
+	stock.runtime_dir = runtime_dir;
+	stock.bytes = bytes;
+	snprintf(dir, sizeof(dir), "%s/" HUTCH_DISK_DIR, runtime_dir);
+	snprintf(lock, sizeof(lock), "stock-%" PRIu64 ".lock", bytes);
+	snprintf(stock.sock_name, sizeof(stock.sock_name), "stock-%" PRIu64 ".sock", bytes);
+	if ((mkdir(dir, 0700) < 0 && errno != EEXIST) ||
+	    (stock.dirfd = open(dir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0 ||
+	    (stock.lock_fd = hutch_lock_at(stock.dirfd, lock, LOCK_EX | LOCK_NB)) < 0 ||
+	    hutch_disk_template(runtime_dir, bytes, &err) < 0)
+		_exit(0);
+	(void)unlinkat(stock.dirfd, stock.sock_name, 0); /* a stock that died */
+	stock.listen_fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (stock.listen_fd < 0 || sock_at(stock.dirfd, stock.sock_name, &sa) < 0 ||
+	    bind(stock.listen_fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
+	    listen(stock.listen_fd, 16) < 0 ||
+	    fstatat(stock.dirfd, stock.sock_name, &sb, AT_SYMLINK_NOFOLLOW) < 0)
+		_exit(0);
+	stock.sock_ino = sb.st_ino;
+	serve();
+	_exit(0);
+}
+
+/* A stock for runtime_dir and bytes, unless one runs or is starting. */
+static void stock_start(const char *runtime_dir, int dirfd, uint64_t bytes)
+{
+	char lock[64];
+	int fd, status;
+	pid_t pid;
+
+	snprintf(lock, sizeof(lock), "stock-%" PRIu64 ".lock", bytes);
+	fd = dirfd >= 0 ? hutch_lock_at(dirfd, lock, LOCK_EX | LOCK_NB) : 0;
+	if (fd < 0)
+		return; /* its process holds it */
+	if (dirfd >= 0)
+		close(fd);
+	pid = hutch_fork_detached();
+	if (pid == 0)
+		stock_main(runtime_dir, bytes);
+	if (pid > 0)
+		while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+			;
+}
+
+int hutch_disk_stock_take(const char *runtime_dir, uint64_t bytes, struct hutch_disk_job *job)
+{
+	_cleanup_close_ int dirfd = -EBADF, s = -EBADF;
+	struct hutch_msg_hdr hdr = { 0 };
+	struct sockaddr_un sa;
+	char dir[4096], name[64];
+	int fd = -EBADF;
+	size_t nfds = 1;
+	ssize_t n;
+
+	job->pid = -1;
+	job->sock = -EBADF;
+	snprintf(dir, sizeof(dir), "%s/" HUTCH_DISK_DIR, runtime_dir);
+	snprintf(name, sizeof(name), "stock-%" PRIu64 ".sock", bytes);
+	dirfd = open(dir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (s < 0)
+		return -errno;
+	if (dirfd < 0 || sock_at(dirfd, name, &sa) < 0 ||
+	    connect(s, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		if (dirfd < 0 || errno == ENOENT || errno == ECONNREFUSED)
+			stock_start(runtime_dir, dirfd, bytes);
+		return -EAGAIN;
+	}
+	if (hutch_proto_send(s, HUTCH_MSG_GO, 0, NULL, 0, NULL, 0) < 0)
+		return -EAGAIN;
+	n = hutch_proto_recv(s, &hdr, NULL, 0, &fd, &nfds);
+	if (n < 0 || hdr.type != HUTCH_MSG_READY || nfds != 1)
+		return -EAGAIN;
+	job->sock = fd;
+	return 0;
+}
+
+void hutch_disk_stock_stop(const char *runtime_dir)
+{
+	_cleanup_(closedirp) DIR *d = NULL;
+	_cleanup_close_ int dirfd = -EBADF;
+	char dir[4096];
+	struct dirent *e;
+
+	snprintf(dir, sizeof(dir), "%s/" HUTCH_DISK_DIR, runtime_dir);
+	dirfd = open(dir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	d = opendir(dir);
+	if (dirfd < 0 || !d)
+		return;
+	while ((e = readdir(d))) {
+		_cleanup_close_ int s = -EBADF;
+		struct pollfd pfd = { .events = POLLIN };
+		struct sockaddr_un sa;
+
+		if (strncmp(e->d_name, "stock-", 6) || !strstr(e->d_name, ".sock"))
+			continue;
+		s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+		if (s < 0 || sock_at(dirfd, e->d_name, &sa) < 0 ||
+		    connect(s, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
+		    hutch_proto_send(s, HUTCH_MSG_KILL, 0, NULL, 0, NULL, 0) < 0)
+			continue;
+		/* It closes this connection when it exits, its makers reaped. */
+		pfd.fd = s;
+		(void)poll(&pfd, 1, STOCK_STOP_MS);
+	}
+}
+
+void hutch_disk_gc(const char *runtime_dir)
+{
+	char(*ids)[HUTCH_ID_LEN + 1] = NULL;
+	char dir[4096];
+	size_t n = 0;
+
+	snprintf(dir, sizeof(dir), "%s/" HUTCH_DISK_DIR, runtime_dir);
+	if (access(dir, F_OK) < 0 || hutch_state_list(runtime_dir, &ids, &n) < 0)
+		return;
+	free(ids);
+	if (n > 0)
+		return;
+	hutch_disk_stock_stop(runtime_dir);
+	(void)hutch_rm_rf_at(AT_FDCWD, dir);
+}

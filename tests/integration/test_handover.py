@@ -137,6 +137,9 @@ def test_run_is_deleted_through_its_socket_and_with_its_cli(hutch):
         p.kill()
         p.communicate(timeout=60)
     assert wait_until(lambda: set(hutch.ids()) == before, 30 * SLOWDOWN), hutch.ids()
-    with open(os.path.join(hutch.rtdir, ".gone", sid + ".events")) as f:
+    # its log is moved beside the tombstone at the teardown's end
+    kept = os.path.join(hutch.rtdir, ".gone", sid + ".events")
+    assert wait_until(lambda: os.path.exists(kept), 30 * SLOWDOWN)
+    with open(kept) as f:
         events = f.read()
     assert "handed over: to its run" in events and "ending: deleted" in events, events

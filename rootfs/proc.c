@@ -89,6 +89,38 @@ static const char *const view_files[] = { "meminfo", "cpuinfo", "stat",      "up
  * measured on this 2-CPU VM, against 0.1 ms for all the binds). */
 static const char *const view_mount_points[] = { "tmp", "mnt", "dev", NULL };
 
+/*
+ * /sys/devices/system/cpu/online, lxcfs's: glibc counts online CPUs
+ * (sysconf(_SC_NPROCESSORS_ONLN), Python's os.cpu_count(), get_nprocs())
+ * from it first, then from /proc/stat, whose lxcfs view is the host's on
+ * cgroup v2 (lxcfs 5.0 computes it from cpuacct, which v2 has not:
+ * lxc/lxcfs#593). Made on the root's /sys (no sysfs behind it); skipped
+ * when this lxcfs serves no /sys.
+ */
+static int bind_cpu_online(struct rootfs_ctx *ctx, const char *dir, struct hutch_err *err)
+{
+	static const char *const dirs[] = { "sys", "sys/devices", "sys/devices/system",
+		                            "sys/devices/system/cpu", NULL };
+	static const char *const where = "/sys/devices/system/cpu/online";
+	_cleanup_close_ int src = -EBADF;
+	char from[64];
+	int r;
+
+	snprintf(from, sizeof(from), "%s%s", dir, where);
+	src = rootfs_clone_new(ctx->host_root, from, MOUNT_ATTR_RDONLY | PROC_ATTRS, where, err);
+	if (src == -ENOENT) {
+		hutch_err_clear(err);
+		return 0;
+	}
+	if (src < 0)
+		return src;
+	for (const char *const *d = dirs; *d; d++)
+		if ((r = rootfs_mkdir(ctx->root, *d, 0555, where, err)) < 0)
+			return r;
+	r = rootfs_mkfile(ctx->root, where + 1, where, err);
+	return r < 0 ? r : rootfs_attach(src, ctx->root, where + 1, "lxcfs view", where, err);
+}
+
 static int setup_views(struct rootfs_ctx *ctx, int proc, struct hutch_err *err)
 {
 	_cleanup_close_ int at = -EBADF;
@@ -125,7 +157,7 @@ static int setup_views(struct rootfs_ctx *ctx, int proc, struct hutch_err *err)
 		if (r < 0)
 			return r;
 	}
-	return 0;
+	return bind_cpu_online(ctx, dir, err);
 }
 
 int rootfs_setup_proc(struct rootfs_ctx *ctx, struct hutch_err *err)

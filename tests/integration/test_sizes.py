@@ -22,6 +22,7 @@ echo nproc $(nproc)
 python3 -c 'import os; print("cpu_count", os.cpu_count()); print("affinity", len(os.sched_getaffinity(0)))'
 echo cpuinfo $(grep -c '^processor' /proc/cpuinfo)
 echo statcpus $(grep -c '^cpu[0-9]' /proc/stat)
+echo online $(cat /sys/devices/system/cpu/online 2>/dev/null || echo none)
 echo uptime $(cut -d. -f1 /proc/uptime)
 echo swaps $(wc -l < /proc/swaps)
 if [ -e /sys/fs/cgroup/memory.max ]; then echo cgmem $(cat /sys/fs/cgroup/memory.max)
@@ -44,6 +45,9 @@ def check_nano(hutch, sid):
     p = probe(hutch, sid)
     assert p["free_total"] == str(NANO_MEM), p
     assert p["nproc"] == p["cpu_count"] == p["affinity"] == p["cpuinfo"] == p["statcpus"] == "1", p
+    # what glibc's sysconf(_SC_NPROCESSORS_ONLN) reads first (lxcfs's; on
+    # cgroup v2 lxcfs's /proc/stat is the host's: lxc/lxcfs#593)
+    assert p["online"] == "0", p
     assert int(p["uptime"]) < 600, p  # the sandbox's age, not the host's
     assert p["swaps"] == "1", p  # the header alone: no swap
     assert p["cgmem"] == str(NANO_MEM), p

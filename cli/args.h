@@ -91,6 +91,7 @@ struct hutch_cli_args {
 	cJSON *filter;           /* ls --filter: an array of strings, NULL if none */
 	const char *format;      /* ls --format */
 	const char *progress;    /* create, run --progress */
+	const char *since;       /* diff --since */
 	double timeout, grace;
 	uint64_t size, max_bytes;
 	char **pos; /* positionals */

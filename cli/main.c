@@ -42,6 +42,7 @@ static const char *const main_usage =
         "  events [ID] [-f]                the supervisor's log: creation, sleep, why it ended\n"
         "                                  (no ID: every sandbox's; -f: follow)\n"
         "  journal ID [--verify] [-f]      every request and command, hash-chained (audit)\n"
+        "  diff ID [--since SNAP|SEQ]      files created, modified, deleted since the start\n"
         "  set-timeout ID SECONDS          delete the sandbox SECONDS from now (not at its TTL)\n"
         "  port ID [PORT]                  where a sandbox's published ports are on the host\n"
         "  rm [--json] ID... | --all       delete sandboxes (dead and gone on return)\n"
@@ -118,6 +119,7 @@ static const struct hutch_cli_verb *const verbs[] = {
 	&hutch_verb_stats,
 	&hutch_verb_events,
 	&hutch_verb_journal,
+	&hutch_verb_diff,
 	&hutch_verb_set_timeout,
 	&hutch_verb_port,
 	&hutch_verb_image_pull,

@@ -41,6 +41,8 @@ extern const struct hutch_cli_verb hutch_verb_image_pull, hutch_verb_image_impor
 int hutch_cli_image(int argc, char **argv, const struct hutch_cli_verb *const *all);
 /* verb-journal.c */
 extern const struct hutch_cli_verb hutch_verb_journal;
+/* verb-diff.c */
+extern const struct hutch_cli_verb hutch_verb_diff;
 /* verb-volume.c: "volume create", "volume ls", "volume inspect", "volume rm" */
 extern const struct hutch_cli_verb hutch_verb_volume_create, hutch_verb_volume_ls,
         hutch_verb_volume_inspect, hutch_verb_volume_rm;

@@ -86,6 +86,12 @@ struct hutch_changes {
 	size_t ndelta, adelta;
 	struct run *runs;
 	size_t nruns, aruns;
+	/* The history of hutch diff (changes-hist.c): struct hpath by path,
+	 * the versions kept, full (stopped at its bound), the generation now. */
+	void *hist;
+	size_t nhist;
+	bool hist_full;
+	uint64_t gen;
 };
 
 int hutch_changes_cmp_path(const void *a, const void *b);
@@ -109,6 +115,10 @@ DIR *hutch_changes_fdopendir(int fd);
  * false at the end. */
 bool hutch_changes_next(DIR *d, const char *path, char *sub, size_t cap, struct stat *st,
                         const char **name);
+/* changes-hist.c: path changed from old (NULL: it was not there) to now
+ * (NULL: it is gone), found in the generation c->gen. */
+void hutch_changes_hist_note(struct hutch_changes *c, const char *path, const struct ientry *old,
+                             const struct stat *now);
 /* tdestroy()'s free of a command's list. */
 void hutch_changes_free_change(void *p);
 

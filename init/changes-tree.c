@@ -218,6 +218,7 @@ static void delete_below(struct hutch_changes *c, const char *path)
 	twalk_r(c->index, walk_below, &b);
 	for (size_t i = 0; i < b.n; i++) {
 		emit(c, b.v[i]->path, HUTCH_CHANGE_DELETED, 0, b.v[i]->mode, b.v[i]->size);
+		hutch_changes_hist_note(c, b.v[i]->path, b.v[i], NULL);
 		idx_del(c, b.v[i]);
 	}
 	free(b.v);
@@ -355,6 +356,7 @@ static void compare(struct hutch_changes *c, int area, const char *path, bool wr
 		return;
 	if (!now) {
 		emit(c, path, HUTCH_CHANGE_DELETED, 0, e->mode, e->size);
+		hutch_changes_hist_note(c, path, e, NULL);
 		if (was_dir)
 			delete_below(c, path);
 		idx_del(c, e);
@@ -362,14 +364,17 @@ static void compare(struct hutch_changes *c, int area, const char *path, bool wr
 	}
 	if (!e) {
 		emit(c, path, HUTCH_CHANGE_CREATED, 0, now->st_mode, (uint64_t)now->st_size);
+		hutch_changes_hist_note(c, path, NULL, now);
 		(void)hutch_changes_idx_put(c, path, now);
 		if (S_ISDIR(now->st_mode))
 			scan_new(c, area, path);
 		return;
 	}
 	replaced = was_dir && (!S_ISDIR(now->st_mode) || e->ino != now->st_ino);
-	if ((what = differs(e, now, written)))
+	if ((what = differs(e, now, written))) {
 		emit(c, path, HUTCH_CHANGE_MODIFIED, what, now->st_mode, (uint64_t)now->st_size);
+		hutch_changes_hist_note(c, path, e, now);
+	}
 	idx_set(e, now);
 	if (what && !S_ISDIR(now->st_mode) && now->st_nlink > 1 && !c->in_links)
 		other_links(c, area, path, (uint64_t)now->st_ino);

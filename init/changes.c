@@ -297,6 +297,7 @@ void hutch_changes_start(struct hutch_changes *c, uint64_t id)
 		return;
 	hutch_changes_read(c);
 	hutch_changes_flush(c);
+	hutch_changes_gen_at_least(c, 2 * id);
 	if (hutch_changes_grow((void **)&c->runs, &c->aruns, c->nruns, sizeof(*c->runs)))
 		c->runs[c->nruns++] =
 		        (struct run){ .id = id, .flags = c->lost ? HUTCH_CHANGES_INCOMPLETE : 0 };
@@ -342,6 +343,7 @@ size_t hutch_changes_end(struct hutch_changes *c, uint64_t id, size_t head, char
 		return 0;
 	hutch_changes_read(c);
 	hutch_changes_flush(c);
+	hutch_changes_gen_at_least(c, 2 * id + 1);
 	for (i = 0; i < c->nruns && c->runs[i].id != id; i++)
 		;
 	if (i == c->nruns)

@@ -40,4 +40,13 @@ void hutch_changes_start(struct hutch_changes *c, uint64_t id);
  * the list is dropped. */
 size_t hutch_changes_end(struct hutch_changes *c, uint64_t id, size_t head, char **ret_buf);
 
+/* hutch diff (changes-hist.c): generations are 2 * id at command id's
+ * start and 2 * id + 1 after its end; raise c's to gen (c may be NULL). */
+void hutch_changes_gen_at_least(struct hutch_changes *c, uint64_t gen);
+/* The builtin "diff GEN" in the forked child of init (its copy of c, NULL
+ * when the sandbox has no lists): every path changed since generation GEN
+ * against its state now, in the wire form of changes-format.h on stdout.
+ * Returns the exit status: 0, 2 bad arguments, 3 no lists here, 1 failed. */
+int hutch_changes_diff_main(const struct hutch_changes *c, int argc, const char *const *argv);
+
 #endif

@@ -536,8 +536,9 @@ void hutch_init_main(const struct hutch_init_params *p)
 	if (p->console_uid >= 0 &&
 	    hutch_init_console_open(p->sock, (uid_t)p->console_uid, &s.held_slave, &err) < 0)
 		fail(p->sock, &err);
-	if (!s.spawner.container && p->change_lists)  /* before seccomp: not its syscalls */
-		s.changes = hutch_changes_new(group); /* group: sent only then */
+	if (!s.spawner.container && p->change_lists) /* before seccomp: not its syscalls */
+		s.spawner.changes = s.changes =
+		        hutch_changes_new(group); /* group: sent only then */
 	r = hutch_init_spawner_prepare(&s.spawner);
 	if (r < 0) {
 		hutch_err_set_errno(&err, r, "allocate the command stack");

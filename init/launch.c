@@ -24,6 +24,7 @@
 #include <linux/seccomp.h>
 
 #include "caps.h"
+#include "changes.h"
 #include "fileops.h"
 #include "launch.h"
 #include "proctree.h"
@@ -48,6 +49,7 @@ struct spawn_args {
 	int join_fd;          /* v1: the commands' freezer cgroup's "tasks", or -1 */
 	const struct sock_fprog *extra_seccomp; /* HUTCH_SPAWN_EXTRA_FILTER */
 	bool container;                         /* the spawner's */
+	const struct hutch_changes *changes;    /* the spawner's */
 };
 
 /* Append src to buf[*n] within cap (no libc formatting: vfork-safe). */
@@ -222,7 +224,9 @@ static int command_child(void *arg)
 	if (req->flags & HUTCH_SPAWN_BUILTIN) {
 		extern char **environ;
 
-		environ = (char **)req->envp; /* forked: our own copy */
+		environ = (char **)req->envp;      /* forked: our own copy */
+		if (!strcmp(req->argv[0], "diff")) /* hutch diff: our copy of the history */
+			_exit(hutch_changes_diff_main(a->changes, (int)req->argc, req->argv));
 		_exit(hutch_fileop_main((int)req->argc, req->argv));
 	}
 	r = exec_path(a);
@@ -266,7 +270,8 @@ static pid_t spawn_command(const struct hutch_init_spawner *s, const struct hutc
 		                .sh_argv = sh_argv,
 		                .join_fd = s->join_fd,
 		                .extra_seccomp = s->extra_seccomp,
-		                .container = s->container };
+		                .container = s->container,
+		                .changes = s->changes };
 	sigset_t all, old;
 	pid_t pid;
 	int saved;

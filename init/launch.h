@@ -18,6 +18,7 @@
 
 struct hutch_spawn_req;
 struct hutch_proc_entry;
+struct hutch_changes;
 
 /* The syscalls of init's request handling; each op gets the ud the
  * handling was given. */
@@ -45,6 +46,9 @@ struct hutch_init_spawner {
 	/* init was born in a pod's pid namespace (init.c), where the pod's
 	 * processes could attach to a dumpable init: no oom_score_adj file */
 	bool shared_pid;
+	/* init's change lists (changes.h), or NULL: the builtin "diff" reads
+	 * its forked copy. */
+	const struct hutch_changes *changes;
 };
 
 /* Once, while init is still dumpable: the stack, oom_fd. 0 or -errno. */

@@ -96,11 +96,11 @@ enum cmd_state {
 	CMD_DONE,
 };
 
-/* An observer of commands: attach() when one starts (hook_ud set; its
- * result, may be NULL, is the command's hook_ref), then done() at its end
- * or put() if it is freed without one. */
+/* An observer of commands: attach() when one starts (hook_ud set; id is
+ * the command's; its result, may be NULL, is the command's hook_ref), then
+ * done() at its end or put() if it is freed without one. */
 struct hutch_cmd_hook {
-	void *(*attach)(void *ud, const char *const *argv, bool builtin);
+	void *(*attach)(void *ud, uint64_t id, const char *const *argv, bool builtin);
 	void (*done)(void *ref, const struct cmd *c);
 	void (*put)(void *ref);
 };

@@ -34,7 +34,15 @@ struct hutch_journal {
 	bool failed, kept; /* kept: moved beside the tombstone (no more rotation) */
 	char dir[4300];    /* where its files are */
 	char name[64], old_name[64];
+	/* The command that each of the last COMMANDS_KEPT lines of a command
+	 * started (hutch diff --since SEQ), a ring, oldest first from ncmd. */
+	struct {
+		uint64_t seq, cmd;
+	} * cmds;
+	size_t ncmds;
 };
+
+#define COMMANDS_KEPT 4096
 
 struct hutch_jrec {
 	struct sup *s;
@@ -51,6 +59,7 @@ struct hutch_jrec {
 	int wstatus;
 	bool timed_out, oom_killed, spawn_failed;
 	double cmd_sec;
+	uint64_t first_cmd; /* the first command's id (cmd.h), 0: none */
 	/* The last command's change list, as counts (changes-format.h);
 	 * has_changes false: it had none (changed nothing, or lists off). */
 	bool has_changes, changes_shared, changes_incomplete;
@@ -269,14 +278,18 @@ static char *command_line(const struct sup *s, const char *const *argv)
 	return line;
 }
 
-static void *cmd_attach(void *ud, const char *const *argv, bool builtin)
+static void *cmd_attach(void *ud, uint64_t id, const char *const *argv, bool builtin)
 {
 	struct hutch_jrec *jr = ud;
 
 	if (!jr || !argv[0])
 		return NULL;
+	if (!jr->first_cmd)
+		jr->first_cmd = id;
 	if (builtin) {
-		if (!jr->path && argv[1]) {
+		if (!jr->op && !strcmp(argv[0], "diff")) { /* its argument: a generation */
+			jr->op = strdup(argv[0]);
+		} else if (!jr->path && argv[1]) {
 			jr->op = strdup(argv[0]);
 			jr->path = redact(jr->s, argv[1]);
 		}
@@ -356,6 +369,14 @@ static cJSON *line_of(struct hutch_jrec *jr, int64_t at_ms, struct hutch_journal
 	return line_new(j, at_ms);
 }
 
+static void keep_command(struct hutch_journal *j, uint64_t seq, uint64_t cmd)
+{
+	if (!j->cmds && !(j->cmds = calloc(COMMANDS_KEPT, sizeof(*j->cmds))))
+		return;
+	j->cmds[j->ncmds++ % COMMANDS_KEPT].seq = seq;
+	j->cmds[(j->ncmds - 1) % COMMANDS_KEPT].cmd = cmd;
+}
+
 static void write_request(struct hutch_jrec *jr)
 {
 	struct hutch_journal *j = NULL;
@@ -385,7 +406,23 @@ static void write_request(struct hutch_jrec *jr)
 		cJSON_AddBoolToObject(o, "running", true); /* an "exit" line follows */
 	cJSON_AddNumberToObject(o, "ms", ms(hutch_now_mono_sec() - jr->started));
 	jr->line = j->seq + 1;
+	if (jr->first_cmd && jr->command)
+		keep_command(j, j->seq, jr->first_cmd);
 	append(jr->s, j, o);
+}
+
+int hutch_journal_command_of(struct sup *s, uint64_t seq, uint64_t *ret_cmd)
+{
+	const struct hutch_journal *j = s->journal;
+
+	if (!j || !s->cfg->journal_max_bytes)
+		return -ENODATA;
+	for (size_t i = 0; i < j->ncmds && i < COMMANDS_KEPT; i++)
+		if (j->cmds[i].seq == seq) {
+			*ret_cmd = j->cmds[i].cmd;
+			return 0;
+		}
+	return -ENOENT;
 }
 
 static void write_exit(struct hutch_jrec *jr)
@@ -490,6 +527,7 @@ void hutch_journal_close(struct sup *s)
 	}
 	if (j->fd >= 0)
 		close(j->fd);
+	free(j->cmds);
 	free(j);
 	s->journal = NULL;
 }

@@ -24,6 +24,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 struct sup;
@@ -43,6 +44,10 @@ void hutch_journal_request_end(struct hutch_jrec *jr, unsigned status);
  * and gives its command line (a file builtin's: its operation and path);
  * at its end its exit, or nothing if it is freed before it ran. */
 extern const struct hutch_cmd_hook hutch_journal_cmd_hook;
+/* hutch diff --since SEQ: the id of the first command that the request on
+ * journal line seq started (a run, exec or process line of the last 4,096):
+ * 0; -ENOENT none such, -ENODATA no journal. */
+int hutch_journal_command_of(struct sup *s, uint64_t seq, uint64_t *ret_cmd);
 /* The sandbox has ended: the files move beside the tombstone
  * ($RT/.gone/<id>.journal, .journal.1), still open for the last requests'
  * lines. */

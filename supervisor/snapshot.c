@@ -48,10 +48,29 @@
 #include "snapshot.h"
 #include "supervisor.h"
 
+#define MARKS_KEPT 16
+
 struct sup_snapshot {
 	int fds[HUTCH_ROOTFS_WRITE_FDS];
 	unsigned taken; /* snapshots made: the default names' counter */
+	/* hutch diff --since NAME: the last MARKS_KEPT snapshots taken, each
+	 * with the change generation it follows (init/changes.h). */
+	struct {
+		char name[HUTCH_IMAGE_NAME_MAX + 1];
+		uint64_t gen;
+	} marks[MARKS_KEPT];
+	unsigned nmarks;
 };
+
+int hutch_sup_snapshot_gen(struct sup *s, const char *name, uint64_t *ret_gen)
+{
+	for (unsigned i = 0; s->snap && i < MARKS_KEPT && i < s->snap->nmarks; i++)
+		if (!strcmp(s->snap->marks[i].name, name)) {
+			*ret_gen = s->snap->marks[i].gen;
+			return 0;
+		}
+	return -ENOENT;
+}
 
 int hutch_sup_snapshot_take_fds(struct sup *s, const uint32_t *which, size_t nwhich, int *fds,
                                 size_t nfds, struct hutch_err *err)
@@ -277,6 +296,11 @@ int hutch_sup_snapshot(struct sup *s, const char *name, cJSON **ret, struct hutc
 	hutch_event(s, "snapshot %s: %llu bytes in %llu entries, frozen %.1f ms", name,
 	            (unsigned long long)st.bytes, (unsigned long long)st.entries,
 	            frozen ? 0.0 : (t2 - t1) * 1e3);
+	/* After the last command started so far has ended (2 * id + 1): a
+	 * command still running, or a background writer since, counts after. */
+	snprintf(s->snap->marks[s->snap->nmarks % MARKS_KEPT].name, HUTCH_IMAGE_NAME_MAX + 1, "%s",
+	         name);
+	s->snap->marks[s->snap->nmarks++ % MARKS_KEPT].gen = 2 * s->cmds.next_id + 1;
 	*ret = answer(s, name, &res, &st, frozen ? 0.0 : (t2 - t1) * 1e3, (t2 - t0) * 1e3);
 	return *ret ? 0 : hutch_err_set(err, -ENOMEM, "snapshot");
 }

@@ -37,5 +37,8 @@ void hutch_sup_snapshot_done(struct sup *s);
  * one without a cgroup to freeze, a name taken or invalid.
  */
 int hutch_sup_snapshot(struct sup *s, const char *name, cJSON **ret, struct hutch_err *err);
+/* hutch diff --since NAME: the change generation that snapshot NAME of
+ * this sandbox follows (one of its last 16): 0, or -ENOENT. */
+int hutch_sup_snapshot_gen(struct sup *s, const char *name, uint64_t *ret_gen);
 
 #endif

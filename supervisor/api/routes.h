@@ -79,6 +79,8 @@ enum MHD_Result hutch_api_serve_timeout(struct request *r, const char *upload, s
 enum MHD_Result hutch_api_serve_snapshot(struct request *r, const char *upload, size_t *size);
 /* POST /rollback (api-snapshot.c) */
 enum MHD_Result hutch_api_serve_rollback(struct request *r, const char *upload, size_t *size);
+/* POST /diff (api-diff.c) */
+enum MHD_Result hutch_api_serve_diff(struct request *r, const char *upload, size_t *size);
 /* api-run.c: */
 enum MHD_Result hutch_api_serve_run(struct request *r, const char *upload, size_t *size);
 enum MHD_Result hutch_api_serve_run_streaming(struct request *r, const char *upload, size_t *size);

@@ -528,8 +528,9 @@ static void test_capture_bounds(void **state)
 
 /* The observer (the session journal) sees each command start and end. */
 static int hook_attached, hook_done, hook_put;
-static void *hook_attach(void *ud, const char *const *argv, bool builtin)
+static void *hook_attach(void *ud, uint64_t id, const char *const *argv, bool builtin)
 {
+	(void)id;
 	hook_attached++;
 	return ud;
 }

@@ -1214,6 +1214,26 @@ class SandboxSession:
                                       or f"exit status {proc.returncode}")
         return [json.loads(line) for line in proc.stdout.splitlines()]
 
+    def diff(self, since=None):
+        """What changed in ``/workspace``, ``/home/appuser`` and ``/tmp``
+        over a span (``hutch diff``): since the sandbox started (None),
+        since a snapshot of it (a :class:`Snapshot` or its name), or since
+        the start of the command of journal line ``since`` (an int, a
+        line's ``seq`` in :meth:`journal`). Returns the change list's dict
+        (``created``, ``modified``, ``deleted``, ``omitted``, ``shared``,
+        ``complete``); unknown spans and sandboxes without change lists
+        raise :class:`SandboxError` (an ``APIError`` saying why)."""
+        if since is None:
+            body = {}
+        elif isinstance(since, bool) or not isinstance(since, (int, str, Snapshot)):
+            raise errors.ConfigError(f"invalid since {since!r}: a journal line's seq (int), "
+                                     "a Snapshot or a snapshot's name")
+        elif isinstance(since, int):
+            body = {"since_command": since}
+        else:
+            body = {"since_snapshot": since.name if isinstance(since, Snapshot) else since}
+        return self._client.call("POST", "/diff", body)["changes"]
+
     def _hook_fns(self, name):
         hooks = self.sandbox.hooks
         return [getattr(h, name) for h in (hooks if name == "on_create" else reversed(hooks))]
@@ -1378,6 +1398,7 @@ class AsyncSandboxSession:
     snapshot = _async_method("snapshot")
     rollback = _async_method("rollback")
     journal = _async_method("journal")
+    diff = _async_method("diff")
     wait_process = _async_method("wait_process")
     upload_dir = _async_method("upload_dir")
     download_dir = _async_method("download_dir")

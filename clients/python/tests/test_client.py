@@ -1213,3 +1213,25 @@ def test_change_lists_off():
     for bad in (0, "off", None):
         with pytest.raises(ConfigError):
             LocalSandbox(change_lists=bad)
+
+
+def test_diff():
+    """session.diff(): since the start, since a journal line's command; its
+    refusals as SandboxError, a bad since as ConfigError."""
+    with LocalSandbox() as s:
+        if s.execute("echo a > /workspace/a; echo t > /tmp/t").changes is None:
+            pytest.skip("no change lists on this kernel (fanotify in a user namespace: 6.8)")
+        s.execute("rm /tmp/t; echo b >> /workspace/a")
+        seq = [j["seq"] for j in s.journal() if j.get("command") == "rm /tmp/t; echo b >> /workspace/a"][0]
+        d = s.diff()
+        assert [(e["path"], e["size"]) for e in d["created"]] == [("/workspace/a", 4)]
+        assert d["deleted"] == [] and d["modified"] == [] and d["complete"]
+        d = s.diff(seq)
+        assert [e["path"] for e in d["modified"]] == ["/workspace/a"]
+        assert [e["path"] for e in d["deleted"]] == ["/tmp/t"]
+        with pytest.raises(hutch.SandboxError):
+            s.diff("no-such-snapshot")
+        with pytest.raises(hutch.SandboxError):
+            s.diff(10 ** 6)
+        with pytest.raises(ConfigError):
+            s.diff(1.5)

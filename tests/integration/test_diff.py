@@ -1,0 +1,112 @@
+# SPDX-License-Identifier: Apache-2.0
+"""hutch diff (issue 29): what changed in /workspace, /home/appuser and /tmp
+over a span (since the sandbox started, since the start of a journal line's
+command, since a snapshot of it), checked against the ground truth of
+test_changes (a tree walk with SHA-256 before and after), on every root of
+the matrix; and each way it refuses."""
+import json
+
+import pytest
+
+from test_changes import sandbox, snap, truth
+
+pytestmark = pytest.mark.usefixtures("root")
+
+
+def as_sets(ch):
+    assert ch["omitted"] == 0 and ch["complete"], ch
+    created = {e["path"]: e["size"] if e["type"] != "dir" else 0 for e in ch["created"]}
+    modified = {e["path"]: e["size"] if e["type"] != "dir" else 0 for e in ch["modified"]}
+    return created, modified, {e["path"] for e in ch["deleted"]}
+
+
+def diff(hutch, sid, *args):
+    r = hutch("diff", "--json", sid, *args)
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout)["changes"]
+
+
+def seq_of(hutch, sid, command):
+    r = hutch("journal", sid, "--json")
+    lines = [json.loads(x) for x in r.stdout.decode().splitlines()]
+    return [j["seq"] for j in lines if j.get("command") == command][-1]
+
+
+FIRST = ("echo a > /workspace/a; echo b > /workspace/b; mkdir -p /tmp/d/e; echo f > /tmp/d/e/f; "
+         "echo h > /home/appuser/h; ln -s a /workspace/l; echo gone > /tmp/gone")
+SECOND = ("echo more >> /workspace/a; rm -r /tmp/d; chmod 600 /home/appuser/h; "
+          "echo new > /workspace/t && mv /workspace/t /workspace/b; ln /workspace/a /workspace/hl; "
+          "mkdir /workspace/n; echo n > /workspace/n/x; rm /tmp/gone; echo back > /tmp/gone")
+
+
+def test_diff_matches_the_ground_truth(hutch, root):
+    sb = sandbox(hutch, root)
+    start = snap(sb)  # the probe of sandbox() left nothing: the start's tree
+    assert sb.run(FIRST)["exit_code"] == 0
+    middle = snap(sb)
+    assert sb.run(SECOND)["exit_code"] == 0
+    end = snap(sb)
+    assert as_sets(diff(hutch, sb.id)) == truth(start, end)
+    seq = seq_of(hutch, sb.id, SECOND)
+    assert as_sets(diff(hutch, sb.id, "--since", str(seq))) == truth(middle, end)
+    assert as_sets(diff(hutch, sb.id, "--since", str(seq_of(hutch, sb.id, FIRST)))) == \
+        truth(start, end)
+    # the API's form, and the CLI's lines
+    st, res = sb.api("POST", "/v1/diff", {"since_command": seq})
+    assert st == 200 and as_sets(res["changes"]) == truth(middle, end), res
+    out = hutch("diff", sb.id, "--since", str(seq)).stdout.decode()
+    assert "~ /home/appuser/h  file 2 (mode)" in out and "- /tmp/d/e/f  file 2" in out, out
+    assert sb.rm().returncode == 0
+
+
+def test_diff_since_a_snapshot(hutch, root):
+    root.skip_unless(root.name == "image", "snapshots of the test's own store only (the "
+                     "default image's store is shared)")
+    sb = sandbox(hutch, root)
+    assert sb.run(FIRST)["exit_code"] == 0
+    r = hutch("snapshot", sb.id, "difftest-snap")
+    assert r.returncode == 0, r.stderr
+    try:
+        before = snap(sb)
+        assert sb.run(SECOND)["exit_code"] == 0
+        after = snap(sb)
+        assert as_sets(diff(hutch, sb.id, "--since", "difftest-snap")) == truth(before, after)
+        assert sb.rm().returncode == 0
+    finally:
+        hutch("rm", sb.id)
+        hutch("snapshot", "rm", "difftest-snap")
+
+
+def test_diff_refusals(hutch, root):
+    sb = sandbox(hutch, root)
+    assert sb.run("echo x > /workspace/x")["exit_code"] == 0
+    for body, status, code in (
+            ({"since_command": 999}, 404, "not_found"),
+            ({"since_snapshot": "no-such-snap"}, 404, "not_found"),
+            ({"since_command": 1, "since_snapshot": "x"}, 400, "invalid_request"),
+            ({"since_command": "1"}, 400, "invalid_request"),
+            ({"since_command": -1}, 400, "invalid_request"),
+            ({"since": 1}, 400, "invalid_request"),
+            ([], 400, "invalid_json")):
+        st, res = sb.api("POST", "/v1/diff", body)
+        assert (st, res["error"]["code"]) == (status, code), (body, res)
+    # a journal line that started no command: the journal's own start line
+    st, res = sb.api("POST", "/v1/diff", {"since_command": 0})
+    assert st == 404, res
+    r = hutch("diff", sb.id, "--since", "999")
+    assert r.returncode == 70 and b"started no command" in r.stderr, r
+    r = hutch("diff", sb.id, "--since", "")
+    assert r.returncode == 64, r
+    r = hutch("diff")
+    assert r.returncode == 64, r
+    assert sb.rm().returncode == 0
+    r = hutch("diff", sb.id)
+    assert r.returncode in (65, 66), r  # deleted: gone (tombstone) or not found
+    sb = root.create(hutch, "--change-lists", "off")
+    st, res = sb.api("POST", "/v1/diff", {})
+    assert (st, res["error"]["code"]) == (409, "change_lists_off"), res
+    assert sb.rm().returncode == 0
+    sb = root.create(hutch, "--journal-max", "0")
+    st, res = sb.api("POST", "/v1/diff", {"since_command": 1})
+    assert (st, res["error"]["code"]) == (409, "no_journal"), res
+    assert sb.rm().returncode == 0

@@ -60,7 +60,9 @@ BUDGETS = {
     # 459 -> 467 with issue 27's views; 475 -> 369 without gnutls
     "create.faults": 375,
     "exec.syscalls": 212,  # 220 -> 212: libcap, an id looked up not listed
-    "exec.faults": 235,
+    # 235 -> 250 (issue 29): hutch diff's history per changed path in init
+    # (measured 254-258 with the 10 % slack's 258 at the edge)
+    "exec.faults": 250,
     "rm.syscalls": 115,
     "rm.faults": 120,
     # `hutch run -- true`, every process from the CLI's start to the
@@ -267,19 +269,43 @@ def test_version(hutch, tmp_path):
     within("version.faults", faults)
 
 
-def warm_views(hutch):
+def warm_views(hutch, *opts):
     """The runtime dir's first create starts its lxcfs (the /proc views,
-    runtime/lxcfs.c; ~1,100 syscalls of lxcfs's own start, once per dir):
-    the budgets are those of every later create."""
-    r = hutch("create", "--no-limits")
+    runtime/lxcfs.c; ~1,100 syscalls of lxcfs's own start, once per dir)
+    and the disk stock of its size (runtime/disk-stock.c): the budgets are
+    those of every later create. The sandbox stays until the test's end:
+    after the last rm both may stop (at once, or 30 s later), and a
+    measured create that started them again counted their work (create's
+    1,476 syscalls, 12 processes, one run in three)."""
+    r = hutch("create", *opts)
     assert r.returncode == 0, r.stderr
-    hutch("rm", r.stdout.decode().split()[0])
+
+
+# The creates measured keep /workspace on tmpfs: a disk comes from the
+# runtime dir's stock (runtime/disk-stock.c, untraced) when one is made,
+# else the supervisor makes its own (~160 syscalls more), which under load
+# depended on how far the stock had got (a limited create at 1,233, one run
+# in six, 12-05). The disk's round trip is held by run.syscalls.
+TMPFS = ("--workspace", "tmpfs")
+
+
+def strace_create(hutch, trace, *opts):
+    """strace_cli of a create; measured again once when it started lxcfs
+    (its own start, ~600 syscalls, is not a create's: warm_views() started
+    it, yet one whole-suite run in three found it gone and started it
+    again, 12-05: not understood yet, docs/performance.md)."""
+    out, n, per_pid = strace_cli(hutch, trace, "create", *opts)
+    with open(trace) as f:
+        if 'execve("' + (shutil.which("lxcfs") or "/usr/bin/lxcfs") not in f.read():
+            return out, n, per_pid
+    hutch("rm", out.split()[0])
+    return strace_cli(hutch, trace, "create", *opts)
 
 
 def test_create_exec_rm_and_rest(hutch, tmp_path):
     # syscalls: one sandbox traced through create, exec and rm
-    warm_views(hutch)
-    out, n, per_pid = strace_cli(hutch, str(tmp_path / "create.trace"), "create", "--no-limits")
+    warm_views(hutch, "--no-limits", *TMPFS)
+    out, n, per_pid = strace_create(hutch, str(tmp_path / "create.trace"), "--no-limits", *TMPFS)
     sid = out.split()[0]
     within("create.syscalls", n, " (per process: %s)" % sorted(per_pid.values()))
     pids = pids_of(hutch, sid)
@@ -298,7 +324,7 @@ def test_create_exec_rm_and_rest(hutch, tmp_path):
     within("rm.syscalls", cli + srv, " (CLI %d, supervisor and init %d)" % (cli, srv))
 
     # page faults and memory: another sandbox, not traced
-    rc, out, cli = run_faults(hutch.env, "create", "--no-limits")
+    rc, out, cli = run_faults(hutch.env, "create", "--no-limits", *TMPFS)
     assert rc == 0
     sid = out.split()[0]
     pids = pids_of(hutch, sid)
@@ -372,8 +398,8 @@ def cgroup_layout():
 def test_limited_create(hutch, tmp_path):
     if cgroup_layout() != HOST_LAYOUT:
         pytest.skip("the limited create's budget was measured on a %s host" % HOST_LAYOUT)
-    warm_views(hutch)
-    out, n, per_pid = strace_cli(hutch, str(tmp_path / "create.trace"), "create")
+    warm_views(hutch, *TMPFS)
+    out, n, per_pid = strace_create(hutch, str(tmp_path / "create.trace"), *TMPFS)
     hutch("rm", out.split()[0])
     report("create.limited.syscalls", n)
     assert n <= LIMITED_CREATE_SYSCALLS * (1 + SLACK), (

@@ -130,7 +130,8 @@ void hutch_sup_teardown(struct sup *s, const char *reason)
 	}
 	hutch_cmds_init_gone(&s->cmds);
 	if (s->kind->ended)
-		s->kind->ended(s); /* before the answer: rm, then snapshot rm at once */
+		s->kind->ended(s);   /* before the answer: rm, then snapshot rm at once */
+	hutch_sup_volumes_let_go(s); /* and volume rm */
 	if (s->end.retired)
 		return;
 	/* The tombstone first: whoever no longer finds the sandbox finds

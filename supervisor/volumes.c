@@ -214,6 +214,12 @@ void hutch_sup_volumes_close_mounts(struct sup *s)
 		hutch_close_many(s->volumes->mounts, s->volumes->n);
 }
 
+void hutch_sup_volumes_let_go(struct sup *s)
+{
+	if (s->volumes)
+		hutch_close_many(s->volumes->locks, HUTCH_VOLUMES_MAX);
+}
+
 void hutch_sup_volumes_done(struct sup *s)
 {
 	if (!s->volumes)

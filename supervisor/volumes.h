@@ -32,6 +32,10 @@ void hutch_sup_volumes_pass(const struct sup *s, int *keep, size_t at,
 /* After clone3: the parent's copies of the mounts (init holds them). */
 void hutch_sup_volumes_close_mounts(struct sup *s);
 /* At the end, after the sandbox's mounts went: the uses. */
+/* Teardown's first phase (nothing of the sandbox runs): the volumes'
+ * use locks go before the DELETE answer, so that `hutch rm ID && hutch
+ * volume rm NAME` finds the volume free. */
+void hutch_sup_volumes_let_go(struct sup *s);
 void hutch_sup_volumes_done(struct sup *s);
 
 #endif

@@ -362,7 +362,8 @@ def test_directory_copy_does_not_follow_symlinks_out(sandbox, hutch, tmp_path):
 # ---- limits ----
 
 def test_full_tmpfs_no_space_and_no_leftovers(hutch):
-    sb = hutch.create("--instance-type", "nano")
+    # A tmpfs workspace (the disk's ENOSPC: test_disk.py)
+    sb = hutch.create("--instance-type", "nano", "--workspace", "tmpfs")
     try:
         big = b"z" * (400 << 20)
         st, body = raw_put(sb, "huge.bin", big)

@@ -85,7 +85,8 @@ def init_pid(sb):
 V2 = os.path.exists("/sys/fs/cgroup/cgroup.controllers")
 HOST_SECRET_PATHS = ["/etc/shadow", "/etc/gshadow", "/etc/sudoers", "/etc/ssh", "/root",
                      "/root/.ssh", "/v1/run", "/var", "/var/run/docker.sock", "/run/hutch",
-                     "/sys/kernel", "/sys/class", "/sys/firmware", "/sys/devices", "/boot",
+                     "/sys/kernel", "/sys/class", "/sys/firmware", "/sys/devices/virtual",
+                     "/sys/devices/system/cpu/cpu0", "/sys/block", "/sys/bus", "/boot",
                      "/mnt", "/media", "/srv", "/opt", "/lost+found"]
 
 
@@ -184,7 +185,14 @@ except OSError as e:
 def lxcfs_roots(mi):
     """The /proc views' sources: lxcfs's own files (test_sizes.py)."""
     return {ln.split()[3] for ln in mi.splitlines()
-            if " - fuse.lxcfs " in ln and ln.split()[3].startswith("/proc/")}
+            if " - fuse.lxcfs " in ln and ln.split()[3].startswith(("/proc/", "/sys/devices/"))}
+
+
+def disk_roots(mi):
+    """The directories of the sandbox's own disk (ext4 on a loop device:
+    /workspace, /home/appuser, /tmp and an image's writable layer)."""
+    return {ln.split()[3] for ln in mi.splitlines()
+            if " - ext4 /dev/loop" in ln}
 
 
 def test_no_host_paths_in_mount_or_cgroup_tables(sb, mod_hutch):
@@ -197,7 +205,7 @@ def test_no_host_paths_in_mount_or_cgroup_tables(sb, mod_hutch):
     roots = {ln.split()[3] for ln in mi.splitlines() if " - " in ln}
     assert all(r == "/" or r.startswith(("/usr", "/etc/", "/null", "/zero", "/full", "/random",
                                          "/urandom", "/tty", "/bus", "/fs", "/irq", "/sys"))
-               for r in roots - lxcfs_roots(mi)), roots
+               for r in roots - lxcfs_roots(mi) - disk_roots(mi)), roots
     # cgroup namespace: every hierarchy shows the sandbox's own cgroup as /
     # to init; a command sees the same, but for the commands' own freezer
     # cgroup of a v1 host (/cmds, frozen by idle sleep without init).
@@ -223,8 +231,13 @@ print("sys", sorted(r + "/" + n for r, ds, fs in os.walk("/sys") for n in ds + f
                     if not r.startswith("/sys/fs/cgroup")) if os.path.lexists("/sys") else None)
 """)
     got = dict(ln.split(" ", 1) for ln in res["stdout"].splitlines())
-    # only the sandbox's own cgroup (v1 and v2: test_limits.py, test_sizes.py)
-    assert got.pop("sys") == "['/sys/fs', '/sys/fs/cgroup']", res
+    # only the sandbox's own cgroup (v1 and v2: test_limits.py, test_sizes.py),
+    # and lxcfs's CPU count where lxcfs serves one (test_sizes.py)
+    online = ["/sys/devices", "/sys/devices/system", "/sys/devices/system/cpu",
+              "/sys/devices/system/cpu/online"]
+    mi = sb.sh("cat /proc/self/mountinfo")
+    want = (online if " /sys/devices/system/cpu/online " in mi else []) + ["/sys/fs", "/sys/fs/cgroup"]
+    assert got.pop("sys") == repr(want), res
     for p, n in got.items():
         assert int(n) <= 0, f"{p} readable: {n} bytes"
 

@@ -302,7 +302,14 @@ def creating_init_pid(hutch):
                 with open(os.path.join(hutch.rtdir, sid, "state.json")) as f:
                     sup = json.load(f)["supervisor_pid"]
                 with open(f"/proc/{sup}/task/{sup}/children") as f:
-                    return int(f.read().split()[0])
+                    kids = [int(k) for k in f.read().split()]
+                # init is pid 1 of a pid namespace of its own (the
+                # supervisor's other children, a disk's maker, are not)
+                for k in kids:
+                    with open(f"/proc/{k}/status") as f:
+                        nspid = [ln.split()[1:] for ln in f if ln.startswith("NSpid:")][0]
+                    if nspid[-1] == "1":
+                        return k
             except (OSError, ValueError, KeyError, IndexError):
                 pass
         return None

@@ -268,10 +268,13 @@ static int write_generated(struct rootfs_ctx *ctx, int etc, struct hutch_err *er
 	return 0;
 }
 
+/* The flags of every shared entry: set once, on the clone of the host's
+ * /etc they are bound from (share_host_etc()). */
+#define ETC_ATTRS (ROOTFS_ATTR_HOST_RO | MOUNT_ATTR_NOEXEC)
+
 static int share_one(struct rootfs_ctx *ctx, int host_etc, int etc, const char *name,
                      unsigned char type, struct hutch_err *err)
 {
-	const unsigned int attrs = ROOTFS_ATTR_HOST_RO | MOUNT_ATTR_NOEXEC;
 	char where[320];
 	struct stat st;
 	int r;
@@ -300,7 +303,27 @@ static int share_one(struct rootfs_ctx *ctx, int host_etc, int etc, const char *
 	}
 	if (r < 0)
 		return r;
-	return rootfs_bind_new(host_etc, name, etc, name, attrs, where, err); /* our own tmpfs */
+	return rootfs_bind_new(host_etc, name, etc, name, 0, where, err); /* our own tmpfs */
+}
+
+/*
+ * The host's /etc, cloned once with the entries' flags and attached over
+ * itself in our private copy of the host tree (detached with it after
+ * pivot_root): each entry bound from it inherits the flags, one
+ * mount_setattr() in all instead of one per entry (17 on Debian 12).
+ */
+static int host_etc_readonly(struct rootfs_ctx *ctx, struct hutch_err *err)
+{
+	_cleanup_close_ int src = -EBADF;
+
+	src = rootfs_clone_new(ctx->host_root, "etc", ETC_ATTRS, "/etc", err);
+	if (src == -ENOENT) {
+		hutch_err_clear(err);
+		return 0;
+	}
+	if (src < 0)
+		return src;
+	return rootfs_attach(src, ctx->host_root, "etc", "bind", "/etc", err);
 }
 
 static int share_host_etc(struct rootfs_ctx *ctx, int etc, struct hutch_err *err)
@@ -309,6 +332,9 @@ static int share_host_etc(struct rootfs_ctx *ctx, int etc, struct hutch_err *err
 	struct dirent *de;
 	int fd, r;
 
+	r = host_etc_readonly(ctx, err);
+	if (r < 0)
+		return r;
 	fd = openat(ctx->host_root, "etc", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
 		return errno == ENOENT ? 0 : hutch_err_set_errno(err, -errno, "open host '/etc'");

@@ -107,7 +107,8 @@ static int bind_cpu_online(struct rootfs_ctx *ctx, const char *dir, struct hutch
 	int r;
 
 	snprintf(from, sizeof(from), "%s%s", dir, where);
-	src = rootfs_clone_new(ctx->host_root, from, MOUNT_ATTR_RDONLY | PROC_ATTRS, where, err);
+	/* Its flags are the tree's (setup_views()). */
+	src = rootfs_clone_new(ctx->host_root, from, 0, where, err);
 	if (src == -ENOENT) {
 		hutch_err_clear(err);
 		return 0;
@@ -118,11 +119,15 @@ static int bind_cpu_online(struct rootfs_ctx *ctx, const char *dir, struct hutch
 		if ((r = rootfs_mkdir(ctx->root, *d, 0555, where, err)) < 0)
 			return r;
 	r = rootfs_mkfile(ctx->root, where + 1, where, err);
-	return r < 0 ? r : rootfs_attach(src, ctx->root, where + 1, "lxcfs view", where, err);
+	/* A file init has just made in its own root tmpfs: attached by name. */
+	if (r >= 0 && sys_move_mount(src, "", ctx->root, where + 1, MOVE_MOUNT_F_EMPTY_PATH) < 0)
+		r = hutch_err_set_errno(err, -errno, "mount lxcfs view on '%s'", where);
+	return r;
 }
 
 static int setup_views(struct rootfs_ctx *ctx, int proc, struct hutch_err *err)
 {
+	struct mount_attr attr = { .attr_set = MOUNT_ATTR_RDONLY | PROC_ATTRS };
 	_cleanup_close_ int at = -EBADF;
 	const char *dir = NULL;
 	char from[64], where[64];
@@ -139,23 +144,33 @@ static int setup_views(struct rootfs_ctx *ctx, int proc, struct hutch_err *err)
 	r = rootfs_attach_fd(ctx->cfg->procview_fd, at, "lxcfs", "/proc views", err);
 	if (r < 0)
 		return r;
+	/*
+	 * The views' flags are set once, on the attached tree (procview_fd
+	 * names its root now): every clone below inherits them, one
+	 * mount_setattr() instead of one per view.
+	 */
+	if (sys_mount_setattr(ctx->cfg->procview_fd, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr,
+	                      sizeof(attr)) < 0)
+		return hutch_err_set_errno(err, -errno, "make lxcfs's tree read-only");
 	for (const char *const *f = view_files; *f; f++) {
-		_cleanup_close_ int target = -EBADF, src = -EBADF;
+		_cleanup_close_ int src = -EBADF;
 
 		snprintf(where, sizeof(where), "/proc/%s", *f);
 		snprintf(from, sizeof(from), "%s/proc/%s", dir, *f);
-		target = rootfs_open_target(proc, *f, true, where, err);
-		if (target == -ENOENT)
-			continue;
-		if (target < 0)
-			return target;
-		src = rootfs_clone_new(ctx->host_root, from, MOUNT_ATTR_RDONLY | PROC_ATTRS, where,
-		                       err);
+		src = rootfs_clone_new(ctx->host_root, from, 0, where, err);
 		if (src < 0)
 			return src;
-		r = rootfs_attach_fd(src, target, "lxcfs view", where, err);
-		if (r < 0)
-			return r;
+		/*
+		 * Attached by name on our own fresh procfs, whose files are
+		 * never symlinks and never followed (no
+		 * MOVE_MOUNT_T_SYMLINKS): no open of the target first. A
+		 * view this kernel's /proc has not is skipped.
+		 */
+		if (sys_move_mount(src, "", proc, *f, MOVE_MOUNT_F_EMPTY_PATH) < 0) {
+			if (errno == ENOENT)
+				continue;
+			return hutch_err_set_errno(err, -errno, "mount lxcfs view on '%s'", where);
+		}
 	}
 	return bind_cpu_online(ctx, dir, err);
 }

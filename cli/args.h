@@ -92,6 +92,7 @@ struct hutch_cli_args {
 	const char *format;      /* ls --format */
 	const char *progress;    /* create, run --progress */
 	const char *since;       /* diff --since */
+	const char *into;        /* replay --into */
 	double timeout, grace;
 	uint64_t size, max_bytes;
 	char **pos; /* positionals */

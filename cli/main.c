@@ -120,6 +120,7 @@ static const struct hutch_cli_verb *const verbs[] = {
 	&hutch_verb_events,
 	&hutch_verb_journal,
 	&hutch_verb_diff,
+	&hutch_verb_replay,
 	&hutch_verb_set_timeout,
 	&hutch_verb_port,
 	&hutch_verb_image_pull,

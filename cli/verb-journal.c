@@ -381,6 +381,70 @@ static int cmd_journal(struct hutch_cli_args *a)
 	return 0;
 }
 
+/* Append the lines of the file at path to lines, checking the chain. */
+static int load_file(const char *path, bool wait, cJSON *lines, struct hutch_journal_check *check)
+{
+	_cleanup_free_ char *text = NULL;
+	_cleanup_close_ int fd = -EBADF;
+	struct stat st;
+	ssize_t len;
+	size_t at = 0;
+	int r;
+
+	fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0 && errno == ENOENT)
+		return hutch_cli_fail(HUTCH_EXIT_NOT_FOUND, "no journal '%s'", path);
+	if (fd < 0 && (r = open_or_fail(path, &fd)))
+		return r;
+	if (wait) /* an ended sandbox's: its last lines */
+		wait_writer(fd);
+	if (fstat(fd, &st) < 0 || !(text = malloc((size_t)st.st_size + 1)) ||
+	    (len = hutch_read_all(fd, text, (size_t)st.st_size)) < 0)
+		return hutch_cli_fail(HUTCH_EXIT_FAILURE, "read '%s': %s", path, strerror(errno));
+	/* complete lines only: one being written has no newline yet */
+	while (at < (size_t)len) {
+		char *nl = memchr(text + at, '\n', (size_t)len - at);
+		size_t l = nl ? (size_t)(nl - text - at) : 0;
+
+		if (!nl)
+			break;
+		if (hutch_journal_check_line(check, text + at, l) == 0)
+			cJSON_AddItemToArray(lines, cJSON_ParseWithLength(text + at, l));
+		at += l + 1;
+	}
+	return 0;
+}
+
+int hutch_cli_journal_load(const char *arg, cJSON **ret, struct hutch_journal_check *check)
+{
+	_cleanup_cjson_ cJSON *lines = cJSON_CreateArray();
+	struct jsrc s;
+	int r;
+
+	hutch_journal_check_init(check);
+	if (!lines)
+		return hutch_cli_fail(HUTCH_EXIT_FAILURE, "out of memory");
+	if (strchr(arg, '/') || access(arg, F_OK) == 0) { /* a file */
+		if ((r = load_file(arg, false, lines, check)))
+			return r;
+		*ret = TAKE_PTR(lines);
+		return 0;
+	}
+	if ((r = locate(arg, &s)))
+		return r;
+	if (access(s.old, F_OK) == 0 && (r = load_file(s.old, false, lines, check)))
+		return r;
+	if (!s.gone && access(s.cur, F_OK) < 0 && errno == ENOENT)
+		return hutch_cli_fail(HUTCH_EXIT_NOT_FOUND,
+		                      "sandbox '%s' has no journal lines yet (it starts at the "
+		                      "first request)",
+		                      arg);
+	if ((r = load_file(s.cur, s.gone, lines, check)))
+		return r;
+	*ret = TAKE_PTR(lines);
+	return 0;
+}
+
 static const struct hutch_cli_opt journal_opts[] = {
 	{ .name = "verify",
 	  .kind = HUTCH_CLI_FLAG,

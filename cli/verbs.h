@@ -41,6 +41,15 @@ extern const struct hutch_cli_verb hutch_verb_image_pull, hutch_verb_image_impor
 int hutch_cli_image(int argc, char **argv, const struct hutch_cli_verb *const *all);
 /* verb-journal.c */
 extern const struct hutch_cli_verb hutch_verb_journal;
+/* The lines of a journal, oldest first, parsed (ret: a cJSON array), and
+ * its chain checked in check (check->why set at the first break: the
+ * lines after it are not in ret); arg is a sandbox's id (live or ended,
+ * both files) or a journal file's path. 0, or an exit code after saying
+ * why. */
+struct hutch_journal_check;
+int hutch_cli_journal_load(const char *arg, cJSON **ret, struct hutch_journal_check *check);
+/* verb-replay.c */
+extern const struct hutch_cli_verb hutch_verb_replay;
 /* verb-diff.c */
 extern const struct hutch_cli_verb hutch_verb_diff;
 /* verb-volume.c: "volume create", "volume ls", "volume inspect", "volume rm" */

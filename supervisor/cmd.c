@@ -403,7 +403,7 @@ static struct cmd *cmd_new(struct hutch_cmds *set, const struct hutch_spawn *sp,
 	c->id = ++set->next_id;
 	c->out_fd = c->err_fd = c->in_fd = c->timer_fd = -EBADF;
 	if (set->hook && set->hook_ud)
-		c->hook_ref = set->hook->attach(set->hook_ud, c->id, sp->argv, sp->builtin);
+		c->hook_ref = set->hook->attach(set->hook_ud, c->id, sp);
 	hutch_watch_init(&c->w_out, on_output, c);
 	hutch_watch_init(&c->w_err, on_output, c);
 	hutch_watch_init(&c->w_in, on_stdin, c);

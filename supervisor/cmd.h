@@ -100,7 +100,7 @@ enum cmd_state {
  * the command's; its result, may be NULL, is the command's hook_ref), then
  * done() at its end or put() if it is freed without one. */
 struct hutch_cmd_hook {
-	void *(*attach)(void *ud, uint64_t id, const char *const *argv, bool builtin);
+	void *(*attach)(void *ud, uint64_t id, const struct hutch_spawn *sp);
 	void (*done)(void *ref, const struct cmd *c);
 	void (*put)(void *ref);
 };
@@ -139,7 +139,12 @@ struct cmd {
 	double timeout;
 	int status; /* wait status once done */
 	bool exited, timed_out, oom_killed, released, tty;
-	uint64_t stdin_len;        /* bytes given as stdin_data */
+	uint64_t stdin_len; /* bytes given as stdin_data */
+	/* Bytes its owner wrote to the stdin it took (hutch_cmd_take_stdin()),
+	 * for the journal: counted (and stdin_counted set) by owners that
+	 * do (POST /exec); writable by the owner. */
+	uint64_t stdin_streamed;
+	bool stdin_counted;
 	struct hutch_buf out, err; /* captured output (no sink output callback) */
 	const char *spawn_error;   /* init could not start it (static or spawn_errbuf) */
 	cJSON *changes;            /* its change list (changes-format.h), or NULL */

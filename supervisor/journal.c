@@ -14,16 +14,20 @@
 
 #include <cjson/cJSON.h>
 
+#include "base64.h"
 #include "cleanup.h"
 #include "cmd.h"
+#include "cmdenv.h"
 #include "events.h"
 #include "fdutil.h"
+#include "fileops.h"
 #include "journal-format.h"
 #include "journal.h"
 #include "supervisor.h"
 #include "util.h"
 
 #define TEXT_MAX    4096       /* bytes of a command line or path kept */
+#define DATA_INLINE 4096       /* bytes of a write's content or stdin kept whole */
 #define COMMAND_MAX (1u << 20) /* bytes of an argv joined before that */
 
 struct hutch_journal {
@@ -51,7 +55,21 @@ struct hutch_jrec {
 	double started; /* monotonic seconds */
 	int uid, pid;
 	char route[160];
-	char *command, *path, *op;
+	char *command, *path, *op, *cwd;
+	char mode[8]; /* a write's or make_dir's, "": the default */
+	/* The command line, path or cwd is not the one given (cut, a secret
+	 * or invalid UTF-8 replaced); shell: "bash" for bash -c's string */
+	bool inexact;
+	const char *shell;
+	/* What replay needs besides the command line: a write's content or
+	 * a command's stdin (struct data below), set at attach. */
+	struct data {
+		bool has, streamed;
+		uint64_t size;
+		char sha256[HUTCH_JOURNAL_HASH_LEN + 1];
+		char *base64;         /* the bytes, when at most DATA_INLINE */
+		const char *withheld; /* else why not: "large", "secret" */
+	} data;
 	unsigned status;
 	bool ended;    /* the request */
 	unsigned cmds; /* attached commands not done */
@@ -160,6 +178,12 @@ static struct hutch_journal *journal_get(struct sup *s)
 	cJSON_AddStringToObject(o, "journal", "start");
 	cJSON_AddStringToObject(o, "sandbox", s->id);
 	cJSON_AddNumberToObject(o, "max_bytes", (double)s->cfg->journal_max_bytes);
+	/* What a replay starts from (hutch replay): the root and the size. */
+	cJSON_AddStringToObject(o, "image",
+	                        hutch_config_has_image(s->cfg) ? s->cfg->image : HUTCH_IMAGE_HOST);
+	if (hutch_config_has_image(s->cfg) && s->cfg->image_manifest[0])
+		cJSON_AddStringToObject(o, "image_manifest", s->cfg->image_manifest);
+	cJSON_AddStringToObject(o, "instance_type", s->cfg->type->name);
 	append(s, j, o);
 	return j->failed ? NULL : j;
 }
@@ -212,11 +236,13 @@ struct hutch_jrec *hutch_journal_request_begin(struct sup *s, const char *method
 /* text with every secrets= value in it replaced by "[secret NAME]" (the
  * search goes on after the mark: a value may be part of a mark), then cut
  * at TEXT_MAX bytes (after: a cut could leave a value's head) and made
- * valid UTF-8. NULL if out of memory. */
-static char *redact(const struct sup *s, const char *text)
+ * valid UTF-8. NULL if out of memory. *inexact (if given) is set when the
+ * result is not text (replay cannot run it: hutch replay). */
+static char *redact(const struct sup *s, const char *text, bool *inexact)
 {
 	const struct hutch_secrets *x = s->cfg->secrets;
 	_cleanup_free_ char *out = strdup(text);
+	char *clean;
 	size_t len;
 
 	for (size_t i = 0; out && x && i < x->n; i++) {
@@ -242,20 +268,26 @@ static char *redact(const struct sup *s, const char *text)
 	if (!out)
 		return NULL;
 	len = strlen(out);
-	return hutch_utf8_sanitize(out, len > TEXT_MAX ? TEXT_MAX : len, NULL);
+	clean = hutch_utf8_sanitize(out, len > TEXT_MAX ? TEXT_MAX : len, NULL);
+	if (inexact && clean && strcmp(clean, text))
+		*inexact = true;
+	return clean;
 }
 
 /* A shell command as its string; anything else as its words, quoted
  * where a word needs it. */
-static char *command_line(const struct sup *s, const char *const *argv)
+static char *command_line(const struct sup *s, const char *const *argv, bool *inexact,
+                          const char **shell)
 {
 	struct hutch_buf b;
 	char *line;
 
 	if (argv[0] && argv[1] && argv[2] && !strcmp(argv[1], "-c") &&
 	    (!strcmp(argv[0], "/bin/sh") || !strcmp(argv[0], "sh") ||
-	     !strcmp(argv[0], "/bin/bash") || !strcmp(argv[0], "bash")))
-		return redact(s, argv[2]);
+	     !strcmp(argv[0], "/bin/bash") || !strcmp(argv[0], "bash"))) {
+		*shell = strstr(argv[0], "bash") ? "bash" : NULL;
+		return redact(s, argv[2], inexact);
+	}
 	hutch_buf_init(&b, COMMAND_MAX); /* redacted whole, then cut */
 	for (const char *const *a = argv; *a; a++) {
 		bool plain = **a && !strpbrk(*a, " \t\n'\"\\$`;&|<>(){}*?[]#~");
@@ -273,33 +305,119 @@ static char *command_line(const struct sup *s, const char *const *argv)
 		(void)hutch_buf_append(&b, "'", 1);
 	}
 	(void)hutch_buf_append(&b, "", 1);
-	line = b.data ? redact(s, b.data) : NULL;
+	line = b.data ? redact(s, b.data, inexact) : NULL;
+	if (b.len >= COMMAND_MAX)
+		*inexact = true;
 	hutch_buf_done(&b);
 	return line;
 }
 
-static void *cmd_attach(void *ud, uint64_t id, const char *const *argv, bool builtin)
+/* Does data hold a secrets= value? Then it is not kept (its digest is). */
+static bool holds_secret(const struct sup *s, const char *data, size_t len)
+{
+	const struct hutch_secrets *x = s->cfg->secrets;
+
+	for (size_t i = 0; x && i < x->n; i++) {
+		const char *eq = strchr(x->env[i], '=');
+
+		if (eq && eq[1] && memmem(data, len, eq + 1, strlen(eq + 1)))
+			return true;
+	}
+	return false;
+}
+
+/* The bytes a command was given (a write's content, a command's stdin):
+ * size and SHA-256, the bytes themselves (base64) when small and free of
+ * secrets; streamed ones (PUT /files, /exec) are known only by their
+ * count, which the stream's owner keeps (cmd.h stdin_counted). */
+static void keep_data(struct hutch_jrec *jr, const struct hutch_spawn *sp)
+{
+	struct data *d = &jr->data;
+
+	free(d->base64);
+	memset(d, 0, sizeof(*d));
+	if (sp->stdin_open) {
+		d->has = d->streamed = true;
+		d->size = UINT64_MAX; /* until its end */
+		return;
+	}
+	if (!sp->stdin_len)
+		return;
+	d->has = true;
+	d->size = sp->stdin_len;
+	hutch_journal_hash(sp->stdin_data, sp->stdin_len, d->sha256);
+	if (sp->stdin_len > DATA_INLINE)
+		d->withheld = "large";
+	else if (holds_secret(jr->s, sp->stdin_data, sp->stdin_len))
+		d->withheld = "secret";
+	else
+		d->base64 = hutch_base64_encode(sp->stdin_data, sp->stdin_len);
+}
+
+static void cmd_attach_builtin(struct hutch_jrec *jr, const struct hutch_spawn *sp)
+{
+	const char *const *argv = sp->argv;
+
+	if (!jr->op && !strcmp(argv[0], "diff")) { /* its argument: a generation */
+		jr->op = strdup(argv[0]);
+	} else if (!jr->path && argv[1]) {
+		jr->op = strdup(argv[0]);
+		jr->path = redact(jr->s, argv[1], &jr->inexact);
+		if ((!strcmp(argv[0], HUTCH_FOP_WRITE) || !strcmp(argv[0], HUTCH_FOP_MKDIR)) &&
+		    argv[2] && strlen(argv[2]) < sizeof(jr->mode))
+			snprintf(jr->mode, sizeof(jr->mode), "%s", argv[2]);
+		if (!strcmp(argv[0], HUTCH_FOP_WRITE) || !strcmp(argv[0], HUTCH_FOP_TAR_X))
+			keep_data(jr, sp);
+	}
+}
+
+static void *cmd_attach(void *ud, uint64_t id, const struct hutch_spawn *sp)
 {
 	struct hutch_jrec *jr = ud;
 
-	if (!jr || !argv[0])
+	if (!jr || !sp->argv[0])
 		return NULL;
 	if (!jr->first_cmd)
 		jr->first_cmd = id;
-	if (builtin) {
-		if (!jr->op && !strcmp(argv[0], "diff")) { /* its argument: a generation */
-			jr->op = strdup(argv[0]);
-		} else if (!jr->path && argv[1]) {
-			jr->op = strdup(argv[0]);
-			jr->path = redact(jr->s, argv[1]);
-		}
+	if (sp->builtin) {
+		cmd_attach_builtin(jr, sp);
 	} else {
 		free(jr->command);
-		jr->command = command_line(jr->s, argv);
+		jr->inexact = false;
+		jr->command = command_line(jr->s, sp->argv, &jr->inexact, &jr->shell);
+		free(jr->cwd);
+		jr->cwd = sp->cwd && strcmp(sp->cwd, HUTCH_WORKSPACE)
+		                  ? redact(jr->s, sp->cwd, &jr->inexact)
+		                  : NULL;
+		keep_data(jr, sp);
 	}
 	jr->refs++;
 	jr->cmds++;
 	return jr;
+}
+
+/* The bytes as a field: {"size", "sha256", "base64"} or "withheld"; a
+ * streamed one {"streamed": true, "size"} (no size: not counted). */
+static void add_data(cJSON *o, const struct hutch_jrec *jr)
+{
+	const struct data *d = &jr->data;
+	cJSON *x;
+
+	if (!d->has || (d->streamed && d->size == 0) || /* counted: none */
+	    !(x = cJSON_AddObjectToObject(o, jr->command ? "stdin" : "content")))
+		return;
+	if (d->streamed) {
+		cJSON_AddBoolToObject(x, "streamed", true);
+		if (d->size != UINT64_MAX)
+			cJSON_AddNumberToObject(x, "size", (double)d->size);
+		return;
+	}
+	cJSON_AddNumberToObject(x, "size", (double)d->size);
+	cJSON_AddStringToObject(x, "sha256", d->sha256);
+	if (d->base64)
+		cJSON_AddStringToObject(x, "base64", d->base64);
+	else
+		cJSON_AddStringToObject(x, "withheld", d->withheld);
 }
 
 static const char *const change_counts[4] = { "created", "modified", "deleted", "omitted" };
@@ -398,6 +516,15 @@ static void write_request(struct hutch_jrec *jr)
 		cJSON_AddStringToObject(o, "op", jr->op);
 	if (jr->path)
 		cJSON_AddStringToObject(o, "path", jr->path);
+	if (jr->shell && jr->command)
+		cJSON_AddStringToObject(o, "shell", jr->shell);
+	if (jr->cwd)
+		cJSON_AddStringToObject(o, "cwd", jr->cwd);
+	if (jr->inexact)
+		cJSON_AddBoolToObject(o, "inexact", true);
+	if (jr->mode[0])
+		cJSON_AddStringToObject(o, "mode", jr->mode);
+	add_data(o, jr);
 	if (jr->status)
 		cJSON_AddNumberToObject(o, "status", jr->status);
 	if (jr->has_exit && !jr->cmds && jr->command) /* a builtin's is the status's */
@@ -445,6 +572,8 @@ static void put(struct hutch_jrec *jr)
 	free(jr->command);
 	free(jr->path);
 	free(jr->op);
+	free(jr->cwd);
+	free(jr->data.base64);
 	free(jr);
 }
 
@@ -474,6 +603,8 @@ static void cmd_done(void *ref, const struct cmd *c)
 	jr->oom_killed = c->oom_killed;
 	jr->spawn_failed = c->spawn_error != NULL;
 	jr->cmd_sec = c->duration;
+	if (jr->data.streamed) /* counted by the stream's owner, or not known */
+		jr->data.size = c->stdin_counted ? c->stdin_streamed : UINT64_MAX;
 	keep_changes(jr, c->changes);
 	/* Its request has its line: this command outlived it. */
 	if (jr->ended && jr->line && !jr->cmds)

@@ -480,6 +480,8 @@ static size_t feed_stdin(struct hutch_exec *x, const char *data, size_t n)
 	}
 	if (w < 0)
 		w = 0;
+	if (x->cmd)
+		x->cmd->stdin_streamed += (size_t)w;
 	if ((size_t)w < n && !hutch_watch_active(&x->w_in))
 		(void)hutch_loop_add(&x->s->loop, &x->w_in, x->in_fd, EPOLLOUT);
 	return (size_t)w;
@@ -546,6 +548,8 @@ static int splice_in(struct hutch_exec *x)
 	n = splice(x->sock, NULL, x->in_fd, NULL, left, SPLICE_F_NONBLOCK | SPLICE_F_MOVE);
 	if (n > 0) {
 		hutch_frame_dec_skip(&x->dec, (size_t)n);
+		if (x->cmd)
+			x->cmd->stdin_streamed += (size_t)n;
 		return 1;
 	}
 	if (n < 0 && errno == EAGAIN) {
@@ -739,7 +743,8 @@ enum MHD_Result hutch_api_serve_exec(struct request *r, const char *upload, size
 		exec_freed(&x->dfree);
 		return hutch_api_respond_err(r->conn, &err, hutch_api_spawn_code(&err));
 	}
-	if (!x->tty) { /* a tty's comes once spawned */
+	x->cmd->stdin_counted = true; /* for the journal */
+	if (!x->tty) {                /* a tty's comes once spawned */
 		x->in_fd = hutch_cmd_take_stdin(x->cmd);
 		x->started = true;
 	}

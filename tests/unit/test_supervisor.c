@@ -528,9 +528,10 @@ static void test_capture_bounds(void **state)
 
 /* The observer (the session journal) sees each command start and end. */
 static int hook_attached, hook_done, hook_put;
-static void *hook_attach(void *ud, uint64_t id, const char *const *argv, bool builtin)
+static void *hook_attach(void *ud, uint64_t id, const struct hutch_spawn *sp)
 {
 	(void)id;
+	assert_non_null(sp->argv);
 	hook_attached++;
 	return ud;
 }

@@ -43,6 +43,7 @@ static const char *const main_usage =
         "                                  (no ID: every sandbox's; -f: follow)\n"
         "  journal ID [--verify] [-f]      every request and command, hash-chained (audit)\n"
         "  diff ID [--since SNAP|SEQ]      files created, modified, deleted since the start\n"
+        "  replay JOURNAL|ID [--into ID]   run a journal again in a new sandbox (its test)\n"
         "  set-timeout ID SECONDS          delete the sandbox SECONDS from now (not at its TTL)\n"
         "  port ID [PORT]                  where a sandbox's published ports are on the host\n"
         "  rm [--json] ID... | --all       delete sandboxes (dead and gone on return)\n"

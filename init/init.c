@@ -37,6 +37,7 @@
 #include "fileops.h"
 #include "init.h"
 #include "ns.h"
+#include "pidns.h"
 #include "proctree.h"
 #include "proto.h"
 #include "pty.h"
@@ -65,6 +66,8 @@ struct init_state {
 	const struct hutch_init_sys *sys;  /* the syscalls of the handling (launch.h) */
 	void *sys_ud;
 	struct hutch_changes *changes; /* change lists (changes.h), or NULL */
+	/* An OCI container's own pid namespace, nested (pidns.h); pid 0: none */
+	struct hutch_init_nest nest;
 };
 
 static __attribute__((noreturn)) void fail(int sock, struct hutch_err *err)
@@ -125,7 +128,11 @@ static void handle_spawn(struct init_state *s, uint64_t id, const char *body, si
 		pty[0] = pty[1] = pty[2] = slave;
 	}
 	hutch_changes_start(s->changes, id);
-	pid = s->sys->spawn(s->sys_ud, &req, tty ? pty : fds, fds + nstd, nfds - nstd);
+	if ((req.flags & HUTCH_SPAWN_MAIN) && s->nest.sock >= 0)
+		pid = hutch_init_nest_start(&s->nest, id, body, len, tty ? pty : fds, fds + nstd,
+		                            nfds - nstd);
+	else
+		pid = s->sys->spawn(s->sys_ud, &req, tty ? pty : fds, fds + nstd, nfds - nstd);
 	if (pid < 0 || track(s, pid, id) < 0) {
 		if (pid > 0)
 			kill(pid, SIGKILL);
@@ -441,7 +448,12 @@ struct hutch_init_server *hutch_init_server_new(int sock, const struct hutch_ini
 	if (!srv)
 		return NULL;
 	srv->s = (struct init_state){
-		.sock = sock, .cmds_state_fd = -1, .held_slave = -EBADF, .sys = sys, .sys_ud = ud
+		.sock = sock,
+		.cmds_state_fd = -1,
+		.held_slave = -EBADF,
+		.sys = sys,
+		.sys_ud = ud,
+		.nest = { .sock = -EBADF, .proc_fd = -EBADF },
 	};
 	return srv;
 }
@@ -488,6 +500,31 @@ static int build_root(int sock, struct hutch_rootfs_config *rootfs, int *write_f
 	return r < 0 ? r : send_write_fds(sock, write_fds, err);
 }
 
+/* Root in the user namespace, the cgroup namespace, the other
+ * namespaces' setup (ns.c), and a container's own pid namespace nested in
+ * ours (pidns.h: its proc is the root's). 0 or -errno with err set. */
+static int setup_inside(struct init_state *s, const struct hutch_init_params *p,
+                        struct hutch_rootfs_config *rootfs, struct hutch_err *err)
+{
+	/* The new uid set the dumpable flag to fs.suid_dumpable: in a pod's
+	 * pid namespace, where the pod's root now could attach, clear it. */
+	if (setresgid(0, 0, 0) < 0 || setresuid(0, 0, 0) < 0 ||
+	    (s->shared_pid && prctl(PR_SET_DUMPABLE, 0) < 0))
+		return hutch_err_set_errno(err, -errno, "become root in the user namespace");
+	/* We are in the sandbox's cgroups (cloned into, or joined right after
+	 * clone): make them the root of our cgroup namespace. */
+	if (unshare(CLONE_NEWCGROUP) < 0)
+		return hutch_err_set_errno(err, -errno, "create cgroup namespace");
+	if (hutch_init_setup_ns(p->sock, p->hostname, p->net, p->sysctls, err) < 0)
+		return -1;
+	if (!s->spawner.container || s->shared_pid)
+		return 0;
+	if (hutch_init_nest_pidns(&s->nest, &s->spawner, p->seccomp, err) < 0)
+		return -1;
+	rootfs->proc_mnt = &s->nest.proc_fd;
+	return 0;
+}
+
 void hutch_init_main(const struct hutch_init_params *p)
 {
 	struct init_state s = { .sock = p->sock,
@@ -495,7 +532,8 @@ void hutch_init_main(const struct hutch_init_params *p)
 		                .held_slave = -EBADF,
 		                .shared_pid = getpid() != 1,
 		                .spawner = spawner_of(p),
-		                .sys = &hutch_init_sys_linux };
+		                .sys = &hutch_init_sys_linux,
+		                .nest = { .sock = -EBADF, .proc_fd = -EBADF } };
 	struct hutch_err err = { 0 };
 	struct hutch_rootfs_config rootfs = p->rootfs;
 	int write_fds[HUTCH_ROOTFS_WRITE_FDS] = { -EBADF, -EBADF, -EBADF, -EBADF };
@@ -514,25 +552,13 @@ void hutch_init_main(const struct hutch_init_params *p)
 		hutch_err_set_errno(&err, p->cgroup_join_err, "join the sandbox's cgroups");
 		fail(p->sock, &err);
 	}
-	/* The new uid set the dumpable flag to fs.suid_dumpable: in a pod's
-	 * pid namespace, where the pod's root now could attach, clear it. */
-	if (setresgid(0, 0, 0) < 0 || setresuid(0, 0, 0) < 0 ||
-	    (s.shared_pid && prctl(PR_SET_DUMPABLE, 0) < 0)) {
-		hutch_err_set_errno(&err, -errno, "become root in the user namespace");
-		fail(p->sock, &err);
-	}
-	/* We are in the sandbox's cgroups (cloned into, or joined right after
-	 * clone): make them the root of our cgroup namespace. */
-	if (unshare(CLONE_NEWCGROUP) < 0) {
-		hutch_err_set_errno(&err, -errno, "create cgroup namespace");
-		fail(p->sock, &err);
-	}
-	if (hutch_init_setup_ns(p->sock, p->hostname, p->net, p->sysctls, &err) < 0)
+	if (setup_inside(&s, p, &rootfs, &err) < 0)
 		fail(p->sock, &err);
 	if (rootfs.n_layers && !rootfs.bundle)
 		rootfs.write_fds = write_fds;
 	if (build_root(p->sock, &rootfs, write_fds, &err) < 0)
 		fail(p->sock, &err);
+	closep(&s.nest.proc_fd);
 	if (p->console_uid >= 0 &&
 	    hutch_init_console_open(p->sock, (uid_t)p->console_uid, &s.held_slave, &err) < 0)
 		fail(p->sock, &err);

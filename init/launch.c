@@ -255,6 +255,31 @@ static void set_oom_adj(const struct hutch_init_spawner *s, bool for_child)
 		(void)!pwrite(s->oom_fd, s->oom_orig, strlen(s->oom_orig), 0);
 }
 
+/* What the command child reads, for req on fds. */
+static void args_of(struct spawn_args *a, const struct hutch_init_spawner *s,
+                    const struct hutch_spawn_req *req, const int fds[3], const int *extra,
+                    size_t nextra, const char **sh_argv)
+{
+	*a = (struct spawn_args){ .req = req,
+		                  .fds = fds,
+		                  .extra = extra,
+		                  .nextra = (int)nextra,
+		                  .path = "/bin:/usr/bin",
+		                  .sh_argv = sh_argv,
+		                  .join_fd = s->join_fd,
+		                  .extra_seccomp = s->extra_seccomp,
+		                  .container = s->container,
+		                  .changes = s->changes };
+	for (uint32_t i = 0; i < req->envc; i++)
+		if (strncmp(req->envp[i], "PATH=", 5) == 0) {
+			a->path = req->envp[i] + 5;
+			break;
+		}
+	sh_argv[0] = "/bin/sh";
+	for (uint32_t i = 1; i <= req->argc; i++) /* argv[argc] is NULL */
+		sh_argv[i + 1] = req->argv[i];
+}
+
 /* Start the command: clone(CLONE_VM | CLONE_VFORK) on the child stack, so
  * neither init's page tables are copied nor any page faulted copy-on-write;
  * fork() for builtins, which run hutch code. Returns the pid or -errno. */
@@ -262,28 +287,12 @@ static pid_t spawn_command(const struct hutch_init_spawner *s, const struct hutc
                            const int fds[3], const int *extra, size_t nextra)
 {
 	static const char *sh_argv[HUTCH_SPAWN_MAX_ARGS + 2];
-	struct spawn_args a = { .req = req,
-		                .fds = fds,
-		                .extra = extra,
-		                .nextra = (int)nextra,
-		                .path = "/bin:/usr/bin",
-		                .sh_argv = sh_argv,
-		                .join_fd = s->join_fd,
-		                .extra_seccomp = s->extra_seccomp,
-		                .container = s->container,
-		                .changes = s->changes };
+	struct spawn_args a;
 	sigset_t all, old;
 	pid_t pid;
 	int saved;
 
-	for (uint32_t i = 0; i < req->envc; i++)
-		if (strncmp(req->envp[i], "PATH=", 5) == 0) {
-			a.path = req->envp[i] + 5;
-			break;
-		}
-	sh_argv[0] = "/bin/sh";
-	for (uint32_t i = 1; i <= req->argc; i++) /* argv[argc] is NULL */
-		sh_argv[i + 1] = req->argv[i];
+	args_of(&a, s, req, fds, extra, nextra, sh_argv);
 	/* No signal may run in the child before it resets its dispositions. */
 	sigfillset(&all);
 	sigprocmask(SIG_SETMASK, &all, &old);
@@ -303,6 +312,18 @@ static pid_t spawn_command(const struct hutch_init_spawner *s, const struct hutc
 	(void)prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
 	sigprocmask(SIG_SETMASK, &old, NULL);
 	return pid < 0 ? -saved : pid;
+}
+
+/* The container's main process handed to the inner PID 1 (pidns.c): the
+ * command child's steps in this process, which then execs. */
+void hutch_init_exec_request(const struct hutch_init_spawner *s, const struct hutch_spawn_req *req,
+                             const int fds[3], const int *extra, size_t nextra)
+{
+	static const char *sh_argv[HUTCH_SPAWN_MAX_ARGS + 2];
+	struct spawn_args a;
+
+	args_of(&a, s, req, fds, extra, nextra, sh_argv);
+	_exit(command_child(&a));
 }
 
 /*

@@ -54,6 +54,14 @@ struct hutch_init_spawner {
 /* Once, while init is still dumpable: the stack, oom_fd. 0 or -errno. */
 int hutch_init_spawner_prepare(struct hutch_init_spawner *s);
 
+/* The command child's steps in the calling process, then execve() (or
+ * _exit() with the child's status): the container's main process as PID 1
+ * of its pid namespace (pidns.c). */
+__attribute__((noreturn)) void hutch_init_exec_request(const struct hutch_init_spawner *s,
+                                                       const struct hutch_spawn_req *req,
+                                                       const int fds[3], const int *extra,
+                                                       size_t nextra);
+
 /* The real ones; ud: the struct hutch_init_spawner. */
 extern const struct hutch_init_sys hutch_init_sys_linux;
 

@@ -15,15 +15,29 @@
 #include "fdutil.h"
 #include "proctree.h"
 
+static int proc_root = AT_FDCWD;
+
+void hutch_proc_set_root(int procfd)
+{
+	proc_root = procfd;
+}
+
 size_t hutch_proc_scan(struct hutch_proc_entry **ret)
 {
-	_cleanup_closedir_ DIR *d = opendir("/proc");
+	_cleanup_closedir_ DIR *d = NULL;
 	struct hutch_proc_entry *v = NULL;
 	size_t n = 0, alloc = 0;
 	struct dirent *de;
 	long self = (long)getpid(); /* 1, but in a pod's pid namespace */
 
 	*ret = NULL;
+	if (proc_root == AT_FDCWD) {
+		d = opendir("/proc");
+	} else {
+		int fd = openat(proc_root, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (fd >= 0 && !(d = fdopendir(fd)))
+			close(fd);
+	}
 	if (!d)
 		return 0;
 	while ((de = readdir(d))) {
@@ -35,8 +49,9 @@ size_t hutch_proc_scan(struct hutch_proc_entry **ret)
 		pid = strtol(de->d_name, NULL, 10);
 		if (pid <= 1 || pid == self)
 			continue;
-		snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
-		if (hutch_read_file_at(AT_FDCWD, path, buf, sizeof(buf)) <= 0)
+		snprintf(path, sizeof(path), "%s%ld/stat", proc_root == AT_FDCWD ? "/proc/" : "",
+		         pid);
+		if (hutch_read_file_at(proc_root, path, buf, sizeof(buf)) <= 0)
 			continue;
 		/* Fields after the last ')' (comm may hold anything):
 		 * state ppid pgrp session */

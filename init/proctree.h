@@ -15,6 +15,11 @@ struct hutch_proc_entry {
 	bool marked; /* the caller's */
 };
 
+/* Read the processes from this proc (a detached mount of init's own pid
+ * namespace, kept by init; not closed) instead of "/proc", which shows the
+ * container's nested pid namespace (pidns.c), where init is not. */
+void hutch_proc_set_root(int procfd);
+
 /* Snapshot of every process but init (PID 1, and the caller): pid, parent, group, session, into
  * *ret (malloc'ed; NULL when none). Returns the count. */
 size_t hutch_proc_scan(struct hutch_proc_entry **ret);

@@ -144,13 +144,21 @@ static bool is_ns_init(pid_t init)
 	return !last || strtol(last + 1, NULL, 10) == 1;
 }
 
-/* Call fn(pid, arg) for every process of init's in its pid namespace (its
- * init first, then its descendants), as the host's /proc lists them;
+/* Whether the pid namespace link other (n bytes) is ns or inner. */
+static bool same_ns(const char *other, ssize_t n, const char *ns, const char *inner)
+{
+	return n > 0 && (((size_t)n == strlen(ns) && !memcmp(other, ns, (size_t)n)) ||
+	                 ((size_t)n == strlen(inner) && !memcmp(other, inner, (size_t)n)));
+}
+
+/* Call fn(pid, arg) for every process of init's in its pid namespace, or
+ * in the container's nested in it (init/pidns.c: init's pid_for_children),
+ * its init first, then its descendants, as the host's /proc lists them;
  * stops at fn's first negative return. */
 static int for_each_ns_pid(pid_t init, int (*fn)(pid_t pid, void *arg), void *arg)
 {
 	_cleanup_closedir_ DIR *d = NULL;
-	char ns[64], path[300], other[64];
+	char ns[64], inner[64] = "", path[300], other[64];
 	struct dirent *de;
 	ssize_t n;
 	int r;
@@ -160,6 +168,9 @@ static int for_each_ns_pid(pid_t init, int (*fn)(pid_t pid, void *arg), void *ar
 	if (n <= 0)
 		return -ESRCH;
 	ns[n] = '\0';
+	snprintf(path, sizeof(path), "/proc/%d/ns/pid_for_children", (int)init);
+	n = readlink(path, inner, sizeof(inner) - 1);
+	inner[n > 0 ? n : 0] = '\0';
 	if (!(d = opendir("/proc")))
 		return -errno;
 	if ((r = fn(init, arg)) < 0)
@@ -171,8 +182,7 @@ static int for_each_ns_pid(pid_t init, int (*fn)(pid_t pid, void *arg), void *ar
 		pid = (pid_t)strtol(de->d_name, NULL, 10);
 		snprintf(path, sizeof(path), "/proc/%d/ns/pid", (int)pid);
 		n = readlink(path, other, sizeof(other) - 1);
-		if (pid == init || n <= 0 || (size_t)n != strlen(ns) ||
-		    memcmp(other, ns, (size_t)n) != 0 || !descends(pid, init))
+		if (pid == init || !same_ns(other, n, ns, inner) || !descends(pid, init))
 			continue;
 		if ((r = fn(pid, arg)) < 0)
 			return r;

@@ -55,9 +55,15 @@ static const struct {
 	const char *name;
 	int type;
 } container_ns[] = {
-	{ "user", CLONE_NEWUSER }, { "mnt", CLONE_NEWNS },  { "ipc", CLONE_NEWIPC },
-	{ "uts", CLONE_NEWUTS },   { "net", CLONE_NEWNET }, { "cgroup", CLONE_NEWCGROUP },
-	{ "pid", CLONE_NEWPID },
+	{ "user", CLONE_NEWUSER },
+	{ "mnt", CLONE_NEWNS },
+	{ "ipc", CLONE_NEWIPC },
+	{ "uts", CLONE_NEWUTS },
+	{ "net", CLONE_NEWNET },
+	{ "cgroup", CLONE_NEWCGROUP },
+	/* the one the container's process is PID 1 of, nested in init's
+	 * (init/pidns.c); init's own when none is */
+	{ "pid_for_children", CLONE_NEWPID },
 };
 #define NS_N (sizeof(container_ns) / sizeof(container_ns[0]))
 

@@ -183,10 +183,19 @@ int rootfs_setup_proc(struct rootfs_ctx *ctx, struct hutch_err *err)
 	r = rootfs_mkdir(ctx->root, "proc", 0555, "/proc", err);
 	if (r < 0)
 		return r;
-	/* procfs picks the pid namespace of the caller: we are its PID 1. */
-	proc = rootfs_mount_fs(ctx->root, "proc", "proc", NULL, PROC_ATTRS, "/proc", err);
-	if (proc < 0)
-		return proc;
+	/* procfs picks the pid namespace of the caller: we are its PID 1;
+	 * a container's nested one's was made by its PID 1. */
+	if (ctx->cfg->proc_mnt) {
+		proc = fcntl(*ctx->cfg->proc_mnt, F_DUPFD_CLOEXEC, 3);
+		if (proc < 0)
+			return hutch_err_set_errno(err, -errno, "mount proc on '/proc'");
+		r = rootfs_attach(proc, ctx->root, "proc", "proc", "/proc", err);
+	} else {
+		proc = rootfs_mount_fs(ctx->root, "proc", "proc", NULL, PROC_ATTRS, "/proc", err);
+		r = proc;
+	}
+	if (r < 0)
+		return r;
 	for (size_t i = 0; i < rootfs_proc_entries_len; i++) {
 		r = mask_one(ctx, proc, &rootfs_proc_entries[i], err);
 		if (r < 0)

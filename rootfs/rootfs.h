@@ -82,6 +82,10 @@ struct hutch_rootfs_config {
 	 * files of its proc/ are bound over /proc's meminfo, cpuinfo, stat, ... so
 	 * that they show the sandbox's own sizes. Not closed. */
 	int procview_fd;
+	/* A detached proc to attach as /proc (an OCI container's nested pid
+	 * namespace's: init/pidns.c), or NULL: a new one of the caller's pid
+	 * namespace. Not closed. */
+	const int *proc_mnt;
 	/* The sandbox CA of header bindings (PEM), or NULL: written to
 	 * /etc/hutch/sandbox-ca.crt and, with the host's bundle, to
 	 * /etc/hutch/ca-certificates.crt, which is mounted over

@@ -101,6 +101,9 @@ struct hutch_msg_spawn {
  * most HUTCH_SPAWN_MAX_EXTRA_FDS. */
 #define HUTCH_SPAWN_EXTRA_FDS     (1u << 4)
 #define HUTCH_SPAWN_MAX_EXTRA_FDS (HUTCH_PROTO_FDS_MAX - 3)
+/* A container's main process: with a pid namespace of its own, init hands
+ * it to the inner PID 1 it made at create (init/pidns.c), which runs it. */
+#define HUTCH_SPAWN_MAIN (1u << 5)
 
 struct hutch_msg_kill {
 	int32_t signal;

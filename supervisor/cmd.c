@@ -500,7 +500,8 @@ static struct cmd *cmd_start(struct hutch_cmds *set, const struct hutch_spawn *s
 {
 	uint32_t spawn_flags = (sp->builtin ? HUTCH_SPAWN_BUILTIN : 0) |
 	                       (sp->extra_filter ? HUTCH_SPAWN_EXTRA_FILTER : 0) |
-	                       (sp->held_tty ? HUTCH_SPAWN_TTY | HUTCH_SPAWN_HELD_TTY : 0);
+	                       (sp->held_tty ? HUTCH_SPAWN_TTY | HUTCH_SPAWN_HELD_TTY : 0) |
+	                       (sp->main ? HUTCH_SPAWN_MAIN : 0);
 	_cleanup_free_ char *body = NULL;
 	int child[HUTCH_PROTO_FDS_MAX];
 	size_t nchild = sp->tty || sp->held_tty ? 0 : 3;

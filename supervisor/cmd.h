@@ -61,6 +61,7 @@ struct hutch_spawn {
 	bool set_ids;      /* run as uid, gid (inside the sandbox) instead of appuser */
 	bool extra_filter; /* with init's extra seccomp filter (proto.h HUTCH_SPAWN_EXTRA_FILTER) */
 	bool held_tty;     /* on the pty init holds (proto.h HUTCH_SPAWN_HELD_TTY): no pipes */
+	bool main;         /* a container's main process (proto.h HUTCH_SPAWN_MAIN) */
 	uint32_t uid, gid;
 	uint64_t caps[5]; /* with set_ids: a container's sets (proto.h) */
 	/* with set_ids: a container's additional groups */

@@ -274,20 +274,41 @@ static void write_status(struct sup *s, const char *status)
 		hutch_log_errno(HUTCH_LOG_WARN, -errno, "write '%s'", ct->status_path);
 }
 
-/* The main process's host pid: the child of init whose innermost pid is
- * the one init reported (NSpid's last field). */
+/* How many pid namespaces deep pid is (NSpid's fields), 0 if unknown. */
+static int ns_depth(pid_t pid)
+{
+	char path[64], st[2048], *line, *save = NULL;
+	int depth = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	if (hutch_read_file_at(AT_FDCWD, path, st, sizeof(st)) <= 0 ||
+	    !(line = strstr(st, "\nNSpid:")))
+		return 0;
+	line += 7;
+	*strchrnul(line, '\n') = '\0';
+	for (char *tok = strtok_r(line, " \t", &save); tok; tok = strtok_r(NULL, " \t", &save))
+		depth++;
+	return depth;
+}
+
+/* The main process's host pid: the child of init whose pid in init's
+ * namespace (NSpid's field at init's depth: the last one, or the one
+ * before in a container's nested namespace, init/pidns.c) is the one init
+ * reported. */
 static void find_host_pid(struct sup *s, pid_t ns_pid)
 {
 	struct hutch_container *ct = s->container;
 	char path[96], buf[4096], *save = NULL;
+	int depth = ns_depth(s->init_pid);
 
 	snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)s->init_pid,
 	         (int)s->init_pid);
 	if (hutch_read_file_at(AT_FDCWD, path, buf, sizeof(buf)) <= 0)
 		return;
 	for (char *tok = strtok_r(buf, " \n", &save); tok; tok = strtok_r(NULL, " \n", &save)) {
-		char st[2048], *line, *last, *p;
+		char st[2048], *line, *p, *save2 = NULL, *f;
 		long pid = strtol(tok, NULL, 10);
+		int i = 1;
 
 		snprintf(path, sizeof(path), "/proc/%ld/status", pid);
 		if (hutch_read_file_at(AT_FDCWD, path, st, sizeof(st)) <= 0)
@@ -297,8 +318,10 @@ static void find_host_pid(struct sup *s, pid_t ns_pid)
 			continue;
 		line += 7;
 		*strchrnul(line, '\n') = '\0';
-		last = strrchr(line, '\t');
-		if (!last || strtol(last + 1, NULL, 10) != ns_pid)
+		for (f = strtok_r(line, " \t", &save2); f && i < depth;
+		     f = strtok_r(NULL, " \t", &save2))
+			i++;
+		if (!f || strtol(f, NULL, 10) != ns_pid)
 			continue;
 		ct->host_pid = (pid_t)pid;
 		snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
@@ -391,6 +414,7 @@ static void start_process(struct sup *s)
 		.set_ids = true,
 		.extra_filter = ct->seccomp.len > 0,
 		.held_tty = ct->terminal,
+		.main = true,
 		.uid = ct->uid,
 		.gid = ct->gid,
 		.extra_fds = ct->preserve_fds,

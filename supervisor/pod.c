@@ -123,7 +123,8 @@ static bool is_hosts(const struct stat *st, const char *name)
  * supervisor's (the pid-file's: the one a subreaper waits for;
  * docs/architecture.md), so a pod's later containers name
  * /proc/SUPERVISOR/ns/NAME: that means the container's namespace, its
- * init's. Any other path is taken as it is.
+ * init's (pid: the one its process is PID 1 of). Any other path is taken
+ * as it is.
  */
 static const char *resolve(const char *runtime_dir, const char *path, char *buf, size_t size)
 {
@@ -147,7 +148,11 @@ static const char *resolve(const char *runtime_dir, const char *path, char *buf,
 		init = cJSON_GetObjectItemCaseSensitive(st, "init_pid");
 		if (cJSON_IsNumber(sup) && sup->valuedouble == pid && cJSON_IsNumber(init) &&
 		    init->valuedouble >= 1 && init->valuedouble <= INT_MAX) {
-			snprintf(buf, size, "/proc/%d/ns/%s", (int)init->valuedouble, name);
+			/* pid: the namespace its process is PID 1 of, nested in
+			 * init's (init/pidns.c), as under runc; init's own when
+			 * none is (its children's then). */
+			snprintf(buf, size, "/proc/%d/ns/%s", (int)init->valuedouble,
+			         strcmp(name, "pid") ? name : "pid_for_children");
 			path = buf;
 			break;
 		}

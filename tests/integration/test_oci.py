@@ -198,8 +198,10 @@ SHIM = textwrap.dedent(r"""
     libc = ctypes.CDLL(None, use_errno=True)
     assert libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
     hutch, root, bundle, cid, pidfile, outfile = sys.argv[1:7]
+    then = [["kill", cid, sys.argv[7]]] if len(sys.argv) > 7 else []
     with open(outfile, "wb") as out:
-        for cmd in (["create", "--bundle", bundle, "--pid-file", pidfile, cid], ["start", cid]):
+        for cmd in (["create", "--bundle", bundle, "--pid-file", pidfile, cid], ["start", cid],
+                    *then):
             rc = subprocess.call([hutch, "oci", "--root", root, *cmd], stdout=out,
                                  stderr=out, stdin=subprocess.DEVNULL)
             assert rc == 0, cmd
@@ -214,11 +216,11 @@ SHIM = textwrap.dedent(r"""
 """)
 
 
-def run_shim(oci, tmp_path, args, cid):
+def run_shim(oci, tmp_path, args, cid, kill=None):
     b = oci.bundle(args, name=cid)
     out = tmp_path / f"{cid}.out"
     r = subprocess.run([sys.executable, "-c", SHIM, HUTCH, oci.root, b, cid,
-                        str(tmp_path / f"{cid}.pid"), str(out)],
+                        str(tmp_path / f"{cid}.pid"), str(out), *([kill] if kill else [])],
                        capture_output=True, env=oci.env, timeout=60)
     assert r.returncode == 0, r.stderr.decode()
     res = json.loads(r.stdout)
@@ -227,15 +229,19 @@ def run_shim(oci, tmp_path, args, cid):
     return res, out.read_bytes()
 
 
-@pytest.mark.parametrize("args,want", [
-    (["sh", "-c", "echo out; echo err >&2; exit 7"], {"exited": True, "code": 7, "signal": None}),
-    (["sh", "-c", "kill -USR1 $$"], {"exited": False, "code": None, "signal": signal.SIGUSR1}),
-    (["true"], {"exited": True, "code": 0, "signal": None}),
+@pytest.mark.parametrize("args,kill,want", [
+    (["sh", "-c", "echo out; echo err >&2; exit 7"], None,
+     {"exited": True, "code": 7, "signal": None}),
+    # PID 1 of its pid namespace (init/pidns.c), as under runc: a signal
+    # it has no handler for is ignored, SIGKILL from outside is not.
+    (["sh", "-c", "kill -USR1 $$; exit 5"], None, {"exited": True, "code": 5, "signal": None}),
+    (["sleep", "1000"], "KILL", {"exited": False, "code": None, "signal": signal.SIGKILL}),
+    (["true"], None, {"exited": True, "code": 0, "signal": None}),
 ])
-def test_exit_status_reaches_subreaper(oci, tmp_path, args, want):
+def test_exit_status_reaches_subreaper(oci, tmp_path, args, kill, want):
     """The pid of --pid-file is reparented to the subreaper and exits with
     the container process's status: its exit code or its signal."""
-    res, out = run_shim(oci, tmp_path, args, "s1")
+    res, out = run_shim(oci, tmp_path, args, "s1", kill)
     assert res == want
     if want["code"] == 7:
         assert out == b"out\nerr\n"  # the creator's stdio are the process's
@@ -1237,10 +1243,12 @@ def test_podman_detach_stop_rm(podman, oci):
     assert r.returncode == 0, r.stderr
     cid = r.stdout.decode().strip()
     assert len(oci.hutch.ids()) == 1
-    r = podman("stop", "-t", "5", cid)
+    r = podman("stop", "-t", "2", cid)
     assert r.returncode == 0, r.stderr
     r = podman("inspect", "--format", "{{.State.ExitCode}}", cid)
-    assert r.stdout.decode().strip() == "143"  # SIGTERM (the process is not PID 1)
+    # PID 1 of its pid namespace, as under runc: sleep ignores SIGTERM,
+    # podman kills it after the timeout
+    assert r.stdout.decode().strip() == "137"
     assert podman("rm", cid).returncode == 0
     assert wait_until(lambda: oci.hutch.ids() == [] and os.listdir(oci.root) == [])
 
@@ -1421,7 +1429,10 @@ def test_ctr_run(ctr, oci):
     assert "PAUSED" in run("task", "ls").stdout.decode()
     assert run("task", "resume", "c2").returncode == 0
     assert "RUNNING" in run("task", "ls").stdout.decode()
+    # sleep is PID 1 of its pid namespace, as under runc: the default
+    # SIGTERM is ignored, SIGKILL ends it
     assert run("task", "kill", "c2").returncode == 0
+    assert run("task", "kill", "-s", "KILL", "c2").returncode == 0
     assert wait_until(lambda: "STOPPED" in run("task", "ls").stdout.decode())
     assert run("task", "delete", "c2").returncode == 0
     assert run("containers", "rm", "c2").returncode == 0

@@ -342,6 +342,45 @@ def assert_runtime_dir_clean(h, leftovers):
     assert not loops_of(h.rtdir), f"loop devices left on {h.rtdir}: {loops_of(h.rtdir)}"
 
 
+def files_holding(top, needle):
+    """The files under top (a runtime dir) that hold needle: what hutch
+    wrote there. Mounts under it (lxcfs's views) are not walked; a sparse
+    file (a disk's template, .disk/ext4-SIZE: a 20 GB file of ~1 MB of
+    data) is read by its data segments only, as reading its holes would
+    take minutes."""
+    hits = []
+    for d, dirs, names in os.walk(top):
+        dirs[:] = [x for x in dirs if not os.path.ismount(os.path.join(d, x))]
+        for n in names:
+            p = os.path.join(d, n)
+            try:
+                if not os.path.isfile(p) or os.path.islink(p):
+                    continue
+                with open(p, "rb") as f:
+                    if any(needle in chunk for chunk in _data_chunks(f)):
+                        hits.append(p)
+            except OSError:
+                pass  # gone
+    return hits
+
+
+def _data_chunks(f, size=1 << 20):
+    """A file's data, in chunks overlapping by nothing the callers need
+    (needles are short: each chunk also carries the next one's first 4 KiB),
+    skipping its holes (SEEK_DATA/SEEK_HOLE)."""
+    fd, end, pos = f.fileno(), os.fstat(f.fileno()).st_size, 0
+    while pos < end:
+        try:
+            pos = os.lseek(fd, pos, os.SEEK_DATA)
+        except OSError:
+            return  # ENXIO: only a hole is left
+        hole = os.lseek(fd, pos, os.SEEK_HOLE)
+        while pos < hole:
+            n = min(size, hole - pos)
+            yield os.pread(fd, n + 4096, pos)
+            pos += n
+
+
 def wait_until(pred, timeout=10.0, interval=0.01):
     """Poll a condition that the system makes true asynchronously (not a
     sleep-and-hope: the test fails if it never becomes true). The bound

@@ -12,7 +12,7 @@ import os
 
 import pytest
 
-from conftest import api
+from conftest import api, files_holding
 
 
 def test_access_files_reads_and_writes_files_and_runs_nothing(hutch):
@@ -72,20 +72,6 @@ def test_access_invalid_is_refused_at_creation(hutch, value):
 
 
 SECRET = "s3cr3t-\u00e9-" + "v" * 40
-
-
-def files_holding(top, needle):
-    hits = []
-    for d, _, names in os.walk(top):
-        for n in names:
-            p = os.path.join(d, n)
-            try:
-                with open(p, "rb") as f:
-                    if needle in f.read():
-                        hits.append(p)
-            except OSError:
-                pass  # sockets, gone
-    return hits
 
 
 def test_secrets_reach_commands_and_nothing_else(hutch, tmp_path):

@@ -147,8 +147,14 @@ int hutch_cli_api_error(long status, const char *body)
 	const cJSON *m = cJSON_GetObjectItemCaseSensitive(e, "message");
 
 	fprintf(stderr, "hutch: %s\n", cJSON_IsString(m) ? m->valuestring : body);
+	/* the statuses of docs/errors.md's table, where the answer's code
+	 * names no class (hutch_cli_call_classed()) */
 	if (status == 410)
 		return HUTCH_EXIT_GONE;
+	if (status == 404)
+		return HUTCH_EXIT_NOT_FOUND;
+	if (status == 501)
+		return HUTCH_EXIT_NOT_CAPABLE;
 	if (status == 400 || status == 413)
 		return HUTCH_EXIT_USAGE;
 	return HUTCH_EXIT_FAILURE;

@@ -40,7 +40,7 @@ int hutch_cli_interrupted(void);
 int hutch_cli_stream_command(const char *sock, char **argv, const struct hutch_cli_args *a,
                              struct hutch_cli_capture *cap);
 /* Print an API error answer's message; returns the exit code of its
- * HTTP status (410: 66, 400/413: 64, else 70). */
+ * HTTP status (404: 65, 410: 66, 501: 69, 400/413: 64, else 70). */
 int hutch_cli_api_error(long status, const char *body);
 /* One request to the sandbox at sock (body: JSON text or NULL): 0 with
  * *ret the answer's JSON (NULL if it is none) when its status is want;

@@ -68,7 +68,8 @@ static int cmd_diff(struct hutch_cli_args *a)
 	r = hutch_cli_open_live(a->pos[0], &p);
 	if (r)
 		return r;
-	r = hutch_cli_call(p.sock, "POST", "/v1/diff", text, 200, &j);
+	/* 404: 65; not_capable: 69 (docs/errors.md) */
+	r = hutch_cli_call_classed(p.sock, "POST", "/v1/diff", text, 200, &j);
 	if (r)
 		return r;
 	if (a->json) {

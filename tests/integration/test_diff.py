@@ -93,20 +93,31 @@ def test_diff_refusals(hutch, root):
     # a journal line that started no command: the journal's own start line
     st, res = sb.api("POST", "/v1/diff", {"since_command": 0})
     assert st == 404, res
-    r = hutch("diff", sb.id, "--since", "999")
-    assert r.returncode == 70 and b"started no command" in r.stderr, r
-    r = hutch("diff", sb.id, "--since", "")
-    assert r.returncode == 64, r
-    r = hutch("diff")
-    assert r.returncode == 64, r
+    # The CLI: each refusal's exit code is its class's (docs/errors.md):
+    # a 404 is not found (65), never "other failure" (70).
+    for args, code, said in (
+            (("--since", "999"), 65, b"started no command"),
+            (("--since", "0"), 65, b"started no command"),
+            (("--since", "no-such-snap"), 65, b"no snapshot 'no-such-snap'"),
+            (("--since", ""), 64, b"empty --since")):
+        r = hutch("diff", sb.id, *args)
+        assert (r.returncode, said in r.stderr) == (code, True), (args, r)
+    for args, code in ((("diff",), 64), (("diff", "zz"), 64), (("diff", "0123456789ab"), 65),
+                       (("diff", sb.id, "extra"), 64)):
+        r = hutch(*args)
+        assert r.returncode == code, (args, r)
     assert sb.rm().returncode == 0
     r = hutch("diff", sb.id)
-    assert r.returncode in (65, 66), r  # deleted: gone (tombstone) or not found
+    assert r.returncode == 66 and b"was deleted" in r.stderr, r  # its tombstone
     sb = root.create(hutch, "--change-lists", "off")
     st, res = sb.api("POST", "/v1/diff", {})
     assert (st, res["error"]["code"]) == (409, "change_lists_off"), res
+    r = hutch("diff", sb.id)
+    assert r.returncode == 70 and b"change-lists off" in r.stderr, r  # a conflict
     assert sb.rm().returncode == 0
     sb = root.create(hutch, "--journal-max", "0")
     st, res = sb.api("POST", "/v1/diff", {"since_command": 1})
     assert (st, res["error"]["code"]) == (409, "no_journal"), res
+    r = hutch("diff", sb.id, "--since", "1")
+    assert r.returncode == 70, r  # a conflict
     assert sb.rm().returncode == 0

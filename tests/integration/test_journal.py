@@ -236,13 +236,23 @@ def test_follow_prints_until_the_end(hutch):
 
 
 def test_usage_errors(hutch):
+    """Each refusal exits with its class's code (docs/errors.md)."""
     assert hutch("journal").returncode == USAGE
-    assert hutch("journal", "0123456789ab").returncode == NOT_FOUND
+    assert hutch("journal", "zz").returncode == USAGE
+    r = hutch("journal", "0123456789ab")
+    assert r.returncode == NOT_FOUND and b"no sandbox" in r.stderr, r
     sb = hutch.create()
     r = hutch("journal", sb.id, "--verify", "--follow")
     assert r.returncode == USAGE and b"do not go together" in r.stderr
+    assert hutch("journal", sb.id, "extra").returncode == USAGE
     assert b"--verify" in hutch("journal", "--help").stdout
     sb.rm()
+    off = hutch.create("--journal-max", "0")
+    r = hutch("journal", off.id)
+    assert r.returncode == NOT_FOUND and b"--journal-max 0" in r.stderr, r
+    off.rm()
+    r = hutch("journal", off.id)  # ended without one: none kept either
+    assert r.returncode == NOT_FOUND and b"no journal of sandbox" in r.stderr, r
 
 
 @pytest.fixture
@@ -278,7 +288,7 @@ def test_another_user_cannot_read_it(stranger):
             os.chmod(d, 0o755)
         assert as_stranger("cat", live).returncode != 0
         r = as_stranger(HUTCH, "journal", sb.id)
-        assert r.returncode != 0 and b"private" not in r.stdout, r
+        assert r.returncode == 69 and b"private" not in r.stdout, r  # not capable
         sb.rm()
         ended(h, sb.id)
         os.chmod(os.path.join(h.rtdir, ".gone"), 0o755)

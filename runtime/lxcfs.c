@@ -2,9 +2,17 @@
 /*
  * One lxcfs per runtime dir (lxcfs.h). The layout of $RT/.lxcfs/:
  *
- *   lock     flock'ed exclusively to start or stop lxcfs
- *   users    flock'ed shared by every live supervisor (gc: exclusive = unused)
- *   pid      lxcfs's pidfile
+ *   lock      flock'ed exclusively to start or stop lxcfs
+ *   users     flock'ed shared by every live supervisor (gc: exclusive = unused)
+ *   pid       hutch's record of lxcfs: its pid, written by the child before
+ *             exec, and flock'ed exclusively by lxcfs for its whole life (the
+ *             open file the starter locked, fd 3 across the exec): lxcfs
+ *             lives while the lock is held, whatever else happened
+ *   lxcfs.pid lxcfs's own pidfile (-p), never read: lxcfs unlinks it by its
+ *             path when it exits, up to 5 s after SIGTERM (its loadavg thread
+ *             sleeps in 5-s steps), so after a gc it removed the pidfile of
+ *             the next lxcfs started in the same dir meanwhile, and the create
+ *             after that started a third over a live mount (test_sizes)
  *   meminfo loadavg   what lxcfs reads as the host's (start())
  *   mnt/     lxcfs's FUSE mount, on a shared bind of mnt onto itself
  *
@@ -139,13 +147,15 @@ static void unmount_all(const char *mnt)
 		;
 }
 
-static __attribute__((noreturn)) void lxcfs_child(const char *dir, const char *bin)
+/* rec: the new "pid" record, locked: lxcfs keeps it as fd 3. */
+static __attribute__((noreturn)) void lxcfs_child(const char *dir, const char *bin, int rec)
 {
 	static const char *const srcs[] = { "meminfo", "loadavg", NULL };
 	char pidfile[4200], mnt[4200], src[4200], dst[64];
 	sigset_t none;
 
-	if (snprintf(pidfile, sizeof(pidfile), "%s/pid", dir) >= (int)sizeof(pidfile) ||
+	if (ftruncate(rec, 0) < 0 || dprintf(rec, "%d\n", (int)getpid()) < 0 ||
+	    snprintf(pidfile, sizeof(pidfile), "%s/lxcfs.pid", dir) >= (int)sizeof(pidfile) ||
 	    snprintf(mnt, sizeof(mnt), "%s/mnt", dir) >= (int)sizeof(mnt))
 		_exit(127);
 	if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/proc", NULL, MS_PRIVATE, NULL) < 0)
@@ -158,7 +168,10 @@ static __attribute__((noreturn)) void lxcfs_child(const char *dir, const char *b
 			_exit(127);
 	}
 	hutch_stdio_to_null();
-	(void)sys_close_range(3, ~0U, 0);
+	/* The record, inherited on purpose: lxcfs holds its lock for life. */
+	if ((rec == 3 ? fcntl(3, F_SETFD, 0) : dup3(rec, 3, 0)) < 0) /* lint-fds: ok */
+		_exit(127);
+	(void)sys_close_range(4, ~0U, 0);
 	hutch_signals_default();
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
@@ -168,7 +181,7 @@ static __attribute__((noreturn)) void lxcfs_child(const char *dir, const char *b
 
 static int start(int dirfd, const char *dir, const char *bin, struct hutch_err *err)
 {
-	_cleanup_close_ int mounts = -EBADF;
+	_cleanup_close_ int mounts = -EBADF, rec = -EBADF;
 	char mnt[4200];
 	double deadline;
 	pid_t pid;
@@ -177,6 +190,14 @@ static int start(int dirfd, const char *dir, const char *bin, struct hutch_err *
 	if (snprintf(mnt, sizeof(mnt), "%s/mnt", dir) >= (int)sizeof(mnt))
 		return hutch_err_set(err, -ENAMETOOLONG, "lxcfs: '%s' is too long", dir);
 	unmount_all(mnt);
+	/* A new record (a lxcfs still exiting keeps the old one locked), and
+	 * no pidfile of a former lxcfs: one still exiting holds a lock on it
+	 * that would make the new one give up. */
+	(void)unlinkat(dirfd, "pid", 0);
+	(void)unlinkat(dirfd, "lxcfs.pid", 0);
+	rec = hutch_lock_at(dirfd, "pid", LOCK_EX | LOCK_NB);
+	if (rec < 0)
+		return hutch_err_set_errno(err, rec, "lxcfs: lock '%s/pid'", dir);
 	if (mkdirat(dirfd, "mnt", 0755) < 0 && errno != EEXIST)
 		return hutch_err_set_errno(err, -errno, "lxcfs: mkdir '%s'", mnt);
 	if ((r = write_source(dirfd, "meminfo", hutch_lxcfs_meminfo_render)) < 0 ||
@@ -193,7 +214,7 @@ static int start(int dirfd, const char *dir, const char *bin, struct hutch_err *
 	if (pid < 0)
 		return hutch_err_set_errno(err, pid, "lxcfs: fork");
 	if (pid == 0)
-		lxcfs_child(dir, bin);
+		lxcfs_child(dir, bin, rec);
 	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
 		;
 	/* Its mount reaches our namespace when it is up: mountinfo polls
@@ -214,30 +235,43 @@ static int start(int dirfd, const char *dir, const char *bin, struct hutch_err *
 	return 0;
 }
 
-/* The pid of the dir's live lxcfs (its pidfile, and the process has that
- * name), else 0. No request to the FUSE mount: a create must not wait for
- * lxcfs to be scheduled. */
-static pid_t lxcfs_pid(int dirfd)
+/* The pid of the dir's live lxcfs (its record is locked), else 0; *ret_rec:
+ * the record, open. No request to the FUSE mount: a create must not wait
+ * for lxcfs to be scheduled. */
+static pid_t lxcfs_pid(int dirfd, int *ret_rec)
 {
 	_cleanup_close_ int fd = openat(dirfd, "pid", O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-	_cleanup_close_ int cfd = -EBADF;
-	char buf[32] = "", path[64];
-	long pid = 0;
+	char buf[32] = "";
+	long pid;
 	ssize_t n;
 
-	if (fd < 0 || (n = read(fd, buf, sizeof(buf) - 1)) <= 0)
+	/* Our shared lock, if we get it, goes with the close. */
+	if (fd < 0 || flock(fd, LOCK_SH | LOCK_NB) == 0 || errno != EWOULDBLOCK ||
+	    (n = pread(fd, buf, sizeof(buf) - 1, 0)) <= 0)
 		return 0;
 	buf[n] = '\0';
 	pid = strtol(buf, NULL, 10);
 	if (pid <= 1 || pid > INT32_MAX)
 		return 0;
-	snprintf(path, sizeof(path), "/proc/%ld/comm", pid);
-	cfd = open(path, O_RDONLY | O_CLOEXEC);
-	if (cfd < 0 || (n = read(cfd, buf, sizeof(buf) - 1)) <= 0)
-		return 0;
-	buf[n] = '\0';
-	return strcmp(buf, "lxcfs\n") ? 0 : (pid_t)pid;
+	if (ret_rec)
+		*ret_rec = TAKE_FD(fd);
+	return (pid_t)pid;
 }
+
+/* Something else than our own bind of mnt onto itself is mounted there
+ * (lxcfs's FUSE mount: another device), from what the kernel has cached
+ * (AT_STATX_DONT_SYNC: no request to lxcfs). */
+static bool mounted(int dirfd)
+{
+	struct statx d, m;
+
+	if (statx(dirfd, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, STATX_TYPE, &d) < 0 ||
+	    statx(dirfd, "mnt", AT_SYMLINK_NOFOLLOW | AT_STATX_DONT_SYNC, STATX_TYPE, &m) < 0)
+		return false;
+	return d.stx_dev_major != m.stx_dev_major || d.stx_dev_minor != m.stx_dev_minor;
+}
+
+static void stop(int dirfd, const char *mnt);
 
 int hutch_lxcfs_acquire(const char *runtime_dir, int *ret_tree, int *ret_hold,
                         struct hutch_err *err)
@@ -261,9 +295,13 @@ int hutch_lxcfs_acquire(const char *runtime_dir, int *ret_tree, int *ret_hold,
 	lock = hutch_lock_at(dirfd, "lock", LOCK_EX);
 	if (lock < 0)
 		return hutch_err_set_errno(err, lock, "lxcfs: lock '%s/lock'", dir);
-	if (!lxcfs_pid(dirfd)) {
-		int r = start(dirfd, dir, bin, err);
-		if (r < 0)
+	/* Alive and mounted, or replaced: a lxcfs whose mount is gone is
+	 * ended, one that died is found by its record's lock, free. */
+	if (!lxcfs_pid(dirfd, NULL) || !mounted(dirfd)) {
+		int r;
+
+		stop(dirfd, mnt);
+		if ((r = start(dirfd, dir, bin, err)) < 0)
 			return r;
 	}
 	hold = hutch_lock_at(dirfd, "users", LOCK_SH);
@@ -278,12 +316,27 @@ int hutch_lxcfs_acquire(const char *runtime_dir, int *ret_tree, int *ret_hold,
 	return 0;
 }
 
+/* The process of pid holds the record rec as its fd 3 (it is that lxcfs). */
+static bool holds(pid_t pid, int rec)
+{
+	char path[64];
+	struct stat a, b;
+
+	snprintf(path, sizeof(path), "/proc/%d/fd/3", (int)pid);
+	return stat(path, &a) == 0 && fstat(rec, &b) == 0 && a.st_dev == b.st_dev &&
+	       a.st_ino == b.st_ino;
+}
+
+/* SIGTERM to the dir's lxcfs (it unmounts and exits, seconds later: no
+ * wait, the next start makes a new record) through a pidfd opened before
+ * checking that the pid is still its, and our mounts gone. */
 static void stop(int dirfd, const char *mnt)
 {
-	pid_t pid = lxcfs_pid(dirfd);
+	_cleanup_close_ int rec = -EBADF, pidfd = -EBADF;
+	pid_t pid = lxcfs_pid(dirfd, &rec);
 
-	if (pid > 0)
-		(void)kill(pid, SIGTERM); /* it unmounts and exits */
+	if (pid > 0 && (pidfd = sys_pidfd_open(pid, 0)) >= 0 && holds(pid, rec))
+		(void)sys_pidfd_send_signal(pidfd, SIGTERM, NULL, 0);
 	unmount_all(mnt);
 }
 

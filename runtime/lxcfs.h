@@ -5,6 +5,7 @@
  * cgroups of the process that reads, so one instance serves all sandboxes.
  *
  * Lifecycle (no central daemon): the first create that finds none running
+ * (no lxcfs holds the lock on hutch's record of it, or its mount is gone)
  * starts it (under the dir's lock); each supervisor holds a shared flock on
  * the dir's users file for its whole life; `hutch gc` stops lxcfs when no
  * supervisor holds it. The files live in $RUNTIME_DIR/.lxcfs/.

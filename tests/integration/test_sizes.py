@@ -7,10 +7,13 @@ hutch-default)."""
 import json
 import os
 import shutil
+import signal
+import subprocess
+import threading
 
 import pytest
 
-from conftest import Hutch, wait_until
+from conftest import Hutch, proc_comm, wait_until
 
 NANO_MEM = 268435456
 LXCFS = shutil.which("lxcfs")
@@ -144,6 +147,105 @@ def test_a_killed_lxcfs_is_restarted_by_the_next_create(hutch):
     check_nano(hutch, b.id)
     assert int(open(os.path.join(lx, "pid")).read()) != pid
     a.rm()
+
+
+def lxcfs_of(rtdir):
+    """The live lxcfs processes serving rtdir (by their mount point)."""
+    mnt = os.path.join(rtdir, ".lxcfs", "mnt").encode()
+    pids = []
+    for d in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{d}/cmdline", "rb") as f:
+                argv = f.read().split(b"\0")
+        except OSError:
+            continue
+        if d.isdigit() and os.path.basename(argv[0]) == b"lxcfs" and mnt in argv \
+                and proc_comm(int(d)) is not None:
+            pids.append(int(d))
+    return sorted(pids)
+
+
+def record(hutch):
+    with open(os.path.join(hutch.rtdir, ".lxcfs", "pid")) as f:
+        return int(f.read())
+
+
+@needs_lxcfs
+def test_an_lxcfs_exiting_late_leaves_the_next_alone(hutch):
+    """gc SIGTERMs lxcfs and returns; lxcfs exits seconds later (its loadavg
+    thread sleeps in 5-s steps) and unlinks its pidfile by its path then,
+    which was the pidfile of the lxcfs a create had started meanwhile: the
+    create after that started a third one over the live mount (test_budgets'
+    restarts, 1ee44d8). Held stopped here until the next one runs, the old
+    one exits after it, every time; the next create keeps the next one."""
+    a = hutch.create("--instance-type", "nano")
+    old = record(hutch)
+    a.rm()
+    os.kill(old, signal.SIGSTOP)
+    try:
+        lx = os.path.join(hutch.rtdir, ".lxcfs")
+        # the supervisor lets go of lxcfs when it exits, after rm's answer
+        assert wait_until(lambda: hutch("gc").returncode == 0 and not os.path.exists(lx))
+        b = hutch.create("--instance-type", "nano")
+        new = record(hutch)
+        assert new != old and lxcfs_of(hutch.rtdir) == sorted([old, new])
+    finally:
+        os.kill(old, signal.SIGCONT)
+    assert wait_until(lambda: proc_comm(old) is None, 30)
+    c = hutch.create("--instance-type", "nano")
+    assert lxcfs_of(hutch.rtdir) == [new] and record(hutch) == new
+    check_nano(hutch, b.id)
+    check_nano(hutch, c.id)
+    b.rm()
+    c.rm()
+
+
+@needs_lxcfs
+def test_an_lxcfs_without_its_mount_is_replaced(hutch):
+    """Alive but its mount gone (unmounted by hand): ended and replaced by
+    the next create, whose sandbox sees the views."""
+    a = hutch.create("--instance-type", "nano")
+    old = record(hutch)
+    mnt = os.path.join(hutch.rtdir, ".lxcfs", "mnt")
+    assert subprocess.run(["umount", "-l", mnt]).returncode == 0
+    b = hutch.create("--instance-type", "nano")
+    assert record(hutch) != old
+    check_nano(hutch, b.id)
+    assert wait_until(lambda: proc_comm(old) is None, 30)
+    assert lxcfs_of(hutch.rtdir) == [record(hutch)]
+    a.rm()
+    b.rm()
+
+
+@needs_lxcfs
+def test_creates_racing_with_gc_share_one_lxcfs(hutch):
+    """Creates and removals in three threads, a gc after each removal:
+    each sandbox sees the views from the lxcfs the record names, alive, and
+    none is left after the last gc."""
+    errors = []
+
+    def worker():
+        try:
+            for _ in range(3):
+                sb = hutch.create("--instance-type", "nano")
+                r = hutch("exec", sb.id, "--", "sh", "-c", "free -b | awk '/^Mem:/ {print $2}'")
+                if r.stdout.decode().strip() != str(NANO_MEM):
+                    errors.append(r.stdout + r.stderr)
+                if record(hutch) not in lxcfs_of(hutch.rtdir):
+                    errors.append("the record names no live lxcfs")
+                sb.rm()
+                hutch("gc")
+        except Exception as e:  # noqa: BLE001 (reported below)
+            errors.append(repr(e))
+
+    threads = [threading.Thread(target=worker) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+    assert hutch("gc").returncode == 0
+    assert wait_until(lambda: not lxcfs_of(hutch.rtdir), 30), lxcfs_of(hutch.rtdir)
 
 
 def test_without_lxcfs_the_cpus_and_cgroup_still_show(hutch):

@@ -273,12 +273,47 @@ static bool mounted(int dirfd)
 
 static void stop(int dirfd, const char *mnt);
 
+/*
+ * dir, open and locked exclusively, as it is at its path now: a gc that held
+ * the lock meanwhile may have removed it, and the lock we then got is of a
+ * removed dir where nothing can be made (a create took that ENOENT for "no
+ * lxcfs installed" and went without the views: test_sizes' racing creates).
+ * make: create it (again). 1 locked, 0 gone (make false), <0 error.
+ */
+static int lock_dir(const char *dir, bool make, int *ret_dirfd, int *ret_lock,
+                    struct hutch_err *err)
+{
+	for (int i = 0; i < 8; i++) {
+		_cleanup_close_ int dirfd = -EBADF, lock = -EBADF;
+		struct stat a, b;
+
+		if (make && mkdir(dir, 0700) < 0 && errno != EEXIST)
+			return hutch_err_set_errno(err, -errno, "lxcfs: mkdir '%s'", dir);
+		dirfd = open(dir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (dirfd < 0 && errno != ENOENT)
+			return hutch_err_set_errno(err, -errno, "lxcfs: open '%s'", dir);
+		lock = dirfd < 0 ? -ENOENT : hutch_lock_at(dirfd, "lock", LOCK_EX);
+		if (lock < 0 && lock != -ENOENT)
+			return hutch_err_set_errno(err, lock, "lxcfs: lock '%s/lock'", dir);
+		if (lock >= 0 && fstat(dirfd, &a) == 0 && stat(dir, &b) == 0 &&
+		    a.st_dev == b.st_dev && a.st_ino == b.st_ino) {
+			*ret_dirfd = TAKE_FD(dirfd);
+			*ret_lock = TAKE_FD(lock);
+			return 1;
+		}
+		if (!make)
+			return 0;
+	}
+	return hutch_err_set(err, -EAGAIN, "lxcfs: '%s' kept being removed", dir);
+}
+
 int hutch_lxcfs_acquire(const char *runtime_dir, int *ret_tree, int *ret_hold,
                         struct hutch_err *err)
 {
 	_cleanup_close_ int dirfd = -EBADF, lock = -EBADF, hold = -EBADF, tree = -EBADF;
 	const char *bin = lxcfs_binary();
 	char dir[4096], mnt[4200];
+	int r;
 
 	if (!bin)
 		return -ENOENT;
@@ -287,22 +322,15 @@ int hutch_lxcfs_acquire(const char *runtime_dir, int *ret_tree, int *ret_hold,
 	if (snprintf(dir, sizeof(dir), "%s/" LXCFS_DIR, runtime_dir) >= (int)sizeof(dir) ||
 	    snprintf(mnt, sizeof(mnt), "%s/mnt", dir) >= (int)sizeof(mnt))
 		return hutch_err_set(err, -ENAMETOOLONG, "lxcfs: '%s' is too long", runtime_dir);
-	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
-		return hutch_err_set_errno(err, -errno, "lxcfs: mkdir '%s'", dir);
-	dirfd = open(dir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (dirfd < 0)
-		return hutch_err_set_errno(err, -errno, "lxcfs: open '%s'", dir);
-	lock = hutch_lock_at(dirfd, "lock", LOCK_EX);
-	if (lock < 0)
-		return hutch_err_set_errno(err, lock, "lxcfs: lock '%s/lock'", dir);
+	if ((r = lock_dir(dir, true, &dirfd, &lock, err)) < 0)
+		return r;
 	/* Alive and mounted, or replaced: a lxcfs whose mount is gone is
 	 * ended, one that died is found by its record's lock, free. */
 	if (!lxcfs_pid(dirfd, NULL) || !mounted(dirfd)) {
-		int r;
-
 		stop(dirfd, mnt);
+		/* -ENOENT is "not installed" to our caller, not a failed start */
 		if ((r = start(dirfd, dir, bin, err)) < 0)
-			return r;
+			return r == -ENOENT ? -EIO : r;
 	}
 	hold = hutch_lock_at(dirfd, "users", LOCK_SH);
 	if (hold < 0)
@@ -349,12 +377,9 @@ int hutch_lxcfs_gc(const char *runtime_dir, struct hutch_err *err)
 	if (snprintf(dir, sizeof(dir), "%s/" LXCFS_DIR, runtime_dir) >= (int)sizeof(dir) ||
 	    snprintf(mnt, sizeof(mnt), "%s/mnt", dir) >= (int)sizeof(mnt))
 		return 0;
-	dirfd = open(dir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (dirfd < 0)
-		return errno == ENOENT ? 0 : hutch_err_set_errno(err, -errno, "open '%s'", dir);
-	lock = hutch_lock_at(dirfd, "lock", LOCK_EX);
-	if (lock < 0)
-		return hutch_err_set_errno(err, lock, "lxcfs: lock '%s/lock'", dir);
+	/* Gone meanwhile: another gc's, or a new one at that path (in use) */
+	if ((r = lock_dir(dir, false, &dirfd, &lock, err)) <= 0)
+		return r;
 	users = hutch_lock_at(dirfd, "users", LOCK_EX | LOCK_NB);
 	if (users == -EWOULDBLOCK)
 		return 0;

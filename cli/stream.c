@@ -173,6 +173,13 @@ static int class_exit(const char *body)
 	return 0;
 }
 
+int hutch_cli_api_error_classed(long status, const char *body)
+{
+	int r = hutch_cli_api_error(status, body);
+
+	return class_exit(body) ?: r;
+}
+
 static int call(const char *sock, const char *method, const char *path, const char *body, long want,
                 bool classed, cJSON **ret)
 {

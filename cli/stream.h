@@ -42,6 +42,8 @@ int hutch_cli_stream_command(const char *sock, char **argv, const struct hutch_c
 /* Print an API error answer's message; returns the exit code of its
  * HTTP status (404: 65, 410: 66, 501: 69, 400/413: 64, else 70). */
 int hutch_cli_api_error(long status, const char *body);
+/* The same, the exit code from the answer's class where it names one. */
+int hutch_cli_api_error_classed(long status, const char *body);
 /* One request to the sandbox at sock (body: JSON text or NULL): 0 with
  * *ret the answer's JSON (NULL if it is none) when its status is want;
  * else prints why (hutch_cli_lost(), hutch_cli_api_error()) and returns

@@ -108,6 +108,11 @@ struct hutch_config {
 	/* "disk" (runtime/disk.h; tmpfs where it cannot be made) or "tmpfs":
 	 * what the writable places are. */
 	char workspace[8];
+	/* hutch fork (cli/verb-fork.c): the name of the forker's socket in
+	 * $RT/.disk whose disk, a copy of the source's, this sandbox takes
+	 * (runtime/disk.h, "Forks"); "" otherwise. The creator's only: no
+	 * option, API field or pool key sets it. */
+	char disk_from[64];
 	/* --secret NAME=VALUE (options-cloud.c): given to every command's
 	 * environment, never shown (names only); NULL when none. */
 	struct hutch_secrets *secrets;

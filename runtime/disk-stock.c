@@ -337,7 +337,9 @@ void hutch_disk_stock_stop(const char *runtime_dir)
 		struct pollfd pfd = { .events = POLLIN };
 		struct sockaddr_un sa;
 
-		if (strncmp(e->d_name, "stock-", 6) || !strstr(e->d_name, ".sock"))
+		/* stocks, and forkers not taken (disk-fork.c) */
+		if ((strncmp(e->d_name, "stock-", 6) && strncmp(e->d_name, "fork-", 5)) ||
+		    !strstr(e->d_name, ".sock"))
 			continue;
 		s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
 		if (s < 0 || sock_at(dirfd, e->d_name, &sa) < 0 ||

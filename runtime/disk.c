@@ -41,17 +41,21 @@
 
 #include "changes-format.h"
 #include "cleanup.h"
+#include "disk-internal.h"
 #include "disk.h"
 #include "fdutil.h"
 #include "proto.h"
 #include "syscalls.h"
 
-#define TMPFS_MAGIC                 0x01021994
-#define RAMFS_MAGIC                 0x858458f6
-#define DISK_WAIT_MS                30000
-#define LOOP_TRIES                  16
-#define COPY_CHUNK                  (1 << 20)
-#define APP_ID_OFFSET               1000
+#define TMPFS_MAGIC   0x01021994
+#define RAMFS_MAGIC   0x858458f6
+#define DISK_WAIT_MS  30000
+#define LOOP_TRIES    16
+#define COPY_CHUNK    (1 << 20)
+#define APP_ID_OFFSET 1000
+#ifndef FICLONE /* linux/fs.h, which clashes with sys/mount.h */
+#define FICLONE _IOW(0x94, 9, int)
+#endif
 #define EXT4_IOC_SHUTDOWN           _IOR('X', 125, uint32_t)
 #define EXT4_GOING_FLAGS_NOLOGFLUSH 0x2
 
@@ -178,22 +182,34 @@ int hutch_disk_template(const char *runtime_dir, uint64_t bytes, struct hutch_er
 	return 0;
 }
 
-/* The template's data (not its holes) into a new nameless file. */
-static int copy_template(int src, const char *runtime_dir, struct hutch_err *err)
+int hutch_disk_new_file(const char *runtime_dir, struct hutch_err *err)
 {
 	const char *where = in_memory(runtime_dir) ? "/var/tmp" : runtime_dir;
-	_cleanup_free_ char *buf = malloc(COPY_CHUNK);
-	_cleanup_close_ int dst = -EBADF;
-	struct stat st;
-	off_t off = 0;
+	int fd;
 
 	if (in_memory(where))
 		return hutch_err_set(err, -ENOSPC, "disk: '%s' is in memory, no disk to use",
 		                     where);
-	dst = open(where, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
-	if (!buf || dst < 0 || fstat(src, &st) < 0 || ftruncate(dst, st.st_size) < 0)
-		return hutch_err_set_errno(err, buf ? -errno : -ENOMEM, "disk: a file in '%s'",
-		                           where);
+	fd = open(where, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+	return fd >= 0 ? fd : hutch_err_set_errno(err, -errno, "disk: a file in '%s'", where);
+}
+
+/* The template into a new nameless file: a clone where its file system
+ * shares extents (XFS, btrfs), else its data (not its holes) copied. */
+static int copy_template(int src, const char *runtime_dir, struct hutch_err *err)
+{
+	_cleanup_free_ char *buf = NULL;
+	_cleanup_close_ int dst = -EBADF;
+	struct stat st;
+	off_t off = 0;
+
+	if ((dst = hutch_disk_new_file(runtime_dir, err)) < 0)
+		return dst;
+	if (ioctl(dst, FICLONE, src) == 0)
+		return TAKE_FD(dst);
+	buf = malloc(COPY_CHUNK);
+	if (!buf || fstat(src, &st) < 0 || ftruncate(dst, st.st_size) < 0)
+		return hutch_err_set_errno(err, buf ? -errno : -ENOMEM, "disk: size its file");
 	for (;;) {
 		off_t data = lseek(src, off, SEEK_DATA), hole;
 
@@ -295,15 +311,12 @@ static int give(int root, uid_t base, struct hutch_err *err)
 	return 0;
 }
 
-/* The file system, mounted and laid out: its mount (*mnt) and root. */
-static int make(const char *runtime_dir, uint64_t bytes, int *mnt, int *root, struct hutch_err *err)
+int hutch_disk_attach(const char *runtime_dir, int file, int *mnt, int *root, struct hutch_err *err)
 {
-	_cleanup_close_ int tmpl = -EBADF, file = -EBADF, loop = -EBADF, probe = -EBADF;
+	_cleanup_close_ int loop = -EBADF, probe = -EBADF;
 	int nr = -1, r;
 
-	if ((r = tmpl = open_template(runtime_dir, bytes, err)) < 0 ||
-	    (r = file = copy_template(tmpl, runtime_dir, err)) < 0 ||
-	    (r = loop = loop_attach(file, &nr, err)) < 0 || (r = *mnt = mount_ext4(nr, err)) < 0)
+	if ((r = loop = loop_attach(file, &nr, err)) < 0 || (r = *mnt = mount_ext4(nr, err)) < 0)
 		return r;
 	/* Linux before 6.15 clones (open_tree) only from a mount of the
 	 * caller's namespace, which a detached one is not: there it is
@@ -318,12 +331,26 @@ static int make(const char *runtime_dir, uint64_t bytes, int *mnt, int *root, st
 	*root = openat(*mnt, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (*root < 0)
 		return hutch_err_set_errno(err, -errno, "disk: open its root");
+	return 0;
+}
+
+/* The file system, mounted and laid out: its file, mount (*mnt) and root. */
+int hutch_disk_make(const char *runtime_dir, uint64_t bytes, int *file, int *mnt, int *root,
+                    struct hutch_err *err)
+{
+	_cleanup_close_ int tmpl = -EBADF;
+	int r;
+
+	if ((r = tmpl = open_template(runtime_dir, bytes, err)) < 0 ||
+	    (r = *file = copy_template(tmpl, runtime_dir, err)) < 0 ||
+	    (r = hutch_disk_attach(runtime_dir, *file, mnt, root, err)) < 0)
+		return r;
 	return lay_out(*root, err);
 }
 
 /* Taken: owned by the ids in the request, each directory cloned. */
-static int hand_over(int mnt, int root, const struct hutch_disk_request *req,
-                     int fds[HUTCH_DISK_FDS], struct hutch_err *err)
+int hutch_disk_hand_over(int mnt, int root, int file, const struct hutch_disk_request *req,
+                         int fds[HUTCH_DISK_FDS], struct hutch_err *err)
 {
 	static const char *const names[HUTCH_DISK_MOUNTS] = {
 		[HUTCH_ROOTFS_WRITE_UPPER] = "layer",
@@ -339,20 +366,21 @@ static int hand_over(int mnt, int root, const struct hutch_disk_request *req,
 			r = hutch_err_set_errno(err, -errno, "disk: clone '%s'", names[i]);
 	}
 	fds[HUTCH_DISK_ROOT] = root;
+	fds[HUTCH_DISK_FILE] = file;
 	return r;
 }
 
 void hutch_disk_maker(const char *runtime_dir, uint64_t bytes, int sock)
 {
-	int fds[HUTCH_DISK_FDS] = { -EBADF, -EBADF, -EBADF, -EBADF, -EBADF };
+	int fds[HUTCH_DISK_FDS] = { -EBADF, -EBADF, -EBADF, -EBADF, -EBADF, -EBADF };
 	struct hutch_disk_request req = { 0 };
 	struct hutch_msg_hdr hdr = { 0 };
 	struct hutch_err e = { 0 };
-	int mnt = -EBADF, root = -EBADF;
+	int mnt = -EBADF, root = -EBADF, file = -EBADF;
 	size_t nfds = 0;
 	ssize_t n;
 
-	if (make(runtime_dir, bytes, &mnt, &root, &e) < 0) {
+	if (hutch_disk_make(runtime_dir, bytes, &file, &mnt, &root, &e) < 0) {
 		/* Said at once (a stock drops it); kept until the end of
 		 * whoever takes it, to tell it why. */
 		(void)hutch_proto_send(sock, HUTCH_MSG_FAILED, 0, &e, sizeof(e), NULL, 0);
@@ -365,7 +393,7 @@ void hutch_disk_maker(const char *runtime_dir, uint64_t bytes, int sock)
 	n = hutch_proto_recv(sock, &hdr, &req, sizeof(req), NULL, &nfds);
 	if (n != (ssize_t)sizeof(req) || hdr.type != HUTCH_MSG_GO)
 		_exit(0);
-	if (hand_over(mnt, root, &req, fds, &e) < 0)
+	if (hutch_disk_hand_over(mnt, root, file, &req, fds, &e) < 0)
 		(void)hutch_proto_send(sock, HUTCH_MSG_FAILED, 0, &e, sizeof(e), NULL, 0);
 	else
 		(void)hutch_proto_send(sock, HUTCH_MSG_READY, 0, NULL, 0, fds, HUTCH_DISK_FDS);

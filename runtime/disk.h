@@ -27,10 +27,11 @@
  * init, by rootfs.h's HUTCH_ROOTFS_WRITE_* ([UPPER]: a directory holding
  * upper/ and work/ of an image's overlay; /workspace and /home/appuser
  * appuser's, 0755; /tmp 1777), then an fd of its root (the supervisor's,
- * for the shutdown). */
+ * for the shutdown) and of its file. */
 enum {
 	HUTCH_DISK_MOUNTS = HUTCH_ROOTFS_WRITE_FDS,
 	HUTCH_DISK_ROOT = HUTCH_DISK_MOUNTS, /* O_RDONLY fd of the file system's root */
+	HUTCH_DISK_FILE,                     /* its file (O_RDWR): a fork clones it (disk-fork.c) */
 	HUTCH_DISK_FDS
 };
 
@@ -105,6 +106,38 @@ void hutch_disk_shutdown(int root);
 int hutch_disk_stock_take(const char *runtime_dir, uint64_t bytes, struct hutch_disk_job *job);
 /* Stop runtime_dir's stocks and wait (bounded) for them to end. */
 void hutch_disk_stock_stop(const char *runtime_dir);
+
+/*
+ * Forks (runtime/disk-fork.c): a disk filled with a copy of a live
+ * sandbox's disk, made by a forker the source's supervisor starts, taken
+ * by the fork's creator by name, as from the stock. The forker's socket
+ * $RT/.disk/fork-*.sock, listening: start it on listener, filling its disk
+ * from the source's once told (a clone of its file where the file system
+ * shares extents and the sizes match, else cp -a of its files); *ret_ctl: its control socket (READY
+ * when made, GO: copy, READY when copied, or FAILED with the reason; hutch_disk_fork_wait()).
+ */
+#define HUTCH_DISK_FORK_TAKE_MS 300000
+struct hutch_disk_fork {
+	const char *runtime_dir;
+	uint64_t bytes; /* the fork's disk size */
+	int src_root;   /* the source's disk: its root (HUTCH_DISK_ROOT) */
+	int src_file;   /* and its file (HUTCH_DISK_FILE): cloned where it can be */
+	uid_t src_base; /* the source's ids start here */
+};
+int hutch_disk_fork_listen(const char *runtime_dir, const char *name, struct hutch_err *err);
+int hutch_disk_fork_start(const struct hutch_disk_fork *f, int listener, int *ret_ctl,
+                          struct hutch_err *err);
+/* The forker's next answer on ctl: 0 (READY; 1 when its disk was filled
+ * by a clone) or -errno with err its reason. */
+int hutch_disk_fork_wait(int ctl, int timeout_ms, struct hutch_err *err);
+/* Can a disk of bytes be filled by cloning file (a disk's HUTCH_DISK_FILE)
+ * here: its size, and a clone tried into a new file (XFS, btrfs: yes). */
+bool hutch_disk_can_clone(const char *runtime_dir, int file, uint64_t bytes);
+/* The socket's name removed (a fork that failed before it was taken). */
+void hutch_disk_fork_forget(const char *runtime_dir, const char *name);
+/* The fork's creator: the forker's socket as job's (job->pid -1), asked
+ * as a stock's maker is (hutch_disk_request()); -errno if it is gone. */
+int hutch_disk_fork_take(const char *runtime_dir, const char *name, struct hutch_disk_job *job);
 
 /* `hutch gc`: runtime_dir's stocks and templates go when no sandbox is left in it
  * (a create meanwhile makes its own again). */

@@ -190,4 +190,5 @@ void hutch_sup_teardown_finish(struct sup *s)
 	if (s->end.retired)
 		(void)hutch_rm_rf_at(AT_FDCWD, s->paths.dir);
 	closep(&s->disk_fds[HUTCH_DISK_ROOT]);
+	closep(&s->disk_fds[HUTCH_DISK_FILE]);
 }

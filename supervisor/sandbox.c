@@ -40,15 +40,17 @@
 
 /* Wipe the environment strings of this process: /proc/<pid>/environ of the
  * supervisor (and of init, cloned from it) shows the memory they occupy.
- * The two test hooks a supervisor acts on are kept: the store's unpacker
- * stopping itself during a snapshot (image/unpack.c) and the rollback's
- * worker during a rollback (image/rollback.c), which the fault tests
+ * The three test hooks a supervisor acts on are kept: the store's unpacker
+ * stopping itself during a snapshot (image/unpack.c), the rollback's
+ * worker during a rollback (image/rollback.c) and a fork's forker before
+ * it fills its disk (runtime/disk-fork.c), which the fault tests
  * interrupt there (test_snapshot_faults.py, test_rollback.py). */
 static void scrub_environment(void)
 {
 	extern char **environ;
 	static const char *const hooks[] = { "HUTCH_TEST_UNPACK_STOP_AFTER",
-		                             "HUTCH_TEST_ROLLBACK_STOP_AFTER" };
+		                             "HUTCH_TEST_ROLLBACK_STOP_AFTER",
+		                             "HUTCH_TEST_FORK_STOP" };
 	char keep[ELEMENTSOF(hooks)][32] = { "" };
 
 	for (size_t i = 0; i < ELEMENTSOF(hooks); i++) {
@@ -264,13 +266,22 @@ static int place_cgroup(struct sup *s, struct hutch_err *err)
  * supervisor asks its maker for it (setup.c) or, with none taken, makes
  * its own.
  */
-static void take_disk(struct sup *s, const char *runtime_dir)
+static int take_disk(struct sup *s, const char *runtime_dir, struct hutch_err *err)
 {
 	const char *why;
+	int r;
 
+	if (s->cfg->disk_from[0]) {
+		/* a fork: its disk or no sandbox, never an empty one */
+		if ((r = hutch_disk_fork_take(runtime_dir, s->cfg->disk_from, &s->disk_job)) < 0)
+			return hutch_err_set_errno(err, r, "fork: its disk ('%s') is gone",
+			                           s->cfg->disk_from);
+		return 0;
+	}
 	if (s->kind->sizes_inside && !strcmp(s->cfg->workspace, "disk") && !s->idmap.rootless &&
 	    hutch_disk_possible(&why))
 		(void)hutch_disk_stock_take(runtime_dir, s->cfg->type->disk_bytes, &s->disk_job);
+	return 0;
 }
 
 /*
@@ -289,8 +300,7 @@ static int acquire_procview(struct sup *s, const char *runtime_dir, struct hutch
 	r = hutch_lxcfs_acquire(runtime_dir, &s->procview_fd, &s->procview_hold, err);
 	if (r < 0 && r != -ENOENT && r != -EPERM)
 		return r;
-	take_disk(s, runtime_dir); /* the rest of what is inside: its disk */
-	return 0;
+	return take_disk(s, runtime_dir, err); /* the rest of what is inside: its disk */
 }
 
 /* A create that failed after acquire_procview(): lxcfs stops if no

@@ -455,15 +455,21 @@ static int send_go(struct sup *s)
 }
 
 /* The disk made meanwhile; one that could not be made leaves tmpfs (said
- * in the log and by config.workspace), never a sandbox refused. */
-static void disk_finish(struct sup *s)
+ * in the log and by config.workspace), never a sandbox refused, but a
+ * fork's (its files are the fork). */
+static int disk_finish(struct sup *s, struct hutch_err *err)
 {
 	struct hutch_err e = { 0 };
 
 	if (s->disk_job.sock < 0 || hutch_disk_finish(&s->disk_job, s->disk_fds, &e) >= 0)
-		return;
+		return 0;
+	if (s->cfg->disk_from[0]) { /* a fork without the source's files: none */
+		*err = e;
+		return err->code;
+	}
 	snprintf(s->cfg->workspace, sizeof(s->cfg->workspace), "tmpfs");
 	hutch_log(HUTCH_LOG_WARN, "workspace: tmpfs (charged to memory), not a disk: %s", e.msg);
+	return 0;
 }
 
 /* The disk (runtime/disk.h) of a plain or an image sandbox: the stock's
@@ -476,6 +482,12 @@ static int disk_start(struct sup *s, struct hutch_err *err)
 	const char *why = NULL;
 	int r;
 
+	if (s->cfg->disk_from[0]) {
+		/* a fork (sandbox.c took its forker): that disk or none */
+		if (s->disk_job.sock < 0 || !s->kind->sizes_inside || s->idmap.rootless)
+			return hutch_err_set(err, -EINVAL, "fork: no disk to take");
+		return hutch_disk_request(&s->disk_job, s->uid_base, err);
+	}
 	if (!s->kind->sizes_inside || strcmp(s->cfg->workspace, "disk"))
 		return 0;
 	if (s->idmap.rootless || !hutch_disk_possible(&why)) {
@@ -608,7 +620,8 @@ int hutch_sup_setup(struct sup *s, struct hutch_err *err)
 		return r;
 	if (s->kind->before_go && (r = s->kind->before_go(s, err)) < 0)
 		return r;
-	disk_finish(s);
+	if ((r = disk_finish(s, err)) < 0)
+		return r;
 	r = send_go(s);
 	if (r < 0)
 		return hutch_err_set_errno(err, r, "start sandbox init");

@@ -5,13 +5,16 @@
  * "filesystem"}; both optional. A full snapshot (processes and memory) is
  * refused with the reason (docs/snapshots.md). POST /rollback {"snapshot":
  * "NAME"}: the sandbox's filesystem returned to that snapshot in place
- * (supervisor/rollback.c).
+ * (supervisor/rollback.c). POST /fork {"count": N, "disk_bytes": B, "copy":
+ * false}: hutch fork's disks, clones or copies of the sandbox's
+ * (supervisor/fork.c).
  */
 #include <string.h>
 
 #include "cleanup.h"
 #include "events.h"
 #include "fields.h"
+#include "fork.h"
 #include "http.h"
 #include "image.h"
 #include "rollback.h"
@@ -114,4 +117,39 @@ enum MHD_Result hutch_api_serve_rollback(struct request *r, const char *upload, 
 		return hutch_api_respond_err(r->conn, &err, NULL);
 	}
 	return hutch_api_respond_json(r->conn, MHD_HTTP_OK, out);
+}
+
+static const struct hutch_field fork_fields[] = {
+	{ "count", HUTCH_FIELD_INTEGER, HUTCH_FIELD_REQUIRED, 1, 100,
+	  "'count' must be a number of forks from 1 to 100" },
+	{ "disk_bytes", HUTCH_FIELD_INTEGER, HUTCH_FIELD_REQUIRED, 1 << 20, 1ull << 50,
+	  "'disk_bytes' must be the forks' disk size in bytes" },
+	{ "copy", HUTCH_FIELD_BOOL, HUTCH_FIELD_NULLABLE, 0, 0, "'copy' must be true or false" },
+};
+
+enum MHD_Result hutch_api_serve_fork(struct request *r, const char *upload, size_t *size)
+{
+	_cleanup_cjson_ cJSON *body = NULL;
+	struct hutch_err err = { 0 };
+	enum MHD_Result answered;
+	const cJSON *copy;
+	cJSON *out = NULL;
+	uint64_t bytes;
+	size_t count;
+
+	(void)upload;
+	(void)size;
+	body = parse_body(r, fork_fields, ELEMENTSOF(fork_fields),
+	                  "{\"count\": N, \"disk_bytes\": B}", &answered);
+	if (!body)
+		return answered;
+	copy = cJSON_GetObjectItemCaseSensitive(body, "copy");
+	count = (size_t)cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(body, "count"));
+	bytes = (uint64_t)cJSON_GetNumberValue(
+	        cJSON_GetObjectItemCaseSensitive(body, "disk_bytes"));
+	if (hutch_sup_fork(r->s, count, bytes, !cJSON_IsFalse(copy), &out, &err) < 0) {
+		hutch_event(r->s, "fork refused: %s", err.msg);
+		return hutch_api_respond_err(r->conn, &err, NULL);
+	}
+	return hutch_api_respond_json(r->conn, MHD_HTTP_CREATED, out);
 }

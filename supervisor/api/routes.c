@@ -45,6 +45,7 @@ static const struct hutch_api_route routes[] = {
 	{ "/timeout", "POST", hutch_api_serve_timeout, 0, 0 },
 	{ "/snapshot", "POST", hutch_api_serve_snapshot, 0, 0 },
 	{ "/rollback", "POST", hutch_api_serve_rollback, 0, 0 },
+	{ "/fork", "POST", hutch_api_serve_fork, 0, 0 },
 	{ "/diff", "POST", hutch_api_serve_diff, FILES, 0 },
 	{ "/run", "POST", hutch_api_serve_run, V1 | CMD, 0 },
 	{ "/run_streaming", "POST", hutch_api_serve_run_streaming, V1 | CMD, 0 },

@@ -79,6 +79,8 @@ enum MHD_Result hutch_api_serve_timeout(struct request *r, const char *upload, s
 enum MHD_Result hutch_api_serve_snapshot(struct request *r, const char *upload, size_t *size);
 /* POST /rollback (api-snapshot.c) */
 enum MHD_Result hutch_api_serve_rollback(struct request *r, const char *upload, size_t *size);
+/* POST /fork {"count": N, "disk_bytes": B}: hutch fork's disks (supervisor/fork.h). */
+enum MHD_Result hutch_api_serve_fork(struct request *r, const char *upload, size_t *size);
 /* POST /diff (api-diff.c) */
 enum MHD_Result hutch_api_serve_diff(struct request *r, const char *upload, size_t *size);
 /* api-run.c: */

@@ -3,10 +3,15 @@
 live one's filesystem, each its own (a write in one is seen by no other,
 nor by the source), the source running on; each fork with the options
 given (limits, TTL); every refusal with its exit code, nothing left made.
+The routes: a source on a disk that can be cloned (XFS, btrfs: no
+snapshot), else a snapshot (tmpfs, or a disk on ext4 as here); the
+host-derived root's disk copied where it cannot be cloned.
 
 On the image roots (test_snapshot's `snap` fixture: a store of the test's
 own holding the root's image)."""
 import json
+
+import pytest
 
 from test_snapshot import snap, tree  # noqa: F401 (snap: a fixture)
 
@@ -17,9 +22,10 @@ def fork(h, *args):
     return r
 
 
-def test_fork_diverges_independently(snap):
+@pytest.mark.parametrize("workspace", ["disk", "tmpfs"])
+def test_fork_diverges_independently(snap, workspace):
     h, image = snap
-    src = h.create("--image", image)
+    src = h.create("--image", image, "--workspace", workspace)
     src.sh("printf base > /workspace/f && mkdir /workspace/d && printf x > /workspace/d/x "
            "&& printf h > /home/appuser/h && printf t > /tmp/t")
     want = tree(src)
@@ -27,7 +33,11 @@ def test_fork_diverges_independently(snap):
     ids = r.stdout.decode().split()
     assert len(ids) == 3 and len(set(ids)) == 3 and src.id not in ids
     err = r.stderr.decode()
-    assert f"3 forks of {src.id} from snapshot snap-{src.id}-" in err and "frozen" in err
+    if workspace == "tmpfs" or "from snapshot" in err:
+        assert f"3 forks of {src.id} from snapshot snap-{src.id}-" in err and "frozen" in err
+    else:  # a disk that can be cloned (XFS, btrfs): no snapshot
+        assert f"3 forks of {src.id}, its disk cloned (frozen" in err, err
+        assert json.loads(h("snapshot", "ls", "--json").stdout) == []
     live = json.loads(h("ls", "--json").stdout)
     assert {s["id"] for s in live} == {src.id, *ids}
     forks = [Forked(h, i) for i in ids]
@@ -59,6 +69,7 @@ def test_fork_takes_its_own_options(snap):
     src.sh("printf 1 > /workspace/one")
     r = fork(h, src.id, "--instance-type", "nano", "--ttl", "600", "--json")
     out = json.loads(r.stdout)
+    # A disk of another size cannot be cloned: the snapshot route.
     assert out["source"] == src.id and out["snapshot"].startswith(f"snap-{src.id}-")
     assert out["frozen_ms"] >= 0 and len(out["forks"]) == 1
     f = Forked(h, out["forks"][0])
@@ -99,10 +110,22 @@ def test_fork_refusals(snap):
     assert src.sh("echo alive") == "alive\n"
 
 
-def test_fork_of_the_host_root_is_refused(hutch):
+def test_fork_of_the_host_root(hutch):
+    """Its disk forks (no image to stack a layer on is needed: cloned, or
+    its files copied where it cannot be); on tmpfs it would be a snapshot,
+    which the host-derived root cannot have."""
     sb = hutch.create("--image", "host")
-    r = hutch("fork", sb.id)
+    sb.sh("printf w > /workspace/w && printf h > /home/appuser/h")
+    r = hutch("fork", sb.id, "--json")
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert out["snapshot"] is None and out["method"] in ("clone", "copy")
+    f = Forked(hutch, out["forks"][0])
+    assert f.sh("cat /workspace/w /home/appuser/h") == "wh"
+    assert f.status()["config"]["image"] == "host"
+    tm = hutch.create("--image", "host", "--workspace", "tmpfs")
+    r = hutch("fork", tm.id)
     assert r.returncode == 64, r.stderr
     err = r.stderr.decode()
-    assert f"cannot fork sandbox {sb.id}" in err and "host-derived root cannot be" in err
-    assert hutch.ids() == [sb.id]
+    assert f"cannot fork sandbox {tm.id}" in err and "host-derived root cannot be" in err
+    assert sorted(hutch.ids()) == sorted([sb.id, f.id, tm.id])

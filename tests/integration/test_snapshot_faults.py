@@ -7,8 +7,10 @@ stopping itself (SIGSTOP) after N entries (HUTCH_TEST_UNPACK_STOP_AFTER,
 image/unpack.c's test hook, given to the source's supervisor at create):
 the sandbox is frozen, the writer child is blocked on its pipe, the layer
 is half unpacked in the store's tmp/. A fork is interrupted while its
-second sandbox runs its setup script, which says so in a volume; no
-sleeping for a moment anywhere."""
+second sandbox runs its setup script, which says so in a volume; and at
+its forker (runtime/disk-fork.c) stopping itself before it fills the
+fork's disk, the source frozen (HUTCH_TEST_FORK_STOP); no sleeping for a
+moment anywhere."""
 import json
 import os
 import signal
@@ -50,8 +52,8 @@ def stopped_under(pid):
     return [p for p, (_, state) in procs.items() if state == "T" and under(p)]
 
 
-def source(h, image):
-    r = h("create", "--image", image, "--json", env={"HUTCH_TEST_UNPACK_STOP_AFTER": "5"})
+def source(h, image, hook=("HUTCH_TEST_UNPACK_STOP_AFTER", "5")):
+    r = h("create", "--image", image, "--json", env=dict([hook]))
     assert r.returncode == 0, r.stderr
     sb = Sandbox(h, json.loads(r.stdout))
     sb.sh(FILES)
@@ -156,8 +158,67 @@ def test_fork_cli_killed_part_way_leaves_no_fork(snap, tmp_path):
     cli.kill()
     cli.wait()
     assert wait_until(lambda: h.ids() == [sb.id], timeout=60), h.ids()
-    # The source ran on; the fork's snapshot is whole (named, spawnable).
+    # The source ran on; the fork's snapshot is whole (named, spawnable),
+    # or there is none (its disk was cloned for the forks, where it can be).
     assert tree(sb) == want
     names = snapshots(h)
-    assert len(names) == 1 and names[0].startswith(f"snap-{sb.id}-")
+    assert len(names) <= 1 and all(n.startswith(f"snap-{sb.id}-") for n in names)
     assert store_tmp(h) == []
+
+
+def stopped_forkers(sid):
+    """The forkers of sandbox sid stopped at their test hook: copies of its
+    supervisor (its command line), not its children (orphaned at start)."""
+    out = []
+    for p, (_, state) in children().items():
+        try:
+            with open(f"/proc/{p}/cmdline", "rb") as f:
+                cmd = f.read()
+        except OSError:
+            continue
+        if state == "T" and cmd.startswith(b"hutch-supervisor " + sid.encode()):
+            out.append(p)
+    return out
+
+
+@pytest.mark.parametrize("snap", ["image"], indirect=True)
+def test_fork_forker_killed_leaves_nothing(snap):
+    """kill -9 of the forker while the source is frozen for it: the fork
+    fails, the source is thawed with its files, no sandbox or snapshot is
+    left (nor a disk: the fixture's loop check). The host-derived root: its
+    disk is forked on any host (copied where it cannot be cloned)."""
+    h, _ = snap
+    sb, _ = source(h, "host", ("HUTCH_TEST_FORK_STOP", "1"))
+    want = tree(sb)
+    cli = h.popen("fork", sb.id, "-n", "2")
+    assert wait_until(lambda: len(stopped_forkers(sb.id)) == 2, timeout=120), \
+        cli.communicate()
+    os.kill(stopped_forkers(sb.id)[0], signal.SIGKILL)
+    for p in stopped_forkers(sb.id):
+        os.kill(p, signal.SIGCONT)
+    out, err = cli.communicate(timeout=120)
+    assert cli.returncode == 70, err
+    assert f"cannot fork sandbox {sb.id}: nothing was made" in err.decode(), err
+    assert sb.sh("echo up") == "up\n" and tree(sb) == want
+    assert h.ids() == [sb.id] and snapshots(h) == []
+
+
+@pytest.mark.parametrize("snap", ["image"], indirect=True)
+def test_fork_supervisor_killed_leaves_nothing_after_gc(snap):
+    """kill -9 of the source's supervisor while its forkers wait to fill
+    the forks' disks: the source ends, the CLI says it is gone, and after
+    hutch gc no sandbox, snapshot, forker or disk is left."""
+    h, _ = snap
+    sb, sup = source(h, "host", ("HUTCH_TEST_FORK_STOP", "1"))
+    cli = h.popen("fork", sb.id)
+    assert wait_until(lambda: stopped_forkers(sb.id), timeout=120), cli.communicate()
+    forkers = stopped_forkers(sb.id)
+    os.kill(sup, signal.SIGKILL)
+    out, err = cli.communicate(timeout=120)
+    assert cli.returncode in (66, 70) and sb.id in err.decode(), err
+    for p in forkers:  # let it see its supervisor gone
+        os.kill(p, signal.SIGCONT)
+    assert h("gc").returncode == 0
+    assert wait_until(lambda: not [p for p in forkers if os.path.exists(f"/proc/{p}")],
+                      timeout=60)
+    assert h.ids() == [] and snapshots(h) == []

@@ -1,0 +1,406 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * A fork's disk (disk.h, "Forks"; docs/snapshots.md "Fork"). The source's
+ * supervisor starts one forker per fork: a process of its own (the
+ * supervisor's grandchild, reaped by whoever reaps orphans, as lxcfs) that
+ *
+ *   1. makes a disk of the fork's size (disk.c: the template, a loop
+ *      device, ext4) and says so on ctl (HUTCH_MSG_READY, or FAILED);
+ *   2. on ctl's GO (the source frozen meanwhile) copies the source disk's
+ *      writable places into it with `cp -a` (coreutils: owners, modes,
+ *      times, hard links, extended attributes such as the overlay's
+ *      opaque marks, its whiteouts' devices; symlinks never followed) and
+ *      says so (READY or FAILED);
+ *   3. waits, at most HUTCH_DISK_FORK_TAKE_MS, for the fork's creator on
+ *      its listening socket: GO with the fork's ids moves every owner from
+ *      the source's id range to the fork's (the disk is no process's yet:
+ *      nothing can change it meanwhile) and answers as a maker does
+ *      (READY with the fds); KILL (`hutch gc`, or the supervisor's on ctl
+ *      when a fork failed) or its time up ends it, and the disk with it.
+ *
+ * The copy runs on the source's files, so its cost is what the source
+ * wrote (the data read from the page cache it was written to); it is the
+ * only time the source is frozen. Measured: docs/snapshots.md.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cleanup.h"
+#include "disk-internal.h"
+#include "fdutil.h"
+#include "proto.h"
+#include "syscalls.h"
+#include "util.h"
+
+#define ID_RANGE 65536u
+#define NFTW_FDS 64
+#define CP_PATH  "/usr/bin/cp"
+#define FORK_FDS 4
+#ifndef FICLONE /* linux/fs.h, which clashes with sys/mount.h */
+#define FICLONE _IOW(0x94, 9, int)
+#endif
+
+enum {
+	DISK_FILE,
+	DISK_MNT,
+	DISK_ROOT
+};
+
+/* The ids a walk moves (one walk per process: nftw has no user data). */
+static uid_t shift_from, shift_to;
+
+static uid_t shifted(uid_t id)
+{
+	return id >= shift_from && id - shift_from < ID_RANGE ? id - shift_from + shift_to : id;
+}
+
+static int shift_one(const char *path, const struct stat *st, int type, struct FTW *f)
+{
+	uid_t u = shifted(st->st_uid), g = shifted(st->st_gid);
+
+	(void)type;
+	(void)f;
+	if (u == st->st_uid && g == st->st_gid)
+		return 0;
+	if (lchown(path, u, g) < 0)
+		return -1;
+	/* chown dropped set-uid and set-gid: the source's file had them */
+	if (S_ISREG(st->st_mode) && (st->st_mode & 06000) && chmod(path, st->st_mode & 07777) < 0)
+		return -1;
+	return 0;
+}
+
+/* Every owner under root's writable places moved from one range to the
+ * other, symlinks not followed, no other mount entered. */
+static int shift_ids(int root, uid_t from, uid_t to, struct hutch_err *err)
+{
+	static const char *const places[] = { "workspace", "home", "tmp", "layer" };
+
+	shift_from = from;
+	shift_to = to;
+	if (fchdir(root) < 0)
+		return hutch_err_set_errno(err, -errno, "fork: its disk");
+	for (size_t i = 0; i < ELEMENTSOF(places); i++)
+		if (nftw(places[i], shift_one, NFTW_FDS, FTW_PHYS | FTW_MOUNT) != 0)
+			return hutch_err_set_errno(err, errno ? -errno : -EIO,
+			                           "fork: own the files of '%s'", places[i]);
+	return 0;
+}
+
+/* cp -a of the source disk's places into root (same names). */
+static int copy(int src, int root, struct hutch_err *err)
+{
+	char p[4][64];
+	int status = 0;
+	pid_t pid;
+
+	snprintf(p[0], sizeof(p[0]), "/proc/self/fd/%d/workspace", src);
+	snprintf(p[1], sizeof(p[1]), "/proc/self/fd/%d/home", src);
+	snprintf(p[2], sizeof(p[2]), "/proc/self/fd/%d/tmp", src);
+	snprintf(p[3], sizeof(p[3]), "/proc/self/fd/%d/layer", src);
+	pid = fork();
+	if (pid < 0)
+		return hutch_err_set_errno(err, -errno, "fork: fork cp");
+	if (pid == 0) {
+		char *const argv[] = { "cp", "-a", p[0], p[1], p[2], p[3], ".", NULL };
+		char *const envp[] = { "PATH=/usr/bin:/bin", "LC_ALL=C", NULL };
+
+		if (fchdir(root) < 0 || fcntl(src, F_SETFD, 0) < 0)
+			_exit(126);
+		hutch_stdio_to_null();
+		execve(CP_PATH, argv, envp);
+		_exit(127);
+	}
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+		return hutch_err_set(err, -EIO,
+		                     "fork: copying the source's files failed (cp: status %d; "
+		                     "a fork's disk smaller than what the source wrote?)",
+		                     status);
+	return 0;
+}
+
+/* Its creator's connection, or -1: none in HUTCH_DISK_FORK_TAKE_MS, or
+ * the supervisor said KILL on ctl (a fork that failed; ctl's EOF alone,
+ * the supervisor done with it, is no reason to end). */
+static int await_taker(int listener, int ctl)
+{
+	struct pollfd pfd[2] = { { .fd = listener, .events = POLLIN },
+		                 { .fd = ctl, .events = POLLIN } };
+	double end = hutch_now_mono_sec() + HUTCH_DISK_FORK_TAKE_MS / 1e3;
+
+	for (;;) {
+		double left = end - hutch_now_mono_sec();
+		struct hutch_msg_hdr hdr = { 0 };
+		size_t nfds = 0;
+
+		if (left <= 0 || poll(pfd, 2, (int)(left * 1e3) + 1) < 0) {
+			if (left > 0 && errno == EINTR)
+				continue;
+			return -1;
+		}
+		if (pfd[0].revents & POLLIN)
+			return accept4(listener, NULL, NULL, SOCK_CLOEXEC);
+		if (pfd[1].revents) {
+			if (hutch_proto_recv(ctl, &hdr, NULL, 0, NULL, &nfds) >= 0 &&
+			    hdr.type == HUTCH_MSG_KILL)
+				return -1;
+			pfd[1].fd = -1; /* EOF: the supervisor is done with it */
+		}
+	}
+}
+
+/* The fork's creator, once: its request served (e: why there is no disk). */
+static void serve(int listener, int ctl, const int disk[3], uid_t src_base, struct hutch_err *e)
+{
+	int fds[HUTCH_DISK_FDS] = { -EBADF, -EBADF, -EBADF, -EBADF, -EBADF, -EBADF };
+	struct hutch_disk_request req = { 0 };
+	struct hutch_msg_hdr hdr = { 0 };
+	_cleanup_close_ int c = await_taker(listener, ctl);
+	size_t nfds = 0;
+	ssize_t n;
+
+	if (c < 0)
+		return;
+	n = hutch_proto_recv(c, &hdr, &req, sizeof(req), NULL, &nfds);
+	if (n != (ssize_t)sizeof(req) || hdr.type != HUTCH_MSG_GO)
+		return;
+	if (e->code < 0 || shift_ids(disk[DISK_ROOT], src_base, req.uid_base, e) < 0 ||
+	    hutch_disk_hand_over(disk[DISK_MNT], disk[DISK_ROOT], disk[DISK_FILE], &req, fds, e) <
+	            0)
+		(void)hutch_proto_send(c, HUTCH_MSG_FAILED, 0, e, sizeof(*e), NULL, 0);
+	else
+		(void)hutch_proto_send(c, HUTCH_MSG_READY, 0, NULL, 0, fds, HUTCH_DISK_FDS);
+}
+
+/* The fork's disk made, to be filled at GO: by a clone of the source's
+ * file where the file system shares extents and the sizes match (tried
+ * now, the source running: a failure here costs the frozen time nothing),
+ * else a new disk, laid out, for cp. *cloning: which. */
+static int prepare(const struct hutch_disk_fork *f, int disk[3], bool *cloning,
+                   struct hutch_err *err)
+{
+	struct stat st;
+
+	*cloning = false;
+	if (f->src_file >= 0 && fstat(f->src_file, &st) == 0 && (uint64_t)st.st_size == f->bytes &&
+	    (disk[DISK_FILE] = hutch_disk_new_file(f->runtime_dir, err)) >= 0) {
+		if (ioctl(disk[DISK_FILE], FICLONE, f->src_file) == 0) {
+			/* What the source has in memory written out now, while it
+			 * runs: the sync at GO, frozen, has only the rest to write
+			 * (1.1 s -> 13-18 ms frozen after 100 MB just written). */
+			(void)syncfs(f->src_root);
+			*cloning = true;
+			return 0;
+		}
+		closep(&disk[DISK_FILE]);
+	}
+	hutch_err_clear(err);
+	return hutch_disk_make(f->runtime_dir, f->bytes, &disk[DISK_FILE], &disk[DISK_MNT],
+	                       &disk[DISK_ROOT], err);
+}
+
+/* GO, the source frozen: its files into the fork's disk. The clone: what
+ * the source's ext4 holds in memory written through to its file first
+ * (syncfs: nothing of the sandbox runs, its file system stands still). */
+static int fill(const struct hutch_disk_fork *f, const int disk[3], bool cloning,
+                struct hutch_err *err)
+{
+	if (!cloning)
+		return copy(f->src_root, disk[DISK_ROOT], err);
+	if (syncfs(f->src_root) < 0 || ftruncate(disk[DISK_FILE], 0) < 0 ||
+	    ioctl(disk[DISK_FILE], FICLONE, f->src_file) < 0)
+		return hutch_err_set_errno(err, -errno, "fork: clone the source's disk");
+	return 0;
+}
+
+_Noreturn static void forker(const struct hutch_disk_fork *f, int ctl, int listener)
+{
+	int disk[3] = { -EBADF, -EBADF, -EBADF };
+	struct hutch_msg_hdr hdr = { 0 };
+	struct hutch_err e = { 0 };
+	bool cloning;
+	size_t nfds = 0;
+
+	if (prepare(f, disk, &cloning, &e) < 0) {
+		(void)hutch_proto_send(ctl, HUTCH_MSG_FAILED, 0, &e, sizeof(e), NULL, 0);
+		_exit(0);
+	}
+	if (hutch_proto_send(ctl, HUTCH_MSG_READY, 0, NULL, 0, NULL, 0) < 0 ||
+	    hutch_proto_recv(ctl, &hdr, NULL, 0, NULL, &nfds) != 0 || hdr.type != HUTCH_MSG_GO)
+		_exit(0);
+	if (getenv("HUTCH_TEST_FORK_STOP"))
+		(void)raise(SIGSTOP); /* the fault tests' point (test_snapshot_faults.py) */
+	if (fill(f, disk, cloning, &e) < 0) {
+		(void)hutch_proto_send(ctl, HUTCH_MSG_FAILED, 0, &e, sizeof(e), NULL, 0);
+		_exit(0);
+	}
+	/* the source's disk is not held by a fork not yet taken */
+	close(f->src_root);
+	if (f->src_file >= 0)
+		close(f->src_file);
+	if (hutch_proto_send(ctl, HUTCH_MSG_READY, 0, &cloning, sizeof(cloning), NULL, 0) < 0)
+		_exit(0);
+	/* The clone mounted after the thaw; a failure is its taker's to hear. */
+	if (cloning)
+		(void)hutch_disk_attach(f->runtime_dir, disk[DISK_FILE], &disk[DISK_MNT],
+		                        &disk[DISK_ROOT], &e);
+	serve(listener, ctl, disk, f->src_base, &e);
+	_exit(0);
+}
+
+static int cmp_int(const void *a, const void *b)
+{
+	return *(const int *)a - *(const int *)b;
+}
+
+/* Every fd but keep[] (and stdio) closed: the supervisor's are not ours. */
+static void keep_only(int keep[FORK_FDS])
+{
+	unsigned from = 3;
+
+	qsort(keep, FORK_FDS, sizeof(keep[0]), cmp_int);
+	for (size_t i = 0; i < FORK_FDS; i++) {
+		if (keep[i] < 0 || (unsigned)keep[i] < from)
+			continue; /* none, or stdio */
+		if ((unsigned)keep[i] > from)
+			(void)sys_close_range(from, (unsigned)keep[i] - 1, 0);
+		from = (unsigned)keep[i] + 1;
+	}
+	(void)sys_close_range(from, ~0u, 0);
+}
+
+int hutch_disk_fork_start(const struct hutch_disk_fork *f, int listener, int *ret_ctl,
+                          struct hutch_err *err)
+{
+	int sv[2], status = 0;
+	pid_t pid;
+
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
+		return hutch_err_set_errno(err, -errno, "fork: socketpair");
+	pid = fork();
+	if (pid < 0) {
+		int r = -errno;
+
+		hutch_close_many(sv, 2);
+		return hutch_err_set_errno(err, r, "fork: fork");
+	}
+	if (pid == 0) {
+		int keep[FORK_FDS] = { f->src_root, f->src_file, sv[1], listener };
+
+		if (fork() != 0)
+			_exit(0); /* its child an orphan: nobody waits for it */
+		keep_only(keep);
+		forker(f, sv[1], listener);
+	}
+	close(sv[1]);
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	*ret_ctl = sv[0];
+	return 0;
+}
+
+int hutch_disk_fork_wait(int ctl, int timeout_ms, struct hutch_err *err)
+{
+	struct pollfd pfd = { .fd = ctl, .events = POLLIN };
+	struct hutch_msg_hdr hdr = { 0 };
+	struct hutch_err child = { 0 };
+	size_t nfds = 0;
+	ssize_t n;
+
+	if (poll(&pfd, 1, timeout_ms) <= 0)
+		return hutch_err_set(err, -ETIMEDOUT, "fork: its disk not ready in %d s",
+		                     timeout_ms / 1000);
+	n = hutch_proto_recv(ctl, &hdr, &child, sizeof(child), NULL, &nfds);
+	if (n == 0 && hdr.type == HUTCH_MSG_READY)
+		return 0;
+	if (n == (ssize_t)sizeof(bool) && hdr.type == HUTCH_MSG_READY)
+		return *(const bool *)&child ? 1 : 0; /* filled: cloned or copied */
+	if (hdr.type == HUTCH_MSG_FAILED && (size_t)n == sizeof(child)) {
+		child.msg[sizeof(child.msg) - 1] = '\0';
+		return hutch_err_set(err, child.code < 0 ? child.code : -EIO, "%s", child.msg);
+	}
+	return hutch_err_set(err, -EPROTO, "fork: its disk's maker ended without an answer");
+}
+
+bool hutch_disk_can_clone(const char *runtime_dir, int file, uint64_t bytes)
+{
+	struct hutch_err e = { 0 };
+	_cleanup_close_ int probe = -EBADF;
+	struct stat st;
+
+	if (file < 0 || fstat(file, &st) < 0 || (uint64_t)st.st_size != bytes)
+		return false;
+	probe = hutch_disk_new_file(runtime_dir, &e);
+	return probe >= 0 && ioctl(probe, FICLONE, file) == 0;
+}
+
+int hutch_disk_fork_listen(const char *runtime_dir, const char *name, struct hutch_err *err)
+{
+	_cleanup_close_ int dirfd = -EBADF, s = -EBADF;
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	char dir[4096];
+
+	snprintf(dir, sizeof(dir), "%s/" HUTCH_DISK_DIR, runtime_dir);
+	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
+		return hutch_err_set_errno(err, -errno, "fork: mkdir '%s'", dir);
+	dirfd = open(dir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (dirfd < 0)
+		return hutch_err_set_errno(err, -errno, "fork: open '%s'", dir);
+	if (snprintf(sa.sun_path, sizeof(sa.sun_path), "/proc/self/fd/%d/%s", dirfd, name) >=
+	    (int)sizeof(sa.sun_path))
+		return hutch_err_set(err, -ENAMETOOLONG, "fork: socket name '%s'", name);
+	s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	(void)unlinkat(dirfd, name, 0);
+	if (s < 0 || bind(s, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(s, 1) < 0)
+		return hutch_err_set_errno(err, -errno, "fork: listen on '%s/%s'", dir, name);
+	return TAKE_FD(s);
+}
+
+void hutch_disk_fork_forget(const char *runtime_dir, const char *name)
+{
+	char path[4200];
+
+	snprintf(path, sizeof(path), "%s/" HUTCH_DISK_DIR "/%s", runtime_dir, name);
+	(void)unlink(path);
+}
+
+int hutch_disk_fork_take(const char *runtime_dir, const char *name, struct hutch_disk_job *job)
+{
+	_cleanup_close_ int dirfd = -EBADF, s = -EBADF;
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	char dir[4096];
+
+	job->pid = -1;
+	job->sock = -EBADF;
+	if (!*name || strchr(name, '/'))
+		return -EINVAL;
+	snprintf(dir, sizeof(dir), "%s/" HUTCH_DISK_DIR, runtime_dir);
+	dirfd = open(dir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (dirfd < 0)
+		return -errno;
+	if (snprintf(sa.sun_path, sizeof(sa.sun_path), "/proc/self/fd/%d/%s", dirfd, name) >=
+	    (int)sizeof(sa.sun_path))
+		return -ENAMETOOLONG;
+	s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (s < 0 || connect(s, (struct sockaddr *)&sa, sizeof(sa)) < 0)
+		return -errno;
+	/* Taken: nobody else may connect (the forker serves one). */
+	(void)unlinkat(dirfd, name, 0);
+	job->sock = TAKE_FD(s);
+	return 0;
+}

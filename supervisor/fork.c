@@ -1,0 +1,194 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Forks by disk copy, the source's side (POST /fork, docs/snapshots.md
+ * "Fork"): for a sandbox whose writable places are a disk of its own
+ * (runtime/disk.h), each fork's disk is made by a forker (runtime/
+ * disk-fork.c) before the freeze; then the sandbox is frozen, every
+ * forker copies its disk's files at once, and it is thawed. No image of
+ * the store is made: each fork is created from the source's image with
+ * its forker's disk, taken by name (hutch fork; the forker waits for it).
+ *
+ * The host reads the sandbox's files here, as a snapshot does (snapshot.c
+ * says why): while the cgroup is frozen, by `cp -a` in a process outside
+ * the sandbox, never following a symlink, into a disk no process of any
+ * sandbox can reach yet.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cgroup.h"
+#include "cleanup.h"
+#include "disk.h"
+#include "events.h"
+#include "fdutil.h"
+#include "fork.h"
+#include "proto.h"
+#include "supervisor.h"
+#include "util.h"
+
+#define FORK_MADE_MS 30000
+#define FORK_COPY_MS 600000
+
+struct forker {
+	char name[64];
+	int ctl;
+};
+
+static int check(struct sup *s, struct hutch_err *err)
+{
+	if (s->idmap.rootless)
+		return hutch_err_set_class(err, HUTCH_ERRC_NOT_CAPABLE, -EPERM,
+		                           "forks need root for now: an ordinary user cannot read "
+		                           "appuser's private files from the host");
+	if (!s->cg)
+		return hutch_err_set_class(err, HUTCH_ERRC_NOT_CAPABLE, -EOPNOTSUPP,
+		                           "a sandbox without a cgroup (--no-limits) cannot be "
+		                           "frozen for a fork");
+	if (s->disk_fds[HUTCH_DISK_ROOT] < 0)
+		return hutch_err_set_class(err, HUTCH_ERRC_NOT_CAPABLE, -EOPNOTSUPP,
+		                           "its writable places are not a disk (workspace %s): "
+		                           "a fork goes through a snapshot",
+		                           s->cfg->workspace);
+	return 0;
+}
+
+static void runtime_dir(const struct sup *s, char *buf, size_t len)
+{
+	char *slash;
+
+	snprintf(buf, len, "%s", s->paths.dir);
+	slash = strrchr(buf, '/');
+	if (slash)
+		*slash = '\0';
+}
+
+/* Every forker's next answer: 0 (1: every disk a clone), or the first
+ * failure. */
+static int wait_all(struct forker *f, size_t n, int timeout_ms, struct hutch_err *err)
+{
+	int r = 1;
+
+	for (size_t i = 0; i < n; i++) {
+		struct hutch_err e = { 0 };
+		int k = hutch_disk_fork_wait(f[i].ctl, timeout_ms, &e);
+
+		if (k < 0 && r >= 0) {
+			*err = e;
+			r = e.code;
+		} else if (k == 0 && r > 0)
+			r = 0;
+	}
+	return r;
+}
+
+static int go_all(struct forker *f, size_t n, struct hutch_err *err)
+{
+	for (size_t i = 0; i < n; i++)
+		if (hutch_proto_send(f[i].ctl, HUTCH_MSG_GO, 0, NULL, 0, NULL, 0) < 0)
+			return hutch_err_set(err, -EPIPE, "fork: its disk's maker went away");
+	return 0;
+}
+
+/* The forkers started (each makes its disk meanwhile). */
+static int start_all(struct sup *s, const char *rt, struct forker *f, size_t n, uint64_t bytes,
+                     struct hutch_err *err)
+{
+	for (size_t i = 0; i < n; i++) {
+		_cleanup_close_ int listener = -EBADF;
+		int r;
+
+		snprintf(f[i].name, sizeof(f[i].name), "fork-%.12s-%u.sock", s->id,
+		         ++s->forks_made);
+		if ((r = listener = hutch_disk_fork_listen(rt, f[i].name, err)) < 0)
+			return r;
+		const struct hutch_disk_fork df = { .runtime_dir = rt,
+			                            .bytes = bytes,
+			                            .src_root = s->disk_fds[HUTCH_DISK_ROOT],
+			                            .src_file = s->disk_fds[HUTCH_DISK_FILE],
+			                            .src_base = s->uid_base };
+
+		if ((r = hutch_disk_fork_start(&df, listener, &f[i].ctl, err)) < 0) {
+			hutch_disk_fork_forget(rt, f[i].name);
+			f[i].name[0] = '\0';
+			return r;
+		}
+	}
+	return 0;
+}
+
+static cJSON *answer(struct sup *s, const struct forker *f, size_t n, bool cloned, double frozen_ms,
+                     double total_ms)
+{
+	cJSON *o = cJSON_CreateObject(), *a = o ? cJSON_AddArrayToObject(o, "disks") : NULL;
+
+	if (!a)
+		return cJSON_Delete(o), NULL;
+	for (size_t i = 0; i < n; i++)
+		cJSON_AddItemToArray(a, cJSON_CreateString(f[i].name));
+	(void)cJSON_AddStringToObject(o, "source", s->id);
+	(void)cJSON_AddStringToObject(o, "image", s->cfg->image[0] ? s->cfg->image : "host");
+	(void)cJSON_AddStringToObject(o, "method", cloned ? "clone" : "copy");
+	(void)cJSON_AddNumberToObject(o, "frozen_ms", frozen_ms);
+	(void)cJSON_AddNumberToObject(o, "duration_ms", total_ms);
+	return o;
+}
+
+int hutch_sup_fork(struct sup *s, size_t count, uint64_t bytes, bool copy, cJSON **ret,
+                   struct hutch_err *err)
+{
+	_cleanup_free_ struct forker *f = calloc(count ? count : 1, sizeof(*f));
+	bool frozen = s->idle.sleeping || s->idle.paused;
+	struct hutch_err thaw_err = { 0 };
+	char rt[sizeof(s->paths.dir)];
+	double t0, t1 = 0, t2 = 0;
+	bool cloned = false;
+	int r;
+
+	if ((r = check(s, err)) < 0)
+		return r;
+	if (!f)
+		return hutch_err_set(err, -ENOMEM, "fork");
+	for (size_t i = 0; i < count; i++)
+		f[i].ctl = -EBADF;
+	runtime_dir(s, rt, sizeof(rt));
+	if (!copy && !hutch_disk_can_clone(rt, s->disk_fds[HUTCH_DISK_FILE], bytes))
+		return hutch_err_set_class(err, HUTCH_ERRC_NOT_CAPABLE, -EOPNOTSUPP,
+		                           "its disk cannot be cloned here (the disks' file system "
+		                           "shares no extents, or the fork's disk size differs)");
+	t0 = hutch_now_mono_sec();
+	if ((r = start_all(s, rt, f, count, bytes, err)) < 0 ||
+	    (r = wait_all(f, count, FORK_MADE_MS, err)) < 0)
+		goto out;
+	t1 = hutch_now_mono_sec();
+	if (!frozen && (r = hutch_cgroup_freeze(s->cg, true, err)) < 0) {
+		hutch_err_prefix(err, "freeze the sandbox for the fork");
+		goto out;
+	}
+	if ((r = go_all(f, count, err)) >= 0)
+		r = wait_all(f, count, FORK_COPY_MS, err);
+	cloned = r > 0;
+	if (!frozen && hutch_cgroup_freeze(s->cg, false, &thaw_err) < 0)
+		hutch_event(s, "fork: thaw failed: %s", thaw_err.msg);
+	t2 = hutch_now_mono_sec();
+	if (r >= 0) {
+		hutch_event(s, "fork: %zu disk%s %s, frozen %.1f ms", count, count == 1 ? "" : "s",
+		            cloned ? "cloned" : "copied", frozen ? 0.0 : (t2 - t1) * 1e3);
+		*ret = answer(s, f, count, cloned, frozen ? 0.0 : (t2 - t1) * 1e3, (t2 - t0) * 1e3);
+		if (!*ret)
+			r = hutch_err_set(err, -ENOMEM, "fork");
+	}
+out:
+	for (size_t i = 0; i < count; i++) {
+		/* a failure: every forker ends (EOF before the copy, KILL after) */
+		if (r < 0 && f[i].ctl >= 0)
+			(void)hutch_proto_send(f[i].ctl, HUTCH_MSG_KILL, 0, NULL, 0, NULL, 0);
+		closep(&f[i].ctl);
+		if (r < 0 && f[i].name[0])
+			hutch_disk_fork_forget(rt, f[i].name);
+	}
+	return r;
+}

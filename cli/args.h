@@ -93,6 +93,7 @@ struct hutch_cli_args {
 	const char *progress;    /* create, run --progress */
 	const char *since;       /* diff --since */
 	const char *into;        /* replay --into */
+	const char *process;     /* diff --process */
 	double timeout, grace;
 	uint64_t size, max_bytes;
 	char **pos; /* positionals */

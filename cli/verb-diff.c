@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * hutch diff ID [--since SNAPSHOT|COMMAND] [--json]: what changed in the
- * sandbox's /workspace, /home/appuser and /tmp since it started, since a
- * snapshot of it, or since the start of the command of a journal line
+ * hutch diff ID [--since SNAPSHOT|COMMAND | --process PROC] [--json]: what
+ * changed in the sandbox's /workspace, /home/appuser and /tmp since it
+ * started, since a snapshot of it, since the start of the command of a
+ * journal line or of a background process (running: what it changed so far)
  * (POST /diff; docs/api.md, "hutch diff"). One line per path: "+" created,
  * "~" modified (and what), "-" deleted; --json the answer as it is.
  */
@@ -60,6 +61,13 @@ static int cmd_diff(struct hutch_cli_args *a)
 		return hutch_cli_fail(HUTCH_EXIT_USAGE,
 		                      "empty --since: give a snapshot's name or a journal line's "
 		                      "number (hutch journal ID)");
+	if (a->since && a->process)
+		return hutch_cli_fail(HUTCH_EXIT_USAGE, "--since and --process do not go together");
+	if (a->process && !*a->process)
+		return hutch_cli_fail(HUTCH_EXIT_USAGE, "empty --process: give a background "
+		                                        "process's id (hutch ps ID)");
+	if (a->process)
+		cJSON_AddStringToObject(body, "since_process", a->process);
 	if (a->since && hutch_parse_u64(a->since, 0, UINT64_MAX, &seq) == 0)
 		cJSON_AddNumberToObject(body, "since_command", (double)seq);
 	else if (a->since)
@@ -98,6 +106,14 @@ static const struct hutch_cli_opt diff_opts[] = {
 	  .help = "from a snapshot of this sandbox (its name), or from the start of the command "
 	          "of a journal line (its number: hutch journal ID); default: the sandbox's "
 	          "start" },
+	{ .name = "process",
+	  .kind = HUTCH_CLI_STRING,
+	  .offset = offsetof(struct hutch_cli_args, process),
+	  .metavar = "PROC",
+	  .complete = "@procs",
+	  .help = "from the start of background process PROC (hutch ps ID), running or ended: "
+	          "what changed since it started (its own list comes with its record at its "
+	          "exit)" },
 	{ .name = "json",
 	  .kind = HUTCH_CLI_FLAG,
 	  .offset = offsetof(struct hutch_cli_args, json),
@@ -108,7 +124,7 @@ static const struct hutch_cli_opt diff_opts[] = {
 
 const struct hutch_cli_verb hutch_verb_diff = {
 	.name = "diff",
-	.synopsis = "ID [--since SNAPSHOT|COMMAND] [--json]",
+	.synopsis = "ID [--since SNAPSHOT|COMMAND | --process PROC] [--json]",
 	.about = "What changed in the sandbox's /workspace, /home/appuser and /tmp since it\n"
 	         "started, since a snapshot of it, or since the start of the command of a\n"
 	         "journal line: '+' created, '~' modified (what), '-' deleted, with type and\n"

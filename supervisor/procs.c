@@ -252,6 +252,7 @@ struct hutch_proc *hutch_proc_start(struct sup *s, const char *command, const ch
 		return NULL;
 	}
 	p->cmd = c;
+	p->cmd_id = c->id;
 	p->set = set;
 	p->loop = &s->loop;
 	p->stdin_kept = stdin_open;

@@ -48,6 +48,7 @@ struct hutch_proc {
 	char uuid[37];                /* its id in the executor's contract (a UUID v4) */
 	char *command;                /* for listing: the shell string or the joined argv */
 	struct cmd *cmd;              /* NULL once finished */
+	uint64_t cmd_id;              /* its command's id (cmd.h): POST /diff since_process */
 	pid_t pid;                    /* inside the sandbox; 0 until spawned */
 	int64_t started_at, ended_at; /* unix seconds */
 	int status;                   /* wait status once done */

@@ -3,11 +3,13 @@
  * POST /diff (docs/api.md, "hutch diff"): what changed in the sandbox's
  * writable tmpfs mounts over a span, in the change lists' form. Body {}
  * (since the sandbox started), {"since_command": SEQ} (since the start of
- * the command of journal line SEQ) or {"since_snapshot": "NAME"} (since
- * snapshot NAME of this sandbox). The span's start is a change generation
- * of init's (init/changes.h); the diff is computed by the builtin "diff"
- * in a fork of init and comes back on its stdout in the wire form of
- * changes-format.h, decoded here as hostile input like any change list.
+ * the command of journal line SEQ), {"since_process": ID} (since a
+ * background process started: what it and whatever ran meanwhile changed,
+ * while it runs; its record has its own list at its exit) or
+ * {"since_snapshot": "NAME"} (since snapshot NAME of this sandbox). The span's start is a change
+ * generation of init's (init/changes.h); the diff is computed by the builtin "diff" in a fork of
+ * init and comes back on its stdout in the wire form of changes-format.h, decoded here as hostile
+ * input like any change list.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -20,6 +22,7 @@
 #include "fields.h"
 #include "http.h"
 #include "journal.h"
+#include "procs.h"
 #include "routes.h"
 #include "snapshot.h"
 #include "supervisor.h"
@@ -32,6 +35,8 @@ static const struct hutch_field diff_fields[] = {
 	  "'since_command' must be a journal line's seq (hutch journal)" },
 	{ "since_snapshot", HUTCH_FIELD_STRING, HUTCH_FIELD_NULLABLE | HUTCH_FIELD_NONEMPTY, 0, 0,
 	  "'since_snapshot' must be the name of a snapshot of this sandbox" },
+	{ "since_process", HUTCH_FIELD_STRING, HUTCH_FIELD_NULLABLE | HUTCH_FIELD_NONEMPTY, 0, 0,
+	  "'since_process' must be a background process's id (p1, or its uuid)" },
 };
 
 static void on_done(void *ud, struct cmd *c)
@@ -47,16 +52,25 @@ static enum MHD_Result span_start(struct request *r, const cJSON *body, uint64_t
 {
 	const cJSON *cmd = cJSON_GetObjectItemCaseSensitive(body, "since_command");
 	const cJSON *snap = cJSON_GetObjectItemCaseSensitive(body, "since_snapshot");
+	const cJSON *proc = cJSON_GetObjectItemCaseSensitive(body, "since_process");
+	const struct hutch_proc *p;
 	uint64_t id = 0;
 	int e;
 
 	*answered = true;
 	*gen = 0;
-	if (cJSON_IsNumber(cmd) && cJSON_IsString(snap))
+	if (cJSON_IsNumber(cmd) + cJSON_IsString(snap) + cJSON_IsString(proc) > 1)
 		return hutch_api_respond_error(
 		        r->conn, MHD_HTTP_BAD_REQUEST, "invalid_request",
-		        "give 'since_command' or 'since_snapshot', not both");
-	if (cJSON_IsNumber(cmd)) {
+		        "give one of 'since_command', 'since_snapshot', 'since_process'");
+	if (cJSON_IsString(proc)) {
+		p = hutch_proc_find(r->s, proc->valuestring);
+		if (!p)
+			return hutch_api_respond_error(r->conn, MHD_HTTP_NOT_FOUND, "not_found",
+			                               "no background process '%.64s' (hutch ps)",
+			                               proc->valuestring);
+		*gen = 2 * p->cmd_id;
+	} else if (cJSON_IsNumber(cmd)) {
 		e = hutch_journal_command_of(r->s, (uint64_t)cmd->valuedouble, &id);
 		if (e == -ENODATA)
 			return hutch_api_respond_error(
@@ -102,8 +116,8 @@ static enum MHD_Result start(struct request *r)
 	if (!cJSON_IsObject(body))
 		return hutch_api_respond_error(r->conn, MHD_HTTP_BAD_REQUEST, "invalid_json",
 		                               "the body must be a JSON object: {}, "
-		                               "{\"since_command\": SEQ} or {\"since_snapshot\": "
-		                               "\"NAME\"}");
+		                               "{\"since_command\": SEQ}, {\"since_process\": "
+		                               "ID} or {\"since_snapshot\": \"NAME\"}");
 	if (hutch_fields_check(body, diff_fields, ELEMENTSOF(diff_fields), HUTCH_FIELDS_LIST_KNOWN,
 	                       &err) < 0)
 		return hutch_api_respond_error(r->conn, MHD_HTTP_BAD_REQUEST, "invalid_request",

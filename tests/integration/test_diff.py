@@ -8,6 +8,7 @@ import json
 
 import pytest
 
+from conftest import wait_until
 from test_changes import sandbox, snap, truth
 
 pytestmark = pytest.mark.usefixtures("root")
@@ -120,4 +121,41 @@ def test_diff_refusals(hutch, root):
     assert (st, res["error"]["code"]) == (409, "no_journal"), res
     r = hutch("diff", sb.id, "--since", "1")
     assert r.returncode == 70, r  # a conflict
+    assert sb.rm().returncode == 0
+
+
+def test_diff_since_a_background_process(hutch, root):
+    """process.changes while it runs (issue 29): what changed since a
+    background process started, asked while it waits on its stdin; its own
+    list at its exit in its record."""
+    root.skip_unless(root.name == "host", "the span is the same on every root (test_changes)")
+    sb = sandbox(hutch, root)
+    st, p = sb.api("POST", "/v1/start_process",
+                   {"cmd": "echo a > /workspace/bg1; read x; echo b > /workspace/bg2",
+                    "stdin": True})
+    assert st == 200, p
+    assert wait_until(lambda: sb.run("test -e /workspace/bg1")["exit_code"] == 0, 20)
+    r = hutch("diff", "--json", sb.id, "--process", "p1")
+    assert r.returncode == 0, r.stderr
+    created = {e["path"] for e in json.loads(r.stdout)["changes"]["created"]}
+    assert created == {"/workspace/bg1"}, created
+    st, res = sb.api("POST", "/v1/diff", {"since_process": p["uuid"]})
+    assert st == 200 and {e["path"] for e in res["changes"]["created"]} == created, res
+    st, res = sb.api("POST", "/process_stdin?id=p1&eof=true", raw=b"\n")
+    assert st == 200, res
+
+    def record():
+        st, ps = sb.api("GET", "/v1/list_processes")
+        return [x for x in ps["processes"] if x["id"] == "p1" and x["status"] != "running"]
+    assert wait_until(record, 20)
+    final = {e["path"] for e in record()[0]["changes"]["created"]}
+    assert final == {"/workspace/bg1", "/workspace/bg2"}, record()
+    created = {e["path"] for e in diff(hutch, sb.id, "--process", "p1")["created"]}
+    assert created == final
+    for args, code in ((("--process", "p9"), 65), (("--process", ""), 64),
+                       (("--process", "p1", "--since", "1"), 64)):
+        r = hutch("diff", sb.id, *args)
+        assert r.returncode == code, (args, r)
+    st, res = sb.api("POST", "/v1/diff", {"since_process": "p1", "since_command": 1})
+    assert st == 400, res
     assert sb.rm().returncode == 0

@@ -1214,15 +1214,24 @@ class SandboxSession:
                                       or f"exit status {proc.returncode}")
         return [json.loads(line) for line in proc.stdout.splitlines()]
 
-    def diff(self, since=None):
+    def diff(self, since=None, *, process=None):
         """What changed in ``/workspace``, ``/home/appuser`` and ``/tmp``
         over a span (``hutch diff``): since the sandbox started (None),
-        since a snapshot of it (a :class:`Snapshot` or its name), or since
+        since a snapshot of it (a :class:`Snapshot` or its name), since
         the start of the command of journal line ``since`` (an int, a
-        line's ``seq`` in :meth:`journal`). Returns the change list's dict
-        (``created``, ``modified``, ``deleted``, ``omitted``, ``shared``,
-        ``complete``); unknown spans and sandboxes without change lists
-        raise :class:`SandboxError` (an ``APIError`` saying why)."""
+        line's ``seq`` in :meth:`journal`), or since background process
+        ``process`` started (its id or :class:`ProcessInfo`; while it runs,
+        what changed so far; at its exit its own list is its
+        ``changes``). Returns the change list's dict (``created``,
+        ``modified``, ``deleted``, ``omitted``, ``shared``, ``complete``);
+        unknown spans and sandboxes without change lists raise
+        :class:`SandboxError` (an ``APIError`` saying why)."""
+        if process is not None:
+            pid = process.id if isinstance(process, ProcessInfo) else process
+            if since is not None or not isinstance(pid, str) or not pid:
+                raise errors.ConfigError(f"invalid process {process!r}: a background "
+                                         "process's id or ProcessInfo, without since")
+            return self._client.call("POST", "/diff", {"since_process": pid})["changes"]
         if since is None:
             body = {}
         elif isinstance(since, bool) or not isinstance(since, (int, str, Snapshot)):

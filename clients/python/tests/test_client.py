@@ -1235,3 +1235,13 @@ def test_diff():
             s.diff(10 ** 6)
         with pytest.raises(ConfigError):
             s.diff(1.5)
+        p = s.start_process("echo bg > /workspace/bg; read x", stdin=True)
+        deadline = time.monotonic() + 20  # bounded: it writes before it reads
+        while s.execute("test -e /workspace/bg").exit_code != 0:
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        assert [e["path"] for e in s.diff(process=p)["created"]] == ["/workspace/bg"]
+        with pytest.raises(hutch.SandboxError):
+            s.diff(process="p99")
+        with pytest.raises(ConfigError):
+            s.diff(1, process=p)

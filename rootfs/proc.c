@@ -53,9 +53,32 @@ static int mask_source(struct rootfs_ctx *ctx, const struct rootfs_proc_entry *e
 	case ROOTFS_PROC_MASK_DIR:
 		break; /* mask_one() calls rootfs_mask_dir() */
 	case ROOTFS_PROC_READONLY:
-		return rootfs_clone_new(target, "", MOUNT_ATTR_RDONLY | PROC_ATTRS, where, err);
+		break; /* mask_one() calls readonly_one() */
 	}
 	return hutch_err_set(err, -EINVAL, "unknown /proc action for '%s'", where);
+}
+
+/*
+ * A read-only bind of /proc/<name> over itself, by name on init's own
+ * fresh procfs, whose entries are never symlinks and never followed
+ * (AT_SYMLINK_NOFOLLOW, no MOVE_MOUNT_T_SYMLINKS): the clone is the
+ * lookup, so an absent entry still costs one syscall and a present one
+ * no open of the target.
+ */
+static int readonly_one(int proc, const char *name, const char *where, struct hutch_err *err)
+{
+	_cleanup_close_ int src = -EBADF;
+
+	src = rootfs_clone_new(proc, name, MOUNT_ATTR_RDONLY | PROC_ATTRS, where, err);
+	if (src == -ENOENT) {
+		hutch_err_clear(err);
+		return 0;
+	}
+	if (src < 0)
+		return src;
+	if (sys_move_mount(src, "", proc, name, MOVE_MOUNT_F_EMPTY_PATH) < 0)
+		return hutch_err_set_errno(err, -errno, "mount bind on '%s'", where);
+	return 0;
 }
 
 static int mask_one(struct rootfs_ctx *ctx, int proc, const struct rootfs_proc_entry *e,
@@ -65,6 +88,8 @@ static int mask_one(struct rootfs_ctx *ctx, int proc, const struct rootfs_proc_e
 	char where[64];
 
 	snprintf(where, sizeof(where), "/proc/%s", e->name);
+	if (e->action == ROOTFS_PROC_READONLY)
+		return readonly_one(proc, e->name, where, err);
 	/* Open the target first: most absent entries then cost one syscall. */
 	target = rootfs_open_target(proc, e->name, true, where, err);
 	if (target == -ENOENT)
@@ -76,8 +101,7 @@ static int mask_one(struct rootfs_ctx *ctx, int proc, const struct rootfs_proc_e
 	src = mask_source(ctx, e, target, where, err);
 	if (src < 0)
 		return src;
-	return rootfs_attach_fd(src, target, e->action == ROOTFS_PROC_READONLY ? "bind" : "mask",
-	                        where, err);
+	return rootfs_attach_fd(src, target, "mask", where, err);
 }
 
 /* The files lxcfs serves, as /proc names them. */

@@ -28,6 +28,7 @@
 #include "fdutil.h"
 #include "idmap.h"
 #include "image.h"
+#include "lxcfs.h"
 #include "mhd.h"
 #include "netpolicy.h"
 #include "state.h"
@@ -423,6 +424,43 @@ static void check_usernet(struct check *c)
 		snprintf(c->detail, sizeof(c->detail), "%s", err.msg);
 }
 
+/*
+ * The instance's sizes in /proc (runtime/lxcfs.h): root's sandboxes only.
+ * For an ordinary user lxcfs cannot run (measured, docs/architecture.md):
+ * /dev/fuse may be root's alone, and lxcfs 5.0 mounts the cgroup
+ * hierarchies privately at its start, which a user namespace may not.
+ */
+static void check_views(struct check *c)
+{
+	const char *bin = hutch_lxcfs_binary();
+	bool fuse = access("/dev/fuse", R_OK | W_OK) == 0;
+	const char *fix = !bin ? (getenv("HUTCH_LXCFS") ? "HUTCH_LXCFS=none switches lxcfs off"
+	                                                : "apt-get install lxcfs")
+	                       : "no /dev/fuse: modprobe fuse";
+
+	c->ok = bin && fuse && geteuid() == 0;
+	if (c->ok)
+		snprintf(c->detail, sizeof(c->detail),
+		         "%s: /proc/meminfo, cpuinfo, stat, uptime and the online CPUs show each "
+		         "sandbox's instance type",
+		         bin);
+	else if (geteuid() != 0)
+		snprintf(c->detail, sizeof(c->detail),
+		         "an ordinary user's sandboxes see the kernel's /proc (the host's memory "
+		         "and "
+		         "CPUs; nproc and /sys/fs/cgroup still show the limits where they apply): "
+		         "lxcfs runs for root only (%slxcfs 5.0 mounts the cgroup hierarchies at "
+		         "its "
+		         "start, which a user namespace may not); run as root for the views",
+		         fuse ? "" : "/dev/fuse is not yours to open; ");
+	else
+		snprintf(c->detail, sizeof(c->detail),
+		         "sandboxes see the host's memory and CPUs in /proc (nproc and "
+		         "/sys/fs/cgroup "
+		         "still show the limits): %s",
+		         fix);
+}
+
 static void check_python(struct check *c)
 {
 	c->ok = access("/usr/bin/python3", X_OK) == 0 && access("/bin/sh", X_OK) == 0;
@@ -442,6 +480,7 @@ static void check_full_snapshots(struct check *c)
 static int cmd_doctor(struct hutch_cli_args *a)
 {
 	bool json = a->json;
+	/* clang-format off */
 	struct check checks[] = {
 		{ "mode", true, false, "" },
 		{ "user namespaces", true, false, "" },
@@ -450,6 +489,7 @@ static int cmd_doctor(struct hutch_cli_args *a)
 		{ "seccomp", true, false, "" },
 		{ "mount API", true, false, "" },
 		{ "python3", true, false, "" },
+		{ "/proc views", false, false, "" },
 		{ "HTTP server", true, false, "" },
 		{ "overlayfs", false, false, "" },
 		{ "image store", false, false, "" },
@@ -459,11 +499,12 @@ static int cmd_doctor(struct hutch_cli_args *a)
 		{ "user network", false, false, "" },
 		{ "full snapshots", false, false, "" },
 	};
+	/* clang-format on */
 	void (*fns[])(struct check *) = {
-		check_mode,       check_userns,    check_namespaces,     check_cgroups,
-		check_seccomp,    check_mount_api, check_python,         check_http_server,
-		check_overlay,    check_store,     check_skopeo,         check_nftables,
-		check_forwarding, check_usernet,   check_full_snapshots,
+		check_mode,        check_userns,     check_namespaces, check_cgroups,
+		check_seccomp,     check_mount_api,  check_python,     check_views,
+		check_http_server, check_overlay,    check_store,      check_skopeo,
+		check_nftables,    check_forwarding, check_usernet,    check_full_snapshots,
 	};
 	bool all_ok = true;
 	_cleanup_cjson_ cJSON *arr = json ? cJSON_CreateArray() : NULL;
@@ -500,8 +541,9 @@ const struct hutch_cli_verb hutch_verb_doctor = {
 	.name = "doctor",
 	.synopsis = "[--json]",
 	.about = "Check namespaces, user namespaces, cgroups v1/v2, seccomp, the mount API, "
-	         "python3, overlayfs with idmapped layers, the image store, skopeo, nftables and "
-	         "(for ordinary users) pasta; say what is missing and how to fix it.\n",
+	         "python3, lxcfs's /proc views, overlayfs with idmapped layers, the image store, "
+	         "skopeo, nftables and (for ordinary users) pasta; say what is missing and how "
+	         "to fix it.\n",
 	.opts = hutch_cli_json_opts,
 	.run = cmd_doctor,
 };

@@ -52,7 +52,7 @@
 #define FUSE_SUPER_MAGIC    0x65735546
 #define LXCFS_START_SECONDS 10
 
-static const char *lxcfs_binary(void)
+const char *hutch_lxcfs_binary(void)
 {
 	static const char *const paths[] = { "/usr/bin/lxcfs", "/usr/local/bin/lxcfs", NULL };
 	const char *env = getenv("HUTCH_LXCFS");
@@ -311,7 +311,7 @@ int hutch_lxcfs_acquire(const char *runtime_dir, int *ret_tree, int *ret_hold,
                         struct hutch_err *err)
 {
 	_cleanup_close_ int dirfd = -EBADF, lock = -EBADF, hold = -EBADF, tree = -EBADF;
-	const char *bin = lxcfs_binary();
+	const char *bin = hutch_lxcfs_binary();
 	char dir[4096], mnt[4200];
 	int r;
 

@@ -26,6 +26,10 @@
 int hutch_lxcfs_acquire(const char *runtime_dir, int *ret_tree, int *ret_hold,
                         struct hutch_err *err);
 
+/* The lxcfs binary hutch runs (HUTCH_LXCFS, else /usr/bin, /usr/local/bin),
+ * or NULL: none, or HUTCH_LXCFS=none. */
+const char *hutch_lxcfs_binary(void);
+
 /* `hutch gc`: stop runtime_dir's lxcfs and remove its files when no
  * sandbox holds it. 1 if stopped, 0 if in use or none, <0 on error. */
 int hutch_lxcfs_gc(const char *runtime_dir, struct hutch_err *err);

@@ -3,6 +3,7 @@
 fix; --help everywhere; Ctrl-C and SIGTERM to run and exec."""
 import json
 import os
+import shutil
 import signal
 import subprocess
 import time
@@ -178,6 +179,8 @@ def test_doctor_json(hutch):
         assert set(c) >= {"check", "ok", "required", "detail"}
         if c["required"]:
             assert c["ok"] is True, c
+    views = next(c for c in checks if c["check"] == "/proc views")
+    assert views["ok"] == (shutil.which("lxcfs") is not None and os.getuid() == 0), views
     r = hutch("doctor")
     assert r.returncode == 0 and r.stdout
 

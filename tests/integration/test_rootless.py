@@ -437,6 +437,10 @@ def test_doctor_as_user(alice):
     if not V2:
         assert not cg["ok"] and not cg["required"]
         assert "--no-limits" in cg["detail"], cg
+    # lxcfs runs for root only (issue 27; measured: docs/architecture.md)
+    views = checks["/proc views"]
+    assert not views["ok"] and not views["required"], views
+    assert "root only" in views["detail"] and "user namespace" in views["detail"], views
 
 
 def test_attacks_from_inside(alice):

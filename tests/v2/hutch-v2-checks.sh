@@ -429,7 +429,7 @@ if ! ip -4 route show default | grep -q .; then
 	ip link add "$dummy" type dummy && ip addr add 192.0.2.1/24 dev "$dummy" &&
 		ip link set "$dummy" up && ip route add default via 192.0.2.254 dev "$dummy"
 fi
-jq_net() { python3 -c 'import json,sys; d = json.loads(sys.argv[1]); print(d["init_pid"], d["network"]["helper_pid"], d["network"]["helper_state"])' "$1" 2>/dev/null; }
+jq_net() { python3 -c 'import json,sys; d = json.loads(sys.argv[1]); n = d["network"]; print(d["init_pid"], n["helper_pid"], n["helper_state"], n.get("helper_error") or "-")' "$1" 2>/dev/null; }
 id=$(cd / && as_user "$UH" create --instance-type nano --network all 2>/tmp/rn.err)
 ok=1
 if [ -n "$id" ]; then
@@ -438,13 +438,13 @@ if [ -n "$id" ]; then
 	pcg=$(cat /proc/"$pasta"/cgroup)
 	kill -9 "$pasta"
 	for _ in $(seq 1 100); do
-		read -r _ new state <<<"$(jq_net "$(cd / && as_user "$UH" inspect "$id")")"
+		read -r _ new state why <<<"$(jq_net "$(cd / && as_user "$UH" inspect "$id")")"
 		[ "$state" = running ] && [ "${new:-0}" != 0 ] && [ "$new" != "$pasta" ] && break
 		sleep 0.2
 	done
 	ncg=$(cat /proc/"$new"/cgroup 2>/dev/null)
 	out=$(cd / && as_user "$UH" exec "$id" -- cat /sys/fs/cgroup/memory.max 2>&1)
-	echo "init in $icg; pasta $pasta in $pcg; killed: network $state (pid $new in $ncg); a command after: $out"
+	echo "init in $icg; pasta $pasta in $pcg; killed: network $state (pid $new in $ncg: $why); a command after: $out"
 	[ -n "$pcg" ] && [ "$pcg" = "$icg" ] && [ "$state" = running ] && [ "$new" != "$pasta" ] &&
 		[ "$ncg" = "$icg" ] && [ "$out" = 268435456 ] && ok=0
 	as_user "$UH" rm "$id" >/dev/null
@@ -453,7 +453,7 @@ else
 fi
 [ "$tun" = 666 ] || chmod "$tun" /dev/net/tun
 [ -z "$dummy" ] || ip link del "$dummy"
-check rootless-pasta-in-sandbox-cgroup $ok "pasta in ${pcg:-?}, sandbox in ${icg:-?}, after a kill: network ${state:-?}, the new pasta in ${ncg:-?}"
+check rootless-pasta-in-sandbox-cgroup $ok "pasta in ${pcg:-?}, sandbox in ${icg:-?}, after a kill: network ${state:-?} (${why:-?}), the new pasta in ${ncg:-?}"
 loginctl disable-linger "$U"
 rm -rf /tmp/hutch-v2bin
 

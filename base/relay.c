@@ -65,6 +65,7 @@ static int drain(struct hutch_relay_dir *d, int wfd)
 	if (n < 0)
 		return errno == EAGAIN || errno == EINTR ? 0 : -errno;
 	d->len -= (size_t)n;
+	d->moved += (uint64_t)n;
 	d->full = false;
 	return n > 0;
 }

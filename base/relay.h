@@ -21,12 +21,13 @@
 #define HUTCH_RELAY_PIPE_SIZE (256u << 10)
 
 struct hutch_relay_dir {
-	int pipe[2]; /* -EBADF until hutch_relay_dir_init() */
-	size_t len;  /* bytes waiting in the pipe */
-	size_t cap;  /* the pipe's size */
-	bool eof;    /* the reading side has ended */
-	bool full;   /* the pipe took no more (its slots may fill before cap) */
-	bool shut;   /* the writing side has been shut down (eof passed on) */
+	int pipe[2];    /* -EBADF until hutch_relay_dir_init() */
+	size_t len;     /* bytes waiting in the pipe */
+	size_t cap;     /* the pipe's size */
+	bool eof;       /* the reading side has ended */
+	bool full;      /* the pipe took no more (its slots may fill before cap) */
+	bool shut;      /* the writing side has been shut down (eof passed on) */
+	uint64_t moved; /* bytes written to the writing side so far */
 };
 
 /* An empty direction with no pipe yet (safe to _done()). */

@@ -44,6 +44,7 @@ static const char *const main_usage =
         "  journal ID [--verify] [-f]      every request and command, hash-chained (audit)\n"
         "  diff ID [--since SNAP|SEQ]      files created, modified, deleted since the start\n"
         "  replay JOURNAL|ID [--into ID]   run a journal again in a new sandbox (its test)\n"
+        "  net-log ID [--json]             connections allowed and refused, per command\n"
         "  set-timeout ID SECONDS          delete the sandbox SECONDS from now (not at its TTL)\n"
         "  port ID [PORT]                  where a sandbox's published ports are on the host\n"
         "  rm [--json] ID... | --all       delete sandboxes (dead and gone on return)\n"
@@ -122,6 +123,7 @@ static const struct hutch_cli_verb *const verbs[] = {
 	&hutch_verb_journal,
 	&hutch_verb_diff,
 	&hutch_verb_replay,
+	&hutch_verb_net_log,
 	&hutch_verb_set_timeout,
 	&hutch_verb_port,
 	&hutch_verb_image_pull,

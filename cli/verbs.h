@@ -52,6 +52,8 @@ int hutch_cli_journal_load(const char *arg, cJSON **ret, struct hutch_journal_ch
 extern const struct hutch_cli_verb hutch_verb_replay;
 /* verb-diff.c */
 extern const struct hutch_cli_verb hutch_verb_diff;
+/* verb-netlog.c */
+extern const struct hutch_cli_verb hutch_verb_net_log;
 /* verb-volume.c: "volume create", "volume ls", "volume inspect", "volume rm" */
 extern const struct hutch_cli_verb hutch_verb_volume_create, hutch_verb_volume_ls,
         hutch_verb_volume_inspect, hutch_verb_volume_rm;

@@ -147,6 +147,11 @@ int hutch_egress_add_listeners(struct hutch_egress *e, const struct hutch_net_li
 	return r;
 }
 
+void hutch_egress_observe(struct hutch_egress *e, const struct hutch_egress_observer *o)
+{
+	e->proxy.observer = o;
+}
+
 int hutch_egress_fd(const struct hutch_egress *e)
 {
 	return e->loop.epfd;

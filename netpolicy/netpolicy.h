@@ -353,6 +353,52 @@ cJSON *hutch_egress_status(const struct hutch_egress *e);
 /* Closes every socket (listeners included). NULL is fine. */
 void hutch_egress_free(struct hutch_egress *e);
 
+/*
+ * The egress log (issue 29, docs/architecture.md "Egress per command"):
+ * every connection the proxy decides (TLS of allow, host ports, mode all's
+ * redirected 443) is given to an observer twice: at accept, to attribute
+ * it to a command (the supervisor knows the commands, netpolicy does
+ * not), and at its end, as a record: the decision, the rule, the bytes
+ * each way. Nothing of a bound header ever reaches a record: the byte
+ * counts are the client's own bytes and the upstream's answer (a bound
+ * connection counts plaintext before the headers are set).
+ */
+#define HUTCH_NET_OWNER_CMDS 4
+
+/* Who made a connection, as the observer's attribute() says. */
+struct hutch_net_owner {
+	uint64_t cmd[HUTCH_NET_OWNER_CMDS]; /* commands (cmd.h ids), ncmd of them */
+	unsigned ncmd;                      /* 0: no command ran */
+	unsigned running;                   /* commands running at the accept */
+	bool exact;                         /* by the socket's process, else by time */
+	int32_t pid;                        /* exact: that process, inside the sandbox */
+};
+
+struct hutch_net_conn_record {
+	int64_t at_ms, end_ms;              /* realtime: accepted, closed */
+	const char *kind;                   /* "tls", "host_port" or "redirect" (all) */
+	const char *host;                   /* the SNI, "" none */
+	const struct sockaddr_in *dst;      /* what the client dialled */
+	const struct sockaddr_in *upstream; /* what was dialled outside, or NULL */
+	bool allowed;
+	const char *rule;   /* allowed: the list entry; refused: a code (docs/api.md) */
+	const char *reason; /* refused: why, in words; "" when allowed */
+	uint64_t bytes_up, bytes_down;
+	const struct hutch_net_owner *owner; /* NULL: refused before it was accepted */
+};
+
+struct hutch_egress_observer {
+	/* A connection from client (inside the sandbox) was accepted: fill
+	 * ret (zeroed) with who made it. Called in the accept path: cheap. */
+	void (*attribute)(void *ud, const struct sockaddr_in *client, struct hutch_net_owner *ret);
+	/* A connection has ended (or was refused at once). */
+	void (*record)(void *ud, const struct hutch_net_conn_record *rec);
+	void *ud;
+};
+
+/* o (or NULL: none) must outlive the egress. */
+void hutch_egress_observe(struct hutch_egress *e, const struct hutch_egress_observer *o);
+
 /* The first IPv4 "nameserver" of /etc/resolv.conf, port 53. */
 int hutch_net_default_resolver(struct sockaddr_in *ret, struct hutch_err *err);
 
@@ -399,6 +445,8 @@ struct hutch_net_plan {
 	struct hutch_net_listener listeners[HUTCH_NET_LISTENERS_MAX];
 	size_t nlisteners;           /* received from init, not yet served */
 	struct hutch_egress *egress; /* serves them once ready */
+	/* The egress log's observer (set before hutch_net_plan_serve()), or NULL. */
+	const struct hutch_egress_observer *observer;
 	/* Header bindings (not owned) and the CA made for them after clone. */
 	const struct hutch_net_bindings *bindings;
 	const char *upstream_ca;

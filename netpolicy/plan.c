@@ -156,6 +156,7 @@ int hutch_net_plan_serve(struct hutch_net_plan *plan, struct hutch_err *err)
 	r = hutch_egress_new(plan->policy, &plan->resolver, plan->mitm, &plan->egress, err);
 	if (r < 0)
 		return r;
+	hutch_egress_observe(plan->egress, plan->observer);
 	r = hutch_egress_add_listeners(plan->egress, plan->listeners, plan->nlisteners, err);
 	plan->nlisteners = 0; /* the egress owns them now */
 	return r;

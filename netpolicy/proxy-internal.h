@@ -55,6 +55,15 @@ struct conn {
 	bool mitm;           /* the SNI is a bound host: intercept */
 	bool redirected;     /* mode all: 443 redirected here; dst is the original */
 	struct mitm_conn *m; /* C_MITM: its state (proxy-mitm.c) */
+	/* The egress log (netpolicy.h): accepted when (realtime), made by
+	 * whom, the rule that allowed it or the code and words of its
+	 * refusal, where it was dialled outside (sin_family 0: nowhere), and
+	 * a bound connection's plaintext bytes (the relay counts the rest). */
+	int64_t at_ms;
+	struct hutch_net_owner owner;
+	struct refusal_verdict v;
+	struct sockaddr_in upstream;
+	uint64_t bytes_up, bytes_down;
 	struct conn *next;
 };
 
@@ -68,6 +77,7 @@ struct proxy {
 	unsigned nconns;
 	uint64_t conns_total;
 	int spare_fd; /* given up to accept (and reset) a connection when out of fds */
+	const struct hutch_egress_observer *observer; /* the egress log, or NULL */
 };
 
 /* proxy-mitm.c's answer to proxy.c, which alone closes connections:

@@ -70,10 +70,11 @@ static void end(struct conn *c, bool reset)
 }
 
 /* Record why the connection is refused, and end it with a reset. */
-#define refuse(c, ...)                                                                   \
-	do {                                                                             \
-		refusals_add((c)->p->refusals, "tls", (c)->sni, &(c)->dst, __VA_ARGS__); \
-		end(c, true);                                                            \
+#define refuse(c, ...)                                                                  \
+	do {                                                                            \
+		refusals_verdict((c)->p->refusals, &(c)->v, "tls", (c)->sni, &(c)->dst, \
+		                 "tls_failed", __VA_ARGS__);                            \
+		end(c, true);                                                           \
 	} while (0)
 
 /* What an SSL call that returned r <= 0 waits for: adds to *want; false
@@ -192,8 +193,8 @@ static int pump_up(struct conn *c)
 			(void)SSL_write(m->down, answer, sizeof(answer) - 1);
 			(void)SSL_shutdown(m->down);
 			ERR_clear_error();
-			refusals_add(c->p->refusals, "http", c->sni, &c->dst, "%s (to %s)",
-			             m->req.why, c->sni);
+			refusals_verdict(c->p->refusals, &c->v, "http", c->sni, &c->dst, "bad_http",
+			                 "%s (to %s)", m->req.why, c->sni);
 			end(c, false);
 			return -1;
 		}
@@ -208,6 +209,7 @@ static int pump_up(struct conn *c)
 	if (r <= 0)
 		return ssl_wait(m->down, r, &m->cwant, &m->c_eof) ? (m->c_eof ? 1 : 0) : -1;
 	m->in_len = (size_t)r;
+	c->bytes_up += (uint64_t)r; /* the client's own bytes: never a bound header */
 	return 1;
 }
 
@@ -232,6 +234,7 @@ static int pump_down(struct conn *c)
 	if (r <= 0)
 		return ssl_wait(m->up, r, &m->swant, &m->s_eof) ? (m->s_eof ? 1 : 0) : -1;
 	m->sc_len = (size_t)r;
+	c->bytes_down += (uint64_t)r;
 	return 1;
 }
 
@@ -337,8 +340,8 @@ enum mitm_verdict mitm_conn_start(struct conn *c)
 	c->state = C_MITM;
 	if (!c->m || !setup(c)) {
 		ERR_clear_error();
-		refusals_add(c->p->refusals, "tls", c->sni, &c->dst,
-		             "cannot set up TLS for %s (out of memory?)", c->sni);
+		refusals_verdict(c->p->refusals, &c->v, "tls", c->sni, &c->dst, "internal",
+		                 "cannot set up TLS for %s (out of memory?)", c->sni);
 		return MITM_RESET;
 	}
 	c->deadline_ms = hutch_now_mono_ms() + HANDSHAKE_DEADLINE_MS;

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <linux/netfilter_ipv4.h>
@@ -50,12 +51,70 @@ static bool addr_forbidden(uint32_t a_be)
 	return r == 0 || errno != EADDRNOTAVAIL;
 }
 
+static int64_t now_real_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* The egress log's record of c, at its end (proxy-internal.h). */
+static void conn_record(struct conn *c)
+{
+	const struct hutch_egress_observer *o = c->p->observer;
+	struct hutch_net_conn_record rec = {
+		.at_ms = c->at_ms,
+		.end_ms = now_real_ms(),
+		.kind = c->hostport     ? "host_port"
+		        : c->redirected ? "redirect"
+		                        : "tls",
+		.host = c->sni,
+		.dst = &c->dst,
+		.upstream = c->upstream.sin_family ? &c->upstream : NULL,
+		.allowed = !c->v.refused,
+		.rule = c->v.rule,
+		.reason = c->v.refused ? c->v.reason : "",
+		.bytes_up = c->bytes_up + c->cs.moved,
+		.bytes_down = c->bytes_down + c->sc.moved,
+		.owner = &c->owner,
+	};
+
+	if (!c->v.refused && !c->v.rule[0]) { /* ended by the client before a decision */
+		rec.allowed = false;
+		rec.rule = "abandoned";
+		rec.reason = "closed before a decision (no complete ClientHello)";
+	}
+	if (o && o->record)
+		o->record(o->ud, &rec);
+}
+
+/* A connection refused before it became one (limits at accept). */
+static void record_early(struct proxy *p, const struct sockaddr_in *dst, const char *code,
+                         const char *reason)
+{
+	static const struct sockaddr_in none = { .sin_family = AF_INET };
+	struct hutch_net_conn_record rec = {
+		.kind = "tls",
+		.host = "",
+		.dst = dst ? dst : &none,
+		.rule = code,
+		.reason = reason,
+	};
+
+	if (!p->observer || !p->observer->record)
+		return;
+	rec.at_ms = rec.end_ms = now_real_ms();
+	p->observer->record(p->observer->ud, &rec);
+}
+
 static void proxy_conn_close(struct conn *c, bool reset)
 {
 	struct proxy *p = c->p;
 
 	if (c->state == C_CLOSED)
 		return;
+	conn_record(c);
 	c->state = C_CLOSED;
 	if (c->cfd >= 0) {
 		evloop_unwatch(p->loop, c->cfd);
@@ -83,24 +142,13 @@ static void proxy_conn_close(struct conn *c, bool reset)
 	p->nconns--;
 }
 
-static __attribute__((format(printf, 3, 4))) void
-proxy_conn_refuse(struct conn *c, const char *what, const char *fmt, ...)
-{
-	char reason[112];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(reason, sizeof(reason), fmt, ap);
-	va_end(ap);
-	refusals_add(c->p->refusals,
-	             what          ? what
-	             : c->hostport ? "connect"
-	                           : "tls",
-	             c->sni, &c->dst, "%s", reason);
-	proxy_conn_close(c, true);
-}
-
-#define conn_refuse(c, ...) proxy_conn_refuse(c, NULL, __VA_ARGS__)
+/* Refuse c with a reset, recorded (refusals_verdict()) as code. */
+#define conn_refuse(c, code, ...)                                                              \
+	do {                                                                                   \
+		refusals_verdict((c)->p->refusals, &(c)->v, (c)->hostport ? "connect" : "tls", \
+		                 (c)->sni, &(c)->dst, code, __VA_ARGS__);                      \
+		proxy_conn_close(c, true);                                                     \
+	} while (0)
 
 /* Recompute what each side waits for. EPOLLRDHUP-less level triggering:
  * read from a side only when the buffer towards the other side is empty. */
@@ -147,6 +195,7 @@ static void conn_dial(struct conn *c)
 		}
 		r = connect(fd, (struct sockaddr *)&sa, sizeof(sa));
 		if (r == 0 || errno == EINPROGRESS) {
+			c->upstream = sa;
 			if (c->sfd >= 0) {
 				evloop_unwatch(c->p->loop, c->sfd);
 				close(c->sfd);
@@ -162,8 +211,9 @@ static void conn_dial(struct conn *c)
 		c->last_connect_err = errno;
 		close(fd);
 	}
-	conn_refuse(c, "could not connect to %s port %u: %s", c->sni[0] ? c->sni : "the address",
-	            c->port, strerror(c->last_connect_err ? c->last_connect_err : EHOSTUNREACH));
+	conn_refuse(c, "connect_failed", "could not connect to %s port %u: %s",
+	            c->sni[0] ? c->sni : "the address", c->port,
+	            strerror(c->last_connect_err ? c->last_connect_err : EHOSTUNREACH));
 }
 
 static void conn_resolved(struct conn *c, const uint32_t *addrs, size_t naddrs)
@@ -176,7 +226,7 @@ static void conn_resolved(struct conn *c, const uint32_t *addrs, size_t naddrs)
 		if (!addr_forbidden(addrs[i]))
 			c->addrs[n++] = addrs[i];
 	if (n == 0) {
-		conn_refuse(c,
+		conn_refuse(c, naddrs ? "forbidden_address" : "unresolved",
 		            naddrs ? "%s resolves only to addresses of this machine, "
 		                     "link-local or reserved ranges"
 		                   : "%s does not resolve (upstream resolver)",
@@ -212,10 +262,11 @@ static void conn_resolve(struct conn *c)
 		return;
 	}
 	if (!resolver_lookup(c->p->resolver, c->sni, on_resolved, c))
-		conn_refuse(c, !resolver_has_upstream(c->p->resolver)
-		                       ? "no upstream DNS resolver: set "
-		                         "HUTCH_RESOLVER=IP on the host"
-		                       : "too many DNS lookups at once");
+		conn_refuse(c, "resolver",
+		            !resolver_has_upstream(c->p->resolver)
+		                    ? "no upstream DNS resolver: set "
+		                      "HUTCH_RESOLVER=IP on the host"
+		                    : "too many DNS lookups at once");
 }
 
 /* Mode all, port 443 redirected to the proxy (header bindings): a bound
@@ -226,6 +277,7 @@ static void conn_decide_redirected(struct conn *c)
 	char ip[INET_ADDRSTRLEN];
 
 	c->port = ntohs(c->dst.sin_port);
+	snprintf(c->v.rule, sizeof(c->v.rule), "all");
 	if (c->sni[0] && hutch_net_bindings_has_host(mitm_bindings(c->p->mitm), c->sni)) {
 		c->mitm = true;
 		conn_resolve(c);
@@ -234,7 +286,8 @@ static void conn_decide_redirected(struct conn *c)
 	inet_ntop(AF_INET, &c->dst.sin_addr, ip, sizeof(ip));
 	if (hutch_net_addr_is_blocked_all(c->dst.sin_addr.s_addr) ||
 	    addr_forbidden(c->dst.sin_addr.s_addr)) {
-		conn_refuse(c, "%s is this machine, private, link-local or reserved", ip);
+		conn_refuse(c, "forbidden_address",
+		            "%s is this machine, private, link-local or reserved", ip);
 		return;
 	}
 	c->addrs[0] = c->dst.sin_addr.s_addr;
@@ -257,13 +310,15 @@ static void conn_decide(struct conn *c)
 	c->port = dport;
 	switch (hutch_net_allow_tls(c->p->policy, c->sni, ip, dport)) {
 	case HUTCH_NET_TLS_RESOLVE:
+		snprintf(c->v.rule, sizeof(c->v.rule), "%s:%u", c->sni, dport);
 		c->mitm = c->p->mitm &&
 		          hutch_net_bindings_has_host(mitm_bindings(c->p->mitm), c->sni);
 		conn_resolve(c);
 		return;
 	case HUTCH_NET_TLS_DIAL:
+		snprintf(c->v.rule, sizeof(c->v.rule), "%s:%u", ip, dport);
 		if (addr_forbidden(c->dst.sin_addr.s_addr)) {
-			conn_refuse(c,
+			conn_refuse(c, "forbidden_address",
 			            "%s is this machine, link-local or reserved: use --host-port "
 			            "for a service on the host",
 			            ip);
@@ -275,14 +330,14 @@ static void conn_decide(struct conn *c)
 		conn_dial(c);
 		return;
 	case HUTCH_NET_TLS_WRONG_PORT:
-		conn_refuse(c, "port %u is not allowed for %s", dport, c->sni);
+		conn_refuse(c, "wrong_port", "port %u is not allowed for %s", dport, c->sni);
 		return;
 	case HUTCH_NET_TLS_UNLISTED:
-		conn_refuse(c, "%s is not in the allow list", c->sni);
+		conn_refuse(c, "unlisted", "%s is not in the allow list", c->sni);
 		return;
 	case HUTCH_NET_TLS_NO_SNI:
-		conn_refuse(c, "no server name (SNI) and %s:%u is not in the allow list", ip,
-		            dport);
+		conn_refuse(c, "no_sni", "no server name (SNI) and %s:%u is not in the allow list",
+		            ip, dport);
 		return;
 	}
 }
@@ -317,12 +372,13 @@ static void conn_on_hello(struct conn *c)
 		            (memcmp(h, "GET ", 4) == 0 || memcmp(h, "POST", 4) == 0 ||
 		             memcmp(h, "HEAD", 4) == 0 || memcmp(h, "PUT ", 4) == 0 ||
 		             memcmp(h, "CONN", 4) == 0);
-		conn_refuse(c, http ? "plain HTTP: only TLS is allowed" : "not a TLS connection");
+		conn_refuse(c, http ? "plain_http" : "not_tls",
+		            http ? "plain HTTP: only TLS is allowed" : "not a TLS connection");
 		return;
 	}
 	if (r < 0 || r == 0) {
 		c->sni[0] = '\0';
-		conn_refuse(c, "malformed or oversized TLS ClientHello");
+		conn_refuse(c, "bad_hello", "malformed or oversized TLS ClientHello");
 		return;
 	}
 	conn_decide(c);
@@ -431,6 +487,15 @@ static struct conn *conn_new(struct proxy *p, int fd, const struct sockaddr_in *
 	p->conns = c;
 	p->nconns++;
 	p->conns_total++;
+	c->at_ms = now_real_ms();
+	if (p->observer && p->observer->attribute) {
+		struct sockaddr_in client;
+		socklen_t len = sizeof(client);
+
+		if (getpeername(fd, (struct sockaddr *)&client, &len) == 0 &&
+		    client.sin_family == AF_INET)
+			p->observer->attribute(p->observer->ud, &client, &c->owner);
+	}
 	return c;
 }
 
@@ -456,6 +521,7 @@ void proxy_accept(struct proxy *p, int lfd, enum hutch_net_listener_kind kind, u
 		if (fd < 0 && (errno == EMFILE || errno == ENFILE)) {
 			refusals_add(p->refusals, "connect", NULL, NULL,
 			             "out of file descriptors: the connection was reset");
+			record_early(p, NULL, "limit", "out of file descriptors");
 			hutch_accept_shed(lfd, &p->spare_fd);
 			continue;
 		}
@@ -466,11 +532,14 @@ void proxy_accept(struct proxy *p, int lfd, enum hutch_net_listener_kind kind, u
 		    dst.sin_family != AF_INET) {
 			refusals_add(p->refusals, "connect", NULL, NULL,
 			             "too many connections at once (%d)", HUTCH_EGRESS_CONNS_MAX);
+			record_early(p, NULL, "limit", "too many connections at once");
 			hutch_close_reset(fd);
 			continue;
 		}
 		if (kind == HUTCH_NET_L_REDIRECT && (!p->mitm || original_dst(fd, &dst) < 0)) {
 			refusals_add(p->refusals, "connect", NULL, NULL,
+			             "no original destination of a redirected connection");
+			record_early(p, NULL, "internal",
 			             "no original destination of a redirected connection");
 			hutch_close_reset(fd);
 			continue;
@@ -483,6 +552,7 @@ void proxy_accept(struct proxy *p, int lfd, enum hutch_net_listener_kind kind, u
 		c->redirected = kind == HUTCH_NET_L_REDIRECT;
 		if (kind == HUTCH_NET_L_HOSTPORT) {
 			c->hostport = true;
+			snprintf(c->v.rule, sizeof(c->v.rule), "host_port %u", port);
 			snprintf(c->sni, sizeof(c->sni), "host.hutch.internal");
 			c->port = port;
 			c->addrs[0] = htonl(INADDR_LOOPBACK);
@@ -506,16 +576,17 @@ void proxy_tick(struct proxy *p, int64_t now_ms)
 				c->sni[0] = '\0'; /* a server-first protocol: spliced */
 				conn_decide(c);
 			} else if (c->state == C_HELLO)
-				conn_refuse(c, "no TLS ClientHello within %d s",
+				conn_refuse(c, "timeout", "no TLS ClientHello within %d s",
 				            HELLO_DEADLINE_MS / 1000);
 			else if (c->state == C_CONNECTING) {
 				c->last_connect_err = ETIMEDOUT;
 				conn_dial(c);
 			} else if (c->state == C_MITM)
-				conn_refuse(c, "TLS handshakes with %s or the client timed out",
+				conn_refuse(c, "timeout",
+				            "TLS handshakes with %s or the client timed out",
 				            c->sni);
 			else
-				conn_refuse(c, "timed out resolving %s", c->sni);
+				conn_refuse(c, "timeout", "timed out resolving %s", c->sni);
 		}
 	}
 }
@@ -542,6 +613,7 @@ void proxy_free_dead(struct proxy *p)
 
 void proxy_done(struct proxy *p)
 {
+	p->observer = NULL; /* torn down: the log may be gone already */
 	while (p->conns)
 		proxy_conn_close(p->conns, true);
 	proxy_free_dead(p);

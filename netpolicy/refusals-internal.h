@@ -8,6 +8,7 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include <cjson/cJSON.h>
@@ -31,6 +32,18 @@ struct refusals {
 void refusals_add(struct refusals *log, const char *what, const char *host,
                   const struct sockaddr_in *addr, const char *fmt, ...)
         __attribute__((format(printf, 5, 6)));
+/* A connection's decision for the egress log (netpolicy.h): refused or
+ * not, the rule (an allow-list entry, or a refusal's code: docs/api.md,
+ * "The egress log") and a refusal's reason. */
+struct refusal_verdict {
+	bool refused;
+	char rule[HUTCH_NET_HOST_MAX + 8];
+	char reason[112];
+};
+/* Record a refused connection in the ring and in its verdict v. */
+void refusals_verdict(struct refusals *log, struct refusal_verdict *v, const char *what,
+                      const char *host, const struct sockaddr_in *addr, const char *code,
+                      const char *fmt, ...) __attribute__((format(printf, 7, 8)));
 /* "IP:PORT" of an IPv4 socket address. */
 void refusals_fmt_addr(const struct sockaddr_in *sa, char *buf, size_t size);
 /* Adds refused_total and refused (oldest first) to o. */

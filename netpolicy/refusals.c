@@ -57,3 +57,17 @@ void refusals_to_json(const struct refusals *log, cJSON *o)
 		cJSON_AddItemToArray(arr, item);
 	}
 }
+
+void refusals_verdict(struct refusals *log, struct refusal_verdict *v, const char *what,
+                      const char *host, const struct sockaddr_in *addr, const char *code,
+                      const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(v->reason, sizeof(v->reason), fmt, ap);
+	va_end(ap);
+	v->refused = true;
+	snprintf(v->rule, sizeof(v->rule), "%s", code);
+	refusals_add(log, what, host, addr, "%s", v->reason);
+}

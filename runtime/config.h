@@ -102,6 +102,8 @@ struct hutch_config {
 	uint64_t journal_max_bytes; /* the session journal's bound on disk, 0: none */
 	/* --change-lists: init keeps each command's change list (init/changes.h). */
 	bool change_lists;
+	/* --net-log: the supervisor keeps the egress log (supervisor/netlog.h). */
+	bool net_log;
 	/* access (the cloud's): "all", "files" (files only, no commands) or
 	 * "none"; what the session's requests may do (supervisor/api/api.c). */
 	char access[8];

@@ -606,6 +606,16 @@ static const struct hutch_option options[] = {
 	        .def = 1, /* in the pool key when off (poolkey.c), like --no-limits */
 	},
 	{
+	        .name = "net_log",
+	        .cli = "net-log",
+	        .metavar = "on|off",
+	        .help = "network allow (all: host ports, bindings): the egress log of every "
+	                "connection, its rule, bytes and command (hutch net-log); off: none kept",
+	        .type = &hutch_opt_switch,
+	        AT(net_log),
+	        .def = 1, /* in the pool key when off (poolkey.c) */
+	},
+	{
 	        .name = "access",
 	        .cli = "access",
 	        .metavar = "all|files|none",

@@ -42,6 +42,9 @@ void hutch_pool_key(const struct hutch_config *cfg, char *buf, size_t size)
 	/* The same for --change-lists off (init decides at its start). */
 	if (!cfg->change_lists)
 		fnv1a(&h, "no-change-lists");
+	/* The same for --net-log off (the supervisor decides at setup). */
+	if (!cfg->net_log)
+		fnv1a(&h, "no-net-log");
 	/* The same for --workspace tmpfs (the default, disk, is absent). */
 	if (!strcmp(cfg->workspace, "tmpfs"))
 		fnv1a(&h, "workspace-tmpfs");

@@ -196,6 +196,19 @@ int hutch_gone_write(const char *runtime_dir, const char *id, const char *reason
 	return hutch_write_file_at(AT_FDCWD, path, text, 0600);
 }
 
+int hutch_gone_keep(const char *state_dir, const char *id, const char *name, const char *suffix)
+{
+	char from[4200], to[4200];
+	const char *slash = strrchr(state_dir, '/');
+
+	if (!slash)
+		return -EINVAL;
+	snprintf(from, sizeof(from), "%s/%s", state_dir, name);
+	snprintf(to, sizeof(to), "%.*s/.gone/%s%s", (int)(slash - state_dir), state_dir, id,
+	         suffix);
+	return rename(from, to) < 0 ? -errno : 0;
+}
+
 int hutch_gone_read(const char *runtime_dir, const char *id, char *reason, size_t size, int64_t *at)
 {
 	char path[4200], text[256], word[64];
@@ -511,14 +524,16 @@ static void gc_gone(const char *runtime_dir, bool all)
 
 		/* A tombstone "<id>", and the supervisor's log "<id>.events"
 		 * (supervisor/events.h) and the session journal "<id>.journal",
-		 * "<id>.journal.1" (runtime/journal-format.h) kept beside it. */
+		 * "<id>.journal.1" (runtime/journal-format.h) and the egress log
+		 * "<id>.net", "<id>.net.1" (supervisor/netlog.h) kept beside it. */
 		const char *tail = de->d_name + HUTCH_ID_LEN;
 
 		memcpy(id, de->d_name, HUTCH_ID_LEN);
 		id[HUTCH_ID_LEN] = '\0';
 		if (!hutch_id_is_valid(id) ||
 		    (*tail && strcmp(tail, ".events") && strcmp(tail, HUTCH_JOURNAL_SUFFIX) &&
-		     strcmp(tail, HUTCH_JOURNAL_OLD_SUFFIX)))
+		     strcmp(tail, HUTCH_JOURNAL_OLD_SUFFIX) && strcmp(tail, ".net") &&
+		     strcmp(tail, ".net.1")))
 			continue;
 		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
 		    now - st.st_mtime > HUTCH_GONE_KEEP_SECONDS)

@@ -71,6 +71,10 @@ int hutch_state_is_live(const struct hutch_paths *p);
 
 /* Tombstones. */
 int hutch_gone_write(const char *runtime_dir, const char *id, const char *reason, int64_t at);
+/* Move state_dir/name beside the tombstone, as <runtime dir>/.gone/<id>
+ * <suffix> (the runtime dir is state_dir's parent; the same file system).
+ * 0, or -errno (-ENOENT: no such file, nothing to keep). */
+int hutch_gone_keep(const char *state_dir, const char *id, const char *name, const char *suffix);
 /* 1 and fills reason/at if a tombstone exists, 0 if not. */
 int hutch_gone_read(const char *runtime_dir, const char *id, char *reason, size_t size,
                     int64_t *at);

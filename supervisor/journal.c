@@ -23,6 +23,7 @@
 #include "fileops.h"
 #include "journal-format.h"
 #include "journal.h"
+#include "state.h"
 #include "supervisor.h"
 #include "util.h"
 
@@ -618,12 +619,17 @@ const struct hutch_cmd_hook hutch_journal_cmd_hook = {
 	.put = cmd_put,
 };
 
+const char *hutch_journal_cmd_line(const struct cmd *c)
+{
+	const struct hutch_jrec *jr = c->hook_ref;
+
+	return jr ? (jr->command ? jr->command : jr->op) : NULL;
+}
+
 void hutch_journal_keep(struct sup *s)
 {
 	struct hutch_journal *j = s->journal;
-	char rt[4200], from[sizeof(j->dir) + 64], to[sizeof(j->dir) + 64], *slash;
-	const char *names[2][2] = { { HUTCH_JOURNAL_FILE, HUTCH_JOURNAL_SUFFIX },
-		                    { HUTCH_JOURNAL_OLD_FILE, HUTCH_JOURNAL_OLD_SUFFIX } };
+	char rt[4200], *slash;
 
 	if (!j || j->kept)
 		return;
@@ -632,11 +638,9 @@ void hutch_journal_keep(struct sup *s)
 	if (!slash)
 		return;
 	*slash = '\0';
-	for (int i = 0; i < 2; i++) {
-		snprintf(from, sizeof(from), "%s/%s", s->paths.dir, names[i][0]);
-		snprintf(to, sizeof(to), "%s/.gone/%s%s", rt, s->id, names[i][1]);
-		(void)rename(from, to); /* same file system; none: nothing to keep */
-	}
+	(void)hutch_gone_keep(s->paths.dir, s->id, HUTCH_JOURNAL_FILE, HUTCH_JOURNAL_SUFFIX);
+	(void)hutch_gone_keep(s->paths.dir, s->id, HUTCH_JOURNAL_OLD_FILE,
+	                      HUTCH_JOURNAL_OLD_SUFFIX);
 	snprintf(j->dir, sizeof(j->dir), "%s/.gone", rt);
 	snprintf(j->name, sizeof(j->name), "%s" HUTCH_JOURNAL_SUFFIX, s->id);
 	snprintf(j->old_name, sizeof(j->old_name), "%s" HUTCH_JOURNAL_OLD_SUFFIX, s->id);

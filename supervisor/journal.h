@@ -29,6 +29,7 @@
 
 struct sup;
 struct hutch_cmd_hook;
+struct cmd;
 struct hutch_jrec;
 
 /* A request has started (its headers are in); uid -1: not a unix socket
@@ -48,6 +49,9 @@ extern const struct hutch_cmd_hook hutch_journal_cmd_hook;
  * journal line seq started (a run, exec or process line of the last 4,096):
  * 0; -ENOENT none such, -ENODATA no journal. */
 int hutch_journal_command_of(struct sup *s, uint64_t seq, uint64_t *ret_cmd);
+/* The command line (a file builtin's operation) of the request that
+ * started c, or NULL (no journal, or c started outside a request). */
+const char *hutch_journal_cmd_line(const struct cmd *c);
 /* The sandbox has ended: the files move beside the tombstone
  * ($RT/.gone/<id>.journal, .journal.1), still open for the last requests'
  * lines. */

@@ -19,6 +19,7 @@
 #include "kind.h"
 #include "lifecycle.h"
 #include "log.h"
+#include "netlog.h"
 #include "netpolicy.h"
 #include "pasta.h"
 #include "ports.h"
@@ -173,6 +174,7 @@ void hutch_sup_teardown_finish(struct sup *s)
 	if (s->mntns_fd >= 0)
 		close(s->mntns_fd); /* the sandbox's files and mounts go now */
 	s->mntns_fd = -EBADF;
+	hutch_netlog_keep(s); /* before the egress's end: its last records follow the file */
 	if (hutch_net_plan_done(&s->net.plan, &err) < 0)
 		hutch_log(HUTCH_LOG_WARN, "%s", err.msg);
 	hutch_err_clear(&err);

@@ -25,6 +25,7 @@
 #include "journal.h"
 #include "lifecycle.h"
 #include "log.h"
+#include "netlog.h"
 #include "netpolicy.h"
 #include "pasta.h"
 #include "ports.h"
@@ -216,6 +217,7 @@ int hutch_sup_run(struct sup *s)
 		hutch_sup_teardown_finish(s);
 	hutch_api_stop(s);
 	hutch_journal_close(s); /* after the last request's line */
+	hutch_netlog_free(s);
 	hutch_loop_done(&s->loop);
 	return 0;
 }

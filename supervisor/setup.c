@@ -27,6 +27,7 @@
 #include "init.h"
 #include "kind.h"
 #include "log.h"
+#include "netlog.h"
 #include "netpolicy.h"
 #include "ports.h"
 #include "proto.h"
@@ -638,6 +639,8 @@ int hutch_sup_setup(struct sup *s, struct hutch_err *err)
 	if (r < 0)
 		return hutch_err_set_errno(err, r, "init socket");
 	keep_mntns(s);
+	if (!(s->joins & CLONE_NEWNET))
+		hutch_netlog_start(s);
 	r = (s->joins & CLONE_NEWNET) ? 0 : hutch_net_plan_serve(&s->net.plan, err);
 	if (r < 0)
 		return hutch_err_prefix(err, "network");

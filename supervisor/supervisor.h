@@ -43,6 +43,7 @@ struct hutch_ports;
 struct hutch_container;
 struct hutch_image_use;
 struct hutch_journal;
+struct hutch_netlog;
 struct hutch_sup_volumes;
 struct sup_snapshot;
 struct hutch_kind;
@@ -143,6 +144,7 @@ struct sup {
 		bool joined_cni;
 	} net;
 	struct hutch_journal *journal; /* journal.c: the session journal, made on first use */
+	struct hutch_netlog *netlog;   /* netlog.c: the egress log (allow, all), or NULL */
 	struct sup_events {            /* events.c: the supervisor's own log */
 		int fd;
 		size_t bytes;

@@ -40,6 +40,7 @@ static const struct hutch_api_route routes[] = {
 	{ "/health", "GET", hutch_api_serve_health, V1 | POOLED | PASSIVE | ENDED, 0 },
 	{ "/status", "GET", hutch_api_serve_status, POOLED | PASSIVE, 0 },
 	{ "/stats", "GET", hutch_api_serve_stats, POOLED | PASSIVE, 0 },
+	{ "/net_log", "GET", hutch_api_serve_net_log, V1 | PASSIVE, 0 },
 	{ "/", "DELETE", hutch_api_serve_delete, POOLED | ENDED | HUTCH_ROUTE_WAITS_END, 0 },
 	{ "/claim", "POST", hutch_api_serve_claim, POOLED, 0 },
 	{ "/timeout", "POST", hutch_api_serve_timeout, 0, 0 },

@@ -75,6 +75,7 @@ enum MHD_Result hutch_api_serve_stats(struct request *r, const char *upload, siz
 enum MHD_Result hutch_api_serve_delete(struct request *r, const char *upload, size_t *size);
 enum MHD_Result hutch_api_serve_claim(struct request *r, const char *upload, size_t *size);
 enum MHD_Result hutch_api_serve_timeout(struct request *r, const char *upload, size_t *size);
+enum MHD_Result hutch_api_serve_net_log(struct request *r, const char *upload, size_t *size);
 /* POST /snapshot (api-snapshot.c) */
 enum MHD_Result hutch_api_serve_snapshot(struct request *r, const char *upload, size_t *size);
 /* POST /rollback (api-snapshot.c) */

@@ -3,9 +3,11 @@
  * The sandbox's own endpoints (docs/api.md): GET /health, GET /status,
  * POST /claim (a pooled sandbox starts its session: claim.c), POST
  * /timeout (the session ends that long from now), DELETE / (waits for the
- * teardown, answered by hutch_api_sandbox_ended()).
+ * teardown, answered by hutch_api_sandbox_ended()), GET /v1/net_log (the
+ * egress log: supervisor/netlog.c).
  */
 #include <errno.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "claim.h"
@@ -13,6 +15,8 @@
 #include "config.h"
 #include "events.h"
 #include "fields.h"
+#include "mhd.h"
+#include "netlog.h"
 #include "routes.h"
 #include "stats.h"
 #include "status.h"
@@ -114,4 +118,33 @@ enum MHD_Result hutch_api_serve_timeout(struct request *r, const char *upload, s
 	cJSON_AddStringToObject(o, "expires_at", when);
 	cJSON_AddNumberToObject(o, "expires_at_unix", (double)r->s->expires_at);
 	return hutch_api_respond_json(r->conn, MHD_HTTP_OK, o);
+}
+
+/* GET /v1/net_log[?since=SEQ][&limit=N]: the egress log's records from seq
+ * since on (supervisor/netlog.h). */
+enum MHD_Result hutch_api_serve_net_log(struct request *r, const char *upload, size_t *size)
+{
+	const char *since =
+	        hutch_mhd.lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, "since");
+	const char *limit =
+	        hutch_mhd.lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, "limit");
+	uint64_t from = 0, max = HUTCH_NETLOG_RING;
+	_cleanup_free_ char *text = NULL;
+	size_t len = 0;
+
+	if (since && hutch_parse_u64(since, 0, UINT64_MAX / 2, &from) < 0)
+		return hutch_api_respond_error(r->conn, MHD_HTTP_BAD_REQUEST, "invalid_request",
+		                               "'since' must be a record's seq, a number >= 0 "
+		                               "(got '%.32s')",
+		                               since);
+	if (limit && hutch_parse_u64(limit, 1, HUTCH_NETLOG_RING, &max) < 0)
+		return hutch_api_respond_error(
+		        r->conn, MHD_HTTP_BAD_REQUEST, "invalid_request",
+		        "'limit' must be a number from 1 to %d (got '%.32s')", HUTCH_NETLOG_RING,
+		        limit);
+	text = hutch_netlog_answer(r->s, from, (size_t)max, &len);
+	if (!text)
+		return hutch_api_respond_error(r->conn, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal",
+		                               "out of memory");
+	return hutch_api_respond_buffer(r->conn, MHD_HTTP_OK, "application/json", text, len);
 }

@@ -251,6 +251,16 @@ static void test_pool_key(void **state)
 	assert_false(c.change_lists);
 	hutch_config_done(&c);
 
+	/* --net-log off: the same. */
+	hutch_config_init(&c);
+	assert_true(c.net_log);
+	assert_int_equal(hutch_config_set(&c, "net_log", "off", &err), 0);
+	assert_false(c.net_log);
+	hutch_pool_key(&c, key, sizeof(key));
+	assert_string_not_equal(key, "medium-none-1888714574d8fab0");
+	assert_true(hutch_pool_can_serve(&c));
+	hutch_config_done(&c);
+
 	/* An image is another pool; its manifest and store too; "host" is
 	 * the pools' key of before --image. */
 	hutch_config_init(&c);

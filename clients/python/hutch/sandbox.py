@@ -409,7 +409,7 @@ class LocalSandbox:
                  setup_script_timeout_seconds=600, hooks=(), supports_background_processes=None,
                  host_ports=(), ports=(), executor_port=None, header_bindings=(),
                  executor_max_output_bytes=None, no_limits=False, max_output_bytes=None,
-                 journal_max_bytes=None, change_lists=True,
+                 journal_max_bytes=None, change_lists=True, net_log=True,
                  on_create=None, on_destroy=None, description=None, access=None,
                  secrets=None, volumes=None, snapshot=None, egress=None, workspace=None):
         if not isinstance(instance_type, str) or instance_type not in INSTANCE_TYPES:
@@ -529,6 +529,9 @@ class LocalSandbox:
         if not isinstance(change_lists, bool):
             raise errors.ConfigError(f"invalid change_lists {change_lists!r}: True or False")
         self.change_lists = change_lists
+        if not isinstance(net_log, bool):
+            raise errors.ConfigError(f"invalid net_log {net_log!r}: True or False")
+        self.net_log = net_log
         for name, value in (("on_create", on_create), ("on_destroy", on_destroy),
                             ("description", description)):
             if value is not None and (not isinstance(value, str) or not value or "\0" in value):
@@ -573,6 +576,8 @@ class LocalSandbox:
             args.append("--no-limits")
         if not self.change_lists:
             args += ["--change-lists", "off"]
+        if not self.net_log:
+            args += ["--net-log", "off"]
         for flag, value in (("--max-output", self.max_output_bytes),
                             ("--journal-max", self.journal_max_bytes), ("--on-create", self.on_create),
                             ("--on-destroy", self.on_destroy),
@@ -1243,6 +1248,23 @@ class SandboxSession:
             body = {"since_snapshot": since.name if isinstance(since, Snapshot) else since}
         return self._client.call("POST", "/diff", body)["changes"]
 
+    def net_log(self, since=0, limit=None):
+        """The egress log (``hutch net-log``): every connection the sandbox's
+        egress proxy decided (network allow; all: host ports and header
+        bindings only), from record ``since`` on (an earlier answer's
+        ``next``), at most ``limit`` (1 to 1,024). Returns the answer's dict:
+        ``mode``, ``dropped`` (records no longer kept), ``next`` and
+        ``records``, each with ``time``, ``host``, ``address``, ``port``,
+        ``verdict`` (``allowed``/``refused``), ``rule``, ``reason``,
+        ``bytes_up``, ``bytes_down``, ``owner`` and ``commands`` (docs/api.md,
+        "The egress log"). A bad ``since`` or ``limit``: ``ConfigError``."""
+        if isinstance(since, bool) or not isinstance(since, int) or since < 0:
+            raise errors.ConfigError(f"invalid since {since!r}: a record's seq, an int >= 0")
+        if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int)
+                                  or not 1 <= limit <= 1024):
+            raise errors.ConfigError(f"invalid limit {limit!r}: an int from 1 to 1024")
+        return self._client.call("GET", _http.query("/v1/net_log", since=since, limit=limit))
+
     def _hook_fns(self, name):
         hooks = self.sandbox.hooks
         return [getattr(h, name) for h in (hooks if name == "on_create" else reversed(hooks))]
@@ -1408,6 +1430,7 @@ class AsyncSandboxSession:
     rollback = _async_method("rollback")
     journal = _async_method("journal")
     diff = _async_method("diff")
+    net_log = _async_method("net_log")
     wait_process = _async_method("wait_process")
     upload_dir = _async_method("upload_dir")
     download_dir = _async_method("download_dir")

@@ -1245,3 +1245,31 @@ def test_diff():
             s.diff(process="p99")
         with pytest.raises(ConfigError):
             s.diff(1, process=p)
+
+
+def test_net_log(own_net):
+    """session.net_log(): a refused connection of network allow, with its
+    rule and command; paging by since; async; bad arguments."""
+    probe = ("python3 -c 'import socket; s = socket.create_connection((\"10.0.0.9\", 443), 10); "
+             "s.sendall(b\"GET / HTTP/1.0\\r\\n\\r\\n\"); print(s.recv(10))'")
+    with LocalSandbox(network=Network.allow(hosts=("pypi.org",))) as s:
+        assert s.net_log() == {"mode": "allow", "dropped": 0, "next": 0, "records": []}
+        s.execute(probe)
+        log = s.net_log()
+        assert log["next"] == 1 and len(log["records"]) == 1, log
+        rec = log["records"][0]
+        assert (rec["verdict"], rec["rule"], rec["address"]) == ("refused", "plain_http",
+                                                                  "10.0.0.9:443"), rec
+        assert rec["owner"] == "time" and "10.0.0.9" in rec["commands"][0]["command"], rec
+        assert s.net_log(since=1)["records"] == []
+        assert s.net_log(since=0, limit=1)["records"] == [rec]
+        for bad in ({"since": -1}, {"since": "0"}, {"since": True}, {"limit": 0},
+                    {"limit": 1025}):
+            with pytest.raises(ConfigError):
+                s.net_log(**bad)
+
+    async def main():
+        async with LocalSandbox(network=Network.allow(hosts=("pypi.org",))) as a:
+            return await a.net_log()
+
+    assert asyncio.run(main())["records"] == []

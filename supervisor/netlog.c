@@ -1,0 +1,306 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The egress log per command (netlog.h): the egress's observer, the ring of
+ * record lines, net.jsonl and GET /v1/net_log's answer.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+
+#include "cleanup.h"
+#include "cmd.h"
+#include "events.h"
+#include "fdutil.h"
+#include "journal.h"
+#include "netlog.h"
+#include "netpolicy.h"
+#include "state.h"
+#include "supervisor.h"
+#include "util.h"
+
+#define LINES_KEPT 32 /* command lines of the commands attributed last */
+
+struct hutch_netlog {
+	struct sup *s;
+	struct hutch_egress_observer obs;
+	char *ring[HUTCH_NETLOG_RING]; /* record lines, no newline; seq % RING */
+	uint64_t n;                    /* records ever made: the next seq */
+	int fd;                        /* net.jsonl, -EBADF: not yet (or failed) */
+	size_t bytes;
+	bool failed, kept;
+	struct { /* a command's line as it was when a connection was its own */
+		uint64_t id;
+		int32_t pid;
+		char *line;
+	} cmds[LINES_KEPT];
+	unsigned ncmds;
+};
+
+/* ---- attribution ---- */
+
+static void keep_line(struct hutch_netlog *l, const struct cmd *c)
+{
+	const char *line = hutch_journal_cmd_line(c);
+
+	unsigned k;
+
+	for (unsigned i = 0; i < LINES_KEPT; i++)
+		if (l->cmds[i].id == c->id)
+			return;
+	k = l->ncmds++ % LINES_KEPT;
+	free(l->cmds[k].line);
+	l->cmds[k].id = c->id;
+	l->cmds[k].pid = c->pid;
+	l->cmds[k].line = line ? strndup(line, 512) : NULL;
+}
+
+static void attribute(void *ud, const struct sockaddr_in *client, struct hutch_net_owner *ret)
+{
+	struct hutch_netlog *l = ud;
+	struct sup *s = l->s;
+	pid_t pid = 0, top = 0, sid = 0;
+
+	for (struct cmd *c = s->cmds.list; c; c = c->next)
+		if (c->state != CMD_DONE)
+			ret->running++;
+	/* Several at once: the holder of the client's socket says which. */
+	if (ret->running > 1 && hutch_netowner_find(s->init_pid, client, &pid, &top, &sid) == 0)
+		for (struct cmd *c = s->cmds.list; c; c = c->next)
+			if (c->state != CMD_DONE && c->pid > 0 &&
+			    (c->pid == top || c->pid == sid)) {
+				ret->cmd[0] = c->id;
+				ret->ncmd = 1;
+				ret->exact = true;
+				ret->pid = pid;
+				keep_line(l, c);
+				return;
+			}
+	for (struct cmd *c = s->cmds.list; c; c = c->next)
+		if (c->state != CMD_DONE && ret->ncmd < HUTCH_NET_OWNER_CMDS) {
+			ret->cmd[ret->ncmd++] = c->id;
+			keep_line(l, c);
+		}
+}
+
+/* ---- records ---- */
+
+static void add_time(cJSON *o, const char *key, int64_t at_ms)
+{
+	char t[48];
+	size_t len;
+
+	hutch_format_time(at_ms / 1000, t, sizeof(t));
+	len = strlen(t);
+	if (len > 1 && t[len - 1] == 'Z') /* "...Z" with milliseconds */
+		snprintf(t + len - 1, sizeof(t) - len + 1, ".%03dZ", (int)(at_ms % 1000));
+	cJSON_AddStringToObject(o, key, t);
+}
+
+static void add_addr(cJSON *o, const char *key, const struct sockaddr_in *sa)
+{
+	char ip[INET_ADDRSTRLEN], buf[INET_ADDRSTRLEN + 8];
+
+	inet_ntop(AF_INET, &sa->sin_addr, ip, sizeof(ip));
+	snprintf(buf, sizeof(buf), "%s:%u", ip, ntohs(sa->sin_port));
+	cJSON_AddStringToObject(o, key, buf);
+}
+
+static void add_owner(struct hutch_netlog *l, cJSON *o, const struct hutch_net_owner *w)
+{
+	cJSON *arr;
+
+	cJSON_AddStringToObject(o, "owner", !w || !w->ncmd ? "none" : w->exact ? "exact" : "time");
+	if (w && w->ncmd > 1)
+		cJSON_AddBoolToObject(o, "shared", true);
+	arr = cJSON_AddArrayToObject(o, "commands");
+	for (unsigned i = 0; w && arr && i < w->ncmd; i++) {
+		cJSON *c = cJSON_CreateObject();
+
+		if (!c)
+			break;
+		cJSON_AddNumberToObject(c, "id", (double)w->cmd[i]);
+		for (unsigned k = 0; k < LINES_KEPT; k++)
+			if (l->cmds[k].id == w->cmd[i]) {
+				cJSON_AddNumberToObject(c, "pid", l->cmds[k].pid);
+				if (l->cmds[k].line)
+					cJSON_AddStringToObject(c, "command", l->cmds[k].line);
+			}
+		if (w->exact)
+			cJSON_AddNumberToObject(c, "process", w->pid);
+		cJSON_AddItemToArray(arr, c);
+	}
+}
+
+static cJSON *record_json(struct hutch_netlog *l, const struct hutch_net_conn_record *r)
+{
+	cJSON *o = cJSON_CreateObject();
+
+	if (!o)
+		return NULL;
+	cJSON_AddNumberToObject(o, "seq", (double)l->n);
+	add_time(o, "time", r->at_ms);
+	cJSON_AddStringToObject(o, "kind", r->kind);
+	cJSON_AddStringToObject(o, "host", r->host);
+	add_addr(o, "address", r->dst);
+	cJSON_AddNumberToObject(o, "port", ntohs(r->dst->sin_port));
+	cJSON_AddStringToObject(o, "verdict", r->allowed ? "allowed" : "refused");
+	cJSON_AddStringToObject(o, "rule", r->rule);
+	if (!r->allowed)
+		cJSON_AddStringToObject(o, "reason", r->reason);
+	if (r->upstream)
+		add_addr(o, "upstream", r->upstream);
+	cJSON_AddNumberToObject(o, "bytes_up", (double)r->bytes_up);
+	cJSON_AddNumberToObject(o, "bytes_down", (double)r->bytes_down);
+	cJSON_AddNumberToObject(o, "ms", (double)(r->end_ms - r->at_ms));
+	add_owner(l, o, r->owner);
+	return o;
+}
+
+static int open_file(struct hutch_netlog *l, const char *name)
+{
+	char path[sizeof(l->s->paths.dir) + 32];
+
+	snprintf(path, sizeof(path), "%s/%s", l->s->paths.dir, name);
+	return open(path, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+}
+
+/* One line to net.jsonl; past half the bound the file becomes net.1.jsonl. */
+static void write_line(struct hutch_netlog *l, const char *text, size_t len)
+{
+	const char *dir = l->s->paths.dir;
+	char from[sizeof(l->s->paths.dir) + 32], to[sizeof(l->s->paths.dir) + 32];
+	int r;
+
+	if (l->failed || (l->kept && l->fd < 0))
+		return;
+	if (l->fd >= 0 && l->bytes + len + 1 > HUTCH_NETLOG_FILE_MAX / 2 && !l->kept) {
+		snprintf(from, sizeof(from), "%s/" HUTCH_NETLOG_FILE, dir);
+		snprintf(to, sizeof(to), "%s/" HUTCH_NETLOG_OLD_FILE, dir);
+		(void)rename(from, to);
+		closep(&l->fd);
+		l->bytes = 0;
+	}
+	if (l->fd < 0)
+		l->fd = open_file(l, HUTCH_NETLOG_FILE);
+	r = l->fd < 0 ? -errno : hutch_write_all(l->fd, text, len);
+	if (r >= 0)
+		r = hutch_write_all(l->fd, "\n", 1);
+	if (r < 0) {
+		l->failed = true;
+		hutch_event(l->s,
+		            "net log: write " HUTCH_NETLOG_FILE ": %s; no more lines are written",
+		            strerror(-r));
+		return;
+	}
+	l->bytes += len + 1;
+}
+
+static void record(void *ud, const struct hutch_net_conn_record *r)
+{
+	struct hutch_netlog *l = ud;
+	cJSON *o = record_json(l, r);
+	char *text = o ? cJSON_PrintUnformatted(o) : NULL;
+	char **slot = &l->ring[l->n % HUTCH_NETLOG_RING];
+
+	cJSON_Delete(o);
+	if (!text)
+		return;
+	write_line(l, text, strlen(text));
+	free(*slot);
+	*slot = text;
+	l->n++;
+}
+
+/* ---- the supervisor's side ---- */
+
+void hutch_netlog_start(struct sup *s)
+{
+	struct hutch_netlog *l;
+
+	if (!s->cfg->net_log || !s->net.plan.policy ||
+	    hutch_net_policy_wired_mode(s->net.plan.policy) == HUTCH_NET_NONE)
+		return;
+	l = calloc(1, sizeof(*l));
+	if (!l)
+		return; /* no log: the sandbox carries on */
+	l->s = s;
+	l->fd = -EBADF;
+	l->obs = (struct hutch_egress_observer){ attribute, record, l };
+	s->netlog = l;
+	s->net.plan.observer = &l->obs;
+}
+
+char *hutch_netlog_answer(struct sup *s, uint64_t since, size_t limit, size_t *ret_len)
+{
+	struct hutch_netlog *l = s->netlog;
+	const struct hutch_net_policy *pol = s->net.plan.policy;
+	uint64_t n = l ? l->n : 0;
+	uint64_t first = n > HUTCH_NETLOG_RING ? n - HUTCH_NETLOG_RING : 0;
+	struct hutch_buf b;
+	char head[160];
+	uint64_t i = since > first ? since : first, end;
+
+	hutch_buf_init(&b, SIZE_MAX);
+	end = limit && n - (i < n ? i : n) > limit ? i + limit : n;
+	/* Mode all: what leaves through NAT is not logged (not built). */
+	snprintf(head, sizeof(head),
+	         "{\"mode\":\"%s\",%s\"dropped\":%llu,\"next\":%llu,\"records\":[",
+	         pol ? hutch_net_mode_name(pol->mode) : "none",
+	         pol && hutch_net_policy_wired_mode(pol) == HUTCH_NET_ALL ? "\"complete\":false,"
+	                                                                  : "",
+	         (unsigned long long)(since < first ? first - since : 0),
+	         (unsigned long long)(end > i ? end : i));
+	if (hutch_buf_append(&b, head, strlen(head)) < 0)
+		return NULL;
+	for (uint64_t k = i; k < end; k++) {
+		const char *line = l->ring[k % HUTCH_NETLOG_RING];
+		if ((k > i && hutch_buf_append(&b, ",", 1) < 0) ||
+		    hutch_buf_append(&b, line, strlen(line)) < 0) {
+			hutch_buf_done(&b);
+			return NULL;
+		}
+	}
+	if (hutch_buf_append(&b, "]}", 2) < 0) {
+		hutch_buf_done(&b);
+		return NULL;
+	}
+	*ret_len = b.len;
+	return b.data;
+}
+
+void hutch_netlog_keep(struct sup *s)
+{
+	struct hutch_netlog *l = s->netlog;
+
+	if (!l || l->kept)
+		return;
+	/* The fd follows the file; no more rotation (its name has changed). */
+	(void)hutch_gone_keep(s->paths.dir, s->id, HUTCH_NETLOG_FILE, HUTCH_NETLOG_SUFFIX);
+	(void)hutch_gone_keep(s->paths.dir, s->id, HUTCH_NETLOG_OLD_FILE, HUTCH_NETLOG_OLD_SUFFIX);
+	l->kept = true;
+}
+
+void hutch_netlog_free(struct sup *s)
+{
+	struct hutch_netlog *l = s->netlog;
+
+	if (!l)
+		return;
+	s->net.plan.observer = NULL;
+	for (size_t i = 0; i < HUTCH_NETLOG_RING; i++)
+		free(l->ring[i]);
+	for (size_t i = 0; i < LINES_KEPT; i++)
+		free(l->cmds[i].line);
+	if (l->fd >= 0)
+		close(l->fd);
+	free(l);
+	s->netlog = NULL;
+}

@@ -272,6 +272,8 @@ static void write_status(struct sup *s, const char *status)
 	snprintf(tmp, sizeof(tmp), "%s.tmp", ct->status_path);
 	if (hutch_write_file_at(AT_FDCWD, tmp, text, 0600) < 0 || rename(tmp, ct->status_path) < 0)
 		hutch_log_errno(HUTCH_LOG_WARN, -errno, "write '%s'", ct->status_path);
+	else
+		ct->announced = true;
 }
 
 /* How many pid namespaces deep pid is (NSpid's fields), 0 if unknown. */
@@ -774,10 +776,13 @@ void hutch_container_exit(struct sup *s)
 		_exit(0); /* the status was the parent's to give (exit_early()) */
 	if (!ct->exited) {
 		/* Ended before its process did (deleted, expired, killed
-		 * before start): as if killed. */
+		 * before start): as if killed. A create that failed wrote
+		 * no status: its caller removes the state dir once answered,
+		 * and a status written now raced that (the dir was left). */
 		ct->exited = true;
 		ct->status = SIGKILL;
-		write_status(s, "stopped");
+		if (ct->announced)
+			write_status(s, "stopped");
 	}
 	hutch_exit_like(ct->status);
 }

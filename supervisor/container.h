@@ -178,6 +178,7 @@ struct hutch_container {
 	bool started, exited;
 	bool paused;     /* oci pause: frozen until oci resume (idle sleep leaves it alone) */
 	bool handed_off; /* this is the child finishing the teardown (on_proc_done()) */
+	bool announced;  /* status.json written: the create succeeded (write_status()) */
 };
 
 /* The supervisor's steps, in order (each fills err and returns -errno):

@@ -2,11 +2,8 @@
 /* How a sandbox ends; see lifecycle.h. */
 #include <errno.h>
 #include <fcntl.h>
-#include <poll.h>
-#include <signal.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "api.h"
@@ -15,6 +12,7 @@
 #include "fdutil.h"
 #include "hooks.h"
 #include "idle.h"
+#include "initproc.h"
 #include "journal.h"
 #include "kind.h"
 #include "lifecycle.h"
@@ -25,7 +23,6 @@
 #include "ports.h"
 #include "sandbox-image.h"
 #include "supervisor.h"
-#include "syscalls.h"
 #include "volumes.h"
 
 /* Tear down now, skipping or after on_destroy. */
@@ -116,19 +113,7 @@ void hutch_sup_teardown(struct sup *s, const char *reason)
 
 	/* The host ports first: from now on a connection is refused. */
 	hutch_ports_close_all(s);
-	if (s->init_pid > 0) {
-		if (s->pidfd >= 0) {
-			struct pollfd pfd = { .fd = s->pidfd, .events = POLLIN };
-			(void)sys_pidfd_send_signal(s->pidfd, SIGKILL, NULL, 0);
-			/* PID 1 exits only after the kernel has killed its whole
-			 * pid namespace. */
-			(void)poll(&pfd, 1, 5000);
-		} else {
-			(void)kill(s->init_pid, SIGKILL);
-		}
-		(void)waitpid(s->init_pid, NULL, 0);
-		s->init_pid = 0;
-	}
+	hutch_initproc_reap(s);
 	hutch_cmds_init_gone(&s->cmds);
 	if (s->kind->ended)
 		s->kind->ended(s);   /* before the answer: rm, then snapshot rm at once */
@@ -171,9 +156,7 @@ void hutch_sup_teardown_finish(struct sup *s)
 	hutch_disk_abandon(&s->disk_job);
 	hutch_close_many(s->disk_fds, HUTCH_DISK_MOUNTS);
 	hutch_disk_shutdown(s->disk_fds[HUTCH_DISK_ROOT]);
-	if (s->mntns_fd >= 0)
-		close(s->mntns_fd); /* the sandbox's files and mounts go now */
-	s->mntns_fd = -EBADF;
+	hutch_initproc_release_mntns(s); /* the sandbox's files and mounts go now */
 	hutch_netlog_keep(s); /* before the egress's end: its last records follow the file */
 	if (hutch_net_plan_done(&s->net.plan, &err) < 0)
 		hutch_log(HUTCH_LOG_WARN, "%s", err.msg);

@@ -25,6 +25,7 @@
 #include "cleanup.h"
 #include "fdutil.h"
 #include "init.h"
+#include "initproc.h"
 #include "kind.h"
 #include "log.h"
 #include "netlog.h"
@@ -263,9 +264,7 @@ static int spawn_init(struct sup *s, struct hutch_err *err)
 	hutch_sup_volumes_close_mounts(s);
 	closep(&s->procview_fd);
 	close(sv[1]);
-	s->init_sock = sv[0];
-	s->init_pid = (pid_t)pid;
-	s->pidfd = pidfd;
+	hutch_initproc_started(s, (pid_t)pid, pidfd, sv[0]);
 	return 0;
 }
 
@@ -529,19 +528,6 @@ static int protect_secrets(struct sup *s, struct hutch_err *err)
 	return 0;
 }
 
-/* Keep a reference to the sandbox's mount namespace: when init dies, the
- * kernel then does not unmount its tree (and wait for an expedited RCU
- * grace period) before the death is seen; teardown_finish() drops it
- * after the DELETE answer. Best effort: without it, init's exit does that
- * work. */
-static void keep_mntns(struct sup *s)
-{
-	char path[64];
-
-	snprintf(path, sizeof(path), "/proc/%d/ns/mnt", (int)s->init_pid);
-	s->mntns_fd = open(path, O_RDONLY | O_CLOEXEC);
-}
-
 /* After the uid slot: the host ports, the root's parts the host side
  * makes (an image's layers), the commands' environment, the volumes. */
 static int prepare_parts(struct sup *s, struct hutch_err *err)
@@ -638,7 +624,7 @@ int hutch_sup_setup(struct sup *s, struct hutch_err *err)
 	r = hutch_fd_nonblock(s->init_sock, true);
 	if (r < 0)
 		return hutch_err_set_errno(err, r, "init socket");
-	keep_mntns(s);
+	hutch_initproc_hold_mntns(s); /* dropped after the DELETE answer */
 	if (!(s->joins & CLONE_NEWNET))
 		hutch_netlog_start(s);
 	r = (s->joins & CLONE_NEWNET) ? 0 : hutch_net_plan_serve(&s->net.plan, err);

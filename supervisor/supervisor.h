@@ -90,7 +90,7 @@ struct sup {
 	struct hutch_loop loop;
 	struct hutch_cmds cmds; /* the command engine (cmd.h) */
 	int sigfd, ttl_fd, init_sock, pidfd, listen_fd, lock_fd, slot_fd;
-	int mntns_fd; /* init's mount namespace: torn down after the DELETE answer */
+	int mntns_fd; /* init's mount namespace: torn down after the DELETE answer (initproc.c) */
 	/* lxcfs (runtime/lxcfs.h): the clone of its mount for init (closed once
 	 * init has it) and the shared hold kept for the supervisor's life. */
 	int procview_fd, procview_hold;
@@ -99,7 +99,7 @@ struct sup {
 	 * shutdown at the end. */
 	struct hutch_disk_job disk_job;
 	int disk_fds[HUTCH_DISK_FDS];
-	pid_t init_pid;
+	pid_t init_pid; /* with init_sock, pidfd: written by initproc.c only */
 	struct hutch_watch w_mhd, w_pidfd, w_signal, w_ttl;
 	struct hutch_watch w_listen; /* a container's API before its first connection */
 	struct MHD_Daemon *mhd;

@@ -1,0 +1,53 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* init's process as the supervisor holds it; see initproc.h. */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "initproc.h"
+#include "supervisor.h"
+#include "syscalls.h"
+
+void hutch_initproc_started(struct sup *s, pid_t pid, int pidfd, int sock)
+{
+	s->init_sock = sock;
+	s->init_pid = pid;
+	s->pidfd = pidfd;
+}
+
+void hutch_initproc_hold_mntns(struct sup *s)
+{
+	char path[64];
+
+	snprintf(path, sizeof(path), "/proc/%d/ns/mnt", (int)s->init_pid);
+	s->mntns_fd = open(path, O_RDONLY | O_CLOEXEC);
+}
+
+void hutch_initproc_reap(struct sup *s)
+{
+	if (s->init_pid <= 0)
+		return;
+	if (s->pidfd >= 0) {
+		struct pollfd pfd = { .fd = s->pidfd, .events = POLLIN };
+
+		(void)sys_pidfd_send_signal(s->pidfd, SIGKILL, NULL, 0);
+		/* PID 1 exits only after the kernel has killed its whole pid
+		 * namespace. */
+		(void)poll(&pfd, 1, 5000);
+	} else {
+		(void)kill(s->init_pid, SIGKILL);
+	}
+	(void)waitpid(s->init_pid, NULL, 0);
+	s->init_pid = 0;
+}
+
+void hutch_initproc_release_mntns(struct sup *s)
+{
+	if (s->mntns_fd >= 0)
+		close(s->mntns_fd);
+	s->mntns_fd = -EBADF;
+}

@@ -1,0 +1,29 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * init's process as the supervisor holds it: struct sup's init_sock,
+ * pidfd, init_pid and mntns_fd are written here only. setup.c starts init
+ * and hands its pid, pidfd and socket over, then holds its mount
+ * namespace; lifecycle.c reaps it and lets the namespace go.
+ */
+#ifndef HUTCH_INITPROC_H
+#define HUTCH_INITPROC_H
+
+#include <sys/types.h>
+
+struct sup;
+
+/* init was cloned: its pid, its pidfd (or -1) and the supervisor's end of
+ * its socket are the sandbox's from now on. */
+void hutch_initproc_started(struct sup *s, pid_t pid, int pidfd, int sock);
+/* Keep a reference to init's mount namespace: when init dies, the kernel
+ * then does not unmount its tree (and wait for an expedited RCU grace
+ * period) before the death is seen. Best effort: without it, init's exit
+ * does that work. */
+void hutch_initproc_hold_mntns(struct sup *s);
+/* Kill init (its whole pid namespace) and reap it; init_pid is 0 after. */
+void hutch_initproc_reap(struct sup *s);
+/* The hold of hutch_initproc_hold_mntns() let go: the sandbox's files and
+ * mounts go now (teardown's second phase). */
+void hutch_initproc_release_mntns(struct sup *s);
+
+#endif

@@ -62,7 +62,8 @@ static cJSON *parse_body(struct request *r, const char *const *known, struct hut
 		for (const char *const *k = known; *k; k++)
 			ok = ok || !strcmp(it->string, *k);
 		if (!ok) {
-			hutch_err_set(err, -EINVAL, "unknown field '%.64s'", it->string);
+			hutch_err_set_class(err, HUTCH_ERRC_USAGE, -EINVAL, "unknown field '%.64s'",
+			                    it->string);
 			cJSON_Delete(j);
 			return NULL;
 		}
@@ -78,25 +79,30 @@ static int bind_spec(const cJSON *j, struct hutch_port_spec *spec, struct hutch_
 	char text[HUTCH_PORTSPEC_MAX];
 
 	if (!port || cJSON_IsNull(port))
-		return hutch_err_set(err, -EINVAL, "Port is required: {\"port\": \"8080\"}");
+		return hutch_err_set_class(err, HUTCH_ERRC_USAGE, -EINVAL,
+		                           "Port is required: {\"port\": \"8080\"}");
 	if (port_value(port, 1, &spec->sandbox_port) < 0)
-		return hutch_err_set(err, -EINVAL,
-		                     "invalid 'port': give the sandbox port, 1 to 65535, as a "
-		                     "string (\"8080\") or a number");
+		return hutch_err_set_class(
+		        err, HUTCH_ERRC_USAGE, -EINVAL,
+		        "invalid 'port': give the sandbox port, 1 to 65535, as a "
+		        "string (\"8080\") or a number");
 	spec->host_port = 0;
 	if (hp && !cJSON_IsNull(hp) && port_value(hp, 0, &spec->host_port) < 0)
-		return hutch_err_set(err, -EINVAL,
-		                     "invalid 'host_port': give a port from 0 (any free port) to "
-		                     "65535");
+		return hutch_err_set_class(
+		        err, HUTCH_ERRC_USAGE, -EINVAL,
+		        "invalid 'host_port': give a port from 0 (any free port) to "
+		        "65535");
 	if (ha && !cJSON_IsNull(ha) && (!cJSON_IsString(ha) || strlen(ha->valuestring) > 64))
-		return hutch_err_set(err, -EINVAL,
-		                     "invalid 'host_address': give an IPv4 address or [IPv6]");
+		return hutch_err_set_class(
+		        err, HUTCH_ERRC_USAGE, -EINVAL,
+		        "invalid 'host_address': give an IPv4 address or [IPv6]");
 	/* The same rules as -p: HOST_ADDR:HOST_PORT:SANDBOX_PORT. */
 	snprintf(text, sizeof(text), "%s:%u:%u", cJSON_IsString(ha) ? ha->valuestring : "127.0.0.1",
 	         spec->host_port, spec->sandbox_port);
 	if (hutch_port_spec_parse(text, spec, err) < 0)
-		return hutch_err_set(err, -EINVAL, "invalid 'host_address' '%.64s'",
-		                     ha ? ha->valuestring : "");
+		return hutch_err_set_class(err, HUTCH_ERRC_USAGE, -EINVAL,
+		                           "invalid 'host_address' '%.64s'",
+		                           ha ? ha->valuestring : "");
 	return 0;
 }
 
@@ -134,8 +140,7 @@ enum MHD_Result hutch_api_serve_bind_port(struct request *r, const char *upload,
 	          (cJSON_IsString(port_field) && !*port_field->valuestring)))
 		return hutch_api_respond_text(r->conn, MHD_HTTP_BAD_REQUEST, "Port is required");
 	if (!j || bind_spec(j, &spec, &err) < 0)
-		return hutch_api_respond_error(r->conn, MHD_HTTP_BAD_REQUEST, "invalid_request",
-		                               "%s", err.msg);
+		return hutch_api_respond_err(r->conn, &err, "invalid_request");
 	ret = hutch_ports_bind(r->s, &spec, true, &fwd, &current, &err);
 	if (ret == -EEXIST)
 		return hutch_api_respond_json(r->conn, MHD_HTTP_CONFLICT,
@@ -172,11 +177,10 @@ enum MHD_Result hutch_api_serve_unbind_port(struct request *r, const char *uploa
 	cJSON *o;
 
 	if (!j || (port && !cJSON_IsNull(port) && port_value(port, 1, &want) < 0))
-		return hutch_api_respond_error(r->conn, MHD_HTTP_BAD_REQUEST, "invalid_request",
-		                               "%s",
-		                               j ? "invalid 'port': give the bound sandbox port, "
-		                                   "1 to 65535, or nothing"
-		                                 : err.msg);
+		return hutch_api_refuse(r->conn, HUTCH_ERRC_USAGE, "invalid_request", "%s",
+		                        j ? "invalid 'port': give the bound sandbox port, "
+		                            "1 to 65535, or nothing"
+		                          : err.msg);
 	ret = hutch_ports_unbind(r->s, want, &current);
 	if (ret == -ENOENT) {
 		snprintf(msg, sizeof(msg), "Port %u is not bound", want);

@@ -28,8 +28,8 @@
 
 static enum MHD_Result not_found(struct MHD_Connection *conn, const char *id)
 {
-	return hutch_api_respond_error(
-	        conn, MHD_HTTP_NOT_FOUND, "process_not_found",
+	return hutch_api_refuse(
+	        conn, HUTCH_ERRC_NOT_FOUND, "process_not_found",
 	        "no background process '%.32s' in this sandbox (see GET /list_processes)", id);
 }
 
@@ -51,15 +51,16 @@ static int parse_kill(const char *body, size_t len, char *id, size_t idsize, dou
 		return -EINVAL;
 	j = cJSON_ParseWithLength(body, len);
 	if (!j || !cJSON_IsObject(j))
-		return hutch_err_set(err, -EINVAL,
-		                     "the request body must be a JSON object: {\"id\": \"p1\"}");
+		return hutch_err_set_class(
+		        err, HUTCH_ERRC_USAGE, -EINVAL,
+		        "the request body must be a JSON object: {\"id\": \"p1\"}");
 	if (hutch_fields_check(j, kill_fields, ELEMENTSOF(kill_fields), HUTCH_FIELDS_LIST_KNOWN,
 	                       err) < 0)
 		return -EINVAL;
 	jid = cJSON_GetObjectItemCaseSensitive(j, "id");
 	jg = cJSON_GetObjectItemCaseSensitive(j, "grace_seconds");
 	if (strlen(jid->valuestring) >= idsize)
-		return hutch_err_set(err, -EINVAL, "'id' is too long");
+		return hutch_err_set_class(err, HUTCH_ERRC_USAGE, -EINVAL, "'id' is too long");
 	strcpy(id, jid->valuestring);
 	*grace = cJSON_IsNumber(jg) ? jg->valuedouble : HUTCH_PROC_GRACE_DEFAULT;
 	return 0;
@@ -102,8 +103,8 @@ static enum MHD_Result h_start(struct sup *s, struct MHD_Connection *conn, const
 			return MHD_YES;
 		}
 		if (!p)
-			return hutch_api_respond_error(conn, 500, "spawn_failed",
-			                               "the process vanished");
+			return hutch_api_refuse(conn, HUTCH_ERRC_INTERNAL, "spawn_failed",
+			                        "the process vanished");
 		return hutch_api_respond_json(conn, MHD_HTTP_OK, hutch_proc_json(p));
 	}
 	if (hutch_start_req_parse(body, len, s->cmdenv, &req, &err) < 0)
@@ -111,7 +112,7 @@ static enum MHD_Result h_start(struct sup *s, struct MHD_Connection *conn, const
 	command = command_text(body, len, req.argv);
 	if (!command) {
 		hutch_run_req_done(&req);
-		return hutch_api_respond_error(conn, 500, "internal", "out of memory");
+		return hutch_api_refuse(conn, HUTCH_ERRC_INTERNAL, NULL, "out of memory");
 	}
 	p = hutch_proc_start(s, command, (const char *const *)req.argv,
 	                     (const char *const *)req.envp, req.cwd, req.stdin_open, &err);
@@ -156,22 +157,22 @@ static enum MHD_Result h_kill(struct sup *s, struct MHD_Connection *conn, const 
 			return MHD_YES;
 		}
 		if (!p)
-			return hutch_api_respond_error(
-			        conn, MHD_HTTP_NOT_FOUND, "process_not_found",
-			        "process p%u ended and was dropped from the list", w->num);
+			return hutch_api_refuse(conn, HUTCH_ERRC_NOT_FOUND, "process_not_found",
+			                        "process p%u ended and was dropped from the list",
+			                        w->num);
 		return hutch_api_respond_json(conn, MHD_HTTP_OK, hutch_proc_json(p));
 	}
 	if (parse_kill(body, len, id, sizeof(id), &grace, &err) < 0)
-		return hutch_api_respond_error(conn, 400, "invalid_request", "%s", err.msg);
+		return hutch_api_respond_err(conn, &err, "invalid_request");
 	p = hutch_proc_find(s, id);
 	if (!p)
 		return not_found(conn, id);
 	if (p->done) {
 		char when[40];
 		hutch_format_time(p->ended_at, when, sizeof(when));
-		return hutch_api_respond_error(conn, MHD_HTTP_CONFLICT, "process_not_running",
-		                               "process %s is not running: it %s at %s", id,
-		                               p->kill_requested ? "was killed" : "exited", when);
+		return hutch_api_refuse(conn, HUTCH_ERRC_CONFLICT, "process_not_running",
+		                        "process %s is not running: it %s at %s", id,
+		                        p->kill_requested ? "was killed" : "exited", when);
 	}
 	hutch_proc_kill(p, grace);
 	w->started = true;
@@ -200,20 +201,23 @@ static int parse_output_args(struct MHD_Connection *conn, struct output_args *a,
 
 	a->id = hutch_mhd.lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "id");
 	if (!a->id || !*a->id)
-		return hutch_err_set(err, -EINVAL, "missing query parameter 'id' (?id=p1)");
+		return hutch_err_set_class(err, HUTCH_ERRC_USAGE, -EINVAL,
+		                           "missing query parameter 'id' (?id=p1)");
 	if (stream && strcmp(stream, "stdout") != 0 && strcmp(stream, "stderr") != 0)
-		return hutch_err_set(err, -EINVAL, "'stream' must be stdout or stderr");
+		return hutch_err_set_class(err, HUTCH_ERRC_USAGE, -EINVAL,
+		                           "'stream' must be stdout or stderr");
 	a->is_err = stream && !strcmp(stream, "stderr");
 	if (enc && strcmp(enc, "utf-8") != 0 && strcmp(enc, "base64") != 0)
-		return hutch_err_set(err, -EINVAL, "'encoding' must be utf-8 or base64");
+		return hutch_err_set_class(err, HUTCH_ERRC_USAGE, -EINVAL,
+		                           "'encoding' must be utf-8 or base64");
 	a->base64 = enc && !strcmp(enc, "base64");
 	a->offset = 0;
 	if (off) {
 		errno = 0;
 		a->offset = strtoull(off, &end, 10);
 		if (!*off || *off == '-' || *end || errno)
-			return hutch_err_set(err, -EINVAL,
-			                     "'offset' must be a byte count (0 or more)");
+			return hutch_err_set_class(err, HUTCH_ERRC_USAGE, -EINVAL,
+			                           "'offset' must be a byte count (0 or more)");
 	}
 	a->wait = 0;
 	if (wait && !strcmp(wait, "true")) {
@@ -222,9 +226,10 @@ static int parse_output_args(struct MHD_Connection *conn, struct output_args *a,
 		a->wait = strtod(wait, &end);
 		if (!*wait || *end || !isfinite(a->wait) || a->wait < 0 ||
 		    a->wait > HUTCH_PROC_WAIT_MAX)
-			return hutch_err_set(err, -EINVAL,
-			                     "'wait' must be true, false or seconds from 0 to %g",
-			                     HUTCH_PROC_WAIT_MAX);
+			return hutch_err_set_class(
+			        err, HUTCH_ERRC_USAGE, -EINVAL,
+			        "'wait' must be true, false or seconds from 0 to %g",
+			        HUTCH_PROC_WAIT_MAX);
 	}
 	return 0;
 }
@@ -279,14 +284,14 @@ static enum MHD_Result h_output(struct sup *s, struct MHD_Connection *conn,
 	cJSON *o;
 
 	if (parse_output_args(conn, &a, &err) < 0)
-		return hutch_api_respond_error(conn, 400, "invalid_request", "%s", err.msg);
+		return hutch_api_respond_err(conn, &err, "invalid_request");
 	p = hutch_proc_find(s, a.id);
 	if (!p)
 		return not_found(conn, a.id);
 	r = a.is_err ? &p->err : &p->out;
 	if (a.offset > r->total)
-		return hutch_api_respond_error(
-		        conn, 400, "invalid_request",
+		return hutch_api_refuse(
+		        conn, HUTCH_ERRC_USAGE, "invalid_request",
 		        "'offset' %llu is past the end of %s (%llu bytes written so far)",
 		        (unsigned long long)a.offset, a.is_err ? "stderr" : "stdout",
 		        (unsigned long long)r->total);
@@ -303,7 +308,7 @@ static enum MHD_Result h_output(struct sup *s, struct MHD_Connection *conn,
 	}
 	o = output_json(p, &a);
 	if (!o)
-		return hutch_api_respond_error(conn, 500, "internal", "out of memory");
+		return hutch_api_refuse(conn, HUTCH_ERRC_INTERNAL, NULL, "out of memory");
 	return hutch_api_respond_json(conn, MHD_HTTP_OK, o);
 }
 
@@ -455,11 +460,12 @@ static enum MHD_Result stdin_finish(struct request *r, struct stdin_req *sr, str
 	if (p)
 		p->stdin_writer = NULL;
 	if (r->s->state != SUP_RUNNING)
-		return hutch_api_respond_json(r->conn, 410, hutch_api_ended_json(r->s));
+		return hutch_api_respond_json(r->conn, (unsigned)hutch_errc_http(HUTCH_ERRC_GONE),
+		                              hutch_api_ended_json(r->s));
 	snprintf(id, sizeof(id), "p%u", r->pw.num);
 	if (sr->broken || (!p && sr->moved) || (p && p->in_fd < 0 && (sr->moved || !sr->eof)))
-		return hutch_api_respond_error(
-		        r->conn, 409, "stdin_closed",
+		return hutch_api_refuse(
+		        r->conn, HUTCH_ERRC_CONFLICT, "stdin_closed",
 		        "the standard input of process %s is closed (%s): %llu bytes of this "
 		        "request were written",
 		        id,

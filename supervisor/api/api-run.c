@@ -94,8 +94,8 @@ static enum MHD_Result start_command(struct request *r, bool streaming)
 	};
 	if (req.tty) {
 		hutch_run_req_done(&req);
-		return hutch_api_respond_error(r->conn, 400, "invalid_request",
-		                               "'tty' needs a stream both ways: use POST /exec");
+		return hutch_api_refuse(r->conn, HUTCH_ERRC_USAGE, "invalid_request",
+		                        "'tty' needs a stream both ways: use POST /exec");
 	}
 	r->base64 = req.base64;
 	r->sse.base64 = req.base64;

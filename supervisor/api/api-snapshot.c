@@ -39,21 +39,19 @@ static cJSON *parse_body(struct request *r, const struct hutch_field *fields, si
 	cJSON *body;
 
 	if (hutch_fields_check_text(text, len, &err) < 0) {
-		*ret = hutch_api_respond_error(r->conn, MHD_HTTP_BAD_REQUEST, "invalid_request",
-		                               "%s", err.msg);
+		*ret = hutch_api_respond_err(r->conn, &err, "invalid_request");
 		return NULL;
 	}
 	body = cJSON_ParseWithLength(text, len);
 	if (!cJSON_IsObject(body)) {
 		cJSON_Delete(body);
-		*ret = hutch_api_respond_error(r->conn, MHD_HTTP_BAD_REQUEST, "invalid_json",
-		                               "the body must be a JSON object: %s", shape);
+		*ret = hutch_api_refuse(r->conn, HUTCH_ERRC_USAGE, "invalid_json",
+		                        "the body must be a JSON object: %s", shape);
 		return NULL;
 	}
 	if (hutch_fields_check(body, fields, n, HUTCH_FIELDS_LIST_KNOWN, &err) < 0) {
 		cJSON_Delete(body);
-		*ret = hutch_api_respond_error(r->conn, MHD_HTTP_BAD_REQUEST, "invalid_request",
-		                               "%s", err.msg);
+		*ret = hutch_api_respond_err(r->conn, &err, "invalid_request");
 		return NULL;
 	}
 	return body;
@@ -76,11 +74,11 @@ enum MHD_Result hutch_api_serve_snapshot(struct request *r, const char *upload, 
 	name = cJSON_GetObjectItemCaseSensitive(body, "name");
 	type = cJSON_GetObjectItemCaseSensitive(body, "type");
 	if (cJSON_IsString(type) && !strcmp(type->valuestring, "full"))
-		return hutch_api_respond_error(r->conn, 501, "not_capable", "%s",
-		                               HUTCH_SNAPSHOT_FULL_REFUSAL);
+		return hutch_api_refuse(r->conn, HUTCH_ERRC_NOT_CAPABLE, "not_capable", "%s",
+		                        HUTCH_SNAPSHOT_FULL_REFUSAL);
 	if (cJSON_IsString(type) && strcmp(type->valuestring, "filesystem"))
-		return hutch_api_respond_error(r->conn, MHD_HTTP_BAD_REQUEST, "invalid_request",
-		                               "'type' must be \"filesystem\" or \"full\"");
+		return hutch_api_refuse(r->conn, HUTCH_ERRC_USAGE, "invalid_request",
+		                        "'type' must be \"filesystem\" or \"full\"");
 	if (hutch_sup_snapshot(r->s, cJSON_IsString(name) ? name->valuestring : NULL, &out, &err) <
 	    0) {
 		hutch_event(r->s, "snapshot refused: %s", err.msg);
@@ -110,8 +108,8 @@ enum MHD_Result hutch_api_serve_rollback(struct request *r, const char *upload, 
 		return answered;
 	name = cJSON_GetObjectItemCaseSensitive(body, "snapshot");
 	if (!hutch_image_name_is_valid(name->valuestring))
-		return hutch_api_respond_error(r->conn, MHD_HTTP_BAD_REQUEST, "invalid_request",
-		                               "invalid snapshot name '%.64s'", name->valuestring);
+		return hutch_api_refuse(r->conn, HUTCH_ERRC_USAGE, "invalid_request",
+		                        "invalid snapshot name '%.64s'", name->valuestring);
 	if (hutch_sup_rollback(r->s, name->valuestring, &out, &err) < 0) {
 		hutch_event(r->s, "rollback refused: %s", err.msg);
 		return hutch_api_respond_err(r->conn, &err, NULL);

@@ -80,6 +80,20 @@ cJSON *hutch_api_error_json(const char *code, const char *msg)
 	return o;
 }
 
+enum MHD_Result hutch_api_refuse(struct MHD_Connection *conn, enum hutch_errc cls, const char *code,
+                                 const char *fmt, ...)
+{
+	char msg[768];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	return hutch_api_respond_json(
+	        conn, (unsigned)hutch_errc_http(cls),
+	        hutch_api_error_json(code ? code : hutch_errc_name(cls), msg));
+}
+
 enum MHD_Result hutch_api_respond_error(struct MHD_Connection *conn, unsigned status,
                                         const char *code, const char *fmt, ...)
 {

@@ -14,6 +14,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "error.h"
 #include "loop.h"
 #include "mhd.h"
 #include "procs.h"
@@ -107,6 +108,12 @@ enum MHD_Result hutch_api_respond_text(struct MHD_Connection *conn, unsigned sta
                                        const char *text);
 /* {"error": {"code": code, "message": msg}} (caller owns it). */
 cJSON *hutch_api_error_json(const char *code, const char *msg);
+/* Refuse a request: its status from cls by the one table (base/error.c,
+ * docs/errors.md), as hutch_api_respond_err() answers an error that came
+ * up from below; code is the endpoint's name for it (docs/api.md), NULL
+ * the class's own. A handler that refuses says the class, not a status. */
+enum MHD_Result hutch_api_refuse(struct MHD_Connection *conn, enum hutch_errc cls, const char *code,
+                                 const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 /* Queue an error answer with a formatted message. */
 enum MHD_Result hutch_api_respond_error(struct MHD_Connection *conn, unsigned status,
                                         const char *code, const char *fmt, ...)

@@ -66,8 +66,8 @@ enum MHD_Result hutch_api_serve_claim(struct request *r, const char *upload, siz
 	cJSON *o;
 
 	if (!body)
-		return hutch_api_respond_error(r->conn, MHD_HTTP_BAD_REQUEST, "invalid_json",
-		                               "the body is not JSON");
+		return hutch_api_refuse(r->conn, HUTCH_ERRC_USAGE, "invalid_json",
+		                        "the body is not JSON");
 	o = hutch_sup_claim(r->s, body, &err);
 	if (!o)
 		return hutch_api_respond_err(r->conn, &err,
@@ -94,22 +94,20 @@ enum MHD_Result hutch_api_serve_timeout(struct request *r, const char *upload, s
 	int e;
 
 	if (hutch_fields_check_text(text, r->body.len, &err) < 0)
-		return hutch_api_respond_error(r->conn, MHD_HTTP_BAD_REQUEST, "invalid_request",
-		                               "%s", err.msg);
+		return hutch_api_respond_err(r->conn, &err, "invalid_request");
 	body = cJSON_ParseWithLength(text, r->body.len);
 	if (!cJSON_IsObject(body))
-		return hutch_api_respond_error(r->conn, MHD_HTTP_BAD_REQUEST, "invalid_json",
-		                               "the body must be a JSON object: "
-		                               "{\"timeout_seconds\": 3600}");
+		return hutch_api_refuse(r->conn, HUTCH_ERRC_USAGE, "invalid_json",
+		                        "the body must be a JSON object: "
+		                        "{\"timeout_seconds\": 3600}");
 	if (hutch_fields_check(body, timeout_fields, ELEMENTSOF(timeout_fields),
 	                       HUTCH_FIELDS_LIST_KNOWN, &err) < 0)
-		return hutch_api_respond_error(r->conn, MHD_HTTP_BAD_REQUEST, "invalid_request",
-		                               "%s", err.msg);
+		return hutch_api_respond_err(r->conn, &err, "invalid_request");
 	secs = (uint64_t)cJSON_GetObjectItemCaseSensitive(body, "timeout_seconds")->valuedouble;
 	e = hutch_sup_set_expiry(r->s, secs);
 	if (e < 0)
-		return hutch_api_respond_error(r->conn, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal",
-		                               "cannot re-arm the TTL timer: %s", strerror(-e));
+		return hutch_api_refuse(r->conn, HUTCH_ERRC_INTERNAL, "internal",
+		                        "cannot re-arm the TTL timer: %s", strerror(-e));
 	(void)hutch_sup_write_state(r->s, "running");
 	hutch_event(r->s, "timeout set: deleted in %llu s", (unsigned long long)secs);
 	o = cJSON_CreateObject();
@@ -133,18 +131,16 @@ enum MHD_Result hutch_api_serve_net_log(struct request *r, const char *upload, s
 	size_t len = 0;
 
 	if (since && hutch_parse_u64(since, 0, UINT64_MAX / 2, &from) < 0)
-		return hutch_api_respond_error(r->conn, MHD_HTTP_BAD_REQUEST, "invalid_request",
-		                               "'since' must be a record's seq, a number >= 0 "
-		                               "(got '%.32s')",
-		                               since);
+		return hutch_api_refuse(r->conn, HUTCH_ERRC_USAGE, "invalid_request",
+		                        "'since' must be a record's seq, a number >= 0 "
+		                        "(got '%.32s')",
+		                        since);
 	if (limit && hutch_parse_u64(limit, 1, HUTCH_NETLOG_RING, &max) < 0)
-		return hutch_api_respond_error(
-		        r->conn, MHD_HTTP_BAD_REQUEST, "invalid_request",
-		        "'limit' must be a number from 1 to %d (got '%.32s')", HUTCH_NETLOG_RING,
-		        limit);
+		return hutch_api_refuse(r->conn, HUTCH_ERRC_USAGE, "invalid_request",
+		                        "'limit' must be a number from 1 to %d (got '%.32s')",
+		                        HUTCH_NETLOG_RING, limit);
 	text = hutch_netlog_answer(r->s, from, (size_t)max, &len);
 	if (!text)
-		return hutch_api_respond_error(r->conn, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal",
-		                               "out of memory");
+		return hutch_api_refuse(r->conn, HUTCH_ERRC_INTERNAL, "internal", "out of memory");
 	return hutch_api_respond_buffer(r->conn, MHD_HTTP_OK, "application/json", text, len);
 }

@@ -54,15 +54,17 @@ static void print_owner(const cJSON *rec)
 
 static void print_record(const cJSON *rec)
 {
-	const char *host = str(rec, "host");
+	const char *host = str(rec, "host"), *proto = str(rec, "proto");
 
-	printf("%.0f %s %-7s %s%s%s %s  %s", num(rec, "seq"), str(rec, "time"), str(rec, "verdict"),
-	       *host ? host : "", *host ? " " : "", str(rec, "address"), str(rec, "kind"),
-	       str(rec, "rule"));
+	printf("%.0f %s %-7s %s%s%s%s%s %s  %s", num(rec, "seq"), str(rec, "time"),
+	       str(rec, "verdict"), proto, *proto ? " " : "", *host ? host : "", *host ? " " : "",
+	       str(rec, "address"), str(rec, "kind"), str(rec, "rule"));
 	if (!strcmp(str(rec, "verdict"), "refused"))
 		printf(": %s", str(rec, "reason"));
-	else
+	else if (cJSON_GetObjectItemCaseSensitive(rec, "bytes_up"))
 		printf("  up %.0f down %.0f", num(rec, "bytes_up"), num(rec, "bytes_down"));
+	else
+		printf("  (still open at the end)");
 	print_owner(rec);
 	printf("\n");
 }
@@ -106,8 +108,9 @@ static int cmd_net_log(struct hutch_cli_args *a)
 	cJSON_ArrayForEach(rec, cJSON_GetObjectItemCaseSensitive(j, "records"))
 		print_record(rec);
 	if (cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(j, "complete")))
-		printf("network all: only host ports and header bindings' redirected connections "
-		       "are logged (the rest leave through NAT, not logged yet)\n");
+		printf("network all: what left through NAT is not logged (this kernel lacks the "
+		       "netfilter log or conntrack's events); only host ports and header bindings' "
+		       "connections are\n");
 	return 0;
 }
 
@@ -127,10 +130,11 @@ static const struct hutch_cli_opt net_log_opts[] = {
 const struct hutch_cli_verb hutch_verb_net_log = {
 	.name = "net-log",
 	.synopsis = "ID [--since SEQ] [--json]",
-	.about = "The sandbox's egress log (network allow; all: host ports and header\n"
-	         "bindings only): every connection the egress proxy decided, allowed or\n"
-	         "refused and by which rule (the allow-list entry, or a refusal's code and\n"
-	         "reason), the server name and address, bytes each way at its close, and the\n"
+	.about = "The sandbox's egress log (network allow and all): every connection the\n"
+	         "egress proxy decided and, in network all, every TCP or UDP flow that left\n"
+	         "through NAT, allowed or refused and by which rule (the allow-list entry,\n"
+	         "\"all\", or a refusal's code and reason), the server name and address, bytes\n"
+	         "each way at its close (a NAT flow's: IP packets, headers included), and the\n"
 	         "command that made it (exact when several run at once, else by time). The\n"
 	         "last 1,024 records; all of them in net.jsonl of the sandbox's state dir\n"
 	         "(4 MiB, rotated). Never anything of a header binding's value.\n",

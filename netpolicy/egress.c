@@ -9,6 +9,7 @@
  *   proxy.c     the TLS proxy (allow) and the host-port relay
  *   allow.c     the allow decision, pure
  *   refusals.c  the log of refusals for /status
+ *   natlog.c    the egress log of mode all's NAT path
  *
  * This file owns the listeners init made, routes each to its part, runs the
  * tick and answers /status.
@@ -22,6 +23,7 @@
 #include "dnsstub-internal.h"
 #include "evloop-internal.h"
 #include "fdutil.h"
+#include "natlog-internal.h"
 #include "netpolicy.h"
 #include "proxy-internal.h"
 #include "refusals-internal.h"
@@ -45,6 +47,7 @@ struct hutch_egress {
 	struct refusals refusals;
 	struct dnsstub stub;
 	struct proxy proxy;
+	struct natlog *natlog; /* mode all with the egress log, else NULL */
 	struct listener *listeners;
 	size_t nlisteners;
 };
@@ -56,6 +59,10 @@ static void on_listener(void *ptr, uint32_t events)
 	(void)events;
 	if (l->kind == HUTCH_NET_L_DNS)
 		dnsstub_on_readable(&l->e->stub);
+	else if (l->kind == HUTCH_NET_L_NFLOG)
+		natlog_on_nflog(l->e->natlog);
+	else if (l->kind == HUTCH_NET_L_CTEVENTS)
+		natlog_on_ct(l->e->natlog);
 	else
 		proxy_accept(&l->e->proxy, l->fd, l->kind, l->port);
 }
@@ -65,12 +72,14 @@ static void on_tick(void *ptr, uint32_t events)
 {
 	struct hutch_egress *e = ptr;
 	int64_t now = hutch_now_mono_ms();
+	bool waiting;
 
 	(void)events;
 	evloop_tick_ack(&e->loop);
 	resolver_tick(&e->resolver, now);
 	proxy_tick(&e->proxy, now);
-	if (!resolver_is_busy(&e->resolver) && !proxy_is_busy(&e->proxy))
+	waiting = e->natlog && natlog_tick(e->natlog, now);
+	if (!resolver_is_busy(&e->resolver) && !proxy_is_busy(&e->proxy) && !waiting)
 		evloop_tick(&e->loop, false);
 }
 
@@ -116,6 +125,29 @@ int hutch_egress_new(const struct hutch_net_policy *p, const struct sockaddr_in 
 	return 0;
 }
 
+/* The egress log's sockets (the listeners still own the fds). */
+static int natlog_take(struct hutch_egress *e, enum hutch_net_listener_kind kind, int fd)
+{
+	if (!e->natlog) {
+		e->natlog = calloc(1, sizeof(*e->natlog));
+		if (!e->natlog)
+			return -ENOMEM;
+		*e->natlog = (struct natlog){
+			.policy = e->policy,
+			.observer = &e->proxy.observer,
+			.loop = &e->loop,
+			.tls_redirected = e->proxy.mitm != NULL,
+			.nflog_fd = -1,
+			.ct_fd = -1,
+		};
+	}
+	if (kind == HUTCH_NET_L_NFLOG)
+		e->natlog->nflog_fd = fd;
+	else
+		e->natlog->ct_fd = fd;
+	return 0;
+}
+
 int hutch_egress_add_listeners(struct hutch_egress *e, const struct hutch_net_listener *ls,
                                size_t n, struct hutch_err *err)
 {
@@ -137,6 +169,9 @@ int hutch_egress_add_listeners(struct hutch_egress *e, const struct hutch_net_li
 		};
 		if (ls[i].kind == HUTCH_NET_L_DNS)
 			e->stub.fd = ls[i].fd;
+		if ((ls[i].kind == HUTCH_NET_L_NFLOG || ls[i].kind == HUTCH_NET_L_CTEVENTS) &&
+		    r == 0 && natlog_take(e, ls[i].kind, ls[i].fd) < 0)
+			r = hutch_err_set(err, -ENOMEM, "allocate the egress log");
 		if (r == 0 &&
 		    evloop_watch(&e->loop, ls[i].fd, &arr[i].ev, &arr[i].mask, EPOLLIN) < 0)
 			r = hutch_err_set_errno(err, -errno, "watch a network listener");
@@ -150,6 +185,11 @@ int hutch_egress_add_listeners(struct hutch_egress *e, const struct hutch_net_li
 void hutch_egress_observe(struct hutch_egress *e, const struct hutch_egress_observer *o)
 {
 	e->proxy.observer = o;
+}
+
+bool hutch_egress_logs_nat(const struct hutch_egress *e)
+{
+	return e && e->natlog && e->natlog->nflog_fd >= 0 && e->natlog->ct_fd >= 0;
 }
 
 int hutch_egress_fd(const struct hutch_egress *e)
@@ -169,6 +209,10 @@ cJSON *hutch_egress_status(const struct hutch_egress *e)
 	cJSON_AddNumberToObject(o, "connections", e->proxy.nconns);
 	cJSON_AddNumberToObject(o, "connections_total", (double)e->proxy.conns_total);
 	cJSON_AddNumberToObject(o, "dns_answered", (double)e->stub.answered);
+	if (e->natlog) {
+		cJSON_AddNumberToObject(o, "nat_logged", (double)e->natlog->attempts);
+		cJSON_AddNumberToObject(o, "nat_log_lost", (double)e->natlog->lost);
+	}
 	refusals_to_json(&e->refusals, o);
 	return o;
 }
@@ -177,6 +221,9 @@ void hutch_egress_free(struct hutch_egress *e)
 {
 	if (!e)
 		return;
+	if (e->natlog)
+		natlog_done(e->natlog);
+	free(e->natlog);
 	proxy_done(&e->proxy);
 	resolver_done(&e->resolver);
 	for (size_t i = 0; i < e->nlisteners; i++)

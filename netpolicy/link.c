@@ -30,6 +30,7 @@
 #include "cleanup.h"
 #include "fdutil.h"
 #include "hostnet-internal.h"
+#include "natlog-internal.h"
 #include "netpolicy.h"
 
 #define SANDBOX_IF "eth0"
@@ -232,6 +233,25 @@ static int add_proxy_listeners(struct listeners *l, const struct hutch_net_polic
 	return r;
 }
 
+/* The egress log's settings and two netlink sockets (natlog.c), as
+ * listeners of port 0. A kernel without what it needs (the netfilter log,
+ * conntrack's events) costs the log, not the sandbox: no sockets go up,
+ * and the log's answer says it is not complete. */
+static int add_natlog(struct listeners *l, bool skip_tls, struct hutch_err *err)
+{
+	struct hutch_err ignored = { 0 };
+	int lg, ct;
+
+	if (l->n + 2 > l->max)
+		return hutch_err_set(err, -ENOSPC, "too many network listeners");
+	if (hutch_natlog_child_setup(skip_tls, &ignored) < 0 ||
+	    hutch_natlog_child_sockets(&lg, &ct, &ignored) < 0)
+		return 0;
+	l->ls[l->n++] = (struct hutch_net_listener){ .fd = lg, .kind = HUTCH_NET_L_NFLOG };
+	l->ls[l->n++] = (struct hutch_net_listener){ .fd = ct, .kind = HUTCH_NET_L_CTEVENTS };
+	return 0;
+}
+
 int hutch_net_child_listeners(const struct hutch_net_plan *plan, struct hutch_net_listener *ls,
                               size_t max, struct hutch_err *err)
 {
@@ -253,6 +273,8 @@ int hutch_net_child_listeners(const struct hutch_net_plan *plan, struct hutch_ne
 	for (size_t i = 0; r >= 0 && c && i < c->nhost_ports; i++)
 		r = add_listener(&l, SOCK_STREAM, HUTCH_NET_HOST_INTERNAL, c->host_ports[i],
 		                 HUTCH_NET_L_HOSTPORT, err);
+	if (r >= 0 && !allow && c && c->log_nat)
+		r = add_natlog(&l, c->redirect_tls, err);
 	if (r < 0) {
 		for (size_t i = 0; i < l.n; i++) {
 			(void)close(ls[i].fd);

@@ -257,6 +257,13 @@ int hutch_nft_redirect_child(struct hutch_err *err);
  * (names are not resolved: egress is addresses). */
 int hutch_nft_egress_child(const struct hutch_net_policy *p, struct hutch_err *err);
 
+/* Child side (init, in the sandbox's netns): the table "inet
+ * hutch_netlog" of hutch_net_child.log_nat (skip_tls: with header
+ * bindings, TCP to 443 is the proxy's to log). */
+int hutch_nft_netlog_child(bool skip_tls, struct hutch_err *err);
+/* The netlink log group of that table's rule (its own namespace's). */
+#define HUTCH_NATLOG_GROUP 29
+
 /* ---- child side (init, before the root is built) ---- */
 
 /* What the namespace gets, computed by the supervisor before clone(). */
@@ -272,6 +279,12 @@ struct hutch_net_child {
 	 * these host addresses (set elements) refused besides the ranges. */
 	bool usernet;
 	const char *usernet_block;
+	/* mode all with the egress log on (natlog.c): every new TCP or UDP
+	 * flow that leaves the sandbox's loopback is logged (a "log group"
+	 * rule in the table "inet hutch_netlog"), conntrack counts its bytes,
+	 * and init passes up the two netlink sockets that read both
+	 * (HUTCH_NET_L_NFLOG, HUTCH_NET_L_CTEVENTS). */
+	bool log_nat;
 	size_t nhost_ports;
 	uint16_t host_ports[HUTCH_NET_HOST_PORTS_MAX];
 };
@@ -292,6 +305,8 @@ enum hutch_net_listener_kind {
 	HUTCH_NET_L_PROXY,    /* TCP: the TLS proxy (allow) */
 	HUTCH_NET_L_HOSTPORT, /* TCP: relay to 127.0.0.1:port on the host */
 	HUTCH_NET_L_REDIRECT, /* TCP: all + bindings: 443 redirected here */
+	HUTCH_NET_L_NFLOG,    /* netlink: log_nat's new flows (port 0) */
+	HUTCH_NET_L_CTEVENTS, /* netlink: log_nat's ended flows, with bytes (port 0) */
 };
 
 #define HUTCH_NET_REDIRECT_PORT 15443
@@ -376,7 +391,8 @@ struct hutch_net_owner {
 
 struct hutch_net_conn_record {
 	int64_t at_ms, end_ms;              /* realtime: accepted, closed */
-	const char *kind;                   /* "tls", "host_port" or "redirect" (all) */
+	const char *kind;                   /* "tls", "host_port", "redirect" or "nat" (all) */
+	const char *proto;                  /* "nat": "tcp" or "udp"; else NULL */
 	const char *host;                   /* the SNI, "" none */
 	const struct sockaddr_in *dst;      /* what the client dialled */
 	const struct sockaddr_in *upstream; /* what was dialled outside, or NULL */
@@ -384,6 +400,7 @@ struct hutch_net_conn_record {
 	const char *rule;   /* allowed: the list entry; refused: a code (docs/api.md) */
 	const char *reason; /* refused: why, in words; "" when allowed */
 	uint64_t bytes_up, bytes_down;
+	bool bytes_unknown;                  /* "nat": the flow outlived the log */
 	const struct hutch_net_owner *owner; /* NULL: refused before it was accepted */
 };
 
@@ -396,6 +413,9 @@ struct hutch_egress_observer {
 	void *ud;
 };
 
+/* Mode all's NAT path is logged (init passed up the log's sockets: not
+ * when the kernel lacks what it needs, or the log is off). */
+bool hutch_egress_logs_nat(const struct hutch_egress *e);
 /* o (or NULL: none) must outlive the egress. */
 void hutch_egress_observe(struct hutch_egress *e, const struct hutch_egress_observer *o);
 

@@ -259,6 +259,31 @@ int hutch_nft_redirect_child(struct hutch_err *err)
 	               err);
 }
 
+/* The egress log of mode all (natlog.c), in the sandbox's netns (init,
+ * before it drops its capabilities): every new TCP or UDP flow that leaves
+ * the loopback is logged to the netlink group HUTCH_NATLOG_GROUP, after
+ * conntrack (-200, which this rule's "ct" turns on in the namespace) and
+ * before every table that refuses or redirects (the redirect's nat -100,
+ * egress= -5, the rootless policy -10), so a refused attempt is logged too.
+ * With header bindings the TCP 443 the proxy gets is not: the proxy logs
+ * it. Commands hold no CAP_NET_ADMIN: they cannot remove it. */
+int hutch_nft_netlog_child(bool skip_tls, struct hutch_err *err)
+{
+	char cmd[512];
+
+	(void)snprintf(cmd, sizeof(cmd),
+	               "table inet hutch_netlog {\n"
+	               "  chain out {\n"
+	               "    type filter hook output priority -150; policy accept;\n"
+	               "    oifname \"lo\" accept\n"
+	               "%s"
+	               "    meta nfproto ipv4 meta l4proto { tcp, udp } ct state new log group %d\n"
+	               "  }\n"
+	               "}\n",
+	               skip_tls ? "    tcp dport 443 accept\n" : "", HUTCH_NATLOG_GROUP);
+	return nft_run(cmd, "egress log (nftables in the sandbox)", NULL, 0, err);
+}
+
 /* Rootless mode all (usernet.c): in the sandbox's own netns, before init
  * drops its capabilities. Everything that does not stay on the sandbox's
  * loopback and goes to a blocked range, to an address of the host (host4:

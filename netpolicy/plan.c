@@ -121,6 +121,8 @@ const char *hutch_net_plan_ca_pem(const struct hutch_net_plan *plan)
 
 static bool listener_ok(const struct hutch_net_plan *plan, const struct hutch_net_listener *l)
 {
+	if (l->kind == HUTCH_NET_L_NFLOG || l->kind == HUTCH_NET_L_CTEVENTS)
+		return plan->child.log_nat && l->port == 0;
 	return (l->kind == HUTCH_NET_L_DNS || l->kind == HUTCH_NET_L_PROXY ||
 	        l->kind == HUTCH_NET_L_HOSTPORT ||
 	        (l->kind == HUTCH_NET_L_REDIRECT && plan->child.redirect_tls)) &&

@@ -322,6 +322,8 @@ static void on_init_message(struct hutch_watch *w, uint32_t events)
 			on_spawned(c, &body.spawned, fd);
 		} else if (hdr.type == HUTCH_MSG_EXITED && n >= (ssize_t)sizeof(body.exited) &&
 		           c->state == CMD_RUNNING) {
+			if (set->before_exit)
+				set->before_exit(set->before_exit_ud);
 			c->status = body.exited.status;
 			if (n > (ssize_t)sizeof(body.exited) && !c->changes)
 				c->changes = hutch_changes_to_json(body.raw + sizeof(body.exited),

@@ -128,6 +128,12 @@ struct hutch_cmds {
 	void (*on_message)(void *ud, uint32_t type, uint64_t id, const void *body, size_t len,
 	                   int fd);
 	void *on_message_ud;
+	/* Set by the owner (NULL: none): called before a command's exit is
+	 * taken, while it still counts as running. The egress log reads what
+	 * the kernel logged of the command's last connections first
+	 * (supervisor/run.c), so they are still the command's. */
+	void (*before_exit)(void *ud);
+	void *before_exit_ud;
 };
 
 /* Read-only for owners, but for the fields said otherwise. */

@@ -71,8 +71,10 @@ static void attribute(void *ud, const struct sockaddr_in *client, struct hutch_n
 	for (struct cmd *c = s->cmds.list; c; c = c->next)
 		if (c->state != CMD_DONE)
 			ret->running++;
-	/* Several at once: the holder of the client's socket says which. */
-	if (ret->running > 1 && hutch_netowner_find(s->init_pid, client, &pid, &top, &sid) == 0)
+	/* Several at once: the holder of the client's socket (TCP; NULL:
+	 * UDP) says which. */
+	if (ret->running > 1 && client &&
+	    hutch_netowner_find(s->init_pid, client, &pid, &top, &sid) == 0)
 		for (struct cmd *c = s->cmds.list; c; c = c->next)
 			if (c->state != CMD_DONE && c->pid > 0 &&
 			    (c->pid == top || c->pid == sid)) {
@@ -148,6 +150,8 @@ static cJSON *record_json(struct hutch_netlog *l, const struct hutch_net_conn_re
 	cJSON_AddNumberToObject(o, "seq", (double)l->n);
 	add_time(o, "time", r->at_ms);
 	cJSON_AddStringToObject(o, "kind", r->kind);
+	if (r->proto)
+		cJSON_AddStringToObject(o, "proto", r->proto);
 	cJSON_AddStringToObject(o, "host", r->host);
 	add_addr(o, "address", r->dst);
 	cJSON_AddNumberToObject(o, "port", ntohs(r->dst->sin_port));
@@ -157,8 +161,10 @@ static cJSON *record_json(struct hutch_netlog *l, const struct hutch_net_conn_re
 		cJSON_AddStringToObject(o, "reason", r->reason);
 	if (r->upstream)
 		add_addr(o, "upstream", r->upstream);
-	cJSON_AddNumberToObject(o, "bytes_up", (double)r->bytes_up);
-	cJSON_AddNumberToObject(o, "bytes_down", (double)r->bytes_down);
+	if (!r->bytes_unknown) {
+		cJSON_AddNumberToObject(o, "bytes_up", (double)r->bytes_up);
+		cJSON_AddNumberToObject(o, "bytes_down", (double)r->bytes_down);
+	}
 	cJSON_AddNumberToObject(o, "ms", (double)(r->end_ms - r->at_ms));
 	add_owner(l, o, r->owner);
 	return o;
@@ -250,12 +256,14 @@ char *hutch_netlog_answer(struct sup *s, uint64_t since, size_t limit, size_t *r
 
 	hutch_buf_init(&b, SIZE_MAX);
 	end = limit && n - (i < n ? i : n) > limit ? i + limit : n;
-	/* Mode all: what leaves through NAT is not logged (not built). */
+	/* Mode all whose kernel could not log the NAT path (natlog.c). */
 	snprintf(head, sizeof(head),
 	         "{\"mode\":\"%s\",%s\"dropped\":%llu,\"next\":%llu,\"records\":[",
 	         pol ? hutch_net_mode_name(pol->mode) : "none",
-	         pol && hutch_net_policy_wired_mode(pol) == HUTCH_NET_ALL ? "\"complete\":false,"
-	                                                                  : "",
+	         l && pol && hutch_net_policy_wired_mode(pol) == HUTCH_NET_ALL &&
+	                         !hutch_egress_logs_nat(s->net.plan.egress)
+	                 ? "\"complete\":false,"
+	                 : "",
 	         (unsigned long long)(since < first ? first - since : 0),
 	         (unsigned long long)(end > i ? end : i));
 	if (hutch_buf_append(&b, head, strlen(head)) < 0)

@@ -68,6 +68,15 @@ static void on_egress(struct hutch_watch *w, uint32_t events)
 	hutch_net_plan_run(&s->net.plan);
 }
 
+/* A command exits: what the kernel logged of its NAT flows (queued before
+ * its exit) is read first, while it still runs (netpolicy/natlog.c). */
+static void egress_before_exit(void *ud)
+{
+	struct sup *s = ud;
+
+	hutch_net_plan_run(&s->net.plan);
+}
+
 static int setup_loop(struct sup *s)
 {
 	struct itimerspec its = { 0 };
@@ -106,6 +115,10 @@ static int setup_loop(struct sup *s)
 		return r;
 	if ((r = hutch_sup_pasta_watch(s)) < 0)
 		return r;
+	if (s->netlog && hutch_egress_logs_nat(s->net.plan.egress)) {
+		s->cmds.before_exit = egress_before_exit;
+		s->cmds.before_exit_ud = s;
+	}
 	if (hutch_net_plan_fd(&s->net.plan) >= 0)
 		return hutch_loop_add(&s->loop, &s->net.w, hutch_net_plan_fd(&s->net.plan),
 		                      EPOLLIN);

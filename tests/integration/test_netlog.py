@@ -132,6 +132,15 @@ def test_two_commands_at_once_each_get_their_own(nh, fakenet):
                timeout=30)
 
 
+def assert_no_secret(nh, sb, log, secret):
+    """Not in the answer, net.jsonl or the CLI's JSON."""
+    with open(os.path.join(nh.rtdir, sb.id, "net.jsonl"), "rb") as f:
+        on_disk = f.read()
+    r = nh("net-log", sb.id, "--json")
+    for where in (json.dumps(log).encode(), on_disk, r.stdout):
+        assert secret.encode() not in where
+
+
 def test_no_secret_of_a_binding_in_the_log(nh, fakenet):
     secret = "s3cr3t-" + secrets.token_hex(16)
     sb = create(nh, "--network", f"allow:{BOUND}", "--header-binding",
@@ -143,11 +152,7 @@ def test_no_secret_of_a_binding_in_the_log(nh, fakenet):
     rec = [r for r in log["records"] if r["host"] == BOUND]
     assert len(rec) == 1 and rec[0]["verdict"] == "allowed" and rec[0]["bytes_up"] > 0, log
     assert rec[0]["owner"] == "time" and "curl" in rec[0]["commands"][0]["command"], rec
-    with open(os.path.join(nh.rtdir, sb.id, "net.jsonl"), "rb") as f:
-        on_disk = f.read()
-    r = nh("net-log", sb.id, "--json")
-    for where in (json.dumps(log).encode(), on_disk, r.stdout):
-        assert secret.encode() not in where
+    assert_no_secret(nh, sb, log, secret)
     sb.rm()
 
 

@@ -132,6 +132,16 @@ def test_all_reaches_the_fake_internet(uh, fakenet):
                       == ["rootless-udp"], 5), fakenet.since(mark, "udpsink")
     # the sandbox's resolver is the stub, not pasta's
     assert "nameserver 127.0.0.1" in sb.sh("cat /etc/resolv.conf")
+    # the egress log has the NAT path's flows too (issue 29), with bytes
+    def flows():
+        st, res = sb.api("GET", "/v1/net_log")
+        assert st == 200, res
+        return {(x["proto"], x["address"]): x for x in res["records"] if x["kind"] == "nat"}
+    assert wait_until(lambda: len(flows()) >= 2, 30), flows()
+    got = flows()
+    tcp, udp = got[("tcp", f"{WEB}:80")], got[("udp", f"{WEB}:9999")]
+    assert tcp["verdict"] == "allowed" and tcp["bytes_down"] > 0, tcp
+    assert udp["verdict"] == "allowed" and udp["bytes_up"] > 0, udp
 
 
 def _free_port():

@@ -19,6 +19,7 @@
 
 #include "allow-internal.h"
 #include "dns-internal.h"
+#include "natlog-internal.h"
 #include "netpolicy.h"
 
 #define LIST                                                                           \
@@ -195,13 +196,51 @@ static void test_blocked4_format(void **state)
 	assert_int_equal(hutch_net_blocked4_format(small, sizeof(small)), -ENOSPC);
 }
 
+/* Mode all's NAT log decides each flow the way the rules after its log
+ * rule do: egress= first, QUIC with bindings, then the host's ranges. */
+static void test_nat_classify(void **state)
+{
+	struct hutch_net_policy p = { .mode = HUTCH_NET_ALL };
+	struct natlog n = { .policy = &p };
+	struct hutch_err err = { 0 };
+	char why[160];
+
+	(void)state;
+	assert_null(
+	        natlog_classify(&n, IPPROTO_TCP, ip("198.51.100.10"), htons(80), why, sizeof(why)));
+	assert_string_equal(natlog_classify(&n, IPPROTO_TCP, ip("169.254.169.254"), htons(80), why,
+	                                    sizeof(why)),
+	                    "forbidden_address");
+	assert_non_null(strstr(why, "169.254.169.254"));
+	assert_string_equal(
+	        natlog_classify(&n, IPPROTO_UDP, ip("127.0.0.1"), htons(53), why, sizeof(why)),
+	        "forbidden_address");
+	assert_null(natlog_classify(&n, IPPROTO_UDP, ip("198.51.100.10"), htons(443), why,
+	                            sizeof(why)));
+	n.tls_redirected = true;
+	assert_string_equal(
+	        natlog_classify(&n, IPPROTO_UDP, ip("198.51.100.10"), htons(443), why, sizeof(why)),
+	        "quic");
+	assert_null(natlog_classify(&n, IPPROTO_TCP, ip("198.51.100.10"), htons(443), why,
+	                            sizeof(why)));
+	p.egress_set = true;
+	p.negress = 1;
+	assert_int_equal(hutch_net_cidr_parse("198.51.100.0/28", &p.egress[0], &err), 0);
+	assert_null(
+	        natlog_classify(&n, IPPROTO_TCP, ip("198.51.100.10"), htons(80), why, sizeof(why)));
+	assert_string_equal(
+	        natlog_classify(&n, IPPROTO_TCP, ip("198.51.100.20"), htons(80), why, sizeof(why)),
+	        "egress");
+	assert_string_equal(why, "198.51.100.20 is not in egress=");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_dns_all),         cmocka_unit_test(test_dns_allow),
 		cmocka_unit_test(test_dns_none),        cmocka_unit_test(test_tls_names),
 		cmocka_unit_test(test_tls_addresses),   cmocka_unit_test(test_reserved),
-		cmocka_unit_test(test_blocked4_format),
+		cmocka_unit_test(test_blocked4_format), cmocka_unit_test(test_nat_classify),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

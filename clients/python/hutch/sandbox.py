@@ -1250,11 +1250,12 @@ class SandboxSession:
 
     def net_log(self, since=0, limit=None):
         """The egress log (``hutch net-log``): every connection the sandbox's
-        egress proxy decided (network allow; all: host ports and header
-        bindings only), from record ``since`` on (an earlier answer's
+        egress proxy decided and (network all) every TCP or UDP flow that
+        left through NAT, from record ``since`` on (an earlier answer's
         ``next``), at most ``limit`` (1 to 1,024). Returns the answer's dict:
         ``mode``, ``dropped`` (records no longer kept), ``next`` and
-        ``records``, each with ``time``, ``host``, ``address``, ``port``,
+        ``records``, each with ``time``, ``kind``, ``proto`` (``nat``),
+        ``host``, ``address``, ``port``,
         ``verdict`` (``allowed``/``refused``), ``rule``, ``reason``,
         ``bytes_up``, ``bytes_down``, ``owner`` and ``commands`` (docs/api.md,
         "The egress log"). A bad ``since`` or ``limit``: ``ConfigError``."""

@@ -1,0 +1,82 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The egress log of mode all's NAT path (issue 29; docs/architecture.md
+ * "Egress per command"). What leaves the sandbox through its eth0 crosses
+ * no proxy of hutch's, so the kernel tells: in the sandbox's netns a rule
+ * (nft.c, hutch_nft_netlog_child()) logs every new TCP or UDP flow to a
+ * netlink log group, and conntrack, with its accounting on, announces each
+ * flow's end with its byte counts. init opens both netlink sockets there
+ * (hutch_natlog_child_sockets()) and passes them up with the listeners;
+ * the egress reads them:
+ *
+ *   - a logged first packet is an attempt: its verdict is decided here the
+ *     way the rules that follow it decide (egress=, the ranges mode all
+ *     never reaches, this machine's own addresses, QUIC with bindings), it
+ *     is attributed (the observer's attribute(), while the client's socket
+ *     most likely still exists), and a refused one is recorded at once;
+ *   - an allowed one waits, as a flow, for conntrack's end of it (bytes
+ *     each way, IP headers included) and is recorded then; one that
+ *     outlives the sandbox is recorded at the end without bytes. An
+ *     expired conntrack entry is only removed (and its end announced) when
+ *     the kernel's garbage collector comes by, up to a minute later, or
+ *     when a dump of the table meets it: while flows wait, the egress's
+ *     tick asks for a dump every NATLOG_DUMP_MS.
+ *
+ * Nothing here sees a payload beyond the first packet's IP and port
+ * headers (the log's copy range).
+ */
+#ifndef HUTCH_NATLOG_INTERNAL_H
+#define HUTCH_NATLOG_INTERNAL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "evloop-internal.h"
+#include "netpolicy.h"
+
+#define NATLOG_FLOWS   512  /* allowed flows waiting for their end */
+#define NATLOG_DUMP_MS 1000 /* a conntrack dump this often while flows wait */
+
+struct natlog_flow {
+	uint32_t saddr, daddr; /* network byte order */
+	uint16_t sport, dport; /* network byte order */
+	uint8_t proto;         /* IPPROTO_TCP, IPPROTO_UDP; 0: free */
+	int64_t at_ms;
+	struct hutch_net_owner owner;
+};
+
+struct natlog {
+	const struct hutch_net_policy *policy;
+	/* The proxy's observer (egress.c sets it), NULL: nobody listens. */
+	const struct hutch_egress_observer *const *observer;
+	bool tls_redirected; /* header bindings: UDP 443 refused inside */
+	struct evloop *loop; /* its tick runs while flows wait */
+	int nflog_fd, ct_fd; /* -1: none */
+	int64_t dumped_ms;   /* monotonic: the last dump asked */
+	size_t nflows;       /* flows[] in use */
+	struct natlog_flow flows[NATLOG_FLOWS];
+	uint64_t attempts, lost; /* logged; lost to a full socket buffer */
+};
+
+/* init, in the sandbox's netns, while it holds its capabilities
+ * (hutch_net_child_listeners()): the conntrack settings and the table,
+ * then the two sockets, non-blocking and close-on-exec. */
+int hutch_natlog_child_setup(bool skip_tls, struct hutch_err *err);
+int hutch_natlog_child_sockets(int *ret_nflog, int *ret_ct, struct hutch_err *err);
+
+/* The decision the rules after the log make for a new flow to daddr:port
+ * (network byte order): NULL (allowed, rule "all"), or the refusal's code
+ * with its words in reason. Pure but for the look-up of this machine's
+ * own addresses (a bind() test). */
+const char *natlog_classify(const struct natlog *n, uint8_t proto, uint32_t daddr, uint16_t dport,
+                            char *reason, size_t size);
+/* The sockets are readable. */
+void natlog_on_nflog(struct natlog *n);
+void natlog_on_ct(struct natlog *n);
+/* The egress's tick (now: monotonic ms): a dump when it is time. True
+ * while flows wait (the tick must go on). */
+bool natlog_tick(struct natlog *n, int64_t now);
+/* The end: the flows still open are recorded without bytes. */
+void natlog_done(struct natlog *n);
+
+#endif

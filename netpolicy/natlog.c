@@ -1,0 +1,430 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The egress log of mode all's NAT path (natlog-internal.h): init's side
+ * (the namespace's settings and the two netlink sockets) and the egress's
+ * (reading them into records). The messages are built and parsed with
+ * libnl's message and attribute helpers; the protocols are the kernel's
+ * nfnetlink_log and ctnetlink (the kernel headers of linux/netfilter).
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <linux/netfilter/nfnetlink.h>
+#include <linux/netfilter/nfnetlink_conntrack.h>
+#include <linux/netfilter/nfnetlink_log.h>
+#include <linux/netlink.h>
+#include <netlink/attr.h>
+#include <netlink/msg.h>
+
+#include "allow-internal.h"
+#include "cleanup.h"
+#include "fdutil.h"
+#include "natlog-internal.h"
+
+#define COPY_RANGE 80 /* an IPv4 header (at most 60) and the ports */
+
+/* ---- init's side ---- */
+
+/* In the sandbox's netns (its user namespace owns the files): conntrack
+ * counts bytes, and ends a flow soon after its close (TIME_WAIT, a reset,
+ * an idle UDP flow), so that its record is not held for minutes. Only this
+ * namespace's conntrack is changed, which decides nothing here (NAT and
+ * the policy's state are the host's, or pasta's). */
+static const char *const SYSCTLS[][2] = {
+	{ "nf_conntrack_acct", "1" },
+	{ "nf_conntrack_events", "1" },
+	{ "nf_conntrack_tcp_timeout_time_wait", "1" },
+	{ "nf_conntrack_tcp_timeout_close", "1" },
+	{ "nf_conntrack_udp_timeout", "2" },
+	{ "nf_conntrack_udp_timeout_stream", "2" },
+};
+
+int hutch_natlog_child_setup(bool skip_tls, struct hutch_err *err)
+{
+	char path[96];
+	int r;
+
+	for (size_t i = 0; i < ELEMENTSOF(SYSCTLS); i++) {
+		(void)snprintf(path, sizeof(path), "/proc/sys/net/netfilter/%s", SYSCTLS[i][0]);
+		r = hutch_write_knob_at(AT_FDCWD, path, SYSCTLS[i][1]);
+		if (r < 0)
+			return hutch_err_set_errno(err, r, "egress log: write '%s'", path);
+	}
+	return hutch_nft_netlog_child(skip_tls, err);
+}
+
+static int nf_socket(int *ret, struct hutch_err *err)
+{
+	_cleanup_close_ int fd = -EBADF;
+	struct sockaddr_nl sa = { .nl_family = AF_NETLINK };
+	int size = 1 << 20;
+
+	fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_NETFILTER);
+	if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
+		return hutch_err_set_errno(err, -errno, "egress log: netfilter netlink socket");
+	(void)setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, sizeof(size)); /* capped: fine */
+	*ret = TAKE_FD(fd);
+	return 0;
+}
+
+/* One NFULNL_MSG_CONFIG request for group, with one attribute, acked. */
+static int nflog_config(int fd, int attr, const void *data, size_t len, struct hutch_err *err)
+{
+	struct nfgenmsg g = { .nfgen_family = AF_UNSPEC,
+		              .version = NFNETLINK_V0,
+		              .res_id = htons(HUTCH_NATLOG_GROUP) };
+	struct nl_msg *msg = nlmsg_alloc_simple((NFNL_SUBSYS_ULOG << 8) | NFULNL_MSG_CONFIG,
+	                                        NLM_F_REQUEST | NLM_F_ACK);
+	union {
+		struct nlmsghdr h;
+		char buf[512];
+	} ack;
+	ssize_t n;
+	int r = -ENOMEM;
+
+	if (msg && nlmsg_append(msg, &g, sizeof(g), NLMSG_ALIGNTO) == 0 &&
+	    nla_put(msg, attr, (int)len, data) == 0) {
+		struct nlmsghdr *h = nlmsg_hdr(msg);
+
+		r = send(fd, h, h->nlmsg_len, 0) < 0 ? -errno : 0;
+	}
+	nlmsg_free(msg);
+	if (r == 0) {
+		n = recv(fd, &ack, sizeof(ack), 0);
+		r = n < 0 ? -errno
+		    : (size_t)n < NLMSG_LENGTH(sizeof(struct nlmsgerr)) ||
+		                    ack.h.nlmsg_type != NLMSG_ERROR
+		            ? -EPROTO
+		            : ((struct nlmsgerr *)NLMSG_DATA(&ack.h))->error;
+	}
+	return r < 0 ? hutch_err_set_errno(err, r, "egress log: configure the netlink log group")
+	             : 0;
+}
+
+int hutch_natlog_child_sockets(int *ret_nflog, int *ret_ct, struct hutch_err *err)
+{
+	_cleanup_close_ int lg = -EBADF, ct = -EBADF;
+	struct nfulnl_msg_config_cmd bind = { .command = NFULNL_CFG_CMD_BIND };
+	struct nfulnl_msg_config_mode mode = { .copy_range = htonl(COPY_RANGE),
+		                               .copy_mode = NFULNL_COPY_PACKET };
+	uint32_t one = htonl(1);
+	int group = NFNLGRP_CONNTRACK_DESTROY;
+
+	if (nf_socket(&lg, err) < 0 || nf_socket(&ct, err) < 0)
+		return err->code;
+	/* Each packet at once (the default batches up to a second), so the
+	 * attribution looks while the client most likely holds its socket. */
+	if (nflog_config(lg, NFULA_CFG_CMD, &bind, sizeof(bind), err) < 0 ||
+	    nflog_config(lg, NFULA_CFG_MODE, &mode, sizeof(mode), err) < 0 ||
+	    nflog_config(lg, NFULA_CFG_QTHRESH, &one, sizeof(one), err) < 0)
+		return err->code;
+	if (setsockopt(ct, SOL_NETLINK, NETLINK_ADD_MEMBERSHIP, &group, sizeof(group)) < 0)
+		return hutch_err_set_errno(err, -errno, "egress log: conntrack events");
+	if (fcntl(lg, F_SETFL, O_NONBLOCK) < 0 || fcntl(ct, F_SETFL, O_NONBLOCK) < 0)
+		return hutch_err_set_errno(err, -errno, "egress log: non-blocking sockets");
+	*ret_nflog = TAKE_FD(lg);
+	*ret_ct = TAKE_FD(ct);
+	return 0;
+}
+
+/* ---- the egress's side ---- */
+
+static int64_t now_real_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* An address of this machine (the host's input chain refuses it): bind()
+ * to it succeeds only if it is local. */
+static bool is_local_address(uint32_t a)
+{
+	_cleanup_close_ int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = a };
+
+	return fd >= 0 && bind(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0;
+}
+
+static bool in_egress(const struct hutch_net_policy *p, uint32_t a)
+{
+	for (size_t i = 0; i < p->negress; i++) {
+		const struct hutch_net_cidr *c = &p->egress[i];
+		uint32_t net, mask;
+
+		if (c->family != AF_INET)
+			continue;
+		memcpy(&net, c->addr, 4);
+		mask = c->prefix ? htonl(~0u << (32 - c->prefix)) : 0;
+		if ((a & mask) == (net & mask))
+			return true;
+	}
+	return false;
+}
+
+const char *natlog_classify(const struct natlog *n, uint8_t proto, uint32_t daddr, uint16_t dport,
+                            char *reason, size_t size)
+{
+	char ip[INET_ADDRSTRLEN];
+
+	(void)inet_ntop(AF_INET, &daddr, ip, sizeof(ip));
+	/* In the order the rules run: egress= in the sandbox, the bindings'
+	 * QUIC rule, then the host's table. */
+	if (n->policy->egress_set && !in_egress(n->policy, daddr)) {
+		(void)snprintf(reason, size, "%s is not in egress=", ip);
+		return "egress";
+	}
+	if (n->tls_redirected && proto == IPPROTO_UDP && ntohs(dport) == 443) {
+		(void)snprintf(reason, size,
+		               "UDP to port 443 is refused with header bindings (TCP goes "
+		               "through the proxy)");
+		return "quic";
+	}
+	if (hutch_net_addr_is_blocked_all(daddr)) {
+		(void)snprintf(reason, size,
+		               "%s is private, loopback, link-local or reserved: network all "
+		               "never reaches it",
+		               ip);
+		return "forbidden_address";
+	}
+	if (is_local_address(daddr)) {
+		(void)snprintf(reason, size, "%s is an address of this machine", ip);
+		return "forbidden_address";
+	}
+	return NULL;
+}
+
+static void emit(struct natlog *n, const struct natlog_flow *f, bool allowed, const char *rule,
+                 const char *reason, const uint64_t bytes[2], int64_t end_ms)
+{
+	const struct hutch_egress_observer *o = *n->observer;
+	struct sockaddr_in dst = { .sin_family = AF_INET,
+		                   .sin_port = f->dport,
+		                   .sin_addr.s_addr = f->daddr };
+	struct hutch_net_conn_record rec = {
+		.at_ms = f->at_ms,
+		.end_ms = end_ms,
+		.kind = "nat",
+		.proto = f->proto == IPPROTO_TCP ? "tcp" : "udp",
+		.host = "",
+		.dst = &dst,
+		.allowed = allowed,
+		.rule = rule,
+		.reason = reason,
+		.bytes_up = bytes ? bytes[0] : 0,
+		.bytes_down = bytes ? bytes[1] : 0,
+		.bytes_unknown = !bytes,
+		.owner = &f->owner,
+	};
+
+	if (o && o->record)
+		o->record(o->ud, &rec);
+}
+
+/* A flow slot: a free one, else the oldest, recorded now without bytes. */
+static struct natlog_flow *flow_slot(struct natlog *n)
+{
+	struct natlog_flow *old = &n->flows[0];
+
+	for (size_t i = 0; i < NATLOG_FLOWS; i++) {
+		if (!n->flows[i].proto)
+			return &n->flows[i];
+		if (n->flows[i].at_ms < old->at_ms)
+			old = &n->flows[i];
+	}
+	emit(n, old, true, "all", "", NULL, now_real_ms());
+	n->nflows--;
+	return old;
+}
+
+/* One logged first packet (an IPv4 header, then the ports). */
+static void on_packet(struct natlog *n, const uint8_t *p, size_t len)
+{
+	const struct hutch_egress_observer *o = *n->observer;
+	struct natlog_flow f = { 0 };
+	struct sockaddr_in client = { .sin_family = AF_INET };
+	const char *code;
+	char reason[160];
+	size_t ihl;
+
+	if (len < 20 || (p[0] >> 4) != 4)
+		return;
+	ihl = (size_t)(p[0] & 0x0f) * 4;
+	if (ihl < 20 || len < ihl + 4 || (p[9] != IPPROTO_TCP && p[9] != IPPROTO_UDP))
+		return;
+	f.proto = p[9];
+	memcpy(&f.saddr, p + 12, 4);
+	memcpy(&f.daddr, p + 16, 4);
+	memcpy(&f.sport, p + ihl, 2);
+	memcpy(&f.dport, p + ihl + 2, 2);
+	f.at_ms = now_real_ms();
+	n->attempts++;
+	client.sin_addr.s_addr = f.saddr;
+	client.sin_port = f.sport;
+	/* The exact look-up reads the TCP table: a UDP flow goes by time. */
+	if (o && o->attribute)
+		o->attribute(o->ud, f.proto == IPPROTO_TCP ? &client : NULL, &f.owner);
+	code = natlog_classify(n, f.proto, f.daddr, f.dport, reason, sizeof(reason));
+	if (code) {
+		emit(n, &f, false, code, reason, (const uint64_t[2]){ 0, 0 }, f.at_ms);
+		return;
+	}
+	*flow_slot(n) = f;
+	n->nflows++;
+	evloop_tick(n->loop, true);
+}
+
+/* recv() every message of fd, calling fn on each; ENOBUFS counts. */
+static void drain(struct natlog *n, int fd, void (*fn)(struct natlog *, struct nlmsghdr *))
+{
+	union {
+		struct nlmsghdr h;
+		char buf[16384];
+	} u;
+
+	for (int round = 0; round < 64; round++) {
+		ssize_t len = recv(fd, &u, sizeof(u), MSG_DONTWAIT);
+		int left;
+
+		if (len < 0 && errno == ENOBUFS) {
+			n->lost++;
+			continue;
+		}
+		if (len <= 0)
+			return;
+		left = (int)len;
+		for (struct nlmsghdr *h = &u.h; nlmsg_ok(h, left); h = nlmsg_next(h, &left))
+			fn(n, h);
+	}
+}
+
+static void on_log_msg(struct natlog *n, struct nlmsghdr *h)
+{
+	struct nlattr *tb[NFULA_MAX + 1];
+
+	if (NFNL_SUBSYS_ID(h->nlmsg_type) != NFNL_SUBSYS_ULOG ||
+	    NFNL_MSG_TYPE(h->nlmsg_type) != NFULNL_MSG_PACKET ||
+	    nlmsg_parse(h, sizeof(struct nfgenmsg), tb, NFULA_MAX, NULL) < 0 || !tb[NFULA_PAYLOAD])
+		return;
+	on_packet(n, nla_data(tb[NFULA_PAYLOAD]), (size_t)nla_len(tb[NFULA_PAYLOAD]));
+}
+
+void natlog_on_nflog(struct natlog *n)
+{
+	drain(n, n->nflog_fd, on_log_msg);
+}
+
+/* A conntrack tuple's addresses, ports and protocol. */
+static int parse_tuple(struct nlattr *a, struct natlog_flow *f)
+{
+	struct nlattr *t[CTA_TUPLE_MAX + 1], *ip[CTA_IP_MAX + 1], *pr[CTA_PROTO_MAX + 1];
+
+	if (nla_parse_nested(t, CTA_TUPLE_MAX, a, NULL) < 0 || !t[CTA_TUPLE_IP] ||
+	    !t[CTA_TUPLE_PROTO] || nla_parse_nested(ip, CTA_IP_MAX, t[CTA_TUPLE_IP], NULL) < 0 ||
+	    nla_parse_nested(pr, CTA_PROTO_MAX, t[CTA_TUPLE_PROTO], NULL) < 0 ||
+	    !ip[CTA_IP_V4_SRC] || !ip[CTA_IP_V4_DST] || !pr[CTA_PROTO_NUM] ||
+	    !pr[CTA_PROTO_SRC_PORT] || !pr[CTA_PROTO_DST_PORT] || nla_len(ip[CTA_IP_V4_SRC]) < 4 ||
+	    nla_len(ip[CTA_IP_V4_DST]) < 4 || nla_len(pr[CTA_PROTO_SRC_PORT]) < 2 ||
+	    nla_len(pr[CTA_PROTO_DST_PORT]) < 2)
+		return -EINVAL;
+	memcpy(&f->saddr, nla_data(ip[CTA_IP_V4_SRC]), 4);
+	memcpy(&f->daddr, nla_data(ip[CTA_IP_V4_DST]), 4);
+	memcpy(&f->sport, nla_data(pr[CTA_PROTO_SRC_PORT]), 2);
+	memcpy(&f->dport, nla_data(pr[CTA_PROTO_DST_PORT]), 2);
+	f->proto = nla_get_u8(pr[CTA_PROTO_NUM]);
+	return 0;
+}
+
+static uint64_t counter_bytes(struct nlattr *a)
+{
+	struct nlattr *c[CTA_COUNTERS_MAX + 1];
+	uint64_t v;
+
+	if (!a || nla_parse_nested(c, CTA_COUNTERS_MAX, a, NULL) < 0 || !c[CTA_COUNTERS_BYTES] ||
+	    nla_len(c[CTA_COUNTERS_BYTES]) < 8)
+		return 0;
+	memcpy(&v, nla_data(c[CTA_COUNTERS_BYTES]), 8);
+	return be64toh(v);
+}
+
+static void on_ct_msg(struct natlog *n, struct nlmsghdr *h)
+{
+	struct nlattr *tb[CTA_MAX + 1];
+	struct natlog_flow k = { 0 };
+	uint64_t bytes[2];
+
+	if (NFNL_SUBSYS_ID(h->nlmsg_type) != NFNL_SUBSYS_CTNETLINK ||
+	    NFNL_MSG_TYPE(h->nlmsg_type) != IPCTNL_MSG_CT_DELETE ||
+	    nlmsg_parse(h, sizeof(struct nfgenmsg), tb, CTA_MAX, NULL) < 0 || !tb[CTA_TUPLE_ORIG] ||
+	    parse_tuple(tb[CTA_TUPLE_ORIG], &k) < 0)
+		return;
+	for (size_t i = 0; i < NATLOG_FLOWS; i++) {
+		struct natlog_flow *f = &n->flows[i];
+
+		if (f->proto != k.proto || f->sport != k.sport || f->dport != k.dport ||
+		    f->daddr != k.daddr || f->saddr != k.saddr)
+			continue;
+		bytes[0] = counter_bytes(tb[CTA_COUNTERS_ORIG]);
+		bytes[1] = counter_bytes(tb[CTA_COUNTERS_REPLY]);
+		emit(n, f, true, "all", "", bytes, now_real_ms());
+		f->proto = 0;
+		n->nflows--;
+		return;
+	}
+}
+
+void natlog_on_ct(struct natlog *n)
+{
+	drain(n, n->ct_fd, on_ct_msg);
+}
+
+/* Ask for the table: the dump removes the expired entries it meets,
+ * which announces their end (the replies themselves are not needed). */
+static void ask_dump(struct natlog *n)
+{
+	struct nfgenmsg g = { .nfgen_family = AF_INET, .version = NFNETLINK_V0 };
+	struct nl_msg *msg = nlmsg_alloc_simple((NFNL_SUBSYS_CTNETLINK << 8) | IPCTNL_MSG_CT_GET,
+	                                        NLM_F_REQUEST | NLM_F_DUMP);
+
+	if (msg && nlmsg_append(msg, &g, sizeof(g), NLMSG_ALIGNTO) == 0) {
+		struct nlmsghdr *h = nlmsg_hdr(msg);
+
+		(void)send(n->ct_fd, h, h->nlmsg_len, MSG_DONTWAIT);
+	}
+	nlmsg_free(msg);
+}
+
+bool natlog_tick(struct natlog *n, int64_t now)
+{
+	if (!n->nflows || n->ct_fd < 0)
+		return false;
+	if (now - n->dumped_ms >= NATLOG_DUMP_MS) {
+		n->dumped_ms = now;
+		ask_dump(n);
+	}
+	return true;
+}
+
+void natlog_done(struct natlog *n)
+{
+	int64_t now = now_real_ms();
+
+	if (n->nflog_fd >= 0)
+		natlog_on_nflog(n);
+	if (n->ct_fd >= 0)
+		natlog_on_ct(n);
+	for (size_t i = 0; i < NATLOG_FLOWS; i++)
+		if (n->flows[i].proto) {
+			emit(n, &n->flows[i], true, "all", "", NULL, now);
+			n->flows[i].proto = 0;
+			n->nflows--;
+		}
+}

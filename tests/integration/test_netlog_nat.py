@@ -1,0 +1,166 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The egress log of network all's NAT path (issue 29): every TCP or UDP
+flow a command starts beyond the sandbox's loopback is a record ("kind":
+"nat") with its verdict and rule (the host's refusals decided the same
+way), bytes each way from conntrack at the flow's end, and the command that
+made it, two at once each their own. Against the fake internet
+(netfake.py), run under flock /work/locks/net.lock."""
+import json
+import os
+import secrets
+
+import pytest
+
+from conftest import wait_until
+from netfake import HOST_IP, PRIVATE, WEB
+from test_netlog import assert_no_secret, create, net_log, nh, output, start  # noqa: F401 (nh)
+
+pytestmark = pytest.mark.usefixtures("fakenet")
+
+# Waits for its gate (a FIFO), connects over TCP to ADDR:PORT and (send)
+# sends one request and prints the answer's first line, or (hold) prints
+# "connected" (the error if any), then holds the socket until its end gate
+# opens: the socket stays in the kernel's table (a server's close leaves it
+# in CLOSE_WAIT; a reset would take it out: nothing is sent to a server
+# that would answer one).
+CLIENT = r'''
+import socket, sys
+addr, port, how, gate, end = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5]
+open(gate).read()
+try:
+    s = socket.create_connection((addr, port), timeout=20)
+    if how == "send":
+        s.sendall(b"GET / HTTP/1.0\r\nHost: x\r\n\r\n")
+        print("answer", s.recv(4096).decode(errors="replace").splitlines()[0], flush=True)
+    else:
+        print("connected", flush=True)
+except OSError as e:
+    s = None
+    print("error", type(e).__name__, flush=True)
+open(end).read()
+if s:
+    s.close()
+'''
+
+
+def nat(log):
+    return [r for r in log["records"] if r["kind"] == "nat"]
+
+
+def test_two_commands_at_once_each_get_their_own_flow(nh, fakenet):
+    sb = create(nh, "--network", "all")
+    sb.put_file("/workspace/client.py", CLIENT.encode(), "644")
+    sb.sh("mkfifo /tmp/ga /tmp/gb /tmp/ea /tmp/eb")
+    a = start(sb, f"python3 /workspace/client.py {WEB} 80 send /tmp/ga /tmp/ea # cmd-A")
+    b = start(sb, f"python3 /workspace/client.py {WEB} 8443 hold /tmp/gb /tmp/eb # cmd-B")
+    # Both run while each connects (and the releasing command too): only
+    # the holder of the socket tells the flows apart. Each holds its
+    # connection until its end gate opens.
+    sb.sh("echo > /tmp/ga")
+    assert wait_until(lambda: output(sb, a), timeout=30)
+    sb.sh("echo > /tmp/gb")
+    assert wait_until(lambda: output(sb, b), timeout=30)
+    assert output(sb, a).startswith("answer HTTP/1."), output(sb, a)
+    assert output(sb, b).startswith("connected"), output(sb, b)
+    # Records are made at a flow's end (conntrack's), after the close.
+    sb.sh("echo > /tmp/ea; echo > /tmp/eb")
+    assert wait_until(lambda: len(nat(net_log(sb))) >= 2, timeout=30), net_log(sb)
+    log = net_log(sb)
+    assert log["mode"] == "all" and "complete" not in log, log
+    by_port = {r["port"]: r for r in nat(log)}
+    assert set(by_port) == {80, 8443}, log
+    for rec, mark in ((by_port[80], "cmd-A"), (by_port[8443], "cmd-B")):
+        assert rec["verdict"] == "allowed" and rec["rule"] == "all", rec
+        assert rec["proto"] == "tcp" and rec["address"] == f"{WEB}:{rec['port']}", rec
+        assert rec["owner"] == "exact" and len(rec["commands"]) == 1, rec
+        assert mark in rec["commands"][0]["command"], rec
+        assert rec["commands"][0]["process"] > 0, rec
+        # IP packets' bytes (headers too): at least the handshake's.
+        assert rec["bytes_up"] >= 120 and rec["bytes_down"] >= 80, rec
+    assert by_port[80]["bytes_down"] > len("HTTP/1.0 200"), by_port[80]
+    # The same in net.jsonl and the CLI's lines.
+    with open(os.path.join(nh.rtdir, sb.id, "net.jsonl")) as f:
+        lines = [json.loads(x) for x in f]
+    assert [x for x in lines if x["kind"] == "nat"] == nat(log), lines
+    r = nh("net-log", sb.id)
+    assert r.returncode == 0, r.stderr
+    assert f"allowed tcp {WEB}:80" in r.stdout.decode(), r.stdout
+    sb.rm()
+
+
+def test_refusals_and_udp_with_one_command(nh, fakenet):
+    sb = create(nh, "--network", "all")
+    meta = PRIVATE["metadata"]
+    code = (
+        "import socket\n"
+        f"for a in ({meta!r}, {HOST_IP!r}):\n"
+        "    try:\n"
+        "        socket.create_connection((a, 80), timeout=10).close()\n"
+        "        print('connected', a)\n"
+        "    except OSError as e:\n"
+        "        print('refused', a, type(e).__name__)\n"
+        "u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n"
+        f"u.sendto(b'x' * 100, ({WEB!r}, 9999))\n"
+        "u.close()\n")
+    res = sb.run(argv=["python3", "-c", code])
+    assert res["exit_code"] == 0 and "connected" not in res["stdout"], res
+    assert wait_until(lambda: len(nat(net_log(sb))) >= 3, timeout=30), net_log(sb)
+    recs = {r["address"]: r for r in nat(net_log(sb))}
+    for addr, says in ((meta, "never reaches"), (HOST_IP, "this machine")):
+        rec = recs[f"{addr}:80"]
+        assert rec["verdict"] == "refused" and rec["rule"] == "forbidden_address", rec
+        assert says in rec["reason"] and rec["bytes_up"] == 0, rec
+        assert rec["owner"] == "time" and "python3" in rec["commands"][0]["command"], rec
+    udp = recs[f"{WEB}:9999"]
+    assert udp["proto"] == "udp" and udp["verdict"] == "allowed", udp
+    assert udp["bytes_up"] >= 128 and udp["bytes_down"] == 0, udp
+    assert udp["owner"] == "time", udp
+    sb.rm()
+
+
+def test_egress_list_refusal_is_named(nh, fakenet):
+    sb = create(nh, "--network", "all", "--egress", f"{WEB}/32")
+    code = (
+        "import socket\n"
+        "for a in ('198.51.100.11', '198.51.100.10'):\n"
+        "    try:\n"
+        "        socket.create_connection((a, 80), timeout=10).close()\n"
+        "        print('connected', a)\n"
+        "    except OSError as e:\n"
+        "        print('refused', a)\n")
+    res = sb.run(argv=["python3", "-c", code])
+    assert "refused 198.51.100.11" in res["stdout"], res
+    assert "connected 198.51.100.10" in res["stdout"], res
+    assert wait_until(lambda: len(nat(net_log(sb))) >= 2, timeout=30), net_log(sb)
+    recs = {r["address"]: r for r in nat(net_log(sb))}
+    assert recs["198.51.100.11:80"]["rule"] == "egress", recs
+    assert recs["198.51.100.10:80"]["verdict"] == "allowed", recs
+    sb.rm()
+
+
+def test_no_secret_of_a_binding_and_no_double_record(nh, fakenet):
+    secret = "s3cr3t-" + secrets.token_hex(16)
+    host = "bound.test.example"
+    sb = create(nh, "--network", "all", "--header-binding",
+                f"{host}:Authorization=Bearer {{secret}}@env:HB_SECRET",
+                env={"HB_SECRET": secret, "HUTCH_UPSTREAM_CA": fakenet.ca})
+    sb.sh(f"curl -sS --fail https://{host}/a -o /dev/null")
+    assert wait_until(lambda: net_log(sb)["records"], timeout=30)
+    log = net_log(sb)
+    # The bound 443 is the proxy's record, not a NAT flow as well: the
+    # kernel logged no first packet (read before the proxy's accept).
+    assert [r["kind"] for r in log["records"]] == ["redirect"], log
+    status, res = sb.api("GET", "/status")
+    assert res["network"]["nat_logged"] == 0, res["network"]
+    assert_no_secret(nh, sb, log, secret)
+    sb.rm()
+
+
+def test_net_log_off_sets_up_nothing(nh, fakenet):
+    sb = create(nh, "--network", "all", "--net-log", "off")
+    sb.sh(f"python3 -c \"import socket; socket.create_connection(('{WEB}', 80), 10).close()\"")
+    assert net_log(sb)["records"] == []
+    # No log rule in the sandbox's netns: nothing to read it.
+    status, res = sb.api("GET", "/status")
+    assert "nat_logged" not in json.dumps(res), res
+    sb.rm()

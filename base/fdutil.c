@@ -434,3 +434,66 @@ int hutch_userns_fd(const char *uid_map, const char *gid_map, pid_t *ret_pid)
 	*ret_pid = (pid_t)pid;
 	return r < 0 ? r : fd;
 }
+
+int hutch_send_byte_fd(int sock, char b, int fd)
+{
+	union {
+		struct cmsghdr align;
+		char buf[CMSG_SPACE(sizeof(int))];
+	} u;
+	struct iovec iov = { .iov_base = &b, .iov_len = 1 };
+	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1 };
+	struct cmsghdr *c;
+	ssize_t n;
+
+	if (fd >= 0) {
+		memset(&u, 0, sizeof(u));
+		m.msg_control = u.buf;
+		m.msg_controllen = sizeof(u.buf);
+		c = CMSG_FIRSTHDR(&m);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(c), &fd, sizeof(int));
+	}
+	do
+		n = sendmsg(sock, &m, MSG_NOSIGNAL);
+	while (n < 0 && errno == EINTR);
+	return n == 1 ? 0 : n < 0 ? -errno : -EIO;
+}
+
+ssize_t hutch_recv_byte_fd(int sock, char *b, int *ret_fd, int flags)
+{
+	union {
+		struct cmsghdr align;
+		char buf[CMSG_SPACE(sizeof(int) * 4)];
+	} u;
+	struct iovec iov = { .iov_base = b, .iov_len = 1 };
+	struct msghdr m = { .msg_iov = &iov,
+		            .msg_iovlen = 1,
+		            .msg_control = u.buf,
+		            .msg_controllen = sizeof(u.buf) };
+	ssize_t n;
+
+	*ret_fd = -EBADF;
+	do
+		n = recvmsg(sock, &m, flags | MSG_CMSG_CLOEXEC);
+	while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return -errno;
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c)) {
+		size_t k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		int fds[4];
+
+		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+			continue;
+		memcpy(fds, CMSG_DATA(c), sizeof(int) * (k < 4 ? k : 4));
+		for (size_t i = 0; i < k && i < 4; i++) {
+			if (*ret_fd < 0)
+				*ret_fd = fds[i];
+			else
+				close(fds[i]);
+		}
+	}
+	return n;
+}

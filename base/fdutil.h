@@ -64,6 +64,13 @@ int hutch_lock_at(int dirfd, const char *name, int op);
  * caller's memory, ~5 ms). -errno on failure (*ret_pid set if it ran).
  */
 int hutch_userns_fd(const char *uid_map, const char *gid_map, pid_t *ret_pid);
+/* One byte on a unix socket, with fd passed along (SCM_RIGHTS) when
+ * fd >= 0: 0 or -errno. */
+int hutch_send_byte_fd(int sock, char b, int fd);
+/* Receive one byte (recvmsg flags, e.g. MSG_DONTWAIT) and the fd that came
+ * with it into *ret_fd (-EBADF if none; any more are closed): 1, 0 at the
+ * end of the stream, or -errno. */
+ssize_t hutch_recv_byte_fd(int sock, char *b, int *ret_fd, int flags);
 /* Close fds[0..n) and mark them -EBADF. */
 void hutch_close_many(int *fds, size_t n);
 /* Every signal's disposition back to SIG_DFL (but SIGKILL's and SIGSTOP's):

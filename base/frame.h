@@ -31,6 +31,10 @@ enum hutch_frame_type {
 	HUTCH_FRAME_ERROR = 4,  /* server -> client: an error object, JSON; last frame */
 	HUTCH_FRAME_RESIZE = 5, /* client -> server: rows, cols (2 x u16 BE) */
 	HUTCH_FRAME_SIGNAL = 6, /* client -> server: a signal number (u32 BE) */
+	/* server -> client, on a run's stream only (supervisor/sandbox.h,
+	 * hutch_created_run()): the request refused, as /exec's answer would
+	 * have been, {"status": N, "error": {...}}; the only frame */
+	HUTCH_FRAME_REFUSED = 7,
 	HUTCH_FRAME_NTYPES
 };
 

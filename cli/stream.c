@@ -29,6 +29,7 @@
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <termios.h>
 #include <unistd.h>
 
@@ -239,6 +240,14 @@ static void on_final(struct run_state *rs, enum hutch_frame_type t, const char *
 	        cJSON_GetObjectItemCaseSensitive(j, "error"), "message");
 
 	rs->got_exit = true;
+	if (t == HUTCH_FRAME_REFUSED) { /* hutch run's: what POST /exec answers */
+		_cleanup_free_ char *body = strndup(data, len);
+		const cJSON *st = cJSON_GetObjectItemCaseSensitive(j, "status");
+
+		rs->exit_code = hutch_cli_api_error(
+		        cJSON_IsNumber(st) ? (long)st->valuedouble : 500, body ? body : "");
+		return;
+	}
 	if (t == HUTCH_FRAME_EXIT) {
 		rs->exit_code = j ? json_exit_code(j, rs->cap) : HUTCH_EXIT_FAILURE;
 		if (rs->cap && cJSON_IsObject(j))
@@ -509,7 +518,7 @@ static int relay_loop(struct relay *rl)
 }
 
 static int relay(const char *path, int sock, bool interactive, const char *extra, size_t extra_len,
-                 struct run_state *rs)
+                 unsigned allowed, struct run_state *rs)
 {
 	_cleanup_free_ char *obuf = malloc(HUTCH_FRAME_HDR + STDIN_CHUNK);
 	_cleanup_free_ char *ibuf = malloc(SOCK_CHUNK);
@@ -545,7 +554,7 @@ static int relay(const char *path, int sock, bool interactive, const char *extra
 		(void)fcntl(rl.via[1], F_SETPIPE_SZ, (int)HUTCH_FRAME_DATA_MAX);
 	else
 		rl.via[0] = rl.via[1] = -1;
-	hutch_frame_dec_init(&rl.dec, HUTCH_FRAME_FROM_SERVER);
+	hutch_frame_dec_init(&rl.dec, allowed);
 	r = take_frames(&rl, extra, extra_len) ? HUTCH_EXIT_FAILURE : relay_loop(&rl);
 	if (rl.via[0] >= 0)
 		hutch_close_many(rl.via, 2);
@@ -618,29 +627,112 @@ static int run_stream(const char *sock, const char *body, const struct hutch_cli
 		return r;
 	}
 	hutch_http_resp_done(&resp);
-	return relay(sock, fd, a->interactive, extra, extra_len, &rs);
+	return relay(sock, fd, a->interactive, extra, extra_len, HUTCH_FRAME_FROM_SERVER, &rs);
 }
 
-int hutch_cli_stream_command(const char *sock, char **argv, const struct hutch_cli_args *a,
-                             struct hutch_cli_capture *cap)
+/* hutch run's: the request's length (4 bytes, big-endian), the body and,
+ * without -i, stdin's end, on a socketpair of ours; what fits goes before
+ * the acknowledgement that hands the other end over, so the supervisor
+ * finds the request whole. */
+static int run_handover(const char *sock, const char *body, const struct hutch_cli_args *a,
+                        struct hutch_cli_capture *cap, int (*ack)(void *ud, int fd), void *ud)
+{
+	struct run_state rs = { .exit_code = HUTCH_EXIT_FAILURE, .cap = cap };
+	_cleanup_close_ int fd = -EBADF;
+	size_t len = strlen(body), off = 0;
+	uint8_t head[4] = { (uint8_t)(len >> 24), (uint8_t)(len >> 16), (uint8_t)(len >> 8),
+		            (uint8_t)len };
+	uint8_t eof[HUTCH_FRAME_HDR];
+	struct iovec iov[3] = { { head, sizeof(head) },
+		                { (void *)body, len },
+		                { eof, a->interactive ? 0 : sizeof(eof) } };
+	int sp[2], r;
+	ssize_t n;
+
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp) < 0) {
+		r = ack(ud, -1);
+		return r ? r
+		         : hutch_cli_fail(HUTCH_EXIT_FAILURE, "socketpair: %s", strerror(errno));
+	}
+	fd = sp[0];
+	hutch_frame_header(eof, HUTCH_FRAME_STDIN, 0);
+	for (int pass = 0; pass < 2; pass++) {
+		/* first what fits at once, after the acknowledgement the rest */
+		if (pass == 1) {
+			r = ack(ud, sp[1]);
+			close(sp[1]);
+			if (r)
+				return r;
+		}
+		for (;;) {
+			struct iovec v[3];
+			struct msghdr m = { .msg_iov = v };
+			size_t skip = off;
+
+			for (int i = 0; i < 3; i++) {
+				if (skip >= iov[i].iov_len) {
+					skip -= iov[i].iov_len;
+					continue;
+				}
+				v[m.msg_iovlen].iov_base = (char *)iov[i].iov_base + skip;
+				v[m.msg_iovlen++].iov_len = iov[i].iov_len - skip;
+				skip = 0;
+			}
+			if (!m.msg_iovlen)
+				break;
+			n = sendmsg(fd, &m, MSG_NOSIGNAL | (pass ? 0 : MSG_DONTWAIT));
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n <= 0)
+				break; /* full (the first pass), or refused: its answer follows */
+			off += (size_t)n;
+		}
+	}
+	return relay(sock, fd, a->interactive, NULL, 0,
+	             HUTCH_FRAME_FROM_SERVER | HUTCH_FRAME_BIT(HUTCH_FRAME_REFUSED), &rs);
+}
+
+static int stream(const char *sock, char **argv, const struct hutch_cli_args *a,
+                  struct hutch_cli_capture *cap, int (*ack)(void *ud, int fd), void *ud)
 {
 	_cleanup_free_ char *body = request_body(argv, a);
 	struct tty_mode tm = { 0 };
+	bool tty_fails = a->tty && !isatty(0);
 	int r;
 
+	/* a run that runs nothing is acknowledged first, as before */
+	if (ack && (!body || tty_fails) && (r = ack(ud, -1)))
+		return r;
 	if (!body)
 		return hutch_cli_fail(HUTCH_EXIT_FAILURE, "out of memory");
-	if (a->tty && !isatty(0))
+	if (tty_fails)
 		return hutch_cli_fail(
 		        HUTCH_EXIT_USAGE,
 		        "the input device is not a terminal: -t needs one on standard "
 		        "input (drop -t, or use -i alone for a pipe)");
 	/* Raw before the request: keys typed while it starts are not cooked
 	 * (a ^D must reach the sandbox, not end our input). */
-	if (a->tty && tty_raw(&tm) < 0)
+	if (a->tty && tty_raw(&tm) < 0) {
+		int e = errno;
+
+		if (ack && (r = ack(ud, -1)))
+			return r;
 		return hutch_cli_fail(HUTCH_EXIT_FAILURE, "cannot set the terminal to raw mode: %s",
-		                      strerror(errno));
-	r = run_stream(sock, body, a, cap);
+		                      strerror(e));
+	}
+	r = ack ? run_handover(sock, body, a, cap, ack, ud) : run_stream(sock, body, a, cap);
 	tty_restore(&tm);
 	return r;
+}
+
+int hutch_cli_stream_command(const char *sock, char **argv, const struct hutch_cli_args *a,
+                             struct hutch_cli_capture *cap)
+{
+	return stream(sock, argv, a, cap, NULL, NULL);
+}
+
+int hutch_cli_stream_run(const char *sock, char **argv, const struct hutch_cli_args *a,
+                         struct hutch_cli_capture *cap, int (*ack)(void *ud, int fd), void *ud)
+{
+	return stream(sock, argv, a, cap, ack, ud);
 }

@@ -39,6 +39,13 @@ int hutch_cli_interrupted(void);
  * the result go instead of stdout and stderr (--json). */
 int hutch_cli_stream_command(const char *sock, char **argv, const struct hutch_cli_args *a,
                              struct hutch_cli_capture *cap);
+/* The same for hutch run, without the API: the command and its frames go
+ * on a socketpair whose other end ack(ud, fd) hands the supervisor with
+ * the run's acknowledgement (supervisor/sandbox.h's "E"), or ack(ud, -1)
+ * acknowledges alone when nothing is to run. ack returns 0 when it was
+ * sent with fd, else the exit code to return at once (it said why). */
+int hutch_cli_stream_run(const char *sock, char **argv, const struct hutch_cli_args *a,
+                         struct hutch_cli_capture *cap, int (*ack)(void *ud, int fd), void *ud);
 /* Print an API error answer's message; returns the exit code of its
  * HTTP status (404: 65, 410: 66, 501: 69, 400/413: 64, else 70). */
 int hutch_cli_api_error(long status, const char *body);

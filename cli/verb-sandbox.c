@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <float.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -134,86 +135,6 @@ static const struct hutch_cli_opt rm_opts[] = {
 	{ 0 },
 };
 
-/* --progress: where the setup steps' output goes while create waits (-1:
- * nowhere); 0 or an exit code after saying why. */
-static int progress_fd(const char *when, int *ret_fd)
-{
-	if (!when || !strcmp(when, "auto"))
-		*ret_fd = isatty(2) ? 2 : -1;
-	else if (!strcmp(when, "always"))
-		*ret_fd = 2;
-	else if (!strcmp(when, "never"))
-		*ret_fd = -1;
-	else
-		return hutch_cli_fail(HUTCH_EXIT_USAGE,
-		                      "invalid --progress '%s': give auto, always or never", when);
-	return 0;
-}
-
-int hutch_cli_create_sandbox(struct hutch_config *cfg, const char *progress,
-                             struct hutch_created *c)
-{
-	struct hutch_setup_failure setup = { 0 };
-	struct hutch_err err = { 0 };
-	enum hutch_errc cls;
-	int r, progress_to = -1;
-
-	c->handover_fd = -EBADF; /* (a pool's sandbox was handed over to the pool) */
-
-	r = progress_fd(progress, &progress_to);
-	if (r)
-		return r;
-	r = hutch_cli_config_from_env(cfg);
-	if (r)
-		return r;
-	for (size_t i = 0; cfg->header_bindings && i < cfg->header_bindings->n; i++)
-		if (cfg->header_bindings->b[i].literal)
-			fprintf(stderr,
-			        "hutch: warning: header binding '%s:%s' has its value on the "
-			        "command "
-			        "line, where ps and shell history show it; use @env:NAME, "
-			        "@file:PATH "
-			        "or @fd:N\n",
-			        cfg->header_bindings->b[i].host, cfg->header_bindings->b[i].header);
-	r = hutch_config_validate(cfg, &err);
-	if (r < 0)
-		return hutch_cli_fail(HUTCH_EXIT_USAGE, "%s", err.msg);
-	r = hutch_cli_resolve_image(cfg, progress && !strcmp(progress, "never"));
-	if (r)
-		return r;
-	hutch_cli_say_root(cfg, progress_to);
-	/* a fork's disk is its own: no pool's sandbox has it */
-	r = cfg->disk_from[0] ? 0 : hutch_pool_claim(cfg, hutch_runtime_dir(), c, &err);
-	if (r > 0)
-		return 0;      /* a warm sandbox from `hutch pool` */
-	hutch_err_clear(&err); /* no pool, or nothing ready: create cold */
-	r = hutch_sandbox_create(cfg, hutch_runtime_dir(), c, &setup, progress_to, &err);
-	if (r == -ECANCELED && setup.step[0]) {
-		size_t n = setup.shown ? 0 : strlen(setup.tail);
-		fprintf(stderr, "hutch: cannot create sandbox: %s; sandbox %s was deleted\n",
-		        err.msg, setup.id);
-		if (n) {
-			fprintf(stderr, "hutch: last %zu bytes of its output:\n%s%s", n, setup.tail,
-			        setup.tail[n - 1] == '\n' ? "" : "\n");
-		}
-		return HUTCH_EXIT_SETUP;
-	}
-	/* The class says the exit code (docs/errors.md): an image without a
-	 * shell or python3 is usage, a -p address in use or not on this host
-	 * a conflict, a -v directory that is not there not found (not the
-	 * host's fault), what this host lacks not capable;
-	 * for the last and any other failure, doctor may say more. */
-	cls = r < 0 ? hutch_err_class(&err) : HUTCH_ERRC_NONE;
-	if (cls == HUTCH_ERRC_USAGE || cls == HUTCH_ERRC_CONFLICT || cls == HUTCH_ERRC_NOT_FOUND)
-		return hutch_cli_fail(hutch_errc_exit(cls), "cannot create sandbox: %s", err.msg);
-	if (r < 0)
-		return hutch_cli_fail(
-		        hutch_errc_exit(cls),
-		        "cannot create sandbox: %s (run 'hutch doctor' to check this host)",
-		        err.msg);
-	return 0;
-}
-
 static cJSON *removed_json; /* rm --json collects ids here */
 
 static void print_removed(void)
@@ -275,15 +196,16 @@ static int delete_sandbox(const struct hutch_paths *p, bool quiet, bool force)
 /* A command with its streams relayed, or with --json its output kept
  * and its result printed as JSON (max: the bytes kept of each stream);
  * returns its exit code either way. */
-static int stream_command(const struct hutch_paths *p, uint64_t max, struct hutch_cli_args *a)
+static int stream_command(const struct hutch_paths *p, uint64_t max, struct hutch_cli_args *a,
+                          int (*ack)(void *ud, int fd), void *ud)
 {
 	struct hutch_cli_capture cap;
 	int r, pr;
 
 	if (!a->json)
-		return hutch_cli_stream_command(p->sock, a->cmd, a, NULL);
+		return hutch_cli_stream_run(p->sock, a->cmd, a, NULL, ack, ud);
 	hutch_cli_capture_init(&cap, max);
-	r = hutch_cli_stream_command(p->sock, a->cmd, a, &cap);
+	r = hutch_cli_stream_run(p->sock, a->cmd, a, &cap, ack, ud);
 	/* No result (hutch's own failure, Ctrl-C, the sandbox gone): the
 	 * message is on stderr and the exit code says which, as without
 	 * --json. */
@@ -304,9 +226,36 @@ static int check_json_tty(const struct hutch_cli_args *a)
 	return 0;
 }
 
+/* hutch run's acknowledgement (hutch_cli_stream_run()), with the
+ * command's stream ("E") unless a Ctrl-C came meanwhile (it waited,
+ * blocked, for the acknowledgement: the command then never starts). */
+struct run_ack {
+	struct hutch_created *c;
+	bool failed;
+};
+
+static int run_ack(void *ud, int fd)
+{
+	struct run_ack *k = ud;
+	sigset_t pending;
+	bool stop = hutch_cli_interrupted() ||
+	            (sigpending(&pending) == 0 &&
+	             (sigismember(&pending, SIGINT) || sigismember(&pending, SIGTERM)));
+
+	if (hutch_created_ack_run(k->c, stop ? -EBADF : fd) < 0) {
+		k->failed = true;
+		return hutch_cli_fail(HUTCH_EXIT_FAILURE, "sandbox %s: its supervisor went away",
+		                      k->c->id);
+	}
+	if (fd >= 0 && stop) /* the signal came with the restored mask */
+		return 128 + (hutch_cli_interrupted() ? hutch_cli_interrupted() : SIGINT);
+	return 0;
+}
+
 static int cmd_run(struct hutch_cli_args *a)
 {
 	struct hutch_created c;
+	struct run_ack k = { .c = &c };
 	int r;
 
 	if (!a->cmd)
@@ -322,13 +271,16 @@ static int cmd_run(struct hutch_cli_args *a)
 	r = hutch_cli_create_sandbox(&a->cfg, a->progress, &c);
 	if (r)
 		return r;
-	if (hutch_created_ack_run(&c) < 0)
-		return hutch_cli_fail(HUTCH_EXIT_FAILURE, "sandbox %s: its supervisor went away",
-		                      c.id);
-	if (hutch_cli_interrupted())
-		r = 128 + hutch_cli_interrupted();
-	else
-		r = stream_command(&c.paths, a->cfg.max_output_bytes, a);
+	if (c.handover_fd >= 0) {
+		/* the command goes with the acknowledgement (supervisor/sandbox.h) */
+		r = stream_command(&c.paths, a->cfg.max_output_bytes, a, run_ack, &k);
+		if (k.failed)
+			return r;
+	} else { /* a warm pool's sandbox: POST /exec */
+		r = hutch_cli_interrupted()
+		            ? 128 + hutch_cli_interrupted()
+		            : stream_command(&c.paths, a->cfg.max_output_bytes, a, NULL, NULL);
+	}
 	/* Deleted through the hand-over socket (supervisor/sandbox.h); the
 	 * ordinary way when that did not answer. */
 	if (hutch_created_end_run(&c) < 0)
@@ -437,7 +389,7 @@ static int cmd_exec(struct hutch_cli_args *a)
 	if (r)
 		return r;
 	hutch_cli_catch_interrupts();
-	return stream_command(&p, hutch_cli_capture_limit(&p), a);
+	return stream_command(&p, hutch_cli_capture_limit(&p), a, NULL, NULL);
 }
 
 static cJSON *describe(const char *id, bool *live)

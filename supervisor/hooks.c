@@ -13,10 +13,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/socket.h>
 #include <sys/timerfd.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "api.h"
 #include "cleanup.h"
 #include "cmdenv.h"
 #include "events.h"
@@ -102,14 +104,16 @@ static void creator_gone(struct sup *s)
 static void on_creator_event(struct hutch_watch *w, uint32_t events)
 {
 	struct sup *s = w->ptr;
+	_cleanup_close_ int stream = -EBADF;
 	bool acked = false;
 	char b = 0;
 
 	if ((s->hooks.awaiting_ack || s->hooks.run_creator) && (events & EPOLLIN)) {
-		ssize_t n = read(s->hooks.result_fd, &b, 1);
-		if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		ssize_t n = hutch_recv_byte_fd(s->hooks.result_fd, &b, &stream, MSG_DONTWAIT);
+		if (n == -EAGAIN || n == -EINTR)
 			return;
-		acked = n == 1 && (b == 'A' || b == 'R'); /* (no stray write: stdout on this fd) */
+		/* (no stray write: stdout on this fd) */
+		acked = n == 1 && (b == 'A' || b == 'R' || (b == 'E' && stream >= 0));
 	}
 	if (s->hooks.run_creator) {
 		/* A run's socket, after its "R": "D" or its end (the CLI
@@ -121,10 +125,13 @@ static void on_creator_event(struct hutch_watch *w, uint32_t events)
 		               &s->hooks.w_result); /* no more events: EPOLLHUP would repeat */
 		return;
 	}
-	if (acked && b == 'R' && s->hooks.awaiting_ack) {
+	if (acked && b != 'A' && s->hooks.awaiting_ack) {
 		s->hooks.awaiting_ack = false;
 		s->hooks.run_creator = true;
 		hutch_event(s, "handed over: to its run, deleted when the run ends");
+		/* "E": the run's command comes on the socket it brought */
+		if (stream >= 0 && hutch_api_exec_stream(s, TAKE_FD(stream)) < 0)
+			s->hooks.run_delete = true;
 		return;
 	}
 	hutch_loop_close(&s->loop, &s->hooks.w_result, &s->hooks.result_fd);

@@ -455,15 +455,16 @@ int hutch_created_ack(struct hutch_created *c)
 	return n == 1 ? 0 : -EPIPE;
 }
 
-int hutch_created_ack_run(struct hutch_created *c)
+int hutch_created_ack_run(struct hutch_created *c, int stream_fd)
 {
-	ssize_t n;
+	int r;
 
 	if (c->handover_fd < 0)
 		return 0;
-	n = send(c->handover_fd, "R", 1, MSG_NOSIGNAL);
-	handover_done(c, n == 1);
-	return n == 1 ? 0 : -EPIPE;
+	/* "E" carries the command's stream, "R" nothing */
+	r = hutch_send_byte_fd(c->handover_fd, stream_fd >= 0 ? 'E' : 'R', stream_fd);
+	handover_done(c, r >= 0);
+	return r >= 0 ? 0 : -EPIPE;
 }
 
 int hutch_created_end_run(struct hutch_created *c)

@@ -34,8 +34,13 @@ int hutch_created_ack(struct hutch_created *c);
  * deletes it when the socket says so (hutch_created_end_run()) or closes
  * (this process died, even by SIGKILL). Saves run's DELETE / (a connection
  * and a request of the supervisor's, a round trip). -EPIPE: the
- * supervisor is gone (the socket closed). */
-int hutch_created_ack_run(struct hutch_created *c);
+ * supervisor is gone (the socket closed).
+ * stream_fd >= 0 (one end of a socketpair, kept by the supervisor): the
+ * command goes with the acknowledgement ("E"), one round trip instead of
+ * a connection to the API and POST /exec: the caller writes the request
+ * on its end (hutch_api_exec_stream() reads it), and its frames follow as
+ * on POST /exec's upgraded connection. */
+int hutch_created_ack_run(struct hutch_created *c, int stream_fd);
 /* Delete a run's sandbox and wait until it is gone: 0, or -EPROTO when
  * the supervisor said something else, -EPIPE without a socket (the caller
  * then deletes it the ordinary way). Closes the socket. */

@@ -16,6 +16,12 @@
  * broken frame kills the command. The last frame is EXIT (the result
  * JSON of /run, without output) or ERROR (the sandbox ended); the socket
  * is then handed back to libmicrohttpd, which closes it.
+ *
+ * hutch run's command comes without HTTP (hutch_api_exec_stream()): on a
+ * socket of its own that the run's "E" brought (supervisor/sandbox.h), its
+ * length (4 bytes, big-endian) and the same JSON body come first, then
+ * the same frames; a refusal is a REFUSED frame with /exec's answer and
+ * its status. That socket is ours and closed at the end.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -33,45 +39,16 @@
 #include "cmdenv.h"
 #include "fdutil.h"
 #include "frame.h"
+#include "journal.h"
 #include "request.h"
 #include "routes.h"
 #include "supervisor.h"
 
+#include "exec-internal.h"
+
 #define EXEC_UPGRADE   "hutch-exec"
-#define EXEC_IN_BUF    (256u << 10) /* socket -> stdin: one read at a time */
 #define EXEC_OUT_HIGH  (256u << 10) /* framed output queued: pause the command beyond */
 #define EXEC_PIPE_SIZE (1u << 20)   /* the command's pipes: fewer wakeups per byte */
-
-struct hutch_exec {
-	struct sup *s;
-	struct request *r; /* until libmicrohttpd completes the request */
-	struct cmd *cmd;
-	struct MHD_UpgradeResponseHandle *urh; /* set once upgraded */
-	int sock;                              /* libmicrohttpd's: never closed here */
-	int in_fd;                             /* the command's stdin; -EBADF once closed */
-	struct hutch_watch w_sock, w_in;
-	struct hutch_frame_dec dec;
-	char *ibuf; /* EXEC_IN_BUF, or libmicrohttpd's extra bytes if more */
-	size_t ioff, ilen;
-	char *obuf; /* frames not yet sent */
-	size_t ooff, olen, ocap;
-	bool rd_eof, finished, ended, aborted;
-	bool started; /* stdin is known (a tty's master comes once spawned) */
-	bool tty;
-	/* Output spliced from the command's pipe (on_move): the current
-	 * frame's header is sent, owed of its bytes are still in owed_fd;
-	 * out_blocked: the socket was full with nothing queued. */
-	uint32_t owed;
-	int owed_fd;
-	enum hutch_frame_type owed_type;
-	bool out_blocked;
-	/* Input spliced from the socket into the command's stdin pipe: the
-	 * pipe is full (in_full: watched for room), or splicing failed once
-	 * (no_splice_in: read and written as before). */
-	bool in_full, no_splice_in;
-	struct hutch_deferred dfree;
-	struct hutch_exec *next;
-};
 
 static void exec_freed(struct hutch_deferred *d)
 {
@@ -80,6 +57,7 @@ static void exec_freed(struct hutch_deferred *d)
 
 	free(x->ibuf);
 	free(x->obuf);
+	free(x->req);
 	free(x);
 }
 
@@ -113,6 +91,10 @@ static void exec_end(struct hutch_exec *x)
 	if (x->urh)
 		(void)hutch_mhd.upgrade_action(x->urh, MHD_UPGRADE_ACTION_CLOSE);
 	x->urh = NULL;
+	if (x->own)
+		close(x->sock);
+	hutch_journal_request_end(x->jr, 0); /* (NULL: nothing) */
+	x->jr = NULL;
 	hutch_loop_defer(&s->loop, &x->dfree, exec_freed);
 }
 
@@ -146,7 +128,7 @@ static void update_events(struct hutch_exec *x)
 {
 	uint32_t ev = 0;
 
-	if (x->ended || !x->urh)
+	if (x->ended || !x->live)
 		return;
 	if (!x->rd_eof && x->ioff == x->ilen && !x->in_full)
 		ev |= EPOLLIN;
@@ -184,7 +166,7 @@ static bool queue_iov(struct hutch_exec *x, const uint8_t *hdr, size_t hlen, con
 {
 	size_t sent = 0;
 
-	if (x->urh && x->ooff == x->olen && !x->out_blocked) {
+	if (x->live && x->ooff == x->olen && !x->out_blocked) {
 		struct iovec iov[2] = { { (void *)hdr, hlen }, { (void *)data, n } };
 		ssize_t w = hlen ? writev(x->sock, iov, n ? 2 : 1) : write(x->sock, data, n);
 
@@ -244,9 +226,9 @@ static bool splice_owed(struct hutch_exec *x)
  * the stream ended. */
 static bool flush_out(struct hutch_exec *x)
 {
-	if (x->urh && x->ooff == x->olen)
+	if (x->live && x->ooff == x->olen)
 		x->out_blocked = false;
-	while (x->urh && x->ooff < x->olen) {
+	while (x->live && x->ooff < x->olen) {
 		ssize_t w = send(x->sock, x->obuf + x->ooff, x->olen - x->ooff, MSG_NOSIGNAL);
 
 		if (w < 0 && errno == EINTR)
@@ -261,11 +243,11 @@ static bool flush_out(struct hutch_exec *x)
 		if (x->ooff == x->olen)
 			x->out_blocked = false;
 	}
-	if (x->urh && !x->out_blocked && x->owed && !splice_owed(x))
+	if (x->live && !x->out_blocked && x->owed && !splice_owed(x))
 		return false;
 	if (x->cmd && x->olen - x->ooff < EXEC_OUT_HIGH && !x->owed)
 		hutch_cmd_resume_output(x->cmd);
-	if (x->finished && x->urh && x->ooff == x->olen) {
+	if (x->finished && x->live && x->ooff == x->olen) {
 		exec_end(x);
 		return false;
 	}
@@ -313,7 +295,7 @@ static ssize_t on_move(void *ud, struct cmd *c, bool is_err, int fd)
 	int avail = 0;
 	ssize_t w;
 
-	if (!x->urh || x->ooff < x->olen || x->out_blocked || (x->owed && x->owed_fd != fd))
+	if (!x->live || x->ooff < x->olen || x->out_blocked || (x->owed && x->owed_fd != fd))
 		return -ENOBUFS; /* what waits goes first */
 	if (!x->owed) {
 		if (ioctl(fd, FIONREAD, &avail) < 0 || avail <= 0)
@@ -380,7 +362,7 @@ static void on_spawned(void *ud, struct cmd *c)
 		return;
 	x->in_fd = hutch_cmd_take_stdin(c);
 	x->started = true;
-	if (x->urh && pump_in(x))
+	if (x->live && pump_in(x))
 		update_events(x);
 }
 
@@ -610,6 +592,10 @@ static void on_sock(struct hutch_watch *w, uint32_t events)
 {
 	struct hutch_exec *x = w->ptr;
 
+	if (x->reading) {
+		x->reading(x);
+		return;
+	}
 	/* Hung up both ways: the client is gone, whatever it sent last (its
 	 * end of file must not let the command run on to completion). */
 	if (events & (EPOLLHUP | EPOLLERR)) {
@@ -623,14 +609,10 @@ static void on_sock(struct hutch_watch *w, uint32_t events)
 	update_events(x);
 }
 
-static void on_upgrade(void *cls, struct MHD_Connection *conn, void *con_cls, const char *extra,
-                       size_t extra_size, MHD_socket sock, struct MHD_UpgradeResponseHandle *urh)
+void hutch_exec_go(struct hutch_exec *x, const char *extra, size_t extra_size)
 {
-	struct hutch_exec *x = cls;
-
-	x->urh = urh;
-	x->sock = sock;
-	(void)hutch_fd_nonblock(sock, true);
+	x->live = true;
+	(void)hutch_fd_nonblock(x->sock, true);
 	if (extra_size > EXEC_IN_BUF) {
 		char *p = realloc(x->ibuf, extra_size);
 		if (!p) {
@@ -639,14 +621,26 @@ static void on_upgrade(void *cls, struct MHD_Connection *conn, void *con_cls, co
 		}
 		x->ibuf = p;
 	}
-	memcpy(x->ibuf, extra, extra_size);
+	if (extra_size) /* memcpy from NULL is undefined even for 0 bytes (UBSan) */
+		memcpy(x->ibuf, extra, extra_size);
 	x->ilen = extra_size;
-	if (x->aborted || hutch_loop_add(&x->s->loop, &x->w_sock, sock, 0) < 0) {
+	if (x->aborted || (!hutch_watch_active(&x->w_sock) &&
+	                   hutch_loop_add(&x->s->loop, &x->w_sock, x->sock, 0) < 0)) {
 		exec_end(x);
 		return;
 	}
 	if (pump_in(x) && flush_out(x))
 		update_events(x);
+}
+
+static void on_upgrade(void *cls, struct MHD_Connection *conn, void *con_cls, const char *extra,
+                       size_t extra_size, MHD_socket sock, struct MHD_UpgradeResponseHandle *urh)
+{
+	struct hutch_exec *x = cls;
+
+	x->urh = urh;
+	x->sock = sock;
+	hutch_exec_go(x, extra, extra_size);
 }
 
 static enum MHD_Result refuse_no_upgrade(struct request *r)
@@ -657,7 +651,7 @@ static enum MHD_Result refuse_no_upgrade(struct request *r)
 	                               "' (docs/api.md)");
 }
 
-static struct hutch_exec *exec_new(struct request *r)
+struct hutch_exec *hutch_exec_new(struct sup *s)
 {
 	struct hutch_exec *x = calloc(1, sizeof(*x));
 
@@ -668,14 +662,18 @@ static struct hutch_exec *exec_new(struct request *r)
 		free(x);
 		return NULL;
 	}
-	x->s = r->s;
-	x->r = r;
+	x->s = s;
 	x->sock = -1;
 	x->in_fd = -EBADF;
 	hutch_watch_init(&x->w_sock, on_sock, x);
 	hutch_watch_init(&x->w_in, on_stdin_room, x);
 	hutch_frame_dec_init(&x->dec, HUTCH_FRAME_FROM_CLIENT);
 	return x;
+}
+
+void hutch_exec_free(struct hutch_exec *x)
+{
+	exec_freed(&x->dfree);
 }
 
 static enum MHD_Result answer_upgrade(struct request *r, struct hutch_exec *x)
@@ -692,35 +690,31 @@ static enum MHD_Result answer_upgrade(struct request *r, struct hutch_exec *x)
 	return ret;
 }
 
-enum MHD_Result hutch_api_serve_exec(struct request *r, const char *upload, size_t *size)
+/* An error that refuses the request: its status and answer. */
+static int refuse(const struct hutch_err *err, const char *code, unsigned *status, cJSON **answer)
 {
-	const char *up = hutch_mhd.lookup_connection_value(r->conn, MHD_HEADER_KIND,
-	                                                   MHD_HTTP_HEADER_UPGRADE);
-	struct hutch_cmd_sink sink = { .output = on_output,
-		                       .spawned = on_spawned,
-		                       .done = on_done };
+	*answer = hutch_api_err_json(err, code, status);
+	return -1;
+}
+
+int hutch_exec_begin(struct hutch_exec *x, const char *body, size_t len, unsigned *status,
+                     cJSON **answer)
+{
+	struct hutch_cmd_sink sink = {
+		.output = on_output, .spawned = on_spawned, .done = on_done, .ud = x
+	};
 	struct hutch_run_req req = { 0 };
 	struct hutch_err err = { 0 };
 	struct hutch_spawn sp;
-	struct hutch_exec *x;
 
-	if (r->answered)
-		return MHD_YES;
-	if (!up || strcasecmp(up, EXEC_UPGRADE))
-		return refuse_no_upgrade(r);
-	if (hutch_run_req_parse(r->body.data ? r->body.data : "", r->body.len, r->s->cmdenv, &req,
-	                        &err) < 0)
-		return hutch_api_respond_err(r->conn, &err, "invalid_request");
+	if (hutch_run_req_parse(body, len, x->s->cmdenv, &req, &err) < 0)
+		return refuse(&err, "invalid_request", status, answer);
 	if (req.stdin_data) {
 		hutch_run_req_done(&req);
-		return hutch_api_respond_error(r->conn, 400, "invalid_request",
-		                               "'stdin' is not a field of /exec: stdin comes as "
-		                               "frames on the connection");
-	}
-	x = exec_new(r);
-	if (!x) {
-		hutch_run_req_done(&req);
-		return MHD_NO;
+		hutch_err_set_class(&err, HUTCH_ERRC_USAGE, -EINVAL,
+		                    "'stdin' is not a field of /exec: stdin comes as frames on "
+		                    "the connection");
+		return refuse(&err, "invalid_request", status, answer);
 	}
 	sp = (struct hutch_spawn){
 		.argv = (const char *const *)req.argv,
@@ -733,20 +727,57 @@ enum MHD_Result hutch_api_serve_exec(struct request *r, const char *upload, size
 		.cols = req.cols,
 		.timeout = req.timeout,
 	};
-	sink.ud = x;
 	if (!req.tty) /* a pipe's pages can be spliced; a terminal's cannot */
 		sink.move = on_move;
 	x->tty = req.tty;
-	x->cmd = hutch_cmd_start(&r->s->cmds, &sp, &sink, &err);
+	x->cmd = hutch_cmd_start(&x->s->cmds, &sp, &sink, &err);
 	hutch_run_req_done(&req);
-	if (!x->cmd) {
-		exec_freed(&x->dfree);
-		return hutch_api_respond_err(r->conn, &err, hutch_api_spawn_code(&err));
-	}
+	if (!x->cmd)
+		return refuse(&err, hutch_api_spawn_code(&err), status, answer);
 	x->cmd->stdin_counted = true; /* for the journal */
 	if (!x->tty) {                /* a tty's comes once spawned */
 		x->in_fd = hutch_cmd_take_stdin(x->cmd);
 		x->started = true;
+	}
+	return 0;
+}
+
+bool hutch_exec_queue_frame(struct hutch_exec *x, enum hutch_frame_type t, const char *data,
+                            size_t n)
+{
+	return queue_frame(x, t, data, n);
+}
+
+bool hutch_exec_flush(struct hutch_exec *x)
+{
+	return flush_out(x);
+}
+
+void hutch_exec_end(struct hutch_exec *x)
+{
+	exec_end(x);
+}
+
+enum MHD_Result hutch_api_serve_exec(struct request *r, const char *upload, size_t *size)
+{
+	const char *up = hutch_mhd.lookup_connection_value(r->conn, MHD_HEADER_KIND,
+	                                                   MHD_HTTP_HEADER_UPGRADE);
+	struct hutch_exec *x;
+	cJSON *answer = NULL;
+	unsigned status = 0;
+
+	if (r->answered)
+		return MHD_YES;
+	if (!up || strcasecmp(up, EXEC_UPGRADE))
+		return refuse_no_upgrade(r);
+	x = hutch_exec_new(r->s);
+	if (!x)
+		return MHD_NO;
+	x->r = r;
+	if (hutch_exec_begin(x, r->body.data ? r->body.data : "", r->body.len, &status, &answer) <
+	    0) {
+		hutch_exec_free(x);
+		return hutch_api_respond_json(r->conn, status, answer);
 	}
 	x->next = r->s->execs;
 	r->s->execs = x;

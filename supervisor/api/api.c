@@ -164,21 +164,6 @@ static bool tcp_refused(struct request *r, unsigned known)
 	return true;
 }
 
-/* The access option (the cloud's): "files" runs no commands, "none"
- * neither runs commands nor touches files. NULL: allowed. */
-static const char *access_refusal(const struct sup *s, const struct hutch_api_route *rt)
-{
-	const char *a = s->cfg->access;
-
-	if ((rt->flags & HUTCH_ROUTE_COMMANDS) && !strcmp(a, "files"))
-		return "this sandbox was created with access \"files\": it reads and writes "
-		       "files and runs no commands";
-	if ((rt->flags & (HUTCH_ROUTE_COMMANDS | HUTCH_ROUTE_FILES)) && !strcmp(a, "none"))
-		return "this sandbox was created with access \"none\": it runs no commands "
-		       "and reads or writes no files";
-	return NULL;
-}
-
 /* Requests answered with an error without being served: a pooled sandbox
  * serves nobody until it is claimed; what access forbids; unknown routes
  * and methods. */
@@ -197,12 +182,13 @@ static void refuse_early(struct request *r, const char *url, const char *method,
 		         s->id);
 		r->refuse_status = MHD_HTTP_CONFLICT;
 		r->refuse = hutch_api_error_json("sandbox_pooled", msg);
-	} else if (rt && access_refusal(s, rt)) {
+	} else if (rt && hutch_api_access_refusal(s, rt)) {
 		r->refuse_status = MHD_HTTP_FORBIDDEN;
 		if (rt->flags & HUTCH_ROUTE_EXECUTOR)
-			r->refuse_text = access_refusal(s, rt);
+			r->refuse_text = hutch_api_access_refusal(s, rt);
 		else
-			r->refuse = hutch_api_error_json("access_denied", access_refusal(s, rt));
+			r->refuse = hutch_api_error_json("access_denied",
+			                                 hutch_api_access_refusal(s, rt));
 	} else if (!rt && known == HUTCH_ROUTE_KNOWN_EXECUTOR) {
 		r->refuse_status = MHD_HTTP_METHOD_NOT_ALLOWED;
 		r->refuse_text = "Method not allowed";

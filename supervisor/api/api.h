@@ -34,6 +34,10 @@ void hutch_api_run(struct sup *s);
 /* End every upgraded exec stream (api-exec.c): their commands are killed,
  * their sockets handed back to libmicrohttpd, before it stops. */
 void hutch_api_exec_close_all(struct sup *s);
+/* hutch run's command on fd, a socket of its own (exec-run.c,
+ * supervisor/sandbox.h's "E"): read, started and streamed as POST
+ * /exec's; fd is ours either way. -ENOMEM: not taken. */
+int hutch_api_exec_stream(struct sup *s, int fd);
 /* How long the loop may sleep before libmicrohttpd needs hutch_api_run(). */
 int hutch_api_timeout_ms(struct sup *s);
 

@@ -106,14 +106,21 @@ enum MHD_Result hutch_api_respond_error(struct MHD_Connection *conn, unsigned st
 	return hutch_api_respond_json(conn, status, hutch_api_error_json(code, msg));
 }
 
-enum MHD_Result hutch_api_respond_err(struct MHD_Connection *conn, const struct hutch_err *err,
-                                      const char *code)
+cJSON *hutch_api_err_json(const struct hutch_err *err, const char *code, unsigned *ret_status)
 {
 	enum hutch_errc cls = hutch_err_class(err);
 
-	return hutch_api_respond_json(
-	        conn, (unsigned)hutch_errc_http(cls),
-	        hutch_api_error_json(code ? code : hutch_errc_name(cls), err->msg));
+	*ret_status = (unsigned)hutch_errc_http(cls);
+	return hutch_api_error_json(code ? code : hutch_errc_name(cls), err->msg);
+}
+
+enum MHD_Result hutch_api_respond_err(struct MHD_Connection *conn, const struct hutch_err *err,
+                                      const char *code)
+{
+	unsigned status;
+	cJSON *j = hutch_api_err_json(err, code, &status);
+
+	return hutch_api_respond_json(conn, status, j);
 }
 
 const char *hutch_api_spawn_code(const struct hutch_err *err)

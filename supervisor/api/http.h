@@ -123,6 +123,8 @@ enum MHD_Result hutch_api_respond_error(struct MHD_Connection *conn, unsigned st
  * the endpoint's name for it (docs/api.md), NULL the class's own. */
 enum MHD_Result hutch_api_respond_err(struct MHD_Connection *conn, const struct hutch_err *err,
                                       const char *code);
+/* The same answer's body, its status in *ret_status (caller owns it). */
+cJSON *hutch_api_err_json(const struct hutch_err *err, const char *code, unsigned *ret_status);
 /* The code of a command's start that failed (hutch_cmd_start()): a bound
  * (class limit) "too_large", else "spawn_failed". */
 const char *hutch_api_spawn_code(const struct hutch_err *err);

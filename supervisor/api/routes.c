@@ -9,6 +9,7 @@
 #include "cleanup.h"
 #include "file-req.h"
 #include "routes.h"
+#include "supervisor.h"
 
 #define POOLED    HUTCH_ROUTE_POOLED
 #define PASSIVE   HUTCH_ROUTE_PASSIVE
@@ -97,5 +98,20 @@ const struct hutch_api_route *hutch_api_route_find(const char *url, const char *
 		*ret_known = rt->flags & HUTCH_ROUTE_EXECUTOR ? HUTCH_ROUTE_KNOWN_EXECUTOR
 		                                              : HUTCH_ROUTE_KNOWN;
 	}
+	return NULL;
+}
+
+/* The access option (the cloud's): "files" runs no commands, "none"
+ * neither runs commands nor touches files. NULL: allowed. */
+const char *hutch_api_access_refusal(const struct sup *s, const struct hutch_api_route *rt)
+{
+	const char *a = s->cfg->access;
+
+	if ((rt->flags & HUTCH_ROUTE_COMMANDS) && !strcmp(a, "files"))
+		return "this sandbox was created with access \"files\": it reads and writes "
+		       "files and runs no commands";
+	if ((rt->flags & (HUTCH_ROUTE_COMMANDS | HUTCH_ROUTE_FILES)) && !strcmp(a, "none"))
+		return "this sandbox was created with access \"none\": it runs no commands "
+		       "and reads or writes no files";
 	return NULL;
 }

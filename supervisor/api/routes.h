@@ -67,6 +67,8 @@ struct hutch_api_route {
 #define HUTCH_ROUTE_KNOWN_EXECUTOR 2u
 const struct hutch_api_route *hutch_api_route_find(const char *url, const char *method, bool tcp,
                                                    unsigned *ret_known);
+/* Why the sandbox's access option (the cloud's) refuses rt (403), or NULL. */
+const char *hutch_api_access_refusal(const struct sup *s, const struct hutch_api_route *rt);
 
 /* Handlers. session.c: */
 enum MHD_Result hutch_api_serve_health(struct request *r, const char *upload, size_t *size);

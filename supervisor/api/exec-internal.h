@@ -1,0 +1,82 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * An exec stream (api-exec.c) as its two ways in share it: POST /exec's
+ * upgraded connection, and hutch run's socket (exec-run.c).
+ */
+#ifndef HUTCH_EXEC_INTERNAL_H
+#define HUTCH_EXEC_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cJSON.h"
+#include "frame.h"
+#include "loop.h"
+
+#define EXEC_IN_BUF (256u << 10) /* socket -> stdin: one read at a time */
+
+struct sup;
+struct request;
+struct cmd;
+struct MHD_UpgradeResponseHandle;
+struct hutch_jrec;
+
+struct hutch_exec {
+	struct sup *s;
+	struct request *r; /* until libmicrohttpd completes the request */
+	struct cmd *cmd;
+	struct MHD_UpgradeResponseHandle *urh; /* set once upgraded */
+	int sock;  /* libmicrohttpd's (never closed here), or a run's (own) */
+	bool live; /* the stream is on: upgraded, or a run's request read */
+	bool own;  /* a run's socket (hutch_api_exec_stream()) */
+	/* a run's: its request is being read (exec-run.c), this on its events */
+	void (*reading)(struct hutch_exec *x);
+	char *req; /* that request as it comes (the length, the body) */
+	size_t req_got, req_cap;
+	struct hutch_jrec *jr; /* its journal line, written at the end (as POST /exec's) */
+	int in_fd;             /* the command's stdin; -EBADF once closed */
+	struct hutch_watch w_sock, w_in;
+	struct hutch_frame_dec dec;
+	char *ibuf; /* EXEC_IN_BUF, or libmicrohttpd's extra bytes if more */
+	size_t ioff, ilen;
+	char *obuf; /* frames not yet sent */
+	size_t ooff, olen, ocap;
+	bool rd_eof, finished, ended, aborted;
+	bool started; /* stdin is known (a tty's master comes once spawned) */
+	bool tty;
+	/* Output spliced from the command's pipe (on_move): the current
+	 * frame's header is sent, owed of its bytes are still in owed_fd;
+	 * out_blocked: the socket was full with nothing queued. */
+	uint32_t owed;
+	int owed_fd;
+	enum hutch_frame_type owed_type;
+	bool out_blocked;
+	/* Input spliced from the socket into the command's stdin pipe: the
+	 * pipe is full (in_full: watched for room), or splicing failed once
+	 * (no_splice_in: read and written as before). */
+	bool in_full, no_splice_in;
+	struct hutch_deferred dfree;
+	struct hutch_exec *next;
+};
+
+/* A stream of s's, not started (no socket, no command). */
+struct hutch_exec *hutch_exec_new(struct sup *s);
+/* Free one that never started (hutch_exec_end() for the others). */
+void hutch_exec_free(struct hutch_exec *x);
+/* Start the command of an /exec body (len bytes) for x: 0, or -1 with
+ * *status and *answer (the caller's) the HTTP answer that refuses it. */
+int hutch_exec_begin(struct hutch_exec *x, const char *body, size_t len, unsigned *status,
+                     cJSON **answer);
+/* The socket (x->sock) carries frames now; extra: bytes of it already
+ * read. */
+void hutch_exec_go(struct hutch_exec *x, const char *extra, size_t n);
+/* Queue one frame; false if the client is gone. */
+bool hutch_exec_queue_frame(struct hutch_exec *x, enum hutch_frame_type t, const char *data,
+                            size_t n);
+/* Send what is queued, ending the stream once finished and sent; false
+ * if it ended. */
+bool hutch_exec_flush(struct hutch_exec *x);
+void hutch_exec_end(struct hutch_exec *x);
+
+#endif

@@ -268,6 +268,7 @@ static int cmd_run(struct hutch_cli_args *a)
 	 * detached sandbox behind for its whole TTL. */
 	hutch_cli_catch_interrupts();
 	a->cfg.no_limits = a->no_limits;
+	a->cfg.api_on_demand = true; /* the command goes with the hand-over */
 	r = hutch_cli_create_sandbox(&a->cfg, a->progress, &c);
 	if (r)
 		return r;

@@ -149,6 +149,10 @@ struct hutch_config {
 	 * CPU, memory or pids limit and no idle sleep; how an ordinary user
 	 * runs on a host that cannot delegate cgroup v2 controllers. */
 	bool no_limits;
+	/* hutch run's (CLI only): its command comes on the hand-over, so the
+	 * API's library is loaded on the socket's first connection, as a
+	 * container's (hutch_api_open()): a run nobody asks never maps it. */
+	bool api_on_demand;
 	/* HUTCH_UPSTREAM_CA: a PEM file of the CAs that header bindings'
 	 * upstream servers are verified against instead of the host's trust
 	 * store (malloc'ed, NULL when unset). */

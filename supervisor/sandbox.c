@@ -114,7 +114,7 @@ static __attribute__((noreturn)) void supervisor_main(struct sup *s, int result_
 	t0 = hutch_now_mono_sec();
 	r = hutch_sup_setup(s, &err);
 	if (r >= 0)
-		r = s->kind->api_start ? s->kind->api_start(s, &err) : hutch_api_start(s, &err);
+		r = hutch_api_open(s, &err);
 	if (r < 0) {
 		hutch_event(s, "creation failed: %s", err.msg);
 		hutch_sup_teardown(s, NULL);

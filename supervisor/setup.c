@@ -616,9 +616,9 @@ int hutch_sup_setup(struct sup *s, struct hutch_err *err)
 	r = send_go(s);
 	if (r < 0)
 		return hutch_err_set_errno(err, r, "start sandbox init");
-	/* Overlaps with init building the root; a container's is loaded
-	 * after ready instead (hutch_api_start_late()). */
-	if (!s->kind->api_after_ready)
+	/* Overlaps with init building the root; a container's and a run's
+	 * are loaded on demand instead (hutch_api_start_late()). */
+	if (!hutch_api_on_demand(s))
 		hutch_api_preload();
 	r = wait_ready(s, err);
 	if (s->kind->setup_done)

@@ -31,6 +31,7 @@
 #include "executor.h"
 #include "idle.h"
 #include "journal.h"
+#include "kind.h"
 #include "mhd.h"
 #include "procs.h"
 #include "routes.h"
@@ -555,6 +556,18 @@ static struct MHD_Daemon *start_daemon(struct sup *s, int fd, MHD_AccessHandlerC
 	        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)HUTCH_API_IDLE_TIMEOUT_S,
 	        /* raw uploads arrive in chunks of about half of this */
 	        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)HUTCH_CONN_MEMORY, MHD_OPTION_END);
+}
+
+bool hutch_api_on_demand(const struct sup *s)
+{
+	return s->kind->api_after_ready || (s->cfg->api_on_demand && !s->cfg->executor_listen[0]);
+}
+
+int hutch_api_open(struct sup *s, struct hutch_err *err)
+{
+	if (s->kind->api_start)
+		return s->kind->api_start(s, err);
+	return hutch_api_on_demand(s) ? hutch_api_listen(s, err) : hutch_api_start(s, err);
 }
 
 int hutch_api_listen(struct sup *s, struct hutch_err *err)

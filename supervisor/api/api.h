@@ -7,6 +7,8 @@
 #ifndef HUTCH_API_H
 #define HUTCH_API_H
 
+#include <stdbool.h>
+
 #include "error.h"
 
 struct sup;
@@ -24,6 +26,12 @@ int hutch_api_start(struct sup *s, struct hutch_err *err);
  * libmicrohttpd and the TLS libraries it links, about 250 kB of private
  * pages per supervisor (docs/kubernetes.md, density). */
 int hutch_api_listen(struct sup *s, struct hutch_err *err);
+/* Whether the API starts on demand: a container's, and hutch run's
+ * (config.h's api_on_demand), unless an executor port is served. */
+bool hutch_api_on_demand(const struct sup *s);
+/* The API at create: the kind's way, the socket alone when on demand,
+ * else hutch_api_start(). */
+int hutch_api_open(struct sup *s, struct hutch_err *err);
 int hutch_api_start_late(struct sup *s, struct hutch_err *err);
 void hutch_api_stop(struct sup *s);
 /* Add libmicrohttpd's epoll fd to the loop. */

@@ -217,6 +217,61 @@ def test_signal_to_run_deletes_the_sandbox(hutch, sig):
     assert wait_until(lambda: proc_comm(st["supervisor_pid"]) is None, 5)
 
 
+def maps_library(pid, name):
+    with open("/proc/%d/maps" % pid) as f:
+        return name in f.read()
+
+
+def test_run_command_goes_with_the_handover_and_its_api_starts_on_demand(hutch):
+    """hutch run sends its command with the hand-over ("E"), not through
+    POST /exec: a run's supervisor loads libmicrohttpd only when a client
+    connects to its socket, and serves that client."""
+    p = hutch.popen("run", "-i", "--", "sh", "-c", "echo started; read x; echo got $x",
+                    stdin=subprocess.PIPE)
+    try:
+        assert p.stdout.readline() == b"started\n"
+        sid = only_sandbox(hutch)
+        with open(os.path.join(hutch.rtdir, sid, "state.json")) as f:
+            sup = json.load(f)["supervisor_pid"]
+        assert not maps_library(sup, "libmicrohttpd")
+        r = hutch("exec", sid, "--", "echo", "hi")
+        assert r.returncode == 0 and r.stdout == b"hi\n", r.stderr
+        assert maps_library(sup, "libmicrohttpd")
+        out, err = p.communicate(b"x\n", timeout=60)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    assert p.returncode == 0, err
+    assert out == b"got x\n"
+    assert hutch.ids() == []
+
+
+def test_run_refusals_are_exec_s(hutch):
+    """What POST /exec refuses, a run's hand-over refuses the same way: the
+    message and the exit code (a REFUSED frame), the journal's line."""
+    r = hutch("run", "--access", "files", "--", "true")
+    assert r.returncode == 70
+    assert b'created with access "files": it reads and writes files and runs no commands' \
+        in r.stderr
+    gone = os.path.join(hutch.rtdir, ".gone")
+
+    def journals():
+        return [f for f in os.listdir(gone) if f.endswith(".journal")] \
+            if os.path.isdir(gone) else []
+    # kept in .gone by the teardown after the answer
+    assert wait_until(journals, timeout=20)
+    [journal] = journals()
+    with open(os.path.join(gone, journal)) as f:
+        lines = [json.loads(line) for line in f]
+    assert [(x.get("route"), x.get("status")) for x in lines if "route" in x] == \
+        [("POST /exec", 403)]
+    r = hutch("run", "--", "no-such-program-x")
+    assert r.returncode == 127
+    assert b"cannot execute 'no-such-program-x'" in r.stderr
+    assert hutch.ids() == []
+
+
 def test_sigint_to_exec_kills_only_that_command(hutch, sandbox):
     p = hutch.popen("exec", sandbox.id, "--", "sh", "-c", "echo first; sleep 1000")
     try:

@@ -43,6 +43,7 @@
 #include <unistd.h>
 
 #include "cleanup.h"
+#include "disk-internal.h"
 #include "disk.h"
 #include "fdutil.h"
 #include "proto.h"
@@ -251,8 +252,13 @@ static __attribute__((noreturn)) void stock_main(const char *runtime_dir, uint64
 	snprintf(stock.sock_name, sizeof(stock.sock_name), "stock-%" PRIu64 ".sock", bytes);
 	if ((mkdir(dir, 0700) < 0 && errno != EEXIST) ||
 	    (stock.dirfd = open(dir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0 ||
-	    (stock.lock_fd = hutch_lock_at(stock.dirfd, lock, LOCK_EX | LOCK_NB)) < 0 ||
-	    hutch_disk_template(runtime_dir, bytes, &err) < 0)
+	    (stock.lock_fd = hutch_lock_at(stock.dirfd, lock, LOCK_EX | LOCK_NB)) < 0)
+		_exit(0);
+	/* The pool its disks' files go in (disk-pool.c), if it is to be and
+	 * is not: a failure leaves them where they went before. */
+	(void)hutch_disk_pool_start(runtime_dir, &err);
+	hutch_err_clear(&err);
+	if (hutch_disk_template(runtime_dir, bytes, &err) < 0)
 		_exit(0);
 	(void)unlinkat(stock.dirfd, stock.sock_name, 0); /* a stock that died */
 	stock.listen_fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
@@ -338,7 +344,8 @@ void hutch_disk_stock_stop(const char *runtime_dir)
 		struct sockaddr_un sa;
 
 		/* stocks, and forkers not taken (disk-fork.c) */
-		if ((strncmp(e->d_name, "stock-", 6) && strncmp(e->d_name, "fork-", 5)) ||
+		if ((strncmp(e->d_name, "stock-", 6) && strncmp(e->d_name, "fork-", 5) &&
+		     strcmp(e->d_name, "pool.sock")) ||
 		    !strstr(e->d_name, ".sock"))
 			continue;
 		s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);

@@ -47,10 +47,7 @@
 #include "proto.h"
 #include "syscalls.h"
 
-#define TMPFS_MAGIC   0x01021994
-#define RAMFS_MAGIC   0x858458f6
 #define DISK_WAIT_MS  30000
-#define LOOP_TRIES    16
 #define COPY_CHUNK    (1 << 20)
 #define APP_ID_OFFSET 1000
 #ifndef FICLONE /* linux/fs.h, which clashes with sys/mount.h */
@@ -84,14 +81,6 @@ bool hutch_disk_possible(const char **why)
 		return false;
 	}
 	return true;
-}
-
-static bool in_memory(const char *dir)
-{
-	struct statfs sf;
-
-	return statfs(dir, &sf) < 0 || (unsigned long)sf.f_type == TMPFS_MAGIC ||
-	       (unsigned long)sf.f_type == RAMFS_MAGIC;
 }
 
 /* mke2fs into a file of its own, renamed to path when whole. */
@@ -150,10 +139,16 @@ static int make_template(const char *path, uint64_t bytes, struct hutch_err *err
 
 static int open_template(const char *runtime_dir, uint64_t bytes, struct hutch_err *err)
 {
+	_cleanup_close_ int pool = hutch_disk_pool_open(runtime_dir);
 	char dir[4096], path[4200];
 	int fd;
 
-	snprintf(dir, sizeof(dir), "%s/" HUTCH_DISK_DIR, runtime_dir);
+	/* In the pool where there is one (each disk a clone of it), through
+	 * its fd: /proc/PID/ (not self) for mke2fs too. */
+	if (pool >= 0)
+		snprintf(dir, sizeof(dir), "/proc/%d/fd/%d", (int)getpid(), pool);
+	else
+		snprintf(dir, sizeof(dir), "%s/" HUTCH_DISK_DIR, runtime_dir);
 	snprintf(path, sizeof(path), "%s/ext4-%" PRIu64, dir, bytes);
 	/* Twice: `hutch gc` may remove the directory while we make it. */
 	for (int i = 0; i < 2; i++) {
@@ -184,12 +179,16 @@ int hutch_disk_template(const char *runtime_dir, uint64_t bytes, struct hutch_er
 
 int hutch_disk_new_file(const char *runtime_dir, struct hutch_err *err)
 {
-	const char *where = in_memory(runtime_dir) ? "/var/tmp" : runtime_dir;
+	const char *where = hutch_disk_files_where(runtime_dir);
+	_cleanup_close_ int pool = hutch_disk_pool_open(runtime_dir);
 	int fd;
 
-	if (in_memory(where))
-		return hutch_err_set(err, -ENOSPC, "disk: '%s' is in memory, no disk to use",
-		                     where);
+	if (pool >= 0) {
+		fd = openat(pool, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+		return fd >= 0 ? fd : hutch_err_set_errno(err, -errno, "disk: a file in its pool");
+	}
+	if (!where)
+		return hutch_err_set(err, -ENOSPC, "disk: '/var/tmp' is in memory, no disk to use");
 	fd = open(where, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
 	return fd >= 0 ? fd : hutch_err_set_errno(err, -errno, "disk: a file in '%s'", where);
 }
@@ -231,37 +230,6 @@ static int copy_template(int src, const char *runtime_dir, struct hutch_err *err
 		off = hole;
 	}
 	return TAKE_FD(dst);
-}
-
-/* A free loop device on file: its fd; *nr its number. */
-static int loop_attach(int file, int *nr, struct hutch_err *err)
-{
-	struct loop_config lc = { .fd = (uint32_t)file, .block_size = 4096 };
-	_cleanup_close_ int ctl = open("/dev/loop-control", O_RDWR | O_CLOEXEC);
-	int r = -EBUSY;
-
-	lc.info.lo_flags = LO_FLAGS_AUTOCLEAR | LO_FLAGS_DIRECT_IO;
-	if (ctl < 0)
-		return hutch_err_set_errno(err, -errno, "disk: open /dev/loop-control");
-	/* Another create may take the same free device: EBUSY, ask again. */
-	for (int i = 0; i < LOOP_TRIES && r == -EBUSY; i++) {
-		char path[32];
-		int fd, n = ioctl(ctl, LOOP_CTL_GET_FREE);
-
-		if (n < 0)
-			return hutch_err_set_errno(err, -errno, "disk: a free loop device");
-		snprintf(path, sizeof(path), "/dev/loop%d", n);
-		fd = open(path, O_RDWR | O_CLOEXEC);
-		if (fd < 0)
-			return hutch_err_set_errno(err, -errno, "disk: open '%s'", path);
-		if (ioctl(fd, LOOP_CONFIGURE, &lc) == 0) {
-			*nr = n;
-			return fd;
-		}
-		r = -errno;
-		close(fd);
-	}
-	return hutch_err_set_errno(err, r, "disk: configure a loop device");
 }
 
 static int mount_ext4(int nr, struct hutch_err *err)
@@ -316,7 +284,8 @@ int hutch_disk_attach(const char *runtime_dir, int file, int *mnt, int *root, st
 	_cleanup_close_ int loop = -EBADF, probe = -EBADF;
 	int nr = -1, r;
 
-	if ((r = loop = loop_attach(file, &nr, err)) < 0 || (r = *mnt = mount_ext4(nr, err)) < 0)
+	if ((r = loop = hutch_disk_loop_attach(file, &nr, err)) < 0 ||
+	    (r = *mnt = mount_ext4(nr, err)) < 0)
 		return r;
 	/* Linux before 6.15 clones (open_tree) only from a mount of the
 	 * caller's namespace, which a detached one is not: there it is

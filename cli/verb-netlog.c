@@ -52,7 +52,27 @@ static void print_owner(const cJSON *rec)
 		printf(" (shared: told apart by time only)");
 }
 
-static void print_record(const cJSON *rec)
+/* "3 TIME allowed dns api.test.example A -> 198.51.100.10  all  cmd 4". */
+static void print_dns(const cJSON *rec)
+{
+	const cJSON *a, *type = cJSON_GetObjectItemCaseSensitive(rec, "type");
+	int i = 0;
+
+	printf("%.0f %s %-7s dns %s ", num(rec, "seq"), str(rec, "time"), str(rec, "verdict"),
+	       str(rec, "host"));
+	if (cJSON_IsString(type))
+		printf("%s", type->valuestring);
+	else
+		printf("type %.0f", num(rec, "type"));
+	printf(" -> %s", str(rec, "answer"));
+	cJSON_ArrayForEach(a, cJSON_GetObjectItemCaseSensitive(rec, "addresses"))
+		printf("%s%s", i++ ? ", " : " ", cJSON_IsString(a) ? a->valuestring : "?");
+	printf("  %s", str(rec, "rule"));
+	print_owner(rec);
+	printf("\n");
+}
+
+static void print_conn(const cJSON *rec)
 {
 	const char *host = str(rec, "host"), *proto = str(rec, "proto");
 
@@ -67,6 +87,15 @@ static void print_record(const cJSON *rec)
 		printf("  (still open at the end)");
 	print_owner(rec);
 	printf("\n");
+}
+
+static void print_record(const cJSON *rec)
+{
+	if (!strcmp(str(rec, "kind"), "dns")) {
+		print_dns(rec);
+		return;
+	}
+	print_conn(rec);
 }
 
 static int cmd_net_log(struct hutch_cli_args *a)

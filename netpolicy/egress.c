@@ -104,7 +104,11 @@ int hutch_egress_new(const struct hutch_net_policy *p, const struct sockaddr_in 
 	e->loop.epfd = e->loop.tickfd = e->resolver.fd = -1;
 	e->tick_ev = (struct evloop_ev){ on_tick, e };
 	e->stub = (struct dnsstub){
-		.fd = -1, .policy = p, .resolver = &e->resolver, .refusals = &e->refusals
+		.fd = -1,
+		.policy = p,
+		.resolver = &e->resolver,
+		.refusals = &e->refusals,
+		.observer = &e->proxy.observer,
 	};
 	e->proxy = (struct proxy){
 		.policy = p,
@@ -135,6 +139,7 @@ static int natlog_take(struct hutch_egress *e, enum hutch_net_listener_kind kind
 		*e->natlog = (struct natlog){
 			.policy = e->policy,
 			.observer = &e->proxy.observer,
+			.stub = &e->stub,
 			.loop = &e->loop,
 			.tls_redirected = e->proxy.mitm != NULL,
 			.nflog_fd = -1,

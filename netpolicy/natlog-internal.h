@@ -31,6 +31,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "dnsstub-internal.h"
 #include "evloop-internal.h"
 #include "netpolicy.h"
 
@@ -49,11 +50,12 @@ struct natlog {
 	const struct hutch_net_policy *policy;
 	/* The proxy's observer (egress.c sets it), NULL: nobody listens. */
 	const struct hutch_egress_observer *const *observer;
-	bool tls_redirected; /* header bindings: UDP 443 refused inside */
-	struct evloop *loop; /* its tick runs while flows wait */
-	int nflog_fd, ct_fd; /* -1: none */
-	int64_t dumped_ms;   /* monotonic: the last dump asked */
-	size_t nflows;       /* flows[] in use */
+	const struct dnsstub *stub; /* the names its answers gave (NULL: none) */
+	bool tls_redirected;        /* header bindings: UDP 443 refused inside */
+	struct evloop *loop;        /* its tick runs while flows wait */
+	int nflog_fd, ct_fd;        /* -1: none */
+	int64_t dumped_ms;          /* monotonic: the last dump asked */
+	size_t nflows;              /* flows[] in use */
 	struct natlog_flow flows[NATLOG_FLOWS];
 	uint64_t attempts, lost; /* logged; lost to a full socket buffer */
 };

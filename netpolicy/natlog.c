@@ -206,6 +206,7 @@ static void emit(struct natlog *n, const struct natlog_flow *f, bool allowed, co
                  const char *reason, const uint64_t bytes[2], int64_t end_ms)
 {
 	const struct hutch_egress_observer *o = *n->observer;
+	const char *name = n->stub ? dnsstub_name_of(n->stub, f->daddr) : NULL;
 	struct sockaddr_in dst = { .sin_family = AF_INET,
 		                   .sin_port = f->dport,
 		                   .sin_addr.s_addr = f->daddr };
@@ -214,7 +215,7 @@ static void emit(struct natlog *n, const struct natlog_flow *f, bool allowed, co
 		.end_ms = end_ms,
 		.kind = "nat",
 		.proto = f->proto == IPPROTO_TCP ? "tcp" : "udp",
-		.host = "",
+		.host = name ? name : "",
 		.dst = &dst,
 		.allowed = allowed,
 		.rule = rule,

@@ -404,12 +404,28 @@ struct hutch_net_conn_record {
 	const struct hutch_net_owner *owner; /* NULL: refused before it was accepted */
 };
 
+/* One answer of the DNS stub (all and allow): the name asked, what was
+ * answered (rcode, the A records) and who asked. */
+struct hutch_net_dns_record {
+	int64_t at_ms;         /* realtime: the query came */
+	const char *name;      /* lowercase, no trailing dot */
+	uint16_t qtype;        /* 1: A, 28: AAAA, ... */
+	int rcode;             /* the answer's (SERVFAIL: upstream failed) */
+	const uint32_t *addrs; /* A records, network byte order */
+	size_t naddrs;
+	bool refused;     /* allow: a name not in the list (NXDOMAIN) */
+	const char *rule; /* "all", the listed name, or "unlisted" */
+	const struct hutch_net_owner *owner;
+};
+
 struct hutch_egress_observer {
 	/* A connection from client (inside the sandbox) was accepted: fill
 	 * ret (zeroed) with who made it. Called in the accept path: cheap. */
 	void (*attribute)(void *ud, const struct sockaddr_in *client, struct hutch_net_owner *ret);
 	/* A connection has ended (or was refused at once). */
 	void (*record)(void *ud, const struct hutch_net_conn_record *rec);
+	/* The DNS stub answered (NULL: not told). */
+	void (*dns)(void *ud, const struct hutch_net_dns_record *rec);
 	void *ud;
 };
 

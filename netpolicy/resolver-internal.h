@@ -45,9 +45,12 @@ struct resolver_query {
 	size_t len;
 	resolver_done_fn *done;
 	void *ptr; /* NULL once cancelled: done is not called */
-	/* The asker's own: a stub client and its question. */
+	/* The asker's own: a stub client, its question, when it came and
+	 * who asked (the egress log). */
 	struct sockaddr_in client;
 	struct hutch_dns_question q;
+	int64_t at_ms;
+	struct hutch_net_owner owner;
 };
 
 struct resolver_cached {

@@ -209,10 +209,9 @@ static void write_line(struct hutch_netlog *l, const char *text, size_t len)
 	l->bytes += len + 1;
 }
 
-static void record(void *ud, const struct hutch_net_conn_record *r)
+/* The record's line to the file and the ring (o is taken). */
+static void keep(struct hutch_netlog *l, cJSON *o)
 {
-	struct hutch_netlog *l = ud;
-	cJSON *o = record_json(l, r);
 	char *text = o ? cJSON_PrintUnformatted(o) : NULL;
 	char **slot = &l->ring[l->n % HUTCH_NETLOG_RING];
 
@@ -223,6 +222,52 @@ static void record(void *ud, const struct hutch_net_conn_record *r)
 	free(*slot);
 	*slot = text;
 	l->n++;
+}
+
+static void record(void *ud, const struct hutch_net_conn_record *r)
+{
+	struct hutch_netlog *l = ud;
+
+	keep(l, record_json(l, r));
+}
+
+static const char *rcode_name(int rcode)
+{
+	static const char *const names[] = { "NOERROR",  "FORMERR", "SERVFAIL",
+		                             "NXDOMAIN", "NOTIMP",  "REFUSED" };
+
+	return rcode >= 0 && rcode < (int)ELEMENTSOF(names) ? names[rcode] : "OTHER";
+}
+
+/* One answer of the DNS stub: the name, what it resolved to, who asked. */
+static void dns(void *ud, const struct hutch_net_dns_record *r)
+{
+	struct hutch_netlog *l = ud;
+	cJSON *o = cJSON_CreateObject(), *arr;
+	char ip[INET_ADDRSTRLEN];
+
+	if (!o)
+		return;
+	cJSON_AddNumberToObject(o, "seq", (double)l->n);
+	add_time(o, "time", r->at_ms);
+	cJSON_AddStringToObject(o, "kind", "dns");
+	cJSON_AddStringToObject(o, "host", r->name);
+	if (r->qtype == 1 || r->qtype == 28)
+		cJSON_AddStringToObject(o, "type", r->qtype == 1 ? "A" : "AAAA");
+	else
+		cJSON_AddNumberToObject(o, "type", r->qtype);
+	cJSON_AddStringToObject(o, "answer", rcode_name(r->rcode));
+	arr = cJSON_AddArrayToObject(o, "addresses");
+	for (size_t i = 0; arr && i < r->naddrs; i++) {
+		inet_ntop(AF_INET, &r->addrs[i], ip, sizeof(ip));
+		cJSON_AddItemToArray(arr, cJSON_CreateString(ip));
+	}
+	cJSON_AddStringToObject(o, "verdict", r->refused ? "refused" : "allowed");
+	cJSON_AddStringToObject(o, "rule", r->rule);
+	if (r->refused)
+		cJSON_AddStringToObject(o, "reason", "name not in the allow list: NXDOMAIN");
+	add_owner(l, o, r->owner);
+	keep(l, o);
 }
 
 /* ---- the supervisor's side ---- */
@@ -239,7 +284,9 @@ void hutch_netlog_start(struct sup *s)
 		return; /* no log: the sandbox carries on */
 	l->s = s;
 	l->fd = -EBADF;
-	l->obs = (struct hutch_egress_observer){ attribute, record, l };
+	l->obs = (struct hutch_egress_observer){
+		.attribute = attribute, .record = record, .dns = dns, .ud = l
+	};
 	s->netlog = l;
 	s->net.plan.observer = &l->obs;
 }

@@ -13,7 +13,8 @@ import pytest
 
 from conftest import wait_until
 from netfake import HOST_IP, PRIVATE, WEB
-from test_netlog import assert_no_secret, create, net_log, nh, output, start  # noqa: F401 (nh)
+from test_netlog import (assert_no_secret, create, net_log, nh, output, start,  # noqa: F401 (nh)
+                         tls)
 
 pytestmark = pytest.mark.usefixtures("fakenet")
 
@@ -145,11 +146,11 @@ def test_no_secret_of_a_binding_and_no_double_record(nh, fakenet):
                 f"{host}:Authorization=Bearer {{secret}}@env:HB_SECRET",
                 env={"HB_SECRET": secret, "HUTCH_UPSTREAM_CA": fakenet.ca})
     sb.sh(f"curl -sS --fail https://{host}/a -o /dev/null")
-    assert wait_until(lambda: net_log(sb)["records"], timeout=30)
+    assert wait_until(lambda: tls(net_log(sb)), timeout=30)
     log = net_log(sb)
     # The bound 443 is the proxy's record, not a NAT flow as well: the
     # kernel logged no first packet (read before the proxy's accept).
-    assert [r["kind"] for r in log["records"]] == ["redirect"], log
+    assert [r["kind"] for r in tls(log)] == ["redirect"], log
     status, res = sb.api("GET", "/status")
     assert res["network"]["nat_logged"] == 0, res["network"]
     assert_no_secret(nh, sb, log, secret)
@@ -163,4 +164,52 @@ def test_net_log_off_sets_up_nothing(nh, fakenet):
     # No log rule in the sandbox's netns: nothing to read it.
     status, res = sb.api("GET", "/status")
     assert "nat_logged" not in json.dumps(res), res
+    sb.rm()
+
+
+def dns(log):
+    return [r for r in log["records"] if r["kind"] == "dns"]
+
+
+def test_dns_answers_are_recorded_and_name_the_flows(nh, fakenet):
+    sb = create(nh, "--network", "all")
+    code = (
+        "import socket\n"
+        "a = socket.gethostbyname('api.test.example')\n"
+        "socket.create_connection((a, 80), timeout=10).close()\n"
+        "try:\n"
+        "    socket.gethostbyname('nowhere.example')\n"
+        "except OSError:\n"
+        "    print('no nowhere')\n")
+    res = sb.run(argv=["python3", "-c", code])
+    assert res["exit_code"] == 0 and "no nowhere" in res["stdout"], res
+    assert wait_until(lambda: nat(net_log(sb)), timeout=30), net_log(sb)
+    log = net_log(sb)
+    answers = {(r["host"], r["type"]): r for r in dns(log)}
+    ok = answers[("api.test.example", "A")]
+    assert ok["answer"] == "NOERROR" and ok["addresses"] == [WEB], ok
+    assert ok["verdict"] == "allowed" and ok["rule"] == "all", ok
+    assert ok["owner"] == "time" and "python3" in ok["commands"][0]["command"], ok
+    no = answers[("nowhere.example", "A")]
+    assert no["answer"] == "NXDOMAIN" and no["addresses"] == [], no
+    # The flow to the answered address carries the name.
+    flow = nat(log)[0]
+    assert flow["host"] == "api.test.example" and flow["address"] == f"{WEB}:80", flow
+    r = nh("net-log", sb.id)
+    assert f"dns api.test.example A -> NOERROR {WEB}" in r.stdout.decode(), r.stdout
+    sb.rm()
+
+
+def test_dns_of_allow_mode_refuses_unlisted_names(nh, fakenet):
+    sb = create(nh, "--network", "allow:api.test.example")
+    res = sb.run("getent hosts api.test.example; getent hosts unlisted.test.example; true")
+    assert WEB in res["stdout"], res
+    log = net_log(sb)
+    answers = {(r["host"], r["type"]): r for r in dns(log)}
+    ok = answers[("api.test.example", "A")]
+    assert ok["verdict"] == "allowed" and ok["rule"] == "api.test.example", ok
+    assert ok["addresses"] == [WEB], ok
+    no = answers[("unlisted.test.example", "A")]
+    assert no["verdict"] == "refused" and no["rule"] == "unlisted", no
+    assert no["answer"] == "NXDOMAIN" and "allow list" in no["reason"], no
     sb.rm()

@@ -1250,8 +1250,10 @@ class SandboxSession:
 
     def net_log(self, since=0, limit=None):
         """The egress log (``hutch net-log``): every connection the sandbox's
-        egress proxy decided and (network all) every TCP or UDP flow that
-        left through NAT, from record ``since`` on (an earlier answer's
+        egress proxy decided, (network all) every TCP or UDP flow that left
+        through NAT and every answer of the DNS stub (``kind`` ``dns``: the
+        name in ``host``, ``type``, ``answer``, ``addresses``), from record
+        ``since`` on (an earlier answer's
         ``next``), at most ``limit`` (1 to 1,024). Returns the answer's dict:
         ``mode``, ``dropped`` (records no longer kept), ``next`` and
         ``records``, each with ``time``, ``kind``, ``proto`` (``nat``),

@@ -1185,15 +1185,38 @@ class SandboxSession:
             raise
 
     def fork(self, n=None, **options):
-        """New sandboxes from this one's filesystem (a snapshot, then
-        spawns): one :class:`SandboxSession`, or a list of ``n``. Each has
-        its own id, limits, network and TTL (``options``: LocalSandbox's).
-        The snapshot stays in the store (``Snapshot.get(s.config['image'])``)
-        until deleted."""
-        snap = self.snapshot()
-        if n is None:
-            return snap.spawn(**options)
-        return [snap.spawn(**options) for _ in range(n)]
+        """New sandboxes from this one's filesystem (``hutch fork``): one
+        :class:`SandboxSession`, or a list of ``n`` (1 to 100). Each has its
+        own id, limits, network and TTL (``options``: LocalSandbox's, but
+        ``image`` and ``snapshot``: a fork's root is its source's; create's
+        defaults otherwise, not the source's). Where the source's disk can
+        be cloned (the default workspace, a fork of its disk size) it is,
+        the source frozen only for the clone, and no snapshot is made;
+        else a snapshot is (it stays in the store:
+        ``Snapshot.get(s.config['image'])``). docs/snapshots.md "Fork".
+        With a setup script, header bindings or secrets (given through
+        files and pipes), a snapshot then spawns."""
+        if "image" in options or "snapshot" in options:
+            raise errors.ConfigError("image and snapshot do not apply to a fork: its root is "
+                                     "its source's")
+        count = 1 if n is None else n
+        if isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= 100:
+            raise errors.ConfigError(f"invalid n {n!r}: give a number of forks from 1 to 100")
+        sandbox = LocalSandbox(**options)
+        if (sandbox.setup_script is not None or sandbox.header_bindings or sandbox.secrets):
+            snap = self.snapshot()
+            made = [snap.spawn(**options) for _ in range(count)]
+        else:
+            out = _hutch_json("fork", self.id, "-n", str(count), "--json",
+                              *sandbox._cli_options())
+            try:
+                made = [SandboxSession(LocalSandbox(**options), _hutch_json("inspect", sid))
+                        for sid in out["forks"]]
+            except BaseException:
+                subprocess.run([find_hutch(), "rm", *out["forks"]], capture_output=True,
+                               check=False)
+                raise
+        return made[0] if n is None else made
 
     def status(self):
         """The sandbox's ``/status`` (a dict: state, expires_at, config...)."""

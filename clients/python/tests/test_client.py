@@ -1115,6 +1115,34 @@ def _small_image(monkeypatch, tmp_path, name):
     monkeypatch.setenv("HUTCH_IMAGE_STORE", str(store))
 
 
+def test_fork_is_hutch_fork():
+    """fork() runs hutch fork: the host-derived root (which has no snapshots)
+    forks too, its disk cloned or copied, no snapshot made; each fork its
+    own, with the options given; a root option or a bad n refused."""
+    with LocalSandbox(image="host") as s:
+        s.execute("echo kept > /workspace/f")
+        with pytest.raises(ConfigError, match="its root is its source's"):
+            s.fork(image="host")
+        with pytest.raises(ConfigError, match="from 1 to 100"):
+            s.fork(0)
+        kids = s.fork(2, ttl_seconds=600)
+        try:
+            assert len({s.id, *(k.id for k in kids)}) == 3
+            assert all(k.config["image"] == "host" and k.config["ttl_seconds"] == 600
+                       for k in kids)
+            kids[0].execute("echo one > /workspace/f")
+            assert kids[1].execute("cat /workspace/f").stdout == "kept\n"
+            assert s.execute("cat /workspace/f").stdout == "kept\n"
+        finally:
+            for k in kids:
+                k.close()
+        one = s.fork()
+        with one:
+            assert isinstance(one, hutch.SandboxSession)
+            assert one.execute("cat /workspace/f").stdout == "kept\n"
+    assert hutch.Snapshot.list() == []
+
+
 def test_snapshot_spawn_fork(monkeypatch, tmp_path):
     """session.snapshot() -> Snapshot.spawn(), LocalSandbox(snapshot=...),
     fork(n): the files come along, each new sandbox its own; FULL refused."""

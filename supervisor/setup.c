@@ -124,33 +124,62 @@ static const char *const *cgroup1_names(const struct sup *s)
 	return names;
 }
 
+/* init's parameters, made before the clone (the child has a copy): the
+ * root's, the network's, its socket where init_child() places it. The
+ * commands' cgroup fds are spawn_init()'s to add; what only the child
+ * knows (its cgroups joined, the volumes' and the kind's fds, its
+ * parent) the child adds. */
+static void init_params(const struct sup *s, char *hostname, size_t size,
+                        struct hutch_init_params *p)
+{
+	p->rootfs.cgroup1 = s->kind->sizes_inside ? cgroup1_names(s) : NULL;
+	p->rootfs.cgroup2 = s->cg && !strcmp(hutch_cgroup_version(s->cg), "v2");
+	snprintf(hostname, size, "hutch-%s", s->id);
+	p->sock = 3;
+	p->hostname = (s->joins & CLONE_NEWUTS) ? NULL : hostname;
+	p->net = (s->joins & CLONE_NEWNET) ? NULL : &s->net.plan;
+	p->seccomp = &s->seccomp;
+	p->console_uid = -1;
+	p->change_lists = s->cfg->change_lists;
+	/* The new root's tmpfs goes on top of the child's own "/" (a host
+	 * directory fd opened before clone() belongs to the wrong mount
+	 * namespace to be a mount target). */
+	p->rootfs.stage_fd = -1;
+	p->rootfs.hostname = hostname;
+	p->rootfs.disk_bytes = s->cfg->type->disk_bytes;
+	p->rootfs.app_uid = HUTCH_APP_UID;
+	p->rootfs.app_gid = HUTCH_APP_GID;
+	p->rootfs.resolv_conf = s->net.plan.resolv_conf;
+	p->rootfs.extra_hosts = s->net.plan.extra_hosts;
+	p->rootfs.procview_fd = s->procview_fd >= 0 ? 6 : -1;
+}
+
 /* Child side of clone3: keep only the init socket (fd 3), the commands'
  * cgroup fds (4, 5; hutch_cgroup_open_cmds()), lxcfs's tree and the
  * volumes' mounts (after them), then the kind's fds (an image's layers, a
- * container's mounts). */
-static __attribute__((noreturn)) void init_child(struct sup *s, int sock, int *cg_fds,
-                                                 size_t n_cg_fds, const int cmds[2])
+ * container's mounts); p as init_params() made it. */
+static __attribute__((noreturn)) void init_child(struct sup *s, struct hutch_init_params *p,
+                                                 int sock, int *cg_fds, size_t n_cg_fds,
+                                                 const int cmds[2])
 {
 	static int keep[4 + HUTCH_VOLUMES_MAX];
-	struct hutch_init_params p = { 0 };
 	const struct hutch_kind *k = s->kind;
 	size_t pv = s->procview_fd >= 0, nkeep = 3 + pv + (s->volumes ? s->volumes->n : 0);
 	int next, stash = k->stash_fd ? k->stash_fd(s) : (int)nkeep + 19;
-	char hostname[64];
 
 	/* The supervisor's hold of /sys/fs/cgroup: closed here, before the
 	 * fds below are moved onto its number and the rest closed. */
 	hutch_cgroup_root_forget();
 	/* First, while we are one thread and nothing runs in the sandbox;
 	 * GO tells us to report a failure. */
-	p.cgroup_join_err = hutch_cgroup_join_self(cg_fds, n_cg_fds);
+	p->cgroup_join_err = hutch_cgroup_join_self(cg_fds, n_cg_fds);
 	hutch_proctitle_set("hutch-init");
 	keep[0] = sock;
 	keep[1] = cmds[0];
 	keep[2] = cmds[1];
 	if (s->procview_fd >= 0)
 		keep[3] = s->procview_fd;
-	hutch_sup_volumes_pass(s, keep, 3 + pv, &p.rootfs);
+	hutch_sup_volumes_pass(s, keep, 3 + pv, &p->rootfs);
 	limit_cpus(s);
 	/* Out of the way first, so that no dup3() below overwrites another
 	 * (the kind's fds too, then placed after init's own). */
@@ -167,47 +196,30 @@ static __attribute__((noreturn)) void init_child(struct sup *s, int sock, int *c
 		_exit(1);
 	if (sys_close_range((unsigned)next, ~0U, 0) < 0)
 		_exit(1);
-	snprintf(hostname, sizeof(hostname), "hutch-%s", s->id);
-	p.sock = 3;
-	p.cmds_tasks_fd = cmds[0] >= 0 ? 4 : -1;
-	p.cmds_state_fd = cmds[1] >= 0 ? 5 : -1;
-	p.supervisor_pid = getppid();
-	p.hostname = (s->joins & CLONE_NEWUTS) ? NULL : hostname;
-	p.net = (s->joins & CLONE_NEWNET) ? NULL : &s->net.plan;
-	p.seccomp = &s->seccomp;
-	p.console_uid = -1;
-	p.change_lists = s->cfg->change_lists;
-	/* The new root's tmpfs goes on top of the child's own "/" (a host
-	 * directory fd opened before clone() belongs to the wrong mount
-	 * namespace to be a mount target). */
-	p.rootfs.stage_fd = -1;
-	p.rootfs.hostname = hostname;
-	p.rootfs.disk_bytes = s->cfg->type->disk_bytes;
-	p.rootfs.app_uid = HUTCH_APP_UID;
-	p.rootfs.app_gid = HUTCH_APP_GID;
-	p.rootfs.resolv_conf = s->net.plan.resolv_conf;
-	p.rootfs.extra_hosts = s->net.plan.extra_hosts;
-	p.rootfs.cgroup2 = s->cg && !strcmp(hutch_cgroup_version(s->cg), "v2");
-	p.rootfs.cgroup1 = k->sizes_inside ? cgroup1_names(s) : NULL;
-	p.rootfs.procview_fd = s->procview_fd >= 0 ? 6 : -1;
+	p->supervisor_pid = getppid();
 	if (k->init_params)
-		k->init_params(s, &p);
-	hutch_init_main(&p);
+		k->init_params(s, p);
+	hutch_init_main(p);
 }
 
 static int spawn_init(struct sup *s, struct hutch_err *err)
 {
 	int sv[2], pidfd = -1, bufsz = 4 << 20, r;
 	int cg_fds[HUTCH_CGROUP_MAX_DIRS], cmds[2];
+	struct hutch_init_params p = { 0 };
+	char hostname[64];
 	size_t n_cg_fds = 0;
 	_cleanup_close_ int cgfd = -EBADF;
 	struct clone_args args = { 0 };
 	long pid = -1;
 
+	init_params(s, hostname, sizeof(hostname), &p);
 	/* v1: the commands' own freezer cgroup (see hutch_cgroup_open_cmds()). */
 	r = hutch_cgroup_open_cmds(s->cg, &cmds[0], &cmds[1]);
 	if (r < 0 && r != -EOPNOTSUPP)
 		return hutch_err_set_errno(err, r, "open the commands' freezer cgroup");
+	p.cmds_tasks_fd = cmds[0] >= 0 ? 4 : -1;
+	p.cmds_state_fd = cmds[1] >= 0 ? 5 : -1;
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) {
 		r = -errno;
 		hutch_close_many(cmds, 2);
@@ -255,7 +267,7 @@ static int spawn_init(struct sup *s, struct hutch_err *err)
 	}
 	if (pid == 0) {
 		close(sv[0]);
-		init_child(s, sv[1], cg_fds, n_cg_fds, cmds);
+		init_child(s, &p, sv[1], cg_fds, n_cg_fds, cmds);
 	}
 	if (n_cg_fds > 0)
 		hutch_cgroup_mark_entered(s->cg); /* init reports a failure */
@@ -429,35 +441,6 @@ static int place_in_scope(struct sup *s, struct hutch_err *err)
 	return hutch_kind_cgroup_new(s, err);
 }
 
-/* GO carries the sandbox CA's certificate (header bindings), made after
- * the clone: its key is the supervisor's alone; and the disk's mounts,
- * made meanwhile, with the change lists' group marked on it. The mounts
- * stay open here until the end: the last close of a clone init did not
- * attach (the writable layer's on the host root) waits for an RCU grace
- * period, 5-15 ms, which init's setup would wait for. */
-static int send_go(struct sup *s)
-{
-	const char *pem = hutch_net_plan_ca_pem(&s->net.plan);
-	int fds[HUTCH_DISK_MOUNTS + 1];
-	size_t n = 0;
-	int r;
-
-	if (s->disk_fds[HUTCH_DISK_ROOT] >= 0) {
-		memcpy(fds, s->disk_fds, sizeof(fds[0]) * HUTCH_DISK_MOUNTS);
-		n = HUTCH_DISK_MOUNTS;
-		fds[n] = s->cfg->change_lists ? hutch_disk_watch(s->disk_fds[HUTCH_DISK_ROOT])
-		                              : -ENOENT;
-		if (fds[n] >= 0)
-			n++;
-		else if (fds[n] != -ENOENT)
-			hutch_log_errno(HUTCH_LOG_WARN, fds[n], "change lists: watch the disk");
-	}
-	r = hutch_proto_send(s->init_sock, HUTCH_MSG_GO, 0, pem, pem ? strlen(pem) : 0, fds, n);
-	if (n > HUTCH_DISK_MOUNTS)
-		close(fds[HUTCH_DISK_MOUNTS]); /* init's */
-	return r;
-}
-
 /* The disk made meanwhile; one that could not be made leaves tmpfs (said
  * in the log and by config.workspace), never a sandbox refused, but a
  * fork's (its files are the fork). */
@@ -474,6 +457,38 @@ static int disk_finish(struct sup *s, struct hutch_err *err)
 	snprintf(s->cfg->workspace, sizeof(s->cfg->workspace), "tmpfs");
 	hutch_log(HUTCH_LOG_WARN, "workspace: tmpfs (charged to memory), not a disk: %s", e.msg);
 	return 0;
+}
+
+/* GO, once the disk is finished: it carries the sandbox CA's certificate
+ * (header bindings), made after the clone: its key is the supervisor's
+ * alone; and the disk's mounts, made meanwhile, with the change lists' group marked on it. The
+ * mounts stay open here until the end: the last close of a clone init did not attach (the writable
+ * layer's on the host root) waits for an RCU grace period, 5-15 ms, which init's setup would wait
+ * for. */
+static int send_go(struct sup *s, struct hutch_err *err)
+{
+	const char *pem;
+	int fds[HUTCH_DISK_MOUNTS + 1];
+	size_t n = 0;
+	int r = disk_finish(s, err);
+
+	if (r < 0)
+		return r;
+	pem = hutch_net_plan_ca_pem(&s->net.plan);
+	if (s->disk_fds[HUTCH_DISK_ROOT] >= 0) {
+		memcpy(fds, s->disk_fds, sizeof(fds[0]) * HUTCH_DISK_MOUNTS);
+		n = HUTCH_DISK_MOUNTS;
+		fds[n] = s->cfg->change_lists ? hutch_disk_watch(s->disk_fds[HUTCH_DISK_ROOT])
+		                              : -ENOENT;
+		if (fds[n] >= 0)
+			n++;
+		else if (fds[n] != -ENOENT)
+			hutch_log_errno(HUTCH_LOG_WARN, fds[n], "change lists: watch the disk");
+	}
+	r = hutch_proto_send(s->init_sock, HUTCH_MSG_GO, 0, pem, pem ? strlen(pem) : 0, fds, n);
+	if (n > HUTCH_DISK_MOUNTS)
+		close(fds[HUTCH_DISK_MOUNTS]); /* init's */
+	return r < 0 ? hutch_err_set_errno(err, r, "start sandbox init") : 0;
 }
 
 /* The disk (runtime/disk.h) of a plain or an image sandbox: the stock's
@@ -518,20 +533,6 @@ static int disk_start(struct sup *s, struct hutch_err *err)
 	return r < 0 ? r : hutch_disk_request(&s->disk_job, s->uid_base, err);
 }
 
-/* Header bindings' secrets: zeros in init and everything forked after it,
- * locked in memory where the host allows it. */
-static int protect_secrets(struct sup *s, struct hutch_err *err)
-{
-	int r = hutch_net_bindings_protect(s->cfg->header_bindings);
-
-	if (r < 0)
-		return hutch_err_set_errno(err, r, "protect the header bindings (MADV_WIPEONFORK)");
-	if (r > 0)
-		hutch_log(HUTCH_LOG_WARN, "header bindings: mlock refused (RLIMIT_MEMLOCK): their "
-		                          "pages may be swapped");
-	return 0;
-}
-
 /* After the uid slot: the host ports, the root's parts the host side
  * makes (an image's layers), the commands' environment, the volumes. */
 static int prepare_parts(struct sup *s, struct hutch_err *err)
@@ -556,9 +557,14 @@ static int cgroup_and_init(struct sup *s, const struct hutch_limits *lim, struct
 	r = s->cg ? hutch_cgroup_create(s->cg, lim, err) : 0; /* NULL: --no-limits */
 	if (r < 0)
 		return r;
-	r = protect_secrets(s, err);
+	/* Header bindings' secrets: zeros in init and everything forked after
+	 * it, locked in memory where the host allows it. */
+	r = hutch_net_bindings_protect(s->cfg->header_bindings);
 	if (r < 0)
-		return r;
+		return hutch_err_set_errno(err, r, "protect the header bindings (MADV_WIPEONFORK)");
+	if (r > 0)
+		hutch_log(HUTCH_LOG_WARN, "header bindings: mlock refused (RLIMIT_MEMLOCK): their "
+		                          "pages may be swapped");
 	r = spawn_init(s, err);
 	if (s->kind->spawned)
 		s->kind->spawned(s); /* init holds or is in them now */
@@ -611,11 +617,8 @@ int hutch_sup_setup(struct sup *s, struct hutch_err *err)
 		return r;
 	if (s->kind->before_go && (r = s->kind->before_go(s, err)) < 0)
 		return r;
-	if ((r = disk_finish(s, err)) < 0)
+	if ((r = send_go(s, err)) < 0)
 		return r;
-	r = send_go(s);
-	if (r < 0)
-		return hutch_err_set_errno(err, r, "start sandbox init");
 	/* Overlaps with init building the root; a container's and a run's
 	 * are loaded on demand instead (hutch_api_start_late()). */
 	if (!hutch_api_on_demand(s))

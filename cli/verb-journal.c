@@ -134,8 +134,9 @@ static bool num(const cJSON *o, const char *name, double *v)
 static void print_human(const char *line, size_t len)
 {
 	_cleanup_cjson_ cJSON *o = cJSON_ParseWithLength(line, len);
-	const cJSON *caller, *ch;
-	char who[32] = "", result[48] = "", took[24] = "", chg[80] = "";
+	const cJSON *caller, *ch, *eg;
+	char who[32] = "", result[48] = "", took[24] = "", chg[80] = "", net[112] = "";
+	double na = 0, nr = 0, up = 0, down = 0;
 	double nc = 0, nm = 0, nd = 0, no = 0;
 	double v = 0, uid = 0;
 
@@ -168,14 +169,22 @@ static void print_human(const char *line, size_t len)
 	if (num(ch, "created", &nc) && num(ch, "modified", &nm) && num(ch, "deleted", &nd))
 		snprintf(chg, sizeof(chg), "  [+%.0f ~%.0f -%.0f, %.0f more]", nc, nm, nd,
 		         num(ch, "omitted", &no) ? no : 0);
+	/* its egress summary: connections allowed, refused, bytes each way */
+	eg = cJSON_GetObjectItemCaseSensitive(o, "egress");
+	if (num(eg, "allowed", &na) && num(eg, "refused", &nr) && num(eg, "bytes_up", &up) &&
+	    num(eg, "bytes_down", &down))
+		snprintf(net, sizeof(net), "  [net %.0f allowed %.0f refused, up %.0f down %.0f%s]",
+		         na, nr, up, down,
+		         cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(eg, "shared")) ? ", shared"
+		                                                                      : "");
 	if (num(o, "of", &v)) {
-		printf("%s  %-8s  %-26s  %-9s  %10s  (of line %.0f)%s\n", str(o, "time") ?: "?", "",
-		       "exit", result, took, v, chg);
+		printf("%s  %-8s  %-26s  %-9s  %10s  (of line %.0f)%s%s\n", str(o, "time") ?: "?",
+		       "", "exit", result, took, v, chg, net);
 		return;
 	}
-	printf("%s  %-8s  %-26s  %-9s  %10s  %s%s\n", str(o, "time") ?: "?", who,
+	printf("%s  %-8s  %-26s  %-9s  %10s  %s%s%s\n", str(o, "time") ?: "?", who,
 	       str(o, "route") ?: "?", result, took, str(o, "command") ?: str(o, "path") ?: "",
-	       chg);
+	       chg, net);
 }
 
 static int line_out(struct jout *o, const char *line, size_t len)
@@ -469,11 +478,13 @@ const struct hutch_cli_verb hutch_verb_journal = {
 	.about = "Print a sandbox's session journal: every API request (but /health and\n"
 	         "/status) with its time, caller (uid and pid), route, command line or file\n"
 	         "path, HTTP status, exit status, the command's change counts ([+created\n"
-	         "~modified -deleted, N more]) and duration; a background process's exit\n"
-	         "on a line of its own. Each line carries the SHA-256 of the line before it,\n"
-	         "so --verify finds a changed, removed or reordered line. Files are 0600,\n"
-	         "at most --journal-max bytes (4 MiB; oldest lines dropped), kept 7 days\n"
-	         "after the sandbox ended. Environments are never written; secrets=\n"
+	         "~modified -deleted, N more]), its connections in network allow and all\n"
+	         "([net A allowed R refused, up B down B]) and duration; a background\n"
+	         "process's exit on a line of its own. Each line carries the SHA-256 of\n"
+	         "the line before it, so --verify finds a changed, removed or reordered\n"
+	         "line. Files are 0600, at most --journal-max bytes (4 MiB; oldest lines\n"
+	         "dropped), kept 7 days after the sandbox ended. Environments are never written; "
+	         "secrets=\n"
 	         "values in a command line show as [secret NAME].\n",
 	.opts = journal_opts,
 	.max_pos = 1,

@@ -192,6 +192,16 @@ void hutch_egress_observe(struct hutch_egress *e, const struct hutch_egress_obse
 	e->proxy.observer = o;
 }
 
+void hutch_egress_open_of(struct hutch_egress *e, uint64_t cmd, struct hutch_net_open *ret)
+{
+	*ret = (struct hutch_net_open){ 0 };
+	if (!e)
+		return;
+	if (e->natlog)
+		natlog_open_of(e->natlog, cmd, ret);
+	proxy_open_of(&e->proxy, cmd, ret);
+}
+
 bool hutch_egress_logs_nat(const struct hutch_egress *e)
 {
 	return e && e->natlog && e->natlog->nflog_fd >= 0 && e->natlog->ct_fd >= 0;

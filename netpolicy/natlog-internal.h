@@ -43,6 +43,7 @@ struct natlog_flow {
 	uint16_t sport, dport; /* network byte order */
 	uint8_t proto;         /* IPPROTO_TCP, IPPROTO_UDP; 0: free */
 	int64_t at_ms;
+	uint64_t bytes[2]; /* conntrack's counters as last dumped (up, down) */
 	struct hutch_net_owner owner;
 };
 
@@ -78,6 +79,9 @@ void natlog_on_ct(struct natlog *n);
 /* The egress's tick (now: monotonic ms): a dump when it is time. True
  * while flows wait (the tick must go on). */
 bool natlog_tick(struct natlog *n, int64_t now);
+/* The waiting flows of command cmd, with their counters as a dump made
+ * now gives them (netpolicy.h, hutch_egress_open_of()). */
+void natlog_open_of(struct natlog *n, uint64_t cmd, struct hutch_net_open *ret);
 /* The end: the flows still open are recorded without bytes. */
 void natlog_done(struct natlog *n);
 

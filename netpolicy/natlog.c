@@ -356,14 +356,17 @@ static uint64_t counter_bytes(struct nlattr *a)
 	return be64toh(v);
 }
 
+/* A flow's end (DELETE: its record, with its bytes) or, in a dump's
+ * answer (NEW: the events asked for are DESTROY only), its counters so far. */
 static void on_ct_msg(struct natlog *n, struct nlmsghdr *h)
 {
 	struct nlattr *tb[CTA_MAX + 1];
 	struct natlog_flow k = { 0 };
 	uint64_t bytes[2];
+	int type = NFNL_MSG_TYPE(h->nlmsg_type);
 
 	if (NFNL_SUBSYS_ID(h->nlmsg_type) != NFNL_SUBSYS_CTNETLINK ||
-	    NFNL_MSG_TYPE(h->nlmsg_type) != IPCTNL_MSG_CT_DELETE ||
+	    (type != IPCTNL_MSG_CT_DELETE && type != IPCTNL_MSG_CT_NEW) ||
 	    nlmsg_parse(h, sizeof(struct nfgenmsg), tb, CTA_MAX, NULL) < 0 || !tb[CTA_TUPLE_ORIG] ||
 	    parse_tuple(tb[CTA_TUPLE_ORIG], &k) < 0)
 		return;
@@ -375,6 +378,11 @@ static void on_ct_msg(struct natlog *n, struct nlmsghdr *h)
 			continue;
 		bytes[0] = counter_bytes(tb[CTA_COUNTERS_ORIG]);
 		bytes[1] = counter_bytes(tb[CTA_COUNTERS_REPLY]);
+		if (type == IPCTNL_MSG_CT_NEW) {
+			f->bytes[0] = bytes[0];
+			f->bytes[1] = bytes[1];
+			return;
+		}
 		emit(n, f, true, "all", "", bytes, now_real_ms());
 		f->proto = 0;
 		n->nflows--;
@@ -412,6 +420,32 @@ bool natlog_tick(struct natlog *n, int64_t now)
 		ask_dump(n);
 	}
 	return true;
+}
+
+void natlog_open_of(struct natlog *n, uint64_t cmd, struct hutch_net_open *ret)
+{
+	bool any = false;
+
+	for (size_t i = 0; i < NATLOG_FLOWS && !any; i++)
+		any = n->flows[i].proto && hutch_net_owner_has(&n->flows[i].owner, cmd);
+	/* The counters so far: a dump answered at once (its first part is
+	 * queued in the send; recv() asks for the rest). What is queued
+	 * first (a dump of the tick's) is read before: one dump at a time. */
+	if (any && n->ct_fd >= 0) {
+		natlog_on_ct(n);
+		ask_dump(n);
+		natlog_on_ct(n);
+	}
+	for (size_t i = 0; i < NATLOG_FLOWS; i++) {
+		const struct natlog_flow *f = &n->flows[i];
+
+		if (!f->proto || !hutch_net_owner_has(&f->owner, cmd))
+			continue;
+		ret->n++;
+		ret->allowed++;
+		ret->bytes_up += f->bytes[0];
+		ret->bytes_down += f->bytes[1];
+	}
 }
 
 void natlog_done(struct natlog *n)

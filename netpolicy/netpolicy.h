@@ -389,6 +389,14 @@ struct hutch_net_owner {
 	int32_t pid;                        /* exact: that process, inside the sandbox */
 };
 
+static inline bool hutch_net_owner_has(const struct hutch_net_owner *w, uint64_t cmd)
+{
+	for (unsigned i = 0; i < w->ncmd && i < HUTCH_NET_OWNER_CMDS; i++)
+		if (w->cmd[i] == cmd)
+			return true;
+	return false;
+}
+
 struct hutch_net_conn_record {
 	int64_t at_ms, end_ms;              /* realtime: accepted, closed */
 	const char *kind;                   /* "tls", "host_port", "redirect" or "nat" (all) */
@@ -428,6 +436,17 @@ struct hutch_egress_observer {
 	void (*dns)(void *ud, const struct hutch_net_dns_record *rec);
 	void *ud;
 };
+
+/* A command's connections not recorded yet (still open, or a NAT flow
+ * whose end conntrack has not announced): how many, how many of them are
+ * allowed (the rest not decided yet), and the bytes moved so far each way
+ * (a NAT flow's: conntrack's counters, asked for now; a proxy's: what its
+ * relay moved). cmd is an owner's id (struct hutch_net_owner). */
+struct hutch_net_open {
+	unsigned n, allowed;
+	uint64_t bytes_up, bytes_down;
+};
+void hutch_egress_open_of(struct hutch_egress *e, uint64_t cmd, struct hutch_net_open *ret);
 
 /* Mode all's NAT path is logged (init passed up the log's sockets: not
  * when the kernel lacks what it needs, or the log is off). */

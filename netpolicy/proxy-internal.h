@@ -96,6 +96,8 @@ enum mitm_verdict mitm_conn_event(struct conn *c, bool server_side, uint32_t eve
 /* Free the TLS state (from conn_close). */
 void mitm_conn_free(struct conn *c);
 
+/* The open connections of command cmd (netpolicy.h, hutch_egress_open_of()). */
+void proxy_open_of(const struct proxy *p, uint64_t cmd, struct hutch_net_open *ret);
 /* Accept what waits on listener fd (a TLS proxy or host-port listener). */
 void proxy_accept(struct proxy *p, int fd, enum hutch_net_listener_kind kind, uint16_t port);
 /* Act on the connections whose deadline has passed. */

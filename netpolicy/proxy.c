@@ -591,6 +591,19 @@ void proxy_tick(struct proxy *p, int64_t now_ms)
 	}
 }
 
+void proxy_open_of(const struct proxy *p, uint64_t cmd, struct hutch_net_open *ret)
+{
+	for (const struct conn *c = p->conns; c; c = c->next) {
+		if (c->state == C_CLOSED || !hutch_net_owner_has(&c->owner, cmd))
+			continue;
+		ret->n++;
+		if (c->v.rule[0] && !c->v.refused)
+			ret->allowed++;
+		ret->bytes_up += c->bytes_up + c->cs.moved;
+		ret->bytes_down += c->bytes_down + c->sc.moved;
+	}
+}
+
 bool proxy_is_busy(const struct proxy *p)
 {
 	for (const struct conn *c = p->conns; c; c = c->next)

@@ -47,6 +47,8 @@ static void cmd_free(struct cmd *c)
 	hutch_buf_done(&c->err);
 	cJSON_Delete(c->changes);
 	c->changes = NULL;
+	cJSON_Delete(c->egress);
+	c->egress = NULL;
 	if (c->hook_ref)
 		set->hook->put(c->hook_ref);
 	c->hook_ref = NULL;
@@ -323,7 +325,7 @@ static void on_init_message(struct hutch_watch *w, uint32_t events)
 		} else if (hdr.type == HUTCH_MSG_EXITED && n >= (ssize_t)sizeof(body.exited) &&
 		           c->state == CMD_RUNNING) {
 			if (set->before_exit)
-				set->before_exit(set->before_exit_ud);
+				set->before_exit(set->before_exit_ud, c);
 			c->status = body.exited.status;
 			if (n > (ssize_t)sizeof(body.exited) && !c->changes)
 				c->changes = hutch_changes_to_json(body.raw + sizeof(body.exited),
@@ -730,6 +732,8 @@ cJSON *hutch_cmd_result_json(const struct cmd *c, unsigned what)
 	cJSON_AddNumberToObject(o, "duration_ms", hutch_round(c->duration * 1e6) / 1e3);
 	if (c->changes)
 		cJSON_AddItemToObject(o, "changes", cJSON_Duplicate(c->changes, true));
+	if (c->egress)
+		cJSON_AddItemToObject(o, "egress", cJSON_Duplicate(c->egress, true));
 	if (what & HUTCH_RESULT_OUTPUT) {
 		add_output(o, "stdout", &c->out, what & HUTCH_RESULT_BASE64);
 		add_output(o, "stderr", &c->err, what & HUTCH_RESULT_BASE64);

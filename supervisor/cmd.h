@@ -128,11 +128,12 @@ struct hutch_cmds {
 	void (*on_message)(void *ud, uint32_t type, uint64_t id, const void *body, size_t len,
 	                   int fd);
 	void *on_message_ud;
-	/* Set by the owner (NULL: none): called before a command's exit is
-	 * taken, while it still counts as running. The egress log reads what
-	 * the kernel logged of the command's last connections first
-	 * (supervisor/run.c), so they are still the command's. */
-	void (*before_exit)(void *ud);
+	/* Set by the owner (NULL: none): called before c's exit is taken,
+	 * while it still counts as running. The egress log reads what the
+	 * kernel logged of the command's last connections first, so they are
+	 * still the command's, then sums them up in c->egress
+	 * (supervisor/run.c). */
+	void (*before_exit)(void *ud, struct cmd *c);
 	void *before_exit_ud;
 };
 
@@ -155,6 +156,7 @@ struct cmd {
 	struct hutch_buf out, err; /* captured output (no sink output callback) */
 	const char *spawn_error;   /* init could not start it (static or spawn_errbuf) */
 	cJSON *changes;            /* its change list (changes-format.h), or NULL */
+	cJSON *egress;             /* its egress summary (netlog.h), or NULL */
 	char spawn_errbuf[128];
 	struct hutch_cmd_sink sink;
 	/* engine-private */

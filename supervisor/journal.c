@@ -83,6 +83,7 @@ struct hutch_jrec {
 	 * has_changes false: it had none (changed nothing, or lists off). */
 	bool has_changes, changes_shared, changes_incomplete;
 	double changes_n[4]; /* created, modified, deleted, omitted */
+	cJSON *egress;       /* the last command's egress summary (netlog.h), or NULL */
 	uint64_t line;       /* the request's line, once written (seq + 1; 0: not yet) */
 };
 
@@ -467,6 +468,8 @@ static void add_exit(cJSON *o, const struct hutch_jrec *jr)
 	if (jr->oom_killed)
 		cJSON_AddBoolToObject(o, "oom_killed", true);
 	add_changes(o, jr);
+	if (jr->egress)
+		cJSON_AddItemToObject(o, "egress", cJSON_Duplicate(jr->egress, true));
 }
 
 static double ms(double sec)
@@ -575,6 +578,7 @@ static void put(struct hutch_jrec *jr)
 	free(jr->op);
 	free(jr->cwd);
 	free(jr->data.base64);
+	cJSON_Delete(jr->egress);
 	free(jr);
 }
 
@@ -607,6 +611,8 @@ static void cmd_done(void *ref, const struct cmd *c)
 	if (jr->data.streamed) /* counted by the stream's owner, or not known */
 		jr->data.size = c->stdin_counted ? c->stdin_streamed : UINT64_MAX;
 	keep_changes(jr, c->changes);
+	cJSON_Delete(jr->egress);
+	jr->egress = c->egress ? cJSON_Duplicate(c->egress, true) : NULL;
 	/* Its request has its line: this command outlived it. */
 	if (jr->ended && jr->line && !jr->cmds)
 		write_exit(jr);

@@ -36,30 +36,52 @@ struct hutch_netlog {
 	int fd;                        /* net.jsonl, -EBADF: not yet (or failed) */
 	size_t bytes;
 	bool failed, kept;
-	struct { /* a command's line as it was when a connection was its own */
+	struct slot { /* a command's line as it was when a connection was its own */
 		uint64_t id;
 		int32_t pid;
 		char *line;
+		/* its records so far, for its summary at its end */
+		uint64_t allowed, refused, up, down, dns, dns_refused;
+		bool shared;
 	} cmds[LINES_KEPT];
 	unsigned ncmds;
 };
 
 /* ---- attribution ---- */
 
+static bool is_running(const struct sup *s, uint64_t id)
+{
+	for (const struct cmd *c = s->cmds.list; c; c = c->next)
+		if (c->id == id)
+			return c->state != CMD_DONE;
+	return false;
+}
+
+static struct slot *slot_of(struct hutch_netlog *l, uint64_t id)
+{
+	for (unsigned i = 0; i < LINES_KEPT; i++)
+		if (l->cmds[i].id == id)
+			return &l->cmds[i];
+	return NULL;
+}
+
+/* c's slot, made when it has none: the oldest of a command that has
+ * ended is reused (a running one's summary is still to come). */
 static void keep_line(struct hutch_netlog *l, const struct cmd *c)
 {
 	const char *line = hutch_journal_cmd_line(c);
+	struct slot *k = NULL;
 
-	unsigned k;
-
-	for (unsigned i = 0; i < LINES_KEPT; i++)
-		if (l->cmds[i].id == c->id)
-			return;
-	k = l->ncmds++ % LINES_KEPT;
-	free(l->cmds[k].line);
-	l->cmds[k].id = c->id;
-	l->cmds[k].pid = c->pid;
-	l->cmds[k].line = line ? strndup(line, 512) : NULL;
+	if (slot_of(l, c->id))
+		return;
+	for (unsigned tries = 0; tries < LINES_KEPT; tries++) {
+		k = &l->cmds[l->ncmds++ % LINES_KEPT];
+		if (!k->id || !is_running(l->s, k->id))
+			break;
+	}
+	free(k->line);
+	*k = (struct slot){ .id = c->id, .pid = c->pid };
+	k->line = line ? strndup(line, 512) : NULL;
 }
 
 static void attribute(void *ud, const struct sockaddr_in *client, struct hutch_net_owner *ret)
@@ -129,12 +151,13 @@ static void add_owner(struct hutch_netlog *l, cJSON *o, const struct hutch_net_o
 		if (!c)
 			break;
 		cJSON_AddNumberToObject(c, "id", (double)w->cmd[i]);
-		for (unsigned k = 0; k < LINES_KEPT; k++)
-			if (l->cmds[k].id == w->cmd[i]) {
-				cJSON_AddNumberToObject(c, "pid", l->cmds[k].pid);
-				if (l->cmds[k].line)
-					cJSON_AddStringToObject(c, "command", l->cmds[k].line);
-			}
+		const struct slot *k = slot_of(l, w->cmd[i]);
+
+		if (k) {
+			cJSON_AddNumberToObject(c, "pid", k->pid);
+			if (k->line)
+				cJSON_AddStringToObject(c, "command", k->line);
+		}
 		if (w->exact)
 			cJSON_AddNumberToObject(c, "process", w->pid);
 		cJSON_AddItemToArray(arr, c);
@@ -224,10 +247,35 @@ static void keep(struct hutch_netlog *l, cJSON *o)
 	l->n++;
 }
 
+/* A record counts in the summary of each command it is attributed to. */
+static void count(struct hutch_netlog *l, const struct hutch_net_owner *w, bool refused,
+                  const struct hutch_net_conn_record *r)
+{
+	for (unsigned i = 0; w && i < w->ncmd; i++) {
+		struct slot *k = slot_of(l, w->cmd[i]);
+
+		if (!k)
+			continue;
+		k->shared |= w->ncmd > 1;
+		if (!r) {
+			k->dns++;
+			k->dns_refused += refused;
+			continue;
+		}
+		k->allowed += !refused;
+		k->refused += refused;
+		if (!r->bytes_unknown) {
+			k->up += r->bytes_up;
+			k->down += r->bytes_down;
+		}
+	}
+}
+
 static void record(void *ud, const struct hutch_net_conn_record *r)
 {
 	struct hutch_netlog *l = ud;
 
+	count(l, r->owner, !r->allowed, r);
 	keep(l, record_json(l, r));
 }
 
@@ -267,6 +315,7 @@ static void dns(void *ud, const struct hutch_net_dns_record *r)
 	if (r->refused)
 		cJSON_AddStringToObject(o, "reason", "name not in the allow list: NXDOMAIN");
 	add_owner(l, o, r->owner);
+	count(l, r->owner, r->refused, NULL);
 	keep(l, o);
 }
 
@@ -329,6 +378,39 @@ char *hutch_netlog_answer(struct sup *s, uint64_t since, size_t limit, size_t *r
 	}
 	*ret_len = b.len;
 	return b.data;
+}
+
+cJSON *hutch_netlog_summary(struct sup *s, uint64_t cmd)
+{
+	struct hutch_netlog *l = s->netlog;
+	struct hutch_net_open open;
+	const struct slot *k;
+	cJSON *o;
+
+	if (!l)
+		return NULL;
+	/* First: a NAT flow's end read now is a record (counted below). */
+	hutch_egress_open_of(s->net.plan.egress, cmd, &open);
+	k = slot_of(l, cmd);
+	if (!open.n && (!k || !(k->allowed || k->refused || k->dns)))
+		return NULL;
+	o = cJSON_CreateObject();
+	if (!o)
+		return NULL;
+	cJSON_AddNumberToObject(o, "allowed", (double)((k ? k->allowed : 0) + open.allowed));
+	cJSON_AddNumberToObject(o, "refused", (double)(k ? k->refused : 0));
+	cJSON_AddNumberToObject(o, "bytes_up", (double)((k ? k->up : 0) + open.bytes_up));
+	cJSON_AddNumberToObject(o, "bytes_down", (double)((k ? k->down : 0) + open.bytes_down));
+	cJSON_AddNumberToObject(o, "dns", (double)(k ? k->dns : 0));
+	cJSON_AddNumberToObject(o, "dns_refused", (double)(k ? k->dns_refused : 0));
+	if (open.n)
+		cJSON_AddNumberToObject(o, "open", open.n);
+	if (k && k->shared)
+		cJSON_AddBoolToObject(o, "shared", true);
+	if (hutch_net_policy_wired_mode(s->net.plan.policy) == HUTCH_NET_ALL &&
+	    !hutch_egress_logs_nat(s->net.plan.egress))
+		cJSON_AddBoolToObject(o, "complete", false);
+	return o;
 }
 
 void hutch_netlog_keep(struct sup *s)

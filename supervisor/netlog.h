@@ -25,6 +25,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include <cjson/cJSON.h>
+
 struct sup;
 
 #define HUTCH_NETLOG_RING       1024      /* records answered by GET /v1/net_log */
@@ -41,6 +43,12 @@ void hutch_netlog_start(struct sup *s);
  * /v1/net_log ({"records": [...], "next": N, "dropped": N}); malloc'd, its
  * length in *ret_len; NULL when out of memory. */
 char *hutch_netlog_answer(struct sup *s, uint64_t since, size_t limit, size_t *ret_len);
+/* Command cmd's egress summary at its end (its result's and journal
+ * line's "egress", docs/api.md): {"allowed", "refused", "bytes_up",
+ * "bytes_down", "dns", "dns_refused"} and "open" (connections not ended:
+ * their bytes so far), "shared", "complete": false when so; NULL when it
+ * made no connection and asked no name, or there is no log. */
+cJSON *hutch_netlog_summary(struct sup *s, uint64_t cmd);
 /* The sandbox has ended: the files move beside the tombstone. */
 void hutch_netlog_keep(struct sup *s);
 /* The supervisor is done (after the egress is freed). */

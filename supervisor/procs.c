@@ -39,6 +39,7 @@ static void proc_free(struct hutch_proc *p)
 	free(p->command);
 	free(p->error);
 	cJSON_Delete(p->changes);
+	cJSON_Delete(p->egress);
 	hutch_ring_done(&p->out);
 	hutch_ring_done(&p->err);
 	free(p);
@@ -324,6 +325,7 @@ static void proc_done(void *ud, struct cmd *c)
 	if (c->spawn_error)
 		p->error = strdup(c->spawn_error);
 	p->changes = TAKE_PTR(c->changes);
+	p->egress = TAKE_PTR(c->egress);
 	p->cmd = NULL;
 	hutch_cmd_release(c);
 	set->nrunning--;
@@ -427,5 +429,7 @@ cJSON *hutch_proc_json(struct hutch_proc *p)
 		cJSON_AddStringToObject(o, "error", p->error);
 	if (p->changes)
 		cJSON_AddItemToObject(o, "changes", cJSON_Duplicate(p->changes, true));
+	if (p->egress)
+		cJSON_AddItemToObject(o, "egress", cJSON_Duplicate(p->egress, true));
 	return o;
 }

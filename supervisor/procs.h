@@ -53,6 +53,7 @@ struct hutch_proc {
 	int64_t started_at, ended_at; /* unix seconds */
 	int status;                   /* wait status once done */
 	cJSON *changes;               /* its change list once done (cmd.h), or NULL */
+	cJSON *egress;                /* its egress summary at its end (netlog.h), or NULL */
 	bool done, kill_requested;
 	char *error;        /* init could not start it */
 	int64_t kill_at_ms; /* monotonic: SIGKILL then, 0 = not pending */

@@ -69,12 +69,16 @@ static void on_egress(struct hutch_watch *w, uint32_t events)
 }
 
 /* A command exits: what the kernel logged of its NAT flows (queued before
- * its exit) is read first, while it still runs (netpolicy/natlog.c). */
-static void egress_before_exit(void *ud)
+ * its exit) and what the proxy has to do are done first, while it still
+ * runs (netpolicy/natlog.c), then its connections are summed up for its
+ * result and journal line (netlog.h). */
+static void egress_before_exit(void *ud, struct cmd *c)
 {
 	struct sup *s = ud;
 
 	hutch_net_plan_run(&s->net.plan);
+	if (!c->egress)
+		c->egress = hutch_netlog_summary(s, c->id);
 }
 
 static int setup_loop(struct sup *s)
@@ -115,7 +119,7 @@ static int setup_loop(struct sup *s)
 		return r;
 	if ((r = hutch_sup_pasta_watch(s)) < 0)
 		return r;
-	if (s->netlog && hutch_egress_logs_nat(s->net.plan.egress)) {
+	if (s->netlog) {
 		s->cmds.before_exit = egress_before_exit;
 		s->cmds.before_exit_ud = s;
 	}

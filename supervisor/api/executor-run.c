@@ -232,6 +232,8 @@ static enum MHD_Result finish_run(struct request *r)
 	 * above by name and ignores the rest. */
 	if (c->changes)
 		cJSON_AddItemToObject(o, "changes", cJSON_Duplicate(c->changes, true));
+	if (c->egress)
+		cJSON_AddItemToObject(o, "egress", cJSON_Duplicate(c->egress, true));
 	return hutch_exec_respond_json(r->conn, MHD_HTTP_OK, o);
 }
 

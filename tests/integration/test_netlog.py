@@ -77,19 +77,34 @@ def output(sb, pid):
     return res.get("data", "")
 
 
-def test_two_commands_at_once_each_get_their_own(nh, fakenet):
+def client_sandbox(nh, fakenet):
+    """A sandbox of network allow:API with the fake internet's CA and CLIENT."""
     sb = create(nh, "--network", f"allow:{API}")
     install_ca(sb, fakenet)
     sb.put_file("/workspace/client.py", CLIENT.encode(), "644")
+    return sb
+
+
+def start_gated_pair(sb, a_args, b_args):
+    """Two background runs of /workspace/client.py (A_ARGS /tmp/ga /tmp/ea
+    "# cmd-A", B likewise): A's gate opened and its output waited for,
+    then B's, so both (and the releasing command) run while each
+    connects. Their end gates /tmp/ea and /tmp/eb are left closed."""
     sb.sh("mkfifo /tmp/ga /tmp/gb /tmp/ea /tmp/eb")
-    a = start(sb, f"python3 /workspace/client.py {API} {API} /tmp/ga /tmp/ea # cmd-A")
-    b = start(sb, f"python3 /workspace/client.py {WEB} {UNLISTED} /tmp/gb /tmp/eb # cmd-B")
+    a = start(sb, f"python3 /workspace/client.py {a_args} /tmp/ga /tmp/ea # cmd-A")
+    b = start(sb, f"python3 /workspace/client.py {b_args} /tmp/gb /tmp/eb # cmd-B")
+    sb.sh("echo > /tmp/ga")
+    assert wait_until(lambda: output(sb, a), timeout=30)
+    sb.sh("echo > /tmp/gb")
+    assert wait_until(lambda: output(sb, b), timeout=30)
+    return a, b
+
+
+def test_two_commands_at_once_each_get_their_own(nh, fakenet):
+    sb = client_sandbox(nh, fakenet)
     # A connects while B runs too (and the releasing command): neither
     # time nor order can tell them apart, only the socket's holder.
-    sb.sh("echo > /tmp/ga")
-    assert wait_until(lambda: "answer" in output(sb, a) or "error" in output(sb, a), timeout=30)
-    sb.sh("echo > /tmp/gb")
-    assert wait_until(lambda: "error" in output(sb, b) or "answer" in output(sb, b), timeout=30)
+    a, b = start_gated_pair(sb, f"{API} {API}", f"{WEB} {UNLISTED}")
     assert output(sb, a).startswith("answer HTTP/1."), output(sb, a)
     assert output(sb, b).startswith("error"), output(sb, b)
     # A record is made at the connection's close, which the proxy sees
@@ -135,6 +150,78 @@ def test_two_commands_at_once_each_get_their_own(nh, fakenet):
     # teardown's end, which rm's answer does not wait for).
     assert wait_until(lambda: os.path.exists(os.path.join(nh.rtdir, ".gone", sb.id + ".net")),
                timeout=30)
+
+
+def process(sb, pid):
+    status, res = sb.api("GET", "/v1/list_processes")
+    assert status == 200, res
+    return [p for p in res["processes"] if p["id"] == pid][0]
+
+
+def journal(nh, sid):
+    r = nh("journal", sid, "--json")
+    assert r.returncode == 0, r.stderr
+    return [json.loads(x) for x in r.stdout.decode().splitlines()]
+
+
+def assert_summary_matches(summary, recs):
+    """A command's egress summary against its records in the log: the
+    verdicts' counts; the bytes equal once none was open at its end
+    (else what had moved by then: at most the records')."""
+    assert summary["allowed"] == sum(r["verdict"] == "allowed" for r in recs), (summary, recs)
+    assert summary["refused"] == sum(r["verdict"] == "refused" for r in recs), (summary, recs)
+    for k in ("bytes_up", "bytes_down"):
+        total = sum(r.get(k, 0) for r in recs)
+        assert summary[k] == total if "open" not in summary else summary[k] <= total, \
+            (k, summary, recs)
+
+
+def test_each_command_s_egress_summary_in_its_result_and_journal_line(nh, fakenet):
+    """Two commands at once: each one's result (its process record at its
+    end) and journal exit line count its own connections only."""
+    sb = client_sandbox(nh, fakenet)
+    # By address (no DNS answer, which goes to the running commands by time).
+    a, b = start_gated_pair(sb, f"{WEB} {API}", f"{WEB} {UNLISTED}")
+    assert output(sb, a).startswith("answer HTTP/1."), output(sb, a)
+    assert output(sb, b).startswith("error"), output(sb, b)
+    sb.sh("echo > /tmp/ea; echo > /tmp/eb")
+    assert wait_until(lambda: process(sb, a)["status"] != "running"
+                      and process(sb, b)["status"] != "running", timeout=30)
+    ea, eb = process(sb, a)["egress"], process(sb, b)["egress"]
+    # Decided before each client printed: exact whatever the proxy's pace.
+    assert ea["allowed"] == 1 and ea["refused"] == 0 and ea["dns"] == 0, ea
+    assert ea["bytes_up"] > 0 and ea["bytes_down"] > 0, ea
+    assert eb["allowed"] == 0 and eb["refused"] == 1 and eb["bytes_down"] == 0, eb
+    assert "shared" not in ea and "shared" not in eb, (ea, eb)
+    assert wait_until(lambda: len(tls(net_log(sb))) >= 2, timeout=30), net_log(sb)
+    log = net_log(sb)
+    for pid, summary in ((a, ea), (b, eb)):
+        cmd = process(sb, pid)["command"]
+        recs = [r for r in tls(log) if r["commands"][0].get("command") == cmd]
+        assert len(recs) == 1, (cmd, log)
+        assert_summary_matches(summary, recs)
+    # The journal's exit lines of the two start_process requests.
+    lines = journal(nh, sb.id)
+    starts = {x["command"]: x for x in lines if x.get("route") == "POST /v1/start_process"}
+    for mark, summary in (("cmd-A", ea), ("cmd-B", eb)):
+        req = [x for c, x in starts.items() if mark in c][0]
+        end = req if "exit" in req else [x for x in lines if x.get("of") == req["seq"]][0]
+        assert end["egress"] == summary, (end, summary)
+    human = nh("journal", sb.id).stdout.decode()
+    assert "[net 1 allowed 0 refused, up " in human, human
+    assert "[net 0 allowed 1 refused, up " in human, human
+    # A command that reaches nothing has no summary; a run's result has one.
+    res = sb.run("true")
+    assert "egress" not in res, res
+    res = sb.run(argv=["python3", "/workspace/client.py", WEB, API, "/dev/null", "/dev/null"])
+    assert res["stdout"].startswith("answer HTTP/1."), res
+    assert res["egress"]["allowed"] == 1 and res["egress"]["refused"] == 0, res
+    assert res["egress"]["bytes_down"] > 0, res
+    # The cloud executor's route carries it as an extra field.
+    status, res = sb.api("POST", "/run", {"cmd": f"python3 /workspace/client.py {WEB} "
+                                                 f"{UNLISTED} /dev/null /dev/null"})
+    assert status == 200 and res["egress"]["refused"] == 1, res
+    sb.rm()
 
 
 def assert_no_secret(nh, sb, log, secret):

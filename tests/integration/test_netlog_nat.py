@@ -13,8 +13,8 @@ import pytest
 
 from conftest import wait_until
 from netfake import HOST_IP, PRIVATE, WEB
-from test_netlog import (assert_no_secret, create, net_log, nh, output, start,  # noqa: F401 (nh)
-                         tls)
+from test_netlog import (assert_no_secret, assert_summary_matches, create,  # noqa: F401 (nh)
+                         journal, net_log, nh, output, process, start_gated_pair, tls)
 
 pytestmark = pytest.mark.usefixtures("fakenet")
 
@@ -51,16 +51,10 @@ def nat(log):
 def test_two_commands_at_once_each_get_their_own_flow(nh, fakenet):
     sb = create(nh, "--network", "all")
     sb.put_file("/workspace/client.py", CLIENT.encode(), "644")
-    sb.sh("mkfifo /tmp/ga /tmp/gb /tmp/ea /tmp/eb")
-    a = start(sb, f"python3 /workspace/client.py {WEB} 80 send /tmp/ga /tmp/ea # cmd-A")
-    b = start(sb, f"python3 /workspace/client.py {WEB} 8443 hold /tmp/gb /tmp/eb # cmd-B")
     # Both run while each connects (and the releasing command too): only
     # the holder of the socket tells the flows apart. Each holds its
     # connection until its end gate opens.
-    sb.sh("echo > /tmp/ga")
-    assert wait_until(lambda: output(sb, a), timeout=30)
-    sb.sh("echo > /tmp/gb")
-    assert wait_until(lambda: output(sb, b), timeout=30)
+    a, b = start_gated_pair(sb, f"{WEB} 80 send", f"{WEB} 8443 hold")
     assert output(sb, a).startswith("answer HTTP/1."), output(sb, a)
     assert output(sb, b).startswith("connected"), output(sb, b)
     # Records are made at a flow's end (conntrack's), after the close.
@@ -86,6 +80,20 @@ def test_two_commands_at_once_each_get_their_own_flow(nh, fakenet):
     r = nh("net-log", sb.id)
     assert r.returncode == 0, r.stderr
     assert f"allowed tcp {WEB}:80" in r.stdout.decode(), r.stdout
+    # Each process's egress summary at its end is its own flow: counted
+    # when the kernel's log was read (before its exit was taken), its
+    # bytes conntrack's at its exit (the flow's end comes a second later).
+    assert wait_until(lambda: process(sb, a)["status"] != "running"
+                      and process(sb, b)["status"] != "running", timeout=30)
+    for pid, port in ((a, 80), (b, 8443)):
+        summary = process(sb, pid)["egress"]
+        assert summary["allowed"] == 1 and summary["refused"] == 0, summary
+        assert summary["bytes_up"] >= 120 and summary["bytes_down"] >= 80, summary
+        assert "shared" not in summary and "complete" not in summary, summary
+        assert_summary_matches(summary, [by_port[port]])
+    lines = journal(nh, sb.id)
+    exits = [x for x in lines if "of" in x or x.get("route") == "POST /v1/start_process"]
+    assert sorted(x["egress"]["allowed"] for x in exits if "egress" in x) == [1, 1], exits
     sb.rm()
 
 
@@ -105,7 +113,13 @@ def test_refusals_and_udp_with_one_command(nh, fakenet):
         "u.close()\n")
     res = sb.run(argv=["python3", "-c", code])
     assert res["exit_code"] == 0 and "connected" not in res["stdout"], res
+    # Its result: two refusals and the UDP flow (its bytes so far: 100 and
+    # the headers), open or ended by then.
+    summary = res["egress"]
+    assert summary["refused"] == 2 and summary["allowed"] == 1, summary
+    assert summary["bytes_up"] >= 128 and summary["bytes_down"] == 0, summary
     assert wait_until(lambda: len(nat(net_log(sb))) >= 3, timeout=30), net_log(sb)
+    assert_summary_matches(summary, nat(net_log(sb)))
     recs = {r["address"]: r for r in nat(net_log(sb))}
     for addr, says in ((meta, "never reaches"), (HOST_IP, "this machine")):
         rec = recs[f"{addr}:80"]

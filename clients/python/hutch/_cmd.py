@@ -24,6 +24,7 @@ class ExitStatus:
     duration_ms: float = 0.0
     message: Optional[str] = None
     changes: Optional[dict] = None  # as CommandResult.changes
+    egress: Optional[dict] = None  # as CommandResult.egress
 
 
 def _cmd_body(cmd, cwd=None, env=None, timeout=None, stdin=None, text=True):

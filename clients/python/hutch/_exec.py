@@ -239,7 +239,7 @@ def exit_status(obj: Dict[str, Any]):
                       signal=obj.get("signal"), signal_name=obj.get("signal_name"),
                       timed_out=bool(obj.get("timed_out")), oom_killed=bool(obj.get("oom_killed")),
                       duration_ms=obj.get("duration_ms") or 0.0, message=obj.get("message"),
-                      changes=obj.get("changes"))
+                      changes=obj.get("changes"), egress=obj.get("egress"))
 
 
 def _stdin_pieces(stdin: Any) -> Iterable[bytes]:

@@ -66,6 +66,11 @@ class CommandResult:
     #: /home/appuser and /tmp (docs/api.md, "Change lists"), or ``None``
     #: when it changed nothing there (or the kernel cannot tell)
     changes: Optional[dict] = None
+    #: its connections in network allow and all (docs/api.md, "Egress
+    #: summaries"): ``allowed``, ``refused``, ``bytes_up``, ``bytes_down``,
+    #: ``dns``, ``dns_refused`` (``open``, ``shared`` when so), or ``None``
+    #: when it made none (or the egress log is off)
+    egress: Optional[dict] = None
 
     @classmethod
     def from_json(cls, d, stdout="", stderr="", text=True):
@@ -79,7 +84,7 @@ class CommandResult:
                    duration_ms=d.get("duration_ms") or 0.0,
                    stdout_truncated=bool(d.get("stdout_truncated")),
                    stderr_truncated=bool(d.get("stderr_truncated")), message=d.get("message"),
-                   changes=d.get("changes"))
+                   changes=d.get("changes"), egress=d.get("egress"))
 
 
 @dataclasses.dataclass
@@ -118,6 +123,7 @@ class ProcessInfo:
     stdin_open: Optional[bool] = None  # None: started without stdin=True
     stdin_bytes: Optional[int] = None
     changes: Optional[dict] = None  # once ended: as CommandResult.changes
+    egress: Optional[dict] = None  # once ended: as CommandResult.egress
 
     @classmethod
     def from_json(cls, d):
@@ -783,7 +789,7 @@ class ExecutionStream:
                     signal=obj.get("signal"), signal_name=obj.get("signal_name"),
                     timed_out=bool(obj.get("timed_out")), oom_killed=bool(obj.get("oom_killed")),
                     duration_ms=obj.get("duration_ms") or 0.0, message=obj.get("message"),
-                    changes=obj.get("changes"))
+                    changes=obj.get("changes"), egress=obj.get("egress"))
                 self.exit_code = self.exit.exit_code
                 if self.exit.timed_out:
                     self._pending_timeout = True

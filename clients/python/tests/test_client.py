@@ -1277,12 +1277,16 @@ def test_diff():
 
 def test_net_log(own_net):
     """session.net_log(): a refused connection of network allow, with its
-    rule and command; paging by since; async; bad arguments."""
+    rule and command (and result.egress's count); paging by since; async;
+    bad arguments."""
     probe = ("python3 -c 'import socket; s = socket.create_connection((\"10.0.0.9\", 443), 10); "
              "s.sendall(b\"GET / HTTP/1.0\\r\\n\\r\\n\"); print(s.recv(10))'")
     with LocalSandbox(network=Network.allow(hosts=("pypi.org",))) as s:
         assert s.net_log() == {"mode": "allow", "dropped": 0, "next": 0, "records": []}
-        s.execute(probe)
+        r = s.execute(probe)
+        # result.egress: the command's connections (refused before it printed)
+        assert (r.egress["allowed"], r.egress["refused"]) == (0, 1), r.egress
+        assert s.execute("true").egress is None
         log = s.net_log()
         assert log["next"] == 1 and len(log["records"]) == 1, log
         rec = log["records"][0]

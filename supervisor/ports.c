@@ -315,7 +315,10 @@ static int listen_on(struct hutch_port_spec *spec, struct hutch_err *err)
 		alen = sizeof(a.in);
 	}
 	if (r != 1)
-		return hutch_err_set(err, -EINVAL, "invalid host address '%s'", spec->host_addr);
+		return hutch_err_set_class(err, HUTCH_ERRC_USAGE, -EINVAL,
+		                           "invalid host address '%s': give an IPv4 address or "
+		                           "[IPv6]",
+		                           spec->host_addr);
 	fd = socket(a.sa.sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return hutch_err_set_errno(err, -errno, "socket for host port %s", host);
@@ -330,15 +333,20 @@ static int listen_on(struct hutch_port_spec *spec, struct hutch_err *err)
 			                     "there, or publish on another host port (-p "
 			                     "OTHER:%u, or -p 0:%u for any free one)",
 			                     host, spec->sandbox_port, spec->sandbox_port);
+		/* The caller named an address this machine does not have: its
+		 * mistake (usage), not a conflict of state as the errno says. */
 		if (r == -EADDRNOTAVAIL)
-			return hutch_err_set(err, r,
-			                     "host address %s is not an address of this machine",
-			                     spec->host_addr);
+			return hutch_err_set_class(err, HUTCH_ERRC_USAGE, r,
+			                           "host address %s is not an address of this "
+			                           "machine: name one it has (ip -br addr), or "
+			                           "leave it out for 127.0.0.1",
+			                           spec->host_addr);
 		if (r == -EACCES)
-			return hutch_err_set(err, r,
-			                     "host port %s: ports below 1024 need root (or "
-			                     "net.ipv4.ip_unprivileged_port_start)",
-			                     host);
+			return hutch_err_set_class(err, HUTCH_ERRC_NOT_CAPABLE, r,
+			                           "host port %s: ports below 1024 need root (or "
+			                           "net.ipv4.ip_unprivileged_port_start): publish "
+			                           "on a port from 1024, or 0 for any free one",
+			                           host);
 		return hutch_err_set_errno(err, r, "bind host port %s", host);
 	}
 	if (listen(fd, 4096) < 0 || getsockname(fd, &a.sa, &alen) < 0)
@@ -486,8 +494,11 @@ int hutch_ports_bind(struct sup *s, const struct hutch_port_spec *spec, bool exe
 	for (f = s->ports ? s->ports->fwds : NULL; f; f = f->next)
 		n++;
 	if (n >= HUTCH_PUBLISH_MAX + 1)
-		return hutch_err_set(err, -E2BIG, "too many forwards: at most %d",
-		                     HUTCH_PUBLISH_MAX + 1);
+		return hutch_err_set_class(err, HUTCH_ERRC_LIMIT, -E2BIG,
+		                           "too many forwards: at most %d (%d of -p, one of "
+		                           "POST /bind_port): unbind one first, or create the "
+		                           "sandbox with fewer -p",
+		                           HUTCH_PUBLISH_MAX + 1, HUTCH_PUBLISH_MAX);
 	r = fwd_add(s, spec, executor, &f, err);
 	if (r < 0)
 		return r;

@@ -60,34 +60,34 @@ static enum MHD_Result span_start(struct request *r, const cJSON *body, uint64_t
 	*answered = true;
 	*gen = 0;
 	if (cJSON_IsNumber(cmd) + cJSON_IsString(snap) + cJSON_IsString(proc) > 1)
-		return hutch_api_respond_error(
-		        r->conn, MHD_HTTP_BAD_REQUEST, "invalid_request",
+		return hutch_api_refuse(
+		        r->conn, HUTCH_ERRC_USAGE, "invalid_request",
 		        "give one of 'since_command', 'since_snapshot', 'since_process'");
 	if (cJSON_IsString(proc)) {
 		p = hutch_proc_find(r->s, proc->valuestring);
 		if (!p)
-			return hutch_api_respond_error(r->conn, MHD_HTTP_NOT_FOUND, "not_found",
-			                               "no background process '%.64s' (hutch ps)",
-			                               proc->valuestring);
+			return hutch_api_refuse(r->conn, HUTCH_ERRC_NOT_FOUND, "not_found",
+			                        "no background process '%.64s' (hutch ps)",
+			                        proc->valuestring);
 		*gen = 2 * p->cmd_id;
 	} else if (cJSON_IsNumber(cmd)) {
 		e = hutch_journal_command_of(r->s, (uint64_t)cmd->valuedouble, &id);
 		if (e == -ENODATA)
-			return hutch_api_respond_error(
-			        r->conn, MHD_HTTP_CONFLICT, "no_journal",
+			return hutch_api_refuse(
+			        r->conn, HUTCH_ERRC_CONFLICT, "no_journal",
 			        "this sandbox keeps no journal (--journal-max 0), whose lines name "
 			        "the commands");
 		if (e < 0)
-			return hutch_api_respond_error(
-			        r->conn, MHD_HTTP_NOT_FOUND, "not_found",
-			        "journal line %" PRIu64 " started no command (a run, exec or "
-			        "process line of the last 4,096: hutch journal ID)",
-			        (uint64_t)cmd->valuedouble);
+			return hutch_api_refuse(r->conn, HUTCH_ERRC_NOT_FOUND, "not_found",
+			                        "journal line %" PRIu64
+			                        " started no command (a run, exec or "
+			                        "process line of the last 4,096: hutch journal ID)",
+			                        (uint64_t)cmd->valuedouble);
 		*gen = 2 * id;
 	} else if (cJSON_IsString(snap)) {
 		if (hutch_sup_snapshot_gen(r->s, snap->valuestring, gen) < 0)
-			return hutch_api_respond_error(
-			        r->conn, MHD_HTTP_NOT_FOUND, "not_found",
+			return hutch_api_refuse(
+			        r->conn, HUTCH_ERRC_NOT_FOUND, "not_found",
 			        "no snapshot '%.200s' of this sandbox (one of the last 16 it took)",
 			        snap->valuestring);
 	}
@@ -114,18 +114,18 @@ static enum MHD_Result start(struct request *r)
 	uint64_t gen;
 
 	if (!cJSON_IsObject(body))
-		return hutch_api_respond_error(r->conn, MHD_HTTP_BAD_REQUEST, "invalid_json",
-		                               "the body must be a JSON object: {}, "
-		                               "{\"since_command\": SEQ}, {\"since_process\": "
-		                               "ID} or {\"since_snapshot\": \"NAME\"}");
+		return hutch_api_refuse(r->conn, HUTCH_ERRC_USAGE, "invalid_json",
+		                        "the body must be a JSON object: {}, "
+		                        "{\"since_command\": SEQ}, {\"since_process\": "
+		                        "ID} or {\"since_snapshot\": \"NAME\"}");
 	if (hutch_fields_check(body, diff_fields, ELEMENTSOF(diff_fields), HUTCH_FIELDS_LIST_KNOWN,
 	                       &err) < 0)
-		return hutch_api_respond_error(r->conn, MHD_HTTP_BAD_REQUEST, "invalid_request",
-		                               "%s", err.msg);
+		return hutch_api_refuse(r->conn, HUTCH_ERRC_USAGE, "invalid_request", "%s",
+		                        err.msg);
 	if (!r->s->cfg->change_lists)
-		return hutch_api_respond_error(r->conn, MHD_HTTP_CONFLICT, "change_lists_off",
-		                               "this sandbox was created with --change-lists off: "
-		                               "nothing keeps what changed");
+		return hutch_api_refuse(r->conn, HUTCH_ERRC_CONFLICT, "change_lists_off",
+		                        "this sandbox was created with --change-lists off: "
+		                        "nothing keeps what changed");
 	ret = span_start(r, body, &gen, &answered);
 	if (answered)
 		return ret;
@@ -148,19 +148,20 @@ static enum MHD_Result finish(struct request *r)
 	}
 	r->answered = true;
 	if (r->s->state != SUP_RUNNING)
-		return hutch_api_respond_json(r->conn, MHD_HTTP_GONE, hutch_api_ended_json(r->s));
+		return hutch_api_respond_ended(r->conn, r->s);
 	if (c->spawn_error)
-		return hutch_api_respond_error(r->conn, 500, "spawn_failed", "%s", c->spawn_error);
+		return hutch_api_refuse(r->conn, HUTCH_ERRC_INTERNAL, "spawn_failed", "%s",
+		                        c->spawn_error);
 	if (WIFEXITED(c->status) && WEXITSTATUS(c->status) == 3)
-		return hutch_api_respond_error(
-		        r->conn, MHD_HTTP_CONFLICT, "not_capable",
+		return hutch_api_refuse(
+		        r->conn, HUTCH_ERRC_NOT_CAPABLE, "not_capable",
 		        "no change lists in this sandbox: the kernel cannot mark its tmpfs "
 		        "mounts from a user namespace (Linux 6.8), or /workspace, /home/appuser "
 		        "and /tmp are in a snapshot's layers, not mounts of their own");
 	if (!WIFEXITED(c->status) || WEXITSTATUS(c->status) != 0 || c->out.truncated ||
 	    !(ch = hutch_changes_to_json(c->out.data, c->out.len)))
-		return hutch_api_respond_error(r->conn, 500, "internal",
-		                               "the sandbox's diff failed (status %d)", c->status);
+		return hutch_api_refuse(r->conn, HUTCH_ERRC_INTERNAL, "internal",
+		                        "the sandbox's diff failed (status %d)", c->status);
 	if (!(o = cJSON_CreateObject()))
 		return cJSON_Delete(ch), MHD_NO;
 	cJSON_AddItemToObject(o, "changes", ch);

@@ -645,10 +645,10 @@ static void on_upgrade(void *cls, struct MHD_Connection *conn, void *con_cls, co
 
 static enum MHD_Result refuse_no_upgrade(struct request *r)
 {
-	return hutch_api_respond_error(r->conn, 426, "upgrade_required",
-	                               "POST /exec streams over the connection: send "
-	                               "'Connection: Upgrade' and 'Upgrade: " EXEC_UPGRADE
-	                               "' (docs/api.md)");
+	return hutch_api_refuse(r->conn, HUTCH_ERRC_USAGE, "upgrade_required",
+	                        "POST /exec streams over the connection: send "
+	                        "'Connection: Upgrade' and 'Upgrade: " EXEC_UPGRADE
+	                        "' (docs/api.md)");
 }
 
 struct hutch_exec *hutch_exec_new(struct sup *s)

@@ -118,6 +118,19 @@ static cJSON *conflict_json(const char *error, uint16_t current)
 	return o;
 }
 
+/* The endpoint's name for a bind that failed, by its class. */
+static const char *bind_code(const struct hutch_err *err)
+{
+	switch (hutch_err_class(err)) {
+	case HUTCH_ERRC_CONFLICT:
+		return "port_in_use";
+	case HUTCH_ERRC_USAGE:
+		return "invalid_request";
+	default:
+		return NULL; /* the class's name: limit, not_capable, internal */
+	}
+}
+
 enum MHD_Result hutch_api_serve_bind_port(struct request *r, const char *upload, size_t *size)
 {
 	static const char *const known[] = { "port", "host_port", "host_address", NULL };
@@ -134,24 +147,22 @@ enum MHD_Result hutch_api_serve_bind_port(struct request *r, const char *upload,
 	 * http.Error: plain text); hutch's checks of its extra fields stay
 	 * JSON errors naming the field. */
 	if (!j && err.code == -EBADMSG)
-		return hutch_api_respond_text(r->conn, MHD_HTTP_BAD_REQUEST, HUTCH_EXEC_INVALID);
+		return hutch_api_refuse_text(r->conn, HUTCH_ERRC_USAGE, NULL, HUTCH_EXEC_INVALID);
 	port_field = j ? cJSON_GetObjectItemCaseSensitive(j, "port") : NULL;
 	if (j && (!port_field || cJSON_IsNull(port_field) ||
 	          (cJSON_IsString(port_field) && !*port_field->valuestring)))
-		return hutch_api_respond_text(r->conn, MHD_HTTP_BAD_REQUEST, "Port is required");
+		return hutch_api_refuse_text(r->conn, HUTCH_ERRC_USAGE, NULL, "Port is required");
 	if (!j || bind_spec(j, &spec, &err) < 0)
 		return hutch_api_respond_err(r->conn, &err, "invalid_request");
 	ret = hutch_ports_bind(r->s, &spec, true, &fwd, &current, &err);
-	if (ret == -EEXIST)
-		return hutch_api_respond_json(r->conn, MHD_HTTP_CONFLICT,
+	if (ret == -EEXIST) /* the executor's answer, its shape */
+		return hutch_api_respond_json(r->conn, hutch_api_status(HUTCH_ERRC_CONFLICT, NULL),
 		                              conflict_json("Port already bound", current));
+	/* The status from the class ports.c gave the failure (a host port in
+	 * use conflict, an address not this machine's usage, too many
+	 * forwards limit, a port below 1024 without the right not capable). */
 	if (ret < 0)
-		return hutch_api_respond_error(
-		        r->conn,
-		        ret == -EADDRINUSE                        ? MHD_HTTP_CONFLICT
-		        : ret == -EINVAL || ret == -EADDRNOTAVAIL ? MHD_HTTP_BAD_REQUEST
-		                                                  : MHD_HTTP_INTERNAL_SERVER_ERROR,
-		        ret == -EADDRINUSE ? "port_in_use" : "bind_failed", "%s", err.msg);
+		return hutch_api_respond_err(r->conn, &err, bind_code(&err));
 	(void)hutch_sup_write_state(r->s, "running"); /* for ls */
 	/* The executor's fields first, then where it is on the host. */
 	o = cJSON_CreateObject();
@@ -184,7 +195,7 @@ enum MHD_Result hutch_api_serve_unbind_port(struct request *r, const char *uploa
 	ret = hutch_ports_unbind(r->s, want, &current);
 	if (ret == -ENOENT) {
 		snprintf(msg, sizeof(msg), "Port %u is not bound", want);
-		return hutch_api_respond_json(r->conn, MHD_HTTP_CONFLICT,
+		return hutch_api_respond_json(r->conn, hutch_api_status(HUTCH_ERRC_CONFLICT, NULL),
 		                              conflict_json(msg, current));
 	}
 	if (ret > 0)

@@ -128,7 +128,7 @@ static enum MHD_Result finish_run(struct request *r)
 	}
 	r->answered = true;
 	if (s->state != SUP_RUNNING)
-		return hutch_api_respond_json(r->conn, MHD_HTTP_GONE, hutch_api_ended_json(s));
+		return hutch_api_respond_ended(r->conn, s);
 	res = hutch_cmd_result_json(c, HUTCH_RESULT_OUTPUT | (r->base64 ? HUTCH_RESULT_BASE64 : 0));
 	if (c->spawn_error)
 		cJSON_AddStringToObject(res, "error", c->spawn_error);

@@ -146,6 +146,19 @@ static struct hutch_api_conn *conn_of(struct MHD_Connection *conn)
 	return ci ? ci->socket_context : NULL;
 }
 
+/* Refuse r before its handler: with a JSON error, or (text) the executor's
+ * plain-text one. */
+static void refuse_with(struct request *r, enum hutch_errc cls, const char *code, const char *msg,
+                        const char *text)
+{
+	r->refuse_cls = cls;
+	r->refuse_code = code;
+	if (text)
+		r->refuse_text = text;
+	else
+		r->refuse = hutch_api_error_json(code, msg);
+}
+
 /* The executor's bearer secret (executor.c) on the TCP listener: Go's
  * mux answers an unknown path 404 first, then the secret is checked on
  * every route but those that say so (/health), then the handler checks
@@ -153,15 +166,13 @@ static struct hutch_api_conn *conn_of(struct MHD_Connection *conn)
 static bool tcp_refused(struct request *r, unsigned known)
 {
 	if (!r->route && !known) {
-		r->refuse_status = MHD_HTTP_NOT_FOUND;
-		r->refuse_text = "404 page not found";
+		refuse_with(r, HUTCH_ERRC_NOT_FOUND, NULL, NULL, "404 page not found");
 		return true;
 	}
 	if ((r->route && (r->route->flags & HUTCH_ROUTE_NO_SECRET)) ||
 	    hutch_executor_authorized(r->s, r->conn))
 		return false;
-	r->refuse_status = MHD_HTTP_UNAUTHORIZED;
-	r->refuse_text = "Unauthorized";
+	refuse_with(r, HUTCH_ERRC_NOT_CAPABLE, "unauthorized", NULL, "Unauthorized");
 	return true;
 }
 
@@ -172,6 +183,7 @@ static void refuse_early(struct request *r, const char *url, const char *method,
 {
 	struct sup *s = r->s;
 	const struct hutch_api_route *rt = r->route;
+	const char *denied = rt ? hutch_api_access_refusal(s, rt) : NULL;
 	char msg[512];
 
 	if (r->tcp && tcp_refused(r, known))
@@ -181,26 +193,18 @@ static void refuse_early(struct request *r, const char *url, const char *method,
 		         "sandbox %s waits in a warm pool: take it with 'hutch create' "
 		         "(POST /claim) first",
 		         s->id);
-		r->refuse_status = MHD_HTTP_CONFLICT;
-		r->refuse = hutch_api_error_json("sandbox_pooled", msg);
-	} else if (rt && hutch_api_access_refusal(s, rt)) {
-		r->refuse_status = MHD_HTTP_FORBIDDEN;
-		if (rt->flags & HUTCH_ROUTE_EXECUTOR)
-			r->refuse_text = hutch_api_access_refusal(s, rt);
-		else
-			r->refuse = hutch_api_error_json("access_denied",
-			                                 hutch_api_access_refusal(s, rt));
+		refuse_with(r, HUTCH_ERRC_CONFLICT, "sandbox_pooled", msg, NULL);
+	} else if (denied) {
+		refuse_with(r, HUTCH_ERRC_NOT_CAPABLE, "access_denied", denied,
+		            (rt->flags & HUTCH_ROUTE_EXECUTOR) ? denied : NULL);
 	} else if (!rt && known == HUTCH_ROUTE_KNOWN_EXECUTOR) {
-		r->refuse_status = MHD_HTTP_METHOD_NOT_ALLOWED;
-		r->refuse_text = "Method not allowed";
+		refuse_with(r, HUTCH_ERRC_USAGE, "method_not_allowed", NULL, "Method not allowed");
 	} else if (!rt && known) {
 		snprintf(msg, sizeof(msg), "%s is not allowed on %s; see docs/api.md", method, url);
-		r->refuse_status = MHD_HTTP_METHOD_NOT_ALLOWED;
-		r->refuse = hutch_api_error_json("method_not_allowed", msg);
+		refuse_with(r, HUTCH_ERRC_USAGE, "method_not_allowed", msg, NULL);
 	} else if (!rt) {
 		snprintf(msg, sizeof(msg), "no endpoint %s %s; see docs/api.md", method, url);
-		r->refuse_status = MHD_HTTP_NOT_FOUND;
-		r->refuse = hutch_api_error_json("not_found", msg);
+		refuse_with(r, HUTCH_ERRC_NOT_FOUND, "not_found", msg, NULL);
 	}
 }
 
@@ -211,8 +215,17 @@ static enum MHD_Result respond_refusal(struct request *r)
 	r->refuse = NULL;
 	r->answered = true;
 	if (r->refuse_text)
-		return hutch_api_respond_text(r->conn, r->refuse_status, r->refuse_text);
-	return hutch_api_respond_json(r->conn, r->refuse_status, j);
+		return hutch_api_refuse_text(r->conn, r->refuse_cls, r->refuse_code,
+		                             r->refuse_text);
+	return hutch_api_respond_json(r->conn, hutch_api_status(r->refuse_cls, r->refuse_code), j);
+}
+
+static enum MHD_Result refuse_body_too_large(struct MHD_Connection *conn)
+{
+	return hutch_api_refuse(conn, HUTCH_ERRC_LIMIT, "too_large",
+	                        "request body larger than %u bytes: put large data in a "
+	                        "file with PUT /files (streamed, no bound) and name it",
+	                        HUTCH_MAX_BODY);
 }
 
 /* The first access-handler call of a request: headers only. */
@@ -224,21 +237,21 @@ static enum MHD_Result start_request(struct sup *s, bool tcp, struct MHD_Connect
 	bool passive = rt && (rt->flags & HUTCH_ROUTE_PASSIVE);
 	const char *cl;
 	struct request *r;
-	char msg[256];
-	unsigned status;
+	struct hutch_err err = { 0 };
 
 	struct hutch_api_conn *c = conn_of(conn);
 
 	conn_unwait(s, c); /* its headers are complete */
 	if (hutch_api_headers_too_large(conn))
-		return hutch_api_respond_error(conn, 431, "too_large",
-		                               "request headers larger than %u bytes",
-		                               HUTCH_MAX_HEADERS);
-	status = hutch_api_check_codings(conn, msg, sizeof(msg));
-	if (status)
-		return hutch_api_respond_error(
-		        conn, status, status == 501 ? "not_implemented" : "invalid_request", "%s",
-		        msg);
+		return hutch_api_refuse(conn, HUTCH_ERRC_LIMIT, "headers_too_large",
+		                        "request headers larger than %u bytes together: send "
+		                        "large values in the body",
+		                        HUTCH_MAX_HEADERS);
+	if (hutch_api_check_codings(conn, &err) < 0)
+		return hutch_api_respond_err(conn, &err,
+		                             hutch_err_class(&err) == HUTCH_ERRC_NOT_CAPABLE
+		                                     ? "not_implemented"
+		                                     : "invalid_request");
 	/* Watching a sandbox (health, status) neither wakes it nor keeps it
 	 * awake; any other request thaws it before it is served. */
 	if (!passive) {
@@ -263,13 +276,12 @@ static enum MHD_Result start_request(struct sup *s, bool tcp, struct MHD_Connect
 	/* A refused request is answered once its body is read (a client still
 	 * sending it would see a broken pipe), unless the body is too large to
 	 * read at all. */
-	if (r->refuse_status && (!cl || strtoull(cl, NULL, 10) <= HUTCH_MAX_BODY))
+	if (r->refuse_cls && (!cl || strtoull(cl, NULL, 10) <= HUTCH_MAX_BODY))
 		return MHD_YES;
-	if (r->refuse_status)
+	if (r->refuse_cls)
 		return respond_refusal(r);
 	if (cl && !(rt->flags & HUTCH_ROUTE_RAW) && strtoull(cl, NULL, 10) > HUTCH_MAX_BODY)
-		return hutch_api_respond_error(conn, 413, "too_large",
-		                               "request body larger than %u bytes", HUTCH_MAX_BODY);
+		return refuse_body_too_large(conn);
 	if (!passive) {
 		r->counted = true;
 		hutch_idle_begin(s);
@@ -300,7 +312,7 @@ static enum MHD_Result serve_request(struct sup *s, bool tcp, struct MHD_Connect
 		return start_request(s, tcp, conn, url, method, con_cls);
 	if (!*upload_data_size)
 		r->complete = true; /* its whole body was read */
-	if (r->refuse_status) {
+	if (r->refuse_cls) {
 		if (*upload_data_size) {
 			*upload_data_size = 0; /* read and dropped */
 			return MHD_YES;
@@ -319,12 +331,11 @@ static enum MHD_Result serve_request(struct sup *s, bool tcp, struct MHD_Connect
 	if (r->answered)
 		return MHD_YES;
 	if (r->too_large)
-		return hutch_api_respond_error(r->conn, 413, "too_large",
-		                               "request body larger than %u bytes", HUTCH_MAX_BODY);
+		return refuse_body_too_large(r->conn);
 	/* An ended sandbox serves no route but those that say so; a request
 	 * whose command has started answers from it (410 too). */
 	if (s->state != SUP_RUNNING && !(r->route->flags & HUTCH_ROUTE_ENDED) && !r->cmd)
-		return hutch_api_respond_json(conn, MHD_HTTP_GONE, hutch_api_ended_json(s));
+		return hutch_api_respond_ended(conn, s);
 	return serve_route(r, NULL, &none);
 }
 

@@ -209,7 +209,7 @@ static enum MHD_Result finish(struct request *r, struct exec_file *x)
 	int code;
 
 	if (r->s->state != SUP_RUNNING)
-		return hutch_api_respond_json(r->conn, MHD_HTTP_GONE, hutch_api_ended_json(r->s));
+		return hutch_api_respond_ended(r->conn, r->s);
 	if (c->spawn_error || !WIFEXITED(c->status) || WEXITSTATUS(c->status) != 0) {
 		code = failure_code(c);
 		if (code)
@@ -233,11 +233,11 @@ static enum MHD_Result begin(struct request *r, struct exec_file *x)
 	bool bad = false;
 
 	if (hutch_exec_body(r, fields, &in) < 0)
-		return hutch_api_respond_text(r->conn, 400, HUTCH_EXEC_INVALID);
+		return hutch_api_refuse_text(r->conn, HUTCH_ERRC_USAGE, NULL, HUTCH_EXEC_INVALID);
 	path = hutch_exec_string(in, "path", &bad);
 	content = hutch_exec_string(in, "content", &bad);
 	if (bad)
-		return hutch_api_respond_text(r->conn, 400, HUTCH_EXEC_INVALID);
+		return hutch_api_refuse_text(r->conn, HUTCH_ERRC_USAGE, NULL, HUTCH_EXEC_INVALID);
 	x->path = strdup(path);
 	if (!x->path)
 		return MHD_NO;
@@ -249,7 +249,8 @@ static enum MHD_Result begin(struct request *r, struct exec_file *x)
 	if (strlen(path) >= 4096)
 		return answer_errno(r, x, ENAMETOOLONG);
 	if (start(r, x, x->op == HUTCH_FILE_WRITE_FILE ? content : NULL) < 0)
-		return hutch_api_respond_text(r->conn, 500, "Internal Server Error");
+		return hutch_api_refuse_text(r->conn, HUTCH_ERRC_INTERNAL, NULL,
+		                             "Internal Server Error");
 	hutch_api_suspend(r);
 	return MHD_YES;
 }

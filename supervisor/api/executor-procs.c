@@ -64,7 +64,7 @@ static enum MHD_Result error_500(struct request *r, const char *msg)
 	if (!o)
 		return MHD_NO;
 	cJSON_AddStringToObject(o, "error", msg);
-	return hutch_exec_respond_json(r->conn, 500, o);
+	return hutch_exec_respond_json(r->conn, hutch_api_status(HUTCH_ERRC_INTERNAL, NULL), o);
 }
 
 /* ---- POST /start_process ---- */
@@ -109,14 +109,16 @@ enum MHD_Result hutch_exec_serve_start_process(struct request *r, const char *up
 		r->state = x;
 		r->state_free = start_free;
 		if (hutch_exec_cmd_parse(r, x) < 0)
-			return hutch_api_respond_text(r->conn, 400, HUTCH_EXEC_INVALID);
+			return hutch_api_refuse_text(r->conn, HUTCH_ERRC_USAGE, NULL,
+			                             HUTCH_EXEC_INVALID);
 		if (x->empty)
-			return hutch_api_respond_text(r->conn, 400, "Command is required");
+			return hutch_api_refuse_text(r->conn, HUTCH_ERRC_USAGE, NULL,
+			                             "Command is required");
 	}
 	if (!hutch_exec_cmd_checked(r, x))
 		return MHD_YES;
 	if (hutch_start_req_parse(x->body, x->len, r->s->cmdenv, &req, &err) < 0)
-		return hutch_api_respond_text(r->conn, 400, HUTCH_EXEC_INVALID);
+		return hutch_api_refuse_text(r->conn, HUTCH_ERRC_USAGE, NULL, HUTCH_EXEC_INVALID);
 	p = hutch_proc_start(r->s, req.argv[2], (const char *const *)req.argv,
 	                     (const char *const *)req.envp, req.cwd, false, &err);
 	hutch_run_req_done(&req);
@@ -159,7 +161,8 @@ static enum MHD_Result kill_answer(struct request *r, bool ok, const char *msg)
 		return MHD_NO;
 	cJSON_AddBoolToObject(o, "success", ok);
 	cJSON_AddStringToObject(o, ok ? "message" : "error", msg);
-	return hutch_exec_respond_json(r->conn, ok ? MHD_HTTP_OK : 400, o);
+	return hutch_exec_respond_json(
+	        r->conn, ok ? MHD_HTTP_OK : hutch_api_status(HUTCH_ERRC_USAGE, NULL), o);
 }
 
 enum MHD_Result hutch_exec_serve_kill_process(struct request *r, const char *upload, size_t *size)
@@ -179,12 +182,13 @@ enum MHD_Result hutch_exec_serve_kill_process(struct request *r, const char *upl
 		return kill_answer(r, true, "Process killed successfully");
 	}
 	if (hutch_exec_body(r, (const char *const[]){ "id", NULL }, &in) < 0)
-		return hutch_api_respond_text(r->conn, 400, HUTCH_EXEC_INVALID);
+		return hutch_api_refuse_text(r->conn, HUTCH_ERRC_USAGE, NULL, HUTCH_EXEC_INVALID);
 	id = hutch_exec_string(in, "id", &bad);
 	if (bad)
-		return hutch_api_respond_text(r->conn, 400, HUTCH_EXEC_INVALID);
+		return hutch_api_refuse_text(r->conn, HUTCH_ERRC_USAGE, NULL, HUTCH_EXEC_INVALID);
 	if (!*id)
-		return hutch_api_respond_text(r->conn, 400, "Process ID is required");
+		return hutch_api_refuse_text(r->conn, HUTCH_ERRC_USAGE, NULL,
+		                             "Process ID is required");
 	p = hutch_proc_find(r->s, id);
 	if (!p) {
 		snprintf(msg, sizeof(msg), "process not found: %.64s", id);
@@ -331,7 +335,8 @@ enum MHD_Result hutch_exec_serve_logs_streaming(struct request *r, const char *u
 	char msg[160];
 
 	if (!id || !*id)
-		return hutch_api_respond_text(r->conn, 400, "Process ID is required");
+		return hutch_api_refuse_text(r->conn, HUTCH_ERRC_USAGE, NULL,
+		                             "Process ID is required");
 	x = calloc(1, sizeof(*x));
 	if (!x)
 		return MHD_NO;

@@ -172,7 +172,7 @@ static enum MHD_Result start_command(struct request *r, struct exec_run *x, bool
 	struct hutch_spawn sp;
 
 	if (hutch_run_req_parse(x->cmd.body, x->cmd.len, s->cmdenv, &req, &err) < 0)
-		return hutch_api_respond_text(r->conn, 400, HUTCH_EXEC_INVALID);
+		return hutch_api_refuse_text(r->conn, HUTCH_ERRC_USAGE, NULL, HUTCH_EXEC_INVALID);
 	sp = (struct hutch_spawn){
 		.argv = (const char *const *)req.argv,
 		.envp = (const char *const *)req.envp,
@@ -182,7 +182,8 @@ static enum MHD_Result start_command(struct request *r, struct exec_run *x, bool
 	r->cmd = hutch_cmd_start(&s->cmds, &sp, &sink, &err);
 	hutch_run_req_done(&req);
 	if (!r->cmd)
-		return hutch_api_respond_text(r->conn, 500, "Failed to start command");
+		return hutch_api_refuse_text(r->conn, HUTCH_ERRC_INTERNAL, NULL,
+		                             "Failed to start command");
 	hutch_api_kill_on_hangup(r, r->cmd);
 	if (streaming)
 		return hutch_api_respond_sse(r, stream_reader);
@@ -204,9 +205,10 @@ static enum MHD_Result finish_run(struct request *r)
 	}
 	r->answered = true;
 	if (s->state != SUP_RUNNING)
-		return hutch_api_respond_json(r->conn, MHD_HTTP_GONE, hutch_api_ended_json(s));
+		return hutch_api_respond_ended(r->conn, s);
 	if (c->spawn_error)
-		return hutch_api_respond_text(r->conn, 500, "Failed to start command");
+		return hutch_api_refuse_text(r->conn, HUTCH_ERRC_INTERNAL, NULL,
+		                             "Failed to start command");
 	if (x->over) {
 		char msg[384];
 		snprintf(msg, sizeof(msg),
@@ -216,7 +218,7 @@ static enum MHD_Result finish_run(struct request *r)
 		         "(at most %llu), or read large output through a file",
 		         (unsigned long long)s->cfg->executor_max_output_bytes,
 		         x->over == 2 ? "stderr" : "stdout", HUTCH_MAX_EXEC_MAX_OUTPUT);
-		return hutch_api_respond_text(r->conn, 500, msg);
+		return hutch_api_refuse_text(r->conn, HUTCH_ERRC_LIMIT, "output_over", msg);
 	}
 	out = hutch_utf8_sanitize(x->line[0].data ? x->line[0].data : "", x->line[0].len, NULL);
 	err = hutch_utf8_sanitize(x->line[1].data ? x->line[1].data : "", x->line[1].len, NULL);
@@ -252,7 +254,8 @@ static enum MHD_Result serve(struct request *r, bool streaming)
 		r->state = x;
 		r->state_free = run_free;
 		if (hutch_exec_cmd_parse(r, &x->cmd) < 0)
-			return hutch_api_respond_text(r->conn, 400, HUTCH_EXEC_INVALID);
+			return hutch_api_refuse_text(r->conn, HUTCH_ERRC_USAGE, NULL,
+			                             HUTCH_EXEC_INVALID);
 	}
 	if (!hutch_exec_cmd_checked(r, &x->cmd))
 		return MHD_YES; /* suspended, or answered */

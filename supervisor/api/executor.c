@@ -227,7 +227,8 @@ bool hutch_exec_cmd_checked(struct request *r, struct hutch_exec_cmd *x)
 	if (!x->check) {
 		x->check = hutch_cmd_start(&r->s->cmds, &sp, &sink, &err);
 		if (!x->check) {
-			hutch_api_respond_text(r->conn, 500, "Failed to start command");
+			hutch_api_refuse_text(r->conn, HUTCH_ERRC_INTERNAL, NULL,
+			                      "Failed to start command");
 			return false;
 		}
 	}
@@ -237,14 +238,15 @@ bool hutch_exec_cmd_checked(struct request *r, struct hutch_exec_cmd *x)
 		return false;
 	}
 	if (r->s->state != SUP_RUNNING) {
-		hutch_api_respond_json(r->conn, MHD_HTTP_GONE, hutch_api_ended_json(r->s));
+		hutch_api_respond_ended(r->conn, r->s);
 		return false;
 	}
 	if (!c->spawn_error && WIFEXITED(c->status) && WEXITSTATUS(c->status) == 0)
 		return true;
 	if (asprintf(&msg, "Invalid working directory: %s", x->cwd) < 0)
 		msg = NULL;
-	hutch_api_respond_text(r->conn, 400, msg ? msg : "Invalid working directory");
+	hutch_api_refuse_text(r->conn, HUTCH_ERRC_USAGE, NULL,
+	                      msg ? msg : "Invalid working directory");
 	return false;
 }
 

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* What a route handler does with its request; see http.h. */
+#include <errno.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -40,8 +41,7 @@ enum MHD_Result hutch_api_respond_json(struct MHD_Connection *conn, unsigned sta
 	return hutch_api_respond_buffer(conn, status, "application/json", text, strlen(text));
 }
 
-enum MHD_Result hutch_api_respond_text(struct MHD_Connection *conn, unsigned status,
-                                       const char *text)
+static enum MHD_Result respond_text(struct MHD_Connection *conn, unsigned status, const char *text)
 {
 	_cleanup_free_ char *body = NULL;
 
@@ -80,6 +80,33 @@ cJSON *hutch_api_error_json(const char *code, const char *msg)
 	return o;
 }
 
+/* HTTP's finer statuses (docs/api.md, "Errors"): a refusal of the row's
+ * class and code answers the row's status instead of the class's; the
+ * class, which the CLI's exit code reads, stays. With base/error.c's
+ * table, the only place in the API that picks an error's status (the
+ * file endpoints' errno table, file-errno.c, is the executor contract's). */
+static const struct {
+	enum hutch_errc cls;
+	const char *code;
+	unsigned status;
+} finer_statuses[] = {
+	{ HUTCH_ERRC_NOT_CAPABLE, "unauthorized", 401 },  /* the executor's secret */
+	{ HUTCH_ERRC_NOT_CAPABLE, "access_denied", 403 }, /* the sandbox's access */
+	{ HUTCH_ERRC_USAGE, "method_not_allowed", 405 },  /* another method */
+	{ HUTCH_ERRC_USAGE, "upgrade_required", 426 },    /* POST /exec's headers */
+	{ HUTCH_ERRC_LIMIT, "too_many_processes", 429 },  /* a count, not a size */
+	{ HUTCH_ERRC_LIMIT, "headers_too_large", 431 },   /* the request's headers */
+	{ HUTCH_ERRC_LIMIT, "output_over", 500 },         /* the executor's /run */
+};
+
+unsigned hutch_api_status(enum hutch_errc cls, const char *code)
+{
+	for (size_t i = 0; code && i < ELEMENTSOF(finer_statuses); i++)
+		if (finer_statuses[i].cls == cls && !strcmp(finer_statuses[i].code, code))
+			return finer_statuses[i].status;
+	return (unsigned)hutch_errc_http(cls);
+}
+
 enum MHD_Result hutch_api_refuse(struct MHD_Connection *conn, enum hutch_errc cls, const char *code,
                                  const char *fmt, ...)
 {
@@ -90,27 +117,21 @@ enum MHD_Result hutch_api_refuse(struct MHD_Connection *conn, enum hutch_errc cl
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
 	return hutch_api_respond_json(
-	        conn, (unsigned)hutch_errc_http(cls),
+	        conn, hutch_api_status(cls, code),
 	        hutch_api_error_json(code ? code : hutch_errc_name(cls), msg));
 }
 
-enum MHD_Result hutch_api_respond_error(struct MHD_Connection *conn, unsigned status,
-                                        const char *code, const char *fmt, ...)
+enum MHD_Result hutch_api_refuse_text(struct MHD_Connection *conn, enum hutch_errc cls,
+                                      const char *code, const char *text)
 {
-	char msg[768];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	return hutch_api_respond_json(conn, status, hutch_api_error_json(code, msg));
+	return respond_text(conn, hutch_api_status(cls, code), text);
 }
 
 cJSON *hutch_api_err_json(const struct hutch_err *err, const char *code, unsigned *ret_status)
 {
 	enum hutch_errc cls = hutch_err_class(err);
 
-	*ret_status = (unsigned)hutch_errc_http(cls);
+	*ret_status = hutch_api_status(cls, code);
 	return hutch_api_error_json(code ? code : hutch_errc_name(cls), err->msg);
 }
 
@@ -126,6 +147,12 @@ enum MHD_Result hutch_api_respond_err(struct MHD_Connection *conn, const struct 
 const char *hutch_api_spawn_code(const struct hutch_err *err)
 {
 	return hutch_err_class(err) == HUTCH_ERRC_LIMIT ? "too_large" : "spawn_failed";
+}
+
+enum MHD_Result hutch_api_respond_ended(struct MHD_Connection *conn, struct sup *s)
+{
+	return hutch_api_respond_json(conn, hutch_api_status(HUTCH_ERRC_GONE, NULL),
+	                              hutch_api_ended_json(s));
 }
 
 cJSON *hutch_api_ended_json(struct sup *s)
@@ -281,28 +308,25 @@ static enum MHD_Result collect_codings(void *cls, enum MHD_ValueKind kind, const
 	return MHD_YES;
 }
 
-unsigned hutch_api_check_codings(struct MHD_Connection *conn, char *msg, size_t size)
+int hutch_api_check_codings(struct MHD_Connection *conn, struct hutch_err *err)
 {
 	struct codings c = { 0 };
 
 	(void)hutch_mhd.get_connection_values(conn, MHD_HEADER_KIND, collect_codings, &c);
 	/* libmicrohttpd knows "chunked" alone; with any other value it reads
 	 * the body until the client closes, so such a request was never
-	 * answered (issue 18 #1). RFC 9112 6.1: an unknown coding is 501, a
-	 * body whose framing is unclear (chunked twice or not last, or with a
-	 * Content-Length too) is 400. */
-	if (c.unknown) {
-		snprintf(msg, size,
-		         "transfer coding '%s' is not implemented: send the body with "
-		         "Content-Length or 'Transfer-Encoding: chunked'",
-		         c.first_unknown);
-		return MHD_HTTP_NOT_IMPLEMENTED;
-	}
-	if (c.chunked > 1 || (c.n && !c.chunked_last) || (c.n && c.with_length)) {
-		snprintf(msg, size,
-		         "ambiguous request body: use 'Transfer-Encoding: chunked' once, or "
-		         "Content-Length alone");
-		return MHD_HTTP_BAD_REQUEST;
-	}
+	 * answered (issue 18 #1). RFC 9112 6.1: an unknown coding is 501 (this
+	 * server cannot), a body whose framing is unclear (chunked twice or
+	 * not last, or with a Content-Length too) is 400 (the client's). */
+	if (c.unknown)
+		return hutch_err_set_class(err, HUTCH_ERRC_NOT_CAPABLE, -EINVAL,
+		                           "transfer coding '%s' is not implemented: send the "
+		                           "body with Content-Length or 'Transfer-Encoding: "
+		                           "chunked'",
+		                           c.first_unknown);
+	if (c.chunked > 1 || (c.n && !c.chunked_last) || (c.n && c.with_length))
+		return hutch_err_set_class(err, HUTCH_ERRC_USAGE, -EINVAL,
+		                           "ambiguous request body: use 'Transfer-Encoding: "
+		                           "chunked' once, or Content-Length alone");
 	return 0;
 }

@@ -71,9 +71,13 @@ struct request {
 	struct hutch_proc_wait pw;   /* background-process routes (api-procs.c) */
 	void *state;                 /* a handler's own state (raw file routes) */
 	void (*state_free)(void *state);
-	unsigned refuse_status; /* answer refuse (an error) once the body is read */
+	/* Refused before its handler (api.c): answered once the body is read,
+	 * with refuse (an error's JSON) or refuse_text (the executor's plain
+	 * text), the status hutch_api_status(refuse_cls, refuse_code). */
+	enum hutch_errc refuse_cls; /* HUTCH_ERRC_NONE: not refused */
+	const char *refuse_code;
 	cJSON *refuse;
-	const char *refuse_text; /* or this plain text (the executor's errors) */
+	const char *refuse_text;
 	bool tcp;                /* came through the executor's TCP listener */
 	struct hutch_jrec *jrec; /* its journal record (supervisor/journal.h), or NULL */
 };
@@ -102,22 +106,28 @@ ssize_t hutch_api_sse_command(struct request *r, char *buf, size_t max,
 /* Answer a body of len bytes with the Content-Type type. */
 enum MHD_Result hutch_api_respond_buffer(struct MHD_Connection *conn, unsigned status,
                                          const char *type, const char *data, size_t len);
-/* A plain-text answer as the executor's server gives its errors (Go's
- * http.Error: text/plain, nosniff, the text and a newline). */
-enum MHD_Result hutch_api_respond_text(struct MHD_Connection *conn, unsigned status,
-                                       const char *text);
 /* {"error": {"code": code, "message": msg}} (caller owns it). */
 cJSON *hutch_api_error_json(const char *code, const char *msg);
-/* Refuse a request: its status from cls by the one table (base/error.c,
- * docs/errors.md), as hutch_api_respond_err() answers an error that came
- * up from below; code is the endpoint's name for it (docs/api.md), NULL
- * the class's own. A handler that refuses says the class, not a status. */
+/* The status of a refusal of class cls whose endpoint code is code: the
+ * class's by base/error.c's one table (docs/errors.md), or HTTP's finer
+ * one where the API's table of finer statuses (http.c) has a row for that
+ * class and code (405 method_not_allowed, 429 too_many_processes, ...).
+ * Every error answer of the API takes its status from here. */
+unsigned hutch_api_status(enum hutch_errc cls, const char *code);
+/* Refuse a request: its status hutch_api_status(cls, code), as
+ * hutch_api_respond_err() answers an error that came up from below; code
+ * is the endpoint's name for it (docs/api.md), NULL the class's own. A
+ * handler that refuses says the class, not a status. */
 enum MHD_Result hutch_api_refuse(struct MHD_Connection *conn, enum hutch_errc cls, const char *code,
                                  const char *fmt, ...) __attribute__((format(printf, 4, 5)));
-/* Queue an error answer with a formatted message. */
-enum MHD_Result hutch_api_respond_error(struct MHD_Connection *conn, unsigned status,
-                                        const char *code, const char *fmt, ...)
-        __attribute__((format(printf, 4, 5)));
+/* The same in the executor's form (Go's http.Error: text/plain, nosniff,
+ * the text and a newline): its contract's words, the status still
+ * hutch_api_status(cls, code); code is not sent. */
+enum MHD_Result hutch_api_refuse_text(struct MHD_Connection *conn, enum hutch_errc cls,
+                                      const char *code, const char *text);
+/* The 410 of a sandbox that has ended (class gone), hutch_api_ended_json()'s
+ * body. */
+enum MHD_Result hutch_api_respond_ended(struct MHD_Connection *conn, struct sup *s);
 /* Answer err, an error that crossed into the API: its status from its
  * class (base/error.c's one table, docs/errors.md), its message; code is
  * the endpoint's name for it (docs/api.md), NULL the class's own. */
@@ -138,9 +148,9 @@ cJSON *hutch_api_ended_json(struct sup *s);
 /* The request's headers together exceed HUTCH_MAX_HEADERS. */
 bool hutch_api_headers_too_large(struct MHD_Connection *conn);
 /* 0 when the request's body framing is one libmicrohttpd reads (none,
- * Content-Length, or "chunked" alone); else the HTTP status to refuse it
- * with (501 an unknown transfer coding, 400 an ambiguous framing) and msg
- * filled. */
-unsigned hutch_api_check_codings(struct MHD_Connection *conn, char *msg, size_t size);
+ * Content-Length, or "chunked" alone); else -EINVAL and err says why and
+ * its class: not_capable an unknown transfer coding (501), usage an
+ * ambiguous framing (400). */
+int hutch_api_check_codings(struct MHD_Connection *conn, struct hutch_err *err);
 
 #endif

@@ -53,7 +53,7 @@ enum MHD_Result hutch_api_serve_delete(struct request *r, const char *upload, si
 		return hutch_api_respond_json(r->conn, MHD_HTTP_OK, o);
 	}
 	if (s->state != SUP_RUNNING)
-		return hutch_api_respond_json(r->conn, MHD_HTTP_GONE, hutch_api_ended_json(s));
+		return hutch_api_respond_ended(r->conn, s);
 	hutch_api_wait_end(r);
 	return MHD_YES;
 }

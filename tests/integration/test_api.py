@@ -88,6 +88,7 @@ def test_oversized_body_with_content_length(sandbox):
     assert out.startswith(b"HTTP/1.1 413 "), out[:200]
     res = json.loads(out.split(b"\r\n\r\n", 1)[1])
     assert_error(413, res, 413, "too_large", "8388608")
+    assert "PUT /files" in res["error"]["message"], res  # the fix
     assert healthy(sandbox)
 
 

@@ -18,6 +18,7 @@
 #include "fields.h"
 #include "file-errno.h"
 #include "file-req.h"
+#include "http.h"
 #include "routes.h"
 
 static const struct hutch_api_route *find(const char *url, const char *method, bool *known)
@@ -285,13 +286,50 @@ static void test_fields_nul(void **state)
 	check_text(TEXT("{\"a\": \"x\"}"), NULL);
 }
 
+/* Every error answer's status comes from its class (base/error.c's
+ * table) but where HTTP has a finer one for that class and code. */
+static void test_api_status(void **state)
+{
+	static const struct {
+		enum hutch_errc cls;
+		const char *code;
+		unsigned status;
+	} rows[] = {
+		{ HUTCH_ERRC_USAGE, NULL, 400 },
+		{ HUTCH_ERRC_USAGE, "invalid_request", 400 },
+		{ HUTCH_ERRC_NOT_FOUND, "not_found", 404 },
+		{ HUTCH_ERRC_GONE, NULL, 410 },
+		{ HUTCH_ERRC_CONFLICT, "sandbox_pooled", 409 },
+		{ HUTCH_ERRC_LIMIT, "too_large", 413 },
+		{ HUTCH_ERRC_NOT_CAPABLE, "not_implemented", 501 },
+		{ HUTCH_ERRC_INTERNAL, "spawn_failed", 500 },
+		/* the finer rows */
+		{ HUTCH_ERRC_NOT_CAPABLE, "unauthorized", 401 },
+		{ HUTCH_ERRC_NOT_CAPABLE, "access_denied", 403 },
+		{ HUTCH_ERRC_USAGE, "method_not_allowed", 405 },
+		{ HUTCH_ERRC_USAGE, "upgrade_required", 426 },
+		{ HUTCH_ERRC_LIMIT, "too_many_processes", 429 },
+		{ HUTCH_ERRC_LIMIT, "headers_too_large", 431 },
+		{ HUTCH_ERRC_LIMIT, "output_over", 500 },
+		/* a row is its class's: the same code of another class is the
+		 * class's; a class out of range is internal */
+		{ HUTCH_ERRC_INTERNAL, "too_many_processes", 500 },
+		{ HUTCH_ERRC_USAGE, "access_denied", 400 },
+		{ (enum hutch_errc)99, NULL, 500 },
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++)
+		assert_int_equal(hutch_api_status(rows[i].cls, rows[i].code), rows[i].status);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_route_find),  cmocka_unit_test(test_route_namespaces),
 		cmocka_unit_test(test_route_flags), cmocka_unit_test(test_file_errno),
 		cmocka_unit_test(test_fields),      cmocka_unit_test(test_fields_duplicates),
-		cmocka_unit_test(test_fields_nul),
+		cmocka_unit_test(test_fields_nul),  cmocka_unit_test(test_api_status),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -93,50 +93,71 @@ static enum hutch_net_tls_verdict tls(const struct hutch_net_policy *p, const ch
 	return hutch_net_allow_tls(p, sni, ip, port);
 }
 
-static void test_tls_names(void **state)
+/* One TLS connection's case: its SNI, the address dialled, its port and
+ * what the proxy decides. */
+struct tls_case {
+	const char *sni, *ip;
+	uint16_t port;
+	enum hutch_net_tls_verdict want;
+};
+
+static void check_tls(const struct tls_case *c, size_t n)
 {
 	struct hutch_net_policy p = policy(LIST);
 
-	(void)state;
-	/* A listed name is resolved by the proxy, whatever address was dialled. */
-	assert_int_equal(tls(&p, "pypi.org", "203.0.113.9", 443), HUTCH_NET_TLS_RESOLVE);
-	assert_int_equal(tls(&p, "PYPI.ORG", "203.0.113.9", 443), HUTCH_NET_TLS_RESOLVE);
-	/* Without a port, a name means 443 only. */
-	assert_int_equal(tls(&p, "pypi.org", "203.0.113.9", 8443), HUTCH_NET_TLS_WRONG_PORT);
-	/* With a port, only that port. */
-	assert_int_equal(tls(&p, "api.github.com", "203.0.113.9", 8443), HUTCH_NET_TLS_RESOLVE);
-	assert_int_equal(tls(&p, "api.github.com", "203.0.113.9", 443), HUTCH_NET_TLS_WRONG_PORT);
-	/* A name listed twice: either port. */
-	assert_int_equal(tls(&p, "files.example.com", "203.0.113.9", 443), HUTCH_NET_TLS_RESOLVE);
-	assert_int_equal(tls(&p, "files.example.com", "203.0.113.9", 9443), HUTCH_NET_TLS_RESOLVE);
-	assert_int_equal(tls(&p, "files.example.com", "203.0.113.9", 80), HUTCH_NET_TLS_WRONG_PORT);
-	/* Unlisted names, subdomains, and an address sent as a name. */
-	assert_int_equal(tls(&p, "evil.example", "203.0.113.9", 443), HUTCH_NET_TLS_UNLISTED);
-	assert_int_equal(tls(&p, "www.pypi.org", "203.0.113.9", 443), HUTCH_NET_TLS_UNLISTED);
-	assert_int_equal(tls(&p, "10.0.0.5", "203.0.113.9", 443), HUTCH_NET_TLS_UNLISTED);
+	for (size_t i = 0; i < n; i++)
+		if (tls(&p, c[i].sni, c[i].ip, c[i].port) != c[i].want)
+			fail_msg("sni '%s' to %s:%u: want %d", c[i].sni, c[i].ip, c[i].port,
+			         c[i].want);
 	hutch_net_policy_done(&p);
+}
+
+static void test_tls_names(void **state)
+{
+	static const struct tls_case cases[] = {
+		/* A listed name is resolved by the proxy, whatever address was dialled. */
+		{ "pypi.org", "203.0.113.9", 443, HUTCH_NET_TLS_RESOLVE },
+		{ "PYPI.ORG", "203.0.113.9", 443, HUTCH_NET_TLS_RESOLVE },
+		/* Without a port, a name means 443 only. */
+		{ "pypi.org", "203.0.113.9", 8443, HUTCH_NET_TLS_WRONG_PORT },
+		/* With a port, only that port. */
+		{ "api.github.com", "203.0.113.9", 8443, HUTCH_NET_TLS_RESOLVE },
+		{ "api.github.com", "203.0.113.9", 443, HUTCH_NET_TLS_WRONG_PORT },
+		/* A name listed twice: either port. */
+		{ "files.example.com", "203.0.113.9", 443, HUTCH_NET_TLS_RESOLVE },
+		{ "files.example.com", "203.0.113.9", 9443, HUTCH_NET_TLS_RESOLVE },
+		{ "files.example.com", "203.0.113.9", 80, HUTCH_NET_TLS_WRONG_PORT },
+		/* Unlisted names, subdomains, and an address sent as a name. */
+		{ "evil.example", "203.0.113.9", 443, HUTCH_NET_TLS_UNLISTED },
+		{ "www.pypi.org", "203.0.113.9", 443, HUTCH_NET_TLS_UNLISTED },
+		{ "10.0.0.5", "203.0.113.9", 443, HUTCH_NET_TLS_UNLISTED },
+	};
+
+	(void)state;
+	check_tls(cases, sizeof(cases) / sizeof(cases[0]));
 }
 
 static void test_tls_addresses(void **state)
 {
-	struct hutch_net_policy p = policy(LIST);
+	static const struct tls_case cases[] = {
+		/* A listed address is dialled as it is, with or without a name. */
+		{ "", "10.0.0.5", 443, HUTCH_NET_TLS_DIAL },
+		{ "whatever.example", "10.0.0.5", 443, HUTCH_NET_TLS_DIAL },
+		{ "", "10.0.0.6", 8443, HUTCH_NET_TLS_DIAL },
+		/* ...even when the name is listed for another port. */
+		{ "pypi.org", "10.0.0.5", 443, HUTCH_NET_TLS_RESOLVE },
+		{ "api.github.com", "10.0.0.5", 443, HUTCH_NET_TLS_DIAL },
+		/* Wrong port, or an address that is not listed. */
+		{ "", "10.0.0.5", 8443, HUTCH_NET_TLS_NO_SNI },
+		{ "", "10.0.0.6", 443, HUTCH_NET_TLS_NO_SNI },
+		{ "", "10.0.0.7", 443, HUTCH_NET_TLS_NO_SNI },
+		{ "evil.example", "10.0.0.6", 443, HUTCH_NET_TLS_UNLISTED },
+		/* Text, not a prefix: 10.0.0.50 is not 10.0.0.5. */
+		{ "", "10.0.0.50", 443, HUTCH_NET_TLS_NO_SNI },
+	};
 
 	(void)state;
-	/* A listed address is dialled as it is, with or without a name. */
-	assert_int_equal(tls(&p, "", "10.0.0.5", 443), HUTCH_NET_TLS_DIAL);
-	assert_int_equal(tls(&p, "whatever.example", "10.0.0.5", 443), HUTCH_NET_TLS_DIAL);
-	assert_int_equal(tls(&p, "", "10.0.0.6", 8443), HUTCH_NET_TLS_DIAL);
-	/* ...even when the name is listed for another port. */
-	assert_int_equal(tls(&p, "pypi.org", "10.0.0.5", 443), HUTCH_NET_TLS_RESOLVE);
-	assert_int_equal(tls(&p, "api.github.com", "10.0.0.5", 443), HUTCH_NET_TLS_DIAL);
-	/* Wrong port, or an address that is not listed. */
-	assert_int_equal(tls(&p, "", "10.0.0.5", 8443), HUTCH_NET_TLS_NO_SNI);
-	assert_int_equal(tls(&p, "", "10.0.0.6", 443), HUTCH_NET_TLS_NO_SNI);
-	assert_int_equal(tls(&p, "", "10.0.0.7", 443), HUTCH_NET_TLS_NO_SNI);
-	assert_int_equal(tls(&p, "evil.example", "10.0.0.6", 443), HUTCH_NET_TLS_UNLISTED);
-	/* Text, not a prefix: 10.0.0.50 is not 10.0.0.5. */
-	assert_int_equal(tls(&p, "", "10.0.0.50", 443), HUTCH_NET_TLS_NO_SNI);
-	hutch_net_policy_done(&p);
+	check_tls(cases, sizeof(cases) / sizeof(cases[0]));
 }
 
 static uint32_t ip(const char *s)
@@ -197,41 +218,54 @@ static void test_blocked4_format(void **state)
 }
 
 /* Mode all's NAT log decides each flow the way the rules after its log
- * rule do: egress= first, QUIC with bindings, then the host's ranges. */
+ * rule do: egress= first, QUIC with bindings, then the host's ranges. A
+ * case: the log's state (TLS redirected: bindings; an egress= range), the
+ * flow, and its refusal (NULL: allowed) and the reason's words. */
 static void test_nat_classify(void **state)
 {
-	struct hutch_net_policy p = { .mode = HUTCH_NET_ALL };
-	struct natlog n = { .policy = &p };
-	struct hutch_err err = { 0 };
-	char why[160];
+	static const struct {
+		bool redirected;
+		const char *egress;
+		int proto;
+		const char *dst;
+		uint16_t port;
+		const char *want, *why;
+	} cases[] = {
+		{ false, NULL, IPPROTO_TCP, "198.51.100.10", 80, NULL, NULL },
+		{ false, NULL, IPPROTO_TCP, "169.254.169.254", 80, "forbidden_address",
+		  "169.254.169.254" },
+		{ false, NULL, IPPROTO_UDP, "127.0.0.1", 53, "forbidden_address", NULL },
+		{ false, NULL, IPPROTO_UDP, "198.51.100.10", 443, NULL, NULL },
+		{ true, NULL, IPPROTO_UDP, "198.51.100.10", 443, "quic", NULL },
+		{ true, NULL, IPPROTO_TCP, "198.51.100.10", 443, NULL, NULL },
+		{ true, "198.51.100.0/28", IPPROTO_TCP, "198.51.100.10", 80, NULL, NULL },
+		{ true, "198.51.100.0/28", IPPROTO_TCP, "198.51.100.20", 80, "egress",
+		  "198.51.100.20 is not in egress=" },
+	};
 
 	(void)state;
-	assert_null(
-	        natlog_classify(&n, IPPROTO_TCP, ip("198.51.100.10"), htons(80), why, sizeof(why)));
-	assert_string_equal(natlog_classify(&n, IPPROTO_TCP, ip("169.254.169.254"), htons(80), why,
-	                                    sizeof(why)),
-	                    "forbidden_address");
-	assert_non_null(strstr(why, "169.254.169.254"));
-	assert_string_equal(
-	        natlog_classify(&n, IPPROTO_UDP, ip("127.0.0.1"), htons(53), why, sizeof(why)),
-	        "forbidden_address");
-	assert_null(natlog_classify(&n, IPPROTO_UDP, ip("198.51.100.10"), htons(443), why,
-	                            sizeof(why)));
-	n.tls_redirected = true;
-	assert_string_equal(
-	        natlog_classify(&n, IPPROTO_UDP, ip("198.51.100.10"), htons(443), why, sizeof(why)),
-	        "quic");
-	assert_null(natlog_classify(&n, IPPROTO_TCP, ip("198.51.100.10"), htons(443), why,
-	                            sizeof(why)));
-	p.egress_set = true;
-	p.negress = 1;
-	assert_int_equal(hutch_net_cidr_parse("198.51.100.0/28", &p.egress[0], &err), 0);
-	assert_null(
-	        natlog_classify(&n, IPPROTO_TCP, ip("198.51.100.10"), htons(80), why, sizeof(why)));
-	assert_string_equal(
-	        natlog_classify(&n, IPPROTO_TCP, ip("198.51.100.20"), htons(80), why, sizeof(why)),
-	        "egress");
-	assert_string_equal(why, "198.51.100.20 is not in egress=");
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct hutch_net_policy p = { .mode = HUTCH_NET_ALL };
+		struct natlog n = { .policy = &p, .tls_redirected = cases[i].redirected };
+		struct hutch_err err = { 0 };
+		char why[160] = "";
+		const char *got;
+
+		if (cases[i].egress) {
+			p.egress_set = true;
+			p.negress = 1;
+			assert_int_equal(hutch_net_cidr_parse(cases[i].egress, &p.egress[0], &err),
+			                 0);
+		}
+		got = natlog_classify(&n, cases[i].proto, ip(cases[i].dst), htons(cases[i].port),
+		                      why, sizeof(why));
+		if (!cases[i].want)
+			assert_null(got);
+		else
+			assert_string_equal(got, cases[i].want);
+		if (cases[i].why && !strstr(why, cases[i].why))
+			fail_msg("case %zu: reason '%s' lacks '%s'", i, why, cases[i].why);
+	}
 }
 
 int main(void)

@@ -5,9 +5,11 @@
  * sandbox, with the error that says why when there is none.
  */
 #include <errno.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -119,4 +121,40 @@ int hutch_cli_open_live(const char *arg, struct hutch_paths *p)
 	int r = hutch_cli_resolve(arg, p);
 
 	return r ? r : hutch_cli_check_live(p);
+}
+
+int hutch_cli_lines_drain(struct hutch_cli_lines *f, const char *path,
+                          void (*fn)(void *ud, const char *line, size_t len), void *ud)
+{
+	for (;;) {
+		char *nl;
+		ssize_t n;
+
+		while ((nl = memchr(f->buf, '\n', f->len))) {
+			size_t l = (size_t)(nl - f->buf);
+
+			fn(ud, f->buf, l);
+			memmove(f->buf, nl + 1, f->len - l - 1);
+			f->len -= l + 1;
+		}
+		if (f->len == f->cap) { /* a line too long: not one of ours */
+			fn(ud, f->buf, f->len);
+			f->len = 0;
+		}
+		n = read(f->fd, f->buf + f->len, f->cap - f->len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return hutch_cli_fail(HUTCH_EXIT_FAILURE, "read '%s': %s", path,
+			                      strerror(errno));
+		if (n == 0)
+			return 0;
+		f->len += (size_t)n;
+	}
+}
+
+void hutch_cli_wait_writer(int fd)
+{
+	for (int i = 0; i < 1000 && flock(fd, LOCK_SH | LOCK_NB) < 0 && errno == EWOULDBLOCK; i++)
+		(void)poll(NULL, 0, 10);
 }

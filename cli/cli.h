@@ -21,6 +21,23 @@ struct hutch_paths;
 struct hutch_cli_args;
 struct hutch_image_store;
 
+/* A file read as it grows (hutch journal, net-log): buf holds cap + 1
+ * bytes, len of them read but not yet given out. */
+struct hutch_cli_lines {
+	int fd;
+	char *buf;
+	size_t len, cap;
+};
+/* Give fn each complete line the file has now, without its newline (and
+ * a run of cap bytes without one, as a line); 0, or prints why (path
+ * names the file) and returns the exit code. */
+int hutch_cli_lines_drain(struct hutch_cli_lines *f, const char *path,
+                          void (*fn)(void *ud, const char *line, size_t len), void *ud);
+/* An ended sandbox's supervisor may still be writing a file's last lines
+ * (rm returns at the DELETE answer), holding its flock: wait for it to
+ * let go, at most 10 s (one that hangs: read what is there). */
+void hutch_cli_wait_writer(int fd);
+
 /* verb-image.c: the store of --store, HUTCH_IMAGE_STORE, else root's or
  * the user's own, opened; else prints why and returns the exit code. */
 int hutch_cli_open_store(const struct hutch_cli_args *a, struct hutch_image_store **ret);

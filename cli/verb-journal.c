@@ -13,7 +13,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
 #include <sys/inotify.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -203,35 +202,21 @@ static int line_out(struct jout *o, const char *line, size_t len)
 	return 0;
 }
 
+static void line_cb(void *ud, const char *line, size_t len)
+{
+	(void)line_out(ud, line, len);
+}
+
 /* The complete lines f has now; 0, or an error exit code. */
 static int drain(struct jfile *f, struct jout *o, const char *path)
 {
-	ssize_t n;
+	struct hutch_cli_lines l = {
+		.fd = f->fd, .buf = f->buf, .len = f->len, .cap = sizeof(f->buf) - 1
+	};
+	int r = hutch_cli_lines_drain(&l, path, line_cb, o);
 
-	for (;;) {
-		char *nl;
-
-		while ((nl = memchr(f->buf, '\n', f->len))) {
-			size_t l = (size_t)(nl - f->buf);
-
-			line_out(o, f->buf, l);
-			memmove(f->buf, nl + 1, f->len - l - 1);
-			f->len -= l + 1;
-		}
-		if (f->len == sizeof(f->buf) - 1) { /* a line too long: not one of ours */
-			line_out(o, f->buf, f->len);
-			f->len = 0;
-		}
-		n = read(f->fd, f->buf + f->len, sizeof(f->buf) - 1 - f->len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return hutch_cli_fail(HUTCH_EXIT_FAILURE, "read '%s': %s", path,
-			                      strerror(errno));
-		if (n == 0)
-			return 0;
-		f->len += (size_t)n;
-	}
+	f->len = l.len;
+	return r;
 }
 
 static int open_or_fail(const char *path, int *fd)
@@ -314,15 +299,6 @@ static int wait_created(const struct jsrc *s)
 	return 0;
 }
 
-/* An ended sandbox's supervisor may still be writing its last lines
- * (rm returns at the DELETE answer): wait for it to let go of the file,
- * at most 10 s (a supervisor that hangs: read what is there). */
-static void wait_writer(int fd)
-{
-	for (int i = 0; i < 1000 && flock(fd, LOCK_SH | LOCK_NB) < 0 && errno == EWOULDBLOCK; i++)
-		(void)poll(NULL, 0, 10);
-}
-
 static int cmd_journal(struct hutch_cli_args *a)
 {
 	struct jfile *f = NULL;
@@ -363,7 +339,7 @@ static int cmd_journal(struct hutch_cli_args *a)
 	if (!r)
 		r = open_or_fail(s.cur, &f->fd);
 	if (!r && s.gone && !a->follow)
-		wait_writer(f->fd);
+		hutch_cli_wait_writer(f->fd);
 	if (!r)
 		r = drain(f, &o, s.cur);
 	if (!r && a->follow)
@@ -406,7 +382,7 @@ static int load_file(const char *path, bool wait, cJSON *lines, struct hutch_jou
 	if (fd < 0 && (r = open_or_fail(path, &fd)))
 		return r;
 	if (wait) /* an ended sandbox's: its last lines */
-		wait_writer(fd);
+		hutch_cli_wait_writer(fd);
 	if (fstat(fd, &st) < 0 || !(text = malloc((size_t)st.st_size + 1)) ||
 	    (len = hutch_read_all(fd, text, (size_t)st.st_size)) < 0)
 		return hutch_cli_fail(HUTCH_EXIT_FAILURE, "read '%s': %s", path, strerror(errno));

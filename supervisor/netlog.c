@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -197,8 +198,15 @@ static int open_file(struct hutch_netlog *l, const char *name)
 {
 	char path[sizeof(l->s->paths.dir) + 32];
 
+	int fd;
+
 	snprintf(path, sizeof(path), "%s/%s", l->s->paths.dir, name);
-	return open(path, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+	fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+	/* Held while it is written, as the journal's: a reader of an ended
+	 * sandbox's file (hutch net-log) waits for its last records. */
+	if (fd >= 0)
+		(void)flock(fd, LOCK_EX | LOCK_NB);
+	return fd;
 }
 
 /* One line to net.jsonl; past half the bound the file becomes net.1.jsonl. */

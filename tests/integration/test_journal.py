@@ -266,6 +266,13 @@ def stranger():
         subprocess.run(["userdel", name], capture_output=True)
 
 
+def run_as(user, rtdir, *argv):
+    """argv as user (a pwd entry), with HUTCH_RUNTIME_DIR rtdir."""
+    return subprocess.run(argv, user=user.pw_uid, group=user.pw_gid, extra_groups=[], cwd="/",
+                          capture_output=True,
+                          env={"PATH": "/usr/bin:/bin", "HUTCH_RUNTIME_DIR": rtdir})
+
+
 def test_another_user_cannot_read_it(stranger):
     # A runtime dir open to everyone on the way (pytest's tmp dirs are
     # not): the file's own mode is what keeps it private.
@@ -280,9 +287,7 @@ def test_another_user_cannot_read_it(stranger):
         assert stat.S_IMODE(st.st_mode) == 0o600 and st.st_uid == os.getuid()
 
         def as_stranger(*argv):
-            return subprocess.run(argv, user=stranger.pw_uid, group=stranger.pw_gid,
-                                  extra_groups=[], cwd="/", capture_output=True,
-                                  env={"PATH": "/usr/bin:/bin", "HUTCH_RUNTIME_DIR": h.rtdir})
+            return run_as(stranger, h.rtdir, *argv)
 
         for d in (h.rtdir, os.path.join(h.rtdir, sb.id)):
             os.chmod(d, 0o755)

@@ -8,12 +8,16 @@ run under flock /work/locks/net.lock."""
 import json
 import os
 import secrets
+import shutil
 import stat
+import tempfile
+import threading
 
 import pytest
 
-from conftest import Sandbox, wait_until
+from conftest import HUTCH, SLOWDOWN, Sandbox, wait_until
 from netfake import WEB
+from test_journal import run_as, stranger  # noqa: F401 (stranger: a fixture)
 from test_network import NetHutch, install_ca
 
 pytestmark = pytest.mark.usefixtures("fakenet")
@@ -222,6 +226,90 @@ def test_each_command_s_egress_summary_in_its_result_and_journal_line(nh, fakene
                                                  f"{UNLISTED} /dev/null /dev/null"})
     assert status == 200 and res["egress"]["refused"] == 1, res
     sb.rm()
+
+
+def test_follow_and_an_ended_sandbox_s_log(nh, fakenet):
+    """net-log --follow prints each record as it is written and ends with
+    the sandbox; an ended sandbox's log is read from its kept file."""
+    sb = client_sandbox(nh, fakenet)
+    follower = nh.popen("net-log", sb.id, "--follow", "--json")
+    got = []
+    reader = threading.Thread(target=lambda: got.extend(follower.stdout), daemon=True)
+    reader.start()
+    try:
+        res = sb.run(argv=["python3", "/workspace/client.py", WEB, API, "/dev/null", "/dev/null"])
+        assert res["stdout"].startswith("answer HTTP/1."), res
+        res = sb.run(argv=["python3", "/workspace/client.py", WEB, UNLISTED, "/dev/null",
+                           "/dev/null"])
+        assert res["stdout"].startswith("error"), res
+        assert wait_until(lambda: len(tls(net_log(sb))) >= 2, timeout=30), net_log(sb)
+        live = net_log(sb)["records"]
+        # Each record as it is written, while the sandbox lives.
+        assert wait_until(lambda: len(got) >= len(live), timeout=30), (got, live)
+        assert follower.poll() is None
+        sb.rm()
+        # It ends by itself once the sandbox has ended and its supervisor
+        # has let go of the file.
+        assert follower.wait(timeout=60 * SLOWDOWN) == 0, follower.stderr.read()
+        reader.join(timeout=10 * SLOWDOWN)
+    finally:
+        if follower.poll() is None:
+            follower.kill()
+            follower.wait()
+    followed = [json.loads(x) for x in got]
+    assert followed[:len(live)] == live, (followed, live)
+    # Ended: the kept file, the same records (and any written at the end).
+    r = nh("net-log", sb.id, "--json")
+    assert r.returncode == 0, r.stderr
+    ended = json.loads(r.stdout)
+    assert ended["ended"] is True and ended["records"] == followed, (ended, followed)
+    assert ended["next"] == followed[-1]["seq"] + 1 and ended["dropped"] == 0, ended
+    r = nh("net-log", sb.id, "--since", str(followed[-1]["seq"]), "--json")
+    assert json.loads(r.stdout)["records"] == followed[-1:], r.stdout
+    r = nh("net-log", sb.id)
+    text = r.stdout.decode()
+    assert r.returncode == 0 and f"allowed {API}" in text and f"refused {UNLISTED}" in text, text
+    r = nh("net-log", "--follow", sb.id)  # ended: what is kept, then done
+    assert r.returncode == 0 and f"refused {UNLISTED}" in r.stdout.decode(), r
+    # None kept: the verb says so.
+    gone = sb.id[:-1] + ("0" if sb.id[-1] != "0" else "1")
+    r = nh("net-log", gone)
+    assert r.returncode == 65, r
+
+
+def test_another_user_cannot_read_it(stranger, fakenet):
+    """net.jsonl and its kept copy are 0600, the owner's: another user can
+    read neither, by hand or through hutch net-log."""
+    top = tempfile.mkdtemp(prefix="hutch-netlog-")
+    os.chmod(top, 0o755)  # open on the way: the file's own mode keeps it private
+    h = NetHutch(os.path.join(top, "rt"))
+    try:
+        sb = create(h, "--network", f"allow:{API}")
+        # Refused at once by the proxy (not TLS): a record, no fake host needed.
+        sb.run(argv=["python3", "-c", "import socket; s = socket.create_connection(('"
+                     + WEB + "', 443), 10); s.sendall(b'GET / HTTP/1.0\\r\\n\\r\\n'); s.recv(9)"])
+        assert wait_until(lambda: tls(net_log(sb)), timeout=30)
+        live = os.path.join(h.rtdir, sb.id, "net.jsonl")
+
+        def as_stranger(*argv):
+            return run_as(stranger, h.rtdir, *argv)
+
+        for d in (h.rtdir, os.path.join(h.rtdir, sb.id)):
+            os.chmod(d, 0o755)
+        assert as_stranger("cat", live).returncode != 0
+        sb.rm()
+        kept = os.path.join(h.rtdir, ".gone", sb.id + ".net")
+        assert wait_until(lambda: os.path.exists(kept), timeout=30)
+        assert h("net-log", sb.id).returncode == 0
+        os.chmod(os.path.join(h.rtdir, ".gone"), 0o755)
+        st = os.stat(kept)
+        assert stat.S_IMODE(st.st_mode) == 0o600 and st.st_uid == os.getuid(), oct(st.st_mode)
+        assert as_stranger("cat", kept).returncode != 0
+        r = as_stranger(HUTCH, "net-log", sb.id)
+        assert r.returncode == 69 and WEB.encode() not in r.stdout, r  # not capable
+    finally:
+        h.cleanup()
+        shutil.rmtree(top, ignore_errors=True)
 
 
 def assert_no_secret(nh, sb, log, secret):

@@ -646,19 +646,30 @@ static int cmd_gc(struct hutch_cli_args *a)
 	struct hutch_err err = { 0 };
 	int r;
 
+	/* Each part runs whatever the one before it met (a failed one must not
+	 * keep the next one's processes alive: the disks' pool, say); the
+	 * first failure is said and is the exit status. */
+	int failed = 0;
+
 	r = hutch_state_gc(hutch_runtime_dir(), &err);
 	if (r < 0)
-		return hutch_cli_fail(HUTCH_EXIT_FAILURE, "gc: %s", err.msg);
+		failed = hutch_cli_fail(HUTCH_EXIT_FAILURE, "gc: %s", err.msg);
+	r = r < 0 ? 0 : r;
+	hutch_err_clear(&err);
 	r += hutch_pool_gc(hutch_runtime_dir(), &err);
+	hutch_err_clear(&err);
 	/* The host's network state (mode all) is root's: an ordinary user
 	 * made none and may touch none. */
-	if (geteuid() == 0 && hutch_sandbox_net_gc(&err) < 0)
-		return hutch_cli_fail(HUTCH_EXIT_FAILURE, "gc of the host network state: %s",
-		                      err.msg);
+	if (geteuid() == 0 && hutch_sandbox_net_gc(&err) < 0 && !failed)
+		failed = hutch_cli_fail(HUTCH_EXIT_FAILURE, "gc of the host network state: %s",
+		                        err.msg);
+	hutch_err_clear(&err);
 	/* lxcfs's /proc views stop once no sandbox of this dir uses them. */
-	if (hutch_lxcfs_gc(hutch_runtime_dir(), &err) < 0)
-		return hutch_cli_fail(HUTCH_EXIT_FAILURE, "gc of the /proc views: %s", err.msg);
+	if (hutch_lxcfs_gc(hutch_runtime_dir(), &err) < 0 && !failed)
+		failed = hutch_cli_fail(HUTCH_EXIT_FAILURE, "gc of the /proc views: %s", err.msg);
 	hutch_disk_gc(hutch_runtime_dir()); /* the disks' templates, with none left */
+	if (failed)
+		return failed;
 	if (a->json)
 		printf("{\"removed\": %d}\n", r);
 	else

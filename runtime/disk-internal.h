@@ -23,6 +23,9 @@ int hutch_disk_new_file(const char *runtime_dir, struct hutch_err *err);
 /* disk-pool.c: where the disks' files go without a pool: the runtime dir,
  * or /var/tmp when that is in memory (NULL when that is too). */
 const char *hutch_disk_files_where(const char *runtime_dir);
+/* A file system tool's path (/usr/sbin or /sbin), NULL where neither has
+ * it: valid until the calling thread's next call. */
+const char *hutch_disk_tool(const char *name);
 /* A free loop device on file (autoclear, direct I/O): its fd; *nr its number. */
 int hutch_disk_loop_attach(int file, int *nr, struct hutch_err *err);
 /* The runtime dir's pool (disk-pool.c): an fd of its root (a detached
@@ -30,9 +33,10 @@ int hutch_disk_loop_attach(int file, int *nr, struct hutch_err *err);
  * system shares extents, no mkfs.xfs or XFS), -ENOENT when its holder
  * does not run (disk-stock.c starts it). */
 int hutch_disk_pool_open(const char *runtime_dir);
-/* Its holder started (the stock's process: in the creator's cgroup) if it
- * does not run: 1, 0 where there is to be none, -errno with err set. */
-int hutch_disk_pool_start(const char *runtime_dir, struct hutch_err *err);
+/* Its holder started (the stock's process: in the creator's cgroup) in
+ * dirfd (the stock's .disk) if it does not run: 1, 0 where there is to be
+ * none, -errno with err set. */
+int hutch_disk_pool_start(const char *runtime_dir, int dirfd, struct hutch_err *err);
 /* Its directories given to req's ids and cloned for init: fds[] as
  * HUTCH_MSG_READY carries them ([HUTCH_DISK_ROOT] is root, [_FILE] file). */
 int hutch_disk_hand_over(int mnt, int root, int file, const struct hutch_disk_request *req,

@@ -15,10 +15,14 @@
  *     mounted (discard: a freed extent punches a hole in the file, so what
  *     a sandbox's disk used goes back to the host when it ends) on
  *     runtime_dir/.disk/pool, 0700;
- *   - made by the first disk's maker that finds none (under a lock), and
- *     unmounted (lazily) by `hutch gc` once no sandbox is left: its loop
- *     device detaches itself and the file is freed once the last disk
- *     file in it is closed.
+ *   - made by the dir's stock (disk-stock.c) when it finds none (under a
+ *     lock, in the stock's own .disk: a holder never makes that directory
+ *     again after `hutch gc` removed it), and held by a process of its own
+ *     until `hutch gc` once no sandbox is left, or until the dir has had
+ *     no sandbox and no asker for POOL_IDLE_SECONDS (a gc that never came:
+ *     nothing outlives its use), or its socket is gone: its loop device
+ *     detaches itself and the file is freed once the last disk file in it
+ *     is closed.
  *
  * On XFS or btrfs hosts the files go where they went (they clone there
  * already); without mkfs.xfs or the kernel's XFS, too (a fork then takes
@@ -47,7 +51,9 @@
 #include "disk-internal.h"
 #include "fdutil.h"
 #include "proto.h"
+#include "state.h"
 #include "syscalls.h"
+#include "util.h"
 
 #define XFS_SUPER_MAGIC   0x58465342
 #define TMPFS_MAGIC       0x01021994
@@ -60,6 +66,7 @@
 #define POOL_LOCK         "pool.lock"
 #define POOL_TICK_MS      5000
 #define POOL_START_MS     30000
+#define POOL_IDLE_SECONDS 60 /* past the stock's 30: its makers' disks go first */
 #define POOL_FD_DIR       1000
 
 static bool in_memory(const char *dir)
@@ -107,14 +114,22 @@ int hutch_disk_loop_attach(int file, int *nr, struct hutch_err *err)
 	return hutch_err_set_errno(err, r, "disk: configure a loop device");
 }
 
+const char *hutch_disk_tool(const char *name)
+{
+	static const char *const tool_dirs[] = { "/usr/sbin", "/sbin" };
+	static __thread char path[64];
+
+	for (size_t i = 0; i < ELEMENTSOF(tool_dirs); i++) {
+		snprintf(path, sizeof(path), "%s/%s", tool_dirs[i], name);
+		if (access(path, X_OK) == 0)
+			return path;
+	}
+	return NULL;
+}
+
 static const char *mkfs_xfs_path(void)
 {
-	static const char *const paths[] = { "/usr/sbin/mkfs.xfs", "/sbin/mkfs.xfs", NULL };
-
-	for (const char *const *p = paths; *p; p++)
-		if (access(*p, X_OK) == 0)
-			return *p;
-	return NULL;
+	return hutch_disk_tool("mkfs.xfs");
 }
 
 static bool fs_is(const char *path, unsigned long magic)
@@ -202,14 +217,29 @@ static int sock_at(int dirfd, struct sockaddr_un *sa)
 	return 0;
 }
 
+/* Unused: no sandbox in the dir and no asker for POOL_IDLE_SECONDS. */
+static bool idle(const char *runtime_dir, double last_ask)
+{
+	char(*ids)[HUTCH_ID_LEN + 1] = NULL;
+	size_t n = 1;
+
+	if (hutch_now_mono_sec() - last_ask < POOL_IDLE_SECONDS ||
+	    hutch_state_list(runtime_dir, &ids, &n) < 0)
+		return false;
+	free(ids);
+	return n == 0;
+}
+
 /* The holder's life: the pool's root to each root asker, until KILL (`hutch
- * gc`) or its socket is gone; ready (or why not) said on sock first. */
+ * gc`), its socket is gone or it is idle; ready (or why not) said on sock
+ * first. */
 static __attribute__((noreturn)) void holder(const char *runtime_dir, int dirfd, int sock)
 {
 	_cleanup_close_ int root = -EBADF, lst = -EBADF;
 	struct hutch_err e = { 0 };
 	struct sockaddr_un sa;
 	struct stat sb;
+	double last_ask;
 	sigset_t none;
 
 	hutch_stdio_to_null();
@@ -229,6 +259,7 @@ static __attribute__((noreturn)) void holder(const char *runtime_dir, int dirfd,
 	}
 	(void)hutch_proto_send(sock, HUTCH_MSG_READY, 0, NULL, 0, NULL, 0);
 	close(sock);
+	last_ask = hutch_now_mono_sec();
 	for (;;) {
 		struct pollfd pfd = { .fd = lst, .events = POLLIN };
 		_cleanup_close_ int c = -EBADF;
@@ -238,10 +269,16 @@ static __attribute__((noreturn)) void holder(const char *runtime_dir, int dirfd,
 		struct stat now;
 		size_t nfds = 0;
 
-		if (poll(&pfd, 1, POOL_TICK_MS) == 0 &&
-		    (fstatat(dirfd, POOL_SOCK, &now, AT_SYMLINK_NOFOLLOW) < 0 ||
-		     now.st_ino != sb.st_ino))
-			_exit(0);
+		if (poll(&pfd, 1, POOL_TICK_MS) == 0) {
+			bool ours = fstatat(dirfd, POOL_SOCK, &now, AT_SYMLINK_NOFOLLOW) == 0 &&
+			            now.st_ino == sb.st_ino;
+
+			if (!ours || idle(runtime_dir, last_ask)) {
+				if (ours)
+					(void)unlinkat(dirfd, POOL_SOCK, 0);
+				_exit(0);
+			}
+		}
 		if (!(pfd.revents & POLLIN) || (c = accept4(lst, NULL, NULL, SOCK_CLOEXEC)) < 0 ||
 		    getsockopt(c, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 ||
 		    cred.uid != geteuid() || hutch_proto_recv(c, &hdr, NULL, 0, NULL, &nfds) < 0)
@@ -250,8 +287,10 @@ static __attribute__((noreturn)) void holder(const char *runtime_dir, int dirfd,
 			(void)unlinkat(dirfd, POOL_SOCK, 0);
 			_exit(0); /* its close tells the asker it is done */
 		}
-		if (hdr.type == HUTCH_MSG_GO)
+		if (hdr.type == HUTCH_MSG_GO) {
 			(void)hutch_proto_send(c, HUTCH_MSG_READY, 0, NULL, 0, &root, 1);
+			last_ask = hutch_now_mono_sec();
+		}
 	}
 }
 
@@ -271,14 +310,16 @@ static bool wanted(const char *runtime_dir)
 	return false;
 }
 
+/* The dir's .disk, never made here: its stock makes it (a gc may have
+ * removed it meanwhile, and then there is no pool to ask). */
 static int disk_dir(const char *runtime_dir)
 {
 	char dir[4096];
+	int fd;
 
 	snprintf(dir, sizeof(dir), "%s/" HUTCH_DISK_DIR, runtime_dir);
-	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
-		return -errno;
-	return open(dir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	fd = open(dir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	return fd >= 0 ? fd : -errno;
 }
 
 int hutch_disk_pool_open(const char *runtime_dir)
@@ -291,8 +332,9 @@ int hutch_disk_pool_open(const char *runtime_dir)
 
 	if (!wanted(runtime_dir))
 		return -EOPNOTSUPP;
-	if ((dirfd = disk_dir(runtime_dir)) < 0 ||
-	    (s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0)) < 0)
+	if ((dirfd = disk_dir(runtime_dir)) < 0)
+		return dirfd == -ENOENT ? -ENOENT : dirfd;
+	if ((s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0)) < 0)
 		return -errno;
 	if (sock_at(dirfd, &sa) < 0 || connect(s, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
 	    hutch_proto_send(s, HUTCH_MSG_GO, 0, NULL, 0, NULL, 0) < 0 ||
@@ -301,9 +343,9 @@ int hutch_disk_pool_open(const char *runtime_dir)
 	return hdr.type == HUTCH_MSG_READY && nfds == 1 ? fd : -ENOENT;
 }
 
-int hutch_disk_pool_start(const char *runtime_dir, struct hutch_err *err)
+int hutch_disk_pool_start(const char *runtime_dir, int dirfd, struct hutch_err *err)
 {
-	_cleanup_close_ int dirfd = -EBADF, lock = -EBADF, pool = -EBADF;
+	_cleanup_close_ int lock = -EBADF, pool = -EBADF;
 	struct pollfd pfd = { .events = POLLIN };
 	struct hutch_msg_hdr hdr = { 0 };
 	struct hutch_err e = { 0 };
@@ -314,9 +356,8 @@ int hutch_disk_pool_start(const char *runtime_dir, struct hutch_err *err)
 
 	if ((pool = hutch_disk_pool_open(runtime_dir)) >= 0 || pool == -EOPNOTSUPP)
 		return pool >= 0 ? 1 : 0;
-	if ((dirfd = disk_dir(runtime_dir)) < 0 ||
-	    (lock = hutch_lock_at(dirfd, POOL_LOCK, LOCK_EX)) < 0)
-		return hutch_err_set_errno(err, dirfd < 0 ? dirfd : lock, "disk pool: lock");
+	if ((lock = hutch_lock_at(dirfd, POOL_LOCK, LOCK_EX)) < 0)
+		return hutch_err_set_errno(err, lock, "disk pool: lock");
 	if ((pool = hutch_disk_pool_open(runtime_dir)) >= 0)
 		return 1;
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)

@@ -256,7 +256,7 @@ static __attribute__((noreturn)) void stock_main(const char *runtime_dir, uint64
 		_exit(0);
 	/* The pool its disks' files go in (disk-pool.c), if it is to be and
 	 * is not: a failure leaves them where they went before. */
-	(void)hutch_disk_pool_start(runtime_dir, &err);
+	(void)hutch_disk_pool_start(runtime_dir, stock.dirfd, &err);
 	hutch_err_clear(&err);
 	if (hutch_disk_template(runtime_dir, bytes, &err) < 0)
 		_exit(0);

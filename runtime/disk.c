@@ -58,12 +58,7 @@
 
 static const char *mke2fs_path(void)
 {
-	static const char *const paths[] = { "/usr/sbin/mke2fs", "/sbin/mke2fs", NULL };
-
-	for (const char *const *p = paths; *p; p++)
-		if (access(*p, X_OK) == 0)
-			return *p;
-	return NULL;
+	return hutch_disk_tool("mke2fs");
 }
 
 bool hutch_disk_possible(const char **why)
@@ -251,7 +246,7 @@ static const struct {
 	const char *name;
 	mode_t mode;
 	bool app;
-} dirs[] = {
+} layout[] = {
 	{ "workspace", 0755, true }, { "home", 0755, true },         { "tmp", 01777, false },
 	{ "layer", 0755, false },    { "layer/upper", 0755, false }, { "layer/work", 0700, false },
 };
@@ -259,22 +254,22 @@ static const struct {
 /* The directories, made while the disk waits in stock (root's). */
 static int lay_out(int root, struct hutch_err *err)
 {
-	for (size_t i = 0; i < ELEMENTSOF(dirs); i++)
-		if (mkdirat(root, dirs[i].name, dirs[i].mode) < 0 ||
-		    fchmodat(root, dirs[i].name, dirs[i].mode, 0) < 0)
-			return hutch_err_set_errno(err, -errno, "disk: make '%s'", dirs[i].name);
+	for (size_t i = 0; i < ELEMENTSOF(layout); i++)
+		if (mkdirat(root, layout[i].name, layout[i].mode) < 0 ||
+		    fchmodat(root, layout[i].name, layout[i].mode, 0) < 0)
+			return hutch_err_set_errno(err, -errno, "disk: make '%s'", layout[i].name);
 	return 0;
 }
 
 /* ... given to the sandbox's ids (root: base) once it is taken. */
 static int give(int root, uid_t base, struct hutch_err *err)
 {
-	for (size_t i = 0; i < ELEMENTSOF(dirs); i++) {
-		uid_t id = base + (dirs[i].app ? APP_ID_OFFSET : 0);
+	for (size_t i = 0; i < ELEMENTSOF(layout); i++) {
+		uid_t id = base + (layout[i].app ? APP_ID_OFFSET : 0);
 
-		if (fchownat(root, dirs[i].name, id, id, AT_SYMLINK_NOFOLLOW) < 0 ||
-		    fchmodat(root, dirs[i].name, dirs[i].mode, 0) < 0)
-			return hutch_err_set_errno(err, -errno, "disk: own '%s'", dirs[i].name);
+		if (fchownat(root, layout[i].name, id, id, AT_SYMLINK_NOFOLLOW) < 0 ||
+		    fchmodat(root, layout[i].name, layout[i].mode, 0) < 0)
+			return hutch_err_set_errno(err, -errno, "disk: own '%s'", layout[i].name);
 	}
 	return 0;
 }

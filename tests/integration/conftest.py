@@ -314,6 +314,47 @@ def loops_of(rtdir):
     return out
 
 
+def loop_story(rtdir):
+    """Why a runtime dir's loop device stays: what is open on it (or on the
+    file system behind it, the disks' pool), the loop devices backed by
+    files there, hutch's processes and what .disk holds."""
+    lines = []
+    devs = {}
+    for name in loops_of(rtdir):
+        with open(f"/sys/block/{name}/dev") as f:
+            devs[f.read().strip()] = name
+    r = subprocess.run(["losetup", "-l", "-n", "-O", "NAME,BACK-MAJ:MIN,BACK-INO,BACK-FILE"],
+                       capture_output=True, text=True)
+    for line in r.stdout.splitlines():
+        f = line.split()
+        if len(f) > 1 and f[1] in devs:
+            lines.append(f"loop backed by a file on {devs[f[1]]}: {line}")
+    majmin = {tuple(int(x) for x in d.split(":")): n for d, n in devs.items()}
+    for fd in glob.glob("/proc/[0-9]*/fd/*"):
+        try:
+            st = os.stat(fd)
+            on = majmin.get((os.major(st.st_dev), os.minor(st.st_dev))) or \
+                (st.st_rdev and majmin.get((os.major(st.st_rdev), os.minor(st.st_rdev))))
+            if on:
+                pid = fd.split("/")[2]
+                with open(f"/proc/{pid}/comm") as c:
+                    lines.append(f"pid {pid} ({c.read().strip()}) has {fd} -> {os.readlink(fd)}"
+                                 f" on {on}")
+        except OSError:
+            pass
+    for c in glob.glob("/proc/[0-9]*/comm"):
+        try:
+            with open(c) as f:
+                comm = f.read().strip()
+            if comm.startswith("hutch") or comm in ("exe", "mkfs.xfs", "mke2fs"):
+                lines.append(f"process {c.split('/')[2]} {comm}")
+        except OSError:
+            pass
+    d = os.path.join(rtdir, ".disk")
+    lines.append(f".disk: {sorted(os.listdir(d)) if os.path.isdir(d) else 'absent'}")
+    return "\n".join(lines)
+
+
 def assert_runtime_dir_clean(h, leftovers):
     """Fixture teardown: every sandbox was removed; what supervisors remove
     after answering (retired dirs, cgroups) goes too, within seconds."""
@@ -338,8 +379,16 @@ def assert_runtime_dir_clean(h, leftovers):
     # mounts went (the supervisor's last step, after the DELETE answer);
     # the dir's stock of disks made ahead of time (runtime/disk-stock.c)
     # ends at gc, with no sandbox left.
-    wait_until(lambda: not loops_of(h.rtdir) or (h("gc") and not loops_of(h.rtdir)), 30)
-    assert not loops_of(h.rtdir), f"loop devices left on {h.rtdir}: {loops_of(h.rtdir)}"
+    last = []
+
+    def gc_clean():
+        last[:] = [h("gc")]
+        return not loops_of(h.rtdir)
+
+    wait_until(lambda: not loops_of(h.rtdir) or gc_clean(), 30)
+    assert not loops_of(h.rtdir), \
+        f"loop devices left on {h.rtdir}: {loops_of(h.rtdir)}\n{loop_story(h.rtdir)}\n" \
+        f"the last gc: {last and (last[0].returncode, last[0].stderr)}"
 
 
 def files_holding(top, needle):

@@ -107,6 +107,44 @@ def test_kill_9_of_the_supervisor_leaves_no_loop_mount_or_file(hutch, root):
 
 
 @needs_root
+def test_without_gc_the_stock_and_the_pool_end_by_themselves(hutch):
+    """No `hutch gc` ever (a user who never runs one): the disks made ahead
+    of time (the stock, idle after 30 s) and the disks' pool (60 s) end
+    once the dir has had no sandbox for that long; nothing outlives its use."""
+    sb = hutch.create()
+    assert loops_of(hutch.rtdir), "a disk (and, on ext4 hosts, the pool) while it runs"
+    assert sb.rm().returncode == 0
+    assert wait_until(lambda: not loops_of(hutch.rtdir), 150), loops_of(hutch.rtdir)
+    disk = os.path.join(hutch.rtdir, ".disk")
+    left = os.listdir(disk) if os.path.isdir(disk) else []
+    assert not [f for f in left if f.endswith(".sock")], left
+
+
+@needs_root
+def test_gc_that_fails_a_part_still_ends_the_disks(hutch):
+    """`hutch gc` runs each part whatever the one before met: the /proc
+    views' part failing (its users lock made a directory here) says so
+    and exits 70, and the disks' stock and pool end all the same."""
+    sb = hutch.create()
+    assert sb.rm().returncode == 0
+    users = os.path.join(hutch.rtdir, ".lxcfs", "users")
+    if not os.path.exists(users):
+        pytest.skip("no lxcfs on this host: the /proc views' part cannot fail")
+    os.unlink(users)
+    os.mkdir(users)
+    try:
+        r = hutch("gc")
+        assert r.returncode == 70, r
+        assert b"gc of the /proc views" in r.stderr and b"Is a directory" in r.stderr, r.stderr
+        assert wait_until(lambda: not loops_of(hutch.rtdir), 30), loops_of(hutch.rtdir)
+        assert not os.path.exists(os.path.join(hutch.rtdir, ".disk"))
+    finally:
+        os.rmdir(users)
+        assert wait_until(lambda: hutch("gc").returncode == 0 and
+                          not os.path.exists(os.path.join(hutch.rtdir, ".lxcfs")), 30)
+
+
+@needs_root
 def test_workspace_tmpfs_is_memory_as_before(hutch):
     sb = hutch.create("--instance-type", "nano", "--workspace", "tmpfs")
     assert fs_of(sb, "/workspace") == ("tmpfs", NANO_DISK)

@@ -103,10 +103,25 @@ static int decode_exact(const char *body, size_t len)
 	return r;
 }
 
+/* buf's fixed part replaced by fixed, decoded. */
+static int decode_fixed(char *buf, size_t n, const struct hutch_msg_spawn *fixed)
+{
+	memcpy(buf, fixed, sizeof(*fixed));
+	return decode_exact(buf, n);
+}
+
 static void test_spawn_decode_bad(void **state)
 {
 	const char *argv[] = { "sh", "-c", "true", NULL };
 	const char *envp[] = { "A=1", NULL };
+	static const struct {
+		uint32_t argc, envc;
+	} lies[] = {
+		{ 0, 1 },          { HUTCH_SPAWN_MAX_ARGS + 1, 1 },
+		{ UINT32_MAX, 1 }, { 3, HUTCH_SPAWN_MAX_ENV + 1 },
+		{ 3, UINT32_MAX }, { 3, 2 },
+		{ 3, 0 },
+	};
 	struct hutch_msg_spawn fixed;
 	char *buf = NULL, *junk;
 	ssize_t n;
@@ -131,40 +146,23 @@ static void test_spawn_decode_bad(void **state)
 	assert_int_equal(decode_exact(junk, (size_t)n + 1), -EBADMSG);
 	free(junk);
 
-	/* Counts that lie. */
+	/* Counts that lie, and one string more or fewer than the body holds
+	 * (it holds 3 and 1). */
 	memcpy(&fixed, buf, sizeof(fixed));
-	fixed.argc = 0;
-	memcpy(buf, &fixed, sizeof(fixed));
-	assert_int_equal(decode_exact(buf, (size_t)n), -EBADMSG);
-	fixed.argc = HUTCH_SPAWN_MAX_ARGS + 1;
-	memcpy(buf, &fixed, sizeof(fixed));
-	assert_int_equal(decode_exact(buf, (size_t)n), -EBADMSG);
-	fixed.argc = UINT32_MAX;
-	memcpy(buf, &fixed, sizeof(fixed));
-	assert_int_equal(decode_exact(buf, (size_t)n), -EBADMSG);
-	fixed.argc = 3;
-	fixed.envc = HUTCH_SPAWN_MAX_ENV + 1;
-	memcpy(buf, &fixed, sizeof(fixed));
-	assert_int_equal(decode_exact(buf, (size_t)n), -EBADMSG);
-	fixed.envc = UINT32_MAX;
-	memcpy(buf, &fixed, sizeof(fixed));
-	assert_int_equal(decode_exact(buf, (size_t)n), -EBADMSG);
-	/* One string more or fewer than the body holds. */
-	fixed.envc = 2;
-	memcpy(buf, &fixed, sizeof(fixed));
-	assert_int_equal(decode_exact(buf, (size_t)n), -EBADMSG);
-	fixed.envc = 0;
-	memcpy(buf, &fixed, sizeof(fixed));
-	assert_int_equal(decode_exact(buf, (size_t)n), -EBADMSG);
+	for (size_t i = 0; i < sizeof(lies) / sizeof(lies[0]); i++) {
+		fixed.argc = lies[i].argc;
+		fixed.envc = lies[i].envc;
+		if (decode_fixed(buf, (size_t)n, &fixed) != -EBADMSG)
+			fail_msg("argc %u envc %u decoded", lies[i].argc, lies[i].envc);
+	}
 	/* A capability beyond a container's set, in any of the five. */
+	fixed.argc = 3;
 	fixed.envc = 1;
 	for (int i = 0; i < HUTCH_CAPS_SETS; i++) {
 		fixed.caps[i] = HUTCH_CAPS_CONTAINER_MAX;
-		memcpy(buf, &fixed, sizeof(fixed));
-		assert_int_equal(decode_exact(buf, (size_t)n), 0);
+		assert_int_equal(decode_fixed(buf, (size_t)n, &fixed), 0);
 		fixed.caps[i] |= HUTCH_CAP_BIT(CAP_SYS_ADMIN);
-		memcpy(buf, &fixed, sizeof(fixed));
-		assert_int_equal(decode_exact(buf, (size_t)n), -EBADMSG);
+		assert_int_equal(decode_fixed(buf, (size_t)n, &fixed), -EBADMSG);
 		fixed.caps[i] = 0;
 	}
 	/* Additional groups: at most HUTCH_SPAWN_MAX_GROUPS, each an id of
@@ -172,18 +170,15 @@ static void test_spawn_decode_bad(void **state)
 	fixed.ngroups = 2;
 	fixed.groups[0] = 5;
 	fixed.groups[1] = HUTCH_SPAWN_MAX_ID;
-	memcpy(buf, &fixed, sizeof(fixed));
-	assert_int_equal(decode_exact(buf, (size_t)n), 0);
+	assert_int_equal(decode_fixed(buf, (size_t)n, &fixed), 0);
 	assert_int_equal(req.ngroups, 2);
 	assert_int_equal(req.groups[0], 5);
 	assert_int_equal(req.groups[1], HUTCH_SPAWN_MAX_ID);
 	fixed.groups[1] = HUTCH_SPAWN_MAX_ID + 1;
-	memcpy(buf, &fixed, sizeof(fixed));
-	assert_int_equal(decode_exact(buf, (size_t)n), -EBADMSG);
+	assert_int_equal(decode_fixed(buf, (size_t)n, &fixed), -EBADMSG);
 	fixed.groups[1] = 0;
 	fixed.ngroups = HUTCH_SPAWN_MAX_GROUPS + 1;
-	memcpy(buf, &fixed, sizeof(fixed));
-	assert_int_equal(decode_exact(buf, (size_t)n), -EBADMSG);
+	assert_int_equal(decode_fixed(buf, (size_t)n, &fixed), -EBADMSG);
 	free(buf);
 }
 

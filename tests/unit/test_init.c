@@ -530,6 +530,27 @@ static void test_connect(void **state)
 	close(lfd);
 }
 
+/* CONNECT that is not one: a port beyond 65535 is refused (CONNECTED
+ * with -EINVAL, no fd); a body of another size has no answer. */
+static void test_connect_refuses_broken_requests(void **state)
+{
+	struct env *e = *state;
+	struct hutch_msg_connect m = { .port = 65536 };
+	struct hutch_msg_connected rep;
+	struct hutch_msg_hdr hdr;
+	int fd;
+
+	send_and_handle(e, HUTCH_MSG_CONNECT, 72, &m, sizeof(m), NULL, 0);
+	assert_int_equal(sup_recv(e, &hdr, &rep, sizeof(rep), &fd), sizeof(rep));
+	assert_int_equal(hdr.type, HUTCH_MSG_CONNECTED);
+	assert_int_equal(hdr.id, 72);
+	assert_int_equal(rep.error, -EINVAL);
+	assert_int_equal(fd, -EBADF);
+	m.port = 80;
+	send_and_handle(e, HUTCH_MSG_CONNECT, 73, &m, sizeof(m) - 1, NULL, 0);
+	assert_false(sup_readable(e));
+}
+
 /* Other messages: fds that came with them are closed; a truncated
  * message is dropped; the supervisor's hang-up ends the service. */
 static void test_other_messages_and_hangup(void **state)
@@ -569,6 +590,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_kill, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_kill_rest_on_exit, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_connect, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_connect_refuses_broken_requests, setup,
+		                                teardown),
 		cmocka_unit_test_setup_teardown(test_other_messages_and_hangup, setup, teardown),
 	};
 

@@ -22,6 +22,7 @@
 #include "changes-format.h"
 
 #include "caps.h"
+#include "pipe-util.h"
 #include "proto.h"
 
 /* Big (HUTCH_SPAWN_MAX_ARGS pointers): not on the stack. */
@@ -180,21 +181,6 @@ static void test_spawn_decode_bad(void **state)
 	fixed.ngroups = HUTCH_SPAWN_MAX_GROUPS + 1;
 	assert_int_equal(decode_fixed(buf, (size_t)n, &fixed), -EBADMSG);
 	free(buf);
-}
-
-/* A pipe whose read end is nonblocking: EOF on it proves every copy of the
- * write end was closed. */
-static void nb_pipe(int p[2])
-{
-	assert_int_equal(pipe2(p, O_CLOEXEC), 0);
-	assert_int_equal(fcntl(p[0], F_SETFL, O_NONBLOCK), 0);
-}
-
-static bool write_end_closed(int rfd)
-{
-	char c;
-
-	return read(rfd, &c, 1) == 0;
 }
 
 static void seqpacket(int sv[2])

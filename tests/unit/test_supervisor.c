@@ -30,6 +30,7 @@
 #include "cmd.h"
 #include "fdutil.h"
 #include "loop.h"
+#include "pipe-util.h"
 #include "procs.h"
 #include "proto.h"
 #include "supervisor.h"
@@ -599,6 +600,212 @@ static void test_procs_running_bound(void **state)
 	assert_ptr_equal(hutch_proc_find(e->s, p[1]->uuid), p[1]);
 }
 
+/* init's answers that are not about commands (CONNECTED: a published
+ * port's socket) go to the owner's on_message with their fd; without
+ * one, the fd is closed and nothing else happens. */
+struct seen_message {
+	int n;
+	uint32_t type;
+	uint64_t id;
+	size_t len;
+	int fd;
+};
+
+static void on_message(void *ud, uint32_t type, uint64_t id, const void *body, size_t len, int fd)
+{
+	struct seen_message *m = ud;
+
+	(void)body;
+	m->n++;
+	m->type = type;
+	m->id = id;
+	m->len = len;
+	m->fd = fd;
+}
+
+static struct seen_message *seen_of;
+
+static bool message_seen(struct env *e)
+{
+	(void)e;
+	return seen_of->n > 0;
+}
+
+static int eof_fd = -1;
+
+static bool eof_seen(struct env *e)
+{
+	(void)e;
+	return write_end_closed(eof_fd);
+}
+
+static void test_other_messages_go_to_their_owner(void **state)
+{
+	struct env *e = *state;
+	struct hutch_msg_connected rep = { 0 };
+	struct seen_message seen = { .fd = -1 };
+	int p[2];
+	char b;
+
+	hutch_cmds_on_message(&e->s->cmds, on_message, &seen);
+	seen_of = &seen;
+	nb_pipe(p);
+	assert_int_equal(
+	        hutch_proto_send(e->init, HUTCH_MSG_CONNECTED, 9, &rep, sizeof(rep), &p[1], 1), 0);
+	run_until(e, message_seen);
+	assert_int_equal(seen.n, 1);
+	assert_int_equal(seen.type, HUTCH_MSG_CONNECTED);
+	assert_int_equal(seen.id, 9);
+	assert_int_equal(seen.len, sizeof(rep));
+	/* the fd is the one sent, and the owner's now */
+	assert_true(seen.fd >= 0);
+	assert_int_equal(write(seen.fd, "k", 1), 1);
+	assert_int_equal(read(p[0], &b, 1), 1);
+	assert_int_equal(b, 'k');
+	close(seen.fd);
+	/* no owner: the fd is closed (its pipe reaches its end) */
+	hutch_cmds_on_message(&e->s->cmds, NULL, NULL);
+	assert_int_equal(
+	        hutch_proto_send(e->init, HUTCH_MSG_CONNECTED, 10, &rep, sizeof(rep), &p[1], 1), 0);
+	close(p[1]);
+	eof_fd = p[0];
+	run_until(e, eof_seen);
+	assert_int_equal(seen.n, 1);
+	close(p[0]);
+}
+
+/* The pipe ends handed to the owner: stdin's write end (stdin_open),
+ * stdout's read end; once taken, there is none to take again, and the
+ * command is done at its exit with stdout still open. */
+static void test_take_stdin_and_stdout(void **state)
+{
+	struct env *e = *state;
+	struct hutch_spawn sp = {
+		.argv = argv_echo, .envp = envp_one, .cwd = "/", .stdin_open = true
+	};
+	struct cmd *c = start(e, &sp);
+	struct msg m;
+	int in, out;
+	char b[4];
+
+	init_recv(e, &m);
+	assert_int_equal(m.nfds, 3);
+	in = hutch_cmd_take_stdin(c);
+	out = hutch_cmd_take_stdout(c);
+	assert_true(in >= 0 && out >= 0);
+	assert_int_equal(hutch_cmd_take_stdin(c), -EBADF);
+	assert_int_equal(hutch_cmd_take_stdout(c), -EBADF);
+	assert_int_equal(write(in, "in", 2), 2);
+	assert_int_equal(read(m.fds[0], b, sizeof(b)), 2);
+	assert_memory_equal(b, "in", 2);
+	assert_int_equal(write(m.fds[1], "out", 3), 3);
+	assert_int_equal(read(out, b, sizeof(b)), 3);
+	assert_memory_equal(b, "out", 3);
+	init_spawned(e, c->id, 11, 0);
+	init_exited(e, c->id, 0);
+	run_until(e, is_done);           /* m.fds[1] still open */
+	assert_int_equal(c->out.len, 0); /* stdout was the owner's */
+	close(in);
+	close(out);
+	msg_close(&m);
+	hutch_cmd_release(c);
+}
+
+/* A full consumer (output() returns false) pauses both pipes until
+ * hutch_cmd_resume_output(); at the exit the rest comes anyway. */
+static int outputs;
+
+static bool full_once(void *ud, struct cmd *c, bool is_err, const char *buf, size_t n)
+{
+	(void)ud;
+	(void)c;
+	(void)is_err;
+	(void)buf;
+	(void)n;
+	return ++outputs > 1;
+}
+
+static bool output_once(struct env *e)
+{
+	(void)e;
+	return outputs >= 1;
+}
+
+static bool output_twice(struct env *e)
+{
+	(void)e;
+	return outputs >= 2;
+}
+
+static void test_full_consumer_pauses_output(void **state)
+{
+	struct env *e = *state;
+	struct hutch_spawn sp = { .argv = argv_echo, .envp = envp_one, .cwd = "/" };
+	struct hutch_cmd_sink sink = { .output = full_once, .done = on_done, .ud = e };
+	struct hutch_err err = { 0 };
+	struct cmd *c = hutch_cmd_start(&e->s->cmds, &sp, &sink, &err);
+	struct msg m;
+
+	assert_non_null(c);
+	outputs = 0;
+	init_recv(e, &m);
+	init_spawned(e, c->id, 12, 0);
+	assert_int_equal(write(m.fds[1], "a", 1), 1);
+	run_until(e, output_once);
+	assert_int_equal(write(m.fds[1], "b", 1), 1);
+	/* paused: the pipes are not read, however often the loop turns */
+	for (int i = 0; i < 20; i++)
+		assert_true(hutch_loop_run_once(&e->s->loop, 0) >= 0);
+	assert_int_equal(outputs, 1);
+	hutch_cmd_resume_output(c);
+	run_until(e, output_twice);
+	init_exited(e, c->id, 0);
+	run_until(e, is_done);
+	msg_close(&m);
+	hutch_cmd_release(c);
+}
+
+/* An fd given to the engine (a raw upload's stdin end) is closed when the
+ * command is done, not before. */
+static void test_held_fd_closed_when_done(void **state)
+{
+	struct env *e = *state;
+	struct hutch_spawn sp = { .argv = argv_echo, .envp = envp_one, .cwd = "/" };
+	struct cmd *c = start(e, &sp);
+	struct msg m;
+	int p[2];
+
+	nb_pipe(p);
+	init_recv(e, &m);
+	hutch_cmd_hold_fd(c, p[1]);
+	init_spawned(e, c->id, 13, 0);
+	assert_false(write_end_closed(p[0]));
+	init_exited(e, c->id, 0);
+	run_until(e, is_done);
+	assert_true(write_end_closed(p[0]));
+	close(p[0]);
+	msg_close(&m);
+	hutch_cmd_release(c);
+}
+
+/* init reaped: a kill sends nothing (its pid may be another's). */
+static void test_no_kill_once_init_is_gone(void **state)
+{
+	struct env *e = *state;
+	struct hutch_spawn sp = { .argv = argv_echo, .envp = envp_one, .cwd = "/" };
+	struct cmd *c = start(e, &sp);
+	struct msg m;
+
+	init_recv(e, &m);
+	init_spawned(e, c->id, 14, 0);
+	run_until(e, is_spawned);
+	hutch_cmds_init_gone(&e->s->cmds);
+	hutch_cmd_kill(c, SIGTERM, 0);
+	assert_false(init_readable(e));
+	msg_close(&m);
+	hutch_cmd_release(c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -615,6 +822,12 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_capture_bounds, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_hook_sees_start_and_end, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_procs_running_bound, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_other_messages_go_to_their_owner, setup,
+		                                teardown),
+		cmocka_unit_test_setup_teardown(test_take_stdin_and_stdout, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_full_consumer_pauses_output, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_held_fd_closed_when_done, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_no_kill_once_init_is_gone, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

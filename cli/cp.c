@@ -364,6 +364,19 @@ static int upload(const struct hutch_paths *p, const char *local, const char *re
 	return put_stream(p, into, fd, S_ISREG(st.st_mode) ? st.st_size : -1, false, mode, NULL);
 }
 
+int hutch_cli_cp_in(const struct hutch_paths *p, const char *local, const char *remote)
+{
+	signal(SIGPIPE, SIG_IGN);
+	return upload(p, local, remote);
+}
+
+int hutch_cli_cp_put(const struct hutch_paths *p, const char *remote, int fd, int64_t length,
+                     const char *mode)
+{
+	signal(SIGPIPE, SIG_IGN);
+	return put_stream(p, remote, fd, length, false, mode, NULL);
+}
+
 /* ---- download ---- */
 
 static int copy_body(int sock, struct http_resp *h, int out)

@@ -58,6 +58,8 @@ static const char *const main_usage =
         "                                  create --snapshot NAME\n"
         "  fork ID [-n N]                  N new sandboxes from a live one's filesystem\n"
         "  rollback ID SNAPSHOT            return a live sandbox's filesystem to a snapshot\n"
+        "  build FILE [-t NAME]            a snapshot from a build file: image, files, copies,\n"
+        "                                  commands, env (JSON)\n"
         "  oci create|start|state|kill|delete|exec|ps|run|features  an OCI runtime (as runc; "
         "hutch-runc)\n"
         "  doctor [--json]                 check that this host can run sandboxes\n"
@@ -140,6 +142,7 @@ static const struct hutch_cli_verb *const verbs[] = {
 	&hutch_verb_snapshot,
 	&hutch_verb_fork,
 	&hutch_verb_rollback,
+	&hutch_verb_build,
 	&hutch_verb_snapshot_ls,
 	&hutch_verb_snapshot_inspect,
 	&hutch_verb_snapshot_rm,

@@ -6,6 +6,8 @@
 #ifndef HUTCH_VERBS_H
 #define HUTCH_VERBS_H
 
+#include <stdint.h>
+
 #include "args.h"
 
 /* verb-sandbox.c */
@@ -71,6 +73,16 @@ extern const struct hutch_cli_verb hutch_verb_snapshot, hutch_verb_snapshot_ls,
 int hutch_cli_snapshot(int argc, char **argv, const struct hutch_cli_verb *const *all);
 /* verb-port.c */
 extern const struct hutch_cli_verb hutch_verb_port;
+/* cp.c's copies into a sandbox, as hutch cp LOCAL ID:PATH makes them (a
+ * file keeps its mode, a directory goes as a tar stream); the bytes of fd
+ * (length, or -1: chunked) into remote with mode (octal text, or NULL).
+ * 0 or an exit code after saying why. */
+struct hutch_paths;
+int hutch_cli_cp_in(const struct hutch_paths *p, const char *local, const char *remote);
+int hutch_cli_cp_put(const struct hutch_paths *p, const char *remote, int fd, int64_t length,
+                     const char *mode);
+/* verb-build.c */
+extern const struct hutch_cli_verb hutch_verb_build;
 /* cp.c, doctor.c, completion.c */
 extern const struct hutch_cli_verb hutch_verb_cp, hutch_verb_doctor, hutch_verb_completion;
 

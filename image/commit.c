@@ -48,10 +48,51 @@ int hutch_image_name_free(struct hutch_image_store *s, const char *name, struct 
 	return r;
 }
 
-/* The base's config with diff_id on top; its digest in ret_digest. */
+/* env over the config's Env ("config": {"Env": [...]}, made if missing):
+ * an entry of the same name removed, the new one appended. */
+static int set_env(cJSON *j, const char *const *env, struct hutch_err *err)
+{
+	cJSON *cfg = cJSON_GetObjectItemCaseSensitive(j, "config"), *arr, *it, *next;
+
+	if (!env || !env[0])
+		return 0;
+	if (!cJSON_IsObject(cfg)) {
+		cJSON_DeleteItemFromObjectCaseSensitive(j, "config");
+		if (!(cfg = cJSON_AddObjectToObject(j, "config")))
+			return hutch_err_set(err, -ENOMEM, "snapshot config");
+	}
+	arr = cJSON_GetObjectItemCaseSensitive(cfg, "Env");
+	if (!cJSON_IsArray(arr)) {
+		cJSON_DeleteItemFromObjectCaseSensitive(cfg, "Env");
+		if (!(arr = cJSON_AddArrayToObject(cfg, "Env")))
+			return hutch_err_set(err, -ENOMEM, "snapshot config");
+	}
+	for (size_t i = 0; env[i]; i++) {
+		size_t n = strcspn(env[i], "=") + 1;
+
+		if (i >= HUTCH_IMAGE_SNAPSHOT_ENV_MAX || !hutch_image_env_is_valid(env[i]))
+			return hutch_err_set_class(err, HUTCH_ERRC_USAGE, -EINVAL,
+			                           "env entry %zu is not NAME=VALUE (at most %d)",
+			                           i, HUTCH_IMAGE_SNAPSHOT_ENV_MAX);
+		for (it = arr->child; it; it = next) {
+			next = it->next;
+			if (cJSON_IsString(it) && !strncmp(it->valuestring, env[i], n))
+				cJSON_Delete(cJSON_DetachItemViaPointer(arr, it));
+		}
+		cJSON_AddItemToArray(arr, cJSON_CreateString(env[i]));
+	}
+	if (cJSON_GetArraySize(arr) > HUTCH_IMAGE_ENV_MAX)
+		return hutch_err_set_class(err, HUTCH_ERRC_LIMIT, -E2BIG,
+		                           "the snapshot's Env would have more than %d entries",
+		                           HUTCH_IMAGE_ENV_MAX);
+	return 0;
+}
+
+/* The base's config with diff_id on top and env set; its digest in
+ * ret_digest. */
 static int new_config(struct hutch_image_store *s, const struct hutch_image_use *base,
-                      const char *diff_id, char ret_digest[HUTCH_IMAGE_DIGEST_LEN + 1],
-                      struct hutch_err *err)
+                      const char *diff_id, const char *const *env,
+                      char ret_digest[HUTCH_IMAGE_DIGEST_LEN + 1], struct hutch_err *err)
 {
 	_cleanup_free_ char *buf = NULL, *text = NULL;
 	_cleanup_cjson_ cJSON *j = NULL;
@@ -74,6 +115,8 @@ static int new_config(struct hutch_image_store *s, const struct hutch_image_use 
 	if (!cJSON_IsArray(ids))
 		return hutch_err_set(err, -EINVAL, "the base image's config has no diff_ids");
 	cJSON_AddItemToArray(ids, cJSON_CreateString(diff_id));
+	if (set_env(j, env, err) < 0)
+		return err->code;
 	strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
 	cJSON_DeleteItemFromObjectCaseSensitive(j, "created");
 	(void)cJSON_AddStringToObject(j, "created", when);
@@ -84,7 +127,8 @@ static int new_config(struct hutch_image_store *s, const struct hutch_image_use 
 	}
 	if (hist && (ev = cJSON_CreateObject())) {
 		(void)cJSON_AddStringToObject(ev, "created", when);
-		(void)cJSON_AddStringToObject(ev, "created_by", "hutch snapshot");
+		(void)cJSON_AddStringToObject(ev, "created_by",
+		                              env && env[0] ? "hutch build" : "hutch snapshot");
 		cJSON_AddItemToArray(hist, ev);
 	}
 	if (!(text = cJSON_PrintUnformatted(j)))
@@ -154,7 +198,8 @@ static int commit_layer(struct hutch_image_store *s, int tar_fd,
 
 int hutch_image_commit(struct hutch_image_store *s, const struct hutch_image_use *base,
                        const char *base_name, const char *name, int tar_fd, const cJSON *meta,
-                       struct hutch_image_commit_result *ret, struct hutch_err *err)
+                       const char *const *env, struct hutch_image_commit_result *ret,
+                       struct hutch_err *err)
 {
 	struct hutch_image_commit_result res = { 0 };
 	char config[HUTCH_IMAGE_DIGEST_LEN + 1];
@@ -164,7 +209,7 @@ int hutch_image_commit(struct hutch_image_store *s, const struct hutch_image_use
 		return r;
 	r = commit_layer(s, tar_fd, &res, err);
 	if (r >= 0)
-		r = new_config(s, base, res.diff_id, config, err);
+		r = new_config(s, base, res.diff_id, env, config, err);
 	if (r >= 0)
 		r = new_ref(s, base, base_name, name, config, res.diff_id, meta, &res.layers, err);
 	if (r < 0)

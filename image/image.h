@@ -246,7 +246,16 @@ struct hutch_image_commit_result {
  */
 int hutch_image_commit(struct hutch_image_store *s, const struct hutch_image_use *base,
                        const char *base_name, const char *name, int tar_fd, const cJSON *meta,
-                       struct hutch_image_commit_result *ret, struct hutch_err *err);
+                       const char *const *env, struct hutch_image_commit_result *ret,
+                       struct hutch_err *err);
+/* env (NULL-terminated "NAME=VALUE", or NULL): set in the new config's Env
+ * over the base's, a later entry of a name replacing the earlier (hutch
+ * build's env). At most HUTCH_IMAGE_SNAPSHOT_ENV_MAX entries, each
+ * hutch_image_env_is_valid(). */
+#define HUTCH_IMAGE_SNAPSHOT_ENV_MAX 128
+/* NAME=VALUE with a shell's NAME ([A-Za-z_][A-Za-z0-9_]*), no newline, at
+ * most 32 KiB. */
+bool hutch_image_env_is_valid(const char *entry);
 /* The writers' lock of the store, held until it is freed. */
 int hutch_image_store_lock(struct hutch_image_store *s, struct hutch_err *err);
 /* Is the reference (an element of hutch_image_list()) a snapshot's? */

@@ -115,6 +115,10 @@ struct hutch_config {
 	 * (runtime/disk.h, "Forks"); "" otherwise. The creator's only: no
 	 * option, API field or pool key sets it. */
 	char disk_from[64];
+	/* hutch build (cli/verb-build.c): never a warm pool's sandbox (one
+	 * handed over already, which would outlive a killed builder). The
+	 * creator's only, as disk_from. */
+	bool no_pool;
 	/* --secret NAME=VALUE (options-cloud.c): given to every command's
 	 * environment, never shown (names only); NULL when none. */
 	struct hutch_secrets *secrets;

@@ -167,7 +167,7 @@ _Noreturn static void writer(struct sup *s, int *data, int res)
 
 /* Capture into the (locked) store: writer and unpacker joined by a pipe. */
 static int capture(struct sup *s, struct hutch_image_store *store, const char *name,
-                   const cJSON *meta, struct hutch_image_commit_result *ret,
+                   const cJSON *meta, const char *const *env, struct hutch_image_commit_result *ret,
                    struct hutch_image_tar_stats *ret_st, struct hutch_err *err)
 {
 	int data[2] = { -EBADF, -EBADF }, res[2] = { -EBADF, -EBADF };
@@ -191,7 +191,7 @@ static int capture(struct sup *s, struct hutch_image_store *store, const char *n
 		writer(s, data, res[1]);
 	closep(&data[1]);
 	closep(&res[1]);
-	r = hutch_image_commit(store, s->image, s->cfg->image, name, data[0], meta, ret, err);
+	r = hutch_image_commit(store, s->image, s->cfg->image, name, data[0], meta, env, ret, err);
 	closep(&data[0]); /* a writer still writing (the commit failed) ends on EPIPE */
 	if (hutch_read_all(res[0], &w, sizeof(w)) != (ssize_t)sizeof(w))
 		w.r = hutch_err_set(&w.err, -EIO, "snapshot: the writer died");
@@ -254,7 +254,8 @@ static int open_store(struct sup *s, const char *name, struct hutch_image_store 
 	return r < 0 ? r : hutch_image_name_free(*ret, name, err);
 }
 
-int hutch_sup_snapshot(struct sup *s, const char *name, cJSON **ret, struct hutch_err *err)
+int hutch_sup_snapshot(struct sup *s, const char *name, const char *const *env, cJSON **ret,
+                       struct hutch_err *err)
 {
 	_cleanup_(hutch_image_store_freep) struct hutch_image_store *store = NULL;
 	struct hutch_image_commit_result res = { 0 };
@@ -287,7 +288,7 @@ int hutch_sup_snapshot(struct sup *s, const char *name, cJSON **ret, struct hutc
 	t1 = hutch_now_mono_sec();
 	if (!frozen && (r = hutch_cgroup_freeze(s->cg, true, err)) < 0)
 		return hutch_err_prefix(err, "freeze the sandbox for the snapshot");
-	r = capture(s, store, name, meta, &res, &st, err);
+	r = capture(s, store, name, meta, env, &res, &st, err);
 	if (!frozen && hutch_cgroup_freeze(s->cg, false, &thaw_err) < 0)
 		hutch_event(s, "snapshot: thaw failed: %s", thaw_err.msg);
 	t2 = hutch_now_mono_sec();

@@ -34,9 +34,12 @@ void hutch_sup_snapshot_done(struct sup *s);
  * or "": snap-<id>-<n>). On success *ret is {name, base, layer, layers,
  * bytes, files, frozen_ms, duration_ms}. Refused with the reason: the
  * host-derived root (no image to stack on), an ordinary user's sandbox,
- * one without a cgroup to freeze, a name taken or invalid.
+ * one without a cgroup to freeze, a name taken or invalid. env: NULL, or
+ * "NAME=VALUE" entries (NULL-terminated) set in the snapshot's Env over
+ * its image's (hutch build's; hutch_image_commit()).
  */
-int hutch_sup_snapshot(struct sup *s, const char *name, cJSON **ret, struct hutch_err *err);
+int hutch_sup_snapshot(struct sup *s, const char *name, const char *const *env, cJSON **ret,
+                       struct hutch_err *err);
 /* hutch diff --since NAME: the change generation that snapshot NAME of
  * this sandbox follows (one of its last 16): 0, or -ENOENT. */
 int hutch_sup_snapshot_gen(struct sup *s, const char *name, uint64_t *ret_gen);

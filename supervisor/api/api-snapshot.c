@@ -2,13 +2,16 @@
 /*
  * POST /snapshot (docs/api.md): the sandbox's filesystem as an image of
  * its store (supervisor/snapshot.c). Body {"name": "NAME", "type":
- * "filesystem"}; both optional. A full snapshot (processes and memory) is
+ * "filesystem", "env": ["NAME=VALUE"]}; all optional (env: the snapshot's
+ * Env over its image's, hutch build's). A full snapshot (processes and memory) is
  * refused with the reason (docs/snapshots.md). POST /rollback {"snapshot":
  * "NAME"}: the sandbox's filesystem returned to that snapshot in place
  * (supervisor/rollback.c). POST /fork {"count": N, "disk_bytes": B, "copy":
  * false}: hutch fork's disks, clones or copies of the sandbox's
  * (supervisor/fork.c).
  */
+#include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cleanup.h"
@@ -27,7 +30,35 @@ static const struct hutch_field snapshot_fields[] = {
 	  "'name' must be a snapshot name (a string, or null for snap-<id>-<n>)" },
 	{ "type", HUTCH_FIELD_STRING, HUTCH_FIELD_NULLABLE, 0, 0,
 	  "'type' must be \"filesystem\" or \"full\"" },
+	{ "env", HUTCH_FIELD_ARRAY, HUTCH_FIELD_NULLABLE, 0, 0,
+	  "'env' must be an array of \"NAME=VALUE\" strings" },
 };
+
+/* The body's env: NULL-terminated, or NULL when none; -EINVAL when an
+ * entry is no NAME=VALUE (or too many). The strings stay the body's. */
+static int env_of(const cJSON *body, const char ***ret)
+{
+	const cJSON *env = cJSON_GetObjectItemCaseSensitive(body, "env"), *e;
+	const char **v;
+	size_t n = 0;
+
+	*ret = NULL;
+	if (!cJSON_IsArray(env) || !cJSON_GetArraySize(env))
+		return 0;
+	if (cJSON_GetArraySize(env) > HUTCH_IMAGE_SNAPSHOT_ENV_MAX)
+		return -EINVAL;
+	if (!(v = calloc((size_t)cJSON_GetArraySize(env) + 1, sizeof(*v))))
+		return -ENOMEM;
+	cJSON_ArrayForEach(e, env) {
+		if (!cJSON_IsString(e) || !hutch_image_env_is_valid(e->valuestring)) {
+			free(v);
+			return -EINVAL;
+		}
+		v[n++] = e->valuestring;
+	}
+	*ret = v;
+	return 0;
+}
 
 /* The body (none: {}) checked against fields: NULL once answered. */
 static cJSON *parse_body(struct request *r, const struct hutch_field *fields, size_t n,
@@ -60,6 +91,7 @@ static cJSON *parse_body(struct request *r, const struct hutch_field *fields, si
 enum MHD_Result hutch_api_serve_snapshot(struct request *r, const char *upload, size_t *size)
 {
 	_cleanup_cjson_ cJSON *body = NULL;
+	_cleanup_free_ const char **env = NULL;
 	struct hutch_err err = { 0 };
 	const cJSON *name, *type;
 	enum MHD_Result answered;
@@ -79,8 +111,13 @@ enum MHD_Result hutch_api_serve_snapshot(struct request *r, const char *upload, 
 	if (cJSON_IsString(type) && strcmp(type->valuestring, "filesystem"))
 		return hutch_api_refuse(r->conn, HUTCH_ERRC_USAGE, "invalid_request",
 		                        "'type' must be \"filesystem\" or \"full\"");
-	if (hutch_sup_snapshot(r->s, cJSON_IsString(name) ? name->valuestring : NULL, &out, &err) <
-	    0) {
+	if (env_of(body, &env) < 0)
+		return hutch_api_refuse(r->conn, HUTCH_ERRC_USAGE, "invalid_request",
+		                        "'env' must be at most %d \"NAME=VALUE\" strings (NAME: "
+		                        "letters, digits and _, not a digit first; no newline)",
+		                        HUTCH_IMAGE_SNAPSHOT_ENV_MAX);
+	if (hutch_sup_snapshot(r->s, cJSON_IsString(name) ? name->valuestring : NULL,
+	                       (const char *const *)env, &out, &err) < 0) {
 		hutch_event(r->s, "snapshot refused: %s", err.msg);
 		return hutch_api_respond_err(r->conn, &err, NULL);
 	}

@@ -23,6 +23,7 @@
 #include <archive_entry.h>
 #include <cmocka.h>
 
+#include "buildspec.h"
 #include "cleanup.h"
 #include "fdutil.h"
 #include "image-internal.h"
@@ -503,6 +504,67 @@ static void test_recipe(void **state)
 	assert_int_equal(hutch_recipe_parse("base b\0", 7, &r, &err), -EINVAL);
 }
 
+static int bspec(const char *text, struct hutch_buildspec *b, struct hutch_err *err)
+{
+	*err = (struct hutch_err){ 0 };
+	return hutch_buildspec_parse(text, strlen(text), b, err);
+}
+
+/* hutch build's file: every key, and each refusal naming its key. */
+static void test_buildspec(void **state)
+{
+	struct hutch_buildspec b;
+	struct hutch_err err;
+
+	(void)state;
+	assert_int_equal(bspec("{\"name\": \"n\", \"image\": \"i\", \"workdir\": \"/w\", "
+	                       "\"env\": {\"A\": \"1\", \"B_2\": \"x=y\"}, "
+	                       "\"files\": {\"/f\": \"text\"}, "
+	                       "\"copy\": [{\"src\": \"s\", \"dst\": \"/d\"}], "
+	                       "\"run\": [\"true\", {\"command\": \"make\", \"cwd\": \"/c\", "
+	                       "\"timeout\": 5}]}",
+	                       &b, &err),
+	                 0);
+	assert_string_equal(b.name, "n");
+	assert_string_equal(b.image, "i");
+	assert_string_equal(b.workdir, "/w");
+	assert_int_equal(b.nenv, 2);
+	assert_string_equal(b.env[1], "B_2=x=y");
+	assert_null(b.env[2]);
+	assert_string_equal(b.files[0].content, "text");
+	assert_string_equal(b.copies[0].dst, "/d");
+	assert_int_equal(b.nruns, 2);
+	assert_null(b.runs[0].cwd);
+	assert_string_equal(b.runs[1].cwd, "/c");
+	assert_true(b.runs[1].timeout == 5);
+	hutch_buildspec_done(&b);
+	assert_int_equal(bspec("{}", &b, &err), 0);
+	assert_non_null(b.env);
+	hutch_buildspec_done(&b);
+
+	assert_int_equal(bspec("{\"imgae\": \"x\"}", &b, &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "unknown key 'imgae'"));
+	assert_int_equal(bspec("{\"env\": {\"A=B\": \"c\"}}", &b, &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "'env' name 'A=B'"));
+	assert_int_equal(bspec("{\"run\": [{\"command\": \"x\", \"timeout\": -1}]}", &b, &err),
+	                 -EINVAL);
+	assert_non_null(strstr(err.msg, "'run' entry 1"));
+	assert_int_equal(bspec("{\"name\": \"a\", \"name\": \"b\"}", &b, &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "'name' is given twice"));
+	assert_int_equal(
+	        bspec("{\"copy\": [{\"src\": \"a\", \"dst\": \"b\", \"x\": 1}]}", &b, &err),
+	        -EINVAL);
+	assert_int_equal(bspec("{\"files\": []}", &b, &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "'files' must be an object"));
+	assert_int_equal(bspec("{\"run\": [\"a\"", &b, &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "not JSON"));
+	assert_int_equal(hutch_buildspec_parse("{}", HUTCH_BUILDSPEC_MAX + 1, &b, &err), -EFBIG);
+	assert_true(hutch_image_env_is_valid("_A1=x"));
+	assert_false(hutch_image_env_is_valid("1A=x"));
+	assert_false(hutch_image_env_is_valid("A"));
+	assert_false(hutch_image_env_is_valid("A=x\ny"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -517,6 +579,7 @@ int main(void)
 		cmocka_unit_test(test_unpack_plain),
 		cmocka_unit_test(test_unpack_attacks),
 		cmocka_unit_test(test_recipe),
+		cmocka_unit_test(test_buildspec),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -17,7 +17,7 @@ from .errors import (AccessDeniedError, APIError, BackgroundProcessesDisabledErr
 from ._exec import AsyncPty, AsyncPtyHandle, Pty, PtyHandle, PtySize
 from .network import Network
 from .volumes import Volume
-from .snapshots import Snapshot, SnapshotType
+from .snapshots import DeclarativeSnapshot, Snapshot, SnapshotType
 from .bindings import GitHubBinding, HeaderBinding, MistralApiBinding
 from .sandbox import (DEFAULT_REGION, INSTANCE_TYPES, AsyncExecutionStream, AsyncSandboxSession,
                       CommandResult, ExecutionStream, ExitStatus, ExposedPort, FileEntry,
@@ -29,7 +29,7 @@ from ._binary import find_hutch
 __version__ = "0.1.0"
 
 __all__ = [
-    "LocalSandbox", "Network", "Volume", "Snapshot", "SnapshotType", "HeaderBinding", "GitHubBinding", "MistralApiBinding",
+    "LocalSandbox", "Network", "Volume", "Snapshot", "SnapshotType", "DeclarativeSnapshot", "HeaderBinding", "GitHubBinding", "MistralApiBinding",
     "SandboxHook", "HookContext", "SandboxCallbackContext", "SandboxSession", "DirTransfer",
     "AsyncSandboxSession", "ExecutionStream", "AsyncExecutionStream", "CommandResult",
     "OutputChunk", "ExitStatus", "ExposedPort", "FileEntry", "ProcessInfo", "ProcessOutput",

@@ -22,7 +22,7 @@ from ._exec import AsyncPty, AsyncPtyHandle, Pty, PtyHandle, PtySize
 from ._binary import find_hutch
 from . import _dirs, _pool
 from .network import Network
-from .snapshots import Snapshot, SnapshotType, check_name
+from .snapshots import DeclarativeSnapshot, Snapshot, SnapshotType, check_name
 from .volumes import volume_specs
 from .bindings import check_bindings
 
@@ -651,6 +651,12 @@ class LocalSandbox:
             if "hutch doctor" not in msg:
                 msg += " ('hutch doctor' checks this host)"
         raise cls(msg)
+
+    @staticmethod
+    def template(name, image, workdir=None):
+        """A :class:`DeclarativeSnapshot` (the cloud's ``Sandbox.template``):
+        ``LocalSandbox.template("env", "hutch-default").run("...").build()``."""
+        return DeclarativeSnapshot(name, image, workdir)
 
     @classmethod
     def list(cls):

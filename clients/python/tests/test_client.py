@@ -1186,6 +1186,40 @@ def test_snapshot_spawn_fork(monkeypatch, tmp_path):
     assert hutch.Snapshot.list() == []
 
 
+def test_declarative_snapshot(monkeypatch, tmp_path):
+    """DeclarativeSnapshot (hutch build): files, a copy (its mode kept), a
+    command, env -> a Snapshot whose spawns see them; a failing command is
+    SetupError with its output and makes nothing; bad declarations are
+    ConfigError; the asyncio form."""
+    _small_image(monkeypatch, tmp_path, "ds-img")
+    tool = tmp_path / "tool.sh"
+    tool.write_text("#!/bin/sh\necho tool\n")
+    tool.chmod(0o750)
+    snap = (LocalSandbox.template("ds-snap", "ds-img", workdir="/workspace/app")
+            .file("/workspace/app/conf", "x = 1\n").copy(tool, "/workspace/app/tool.sh")
+            .env({"APP_MODE": "test"}, GREETING="hi")
+            .run("echo \"$APP_MODE\" > mode").build())
+    assert isinstance(snap, hutch.Snapshot) and snap.name == "ds-snap" and snap.base == "ds-img"
+    with snap.spawn() as c:
+        assert c.execute("cat conf mode; ./tool.sh; echo $GREETING; stat -c %a tool.sh",
+                         cwd="/workspace/app").stdout == "x = 1\ntest\ntool\nhi\n750\n"
+    bad = hutch.DeclarativeSnapshot("ds-bad", "ds-img").run("echo out-of-the-fail; exit 4")
+    with pytest.raises(hutch.SetupError, match="(?s)out-of-the-fail.*exited 4"):
+        bad.build()
+    with pytest.raises(ConfigError, match="invalid snapshot"):
+        hutch.DeclarativeSnapshot("../x", "ds-img")
+    with pytest.raises(ConfigError, match="host-derived root"):
+        hutch.DeclarativeSnapshot("ds-host", "host").build()
+    with pytest.raises(hutch.SandboxError, match="snapshot rm"):  # a name taken: exit 70
+        hutch.DeclarativeSnapshot("ds-snap", "ds-img").build()
+    done = asyncio.run(hutch.DeclarativeSnapshot("ds-async", "ds-img").file("f", "a")
+                       .build_async())
+    assert done.name == "ds-async"
+    assert sorted(x.name for x in hutch.Snapshot.list()) == ["ds-async", "ds-snap"]
+    for x in hutch.Snapshot.list():
+        x.delete()
+
+
 def test_rollback(monkeypatch, tmp_path):
     """session.rollback(snapshot): a write and a delete undone in place, the
     same session; the asyncio form; the refusals as the client's errors."""

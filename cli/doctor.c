@@ -25,6 +25,7 @@
 #include "cgroup-probe.h"
 #include "cleanup.h"
 #include "cli.h"
+#include "disk.h"
 #include "fdutil.h"
 #include "idmap.h"
 #include "image.h"
@@ -469,6 +470,28 @@ static void check_python(struct check *c)
 	               : "sandboxes get the host's /usr: apt-get install python3");
 }
 
+/* A disk per sandbox (runtime/disk.h) and, where the host cannot clone
+ * files, the runtime dir's pool its files and forks' clones go in. */
+static void check_disks(struct check *c)
+{
+	const char *why = NULL, *pool;
+
+	c->ok = hutch_disk_possible(&why);
+	if (!c->ok) {
+		snprintf(c->detail, sizeof(c->detail),
+		         "/workspace, /home and /tmp are tmpfs (counted in memory): %s", why);
+		return;
+	}
+	pool = hutch_disk_pool_why_not(hutch_runtime_dir());
+	snprintf(c->detail, sizeof(c->detail),
+	         "a disk per sandbox (ext4 on a loop device, the instance's size); %s%s",
+	         pool ? "no disks' pool: " : "",
+	         pool ? pool
+	              : "its file a clone in the "
+	                "runtime dir's XFS pool "
+	                "(forks clone it)");
+}
+
 /* Full snapshots (processes and memory) need a CRIU that passes 'criu
  * check' here: none does yet (docs/snapshots.md); filesystem ones work. */
 static void check_full_snapshots(struct check *c)
@@ -497,14 +520,16 @@ static int cmd_doctor(struct hutch_cli_args *a)
 		{ "nftables", false, false, "" },
 		{ "forwarding", false, false, "" },
 		{ "user network", false, false, "" },
+		{ "disks", false, false, "" },
 		{ "full snapshots", false, false, "" },
 	};
 	/* clang-format on */
 	void (*fns[])(struct check *) = {
-		check_mode,        check_userns,     check_namespaces, check_cgroups,
-		check_seccomp,     check_mount_api,  check_python,     check_views,
-		check_http_server, check_overlay,    check_store,      check_skopeo,
-		check_nftables,    check_forwarding, check_usernet,    check_full_snapshots,
+		check_mode,           check_userns,     check_namespaces, check_cgroups,
+		check_seccomp,        check_mount_api,  check_python,     check_views,
+		check_http_server,    check_overlay,    check_store,      check_skopeo,
+		check_nftables,       check_forwarding, check_usernet,    check_disks,
+		check_full_snapshots,
 	};
 	bool all_ok = true;
 	_cleanup_cjson_ cJSON *arr = json ? cJSON_CreateArray() : NULL;
@@ -542,7 +567,8 @@ const struct hutch_cli_verb hutch_verb_doctor = {
 	.synopsis = "[--json]",
 	.about = "Check namespaces, user namespaces, cgroups v1/v2, seccomp, the mount API, "
 	         "python3, lxcfs's /proc views, overlayfs with idmapped layers, the image store, "
-	         "skopeo, nftables and (for ordinary users) pasta; say what is missing and how "
+	         "skopeo, nftables, (for ordinary users) pasta and the disks; say what is missing "
+	         "and how "
 	         "to fix it.\n",
 	.opts = hutch_cli_json_opts,
 	.run = cmd_doctor,

@@ -25,8 +25,9 @@
  *     is closed.
  *
  * On XFS or btrfs hosts the files go where they went (they clone there
- * already); without mkfs.xfs or the kernel's XFS, too (a fork then takes
- * the snapshot or copy route).
+ * already); without mkfs.xfs or the kernel's XFS, or with HUTCH_DISK_POOL=none
+ * (the switch), too (a fork then takes the snapshot or copy route);
+ * `hutch doctor` says which.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -35,6 +36,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
 #include <sys/ioctl.h>
@@ -294,20 +296,33 @@ static __attribute__((noreturn)) void holder(const char *runtime_dir, int dirfd,
 	}
 }
 
-/* Is there to be a pool for runtime_dir's disks? */
-static bool wanted(const char *runtime_dir)
+const char *hutch_disk_pool_why_not(const char *runtime_dir)
 {
 	_cleanup_fclose_ FILE *f = NULL;
-	char line[128];
+	const char *env = getenv("HUTCH_DISK_POOL");
 	const char *where = hutch_disk_files_where(runtime_dir);
+	char line[128];
 
-	if (!where || shares_extents(where) || !mkfs_xfs_path())
-		return false;
+	if (env && !strcmp(env, "none"))
+		return "HUTCH_DISK_POOL=none: the disks' files are the host's (forks copy)";
+	if (!where)
+		return "/var/tmp is in memory: no disks' files";
+	if (shares_extents(where))
+		return "not needed: the disks' files' file system clones files itself (XFS, "
+		       "btrfs)";
+	if (!mkfs_xfs_path())
+		return "no mkfs.xfs, forks copy the disk: apt-get install xfsprogs";
 	f = fopen("/proc/filesystems", "re");
 	while (f && fgets(line, sizeof(line), f))
 		if (strcmp(line, "\txfs\n") == 0)
-			return true;
-	return false;
+			return NULL;
+	return "no XFS in this kernel, forks copy the disk: modprobe xfs";
+}
+
+/* Is there to be a pool for runtime_dir's disks? */
+static bool wanted(const char *runtime_dir)
+{
+	return !hutch_disk_pool_why_not(runtime_dir);
 }
 
 /* The dir's .disk, never made here: its stock makes it (a gc may have

@@ -52,6 +52,12 @@ struct hutch_disk_job {
  */
 bool hutch_disk_possible(const char **why);
 
+/*
+ * Why runtime_dir's disks' files get no pool of their own (disk-pool.c;
+ * static text naming the fix or the switch), NULL when they do.
+ */
+const char *hutch_disk_pool_why_not(const char *runtime_dir);
+
 /* What a disk's taker asks its maker for (HUTCH_MSG_GO). */
 struct hutch_disk_request {
 	uid_t uid_base; /* the sandbox's root on the host; appuser is +1000 */

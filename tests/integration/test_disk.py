@@ -145,6 +145,45 @@ def test_gc_that_fails_a_part_still_ends_the_disks(hutch):
 
 
 @needs_root
+def test_pool_switched_off_and_doctor_says_which(hutch):
+    """HUTCH_DISK_POOL=none: the disks' files are the runtime dir's own
+    (no XFS pool, no holder); `hutch doctor` names the switch, and without
+    it says whether the dir's disks get a pool and why not."""
+    checks = {c["check"]: c for c in json.loads(hutch("doctor", "--json").stdout)}
+    assert checks["disks"]["ok"], checks["disks"]
+    assert "a disk per sandbox" in checks["disks"]["detail"], checks["disks"]
+    env = {"HUTCH_DISK_POOL": "none"}
+    r = hutch("doctor", "--json", env=env)
+    d = {c["check"]: c for c in json.loads(r.stdout)}["disks"]
+    assert "HUTCH_DISK_POOL=none" in d["detail"], d
+    ids = []
+
+    def create():
+        r = hutch("create", "--json", env=env)
+        assert r.returncode == 0, r.stderr
+        ids.append(json.loads(r.stdout)["id"])
+        return ids[-1]
+
+    disk = os.path.join(hutch.rtdir, ".disk")
+    try:
+        create()
+        # the stock decides on the pool before it serves: once its socket is
+        # there, a pool would be too
+        assert wait_until(lambda: os.path.isdir(disk) and
+                          any(f.startswith("stock-") and f.endswith(".sock")
+                              for f in os.listdir(disk)), 30), os.listdir(disk)
+        assert "pool.sock" not in os.listdir(disk), os.listdir(disk)
+        sb = create()  # a disk of the stock's
+        dev = int(hutch("exec", sb, "--", "stat", "-c", "%d", "/workspace").stdout)
+        with open("/sys/dev/block/%d:%d/loop/backing_file" % (os.major(dev), os.minor(dev))) as fh:
+            backing = fh.read()
+        assert backing.startswith(hutch.rtdir.rstrip("/") + "/"), backing
+    finally:
+        for i in ids:
+            assert hutch("rm", i).returncode == 0
+
+
+@needs_root
 def test_workspace_tmpfs_is_memory_as_before(hutch):
     sb = hutch.create("--instance-type", "nano", "--workspace", "tmpfs")
     assert fs_of(sb, "/workspace") == ("tmpfs", NANO_DISK)

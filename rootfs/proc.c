@@ -19,6 +19,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <sys/stat.h>
 
 #include "cleanup.h"
 #include "rootfs-internal.h"
@@ -147,6 +148,21 @@ static int bind_cpu_online(struct rootfs_ctx *ctx, const char *dir, struct hutch
 	if (r >= 0 && sys_move_mount(src, "", ctx->root, where + 1, MOVE_MOUNT_F_EMPTY_PATH) < 0)
 		r = hutch_err_set_errno(err, -errno, "mount lxcfs view on '%s'", where);
 	return r;
+}
+
+void hutch_rootfs_views_warm(int procview_fd)
+{
+	struct statx stx;
+	char from[64];
+
+	if (procview_fd < 0)
+		return;
+	(void)statx(procview_fd, "sys/devices/system/cpu/online",
+	            AT_STATX_DONT_SYNC | AT_SYMLINK_NOFOLLOW, 0, &stx);
+	for (const char *const *f = view_files; *f; f++) {
+		snprintf(from, sizeof(from), "proc/%s", *f);
+		(void)statx(procview_fd, from, AT_STATX_DONT_SYNC | AT_SYMLINK_NOFOLLOW, 0, &stx);
+	}
 }
 
 static int setup_views(struct rootfs_ctx *ctx, int proc, struct hutch_err *err)

@@ -156,6 +156,19 @@ extern const char *const hutch_rootfs_write_paths[HUTCH_ROOTFS_WRITE_FDS];
 int hutch_rootfs_setup_child(const struct hutch_rootfs_config *cfg, struct hutch_err *err);
 
 /*
+ * Host side, before the child binds them: looks up the lxcfs views
+ * setup_child() binds (procview_fd's proc/meminfo, ...) from the caller's
+ * pid namespace. lxcfs answers a lookup with the file's attributes, and
+ * for a pid namespace it has not seen (every new sandbox's) it first
+ * forks into it to find its init; for the host's namespace that answer
+ * is cached, and the child's walk then finds the entries valid (lxcfs's
+ * entry_timeout, 0.5 s) and asks lxcfs nothing (after 0.5 s it asks
+ * again: slower, never wrong). Failures are ignored: the child's own
+ * walk reports them.
+ */
+void hutch_rootfs_views_warm(int procview_fd);
+
+/*
  * Pure: the /etc/passwd and /etc/group contents for the sandbox (caller
  * frees; appuser's shell is /bin/bash here, setup_child() falls back to
  * /bin/sh without bash). NULL with errno EINVAL for an id that is 0, 5,

@@ -585,6 +585,11 @@ int hutch_sandbox_create_container(struct hutch_config *cfg, struct hutch_contai
 	}
 	close(pipefd[1]);
 	close(s.lock_fd);
+	/* While the supervisor makes the cgroups: lxcfs's views looked up
+	 * from our pid namespace, whose init lxcfs knows, not from init's,
+	 * which lxcfs would fork into (rootfs.h); init's own walk, within
+	 * lxcfs's 0.5 s, asks it nothing. */
+	hutch_rootfs_views_warm(s.procview_fd);
 	/* The supervisor holds lxcfs's tree and hold now, and the disk's maker. */
 	hutch_close_many((int[]){ s.procview_fd, s.procview_hold, s.disk_job.sock }, 3);
 	/* The supervisor has its copy of the secrets; ours go now. */

@@ -140,15 +140,11 @@ static enum MHD_Result start(struct request *r)
 static enum MHD_Result finish(struct request *r)
 {
 	struct cmd *c = r->cmd;
+	enum MHD_Result ret;
 	cJSON *o, *ch;
 
-	if (c->state != CMD_DONE) {
-		hutch_api_suspend(r);
-		return MHD_YES;
-	}
-	r->answered = true;
-	if (r->s->state != SUP_RUNNING)
-		return hutch_api_respond_ended(r->conn, r->s);
+	if (hutch_api_cmd_wait(r, c, &ret))
+		return ret;
 	if (c->spawn_error)
 		return hutch_api_refuse(r->conn, HUTCH_ERRC_INTERNAL, "spawn_failed", "%s",
 		                        c->spawn_error);

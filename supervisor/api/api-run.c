@@ -119,16 +119,11 @@ static enum MHD_Result start_command(struct request *r, bool streaming)
 static enum MHD_Result finish_run(struct request *r)
 {
 	struct cmd *c = r->cmd;
-	struct sup *s = r->s;
+	enum MHD_Result ret;
 	cJSON *res;
 
-	if (c->state != CMD_DONE) {
-		hutch_api_suspend(r);
-		return MHD_YES;
-	}
-	r->answered = true;
-	if (s->state != SUP_RUNNING)
-		return hutch_api_respond_ended(r->conn, s);
+	if (hutch_api_cmd_wait(r, c, &ret))
+		return ret;
 	res = hutch_cmd_result_json(c, HUTCH_RESULT_OUTPUT | (r->base64 ? HUTCH_RESULT_BASE64 : 0));
 	if (c->spawn_error)
 		cJSON_AddStringToObject(res, "error", c->spawn_error);

@@ -197,15 +197,11 @@ static enum MHD_Result finish_run(struct request *r)
 	struct cmd *c = r->cmd;
 	struct sup *s = r->s;
 	_cleanup_free_ char *out = NULL, *err = NULL;
+	enum MHD_Result ret;
 	cJSON *o;
 
-	if (c->state != CMD_DONE) {
-		hutch_api_suspend(r);
-		return MHD_YES;
-	}
-	r->answered = true;
-	if (s->state != SUP_RUNNING)
-		return hutch_api_respond_ended(r->conn, s);
+	if (hutch_api_cmd_wait(r, c, &ret))
+		return ret;
 	if (c->spawn_error)
 		return hutch_api_refuse_text(r->conn, HUTCH_ERRC_INTERNAL, NULL,
 		                             "Failed to start command");

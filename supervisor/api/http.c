@@ -149,6 +149,20 @@ const char *hutch_api_spawn_code(const struct hutch_err *err)
 	return hutch_err_class(err) == HUTCH_ERRC_LIMIT ? "too_large" : "spawn_failed";
 }
 
+bool hutch_api_cmd_wait(struct request *r, const struct cmd *c, enum MHD_Result *ret)
+{
+	*ret = MHD_YES;
+	if (c->state != CMD_DONE) {
+		hutch_api_suspend(r);
+		return true;
+	}
+	r->answered = true;
+	if (r->s->state == SUP_RUNNING)
+		return false;
+	*ret = hutch_api_respond_ended(r->conn, r->s);
+	return true;
+}
+
 enum MHD_Result hutch_api_respond_ended(struct MHD_Connection *conn, struct sup *s)
 {
 	return hutch_api_respond_json(conn, hutch_api_status(HUTCH_ERRC_GONE, NULL),

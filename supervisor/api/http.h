@@ -125,6 +125,11 @@ enum MHD_Result hutch_api_refuse(struct MHD_Connection *conn, enum hutch_errc cl
  * hutch_api_status(cls, code); code is not sent. */
 enum MHD_Result hutch_api_refuse_text(struct MHD_Connection *conn, enum hutch_errc cls,
                                       const char *code, const char *text);
+/* A route's command c, started: while it runs r waits (suspended); once
+ * it is done r is answered, with the 410 of a sandbox that ended
+ * meanwhile. true: *ret is the handler's answer for now (waiting, or the
+ * 410); false: c is done in a running sandbox and the caller answers it. */
+bool hutch_api_cmd_wait(struct request *r, const struct cmd *c, enum MHD_Result *ret);
 /* The 410 of a sandbox that has ended (class gone), hutch_api_ended_json()'s
  * body. */
 enum MHD_Result hutch_api_respond_ended(struct MHD_Connection *conn, struct sup *s);

@@ -156,6 +156,12 @@ static int check(struct build *b, struct hutch_cli_args *a)
 		                      "invalid snapshot name '%.64s': letters, digits and "
 		                      "._:/@+- (not first), no '..'",
 		                      b->name);
+	if (geteuid() != 0)
+		return hutch_cli_fail(HUTCH_EXIT_NOT_CAPABLE,
+		                      "hutch build needs root for now: it ends in a filesystem "
+		                      "snapshot, which an ordinary user's sandbox cannot take (its "
+		                      "supervisor cannot read appuser's private files; "
+		                      "docs/snapshots.md)");
 	if (!a->cfg.image[0] && !b->spec.image)
 		return hutch_cli_fail(
 		        HUTCH_EXIT_USAGE,

@@ -14,12 +14,15 @@ test_snapshot.py); the host-derived root is refused, tested as such.
 """
 import json
 import os
+import shutil
 import signal
 import stat
+import subprocess
+import tempfile
 
 import pytest
 
-from conftest import wait_until
+from conftest import HUTCH, wait_until
 from test_snapshot import snap  # noqa: F401 (a fixture: a store of the test's own)
 
 
@@ -232,3 +235,27 @@ def test_build_from_the_host_root_is_refused(hutch, tmp_path):
     r = hutch("build", str(spec), "--image", "host")
     assert r.returncode == 64 and "hutch-default" in r.stderr.decode(), r.stderr
     assert hutch.ids() == []
+
+
+def test_build_as_an_ordinary_user_is_refused_first():
+    """Snapshots need root for now: said before a sandbox is made. (Its
+    own directory outside pytest's, which only root can enter.)"""
+    d = tempfile.mkdtemp(prefix="hutch-test-build-nobody-", dir="/var/tmp")
+    try:
+        os.chmod(d, 0o755)
+        rt = os.path.join(d, "rt")
+        os.mkdir(rt, 0o700)
+        os.chown(rt, 65534, 65534)
+        spec = os.path.join(d, "b.json")
+        with open(spec, "w") as f:
+            json.dump({"name": "x", "image": "some-image", "run": ["true"]}, f)
+        os.chmod(spec, 0o644)
+        r = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                            HUTCH, "build", spec], capture_output=True, timeout=60,
+                           stdin=subprocess.DEVNULL,
+                           env={"PATH": "/usr/bin:/bin", "HUTCH_RUNTIME_DIR": rt,
+                                "HUTCH_IMAGE_STORE": os.path.join(d, "store")})
+        assert r.returncode == 69 and b"needs root" in r.stderr, r.stderr
+        assert [n for n in os.listdir(rt) if not n.startswith(".")] == []
+    finally:
+        shutil.rmtree(d)

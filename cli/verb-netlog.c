@@ -439,9 +439,9 @@ static int cmd_net_log(struct hutch_cli_args *a)
 	cJSON_ArrayForEach(rec, cJSON_GetObjectItemCaseSensitive(j, "records"))
 		print_record(rec);
 	if (cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(j, "complete")))
-		printf("network all: what left through NAT is not logged (this kernel lacks the "
-		       "netfilter log or conntrack's events); only host ports and header bindings' "
-		       "connections are\n");
+		printf("network all: what left through NAT is not logged (it is with --nat-log on "
+		       "where the kernel has the netfilter log and conntrack's events); host "
+		       "ports', header bindings' connections and DNS answers are\n");
 	return 0;
 }
 
@@ -469,15 +469,16 @@ const struct hutch_cli_verb hutch_verb_net_log = {
 	.name = "net-log",
 	.synopsis = "ID [--since SEQ] [--json] [-f|--follow]",
 	.about = "The sandbox's egress log (network allow and all): every connection the\n"
-	         "egress proxy decided and, in network all, every TCP or UDP flow that left\n"
-	         "through NAT, allowed or refused and by which rule (the allow-list entry,\n"
-	         "\"all\", or a refusal's code and reason), the server name and address, bytes\n"
-	         "each way at its close (a NAT flow's: IP packets, headers included), and the\n"
-	         "command that made it (exact when several run at once, else by time). The\n"
-	         "last 1,024 records; all of them in net.jsonl of the sandbox's state dir\n"
-	         "(4 MiB, rotated), 0600, kept 7 days after the sandbox ended (then read\n"
-	         "from that file). --follow prints records as they are written until the\n"
-	         "sandbox has ended. Never anything of a header binding's value.\n",
+	         "egress proxy decided and, in network all with --nat-log on, every TCP or\n"
+	         "UDP flow that left through NAT, allowed or refused and by which rule (the\n"
+	         "allow-list entry, \"all\", or a refusal's code and reason), the server name\n"
+	         "and address, bytes each way at its close (a NAT flow's: IP packets, headers\n"
+	         "included), and the command that made it (exact when several run at once,\n"
+	         "else by time). The last 1,024 records; all of them in net.jsonl of the\n"
+	         "sandbox's state dir (4 MiB, rotated), 0600, kept 7 days after the sandbox\n"
+	         "ended (then read from that file). --follow prints records as they are\n"
+	         "written until the sandbox has ended. Never anything of a header binding's\n"
+	         "value.\n",
 	.opts = net_log_opts,
 	.max_pos = 1,
 	.id_pos = 1,

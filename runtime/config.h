@@ -104,6 +104,7 @@ struct hutch_config {
 	bool change_lists;
 	/* --net-log: the supervisor keeps the egress log (supervisor/netlog.h). */
 	bool net_log;
+	bool nat_log; /* network all: the NAT path in the egress log too (opt-in) */
 	/* access (the cloud's): "all", "files" (files only, no commands) or
 	 * "none"; what the session's requests may do (supervisor/api/api.c). */
 	char access[8];

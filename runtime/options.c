@@ -616,6 +616,18 @@ static const struct hutch_option options[] = {
 	        .def = 1, /* in the pool key when off (poolkey.c) */
 	},
 	{
+	        .name = "nat_log",
+	        .cli = "nat-log",
+	        .metavar = "on|off",
+	        .help = "network all: the egress log also records every TCP and UDP flow through "
+	                "NAT (the kernel's log of first packets, conntrack's bytes); off (the "
+	                "default): host ports', bindings' and DNS records only. On costs a create "
+	                "~30 ms and ~15% of the connection rate (docs/network.md)",
+	        .type = &hutch_opt_switch,
+	        AT(nat_log),
+	        .def = 0, /* in the pool key when on (poolkey.c) */
+	},
+	{
 	        .name = "access",
 	        .cli = "access",
 	        .metavar = "all|files|none",

@@ -45,6 +45,9 @@ void hutch_pool_key(const struct hutch_config *cfg, char *buf, size_t size)
 	/* The same for --net-log off (the supervisor decides at setup). */
 	if (!cfg->net_log)
 		fnv1a(&h, "no-net-log");
+	/* And --nat-log on (init sets the log up at its start). */
+	if (cfg->nat_log)
+		fnv1a(&h, "nat-log");
 	/* The same for --workspace tmpfs (the default, disk, is absent). */
 	if (!strcmp(cfg->workspace, "tmpfs"))
 		fnv1a(&h, "workspace-tmpfs");

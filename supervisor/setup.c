@@ -374,8 +374,11 @@ static int net_prepare(struct sup *s, struct hutch_err *err)
 
 	r = hutch_net_plan_make(&s->net.plan, &in, err);
 	/* Mode all's NAT path is logged by the kernel for the egress log
-	 * (netpolicy/natlog.c): init sets it up in the sandbox's netns. */
-	if (r >= 0 && c->net_log && hutch_net_policy_wired_mode(&c->net) == HUTCH_NET_ALL)
+	 * (netpolicy/natlog.c), when asked (--nat-log on: it costs a create
+	 * libnftables and the kernel's table, every flow conntrack and the
+	 * log; docs/network.md): init sets it up in the sandbox's netns. */
+	if (r >= 0 && c->net_log && c->nat_log &&
+	    hutch_net_policy_wired_mode(&c->net) == HUTCH_NET_ALL)
 		s->net.plan.child.log_nat = true;
 	if (r >= 0 && s->net.plan.warning.code)
 		hutch_log(HUTCH_LOG_WARN, "%s", s->net.plan.warning.msg);

@@ -49,7 +49,7 @@ def nat(log):
 
 
 def test_two_commands_at_once_each_get_their_own_flow(nh, fakenet):
-    sb = create(nh, "--network", "all")
+    sb = create(nh, "--network", "all", "--nat-log", "on")
     sb.put_file("/workspace/client.py", CLIENT.encode(), "644")
     # Both run while each connects (and the releasing command too): only
     # the holder of the socket tells the flows apart. Each holds its
@@ -98,7 +98,7 @@ def test_two_commands_at_once_each_get_their_own_flow(nh, fakenet):
 
 
 def test_refusals_and_udp_with_one_command(nh, fakenet):
-    sb = create(nh, "--network", "all")
+    sb = create(nh, "--network", "all", "--nat-log", "on")
     meta = PRIVATE["metadata"]
     code = (
         "import socket\n"
@@ -134,7 +134,7 @@ def test_refusals_and_udp_with_one_command(nh, fakenet):
 
 
 def test_egress_list_refusal_is_named(nh, fakenet):
-    sb = create(nh, "--network", "all", "--egress", f"{WEB}/32")
+    sb = create(nh, "--network", "all", "--nat-log", "on", "--egress", f"{WEB}/32")
     code = (
         "import socket\n"
         "for a in ('198.51.100.11', '198.51.100.10'):\n"
@@ -156,7 +156,7 @@ def test_egress_list_refusal_is_named(nh, fakenet):
 def test_no_secret_of_a_binding_and_no_double_record(nh, fakenet):
     secret = "s3cr3t-" + secrets.token_hex(16)
     host = "bound.test.example"
-    sb = create(nh, "--network", "all", "--header-binding",
+    sb = create(nh, "--network", "all", "--nat-log", "on", "--header-binding",
                 f"{host}:Authorization=Bearer {{secret}}@env:HB_SECRET",
                 env={"HB_SECRET": secret, "HUTCH_UPSTREAM_CA": fakenet.ca})
     sb.sh(f"curl -sS --fail https://{host}/a -o /dev/null")
@@ -171,10 +171,19 @@ def test_no_secret_of_a_binding_and_no_double_record(nh, fakenet):
     sb.rm()
 
 
-def test_net_log_off_sets_up_nothing(nh, fakenet):
-    sb = create(nh, "--network", "all", "--net-log", "off")
-    sb.sh(f"python3 -c \"import socket; socket.create_connection(('{WEB}', 80), 10).close()\"")
-    assert net_log(sb)["records"] == []
+@pytest.mark.parametrize("opts", [(), ("--net-log", "off"), ("--net-log", "off", "--nat-log", "on")])
+def test_nat_path_is_logged_only_when_asked(nh, fakenet, opts):
+    """Network all logs its NAT path only with --nat-log on (and the log
+    on): by default, and with --net-log off, no rule, no flow record."""
+    sb = create(nh, "--network", "all", *opts)
+    assert sb.info["config"]["nat_log"] is ("--nat-log" in opts)
+    res = sb.run(argv=["python3", "-c", f"import socket; socket.create_connection(('{WEB}', 80), "
+                       "10).close(); print(socket.gethostbyname('api.test.example'))"])
+    assert res["exit_code"] == 0, res
+    recs = net_log(sb)["records"]
+    assert nat({"records": recs}) == [], recs
+    # The DNS stub's answer is a record when the log is on.
+    assert {r["kind"] for r in recs} == (set() if opts else {"dns"}), recs
     # No log rule in the sandbox's netns: nothing to read it.
     status, res = sb.api("GET", "/status")
     assert "nat_logged" not in json.dumps(res), res
@@ -186,7 +195,7 @@ def dns(log):
 
 
 def test_dns_answers_are_recorded_and_name_the_flows(nh, fakenet):
-    sb = create(nh, "--network", "all")
+    sb = create(nh, "--network", "all", "--nat-log", "on")
     code = (
         "import socket\n"
         "a = socket.gethostbyname('api.test.example')\n"

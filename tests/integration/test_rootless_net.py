@@ -111,7 +111,7 @@ def _gone(pid):
 
 
 def test_all_reaches_the_fake_internet(uh, fakenet):
-    sb = uh.sandbox()
+    sb = uh.sandbox("--nat-log", "on")
     net = sb.status()["network"]
     assert net["mode"] == "all" and "host_link" not in net, net
     pasta = _helper_pid(sb)
@@ -132,7 +132,7 @@ def test_all_reaches_the_fake_internet(uh, fakenet):
                       == ["rootless-udp"], 5), fakenet.since(mark, "udpsink")
     # the sandbox's resolver is the stub, not pasta's
     assert "nameserver 127.0.0.1" in sb.sh("cat /etc/resolv.conf")
-    # the egress log has the NAT path's flows too (issue 29), with bytes
+    # the egress log has the NAT path's flows too (issue 29, --nat-log on), with bytes
     def flows():
         st, res = sb.api("GET", "/v1/net_log")
         assert st == 200, res

@@ -415,7 +415,7 @@ class LocalSandbox:
                  setup_script_timeout_seconds=600, hooks=(), supports_background_processes=None,
                  host_ports=(), ports=(), executor_port=None, header_bindings=(),
                  executor_max_output_bytes=None, no_limits=False, max_output_bytes=None,
-                 journal_max_bytes=None, change_lists=True, net_log=True,
+                 journal_max_bytes=None, change_lists=True, net_log=True, nat_log=False,
                  on_create=None, on_destroy=None, description=None, access=None,
                  secrets=None, volumes=None, snapshot=None, egress=None, workspace=None):
         if not isinstance(instance_type, str) or instance_type not in INSTANCE_TYPES:
@@ -538,6 +538,9 @@ class LocalSandbox:
         if not isinstance(net_log, bool):
             raise errors.ConfigError(f"invalid net_log {net_log!r}: True or False")
         self.net_log = net_log
+        if not isinstance(nat_log, bool):
+            raise errors.ConfigError(f"invalid nat_log {nat_log!r}: True or False")
+        self.nat_log = nat_log
         for name, value in (("on_create", on_create), ("on_destroy", on_destroy),
                             ("description", description)):
             if value is not None and (not isinstance(value, str) or not value or "\0" in value):
@@ -584,6 +587,8 @@ class LocalSandbox:
             args += ["--change-lists", "off"]
         if not self.net_log:
             args += ["--net-log", "off"]
+        if self.nat_log:
+            args += ["--nat-log", "on"]
         for flag, value in (("--max-output", self.max_output_bytes),
                             ("--journal-max", self.journal_max_bytes), ("--on-create", self.on_create),
                             ("--on-destroy", self.on_destroy),

@@ -223,6 +223,7 @@ CREATE_OPTIONS = {
     "--journal-max": ("journal_max_bytes", "journal_max_bytes"),
     "--change-lists": ("change_lists", "change_lists"),
     "--net-log": ("net_log", "net_log"),
+    "--nat-log": ("nat_log", "nat_log"),
     "--executor-port": ("executor_port", "executor_port"),
     "--executor-max-output": ("executor_max_output_bytes", "executor_max_output_bytes"),
     "--access": ("access", "access"),

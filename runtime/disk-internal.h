@@ -23,9 +23,8 @@ int hutch_disk_new_file(const char *runtime_dir, struct hutch_err *err);
 /* disk-pool.c: where the disks' files go without a pool: the runtime dir,
  * or /var/tmp when that is in memory (NULL when that is too). */
 const char *hutch_disk_files_where(const char *runtime_dir);
-/* A file system tool's path (/usr/sbin or /sbin), NULL where neither has
- * it: valid until the calling thread's next call. */
-const char *hutch_disk_tool(const char *name);
+/* The first of paths (NULL-ended) that is an executable, or NULL. */
+const char *hutch_disk_tool(const char *const paths[]);
 /* A free loop device on file (autoclear, direct I/O): its fd; *nr its number. */
 int hutch_disk_loop_attach(int file, int *nr, struct hutch_err *err);
 /* The runtime dir's pool (disk-pool.c): an fd of its root (a detached

@@ -116,22 +116,18 @@ int hutch_disk_loop_attach(int file, int *nr, struct hutch_err *err)
 	return hutch_err_set_errno(err, r, "disk: configure a loop device");
 }
 
-const char *hutch_disk_tool(const char *name)
+const char *hutch_disk_tool(const char *const paths[])
 {
-	static const char *const tool_dirs[] = { "/usr/sbin", "/sbin" };
-	static __thread char path[64];
-
-	for (size_t i = 0; i < ELEMENTSOF(tool_dirs); i++) {
-		snprintf(path, sizeof(path), "%s/%s", tool_dirs[i], name);
-		if (access(path, X_OK) == 0)
-			return path;
-	}
+	for (const char *const *p = paths; *p; p++)
+		if (access(*p, X_OK) == 0)
+			return *p;
 	return NULL;
 }
 
 static const char *mkfs_xfs_path(void)
 {
-	return hutch_disk_tool("mkfs.xfs");
+	return hutch_disk_tool(
+	        (const char *const[]){ "/usr/sbin/mkfs.xfs", "/sbin/mkfs.xfs", NULL });
 }
 
 static bool fs_is(const char *path, unsigned long magic)

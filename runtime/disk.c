@@ -58,7 +58,7 @@
 
 static const char *mke2fs_path(void)
 {
-	return hutch_disk_tool("mke2fs");
+	return hutch_disk_tool((const char *const[]){ "/usr/sbin/mke2fs", "/sbin/mke2fs", NULL });
 }
 
 bool hutch_disk_possible(const char **why)

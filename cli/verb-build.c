@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -103,6 +104,19 @@ static ssize_t read_stdin(size_t max, char **ret)
 	return (ssize_t)len;
 }
 
+/* A Dockerfile (docker's habit): its first instruction, after comments
+ * and blank lines, is FROM (or ARG, before a FROM). */
+static bool looks_docker(const char *text)
+{
+	while (*text) {
+		text += strspn(text, " \t\r\n");
+		if (*text != '#')
+			break;
+		text += strcspn(text, "\n");
+	}
+	return !strncasecmp(text, "FROM ", 5) || !strncasecmp(text, "ARG ", 4);
+}
+
 /* FILE ("-": stdin) read and parsed; b->dir is its directory (stdin's:
  * the current one). */
 static int load(struct build *b, const char *path)
@@ -133,7 +147,14 @@ static int load(struct build *b, const char *path)
 	if (n < 0)
 		return hutch_cli_fail(HUTCH_EXIT_FAILURE, "read the build file '%s': %s", path,
 		                      strerror((int)-n));
-	if (hutch_buildspec_parse(text, (size_t)n, &b->spec, &err) < 0)
+	if (hutch_buildspec_parse(text, (size_t)n, &b->spec, &err) < 0 && looks_docker(text))
+		return hutch_cli_fail(HUTCH_EXIT_USAGE,
+		                      "build file '%s' is a Dockerfile: hutch build takes JSON, "
+		                      "{\"image\": FROM, \"workdir\": WORKDIR, \"env\": {ENV}, "
+		                      "\"copy\": [{\"src\", \"dst\"}] as COPY, \"run\": [RUN] } "
+		                      "(docs/snapshots.md \"The builder\")",
+		                      path);
+	if (err.code)
 		return hutch_cli_fail(hutch_errc_exit(hutch_err_class(&err)), "build file '%s': %s",
 		                      path, err.msg);
 	return 0;

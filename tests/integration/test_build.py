@@ -176,6 +176,7 @@ def test_build_refusals_name_the_fix(snap, tmp_path):
         (h("build", str(tmp_path / "missing.json")), 65, "no build file"),
         (build(None, raw="{not json"), 64, "not JSON"),
         (build(None, raw="[1]"), 64, "must be a JSON object"),
+        (build(None, raw="# syntax\nFROM debian\nRUN true\n"), 64, "is a Dockerfile"),
         (build({"name": "x", "image": image, "command": ["true"]}), 64, "unknown key 'command'"),
         (build({"name": "x", "image": image, "run": [{"cmd": "true"}]}), 64,
          "'run' entry 1 must be"),

@@ -350,6 +350,21 @@ pid_t hutch_fork_detached(void)
 	return 0;
 }
 
+pid_t hutch_fork_detached_bare(void)
+{
+	pid_t pid = fork();
+
+	if (pid != 0)
+		return pid < 0 ? -errno : pid;
+	(void)sys_close_range(3, ~0U, 0);
+	if (setsid() < 0)
+		_exit(1);
+	pid = fork();
+	if (pid != 0)
+		_exit(pid < 0 ? 1 : 0);
+	return 0;
+}
+
 /* Exit as a process with this wait status did: its code, or death by its
  * signal (re-raised, no core). For whoever waits for us in its stead. */
 void hutch_exit_like(int status)

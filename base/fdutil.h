@@ -84,6 +84,10 @@ void hutch_stdio_to_null(void);
  * the nearest subreaper); the caller gets the middle child's pid, to reap
  * at once, or -errno. */
 pid_t hutch_fork_detached(void);
+/* The same, the grandchild holding none of the caller's fds but 0, 1 and 2,
+ * closed before the middle child exits: once the caller has reaped it, no
+ * lock or socket of the caller's is held on by a child not yet scheduled. */
+pid_t hutch_fork_detached_bare(void);
 /* Exit as a process with this wait status did: its code, or death by its
  * signal (re-raised, no core). For whoever waits for us in its stead. */
 __attribute__((noreturn)) void hutch_exit_like(int status);

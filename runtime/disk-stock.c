@@ -285,7 +285,10 @@ static void stock_start(const char *runtime_dir, int dirfd, uint64_t bytes)
 		return; /* its process holds it */
 	if (dirfd >= 0)
 		close(fd);
-	pid = hutch_fork_detached();
+	/* Bare: the creator holds lxcfs's users lock (and the sandbox's) now,
+	 * and releases them at a refusal; a stock not yet scheduled must not
+	 * hold them on (lxcfs was left running under load, stop 32). */
+	pid = hutch_fork_detached_bare();
 	if (pid == 0)
 		stock_main(runtime_dir, bytes);
 	if (pid > 0)

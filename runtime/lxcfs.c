@@ -45,10 +45,16 @@
 #include "cleanup.h"
 #include "fdutil.h"
 #include "lxcfs.h"
+#include "state.h"
 #include "syscalls.h"
 #include "util.h"
 
-#define LXCFS_DIR           ".lxcfs"
+#define LXCFS_DIR ".lxcfs"
+/* A refused create's release: asked again for up to 2 s while the users
+ * lock is held and the dir has no sandbox (a process forked while it was
+ * held, not yet scheduled to close what it inherited). */
+#define RELEASE_TRIES       100
+#define RELEASE_WAIT_MS     20
 #define FUSE_SUPER_MAGIC    0x65735546
 #define LXCFS_START_SECONDS 10
 
@@ -368,7 +374,37 @@ static void stop(int dirfd, const char *mnt)
 	unmount_all(mnt);
 }
 
+/* 2: in use (its users lock held), else as hutch_lxcfs_gc(). */
+static int gc_once(const char *runtime_dir, struct hutch_err *err);
+
 int hutch_lxcfs_gc(const char *runtime_dir, struct hutch_err *err)
+{
+	int r = gc_once(runtime_dir, err);
+
+	return r == 2 ? 0 : r;
+}
+
+int hutch_lxcfs_release(const char *runtime_dir, struct hutch_err *err)
+{
+	int r = gc_once(runtime_dir, err);
+
+	for (int i = 0; r == 2 && i < RELEASE_TRIES; i++) {
+		char(*ids)[HUTCH_ID_LEN + 1] = NULL;
+		size_t n = 1;
+
+		/* in use by a sandbox: its to stop */
+		if (hutch_state_list(runtime_dir, &ids, &n) < 0 || n > 0) {
+			free(ids);
+			return 0;
+		}
+		free(ids);
+		(void)poll(NULL, 0, RELEASE_WAIT_MS);
+		r = gc_once(runtime_dir, err);
+	}
+	return r == 2 ? 0 : r;
+}
+
+static int gc_once(const char *runtime_dir, struct hutch_err *err)
 {
 	_cleanup_close_ int dirfd = -EBADF, lock = -EBADF, users = -EBADF;
 	char dir[4096], mnt[4200];
@@ -382,7 +418,7 @@ int hutch_lxcfs_gc(const char *runtime_dir, struct hutch_err *err)
 		return r;
 	users = hutch_lock_at(dirfd, "users", LOCK_EX | LOCK_NB);
 	if (users == -EWOULDBLOCK)
-		return 0;
+		return 2;
 	if (users < 0)
 		return hutch_err_set_errno(err, users, "lxcfs: lock '%s/users'", dir);
 	stop(dirfd, mnt);

@@ -34,6 +34,11 @@ const char *hutch_lxcfs_binary(void);
  * sandbox holds it. 1 if stopped, 0 if in use or none, <0 on error. */
 int hutch_lxcfs_gc(const char *runtime_dir, struct hutch_err *err);
 
+/* A refused create's end of its use (its fds closed): as hutch_lxcfs_gc(),
+ * but while the dir has no sandbox and the lock is still held (by a child
+ * forked meanwhile, for a moment), asked again, for up to 2 s. */
+int hutch_lxcfs_release(const char *runtime_dir, struct hutch_err *err);
+
 /*
  * What lxcfs reads as the host's /proc/meminfo (pure, for the unit test):
  * each line of host with its value 0, except MemTotal (lxcfs shows the

@@ -313,7 +313,7 @@ static void release_procview(struct sup *s, const char *runtime_dir)
 	closep(&s->procview_fd);
 	closep(&s->procview_hold);
 	if (s->kind->sizes_inside && !s->idmap.rootless)
-		(void)hutch_lxcfs_gc(runtime_dir, &e);
+		(void)hutch_lxcfs_release(runtime_dir, &e);
 }
 
 static int mode_check(struct sup *s, const char *runtime_dir, struct hutch_err *err)

@@ -617,7 +617,10 @@ static bool gc_can_skip(const char *runtime_dir)
 	/* Only root's own 0600 marker counts (the runtime dir is root's). */
 	if (!S_ISREG(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 077))
 		return false;
-	if (st.st_mtime > now || now - st.st_mtime >= HUTCH_GC_RESCAN_SECONDS)
+	/* A file's times may be a second past time(): the kernel stamps them
+	 * from a finer clock than time()'s coarse one (multigrain timestamps),
+	 * so a mark made this second can read as made the next. */
+	if (st.st_mtime > now + 1 || now - st.st_mtime >= HUTCH_GC_RESCAN_SECONDS)
 		return false;
 	n = read(fd, text, sizeof(text) - 1);
 	if (n <= 0)

@@ -83,21 +83,14 @@ static void say(struct build *b, const char *fmt, ...)
 static ssize_t read_stdin(size_t max, char **ret)
 {
 	_cleanup_free_ char *buf = malloc(max + 2);
-	size_t len = 0;
+	ssize_t len;
 
 	if (!buf)
 		return -ENOMEM;
-	while (len <= max) {
-		ssize_t n = read(0, buf + len, max + 1 - len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
-		if (n == 0)
-			break;
-		len += (size_t)n;
-	}
-	if (len > max)
+	len = hutch_read_all(0, buf, max + 1);
+	if (len < 0)
+		return len;
+	if ((size_t)len > max)
 		return -EFBIG;
 	buf[len] = '\0';
 	*ret = TAKE_PTR(buf);

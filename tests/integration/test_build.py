@@ -199,6 +199,7 @@ def test_build_refusals_name_the_fix(snap, tmp_path):
     with open(big, "wb") as f:
         f.write(b'{"files": {"f": "' + b"x" * (16 << 20) + b'"}}')
     cases.append((h("build", str(big)), 64, "more than"))
+    cases.append((h("build", "-", input=big.read_bytes()), 64, "more than"))  # from stdin too
     for r, code, text in cases:
         err = r.stderr.decode()
         assert (r.returncode, text in err) == (code, True), (r.args, err)

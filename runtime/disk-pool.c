@@ -344,7 +344,7 @@ int hutch_disk_pool_open(const char *runtime_dir)
 	if (!wanted(runtime_dir))
 		return -EOPNOTSUPP;
 	if ((dirfd = disk_dir(runtime_dir)) < 0)
-		return dirfd == -ENOENT ? -ENOENT : dirfd;
+		return dirfd; /* -ENOENT: no .disk, no pool */
 	if ((s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0)) < 0)
 		return -errno;
 	if (sock_at(dirfd, &sa) < 0 || connect(s, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||

@@ -154,3 +154,19 @@ int hutch_errc_http(enum hutch_errc cls)
 {
 	return errc_table[errc_row(cls)].http;
 }
+
+enum hutch_errc hutch_errc_of_http(int status)
+{
+	for (int c = HUTCH_ERRC_NONE + 1; c < HUTCH_ERRC_N; c++)
+		if (errc_table[c].http == status)
+			return (enum hutch_errc)c;
+	return HUTCH_ERRC_INTERNAL;
+}
+
+enum hutch_errc hutch_errc_of_name(const char *name)
+{
+	for (int c = HUTCH_ERRC_NONE + 1; name && c < HUTCH_ERRC_N; c++)
+		if (!strcmp(name, errc_table[c].name))
+			return (enum hutch_errc)c;
+	return HUTCH_ERRC_NONE;
+}

@@ -62,5 +62,11 @@ enum hutch_errc hutch_errc_of_errno(int code);
 const char *hutch_errc_name(enum hutch_errc cls);
 int hutch_errc_exit(enum hutch_errc cls);
 int hutch_errc_http(enum hutch_errc cls);
+/* The other way, for a client of the API: the class whose status it is
+ * (500: internal); a status of no class's row (HTTP's finer ones, 426,
+ * 429, ...: their answers' codes name no class) is internal too. */
+enum hutch_errc hutch_errc_of_http(int status);
+/* The class a name of the table names ("not_found"), else HUTCH_ERRC_NONE. */
+enum hutch_errc hutch_errc_of_name(const char *name);
 
 #endif

@@ -146,43 +146,20 @@ int hutch_cli_api_error(long status, const char *body)
 	_cleanup_cjson_ cJSON *j = cJSON_Parse(body);
 	const cJSON *e = cJSON_GetObjectItemCaseSensitive(j, "error");
 	const cJSON *m = cJSON_GetObjectItemCaseSensitive(e, "message");
+	/* its class: the answer's code where that names one ("not_found"),
+	 * else the class whose status it is; its exit code from the one
+	 * table (base/error.c, docs/errors.md) */
+	enum hutch_errc cls = hutch_errc_of_name(
+	        cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(e, "code")));
 
 	fprintf(stderr, "hutch: %s\n", cJSON_IsString(m) ? m->valuestring : body);
-	/* the statuses of docs/errors.md's table, where the answer's code
-	 * names no class (hutch_cli_call_classed()) */
-	if (status == 410)
-		return HUTCH_EXIT_GONE;
-	if (status == 404)
-		return HUTCH_EXIT_NOT_FOUND;
-	if (status == 501)
-		return HUTCH_EXIT_NOT_CAPABLE;
-	if (status == 400 || status == 413)
-		return HUTCH_EXIT_USAGE;
-	return HUTCH_EXIT_FAILURE;
+	if (cls == HUTCH_ERRC_NONE)
+		cls = hutch_errc_of_http((int)status);
+	return hutch_errc_exit(cls);
 }
 
-/* The exit code of an error answer's class ("not_found": 65), or 0. */
-static int class_exit(const char *body)
-{
-	_cleanup_cjson_ cJSON *j = cJSON_Parse(body);
-	const char *code = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(
-	        cJSON_GetObjectItemCaseSensitive(j, "error"), "code"));
-
-	for (int c = HUTCH_ERRC_NONE + 1; code && c < HUTCH_ERRC_N; c++)
-		if (!strcmp(code, hutch_errc_name((enum hutch_errc)c)))
-			return hutch_errc_exit((enum hutch_errc)c);
-	return 0;
-}
-
-int hutch_cli_api_error_classed(long status, const char *body)
-{
-	int r = hutch_cli_api_error(status, body);
-
-	return class_exit(body) ?: r;
-}
-
-static int call(const char *sock, const char *method, const char *path, const char *body, long want,
-                bool classed, cJSON **ret)
+int hutch_cli_call(const char *sock, const char *method, const char *path, const char *body,
+                   long want, cJSON **ret)
 {
 	struct hutch_http_resp resp = { 0 };
 	struct hutch_err err = { 0 };
@@ -195,8 +172,6 @@ static int call(const char *sock, const char *method, const char *path, const ch
 	if (resp.status != want) {
 		text = resp.body.data ? resp.body.data : "";
 		r = hutch_cli_api_error(resp.status, text);
-		if (classed)
-			r = class_exit(text) ?: r;
 		hutch_http_resp_done(&resp);
 		return r;
 	}
@@ -205,17 +180,6 @@ static int call(const char *sock, const char *method, const char *path, const ch
 	return 0;
 }
 
-int hutch_cli_call(const char *sock, const char *method, const char *path, const char *body,
-                   long want, cJSON **ret)
-{
-	return call(sock, method, path, body, want, false, ret);
-}
-
-int hutch_cli_call_classed(const char *sock, const char *method, const char *path, const char *body,
-                           long want, cJSON **ret)
-{
-	return call(sock, method, path, body, want, true, ret);
-}
 /* One direction each: stdin to the socket (one frame at a time), the
  * socket to stdout and stderr. */
 struct relay {

@@ -47,19 +47,15 @@ int hutch_cli_stream_command(const char *sock, char **argv, const struct hutch_c
 int hutch_cli_stream_run(const char *sock, char **argv, const struct hutch_cli_args *a,
                          struct hutch_cli_capture *cap, int (*ack)(void *ud, int fd), void *ud);
 /* Print an API error answer's message; returns the exit code of its
- * HTTP status (404: 65, 410: 66, 501: 69, 400/413: 64, else 70). */
+ * class: the one its code names ("not_found": 65), else its HTTP status's
+ * (404: 65, 410: 66, 501: 69, 400: 64, 409 and 413: 70; another: 70),
+ * from base/error.c's one table. */
 int hutch_cli_api_error(long status, const char *body);
-/* The same, the exit code from the answer's class where it names one. */
-int hutch_cli_api_error_classed(long status, const char *body);
 /* One request to the sandbox at sock (body: JSON text or NULL): 0 with
  * *ret the answer's JSON (NULL if it is none) when its status is want;
  * else prints why (hutch_cli_lost(), hutch_cli_api_error()) and returns
  * the exit code. */
 int hutch_cli_call(const char *sock, const char *method, const char *path, const char *body,
                    long want, cJSON **ret);
-/* The same, the exit code from the error answer's class where it names one
- * (not_found 65, gone 66, not_capable 69, ...: base/error.c's table). */
-int hutch_cli_call_classed(const char *sock, const char *method, const char *path, const char *body,
-                           long want, cJSON **ret);
 
 #endif

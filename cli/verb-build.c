@@ -273,7 +273,7 @@ static int snapshot(struct build *b, cJSON **ret)
 		cJSON_AddItemToArray(env, cJSON_CreateString(b->spec.env[i]));
 	if (!(text = cJSON_PrintUnformatted(body)))
 		return hutch_cli_fail(HUTCH_EXIT_FAILURE, "out of memory");
-	return hutch_cli_call_classed(b->p.sock, "POST", "/snapshot", text, 201, ret);
+	return hutch_cli_call(b->p.sock, "POST", "/snapshot", text, 201, ret);
 }
 
 /* The steps in the cloud's order: workdir, files, copies, commands; then
@@ -292,7 +292,7 @@ static int steps(struct build *b, cJSON **ret)
 		if (!body || !cJSON_AddStringToObject(body, "path", sp->workdir) ||
 		    !(text = cJSON_PrintUnformatted(body)))
 			return hutch_cli_fail(HUTCH_EXIT_FAILURE, "out of memory");
-		if ((r = hutch_cli_call_classed(b->p.sock, "POST", "/make_dir", text, 200, &ans)))
+		if ((r = hutch_cli_call(b->p.sock, "POST", "/make_dir", text, 200, &ans)))
 			return r;
 	}
 	for (size_t i = 0; i < sp->nfiles; i++) {

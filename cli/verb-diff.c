@@ -77,7 +77,7 @@ static int cmd_diff(struct hutch_cli_args *a)
 	if (r)
 		return r;
 	/* 404: 65; not_capable: 69 (docs/errors.md) */
-	r = hutch_cli_call_classed(p.sock, "POST", "/v1/diff", text, 200, &j);
+	r = hutch_cli_call(p.sock, "POST", "/v1/diff", text, 200, &j);
 	if (r)
 		return r;
 	if (a->json) {

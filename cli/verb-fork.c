@@ -101,7 +101,7 @@ static int fork_disks(const struct hutch_paths *p, const struct hutch_config *cf
 		return 0;
 	}
 	if (resp.status != 201) {
-		r = hutch_cli_api_error_classed(resp.status, resp.body.data ? resp.body.data : "");
+		r = hutch_cli_api_error(resp.status, resp.body.data ? resp.body.data : "");
 		hutch_http_resp_done(&resp);
 		return hutch_cli_fail(r, "cannot fork sandbox %s: nothing was made", p->id);
 	}

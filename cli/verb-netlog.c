@@ -340,7 +340,7 @@ static int nothing_to_follow(const struct hutch_paths *p)
 			return 1;
 		}
 	}
-	if (hutch_cli_call_classed(p->sock, "GET", "/v1/net_log?limit=1", NULL, 200, &j) == 0 &&
+	if (hutch_cli_call(p->sock, "GET", "/v1/net_log?limit=1", NULL, 200, &j) == 0 &&
 	    !strcmp(str(j, "mode"), "none")) {
 		printf("network none: no connection can leave this sandbox, nothing is logged\n");
 		return 1;
@@ -421,7 +421,7 @@ static int cmd_net_log(struct hutch_cli_args *a)
 	if (a->follow)
 		return nothing_to_follow(&p) ? 0 : from_files(a, p.dir, NULL, p.id, since);
 	snprintf(url, sizeof(url), "/v1/net_log?since=%" PRIu64, since);
-	r = hutch_cli_call_classed(p.sock, "GET", url, NULL, 200, &j);
+	r = hutch_cli_call(p.sock, "GET", url, NULL, 200, &j);
 	if (r)
 		return r;
 	if (a->json) {

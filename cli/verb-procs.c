@@ -21,6 +21,7 @@
 #include "client.h"
 #include "fdutil.h"
 #include "state.h"
+#include "stream.h"
 #include "verbs.h"
 
 /* While a process runs, how long one request waits for new stdout before
@@ -29,16 +30,15 @@
 
 /*
  * One request; on a 2xx answer stores the parsed JSON in *ret and returns 0,
- * else prints the API's message and returns an exit code: 65 for an unknown
- * process, 66 when the sandbox ended, 64 for a refused request, 70 else.
+ * else prints the API's message and returns the exit code of its class
+ * (hutch_cli_api_error(): 65 an unknown process, 66 the sandbox ended, 64
+ * a refused request, 70 a process not running or a bound reached).
  */
 static int call_n(const struct hutch_paths *p, const char *method, const char *path,
                   const char *body, size_t len, cJSON **ret)
 {
 	struct hutch_http_resp resp = { 0 };
 	struct hutch_err err = { 0 };
-	_cleanup_cjson_ cJSON *j = NULL;
-	const cJSON *m;
 	long status;
 	int r;
 
@@ -48,23 +48,15 @@ static int call_n(const struct hutch_paths *p, const char *method, const char *p
 		return hutch_cli_fail(HUTCH_EXIT_FAILURE, "%s", err.msg);
 	}
 	status = resp.status;
-	j = cJSON_ParseWithLength(resp.body.data ? resp.body.data : "", resp.body.len);
+	*ret = status >= 200 && status < 300
+	               ? cJSON_ParseWithLength(resp.body.data ? resp.body.data : "", resp.body.len)
+	               : NULL;
+	r = *ret ? 0
+	         : hutch_cli_api_error(status, resp.body.data && resp.body.len
+	                                               ? resp.body.data
+	                                               : "unexpected answer from the sandbox");
 	hutch_http_resp_done(&resp);
-	if (status >= 200 && status < 300 && j) {
-		*ret = TAKE_PTR(j);
-		return 0;
-	}
-	m = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(j, "error"),
-	                                     "message");
-	fprintf(stderr, "hutch: %s\n",
-	        cJSON_IsString(m) ? m->valuestring : "unexpected answer from the sandbox");
-	if (status == 404)
-		return HUTCH_EXIT_NOT_FOUND;
-	if (status == 410)
-		return HUTCH_EXIT_GONE;
-	if (status == 400 || status == 413)
-		return HUTCH_EXIT_USAGE;
-	return HUTCH_EXIT_FAILURE;
+	return r;
 }
 
 static int call(const struct hutch_paths *p, const char *method, const char *path, const char *body,

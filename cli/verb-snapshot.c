@@ -119,7 +119,7 @@ static int cmd_rollback(struct hutch_cli_args *a)
 	    !(text = cJSON_PrintUnformatted(body)))
 		return hutch_cli_fail(HUTCH_EXIT_FAILURE, "out of memory");
 	if ((r = hutch_cli_open_live(a->pos[0], &p)) ||
-	    (r = hutch_cli_call_classed(p.sock, "POST", "/rollback", text, 200, &j)))
+	    (r = hutch_cli_call(p.sock, "POST", "/rollback", text, 200, &j)))
 		return r;
 	if (a->json) {
 		_cleanup_free_ char *t = j ? cJSON_PrintUnformatted(j) : NULL;

@@ -105,6 +105,15 @@ def test_exec_needs_a_command(hutch, sandbox):
           "does not apply to 'exec'")
 
 
+def test_too_large_is_the_limit_class_s(hutch, sandbox):
+    """A 413 answer is the limit class's exit code, 70 (docs/errors.md's one
+    table), not usage's 64 (the CLI's own map of statuses said 64)."""
+    big = ["x" * (100 << 10)] * 12  # 1.2 MiB, each under the host's 128 KiB per argument
+    r = hutch("exec", sandbox.id, "--", "true", *big)
+    check(r, 70, "command and environment are larger than")
+    assert hutch("exec", sandbox.id, "--", "true").returncode == 0
+
+
 def test_ambiguous_prefix(hutch):
     # Two dead sandbox directories sharing a prefix; gc removes them.
     for sid in ("aaaaaaaaaaa1", "aaaaaaaaaaa2"):

@@ -725,6 +725,23 @@ static void test_error_classes(void **state)
 	assert_int_equal(hutch_errc_http(HUTCH_ERRC_CONFLICT), 409);
 	assert_int_equal(hutch_errc_http(HUTCH_ERRC_LIMIT), 413);
 	assert_int_equal(hutch_errc_http((enum hutch_errc)99), 500);
+	/* the other way, the CLI's for an API answer: 413 is limit's, 70 */
+	assert_int_equal(hutch_errc_of_http(413), HUTCH_ERRC_LIMIT);
+	assert_int_equal(hutch_errc_exit(hutch_errc_of_http(413)), 70);
+	assert_int_equal(hutch_errc_of_http(400), HUTCH_ERRC_USAGE);
+	assert_int_equal(hutch_errc_of_http(404), HUTCH_ERRC_NOT_FOUND);
+	assert_int_equal(hutch_errc_of_http(410), HUTCH_ERRC_GONE);
+	assert_int_equal(hutch_errc_of_http(501), HUTCH_ERRC_NOT_CAPABLE);
+	assert_int_equal(hutch_errc_of_http(500), HUTCH_ERRC_INTERNAL);
+	assert_int_equal(hutch_errc_of_http(429), HUTCH_ERRC_INTERNAL);
+	for (int c = HUTCH_ERRC_USAGE; c < HUTCH_ERRC_N; c++) {
+		assert_int_equal(hutch_errc_of_name(hutch_errc_name((enum hutch_errc)c)), c);
+		if (c != HUTCH_ERRC_SETUP) /* 500, internal's */
+			assert_int_equal(hutch_errc_of_http(hutch_errc_http((enum hutch_errc)c)),
+			                 c);
+	}
+	assert_int_equal(hutch_errc_of_name("too_large"), HUTCH_ERRC_NONE);
+	assert_int_equal(hutch_errc_of_name(NULL), HUTCH_ERRC_NONE);
 	for (int c = HUTCH_ERRC_NONE; c < HUTCH_ERRC_N; c++)
 		assert_non_null(hutch_errc_name((enum hutch_errc)c));
 

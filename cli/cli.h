@@ -67,7 +67,7 @@ int hutch_cli_lost(const char *sock, int code, const char *msg);
 /* verb-image.c: --image NAME (not host) to its manifest digest in cfg
  * (the pool key, and what the supervisor mounts), fetching what the store
  * lacks with its progress on stderr (none when quiet); 0, or prints why
- * (64: no such image) and returns the exit code. */
+ * (65: no such image or snapshot, 64: an invalid name) and returns the exit code. */
 struct hutch_config;
 int hutch_cli_resolve_image(struct hutch_config *cfg, bool quiet);
 

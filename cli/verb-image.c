@@ -435,8 +435,10 @@ int hutch_cli_resolve_image(struct hutch_config *cfg, bool quiet)
 		return hutch_cli_fail(hutch_errc_exit(hutch_err_class(&err)), "--image %s: %s",
 		                      cfg->image, err.msg);
 	r = hutch_image_resolve(s, name, cfg->image_manifest, &err);
+	/* Not in the store: not found (65, docs/errors.md), as build's base,
+	 * image inspect and a -v directory that is not there. */
 	if (r == -ENOENT && cfg->image_snapshot)
-		return hutch_cli_fail(HUTCH_EXIT_USAGE,
+		return hutch_cli_fail(HUTCH_EXIT_NOT_FOUND,
 		                      "--snapshot %s: no such snapshot in the store '%s' ('hutch "
 		                      "snapshot ls' lists them; 'hutch snapshot ID %s' makes it)",
 		                      cfg->image, path, cfg->image);
@@ -446,7 +448,7 @@ int hutch_cli_resolve_image(struct hutch_config *cfg, bool quiet)
 			r = hutch_image_resolve(s, name, cfg->image_manifest, &err);
 		else if (r == -ENOENT)
 			return hutch_cli_fail(
-			        HUTCH_EXIT_USAGE,
+			        HUTCH_EXIT_NOT_FOUND,
 			        "--image %s: no such image in the store '%s': run 'hutch image "
 			        "pull %s' or 'hutch image import SRC %s' first ('hutch image ls' "
 			        "lists the images); create pulls a whole reference by itself "

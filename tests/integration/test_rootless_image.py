@@ -208,7 +208,7 @@ def test_store_is_per_user(alice, bob, layout):
     alice.env["XDG_DATA_HOME"] = data
     # bob's own store does not have it
     r = bob("run", "--no-limits", "--image", "test", "--", "true")
-    assert r.returncode == 64, r
+    assert r.returncode == 65, r
     assert "no such image in the store" in r.stderr.decode()
     assert _store(bob) in r.stderr.decode()
     # alice's store named outright: unreadable (0700)
@@ -246,9 +246,9 @@ def test_store_others_can_write_is_refused(alice, layout):
 
 
 def test_errors_name_their_fix(alice):
-    # an image the store does not have: usage, naming pull and import
+    # an image the store does not have: not found, naming pull and import
     r = alice("run", "--no-limits", "--image", "nope", "--", "true")
-    assert r.returncode == 64, r
+    assert r.returncode == 65, r
     err = r.stderr.decode()
     assert "--image nope: no such image in the store" in err and "hutch image pull" in err
     assert alice.ids() == []

@@ -208,7 +208,7 @@ def test_snapshot_refusals(snap, tmp_path):
         (("snapshot", "rm", "nosuch"), 65, "no snapshot 'nosuch'"),
         (("snapshot", "rm", image), 64, "not a snapshot"),
         (("snapshot", "inspect", image), 64, "not a snapshot"),
-        (("create", "--snapshot", "nosuch"), 64, "no such snapshot"),
+        (("create", "--snapshot", "nosuch"), 65, "no such snapshot"),
         (("create", "--snapshot", "host"), 64, "invalid --snapshot"),
     ]
     for args, code, text in cases:

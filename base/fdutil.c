@@ -350,6 +350,17 @@ pid_t hutch_fork_detached(void)
 	return 0;
 }
 
+pid_t hutch_fork_session(void)
+{
+	pid_t pid = fork();
+
+	if (pid < 0)
+		return -errno;
+	if (pid == 0 && setsid() < 0)
+		_exit(1);
+	return pid;
+}
+
 pid_t hutch_fork_detached_bare(void)
 {
 	pid_t pid = fork();

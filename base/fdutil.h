@@ -88,6 +88,14 @@ pid_t hutch_fork_detached(void);
  * closed before the middle child exits: once the caller has reaped it, no
  * lock or socket of the caller's is held on by a child not yet scheduled. */
 pid_t hutch_fork_detached_bare(void);
+/* Fork a child in a new session of its own, for a caller that exits soon
+ * and never waits for it: the child is reparented to init or the nearest
+ * subreaper then (until then, if it ends first, it is the caller's zombie).
+ * One fork where hutch_fork_detached() makes two: no middle child, whose
+ * copy of the caller's address space costs ~3 ms of CPU and 15 page faults
+ * on the path of `hutch run` (docs/performance.md). Returns 0 in the
+ * child, its pid in the caller, or -errno. */
+pid_t hutch_fork_session(void);
 /* Exit as a process with this wait status did: its code, or death by its
  * signal (re-raised, no core). For whoever waits for us in its stead. */
 __attribute__((noreturn)) void hutch_exit_like(int status);

@@ -16,6 +16,7 @@
 #include "cleanup.h"
 #include "cli.h"
 #include "client.h"
+#include "criu.h"
 #include "image.h"
 #include "state.h"
 #include "stream.h"
@@ -34,14 +35,15 @@ static const char snapshot_usage[] =
         "/tmp), taken with the sandbox frozen. 'hutch create --snapshot NAME' (or --image\n"
         "NAME) starts sandboxes from it. Only sandboxes made from an image can be\n"
         "snapshotted (not the host-derived root), as root. --full (processes and memory)\n"
-        "is refused for now: see 'hutch doctor' and docs/snapshots.md.\n";
+        "is refused for now, saying why (hutch's restore is not built; the CRIU found by\n"
+        "HUTCH_CRIU or PATH and its 'criu check'): see 'hutch doctor', docs/snapshots.md.\n";
 
 static const struct hutch_cli_opt take_opts[] = {
 	{ .name = "json", .kind = HUTCH_CLI_FLAG, A(json), .help = "print the result as JSON" },
 	{ .name = "full",
 	  .kind = HUTCH_CLI_FLAG,
 	  A(all),
-	  .help = "processes and memory too (refused for now: needs a CRIU that works here)" },
+	  .help = "processes and memory too (refused for now, saying why)" },
 	{ 0 },
 };
 static const struct hutch_cli_opt ls_opts[] = {
@@ -67,8 +69,14 @@ static int cmd_take(struct hutch_cli_args *a)
 	const cJSON *name, *frozen, *bytes;
 	int r;
 
-	if (a->all)
-		return hutch_cli_fail(HUTCH_EXIT_NOT_CAPABLE, "%s", HUTCH_SNAPSHOT_FULL_REFUSAL);
+	if (a->all) {
+		struct hutch_criu c;
+		char why[1024];
+
+		hutch_criu_probe(hutch_runtime_dir(), &c);
+		hutch_criu_refusal(&c, why, sizeof(why));
+		return hutch_cli_fail(HUTCH_EXIT_NOT_CAPABLE, "%s", why);
+	}
 	if (a->npos < 1)
 		return hutch_cli_fail(HUTCH_EXIT_USAGE,
 		                      "missing sandbox id: hutch snapshot ID [NAME]");

@@ -201,13 +201,6 @@ void hutch_image_use_let_go(struct hutch_image_use *u);
 
 /* ---- snapshots (tarwrite.c, commit.c; docs/snapshots.md) ---- */
 
-/* Why a full snapshot (processes and memory) is refused on every host for
- * now: the API's and the CLI's answer, and hutch doctor's line. */
-#define HUTCH_SNAPSHOT_FULL_REFUSAL                                                       \
-	"full snapshots (processes and memory) are not supported yet: hutch has no CRIU " \
-	"integration, and Debian 12's CRIU 3.17.1 fails 'criu check' on Linux 6.18 "      \
-	"('Unexpected rt vDSO area bounds'); filesystem snapshots work (docs/snapshots.md)"
-
 /* A directory to put in a layer: the overlay's upper directory (prefix "")
  * or a separate writable mount at prefix ("workspace"), as an open fd. */
 struct hutch_image_tar_src {

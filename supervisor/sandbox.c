@@ -12,6 +12,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -45,14 +46,15 @@
  * stopping itself during a snapshot (image/unpack.c), the rollback's
  * worker during a rollback (image/rollback.c) and a fork's forker before
  * it fills its disk (runtime/disk-fork.c), which the fault tests
- * interrupt there (test_snapshot_faults.py, test_rollback.py). */
+ * interrupt there (test_snapshot_faults.py, test_rollback.py). HUTCH_CRIU
+ * too: the CRIU a full snapshot's refusal names (runtime/criu.h). */
 static void scrub_environment(void)
 {
 	extern char **environ;
 	static const char *const hooks[] = { "HUTCH_TEST_UNPACK_STOP_AFTER",
 		                             "HUTCH_TEST_ROLLBACK_STOP_AFTER",
-		                             "HUTCH_TEST_FORK_STOP" };
-	char keep[ELEMENTSOF(hooks)][32] = { "" };
+		                             "HUTCH_TEST_FORK_STOP", "HUTCH_CRIU" };
+	char keep[ELEMENTSOF(hooks)][PATH_MAX] = { "" };
 
 	for (size_t i = 0; i < ELEMENTSOF(hooks); i++) {
 		const char *hook = getenv(hooks[i]);

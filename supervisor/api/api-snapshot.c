@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "cleanup.h"
+#include "criu.h"
 #include "events.h"
 #include "fields.h"
 #include "fork.h"
@@ -88,6 +89,24 @@ static cJSON *parse_body(struct request *r, const struct hutch_field *fields, si
 	return body;
 }
 
+/* A full snapshot: refused on every host for now, saying why and what the
+ * CRIU found (HUTCH_CRIU kept by the supervisor, else the standard
+ * directories) says to 'criu check', its verdict cached in the runtime
+ * dir: the parent of the sandbox's state dir (the environment is wiped). */
+static enum MHD_Result refuse_full(struct request *r)
+{
+	char rt[sizeof(r->s->paths.dir)], why[1024], *slash;
+	struct hutch_criu c;
+
+	snprintf(rt, sizeof(rt), "%s", r->s->paths.dir);
+	slash = strrchr(rt, '/');
+	if (slash && slash != rt)
+		*slash = '\0';
+	hutch_criu_probe(rt, &c);
+	hutch_criu_refusal(&c, why, sizeof(why));
+	return hutch_api_refuse(r->conn, HUTCH_ERRC_NOT_CAPABLE, "not_capable", "%s", why);
+}
+
 enum MHD_Result hutch_api_serve_snapshot(struct request *r, const char *upload, size_t *size)
 {
 	_cleanup_cjson_ cJSON *body = NULL;
@@ -106,8 +125,7 @@ enum MHD_Result hutch_api_serve_snapshot(struct request *r, const char *upload, 
 	name = cJSON_GetObjectItemCaseSensitive(body, "name");
 	type = cJSON_GetObjectItemCaseSensitive(body, "type");
 	if (cJSON_IsString(type) && !strcmp(type->valuestring, "full"))
-		return hutch_api_refuse(r->conn, HUTCH_ERRC_NOT_CAPABLE, "not_capable", "%s",
-		                        HUTCH_SNAPSHOT_FULL_REFUSAL);
+		return refuse_full(r);
 	if (cJSON_IsString(type) && strcmp(type->valuestring, "filesystem"))
 		return hutch_api_refuse(r->conn, HUTCH_ERRC_USAGE, "invalid_request",
 		                        "'type' must be \"filesystem\" or \"full\"");

@@ -18,6 +18,7 @@
 #include <cmocka.h>
 
 #include "cmdenv.h"
+#include "criu.h"
 #include "idmap.h"
 #include "lxcfs.h"
 #include "options.h"
@@ -408,6 +409,43 @@ static void test_lxcfs_meminfo(void **state)
 	free(out);
 }
 
+/* What 'criu --version' and 'criu check' print, as measured here: Debian
+ * 12's 3.17.1 on Linux 6.18 and a 4.2 built from source. */
+static void test_criu_output(void **state)
+{
+	char buf[512], small[16];
+
+	(void)state;
+	hutch_criu_parse_version("Version: 4.2\nGitID: v4.2\n", buf, sizeof(buf));
+	assert_string_equal(buf, "4.2");
+	hutch_criu_parse_version("Version: 3.17.1\n", buf, sizeof(buf));
+	assert_string_equal(buf, "3.17.1");
+	hutch_criu_parse_version("criu: not found\n", buf, sizeof(buf));
+	assert_string_equal(buf, "");
+	hutch_criu_summarize_check(
+	        "Error (criu/vdso.c:381): vdso: Unexpected rt vDSO area bounds\n"
+	        "Error (criu/vdso.c:613): vdso: Failed to fill self vdso symtable\n"
+	        "Error (criu/kerndat.c:1615): kerndat_vdso_fill_symtable failed when "
+	        "initializing kerndat.\n"
+	        "Error (criu/crtools.c:260): Could not initialize kernel features detection.\n",
+	        buf, sizeof(buf));
+	assert_string_equal(buf, "vdso: Unexpected rt vDSO area bounds; vdso: Failed to fill self "
+	                         "vdso symtable; kerndat_vdso_fill_symtable failed when "
+	                         "initializing kerndat; Could not initialize kernel features "
+	                         "detection");
+	hutch_criu_summarize_check("Warn  (criu/kerndat.c:1799): Hardware breakpoints don't seem "
+	                           "to work (status=137f)\nLooks good.\n",
+	                           buf, sizeof(buf));
+	assert_string_equal(buf, "Looks good");
+	hutch_criu_summarize_check("", buf, sizeof(buf));
+	assert_string_equal(buf, "");
+	/* Bounded: cut, always NUL-ended. */
+	hutch_criu_summarize_check("Error (x.c:1): a long message here\nError (y): more\n", small,
+	                           sizeof(small));
+	assert_int_equal(strlen(small), sizeof(small) - 1);
+	assert_memory_equal(small, "a long message ", sizeof(small) - 1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -415,6 +453,7 @@ int main(void)
 		cmocka_unit_test(test_json_round_trip), cmocka_unit_test(test_pool_key),
 		cmocka_unit_test(test_subid_parse),     cmocka_unit_test(test_idmap_format),
 		cmocka_unit_test(test_cmdenv),          cmocka_unit_test(test_lxcfs_meminfo),
+		cmocka_unit_test(test_criu_output),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

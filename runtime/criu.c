@@ -1,0 +1,304 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * CRIU found and checked (criu.h). hutch runs criu as a program, never
+ * links it: CRIU is GPL, and a dump or restore is a process tree of its
+ * own anyway. What 'criu check' says is read and kept short for doctor
+ * and the refusal; the verdict is cached per binary and kernel in the
+ * runtime dir (one file, criu-check, replaced whole by rename).
+ */
+#include "criu.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/utsname.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cleanup.h"
+#include "fdutil.h"
+#include "syscalls.h"
+#include "util.h"
+
+#define CACHE_NAME       "criu-check"
+#define DEFAULT_PATH     "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+#define CHECK_TIMEOUT_MS 30000
+#define OUTPUT_MAX       8192
+
+void hutch_criu_parse_version(const char *out, char *buf, size_t size)
+{
+	const char *v = strstr(out, "Version:");
+	size_t n;
+
+	buf[0] = '\0';
+	if (!v || size == 0)
+		return;
+	v += strlen("Version:");
+	v += strspn(v, " \t");
+	n = strcspn(v, " \t\r\n");
+	if (n >= size)
+		n = size - 1;
+	memcpy(buf, v, n);
+	buf[n] = '\0';
+}
+
+/* Append line (n bytes) to buf as "; "-separated text, within size. */
+static void append(char *buf, size_t size, const char *line, size_t n)
+{
+	size_t len = strlen(buf);
+
+	if (len && len + 2 < size) {
+		memcpy(buf + len, "; ", 3);
+		len += 2;
+	}
+	if (len + 1 >= size)
+		return;
+	if (n > size - len - 1)
+		n = size - len - 1;
+	memcpy(buf + len, line, n);
+	buf[len + n] = '\0';
+}
+
+void hutch_criu_summarize_check(const char *out, char *buf, size_t size)
+{
+	const char *last = NULL;
+	size_t last_n = 0;
+
+	if (size == 0)
+		return;
+	buf[0] = '\0';
+	for (const char *p = out; *p;) {
+		size_t n = strcspn(p, "\n");
+		const char *l = p, *close;
+
+		p += n + (p[n] == '\n');
+		while (n && (l[n - 1] == '\r' || l[n - 1] == ' ' || l[n - 1] == '.'))
+			n--;
+		if (n == 0)
+			continue;
+		last = l;
+		last_n = n;
+		/* "Error (criu/vdso.c:401): vdso: ..." -> "vdso: ..." */
+		if (n < 6 || strncmp(l, "Error", 5))
+			continue;
+		close = memmem(l, n, "): ", 3);
+		if (close) {
+			n -= (size_t)(close + 3 - l);
+			l = close + 3;
+		}
+		append(buf, size, l, n);
+	}
+	if (!buf[0] && last)
+		append(buf, size, last, last_n);
+}
+
+/* The binary: HUTCH_CRIU, else the first executable criu in PATH. */
+static bool find_binary(struct hutch_criu *c)
+{
+	const char *env = getenv("HUTCH_CRIU"), *path = getenv("PATH");
+
+	if (env && *env) {
+		if (env[0] == '/' && access(env, X_OK) == 0) {
+			snprintf(c->path, sizeof(c->path), "%s", env);
+			return true;
+		}
+		snprintf(c->detail, sizeof(c->detail),
+		         "HUTCH_CRIU='%.200s' is not an executable file's absolute path", env);
+		return false;
+	}
+	if (!path || !*path)
+		path = DEFAULT_PATH;
+	for (const char *p = path; *p;) {
+		size_t n = strcspn(p, ":");
+
+		if (n && n < sizeof(c->path) - 6) {
+			snprintf(c->path, sizeof(c->path), "%.*s/criu", (int)n, p);
+			if (c->path[0] == '/' && access(c->path, X_OK) == 0)
+				return true;
+		}
+		p += n + (p[n] == ':');
+	}
+	c->path[0] = '\0';
+	snprintf(c->detail, sizeof(c->detail), "no criu in PATH and HUTCH_CRIU unset");
+	return false;
+}
+
+/* Run path with argv, its stdout and stderr into out (NUL-ended); its exit
+ * status (0-255), 256 when killed by a signal, or -errno (-ETIMEDOUT). */
+static int run(const char *path, const char *const *argv, char *out, size_t size)
+{
+	_cleanup_close_ int rd = -EBADF, wr = -EBADF;
+	int64_t deadline = hutch_now_mono_ms() + CHECK_TIMEOUT_MS;
+	size_t len = 0;
+	int fds[2], status, r = 0;
+	pid_t pid, parent = getpid();
+
+	out[0] = '\0';
+	if (pipe2(fds, O_CLOEXEC) < 0)
+		return -errno;
+	rd = fds[0];
+	wr = fds[1];
+	pid = fork();
+	if (pid < 0)
+		return -errno;
+	if (pid == 0) {
+		int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
+
+		if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent || null < 0)
+			_exit(126);
+		/* The child's stdio, for the exec: */
+		if (dup2(null, 0) < 0 || dup2(wr, 1) < 0) /* lint-fds: ok: child stdio */
+			_exit(126);
+		if (dup2(wr, 2) < 0) /* lint-fds: ok: child stdio */
+			_exit(126);
+		(void)sys_close_range(3, ~0U, 0);
+		execv(path, (char *const *)argv);
+		_exit(127);
+	}
+	closep(&wr);
+	for (;;) {
+		struct pollfd pfd = { .fd = rd, .events = POLLIN };
+		int64_t left = deadline - hutch_now_mono_ms();
+		ssize_t n;
+
+		if (left <= 0 || poll(&pfd, 1, (int)left) == 0) {
+			r = -ETIMEDOUT;
+			(void)kill(pid, SIGKILL);
+			break;
+		}
+		n = read(rd, out + len, len + 1 < size ? size - len - 1 : 0);
+		if (n < 0 && (errno == EINTR || errno == EAGAIN))
+			continue;
+		if (n <= 0)
+			break; /* EOF (or a full buffer: the rest is not read) */
+		len += (size_t)n;
+		out[len] = '\0';
+	}
+	while (waitpid(pid, &status, 0) < 0)
+		if (errno != EINTR)
+			return -errno;
+	if (r < 0)
+		return r;
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 256;
+}
+
+static void cache_key(const struct hutch_criu *c, const struct stat *st, char *buf, size_t size)
+{
+	snprintf(buf, size, "%s %llu %llu %lld %lld.%09ld %s", c->path,
+	         (unsigned long long)st->st_dev, (unsigned long long)st->st_ino,
+	         (long long)st->st_size, (long long)st->st_mtim.tv_sec, st->st_mtim.tv_nsec,
+	         c->kernel);
+}
+
+/* The cached verdict for key: line 1 the key, 2 "1"/"0", 3 version, 4 detail. */
+static bool cache_read(int dirfd, const char *key, struct hutch_criu *c)
+{
+	char text[PATH_MAX + 1024], *lines[4] = { NULL }, *save = NULL, *p = text;
+
+	if (dirfd < 0 || hutch_read_file_at(dirfd, CACHE_NAME, text, sizeof(text)) < 0)
+		return false;
+	for (size_t i = 0; i < 4; i++, p = NULL)
+		lines[i] = strtok_r(p, "\n", &save);
+	if (!lines[0] || !lines[1] || !lines[2] || strcmp(lines[0], key))
+		return false;
+	c->works = !strcmp(lines[1], "1");
+	snprintf(c->version, sizeof(c->version), "%s", strcmp(lines[2], "-") ? lines[2] : "");
+	snprintf(c->detail, sizeof(c->detail), "%s", lines[3] ? lines[3] : "");
+	c->cached = true;
+	return true;
+}
+
+static void cache_write(int dirfd, const char *key, const struct hutch_criu *c)
+{
+	char text[PATH_MAX + 1024], tmp[64];
+
+	if (dirfd < 0)
+		return;
+	snprintf(text, sizeof(text), "%s\n%d\n%s\n%s\n", key, c->works,
+	         c->version[0] ? c->version : "-", c->detail);
+	snprintf(tmp, sizeof(tmp), ".%s.%d", CACHE_NAME, (int)getpid());
+	if (hutch_write_file_at(dirfd, tmp, text, 0644) < 0 ||
+	    renameat(dirfd, tmp, dirfd, CACHE_NAME) < 0)
+		(void)unlinkat(dirfd, tmp, 0);
+}
+
+/* criu --version, then criu check: the verdict into c. */
+static void check(struct hutch_criu *c)
+{
+	static const char *const version_argv[] = { "criu", "--version", NULL };
+	static const char *const check_argv[] = { "criu", "check", NULL };
+	_cleanup_free_ char *out = malloc(OUTPUT_MAX);
+	int r;
+
+	if (!out) {
+		snprintf(c->detail, sizeof(c->detail), "out of memory");
+		return;
+	}
+	if (run(c->path, version_argv, out, OUTPUT_MAX) >= 0)
+		hutch_criu_parse_version(out, c->version, sizeof(c->version));
+	r = run(c->path, check_argv, out, OUTPUT_MAX);
+	c->works = r == 0;
+	if (r < 0)
+		snprintf(c->detail, sizeof(c->detail), "'criu check' did not end: %s",
+		         r == -ETIMEDOUT ? "killed after 30 s" : strerror(-r));
+	else
+		hutch_criu_summarize_check(out, c->detail, sizeof(c->detail));
+}
+
+void hutch_criu_probe(const char *runtime_dir, struct hutch_criu *ret)
+{
+	_cleanup_close_ int dirfd = -EBADF;
+	struct hutch_criu c = { 0 };
+	char key[PATH_MAX + 256];
+	struct utsname u;
+	struct stat st;
+
+	if (uname(&u) == 0)
+		snprintf(c.kernel, sizeof(c.kernel), "%s", u.release);
+	if (!find_binary(&c) || stat(c.path, &st) < 0) {
+		*ret = c;
+		return;
+	}
+	if (runtime_dir)
+		dirfd = open(runtime_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	cache_key(&c, &st, key, sizeof(key));
+	if (!cache_read(dirfd, key, &c)) {
+		check(&c);
+		cache_write(dirfd, key, &c);
+	}
+	*ret = c;
+}
+
+void hutch_criu_refusal(const struct hutch_criu *c, char *buf, size_t size)
+{
+	static const char head[] =
+	        "full snapshots (processes and memory) are not supported yet: hutch does not "
+	        "restore a process tree into a sandbox of its own (its namespaces, cgroup, "
+	        "seccomp and uid range) yet";
+	static const char fix[] = "CRIU " HUTCH_CRIU_MIN " or later handles this kernel's vDSO "
+	                          "(CRIU " HUTCH_CRIU_MEASURED " built from its source passes "
+	                          "on Linux 6.18): set HUTCH_CRIU to it";
+	static const char tail[] = "filesystem snapshots work (docs/snapshots.md)";
+	const char *v = c->version[0] ? c->version : "(version unknown)";
+
+	if (!c->path[0])
+		snprintf(buf, size,
+		         "%s, and they need a CRIU that passes 'criu check': %s (Debian 12's criu "
+		         "3.17.1 fails it on Linux 6.18: vdso: Unexpected rt vDSO area bounds); "
+		         "%s; %s",
+		         head, c->detail, fix, tail);
+	else if (!c->works)
+		snprintf(buf, size,
+		         "%s, and they need a CRIU that passes 'criu check': criu %s at %s fails "
+		         "it on Linux %s: %s; %s; %s",
+		         head, v, c->path, c->kernel, c->detail, fix, tail);
+	else
+		snprintf(buf, size, "%s; criu %s at %s passes 'criu check' on Linux %s%s; %s", head,
+		         v, c->path, c->kernel, c->cached ? " (cached)" : "", tail);
+}

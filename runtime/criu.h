@@ -1,0 +1,54 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * CRIU for full snapshots (processes and memory; docs/snapshots.md): which
+ * binary, its version, and whether 'criu check' passes on this kernel.
+ * The binary is HUTCH_CRIU (an absolute path), else the first criu in
+ * PATH (the standard directories where PATH is unset: the supervisor
+ * wipes its environment). The verdict is cached in the runtime dir, keyed
+ * by the binary (device, inode, size, mtime) and the kernel release, so
+ * 'criu check' (0.4 s here) runs once per binary and kernel.
+ */
+#ifndef HUTCH_CRIU_H
+#define HUTCH_CRIU_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+/* The CRIU release measured to pass 'criu check' on this project's hosts
+ * (Linux 6.18), and the first that knows the [vvar_vclock] mapping. */
+#define HUTCH_CRIU_MEASURED "4.2"
+#define HUTCH_CRIU_MIN      "4.1"
+
+struct hutch_criu {
+	char path[PATH_MAX]; /* "" when none was found */
+	char version[32];    /* "4.2"; "" when criu --version said nothing we read */
+	char kernel[65];     /* uname's release the verdict is for */
+	bool works;          /* 'criu check' exited 0 */
+	bool cached;         /* the verdict came from the runtime dir's cache */
+	char detail[512];    /* why not: criu's own error lines, or how it was looked for */
+};
+
+/*
+ * Find CRIU and run (or read the cached verdict of) 'criu check'. Never
+ * fails: what went wrong is in ret->detail. runtime_dir may be NULL (no
+ * cache); the cache is written only where that directory exists.
+ */
+void hutch_criu_probe(const char *runtime_dir, struct hutch_criu *ret);
+
+/*
+ * Why 'hutch snapshot --full' and POST /snapshot {"type": "full"} are
+ * refused with this CRIU (every host for now: hutch does not restore a
+ * process tree into a sandbox of its own yet), and what would fix it.
+ */
+void hutch_criu_refusal(const struct hutch_criu *c, char *buf, size_t size);
+
+/* ---- pure helpers (tests/unit/test_runtime.c) ---- */
+
+/* "Version: 4.2\nGitID: v4.2" -> "4.2"; "" when there is no Version line. */
+void hutch_criu_parse_version(const char *out, char *buf, size_t size);
+/* 'criu check' output -> its Error lines without their "Error (file:line): "
+ * prefix, joined by "; " (else its last non-empty line), on one line. */
+void hutch_criu_summarize_check(const char *out, char *buf, size_t size);
+
+#endif

@@ -42,7 +42,7 @@ struct check {
 	const char *name;
 	bool required;
 	bool ok;
-	char detail[768];
+	char detail[1024];
 };
 
 /* Fork a child that unshares flags; 0 if it worked. */

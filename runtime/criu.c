@@ -277,28 +277,30 @@ void hutch_criu_probe(const char *runtime_dir, struct hutch_criu *ret)
 
 void hutch_criu_refusal(const struct hutch_criu *c, char *buf, size_t size)
 {
+	/* Kept under the API's 768 bytes of message with a CRIU path of ~100. */
 	static const char head[] =
-	        "full snapshots (processes and memory) are not supported yet: hutch does not "
-	        "restore a process tree into a sandbox of its own (its namespaces, cgroup, "
-	        "seccomp and uid range) yet";
+	        "full snapshots (processes and memory) are not supported yet: hutch cannot "
+	        "restore a process tree into a sandbox of its own (CRIU " HUTCH_CRIU_MEASURED
+	        " remakes the dumped user namespace, which then cannot join the new sandbox's "
+	        "namespaces: docs/snapshots.md)";
 	static const char fix[] = "CRIU " HUTCH_CRIU_MIN " or later handles this kernel's vDSO "
-	                          "(CRIU " HUTCH_CRIU_MEASURED " built from its source passes "
-	                          "on Linux 6.18): set HUTCH_CRIU to it";
-	static const char tail[] = "filesystem snapshots work (docs/snapshots.md)";
+	                          "(" HUTCH_CRIU_MEASURED " built from source passes on Linux "
+	                          "6.18): set HUTCH_CRIU to it";
+	static const char tail[] = "filesystem snapshots work";
 	const char *v = c->version[0] ? c->version : "(version unknown)";
 
 	if (!c->path[0])
 		snprintf(buf, size,
-		         "%s, and they need a CRIU that passes 'criu check': %s (Debian 12's criu "
+		         "%s; and a CRIU that passes 'criu check' is needed: %s (Debian 12's criu "
 		         "3.17.1 fails it on Linux 6.18: vdso: Unexpected rt vDSO area bounds); "
 		         "%s; %s",
 		         head, c->detail, fix, tail);
 	else if (!c->works)
 		snprintf(buf, size,
-		         "%s, and they need a CRIU that passes 'criu check': criu %s at %s fails "
-		         "it on Linux %s: %s; %s; %s",
+		         "%s; and a CRIU that passes 'criu check' is needed: criu %s at %.100s "
+		         "fails it on Linux %s: %.160s; %s; %s",
 		         head, v, c->path, c->kernel, c->detail, fix, tail);
 	else
-		snprintf(buf, size, "%s; criu %s at %s passes 'criu check' on Linux %s%s; %s", head,
-		         v, c->path, c->kernel, c->cached ? " (cached)" : "", tail);
+		snprintf(buf, size, "%s; criu %s at %.100s passes 'criu check' on Linux %s%s; %s",
+		         head, v, c->path, c->kernel, c->cached ? " (cached)" : "", tail);
 }

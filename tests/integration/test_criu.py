@@ -105,7 +105,7 @@ def test_criu_that_passes_is_named_and_still_refused(hutch, tmp_path):
     path = {"PATH": f"{tmp_path}:/usr/bin:/bin"}  # found in PATH this time
     os.makedirs(hutch.rtdir)
     text = refusal(hutch, path)
-    assert "not supported yet: hutch does not restore a process tree" in text, text
+    assert "not supported yet: hutch cannot restore a process tree" in text, text
     assert f"criu 4.2 at {criu} passes 'criu check' on Linux {os.uname().release};" in text, text
     assert "(cached)" in full_line(hutch, path)
     assert runs(criu) == 2

@@ -480,11 +480,15 @@ int hutch_created_end_run(struct hutch_created *c)
 	/* "D": delete now. Its answer is the supervisor's end of the socket
 	 * closing, once every process of the sandbox is dead and it can no
 	 * longer be found (as DELETE / answers). A sandbox that ended
-	 * before (its TTL, a crash) closed it already: EOF at once. */
+	 * before (its TTL, a crash) closed it already: EOF at once. The
+	 * supervisor begins the deletion when the run's stream ends, so it
+	 * may close the socket with our "D" unread: ECONNRESET, as final. */
 	(void)send(c->handover_fd, "D", 1, MSG_NOSIGNAL);
 	do
 		n = read(c->handover_fd, &b, 1);
 	while (n < 0 && errno == EINTR);
+	if (n < 0 && errno == ECONNRESET)
+		n = 0;
 	close(c->handover_fd);
 	c->handover_fd = -EBADF;
 	return n == 0 ? 0 : -EPROTO;

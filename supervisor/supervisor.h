@@ -168,7 +168,8 @@ struct sup {
 		bool awaiting_ack;           /* ready told; not handed over until acknowledged */
 		bool run_creator; /* acknowledged by a run ("R"): the socket is kept, its end
 		                     deletes */
-		bool run_delete;  /* that socket said delete ("D") or closed */
+		bool run_delete;  /* that socket said delete ("D") or closed, or
+		                   * the run's own stream ("E") ended */
 		int phase;        /* enum in hooks.c */
 		int deadline_fd;  /* on_destroy time bound */
 		struct hutch_watch w_deadline;

@@ -91,8 +91,14 @@ static void exec_end(struct hutch_exec *x)
 	if (x->urh)
 		(void)hutch_mhd.upgrade_action(x->urh, MHD_UPGRADE_ACTION_CLOSE);
 	x->urh = NULL;
-	if (x->own)
+	if (x->own) {
 		close(x->sock);
+		/* A run's own stream is over, its exit frame sent: its CLI
+		 * deletes the sandbox next ("D", or its end), whatever the
+		 * stream's end was. The deletion begins now, not a round trip
+		 * through the CLI later (the run's end, docs/performance.md). */
+		s->hooks.run_delete = true;
+	}
 	hutch_journal_request_end(x->jr, 0); /* (NULL: nothing) */
 	x->jr = NULL;
 	hutch_loop_defer(&s->loop, &x->dfree, exec_freed);

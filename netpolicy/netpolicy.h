@@ -537,6 +537,10 @@ struct hutch_net_plan_params {
 	/* Mode all as an ordinary user: pasta's path (from
 	 * hutch_net_usernet_check(); outlives the plan). NULL: root's veth. */
 	const char *usernet_helper;
+	/* --net-log and --nat-log on: mode all's NAT path logged by the kernel
+	 * for the egress log (natlog.c; init sets it up in the sandbox's netns;
+	 * it costs libnftables, the kernel's table, conntrack: docs/network.md) */
+	bool log_nat;
 };
 
 /* Before clone(). all: the slot's /30 of the pool, checked against the

@@ -93,6 +93,7 @@ int hutch_net_plan_make(struct hutch_net_plan *plan, const struct hutch_net_plan
 	if (r < 0)
 		return r;
 	plan->child.redirect_tls = plan->bindings != NULL;
+	plan->child.log_nat = in->log_nat; /* mode all's alone */
 	plan->child.addr = plan->addrs.sandbox;
 	plan->child.gateway = plan->addrs.gateway;
 	return 0;

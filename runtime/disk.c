@@ -399,6 +399,44 @@ int hutch_disk_request(struct hutch_disk_job *job, uid_t uid_base, struct hutch_
 	return r < 0 ? hutch_err_set_errno(err, r, "disk: ask its maker") : 0;
 }
 
+int hutch_disk_setup_start(const struct hutch_disk_plan *p, struct hutch_disk_job *job,
+                           const char **why, struct hutch_err *err)
+{
+	*why = NULL;
+	if (p->want == HUTCH_DISK_WANT_FORK) {
+		if (job->sock < 0 || !p->can)
+			return hutch_err_set(err, -EINVAL, "fork: no disk to take");
+		return hutch_disk_request(job, p->uid_base, err);
+	}
+	if (p->want == HUTCH_DISK_WANT_NONE)
+		return 0;
+	if (!p->can || !hutch_disk_possible(why)) {
+		closep(&job->sock);
+		return 1;
+	}
+	/* A stock's maker that cannot be asked (its stock ended while it was
+	 * being made): one of our own. */
+	if (job->sock >= 0 && hutch_disk_request(job, p->uid_base, err) >= 0)
+		return 0;
+	closep(&job->sock);
+	hutch_err_clear(err);
+	if (hutch_disk_start(p->runtime_dir, p->bytes, job, err) < 0)
+		return err->code;
+	return hutch_disk_request(job, p->uid_base, err);
+}
+
+int hutch_disk_setup_finish(const struct hutch_disk_plan *p, struct hutch_disk_job *job,
+                            int fds[HUTCH_DISK_FDS], struct hutch_err *why, struct hutch_err *err)
+{
+	if (job->sock < 0 || hutch_disk_finish(job, fds, why) >= 0)
+		return 0;
+	if (p->want == HUTCH_DISK_WANT_FORK) { /* a fork without the source's files: none */
+		*err = *why;
+		return err->code;
+	}
+	return 1;
+}
+
 static void reap(struct hutch_disk_job *job)
 {
 	closep(&job->sock);

@@ -16,6 +16,7 @@
 #ifndef HUTCH_DISK_H
 #define HUTCH_DISK_H
 
+#include <limits.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -86,6 +87,37 @@ int hutch_disk_request(struct hutch_disk_job *job, uid_t uid_base, struct hutch_
 int hutch_disk_finish(struct hutch_disk_job *job, int fds[HUTCH_DISK_FDS], struct hutch_err *err);
 /* At the end (or a failed setup): end the child if it runs, reap it. */
 void hutch_disk_abandon(struct hutch_disk_job *job);
+
+/* What a sandbox's options ask of its disk: its setup's plan decides it
+ * once (supervisor/setup.c), the steps below carry it out. */
+enum hutch_disk_want {
+	HUTCH_DISK_WANT_NONE, /* none: --workspace tmpfs, a kind without sizes inside */
+	HUTCH_DISK_WANT_DISK, /* its own: the stock's maker (taken before) or one of its own */
+	HUTCH_DISK_WANT_FORK, /* a fork's: its forker's (taken before) or none at all */
+};
+struct hutch_disk_plan {
+	enum hutch_disk_want want;
+	bool can;                   /* this sandbox may have one (root, sizes inside) */
+	uint64_t bytes;             /* the instance type's disk */
+	uid_t uid_base;             /* its owner: the sandbox's root on the host */
+	char runtime_dir[PATH_MAX]; /* where a maker of its own works */
+};
+/*
+ * A setup's disk step, before the clone: job's maker (the stock's or a
+ * fork's, taken before; sock -1: none) asked for the disk, else (want
+ * DISK) one of its own started. 0: being made (or none wanted); 1: tmpfs
+ * instead, *why says why (static text, NULL: an ordinary user's, always
+ * tmpfs); < 0 with err (a fork without its disk).
+ */
+int hutch_disk_setup_start(const struct hutch_disk_plan *p, struct hutch_disk_job *job,
+                           const char **why, struct hutch_err *err);
+/*
+ * Its end, before GO: fds as hutch_disk_finish() (none when none was
+ * asked). 1: tmpfs instead (a disk that could not be made: why has the
+ * maker's error); < 0 with err: a fork's (its files are the fork).
+ */
+int hutch_disk_setup_finish(const struct hutch_disk_plan *p, struct hutch_disk_job *job,
+                            int fds[HUTCH_DISK_FDS], struct hutch_err *why, struct hutch_err *err);
 
 /* The change lists' fanotify group (changes-format.h) marked on the disk
  * of root: init's (init/changes.c), which may not mark a file system of

@@ -8,6 +8,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
@@ -355,36 +356,6 @@ again:
 	return hutch_err_set(err, -EPROTO, "sandbox init exited during setup");
 }
 
-/* Before clone(): the addresses, host ports and upstream resolver. */
-static int net_prepare(struct sup *s, struct hutch_err *err)
-{
-	const struct hutch_config *c = s->cfg;
-	struct hutch_net_plan_params in = {
-		.policy = &c->net,
-		.host_ports = c->host_ports,
-		.nhost_ports = c->nhost_ports,
-		.resolver = c->resolver_addr.sin_family ? &c->resolver_addr : NULL,
-		.pool = c->net_pool_value.prefix ? &c->net_pool_value : NULL,
-		.slot = s->slot,
-		.bindings = c->header_bindings,
-		.upstream_ca = c->upstream_ca,
-		.usernet_helper = s->net.pasta[0] ? s->net.pasta : NULL,
-	};
-	int r;
-
-	r = hutch_net_plan_make(&s->net.plan, &in, err);
-	/* Mode all's NAT path is logged by the kernel for the egress log
-	 * (netpolicy/natlog.c), when asked (--nat-log on: it costs a create
-	 * libnftables and the kernel's table, every flow conntrack and the
-	 * log; docs/network.md): init sets it up in the sandbox's netns. */
-	if (r >= 0 && c->net_log && c->nat_log &&
-	    hutch_net_policy_wired_mode(&c->net) == HUTCH_NET_ALL)
-		s->net.plan.child.log_nat = true;
-	if (r >= 0 && s->net.plan.warning.code)
-		hutch_log(HUTCH_LOG_WARN, "%s", s->net.plan.warning.msg);
-	return r;
-}
-
 /* Before GO: init's id maps, its cgroup, its network's host side; the
  * rootless map helpers run while the rest is done. */
 static int map_and_attach(struct sup *s, struct hutch_err *err)
@@ -422,6 +393,60 @@ static int map_and_attach(struct sup *s, struct hutch_err *err)
 	return r < 0 ? hutch_err_prefix(err, "network") : r;
 }
 
+/*
+ * What the options decide for setup, once, after the kind's join (the uid
+ * slot): plan, then apply; each step takes what it needs of the plan and
+ * the objects it owns (docs/architecture.md, "Setup: plan, then apply").
+ */
+struct setup_plan {
+	struct hutch_limits lim;          /* the cgroups' */
+	struct hutch_disk_plan disk;      /* the writable places' disk */
+	bool net_joined;                  /* a pod's (or CNI's) netns: no plan of its own */
+	struct hutch_net_plan_params net; /* before the clone: addresses, host ports, resolver */
+	enum hutch_net_mode seccomp_mode; /* the seccomp program's */
+};
+
+static void setup_plan(const struct sup *s, struct setup_plan *p)
+{
+	const struct hutch_config *c = s->cfg;
+	char *slash;
+
+	p->lim = (struct hutch_limits){
+		.cpu_millis = c->type->cpu_millis,
+		.memory_bytes = c->type->memory_bytes,
+		.pids_max = c->type->pids_max,
+	};
+	p->disk = (struct hutch_disk_plan){
+		.want = c->disk_from[0] ? HUTCH_DISK_WANT_FORK /* sandbox.c took its forker */
+		        : s->kind->sizes_inside && !strcmp(c->workspace, "disk")
+		                ? HUTCH_DISK_WANT_DISK
+		                : HUTCH_DISK_WANT_NONE,
+		.can = s->kind->sizes_inside && !s->idmap.rootless,
+		.bytes = c->type->disk_bytes,
+		.uid_base = s->uid_base,
+	};
+	p->net_joined = s->joins & CLONE_NEWNET;
+	p->net = (struct hutch_net_plan_params){
+		.policy = &c->net,
+		.host_ports = c->host_ports,
+		.nhost_ports = c->nhost_ports,
+		.resolver = c->resolver_addr.sin_family ? &c->resolver_addr : NULL,
+		.pool = c->net_pool_value.prefix ? &c->net_pool_value : NULL,
+		.slot = s->slot,
+		.bindings = c->header_bindings,
+		.upstream_ca = c->upstream_ca,
+		.usernet_helper = s->net.pasta[0] ? s->net.pasta : NULL,
+		.log_nat = c->net_log && c->nat_log,
+	};
+	p->seccomp_mode = c->net.mode;
+	snprintf(p->disk.runtime_dir, sizeof(p->disk.runtime_dir), "%s", s->paths.dir);
+	slash = strrchr(p->disk.runtime_dir, '/');
+	if (slash)
+		*slash = '\0';
+}
+
+#define TMPFS_WHY "workspace: tmpfs (charged to memory), not a disk: %s"
+
 /* Under systemd without delegation: a delegated scope of our own first
  * (cgroup.h), then the cgroup in it; the CLI left s->cg NULL for this. */
 static int place_in_scope(struct sup *s, struct hutch_err *err)
@@ -444,39 +469,28 @@ static int place_in_scope(struct sup *s, struct hutch_err *err)
 	return hutch_kind_cgroup_new(s, err);
 }
 
-/* The disk made meanwhile; one that could not be made leaves tmpfs (said
- * in the log and by config.workspace), never a sandbox refused, but a
- * fork's (its files are the fork). */
-static int disk_finish(struct sup *s, struct hutch_err *err)
-{
-	struct hutch_err e = { 0 };
-
-	if (s->disk_job.sock < 0 || hutch_disk_finish(&s->disk_job, s->disk_fds, &e) >= 0)
-		return 0;
-	if (s->cfg->disk_from[0]) { /* a fork without the source's files: none */
-		*err = e;
-		return err->code;
-	}
-	snprintf(s->cfg->workspace, sizeof(s->cfg->workspace), "tmpfs");
-	hutch_log(HUTCH_LOG_WARN, "workspace: tmpfs (charged to memory), not a disk: %s", e.msg);
-	return 0;
-}
-
-/* GO, once the disk is finished: it carries the sandbox CA's certificate
+/* GO, once the disk is finished (one that could not be made leaves tmpfs,
+ * said in the log and by config.workspace, never a sandbox refused, but a
+ * fork's: its files are the fork): it carries the sandbox CA's certificate
  * (header bindings), made after the clone: its key is the supervisor's
  * alone; and the disk's mounts, made meanwhile, with the change lists' group marked on it. The
  * mounts stay open here until the end: the last close of a clone init did not attach (the writable
  * layer's on the host root) waits for an RCU grace period, 5-15 ms, which init's setup would wait
  * for. */
-static int send_go(struct sup *s, struct hutch_err *err)
+static int send_go(struct sup *s, const struct setup_plan *plan, struct hutch_err *err)
 {
 	const char *pem;
 	int fds[HUTCH_DISK_MOUNTS + 1];
+	struct hutch_err why = { 0 };
 	size_t n = 0;
-	int r = disk_finish(s, err);
+	int r = hutch_disk_setup_finish(&plan->disk, &s->disk_job, s->disk_fds, &why, err);
 
 	if (r < 0)
 		return r;
+	if (r > 0) { /* a disk that could not be made leaves tmpfs, never a sandbox refused */
+		snprintf(s->cfg->workspace, sizeof(s->cfg->workspace), "tmpfs");
+		hutch_log(HUTCH_LOG_WARN, TMPFS_WHY, why.msg);
+	}
 	pem = hutch_net_plan_ca_pem(&s->net.plan);
 	if (s->disk_fds[HUTCH_DISK_ROOT] >= 0) {
 		memcpy(fds, s->disk_fds, sizeof(fds[0]) * HUTCH_DISK_MOUNTS);
@@ -492,48 +506,6 @@ static int send_go(struct sup *s, struct hutch_err *err)
 	if (n > HUTCH_DISK_MOUNTS)
 		close(fds[HUTCH_DISK_MOUNTS]); /* init's */
 	return r < 0 ? hutch_err_set_errno(err, r, "start sandbox init") : 0;
-}
-
-/* The disk (runtime/disk.h) of a plain or an image sandbox: the stock's
- * (taken by the creator, hutch_sandbox_create_container()) or made by a
- * child while the rest is; tmpfs where it cannot be (an ordinary user,
- * no loop driver or mke2fs: said in the log) or --workspace tmpfs. */
-static int disk_start(struct sup *s, struct hutch_err *err)
-{
-	char rt[sizeof(s->paths.dir)], *slash;
-	const char *why = NULL;
-	int r;
-
-	if (s->cfg->disk_from[0]) {
-		/* a fork (sandbox.c took its forker): that disk or none */
-		if (s->disk_job.sock < 0 || !s->kind->sizes_inside || s->idmap.rootless)
-			return hutch_err_set(err, -EINVAL, "fork: no disk to take");
-		return hutch_disk_request(&s->disk_job, s->uid_base, err);
-	}
-	if (!s->kind->sizes_inside || strcmp(s->cfg->workspace, "disk"))
-		return 0;
-	if (s->idmap.rootless || !hutch_disk_possible(&why)) {
-		/* what status and inspect show: what it is (an ordinary user's
-		 * always: docs/api.md) */
-		closep(&s->disk_job.sock);
-		snprintf(s->cfg->workspace, sizeof(s->cfg->workspace), "tmpfs");
-		if (why)
-			hutch_log(HUTCH_LOG_WARN,
-			          "workspace: tmpfs (charged to memory), not a disk: %s", why);
-		return 0;
-	}
-	/* A stock's maker that cannot be asked (its stock ended while it was
-	 * being made): one of our own. */
-	if (s->disk_job.sock >= 0 && hutch_disk_request(&s->disk_job, s->uid_base, err) >= 0)
-		return 0;
-	closep(&s->disk_job.sock);
-	hutch_err_clear(err);
-	snprintf(rt, sizeof(rt), "%s", s->paths.dir);
-	slash = strrchr(rt, '/');
-	if (slash)
-		*slash = '\0';
-	r = hutch_disk_start(rt, s->cfg->type->disk_bytes, &s->disk_job, err);
-	return r < 0 ? r : hutch_disk_request(&s->disk_job, s->uid_base, err);
 }
 
 /* After the uid slot: the host ports, the root's parts the host side
@@ -583,44 +555,50 @@ static int cgroup_and_init(struct sup *s, const struct hutch_limits *lim, struct
 
 int hutch_sup_setup(struct sup *s, struct hutch_err *err)
 {
-	struct hutch_limits lim = {
-		.cpu_millis = s->cfg->type->cpu_millis,
-		.memory_bytes = s->cfg->type->memory_bytes,
-		.pids_max = s->cfg->type->pids_max,
-	};
+	struct setup_plan plan;
+	const char *why;
 	int r;
 
 	r = place_in_scope(s, err);
 	if (r < 0)
 		return r;
 	r = hutch_kind_join(s, err); /* a pod's: its slot, its network; the uid slot */
-	if (r >= 0)
-		r = disk_start(s, err);
 	if (r < 0)
 		return r;
+	setup_plan(s, &plan);
+	/* the disk (runtime/disk.h) made while the rest is */
+	r = hutch_disk_setup_start(&plan.disk, &s->disk_job, &why, err);
+	if (r < 0)
+		return r;
+	if (r > 0) /* what status and inspect show (an ordinary user's always: docs/api.md) */
+		snprintf(s->cfg->workspace, sizeof(s->cfg->workspace), "tmpfs");
+	if (r > 0 && why)
+		hutch_log(HUTCH_LOG_WARN, TMPFS_WHY, why);
 	r = prepare_parts(s, err);
 	if (r < 0)
 		return r;
 	s->net.plan.policy = &s->cfg->net; /* a joined network namespace: the pod's plan */
-	r = (s->joins & CLONE_NEWNET) ? 0 : net_prepare(s, err);
+	r = plan.net_joined ? 0 : hutch_net_plan_make(&s->net.plan, &plan.net, err);
 	if (r < 0)
 		return hutch_err_prefix(err, "network");
-	r = hutch_seccomp_program(s->cfg->net.mode, &s->seccomp, err);
+	if (s->net.plan.warning.code)
+		hutch_log(HUTCH_LOG_WARN, "%s", s->net.plan.warning.msg);
+	r = hutch_seccomp_program(plan.seccomp_mode, &s->seccomp, err);
 	if (r < 0)
 		return hutch_err_prefix(err, "seccomp");
 	r = hutch_sup_write_state(s, "creating");
 	if (r < 0)
 		return hutch_err_set_errno(err, r, "write '%s'", s->paths.state);
-	if (s->kind->prepare && (r = s->kind->prepare(s, &lim, err)) < 0)
+	if (s->kind->prepare && (r = s->kind->prepare(s, &plan.lim, err)) < 0)
 		return r;
 	hutch_cgroup_root_hold(); /* the cgroups made, opened, joined: one open of the root */
-	r = cgroup_and_init(s, &lim, err);
+	r = cgroup_and_init(s, &plan.lim, err);
 	hutch_cgroup_root_release();
 	if (r < 0)
 		return r;
 	if (s->kind->before_go && (r = s->kind->before_go(s, err)) < 0)
 		return r;
-	if ((r = send_go(s, err)) < 0)
+	if ((r = send_go(s, &plan, err)) < 0)
 		return r;
 	/* Overlaps with init building the root; a container's and a run's
 	 * are loaded on demand instead (hutch_api_start_late()). */

@@ -482,10 +482,14 @@ enum hutch_net_helper_state {
 };
 /* A pasta that ends is restarted at most this many times in any
  * HUTCH_NET_HELPER_WINDOW_S seconds (a failed start counts), then left
- * down; a restarted one has HUTCH_NET_HELPER_READY_S to be ready. */
+ * down. A pasta has HUTCH_NET_HELPER_READY_S to be ready, the first one
+ * at create and a restarted one alike: a restarted one runs in the
+ * sandbox's cgroup under its CPU quota (nano's is a quarter of a CPU),
+ * which made 5 s too short under emulation (the v2 VM: three restarts of
+ * a nano sandbox's pasta timed out in a row). */
 #define HUTCH_NET_HELPER_RESTARTS 3
 #define HUTCH_NET_HELPER_WINDOW_S 60
-#define HUTCH_NET_HELPER_READY_S  5
+#define HUTCH_NET_HELPER_READY_S  10
 
 struct hutch_net_plan {
 	const struct hutch_net_policy *policy; /* not owned; outlives the plan */

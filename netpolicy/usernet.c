@@ -50,7 +50,7 @@
 
 #define PASTA_PACKAGE    "passt"
 #define TUN_PATH         "/dev/net/tun"
-#define READY_TIMEOUT_MS 10000
+#define READY_TIMEOUT_MS (HUTCH_NET_HELPER_READY_S * 1000)
 #define PIDFILE_FD       3
 /* The host's addresses as set elements: a /32 or a /30 each, at most. */
 #define HOST_BLOCK_MAX 4096

@@ -12,10 +12,12 @@
  *      opaque marks, its whiteouts' devices; symlinks never followed) and
  *      says so (READY or FAILED);
  *   3. waits, at most HUTCH_DISK_FORK_TAKE_MS, for the fork's creator on
- *      its listening socket: GO with the fork's ids moves every owner from
- *      the source's id range to the fork's (the disk is no process's yet:
- *      nothing can change it meanwhile) and answers as a maker does
- *      (READY with the fds); KILL (`hutch gc`, or the supervisor's on ctl
+ *      its listening socket: GO with the fork's ids maps the disk's owners
+ *      onto the fork's id range (idmapped mounts: the disk's root for the
+ *      supervisor, its four places for init, each a detached clone mapped
+ *      with mount_setattr(MOUNT_ATTR_IDMAP); no file is chowned, so the
+ *      cost is the same whatever the source wrote) and answers as a maker
+ *      does (READY with the fds); KILL (`hutch gc`, or the supervisor's on ctl
  *      when a fork failed) or its time up ends it, and the disk with it.
  *
  * The copy runs on the source's files, so its cost is what the source
@@ -24,7 +26,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -46,9 +47,11 @@
 #include "util.h"
 
 #define ID_RANGE 65536u
-#define NFTW_FDS 64
 #define CP_PATH  "/usr/bin/cp"
 #define FORK_FDS 4
+#ifndef MOUNT_ATTR_IDMAP
+#define MOUNT_ATTR_IDMAP 0x00100000
+#endif
 #ifndef FICLONE /* linux/fs.h, which clashes with sys/mount.h */
 #define FICLONE _IOW(0x94, 9, int)
 #endif
@@ -59,44 +62,64 @@ enum {
 	DISK_ROOT
 };
 
-/* The ids a walk moves (one walk per process: nftw has no user data). */
-static uid_t shift_from, shift_to;
-
-static uid_t shifted(uid_t id)
+/* The disk's ids (on disk: those of the sandbox that first wrote it,
+ * whatever forks came between) seen as the fork's: a user namespace whose
+ * maps take the disk's range (its "layer", owned by the range's root, says
+ * where it starts) onto the fork's, root kept as root (the file system's
+ * root and lost+found). Its fd, or -errno. */
+static int fork_userns(int root, uid_t to, struct hutch_err *err)
 {
-	return id >= shift_from && id - shift_from < ID_RANGE ? id - shift_from + shift_to : id;
+	char umap[96], gmap[96];
+	struct stat st;
+	pid_t pid = 0;
+	int fd;
+
+	if (fstatat(root, "layer", &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return hutch_err_set_errno(err, -errno, "fork: its disk's layer");
+	if (st.st_uid == 0 || st.st_gid == 0)
+		return hutch_err_set(err, -EINVAL, "fork: its disk's layer is owned by root");
+	snprintf(umap, sizeof(umap), "0 0 1\n%u %u %u\n", (unsigned)st.st_uid, (unsigned)to,
+	         ID_RANGE);
+	snprintf(gmap, sizeof(gmap), "0 0 1\n%u %u %u\n", (unsigned)st.st_gid, (unsigned)to,
+	         ID_RANGE);
+	fd = hutch_userns_fd(umap, gmap, &pid);
+	if (pid > 0)
+		(void)waitpid(pid, NULL, 0);
+	if (fd < 0)
+		return hutch_err_set_errno(err, fd, "fork: a user namespace for its ids");
+	return fd;
 }
 
-static int shift_one(const char *path, const struct stat *st, int type, struct FTW *f)
+/* mnt (a detached clone) idmapped by userns. */
+static int idmap(int mnt, int userns)
 {
-	uid_t u = shifted(st->st_uid), g = shifted(st->st_gid);
+	struct mount_attr attr = { .attr_set = MOUNT_ATTR_IDMAP, .userns_fd = (uint64_t)userns };
 
-	(void)type;
-	(void)f;
-	if (u == st->st_uid && g == st->st_gid)
-		return 0;
-	if (lchown(path, u, g) < 0)
-		return -1;
-	/* chown dropped set-uid and set-gid: the source's file had them */
-	if (S_ISREG(st->st_mode) && (st->st_mode & 06000) && chmod(path, st->st_mode & 07777) < 0)
-		return -1;
-	return 0;
+	return sys_mount_setattr(mnt, "", AT_EMPTY_PATH, &attr, sizeof(attr)) < 0 ? -errno : 0;
 }
 
-/* Every owner under root's writable places moved from one range to the
- * other, symlinks not followed, no other mount entered. */
-static int shift_ids(int root, uid_t from, uid_t to, struct hutch_err *err)
+/* disk[DISK_ROOT] replaced by the root of an idmapped clone of the disk's
+ * mount (the supervisor's: a fork of the fork, its diff, see the fork's
+ * ids); *ret_userns for the places' clones. */
+static int map_ids(int disk[3], uid_t to, int *ret_userns, struct hutch_err *err)
 {
-	static const char *const places[] = { "workspace", "home", "tmp", "layer" };
+	_cleanup_close_ int userns = -EBADF, view = -EBADF;
+	int r, root;
 
-	shift_from = from;
-	shift_to = to;
-	if (fchdir(root) < 0)
-		return hutch_err_set_errno(err, -errno, "fork: its disk");
-	for (size_t i = 0; i < ELEMENTSOF(places); i++)
-		if (nftw(places[i], shift_one, NFTW_FDS, FTW_PHYS | FTW_MOUNT) != 0)
-			return hutch_err_set_errno(err, errno ? -errno : -EIO,
-			                           "fork: own the files of '%s'", places[i]);
+	if ((r = userns = fork_userns(disk[DISK_ROOT], to, err)) < 0)
+		return r;
+	view = sys_open_tree(disk[DISK_MNT], "",
+	                     OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH);
+	if (view < 0 || (r = idmap(view, userns)) < 0)
+		return hutch_err_set_errno(err, view < 0 ? -errno : r,
+		                           "fork: map its disk's ids onto the fork's (an idmapped "
+		                           "mount)");
+	root = openat(view, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (root < 0)
+		return hutch_err_set_errno(err, -errno, "fork: its disk's mapped root");
+	closep(&disk[DISK_ROOT]);
+	disk[DISK_ROOT] = root;
+	*ret_userns = TAKE_FD(userns);
 	return 0;
 }
 
@@ -165,26 +188,34 @@ static int await_taker(int listener, int ctl)
 }
 
 /* The fork's creator, once: its request served (e: why there is no disk). */
-static void serve(int listener, int ctl, const int disk[3], uid_t src_base, struct hutch_err *e)
+static void serve(int listener, int ctl, int disk[3], struct hutch_err *e)
 {
 	int fds[HUTCH_DISK_FDS] = { -EBADF, -EBADF, -EBADF, -EBADF, -EBADF, -EBADF };
 	struct hutch_disk_request req = { 0 };
 	struct hutch_msg_hdr hdr = { 0 };
-	_cleanup_close_ int c = await_taker(listener, ctl);
+	_cleanup_close_ int c = await_taker(listener, ctl), userns = -EBADF;
 	size_t nfds = 0;
 	ssize_t n;
+	int r;
 
 	if (c < 0)
 		return;
 	n = hutch_proto_recv(c, &hdr, &req, sizeof(req), NULL, &nfds);
 	if (n != (ssize_t)sizeof(req) || hdr.type != HUTCH_MSG_GO)
 		return;
-	if (e->code < 0 || shift_ids(disk[DISK_ROOT], src_base, req.uid_base, e) < 0 ||
+	if (e->code < 0 || map_ids(disk, req.uid_base, &userns, e) < 0 ||
 	    hutch_disk_hand_over(disk[DISK_MNT], disk[DISK_ROOT], disk[DISK_FILE], &req, fds, e) <
 	            0)
-		(void)hutch_proto_send(c, HUTCH_MSG_FAILED, 0, e, sizeof(*e), NULL, 0);
-	else
-		(void)hutch_proto_send(c, HUTCH_MSG_READY, 0, NULL, 0, fds, HUTCH_DISK_FDS);
+		goto failed;
+	for (size_t i = 0; i < HUTCH_DISK_MOUNTS; i++)
+		if ((r = idmap(fds[i], userns)) < 0) {
+			hutch_err_set_errno(e, r, "fork: map the ids of its disk's places");
+			goto failed;
+		}
+	(void)hutch_proto_send(c, HUTCH_MSG_READY, 0, NULL, 0, fds, HUTCH_DISK_FDS);
+	return;
+failed:
+	(void)hutch_proto_send(c, HUTCH_MSG_FAILED, 0, e, sizeof(*e), NULL, 0);
 }
 
 /* The fork's disk made, to be filled at GO: by a clone of the source's
@@ -259,7 +290,7 @@ _Noreturn static void forker(const struct hutch_disk_fork *f, int ctl, int liste
 	if (cloning)
 		(void)hutch_disk_attach(f->runtime_dir, disk[DISK_FILE], &disk[DISK_MNT],
 		                        &disk[DISK_ROOT], &e);
-	serve(listener, ctl, disk, f->src_base, &e);
+	serve(listener, ctl, disk, &e);
 	_exit(0);
 }
 

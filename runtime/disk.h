@@ -160,7 +160,6 @@ struct hutch_disk_fork {
 	uint64_t bytes; /* the fork's disk size */
 	int src_root;   /* the source's disk: its root (HUTCH_DISK_ROOT) */
 	int src_file;   /* and its file (HUTCH_DISK_FILE): cloned where it can be */
-	uid_t src_base; /* the source's ids start here */
 };
 int hutch_disk_fork_listen(const char *runtime_dir, const char *name, struct hutch_err *err);
 int hutch_disk_fork_start(const struct hutch_disk_fork *f, int listener, int *ret_ctl,

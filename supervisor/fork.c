@@ -108,8 +108,7 @@ static int start_all(struct sup *s, const char *rt, struct forker *f, size_t n, 
 		const struct hutch_disk_fork df = { .runtime_dir = rt,
 			                            .bytes = bytes,
 			                            .src_root = s->disk_fds[HUTCH_DISK_ROOT],
-			                            .src_file = s->disk_fds[HUTCH_DISK_FILE],
-			                            .src_base = s->uid_base };
+			                            .src_file = s->disk_fds[HUTCH_DISK_FILE] };
 
 		if ((r = hutch_disk_fork_start(&df, listener, &f[i].ctl, err)) < 0) {
 			hutch_disk_fork_forget(rt, f[i].name);

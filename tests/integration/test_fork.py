@@ -18,7 +18,7 @@ import subprocess
 import pytest
 
 from conftest import SLOWDOWN, wait_until
-from test_snapshot import snap, tree  # noqa: F401 (snap: a fixture)
+from test_snapshot import WRITE, snap, tree  # noqa: F401 (snap: a fixture)
 
 
 def fork(h, *args):
@@ -58,6 +58,61 @@ def test_fork_diverges_independently(snap, workspace):
     # The source ran on, unchanged by its forks.
     assert src.sh("cat /workspace/f /workspace/d/x; ls /tmp") == "basex" + "t\n"
     assert src.status()["state"] in ("running", "ready", "idle")
+
+
+def host_ids(h, sid, path):
+    """(uid, gid) of path in sandbox sid as the host sees it through its
+    init's root, and the host uid its root has (its id range's start)."""
+    pid = json.loads(h("inspect", sid).stdout)["init_pid"]
+    st = os.lstat(f"/proc/{pid}/root{path}")
+    with open(f"/proc/{pid}/status") as f:
+        base = next(int(line.split()[1]) for line in f if line.startswith("Uid:"))
+    return st.st_uid, st.st_gid, base
+
+
+def pool_expected(rtdir):
+    """Whether rtdir's disks are to be in a pool (runtime/disk-pool.c):
+    its file system shares no extents and XFS can be made here."""
+    fstype = subprocess.run(["stat", "-f", "-c", "%T", rtdir], capture_output=True,
+                            text=True).stdout.strip()
+    with open("/proc/filesystems") as f:
+        xfs = "\txfs\n" in f.read()
+    return fstype not in ("xfs", "btrfs", "tmpfs") and xfs and bool(shutil.which("mkfs.xfs"))
+
+
+def test_a_fork_of_a_fork_keeps_owners_and_modes(snap):
+    """A fork's disk keeps the ids its first writer gave its files; each
+    fork sees them as its own range's (idmapped mounts, runtime/
+    disk-fork.c), so a fork of a fork has the same files, owners and modes
+    (a set-uid bit too, where the disk was cloned: a snapshot drops it),
+    and each sandbox's files are, seen from the host, its own range's."""
+    h, image = snap
+    if pool_expected(h.rtdir):  # the first disk may be made before the pool
+        h.create("--image", image)
+        wait_until(lambda: os.path.exists(os.path.join(h.rtdir, ".disk", "pool.sock")), 30)
+    src = h.create("--image", image)
+    src.sh(WRITE + "printf s > /workspace/suid && chmod 4750 /workspace/suid\n")
+    want = tree(src)
+    out = json.loads(fork(h, src.id, "--json").stdout)
+    a = Forked(h, out["forks"][0])
+    a.sh("printf a > /workspace/by-a")
+    out2 = json.loads(fork(h, a.id, "--json").stdout)
+    b = Forked(h, out2["forks"][0])
+    assert b.sh("cat /workspace/by-a") == "a"
+    b.sh("rm /workspace/by-a && printf b > /workspace/by-b")
+    assert a.sh("cat /workspace/by-a; test ! -e /workspace/by-b") == "a"
+    b.sh("rm /workspace/by-b")
+    if out.get("method") == out2.get("method") == "clone":
+        assert b.sh("stat -c '%a %u' /workspace/suid") == "4750 1000\n"
+    else:
+        b.sh("chmod 4750 /workspace/suid")
+    assert tree(b) == want
+    bases = set()
+    for sb in (src, a, b):
+        uid, gid, base = host_ids(h, sb.id, "/workspace/a.txt")
+        assert (uid, gid) == (base + 1000, base + 1000), (sb.id, uid, gid, base)
+        bases.add(base)
+    assert len(bases) == 3
 
 
 class Forked:
@@ -159,13 +214,8 @@ def test_fork_clones_on_a_host_without_extents(hutch):
     an XFS of hutch's own, so a fork clones its source's disk; `hutch gc`
     ends its holder (the fixture then checks no loop device is left on a
     file of the runtime dir: the pool's is one)."""
-    fstype = subprocess.run(["stat", "-f", "-c", "%T", hutch.rtdir], capture_output=True,
-                            text=True).stdout.strip()
-    with open("/proc/filesystems") as f:
-        xfs = "\txfs\n" in f.read()
-    if fstype in ("xfs", "btrfs", "tmpfs") or not xfs or not shutil.which("mkfs.xfs"):
-        pytest.skip(f"no pool here ({fstype}, xfs in the kernel: {xfs}, mkfs.xfs: "
-                    f"{shutil.which('mkfs.xfs')})")
+    if not pool_expected(hutch.rtdir):
+        pytest.skip("no pool here (the runtime dir's file system shares extents, or no XFS)")
     first = hutch.create("--image", "host")
     # The first create's disk may be made before the pool (its stock's
     # process starts it): the next one's is in it.

@@ -276,11 +276,20 @@ static int give(int root, uid_t base, struct hutch_err *err)
 
 int hutch_disk_attach(const char *runtime_dir, int file, int *mnt, int *root, struct hutch_err *err)
 {
-	_cleanup_close_ int loop = -EBADF, probe = -EBADF;
+	_cleanup_close_ int loop = -EBADF;
 	int nr = -1, r;
 
-	if ((r = loop = hutch_disk_loop_attach(file, &nr, err)) < 0 ||
-	    (r = *mnt = mount_ext4(nr, err)) < 0)
+	if ((r = loop = hutch_disk_loop_attach(file, &nr, err)) < 0)
+		return r;
+	return hutch_disk_mount(runtime_dir, nr, mnt, root, err);
+}
+
+int hutch_disk_mount(const char *runtime_dir, int nr, int *mnt, int *root, struct hutch_err *err)
+{
+	_cleanup_close_ int probe = -EBADF;
+	int r;
+
+	if ((r = *mnt = mount_ext4(nr, err)) < 0)
 		return r;
 	/* Linux before 6.15 clones (open_tree) only from a mount of the
 	 * caller's namespace, which a detached one is not: there it is

@@ -4,13 +4,16 @@
  * supervisor starts one forker per fork: a process of its own (the
  * supervisor's grandchild, reaped by whoever reaps orphans, as lxcfs) that
  *
- *   1. makes a disk of the fork's size (disk.c: the template, a loop
- *      device, ext4) and says so on ctl (HUTCH_MSG_READY, or FAILED);
- *   2. on ctl's GO (the source frozen meanwhile) copies the source disk's
+ *   1. makes a disk of the fork's size and says so on ctl
+ *      (HUTCH_MSG_READY, or FAILED): where the source's file can be
+ *      cloned, a clone of it (tried now) on a loop device, else a new disk
+ *      (disk.c: the template, a loop device, ext4);
+ *   2. on ctl's GO (the source frozen meanwhile) clones the source's file
+ *      again (prepare() and fill() say how), or copies the source disk's
  *      writable places into it with `cp -a` (coreutils: owners, modes,
  *      times, hard links, extended attributes such as the overlay's
  *      opaque marks, its whiteouts' devices; symlinks never followed) and
- *      says so (READY or FAILED);
+ *      says so (READY or FAILED); a clone is mounted after that;
  *   3. waits, at most HUTCH_DISK_FORK_TAKE_MS, for the fork's creator on
  *      its listening socket: GO with the fork's ids maps the disk's owners
  *      onto the fork's id range (idmapped mounts: the disk's root for the

@@ -40,7 +40,7 @@ static void ask_owner(struct dnsstub *s, struct hutch_net_owner *ret)
 	const struct hutch_egress_observer *o = s->observer ? *s->observer : NULL;
 
 	if (o && o->dns && o->attribute)
-		o->attribute(o->ud, NULL, ret);
+		o->attribute(o->ud, NULL, NULL, ret);
 }
 
 /* The egress log: one answer, and its addresses' names kept. */

@@ -10,6 +10,7 @@
  *   allow.c     the allow decision, pure
  *   refusals.c  the log of refusals for /status
  *   natlog.c    the egress log of mode all's NAT path
+ *   sockdiag.c  the egress log's socket look-ups (its exact owner)
  *
  * This file owns the listeners init made, routes each to its part, runs the
  * tick and answers /status.
@@ -28,6 +29,7 @@
 #include "proxy-internal.h"
 #include "refusals-internal.h"
 #include "resolver-internal.h"
+#include "sockdiag-internal.h"
 #include "util.h"
 
 struct listener {
@@ -50,6 +52,8 @@ struct hutch_egress {
 	struct natlog *natlog; /* mode all with the egress log, else NULL */
 	struct listener *listeners;
 	size_t nlisteners;
+	int diag_fd; /* sock_diag (a listener's fd, not watched), -1 none */
+	uint32_t diag_seq;
 };
 
 static void on_listener(void *ptr, uint32_t events)
@@ -101,7 +105,7 @@ int hutch_egress_new(const struct hutch_net_policy *p, const struct sockaddr_in 
 	if (!e)
 		return hutch_err_set(err, -ENOMEM, "allocate the network proxy");
 	e->policy = p;
-	e->loop.epfd = e->loop.tickfd = e->resolver.fd = -1;
+	e->loop.epfd = e->loop.tickfd = e->resolver.fd = e->diag_fd = -1;
 	e->tick_ev = (struct evloop_ev){ on_tick, e };
 	e->stub = (struct dnsstub){
 		.fd = -1,
@@ -174,6 +178,10 @@ int hutch_egress_add_listeners(struct hutch_egress *e, const struct hutch_net_li
 		};
 		if (ls[i].kind == HUTCH_NET_L_DNS)
 			e->stub.fd = ls[i].fd;
+		if (ls[i].kind == HUTCH_NET_L_SOCKDIAG) {
+			e->diag_fd = ls[i].fd; /* asked, never watched */
+			continue;
+		}
 		if ((ls[i].kind == HUTCH_NET_L_NFLOG || ls[i].kind == HUTCH_NET_L_CTEVENTS) &&
 		    r == 0 && natlog_take(e, ls[i].kind, ls[i].fd) < 0)
 			r = hutch_err_set(err, -ENOMEM, "allocate the egress log");
@@ -200,6 +208,12 @@ void hutch_egress_open_of(struct hutch_egress *e, uint64_t cmd, struct hutch_net
 	if (e->natlog)
 		natlog_open_of(e->natlog, cmd, ret);
 	proxy_open_of(&e->proxy, cmd, ret);
+}
+
+int hutch_egress_sock_inode(struct hutch_egress *e, const struct sockaddr_in *local,
+                            const struct sockaddr_in *remote, uint32_t *ret_inode)
+{
+	return e ? sockdiag_inode(e->diag_fd, &e->diag_seq, local, remote, ret_inode) : -EBADF;
 }
 
 bool hutch_egress_logs_nat(const struct hutch_egress *e)

@@ -32,6 +32,7 @@
 #include "hostnet-internal.h"
 #include "natlog-internal.h"
 #include "netpolicy.h"
+#include "sockdiag-internal.h"
 
 #define SANDBOX_IF "eth0"
 #define BACKLOG    128
@@ -252,6 +253,22 @@ static int add_natlog(struct listeners *l, bool skip_tls, struct hutch_err *err)
 	return 0;
 }
 
+/* The egress log's exact owner: a sock_diag socket of this netns. One that
+ * cannot be made costs the log's exactness ("owner": "time"), not the
+ * sandbox. */
+static int add_sockdiag(struct listeners *l, struct hutch_err *err)
+{
+	struct hutch_err ignored = { 0 };
+	int fd;
+
+	if (l->n >= l->max)
+		return hutch_err_set(err, -ENOSPC, "too many network listeners");
+	if (sockdiag_open(&fd, &ignored) == 0)
+		l->ls[l->n++] =
+		        (struct hutch_net_listener){ .fd = fd, .kind = HUTCH_NET_L_SOCKDIAG };
+	return 0;
+}
+
 int hutch_net_child_listeners(const struct hutch_net_plan *plan, struct hutch_net_listener *ls,
                               size_t max, struct hutch_err *err)
 {
@@ -275,6 +292,8 @@ int hutch_net_child_listeners(const struct hutch_net_plan *plan, struct hutch_ne
 		                 HUTCH_NET_L_HOSTPORT, err);
 	if (r >= 0 && !allow && c && c->log_nat)
 		r = add_natlog(&l, c->redirect_tls, err);
+	if (r >= 0 && c && c->log_owner)
+		r = add_sockdiag(&l, err);
 	if (r < 0) {
 		for (size_t i = 0; i < l.n; i++) {
 			(void)close(ls[i].fd);

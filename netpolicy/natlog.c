@@ -251,7 +251,7 @@ static void on_packet(struct natlog *n, const uint8_t *p, size_t len)
 {
 	const struct hutch_egress_observer *o = *n->observer;
 	struct natlog_flow f = { 0 };
-	struct sockaddr_in client = { .sin_family = AF_INET };
+	struct sockaddr_in client = { .sin_family = AF_INET }, server = client;
 	const char *code;
 	char reason[160];
 	size_t ihl;
@@ -270,9 +270,12 @@ static void on_packet(struct natlog *n, const uint8_t *p, size_t len)
 	n->attempts++;
 	client.sin_addr.s_addr = f.saddr;
 	client.sin_port = f.sport;
-	/* The exact look-up reads the TCP table: a UDP flow goes by time. */
+	server.sin_addr.s_addr = f.daddr;
+	server.sin_port = f.dport;
+	/* The exact look-up finds a TCP socket: a UDP flow goes by time. */
 	if (o && o->attribute)
-		o->attribute(o->ud, f.proto == IPPROTO_TCP ? &client : NULL, &f.owner);
+		o->attribute(o->ud, f.proto == IPPROTO_TCP ? &client : NULL,
+		             f.proto == IPPROTO_TCP ? &server : NULL, &f.owner);
 	code = natlog_classify(n, f.proto, f.daddr, f.dport, reason, sizeof(reason));
 	if (code) {
 		emit(n, &f, false, code, reason, (const uint64_t[2]){ 0, 0 }, f.at_ms);

@@ -285,6 +285,11 @@ struct hutch_net_child {
 	 * and init passes up the two netlink sockets that read both
 	 * (HUTCH_NET_L_NFLOG, HUTCH_NET_L_CTEVENTS). */
 	bool log_nat;
+	/* The egress log is on (all, allow): init passes up a sock_diag
+	 * socket of the sandbox's netns (HUTCH_NET_L_SOCKDIAG), with which the
+	 * log finds a TCP connection's socket by its exact addresses
+	 * (hutch_egress_sock_inode()) when several commands run at once. */
+	bool log_owner;
 	size_t nhost_ports;
 	uint16_t host_ports[HUTCH_NET_HOST_PORTS_MAX];
 };
@@ -307,6 +312,7 @@ enum hutch_net_listener_kind {
 	HUTCH_NET_L_REDIRECT, /* TCP: all + bindings: 443 redirected here */
 	HUTCH_NET_L_NFLOG,    /* netlink: log_nat's new flows (port 0) */
 	HUTCH_NET_L_CTEVENTS, /* netlink: log_nat's ended flows, with bytes (port 0) */
+	HUTCH_NET_L_SOCKDIAG, /* netlink: log_owner's socket look-ups (port 0), not watched */
 };
 
 #define HUTCH_NET_REDIRECT_PORT 15443
@@ -427,9 +433,12 @@ struct hutch_net_dns_record {
 };
 
 struct hutch_egress_observer {
-	/* A connection from client (inside the sandbox) was accepted: fill
-	 * ret (zeroed) with who made it. Called in the accept path: cheap. */
-	void (*attribute)(void *ud, const struct sockaddr_in *client, struct hutch_net_owner *ret);
+	/* A connection from client (inside the sandbox) to server (what the
+	 * client's socket dialled) was accepted, or its first packet logged:
+	 * fill ret (zeroed) with who made it. client and server are NULL for
+	 * UDP (a DNS query, a NAT flow). Called in the accept path: cheap. */
+	void (*attribute)(void *ud, const struct sockaddr_in *client,
+	                  const struct sockaddr_in *server, struct hutch_net_owner *ret);
 	/* A connection has ended (or was refused at once). */
 	void (*record)(void *ud, const struct hutch_net_conn_record *rec);
 	/* The DNS stub answered (NULL: not told). */
@@ -451,6 +460,14 @@ void hutch_egress_open_of(struct hutch_egress *e, uint64_t cmd, struct hutch_net
 /* Mode all's NAT path is logged (init passed up the log's sockets: not
  * when the kernel lacks what it needs, or the log is off). */
 bool hutch_egress_logs_nat(const struct hutch_egress *e);
+/* The inode of the TCP socket inside the sandbox whose own end is local
+ * and whose peer is remote (a client's socket: its address and what it
+ * dialled), by one exact sock_diag look-up in the sandbox's netns
+ * (sockdiag.c; the socket init passed up for log_owner). 0 with
+ * *ret_inode; -ENOENT no such socket (or one in TIME_WAIT, or a
+ * listener); -EBADF no sock_diag socket; -errno. */
+int hutch_egress_sock_inode(struct hutch_egress *e, const struct sockaddr_in *local,
+                            const struct sockaddr_in *remote, uint32_t *ret_inode);
 /* o (or NULL: none) must outlive the egress. */
 void hutch_egress_observe(struct hutch_egress *e, const struct hutch_egress_observer *o);
 
@@ -545,6 +562,9 @@ struct hutch_net_plan_params {
 	 * for the egress log (natlog.c; init sets it up in the sandbox's netns;
 	 * it costs libnftables, the kernel's table, conntrack: docs/network.md) */
 	bool log_nat;
+	/* --net-log on (all, allow): the log's exact owner asks sock_diag in
+	 * the sandbox's netns (hutch_net_child.log_owner) */
+	bool log_owner;
 };
 
 /* Before clone(). all: the slot's /30 of the pool, checked against the

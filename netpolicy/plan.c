@@ -72,6 +72,7 @@ int hutch_net_plan_make(struct hutch_net_plan *plan, const struct hutch_net_plan
 		 * address; its DNS stub answers SERVFAIL and /status says why. */
 		memset(&plan->resolver, 0, sizeof(plan->resolver));
 	}
+	plan->child.log_owner = in->log_owner; /* all and allow */
 	if (hutch_net_policy_wired_mode(p) != HUTCH_NET_ALL)
 		return 0;
 	r = in->pool ? (pool = *in->pool, 0)
@@ -124,6 +125,8 @@ static bool listener_ok(const struct hutch_net_plan *plan, const struct hutch_ne
 {
 	if (l->kind == HUTCH_NET_L_NFLOG || l->kind == HUTCH_NET_L_CTEVENTS)
 		return plan->child.log_nat && l->port == 0;
+	if (l->kind == HUTCH_NET_L_SOCKDIAG)
+		return plan->child.log_owner && l->port == 0;
 	return (l->kind == HUTCH_NET_L_DNS || l->kind == HUTCH_NET_L_PROXY ||
 	        l->kind == HUTCH_NET_L_HOSTPORT ||
 	        (l->kind == HUTCH_NET_L_REDIRECT && plan->child.redirect_tls)) &&

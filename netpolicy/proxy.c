@@ -494,7 +494,7 @@ static struct conn *conn_new(struct proxy *p, int fd, const struct sockaddr_in *
 
 		if (getpeername(fd, (struct sockaddr *)&client, &len) == 0 &&
 		    client.sin_family == AF_INET)
-			p->observer->attribute(p->observer->ud, &client, &c->owner);
+			p->observer->attribute(p->observer->ud, &client, &c->dst, &c->owner);
 	}
 	return c;
 }

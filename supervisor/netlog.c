@@ -85,19 +85,22 @@ static void keep_line(struct hutch_netlog *l, const struct cmd *c)
 	k->line = line ? strndup(line, 512) : NULL;
 }
 
-static void attribute(void *ud, const struct sockaddr_in *client, struct hutch_net_owner *ret)
+static void attribute(void *ud, const struct sockaddr_in *client, const struct sockaddr_in *server,
+                      struct hutch_net_owner *ret)
 {
 	struct hutch_netlog *l = ud;
 	struct sup *s = l->s;
 	pid_t pid = 0, top = 0, sid = 0;
+	uint32_t inode = 0;
 
 	for (struct cmd *c = s->cmds.list; c; c = c->next)
 		if (c->state != CMD_DONE)
 			ret->running++;
 	/* Several at once: the holder of the client's socket (TCP; NULL:
-	 * UDP) says which. */
-	if (ret->running > 1 && client &&
-	    hutch_netowner_find(s->init_pid, client, &pid, &top, &sid) == 0)
+	 * UDP) says which; the socket by its addresses (sock_diag). */
+	if (ret->running > 1 && client && server &&
+	    hutch_egress_sock_inode(s->net.plan.egress, client, server, &inode) == 0 &&
+	    hutch_netowner_find(s->init_pid, inode, &pid, &top, &sid) == 0)
 		for (struct cmd *c = s->cmds.list; c; c = c->next)
 			if (c->state != CMD_DONE && c->pid > 0 &&
 			    (c->pid == top || c->pid == sid)) {

@@ -54,13 +54,12 @@ void hutch_netlog_keep(struct sup *s);
 /* The supervisor is done (after the egress is freed). */
 void hutch_netlog_free(struct sup *s);
 
-/* netowner.c: the process inside the sandbox that holds the TCP socket
- * whose local end is client, found from the host: the socket's inode in
- * init's network namespace (/proc/INIT/net/tcp), then the fds of init's
- * descendants. Fills *ret_pid (that process), *ret_top and *ret_top_sid
- * (its ancestor among init's children: pid and session, all as the
- * sandbox sees them). 0, -ENOENT (not found), or -errno. */
-int hutch_netowner_find(pid_t init_pid, const struct sockaddr_in *client, pid_t *ret_pid,
-                        pid_t *ret_top, pid_t *ret_top_sid);
+/* netowner.c: the process inside the sandbox that holds the socket
+ * socket:[inode] (hutch_egress_sock_inode()), found from the host in the
+ * fds of init's descendants. Fills *ret_pid (that process), *ret_top and
+ * *ret_top_sid (its ancestor among init's children: pid and session, all
+ * as the sandbox sees them). 0, -ENOENT (not found), or -errno. */
+int hutch_netowner_find(pid_t init_pid, uint32_t inode, pid_t *ret_pid, pid_t *ret_top,
+                        pid_t *ret_top_sid);
 
 #endif

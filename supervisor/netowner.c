@@ -4,9 +4,9 @@
  * hutch_netowner_find()): asked only when several commands run at once,
  * where the time of a connection cannot tell them apart.
  *
- * Read from the host, never inside the sandbox: the socket table of init's
- * network namespace (/proc/INIT/net/tcp: the line whose local address is
- * the client's, its inode), init's descendants by /proc/PID/task/TID/
+ * Read from the host, never inside the sandbox: given the socket's inode
+ * (sock_diag of the sandbox's netns by the connection's exact addresses,
+ * hutch_egress_sock_inode()), init's descendants by /proc/PID/task/TID/
  * children (a breadth-first walk, bounded), each one's /proc/PID/fd links
  * ("socket:[INODE]", the kernel's text), and the pid and session of the
  * holder's ancestor among init's children from its status (NSpid, NSsid:
@@ -32,32 +32,6 @@
 #include "netlog.h"
 
 #define WALK_MAX 4096 /* processes looked at, at most */
-
-/* The inode of the socket whose local address is client: 0 none. */
-static unsigned long socket_inode(pid_t init_pid, const struct sockaddr_in *client)
-{
-	char path[64], want[32], line[512];
-	_cleanup_fclose_ FILE *f = NULL;
-
-	snprintf(path, sizeof(path), "/proc/%d/net/tcp", (int)init_pid);
-	f = fopen(path, "re");
-	if (!f)
-		return 0;
-	/* The kernel prints the address as the u32 it holds, in hex. */
-	snprintf(want, sizeof(want), "%08X:%04X", (unsigned)client->sin_addr.s_addr,
-	         (unsigned)ntohs(client->sin_port));
-	while (fgets(line, sizeof(line), f)) {
-		char local[32];
-		unsigned long inode = 0;
-
-		/* sl local rem st tx:rx tr:when retrnsmt uid timeout inode */
-		if (sscanf(line, " %*s %31s %*s %*s %*s %*s %*s %*s %*s %lu", local, &inode) != 2)
-			continue;
-		if (inode && !strcmp(local, want))
-			return inode;
-	}
-	return 0;
-}
 
 /* Does pid hold socket:[inode]? */
 static bool holds(pid_t pid, const char *link)
@@ -142,20 +116,19 @@ static pid_t ns_field(pid_t pid, const char *key)
 	return 0;
 }
 
-int hutch_netowner_find(pid_t init_pid, const struct sockaddr_in *client, pid_t *ret_pid,
-                        pid_t *ret_top, pid_t *ret_top_sid)
+int hutch_netowner_find(pid_t init_pid, uint32_t inode, pid_t *ret_pid, pid_t *ret_top,
+                        pid_t *ret_top_sid)
 {
 	_cleanup_free_ pid_t *pids = calloc(WALK_MAX, sizeof(*pids));
 	_cleanup_free_ int *parents = calloc(WALK_MAX, sizeof(*parents));
-	unsigned long inode;
 	char link[48];
 	size_t n = 0;
 
 	if (!pids || !parents)
 		return -ENOMEM;
-	if (init_pid <= 0 || !(inode = socket_inode(init_pid, client)))
+	if (init_pid <= 0 || !inode)
 		return -ENOENT;
-	snprintf(link, sizeof(link), "socket:[%lu]", inode);
+	snprintf(link, sizeof(link), "socket:[%" PRIu32 "]", inode);
 	add_children(init_pid, -1, pids, parents, &n);
 	for (size_t i = 0; i < n; i++) {
 		int top = (int)i;

@@ -437,6 +437,7 @@ static void setup_plan(const struct sup *s, struct setup_plan *p)
 		.upstream_ca = c->upstream_ca,
 		.usernet_helper = s->net.pasta[0] ? s->net.pasta : NULL,
 		.log_nat = c->net_log && c->nat_log,
+		.log_owner = c->net_log,
 	};
 	p->seccomp_mode = c->net.mode;
 	snprintf(p->disk.runtime_dir, sizeof(p->disk.runtime_dir), "%s", s->paths.dir);

@@ -46,6 +46,7 @@ struct hutch_netlog {
 		bool shared;
 	} cmds[LINES_KEPT];
 	unsigned ncmds;
+	struct hutch_netowner_hints hints; /* the exact owner's last holders */
 };
 
 /* ---- attribution ---- */
@@ -100,7 +101,7 @@ static void attribute(void *ud, const struct sockaddr_in *client, const struct s
 	 * UDP) says which; the socket by its addresses (sock_diag). */
 	if (ret->running > 1 && client && server &&
 	    hutch_egress_sock_inode(s->net.plan.egress, client, server, &inode) == 0 &&
-	    hutch_netowner_find(s->init_pid, inode, &pid, &top, &sid) == 0)
+	    hutch_netowner_find(s->init_pid, inode, &l->hints, &pid, &top, &sid) == 0)
 		for (struct cmd *c = s->cmds.list; c; c = c->next)
 			if (c->state != CMD_DONE && c->pid > 0 &&
 			    (c->pid == top || c->pid == sid)) {

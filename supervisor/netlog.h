@@ -56,10 +56,16 @@ void hutch_netlog_free(struct sup *s);
 
 /* netowner.c: the process inside the sandbox that holds the socket
  * socket:[inode] (hutch_egress_sock_inode()), found from the host in the
- * fds of init's descendants. Fills *ret_pid (that process), *ret_top and
+ * fds of init's descendants; the holders found last (hints, zeroed at
+ * first) are looked at first. Fills *ret_pid (that process), *ret_top and
  * *ret_top_sid (its ancestor among init's children: pid and session, all
  * as the sandbox sees them). 0, -ENOENT (not found), or -errno. */
-int hutch_netowner_find(pid_t init_pid, uint32_t inode, pid_t *ret_pid, pid_t *ret_top,
-                        pid_t *ret_top_sid);
+#define HUTCH_NETOWNER_HINTS 4
+struct hutch_netowner_hints {
+	pid_t pid[HUTCH_NETOWNER_HINTS]; /* host pids; 0 none */
+	unsigned next;
+};
+int hutch_netowner_find(pid_t init_pid, uint32_t inode, struct hutch_netowner_hints *hints,
+                        pid_t *ret_pid, pid_t *ret_top, pid_t *ret_top_sid);
 
 #endif

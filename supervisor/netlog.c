@@ -364,10 +364,12 @@ char *hutch_netlog_answer(struct sup *s, uint64_t since, size_t limit, size_t *r
 
 	hutch_buf_init(&b, SIZE_MAX);
 	end = limit && n - (i < n ? i : n) > limit ? i + limit : n;
-	/* Mode all whose kernel could not log the NAT path (natlog.c). */
+	/* The mode that applies: none with --egress CIDRs is wired as all
+	 * (its table in the netns narrows it), all with an empty list as
+	 * none. Mode all whose kernel could not log the NAT path (natlog.c). */
 	snprintf(head, sizeof(head),
 	         "{\"mode\":\"%s\",%s\"dropped\":%llu,\"next\":%llu,\"records\":[",
-	         pol ? hutch_net_mode_name(pol->mode) : "none",
+	         pol ? hutch_net_mode_name(hutch_net_policy_wired_mode(pol)) : "none",
 	         l && pol && hutch_net_policy_wired_mode(pol) == HUTCH_NET_ALL &&
 	                         !hutch_egress_logs_nat(s->net.plan.egress)
 	                 ? "\"complete\":false,"

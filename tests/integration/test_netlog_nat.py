@@ -133,8 +133,11 @@ def test_refusals_and_udp_with_one_command(nh, fakenet):
     sb.rm()
 
 
-def test_egress_list_refusal_is_named(nh, fakenet):
-    sb = create(nh, "--network", "all", "--nat-log", "on", "--egress", f"{WEB}/32")
+@pytest.mark.parametrize("mode", ["all", "none"])
+def test_egress_list_refusal_is_named(nh, fakenet, mode):
+    """--egress narrows all, or opens none (wired as all, its table in the
+    netns): either way the log's mode is the one that applies, all."""
+    sb = create(nh, "--network", mode, "--nat-log", "on", "--egress", f"{WEB}/32")
     code = (
         "import socket\n"
         "for a in ('198.51.100.11', '198.51.100.10'):\n"
@@ -150,6 +153,9 @@ def test_egress_list_refusal_is_named(nh, fakenet):
     recs = {r["address"]: r for r in nat(net_log(sb))}
     assert recs["198.51.100.11:80"]["rule"] == "egress", recs
     assert recs["198.51.100.10:80"]["verdict"] == "allowed", recs
+    assert net_log(sb)["mode"] == "all", net_log(sb)
+    text = nh("net-log", sb.id).stdout.decode()
+    assert "allowed tcp 198.51.100.10:80" in text and "network none" not in text, text
     sb.rm()
 
 

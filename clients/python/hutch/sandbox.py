@@ -1295,7 +1295,8 @@ class SandboxSession:
         name in ``host``, ``type``, ``answer``, ``addresses``), from record
         ``since`` on (an earlier answer's
         ``next``), at most ``limit`` (1 to 1,024). Returns the answer's dict:
-        ``mode``, ``dropped`` (records no longer kept), ``next`` and
+        ``mode`` (the mode that applies: ``none`` with ``egress`` CIDRs is
+        ``all``), ``dropped`` (records no longer kept), ``next`` and
         ``records``, each with ``time``, ``kind``, ``proto`` (``nat``),
         ``host``, ``address``, ``port``,
         ``verdict`` (``allowed``/``refused``), ``rule``, ``reason``,

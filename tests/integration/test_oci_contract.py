@@ -104,6 +104,9 @@ def test_delete_of_created_container_kills_it(oci):
     assert oci("delete", "--force", "dr").returncode == 0
 
 
+STOPPED = ("T", "t", None)  # stopped, traced, or gone
+
+
 def test_kill_all_signals_every_process(oci):
     """kill --all signals every process of the container (runc: its
     cgroup's; hutch: its pid namespace's, hutch's init aside), kill
@@ -124,11 +127,13 @@ def test_kill_all_signals_every_process(oci):
     other = next(p for p in procs if p != main)
     assert oci("kill", "ka", "STOP").returncode == 0
     assert wait_until(lambda: proc_state(main) == "T")
-    assert proc_state(other) == "S" and proc_state(init) == "S"
+    # Not stopped (sleeping, or running: init may still be answering the
+    # kill it relayed; "== 'S'" failed once on an 'R' in a whole suite)
+    assert proc_state(other) not in STOPPED and proc_state(init) not in STOPPED
     assert oci("kill", "--all", "ka", "CONT").returncode == 0
     assert oci("kill", "--all", "ka", "STOP").returncode == 0
     assert wait_until(lambda: proc_state(main) == "T" and proc_state(other) == "T")
-    assert proc_state(init) == "S"  # hutch's init is not the container's
+    assert proc_state(init) not in STOPPED  # hutch's init is not the container's
     assert oci("kill", "--all", "ka", "KILL").returncode == 0
     assert wait_until(lambda: oci.state("ka")["status"] == "stopped")
     assert wait_until(lambda: proc_state(main) is None and proc_state(other) is None)

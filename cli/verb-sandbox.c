@@ -182,9 +182,9 @@ static int delete_sandbox(const struct hutch_paths *p, bool quiet, bool force)
 			return hutch_cli_fail(HUTCH_EXIT_FAILURE, "delete sandbox %s: HTTP %ld",
 			                      p->id, status);
 		/* The supervisor answers once every process of the sandbox
-		 * is dead and it can no longer be found; it removes the
-		 * cgroups and host link right after, then exits (gc does it
-		 * if it dies first). */
+		 * is dead, its cgroups are removed and it can no longer be
+		 * found; it removes the host link and mounts right after,
+		 * then exits (gc does it if it dies first). */
 	}
 	if (removed_json)
 		cJSON_AddItemToArray(removed_json, cJSON_CreateString(p->id));
@@ -736,10 +736,9 @@ const struct hutch_cli_verb hutch_verb_inspect = {
 const struct hutch_cli_verb hutch_verb_rm = {
 	.name = "rm",
 	.synopsis = "[-q] [--json] ID... | --all",
-	.about =
-	        "Delete sandboxes; returns when their processes are dead and they are gone from ls "
-	        "(cgroups and host links go right after). Prints the ids removed (--json: a JSON "
-	        "array).\n",
+	.about = "Delete sandboxes; returns when their processes are dead, their cgroups removed "
+	         "and they are gone from ls (host links and mounts go right after). Prints the ids "
+	         "removed (--json: a JSON array).\n",
 	.opts = rm_opts,
 	.max_pos = HUTCH_CLI_MANY,
 	.id_pos = HUTCH_CLI_MANY,

@@ -92,9 +92,8 @@ int hutch_net_usernet_wait_ready(pid_t pid, int ready_r, int err_r, struct hutch
 void hutch_net_usernet_complaint(int err_r, char *buf, size_t size);
 int hutch_net_usernet_stop(pid_t pid);
 /* The plan's pasta (usernet-plan.c): its members of /status's network
- * object; done: stop it, close the plan's fds of it (idempotent). */
+ * object (its stop: netpolicy.h). */
 void hutch_net_plan_helper_status(const struct hutch_net_plan *plan, cJSON *o);
-void hutch_net_plan_helper_done(struct hutch_net_plan *plan);
 
 /* A fast look at the table over raw netlink (nftprobe.c). probe: 1 when
  * the set pool4 of table inet hutch holds exactly pool; 0 when it holds

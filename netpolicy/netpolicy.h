@@ -613,6 +613,10 @@ int hutch_net_plan_helper_event(struct hutch_net_plan *plan, double now, bool ti
  * starting pasta was frozen too, so its HUTCH_NET_HELPER_READY_S count
  * from now. */
 void hutch_net_plan_helper_thawed(struct hutch_net_plan *plan, double now);
+/* Stop the plan's pasta and close the plan's fds of it (idempotent; also
+ * part of hutch_net_plan_done()): the sandbox's end stops it before its
+ * cgroup, which pasta runs in, is removed. */
+void hutch_net_plan_helper_done(struct hutch_net_plan *plan);
 /* The CA certificate (PEM) for the sandbox's trust store, or NULL. */
 const char *hutch_net_plan_ca_pem(const struct hutch_net_plan *plan);
 /* The listeners init sent (hostile: kinds and ports are checked, and

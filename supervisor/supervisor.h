@@ -62,10 +62,11 @@ enum sup_state {
 struct sup_end {
 	const char *reason;
 	int64_t at;
-	bool destroy_hook;   /* closing: on_destroy runs first (hooks.c) */
-	bool retired;        /* the state dir is ".dead-<id>" (s->paths) */
-	bool finish_pending; /* hutch_sup_teardown_finish() still to run */
-	bool finished;       /* it ran */
+	bool destroy_hook;    /* closing: on_destroy runs first (hooks.c) */
+	bool retired;         /* the state dir is ".dead-<id>" (s->paths) */
+	bool finish_pending;  /* hutch_sup_teardown_finish() still to run */
+	bool finished;        /* it ran */
+	bool cgroups_removed; /* lifecycle.c's remove_cgroups() ran */
 };
 
 struct sup {

@@ -291,8 +291,8 @@ def retired_dirs(rtdir):
 
 
 def cgroups_gone(sid, timeout=10.0):
-    """A deleted sandbox's cgroups go right after rm returns (the supervisor
-    removes them once it has answered): wait for it, fail if they stay."""
+    """A sandbox's cgroups go when it ends by itself (TTL, crash; after rm
+    they are gone when it returns): wait for it, fail if they stay."""
     return wait_until(lambda: not cgroup_dirs_named(sid), timeout)
 
 

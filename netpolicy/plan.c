@@ -187,7 +187,10 @@ cJSON *hutch_net_plan_status(const struct hutch_net_plan *plan)
 
 	if (!o)
 		return NULL;
-	cJSON_AddStringToObject(o, "mode", hutch_net_mode_name(p->mode));
+	/* The mode as enforced (config.network is the one asked for): none
+	 * with --egress CIDRs is wired as all narrowed by the table, all with
+	 * --egress '' as none. */
+	cJSON_AddStringToObject(o, "mode", hutch_net_mode_name(hutch_net_policy_wired_mode(p)));
 	hosts = cJSON_AddArrayToObject(o, "hosts");
 	for (size_t i = 0; hosts && i < p->nhosts; i++) {
 		char h[HUTCH_NET_HOST_MAX + 8];

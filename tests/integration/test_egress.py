@@ -49,6 +49,7 @@ def test_none_with_egress_reaches_the_listed_address_only(nh, fakenet):
     # what is enforced, normalized as the cloud's client does
     st = sb.status()
     assert st["config"]["network"] == "none"
+    assert st["network"]["mode"] == "all"  # as enforced: all, narrowed by the table
     assert st["config"]["egress"] == [f"{WEB}/32", "10.99.0.0/24"]
     assert st["network"]["egress"] == [f"{WEB}/32", "10.99.0.0/24"]
     assert "nameserver" not in sb.sh("cat /etc/resolv.conf")
@@ -78,6 +79,7 @@ def test_empty_egress_blocks_everything(nh, fakenet):
     assert_logs_empty(fakenet, mark, "http80", "unlisted443")
     st = sb.status()
     assert st["config"]["egress"] == [] and st["network"]["egress"] == []
+    assert st["config"]["network"] == "all" and st["network"]["mode"] == "none"
     assert "address" not in st["network"]  # wired as none: no link at all
 
 

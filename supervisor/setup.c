@@ -180,7 +180,7 @@ static __attribute__((noreturn)) void init_child(struct sup *s, struct hutch_ini
 	keep[2] = cmds[1];
 	if (s->procview_fd >= 0)
 		keep[3] = s->procview_fd;
-	hutch_sup_volumes_pass(s, keep, 3 + pv, &p->rootfs);
+	hutch_sup_volumes_pass(s->volumes, keep, 3 + pv, &p->rootfs);
 	limit_cpus(s);
 	/* Out of the way first, so that no dup3() below overwrites another
 	 * (the kind's fds too, then placed after init's own). */
@@ -274,7 +274,7 @@ static int spawn_init(struct sup *s, struct hutch_err *err)
 		hutch_cgroup_mark_entered(s->cg); /* init reports a failure */
 	hutch_close_many(cg_fds, n_cg_fds);
 	hutch_close_many(cmds, 2);
-	hutch_sup_volumes_close_mounts(s);
+	hutch_sup_volumes_close_mounts(s->volumes);
 	closep(&s->procview_fd);
 	close(sv[1]);
 	hutch_initproc_started(s, (pid_t)pid, pidfd, sv[0]);
@@ -404,6 +404,7 @@ struct setup_plan {
 	bool net_joined;                  /* a pod's (or CNI's) netns: no plan of its own */
 	struct hutch_net_plan_params net; /* before the clone: addresses, host ports, resolver */
 	enum hutch_net_mode seccomp_mode; /* the seccomp program's */
+	struct hutch_sup_volumes_plan volumes; /* -v's */
 };
 
 static void setup_plan(const struct sup *s, struct setup_plan *p)
@@ -440,6 +441,12 @@ static void setup_plan(const struct sup *s, struct setup_plan *p)
 		.log_owner = c->net_log,
 	};
 	p->seccomp_mode = c->net.mode;
+	p->volumes = (struct hutch_sup_volumes_plan){
+		.set = c->volumes,
+		.rootless = s->idmap.rootless,
+		.uid_base = s->uid_base,
+		.image_store = c->image_store,
+	};
 	snprintf(p->disk.runtime_dir, sizeof(p->disk.runtime_dir), "%s", s->paths.dir);
 	slash = strrchr(p->disk.runtime_dir, '/');
 	if (slash)
@@ -510,7 +517,7 @@ static int send_go(struct sup *s, const struct setup_plan *plan, struct hutch_er
 }
 
 /* After the uid slot: the host ports, the root's parts the host side
- * makes (an image's layers), the commands' environment, the volumes. */
+ * makes (an image's layers), the commands' environment. */
 static int prepare_parts(struct sup *s, struct hutch_err *err)
 {
 	int r = hutch_ports_open(s, err); /* a host port in use fails here, at once */
@@ -519,8 +526,6 @@ static int prepare_parts(struct sup *s, struct hutch_err *err)
 		r = s->kind->prepare_root(s, err);
 	if (r >= 0)
 		r = hutch_sup_env_prepare(s, err);
-	if (r >= 0)
-		r = hutch_sup_volumes_prepare(s, err);
 	return r;
 }
 
@@ -556,6 +561,7 @@ static int cgroup_and_init(struct sup *s, const struct hutch_limits *lim, struct
 
 int hutch_sup_setup(struct sup *s, struct hutch_err *err)
 {
+	struct hutch_sup_volumes *vols;
 	struct setup_plan plan;
 	const char *why;
 	int r;
@@ -576,6 +582,11 @@ int hutch_sup_setup(struct sup *s, struct hutch_err *err)
 	if (r > 0 && why)
 		hutch_log(HUTCH_LOG_WARN, TMPFS_WHY, why);
 	r = prepare_parts(s, err);
+	if (r < 0)
+		return r;
+	/* the volumes' mounts, made from the plan; s holds them, even failed */
+	r = hutch_sup_volumes_prepare(&plan.volumes, &vols, err);
+	s->volumes = vols;
 	if (r < 0)
 		return r;
 	s->net.plan.policy = &s->cfg->net; /* a joined network namespace: the pod's plan */

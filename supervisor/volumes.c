@@ -128,11 +128,10 @@ static int idmapped_clone(int dir, const char *what, bool rw, uid_t uid_base, st
 	return TAKE_FD(mnt);
 }
 
-static int open_store(struct sup *s, struct hutch_image_store **ret, struct hutch_err *err)
+static int open_store(const char *store_path, struct hutch_image_store **ret, struct hutch_err *err)
 {
 	char buf[HUTCH_IMAGE_STORE_MAX + 1];
-	const char *path = s->cfg->image_store[0] ? s->cfg->image_store
-	                                          : hutch_image_store_path(buf, sizeof(buf));
+	const char *path = store_path[0] ? store_path : hutch_image_store_path(buf, sizeof(buf));
 
 	if (*ret)
 		return 0;
@@ -143,15 +142,15 @@ static int open_store(struct sup *s, struct hutch_image_store **ret, struct hutc
 	return hutch_image_store_open(path, ret, err);
 }
 
-static int prepare_one(struct sup *s, const struct hutch_volume *v,
-                       struct hutch_image_store **store, struct hutch_err *err)
+static int prepare_one(const struct hutch_sup_volumes_plan *p, struct hutch_sup_volumes *m,
+                       const struct hutch_volume *v, struct hutch_image_store **store,
+                       struct hutch_err *err)
 {
-	struct hutch_sup_volumes *m = s->volumes;
 	_cleanup_close_ int dir = -EBADF;
 	int r;
 
 	if (v->named) {
-		r = open_store(s, store, err);
+		r = open_store(p->image_store, store, err);
 		if (r < 0)
 			return r;
 		dir = hutch_volume_use(*store, v->src, &m->locks[m->n], err);
@@ -160,7 +159,7 @@ static int prepare_one(struct sup *s, const struct hutch_volume *v,
 	}
 	if (dir < 0)
 		return dir;
-	r = idmapped_clone(dir, v->src, v->rw, s->uid_base, err);
+	r = idmapped_clone(dir, v->src, v->rw, p->uid_base, err);
 	if (r < 0)
 		return r;
 	m->mounts[m->n] = r;
@@ -169,49 +168,53 @@ static int prepare_one(struct sup *s, const struct hutch_volume *v,
 	return 0;
 }
 
-int hutch_sup_volumes_prepare(struct sup *s, struct hutch_err *err)
+int hutch_sup_volumes_prepare(const struct hutch_sup_volumes_plan *p,
+                              struct hutch_sup_volumes **ret, struct hutch_err *err)
 {
 	_cleanup_(hutch_image_store_freep) struct hutch_image_store *store = NULL;
-	const struct hutch_volumes *set = s->cfg->volumes;
+	const struct hutch_volumes *set = p->set;
+	struct hutch_sup_volumes *m;
 	int r = 0;
 
+	*ret = NULL;
 	if (!set || !set->n)
 		return 0;
-	if (s->idmap.rootless)
+	if (p->rootless)
 		return hutch_err_set_class(
 		        err, HUTCH_ERRC_NOT_CAPABLE, -EPERM,
 		        "volumes need idmapped mounts (the files' owner seen as "
 		        "appuser), which only root can make: run hutch as root, or "
 		        "copy files in and out with hutch cp");
-	s->volumes = calloc(1, sizeof(*s->volumes));
-	if (!s->volumes)
+	m = calloc(1, sizeof(*m));
+	if (!m)
 		return hutch_err_set(err, -ENOMEM, "volumes");
 	for (size_t i = 0; i < HUTCH_VOLUMES_MAX; i++)
-		s->volumes->mounts[i] = s->volumes->locks[i] = -EBADF;
+		m->mounts[i] = m->locks[i] = -EBADF;
+	*ret = m;
 	for (size_t i = 0; r >= 0 && i < set->n; i++)
-		r = prepare_one(s, &set->v[i], &store, err);
+		r = prepare_one(p, m, &set->v[i], &store, err);
 	return r;
 }
 
-void hutch_sup_volumes_pass(const struct sup *s, int *keep, size_t at,
+void hutch_sup_volumes_pass(const struct hutch_sup_volumes *v, int *keep, size_t at,
                             struct hutch_rootfs_config *rc)
 {
 	static int fds[HUTCH_VOLUMES_MAX];
-	size_t n = s->volumes ? s->volumes->n : 0;
+	size_t n = v ? v->n : 0;
 
 	for (size_t i = 0; i < n; i++) {
-		keep[at + i] = s->volumes->mounts[i];
+		keep[at + i] = v->mounts[i];
 		fds[i] = 3 + (int)(at + i);
 	}
 	rc->volume_fds = fds;
-	rc->volume_dsts = n ? s->volumes->dsts : NULL;
+	rc->volume_dsts = n ? v->dsts : NULL;
 	rc->n_volumes = n;
 }
 
-void hutch_sup_volumes_close_mounts(struct sup *s)
+void hutch_sup_volumes_close_mounts(struct hutch_sup_volumes *v)
 {
-	if (s->volumes)
-		hutch_close_many(s->volumes->mounts, s->volumes->n);
+	if (v)
+		hutch_close_many(v->mounts, v->n);
 }
 
 void hutch_sup_volumes_let_go(struct sup *s)

@@ -562,6 +562,8 @@ static int cgroup_and_init(struct sup *s, const struct hutch_limits *lim, struct
 int hutch_sup_setup(struct sup *s, struct hutch_err *err)
 {
 	struct hutch_sup_volumes *vols;
+	struct hutch_net_plan net;
+	struct sock_fprog seccomp;
 	struct setup_plan plan;
 	const char *why;
 	int r;
@@ -590,14 +592,18 @@ int hutch_sup_setup(struct sup *s, struct hutch_err *err)
 	if (r < 0)
 		return r;
 	s->net.plan.policy = &s->cfg->net; /* a joined network namespace: the pod's plan */
-	r = plan.net_joined ? 0 : hutch_net_plan_make(&s->net.plan, &plan.net, err);
-	if (r < 0)
-		return hutch_err_prefix(err, "network");
-	if (s->net.plan.warning.code)
-		hutch_log(HUTCH_LOG_WARN, "%s", s->net.plan.warning.msg);
-	r = hutch_seccomp_program(plan.seccomp_mode, &s->seccomp, err);
+	if (!plan.net_joined) {
+		r = hutch_net_plan_make(&net, &plan.net, err);
+		s->net.plan = net; /* s holds what was made, even failed: the end undoes it */
+		if (r < 0)
+			return hutch_err_prefix(err, "network");
+		if (net.warning.code)
+			hutch_log(HUTCH_LOG_WARN, "%s", net.warning.msg);
+	}
+	r = hutch_seccomp_program(plan.seccomp_mode, &seccomp, err);
 	if (r < 0)
 		return hutch_err_prefix(err, "seccomp");
+	s->seccomp = seccomp;
 	r = hutch_sup_write_state(s, "creating");
 	if (r < 0)
 		return hutch_err_set_errno(err, r, "write '%s'", s->paths.state);

@@ -386,7 +386,13 @@ int hutch_cli_parse(const struct hutch_cli_verb *verb, const struct hutch_cli_ve
 		else if (o->kind == HUTCH_CLI_SECONDS)
 			*ARG(a, o, double) = o->def;
 	}
-	hutch_config_init(&a->cfg);
+	/* Only a verb that takes the sandbox options has a configuration:
+	 * its defaults run every option row's init (the instance type, the
+	 * network policy, the bindings ...), code and data on pages the
+	 * other verbs (exec, rm, ls, version ...) never touch otherwise
+	 * (issue 31: CLI start). The others keep a zeroed a->cfg. */
+	if (verb->sandbox_opts)
+		hutch_config_init(&a->cfg);
 	a->pos = calloc((size_t)argc + 1, sizeof(*a->pos));
 	if (!a->pos)
 		return hutch_cli_fail(HUTCH_EXIT_FAILURE, "out of memory");
@@ -411,7 +417,8 @@ int hutch_cli_parse(const struct hutch_cli_verb *verb, const struct hutch_cli_ve
 
 void hutch_cli_args_done(struct hutch_cli_args *a)
 {
-	hutch_config_done(&a->cfg);
+	if (a->verb && a->verb->sandbox_opts)
+		hutch_config_done(&a->cfg);
 	cJSON_Delete(a->env);
 	a->env = NULL;
 	cJSON_Delete(a->filter);

@@ -61,8 +61,14 @@ struct hutch_cli_opt {
 
 struct hutch_cli_args;
 
+#define HUTCH_CLI_VERB_NAME_MAX 24
+
 struct hutch_cli_verb {
-	const char *name;                 /* "exec", "pool start" */
+	/* "exec", "pool start"; in the struct, not a pointer: main() compares
+	 * argv[1] with every verb's name before it runs one, and names kept
+	 * in each verb's file spread those reads over pages of read-only data
+	 * that hutch would not touch otherwise (issue 31: CLI start). */
+	char name[HUTCH_CLI_VERB_NAME_MAX];
 	const char *synopsis;             /* after "usage: hutch NAME " */
 	const char *about;                /* the text after the usage line */
 	const struct hutch_cli_opt *opts; /* its own options; NULL: none */

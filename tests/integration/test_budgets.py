@@ -52,7 +52,10 @@ BUDGETS = {
     "version.syscalls": 46,
     # 95 -> 105: the pages those relocations write (measured 102-104 on
     # 12-06 07:15, at the edge of 95's slack: one CI run in a few would fail)
-    "version.faults": 105,
+    # -> 95 (issue 31, CLI start): doctor's 17 KiB .data template gone, the
+    # sandbox options' defaults only for the verbs that take them, verb
+    # names in the verb struct (measured 91-92 on 12-06 13:35)
+    "version.faults": 95,
     # 975 -> 1070 (issue 27): the /proc views (lxcfs's lock and hold, the
     # clone of its mount, init's seven binds), measured 1066 after a warm-up
     # create that started lxcfs.

@@ -160,12 +160,12 @@ static void init_params(const struct sup *s, char *hostname, size_t size,
  * volumes' mounts (after them), then the kind's fds (an image's layers, a
  * container's mounts); p as init_params() made it. */
 static __attribute__((noreturn)) void init_child(struct sup *s, struct hutch_init_params *p,
-                                                 int sock, int *cg_fds, size_t n_cg_fds,
-                                                 const int cmds[2])
+                                                 const struct hutch_sup_volumes *vols, int sock,
+                                                 int *cg_fds, size_t n_cg_fds, const int cmds[2])
 {
 	static int keep[4 + HUTCH_VOLUMES_MAX];
 	const struct hutch_kind *k = s->kind;
-	size_t pv = s->procview_fd >= 0, nkeep = 3 + pv + (s->volumes ? s->volumes->n : 0);
+	size_t pv = s->procview_fd >= 0, nkeep = 3 + pv + (vols ? vols->n : 0);
 	int next, stash = k->stash_fd ? k->stash_fd(s) : (int)nkeep + 19;
 
 	/* The supervisor's hold of /sys/fs/cgroup: closed here, before the
@@ -180,7 +180,7 @@ static __attribute__((noreturn)) void init_child(struct sup *s, struct hutch_ini
 	keep[2] = cmds[1];
 	if (s->procview_fd >= 0)
 		keep[3] = s->procview_fd;
-	hutch_sup_volumes_pass(s->volumes, keep, 3 + pv, &p->rootfs);
+	hutch_sup_volumes_pass(vols, keep, 3 + pv, &p->rootfs);
 	limit_cpus(s);
 	/* Out of the way first, so that no dup3() below overwrites another
 	 * (the kind's fds too, then placed after init's own). */
@@ -203,7 +203,8 @@ static __attribute__((noreturn)) void init_child(struct sup *s, struct hutch_ini
 	hutch_init_main(p);
 }
 
-static int spawn_init(struct sup *s, struct hutch_err *err)
+/* init cloned with the volumes' mounts (vols, NULL: none) placed in it. */
+static int spawn_init(struct sup *s, struct hutch_sup_volumes *vols, struct hutch_err *err)
 {
 	int sv[2], pidfd = -1, bufsz = 4 << 20, r;
 	int cg_fds[HUTCH_CGROUP_MAX_DIRS], cmds[2];
@@ -268,13 +269,13 @@ static int spawn_init(struct sup *s, struct hutch_err *err)
 	}
 	if (pid == 0) {
 		close(sv[0]);
-		init_child(s, &p, sv[1], cg_fds, n_cg_fds, cmds);
+		init_child(s, &p, vols, sv[1], cg_fds, n_cg_fds, cmds);
 	}
 	if (n_cg_fds > 0)
 		hutch_cgroup_mark_entered(s->cg); /* init reports a failure */
 	hutch_close_many(cg_fds, n_cg_fds);
 	hutch_close_many(cmds, 2);
-	hutch_sup_volumes_close_mounts(s->volumes);
+	hutch_sup_volumes_close_mounts(vols);
 	closep(&s->procview_fd);
 	close(sv[1]);
 	hutch_initproc_started(s, (pid_t)pid, pidfd, sv[0]);
@@ -531,7 +532,8 @@ static int prepare_parts(struct sup *s, struct hutch_err *err)
 
 /* The cgroups, then init cloned into them, its ids mapped and its network
  * attached. */
-static int cgroup_and_init(struct sup *s, const struct hutch_limits *lim, struct hutch_err *err)
+static int cgroup_and_init(struct sup *s, const struct hutch_limits *lim,
+                           struct hutch_sup_volumes *vols, struct hutch_err *err)
 {
 	int r;
 
@@ -546,7 +548,7 @@ static int cgroup_and_init(struct sup *s, const struct hutch_limits *lim, struct
 	if (r > 0)
 		hutch_log(HUTCH_LOG_WARN, "header bindings: mlock refused (RLIMIT_MEMLOCK): their "
 		                          "pages may be swapped");
-	r = spawn_init(s, err);
+	r = spawn_init(s, vols, err);
 	if (s->kind->spawned)
 		s->kind->spawned(s); /* init holds or is in them now */
 	if (r < 0)
@@ -610,7 +612,7 @@ int hutch_sup_setup(struct sup *s, struct hutch_err *err)
 	if (s->kind->prepare && (r = s->kind->prepare(s, &plan.lim, err)) < 0)
 		return r;
 	hutch_cgroup_root_hold(); /* the cgroups made, opened, joined: one open of the root */
-	r = cgroup_and_init(s, &plan.lim, err);
+	r = cgroup_and_init(s, &plan.lim, vols, err);
 	hutch_cgroup_root_release();
 	if (r < 0)
 		return r;

@@ -12,11 +12,27 @@
  * given here (its own id, limits, network, TTL). All or none: the forks
  * are handed over (supervisor/sandbox.h) only once every one is ready, so
  * a failure, Ctrl-C or kill of this process part-way deletes those made.
+ *
+ * The N creates run at once, each in a *creator*, a child of ours that
+ * sends back what its create gave (the hand-over socket with it). By disk
+ * (not the host root's, which may be copied), the creators start before
+ * POST /fork: this process names the disks ("names"), each creator waits
+ * for its disk's name to appear (the forker's socket, listening) and its
+ * create runs while the source is frozen and cloned; its supervisor asks
+ * the forker for the disk, which answers once the disk is filled.
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/inotify.h>
+#include <sys/prctl.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "args.h"
@@ -26,9 +42,11 @@
 #include "config.h"
 #include "disk.h"
 #include "options.h"
+#include "proto.h"
 #include "sandbox.h"
 #include "state.h"
 #include "stream.h"
+#include "util.h"
 #include "verb-opts.h"
 #include "verbs.h"
 
@@ -54,11 +72,172 @@ static const struct hutch_cli_opt fork_opts[] = {
 	{ 0 },
 };
 
+/* A fork's creator (the file's head says what it does): its pid, our end
+ * of its socket (closed: it gives up, if it still waits for its disk),
+ * the disk's name ("": none, the snapshot route). */
+struct creator {
+	pid_t pid;
+	int sock;
+	char disk[HUTCH_DISK_FORK_NAME_MAX];
+};
+
+/* What a creator sends back: its create's exit code (0: made) and what
+ * the create gave, the hand-over socket as an fd with it. */
+struct creator_msg {
+	int r;
+	struct hutch_created c;
+};
+
+/* A disk named by POST /fork's answer appears at once; one we named,
+ * once the source's supervisor listens on it (its request made). */
+#define DISK_APPEAR_MS 30000
+
+/* Until the disk's socket is in $RT/.disk (the supervisor renames it
+ * there once it listens: hutch_disk_fork_listen()): 0, or -ECANCELED when
+ * our parent gave up (ctl closed), -ETIMEDOUT, -errno. */
+static int wait_for_disk(const char *name, int ctl)
+{
+	_cleanup_close_ int in = inotify_init1(IN_CLOEXEC | IN_NONBLOCK), dir = -EBADF;
+	double end = hutch_now_mono_sec() + DISK_APPEAR_MS / 1e3;
+	char path[4096];
+
+	snprintf(path, sizeof(path), "%s/" HUTCH_DISK_DIR, hutch_runtime_dir());
+	dir = open(path, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (in < 0 || dir < 0 || inotify_add_watch(in, path, IN_MOVED_TO | IN_ONLYDIR) < 0)
+		return -errno;
+	for (;;) {
+		struct pollfd p[2] = { { .fd = in, .events = POLLIN },
+			               { .fd = ctl, .events = POLLIN } };
+		char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
+		double left = end - hutch_now_mono_sec();
+
+		if (faccessat(dir, name, F_OK, AT_SYMLINK_NOFOLLOW) == 0)
+			return 0;
+		if (left <= 0)
+			return -ETIMEDOUT;
+		if (poll(p, 2, (int)(left * 1e3) + 1) < 0 && errno != EINTR)
+			return -errno;
+		if (p[1].revents)
+			return -ECANCELED;
+		while (read(in, buf, sizeof(buf)) > 0)
+			;
+	}
+}
+
+/* The creator's life: its disk awaited, the create (as hutch create's,
+ * its output on our stderr), its result sent. It dies with us
+ * (PDEATHSIG): a create then ends with its creator gone, and the
+ * supervisor deletes the sandbox (supervisor/sandbox.h). */
+_Noreturn static void creator_main(struct hutch_cli_args *a, const char *disk, int sock,
+                                   pid_t parent)
+{
+	struct creator_msg m = { .r = HUTCH_EXIT_FAILURE };
+	int r;
+
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
+		_exit(1);
+	if (disk[0] && (r = wait_for_disk(disk, sock)) < 0) {
+		if (r != -ECANCELED)
+			fprintf(stderr, "hutch: fork: its disk '%s' did not come: %s\n", disk,
+			        strerror(-r));
+		(void)hutch_proto_send(sock, HUTCH_MSG_FAILED, 0, &m, sizeof(m), NULL, 0);
+		_exit(0);
+	}
+	if (disk[0])
+		snprintf(a->cfg.disk_from, sizeof(a->cfg.disk_from), "%s", disk);
+	m.r = hutch_cli_create_sandbox(&a->cfg, a->progress, &m.c);
+	(void)hutch_proto_send(sock, HUTCH_MSG_READY, 0, &m, sizeof(m), &m.c.handover_fd,
+	                       m.r == 0 && m.c.handover_fd >= 0 ? 1 : 0);
+	_exit(0);
+}
+
+/* The n creators started, each on its disk (cr[i].disk, set) or none. */
+static int start_creators(struct hutch_cli_args *a, struct creator *cr, size_t n)
+{
+	pid_t parent = getpid();
+
+	for (size_t i = 0; i < n; i++) {
+		int sv[2];
+
+		if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
+			return hutch_cli_fail(HUTCH_EXIT_FAILURE, "fork: socketpair: %s",
+			                      strerror(errno));
+		(void)fflush(stdout);
+		(void)fflush(stderr);
+		cr[i].pid = fork();
+		if (cr[i].pid == 0) {
+			close(sv[0]);
+			for (size_t j = 0; j < i; j++) /* its siblings' are not its own */
+				close(cr[j].sock);
+			creator_main(a, cr[i].disk, sv[1], parent);
+		}
+		close(sv[1]);
+		if (cr[i].pid < 0) {
+			close(sv[0]);
+			return hutch_cli_fail(HUTCH_EXIT_FAILURE, "fork: fork: %s",
+			                      strerror(errno));
+		}
+		cr[i].sock = sv[0];
+	}
+	return 0;
+}
+
+/* Every creator's answer, in order, and every creator reaped: 0 with the
+ * n forks in c[], or the first failure's exit code (*failed: its index)
+ * with every fork made dropped (its supervisor deletes it). */
+static int collect(struct creator *cr, size_t n, struct hutch_created *c, size_t *failed)
+{
+	int r = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		struct hutch_msg_hdr hdr = { 0 };
+		struct creator_msg m = { 0 };
+		int fd = -EBADF;
+		size_t nfds = 1;
+		ssize_t k = cr[i].sock < 0
+		                    ? -EBADF
+		                    : hutch_proto_recv(cr[i].sock, &hdr, &m, sizeof(m), &fd, &nfds);
+
+		closep(&cr[i].sock);
+		if (k == (ssize_t)sizeof(m) && hdr.type == HUTCH_MSG_READY && m.r == 0 &&
+		    nfds == 1) {
+			c[i] = m.c;
+			c[i].handover_fd = fd;
+			continue;
+		}
+		if (nfds == 1)
+			closep(&fd);
+		c[i].handover_fd = -EBADF;
+		if (!r) {
+			r = k == (ssize_t)sizeof(m) && m.r ? m.r : HUTCH_EXIT_FAILURE;
+			*failed = i;
+		}
+	}
+	for (size_t i = 0; i < n; i++)
+		while (cr[i].pid > 0 && waitpid(cr[i].pid, NULL, 0) < 0 && errno == EINTR)
+			;
+	for (size_t i = 0; r && i < n; i++)
+		hutch_created_drop(&c[i]);
+	return r;
+}
+
+/* The creators given up (each waiting for a disk that will not come
+ * ends; a create on one ends with its forker), and reaped. */
+static void give_up(struct creator *cr, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		closep(&cr[i].sock);
+	for (size_t i = 0; i < n; i++)
+		while (cr[i].pid > 0 && waitpid(cr[i].pid, NULL, 0) < 0 && errno == EINTR)
+			;
+}
+
 /* The source's store (GET /status's config): its image and snapshots are
  * there, so the forks' HUTCH_IMAGE_STORE must be it whatever this shell's
  * says. *by_disk: its writable places are a disk (POST /fork); *host: the
  * host-derived root, which has no snapshots (its disk copied, if need be). */
-static int use_source_store(const struct hutch_paths *p, bool *by_disk, bool *host)
+static int use_source_store(const struct hutch_paths *p, bool *by_disk, bool *host, char *image_out,
+                            size_t image_len)
 {
 	_cleanup_cjson_ cJSON *j = NULL;
 	const cJSON *cfg;
@@ -73,6 +252,7 @@ static int use_source_store(const struct hutch_paths *p, bool *by_disk, bool *ho
 	image = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(cfg, "image"));
 	*by_disk = ws && !strcmp(ws, "disk");
 	*host = !image || !*image || !strcmp(image, "host");
+	snprintf(image_out, image_len, "%s", *host ? "host" : image);
 	if (store && *store && setenv("HUTCH_IMAGE_STORE", store, 1) < 0)
 		return hutch_cli_fail(HUTCH_EXIT_FAILURE, "out of memory");
 	return 0;
@@ -83,15 +263,25 @@ static int use_source_store(const struct hutch_paths *p, bool *by_disk, bool *ho
  * it cannot (501), *fallback is set (the snapshot route, faster than
  * copying the files into a new disk: docs/snapshots.md). */
 static int fork_disks(const struct hutch_paths *p, const struct hutch_config *cfg, size_t n,
-                      bool copy, cJSON **ret, bool *fallback)
+                      bool copy, const struct creator *cr, cJSON **ret, bool *fallback)
 {
 	struct hutch_http_resp resp = { 0 };
 	struct hutch_err err = { 0 };
-	char body[160];
+	_cleanup_cjson_ cJSON *b = cJSON_CreateObject();
+	_cleanup_free_ char *body = NULL;
+	cJSON *names = NULL;
 	int r;
 
-	snprintf(body, sizeof(body), "{\"count\": %zu, \"disk_bytes\": %llu, \"copy\": %s}", n,
-	         (unsigned long long)cfg->type->disk_bytes, copy ? "true" : "false");
+	if (b) {
+		cJSON_AddNumberToObject(b, "count", (double)n);
+		cJSON_AddNumberToObject(b, "disk_bytes", (double)cfg->type->disk_bytes);
+		cJSON_AddBoolToObject(b, "copy", copy);
+		names = cr ? cJSON_AddArrayToObject(b, "names") : NULL;
+		for (size_t i = 0; names && i < n; i++)
+			cJSON_AddItemToArray(names, cJSON_CreateString(cr[i].disk));
+	}
+	if (!b || (cr && !names) || !(body = cJSON_PrintUnformatted(b)))
+		return hutch_cli_fail(HUTCH_EXIT_FAILURE, "out of memory");
 	if ((r = hutch_client_request(p->sock, "POST", "/fork", body, strlen(body), &resp, &err)) <
 	    0)
 		return hutch_cli_lost(p->sock, r, err.msg);
@@ -212,13 +402,11 @@ static int check_args(struct hutch_cli_args *a)
 	return 0;
 }
 
-/* The forks' root: the snapshot's (name) or the source's image with a
- * disk each (POST /fork's answer). */
-static int root_of_forks(struct hutch_cli_args *a, const cJSON *ans, bool by_disk)
+/* The forks' root: the snapshot's (its name) or the source's image with
+ * a disk each. */
+static int root_of_forks(struct hutch_cli_args *a, const char *v, bool by_disk)
 {
 	const char *opt = by_disk ? "image" : "snapshot";
-	const char *v = cJSON_GetStringValue(
-	        cJSON_GetObjectItemCaseSensitive(ans, by_disk ? "image" : "name"));
 	struct hutch_err err = { 0 };
 
 	a->cfg.no_limits = a->no_limits;
@@ -227,69 +415,140 @@ static int root_of_forks(struct hutch_cli_args *a, const cJSON *ans, bool by_dis
 	return 0;
 }
 
-static int cmd_fork(struct hutch_cli_args *a)
+/* The disks' names, ours (POST /fork's "names"): the source's id and 64
+ * random bits, never one in use. */
+static int name_disks(const char *src, struct creator *cr, size_t n)
 {
-	_cleanup_cjson_ cJSON *snap = NULL;
-	_cleanup_free_ struct hutch_created *c = NULL;
-	const cJSON *disks;
-	struct hutch_paths p;
-	size_t made = 0, n = (size_t)a->size;
-	bool by_disk = false, host = false, fallback = false;
+	for (size_t i = 0; i < n; i++) {
+		unsigned long long v;
+
+		if (getrandom(&v, sizeof(v), 0) != (ssize_t)sizeof(v))
+			return hutch_cli_fail(HUTCH_EXIT_FAILURE, "fork: getrandom: %s",
+			                      strerror(errno));
+		snprintf(cr[i].disk, sizeof(cr[i].disk), "fork-%.12s-%016llx.sock", src, v);
+	}
+	return 0;
+}
+
+/* The forks made from here on: by disk with the creators started first
+ * (early, their disks named by us), else the creators started now, on
+ * the answer's disks or the snapshot. */
+static int make_forks(struct hutch_cli_args *a, struct creator *cr, size_t n, const cJSON *snap,
+                      bool by_disk, bool early, struct hutch_created *c, size_t *failed)
+{
+	const cJSON *disks = cJSON_GetObjectItemCaseSensitive(snap, "disks");
 	int r;
 
-	if ((r = check_args(a)))
-		return r;
-	if (!(c = calloc(n, sizeof(*c))))
-		return hutch_cli_fail(HUTCH_EXIT_FAILURE, "out of memory");
-	if ((r = hutch_cli_open_live(a->pos[0], &p)) || (r = use_source_store(&p, &by_disk, &host)))
-		return r;
-	by_disk = by_disk && geteuid() == 0 && !strcmp(a->cfg.workspace, "disk");
-	if (by_disk && (r = fork_disks(&p, &a->cfg, n, host, &snap, &fallback)))
-		return r;
-	by_disk = by_disk && !fallback;
-	if ((!by_disk && (r = take_snapshot(&p, &snap))) || (r = root_of_forks(a, snap, by_disk))) {
-		if (by_disk && snap)
-			drop_disks(snap, 0);
+	for (size_t i = 0; !early && by_disk && i < n; i++)
+		snprintf(cr[i].disk, sizeof(cr[i].disk), "%s",
+		         cJSON_GetStringValue(cJSON_GetArrayItem(disks, (int)i)));
+	if (!early && (r = start_creators(a, cr, n))) {
+		give_up(cr, n);
+		*failed = 0;
 		return r;
 	}
-	disks = cJSON_GetObjectItemCaseSensitive(snap, "disks");
-	for (; made < n; made++) {
-		if (by_disk)
-			snprintf(a->cfg.disk_from, sizeof(a->cfg.disk_from), "%s",
-			         cJSON_GetStringValue(cJSON_GetArrayItem(disks, (int)made)));
-		r = hutch_cli_create_sandbox(&a->cfg, a->progress, &c[made]);
-		if (r)
-			break;
-	}
-	if (r) {
-		for (size_t i = 0; i < made; i++)
-			hutch_created_drop(&c[i]); /* their supervisors delete them */
-		if (by_disk) {
-			drop_disks(snap, made + 1);
-			fprintf(stderr, "hutch: fork %zu of %zu failed; %s deleted\n", made + 1, n,
-			        made ? "the forks made were" : "nothing made to be");
-		} else
-			fprintf(stderr,
-			        "hutch: fork %zu of %zu failed; %s deleted; snapshot %s kept\n",
-			        made + 1, n, made ? "the forks made were" : "nothing made to be",
-			        cJSON_GetStringValue(
-			                cJSON_GetObjectItemCaseSensitive(snap, "name")));
-		return r;
-	}
-	print_forks(a, p.id, snap, c, n);
+	return collect(cr, n, c, failed);
+}
+
+/* Ids printed, then the hand-overs, with SIGINT and SIGTERM held meanwhile
+ * (an id is given out whole or its sandbox deleted: sandbox.h). */
+static int hand_over(struct hutch_cli_args *a, const char *src, const cJSON *snap,
+                     struct hutch_created *c, size_t n)
+{
+	sigset_t set, old;
+	int r = 0;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGHUP);
+	sigaddset(&set, SIGQUIT);
+	(void)sigprocmask(SIG_BLOCK, &set, &old);
+	print_forks(a, src, snap, c, n);
 	if (fflush(stdout) != 0 || ferror(stdout)) {
 		r = hutch_cli_fail(HUTCH_EXIT_FAILURE, "write the forks' ids: %s; deleting them",
 		                   strerror(errno));
 		for (size_t i = 0; i < n; i++)
 			hutch_created_drop(&c[i]);
-		return r;
 	}
-	for (size_t i = 0; i < n; i++)
+	for (size_t i = 0; !r && i < n; i++)
 		if (hutch_created_ack(&c[i]) < 0)
 			r = hutch_cli_fail(HUTCH_EXIT_FAILURE,
 			                   "fork %s: its supervisor went away before the hand-over",
 			                   c[i].id);
+	(void)sigprocmask(SIG_SETMASK, &old, NULL);
 	return r;
+}
+
+static int cmd_fork(struct hutch_cli_args *a)
+{
+	_cleanup_cjson_ cJSON *snap = NULL;
+	_cleanup_free_ struct hutch_created *c = NULL;
+	_cleanup_free_ struct creator *cr = NULL;
+	struct hutch_paths p;
+	size_t failed = 0, n = (size_t)a->size;
+	bool by_disk = false, host = false, fallback = false, early;
+	char image[sizeof(a->cfg.image)];
+	int r;
+
+	if ((r = check_args(a)))
+		return r;
+	if (!(c = calloc(n, sizeof(*c))) || !(cr = calloc(n, sizeof(*cr))))
+		return hutch_cli_fail(HUTCH_EXIT_FAILURE, "out of memory");
+	for (size_t i = 0; i < n; i++)
+		cr[i].sock = -EBADF;
+	if ((r = hutch_cli_open_live(a->pos[0], &p)) ||
+	    (r = use_source_store(&p, &by_disk, &host, image, sizeof(image))))
+		return r;
+	by_disk = by_disk && geteuid() == 0 && !strcmp(a->cfg.workspace, "disk");
+	/* A clone (not the host root's disk, which may be copied: its
+	 * creates would wait through the copy) lets the creates start now. */
+	early = by_disk && !host;
+	if (early && ((r = root_of_forks(a, image, true)) || (r = name_disks(p.id, cr, n)) ||
+	              (r = start_creators(a, cr, n)))) {
+		give_up(cr, n);
+		return r;
+	}
+	if (by_disk &&
+	    (r = fork_disks(&p, &a->cfg, n, host, early ? cr : NULL, &snap, &fallback))) {
+		if (early)
+			give_up(cr, n);
+		return r;
+	}
+	if (fallback && early) { /* not cloned: the snapshot route, created afresh */
+		give_up(cr, n);
+		memset(cr, 0, n * sizeof(*cr));
+		for (size_t i = 0; i < n; i++)
+			cr[i].sock = -EBADF;
+		early = false;
+	}
+	by_disk = by_disk && !fallback;
+	if ((!by_disk && (r = take_snapshot(&p, &snap))) ||
+	    (!early && (r = root_of_forks(a,
+	                                  cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(
+	                                          snap, by_disk ? "image" : "name")),
+	                                  by_disk)))) {
+		if (early)
+			give_up(cr, n);
+		if (by_disk && snap)
+			drop_disks(snap, 0);
+		return r;
+	}
+	if ((r = make_forks(a, cr, n, snap, by_disk, early, c, &failed))) {
+		/* the creators reaped: every disk not taken is dropped now */
+		if (by_disk) {
+			drop_disks(snap, 0);
+			fprintf(stderr, "hutch: fork %zu of %zu failed; %s deleted\n", failed + 1,
+			        n, n > 1 ? "the forks made were" : "nothing made to be");
+		} else
+			fprintf(stderr,
+			        "hutch: fork %zu of %zu failed; %s deleted; snapshot %s kept\n",
+			        failed + 1, n, n > 1 ? "the forks made were" : "nothing made to be",
+			        cJSON_GetStringValue(
+			                cJSON_GetObjectItemCaseSensitive(snap, "name")));
+		return r;
+	}
+	return hand_over(a, p.id, snap, c, n);
 }
 
 const struct hutch_cli_verb hutch_verb_fork = {
@@ -298,8 +557,8 @@ const struct hutch_cli_verb hutch_verb_fork = {
 	.about = "N new sandboxes (default 1, at most 100) from a live sandbox's filesystem: a\n"
 	         "clone of its disk where the runtime dir's file system can (XFS, btrfs), else a\n"
 	         "snapshot (it stays in the store, named on stderr: 'hutch snapshot rm' it once\n"
-	         "the forks are gone); the sandbox frozen meanwhile, then running on. Then N\n"
-	         "sandboxes made from it, each with its own id and the options given here\n"
+	         "the forks are gone); the sandbox frozen meanwhile, then running on. N\n"
+	         "sandboxes made from it at once, each with its own id and the options given here\n"
 	         "(limits, network, TTL...; create's defaults otherwise). Prints their ids, one a\n"
 	         "line; all or none are made. Processes and memory are not forked.\n",
 	.opts = fork_opts,

@@ -393,11 +393,32 @@ bool hutch_disk_can_clone(const char *runtime_dir, int file, uint64_t bytes)
 	return probe >= 0 && ioctl(probe, FICLONE, file) == 0;
 }
 
-int hutch_disk_fork_listen(const char *runtime_dir, const char *name, struct hutch_err *err)
+bool hutch_disk_fork_name_is_valid(const char *name)
+{
+	size_t n = strlen(name);
+
+	if (n < sizeof("fork-x.sock") - 1 || n >= HUTCH_DISK_FORK_NAME_MAX ||
+	    strncmp(name, "fork-", 5) || strcmp(name + n - 5, ".sock"))
+		return false;
+	for (size_t i = 5; i < n - 5; i++)
+		if (!((name[i] >= 'a' && name[i] <= 'z') || (name[i] >= '0' && name[i] <= '9') ||
+		      name[i] == '-'))
+			return false;
+	return true;
+}
+
+/* A socket bound at '.name' (our own: any left over is removed first),
+ * listening, then renamed to name: a creator that sees the name appear
+ * (hutch fork waits for it, docs/snapshots.md "Fork") can connect at
+ * once, never to a socket bound and not yet listening (ECONNREFUSED).
+ * exclusive: a name taken is refused (EEXIST: a creator chose it), else
+ * replaced (the supervisor's own counter, reused after a crash). */
+int hutch_disk_fork_listen(const char *runtime_dir, const char *name, bool exclusive,
+                           struct hutch_err *err)
 {
 	_cleanup_close_ int dirfd = -EBADF, s = -EBADF;
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	char dir[4096];
+	char dir[4096], tmp[HUTCH_DISK_FORK_NAME_MAX + 1];
 
 	snprintf(dir, sizeof(dir), "%s/" HUTCH_DISK_DIR, runtime_dir);
 	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
@@ -405,13 +426,20 @@ int hutch_disk_fork_listen(const char *runtime_dir, const char *name, struct hut
 	dirfd = open(dir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (dirfd < 0)
 		return hutch_err_set_errno(err, -errno, "fork: open '%s'", dir);
-	if (snprintf(sa.sun_path, sizeof(sa.sun_path), "/proc/self/fd/%d/%s", dirfd, name) >=
+	snprintf(tmp, sizeof(tmp), ".%s", name);
+	if (snprintf(sa.sun_path, sizeof(sa.sun_path), "/proc/self/fd/%d/%s", dirfd, tmp) >=
 	    (int)sizeof(sa.sun_path))
 		return hutch_err_set(err, -ENAMETOOLONG, "fork: socket name '%s'", name);
 	s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-	(void)unlinkat(dirfd, name, 0);
+	(void)unlinkat(dirfd, tmp, 0);
 	if (s < 0 || bind(s, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(s, 1) < 0)
-		return hutch_err_set_errno(err, -errno, "fork: listen on '%s/%s'", dir, name);
+		return hutch_err_set_errno(err, -errno, "fork: listen on '%s/%s'", dir, tmp);
+	if (renameat2(dirfd, tmp, dirfd, name, exclusive ? RENAME_NOREPLACE : 0) < 0) {
+		int r = -errno;
+
+		(void)unlinkat(dirfd, tmp, 0);
+		return hutch_err_set_errno(err, r, "fork: name its socket '%s/%s'", dir, name);
+	}
 	return TAKE_FD(s);
 }
 

@@ -161,7 +161,15 @@ struct hutch_disk_fork {
 	int src_root;   /* the source's disk: its root (HUTCH_DISK_ROOT) */
 	int src_file;   /* and its file (HUTCH_DISK_FILE): cloned where it can be */
 };
-int hutch_disk_fork_listen(const char *runtime_dir, const char *name, struct hutch_err *err);
+/* A forker's socket's name ("fork-[a-z0-9-]+.sock", shorter than
+ * HUTCH_DISK_FORK_NAME_MAX): given by the supervisor, or by the creator
+ * (POST /fork's "names"). */
+#define HUTCH_DISK_FORK_NAME_MAX 64
+bool hutch_disk_fork_name_is_valid(const char *name);
+/* The listening socket, its name made to appear once it listens;
+ * exclusive: -EEXIST if the name is taken, else it replaces it. */
+int hutch_disk_fork_listen(const char *runtime_dir, const char *name, bool exclusive,
+                           struct hutch_err *err);
 int hutch_disk_fork_start(const struct hutch_disk_fork *f, int listener, int *ret_ctl,
                           struct hutch_err *err);
 /* The forker's next answer on ctl: 0 (READY; 1 when its disk was filled

@@ -93,18 +93,30 @@ static int go_all(struct forker *f, size_t n, struct hutch_err *err)
 	return 0;
 }
 
-/* The forkers started (each makes its disk meanwhile). */
+/* The forkers started (each makes its disk meanwhile), their sockets
+ * named names[i] (the creator's, made to appear only once they listen:
+ * its creates run meanwhile and take their disks as the names appear),
+ * or, names NULL, by our counter. */
 static int start_all(struct sup *s, const char *rt, struct forker *f, size_t n, uint64_t bytes,
-                     struct hutch_err *err)
+                     const cJSON *names, struct hutch_err *err)
 {
 	for (size_t i = 0; i < n; i++) {
 		_cleanup_close_ int listener = -EBADF;
 		int r;
 
-		snprintf(f[i].name, sizeof(f[i].name), "fork-%.12s-%u.sock", s->id,
-		         ++s->forks_made);
-		if ((r = listener = hutch_disk_fork_listen(rt, f[i].name, err)) < 0)
+		if (names)
+			snprintf(f[i].name, sizeof(f[i].name), "%s",
+			         cJSON_GetStringValue(cJSON_GetArrayItem(names, (int)i)));
+		else
+			snprintf(f[i].name, sizeof(f[i].name), "fork-%.12s-%u.sock", s->id,
+			         ++s->forks_made);
+		if ((r = listener = hutch_disk_fork_listen(rt, f[i].name, names != NULL, err)) <
+		    0) {
+			f[i].name[0] = '\0'; /* not ours to remove */
+			if (r == -EEXIST)
+				err->cls = HUTCH_ERRC_CONFLICT;
 			return r;
+		}
 		const struct hutch_disk_fork df = { .runtime_dir = rt,
 			                            .bytes = bytes,
 			                            .src_root = s->disk_fds[HUTCH_DISK_ROOT],
@@ -136,8 +148,34 @@ static cJSON *answer(struct sup *s, const struct forker *f, size_t n, bool clone
 	return o;
 }
 
-int hutch_sup_fork(struct sup *s, size_t count, uint64_t bytes, bool copy, cJSON **ret,
-                   struct hutch_err *err)
+/* names: count valid names, all different, or NULL. */
+static int check_names(const cJSON *names, size_t count, struct hutch_err *err)
+{
+	if (!names)
+		return 0;
+	if (!cJSON_IsArray(names) || cJSON_GetArraySize(names) != (int)count)
+		return hutch_err_set_class(err, HUTCH_ERRC_USAGE, -EINVAL,
+		                           "'names' must be an array of 'count' socket names");
+	for (int i = 0; i < (int)count; i++) {
+		const char *n = cJSON_GetStringValue(cJSON_GetArrayItem(names, i));
+
+		if (!n || !hutch_disk_fork_name_is_valid(n))
+			return hutch_err_set_class(
+			        err, HUTCH_ERRC_USAGE, -EINVAL,
+			        "'names' entry %d must be 'fork-[a-z0-9-]+.sock', "
+			        "shorter than %d bytes",
+			        i + 1, HUTCH_DISK_FORK_NAME_MAX);
+		for (int j = 0; j < i; j++)
+			if (!strcmp(n, cJSON_GetStringValue(cJSON_GetArrayItem(names, j))))
+				return hutch_err_set_class(err, HUTCH_ERRC_USAGE, -EINVAL,
+				                           "'names' entry %d repeats entry %d",
+				                           i + 1, j + 1);
+	}
+	return 0;
+}
+
+int hutch_sup_fork(struct sup *s, size_t count, uint64_t bytes, bool copy, const cJSON *names,
+                   cJSON **ret, struct hutch_err *err)
 {
 	_cleanup_free_ struct forker *f = calloc(count ? count : 1, sizeof(*f));
 	bool frozen = s->idle.sleeping || s->idle.paused;
@@ -147,7 +185,7 @@ int hutch_sup_fork(struct sup *s, size_t count, uint64_t bytes, bool copy, cJSON
 	bool cloned = false;
 	int r;
 
-	if ((r = check(s, err)) < 0)
+	if ((r = check(s, err)) < 0 || (r = check_names(names, count, err)) < 0)
 		return r;
 	if (!f)
 		return hutch_err_set(err, -ENOMEM, "fork");
@@ -159,7 +197,7 @@ int hutch_sup_fork(struct sup *s, size_t count, uint64_t bytes, bool copy, cJSON
 		                           "its disk cannot be cloned here (the disks' file system "
 		                           "shares no extents, or the fork's disk size differs)");
 	t0 = hutch_now_mono_sec();
-	if ((r = start_all(s, rt, f, count, bytes, err)) < 0 ||
+	if ((r = start_all(s, rt, f, count, bytes, names, err)) < 0 ||
 	    (r = wait_all(f, count, FORK_MADE_MS, err)) < 0)
 		goto out;
 	t1 = hutch_now_mono_sec();

@@ -23,9 +23,12 @@ struct sup;
  * the image and one name (hutch_config.disk_from). Refused (not capable) for a sandbox whose
  * writable places are not a disk, an ordinary user's, one without a cgroup,
  * and, copy false, one whose disk cannot be cloned (no reflinks, another
- * size): nothing made.
+ * size): nothing made. names (NULL: ours): the disks' socket names, the
+ * creator's (hutch_disk_fork_name_is_valid(), count of them, a name taken
+ * refused): its creates may start before this call and take each disk as
+ * its name appears (the forker answers once the disk is filled).
  */
-int hutch_sup_fork(struct sup *s, size_t count, uint64_t bytes, bool copy, cJSON **ret,
-                   struct hutch_err *err);
+int hutch_sup_fork(struct sup *s, size_t count, uint64_t bytes, bool copy, const cJSON *names,
+                   cJSON **ret, struct hutch_err *err);
 
 #endif

@@ -178,6 +178,8 @@ static const struct hutch_field fork_fields[] = {
 	{ "disk_bytes", HUTCH_FIELD_INTEGER, HUTCH_FIELD_REQUIRED, 1 << 20, 1ull << 50,
 	  "'disk_bytes' must be the forks' disk size in bytes" },
 	{ "copy", HUTCH_FIELD_BOOL, HUTCH_FIELD_NULLABLE, 0, 0, "'copy' must be true or false" },
+	{ "names", HUTCH_FIELD_ARRAY, HUTCH_FIELD_NULLABLE, 0, 0,
+	  "'names' must be an array of the disks' socket names" },
 };
 
 enum MHD_Result hutch_api_serve_fork(struct request *r, const char *upload, size_t *size)
@@ -185,7 +187,7 @@ enum MHD_Result hutch_api_serve_fork(struct request *r, const char *upload, size
 	_cleanup_cjson_ cJSON *body = NULL;
 	struct hutch_err err = { 0 };
 	enum MHD_Result answered;
-	const cJSON *copy;
+	const cJSON *copy, *names;
 	cJSON *out = NULL;
 	uint64_t bytes;
 	size_t count;
@@ -200,7 +202,9 @@ enum MHD_Result hutch_api_serve_fork(struct request *r, const char *upload, size
 	count = (size_t)cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(body, "count"));
 	bytes = (uint64_t)cJSON_GetNumberValue(
 	        cJSON_GetObjectItemCaseSensitive(body, "disk_bytes"));
-	if (hutch_sup_fork(r->s, count, bytes, !cJSON_IsFalse(copy), &out, &err) < 0) {
+	names = cJSON_GetObjectItemCaseSensitive(body, "names");
+	if (hutch_sup_fork(r->s, count, bytes, !cJSON_IsFalse(copy),
+	                   cJSON_IsArray(names) ? names : NULL, &out, &err) < 0) {
 		hutch_event(r->s, "fork refused: %s", err.msg);
 		return hutch_api_respond_err(r->conn, &err, NULL);
 	}

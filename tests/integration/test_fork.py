@@ -236,3 +236,81 @@ def test_fork_clones_on_a_host_without_extents(hutch):
         assert s.rm().returncode == 0
     assert wait_until(lambda: hutch("gc") and not pool_holders(hutch.rtdir), 30 * SLOWDOWN)
     assert not os.path.exists(sock)
+
+
+# Each fork's setup script says it started (in a volume the forks share),
+# then waits until the other's has too: two creates made one after the
+# other never both get there (the first waits for the second, which is
+# not started before the first is ready), two made at once do.
+BOTH_STARTED = """\
+touch "/mnt/s/$(cat /etc/hostname)"
+i=0
+while [ "$(ls /mnt/s | wc -l)" -lt 2 ]; do
+  i=$((i + 1)); [ $i -le 1200 ] || exit 3; sleep 0.05
+done
+"""
+
+
+@pytest.mark.parametrize("workspace", ["disk", "tmpfs"])
+def test_fork_creates_run_at_once(snap, workspace, tmp_path):
+    """hutch fork -n N makes its N sandboxes at once (cli/verb-fork.c's
+    creators): by disk each create starts before POST /fork and takes its
+    disk as its name appears; by snapshot, after it."""
+    h, image = snap
+    src = h.create("--image", image, "--workspace", workspace)
+    src.sh("printf s > /workspace/s")
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    os.chmod(shared, 0o777)
+    script = tmp_path / "setup.sh"
+    script.write_text(BOTH_STARTED)
+    r = fork(h, src.id, "-n", "2", "-v", f"{shared}:/mnt/s:rw", "--setup-script", str(script),
+             "--setup-timeout", "120")
+    ids = r.stdout.decode().split()
+    assert len(ids) == 2, r.stderr
+    assert sorted(os.listdir(shared)) == sorted(f"hutch-{i}" for i in ids), r.stderr
+    for i in ids:
+        assert Forked(h, i).sh("cat /workspace/s") == "s"
+    assert {s["id"] for s in json.loads(h("ls", "--json").stdout)} == {src.id, *ids}
+
+
+def seqpacket_drop(path):
+    """A forker's disk given up: a connection closed unasked ends it."""
+    import socket
+    with socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET) as so:
+        so.connect(path)
+
+
+def test_fork_api_names_its_disks(snap):
+    """POST /fork's "names" (the creator's, so that its creates can start
+    first): checked, each a socket in $RT/.disk once it listens, a name
+    taken refused (409) and left alone, nothing made on a refusal."""
+    h, image = snap
+    src = h.create("--image", image)
+    if src.status()["config"].get("workspace") != "disk":
+        pytest.skip("the source's writable places are not a disk here (POST /fork: 501)")
+    disk = os.path.join(h.rtdir, ".disk")
+    body = {"count": 2, "disk_bytes": 20 << 30, "copy": True}
+
+    def forks():
+        return sorted(n for n in os.listdir(disk) if "fork-" in n)
+    for names, text in (("x", "'names' must be"), (["fork-a.sock"], "array of 'count'"),
+                        (["fork-a.sock", "../fork-b.sock"], "'names' entry 2"),
+                        (["fork-a.sock", "fork-A.sock"], "'names' entry 2"),
+                        (["fork-a.sock", "fork-a.sock"], "repeats entry 1")):
+        st, res = src.api("POST", "/fork", body | {"names": names})
+        assert st == 400 and text in json.dumps(res), (names, st, res)
+    assert forks() == []
+    taken = os.path.join(disk, "fork-taken.sock")
+    open(taken, "w").close()
+    st, res = src.api("POST", "/fork", body | {"names": ["fork-mine.sock", "fork-taken.sock"]})
+    assert st == 409, res
+    assert forks() == ["fork-taken.sock"]  # left alone; ours removed
+    os.unlink(taken)
+    names = ["fork-t-1.sock", "fork-t-2.sock"]
+    st, res = src.api("POST", "/fork", body | {"names": names})
+    assert st == 201 and res["disks"] == names, res
+    assert forks() == names
+    for n in names:
+        seqpacket_drop(os.path.join(disk, n))
+    assert src.sh("cat /proc/self/status >/dev/null && echo up") == "up\n"

@@ -261,7 +261,8 @@ static int use_source_store(const struct hutch_paths *p, bool *by_disk, bool *ho
 /* POST /fork: 0 with the answer ({disks, image, method, frozen_ms}), or an
  * exit code. copy false: only where the source's disk can be cloned; where
  * it cannot (501), *fallback is set (the snapshot route, faster than
- * copying the files into a new disk: docs/snapshots.md). */
+ * copying the files into a new disk: docs/snapshots.md). cr: the names
+ * sent; a 400 then leaves *ret NULL (ask again without them). */
 static int fork_disks(const struct hutch_paths *p, const struct hutch_config *cfg, size_t n,
                       bool copy, const struct creator *cr, cJSON **ret, bool *fallback)
 {
@@ -285,9 +286,12 @@ static int fork_disks(const struct hutch_paths *p, const struct hutch_config *cf
 	if ((r = hutch_client_request(p->sock, "POST", "/fork", body, strlen(body), &resp, &err)) <
 	    0)
 		return hutch_cli_lost(p->sock, r, err.msg);
-	if (resp.status == 501 && !copy) {
+	if ((resp.status == 501 && !copy) || (resp.status == 400 && cr)) {
+		/* 400 with our names (always valid): a supervisor older than
+		 * them, whose sandbox lived through an upgrade (*ret NULL: ask
+		 * again without them) */
+		*fallback = resp.status == 501;
 		hutch_http_resp_done(&resp);
-		*fallback = true;
 		return 0;
 	}
 	if (resp.status != 201) {
@@ -515,12 +519,14 @@ static int cmd_fork(struct hutch_cli_args *a)
 			give_up(cr, n);
 		return r;
 	}
-	if (fallback && early) { /* not cloned: the snapshot route, created afresh */
+	if (early && !snap) { /* not cloned (the snapshot route), or no names */
 		give_up(cr, n);
 		memset(cr, 0, n * sizeof(*cr));
 		for (size_t i = 0; i < n; i++)
 			cr[i].sock = -EBADF;
 		early = false;
+		if (!fallback && (r = fork_disks(&p, &a->cfg, n, host, NULL, &snap, &fallback)))
+			return r;
 	}
 	by_disk = by_disk && !fallback;
 	if ((!by_disk && (r = take_snapshot(&p, &snap))) ||

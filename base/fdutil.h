@@ -22,6 +22,12 @@ ssize_t hutch_read_all(int fd, void *buf, size_t len);
  * len bytes of buf, NULs included; _file_ writes a string. */
 int hutch_write_bytes_at(int dirfd, const char *path, const void *buf, size_t len, mode_t mode);
 int hutch_write_file_at(int dirfd, const char *path, const char *content, mode_t mode);
+/* rename(from, to) that replaces an existing to by swapping the two
+ * (RENAME_EXCHANGE) and unlinking from, its old content: readers see the
+ * old file or the new whole, as with rename(), but ext4 does not force the
+ * new file's blocks out (its auto_da_alloc on a rename over a file), so a
+ * short-lived file is never allocated and its removal issues no discard. */
+int hutch_rename_replace(const char *from, const char *to);
 /* Write a string to an existing file (cgroup and /proc knobs), no O_CREAT. */
 int hutch_write_knob_at(int dirfd, const char *path, const char *value);
 /* Read a small file (at most max-1 bytes) into buf, NUL-terminated; returns length. */

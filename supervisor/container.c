@@ -270,7 +270,8 @@ static void write_status(struct sup *s, const char *status)
 	if (!text)
 		return;
 	snprintf(tmp, sizeof(tmp), "%s.tmp", ct->status_path);
-	if (hutch_write_file_at(AT_FDCWD, tmp, text, 0600) < 0 || rename(tmp, ct->status_path) < 0)
+	if (hutch_write_file_at(AT_FDCWD, tmp, text, 0600) < 0 ||
+	    hutch_rename_replace(tmp, ct->status_path) < 0)
 		hutch_log_errno(HUTCH_LOG_WARN, -errno, "write '%s'", ct->status_path);
 	else
 		ct->announced = true;

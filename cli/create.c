@@ -33,8 +33,23 @@ static int progress_fd(const char *when, int *ret_fd)
 	return 0;
 }
 
+static int create_sandbox(struct hutch_config *cfg, const char *progress, int stream_fd,
+                          struct hutch_created *c);
+
 int hutch_cli_create_sandbox(struct hutch_config *cfg, const char *progress,
                              struct hutch_created *c)
+{
+	return create_sandbox(cfg, progress, -EBADF, c);
+}
+
+int hutch_cli_create_run(struct hutch_config *cfg, const char *progress, int stream_fd,
+                         struct hutch_created *c)
+{
+	return create_sandbox(cfg, progress, stream_fd, c);
+}
+
+static int create_sandbox(struct hutch_config *cfg, const char *progress, int stream_fd,
+                          struct hutch_created *c)
 {
 	struct hutch_setup_failure setup = { 0 };
 	struct hutch_err err = { 0 };
@@ -42,6 +57,7 @@ int hutch_cli_create_sandbox(struct hutch_config *cfg, const char *progress,
 	int r, progress_to = -1;
 
 	c->handover_fd = -EBADF; /* (a pool's sandbox was handed over to the pool) */
+	c->command_sent = false;
 
 	r = progress_fd(progress, &progress_to);
 	if (r)
@@ -72,7 +88,8 @@ int hutch_cli_create_sandbox(struct hutch_config *cfg, const char *progress,
 	if (r > 0)
 		return 0;      /* a warm sandbox from `hutch pool` */
 	hutch_err_clear(&err); /* no pool, or nothing ready: create cold */
-	r = hutch_sandbox_create(cfg, hutch_runtime_dir(), c, &setup, progress_to, &err);
+	r = hutch_sandbox_create_run(cfg, hutch_runtime_dir(), stream_fd, c, &setup, progress_to,
+	                             &err);
 	if (r == -ECANCELED && setup.step[0]) {
 		size_t n = setup.shown ? 0 : strlen(setup.tail);
 		fprintf(stderr, "hutch: cannot create sandbox: %s; sandbox %s was deleted\n",

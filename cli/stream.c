@@ -656,6 +656,57 @@ static int run_handover(const char *sock, const char *body, const struct hutch_c
 	             HUTCH_FRAME_FROM_SERVER | HUTCH_FRAME_BIT(HUTCH_FRAME_REFUSED), &rs);
 }
 
+int hutch_cli_run_prepare(char **argv, const struct hutch_cli_args *a, int *ret_ours,
+                          int *ret_theirs)
+{
+	_cleanup_free_ char *body = NULL;
+	uint8_t head[4], eof[HUTCH_FRAME_HDR];
+	struct iovec iov[3];
+	struct msghdr m = { .msg_iov = iov, .msg_iovlen = 3 };
+	size_t len, total;
+	int sp[2];
+	ssize_t n;
+
+	/* -t sets the terminal raw before the request (stream()) */
+	if (a->tty)
+		return 1;
+	body = request_body(argv, a);
+	if (!body)
+		return 1;
+	len = strlen(body);
+	head[0] = (uint8_t)(len >> 24);
+	head[1] = (uint8_t)(len >> 16);
+	head[2] = (uint8_t)(len >> 8);
+	head[3] = (uint8_t)len;
+	hutch_frame_header(eof, HUTCH_FRAME_STDIN, 0);
+	iov[0] = (struct iovec){ head, sizeof(head) };
+	iov[1] = (struct iovec){ body, len };
+	iov[2] = (struct iovec){ eof, a->interactive ? 0 : sizeof(eof) };
+	total = sizeof(head) + len + iov[2].iov_len;
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp) < 0)
+		return 1;
+	/* whole at once, or the acknowledgement carries it as before */
+	do
+		n = sendmsg(sp[0], &m, MSG_NOSIGNAL | MSG_DONTWAIT);
+	while (n < 0 && errno == EINTR);
+	if (n < 0 || (size_t)n != total) {
+		hutch_close_many(sp, 2);
+		return 1;
+	}
+	*ret_ours = sp[0];
+	*ret_theirs = sp[1];
+	return 0;
+}
+
+int hutch_cli_run_relay(const char *sock, int fd, const struct hutch_cli_args *a,
+                        struct hutch_cli_capture *cap)
+{
+	struct run_state rs = { .exit_code = HUTCH_EXIT_FAILURE, .cap = cap };
+
+	return relay(sock, fd, a->interactive, NULL, 0,
+	             HUTCH_FRAME_FROM_SERVER | HUTCH_FRAME_BIT(HUTCH_FRAME_REFUSED), &rs);
+}
+
 static int stream(const char *sock, char **argv, const struct hutch_cli_args *a,
                   struct hutch_cli_capture *cap, int (*ack)(void *ud, int fd), void *ud)
 {

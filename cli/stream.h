@@ -46,6 +46,20 @@ int hutch_cli_stream_command(const char *sock, char **argv, const struct hutch_c
  * sent with fd, else the exit code to return at once (it said why). */
 int hutch_cli_stream_run(const char *sock, char **argv, const struct hutch_cli_args *a,
                          struct hutch_cli_capture *cap, int (*ack)(void *ud, int fd), void *ud);
+/* hutch run's command made ready before its sandbox: the request (as
+ * hutch_cli_stream_run() writes it) whole on a socketpair, whose end
+ * *ret_theirs goes with the create (hutch_sandbox_create_run(): the
+ * supervisor starts the command as soon as the sandbox is ready, no round
+ * trip to us) and *ret_ours is for hutch_cli_run_relay(). 0, or 1 when it
+ * cannot go before (-t sets the terminal up first; a request larger than
+ * the socket takes at once): hutch_cli_stream_run() then, after the
+ * create. */
+int hutch_cli_run_prepare(char **argv, const struct hutch_cli_args *a, int *ret_ours,
+                          int *ret_theirs);
+/* The command's frames relayed on our end of it; its exit code, or
+ * hutch's after printing why (cap as for hutch_cli_stream_command()). */
+int hutch_cli_run_relay(const char *sock, int fd, const struct hutch_cli_args *a,
+                        struct hutch_cli_capture *cap);
 /* Print an API error answer's message; returns the exit code of its
  * class: the one its code names ("not_found": 65), else its HTTP status's
  * (404: 65, 410: 66, 501: 69, 400: 64, 409 and 413: 70; another: 70),

@@ -197,15 +197,18 @@ static int delete_sandbox(const struct hutch_paths *p, bool quiet, bool force)
  * and its result printed as JSON (max: the bytes kept of each stream);
  * returns its exit code either way. */
 static int stream_command(const struct hutch_paths *p, uint64_t max, struct hutch_cli_args *a,
-                          int (*ack)(void *ud, int fd), void *ud)
+                          int sent_fd, int (*ack)(void *ud, int fd), void *ud)
 {
 	struct hutch_cli_capture cap;
 	int r, pr;
 
+	/* sent_fd >= 0: the command went with the create, relayed on it */
 	if (!a->json)
-		return hutch_cli_stream_run(p->sock, a->cmd, a, NULL, ack, ud);
+		return sent_fd >= 0 ? hutch_cli_run_relay(p->sock, sent_fd, a, NULL)
+		                    : hutch_cli_stream_run(p->sock, a->cmd, a, NULL, ack, ud);
 	hutch_cli_capture_init(&cap, max);
-	r = hutch_cli_stream_run(p->sock, a->cmd, a, &cap, ack, ud);
+	r = sent_fd >= 0 ? hutch_cli_run_relay(p->sock, sent_fd, a, &cap)
+	                 : hutch_cli_stream_run(p->sock, a->cmd, a, &cap, ack, ud);
 	/* No result (hutch's own failure, Ctrl-C, the sandbox gone): the
 	 * message is on stderr and the exit code says which, as without
 	 * --json. */
@@ -256,7 +259,8 @@ static int cmd_run(struct hutch_cli_args *a)
 {
 	struct hutch_created c;
 	struct run_ack k = { .c = &c };
-	int r;
+	_cleanup_close_ int ours = -EBADF;
+	int theirs = -EBADF, r;
 
 	if (!a->cmd)
 		return hutch_cli_fail(HUTCH_EXIT_USAGE,
@@ -269,18 +273,28 @@ static int cmd_run(struct hutch_cli_args *a)
 	hutch_cli_catch_interrupts();
 	a->cfg.no_limits = a->no_limits;
 	a->cfg.api_on_demand = true; /* the command goes with the hand-over */
-	r = hutch_cli_create_sandbox(&a->cfg, a->progress, &c);
+	/* The command made ready first goes with a cold create: the
+	 * supervisor starts it in the turn the sandbox is ready, with no
+	 * round trip to us (supervisor/sandbox.h). */
+	(void)hutch_cli_run_prepare(a->cmd, a, &ours, &theirs);
+	r = hutch_cli_create_run(&a->cfg, a->progress, theirs, &c);
+	closep(&theirs);
 	if (r)
 		return r;
-	if (c.handover_fd >= 0) {
+	if (c.handover_fd >= 0 && c.command_sent) {
+		hutch_created_sent_run(&c); /* a signal held since the answer comes now */
+		r = hutch_cli_interrupted() ? 128 + hutch_cli_interrupted()
+		                            : stream_command(&c.paths, a->cfg.max_output_bytes, a,
+		                                             ours, NULL, NULL);
+	} else if (c.handover_fd >= 0) {
 		/* the command goes with the acknowledgement (supervisor/sandbox.h) */
-		r = stream_command(&c.paths, a->cfg.max_output_bytes, a, run_ack, &k);
+		r = stream_command(&c.paths, a->cfg.max_output_bytes, a, -EBADF, run_ack, &k);
 		if (k.failed)
 			return r;
 	} else { /* a warm pool's sandbox: POST /exec */
-		r = hutch_cli_interrupted()
-		            ? 128 + hutch_cli_interrupted()
-		            : stream_command(&c.paths, a->cfg.max_output_bytes, a, NULL, NULL);
+		r = hutch_cli_interrupted() ? 128 + hutch_cli_interrupted()
+		                            : stream_command(&c.paths, a->cfg.max_output_bytes, a,
+		                                             -EBADF, NULL, NULL);
 	}
 	/* Deleted through the hand-over socket (supervisor/sandbox.h); the
 	 * ordinary way when that did not answer. */
@@ -390,7 +404,7 @@ static int cmd_exec(struct hutch_cli_args *a)
 	if (r)
 		return r;
 	hutch_cli_catch_interrupts();
-	return stream_command(&p, hutch_cli_capture_limit(&p), a, NULL, NULL);
+	return stream_command(&p, hutch_cli_capture_limit(&p), a, -EBADF, NULL, NULL);
 }
 
 static cJSON *describe(const char *id, bool *live)

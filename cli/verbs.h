@@ -20,6 +20,10 @@ extern const struct hutch_cli_verb hutch_verb_run, hutch_verb_create, hutch_verb
 struct hutch_created;
 int hutch_cli_create_sandbox(struct hutch_config *cfg, const char *progress,
                              struct hutch_created *c);
+/* The same for hutch run, its command's stream_fd (-1: none) sent with a
+ * cold create (c->command_sent; hutch_sandbox_create_run()). */
+int hutch_cli_create_run(struct hutch_config *cfg, const char *progress, int stream_fd,
+                         struct hutch_created *c);
 /* verb-fork.c: fork ID [-n N], rollback ID SNAPSHOT */
 extern const struct hutch_cli_verb hutch_verb_fork;
 /* verb-procs.c */

@@ -182,6 +182,10 @@ static void ready(struct sup *s)
 	}
 	s->hooks.awaiting_ack = true;
 	hutch_event(s, "ready%s", s->cfg->pool_key[0] ? ": waiting in a warm pool" : "");
+	/* A run's command may have come with the create ("E" before this
+	 * answer, hutch_sandbox_create_run()): started in this turn, with no
+	 * round trip to the creator. */
+	on_creator_event(&s->hooks.w_result, EPOLLIN);
 }
 
 static void step_done(void *ud, struct cmd *c);

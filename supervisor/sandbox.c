@@ -470,6 +470,12 @@ int hutch_created_ack_run(struct hutch_created *c, int stream_fd)
 	return r >= 0 ? 0 : -EPIPE;
 }
 
+void hutch_created_sent_run(struct hutch_created *c)
+{
+	if (c->handover_fd >= 0)
+		handover_done(c, true);
+}
+
 int hutch_created_end_run(struct hutch_created *c)
 {
 	char b;
@@ -529,12 +535,22 @@ static pid_t fork_supervisor(struct sup *s, int log_fd, int pipefd[2], struct hu
 	return pid;
 }
 
+static int create(struct hutch_config *cfg, struct hutch_container *ct, const char *runtime_dir,
+                  int stream_fd, struct hutch_created *ret, struct hutch_setup_failure *ret_setup,
+                  int progress_fd, struct hutch_err *err);
+
 int hutch_sandbox_create(struct hutch_config *cfg, const char *runtime_dir,
                          struct hutch_created *ret, struct hutch_setup_failure *ret_setup,
                          int progress_fd, struct hutch_err *err)
 {
-	return hutch_sandbox_create_container(cfg, NULL, runtime_dir, ret, ret_setup, progress_fd,
-	                                      err);
+	return create(cfg, NULL, runtime_dir, -EBADF, ret, ret_setup, progress_fd, err);
+}
+
+int hutch_sandbox_create_run(struct hutch_config *cfg, const char *runtime_dir, int stream_fd,
+                             struct hutch_created *ret, struct hutch_setup_failure *ret_setup,
+                             int progress_fd, struct hutch_err *err)
+{
+	return create(cfg, NULL, runtime_dir, stream_fd, ret, ret_setup, progress_fd, err);
 }
 
 int hutch_sandbox_create_container(struct hutch_config *cfg, struct hutch_container *ct,
@@ -542,25 +558,40 @@ int hutch_sandbox_create_container(struct hutch_config *cfg, struct hutch_contai
                                    struct hutch_setup_failure *ret_setup, int progress_fd,
                                    struct hutch_err *err)
 {
+	return create(cfg, ct, runtime_dir, -EBADF, ret, ret_setup, progress_fd, err);
+}
+
+/* The creator's struct sup before anything is made: every fd unset. */
+static void sup_init(struct sup *s, struct hutch_config *cfg, struct hutch_container *ct)
+{
+	memset(s, 0, sizeof(*s));
+	s->cfg = cfg;
+	s->container = ct;
+	s->kind = hutch_kind_choose(cfg, ct);
+	s->cmdenv = hutch_default_env;
+	s->loop.epfd = s->sigfd = s->ttl_fd = s->init_sock = s->pidfd = s->listen_fd = -EBADF;
+	s->lock_fd = s->slot_fd = s->mntns_fd = s->procview_fd = s->procview_hold = -EBADF;
+	s->idle.fd = s->hooks.deadline_fd = s->hooks.result_fd = s->events.fd = -EBADF;
+	s->hooks.log_fd = s->net.helper_timer_fd = -EBADF;
+	s->disk_job.pid = -1;
+	s->disk_job.sock = -EBADF;
+	for (size_t i = 0; i < HUTCH_DISK_FDS; i++)
+		s->disk_fds[i] = -EBADF;
+}
+
+/* stream_fd >= 0: a run's command, sent ("E") before the answer. */
+static int create(struct hutch_config *cfg, struct hutch_container *ct, const char *runtime_dir,
+                  int stream_fd, struct hutch_created *ret, struct hutch_setup_failure *ret_setup,
+                  int progress_fd, struct hutch_err *err)
+{
 	static struct sup s; /* the supervisor keeps it for its whole life */
 	_cleanup_close_ int log_fd = -EBADF;
 	int pipefd[2]; /* a socketpair: "ready" one way, the acknowledgement back */
 	pid_t pid;
 	int r, status;
+	bool sent;
 
-	memset(&s, 0, sizeof(s));
-	s.cfg = cfg;
-	s.container = ct;
-	s.kind = hutch_kind_choose(cfg, ct);
-	s.cmdenv = hutch_default_env;
-	s.loop.epfd = s.sigfd = s.ttl_fd = s.init_sock = s.pidfd = s.listen_fd = -EBADF;
-	s.lock_fd = s.slot_fd = s.mntns_fd = s.procview_fd = s.procview_hold = -EBADF;
-	s.idle.fd = s.hooks.deadline_fd = s.hooks.result_fd = s.events.fd = -EBADF;
-	s.hooks.log_fd = s.net.helper_timer_fd = -EBADF;
-	s.disk_job.pid = -1;
-	s.disk_job.sock = -EBADF;
-	for (size_t i = 0; i < HUTCH_DISK_FDS; i++)
-		s.disk_fds[i] = -EBADF;
+	sup_init(&s, cfg, ct);
 	r = hutch_config_validate(cfg, err);
 	if (r < 0)
 		return r;
@@ -598,6 +629,10 @@ int hutch_sandbox_create_container(struct hutch_config *cfg, struct hutch_contai
 	}
 	close(pipefd[1]);
 	close(s.lock_fd);
+	/* The command before the answer: the supervisor reads it once ready
+	 * (supervisor/hooks.c), in the turn that makes it ready. Not sent: the
+	 * acknowledgement carries it after all. */
+	sent = stream_fd >= 0 && hutch_send_byte_fd(pipefd[0], 'E', stream_fd) >= 0;
 	/* While the supervisor makes the cgroups: lxcfs's views looked up
 	 * from our pid namespace, whose init lxcfs knows, not from init's,
 	 * which lxcfs would fork into (rootfs.h); init's own walk, within
@@ -619,5 +654,6 @@ int hutch_sandbox_create_container(struct hutch_config *cfg, struct hutch_contai
 		return r;
 	}
 	handed(&s, pipefd[0], ret);
+	ret->command_sent = sent;
 	return 0;
 }

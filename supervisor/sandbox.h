@@ -22,6 +22,10 @@ struct hutch_created {
 	 * creator acknowledged the id (hutch_created_ack()); if this fd closes
 	 * first (the creator was interrupted, killed), it deletes it. */
 	int handover_fd;
+	/* hutch_sandbox_create_run(): the command went before the answer
+	 * (its stream is the caller's; hutch_created_sent_run() then, not
+	 * hutch_created_ack_run()). */
+	bool command_sent;
 };
 
 /* The creator has the id (printed, or kept): the sandbox is handed over.
@@ -41,6 +45,9 @@ int hutch_created_ack(struct hutch_created *c);
  * on its end (hutch_api_exec_stream() reads it), and its frames follow as
  * on POST /exec's upgraded connection. */
 int hutch_created_ack_run(struct hutch_created *c, int stream_fd);
+/* The run's command went with the create (c->command_sent): the
+ * hand-over is over, the socket kept as after hutch_created_ack_run(). */
+void hutch_created_sent_run(struct hutch_created *c);
 /* Delete a run's sandbox and wait until it is gone: 0, or -EPROTO when
  * the supervisor said something else, -EPIPE without a socket (the caller
  * then deletes it the ordinary way). Closes the socket. */
@@ -57,6 +64,16 @@ void hutch_created_drop(struct hutch_created *c);
 int hutch_sandbox_create(struct hutch_config *cfg, const char *runtime_dir,
                          struct hutch_created *ret, struct hutch_setup_failure *ret_setup,
                          int progress_fd, struct hutch_err *err);
+/* The same for hutch run with its command made ready before
+ * (stream_fd, hutch_created_ack_run()'s): sent with the create, so the
+ * supervisor starts it in the turn the sandbox becomes ready, with no
+ * round trip to the caller; ret->command_sent says it went (not: the
+ * acknowledgement carries it). A SIGINT or SIGTERM during the create then
+ * no longer keeps the command from starting: the caller deletes the
+ * sandbox at once ("D"), which kills it. */
+int hutch_sandbox_create_run(struct hutch_config *cfg, const char *runtime_dir, int stream_fd,
+                             struct hutch_created *ret, struct hutch_setup_failure *ret_setup,
+                             int progress_fd, struct hutch_err *err);
 /* The same for a container (container.h): its root, mounts and main
  * process; ct stays the caller's and must outlive the call (the
  * supervisor has its own copy of the memory). ct may be NULL. */

@@ -256,6 +256,21 @@ def test_run_command_goes_with_the_handover_and_its_api_starts_on_demand(hutch):
     assert hutch.ids() == []
 
 
+def test_run_command_larger_than_the_socket_goes_after_the_answer(hutch):
+    """hutch run sends its command with the create, before the answer, when
+    the request fits the socketpair at once; a larger one (an environment of
+    600 KB here: more than a socket's default buffer) goes with the acknowledgement instead, and runs the same."""
+    env = []
+    for i in range(5):  # one argument holds at most 128 KiB
+        env += ["-e", "BIG%d=%s" % (i, "x" * 120000)]
+    r = hutch("run", *env, "--", "sh", "-c", 'echo $((${#BIG0} + ${#BIG4}))')
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == b"240000\n"
+    r = hutch("run", "--", "sh", "-c", "echo small; exit 7")
+    assert r.returncode == 7 and r.stdout == b"small\n", r.stderr
+    assert hutch.ids() == []
+
+
 def test_run_refusals_are_exec_s(hutch):
     """What POST /exec refuses, a run's hand-over refuses the same way: the
     message and the exit code (a REFUSED frame), the journal's line."""

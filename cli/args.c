@@ -25,6 +25,14 @@
 
 #define ARG(a, o, T) ((T *)(void *)((char *)(a) + (o)->offset))
 
+/* A row's range, all 0 when it has none. */
+static const struct hutch_cli_range *range_of(const struct hutch_cli_opt *o)
+{
+	static const struct hutch_cli_range none;
+
+	return o->range ? o->range : &none;
+}
+
 const struct hutch_cli_opt hutch_cli_json_opts[] = {
 	{ .name = "json",
 	  .kind = HUTCH_CLI_FLAG,
@@ -174,12 +182,14 @@ static int set_opt(struct hutch_cli_args *a, const struct hutch_cli_opt *o, cons
 	case HUTCH_CLI_LIST:
 		return add_to_list(ARG(a, o, cJSON *), value);
 	case HUTCH_CLI_U64:
-		if (hutch_parse_u64(value, o->umin, o->umax, ARG(a, o, uint64_t)) < 0)
+		if (hutch_parse_u64(value, range_of(o)->umin, range_of(o)->umax,
+		                    ARG(a, o, uint64_t)) < 0)
 			return fail_value(o->invalid, value);
 		return 0;
 	case HUTCH_CLI_SECONDS:
 		d = strtod(value, &end);
-		if (end == value || *end || !isfinite(d) || d < o->min || d > o->max)
+		if (end == value || *end || !isfinite(d) || d < range_of(o)->min ||
+		    d > range_of(o)->max)
 			return fail_value(o->invalid, value);
 		*ARG(a, o, double) = d;
 		return 0;
@@ -382,9 +392,9 @@ int hutch_cli_parse(const struct hutch_cli_verb *verb, const struct hutch_cli_ve
 	a->verbs = all;
 	for (const struct hutch_cli_opt *o = verb->opts; o && o->name; o++) {
 		if (o->kind == HUTCH_CLI_U64)
-			*ARG(a, o, uint64_t) = o->udef;
+			*ARG(a, o, uint64_t) = range_of(o)->udef;
 		else if (o->kind == HUTCH_CLI_SECONDS)
-			*ARG(a, o, double) = o->def;
+			*ARG(a, o, double) = range_of(o)->def;
 	}
 	/* Only a verb that takes the sandbox options has a configuration:
 	 * its defaults run every option row's init (the instance type, the

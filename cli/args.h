@@ -36,23 +36,33 @@ enum hutch_cli_kind {
 	HUTCH_CLI_MOUNT,    /* docker's --mount: a volume spec for the "volumes" option */
 };
 
+/* The range and default of a HUTCH_CLI_U64 or HUTCH_CLI_SECONDS option. */
+struct hutch_cli_range {
+	double min, max, def;      /* HUTCH_CLI_SECONDS */
+	uint64_t umin, umax, udef; /* HUTCH_CLI_U64 */
+};
+
+/* A row of a verb's option table. The tables hold pointers, so the
+ * dynamic loader writes their pages at every start of hutch (issue 31:
+ * CLI start): keep the row small (72 bytes; the ranges, which ten rows
+ * of 130 have, apart). */
 struct hutch_cli_opt {
 	const char *name; /* long name without "--"; NULL ends a table */
 	char short_name;  /* 0: none */
 	enum hutch_cli_kind kind;
-	size_t offset;       /* the field in struct hutch_cli_args */
+	uint32_t offset; /* the field in struct hutch_cli_args */
+	/* Verb-defined modes the option applies in (0: all); see
+	 * hutch_cli_check_mode(). */
+	unsigned modes;
 	const char *metavar; /* the value's name in --help */
 	const char *help;
-	double min, max, def;      /* HUTCH_CLI_SECONDS: range, default */
-	uint64_t umin, umax, udef; /* HUTCH_CLI_U64: range, default */
+	/* HUTCH_CLI_U64, HUTCH_CLI_SECONDS: range and default; NULL: all 0. */
+	const struct hutch_cli_range *range;
 	/* The message of a bad value: its "%s" is replaced by the value. */
 	const char *invalid;
 	/* The message when the value is missing; NULL: "option '--x' needs a
 	 * value". */
 	const char *missing;
-	/* Verb-defined modes the option applies in (0: all); see
-	 * hutch_cli_check_mode(). */
-	unsigned modes;
 	/* What completion offers as its value (completion.c): words, space
 	 * separated, and sources: @sandboxes, @images, @procs (of the
 	 * sandbox named first), @filters (ls -f's KEY=VALUE); NULL: any. */

@@ -39,7 +39,7 @@
 		  .kind = HUTCH_CLI_SECONDS,                                                     \
 		  A(timeout),                                                                    \
 		  .metavar = "S",                                                                \
-		  .max = DBL_MAX,                                                                \
+		  .range = &(const struct hutch_cli_range){ .max = DBL_MAX },                    \
 		  .modes = (m),                                                                  \
 		  .help = "kill the command and its children after S seconds (exit 124)",        \
 		  .invalid = "invalid --timeout '%s': give a number of seconds, e.g. 30" },      \

@@ -164,9 +164,9 @@ static const struct hutch_cli_opt start_opts[] = {
 	  .kind = HUTCH_CLI_U64,
 	  A(size),
 	  .metavar = "N",
-	  .umin = 1,
-	  .umax = HUTCH_POOL_MAX_SIZE,
-	  .udef = 4,
+	  .range = &(const struct hutch_cli_range){ .umin = 1,
+	                                            .umax = HUTCH_POOL_MAX_SIZE,
+	                                            .udef = 4 },
 	  .help = "how many sandboxes to keep ready (default 4)",
 	  .invalid = "invalid --size '%s': give a number of sandboxes from 1 to " STR(
 	          HUTCH_POOL_MAX_SIZE),

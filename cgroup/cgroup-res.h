@@ -17,9 +17,10 @@ int hutch_cgroup_res_write_v1(int fd, const char *dir, unsigned int ctrls,
 int hutch_cgroup_res_write_v2(int fd, const char *dir, const struct hutch_limits *lim,
                               struct hutch_err *err);
 /* v1 cpuset: a new directory's cpuset.cpus and cpuset.mems are empty (no
- * task may join) unless copied from its parent: fill dir and each of its
- * parents up to the first one that has them, top down. */
-int hutch_cgroup_cpuset_inherit(const char *dir, struct hutch_err *err);
+ * task may join) unless copied from its parent: fill dir (open as fd) and
+ * each of its parents up to the first one that has them, top down, with
+ * that one's. pfd: dir's parent, open, or -1 (opened here). */
+int hutch_cgroup_cpuset_inherit(int fd, int pfd, const char *dir, struct hutch_err *err);
 /* v1: what res asks that cg cannot hold (unified keys; a controller whose
  * directory cg lacks, as an oci update may ask) is an error naming it. */
 int hutch_cgroup_res_check_v1(const struct hutch_cgroup *cg, const struct hutch_resources *res,

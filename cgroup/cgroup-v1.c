@@ -55,7 +55,11 @@ static int write_cpu(int fd, const char *dir, const struct hutch_limits *lim, st
 	return knob(fd, dir, "cpu.cfs_quota_us", quota, err);
 }
 
-static int write_memory(int fd, const char *dir, const struct hutch_limits *lim,
+/* fresh: the directory was just made, its memsw still unlimited: the
+ * memory limit goes first and memsw after it, one try each (writing memsw
+ * first there fails EINVAL: 4 syscalls per create). Otherwise (oci update)
+ * memsw goes first when it can (a raise), else after the memory limit. */
+static int write_memory(int fd, const char *dir, const struct hutch_limits *lim, bool fresh,
                         struct hutch_err *err)
 {
 	char val[32];
@@ -67,7 +71,19 @@ static int write_memory(int fd, const char *dir, const struct hutch_limits *lim,
 	(void)hutch_write_knob_at(fd, "memory.swappiness", "0");
 	/* memsw (memory + swap) exists only with swap accounting; setting it
 	 * equal to the memory limit means "no swap". It must never be below
-	 * limit_in_bytes: when it can go first (a raise, oci update), it does. */
+	 * limit_in_bytes. */
+	if (fresh) {
+		r = knob(fd, dir, "memory.limit_in_bytes", val, err);
+		if (r < 0)
+			return r;
+		r = hutch_write_knob_at(fd, "memory.memsw.limit_in_bytes", val);
+		if (r == -ENOENT)
+			return 0; /* no swap accounting */
+		if (r < 0)
+			return hutch_err_set_errno(err, r, "write '%s' to '%s/%s'", val, dir,
+			                           "memory.memsw.limit_in_bytes");
+		return 0;
+	}
 	memsw = faccessat(fd, "memory.memsw.limit_in_bytes", F_OK, 0) == 0;
 	if (memsw && hutch_write_knob_at(fd, "memory.memsw.limit_in_bytes", val) == 0)
 		return knob(fd, dir, "memory.limit_in_bytes", val, err);
@@ -80,7 +96,7 @@ static int write_memory(int fd, const char *dir, const struct hutch_limits *lim,
 }
 
 static int write_limits(int fd, const char *dir, unsigned int ctrls, const struct hutch_limits *lim,
-                        struct hutch_err *err)
+                        bool fresh, struct hutch_err *err)
 {
 	char val[32];
 	int r;
@@ -91,7 +107,7 @@ static int write_limits(int fd, const char *dir, unsigned int ctrls, const struc
 			return r;
 	}
 	if (ctrls & CG_CTRL_MEMORY) {
-		r = write_memory(fd, dir, lim, err);
+		r = write_memory(fd, dir, lim, fresh, err);
 		if (r < 0)
 			return r;
 	}
@@ -120,18 +136,19 @@ static int v1_create(struct hutch_cgroup *cg, const struct hutch_limits *lim, st
 	if (r < 0)
 		return r;
 	for (; made < cg->n_dirs; made++) {
-		_cleanup_close_ int fd = hutch_cgroup_make_dir(cg->dirs[made], NULL, err);
+		bool cpuset = cg->ctrls[made] & (CG_CTRL_CPUSET | CG_CTRL_CPUSET_VIEW);
+		_cleanup_close_ int pfd = -EBADF;
+		_cleanup_close_ int fd =
+		        hutch_cgroup_make_dir(cg->dirs[made], cpuset ? &pfd : NULL, err);
 
 		if (fd < 0) {
 			r = fd;
 			break;
 		}
 		/* Its parents (a cgroupsPath's, made empty) and itself. */
-		r = (cg->ctrls[made] & (CG_CTRL_CPUSET | CG_CTRL_CPUSET_VIEW))
-		            ? hutch_cgroup_cpuset_inherit(cg->dirs[made], err)
-		            : 0;
+		r = cpuset ? hutch_cgroup_cpuset_inherit(fd, pfd, cg->dirs[made], err) : 0;
 		if (r >= 0)
-			r = write_limits(fd, cg->dirs[made], cg->ctrls[made], lim, err);
+			r = write_limits(fd, cg->dirs[made], cg->ctrls[made], lim, true, err);
 		if (r >= 0 && (cg->ctrls[made] & CG_CTRL_FREEZER) &&
 		    mkdirat(fd, HUTCH_CGROUP_CMDS, 0755) < 0 && errno != EEXIST)
 			r = hutch_err_set_errno(err, -errno, "create cgroup '%s/%s'",
@@ -337,7 +354,7 @@ static int v1_update(struct hutch_cgroup *cg, const struct hutch_limits *lim, st
 
 		if (fd < 0)
 			return hutch_err_set_errno(err, fd, "open cgroup '%s'", cg->dirs[i]);
-		r = write_limits(fd, cg->dirs[i], cg->ctrls[i], lim, err);
+		r = write_limits(fd, cg->dirs[i], cg->ctrls[i], lim, false, err);
 		if (r < 0)
 			return r;
 	}

@@ -15,9 +15,6 @@
  *             after that started a third over a live mount (test_sizes)
  *   meminfo loadavg   what lxcfs reads as the host's (start())
  *   mnt/     lxcfs's FUSE mount, on a shared bind of mnt onto itself
- *   cpuset-keep  the path of the empty cpuset cgroup that keeps the
- *             kernel's cpuset static keys on while lxcfs runs
- *             (hutch_lxcfs_hold_cpuset())
  *
  * lxcfs runs in a mount namespace of its own where /proc/meminfo and
  * /proc/loadavg are those two files: lxcfs copies the lines it does not
@@ -364,47 +361,6 @@ static bool holds(pid_t pid, int rec)
 	       a.st_ino == b.st_ino;
 }
 
-#define KEEP_FILE   "cpuset-keep"
-#define KEEP_PREFIX "hutch.keep-"
-
-void hutch_lxcfs_hold_cpuset(const char *runtime_dir, const char *cpuset_parent)
-{
-	char rec[4200], keep[4200];
-	_cleanup_close_ int fd = -EBADF;
-
-	if (snprintf(rec, sizeof(rec), "%s/" LXCFS_DIR "/" KEEP_FILE, runtime_dir) >=
-	            (int)sizeof(rec) ||
-	    access(rec, F_OK) == 0 ||
-	    snprintf(keep, sizeof(keep), "%s/" KEEP_PREFIX "%d", cpuset_parent, (int)getpid()) >=
-	            (int)sizeof(keep) ||
-	    mkdir(keep, 0755) < 0)
-		return;
-	/* one record: a create that made one at the same time keeps its */
-	fd = open(rec, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
-	if (fd < 0 || hutch_write_all(fd, keep, strlen(keep)) < 0) {
-		if (fd >= 0)
-			(void)unlink(rec);
-		(void)rmdir(keep);
-	}
-}
-
-/* The cpuset cgroup hutch_lxcfs_hold_cpuset() recorded, removed (only a
- * cgroup of that name: the record is root's, in root's dir). */
-static void release_cpuset(int dirfd)
-{
-	char keep[4200];
-	const char *base;
-
-	if (hutch_read_file_at(dirfd, KEEP_FILE, keep, sizeof(keep)) <= 0)
-		return;
-	(void)unlinkat(dirfd, KEEP_FILE, 0); /* the next start's first create makes one */
-	base = strrchr(keep, '/');
-	if (strncmp(keep, "/sys/fs/cgroup/", 15) != 0 || strstr(keep, "/..") || !base ||
-	    strncmp(base + 1, KEEP_PREFIX, strlen(KEEP_PREFIX)) != 0)
-		return;
-	(void)rmdir(keep);
-}
-
 /* SIGTERM to the dir's lxcfs (it unmounts and exits, seconds later: no
  * wait, the next start makes a new record) through a pidfd opened before
  * checking that the pid is still its, and our mounts gone. */
@@ -413,7 +369,6 @@ static void stop(int dirfd, const char *mnt)
 	_cleanup_close_ int rec = -EBADF, pidfd = -EBADF;
 	pid_t pid = lxcfs_pid(dirfd, &rec);
 
-	release_cpuset(dirfd);
 	if (pid > 0 && (pidfd = sys_pidfd_open(pid, 0)) >= 0 && holds(pid, rec))
 		(void)sys_pidfd_send_signal(pidfd, SIGTERM, NULL, 0);
 	unmount_all(mnt);

@@ -26,20 +26,6 @@
 int hutch_lxcfs_acquire(const char *runtime_dir, int *ret_tree, int *ret_hold,
                         struct hutch_err *err);
 
-/*
- * Keep the kernel's cpuset static keys on while runtime_dir's lxcfs runs
- * (issue 31): the host's first cpuset cgroup turns them on, patching
- * kernel text on every CPU (`perf record`: ~5 ms of the supervisor's CPU
- * before its clone3, in cpuset_css_online()), and the removal of its last
- * turns them off; on a host with no other cpuset cgroup (systemd's hybrid
- * layout makes none) every sandbox paid both. An empty cpuset cgroup in
- * cpuset_parent (where the sandboxes' go), made once and recorded in
- * $RT/.lxcfs/cpuset-keep, removed with lxcfs (hutch_lxcfs_gc()). Called
- * with the hold of hutch_lxcfs_acquire() (gc cannot stop lxcfs meanwhile);
- * best effort: no hold, a slower create.
- */
-void hutch_lxcfs_hold_cpuset(const char *runtime_dir, const char *cpuset_parent);
-
 /* The lxcfs binary hutch runs (HUTCH_LXCFS, else /usr/bin, /usr/local/bin),
  * or NULL: none, or HUTCH_LXCFS=none. */
 const char *hutch_lxcfs_binary(void);

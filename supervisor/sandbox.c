@@ -287,28 +287,6 @@ static int take_disk(struct sup *s, const char *runtime_dir, struct hutch_err *e
 	return 0;
 }
 
-/* A v1 cpuset cgroup's parent (where the sandbox's goes): an empty cpuset
- * cgroup there while lxcfs runs keeps the kernel's cpuset static keys on
- * (hutch_lxcfs_hold_cpuset()). */
-static void hold_cpuset(const struct sup *s, const char *runtime_dir)
-{
-	const char *dirs[HUTCH_CGROUP_MAX_DIRS];
-	size_t n = s->cg ? hutch_cgroup_dirs(s->cg, dirs, ELEMENTSOF(dirs)) : 0;
-
-	for (size_t i = 0; i < n; i++) {
-		const char *slash = strrchr(dirs[i], '/');
-		char parent[4096];
-
-		if (strncmp(dirs[i], "/sys/fs/cgroup/cpuset/", 22) != 0 || !slash ||
-		    (size_t)(slash - dirs[i]) >= sizeof(parent))
-			continue;
-		memcpy(parent, dirs[i], (size_t)(slash - dirs[i]));
-		parent[slash - dirs[i]] = '\0';
-		hutch_lxcfs_hold_cpuset(runtime_dir, parent);
-		return;
-	}
-}
-
 /*
  * The instance's sizes in /proc: lxcfs, shared by the runtime dir's
  * sandboxes, started here by the first (runtime/lxcfs.h), in the creator's
@@ -325,8 +303,6 @@ static int acquire_procview(struct sup *s, const char *runtime_dir, struct hutch
 	r = hutch_lxcfs_acquire(runtime_dir, &s->procview_fd, &s->procview_hold, err);
 	if (r < 0 && r != -ENOENT && r != -EPERM)
 		return r;
-	if (r >= 0)
-		hold_cpuset(s, runtime_dir);
 	return take_disk(s, runtime_dir, err); /* the rest of what is inside: its disk */
 }
 

@@ -137,32 +137,6 @@ def test_lxcfs_is_shared_and_gc_stops_it(hutch):
 
 
 @needs_lxcfs
-@pytest.mark.skipif(not os.path.isdir("/sys/fs/cgroup/cpuset"),
-                    reason="no cgroup v1 cpuset hierarchy")
-def test_lxcfs_holds_one_empty_cpuset_cgroup_and_gc_removes_it(hutch):
-    """While a runtime dir's lxcfs runs, one empty cpuset cgroup beside the
-    sandboxes' keeps the kernel's cpuset static keys on (a create that made
-    the host's first cpuset cgroup patched kernel text on every CPU); gc
-    removes it with lxcfs."""
-    a = hutch.create("--instance-type", "nano")
-    lx = os.path.join(hutch.rtdir, ".lxcfs")
-    with open(os.path.join(lx, "cpuset-keep")) as f:
-        keep = f.read()
-    assert keep.startswith("/sys/fs/cgroup/cpuset/")
-    assert os.path.basename(keep).startswith("hutch.keep-")
-    assert os.path.isdir(keep)
-    with open(os.path.join(keep, "tasks")) as f:
-        assert f.read() == ""
-    b = hutch.create("--instance-type", "nano")  # the same one, not another
-    with open(os.path.join(lx, "cpuset-keep")) as f:
-        assert f.read() == keep
-    a.rm()
-    b.rm()
-    assert wait_until(lambda: hutch("gc").returncode == 0 and not os.path.exists(lx))
-    assert not os.path.exists(keep)
-
-
-@needs_lxcfs
 def test_a_killed_lxcfs_is_restarted_by_the_next_create(hutch):
     a = hutch.create("--instance-type", "nano")
     lx = os.path.join(hutch.rtdir, ".lxcfs")

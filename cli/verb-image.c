@@ -113,6 +113,32 @@ int hutch_cli_image_store_open(const char *given, struct hutch_image_store **ret
 	return 0;
 }
 
+/* The read-only verbs (ls, inspect, rm, prune) on a store not made yet:
+ * 0 and *ret NULL, nothing made (a listing is empty, a name is not there). */
+int hutch_cli_image_store_find(const char *given, struct hutch_image_store **ret)
+{
+	char buf[HUTCH_IMAGE_STORE_MAX + 1];
+	const char *path = store_path(given, buf, sizeof(buf));
+
+	*ret = NULL;
+	if (!path)
+		return HUTCH_EXIT_NOT_CAPABLE;
+	if (access(path, F_OK) < 0 && errno == ENOENT)
+		return 0;
+	return hutch_cli_image_store_open(given, ret);
+}
+
+int hutch_cli_store_absent(const char *what, const char *name, const char *given)
+{
+	char buf[HUTCH_IMAGE_STORE_MAX + 1];
+	const char *path = store_path(given, buf, sizeof(buf));
+
+	return hutch_cli_fail(HUTCH_EXIT_NOT_FOUND,
+	                      "no %s '%s': the image store '%s' is not made yet (the first image "
+	                      "pull, import or build, volume or snapshot makes it)",
+	                      what, name, path ? path : "");
+}
+
 static int fail(const struct hutch_err *err)
 {
 	return hutch_cli_fail(hutch_errc_exit(hutch_err_class(err)), "%s", err->msg);
@@ -255,9 +281,11 @@ static int cmd_ls(struct hutch_cli_args *a)
 	struct hutch_err err = { 0 };
 	int r;
 
-	if ((r = hutch_cli_open_store(a, &s)))
+	if ((r = hutch_cli_image_store_find(a->store, &s)))
 		return r;
-	if (hutch_image_list(s, &arr, &err) < 0)
+	if (!s && !(arr = cJSON_CreateArray()))
+		return hutch_cli_fail(HUTCH_EXIT_FAILURE, "out of memory");
+	if (s && hutch_image_list(s, &arr, &err) < 0)
 		return fail(&err);
 	if (a->json) {
 		_cleanup_free_ char *t = cJSON_Print(arr);
@@ -278,8 +306,10 @@ static int cmd_inspect(struct hutch_cli_args *a)
 
 	if (a->npos != 1)
 		return hutch_cli_fail(HUTCH_EXIT_USAGE, "image inspect needs one NAME");
-	if ((r = hutch_cli_open_store(a, &s)))
+	if ((r = hutch_cli_image_store_find(a->store, &s)))
 		return r;
+	if (!s)
+		return hutch_cli_store_absent("image", a->pos[0], a->store);
 	if (hutch_image_inspect(s, a->pos[0], &j, &err) < 0)
 		return fail(&err);
 	t = cJSON_Print(j);
@@ -295,10 +325,12 @@ static int cmd_rm(struct hutch_cli_args *a)
 
 	if (a->npos < 1)
 		return hutch_cli_fail(HUTCH_EXIT_USAGE, "image rm needs a NAME");
-	if ((r = hutch_cli_open_store(a, &s)))
+	if ((r = hutch_cli_image_store_find(a->store, &s)))
 		return r;
 	for (size_t i = 0; i < a->npos; i++)
-		if (hutch_image_remove(s, a->pos[i], &err) < 0)
+		if (!s)
+			rc = hutch_cli_store_absent("image", a->pos[i], a->store);
+		else if (hutch_image_remove(s, a->pos[i], &err) < 0)
 			rc = fail(&err);
 	return rc;
 }
@@ -310,9 +342,9 @@ static int cmd_prune(struct hutch_cli_args *a)
 	size_t n = 0;
 	int r;
 
-	if ((r = hutch_cli_open_store(a, &s)))
+	if ((r = hutch_cli_image_store_find(a->store, &s)))
 		return r;
-	if (hutch_image_prune(s, &n, &err) < 0)
+	if (s && hutch_image_prune(s, &n, &err) < 0)
 		return fail(&err);
 	if (!a->quiet)
 		printf("removed %zu unused layers\n", n);

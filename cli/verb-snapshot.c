@@ -151,9 +151,9 @@ static int cmd_ls(struct hutch_cli_args *a)
 	const cJSON *img;
 	int r;
 
-	if ((r = hutch_cli_image_store_open(a->store, &s)))
+	if ((r = hutch_cli_image_store_find(a->store, &s)))
 		return r;
-	if (hutch_image_list(s, &all, &err) < 0)
+	if (s && hutch_image_list(s, &all, &err) < 0)
 		return fail(&err);
 	if (!out)
 		return hutch_cli_fail(HUTCH_EXIT_FAILURE, "out of memory");
@@ -194,8 +194,10 @@ static int cmd_inspect(struct hutch_cli_args *a)
 
 	if (a->npos != 1)
 		return hutch_cli_fail(HUTCH_EXIT_USAGE, "snapshot inspect needs one NAME");
-	if ((r = hutch_cli_image_store_open(a->store, &s)))
+	if ((r = hutch_cli_image_store_find(a->store, &s)))
 		return r;
+	if (!s)
+		return hutch_cli_store_absent("snapshot", a->pos[0], a->store);
 	if (hutch_image_inspect(s, a->pos[0], &j, &err) < 0)
 		return fail(&err);
 	if (!hutch_image_is_snapshot(j))
@@ -214,12 +216,14 @@ static int cmd_rm(struct hutch_cli_args *a)
 
 	if (a->npos < 1)
 		return hutch_cli_fail(HUTCH_EXIT_USAGE, "snapshot rm needs a NAME");
-	if ((r = hutch_cli_image_store_open(a->store, &s)))
+	if ((r = hutch_cli_image_store_find(a->store, &s)))
 		return r;
 	for (size_t i = 0; i < a->npos; i++) {
 		struct hutch_err err = { 0 };
 
-		if (hutch_image_snapshot_remove(s, a->pos[i], &err) < 0)
+		if (!s)
+			rc = hutch_cli_store_absent("snapshot", a->pos[i], a->store);
+		else if (hutch_image_snapshot_remove(s, a->pos[i], &err) < 0)
 			rc = fail(&err);
 	}
 	return rc;

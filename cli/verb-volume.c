@@ -93,9 +93,9 @@ static int cmd_ls(struct hutch_cli_args *a)
 	size_t n = 0;
 	int r;
 
-	if ((r = hutch_cli_open_store(a, &s)))
+	if ((r = hutch_cli_image_store_find(a->store, &s)))
 		return r;
-	if (hutch_volume_list(s, &names, &n, &err) < 0)
+	if (s && hutch_volume_list(s, &names, &n, &err) < 0)
 		return fail(&err);
 	if (!a->json && !a->quiet)
 		printf("%-32s %-20s %s\n", "NAME", "CREATED", "IN USE");
@@ -135,12 +135,14 @@ static int cmd_inspect(struct hutch_cli_args *a)
 
 	if (a->npos < 1)
 		return hutch_cli_fail(HUTCH_EXIT_USAGE, "volume inspect needs a NAME");
-	if ((r = hutch_cli_open_store(a, &s)))
+	if ((r = hutch_cli_image_store_find(a->store, &s)))
 		return r;
 	for (size_t i = 0; i < a->npos; i++) {
 		struct hutch_volume_info v;
 
-		if (hutch_volume_inspect(s, a->pos[i], &v, &err) < 0)
+		if (!s)
+			rc = hutch_cli_store_absent("volume", a->pos[i], a->store);
+		else if (hutch_volume_inspect(s, a->pos[i], &v, &err) < 0)
 			rc = fail(&err);
 		else
 			cJSON_AddItemToArray(arr, info_json(&v));
@@ -202,10 +204,12 @@ static int cmd_rm(struct hutch_cli_args *a)
 
 	if (a->npos < 1)
 		return hutch_cli_fail(HUTCH_EXIT_USAGE, "volume rm needs a NAME");
-	if ((r = hutch_cli_open_store(a, &s)))
+	if ((r = hutch_cli_image_store_find(a->store, &s)))
 		return r;
 	for (size_t i = 0; i < a->npos; i++) {
-		if ((r = hutch_volume_rm(s, a->pos[i], &err)) < 0)
+		if (!s)
+			rc = hutch_cli_store_absent("volume", a->pos[i], a->store);
+		else if ((r = hutch_volume_rm(s, a->pos[i], &err)) < 0)
 			rc = hutch_err_class(&err) == HUTCH_ERRC_CONFLICT ? in_use(a->pos[i], &err)
 			                                                  : fail(&err);
 		else

@@ -69,6 +69,11 @@ int hutch_cli_volume(int argc, char **argv, const struct hutch_cli_verb *const *
  * the exit code, said on stderr. */
 struct hutch_image_store;
 int hutch_cli_image_store_open(const char *given, struct hutch_image_store **ret);
+/* The same for a verb that only reads or removes: 0 and *ret NULL (nothing
+ * made) when the store is not made yet; hutch_cli_store_absent() then says
+ * "no WHAT 'NAME'" with why (65). */
+int hutch_cli_image_store_find(const char *given, struct hutch_image_store **ret);
+int hutch_cli_store_absent(const char *what, const char *name, const char *given);
 /* verb-snapshot.c: "snapshot" (capture), "snapshot ls", "snapshot inspect", "snapshot rm",
  * "rollback" */
 extern const struct hutch_cli_verb hutch_verb_snapshot, hutch_verb_snapshot_ls,

@@ -171,6 +171,29 @@ def test_wrong_digest_refused(hutch, store, tmp_path):
     assert hutch("image", "inspect", "bad").returncode == 65
 
 
+@pytest.mark.parametrize("kind", ["image", "volume", "snapshot"])
+def test_store_not_made_is_read_not_made(hutch, store, kind):
+    """Listing, inspecting, removing and pruning read a store: on one not
+    made yet they answer as on an empty one (a name not found: 65, saying
+    so) and make nothing (root's default is /var/lib/hutch)."""
+    assert not store.exists()
+    r = hutch(kind, "ls")
+    assert r.returncode == 0, r.stderr.decode()
+    assert r.stdout.decode().startswith("NAME")
+    assert len(r.stdout.decode().splitlines()) == 1
+    r = hutch(kind, "ls", "--json")
+    assert r.returncode == 0 and json.loads(r.stdout) == []
+    for verb in ("inspect", "rm"):
+        r = hutch(kind, verb, "nosuch")
+        assert r.returncode == 65, (verb, r.stderr.decode())
+        err = r.stderr.decode()
+        assert f"no {kind} 'nosuch'" in err and str(store) in err and "not made yet" in err
+    if kind == "image":
+        r = hutch("image", "prune")
+        assert r.returncode == 0 and b"removed 0" in r.stdout, r.stderr.decode()
+    assert not store.exists()
+
+
 def test_rm_and_prune(hutch, store, tmp_path):
     assert import_(hutch, o.layout(str(tmp_path / "a"), [base_layer()]), "a").returncode == 0
     assert import_(hutch, o.layout(str(tmp_path / "b"), [base_layer(), o.tar([o.f("y")])]),

@@ -404,7 +404,10 @@ static int cmd_exec(struct hutch_cli_args *a)
 	if (r)
 		return r;
 	hutch_cli_catch_interrupts();
-	return stream_command(&p, hutch_cli_capture_limit(&p), a, -EBADF, NULL, NULL);
+	/* The bytes kept of each stream (the sandbox's --max-output, from its
+	 * state.json) matter to --json only: without it, no read and no parse
+	 * on exec's path (issue 31). */
+	return stream_command(&p, a->json ? hutch_cli_capture_limit(&p) : 0, a, -EBADF, NULL, NULL);
 }
 
 static cJSON *describe(const char *id, bool *live)

@@ -184,13 +184,13 @@ static int set_opt(struct hutch_cli_args *a, const struct hutch_cli_opt *o, cons
 	case HUTCH_CLI_U64:
 		if (hutch_parse_u64(value, range_of(o)->umin, range_of(o)->umax,
 		                    ARG(a, o, uint64_t)) < 0)
-			return fail_value(o->invalid, value);
+			return fail_value(range_of(o)->invalid, value);
 		return 0;
 	case HUTCH_CLI_SECONDS:
 		d = strtod(value, &end);
 		if (end == value || *end || !isfinite(d) || d < range_of(o)->min ||
 		    d > range_of(o)->max)
-			return fail_value(o->invalid, value);
+			return fail_value(range_of(o)->invalid, value);
 		*ARG(a, o, double) = d;
 		return 0;
 	case HUTCH_CLI_MOUNT:
@@ -198,7 +198,7 @@ static int set_opt(struct hutch_cli_args *a, const struct hutch_cli_opt *o, cons
 	case HUTCH_CLI_REFUSE:
 		break;
 	}
-	return fail_value(o->invalid, value);
+	return fail_value(o->help, value);
 }
 
 /* A sandbox option; a file option's value is the file's text. */
@@ -282,7 +282,7 @@ static int own_option(struct parser *p, struct hutch_cli_args *a, const struct h
 
 	a->given[o - p->verb->opts] = spelled;
 	if (o->kind == HUTCH_CLI_REFUSE) /* with or without a value: what to use instead */
-		return fail_value(o->invalid, spelled);
+		return fail_value(o->help, spelled);
 	if (o->kind == HUTCH_CLI_FLAG) {
 		if (attached)
 			return hutch_cli_fail(HUTCH_EXIT_USAGE,
@@ -290,7 +290,7 @@ static int own_option(struct parser *p, struct hutch_cli_args *a, const struct h
 			                      spelled, p->verb->name);
 		return set_opt(a, o, NULL);
 	}
-	r = take_value(p, spelled, attached, o->missing, &value);
+	r = take_value(p, spelled, attached, range_of(o)->missing, &value);
 	return r ? r : set_opt(a, o, value);
 }
 

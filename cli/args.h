@@ -32,41 +32,45 @@ enum hutch_cli_kind {
 	HUTCH_CLI_LIST,     /* a string, into a cJSON array (repeatable) */
 	HUTCH_CLI_U64,      /* whole number in [umin, umax] */
 	HUTCH_CLI_SECONDS,  /* finite number of seconds in [min, max] (double) */
-	HUTCH_CLI_REFUSE,   /* known to this verb but refused: prints .invalid */
+	HUTCH_CLI_REFUSE,   /* known to this verb but refused: prints .help */
 	HUTCH_CLI_MOUNT,    /* docker's --mount: a volume spec for the "volumes" option */
 };
 
-/* The range and default of a HUTCH_CLI_U64 or HUTCH_CLI_SECONDS option. */
+/* The range and default of a HUTCH_CLI_U64 or HUTCH_CLI_SECONDS option,
+ * and the messages of a bad or missing value. */
 struct hutch_cli_range {
 	double min, max, def;      /* HUTCH_CLI_SECONDS */
 	uint64_t umin, umax, udef; /* HUTCH_CLI_U64 */
-};
-
-/* A row of a verb's option table. The tables hold pointers, so the
- * dynamic loader writes their pages at every start of hutch (issue 31:
- * CLI start): keep the row small (72 bytes; the ranges, which ten rows
- * of 130 have, apart). */
-struct hutch_cli_opt {
-	const char *name; /* long name without "--"; NULL ends a table */
-	char short_name;  /* 0: none */
-	enum hutch_cli_kind kind;
-	uint32_t offset; /* the field in struct hutch_cli_args */
-	/* Verb-defined modes the option applies in (0: all); see
-	 * hutch_cli_check_mode(). */
-	unsigned modes;
-	const char *metavar; /* the value's name in --help */
-	const char *help;
-	/* HUTCH_CLI_U64, HUTCH_CLI_SECONDS: range and default; NULL: all 0. */
-	const struct hutch_cli_range *range;
 	/* The message of a bad value: its "%s" is replaced by the value. */
 	const char *invalid;
 	/* The message when the value is missing; NULL: "option '--x' needs a
 	 * value". */
 	const char *missing;
+};
+
+/* A row of a verb's option table. The tables hold pointers, so the
+ * dynamic loader writes their pages at every start of hutch (issue 31:
+ * CLI start): keep the row small (56 bytes; the ranges and their
+ * messages, which six rows of 130 have, apart). */
+struct hutch_cli_opt {
+	const char *name;    /* long name without "--"; NULL ends a table */
+	const char *metavar; /* the value's name in --help */
+	/* --help's text; HUTCH_CLI_REFUSE (not in --help): the refusal, its
+	 * "%s" replaced by the option as spelled. */
+	const char *help;
+	/* HUTCH_CLI_U64, HUTCH_CLI_SECONDS: range, default and messages;
+	 * NULL: all 0. */
+	const struct hutch_cli_range *range;
 	/* What completion offers as its value (completion.c): words, space
 	 * separated, and sources: @sandboxes, @images, @procs (of the
 	 * sandbox named first), @filters (ls -f's KEY=VALUE); NULL: any. */
 	const char *complete;
+	uint32_t offset; /* the field in struct hutch_cli_args */
+	/* Verb-defined modes the option applies in (0: all); see
+	 * hutch_cli_check_mode(). */
+	unsigned modes;
+	enum hutch_cli_kind kind;
+	char short_name; /* 0: none */
 };
 
 struct hutch_cli_args;
@@ -77,21 +81,23 @@ struct hutch_cli_verb {
 	/* "exec", "pool start"; in the struct, not a pointer: main() compares
 	 * argv[1] with every verb's name before it runs one, and names kept
 	 * in each verb's file spread those reads over pages of read-only data
-	 * that hutch would not touch otherwise (issue 31: CLI start). */
+	 * that hutch would not touch otherwise (issue 31: CLI start). The
+	 * verbs' pages are written by the dynamic loader at every start too
+	 * (their pointers): the narrow fields last, 72 bytes. */
 	char name[HUTCH_CLI_VERB_NAME_MAX];
 	const char *synopsis;             /* after "usage: hutch NAME " */
 	const char *about;                /* the text after the usage line */
 	const struct hutch_cli_opt *opts; /* its own options; NULL: none */
-	bool sandbox_opts;                /* takes the option table's options */
-	bool command;                     /* a command follows the positionals */
-	size_t max_pos;                   /* positionals (before the command) */
-	size_t id_pos;                    /* the first id_pos of them are sandbox ids */
 	const char *pos_complete;         /* the others, as hutch_cli_opt.complete */
 	int (*run)(struct hutch_cli_args *a);
+	uint16_t max_pos;  /* positionals (before the command) */
+	uint16_t id_pos;   /* the first id_pos of them are sandbox ids */
+	bool sandbox_opts; /* takes the option table's options */
+	bool command;      /* a command follows the positionals */
 };
 
 #define HUTCH_CLI_OPTS_MAX 24
-#define HUTCH_CLI_MANY     ((size_t)-1) /* max_pos: no limit */
+#define HUTCH_CLI_MANY     UINT16_MAX /* max_pos: no limit */
 
 /* Every value an option of any verb can set; a verb reads its own. */
 struct hutch_cli_args {

@@ -664,10 +664,13 @@ static const struct hutch_cli_opt cp_opts[] = {
 	  .kind = HUTCH_CLI_U64,
 	  .offset = offsetof(struct hutch_cli_args, max_bytes),
 	  .metavar = "N",
-	  .range = &(const struct hutch_cli_range){ .umin = 1, .umax = UINT64_MAX },
-	  .help = "stop a copy out of a sandbox that sends more than N bytes",
-	  .invalid = "invalid --max-bytes '%s': expected a number of bytes, at least 1",
-	  .missing = "--max-bytes needs a number of bytes" },
+	  .range = &(const struct hutch_cli_range){ .umin = 1,
+	                                            .umax = UINT64_MAX,
+	                                            .invalid = "invalid --max-bytes '%s': expected "
+	                                                       "a number of bytes, at least 1",
+	                                            .missing = "--max-bytes needs a number of "
+	                                                       "bytes" },
+	  .help = "stop a copy out of a sandbox that sends more than N bytes" },
 	{ 0 },
 };
 

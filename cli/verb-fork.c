@@ -59,10 +59,13 @@ static const struct hutch_cli_opt fork_opts[] = {
 	  A(size),
 	  .metavar = "N",
 	  /* E2B's fork(count <= 100) */
-	  .range = &(const struct hutch_cli_range){ .umin = 1, .umax = 100, .udef = 1 },
-	  .help = "how many forks (1 to 100, default 1)",
-	  .invalid = "invalid -n '%s': give a number of forks from 1 to 100",
-	  .missing = "-n needs a number of forks" },
+	  .range = &(const struct hutch_cli_range){ .umin = 1,
+	                                            .umax = 100,
+	                                            .udef = 1,
+	                                            .invalid = "invalid -n '%s': give a number of "
+	                                                       "forks from 1 to 100",
+	                                            .missing = "-n needs a number of forks" },
+	  .help = "how many forks (1 to 100, default 1)" },
 	{ .name = "json",
 	  .kind = HUTCH_CLI_FLAG,
 	  A(json),

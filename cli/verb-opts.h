@@ -22,39 +22,41 @@
 /* The options of a command, run's and exec's; modes: those of --timeout,
  * --interactive and --tty (exec -d takes -i alone: its stdin stays open
  * for hutch stdin). */
-#define COMMAND_OPTS(m)                                                                          \
-	{ .name = "cwd",                                                                         \
-	  .short_name = 'w',                                                                     \
-	  .kind = HUTCH_CLI_STRING,                                                              \
-	  A(cwd),                                                                                \
-	  .metavar = "DIR",                                                                      \
-	  .help = "working directory (default /workspace; -w, --workdir as docker)" },           \
-	        { .name = "env",                                                                 \
-		  .short_name = 'e',                                                             \
-		  .kind = HUTCH_CLI_ENV,                                                         \
-		  A(env),                                                                        \
-		  .metavar = "K=V",                                                              \
-		  .help = "set an environment variable (repeatable)" },                          \
-	        { .name = "timeout",                                                             \
-		  .kind = HUTCH_CLI_SECONDS,                                                     \
-		  A(timeout),                                                                    \
-		  .metavar = "S",                                                                \
-		  .range = &(const struct hutch_cli_range){ .max = DBL_MAX },                    \
-		  .modes = (m),                                                                  \
-		  .help = "kill the command and its children after S seconds (exit 124)",        \
-		  .invalid = "invalid --timeout '%s': give a number of seconds, e.g. 30" },      \
-	        { .name = "interactive",                                                         \
-		  .short_name = 'i',                                                             \
-		  .kind = HUTCH_CLI_FLAG,                                                        \
-		  A(interactive),                                                                \
-		  .modes = (m) ? (m) | DETACHED : 0,                                             \
-		  .help = "stream standard input to CMD, byte-exact, until its end (without "    \
-		          "-i stdin is not read; with -d: CMD's stdin stays open, see hutch "    \
-		          "stdin)" },                                                            \
-	{                                                                                        \
-		.name = "tty", .short_name = 't', .kind = HUTCH_CLI_FLAG, A(tty), .modes = (m),  \
-		.help = "run CMD on a terminal of the sandbox (-it: interactive; stdin must be " \
-		        "a terminal; exec -it ID alone starts a login shell)"                    \
+#define COMMAND_OPTS(m)                                                                           \
+	{ .name = "cwd",                                                                          \
+	  .short_name = 'w',                                                                      \
+	  .kind = HUTCH_CLI_STRING,                                                               \
+	  A(cwd),                                                                                 \
+	  .metavar = "DIR",                                                                       \
+	  .help = "working directory (default /workspace; -w, --workdir as docker)" },            \
+	        { .name = "env",                                                                  \
+		  .short_name = 'e',                                                              \
+		  .kind = HUTCH_CLI_ENV,                                                          \
+		  A(env),                                                                         \
+		  .metavar = "K=V",                                                               \
+		  .help = "set an environment variable (repeatable)" },                           \
+	        { .name = "timeout",                                                              \
+		  .kind = HUTCH_CLI_SECONDS,                                                      \
+		  A(timeout),                                                                     \
+		  .metavar = "S",                                                                 \
+		  .range = &(const struct hutch_cli_range){ .max = DBL_MAX,                       \
+		                                            .invalid = "invalid --timeout '%s': " \
+		                                                       "give a number of "        \
+		                                                       "seconds, e.g. 30" },      \
+		  .modes = (m),                                                                   \
+		  .help = "kill the command and its children after S seconds (exit 124)" },       \
+	        { .name = "interactive",                                                          \
+		  .short_name = 'i',                                                              \
+		  .kind = HUTCH_CLI_FLAG,                                                         \
+		  A(interactive),                                                                 \
+		  .modes = (m) ? (m) | DETACHED : 0,                                              \
+		  .help = "stream standard input to CMD, byte-exact, until its end (without "     \
+		          "-i stdin is not read; with -d: CMD's stdin stays open, see hutch "     \
+		          "stdin)" },                                                             \
+	{                                                                                         \
+		.name = "tty", .short_name = 't', .kind = HUTCH_CLI_FLAG, A(tty), .modes = (m),   \
+		.help = "run CMD on a terminal of the sandbox (-it: interactive; stdin must be "  \
+		        "a terminal; exec -it ID alone starts a login shell)"                     \
 	}
 
 /* Of run and create (not an API option: a property of this host). */
@@ -76,9 +78,9 @@
 
 /* ---- docker's ---- */
 
-#define DOCKER_REFUSE(n, s, msg)                                                           \
-	{                                                                                  \
-		.name = (n), .short_name = (s), .kind = HUTCH_CLI_REFUSE, .invalid = (msg) \
+#define DOCKER_REFUSE(n, s, msg)                                                        \
+	{                                                                               \
+		.name = (n), .short_name = (s), .kind = HUTCH_CLI_REFUSE, .help = (msg) \
 	}
 
 #define DOCKER_WORKDIR                                                            \

@@ -164,14 +164,16 @@ static const struct hutch_cli_opt start_opts[] = {
 	  .kind = HUTCH_CLI_U64,
 	  A(size),
 	  .metavar = "N",
-	  .range = &(const struct hutch_cli_range){ .umin = 1,
-	                                            .umax = HUTCH_POOL_MAX_SIZE,
-	                                            .udef = 4 },
-	  .help = "how many sandboxes to keep ready (default 4)",
-	  .invalid = "invalid --size '%s': give a number of sandboxes from 1 to " STR(
-	          HUTCH_POOL_MAX_SIZE),
-	  .missing = "invalid --size '': give a number of sandboxes from 1 to " STR(
-	          HUTCH_POOL_MAX_SIZE) },
+	  .range =
+	          &(const struct hutch_cli_range){
+	                  .umin = 1,
+	                  .umax = HUTCH_POOL_MAX_SIZE,
+	                  .udef = 4,
+	                  .invalid = "invalid --size '%s': give a number "
+	                             "of sandboxes from 1 to " STR(HUTCH_POOL_MAX_SIZE),
+	                  .missing = "invalid --size '': give a number "
+	                             "of sandboxes from 1 to " STR(HUTCH_POOL_MAX_SIZE) },
+	  .help = "how many sandboxes to keep ready (default 4)" },
 	{ .name = "foreground",
 	  .kind = HUTCH_CLI_FLAG,
 	  A(foreground),
@@ -186,7 +188,7 @@ static const struct hutch_cli_opt stop_opts[] = {
 	NO_LIMITS_OPT,
 	{ .name = "size",
 	  .kind = HUTCH_CLI_REFUSE,
-	  .invalid = "--size applies to 'hutch pool start' only" },
+	  .help = "--size applies to 'hutch pool start' only" },
 	{ 0 },
 };
 

@@ -430,9 +430,11 @@ static const struct hutch_cli_opt kill_opts[] = {
 	  .kind = HUTCH_CLI_SECONDS,
 	  A(grace),
 	  .metavar = "S",
-	  .range = &(const struct hutch_cli_range){ .max = 3600, .def = -1 },
-	  .help = "seconds between SIGTERM and SIGKILL (default 5; 0: SIGKILL at once)",
-	  .invalid = "--grace must be seconds from 0 to 3600, not '%s'" },
+	  .range = &(const struct hutch_cli_range){ .max = 3600,
+	                                            .def = -1,
+	                                            .invalid = "--grace must be seconds from 0 to "
+	                                                       "3600, not '%s'" },
+	  .help = "seconds between SIGTERM and SIGKILL (default 5; 0: SIGKILL at once)" },
 	{ .name = "json", .kind = HUTCH_CLI_FLAG, A(json), .help = "print the answer as JSON" },
 	{ 0 },
 };

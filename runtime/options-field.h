@@ -50,19 +50,22 @@ struct hutch_option_type {
 	void (*done)(const struct hutch_option *o, struct hutch_config *c);
 };
 
+/* The table's pages are written by the dynamic loader at every start of
+ * hutch (its pointers are relocated; issue 31: CLI start): the row is
+ * kept at 96 bytes, its narrow fields together at the end. */
 struct hutch_option {
 	const char *name;    /* API/JSON field, hutch_config_set() key */
 	const char *cli;     /* CLI long option without "--"; NULL: none */
-	char cli_short;      /* CLI short option (-p); 0: none */
 	const char *env;     /* environment variable; NULL: none */
 	const char *metavar; /* the CLI value's name in --help */
 	const char *help;    /* --help text (the default is appended) */
 	const struct hutch_option_type *type;
-	size_t offset, size; /* the field in struct hutch_config */
-	uint64_t min, max;   /* numbers: range; text: max bytes */
-	uint64_t def;        /* numbers: default */
-	const char *def_str; /* strings: default; NULL: unset */
-	unsigned flags;      /* HUTCH_OPT_* */
+	const char *def_str;   /* strings: default; NULL: unset */
+	uint64_t min, max;     /* numbers: range; text: max bytes */
+	uint64_t def;          /* numbers: default */
+	uint32_t offset, size; /* the field in struct hutch_config */
+	unsigned flags;        /* HUTCH_OPT_* */
+	char cli_short;        /* CLI short option (-p); 0: none */
 };
 
 #define FIELD(o, c, T)  ((T *)(void *)((char *)(c) + (o)->offset))

@@ -152,7 +152,7 @@ static int store_parse(const struct hutch_option *o, struct hutch_config *c, con
 		return hutch_err_set(err, -EINVAL,
 		                     "invalid image store '%.64s' (HUTCH_IMAGE_STORE): give an "
 		                     "absolute path shorter than %zu bytes",
-		                     s, o->size);
+		                     s, (size_t)o->size);
 	hutch_opt_chars_set(o, c, s);
 	return 0;
 }

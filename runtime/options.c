@@ -379,7 +379,7 @@ static int network_parse(const struct hutch_option *o, struct hutch_config *c, c
 
 	if (strlen(s) >= o->size)
 		return hutch_err_set(err, -EINVAL, "invalid %s: longer than %zu bytes", o->name,
-		                     o->size - 1);
+		                     (size_t)o->size - 1);
 	if (hutch_net_policy_parse(s, &p, err) < 0)
 		return err->code;
 	/* egress is an option of its own, given before or after this one */

@@ -58,6 +58,12 @@ static void end_now(struct sup *s, const char *reason)
 	/* Every command is dead now: finish them with what they wrote. */
 	hutch_cmds_finish_all(&s->cmds);
 	remove_cgroups(s);
+	/* Nothing of the sandbox reads lxcfs's views now: its hold goes
+	 * before the answer too, so that `hutch rm; hutch gc` stops the
+	 * runtime dir's lxcfs at once (a hold kept until this process's
+	 * exit made that gc find it in use, and leave it running). */
+	closep(&s->procview_fd);
+	closep(&s->procview_hold);
 	s->state = SUP_GONE;
 	hutch_hooks_sandbox_ended(s);
 	hutch_api_sandbox_ended(s);

@@ -190,6 +190,8 @@ def measure(args, res, hutch, bwrap, crun, runc, tmpdir):
             v.append(("%s exec" % o.name, lambda o=o, cid=cid: o.exec(cid, true)))
         v.append(("floor: hutch version (CLI process start only)",
                   lambda: hutch.r.timed([hutch.bin, "version"], HutchError)[0]))
+        # the CLI start's own floor, interleaved with it (issue 31: <= 1.2x)
+        v.append(("floor: plain true", lambda: hutch.r.timed(["true"])[0]))
         if bw_pid:
             v.append(("nsenter into bwrap",
                       lambda: hutch.r.timed(["nsenter", "-t", str(bw_pid), "-a", "-r", "-w",
@@ -202,6 +204,8 @@ def measure(args, res, hutch, bwrap, crun, runc, tmpdir):
         g3["order"].insert(2, name)
         g3["variants"][name] = api.server_ms.get("true", [])
         g3["pairs"] = [("hutch exec ID -- true", "crun exec", "<= 0.3"),
+                       ("floor: hutch version (CLI process start only)", "floor: plain true",
+                        "<= 1.2"),
                        ("hutch exec ID -- true", "runc exec", None),
                        ("hutch exec ID -- true", "nsenter into bwrap", None),
                        ("hutch API POST /run (kept-open connection)", "crun exec", None),

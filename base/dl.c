@@ -16,27 +16,26 @@ static void set_slot(void *table, size_t offset, void *p)
 	memcpy((char *)table + offset, &p, sizeof(p));
 }
 
-int hutch_dl_load(const char *soname, const char *what, const struct hutch_dl_sym *syms, size_t n,
-                  void *table, struct hutch_err *err)
+int hutch_dl_load(const char *soname, const char *what, const char *names, const size_t *offsets,
+                  size_t n, void *table, struct hutch_err *err)
 {
 	void *lib = dlopen(soname, RTLD_NOW | RTLD_LOCAL);
+	const char *name = names;
 
 	if (!lib) {
 		const char *why = dlerror();
 		return hutch_err_set(err, -ELIBACC, "load %s: %s", what, why ? why : soname);
 	}
-	for (size_t i = 0; i < n; i++) {
-		void *p = dlsym(lib, syms[i].name);
+	for (size_t i = 0; i < n; i++, name += strlen(name) + 1) {
+		void *p = dlsym(lib, name);
 
 		if (!p) {
-			const char *missing = syms[i].name;
-
 			while (i-- > 0) /* no half table */
-				set_slot(table, syms[i].offset, NULL);
+				set_slot(table, offsets[i], NULL);
 			(void)dlclose(lib);
-			return hutch_err_set(err, -ELIBBAD, "%s has no '%s'", soname, missing);
+			return hutch_err_set(err, -ELIBBAD, "%s has no '%s'", soname, name);
 		}
-		set_slot(table, syms[i].offset, p);
+		set_slot(table, offsets[i], p);
 	}
 	return 0;
 }

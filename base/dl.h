@@ -12,18 +12,17 @@
 
 #include "error.h"
 
-/* One function: its exported name and its slot's offset in the table. */
-struct hutch_dl_sym {
-	const char *name;
-	size_t offset;
-};
-
 /* dlopen() soname (RTLD_NOW | RTLD_LOCAL: an unresolvable symbol fails
- * here, not at a call) and write each symbol's address into table at its
- * offset. The library stays loaded for the life of the process. Returns 0,
- * or a negative errno with err filled ("load WHAT: " and dlerror()'s
- * text, or the missing name) and the table's slots NULL. */
-int hutch_dl_load(const char *soname, const char *what, const struct hutch_dl_sym *syms, size_t n,
-                  void *table, struct hutch_err *err);
+ * here, not at a call) and write the address of each of the n symbols into
+ * table at its offset. names are the symbols' exported names one after the
+ * other, each ended by its NUL ("SSL_new\0SSL_free\0", from an X-macro
+ * list), offsets their slots' offsets in the same order: a string pool and
+ * numbers, no pointer in the caller's tables for the dynamic loader to
+ * relocate at every start of every hutch process (issue 31: CLI start).
+ * The library stays loaded for the life of the process. Returns 0, or a
+ * negative errno with err filled ("load WHAT: " and dlerror()'s text, or
+ * the missing name) and the table's slots NULL. */
+int hutch_dl_load(const char *soname, const char *what, const char *names, const size_t *offsets,
+                  size_t n, void *table, struct hutch_err *err);
 
 #endif

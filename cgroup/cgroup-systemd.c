@@ -57,39 +57,45 @@ struct sdbus {
 	void (*error_free)(sd_bus_error *);
 };
 
+#define SDBUS_SYMBOLS(X)                            \
+	X(sd_bus_new, bus_new)                      \
+	X(sd_bus_set_address, set_address)          \
+	X(sd_bus_start, start)                      \
+	X(sd_bus_flush_close_unref, close_unref)    \
+	X(sd_bus_message_new_method_call, new_call) \
+	X(sd_bus_message_append, append)            \
+	X(sd_bus_message_open_container, open)      \
+	X(sd_bus_message_close_container, close)    \
+	X(sd_bus_call, call)                        \
+	X(sd_bus_message_unref, msg_unref)          \
+	X(sd_bus_error_free, error_free)
+
 static int sdbus_load(struct sdbus *f)
 {
-	static const struct {
-		const char *name;
-		size_t off;
-	} syms[] = {
-#define S(fn, field) { #fn, offsetof(struct sdbus, field) }
-		S(sd_bus_new, bus_new),
-		S(sd_bus_set_address, set_address),
-		S(sd_bus_start, start),
-		S(sd_bus_flush_close_unref, close_unref),
-		S(sd_bus_message_new_method_call, new_call),
-		S(sd_bus_message_append, append),
-		S(sd_bus_message_open_container, open),
-		S(sd_bus_message_close_container, close),
-		S(sd_bus_call, call),
-		S(sd_bus_message_unref, msg_unref),
-		S(sd_bus_error_free, error_free),
-#undef S
+	/* The names as one string pool and the slots' offsets: no pointer
+	 * for the dynamic loader to relocate at every start (base/dl.h). */
+#define X(fn, field) #fn "\0"
+	static const char names[] = SDBUS_SYMBOLS(X);
+#undef X
+	static const size_t offsets[] = {
+#define X(fn, field) offsetof(struct sdbus, field),
+		SDBUS_SYMBOLS(X)
+#undef X
 	};
+	const char *name = names;
 
 	memset(f, 0, sizeof(*f));
 	f->lib = dlopen(HUTCH_SYSTEMD_SONAME, RTLD_NOW | RTLD_LOCAL);
 	if (!f->lib)
 		return -ENOENT;
-	for (size_t i = 0; i < ELEMENTSOF(syms); i++) {
-		void *p = dlsym(f->lib, syms[i].name);
+	for (size_t i = 0; i < ELEMENTSOF(offsets); i++, name += strlen(name) + 1) {
+		void *p = dlsym(f->lib, name);
 
 		if (!p) {
 			dlclose(f->lib);
 			return -ENOENT;
 		}
-		memcpy((char *)f + syms[i].off, &p, sizeof(p));
+		memcpy((char *)f + offsets[i], &p, sizeof(p));
 	}
 	return 0;
 }

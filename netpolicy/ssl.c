@@ -20,8 +20,12 @@
 
 struct hutch_ssl hutch_ssl;
 
-static const struct hutch_dl_sym symbols[] = {
-#define X(fn) { #fn, offsetof(struct hutch_ssl, fn) },
+/* The names as one string pool and the slots' offsets (dl.h) */
+#define X(fn) #fn "\0"
+static const char names[] = HUTCH_SSL_SYMBOLS(X);
+#undef X
+static const size_t offsets[] = {
+#define X(fn) offsetof(struct hutch_ssl, fn),
 	HUTCH_SSL_SYMBOLS(X)
 #undef X
 };
@@ -30,6 +34,6 @@ int hutch_ssl_load(struct hutch_err *err)
 {
 	if (hutch_ssl.X509_verify_cert_error_string)
 		return 0;
-	return hutch_dl_load(HUTCH_SSL_SONAME, "OpenSSL", symbols, ELEMENTSOF(symbols), &hutch_ssl,
-	                     err);
+	return hutch_dl_load(HUTCH_SSL_SONAME, "OpenSSL", names, offsets, ELEMENTSOF(offsets),
+	                     &hutch_ssl, err);
 }

@@ -24,29 +24,33 @@
 
 struct hutch_mhd hutch_mhd;
 
-#define SYM(fn)                                            \
-	{                                                  \
-		"MHD_" #fn, offsetof(struct hutch_mhd, fn) \
-	}
-static const struct hutch_dl_sym symbols[] = {
-	SYM(start_daemon_va),
-	SYM(stop_daemon),
-	SYM(run),
-	SYM(get_timeout),
-	SYM(get_daemon_info),
-	SYM(get_connection_info),
-	SYM(get_connection_values),
-	SYM(get_connection_values_n),
-	SYM(lookup_connection_value),
-	SYM(suspend_connection),
-	SYM(resume_connection),
-	SYM(create_response_from_buffer),
-	SYM(create_response_from_callback),
-	SYM(add_response_header),
-	SYM(queue_response),
-	SYM(destroy_response),
-	SYM(create_response_for_upgrade),
-	SYM(upgrade_action),
+#define MHD_SYMBOLS(X)                   \
+	X(start_daemon_va)               \
+	X(stop_daemon)                   \
+	X(run)                           \
+	X(get_timeout)                   \
+	X(get_daemon_info)               \
+	X(get_connection_info)           \
+	X(get_connection_values)         \
+	X(get_connection_values_n)       \
+	X(lookup_connection_value)       \
+	X(suspend_connection)            \
+	X(resume_connection)             \
+	X(create_response_from_buffer)   \
+	X(create_response_from_callback) \
+	X(add_response_header)           \
+	X(queue_response)                \
+	X(destroy_response)              \
+	X(create_response_for_upgrade)   \
+	X(upgrade_action)
+/* The names as one string pool and the slots' offsets (base/dl.h) */
+#define X(fn) "MHD_" #fn "\0"
+static const char names[] = MHD_SYMBOLS(X);
+#undef X
+static const size_t offsets[] = {
+#define X(fn) offsetof(struct hutch_mhd, fn),
+	MHD_SYMBOLS(X)
+#undef X
 };
 #undef SYM
 
@@ -132,8 +136,8 @@ int hutch_mhd_load(struct hutch_err *err)
 		return 0;
 	notls = load_notls();
 	(void)setenv("GNUTLS_NO_IMPLICIT_INIT", "1", 1);
-	r = hutch_dl_load(HUTCH_MHD_SONAME, "the HTTP server library", symbols, ELEMENTSOF(symbols),
-	                  &hutch_mhd, err);
+	r = hutch_dl_load(HUTCH_MHD_SONAME, "the HTTP server library", names, offsets,
+	                  ELEMENTSOF(offsets), &hutch_mhd, err);
 	if (r < 0 && notls) {
 		/* A libmicrohttpd that imports more of gnutls than the
 		 * stand-in has (not the one hutch was built with): the real
@@ -141,8 +145,8 @@ int hutch_mhd_load(struct hutch_err *err)
 		 * mapped; this unloads the stand-in. */
 		hutch_log(HUTCH_LOG_DEBUG, "%s, loading the real gnutls", err->msg);
 		(void)dlclose(notls);
-		r = hutch_dl_load(HUTCH_MHD_SONAME, "the HTTP server library", symbols,
-		                  ELEMENTSOF(symbols), &hutch_mhd, err);
+		r = hutch_dl_load(HUTCH_MHD_SONAME, "the HTTP server library", names, offsets,
+		                  ELEMENTSOF(offsets), &hutch_mhd, err);
 	}
 	(void)unsetenv("GNUTLS_NO_IMPLICIT_INIT");
 	return r;

@@ -119,7 +119,7 @@ enum hutch_errc hutch_err_class(const struct hutch_err *err)
  * exit codes are the CLI's documented ones (cli/cli.h names them); a class
  * without a code of its own exits 70, as every failure did before it. */
 static const struct {
-	const char *name;
+	char name[12]; /* in the row: no relocation at start (issue 31) */
 	int exit_code;
 	int http;
 } errc_table[HUTCH_ERRC_N] = {

@@ -581,11 +581,11 @@ int hutch_cgroup_own_dir(const struct cg_text *t, const char *controller, char *
  * so the other hierarchies are empty by the time we reach them. Those with
  * a field only when a container's resources ask (the field names it). */
 const struct cg_v1_ctrl hutch_cgroup_v1_ctrls[] = {
-	{ "freezer", CG_CTRL_FREEZER, false, NULL },
-	{ "cpu", CG_CTRL_CPU, true, NULL },
-	{ "cpuacct", CG_CTRL_CPUACCT, false, NULL },
-	{ "memory", CG_CTRL_MEMORY, true, NULL },
-	{ "pids", CG_CTRL_PIDS, true, NULL },
+	{ "freezer", CG_CTRL_FREEZER, false, "" },
+	{ "cpu", CG_CTRL_CPU, true, "" },
+	{ "cpuacct", CG_CTRL_CPUACCT, false, "" },
+	{ "memory", CG_CTRL_MEMORY, true, "" },
+	{ "pids", CG_CTRL_PIDS, true, "" },
 	{ "cpuset", CG_CTRL_CPUSET, false, "linux.resources.cpu.cpus/mems" },
 	{ "blkio", CG_CTRL_BLKIO, false, "linux.resources.blockIO" },
 	{ "hugetlb", CG_CTRL_HUGETLB, false, "linux.resources.hugepageLimits" },

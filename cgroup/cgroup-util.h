@@ -192,11 +192,14 @@ int hutch_cgroup_own_dir(const struct cg_text *t, const char *controller, char *
 /* The v1 controllers hutch uses, in the order they are set up and
  * destroyed; those with a field only when a container's resources ask
  * (the field names it). */
+/* The strings in the row, not pointers: no relocation, the table stays
+ * in read-only data the dynamic loader never writes (issue 31: CLI
+ * start). */
 struct cg_v1_ctrl {
-	const char *name;
+	char name[12];
 	unsigned int bit; /* CG_CTRL_* */
 	bool required;
-	const char *field;
+	char field[40]; /* "": none */
 };
 extern const struct cg_v1_ctrl hutch_cgroup_v1_ctrls[];
 extern const size_t hutch_cgroup_n_v1_ctrls;

@@ -70,7 +70,9 @@ static int setup_v1(struct hutch_cgroup *cg, const struct cg_text *t, const char
 {
 	for (size_t i = 0; i < hutch_cgroup_n_v1_ctrls; i++) {
 		const char *c = hutch_cgroup_v1_ctrls[i].name,
-		           *field = hutch_cgroup_v1_ctrls[i].field;
+		           *field = hutch_cgroup_v1_ctrls[i].field[0]
+		                            ? hutch_cgroup_v1_ctrls[i].field
+		                            : NULL;
 		char dir[4096];
 		int r;
 

@@ -46,8 +46,10 @@
 
 #define WAIT_MS 10000
 
+/* The names in the rows, not pointers: no relocation, the table stays in
+ * read-only data the dynamic loader never writes (issue 31: CLI start). */
 static const struct {
-	const char *name;
+	char name[8];
 	int sig;
 } signals[] = {
 	{ "HUP", SIGHUP },       { "INT", SIGINT },   { "QUIT", SIGQUIT },   { "ILL", SIGILL },
@@ -458,7 +460,7 @@ int hutch_oci_cmd_features(int argc, char **argv)
 	for (size_t i = 0; ns[i]; i++)
 		cJSON_AddItemToArray(a, cJSON_CreateString(ns[i]));
 	caps = cJSON_AddArrayToObject(linux_, "capabilities");
-	for (size_t i = 0; hutch_oci_default_caps[i]; i++)
+	for (size_t i = 0; hutch_oci_default_caps[i][0]; i++)
 		cJSON_AddItemToArray(caps, cJSON_CreateString(hutch_oci_default_caps[i]));
 	cg = cJSON_AddObjectToObject(linux_, "cgroup");
 	cJSON_AddBoolToObject(cg, "v1", true);

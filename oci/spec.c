@@ -20,7 +20,8 @@
 #include "json.h"
 #include "spec.h"
 
-const char *const hutch_oci_default_caps[] = {
+/* Names in rows, not pointers: no relocation at start (issue 31). */
+const char hutch_oci_default_caps[][HUTCH_OCI_CAP_NAME_MAX] = {
 	"CAP_CHOWN",
 	"CAP_DAC_OVERRIDE",
 	"CAP_FSETID",
@@ -35,7 +36,7 @@ const char *const hutch_oci_default_caps[] = {
 	"CAP_SYS_CHROOT",
 	"CAP_KILL",
 	"CAP_AUDIT_WRITE",
-	NULL,
+	"",
 };
 /* Their numbers, in the same order (caps.h: HUTCH_CAPS_CONTAINER_MAX). */
 static const int default_cap_numbers[] = {
@@ -52,8 +53,10 @@ static const char *const known_ns[] = { "pid",  "network", "ipc",  "uts", "mount
 /* Those a pod's containers join by path, in spec.h's join[] order. */
 static const char *const joinable_ns[] = { "user", "network", "ipc", "uts", "pid", NULL };
 
+/* The names in the rows, not pointers: no relocation, the table stays in
+ * read-only data the dynamic loader never writes (issue 31: CLI start). */
 static const struct {
-	const char *name;
+	char name[20];
 	int resource;
 } rlimit_names[] = {
 	{ "RLIMIT_AS", RLIMIT_AS },
@@ -125,10 +128,10 @@ static int parse_cap_set(const cJSON *arr, size_t set, uint64_t *ret, struct hut
 			return hutch_err_set(err, -EINVAL,
 			                     "process.capabilities.%s[%zu]: not a string",
 			                     cap_sets[set], n);
-		while (hutch_oci_default_caps[k] &&
+		while (hutch_oci_default_caps[k][0] &&
 		       strcmp(hutch_oci_default_caps[k], e->valuestring))
 			k++;
-		if (!hutch_oci_default_caps[k])
+		if (!hutch_oci_default_caps[k][0])
 			return hutch_err_set(err, -EPERM,
 			                     "process.capabilities.%s[%zu]: %.64s is beyond "
 			                     "the default set, which hutch refuses",
@@ -156,7 +159,7 @@ static int check_cap_sets(const uint64_t *c, struct hutch_err *err)
 	for (size_t i = 0; i < ELEMENTSOF(rules); i++) {
 		uint64_t extra = c[rules[i].set] & ~c[rules[i].within];
 
-		for (size_t k = 0; extra && hutch_oci_default_caps[k]; k++)
+		for (size_t k = 0; extra && hutch_oci_default_caps[k][0]; k++)
 			if (extra & HUTCH_CAP_BIT(default_cap_numbers[k]))
 				return hutch_err_set(err, -EINVAL, "process.capabilities.%s: %s %s",
 				                     cap_sets[rules[i].set],

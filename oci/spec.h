@@ -110,7 +110,9 @@ int hutch_oci_cgroups_path(const char *raw, bool systemd, char *ret, size_t size
                            struct hutch_err *err);
 
 /* The capabilities hutch accepts in a bundle (Docker's default set), for
- * `oci features` and the refusal; NULL-terminated. */
-extern const char *const hutch_oci_default_caps[];
+ * `oci features` and the refusal; an empty name ends them. Names in the
+ * rows, not pointers: the table needs no relocation at start. */
+#define HUTCH_OCI_CAP_NAME_MAX 24
+extern const char hutch_oci_default_caps[][HUTCH_OCI_CAP_NAME_MAX];
 
 #endif

@@ -88,7 +88,7 @@ static int mask_one(struct rootfs_ctx *ctx, int proc, const struct rootfs_proc_e
 	_cleanup_close_ int target = -EBADF, src = -EBADF;
 	char where[64];
 
-	snprintf(where, sizeof(where), "/proc/%s", e->name);
+	snprintf(where, sizeof(where), "/proc/%.*s", (int)sizeof(e->name), e->name);
 	if (e->action == ROOTFS_PROC_READONLY)
 		return readonly_one(proc, e->name, where, err);
 	/* Open the target first: most absent entries then cost one syscall. */

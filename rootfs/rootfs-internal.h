@@ -175,7 +175,7 @@ enum rootfs_proc_action {
 	ROOTFS_PROC_READONLY,  /* a read-only bind of itself */
 };
 struct rootfs_proc_entry {
-	const char *name; /* relative to /proc */
+	char name[16]; /* relative to /proc; in the row: no relocation at start */
 	enum rootfs_proc_action action;
 };
 extern const struct rootfs_proc_entry rootfs_proc_entries[];

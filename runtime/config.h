@@ -52,7 +52,9 @@ struct hutch_secrets {
 };
 
 struct hutch_instance_type {
-	const char *name;
+	/* in the row, not a pointer: the table needs no relocation at start
+	 * (issue 31: CLI start) */
+	char name[8];
 	uint64_t cpu_millis; /* 1000 = one vCPU */
 	uint64_t memory_bytes;
 	uint64_t disk_bytes; /* size cap of each writable tmpfs */

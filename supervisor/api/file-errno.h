@@ -10,7 +10,7 @@
 struct hutch_file_errno {
 	int err; /* positive errno */
 	unsigned status;
-	const char *code;
+	char code[20]; /* in the row: no relocation at start (issue 31: CLI start) */
 };
 
 /* The row of err (positive), or NULL: then 500 file_error. ENOSPC, EDQUOT

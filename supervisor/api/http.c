@@ -87,7 +87,7 @@ cJSON *hutch_api_error_json(const char *code, const char *msg)
  * file endpoints' errno table, file-errno.c, is the executor contract's). */
 static const struct {
 	enum hutch_errc cls;
-	const char *code;
+	char code[20]; /* in the row: no relocation at start (issue 31) */
 	unsigned status;
 } finer_statuses[] = {
 	{ HUTCH_ERRC_NOT_CAPABLE, "unauthorized", 401 },  /* the executor's secret */

@@ -25,8 +25,9 @@
 #define TTY_GID   5 /* devpts is mounted with gid=5 */
 #define NOBODY_ID 65534
 
-/* Host /etc entries shared read-only, by exact name. */
-static const char *const etc_shared[] = {
+/* Host /etc entries shared read-only, by exact name (in rows, not
+ * pointers: no relocation at start, issue 31). */
+static const char etc_shared[][24] = {
 	"alternatives",   "bash.bashrc", "ca-certificates", "ca-certificates.conf",
 	"debian_version", "inputrc",     "ld.so.cache",     "ld.so.conf",
 	"ld.so.conf.d",   "localtime",   "mime.types",      "os-release",

@@ -39,9 +39,10 @@
 #include "supervisor.h"
 #include "syscalls.h"
 
+/* Names in the rows, not pointers: no relocation at start (issue 31). */
 static const struct {
-	const char *field; /* linux.namespaces[].type */
-	const char *proc;  /* /proc/PID/ns/<proc> */
+	char field[8]; /* linux.namespaces[].type */
+	char proc[8];  /* /proc/PID/ns/<proc> */
 	int nstype;
 } ns_info[HUTCH_POD_NS_N] = {
 	[HUTCH_POD_NS_USER] = { "user", "user", CLONE_NEWUSER },

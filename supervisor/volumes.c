@@ -41,7 +41,7 @@ static const char *fs_name(int dir)
 {
 	static const struct {
 		unsigned long magic;
-		const char *name;
+		char name[12]; /* in the row: no relocation at start (issue 31) */
 	} known[] = {
 		{ 0xEF53, "ext4" },      { 0x01021994, "tmpfs" },     { 0x58465342, "xfs" },
 		{ 0x9123683E, "btrfs" }, { 0x794c7630, "overlayfs" }, { 0x6969, "nfs" },

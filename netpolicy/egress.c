@@ -63,8 +63,6 @@ static void on_listener(void *ptr, uint32_t events)
 	(void)events;
 	if (l->kind == HUTCH_NET_L_DNS)
 		dnsstub_on_readable(&l->e->stub);
-	else if (l->kind == HUTCH_NET_L_NFLOG)
-		natlog_on_nflog(l->e->natlog);
 	else if (l->kind == HUTCH_NET_L_CTEVENTS)
 		natlog_on_ct(l->e->natlog);
 	else
@@ -91,6 +89,8 @@ void hutch_egress_run(struct hutch_egress *e)
 {
 	if (!e)
 		return;
+	if (e->natlog)
+		natlog_run(e->natlog); /* its log, when it is read at the tick */
 	evloop_run(&e->loop);
 	/* Connections closed in the batch: events may have named them. */
 	proxy_free_dead(&e->proxy);
@@ -185,6 +185,11 @@ int hutch_egress_add_listeners(struct hutch_egress *e, const struct hutch_net_li
 		if ((ls[i].kind == HUTCH_NET_L_NFLOG || ls[i].kind == HUTCH_NET_L_CTEVENTS) &&
 		    r == 0 && natlog_take(e, ls[i].kind, ls[i].fd) < 0)
 			r = hutch_err_set(err, -ENOMEM, "allocate the egress log");
+		if (ls[i].kind == HUTCH_NET_L_NFLOG) { /* the log watches it (natlog.c) */
+			if (r == 0 && natlog_watch(e->natlog) < 0)
+				r = hutch_err_set_errno(err, -errno, "watch a network listener");
+			continue;
+		}
 		if (r == 0 &&
 		    evloop_watch(&e->loop, ls[i].fd, &arr[i].ev, &arr[i].mask, EPOLLIN) < 0)
 			r = hutch_err_set_errno(err, -errno, "watch a network listener");
@@ -214,6 +219,12 @@ int hutch_egress_sock_inode(struct hutch_egress *e, const struct sockaddr_in *lo
                             const struct sockaddr_in *remote, uint32_t *ret_inode)
 {
 	return e ? sockdiag_inode(e->diag_fd, &e->diag_seq, local, remote, ret_inode) : -EBADF;
+}
+
+void hutch_egress_command_starts(struct hutch_egress *e)
+{
+	if (e && e->natlog)
+		natlog_command_starts(e->natlog);
 }
 
 bool hutch_egress_logs_nat(const struct hutch_egress *e)

@@ -20,7 +20,20 @@
  *     expired conntrack entry is only removed (and its end announced) when
  *     the kernel's garbage collector comes by, up to a minute later, or
  *     when a dump of the table meets it: while flows wait, the egress's
- *     tick asks for a dump every NATLOG_DUMP_MS.
+ *     tick asks for a dump every NATLOG_DUMP_MS. conntrack's timestamps
+ *     give the flow's start and end (when the kernel has them).
+ *
+ * When the log is read matters more than what reading costs: a wake-up of
+ * the supervisor per first packet, in the client's connect() (the log is
+ * sent with the packet), takes the client's CPU from it on a loaded
+ * machine (docs/network.md, "The egress log's NAT path"). So the log's
+ * socket is read at once only when the attribution needs it: the first
+ * packet after a quiet tick, and while several commands run (the exact
+ * look-up wants the client's socket still there). Otherwise it is read at
+ * the egress's tick (the kernel queues every message in the socket at the
+ * packet: none waits in the kernel), at a command's start and before a
+ * command's exit is taken (hutch_egress_run()), so what a command sent is
+ * still attributed among the commands that ran when it was sent.
  *
  * Nothing here sees a payload beyond the first packet's IP and port
  * headers (the log's copy range).
@@ -55,6 +68,10 @@ struct natlog {
 	bool tls_redirected;        /* header bindings: UDP 443 refused inside */
 	struct evloop *loop;        /* its tick runs while flows wait */
 	int nflog_fd, ct_fd;        /* -1: none */
+	struct evloop_ev nflog_ev;  /* the log's socket, watched at once ... */
+	uint32_t nflog_mask;        /* ... (EPOLLIN) or read at the tick (0) */
+	unsigned running;           /* commands running at the last packet's attribution */
+	bool logged_since_tick;     /* read at the tick: a packet since the last one */
 	int64_t dumped_ms;          /* monotonic: the last dump asked */
 	size_t nflows;              /* flows[] in use */
 	struct natlog_flow flows[NATLOG_FLOWS];
@@ -73,11 +90,23 @@ int hutch_natlog_child_sockets(int *ret_nflog, int *ret_ct, struct hutch_err *er
  * own addresses (a bind() test). */
 const char *natlog_classify(const struct natlog *n, uint8_t proto, uint32_t daddr, uint16_t dport,
                             char *reason, size_t size);
-/* The sockets are readable. */
+/* The log's socket is watched (at once) from now on; its events call
+ * natlog_on_nflog(). */
+int natlog_watch(struct natlog *n);
+/* Read the log's socket (what it holds: non-blocking) and the conntrack
+ * socket (readable). */
 void natlog_on_nflog(struct natlog *n);
 void natlog_on_ct(struct natlog *n);
-/* The egress's tick (now: monotonic ms): a dump when it is time. True
- * while flows wait (the tick must go on). */
+/* The egress runs (hutch_egress_run(): before a command's exit too): the
+ * log's socket is read if it is not watched. */
+void natlog_run(struct natlog *n);
+/* A command starts: what was logged before it is read (attributed among
+ * the commands that ran), then the log is read at once again until its
+ * next packet shows whether one command runs. */
+void natlog_command_starts(struct natlog *n);
+/* The egress's tick (now: monotonic ms): the log read if not watched, a
+ * dump when it is time. True while flows wait or the log is read at the
+ * tick (the tick must go on). */
 bool natlog_tick(struct natlog *n, int64_t now);
 /* The waiting flows of command cmd, with their counters as a dump made
  * now gives them (netpolicy.h, hutch_egress_open_of()). */

@@ -12,6 +12,7 @@
 #include <netinet/in.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -36,14 +37,20 @@
  * counts bytes, and ends a flow soon after its close (TIME_WAIT, a reset,
  * an idle UDP flow), so that its record is not held for minutes. Only this
  * namespace's conntrack is changed, which decides nothing here (NAT and
- * the policy's state are the host's, or pasta's). */
-static const char *const SYSCTLS[][2] = {
-	{ "nf_conntrack_acct", "1" },
-	{ "nf_conntrack_events", "1" },
-	{ "nf_conntrack_tcp_timeout_time_wait", "1" },
-	{ "nf_conntrack_tcp_timeout_close", "1" },
-	{ "nf_conntrack_udp_timeout", "2" },
-	{ "nf_conntrack_udp_timeout_stream", "2" },
+ * the policy's state are the host's, or pasta's). Its timestamps give a
+ * flow's start and end to the record (a kernel without them: the times
+ * the log and the end were read). */
+static const struct {
+	const char *name, *value;
+	bool optional;
+} SYSCTLS[] = {
+	{ "nf_conntrack_acct", "1", false },
+	{ "nf_conntrack_events", "1", false },
+	{ "nf_conntrack_timestamp", "1", true },
+	{ "nf_conntrack_tcp_timeout_time_wait", "1", false },
+	{ "nf_conntrack_tcp_timeout_close", "1", false },
+	{ "nf_conntrack_udp_timeout", "2", false },
+	{ "nf_conntrack_udp_timeout_stream", "2", false },
 };
 
 int hutch_natlog_child_setup(bool skip_tls, struct hutch_err *err)
@@ -52,8 +59,10 @@ int hutch_natlog_child_setup(bool skip_tls, struct hutch_err *err)
 	int r;
 
 	for (size_t i = 0; i < ELEMENTSOF(SYSCTLS); i++) {
-		(void)snprintf(path, sizeof(path), "/proc/sys/net/netfilter/%s", SYSCTLS[i][0]);
-		r = hutch_write_knob_at(AT_FDCWD, path, SYSCTLS[i][1]);
+		(void)snprintf(path, sizeof(path), "/proc/sys/net/netfilter/%s", SYSCTLS[i].name);
+		r = hutch_write_knob_at(AT_FDCWD, path, SYSCTLS[i].value);
+		if (r == -ENOENT && SYSCTLS[i].optional)
+			continue;
 		if (r < 0)
 			return hutch_err_set_errno(err, r, "egress log: write '%s'", path);
 	}
@@ -119,8 +128,9 @@ int hutch_natlog_child_sockets(int *ret_nflog, int *ret_ct, struct hutch_err *er
 
 	if (nf_socket(&lg, err) < 0 || nf_socket(&ct, err) < 0)
 		return err->code;
-	/* Each packet at once (the default batches up to a second), so the
-	 * attribution looks while the client most likely holds its socket. */
+	/* Each packet sent to the socket at once (the default batches up to
+	 * a second in the kernel, where no read reaches it): whether it is
+	 * read at once is the egress's choice (natlog-internal.h). */
 	if (nflog_config(lg, NFULA_CFG_CMD, &bind, sizeof(bind), err) < 0 ||
 	    nflog_config(lg, NFULA_CFG_MODE, &mode, sizeof(mode), err) < 0 ||
 	    nflog_config(lg, NFULA_CFG_QTHRESH, &one, sizeof(one), err) < 0)
@@ -276,6 +286,8 @@ static void on_packet(struct natlog *n, const uint8_t *p, size_t len)
 	if (o && o->attribute)
 		o->attribute(o->ud, f.proto == IPPROTO_TCP ? &client : NULL,
 		             f.proto == IPPROTO_TCP ? &server : NULL, &f.owner);
+	n->running = f.owner.running;
+	n->logged_since_tick = true;
 	code = natlog_classify(n, f.proto, f.daddr, f.dport, reason, sizeof(reason));
 	if (code) {
 		emit(n, &f, false, code, reason, (const uint64_t[2]){ 0, 0 }, f.at_ms);
@@ -321,9 +333,62 @@ static void on_log_msg(struct natlog *n, struct nlmsghdr *h)
 	on_packet(n, nla_data(tb[NFULA_PAYLOAD]), (size_t)nla_len(tb[NFULA_PAYLOAD]));
 }
 
+/* The log is read at once (EPOLLIN) or at the egress's tick, its runs
+ * and a command's start (natlog-internal.h). */
+static void read_at_once(struct natlog *n, bool at_once)
+{
+	if (at_once == (n->nflog_mask != 0))
+		return;
+	if (!at_once) {
+		evloop_unwatch(n->loop, n->nflog_fd);
+		n->nflog_mask = 0;
+		n->logged_since_tick = true; /* at least one tick before it is watched again */
+	} else if (evloop_watch(n->loop, n->nflog_fd, &n->nflog_ev, &n->nflog_mask, EPOLLIN) == 0) {
+		return;
+	}
+	evloop_tick(n->loop, true); /* read at the tick (also when watching failed) */
+}
+
 void natlog_on_nflog(struct natlog *n)
 {
 	drain(n, n->nflog_fd, on_log_msg);
+	/* Several commands run: the exact look-up wants the client's socket,
+	 * which a late read may no longer find. */
+	if (n->running > 1)
+		read_at_once(n, true);
+}
+
+/* The log's socket is readable (it is watched). One command (or none):
+ * attribution by time, the next packets are read at the tick. */
+static void on_nflog_ready(void *ptr, uint32_t events)
+{
+	struct natlog *n = ptr;
+
+	(void)events;
+	natlog_on_nflog(n);
+	if (n->running <= 1)
+		read_at_once(n, false);
+}
+
+int natlog_watch(struct natlog *n)
+{
+	n->nflog_ev = (struct evloop_ev){ on_nflog_ready, n };
+	n->nflog_mask = 0;
+	return evloop_watch(n->loop, n->nflog_fd, &n->nflog_ev, &n->nflog_mask, EPOLLIN);
+}
+
+void natlog_run(struct natlog *n)
+{
+	if (n->nflog_fd >= 0 && !n->nflog_mask)
+		natlog_on_nflog(n);
+}
+
+void natlog_command_starts(struct natlog *n)
+{
+	if (n->nflog_fd < 0)
+		return;
+	natlog_run(n);
+	read_at_once(n, true);
 }
 
 /* A conntrack tuple's addresses, ports and protocol. */
@@ -359,6 +424,23 @@ static uint64_t counter_bytes(struct nlattr *a)
 	return be64toh(v);
 }
 
+/* conntrack's start and stop of a flow (CLOCK_REALTIME ns; the stop is
+ * when the entry expired), each left as it is when absent. */
+static void ct_times(struct nlattr *a, int64_t *start_ms, int64_t *stop_ms)
+{
+	struct nlattr *t[CTA_TIMESTAMP_MAX + 1];
+	uint64_t v;
+
+	if (!a || nla_parse_nested(t, CTA_TIMESTAMP_MAX, a, NULL) < 0)
+		return;
+	if (t[CTA_TIMESTAMP_START] && nla_len(t[CTA_TIMESTAMP_START]) >= 8 &&
+	    (v = be64toh(nla_get_u64(t[CTA_TIMESTAMP_START]))) > 0)
+		*start_ms = (int64_t)(v / 1000000);
+	if (t[CTA_TIMESTAMP_STOP] && nla_len(t[CTA_TIMESTAMP_STOP]) >= 8 &&
+	    (v = be64toh(nla_get_u64(t[CTA_TIMESTAMP_STOP]))) > 0)
+		*stop_ms = (int64_t)(v / 1000000);
+}
+
 /* A flow's end (DELETE: its record, with its bytes) or, in a dump's
  * answer (NEW: the events asked for are DESTROY only), its counters so far. */
 static void on_ct_msg(struct natlog *n, struct nlmsghdr *h)
@@ -366,6 +448,7 @@ static void on_ct_msg(struct natlog *n, struct nlmsghdr *h)
 	struct nlattr *tb[CTA_MAX + 1];
 	struct natlog_flow k = { 0 };
 	uint64_t bytes[2];
+	int64_t end_ms = now_real_ms();
 	int type = NFNL_MSG_TYPE(h->nlmsg_type);
 
 	if (NFNL_SUBSYS_ID(h->nlmsg_type) != NFNL_SUBSYS_CTNETLINK ||
@@ -381,12 +464,13 @@ static void on_ct_msg(struct natlog *n, struct nlmsghdr *h)
 			continue;
 		bytes[0] = counter_bytes(tb[CTA_COUNTERS_ORIG]);
 		bytes[1] = counter_bytes(tb[CTA_COUNTERS_REPLY]);
+		ct_times(tb[CTA_TIMESTAMP], &f->at_ms, &end_ms);
 		if (type == IPCTNL_MSG_CT_NEW) {
 			f->bytes[0] = bytes[0];
 			f->bytes[1] = bytes[1];
 			return;
 		}
-		emit(n, f, true, "all", "", bytes, now_real_ms());
+		emit(n, f, true, "all", "", bytes, end_ms < f->at_ms ? f->at_ms : end_ms);
 		f->proto = 0;
 		n->nflows--;
 		return;
@@ -416,13 +500,21 @@ static void ask_dump(struct natlog *n)
 
 bool natlog_tick(struct natlog *n, int64_t now)
 {
-	if (!n->nflows || n->ct_fd < 0)
-		return false;
-	if (now - n->dumped_ms >= NATLOG_DUMP_MS) {
+	bool waiting = n->nflows && n->ct_fd >= 0;
+
+	/* Read at the tick: after a tick with nothing logged, the next first
+	 * packet is read at once again (and the tick may stop). */
+	if (n->nflog_fd >= 0 && !n->nflog_mask) {
+		natlog_on_nflog(n);
+		if (!n->logged_since_tick)
+			read_at_once(n, true);
+		n->logged_since_tick = false;
+	}
+	if (waiting && now - n->dumped_ms >= NATLOG_DUMP_MS) {
 		n->dumped_ms = now;
 		ask_dump(n);
 	}
-	return true;
+	return waiting || (n->nflog_fd >= 0 && !n->nflog_mask);
 }
 
 void natlog_open_of(struct natlog *n, uint64_t cmd, struct hutch_net_open *ret)
@@ -456,7 +548,7 @@ void natlog_done(struct natlog *n)
 	int64_t now = now_real_ms();
 
 	if (n->nflog_fd >= 0)
-		natlog_on_nflog(n);
+		drain(n, n->nflog_fd, on_log_msg);
 	if (n->ct_fd >= 0)
 		natlog_on_ct(n);
 	for (size_t i = 0; i < NATLOG_FLOWS; i++)

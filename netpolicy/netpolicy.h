@@ -457,6 +457,11 @@ struct hutch_net_open {
 };
 void hutch_egress_open_of(struct hutch_egress *e, uint64_t cmd, struct hutch_net_open *ret);
 
+/* A command starts (before it counts as running): what mode all's NAT
+ * log holds is attributed first, among the commands that ran when it was
+ * sent (natlog.c reads the log at its tick while one command runs). */
+void hutch_egress_command_starts(struct hutch_egress *e);
+
 /* Mode all's NAT path is logged (init passed up the log's sockets: not
  * when the kernel lacks what it needs, or the log is off). */
 bool hutch_egress_logs_nat(const struct hutch_egress *e);

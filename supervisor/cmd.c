@@ -403,6 +403,8 @@ static struct cmd *cmd_new(struct hutch_cmds *set, const struct hutch_spawn *sp,
 
 	if (!c)
 		return NULL;
+	if (set->before_start)
+		set->before_start(set->before_exit_ud);
 	c->set = set;
 	c->id = ++set->next_id;
 	c->out_fd = c->err_fd = c->in_fd = c->timer_fd = -EBADF;

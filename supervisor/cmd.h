@@ -135,6 +135,10 @@ struct hutch_cmds {
 	 * (supervisor/run.c). */
 	void (*before_exit)(void *ud, struct cmd *c);
 	void *before_exit_ud;
+	/* Set by the owner (NULL: none): called before a new command counts
+	 * as running (before_exit's ud). The NAT path's log reads what it
+	 * holds first, so it stays the commands' that ran when it was sent. */
+	void (*before_start)(void *ud);
 };
 
 /* Read-only for owners, but for the fields said otherwise. */

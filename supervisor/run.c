@@ -81,6 +81,14 @@ static void egress_before_exit(void *ud, struct cmd *c)
 		c->egress = hutch_netlog_summary(s, c->id);
 }
 
+/* A command starts: what the NAT path's log holds is attributed first. */
+static void egress_before_start(void *ud)
+{
+	struct sup *s = ud;
+
+	hutch_egress_command_starts(s->net.plan.egress);
+}
+
 static int setup_loop(struct sup *s)
 {
 	struct itimerspec its = { 0 };
@@ -121,6 +129,7 @@ static int setup_loop(struct sup *s)
 		return r;
 	if (s->netlog) {
 		s->cmds.before_exit = egress_before_exit;
+		s->cmds.before_start = egress_before_start;
 		s->cmds.before_exit_ud = s;
 	}
 	if (hutch_net_plan_fd(&s->net.plan) >= 0)

@@ -13,16 +13,25 @@ import time
 from .bindings import cpu_seconds_ns, gc_until_clean
 from .common import HutchError, loadavg, log, REPO
 
+# Besides the rate, what the client waited for a CPU (schedstat's run
+# delay) and how often it was taken off one (involuntary switches), per
+# connection: a wake-up on the connection's path shows there first.
 EGRESS_CLIENT = r"""
-import json, socket, ssl, sys, time
+import json, resource, socket, ssl, sys, time
 host, n = sys.argv[1], int(sys.argv[2])
 ctx = ssl.create_default_context(cafile="/workspace/ca.pem")
+def sched():
+    with open("/proc/thread-self/schedstat") as f:
+        return int(f.read().split()[1]), resource.getrusage(resource.RUSAGE_SELF).ru_nivcsw
+w0, i0 = sched()
 t = time.perf_counter()
 for _ in range(n):
     with socket.create_connection((host, 443), timeout=20) as s:
         with ctx.wrap_socket(s, server_hostname=host):
             pass
-print(json.dumps({"rate": n / (time.perf_counter() - t)}))
+t = time.perf_counter() - t
+w1, i1 = sched()
+print(json.dumps({"rate": n / t, "wait_ms": (w1 - w0) / 1e6 / n, "ivcsw": (i1 - i0) / n}))
 """
 
 
@@ -55,7 +64,10 @@ def measure_egress_log(args, hutch_bin):
                 # with --nat-log on (the kernel's log of each first packet,
                 # conntrack's end) and without (the default).
                 ("all-log", ("--network", "all", "--nat-log", "on")),
-                ("all-off", ("--network", "all")))
+                ("all-off", ("--network", "all")),
+                # the same as all-off: what two identical sandboxes differ
+                # by, paired the same way (the noise of the ratios)
+                ("all-off2", ("--network", "all")))
     try:
         net.start()
         inside.enter_context(net.inside())
@@ -78,7 +90,8 @@ def measure_egress_log(args, hutch_bin):
                 ["supervisor_pid"] for k, sid in sids.items()}
         per = 25 if args.quick else 100
         rounds = 3 if args.quick else max(3, args.iterations)
-        out = {k: {"rates": [], "sup_cpu_ms_per_conn": []} for k, _ in variants}
+        out = {k: {"rates": [], "sup_cpu_ms_per_conn": [], "wait_ms": [], "ivcsw": []}
+               for k, _ in variants}
         for i in range(rounds + 1):  # the first round warms up
             order = [k for k, _ in variants]
             if i % 2:
@@ -92,7 +105,10 @@ def measure_egress_log(args, hutch_bin):
                     raise HutchError("egress client: " + r.stderr.strip()[-2000:])
                 cpu = cpu_seconds_ns(sups[k]) - c0
                 if i:
-                    out[k]["rates"].append(json.loads(r.stdout)["rate"])
+                    j = json.loads(r.stdout)
+                    out[k]["rates"].append(j["rate"])
+                    out[k]["wait_ms"].append(j["wait_ms"])
+                    out[k]["ivcsw"].append(j["ivcsw"])
                     out[k]["sup_cpu_ms_per_conn"].append(cpu * 1000 / per)
         out["per_round"] = per
         out["create_ms"] = measure_nat_log_create(args, hutch_bin, env)
@@ -145,26 +161,30 @@ def paired_ratio(e, k, base):
 
 
 def render_egress_log(e):
-    med = {k: statistics.median(e[k]["rates"]) for k in ("log", "off", "log+exact")
-           if k in e}
-    cpu = {k: statistics.median(e[k]["sup_cpu_ms_per_conn"]) for k in med}
+    def med(k, what):
+        v = e[k].get(what)
+        return statistics.median(v) if v else float("nan")  # (a --json of before: none)
+
     lines = ["egress log: TLS connections per second through network allow's proxy (and all's NAT), %d per "
              "round, %d rounds interleaved (load %s)" % (e["per_round"], len(e["log"]["rates"]),
                                                          e["load"]),
              "(vs off: the ratio of the medians; paired: the median of each round's ratio; "
-             "supervisor ms/conn from schedstat)",
-             "%-44s %12s %10s %10s %18s" % ("", "conn/s", "vs off", "paired", "supervisor ms/conn")]
-    for k, what in (("off", "--net-log off"), ("log", "log (one command: by time)"),
-                    ("log+exact", "log, two commands (exact owner look-up)")):
-        lines.append("%-44s %12.1f %9.3fx %9.3fx %18.3f" % (what, med[k], med[k] / med["off"],
-                                                            paired_ratio(e, k, "off"), cpu[k]))
+             "supervisor ms/conn from schedstat; the client's wait for a CPU and involuntary "
+             "switches per connection, medians of the rounds)",
+             "%-46s %9s %9s %9s %11s %8s %8s" % ("", "conn/s", "vs off", "paired", "sup ms/conn",
+                                                 "wait ms", "ivcsw")]
+    rows = [("off", "off", "--net-log off"), ("off", "log", "log (one command: by time)"),
+            ("off", "log+exact", "log, two commands (exact owner look-up)")]
     if "all-log" in e:  # network all: through NAT, the kernel's log and conntrack
-        a = {k: statistics.median(e[k]["rates"]) for k in ("all-log", "all-off")}
-        ac = {k: statistics.median(e[k]["sup_cpu_ms_per_conn"]) for k in a}
-        for k, what in (("all-off", "network all (default: no NAT log)"),
-                        ("all-log", "network all, --nat-log on (kernel, conntrack)")):
-            lines.append("%-44s %12.1f %9.3fx %9.3fx %18.3f"
-                         % (what, a[k], a[k] / a["all-off"], paired_ratio(e, k, "all-off"), ac[k]))
+        rows += [("all-off", "all-off", "network all (default: no NAT log)"),
+                 ("all-off", "all-log", "network all, --nat-log on (kernel, conntrack)")]
+    if "all-off2" in e:  # two identical sandboxes: the noise of a paired ratio
+        rows.append(("all-off", "all-off2", "network all again (the same: noise)"))
+    for base, k, what in rows:
+        lines.append("%-46s %9.1f %8.3fx %8.3fx %11.3f %8.3f %8.2f"
+                     % (what, med(k, "rates"), med(k, "rates") / med(base, "rates"),
+                        paired_ratio(e, k, base), med(k, "sup_cpu_ms_per_conn"),
+                        med(k, "wait_ms"), med(k, "ivcsw")))
     if "create_ms" in e:  # what the log's table in the sandbox's netns costs a create
         c = {k: statistics.median(v) for k, v in e["create_ms"].items()}
         lines.append("%-44s %12s %10s" % ("hutch create --network all (each rm'd)", "median ms",

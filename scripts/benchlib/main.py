@@ -69,7 +69,9 @@ def main(doc):
                     "next to a spliced connection to the same fake server")
     ap.add_argument("--egress-log", action="store_true",
                     help="egress log only: connections per second through network allow "
-                    "with the log, with --net-log off, and with two commands (exact owner)")
+                    "with the log, with --net-log off, and with two commands (exact owner); "
+                    "through network all with --nat-log on, without, and without again (the "
+                    "noise); the client's wait for a CPU per connection")
     ap.add_argument("--changes", action="store_true",
                     help="change lists only: a command touching 10 files of a 10,000-file "
                     "workspace and one writing 1 GB, with change lists on and off")

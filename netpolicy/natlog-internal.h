@@ -19,8 +19,8 @@
  *     outlives the sandbox is recorded at the end without bytes. An
  *     expired conntrack entry is only removed (and its end announced) when
  *     the kernel's garbage collector comes by, up to a minute later, or
- *     when a dump of the table meets it: while flows wait, the egress's
- *     tick asks for a dump every NATLOG_DUMP_MS. conntrack's timestamps
+ *     when a look-up meets it: while flows wait, the egress's tick asks
+ *     conntrack for each of them every NATLOG_ASK_MS. conntrack's timestamps
  *     give the flow's start and end (when the kernel has them).
  *
  * When the log is read matters more than what reading costs: a wake-up of
@@ -48,15 +48,15 @@
 #include "evloop-internal.h"
 #include "netpolicy.h"
 
-#define NATLOG_FLOWS   512  /* allowed flows waiting for their end */
-#define NATLOG_DUMP_MS 1000 /* a conntrack dump this often while flows wait */
+#define NATLOG_FLOWS  512  /* allowed flows waiting for their end */
+#define NATLOG_ASK_MS 1000 /* the waiting flows asked for this often */
 
 struct natlog_flow {
 	uint32_t saddr, daddr; /* network byte order */
 	uint16_t sport, dport; /* network byte order */
 	uint8_t proto;         /* IPPROTO_TCP, IPPROTO_UDP; 0: free */
 	int64_t at_ms;
-	uint64_t bytes[2]; /* conntrack's counters as last dumped (up, down) */
+	uint64_t bytes[2]; /* conntrack's counters as last asked (up, down) */
 	struct hutch_net_owner owner;
 };
 
@@ -72,7 +72,7 @@ struct natlog {
 	uint32_t nflog_mask;        /* ... (EPOLLIN) or read at the tick (0) */
 	unsigned running;           /* commands running at the last packet's attribution */
 	bool logged_since_tick;     /* read at the tick: a packet since the last one */
-	int64_t dumped_ms;          /* monotonic: the last dump asked */
+	int64_t asked_ms;           /* monotonic: the flows last asked for */
 	size_t nflows;              /* flows[] in use */
 	struct natlog_flow flows[NATLOG_FLOWS];
 	uint64_t attempts, lost; /* logged; lost to a full socket buffer */
@@ -105,11 +105,11 @@ void natlog_run(struct natlog *n);
  * next packet shows whether one command runs. */
 void natlog_command_starts(struct natlog *n);
 /* The egress's tick (now: monotonic ms): the log read if not watched, a
- * dump when it is time. True while flows wait or the log is read at the
- * tick (the tick must go on). */
+ * look-up of the waiting flows when it is time. True while flows wait or
+ * the log is read at the tick (the tick must go on). */
 bool natlog_tick(struct natlog *n, int64_t now);
-/* The waiting flows of command cmd, with their counters as a dump made
- * now gives them (netpolicy.h, hutch_egress_open_of()). */
+/* The waiting flows of command cmd, with their counters as conntrack
+ * gives them now (netpolicy.h, hutch_egress_open_of()). */
 void natlog_open_of(struct natlog *n, uint64_t cmd, struct hutch_net_open *ret);
 /* The end: the flows still open are recorded without bytes. */
 void natlog_done(struct natlog *n);

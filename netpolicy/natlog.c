@@ -441,7 +441,7 @@ static void ct_times(struct nlattr *a, int64_t *start_ms, int64_t *stop_ms)
 		*stop_ms = (int64_t)(v / 1000000);
 }
 
-/* A flow's end (DELETE: its record, with its bytes) or, in a dump's
+/* A flow's end (DELETE: its record, with its bytes) or, in a look-up's
  * answer (NEW: the events asked for are DESTROY only), its counters so far. */
 static void on_ct_msg(struct natlog *n, struct nlmsghdr *h)
 {
@@ -482,20 +482,67 @@ void natlog_on_ct(struct natlog *n)
 	drain(n, n->ct_fd, on_ct_msg);
 }
 
-/* Ask for the table: the dump removes the expired entries it meets,
- * which announces their end (the replies themselves are not needed). */
-static void ask_dump(struct natlog *n)
+/* One IPCTNL_MSG_CT_GET of f's original tuple appended to buf (at most
+ * ASK_MSG bytes): its length, 0 when it did not fit. */
+#define ASK_MSG   128
+#define ASK_CHUNK 64 /* look-ups per send(): their answers fit the socket's buffer */
+static size_t put_get(char *buf, const struct natlog_flow *f)
 {
 	struct nfgenmsg g = { .nfgen_family = AF_INET, .version = NFNETLINK_V0 };
-	struct nl_msg *msg = nlmsg_alloc_simple((NFNL_SUBSYS_CTNETLINK << 8) | IPCTNL_MSG_CT_GET,
-	                                        NLM_F_REQUEST | NLM_F_DUMP);
+	struct nl_msg *msg =
+	        nlmsg_alloc_simple((NFNL_SUBSYS_CTNETLINK << 8) | IPCTNL_MSG_CT_GET, NLM_F_REQUEST);
+	struct nlattr *tuple, *ip, *proto;
+	size_t len = 0;
 
-	if (msg && nlmsg_append(msg, &g, sizeof(g), NLMSG_ALIGNTO) == 0) {
-		struct nlmsghdr *h = nlmsg_hdr(msg);
-
-		(void)send(n->ct_fd, h, h->nlmsg_len, MSG_DONTWAIT);
+	if (msg && nlmsg_append(msg, &g, sizeof(g), NLMSG_ALIGNTO) == 0 &&
+	    (tuple = nla_nest_start(msg, CTA_TUPLE_ORIG)) &&
+	    (ip = nla_nest_start(msg, CTA_TUPLE_IP)) &&
+	    nla_put(msg, CTA_IP_V4_SRC, 4, &f->saddr) == 0 &&
+	    nla_put(msg, CTA_IP_V4_DST, 4, &f->daddr) == 0 && nla_nest_end(msg, ip) == 0 &&
+	    (proto = nla_nest_start(msg, CTA_TUPLE_PROTO)) &&
+	    nla_put_u8(msg, CTA_PROTO_NUM, f->proto) == 0 &&
+	    nla_put(msg, CTA_PROTO_SRC_PORT, 2, &f->sport) == 0 &&
+	    nla_put(msg, CTA_PROTO_DST_PORT, 2, &f->dport) == 0 && nla_nest_end(msg, proto) == 0 &&
+	    nla_nest_end(msg, tuple) == 0 && nlmsg_hdr(msg)->nlmsg_len <= ASK_MSG) {
+		len = nlmsg_hdr(msg)->nlmsg_len;
+		memcpy(buf, nlmsg_hdr(msg), len);
 	}
 	nlmsg_free(msg);
+	return len;
+}
+
+/* Ask conntrack for each waiting flow (of command cmd only, unless it is
+ * 0), by its tuple: the kernel's look-up removes an entry that has
+ * expired, which announces its end (its garbage collector passes every
+ * few seconds to a minute), and an answer carries the counters so far.
+ * ASK_CHUNK look-ups go in one send(); their answers (queued in it) are
+ * read before the next. A dump of the table did this before, but walks
+ * every bucket of the machine's conntrack hash (262,144 here: 2 ms of CPU
+ * per dump, every second while a flow waits). */
+static void ask_flows(struct natlog *n, uint64_t cmd)
+{
+	char buf[ASK_CHUNK * ASK_MSG];
+	size_t len = 0, k = 0;
+
+	for (size_t i = 0; i < NATLOG_FLOWS; i++) {
+		const struct natlog_flow *f = &n->flows[i];
+		size_t m;
+
+		if (!f->proto || (cmd && !hutch_net_owner_has(&f->owner, cmd)))
+			continue;
+		m = put_get(buf + len, f);
+		len += m;
+		k += m > 0;
+		if (k == ASK_CHUNK) {
+			(void)send(n->ct_fd, buf, len, MSG_DONTWAIT);
+			natlog_on_ct(n);
+			len = k = 0;
+		}
+	}
+	if (len) {
+		(void)send(n->ct_fd, buf, len, MSG_DONTWAIT);
+		natlog_on_ct(n);
+	}
 }
 
 bool natlog_tick(struct natlog *n, int64_t now)
@@ -510,9 +557,9 @@ bool natlog_tick(struct natlog *n, int64_t now)
 			read_at_once(n, true);
 		n->logged_since_tick = false;
 	}
-	if (waiting && now - n->dumped_ms >= NATLOG_DUMP_MS) {
-		n->dumped_ms = now;
-		ask_dump(n);
+	if (waiting && now - n->asked_ms >= NATLOG_ASK_MS) {
+		n->asked_ms = now;
+		ask_flows(n, 0);
 	}
 	return waiting || (n->nflog_fd >= 0 && !n->nflog_mask);
 }
@@ -523,13 +570,11 @@ void natlog_open_of(struct natlog *n, uint64_t cmd, struct hutch_net_open *ret)
 
 	for (size_t i = 0; i < NATLOG_FLOWS && !any; i++)
 		any = n->flows[i].proto && hutch_net_owner_has(&n->flows[i].owner, cmd);
-	/* The counters so far: a dump answered at once (its first part is
-	 * queued in the send; recv() asks for the rest). What is queued
-	 * first (a dump of the tick's) is read before: one dump at a time. */
+	/* The counters so far: its flows asked for, answered in the send.
+	 * What is queued first (events) is read before. */
 	if (any && n->ct_fd >= 0) {
 		natlog_on_ct(n);
-		ask_dump(n);
-		natlog_on_ct(n);
+		ask_flows(n, cmd);
 	}
 	for (size_t i = 0; i < NATLOG_FLOWS; i++) {
 		const struct natlog_flow *f = &n->flows[i];

@@ -13,25 +13,34 @@ import time
 from .bindings import cpu_seconds_ns, gc_until_clean
 from .common import HutchError, loadavg, log, REPO
 
-# Besides the rate, what the client waited for a CPU (schedstat's run
-# delay) and how often it was taken off one (involuntary switches), per
-# connection: a wake-up on the connection's path shows there first.
+# Besides the rate, per connection: the median connect() (the SYN and
+# its answer: what the NAT log's first packet passes), what the client
+# waited for a CPU (schedstat's run delay) and how often it was taken off
+# one (involuntary switches): a wake-up on the connection's path shows
+# there first.
 EGRESS_CLIENT = r"""
-import json, resource, socket, ssl, sys, time
+import json, resource, socket, ssl, statistics, sys, time
 host, n = sys.argv[1], int(sys.argv[2])
 ctx = ssl.create_default_context(cafile="/workspace/ca.pem")
 def sched():
     with open("/proc/thread-self/schedstat") as f:
         return int(f.read().split()[1]), resource.getrusage(resource.RUSAGE_SELF).ru_nivcsw
 w0, i0 = sched()
+connect = []
 t = time.perf_counter()
 for _ in range(n):
-    with socket.create_connection((host, 443), timeout=20) as s:
+    addr = socket.getaddrinfo(host, 443, socket.AF_INET, socket.SOCK_STREAM)[0][4]
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.settimeout(20)
+        c = time.perf_counter()
+        s.connect(addr)
+        connect.append(time.perf_counter() - c)
         with ctx.wrap_socket(s, server_hostname=host):
             pass
 t = time.perf_counter() - t
 w1, i1 = sched()
-print(json.dumps({"rate": n / t, "wait_ms": (w1 - w0) / 1e6 / n, "ivcsw": (i1 - i0) / n}))
+print(json.dumps({"rate": n / t, "wait_ms": (w1 - w0) / 1e6 / n, "ivcsw": (i1 - i0) / n,
+                  "connect_ms": statistics.median(connect) * 1000}))
 """
 
 
@@ -90,8 +99,8 @@ def measure_egress_log(args, hutch_bin):
                 ["supervisor_pid"] for k, sid in sids.items()}
         per = 25 if args.quick else 100
         rounds = 3 if args.quick else max(3, args.iterations)
-        out = {k: {"rates": [], "sup_cpu_ms_per_conn": [], "wait_ms": [], "ivcsw": []}
-               for k, _ in variants}
+        out = {k: {"rates": [], "sup_cpu_ms_per_conn": [], "wait_ms": [], "ivcsw": [],
+                   "connect_ms": []} for k, _ in variants}
         for i in range(rounds + 1):  # the first round warms up
             order = [k for k, _ in variants]
             if i % 2:
@@ -109,6 +118,7 @@ def measure_egress_log(args, hutch_bin):
                     out[k]["rates"].append(j["rate"])
                     out[k]["wait_ms"].append(j["wait_ms"])
                     out[k]["ivcsw"].append(j["ivcsw"])
+                    out[k]["connect_ms"].append(j["connect_ms"])
                     out[k]["sup_cpu_ms_per_conn"].append(cpu * 1000 / per)
         out["per_round"] = per
         out["create_ms"] = measure_nat_log_create(args, hutch_bin, env)
@@ -169,10 +179,11 @@ def render_egress_log(e):
              "round, %d rounds interleaved (load %s)" % (e["per_round"], len(e["log"]["rates"]),
                                                          e["load"]),
              "(vs off: the ratio of the medians; paired: the median of each round's ratio; "
-             "supervisor ms/conn from schedstat; the client's wait for a CPU and involuntary "
-             "switches per connection, medians of the rounds)",
-             "%-46s %9s %9s %9s %11s %8s %8s" % ("", "conn/s", "vs off", "paired", "sup ms/conn",
-                                                 "wait ms", "ivcsw")]
+             "supervisor ms/conn from schedstat; the client's connect() (its round's median), "
+             "wait for a CPU and involuntary switches per connection, medians of the rounds)",
+             "%-46s %8s %8s %8s %11s %10s %8s %6s" % ("", "conn/s", "vs off", "paired",
+                                                      "sup ms/conn", "connect ms", "wait ms",
+                                                      "ivcsw")]
     rows = [("off", "off", "--net-log off"), ("off", "log", "log (one command: by time)"),
             ("off", "log+exact", "log, two commands (exact owner look-up)")]
     if "all-log" in e:  # network all: through NAT, the kernel's log and conntrack
@@ -181,10 +192,10 @@ def render_egress_log(e):
     if "all-off2" in e:  # two identical sandboxes: the noise of a paired ratio
         rows.append(("all-off", "all-off2", "network all again (the same: noise)"))
     for base, k, what in rows:
-        lines.append("%-46s %9.1f %8.3fx %8.3fx %11.3f %8.3f %8.2f"
+        lines.append("%-46s %8.1f %7.3fx %7.3fx %11.3f %10.3f %8.3f %6.2f"
                      % (what, med(k, "rates"), med(k, "rates") / med(base, "rates"),
                         paired_ratio(e, k, base), med(k, "sup_cpu_ms_per_conn"),
-                        med(k, "wait_ms"), med(k, "ivcsw")))
+                        med(k, "connect_ms"), med(k, "wait_ms"), med(k, "ivcsw")))
     if "create_ms" in e:  # what the log's table in the sandbox's netns costs a create
         c = {k: statistics.median(v) for k, v in e["create_ms"].items()}
         lines.append("%-44s %12s %10s" % ("hutch create --network all (each rm'd)", "median ms",

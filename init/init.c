@@ -434,6 +434,37 @@ static int send_write_fds(int sock, int *fds, struct hutch_err *err)
 	return r < 0 ? hutch_err_set_errno(err, r, "pass the writable layer to the supervisor") : 0;
 }
 
+/*
+ * The socket to the supervisor made again, in the sandbox's network
+ * namespace (HUTCH_MSG_SOCKET), the same fd number from now on: CRIU
+ * dumps a process's sockets only from the network namespaces it dumps
+ * (docs/snapshots.md, full snapshots). Its buffers as big as the first's
+ * (supervisor/setup.c): init holds CAP_NET_ADMIN over its own namespace
+ * yet (a joined one's: as big as net.core's maxima allow).
+ */
+static int resocket(int sock)
+{
+	_cleanup_close_ int mine = -EBADF, theirs = -EBADF;
+	int sv[2], bytes = HUTCH_PROTO_SOCK_BUF;
+
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
+		return -errno;
+	mine = sv[0];
+	theirs = sv[1];
+	for (size_t i = 0; i < 2; i++) {
+		if (setsockopt(sv[i], SOL_SOCKET, SO_SNDBUFFORCE, &bytes, sizeof(bytes)) < 0)
+			(void)setsockopt(sv[i], SOL_SOCKET, SO_SNDBUF, &bytes, sizeof(bytes));
+		if (setsockopt(sv[i], SOL_SOCKET, SO_RCVBUFFORCE, &bytes, sizeof(bytes)) < 0)
+			(void)setsockopt(sv[i], SOL_SOCKET, SO_RCVBUF, &bytes, sizeof(bytes));
+	}
+	if (hutch_proto_send(sock, HUTCH_MSG_SOCKET, 0, NULL, 0, &theirs, 1) < 0)
+		return -EIO;
+	/* init's socket keeps its number: */
+	if (dup3(mine, sock, O_CLOEXEC) < 0) /* lint-fds: ok: the same number */
+		return -errno;
+	return 0;
+}
+
 /* The seam's server (init.h) is an init_state that serves with other
  * syscalls: the same handling, none of pid 1's setup. */
 struct hutch_init_server {
@@ -544,6 +575,10 @@ void hutch_init_main(const struct hutch_init_params *p)
 	 * whole pid namespace). Check the race with a parent already gone. */
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != p->supervisor_pid)
 		_exit(1);
+	/* A session of the sandbox's own: none of its processes is then in a
+	 * session led outside its pid namespace (CRIU dumps only such trees). */
+	if (setsid() < 0)
+		_exit(1);
 	if (s.shared_pid && prctl(PR_SET_CHILD_SUBREAPER, 1) < 0)
 		_exit(1);
 	if (wait_go(p->sock, &rootfs, &group) < 0)
@@ -554,6 +589,10 @@ void hutch_init_main(const struct hutch_init_params *p)
 	}
 	if (setup_inside(&s, p, &rootfs, &err) < 0)
 		fail(p->sock, &err);
+	if (resocket(p->sock) < 0) {
+		hutch_err_set_errno(&err, -EIO, "make the supervisor's socket in the sandbox");
+		fail(p->sock, &err);
+	}
 	if (rootfs.n_layers && !rootfs.bundle)
 		rootfs.write_fds = write_fds;
 	if (build_root(p->sock, &rootfs, write_fds, &err) < 0)

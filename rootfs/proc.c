@@ -167,7 +167,11 @@ void hutch_rootfs_views_warm(int procview_fd)
 
 static int setup_views(struct rootfs_ctx *ctx, int proc, struct hutch_err *err)
 {
-	struct mount_attr attr = { .attr_set = MOUNT_ATTR_RDONLY | PROC_ATTRS };
+	/* Private: attached below a copy of the host's tree, it would join
+	 * a peer group of the host's (and CRIU restores no group whose
+	 * mounts have different roots: full snapshots). */
+	struct mount_attr attr = { .attr_set = MOUNT_ATTR_RDONLY | PROC_ATTRS,
+		                   .propagation = MS_PRIVATE };
 	_cleanup_close_ int at = -EBADF;
 	const char *dir = NULL;
 	char from[64], where[64];

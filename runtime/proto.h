@@ -22,7 +22,8 @@
 #define HUTCH_PROTO_MAX      (1u << 20) /* largest message, header included */
 #define HUTCH_SPAWN_MAX_ARGS 4096
 #define HUTCH_SPAWN_MAX_ENV  1024
-#define HUTCH_PROTO_FDS_MAX  64 /* fds in one message */
+#define HUTCH_PROTO_FDS_MAX  64        /* fds in one message */
+#define HUTCH_PROTO_SOCK_BUF (4 << 20) /* each end's buffers: the largest spawn fits */
 /* A command's uid and gid inside the sandbox: appuser's unless the
  * supervisor says otherwise (an OCI bundle's process.user); only ids of
  * the sandbox's 65536-id range exist. */
@@ -56,6 +57,11 @@ enum hutch_msg_type {
 	 * (HUTCH_ROOTFS_WRITE_*); fds: the directories the sandbox writes,
 	 * for filesystem snapshots (supervisor/snapshot.c) */
 	HUTCH_MSG_WRITE_FDS,
+	/* setup only, the last before READY: fd: the supervisor's end of a
+	 * new socketpair made in the sandbox's network namespace, which
+	 * replaces the first (made on the host) from now on: a full
+	 * snapshot's CRIU dumps only sockets of the namespaces it dumps */
+	HUTCH_MSG_SOCKET,
 };
 
 struct hutch_msg_hdr {

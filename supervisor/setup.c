@@ -206,7 +206,7 @@ static __attribute__((noreturn)) void init_child(struct sup *s, struct hutch_ini
 /* init cloned with the volumes' mounts (vols, NULL: none) placed in it. */
 static int spawn_init(struct sup *s, struct hutch_sup_volumes *vols, struct hutch_err *err)
 {
-	int sv[2], pidfd = -1, bufsz = 4 << 20, r;
+	int sv[2], pidfd = -1, bufsz = HUTCH_PROTO_SOCK_BUF, r;
 	int cg_fds[HUTCH_CGROUP_MAX_DIRS], cmds[2];
 	struct hutch_init_params p = { 0 };
 	char hostname[64];
@@ -336,6 +336,14 @@ again:
 		                                nfds, err);
 		if (r < 0)
 			return r;
+		goto again;
+	}
+	if (hdr.type == HUTCH_MSG_SOCKET && n == 0 && nfds == 1) {
+		/* init's socket, made in its network namespace: the same number */
+		r = dup3(fds[0], s->init_sock, O_CLOEXEC); /* lint-fds: ok: the same number */
+		closep(&fds[0]);
+		if (r < 0)
+			return hutch_err_set_errno(err, -errno, "take init's socket");
 		goto again;
 	}
 	if (hdr.type == HUTCH_MSG_NET_FDS) {

@@ -151,3 +151,32 @@ def test_a_real_criu_is_named_in_doctor(hutch):
     text = full_line(hutch, {"HUTCH_CRIU": path})
     assert f"at {path} passes 'criu check'" in text, text
     assert "not supported yet" in text, text
+
+
+def test_a_sandbox_is_what_criu_can_dump(hutch):
+    # What a dump of a sandbox's whole tree (init its root) needs of it, no
+    # CRIU needed to check (docs/snapshots.md, "Full snapshots"): init leads
+    # a session of its own (CRIU refuses a session led outside the pid
+    # namespace), its socket to the supervisor lives in the sandbox's network
+    # namespace (CRIU finds sockets only in the namespaces it dumps), and the
+    # /proc views are private mounts (CRIU restores no peer group whose mounts
+    # have different roots).
+    sb = hutch.create()
+    init = json.loads(hutch("inspect", sb.id).stdout)["init_pid"]
+    stat = open(f"/proc/{init}/stat").read().rsplit(")", 1)[1].split()
+    assert int(stat[3]) == init, stat  # session id (field 6) = init's host pid
+    assert sb.sh("ps -o sid= -p 1").strip() == "1"
+    socks = {os.readlink(f"/proc/{init}/fd/{fd}") for fd in os.listdir(f"/proc/{init}/fd")}
+    inodes = {s[len("socket:["):-1] for s in socks if s.startswith("socket:[")}
+    assert inodes, socks
+    with open(f"/proc/{init}/net/unix") as f:  # the sandbox's network namespace's
+        listed = {line.split()[6] for line in f.readlines()[1:]}
+    assert inodes <= listed, (inodes, listed)
+    with open(f"/proc/self/net/unix") as f:  # not the host's
+        assert not inodes & {line.split()[6] for line in f.readlines()[1:]}
+    views = [ln for ln in open(f"/proc/{init}/mountinfo") if " - fuse.lxcfs " in ln]
+    assert all("shared:" not in ln.split(" - ")[0] for ln in views), views
+    # A command's request as large as before the new socket still passes.
+    big = {f"BIG{i}": "x" * 100000 for i in range(9)}  # one string: at most 128 KiB (execve)
+    assert sb.sh("printenv | grep -c ^BIG", env=big).strip() == "9"
+    sb.rm()

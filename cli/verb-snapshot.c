@@ -35,8 +35,9 @@ static const char snapshot_usage[] =
         "/tmp), taken with the sandbox frozen. 'hutch create --snapshot NAME' (or --image\n"
         "NAME) starts sandboxes from it. Only sandboxes made from an image can be\n"
         "snapshotted (not the host-derived root), as root. --full (processes and memory)\n"
-        "is refused for now, saying why (hutch's restore is not built; the CRIU found by\n"
-        "HUTCH_CRIU or PATH and its 'criu check'): see 'hutch doctor', docs/snapshots.md.\n";
+        "is refused for now, saying why (hutch's dump and restore are not built; the CRIU\n"
+        "found by HUTCH_CRIU or PATH and its 'criu check'): see 'hutch doctor',\n"
+        "docs/snapshots.md.\n";
 
 static const struct hutch_cli_opt take_opts[] = {
 	{ .name = "json", .kind = HUTCH_CLI_FLAG, A(json), .help = "print the result as JSON" },

@@ -279,10 +279,10 @@ void hutch_criu_refusal(const struct hutch_criu *c, char *buf, size_t size)
 {
 	/* Kept under the API's 768 bytes of message with a CRIU path of ~100. */
 	static const char head[] =
-	        "full snapshots (processes and memory) are not supported yet: hutch cannot "
-	        "restore a process tree into a sandbox of its own (CRIU " HUTCH_CRIU_MEASURED
-	        " remakes the dumped user namespace, which then cannot join the new sandbox's "
-	        "namespaces: docs/snapshots.md)";
+	        "full snapshots (processes and memory) are not supported yet: hutch's dump and "
+	        "restore of a sandbox's process tree are not built (CRIU " HUTCH_CRIU_MEASURED
+	        " remaking its namespaces on a new uid range was shown to work by hand; what is "
+	        "left: docs/snapshots.md)";
 	static const char fix[] = "CRIU " HUTCH_CRIU_MIN " or later handles this kernel's vDSO "
 	                          "(" HUTCH_CRIU_MEASURED " built from source passes on Linux "
 	                          "6.18): set HUTCH_CRIU to it";

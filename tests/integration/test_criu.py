@@ -1,5 +1,5 @@
 """Full snapshots (processes and memory) are refused on every host for now,
-saying why: hutch's restore is not built, and what the CRIU found (HUTCH_CRIU,
+saying why: hutch's dump and restore are not built, and what the CRIU found (HUTCH_CRIU,
 else PATH) says to 'criu check' (runtime/criu.c; docs/snapshots.md). The
 CRIUs here are small scripts printing what the real ones print on this
 project's hosts (Debian 12's 3.17.1 on Linux 6.18, a 4.2 built from source);
@@ -105,7 +105,8 @@ def test_criu_that_passes_is_named_and_still_refused(hutch, tmp_path):
     path = {"PATH": f"{tmp_path}:/usr/bin:/bin"}  # found in PATH this time
     os.makedirs(hutch.rtdir)
     text = refusal(hutch, path)
-    assert "not supported yet: hutch cannot restore a process tree" in text, text
+    assert "not supported yet: hutch's dump and restore of a sandbox's process tree are not built" \
+        in text, text
     assert f"criu 4.2 at {criu} passes 'criu check' on Linux {os.uname().release};" in text, text
     assert "(cached)" in full_line(hutch, path)
     assert runs(criu) == 2

@@ -15,8 +15,12 @@
  *                       HUTCH_MSG_KILL ends the stock (`hutch gc`)
  *
  * The stock is started by the CLI's create that found none (in the
- * creator's cgroup, as lxcfs, in a session of its own) and refills after
- * each take, its makers at nice 10 (the one taken is set back to 0). It
+ * creator's cgroup, as lxcfs, in a session of its own) and refills, its
+ * makers at nice 10 (the one taken is set back to 0), once its takers are
+ * done: a taker keeps its connection (a hold) until its process exits (a
+ * `hutch run` after its command, a `hutch create` once the id is out),
+ * so a maker's ~10 ms of CPU does not compete with the run that took the
+ * disk; an empty stock refills at once (a burst, creates at once). It
  * ends once the dir has had no sandbox and no take for STOCK_IDLE_SECONDS,
  * when its socket is gone (the dir removed), or at `hutch gc`; its makers
  * end with it (EOF on their sockets) and their disks with them. A maker
@@ -57,6 +61,7 @@
 #define STOCK_STOP_MS      10000
 #define STOCK_NICE         10
 #define STOCK_FAIL_MAX     3
+#define STOCK_HOLDS        16 /* takers' connections kept; the oldest goes */
 
 struct maker {
 	pid_t pid;
@@ -71,6 +76,8 @@ static struct {
 	ino_t sock_ino;
 	struct maker makers[HUTCH_DISK_STOCK];
 	size_t n;
+	int holds[STOCK_HOLDS]; /* takers not done: their connections */
+	size_t nholds;
 	unsigned failures;
 } stock;
 
@@ -86,6 +93,10 @@ static int sock_at(int dirfd, const char *name, struct sockaddr_un *sa)
 
 static void fill(void)
 {
+	/* A taker not done yet (a run whose command may still be starting)
+	 * gets the CPU a maker would take, while one disk is left. */
+	if (stock.nholds > 0 && stock.n > 0)
+		return;
 	while (stock.n < HUTCH_DISK_STOCK && stock.failures < STOCK_FAIL_MAX) {
 		int sv[2];
 		pid_t pid;
@@ -106,6 +117,8 @@ static void fill(void)
 			close(stock.lock_fd);
 			for (size_t i = 0; i < stock.n; i++)
 				close(stock.makers[i].sock);
+			for (size_t i = 0; i < stock.nholds; i++)
+				close(stock.holds[i]);
 			(void)setpriority(PRIO_PROCESS, 0, STOCK_NICE);
 			hutch_disk_maker(stock.runtime_dir, stock.bytes, sv[1]);
 		}
@@ -124,7 +137,17 @@ static struct maker take_first(void)
 	return m;
 }
 
-/* One connection: a take or the end. */
+/* A taker's connection, kept until it closes (its process exited). */
+static void hold(int conn)
+{
+	if (stock.nholds == STOCK_HOLDS) {
+		close(stock.holds[0]);
+		memmove(stock.holds, stock.holds + 1, --stock.nholds * sizeof(stock.holds[0]));
+	}
+	stock.holds[stock.nholds++] = conn;
+}
+
+/* One connection: a take (its connection then held), or the end (false). */
 static bool answer(int conn)
 {
 	struct pollfd pfd = { .fd = conn, .events = POLLIN };
@@ -137,20 +160,24 @@ static bool answer(int conn)
 	if (getsockopt(conn, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 || cred.uid != geteuid() ||
 	    poll(&pfd, 1, STOCK_ASK_MS) <= 0 ||
 	    hutch_proto_recv(conn, &hdr, NULL, 0, NULL, &nfds) < 0)
-		return true;
+		goto done;
 	if (hdr.type == HUTCH_MSG_KILL)
-		return false;
+		return false; /* conn closes at our exit: the stopper waits for it */
 	if (hdr.type != HUTCH_MSG_GO)
-		return true;
+		goto done;
 	stock.failures = 0;
 	if (stock.n == 0) {
 		(void)hutch_proto_send(conn, HUTCH_MSG_READY, 0, NULL, 0, NULL, 0);
-		return true;
+		goto done;
 	}
 	m = take_first();
 	(void)setpriority(PRIO_PROCESS, (id_t)m.pid, 0); /* on a create's path now */
 	(void)hutch_proto_send(conn, HUTCH_MSG_READY, 0, NULL, 0, &m.sock, 1);
 	close(m.sock);
+	hold(conn);
+	return true;
+done:
+	close(conn);
 	return true;
 }
 
@@ -168,7 +195,7 @@ static bool idle(double last_take)
 	char(*ids)[HUTCH_ID_LEN + 1] = NULL;
 	size_t n = 1;
 
-	if (hutch_now_mono_sec() - last_take < STOCK_IDLE_SECONDS)
+	if (stock.nholds > 0 || hutch_now_mono_sec() - last_take < STOCK_IDLE_SECONDS)
 		return false;
 	if (hutch_state_list(stock.runtime_dir, &ids, &n) < 0)
 		return false;
@@ -194,15 +221,19 @@ static void serve(void)
 	double last_take = hutch_now_mono_sec();
 
 	for (;;) {
-		struct pollfd pfds[1 + HUTCH_DISK_STOCK];
+		struct pollfd pfds[1 + HUTCH_DISK_STOCK + STOCK_HOLDS];
+		struct pollfd *held = pfds + 1 + HUTCH_DISK_STOCK;
 		int n;
 
 		fill();
 		pfds[0] = (struct pollfd){ .fd = stock.listen_fd, .events = POLLIN };
-		for (size_t i = 0; i < stock.n; i++)
+		for (size_t i = 0; i < HUTCH_DISK_STOCK; i++)
 			pfds[1 + i] =
-			        (struct pollfd){ .fd = stock.makers[i].sock, .events = POLLIN };
-		n = poll(pfds, 1 + stock.n, STOCK_TICK_MS);
+			        (struct pollfd){ .fd = i < stock.n ? stock.makers[i].sock : -1,
+				                 .events = POLLIN };
+		for (size_t i = 0; i < stock.nholds; i++)
+			held[i] = (struct pollfd){ .fd = stock.holds[i], .events = POLLIN };
+		n = poll(pfds, 1 + HUTCH_DISK_STOCK + stock.nholds, STOCK_TICK_MS);
 		while (waitpid(-1, NULL, WNOHANG) > 0)
 			;
 		if (n < 0 && errno != EINTR)
@@ -218,8 +249,16 @@ static void serve(void)
 				stock.n--;
 				stock.failures++;
 			}
+		/* A taker done (EOF: its process exited): the refill may begin. */
+		for (size_t i = stock.nholds; i-- > 0;)
+			if (n > 0 && held[i].revents) {
+				close(stock.holds[i]);
+				memmove(stock.holds + i, stock.holds + i + 1,
+				        (stock.nholds - i - 1) * sizeof(stock.holds[0]));
+				stock.nholds--;
+			}
 		if (pfds[0].revents & POLLIN) {
-			_cleanup_close_ int conn =
+			int conn =
 			        accept4(stock.listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
 
 			if (conn >= 0 && !answer(conn))
@@ -296,7 +335,8 @@ static void stock_start(const char *runtime_dir, int dirfd, uint64_t bytes)
 			;
 }
 
-int hutch_disk_stock_take(const char *runtime_dir, uint64_t bytes, struct hutch_disk_job *job)
+int hutch_disk_stock_take(const char *runtime_dir, uint64_t bytes, struct hutch_disk_job *job,
+                          int *ret_hold)
 {
 	_cleanup_close_ int dirfd = -EBADF, s = -EBADF;
 	struct hutch_msg_hdr hdr = { 0 };
@@ -326,6 +366,7 @@ int hutch_disk_stock_take(const char *runtime_dir, uint64_t bytes, struct hutch_
 	if (n < 0 || hdr.type != HUTCH_MSG_READY || nfds != 1)
 		return -EAGAIN;
 	job->sock = fd;
+	*ret_hold = TAKE_FD(s);
 	return 0;
 }
 

@@ -135,13 +135,18 @@ void hutch_disk_shutdown(int root);
 /*
  * The stock (runtime/disk-stock.c): disks made ahead of time, HUTCH_DISK_STOCK
  * of each size per runtime dir, by a process of the dir's own that refills
- * it after each take (its makers at a low priority) and ends when the dir
- * has had no sandbox and no take for a while, or at `hutch gc`. Take one:
- * its maker's socket (job->pid -1), made or being made; -EAGAIN when the
- * stock had none (a stock is started when none runs: the next create
- * finds one), another -errno when it could not be asked.
+ * it once its takers are done (its makers at a low priority; at once when
+ * it is empty) and ends when the dir has had no sandbox and no take for a
+ * while, or at `hutch gc`. Take one: its maker's socket (job->pid -1), made
+ * or being made, and in *ret_hold the stock's connection, which the taker
+ * keeps open until it is done (closed by its exit; a process forked from
+ * it that outlives it, a supervisor, closes its copy): the stock refills
+ * then. -EAGAIN when the stock had none (a stock is started when none
+ * runs: the next create finds one), another -errno when it could not be
+ * asked.
  */
-int hutch_disk_stock_take(const char *runtime_dir, uint64_t bytes, struct hutch_disk_job *job);
+int hutch_disk_stock_take(const char *runtime_dir, uint64_t bytes, struct hutch_disk_job *job,
+                          int *ret_hold);
 /* Stop runtime_dir's stocks and wait (bounded) for them to end. */
 void hutch_disk_stock_stop(const char *runtime_dir);
 

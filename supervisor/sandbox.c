@@ -267,8 +267,14 @@ static int place_cgroup(struct sup *s, struct hutch_err *err)
  * A disk from the runtime dir's stock (runtime/disk.h), taken here by the
  * creator, whose cgroup a stock started here lives in (as lxcfs); the
  * supervisor asks its maker for it (setup.c) or, with none taken, makes
- * its own.
+ * its own. The take's hold is this creator's until it exits (a run once
+ * its command is over, a create once the id is out), so that the stock's
+ * refill does not compete with the run for a CPU (issue 31); the
+ * supervisor closes its copy (fork_supervisor()). One per process: a
+ * second take lets the first go.
  */
+static int disk_hold = -EBADF;
+
 static int take_disk(struct sup *s, const char *runtime_dir, struct hutch_err *err)
 {
 	const char *why;
@@ -282,8 +288,11 @@ static int take_disk(struct sup *s, const char *runtime_dir, struct hutch_err *e
 		return 0;
 	}
 	if (s->kind->sizes_inside && !strcmp(s->cfg->workspace, "disk") && !s->idmap.rootless &&
-	    hutch_disk_possible(&why))
-		(void)hutch_disk_stock_take(runtime_dir, s->cfg->type->disk_bytes, &s->disk_job);
+	    hutch_disk_possible(&why)) {
+		closep(&disk_hold);
+		(void)hutch_disk_stock_take(runtime_dir, s->cfg->type->disk_bytes, &s->disk_job,
+		                            &disk_hold);
+	}
 	return 0;
 }
 
@@ -530,6 +539,7 @@ static pid_t fork_supervisor(struct sup *s, int log_fd, int pipefd[2], struct hu
 		close(pipefd[0]);
 		if (log_fd >= 0)
 			close(log_fd);
+		closep(&disk_hold); /* the creator's (take_disk()) */
 		supervisor_main(s, pipefd[1]);
 	}
 	return pid;

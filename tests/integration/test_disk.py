@@ -198,3 +198,53 @@ def test_workspace_tmpfs_is_memory_as_before(hutch):
     assert not loops_of(hutch.rtdir)
     r = hutch("create", "--workspace", "ram")
     assert r.returncode != 0 and b"invalid --workspace 'ram'" in r.stderr, r.stderr
+
+
+def stock_pid(rtdir):
+    """The process of rtdir's stock of disks (the one holding its lock), or None."""
+    lock = os.path.join(rtdir, ".disk", "stock-")
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            fds = os.listdir(f"/proc/{pid}/fd")
+            if any(os.readlink(f"/proc/{pid}/fd/{fd}").startswith(lock) for fd in fds):
+                return int(pid)
+        except OSError:
+            pass
+    return None
+
+
+def makers_of(stock):
+    """The stock's makers alive (its children not yet reaped are zombies)."""
+    alive = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/stat") as fh:
+                fields = fh.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == stock and fields[0] != "Z":
+            alive.append(int(pid))
+    return alive
+
+
+@needs_root
+def test_the_stock_refills_once_the_run_is_over(hutch):
+    """The stock refills once its taker is done (issue 31): a maker's ~10
+    ms of CPU does not compete with the run that took the disk. While
+    `hutch run` runs its command, the stock keeps the one disk left and
+    makes none (before, it forked a maker in the turn that answered the
+    take, long before the command started); once run has returned, it
+    makes the one taken."""
+    assert hutch("run", "--", "true").returncode == 0
+    assert wait_until(lambda: stock_pid(hutch.rtdir), 30)
+    stock = stock_pid(hutch.rtdir)
+    assert wait_until(lambda: len(makers_of(stock)) == 2, 60), makers_of(stock)
+    p = hutch.popen("run", "-i", "--", "sh", "-c", "echo started; read x; exit 0",
+                    stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    try:
+        assert p.stdout.readline() == b"started\n"
+        assert len(makers_of(stock)) == 1, makers_of(stock)
+    finally:
+        p.stdin.close()
+        assert p.wait(60) == 0
+    assert wait_until(lambda: len(makers_of(stock)) == 2, 60), makers_of(stock)

@@ -74,7 +74,8 @@ struct hutch_changes {
 	int64_t rest_until; /* monotonic ms: the fd is not polled before */
 	struct area areas[NAREAS];
 	size_t nareas;
-	bool disk; /* the areas are on the sandbox's disk (ext4), not tmpfs */
+	bool disk;      /* the areas are on the sandbox's disk (ext4), not tmpfs */
+	bool unindexed; /* only the directories indexed: hutch_changes_index() */
 	struct dir *dirs;
 	size_t ndirs, adirs;
 	int32_t free_dir;

@@ -182,16 +182,45 @@ void hutch_changes_read(struct hutch_changes *c)
 	}
 }
 
-/* Before seccomp: the index and the directories' handles of one area. */
-static void scan_first(struct hutch_changes *c, int area, int dfd, int32_t dir, const char *path)
+/* A directory entry that is a directory (d_type; a file system that
+ * gives none: stat'ed). */
+static bool is_dir_entry(int dfd, const struct dirent *de)
 {
-	_cleanup_closedir_ DIR *d =
-	        hutch_changes_fdopendir(openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-	char sub[PATH_MAX];
-	const char *name;
 	struct stat st;
 
-	while (d && hutch_changes_next(d, path, sub, sizeof(sub), &st, &name)) {
+	if (de->d_type != DT_UNKNOWN)
+		return de->d_type == DT_DIR;
+	return fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode);
+}
+
+/* dfd's next entry but . and .. (*sub: path/name, fitting), or NULL. */
+static struct dirent *next_entry(DIR *d, const char *path, char *sub, size_t cap)
+{
+	struct dirent *de;
+
+	while (d && (de = readdir(d)))
+		if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..") &&
+		    (size_t)snprintf(sub, cap, "%s/%s", path, de->d_name) < cap)
+			return de;
+	return NULL;
+}
+
+static DIR *open_dir(int dfd)
+{
+	return hutch_changes_fdopendir(openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+}
+
+/* Before seccomp: the directories of one area, each indexed with its
+ * handle (name_to_handle_at is denied after seccomp). Every other entry
+ * is indexed by index_files(), after READY. */
+static void scan_first(struct hutch_changes *c, int area, int dfd, int32_t dir, const char *path)
+{
+	_cleanup_closedir_ DIR *d = open_dir(dfd);
+	char sub[PATH_MAX];
+	struct dirent *de;
+	struct stat st;
+
+	while ((de = next_entry(d, path, sub, sizeof(sub)))) {
 		struct {
 			struct file_handle fh;
 			unsigned char b[HANDLE_MAX];
@@ -199,16 +228,48 @@ static void scan_first(struct hutch_changes *c, int area, int dfd, int32_t dir, 
 		_cleanup_close_ int sfd = -EBADF;
 		int mnt, i;
 
+		if (!is_dir_entry(dirfd(d), de) ||
+		    (sfd = openat(dirfd(d), de->d_name,
+		                  O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0 ||
+		    fstat(sfd, &st) < 0)
+			continue;
 		(void)hutch_changes_idx_put(c, sub, &st);
-		if (!S_ISDIR(st.st_mode) ||
-		    (sfd = openat(dirfd(d), name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) <
-		            0 ||
-		    name_to_handle_at(sfd, "", &h.fh, &mnt, AT_EMPTY_PATH) < 0 ||
-		    (i = hutch_changes_dir_add(c, area, dir, name, h.fh.handle_type, h.fh.f_handle,
-		                               h.fh.handle_bytes)) < 0)
+		if (name_to_handle_at(sfd, "", &h.fh, &mnt, AT_EMPTY_PATH) < 0 ||
+		    (i = hutch_changes_dir_add(c, area, dir, de->d_name, h.fh.handle_type,
+		                               h.fh.f_handle, h.fh.handle_bytes)) < 0)
 			continue;
 		scan_first(c, area, sfd, i, sub);
 	}
+}
+
+/* After READY, before the first request: every entry but the
+ * directories (scan_first()'s) indexed, the same tree walked again. */
+static void index_files(struct hutch_changes *c, int dfd, const char *path)
+{
+	_cleanup_closedir_ DIR *d = open_dir(dfd);
+	char sub[PATH_MAX];
+	struct dirent *de;
+	struct stat st;
+
+	while ((de = next_entry(d, path, sub, sizeof(sub)))) {
+		_cleanup_close_ int sfd = -EBADF;
+
+		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+			continue;
+		if (!S_ISDIR(st.st_mode))
+			(void)hutch_changes_idx_put(c, sub, &st);
+		else if ((sfd = openat(dirfd(d), de->d_name,
+		                       O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) >= 0)
+			index_files(c, sfd, sub);
+	}
+}
+
+void hutch_changes_index(struct hutch_changes *c)
+{
+	for (size_t i = 0; c && c->unindexed && i < c->nareas; i++)
+		index_files(c, c->areas[i].fd, c->areas[i].prefix);
+	if (c)
+		c->unindexed = false;
 }
 
 static bool add_area(struct hutch_changes *c, const char *prefix, const fsid_t *root_fsid)
@@ -241,6 +302,7 @@ static bool add_area(struct hutch_changes *c, const char *prefix, const fsid_t *
 		goto no;
 	scan_first(c, (int)c->nareas, a->fd, i, prefix);
 	c->nareas++;
+	c->unindexed = true;
 	return true;
 no:
 	if (a->fd >= 0)

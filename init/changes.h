@@ -20,10 +20,15 @@ struct hutch_changes;
 
 /* After the root is built, before the seccomp filter (name_to_handle_at
  * and fanotify_init are not on it): the group, its marks and the first
- * index. disk_group: the supervisor's group, marked on the sandbox's disk
- * (taken; -1: a tmpfs, init makes its own). NULL when the kernel or the
- * root does not allow it. */
+ * index of the directories. disk_group: the supervisor's group, marked on
+ * the sandbox's disk (taken; -1: a tmpfs, init makes its own). NULL when
+ * the kernel or the root does not allow it. */
 struct hutch_changes *hutch_changes_new(int disk_group);
+/* After READY, before init serves its first request (nothing in the
+ * sandbox runs yet, so nothing changes meanwhile): the rest of the first
+ * index, every entry that is not a directory (c may be NULL). A fork's
+ * 1,000 files cost no time before it is ready. */
+void hutch_changes_index(struct hutch_changes *c);
 /* The group's fd for poll(), or -1 (c may be NULL; the lists stopped).
  * Read at most every 20 ms, so that the kernel merges queued events (a
  * command's start and end read everything): -1 meanwhile, with *timeout

@@ -634,5 +634,6 @@ void hutch_init_main(const struct hutch_init_params *p)
 	}
 	if (hutch_proto_send(p->sock, HUTCH_MSG_READY, 0, NULL, 0, NULL, 0) < 0)
 		_exit(1);
+	hutch_changes_index(s.changes);
 	serve(&s, sigfd);
 }

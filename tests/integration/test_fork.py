@@ -60,6 +60,42 @@ def test_fork_diverges_independently(snap, workspace):
     assert src.status()["state"] in ("running", "ready", "idle")
 
 
+# The fork's first command: a file modified (and its hard link with it),
+# one deleted, a tree removed, one created, one renamed over another, a
+# mode changed; each listed only if the fork had it before.
+FIRST = ("cd /workspace && printf changed > a.txt && rm keep && rm -r gone deep && "
+         "printf n > new && mv empty many/f1 && chmod 600 many/f2 && "
+         "printf same > many/f4.tmp && mv many/f4.tmp many/f5")
+
+
+def test_fork_first_command_change_list_is_exact(snap):
+    """A fork's change lists (issue 29) start from the files it was made
+    with: its init indexes the directories before seccomp and every other
+    entry after READY, before its first request (init/changes.c), so the
+    first command's list is the ground truth's difference (a walk of the
+    source before the fork against the fork's after)."""
+    from test_changes import listed, snap as walk, truth
+    h, image = snap
+    if pool_expected(h.rtdir):  # a disk made before the pool is not cloned
+        h.create("--image", image).rm()
+        assert wait_until(lambda: os.path.exists(os.path.join(h.rtdir, ".disk", "pool.sock")),
+                          30 * SLOWDOWN), "no pool started"
+    src = h.create("--image", image)
+    if "changes" not in src.run("touch /workspace/.probe"):
+        pytest.skip("no change lists here: fanotify filesystem marks in a user namespace "
+                    "need Linux 6.8")
+    src.sh(WRITE + "rm /workspace/.probe && mkdir -p /workspace/many && i=1 && "
+           "while [ $i -le 300 ]; do printf $i > /workspace/many/f$i; i=$((i + 1)); done")
+    before = walk(src)
+    out = json.loads(fork(h, src.id, "--json").stdout)
+    f = Forked(h, out["forks"][0])
+    res = f.run(FIRST)
+    assert res["exit_code"] == 0, (res["stderr"], res)
+    after = walk(f)
+    assert listed(res) == truth(before, after), (out, res.get("changes"))
+    assert "/workspace/hard" in {e["path"] for e in res["changes"]["modified"]}
+
+
 def host_ids(h, sid, path):
     """(uid, gid) of path in sandbox sid as the host sees it through its
     init's root, and the host uid its root has (its id range's start)."""

@@ -75,6 +75,9 @@ def main(doc):
     ap.add_argument("--changes", action="store_true",
                     help="change lists only: a command touching 10 files of a 10,000-file "
                     "workspace and one writing 1 GB, with change lists on and off")
+    ap.add_argument("--run-true", action="store_true",
+                    help="the first row only: hutch run -- true cold next to bwrap, crun and "
+                    "runc (and the floors), the row issue 31's cold run is judged by")
     ap.add_argument("--baseline", metavar="OLD",
                     help="A/B mode: compare hutch binary OLD (A) with --hutch (B) on hutch's "
                     "own items, interleaved; no peers")

@@ -260,6 +260,19 @@ static int use_source_store(const struct hutch_paths *p, bool *by_disk, bool *ho
 	return 0;
 }
 
+/* The snapshot route taken where a clone was expected (a 501 to POST
+ * /fork), said with the source's reason: it is slower (a disk made
+ * before its runtime dir's pool: ~700 ms instead of ~300 at load 10). */
+static void say_not_cloned(const char *id, const char *body)
+{
+	_cleanup_cjson_ cJSON *j = cJSON_Parse(body);
+	const char *m = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(
+	        cJSON_GetObjectItemCaseSensitive(j, "error"), "message"));
+
+	fprintf(stderr, "hutch: fork: sandbox %s: %s; forking by a snapshot instead (slower)\n", id,
+	        m ? m : "its disk cannot be cloned");
+}
+
 /* POST /fork: 0 with the answer ({disks, image, method, frozen_ms}), or an
  * exit code. copy false: only where the source's disk can be cloned; where
  * it cannot (501), *fallback is set (the snapshot route, faster than
@@ -293,6 +306,8 @@ static int fork_disks(const struct hutch_paths *p, const struct hutch_config *cf
 		 * them, whose sandbox lived through an upgrade (*ret NULL: ask
 		 * again without them) */
 		*fallback = resp.status == 501;
+		if (*fallback)
+			say_not_cloned(p->id, resp.body.data ? resp.body.data : "");
 		hutch_http_resp_done(&resp);
 		return 0;
 	}

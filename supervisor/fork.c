@@ -193,9 +193,11 @@ int hutch_sup_fork(struct sup *s, size_t count, uint64_t bytes, bool copy, const
 		f[i].ctl = -EBADF;
 	runtime_dir(s, rt, sizeof(rt));
 	if (!copy && !hutch_disk_can_clone(rt, s->disk_fds[HUTCH_DISK_FILE], bytes))
-		return hutch_err_set_class(err, HUTCH_ERRC_NOT_CAPABLE, -EOPNOTSUPP,
-		                           "its disk cannot be cloned here (the disks' file system "
-		                           "shares no extents, or the fork's disk size differs)");
+		return hutch_err_set_class(
+		        err, HUTCH_ERRC_NOT_CAPABLE, -EOPNOTSUPP,
+		        "its disk cannot be cloned here (made before the runtime "
+		        "dir's pool of disks, the disks' file system shares no "
+		        "extents, or the fork's disk size differs)");
 	t0 = hutch_now_mono_sec();
 	if ((r = start_all(s, rt, f, count, bytes, names, err)) < 0 ||
 	    (r = wait_all(f, count, FORK_MADE_MS, err)) < 0)

@@ -168,6 +168,10 @@ def test_fork_takes_its_own_options(snap):
     # A disk of another size cannot be cloned: the snapshot route.
     assert out["source"] == src.id and out["snapshot"].startswith(f"snap-{src.id}-")
     assert out["frozen_ms"] >= 0 and len(out["forks"]) == 1
+    if src.status()["config"]["workspace"] == "disk":  # said, with the source's reason
+        err = r.stderr.decode()
+        assert f"fork: sandbox {src.id}: its disk cannot be cloned here" in err, err
+        assert "forking by a snapshot instead (slower)" in err, err
     f = Forked(h, out["forks"][0])
     st = f.status()
     assert st["config"]["instance_type"] == "nano"

@@ -484,8 +484,11 @@ static int relay_loop(struct relay *rl)
 static int relay(const char *path, int sock, bool interactive, const char *extra, size_t extra_len,
                  unsigned allowed, struct run_state *rs)
 {
-	_cleanup_free_ char *obuf = malloc(HUTCH_FRAME_HDR + STDIN_CHUNK);
-	_cleanup_free_ char *ibuf = malloc(SOCK_CHUNK);
+	/* In .bss, not malloc()ed: 256 KiB each was an mmap() and a munmap()
+	 * per buffer on every exec and run (issue 31); only the pages a frame
+	 * touches fault either way. One relay per CLI process. */
+	static char obuf[HUTCH_FRAME_HDR + STDIN_CHUNK];
+	static char ibuf[SOCK_CHUNK];
 	struct relay rl = {
 		.path = path,
 		.sock = sock,
@@ -497,8 +500,6 @@ static int relay(const char *path, int sock, bool interactive, const char *extra
 	};
 	int r;
 
-	if (!obuf || !ibuf)
-		return hutch_cli_fail(HUTCH_EXIT_FAILURE, "out of memory");
 	/* Our pipes (stdin with -i, stdout, stderr) get room for a whole
 	 * frame: fewer, larger moves; only their capacity changes. */
 	for (int fd = 0; fd <= 2; fd++) {

@@ -373,10 +373,13 @@ static int make_pipe(int fds[2], bool read_nonblock, bool write_nonblock)
 {
 	if (pipe2(fds, O_CLOEXEC) < 0)
 		return -errno;
+	/* A new pipe's status flags are its access mode only (which F_SETFL
+	 * ignores): set O_NONBLOCK without reading them first (F_GETFL), one
+	 * syscall per pipe of every exec and run (issue 31). */
 	if (read_nonblock)
-		(void)hutch_fd_nonblock(fds[0], true);
+		(void)fcntl(fds[0], F_SETFL, O_NONBLOCK);
 	if (write_nonblock)
-		(void)hutch_fd_nonblock(fds[1], true);
+		(void)fcntl(fds[1], F_SETFL, O_NONBLOCK);
 	return 0;
 }
 

@@ -86,6 +86,7 @@ static void pause_output(struct cmd *c, bool pause)
 	if (c->out_paused == pause)
 		return;
 	c->out_paused = pause;
+	c->out_was_paused |= pause;
 	(void)hutch_loop_mod(c->set->loop, &c->w_out, ev);
 	(void)hutch_loop_mod(c->set->loop, &c->w_err, ev);
 }
@@ -347,8 +348,20 @@ int hutch_cmds_init(struct hutch_cmds *set, struct hutch_loop *loop, int init_so
 static void on_output(struct hutch_watch *w, uint32_t events)
 {
 	struct cmd *c = w->ptr;
+	bool is_err = w == &c->w_err;
 
-	drain_pipe(c, w == &c->w_err);
+	/* Watched for EPOLLIN and hung up without it: the pipe is empty (it
+	 * reports EPOLLIN while it holds a byte) and no writer is left. Its
+	 * end, without the FIONREAD and the read() that would say so: two
+	 * syscalls per pipe of every command (issue 31). A paused pipe is not
+	 * watched for EPOLLIN, so its EPOLLHUP says nothing of its bytes (and
+	 * one resumed in this batch may have been paused at the epoll_wait():
+	 * a command whose output ever paused keeps the long way). */
+	if (!c->out_was_paused && (events & (EPOLLIN | EPOLLHUP)) == EPOLLHUP) {
+		hutch_loop_close(c->set->loop, w, is_err ? &c->err_fd : &c->out_fd);
+		return;
+	}
+	drain_pipe(c, is_err);
 }
 
 static void on_stdin(struct hutch_watch *w, uint32_t events)

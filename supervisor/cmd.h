@@ -166,6 +166,7 @@ struct cmd {
 	/* engine-private */
 	void *hook_ref; /* what the hook's attach() gave it, or NULL */
 	bool kill_on_start, out_paused;
+	bool out_was_paused; /* ever: an EPOLLHUP of its pipes may hide bytes */
 	enum hutch_capture capture;
 	int out_fd, err_fd, in_fd, timer_fd;
 	struct hutch_watch w_out, w_err, w_in, w_timer;

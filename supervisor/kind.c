@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <sched.h>
 #include <stddef.h>
+#include <string.h>
 
 #include "cgroup.h"
 #include "cleanup.h"
@@ -74,11 +75,31 @@ int hutch_kind_join(struct sup *s, struct hutch_err *err)
 	return 0;
 }
 
+/* Under systemd without delegation: a delegated scope of the supervisor's
+ * own (cgroup.h), for the cgroup to go in. */
+static int scope_new(struct sup *s, struct hutch_err *err)
+{
+	int r = hutch_cgroup_systemd_scope(s->scope_bus, s->id, err);
+
+	if (r < 0 && s->idmap.rootless) {
+		char why[sizeof(err->msg)];
+
+		memcpy(why, err->msg, sizeof(why));
+		return hutch_err_set(err, -EOPNOTSUPP,
+		                     "%.150s; or pass --no-limits (no CPU, memory, pids limits)",
+		                     why);
+	}
+	return r;
+}
+
 int hutch_kind_cgroup_new(struct sup *s, struct hutch_err *err)
 {
 	const char *path = NULL;
 	const struct hutch_resources *res = NULL;
+	int r;
 
+	if (s->scope_bus[0] && (r = scope_new(s, err)) < 0)
+		return r;
 	if (s->kind->cgroup)
 		s->kind->cgroup(s, &path, &res);
 	return hutch_cgroup_new_for(s->id, path, res, &s->cg, err);

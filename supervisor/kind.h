@@ -116,7 +116,9 @@ const struct hutch_kind *hutch_kind_choose(const struct hutch_config *cfg,
  * uid slot (s->slot, slot_fd, uid_base, written here only): the pod's
  * pinned one, else one of its own unless it joins a user namespace. */
 int hutch_kind_join(struct sup *s, struct hutch_err *err);
-/* s->cg made where its kind places it (kind->cgroup). */
+/* s->cg made where its kind places it (kind->cgroup); with s->scope_bus
+ * (the supervisor's setup under systemd without delegation; the CLI
+ * leaves it "" otherwise), in a delegated scope made first. */
 int hutch_kind_cgroup_new(struct sup *s, struct hutch_err *err);
 
 #endif

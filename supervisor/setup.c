@@ -464,25 +464,12 @@ static void setup_plan(const struct sup *s, struct setup_plan *p)
 
 #define TMPFS_WHY "workspace: tmpfs (charged to memory), not a disk: %s"
 
-/* Under systemd without delegation: a delegated scope of our own first
- * (cgroup.h), then the cgroup in it; the CLI left s->cg NULL for this. */
+/* Under systemd without delegation: the cgroup in a delegated scope of
+ * its own (kind.c); the CLI left s->cg NULL for this. */
 static int place_in_scope(struct sup *s, struct hutch_err *err)
 {
-	int r;
-
 	if (!s->scope_bus[0] || s->cfg->no_limits)
 		return 0;
-	r = hutch_cgroup_systemd_scope(s->scope_bus, s->id, err);
-	if (r < 0 && s->idmap.rootless) {
-		char why[sizeof(err->msg)];
-
-		memcpy(why, err->msg, sizeof(why));
-		return hutch_err_set(err, -EOPNOTSUPP,
-		                     "%.150s; or pass --no-limits (no CPU, memory, pids limits)",
-		                     why);
-	}
-	if (r < 0)
-		return r;
 	return hutch_kind_cgroup_new(s, err);
 }
 

@@ -89,7 +89,8 @@ static void close_inherited_fds(void)
 	}
 }
 
-static __attribute__((noreturn)) void supervisor_main(struct sup *s, int result_fd)
+static __attribute__((noreturn)) void
+supervisor_main(struct sup *s, const struct hutch_setup_in *in, int result_fd)
 {
 	double t0;
 	struct hutch_err err = { 0 };
@@ -115,7 +116,7 @@ static __attribute__((noreturn)) void supervisor_main(struct sup *s, int result_
 	signal(SIGPIPE, SIG_IGN);
 	signal(SIGHUP, SIG_IGN);
 	t0 = hutch_now_mono_sec();
-	r = hutch_sup_setup(s, &err);
+	r = hutch_sup_setup(s, in, &err);
 	if (r >= 0)
 		r = hutch_api_open(s, &err);
 	if (r < 0) {
@@ -275,14 +276,15 @@ static int place_cgroup(struct sup *s, struct hutch_err *err)
  */
 static int disk_hold = -EBADF;
 
-static int take_disk(struct sup *s, const char *runtime_dir, struct hutch_err *err)
+static int take_disk(struct sup *s, const char *runtime_dir, struct hutch_disk_job *job,
+                     struct hutch_err *err)
 {
 	const char *why;
 	int r;
 
 	if (s->cfg->disk_from[0]) {
 		/* a fork: its disk or no sandbox, never an empty one */
-		if ((r = hutch_disk_fork_take(runtime_dir, s->cfg->disk_from, &s->disk_job)) < 0)
+		if ((r = hutch_disk_fork_take(runtime_dir, s->cfg->disk_from, job)) < 0)
 			return hutch_err_set_errno(err, r, "fork: its disk ('%s') is gone",
 			                           s->cfg->disk_from);
 		return 0;
@@ -290,8 +292,7 @@ static int take_disk(struct sup *s, const char *runtime_dir, struct hutch_err *e
 	if (s->kind->sizes_inside && !strcmp(s->cfg->workspace, "disk") && !s->idmap.rootless &&
 	    hutch_disk_possible(&why)) {
 		closep(&disk_hold);
-		(void)hutch_disk_stock_take(runtime_dir, s->cfg->type->disk_bytes, &s->disk_job,
-		                            &disk_hold);
+		(void)hutch_disk_stock_take(runtime_dir, s->cfg->type->disk_bytes, job, &disk_hold);
 	}
 	return 0;
 }
@@ -303,7 +304,8 @@ static int take_disk(struct sup *s, const char *runtime_dir, struct hutch_err *e
  * user: its FUSE mount would need allow_other) /proc is the kernel's.
  * Containers keep their runtime's /proc, as with runc.
  */
-static int acquire_procview(struct sup *s, const char *runtime_dir, struct hutch_err *err)
+static int acquire_procview(struct sup *s, const char *runtime_dir, struct hutch_setup_in *in,
+                            struct hutch_err *err)
 {
 	int r;
 
@@ -312,7 +314,8 @@ static int acquire_procview(struct sup *s, const char *runtime_dir, struct hutch
 	r = hutch_lxcfs_acquire(runtime_dir, &s->procview_fd, &s->procview_hold, err);
 	if (r < 0 && r != -ENOENT && r != -EPERM)
 		return r;
-	return take_disk(s, runtime_dir, err); /* the rest of what is inside: its disk */
+	/* the rest of what is inside: its disk */
+	return take_disk(s, runtime_dir, &in->disk_job, err);
 }
 
 /* A create that failed after acquire_procview(): lxcfs stops if no
@@ -523,7 +526,8 @@ void hutch_created_drop(struct hutch_created *c)
  * of CPU and 15 page faults of `hutch run` less). An OCI container's stays
  * double-forked, reparented to the shim at once, as docs/architecture.md
  * tells shims ("Which pid is waited for"). */
-static pid_t fork_supervisor(struct sup *s, int log_fd, int pipefd[2], struct hutch_err *err)
+static pid_t fork_supervisor(struct sup *s, const struct hutch_setup_in *in, int log_fd,
+                             int pipefd[2], struct hutch_err *err)
 {
 	pid_t pid;
 
@@ -540,7 +544,7 @@ static pid_t fork_supervisor(struct sup *s, int log_fd, int pipefd[2], struct hu
 		if (log_fd >= 0)
 			close(log_fd);
 		closep(&disk_hold); /* the creator's (take_disk()) */
-		supervisor_main(s, pipefd[1]);
+		supervisor_main(s, in, pipefd[1]);
 	}
 	return pid;
 }
@@ -595,6 +599,8 @@ static int create(struct hutch_config *cfg, struct hutch_container *ct, const ch
                   int progress_fd, struct hutch_err *err)
 {
 	static struct sup s; /* the supervisor keeps it for its whole life */
+	/* what is made for setup before the fork (setup.h) */
+	struct hutch_setup_in in = { .disk_job = { .pid = -1, .sock = -EBADF } };
 	_cleanup_close_ int log_fd = -EBADF;
 	int pipefd[2]; /* a socketpair: "ready" one way, the acknowledgement back */
 	pid_t pid;
@@ -619,7 +625,7 @@ static int create(struct hutch_config *cfg, struct hutch_container *ct, const ch
 		return r;
 	r = hutch_hooks_open_log(&s, &log_fd, err);
 	if (r >= 0 && (r = place_cgroup(&s, err)) >= 0)
-		r = acquire_procview(&s, runtime_dir, err);
+		r = acquire_procview(&s, runtime_dir, &in, err);
 	if (r < 0) {
 		close(s.lock_fd);
 		if (s.hooks.log_fd >= 0)
@@ -629,7 +635,7 @@ static int create(struct hutch_config *cfg, struct hutch_container *ct, const ch
 	}
 	s.created_at = hutch_now_realtime();
 	s.expires_at = s.created_at + (int64_t)cfg->ttl_seconds;
-	pid = fork_supervisor(&s, log_fd, pipefd, err);
+	pid = fork_supervisor(&s, &in, log_fd, pipefd, err);
 	if (pid < 0) {
 		close(s.lock_fd);
 		s.cg = hutch_cgroup_free(s.cg);
@@ -649,7 +655,7 @@ static int create(struct hutch_config *cfg, struct hutch_container *ct, const ch
 	 * lxcfs's 0.5 s, asks it nothing. */
 	hutch_rootfs_views_warm(s.procview_fd);
 	/* The supervisor holds lxcfs's tree and hold now, and the disk's maker. */
-	hutch_close_many((int[]){ s.procview_fd, s.procview_hold, s.disk_job.sock }, 3);
+	hutch_close_many((int[]){ s.procview_fd, s.procview_hold, in.disk_job.sock }, 3);
 	/* The supervisor has its copy of the secrets; ours go now. */
 	hutch_net_bindings_forget(cfg->header_bindings);
 	if (s.hooks.log_fd >= 0)

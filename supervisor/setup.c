@@ -416,6 +416,17 @@ struct setup_plan {
 	struct hutch_sup_volumes_plan volumes; /* -v's */
 };
 
+/*
+ * What setup makes, its own while it runs, handed to s when it ends, on
+ * every path (a failed setup's too: the end undoes what was made): the
+ * disk's maker (the creator's, taken before the fork, or one of setup's
+ * own) and the disk's fds it answers.
+ */
+struct setup_made {
+	struct hutch_disk_job disk_job;
+	int disk_fds[HUTCH_DISK_FDS];
+};
+
 static void setup_plan(const struct sup *s, struct setup_plan *p)
 {
 	const struct hutch_config *c = s->cfg;
@@ -481,13 +492,14 @@ static int place_in_scope(struct sup *s, struct hutch_err *err)
  * mounts stay open here until the end: the last close of a clone init did not attach (the writable
  * layer's on the host root) waits for an RCU grace period, 5-15 ms, which init's setup would wait
  * for. */
-static int send_go(struct sup *s, const struct setup_plan *plan, struct hutch_err *err)
+static int send_go(struct sup *s, const struct setup_plan *plan, struct setup_made *m,
+                   struct hutch_err *err)
 {
 	const char *pem;
 	int fds[HUTCH_DISK_MOUNTS + 1];
 	struct hutch_err why = { 0 };
 	size_t n = 0;
-	int r = hutch_disk_setup_finish(&plan->disk, &s->disk_job, s->disk_fds, &why, err);
+	int r = hutch_disk_setup_finish(&plan->disk, &m->disk_job, m->disk_fds, &why, err);
 
 	if (r < 0)
 		return r;
@@ -496,10 +508,10 @@ static int send_go(struct sup *s, const struct setup_plan *plan, struct hutch_er
 		hutch_log(HUTCH_LOG_WARN, TMPFS_WHY, why.msg);
 	}
 	pem = hutch_net_plan_ca_pem(&s->net.plan);
-	if (s->disk_fds[HUTCH_DISK_ROOT] >= 0) {
-		memcpy(fds, s->disk_fds, sizeof(fds[0]) * HUTCH_DISK_MOUNTS);
+	if (m->disk_fds[HUTCH_DISK_ROOT] >= 0) {
+		memcpy(fds, m->disk_fds, sizeof(fds[0]) * HUTCH_DISK_MOUNTS);
 		n = HUTCH_DISK_MOUNTS;
-		fds[n] = s->cfg->change_lists ? hutch_disk_watch(s->disk_fds[HUTCH_DISK_ROOT])
+		fds[n] = s->cfg->change_lists ? hutch_disk_watch(m->disk_fds[HUTCH_DISK_ROOT])
 		                              : -ENOENT;
 		if (fds[n] >= 0)
 			n++;
@@ -556,7 +568,7 @@ static int cgroup_and_init(struct sup *s, const struct hutch_limits *lim,
 	return map_and_attach(s, err);
 }
 
-int hutch_sup_setup(struct sup *s, struct hutch_err *err)
+static int setup_steps(struct sup *s, struct setup_made *m, struct hutch_err *err)
 {
 	struct hutch_sup_volumes *vols;
 	struct hutch_net_plan net;
@@ -573,7 +585,7 @@ int hutch_sup_setup(struct sup *s, struct hutch_err *err)
 		return r;
 	setup_plan(s, &plan);
 	/* the disk (runtime/disk.h) made while the rest is */
-	r = hutch_disk_setup_start(&plan.disk, &s->disk_job, &why, err);
+	r = hutch_disk_setup_start(&plan.disk, &m->disk_job, &why, err);
 	if (r < 0)
 		return r;
 	if (r > 0) /* what status and inspect show (an ordinary user's always: docs/api.md) */
@@ -613,7 +625,7 @@ int hutch_sup_setup(struct sup *s, struct hutch_err *err)
 		return r;
 	if (s->kind->before_go && (r = s->kind->before_go(s, err)) < 0)
 		return r;
-	if ((r = send_go(s, &plan, err)) < 0)
+	if ((r = send_go(s, &plan, m, err)) < 0)
 		return r;
 	/* Overlaps with init building the root; a container's and a run's
 	 * are loaded on demand instead (hutch_api_start_late()). */
@@ -635,4 +647,18 @@ int hutch_sup_setup(struct sup *s, struct hutch_err *err)
 		return hutch_err_prefix(err, "network");
 	/* "running" is written when the setup steps are done (hooks.c). */
 	return 0;
+}
+
+int hutch_sup_setup(struct sup *s, const struct hutch_setup_in *in, struct hutch_err *err)
+{
+	struct setup_made made = { .disk_job = in->disk_job };
+	int r;
+
+	for (size_t i = 0; i < HUTCH_DISK_FDS; i++)
+		made.disk_fds[i] = -EBADF;
+	r = setup_steps(s, &made, err);
+	/* What setup made goes to s: the end undoes it, also after a failure. */
+	s->disk_job = made.disk_job;
+	memcpy(s->disk_fds, made.disk_fds, sizeof(s->disk_fds));
+	return r;
 }

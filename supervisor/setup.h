@@ -7,11 +7,20 @@
 #ifndef HUTCH_SETUP_H
 #define HUTCH_SETUP_H
 
+#include "disk.h"
 #include "error.h"
 
 struct sup;
 
+/* What the creator made for setup before the fork: setup's own, handed
+ * to s when setup ends (also when it failed). */
+struct hutch_setup_in {
+	/* The disk's maker taken from the runtime dir's stock, or a fork's
+	 * (sandbox.c; sock -EBADF: none, setup starts one of its own). */
+	struct hutch_disk_job disk_job;
+};
+
 /* What fails is left for hutch_sup_teardown() to undo. */
-int hutch_sup_setup(struct sup *s, struct hutch_err *err);
+int hutch_sup_setup(struct sup *s, const struct hutch_setup_in *in, struct hutch_err *err);
 
 #endif

@@ -95,9 +95,9 @@ struct sup {
 	/* lxcfs (runtime/lxcfs.h): the clone of its mount for init (closed once
 	 * init has it) and the shared hold kept for the supervisor's life. */
 	int procview_fd, procview_hold;
-	/* The disk (runtime/disk.h): its maker while setup runs; then its
-	 * mounts for init (sent with GO, closed) and its root, kept for the
-	 * shutdown at the end. */
+	/* The disk (runtime/disk.h), handed over by setup when it ends: its
+	 * maker (reaped at the end), its mounts (sent to init with GO, closed)
+	 * and its root, kept for the shutdown at the end. */
 	struct hutch_disk_job disk_job;
 	int disk_fds[HUTCH_DISK_FDS];
 	pid_t init_pid; /* with init_sock, pidfd: written by initproc.c only */

@@ -111,14 +111,14 @@ static void idmap_binds(struct sup *s, int userns)
  * touching a file: a file of host uid 0 shows as the sandbox's root. The
  * binds too (idmap_binds()).
  */
-int hutch_container_before_go(struct sup *s, struct hutch_err *err)
+int hutch_container_before_go(struct sup *s, pid_t init, struct hutch_err *err)
 {
 	struct hutch_container *ct = s->container;
 	struct mount_attr attr = { .attr_set = MOUNT_ATTR_IDMAP };
 	_cleanup_close_ int userns = -EBADF;
 	char path[64];
 
-	snprintf(path, sizeof(path), "/proc/%d/ns/user", (int)s->init_pid);
+	snprintf(path, sizeof(path), "/proc/%d/ns/user", (int)init);
 	userns = open(path, O_RDONLY | O_CLOEXEC);
 	if (userns < 0)
 		return hutch_err_set_errno(err, -errno, "open the sandbox's user namespace");
@@ -133,7 +133,7 @@ int hutch_container_before_go(struct sup *s, struct hutch_err *err)
 	for (size_t i = 0; i < ct->nrlimits; i++) {
 		struct rlimit rl = { .rlim_cur = ct->rlimits[i].soft,
 			             .rlim_max = ct->rlimits[i].hard };
-		if (prlimit(s->init_pid, ct->rlimits[i].resource, &rl, NULL) < 0)
+		if (prlimit(init, ct->rlimits[i].resource, &rl, NULL) < 0)
 			return hutch_err_set_errno(err, -errno, "process.rlimits[%zu]: set", i);
 	}
 	return 0;

@@ -203,7 +203,7 @@ int hutch_container_take_stdio(struct sup *s);
 int hutch_container_prepare(struct sup *s, struct hutch_limits *lim, struct hutch_err *err);
 /* After init's id maps: idmap the rootfs onto the sandbox's ids, set
  * init's rlimits (the main process inherits them). */
-int hutch_container_before_go(struct sup *s, struct hutch_err *err);
+int hutch_container_before_go(struct sup *s, pid_t init, struct hutch_err *err);
 /* Child side of clone(), init: the lowest fd number above every one
  * init places its fds on (3 up to past the mounts'), where they wait
  * to be placed; low, so a low RLIMIT_NOFILE is no refusal. */

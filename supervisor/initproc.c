@@ -12,11 +12,11 @@
 #include "supervisor.h"
 #include "syscalls.h"
 
-void hutch_initproc_started(struct sup *s, pid_t pid, int pidfd, int sock)
+void hutch_initproc_started(struct sup *s, const struct hutch_initproc *p)
 {
-	s->init_sock = sock;
-	s->init_pid = pid;
-	s->pidfd = pidfd;
+	s->init_sock = p->sock;
+	s->init_pid = p->pid;
+	s->pidfd = p->pidfd;
 }
 
 void hutch_initproc_hold_mntns(struct sup *s)

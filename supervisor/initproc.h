@@ -2,8 +2,8 @@
 /*
  * init's process as the supervisor holds it: struct sup's init_sock,
  * pidfd, init_pid and mntns_fd are written here only. setup.c starts init
- * and hands its pid, pidfd and socket over, then holds its mount
- * namespace; lifecycle.c reaps it and lets the namespace go.
+ * and, when setup ends, hands its pid, pidfd and socket over, then holds
+ * its mount namespace; lifecycle.c reaps it and lets the namespace go.
  */
 #ifndef HUTCH_INITPROC_H
 #define HUTCH_INITPROC_H
@@ -12,9 +12,17 @@
 
 struct sup;
 
-/* init was cloned: its pid, its pidfd (or -1) and the supervisor's end of
- * its socket are the sandbox's from now on. */
-void hutch_initproc_started(struct sup *s, pid_t pid, int pidfd, int sock);
+/* init's process as setup makes it: setup's own until setup ends. */
+struct hutch_initproc {
+	pid_t pid; /* 0: not cloned */
+	int pidfd; /* or < 0 */
+	int sock;  /* the supervisor's end of init's socket, or < 0 */
+};
+
+/* Setup ended (also when it failed): init's pid, pidfd and the
+ * supervisor's end of its socket are the sandbox's from now on (none
+ * when p->pid is 0). */
+void hutch_initproc_started(struct sup *s, const struct hutch_initproc *p);
 /* Keep a reference to init's mount namespace: when init dies, the kernel
  * then does not unmount its tree (and wait for an expedited RCU grace
  * period) before the death is seen. Best effort: without it, init's exit

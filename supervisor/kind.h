@@ -79,8 +79,9 @@ struct hutch_kind {
 	void (*init_params)(struct sup *s, struct hutch_init_params *p);
 	/* After the clone (also when it failed): the parent's copies go. */
 	void (*spawned)(struct sup *s);
-	/* Before GO, after the id maps. */
-	int (*before_go)(struct sup *s, struct hutch_err *err);
+	/* Before GO, after the id maps (init: init's pid, setup's until
+	 * setup ends). */
+	int (*before_go)(struct sup *s, pid_t init, struct hutch_err *err);
 	/* Setup: init sent a terminal's master (HUTCH_MSG_CONSOLE); false:
 	 * not expected (the caller closes it and fails). */
 	bool (*take_console)(struct sup *s, int fd);

@@ -203,8 +203,10 @@ static __attribute__((noreturn)) void init_child(struct sup *s, struct hutch_ini
 	hutch_init_main(p);
 }
 
-/* init cloned with the volumes' mounts (vols, NULL: none) placed in it. */
-static int spawn_init(struct sup *s, struct hutch_sup_volumes *vols, struct hutch_err *err)
+/* init cloned with the volumes' mounts (vols, NULL: none) placed in it:
+ * *ret_init (setup's until it ends). */
+static int spawn_init(struct sup *s, struct hutch_sup_volumes *vols,
+                      struct hutch_initproc *ret_init, struct hutch_err *err)
 {
 	int sv[2], pidfd = -1, bufsz = HUTCH_PROTO_SOCK_BUF, r;
 	int cg_fds[HUTCH_CGROUP_MAX_DIRS], cmds[2];
@@ -278,7 +280,7 @@ static int spawn_init(struct sup *s, struct hutch_sup_volumes *vols, struct hutc
 	hutch_sup_volumes_close_mounts(vols);
 	closep(&s->procview_fd);
 	close(sv[1]);
-	hutch_initproc_started(s, (pid_t)pid, pidfd, sv[0]);
+	*ret_init = (struct hutch_initproc){ .pid = (pid_t)pid, .pidfd = pidfd, .sock = sv[0] };
 	return 0;
 }
 
@@ -304,9 +306,9 @@ static int take_listeners(struct sup *s, const struct hutch_msg_net_fd *body, si
 	return hutch_net_plan_take_listeners(&s->net.plan, ls, n, err);
 }
 
-static int wait_ready(struct sup *s, struct hutch_err *err)
+static int wait_ready(struct sup *s, int sock, struct hutch_err *err)
 {
-	struct pollfd pfd = { .fd = s->init_sock, .events = POLLIN };
+	struct pollfd pfd = { .fd = sock, .events = POLLIN };
 	struct hutch_msg_hdr hdr;
 	union {
 		struct hutch_err child_err;
@@ -325,7 +327,7 @@ again:
 		return hutch_err_set(err, -ETIMEDOUT, "sandbox init did not get ready in %d s",
 		                     INIT_READY_TIMEOUT_MS / 1000);
 	nfds = ELEMENTSOF(fds);
-	n = hutch_proto_recv(s->init_sock, &hdr, &u, sizeof(u), fds, &nfds);
+	n = hutch_proto_recv(sock, &hdr, &u, sizeof(u), fds, &nfds);
 	if (n < 0)
 		return hutch_err_set_errno(err, (int)n, "read from sandbox init");
 	if (hdr.type == HUTCH_MSG_CONSOLE && n == 0 && nfds == 1 && s->kind->take_console &&
@@ -340,7 +342,7 @@ again:
 	}
 	if (hdr.type == HUTCH_MSG_SOCKET && n == 0 && nfds == 1) {
 		/* init's socket, made in its network namespace: the same number */
-		r = dup3(fds[0], s->init_sock, O_CLOEXEC); /* lint-fds: ok: the same number */
+		r = dup3(fds[0], sock, O_CLOEXEC); /* lint-fds: ok: the same number */
 		closep(&fds[0]);
 		if (r < 0)
 			return hutch_err_set_errno(err, -errno, "take init's socket");
@@ -367,7 +369,7 @@ again:
 
 /* Before GO: init's id maps, its cgroup, its network's host side; the
  * rootless map helpers run while the rest is done. */
-static int map_and_attach(struct sup *s, struct hutch_err *err)
+static int map_and_attach(struct sup *s, pid_t init, struct hutch_err *err)
 {
 	struct hutch_idmap_job job;
 	struct hutch_err e2 = { 0 };
@@ -377,18 +379,18 @@ static int map_and_attach(struct sup *s, struct hutch_err *err)
 	/* A joined user namespace (a pod's) has its maps, a joined network
 	 * namespace its wiring (pod.c). */
 	if (s->joins & CLONE_NEWUSER) {
-		r = hutch_cgroup_enter(s->cg, s->init_pid, err);
+		r = hutch_cgroup_enter(s->cg, init, err);
 		if (r >= 0 && !(s->joins & CLONE_NEWNET) &&
-		    (r = hutch_net_plan_attach(&s->net.plan, s->init_pid, err)) < 0)
+		    (r = hutch_net_plan_attach(&s->net.plan, init, err)) < 0)
 			(void)hutch_err_prefix(err, "network");
 		return r;
 	}
-	r = hutch_idmap_write_start(&s->idmap, s->slot, s->init_pid, &job, err);
+	r = hutch_idmap_write_start(&s->idmap, s->slot, init, &job, err);
 	if (r >= 0)
-		r = hutch_cgroup_enter(s->cg, s->init_pid, err);
+		r = hutch_cgroup_enter(s->cg, init, err);
 	/* A CNI network namespace (pod.h) is CNI's to wire: no plan. */
 	cni = (s->joins & CLONE_NEWNET);
-	if (r >= 0 && !cni && (r = hutch_net_plan_attach(&s->net.plan, s->init_pid, err)) < 0)
+	if (r >= 0 && !cni && (r = hutch_net_plan_attach(&s->net.plan, init, err)) < 0)
 		(void)hutch_err_prefix(err, "network");
 	q = hutch_idmap_write_finish(&job, r < 0 ? &e2 : err);
 	if (r >= 0 && q < 0)
@@ -398,7 +400,7 @@ static int map_and_attach(struct sup *s, struct hutch_err *err)
 	if (r < 0 || cni || !s->net.plan.usernet_helper)
 		return r;
 	q = hutch_cgroup_clone_fd(s->cg);
-	r = hutch_net_plan_attach_helper(&s->net.plan, s->init_pid, q < 0 ? -1 : q, err);
+	r = hutch_net_plan_attach_helper(&s->net.plan, init, q < 0 ? -1 : q, err);
 	return r < 0 ? hutch_err_prefix(err, "network") : r;
 }
 
@@ -420,11 +422,12 @@ struct setup_plan {
  * What setup makes, its own while it runs, handed to s when it ends, on
  * every path (a failed setup's too: the end undoes what was made): the
  * disk's maker (the creator's, taken before the fork, or one of setup's
- * own) and the disk's fds it answers.
+ * own), the disk's fds it answers and init's process.
  */
 struct setup_made {
 	struct hutch_disk_job disk_job;
 	int disk_fds[HUTCH_DISK_FDS];
+	struct hutch_initproc init; /* init's process, once cloned */
 };
 
 static void setup_plan(const struct sup *s, struct setup_plan *p)
@@ -518,7 +521,7 @@ static int send_go(struct sup *s, const struct setup_plan *plan, struct setup_ma
 		else if (fds[n] != -ENOENT)
 			hutch_log_errno(HUTCH_LOG_WARN, fds[n], "change lists: watch the disk");
 	}
-	r = hutch_proto_send(s->init_sock, HUTCH_MSG_GO, 0, pem, pem ? strlen(pem) : 0, fds, n);
+	r = hutch_proto_send(m->init.sock, HUTCH_MSG_GO, 0, pem, pem ? strlen(pem) : 0, fds, n);
 	if (n > HUTCH_DISK_MOUNTS)
 		close(fds[HUTCH_DISK_MOUNTS]); /* init's */
 	return r < 0 ? hutch_err_set_errno(err, r, "start sandbox init") : 0;
@@ -540,7 +543,8 @@ static int prepare_parts(struct sup *s, struct hutch_err *err)
 /* The cgroups, then init cloned into them, its ids mapped and its network
  * attached. */
 static int cgroup_and_init(struct sup *s, const struct hutch_limits *lim,
-                           struct hutch_sup_volumes *vols, struct hutch_err *err)
+                           struct hutch_sup_volumes *vols, struct hutch_initproc *init,
+                           struct hutch_err *err)
 {
 	int r;
 
@@ -555,7 +559,7 @@ static int cgroup_and_init(struct sup *s, const struct hutch_limits *lim,
 	if (r > 0)
 		hutch_log(HUTCH_LOG_WARN, "header bindings: mlock refused (RLIMIT_MEMLOCK): their "
 		                          "pages may be swapped");
-	r = spawn_init(s, vols, err);
+	r = spawn_init(s, vols, init, err);
 	if (s->kind->spawned)
 		s->kind->spawned(s); /* init holds or is in them now */
 	if (r < 0)
@@ -565,7 +569,7 @@ static int cgroup_and_init(struct sup *s, const struct hutch_limits *lim,
 	 * After the clone: init starts dumpable (its own /proc files). */
 	if (s->cfg->header_bindings && prctl(PR_SET_DUMPABLE, 0) < 0)
 		return hutch_err_set_errno(err, -errno, "make the supervisor non-dumpable");
-	return map_and_attach(s, err);
+	return map_and_attach(s, init->pid, err);
 }
 
 static int setup_steps(struct sup *s, struct setup_made *m, struct hutch_err *err)
@@ -619,11 +623,11 @@ static int setup_steps(struct sup *s, struct setup_made *m, struct hutch_err *er
 	if (s->kind->prepare && (r = s->kind->prepare(s, &plan.lim, err)) < 0)
 		return r;
 	hutch_cgroup_root_hold(); /* the cgroups made, opened, joined: one open of the root */
-	r = cgroup_and_init(s, &plan.lim, vols, err);
+	r = cgroup_and_init(s, &plan.lim, vols, &m->init, err);
 	hutch_cgroup_root_release();
 	if (r < 0)
 		return r;
-	if (s->kind->before_go && (r = s->kind->before_go(s, err)) < 0)
+	if (s->kind->before_go && (r = s->kind->before_go(s, m->init.pid, err)) < 0)
 		return r;
 	if ((r = send_go(s, &plan, m, err)) < 0)
 		return r;
@@ -631,27 +635,21 @@ static int setup_steps(struct sup *s, struct setup_made *m, struct hutch_err *er
 	 * are loaded on demand instead (hutch_api_start_late()). */
 	if (!hutch_api_on_demand(s))
 		hutch_api_preload();
-	r = wait_ready(s, err);
+	r = wait_ready(s, m->init.sock, err);
 	if (s->kind->setup_done)
 		s->kind->setup_done(s);
 	if (r < 0)
 		return r;
-	r = hutch_fd_nonblock(s->init_sock, true);
-	if (r < 0)
-		return hutch_err_set_errno(err, r, "init socket");
-	hutch_initproc_hold_mntns(s); /* dropped after the DELETE answer */
-	if (!(s->joins & CLONE_NEWNET))
-		hutch_netlog_start(s);
-	r = (s->joins & CLONE_NEWNET) ? 0 : hutch_net_plan_serve(&s->net.plan, err);
-	if (r < 0)
-		return hutch_err_prefix(err, "network");
-	/* "running" is written when the setup steps are done (hooks.c). */
-	return 0;
+	r = hutch_fd_nonblock(m->init.sock, true);
+	return r < 0 ? hutch_err_set_errno(err, r, "init socket") : 0;
 }
 
 int hutch_sup_setup(struct sup *s, const struct hutch_setup_in *in, struct hutch_err *err)
 {
-	struct setup_made made = { .disk_job = in->disk_job };
+	struct setup_made made = {
+		.disk_job = in->disk_job,
+		.init = { .pid = 0, .pidfd = -EBADF, .sock = -EBADF },
+	};
 	int r;
 
 	for (size_t i = 0; i < HUTCH_DISK_FDS; i++)
@@ -660,5 +658,16 @@ int hutch_sup_setup(struct sup *s, const struct hutch_setup_in *in, struct hutch
 	/* What setup made goes to s: the end undoes it, also after a failure. */
 	s->disk_job = made.disk_job;
 	memcpy(s->disk_fds, made.disk_fds, sizeof(s->disk_fds));
-	return r;
+	hutch_initproc_started(s, &made.init);
+	if (r < 0)
+		return r;
+	/* init is ready: */
+	hutch_initproc_hold_mntns(s); /* dropped after the DELETE answer */
+	if (!(s->joins & CLONE_NEWNET))
+		hutch_netlog_start(s);
+	r = (s->joins & CLONE_NEWNET) ? 0 : hutch_net_plan_serve(&s->net.plan, err);
+	if (r < 0)
+		return hutch_err_prefix(err, "network");
+	/* "running" is written when the setup steps are done (hooks.c). */
+	return 0;
 }

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * image: the content-addressed store of OCI images (docs/architecture.md,
+ * image: the content-addressed store of OCI images (docs/history.md,
  * "Images"). Imports an OCI image layout directory or a docker-save
  * archive, verifies every digest, unpacks each layer once (hostile-safe,
  * in a user namespace that owns only the store's ids) and names images by

@@ -13,7 +13,7 @@
  * shared by every sandbox. The clones are read-only, nosuid and nodev
  * before anyone else holds them. Idmapping a mount needs CAP_SYS_ADMIN
  * over the file system's superblock (the host's), which init never has:
- * the supervisor makes them and init inherits the fds (docs/architecture.md,
+ * the supervisor makes them and init inherits the fds (docs/history.md,
  * "Images").
  *
  * An ordinary user cannot idmap (CAP_SYS_ADMIN over the host's superblock

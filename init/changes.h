@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Change lists (docs/architecture.md, "Change lists per command"): what
+ * Change lists (docs/history.md, "Change lists per command"): what
  * each command created, modified and deleted in the sandbox's writable
  * tmpfs mounts (/workspace, /home/appuser, /tmp), kept by init. A fanotify
  * group with a filesystem mark on each says which names were touched (the

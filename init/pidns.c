@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The container's process as PID 1 of its pid namespace (see pidns.h;
- * docs/architecture.md, "The container's process as PID 1"). init stays
+ * docs/history.md, "The container's process as PID 1"). init stays
  * PID 1 of the sandbox's namespace; a namespace nested in it holds the
  * container's processes, its PID 1 the container's main process.
  *

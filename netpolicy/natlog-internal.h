@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The egress log of mode all's NAT path (issue 29; docs/architecture.md
+ * The egress log of mode all's NAT path (issue 29; docs/history.md
  * "Egress per command"). What leaves the sandbox through its eth0 crosses
  * no proxy of hutch's, so the kernel tells: in the sandbox's netns a rule
  * (nft.c, hutch_nft_netlog_child()) logs every new TCP or UDP flow to a

@@ -375,7 +375,7 @@ cJSON *hutch_egress_status(const struct hutch_egress *e);
 void hutch_egress_free(struct hutch_egress *e);
 
 /*
- * The egress log (issue 29, docs/architecture.md "Egress per command"):
+ * The egress log (issue 29, docs/history.md "Egress per command"):
  * every connection the proxy decides (TLS of allow, host ports, mode all's
  * redirected 443) is given to an observer twice: at accept, to attribute
  * it to a command (the supervisor knows the commands, netpolicy does

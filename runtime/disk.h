@@ -10,7 +10,7 @@
  * tells the truth, and its page cache is reclaimable: writing never
  * OOM-kills. Nothing has a name: when the last mount of it goes (the
  * sandbox's mount namespace, also after a kill -9 of the supervisor) the
- * loop device detaches itself and the file is freed. docs/architecture.md
+ * loop device detaches itself and the file is freed. docs/history.md
  * "Disk that behaves as disk".
  */
 #ifndef HUTCH_DISK_H

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The session journal's format (docs/architecture.md, "The session
+ * The session journal's format (docs/history.md, "The session
  * journal"), shared by its writer (the supervisor, supervisor/journal.c)
  * and its readers (hutch journal): one JSON object per line, each with
  * "seq" (0, 1, 2, ... without a gap) and "prev", the SHA-256 (hex) of the

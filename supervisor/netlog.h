@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The egress log per command (issue 29; docs/architecture.md "Egress per
+ * The egress log per command (issue 29; docs/history.md "Egress per
  * command"): every connection the egress proxy decides (netpolicy.h,
  * struct hutch_egress_observer) becomes one JSON record, attributed to the
  * command that made it, kept in a ring (the last HUTCH_NETLOG_RING, for

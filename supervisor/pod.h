@@ -9,7 +9,7 @@
  * namespace needs CAP_SYS_ADMIN in the user namespace that owns it, and
  * the pod's processes are then one id range (as a Kubernetes pod with its
  * own user namespace). Its own mount, pid and cgroup namespaces stay its
- * own. docs/architecture.md ("Pods") says why this is not weaker.
+ * own. docs/history.md ("Pods") says why this is not weaker.
  */
 #ifndef HUTCH_POD_H
 #define HUTCH_POD_H

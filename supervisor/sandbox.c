@@ -524,7 +524,7 @@ void hutch_created_drop(struct hutch_created *c)
  * waiting for the supervisor, which is then reparented to init or the
  * nearest subreaper: one fork, not a double fork's two, is enough (~3 ms
  * of CPU and 15 page faults of `hutch run` less). An OCI container's stays
- * double-forked, reparented to the shim at once, as docs/architecture.md
+ * double-forked, reparented to the shim at once, as docs/history.md
  * tells shims ("Which pid is waited for"). */
 static pid_t fork_supervisor(struct sup *s, const struct hutch_setup_in *in, int log_fd,
                              int pipefd[2], struct hutch_err *err)

@@ -5,7 +5,7 @@
  * declared below. api.c looks the row up once per request and applies the
  * flags (pool, activity, body, ended sandbox, access, the executor's
  * secret) and never names a path; docs/api.md is the reference of what
- * each endpoint answers, docs/architecture.md ("Where a new route goes")
+ * each endpoint answers, docs/architecture.md ("Where a new thing goes")
  * the files a new one touches.
  */
 #ifndef HUTCH_ROUTES_H

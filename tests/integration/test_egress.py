@@ -9,7 +9,7 @@ addresses). Enforced by nftables in the sandbox's own network namespace
 machine, private and link-local ranges) still holds on the host side.
 
 In the fake internet (netfake.py): run only under flock /work/locks/net.lock
-(docs/architecture.md, "Hermetic tests")."""
+(docs/history.md, "Hermetic tests")."""
 import json
 
 import pytest

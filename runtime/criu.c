@@ -4,7 +4,8 @@
  * links it: CRIU is GPL, and a dump or restore is a process tree of its
  * own anyway. What 'criu check' says is read and kept short for doctor
  * and the refusal; the verdict is cached per binary and kernel in the
- * runtime dir (one file, criu-check, replaced whole by rename).
+ * runtime dir (one file, .criu-check, replaced whole by rename: a dot file,
+ * as the dir's other files of hutch's own, beside the sandboxes' ids).
  */
 #include "criu.h"
 
@@ -26,7 +27,7 @@
 #include "syscalls.h"
 #include "util.h"
 
-#define CACHE_NAME       "criu-check"
+#define CACHE_NAME       ".criu-check"
 #define DEFAULT_PATH     "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 #define CHECK_TIMEOUT_MS 30000
 #define OUTPUT_MAX       8192
@@ -222,7 +223,7 @@ static void cache_write(int dirfd, const char *key, const struct hutch_criu *c)
 		return;
 	snprintf(text, sizeof(text), "%s\n%d\n%s\n%s\n", key, c->works,
 	         c->version[0] ? c->version : "-", c->detail);
-	snprintf(tmp, sizeof(tmp), ".%s.%d", CACHE_NAME, (int)getpid());
+	snprintf(tmp, sizeof(tmp), "%s.%d", CACHE_NAME, (int)getpid());
 	if (hutch_write_file_at(dirfd, tmp, text, 0644) < 0 ||
 	    renameat(dirfd, tmp, dirfd, CACHE_NAME) < 0)
 		(void)unlinkat(dirfd, tmp, 0);

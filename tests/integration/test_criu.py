@@ -92,7 +92,7 @@ def test_criu_failing_its_check_is_quoted_and_cached(hutch, tmp_path):
     # Cached per binary in the runtime dir: doctor does not run it again...
     assert "Unexpected rt vDSO area bounds" in full_line(hutch, env)
     assert runs(criu) == 2
-    cache = open(os.path.join(hutch.rtdir, "criu-check")).read().split("\n")
+    cache = open(os.path.join(hutch.rtdir, ".criu-check")).read().split("\n")
     assert cache[0].startswith(f"{criu} ") and cache[1] == "0" and cache[2] == "3.17.1", cache
     # ...until the binary changes (another size: another key whatever the mtime).
     criu.write_text(CRIU_42 + "\n")

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The change history behind hutch diff (changes.h, docs/architecture.md
- * "hutch diff"): for every path the comparison found changed since init
+ * The change history behind hutch diff (changes.h, docs/api.md
+ * "`hutch diff` (`POST /diff`)"): for every path the comparison found changed since init
  * started, what it was first (its base) and what it became at each
  * generation it changed in. A generation is 2 * id at the start of
  * command id and 2 * id + 1 after its end (ids grow), so "the state at

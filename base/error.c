@@ -72,6 +72,17 @@ int hutch_err_set_class(struct hutch_err *err, enum hutch_errc cls, int code, co
 	return code;
 }
 
+int hutch_err_set_fork(struct hutch_err *err, int code, const char *what)
+{
+	if (code == -EAGAIN)
+		return hutch_err_set_class(err, HUTCH_ERRC_LIMIT, code,
+		                           "%s: cannot fork: the process limit is reached (the "
+		                           "creator's cgroup pids.max or ulimit -u); remove "
+		                           "sandboxes or raise the limit",
+		                           what);
+	return hutch_err_set_errno(err, code, "%s: fork", what);
+}
+
 enum hutch_errc hutch_errc_of_errno(int code)
 {
 	/* Only what an errno says whoever set it. EINVAL and ENOENT do not:

@@ -52,6 +52,10 @@ void hutch_err_clear(struct hutch_err *err);
 /* Like hutch_err_set(), and say the class. */
 int hutch_err_set_class(struct hutch_err *err, enum hutch_errc cls, int code, const char *fmt, ...)
         __attribute__((format(printf, 4, 5)));
+/* A fork() (or clone) that failed with code: EAGAIN is the process limit
+ * (a cgroup's pids.max, RLIMIT_NPROC), class limit, said with the fix;
+ * else "what: fork: strerror". */
+int hutch_err_set_fork(struct hutch_err *err, int code, const char *what);
 /* The class err says, else the one its code implies. */
 enum hutch_errc hutch_err_class(const struct hutch_err *err);
 /* The class a bare negative errno implies (the default of the above). */

@@ -102,11 +102,13 @@ static int create_sandbox(struct hutch_config *cfg, const char *progress, int st
 	}
 	/* The class says the exit code (docs/errors.md): an image without a
 	 * shell or python3 is usage, a -p address in use or not on this host
-	 * a conflict, a -v directory that is not there not found (not the
-	 * host's fault), what this host lacks not capable;
+	 * a conflict, a -v directory that is not there not found, the process
+	 * limit reached a limit (not the host's fault), what this host lacks
+	 * not capable;
 	 * for the last and any other failure, doctor may say more. */
 	cls = r < 0 ? hutch_err_class(&err) : HUTCH_ERRC_NONE;
-	if (cls == HUTCH_ERRC_USAGE || cls == HUTCH_ERRC_CONFLICT || cls == HUTCH_ERRC_NOT_FOUND)
+	if (cls == HUTCH_ERRC_USAGE || cls == HUTCH_ERRC_CONFLICT || cls == HUTCH_ERRC_NOT_FOUND ||
+	    cls == HUTCH_ERRC_LIMIT)
 		return hutch_cli_fail(hutch_errc_exit(cls), "cannot create sandbox: %s", err.msg);
 	if (r < 0)
 		return hutch_cli_fail(

@@ -212,13 +212,18 @@ static int start(int dirfd, const char *dir, const char *bin, struct hutch_err *
 	if (mount(mnt, mnt, NULL, MS_BIND, NULL) < 0 || mount(NULL, mnt, NULL, MS_SHARED, NULL) < 0)
 		return hutch_err_set_errno(err, -errno, "lxcfs: make '%s' a shared mount", mnt);
 	mounts = open("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC);
-	if (mounts < 0)
-		return hutch_err_set_errno(err, -errno, "lxcfs: open mountinfo");
+	if (mounts < 0) {
+		r = hutch_err_set_errno(err, -errno, "lxcfs: open mountinfo");
+		unmount_all(mnt);
+		return r;
+	}
 	/* lxcfs stays in the foreground: a child of a child, in a session of
 	 * its own, so that no caller has to reap it. */
 	pid = hutch_fork_detached();
-	if (pid < 0)
-		return hutch_err_set_errno(err, pid, "lxcfs: fork");
+	if (pid < 0) {
+		unmount_all(mnt);
+		return hutch_err_set_fork(err, pid, "lxcfs");
+	}
 	if (pid == 0)
 		lxcfs_child(dir, bin, rec);
 	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)

@@ -537,7 +537,7 @@ static pid_t fork_supervisor(struct sup *s, const struct hutch_setup_in *in, int
 	if (pid < 0) {
 		close(pipefd[0]);
 		close(pipefd[1]);
-		return hutch_err_set_errno(err, pid, "fork");
+		return hutch_err_set_fork(err, pid, "the sandbox's supervisor");
 	}
 	if (pid == 0) {
 		close(pipefd[0]);
@@ -638,6 +638,12 @@ static int create(struct hutch_config *cfg, struct hutch_container *ct, const ch
 	pid = fork_supervisor(&s, &in, log_fd, pipefd, err);
 	if (pid < 0) {
 		close(s.lock_fd);
+		/* what the supervisor would have held: the disk's maker, the
+		 * stock's hold, setup.log */
+		hutch_disk_abandon(&in.disk_job);
+		closep(&disk_hold);
+		if (s.hooks.log_fd >= 0)
+			close(s.hooks.log_fd);
 		s.cg = hutch_cgroup_free(s.cg);
 		(void)hutch_rm_rf_at(AT_FDCWD, s.paths.dir);
 		release_procview(&s, runtime_dir);

@@ -8,9 +8,11 @@ bind's errno), the request's headers over their bound (the body's:
 test_api.py).
 
 Everything here listens on the host's loopback only (network none)."""
+import shutil
 import subprocess
 
 import pytest
+from conftest import HUTCH
 
 USAGE, FAILURE = 64, 70
 PUBLISH_MAX = 32  # runtime/portspec.h
@@ -83,3 +85,34 @@ def test_headers_over_their_bound_are_a_limit(sandbox):
     st, res = sandbox.api("GET", "/status")
     assert st == 200, res
 
+
+
+@pytest.mark.parametrize("lxcfs", ["none", "on"])
+def test_fork_refused_is_a_limit_and_leaves_nothing(hutch, lxcfs):
+    """Every fork of the create refused with EAGAIN (the process limit: a
+    cgroup's pids.max, ulimit -u; injected by strace): the create names the
+    limit and its fix, exits with the limit's code, and leaves no sandbox,
+    mount or cgroup. With lxcfs its start is the first fork refused (its
+    bind mount was left behind); without, the supervisor's."""
+    if shutil.which("strace") is None:
+        pytest.skip("needs strace")
+    env = dict(hutch.env)
+    if lxcfs == "none":
+        env["HUTCH_LXCFS"] = "none"
+    forks = "clone,clone3,fork,vfork"
+    r = subprocess.run(["strace", "-f", "-o", "/dev/null", "-e", "trace=" + forks,
+                        "-e", f"inject={forks}:error=EAGAIN", HUTCH, "create"],
+                       env=env, capture_output=True, timeout=60)
+    err = r.stderr.decode()
+    assert r.returncode == FAILURE, err
+    what = "the sandbox's supervisor" if lxcfs == "none" else "lxcfs"
+    assert f"{what}: cannot fork: the process limit is reached" in err, err
+    assert "remove sandboxes or raise the limit" in err and "hutch doctor" not in err, err
+    assert hutch.ids() == []
+    with open("/proc/self/mountinfo") as f:
+        left = [line for line in f if hutch.rtdir in line]
+    assert left == [], left
+    # and the next create (forks allowed) works
+    sb = hutch.create()
+    assert sb.sh("echo ok") == "ok\n"
+    sb.rm()

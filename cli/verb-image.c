@@ -467,6 +467,13 @@ int hutch_cli_resolve_image(struct hutch_config *cfg, bool quiet)
 		return hutch_cli_fail(hutch_errc_exit(hutch_err_class(&err)), "--image %s: %s",
 		                      cfg->image, err.msg);
 	r = hutch_image_resolve(s, name, cfg->image_manifest, &err);
+	if (r == -ENOENT && hutch_image_full_exists(s, name) > 0)
+		return hutch_cli_fail(HUTCH_EXIT_NOT_CAPABLE,
+		                      "--snapshot %s: a full snapshot (processes and memory): its "
+		                      "restore into a new sandbox is not built yet "
+		                      "(docs/snapshots.md); a filesystem snapshot of an image's "
+		                      "sandbox starts sandboxes",
+		                      cfg->image);
 	/* Not in the store: not found (65, docs/errors.md), as build's base,
 	 * image inspect and a -v directory that is not there. */
 	if (r == -ENOENT && cfg->image_snapshot)

@@ -34,17 +34,18 @@ static const char snapshot_usage[] =
         "layer of what the sandbox wrote (its root's changes, /workspace, /home/appuser,\n"
         "/tmp), taken with the sandbox frozen. 'hutch create --snapshot NAME' (or --image\n"
         "NAME) starts sandboxes from it. Only sandboxes made from an image can be\n"
-        "snapshotted (not the host-derived root), as root. --full (processes and memory)\n"
-        "is refused for now, saying why (hutch's dump and restore are not built; the CRIU\n"
-        "found by HUTCH_CRIU or PATH and its 'criu check'): see 'hutch doctor',\n"
-        "docs/snapshots.md.\n";
+        "snapshotted (not the host-derived root), as root. --full: processes and memory\n"
+        "too, dumped by CRIU (HUTCH_CRIU or PATH; 4.1 or later) into the store, private\n"
+        "to its owner; only a plain sandbox (--image host, network none, no volumes, no\n"
+        "header bindings, --change-lists off); its restore is not built yet: see\n"
+        "'hutch doctor', docs/snapshots.md.\n";
 
 static const struct hutch_cli_opt take_opts[] = {
 	{ .name = "json", .kind = HUTCH_CLI_FLAG, A(json), .help = "print the result as JSON" },
 	{ .name = "full",
 	  .kind = HUTCH_CLI_FLAG,
 	  A(all),
-	  .help = "processes and memory too (refused for now, saying why)" },
+	  .help = "processes and memory too (CRIU's dump; restore not built yet)" },
 	{ 0 },
 };
 static const struct hutch_cli_opt ls_opts[] = {
@@ -71,12 +72,16 @@ static int cmd_take(struct hutch_cli_args *a)
 	int r;
 
 	if (a->all) {
+		/* Refused at once where the CRIU found (as create finds it for
+		 * the supervisor) fails 'criu check'; the supervisor checks its own. */
 		struct hutch_criu c;
 		char why[1024];
 
 		hutch_criu_probe(hutch_runtime_dir(), &c);
-		hutch_criu_refusal(&c, why, sizeof(why));
-		return hutch_cli_fail(HUTCH_EXIT_NOT_CAPABLE, "%s", why);
+		if (!c.works) {
+			hutch_criu_refusal(&c, why, sizeof(why));
+			return hutch_cli_fail(HUTCH_EXIT_NOT_CAPABLE, "%s", why);
+		}
 	}
 	if (a->npos < 1)
 		return hutch_cli_fail(HUTCH_EXIT_USAGE,
@@ -87,6 +92,7 @@ static int cmd_take(struct hutch_cli_args *a)
 		                      "._:/@+- (not first), no '..'",
 		                      a->pos[1]);
 	if (!body || (a->npos > 1 && !cJSON_AddStringToObject(body, "name", a->pos[1])) ||
+	    (a->all && !cJSON_AddStringToObject(body, "type", "full")) ||
 	    !(text = cJSON_PrintUnformatted(body)))
 		return hutch_cli_fail(HUTCH_EXIT_FAILURE, "out of memory");
 	r = hutch_cli_open_live(a->pos[0], &p);
@@ -104,7 +110,12 @@ static int cmd_take(struct hutch_cli_args *a)
 		return 0;
 	}
 	printf("%s\n", cJSON_IsString(name) ? name->valuestring : "");
-	if (cJSON_IsNumber(frozen) && cJSON_IsNumber(bytes))
+	if (a->all && cJSON_IsNumber(bytes))
+		fprintf(stderr,
+		        "hutch: full snapshot of %.0f bytes (processes and memory: private to its "
+		        "owner)\n",
+		        bytes->valuedouble);
+	else if (cJSON_IsNumber(frozen) && cJSON_IsNumber(bytes))
 		fprintf(stderr,
 		        "hutch: snapshot of %.0f bytes of changes, sandbox frozen %.1f ms\n",
 		        bytes->valuedouble, frozen->valuedouble);
@@ -224,7 +235,12 @@ static int cmd_rm(struct hutch_cli_args *a)
 
 		if (!s)
 			rc = hutch_cli_store_absent("snapshot", a->pos[i], a->store);
-		else if (hutch_image_snapshot_remove(s, a->pos[i], &err) < 0)
+		else if (hutch_image_full_exists(s, a->pos[i]) > 0) {
+			/* A full snapshot (full/NAME): under the writers' lock. */
+			if (hutch_image_store_lock(s, &err) < 0 ||
+			    hutch_image_full_remove(s, a->pos[i], &err) < 0)
+				rc = fail(&err);
+		} else if (hutch_image_snapshot_remove(s, a->pos[i], &err) < 0)
 			rc = fail(&err);
 	}
 	return rc;

@@ -31,23 +31,6 @@ int hutch_image_store_lock(struct hutch_image_store *s, struct hutch_err *err)
 	return store_lock(s, err);
 }
 
-int hutch_image_name_free(struct hutch_image_store *s, const char *name, struct hutch_err *err)
-{
-	_cleanup_cjson_ cJSON *ref = NULL;
-	int r = store_read_ref(s, name, &ref, err);
-
-	if (r == 0)
-		return hutch_err_set_class(err, HUTCH_ERRC_CONFLICT, -EEXIST,
-		                           "an image or snapshot called '%s' exists: choose "
-		                           "another name, or 'hutch snapshot rm %s' first",
-		                           name, name);
-	if (r == -ENOENT) {
-		*err = (struct hutch_err){ 0 };
-		return 0;
-	}
-	return r;
-}
-
 /* env over the config's Env ("config": {"Env": [...]}, made if missing):
  * an entry of the same name removed, the new one appended. */
 static int set_env(cJSON *j, const char *const *env, struct hutch_err *err)

@@ -253,6 +253,22 @@ bool hutch_image_env_is_valid(const char *entry);
 int hutch_image_store_lock(struct hutch_image_store *s, struct hutch_err *err);
 /* Is the reference (an element of hutch_image_list()) a snapshot's? */
 bool hutch_image_is_snapshot(const cJSON *ref);
+/*
+ * Full snapshots (fullstore.c): full/NAME of the store, 0700, its files
+ * 0600 (they hold memory). _new() checks that name is free (images and
+ * full snapshots: -EEXIST, conflict) and makes a private directory in
+ * tmp/: its fd, its name in ret_tmp; _publish() makes its contents
+ * private and renames it full/NAME (the store locked throughout).
+ * _exists(): 1, 0, -errno. _remove(): -ENOENT (not found) if none.
+ */
+int hutch_image_full_new(struct hutch_image_store *s, const char *name, char ret_tmp[64],
+                         struct hutch_err *err);
+int hutch_image_full_publish(struct hutch_image_store *s, const char *tmp, const char *name,
+                             struct hutch_err *err);
+int hutch_image_full_exists(struct hutch_image_store *s, const char *name);
+/* A failed dump's directory of tmp/ removed at once. */
+void hutch_image_full_abandon(struct hutch_image_store *s, const char *tmp);
+int hutch_image_full_remove(struct hutch_image_store *s, const char *name, struct hutch_err *err);
 /* Forget snapshot name: -EBUSY (conflict) while a live sandbox's root has
  * its top layer, naming the sandbox; -EINVAL when name is no snapshot. */
 int hutch_image_snapshot_remove(struct hutch_image_store *s, const char *name,

@@ -45,6 +45,9 @@ int store_ref_copy_by_manifest(struct hutch_image_store *s, const char *manifest
 /* The store's users/ directory (created if needed): one use record per
  * sandbox (layers.c). */
 int store_open_users(struct hutch_image_store *s, struct hutch_err *err);
+/* The store's full/ directory (created if needed, 0700): full snapshots
+ * (fullstore.c). */
+int store_open_full(struct hutch_image_store *s, struct hutch_err *err);
 
 /* A new directory in tmp/, open; its name in name (what: its prefix). */
 int store_make_tmp(struct hutch_image_store *s, const char *what, char name[64],

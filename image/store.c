@@ -106,6 +106,11 @@ int store_open_users(struct hutch_image_store *s, struct hutch_err *err)
 	return open_sub(s->dirfd, "users", err);
 }
 
+int store_open_full(struct hutch_image_store *s, struct hutch_err *err)
+{
+	return open_sub(s->dirfd, "full", err);
+}
+
 /* Leftovers of a killed writer: only ever called with the lock held. */
 static void clean_tmp(struct hutch_image_store *s)
 {

@@ -275,6 +275,26 @@ static __attribute__((noreturn)) void supervisor_gone(struct init_state *s)
 	_exit(0);
 }
 
+/*
+ * A full snapshot's dump (HUTCH_MSG_DUMPABLE): CRIU checks from inside the
+ * sandbox's user namespace that init's namespaces are its, opening
+ * the files of /proc/1/ns, which a non-dumpable init (its mm's user namespace the
+ * host's) refuses to everybody without CAP_SYS_PTRACE on the host. So the
+ * supervisor makes init dumpable for the dump and not again after it.
+ * Meanwhile only a process of init's own uid (the sandbox's root) could
+ * ptrace it: a plain sandbox's commands are appuser's, and a container
+ * (whose processes may be root) never gets here.
+ */
+static void handle_dumpable(struct init_state *s, const char *body, size_t len)
+{
+	uint32_t on;
+
+	if (len != sizeof(on) || s->spawner.container || s->shared_pid)
+		return;
+	memcpy(&on, body, sizeof(on));
+	(void)prctl(PR_SET_DUMPABLE, on == 1 ? 1 : 0);
+}
+
 /* One message of the supervisor: 0, 1 when it hung up, -errno. */
 static int serve_message(struct init_state *s)
 {
@@ -296,6 +316,8 @@ static int serve_message(struct init_state *s)
 		handle_kill(s, hdr.id, body, (size_t)n);
 	else if (hdr.type == HUTCH_MSG_CONNECT)
 		handle_connect(s, hdr.id, body, (size_t)n);
+	else if (hdr.type == HUTCH_MSG_DUMPABLE)
+		handle_dumpable(s, body, (size_t)n);
 	if (hdr.type != HUTCH_MSG_SPAWN)
 		hutch_close_many(fds, nfds);
 	return 0;

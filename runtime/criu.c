@@ -279,11 +279,8 @@ void hutch_criu_probe(const char *runtime_dir, struct hutch_criu *ret)
 void hutch_criu_refusal(const struct hutch_criu *c, char *buf, size_t size)
 {
 	/* Kept under the API's 768 bytes of message with a CRIU path of ~100. */
-	static const char head[] =
-	        "full snapshots (processes and memory) are not supported yet: hutch's dump and "
-	        "restore of a sandbox's process tree are not built (CRIU " HUTCH_CRIU_MEASURED
-	        " remaking its namespaces on a new uid range was shown to work by hand; what is "
-	        "left: docs/snapshots.md)";
+	static const char head[] = "full snapshots (processes and memory) need a CRIU that passes "
+	                           "'criu check'";
 	static const char fix[] = "CRIU " HUTCH_CRIU_MIN " or later handles this kernel's vDSO "
 	                          "(" HUTCH_CRIU_MEASURED " built from source passes on Linux "
 	                          "6.18): set HUTCH_CRIU to it";
@@ -292,16 +289,16 @@ void hutch_criu_refusal(const struct hutch_criu *c, char *buf, size_t size)
 
 	if (!c->path[0])
 		snprintf(buf, size,
-		         "%s; and a CRIU that passes 'criu check' is needed: %s (Debian 12's criu "
-		         "3.17.1 fails it on Linux 6.18: vdso: Unexpected rt vDSO area bounds); "
-		         "%s; %s",
+		         "%s: %s (Debian 12's criu 3.17.1 fails it on Linux 6.18: vdso: "
+		         "Unexpected rt vDSO area bounds); %s; %s",
 		         head, c->detail, fix, tail);
 	else if (!c->works)
-		snprintf(buf, size,
-		         "%s; and a CRIU that passes 'criu check' is needed: criu %s at %.100s "
-		         "fails it on Linux %s: %.160s; %s; %s",
+		snprintf(buf, size, "%s: criu %s at %.100s fails it on Linux %s: %.160s; %s; %s",
 		         head, v, c->path, c->kernel, c->detail, fix, tail);
 	else
-		snprintf(buf, size, "%s; criu %s at %.100s passes 'criu check' on Linux %s%s; %s",
-		         head, v, c->path, c->kernel, c->cached ? " (cached)" : "", tail);
+		snprintf(buf, size,
+		         "criu %s at %.100s passes 'criu check' on Linux %s%s: 'hutch snapshot "
+		         "--full' dumps a plain sandbox; the restore of a full snapshot (create "
+		         "--snapshot) is not built yet (docs/snapshots.md); %s",
+		         v, c->path, c->kernel, c->cached ? " (cached)" : "", tail);
 }

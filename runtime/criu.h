@@ -37,9 +37,10 @@ struct hutch_criu {
 void hutch_criu_probe(const char *runtime_dir, struct hutch_criu *ret);
 
 /*
- * Why 'hutch snapshot --full' and POST /snapshot {"type": "full"} are
- * refused with this CRIU (every host for now: hutch does not restore a
- * process tree into a sandbox of its own yet), and what would fix it.
+ * What full snapshots can do with this CRIU: why 'hutch snapshot --full'
+ * and POST /snapshot {"type": "full"} are refused (no CRIU, or one that
+ * fails 'criu check') and what would fix it; with one that passes, that
+ * the dump works and the restore is not built yet (hutch doctor).
  */
 void hutch_criu_refusal(const struct hutch_criu *c, char *buf, size_t size);
 

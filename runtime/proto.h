@@ -45,6 +45,10 @@ enum hutch_msg_type {
 	/* oci update, likewise: body: struct hutch_limits (cgroup.h), each
 	 * field 0 = unchanged; answer EXITED (status 0) or FAILED */
 	HUTCH_MSG_UPDATE,
+	/* body: uint32_t 1 or 0: init made dumpable (PR_SET_DUMPABLE) for a
+	 * full snapshot's dump, then not again (supervisor/fullsnap.c); no
+	 * answer: the supervisor sees it in /proc (the owner of /proc/PID) */
+	HUTCH_MSG_DUMPABLE,
 	/* init -> supervisor */
 	HUTCH_MSG_READY = 100, /* rootfs and namespaces done: commands may run */
 	HUTCH_MSG_FAILED,      /* body: struct hutch_err; setup failed */

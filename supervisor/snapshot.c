@@ -254,6 +254,16 @@ static int open_store(struct sup *s, const char *name, struct hutch_image_store 
 	return r < 0 ? r : hutch_image_name_free(*ret, name, err);
 }
 
+int hutch_sup_snapshot_name_check(const char *name, struct hutch_err *err)
+{
+	if (!hutch_image_name_is_valid(name))
+		return hutch_err_set_class(err, HUTCH_ERRC_USAGE, -EINVAL,
+		                           "invalid snapshot name '%.64s': letters, digits and "
+		                           "._:/@+- (not first), no '..', at most %d bytes",
+		                           name, HUTCH_IMAGE_NAME_MAX);
+	return 0;
+}
+
 int hutch_sup_snapshot(struct sup *s, const char *name, const char *const *env, cJSON **ret,
                        struct hutch_err *err)
 {
@@ -273,11 +283,8 @@ int hutch_sup_snapshot(struct sup *s, const char *name, const char *const *env, 
 		snprintf(auto_name, sizeof(auto_name), "snap-%.12s-%u", s->id, ++s->snap->taken);
 		name = auto_name;
 	}
-	if (!hutch_image_name_is_valid(name))
-		return hutch_err_set_class(err, HUTCH_ERRC_USAGE, -EINVAL,
-		                           "invalid snapshot name '%.64s': letters, digits and "
-		                           "._:/@+- (not first), no '..', at most %d bytes",
-		                           name, HUTCH_IMAGE_NAME_MAX);
+	if ((r = hutch_sup_snapshot_name_check(name, err)) < 0)
+		return r;
 	if (!meta || !cJSON_AddStringToObject(meta, "source", s->id) ||
 	    !cJSON_AddStringToObject(meta, "type", "filesystem") ||
 	    !cJSON_AddNumberToObject(meta, "created", (double)time(NULL)))

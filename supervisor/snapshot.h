@@ -29,6 +29,8 @@ int hutch_sup_snapshot_fd(struct sup *s, unsigned which);
 int hutch_sup_snapshot_store(struct sup *s, struct hutch_image_store **ret, struct hutch_err *err);
 /* At the end: the fds closed. */
 void hutch_sup_snapshot_done(struct sup *s);
+/* -EINVAL (usage) naming the rules when name is no snapshot name. */
+int hutch_sup_snapshot_name_check(const char *name, struct hutch_err *err);
 /*
  * Snapshot the sandbox's filesystem as image name of its store (name NULL
  * or "": snap-<id>-<n>). On success *ret is {name, base, layer, layers,

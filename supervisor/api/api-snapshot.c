@@ -3,9 +3,9 @@
  * POST /snapshot (docs/api.md): the sandbox's filesystem as an image of
  * its store (supervisor/snapshot.c). Body {"name": "NAME", "type":
  * "filesystem", "env": ["NAME=VALUE"]}; all optional (env: the snapshot's
- * Env over its image's, hutch build's). A full snapshot (processes and memory) is
- * refused with the reason (docs/snapshots.md). POST /rollback {"snapshot":
- * "NAME"}: the sandbox's filesystem returned to that snapshot in place
+ * Env over its image's, hutch build's). {"type": "full"}: processes and memory
+ * too, CRIU's dump into the store (supervisor/fullsnap.c; docs/snapshots.md). POST /rollback
+ * {"snapshot": "NAME"}: the sandbox's filesystem returned to that snapshot in place
  * (supervisor/rollback.c). POST /fork {"count": N, "disk_bytes": B, "copy":
  * false}: hutch fork's disks, clones or copies of the sandbox's
  * (supervisor/fork.c).
@@ -15,10 +15,10 @@
 #include <string.h>
 
 #include "cleanup.h"
-#include "criu.h"
 #include "events.h"
 #include "fields.h"
 #include "fork.h"
+#include "fullsnap.h"
 #include "http.h"
 #include "image.h"
 #include "rollback.h"
@@ -89,24 +89,6 @@ static cJSON *parse_body(struct request *r, const struct hutch_field *fields, si
 	return body;
 }
 
-/* A full snapshot: refused on every host for now, saying why and what the
- * CRIU found (HUTCH_CRIU kept by the supervisor, else the standard
- * directories) says to 'criu check', its verdict cached in the runtime
- * dir: the parent of the sandbox's state dir (the environment is wiped). */
-static enum MHD_Result refuse_full(struct request *r)
-{
-	char rt[sizeof(r->s->paths.dir)], why[1024], *slash;
-	struct hutch_criu c;
-
-	snprintf(rt, sizeof(rt), "%s", r->s->paths.dir);
-	slash = strrchr(rt, '/');
-	if (slash && slash != rt)
-		*slash = '\0';
-	hutch_criu_probe(rt, &c);
-	hutch_criu_refusal(&c, why, sizeof(why));
-	return hutch_api_refuse(r->conn, HUTCH_ERRC_NOT_CAPABLE, "not_capable", "%s", why);
-}
-
 enum MHD_Result hutch_api_serve_snapshot(struct request *r, const char *upload, size_t *size)
 {
 	_cleanup_cjson_ cJSON *body = NULL;
@@ -124,8 +106,17 @@ enum MHD_Result hutch_api_serve_snapshot(struct request *r, const char *upload, 
 		return answered;
 	name = cJSON_GetObjectItemCaseSensitive(body, "name");
 	type = cJSON_GetObjectItemCaseSensitive(body, "type");
-	if (cJSON_IsString(type) && !strcmp(type->valuestring, "full"))
-		return refuse_full(r);
+	if (cJSON_IsString(type) && !strcmp(type->valuestring, "full")) {
+		if (cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(body, "env")) > 0)
+			return hutch_api_refuse(r->conn, HUTCH_ERRC_USAGE, "invalid_request",
+			                        "'env' is for filesystem snapshots");
+		if (hutch_sup_snapshot_full(r->s, cJSON_IsString(name) ? name->valuestring : NULL,
+		                            &out, &err) < 0) {
+			hutch_event(r->s, "full snapshot refused: %s", err.msg);
+			return hutch_api_respond_err(r->conn, &err, NULL);
+		}
+		return hutch_api_respond_json(r->conn, MHD_HTTP_CREATED, out);
+	}
 	if (cJSON_IsString(type) && strcmp(type->valuestring, "filesystem"))
 		return hutch_api_refuse(r->conn, HUTCH_ERRC_USAGE, "invalid_request",
 		                        "'type' must be \"filesystem\" or \"full\"");

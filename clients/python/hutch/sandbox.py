@@ -1170,16 +1170,23 @@ class SandboxSession:
         """Snapshot this sandbox's filesystem as image ``name`` of its store
         (None: ``snap-<id>-<n>``), the sandbox frozen meanwhile; returns a
         :class:`Snapshot` (``spawn()`` starts sandboxes from it).
-        ``type=SnapshotType.FULL`` (processes and memory) is refused by
-        hutch for now (NotCapableHostError, with the reason)."""
+        ``type=SnapshotType.FULL``: processes and memory too, CRIU's dump
+        of a plain sandbox (``image="host"``, network none, no volumes,
+        ``change_lists=False``) into the store, private to its owner; its
+        restore is not built yet. Refused: ConfigError for what a restore
+        could not remake, NotCapableHostError without a CRIU that passes
+        ``criu check`` (docs/snapshots.md)."""
         body = {"type": type}
         if name is not None:
             body["name"] = check_name(name)
         try:
             return Snapshot(self._client.call("POST", "/snapshot", body))
         except errors.APIError as e:
-            if getattr(e, "status", None) == 501:
+            status = getattr(e, "status", None)
+            if status == 501:
                 raise errors.NotCapableHostError(str(e)) from None
+            if status == 400 and type == SnapshotType.FULL:
+                raise errors.ConfigError(str(e)) from None
             raise
 
     def rollback(self, snapshot):

@@ -1,0 +1,535 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Full snapshots, the dump (docs/snapshots.md "Full snapshots").
+ *
+ * The sandbox's whole process tree is dumped, init its root (pid 1 of its
+ * pid namespace), so that CRIU records the user, pid, mount, network,
+ * uts, ipc and cgroup namespaces as its own and a restore can remake them
+ * on a new uid range. What hutch does for stock CRIU (4.1 or later: this
+ * kernel's vDSO) to take that dump:
+ *
+ *   - init is made dumpable for the dump (HUTCH_MSG_DUMPABLE) and not
+ *     again after it: CRIU opens init's /proc ns files from inside the
+ *     sandbox's user namespace, which a non-dumpable init refuses;
+ *   - every mount CRIU cannot remake by itself (one whose root is not its
+ *     file system's, or not a tmpfs, proc, devpts or mqueue: the disk's
+ *     ext4, the host's binds, lxcfs, cgroup v1) is named external, keyed
+ *     by its mount id; the root tmpfs is taken from --root at restore;
+ *   - init's files on mounts outside its mount namespace (its executable,
+ *     its libraries' mappings, its fds on host files) are named external
+ *     (mount id and inode), as is its socket to the supervisor;
+ *   - init called setsid() and made its socket in the sandbox's network
+ *     namespace (init/init.c), so CRIU finds both in what it dumps.
+ *
+ * The dump goes into the store's tmp/ (0700) while the store's writers'
+ * lock is held, and is renamed full/NAME whole, its files 0600: they hold
+ * the processes' memory. The sandbox runs on (--leave-running); CRIU
+ * stops its tasks by ptrace meanwhile. CRIU is a child of the supervisor
+ * with PDEATHSIG: a supervisor killed takes it and the sandbox along, and
+ * the half-made directory stays in tmp/ for the next lock holder to clear.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cleanup.h"
+#include "criu.h"
+#include "events.h"
+#include "fdutil.h"
+#include "fullsnap.h"
+#include "image.h"
+#include "netpolicy.h"
+#include "proto.h"
+#include "snapshot.h"
+#include "supervisor.h"
+#include "syscalls.h"
+#include "util.h"
+#include "volume.h"
+
+#define ARGS_MAX   512
+#define MOUNTS_MAX 256
+#define LOG_TAIL   (64 << 10)
+
+struct criu_argv {
+	char *v[ARGS_MAX + 1];
+	size_t n;
+	unsigned long long mnt_ids[MOUNTS_MAX]; /* init's mount namespace's */
+	size_t nmnt;
+};
+
+static void criu_argv_done(struct criu_argv *a)
+{
+	for (size_t i = 0; i < a->n; i++)
+		free(a->v[i]);
+	a->n = 0;
+}
+
+static int add(struct criu_argv *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int add(struct criu_argv *a, const char *fmt, ...)
+{
+	va_list ap;
+	int r;
+
+	if (a->n >= ARGS_MAX)
+		return -E2BIG;
+	va_start(ap, fmt);
+	r = vasprintf(&a->v[a->n], fmt, ap);
+	va_end(ap);
+	if (r < 0)
+		return -ENOMEM;
+	a->v[++a->n] = NULL;
+	return 0;
+}
+
+/* What a restore could not remake: refused before anything is made. */
+static int check(struct sup *s, struct hutch_err *err)
+{
+	if (s->idmap.rootless)
+		return hutch_err_set_class(err, HUTCH_ERRC_NOT_CAPABLE, -EPERM,
+		                           "full snapshots need root: CRIU dumps the sandbox's "
+		                           "process tree as the host's root");
+	if (!s->cg)
+		return hutch_err_set_class(
+		        err, HUTCH_ERRC_NOT_CAPABLE, -EOPNOTSUPP,
+		        "a sandbox without a cgroup (--no-limits) cannot be "
+		        "fully snapshotted: its restore needs cgroups of its own");
+	if (s->container || s->joins)
+		return hutch_err_set_class(
+		        err, HUTCH_ERRC_USAGE, -EINVAL,
+		        "an OCI container or pod member cannot be fully "
+		        "snapshotted: only a plain sandbox (hutch create --image "
+		        "host)");
+	if (s->image)
+		return hutch_err_set_class(
+		        err, HUTCH_ERRC_USAGE, -EINVAL,
+		        "a sandbox made from an image (its root an overlayfs) cannot be fully "
+		        "snapshotted yet: only the host-derived root's dump is built (hutch create "
+		        "--image host); a filesystem snapshot (without --full) works");
+	if (s->cfg->net.mode != HUTCH_NET_NONE)
+		return hutch_err_set_class(err, HUTCH_ERRC_USAGE, -EINVAL,
+		                           "network %s cannot be fully snapshotted: its host side "
+		                           "(veth and NAT, or the egress proxy) is not in CRIU's "
+		                           "dump; only network none",
+		                           hutch_net_mode_name(s->cfg->net.mode));
+	if (s->cfg->volumes && s->cfg->volumes->n)
+		return hutch_err_set_class(
+		        err, HUTCH_ERRC_USAGE, -EINVAL,
+		        "a sandbox with volumes (-v) cannot be fully snapshotted: "
+		        "their host directories are not part of the dump");
+	if (s->cfg->header_bindings)
+		return hutch_err_set_class(err, HUTCH_ERRC_USAGE, -EINVAL,
+		                           "a sandbox with header bindings cannot be fully "
+		                           "snapshotted: their proxy is the supervisor's");
+	if (s->cfg->change_lists)
+		return hutch_err_set_class(
+		        err, HUTCH_ERRC_USAGE, -EINVAL,
+		        "a sandbox with change lists cannot be fully snapshotted: CRIU keeps no "
+		        "fanotify file-system mark, so a restore would list no change; create "
+		        "it with --change-lists off");
+	if (s->idle.sleeping || s->idle.paused)
+		return hutch_err_set_class(err, HUTCH_ERRC_CONFLICT, -EBUSY,
+		                           "the sandbox is %s: resume it first",
+		                           s->idle.paused ? "paused" : "asleep");
+	return 0;
+}
+
+/* The runtime dir (the state dir's parent): the CRIU verdict's cache. */
+static void probe(struct sup *s, struct hutch_criu *c)
+{
+	char rt[sizeof(s->paths.dir)], *slash;
+
+	snprintf(rt, sizeof(rt), "%s", s->paths.dir);
+	slash = strrchr(rt, '/');
+	if (slash && slash != rt)
+		*slash = '\0';
+	hutch_criu_probe(rt, c);
+}
+
+/* Mountinfo's fields: id, root, mount point, file system type. */
+static bool parse_mount(char *line, unsigned long long *id, char **root, char **mp, char **fstype)
+{
+	char *sep = strstr(line, " - "), *save = NULL, *f[5];
+
+	if (!sep)
+		return false;
+	*sep = '\0';
+	for (size_t i = 0; i < 5; i++)
+		if (!(f[i] = strtok_r(i ? NULL : line, " ", &save)))
+			return false;
+	*id = strtoull(f[0], NULL, 10);
+	*root = f[3];
+	*mp = f[4];
+	*fstype = strtok_r(sep + 3, " ", &save);
+	return *fstype != NULL;
+}
+
+static bool criu_remakes(const char *root, const char *fstype)
+{
+	static const char *const own[] = { "tmpfs", "proc", "devpts", "mqueue" };
+
+	if (strcmp(root, "/"))
+		return false;
+	for (size_t i = 0; i < ELEMENTSOF(own); i++)
+		if (!strcmp(fstype, own[i]))
+			return true;
+	return false;
+}
+
+/* Every mount CRIU cannot remake: --external mnt[PATH]:mID. */
+static int add_mounts(struct criu_argv *a, pid_t pid, struct hutch_err *err)
+{
+	_cleanup_fclose_ FILE *f = NULL;
+	_cleanup_free_ char *line = NULL;
+	size_t cap = 0;
+	char path[64];
+	int r;
+
+	snprintf(path, sizeof(path), "/proc/%d/mountinfo", (int)pid);
+	if (!(f = fopen(path, "re")))
+		return hutch_err_set_errno(err, -errno, "read init's mounts");
+	while (getline(&line, &cap, f) > 0) {
+		char *root, *mp, *fstype;
+		unsigned long long id;
+
+		line[strcspn(line, "\n")] = '\0';
+		if (!parse_mount(line, &id, &root, &mp, &fstype))
+			return hutch_err_set(err, -EIO, "init's mountinfo: an unreadable line");
+		if (a->nmnt >= MOUNTS_MAX)
+			return hutch_err_set_class(err, HUTCH_ERRC_LIMIT, -E2BIG,
+			                           "more than %d mounts", MOUNTS_MAX);
+		a->mnt_ids[a->nmnt++] = id;
+		if (!strcmp(mp, "/") || criu_remakes(root, fstype))
+			continue;
+		if ((r = add(a, "--external")) < 0 || (r = add(a, "mnt[%s]:m%llu", mp, id)) < 0)
+			return hutch_err_set_errno(err, r, "criu's arguments");
+	}
+	return 0;
+}
+
+/* The mount id an fd's file is on (its fdinfo), or -errno. */
+static long long mount_of(int fd)
+{
+	_cleanup_fclose_ FILE *f = NULL;
+	_cleanup_free_ char *line = NULL;
+	size_t cap = 0;
+	char path[64];
+
+	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
+	if (!(f = fopen(path, "re")))
+		return -errno;
+	while (getline(&line, &cap, f) > 0)
+		if (!strncmp(line, "mnt_id:", 7))
+			return strtoll(line + 7, NULL, 10);
+	return -ENOENT;
+}
+
+/* One file init has (its exe, an fd, a mapping): external when it is on
+ * a mount outside init's mount namespace, once per (mount, inode). */
+static int add_file(struct criu_argv *a, const char *proc_path, struct hutch_err *err)
+{
+	_cleanup_close_ int fd = -EBADF;
+	char target[16];
+	struct stat st;
+	long long mnt;
+	char key[64];
+	ssize_t n;
+
+	n = readlink(proc_path, target, sizeof(target));
+	if (n <= 0 || target[0] != '/')
+		return 0; /* a socket, a pipe, an anonymous inode: CRIU's */
+	if ((fd = open(proc_path, O_PATH | O_CLOEXEC)) < 0 || fstat(fd, &st) < 0)
+		return errno == ENOENT ? 0
+		                       : hutch_err_set_errno(err, -errno, "open '%s'", proc_path);
+	if ((mnt = mount_of(fd)) < 0)
+		return hutch_err_set_errno(err, (int)mnt, "the mount of '%s'", proc_path);
+	for (size_t i = 0; i < a->nmnt; i++)
+		if (a->mnt_ids[i] == (unsigned long long)mnt)
+			return 0;
+	snprintf(key, sizeof(key), "file[%llx:%llx]", mnt, (unsigned long long)st.st_ino);
+	for (size_t i = 0; i < a->n; i++)
+		if (!strcmp(a->v[i], key))
+			return 0;
+	if (add(a, "--external") < 0 || add(a, "%s", key) < 0)
+		return hutch_err_set(err, -E2BIG, "criu's arguments");
+	return 0;
+}
+
+static int add_files_in(struct criu_argv *a, pid_t pid, const char *dir, struct hutch_err *err)
+{
+	_cleanup_closedir_ DIR *d = NULL;
+	char path[384];
+	struct dirent *de;
+	int r;
+
+	snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, dir);
+	if (!(d = opendir(path)))
+		return hutch_err_set_errno(err, -errno, "read '%s'", path);
+	while ((de = readdir(d))) {
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/%s/%s", (int)pid, dir, de->d_name);
+		if ((r = add_file(a, path, err)) < 0)
+			return r;
+	}
+	return 0;
+}
+
+/* init's files outside its mounts, and its socket to the supervisor
+ * (fd 3: supervisor/setup.c), whose other end is not in the dump. */
+static int add_init_files(struct criu_argv *a, pid_t pid, struct hutch_err *err)
+{
+	char path[64], target[64];
+	ssize_t n;
+	int r;
+
+	snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
+	if ((r = add_file(a, path, err)) < 0 || (r = add_files_in(a, pid, "fd", err)) < 0 ||
+	    (r = add_files_in(a, pid, "map_files", err)) < 0)
+		return r;
+	snprintf(path, sizeof(path), "/proc/%d/fd/3", (int)pid);
+	n = readlink(path, target, sizeof(target) - 1);
+	if (n <= 0 || strncmp(target, "socket:[", 8))
+		return hutch_err_set(err, -EPROTO, "init's fd 3 is not its socket");
+	target[n] = '\0';
+	if (add(a, "--external") < 0 || add(a, "unix[%.*s]", (int)(n - 9), target + 8) < 0)
+		return hutch_err_set(err, -E2BIG, "criu's arguments");
+	return 0;
+}
+
+/* init dumpable or not (HUTCH_MSG_DUMPABLE), seen done: /proc/PID/status's
+ * owner is init's uid (the slot's base) when dumpable, the host's root
+ * when not (its mm's user namespace is the host's: the kernel's
+ * task_dump_owner(); /proc/PID itself always shows the uid). Bounded: 5 s. */
+static int set_dumpable(struct sup *s, bool on, struct hutch_err *err)
+{
+	uint32_t v = on;
+	uid_t want = on ? s->uid_base : 0;
+	char path[48];
+	struct stat st;
+	int r;
+
+	r = hutch_proto_send(s->init_sock, HUTCH_MSG_DUMPABLE, 0, &v, sizeof(v), NULL, 0);
+	if (r < 0)
+		return hutch_err_set_errno(err, r, "ask init to be %sdumpable", on ? "" : "non-");
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)s->init_pid);
+	for (int i = 0; i < 5000; i++) {
+		if (stat(path, &st) < 0)
+			return hutch_err_set_errno(err, -errno, "init is gone");
+		if (st.st_uid == want)
+			return 0;
+		(void)nanosleep(&(struct timespec){ .tv_nsec = 1000000 }, NULL);
+	}
+	return hutch_err_set(err, -ETIMEDOUT, "init did not become %sdumpable", on ? "" : "non-");
+}
+
+/* criu dump in dirfd's images/ (its log dump.log there): 0, or its
+ * exit's error with CRIU's own error lines. */
+static int run_criu(const char *criu, char *const *argv, int dirfd, struct hutch_err *err)
+{
+	static char *const envp[] = { "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:"
+		                      "/sbin:/bin",
+		                      NULL };
+	_cleanup_free_ char *log = malloc(LOG_TAIL + 1);
+	_cleanup_close_ int lfd = -EBADF;
+	char why[512];
+	int status;
+	pid_t pid;
+	off_t end;
+	ssize_t n;
+
+	if (!log)
+		return hutch_err_set(err, -ENOMEM, "criu dump");
+	pid = fork();
+	if (pid < 0)
+		return hutch_err_set_errno(err, -errno, "fork criu");
+	if (pid == 0) {
+		int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+
+		(void)prctl(PR_SET_PDEATHSIG, SIGKILL);
+		/* The child's stdio: /dev/null (CRIU logs to images/dump.log). */
+		if (null < 0 || fchdir(dirfd) < 0)
+			_exit(127);
+		for (int fd = 0; fd < 3; fd++)
+			if (dup2(null, fd) < 0) /* lint-fds: ok: child stdio */
+				_exit(127);
+		(void)sys_close_range(3, ~0U, 0);
+		execve(criu, argv, envp);
+		_exit(127);
+	}
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	/* A dump is whole when CRIU says so and wrote its inventory. */
+	if (WIFEXITED(status) && WEXITSTATUS(status) == 0 &&
+	    faccessat(dirfd, "images/inventory.img", F_OK, AT_SYMLINK_NOFOLLOW) == 0)
+		return 0;
+	if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
+		return hutch_err_set_class(
+		        err, HUTCH_ERRC_IO, -EIO,
+		        "criu dump exited 0 without an inventory.img: not CRIU?");
+	log[0] = '\0';
+	if ((lfd = openat(dirfd, "images/dump.log", O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) >= 0 &&
+	    (end = lseek(lfd, 0, SEEK_END)) >= 0 &&
+	    (n = pread(lfd, log, LOG_TAIL, end > LOG_TAIL ? end - LOG_TAIL : 0)) >= 0)
+		log[n] = '\0';
+	hutch_criu_summarize_check(log, why, sizeof(why));
+	if (WIFSIGNALED(status))
+		return hutch_err_set_class(err, HUTCH_ERRC_IO, -EINTR,
+		                           "criu dump was killed (signal %d): %.400s",
+		                           WTERMSIG(status), why);
+	return hutch_err_set_class(err, HUTCH_ERRC_IO, -EIO, "criu dump failed (exit %d): %.400s",
+	                           WIFEXITED(status) ? WEXITSTATUS(status) : -1, why);
+}
+
+/* The bytes of the regular files of dirfd/sub. */
+static uint64_t bytes_of(int parent, const char *sub)
+{
+	_cleanup_closedir_ DIR *d = NULL;
+	uint64_t sum = 0;
+	struct dirent *de;
+	int fd = openat(parent, sub, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+
+	if (fd < 0 || !(d = fdopendir(fd))) {
+		if (fd >= 0)
+			(void)close(fd);
+		return 0;
+	}
+	while ((de = readdir(d))) {
+		struct stat st;
+
+		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+		    S_ISREG(st.st_mode))
+			sum += (uint64_t)st.st_size;
+	}
+	return sum;
+}
+
+/* snapshot.json: what a restore needs besides CRIU's images. */
+static int write_meta(struct sup *s, int dirfd, const struct hutch_criu *c,
+                      const struct criu_argv *a, struct hutch_err *err)
+{
+	_cleanup_cjson_ cJSON *o = cJSON_CreateObject();
+	_cleanup_free_ char *text = NULL;
+	cJSON *args = o ? cJSON_AddArrayToObject(o, "criu_args") : NULL;
+
+	if (!args || !cJSON_AddStringToObject(o, "type", "full") ||
+	    !cJSON_AddStringToObject(o, "source", s->id) ||
+	    !cJSON_AddNumberToObject(o, "created", (double)time(NULL)) ||
+	    !cJSON_AddStringToObject(o, "criu", c->version) ||
+	    !cJSON_AddStringToObject(o, "kernel", c->kernel) ||
+	    !cJSON_AddNumberToObject(o, "uid_base", (double)s->uid_base) ||
+	    !cJSON_AddStringToObject(o, "instance_type", s->cfg->type->name))
+		return hutch_err_set(err, -ENOMEM, "snapshot.json");
+	for (size_t i = 0; i < a->n; i++)
+		if (!cJSON_AddItemToArray(args, cJSON_CreateString(a->v[i])))
+			return hutch_err_set(err, -ENOMEM, "snapshot.json");
+	if (!(text = cJSON_Print(o)))
+		return hutch_err_set(err, -ENOMEM, "snapshot.json");
+	return hutch_write_bytes_at(dirfd, "snapshot.json", text, strlen(text), 0600) < 0
+	               ? hutch_err_set_errno(err, -errno, "write snapshot.json")
+	               : 0;
+}
+
+/* CRIU's arguments: the dump of init's tree into images/, the sandbox left
+ * running, every mount and file of the host named external. */
+static int make_argv(struct sup *s, const char *criu, struct criu_argv *a, struct hutch_err *err)
+{
+	int r;
+
+	if (add(a, "%s", criu) < 0 || add(a, "dump") < 0 || add(a, "-t") < 0 ||
+	    add(a, "%d", (int)s->init_pid) < 0 || add(a, "-D") < 0 || add(a, "images") < 0 ||
+	    add(a, "-o") < 0 || add(a, "dump.log") < 0 || add(a, "--leave-running") < 0 ||
+	    add(a, "--network-lock") < 0 || add(a, "skip") < 0)
+		return hutch_err_set(err, -ENOMEM, "criu's arguments");
+	if ((r = add_mounts(a, s->init_pid, err)) < 0 ||
+	    (r = add_init_files(a, s->init_pid, err)) < 0)
+		return r;
+	return 0;
+}
+
+/* The dump into the store's tmp/ dirfd; init dumpable only meanwhile. */
+static int dump(struct sup *s, const struct hutch_criu *c, int dirfd, struct hutch_err *err)
+{
+	struct criu_argv a = { 0 };
+	struct hutch_err back = { 0 };
+	int r;
+
+	if (mkdirat(dirfd, "images", 0700) < 0)
+		return hutch_err_set_errno(err, -errno, "make the images' directory");
+	r = make_argv(s, c->path, &a, err);
+	if (r >= 0 && (r = set_dumpable(s, true, err)) >= 0) {
+		r = run_criu(c->path, a.v, dirfd, err);
+		if (set_dumpable(s, false, &back) < 0) {
+			/* Not to be handed back dumpable: the sandbox ends. */
+			hutch_event(s, "full snapshot: %s; ending the sandbox", back.msg);
+			(void)kill(s->init_pid, SIGKILL);
+			if (r >= 0)
+				r = hutch_err_set(err, back.code, "%s", back.msg);
+		}
+	}
+	if (r >= 0)
+		r = write_meta(s, dirfd, c, &a, err);
+	criu_argv_done(&a);
+	return r;
+}
+
+int hutch_sup_snapshot_full(struct sup *s, const char *name, cJSON **ret, struct hutch_err *err)
+{
+	_cleanup_(hutch_image_store_freep) struct hutch_image_store *store = NULL;
+	_cleanup_close_ int dirfd = -EBADF;
+	char auto_name[64], tmp[64], why[1024];
+	struct hutch_criu c;
+	double t0 = hutch_now_mono_sec(), ms;
+	uint64_t bytes;
+	cJSON *o;
+	int r;
+
+	if ((r = check(s, err)) < 0)
+		return r;
+	if (!name || !*name) {
+		snprintf(auto_name, sizeof(auto_name), "snap-%.12s-%lld", s->id,
+		         (long long)time(NULL));
+		name = auto_name;
+	}
+	if ((r = hutch_sup_snapshot_name_check(name, err)) < 0)
+		return r;
+	probe(s, &c);
+	if (!c.works) {
+		hutch_criu_refusal(&c, why, sizeof(why));
+		return hutch_err_set_class(err, HUTCH_ERRC_NOT_CAPABLE, -EOPNOTSUPP, "%s", why);
+	}
+	if ((r = hutch_sup_snapshot_store(s, &store, err)) < 0 ||
+	    (dirfd = hutch_image_full_new(store, name, tmp, err)) < 0)
+		return r < 0 ? r : dirfd;
+	r = dump(s, &c, dirfd, err);
+	bytes = bytes_of(dirfd, "images");
+	if (r >= 0)
+		r = hutch_image_full_publish(store, tmp, name, err);
+	if (r < 0) {
+		hutch_image_full_abandon(store, tmp);
+		return r;
+	}
+	ms = (hutch_now_mono_sec() - t0) * 1e3;
+	hutch_event(s, "full snapshot %s: %llu bytes, %.1f ms", name, (unsigned long long)bytes,
+	            ms);
+	if (!(o = cJSON_CreateObject()) || !cJSON_AddStringToObject(o, "name", name) ||
+	    !cJSON_AddStringToObject(o, "type", "full") ||
+	    !cJSON_AddStringToObject(o, "source", s->id) ||
+	    !cJSON_AddStringToObject(o, "criu", c.version) ||
+	    !cJSON_AddNumberToObject(o, "bytes", (double)bytes) ||
+	    !cJSON_AddNumberToObject(o, "duration_ms", ms)) {
+		cJSON_Delete(o);
+		return hutch_err_set(err, -ENOMEM, "full snapshot");
+	}
+	*ret = o;
+	return 0;
+}

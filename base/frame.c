@@ -109,3 +109,42 @@ void hutch_frame_dec_unread(struct hutch_frame_dec *d, size_t k)
 {
 	d->left += (uint32_t)k;
 }
+
+size_t hutch_frame_result_encode(const struct hutch_frame_result *r, char *buf, size_t size)
+{
+	size_t n = r->message_len;
+
+	if (size < HUTCH_FRAME_RESULT_HDR)
+		return 0;
+	if (size > HUTCH_FRAME_CTL_MAX)
+		size = HUTCH_FRAME_CTL_MAX;
+	if (n > size - HUTCH_FRAME_RESULT_HDR)
+		n = size - HUTCH_FRAME_RESULT_HDR;
+	buf[0] = (char)(r->flags & HUTCH_FRAME_RESULT_FLAGS);
+	buf[1] = (char)r->exit_code;
+	buf[2] = (char)r->signal;
+	buf[3] = 0;
+	if (n)
+		memcpy(buf + HUTCH_FRAME_RESULT_HDR, r->message, n);
+	return HUTCH_FRAME_RESULT_HDR + n;
+}
+
+int hutch_frame_result_decode(const char *data, size_t len, struct hutch_frame_result *ret)
+{
+	const uint8_t *d = (const uint8_t *)data;
+
+	if (len < HUTCH_FRAME_RESULT_HDR || len > HUTCH_FRAME_CTL_MAX)
+		return -EPROTO;
+	if ((d[0] & ~HUTCH_FRAME_RESULT_FLAGS) || d[3])
+		return -EPROTO;
+	if (memchr(data + HUTCH_FRAME_RESULT_HDR, 0, len - HUTCH_FRAME_RESULT_HDR))
+		return -EPROTO;
+	*ret = (struct hutch_frame_result){
+		.flags = d[0],
+		.exit_code = d[1],
+		.signal = d[2],
+		.message = data + HUTCH_FRAME_RESULT_HDR,
+		.message_len = len - HUTCH_FRAME_RESULT_HDR,
+	};
+	return 0;
+}

@@ -35,6 +35,11 @@ enum hutch_frame_type {
 	 * hutch_created_run()): the request refused, as /exec's answer would
 	 * have been, {"status": N, "error": {...}}; the only frame */
 	HUTCH_FRAME_REFUSED = 7,
+	/* server -> client: the result in brief, binary (struct
+	 * hutch_frame_result), instead of EXIT when the request asked for it
+	 * ("exit_frame": "brief": hutch's own CLI, which then needs no JSON
+	 * parser for a command's end); the last frame */
+	HUTCH_FRAME_RESULT = 8,
 	HUTCH_FRAME_NTYPES
 };
 
@@ -44,7 +49,8 @@ enum hutch_frame_type {
 	 HUTCH_FRAME_BIT(HUTCH_FRAME_SIGNAL))
 #define HUTCH_FRAME_FROM_SERVER                                                      \
 	(HUTCH_FRAME_BIT(HUTCH_FRAME_STDOUT) | HUTCH_FRAME_BIT(HUTCH_FRAME_STDERR) | \
-	 HUTCH_FRAME_BIT(HUTCH_FRAME_EXIT) | HUTCH_FRAME_BIT(HUTCH_FRAME_ERROR))
+	 HUTCH_FRAME_BIT(HUTCH_FRAME_EXIT) | HUTCH_FRAME_BIT(HUTCH_FRAME_ERROR) |    \
+	 HUTCH_FRAME_BIT(HUTCH_FRAME_RESULT))
 
 enum hutch_frame_ev_kind {
 	HUTCH_FRAME_EV_NONE, /* bytes consumed, nothing complete yet */
@@ -88,5 +94,33 @@ size_t hutch_frame_dec_pending(const struct hutch_frame_dec *d, enum hutch_frame
 void hutch_frame_dec_skip(struct hutch_frame_dec *d, size_t n);
 /* Write the header of a frame of len bytes of type t into hdr. */
 void hutch_frame_header(uint8_t hdr[HUTCH_FRAME_HDR], enum hutch_frame_type t, uint32_t len);
+
+/*
+ * A RESULT frame's payload: flags (1 byte), the exit code (1 byte), the
+ * signal (1 byte), 0 (1 byte), then the message (what the exit frame's
+ * "message" says: a kill, a timeout; UTF-8, no NUL, may be empty) to the
+ * payload's end. The fields of /exec's exit frame a CLI acts on, and
+ * nothing else: its JSON fields stay the API's ("exit_frame" "json").
+ */
+#define HUTCH_FRAME_RESULT_HDR     4
+#define HUTCH_FRAME_RESULT_EXITED  (1u << 0) /* exit_code is the command's exit status */
+#define HUTCH_FRAME_RESULT_SIGNAL  (1u << 1) /* killed by signal */
+#define HUTCH_FRAME_RESULT_TIMEOUT (1u << 2) /* timed_out */
+#define HUTCH_FRAME_RESULT_OOM     (1u << 3) /* oom_killed */
+#define HUTCH_FRAME_RESULT_FLAGS   0x0fu
+struct hutch_frame_result {
+	unsigned flags;
+	uint8_t exit_code, signal;
+	const char *message; /* not NUL-terminated */
+	size_t message_len;
+};
+/* Write r's payload into buf (size bytes); the message is cut to what
+ * fits (and to HUTCH_FRAME_CTL_MAX). Returns the payload's length. */
+size_t hutch_frame_result_encode(const struct hutch_frame_result *r, char *buf, size_t size);
+/* Read a RESULT frame's payload (hostile: any bytes, len at most
+ * HUTCH_FRAME_CTL_MAX): 0 with *ret filled (its message points into
+ * data), or -EPROTO (shorter than its header, unknown flags, a non-zero
+ * reserved byte, a NUL in the message). */
+int hutch_frame_result_decode(const char *data, size_t len, struct hutch_frame_result *ret);
 
 #endif

@@ -188,6 +188,55 @@ int hutch_buf_append_tail(struct hutch_buf *b, const void *p, size_t n)
 	return hutch_buf_append(b, src, n);
 }
 
+int hutch_buf_append_json_str(struct hutch_buf *b, const char *s)
+{
+	static const char hex[] = "0123456789abcdef";
+	const char *run = s;
+	int r = hutch_buf_append(b, "\"", 1);
+
+	for (; r >= 0 && *s; s++) {
+		unsigned char c = (unsigned char)*s;
+		char esc[6] = { '\\', 0 };
+		size_t n = 2;
+
+		if (c >= 0x20 && c != '"' && c != '\\')
+			continue;
+		r = hutch_buf_append(b, run, (size_t)(s - run));
+		run = s + 1;
+		switch (c) {
+		case '"':
+		case '\\':
+			esc[1] = (char)c;
+			break;
+		case '\b':
+			esc[1] = 'b';
+			break;
+		case '\f':
+			esc[1] = 'f';
+			break;
+		case '\n':
+			esc[1] = 'n';
+			break;
+		case '\r':
+			esc[1] = 'r';
+			break;
+		case '\t':
+			esc[1] = 't';
+			break;
+		default:
+			memcpy(esc + 1, "u00", 3);
+			esc[4] = hex[c >> 4];
+			esc[5] = hex[c & 15];
+			n = 6;
+		}
+		if (r >= 0)
+			r = hutch_buf_append(b, esc, n);
+	}
+	if (r >= 0)
+		r = hutch_buf_append(b, run, (size_t)(s - run));
+	return r < 0 ? r : hutch_buf_append(b, "\"", 1);
+}
+
 void hutch_buf_done(struct hutch_buf *b)
 {
 	free(b->data);

@@ -45,6 +45,11 @@ int hutch_buf_append(struct hutch_buf *b, const void *p, size_t n);
 /* Append keeping the last cap bytes instead of the first (an output's
  * tail); total and truncated as above. -ENOMEM on failure. */
 int hutch_buf_append_tail(struct hutch_buf *b, const void *p, size_t n);
+/* Append s as a JSON string, quoted and escaped as cJSON_Print() escapes
+ * it (\" \\ \b \f \n \r \t, other bytes below 0x20 as \u00XX, the
+ * rest as they are): a request body written without loading libcjson
+ * (base/cjson-dl.c). -ENOMEM on failure. */
+int hutch_buf_append_json_str(struct hutch_buf *b, const char *s);
 void hutch_buf_done(struct hutch_buf *b);
 
 /*

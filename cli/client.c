@@ -198,14 +198,14 @@ static int read_answer(int fd, const char *sock, struct conn_ctx *c, volatile si
 	return 0;
 }
 
-int hutch_client_upgrade(const char *sock, const char *path, const char *proto, const char *body,
-                         size_t len, const void *tail, size_t tail_len,
+int hutch_client_upgrade(const char *sock, const char *path, const char *proto, const char *headers,
+                         const char *body, size_t len, const void *tail, size_t tail_len,
                          volatile sig_atomic_t *cancel, struct hutch_http_resp *ret, int *ret_fd,
                          char **ret_extra, size_t *ret_extra_len, struct hutch_err *err)
 {
 	struct conn_ctx c = { .resp = ret };
 	_cleanup_close_ int fd = -EBADF;
-	char hdrs[128];
+	char hdrs[256];
 	int r;
 
 	memset(ret, 0, sizeof(*ret));
@@ -218,7 +218,7 @@ int hutch_client_upgrade(const char *sock, const char *path, const char *proto, 
 	fd = connect_unix(sock, err);
 	if (fd < 0)
 		return fd;
-	snprintf(hdrs, sizeof(hdrs), "Connection: Upgrade\r\nUpgrade: %s\r\n", proto);
+	snprintf(hdrs, sizeof(hdrs), "Connection: Upgrade\r\nUpgrade: %s\r\n%s", proto, headers);
 	r = send_request(fd, "POST", path, hdrs, body, len, tail, tail_len);
 	if (r < 0 && r != -EPIPE)
 		return hutch_err_set_errno(err, r, "send request to '%s'", sock);

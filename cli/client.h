@@ -30,13 +30,14 @@ int hutch_client_request(const char *sock, const char *method, const char *path,
                          size_t len, struct hutch_http_resp *ret, struct hutch_err *err);
 
 /* POST body to path asking to switch the connection to proto (docs/api.md,
- * POST /exec); tail is sent right after the body. On 101 Switching
+ * POST /exec), with headers (more header lines, each ended by "\r\n",
+ * or ""); tail is sent right after the body. On 101 Switching
  * Protocols *ret_fd is the connected socket (the caller closes it) and
  * *ret_extra (malloc'ed, the caller frees) the stream's bytes that came
  * with the answer; any other answer is left in ret and *ret_fd is -EBADF.
  * err is filled only for transport errors. */
-int hutch_client_upgrade(const char *sock, const char *path, const char *proto, const char *body,
-                         size_t len, const void *tail, size_t tail_len,
+int hutch_client_upgrade(const char *sock, const char *path, const char *proto, const char *headers,
+                         const char *body, size_t len, const void *tail, size_t tail_len,
                          volatile sig_atomic_t *cancel, struct hutch_http_resp *ret, int *ret_fd,
                          char **ret_extra, size_t *ret_extra_len, struct hutch_err *err);
 

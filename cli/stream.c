@@ -89,18 +89,6 @@ static void tty_restore(struct tty_mode *m)
 	m->raw = false;
 }
 
-/* The window size as a RESIZE frame's payload, 0 if unknown. */
-static bool window_size(uint16_t *rows, uint16_t *cols)
-{
-	struct winsize ws;
-
-	if (ioctl(0, TIOCGWINSZ, &ws) < 0 || !ws.ws_row || !ws.ws_col)
-		return false;
-	*rows = ws.ws_row;
-	*cols = ws.ws_col;
-	return true;
-}
-
 void hutch_cli_catch_interrupts(void)
 {
 	struct sigaction sa = { .sa_handler = on_interrupt };
@@ -197,13 +185,39 @@ struct relay {
 	uint32_t in_owed;  /* bytes of the stdin frame sent still in via[0] */
 };
 
+/* A RESULT frame (the exit frame in brief, asked for without --json):
+ * its exit code, as json_exit_code() makes it of the JSON. */
+static int brief_exit_code(const char *data, size_t len)
+{
+	struct hutch_frame_result res;
+
+	if (hutch_frame_result_decode(data, len, &res) < 0)
+		return hutch_cli_fail(HUTCH_EXIT_FAILURE,
+		                      "broken stream from the sandbox: a malformed result");
+	if (res.message_len)
+		fprintf(stderr, "hutch: %.*s\n", (int)res.message_len, res.message);
+	if (res.flags & HUTCH_FRAME_RESULT_TIMEOUT)
+		return HUTCH_EXIT_TIMEOUT;
+	if (res.flags & HUTCH_FRAME_RESULT_EXITED)
+		return res.exit_code;
+	if (res.flags & HUTCH_FRAME_RESULT_SIGNAL)
+		return 128 + res.signal;
+	return HUTCH_EXIT_FAILURE;
+}
+
 static void on_final(struct run_state *rs, enum hutch_frame_type t, const char *data, size_t len)
 {
-	_cleanup_cjson_ cJSON *j = cJSON_ParseWithLength(data, len);
-	const cJSON *m = cJSON_GetObjectItemCaseSensitive(
-	        cJSON_GetObjectItemCaseSensitive(j, "error"), "message");
+	_cleanup_cjson_ cJSON *j = NULL;
+	const cJSON *m;
 
 	rs->got_exit = true;
+	if (t == HUTCH_FRAME_RESULT) { /* no JSON: libcjson stays unloaded */
+		rs->exit_code = brief_exit_code(data, len);
+		return;
+	}
+	j = cJSON_ParseWithLength(data, len);
+	m = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(j, "error"),
+	                                     "message");
 	if (t == HUTCH_FRAME_REFUSED) { /* hutch run's: what POST /exec answers */
 		_cleanup_free_ char *body = strndup(data, len);
 		const cJSON *st = cJSON_GetObjectItemCaseSensitive(j, "status");
@@ -302,7 +316,7 @@ static void queue_resize(struct relay *rl)
 	uint8_t *o = (uint8_t *)rl->obuf;
 
 	winched = 0;
-	if (!window_size(&rows, &cols))
+	if (!hutch_cli_window_size(&rows, &cols))
 		return;
 	hutch_frame_header(o, HUTCH_FRAME_RESIZE, 4);
 	o[5] = (uint8_t)(rows >> 8), o[6] = (uint8_t)rows;
@@ -526,42 +540,6 @@ static int relay(const char *path, int sock, bool interactive, const char *extra
 	return r;
 }
 
-/* exec -it ID alone: appuser's login shell, as its passwd entry says. */
-static char *login_shell[] = { "/bin/sh", "-c",
-	                       "s=$(getent passwd \"$(id -u)\" | cut -d: -f7); "
-	                       "exec \"${s:-/bin/sh}\" -l",
-	                       NULL };
-
-static char *request_body(char **argv, const struct hutch_cli_args *a)
-{
-	_cleanup_cjson_ cJSON *req = cJSON_CreateObject();
-	cJSON *arr = cJSON_AddArrayToObject(req, "argv");
-	_cleanup_cjson_ cJSON *env = a->env ? cJSON_Duplicate(a->env, true) : cJSON_CreateObject();
-	const char *term = getenv("TERM");
-	uint16_t rows, cols;
-
-	for (char **w = argv ? argv : login_shell; *w; w++)
-		cJSON_AddItemToArray(arr, cJSON_CreateString(*w));
-	if (a->cwd)
-		cJSON_AddStringToObject(req, "cwd", a->cwd);
-	if (a->tty) {
-		cJSON *t = cJSON_AddObjectToObject(req, "tty");
-
-		if (window_size(&rows, &cols)) {
-			cJSON_AddNumberToObject(t, "rows", rows);
-			cJSON_AddNumberToObject(t, "cols", cols);
-		}
-		/* The caller's terminal type, unless -e says otherwise. */
-		if (term && *term && env && !cJSON_GetObjectItemCaseSensitive(env, "TERM"))
-			cJSON_AddStringToObject(env, "TERM", term);
-	}
-	if (env && cJSON_GetArraySize(env) > 0)
-		cJSON_AddItemToObject(req, "env", TAKE_PTR(env));
-	if (a->timeout > 0)
-		cJSON_AddNumberToObject(req, "timeout", a->timeout);
-	return cJSON_PrintUnformatted(req);
-}
-
 /* POST /exec and the relay, once the terminal (-t) is set up. */
 static int run_stream(const char *sock, const char *body, const struct hutch_cli_args *a,
                       struct hutch_cli_capture *cap)
@@ -577,7 +555,9 @@ static int run_stream(const char *sock, const char *body, const struct hutch_cli
 
 	/* Without -i, stdin's end goes with the request. */
 	hutch_frame_header(eof, HUTCH_FRAME_STDIN, 0);
-	r = hutch_client_upgrade(sock, "/exec", "hutch-exec", body, strlen(body),
+	/* the exit frame in brief (no JSON to parse) unless --json keeps it */
+	r = hutch_client_upgrade(sock, "/exec", "hutch-exec",
+	                         cap ? "" : "Hutch-Exit-Frame: brief\r\n", body, strlen(body),
 	                         a->interactive ? NULL : eof, a->interactive ? 0 : sizeof(eof),
 	                         &interrupted, &resp, &fd, &extra, &extra_len, &err);
 	if (r < 0) {
@@ -671,7 +651,7 @@ int hutch_cli_run_prepare(char **argv, const struct hutch_cli_args *a, int *ret_
 	/* -t sets the terminal raw before the request (stream()) */
 	if (a->tty)
 		return 1;
-	body = request_body(argv, a);
+	body = hutch_cli_exec_body(argv, a, !a->json);
 	if (!body)
 		return 1;
 	len = strlen(body);
@@ -711,7 +691,8 @@ int hutch_cli_run_relay(const char *sock, int fd, const struct hutch_cli_args *a
 static int stream(const char *sock, char **argv, const struct hutch_cli_args *a,
                   struct hutch_cli_capture *cap, int (*ack)(void *ud, int fd), void *ud)
 {
-	_cleanup_free_ char *body = request_body(argv, a);
+	/* brief in the body on the hand-over only (below) */
+	_cleanup_free_ char *body = hutch_cli_exec_body(argv, a, ack && !cap);
 	struct tty_mode tm = { 0 };
 	bool tty_fails = a->tty && !isatty(0);
 	int r;

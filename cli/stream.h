@@ -3,6 +3,7 @@
 #ifndef HUTCH_STREAM_H
 #define HUTCH_STREAM_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include <cjson/cJSON.h>
@@ -60,6 +61,14 @@ int hutch_cli_run_prepare(char **argv, const struct hutch_cli_args *a, int *ret_
  * hutch's after printing why (cap as for hutch_cli_stream_command()). */
 int hutch_cli_run_relay(const char *sock, int fd, const struct hutch_cli_args *a,
                         struct hutch_cli_capture *cap);
+/* The command's request (POST /exec's body, hutch run's on its hand-over)
+ * as JSON text (malloc'ed, NULL when out of memory): argv (NULL: -it's
+ * login shell), a's --cwd, -t's size and TERM, -e, --timeout, and with
+ * brief "exit_frame": "brief" (the end as a RESULT frame; POST /exec asks
+ * for it with a header instead, which an older supervisor ignores). */
+char *hutch_cli_exec_body(char **argv, const struct hutch_cli_args *a, bool brief);
+/* The caller's terminal's size (stdin's), false if unknown. */
+bool hutch_cli_window_size(uint16_t *rows, uint16_t *cols);
 /* Print an API error answer's message; returns the exit code of its
  * class: the one its code names ("not_found": 65), else its HTTP status's
  * (404: 65, 410: 66, 501: 69, 400: 64, 409 and 413: 70; another: 70),

@@ -19,6 +19,7 @@
 #include "cmd.h"
 #include "config.h"
 #include "fdutil.h"
+#include "frame.h"
 #include "proto.h"
 #include "util.h"
 
@@ -721,6 +722,26 @@ static const char *result_status(const struct cmd *c, char *msg, size_t size)
 		return "signaled";
 	}
 	return "exited";
+}
+
+size_t hutch_cmd_result_brief(const struct cmd *c, char *buf, size_t size)
+{
+	char msg[128] = "";
+	struct hutch_frame_result r = { .message = msg };
+
+	(void)result_status(c, msg, sizeof(msg));
+	r.message_len = strlen(msg);
+	if (WIFEXITED(c->status) && !c->timed_out) {
+		r.flags |= HUTCH_FRAME_RESULT_EXITED;
+		r.exit_code = (uint8_t)WEXITSTATUS(c->status);
+	}
+	if (WIFSIGNALED(c->status)) {
+		r.flags |= HUTCH_FRAME_RESULT_SIGNAL;
+		r.signal = (uint8_t)WTERMSIG(c->status);
+	}
+	r.flags |= (c->timed_out ? HUTCH_FRAME_RESULT_TIMEOUT : 0) |
+	           (c->oom_killed ? HUTCH_FRAME_RESULT_OOM : 0);
+	return hutch_frame_result_encode(&r, buf, size);
 }
 
 cJSON *hutch_cmd_result_json(const struct cmd *c, unsigned what)

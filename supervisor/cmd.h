@@ -224,5 +224,9 @@ void hutch_cmds_finish_all(struct hutch_cmds *set);
 #define HUTCH_RESULT_OUTPUT (1u << 0)
 #define HUTCH_RESULT_BASE64 (1u << 1)
 cJSON *hutch_cmd_result_json(const struct cmd *c, unsigned what);
+/* The same result in brief, as a RESULT frame's payload (base/frame.h:
+ * exit code, signal, timed out, OOM, the message) written into buf (size
+ * bytes); returns its length. */
+size_t hutch_cmd_result_brief(const struct cmd *c, char *buf, size_t size);
 
 #endif

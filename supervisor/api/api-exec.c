@@ -14,7 +14,8 @@
  * taken it. A half-close of the client (read end of file) is the end of
  * stdin only (issue 18 #7); a hang-up (EPOLLHUP: both directions) or a
  * broken frame kills the command. The last frame is EXIT (the result
- * JSON of /run, without output) or ERROR (the sandbox ended); the socket
+ * JSON of /run, without output), RESULT (the same in brief, binary, when
+ * the body asked: "exit_frame": "brief") or ERROR (the sandbox ended); the socket
  * is then handed back to libmicrohttpd, which closes it.
  *
  * hutch run's command comes without HTTP (hutch_api_exec_stream()): on a
@@ -62,7 +63,7 @@ static void exec_freed(struct hutch_deferred *d)
 }
 
 /* The end: the command is killed if it runs, the socket handed back. */
-static void exec_end(struct hutch_exec *x)
+void hutch_exec_end(struct hutch_exec *x)
 {
 	struct sup *s = x->s;
 
@@ -114,7 +115,7 @@ static void exec_detach(void *p)
 		return;
 	x->r = NULL;
 	if (!x->urh)
-		exec_end(x);
+		hutch_exec_end(x);
 }
 
 /* A failure: end now, or before the upgrade kill the command and end when
@@ -122,7 +123,7 @@ static void exec_detach(void *p)
 static void exec_abort(struct hutch_exec *x)
 {
 	if (x->urh || !x->r) {
-		exec_end(x);
+		hutch_exec_end(x);
 		return;
 	}
 	x->aborted = true;
@@ -196,7 +197,8 @@ static bool queue_iov(struct hutch_exec *x, const uint8_t *hdr, size_t hlen, con
 }
 
 /* Queue one frame. */
-static bool queue_frame(struct hutch_exec *x, enum hutch_frame_type t, const char *data, size_t n)
+bool hutch_exec_queue_frame(struct hutch_exec *x, enum hutch_frame_type t, const char *data,
+                            size_t n)
 {
 	uint8_t hdr[HUTCH_FRAME_HDR];
 
@@ -220,7 +222,7 @@ static bool splice_owed(struct hutch_exec *x)
 			return true;
 		}
 		if (w <= 0) {
-			exec_end(x); /* the client is gone */
+			hutch_exec_end(x); /* the client is gone */
 			return false;
 		}
 		x->owed -= (uint32_t)w;
@@ -230,7 +232,7 @@ static bool splice_owed(struct hutch_exec *x)
 
 /* Send what is queued; at the end of the stream, end. Returns false if
  * the stream ended. */
-static bool flush_out(struct hutch_exec *x)
+bool hutch_exec_flush(struct hutch_exec *x)
 {
 	if (x->live && x->ooff == x->olen)
 		x->out_blocked = false;
@@ -242,7 +244,7 @@ static bool flush_out(struct hutch_exec *x)
 		if (w < 0 && errno == EAGAIN)
 			break;
 		if (w < 0) {
-			exec_end(x); /* the client is gone */
+			hutch_exec_end(x); /* the client is gone */
 			return false;
 		}
 		x->ooff += (size_t)w;
@@ -254,7 +256,7 @@ static bool flush_out(struct hutch_exec *x)
 	if (x->cmd && x->olen - x->ooff < EXEC_OUT_HIGH && !x->owed)
 		hutch_cmd_resume_output(x->cmd);
 	if (x->finished && x->live && x->ooff == x->olen) {
-		exec_end(x);
+		hutch_exec_end(x);
 		return false;
 	}
 	return true;
@@ -349,7 +351,7 @@ static bool on_output(void *ud, struct cmd *c, bool is_err, const char *buf, siz
 		exec_abort(x);
 		return false;
 	}
-	if (n && !queue_frame(x, t, buf, n)) {
+	if (n && !hutch_exec_queue_frame(x, t, buf, n)) {
 		exec_abort(x);
 		return false;
 	}
@@ -403,9 +405,11 @@ static void on_done(void *ud, struct cmd *c)
 {
 	struct hutch_exec *x = ud;
 	struct sup *s = x->s;
-	bool gone = s->state != SUP_RUNNING;
-	cJSON *j = gone ? hutch_api_ended_json(s) : hutch_cmd_result_json(c, 0);
+	bool gone = s->state != SUP_RUNNING, brief = x->brief && !gone;
+	cJSON *j = gone ? hutch_api_ended_json(s) : brief ? NULL : hutch_cmd_result_json(c, 0);
 	_cleanup_free_ char *text = NULL;
+	char res[HUTCH_FRAME_CTL_MAX]; /* "exit_frame": "brief": a RESULT frame, no JSON */
+	size_t n = brief ? hutch_cmd_result_brief(c, res, sizeof(res)) : 0;
 
 	if (j && c->spawn_error && !gone)
 		cJSON_AddStringToObject(j, "error", c->spawn_error);
@@ -417,12 +421,13 @@ static void on_done(void *ud, struct cmd *c)
 		exec_abort(x);
 		return;
 	}
-	if (!text || !queue_frame(x, gone ? HUTCH_FRAME_ERROR : HUTCH_FRAME_EXIT, text,
-	                          strnlen(text, HUTCH_FRAME_CTL_MAX))) {
+	if (brief ? !hutch_exec_queue_frame(x, HUTCH_FRAME_RESULT, res, n)
+	          : !text || !hutch_exec_queue_frame(x, gone ? HUTCH_FRAME_ERROR : HUTCH_FRAME_EXIT,
+	                                             text, strnlen(text, HUTCH_FRAME_CTL_MAX))) {
 		exec_abort(x);
 		return;
 	}
-	if (flush_out(x))
+	if (hutch_exec_flush(x))
 		update_events(x);
 }
 
@@ -485,7 +490,7 @@ static bool pump_in(struct hutch_exec *x)
 		size_t w;
 
 		if (r < 0) {
-			exec_end(x); /* a broken stream: the command is killed */
+			hutch_exec_end(x); /* a broken stream: the command is killed */
 			return false;
 		}
 		if (ev.kind == HUTCH_FRAME_EV_DATA) {
@@ -579,7 +584,7 @@ static bool read_sock(struct hutch_exec *x)
 	if (n < 0 && errno == EAGAIN)
 		return true;
 	if (n < 0) {
-		exec_end(x);
+		hutch_exec_end(x);
 		return false;
 	}
 	if (n == 0) {
@@ -605,10 +610,10 @@ static void on_sock(struct hutch_watch *w, uint32_t events)
 	/* Hung up both ways: the client is gone, whatever it sent last (its
 	 * end of file must not let the command run on to completion). */
 	if (events & (EPOLLHUP | EPOLLERR)) {
-		exec_end(x);
+		hutch_exec_end(x);
 		return;
 	}
-	if ((events & EPOLLOUT) && !flush_out(x))
+	if ((events & EPOLLOUT) && !hutch_exec_flush(x))
 		return;
 	if ((events & EPOLLIN) && !x->rd_eof && x->ioff == x->ilen && !read_sock(x))
 		return;
@@ -622,7 +627,7 @@ void hutch_exec_go(struct hutch_exec *x, const char *extra, size_t extra_size)
 	if (extra_size > EXEC_IN_BUF) {
 		char *p = realloc(x->ibuf, extra_size);
 		if (!p) {
-			exec_end(x);
+			hutch_exec_end(x);
 			return;
 		}
 		x->ibuf = p;
@@ -632,10 +637,10 @@ void hutch_exec_go(struct hutch_exec *x, const char *extra, size_t extra_size)
 	x->ilen = extra_size;
 	if (x->aborted || (!hutch_watch_active(&x->w_sock) &&
 	                   hutch_loop_add(&x->s->loop, &x->w_sock, x->sock, 0) < 0)) {
-		exec_end(x);
+		hutch_exec_end(x);
 		return;
 	}
-	if (pump_in(x) && flush_out(x))
+	if (pump_in(x) && hutch_exec_flush(x))
 		update_events(x);
 }
 
@@ -713,7 +718,7 @@ int hutch_exec_begin(struct hutch_exec *x, const char *body, size_t len, unsigne
 	struct hutch_err err = { 0 };
 	struct hutch_spawn sp;
 
-	if (hutch_run_req_parse(body, len, x->s->cmdenv, &req, &err) < 0)
+	if (hutch_exec_req_parse(body, len, x->s->cmdenv, &req, &err) < 0)
 		return refuse(&err, "invalid_request", status, answer);
 	if (req.stdin_data) {
 		hutch_run_req_done(&req);
@@ -736,6 +741,7 @@ int hutch_exec_begin(struct hutch_exec *x, const char *body, size_t len, unsigne
 	if (!req.tty) /* a pipe's pages can be spliced; a terminal's cannot */
 		sink.move = on_move;
 	x->tty = req.tty;
+	x->brief |= req.brief;
 	x->cmd = hutch_cmd_start(&x->s->cmds, &sp, &sink, &err);
 	hutch_run_req_done(&req);
 	if (!x->cmd)
@@ -746,22 +752,6 @@ int hutch_exec_begin(struct hutch_exec *x, const char *body, size_t len, unsigne
 		x->started = true;
 	}
 	return 0;
-}
-
-bool hutch_exec_queue_frame(struct hutch_exec *x, enum hutch_frame_type t, const char *data,
-                            size_t n)
-{
-	return queue_frame(x, t, data, n);
-}
-
-bool hutch_exec_flush(struct hutch_exec *x)
-{
-	return flush_out(x);
-}
-
-void hutch_exec_end(struct hutch_exec *x)
-{
-	exec_end(x);
 }
 
 enum MHD_Result hutch_api_serve_exec(struct request *r, const char *upload, size_t *size)
@@ -780,6 +770,12 @@ enum MHD_Result hutch_api_serve_exec(struct request *r, const char *upload, size
 	if (!x)
 		return MHD_NO;
 	x->r = r;
+	/* the exit frame's form as a header too: an older supervisor ignores
+	 * it, where it refuses an unknown field (docs/api.md) */
+	x->brief = !strcasecmp(
+	        hutch_mhd.lookup_connection_value(r->conn, MHD_HEADER_KIND, "Hutch-Exit-Frame")
+	                ?: "",
+	        "brief");
 	if (hutch_exec_begin(x, r->body.data ? r->body.data : "", r->body.len, &status, &answer) <
 	    0) {
 		hutch_exec_free(x);
@@ -795,5 +791,5 @@ enum MHD_Result hutch_api_serve_exec(struct request *r, const char *upload, size
 void hutch_api_exec_close_all(struct sup *s)
 {
 	while (s->execs)
-		exec_end(s->execs);
+		hutch_exec_end(s->execs);
 }

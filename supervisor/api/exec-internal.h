@@ -45,6 +45,7 @@ struct hutch_exec {
 	bool rd_eof, finished, ended, aborted;
 	bool started; /* stdin is known (a tty's master comes once spawned) */
 	bool tty;
+	bool brief; /* "exit_frame": "brief": the end as a RESULT frame */
 	/* Output spliced from the command's pipe (on_move): the current
 	 * frame's header is sent, owed of its bytes are still in owed_fd;
 	 * out_blocked: the socket was full with nothing queued. */

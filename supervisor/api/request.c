@@ -27,17 +27,26 @@
 	{ "env", HUTCH_FIELD_OBJECT, 0, 0, 0, "'env' must be an object of strings" }
 /* clang-format on */
 
-static const struct hutch_field run_fields[] = {
-	COMMAND_FIELDS,
-	{ "stdin", HUTCH_FIELD_STRING, HUTCH_FIELD_NULLABLE, 0, 0, NULL },
-	{ "timeout", HUTCH_FIELD_NUMBER, HUTCH_FIELD_NULLABLE, 0, (double)HUTCH_MAX_TTL,
-	  "'timeout' must be a number of seconds >= 0 (0 or null: no timeout)" },
-	{ "max_output_bytes", HUTCH_FIELD_INTEGER, HUTCH_FIELD_NULLABLE, 1,
-	  (double)HUTCH_MAX_MAX_OUTPUT,
-	  "'max_output_bytes' must be a whole number from 1 to {max}" },
-	{ "encoding", HUTCH_FIELD_STRING, HUTCH_FIELD_NULLABLE, 0, 0, NULL },
-	{ "tty", HUTCH_FIELD_OBJECT, HUTCH_FIELD_NULLABLE, 0, 0,
-	  "'tty' must be an object: {\"rows\": R, \"cols\": C}" },
+/* clang-format off */
+#define RUN_FIELDS \
+	COMMAND_FIELDS, \
+	{ "stdin", HUTCH_FIELD_STRING, HUTCH_FIELD_NULLABLE, 0, 0, NULL }, \
+	{ "timeout", HUTCH_FIELD_NUMBER, HUTCH_FIELD_NULLABLE, 0, (double)HUTCH_MAX_TTL, \
+	  "'timeout' must be a number of seconds >= 0 (0 or null: no timeout)" }, \
+	{ "max_output_bytes", HUTCH_FIELD_INTEGER, HUTCH_FIELD_NULLABLE, 1, \
+	  (double)HUTCH_MAX_MAX_OUTPUT, \
+	  "'max_output_bytes' must be a whole number from 1 to {max}" }, \
+	{ "encoding", HUTCH_FIELD_STRING, HUTCH_FIELD_NULLABLE, 0, 0, NULL }, \
+	{ "tty", HUTCH_FIELD_OBJECT, HUTCH_FIELD_NULLABLE, 0, 0, \
+	  "'tty' must be an object: {\"rows\": R, \"cols\": C}" }
+/* clang-format on */
+
+static const struct hutch_field run_fields[] = { RUN_FIELDS };
+/* /exec's (and hutch run's command on its hand-over): /run's, and the
+ * form of the exit frame. */
+static const struct hutch_field exec_fields[] = {
+	RUN_FIELDS,
+	{ "exit_frame", HUTCH_FIELD_STRING, HUTCH_FIELD_NULLABLE, 0, 0, NULL },
 };
 /* /start_process's: the command (no timeout or output cap),
  * and "stdin": true to keep its standard input open (POST /process_stdin). */
@@ -238,6 +247,20 @@ static int parse_encoding(const cJSON *enc, struct hutch_run_req *r, struct hutc
 	return 0;
 }
 
+/* /exec's "exit_frame": "json" (the result's JSON, the default) or
+ * "brief" (its RESULT frame, base/frame.h). */
+static int parse_exit_frame(const cJSON *f, struct hutch_run_req *r, struct hutch_err *err)
+{
+	if (!cJSON_IsString(f) || !strcmp(f->valuestring, "json"))
+		return 0;
+	if (strcmp(f->valuestring, "brief"))
+		return hutch_err_set_class(err, HUTCH_ERRC_USAGE, -EINVAL,
+		                           "'exit_frame' must be \"json\" (the result as JSON) or "
+		                           "\"brief\" (exit code, signal, message)");
+	r->brief = true;
+	return 0;
+}
+
 /* stdin as given: text, or base64 of exact bytes. */
 static int parse_stdin(const char *v, struct hutch_run_req *r, struct hutch_err *err)
 {
@@ -303,6 +326,8 @@ static int parse_req(const char *body, size_t len, const struct hutch_field *fie
 		rc = parse_encoding(cJSON_GetObjectItemCaseSensitive(j, "encoding"), &r, err);
 	if (rc >= 0)
 		rc = parse_tty(cJSON_GetObjectItemCaseSensitive(j, "tty"), &r, err);
+	if (rc >= 0)
+		rc = parse_exit_frame(cJSON_GetObjectItemCaseSensitive(j, "exit_frame"), &r, err);
 	stdin_j = cJSON_GetObjectItemCaseSensitive(j, "stdin");
 	if (rc >= 0 && cJSON_IsString(stdin_j))
 		rc = parse_stdin(stdin_j->valuestring, &r, err);
@@ -321,6 +346,12 @@ int hutch_run_req_parse(const char *body, size_t len, const char *const *base_en
                         struct hutch_run_req *ret, struct hutch_err *err)
 {
 	return parse_req(body, len, run_fields, ELEMENTSOF(run_fields), base_env, ret, err);
+}
+
+int hutch_exec_req_parse(const char *body, size_t len, const char *const *base_env,
+                         struct hutch_run_req *ret, struct hutch_err *err)
+{
+	return parse_req(body, len, exec_fields, ELEMENTSOF(exec_fields), base_env, ret, err);
 }
 
 int hutch_start_req_parse(const char *body, size_t len, const char *const *base_env,

@@ -26,12 +26,17 @@ struct hutch_run_req {
 	bool tty;            /* "tty": {"rows", "cols"}: on a pseudo-terminal (/exec) */
 	bool stdin_open;     /* /start_process "stdin": true: kept open (/process_stdin) */
 	uint16_t rows, cols; /* its size, 0: the kernel's default */
+	bool brief;          /* /exec "exit_frame": "brief": a RESULT frame, not EXIT's JSON */
 };
 
 /* Parse a /run or /run_streaming body; its env is merged over base_env
  * (the sandbox's, NULL: hutch_default_env). */
 int hutch_run_req_parse(const char *body, size_t len, const char *const *base_env,
                         struct hutch_run_req *ret, struct hutch_err *err);
+/* Parse a /exec body (hutch run's on its hand-over too): /run's fields
+ * and "exit_frame" ("json" or "brief"). */
+int hutch_exec_req_parse(const char *body, size_t len, const char *const *base_env,
+                         struct hutch_run_req *ret, struct hutch_err *err);
 /* Parse a /start_process body: cmd, argv, cwd, env and stdin (a boolean). */
 int hutch_start_req_parse(const char *body, size_t len, const char *const *base_env,
                           struct hutch_run_req *ret, struct hutch_err *err);

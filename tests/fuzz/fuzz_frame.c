@@ -7,7 +7,9 @@
  * length inside its bound, a returned piece given back with
  * dec_unread() is decoded again to the same bytes, and a caller that
  * moves a data frame's bytes itself (dec_pending(), dec_skip(): splice)
- * sees the same bytes.
+ * sees the same bytes. A RESULT frame's payload is read as the CLI reads
+ * it (hutch_frame_result_decode()): its message stays inside the payload,
+ * and what it decodes encodes back to the same bytes.
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -17,6 +19,23 @@
 #include "frame.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+/* A RESULT frame's payload as hutch's CLI reads it. */
+static void check_result(const char *data, size_t len)
+{
+	struct hutch_frame_result res;
+	char back[HUTCH_FRAME_CTL_MAX];
+	size_t n;
+
+	if (hutch_frame_result_decode(data, len, &res) < 0)
+		return;
+	if (res.message < data + HUTCH_FRAME_RESULT_HDR ||
+	    res.message + res.message_len != data + len || (res.flags & ~HUTCH_FRAME_RESULT_FLAGS))
+		abort();
+	n = hutch_frame_result_encode(&res, back, sizeof(back));
+	if (n != len || memcmp(back, data, len) != 0)
+		abort();
+}
 
 /* Decode all of in, pieces of at most step bytes; sum a digest of the
  * events so that two splits can be compared. */
@@ -69,6 +88,8 @@ static uint64_t run(unsigned allowed, const uint8_t *in, size_t n, size_t step, 
 		}
 		if (ev.kind == HUTCH_FRAME_EV_CTL && ev.len > HUTCH_FRAME_CTL_MAX)
 			abort();
+		if (ev.kind == HUTCH_FRAME_EV_CTL && ev.type == HUTCH_FRAME_RESULT)
+			check_result(ev.data, ev.len);
 		if (ev.kind == HUTCH_FRAME_EV_EOF || ev.kind == HUTCH_FRAME_EV_CTL)
 			digest = (digest ^ ((uint64_t)ev.kind << 8 | ev.type)) * 1099511628211ull;
 		for (size_t i = 0; ev.kind == HUTCH_FRAME_EV_DATA && i < ev.len; i++)

@@ -21,9 +21,13 @@
 
 #include <cmocka.h>
 
+#include <cjson/cJSON.h>
+
 #include "base64.h"
+#include "cjson-dl.h"
 #include "error.h"
 #include "fdutil.h"
+#include "frame.h"
 #include "ring.h"
 #include "util.h"
 
@@ -759,9 +763,85 @@ static void test_error_classes(void **state)
 	assert_int_equal(hutch_err_class(&err), HUTCH_ERRC_CONFLICT);
 }
 
+/* A JSON string written without libcjson is what cJSON_PrintUnformatted()
+ * writes, and cJSON reads it back to the same bytes. */
+static void test_json_str(void **state)
+{
+	static const char *const in[] = { "",           "plain",        "q\"uote\\back",
+		                          "\b\f\n\r\t", "\x01\x1f\x7f", "caf\xc3\xa9 \xff",
+		                          "a/b</c>" };
+
+	assert_false(hutch_cjson_is_loaded()); /* nothing above called it */
+	for (size_t i = 0; i < sizeof(in) / sizeof(in[0]); i++) {
+		struct hutch_buf b;
+		cJSON *s = cJSON_CreateString(in[i]), *back;
+		char *want = cJSON_PrintUnformatted(s);
+
+		hutch_buf_init(&b, SIZE_MAX);
+		assert_int_equal(hutch_buf_append_json_str(&b, in[i]), 0);
+		assert_int_equal(hutch_buf_append(&b, "", 1), 0);
+		assert_string_equal(b.data, want);
+		back = cJSON_Parse(b.data);
+		assert_true(cJSON_IsString(back));
+		assert_string_equal(back->valuestring, in[i]);
+		cJSON_Delete(back);
+		cJSON_Delete(s);
+		free(want);
+		hutch_buf_done(&b);
+	}
+	assert_true(hutch_cjson_is_loaded());
+	/* a NULL item answers without the library, as the library would */
+	assert_null(cJSON_GetObjectItemCaseSensitive(NULL, "x"));
+	assert_false(cJSON_IsString(NULL));
+	assert_int_equal(cJSON_GetArraySize(NULL), 0);
+	cJSON_Delete(NULL);
+}
+
+/* The RESULT frame's payload: encoded, decoded back; the hostile ones
+ * refused. */
+static void test_frame_result(void **state)
+{
+	struct hutch_frame_result r = { .flags = HUTCH_FRAME_RESULT_SIGNAL,
+		                        .signal = 9,
+		                        .message = "killed by signal 9 (SIGKILL)",
+		                        .message_len = 28 },
+	                          d;
+	char buf[HUTCH_FRAME_CTL_MAX + 16], big[HUTCH_FRAME_CTL_MAX + 16];
+	size_t n = hutch_frame_result_encode(&r, buf, sizeof(buf));
+
+	assert_int_equal(n, HUTCH_FRAME_RESULT_HDR + 28);
+	assert_int_equal(hutch_frame_result_decode(buf, n, &d), 0);
+	assert_int_equal(d.flags, HUTCH_FRAME_RESULT_SIGNAL);
+	assert_int_equal(d.signal, 9);
+	assert_int_equal(d.message_len, 28);
+	assert_memory_equal(d.message, r.message, 28);
+	/* an exit code alone, no message */
+	r = (struct hutch_frame_result){ .flags = HUTCH_FRAME_RESULT_EXITED, .exit_code = 3 };
+	n = hutch_frame_result_encode(&r, buf, sizeof(buf));
+	assert_int_equal(n, HUTCH_FRAME_RESULT_HDR);
+	assert_int_equal(hutch_frame_result_decode(buf, n, &d), 0);
+	assert_int_equal(d.exit_code, 3);
+	assert_int_equal(d.message_len, 0);
+	/* a message cut to the control frame's bound */
+	memset(big, 'm', sizeof(big));
+	r.message = big;
+	r.message_len = sizeof(big);
+	n = hutch_frame_result_encode(&r, buf, sizeof(buf));
+	assert_int_equal(n, HUTCH_FRAME_CTL_MAX);
+	assert_int_equal(hutch_frame_result_decode(buf, n, &d), 0);
+	/* refused: short, unknown flags, the reserved byte, a NUL, too long */
+	assert_int_equal(hutch_frame_result_decode("\x01\x00\x00", 3, &d), -EPROTO);
+	assert_int_equal(hutch_frame_result_decode("\x10\x00\x00\x00", 4, &d), -EPROTO);
+	assert_int_equal(hutch_frame_result_decode("\x01\x00\x00\x01", 4, &d), -EPROTO);
+	assert_int_equal(hutch_frame_result_decode("\x01\x00\x00\x00a\0b", 7, &d), -EPROTO);
+	assert_int_equal(hutch_frame_result_decode(buf, HUTCH_FRAME_CTL_MAX + 1, &d), -EPROTO);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_json_str),
+		cmocka_unit_test(test_frame_result),
 		cmocka_unit_test(test_parse_u64),
 		cmocka_unit_test(test_ids),
 		cmocka_unit_test(test_utf8_valid),

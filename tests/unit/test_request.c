@@ -387,6 +387,27 @@ static void test_invalid_json(void **state)
 	parse_bad("42", -EINVAL, "must be a JSON object");
 }
 
+/* /exec's "exit_frame": "json" (the default) or "brief"; /run has no
+ * such field. */
+static void test_exit_frame(void **state)
+{
+	struct hutch_run_req r;
+	struct hutch_err err = { 0 };
+	static const char brief[] = "{\"argv\": [\"true\"], \"exit_frame\": \"brief\"}";
+	static const char json[] = "{\"argv\": [\"true\"], \"exit_frame\": \"json\"}";
+	static const char bad[] = "{\"argv\": [\"true\"], \"exit_frame\": \"short\"}";
+
+	assert_int_equal(hutch_exec_req_parse(brief, strlen(brief), NULL, &r, &err), 0);
+	assert_true(r.brief);
+	hutch_run_req_done(&r);
+	assert_int_equal(hutch_exec_req_parse(json, strlen(json), NULL, &r, &err), 0);
+	assert_false(r.brief);
+	hutch_run_req_done(&r);
+	assert_int_equal(hutch_exec_req_parse(bad, strlen(bad), NULL, &r, &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "'exit_frame' must be"));
+	parse_bad(brief, -EINVAL, "exit_frame");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -396,6 +417,7 @@ int main(void)
 		cmocka_unit_test(test_max_output),    cmocka_unit_test(test_stdin),
 		cmocka_unit_test(test_unknown_field), cmocka_unit_test(test_tty_and_encoding),
 		cmocka_unit_test(test_invalid_json),  cmocka_unit_test(test_start_stdin),
+		cmocka_unit_test(test_exit_frame),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,91 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The command's request body (POST /exec, hutch run's hand-over), written
+ * without libcjson (base/cjson-dl.c): exec and run then never load it on
+ * their way, the exit frame coming in brief (base/frame.h, RESULT). The
+ * JSON is the API's (docs/api.md), its strings escaped as cJSON_Print()
+ * escapes them (hutch_buf_append_json_str()); only -e's variables, which
+ * the argument parser keeps in a cJSON object, are read from one (its
+ * members' fields, no call into the library).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+
+#include "args.h"
+#include "stream.h"
+#include "util.h"
+
+bool hutch_cli_window_size(uint16_t *rows, uint16_t *cols)
+{
+	struct winsize ws;
+
+	if (ioctl(0, TIOCGWINSZ, &ws) < 0 || !ws.ws_row || !ws.ws_col)
+		return false;
+	*rows = ws.ws_row;
+	*cols = ws.ws_col;
+	return true;
+}
+
+/* exec -it ID alone: appuser's login shell, as its passwd entry says. */
+static char *login_shell[] = { "/bin/sh", "-c",
+	                       "s=$(getent passwd \"$(id -u)\" | cut -d: -f7); "
+	                       "exec \"${s:-/bin/sh}\" -l",
+	                       NULL };
+
+/* Append text; -ENOMEM. */
+static int put(struct hutch_buf *b, const char *text)
+{
+	return hutch_buf_append(b, text, strlen(text));
+}
+
+char *hutch_cli_exec_body(char **argv, const struct hutch_cli_args *a, bool brief)
+{
+	struct hutch_buf b;
+	const char *term = getenv("TERM");
+	bool term_set = false, first = true;
+	char num[64];
+	uint16_t rows, cols;
+	int r;
+
+	hutch_buf_init(&b, SIZE_MAX);
+	r = put(&b, "{\"argv\":[");
+	for (char **w = argv ? argv : login_shell; r >= 0 && *w; w++, first = false)
+		r = (first ? 0 : put(&b, ",")) ?: hutch_buf_append_json_str(&b, *w);
+	r = r ?: put(&b, "]");
+	if (a->cwd)
+		r = r ?: put(&b, ",\"cwd\":") ?: hutch_buf_append_json_str(&b, a->cwd);
+	if (a->tty && hutch_cli_window_size(&rows, &cols)) {
+		snprintf(num, sizeof(num), ",\"tty\":{\"rows\":%u,\"cols\":%u}", rows, cols);
+		r = r ?: put(&b, num);
+	} else if (a->tty) {
+		r = r ?: put(&b, ",\"tty\":{}");
+	}
+	first = true;
+	for (const cJSON *e = a->env ? a->env->child : NULL; r >= 0 && e; e = e->next) {
+		r = put(&b, first ? ",\"env\":{" : ",") ?: hutch_buf_append_json_str(&b, e->string) ?:
+		    put(&b, ":") ?: hutch_buf_append_json_str(&b, e->valuestring);
+		term_set |= !strcmp(e->string, "TERM");
+		first = false;
+	}
+	/* The caller's terminal type, unless -e says otherwise. */
+	if (a->tty && term && *term && !term_set) {
+		r = r ?: put(&b, first ? ",\"env\":{" : ",") ?: put(&b, "\"TERM\":") ?:
+		    hutch_buf_append_json_str(&b, term);
+		first = false;
+	}
+	r = r ?: (first ? 0 : put(&b, "}"));
+	if (a->timeout > 0) {
+		snprintf(num, sizeof(num), ",\"timeout\":%.17g", a->timeout);
+		r = r ?: put(&b, num);
+	}
+	if (brief)
+		r = r ?: put(&b, ",\"exit_frame\":\"brief\"");
+	r = r ?: hutch_buf_append(&b, "}", 2); /* with its NUL */
+	if (r < 0) {
+		hutch_buf_done(&b);
+		return NULL;
+	}
+	return b.data;
+}

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -442,37 +443,56 @@ int hutch_unix_addr(const char *path, struct sockaddr_un *ret, int *ret_dirfd)
 	return 0;
 }
 
-int hutch_userns_fd(const char *uid_map, const char *gid_map, pid_t *ret_pid)
+pid_t hutch_userns_start(void)
 {
 	struct clone_args args = { .flags = CLONE_NEWUSER, .exit_signal = SIGCHLD };
-	char path[64];
-	int fd = -EBADF, r = 0;
+	pid_t parent = getpid();
 	long pid;
 
-	*ret_pid = 0;
 	pid = sys_clone3(&args, sizeof(args));
 	if (pid < 0)
 		return -errno;
 	if (pid == 0) {
-		/* Only its namespace matters; it is killed once that is open. */
+		/* Only its namespace matters; it is killed once that is open,
+		 * or with its parent (made ahead, the parent may end first). */
+		if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
+			_exit(0);
 		for (;;)
 			pause();
 	}
-	snprintf(path, sizeof(path), "/proc/%ld/uid_map", pid);
+	return (pid_t)pid;
+}
+
+int hutch_userns_finish(pid_t pid, const char *uid_map, const char *gid_map)
+{
+	char path[64];
+	int fd = -EBADF, r;
+
+	snprintf(path, sizeof(path), "/proc/%d/uid_map", (int)pid);
 	r = hutch_write_knob_at(AT_FDCWD, path, uid_map);
 	if (r >= 0) {
-		snprintf(path, sizeof(path), "/proc/%ld/gid_map", pid);
+		snprintf(path, sizeof(path), "/proc/%d/gid_map", (int)pid);
 		r = hutch_write_knob_at(AT_FDCWD, path, gid_map);
 	}
 	if (r >= 0) {
-		snprintf(path, sizeof(path), "/proc/%ld/ns/user", pid);
+		snprintf(path, sizeof(path), "/proc/%d/ns/user", (int)pid);
 		fd = open(path, O_RDONLY | O_CLOEXEC);
 		if (fd < 0)
 			r = -errno;
 	}
-	(void)kill((pid_t)pid, SIGKILL);
-	*ret_pid = (pid_t)pid;
+	(void)kill(pid, SIGKILL);
 	return r < 0 ? r : fd;
+}
+
+int hutch_userns_fd(const char *uid_map, const char *gid_map, pid_t *ret_pid)
+{
+	pid_t pid = hutch_userns_start();
+
+	*ret_pid = 0;
+	if (pid < 0)
+		return pid;
+	*ret_pid = pid;
+	return hutch_userns_finish(pid, uid_map, gid_map);
 }
 
 int hutch_send_byte_fd(int sock, char b, int fd)

@@ -70,6 +70,12 @@ int hutch_lock_at(int dirfd, const char *name, int op);
  * caller's memory, ~5 ms). -errno on failure (*ret_pid set if it ran).
  */
 int hutch_userns_fd(const char *uid_map, const char *gid_map, pid_t *ret_pid);
+/* The same in two steps, for a namespace made ahead of knowing its maps:
+ * its process started (its pid, to reap, or -errno; it dies with its
+ * parent), then its maps written and its fd opened (the fd or -errno; the
+ * process killed either way, still to reap). */
+pid_t hutch_userns_start(void);
+int hutch_userns_finish(pid_t pid, const char *uid_map, const char *gid_map);
 /* One byte on a unix socket, with fd passed along (SCM_RIGHTS) when
  * fd >= 0: 0 or -errno. */
 int hutch_send_byte_fd(int sock, char b, int fd);

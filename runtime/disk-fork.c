@@ -72,8 +72,10 @@ enum {
  * whatever forks came between) seen as the fork's: a user namespace whose
  * maps take the disk's range (its "layer", owned by the range's root, says
  * where it starts) onto the fork's, root kept as root (the file system's
- * root and lost+found). Its fd, or -errno. */
-static int fork_userns(int root, uid_t to, struct hutch_err *err)
+ * root and lost+found). Its process made ahead (ns, > 0: the taker's ids
+ * are known only once it asks, and making a process then cost 3-30 ms at
+ * load 9), else now. Its fd, or -errno. */
+static int fork_userns(int root, uid_t to, pid_t ns, struct hutch_err *err)
 {
 	char umap[96], gmap[96];
 	struct stat st;
@@ -88,7 +90,10 @@ static int fork_userns(int root, uid_t to, struct hutch_err *err)
 	         ID_RANGE);
 	snprintf(gmap, sizeof(gmap), "0 0 1\n%u %u %u\n", (unsigned)st.st_gid, (unsigned)to,
 	         ID_RANGE);
-	fd = hutch_userns_fd(umap, gmap, &pid);
+	if (ns > 0)
+		fd = hutch_userns_finish(pid = ns, umap, gmap);
+	else
+		fd = hutch_userns_fd(umap, gmap, &pid);
 	if (pid > 0)
 		(void)waitpid(pid, NULL, 0);
 	if (fd < 0)
@@ -107,12 +112,12 @@ static int idmap(int mnt, int userns)
 /* disk[DISK_ROOT] replaced by the root of an idmapped clone of the disk's
  * mount (the supervisor's: a fork of the fork, its diff, see the fork's
  * ids); *ret_userns for the places' clones. */
-static int map_ids(int disk[3], uid_t to, int *ret_userns, struct hutch_err *err)
+static int map_ids(int disk[3], uid_t to, pid_t ns, int *ret_userns, struct hutch_err *err)
 {
 	_cleanup_close_ int userns = -EBADF, view = -EBADF;
 	int r, root;
 
-	if ((r = userns = fork_userns(disk[DISK_ROOT], to, err)) < 0)
+	if ((r = userns = fork_userns(disk[DISK_ROOT], to, ns, err)) < 0)
 		return r;
 	view = sys_open_tree(disk[DISK_MNT], "",
 	                     OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH);
@@ -193,8 +198,9 @@ static int await_taker(int listener, int ctl)
 	}
 }
 
-/* The fork's creator, once: its request served (e: why there is no disk). */
-static void serve(int listener, int ctl, int disk[3], struct hutch_err *e)
+/* The fork's creator, once: its request served (e: why there is no disk;
+ * ns: the user namespace's process made ahead, or <= 0). */
+static void serve(int listener, int ctl, int disk[3], pid_t ns, struct hutch_err *e)
 {
 	int fds[HUTCH_DISK_FDS] = { -EBADF, -EBADF, -EBADF, -EBADF, -EBADF, -EBADF };
 	struct hutch_disk_request req = { 0 };
@@ -209,7 +215,7 @@ static void serve(int listener, int ctl, int disk[3], struct hutch_err *e)
 	n = hutch_proto_recv(c, &hdr, &req, sizeof(req), NULL, &nfds);
 	if (n != (ssize_t)sizeof(req) || hdr.type != HUTCH_MSG_GO)
 		return;
-	if (e->code < 0 || map_ids(disk, req.uid_base, &userns, e) < 0 ||
+	if (e->code < 0 || map_ids(disk, req.uid_base, ns, &userns, e) < 0 ||
 	    hutch_disk_hand_over(disk[DISK_MNT], disk[DISK_ROOT], disk[DISK_FILE], &req, fds, e) <
 	            0)
 		goto failed;
@@ -277,13 +283,18 @@ _Noreturn static void forker(const struct hutch_disk_fork *f, int ctl, int liste
 	int loop = -EBADF, nr = -1;
 	bool cloning;
 	size_t nfds = 0;
+	pid_t ns;
 
 	if (prepare(f, disk, &cloning, &loop, &nr, &e) < 0) {
 		(void)hutch_proto_send(ctl, HUTCH_MSG_FAILED, 0, &e, sizeof(e), NULL, 0);
 		_exit(0);
 	}
-	if (hutch_proto_send(ctl, HUTCH_MSG_READY, 0, NULL, 0, NULL, 0) < 0 ||
-	    hutch_proto_recv(ctl, &hdr, NULL, 0, NULL, &nfds) != 0 || hdr.type != HUTCH_MSG_GO)
+	if (hutch_proto_send(ctl, HUTCH_MSG_READY, 0, NULL, 0, NULL, 0) < 0)
+		_exit(0);
+	/* The ids' user namespace begun while the source is frozen (its
+	 * process dies with us: PDEATHSIG). */
+	ns = hutch_userns_start();
+	if (hutch_proto_recv(ctl, &hdr, NULL, 0, NULL, &nfds) != 0 || hdr.type != HUTCH_MSG_GO)
 		_exit(0);
 	if (getenv("HUTCH_TEST_FORK_STOP"))
 		(void)raise(SIGSTOP); /* the fault tests' point (test_snapshot_faults.py) */
@@ -303,7 +314,7 @@ _Noreturn static void forker(const struct hutch_disk_fork *f, int ctl, int liste
 		(void)hutch_disk_mount(f->runtime_dir, nr, &disk[DISK_MNT], &disk[DISK_ROOT], &e);
 		closep(&loop);
 	}
-	serve(listener, ctl, disk, &e);
+	serve(listener, ctl, disk, ns, &e);
 	_exit(0);
 }
 

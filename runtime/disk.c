@@ -12,7 +12,11 @@
  *   3. a free loop device configured on it in one LOOP_CONFIGURE,
  *      autoclear (detached once the last mount goes) and direct I/O (no
  *      second page cache of the file, charged to no one);
- *   4. ext4 mounted detached (fsopen, fsmount: nosuid, nodev), its
+ *   4. ext4 mounted detached (fsopen, fsmount: nosuid, nodev; nobarrier:
+ *      its file is nameless, so no crash leaves it to recover, and a cache
+ *      flush, a syncfs's or a fsync's inside, went down the loop devices
+ *      (the pool's too) to the host's disk: 0.6-12 ms for a syncfs with nothing to write,
+ *      0.1 ms without, the fork's frozen one among them), its
  *      directories made and given to the sandbox's ids, each cloned
  *      (open_tree) for init to attach.
  *
@@ -236,6 +240,7 @@ static int mount_ext4(int nr, struct hutch_err *err)
 	snprintf(dev, sizeof(dev), "/dev/loop%d", nr);
 	if (fs < 0 || sys_fsconfig(fs, FSCONFIG_SET_STRING, "source", dev, 0) < 0 ||
 	    sys_fsconfig(fs, FSCONFIG_SET_FLAG, "noinit_itable", NULL, 0) < 0 ||
+	    sys_fsconfig(fs, FSCONFIG_SET_FLAG, "nobarrier", NULL, 0) < 0 ||
 	    sys_fsconfig(fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0)
 		return hutch_err_set_errno(err, -errno, "disk: mount ext4 of '%s'", dev);
 	mnt = sys_fsmount(fs, FSMOUNT_CLOEXEC, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);

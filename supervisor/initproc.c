@@ -27,6 +27,16 @@ void hutch_initproc_hold_mntns(struct sup *s)
 	s->mntns_fd = open(path, O_RDONLY | O_CLOEXEC);
 }
 
+void hutch_initproc_kill_unless_hook(struct sup *s)
+{
+	if (s->init_pid <= 0 || s->cfg->on_destroy)
+		return;
+	if (s->pidfd >= 0)
+		(void)sys_pidfd_send_signal(s->pidfd, SIGKILL, NULL, 0);
+	else
+		(void)kill(s->init_pid, SIGKILL);
+}
+
 void hutch_initproc_reap(struct sup *s)
 {
 	if (s->init_pid <= 0)

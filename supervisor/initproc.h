@@ -28,6 +28,11 @@ void hutch_initproc_started(struct sup *s, const struct hutch_initproc *p);
  * period) before the death is seen. Best effort: without it, init's exit
  * does that work. */
 void hutch_initproc_hold_mntns(struct sup *s);
+/* SIGKILL to init (its whole pid namespace), not waited for, unless an
+ * on_destroy hook must run in it first: the kernel tears the namespaces
+ * down while the caller finishes its turn (a run's last lines);
+ * hutch_initproc_reap() waits for it. */
+void hutch_initproc_kill_unless_hook(struct sup *s);
 /* Kill init (its whole pid namespace) and reap it; init_pid is 0 after. */
 void hutch_initproc_reap(struct sup *s);
 /* The hold of hutch_initproc_hold_mntns() let go: the sandbox's files and

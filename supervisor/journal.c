@@ -40,11 +40,14 @@ struct hutch_journal {
 	char dir[4300];    /* where its files are */
 	char name[64], old_name[64];
 	/* The command that each of the last COMMANDS_KEPT lines of a command
-	 * started (hutch diff --since SEQ), a ring, oldest first from ncmd. */
+	 * started (hutch diff --since SEQ), a ring, oldest first from ncmd;
+	 * grown to COMMANDS_KEPT as commands come (ncap), not allocated
+	 * whole: 64 KiB zeroed are 16 page faults on a one-command run's
+	 * path (docs/performance.md, issue 31). */
 	struct {
 		uint64_t seq, cmd;
 	} * cmds;
-	size_t ncmds;
+	size_t ncmds, ncap;
 };
 
 #define COMMANDS_KEPT 4096
@@ -493,8 +496,20 @@ static cJSON *line_of(struct hutch_jrec *jr, int64_t at_ms, struct hutch_journal
 
 static void keep_command(struct hutch_journal *j, uint64_t seq, uint64_t cmd)
 {
-	if (!j->cmds && !(j->cmds = calloc(COMMANDS_KEPT, sizeof(*j->cmds))))
-		return;
+	/* Below COMMANDS_KEPT the ring is not full: slot ncmds is the next
+	 * one, and the array only needs to reach it. */
+	if (j->ncmds == j->ncap && j->ncap < COMMANDS_KEPT) {
+		size_t n = j->ncap ? j->ncap * 4 : 16;
+		void *p;
+
+		if (n > COMMANDS_KEPT)
+			n = COMMANDS_KEPT;
+		p = reallocarray(j->cmds, n, sizeof(*j->cmds));
+		if (!p)
+			return;
+		j->cmds = p;
+		j->ncap = n;
+	}
 	j->cmds[j->ncmds++ % COMMANDS_KEPT].seq = seq;
 	j->cmds[(j->ncmds - 1) % COMMANDS_KEPT].cmd = cmd;
 }

@@ -40,6 +40,7 @@
 #include "cmdenv.h"
 #include "fdutil.h"
 #include "frame.h"
+#include "initproc.h"
 #include "journal.h"
 #include "request.h"
 #include "routes.h"
@@ -94,11 +95,10 @@ void hutch_exec_end(struct hutch_exec *x)
 	x->urh = NULL;
 	if (x->own) {
 		close(x->sock);
-		/* A run's own stream is over, its exit frame sent: its CLI
-		 * deletes the sandbox next ("D", or its end), whatever the
-		 * stream's end was. The deletion begins now, not a round trip
-		 * through the CLI later (the run's end, docs/performance.md). */
+		/* A run's own stream is over: its CLI deletes the sandbox next ("D" or its
+		 * end). That begins now, init dying before this turn's journal, events lines. */
 		s->hooks.run_delete = true;
+		hutch_initproc_kill_unless_hook(s);
 	}
 	hutch_journal_request_end(x->jr, 0); /* (NULL: nothing) */
 	x->jr = NULL;

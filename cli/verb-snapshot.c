@@ -155,6 +155,31 @@ static int cmd_rollback(struct hutch_cli_args *a)
 }
 
 /* The store's snapshots: hutch_image_list() filtered. */
+/* Full snapshots as rows of ls: {"name", "snapshot": their snapshot.json}. */
+static int add_full(struct hutch_image_store *s, cJSON *out)
+{
+	_cleanup_cjson_ cJSON *full = NULL;
+	struct hutch_err err = { 0 };
+	cJSON *m;
+
+	if (hutch_image_full_list(s, &full, &err) < 0)
+		return 0; /* a store without full/: none */
+	cJSON_ArrayForEach(m, full) {
+		cJSON *row = cJSON_CreateObject();
+
+		if (!row ||
+		    !cJSON_AddStringToObject(row, "name",
+		                             cJSON_GetStringValue(cJSON_GetObjectItem(m, "name"))
+		                                     ?: "") ||
+		    !cJSON_AddItemToObject(row, "snapshot", cJSON_Duplicate(m, true))) {
+			cJSON_Delete(row);
+			return -ENOMEM;
+		}
+		cJSON_AddItemToArray(out, row);
+	}
+	return 0;
+}
+
 static int cmd_ls(struct hutch_cli_args *a)
 {
 	_cleanup_(hutch_image_store_freep) struct hutch_image_store *s = NULL;
@@ -172,6 +197,8 @@ static int cmd_ls(struct hutch_cli_args *a)
 	cJSON_ArrayForEach(img, all)
 		if (hutch_image_is_snapshot(img))
 			cJSON_AddItemToArray(out, cJSON_Duplicate(img, true));
+	if (s && add_full(s, out) < 0)
+		return hutch_cli_fail(HUTCH_EXIT_FAILURE, "out of memory");
 	if (a->json) {
 		_cleanup_free_ char *t = cJSON_Print(out);
 		puts(t ? t : "[]");
@@ -188,10 +215,16 @@ static int cmd_ls(struct hutch_cli_args *a)
 
 		if (t)
 			strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", gmtime(&t));
-		printf("%-32s %-24s %-14.12s %7d %s\n",
+		const cJSON *type = cJSON_GetObjectItemCaseSensitive(sn, "type");
+		bool full = cJSON_IsString(type) && !strcmp(type->valuestring, "full");
+		char layers[16];
+
+		snprintf(layers, sizeof(layers), "%d",
+		         cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(img, "layers")));
+		printf("%-32s %-24s %-14.12s %7s %s\n",
 		       cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(img, "name")) ?: "",
-		       cJSON_GetStringValue(base) ?: "", cJSON_GetStringValue(src) ?: "",
-		       cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(img, "layers")), when);
+		       full ? "(full: processes)" : cJSON_GetStringValue(base) ?: "",
+		       cJSON_GetStringValue(src) ?: "", full ? "-" : layers, when);
 	}
 	return 0;
 }
@@ -210,6 +243,13 @@ static int cmd_inspect(struct hutch_cli_args *a)
 		return r;
 	if (!s)
 		return hutch_cli_store_absent("snapshot", a->pos[0], a->store);
+	if (hutch_image_full_exists(s, a->pos[0]) > 0) {
+		if (hutch_image_full_inspect(s, a->pos[0], &j, &err) < 0)
+			return fail(&err);
+		t = cJSON_Print(j);
+		puts(t ? t : "{}");
+		return 0;
+	}
 	if (hutch_image_inspect(s, a->pos[0], &j, &err) < 0)
 		return fail(&err);
 	if (!hutch_image_is_snapshot(j))

@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -19,6 +20,8 @@
 #include "cleanup.h"
 #include "fdutil.h"
 #include "store-internal.h"
+
+#define META_MAX (1 << 20) /* a snapshot.json, at most */
 
 int hutch_image_full_exists(struct hutch_image_store *s, const char *name)
 {
@@ -156,5 +159,78 @@ int hutch_image_full_remove(struct hutch_image_store *s, const char *name, struc
 		                                             "no snapshot called '%s'", name)
 		                       : hutch_err_set_errno(err, -errno, "remove '%s'", name);
 	(void)hutch_rm_rf_at(s->tmp, tmp);
+	return 0;
+}
+
+/* full/FILE/snapshot.json without its CRIU arguments, "name" set: what
+ * ls and inspect show. */
+static cJSON *meta_of(int full, const char *file)
+{
+	_cleanup_free_ char *buf = malloc(META_MAX + 1);
+	_cleanup_close_ int dir = -EBADF;
+	char name[HUTCH_IMAGE_NAME_MAX + 1];
+	cJSON *o;
+	ssize_t n;
+	size_t i;
+
+	if (!buf ||
+	    (dir = openat(full, file, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0 ||
+	    (n = hutch_read_file_at(dir, "snapshot.json", buf, META_MAX)) < 0)
+		return NULL;
+	if (!(o = cJSON_ParseWithLength(buf, (size_t)n)) || !cJSON_IsObject(o)) {
+		cJSON_Delete(o);
+		return NULL;
+	}
+	for (i = 0; file[i] && i < HUTCH_IMAGE_NAME_MAX; i++)
+		name[i] = file[i] == '%' ? '/' : file[i];
+	name[i] = '\0';
+	cJSON_DeleteItemFromObjectCaseSensitive(o, "criu_args");
+	cJSON_DeleteItemFromObjectCaseSensitive(o, "name");
+	(void)cJSON_AddStringToObject(o, "name", name);
+	return o;
+}
+
+int hutch_image_full_list(struct hutch_image_store *s, cJSON **ret, struct hutch_err *err)
+{
+	_cleanup_close_ int full = -EBADF;
+	_cleanup_closedir_ DIR *d = NULL;
+	_cleanup_cjson_ cJSON *arr = cJSON_CreateArray();
+	struct dirent *de;
+	int fd;
+
+	if (!arr)
+		return hutch_err_set(err, -ENOMEM, "full snapshots");
+	if ((full = store_open_full(s, err)) < 0)
+		return full;
+	if ((fd = fcntl(full, F_DUPFD_CLOEXEC, 3)) < 0 || !(d = fdopendir(fd))) {
+		if (fd >= 0)
+			(void)close(fd);
+		return hutch_err_set_errno(err, -errno, "read the store's full snapshots");
+	}
+	while ((de = readdir(d))) {
+		cJSON *o;
+
+		if (de->d_name[0] == '.' || !(o = meta_of(full, de->d_name)))
+			continue;
+		cJSON_AddItemToArray(arr, o);
+	}
+	*ret = TAKE_PTR(arr);
+	return 0;
+}
+
+int hutch_image_full_inspect(struct hutch_image_store *s, const char *name, cJSON **ret,
+                             struct hutch_err *err)
+{
+	_cleanup_close_ int full = -EBADF;
+	char file[HUTCH_IMAGE_NAME_MAX + 1];
+	cJSON *o;
+
+	if ((full = store_open_full(s, err)) < 0)
+		return full;
+	store_ref_file(name, file);
+	if (!(o = meta_of(full, file)))
+		return hutch_err_set_class(err, HUTCH_ERRC_NOT_FOUND, -ENOENT,
+		                           "no full snapshot '%s'", name);
+	*ret = o;
 	return 0;
 }

@@ -269,6 +269,11 @@ int hutch_image_full_exists(struct hutch_image_store *s, const char *name);
 /* A failed dump's directory of tmp/ removed at once. */
 void hutch_image_full_abandon(struct hutch_image_store *s, const char *tmp);
 int hutch_image_full_remove(struct hutch_image_store *s, const char *name, struct hutch_err *err);
+/* Their snapshot.json (type, source, created, criu, ...; "name"), CRIU's
+ * arguments left out: an array of all, or one (-ENOENT, not found). */
+int hutch_image_full_list(struct hutch_image_store *s, cJSON **ret, struct hutch_err *err);
+int hutch_image_full_inspect(struct hutch_image_store *s, const char *name, cJSON **ret,
+                             struct hutch_err *err);
 /* Forget snapshot name: -EBUSY (conflict) while a live sandbox's root has
  * its top layer, naming the sandbox; -EINVAL when name is no snapshot. */
 int hutch_image_snapshot_remove(struct hutch_image_store *s, const char *name,

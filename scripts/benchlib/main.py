@@ -23,6 +23,7 @@ from .peers import Bwrap, Hutch, Oci
 from .ports import measure_ports
 from .report import raw, render, render_density
 from .snapshots import measure_snapshots
+from .fullsnap import measure_fullsnap
 from .streams import measure_streams
 from .workspace import measure_changes
 
@@ -57,6 +58,9 @@ def main(doc):
     ap.add_argument("--fork-dir", metavar="DIR",
                     help="with --snapshots: the fork rows again with the runtime dir in DIR "
                     "(a file system with reflinks, XFS or btrfs: the fork clones the disk)")
+    ap.add_argument("--full-snapshots", action="store_true",
+                    help="full snapshots only: hutch snapshot --full of a Python process "
+                    "holding 200 MB next to criu dump of the same program on the host")
     ap.add_argument("--snapshots", action="store_true",
                     help="snapshots only: a filesystem snapshot of 100 MB in 1,000 files next "
                     "to tar of them, a create from it next to a cold create, a fork, and the "
@@ -249,6 +253,8 @@ def main(doc):
             measure_changes(args, res, hutch)
         elif args.snapshots:
             measure_snapshots(args, res, hutch, tmpdir)
+        elif args.full_snapshots:
+            measure_fullsnap(args, res, hutch, tmpdir)
         elif args.baseline:
             measure_ab(args, res, base, hutch)
         elif args.streams:

@@ -294,6 +294,12 @@ def test_full_snapshot_of_a_live_sandbox(hutch):
     meta = json.load(open(os.path.join(d, "snapshot.json")))
     assert meta["type"] == "full" and meta["source"] == sb.id, meta
     assert os.path.exists(os.path.join(d, "images", "inventory.img"))
+    # Listed and inspected as a snapshot (CRIU's arguments left out).
+    [row] = json.loads(hutch("snapshot", "ls", "--json").stdout)
+    assert row["name"] == "mem1" and row["snapshot"]["type"] == "full", row
+    assert "(full: processes)" in hutch("snapshot", "ls").stdout.decode()
+    shown = json.loads(hutch("snapshot", "inspect", "mem1").stdout)
+    assert shown["source"] == sb.id and "criu_args" not in shown, shown
     # The name is taken; its restore is refused, saying so; rm forgets it.
     r = hutch("snapshot", sb.id, "mem1", "--full")
     assert r.returncode == 70 and b"a full snapshot called 'mem1' exists" in r.stderr, r.stderr
@@ -304,27 +310,36 @@ def test_full_snapshot_of_a_live_sandbox(hutch):
     sb.rm()
 
 
-def test_full_snapshot_with_criu_killed(hutch):
-    # kill -9 of CRIU part way through its dump: the source runs on with its
-    # state, init is not left dumpable, no snapshot and nothing in tmp/.
+def dump_started(hutch):
+    """A holder's sandbox, its supervisor's pid, the snapshot --full asked
+    (a Popen) and the pid of the CRIU dumping it."""
     path, why = real_criu()
     if not path:
         pytest.skip(why)
     sb, _ = holder(hutch, path)
     sup = json.loads(hutch("inspect", sb.id).stdout)["supervisor_pid"]
     p = hutch.popen("snapshot", sb.id, "cut", "--full")
-    criu = None
+    return sb, sup, p, criu_child(p, sup)
+
+
+def criu_child(p, sup):
+    """The pid of the CRIU the supervisor sup runs for the snapshot p asked."""
     deadline = time.monotonic() + 30
-    while criu is None and p.poll() is None and time.monotonic() < deadline:
+    while p.poll() is None and time.monotonic() < deadline:
         for pid in os.listdir("/proc"):
             try:
                 if pid.isdigit() and open(f"/proc/{pid}/comm").read().strip() == "criu" and \
-                        os.readlink(f"/proc/{pid}/exe") == os.path.realpath(path) and \
                         int(open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[1]) == sup:
-                    criu = int(pid)
+                    return int(pid)
             except OSError:
                 pass
-    assert criu, "criu never ran"
+    raise AssertionError("criu never ran")
+
+
+def test_full_snapshot_with_criu_killed(hutch):
+    # kill -9 of CRIU part way through its dump: the source runs on with its
+    # state, init is not left dumpable, no snapshot and nothing in tmp/.
+    sb, sup, p, criu = dump_started(hutch)
     time.sleep(0.1)
     os.kill(criu, 9)
     out, err = p.communicate(timeout=60)
@@ -334,3 +349,25 @@ def test_full_snapshot_with_criu_killed(hutch):
     store = hutch.env["HUTCH_IMAGE_STORE"]
     assert os.listdir(os.path.join(store, "full")) == [] and os.listdir(os.path.join(store, "tmp")) == []
     sb.rm()
+
+
+def test_full_snapshot_with_its_supervisor_killed(hutch):
+    # kill -9 of the sandbox's supervisor during the dump: the sandbox ends
+    # with it (init's PDEATHSIG), CRIU too (its PDEATHSIG); the CLI says it
+    # is gone; gc leaves nothing (the fixture's teardown checks state,
+    # cgroups and processes); no snapshot, and the half-made directory in
+    # the store's tmp/ goes with the next store writer.
+    sb, sup, p, criu = dump_started(hutch)
+    os.kill(sup, 9)
+    out, err = p.communicate(timeout=60)
+    assert p.returncode in (66, 70), (p.returncode, err)
+    for _ in range(600):
+        if not os.path.exists(f"/proc/{criu}"):
+            break
+        time.sleep(0.05)
+    assert not os.path.exists(f"/proc/{criu}"), "criu outlived its supervisor"
+    assert hutch("gc").returncode == 0
+    store = hutch.env["HUTCH_IMAGE_STORE"]
+    assert os.listdir(os.path.join(store, "full")) == []
+    assert hutch("image", "prune").returncode == 0
+    assert os.listdir(os.path.join(store, "tmp")) == []

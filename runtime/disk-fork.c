@@ -2,7 +2,7 @@
 /*
  * A fork's disk (disk.h, "Forks"; docs/snapshots.md "Fork"). The source's
  * supervisor starts one forker per fork: a process of its own (the
- * supervisor's grandchild, reaped by whoever reaps orphans, as lxcfs) that
+ * supervisor's sibling, reaped by whoever reaps orphans, as lxcfs) that
  *
  *   1. makes a disk of the fork's size and says so on ctl
  *      (HUTCH_MSG_READY, or FAILED): where the source's file can be
@@ -339,32 +339,33 @@ static void keep_only(int keep[FORK_FDS])
 	(void)sys_close_range(from, ~0u, 0);
 }
 
+/* The forker is our sibling (CLONE_PARENT: our parent, init or the
+ * subreaper that took us when we were made a daemon, reaps it, as it would
+ * an orphan), in one process creation: a fork and an orphaned grandchild
+ * were two, and a wait for the first to end, on the fork's path. */
 int hutch_disk_fork_start(const struct hutch_disk_fork *f, int listener, int *ret_ctl,
                           struct hutch_err *err)
 {
-	int sv[2], status = 0;
-	pid_t pid;
+	struct clone_args args = { .flags = CLONE_PARENT };
+	int sv[2];
+	long pid;
 
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
 		return hutch_err_set_errno(err, -errno, "fork: socketpair");
-	pid = fork();
+	pid = sys_clone3(&args, sizeof(args));
 	if (pid < 0) {
 		int r = -errno;
 
 		hutch_close_many(sv, 2);
-		return hutch_err_set_errno(err, r, "fork: fork");
+		return hutch_err_set_errno(err, r, "fork: clone3 its forker");
 	}
 	if (pid == 0) {
 		int keep[FORK_FDS] = { f->src_root, f->src_file, sv[1], listener };
 
-		if (fork() != 0)
-			_exit(0); /* its child an orphan: nobody waits for it */
 		keep_only(keep);
 		forker(f, sv[1], listener);
 	}
 	close(sv[1]);
-	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-		;
 	*ret_ctl = sv[0];
 	return 0;
 }

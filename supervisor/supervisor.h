@@ -131,6 +131,7 @@ struct sup {
 	struct hutch_sup_volumes *volumes;  /* -v: the mounts and uses (volumes.c), or NULL */
 	struct sup_snapshot *snap;          /* an image root's writable dirs (snapshot.c) */
 	unsigned forks_made;                /* fork.c: its forkers' socket names' counter */
+	bool fork_clones;                   /* fork.c: its disk's file clones here */
 	struct sup_net {                    /* the network mode (netpolicy/) */
 		struct hutch_net_plan plan; /* made before clone, carried to init */
 		char pasta[256];            /* rootless mode all: the helper, found by the CLI */

@@ -78,11 +78,56 @@ def check(r, code, *words):
     (["inspect"], USAGE, ["missing sandbox id"]),
     (["inspect", "abcdefabcdef"], NOT_FOUND, ["no sandbox"]),
     (["version", "extra"], USAGE, ["unexpected argument 'extra'"]),
+    (["rm", "--all=1"], USAGE, ["option '--all=1' takes no value", "hutch rm --help"]),
+    # (diff's own here: test_diff.py runs each test on every root)
+    (["diff"], USAGE, ["missing sandbox id: hutch diff ID"]),
+    (["diff", "0123456789ab", "--process", ""], USAGE, ["empty --process", "hutch ps ID"]),
+    (["diff", "0123456789ab", "--since", "1", "--process", "p1"], USAGE,
+     ["--since and --process do not go together"]),
 ])
 def test_error_paths(hutch, args, code, words):
     r = hutch(*args)
     check(r, code, *words)
     assert r.stdout == b""
+    assert hutch.ids() == []
+
+
+@pytest.mark.parametrize("args,words", [
+    (["run", "--env-file", "BIN", "--", "true"],
+     ["--env-file 'BIN': not a text file of at most 1 MiB"]),
+    (["create", "--setup-script", "BIN"], ["--setup-script 'BIN' is not a text file"]),
+])
+def test_option_value_errors(hutch, tmp_path, args, words):
+    """An option given a value it takes none of, a file that is not text:
+    usage, nothing made, the file untouched."""
+    binary = tmp_path / "binary"
+    binary.write_bytes(b"A=1\0B=2\n")
+    args = [str(binary) if a == "BIN" else a for a in args]
+    check(hutch(*args), USAGE, *[w.replace("BIN", str(binary)) for w in words])
+    assert hutch.ids() == []
+    assert binary.read_bytes() == b"A=1\0B=2\n"
+
+
+@pytest.mark.parametrize("args", [
+    ["exec", "ID", "--", "true"], ["cp", "ID:f", "LOCAL"], ["cp", "LOCAL", "ID:f"],
+    ["set-timeout", "ID", "60"], ["ps", "ID"], ["logs", "ID", "p1"], ["kill", "ID", "p1"],
+    ["diff", "ID"], ["snapshot", "ID"], ["rollback", "ID", "snap"], ["fork", "ID"],
+    ["stats", "--no-stream", "ID"],
+])
+def test_a_dead_sandbox_is_gone_and_gc_removes_it(hutch, tmp_path, args):
+    """A sandbox whose supervisor is gone (here: a state directory no
+    supervisor holds): 66, naming gc as the fix; the local file and the
+    directory stay until gc."""
+    sid = "aaaaaaaaaaa1"
+    os.makedirs(os.path.join(hutch.rtdir, sid))
+    local = tmp_path / "local"
+    local.write_bytes(b"kept")
+    r = hutch(*[a.replace("ID", sid).replace("LOCAL", str(local)) for a in args])
+    check(r, GONE, f"sandbox {sid} is not running: its supervisor is gone",
+          "run 'hutch gc' to remove what it left")
+    assert local.read_bytes() == b"kept" and hutch.ids() == [sid]
+    r = hutch("gc")
+    assert r.returncode == 0 and b"removed 1 " in r.stdout
     assert hutch.ids() == []
 
 
@@ -103,6 +148,18 @@ def test_exec_needs_a_command(hutch, sandbox):
           "invalid environment variable name '1X'")
     check(hutch("exec", sandbox.id, "--instance-type", "nano", "--", "true"), USAGE,
           "does not apply to 'exec'")
+
+
+def test_create_whose_id_cannot_be_written_deletes_it(hutch):
+    """create's id goes out before the hand-over: a stdout that takes no
+    bytes (/dev/full) is 70 naming why, and the sandbox goes (its
+    supervisor sees its creator gone without the hand-over)."""
+    with open("/dev/full", "wb") as full:
+        r = subprocess.run([HUTCH, "create", "--instance-type", "nano"], stdout=full,
+                           stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, env=hutch.env,
+                           timeout=120)
+    check(r, 70, "write the id of sandbox", "No space left on device", "deleting it")
+    assert wait_until(lambda: hutch.ids() == [], 30), hutch.ids()
 
 
 def test_too_large_is_the_limit_class_s(hutch, sandbox):

@@ -209,6 +209,12 @@ def test_off_switch_and_rotation(hutch):
     assert rc == 0 and "rotated away" in out, out
     js = lines(hutch, sb.id)
     assert js[-1]["command"] == "echo 39"
+    # Its start rotated away: replay refuses it (2), before making anything.
+    r = hutch("replay", sb.id)
+    assert r.returncode == 2 and r.stdout == b"", r
+    assert b"does not start at its session's start" in r.stderr, r.stderr
+    assert b"--journal-max): nothing replayed" in r.stderr, r.stderr
+    assert hutch.ids() == [sb.id]
     sb.rm()
     ended(hutch, sb.id)
     assert os.path.exists(gone_path(hutch, sb.id, ".journal.1"))
@@ -235,13 +241,41 @@ def test_follow_prints_until_the_end(hutch):
     assert any(x.get("command") == "echo followed" for x in js)
 
 
+def test_follow_of_a_sandbox_that_ends_without_a_request(hutch):
+    """--follow waits for the first request's journal; a sandbox that ends
+    before one (its supervisor told to stop) has none: 66, said once."""
+    import signal
+    sb = hutch.create("--instance-type", "nano")
+    sup = json.loads(hutch("inspect", sb.id).stdout)["supervisor_pid"]
+    p = hutch.popen("journal", sb.id, "--follow")
+    try:
+        watching = lambda: any(os.readlink(f"/proc/{p.pid}/fd/{fd}") == "anon_inode:inotify"
+                               for fd in os.listdir(f"/proc/{p.pid}/fd"))  # noqa: E731
+        assert wait_until(watching, 30), p.communicate()
+        os.kill(sup, signal.SIGTERM)
+        out, err = p.communicate(timeout=60)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    assert p.returncode == 66 and out == b"", err
+    assert err == b"hutch: the sandbox ended without a request: no journal\n", err
+
+
 def test_usage_errors(hutch):
     """Each refusal exits with its class's code (docs/errors.md)."""
-    assert hutch("journal").returncode == USAGE
+    r = hutch("journal")
+    assert r.returncode == USAGE and b"missing sandbox id: hutch journal ID" in r.stderr, r
     assert hutch("journal", "zz").returncode == USAGE
     r = hutch("journal", "0123456789ab")
     assert r.returncode == NOT_FOUND and b"no sandbox" in r.stderr, r
     sb = hutch.create()
+    # No request yet: nothing to replay (journal prints nothing; --verify
+    # says "no lines yet"), and no sandbox made for it
+    r = hutch("replay", sb.id)
+    assert r.returncode == NOT_FOUND and r.stdout == b"", r
+    assert b"has no journal lines yet (it starts at the first request)" in r.stderr, r
+    assert hutch.ids() == [sb.id]
     r = hutch("journal", sb.id, "--verify", "--follow")
     assert r.returncode == USAGE and b"do not go together" in r.stderr
     assert hutch("journal", sb.id, "extra").returncode == USAGE

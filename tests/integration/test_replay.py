@@ -170,4 +170,5 @@ def test_a_broken_or_missing_journal_is_refused(hutch):
         shutil.rmtree(d)
     r = hutch("replay", "0123456789ab")
     assert r.returncode == NOT_FOUND, r.stderr
-    assert hutch("replay").returncode == USAGE
+    r = hutch("replay")
+    assert r.returncode == USAGE and b"missing journal: hutch replay JOURNAL|ID" in r.stderr

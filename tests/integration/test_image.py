@@ -14,6 +14,7 @@ import tempfile
 import pytest
 
 import ociimage as o
+from conftest import HUTCH
 
 STORE_IDS = 0x0FFF0000  # image/image.h HUTCH_IMAGE_STORE_IDS
 
@@ -399,3 +400,37 @@ def test_image_usage(hutch, store):
     assert r.returncode == 64 and b"unknown image command 'bogus'" in r.stderr
     assert hutch("image", "--help").returncode == 0
     assert hutch("image", "inspect", "nothing").returncode == 65
+
+
+@pytest.mark.parametrize("args,words", [
+    (["image", "import"], ["image import needs SRC", "hutch image --help"]),
+    (["image", "pull"], ["image pull needs REF", "hutch image --help"]),
+    (["image", "pull", "Bad Ref!"], ["invalid image reference 'Bad Ref!'",
+                                     "such as docker.io/library/debian:12"]),
+    (["image", "inspect"], ["image inspect needs one NAME"]),
+    (["image", "rm"], ["image rm needs a NAME"]),
+    (["create", "--image", "DIR/a b"], ["its path cannot name an image of the store",
+                                        "'hutch image import DIR/a b NAME', then --image NAME"]),
+])
+def test_image_usage_errors(hutch, store, tmp_path, args, words):
+    """Each refusal before the store is touched: 64, the fix named, no
+    store made, no sandbox."""
+    (tmp_path / "a b").mkdir()
+    r = hutch(*[a.replace("DIR", str(tmp_path)) for a in args])
+    err = r.stderr.decode()
+    assert r.returncode == 64 and r.stdout == b"", (r.returncode, err)
+    assert all(w.replace("DIR", str(tmp_path)) in err for w in words), err
+    assert not store.exists() and hutch.ids() == []
+
+
+def test_no_image_store_without_a_home():
+    """An ordinary user whose XDG_DATA_HOME and HOME are not absolute
+    paths has no store: 69, naming the variables to set."""
+    r = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                        HUTCH, "image", "ls"],
+                       capture_output=True, timeout=30, stdin=subprocess.DEVNULL,
+                       env={"PATH": "/usr/bin:/bin", "HOME": "relative",
+                            "HUTCH_RUNTIME_DIR": "/nonexistent/rt"})
+    err = r.stderr.decode()
+    assert r.returncode == 69 and r.stdout == b"", (r.returncode, err)
+    assert "no image store" in err and "set one, or HUTCH_IMAGE_STORE" in err, err

@@ -235,3 +235,16 @@ def test_snapshot_of_the_host_root_is_refused(hutch):
     assert r.returncode == 64
     assert "host-derived root cannot be snapshotted" in r.stderr.decode()
     assert "--image" in r.stderr.decode()
+
+
+@pytest.mark.parametrize("args,words", [
+    (("snapshot", "--json"), "missing sandbox id: hutch snapshot ID [NAME]"),
+    (("snapshot", "inspect"), "snapshot inspect needs one NAME"),
+    (("snapshot", "rm"), "snapshot rm needs a NAME"),
+])
+def test_snapshot_usage_errors(hutch, args, words):
+    """Said before a store or a sandbox is looked at: 64, nothing made."""
+    r = hutch(*args)
+    assert r.returncode == 64 and r.stdout == b"", r
+    assert words in r.stderr.decode(), r.stderr
+    assert not os.path.exists(hutch.env["HUTCH_IMAGE_STORE"]) and hutch.ids() == []

@@ -241,3 +241,11 @@ def test_named_volume_freed_when_the_supervisor_is_killed(hutch):
     assert open(os.path.join(info["path"], "f")).read() == "x\n"
     hutch("rm", sb.id)
     assert hutch("volume", "rm", "kept").returncode == 0
+
+
+@pytest.mark.parametrize("verb", ["create", "inspect", "rm"])
+def test_volume_verbs_need_a_name(hutch, verb):
+    r = hutch("volume", verb)
+    assert r.returncode == USAGE and r.stdout == b"", r
+    assert f"volume {verb} needs a NAME".encode() in r.stderr, r.stderr
+    assert not os.path.exists(hutch.env["HUTCH_IMAGE_STORE"])

@@ -47,7 +47,9 @@ static int cmd_port(struct hutch_cli_args *a)
 		                      "invalid port '%s': give a sandbox TCP port, 1 to 65535 "
 		                      "(80 or 80/tcp)",
 		                      a->pos[1]);
-	r = hutch_cli_resolve(a->pos[0], &p);
+	/* A sandbox whose supervisor is gone is said so (66, 'hutch gc'),
+	 * not as a refused connection (70). */
+	r = hutch_cli_open_live(a->pos[0], &p);
 	if (r)
 		return r;
 	r = hutch_client_request(p.sock, "GET", "/status", NULL, 0, &resp, &err);
@@ -80,8 +82,10 @@ static int cmd_port(struct hutch_cli_args *a)
 		_cleanup_free_ char *t = cJSON_Print(out);
 		printf("%s\n", t ? t : "[]");
 	}
+	/* Nothing published there: a lookup that found nothing, not found
+	 * (docs/errors.md; 70 until the CLI's error paths were each tested). */
 	if (want && !found)
-		return hutch_cli_fail(HUTCH_EXIT_FAILURE,
+		return hutch_cli_fail(HUTCH_EXIT_NOT_FOUND,
 		                      "no host port for port %u/tcp of sandbox %s: publish it with "
 		                      "'hutch create -p HOST_PORT:%u' or POST /bind_port",
 		                      want, p.id, want);
@@ -93,7 +97,7 @@ const struct hutch_cli_verb hutch_verb_port = {
 	.synopsis = "ID [SANDBOX_PORT] [--json]",
 	.about = "Print where a sandbox's ports are published on the host: every forward as\n"
 	         "'PORT/tcp -> HOST:HOST_PORT', or with SANDBOX_PORT only its host addresses\n"
-	         "(exit 70 when none). Forwards come from 'create -p' and POST /bind_port.\n",
+	         "(exit 65 when none). Forwards come from 'create -p' and POST /bind_port.\n",
 	.opts = hutch_cli_json_opts,
 	.max_pos = 2,
 	.id_pos = 1,

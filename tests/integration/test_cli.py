@@ -80,6 +80,11 @@ def check(r, code, *words):
     (["version", "extra"], USAGE, ["unexpected argument 'extra'"]),
     (["rm", "--all=1"], USAGE, ["option '--all=1' takes no value", "hutch rm --help"]),
     # (diff's own here: test_diff.py runs each test on every root)
+    (["port"], USAGE, ["missing sandbox id: hutch port ID [PORT]"]),
+    (["port", "0123456789ab", "70000"], USAGE,
+     ["invalid port '70000'", "1 to 65535 (80 or 80/tcp)"]),
+    (["port", "0123456789ab", "80/udp"], USAGE, ["invalid port '80/udp'"]),
+    (["port", "0123456789ab"], NOT_FOUND, ["no sandbox '0123456789ab'"]),
     (["diff"], USAGE, ["missing sandbox id: hutch diff ID"]),
     (["diff", "0123456789ab", "--process", ""], USAGE, ["empty --process", "hutch ps ID"]),
     (["diff", "0123456789ab", "--since", "1", "--process", "p1"], USAGE,
@@ -112,7 +117,7 @@ def test_option_value_errors(hutch, tmp_path, args, words):
     ["exec", "ID", "--", "true"], ["cp", "ID:f", "LOCAL"], ["cp", "LOCAL", "ID:f"],
     ["set-timeout", "ID", "60"], ["ps", "ID"], ["logs", "ID", "p1"], ["kill", "ID", "p1"],
     ["diff", "ID"], ["snapshot", "ID"], ["rollback", "ID", "snap"], ["fork", "ID"],
-    ["stats", "--no-stream", "ID"],
+    ["stats", "--no-stream", "ID"], ["port", "ID"],
 ])
 def test_a_dead_sandbox_is_gone_and_gc_removes_it(hutch, tmp_path, args):
     """A sandbox whose supervisor is gone (here: a state directory no

@@ -217,7 +217,9 @@ def test_bind_port_in_the_executor_shapes_and_unbind_closes(hutch):
     assert_closed(held)
     assert sb.status()["ports"] == []
     r = hutch("port", sb.id, "7000")
-    assert r.returncode == FAILURE and "no host port for port 7000/tcp" in r.stderr.decode()
+    # nothing published there: not found (65; 70 before), naming how to publish it
+    assert r.returncode == 65 and "no host port for port 7000/tcp" in r.stderr.decode(), r
+    assert "'hutch create -p HOST_PORT:7000' or POST /bind_port" in r.stderr.decode()
     # unbind with nothing bound succeeds, as the executor's does
     st, res5 = sb.api("POST", "/unbind_port")
     assert st == 200 and res5["success"] is True

@@ -137,6 +137,13 @@ static int load(struct build *b, const char *path)
 		                      "the build file '%s' has more than %u bytes: put big files "
 		                      "beside it and copy them (\"copy\")",
 		                      path, HUTCH_BUILDSPEC_MAX);
+	/* A directory is the caller's slip (docker build takes one), not a
+	 * failure of the system: usage, naming what to give. */
+	if (n == -EISDIR)
+		return hutch_cli_fail(HUTCH_EXIT_USAGE,
+		                      "'%s' is a directory: give the build file (JSON) itself, "
+		                      "hutch build DIR/FILE",
+		                      path);
 	if (n < 0)
 		return hutch_cli_fail(HUTCH_EXIT_FAILURE, "read the build file '%s': %s", path,
 		                      strerror((int)-n));

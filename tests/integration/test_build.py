@@ -241,6 +241,25 @@ def test_build_from_the_host_root_is_refused(hutch, tmp_path):
     assert hutch.ids() == []
 
 
+@pytest.mark.parametrize("spec,code,words", [
+    (None, 64, ["is a directory: give the build file (JSON) itself"]),  # 70 before
+    ({"name": "x", "image": "a..b"}, 64, ["build file: 'image': invalid image 'a..b'",
+                                          "give 'host', a registry reference"]),
+])
+def test_build_file_refusals_without_a_store(hutch, tmp_path, spec, code, words):
+    """Refused before a store or a sandbox is made, naming the fix."""
+    path = tmp_path / "proj"
+    path.mkdir()
+    if spec is not None:
+        path = path / "b.json"
+        path.write_text(json.dumps(spec))
+    r = hutch("build", str(path))
+    err = r.stderr.decode()
+    assert r.returncode == code and r.stdout == b"", (r.returncode, err)
+    assert all(w in err for w in words), err
+    assert hutch.ids() == [] and not os.path.exists(hutch.env["HUTCH_IMAGE_STORE"])
+
+
 def test_build_as_an_ordinary_user_is_refused_first():
     """Snapshots need root for now: said before a sandbox is made. (Its
     own directory outside pytest's, which only root can enter.)"""

@@ -512,7 +512,20 @@ def test_cp_errors(sandbox, hutch, tmp_path):
     r = hutch("cp", str(tmp_path), f"{sandbox.id}:")
     assert r.returncode == 64 and b"empty path" in r.stderr
     r = hutch("cp", "onlyone")
-    assert r.returncode == 64
+    assert r.returncode == 64 and b"give a source and a destination: hutch cp LOCAL ID:PATH" \
+        in r.stderr, r.stderr
+    r = hutch("cp", f"{sandbox.id}:x", f"{sandbox.id}:y")
+    assert r.returncode == 64 and b"exactly one of" in r.stderr, r.stderr
+    # A local destination that cannot be written: 1 before anything is read
+    sandbox.sh("echo y > /workspace/g; mkdir -p /workspace/d; echo x > /workspace/d/f")
+    r = hutch("cp", f"{sandbox.id}:g", str(tmp_path / "none" / "g"))
+    assert r.returncode == 1 and b"cannot write '" in r.stderr, r.stderr
+    assert b"No such file or directory" in r.stderr and not (tmp_path / "none").exists()
+    # A directory onto a local file: tar's refusal, the file kept as it was
+    (tmp_path / "kept").write_bytes(b"kept")
+    r = hutch("cp", f"{sandbox.id}:d", str(tmp_path / "kept"))
+    assert r.returncode == 1 and b"extracting into '" in r.stderr, r.stderr
+    assert (tmp_path / "kept").read_bytes() == b"kept"
     r = hutch("cp", "--help")
     assert r.returncode == 0 and b"usage: hutch cp" in r.stdout
     (tmp_path / "f").write_text("x")

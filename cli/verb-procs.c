@@ -350,6 +350,11 @@ static int cmd_stdin(struct hutch_cli_args *a)
 
 		if (n < 0 && errno == EINTR)
 			continue;
+		if (n < 0 && errno == EISDIR) /* the caller's slip (< DIR), not the system's */
+			return hutch_cli_fail(
+			        HUTCH_EXIT_USAGE,
+			        "standard input is a directory: give a file or a pipe "
+			        "(hutch stdin ID PROC < FILE)");
 		if (n < 0)
 			return hutch_cli_fail(HUTCH_EXIT_FAILURE, "read standard input: %s",
 			                      strerror(errno));

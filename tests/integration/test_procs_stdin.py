@@ -6,9 +6,10 @@ import base64
 import hashlib
 import os
 import socket
+import subprocess
 import threading
 
-from conftest import UnixHTTPConnection, wait_until
+from conftest import HUTCH, UnixHTTPConnection, wait_until
 from test_procs import assert_error, listing, output, start, wait_done
 
 
@@ -147,6 +148,15 @@ def test_cli_exec_d_i_and_hutch_stdin(hutch, sandbox):
     assert r.returncode == 70 and b'without "stdin": true' in r.stderr
     r = hutch("stdin", sandbox.id, "p99", input=b"x")
     assert r.returncode == 65
+    # stdin a directory (< DIR): usage, said before anything is sent (70 before)
+    d = os.open("/", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        r = subprocess.run([HUTCH, "stdin", sandbox.id, pid2], stdin=d, capture_output=True,
+                           env=hutch.env, timeout=60)
+    finally:
+        os.close(d)
+    assert r.returncode == 64 and b"standard input is a directory" in r.stderr, r.stderr
+    assert listing(sandbox)[pid2]["status"] == "running"
     r = hutch("stdin", sandbox.id, input=b"x")
     assert r.returncode == 64
     r = hutch("exec", "-d", "-t", sandbox.id, "--", "cat")

@@ -172,9 +172,12 @@ static int delete_sandbox(const struct hutch_paths *p, bool quiet, bool force)
 			return hutch_cli_fail(HUTCH_EXIT_FAILURE, "remove sandbox %s: %s", p->id,
 			                      err.msg);
 		if (r == 0)
-			return hutch_cli_fail(HUTCH_EXIT_FAILURE,
-			                      "sandbox %s is alive but does not answer on '%s'",
-			                      p->id, p->sock);
+			return hutch_cli_fail(
+			        HUTCH_EXIT_FAILURE,
+			        "sandbox %s is alive but does not answer on '%s': try "
+			        "again; if it stays so, kill its supervisor "
+			        "(supervisor_pid of hutch inspect) and run 'hutch gc'",
+			        p->id, p->sock);
 	} else {
 		long status = resp.status;
 		hutch_http_resp_done(&resp);

@@ -102,8 +102,14 @@ def test_exec_refused_by_a_dead_supervisor_says_gone(hutch):
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         r = hutch("exec", sb.id, "--", "true")
+        # rm cannot tell it dead either: it says so and removes nothing
+        rm = hutch("rm", sb.id)
     finally:
         os.close(fd)
     assert r.returncode == 70 and b"cannot connect" in r.stderr, r.stderr
+    assert rm.returncode == 70 and b"is alive but does not answer on '" in rm.stderr, rm.stderr
+    assert b"kill its supervisor (supervisor_pid of hutch inspect) and run 'hutch gc'" \
+        in rm.stderr, rm.stderr
+    assert hutch.ids() == [sb.id]
     assert hutch("gc").returncode == 0
     assert hutch.ids() == []

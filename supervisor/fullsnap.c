@@ -21,6 +21,11 @@
  *   - init called setsid() and made its socket in the sandbox's network
  *     namespace (init/init.c), so CRIU finds both in what it dumps.
  *
+ * The disk's files (external mounts: CRIU keeps their paths only) are read
+ * at CRIU's post-dump action, while it still holds every task stopped:
+ * a script of the snapshot's directory tells the supervisor on a FIFO and
+ * waits on another until files.tar is written.
+ *
  * The dump goes into the store's tmp/ (0700) while the store's writers'
  * lock is held, and is renamed full/NAME whole, its files 0600: they hold
  * the processes' memory. The sandbox runs on (--leave-running); CRIU
@@ -31,6 +36,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -44,12 +50,14 @@
 
 #include "cleanup.h"
 #include "criu.h"
+#include "disk.h"
 #include "events.h"
 #include "fdutil.h"
 #include "fullsnap.h"
 #include "image.h"
 #include "netpolicy.h"
 #include "proto.h"
+#include "rootfs.h"
 #include "snapshot.h"
 #include "supervisor.h"
 #include "syscalls.h"
@@ -332,9 +340,123 @@ static int set_dumpable(struct sup *s, bool on, struct hutch_err *err)
 	return hutch_err_set(err, -ETIMEDOUT, "init did not become %sdumpable", on ? "" : "non-");
 }
 
+/*
+ * The disk's files (/workspace, /home/appuser, /tmp: external mounts, whose
+ * contents CRIU does not keep) as files.tar beside the images, an OCI
+ * layer (image/tarwrite.c: by fd, no symlink followed, ids mapped back to
+ * the sandbox's), read while CRIU still holds every task stopped after the
+ * dump (its post-dump action): what the processes' open files and memory
+ * say they wrote. A sandbox on tmpfs has none: CRIU dumps tmpfs mounts'
+ * contents itself.
+ */
+static int capture_files(struct sup *s, int dirfd, uint64_t *ret_bytes, struct hutch_err *err)
+{
+	static const char *const sub[HUTCH_ROOTFS_WRITE_FDS] = {
+		[HUTCH_ROOTFS_WRITE_WORKSPACE] = "workspace",
+		[HUTCH_ROOTFS_WRITE_HOME] = "home",
+		[HUTCH_ROOTFS_WRITE_TMP] = "tmp",
+	};
+	struct hutch_image_tar_src srcs[HUTCH_ROOTFS_WRITE_FDS];
+	int fds[HUTCH_ROOTFS_WRITE_FDS] = { -EBADF, -EBADF, -EBADF, -EBADF };
+	_cleanup_close_ int out = -EBADF;
+	struct hutch_image_tar_stats st = { 0 };
+	size_t n = 0;
+	int r = 0;
+
+	*ret_bytes = 0;
+	if (s->disk_fds[HUTCH_DISK_ROOT] < 0)
+		return 0;
+	for (size_t i = 0; i < HUTCH_ROOTFS_WRITE_FDS; i++) {
+		if (!sub[i])
+			continue;
+		fds[i] = openat(s->disk_fds[HUTCH_DISK_ROOT], sub[i],
+		                O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (fds[i] < 0)
+			continue; /* not on the disk */
+		srcs[n++] = (struct hutch_image_tar_src){ .dirfd = fds[i],
+			                                  .prefix = hutch_rootfs_write_paths[i] };
+	}
+	out = openat(dirfd, "files.tar", O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+	             0600);
+	if (out < 0)
+		r = hutch_err_set_errno(err, -errno, "create files.tar");
+	else if (n)
+		r = hutch_image_tar_dirs(out, srcs, n, s->uid_base, &st, err);
+	hutch_close_many(fds, HUTCH_ROOTFS_WRITE_FDS);
+	*ret_bytes = st.bytes;
+	return r < 0 ? hutch_err_prefix(err, "the disk's files") : 0;
+}
+
+/* CRIU's post-dump action (--action-script): it says so on the FIFO
+ * "stopped" and waits on "go" for its exit status, while every task is
+ * still stopped. Reached through the supervisor's fd of the directory. */
+static int write_script(int dirfd, struct hutch_err *err)
+{
+	char text[512];
+	int n;
+
+	n = snprintf(text, sizeof(text),
+	             "#!/bin/sh\n[ \"$CRTOOLS_SCRIPT_ACTION\" = post-dump ] || exit 0\n"
+	             "d=/proc/%d/fd/%d\necho stopped > $d/stopped || exit 1\n"
+	             "r=$(timeout 300 head -n1 $d/go) || exit 1\nexit $r\n",
+	             (int)getpid(), dirfd);
+	if (mkfifoat(dirfd, "stopped", 0600) < 0 || mkfifoat(dirfd, "go", 0600) < 0 ||
+	    hutch_write_bytes_at(dirfd, "post-dump.sh", text, (size_t)n, 0700) < 0)
+		return hutch_err_set_errno(err, -errno, "CRIU's post-dump action");
+	return 0;
+}
+
+/* A script CRIU left waiting on "go" (CRIU killed meanwhile) let go
+ * ("1"); else it ends after 300 s by itself (timeout). */
+static void release_script(int dirfd)
+{
+	_cleanup_close_ int go = openat(dirfd, "go", O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+
+	if (go >= 0)
+		(void)!write(go, "1\n", 2);
+}
+
+/* While CRIU runs: at its post-dump action, the disk's files read, then it
+ * is let go ("0": resume, else fail). 0 also when CRIU ended without it
+ * (its exit says why). */
+static int serve_post_dump(struct sup *s, pid_t pid, int dirfd, uint64_t *ret_files,
+                           struct hutch_err *err)
+{
+	_cleanup_close_ int pfd = sys_pidfd_open(pid, 0), go = -EBADF;
+	_cleanup_close_ int stopped = openat(dirfd, "stopped", O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	struct pollfd p[2] = { { .fd = stopped, .events = POLLIN },
+		               { .fd = pfd, .events = POLLIN } };
+	int r;
+
+	if (stopped < 0 || pfd < 0)
+		return hutch_err_set_errno(err, -errno, "wait for CRIU");
+	for (;;) {
+		if (poll(p, 2, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			return hutch_err_set_errno(err, -errno, "wait for CRIU");
+		}
+		if (p[0].revents & POLLIN)
+			break;
+		if (p[1].revents)
+			return 0;
+	}
+	r = capture_files(s, dirfd, ret_files, err);
+	/* The script opens "go" for reading right after its write. */
+	for (int i = 0; i < 10000 && go < 0; i++) {
+		go = openat(dirfd, "go", O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+		if (go < 0 && (errno != ENXIO || poll(&p[1], 1, 1) > 0))
+			break;
+	}
+	if (go < 0 || write(go, r < 0 ? "1\n" : "0\n", 2) != 2)
+		return r < 0 ? r : hutch_err_set_errno(err, -EIO, "let CRIU go on");
+	return r;
+}
+
 /* criu dump in dirfd's images/ (its log dump.log there): 0, or its
  * exit's error with CRIU's own error lines. */
-static int run_criu(const char *criu, char *const *argv, int dirfd, struct hutch_err *err)
+static int run_criu(struct sup *s, const char *criu, char *const *argv, int dirfd,
+                    uint64_t *ret_files, struct hutch_err *err)
 {
 	static char *const envp[] = { "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:"
 		                      "/sbin:/bin",
@@ -342,7 +464,7 @@ static int run_criu(const char *criu, char *const *argv, int dirfd, struct hutch
 	_cleanup_free_ char *log = malloc(LOG_TAIL + 1);
 	_cleanup_close_ int lfd = -EBADF;
 	char why[512];
-	int status;
+	int status, r;
 	pid_t pid;
 	off_t end;
 	ssize_t n;
@@ -366,8 +488,12 @@ static int run_criu(const char *criu, char *const *argv, int dirfd, struct hutch
 		execve(criu, argv, envp);
 		_exit(127);
 	}
+	r = serve_post_dump(s, pid, dirfd, ret_files, err);
 	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
 		;
+	release_script(dirfd);
+	if (r < 0)
+		return r;
 	/* A dump is whole when CRIU says so and wrote its inventory. */
 	if (WIFEXITED(status) && WEXITSTATUS(status) == 0 &&
 	    faccessat(dirfd, "images/inventory.img", F_OK, AT_SYMLINK_NOFOLLOW) == 0)
@@ -441,14 +567,16 @@ static int write_meta(struct sup *s, int dirfd, const struct hutch_criu *c,
 
 /* CRIU's arguments: the dump of init's tree into images/, the sandbox left
  * running, every mount and file of the host named external. */
-static int make_argv(struct sup *s, const char *criu, struct criu_argv *a, struct hutch_err *err)
+static int make_argv(struct sup *s, const char *criu, int dirfd, struct criu_argv *a,
+                     struct hutch_err *err)
 {
 	int r;
 
 	if (add(a, "%s", criu) < 0 || add(a, "dump") < 0 || add(a, "-t") < 0 ||
 	    add(a, "%d", (int)s->init_pid) < 0 || add(a, "-D") < 0 || add(a, "images") < 0 ||
 	    add(a, "-o") < 0 || add(a, "dump.log") < 0 || add(a, "--leave-running") < 0 ||
-	    add(a, "--network-lock") < 0 || add(a, "skip") < 0)
+	    add(a, "--network-lock") < 0 || add(a, "skip") < 0 || add(a, "--action-script") < 0 ||
+	    add(a, "/proc/%d/fd/%d/post-dump.sh", (int)getpid(), dirfd) < 0)
 		return hutch_err_set(err, -ENOMEM, "criu's arguments");
 	if ((r = add_mounts(a, s->init_pid, err)) < 0 ||
 	    (r = add_init_files(a, s->init_pid, err)) < 0)
@@ -457,7 +585,8 @@ static int make_argv(struct sup *s, const char *criu, struct criu_argv *a, struc
 }
 
 /* The dump into the store's tmp/ dirfd; init dumpable only meanwhile. */
-static int dump(struct sup *s, const struct hutch_criu *c, int dirfd, struct hutch_err *err)
+static int dump(struct sup *s, const struct hutch_criu *c, int dirfd, uint64_t *ret_files,
+                struct hutch_err *err)
 {
 	struct criu_argv a = { 0 };
 	struct hutch_err back = { 0 };
@@ -465,9 +594,11 @@ static int dump(struct sup *s, const struct hutch_criu *c, int dirfd, struct hut
 
 	if (mkdirat(dirfd, "images", 0700) < 0)
 		return hutch_err_set_errno(err, -errno, "make the images' directory");
-	r = make_argv(s, c->path, &a, err);
+	r = make_argv(s, c->path, dirfd, &a, err);
+	if (r >= 0)
+		r = write_script(dirfd, err);
 	if (r >= 0 && (r = set_dumpable(s, true, err)) >= 0) {
-		r = run_criu(c->path, a.v, dirfd, err);
+		r = run_criu(s, c->path, a.v, dirfd, ret_files, err);
 		if (set_dumpable(s, false, &back) < 0) {
 			/* Not to be handed back dumpable: the sandbox ends. */
 			hutch_event(s, "full snapshot: %s; ending the sandbox", back.msg);
@@ -476,6 +607,7 @@ static int dump(struct sup *s, const struct hutch_criu *c, int dirfd, struct hut
 				r = hutch_err_set(err, back.code, "%s", back.msg);
 		}
 	}
+	(void)unlinkat(dirfd, "post-dump.sh", 0);
 	if (r >= 0)
 		r = write_meta(s, dirfd, c, &a, err);
 	criu_argv_done(&a);
@@ -489,7 +621,7 @@ int hutch_sup_snapshot_full(struct sup *s, const char *name, cJSON **ret, struct
 	char auto_name[64], tmp[64], why[1024];
 	struct hutch_criu c;
 	double t0 = hutch_now_mono_sec(), ms;
-	uint64_t bytes;
+	uint64_t bytes, files = 0;
 	cJSON *o;
 	int r;
 
@@ -510,7 +642,7 @@ int hutch_sup_snapshot_full(struct sup *s, const char *name, cJSON **ret, struct
 	if ((r = hutch_sup_snapshot_store(s, &store, err)) < 0 ||
 	    (dirfd = hutch_image_full_new(store, name, tmp, err)) < 0)
 		return r < 0 ? r : dirfd;
-	r = dump(s, &c, dirfd, err);
+	r = dump(s, &c, dirfd, &files, err);
 	bytes = bytes_of(dirfd, "images");
 	if (r >= 0)
 		r = hutch_image_full_publish(store, tmp, name, err);
@@ -526,6 +658,7 @@ int hutch_sup_snapshot_full(struct sup *s, const char *name, cJSON **ret, struct
 	    !cJSON_AddStringToObject(o, "source", s->id) ||
 	    !cJSON_AddStringToObject(o, "criu", c.version) ||
 	    !cJSON_AddNumberToObject(o, "bytes", (double)bytes) ||
+	    !cJSON_AddNumberToObject(o, "file_bytes", (double)files) ||
 	    !cJSON_AddNumberToObject(o, "duration_ms", ms)) {
 		cJSON_Delete(o);
 		return hutch_err_set(err, -ENOMEM, "full snapshot");

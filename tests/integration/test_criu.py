@@ -13,6 +13,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import tarfile
 import time
 
 import pytest
@@ -291,6 +292,12 @@ def test_full_snapshot_of_a_live_sandbox(hutch):
         for f in files:
             st = os.lstat(os.path.join(root, f))
             assert st.st_mode & 0o777 == 0o600 and st.st_uid == 0, (f, oct(st.st_mode))
+    # The disk's files, read in CRIU's stop: the log as the memory has it.
+    with tarfile.open(os.path.join(d, "files.tar")) as tf:
+        log = tf.getmember("workspace/log.txt")
+        assert log.size == 4 and tf.extractfile(log).read() == b"n=1\n", log
+    assert sorted(os.listdir(d)) == ["files.tar", "images", "snapshot.json"], os.listdir(d)
+    assert out["file_bytes"] >= 4, out
     meta = json.load(open(os.path.join(d, "snapshot.json")))
     assert meta["type"] == "full" and meta["source"] == sb.id, meta
     assert os.path.exists(os.path.join(d, "images", "inventory.img"))
@@ -308,6 +315,14 @@ def test_full_snapshot_of_a_live_sandbox(hutch):
     assert hutch("snapshot", "rm", "mem1").returncode == 0
     assert not os.path.exists(d)
     sb.rm()
+
+
+def cmdline(pid):
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read().replace(b"\0", b" ").decode(errors="replace")
+    except (OSError, ValueError):
+        return ""
 
 
 def dump_started(hutch):
@@ -344,6 +359,8 @@ def test_full_snapshot_with_criu_killed(hutch):
     os.kill(criu, 9)
     out, err = p.communicate(timeout=60)
     assert p.returncode == 70 and b"criu dump was killed (signal 9)" in err, err
+    assert not [q for q in os.listdir("/proc") if "post-dump.sh" in cmdline(q)], \
+        "CRIU's post-dump action left waiting"
     assert ask(sb).startswith("n=2 pos=8 ")
     assert not dumpable(sb, hutch)
     store = hutch.env["HUTCH_IMAGE_STORE"]

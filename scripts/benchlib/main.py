@@ -60,7 +60,8 @@ def main(doc):
                     "(a file system with reflinks, XFS or btrfs: the fork clones the disk)")
     ap.add_argument("--full-snapshots", action="store_true",
                     help="full snapshots only: hutch snapshot --full of a Python process "
-                    "holding 200 MB next to criu dump of the same program on the host")
+                    "holding 200 MB next to criu dump of the same program on the host, "
+                    "then criu dump + restore of it")
     ap.add_argument("--snapshots", action="store_true",
                     help="snapshots only: a filesystem snapshot of 100 MB in 1,000 files next "
                     "to tar of them, a create from it next to a cold create, a fork, and the "

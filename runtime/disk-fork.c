@@ -90,12 +90,13 @@ static int fork_userns(int root, uid_t to, pid_t ns, struct hutch_err *err)
 	         ID_RANGE);
 	snprintf(gmap, sizeof(gmap), "0 0 1\n%u %u %u\n", (unsigned)st.st_gid, (unsigned)to,
 	         ID_RANGE);
+	/* Its process killed, not waited for: its exit tears a namespace
+	 * down (~5 ms), and we end once the fork has its disk (whoever
+	 * reaps orphans reaps it then). */
 	if (ns > 0)
-		fd = hutch_userns_finish(pid = ns, umap, gmap);
+		fd = hutch_userns_finish(ns, umap, gmap);
 	else
 		fd = hutch_userns_fd(umap, gmap, &pid);
-	if (pid > 0)
-		(void)waitpid(pid, NULL, 0);
 	if (fd < 0)
 		return hutch_err_set_errno(err, fd, "fork: a user namespace for its ids");
 	return fd;

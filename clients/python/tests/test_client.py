@@ -1143,6 +1143,24 @@ def test_fork_is_hutch_fork():
     assert hutch.Snapshot.list() == []
 
 
+def test_full_snapshot(monkeypatch, tmp_path):
+    """type=SnapshotType.FULL of a plain sandbox: CRIU's dump, a Snapshot of
+    type full, listed and deleted (skipped without a CRIU that passes
+    'criu check': CI has none)."""
+    criu = shutil.which("criu", path=os.environ.get("PATH", "") + ":/usr/local/sbin:/usr/sbin")
+    if not criu or subprocess.run([criu, "check"], capture_output=True).returncode != 0:
+        pytest.skip("no CRIU that passes 'criu check' here")
+    monkeypatch.setenv("HUTCH_CRIU", criu)
+    monkeypatch.setenv("HUTCH_IMAGE_STORE", str(tmp_path / "store"))
+    with LocalSandbox(image="host", change_lists=False) as s:
+        s.execute("echo kept > /workspace/f")
+        snap = s.snapshot("py-full", type=hutch.SnapshotType.FULL)
+        assert snap.name == "py-full" and snap.type == "full" and snap.source == s.id
+        assert [x.type for x in hutch.Snapshot.list() if x.name == "py-full"] == ["full"]
+        snap.delete()
+        assert not [x for x in hutch.Snapshot.list() if x.name == "py-full"]
+
+
 def test_snapshot_spawn_fork(monkeypatch, tmp_path):
     """session.snapshot() -> Snapshot.spawn(), LocalSandbox(snapshot=...),
     fork(n): the files come along, each new sandbox its own; FULL refused."""

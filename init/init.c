@@ -227,6 +227,35 @@ static void handle_connect(struct init_state *s, uint64_t id, const char *body, 
 	                       rep.error ? 0 : 1);
 }
 
+/*
+ * The runtime dir's lxcfs ended and the supervisor sends the views of the
+ * one that runs now, or none (HUTCH_MSG_VIEWS, supervisor/procview.c):
+ * the dead views detached, the new ones attached in their place, before
+ * any later request (a command's spawn) is read. A body of the wrong
+ * size, an index out of range or a count of fds that is neither none nor
+ * one per index: ignored. The fds are closed by the caller.
+ */
+static void handle_views(struct init_state *s, const char *body, size_t len, const int *fds,
+                         size_t nfds)
+{
+	int by[HUTCH_ROOTFS_VIEWS];
+	uint32_t which[HUTCH_ROOTFS_VIEWS];
+	size_t n = len / sizeof(which[0]);
+
+	if (!s->sys->views || len % sizeof(which[0]) || n > HUTCH_ROOTFS_VIEWS ||
+	    (nfds && nfds != n))
+		return;
+	memcpy(which, body, len);
+	for (size_t i = 0; i < HUTCH_ROOTFS_VIEWS; i++)
+		by[i] = -1;
+	for (size_t i = 0; i < n; i++)
+		if (which[i] >= HUTCH_ROOTFS_VIEWS)
+			return;
+	for (size_t i = 0; i < nfds; i++)
+		by[which[i]] = fds[i];
+	(void)s->sys->views(s->sys_ud, nfds ? by : NULL);
+}
+
 /* EXITED, with the command's change list when there is one. */
 static void send_exited(struct init_state *s, uint64_t id, int status)
 {
@@ -318,6 +347,8 @@ static int serve_message(struct init_state *s)
 		handle_connect(s, hdr.id, body, (size_t)n);
 	else if (hdr.type == HUTCH_MSG_DUMPABLE)
 		handle_dumpable(s, body, (size_t)n);
+	else if (hdr.type == HUTCH_MSG_VIEWS)
+		handle_views(s, body, (size_t)n, fds, nfds);
 	if (hdr.type != HUTCH_MSG_SPAWN)
 		hutch_close_many(fds, nfds);
 	return 0;

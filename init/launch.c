@@ -30,6 +30,7 @@
 #include "proctree.h"
 #include "proto.h"
 #include "pty.h"
+#include "rootfs.h"
 #include "seccomp-filter.h"
 #include "syscalls.h"
 
@@ -388,10 +389,19 @@ static int sys_pty_open(void *ud, uint32_t winsize, uid_t owner, int *ret_master
 	return hutch_init_pty_open(winsize, owner, ret_master, ret_slave);
 }
 
+static int sys_views(void *ud, const int *fds)
+{
+	struct hutch_err err = { 0 };
+
+	(void)ud;
+	return hutch_rootfs_views_rebind(fds, &err);
+}
+
 const struct hutch_init_sys hutch_init_sys_linux = {
 	.spawn = sys_spawn,
 	.wait_any = sys_wait_any,
 	.kill_tree = sys_kill_tree,
 	.proc_scan = sys_proc_scan,
 	.pty_open = sys_pty_open,
+	.views = sys_views,
 };

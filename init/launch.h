@@ -33,6 +33,9 @@ struct hutch_init_sys {
 	size_t (*proc_scan)(void *ud, struct hutch_proc_entry **ret); /* proctree.h */
 	int (*pty_open)(void *ud, uint32_t winsize, uid_t owner, int *ret_master,
 	                int *ret_slave); /* pty.h */
+	/* The /proc views re-bound: fds by view index (-1: none), or NULL:
+	 * only detached (rootfs.h: hutch_rootfs_views_rebind()). 0 or -errno. */
+	int (*views)(void *ud, const int *fds);
 };
 
 /* What every command's start shares, set up once by init. */

@@ -19,9 +19,12 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <string.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 
 #include "cleanup.h"
+#include "fdutil.h"
 #include "rootfs-internal.h"
 
 /* Paths relative to /proc; missing ones are skipped (they depend on the kernel config). */
@@ -163,6 +166,67 @@ void hutch_rootfs_views_warm(int procview_fd)
 		snprintf(from, sizeof(from), "proc/%s", *f);
 		(void)statx(procview_fd, from, AT_STATX_DONT_SYNC | AT_SYMLINK_NOFOLLOW, 0, &stx);
 	}
+}
+
+/* View i (rootfs.h) by its path relative to lxcfs's root, which is its
+ * path relative to the sandbox's root as well. */
+static void view_path(size_t i, char *buf, size_t cap)
+{
+	if (i < ELEMENTSOF(view_files) - 1)
+		snprintf(buf, cap, "proc/%s", view_files[i]);
+	else
+		snprintf(buf, cap, "sys/devices/system/cpu/online");
+}
+
+int hutch_rootfs_views_clone(int lxcfs_root, int ret_fds[HUTCH_ROOTFS_VIEWS], struct hutch_err *err)
+{
+	/* As setup_views() makes them: read-only, private. */
+	struct mount_attr attr = { .attr_set = MOUNT_ATTR_RDONLY | PROC_ATTRS,
+		                   .propagation = MS_PRIVATE };
+	int fds[HUTCH_ROOTFS_VIEWS], n = 0;
+	char from[64];
+
+	for (size_t i = 0; i < HUTCH_ROOTFS_VIEWS; i++) {
+		view_path(i, from, sizeof(from));
+		/* A mount of the caller's namespace: cloned where it is. */
+		fds[i] = sys_open_tree(lxcfs_root, from,
+		                       OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_SYMLINK_NOFOLLOW);
+		if (fds[i] < 0 && errno == ENOENT)
+			continue; /* not served by this lxcfs */
+		if (fds[i] < 0 ||
+		    sys_mount_setattr(fds[i], "", AT_EMPTY_PATH, &attr, sizeof(attr)) < 0) {
+			int r = hutch_err_set_errno(err, -errno, "clone lxcfs view '%s'", from);
+
+			hutch_close_many(fds, i + 1);
+			return r;
+		}
+		n++;
+	}
+	memcpy(ret_fds, fds, sizeof(fds));
+	return n;
+}
+
+int hutch_rootfs_views_rebind(const int *fds, struct hutch_err *err)
+{
+	int r = 0;
+	char path[64] = "/";
+
+	for (size_t i = 0; i < HUTCH_ROOTFS_VIEWS; i++) {
+		view_path(i, path + 1, sizeof(path) - 1);
+		/* The view's mount, whatever its lxcfs: none left, the next
+		 * umount2() finds the path is no mount's root (EINVAL; /proc's
+		 * own root is never a view's path) or absent (ENOENT). */
+		for (int k = 0; k < 4 && umount2(path, MNT_DETACH | UMOUNT_NOFOLLOW) == 0; k++)
+			;
+		if (!fds || fds[i] < 0)
+			continue;
+		/* Our own /proc's file, or the file init made on the root's
+		 * /sys (absent: this view was skipped at setup, skip it). */
+		if (sys_move_mount(fds[i], "", AT_FDCWD, path, MOVE_MOUNT_F_EMPTY_PATH) < 0 &&
+		    errno != ENOENT && r == 0)
+			r = hutch_err_set_errno(err, -errno, "mount lxcfs view on '%s'", path);
+	}
+	return r;
 }
 
 static int setup_views(struct rootfs_ctx *ctx, int proc, struct hutch_err *err)

@@ -168,6 +168,34 @@ int hutch_rootfs_setup_child(const struct hutch_rootfs_config *cfg, struct hutch
  */
 void hutch_rootfs_views_warm(int procview_fd);
 
+/* The lxcfs views a sandbox may have, by index: /proc's meminfo, cpuinfo,
+ * stat, uptime, loadavg, swaps, diskstats, then
+ * /sys/devices/system/cpu/online. */
+#define HUTCH_ROOTFS_VIEWS 8
+
+/*
+ * Host side, for a live sandbox whose lxcfs was replaced
+ * (supervisor/procview.c): a detached clone of each view a live lxcfs
+ * serves, read-only and private as setup_child() makes them, from
+ * lxcfs_root (an O_PATH fd of its mount's root in the caller's mount
+ * namespace): ret_fds[i] by index, -1 for one it does not serve. Returns
+ * how many, or -errno with err set (none left open).
+ */
+int hutch_rootfs_views_clone(int lxcfs_root, int ret_fds[HUTCH_ROOTFS_VIEWS],
+                             struct hutch_err *err);
+
+/*
+ * Inside, after setup_child() (init, in its mount namespace, "/" the
+ * sandbox's root): every view's mount detached (a dead lxcfs's answers
+ * ENOTCONN), and fds[i] attached in its place where given (fds NULL or
+ * fds[i] < 0: the kernel's own file shows again). Needs CAP_SYS_ADMIN in
+ * the sandbox's user namespace; umount2() and move_mount() with exactly
+ * these flags are on the sandbox's seccomp list for it (runtime/seccomp.c).
+ * Returns 0, or the first failure with err set (the others still done).
+ * The fds are not closed.
+ */
+int hutch_rootfs_views_rebind(const int *fds, struct hutch_err *err);
+
 /*
  * Pure: the /etc/passwd and /etc/group contents for the sandbox (caller
  * frees; appuser's shell is /bin/bash here, setup_child() falls back to

@@ -195,6 +195,10 @@ static int start(int dirfd, const char *dir, const char *bin, struct hutch_err *
 
 	if (snprintf(mnt, sizeof(mnt), "%s/mnt", dir) >= (int)sizeof(mnt))
 		return hutch_err_set(err, -ENAMETOOLONG, "lxcfs: '%s' is too long", dir);
+	/* Gone since (a supervisor's restart, procview.c): said at once, not
+	 * after LXCFS_START_SECONDS of waiting for a mount. */
+	if (access(bin, X_OK) < 0)
+		return hutch_err_set_errno(err, -errno, "lxcfs: '%s'", bin);
 	unmount_all(mnt);
 	/* A new record (a lxcfs still exiting keeps the old one locked), and
 	 * no pidfile of a former lxcfs: one still exiting holds a lock on it
@@ -318,40 +322,116 @@ static int lock_dir(const char *dir, bool make, int *ret_dirfd, int *ret_lock,
 	return hutch_err_set(err, -EAGAIN, "lxcfs: '%s' kept being removed", dir);
 }
 
-int hutch_lxcfs_acquire(const char *runtime_dir, int *ret_tree, int *ret_hold,
+/* A pidfd of the lxcfs of pid that holds the record rec, or -errno: the
+ * record still locked once the pidfd is open means the pid is still its
+ * (a live process's pid is never reused). */
+static int pidfd_of(pid_t pid, int rec)
+{
+	_cleanup_close_ int pidfd = -EBADF;
+
+	if (pid <= 0)
+		return -ESRCH;
+	pidfd = sys_pidfd_open(pid, 0);
+	if (pidfd < 0)
+		return -errno;
+	if (flock(rec, LOCK_SH | LOCK_NB) == 0 || errno != EWOULDBLOCK)
+		return -ESRCH; /* our shared lock, if we got it, goes with rec's close */
+	return TAKE_FD(pidfd);
+}
+
+/*
+ * Under the dir's lock: the dir's lxcfs alive and mounted, or replaced (a
+ * lxcfs whose mount is gone is ended, one that died is found by its
+ * record's lock, free); *ret_pidfd: a pidfd of the one that runs, or
+ * -errno (no watch then).
+ */
+static int ensure(int dirfd, const char *dir, const char *mnt, const char *bin, int *ret_pidfd,
+                  struct hutch_err *err)
+{
+	_cleanup_close_ int rec = -EBADF;
+	pid_t pid = lxcfs_pid(dirfd, &rec);
+	int r;
+
+	if (!pid || !mounted(dirfd)) {
+		closep(&rec);
+		stop(dirfd, mnt);
+		/* -ENOENT is "not installed" to our caller, not a failed start */
+		if ((r = start(dirfd, dir, bin, err)) < 0)
+			return r == -ENOENT ? -EIO : r;
+		pid = lxcfs_pid(dirfd, &rec);
+	}
+	*ret_pidfd = pidfd_of(pid, rec);
+	return 0;
+}
+
+static int dir_paths(const char *runtime_dir, char dir[4096], char mnt[4200], struct hutch_err *err)
+{
+	if (snprintf(dir, 4096, "%s/" LXCFS_DIR, runtime_dir) >= 4096 ||
+	    snprintf(mnt, 4200, "%s/mnt", dir) >= 4200)
+		return hutch_err_set(err, -ENAMETOOLONG, "lxcfs: '%s' is too long", runtime_dir);
+	return 0;
+}
+
+int hutch_lxcfs_acquire(const char *runtime_dir, int *ret_tree, int *ret_hold, int *ret_pidfd,
                         struct hutch_err *err)
 {
 	_cleanup_close_ int dirfd = -EBADF, lock = -EBADF, hold = -EBADF, tree = -EBADF;
 	const char *bin = hutch_lxcfs_binary();
 	char dir[4096], mnt[4200];
-	int r;
+	int r, pidfd = -EBADF;
 
 	if (!bin)
 		return -ENOENT;
 	if (geteuid() != 0)
 		return -EPERM;
-	if (snprintf(dir, sizeof(dir), "%s/" LXCFS_DIR, runtime_dir) >= (int)sizeof(dir) ||
-	    snprintf(mnt, sizeof(mnt), "%s/mnt", dir) >= (int)sizeof(mnt))
-		return hutch_err_set(err, -ENAMETOOLONG, "lxcfs: '%s' is too long", runtime_dir);
+	if ((r = dir_paths(runtime_dir, dir, mnt, err)) < 0)
+		return r;
 	if ((r = lock_dir(dir, true, &dirfd, &lock, err)) < 0)
 		return r;
-	/* Alive and mounted, or replaced: a lxcfs whose mount is gone is
-	 * ended, one that died is found by its record's lock, free. */
-	if (!lxcfs_pid(dirfd, NULL) || !mounted(dirfd)) {
-		stop(dirfd, mnt);
-		/* -ENOENT is "not installed" to our caller, not a failed start */
-		if ((r = start(dirfd, dir, bin, err)) < 0)
-			return r == -ENOENT ? -EIO : r;
-	}
+	if ((r = ensure(dirfd, dir, mnt, bin, &pidfd, err)) < 0)
+		return r;
 	hold = hutch_lock_at(dirfd, "users", LOCK_SH);
-	if (hold < 0)
+	if (hold < 0) {
+		closep(&pidfd);
 		return hutch_err_set_errno(err, hold, "lxcfs: lock '%s/users'", dir);
+	}
 	/* The mount's root: reaching it asks lxcfs nothing (mnt/proc would). */
 	tree = sys_open_tree(AT_FDCWD, mnt, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
-	if (tree < 0)
+	if (tree < 0) {
+		closep(&pidfd);
 		return hutch_err_set_errno(err, -errno, "lxcfs: clone '%s'", mnt);
+	}
 	*ret_tree = TAKE_FD(tree);
 	*ret_hold = TAKE_FD(hold);
+	*ret_pidfd = pidfd;
+	return 0;
+}
+
+int hutch_lxcfs_revive(const char *runtime_dir, int *ret_root, int *ret_pidfd,
+                       struct hutch_err *err)
+{
+	_cleanup_close_ int dirfd = -EBADF, lock = -EBADF, root = -EBADF;
+	const char *bin = hutch_lxcfs_binary();
+	char dir[4096], mnt[4200];
+	int r, pidfd = -EBADF;
+
+	if (!bin)
+		return hutch_err_set(err, -ENOENT, "lxcfs: no binary (HUTCH_LXCFS)");
+	if ((r = dir_paths(runtime_dir, dir, mnt, err)) < 0)
+		return r;
+	/* Our users hold keeps gc from removing the dir: gone is an error */
+	if ((r = lock_dir(dir, false, &dirfd, &lock, err)) <= 0)
+		return r < 0 ? r : hutch_err_set(err, -ENOENT, "lxcfs: '%s' is gone", dir);
+	if ((r = ensure(dirfd, dir, mnt, bin, &pidfd, err)) < 0)
+		return r;
+	/* Its root in our namespace: the views are cloned from there. */
+	root = open(mnt, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (root < 0) {
+		closep(&pidfd);
+		return hutch_err_set_errno(err, -errno, "lxcfs: open '%s'", mnt);
+	}
+	*ret_root = TAKE_FD(root);
+	*ret_pidfd = pidfd;
 	return 0;
 }
 

@@ -8,7 +8,9 @@
  * (no lxcfs holds the lock on hutch's record of it, or its mount is gone)
  * starts it (under the dir's lock); each supervisor holds a shared flock on
  * the dir's users file for its whole life; `hutch gc` stops lxcfs when no
- * supervisor holds it. The files live in $RUNTIME_DIR/.lxcfs/.
+ * supervisor holds it. The files live in $RUNTIME_DIR/.lxcfs/. When lxcfs
+ * ends under live sandboxes, each of their supervisors revives it (the
+ * first starts a new one) and has its init re-bind the views.
  */
 #ifndef HUTCH_LXCFS_H
 #define HUTCH_LXCFS_H
@@ -18,13 +20,26 @@
 /*
  * For a new sandbox of runtime_dir: start lxcfs if none runs, then take a
  * shared hold on it (*ret_hold: an fd to keep open for the sandbox's life)
- * and a detached clone of its mount (*ret_tree, for init: proc/meminfo, ...). 0 on
+ * and a detached clone of its mount (*ret_tree, for init: proc/meminfo, ...);
+ * *ret_pidfd: a pidfd of that lxcfs, whose end the supervisor watches
+ * (supervisor/procview.c), or -errno when none could be opened. 0 on
  * success; -ENOENT (err untouched) when lxcfs is not installed or is
  * switched off (HUTCH_LXCFS=none): no views then. Root only (-EPERM
  * otherwise, err untouched).
  */
-int hutch_lxcfs_acquire(const char *runtime_dir, int *ret_tree, int *ret_hold,
+int hutch_lxcfs_acquire(const char *runtime_dir, int *ret_tree, int *ret_hold, int *ret_pidfd,
                         struct hutch_err *err);
+
+/*
+ * For a live sandbox that holds runtime_dir's lxcfs (acquire()'s hold)
+ * whose lxcfs ended: the one a create or another supervisor started
+ * meanwhile, else a new one started here, as acquire() would.
+ * *ret_root: an O_PATH fd of its mount's root in the caller's mount
+ * namespace (the views are cloned from there); *ret_pidfd as acquire()'s.
+ * 0, or -errno with err set (no lxcfs could be started).
+ */
+int hutch_lxcfs_revive(const char *runtime_dir, int *ret_root, int *ret_pidfd,
+                       struct hutch_err *err);
 
 /* The lxcfs binary hutch runs (HUTCH_LXCFS, else /usr/bin, /usr/local/bin),
  * or NULL: none, or HUTCH_LXCFS=none. */

@@ -49,6 +49,11 @@ enum hutch_msg_type {
 	 * full snapshot's dump, then not again (supervisor/fullsnap.c); no
 	 * answer: the supervisor sees it in /proc (the owner of /proc/PID) */
 	HUTCH_MSG_DUMPABLE,
+	/* The runtime dir's lxcfs ended (supervisor/procview.c): body:
+	 * uint32_t which[n], view indexes (rootfs.h: HUTCH_ROOTFS_VIEWS);
+	 * fds: the new views, one per index, or none: every view only
+	 * detached (no lxcfs could run: the kernel's files). No answer. */
+	HUTCH_MSG_VIEWS,
 	/* init -> supervisor */
 	HUTCH_MSG_READY = 100, /* rootfs and namespaces done: commands may run */
 	HUTCH_MSG_FAILED,      /* body: struct hutch_err; setup failed */

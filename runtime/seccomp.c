@@ -41,6 +41,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
 #include <sys/personality.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -86,9 +87,10 @@ static inline void seccompp(scmp_filter_ctx *ctx)
  * not exist on the native architecture (the 32-bit variants), are skipped,
  * so the table can list every ABI's spelling.
  *
- * Deliberately absent (they fall to EPERM): mount, umount, umount2,
- * pivot_root, chroot, the new mount API (fsopen, fsconfig, fsmount, fspick,
- * move_mount, open_tree, mount_setattr), unshare, setns, bpf,
+ * Deliberately absent (they fall to EPERM): mount, umount, umount2 and
+ * move_mount (but for init's re-binding of the /proc views, below:
+ * add_views_rules()), pivot_root, chroot, the rest of the new mount API
+ * (fsopen, fsconfig, fsmount, fspick, open_tree, mount_setattr), unshare, setns, bpf,
  * perf_event_open, kexec_load, kexec_file_load, init_module, finit_module,
  * delete_module, keyctl, add_key, request_key, userfaultfd, io_uring_setup,
  * io_uring_enter, io_uring_register, open_by_handle_at, name_to_handle_at,
@@ -320,6 +322,30 @@ static int add_ioctl_rules(scmp_filter_ctx ctx, struct hutch_err *err)
 	return allow_ioctl_except(ctx, denied, ELEMENTSOF(denied), err);
 }
 
+/*
+ * umount2 and move_mount with exactly the flags init uses to re-bind the
+ * /proc views when the runtime dir's lxcfs ended under a live sandbox
+ * (rootfs.h: hutch_rootfs_views_rebind()): init runs under this filter
+ * too, and holds CAP_SYS_ADMIN in the sandbox's user namespace. For every
+ * command the kernel still says EPERM, as the filter did: both calls
+ * check CAP_SYS_ADMIN over the caller's mount namespace (may_mount())
+ * before they touch a mount (move_mount first thing; umount2 after the
+ * path's lookup, which stat() makes as well), no command holds it in any
+ * namespace (appuser has no capabilities, a container's set never has
+ * it: caps.h), and none can make a namespace where it would (clone and
+ * unshare are filtered above).
+ */
+static int add_views_rules(scmp_filter_ctx ctx, struct hutch_err *err)
+{
+	struct scmp_arg_cmp umount =
+	        SCMP_CMP(1, SCMP_CMP_MASKED_EQ, LO32, (uint64_t)(MNT_DETACH | UMOUNT_NOFOLLOW));
+	struct scmp_arg_cmp move =
+	        SCMP_CMP(4, SCMP_CMP_MASKED_EQ, LO32, (uint64_t)MOVE_MOUNT_F_EMPTY_PATH);
+	int r = add_rule(ctx, SCMP_ACT_ALLOW, "umount2", 1, &umount, err);
+
+	return r < 0 ? r : add_rule(ctx, SCMP_ACT_ALLOW, "move_mount", 1, &move, err);
+}
+
 /* personality(2): only the values Docker allows (query, PER_LINUX, UNAME26, PER_LINUX32). */
 static int add_personality_rules(scmp_filter_ctx ctx, struct hutch_err *err)
 {
@@ -483,6 +509,8 @@ int hutch_seccomp_compile(enum hutch_net_mode mode, struct sock_fprog *ret, stru
 		r = add_ioctl_rules(ctx, err);
 	if (r >= 0)
 		r = add_personality_rules(ctx, err);
+	if (r >= 0)
+		r = add_views_rules(ctx, err);
 	if (r >= 0)
 		r = add_socket_rules(ctx, mode, err);
 	if (r < 0)

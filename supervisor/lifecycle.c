@@ -21,6 +21,7 @@
 #include "netpolicy.h"
 #include "pasta.h"
 #include "ports.h"
+#include "procview.h"
 #include "sandbox-image.h"
 #include "supervisor.h"
 #include "volumes.h"
@@ -64,6 +65,7 @@ static void end_now(struct sup *s, const char *reason)
 	 * exit made that gc find it in use, and leave it running). */
 	closep(&s->procview_fd);
 	closep(&s->procview_hold);
+	hutch_procview_done(s);
 	s->state = SUP_GONE;
 	hutch_hooks_sandbox_ended(s);
 	hutch_api_sandbox_ended(s);

@@ -29,6 +29,7 @@
 #include "netpolicy.h"
 #include "pasta.h"
 #include "ports.h"
+#include "procview.h"
 #include "run.h"
 #include "supervisor.h"
 
@@ -127,6 +128,8 @@ static int setup_loop(struct sup *s)
 		return r;
 	if ((r = hutch_sup_pasta_watch(s)) < 0)
 		return r;
+	/* Without it the views only die with their lxcfs: not fatal. */
+	(void)hutch_procview_watch(s);
 	if (s->netlog) {
 		s->cmds.before_exit = egress_before_exit;
 		s->cmds.before_start = egress_before_start;

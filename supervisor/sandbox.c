@@ -47,13 +47,15 @@
  * worker during a rollback (image/rollback.c) and a fork's forker before
  * it fills its disk (runtime/disk-fork.c), which the fault tests
  * interrupt there (test_snapshot_faults.py, test_rollback.py). HUTCH_CRIU
- * too: the CRIU a full snapshot's refusal names (runtime/criu.h). */
+ * too: the CRIU a full snapshot's refusal names (runtime/criu.h); and
+ * HUTCH_LXCFS: the lxcfs a supervisor starts when the runtime dir's ended
+ * under its sandbox is the one a create would start (procview.c). */
 static void scrub_environment(void)
 {
 	extern char **environ;
 	static const char *const hooks[] = { "HUTCH_TEST_UNPACK_STOP_AFTER",
 		                             "HUTCH_TEST_ROLLBACK_STOP_AFTER",
-		                             "HUTCH_TEST_FORK_STOP", "HUTCH_CRIU" };
+		                             "HUTCH_TEST_FORK_STOP", "HUTCH_CRIU", "HUTCH_LXCFS" };
 	char keep[ELEMENTSOF(hooks)][PATH_MAX] = { "" };
 
 	for (size_t i = 0; i < ELEMENTSOF(hooks); i++) {
@@ -87,6 +89,15 @@ static void close_inherited_fds(void)
 		if (fl >= 0 && !(fl & FD_CLOEXEC))
 			close(fd);
 	}
+}
+
+/* lxcfs's tree, hold and pidfd (acquire_procview()) closed: the creator's
+ * once the supervisor has them, or a failed create's. */
+static void close_procview(struct sup *s)
+{
+	closep(&s->procview_fd);
+	closep(&s->procview_hold);
+	closep(&s->procview_pidfd);
 }
 
 static __attribute__((noreturn)) void
@@ -125,8 +136,7 @@ supervisor_main(struct sup *s, const struct hutch_setup_in *in, int result_fd)
 		hutch_sup_teardown_finish(s);
 		/* Our use of lxcfs ends before the answer: the creator stops
 		 * it when no other sandbox uses it (release_procview()). */
-		closep(&s->procview_fd);
-		closep(&s->procview_hold);
+		close_procview(s);
 		(void)hutch_write_all(result_fd, &err, sizeof(err));
 		_exit(1);
 	}
@@ -311,7 +321,8 @@ static int acquire_procview(struct sup *s, const char *runtime_dir, struct hutch
 
 	if (!s->kind->sizes_inside || s->idmap.rootless)
 		return 0;
-	r = hutch_lxcfs_acquire(runtime_dir, &s->procview_fd, &s->procview_hold, err);
+	r = hutch_lxcfs_acquire(runtime_dir, &s->procview_fd, &s->procview_hold, &s->procview_pidfd,
+	                        err);
 	if (r < 0 && r != -ENOENT && r != -EPERM)
 		return r;
 	/* the rest of what is inside: its disk */
@@ -325,8 +336,7 @@ static void release_procview(struct sup *s, const char *runtime_dir)
 {
 	struct hutch_err e = { 0 };
 
-	closep(&s->procview_fd);
-	closep(&s->procview_hold);
+	close_procview(s);
 	if (s->kind->sizes_inside && !s->idmap.rootless)
 		(void)hutch_lxcfs_release(runtime_dir, &e);
 }
@@ -585,6 +595,7 @@ static void sup_init(struct sup *s, struct hutch_config *cfg, struct hutch_conta
 	s->cmdenv = hutch_default_env;
 	s->loop.epfd = s->sigfd = s->ttl_fd = s->init_sock = s->pidfd = s->listen_fd = -EBADF;
 	s->lock_fd = s->slot_fd = s->mntns_fd = s->procview_fd = s->procview_hold = -EBADF;
+	s->procview_pidfd = -EBADF;
 	s->idle.fd = s->hooks.deadline_fd = s->hooks.result_fd = s->events.fd = -EBADF;
 	s->hooks.log_fd = s->net.helper_timer_fd = -EBADF;
 	s->disk_job.pid = -1;
@@ -660,8 +671,8 @@ static int create(struct hutch_config *cfg, struct hutch_container *ct, const ch
 	 * which lxcfs would fork into (rootfs.h); init's own walk, within
 	 * lxcfs's 0.5 s, asks it nothing. */
 	hutch_rootfs_views_warm(s.procview_fd);
-	/* The supervisor holds lxcfs's tree and hold now, and the disk's maker. */
-	hutch_close_many((int[]){ s.procview_fd, s.procview_hold, in.disk_job.sock }, 3);
+	close_procview(&s);        /* the supervisor holds lxcfs's tree, hold and pidfd now */
+	closep(&in.disk_job.sock); /* and the disk's maker */
 	/* The supervisor has its copy of the secrets; ours go now. */
 	hutch_net_bindings_forget(cfg->header_bindings);
 	if (s.hooks.log_fd >= 0)

@@ -95,6 +95,10 @@ struct sup {
 	/* lxcfs (runtime/lxcfs.h): the clone of its mount for init (closed once
 	 * init has it) and the shared hold kept for the supervisor's life. */
 	int procview_fd, procview_hold;
+	/* That lxcfs's pidfd, watched (procview.c): when it ends, a new one
+	 * is found or started and init re-binds the views. */
+	int procview_pidfd;
+	struct hutch_watch w_procview;
 	/* The disk (runtime/disk.h), handed over by setup when it ends: its
 	 * maker (reaped at the end), its mounts (sent to init with GO, closed)
 	 * and its root, kept for the shutdown at the end. */

@@ -13,7 +13,7 @@ import threading
 
 import pytest
 
-from conftest import Hutch, proc_comm, wait_until
+from conftest import Hutch, proc_comm, proc_stat, wait_until
 
 NANO_MEM = 268435456
 LXCFS = shutil.which("lxcfs")
@@ -152,9 +152,10 @@ def test_a_killed_lxcfs_is_restarted_by_the_next_create(hutch):
 
 @needs_lxcfs
 def test_a_killed_lxcfs_is_cleaned_by_gc(hutch):
-    """lxcfs killed under a sandbox (its views answer ENOTCONN): once the
-    sandbox is removed, one gc unmounts the dead mount and removes the
-    dir's lxcfs files."""
+    """lxcfs killed under a sandbox (its supervisor starts another, or,
+    removed first, leaves the dead mount): once the sandbox is removed,
+    one gc stops what runs, unmounts what is mounted and removes the dir's
+    lxcfs files."""
     a = hutch.create("--instance-type", "nano")
     lx = os.path.join(hutch.rtdir, ".lxcfs")
     pid = record(hutch)
@@ -167,8 +168,109 @@ def test_a_killed_lxcfs_is_cleaned_by_gc(hutch):
         assert hutch.rtdir not in f.read()
 
 
+VIEWS_PROBE = r"""
+free -b | awk '/^Mem:/ {print "free_total", $2}'
+awk '/^MemTotal:/ {printf "meminfo_total %.0f\n", $2 * 1024}' /proc/meminfo
+echo uptime $(cut -d. -f1 /proc/uptime)
+uptime | grep -q ' up ' && echo uptime_cmd ok
+"""
+
+
+def views_of(hutch, sid):
+    """What free, cat /proc/meminfo and uptime say inside (the keys of
+    VIEWS_PROBE whose command worked)."""
+    r = hutch("exec", sid, "--", "sh", "-c", VIEWS_PROBE)
+    return dict(kv for kv in (ln.split(None, 1) for ln in r.stdout.decode().splitlines())
+                if len(kv) == 2)
+
+
+def views_show_nano(hutch, sid):
+    p = views_of(hutch, sid)
+    return p.get("free_total") == p.get("meminfo_total") == str(NANO_MEM) \
+        and int(p.get("uptime", 10 ** 9)) < 600 and p.get("uptime_cmd") == "ok"
+
+
+def view_mounts(init):
+    """init's lxcfs view mounts: (mount point, device) of each."""
+    with open(f"/proc/{init}/mountinfo") as f:
+        return [(ln.split()[4], ln.split()[2]) for ln in f if " - fuse.lxcfs " in ln]
+
+
+def lxcfs_dev(rtdir):
+    """The device of rtdir's lxcfs mount, as the host's mountinfo says."""
+    mnt = os.path.join(rtdir, ".lxcfs", "mnt")
+    with open("/proc/self/mountinfo") as f:
+        devs = [ln.split()[2] for ln in f if ln.split()[4] == mnt and " - fuse.lxcfs " in ln]
+    return devs[-1] if devs else None
+
+
+@needs_lxcfs
+@pytest.mark.parametrize("image", ["host", "hutch-default"])
+def test_a_killed_lxcfs_comes_back_under_live_sandboxes(image, hutch, request):
+    """lxcfs killed under two live sandboxes: their supervisors see it end
+    (a pidfd), one starts a new lxcfs, and each init re-binds its views to
+    it, with nobody asking; free, /proc/meminfo and uptime then work inside
+    and show the sandbox's size and age again, each view one mount of the
+    live lxcfs (no dead one left under it). On main before this, the
+    views answered ENOTCONN until the sandbox was removed."""
+    opts = ["--instance-type", "nano"]
+    if image != "host":
+        hutch.env["HUTCH_IMAGE_STORE"] = request.getfixturevalue("default_store")
+        opts += ["--image", image]
+    a, b = hutch.create(*opts), hutch.create(*opts)
+    assert views_show_nano(hutch, a.id) and views_show_nano(hutch, b.id)
+    init = json.loads(hutch("inspect", a.id).stdout)["init_pid"]
+    before = view_mounts(init)
+    old = record(hutch)
+    assert lxcfs_of(hutch.rtdir) == [old]
+    os.kill(old, signal.SIGKILL)
+    assert wait_until(lambda: proc_comm(old) is None)
+    # A new one, started without any hutch command run meanwhile.
+    assert wait_until(lambda: lxcfs_of(hutch.rtdir) not in ([], [old]), 20), \
+        lxcfs_of(hutch.rtdir)
+    new = record(hutch)
+    assert new != old and lxcfs_of(hutch.rtdir) == [new]
+    for sb in (a, b):
+        assert wait_until(lambda: views_show_nano(hutch, sb.id), 20), views_of(hutch, sb.id)
+    after = view_mounts(init)
+    assert sorted(m for m, _ in after) == sorted(m for m, _ in before), (before, after)
+    assert {d for _, d in after} == {lxcfs_dev(hutch.rtdir)}, (after, lxcfs_dev(hutch.rtdir))
+    assert "lxcfs ended: the /proc views re-bound" in hutch("events", a.id).stdout.decode()
+    a.rm()
+    b.rm()
+
+
+@needs_lxcfs
+def test_views_fall_back_to_the_kernels_when_no_lxcfs_can_run(hutch, tmp_path):
+    """lxcfs killed and no lxcfs to start (its binary gone): init detaches
+    the dead views, so free, /proc/meminfo and uptime work inside on the
+    kernel's own files (the host's figures) rather than fail."""
+    link = tmp_path / "lxcfs"
+    link.symlink_to(LXCFS)
+    hutch.env["HUTCH_LXCFS"] = str(link)
+    sb = hutch.create("--instance-type", "nano")
+    assert views_show_nano(hutch, sb.id)
+    link.unlink()
+    old = record(hutch)
+    os.kill(old, signal.SIGKILL)
+    assert wait_until(lambda: proc_comm(old) is None)
+    host_total = str(host_meminfo()["MemTotal"] * 1024)
+    assert wait_until(lambda: views_of(hutch, sb.id).get("meminfo_total") == host_total, 20), \
+        views_of(hutch, sb.id)
+    p = views_of(hutch, sb.id)
+    assert p["free_total"] == host_total and p.get("uptime_cmd") == "ok", p
+    init = json.loads(hutch("inspect", sb.id).stdout)["init_pid"]
+    assert view_mounts(init) == []
+    assert "the /proc views detached" in hutch("events", sb.id).stdout.decode()
+    sb.rm()
+    assert hutch("gc").returncode == 0
+    assert not os.path.exists(os.path.join(hutch.rtdir, ".lxcfs"))
+
+
 def lxcfs_of(rtdir):
-    """The live lxcfs processes serving rtdir (by their mount point)."""
+    """The live lxcfs processes serving rtdir (by their mount point), not
+    counting the children lxcfs forks for a moment (into a sandbox's pid
+    namespace, to translate its pids: seen right after a restart)."""
     mnt = os.path.join(rtdir, ".lxcfs", "mnt").encode()
     pids = []
     for d in os.listdir("/proc"):
@@ -180,7 +282,12 @@ def lxcfs_of(rtdir):
         if d.isdigit() and os.path.basename(argv[0]) == b"lxcfs" and mnt in argv \
                 and proc_comm(int(d)) is not None:
             pids.append(int(d))
-    return sorted(pids)
+    children = set()
+    for pid in pids:
+        stat = proc_stat(pid)
+        if stat and int(stat[1]) in pids:
+            children.add(pid)
+    return sorted(set(pids) - children)
 
 
 def record(hutch):

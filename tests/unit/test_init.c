@@ -62,6 +62,9 @@ struct fake {
 	int exit_status;
 	/* pty_open */
 	int ptys;
+	/* views: calls, whether with fds, each index's fd's inode (0: none) */
+	int views, views_fds;
+	ino_t view_ino[HUTCH_ROOTFS_VIEWS];
 };
 
 struct env {
@@ -141,12 +144,25 @@ static int fake_pty_open(void *ud, uint32_t winsize, uid_t owner, int *ret_maste
 	return 0;
 }
 
+static int fake_views(void *ud, const int *fds)
+{
+	struct fake *f = ud;
+	struct stat st;
+
+	f->views++;
+	f->views_fds = fds != NULL;
+	for (size_t i = 0; i < HUTCH_ROOTFS_VIEWS; i++)
+		f->view_ino[i] = fds && fds[i] >= 0 && fstat(fds[i], &st) == 0 ? st.st_ino : 0;
+	return 0;
+}
+
 static const struct hutch_init_sys fake_sys = {
 	.spawn = fake_spawn,
 	.wait_any = fake_wait_any,
 	.kill_tree = fake_kill_tree,
 	.proc_scan = fake_proc_scan,
 	.pty_open = fake_pty_open,
+	.views = fake_views,
 };
 
 static int setup(void **state)
@@ -576,6 +592,49 @@ static void test_other_messages_and_hangup(void **state)
 	assert_int_equal(hutch_init_server_message(e->srv), 1);
 }
 
+static ino_t ino_of(int fd)
+{
+	struct stat st;
+
+	assert_int_equal(fstat(fd, &st), 0);
+	return st.st_ino;
+}
+
+/* VIEWS: each fd reaches the view of its index, the others none; none
+ * at all: detach only; every fd closed by init; broken bodies ignored. */
+static void test_views(void **state)
+{
+	struct env *e = *state;
+	int ends[3], keep[3];
+	uint32_t which[] = { 7, 0 }, all[HUTCH_ROOTFS_VIEWS], bad[] = { 2, HUTCH_ROOTFS_VIEWS };
+
+	stdio_pipes(ends, keep);
+	send_and_handle(e, HUTCH_MSG_VIEWS, 0, which, sizeof(which), ends + 1, 2);
+	assert_int_equal(e->f.views, 1);
+	assert_true(e->f.views_fds);
+	for (size_t i = 0; i < HUTCH_ROOTFS_VIEWS; i++)
+		assert_true(e->f.view_ino[i] == (i == 7   ? ino_of(ends[1])
+		                                 : i == 0 ? ino_of(ends[2])
+		                                          : 0));
+	assert_false(sup_readable(e)); /* no answer */
+	close(ends[1]);
+	assert_closed_in_init(keep[1]);
+	for (uint32_t i = 0; i < HUTCH_ROOTFS_VIEWS; i++)
+		all[i] = i;
+	send_and_handle(e, HUTCH_MSG_VIEWS, 0, all, sizeof(all), NULL, 0);
+	assert_int_equal(e->f.views, 2);
+	assert_false(e->f.views_fds);
+	/* an index out of range, fds one short, a body not of indexes */
+	send_and_handle(e, HUTCH_MSG_VIEWS, 0, bad, sizeof(bad), ends + 2, 1);
+	send_and_handle(e, HUTCH_MSG_VIEWS, 0, which, sizeof(which), ends + 2, 1);
+	send_and_handle(e, HUTCH_MSG_VIEWS, 0, which, 3, NULL, 0);
+	assert_int_equal(e->f.views, 2);
+	close(ends[2]);
+	assert_closed_in_init(keep[2]);
+	close(ends[0]);
+	hutch_close_many(keep, 3);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -593,6 +652,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_connect_refuses_broken_requests, setup,
 		                                teardown),
 		cmocka_unit_test_setup_teardown(test_other_messages_and_hangup, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_views, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

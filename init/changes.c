@@ -412,7 +412,10 @@ size_t hutch_changes_end(struct hutch_changes *c, uint64_t id, size_t head, char
 		return 0;
 	h = (struct hutch_changes_hdr){ .flags = c->runs[i].flags,
 		                        .omitted = c->runs[i].omitted + c->runs[i].nover };
-	if (ret_buf && (o.buf = malloc(head + HUTCH_CHANGES_MAX_BYTES)))
+	/* Nothing changed (most commands): no 128 KiB buffer mapped and
+	 * unmapped for it (an mmap, a munmap and its faults per command). */
+	if (ret_buf && (c->runs[i].tree || h.omitted || (h.flags & HUTCH_CHANGES_INCOMPLETE)) &&
+	    (o.buf = malloc(head + HUTCH_CHANGES_MAX_BYTES)))
 		twalk_r(c->runs[i].tree, walk_out, &o);
 	tdestroy(c->runs[i].tree, hutch_changes_free_change);
 	tdestroy(c->runs[i].over, hutch_changes_free_change);

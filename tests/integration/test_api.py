@@ -242,3 +242,35 @@ def test_delete_answers_and_later_requests_fail_cleanly(hutch):
     assert not os.path.exists(sb.sock)
     r = hutch("exec", sb.id, "--", "true")
     assert r.returncode == 66 and b"deleted" in r.stderr
+
+
+def test_body_refusals_name_the_fix_and_change_nothing(sandbox):
+    """Refusals of /diff, /run, /snapshot and /process_output that no
+    other test reached: 400, the endpoint's code, the words that name the
+    fix; no snapshot made, the process untouched."""
+    st, res = sandbox.api("POST", "/v1/start_process", {"cmd": "printf abc"})
+    assert st == 200 and res["id"] == "p1", res
+    assert wait_until(lambda: sandbox.api("GET", "/v1/list_processes")[1]
+                      ["processes"][0]["status"] != "running", 30)
+    cases = [
+        ("POST", "/v1/diff", None, b"[1]", "invalid_json",
+         ["the body must be a JSON object", '{"since_command": SEQ}']),
+        ("POST", "/v1/diff", {"since_command": 1, "since_snapshot": "x"}, None,
+         "invalid_request", ["give one of 'since_command', 'since_snapshot', 'since_process'"]),
+        ("POST", "/v1/run", {"cmd": "true", "tty": {"rows": 24, "cols": 80}}, None,
+         "invalid_request", ["'tty' needs a stream both ways: use POST /exec"]),
+        ("POST", "/v1/snapshot", {"type": "bogus"}, None, "invalid_request",
+         ["'type' must be \"filesystem\" or \"full\""]),
+        ("POST", "/v1/snapshot", {"env": ["1X=y"]}, None, "invalid_request",
+         ["'env' must be at most 128 \"NAME=VALUE\" strings"]),
+        ("POST", "/v1/snapshot", None, b"[1]", "invalid_json",
+         ["the body must be a JSON object: {\"name\": \"NAME\"}"]),
+        ("GET", "/v1/process_output?id=p1&offset=99", None, None, "invalid_request",
+         ["'offset' 99 is past the end of stdout (3 bytes written so far)"]),
+    ]
+    for method, path, body, raw, code, words in cases:
+        st, res = sandbox.api(method, path, body, raw=raw)
+        assert_error(st, res, 400, code, *words)
+    st, res = sandbox.api("GET", "/v1/process_output?id=p1")
+    assert st == 200 and res["data"] == "abc", res
+    assert not os.path.exists(sandbox.hutch.env["HUTCH_IMAGE_STORE"])

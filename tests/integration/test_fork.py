@@ -17,7 +17,7 @@ import subprocess
 
 import pytest
 
-from conftest import SLOWDOWN, wait_until
+from conftest import HUTCH, SLOWDOWN, wait_until
 from test_snapshot import WRITE, snap, tree  # noqa: F401 (snap: a fixture)
 
 
@@ -207,6 +207,16 @@ def test_fork_refusals(snap):
     # Refused before anything was made: no sandbox, no snapshot.
     assert h.ids() == before
     assert json.loads(h("snapshot", "ls", "--json").stdout) == []
+    assert src.sh("echo alive") == "alive\n"
+    # The forks' ids cannot be written (stdout /dev/full): 70, the forks
+    # deleted (never handed over), the source running on.
+    with open("/dev/full", "wb") as full:
+        r = subprocess.run([HUTCH, "fork", src.id, "-n", "2"], stdout=full,
+                           stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, env=h.env,
+                           timeout=300)
+    assert r.returncode == 70, r.stderr
+    assert b"write the forks' ids: No space left on device; deleting them" in r.stderr, r.stderr
+    assert wait_until(lambda: h.ids() == before, 60), (h.ids(), before)
     assert src.sh("echo alive") == "alive\n"
 
 

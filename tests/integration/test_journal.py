@@ -260,6 +260,10 @@ def test_follow_of_a_sandbox_that_ends_without_a_request(hutch):
             p.wait()
     assert p.returncode == 66 and out == b"", err
     assert err == b"hutch: the sandbox ended without a request: no journal\n", err
+    # (net-log's refusal of the same ended sandbox: network none writes no egress log)
+    r = hutch("net-log", sb.id)
+    assert r.returncode == 65 and r.stdout == b"", r
+    assert b"no egress log of sandbox" in r.stderr and b"network none" in r.stderr, r.stderr
 
 
 def test_usage_errors(hutch):

@@ -54,7 +54,8 @@ static const char about[] =
         "interrupted copy leaves an existing LOCAL as it was.\n"
         "Exit codes: 0 copied, 1 the copy failed (missing file, no space, ...), 64 usage,\n"
         "65 no such sandbox, 66 sandbox expired or deleted, 69 a directory copy out as root\n"
-        "without CAP_SETPCAP (its tar could not lose CAP_MKNOD), 70 other failure.\n";
+        "without CAP_SETPCAP (its tar could not lose CAP_MKNOD) or a directory copy with\n"
+        "no tar on the host, 70 other failure.\n";
 
 /* --max-bytes: what a copy out of a sandbox may receive; 0 = no bound. */
 static uint64_t max_bytes;
@@ -283,19 +284,50 @@ static int put_stream(const struct hutch_paths *p, const char *remote, int in, i
 	return api_failure(sock, &h, remote);
 }
 
+/* tar started on fd_in/fd_out; -1 with errno when it could not run (its
+ * exec's errno comes back on a close-on-exec pipe: nothing streamed yet). */
 static pid_t spawn_tar(char *const *argv, int fd_in, int fd_out)
 {
-	pid_t pid = fork();
+	int ep[2], e = 0;
+	ssize_t n = 0;
+	pid_t pid;
 
+	if (pipe2(ep, O_CLOEXEC) < 0)
+		return -1;
+	pid = fork();
 	if (pid == 0) {
 		if (fd_in >= 0 && dup2(fd_in, 0) < 0) /* lint-fds: ok: child stdio */
 			_exit(127);
 		if (fd_out >= 0 && dup2(fd_out, 1) < 0) /* lint-fds: ok: child stdio */
 			_exit(127);
 		execvp("tar", argv);
+		e = errno;
+		(void)!write(ep[1], &e, sizeof(e));
 		_exit(127);
 	}
+	e = errno;
+	close(ep[1]);
+	while (pid > 0 && (n = read(ep[0], &e, sizeof(e))) < 0 && errno == EINTR)
+		;
+	close(ep[0]);
+	if (pid > 0 && n == (ssize_t)sizeof(e)) {
+		(void)waitpid(pid, NULL, 0);
+		pid = -1;
+	}
+	errno = e;
 	return pid;
+}
+
+/* Why tar could not run: a host without tar is not capable (69), named. */
+static int tar_refused(void)
+{
+	int e = errno;
+
+	return hutch_cli_fail(e == ENOENT || e == EACCES ? HUTCH_EXIT_NOT_CAPABLE
+	                                                 : HUTCH_EXIT_FAILURE,
+	                      "cannot run tar: %s: a directory's copy runs this host's tar; "
+	                      "install it or put it in PATH: nothing copied",
+	                      strerror(e));
 }
 
 static int wait_tar(pid_t pid)
@@ -318,11 +350,13 @@ static int upload_dir(const struct hutch_paths *p, const char *local, const char
 	if (pipe2(fds, O_CLOEXEC) < 0)
 		return hutch_cli_fail(HUTCH_EXIT_FAILURE, "pipe: %s", strerror(errno));
 	pid = spawn_tar(argv, -1, fds[1]);
-	close(fds[1]);
 	if (pid < 0) {
+		r = tar_refused();
 		close(fds[0]);
-		return hutch_cli_fail(HUTCH_EXIT_FAILURE, "cannot run tar: %s", strerror(errno));
+		close(fds[1]);
+		return r;
 	}
+	close(fds[1]);
 	r = put_stream(p, remote, fds[0], -1, true, NULL, NULL);
 	close(fds[0]);
 	t = wait_tar(pid);
@@ -449,6 +483,7 @@ static int download_dir(const struct hutch_paths *p, const char *remote, const c
 		NULL
 	};
 	int fds[2], r, t;
+	bool made;
 	pid_t pid;
 
 	if (!strcmp(local, "-"))
@@ -464,17 +499,22 @@ static int download_dir(const struct hutch_paths *p, const char *remote, const c
 		                      "'%s' (it needs CAP_SETPCAP): nothing copied; copy to '-' "
 		                      "and extract yourself",
 		                      remote);
-	if (mkdir(local, 0755) < 0 && errno != EEXIST)
+	made = mkdir(local, 0755) == 0;
+	if (!made && errno != EEXIST)
 		return hutch_cli_fail(CP_EXIT_FILE, "cannot create '%s': %s", local,
 		                      strerror(errno));
 	if (pipe2(fds, O_CLOEXEC) < 0)
 		return hutch_cli_fail(HUTCH_EXIT_FAILURE, "pipe: %s", strerror(errno));
 	pid = spawn_tar(argv, fds[0], -1);
-	close(fds[0]);
 	if (pid < 0) {
+		r = tar_refused();
+		close(fds[0]);
 		close(fds[1]);
-		return hutch_cli_fail(HUTCH_EXIT_FAILURE, "cannot run tar: %s", strerror(errno));
+		if (made) /* nothing left behind: the directory was ours, empty */
+			(void)rmdir(local);
+		return r;
 	}
+	close(fds[0]);
 	r = get_stream(p, remote, true, fds[1]);
 	close(fds[1]);
 	t = wait_tar(pid);

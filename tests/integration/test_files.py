@@ -521,6 +521,17 @@ def test_cp_errors(sandbox, hutch, tmp_path):
     r = hutch("cp", f"{sandbox.id}:g", str(tmp_path / "none" / "g"))
     assert r.returncode == 1 and b"cannot write '" in r.stderr, r.stderr
     assert b"No such file or directory" in r.stderr and not (tmp_path / "none").exists()
+    # No tar on the host (PATH without one): 69, said before anything
+    # travels, nothing made on either side (was 70 or 1 with tar's words)
+    (tmp_path / "up").mkdir()
+    (tmp_path / "up" / "f").write_text("x")
+    for args in ([str(tmp_path / "up"), f"{sandbox.id}:up"],
+                 [f"{sandbox.id}:d", str(tmp_path / "down")]):
+        r = hutch("cp", *args, env={"PATH": "/nonexistent"})
+        assert r.returncode == 69, (args, r.stderr)
+        assert b"cannot run tar" in r.stderr and b"install it or put it in PATH" in r.stderr
+    assert not (tmp_path / "down").exists()
+    assert sandbox.sh("ls /workspace") == "d\ng\n"
     # A directory onto a local file: tar's refusal, the file kept as it was
     (tmp_path / "kept").write_bytes(b"kept")
     r = hutch("cp", f"{sandbox.id}:d", str(tmp_path / "kept"))

@@ -116,3 +116,21 @@ def test_fork_refused_is_a_limit_and_leaves_nothing(hutch, lxcfs):
     sb = hutch.create()
     assert sb.sh("echo ok") == "ok\n"
     sb.rm()
+
+
+def test_fork_whose_socketpair_fails_makes_nothing(hutch):
+    """hutch fork's socketpair to its creator refused (EMFILE, injected by
+    strace): 70 naming the call and its errno, no fork made, the source
+    running on."""
+    if shutil.which("strace") is None:
+        pytest.skip("needs strace")
+    sb = hutch.create("--instance-type", "nano")
+    r = subprocess.run(["strace", "-f", "-o", "/dev/null", "-e", "trace=socketpair",
+                        "-e", "inject=socketpair:error=EMFILE", HUTCH, "fork", sb.id],
+                       env=hutch.env, capture_output=True, timeout=120)
+    err = r.stderr.decode()
+    assert r.returncode == FAILURE and r.stdout == b"", err
+    assert "fork: socketpair: Too many open files" in err and "nothing made" in err, err
+    assert hutch.ids() == [sb.id]
+    assert sb.sh("echo alive") == "alive\n"
+    sb.rm()

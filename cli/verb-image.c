@@ -398,6 +398,12 @@ static bool names_registry(const char *ref)
 /* An image not yet in the store: a file is imported, a whole registry
  * reference pulled, the default image built, each with its progress on
  * stderr, as 'docker run' pulls what it lacks. -ENOENT for anything else. */
+static bool fetchable(const char *image, const char *name)
+{
+	return hutch_image_source_path(image) || !strcmp(name, HUTCH_IMAGE_DEFAULT_NAME) ||
+	       (hutch_image_ref_is_valid(name) && names_registry(name));
+}
+
 static int fetch_missing(struct hutch_image_store *s, const char *image, const char *name,
                          bool quiet)
 {
@@ -406,8 +412,7 @@ static int fetch_missing(struct hutch_image_store *s, const char *image, const c
 	struct hutch_err err = { 0 };
 	int r;
 
-	if (!hutch_image_source_path(image) && strcmp(name, HUTCH_IMAGE_DEFAULT_NAME) &&
-	    !(hutch_image_ref_is_valid(name) && names_registry(name)))
+	if (!fetchable(image, name))
 		return -ENOENT;
 	hutch_cli_progress_init(&prog, quiet);
 	hutch_cli_progress_attach(&prog, &st);
@@ -463,11 +468,17 @@ int hutch_cli_resolve_image(struct hutch_config *cfg, bool quiet)
 	snprintf(name, sizeof(name), "%s", cfg->image);
 	if (hutch_image_source_path(cfg->image) && (r = path_name(cfg->image, name, sizeof(name))))
 		return r;
-	if (hutch_image_store_open(path, &s, &err) < 0)
+	/* A name that would not be fetched, in a store not made yet: not
+	 * found, and the store still not made (as the read-only verbs). */
+	if (access(path, F_OK) < 0 && errno == ENOENT &&
+	    (cfg->image_snapshot || !fetchable(cfg->image, name)))
+		r = -ENOENT;
+	else if (hutch_image_store_open(path, &s, &err) < 0)
 		return hutch_cli_fail(hutch_errc_exit(hutch_err_class(&err)), "--image %s: %s",
 		                      cfg->image, err.msg);
-	r = hutch_image_resolve(s, name, cfg->image_manifest, &err);
-	if (r == -ENOENT && hutch_image_full_exists(s, name) > 0)
+	else
+		r = hutch_image_resolve(s, name, cfg->image_manifest, &err);
+	if (r == -ENOENT && s && hutch_image_full_exists(s, name) > 0)
 		return hutch_cli_fail(HUTCH_EXIT_NOT_CAPABLE,
 		                      "--snapshot %s: a full snapshot (processes and memory): its "
 		                      "restore into a new sandbox is not built yet "
@@ -482,7 +493,7 @@ int hutch_cli_resolve_image(struct hutch_config *cfg, bool quiet)
 		                      "snapshot ls' lists them; 'hutch snapshot ID %s' makes it)",
 		                      cfg->image, path, cfg->image);
 	if (r == -ENOENT) {
-		r = fetch_missing(s, cfg->image, name, quiet);
+		r = s ? fetch_missing(s, cfg->image, name, quiet) : -ENOENT;
 		if (r == 0)
 			r = hutch_image_resolve(s, name, cfg->image_manifest, &err);
 		else if (r == -ENOENT)

@@ -181,6 +181,29 @@ def test_fork_takes_its_own_options(snap):
     assert src.status()["config"]["instance_type"] == "small"
 
 
+def test_fork_uses_the_sources_store(snap, tmp_path):
+    """A shell whose HUTCH_IMAGE_STORE names another store (here one not
+    made) forks an image's sandbox all the same: the source's store, which
+    GET /status's config names, is the forks' (the snapshot route's snapshot
+    is there too), and the other store stays not made."""
+    h, image = snap
+    store = h.env["HUTCH_IMAGE_STORE"]
+    src = h.create("--image", image, "--instance-type", "small")
+    assert src.status()["config"]["image_store"] == store
+    src.sh("printf 1 > /workspace/one")
+    other = tmp_path / "other-store"
+    h.env["HUTCH_IMAGE_STORE"] = str(other)
+    try:  # nano: the snapshot route, whose snapshot the create reads
+        out = json.loads(fork(h, src.id, "--instance-type", "nano", "--json").stdout)
+    finally:
+        h.env["HUTCH_IMAGE_STORE"] = store
+    assert not other.exists()
+    f = Forked(h, out["forks"][0])
+    assert f.sh("cat /workspace/one") == "1"
+    assert f.status()["config"]["image_store"] == store
+    assert out["snapshot"] in h("snapshot", "ls").stdout.decode()
+
+
 def test_fork_refusals(snap):
     h, image = snap
     src = h.create("--image", image)

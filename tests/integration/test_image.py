@@ -192,6 +192,11 @@ def test_store_not_made_is_read_not_made(hutch, store, kind):
     if kind == "image":
         r = hutch("image", "prune")
         assert r.returncode == 0 and b"removed 0" in r.stdout, r.stderr.decode()
+    if kind != "volume":  # a create that names what is not there makes no store either
+        r = hutch("create", f"--{kind}" if kind == "snapshot" else "--image", "nosuch")
+        assert r.returncode == 65, r.stderr.decode()
+        assert f"--{kind} nosuch: no such {kind} in the store '{store}'" in r.stderr.decode()
+        assert hutch.ids() == []
     assert not store.exists()
 
 

@@ -16,7 +16,6 @@
 #include "api.h"
 #include "cleanup.h"
 #include "container.h"
-#include "events.h"
 #include "init.h"
 #include "kind.h"
 #include "pod.h"
@@ -36,16 +35,16 @@ void hutch_container_cgroup(const struct sup *s, const char **ret_path,
 	*ret_res = &s->container->limits.res;
 }
 
-int hutch_container_stash(const struct sup *s)
+int hutch_container_stash(const struct hutch_kind_setup *k)
 {
-	return hutch_container_stash_fd(s->container);
+	return hutch_container_stash_fd(k->container);
 }
 
 /* Child side: the container's host name, profile, terminal, sysctls and
  * bundle (its mounts: hutch_container_child_fds() placed them). */
-void hutch_container_init_params(struct sup *s, struct hutch_init_params *p)
+void hutch_container_init_params(struct hutch_kind_setup *k, struct hutch_init_params *p)
 {
-	struct hutch_container *ct = s->container;
+	struct hutch_container *ct = k->container;
 
 	if (ct->hostname[0]) {
 		if (p->hostname)
@@ -58,11 +57,11 @@ void hutch_container_init_params(struct sup *s, struct hutch_init_params *p)
 	p->rootfs.bundle = &ct->bundle;
 }
 
-bool hutch_container_take_console(struct sup *s, int fd)
+bool hutch_container_take_console(struct hutch_kind_setup *k, int fd)
 {
-	if (!s->container->terminal || s->container->pty_master >= 0)
+	if (!k->container->terminal || k->container->pty_master >= 0)
 		return false;
-	s->container->pty_master = fd;
+	k->container->pty_master = fd;
 	return true;
 }
 
@@ -84,11 +83,10 @@ int hutch_container_api_start(struct sup *s, struct hutch_err *err)
  * runc. Ids beyond the sandbox's range (65536 and up) stay unmapped:
  * nobody, and closed to every capability inside (the kernel's
  * capable_wrt_inode_uidgid). A file system that cannot idmap (EINVAL:
- * nfs, proc ...) keeps its host owners, said in the events.
+ * nfs, proc ...) keeps its host owners, said in the events once ready.
  */
-static void idmap_binds(struct sup *s, int userns)
+static void idmap_binds(struct hutch_container *ct, int userns)
 {
-	struct hutch_container *ct = s->container;
 	struct mount_attr attr = { .attr_set = MOUNT_ATTR_IDMAP, .userns_fd = (uint64_t)userns };
 
 	for (size_t i = 0; i < ct->nmounts; i++) {
@@ -97,10 +95,7 @@ static void idmap_binds(struct sup *s, int userns)
 			continue;
 		if (sys_mount_setattr(ct->mount_fds[i], "", AT_EMPTY_PATH | AT_RECURSIVE, &attr,
 		                      sizeof(attr)) < 0)
-			hutch_event(
-			        s,
-			        "mounts: '%s' not idmapped (%s): its files keep their host owners",
-			        ct->mounts[i].dest, strerror(errno));
+			ct->mounts[i].idmap_errno = errno;
 	}
 }
 
@@ -111,9 +106,9 @@ static void idmap_binds(struct sup *s, int userns)
  * touching a file: a file of host uid 0 shows as the sandbox's root. The
  * binds too (idmap_binds()).
  */
-int hutch_container_before_go(struct sup *s, pid_t init, struct hutch_err *err)
+int hutch_container_before_go(struct hutch_kind_setup *k, pid_t init, struct hutch_err *err)
 {
-	struct hutch_container *ct = s->container;
+	struct hutch_container *ct = k->container;
 	struct mount_attr attr = { .attr_set = MOUNT_ATTR_IDMAP };
 	_cleanup_close_ int userns = -EBADF;
 	char path[64];
@@ -129,7 +124,7 @@ int hutch_container_before_go(struct sup *s, pid_t init, struct hutch_err *err)
 		                           "root.path: idmap '%s' onto the sandbox's ids "
 		                           "(the file system must support idmapped mounts)",
 		                           ct->rootfs);
-	idmap_binds(s, userns);
+	idmap_binds(ct, userns);
 	for (size_t i = 0; i < ct->nrlimits; i++) {
 		struct rlimit rl = { .rlim_cur = ct->rlimits[i].soft,
 			             .rlim_max = ct->rlimits[i].hard };

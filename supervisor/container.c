@@ -30,6 +30,7 @@
 #include "events.h"
 #include "fdutil.h"
 #include "idle.h"
+#include "kind.h"
 #include "lifecycle.h"
 #include "log.h"
 #include "pasta.h"
@@ -111,7 +112,7 @@ static int open_bind(struct hutch_container *ct, size_t i, struct hutch_err *err
 	return 0;
 }
 
-static int open_mounts(struct sup *s, struct hutch_err *err);
+static int open_mounts(struct hutch_container *ct, struct hutch_err *err);
 
 /* A mount pod.c made (a CNI network namespace's sysfs): placed as a bind. */
 static void place_premade(struct hutch_container *ct, size_t i)
@@ -148,10 +149,11 @@ static void lower(const struct hutch_limits *c, struct hutch_limits *lim)
 	lim->res.cpu_quota = quota;
 }
 
-int hutch_container_prepare(struct sup *s, struct hutch_limits *lim, struct hutch_err *err)
+int hutch_container_prepare(struct hutch_kind_setup *k, struct hutch_limits *lim,
+                            struct hutch_err *err)
 {
-	lower(&s->container->limits, lim);
-	return open_mounts(s, err);
+	lower(&k->container->limits, lim);
+	return open_mounts(k->container, err);
 }
 
 static const char *new_fs_type(const struct hutch_container_mount *m)
@@ -159,9 +161,8 @@ static const char *new_fs_type(const struct hutch_container_mount *m)
 	return m->mqueue ? "mqueue" : m->sysfs ? "sysfs" : m->cgroup2 ? "cgroup2" : "tmpfs";
 }
 
-static int open_mounts(struct sup *s, struct hutch_err *err)
+static int open_mounts(struct hutch_container *ct, struct hutch_err *err)
 {
-	struct hutch_container *ct = s->container;
 	int r;
 
 	ct->root_fd = sys_open_tree(AT_FDCWD, ct->rootfs,
@@ -219,9 +220,9 @@ int hutch_container_stash_fd(const struct hutch_container *ct)
 	return ct->nmounts + 7 > 16 ? (int)ct->nmounts + 7 : 16;
 }
 
-int hutch_container_child_fds(struct sup *s, int first)
+int hutch_container_child_fds(struct hutch_kind_setup *k, int first)
 {
-	struct hutch_container *ct = s->container;
+	struct hutch_container *ct = k->container;
 	int n = 0;
 
 	/* Twice: first out of the way of init's own fds (first < 0), then
@@ -753,6 +754,12 @@ int hutch_container_ready(struct sup *s, struct hutch_err *err)
 	    (r = ct->run_hooks(ct, HUTCH_CONTAINER_HOOKS_CREATE, s->init_pid, err)) < 0)
 		return r;
 
+	for (size_t i = 0; i < ct->nmounts; i++)
+		if (ct->mounts[i].idmap_errno)
+			hutch_event(
+			        s,
+			        "mounts: '%s' not idmapped (%s): its files keep their host owners",
+			        ct->mounts[i].dest, strerror(ct->mounts[i].idmap_errno));
 	/* init has attached them: our references can go. */
 	closep(&ct->root_fd);
 	for (size_t i = 0; i < ct->nmounts; i++)

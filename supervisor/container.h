@@ -64,6 +64,9 @@ struct hutch_container_mount {
 	 * from the container to the host (container.c). */
 	unsigned long propagation;
 	bool propagation_recursive;
+	/* before_go: a bind that could not be idmapped (its errno), said in
+	 * the events once ready (hutch_container_ready()). */
+	int idmap_errno;
 };
 
 struct hutch_container_rlimit {
@@ -192,6 +195,7 @@ struct hutch_container {
 	.take_console = hutch_container_take_console, .api_start = hutch_container_api_start, \
 	.ready = hutch_container_ready, .leave = hutch_container_exit
 struct hutch_init_params;
+struct hutch_kind_setup;
 /* linux.cgroupsPath for hutch_cgroup_new_at() (NULL: none given) and the
  * bundle's resources (container-kind.c). */
 void hutch_container_cgroup(const struct sup *s, const char **ret_path,
@@ -200,23 +204,24 @@ void hutch_container_cgroup(const struct sup *s, const char **ret_path,
 int hutch_container_take_stdio(struct sup *s);
 /* Before clone(): lim lowered to the bundle's limits; the rootfs and
  * bind mounts as detached mounts. */
-int hutch_container_prepare(struct sup *s, struct hutch_limits *lim, struct hutch_err *err);
+int hutch_container_prepare(struct hutch_kind_setup *k, struct hutch_limits *lim,
+                            struct hutch_err *err);
 /* After init's id maps: idmap the rootfs onto the sandbox's ids, set
  * init's rlimits (the main process inherits them). */
-int hutch_container_before_go(struct sup *s, pid_t init, struct hutch_err *err);
+int hutch_container_before_go(struct hutch_kind_setup *k, pid_t init, struct hutch_err *err);
 /* Child side of clone(), init: the lowest fd number above every one
  * init places its fds on (3 up to past the mounts'), where they wait
  * to be placed; low, so a low RLIMIT_NOFILE is no refusal. */
 int hutch_container_stash_fd(const struct hutch_container *ct);
 /* The rootfs and mount fds moved to first, first+1, ...; returns the
  * next free fd number. first < 0: out of the way, to the stash. */
-int hutch_container_child_fds(struct sup *s, int first);
+int hutch_container_child_fds(struct hutch_kind_setup *k, int first);
 /* The same for the kinds table (kind.h). */
-int hutch_container_stash(const struct sup *s);
+int hutch_container_stash(const struct hutch_kind_setup *k);
 /* Child side: init's parameters for the container's root and process. */
-void hutch_container_init_params(struct sup *s, struct hutch_init_params *p);
+void hutch_container_init_params(struct hutch_kind_setup *k, struct hutch_init_params *p);
 /* Setup: the terminal's master init sent (false: none expected). */
-bool hutch_container_take_console(struct sup *s, int fd);
+bool hutch_container_take_console(struct hutch_kind_setup *k, int fd);
 /* The sandbox is ready: its create hooks, status "created", wait for the
  * start FIFO. */
 int hutch_container_ready(struct sup *s, struct hutch_err *err);

@@ -30,6 +30,24 @@ struct hutch_resources;
 struct hutch_init_params;
 struct hutch_limits;
 
+/*
+ * What the kind's setup ops are given instead of the sandbox (struct
+ * sup): the kind's own state and what of the sandbox they read, made by
+ * setup.c from s after the uid slot and setup's own while it runs (the
+ * image's use is s->image from prepare_root on, for the "creating" state
+ * that records it). The ops before (join, joins, cgroup) and after setup
+ * (ready, status, ended, done, leave) take s.
+ */
+struct hutch_kind_setup {
+	struct hutch_container *container; /* the container kinds' own: s->container */
+	struct hutch_image_use *image;     /* the image kind's own, made by prepare_root */
+	const struct hutch_config *cfg;
+	const char *id;
+	uid_t uid_base;
+	bool rootless;
+	const char *const *cmdenv; /* the commands' environment, made after prepare_root */
+};
+
 /* A uid slot held: s->slot, s->slot_fd, s->uid_base (hutch_kind_join()). */
 struct hutch_kind_slot {
 	unsigned slot;
@@ -64,29 +82,30 @@ struct hutch_kind {
 	bool (*joins)(const struct sup *s, int nstype);
 	/* After the uid slot: the root's parts made on the host side (an
 	 * image's layers). */
-	int (*prepare_root)(struct sup *s, struct hutch_err *err);
+	int (*prepare_root)(struct hutch_kind_setup *k, struct hutch_err *err);
 	/* Before the cgroup is made: lim lowered, mounts opened. */
-	int (*prepare)(struct sup *s, struct hutch_limits *lim, struct hutch_err *err);
+	int (*prepare)(struct hutch_kind_setup *k, struct hutch_limits *lim, struct hutch_err *err);
 	/* The clone of init, like fork() (0 in init, its pid here, or
 	 * -errno with err set); NULL: clone3 into the cgroup (setup.c). */
-	pid_t (*clone)(struct sup *s, uint64_t flags, int *ret_pidfd, struct hutch_err *err);
+	pid_t (*clone)(struct hutch_kind_setup *k, uint64_t flags, int *ret_pidfd,
+	               struct hutch_err *err);
 	/* Child side of the clone: the lowest fd number the kind's fds
 	 * wait at (above every fd init places; NULL: setup's), then (first
 	 * < 0) moved there and (first >= 0) placed from first on, returning
 	 * the next free number (or -1); then init's parameters completed. */
-	int (*stash_fd)(const struct sup *s);
-	int (*child_fds)(struct sup *s, int first);
-	void (*init_params)(struct sup *s, struct hutch_init_params *p);
+	int (*stash_fd)(const struct hutch_kind_setup *k);
+	int (*child_fds)(struct hutch_kind_setup *k, int first);
+	void (*init_params)(struct hutch_kind_setup *k, struct hutch_init_params *p);
 	/* After the clone (also when it failed): the parent's copies go. */
-	void (*spawned)(struct sup *s);
+	void (*spawned)(struct hutch_kind_setup *k);
 	/* Before GO, after the id maps (init: init's pid, setup's until
 	 * setup ends). */
-	int (*before_go)(struct sup *s, pid_t init, struct hutch_err *err);
+	int (*before_go)(struct hutch_kind_setup *k, pid_t init, struct hutch_err *err);
 	/* Setup: init sent a terminal's master (HUTCH_MSG_CONSOLE); false:
 	 * not expected (the caller closes it and fails). */
-	bool (*take_console)(struct sup *s, int fd);
+	bool (*take_console)(struct hutch_kind_setup *k, int fd);
 	/* Setup is over (init ready or failed). */
-	void (*setup_done)(struct sup *s);
+	void (*setup_done)(struct hutch_kind_setup *k);
 	/* The API's socket (NULL: hutch_api_start()). */
 	int (*api_start)(struct sup *s, struct hutch_err *err);
 	/* Once ready, before the creator hears it. */

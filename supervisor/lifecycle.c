@@ -63,7 +63,6 @@ static void end_now(struct sup *s, const char *reason)
 	 * before the answer too, so that `hutch rm; hutch gc` stops the
 	 * runtime dir's lxcfs at once (a hold kept until this process's
 	 * exit made that gc find it in use, and leave it running). */
-	closep(&s->procview_fd);
 	closep(&s->procview_hold);
 	hutch_procview_done(s);
 	s->state = SUP_GONE;

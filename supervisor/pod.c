@@ -571,9 +571,9 @@ int hutch_pod_join_prepare(struct sup *s, struct hutch_kind_slot *ret_slot, stru
 }
 
 /* The supervisor's end: close what hutch_pod_join_prepare() opened. */
-static void join_done(struct sup *s)
+static void join_done(struct hutch_kind_setup *k)
 {
-	hutch_close_many(s->container->join.fd, HUTCH_POD_NS_N);
+	hutch_close_many(k->container->join.fd, HUTCH_POD_NS_N);
 }
 
 /*
@@ -614,7 +614,8 @@ static long helper_clone(const struct hutch_pod_join *j, uint64_t flags)
 	return sys_clone3(&args, sizeof(args));
 }
 
-static pid_t pod_clone(struct sup *s, uint64_t flags, int *ret_pidfd, struct hutch_err *err)
+static pid_t pod_clone(struct hutch_kind_setup *k, uint64_t flags, int *ret_pidfd,
+                       struct hutch_err *err)
 {
 	int p[2], status, answer[2] = { 0, 0 }, pidfd;
 	pid_t helper;
@@ -630,7 +631,7 @@ static pid_t pod_clone(struct sup *s, uint64_t flags, int *ret_pidfd, struct hut
 		return hutch_err_set_errno(err, r, "fork");
 	}
 	if (helper == 0) {
-		long pid = helper_clone(&s->container->join, flags);
+		long pid = helper_clone(&k->container->join, flags);
 
 		if (pid == 0)
 			return 0; /* init: p[1] is closed with the rest */

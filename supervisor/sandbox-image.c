@@ -67,44 +67,45 @@ static bool is_image(const struct hutch_config *cfg, const struct hutch_containe
 }
 
 /* After the uid slot: the image's layers, opened (idmapped as root). */
-static int open_layers(struct sup *s, struct hutch_err *err)
+static int open_layers(struct hutch_kind_setup *k, struct hutch_err *err)
 {
 	_cleanup_(hutch_image_store_freep) struct hutch_image_store *store = NULL;
 	char buf[HUTCH_IMAGE_STORE_MAX + 1];
-	const char *path = s->cfg->image_store[0] ? s->cfg->image_store
-	                                          : hutch_image_store_path(buf, sizeof(buf));
+	const struct hutch_config *c = k->cfg;
+	const char *path =
+	        c->image_store[0] ? c->image_store : hutch_image_store_path(buf, sizeof(buf));
 	int r;
 
 	if (!path)
-		return hutch_err_set(err, -EINVAL, "--image %s: no image store", s->cfg->image);
-	s->image = calloc(1, sizeof(*s->image));
-	if (!s->image)
+		return hutch_err_set(err, -EINVAL, "--image %s: no image store", c->image);
+	k->image = calloc(1, sizeof(*k->image));
+	if (!k->image)
 		return hutch_err_set(err, -ENOMEM, "image");
-	s->image->use_fd = s->image->users_dir = -EBADF;
+	k->image->use_fd = k->image->users_dir = -EBADF;
 	r = hutch_image_store_open(path, &store, err);
 	if (r < 0)
 		return r;
 	/* Root idmaps the store's ids onto the sandbox's; an ordinary user's
 	 * layers are the user's own files, the sandbox's root already. */
-	return hutch_image_use(store, s->cfg->image, s->cfg->image_manifest, s->id, s->uid_base,
-	                       !s->idmap.rootless, s->image, err);
+	return hutch_image_use(store, c->image, c->image_manifest, k->id, k->uid_base, !k->rootless,
+	                       k->image, err);
 }
 
 /* Child side: above init's own fds (3 to 6, the volumes' after them),
  * the layers' places after those, and room to spare. */
-static int stash_fd(const struct sup *s)
+static int stash_fd(const struct hutch_kind_setup *k)
 {
-	return 7 + HUTCH_VOLUMES_MAX + (int)s->image->n_layers + 16;
+	return 7 + HUTCH_VOLUMES_MAX + (int)k->image->n_layers + 16;
 }
 
 /* Child side: the layers out of the way (first < 0), then from first on. */
-static int child_fds(struct sup *s, int first)
+static int child_fds(struct hutch_kind_setup *k, int first)
 {
-	struct hutch_image_use *u = s->image;
+	struct hutch_image_use *u = k->image;
 
 	for (size_t i = 0; i < u->n_layers; i++) {
 		if (first < 0)
-			u->layer_fds[i] = fcntl(u->layer_fds[i], F_DUPFD_CLOEXEC, stash_fd(s));
+			u->layer_fds[i] = fcntl(u->layer_fds[i], F_DUPFD_CLOEXEC, stash_fd(k));
 		else if (dup3(u->layer_fds[i], first + (int)i, O_CLOEXEC) >= 0)
 			u->layer_fds[i] = first + (int)i;
 		else
@@ -116,10 +117,10 @@ static int child_fds(struct sup *s, int first)
 }
 
 /* Child side: the root is the layers (child_fds() placed them). */
-static void init_params(struct sup *s, struct hutch_init_params *p)
+static void init_params(struct hutch_kind_setup *k, struct hutch_init_params *p)
 {
 	static const char *names[HUTCH_IMAGE_LAYERS_MAX];
-	struct hutch_image_use *u = s->image;
+	struct hutch_image_use *u = k->image;
 
 	if (!u->n_layers)
 		return;
@@ -129,20 +130,20 @@ static void init_params(struct sup *s, struct hutch_init_params *p)
 	p->rootfs.n_layers = u->n_layers;
 	p->rootfs.layer_dir = u->layer_dir;
 	p->rootfs.layer_names = names;
-	p->rootfs.image = s->cfg->image;
-	p->rootfs.path = hutch_cmdenv_get(s->cmdenv, "PATH");
+	p->rootfs.image = k->cfg->image;
+	p->rootfs.path = hutch_cmdenv_get(k->cmdenv, "PATH");
 	p->rootfs.writable_in_layer = u->snapshot;
 }
 
 /* After clone3: the parent's copies of the layer fds (init holds them). */
-static void close_layers(struct sup *s)
+static void close_layers(struct hutch_kind_setup *k)
 {
-	hutch_close_many(s->image->layer_fds, s->image->n_layers);
+	hutch_close_many(k->image->layer_fds, k->image->n_layers);
 }
 
-static void reap(struct sup *s)
+static void reap(struct hutch_kind_setup *k)
 {
-	hutch_image_use_reap(s->image); /* long dead by now */
+	hutch_image_use_reap(k->image); /* long dead by now */
 }
 
 static void status(const struct sup *s, cJSON *o)

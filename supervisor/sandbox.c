@@ -91,11 +91,11 @@ static void close_inherited_fds(void)
 	}
 }
 
-/* lxcfs's tree, hold and pidfd (acquire_procview()) closed: the creator's
- * once the supervisor has them, or a failed create's. */
+/* lxcfs's hold and pidfd (acquire_procview()) closed: the creator's
+ * once the supervisor has them, or a failed create's (its tree for init
+ * is struct hutch_setup_in's, setup's). */
 static void close_procview(struct sup *s)
 {
-	closep(&s->procview_fd);
 	closep(&s->procview_hold);
 	closep(&s->procview_pidfd);
 }
@@ -321,21 +321,32 @@ static int acquire_procview(struct sup *s, const char *runtime_dir, struct hutch
 
 	if (!s->kind->sizes_inside || s->idmap.rootless)
 		return 0;
-	r = hutch_lxcfs_acquire(runtime_dir, &s->procview_fd, &s->procview_hold, &s->procview_pidfd,
-	                        err);
+	r = hutch_lxcfs_acquire(runtime_dir, &in->procview_fd, &s->procview_hold,
+	                        &s->procview_pidfd, err);
 	if (r < 0 && r != -ENOENT && r != -EPERM)
 		return r;
 	/* the rest of what is inside: its disk */
 	return take_disk(s, runtime_dir, &in->disk_job, err);
 }
 
+/* The supervisor holds lxcfs's tree and hold now, and the disk's maker:
+ * the creator's copies go, closed where they are (release_procview() may
+ * follow). */
+static void handed_to_supervisor(struct sup *s, struct hutch_setup_in *in)
+{
+	closep(&in->procview_fd);
+	close_procview(s);
+	closep(&in->disk_job.sock);
+}
+
 /* A create that failed after acquire_procview(): lxcfs stops if no
  * other sandbox of the runtime dir uses it, as after the last rm (a
  * refused option must not leave a FUSE mount running). */
-static void release_procview(struct sup *s, const char *runtime_dir)
+static void release_procview(struct sup *s, struct hutch_setup_in *in, const char *runtime_dir)
 {
 	struct hutch_err e = { 0 };
 
+	closep(&in->procview_fd);
 	close_procview(s);
 	if (s->kind->sizes_inside && !s->idmap.rootless)
 		(void)hutch_lxcfs_release(runtime_dir, &e);
@@ -594,7 +605,7 @@ static void sup_init(struct sup *s, struct hutch_config *cfg, struct hutch_conta
 	s->kind = hutch_kind_choose(cfg, ct);
 	s->cmdenv = hutch_default_env;
 	s->loop.epfd = s->sigfd = s->ttl_fd = s->init_sock = s->pidfd = s->listen_fd = -EBADF;
-	s->lock_fd = s->slot_fd = s->mntns_fd = s->procview_fd = s->procview_hold = -EBADF;
+	s->lock_fd = s->slot_fd = s->mntns_fd = s->procview_hold = -EBADF;
 	s->procview_pidfd = -EBADF;
 	s->idle.fd = s->hooks.deadline_fd = s->hooks.result_fd = s->events.fd = -EBADF;
 	s->hooks.log_fd = s->net.helper_timer_fd = -EBADF;
@@ -611,7 +622,7 @@ static int create(struct hutch_config *cfg, struct hutch_container *ct, const ch
 {
 	static struct sup s; /* the supervisor keeps it for its whole life */
 	/* what is made for setup before the fork (setup.h) */
-	struct hutch_setup_in in = { .disk_job = { .pid = -1, .sock = -EBADF } };
+	struct hutch_setup_in in = HUTCH_SETUP_IN_INIT;
 	_cleanup_close_ int log_fd = -EBADF;
 	int pipefd[2]; /* a socketpair: "ready" one way, the acknowledgement back */
 	pid_t pid;
@@ -657,7 +668,7 @@ static int create(struct hutch_config *cfg, struct hutch_container *ct, const ch
 			close(s.hooks.log_fd);
 		s.cg = hutch_cgroup_free(s.cg);
 		(void)hutch_rm_rf_at(AT_FDCWD, s.paths.dir);
-		release_procview(&s, runtime_dir);
+		release_procview(&s, &in, runtime_dir);
 		return pid;
 	}
 	close(pipefd[1]);
@@ -670,9 +681,8 @@ static int create(struct hutch_config *cfg, struct hutch_container *ct, const ch
 	 * from our pid namespace, whose init lxcfs knows, not from init's,
 	 * which lxcfs would fork into (rootfs.h); init's own walk, within
 	 * lxcfs's 0.5 s, asks it nothing. */
-	hutch_rootfs_views_warm(s.procview_fd);
-	close_procview(&s);        /* the supervisor holds lxcfs's tree, hold and pidfd now */
-	closep(&in.disk_job.sock); /* and the disk's maker */
+	hutch_rootfs_views_warm(in.procview_fd);
+	handed_to_supervisor(&s, &in);
 	/* The supervisor has its copy of the secrets; ours go now. */
 	hutch_net_bindings_forget(cfg->header_bindings);
 	if (s.hooks.log_fd >= 0)
@@ -683,7 +693,7 @@ static int create(struct hutch_config *cfg, struct hutch_container *ct, const ch
 	r = read_answer(pipefd[0], log_fd, progress_fd, ret_setup, err);
 	if (r < 0) {
 		close(pipefd[0]);
-		release_procview(&s, runtime_dir);
+		release_procview(&s, &in, runtime_dir);
 		return r;
 	}
 	handed(&s, pipefd[0], ret);

@@ -55,6 +55,54 @@ static void sock_buffers(int fd, int bytes)
 }
 
 /*
+ * What the options decide for setup, once, after the kind's join (the uid
+ * slot): plan, then apply; each step takes what it needs of the plan and
+ * the objects it owns (docs/architecture.md, "Setup: plan, then apply").
+ */
+struct setup_plan {
+	struct hutch_limits lim;             /* the cgroups' */
+	struct hutch_disk_plan disk;         /* the writable places' disk */
+	bool net_joined;                     /* a pod's (or CNI's) netns: no plan of its own */
+	struct hutch_net_plan_params net;    /* before the clone: addresses, host ports, resolver */
+	struct hutch_net_bindings *bindings; /* header bindings' (NULL: none), protected */
+	enum hutch_net_mode seccomp_mode;    /* the seccomp program's */
+	struct hutch_sup_volumes_plan volumes; /* -v's */
+	/* init's clone and parameters: */
+	const struct hutch_kind *kind;
+	unsigned joins;                  /* CLONE_NEW* joined (hutch_kind_join()) */
+	unsigned slot;                   /* the uid slot: the id maps', the CPUs' offset */
+	const struct hutch_idmap *idmap; /* root or rootless: the maps' writer */
+	size_t cpus;                     /* the CPUs init sees (0: all it may use) */
+	bool change_lists;
+	bool api_preload; /* the API's handlers loaded while init builds the root */
+	char hostname[64];
+};
+
+/*
+ * What setup makes, its own while it runs, handed to s when it ends, on
+ * every path (a failed setup's too: the end undoes what was made): the
+ * disk's maker (the creator's, taken before the fork, or one of setup's
+ * own), the disk's fds it answers, init's process, the network plan, the
+ * seccomp program, lxcfs's tree (closed once init has it) and what init
+ * sends before READY; the kind's ops' part (kind.h).
+ */
+struct setup_made {
+	struct hutch_disk_job disk_job;
+	int disk_fds[HUTCH_DISK_FDS];
+	struct hutch_initproc init; /* init's process, once cloned */
+	struct hutch_kind_setup kind;
+	struct hutch_cgroup *cg; /* NULL: --no-limits */
+	int procview_fd;
+	struct hutch_net_plan net;
+	struct sock_fprog seccomp;
+	bool tmpfs; /* GO: no disk after all, config.workspace "tmpfs" */
+	/* init's writable layer's fds (HUTCH_MSG_WRITE_FDS), for snapshot.c */
+	uint32_t write_which[HUTCH_ROOTFS_WRITE_FDS];
+	int write_fds[HUTCH_ROOTFS_WRITE_FDS];
+	size_t nwrite, nwrite_which;
+};
+
+/*
  * The CPUs a sandbox sees (nproc, os.cpu_count(), sched_getaffinity): its
  * vCPUs rounded up (nano's 0.25 -> 1), taken from the CPUs we may use at an
  * offset by uid slot so that sandboxes spread. The quota still bounds the
@@ -62,22 +110,21 @@ static void sock_buffers(int fd, int bytes)
  * inherit it; one may widen its own mask again (as on any host), never its
  * CPU time.
  */
-static void limit_cpus(const struct sup *s)
+static void limit_cpus(const struct setup_plan *plan)
 {
 	cpu_set_t have, want;
-	size_t n = (size_t)((s->cfg->type->cpu_millis + 999) / 1000), count = 0, k = 0;
+	size_t n = plan->cpus, count = 0, k = 0;
 	int cpus[CPU_SETSIZE];
 
-	if (s->cfg->no_limits || !s->kind->sizes_inside ||
-	    sched_getaffinity(0, sizeof(have), &have) < 0)
+	if (n == 0 || sched_getaffinity(0, sizeof(have), &have) < 0)
 		return;
 	for (int c = 0; c < CPU_SETSIZE; c++)
 		if (CPU_ISSET(c, &have))
 			cpus[count++] = c;
-	if (n == 0 || n >= count)
+	if (n >= count)
 		return;
 	CPU_ZERO(&want);
-	for (size_t i = ((size_t)s->slot * n) % count; k < n; i = (i + 1) % count, k++)
+	for (size_t i = ((size_t)plan->slot * n) % count; k < n; i = (i + 1) % count, k++)
 		CPU_SET(cpus[i], &want);
 	(void)sched_setaffinity(0, sizeof(want), &want);
 }
@@ -98,16 +145,16 @@ static bool sizes_sandbox(const char *hierarchy)
 /* v1 and hybrid: the hierarchies of the sandbox's cgroups by their name
  * under /sys/fs/cgroup ("memory", "cpu,cpuacct"), for init's view: those
  * that size it (cpu, cpuacct, memory, pids; each mount ~0.1 ms). */
-static const char *const *cgroup1_names(const struct sup *s)
+static const char *const *cgroup1_names(const struct hutch_cgroup *cg)
 {
 	static char buf[HUTCH_CGROUP_MAX_DIRS][64];
 	static const char *names[HUTCH_CGROUP_MAX_DIRS + 1];
 	const char *dirs[HUTCH_CGROUP_MAX_DIRS];
 	size_t n, k = 0;
 
-	if (!s->cg || strcmp(hutch_cgroup_version(s->cg), "v1"))
+	if (!cg || strcmp(hutch_cgroup_version(cg), "v1"))
 		return NULL;
-	n = hutch_cgroup_dirs(s->cg, dirs, HUTCH_CGROUP_MAX_DIRS);
+	n = hutch_cgroup_dirs(cg, dirs, HUTCH_CGROUP_MAX_DIRS);
 	for (size_t i = 0; i < n && i < HUTCH_CGROUP_MAX_DIRS; i++) {
 		const char *h = dirs[i] + strlen("/sys/fs/cgroup/");
 		size_t len = strcspn(h, "/");
@@ -130,43 +177,43 @@ static const char *const *cgroup1_names(const struct sup *s)
  * commands' cgroup fds are spawn_init()'s to add; what only the child
  * knows (its cgroups joined, the volumes' and the kind's fds, its
  * parent) the child adds. */
-static void init_params(const struct sup *s, char *hostname, size_t size,
+static void init_params(const struct setup_plan *plan, struct setup_made *m,
                         struct hutch_init_params *p)
 {
-	p->rootfs.cgroup1 = s->kind->sizes_inside ? cgroup1_names(s) : NULL;
-	p->rootfs.cgroup2 = s->cg && !strcmp(hutch_cgroup_version(s->cg), "v2");
-	snprintf(hostname, size, "hutch-%s", s->id);
+	p->rootfs.cgroup1 = plan->kind->sizes_inside ? cgroup1_names(m->cg) : NULL;
+	p->rootfs.cgroup2 = m->cg && !strcmp(hutch_cgroup_version(m->cg), "v2");
 	p->sock = 3;
-	p->hostname = (s->joins & CLONE_NEWUTS) ? NULL : hostname;
-	p->net = (s->joins & CLONE_NEWNET) ? NULL : &s->net.plan;
-	p->seccomp = &s->seccomp;
+	p->hostname = (plan->joins & CLONE_NEWUTS) ? NULL : plan->hostname;
+	p->net = (plan->joins & CLONE_NEWNET) ? NULL : &m->net;
+	p->seccomp = &m->seccomp;
 	p->console_uid = -1;
-	p->change_lists = s->cfg->change_lists;
+	p->change_lists = plan->change_lists;
 	/* The new root's tmpfs goes on top of the child's own "/" (a host
 	 * directory fd opened before clone() belongs to the wrong mount
 	 * namespace to be a mount target). */
 	p->rootfs.stage_fd = -1;
-	p->rootfs.hostname = hostname;
-	p->rootfs.disk_bytes = s->cfg->type->disk_bytes;
+	p->rootfs.hostname = plan->hostname;
+	p->rootfs.disk_bytes = plan->disk.bytes;
 	p->rootfs.app_uid = HUTCH_APP_UID;
 	p->rootfs.app_gid = HUTCH_APP_GID;
-	p->rootfs.resolv_conf = s->net.plan.resolv_conf;
-	p->rootfs.extra_hosts = s->net.plan.extra_hosts;
-	p->rootfs.procview_fd = s->procview_fd >= 0 ? 6 : -1;
+	p->rootfs.resolv_conf = m->net.resolv_conf;
+	p->rootfs.extra_hosts = m->net.extra_hosts;
+	p->rootfs.procview_fd = m->procview_fd >= 0 ? 6 : -1;
 }
 
 /* Child side of clone3: keep only the init socket (fd 3), the commands'
  * cgroup fds (4, 5; hutch_cgroup_open_cmds()), lxcfs's tree and the
  * volumes' mounts (after them), then the kind's fds (an image's layers, a
  * container's mounts); p as init_params() made it. */
-static __attribute__((noreturn)) void init_child(struct sup *s, struct hutch_init_params *p,
+static __attribute__((noreturn)) void init_child(const struct setup_plan *plan,
+                                                 struct setup_made *m, struct hutch_init_params *p,
                                                  const struct hutch_sup_volumes *vols, int sock,
                                                  int *cg_fds, size_t n_cg_fds, const int cmds[2])
 {
 	static int keep[4 + HUTCH_VOLUMES_MAX];
-	const struct hutch_kind *k = s->kind;
-	size_t pv = s->procview_fd >= 0, nkeep = 3 + pv + (vols ? vols->n : 0);
-	int next, stash = k->stash_fd ? k->stash_fd(s) : (int)nkeep + 19;
+	const struct hutch_kind *k = plan->kind;
+	size_t pv = m->procview_fd >= 0, nkeep = 3 + pv + (vols ? vols->n : 0);
+	int next, stash = k->stash_fd ? k->stash_fd(&m->kind) : (int)nkeep + 19;
 
 	/* The supervisor's hold of /sys/fs/cgroup: closed here, before the
 	 * fds below are moved onto its number and the rest closed. */
@@ -178,13 +225,13 @@ static __attribute__((noreturn)) void init_child(struct sup *s, struct hutch_ini
 	keep[0] = sock;
 	keep[1] = cmds[0];
 	keep[2] = cmds[1];
-	if (s->procview_fd >= 0)
-		keep[3] = s->procview_fd;
+	if (m->procview_fd >= 0)
+		keep[3] = m->procview_fd;
 	hutch_sup_volumes_pass(vols, keep, 3 + pv, &p->rootfs);
-	limit_cpus(s);
+	limit_cpus(plan);
 	/* Out of the way first, so that no dup3() below overwrites another
 	 * (the kind's fds too, then placed after init's own). */
-	if (k->child_fds && k->child_fds(s, -1) < 0)
+	if (k->child_fds && k->child_fds(&m->kind, -1) < 0)
 		_exit(1);
 	for (size_t i = 0; i < nkeep; i++)
 		if (keep[i] >= 0 && (keep[i] = fcntl(keep[i], F_DUPFD_CLOEXEC, stash)) < 0)
@@ -193,33 +240,33 @@ static __attribute__((noreturn)) void init_child(struct sup *s, struct hutch_ini
 		if (keep[i] >= 0 && dup3(keep[i], 3 + (int)i, O_CLOEXEC) < 0)
 			_exit(1);
 	next = 3 + (int)nkeep;
-	if (k->child_fds && (next = k->child_fds(s, next)) < 0)
+	if (k->child_fds && (next = k->child_fds(&m->kind, next)) < 0)
 		_exit(1);
 	if (sys_close_range((unsigned)next, ~0U, 0) < 0)
 		_exit(1);
 	p->supervisor_pid = getppid();
 	if (k->init_params)
-		k->init_params(s, p);
+		k->init_params(&m->kind, p);
 	hutch_init_main(p);
 }
 
 /* init cloned with the volumes' mounts (vols, NULL: none) placed in it:
- * *ret_init (setup's until it ends). */
-static int spawn_init(struct sup *s, struct hutch_sup_volumes *vols,
-                      struct hutch_initproc *ret_init, struct hutch_err *err)
+ * m->init (setup's until it ends). */
+static int spawn_init(const struct setup_plan *plan, struct setup_made *m,
+                      struct hutch_sup_volumes *vols, struct hutch_err *err)
 {
+	const struct hutch_kind *kind = plan->kind;
 	int sv[2], pidfd = -1, bufsz = HUTCH_PROTO_SOCK_BUF, r;
 	int cg_fds[HUTCH_CGROUP_MAX_DIRS], cmds[2];
 	struct hutch_init_params p = { 0 };
-	char hostname[64];
 	size_t n_cg_fds = 0;
 	_cleanup_close_ int cgfd = -EBADF;
 	struct clone_args args = { 0 };
 	long pid = -1;
 
-	init_params(s, hostname, sizeof(hostname), &p);
+	init_params(plan, m, &p);
 	/* v1: the commands' own freezer cgroup (see hutch_cgroup_open_cmds()). */
-	r = hutch_cgroup_open_cmds(s->cg, &cmds[0], &cmds[1]);
+	r = hutch_cgroup_open_cmds(m->cg, &cmds[0], &cmds[1]);
 	if (r < 0 && r != -EOPNOTSUPP)
 		return hutch_err_set_errno(err, r, "open the commands' freezer cgroup");
 	p.cmds_tasks_fd = cmds[0] >= 0 ? 4 : -1;
@@ -243,50 +290,50 @@ static int spawn_init(struct sup *s, struct hutch_sup_volumes *vols,
 	 * kind that clones init itself (a pod's container: its init is cloned
 	 * in the pod's user namespace, where host root's cgroup files are not
 	 * ours to write). */
-	if (s->kind->clone)
-		pid = s->kind->clone(s, args.flags & ~(uint64_t)CLONE_PIDFD, &pidfd, err);
-	else if ((cgfd = hutch_cgroup_clone_fd(s->cg)) >= 0) {
+	if (kind->clone)
+		pid = kind->clone(&m->kind, args.flags & ~(uint64_t)CLONE_PIDFD, &pidfd, err);
+	else if ((cgfd = hutch_cgroup_clone_fd(m->cg)) >= 0) {
 		args.flags |= CLONE_INTO_CGROUP;
 		args.cgroup = (uint64_t)cgfd;
 		pid = sys_clone3(&args, sizeof(args));
 		if (pid >= 0)
-			hutch_cgroup_mark_entered(s->cg);
+			hutch_cgroup_mark_entered(m->cg);
 		args.flags &= ~(uint64_t)CLONE_INTO_CGROUP;
 		args.cgroup = 0;
 	} else {
-		r = hutch_cgroup_open_join(s->cg, cg_fds, ELEMENTSOF(cg_fds));
+		r = hutch_cgroup_open_join(m->cg, cg_fds, ELEMENTSOF(cg_fds));
 		n_cg_fds = r > 0 ? (size_t)r : 0;
 	}
-	if (!s->kind->clone && (cgfd < 0 || pid < 0))
+	if (!kind->clone && (cgfd < 0 || pid < 0))
 		pid = sys_clone3(&args, sizeof(args));
 	if (pid < 0) {
-		r = s->kind->clone ? (int)pid : -errno;
+		r = kind->clone ? (int)pid : -errno;
 		hutch_close_many(cg_fds, n_cg_fds);
 		hutch_close_many(cmds, 2);
 		close(sv[0]);
 		close(sv[1]);
-		if (s->kind->clone)
+		if (kind->clone)
 			return r; /* err says which step */
 		return hutch_err_set_errno(err, r, "clone3 with new namespaces");
 	}
 	if (pid == 0) {
 		close(sv[0]);
-		init_child(s, &p, vols, sv[1], cg_fds, n_cg_fds, cmds);
+		init_child(plan, m, &p, vols, sv[1], cg_fds, n_cg_fds, cmds);
 	}
 	if (n_cg_fds > 0)
-		hutch_cgroup_mark_entered(s->cg); /* init reports a failure */
+		hutch_cgroup_mark_entered(m->cg); /* init reports a failure */
 	hutch_close_many(cg_fds, n_cg_fds);
 	hutch_close_many(cmds, 2);
 	hutch_sup_volumes_close_mounts(vols);
-	closep(&s->procview_fd);
+	closep(&m->procview_fd);
 	close(sv[1]);
-	*ret_init = (struct hutch_initproc){ .pid = (pid_t)pid, .pidfd = pidfd, .sock = sv[0] };
+	m->init = (struct hutch_initproc){ .pid = (pid_t)pid, .pidfd = pidfd, .sock = sv[0] };
 	return 0;
 }
 
 /* init's listeners (hostile input: the count, kinds and fds must agree). */
-static int take_listeners(struct sup *s, const struct hutch_msg_net_fd *body, size_t len, int *fds,
-                          size_t nfds, struct hutch_err *err)
+static int take_listeners(struct hutch_net_plan *plan, const struct hutch_msg_net_fd *body,
+                          size_t len, int *fds, size_t nfds, struct hutch_err *err)
 {
 	struct hutch_net_listener ls[HUTCH_NET_LISTENERS_MAX];
 	size_t n = len / sizeof(body[0]);
@@ -303,12 +350,33 @@ static int take_listeners(struct sup *s, const struct hutch_msg_net_fd *body, si
 			.kind = (enum hutch_net_listener_kind)body[i].kind,
 			.port = body[i].port <= 65535 ? (uint16_t)body[i].port : 0,
 		};
-	return hutch_net_plan_take_listeners(&s->net.plan, ls, n, err);
+	return hutch_net_plan_take_listeners(plan, ls, n, err);
 }
 
-static int wait_ready(struct sup *s, int sock, struct hutch_err *err)
+/* init's writable layer's fds, kept for snapshot.c, which checks them when
+ * setup ends (hutch_sup_snapshot_take_fds()); a second message's replace
+ * the first's. */
+static int keep_write_fds(struct setup_made *m, const uint32_t *which, size_t nwhich, int *fds,
+                          size_t nfds, struct hutch_err *err)
 {
-	struct pollfd pfd = { .fd = sock, .events = POLLIN };
+	hutch_close_many(m->write_fds, m->nwrite);
+	m->nwrite = m->nwrite_which = 0;
+	if (nfds > ELEMENTSOF(m->write_fds) || nwhich > ELEMENTSOF(m->write_which)) {
+		hutch_close_many(fds, nfds);
+		return hutch_err_set(err, -EPROTO, "init passed %zu fds for %zu directories", nfds,
+		                     nwhich);
+	}
+	memcpy(m->write_which, which, nwhich * sizeof(which[0]));
+	memcpy(m->write_fds, fds, nfds * sizeof(fds[0]));
+	m->nwrite_which = nwhich;
+	m->nwrite = nfds;
+	return 0;
+}
+
+static int wait_ready(const struct setup_plan *plan, struct setup_made *m, struct hutch_err *err)
+{
+	struct pollfd pfd = { .fd = m->init.sock, .events = POLLIN };
+	const struct hutch_kind *kind = plan->kind;
 	struct hutch_msg_hdr hdr;
 	union {
 		struct hutch_err child_err;
@@ -327,29 +395,28 @@ again:
 		return hutch_err_set(err, -ETIMEDOUT, "sandbox init did not get ready in %d s",
 		                     INIT_READY_TIMEOUT_MS / 1000);
 	nfds = ELEMENTSOF(fds);
-	n = hutch_proto_recv(sock, &hdr, &u, sizeof(u), fds, &nfds);
+	n = hutch_proto_recv(m->init.sock, &hdr, &u, sizeof(u), fds, &nfds);
 	if (n < 0)
 		return hutch_err_set_errno(err, (int)n, "read from sandbox init");
-	if (hdr.type == HUTCH_MSG_CONSOLE && n == 0 && nfds == 1 && s->kind->take_console &&
-	    s->kind->take_console(s, fds[0]))
+	if (hdr.type == HUTCH_MSG_CONSOLE && n == 0 && nfds == 1 && kind->take_console &&
+	    kind->take_console(&m->kind, fds[0]))
 		goto again;
 	if (hdr.type == HUTCH_MSG_WRITE_FDS) {
-		r = hutch_sup_snapshot_take_fds(s, u.which, (size_t)n / sizeof(u.which[0]), fds,
-		                                nfds, err);
+		r = keep_write_fds(m, u.which, (size_t)n / sizeof(u.which[0]), fds, nfds, err);
 		if (r < 0)
 			return r;
 		goto again;
 	}
 	if (hdr.type == HUTCH_MSG_SOCKET && n == 0 && nfds == 1) {
 		/* init's socket, made in its network namespace: the same number */
-		r = dup3(fds[0], sock, O_CLOEXEC); /* lint-fds: ok: the same number */
+		r = dup3(fds[0], m->init.sock, O_CLOEXEC); /* lint-fds: ok: the same number */
 		closep(&fds[0]);
 		if (r < 0)
 			return hutch_err_set_errno(err, -errno, "take init's socket");
 		goto again;
 	}
 	if (hdr.type == HUTCH_MSG_NET_FDS) {
-		r = take_listeners(s, u.net, (size_t)n, fds, nfds, err);
+		r = take_listeners(&m->net, u.net, (size_t)n, fds, nfds, err);
 		if (r < 0)
 			return r;
 		goto again;
@@ -369,8 +436,10 @@ again:
 
 /* Before GO: init's id maps, its cgroup, its network's host side; the
  * rootless map helpers run while the rest is done. */
-static int map_and_attach(struct sup *s, pid_t init, struct hutch_err *err)
+static int map_and_attach(const struct setup_plan *plan, struct setup_made *m,
+                          struct hutch_err *err)
 {
+	pid_t init = m->init.pid;
 	struct hutch_idmap_job job;
 	struct hutch_err e2 = { 0 };
 	bool cni;
@@ -378,59 +447,34 @@ static int map_and_attach(struct sup *s, pid_t init, struct hutch_err *err)
 
 	/* A joined user namespace (a pod's) has its maps, a joined network
 	 * namespace its wiring (pod.c). */
-	if (s->joins & CLONE_NEWUSER) {
-		r = hutch_cgroup_enter(s->cg, init, err);
-		if (r >= 0 && !(s->joins & CLONE_NEWNET) &&
-		    (r = hutch_net_plan_attach(&s->net.plan, init, err)) < 0)
+	if (plan->joins & CLONE_NEWUSER) {
+		r = hutch_cgroup_enter(m->cg, init, err);
+		if (r >= 0 && !(plan->joins & CLONE_NEWNET) &&
+		    (r = hutch_net_plan_attach(&m->net, init, err)) < 0)
 			(void)hutch_err_prefix(err, "network");
 		return r;
 	}
-	r = hutch_idmap_write_start(&s->idmap, s->slot, init, &job, err);
+	r = hutch_idmap_write_start(plan->idmap, plan->slot, init, &job, err);
 	if (r >= 0)
-		r = hutch_cgroup_enter(s->cg, init, err);
+		r = hutch_cgroup_enter(m->cg, init, err);
 	/* A CNI network namespace (pod.h) is CNI's to wire: no plan. */
-	cni = (s->joins & CLONE_NEWNET);
-	if (r >= 0 && !cni && (r = hutch_net_plan_attach(&s->net.plan, init, err)) < 0)
+	cni = (plan->joins & CLONE_NEWNET);
+	if (r >= 0 && !cni && (r = hutch_net_plan_attach(&m->net, init, err)) < 0)
 		(void)hutch_err_prefix(err, "network");
 	q = hutch_idmap_write_finish(&job, r < 0 ? &e2 : err);
 	if (r >= 0 && q < 0)
 		return hutch_err_prefix(err, "id maps of sandbox init");
 	/* pasta joins init's user namespace: once its maps are written; and
 	 * the sandbox's cgroup (v2), which counts its memory. */
-	if (r < 0 || cni || !s->net.plan.usernet_helper)
+	if (r < 0 || cni || !m->net.usernet_helper)
 		return r;
-	q = hutch_cgroup_clone_fd(s->cg);
-	r = hutch_net_plan_attach_helper(&s->net.plan, init, q < 0 ? -1 : q, err);
+	q = hutch_cgroup_clone_fd(m->cg);
+	r = hutch_net_plan_attach_helper(&m->net, init, q < 0 ? -1 : q, err);
 	return r < 0 ? hutch_err_prefix(err, "network") : r;
 }
 
-/*
- * What the options decide for setup, once, after the kind's join (the uid
- * slot): plan, then apply; each step takes what it needs of the plan and
- * the objects it owns (docs/architecture.md, "Setup: plan, then apply").
- */
-struct setup_plan {
-	struct hutch_limits lim;          /* the cgroups' */
-	struct hutch_disk_plan disk;      /* the writable places' disk */
-	bool net_joined;                  /* a pod's (or CNI's) netns: no plan of its own */
-	struct hutch_net_plan_params net; /* before the clone: addresses, host ports, resolver */
-	enum hutch_net_mode seccomp_mode; /* the seccomp program's */
-	struct hutch_sup_volumes_plan volumes; /* -v's */
-};
-
-/*
- * What setup makes, its own while it runs, handed to s when it ends, on
- * every path (a failed setup's too: the end undoes what was made): the
- * disk's maker (the creator's, taken before the fork, or one of setup's
- * own), the disk's fds it answers and init's process.
- */
-struct setup_made {
-	struct hutch_disk_job disk_job;
-	int disk_fds[HUTCH_DISK_FDS];
-	struct hutch_initproc init; /* init's process, once cloned */
-};
-
-static void setup_plan(const struct sup *s, struct setup_plan *p)
+/* The plan, and the kind's ops' part (k): what of s the steps read. */
+static void setup_plan(const struct sup *s, struct setup_plan *p, struct hutch_kind_setup *k)
 {
 	const struct hutch_config *c = s->cfg;
 	char *slash;
@@ -463,6 +507,7 @@ static void setup_plan(const struct sup *s, struct setup_plan *p)
 		.log_nat = c->net_log && c->nat_log,
 		.log_owner = c->net_log,
 	};
+	p->bindings = c->header_bindings;
 	p->seccomp_mode = c->net.mode;
 	p->volumes = (struct hutch_sup_volumes_plan){
 		.set = c->volumes,
@@ -474,6 +519,25 @@ static void setup_plan(const struct sup *s, struct setup_plan *p)
 	slash = strrchr(p->disk.runtime_dir, '/');
 	if (slash)
 		*slash = '\0';
+	p->kind = s->kind;
+	p->joins = s->joins;
+	p->slot = s->slot;
+	p->idmap = &s->idmap;
+	p->cpus = c->no_limits || !s->kind->sizes_inside
+	                  ? 0
+	                  : (size_t)((c->type->cpu_millis + 999) / 1000);
+	p->change_lists = c->change_lists;
+	/* Overlaps with init building the root; a container's and a run's
+	 * are loaded on demand instead (hutch_api_start_late()). */
+	p->api_preload = !hutch_api_on_demand(s);
+	snprintf(p->hostname, sizeof(p->hostname), "hutch-%s", s->id);
+	*k = (struct hutch_kind_setup){
+		.container = s->container,
+		.cfg = c,
+		.id = s->id,
+		.uid_base = s->uid_base,
+		.rootless = s->idmap.rootless,
+	};
 }
 
 #define TMPFS_WHY "workspace: tmpfs (charged to memory), not a disk: %s"
@@ -495,8 +559,7 @@ static int place_in_scope(struct sup *s, struct hutch_err *err)
  * mounts stay open here until the end: the last close of a clone init did not attach (the writable
  * layer's on the host root) waits for an RCU grace period, 5-15 ms, which init's setup would wait
  * for. */
-static int send_go(struct sup *s, const struct setup_plan *plan, struct setup_made *m,
-                   struct hutch_err *err)
+static int send_go(const struct setup_plan *plan, struct setup_made *m, struct hutch_err *err)
 {
 	const char *pem;
 	int fds[HUTCH_DISK_MOUNTS + 1];
@@ -507,15 +570,15 @@ static int send_go(struct sup *s, const struct setup_plan *plan, struct setup_ma
 	if (r < 0)
 		return r;
 	if (r > 0) { /* a disk that could not be made leaves tmpfs, never a sandbox refused */
-		snprintf(s->cfg->workspace, sizeof(s->cfg->workspace), "tmpfs");
+		m->tmpfs = true;
 		hutch_log(HUTCH_LOG_WARN, TMPFS_WHY, why.msg);
 	}
-	pem = hutch_net_plan_ca_pem(&s->net.plan);
+	pem = hutch_net_plan_ca_pem(&m->net);
 	if (m->disk_fds[HUTCH_DISK_ROOT] >= 0) {
 		memcpy(fds, m->disk_fds, sizeof(fds[0]) * HUTCH_DISK_MOUNTS);
 		n = HUTCH_DISK_MOUNTS;
-		fds[n] = s->cfg->change_lists ? hutch_disk_watch(m->disk_fds[HUTCH_DISK_ROOT])
-		                              : -ENOENT;
+		fds[n] = plan->change_lists ? hutch_disk_watch(m->disk_fds[HUTCH_DISK_ROOT])
+		                            : -ENOENT;
 		if (fds[n] >= 0)
 			n++;
 		else if (fds[n] != -ENOENT)
@@ -528,66 +591,97 @@ static int send_go(struct sup *s, const struct setup_plan *plan, struct setup_ma
 }
 
 /* After the uid slot: the host ports, the root's parts the host side
- * makes (an image's layers), the commands' environment. */
-static int prepare_parts(struct sup *s, struct hutch_err *err)
+ * makes (an image's layers, s->image from here: the "creating" state
+ * records its use), the commands' environment. */
+static int prepare_parts(struct sup *s, struct hutch_kind_setup *k, struct hutch_err *err)
 {
 	int r = hutch_ports_open(s, err); /* a host port in use fails here, at once */
 
-	if (r >= 0 && s->kind->prepare_root)
-		r = s->kind->prepare_root(s, err);
+	if (r >= 0 && s->kind->prepare_root) {
+		r = s->kind->prepare_root(k, err);
+		s->image = k->image; /* made, even failed: the end undoes it */
+	}
 	if (r >= 0)
 		r = hutch_sup_env_prepare(s, err);
+	k->cmdenv = s->cmdenv;
 	return r;
 }
 
 /* The cgroups, then init cloned into them, its ids mapped and its network
  * attached. */
-static int cgroup_and_init(struct sup *s, const struct hutch_limits *lim,
-                           struct hutch_sup_volumes *vols, struct hutch_initproc *init,
-                           struct hutch_err *err)
+static int cgroup_and_init(const struct setup_plan *plan, struct setup_made *m,
+                           struct hutch_sup_volumes *vols, struct hutch_err *err)
 {
 	int r;
 
-	r = s->cg ? hutch_cgroup_create(s->cg, lim, err) : 0; /* NULL: --no-limits */
+	r = m->cg ? hutch_cgroup_create(m->cg, &plan->lim, err) : 0; /* NULL: --no-limits */
 	if (r < 0)
 		return r;
 	/* Header bindings' secrets: zeros in init and everything forked after
 	 * it, locked in memory where the host allows it. */
-	r = hutch_net_bindings_protect(s->cfg->header_bindings);
+	r = hutch_net_bindings_protect(plan->bindings);
 	if (r < 0)
 		return hutch_err_set_errno(err, r, "protect the header bindings (MADV_WIPEONFORK)");
 	if (r > 0)
 		hutch_log(HUTCH_LOG_WARN, "header bindings: mlock refused (RLIMIT_MEMLOCK): their "
 		                          "pages may be swapped");
-	r = spawn_init(s, vols, init, err);
-	if (s->kind->spawned)
-		s->kind->spawned(s); /* init holds or is in them now */
+	r = spawn_init(plan, m, vols, err);
+	if (plan->kind->spawned)
+		plan->kind->spawned(&m->kind); /* init holds or is in them now */
 	if (r < 0)
 		return r;
 	/* With header bindings: no ptrace or /proc/PID/mem of the supervisor,
 	 * no core dump (it holds their secrets and the sandbox's CA key).
 	 * After the clone: init starts dumpable (its own /proc files). */
-	if (s->cfg->header_bindings && prctl(PR_SET_DUMPABLE, 0) < 0)
+	if (plan->bindings && prctl(PR_SET_DUMPABLE, 0) < 0)
 		return hutch_err_set_errno(err, -errno, "make the supervisor non-dumpable");
-	return map_and_attach(s, init->pid, err);
+	return map_and_attach(plan, m, err);
+}
+
+/* From the kind's prepare on, the steps take the plan and setup's own
+ * objects, not s. */
+static int init_steps(const struct setup_plan *plan, struct setup_made *m,
+                      struct hutch_sup_volumes *vols, struct hutch_err *err)
+{
+	const struct hutch_kind *kind = plan->kind;
+	int r;
+
+	hutch_cgroup_root_hold(); /* the cgroups made, opened, joined: one open of the root */
+	r = cgroup_and_init(plan, m, vols, err);
+	hutch_cgroup_root_release();
+	if (r < 0)
+		return r;
+	if (kind->before_go && (r = kind->before_go(&m->kind, m->init.pid, err)) < 0)
+		return r;
+	if ((r = send_go(plan, m, err)) < 0)
+		return r;
+	if (plan->api_preload)
+		hutch_api_preload();
+	r = wait_ready(plan, m, err);
+	if (kind->setup_done)
+		kind->setup_done(&m->kind);
+	if (r < 0)
+		return r;
+	r = hutch_fd_nonblock(m->init.sock, true);
+	return r < 0 ? hutch_err_set_errno(err, r, "init socket") : 0;
 }
 
 static int setup_steps(struct sup *s, struct setup_made *m, struct hutch_err *err)
 {
 	struct hutch_sup_volumes *vols;
-	struct hutch_net_plan net;
 	struct sock_fprog seccomp;
 	struct setup_plan plan;
 	const char *why;
 	int r;
 
 	r = place_in_scope(s, err);
+	m->cg = s->cg; /* the CLI's, or the scope's */
 	if (r < 0)
 		return r;
 	r = hutch_kind_join(s, err); /* a pod's: its slot, its network; the uid slot */
 	if (r < 0)
 		return r;
-	setup_plan(s, &plan);
+	setup_plan(s, &plan, &m->kind);
 	/* the disk (runtime/disk.h) made while the rest is */
 	r = hutch_disk_setup_start(&plan.disk, &m->disk_job, &why, err);
 	if (r < 0)
@@ -596,7 +690,7 @@ static int setup_steps(struct sup *s, struct setup_made *m, struct hutch_err *er
 		snprintf(s->cfg->workspace, sizeof(s->cfg->workspace), "tmpfs");
 	if (r > 0 && why)
 		hutch_log(HUTCH_LOG_WARN, TMPFS_WHY, why);
-	r = prepare_parts(s, err);
+	r = prepare_parts(s, &m->kind, err);
 	if (r < 0)
 		return r;
 	/* the volumes' mounts, made from the plan; s holds them, even failed */
@@ -604,44 +698,50 @@ static int setup_steps(struct sup *s, struct setup_made *m, struct hutch_err *er
 	s->volumes = vols;
 	if (r < 0)
 		return r;
-	s->net.plan.policy = &s->cfg->net; /* a joined network namespace: the pod's plan */
+	m->net.policy = plan.net.policy; /* a joined network namespace: the pod's plan */
 	if (!plan.net_joined) {
-		r = hutch_net_plan_make(&net, &plan.net, err);
-		s->net.plan = net; /* s holds what was made, even failed: the end undoes it */
+		/* made, even failed: the end undoes it */
+		r = hutch_net_plan_make(&m->net, &plan.net, err);
 		if (r < 0)
 			return hutch_err_prefix(err, "network");
-		if (net.warning.code)
-			hutch_log(HUTCH_LOG_WARN, "%s", net.warning.msg);
+		if (m->net.warning.code)
+			hutch_log(HUTCH_LOG_WARN, "%s", m->net.warning.msg);
 	}
 	r = hutch_seccomp_program(plan.seccomp_mode, &seccomp, err);
 	if (r < 0)
 		return hutch_err_prefix(err, "seccomp");
-	s->seccomp = seccomp;
+	m->seccomp = seccomp;
 	r = hutch_sup_write_state(s, "creating");
 	if (r < 0)
 		return hutch_err_set_errno(err, r, "write '%s'", s->paths.state);
-	if (s->kind->prepare && (r = s->kind->prepare(s, &plan.lim, err)) < 0)
+	if (s->kind->prepare && (r = s->kind->prepare(&m->kind, &plan.lim, err)) < 0)
 		return r;
-	hutch_cgroup_root_hold(); /* the cgroups made, opened, joined: one open of the root */
-	r = cgroup_and_init(s, &plan.lim, vols, &m->init, err);
-	hutch_cgroup_root_release();
-	if (r < 0)
+	return init_steps(&plan, m, vols, err);
+}
+
+/* What setup made goes to s when it ends, on every path: the end undoes
+ * it, also after a failure. */
+static int hand_over(struct sup *s, struct setup_made *m, int r, struct hutch_err *err)
+{
+	int q;
+
+	s->disk_job = m->disk_job;
+	memcpy(s->disk_fds, m->disk_fds, sizeof(s->disk_fds));
+	s->net.plan = m->net;
+	s->seccomp = m->seccomp;
+	closep(&m->procview_fd); /* init has it, or never will */
+	if (m->tmpfs)
+		snprintf(s->cfg->workspace, sizeof(s->cfg->workspace), "tmpfs");
+	hutch_initproc_started(s, &m->init);
+	if (m->nwrite == 0 && m->nwrite_which == 0)
 		return r;
-	if (s->kind->before_go && (r = s->kind->before_go(s, m->init.pid, err)) < 0)
+	if (r < 0) {
+		hutch_close_many(m->write_fds, m->nwrite);
 		return r;
-	if ((r = send_go(s, &plan, m, err)) < 0)
-		return r;
-	/* Overlaps with init building the root; a container's and a run's
-	 * are loaded on demand instead (hutch_api_start_late()). */
-	if (!hutch_api_on_demand(s))
-		hutch_api_preload();
-	r = wait_ready(s, m->init.sock, err);
-	if (s->kind->setup_done)
-		s->kind->setup_done(s);
-	if (r < 0)
-		return r;
-	r = hutch_fd_nonblock(m->init.sock, true);
-	return r < 0 ? hutch_err_set_errno(err, r, "init socket") : 0;
+	}
+	q = hutch_sup_snapshot_take_fds(s, m->write_which, m->nwrite_which, m->write_fds, m->nwrite,
+	                                err);
+	return q < 0 ? q : r;
 }
 
 int hutch_sup_setup(struct sup *s, const struct hutch_setup_in *in, struct hutch_err *err)
@@ -649,16 +749,14 @@ int hutch_sup_setup(struct sup *s, const struct hutch_setup_in *in, struct hutch
 	struct setup_made made = {
 		.disk_job = in->disk_job,
 		.init = { .pid = 0, .pidfd = -EBADF, .sock = -EBADF },
+		.procview_fd = in->procview_fd,
 	};
 	int r;
 
 	for (size_t i = 0; i < HUTCH_DISK_FDS; i++)
 		made.disk_fds[i] = -EBADF;
 	r = setup_steps(s, &made, err);
-	/* What setup made goes to s: the end undoes it, also after a failure. */
-	s->disk_job = made.disk_job;
-	memcpy(s->disk_fds, made.disk_fds, sizeof(s->disk_fds));
-	hutch_initproc_started(s, &made.init);
+	r = hand_over(s, &made, r, err);
 	if (r < 0)
 		return r;
 	/* init is ready: */

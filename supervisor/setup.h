@@ -18,9 +18,18 @@ struct hutch_setup_in {
 	/* The disk's maker taken from the runtime dir's stock, or a fork's
 	 * (sandbox.c; sock -EBADF: none, setup starts one of its own). */
 	struct hutch_disk_job disk_job;
+	/* lxcfs's tree, a clone of its mount for init's /proc views
+	 * (sandbox.c; -EBADF: none); setup closes it once init has it. */
+	int procview_fd;
 };
 
 /* What fails is left for hutch_sup_teardown() to undo. */
 int hutch_sup_setup(struct sup *s, const struct hutch_setup_in *in, struct hutch_err *err);
+
+/* A struct hutch_setup_in with nothing in it yet (the creator's). */
+#define HUTCH_SETUP_IN_INIT                                                      \
+	{                                                                        \
+		.disk_job = { .pid = -1, .sock = -EBADF }, .procview_fd = -EBADF \
+	}
 
 #endif

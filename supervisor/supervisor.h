@@ -92,9 +92,9 @@ struct sup {
 	struct hutch_cmds cmds; /* the command engine (cmd.h) */
 	int sigfd, ttl_fd, init_sock, pidfd, listen_fd, lock_fd, slot_fd;
 	int mntns_fd; /* init's mount namespace: torn down after the DELETE answer (initproc.c) */
-	/* lxcfs (runtime/lxcfs.h): the clone of its mount for init (closed once
-	 * init has it) and the shared hold kept for the supervisor's life. */
-	int procview_fd, procview_hold;
+	/* lxcfs (runtime/lxcfs.h): the shared hold kept for the supervisor's
+	 * life (the clone of its mount for init is setup's: setup.h). */
+	int procview_hold;
 	/* That lxcfs's pidfd, watched (procview.c): when it ends, a new one
 	 * is found or started and init re-binds the views. */
 	int procview_pidfd;

@@ -92,7 +92,7 @@ static int scope_new(struct sup *s, struct hutch_err *err)
 	return r;
 }
 
-int hutch_kind_cgroup_new(struct sup *s, struct hutch_err *err)
+int hutch_kind_cgroup_new(struct sup *s, struct hutch_cgroup **ret_cg, struct hutch_err *err)
 {
 	const char *path = NULL;
 	const struct hutch_resources *res = NULL;
@@ -102,5 +102,5 @@ int hutch_kind_cgroup_new(struct sup *s, struct hutch_err *err)
 		return r;
 	if (s->kind->cgroup)
 		s->kind->cgroup(s, &path, &res);
-	return hutch_cgroup_new_for(s->id, path, res, &s->cg, err);
+	return hutch_cgroup_new_for(s->id, path, res, ret_cg, err);
 }

@@ -24,6 +24,7 @@
 
 struct sup;
 struct cJSON;
+struct hutch_cgroup;
 struct hutch_config;
 struct hutch_container;
 struct hutch_resources;
@@ -136,9 +137,11 @@ const struct hutch_kind *hutch_kind_choose(const struct hutch_config *cfg,
  * uid slot (s->slot, slot_fd, uid_base, written here only): the pod's
  * pinned one, else one of its own unless it joins a user namespace. */
 int hutch_kind_join(struct sup *s, struct hutch_err *err);
-/* s->cg made where its kind places it (kind->cgroup); with s->scope_bus
- * (the supervisor's setup under systemd without delegation; the CLI
- * leaves it "" otherwise), in a delegated scope made first. */
-int hutch_kind_cgroup_new(struct sup *s, struct hutch_err *err);
+/* The sandbox's cgroup (not made yet) where its kind places it
+ * (kind->cgroup), in *ret_cg (the CLI's struct hutch_setup_in, or
+ * setup's own); with s->scope_bus (the supervisor's setup under systemd
+ * without delegation; the CLI leaves it "" otherwise), in a delegated
+ * scope made first. */
+int hutch_kind_cgroup_new(struct sup *s, struct hutch_cgroup **ret_cg, struct hutch_err *err);
 
 #endif

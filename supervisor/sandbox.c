@@ -216,7 +216,7 @@ int hutch_sandbox_net_gc(struct hutch_err *err)
  */
 #define NO_LIMITS_FIX "or pass --no-limits (no CPU, memory, pids limits)"
 
-static int place_cgroup(struct sup *s, struct hutch_err *err)
+static int place_cgroup(struct sup *s, struct hutch_setup_in *in, struct hutch_err *err)
 {
 	const char *dirs[HUTCH_CGROUP_MAX_DIRS];
 	size_t n;
@@ -237,7 +237,7 @@ static int place_cgroup(struct sup *s, struct hutch_err *err)
 	    hutch_cgroup_systemd_address(s->scope_bus, sizeof(s->scope_bus)) == 0)
 		return 0;
 	s->scope_bus[0] = '\0';
-	r = hutch_kind_cgroup_new(s, err);
+	r = hutch_kind_cgroup_new(s, &in->cg, err);
 	if (r < 0 && s->idmap.rootless) {
 		char why[sizeof(err->msg)];
 
@@ -251,7 +251,7 @@ static int place_cgroup(struct sup *s, struct hutch_err *err)
 		return r;
 	if (!s->idmap.rootless)
 		return 0;
-	n = hutch_cgroup_dirs(s->cg, dirs, ELEMENTSOF(dirs));
+	n = hutch_cgroup_dirs(in->cg, dirs, ELEMENTSOF(dirs));
 	for (size_t i = 0; i < n && i < ELEMENTSOF(dirs); i++) {
 		char parent[4096];
 		char *slash;
@@ -261,7 +261,7 @@ static int place_cgroup(struct sup *s, struct hutch_err *err)
 		if (slash)
 			*slash = '\0';
 		if (access(parent, W_OK) < 0) {
-			s->cg = hutch_cgroup_free(s->cg);
+			in->cg = hutch_cgroup_free(in->cg);
 			return hutch_err_set(
 			        err, -EOPNOTSUPP,
 			        "cgroup '%.80s' is not delegated to you: run hutch under "
@@ -646,7 +646,7 @@ static int create(struct hutch_config *cfg, struct hutch_container *ct, const ch
 	if (r < 0)
 		return r;
 	r = hutch_hooks_open_log(&s, &log_fd, err);
-	if (r >= 0 && (r = place_cgroup(&s, err)) >= 0)
+	if (r >= 0 && (r = place_cgroup(&s, &in, err)) >= 0)
 		r = acquire_procview(&s, runtime_dir, &in, err);
 	if (r < 0) {
 		close(s.lock_fd);
@@ -666,7 +666,7 @@ static int create(struct hutch_config *cfg, struct hutch_container *ct, const ch
 		closep(&disk_hold);
 		if (s.hooks.log_fd >= 0)
 			close(s.hooks.log_fd);
-		s.cg = hutch_cgroup_free(s.cg);
+		in.cg = hutch_cgroup_free(in.cg);
 		(void)hutch_rm_rf_at(AT_FDCWD, s.paths.dir);
 		release_procview(&s, &in, runtime_dir);
 		return pid;

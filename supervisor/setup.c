@@ -82,7 +82,8 @@ struct setup_plan {
  * What setup makes, its own while it runs, handed to s when it ends, on
  * every path (a failed setup's too: the end undoes what was made): the
  * disk's maker (the creator's, taken before the fork, or one of setup's
- * own), the disk's fds it answers, init's process, the network plan, the
+ * own), the disk's fds it answers, the cgroup (the creator's, or one
+ * setup places in a scope), init's process, the network plan, the
  * seccomp program, lxcfs's tree (closed once init has it) and what init
  * sends before READY; the kind's ops' part (kind.h).
  */
@@ -543,12 +544,12 @@ static void setup_plan(const struct sup *s, struct setup_plan *p, struct hutch_k
 #define TMPFS_WHY "workspace: tmpfs (charged to memory), not a disk: %s"
 
 /* Under systemd without delegation: the cgroup in a delegated scope of
- * its own (kind.c); the CLI left s->cg NULL for this. */
-static int place_in_scope(struct sup *s, struct hutch_err *err)
+ * its own (kind.c), *ret_cg; the CLI left none for this. */
+static int place_in_scope(struct sup *s, struct hutch_cgroup **ret_cg, struct hutch_err *err)
 {
 	if (!s->scope_bus[0] || s->cfg->no_limits)
 		return 0;
-	return hutch_kind_cgroup_new(s, err);
+	return hutch_kind_cgroup_new(s, ret_cg, err);
 }
 
 /* GO, once the disk is finished (one that could not be made leaves tmpfs,
@@ -674,8 +675,7 @@ static int setup_steps(struct sup *s, struct setup_made *m, struct hutch_err *er
 	const char *why;
 	int r;
 
-	r = place_in_scope(s, err);
-	m->cg = s->cg; /* the CLI's, or the scope's */
+	r = place_in_scope(s, &m->cg, err);
 	if (r < 0)
 		return r;
 	r = hutch_kind_join(s, err); /* a pod's: its slot, its network; the uid slot */
@@ -711,7 +711,7 @@ static int setup_steps(struct sup *s, struct setup_made *m, struct hutch_err *er
 	if (r < 0)
 		return hutch_err_prefix(err, "seccomp");
 	m->seccomp = seccomp;
-	r = hutch_sup_write_state(s, "creating");
+	r = hutch_sup_write_creating(s, m->cg); /* gc's record of the cgroup */
 	if (r < 0)
 		return hutch_err_set_errno(err, r, "write '%s'", s->paths.state);
 	if (s->kind->prepare && (r = s->kind->prepare(&m->kind, &plan.lim, err)) < 0)
@@ -729,6 +729,7 @@ static int hand_over(struct sup *s, struct setup_made *m, int r, struct hutch_er
 	memcpy(s->disk_fds, m->disk_fds, sizeof(s->disk_fds));
 	s->net.plan = m->net;
 	s->seccomp = m->seccomp;
+	s->cg = m->cg;
 	closep(&m->procview_fd); /* init has it, or never will */
 	if (m->tmpfs)
 		snprintf(s->cfg->workspace, sizeof(s->cfg->workspace), "tmpfs");
@@ -750,6 +751,7 @@ int hutch_sup_setup(struct sup *s, const struct hutch_setup_in *in, struct hutch
 		.disk_job = in->disk_job,
 		.init = { .pid = 0, .pidfd = -EBADF, .sock = -EBADF },
 		.procview_fd = in->procview_fd,
+		.cg = in->cg, /* the CLI's, or NULL: the scope's (place_in_scope()) */
 	};
 	int r;
 

@@ -11,6 +11,7 @@
 #include "error.h"
 
 struct sup;
+struct hutch_cgroup;
 
 /* What the creator made for setup before the fork: setup's own, handed
  * to s when setup ends (also when it failed). */
@@ -21,6 +22,10 @@ struct hutch_setup_in {
 	/* lxcfs's tree, a clone of its mount for init's /proc views
 	 * (sandbox.c; -EBADF: none); setup closes it once init has it. */
 	int procview_fd;
+	/* The sandbox's cgroup where its kind places it (sandbox.c), not
+	 * made yet; NULL: --no-limits, or under systemd without delegation,
+	 * where setup makes its own in a delegated scope first. */
+	struct hutch_cgroup *cg;
 };
 
 /* What fails is left for hutch_sup_teardown() to undo. */

@@ -22,7 +22,8 @@ static void executor_json(const struct sup *s, cJSON *o)
 		cJSON_AddItemToObject(o, "executor", e);
 }
 
-static cJSON *state_json(const struct sup *s, const char *status)
+static cJSON *state_json(const struct sup *s, const struct hutch_cgroup *sandbox_cg,
+                         const char *status)
 {
 	cJSON *o = cJSON_CreateObject(), *cg;
 	const char *dirs[HUTCH_CGROUP_MAX_DIRS];
@@ -39,10 +40,10 @@ static cJSON *state_json(const struct sup *s, const char *status)
 	cJSON_AddStringToObject(o, "socket", s->paths.sock);
 	cJSON_AddItemToObject(o, "config", hutch_config_to_json(s->cfg));
 	cg = cJSON_AddObjectToObject(o, "cgroup");
-	if (cg && s->cg) {
+	if (cg && sandbox_cg) {
 		cJSON *arr = cJSON_AddArrayToObject(cg, "dirs");
-		cJSON_AddStringToObject(cg, "version", hutch_cgroup_version(s->cg));
-		n = hutch_cgroup_dirs(s->cg, dirs, HUTCH_CGROUP_MAX_DIRS);
+		cJSON_AddStringToObject(cg, "version", hutch_cgroup_version(sandbox_cg));
+		n = hutch_cgroup_dirs(sandbox_cg, dirs, HUTCH_CGROUP_MAX_DIRS);
 		for (size_t i = 0; arr && i < n; i++)
 			cJSON_AddItemToArray(arr, cJSON_CreateString(dirs[i]));
 	}
@@ -59,7 +60,14 @@ static cJSON *state_json(const struct sup *s, const char *status)
 
 int hutch_sup_write_state(struct sup *s, const char *status)
 {
-	_cleanup_cjson_ cJSON *j = state_json(s, status);
+	_cleanup_cjson_ cJSON *j = state_json(s, s->cg, status);
+
+	return j ? hutch_state_write(&s->paths, j) : -ENOMEM;
+}
+
+int hutch_sup_write_creating(struct sup *s, const struct hutch_cgroup *cg)
+{
+	_cleanup_cjson_ cJSON *j = state_json(s, cg, "creating");
 
 	return j ? hutch_state_write(&s->paths, j) : -ENOMEM;
 }

@@ -1399,7 +1399,7 @@ def ctr(oci, tmp_path):
         ociimage.docker_archive(str(tmp_path / "bb.tar"), [ociimage.tar(entries)])
         r = run("images", "import", "--snapshotter", "native", str(tmp_path / "bb.tar"))
         assert r.returncode == 0, r.stderr
-        yield run, str(wrapper)
+        yield run, str(wrapper), f"{state}/runc"
     finally:
         for c in run("containers", "ls", "-q").stdout.decode().split():
             run("task", "kill", "-s", "KILL", c)
@@ -1419,8 +1419,11 @@ def ctr(oci, tmp_path):
 def test_ctr_run(ctr, oci):
     """containerd's runc shim drives hutch-runc: ctr run's exit code and
     output, a task's pid, exec, ps, kill and delete leave nothing."""
-    run, wrapper = ctr
-    base = ["--snapshotter", "native", "--runc-binary", wrapper, "docker.io/library/test:latest"]
+    run, wrapper, runc_root = ctr
+    # The shim's runc root this containerd's own (its default,
+    # /run/containerd/runc/default, is shared with any other containerd)
+    base = ["--snapshotter", "native", "--runc-binary", wrapper, "--runc-root", runc_root,
+            "docker.io/library/test:latest"]
     r = run("run", "--rm", *base, "c1", "sh", "-c", "echo hello from ctr; exit 3")
     assert r.returncode == 3 and r.stdout == b"hello from ctr\n", r.stderr
     r = run("run", "-d", *base, "c2", "sleep", "1000")
@@ -1455,7 +1458,7 @@ def test_ctr_run(ctr, oci):
     assert run("task", "delete", "c2").returncode == 0
     assert run("containers", "rm", "c2").returncode == 0
     assert wait_until(lambda: oci.hutch.ids() == [])
-    assert os.listdir("/run/containerd/runc/default") == []
+    assert os.listdir(runc_root + "/default") == []
     assert not [d for d in own.values() if os.path.exists(d + "/default")]
 
 

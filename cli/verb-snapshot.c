@@ -238,7 +238,8 @@ static int cmd_inspect(struct hutch_cli_args *a)
 	int r;
 
 	if (a->npos != 1)
-		return hutch_cli_fail(HUTCH_EXIT_USAGE, "snapshot inspect needs one NAME");
+		return hutch_cli_fail(HUTCH_EXIT_USAGE,
+		                      "snapshot inspect needs one NAME; see 'hutch snapshot ls'");
 	if ((r = hutch_cli_image_store_find(a->store, &s)))
 		return r;
 	if (!s)
@@ -267,7 +268,8 @@ static int cmd_rm(struct hutch_cli_args *a)
 	int r, rc = 0;
 
 	if (a->npos < 1)
-		return hutch_cli_fail(HUTCH_EXIT_USAGE, "snapshot rm needs a NAME");
+		return hutch_cli_fail(HUTCH_EXIT_USAGE,
+		                      "snapshot rm needs a NAME; see 'hutch snapshot ls'");
 	if ((r = hutch_cli_image_store_find(a->store, &s)))
 		return r;
 	for (size_t i = 0; i < a->npos; i++) {

@@ -72,7 +72,8 @@ static int cmd_create(struct hutch_cli_args *a)
 	int r, rc = 0;
 
 	if (a->npos < 1)
-		return hutch_cli_fail(HUTCH_EXIT_USAGE, "volume create needs a NAME");
+		return hutch_cli_fail(HUTCH_EXIT_USAGE,
+		                      "volume create needs a NAME (one not in 'hutch volume ls')");
 	if ((r = hutch_cli_open_store(a, &s)))
 		return r;
 	for (size_t i = 0; i < a->npos; i++) {
@@ -134,7 +135,8 @@ static int cmd_inspect(struct hutch_cli_args *a)
 	int r, rc = 0;
 
 	if (a->npos < 1)
-		return hutch_cli_fail(HUTCH_EXIT_USAGE, "volume inspect needs a NAME");
+		return hutch_cli_fail(HUTCH_EXIT_USAGE,
+		                      "volume inspect needs a NAME; see 'hutch volume ls'");
 	if ((r = hutch_cli_image_store_find(a->store, &s)))
 		return r;
 	for (size_t i = 0; i < a->npos; i++) {
@@ -203,7 +205,8 @@ static int cmd_rm(struct hutch_cli_args *a)
 	int r, rc = 0;
 
 	if (a->npos < 1)
-		return hutch_cli_fail(HUTCH_EXIT_USAGE, "volume rm needs a NAME");
+		return hutch_cli_fail(HUTCH_EXIT_USAGE,
+		                      "volume rm needs a NAME; see 'hutch volume ls'");
 	if ((r = hutch_cli_image_store_find(a->store, &s)))
 		return r;
 	for (size_t i = 0; i < a->npos; i++) {

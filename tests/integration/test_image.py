@@ -412,8 +412,8 @@ def test_image_usage(hutch, store):
     (["image", "pull"], ["image pull needs REF", "hutch image --help"]),
     (["image", "pull", "Bad Ref!"], ["invalid image reference 'Bad Ref!'",
                                      "such as docker.io/library/debian:12"]),
-    (["image", "inspect"], ["image inspect needs one NAME"]),
-    (["image", "rm"], ["image rm needs a NAME"]),
+    (["image", "inspect"], ["image inspect needs one NAME; see 'hutch image ls'"]),
+    (["image", "rm"], ["image rm needs a NAME; see 'hutch image ls'"]),
     (["create", "--image", "DIR/a b"], ["its path cannot name an image of the store",
                                         "'hutch image import DIR/a b NAME', then --image NAME"]),
 ])

@@ -239,8 +239,8 @@ def test_snapshot_of_the_host_root_is_refused(hutch):
 
 @pytest.mark.parametrize("args,words", [
     (("snapshot", "--json"), "missing sandbox id: hutch snapshot ID [NAME]"),
-    (("snapshot", "inspect"), "snapshot inspect needs one NAME"),
-    (("snapshot", "rm"), "snapshot rm needs a NAME"),
+    (("snapshot", "inspect"), "snapshot inspect needs one NAME; see 'hutch snapshot ls'"),
+    (("snapshot", "rm"), "snapshot rm needs a NAME; see 'hutch snapshot ls'"),
 ])
 def test_snapshot_usage_errors(hutch, args, words):
     """Said before a store or a sandbox is looked at: 64, nothing made."""

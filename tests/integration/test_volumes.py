@@ -245,7 +245,9 @@ def test_named_volume_freed_when_the_supervisor_is_killed(hutch):
 
 @pytest.mark.parametrize("verb", ["create", "inspect", "rm"])
 def test_volume_verbs_need_a_name(hutch, verb):
+    """64, pointing to the listing of the names (taken, for create)."""
     r = hutch("volume", verb)
     assert r.returncode == USAGE and r.stdout == b"", r
     assert f"volume {verb} needs a NAME".encode() in r.stderr, r.stderr
+    assert b"'hutch volume ls'" in r.stderr, r.stderr
     assert not os.path.exists(hutch.env["HUTCH_IMAGE_STORE"])

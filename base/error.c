@@ -166,6 +166,34 @@ int hutch_errc_http(enum hutch_errc cls)
 	return errc_table[errc_row(cls)].http;
 }
 
+/* HTTP's finer statuses (docs/api.md, "Errors"): a refusal of the row's
+ * class and code answers the row's status instead of the class's; the
+ * class, which the CLI's exit code reads, stays. The API picks every
+ * error's status from here (the file endpoints' errno table,
+ * supervisor/api/file-errno.c, is the executor contract's), and the CLI
+ * reads an answer's class back from here. */
+static const struct {
+	int cls;       /* enum hutch_errc */
+	char code[20]; /* in the row: no relocation at start (issue 31) */
+	int status;
+} finer_statuses[] = {
+	{ HUTCH_ERRC_NOT_CAPABLE, "unauthorized", 401 },  /* the executor's secret */
+	{ HUTCH_ERRC_NOT_CAPABLE, "access_denied", 403 }, /* the sandbox's access */
+	{ HUTCH_ERRC_USAGE, "method_not_allowed", 405 },  /* another method */
+	{ HUTCH_ERRC_USAGE, "upgrade_required", 426 },    /* POST /exec's headers */
+	{ HUTCH_ERRC_LIMIT, "too_many_processes", 429 },  /* a count, not a size */
+	{ HUTCH_ERRC_LIMIT, "headers_too_large", 431 },   /* the request's headers */
+	{ HUTCH_ERRC_LIMIT, "output_over", 500 },         /* the executor's /run */
+};
+
+int hutch_errc_status(enum hutch_errc cls, const char *code)
+{
+	for (size_t i = 0; code && i < sizeof(finer_statuses) / sizeof(finer_statuses[0]); i++)
+		if (finer_statuses[i].cls == (int)cls && !strcmp(finer_statuses[i].code, code))
+			return finer_statuses[i].status;
+	return hutch_errc_http(cls);
+}
+
 enum hutch_errc hutch_errc_of_http(int status)
 {
 	for (int c = HUTCH_ERRC_NONE + 1; c < HUTCH_ERRC_N; c++)
@@ -180,4 +208,26 @@ enum hutch_errc hutch_errc_of_name(const char *name)
 		if (!strcmp(name, errc_table[c].name))
 			return (enum hutch_errc)c;
 	return HUTCH_ERRC_NONE;
+}
+
+enum hutch_errc hutch_errc_of_answer(int status, const char *code)
+{
+	enum hutch_errc cls = hutch_errc_of_name(code);
+	size_t n = sizeof(finer_statuses) / sizeof(finer_statuses[0]);
+
+	if (cls != HUTCH_ERRC_NONE)
+		return cls;
+	/* the finer row of this status and code (500 output_over: limit) */
+	for (size_t i = 0; code && i < n; i++)
+		if (finer_statuses[i].status == status && !strcmp(finer_statuses[i].code, code))
+			return (enum hutch_errc)finer_statuses[i].cls;
+	cls = hutch_errc_of_http(status);
+	if (cls != HUTCH_ERRC_INTERNAL || status == hutch_errc_http(HUTCH_ERRC_INTERNAL))
+		return cls;
+	/* a finer status whose answer names no code (the executor's plain
+	 * text): the class of its row */
+	for (size_t i = 0; i < n; i++)
+		if (finer_statuses[i].status == status)
+			return (enum hutch_errc)finer_statuses[i].cls;
+	return HUTCH_ERRC_INTERNAL;
 }

@@ -66,11 +66,20 @@ enum hutch_errc hutch_errc_of_errno(int code);
 const char *hutch_errc_name(enum hutch_errc cls);
 int hutch_errc_exit(enum hutch_errc cls);
 int hutch_errc_http(enum hutch_errc cls);
-/* The other way, for a client of the API: the class whose status it is
- * (500: internal); a status of no class's row (HTTP's finer ones, 426,
- * 429, ...: their answers' codes name no class) is internal too. */
+/* The status of an error of class cls whose API code is code: the
+ * class's, or HTTP's finer one where the table of finer statuses has a row
+ * for that class and code (403 access_denied, 405 method_not_allowed, 429
+ * too_many_processes, ...; docs/errors.md). */
+int hutch_errc_status(enum hutch_errc cls, const char *code);
+/* The other way: the class whose status it is (500: internal); a status
+ * of no class's row is internal. */
 enum hutch_errc hutch_errc_of_http(int status);
 /* The class a name of the table names ("not_found"), else HUTCH_ERRC_NONE. */
 enum hutch_errc hutch_errc_of_name(const char *name);
+/* The class of an API's error answer, for its client: the one its code
+ * names (a class's name, or a finer status's row: 403 access_denied is
+ * not_capable), else its status's class, else the class of the finer
+ * status's row (a plain-text answer), else internal. */
+enum hutch_errc hutch_errc_of_answer(int status, const char *code);
 
 #endif

@@ -134,15 +134,13 @@ int hutch_cli_api_error(long status, const char *body)
 	_cleanup_cjson_ cJSON *j = cJSON_Parse(body);
 	const cJSON *e = cJSON_GetObjectItemCaseSensitive(j, "error");
 	const cJSON *m = cJSON_GetObjectItemCaseSensitive(e, "message");
-	/* its class: the answer's code where that names one ("not_found"),
-	 * else the class whose status it is; its exit code from the one
-	 * table (base/error.c, docs/errors.md) */
-	enum hutch_errc cls = hutch_errc_of_name(
-	        cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(e, "code")));
+	/* its class: the one its code names ("not_found", or a finer
+	 * status's row: 403 access_denied), else its status's; its exit code
+	 * from the one table (base/error.c, docs/errors.md) */
+	enum hutch_errc cls = hutch_errc_of_answer(
+	        (int)status, cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(e, "code")));
 
 	fprintf(stderr, "hutch: %s\n", cJSON_IsString(m) ? m->valuestring : body);
-	if (cls == HUTCH_ERRC_NONE)
-		cls = hutch_errc_of_http((int)status);
 	return hutch_errc_exit(cls);
 }
 

@@ -117,7 +117,7 @@ static enum MHD_Result h_start(struct sup *s, struct MHD_Connection *conn, const
 	p = hutch_proc_start(s, command, (const char *const *)req.argv,
 	                     (const char *const *)req.envp, req.cwd, req.stdin_open, &err);
 	hutch_run_req_done(&req);
-	/* A limit of a count: HTTP's finer 429 (http.c's table) rather than
+	/* A limit of a count: HTTP's finer 429 (base/error.c's table) rather than
 	 * the class's 413, which a command too large gets. */
 	if (!p && hutch_err_class(&err) == HUTCH_ERRC_LIMIT && err.code == -EAGAIN)
 		return hutch_api_respond_err(conn, &err, "too_many_processes");

@@ -80,31 +80,9 @@ cJSON *hutch_api_error_json(const char *code, const char *msg)
 	return o;
 }
 
-/* HTTP's finer statuses (docs/api.md, "Errors"): a refusal of the row's
- * class and code answers the row's status instead of the class's; the
- * class, which the CLI's exit code reads, stays. With base/error.c's
- * table, the only place in the API that picks an error's status (the
- * file endpoints' errno table, file-errno.c, is the executor contract's). */
-static const struct {
-	enum hutch_errc cls;
-	char code[20]; /* in the row: no relocation at start (issue 31) */
-	unsigned status;
-} finer_statuses[] = {
-	{ HUTCH_ERRC_NOT_CAPABLE, "unauthorized", 401 },  /* the executor's secret */
-	{ HUTCH_ERRC_NOT_CAPABLE, "access_denied", 403 }, /* the sandbox's access */
-	{ HUTCH_ERRC_USAGE, "method_not_allowed", 405 },  /* another method */
-	{ HUTCH_ERRC_USAGE, "upgrade_required", 426 },    /* POST /exec's headers */
-	{ HUTCH_ERRC_LIMIT, "too_many_processes", 429 },  /* a count, not a size */
-	{ HUTCH_ERRC_LIMIT, "headers_too_large", 431 },   /* the request's headers */
-	{ HUTCH_ERRC_LIMIT, "output_over", 500 },         /* the executor's /run */
-};
-
 unsigned hutch_api_status(enum hutch_errc cls, const char *code)
 {
-	for (size_t i = 0; code && i < ELEMENTSOF(finer_statuses); i++)
-		if (finer_statuses[i].cls == cls && !strcmp(finer_statuses[i].code, code))
-			return finer_statuses[i].status;
-	return (unsigned)hutch_errc_http(cls);
+	return (unsigned)hutch_errc_status(cls, code);
 }
 
 enum MHD_Result hutch_api_refuse(struct MHD_Connection *conn, enum hutch_errc cls, const char *code,

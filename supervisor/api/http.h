@@ -108,11 +108,10 @@ enum MHD_Result hutch_api_respond_buffer(struct MHD_Connection *conn, unsigned s
                                          const char *type, const char *data, size_t len);
 /* {"error": {"code": code, "message": msg}} (caller owns it). */
 cJSON *hutch_api_error_json(const char *code, const char *msg);
-/* The status of a refusal of class cls whose endpoint code is code: the
- * class's by base/error.c's one table (docs/errors.md), or HTTP's finer
- * one where the API's table of finer statuses (http.c) has a row for that
- * class and code (405 method_not_allowed, 429 too_many_processes, ...).
- * Every error answer of the API takes its status from here. */
+/* The status of a refusal of class cls whose endpoint code is code:
+ * hutch_errc_status() (base/error.c's tables: the class's, or HTTP's finer
+ * one, 405 method_not_allowed, 429 too_many_processes, ...). Every error
+ * answer of the API takes its status from here. */
 unsigned hutch_api_status(enum hutch_errc cls, const char *code);
 /* Refuse a request: its status hutch_api_status(cls, code), as
  * hutch_api_respond_err() answers an error that came up from below; code

@@ -746,6 +746,27 @@ static void test_error_classes(void **state)
 	}
 	assert_int_equal(hutch_errc_of_name("too_large"), HUTCH_ERRC_NONE);
 	assert_int_equal(hutch_errc_of_name(NULL), HUTCH_ERRC_NONE);
+	/* HTTP's finer statuses: the status by class and code, and an
+	 * answer's class back (the CLI's exit code: 403 access_denied is
+	 * not_capable's 69, 405 usage's 64; was 70) */
+	assert_int_equal(hutch_errc_status(HUTCH_ERRC_NOT_CAPABLE, "access_denied"), 403);
+	assert_int_equal(hutch_errc_status(HUTCH_ERRC_USAGE, "access_denied"), 400);
+	assert_int_equal(hutch_errc_status(HUTCH_ERRC_LIMIT, "output_over"), 500);
+	assert_int_equal(hutch_errc_status(HUTCH_ERRC_LIMIT, NULL), 413);
+	assert_int_equal(hutch_errc_of_answer(403, "access_denied"), HUTCH_ERRC_NOT_CAPABLE);
+	assert_int_equal(hutch_errc_exit(hutch_errc_of_answer(403, "access_denied")), 69);
+	assert_int_equal(hutch_errc_of_answer(403, NULL), HUTCH_ERRC_NOT_CAPABLE);
+	assert_int_equal(hutch_errc_of_answer(401, NULL), HUTCH_ERRC_NOT_CAPABLE);
+	assert_int_equal(hutch_errc_of_answer(405, "method_not_allowed"), HUTCH_ERRC_USAGE);
+	assert_int_equal(hutch_errc_exit(hutch_errc_of_answer(426, "upgrade_required")), 64);
+	assert_int_equal(hutch_errc_of_answer(429, "too_many_processes"), HUTCH_ERRC_LIMIT);
+	assert_int_equal(hutch_errc_of_answer(431, NULL), HUTCH_ERRC_LIMIT);
+	assert_int_equal(hutch_errc_of_answer(500, "output_over"), HUTCH_ERRC_LIMIT);
+	assert_int_equal(hutch_errc_of_answer(500, "spawn_failed"), HUTCH_ERRC_INTERNAL);
+	assert_int_equal(hutch_errc_of_answer(404, "process_not_found"), HUTCH_ERRC_NOT_FOUND);
+	assert_int_equal(hutch_errc_of_answer(410, "gone"), HUTCH_ERRC_GONE);
+	assert_int_equal(hutch_errc_of_answer(409, "not_found"), HUTCH_ERRC_NOT_FOUND);
+	assert_int_equal(hutch_errc_of_answer(418, NULL), HUTCH_ERRC_INTERNAL);
 	for (int c = HUTCH_ERRC_NONE; c < HUTCH_ERRC_N; c++)
 		assert_non_null(hutch_errc_name((enum hutch_errc)c));
 

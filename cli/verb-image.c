@@ -180,6 +180,8 @@ static int cmd_import(struct hutch_cli_args *a)
 	hutch_cli_progress_attach(&prog, &st);
 	r = hutch_image_import(s, a->pos[0], a->tag, name, &st, &err);
 	hutch_cli_progress_done(&prog);
+	if (r < 0) /* nothing imported: a store made for it is not left behind */
+		(void)hutch_image_store_unmake(s);
 	if (r < 0)
 		return hutch_cli_fail(hutch_errc_exit(hutch_err_class(&err)), "import '%s': %s",
 		                      a->pos[0], err.msg);
@@ -214,6 +216,8 @@ static int cmd_pull(struct hutch_cli_args *a)
 	hutch_cli_progress_attach(&prog, &st);
 	r = hutch_image_pull(s, a->pos[0], name, &st, &err);
 	hutch_cli_progress_done(&prog);
+	if (r < 0) /* nothing imported: a store made for it is not left behind */
+		(void)hutch_image_store_unmake(s);
 	if (r < 0 && hutch_err_class(&err) == HUTCH_ERRC_NOT_CAPABLE)
 		return hutch_cli_fail(HUTCH_EXIT_NOT_CAPABLE, "%s", err.msg);
 	if (r < 0)
@@ -242,6 +246,8 @@ static int cmd_build_default(struct hutch_cli_args *a)
 	hutch_cli_progress_attach(&prog, &st);
 	r = hutch_image_build_default(s, name, a->recipe, &st, &err);
 	hutch_cli_progress_done(&prog);
+	if (r < 0) /* nothing imported: a store made for it is not left behind */
+		(void)hutch_image_store_unmake(s);
 	if (r < 0 && hutch_err_class(&err) == HUTCH_ERRC_NOT_CAPABLE)
 		return hutch_cli_fail(HUTCH_EXIT_NOT_CAPABLE, "%s", err.msg);
 	if (r < 0)
@@ -436,7 +442,10 @@ static int fetch_missing(struct hutch_image_store *s, const char *image, const c
 	}
 	hutch_cli_progress_done(&prog);
 	/* The class says it (docs/errors.md): a bad image or reference is
-	 * usage, a missing pull or build tool not capable. */
+	 * usage, a missing pull or build tool not capable. Nothing imported:
+	 * a store made for it is not left behind. */
+	if (r < 0)
+		(void)hutch_image_store_unmake(s);
 	if (r < 0)
 		return hutch_cli_fail(hutch_errc_exit(hutch_err_class(&err)), "--image %s: %s",
 		                      image, err.msg);

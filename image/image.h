@@ -62,6 +62,12 @@ struct hutch_image_store;
 int hutch_image_store_open(const char *path, struct hutch_image_store **ret, struct hutch_err *err);
 struct hutch_image_store *hutch_image_store_free(struct hutch_image_store *s);
 void hutch_image_store_freep(struct hutch_image_store **s);
+/* A store this open made, removed again when nothing went into it (a
+ * first import, pull or build that failed): 1 removed, 0 kept (not made
+ * by this open, or not empty), -errno. A writer that waited for its lock
+ * meanwhile is refused (conflict) and asked to run again. The parents
+ * made with it stay. */
+int hutch_image_store_unmake(struct hutch_image_store *s);
 
 /* Where the unpacking of one layer is (on_progress). */
 struct hutch_image_progress {

@@ -6,6 +6,8 @@
 #ifndef HUTCH_STORE_INTERNAL_H
 #define HUTCH_STORE_INTERNAL_H
 
+#include <stdbool.h>
+
 #include <cjson/cJSON.h>
 
 #include "error.h"
@@ -17,6 +19,7 @@ struct hutch_image_store {
 	int dirfd;                      /* the store's root */
 	int layers, images, tmp, blobs; /* its directories (blobs: blobs/sha256) */
 	int lock;                       /* flock()ed "lock" once store_lock() ran, or -1 */
+	bool made;                      /* this open made the store's directory */
 };
 
 /* Take the writers' lock (kept until the store is freed), clear tmp/. */

@@ -204,6 +204,7 @@ static int store_open(const char *path, struct hutch_image_store **ret, struct h
 			                           "XDG_DATA_HOME or HOME names where)",
 			                           path);
 		s->dirfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		s->made = s->dirfd >= 0;
 	}
 	if (s->dirfd < 0)
 		return errno == EACCES
@@ -230,6 +231,55 @@ int hutch_image_store_open(const char *path, struct hutch_image_store **ret, str
 	return r;
 }
 
+/* Directories only (but the file skip), each (to depth levels down)
+ * holding directories only. Takes dirfd. */
+static bool only_empty_dirs(int fd, int depth, const char *skip)
+{
+	_cleanup_closedir_ DIR *d = fdopendir(fd);
+	struct dirent *de;
+
+	if (!d) {
+		(void)close(fd);
+		return false;
+	}
+	while ((de = readdir(d))) {
+		int sub;
+
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..") ||
+		    (skip && !strcmp(de->d_name, skip)))
+			continue;
+		if (depth == 0 ||
+		    (sub = openat(dirfd(d), de->d_name,
+		                  O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0 ||
+		    !only_empty_dirs(sub, depth - 1, NULL))
+			return false;
+	}
+	return true;
+}
+
+int hutch_image_store_unmake(struct hutch_image_store *s)
+{
+	struct hutch_err err = { 0 };
+	int fd, r;
+
+	if (!s || !s->made)
+		return 0;
+	/* Under the writers' lock (tmp/'s leftovers cleared): a store
+	 * anything went into meanwhile is kept. The lock file is the only
+	 * file; blobs/sha256 is two levels down. */
+	if ((r = store_lock(s, &err)) < 0)
+		return r;
+	fd = openat(s->dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (!only_empty_dirs(fd, 2, "lock"))
+		return 0;
+	if ((r = hutch_rm_rf_at(AT_FDCWD, s->path)) < 0)
+		return r;
+	s->made = false;
+	return 1;
+}
+
 struct hutch_image_store *hutch_image_store_free(struct hutch_image_store *s)
 {
 	if (!s)
@@ -252,6 +302,8 @@ void hutch_image_store_freep(struct hutch_image_store **s)
 
 int store_lock(struct hutch_image_store *s, struct hutch_err *err)
 {
+	struct stat st;
+
 	if (s->lock >= 0)
 		return 0;
 	s->lock = openat(s->dirfd, "lock", O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
@@ -262,6 +314,16 @@ int store_lock(struct hutch_image_store *s, struct hutch_err *err)
 
 		closep(&s->lock);
 		return hutch_err_set_errno(err, r, "lock image store");
+	}
+	/* Removed while this waited: a first import into it failed and took
+	 * back the store it made (hutch_image_store_unmake()). */
+	if (fstat(s->dirfd, &st) == 0 && st.st_nlink == 0) {
+		closep(&s->lock);
+		return hutch_err_set_class(err, HUTCH_ERRC_CONFLICT, -ESTALE,
+		                           "image store '%s' was removed while this waited for "
+		                           "its lock (a first import into it failed): run the "
+		                           "command again",
+		                           s->path);
 	}
 	clean_tmp(s);
 	return 0;

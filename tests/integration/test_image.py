@@ -200,6 +200,28 @@ def test_store_not_made_is_read_not_made(hutch, store, kind):
     assert not store.exists()
 
 
+@pytest.mark.parametrize("how", ["create", "import"])
+def test_a_failed_first_import_makes_no_store(hutch, store, tmp_path, how):
+    """A file that is no image (text), imported into a store not made yet
+    (create --image FILE, image import): 64, and no store left behind (an
+    empty skeleton was); into a store that is there, the store stays, its
+    contents untouched."""
+    text = tmp_path / "notes.txt"
+    text.write_text("not an image\n")
+    args = (("create", "--image", str(text)) if how == "create" else
+            ("image", "import", str(text), "x"))
+    r = hutch(*args)
+    assert r.returncode == 64, r.stderr.decode()
+    assert "layer is not a tar" in r.stderr.decode()
+    assert not store.exists() and hutch.ids() == []
+    assert hutch("volume", "create", "kept").returncode == 0  # the store made
+    r = hutch(*args)
+    assert r.returncode == 64 and "layer is not a tar" in r.stderr.decode()
+    assert {"images", "layers", "lock", "volumes"} <= set(os.listdir(store))
+    assert json.loads(hutch("volume", "ls", "--json").stdout)[0]["name"] == "kept"
+    assert json.loads(hutch("image", "ls", "--json").stdout) == []
+
+
 def test_rm_and_prune(hutch, store, tmp_path):
     assert import_(hutch, o.layout(str(tmp_path / "a"), [base_layer()]), "a").returncode == 0
     assert import_(hutch, o.layout(str(tmp_path / "b"), [base_layer(), o.tar([o.f("y")])]),
@@ -253,13 +275,14 @@ def test_crafted_layer(hutch, store, outside, tmp_path, case):
     if refusal:
         assert r.returncode != 0, f"{case} imported"
         assert refusal in r.stderr, r.stderr
-        assert layers_of(store) == []
+        # the first import refused: the store it made taken back, tmp/ too
+        assert not store.exists()
     else:
         assert r.returncode == 0, r.stderr
+        assert os.listdir(store / "tmp") == []
     assert tree(outside) == before
     assert (outside / "secret").read_text() == "host data\n"
     assert not (tmp_path / "pwned").exists() and not os.path.exists("/pwned")
-    assert os.listdir(store / "tmp") == []
     assert_store_safe(store)
 
 
@@ -270,7 +293,7 @@ def test_compression_bomb_bounded(hutch, store, tmp_path):
     r = import_(hutch, o.layout(str(tmp_path / "lay"), [bomb]), "bomb",
                 env={"HUTCH_IMAGE_MAX_LAYER_BYTES": str(8 << 20)})
     assert r.returncode != 0 and b"larger than" in r.stderr, r.stderr
-    assert layers_of(store) == [] and os.listdir(store / "tmp") == []
+    assert not store.exists()  # the store this first import made, taken back
 
 
 def test_sparse_bomb_bounded(hutch, store, tmp_path):
@@ -287,7 +310,7 @@ def test_sparse_bomb_bounded(hutch, store, tmp_path):
     r = import_(hutch, o.layout(str(tmp_path / "lay"), [raw]), "sparse",
                 env={"HUTCH_IMAGE_MAX_LAYER_BYTES": str(1 << 30)})
     assert r.returncode != 0 and b"larger than" in r.stderr, r.stderr
-    assert layers_of(store) == [] and os.listdir(store / "tmp") == []
+    assert not store.exists()  # the store this first import made, taken back
 
 
 PLANT = r"""

@@ -599,7 +599,8 @@ static int setup_inside(struct init_state *s, const struct hutch_init_params *p,
 	 * clone): make them the root of our cgroup namespace. */
 	if (unshare(CLONE_NEWCGROUP) < 0)
 		return hutch_err_set_errno(err, -errno, "create cgroup namespace");
-	if (hutch_init_setup_ns(p->sock, p->hostname, p->net, p->sysctls, err) < 0)
+	if (hutch_init_setup_ns(p->sock, p->hostname, p->net_early ? NULL : p->net, p->sysctls,
+	                        err) < 0)
 		return -1;
 	if (!s->spawner.container || s->shared_pid)
 		return 0;
@@ -607,6 +608,24 @@ static int setup_inside(struct init_state *s, const struct hutch_init_params *p,
 		return -1;
 	rootfs->proc_mnt = &s->nest.proc_fd;
 	return 0;
+}
+
+/* GO, with the network namespace made meanwhile (p->net_early: off the
+ * path to GO); a failure of that or of the cgroups' join right after
+ * clone is reported once GO came, to the supervisor waiting for READY. */
+static void await_go(const struct hutch_init_params *p, struct hutch_rootfs_config *rootfs,
+                     int *group)
+{
+	struct hutch_err err = { 0 };
+
+	if (p->net_early)
+		(void)hutch_init_make_net(p->sock, p->net, &err);
+	if (wait_go(p->sock, rootfs, group) < 0)
+		_exit(1);
+	if (p->cgroup_join_err < 0)
+		hutch_err_set_errno(&err, p->cgroup_join_err, "join the sandbox's cgroups");
+	if (err.code)
+		fail(p->sock, &err);
 }
 
 void hutch_init_main(const struct hutch_init_params *p)
@@ -634,12 +653,7 @@ void hutch_init_main(const struct hutch_init_params *p)
 		_exit(1);
 	if (s.shared_pid && prctl(PR_SET_CHILD_SUBREAPER, 1) < 0)
 		_exit(1);
-	if (wait_go(p->sock, &rootfs, &group) < 0)
-		_exit(1);
-	if (p->cgroup_join_err < 0) {
-		hutch_err_set_errno(&err, p->cgroup_join_err, "join the sandbox's cgroups");
-		fail(p->sock, &err);
-	}
+	await_go(p, &rootfs, &group);
 	if (setup_inside(&s, p, &rootfs, &err) < 0)
 		fail(p->sock, &err);
 	if (resocket(p->sock) < 0) {

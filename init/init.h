@@ -28,6 +28,10 @@ struct hutch_init_params {
 	/* Made by the supervisor before clone; NULL: a pod's network
 	 * namespace, joined (supervisor/pod.c), which init leaves alone. */
 	const struct hutch_net_plan *net;
+	/* The network namespace is init's to make (the clone made none):
+	 * unshared and set up before GO, while the supervisor writes the id
+	 * maps and waits for the disk (hutch_net_plan_init_only()). */
+	bool net_early;
 	const struct sock_fprog *seccomp; /* built by the supervisor before clone */
 	/* A container's own profile, loaded on top of seccomp in each command
 	 * spawned with HUTCH_SPAWN_EXTRA_FILTER (its main process), or NULL. */

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <sched.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -59,6 +60,26 @@ int hutch_init_write_sysctls(const char *const *kv, const char *prefix, struct h
 	return 0;
 }
 
+static int setup_net(int sock, const struct hutch_net_plan *net, struct hutch_err *err)
+{
+	if (hutch_net_setup_child(net, err) < 0 || send_listeners(sock, net, err) < 0)
+		return hutch_err_prefix(err, "network");
+	return 0;
+}
+
+/* Off the path to GO: the namespace the clone did not make (its kernel
+ * setup, the per-net tables, lo) is made while the supervisor writes our
+ * id maps and waits for the disk. Our user namespace owns it, as it
+ * would own one made by the clone: we hold every capability there,
+ * mapped or not yet. Nothing else runs in the sandbox yet, and nothing
+ * of ours reaches the host's network before it. */
+int hutch_init_make_net(int sock, const struct hutch_net_plan *net, struct hutch_err *err)
+{
+	if (unshare(CLONE_NEWNET) < 0)
+		return hutch_err_set_errno(err, -errno, "create network namespace");
+	return setup_net(sock, net, err);
+}
+
 /* Host name, network, and a container's sysctls of those namespaces. */
 int hutch_init_setup_ns(int sock, const char *hostname, const struct hutch_net_plan *net,
                         const char *const *sysctls, struct hutch_err *err)
@@ -67,8 +88,8 @@ int hutch_init_setup_ns(int sock, const char *hostname, const struct hutch_net_p
 	 * to set up; its container changes neither. */
 	if (hostname && sethostname(hostname, strlen(hostname)) < 0)
 		return hutch_err_set_errno(err, -errno, "set hostname '%s'", hostname);
-	if (net && (hutch_net_setup_child(net, err) < 0 || send_listeners(sock, net, err) < 0))
-		return hutch_err_prefix(err, "network");
+	if (net && setup_net(sock, net, err) < 0)
+		return err->code;
 	/* Through the /proc we still share with the host (the new root's
 	 * /proc/sys is read-only): its net and ipc entries are those of our
 	 * namespaces, which our user namespace owns. */

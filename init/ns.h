@@ -20,6 +20,10 @@
  * as the pod set them); sysctls: "key=value", NULL-terminated, or NULL. */
 int hutch_init_setup_ns(int sock, const char *hostname, const struct hutch_net_plan *net,
                         const char *const *sysctls, struct hutch_err *err);
+/* Child side, before GO (hutch_init_params.net_early): a network
+ * namespace of init's own user namespace, and its setup as
+ * hutch_init_setup_ns() does it (then given net NULL). */
+int hutch_init_make_net(int sock, const struct hutch_net_plan *net, struct hutch_err *err);
 /* Write each "key=value" whose key starts with prefix (NULL: every one)
  * to /proc/sys/KEY of the caller's namespaces; fails naming the key. The
  * supervisor writes a CNI network namespace's net.* keys with it (pod.c). */

@@ -587,6 +587,10 @@ bool hutch_net_policy_has_host_side(const struct hutch_net_policy *p);
  * With header bindings, the sandbox's CA (its key made here, after the
  * clone, so init never holds it). */
 int hutch_net_plan_attach(struct hutch_net_plan *plan, pid_t init_pid, struct hutch_err *err);
+/* Nothing of the host side reaches into init's network namespace before
+ * GO, and init sends no listeners (mode none): init may make the
+ * namespace itself, before GO (hutch_init_params.net_early). */
+bool hutch_net_plan_init_only(const struct hutch_net_plan *plan);
 /* After the id maps of init are written, before GO: rootless mode all
  * keeps init's user and network namespaces (opened now: init is still
  * dumpable) and cgfd (the sandbox's cgroup, -1 for none; taken) for the

@@ -116,6 +116,12 @@ int hutch_net_plan_attach(struct hutch_net_plan *plan, pid_t init_pid, struct hu
 	return hutch_net_host_attach(&plan->addrs, init_pid, err);
 }
 
+bool hutch_net_plan_init_only(const struct hutch_net_plan *plan)
+{
+	return hutch_net_policy_wired_mode(policy_of(plan)) == HUTCH_NET_NONE &&
+	       !plan->usernet_helper;
+}
+
 const char *hutch_net_plan_ca_pem(const struct hutch_net_plan *plan)
 {
 	return plan->mitm ? mitm_ca_pem(plan->mitm) : NULL;

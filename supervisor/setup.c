@@ -186,6 +186,9 @@ static void init_params(const struct setup_plan *plan, struct setup_made *m,
 	p->sock = 3;
 	p->hostname = (plan->joins & CLONE_NEWUTS) ? NULL : plan->hostname;
 	p->net = (plan->joins & CLONE_NEWNET) ? NULL : &m->net;
+	/* A kind that clones init itself (a pod's) places it in namespaces
+	 * of its own choosing: the common clone only. */
+	p->net_early = p->net && !plan->kind->clone && hutch_net_plan_init_only(&m->net);
 	p->seccomp = &m->seccomp;
 	p->console_uid = -1;
 	p->change_lists = plan->change_lists;
@@ -281,7 +284,7 @@ static int spawn_init(const struct setup_plan *plan, struct setup_made *m,
 	sock_buffers(sv[0], bufsz);
 	sock_buffers(sv[1], bufsz);
 	args.flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWUTS | CLONE_NEWIPC |
-	             CLONE_NEWNET | CLONE_PIDFD;
+	             (p.net_early ? 0 : CLONE_NEWNET) | CLONE_PIDFD;
 	args.pidfd = (uint64_t)(uintptr_t)&pidfd;
 	args.exit_signal = SIGCHLD;
 	/* Into the cgroups without a migration of another pid (whose RCU

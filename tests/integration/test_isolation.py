@@ -8,6 +8,7 @@ writes that must fail); the ones that need their own CLI environment or
 kill things use a fresh sandbox.
 """
 import errno
+import fcntl
 import json
 import os
 import re
@@ -333,6 +334,37 @@ def test_sandboxes_cannot_see_or_signal_each_other(sb, sb2):
 def read_map(pid, which):
     with open(f"/proc/{pid}/{which}") as f:
         return [tuple(int(x) for x in ln.split()) for ln in f]
+
+
+NS_GET_USERNS = 0xB701  # linux/nsfs.h
+
+
+def test_network_namespace_new_and_owned_by_the_sandbox(sb, sb2):
+    """Network none: init makes its network namespace itself, before GO,
+    while the supervisor writes its id maps (init/ns.c, not the clone): a
+    new one per sandbox, owned by the sandbox's user namespace as the
+    clone's was (so its root, not the host's, holds CAP_NET_ADMIN there),
+    with lo up and nothing else."""
+    nets = set()
+    for s in (sb, sb2):
+        init = s.status()["init_pid"]
+        fd = os.open(f"/proc/{init}/ns/net", os.O_RDONLY | os.O_CLOEXEC)
+        try:
+            owner = fcntl.ioctl(fd, NS_GET_USERNS)
+            try:
+                assert os.fstat(owner).st_ino == os.stat(f"/proc/{init}/ns/user").st_ino
+            finally:
+                os.close(owner)
+            nets.add(os.fstat(fd).st_ino)
+        finally:
+            os.close(fd)
+    assert len(nets) == 2 and os.stat("/proc/self/ns/net").st_ino not in nets
+    links = sb.sh("tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' '").split()
+    assert links == ["lo"]
+    out = sb.sh("python3 -c 'import socket; s = socket.socket(); s.bind((\"127.0.0.1\", 0)); "
+                "s.listen(); c = socket.create_connection(s.getsockname(), timeout=5); "
+                "print(\"up\")'")
+    assert out.strip() == "up"
 
 
 def test_distinct_unprivileged_id_ranges(sb, sb2):

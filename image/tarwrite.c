@@ -35,6 +35,7 @@
 #include "fdutil.h"
 #include "image-internal.h"
 #include "image.h"
+#include "libinit.h"
 #include "syscalls.h"
 
 #define NOBODY      65534u
@@ -282,6 +283,7 @@ static int walk_src(struct walk *w, const struct hutch_image_tar_src *src)
 
 static int write_all_srcs(struct walk *w, int out, const struct hutch_image_tar_src *srcs, size_t n)
 {
+	hutch_libinit_run(); /* liblzma's CRC64 dispatch, not set at the start */
 	if (!(w->a = archive_write_new()) || !(w->links = archive_entry_linkresolver_new()) ||
 	    !(w->buf = malloc(COPY_BUF)))
 		return hutch_err_set(w->err, -ENOMEM, "snapshot");

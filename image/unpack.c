@@ -37,6 +37,7 @@
 #include "cleanup.h"
 #include "fdutil.h"
 #include "image-internal.h"
+#include "libinit.h"
 #include "syscalls.h"
 #include "util.h"
 
@@ -448,6 +449,7 @@ static int open_readers(struct unpack *u, struct hutch_err *err)
 {
 	struct archive_entry *raw;
 
+	hutch_libinit_run(); /* liblzma's CRC64 dispatch, not set at the start */
 	u->outer = archive_read_new();
 	u->inner = archive_read_new();
 	if (!u->outer || !u->inner)

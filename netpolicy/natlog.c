@@ -27,6 +27,7 @@
 #include "allow-internal.h"
 #include "cleanup.h"
 #include "fdutil.h"
+#include "libinit.h"
 #include "natlog-internal.h"
 
 #define COPY_RANGE 80 /* an IPv4 header (at most 60) and the ports */
@@ -75,6 +76,7 @@ static int nf_socket(int *ret, struct hutch_err *err)
 	struct sockaddr_nl sa = { .nl_family = AF_NETLINK };
 	int size = 1 << 20;
 
+	hutch_libinit_run(); /* libnl's (its messages' size), not run at the start */
 	fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_NETFILTER);
 	if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
 		return hutch_err_set_errno(err, -errno, "egress log: netfilter netlink socket");

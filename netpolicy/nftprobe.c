@@ -25,6 +25,7 @@
 
 #include "cleanup.h"
 #include "hostnet-internal.h"
+#include "libinit.h"
 
 struct elems {
 	struct hutch_nft_elems e;
@@ -110,6 +111,7 @@ int hutch_nft_probe_pool(const struct hutch_net_pool *pool)
 	struct nl_msg *msg;
 	int r;
 
+	hutch_libinit_run(); /* libnl's constructors, not run at the start */
 	sk = nl_socket_alloc();
 	if (!sk || nl_connect(sk, NETLINK_NETFILTER) < 0)
 		return -EIO;

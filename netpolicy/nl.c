@@ -11,6 +11,7 @@
 
 #include "cleanup.h"
 #include "hostnet-internal.h"
+#include "libinit.h"
 
 int hutch_nl_errno(int nlerr)
 {
@@ -42,6 +43,7 @@ int hutch_nl_open(struct nl_sock **ret, struct hutch_err *err)
 	_cleanup_nl_sock_ struct nl_sock *sk = NULL;
 	int r;
 
+	hutch_libinit_run(); /* libnl's constructors, not run at the start */
 	sk = nl_socket_alloc();
 	if (!sk)
 		return hutch_err_set(err, -ENOMEM, "allocate netlink socket");

@@ -3,6 +3,7 @@
 image layouts (one platform, or a multi-arch index) and docker-save
 archives. Standard library only; no registry, no network."""
 import gzip
+import lzma
 import hashlib
 import io
 import json
@@ -54,6 +55,12 @@ def gz(data):
     return gzip.compress(data, mtime=0)
 
 
+def xz(data):
+    """xz with its default CRC64 check (liblzma's, dispatched by its
+    constructor: base/libinit.c)."""
+    return lzma.compress(data, format=lzma.FORMAT_XZ, check=lzma.CHECK_CRC64)
+
+
 def config(diff_ids, env=None, arch="amd64", workdir=None):
     c = {"architecture": arch, "os": "linux",
          "config": {"Env": env or ["PATH=/usr/local/bin:/usr/bin:/bin"]},
@@ -75,10 +82,11 @@ def _manifest(root, layers, env=None, arch="amd64", compress=True, corrupt=None)
     """Blobs of one image; returns the manifest's descriptor."""
     descs, diff_ids = [], []
     for raw in layers:
-        blob = gz(raw) if compress else raw
+        blob = xz(raw) if compress == "xz" else gz(raw) if compress else raw
         diff_ids.append(sha(raw))
         digest = _blob(root, blob)
-        mt = "application/vnd.oci.image.layer.v1.tar" + ("+gzip" if compress else "")
+        mt = "application/vnd.oci.image.layer.v1.tar" + (
+            "+xz" if compress == "xz" else "+gzip" if compress else "")
         descs.append({"mediaType": mt, "digest": digest, "size": len(blob)})
     cfg = config(diff_ids, env, arch)
     cdig = _blob(root, cfg)

@@ -96,6 +96,19 @@ def test_import_layout_then_cache_hit(hutch, store, tmp_path):
     assert_store_safe(store)
 
 
+def test_xz_layer(hutch, store, tmp_path):
+    """A layer compressed with xz (CRC64 checked): liblzma's constructor,
+    which picks its CRC64 code, is not run at hutch's start but before the
+    first layer reader (base/libinit.c); the files arrive."""
+    lay = o.layout(str(tmp_path / "lay"), [o.tar([o.d("etc"), o.f("etc/motd", b"xz" * 5000)])],
+                   compress="xz")
+    r = import_(hutch, lay, "xz")
+    assert r.returncode == 0, r.stderr
+    (layer,) = layers_of(store)
+    assert (store / "layers" / layer / "etc/motd").read_bytes() == b"xz" * 5000
+    assert_store_safe(store)
+
+
 def test_unpacked_as_the_store_ids(hutch, store, tmp_path):
     """The unpacker is a user namespace whose root is the store's first id:
     tar owners are shifted into the store's range, never host ids."""

@@ -14,6 +14,7 @@
 #include <limits.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 /* The CRIU release measured to pass 'criu check' on this project's hosts
  * (Linux 6.18), and the first that knows the [vvar_vclock] mapping. */
@@ -51,5 +52,17 @@ void hutch_criu_parse_version(const char *out, char *buf, size_t size);
 /* 'criu check' output -> its Error lines without their "Error (file:line): "
  * prefix, joined by "; " (else its last non-empty line), on one line. */
 void hutch_criu_summarize_check(const char *out, char *buf, size_t size);
+
+/*
+ * CRIU's images a restore rewrites (criu-img.c): in, len one image file's
+ * bytes; *ret (malloc'ed, the caller frees) the new file. The user
+ * namespace's maps moved from [old_base, old_base + count) onto new_base
+ * (-ERANGE: an extent outside it); the uts namespace's host name set.
+ * -EBADMSG: not such an image (truncated, no map), -ENOMEM.
+ */
+int hutch_criu_img_remap_userns(const uint8_t *in, size_t len, uint32_t old_base, uint32_t new_base,
+                                uint32_t count, uint8_t **ret, size_t *ret_len);
+int hutch_criu_img_set_nodename(const uint8_t *in, size_t len, const char *nodename, uint8_t **ret,
+                                size_t *ret_len);
 
 #endif

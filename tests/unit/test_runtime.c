@@ -446,6 +446,58 @@ static void test_criu_output(void **state)
 	assert_memory_equal(small, "a long message ", sizeof(small) - 1);
 }
 
+/* The images a restore rewrites, as CRIU 4.2 wrote them here (a plain
+ * sandbox of base 1288634368; its host name): the maps moved onto the new
+ * range, the host name the new sandbox's, the magics and other fields
+ * kept; a map outside the source's range, a truncated file refused. */
+static void test_criu_images(void **state)
+{
+	static const uint8_t userns[] = {
+		0x19, 0x43, 0x56, 0x54, 0x06, 0x49, 0x47, 0x55, 0x1c, 0x00, 0x00, 0x00, 0x0a, 0x0c,
+		0x08, 0x00, 0x10, 0x80, 0x80, 0xbc, 0xe6, 0x04, 0x18, 0x80, 0x80, 0x04, 0x12, 0x0c,
+		0x08, 0x00, 0x10, 0x80, 0x80, 0xbc, 0xe6, 0x04, 0x18, 0x80, 0x80, 0x04,
+	};
+	static const uint8_t want[] = {
+		0x19, 0x43, 0x56, 0x54, 0x06, 0x49, 0x47, 0x55, 0x1a, 0x00, 0x00, 0x00, 0x0a,
+		0x0b, 0x08, 0x00, 0x10, 0x80, 0x80, 0x80, 0x02, 0x18, 0x80, 0x80, 0x04, 0x12,
+		0x0b, 0x08, 0x00, 0x10, 0x80, 0x80, 0x80, 0x02, 0x18, 0x80, 0x80, 0x04,
+	};
+	static const uint8_t utsns[] = { 0x19, 0x43, 0x56, 0x54, 0x03, 0x32, 0x47, 0x54,
+		                         0x0c, 0x00, 0x00, 0x00, 0x0a, 0x04, 'o',  'l',
+		                         'd',  '!',  0x12, 0x04, 'd',  'o',  'm',  '!' };
+	uint8_t *out = NULL;
+	size_t len = 0;
+
+	(void)state;
+	assert_int_equal(hutch_criu_img_remap_userns(userns, sizeof(userns), 1288634368, 4194304,
+	                                             65536, &out, &len),
+	                 0);
+	assert_int_equal(len, sizeof(want));
+	assert_memory_equal(out, want, sizeof(want));
+	free(out);
+	/* Another source's range: refused, nothing made. */
+	out = NULL;
+	assert_int_equal(hutch_criu_img_remap_userns(userns, sizeof(userns), 1288700000, 4194304,
+	                                             65536, &out, &len),
+	                 -ERANGE);
+	assert_null(out);
+	assert_int_equal(hutch_criu_img_remap_userns(userns, sizeof(userns) - 3, 1288634368,
+	                                             4194304, 65536, &out, &len),
+	                 -EBADMSG);
+	assert_int_equal(
+	        hutch_criu_img_set_nodename(utsns, sizeof(utsns), "hutch-0123456789ab", &out, &len),
+	        0);
+	assert_int_equal(len, 8 + 4 + 2 + 18 + 6);
+	assert_memory_equal(out, utsns, 8);
+	assert_int_equal(out[8], 26);
+	assert_memory_equal(out + 12,
+	                    "\x0a\x12hutch-0123456789ab\x12\x04"
+	                    "dom!",
+	                    26);
+	free(out);
+	assert_int_equal(hutch_criu_img_set_nodename(utsns, 10, "x", &out, &len), -EBADMSG);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -453,7 +505,7 @@ int main(void)
 		cmocka_unit_test(test_json_round_trip), cmocka_unit_test(test_pool_key),
 		cmocka_unit_test(test_subid_parse),     cmocka_unit_test(test_idmap_format),
 		cmocka_unit_test(test_cmdenv),          cmocka_unit_test(test_lxcfs_meminfo),
-		cmocka_unit_test(test_criu_output),
+		cmocka_unit_test(test_criu_output),     cmocka_unit_test(test_criu_images),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

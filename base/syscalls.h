@@ -64,6 +64,16 @@ static inline int sys_pidfd_open(pid_t pid, unsigned int flags)
 #endif
 }
 
+/* A duplicate of another process's fd (close-on-exec), by its pidfd. */
+static inline int sys_pidfd_getfd(int pidfd, int fd, unsigned int flags)
+{
+#ifdef __NR_pidfd_getfd
+	return (int)syscall(__NR_pidfd_getfd, pidfd, fd, flags);
+#else
+	return sys_missing();
+#endif
+}
+
 static inline int sys_pidfd_send_signal(int pidfd, int sig, siginfo_t *info, unsigned int flags)
 {
 #ifdef __NR_pidfd_send_signal

@@ -452,6 +452,39 @@ static int fetch_missing(struct hutch_image_store *s, const char *image, const c
 	return 0;
 }
 
+/*
+ * --snapshot of a full snapshot: a plain sandbox (the dump's kind) made
+ * cold, its processes restored from the dump by its supervisor
+ * (supervisor/fullrestore.c). What the dump refused is refused here too,
+ * before anything is made; change lists are off, as the source's were.
+ */
+static int full_restore(struct hutch_config *cfg, const char *name)
+{
+	const char *what = cfg->net.mode != HUTCH_NET_NONE   ? "a network but none"
+	                   : cfg->volumes && cfg->volumes->n ? "volumes (-v)"
+	                   : cfg->header_bindings            ? "header bindings"
+	                   : cfg->disk_from[0]               ? "a fork's disk"
+	                                                     : NULL;
+
+	if (geteuid() != 0)
+		return hutch_cli_fail(HUTCH_EXIT_NOT_CAPABLE,
+		                      "--snapshot %s: a full snapshot's restore needs root (CRIU "
+		                      "restores the process tree as the host's root)",
+		                      name);
+	if (what)
+		return hutch_cli_fail(HUTCH_EXIT_USAGE,
+		                      "--snapshot %s: a full snapshot restores a plain sandbox of "
+		                      "network none, as its source was: drop %s",
+		                      name, what);
+	snprintf(cfg->full_snapshot, sizeof(cfg->full_snapshot), "%s", name);
+	snprintf(cfg->image, sizeof(cfg->image), "%s", HUTCH_IMAGE_HOST);
+	cfg->image_manifest[0] = '\0';
+	cfg->image_snapshot = false;
+	cfg->change_lists = false;
+	cfg->no_pool = true;
+	return 0;
+}
+
 int hutch_cli_resolve_image(struct hutch_config *cfg, bool quiet)
 {
 	_cleanup_(hutch_image_store_freep) struct hutch_image_store *s = NULL;
@@ -490,12 +523,7 @@ int hutch_cli_resolve_image(struct hutch_config *cfg, bool quiet)
 	else
 		r = hutch_image_resolve(s, name, cfg->image_manifest, &err);
 	if (r == -ENOENT && s && hutch_image_full_exists(s, name) > 0)
-		return hutch_cli_fail(HUTCH_EXIT_NOT_CAPABLE,
-		                      "--snapshot %s: a full snapshot (processes and memory): its "
-		                      "restore into a new sandbox is not built yet "
-		                      "(docs/snapshots.md); a filesystem snapshot of an image's "
-		                      "sandbox starts sandboxes",
-		                      cfg->image);
+		return full_restore(cfg, name);
 	/* Not in the store: not found (65, docs/errors.md), as build's base,
 	 * image inspect and a -v directory that is not there. */
 	if (r == -ENOENT && cfg->image_snapshot)

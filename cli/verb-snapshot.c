@@ -37,15 +37,16 @@ static const char snapshot_usage[] =
         "snapshotted (not the host-derived root), as root. --full: processes and memory\n"
         "too, dumped by CRIU (HUTCH_CRIU or PATH; 4.1 or later) into the store, private\n"
         "to its owner; only a plain sandbox (--image host, network none, no volumes, no\n"
-        "header bindings, --change-lists off); its restore is not built yet: see\n"
-        "'hutch doctor', docs/snapshots.md.\n";
+        "header bindings, --change-lists off); 'hutch create --snapshot NAME' restores\n"
+        "it into a new sandbox (its own uid range, cgroups, disk; network none), the\n"
+        "processes carrying on; see 'hutch doctor', docs/snapshots.md.\n";
 
 static const struct hutch_cli_opt take_opts[] = {
 	{ .name = "json", .kind = HUTCH_CLI_FLAG, A(json), .help = "print the result as JSON" },
 	{ .name = "full",
 	  .kind = HUTCH_CLI_FLAG,
 	  A(all),
-	  .help = "processes and memory too (CRIU's dump; restore not built yet)" },
+	  .help = "processes and memory too (CRIU's dump; create --snapshot restores it)" },
 	{ 0 },
 };
 static const struct hutch_cli_opt ls_opts[] = {

@@ -164,7 +164,7 @@ int hutch_image_full_remove(struct hutch_image_store *s, const char *name, struc
 
 /* full/FILE/snapshot.json without its CRIU arguments, "name" set: what
  * ls and inspect show. */
-static cJSON *meta_of(int full, const char *file)
+static cJSON *meta_of(int full, const char *file, bool keep_args)
 {
 	_cleanup_free_ char *buf = malloc(META_MAX + 1);
 	_cleanup_close_ int dir = -EBADF;
@@ -184,7 +184,10 @@ static cJSON *meta_of(int full, const char *file)
 	for (i = 0; file[i] && i < HUTCH_IMAGE_NAME_MAX; i++)
 		name[i] = file[i] == '%' ? '/' : file[i];
 	name[i] = '\0';
-	cJSON_DeleteItemFromObjectCaseSensitive(o, "criu_args");
+	if (!keep_args) {
+		cJSON_DeleteItemFromObjectCaseSensitive(o, "criu_args");
+		cJSON_DeleteItemFromObjectCaseSensitive(o, "files");
+	}
 	cJSON_DeleteItemFromObjectCaseSensitive(o, "name");
 	(void)cJSON_AddStringToObject(o, "name", name);
 	return o;
@@ -210,7 +213,7 @@ int hutch_image_full_list(struct hutch_image_store *s, cJSON **ret, struct hutch
 	while ((de = readdir(d))) {
 		cJSON *o;
 
-		if (de->d_name[0] == '.' || !(o = meta_of(full, de->d_name)))
+		if (de->d_name[0] == '.' || !(o = meta_of(full, de->d_name, false)))
 			continue;
 		cJSON_AddItemToArray(arr, o);
 	}
@@ -228,9 +231,28 @@ int hutch_image_full_inspect(struct hutch_image_store *s, const char *name, cJSO
 	if ((full = store_open_full(s, err)) < 0)
 		return full;
 	store_ref_file(name, file);
-	if (!(o = meta_of(full, file)))
+	if (!(o = meta_of(full, file, false)))
 		return hutch_err_set_class(err, HUTCH_ERRC_NOT_FOUND, -ENOENT,
 		                           "no full snapshot '%s'", name);
 	*ret = o;
 	return 0;
+}
+
+int hutch_image_full_open(struct hutch_image_store *s, const char *name, cJSON **ret_meta,
+                          struct hutch_err *err)
+{
+	_cleanup_close_ int full = -EBADF, dir = -EBADF;
+	char file[HUTCH_IMAGE_NAME_MAX + 1];
+	cJSON *o;
+
+	if ((full = store_open_full(s, err)) < 0)
+		return full;
+	store_ref_file(name, file);
+	if ((dir = openat(full, file, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0 ||
+	    !(o = meta_of(full, file, true)))
+		return hutch_err_set_class(
+		        err, HUTCH_ERRC_NOT_FOUND, -ENOENT,
+		        "no full snapshot '%s' (or its snapshot.json unreadable)", name);
+	*ret_meta = o;
+	return TAKE_FD(dir);
 }

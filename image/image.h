@@ -272,6 +272,11 @@ int hutch_image_full_new(struct hutch_image_store *s, const char *name, char ret
 int hutch_image_full_publish(struct hutch_image_store *s, const char *tmp, const char *name,
                              struct hutch_err *err);
 int hutch_image_full_exists(struct hutch_image_store *s, const char *name);
+/* full/NAME opened (O_RDONLY directory fd, the caller closes it) with its
+ * snapshot.json whole, CRIU's arguments too, in *ret_meta (the caller
+ * deletes it); -ENOENT (not found) when there is none. */
+int hutch_image_full_open(struct hutch_image_store *s, const char *name, cJSON **ret_meta,
+                          struct hutch_err *err);
 /* A failed dump's directory of tmp/ removed at once. */
 void hutch_image_full_abandon(struct hutch_image_store *s, const char *tmp);
 int hutch_image_full_remove(struct hutch_image_store *s, const char *name, struct hutch_err *err);

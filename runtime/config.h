@@ -149,6 +149,12 @@ struct hutch_config {
 	/* --snapshot NAME set image: the CLI fetches nothing, names it a
 	 * snapshot (a missing one is said so). */
 	bool image_snapshot;
+	/* --snapshot of a full snapshot (processes and memory): its name; the
+	 * image is "host" (a plain sandbox, the dump's kind), made cold (no
+	 * pool) and its processes restored from the dump (supervisor/
+	 * fullrestore.c); "" for every other sandbox. CLI only (set by
+	 * hutch_cli_resolve_image()), carried to the supervisor by its fork. */
+	char full_snapshot[HUTCH_IMAGE_REF_MAX + 1];
 	/* --description: free text for people, shown with the options;
 	 * malloc'ed, NULL when unset. */
 	char *description;

@@ -298,7 +298,7 @@ void hutch_criu_refusal(const struct hutch_criu *c, char *buf, size_t size)
 	else
 		snprintf(buf, size,
 		         "criu %s at %.100s passes 'criu check' on Linux %s%s: 'hutch snapshot "
-		         "--full' dumps a plain sandbox; the restore of a full snapshot (create "
-		         "--snapshot) is not built yet (docs/snapshots.md); %s",
+		         "--full' dumps a plain sandbox and 'hutch create --snapshot' restores it "
+		         "into a new one (docs/snapshots.md); %s",
 		         v, c->path, c->kernel, c->cached ? " (cached)" : "", tail);
 }

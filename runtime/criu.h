@@ -41,7 +41,7 @@ void hutch_criu_probe(const char *runtime_dir, struct hutch_criu *ret);
  * What full snapshots can do with this CRIU: why 'hutch snapshot --full'
  * and POST /snapshot {"type": "full"} are refused (no CRIU, or one that
  * fails 'criu check') and what would fix it; with one that passes, that
- * the dump works and the restore is not built yet (hutch doctor).
+ * the dump and the restore work (hutch doctor).
  */
 void hutch_criu_refusal(const struct hutch_criu *c, char *buf, size_t size);
 

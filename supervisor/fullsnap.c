@@ -73,6 +73,7 @@ struct criu_argv {
 	size_t n;
 	unsigned long long mnt_ids[MOUNTS_MAX]; /* init's mount namespace's */
 	size_t nmnt;
+	struct hutch_full_files files; /* the external files, their roles */
 };
 
 static void criu_argv_done(struct criu_argv *a)
@@ -242,8 +243,10 @@ static long long mount_of(int fd)
 }
 
 /* One file init has (its exe, an fd, a mapping): external when it is on
- * a mount outside init's mount namespace, once per (mount, inode). */
-static int add_file(struct criu_argv *a, const char *proc_path, struct hutch_err *err)
+ * a mount outside init's mount namespace (ids), once per (mount, inode),
+ * into f with its role ("exe", "fd/N", "map": what a restore matches). */
+static int add_file(struct hutch_full_files *f, const unsigned long long *ids, size_t nids,
+                    const char *proc_path, const char *role, struct hutch_err *err)
 {
 	_cleanup_close_ int fd = -EBADF;
 	char target[16];
@@ -260,22 +263,29 @@ static int add_file(struct criu_argv *a, const char *proc_path, struct hutch_err
 		                       : hutch_err_set_errno(err, -errno, "open '%s'", proc_path);
 	if ((mnt = mount_of(fd)) < 0)
 		return hutch_err_set_errno(err, (int)mnt, "the mount of '%s'", proc_path);
-	for (size_t i = 0; i < a->nmnt; i++)
-		if (a->mnt_ids[i] == (unsigned long long)mnt)
+	for (size_t i = 0; i < nids; i++)
+		if (ids[i] == (unsigned long long)mnt)
 			return 0;
 	snprintf(key, sizeof(key), "file[%llx:%llx]", mnt, (unsigned long long)st.st_ino);
-	for (size_t i = 0; i < a->n; i++)
-		if (!strcmp(a->v[i], key))
+	for (size_t i = 0; i < f->n; i++)
+		if (!strcmp(f->f[i].key, key))
 			return 0;
-	if (add(a, "--external") < 0 || add(a, "%s", key) < 0)
-		return hutch_err_set(err, -E2BIG, "criu's arguments");
+	if (f->n >= HUTCH_FULL_FILES_MAX)
+		return hutch_err_set_class(err, HUTCH_ERRC_LIMIT, -E2BIG,
+		                           "init has more than %d files outside its mounts",
+		                           HUTCH_FULL_FILES_MAX);
+	snprintf(f->f[f->n].key, sizeof(f->f[0].key), "%s", key);
+	snprintf(f->f[f->n].role, sizeof(f->f[0].role), "%s", role);
+	snprintf(f->f[f->n].path, sizeof(f->f[0].path), "%s", proc_path);
+	f->n++;
 	return 0;
 }
 
-static int add_files_in(struct criu_argv *a, pid_t pid, const char *dir, struct hutch_err *err)
+static int add_files_in(struct hutch_full_files *f, const unsigned long long *ids, size_t nids,
+                        pid_t pid, const char *dir, struct hutch_err *err)
 {
 	_cleanup_closedir_ DIR *d = NULL;
-	char path[384];
+	char path[384], role[40];
 	struct dirent *de;
 	int r;
 
@@ -286,10 +296,37 @@ static int add_files_in(struct criu_argv *a, pid_t pid, const char *dir, struct 
 		if (de->d_name[0] == '.')
 			continue;
 		snprintf(path, sizeof(path), "/proc/%d/%s/%s", (int)pid, dir, de->d_name);
-		if ((r = add_file(a, path, err)) < 0)
+		snprintf(role, sizeof(role), "%s/%.20s", dir, de->d_name);
+		if ((r = add_file(f, ids, nids, path, strcmp(dir, "fd") ? "map" : role, err)) < 0)
 			return r;
 	}
 	return 0;
+}
+
+/* The fds first: a file init has open and mapped keeps its fd's role. */
+static int collect(struct hutch_full_files *f, const unsigned long long *ids, size_t nids,
+                   pid_t pid, struct hutch_err *err)
+{
+	char path[64];
+	int r;
+
+	f->n = 0;
+	snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
+	if ((r = add_files_in(f, ids, nids, pid, "fd", err)) < 0 ||
+	    (r = add_file(f, ids, nids, path, "exe", err)) < 0)
+		return r;
+	return add_files_in(f, ids, nids, pid, "map_files", err);
+}
+
+int hutch_sup_full_files(pid_t pid, struct hutch_full_files *ret, struct hutch_err *err)
+{
+	struct criu_argv a = { 0 };
+	int r = add_mounts(&a, pid, err);
+
+	if (r >= 0)
+		r = collect(ret, a.mnt_ids, a.nmnt, pid, err);
+	criu_argv_done(&a);
+	return r;
 }
 
 /* init's files outside its mounts, and its socket to the supervisor
@@ -300,10 +337,11 @@ static int add_init_files(struct criu_argv *a, pid_t pid, struct hutch_err *err)
 	ssize_t n;
 	int r;
 
-	snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
-	if ((r = add_file(a, path, err)) < 0 || (r = add_files_in(a, pid, "fd", err)) < 0 ||
-	    (r = add_files_in(a, pid, "map_files", err)) < 0)
+	if ((r = collect(&a->files, a->mnt_ids, a->nmnt, pid, err)) < 0)
 		return r;
+	for (size_t i = 0; i < a->files.n; i++)
+		if (add(a, "--external") < 0 || add(a, "%s", a->files.f[i].key) < 0)
+			return hutch_err_set(err, -E2BIG, "criu's arguments");
 	snprintf(path, sizeof(path), "/proc/%d/fd/3", (int)pid);
 	n = readlink(path, target, sizeof(target) - 1);
 	if (n <= 0 || strncmp(target, "socket:[", 8))
@@ -318,7 +356,7 @@ static int add_init_files(struct criu_argv *a, pid_t pid, struct hutch_err *err)
  * owner is init's uid (the slot's base) when dumpable, the host's root
  * when not (its mm's user namespace is the host's: the kernel's
  * task_dump_owner(); /proc/PID itself always shows the uid). Bounded: 5 s. */
-static int set_dumpable(struct sup *s, bool on, struct hutch_err *err)
+int hutch_sup_full_dumpable(struct sup *s, bool on, struct hutch_err *err)
 {
 	uint32_t v = on;
 	uid_t want = on ? s->uid_base : 0;
@@ -545,7 +583,7 @@ static int write_meta(struct sup *s, int dirfd, const struct hutch_criu *c,
 {
 	_cleanup_cjson_ cJSON *o = cJSON_CreateObject();
 	_cleanup_free_ char *text = NULL;
-	cJSON *args = o ? cJSON_AddArrayToObject(o, "criu_args") : NULL;
+	cJSON *args = o ? cJSON_AddArrayToObject(o, "criu_args") : NULL, *files;
 
 	if (!args || !cJSON_AddStringToObject(o, "type", "full") ||
 	    !cJSON_AddStringToObject(o, "source", s->id) ||
@@ -557,6 +595,11 @@ static int write_meta(struct sup *s, int dirfd, const struct hutch_criu *c,
 		return hutch_err_set(err, -ENOMEM, "snapshot.json");
 	for (size_t i = 0; i < a->n; i++)
 		if (!cJSON_AddItemToArray(args, cJSON_CreateString(a->v[i])))
+			return hutch_err_set(err, -ENOMEM, "snapshot.json");
+	if (!(files = cJSON_AddObjectToObject(o, "files")))
+		return hutch_err_set(err, -ENOMEM, "snapshot.json");
+	for (size_t i = 0; i < a->files.n; i++)
+		if (!cJSON_AddStringToObject(files, a->files.f[i].key, a->files.f[i].role))
 			return hutch_err_set(err, -ENOMEM, "snapshot.json");
 	if (!(text = cJSON_Print(o)))
 		return hutch_err_set(err, -ENOMEM, "snapshot.json");
@@ -597,9 +640,9 @@ static int dump(struct sup *s, const struct hutch_criu *c, int dirfd, uint64_t *
 	r = make_argv(s, c->path, dirfd, &a, err);
 	if (r >= 0)
 		r = write_script(dirfd, err);
-	if (r >= 0 && (r = set_dumpable(s, true, err)) >= 0) {
+	if (r >= 0 && (r = hutch_sup_full_dumpable(s, true, err)) >= 0) {
 		r = run_criu(s, c->path, a.v, dirfd, ret_files, err);
-		if (set_dumpable(s, false, &back) < 0) {
+		if (hutch_sup_full_dumpable(s, false, &back) < 0) {
 			/* Not to be handed back dumpable: the sandbox ends. */
 			hutch_event(s, "full snapshot: %s; ending the sandbox", back.msg);
 			(void)kill(s->init_pid, SIGKILL);

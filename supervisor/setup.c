@@ -25,6 +25,7 @@
 #include "api.h"
 #include "cleanup.h"
 #include "fdutil.h"
+#include "fullrestore.h"
 #include "init.h"
 #include "initproc.h"
 #include "kind.h"
@@ -771,6 +772,9 @@ int hutch_sup_setup(struct sup *s, const struct hutch_setup_in *in, struct hutch
 	r = (s->joins & CLONE_NEWNET) ? 0 : hutch_net_plan_serve(&s->net.plan, err);
 	if (r < 0)
 		return hutch_err_prefix(err, "network");
+	/* A full snapshot's processes replace init's (fullrestore.c). */
+	if (s->cfg->full_snapshot[0] && (r = hutch_sup_restore_full(s, err)) < 0)
+		return r;
 	/* "running" is written when the setup steps are done (hooks.c). */
 	return 0;
 }

@@ -1172,8 +1172,9 @@ class SandboxSession:
         :class:`Snapshot` (``spawn()`` starts sandboxes from it).
         ``type=SnapshotType.FULL``: processes and memory too, CRIU's dump
         of a plain sandbox (``image="host"``, network none, no volumes,
-        ``change_lists=False``) into the store, private to its owner; its
-        restore is not built yet. Refused: ConfigError for what a restore
+        ``change_lists=False``) into the store, private to its owner;
+        ``spawn()`` (or ``LocalSandbox(snapshot=...)``) restores it into a
+        new sandbox whose processes carry on. Refused: ConfigError for what a restore
         could not remake, NotCapableHostError without a CRIU that passes
         ``criu check`` (docs/snapshots.md)."""
         body = {"type": type}

@@ -4,7 +4,7 @@ what a live sandbox wrote as an image of the store; ``Snapshot.spawn()``
 (or ``LocalSandbox(snapshot=name)``) starts sandboxes from it. Names as
 the cloud SDK's where it has them (``SnapshotType.FILESYSTEM`` / ``FULL``,
 ``spawn()``, list, get, delete); ``FULL`` (processes and memory) is CRIU's
-dump of a plain sandbox, whose restore is not built yet. ``DeclarativeSnapshot`` (the cloud's
+dump of a plain sandbox, restored by ``spawn()`` into a new one. ``DeclarativeSnapshot`` (the cloud's
 builder: files, copies, commands, env -> a snapshot) is ``hutch build``."""
 import asyncio
 import json

@@ -1145,7 +1145,7 @@ def test_fork_is_hutch_fork():
 
 def test_full_snapshot(monkeypatch, tmp_path):
     """type=SnapshotType.FULL of a plain sandbox: CRIU's dump, a Snapshot of
-    type full, listed and deleted (skipped without a CRIU that passes
+    type full, listed, restored by spawn() and deleted (skipped without a CRIU that passes
     'criu check': CI has none)."""
     criu = shutil.which("criu", path=os.environ.get("PATH", "") + ":/usr/local/sbin:/usr/sbin")
     if not criu or subprocess.run([criu, "check"], capture_output=True).returncode != 0:
@@ -1157,6 +1157,9 @@ def test_full_snapshot(monkeypatch, tmp_path):
         snap = s.snapshot("py-full", type=hutch.SnapshotType.FULL)
         assert snap.name == "py-full" and snap.type == "full" and snap.source == s.id
         assert [x.type for x in hutch.Snapshot.list() if x.name == "py-full"] == ["full"]
+        # spawn() restores it: a new sandbox, its files and shell carried on.
+        with snap.spawn() as t:
+            assert t.id != s.id and t.execute("cat /workspace/f").stdout == "kept\n"
         snap.delete()
         assert not [x for x in hutch.Snapshot.list() if x.name == "py-full"]
 

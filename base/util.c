@@ -243,13 +243,37 @@ void hutch_buf_done(struct hutch_buf *b)
 	memset(b, 0, sizeof(*b));
 }
 
+/*
+ * The civil date of a day count since 1970-01-01 (the inverse of Howard
+ * Hinnant's days_from_civil, proleptic Gregorian), computed here rather
+ * than by gmtime_r() or strftime(): glibc's first call of either in a
+ * process runs tzset(), which opens and parses /etc/localtime (seven
+ * syscalls), and a supervisor's first event comes on its path to a run's
+ * command.
+ */
+int hutch_format_utc(int64_t t, char *buf, size_t size)
+{
+	int64_t days = t >= 0 ? t / 86400 : (t - 86399) / 86400, secs = t - days * 86400;
+	int64_t z = days + 719468, era = (z >= 0 ? z : z - 146096) / 146097;
+	int64_t doe = z - era * 146097;                                      /* [0, 146096] */
+	int64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365; /* [0, 399] */
+	int64_t doy = doe - (365 * yoe + yoe / 4 - yoe / 100);               /* from March 1st */
+	int64_t mp = (5 * doy + 2) / 153, day = doy - (153 * mp + 2) / 5 + 1;
+	int64_t month = mp < 10 ? mp + 3 : mp - 9, year = yoe + era * 400 + (month <= 2);
+
+	return snprintf(buf, size, "%04lld-%02lld-%02lldT%02lld:%02lld:%02lld", (long long)year,
+	                (long long)month, (long long)day, (long long)(secs / 3600),
+	                (long long)(secs / 60 % 60), (long long)(secs % 60));
+}
+
 void hutch_format_time(int64_t t, char *buf, size_t size)
 {
-	time_t tt = (time_t)t;
-	struct tm tm;
+	int n = hutch_format_utc(t, buf, size);
 
-	gmtime_r(&tt, &tm);
-	strftime(buf, size, "%Y-%m-%dT%H:%M:%SZ", &tm);
+	if (n >= 0 && (size_t)n + 1 < size) {
+		buf[n] = 'Z';
+		buf[n + 1] = '\0';
+	}
 }
 
 int64_t hutch_now_realtime(void)

@@ -77,6 +77,9 @@ double hutch_round(double v);
 
 /* Format a unix time (seconds) as RFC 3339 UTC into buf (at least 32 bytes). */
 void hutch_format_time(int64_t t, char *buf, size_t size);
+/* The same without the "Z" ("%Y-%m-%dT%H:%M:%S"), and without the time
+ * zone's file that gmtime_r() loads once per process; snprintf()'s result. */
+int hutch_format_utc(int64_t t, char *buf, size_t size);
 /* CLOCK_REALTIME / CLOCK_MONOTONIC in milliseconds or seconds. */
 int64_t hutch_now_realtime(void);
 int64_t hutch_now_mono_ms(void);

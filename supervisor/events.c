@@ -12,12 +12,12 @@
 #include "events.h"
 #include "fdutil.h"
 #include "supervisor.h"
+#include "util.h"
 
 void hutch_event(struct sup *s, const char *fmt, ...)
 {
 	char line[512];
 	struct timespec ts;
-	struct tm tm;
 	va_list ap;
 	int n, m;
 
@@ -38,8 +38,7 @@ void hutch_event(struct sup *s, const char *fmt, ...)
 		}
 	}
 	clock_gettime(CLOCK_REALTIME, &ts);
-	gmtime_r(&ts.tv_sec, &tm);
-	n = (int)strftime(line, sizeof(line), "%Y-%m-%dT%H:%M:%S", &tm);
+	n = hutch_format_utc(ts.tv_sec, line, sizeof(line));
 	n += snprintf(line + n, sizeof(line) - (size_t)n, ".%03ldZ ", ts.tv_nsec / 1000000);
 	va_start(ap, fmt);
 	m = vsnprintf(line + n, sizeof(line) - (size_t)n - 1, fmt, ap);

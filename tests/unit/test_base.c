@@ -17,6 +17,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -380,6 +381,18 @@ static void test_format_time(void **state)
 	assert_string_equal(buf, "2023-11-14T22:13:20Z");
 	hutch_format_time(951782400, buf, sizeof(buf)); /* leap day */
 	assert_string_equal(buf, "2000-02-29T00:00:00Z");
+	/* The same as gmtime_r() and strftime() over four centuries, a day
+	 * and a few seconds at a time (1900 and 2100 are not leap years). */
+	for (int64_t t = -2208988800LL; t < 4133980800LL; t += 86400 * 7 + 3607) {
+		time_t tt = (time_t)t;
+		struct tm tm;
+		char want[32];
+
+		gmtime_r(&tt, &tm);
+		strftime(want, sizeof(want), "%Y-%m-%dT%H:%M:%SZ", &tm);
+		hutch_format_time(t, buf, sizeof(buf));
+		assert_string_equal(buf, want);
+	}
 	assert_true(hutch_now_realtime() > 1700000000);
 	assert_true(hutch_now_mono_ms() >= 0);
 }

@@ -376,13 +376,15 @@ pid_t hutch_fork_session(void)
 	return pid;
 }
 
-pid_t hutch_fork_detached_bare(void)
+pid_t hutch_fork_detached_bare(int keep)
 {
 	pid_t pid = fork();
 
 	if (pid != 0)
 		return pid < 0 ? -errno : pid;
-	(void)sys_close_range(3, ~0U, 0);
+	if (keep > 3)
+		(void)sys_close_range(3, (unsigned)keep - 1, 0);
+	(void)sys_close_range(keep >= 3 ? (unsigned)keep + 1 : 3, ~0U, 0);
 	if (setsid() < 0)
 		_exit(1);
 	pid = fork();

@@ -96,10 +96,11 @@ void hutch_stdio_to_null(void);
  * the nearest subreaper); the caller gets the middle child's pid, to reap
  * at once, or -errno. */
 pid_t hutch_fork_detached(void);
-/* The same, the grandchild holding none of the caller's fds but 0, 1 and 2,
- * closed before the middle child exits: once the caller has reaped it, no
- * lock or socket of the caller's is held on by a child not yet scheduled. */
-pid_t hutch_fork_detached_bare(void);
+/* The same, the grandchild holding none of the caller's fds but 0, 1, 2
+ * and keep (-1: none), closed before the middle child exits: once the
+ * caller has reaped it, no lock or socket of the caller's is held on by a
+ * child not yet scheduled, but the one it is given (keep >= 3). */
+pid_t hutch_fork_detached_bare(int keep);
 /* Fork a child in a new session of its own, for a caller that exits soon
  * and never waits for it: the child is reparented to init or the nearest
  * subreaper then (until then, if it ends first, it is the caller's zombie).

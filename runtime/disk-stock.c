@@ -270,28 +270,28 @@ static void serve(void)
 	}
 }
 
-static __attribute__((noreturn)) void stock_main(const char *runtime_dir, uint64_t bytes)
+/* The stock's process, given its lock (taken by its starter: a `hutch gc`
+ * from then on waits for its socket, stock_starting()). */
+static __attribute__((noreturn)) void stock_main(const char *runtime_dir, uint64_t bytes,
+                                                 int lock_fd)
 {
-	char dir[4096], lock[64];
+	char dir[4096];
 	struct sockaddr_un sa;
 	struct hutch_err err = { 0 };
 	struct stat sb;
 	sigset_t none;
 
 	hutch_stdio_to_null();
-	(void)sys_close_range(3, ~0U, 0);
 	hutch_signals_default();
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
 	(void)prctl(PR_SET_NAME, "hutch-disks");
 	stock.runtime_dir = runtime_dir;
 	stock.bytes = bytes;
+	stock.lock_fd = lock_fd;
 	snprintf(dir, sizeof(dir), "%s/" HUTCH_DISK_DIR, runtime_dir);
-	snprintf(lock, sizeof(lock), "stock-%" PRIu64 ".lock", bytes);
 	snprintf(stock.sock_name, sizeof(stock.sock_name), "stock-%" PRIu64 ".sock", bytes);
-	if ((mkdir(dir, 0700) < 0 && errno != EEXIST) ||
-	    (stock.dirfd = open(dir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0 ||
-	    (stock.lock_fd = hutch_lock_at(stock.dirfd, lock, LOCK_EX | LOCK_NB)) < 0)
+	if ((stock.dirfd = open(dir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0)
 		_exit(0);
 	/* The pool its disks' files go in (disk-pool.c), if it is to be and
 	 * is not: a failure leaves them where they went before. */
@@ -311,25 +311,35 @@ static __attribute__((noreturn)) void stock_main(const char *runtime_dir, uint64
 	_exit(0);
 }
 
-/* A stock for runtime_dir and bytes, unless one runs or is starting. */
-static void stock_start(const char *runtime_dir, int dirfd, uint64_t bytes)
+/* A stock for runtime_dir and bytes, unless one runs or is starting. Its
+ * lock is taken here, before the creator goes on, and handed to the
+ * stock's process: a `hutch gc` after a create that started a stock (one
+ * refused, say) finds it starting even while the process is not yet
+ * scheduled, and waits for its socket to stop it, not to have it make its
+ * disks in the dir after gc (a test's teardown found a loop device under
+ * load, stops 39-40). */
+static void stock_start(const char *runtime_dir, uint64_t bytes)
 {
-	char lock[64];
-	int fd, status;
+	_cleanup_close_ int dirfd = -EBADF, fd = -EBADF;
+	char dir[4096], lock[64];
+	int status;
 	pid_t pid;
 
+	snprintf(dir, sizeof(dir), "%s/" HUTCH_DISK_DIR, runtime_dir);
 	snprintf(lock, sizeof(lock), "stock-%" PRIu64 ".lock", bytes);
-	fd = dirfd >= 0 ? hutch_lock_at(dirfd, lock, LOCK_EX | LOCK_NB) : 0;
+	if ((mkdir(dir, 0700) < 0 && errno != EEXIST) ||
+	    (dirfd = open(dir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0)
+		return;
+	fd = hutch_lock_at(dirfd, lock, LOCK_EX | LOCK_NB);
 	if (fd < 0)
 		return; /* its process holds it */
-	if (dirfd >= 0)
-		close(fd);
 	/* Bare: the creator holds lxcfs's users lock (and the sandbox's) now,
 	 * and releases them at a refusal; a stock not yet scheduled must not
-	 * hold them on (lxcfs was left running under load, stop 32). */
-	pid = hutch_fork_detached_bare();
+	 * hold them on (lxcfs was left running under load, stop 32): it keeps
+	 * its own lock alone. */
+	pid = hutch_fork_detached_bare(fd);
 	if (pid == 0)
-		stock_main(runtime_dir, bytes);
+		stock_main(runtime_dir, bytes, fd);
 	if (pid > 0)
 		while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
 			;
@@ -357,7 +367,7 @@ int hutch_disk_stock_take(const char *runtime_dir, uint64_t bytes, struct hutch_
 	if (dirfd < 0 || sock_at(dirfd, name, &sa) < 0 ||
 	    connect(s, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
 		if (dirfd < 0 || errno == ENOENT || errno == ECONNREFUSED)
-			stock_start(runtime_dir, dirfd, bytes);
+			stock_start(runtime_dir, bytes);
 		return -EAGAIN;
 	}
 	if (hutch_proto_send(s, HUTCH_MSG_GO, 0, NULL, 0, NULL, 0) < 0)
@@ -368,6 +378,26 @@ int hutch_disk_stock_take(const char *runtime_dir, uint64_t bytes, struct hutch_
 	job->sock = fd;
 	*ret_hold = TAKE_FD(s);
 	return 0;
+}
+
+/* Wait (bounded) while the stock of the lock lock_name is held and has
+ * no socket yet: its process is starting (stock_start()). */
+static void stock_wait_started(int dirfd, const char *lock_name)
+{
+	char sock_name[64];
+	const char *dot = strrchr(lock_name, '.');
+	double until = hutch_now_mono_sec() + STOCK_STOP_MS / 1000.0;
+	struct stat sb;
+
+	snprintf(sock_name, sizeof(sock_name), "%.*s.sock", (int)(dot - lock_name), lock_name);
+	while (fstatat(dirfd, sock_name, &sb, AT_SYMLINK_NOFOLLOW) < 0 &&
+	       hutch_now_mono_sec() < until) {
+		_cleanup_close_ int fd = hutch_lock_at(dirfd, lock_name, LOCK_EX | LOCK_NB);
+
+		if (fd >= 0 || fd != -EWOULDBLOCK)
+			return; /* none runs, or it ended */
+		(void)poll(NULL, 0, 5);
+	}
 }
 
 void hutch_disk_stock_stop(const char *runtime_dir)
@@ -382,6 +412,12 @@ void hutch_disk_stock_stop(const char *runtime_dir)
 	d = opendir(dir);
 	if (dirfd < 0 || !d)
 		return;
+	/* A stock still starting (its pool, its template) answers once its
+	 * socket is there, the pool's made before it: the list read after */
+	while ((e = readdir(d)))
+		if (!strncmp(e->d_name, "stock-", 6) && strstr(e->d_name, ".lock"))
+			stock_wait_started(dirfd, e->d_name);
+	rewinddir(d);
 	while ((e = readdir(d))) {
 		_cleanup_close_ int s = -EBADF;
 		struct pollfd pfd = { .events = POLLIN };

@@ -23,6 +23,14 @@
  *      does (READY with the fds); KILL (`hutch gc`, or the supervisor's on ctl
  *      when a fork failed) or its time up ends it, and the disk with it.
  *
+ * A forker made ahead (hutch_disk_fork_start_ahead(): the source's
+ * supervisor makes the next fork's after a fork by clone) does step 1
+ * without the source: its file in the disks' pool, of the fork's size,
+ * on its loop device; it is given the source's disk and the listener when
+ * a fork takes it, syncs the source's file system as step 1 does, and
+ * goes on from there (LOOP_CONFIGURE, 1-40 ms, and the forker's start are
+ * then off the fork's path).
+ *
  * The copy runs on the source's files, so its cost is what the source
  * wrote (the data read from the page cache it was written to); it is the
  * only time the source is frozen. Measured: docs/snapshots.md.
@@ -276,9 +284,72 @@ static int fill(const struct hutch_disk_fork *f, const int disk[3], bool cloning
 	return 0;
 }
 
-_Noreturn static void forker(const struct hutch_disk_fork *f, int ctl, int listener)
+/* Made ahead (hutch_disk_fork_start_ahead()): a file of the fork's size
+ * in the disks' pool on its loop device, filled by a clone at GO as
+ * prepare()'s is; the source's disk and the listener come when taken. */
+static int prepare_ahead(const struct hutch_disk_fork *f, int disk[3], int *loop, int *nr,
+                         struct hutch_err *err)
+{
+	if ((disk[DISK_FILE] = hutch_disk_new_file(f->runtime_dir, err)) < 0)
+		return disk[DISK_FILE];
+	if (ftruncate(disk[DISK_FILE], (off_t)f->bytes) < 0)
+		return hutch_err_set_errno(err, -errno, "fork: size its disk's file");
+	return *loop = hutch_disk_loop_attach(disk[DISK_FILE], nr, err);
+}
+
+/* Made ahead, taken (hutch_disk_fork_give()): the fork's listener and the
+ * source's disk, what the source's file system holds in memory written
+ * out while it runs (as prepare() does); 0, or -1: the supervisor let it
+ * go (ctl's end, KILL). */
+static int await_give(int ctl, struct hutch_disk_fork *f, int *listener)
+{
+	int fds[3] = { -EBADF, -EBADF, -EBADF };
+	struct hutch_msg_hdr hdr = { 0 };
+	size_t nfds = 3;
+	ssize_t n = hutch_proto_recv(ctl, &hdr, NULL, 0, fds, &nfds);
+
+	if (n != 0 || hdr.type != HUTCH_MSG_SOCKET || nfds != 3) {
+		if (n >= 0)
+			hutch_close_many(fds, nfds);
+		return -1;
+	}
+	*listener = fds[0];
+	f->src_root = fds[1];
+	f->src_file = fds[2];
+	(void)syncfs(f->src_root);
+	return 0;
+}
+
+/* The forker's first part: its disk made (ahead: and taken), READY, the
+ * ids' user namespace begun (*ns: its process dies with us, PDEATHSIG).
+ * 0, or -1: nothing more to do. */
+static int made(struct hutch_disk_fork *f, int ctl, int *listener, int disk[3], bool *cloning,
+                int *loop, int *nr, pid_t *ns)
+{
+	bool ahead = f->src_file < 0;
+	struct hutch_err e = { 0 };
+	int r;
+
+	*cloning = ahead;
+	r = ahead ? prepare_ahead(f, disk, loop, nr, &e) : prepare(f, disk, cloning, loop, nr, &e);
+	if (r < 0) {
+		(void)hutch_proto_send(ctl, HUTCH_MSG_FAILED, 0, &e, sizeof(e), NULL, 0);
+		return -1;
+	}
+	if (hutch_proto_send(ctl, HUTCH_MSG_READY, 0, NULL, 0, NULL, 0) < 0)
+		return -1;
+	*ns = hutch_userns_start();
+	if (!ahead)
+		return 0;
+	if (await_give(ctl, f, listener) < 0)
+		return -1;
+	return hutch_proto_send(ctl, HUTCH_MSG_READY, 0, NULL, 0, NULL, 0) < 0 ? -1 : 0;
+}
+
+_Noreturn static void forker(const struct hutch_disk_fork *from, int ctl, int listener)
 {
 	int disk[3] = { -EBADF, -EBADF, -EBADF };
+	struct hutch_disk_fork fk = *from, *f = &fk;
 	struct hutch_msg_hdr hdr = { 0 };
 	struct hutch_err e = { 0 };
 	int loop = -EBADF, nr = -1;
@@ -286,15 +357,8 @@ _Noreturn static void forker(const struct hutch_disk_fork *f, int ctl, int liste
 	size_t nfds = 0;
 	pid_t ns;
 
-	if (prepare(f, disk, &cloning, &loop, &nr, &e) < 0) {
-		(void)hutch_proto_send(ctl, HUTCH_MSG_FAILED, 0, &e, sizeof(e), NULL, 0);
+	if (made(f, ctl, &listener, disk, &cloning, &loop, &nr, &ns) < 0)
 		_exit(0);
-	}
-	if (hutch_proto_send(ctl, HUTCH_MSG_READY, 0, NULL, 0, NULL, 0) < 0)
-		_exit(0);
-	/* The ids' user namespace begun while the source is frozen (its
-	 * process dies with us: PDEATHSIG). */
-	ns = hutch_userns_start();
 	if (hutch_proto_recv(ctl, &hdr, NULL, 0, NULL, &nfds) != 0 || hdr.type != HUTCH_MSG_GO)
 		_exit(0);
 	if (getenv("HUTCH_TEST_FORK_STOP"))
@@ -344,10 +408,12 @@ static void keep_only(int keep[FORK_FDS])
  * subreaper that took us when we were made a daemon, reaps it, as it would
  * an orphan), in one process creation: a fork and an orphaned grandchild
  * were two, and a wait for the first to end, on the fork's path. */
-int hutch_disk_fork_start(const struct hutch_disk_fork *f, int listener, int *ret_ctl,
-                          struct hutch_err *err)
+static int start(const struct hutch_disk_fork *f, int listener, int *ret_ctl, int *ret_pidfd,
+                 struct hutch_err *err)
 {
-	struct clone_args args = { .flags = CLONE_PARENT };
+	int pidfd = -EBADF;
+	struct clone_args args = { .flags = CLONE_PARENT | (ret_pidfd ? CLONE_PIDFD : 0),
+		                   .pidfd = (uint64_t)(uintptr_t)&pidfd };
 	int sv[2];
 	long pid;
 
@@ -368,7 +434,33 @@ int hutch_disk_fork_start(const struct hutch_disk_fork *f, int listener, int *re
 	}
 	close(sv[1]);
 	*ret_ctl = sv[0];
+	if (ret_pidfd)
+		*ret_pidfd = pidfd;
 	return 0;
+}
+
+int hutch_disk_fork_start(const struct hutch_disk_fork *f, int listener, int *ret_ctl,
+                          struct hutch_err *err)
+{
+	return start(f, listener, ret_ctl, NULL, err);
+}
+
+int hutch_disk_fork_start_ahead(const char *runtime_dir, uint64_t bytes, int *ret_ctl,
+                                int *ret_pidfd, struct hutch_err *err)
+{
+	const struct hutch_disk_fork f = {
+		.runtime_dir = runtime_dir, .bytes = bytes, .src_root = -EBADF, .src_file = -EBADF
+	};
+
+	return start(&f, -EBADF, ret_ctl, ret_pidfd, err);
+}
+
+int hutch_disk_fork_give(int ctl, int listener, int src_root, int src_file, struct hutch_err *err)
+{
+	const int fds[3] = { listener, src_root, src_file };
+	int r = hutch_proto_send(ctl, HUTCH_MSG_SOCKET, 0, NULL, 0, fds, 3);
+
+	return r < 0 ? hutch_err_set_errno(err, r, "fork: give its forker made ahead its disk") : 0;
 }
 
 int hutch_disk_fork_wait(int ctl, int timeout_ms, struct hutch_err *err)

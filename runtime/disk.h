@@ -177,6 +177,17 @@ int hutch_disk_fork_listen(const char *runtime_dir, const char *name, bool exclu
                            struct hutch_err *err);
 int hutch_disk_fork_start(const struct hutch_disk_fork *f, int listener, int *ret_ctl,
                           struct hutch_err *err);
+/* A forker made ahead (a source's next fork's, docs/snapshots.md "Fork"):
+ * its file of bytes made in the disks' pool (cloning only), its loop device
+ * configured and its ids' user namespace begun now, READY on *ret_ctl once
+ * done; then it waits, holding none of the source's, until
+ * hutch_disk_fork_give() (the source's disk and the fork's listener; READY
+ * once it synced the source's file system, and from there on as a forker
+ * started on them) or ctl's end or KILL. *ret_pidfd: its pidfd, for the
+ * source's end to wait on. */
+int hutch_disk_fork_start_ahead(const char *runtime_dir, uint64_t bytes, int *ret_ctl,
+                                int *ret_pidfd, struct hutch_err *err);
+int hutch_disk_fork_give(int ctl, int listener, int src_root, int src_file, struct hutch_err *err);
 /* The forker's next answer on ctl: 0 (READY; 1 when its disk was filled
  * by a clone) or -errno with err its reason. */
 int hutch_disk_fork_wait(int ctl, int timeout_ms, struct hutch_err *err);

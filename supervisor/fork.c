@@ -8,17 +8,24 @@
  * the store is made: each fork is created from the source's image with
  * its forker's disk, taken by name (hutch fork; the forker waits for it).
  *
+ * A fork by clone makes the next fork's forker FORK_AHEAD_MS after it
+ * (runtime/disk-fork.c: its file and loop device ready); the next fork's
+ * first disk is that forker's, given the source's disk then.
+ *
  * The host reads the sandbox's files here, as a snapshot does (snapshot.c
  * says why): while the cgroup is frozen, by `cp -a` in a process outside
  * the sandbox, never following a symlink, into a disk no process of any
  * sandbox can reach yet.
  */
 #include <errno.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/stat.h>
+#include <sys/timerfd.h>
 #include <unistd.h>
 
 #include "cgroup.h"
@@ -33,6 +40,13 @@
 
 #define FORK_MADE_MS 30000
 #define FORK_COPY_MS 600000
+/* A fork by clone makes the next one's forker this long after its answer
+ * (not at once: the forks' creates, which end after it, would share the
+ * CPUs with it; short: a fork, its rm and the next fork took 300-500 ms
+ * at load 9-12), and the source's end waits for it at most
+ * FORK_AHEAD_END_MS. */
+#define FORK_AHEAD_MS     200
+#define FORK_AHEAD_END_MS 1000
 
 struct forker {
 	char name[64];
@@ -83,6 +97,107 @@ static bool can_clone(struct sup *s, const char *rt, uint64_t bytes)
 	return s->fork_clones;
 }
 
+/* The forker made ahead let go (KILL: it waits to be given its disk's
+ * source), its end waited for up to wait_ms on its pidfd. */
+static void ahead_drop(struct sup *s, int wait_ms)
+{
+	struct sup_fork_ahead *a = &s->fork_ahead;
+	struct pollfd p = { .fd = a->pidfd, .events = POLLIN };
+
+	if (!a->held)
+		return;
+	a->held = false;
+	(void)hutch_proto_send(a->ctl, HUTCH_MSG_KILL, 0, NULL, 0, NULL, 0);
+	closep(&a->ctl);
+	if (wait_ms > 0 && a->pidfd >= 0)
+		(void)poll(&p, 1, wait_ms);
+	closep(&a->pidfd);
+}
+
+/* The first fork's forker: the one made ahead where its disk's size is
+ * this fork's, given the source's disk and the fork's listener (it syncs
+ * the source's file system and answers READY as a new forker does). 1:
+ * taken, 0: none or failed (a forker is made now). */
+static int take_ahead(struct sup *s, struct forker *f, uint64_t bytes, int listener)
+{
+	struct sup_fork_ahead *a = &s->fork_ahead;
+	struct hutch_err e = { 0 };
+	_cleanup_close_ int ctl = -EBADF;
+
+	if (!a->held || a->bytes != bytes) {
+		ahead_drop(s, 0);
+		return 0;
+	}
+	a->held = false;
+	ctl = TAKE_FD(a->ctl);
+	closep(&a->pidfd);
+	if (hutch_disk_fork_wait(ctl, FORK_MADE_MS, &e) != 0 ||
+	    hutch_disk_fork_give(ctl, listener, s->disk_fds[HUTCH_DISK_ROOT],
+	                         s->disk_fds[HUTCH_DISK_FILE], &e) < 0) {
+		hutch_event(s, "fork: its forker made ahead failed (%s); one made now", e.msg);
+		(void)hutch_proto_send(ctl, HUTCH_MSG_KILL, 0, NULL, 0, NULL, 0);
+		return 0;
+	}
+	f->ctl = TAKE_FD(ctl);
+	return 1;
+}
+
+static void on_ahead(struct hutch_watch *w, uint32_t events)
+{
+	struct sup *s = w->ptr;
+	struct sup_fork_ahead *a = &s->fork_ahead;
+	struct hutch_err err = { 0 };
+	char rt[sizeof(s->paths.dir)];
+	uint64_t n;
+
+	(void)events;
+	(void)!read(a->timer_fd, &n, sizeof(n));
+	if (a->held || s->state != SUP_RUNNING || s->disk_fds[HUTCH_DISK_ROOT] < 0)
+		return;
+	runtime_dir(s, rt, sizeof(rt));
+	if (hutch_disk_fork_start_ahead(rt, a->bytes, &a->ctl, &a->pidfd, &err) < 0) {
+		hutch_event(s, "fork: a forker made ahead: %s", err.msg);
+		return;
+	}
+	a->held = true;
+	hutch_event(s, "fork: the next fork's forker made ahead");
+}
+
+/* After a fork by clone: the next fork's forker made FORK_AHEAD_MS from
+ * now, its disk of bytes (one of another size let go). */
+static void ahead_arm(struct sup *s, uint64_t bytes)
+{
+	struct sup_fork_ahead *a = &s->fork_ahead;
+	const struct itimerspec its = { .it_value = { .tv_sec = FORK_AHEAD_MS / 1000,
+		                                      .tv_nsec =
+		                                              FORK_AHEAD_MS % 1000 * 1000000L } };
+
+	if (a->held && a->bytes != bytes)
+		ahead_drop(s, 0);
+	a->bytes = bytes;
+	if (!a->timer) {
+		a->timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+		if (a->timer_fd < 0)
+			return;
+		hutch_watch_init(&a->w, on_ahead, s);
+		if (hutch_loop_add(&s->loop, &a->w, a->timer_fd, EPOLLIN) < 0) {
+			closep(&a->timer_fd);
+			return;
+		}
+		a->timer = true;
+	}
+	(void)timerfd_settime(a->timer_fd, 0, &its, NULL);
+}
+
+void hutch_sup_fork_done(struct sup *s)
+{
+	if (s->fork_ahead.timer) {
+		hutch_loop_close(&s->loop, &s->fork_ahead.w, &s->fork_ahead.timer_fd);
+		s->fork_ahead.timer = false;
+	}
+	ahead_drop(s, FORK_AHEAD_END_MS);
+}
+
 /* Every forker's next answer: 0 (1: every disk a clone), or the first
  * failure. */
 static int wait_all(struct forker *f, size_t n, int timeout_ms, struct hutch_err *err)
@@ -115,7 +230,7 @@ static int go_all(struct forker *f, size_t n, struct hutch_err *err)
  * its creates run meanwhile and take their disks as the names appear),
  * or, names NULL, by our counter. */
 static int start_all(struct sup *s, const char *rt, struct forker *f, size_t n, uint64_t bytes,
-                     const cJSON *names, struct hutch_err *err)
+                     const cJSON *names, bool *ahead, struct hutch_err *err)
 {
 	for (size_t i = 0; i < n; i++) {
 		_cleanup_close_ int listener = -EBADF;
@@ -134,6 +249,8 @@ static int start_all(struct sup *s, const char *rt, struct forker *f, size_t n, 
 				err->cls = HUTCH_ERRC_CONFLICT;
 			return r;
 		}
+		if (i == 0 && (*ahead = take_ahead(s, &f[i], bytes, listener)))
+			continue;
 		const struct hutch_disk_fork df = { .runtime_dir = rt,
 			                            .bytes = bytes,
 			                            .src_root = s->disk_fds[HUTCH_DISK_ROOT],
@@ -148,8 +265,8 @@ static int start_all(struct sup *s, const char *rt, struct forker *f, size_t n, 
 	return 0;
 }
 
-static cJSON *answer(struct sup *s, const struct forker *f, size_t n, bool cloned, double frozen_ms,
-                     double total_ms)
+static cJSON *answer(struct sup *s, const struct forker *f, size_t n, bool cloned, bool ahead,
+                     double frozen_ms, double total_ms)
 {
 	cJSON *o = cJSON_CreateObject(), *a = o ? cJSON_AddArrayToObject(o, "disks") : NULL;
 
@@ -160,6 +277,7 @@ static cJSON *answer(struct sup *s, const struct forker *f, size_t n, bool clone
 	(void)cJSON_AddStringToObject(o, "source", s->id);
 	(void)cJSON_AddStringToObject(o, "image", s->cfg->image[0] ? s->cfg->image : "host");
 	(void)cJSON_AddStringToObject(o, "method", cloned ? "clone" : "copy");
+	(void)cJSON_AddNumberToObject(o, "made_ahead", ahead ? 1 : 0);
 	(void)cJSON_AddNumberToObject(o, "frozen_ms", frozen_ms);
 	(void)cJSON_AddNumberToObject(o, "duration_ms", total_ms);
 	return o;
@@ -199,7 +317,7 @@ int hutch_sup_fork(struct sup *s, size_t count, uint64_t bytes, bool copy, const
 	struct hutch_err thaw_err = { 0 };
 	char rt[sizeof(s->paths.dir)];
 	double t0, t1 = 0, t2 = 0;
-	bool cloned = false;
+	bool cloned = false, ahead = false;
 	int r;
 
 	if ((r = check(s, err)) < 0 || (r = check_names(names, count, err)) < 0)
@@ -216,7 +334,7 @@ int hutch_sup_fork(struct sup *s, size_t count, uint64_t bytes, bool copy, const
 		        "dir's pool of disks, the disks' file system shares no "
 		        "extents, or the fork's disk size differs)");
 	t0 = hutch_now_mono_sec();
-	if ((r = start_all(s, rt, f, count, bytes, names, err)) < 0 ||
+	if ((r = start_all(s, rt, f, count, bytes, names, &ahead, err)) < 0 ||
 	    (r = wait_all(f, count, FORK_MADE_MS, err)) < 0)
 		goto out;
 	t1 = hutch_now_mono_sec();
@@ -231,11 +349,16 @@ int hutch_sup_fork(struct sup *s, size_t count, uint64_t bytes, bool copy, const
 		hutch_event(s, "fork: thaw failed: %s", thaw_err.msg);
 	t2 = hutch_now_mono_sec();
 	if (r >= 0) {
-		hutch_event(s, "fork: %zu disk%s %s, frozen %.1f ms", count, count == 1 ? "" : "s",
-		            cloned ? "cloned" : "copied", frozen ? 0.0 : (t2 - t1) * 1e3);
-		*ret = answer(s, f, count, cloned, frozen ? 0.0 : (t2 - t1) * 1e3, (t2 - t0) * 1e3);
+		hutch_event(s, "fork: %zu disk%s %s, frozen %.1f ms%s", count,
+		            count == 1 ? "" : "s", cloned ? "cloned" : "copied",
+		            frozen ? 0.0 : (t2 - t1) * 1e3,
+		            ahead ? ", the first's forker made ahead" : "");
+		*ret = answer(s, f, count, cloned, ahead, frozen ? 0.0 : (t2 - t1) * 1e3,
+		              (t2 - t0) * 1e3);
 		if (!*ret)
 			r = hutch_err_set(err, -ENOMEM, "fork");
+		if (cloned)
+			ahead_arm(s, bytes);
 	}
 out:
 	for (size_t i = 0; i < count; i++) {

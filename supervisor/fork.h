@@ -31,4 +31,9 @@ struct sup;
 int hutch_sup_fork(struct sup *s, size_t count, uint64_t bytes, bool copy, const cJSON *names,
                    cJSON **ret, struct hutch_err *err);
 
+/* The source's end: its forker made ahead (a fork by clone makes one for
+ * the next, FORK_AHEAD_MS after it) let go and waited for (bounded), so
+ * that its loop device and its file in the disks' pool go first. */
+void hutch_sup_fork_done(struct sup *s);
+
 #endif

@@ -10,6 +10,7 @@
 #include "cleanup.h"
 #include "events.h"
 #include "fdutil.h"
+#include "fork.h"
 #include "hooks.h"
 #include "idle.h"
 #include "initproc.h"
@@ -178,6 +179,7 @@ void hutch_sup_teardown_finish(struct sup *s)
 	 * shut down unwritten; its root fd, closed last, keeps it until then,
 	 * so that its unmount and the loop device's end (~0.1 s) come after
 	 * the rest (a volume's use, an image's). */
+	hutch_sup_fork_done(s); /* the next fork's forker, made ahead: its loop device first */
 	hutch_disk_abandon(&s->disk_job);
 	hutch_close_many(s->disk_fds, HUTCH_DISK_MOUNTS);
 	hutch_disk_shutdown(s->disk_fds[HUTCH_DISK_ROOT]);

@@ -131,11 +131,18 @@ struct sup {
 	 * environment, or an image's (owned: cmdenv_owned). */
 	const char *const *cmdenv;
 	char **cmdenv_owned;
-	struct hutch_image_use *image;      /* --image: its layers' use (sandbox-image.c) */
-	struct hutch_sup_volumes *volumes;  /* -v: the mounts and uses (volumes.c), or NULL */
-	struct sup_snapshot *snap;          /* an image root's writable dirs (snapshot.c) */
-	unsigned forks_made;                /* fork.c: its forkers' socket names' counter */
-	bool fork_clones;                   /* fork.c: its disk's file clones here */
+	struct hutch_image_use *image;     /* --image: its layers' use (sandbox-image.c) */
+	struct hutch_sup_volumes *volumes; /* -v: the mounts and uses (volumes.c), or NULL */
+	struct sup_snapshot *snap;         /* an image root's writable dirs (snapshot.c) */
+	unsigned forks_made;               /* fork.c: its forkers' socket names' counter */
+	bool fork_clones;                  /* fork.c: its disk's file clones here */
+	struct sup_fork_ahead {            /* fork.c: the next fork's forker, made ahead */
+		bool held;                 /* ctl, pidfd: its (bytes: its disk's size) */
+		bool timer;                /* timer_fd made: when to make it */
+		int ctl, pidfd, timer_fd;
+		uint64_t bytes;
+		struct hutch_watch w;
+	} fork_ahead;
 	struct sup_net {                    /* the network mode (netpolicy/) */
 		struct hutch_net_plan plan; /* made before clone, carried to init */
 		char pasta[256];            /* rootless mode all: the helper, found by the CLI */

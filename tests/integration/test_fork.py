@@ -387,3 +387,54 @@ def test_fork_api_names_its_disks(snap):
     for n in names:
         seqpacket_drop(os.path.join(disk, n))
     assert src.sh("cat /proc/self/status >/dev/null && echo up") == "up\n"
+
+
+def copies_of_supervisor(sid):
+    """Live processes whose command line is sandbox sid's supervisor's: it,
+    and its forkers (clones of it, orphaned at start)."""
+    out = []
+    for cmdline in glob.glob("/proc/[0-9]*/cmdline"):
+        try:
+            with open(cmdline, "rb") as f:
+                if f.read().startswith(b"hutch-supervisor " + sid.encode()):
+                    out.append(int(cmdline.split("/")[2]))
+        except OSError:
+            pass  # ended meanwhile
+    return out
+
+
+def test_fork_next_forker_made_ahead(snap):
+    """A fork by clone makes the source's next fork's forker ahead
+    (supervisor/fork.c: its file in the disks' pool and its loop device
+    ready, given the source's disk at the next POST /fork): the next fork
+    takes it and sees what the source wrote after it was made; the
+    source's end, kill -9 too, lets it go (no copy of the supervisor left;
+    the fixture: no loop device left)."""
+    h, image = snap
+    if pool_expected(h.rtdir):  # the first disk may be made before the pool
+        h.create("--image", image)
+    src = h.create("--image", image)
+    if src.status()["config"].get("workspace") != "disk":
+        pytest.skip("the source's writable places are not a disk here")
+    first = json.loads(fork(h, src.id, "--json").stdout)
+    if first["method"] != "clone":
+        pytest.skip("its disk is not cloned here: no forker is made ahead")
+
+    def events():
+        return h("events", src.id).stdout.decode()
+    assert wait_until(lambda: "forker made ahead" in events(), 30 * SLOWDOWN), events()
+    src.sh("printf late > /workspace/late")
+    out = json.loads(fork(h, src.id, "--json").stdout)
+    f = Forked(h, out["forks"][0])
+    assert f.sh("cat /workspace/late") == "late"
+    forks = [line for line in events().splitlines() if " fork: 1 disk" in line]
+    assert len(forks) == 2 and "forker made ahead" not in forks[0], forks
+    assert forks[1].endswith("the first's forker made ahead"), forks
+    # the third fork's, made ahead again; the source killed: it ends too
+    assert wait_until(lambda: events().count("the next fork's forker made ahead") == 2,
+                      30 * SLOWDOWN), events()
+    assert len(copies_of_supervisor(src.id)) >= 2  # it, the forker (and its namespace's)
+    os.kill(src.status()["supervisor_pid"], 9)
+    assert wait_until(lambda: not copies_of_supervisor(src.id), 10 * SLOWDOWN)
+    assert f.sh("cat /workspace/late") == "late"
+    h("gc")

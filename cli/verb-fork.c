@@ -234,7 +234,26 @@ static void give_up(struct creator *cr, size_t n)
 			;
 }
 
-/* The source's store (GET /status's config): its image and snapshots are
+/* The source's config: its state.json's, which its supervisor wrote once
+ * it was running (the same as GET /status's: a round trip and the
+ * supervisor's wake-up fewer on the fork's path, 3-20 ms at load 9-12),
+ * else (not readable, not running yet) GET /status's. */
+static int source_config(const struct hutch_paths *p, cJSON **ret)
+{
+	const char *st;
+
+	if (hutch_state_read(p, ret) == 0) {
+		st = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(*ret, "status"));
+		if (st && !strcmp(st, "running") &&
+		    cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(*ret, "config")))
+			return 0;
+		cJSON_Delete(*ret);
+		*ret = NULL;
+	}
+	return hutch_cli_call(p->sock, "GET", "/status", NULL, 200, ret);
+}
+
+/* The source's store (its config's): its image and snapshots are
  * there, so the forks' HUTCH_IMAGE_STORE must be it whatever this shell's
  * says. *by_disk: its writable places are a disk (POST /fork); *host: the
  * host-derived root, which has no snapshots (its disk copied, if need be). */
@@ -246,7 +265,7 @@ static int use_source_store(const struct hutch_paths *p, bool *by_disk, bool *ho
 	const char *store, *ws, *image;
 	int r;
 
-	if ((r = hutch_cli_call(p->sock, "GET", "/status", NULL, 200, &j)))
+	if ((r = source_config(p, &j)))
 		return r;
 	cfg = cJSON_GetObjectItemCaseSensitive(j, "config");
 	store = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(cfg, "image_store"));

@@ -62,7 +62,7 @@ static int check(struct sup *s, struct hutch_err *err)
 		        "snapshot it, then roll it back");
 	if (s->idmap.rootless)
 		return hutch_err_set_class(err, HUTCH_ERRC_NOT_CAPABLE, -EPERM,
-		                           "rollback needs root for now, as snapshots do: an "
+		                           "rollback needs root for now: an "
 		                           "ordinary user cannot write appuser's files from the "
 		                           "host");
 	if (!s->cg)

@@ -13,8 +13,9 @@
  *   2. freezes the sandbox's cgroup (idle sleep's freezer; a sandbox
  *      asleep or paused is already frozen and stays so);
  *   3. forks a writer that walks the fds into a tar stream (image/
- *      tarwrite.c) on a pipe, while this process unpacks that stream into
- *      the store as a new top layer over the sandbox's image (image/
+ *      tarwrite.c) on a pipe (rootless: in a user namespace of its own
+ *      mapped as the sandbox's, own_userns_child()), while this process
+ *      unpacks that stream into the store as a new top layer over the sandbox's image (image/
  *      commit.c: the importer's hostile-safe unpacker, in the store's user
  *      namespace);
  *   4. thaws, and answers how long the sandbox was frozen.
@@ -30,11 +31,13 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -123,11 +126,13 @@ static int check(struct sup *s, struct hutch_err *err)
 		        "with only /workspace, /home/appuser and /tmp writable, no image to "
 		        "stack a layer on; create the sandbox from an image (--image "
 		        "hutch-default) to snapshot it");
-	if (s->idmap.rootless)
+	if (!s->cg && s->idmap.rootless)
 		return hutch_err_set_class(
-		        err, HUTCH_ERRC_NOT_CAPABLE, -EPERM,
-		        "filesystem snapshots need root for now: an ordinary "
-		        "user cannot read appuser's private files from the host");
+		        err, HUTCH_ERRC_NOT_CAPABLE, -EOPNOTSUPP,
+		        "an ordinary user's sandbox without a cgroup (--no-limits) cannot be "
+		        "frozen for a snapshot: create it with limits, in a cgroup v2 your user "
+		        "manager delegates (a login session, or systemd-run --user --scope -p "
+		        "Delegate=yes), or as root");
 	if (!s->cg)
 		return hutch_err_set_class(err, HUTCH_ERRC_NOT_CAPABLE, -EOPNOTSUPP,
 		                           "a sandbox without a cgroup (--no-limits) cannot be "
@@ -143,23 +148,68 @@ struct writer_result {
 	struct hutch_err err;
 };
 
+/*
+ * Rootless: appuser's files are owned on the host by a subordinate id of
+ * the caller's, which the supervisor (the caller) may not read. So the
+ * writer moves into a user namespace of its own whose map is the
+ * sandbox's (0 the caller; appuser, nobody and tty the slot's subordinate
+ * ids, written by newuidmap, which checks them as it does for init):
+ * there it holds CAP_DAC_READ_SEARCH over exactly the sandbox's ids, and
+ * stat shows the ids the sandbox sees. It joins nothing of the sandbox's.
+ * The child's half: unshare, say so on sync, wait for the maps.
+ */
+static int own_userns_child(int sync, struct hutch_err *err)
+{
+	char c = 'u';
+
+	if (unshare(CLONE_NEWUSER) < 0)
+		return hutch_err_set_errno(err, -errno, "snapshot: the writer's user namespace");
+	if (hutch_write_all(sync, &c, 1) < 0 || hutch_read_all(sync, &c, 1) != 1)
+		return hutch_err_set(err, -EIO, "snapshot: the writer's id maps were not written");
+	return 0;
+}
+
+/* The parent's half: pid's maps, the sandbox's slot's. */
+static int own_userns_parent(struct sup *s, pid_t pid, int sync, struct hutch_err *err)
+{
+	char c;
+	int r;
+
+	if (hutch_read_all(sync, &c, 1) != 1)
+		return hutch_err_set(err, -EIO,
+		                     "snapshot: the writer died before its user namespace");
+	if ((r = hutch_idmap_write(&s->idmap, s->slot, pid, err)) < 0)
+		return hutch_err_prefix(err, "snapshot: the writer's id maps");
+	return hutch_write_all(sync, &c, 1) == 0
+	               ? 0
+	               : hutch_err_set(err, -EIO, "snapshot: the writer died before its maps");
+}
+
 /* The writer child: the tar of the writable directories on out. */
-_Noreturn static void writer(struct sup *s, int *data, int res)
+_Noreturn static void writer(struct sup *s, int *data, int res, int sync)
 {
 	int out = data[1];
 
 	struct hutch_image_tar_src srcs[HUTCH_ROOTFS_WRITE_FDS];
 	struct writer_result w = { 0 };
+	uid_t id_base = s->uid_base;
 	size_t n = 0;
 
 	(void)prctl(PR_SET_PDEATHSIG, SIGKILL);
 	closep(&data[0]); /* the unpacker's end: gone when it stops reading */
+	if (sync >= 0) {
+		if ((w.r = own_userns_child(sync, &w.err)) < 0) {
+			(void)hutch_write_all(res, &w, sizeof(w));
+			_exit(0);
+		}
+		id_base = 0; /* stat shows the sandbox's own ids */
+	}
 	for (size_t i = 0; i < HUTCH_ROOTFS_WRITE_FDS; i++)
 		if (s->snap->fds[i] >= 0)
 			srcs[n++] = (struct hutch_image_tar_src){
 				.dirfd = s->snap->fds[i], .prefix = hutch_rootfs_write_paths[i]
 			};
-	w.r = hutch_image_tar_dirs(out, srcs, n, s->uid_base, &w.st, &w.err);
+	w.r = hutch_image_tar_dirs(out, srcs, n, id_base, &w.st, &w.err);
 	(void)close(out);
 	(void)hutch_write_all(res, &w, sizeof(w));
 	_exit(0);
@@ -171,11 +221,13 @@ static int capture(struct sup *s, struct hutch_image_store *store, const char *n
                    struct hutch_image_tar_stats *ret_st, struct hutch_err *err)
 {
 	int data[2] = { -EBADF, -EBADF }, res[2] = { -EBADF, -EBADF };
+	int sync[2] = { -EBADF, -EBADF };
 	struct writer_result w = { .r = -EIO };
 	pid_t pid;
 	int r;
 
-	if (pipe2(data, O_CLOEXEC) < 0 || pipe2(res, O_CLOEXEC) < 0) {
+	if (pipe2(data, O_CLOEXEC) < 0 || pipe2(res, O_CLOEXEC) < 0 ||
+	    (s->idmap.rootless && socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sync) < 0)) {
 		r = hutch_err_set_errno(err, -errno, "snapshot: pipe");
 		goto out;
 	}
@@ -187,10 +239,26 @@ static int capture(struct sup *s, struct hutch_image_store *store, const char *n
 		r = hutch_err_set_errno(err, -errno, "snapshot: fork");
 		goto out;
 	}
-	if (pid == 0)
-		writer(s, data, res[1]);
+	if (pid == 0) {
+		closep(&sync[0]);
+		writer(s, data, res[1], sync[1]);
+	}
 	closep(&data[1]);
 	closep(&res[1]);
+	closep(&sync[1]);
+	if (sync[0] >= 0 && (r = own_userns_parent(s, pid, sync[0], err)) < 0) {
+		(void)kill(pid, SIGKILL);
+		while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+			;
+		/* The writer's own failure (its unshare) says more. */
+		if (hutch_read_all(res[0], &w, sizeof(w)) == (ssize_t)sizeof(w) && w.r < 0) {
+			w.err.msg[sizeof(w.err.msg) - 1] = '\0';
+			*err = w.err;
+			r = err->code = w.r;
+		}
+		goto out;
+	}
+	closep(&sync[0]);
 	r = hutch_image_commit(store, s->image, s->cfg->image, name, data[0], meta, env, ret, err);
 	closep(&data[0]); /* a writer still writing (the commit failed) ends on EPIPE */
 	if (hutch_read_all(res[0], &w, sizeof(w)) != (ssize_t)sizeof(w))
@@ -208,6 +276,7 @@ static int capture(struct sup *s, struct hutch_image_store *store, const char *n
 out:
 	hutch_close_many(data, 2);
 	hutch_close_many(res, 2);
+	hutch_close_many(sync, 2);
 	return r;
 }
 

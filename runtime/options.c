@@ -564,7 +564,9 @@ static const struct hutch_option options[] = {
 	        .metavar = "NAME",
 	        .help = "start from a filesystem snapshot of the store ('hutch snapshot ID NAME'): "
 	                "--image NAME, refused unless NAME is there (nothing is pulled); the "
-	                "snapshot's /workspace, /home/appuser and /tmp are in its layers",
+	                "snapshot's /workspace, /home/appuser and /tmp are in its layers; a full "
+	                "one ('snapshot --full') is restored: its processes carry on in a new "
+	                "plain sandbox of network none",
 	        .type = &hutch_opt_snapshot,
 	        AT(image),
 	        .def_str = "",

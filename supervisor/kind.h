@@ -32,12 +32,13 @@ struct hutch_init_params;
 struct hutch_limits;
 
 /*
- * What the kind's setup ops are given instead of the sandbox (struct
- * sup): the kind's own state and what of the sandbox they read, made by
- * setup.c from s after the uid slot and setup's own while it runs (the
- * image's use is s->image from prepare_root on, for the "creating" state
- * that records it). The ops before (join, joins, cgroup) and after setup
- * (ready, status, ended, done, leave) take s.
+ * What the kind's setup ops and its status op are given instead of the
+ * sandbox (struct sup): the kind's own state and what of the sandbox they
+ * read, made by setup.c from s after the uid slot and setup's own while
+ * it runs (the image's use from prepare_root on, which the "creating"
+ * state records); status.c's from s after it (the kind's own state,
+ * its config and id). The ops before (join, joins, cgroup) and after
+ * setup (ready, ended, done, leave) take s.
  */
 struct hutch_kind_setup {
 	struct hutch_container *container; /* the container kinds' own: s->container */
@@ -111,8 +112,9 @@ struct hutch_kind {
 	int (*api_start)(struct sup *s, struct hutch_err *err);
 	/* Once ready, before the creator hears it. */
 	int (*ready)(struct sup *s, struct hutch_err *err);
-	/* state.json and GET /status: what the kind adds. */
-	void (*status)(const struct sup *s, struct cJSON *o);
+	/* state.json ("creating" too, during setup) and GET /status: what
+	 * the kind adds. */
+	void (*status)(const struct hutch_kind_setup *k, struct cJSON *o);
 	/* Teardown's first phase, init and every process dead, before the
 	 * DELETE answer: what a client may act on next let go (an image's
 	 * use record, which snapshot rm and image rm look at). */

@@ -83,15 +83,21 @@ static void free_deferred_conn(struct hutch_deferred *d)
 	free(c);
 }
 
+static struct hutch_ports *ports_new(struct sup *s)
+{
+	struct hutch_ports *ps = calloc(1, sizeof(*ps));
+
+	if (ps) {
+		ps->s = s;
+		ps->spare_fd = -EBADF;
+	}
+	return ps;
+}
+
 static struct hutch_ports *ports_get(struct sup *s)
 {
-	if (!s->ports) {
-		s->ports = calloc(1, sizeof(*s->ports));
-		if (s->ports) {
-			s->ports->s = s;
-			s->ports->spare_fd = -EBADF;
-		}
-	}
+	if (!s->ports)
+		s->ports = ports_new(s);
 	return s->ports;
 }
 
@@ -376,10 +382,9 @@ static cJSON *fwd_json(const struct fwd *f, bool live)
 	return o;
 }
 
-static int fwd_add(struct sup *s, const struct hutch_port_spec *spec, bool executor,
+static int fwd_add(struct hutch_ports *ps, const struct hutch_port_spec *spec, bool executor,
                    struct fwd **ret, struct hutch_err *err)
 {
-	struct hutch_ports *ps = ports_get(s);
 	struct fwd *f = ps ? calloc(1, sizeof(*f)) : NULL;
 	int fd;
 
@@ -426,17 +431,30 @@ static void fwd_close(struct sup *s, struct fwd *f)
 		free(f);
 }
 
-int hutch_ports_open(struct sup *s, struct hutch_err *err)
+int hutch_ports_open(const struct hutch_port_spec *publish, size_t n, struct hutch_ports **ret,
+                     struct hutch_err *err)
 {
 	struct fwd *f;
 	int r;
 
-	for (size_t i = 0; i < s->cfg->npublish; i++) {
-		r = fwd_add(s, &s->cfg->publish[i], false, &f, err);
+	if (n == 0) /* none: no object, as with no -p before */
+		return 0;
+	if (!*ret && !(*ret = ports_new(NULL)))
+		return hutch_err_set(err, -ENOMEM, "out of memory");
+	for (size_t i = 0; i < n; i++) {
+		r = fwd_add(*ret, &publish[i], false, &f, err);
 		if (r < 0)
 			return hutch_err_prefix(err, "publish");
 	}
 	return 0;
+}
+
+void hutch_ports_adopt(struct sup *s, struct hutch_ports *ps)
+{
+	if (!ps)
+		return;
+	ps->s = s;
+	s->ports = ps;
 }
 
 int hutch_ports_watch(struct sup *s, void (*wake)(struct sup *s, double arrival_sec))
@@ -499,7 +517,7 @@ int hutch_ports_bind(struct sup *s, const struct hutch_port_spec *spec, bool exe
 		                           "POST /bind_port): unbind one first, or create the "
 		                           "sandbox with fewer -p",
 		                           HUTCH_PUBLISH_MAX + 1, HUTCH_PUBLISH_MAX);
-	r = fwd_add(s, spec, executor, &f, err);
+	r = fwd_add(ports_get(s), spec, executor, &f, err);
 	if (r < 0)
 		return r;
 	r = hutch_loop_add(&s->loop, &f->w, f->lfd, EPOLLIN);
@@ -529,11 +547,11 @@ int hutch_ports_unbind(struct sup *s, uint16_t sandbox_port, uint16_t *ret_curre
 	return 1;
 }
 
-cJSON *hutch_ports_json(const struct sup *s, bool live)
+cJSON *hutch_ports_json(const struct hutch_ports *ps, bool live)
 {
 	cJSON *arr = cJSON_CreateArray();
 
-	for (const struct fwd *f = s->ports ? s->ports->fwds : NULL; arr && f; f = f->next)
+	for (const struct fwd *f = ps ? ps->fwds : NULL; arr && f; f = f->next)
 		cJSON_AddItemToArray(arr, fwd_json(f, live));
 	return arr;
 }

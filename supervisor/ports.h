@@ -24,12 +24,19 @@
 #include "portspec.h"
 
 struct sup;
+struct hutch_ports;
 
 #define HUTCH_PORT_CONNS_MAX 1024 /* relayed connections at once, per sandbox */
 
-/* Open the listeners of the sandbox's -p options (before init is cloned,
- * so that a port in use fails the creation at once, naming the port). */
-int hutch_ports_open(struct sup *s, struct hutch_err *err);
+/* Open the listeners of the sandbox's -p options (publish, n of them),
+ * before init is cloned, so that a port in use fails the creation at
+ * once, naming the port: setup's own object, *ret (made here when n > 0;
+ * left NULL for none), also when it failed (the end closes what was
+ * opened) until hutch_ports_adopt() hands it to s. */
+int hutch_ports_open(const struct hutch_port_spec *publish, size_t n, struct hutch_ports **ret,
+                     struct hutch_err *err);
+/* The sandbox takes setup's forwards (ps, NULL: none): s->ports. */
+void hutch_ports_adopt(struct sup *s, struct hutch_ports *ps);
 /* Watch the listeners and take init's CONNECTED answers (run.c); wake
  * thaws a sleeping sandbox when a connection comes (hutch_idle_wake()). */
 int hutch_ports_watch(struct sup *s, void (*wake)(struct sup *s, double arrival_sec));
@@ -47,8 +54,9 @@ int hutch_ports_bind(struct sup *s, const struct hutch_port_spec *spec, bool exe
  * that one). Returns 1 if one was closed, 0 if none was bound, -ENOENT if
  * another port is bound (ret_current says which). */
 int hutch_ports_unbind(struct sup *s, uint16_t sandbox_port, uint16_t *ret_current);
-/* The forwards as a JSON array (live: with connection counts). */
-cJSON *hutch_ports_json(const struct sup *s, bool live);
+/* The forwards of ps (s->ports, or setup's; NULL: none) as a JSON array
+ * (live: with connection counts). */
+cJSON *hutch_ports_json(const struct hutch_ports *ps, bool live);
 /* Close every listener and connection (the sandbox ends). */
 void hutch_ports_close_all(struct sup *s);
 

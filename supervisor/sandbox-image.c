@@ -146,10 +146,10 @@ static void reap(struct hutch_kind_setup *k)
 	hutch_image_use_reap(k->image); /* long dead by now */
 }
 
-static void status(const struct sup *s, cJSON *o)
+static void status(const struct hutch_kind_setup *k, cJSON *o)
 {
-	if (s->image->use_path)
-		cJSON_AddStringToObject(o, "image_use", s->image->use_path);
+	if (k->image && k->image->use_path)
+		cJSON_AddStringToObject(o, "image_use", k->image->use_path);
 }
 
 /* Nothing of the sandbox runs any more: its use of the layers is over

@@ -68,6 +68,9 @@ struct setup_plan {
 	struct hutch_net_bindings *bindings; /* header bindings' (NULL: none), protected */
 	enum hutch_net_mode seccomp_mode;    /* the seccomp program's */
 	struct hutch_sup_volumes_plan volumes; /* -v's */
+	/* state.json's "creating": what of it the sandbox is (its id, paths,
+	 * config, times, uid slot, kind); setup_steps() adds its objects */
+	struct hutch_sup_record creating;
 	/* init's clone and parameters: */
 	const struct hutch_kind *kind;
 	unsigned joins;                  /* CLONE_NEW* joined (hutch_kind_join()) */
@@ -84,16 +87,18 @@ struct setup_plan {
  * every path (a failed setup's too: the end undoes what was made): the
  * disk's maker (the creator's, taken before the fork, or one of setup's
  * own), the disk's fds it answers, the cgroup (the creator's, or one
- * setup places in a scope), init's process, the network plan, the
- * seccomp program, lxcfs's tree (closed once init has it) and what init
- * sends before READY; the kind's ops' part (kind.h).
+ * setup places in a scope), the host ports' listeners, init's process,
+ * the network plan, the seccomp program, lxcfs's tree (closed once init
+ * has it) and what init sends before READY; the kind's ops' part
+ * (kind.h).
  */
 struct setup_made {
 	struct hutch_disk_job disk_job;
 	int disk_fds[HUTCH_DISK_FDS];
 	struct hutch_initproc init; /* init's process, once cloned */
 	struct hutch_kind_setup kind;
-	struct hutch_cgroup *cg; /* NULL: --no-limits */
+	struct hutch_cgroup *cg;   /* NULL: --no-limits */
+	struct hutch_ports *ports; /* -p's listeners (NULL: none) */
 	int procview_fd;
 	struct hutch_net_plan net;
 	struct sock_fprog seccomp;
@@ -520,6 +525,17 @@ static void setup_plan(const struct sup *s, struct setup_plan *p, struct hutch_k
 		.uid_base = s->uid_base,
 		.image_store = c->image_store,
 	};
+	p->creating = (struct hutch_sup_record){
+		.id = s->id,
+		.status = "creating",
+		.paths = &s->paths,
+		.cfg = c,
+		.created_at = s->created_at,
+		.expires_at = s->expires_at,
+		.uid_base = s->uid_base,
+		.slot = s->slot,
+		.kind = s->kind,
+	};
 	snprintf(p->disk.runtime_dir, sizeof(p->disk.runtime_dir), "%s", s->paths.dir);
 	slash = strrchr(p->disk.runtime_dir, '/');
 	if (slash)
@@ -595,15 +611,19 @@ static int send_go(const struct setup_plan *plan, struct setup_made *m, struct h
 	return r < 0 ? hutch_err_set_errno(err, r, "start sandbox init") : 0;
 }
 
-/* After the uid slot: the host ports, the root's parts the host side
- * makes (an image's layers, s->image from here: the "creating" state
- * records its use), the commands' environment. */
-static int prepare_parts(struct sup *s, struct hutch_kind_setup *k, struct hutch_err *err)
+/* After the uid slot: the host ports' listeners (setup's own), the
+ * root's parts the host side makes (an image's layers and its use, which
+ * the "creating" state records; s->image from here), the commands'
+ * environment. */
+static int prepare_parts(struct sup *s, const struct setup_plan *plan, struct setup_made *m,
+                         struct hutch_err *err)
 {
-	int r = hutch_ports_open(s, err); /* a host port in use fails here, at once */
+	const struct hutch_config *c = plan->creating.cfg;
+	struct hutch_kind_setup *k = &m->kind;
+	int r = hutch_ports_open(c->publish, c->npublish, &m->ports, err); /* a port in use: now */
 
-	if (r >= 0 && s->kind->prepare_root) {
-		r = s->kind->prepare_root(k, err);
+	if (r >= 0 && plan->kind->prepare_root) {
+		r = plan->kind->prepare_root(k, err);
 		s->image = k->image; /* made, even failed: the end undoes it */
 	}
 	if (r >= 0)
@@ -694,7 +714,7 @@ static int setup_steps(struct sup *s, struct setup_made *m, struct hutch_err *er
 		snprintf(s->cfg->workspace, sizeof(s->cfg->workspace), "tmpfs");
 	if (r > 0 && why)
 		hutch_log(HUTCH_LOG_WARN, TMPFS_WHY, why);
-	r = prepare_parts(s, &m->kind, err);
+	r = prepare_parts(s, &plan, m, err);
 	if (r < 0)
 		return r;
 	/* the volumes' mounts, made from the plan; s holds them, even failed */
@@ -715,10 +735,14 @@ static int setup_steps(struct sup *s, struct setup_made *m, struct hutch_err *er
 	if (r < 0)
 		return hutch_err_prefix(err, "seccomp");
 	m->seccomp = seccomp;
-	r = hutch_sup_write_creating(s, m->cg); /* gc's record of the cgroup */
+	/* gc's record of what it undoes after a crash: the cgroup, an image's use */
+	plan.creating.cg = m->cg;
+	plan.creating.ports = m->ports;
+	plan.creating.kind_part = &m->kind;
+	r = hutch_sup_write_record(&plan.creating);
 	if (r < 0)
-		return hutch_err_set_errno(err, r, "write '%s'", s->paths.state);
-	if (s->kind->prepare && (r = s->kind->prepare(&m->kind, &plan.lim, err)) < 0)
+		return hutch_err_set_errno(err, r, "write '%s'", plan.creating.paths->state);
+	if (plan.kind->prepare && (r = plan.kind->prepare(&m->kind, &plan.lim, err)) < 0)
 		return r;
 	return init_steps(&plan, m, vols, err);
 }
@@ -729,6 +753,7 @@ static int hand_over(struct sup *s, struct setup_made *m, int r, struct hutch_er
 {
 	int q;
 
+	hutch_ports_adopt(s, m->ports);
 	s->disk_job = m->disk_job;
 	memcpy(s->disk_fds, m->disk_fds, sizeof(s->disk_fds));
 	s->net.plan = m->net;

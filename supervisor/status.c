@@ -14,16 +14,15 @@
 #include "util.h"
 
 /* --executor-port: where the contract is served on TCP (not the secret). */
-static void executor_json(const struct sup *s, cJSON *o)
+static void executor_json(const struct hutch_config *cfg, uint16_t port, cJSON *o)
 {
-	cJSON *e = hutch_executor_json(s);
+	cJSON *e = hutch_executor_json(cfg, port);
 
 	if (e)
 		cJSON_AddItemToObject(o, "executor", e);
 }
 
-static cJSON *state_json(const struct sup *s, const struct hutch_cgroup *sandbox_cg,
-                         const char *status)
+static cJSON *state_json(const struct hutch_sup_record *r)
 {
 	cJSON *o = cJSON_CreateObject(), *cg;
 	const char *dirs[HUTCH_CGROUP_MAX_DIRS];
@@ -31,45 +30,63 @@ static cJSON *state_json(const struct sup *s, const struct hutch_cgroup *sandbox
 
 	if (!o)
 		return NULL;
-	cJSON_AddStringToObject(o, "id", s->id);
-	cJSON_AddStringToObject(o, "status", status);
+	cJSON_AddStringToObject(o, "id", r->id);
+	cJSON_AddStringToObject(o, "status", r->status);
 	cJSON_AddNumberToObject(o, "supervisor_pid", (double)getpid());
-	cJSON_AddNumberToObject(o, "init_pid", (double)s->init_pid);
-	cJSON_AddNumberToObject(o, "created_at", (double)s->created_at);
-	cJSON_AddNumberToObject(o, "expires_at", (double)s->expires_at);
-	cJSON_AddStringToObject(o, "socket", s->paths.sock);
-	cJSON_AddItemToObject(o, "config", hutch_config_to_json(s->cfg));
+	cJSON_AddNumberToObject(o, "init_pid", (double)r->init_pid);
+	cJSON_AddNumberToObject(o, "created_at", (double)r->created_at);
+	cJSON_AddNumberToObject(o, "expires_at", (double)r->expires_at);
+	cJSON_AddStringToObject(o, "socket", r->paths->sock);
+	cJSON_AddItemToObject(o, "config", hutch_config_to_json(r->cfg));
 	cg = cJSON_AddObjectToObject(o, "cgroup");
-	if (cg && sandbox_cg) {
+	if (cg && r->cg) {
 		cJSON *arr = cJSON_AddArrayToObject(cg, "dirs");
-		cJSON_AddStringToObject(cg, "version", hutch_cgroup_version(sandbox_cg));
-		n = hutch_cgroup_dirs(sandbox_cg, dirs, HUTCH_CGROUP_MAX_DIRS);
+		cJSON_AddStringToObject(cg, "version", hutch_cgroup_version(r->cg));
+		n = hutch_cgroup_dirs(r->cg, dirs, HUTCH_CGROUP_MAX_DIRS);
 		for (size_t i = 0; arr && i < n; i++)
 			cJSON_AddItemToArray(arr, cJSON_CreateString(dirs[i]));
 	}
-	cJSON_AddNumberToObject(o, "uid_base", (double)s->uid_base);
-	cJSON_AddNumberToObject(o, "uid_slot", (double)s->slot); /* a pod's containers pin it */
-	cJSON_AddItemToObject(o, "ports", hutch_ports_json(s, false));
+	cJSON_AddNumberToObject(o, "uid_base", (double)r->uid_base);
+	cJSON_AddNumberToObject(o, "uid_slot", (double)r->slot); /* a pod's containers pin it */
+	cJSON_AddItemToObject(o, "ports", hutch_ports_json(r->ports, false));
 	/* Its image's use record, which gc and rm remove if this supervisor
 	 * dies without doing it (kill -9). */
-	if (s->kind->status)
-		s->kind->status(s, o);
-	executor_json(s, o);
+	if (r->kind->status)
+		r->kind->status(r->kind_part, o);
+	executor_json(r->cfg, r->executor_port, o);
 	return o;
+}
+
+int hutch_sup_write_record(const struct hutch_sup_record *rec)
+{
+	_cleanup_cjson_ cJSON *j = state_json(rec);
+
+	return j ? hutch_state_write(rec->paths, j) : -ENOMEM;
 }
 
 int hutch_sup_write_state(struct sup *s, const char *status)
 {
-	_cleanup_cjson_ cJSON *j = state_json(s, s->cg, status);
+	/* what the kind's status op reads */
+	const struct hutch_kind_setup k = {
+		.container = s->container, .image = s->image, .cfg = s->cfg, .id = s->id
+	};
 
-	return j ? hutch_state_write(&s->paths, j) : -ENOMEM;
-}
-
-int hutch_sup_write_creating(struct sup *s, const struct hutch_cgroup *cg)
-{
-	_cleanup_cjson_ cJSON *j = state_json(s, cg, "creating");
-
-	return j ? hutch_state_write(&s->paths, j) : -ENOMEM;
+	return hutch_sup_write_record(&(struct hutch_sup_record){
+	        .id = s->id,
+	        .status = status,
+	        .paths = &s->paths,
+	        .cfg = s->cfg,
+	        .created_at = s->created_at,
+	        .expires_at = s->expires_at,
+	        .init_pid = s->init_pid,
+	        .cg = s->cg,
+	        .uid_base = s->uid_base,
+	        .slot = s->slot,
+	        .ports = s->ports,
+	        .executor_port = s->executor.port,
+	        .kind = s->kind,
+	        .kind_part = &k,
+	});
 }
 
 /* A container that joins a network namespace (a pod's, or the CNI's) was
@@ -119,7 +136,7 @@ cJSON *hutch_sup_status_json(struct sup *s)
 	cJSON_AddNumberToObject(o, "init_pid", s->init_pid);
 	cJSON_AddNumberToObject(o, "supervisor_pid", getpid());
 	cJSON_AddStringToObject(o, "socket", s->paths.sock);
-	executor_json(s, o);
+	executor_json(s->cfg, s->executor.port, o);
 	{
 		cJSON *idle = cJSON_AddObjectToObject(o, "idle");
 		cJSON_AddBoolToObject(idle, "sleeping", s->idle.sleeping);
@@ -131,6 +148,6 @@ cJSON *hutch_sup_status_json(struct sup *s)
 	                      s->hooks.results ? cJSON_Duplicate(s->hooks.results, true)
 	                                       : cJSON_CreateObject());
 	cJSON_AddItemToObject(o, "network", network_json(s));
-	cJSON_AddItemToObject(o, "ports", hutch_ports_json(s, true));
+	cJSON_AddItemToObject(o, "ports", hutch_ports_json(s->ports, true));
 	return o;
 }

@@ -350,20 +350,20 @@ bool hutch_executor_authorized(struct sup *s, struct MHD_Connection *conn)
 	return got == n && diff == 0;
 }
 
-cJSON *hutch_executor_json(const struct sup *s)
+cJSON *hutch_executor_json(const struct hutch_config *cfg, uint16_t port)
 {
 	cJSON *o;
 	char addr[INET_ADDRSTRLEN] = "", url[64];
 
-	if (!s->cfg->executor_listen[0] || !s->executor.port)
+	if (!cfg->executor_listen[0] || !port)
 		return NULL;
 	o = cJSON_CreateObject();
 	if (!o)
 		return NULL;
-	inet_ntop(AF_INET, &s->cfg->executor_addr.sin_addr, addr, sizeof(addr));
-	snprintf(url, sizeof(url), "http://%s:%u", addr, s->executor.port);
+	inet_ntop(AF_INET, &cfg->executor_addr.sin_addr, addr, sizeof(addr));
+	snprintf(url, sizeof(url), "http://%s:%u", addr, port);
 	cJSON_AddStringToObject(o, "address", addr);
-	cJSON_AddNumberToObject(o, "port", s->executor.port);
+	cJSON_AddNumberToObject(o, "port", port);
 	cJSON_AddStringToObject(o, "url", url);
 	return o;
 }

@@ -24,6 +24,7 @@
 #include "util.h"
 
 struct sup;
+struct hutch_config;
 
 /* The executor's plain-text 400 for a body it cannot decode. */
 #define HUTCH_EXEC_INVALID "Invalid request"
@@ -98,8 +99,9 @@ int hutch_executor_publish(struct sup *s, struct hutch_err *err);
 /* The request carries "Authorization: Bearer <the secret>" (compared in
  * constant time). */
 bool hutch_executor_authorized(struct sup *s, struct MHD_Connection *conn);
-/* {"address", "port", "url"} of the listener for /status and state.json,
- * or NULL when there is none. Never the secret. */
-cJSON *hutch_executor_json(const struct sup *s);
+/* {"address", "port", "url"} of the listener of a sandbox of cfg on port
+ * (s->executor.port) for /status and state.json, or NULL when there is
+ * none (port 0: not listening yet, as during setup). Never the secret. */
+cJSON *hutch_executor_json(const struct hutch_config *cfg, uint16_t port);
 
 #endif

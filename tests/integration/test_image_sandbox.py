@@ -10,6 +10,7 @@ import hashlib
 import json
 import os
 import re
+import signal
 import stat
 import subprocess
 
@@ -17,9 +18,9 @@ import pytest
 
 import ociimage as o
 import rootimage
-from conftest import HUTCH, wait_until
+from conftest import HUTCH, cgroup_dirs_named, wait_until
 from netfake import RESOLVER, WEB
-from test_image_pull import REGISTRY, SKOPEO, push, registry  # noqa: F401
+from test_image_pull import REGISTRY, SKOPEO, free_port, push, registry  # noqa: F401
 
 
 def top_layer():
@@ -472,3 +473,61 @@ def test_run_create_and_inspect_say_which_root(h):
     # A refused image gets no root line, only the reason.
     r = h("create", "--progress", "always", "--image", "nothere")
     assert r.returncode == 65 and b"root:" not in r.stderr and b"no such image" in r.stderr
+
+
+CREATING_KEYS = ["id", "status", "supervisor_pid", "init_pid", "created_at", "expires_at",
+                 "socket", "config", "cgroup", "uid_base", "uid_slot", "ports", "image_use"]
+
+
+def test_a_create_killed_while_creating_is_shown_then_undone_by_gc(h, images):
+    """state.json's "creating" (issue 25: setup writes it from its plan and
+    its own objects, before the sandbox holds them) says what gc undoes
+    after a crash: ls shows the sandbox creating, with its cgroups, its -p
+    forward and its image's use record; the supervisor killed -9 while
+    on_create runs (state.json is not written again until ready) leaves a
+    dead sandbox that gc removes whole: state dir, cgroups, use record."""
+    port = free_port()
+    p = h.popen("create", "--image", "test", "--instance-type", "nano",
+                "-p", f"127.0.0.1:{port}:80", "--on-create", "sleep 60")
+    st = None
+    try:
+        assert wait_until(lambda: len(h.ids()) == 1, 20), "no sandbox appeared"
+        sid = h.ids()[0]
+        path = os.path.join(h.rtdir, sid, "state.json")
+
+        def creating():
+            try:
+                with open(path) as f:
+                    return json.load(f)
+            except (OSError, ValueError):
+                return None
+        assert wait_until(lambda: creating() is not None, 20), "no state.json"
+        st = creating()
+        assert list(st) == CREATING_KEYS, st
+        assert st["id"] == sid and st["status"] == "creating" and st["init_pid"] == 0, st
+        assert st["expires_at"] - st["created_at"] == 86400, st
+        assert st["socket"] == os.path.join(h.rtdir, sid, "api.sock"), st
+        assert st["config"]["image"] == "test" and st["config"]["on_create"] == "sleep 60"
+        assert st["config"]["publish"] == [f"127.0.0.1:{port}:80"], st["config"]
+        assert st["ports"] == [{"sandbox_port": 80, "host_address": "127.0.0.1",
+                                "host_port": port, "host": f"127.0.0.1:{port}",
+                                "source": "publish"}], st["ports"]
+        dirs = st["cgroup"]["dirs"]
+        assert dirs and sorted(dirs) == sorted(cgroup_dirs_named(sid)), (dirs, st["cgroup"])
+        assert os.path.exists(st["image_use"]) and users(images) == [sid], st["image_use"]
+        # ls reads it: creating, live, its port
+        ls = json.loads(h("ls", "--json").stdout)
+        assert [(e["id"], e["status"], e["live"]) for e in ls] == [(sid, "creating", True)], ls
+        assert f"127.0.0.1:{port}->80" in h("ls").stdout.decode()
+        os.kill(st["supervisor_pid"], signal.SIGKILL)
+        _, err = p.communicate(timeout=30)
+        assert p.returncode != 0, err
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    assert wait_until(lambda: not os.path.exists(f"/proc/{st['supervisor_pid']}"), 10)
+    r = h("gc")
+    assert r.returncode == 0, r.stderr
+    assert h.ids() == [] and cgroup_dirs_named(sid) == []
+    assert not os.path.exists(st["image_use"]) and users(images) == []

@@ -36,9 +36,10 @@ struct hutch_limits;
  * sandbox (struct sup): the kind's own state and what of the sandbox they
  * read, made by setup.c from s after the uid slot and setup's own while
  * it runs (the image's use from prepare_root on, which the "creating"
- * state records); status.c's from s after it (the kind's own state,
- * its config and id). The ops before (join, joins, cgroup) and after
- * setup (ready, ended, done, leave) take s.
+ * state records, handed to s->image when setup ends); status.c's from s
+ * after it (the kind's own state, its config and id). The ops before
+ * (join, joins, cgroup) and after setup (ready, ended, done, leave) take
+ * s.
  */
 struct hutch_kind_setup {
 	struct hutch_container *container; /* the container kinds' own: s->container */

@@ -27,31 +27,33 @@
 
 /* The commands' environment: the default one unless an image or header
  * bindings (the CA bundle's variables) add to it. */
-static int cmdenv_set(struct sup *s, const char *const *image_env, struct hutch_err *err)
+int hutch_sup_env_make(const struct hutch_config *cfg, const struct hutch_image_use *image,
+                       char ***ret_owned, struct hutch_err *err)
 {
 	const char *extra[HUTCH_CA_ENV_LEN + HUTCH_SECRETS_MAX + 1];
-	const struct hutch_secrets *x = s->cfg->secrets;
+	const char *const *image_env = image ? (const char *const *)image->config.env : NULL;
+	const struct hutch_secrets *x = cfg->secrets;
 	size_t n = 0;
 
+	*ret_owned = NULL;
 	/* The secrets first: over the image's Env (the first of a name wins). */
 	for (size_t i = 0; x && i < x->n; i++)
 		extra[n++] = x->env[i];
-	for (size_t i = 0; s->cfg->header_bindings && i < HUTCH_CA_ENV_LEN; i++)
+	for (size_t i = 0; cfg->header_bindings && i < HUTCH_CA_ENV_LEN; i++)
 		extra[n++] = hutch_ca_env[i];
 	extra[n] = NULL;
 	if (!image_env && !n)
 		return 0;
-	s->cmdenv_owned = hutch_cmdenv_build(image_env, n ? extra : NULL);
-	if (!s->cmdenv_owned)
+	*ret_owned = hutch_cmdenv_build(image_env, n ? extra : NULL);
+	if (!*ret_owned)
 		return hutch_err_set(err, -ENOMEM, "the commands' environment");
-	s->cmdenv = (const char *const *)s->cmdenv_owned;
 	return 0;
 }
 
-int hutch_sup_env_prepare(struct sup *s, struct hutch_err *err)
+void hutch_sup_env_take(struct sup *s, char **owned)
 {
-	s->cmdenv = hutch_default_env;
-	return cmdenv_set(s, s->image ? (const char *const *)s->image->config.env : NULL, err);
+	s->cmdenv_owned = owned;
+	s->cmdenv = owned ? (const char *const *)owned : hutch_default_env;
 }
 
 void hutch_sup_env_done(struct sup *s)

@@ -24,6 +24,7 @@
 
 #include "api.h"
 #include "cleanup.h"
+#include "cmdenv.h"
 #include "fdutil.h"
 #include "fullrestore.h"
 #include "init.h"
@@ -68,9 +69,7 @@ struct setup_plan {
 	struct hutch_net_bindings *bindings; /* header bindings' (NULL: none), protected */
 	enum hutch_net_mode seccomp_mode;    /* the seccomp program's */
 	struct hutch_sup_volumes_plan volumes; /* -v's */
-	/* state.json's "creating": what of it the sandbox is (its id, paths,
-	 * config, times, uid slot, kind); setup_steps() adds its objects */
-	struct hutch_sup_record creating;
+	struct hutch_sup_record creating;      /* state.json's: s's part; setup adds its own */
 	/* init's clone and parameters: */
 	const struct hutch_kind *kind;
 	unsigned joins;                  /* CLONE_NEW* joined (hutch_kind_join()) */
@@ -87,18 +86,20 @@ struct setup_plan {
  * every path (a failed setup's too: the end undoes what was made): the
  * disk's maker (the creator's, taken before the fork, or one of setup's
  * own), the disk's fds it answers, the cgroup (the creator's, or one
- * setup places in a scope), the host ports' listeners, init's process,
- * the network plan, the seccomp program, lxcfs's tree (closed once init
- * has it) and what init sends before READY; the kind's ops' part
- * (kind.h).
+ * setup places in a scope), the host ports' listeners, the commands'
+ * environment, the volumes' mounts, init's process, the network plan,
+ * the seccomp program, lxcfs's tree (closed once init has it) and what
+ * init sends before READY; the kind's ops' part (kind.h: an image's use).
  */
 struct setup_made {
 	struct hutch_disk_job disk_job;
 	int disk_fds[HUTCH_DISK_FDS];
 	struct hutch_initproc init; /* init's process, once cloned */
 	struct hutch_kind_setup kind;
-	struct hutch_cgroup *cg;   /* NULL: --no-limits */
-	struct hutch_ports *ports; /* -p's listeners (NULL: none) */
+	struct hutch_cgroup *cg;        /* NULL: --no-limits */
+	struct hutch_ports *ports;      /* -p's listeners (NULL: none) */
+	char **cmdenv;                  /* the commands' environment (NULL: the default) */
+	struct hutch_sup_volumes *vols; /* -v's mounts (NULL: none) */
 	int procview_fd;
 	struct hutch_net_plan net;
 	struct sock_fprog seccomp;
@@ -260,12 +261,11 @@ static __attribute__((noreturn)) void init_child(const struct setup_plan *plan,
 	hutch_init_main(p);
 }
 
-/* init cloned with the volumes' mounts (vols, NULL: none) placed in it:
- * m->init (setup's until it ends). */
-static int spawn_init(const struct setup_plan *plan, struct setup_made *m,
-                      struct hutch_sup_volumes *vols, struct hutch_err *err)
+/* init cloned, the volumes' mounts (m->vols) placed in it: m->init (setup's until it ends). */
+static int spawn_init(const struct setup_plan *plan, struct setup_made *m, struct hutch_err *err)
 {
 	const struct hutch_kind *kind = plan->kind;
+	struct hutch_sup_volumes *vols = m->vols;
 	int sv[2], pidfd = -1, bufsz = HUTCH_PROTO_SOCK_BUF, r;
 	int cg_fds[HUTCH_CGROUP_MAX_DIRS], cmds[2];
 	struct hutch_init_params p = { 0 };
@@ -611,31 +611,26 @@ static int send_go(const struct setup_plan *plan, struct setup_made *m, struct h
 	return r < 0 ? hutch_err_set_errno(err, r, "start sandbox init") : 0;
 }
 
-/* After the uid slot: the host ports' listeners (setup's own), the
- * root's parts the host side makes (an image's layers and its use, which
- * the "creating" state records; s->image from here), the commands'
- * environment. */
-static int prepare_parts(struct sup *s, const struct setup_plan *plan, struct setup_made *m,
-                         struct hutch_err *err)
+/* After the uid slot, setup's own (made, even failed: the end undoes them): -p's
+ * listeners, an image's layers and use ("creating" records it), the environment. */
+static int prepare_parts(const struct setup_plan *plan, struct setup_made *m, struct hutch_err *err)
 {
 	const struct hutch_config *c = plan->creating.cfg;
 	struct hutch_kind_setup *k = &m->kind;
 	int r = hutch_ports_open(c->publish, c->npublish, &m->ports, err); /* a port in use: now */
 
-	if (r >= 0 && plan->kind->prepare_root) {
+	if (r >= 0 && plan->kind->prepare_root)
 		r = plan->kind->prepare_root(k, err);
-		s->image = k->image; /* made, even failed: the end undoes it */
-	}
 	if (r >= 0)
-		r = hutch_sup_env_prepare(s, err);
-	k->cmdenv = s->cmdenv;
+		r = hutch_sup_env_make(c, k->image, &m->cmdenv, err);
+	k->cmdenv = m->cmdenv ? (const char *const *)m->cmdenv : hutch_default_env;
 	return r;
 }
 
 /* The cgroups, then init cloned into them, its ids mapped and its network
  * attached. */
 static int cgroup_and_init(const struct setup_plan *plan, struct setup_made *m,
-                           struct hutch_sup_volumes *vols, struct hutch_err *err)
+                           struct hutch_err *err)
 {
 	int r;
 
@@ -650,7 +645,7 @@ static int cgroup_and_init(const struct setup_plan *plan, struct setup_made *m,
 	if (r > 0)
 		hutch_log(HUTCH_LOG_WARN, "header bindings: mlock refused (RLIMIT_MEMLOCK): their "
 		                          "pages may be swapped");
-	r = spawn_init(plan, m, vols, err);
+	r = spawn_init(plan, m, err);
 	if (plan->kind->spawned)
 		plan->kind->spawned(&m->kind); /* init holds or is in them now */
 	if (r < 0)
@@ -665,14 +660,13 @@ static int cgroup_and_init(const struct setup_plan *plan, struct setup_made *m,
 
 /* From the kind's prepare on, the steps take the plan and setup's own
  * objects, not s. */
-static int init_steps(const struct setup_plan *plan, struct setup_made *m,
-                      struct hutch_sup_volumes *vols, struct hutch_err *err)
+static int init_steps(const struct setup_plan *plan, struct setup_made *m, struct hutch_err *err)
 {
 	const struct hutch_kind *kind = plan->kind;
 	int r;
 
 	hutch_cgroup_root_hold(); /* the cgroups made, opened, joined: one open of the root */
-	r = cgroup_and_init(plan, m, vols, err);
+	r = cgroup_and_init(plan, m, err);
 	hutch_cgroup_root_release();
 	if (r < 0)
 		return r;
@@ -693,7 +687,6 @@ static int init_steps(const struct setup_plan *plan, struct setup_made *m,
 
 static int setup_steps(struct sup *s, struct setup_made *m, struct hutch_err *err)
 {
-	struct hutch_sup_volumes *vols;
 	struct sock_fprog seccomp;
 	struct setup_plan plan;
 	const char *why;
@@ -714,12 +707,11 @@ static int setup_steps(struct sup *s, struct setup_made *m, struct hutch_err *er
 		snprintf(s->cfg->workspace, sizeof(s->cfg->workspace), "tmpfs");
 	if (r > 0 && why)
 		hutch_log(HUTCH_LOG_WARN, TMPFS_WHY, why);
-	r = prepare_parts(s, &plan, m, err);
+	r = prepare_parts(&plan, m, err);
 	if (r < 0)
 		return r;
-	/* the volumes' mounts, made from the plan; s holds them, even failed */
-	r = hutch_sup_volumes_prepare(&plan.volumes, &vols, err);
-	s->volumes = vols;
+	/* the volumes' mounts, made from the plan (even failed: the end undoes them) */
+	r = hutch_sup_volumes_prepare(&plan.volumes, &m->vols, err);
 	if (r < 0)
 		return r;
 	m->net.policy = plan.net.policy; /* a joined network namespace: the pod's plan */
@@ -735,8 +727,7 @@ static int setup_steps(struct sup *s, struct setup_made *m, struct hutch_err *er
 	if (r < 0)
 		return hutch_err_prefix(err, "seccomp");
 	m->seccomp = seccomp;
-	/* gc's record of what it undoes after a crash: the cgroup, an image's use */
-	plan.creating.cg = m->cg;
+	plan.creating.cg = m->cg; /* gc's record of what it undoes after a crash */
 	plan.creating.ports = m->ports;
 	plan.creating.kind_part = &m->kind;
 	r = hutch_sup_write_record(&plan.creating);
@@ -744,7 +735,7 @@ static int setup_steps(struct sup *s, struct setup_made *m, struct hutch_err *er
 		return hutch_err_set_errno(err, r, "write '%s'", plan.creating.paths->state);
 	if (plan.kind->prepare && (r = plan.kind->prepare(&m->kind, &plan.lim, err)) < 0)
 		return r;
-	return init_steps(&plan, m, vols, err);
+	return init_steps(&plan, m, err);
 }
 
 /* What setup made goes to s when it ends, on every path: the end undoes
@@ -754,6 +745,9 @@ static int hand_over(struct sup *s, struct setup_made *m, int r, struct hutch_er
 	int q;
 
 	hutch_ports_adopt(s, m->ports);
+	s->image = m->kind.image;
+	hutch_sup_env_take(s, m->cmdenv);
+	s->volumes = m->vols;
 	s->disk_job = m->disk_job;
 	memcpy(s->disk_fds, m->disk_fds, sizeof(s->disk_fds));
 	s->net.plan = m->net;

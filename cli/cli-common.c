@@ -78,6 +78,32 @@ int hutch_cli_check_live(const struct hutch_paths *p)
 	return 0;
 }
 
+int hutch_cli_no_record(const char *id, const char *what, const char *keep)
+{
+	const char *rt = hutch_runtime_dir();
+	char reason[64], when[40];
+	struct hutch_paths p;
+	int64_t at;
+
+	/* The classes of the other verbs (docs/errors.md): a sandbox that
+	 * was there and ended is gone, one never seen (or pruned) not found. */
+	if (hutch_gone_read(rt, id, reason, sizeof(reason), &at) > 0) {
+		hutch_format_time(at, when, sizeof(when));
+		return hutch_cli_fail(HUTCH_EXIT_GONE,
+		                      "sandbox %s %s at %s; no %s of it is kept (%s)", id,
+		                      hutch_gone_words(reason), when, what, keep);
+	}
+	if (hutch_paths_init(rt, id, &p) == 0 && access(p.dir, F_OK) == 0 &&
+	    hutch_state_is_live(&p) == 0)
+		return hutch_cli_fail(
+		        HUTCH_EXIT_GONE,
+		        "sandbox %s is not running: its supervisor is gone (killed or "
+		        "crashed) and left no %s; run 'hutch gc' to remove what it "
+		        "left",
+		        id, what);
+	return hutch_cli_fail(HUTCH_EXIT_NOT_FOUND, "no %s of sandbox '%s' (%s)", what, id, keep);
+}
+
 int hutch_cli_lost(const char *sock, int code, const char *msg)
 {
 	char rt[4096], reason[64], when[40], *slash;

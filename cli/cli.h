@@ -56,6 +56,11 @@ int hutch_cli_resolve(const char *arg, struct hutch_paths *p);
 int hutch_cli_resolve_as(const char *arg, unsigned flags, struct hutch_paths *p);
 /* 66 with the message if p's supervisor is gone, else 0. */
 int hutch_cli_check_live(const struct hutch_paths *p);
+/* A record kept of sandbox id (what: "journal", "egress log", "log") that
+ * is not there; keep says for how long one is kept, when none is written.
+ * 66 if the sandbox is gone (a tombstone: when and why; a state dir no
+ * supervisor holds: 'hutch gc'), else 65 (no such sandbox, or pruned). */
+int hutch_cli_no_record(const char *id, const char *what, const char *keep);
 /* hutch_cli_resolve(), then hutch_cli_check_live(). */
 int hutch_cli_open_live(const char *arg, struct hutch_paths *p);
 /* A request to the sandbox at sock failed with code (msg says how): if the

@@ -412,10 +412,11 @@ static int events_one(struct follow *f, const char *arg, bool follow)
 {
 	struct hutch_paths p;
 	int r = hutch_cli_resolve_as(arg, HUTCH_CLI_GONE_OK, &p);
+	bool ended = r == HUTCH_CLI_SKIP;
 
-	if (r && r != HUTCH_CLI_SKIP)
+	if (r && !ended)
 		return r;
-	if (r == HUTCH_CLI_SKIP) {
+	if (ended) {
 		r = print_ended(f, arg);
 	} else {
 		if (follow && (f->ino = inotify_init1(IN_CLOEXEC)) < 0)
@@ -429,10 +430,8 @@ static int events_one(struct follow *f, const char *arg, bool follow)
 			r = follow_loop(f);
 	}
 	if (r == -ENOENT)
-		return hutch_cli_fail(HUTCH_EXIT_NOT_FOUND,
-		                      "no log of sandbox '%s': it was kept 7 days, or the "
-		                      "sandbox never started",
-		                      arg);
+		return hutch_cli_no_record(ended ? arg : p.id, "log",
+		                           "a log is kept 7 days after the sandbox ended");
 	return r < 0 ? hutch_cli_fail(HUTCH_EXIT_FAILURE, "events: %s", strerror(-r)) : 0;
 }
 

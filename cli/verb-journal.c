@@ -107,10 +107,9 @@ static int locate(const char *id, struct jsrc *s)
 	src_in(s, dir, cur, old, true);
 	if (access(s->cur, F_OK) == 0 || errno != ENOENT)
 		return 0;
-	return hutch_cli_fail(HUTCH_EXIT_NOT_FOUND,
-	                      "no journal of sandbox '%s': it is kept 7 days after the sandbox "
-	                      "ended, and none is written with --journal-max 0",
-	                      id);
+	return hutch_cli_no_record(id, "journal",
+	                           "a journal is kept 7 days after the sandbox ended, and none is "
+	                           "written with --journal-max 0");
 }
 
 static const char *str(const cJSON *o, const char *name)

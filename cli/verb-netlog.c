@@ -359,11 +359,9 @@ static int from_files(struct hutch_cli_args *a, const char *live, const char *st
 
 	src_locate(&n, live, stale, id);
 	if (!live && access(n.cur, F_OK) < 0 && access(n.old, F_OK) < 0 && errno == ENOENT)
-		return hutch_cli_fail(HUTCH_EXIT_NOT_FOUND,
-		                      "no egress log of sandbox '%s': it is kept 7 days after the "
-		                      "sandbox ended, and none is written for network none or "
-		                      "--net-log off",
-		                      id);
+		return hutch_cli_no_record(id, "egress log",
+		                           "an egress log is kept 7 days after the sandbox ended, "
+		                           "and none is written for network none or --net-log off");
 	if (!(f.buf = malloc(LINE_MAX_BYTES + 1)))
 		return hutch_cli_fail(HUTCH_EXIT_FAILURE, "out of memory");
 	if (a->json && !a->follow)

@@ -121,6 +121,7 @@ def test_option_value_errors(hutch, tmp_path, args, words):
     ["set-timeout", "ID", "60"], ["ps", "ID"], ["logs", "ID", "p1"], ["kill", "ID", "p1"],
     ["diff", "ID"], ["snapshot", "ID"], ["rollback", "ID", "snap"], ["fork", "ID"],
     ["stats", "--no-stream", "ID"], ["port", "ID"],
+    ["journal", "ID"], ["events", "ID"], ["net-log", "ID"],  # without records: gone too
 ])
 def test_a_dead_sandbox_is_gone_and_gc_removes_it(hutch, tmp_path, args):
     """A sandbox whose supervisor is gone (here: a state directory no

@@ -260,10 +260,12 @@ def test_follow_of_a_sandbox_that_ends_without_a_request(hutch):
             p.wait()
     assert p.returncode == 66 and out == b"", err
     assert err == b"hutch: the sandbox ended without a request: no journal\n", err
-    # (net-log's refusal of the same ended sandbox: network none writes no egress log)
+    # (net-log's refusal of the same ended sandbox: network none writes no
+    # egress log; the sandbox is gone, 66, as for the other verbs)
     r = hutch("net-log", sb.id)
-    assert r.returncode == 65 and r.stdout == b"", r
-    assert b"no egress log of sandbox" in r.stderr and b"network none" in r.stderr, r.stderr
+    assert r.returncode == 66 and r.stdout == b"", r
+    assert f"sandbox {sb.id} was deleted at ".encode() in r.stderr, r.stderr
+    assert b"no egress log of it is kept" in r.stderr and b"network none" in r.stderr, r.stderr
 
 
 def test_usage_errors(hutch):
@@ -289,8 +291,9 @@ def test_usage_errors(hutch):
     r = hutch("journal", off.id)
     assert r.returncode == NOT_FOUND and b"--journal-max 0" in r.stderr, r
     off.rm()
-    r = hutch("journal", off.id)  # ended without one: none kept either
-    assert r.returncode == NOT_FOUND and b"no journal of sandbox" in r.stderr, r
+    r = hutch("journal", off.id)  # ended without one: none kept either; gone, 66
+    assert r.returncode == 66 and f"sandbox {off.id} was deleted at ".encode() in r.stderr, r
+    assert b"no journal of it is kept" in r.stderr and b"--journal-max 0" in r.stderr, r
 
 
 @pytest.fixture

@@ -463,12 +463,15 @@ def test_events_log_what_the_supervisor_did_and_outlive_the_sandbox(hutch):
 
 
 def test_events_of_a_pruned_log_say_so(hutch):
-    """An ended sandbox whose log is gone (pruned after 7 days): exit 65
-    naming why, not an empty answer."""
+    """An ended sandbox whose log is gone (pruned after 7 days): the sandbox
+    is gone, 66 as for the other verbs, naming when and why, not an empty
+    answer."""
     sb = hutch.create("--instance-type", "nano")
     assert hutch("rm", sb.id).returncode == 0
     log = os.path.join(hutch.rtdir, ".gone", sb.id + ".events")
     assert wait_until(lambda: os.path.exists(log), 10)
     os.unlink(log)
     r = hutch("events", sb.id)
-    assert r.returncode == 65 and b"no log of sandbox" in r.stderr and r.stdout == b"", r
+    assert r.returncode == 66 and r.stdout == b"", r
+    assert f"sandbox {sb.id} was deleted at ".encode() in r.stderr, r
+    assert b"no log of it is kept (a log is kept 7 days" in r.stderr, r

@@ -19,6 +19,7 @@
 
 #include "cleanup.h"
 #include "fdutil.h"
+#include "image-internal.h"
 #include "store-internal.h"
 
 #define META_MAX (1 << 20) /* a snapshot.json, at most */
@@ -60,6 +61,42 @@ int hutch_image_name_free(struct hutch_image_store *s, const char *name, struct 
 		return r < 0 ? hutch_err_set_errno(err, r, "look for snapshot '%s'", name) : 0;
 	}
 	return r;
+}
+
+int hutch_image_name_pick(const char *stem, unsigned *counter,
+                          int (*taken)(void *ud, const char *name, struct hutch_err *err), void *ud,
+                          char *buf, size_t size, struct hutch_err *err)
+{
+	unsigned n = *counter;
+
+	for (int i = 0; i < HUTCH_IMAGE_NAME_TRIES; i++) {
+		int r;
+
+		if ((size_t)snprintf(buf, size, "%s-%u", stem, ++n) >= size)
+			return hutch_err_set(err, -ENAMETOOLONG, "a name after '%s'", stem);
+		r = taken(ud, buf, err);
+		if (r == 0) {
+			*counter = n;
+			return 0;
+		}
+		if (r != -EEXIST)
+			return r;
+		*err = (struct hutch_err){ 0 };
+	}
+	return hutch_err_set_class(err, HUTCH_ERRC_CONFLICT, -EEXIST,
+	                           "%d names after '%s-%u' are taken: give the snapshot a name",
+	                           HUTCH_IMAGE_NAME_TRIES, stem, *counter);
+}
+
+static int store_name_taken(void *ud, const char *name, struct hutch_err *err)
+{
+	return hutch_image_name_free(ud, name, err);
+}
+
+int hutch_image_name_next(struct hutch_image_store *s, const char *stem, unsigned *counter,
+                          char *buf, size_t size, struct hutch_err *err)
+{
+	return hutch_image_name_pick(stem, counter, store_name_taken, s, buf, size, err);
 }
 
 int hutch_image_full_new(struct hutch_image_store *s, const char *name, char ret_tmp[64],

@@ -24,6 +24,17 @@
 #define HUTCH_IMAGE_ENV_MAX   1024      /* Env entries of a config */
 #define HUTCH_IMAGE_PATH_MAX  256       /* a file name inside a docker archive */
 
+/* ---- fullstore.c: a default name (pure) ---- */
+
+/* "<stem>-<n>" into buf for the first n after *counter that taken(ud,
+ * name) finds free (0: free; -EEXIST: taken, try the next; other: its
+ * error, passed on), *counter advanced to it. -EEXIST (conflict) after
+ * HUTCH_IMAGE_NAME_TRIES names taken. */
+#define HUTCH_IMAGE_NAME_TRIES 1000
+int hutch_image_name_pick(const char *stem, unsigned *counter,
+                          int (*taken)(void *ud, const char *name, struct hutch_err *err), void *ud,
+                          char *buf, size_t size, struct hutch_err *err);
+
 /* ---- oci.c: the JSON documents (pure) ---- */
 
 struct hutch_image_manifest {

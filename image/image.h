@@ -228,6 +228,11 @@ int hutch_image_tar_dirs(int out, const struct hutch_image_tar_src *srcs, size_t
 /* Can name be given to a new image? -EEXIST (conflict) if the store has
  * one, -EINVAL (usage) if it is no valid name. */
 int hutch_image_name_free(struct hutch_image_store *s, const char *name, struct hutch_err *err);
+/* A default name no image or snapshot of the store has: "<stem>-<n>" for
+ * the first n after *counter (advanced to it), names taken skipped (the
+ * writers' lock held, so it stays free). */
+int hutch_image_name_next(struct hutch_image_store *s, const char *stem, unsigned *counter,
+                          char *buf, size_t size, struct hutch_err *err);
 
 struct hutch_image_commit_result {
 	char diff_id[HUTCH_IMAGE_DIGEST_LEN + 1]; /* the new top layer's */

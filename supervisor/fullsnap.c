@@ -670,12 +670,7 @@ int hutch_sup_snapshot_full(struct sup *s, const char *name, cJSON **ret, struct
 
 	if ((r = check(s, err)) < 0)
 		return r;
-	if (!name || !*name) {
-		snprintf(auto_name, sizeof(auto_name), "snap-%.12s-%lld", s->id,
-		         (long long)time(NULL));
-		name = auto_name;
-	}
-	if ((r = hutch_sup_snapshot_name_check(name, err)) < 0)
+	if (name && *name && (r = hutch_sup_snapshot_name_check(name, err)) < 0)
 		return r;
 	probe(s, &c);
 	if (!c.works) {
@@ -683,6 +678,7 @@ int hutch_sup_snapshot_full(struct sup *s, const char *name, cJSON **ret, struct
 		return hutch_err_set_class(err, HUTCH_ERRC_NOT_CAPABLE, -EOPNOTSUPP, "%s", why);
 	}
 	if ((r = hutch_sup_snapshot_store(s, &store, err)) < 0 ||
+	    (r = hutch_sup_snapshot_name(s, store, &name, auto_name, sizeof(auto_name), err)) < 0 ||
 	    (dirfd = hutch_image_full_new(store, name, tmp, err)) < 0)
 		return r < 0 ? r : dirfd;
 	r = dump(s, &c, dirfd, &files, err);

@@ -75,12 +75,21 @@ int hutch_sup_snapshot_gen(struct sup *s, const char *name, uint64_t *ret_gen)
 	return -ENOENT;
 }
 
+/* s->snap, made on first use (its fds none yet). */
+static struct sup_snapshot *snap_of(struct sup *s)
+{
+	if (!s->snap && (s->snap = calloc(1, sizeof(*s->snap))))
+		for (size_t i = 0; i < HUTCH_ROOTFS_WRITE_FDS; i++)
+			s->snap->fds[i] = -EBADF;
+	return s->snap;
+}
+
 int hutch_sup_snapshot_take_fds(struct sup *s, const uint32_t *which, size_t nwhich, int *fds,
                                 size_t nfds, struct hutch_err *err)
 {
-	struct sup_snapshot *sn = s->snap;
+	struct sup_snapshot *sn = snap_of(s);
 
-	if (!sn && !(sn = s->snap = calloc(1, sizeof(*sn)))) {
+	if (!sn) {
 		hutch_close_many(fds, nfds);
 		return hutch_err_set(err, -ENOMEM, "the writable layer's fds");
 	}
@@ -89,8 +98,6 @@ int hutch_sup_snapshot_take_fds(struct sup *s, const uint32_t *which, size_t nwh
 		return hutch_err_set(err, -EPROTO, "init passed %zu fds for %zu directories", nfds,
 		                     nwhich);
 	}
-	for (size_t i = 0; i < HUTCH_ROOTFS_WRITE_FDS; i++)
-		sn->fds[i] = -EBADF;
 	for (size_t i = 0; i < nfds; i++) {
 		if (which[i] >= HUTCH_ROOTFS_WRITE_FDS || sn->fds[which[i]] >= 0) {
 			hutch_close_many(fds + i, nfds - i);
@@ -315,12 +322,28 @@ int hutch_sup_snapshot_store(struct sup *s, struct hutch_image_store **ret, stru
 	return 0;
 }
 
-static int open_store(struct sup *s, const char *name, struct hutch_image_store **ret,
-                      struct hutch_err *err)
+int hutch_sup_snapshot_name(struct sup *s, struct hutch_image_store *store, const char **name,
+                            char *buf, size_t size, struct hutch_err *err)
+{
+	char stem[32];
+
+	if (*name && **name)
+		return hutch_image_name_free(store, *name, err);
+	if (!snap_of(s))
+		return hutch_err_set(err, -ENOMEM, "snapshot");
+	/* One count for both kinds, a name taken (given by hand, or kept
+	 * by a store that outlived an id) skipped: never a conflict. */
+	snprintf(stem, sizeof(stem), "snap-%.12s", s->id);
+	*name = buf;
+	return hutch_image_name_next(store, stem, &s->snap->taken, buf, size, err);
+}
+
+static int open_store(struct sup *s, const char **name, char *buf, size_t size,
+                      struct hutch_image_store **ret, struct hutch_err *err)
 {
 	int r = hutch_sup_snapshot_store(s, ret, err);
 
-	return r < 0 ? r : hutch_image_name_free(*ret, name, err);
+	return r < 0 ? r : hutch_sup_snapshot_name(s, *ret, name, buf, size, err);
 }
 
 int hutch_sup_snapshot_name_check(const char *name, struct hutch_err *err)
@@ -348,18 +371,14 @@ int hutch_sup_snapshot(struct sup *s, const char *name, const char *const *env, 
 
 	if ((r = check(s, err)) < 0)
 		return r;
-	if (!name || !*name) {
-		snprintf(auto_name, sizeof(auto_name), "snap-%.12s-%u", s->id, ++s->snap->taken);
-		name = auto_name;
-	}
-	if ((r = hutch_sup_snapshot_name_check(name, err)) < 0)
+	if (name && *name && (r = hutch_sup_snapshot_name_check(name, err)) < 0)
 		return r;
 	if (!meta || !cJSON_AddStringToObject(meta, "source", s->id) ||
 	    !cJSON_AddStringToObject(meta, "type", "filesystem") ||
 	    !cJSON_AddNumberToObject(meta, "created", (double)time(NULL)))
 		return hutch_err_set(err, -ENOMEM, "snapshot");
 	t0 = hutch_now_mono_sec();
-	if ((r = open_store(s, name, &store, err)) < 0)
+	if ((r = open_store(s, &name, auto_name, sizeof(auto_name), &store, err)) < 0)
 		return r;
 	t1 = hutch_now_mono_sec();
 	if (!frozen && (r = hutch_cgroup_freeze(s->cg, true, err)) < 0)

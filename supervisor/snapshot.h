@@ -29,6 +29,12 @@ int hutch_sup_snapshot_fd(struct sup *s, unsigned which);
 int hutch_sup_snapshot_store(struct sup *s, struct hutch_image_store **ret, struct hutch_err *err);
 /* At the end: the fds closed. */
 void hutch_sup_snapshot_done(struct sup *s);
+/* A new snapshot's name in store (its writers' lock held): *name checked
+ * free when given, else made snap-<id>-<n> in buf (n counts this
+ * sandbox's snapshots of both kinds; names taken are skipped) and *name
+ * pointed at it. */
+int hutch_sup_snapshot_name(struct sup *s, struct hutch_image_store *store, const char **name,
+                            char *buf, size_t size, struct hutch_err *err);
 /* -EINVAL (usage) naming the rules when name is no snapshot name. */
 int hutch_sup_snapshot_name_check(const char *name, struct hutch_err *err);
 /*

@@ -137,6 +137,21 @@ def test_snapshot_deletes_and_opaque_dirs_survive(snap):
         len(json.loads(h("snapshot", "inspect", "s1").stdout)["layers"]) + 1
 
 
+def test_default_names_are_unique(snap):
+    """Unnamed snapshots of one sandbox, taken at once: snap-<id>-<n>, n
+    counting them; a name of that form already taken (here given by hand)
+    is skipped, not a conflict (full snapshots share the count:
+    tests/unit/test_image.c's test_name_pick)."""
+    h, image = snap
+    src = h.create("--image", image)
+    names = [take(h, src.id)["name"] for _ in range(2)]
+    assert names == [f"snap-{src.id}-1", f"snap-{src.id}-2"]
+    assert take(h, src.id, f"snap-{src.id}-3")["name"] == f"snap-{src.id}-3"
+    assert take(h, src.id)["name"] == f"snap-{src.id}-4"
+    listed = [s["name"] for s in json.loads(h("snapshot", "ls", "--json").stdout)]
+    assert sorted(listed) == [f"snap-{src.id}-{n}" for n in (1, 2, 3, 4)]
+
+
 def test_snapshot_ls_inspect_rm_and_prune(snap):
     h, image = snap
     src = h.create("--image", image)

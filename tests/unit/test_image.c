@@ -565,6 +565,63 @@ static void test_buildspec(void **state)
 	assert_false(hutch_image_env_is_valid("A=x\ny"));
 }
 
+/* A store of names: those listed are taken; "fail" makes the look-up fail. */
+static int names_taken(void *ud, const char *name, struct hutch_err *err)
+{
+	const char *const *taken = ud;
+
+	for (size_t i = 0; taken[i]; i++) {
+		if (!strcmp(taken[i], "fail"))
+			return hutch_err_set(err, -EIO, "look for '%s'", name);
+		if (!strcmp(taken[i], name))
+			return hutch_err_set_class(err, HUTCH_ERRC_CONFLICT, -EEXIST, "'%s'", name);
+	}
+	return 0;
+}
+
+/* Default snapshot names: unique however fast they come (two full
+ * snapshots in one second were snap-<id>-<seconds> both), names taken
+ * skipped, the count kept. */
+static void test_name_pick(void **state)
+{
+	const char *none[] = { NULL };
+	const char *some[] = { "snap-abc-1", "snap-abc-2", "snap-abc-4", NULL };
+	const char *fail[] = { "fail", NULL };
+	struct hutch_err err = { 0 };
+	unsigned n = 0;
+	char buf[64], first[64];
+
+	(void)state;
+	assert_int_equal(
+	        hutch_image_name_pick("snap-abc", &n, names_taken, none, buf, sizeof(buf), &err),
+	        0);
+	assert_string_equal(buf, "snap-abc-1");
+	snprintf(first, sizeof(first), "%s", buf);
+	assert_int_equal(
+	        hutch_image_name_pick("snap-abc", &n, names_taken, none, buf, sizeof(buf), &err),
+	        0);
+	assert_string_equal(buf, "snap-abc-2");
+	assert_string_not_equal(buf, first);
+	n = 0;
+	assert_int_equal(
+	        hutch_image_name_pick("snap-abc", &n, names_taken, some, buf, sizeof(buf), &err),
+	        0);
+	assert_string_equal(buf, "snap-abc-3");
+	assert_int_equal(n, 3);
+	assert_int_equal(
+	        hutch_image_name_pick("snap-abc", &n, names_taken, some, buf, sizeof(buf), &err),
+	        0);
+	assert_string_equal(buf, "snap-abc-5");
+	assert_int_equal(err.code, 0); /* the taken names' errors are not left behind */
+	n = 7;
+	assert_int_equal(
+	        hutch_image_name_pick("snap-abc", &n, names_taken, fail, buf, sizeof(buf), &err),
+	        -EIO);
+	assert_int_equal(n, 7);
+	assert_int_equal(hutch_image_name_pick("snap-abc", &n, names_taken, none, buf, 8, &err),
+	                 -ENAMETOOLONG);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -580,6 +637,7 @@ int main(void)
 		cmocka_unit_test(test_unpack_attacks),
 		cmocka_unit_test(test_recipe),
 		cmocka_unit_test(test_buildspec),
+		cmocka_unit_test(test_name_pick),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

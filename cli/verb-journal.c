@@ -33,6 +33,7 @@ struct jsrc {
 	char dir[4300];            /* where the files are */
 	char cur[4400], old[4400]; /* the current file and the one before it */
 	bool gone;                 /* the sandbox has ended */
+	struct hutch_paths live;   /* its state dir's paths while it lives (!gone) */
 };
 
 /* A file of the journal: its lines as they come (a line is printed only
@@ -86,6 +87,7 @@ static int locate(const char *id, struct jsrc *s)
 		return r;
 	if (!r) {
 		src_in(s, p.dir, HUTCH_JOURNAL_FILE, HUTCH_JOURNAL_OLD_FILE, false);
+		s->live = p;
 		if (access(s->cur, F_OK) == 0 || errno != ENOENT)
 			return 0;
 		r = journal_off(&p);
@@ -227,6 +229,16 @@ static int open_or_fail(const char *path, int *fd)
 	return 0;
 }
 
+/* --follow of a live sandbox whose supervisor was killed: its state dir is
+ * still there (until gc) and nobody holds its lock, no end line will come.
+ * 66 with the way out, else 0. */
+static int supervisor_killed(const struct jsrc *s)
+{
+	if (s->gone || access(s->live.dir, F_OK) < 0)
+		return 0;
+	return hutch_cli_check_live(&s->live);
+}
+
 /* --follow: new lines of f until the end line. The file moves beside the
  * tombstone when the sandbox ends (the watch follows its inode); a
  * rotation makes a new file in the dir (its watch wakes us). */
@@ -267,6 +279,8 @@ static int follow(struct jfile *f, struct jout *o, struct jsrc *s)
 			continue;
 		}
 		/* Nothing for a while: a supervisor that died writes no end. */
+		if (r == 0 && (r = supervisor_killed(s)))
+			return drain(f, o, s->cur) ?: r;
 		if (r == 0 && access(s->dir, F_OK) < 0 && ++quiet >= 3)
 			return hutch_cli_fail(HUTCH_EXIT_FAILURE,
 			                      "the journal ended without its end line (its "
@@ -281,6 +295,7 @@ static int wait_created(const struct jsrc *s)
 {
 	_cleanup_close_ int in = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
 	char ev[4096];
+	int n, r;
 
 	if (in < 0 || inotify_add_watch(in, s->dir, IN_CREATE) < 0)
 		return hutch_cli_fail(HUTCH_EXIT_FAILURE, "watch '%s': %s", s->dir,
@@ -291,9 +306,12 @@ static int wait_created(const struct jsrc *s)
 		if (access(s->dir, F_OK) < 0)
 			return hutch_cli_fail(HUTCH_EXIT_GONE,
 			                      "the sandbox ended without a request: no journal");
-		if (poll(&p, 1, 1000) > 0)
+		n = poll(&p, 1, 1000);
+		if (n > 0)
 			while (read(in, ev, sizeof(ev)) > 0)
 				;
+		else if (n == 0 && (r = supervisor_killed(s)))
+			return r;
 	}
 	return 0;
 }

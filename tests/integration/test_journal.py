@@ -9,6 +9,7 @@ import json
 import os
 import pwd
 import shutil
+import signal
 import stat
 import subprocess
 import tempfile
@@ -241,24 +242,30 @@ def test_follow_prints_until_the_end(hutch):
     assert any(x.get("command") == "echo followed" for x in js)
 
 
-def test_follow_of_a_sandbox_that_ends_without_a_request(hutch):
-    """--follow waits for the first request's journal; a sandbox that ends
-    before one (its supervisor told to stop) has none: 66, said once."""
-    import signal
-    sb = hutch.create("--instance-type", "nano")
+def follow_then_signal(hutch, sb, sig):
+    """journal --follow of sb, once it watches (inotify), then sig to sb's
+    supervisor: (exit code, stdout, stderr) of the follow."""
     sup = json.loads(hutch("inspect", sb.id).stdout)["supervisor_pid"]
     p = hutch.popen("journal", sb.id, "--follow")
     try:
         watching = lambda: any(os.readlink(f"/proc/{p.pid}/fd/{fd}") == "anon_inode:inotify"
                                for fd in os.listdir(f"/proc/{p.pid}/fd"))  # noqa: E731
         assert wait_until(watching, 30), p.communicate()
-        os.kill(sup, signal.SIGTERM)
+        os.kill(sup, sig)
         out, err = p.communicate(timeout=60)
     finally:
         if p.poll() is None:
             p.kill()
             p.wait()
-    assert p.returncode == 66 and out == b"", err
+    return p.returncode, out, err
+
+
+def test_follow_of_a_sandbox_that_ends_without_a_request(hutch):
+    """--follow waits for the first request's journal; a sandbox that ends
+    before one (its supervisor told to stop) has none: 66, said once."""
+    sb = hutch.create("--instance-type", "nano")
+    rc, out, err = follow_then_signal(hutch, sb, signal.SIGTERM)
+    assert rc == 66 and out == b"", err
     assert err == b"hutch: the sandbox ended without a request: no journal\n", err
     # (net-log's refusal of the same ended sandbox: network none writes no
     # egress log; the sandbox is gone, 66, as for the other verbs)
@@ -266,6 +273,24 @@ def test_follow_of_a_sandbox_that_ends_without_a_request(hutch):
     assert r.returncode == 66 and r.stdout == b"", r
     assert f"sandbox {sb.id} was deleted at ".encode() in r.stderr, r.stderr
     assert b"no egress log of it is kept" in r.stderr and b"network none" in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize("request_first", [True, False])
+def test_follow_of_a_sandbox_whose_supervisor_is_killed(hutch, request_first):
+    """--follow of a sandbox whose supervisor is killed -9 (no end line is
+    ever written, its state dir stays until gc): the lines so far, then 66
+    naming gc; it waited for ever before. Without a request yet the same,
+    from the wait for the journal's first line."""
+    sb = hutch.create("--instance-type", "nano")
+    if request_first:
+        assert sb.sh("echo one") == "one\n"
+    rc, out, err = follow_then_signal(hutch, sb, signal.SIGKILL)
+    assert rc == 66, (out, err)
+    assert err == (f"hutch: sandbox {sb.id} is not running: its supervisor is gone (killed or "
+                   "crashed); run 'hutch gc' to remove what it left\n").encode(), err
+    assert (b"echo one" in out) == request_first, out
+    r = hutch("gc")
+    assert r.returncode == 0 and b"removed 1 " in r.stdout, r
 
 
 def test_usage_errors(hutch):

@@ -392,8 +392,12 @@ static int upload(const struct hutch_paths *p, const char *local, const char *re
 	if (r || !is_dir)
 		return r;
 	/* The destination is a directory: copy into it. */
-	if (lseek(fd, 0, SEEK_SET) < 0)
-		return hutch_cli_fail(CP_EXIT_FILE, "'%s' is a directory in the sandbox", remote);
+	if (lseek(fd, 0, SEEK_SET) < 0) /* a FIFO, a pipe, a device: its bytes are gone */
+		return hutch_cli_fail(CP_EXIT_FILE,
+		                      "'%s' is a directory in the sandbox, and '%s' cannot be "
+		                      "read again (not a regular file): end the path with '/' "
+		                      "('ID:%s/') or name the file in it",
+		                      remote, local, remote);
 	snprintf(into, sizeof(into), "%s/%s", remote, base);
 	return put_stream(p, into, fd, S_ISREG(st.st_mode) ? st.st_size : -1, false, mode, NULL);
 }

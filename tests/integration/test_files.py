@@ -497,6 +497,35 @@ def test_cp_directories_both_ways(sandbox, hutch, tmp_path):
     assert "./sub/c.txt" in listing
 
 
+def test_cp_of_a_fifo_onto_a_directory(sandbox, hutch, tmp_path):
+    """A source that cannot be read twice (a FIFO) onto a directory: its
+    bytes went to the directory's path and were refused; 1 naming the fix
+    (a trailing '/'), which then copies it into the directory."""
+    import threading
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+
+    def cp_fed(dest):
+        def feed():
+            with open(fifo, "wb") as w:  # opens when hutch opens it
+                w.write(b"hello")
+        t = threading.Thread(target=feed)
+        t.start()
+        r = hutch("cp", str(fifo), f"{sandbox.id}:{dest}")
+        t.join(30)
+        assert not t.is_alive()
+        return r
+    r = cp_fed("/workspace")
+    assert r.returncode == 1, r.stderr
+    assert (f"'/workspace' is a directory in the sandbox, and '{fifo}' cannot be read again "
+            f"(not a regular file): end the path with '/' ('ID:/workspace/')").encode() \
+        in r.stderr, r.stderr
+    assert sandbox.sh("ls -A /workspace") == ""
+    r = cp_fed("/workspace/")
+    assert r.returncode == 0, r.stderr
+    assert sandbox.sh("cat /workspace/pipe") == "hello"
+
+
 def test_cp_errors(sandbox, hutch, tmp_path):
     r = hutch("cp", "0123456789ab:x", str(tmp_path / "x"))
     assert r.returncode == 65 and b"no sandbox" in r.stderr

@@ -235,6 +235,29 @@ def test_a_failed_first_import_makes_no_store(hutch, store, tmp_path, how):
     assert json.loads(hutch("image", "ls", "--json").stdout) == []
 
 
+@pytest.mark.parametrize("args,code,words", [
+    (["image", "build-default"], 69,
+     ["build-default needs mmdebstrap (Debian: apt-get install mmdebstrap)"]),
+    (["create", "--image", "hutch-default"], 69,
+     ["--image hutch-default: build-default needs mmdebstrap (Debian: apt-get install "
+      "mmdebstrap)"]),
+    (["image", "build-default", "--recipe", "RECIPE"], 64,
+     ["recipe 'RECIPE': line 2: unknown 'bogus' (a recipe line is base, packages, run or env)"]),
+    (["image", "build-default", "bad name!"], 64, ["invalid image name 'bad name!'"]),
+])
+def test_build_default_without_mmdebstrap(hutch, store, tmp_path, args, code, words):
+    """build-default (and create's build of the default image) on a host
+    without mmdebstrap: not capable, 69, naming the package; a bad recipe or
+    name is said first, 64; no store is left either way."""
+    recipe = tmp_path / "recipe"
+    recipe.write_text("base bookworm\nbogus line\n")
+    r = hutch(*[a.replace("RECIPE", str(recipe)) for a in args], env={"PATH": "/nonexistent"})
+    err = r.stderr.decode()
+    assert r.returncode == code, err
+    assert all(w.replace("RECIPE", str(recipe)) in err for w in words), err
+    assert not store.exists() and hutch.ids() == []
+
+
 def test_rm_and_prune(hutch, store, tmp_path):
     assert import_(hutch, o.layout(str(tmp_path / "a"), [base_layer()]), "a").returncode == 0
     assert import_(hutch, o.layout(str(tmp_path / "b"), [base_layer(), o.tar([o.f("y")])]),

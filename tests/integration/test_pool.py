@@ -3,6 +3,7 @@
 POST /claim, pooled sandboxes refusing work, keeper death and gc."""
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -229,6 +230,29 @@ def test_pool_usage_errors(pool, args, code, words):
     for w in words:
         assert w in r.stderr.decode(), (w, r.stderr)
     assert pooled_ids(pool) == []
+
+
+def test_a_first_fill_that_fails_is_said_and_leaves_no_pool(pool):
+    """The keeper's first fill refused (every fork after the keeper's own
+    refused with EAGAIN, the process limit, injected by strace): 70 with the
+    limit's words and fix, no pool left, no sandbox; the same start without
+    the fault then works."""
+    if shutil.which("strace") is None:
+        pytest.skip("needs strace")
+    forks = "clone,clone3,fork,vfork"
+    env = dict(pool.env, HUTCH_LXCFS="none")
+    r = subprocess.run(["strace", "-f", "-o", "/dev/null", "-e", "trace=" + forks,
+                        "-e", f"inject={forks}:error=EAGAIN:when=2+", HUTCH, "pool", "start",
+                        "--size", "1", "--instance-type", "nano"],
+                       env=env, capture_output=True, timeout=120)
+    err = r.stderr.decode()
+    assert r.returncode == 70, err
+    assert err.startswith("hutch: cannot start the pool: the sandbox's supervisor: cannot fork: "
+                          "the process limit is reached"), err
+    assert "remove sandboxes or raise the limit" in err, err
+    assert pools(pool) == [] and pooled_ids(pool) == []
+    start(pool, "--instance-type", "nano", size=1)
+    assert len(pooled_ids(pool)) == 1
 
 
 def test_second_start_of_the_same_pool_is_refused(pool):

@@ -51,6 +51,10 @@ void hutch_close_reset(int fd);
  */
 void hutch_accept_shed(int lfd, int *spare);
 int hutch_spare_fd(void);
+/* A non-blocking, close-on-exec unix stream socket listening on path
+ * (a stale file there replaced), 0600 (the umask while it is bound): the
+ * fd, or -errno (-ENAMETOOLONG beyond sun_path). */
+int hutch_unix_listen(const char *path, int backlog);
 struct sockaddr_un;
 /* A unix socket address for path, for bind() or connect(): the path itself
  * when it fits sun_path (107 bytes), else "/proc/self/fd/N/NAME" through an

@@ -54,7 +54,7 @@ void hutch_http_resp_done(struct hutch_http_resp *r)
 	hutch_buf_done(&r->body);
 }
 
-static int connect_unix(const char *path, struct hutch_err *err)
+int hutch_client_connect(const char *path, struct hutch_err *err)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	int fd;
@@ -215,7 +215,7 @@ int hutch_client_upgrade(const char *sock, const char *path, const char *proto, 
 	*ret_extra_len = 0;
 	if (cancel && *cancel) /* nothing sent: nothing starts */
 		return hutch_err_set(err, -ECANCELED, "interrupted");
-	fd = connect_unix(sock, err);
+	fd = hutch_client_connect(sock, err);
 	if (fd < 0)
 		return fd;
 	snprintf(hdrs, sizeof(hdrs), "Connection: Upgrade\r\nUpgrade: %s\r\n%s", proto, headers);
@@ -241,7 +241,7 @@ int hutch_client_request(const char *sock, const char *method, const char *path,
 
 	memset(ret, 0, sizeof(*ret));
 	hutch_buf_init(&ret->body, RESP_MAX);
-	fd = connect_unix(sock, err);
+	fd = hutch_client_connect(sock, err);
 	if (fd < 0)
 		return fd;
 	r = send_request(fd, method, path, NULL, body, len, NULL, 0);

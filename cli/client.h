@@ -23,6 +23,10 @@ void hutch_http_resp_done(struct hutch_http_resp *r);
  * -EINVAL with err filled for an invalid value. */
 int hutch_client_timeout_ms(struct hutch_err *err);
 
+/* A connected unix stream socket, or -errno with err filled (a missing
+ * socket file is -ECONNREFUSED, as a socket nobody listens on). */
+int hutch_client_connect(const char *path, struct hutch_err *err);
+
 /* One request; body may be NULL. err is filled only for transport errors
  * (-ECONNREFUSED, -ENOENT when the socket is gone, -ETIMEDOUT when no
  * answer came within hutch_client_timeout_ms()). */

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Running a command in a sandbox with its streams relayed (hutch run and
- * exec): POST /exec upgrades the connection to the framed byte stream of
- * base/frame.h; standard input (with -i) goes out in STDIN frames as it
+ * exec): the framed byte stream of base/frame.h, on exec.sock (hutch
+ * exec), run's hand-over socket, or POST /exec's upgraded connection
+ * where the sandbox has no exec.sock; standard input (with -i) goes out in STDIN frames as it
  * is read, STDOUT and STDERR frames are written out byte-exact as they
  * come, and the EXIT frame becomes hutch's exit code. Nothing is read
  * from stdin without -i: the stream then starts with its end of file, sent
@@ -39,6 +40,7 @@
 #include "client.h"
 #include "fdutil.h"
 #include "frame.h"
+#include "state.h"
 #include "stream.h"
 #include "util.h"
 
@@ -573,24 +575,57 @@ static int run_stream(const char *sock, const char *body, const struct hutch_cli
 	return relay(sock, fd, a->interactive, extra, extra_len, HUTCH_FRAME_FROM_SERVER, &rs);
 }
 
-/* hutch run's: the request's length (4 bytes, big-endian), the body and,
- * without -i, stdin's end, on a socketpair of ours; what fits goes before
- * the acknowledgement that hands the other end over, so the supervisor
- * finds the request whole. */
-static int run_handover(const char *sock, const char *body, const struct hutch_cli_args *a,
-                        struct hutch_cli_capture *cap, int (*ack)(void *ud, int fd), void *ud)
+/* The request as hutch run's hand-over and hutch exec's socket take it:
+ * its length (4 bytes, big-endian), the body and, without -i, stdin's
+ * end; from *off on, until sent, refused (the supervisor's answer follows
+ * on the socket) or, with MSG_DONTWAIT in flags, the socket full. */
+static void send_request(int fd, const char *body, bool interactive, size_t *off, int flags)
 {
-	struct run_state rs = { .exit_code = HUTCH_EXIT_FAILURE, .cap = cap };
-	_cleanup_close_ int fd = -EBADF;
-	size_t len = strlen(body), off = 0;
+	size_t len = strlen(body);
 	uint8_t head[4] = { (uint8_t)(len >> 24), (uint8_t)(len >> 16), (uint8_t)(len >> 8),
 		            (uint8_t)len };
 	uint8_t eof[HUTCH_FRAME_HDR];
 	struct iovec iov[3] = { { head, sizeof(head) },
 		                { (void *)body, len },
-		                { eof, a->interactive ? 0 : sizeof(eof) } };
-	int sp[2], r;
+		                { eof, interactive ? 0 : sizeof(eof) } };
 	ssize_t n;
+
+	hutch_frame_header(eof, HUTCH_FRAME_STDIN, 0);
+	for (;;) {
+		struct iovec v[3];
+		struct msghdr m = { .msg_iov = v };
+		size_t skip = *off;
+
+		for (int i = 0; i < 3; i++) {
+			if (skip >= iov[i].iov_len) {
+				skip -= iov[i].iov_len;
+				continue;
+			}
+			v[m.msg_iovlen].iov_base = (char *)iov[i].iov_base + skip;
+			v[m.msg_iovlen++].iov_len = iov[i].iov_len - skip;
+			skip = 0;
+		}
+		if (!m.msg_iovlen)
+			return;
+		n = sendmsg(fd, &m, MSG_NOSIGNAL | flags);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return;
+		*off += (size_t)n;
+	}
+}
+
+/* hutch run's: the request on a socketpair of ours; what fits goes
+ * before the acknowledgement that hands the other end over, so the
+ * supervisor finds the request whole. */
+static int run_handover(const char *sock, const char *body, const struct hutch_cli_args *a,
+                        struct hutch_cli_capture *cap, int (*ack)(void *ud, int fd), void *ud)
+{
+	struct run_state rs = { .exit_code = HUTCH_EXIT_FAILURE, .cap = cap };
+	_cleanup_close_ int fd = -EBADF;
+	size_t off = 0;
+	int sp[2], r;
 
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp) < 0) {
 		r = ack(ud, -1);
@@ -598,39 +633,42 @@ static int run_handover(const char *sock, const char *body, const struct hutch_c
 		         : hutch_cli_fail(HUTCH_EXIT_FAILURE, "socketpair: %s", strerror(errno));
 	}
 	fd = sp[0];
-	hutch_frame_header(eof, HUTCH_FRAME_STDIN, 0);
-	for (int pass = 0; pass < 2; pass++) {
-		/* first what fits at once, after the acknowledgement the rest */
-		if (pass == 1) {
-			r = ack(ud, sp[1]);
-			close(sp[1]);
-			if (r)
-				return r;
-		}
-		for (;;) {
-			struct iovec v[3];
-			struct msghdr m = { .msg_iov = v };
-			size_t skip = off;
+	send_request(fd, body, a->interactive, &off, MSG_DONTWAIT);
+	r = ack(ud, sp[1]);
+	close(sp[1]);
+	if (r)
+		return r;
+	send_request(fd, body, a->interactive, &off, 0);
+	return relay(sock, fd, a->interactive, NULL, 0,
+	             HUTCH_FRAME_FROM_SERVER | HUTCH_FRAME_BIT(HUTCH_FRAME_REFUSED), &rs);
+}
 
-			for (int i = 0; i < 3; i++) {
-				if (skip >= iov[i].iov_len) {
-					skip -= iov[i].iov_len;
-					continue;
-				}
-				v[m.msg_iovlen].iov_base = (char *)iov[i].iov_base + skip;
-				v[m.msg_iovlen++].iov_len = iov[i].iov_len - skip;
-				skip = 0;
-			}
-			if (!m.msg_iovlen)
-				break;
-			n = sendmsg(fd, &m, MSG_NOSIGNAL | (pass ? 0 : MSG_DONTWAIT));
-			if (n < 0 && errno == EINTR)
-				continue;
-			if (n <= 0)
-				break; /* full (the first pass), or refused: its answer follows */
-			off += (size_t)n;
-		}
-	}
+/* hutch exec's socket (supervisor/api/exec-sock.c): exec.sock beside the
+ * API's; connected, or -errno when there is none (a supervisor older
+ * than it, a run's or a container's API: POST /exec then). */
+static int connect_exec_sock(const char *sock)
+{
+	struct hutch_err ignored = { 0 };
+	const char *slash = strrchr(sock, '/');
+	size_t dir = slash ? (size_t)(slash - sock) + 1 : 0;
+	char path[4200];
+
+	if (dir + sizeof(HUTCH_EXEC_SOCK_NAME) > sizeof(path))
+		return -ENAMETOOLONG;
+	memcpy(path, sock, dir);
+	memcpy(path + dir, HUTCH_EXEC_SOCK_NAME, sizeof(HUTCH_EXEC_SOCK_NAME));
+	return hutch_client_connect(path, &ignored);
+}
+
+/* hutch exec's request on that socket, then its frames: no HTTP; a
+ * refusal is what POST /exec would answer, in a REFUSED frame. */
+static int exec_sock_stream(const char *sock, int fd, const char *body,
+                            const struct hutch_cli_args *a, struct hutch_cli_capture *cap)
+{
+	struct run_state rs = { .exit_code = HUTCH_EXIT_FAILURE, .cap = cap };
+	size_t off = 0;
+
+	send_request(fd, body, a->interactive, &off, 0);
 	return relay(sock, fd, a->interactive, NULL, 0,
 	             HUTCH_FRAME_FROM_SERVER | HUTCH_FRAME_BIT(HUTCH_FRAME_REFUSED), &rs);
 }
@@ -689,10 +727,12 @@ int hutch_cli_run_relay(const char *sock, int fd, const struct hutch_cli_args *a
 static int stream(const char *sock, char **argv, const struct hutch_cli_args *a,
                   struct hutch_cli_capture *cap, int (*ack)(void *ud, int fd), void *ud)
 {
-	/* brief in the body on the hand-over only (below) */
-	_cleanup_free_ char *body = hutch_cli_exec_body(argv, a, ack && !cap);
-	struct tty_mode tm = { 0 };
 	bool tty_fails = a->tty && !isatty(0);
+	/* exec's own socket where there is one; a run has its hand-over */
+	_cleanup_close_ int xfd = ack || tty_fails ? -EBADF : connect_exec_sock(sock);
+	/* brief in the body without HTTP only (POST /exec: a header) */
+	_cleanup_free_ char *body = hutch_cli_exec_body(argv, a, (ack || xfd >= 0) && !cap);
+	struct tty_mode tm = { 0 };
 	int r;
 
 	/* a run that runs nothing is acknowledged first, as before */
@@ -715,7 +755,12 @@ static int stream(const char *sock, char **argv, const struct hutch_cli_args *a,
 		return hutch_cli_fail(HUTCH_EXIT_FAILURE, "cannot set the terminal to raw mode: %s",
 		                      strerror(e));
 	}
-	r = ack ? run_handover(sock, body, a, cap, ack, ud) : run_stream(sock, body, a, cap);
+	if (ack)
+		r = run_handover(sock, body, a, cap, ack, ud);
+	else if (xfd >= 0)
+		r = exec_sock_stream(sock, xfd, body, a, cap);
+	else
+		r = run_stream(sock, body, a, cap);
 	tty_restore(&tm);
 	return r;
 }

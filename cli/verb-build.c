@@ -6,7 +6,7 @@
  * the base is created as create makes one (never a warm pool's) and never
  * handed over (supervisor/sandbox.h), so its supervisor deletes it as soon
  * as this process ends, however it ends. Files and copies go in as hutch
- * cp sends them (PUT /files), commands run as exec runs them (POST /exec,
+ * cp sends them (PUT /files), commands run as exec runs them (exec.sock or POST /exec,
  * their output on our stderr), and POST /snapshot with the build's env
  * ends it. Then the sandbox is deleted (DELETE /) whatever happened.
  */

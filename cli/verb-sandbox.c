@@ -294,7 +294,7 @@ static int cmd_run(struct hutch_cli_args *a)
 		r = stream_command(&c.paths, a->cfg.max_output_bytes, a, -EBADF, run_ack, &k);
 		if (k.failed)
 			return r;
-	} else { /* a warm pool's sandbox: POST /exec */
+	} else { /* a warm pool's sandbox: exec.sock, or POST /exec */
 		r = hutch_cli_interrupted() ? 128 + hutch_cli_interrupted()
 		                            : stream_command(&c.paths, a->cfg.max_output_bytes, a,
 		                                             -EBADF, NULL, NULL);

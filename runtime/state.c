@@ -52,6 +52,7 @@ int hutch_paths_init(const char *runtime_dir, const char *id, struct hutch_paths
 	snprintf(ret->id, sizeof(ret->id), "%s", id);
 	snprintf(ret->dir, sizeof(ret->dir), "%s/%s", runtime_dir, id);
 	snprintf(ret->sock, sizeof(ret->sock), "%s/api.sock", ret->dir);
+	snprintf(ret->exec, sizeof(ret->exec), "%s/" HUTCH_EXEC_SOCK_NAME, ret->dir);
 	snprintf(ret->state, sizeof(ret->state), "%s/state.json", ret->dir);
 	snprintf(ret->lock, sizeof(ret->lock), "%s/lock", ret->dir);
 	snprintf(ret->root, sizeof(ret->root), "%s/root", ret->dir);
@@ -454,6 +455,7 @@ int hutch_state_retired_paths(const struct hutch_paths *p, struct hutch_paths *r
 	                     p->id) >= sizeof(ret->dir))
 		return -ENAMETOOLONG;
 	snprintf(ret->sock, sizeof(ret->sock), "%s/api.sock", ret->dir);
+	snprintf(ret->exec, sizeof(ret->exec), "%s/" HUTCH_EXEC_SOCK_NAME, ret->dir);
 	snprintf(ret->state, sizeof(ret->state), "%s/state.json", ret->dir);
 	snprintf(ret->lock, sizeof(ret->lock), "%s/lock", ret->dir);
 	snprintf(ret->root, sizeof(ret->root), "%s/root", ret->dir);

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * On-disk state of sandboxes: $HUTCH_RUNTIME_DIR (default /run/hutch)/<id>/
- * holds api.sock, state.json, lock (flock'ed by the live supervisor) and
- * root (the empty mount point of the sandbox root). A supervisor's lock is
+ * holds api.sock, exec.sock (hutch exec's), state.json, lock (flock'ed by
+ * the live supervisor) and root (the empty mount point of the sandbox root). A supervisor's lock is
  * released by the kernel when it dies, which is how gc tells live from
  * dead. <runtime>/.gone/<id> remembers why a sandbox ended (expired,
  * deleted) so later calls can say so. uid slots live in a machine-wide
@@ -33,11 +33,15 @@
  * $XDG_RUNTIME_DIR/hutch or /tmp/hutch-<uid> otherwise (never NULL). */
 const char *hutch_runtime_dir(void);
 
+/* hutch exec's socket's name, beside api.sock (supervisor/api/exec-sock.c) */
+#define HUTCH_EXEC_SOCK_NAME "exec.sock"
+
 /* Paths of one sandbox (fixed buffers). */
 struct hutch_paths {
 	char id[HUTCH_ID_LEN + 1];
 	char dir[4096];
 	char sock[4200];
+	char exec[4200]; /* hutch exec's socket (supervisor/api/exec-sock.c) */
 	char state[4200];
 	char lock[4200];
 	char root[4200];

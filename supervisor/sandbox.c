@@ -612,6 +612,7 @@ static void sup_init(struct sup *s, struct hutch_config *cfg, struct hutch_conta
 	s->kind = hutch_kind_choose(cfg, ct);
 	s->cmdenv = hutch_default_env;
 	s->loop.epfd = s->sigfd = s->ttl_fd = s->init_sock = s->pidfd = s->listen_fd = -EBADF;
+	s->exec_sock.fd = -EBADF;
 	s->lock_fd = s->slot_fd = s->mntns_fd = s->procview_hold = -EBADF;
 	s->procview_pidfd = -EBADF;
 	s->idle.fd = s->hooks.deadline_fd = s->hooks.result_fd = s->events.fd = -EBADF;

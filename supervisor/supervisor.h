@@ -118,9 +118,15 @@ struct sup {
 		struct hutch_api_conn *hhead, *htail; /* half-closed, unsettled */
 		bool rerun; /* a connection closed: run libmicrohttpd again at once */
 	} conns;
-	bool delete_pending;            /* a DELETE / is waiting for teardown */
-	struct request *waiters;        /* requests answered when the sandbox has ended */
-	struct hutch_exec *execs;       /* upgraded exec streams (api/api-exec.c) */
+	bool delete_pending;      /* a DELETE / is waiting for teardown */
+	struct request *waiters;  /* requests answered when the sandbox has ended */
+	struct hutch_exec *execs; /* upgraded exec streams (api/api-exec.c) */
+	struct sup_exec_sock {    /* hutch exec's socket (api/exec-sock.c) */
+		int fd;           /* listening; -EBADF: none */
+		struct hutch_watch w;
+		unsigned open; /* its streams not yet ended */
+		bool paused;   /* at HUTCH_MAX_CONNECTIONS: not accepting */
+	} exec_sock;
 	struct sup_executor {           /* --executor-port (api/executor.c) */
 		struct MHD_Daemon *mhd; /* on the TCP listener; NULL: none */
 		struct hutch_watch w_mhd;

@@ -18,11 +18,11 @@
  * the body asked: "exit_frame": "brief") or ERROR (the sandbox ended); the socket
  * is then handed back to libmicrohttpd, which closes it.
  *
- * hutch run's command comes without HTTP (hutch_api_exec_stream()): on a
- * socket of its own that the run's "E" brought (supervisor/sandbox.h), its
- * length (4 bytes, big-endian) and the same JSON body come first, then
- * the same frames; a refusal is a REFUSED frame with /exec's answer and
- * its status. That socket is ours and closed at the end.
+ * hutch run's and hutch exec's commands come without HTTP (exec-run.c): on
+ * the socket the run's "E" brought (supervisor/sandbox.h), or exec.sock's
+ * (exec-sock.c), the length (4 bytes, big-endian) and the same JSON body
+ * first, then the same frames; a refusal is a REFUSED frame with /exec's
+ * answer and its status. That socket is ours and closed at the end.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -93,8 +93,9 @@ void hutch_exec_end(struct hutch_exec *x)
 	if (x->urh)
 		(void)hutch_mhd.upgrade_action(x->urh, MHD_UPGRADE_ACTION_CLOSE);
 	x->urh = NULL;
-	if (x->own) {
+	if (x->own)
 		close(x->sock);
+	if (x->run) {
 		/* A run's own stream is over: its CLI deletes the sandbox next ("D" or its
 		 * end). That begins now, init dying before this turn's journal, events lines. */
 		s->hooks.run_delete = true;
@@ -102,6 +103,8 @@ void hutch_exec_end(struct hutch_exec *x)
 	}
 	hutch_journal_request_end(x->jr, 0); /* (NULL: nothing) */
 	x->jr = NULL;
+	if (x->on_end)
+		x->on_end(x);
 	hutch_loop_defer(&s->loop, &x->dfree, exec_freed);
 }
 

@@ -29,6 +29,7 @@
 #include "api.h"
 #include "cleanup.h"
 #include "executor.h"
+#include "fdutil.h"
 #include "idle.h"
 #include "journal.h"
 #include "kind.h"
@@ -188,11 +189,7 @@ static void refuse_early(struct request *r, const char *url, const char *method,
 
 	if (r->tcp && tcp_refused(r, known))
 		return;
-	if (s->cfg->pool_key[0] && rt && !(rt->flags & HUTCH_ROUTE_POOLED)) {
-		snprintf(msg, sizeof(msg),
-		         "sandbox %s waits in a warm pool: take it with 'hutch create' "
-		         "(POST /claim) first",
-		         s->id);
+	if (rt && hutch_api_pooled_refusal(s, rt, msg, sizeof(msg))) {
 		refuse_with(r, HUTCH_ERRC_CONFLICT, "sandbox_pooled", msg, NULL);
 	} else if (denied) {
 		refuse_with(r, HUTCH_ERRC_NOT_CAPABLE, "access_denied", denied,
@@ -504,6 +501,7 @@ int hutch_api_timeout_ms(struct sup *s)
 		if (procs < 0 || headers < procs)
 			procs = (int)headers;
 	}
+	procs = min_timeout(procs, hutch_api_exec_timeout_ms(s));
 	return min_timeout(procs,
 	                   min_timeout(mhd_timeout_ms(s->mhd), mhd_timeout_ms(s->executor.mhd)));
 }
@@ -515,35 +513,12 @@ void hutch_api_run(struct sup *s)
 		return;
 	s->conns.rerun = false;
 	expire_waiting(s);
+	hutch_api_exec_expire(s);
 	(void)hutch_mhd.run(s->mhd);
 	if (s->executor.mhd)
 		(void)hutch_mhd.run(s->executor.mhd);
 	if (s->conns.hhead)
 		settle_half_closed(s);
-}
-
-static int listen_unix(const char *path)
-{
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	mode_t old;
-	int fd, r;
-
-	if (strlen(path) >= sizeof(sa.sun_path))
-		return -ENAMETOOLONG;
-	strcpy(sa.sun_path, path);
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-	if (fd < 0)
-		return -errno;
-	(void)unlink(path);
-	old = umask(0177);
-	r = bind(fd, (struct sockaddr *)&sa, sizeof(sa));
-	umask(old);
-	if (r < 0 || listen(fd, 256) < 0) {
-		r = -errno;
-		close(fd);
-		return r;
-	}
-	return fd;
 }
 
 void hutch_api_preload(void)
@@ -576,14 +551,21 @@ bool hutch_api_on_demand(const struct sup *s)
 
 int hutch_api_open(struct sup *s, struct hutch_err *err)
 {
+	int r;
+
 	if (s->kind->api_start)
 		return s->kind->api_start(s, err);
-	return hutch_api_on_demand(s) ? hutch_api_listen(s, err) : hutch_api_start(s, err);
+	if (hutch_api_on_demand(s))
+		return hutch_api_listen(s, err);
+	/* hutch exec's socket beside it (exec-sock.c): not where the API
+	 * itself waits for a first client (a run's, a container's) */
+	r = hutch_api_start(s, err);
+	return r < 0 ? r : hutch_api_exec_listen(s, err);
 }
 
 int hutch_api_listen(struct sup *s, struct hutch_err *err)
 {
-	int fd = listen_unix(s->paths.sock);
+	int fd = hutch_unix_listen(s->paths.sock, 256);
 
 	if (fd < 0)
 		return hutch_err_set_errno(err, fd, "listen on '%s'", s->paths.sock);
@@ -643,6 +625,8 @@ int hutch_api_watch(struct sup *s)
 	if (!s->mhd)
 		return 0; /* a container's: hutch_api_start_late() */
 	r = watch_daemon(s, &s->w_mhd, s->mhd);
+	if (r >= 0)
+		r = hutch_api_exec_watch(s);
 
 	if (r >= 0 && s->executor.mhd)
 		r = watch_daemon(s, &s->executor.w_mhd, s->executor.mhd);
@@ -664,6 +648,7 @@ void hutch_api_stop(struct sup *s)
 {
 	if (s->w_listen.fn && !s->mhd) /* a container's API never started */
 		hutch_loop_close(&s->loop, &s->w_listen, &s->listen_fd);
+	hutch_api_exec_unlisten(s);
 	hutch_api_exec_close_all(s); /* their sockets go back first */
 	if (s->executor.mhd) {
 		hutch_mhd.stop_daemon(s->executor.mhd); /* closes its listen socket */

@@ -46,6 +46,19 @@ void hutch_api_exec_close_all(struct sup *s);
  * supervisor/sandbox.h's "E"): read, started and streamed as POST
  * /exec's; fd is ours either way. -ENOMEM: not taken. */
 int hutch_api_exec_stream(struct sup *s, int fd);
+/* hutch exec's socket (exec-sock.c): exec.sock beside api.sock, where
+ * each connection carries one command as hutch run's socket does (the
+ * request's length and JSON body, then POST /exec's frames), no HTTP and
+ * no libmicrohttpd connection. Listened on at create when the API starts
+ * at once (hutch_api_open()), watched with it, closed before the streams
+ * end at the stop; a stream whose request is not whole within
+ * HUTCH_API_HEADER_TIMEOUT_MS ends (hutch_api_exec_expire(), with
+ * hutch_api_run(); the loop's wait bounded by _timeout_ms(), -1: any). */
+int hutch_api_exec_listen(struct sup *s, struct hutch_err *err);
+int hutch_api_exec_watch(struct sup *s);
+void hutch_api_exec_unlisten(struct sup *s);
+void hutch_api_exec_expire(struct sup *s);
+int hutch_api_exec_timeout_ms(struct sup *s);
 /* How long the loop may sleep before libmicrohttpd needs hutch_api_run(). */
 int hutch_api_timeout_ms(struct sup *s);
 

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * An exec stream (api-exec.c) as its two ways in share it: POST /exec's
- * upgraded connection, and hutch run's socket (exec-run.c).
+ * An exec stream (api-exec.c) as its three ways in share it: POST /exec's
+ * upgraded connection, hutch run's socket and a connection to hutch
+ * exec's socket (exec-run.c, exec-sock.c).
  */
 #ifndef HUTCH_EXEC_INTERNAL_H
 #define HUTCH_EXEC_INTERNAL_H
@@ -27,9 +28,14 @@ struct hutch_exec {
 	struct request *r; /* until libmicrohttpd completes the request */
 	struct cmd *cmd;
 	struct MHD_UpgradeResponseHandle *urh; /* set once upgraded */
-	int sock;  /* libmicrohttpd's (never closed here), or a run's (own) */
-	bool live; /* the stream is on: upgraded, or a run's request read */
-	bool own;  /* a run's socket (hutch_api_exec_stream()) */
+	int sock;                              /* libmicrohttpd's (never closed here), or our own */
+	bool live;                             /* the stream is on: upgraded, or its request read */
+	bool own; /* a socket of ours (exec-run.c): closed at the end */
+	bool run; /* a run's (hutch_api_exec_stream()): its end ends the sandbox */
+	/* exec.sock's (exec-sock.c): its accounting at the end; when the
+	 * connection came, for the request's deadline */
+	void (*on_end)(struct hutch_exec *x);
+	int64_t since_ms;
 	/* a run's: its request is being read (exec-run.c), this on its events */
 	void (*reading)(struct hutch_exec *x);
 	char *req; /* that request as it comes (the length, the body) */
@@ -65,6 +71,10 @@ struct hutch_exec {
 struct hutch_exec *hutch_exec_new(struct sup *s);
 /* Free one that never started (hutch_exec_end() for the others). */
 void hutch_exec_free(struct hutch_exec *x);
+/* A stream of s's on fd, a socket of our own whose request (length, JSON
+ * body) is read as it comes, then started or refused as POST /exec
+ * (exec-run.c); fd is the stream's, or closed on failure: NULL. */
+struct hutch_exec *hutch_exec_open_own(struct sup *s, int fd);
 /* Start the command of an /exec body (len bytes) for x: 0, or -1 with
  * *status and *answer (the caller's) the HTTP answer that refuses it. */
 int hutch_exec_begin(struct hutch_exec *x, const char *body, size_t len, unsigned *status,

@@ -1,13 +1,18 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * hutch run's command without HTTP: the run's acknowledgement ("E",
- * supervisor/sandbox.h) brings a socket of its own, on which come the
- * request's length (4 bytes, big-endian) and POST /exec's JSON body, then
- * the frames of POST /exec's upgraded connection (api-exec.c). What POST
- * /exec would answer other than 101 comes back as one REFUSED frame, its
- * JSON with the status added. The request is on the journal and counts
- * as activity as POST /exec's does. It saves a run a connection, an HTTP
- * request and its answer: one round trip to the supervisor, not two.
+ * A command without HTTP, on a socket of our own: hutch run's (the run's
+ * acknowledgement, "E" of supervisor/sandbox.h, brings it) or a
+ * connection to hutch exec's socket (exec.sock, exec-sock.c). On it come
+ * the request's length (4 bytes, big-endian) and POST /exec's JSON body,
+ * then the frames of POST /exec's upgraded connection (api-exec.c). The
+ * API's rules apply as to POST /exec: a pooled sandbox, --access, an
+ * ended sandbox, the body's bound; what POST /exec would answer other
+ * than 101 comes back as one REFUSED frame, its JSON with the status
+ * added. The request is on the journal (its caller from SO_PEERCRED) and
+ * wakes a sleeping sandbox, as POST /exec's does. A run saves a
+ * connection, an HTTP request and its answer (one round trip to the
+ * supervisor, not two); an exec saves libmicrohttpd's connection, its
+ * 256 KiB pool among it (docs/performance.md).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -44,8 +49,13 @@ static int start(struct hutch_exec *x, bool too_large, unsigned *status, cJSON *
 	unsigned known;
 	const struct hutch_api_route *rt = hutch_api_route_find("/exec", "POST", false, &known);
 	const char *no = rt ? hutch_api_access_refusal(s, rt) : NULL;
-	char msg[64];
+	char msg[512];
 
+	if (rt && hutch_api_pooled_refusal(s, rt, msg, sizeof(msg))) {
+		*status = hutch_api_status(HUTCH_ERRC_CONFLICT, "sandbox_pooled");
+		*answer = hutch_api_error_json("sandbox_pooled", msg);
+		return -1;
+	}
 	if (too_large) {
 		snprintf(msg, sizeof(msg), "request body larger than %u bytes", HUTCH_MAX_BODY);
 		*status = 413;
@@ -145,13 +155,13 @@ static void read_request(struct hutch_exec *x)
 	}
 }
 
-int hutch_api_exec_stream(struct sup *s, int fd)
+struct hutch_exec *hutch_exec_open_own(struct sup *s, int fd)
 {
 	struct hutch_exec *x = hutch_exec_new(s);
 
 	if (!x) {
 		close(fd);
-		return -ENOMEM;
+		return NULL;
 	}
 	x->sock = fd;
 	x->own = true;
@@ -159,10 +169,20 @@ int hutch_api_exec_stream(struct sup *s, int fd)
 	if (hutch_loop_add(&s->loop, &x->w_sock, fd, EPOLLIN) < 0) {
 		close(fd);
 		hutch_exec_free(x);
-		return -ENOMEM;
+		return NULL;
 	}
 	x->next = s->execs;
 	s->execs = x;
+	return x;
+}
+
+int hutch_api_exec_stream(struct sup *s, int fd)
+{
+	struct hutch_exec *x = hutch_exec_open_own(s, fd);
+
+	if (!x)
+		return -ENOMEM;
+	x->run = true;
 	read_request(x); /* it is likely there already */
 	return 0;
 }

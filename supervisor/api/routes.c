@@ -4,6 +4,7 @@
  * TCP listener) and hutch's native API, all of it under /v1/; a native
  * row whose path the contract also serves is reached only through /v1/
  * (V1). docs/api.md has the table. */
+#include <stdio.h>
 #include <string.h>
 
 #include "cleanup.h"
@@ -99,6 +100,18 @@ const struct hutch_api_route *hutch_api_route_find(const char *url, const char *
 		                                              : HUTCH_ROUTE_KNOWN;
 	}
 	return NULL;
+}
+
+const char *hutch_api_pooled_refusal(const struct sup *s, const struct hutch_api_route *rt,
+                                     char *buf, size_t n)
+{
+	if (!s->cfg->pool_key[0] || (rt->flags & HUTCH_ROUTE_POOLED))
+		return NULL;
+	snprintf(buf, n,
+	         "sandbox %s waits in a warm pool: take it with 'hutch create' "
+	         "(POST /claim) first",
+	         s->id);
+	return buf;
 }
 
 /* The access option (the cloud's): "files" runs no commands, "none"

@@ -69,6 +69,11 @@ const struct hutch_api_route *hutch_api_route_find(const char *url, const char *
                                                    unsigned *ret_known);
 /* Why the sandbox's access option (the cloud's) refuses rt (403), or NULL. */
 const char *hutch_api_access_refusal(const struct sup *s, const struct hutch_api_route *rt);
+/* A pooled sandbox serves nobody until it is claimed but the routes that
+ * say so (HUTCH_ROUTE_POOLED): the refusal's message written into buf (n
+ * bytes) and returned, or NULL: served. */
+const char *hutch_api_pooled_refusal(const struct sup *s, const struct hutch_api_route *rt,
+                                     char *buf, size_t n);
 
 /* Handlers. session.c: */
 enum MHD_Result hutch_api_serve_health(struct request *r, const char *upload, size_t *size);

@@ -446,6 +446,16 @@ def wait_until(pred, timeout=10.0, interval=0.01):
     return pred()
 
 
+def state_of(hutch, sid):
+    """The status a sandbox's state.json says (running, sleeping, ...), or
+    None while it is missing or being replaced."""
+    try:
+        with open(os.path.join(hutch.rtdir, sid, "state.json")) as f:
+            return json.load(f).get("status")
+    except (OSError, ValueError):
+        return None
+
+
 def proc_stat(pid):
     """/proc/PID/stat's fields after the command name, or None once the
     process is gone (a process listed by os.listdir can end before it is

@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from conftest import HUTCH, cgroup_dirs_named, retired_dirs, wait_until
+from conftest import HUTCH, cgroup_dirs_named, retired_dirs, state_of, wait_until
 from test_crash import supervisor_alive
 from netfake import link_index
 
@@ -57,14 +57,6 @@ def links_left(links):
             if re.search(rf"\b{name}\b", addrs):
                 left.append(f"address on {name}")
     return left
-
-
-def state_of(hutch, sid):
-    try:
-        with open(os.path.join(hutch.rtdir, sid, "state.json")) as f:
-            return json.load(f).get("status")
-    except (OSError, ValueError):
-        return None
 
 
 def settled(hutch):

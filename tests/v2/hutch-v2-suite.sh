@@ -108,8 +108,13 @@ if ! ip -4 route show default | grep -q .; then
 	ip link add "$dummy" type dummy && ip addr add 192.0.2.1/24 dev "$dummy" &&
 		ip link set "$dummy" up && ip route add default via 192.0.2.254 dev "$dummy"
 fi
+# test_rootless_snapshot.py's positive cases (a user's snapshot, spawn and
+# fork through its delegated cgroup's freeze) run only here; added at the
+# 12-07 stop without a VM pass yet (checked on cgroup v1 with the freeze
+# skipped, not committed).
 HUTCH_TEST_USER_SESSION=1 suite rootless $T/test_rootless.py $T/test_rootless_net.py \
-	$T/test_rootless_image.py --deselect $T/test_rootless_image.py::test_pool_of_an_image
+	$T/test_rootless_image.py $T/test_rootless_snapshot.py \
+	--deselect $T/test_rootless_image.py::test_pool_of_an_image
 [ -z "$dummy" ] || ip link del "$dummy"
 left=$(find /sys/fs/cgroup -name "hutch-*" 2>/dev/null)
 [ -z "$left" ] || {

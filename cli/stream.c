@@ -666,9 +666,29 @@ static int exec_sock_stream(const char *sock, int fd, const char *body,
                             const struct hutch_cli_args *a, struct hutch_cli_capture *cap)
 {
 	struct run_state rs = { .exit_code = HUTCH_EXIT_FAILURE, .cap = cap };
+	struct hutch_err err = { 0 };
+	int timeout = hutch_client_timeout_ms(&err);
 	size_t off = 0;
 
 	send_request(fd, body, a->interactive, &off, 0);
+	/* Nothing answers before the command's first bytes: while none came
+	 * within HUTCH_API_TIMEOUT, ask whether the supervisor answers at all
+	 * (POST /exec's 101 did), else give up naming the cause as every call
+	 * does. With -i stdin is relayed meanwhile: the relay waits. */
+	while (!a->interactive && timeout >= 0) {
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+		struct hutch_http_resp resp = { 0 };
+		int r = poll(&p, 1, timeout);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r != 0)
+			break;
+		r = hutch_client_request(sock, "GET", "/health", NULL, 0, &resp, &err);
+		hutch_http_resp_done(&resp);
+		if (r < 0)
+			return hutch_cli_lost(sock, r, err.msg);
+	}
 	return relay(sock, fd, a->interactive, NULL, 0,
 	             HUTCH_FRAME_FROM_SERVER | HUTCH_FRAME_BIT(HUTCH_FRAME_REFUSED), &rs);
 }

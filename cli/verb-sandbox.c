@@ -167,7 +167,7 @@ static int delete_sandbox(const struct hutch_paths *p, bool quiet, bool force)
 			                      err.msg);
 	} else if (r < 0) {
 		/* No supervisor answers: clean up what it left. */
-		r = hutch_state_reap(hutch_runtime_dir(), p->id, &err);
+		r = hutch_state_reap(hutch_runtime_dir(), p->id, "deleted", &err);
 		if (r < 0)
 			return hutch_cli_fail(HUTCH_EXIT_FAILURE, "remove sandbox %s: %s", p->id,
 			                      err.msg);
@@ -772,7 +772,9 @@ const struct hutch_cli_verb hutch_verb_gc = {
 	        "Remove the cgroups, state, host links and nftables rules that dead sandboxes left "
 	        "behind (also run by every create); stop the runtime dir's lxcfs (the /proc views) "
 	        "and its stock of disks made ahead of time and remove its disks' templates once no "
-	        "sandbox uses them (only here, not at create).\n",
+	        "sandbox uses them (only here, not at create). A sandbox whose supervisor died "
+	        "ends with a tombstone (status supervisor-died), its journal, log and egress log "
+	        "kept 7 days as an ended sandbox's.\n",
 	.opts = hutch_cli_json_opts,
 	.run = cmd_gc,
 };

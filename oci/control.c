@@ -373,7 +373,7 @@ int hutch_oci_cmd_delete(int argc, char **argv)
 	}
 	/* A supervisor that died without its teardown left its sandbox to gc. */
 	if (st.sandbox[0])
-		(void)hutch_state_reap(hutch_runtime_dir(), st.sandbox, &err);
+		(void)hutch_state_reap(hutch_runtime_dir(), st.sandbox, "deleted", &err);
 	if (hutch_rm_rf_at(AT_FDCWD, p.dir) < 0)
 		return hutch_oci_fail("delete container %s: remove '%s': %s", id, p.dir,
 		                      strerror(errno));

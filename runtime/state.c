@@ -231,6 +231,8 @@ const char *hutch_gone_words(const char *reason)
 {
 	if (reason && (!strcmp(reason, "expired") || !strcmp(reason, "crashed")))
 		return reason;
+	if (reason && !strcmp(reason, HUTCH_GONE_SUPERVISOR_DIED))
+		return "ended: its supervisor died (killed or crashed) and hutch gc removed it";
 	return "was deleted";
 }
 
@@ -338,9 +340,69 @@ static void reap_image_use(const cJSON *state, const char *id)
 	(void)unlink(path);
 }
 
+/* What a state dir holds that is kept beside the tombstone once the
+ * sandbox ended, as $RT/.gone/<id><suffix>: the supervisor's log
+ * (supervisor/events.h), the session journal (runtime/journal-format.h)
+ * and the egress log (supervisor/netlog.h). */
+static const struct {
+	const char *name, *suffix;
+} kept_records[] = {
+	{ "events.log", ".events" },
+	{ HUTCH_JOURNAL_FILE, HUTCH_JOURNAL_SUFFIX },
+	{ HUTCH_JOURNAL_OLD_FILE, HUTCH_JOURNAL_OLD_SUFFIX },
+	{ "net.jsonl", ".net" },
+	{ "net.1.jsonl", ".net.1" },
+};
+
+static bool is_kept_suffix(const char *tail)
+{
+	for (size_t i = 0; i < sizeof(kept_records) / sizeof(kept_records[0]); i++)
+		if (!strcmp(tail, kept_records[i].suffix))
+			return true;
+	return false;
+}
+
+/* A sandbox whose supervisor died (killed or crashed) ends as one that
+ * ended by itself does: its tombstone (unless its supervisor wrote one
+ * before it died: reason is why gc or rm removes it), a last line in its
+ * log saying so, and its records moved beside the tombstone, where hutch
+ * journal, events and net-log find them until the tombstones' prune. */
+static void keep_records(const struct hutch_paths *p, const char *reason)
+{
+	char rt[sizeof(p->dir)], line[320], path[4400], old[64], *slash;
+	_cleanup_close_ int fd = -EBADF;
+	int64_t at, now = hutch_now_realtime();
+	int n;
+
+	snprintf(rt, sizeof(rt), "%s", p->dir);
+	slash = strrchr(rt, '/');
+	if (!slash)
+		return;
+	*slash = '\0';
+	if (hutch_gone_read(rt, p->id, old, sizeof(old), &at) <= 0)
+		(void)hutch_gone_write(rt, p->id, reason, now);
+	/* What its supervisor moved before it died stays as it is. */
+	for (size_t i = 0; i < sizeof(kept_records) / sizeof(kept_records[0]); i++) {
+		snprintf(path, sizeof(path), "%s/.gone/%s%s", rt, p->id, kept_records[i].suffix);
+		if (access(path, F_OK) < 0 && errno == ENOENT)
+			(void)hutch_gone_keep(p->dir, p->id, kept_records[i].name,
+			                      kept_records[i].suffix);
+	}
+	snprintf(path, sizeof(path), "%s/.gone/%s%s", rt, p->id, kept_records[0].suffix);
+	fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+	n = hutch_format_utc(now, line, sizeof(line));
+	n += snprintf(line + n, sizeof(line) - (size_t)n,
+	              ".000Z %s: its supervisor was gone (killed or crashed); what it left "
+	              "is removed\n",
+	              strcmp(reason, HUTCH_GONE_SUPERVISOR_DIED) ? "rm" : "gc");
+	if (fd >= 0)
+		(void)hutch_write_all(fd, line, (size_t)n);
+}
+
 /* Remove the sandbox dir p->dir, the cgroups and the image use record its
- * state.json records, unless its supervisor (the lock holder) is alive. */
-static int reap_paths(const struct hutch_paths *p, struct hutch_err *err)
+ * state.json records, unless its supervisor (the lock holder) is alive;
+ * its records kept with a tombstone of reason (keep_records()). */
+static int reap_paths(const struct hutch_paths *p, const char *reason, struct hutch_err *err)
 {
 	_cleanup_close_ int lock = -EBADF;
 	_cleanup_cjson_ cJSON *state = NULL;
@@ -355,13 +417,15 @@ static int reap_paths(const struct hutch_paths *p, struct hutch_err *err)
 		reap_cgroups(state, err);
 		reap_image_use(state, p->id);
 	}
+	keep_records(p, reason);
 	r = hutch_rm_rf_at(AT_FDCWD, p->dir);
 	if (r < 0)
 		return hutch_err_set_errno(err, r, "remove '%s'", p->dir);
 	return 1;
 }
 
-int hutch_state_reap(const char *runtime_dir, const char *id, struct hutch_err *err)
+int hutch_state_reap(const char *runtime_dir, const char *id, const char *reason,
+                     struct hutch_err *err)
 {
 	struct hutch_paths p;
 	int r;
@@ -369,7 +433,7 @@ int hutch_state_reap(const char *runtime_dir, const char *id, struct hutch_err *
 	r = hutch_paths_init(runtime_dir, id, &p);
 	if (r < 0)
 		return hutch_err_set(err, r, "invalid sandbox id '%s'", id);
-	return reap_paths(&p, err);
+	return reap_paths(&p, reason, err);
 }
 
 /* True if process pid (through /proc) has the file of st open. */
@@ -397,7 +461,7 @@ static bool holds_file(pid_t pid, const struct stat *st)
 static int reap_when_free(const struct hutch_paths *p, int ms, struct hutch_err *err)
 {
 	for (int waited = 0;; waited += 10) {
-		int r = reap_paths(p, err);
+		int r = reap_paths(p, "deleted", err);
 		if (r != 0 || waited >= ms)
 			return r;
 		(void)nanosleep(&(struct timespec){ .tv_nsec = 10 * 1000 * 1000 }, NULL);
@@ -493,7 +557,7 @@ static int gc_retired(const char *runtime_dir, struct hutch_err *err)
 		    hutch_paths_init(runtime_dir, de->d_name + plen, &p) < 0 ||
 		    hutch_state_retired_paths(&p, &p) < 0)
 			continue;
-		if (reap_paths(&p, err) > 0)
+		if (reap_paths(&p, HUTCH_GONE_SUPERVISOR_DIED, err) > 0)
 			n++;
 	}
 	return n;
@@ -524,18 +588,13 @@ static void gc_gone(const char *runtime_dir, bool all)
 	while ((de = readdir(d))) {
 		char id[HUTCH_ID_LEN + 1];
 
-		/* A tombstone "<id>", and the supervisor's log "<id>.events"
-		 * (supervisor/events.h) and the session journal "<id>.journal",
-		 * "<id>.journal.1" (runtime/journal-format.h) and the egress log
-		 * "<id>.net", "<id>.net.1" (supervisor/netlog.h) kept beside it. */
+		/* A tombstone "<id>", and the records kept beside it
+		 * (kept_records[]). */
 		const char *tail = de->d_name + HUTCH_ID_LEN;
 
 		memcpy(id, de->d_name, HUTCH_ID_LEN);
 		id[HUTCH_ID_LEN] = '\0';
-		if (!hutch_id_is_valid(id) ||
-		    (*tail && strcmp(tail, ".events") && strcmp(tail, HUTCH_JOURNAL_SUFFIX) &&
-		     strcmp(tail, HUTCH_JOURNAL_OLD_SUFFIX) && strcmp(tail, ".net") &&
-		     strcmp(tail, ".net.1")))
+		if (!hutch_id_is_valid(id) || (*tail && !is_kept_suffix(tail)))
 			continue;
 		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
 		    now - st.st_mtime > HUTCH_GONE_KEEP_SECONDS)
@@ -646,7 +705,7 @@ static int gc(const char *runtime_dir, bool all, struct hutch_err *err)
 	if (r < 0)
 		return hutch_err_set_errno(err, r, "list '%s'", runtime_dir);
 	for (size_t i = 0; i < n; i++) {
-		r = hutch_state_reap(runtime_dir, ids[i], err);
+		r = hutch_state_reap(runtime_dir, ids[i], HUTCH_GONE_SUPERVISOR_DIED, err);
 		if (r > 0)
 			reaped++;
 	}

@@ -5,7 +5,7 @@
  * the live supervisor) and root (the empty mount point of the sandbox root). A supervisor's lock is
  * released by the kernel when it dies, which is how gc tells live from
  * dead. <runtime>/.gone/<id> remembers why a sandbox ended (expired,
- * deleted) so later calls can say so. uid slots live in a machine-wide
+ * deleted, crashed, supervisor-died) so later calls can say so. uid slots live in a machine-wide
  * directory so that two runtime dirs never share a host id range.
  */
 #ifndef HUTCH_STATE_H
@@ -83,9 +83,13 @@ int hutch_gone_keep(const char *state_dir, const char *id, const char *name, con
 int hutch_gone_read(const char *runtime_dir, const char *id, char *reason, size_t size,
                     int64_t *at);
 
-/* How a sandbox that ended for reason ("deleted", "expired", "crashed")
- * is said, for "sandbox ID <this> at TIME" in every message (API, CLI):
- * "was deleted", "expired", "crashed". */
+/* The reason of a sandbox whose supervisor died (killed or crashed) and
+ * which gc removed: its tombstone's time is gc's. */
+#define HUTCH_GONE_SUPERVISOR_DIED "supervisor-died"
+/* How a sandbox that ended for reason ("deleted", "expired", "crashed",
+ * "supervisor-died") is said, for "sandbox ID <this> at TIME" in every
+ * message (API, CLI): "was deleted", "expired", "crashed", "ended: its
+ * supervisor died (killed or crashed) and hutch gc removed it". */
 const char *hutch_gone_words(const char *reason);
 
 /* Resolve a full id or unique prefix to an existing sandbox id. -ENOENT if
@@ -96,8 +100,12 @@ int hutch_state_resolve(const char *runtime_dir, const char *prefix,
 int hutch_state_list(const char *runtime_dir, char (**ret)[HUTCH_ID_LEN + 1], size_t *ret_n);
 
 /* Remove what a dead sandbox left (cgroup dirs recorded in state.json, the
- * state dir); refuses if its supervisor is alive. Returns 1 if removed. */
-int hutch_state_reap(const char *runtime_dir, const char *id, struct hutch_err *err);
+ * state dir); refuses if its supervisor is alive. Its journal, log and
+ * egress log are kept beside a tombstone of reason ("deleted" for rm,
+ * HUTCH_GONE_SUPERVISOR_DIED for gc; one its supervisor wrote stays), as
+ * a supervisor's own end keeps them. Returns 1 if removed. */
+int hutch_state_reap(const char *runtime_dir, const char *id, const char *reason,
+                     struct hutch_err *err);
 /* For `rm -f` of a sandbox whose supervisor does not answer: SIGKILL the
  * supervisor named in state.json (only if that process holds the sandbox's
  * lock file open, so a reused pid is never hit), then reap as above.

@@ -113,3 +113,45 @@ def test_exec_refused_by_a_dead_supervisor_says_gone(hutch):
     assert hutch.ids() == [sb.id]
     assert hutch("gc").returncode == 0
     assert hutch.ids() == []
+
+
+def kill_supervisor(hutch, sb):
+    sup = json.loads(hutch("inspect", sb.id).stdout)["supervisor_pid"]
+    os.kill(sup, signal.SIGKILL)
+    assert wait_until(lambda: not supervisor_alive(hutch, sb.id), 10)
+
+
+@pytest.mark.parametrize("remover", ["gc", "rm"])
+def test_a_killed_supervisors_sandbox_removed_keeps_its_record(hutch, remover):
+    """A sandbox whose supervisor was killed -9, then removed by hutch gc
+    (or rm), ends as one that ended by itself: a tombstone that inspect,
+    exec and the record verbs report (66, why and when), its journal and
+    log kept beside it with a last line saying what happened. Before,
+    gc deleted them without a record: every verb said 'no sandbox'."""
+    sb = hutch.create("--instance-type", "nano")
+    assert sb.sh("echo kept") == "kept\n"
+    kill_supervisor(hutch, sb)
+    r = hutch(remover, sb.id) if remover == "rm" else hutch("gc")
+    assert r.returncode == 0, r.stderr
+    assert hutch.ids() == []
+    words = (b"ended: its supervisor died (killed or crashed) and hutch gc removed it at "
+             if remover == "gc" else b"was deleted at ")
+    r = hutch("inspect", sb.id)
+    assert r.returncode == 66 and f"hutch: sandbox {sb.id} ".encode() + words in r.stderr, r
+    assert json.loads(r.stdout)["status"] == ("supervisor-died" if remover == "gc" else "deleted")
+    r = hutch("exec", sb.id, "--", "true")
+    assert r.returncode == 66 and words in r.stderr, r
+    r = hutch("journal", sb.id)
+    assert r.returncode == 0 and b"echo kept" in r.stdout, r
+    r = hutch("events", sb.id)
+    assert r.returncode == 0, r
+    last = r.stdout.decode().splitlines()[-1]
+    assert last.endswith(f"{remover}: its supervisor was gone (killed or crashed); what it left "
+                         "is removed"), r.stdout
+    r = hutch("net-log", sb.id)  # network none keeps none: gone, said why
+    assert r.returncode == 66 and words in r.stderr, r
+    assert b"no egress log of it is kept" in r.stderr, r
+    # A second gc finds nothing more and keeps the record
+    r = hutch("gc")
+    assert r.returncode == 0 and b"removed 0 " in r.stdout, r
+    assert hutch("journal", sb.id).returncode == 0

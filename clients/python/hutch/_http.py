@@ -134,9 +134,12 @@ class Client:
                 return errors.SandboxExpiredError(
                     f"sandbox {sid} expired at {when} (ttl reached); create a new sandbox "
                     "(raise ttl_seconds if it needs to live longer)", sandbox_id=sid, at=when)
+            words = {"crashed": "crashed",
+                     "supervisor-died": "ended: its supervisor died (killed or crashed) and "
+                                        "hutch gc removed it"}.get(reason, "was deleted")
             return errors.SandboxDeletedError(
-                f"sandbox {sid} {'crashed' if reason == 'crashed' else 'was deleted'} at {when}; "
-                "create a new sandbox", sandbox_id=sid, at=when)
+                f"sandbox {sid} {words} at {when}; create a new sandbox", sandbox_id=sid,
+                at=when)
         if not os.path.exists(self.socket_path):
             return errors.SandboxDeletedError(
                 f"sandbox {sid} no longer exists (its socket {self.socket_path} is gone, and no "

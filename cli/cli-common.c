@@ -35,7 +35,7 @@ int hutch_cli_resolve(const char *arg, struct hutch_paths *p)
 int hutch_cli_resolve_as(const char *arg, unsigned flags, struct hutch_paths *p)
 {
 	const char *rt = hutch_runtime_dir();
-	char id[HUTCH_ID_LEN + 1], reason[64], when[40];
+	char id[HUTCH_ID_LEN + 1], reason[64];
 	int64_t at;
 	int r;
 
@@ -50,14 +50,8 @@ int hutch_cli_resolve_as(const char *arg, unsigned flags, struct hutch_paths *p)
 		        "see hutch ls)",
 		        arg, HUTCH_ID_LEN);
 	if (r < 0) {
-		if (hutch_gone_read(rt, arg, reason, sizeof(reason), &at) > 0) {
-			if (flags & HUTCH_CLI_GONE_OK)
-				return HUTCH_CLI_SKIP;
-			hutch_format_time(at, when, sizeof(when));
-			return hutch_cli_fail(HUTCH_EXIT_GONE, "sandbox %s %s at %s%s", arg,
-			                      hutch_gone_words(reason), when,
-			                      !strcmp(reason, "expired") ? " (ttl reached)" : "");
-		}
+		if (hutch_gone_read(rt, arg, reason, sizeof(reason), &at) > 0)
+			return flags & HUTCH_CLI_GONE_OK ? HUTCH_CLI_SKIP : hutch_cli_gone(arg, "");
 		if (flags & HUTCH_CLI_MISSING_OK)
 			return HUTCH_CLI_SKIP;
 		return hutch_cli_fail(HUTCH_EXIT_NOT_FOUND, "no sandbox '%s' in %s (see hutch ls)",
@@ -65,6 +59,22 @@ int hutch_cli_resolve_as(const char *arg, unsigned flags, struct hutch_paths *p)
 	}
 	(void)hutch_paths_init(rt, id, p);
 	return 0;
+}
+
+int hutch_cli_gone(const char *id, const char *tail)
+{
+	char reason[64], when[40];
+	int64_t at;
+
+	if (hutch_gone_read(hutch_runtime_dir(), id, reason, sizeof(reason), &at) <= 0)
+		return hutch_cli_fail(HUTCH_EXIT_GONE,
+		                      "sandbox %s was removed (its state directory is gone; no "
+		                      "tombstone says why)%s",
+		                      id, tail);
+	hutch_format_time(at, when, sizeof(when));
+	return hutch_cli_fail(HUTCH_EXIT_GONE, "sandbox %s %s at %s%s%s", id,
+	                      hutch_gone_words(reason), when,
+	                      !strcmp(reason, "expired") ? " (ttl reached)" : "", tail);
 }
 
 int hutch_cli_check_live(const struct hutch_paths *p)

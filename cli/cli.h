@@ -54,6 +54,9 @@ int hutch_cli_resolve(const char *arg, struct hutch_paths *p);
 #define HUTCH_CLI_MISSING_OK (1u << 1)
 #define HUTCH_CLI_SKIP       (-2)
 int hutch_cli_resolve_as(const char *arg, unsigned flags, struct hutch_paths *p);
+/* 66, naming why and when sandbox id ended (its tombstone: "sandbox ID
+ * was deleted at T"), then tail; without a tombstone, that it was removed. */
+int hutch_cli_gone(const char *id, const char *tail);
 /* 66 with the message if p's supervisor is gone, else 0. */
 int hutch_cli_check_live(const struct hutch_paths *p);
 /* A record kept of sandbox id (what: "journal", "egress log", "log") that

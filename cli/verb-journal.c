@@ -34,6 +34,7 @@ struct jsrc {
 	char cur[4400], old[4400]; /* the current file and the one before it */
 	bool gone;                 /* the sandbox has ended */
 	struct hutch_paths live;   /* its state dir's paths while it lives (!gone) */
+	char id[HUTCH_ID_LEN + 1]; /* the sandbox's */
 };
 
 /* A file of the journal: its lines as they come (a line is printed only
@@ -85,6 +86,7 @@ static int locate(const char *id, struct jsrc *s)
 
 	if (r && r != HUTCH_CLI_SKIP)
 		return r;
+	snprintf(s->id, sizeof(s->id), "%s", r ? id : p.id);
 	if (!r) {
 		src_in(s, p.dir, HUTCH_JOURNAL_FILE, HUTCH_JOURNAL_OLD_FILE, false);
 		s->live = p;
@@ -239,6 +241,22 @@ static int supervisor_killed(const struct jsrc *s)
 	return hutch_cli_check_live(&s->live);
 }
 
+/* --follow of a sandbox whose dir (its state dir, or the retired one) is
+ * gone: its supervisor writes its last lines (holding the file's lock), or
+ * it died and rm or gc removed what it left (the file kept beside the
+ * tombstone, or deleted). 0 once the end line is there, else 66 naming
+ * why and when it ended. */
+static int dir_gone(struct jfile *f, struct jout *o, const struct jsrc *s)
+{
+	int r;
+
+	hutch_cli_wait_writer(f->fd);
+	if ((r = drain(f, o, s->cur)) || o->check.ended)
+		return r;
+	return hutch_cli_gone(s->id, "; its journal ends without an end line (its supervisor "
+	                             "died before writing one)");
+}
+
 /* --follow: new lines of f until the end line. The file moves beside the
  * tombstone when the sandbox ends (the watch follows its inode); a
  * rotation makes a new file in the dir (its watch wakes us). */
@@ -246,7 +264,6 @@ static int follow(struct jfile *f, struct jout *o, struct jsrc *s)
 {
 	_cleanup_close_ int in = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
 	struct stat a, b;
-	unsigned quiet = 0;
 	char ev[4096];
 	int r;
 
@@ -273,7 +290,6 @@ static int follow(struct jfile *f, struct jout *o, struct jsrc *s)
 		}
 		r = poll(&p, 1, 1000);
 		if (r > 0) {
-			quiet = 0;
 			while (read(in, ev, sizeof(ev)) > 0)
 				;
 			continue;
@@ -281,10 +297,8 @@ static int follow(struct jfile *f, struct jout *o, struct jsrc *s)
 		/* Nothing for a while: a supervisor that died writes no end. */
 		if (r == 0 && (r = supervisor_killed(s)))
 			return drain(f, o, s->cur) ?: r;
-		if (r == 0 && access(s->dir, F_OK) < 0 && ++quiet >= 3)
-			return hutch_cli_fail(HUTCH_EXIT_FAILURE,
-			                      "the journal ended without its end line (its "
-			                      "supervisor died?)");
+		if (r == 0 && access(s->dir, F_OK) < 0)
+			return dir_gone(f, o, s);
 	}
 	return 0;
 }
@@ -457,7 +471,8 @@ static const struct hutch_cli_opt journal_opts[] = {
 	  .short_name = 'f',
 	  .kind = HUTCH_CLI_FLAG,
 	  .offset = offsetof(struct hutch_cli_args, follow),
-	  .help = "keep printing new lines until the sandbox has ended" },
+	  .help = "keep printing new lines until the sandbox has ended (0 after its end line; 66 "
+	          "if it is gone without one: its supervisor killed, or removed by gc or rm)" },
 	{ .name = "json",
 	  .kind = HUTCH_CLI_FLAG,
 	  .offset = offsetof(struct hutch_cli_args, json),

@@ -10,6 +10,7 @@ the session's own (pytest_configure). Tests drive the real CLI and the
 real API socket, as root.
 """
 import base64
+import fcntl
 import glob
 import http.client
 import json
@@ -432,6 +433,21 @@ def _data_chunks(f, size=1 << 20):
             n = min(size, hole - pos)
             yield os.pread(fd, n + 4096, pos)
             pos += n
+
+
+def supervisor_alive(hutch, sid):
+    """Does a supervisor hold the sandbox's lock (the runtime's liveness test)?"""
+    try:
+        fd = os.open(os.path.join(hutch.rtdir, sid, "lock"), os.O_RDONLY | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        return False
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
 
 
 def wait_until(pred, timeout=10.0, interval=0.01):

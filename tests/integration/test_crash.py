@@ -10,22 +10,7 @@ import time
 
 import pytest
 
-from conftest import cgroups_gone, wait_until
-
-
-def supervisor_alive(hutch, sid):
-    """Does a supervisor hold the sandbox's lock (the runtime's liveness test)?"""
-    try:
-        fd = os.open(os.path.join(hutch.rtdir, sid, "lock"), os.O_RDONLY | os.O_CLOEXEC)
-    except FileNotFoundError:
-        return False
-    try:
-        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-        return False
-    except BlockingIOError:
-        return True
-    finally:
-        os.close(fd)
+from conftest import cgroups_gone, supervisor_alive, wait_until
 
 
 def settled(hutch):

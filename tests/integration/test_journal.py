@@ -16,7 +16,7 @@ import tempfile
 
 import pytest
 
-from conftest import HUTCH, Hutch, Sandbox, wait_until
+from conftest import HUTCH, Hutch, Sandbox, supervisor_alive, wait_until
 
 USAGE, NOT_FOUND, BROKEN = 64, 65, 1
 
@@ -242,15 +242,20 @@ def test_follow_prints_until_the_end(hutch):
     assert any(x.get("command") == "echo followed" for x in js)
 
 
+def wait_watching(p):
+    """Until the follower p watches its files (inotify)."""
+    watching = lambda: any(os.readlink(f"/proc/{p.pid}/fd/{fd}") == "anon_inode:inotify"
+                           for fd in os.listdir(f"/proc/{p.pid}/fd"))  # noqa: E731
+    assert wait_until(watching, 30), p.communicate()
+
+
 def follow_then_signal(hutch, sb, sig):
     """journal --follow of sb, once it watches (inotify), then sig to sb's
     supervisor: (exit code, stdout, stderr) of the follow."""
     sup = json.loads(hutch("inspect", sb.id).stdout)["supervisor_pid"]
     p = hutch.popen("journal", sb.id, "--follow")
     try:
-        watching = lambda: any(os.readlink(f"/proc/{p.pid}/fd/{fd}") == "anon_inode:inotify"
-                               for fd in os.listdir(f"/proc/{p.pid}/fd"))  # noqa: E731
-        assert wait_until(watching, 30), p.communicate()
+        wait_watching(p)
         os.kill(sup, sig)
         out, err = p.communicate(timeout=60)
     finally:
@@ -291,6 +296,42 @@ def test_follow_of_a_sandbox_whose_supervisor_is_killed(hutch, request_first):
     assert (b"echo one" in out) == request_first, out
     r = hutch("gc")
     assert r.returncode == 0 and b"removed 1 " in r.stdout, r
+
+
+@pytest.mark.parametrize("remover", ["gc", "rm"])
+def test_follow_of_a_sandbox_removed_meanwhile(hutch, remover):
+    """--follow of a sandbox whose supervisor was killed and whose state
+    dir gc (or rm) removed before the follower looked (it is stopped
+    meanwhile): the lines so far, then 66 naming why and when it ended, as
+    the other verbs say it. It exited 70 ('the journal ended without its
+    end line') before. (rm of a live sandbox while followed ends 0 after the
+    end line: test_follow_prints_until_the_end.)"""
+    sb = hutch.create("--instance-type", "nano")
+    assert sb.sh("echo one") == "one\n"
+    sup = json.loads(hutch("inspect", sb.id).stdout)["supervisor_pid"]
+    p = hutch.popen("journal", sb.id, "--follow")
+    try:
+        wait_watching(p)
+        os.kill(p.pid, signal.SIGSTOP)
+        try:
+            os.kill(sup, signal.SIGKILL)
+            assert wait_until(lambda: not supervisor_alive(hutch, sb.id), 10)
+            r = hutch("rm", sb.id) if remover == "rm" else hutch("gc")
+            assert r.returncode == 0 and hutch.ids() == [], r
+        finally:
+            os.kill(p.pid, signal.SIGCONT)
+        out, err = p.communicate(timeout=60)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    assert p.returncode == 66, (out, err)
+    words = ("ended: its supervisor died (killed or crashed) and hutch gc removed it"
+             if remover == "gc" else "was deleted")
+    assert err.startswith(f"hutch: sandbox {sb.id} {words} at ".encode()), err
+    assert err.endswith(b"; its journal ends without an end line (its supervisor died "
+                        b"before writing one)\n"), err
+    assert b"echo one" in out, out
 
 
 def test_usage_errors(hutch):

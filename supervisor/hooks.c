@@ -152,14 +152,37 @@ static void close_log(struct sup *s)
 	s->hooks.log_fd = -EBADF;
 }
 
+/* A run's command that came with the create ("E" before the answer,
+ * hutch_sandbox_create_run()) goes to init before anything that only the
+ * API, `hutch ls` and the creator read (state.json's "running", "ready" on
+ * this socket, the events): init starts it while those are written, and
+ * the creator, woken by "ready", no longer takes the CPU the command's
+ * start waits for (issue 31). Anything else on the socket (nothing yet, its
+ * end) is left for on_creator_event() after "ready". */
+static bool run_command_first(struct sup *s)
+{
+	_cleanup_close_ int stream = -EBADF;
+	char b = 0;
+
+	if (s->hooks.result_fd < 0 || s->cfg->pool_key[0] ||
+	    recv(s->hooks.result_fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) != 1 || b != 'E' ||
+	    hutch_recv_byte_fd(s->hooks.result_fd, &b, &stream, MSG_DONTWAIT) != 1)
+		return false;
+	if (stream < 0 || hutch_api_exec_stream(s, TAKE_FD(stream)) < 0)
+		s->hooks.run_delete = true;
+	return true;
+}
+
 static void ready(struct sup *s)
 {
 	struct hutch_err err = { 0 };
+	bool run = false;
 	int r;
 
 	s->hooks.phase = PHASE_READY;
 	s->ready = true;
 	close_log(s);
+	run = run_command_first(s);
 	r = hutch_sup_write_state(s, s->cfg->pool_key[0] ? "pooled" : "running");
 	if (r >= 0)
 		r = hutch_idle_start(s);
@@ -180,11 +203,16 @@ static void ready(struct sup *s)
 		creator_gone(s);
 		return;
 	}
-	s->hooks.awaiting_ack = true;
 	hutch_event(s, "ready%s", s->cfg->pool_key[0] ? ": waiting in a warm pool" : "");
-	/* A run's command may have come with the create ("E" before this
-	 * answer, hutch_sandbox_create_run()): started in this turn, with no
-	 * round trip to the creator. */
+	if (run) {
+		/* its command started above: "D" or the socket's end from now */
+		s->hooks.run_creator = true;
+		hutch_event(s, "handed over: to its run, deleted when the run ends");
+		return;
+	}
+	s->hooks.awaiting_ack = true;
+	/* The acknowledgement may be here already ("E" sent with the create
+	 * but not in when run_command_first() looked): acted on in this turn. */
 	on_creator_event(&s->hooks.w_result, EPOLLIN);
 }
 

@@ -66,8 +66,8 @@ int hutch_sandbox_create(struct hutch_config *cfg, const char *runtime_dir,
                          int progress_fd, struct hutch_err *err);
 /* The same for hutch run with its command made ready before
  * (stream_fd, hutch_created_ack_run()'s): sent with the create, so the
- * supervisor starts it in the turn the sandbox becomes ready, with no
- * round trip to the caller; ret->command_sent says it went (not: the
+ * supervisor starts it in the turn the sandbox becomes ready, first (before
+ * the "ready" answer), with no round trip to the caller; ret->command_sent says it went (not: the
  * acknowledgement carries it). A SIGINT or SIGTERM during the create then
  * no longer keeps the command from starting: the caller deletes the
  * sandbox at once ("D"), which kills it. */

@@ -69,8 +69,9 @@ static const struct hutch_cli_opt fork_opts[] = {
 	{ .name = "json",
 	  .kind = HUTCH_CLI_FLAG,
 	  A(json),
-	  .help = "print {source, snapshot, frozen_ms, forks: [ids]}" },
+	  .help = "print {source, snapshot, method, made_ahead, frozen_ms, forks: [ids]}" },
 	PROGRESS_OPT,
+	NO_LIMITS_OPT,
 	{ 0 },
 };
 
@@ -377,6 +378,8 @@ static void print_forks(const struct hutch_cli_args *a, const char *src, const c
 {
 	const char *name = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(snap, "name"));
 	const cJSON *frozen = cJSON_GetObjectItemCaseSensitive(snap, "frozen_ms");
+	const cJSON *ahead = cJSON_GetObjectItemCaseSensitive(snap, "made_ahead");
+	const char *method = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(snap, "method"));
 
 	if (a->json) {
 		_cleanup_cjson_ cJSON *o = cJSON_CreateObject();
@@ -388,11 +391,10 @@ static void print_forks(const struct hutch_cli_args *a, const char *src, const c
 			cJSON_AddStringToObject(o, "snapshot", name);
 		else
 			cJSON_AddNullToObject(o, "snapshot");
-		if (!name)
-			cJSON_AddStringToObject(
-			        o, "method",
-			        cJSON_GetStringValue(
-			                cJSON_GetObjectItemCaseSensitive(snap, "method")));
+		/* POST /fork's "method" and "made_ahead" (the snapshot route:
+		 * "snapshot", no forker) */
+		cJSON_AddStringToObject(o, "method", name ? "snapshot" : method);
+		cJSON_AddNumberToObject(o, "made_ahead", name ? 0 : cJSON_GetNumberValue(ahead));
 		cJSON_AddNumberToObject(o, "frozen_ms", cJSON_GetNumberValue(frozen));
 		for (size_t i = 0; ids && i < n; i++)
 			cJSON_AddItemToArray(ids, cJSON_CreateString(c[i].id));
@@ -407,13 +409,7 @@ static void print_forks(const struct hutch_cli_args *a, const char *src, const c
 		        n == 1 ? "" : "s", src, name, cJSON_GetNumberValue(frozen));
 	else
 		fprintf(stderr, "hutch: %zu fork%s of %s, its disk %s (frozen %.1f ms)\n", n,
-		        n == 1 ? "" : "s", src,
-		        strcmp(cJSON_GetStringValue(
-		                       cJSON_GetObjectItemCaseSensitive(snap, "method"))
-		                       ?: "",
-		               "clone")
-		                ? "copied"
-		                : "cloned",
+		        n == 1 ? "" : "s", src, strcmp(method ?: "", "clone") ? "copied" : "cloned",
 		        cJSON_GetNumberValue(frozen));
 }
 

@@ -17,7 +17,7 @@ import subprocess
 
 import pytest
 
-from conftest import HUTCH, SLOWDOWN, wait_until
+from conftest import HUTCH, SLOWDOWN, cgroup_dirs_named, wait_until
 from test_snapshot import WRITE, snap, tree  # noqa: F401 (snap: a fixture)
 
 
@@ -179,6 +179,29 @@ def test_fork_takes_its_own_options(snap):
     assert st["config"]["ttl_seconds"] == 600
     assert f.sh("cat /workspace/one") == "1"
     assert src.status()["config"]["instance_type"] == "small"
+
+
+@pytest.mark.parametrize("size", ["same", "nano"])
+def test_fork_json_says_the_route_and_no_limits_forks_have_no_cgroup(snap, size):
+    """--json says what POST /fork said: "method" (clone, copy; "snapshot"
+    for the snapshot route, with its name) and "made_ahead" (0 for a first
+    fork and for a snapshot); --no-limits (create's) makes forks without a
+    cgroup, from a source that has one (it is frozen for the fork)."""
+    h, image = snap
+    src = h.create("--image", image)
+    src.sh("printf 1 > /workspace/one")
+    more = () if size == "same" else ("--instance-type", "nano")
+    out = json.loads(fork(h, src.id, "--json", "--no-limits", *more).stdout)
+    assert out["method"] in ("clone", "copy", "snapshot"), out
+    assert (out["snapshot"] is not None) == (out["method"] == "snapshot"), out
+    assert out["made_ahead"] == 0, out
+    if size == "nano":  # a disk of another size cannot be cloned
+        assert out["method"] == "snapshot", out
+    f = Forked(h, out["forks"][0])
+    assert f.status()["config"]["no_limits"] is True
+    assert cgroup_dirs_named(f.id) == [] and cgroup_dirs_named(src.id) != []
+    assert f.sh("cat /workspace/one") == "1"
+    assert src.status()["config"]["no_limits"] is False
 
 
 def test_fork_uses_the_sources_store(snap, tmp_path):
@@ -417,14 +440,16 @@ def test_fork_next_forker_made_ahead(snap):
     if src.status()["config"].get("workspace") != "disk":
         pytest.skip("the source's writable places are not a disk here")
     first = json.loads(fork(h, src.id, "--json").stdout)
-    if first.get("method") != "clone":  # the snapshot route: no method
+    if first.get("method") != "clone":  # the snapshot route (or copied)
         pytest.skip("its disk is not cloned here: no forker is made ahead")
+    assert first["made_ahead"] == 0, first
 
     def events():
         return h("events", src.id).stdout.decode()
     assert wait_until(lambda: "forker made ahead" in events(), 30 * SLOWDOWN), events()
     src.sh("printf late > /workspace/late")
     out = json.loads(fork(h, src.id, "--json").stdout)
+    assert out["method"] == "clone" and out["made_ahead"] == 1, out  # POST /fork's
     f = Forked(h, out["forks"][0])
     assert f.sh("cat /workspace/late") == "late"
     forks = [line for line in events().splitlines() if " fork: 1 disk" in line]

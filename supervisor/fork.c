@@ -57,8 +57,9 @@ static int check(struct sup *s, struct hutch_err *err)
 {
 	if (s->idmap.rootless)
 		return hutch_err_set_class(err, HUTCH_ERRC_NOT_CAPABLE, -EPERM,
-		                           "forks need root for now: an ordinary user cannot read "
-		                           "appuser's private files from the host");
+		                           "an ordinary user's sandbox has no disk to fork (its "
+		                           "writable places are tmpfs): a fork goes through a "
+		                           "snapshot (POST /snapshot; hutch fork does so)");
 	if (!s->cg)
 		return hutch_err_set_class(err, HUTCH_ERRC_NOT_CAPABLE, -EOPNOTSUPP,
 		                           "a sandbox without a cgroup (--no-limits) cannot be "

@@ -261,8 +261,11 @@ def test_build_file_refusals_without_a_store(hutch, tmp_path, spec, code, words)
 
 
 def test_build_as_an_ordinary_user_is_refused_first():
-    """Snapshots need root for now: said before a sandbox is made. (Its
-    own directory outside pytest's, which only root can enter.)"""
+    """Builds need root for now (an ordinary user's snapshot makes
+    appuser's files root's): said before a sandbox is made, with that
+    reason, not the one before c7da130 (its supervisor cannot read
+    appuser's files). (Its own directory outside pytest's, which only root
+    can enter.)"""
     d = tempfile.mkdtemp(prefix="hutch-test-build-nobody-", dir="/var/tmp")
     try:
         os.chmod(d, 0o755)
@@ -279,6 +282,8 @@ def test_build_as_an_ordinary_user_is_refused_first():
                            env={"PATH": "/usr/bin:/bin", "HUTCH_RUNTIME_DIR": rt,
                                 "HUTCH_IMAGE_STORE": os.path.join(d, "store")})
         assert r.returncode == 69 and b"needs root" in r.stderr, r.stderr
+        assert b"makes appuser's files root's" in r.stderr, r.stderr
+        assert b"cannot read" not in r.stderr, r.stderr
         assert [n for n in os.listdir(rt) if not n.startswith(".")] == []
     finally:
         shutil.rmtree(d)

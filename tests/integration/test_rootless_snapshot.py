@@ -153,6 +153,11 @@ def test_snapshot_without_a_cgroup_is_refused_naming_the_fix(alice, layout):  # 
         err = r.stderr.decode()
         assert r.returncode == 69, (argv, r)
         assert "without a cgroup" in err and "Delegate=yes" in err, (argv, err)
+    # POST /fork (by disk) says why a user's sandbox has none to fork
+    status, body = src.api("POST", "/fork", {"count": 1, "disk_bytes": 2684354560})
+    assert status == 501, body
+    assert "no disk to fork" in body["error"]["message"] \
+        and "goes through a snapshot" in body["error"]["message"], body
     # nothing made: no image, no other sandbox; the source runs on, thawed
     assert _image_names(alice) == ["test"]
     assert alice.ids() == [src.id]

@@ -78,6 +78,22 @@ int hutch_cli_lost(const char *sock, int code, const char *msg);
  * (65: no such image or snapshot, 64: an invalid name) and returns the exit code. */
 struct hutch_config;
 int hutch_cli_resolve_image(struct hutch_config *cfg, bool quiet);
+/* What of cfg a full snapshot's restore cannot make (a plain sandbox of
+ * network none, as the dump's source): "volumes (-v)", ...; NULL: none. */
+const char *hutch_cli_full_restore_drop(const struct hutch_config *cfg);
+
+/* fork-full.c: hutch fork --full's dump recorded in the runtime dir rt
+ * before it is asked for (source, its name, its store), the record held
+ * locked in *ret_fd (0, or -errno); dropped by unmark once the dump is
+ * removed (hutch_cli_fork_full_remove(): 1 removed, 0 none, or -errno
+ * said in err); hutch gc removes the dumps of the records nobody holds
+ * (the count of records gone). */
+int hutch_cli_fork_full_mark(const char *rt, const char *source, const char *name,
+                             const char *store, int *ret_fd);
+void hutch_cli_fork_full_unmark(const char *rt, const char *name, int *fd);
+struct hutch_err;
+int hutch_cli_fork_full_remove(const char *store, const char *name, struct hutch_err *err);
+int hutch_cli_fork_full_gc(const char *rt);
 
 /* sandbox-json.c: give o (the create answer, a state.json, GET /status)
  * the one sandbox schema: "status" (dead when not live), "live", and

@@ -20,6 +20,11 @@
  * for its disk's name to appear (the forker's socket, listening) and its
  * create runs while the source is frozen and cloned; its supervisor asks
  * the forker for the disk, which answers once the disk is filled.
+ *
+ * --full (fork_full()): POST /fork {"full": true} dumps the source into a
+ * full snapshot of its store (recorded first by fork-full.c, so that gc
+ * removes it after a kill), N creators restore it (create --snapshot's
+ * path), and it is removed before the hand-over, whatever happened.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -40,7 +45,9 @@
 #include "cli.h"
 #include "client.h"
 #include "config.h"
+#include "criu.h"
 #include "disk.h"
+#include "image.h"
 #include "options.h"
 #include "proto.h"
 #include "sandbox.h"
@@ -69,7 +76,13 @@ static const struct hutch_cli_opt fork_opts[] = {
 	{ .name = "json",
 	  .kind = HUTCH_CLI_FLAG,
 	  A(json),
-	  .help = "print {source, snapshot, method, made_ahead, frozen_ms, forks: [ids]}" },
+	  .help = "print {source, snapshot, method, made_ahead, frozen_ms, forks: [ids]} "
+	          "(--full: {source, method, dump_ms, restore_ms, bytes, forks})" },
+	{ .name = "full",
+	  .kind = HUTCH_CLI_FLAG,
+	  A(all),
+	  .help = "processes and memory too: one CRIU dump of the source (it runs on), N "
+	          "restores (a plain source of network none; docs/snapshots.md)" },
 	PROGRESS_OPT,
 	NO_LIMITS_OPT,
 	{ 0 },
@@ -154,8 +167,10 @@ _Noreturn static void creator_main(struct hutch_cli_args *a, const char *disk, i
 	_exit(0);
 }
 
-/* The n creators started, each on its disk (cr[i].disk, set) or none. */
-static int start_creators(struct hutch_cli_args *a, struct creator *cr, size_t n)
+/* The n creators started, each on its disk (cr[i].disk, set) or none;
+ * not_theirs: an fd of ours they close (a full fork's record, whose lock
+ * must end with us, not with a supervisor a creator leaves behind). */
+static int start_creators(struct hutch_cli_args *a, struct creator *cr, size_t n, int not_theirs)
 {
 	pid_t parent = getpid();
 
@@ -172,6 +187,8 @@ static int start_creators(struct hutch_cli_args *a, struct creator *cr, size_t n
 			close(sv[0]);
 			for (size_t j = 0; j < i; j++) /* its siblings' are not its own */
 				close(cr[j].sock);
+			if (not_theirs >= 0)
+				close(not_theirs);
 			creator_main(a, cr[i].disk, sv[1], parent);
 		}
 		close(sv[1]);
@@ -372,6 +389,51 @@ static int take_snapshot(const struct hutch_paths *p, cJSON **ret)
 	return 0;
 }
 
+/* --json's object o (its other fields set) given "forks": the ids, and
+ * printed; o NULL: the ids, one a line. */
+static void print_ids(cJSON *o, const struct hutch_created *c, size_t n)
+{
+	cJSON *ids = o ? cJSON_AddArrayToObject(o, "forks") : NULL;
+	_cleanup_free_ char *t = NULL;
+
+	for (size_t i = 0; i < n; i++)
+		if (!o)
+			printf("%s\n", c[i].id);
+		else if (ids)
+			cJSON_AddItemToArray(ids, cJSON_CreateString(c[i].id));
+	if (o) {
+		t = cJSON_PrintUnformatted(o);
+		printf("%s\n", t ? t : "{}");
+	}
+}
+
+/* --full's: {source, method, dump_ms, restore_ms, bytes, forks}, or the
+ * ids and the times on stderr. */
+static void print_full(const struct hutch_cli_args *a, const char *src, const cJSON *dump,
+                       const struct hutch_created *c, size_t n)
+{
+	double ms = cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(dump, "duration_ms")),
+	       rms = cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(dump, "restore_ms")),
+	       bytes = cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(dump, "bytes"));
+	_cleanup_cjson_ cJSON *o = a->json ? cJSON_CreateObject() : NULL;
+
+	if (a->json) {
+		cJSON_AddStringToObject(o, "source", src);
+		cJSON_AddNullToObject(o, "snapshot");
+		cJSON_AddStringToObject(o, "method", "full");
+		cJSON_AddNumberToObject(o, "dump_ms", ms);
+		cJSON_AddNumberToObject(o, "restore_ms", rms);
+		cJSON_AddNumberToObject(o, "bytes", bytes);
+	}
+	print_ids(o, c, n);
+	if (a->json)
+		return;
+	fprintf(stderr,
+	        "hutch: %zu fork%s of %s with its processes and memory (dump %.0f ms, %.0f "
+	        "bytes; restore%s %.0f ms)\n",
+	        n, n == 1 ? "" : "s", src, ms, bytes, n == 1 ? "" : "s", rms);
+}
+
 /* snap: the snapshot's answer (the snapshot route) or POST /fork's. */
 static void print_forks(const struct hutch_cli_args *a, const char *src, const cJSON *snap,
                         const struct hutch_created *c, size_t n)
@@ -381,10 +443,12 @@ static void print_forks(const struct hutch_cli_args *a, const char *src, const c
 	const cJSON *ahead = cJSON_GetObjectItemCaseSensitive(snap, "made_ahead");
 	const char *method = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(snap, "method"));
 
+	if (a->all) {
+		print_full(a, src, snap, c, n);
+		return;
+	}
 	if (a->json) {
 		_cleanup_cjson_ cJSON *o = cJSON_CreateObject();
-		_cleanup_free_ char *t = NULL;
-		cJSON *ids = cJSON_AddArrayToObject(o, "forks");
 
 		cJSON_AddStringToObject(o, "source", src);
 		if (name)
@@ -396,14 +460,10 @@ static void print_forks(const struct hutch_cli_args *a, const char *src, const c
 		cJSON_AddStringToObject(o, "method", name ? "snapshot" : method);
 		cJSON_AddNumberToObject(o, "made_ahead", name ? 0 : cJSON_GetNumberValue(ahead));
 		cJSON_AddNumberToObject(o, "frozen_ms", cJSON_GetNumberValue(frozen));
-		for (size_t i = 0; ids && i < n; i++)
-			cJSON_AddItemToArray(ids, cJSON_CreateString(c[i].id));
-		t = cJSON_PrintUnformatted(o);
-		printf("%s\n", t ? t : "{}");
+		print_ids(o, c, n);
 		return;
 	}
-	for (size_t i = 0; i < n; i++)
-		printf("%s\n", c[i].id);
+	print_ids(NULL, c, n);
 	if (name)
 		fprintf(stderr, "hutch: %zu fork%s of %s from snapshot %s (frozen %.1f ms)\n", n,
 		        n == 1 ? "" : "s", src, name, cJSON_GetNumberValue(frozen));
@@ -478,7 +538,7 @@ static int make_forks(struct hutch_cli_args *a, struct creator *cr, size_t n, co
 	for (size_t i = 0; !early && by_disk && i < n; i++)
 		snprintf(cr[i].disk, sizeof(cr[i].disk), "%s",
 		         cJSON_GetStringValue(cJSON_GetArrayItem(disks, (int)i)));
-	if (!early && (r = start_creators(a, cr, n))) {
+	if (!early && (r = start_creators(a, cr, n, -EBADF))) {
 		give_up(cr, n);
 		*failed = 0;
 		return r;
@@ -516,6 +576,123 @@ static int hand_over(struct hutch_cli_args *a, const char *src, const cJSON *sna
 	return r;
 }
 
+/* --full: what the restores cannot make refused before anything is made,
+ * as create --snapshot of a full snapshot refuses it; then the CRIU. */
+static int full_checks(const struct hutch_cli_args *a)
+{
+	const char *drop = a->no_limits ? "--no-limits (a restore needs cgroups of its own)"
+	                                : hutch_cli_full_restore_drop(&a->cfg);
+	struct hutch_criu c;
+	char why[1024];
+
+	if (geteuid() != 0)
+		return hutch_cli_fail(
+		        HUTCH_EXIT_NOT_CAPABLE,
+		        "fork --full needs root: CRIU dumps and restores the process "
+		        "tree as the host's root (fork without --full forks the files)");
+	if (drop)
+		return hutch_cli_fail(HUTCH_EXIT_USAGE,
+		                      "fork --full: its forks are plain sandboxes of network none, "
+		                      "as their source: drop %s",
+		                      drop);
+	hutch_criu_probe(hutch_runtime_dir(), &c);
+	if (!c.works) {
+		hutch_criu_refusal(&c, why, sizeof(why));
+		return hutch_cli_fail(HUTCH_EXIT_NOT_CAPABLE, "%s", why);
+	}
+	return 0;
+}
+
+/* The store the source's supervisor dumps into (its config's, else the
+ * default its wiped environment gives: root's), made the forks' too. */
+static int full_store(const struct hutch_paths *p, struct hutch_cli_args *a, char *store,
+                      size_t size)
+{
+	_cleanup_cjson_ cJSON *j = NULL;
+	char buf[HUTCH_IMAGE_STORE_MAX + 1];
+	const char *path;
+	int r;
+
+	if ((r = source_config(p, &j)))
+		return r;
+	path = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(
+	        cJSON_GetObjectItemCaseSensitive(j, "config"), "image_store"));
+	if (!path || !*path) {
+		(void)unsetenv("HUTCH_IMAGE_STORE");
+		path = hutch_image_store_path(buf, sizeof(buf));
+	}
+	if (!path || (size_t)snprintf(store, size, "%s", path) >= size ||
+	    (size_t)snprintf(a->cfg.image_store, sizeof(a->cfg.image_store), "%s", path) >=
+	            sizeof(a->cfg.image_store) ||
+	    setenv("HUTCH_IMAGE_STORE", store, 1) < 0)
+		return hutch_cli_fail(HUTCH_EXIT_FAILURE, "fork --full: no image store for %s",
+		                      p->id);
+	return 0;
+}
+
+/* The dump's snapshot removed (else left to gc, its record kept), then
+ * the record. */
+static void full_cleanup(const char *store, const char *name, int *mark)
+{
+	struct hutch_err err = { 0 };
+
+	if (hutch_cli_fork_full_remove(store, name, &err) < 0) {
+		fprintf(stderr,
+		        "hutch: fork --full: its dump %s stays in %s (%s): 'hutch gc' "
+		        "removes it\n",
+		        name, store, err.msg);
+		closep(mark);
+		return;
+	}
+	hutch_cli_fork_full_unmark(hutch_runtime_dir(), name, mark);
+}
+
+/* hutch fork --full (docs/snapshots.md "Full fork"): one dump of the live
+ * source (POST /fork {"full": true}: a full snapshot of its store, the
+ * source running on), then n restores at once (create --snapshot's, by
+ * the creators), then the dump removed, whatever happened: recorded in
+ * the runtime dir first (fork-full.c) so that gc removes it after a kill. */
+static int fork_full(struct hutch_cli_args *a, struct creator *cr, struct hutch_created *c,
+                     size_t n)
+{
+	_cleanup_cjson_ cJSON *dump = NULL;
+	char store[HUTCH_IMAGE_STORE_MAX + 1], name[HUTCH_DISK_FORK_NAME_MAX], body[192];
+	unsigned long long v;
+	struct hutch_paths p;
+	size_t failed = 0;
+	int mark = -EBADF, r;
+	double t0;
+
+	if ((r = full_checks(a)) || (r = hutch_cli_open_live(a->pos[0], &p)) ||
+	    (r = full_store(&p, a, store, sizeof(store))))
+		return r;
+	if (getrandom(&v, sizeof(v), 0) != (ssize_t)sizeof(v))
+		return hutch_cli_fail(HUTCH_EXIT_FAILURE, "fork: getrandom: %s", strerror(errno));
+	snprintf(name, sizeof(name), "fork-%.12s-%016llx", p.id, v);
+	if ((r = hutch_cli_fork_full_mark(hutch_runtime_dir(), p.id, name, store, &mark)) < 0)
+		return hutch_cli_fail(HUTCH_EXIT_FAILURE, "fork --full: record its dump in %s: %s",
+		                      hutch_runtime_dir(), strerror(-r));
+	snprintf(body, sizeof(body), "{\"count\": %zu, \"full\": true, \"name\": \"%s\"}", n, name);
+	if ((r = hutch_cli_call(p.sock, "POST", "/fork", body, 201, &dump)) ||
+	    (r = root_of_forks(a, name, false))) {
+		full_cleanup(store, name, &mark);
+		return hutch_cli_fail(r, "cannot fork sandbox %s: nothing was made", p.id);
+	}
+	t0 = hutch_now_mono_sec();
+	if (!(r = start_creators(a, cr, n, mark)))
+		r = collect(cr, n, c, &failed);
+	else
+		give_up(cr, n);
+	cJSON_AddNumberToObject(dump, "restore_ms", (hutch_now_mono_sec() - t0) * 1e3);
+	full_cleanup(store, name, &mark);
+	if (r) {
+		fprintf(stderr, "hutch: fork %zu of %zu failed; %s deleted\n", failed + 1, n,
+		        n > 1 ? "the forks made were" : "nothing made to be");
+		return r;
+	}
+	return hand_over(a, p.id, dump, c, n);
+}
+
 static int cmd_fork(struct hutch_cli_args *a)
 {
 	_cleanup_cjson_ cJSON *snap = NULL;
@@ -533,6 +710,8 @@ static int cmd_fork(struct hutch_cli_args *a)
 		return hutch_cli_fail(HUTCH_EXIT_FAILURE, "out of memory");
 	for (size_t i = 0; i < n; i++)
 		cr[i].sock = -EBADF;
+	if (a->all)
+		return fork_full(a, cr, c, n);
 	if ((r = hutch_cli_open_live(a->pos[0], &p)) ||
 	    (r = use_source_store(&p, &by_disk, &host, image, sizeof(image))))
 		return r;
@@ -541,7 +720,7 @@ static int cmd_fork(struct hutch_cli_args *a)
 	 * creates would wait through the copy) lets the creates start now. */
 	early = by_disk && !host;
 	if (early && ((r = root_of_forks(a, image, true)) || (r = name_disks(p.id, cr, n)) ||
-	              (r = start_creators(a, cr, n)))) {
+	              (r = start_creators(a, cr, n, -EBADF)))) {
 		give_up(cr, n);
 		return r;
 	}
@@ -592,13 +771,16 @@ static int cmd_fork(struct hutch_cli_args *a)
 const struct hutch_cli_verb hutch_verb_fork = {
 	.name = "fork",
 	.synopsis = "ID [-n N] [--json] [OPTIONS]",
-	.about = "N new sandboxes (default 1, at most 100) from a live sandbox's filesystem: a\n"
-	         "clone of its disk where the runtime dir's file system can (XFS, btrfs), else a\n"
-	         "snapshot (it stays in the store, named on stderr: 'hutch snapshot rm' it once\n"
-	         "the forks are gone); the sandbox frozen meanwhile, then running on. N\n"
-	         "sandboxes made from it at once, each with its own id and the options given here\n"
-	         "(limits, network, TTL...; create's defaults otherwise). Prints their ids, one a\n"
-	         "line; all or none are made. Processes and memory are not forked.\n",
+	.about =
+	        "N new sandboxes (default 1, at most 100) from a live sandbox's filesystem: a\n"
+	        "clone of its disk where the runtime dir's file system can (XFS, btrfs), else a\n"
+	        "snapshot (it stays in the store, named on stderr: 'hutch snapshot rm' it once\n"
+	        "the forks are gone); the sandbox frozen meanwhile, then running on. N\n"
+	        "sandboxes made from it at once, each with its own id and the options given here\n"
+	        "(limits, network, TTL...; create's defaults otherwise). Prints their ids, one a\n"
+	        "line; all or none are made. --full: processes and memory too (a plain sandbox of\n"
+	        "network none, as root, with a CRIU that passes 'criu check'): one CRIU dump of\n"
+	        "the source, which runs on, restored into each fork, then removed.\n",
 	.opts = fork_opts,
 	.sandbox_opts = true,
 	.max_pos = 1,

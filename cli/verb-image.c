@@ -458,13 +458,18 @@ static int fetch_missing(struct hutch_image_store *s, const char *image, const c
  * (supervisor/fullrestore.c). What the dump refused is refused here too,
  * before anything is made; change lists are off, as the source's were.
  */
+const char *hutch_cli_full_restore_drop(const struct hutch_config *cfg)
+{
+	return cfg->net.mode != HUTCH_NET_NONE   ? "a network but none"
+	       : cfg->volumes && cfg->volumes->n ? "volumes (-v)"
+	       : cfg->header_bindings            ? "header bindings"
+	       : cfg->disk_from[0]               ? "a fork's disk"
+	                                         : NULL;
+}
+
 static int full_restore(struct hutch_config *cfg, const char *name)
 {
-	const char *what = cfg->net.mode != HUTCH_NET_NONE   ? "a network but none"
-	                   : cfg->volumes && cfg->volumes->n ? "volumes (-v)"
-	                   : cfg->header_bindings            ? "header bindings"
-	                   : cfg->disk_from[0]               ? "a fork's disk"
-	                                                     : NULL;
+	const char *what = hutch_cli_full_restore_drop(cfg);
 
 	if (geteuid() != 0)
 		return hutch_cli_fail(HUTCH_EXIT_NOT_CAPABLE,

@@ -688,6 +688,8 @@ static int cmd_gc(struct hutch_cli_args *a)
 	if (hutch_lxcfs_gc(hutch_runtime_dir(), &err) < 0 && !failed)
 		failed = hutch_cli_fail(HUTCH_EXIT_FAILURE, "gc of the /proc views: %s", err.msg);
 	hutch_disk_gc(hutch_runtime_dir()); /* the disks' templates, with none left */
+	/* A killed fork --full's dump (its source's state gone first). */
+	(void)hutch_cli_fork_full_gc(hutch_runtime_dir());
 	if (failed)
 		return failed;
 	if (a->json)

@@ -897,10 +897,11 @@ cJSON *hutch_config_to_json(const struct hutch_config *c)
 	/* hutch create --no-limits: a CLI flag, not a row (no pool key row,
 	 * poolkey.c adds it), shown so the API says it too. */
 	cJSON_AddBoolToObject(o, "no_limits", c->no_limits);
-	/* The store of an image's sandbox (a hidden row, HUTCH_IMAGE_STORE at
-	 * its create): hutch fork takes the source's snapshot there, whatever
-	 * the forking shell's HUTCH_IMAGE_STORE says (cli/verb-fork.c). */
-	if (hutch_config_has_image(c) && c->image_store[0])
+	/* The store of an image's sandbox or the host-derived root's (a
+	 * hidden row, HUTCH_IMAGE_STORE at its create): hutch fork takes the
+	 * source's snapshot there (a full one of the host-derived root's),
+	 * whatever the forking shell's HUTCH_IMAGE_STORE says (cli/verb-fork.c). */
+	if (c->image_store[0])
 		cJSON_AddStringToObject(o, "image_store", c->image_store);
 	/* What the instance type means, for readers of /status. */
 	lim = cJSON_AddObjectToObject(o, "limits");

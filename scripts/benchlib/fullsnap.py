@@ -2,10 +2,12 @@
 200 MB, by hutch snapshot --full of a plain sandbox running it, next to
 criu dump --leave-running of the same program run on the host (no
 namespaces), with the same CRIU; then hutch create --snapshot of such a
-snapshot (the restore into a new sandbox), and criu dump + restore of the
-host process beside: the figure a full fork (dump + restore) is held to."""
+snapshot (the restore into a new sandbox), hutch fork --full of the live
+sandbox (dump + restore), and criu dump + restore of the host process
+beside: the figure a full fork is held to."""
 
 import ctypes
+import json
 import os
 import shutil
 import subprocess
@@ -86,6 +88,21 @@ def measure_criu_cycle(args, res, criu, proc, host):
         g["variants"][name] = s
 
 
+def measure_full_fork(args, res, hutch, sid):
+    """hutch fork --full of the live sandbox (one dump, one restore, the
+    dump removed): the issue's full fork, held to criu dump + restore -d
+    of the host process (the group below, "together")."""
+    forks = []
+    for _ in range(args.iterations):
+        dt, out = hutch.r.timed([hutch.bin, "fork", sid, "--full", "--json"], HutchError,
+                                capture=True)
+        hutch.rm(json.loads(out)["forks"][0])
+        forks.append(dt)
+    g = res.group("full fork of that sandbox (dump + restore, the dump removed)")
+    g["order"].append("hutch fork --full (200 MB)")
+    g["variants"]["hutch fork --full (200 MB)"] = forks
+
+
 def measure_fullsnap(args, res, hutch, tmpdir):
     criu, why = find_criu(hutch.r.env)
     if not criu:
@@ -132,6 +149,7 @@ def measure_fullsnap(args, res, hutch, tmpdir):
         g["pairs"] = [("hutch snapshot --full (plain sandbox)",
                        "criu dump --leave-running (host process)", None)]
         hutch.r.timed([hutch.bin, "snapshot", "--full", sid, "full-r"], HutchError)
+        measure_full_fork(args, res, hutch, sid)
         hutch.rm(sid)
         restores = []
         for _ in range(args.iterations):

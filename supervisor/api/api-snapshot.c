@@ -166,19 +166,53 @@ enum MHD_Result hutch_api_serve_rollback(struct request *r, const char *upload, 
 static const struct hutch_field fork_fields[] = {
 	{ "count", HUTCH_FIELD_INTEGER, HUTCH_FIELD_REQUIRED, 1, 100,
 	  "'count' must be a number of forks from 1 to 100" },
-	{ "disk_bytes", HUTCH_FIELD_INTEGER, HUTCH_FIELD_REQUIRED, 1 << 20, 1ull << 50,
+	{ "disk_bytes", HUTCH_FIELD_INTEGER, HUTCH_FIELD_NULLABLE, 1 << 20, 1ull << 50,
 	  "'disk_bytes' must be the forks' disk size in bytes" },
 	{ "copy", HUTCH_FIELD_BOOL, HUTCH_FIELD_NULLABLE, 0, 0, "'copy' must be true or false" },
 	{ "names", HUTCH_FIELD_ARRAY, HUTCH_FIELD_NULLABLE, 0, 0,
 	  "'names' must be an array of the disks' socket names" },
+	{ "full", HUTCH_FIELD_BOOL, HUTCH_FIELD_NULLABLE, 0, 0, "'full' must be true or false" },
+	{ "name", HUTCH_FIELD_STRING, HUTCH_FIELD_NULLABLE | HUTCH_FIELD_NONEMPTY, 0, 0,
+	  "'name' must be the full fork's snapshot name (a string, or null for "
+	  "snap-<id>-<n>)" },
 };
+
+/* {"full": true}: the one dump of a full fork, as POST /snapshot {"type":
+ * "full"} makes it (the source runs on), answered with what the caller's
+ * creates restore ("snapshot") and how many it said it makes. */
+static enum MHD_Result serve_fork_full(struct request *r, const cJSON *body, size_t count)
+{
+	const cJSON *name = cJSON_GetObjectItemCaseSensitive(body, "name");
+	struct hutch_err err = { 0 };
+	cJSON *out = NULL;
+
+	if (cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(body, "names")) ||
+	    cJSON_IsBool(cJSON_GetObjectItemCaseSensitive(body, "copy")))
+		return hutch_api_refuse(r->conn, HUTCH_ERRC_USAGE, "invalid_request",
+		                        "'names' and 'copy' are for a fork of the disk: a full "
+		                        "fork makes no disk (its creates restore 'snapshot')");
+	if (hutch_sup_snapshot_full(r->s, cJSON_IsString(name) ? name->valuestring : NULL, &out,
+	                            &err) < 0) {
+		hutch_event(r->s, "full fork refused: %s", err.msg);
+		return hutch_api_respond_err(r->conn, &err, NULL);
+	}
+	if (!cJSON_AddStringToObject(
+	            out, "snapshot",
+	            cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(out, "name"))) ||
+	    !cJSON_AddStringToObject(out, "method", "full") ||
+	    !cJSON_AddNumberToObject(out, "count", (double)count)) {
+		cJSON_Delete(out);
+		return hutch_api_refuse(r->conn, HUTCH_ERRC_INTERNAL, "internal", "out of memory");
+	}
+	return hutch_api_respond_json(r->conn, MHD_HTTP_CREATED, out);
+}
 
 enum MHD_Result hutch_api_serve_fork(struct request *r, const char *upload, size_t *size)
 {
 	_cleanup_cjson_ cJSON *body = NULL;
 	struct hutch_err err = { 0 };
 	enum MHD_Result answered;
-	const cJSON *copy, *names;
+	const cJSON *copy, *names, *disk;
 	cJSON *out = NULL;
 	uint64_t bytes;
 	size_t count;
@@ -191,8 +225,16 @@ enum MHD_Result hutch_api_serve_fork(struct request *r, const char *upload, size
 		return answered;
 	copy = cJSON_GetObjectItemCaseSensitive(body, "copy");
 	count = (size_t)cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(body, "count"));
-	bytes = (uint64_t)cJSON_GetNumberValue(
-	        cJSON_GetObjectItemCaseSensitive(body, "disk_bytes"));
+	if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(body, "full")))
+		return serve_fork_full(r, body, count);
+	if (cJSON_IsString(cJSON_GetObjectItemCaseSensitive(body, "name")))
+		return hutch_api_refuse(r->conn, HUTCH_ERRC_USAGE, "invalid_request",
+		                        "'name' is a full fork's (\"full\": true)");
+	disk = cJSON_GetObjectItemCaseSensitive(body, "disk_bytes");
+	if (!cJSON_IsNumber(disk))
+		return hutch_api_refuse(r->conn, HUTCH_ERRC_USAGE, "invalid_request",
+		                        "missing 'disk_bytes': the forks' disk size in bytes");
+	bytes = (uint64_t)cJSON_GetNumberValue(disk);
 	names = cJSON_GetObjectItemCaseSensitive(body, "names");
 	if (hutch_sup_fork(r->s, count, bytes, !cJSON_IsFalse(copy),
 	                   cJSON_IsArray(names) ? names : NULL, &out, &err) < 0) {

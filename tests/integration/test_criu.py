@@ -472,3 +472,169 @@ def test_full_restore_with_criu_killed(hutch):
     assert r.returncode == 64 and b"take it again with 'hutch snapshot --full'" in r.stderr, r.stderr
     assert hutch("snapshot", "rm", "cut2").returncode == 0
     sb.rm()
+
+
+def criu_or_skip():
+    path, why = real_criu()
+    if not path:
+        pytest.skip(why)
+    return path
+
+
+def fork_records(hutch):
+    d = os.path.join(hutch.env["HUTCH_RUNTIME_DIR"], ".fork-full")
+    return os.listdir(d) if os.path.isdir(d) else []
+
+
+def full_dumps(hutch):
+    d = os.path.join(hutch.env["HUTCH_IMAGE_STORE"], "full")
+    return os.listdir(d) if os.path.isdir(d) else []
+
+
+def test_full_fork_refuses_what_it_cannot_make(hutch, tmp_path):
+    # Before anything is made, with the exit codes and messages of the
+    # snapshot's and the restore's refusals (no real CRIU needed: the CLI's
+    # is a script that passes 'criu check', the source's refusal comes
+    # before its supervisor looks for one).
+    hutch.env["HUTCH_CRIU"] = str(fake_criu(tmp_path, "criu", CRIU_42))
+    sb = hutch.create("--image", "host", "--change-lists", "off")
+    for opts, want in ((["--network", "all"], "drop a network but none"),
+                       (["-v", f"{tmp_path}:/mnt"], "drop volumes (-v)"),
+                       (["--no-limits"], "drop --no-limits")):
+        r = hutch("fork", sb.id, "--full", *opts)
+        assert r.returncode == 64 and want.encode() in r.stderr, r.stderr
+        assert b"plain sandboxes of network none" in r.stderr, r.stderr
+    r = hutch("fork", sb.id, "--full", "--image", "host")
+    assert r.returncode == 64 and b"--image and --snapshot do not apply" in r.stderr, r.stderr
+    # No usable CRIU: doctor's text, 69.
+    hutch.env["HUTCH_CRIU"] = str(fake_criu(tmp_path, "criu317", CRIU_317))
+    r = hutch("fork", sb.id, "--full")
+    assert r.returncode == 69 and b"Unexpected rt vDSO area bounds" in r.stderr, r.stderr
+    # The API's half: names and copy are a disk fork's; a disk fork needs
+    # its disk size.
+    st, res = sb.api("POST", "/fork", {"count": 1, "full": True, "names": ["fork-a.sock"]})
+    assert st == 400 and "a full fork makes no disk" in res["error"]["message"], res
+    st, res = sb.api("POST", "/fork", {"count": 1})
+    assert st == 400 and "missing 'disk_bytes'" in res["error"]["message"], res
+    sb.rm()
+    # The source's own refusal (change lists on), as snapshot --full's: 64.
+    hutch.env["HUTCH_CRIU"] = str(fake_criu(tmp_path, "criu42", CRIU_42))
+    sb = hutch.create("--image", "host")
+    r = hutch("fork", sb.id, "--full", "-n", "2")
+    assert r.returncode == 64 and b"--change-lists off" in r.stderr, r.stderr
+    assert b"nothing was made" in r.stderr, r.stderr
+    assert hutch.ids() == [sb.id] and not fork_records(hutch) and not full_dumps(hutch)
+    sb.rm()
+
+
+def test_full_fork_of_a_live_sandbox(hutch):
+    # fork --full -n 2: one dump of the source, two restores. Both forks
+    # answer with the state at the fork (the holder's counter, its open
+    # file's position, its memory) and then go their own ways; the source
+    # runs on; each fork has its own id, uid range, cgroups with the limits
+    # given, TTL and host name; the dump is gone from the store after.
+    path = criu_or_skip()
+    sb, first = holder(hutch, path)
+    digest = first.split()[2]
+    r = hutch("fork", sb.id, "--full", "-n", "2", "--json", "--instance-type", "small",
+              "--ttl", "600")
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert out["source"] == sb.id and out["method"] == "full" and out["snapshot"] is None, out
+    assert out["bytes"] > 20 << 20 and out["dump_ms"] > 0 and out["restore_ms"] > 0, out
+    a, b = out["forks"]
+    assert len({a, b, sb.id}) == 3
+    run = lambda sid, *argv: hutch("exec", sid, "--", *argv).stdout.decode().strip()
+    assert run(a, "python3", "-c", ASK) == "n=2 pos=8 " + digest
+    assert run(a, "python3", "-c", ASK) == "n=3 pos=12 " + digest
+    assert run(b, "python3", "-c", ASK) == "n=2 pos=8 " + digest  # not a's third
+    assert ask(sb) == "n=2 pos=8 " + digest  # the source's own second
+    assert run(a, "cat", "/workspace/log.txt") == "n=1\nn=2\nn=3"
+    assert run(b, "cat", "/workspace/log.txt") == "n=1\nn=2"
+    assert sb.sh("cat /workspace/log.txt").strip() == "n=1\nn=2"
+    inits = [init_of(hutch, s) for s in (sb.id, a, b)]
+    bases = {open(f"/proc/{p}/uid_map").read().split()[1] for p in inits}
+    assert len(bases) == 3, bases
+    for sid, p in zip((a, b), inits[1:]):
+        cg = open(f"/proc/{p}/cgroup").read()
+        assert f"hutch-{sid}" in cg and f"hutch-{sb.id}" not in cg, cg
+        assert run(sid, "hostname") == "hutch-" + sid
+        st = json.loads(hutch("inspect", sid).stdout)
+        assert st["config"]["instance_type"] == "small", st["config"]
+        assert st["expires_at_unix"] - st["created_at_unix"] == 600, st
+        [mem] = [ln.split() for ln in run(sid, "cat", "/proc/meminfo").splitlines()
+                 if ln.startswith("MemTotal:")]
+        assert int(mem[1]) == 1 << 20, mem  # small's 1 GiB, not the source's medium
+    assert not full_dumps(hutch) and not fork_records(hutch)
+    # Human output: the ids, one a line, and what it took on stderr.
+    r = hutch("fork", sb.id, "--full")
+    assert r.returncode == 0, r.stderr
+    [c] = r.stdout.decode().split()
+    assert b"1 fork of " + sb.id.encode() + b" with its processes and memory" in r.stderr, r.stderr
+    assert run(c, "python3", "-c", ASK) == "n=3 pos=12 " + digest
+    assert hutch("rm", a, b, c).returncode == 0
+    assert not full_dumps(hutch) and not fork_records(hutch)
+    sb.rm()
+
+
+def gone_but(hutch, keep, seconds=120):
+    """Until every sandbox but keep is gone (a fork's half-made ones delete
+    themselves once their creator is gone), bounded."""
+    deadline = time.monotonic() + seconds
+    while hutch.ids() != [keep] and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert hutch.ids() == [keep], hutch.ids()
+
+
+@pytest.mark.parametrize("when", ["dump", "restore"])
+def test_full_fork_with_its_cli_killed(hutch, when):
+    # kill -9 of hutch fork --full during the dump, or during the restores:
+    # the source runs on with its state, the half-made forks delete
+    # themselves, and after gc no dump is left in the store nor its record
+    # in the runtime dir (the fixture's teardown checks state, cgroups,
+    # processes).
+    path = criu_or_skip()
+    sb, first = holder(hutch, path)
+    sup = json.loads(hutch("inspect", sb.id).stdout)["supervisor_pid"]
+    p = hutch.popen("fork", sb.id, "--full", "-n", "2")
+    if when == "dump":
+        criu = criu_child(p, sup)
+    else:
+        deadline, criu = time.monotonic() + 120, None
+        while criu is None and p.poll() is None and time.monotonic() < deadline:
+            criu = next((int(q) for q in os.listdir("/proc")
+                         if q.isdigit() and cmdline(q).startswith(path + " restore ")), None)
+        assert criu, "criu restore never ran"
+    p.kill()
+    p.communicate(timeout=60)
+    assert fork_records(hutch), "the dump was not recorded"
+    # The source's supervisor ends its dump (and publishes it) before it
+    # serves the next request: its answer is after the dump.
+    assert ask(sb) == "n=2 pos=8 " + first.split()[2]
+    gone_but(hutch, sb.id)
+    assert hutch("gc").returncode == 0
+    assert not full_dumps(hutch), full_dumps(hutch)
+    assert not fork_records(hutch), fork_records(hutch)
+    sb.rm()
+
+
+def test_full_fork_with_the_source_supervisor_killed(hutch):
+    # kill -9 of the source's supervisor during the fork's dump: the source
+    # ends, the fork says so and makes nothing; after gc nothing is left
+    # (the half-made dump in the store's tmp/ goes with the next writer).
+    path = criu_or_skip()
+    sb, _ = holder(hutch, path)
+    sup = json.loads(hutch("inspect", sb.id).stdout)["supervisor_pid"]
+    p = hutch.popen("fork", sb.id, "--full", "-n", "2")
+    criu_child(p, sup)
+    os.kill(sup, 9)
+    out, err = p.communicate(timeout=60)
+    assert p.returncode in (66, 70), (p.returncode, err)
+    deadline = time.monotonic() + 60
+    while hutch.ids() and time.monotonic() < deadline:
+        hutch("gc")
+        time.sleep(0.1)
+    assert hutch("gc").returncode == 0
+    assert hutch.ids() == [] and not full_dumps(hutch) and not fork_records(hutch)
+    assert hutch("image", "prune").returncode == 0
+    assert os.listdir(os.path.join(hutch.env["HUTCH_IMAGE_STORE"], "tmp")) == []

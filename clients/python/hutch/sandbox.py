@@ -299,7 +299,20 @@ def _hutch_json(*args):
         raise errors.SandboxGoneError(msg)
     if proc.returncode == 64:
         raise errors.ConfigError(msg)
+    if proc.returncode == 69:
+        raise errors.NotCapableHostError(msg)
     raise errors.SandboxError(msg)
+
+
+def _sessions_of(ids, options):
+    """The sessions of the sandboxes hutch fork made (every one removed if
+    one cannot be had)."""
+    try:
+        return [SandboxSession(LocalSandbox(**options), _hutch_json("inspect", sid))
+                for sid in ids]
+    except BaseException:
+        subprocess.run([find_hutch(), "rm", *ids], capture_output=True, check=False)
+        raise
 
 
 def _executor_port(port):
@@ -1209,7 +1222,7 @@ class SandboxSession:
                 raise cls(str(e)) from None
             raise
 
-    def fork(self, n=None, **options):
+    def fork(self, n=None, *, full=False, **options):
         """New sandboxes from this one's filesystem (``hutch fork``): one
         :class:`SandboxSession`, or a list of ``n`` (1 to 100). Each has its
         own id, limits, network and TTL (``options``: LocalSandbox's, but
@@ -1220,7 +1233,15 @@ class SandboxSession:
         else a snapshot is (it stays in the store:
         ``Snapshot.get(s.config['image'])``). docs/snapshots.md "Fork".
         With a setup script, header bindings or secrets (given through
-        files and pipes), a snapshot then spawns."""
+        files and pipes), a snapshot then spawns.
+
+        ``full=True`` (``hutch fork --full``): processes and memory too, one
+        CRIU dump of this sandbox (a plain one: ``image="host"``, network
+        none, no volumes, ``change_lists=False``; it runs on), restored into
+        each fork, whose processes carry on from the fork; no snapshot is
+        left. Refused: ConfigError for what a restore cannot make (a network,
+        volumes, bindings), NotCapableHostError without a CRIU that passes
+        ``criu check`` or as an ordinary user (docs/snapshots.md "Full fork")."""
         if "image" in options or "snapshot" in options:
             raise errors.ConfigError("image and snapshot do not apply to a fork: its root is "
                                      "its source's")
@@ -1228,20 +1249,22 @@ class SandboxSession:
         if isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= 100:
             raise errors.ConfigError(f"invalid n {n!r}: give a number of forks from 1 to 100")
         sandbox = LocalSandbox(**options)
-        if (sandbox.setup_script is not None or sandbox.header_bindings or sandbox.secrets):
+        if full:
+            made = self._fork_full(count, sandbox, options)
+        elif (sandbox.setup_script is not None or sandbox.header_bindings or sandbox.secrets):
             snap = self.snapshot()
             made = [snap.spawn(**options) for _ in range(count)]
         else:
-            out = _hutch_json("fork", self.id, "-n", str(count), "--json",
-                              *sandbox._cli_options())
-            try:
-                made = [SandboxSession(LocalSandbox(**options), _hutch_json("inspect", sid))
-                        for sid in out["forks"]]
-            except BaseException:
-                subprocess.run([find_hutch(), "rm", *out["forks"]], capture_output=True,
-                               check=False)
-                raise
+            made = _sessions_of(_hutch_json("fork", self.id, "-n", str(count), "--json",
+                                            *sandbox._cli_options())["forks"], options)
         return made[0] if n is None else made
+
+    def _fork_full(self, count, sandbox, options):
+        if sandbox.setup_script is not None or sandbox.header_bindings or sandbox.secrets:
+            raise errors.ConfigError("fork(full=True) restores the source's processes: a setup "
+                                     "script, header bindings or secrets do not apply")
+        return _sessions_of(_hutch_json("fork", self.id, "--full", "-n", str(count), "--json",
+                                        *sandbox._cli_options())["forks"], options)
 
     def status(self):
         """The sandbox's ``/status`` (a dict: state, expires_at, config...)."""
@@ -1490,9 +1513,10 @@ class AsyncSandboxSession:
     unexpose_port = _async_method("unexpose_port")
     ports = _async_method("ports")
 
-    async def fork(self, n=None, **options):
-        """:meth:`SandboxSession.fork`: the new sessions in their asyncio form."""
-        made = await asyncio.to_thread(self.sync.fork, n, **options)
+    async def fork(self, n=None, *, full=False, **options):
+        """:meth:`SandboxSession.fork` (``full=True`` too): the new sessions in
+        their asyncio form."""
+        made = await asyncio.to_thread(self.sync.fork, n, full=full, **options)
         if n is None:
             return AsyncSandboxSession(made)
         return [AsyncSandboxSession(m) for m in made]

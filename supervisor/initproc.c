@@ -37,6 +37,16 @@ void hutch_initproc_kill_unless_hook(struct sup *s)
 		(void)kill(s->init_pid, SIGKILL);
 }
 
+void hutch_initproc_kill_now(struct sup *s)
+{
+	if (s->init_pid <= 0)
+		return;
+	if (s->pidfd >= 0)
+		(void)sys_pidfd_send_signal(s->pidfd, SIGKILL, NULL, 0);
+	else
+		(void)kill(s->init_pid, SIGKILL);
+}
+
 void hutch_initproc_reap(struct sup *s)
 {
 	if (s->init_pid <= 0)
@@ -44,12 +54,12 @@ void hutch_initproc_reap(struct sup *s)
 	if (s->pidfd >= 0) {
 		struct pollfd pfd = { .fd = s->pidfd, .events = POLLIN };
 
-		(void)sys_pidfd_send_signal(s->pidfd, SIGKILL, NULL, 0);
+		hutch_initproc_kill_now(s);
 		/* PID 1 exits only after the kernel has killed its whole pid
 		 * namespace. */
 		(void)poll(&pfd, 1, 5000);
 	} else {
-		(void)kill(s->init_pid, SIGKILL);
+		hutch_initproc_kill_now(s);
 	}
 	(void)waitpid(s->init_pid, NULL, 0);
 	s->init_pid = 0;

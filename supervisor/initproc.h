@@ -33,6 +33,9 @@ void hutch_initproc_hold_mntns(struct sup *s);
  * down while the caller finishes its turn (a run's last lines);
  * hutch_initproc_reap() waits for it. */
 void hutch_initproc_kill_unless_hook(struct sup *s);
+/* SIGKILL to init now, whatever runs in it (the teardown's first act: it
+ * dies while the sandbox is retired); hutch_initproc_reap() waits for it. */
+void hutch_initproc_kill_now(struct sup *s);
 /* Kill init (its whole pid namespace) and reap it; init_pid is 0 after. */
 void hutch_initproc_reap(struct sup *s);
 /* The hold of hutch_initproc_hold_mntns() let go: the sandbox's files and

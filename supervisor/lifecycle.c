@@ -135,26 +135,31 @@ static void write_tombstone(const struct sup *s, const char *reason)
 
 void hutch_sup_teardown(struct sup *s, const char *reason)
 {
-	int r;
+	int r = 0;
+	bool retiring = !s->end.retired;
 
 	/* The host ports first: from now on a connection is refused. */
 	hutch_ports_close_all(s);
+	/* init dies in the kernel (its pid namespace killed first: ~1 ms)
+	 * while the sandbox is retired, not after (issue 31: a run's end
+	 * waited for both in turn). The tombstone first: whoever no longer
+	 * finds the sandbox finds why, and what its on_destroy did (appended
+	 * after the retire, a reader could miss it: seen under emulation). */
+	hutch_initproc_kill_now(s);
+	if (retiring && reason) {
+		write_tombstone(s, reason);
+		if (s->end.destroy_hook)
+			hutch_hooks_record_destroy(s);
+	}
+	if (retiring)
+		r = hutch_state_retire(&s->paths, &s->paths);
 	hutch_initproc_reap(s);
 	hutch_cmds_init_gone(&s->cmds);
 	if (s->kind->ended)
 		s->kind->ended(s);   /* before the answer: rm, then snapshot rm at once */
 	hutch_sup_volumes_let_go(s); /* and volume rm */
-	if (s->end.retired)
+	if (!retiring)
 		return;
-	/* The tombstone first: whoever no longer finds the sandbox finds
-	 * why, and what its on_destroy did (appended after the retire, a
-	 * reader could miss it: seen under emulation). */
-	if (reason) {
-		write_tombstone(s, reason);
-		if (s->end.destroy_hook)
-			hutch_hooks_record_destroy(s);
-	}
-	r = hutch_state_retire(&s->paths, &s->paths);
 	if (r < 0) {
 		/* Cannot hide it: remove everything before answering. */
 		hutch_log_errno(HUTCH_LOG_WARN, r, "retire '%s', removing it now", s->paths.dir);

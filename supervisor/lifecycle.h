@@ -7,8 +7,9 @@
  * failed) is stored once, in struct sup.end.
  *
  * Teardown has two phases: what a client can observe happens before the
- * DELETE / answer (hutch_sup_teardown(): init and every process dead,
- * tombstone written, state dir retired), the rest after it
+ * DELETE / answer (hutch_sup_teardown(): init sent its SIGKILL, the
+ * tombstone written and the state dir retired while it dies, then init
+ * and every process dead), the rest after it
  * (hutch_sup_teardown_finish(): egress, host link, cgroups, the retired
  * dir), so that rm pays only for the first.
  */

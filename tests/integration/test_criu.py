@@ -577,6 +577,26 @@ def test_full_fork_of_a_live_sandbox(hutch):
     sb.rm()
 
 
+def fork_restore(hutch, path, p, src):
+    """The pids of a criu restore of fork p (of source src) and of its
+    supervisor (criu's parent: "hutch-supervisor ID", ID a sandbox of this
+    test's runtime dir), once one runs."""
+    rt = hutch.env["HUTCH_RUNTIME_DIR"]
+    deadline = time.monotonic() + 120
+    while p.poll() is None and time.monotonic() < deadline:
+        for q in os.listdir("/proc"):
+            if not q.isdigit() or not cmdline(q).startswith(path + " restore "):
+                continue
+            try:
+                parent = int(open(f"/proc/{q}/stat").read().rsplit(")", 1)[1].split()[1])
+            except (OSError, ValueError):
+                continue
+            args = cmdline(parent).split()
+            if len(args) == 2 and args[1] != src and os.path.isdir(os.path.join(rt, args[1])):
+                return int(q), parent
+    raise AssertionError("no restore of this fork ran")
+
+
 def gone_but(hutch, keep, seconds=120):
     """Until every sandbox but keep is gone (a fork's half-made ones delete
     themselves once their creator is gone), bounded."""
@@ -598,13 +618,9 @@ def test_full_fork_with_its_cli_killed(hutch, when):
     sup = json.loads(hutch("inspect", sb.id).stdout)["supervisor_pid"]
     p = hutch.popen("fork", sb.id, "--full", "-n", "2")
     if when == "dump":
-        criu = criu_child(p, sup)
+        criu_child(p, sup)
     else:
-        deadline, criu = time.monotonic() + 120, None
-        while criu is None and p.poll() is None and time.monotonic() < deadline:
-            criu = next((int(q) for q in os.listdir("/proc")
-                         if q.isdigit() and cmdline(q).startswith(path + " restore ")), None)
-        assert criu, "criu restore never ran"
+        fork_restore(hutch, path, p, sb.id)
     p.kill()
     p.communicate(timeout=60)
     assert fork_records(hutch), "the dump was not recorded"
@@ -638,3 +654,24 @@ def test_full_fork_with_the_source_supervisor_killed(hutch):
     assert hutch.ids() == [] and not full_dumps(hutch) and not fork_records(hutch)
     assert hutch("image", "prune").returncode == 0
     assert os.listdir(os.path.join(hutch.env["HUTCH_IMAGE_STORE"], "tmp")) == []
+
+
+def test_full_fork_with_a_fork_supervisor_killed(hutch):
+    # kill -9 of a fork's supervisor during its restore: that fork's CRIU,
+    # staging child and restored tree end with it, the fork fails (70) and
+    # deletes the other fork; after gc no sandbox but the source, no dump,
+    # no record (the fixture's teardown checks cgroups and processes).
+    path = criu_or_skip()
+    sb, first = holder(hutch, path)
+    p = hutch.popen("fork", sb.id, "--full", "-n", "2")
+    os.kill(fork_restore(hutch, path, p, sb.id)[1], 9)
+    out, err = p.communicate(timeout=120)
+    assert p.returncode == 70 and b"failed; the forks made were deleted" in err, err
+    deadline = time.monotonic() + 120
+    while hutch.ids() != [sb.id] and time.monotonic() < deadline:
+        hutch("gc")
+        time.sleep(0.1)
+    assert hutch("gc").returncode == 0
+    assert hutch.ids() == [sb.id] and not full_dumps(hutch) and not fork_records(hutch)
+    assert ask(sb) == "n=2 pos=8 " + first.split()[2]
+    sb.rm()

@@ -299,6 +299,6 @@ void hutch_criu_refusal(const struct hutch_criu *c, char *buf, size_t size)
 		snprintf(buf, size,
 		         "criu %s at %.100s passes 'criu check' on Linux %s%s: 'hutch snapshot "
 		         "--full' dumps a plain sandbox and 'hutch create --snapshot' restores it "
-		         "into a new one (docs/snapshots.md); %s",
+		         "into a new one, 'hutch fork --full' does both (docs/snapshots.md); %s",
 		         v, c->path, c->kernel, c->cached ? " (cached)" : "", tail);
 }

@@ -114,7 +114,7 @@ def test_criu_that_passes_is_named_with_what_is_built(hutch, tmp_path):
     text = full_line(hutch, path, ok=True)
     assert f"criu 4.2 at {criu} passes 'criu check' on Linux {os.uname().release}:" in text, text
     assert "'hutch snapshot --full' dumps a plain sandbox and 'hutch create --snapshot' " \
-        "restores it into a new one" in text, text
+        "restores it into a new one, 'hutch fork --full' does both" in text, text
     assert "(cached)" in full_line(hutch, path, ok=True)
     assert runs(criu) == 2
 
@@ -193,6 +193,7 @@ def test_a_real_criu_is_named_in_doctor(hutch):
     text = full_line(hutch, {"HUTCH_CRIU": path}, ok=True)
     assert f"at {path} passes 'criu check'" in text, text
     assert "'hutch create --snapshot' restores it into a new one" in text, text
+    assert "'hutch fork --full' does both" in text, text
 
 
 def test_a_sandbox_is_what_criu_can_dump(hutch):

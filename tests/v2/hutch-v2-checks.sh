@@ -42,6 +42,46 @@ chain() { # subtree_control from the root down to cgroup dir $1
 	done
 }
 
+# A hutch command that runs for more than $HANG_S seconds (none of these
+# takes a minute, even emulated) hangs: where each hutch and lxcfs process
+# waits is printed once (a CI log then says why, not only that the VM's
+# time ran out: stop 40's create hung 25 min and said nothing), the
+# command is killed, and the check after it fails.
+HANG_S=${HUTCH_CHECKS_HANG_S:-300}
+hang_dump() {
+	ps -eo pid,ppid,stat,wchan:30,etimes,cmd | grep -E 'hutch|lxcfs|criu|mke2fs|PID' | grep -v grep
+	for p in $(pgrep -f 'hutch|lxcfs'); do
+		[ -r "/proc/$p/cmdline" ] || continue
+		echo "-- $p $(tr '\0' ' ' <"/proc/$p/cmdline" | cut -c1-120)"
+		for t in /proc/"$p"/task/*; do
+			echo "   task ${t##*/} $(cut -d' ' -f3 "$t/stat") wchan=$(cat "$t/wchan" 2>/dev/null) syscall=$(cut -d' ' -f1-3 "$t/syscall" 2>/dev/null)"
+			sed 's/^/     /' "$t/stack" 2>/dev/null | head -12
+		done
+		ls -l "/proc/$p/fd" 2>/dev/null | sed -n 's/^.* \([0-9]* -> .*\)$/   fd \1/p' | head -30
+	done
+	echo "-- locks"
+	cat /proc/locks
+	echo "-- journal"
+	journalctl -b --no-pager -n 40 2>/dev/null
+}
+watchdog() {
+	local seen=" "
+	while sleep 10; do
+		for p in $(pgrep -x hutch); do
+			age=$(ps -o etimes= -p "$p" 2>/dev/null | tr -d ' ')
+			[ "${age:-0}" -gt "$HANG_S" ] || continue
+			case "$seen" in *" $p "*) continue ;; esac
+			seen="$seen$p "
+			echo "HANG: hutch $p ($(tr '\0' ' ' <"/proc/$p/cmdline")) for $age s; where each process waits:"
+			hang_dump
+			kill -9 "$p"
+		done
+	done
+}
+watchdog &
+wd_pid=$!
+trap 'kill "$wd_pid" 2>/dev/null' EXIT
+
 echo "== context: ${V2VM_CONTEXT:-?}"
 echo "== /proc/self/cgroup"
 cat /proc/self/cgroup

@@ -30,6 +30,7 @@
 
 #include "cjson-dl.h"
 #include "dl.h"
+#include "util.h"
 
 #if !defined(HUTCH_CJSON_SONAME) || !defined(HUTCH_CJSON_PATH)
 #error "HUTCH_CJSON_SONAME and _PATH must name libcjson (set by CMakeLists.txt)"
@@ -166,11 +167,13 @@ CJ_LOADING(X)
 CJ_NULL_SAFE(Y)
 #undef Y
 
-#define V(name, params, args, item)       \
-	void cJSON_##name params          \
-	{                                 \
-		if (item)                 \
-			lib()->name args; \
+/* cJSON_Delete(NULL) ends every verb (hutch_cli_args_done()): these
+ * three beside main() (base/util.h) */
+#define V(name, params, args, item)               \
+	HUTCH_START_TEXT void cJSON_##name params \
+	{                                         \
+		if (item)                         \
+			lib()->name args;         \
 	}
 CJ_VOID(V)
 #undef V

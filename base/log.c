@@ -6,12 +6,13 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "util.h"
 
 static int log_fd = 2;
 static enum hutch_log_level log_level = HUTCH_LOG_WARN;
 static const char *log_tag = "hutch";
 
-void hutch_log_init(int fd, enum hutch_log_level level, const char *tag)
+HUTCH_START_TEXT void hutch_log_init(int fd, enum hutch_log_level level, const char *tag)
 {
 	log_fd = fd;
 	log_level = level;

@@ -300,10 +300,10 @@ double hutch_now_mono_sec(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-static char *title_start;
-static size_t title_len;
+static char *title_start HUTCH_START_DATA;
+static size_t title_len HUTCH_START_DATA;
 
-void hutch_proctitle_init(int argc, char **argv)
+HUTCH_START_TEXT void hutch_proctitle_init(int argc, char **argv)
 {
 	if (argc < 1 || !argv[0])
 		return;

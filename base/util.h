@@ -12,6 +12,17 @@
 
 #define HUTCH_ID_LEN 12 /* lowercase hex characters */
 
+/* What every hutch process runs and writes at its start, before its verb
+ * (issue 31: CLI start; docs/performance.md). A first touch of a page is a
+ * fault, ~12-20 us on this kind of guest (the read fault maps a 64 KiB
+ * window). HUTCH_START_TEXT puts a function in .text.hot, which the
+ * default linker script places beside main() (.text.startup) and _start,
+ * in the window the start faults in anyway; HUTCH_START_DATA puts a
+ * variable in .data, whose pages the dynamic loader writes at every start
+ * (relocations), not on a page of .bss that only it would touch. */
+#define HUTCH_START_TEXT __attribute__((section(".text.hot.hutch_start")))
+#define HUTCH_START_DATA __attribute__((section(".data.hutch_start")))
+
 /* Parse a base-10 unsigned integer in [min, max]; whole string must match. */
 int hutch_parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *ret);
 /* True if s is a well-formed sandbox id (HUTCH_ID_LEN lowercase hex chars). */

@@ -213,7 +213,7 @@ static int set_sandbox(struct hutch_cli_args *a, const struct hutch_option *o, c
 
 	snprintf(flag, sizeof(flag), "--%s", o->cli);
 	if (!(o->flags & HUTCH_OPT_CLI_FILE)) {
-		if (hutch_option_parse_as(o, &a->cfg, value, flag, &err) < 0)
+		if (hutch_option_parse_as(o, a->cfg, value, flag, &err) < 0)
 			return hutch_cli_fail(HUTCH_EXIT_USAGE, "%s", err.msg);
 		return 0;
 	}
@@ -228,7 +228,7 @@ static int set_sandbox(struct hutch_cli_args *a, const struct hutch_option *o, c
 	if (strlen(text) != (size_t)n)
 		return hutch_cli_fail(HUTCH_EXIT_USAGE, "--%s '%s' is not a text file", o->cli,
 		                      value);
-	if (hutch_option_parse(o, &a->cfg, text, &err) < 0)
+	if (hutch_option_parse(o, a->cfg, text, &err) < 0)
 		return hutch_cli_fail(HUTCH_EXIT_USAGE, "--%s '%s': %s", o->cli, value, err.msg);
 	return 0;
 }
@@ -400,9 +400,13 @@ int hutch_cli_parse(const struct hutch_cli_verb *verb, const struct hutch_cli_ve
 	 * its defaults run every option row's init (the instance type, the
 	 * network policy, the bindings ...), code and data on pages the
 	 * other verbs (exec, rm, ls, version ...) never touch otherwise
-	 * (issue 31: CLI start). The others keep a zeroed a->cfg. */
-	if (verb->sandbox_opts)
-		hutch_config_init(&a->cfg);
+	 * (issue 31: CLI start). The others have a->cfg NULL. */
+	if (verb->sandbox_opts) {
+		a->cfg = calloc(1, sizeof(*a->cfg));
+		if (!a->cfg)
+			return hutch_cli_fail(HUTCH_EXIT_FAILURE, "out of memory");
+		hutch_config_init(a->cfg);
+	}
 	a->pos = calloc((size_t)argc + 1, sizeof(*a->pos));
 	if (!a->pos)
 		return hutch_cli_fail(HUTCH_EXIT_FAILURE, "out of memory");
@@ -427,8 +431,11 @@ int hutch_cli_parse(const struct hutch_cli_verb *verb, const struct hutch_cli_ve
 
 void hutch_cli_args_done(struct hutch_cli_args *a)
 {
-	if (a->verb && a->verb->sandbox_opts)
-		hutch_config_done(&a->cfg);
+	if (a->cfg) {
+		hutch_config_done(a->cfg);
+		free(a->cfg);
+		a->cfg = NULL;
+	}
 	cJSON_Delete(a->env);
 	a->env = NULL;
 	cJSON_Delete(a->filter);

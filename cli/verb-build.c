@@ -184,20 +184,20 @@ static int check(struct build *b, struct hutch_cli_args *a)
 		                      "appuser could not write the home and /workspace it built in "
 		                      "the sandboxes made from it (docs/snapshots.md \"As an "
 		                      "ordinary user\")");
-	if (!a->cfg.image[0] && !b->spec.image)
+	if (!a->cfg->image[0] && !b->spec.image)
 		return hutch_cli_fail(
 		        HUTCH_EXIT_USAGE,
 		        "give the base image: \"image\" in the file, or --image NAME");
-	if (!a->cfg.image[0] &&
-	    hutch_option_parse(hutch_option_find("image"), &a->cfg, b->spec.image, &err) < 0)
+	if (!a->cfg->image[0] &&
+	    hutch_option_parse(hutch_option_find("image"), a->cfg, b->spec.image, &err) < 0)
 		return hutch_cli_fail(HUTCH_EXIT_USAGE, "build file: 'image': %s", err.msg);
-	if (!hutch_config_has_image(&a->cfg))
+	if (!hutch_config_has_image(a->cfg))
 		return hutch_cli_fail(HUTCH_EXIT_USAGE,
 		                      "a build cannot start from the host-derived root: it has "
 		                      "no snapshots (no image to stack a layer on); base it on an "
 		                      "image: hutch-default (hutch image build-default), or one "
 		                      "of 'hutch image ls'");
-	snprintf(b->base, sizeof(b->base), "%s", a->cfg.image);
+	snprintf(b->base, sizeof(b->base), "%s", a->cfg->image);
 	for (size_t i = 0; i < b->spec.ncopies; i++) {
 		const char *src = b->spec.copies[i].src;
 		char path[PATH_MAX * 2];
@@ -388,9 +388,9 @@ static int cmd_build(struct hutch_cli_args *a)
 		return r;
 	}
 	b.steps = 2 + !!b.spec.workdir + b.spec.nfiles + b.spec.ncopies + b.spec.nruns;
-	a->cfg.no_pool = true;
+	a->cfg->no_pool = true;
 	say(&b, "sandbox from %s", b.base);
-	r = hutch_cli_create_sandbox(&a->cfg, a->progress ? a->progress : "never", &c);
+	r = hutch_cli_create_sandbox(a->cfg, a->progress ? a->progress : "never", &c);
 	if (!r) {
 		/* Not handed over: an interrupt ends this process, and its
 		 * supervisor then deletes the sandbox (as after SIGKILL). */

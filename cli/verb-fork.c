@@ -160,8 +160,8 @@ _Noreturn static void creator_main(struct hutch_cli_args *a, const char *disk, i
 		_exit(0);
 	}
 	if (disk[0])
-		snprintf(a->cfg.disk_from, sizeof(a->cfg.disk_from), "%s", disk);
-	m.r = hutch_cli_create_sandbox(&a->cfg, a->progress, &m.c);
+		snprintf(a->cfg->disk_from, sizeof(a->cfg->disk_from), "%s", disk);
+	m.r = hutch_cli_create_sandbox(a->cfg, a->progress, &m.c);
 	(void)hutch_proto_send(sock, HUTCH_MSG_READY, 0, &m, sizeof(m), &m.c.handover_fd,
 	                       m.r == 0 && m.c.handover_fd >= 0 ? 1 : 0);
 	_exit(0);
@@ -480,15 +480,15 @@ static int check_args(struct hutch_cli_args *a)
 
 	if (a->npos < 1)
 		return hutch_cli_fail(HUTCH_EXIT_USAGE, "missing sandbox id: hutch fork ID [-n N]");
-	if (a->cfg.image[0])
+	if (a->cfg->image[0])
 		return hutch_cli_fail(HUTCH_EXIT_USAGE,
 		                      "fork starts from the source's filesystem: --image and "
 		                      "--snapshot do not apply (create --snapshot NAME does that)");
 	/* The forks' options checked before anything is made (create
 	 * checks them again, with the environment's, for each). */
-	if ((r = hutch_cli_config_from_env(&a->cfg)))
+	if ((r = hutch_cli_config_from_env(a->cfg)))
 		return r;
-	if (hutch_config_validate(&a->cfg, &err) < 0)
+	if (hutch_config_validate(a->cfg, &err) < 0)
 		return hutch_cli_fail(HUTCH_EXIT_USAGE, "%s", err.msg);
 	if (a->progress && strcmp(a->progress, "auto") && strcmp(a->progress, "always") &&
 	    strcmp(a->progress, "never"))
@@ -505,8 +505,8 @@ static int root_of_forks(struct hutch_cli_args *a, const char *v, bool by_disk)
 	const char *opt = by_disk ? "image" : "snapshot";
 	struct hutch_err err = { 0 };
 
-	a->cfg.no_limits = a->no_limits;
-	if (hutch_option_parse(hutch_option_find(opt), &a->cfg, v, &err) < 0)
+	a->cfg->no_limits = a->no_limits;
+	if (hutch_option_parse(hutch_option_find(opt), a->cfg, v, &err) < 0)
 		return hutch_cli_fail(HUTCH_EXIT_FAILURE, "fork: %s", err.msg);
 	return 0;
 }
@@ -581,7 +581,7 @@ static int hand_over(struct hutch_cli_args *a, const char *src, const cJSON *sna
 static int full_checks(const struct hutch_cli_args *a)
 {
 	const char *drop = a->no_limits ? "--no-limits (a restore needs cgroups of its own)"
-	                                : hutch_cli_full_restore_drop(&a->cfg);
+	                                : hutch_cli_full_restore_drop(a->cfg);
 	struct hutch_criu c;
 	char why[1024];
 
@@ -622,8 +622,8 @@ static int full_store(const struct hutch_paths *p, struct hutch_cli_args *a, cha
 		path = hutch_image_store_path(buf, sizeof(buf));
 	}
 	if (!path || (size_t)snprintf(store, size, "%s", path) >= size ||
-	    (size_t)snprintf(a->cfg.image_store, sizeof(a->cfg.image_store), "%s", path) >=
-	            sizeof(a->cfg.image_store) ||
+	    (size_t)snprintf(a->cfg->image_store, sizeof(a->cfg->image_store), "%s", path) >=
+	            sizeof(a->cfg->image_store) ||
 	    setenv("HUTCH_IMAGE_STORE", store, 1) < 0)
 		return hutch_cli_fail(HUTCH_EXIT_FAILURE, "fork --full: no image store for %s",
 		                      p->id);
@@ -701,7 +701,7 @@ static int cmd_fork(struct hutch_cli_args *a)
 	struct hutch_paths p;
 	size_t failed = 0, n = (size_t)a->size;
 	bool by_disk = false, host = false, fallback = false, early;
-	char image[sizeof(a->cfg.image)];
+	char image[sizeof(a->cfg->image)];
 	int r;
 
 	if ((r = check_args(a)))
@@ -715,7 +715,7 @@ static int cmd_fork(struct hutch_cli_args *a)
 	if ((r = hutch_cli_open_live(a->pos[0], &p)) ||
 	    (r = use_source_store(&p, &by_disk, &host, image, sizeof(image))))
 		return r;
-	by_disk = by_disk && geteuid() == 0 && !strcmp(a->cfg.workspace, "disk");
+	by_disk = by_disk && geteuid() == 0 && !strcmp(a->cfg->workspace, "disk");
 	/* A clone (not the host root's disk, which may be copied: its
 	 * creates would wait through the copy) lets the creates start now. */
 	early = by_disk && !host;
@@ -724,8 +724,7 @@ static int cmd_fork(struct hutch_cli_args *a)
 		give_up(cr, n);
 		return r;
 	}
-	if (by_disk &&
-	    (r = fork_disks(&p, &a->cfg, n, host, early ? cr : NULL, &snap, &fallback))) {
+	if (by_disk && (r = fork_disks(&p, a->cfg, n, host, early ? cr : NULL, &snap, &fallback))) {
 		if (early)
 			give_up(cr, n);
 		return r;
@@ -736,7 +735,7 @@ static int cmd_fork(struct hutch_cli_args *a)
 		for (size_t i = 0; i < n; i++)
 			cr[i].sock = -EBADF;
 		early = false;
-		if (!fallback && (r = fork_disks(&p, &a->cfg, n, host, NULL, &snap, &fallback)))
+		if (!fallback && (r = fork_disks(&p, a->cfg, n, host, NULL, &snap, &fallback)))
 			return r;
 	}
 	by_disk = by_disk && !fallback;

@@ -60,12 +60,12 @@ static int cmd_start(struct hutch_cli_args *a)
 	pid_t pid = 0;
 	int r;
 
-	a->cfg.no_limits = a->no_limits;
-	r = complete_config(&a->cfg);
+	a->cfg->no_limits = a->no_limits;
+	r = complete_config(a->cfg);
 	if (r)
 		return r;
-	hutch_pool_key(&a->cfg, key, sizeof(key));
-	r = hutch_pool_start(&a->cfg, (unsigned)a->size, hutch_runtime_dir(), a->foreground, &pid,
+	hutch_pool_key(a->cfg, key, sizeof(key));
+	r = hutch_pool_start(a->cfg, (unsigned)a->size, hutch_runtime_dir(), a->foreground, &pid,
 	                     &err);
 	cls = r < 0 ? hutch_err_class(&err) : HUTCH_ERRC_NONE;
 	if (cls == HUTCH_ERRC_USAGE)
@@ -87,11 +87,11 @@ static int cmd_stop(struct hutch_cli_args *a)
 	char key[HUTCH_POOL_KEY_MAX];
 	int r;
 
-	a->cfg.no_limits = a->no_limits;
-	r = complete_config(&a->cfg);
+	a->cfg->no_limits = a->no_limits;
+	r = complete_config(a->cfg);
 	if (r)
 		return r;
-	hutch_pool_key(&a->cfg, key, sizeof(key));
+	hutch_pool_key(a->cfg, key, sizeof(key));
 	r = hutch_pool_stop(hutch_runtime_dir(), a->all ? NULL : key, &err);
 	if (r == 0 && !a->all)
 		return hutch_cli_fail(HUTCH_EXIT_NOT_FOUND,
@@ -131,12 +131,12 @@ static int cmd_key(struct hutch_cli_args *a)
 	_cleanup_free_ char *t = NULL;
 	int r;
 
-	a->cfg.no_limits = a->no_limits;
-	r = complete_config(&a->cfg);
+	a->cfg->no_limits = a->no_limits;
+	r = complete_config(a->cfg);
 
 	if (r)
 		return r;
-	o = hutch_pool_describe(&a->cfg, hutch_runtime_dir());
+	o = hutch_pool_describe(a->cfg, hutch_runtime_dir());
 	if (!o)
 		return hutch_cli_fail(HUTCH_EXIT_FAILURE, "out of memory");
 	if (!a->json) {

@@ -331,16 +331,16 @@ static int create_target(struct hutch_cli_args *a, const cJSON *start, struct hu
 	const char *image = str(start, "image"), *manifest = str(start, "image_manifest");
 	int r;
 
-	if (!a->cfg.image[0] && image && strlen(image) < sizeof(a->cfg.image))
-		snprintf(a->cfg.image, sizeof(a->cfg.image), "%s", image);
-	a->cfg.no_limits = a->no_limits;
-	r = hutch_cli_create_sandbox(&a->cfg, "never", c);
+	if (!a->cfg->image[0] && image && strlen(image) < sizeof(a->cfg->image))
+		snprintf(a->cfg->image, sizeof(a->cfg->image), "%s", image);
+	a->cfg->no_limits = a->no_limits;
+	r = hutch_cli_create_sandbox(a->cfg, "never", c);
 	if (r)
 		return r;
-	if (manifest && a->cfg.image_manifest[0] && strcmp(manifest, a->cfg.image_manifest))
+	if (manifest && a->cfg->image_manifest[0] && strcmp(manifest, a->cfg->image_manifest))
 		fprintf(stderr,
 		        "hutch: replay: warning: image '%s' is %s now, the session ran on %s\n",
-		        a->cfg.image, a->cfg.image_manifest, manifest);
+		        a->cfg->image, a->cfg->image_manifest, manifest);
 	if (hutch_created_ack(c) < 0)
 		return hutch_cli_fail(HUTCH_EXIT_FAILURE, "sandbox %s: its supervisor went away",
 		                      c->id);

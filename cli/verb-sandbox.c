@@ -274,29 +274,29 @@ static int cmd_run(struct hutch_cli_args *a)
 	/* Catch Ctrl-C before creating: dying during create would leave a
 	 * detached sandbox behind for its whole TTL. */
 	hutch_cli_catch_interrupts();
-	a->cfg.no_limits = a->no_limits;
-	a->cfg.api_on_demand = true; /* the command goes with the hand-over */
+	a->cfg->no_limits = a->no_limits;
+	a->cfg->api_on_demand = true; /* the command goes with the hand-over */
 	/* The command made ready first goes with a cold create: the
 	 * supervisor starts it in the turn the sandbox is ready, with no
 	 * round trip to us (supervisor/sandbox.h). */
 	(void)hutch_cli_run_prepare(a->cmd, a, &ours, &theirs);
-	r = hutch_cli_create_run(&a->cfg, a->progress, theirs, &c);
+	r = hutch_cli_create_run(a->cfg, a->progress, theirs, &c);
 	closep(&theirs);
 	if (r)
 		return r;
 	if (c.handover_fd >= 0 && c.command_sent) {
 		hutch_created_sent_run(&c); /* a signal held since the answer comes now */
 		r = hutch_cli_interrupted() ? 128 + hutch_cli_interrupted()
-		                            : stream_command(&c.paths, a->cfg.max_output_bytes, a,
+		                            : stream_command(&c.paths, a->cfg->max_output_bytes, a,
 		                                             ours, NULL, NULL);
 	} else if (c.handover_fd >= 0) {
 		/* the command goes with the acknowledgement (supervisor/sandbox.h) */
-		r = stream_command(&c.paths, a->cfg.max_output_bytes, a, -EBADF, run_ack, &k);
+		r = stream_command(&c.paths, a->cfg->max_output_bytes, a, -EBADF, run_ack, &k);
 		if (k.failed)
 			return r;
 	} else { /* a warm pool's sandbox: exec.sock, or POST /exec */
 		r = hutch_cli_interrupted() ? 128 + hutch_cli_interrupted()
-		                            : stream_command(&c.paths, a->cfg.max_output_bytes, a,
+		                            : stream_command(&c.paths, a->cfg->max_output_bytes, a,
 		                                             -EBADF, NULL, NULL);
 	}
 	/* Deleted through the hand-over socket (supervisor/sandbox.h); the
@@ -343,8 +343,8 @@ static int cmd_create(struct hutch_cli_args *a)
 	struct hutch_created c;
 	int r;
 
-	a->cfg.no_limits = a->no_limits;
-	r = hutch_cli_create_sandbox(&a->cfg, a->progress, &c);
+	a->cfg->no_limits = a->no_limits;
+	r = hutch_cli_create_sandbox(a->cfg, a->progress, &c);
 	if (r)
 		return r;
 	if (a->json) {
@@ -354,9 +354,9 @@ static int cmd_create(struct hutch_cli_args *a)
 		cJSON_AddStringToObject(o, "socket", c.paths.sock);
 		cJSON_AddNumberToObject(o, "created_at", (double)c.created_at);
 		cJSON_AddNumberToObject(o, "expires_at", (double)c.expires_at);
-		cJSON_AddItemToObject(o, "config", hutch_config_to_json(&a->cfg));
-		cJSON_AddItemToObject(o, "ports", created_ports(&c, a->cfg.npublish));
-		if (a->cfg.executor_listen[0])
+		cJSON_AddItemToObject(o, "config", hutch_config_to_json(a->cfg));
+		cJSON_AddItemToObject(o, "ports", created_ports(&c, a->cfg->npublish));
+		if (a->cfg->executor_listen[0])
 			add_executor(o, &c.paths);
 		hutch_cli_sandbox_json(o, true);
 		t = cJSON_Print(o);

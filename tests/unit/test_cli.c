@@ -188,9 +188,9 @@ static void test_sandbox_options(void **state)
 
 	(void)state;
 	assert_int_equal(parse(&create_verb, &a, words), 0);
-	assert_int_equal(a.cfg.ttl_seconds, 60);
-	assert_string_equal(a.cfg.type->name, "nano");
-	assert_int_equal(a.cfg.nhost_ports, 2);
+	assert_int_equal(a.cfg->ttl_seconds, 60);
+	assert_string_equal(a.cfg->type->name, "nano");
+	assert_int_equal(a.cfg->nhost_ports, 2);
 	hutch_cli_args_done(&a);
 	assert_int_equal(parse(&create_verb, &a, bad), HUTCH_EXIT_USAGE);
 	hutch_cli_args_done(&a);

@@ -1,0 +1,87 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * What setup.c and setup-init.c share (not a public header): the plan
+ * setup makes from the options, the objects it makes (its own until it
+ * ends), and the two steps of init's clone that setup-init.c holds.
+ */
+#ifndef HUTCH_SETUP_INTERNAL_H
+#define HUTCH_SETUP_INTERNAL_H
+
+#include <linux/filter.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "cgroup.h"
+#include "disk.h"
+#include "error.h"
+#include "initproc.h"
+#include "kind.h"
+#include "netpolicy.h"
+#include "rootfs.h"
+#include "status.h"
+#include "volumes.h"
+
+/*
+ * What the options decide for setup, once, after the kind's join (the uid
+ * slot): plan, then apply; each step takes what it needs of the plan and
+ * the objects it owns (docs/architecture.md, "Setup: plan, then apply").
+ */
+struct setup_plan {
+	struct hutch_limits lim;             /* the cgroups' */
+	struct hutch_disk_plan disk;         /* the writable places' disk */
+	bool net_joined;                     /* a pod's (or CNI's) netns: no plan of its own */
+	struct hutch_net_plan_params net;    /* before the clone: addresses, host ports, resolver */
+	struct hutch_net_bindings *bindings; /* header bindings' (NULL: none), protected */
+	enum hutch_net_mode seccomp_mode;    /* the seccomp program's */
+	struct hutch_sup_volumes_plan volumes; /* -v's */
+	struct hutch_sup_record creating;      /* state.json's: s's part; setup adds its own */
+	/* init's clone and parameters: */
+	const struct hutch_kind *kind;
+	unsigned joins;                  /* CLONE_NEW* joined (hutch_kind_join()) */
+	unsigned slot;                   /* the uid slot: the id maps', the CPUs' offset */
+	const struct hutch_idmap *idmap; /* root or rootless: the maps' writer */
+	size_t cpus;                     /* the CPUs init sees (0: all it may use) */
+	bool change_lists;
+	bool api_preload; /* the API's handlers loaded while init builds the root */
+	char hostname[64];
+};
+
+/*
+ * What setup makes, its own while it runs, handed to s when it ends, on
+ * every path (a failed setup's too: the end undoes what was made): the
+ * disk's maker (the creator's, taken before the fork, or one of setup's
+ * own), the disk's fds it answers, the cgroup (the creator's, or one
+ * setup places in a scope), the host ports' listeners, the commands'
+ * environment, the volumes' mounts, init's process, the network plan,
+ * the seccomp program, lxcfs's tree (closed once init has it) and what
+ * init sends before READY; the kind's ops' part (kind.h: an image's use).
+ */
+struct setup_made {
+	struct hutch_disk_job disk_job;
+	int disk_fds[HUTCH_DISK_FDS];
+	struct hutch_initproc init; /* init's process, once cloned */
+	struct hutch_kind_setup kind;
+	struct hutch_cgroup *cg;        /* NULL: --no-limits */
+	struct hutch_ports *ports;      /* -p's listeners (NULL: none) */
+	char **cmdenv;                  /* the commands' environment (NULL: the default) */
+	struct hutch_sup_volumes *vols; /* -v's mounts (NULL: none) */
+	int procview_fd;
+	struct hutch_net_plan net;
+	struct sock_fprog seccomp;
+	bool tmpfs; /* GO: no disk after all, config.workspace "tmpfs" */
+	/* init's writable layer's fds (HUTCH_MSG_WRITE_FDS), for snapshot.c */
+	uint32_t write_which[HUTCH_ROOTFS_WRITE_FDS];
+	int write_fds[HUTCH_ROOTFS_WRITE_FDS];
+	size_t nwrite, nwrite_which;
+};
+
+/* init cloned into the cgroup (or joining it), the volumes' mounts
+ * (m->vols) placed in it: m->init, setup's until it ends. */
+int hutch_sup_setup_spawn_init(const struct setup_plan *plan, struct setup_made *m,
+                               struct hutch_err *err);
+/* init's messages until READY (its listeners, its writable layer's fds, a
+ * console, its socket in its netns); its failure's message and class. */
+int hutch_sup_setup_wait_ready(const struct setup_plan *plan, struct setup_made *m,
+                               struct hutch_err *err);
+
+#endif

@@ -147,8 +147,10 @@ BUDGETS = {
     # its own, not double-forked (no middle child, no wait4 for it)
     # -> 400 faults (380-383, main 396-397): the journal's ring of commands
     # (hutch diff --since) grown as commands come, not 64 KiB zeroed at
-    # the first one
-    "run.syscalls": 1240,
+    # the first one; -> 1233-1250 (the supervisor 376-377 -> 361-362):
+    # the freezer's cmds child removed by name at the teardown, not found
+    # by a walk after an EBUSY rmdir (issue 31, 2026-12-07)
+    "run.syscalls": 1225,
     "run.faults": 400,
     "rest.syscalls": 4,
     # 462 -> 220: gnutls's relocated data no longer in every supervisor;

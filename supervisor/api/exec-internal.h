@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * An exec stream (api-exec.c) as its three ways in share it: POST /exec's
- * upgraded connection, hutch run's socket and a connection to hutch
- * exec's socket (exec-run.c, exec-sock.c).
+ * An exec stream (api-exec.c, its way out and end exec-out.c) as its
+ * three ways in share it: POST /exec's upgraded connection, hutch run's
+ * socket and a connection to hutch exec's socket (exec-run.c, exec-sock.c).
  */
 #ifndef HUTCH_EXEC_INTERNAL_H
 #define HUTCH_EXEC_INTERNAL_H
@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "cJSON.h"
 #include "frame.h"
@@ -88,6 +89,17 @@ bool hutch_exec_queue_frame(struct hutch_exec *x, enum hutch_frame_type t, const
 /* Send what is queued, ending the stream once finished and sent; false
  * if it ended. */
 bool hutch_exec_flush(struct hutch_exec *x);
+/* exec-out.c: the end (the command killed if it runs, the socket handed
+ * back); a failure's (before the upgrade: the command killed, the end when
+ * libmicrohttpd hands the socket over). */
 void hutch_exec_end(struct hutch_exec *x);
+void hutch_exec_abort(struct hutch_exec *x);
+/* The socket's events as the stream's state asks (in: room to read; out:
+ * a queue or owed bytes). */
+void hutch_exec_update_events(struct hutch_exec *x);
+/* The command's sink (struct hutch_cmd_sink): its output framed and
+ * queued (false: pause it), or moved by splice while nothing waits. */
+bool hutch_exec_on_output(void *ud, struct cmd *c, bool is_err, const char *buf, size_t n);
+ssize_t hutch_exec_on_move(void *ud, struct cmd *c, bool is_err, int fd);
 
 #endif

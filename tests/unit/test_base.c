@@ -352,6 +352,20 @@ static void test_kernel_at_least(void **state)
 	assert_false(hutch_kernel_at_least(NULL, 5, 11));
 }
 
+/* base/timewrap.c: what the hutch link calls for time(), the second
+ * glibc's time() gives (its vDSO tick's), and stored through t. */
+time_t __wrap_time(time_t *t);
+
+static void test_wrap_time(void **state)
+{
+	time_t before = time(NULL), stored = 0, got = __wrap_time(&stored), after = time(NULL);
+
+	(void)state;
+	assert_true(got >= before && got <= after);
+	assert_true(stored == got);
+	assert_true(__wrap_time(NULL) >= got);
+}
+
 static void test_round(void **state)
 {
 	(void)state;
@@ -896,6 +910,7 @@ int main(void)
 		cmocka_unit_test(test_overlay_lowerdir),
 		cmocka_unit_test(test_kernel_at_least),
 		cmocka_unit_test(test_round),
+		cmocka_unit_test(test_wrap_time),
 		cmocka_unit_test(test_error_classes),
 	};
 

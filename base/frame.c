@@ -1,15 +1,17 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The exec stream's frames; see frame.h. Pure: no I/O, no allocation. */
 #include <errno.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "frame.h"
 
 void hutch_frame_dec_init(struct hutch_frame_dec *d, unsigned allowed)
 {
-	memset(d, 0, sizeof(*d) - sizeof(d->ctl));
+	/* ctl (4 KiB) is not cleared; error, after it, is */
+	memset(d, 0, offsetof(struct hutch_frame_dec, ctl));
 	d->allowed = allowed;
-	d->ctl_len = 0;
+	d->error = NULL;
 }
 
 void hutch_frame_header(uint8_t hdr[HUTCH_FRAME_HDR], enum hutch_frame_type t, uint32_t len)

@@ -40,6 +40,11 @@ enum hutch_frame_type {
 	 * ("exit_frame": "brief": hutch's own CLI, which then needs no JSON
 	 * parser for a command's end); the last frame */
 	HUTCH_FRAME_RESULT = 8,
+	/* server -> client, on exec.sock only, to a warm run's claim (a
+	 * request that brought its command's stream, cli/pool.h): the claim
+	 * made, {"id", "created_at_unix", "expires_at_unix"}; the only
+	 * frame, the connection then the run's hand-over */
+	HUTCH_FRAME_CLAIMED = 9,
 	HUTCH_FRAME_NTYPES
 };
 

@@ -83,8 +83,9 @@ static int create_sandbox(struct hutch_config *cfg, const char *progress, int st
 	hutch_cli_say_root(cfg, progress_to);
 	/* a fork's disk is its own: no pool's sandbox has it; a build's
 	 * sandbox must end with its builder */
-	r = cfg->disk_from[0] || cfg->no_pool ? 0
-	                                      : hutch_pool_claim(cfg, hutch_runtime_dir(), c, &err);
+	r = cfg->disk_from[0] || cfg->no_pool
+	            ? 0
+	            : hutch_pool_claim(cfg, hutch_runtime_dir(), stream_fd, c, &err);
 	if (r > 0)
 		return 0;      /* a warm sandbox from `hutch pool` */
 	hutch_err_clear(&err); /* no pool, or nothing ready: create cold */

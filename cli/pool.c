@@ -67,42 +67,10 @@ static pid_t keeper_alive(int dfd, unsigned *ret_size)
 	return 0;
 }
 
-/* ---- claim (CLI) ---- */
+/* ---- claim (CLI; one sandbox's claim: claim.c) ---- */
 
-/* Send POST /claim to one sandbox taken from the pool. */
-static int claim_one(const char *rt, const char *id, const char *body, struct hutch_created *ret,
-                     struct hutch_err *err)
-{
-	struct hutch_http_resp resp = { 0 };
-	_cleanup_cjson_ cJSON *j = NULL;
-	int r;
-
-	memset(ret, 0, sizeof(*ret));
-	ret->handover_fd = -EBADF; /* the pool's already */
-	r = hutch_paths_init(rt, id, &ret->paths);
-	if (r < 0)
-		return hutch_err_set_errno(err, r, "sandbox paths");
-	r = hutch_client_request(ret->paths.sock, "POST", "/claim", body, strlen(body), &resp, err);
-	if (r < 0)
-		return r;
-	if (resp.status == 200)
-		j = cJSON_ParseWithLength(resp.body.data ? resp.body.data : "", resp.body.len);
-	if (!j) {
-		r = hutch_err_set(err, -EPROTO, "claim of pooled sandbox %s answered %ld: %.200s",
-		                  id, resp.status, resp.body.data ? resp.body.data : "");
-		hutch_http_resp_done(&resp);
-		return r;
-	}
-	hutch_http_resp_done(&resp);
-	memcpy(ret->id, id, HUTCH_ID_LEN); /* a valid id: checked by the caller */
-	ret->id[HUTCH_ID_LEN] = '\0';
-	ret->created_at = (int64_t)cJSON_GetNumberValue(cJSON_GetObjectItem(j, "created_at_unix"));
-	ret->expires_at = (int64_t)cJSON_GetNumberValue(cJSON_GetObjectItem(j, "expires_at_unix"));
-	return 1;
-}
-
-int hutch_pool_claim(const struct hutch_config *cfg, const char *rt, struct hutch_created *ret,
-                     struct hutch_err *err)
+int hutch_pool_claim(const struct hutch_config *cfg, const char *rt, int stream_fd,
+                     struct hutch_created *ret, struct hutch_err *err)
 {
 	char key[HUTCH_POOL_KEY_MAX], path[4200];
 	_cleanup_closedir_ DIR *d = NULL;
@@ -129,7 +97,7 @@ int hutch_pool_claim(const struct hutch_config *cfg, const char *rt, struct hutc
 		/* Only one unlink of the token succeeds: the sandbox is ours. */
 		if (unlinkat(dirfd(d), de->d_name, 0) < 0)
 			continue;
-		r = claim_one(rt, de->d_name, body, ret, err);
+		r = hutch_pool_claim_taken(rt, de->d_name, body, stream_fd, ret, err);
 		if (r > 0)
 			return r;
 		/* Expired or broken meanwhile: try the next, then create cold. */

@@ -12,8 +12,9 @@
  * one empty file per ready sandbox, named by its id. A creator claims a
  * sandbox by unlinking its file (only one unlink can succeed), then sends
  * POST /claim with the options a pool does not fix (TTL, idle timeout,
- * region, output cap, on_destroy). The keeper sees the unlink (inotify)
- * and creates a replacement.
+ * region, output cap, on_destroy); hutch run sends them with its command
+ * on exec.sock instead (docs/api.md, POST /claim). The keeper sees the
+ * unlink (inotify) and creates a replacement.
  *
  * The key covers what is fixed at creation: instance type, network policy,
  * host ports, resolver and address pool. Creations with a setup script or
@@ -35,9 +36,22 @@
 
 /* CLI: take a ready sandbox from the pool of cfg's key and give it cfg's
  * per-session options. 1: claimed (ret filled); 0: no pool or it is empty
- * (create cold); < 0: error with err set. */
-int hutch_pool_claim(const struct hutch_config *cfg, const char *runtime_dir,
+ * (create cold); < 0: error with err set.
+ * stream_fd >= 0: hutch run's command made ready (cli/stream.c,
+ * hutch_cli_run_prepare()'s end of a socketpair, its request in it): the
+ * claim goes on the sandbox's exec.sock with it, in one message, and the
+ * command starts with the claim; ret->command_sent then says so, and
+ * ret->handover_fd is the run's hand-over as after a cold run's create
+ * (supervisor/sandbox.h: "D" deletes, its closing says gone). No
+ * connection to the API, no POST /claim, no DELETE /. */
+int hutch_pool_claim(const struct hutch_config *cfg, const char *runtime_dir, int stream_fd,
                      struct hutch_created *ret, struct hutch_err *err);
+
+/* CLI: the claim of one sandbox (id) whose token was taken, body the
+ * session options' JSON; stream_fd as above. 1: claimed (ret filled), <
+ * 0: not (err set), the caller tries the next. */
+int hutch_pool_claim_taken(const char *runtime_dir, const char *id, const char *body, int stream_fd,
+                           struct hutch_created *ret, struct hutch_err *err);
 
 /* CLI: start a keeper for cfg with size sandboxes; returns once they are
  * ready (or the first creation failed). -EEXIST if one runs already.

@@ -83,16 +83,17 @@ int hutch_sup_set_expiry(struct sup *s, uint64_t seconds)
 	return 0;
 }
 
-cJSON *hutch_sup_claim(struct sup *s, const cJSON *body, struct hutch_err *err)
+int hutch_sup_claim_start(struct sup *s, const cJSON *body, struct hutch_err *err)
 {
-	if (!s->cfg->pool_key[0]) {
-		hutch_err_set_class(err, HUTCH_ERRC_CONFLICT, -EALREADY,
-		                    "sandbox %s is not a pooled sandbox waiting for a claim",
-		                    s->id);
-		return NULL;
-	}
-	if (apply_options(s, body, err) < 0)
-		return NULL;
+	int r;
+
+	if (!s->cfg->pool_key[0])
+		return hutch_err_set_class(err, HUTCH_ERRC_CONFLICT, -EALREADY,
+		                           "sandbox %s is not a pooled sandbox waiting for a claim",
+		                           s->id);
+	r = apply_options(s, body, err);
+	if (r < 0)
+		return r;
 	s->cfg->pool_key[0] = '\0';
 	hutch_event(s, "claimed from a warm pool: ttl %llu s",
 	            (unsigned long long)s->cfg->ttl_seconds);
@@ -104,5 +105,10 @@ cJSON *hutch_sup_claim(struct sup *s, const cJSON *body, struct hutch_err *err)
 	if (hutch_idle_start(s) < 0)
 		hutch_log(HUTCH_LOG_WARN, "claim: idle timer: %m");
 	(void)hutch_sup_write_state(s, "running");
-	return claim_answer(s, err);
+	return 0;
+}
+
+cJSON *hutch_sup_claim(struct sup *s, const cJSON *body, struct hutch_err *err)
+{
+	return hutch_sup_claim_start(s, body, err) < 0 ? NULL : claim_answer(s, err);
 }

@@ -16,6 +16,9 @@ struct sup;
  * region, on_destroy...), each optional. Returns the created answer or NULL
  * with err set (-EALREADY when not pooled / claimed already, -EINVAL). */
 cJSON *hutch_sup_claim(struct sup *s, const cJSON *body, struct hutch_err *err);
+/* The same claim without the answer (a warm run's on exec.sock, which
+ * answers in brief): 0, or -errno with err set as above. */
+int hutch_sup_claim_start(struct sup *s, const cJSON *body, struct hutch_err *err);
 
 /* The session ends seconds from now (the TTL timer re-armed, expires_at
  * moved; state.json is the caller's). 0 or -errno. */

@@ -511,3 +511,23 @@ void hutch_hooks_report_to(struct sup *s, int result_fd)
 {
 	s->hooks.result_fd = result_fd;
 }
+
+int hutch_hooks_run_claimed(struct sup *s, int fd)
+{
+	/* A pooled sandbox's creator (the keeper's) acknowledged long ago:
+	 * the socket is free, and from now on it is as a run's after "R". */
+	if (s->hooks.result_fd >= 0 || s->hooks.run_creator) {
+		close(fd);
+		return -EBUSY;
+	}
+	s->hooks.result_fd = fd;
+	s->hooks.run_creator = true;
+	hutch_watch_init(&s->hooks.w_result, on_creator_event, s);
+	if (hutch_loop_add(&s->loop, &s->hooks.w_result, fd, EPOLLIN | EPOLLRDHUP) < 0) {
+		hutch_loop_close(&s->loop, &s->hooks.w_result, &s->hooks.result_fd);
+		s->hooks.run_delete = true;
+		return -ENOMEM;
+	}
+	hutch_event(s, "handed over: to its run, deleted when the run ends");
+	return 0;
+}

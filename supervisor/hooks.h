@@ -55,6 +55,12 @@ int hutch_hooks_open_log(struct sup *s, int *ret_read, struct hutch_err *err);
 /* The loop reports ready (or the setup failure) on result_fd, the
  * creator's socket, once the setup steps have run. */
 void hutch_hooks_report_to(struct sup *s, int result_fd);
+/* A warm run claimed the sandbox on fd (exec.sock's connection, taken):
+ * fd is its hand-over socket from now on, as a cold run's after "R"
+ * (supervisor/sandbox.h): "D" or its end deletes the sandbox, its closing
+ * says the sandbox is gone. 0, or -errno (fd closed; on -ENOMEM the
+ * sandbox is deleted). */
+int hutch_hooks_run_claimed(struct sup *s, int fd);
 /* The sandbox is closing: start on_destroy if there is one and the
  * sandbox is ready; true if started (the end then waits for it). */
 bool hutch_hooks_destroy_start(struct sup *s);

@@ -378,6 +378,7 @@ struct hutch_exec *hutch_exec_new(struct sup *s)
 	x->s = s;
 	x->sock = -1;
 	x->in_fd = -EBADF;
+	x->passed_fd = -EBADF;
 	hutch_watch_init(&x->w_sock, on_sock, x);
 	hutch_watch_init(&x->w_in, on_stdin_room, x);
 	hutch_frame_dec_init(&x->dec, HUTCH_FRAME_FROM_CLIENT);

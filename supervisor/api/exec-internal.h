@@ -41,6 +41,9 @@ struct hutch_exec {
 	void (*reading)(struct hutch_exec *x);
 	char *req; /* that request as it comes (the length, the body) */
 	size_t req_got, req_cap;
+	/* the fd that came with it: a warm run's claim brings its command's
+	 * stream (exec-run.c); -EBADF, or closed with x */
+	int passed_fd;
 	struct hutch_jrec *jr; /* its journal line, written at the end (as POST /exec's) */
 	int in_fd;             /* the command's stdin; -EBADF once closed */
 	struct hutch_watch w_sock, w_in;

@@ -36,6 +36,7 @@ static void exec_freed(struct hutch_deferred *d)
 	struct hutch_exec *x =
 	        (struct hutch_exec *)((char *)d - offsetof(struct hutch_exec, dfree));
 
+	closep(&x->passed_fd);
 	free(x->ibuf);
 	free(x->obuf);
 	free(x->req);

@@ -6,11 +6,12 @@ import os
 import shutil
 import signal
 import socket
+import struct
 import subprocess
 
 import pytest
 
-from conftest import HUTCH, UnixHTTPConnection, api, proc_comm, wait_until
+from conftest import HUTCH, UnixHTTPConnection, api, proc_comm, state_of, wait_until
 
 USAGE, NOT_FOUND = 64, 65
 
@@ -173,6 +174,87 @@ def test_run_uses_the_pool(pool):
     # run deleted it; the keeper made another
     assert wait_until(lambda: len(pooled_ids(pool)) == 1 and pooled_ids(pool) != [sid], timeout=30)
     assert not os.path.exists(os.path.join(pool.rtdir, sid))
+
+
+def journal_routes(h, sid):
+    """The routes of a deleted sandbox's journal, once its supervisor kept
+    it (after the deletion's answer)."""
+    path = os.path.join(h.rtdir, ".gone", sid + ".journal")
+    assert wait_until(lambda: os.path.exists(path), timeout=10)
+    with open(path) as f:
+        return [json.loads(line).get("route") for line in f if '"route"' in line]
+
+
+def test_run_claims_and_runs_in_one_message(pool):
+    """A warm run claims on exec.sock with its command: the sandbox's
+    journal has the claim and the command, and no DELETE / (the
+    connection that claimed is the run's hand-over, as a cold run's)."""
+    start(pool, size=1)
+    [sid] = pooled_ids(pool)
+    r = pool("run", "--ttl", "300", "--", "sh", "-c", "echo out; echo err >&2; exit 3")
+    assert r.returncode == 3 and r.stdout == b"out\n" and r.stderr == b"err\n", r
+    assert not os.path.exists(os.path.join(pool.rtdir, sid))  # gone when run returns
+    assert journal_routes(pool, sid) == ["POST /claim", "POST /exec"]
+
+
+def test_a_killed_warm_run_deletes_its_sandbox(pool):
+    """The run's hand-over: the CLI killed (SIGKILL, nothing said) while its
+    command runs, the claimed sandbox is deleted, not left for its TTL."""
+    start(pool, size=1)
+    [sid] = pooled_ids(pool)
+    p = pool.popen("run", "--", "sleep", "1000")
+    try:
+        assert wait_until(lambda: state_of(pool, sid) == "running", timeout=30)
+        st = os.path.join(pool.rtdir, sid, "state.json")
+        with open(st) as f:
+            init = json.load(f)["init_pid"]
+        p.kill()
+        p.wait(10)
+        assert wait_until(lambda: not os.path.exists(os.path.join(pool.rtdir, sid)), timeout=10)
+        assert wait_until(lambda: proc_comm(init) is None, timeout=10)
+        assert os.path.exists(os.path.join(pool.rtdir, ".gone", sid))
+    finally:
+        if p.poll() is None:
+            p.kill()
+
+
+def claim_on_exec_sock(h, sid, body):
+    """exec.sock's claim by hand: the body with a socketpair's end; the
+    answer frame's type and JSON."""
+    a, b = socket.socketpair()
+    s = socket.socket(socket.AF_UNIX)
+    try:
+        s.connect(os.path.join(h.rtdir, sid, "exec.sock"))
+        data = json.dumps(body).encode()
+        socket.send_fds(s, [struct.pack(">I", len(data)) + data], [b.fileno()])
+        s.settimeout(10)
+        head = b""
+        while len(head) < 5:
+            head += s.recv(5 - len(head))
+        kind, n = struct.unpack(">BI", head)
+        payload = b""
+        while len(payload) < n:
+            payload += s.recv(n - len(payload))
+        return kind, json.loads(payload)
+    finally:
+        for x in (a, b, s):
+            x.close()
+
+
+def test_exec_sock_claims_refused_as_post_claim(pool):
+    start(pool, size=1)
+    [sid] = pooled_ids(pool)
+    kind, res = claim_on_exec_sock(pool, sid, {"argv": ["true"]})
+    assert kind == 7 and res["status"] == 400 and "claim" in res["error"]["message"], res
+    kind, res = claim_on_exec_sock(pool, sid, {"claim": {"ttl_seconds": 0}})
+    assert kind == 7 and res["status"] == 400, res
+    assert "invalid ttl_seconds '0'" in res["error"]["message"]
+    assert state_of(pool, sid) == "pooled"
+    r = pool("create", "--json")  # claimed over HTTP: no stream to bring
+    assert json.loads(r.stdout)["id"] == sid
+    kind, res = claim_on_exec_sock(pool, sid, {"claim": {}})
+    assert kind == 7 and res["status"] == 409 and res["error"]["code"] == "not_pooled", res
+    pool("rm", sid)
 
 
 def test_stop_deletes_unclaimed_and_keeps_claimed(pool):

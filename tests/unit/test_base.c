@@ -845,6 +845,31 @@ static void test_json_str(void **state)
 	cJSON_Delete(NULL);
 }
 
+/* A decoder made in memory that held anything (a stack's): its error,
+ * after the 4 KiB ctl, cleared by the init too (it was not: a CLAIMED
+ * frame read by a decoder on the CLI's stack failed at random). */
+static void test_frame_dec_init_dirty(void **state)
+{
+	struct hutch_frame_dec d;
+	struct hutch_frame_ev ev;
+	uint8_t f[HUTCH_FRAME_HDR + 2];
+	size_t off = 0;
+
+	(void)state;
+	memset(&d, 0xa5, sizeof(d));
+	hutch_frame_dec_init(&d, HUTCH_FRAME_BIT(HUTCH_FRAME_CLAIMED));
+	hutch_frame_header(f, HUTCH_FRAME_CLAIMED, 2);
+	memcpy(f + HUTCH_FRAME_HDR, "{}", 2);
+	do {
+		ssize_t n = hutch_frame_decode(&d, (const char *)f + off, sizeof(f) - off, &ev);
+		assert_true(n > 0);
+		off += (size_t)n;
+	} while (ev.kind != HUTCH_FRAME_EV_CTL);
+	assert_int_equal(ev.type, HUTCH_FRAME_CLAIMED);
+	assert_int_equal(ev.len, 2);
+	assert_memory_equal(ev.data, "{}", 2);
+}
+
 /* The RESULT frame's payload: encoded, decoded back; the hostile ones
  * refused. */
 static void test_frame_result(void **state)
@@ -889,6 +914,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_json_str),
+		cmocka_unit_test(test_frame_dec_init_dirty),
 		cmocka_unit_test(test_frame_result),
 		cmocka_unit_test(test_parse_u64),
 		cmocka_unit_test(test_ids),

@@ -124,8 +124,9 @@ struct sup {
 	struct sup_exec_sock {    /* hutch exec's socket (api/exec-sock.c) */
 		int fd;           /* listening; -EBADF: none */
 		struct hutch_watch w;
-		unsigned open; /* its streams not yet ended */
-		bool paused;   /* at HUTCH_MAX_CONNECTIONS: not accepting */
+		unsigned open;    /* its streams not yet ended */
+		bool paused;      /* at HUTCH_MAX_CONNECTIONS: not accepting */
+		int64_t retry_ms; /* out of fds or memory: accept again then (0: not) */
 	} exec_sock;
 	struct sup_executor {           /* --executor-port (api/executor.c) */
 		struct MHD_Daemon *mhd; /* on the TCP listener; NULL: none */

@@ -53,7 +53,8 @@ int hutch_api_exec_stream(struct sup *s, int fd);
  * at once (hutch_api_open()), watched with it, closed before the streams
  * end at the stop; a stream whose request is not whole within
  * HUTCH_API_HEADER_TIMEOUT_MS ends (hutch_api_exec_expire(), with
- * hutch_api_run(); the loop's wait bounded by _timeout_ms(), -1: any). */
+ * hutch_api_run(); the loop's wait bounded by _timeout_ms(), -1: any),
+ * and a listener out of fds or memory accepts again there. */
 int hutch_api_exec_listen(struct sup *s, struct hutch_err *err);
 int hutch_api_exec_watch(struct sup *s);
 void hutch_api_exec_unlisten(struct sup *s);

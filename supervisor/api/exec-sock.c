@@ -16,7 +16,11 @@
  * its connection. A stream is activity from its connection to its end
  * (hutch_idle_begin(), _end()), as an HTTP request is from its headers
  * to its end. The listener is edge-triggered: it is drained on each
- * event, and again when a paused one has room.
+ * event, and again when a paused one has room. Out of fds or memory
+ * (EMFILE, ENFILE, ENOMEM), the waiting connection stays in the backlog
+ * and is taken again EXEC_SOCK_RETRY_MS later (no new edge comes when an
+ * fd is freed elsewhere, e.g. by an HTTP connection's end): the client
+ * waits for an fd, as beyond the bound, instead of for ever.
  */
 #include <errno.h>
 #include <stdint.h>
@@ -32,7 +36,8 @@
 #include "supervisor.h"
 #include "util.h"
 
-#define EXEC_SOCK_BACKLOG 256
+#define EXEC_SOCK_BACKLOG  256
+#define EXEC_SOCK_RETRY_MS 100
 
 static void accept_all(struct sup *s);
 
@@ -63,13 +68,12 @@ static void accept_all(struct sup *s)
 		fd = accept4(s->exec_sock.fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
 		if (fd < 0 && (errno == EINTR || errno == ECONNABORTED))
 			continue;
-		if (fd < 0) {
-			s->exec_sock.paused = errno != EAGAIN && s->exec_sock.open > 0;
+		if (fd < 0 && errno == EAGAIN)
 			return;
-		}
-		x = hutch_exec_open_own(s, fd);
-		if (!x) {
+		x = fd < 0 ? NULL : hutch_exec_open_own(s, fd);
+		if (!x) { /* out of fds or memory: a stream's end or the retry */
 			s->exec_sock.paused = s->exec_sock.open > 0;
+			s->exec_sock.retry_ms = hutch_now_mono_ms() + EXEC_SOCK_RETRY_MS;
 			return;
 		}
 		x->on_end = on_end;
@@ -110,6 +114,7 @@ void hutch_api_exec_unlisten(struct sup *s)
 		return;
 	hutch_loop_close(&s->loop, &s->exec_sock.w, &s->exec_sock.fd);
 	s->exec_sock.paused = false;
+	s->exec_sock.retry_ms = 0;
 }
 
 /* exec.sock's streams still reading their request. */
@@ -128,6 +133,11 @@ void hutch_api_exec_expire(struct sup *s)
 		if (waits_request(x) && now - x->since_ms >= HUTCH_API_HEADER_TIMEOUT_MS)
 			hutch_exec_end(x);
 	}
+	if (s->exec_sock.retry_ms && now >= s->exec_sock.retry_ms && s->exec_sock.fd >= 0) {
+		s->exec_sock.retry_ms = 0;
+		s->exec_sock.paused = false;
+		accept_all(s);
+	}
 }
 
 int hutch_api_exec_timeout_ms(struct sup *s)
@@ -138,6 +148,12 @@ int hutch_api_exec_timeout_ms(struct sup *s)
 		if (!waits_request(x))
 			continue;
 		left = x->since_ms + HUTCH_API_HEADER_TIMEOUT_MS - now;
+		left = left < 0 ? 0 : left;
+		if (least < 0 || left < least)
+			least = left;
+	}
+	if (s->exec_sock.retry_ms) {
+		left = s->exec_sock.retry_ms - now;
 		left = left < 0 ? 0 : left;
 		if (least < 0 || left < least)
 			least = left;

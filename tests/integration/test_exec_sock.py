@@ -9,6 +9,7 @@ a sleeping sandbox woken and kept awake while its command runs, the
 journal's caller, a request that never comes."""
 import json
 import os
+import resource
 import socket
 import stat
 import struct
@@ -125,3 +126,45 @@ def test_without_the_socket_hutch_exec_uses_post_exec(hutch, sandbox):
     os.unlink(exec_sock(sandbox))
     r = hutch("exec", sandbox.id, "--", "sh", "-c", "echo via http; exit 4")
     assert r.returncode == 4 and r.stdout == b"via http\n"
+
+
+def ctxt_switches(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("voluntary_ctxt_switches:"):
+                return int(line.split()[1])
+    raise AssertionError("no voluntary_ctxt_switches")
+
+
+def test_out_of_fds_the_connection_waits_then_is_served(hutch, sandbox):
+    """The listener is edge-triggered: a connection it could not take
+    (EMFILE) gets no new edge when an fd frees elsewhere. It waits in the
+    backlog while the supervisor has no fd, and is served once it has one
+    (was: waited for ever, until another connection came)."""
+    with open(os.path.join(hutch.rtdir, sandbox.id, "state.json")) as f:
+        pid = json.load(f)["supervisor_pid"]
+    soft, hard = resource.prlimit(pid, resource.RLIMIT_NOFILE)
+    # no new fd at all: the lowest free one is above 1
+    resource.prlimit(pid, resource.RLIMIT_NOFILE, (1, hard))
+    nfds = len(os.listdir(f"/proc/{pid}/fd"))
+    try:
+        before = ctxt_switches(pid)
+        s = request(sandbox, {"argv": ["echo", "served"]}, frame(STDIN))
+        s.settimeout(20)
+        # the supervisor woke for the connection and went back to sleep:
+        # it tried accept4() and was refused an fd
+        assert wait_until(lambda: ctxt_switches(pid) > before and
+                          proc_state(pid) == "S")
+        assert len(os.listdir(f"/proc/{pid}/fd")) == nfds
+    finally:
+        resource.prlimit(pid, resource.RLIMIT_NOFILE, (soft, hard))
+    got = frames(s)
+    s.close()
+    assert b"".join(d for k, d in got if k == STDOUT) == b"served\n", got
+    assert got[-1][0] == EXIT and json.loads(got[-1][1])["exit_code"] == 0
+    assert sandbox.sh("echo after") == "after\n"
+
+
+def proc_state(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        return f.read().rsplit(")", 1)[1].split()[0]

@@ -94,6 +94,13 @@ void hutch_cli_fork_full_unmark(const char *rt, const char *name, int *fd);
 struct hutch_err;
 int hutch_cli_fork_full_remove(const char *store, const char *name, struct hutch_err *err);
 int hutch_cli_fork_full_gc(const char *rt);
+/* hutch fork --full of a->pos[0] (fork-full.c): one dump, n restores by
+ * the creators cr (unstarted) into c, the dump removed, the forks handed
+ * over; 0 or the exit code (said). */
+struct hutch_fork_creator;
+struct hutch_created;
+int hutch_cli_fork_full(struct hutch_cli_args *a, struct hutch_fork_creator *cr,
+                        struct hutch_created *c, size_t n);
 
 /* sandbox-json.c: give o (the create answer, a state.json, GET /status)
  * the one sandbox schema: "status" (dead when not live), "live", and

@@ -1,8 +1,13 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * hutch fork --full's dump, never left behind (docs/snapshots.md "Full
- * fork"). The dump is a full snapshot of the source's store that the
- * forks' creates restore and the fork removes after, whatever happened.
+ * hutch fork --full (docs/snapshots.md "Full fork"): POST /fork {"full":
+ * true} dumps the source into a full snapshot of its store (the source
+ * runs on), N creators (fork-creators.c) restore it (create --snapshot's
+ * path), and it is removed before the hand-over, whatever happened.
+ *
+ * The dump, never left behind: so that a fork killed part way (kill -9 of
+ * the CLI, or of the source's supervisor) leaves nothing once `hutch gc`
+ * ran, the fork records the dump before asking for it.
  * So that a fork killed part way (kill -9 of the CLI, or of the source's
  * supervisor) leaves nothing once `hutch gc` ran, the fork records the
  * dump before asking for it: $RT/.fork-full/NAME, {source, name, store},
@@ -16,16 +21,25 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "args.h"
 #include "cleanup.h"
 #include "cli.h"
+#include "config.h"
+#include "criu.h"
 #include "fdutil.h"
+#include "fork-creators.h"
 #include "image.h"
+#include "sandbox.h"
 #include "state.h"
+#include "stream.h"
+#include "util.h"
 #include "verbs.h"
 
 #define DIR_NAME ".fork-full"
@@ -148,4 +162,148 @@ int hutch_cli_fork_full_gc(const char *rt)
 		if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
 			removed += gc_one(rt, dir, e->d_name);
 	return removed;
+}
+
+/* --full's: {source, method, dump_ms, restore_ms, bytes, forks}, or the
+ * ids and the times on stderr. */
+static void print_full(const struct hutch_cli_args *a, const char *src, const cJSON *dump,
+                       const struct hutch_created *c, size_t n)
+{
+	double ms = cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(dump, "duration_ms")),
+	       rms = cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(dump, "restore_ms")),
+	       bytes = cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(dump, "bytes"));
+	_cleanup_cjson_ cJSON *o = a->json ? cJSON_CreateObject() : NULL;
+
+	if (a->json) {
+		cJSON_AddStringToObject(o, "source", src);
+		cJSON_AddNullToObject(o, "snapshot");
+		cJSON_AddStringToObject(o, "method", "full");
+		cJSON_AddNumberToObject(o, "dump_ms", ms);
+		cJSON_AddNumberToObject(o, "restore_ms", rms);
+		cJSON_AddNumberToObject(o, "bytes", bytes);
+	}
+	hutch_fork_print_ids(o, c, n);
+	if (a->json)
+		return;
+	fprintf(stderr,
+	        "hutch: %zu fork%s of %s with its processes and memory (dump %.0f ms, %.0f "
+	        "bytes; restore%s %.0f ms)\n",
+	        n, n == 1 ? "" : "s", src, ms, bytes, n == 1 ? "" : "s", rms);
+}
+
+/* --full: what the restores cannot make refused before anything is made,
+ * as create --snapshot of a full snapshot refuses it; then the CRIU. */
+static int full_checks(const struct hutch_cli_args *a)
+{
+	const char *drop = a->no_limits ? "--no-limits (a restore needs cgroups of its own)"
+	                                : hutch_cli_full_restore_drop(a->cfg);
+	struct hutch_criu c;
+	char why[1024];
+
+	if (geteuid() != 0)
+		return hutch_cli_fail(
+		        HUTCH_EXIT_NOT_CAPABLE,
+		        "fork --full needs root: CRIU dumps and restores the process "
+		        "tree as the host's root (fork without --full forks the files)");
+	if (drop)
+		return hutch_cli_fail(HUTCH_EXIT_USAGE,
+		                      "fork --full: its forks are plain sandboxes of network none, "
+		                      "as their source: drop %s",
+		                      drop);
+	hutch_criu_probe(hutch_runtime_dir(), &c);
+	if (!c.works) {
+		hutch_criu_refusal(&c, why, sizeof(why));
+		return hutch_cli_fail(HUTCH_EXIT_NOT_CAPABLE, "%s", why);
+	}
+	return 0;
+}
+
+/* The store the source's supervisor dumps into (its config's, else the
+ * default its wiped environment gives: root's), made the forks' too. */
+static int full_store(const struct hutch_paths *p, struct hutch_cli_args *a, char *store,
+                      size_t size)
+{
+	_cleanup_cjson_ cJSON *j = NULL;
+	char buf[HUTCH_IMAGE_STORE_MAX + 1];
+	const char *path;
+	int r;
+
+	if ((r = hutch_fork_source_config(p, &j)))
+		return r;
+	path = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(
+	        cJSON_GetObjectItemCaseSensitive(j, "config"), "image_store"));
+	if (!path || !*path) {
+		(void)unsetenv("HUTCH_IMAGE_STORE");
+		path = hutch_image_store_path(buf, sizeof(buf));
+	}
+	if (!path || (size_t)snprintf(store, size, "%s", path) >= size ||
+	    (size_t)snprintf(a->cfg->image_store, sizeof(a->cfg->image_store), "%s", path) >=
+	            sizeof(a->cfg->image_store) ||
+	    setenv("HUTCH_IMAGE_STORE", store, 1) < 0)
+		return hutch_cli_fail(HUTCH_EXIT_FAILURE, "fork --full: no image store for %s",
+		                      p->id);
+	return 0;
+}
+
+/* The dump's snapshot removed (else left to gc, its record kept), then
+ * the record. */
+static void full_cleanup(const char *store, const char *name, int *mark)
+{
+	struct hutch_err err = { 0 };
+
+	if (hutch_cli_fork_full_remove(store, name, &err) < 0) {
+		fprintf(stderr,
+		        "hutch: fork --full: its dump %s stays in %s (%s): 'hutch gc' "
+		        "removes it\n",
+		        name, store, err.msg);
+		closep(mark);
+		return;
+	}
+	hutch_cli_fork_full_unmark(hutch_runtime_dir(), name, mark);
+}
+
+/* hutch fork --full (docs/snapshots.md "Full fork"): one dump of the live
+ * source (POST /fork {"full": true}: a full snapshot of its store, the
+ * source running on), then n restores at once (create --snapshot's, by
+ * the creators), then the dump removed, whatever happened: recorded in
+ * the runtime dir first (fork-full.c) so that gc removes it after a kill. */
+int hutch_cli_fork_full(struct hutch_cli_args *a, struct hutch_fork_creator *cr,
+                        struct hutch_created *c, size_t n)
+{
+	_cleanup_cjson_ cJSON *dump = NULL;
+	char store[HUTCH_IMAGE_STORE_MAX + 1], name[HUTCH_DISK_FORK_NAME_MAX], body[192];
+	unsigned long long v;
+	struct hutch_paths p;
+	size_t failed = 0;
+	int mark = -EBADF, r;
+	double t0;
+
+	if ((r = full_checks(a)) || (r = hutch_cli_open_live(a->pos[0], &p)) ||
+	    (r = full_store(&p, a, store, sizeof(store))))
+		return r;
+	if (getrandom(&v, sizeof(v), 0) != (ssize_t)sizeof(v))
+		return hutch_cli_fail(HUTCH_EXIT_FAILURE, "fork: getrandom: %s", strerror(errno));
+	snprintf(name, sizeof(name), "fork-%.12s-%016llx", p.id, v);
+	if ((r = hutch_cli_fork_full_mark(hutch_runtime_dir(), p.id, name, store, &mark)) < 0)
+		return hutch_cli_fail(HUTCH_EXIT_FAILURE, "fork --full: record its dump in %s: %s",
+		                      hutch_runtime_dir(), strerror(-r));
+	snprintf(body, sizeof(body), "{\"count\": %zu, \"full\": true, \"name\": \"%s\"}", n, name);
+	if ((r = hutch_cli_call(p.sock, "POST", "/fork", body, 201, &dump)) ||
+	    (r = hutch_fork_root(a, name, false))) {
+		full_cleanup(store, name, &mark);
+		return hutch_cli_fail(r, "cannot fork sandbox %s: nothing was made", p.id);
+	}
+	t0 = hutch_now_mono_sec();
+	if (!(r = hutch_fork_creators_start(a, cr, n, mark)))
+		r = hutch_fork_creators_collect(cr, n, c, &failed);
+	else
+		hutch_fork_creators_give_up(cr, n);
+	cJSON_AddNumberToObject(dump, "restore_ms", (hutch_now_mono_sec() - t0) * 1e3);
+	full_cleanup(store, name, &mark);
+	if (r) {
+		fprintf(stderr, "hutch: fork %zu of %zu failed; %s deleted\n", failed + 1, n,
+		        n > 1 ? "the forks made were" : "nothing made to be");
+		return r;
+	}
+	return hutch_fork_hand_over(a, p.id, dump, c, n, print_full);
 }

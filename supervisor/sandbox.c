@@ -13,7 +13,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,9 +21,9 @@
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
+#include "answer.h"
 #include "api.h"
 #include "cleanup.h"
 #include "cmdenv.h"
@@ -108,6 +107,9 @@ supervisor_main(struct sup *s, const struct hutch_setup_in *in, int result_fd)
 	struct hutch_err err = { 0 };
 	int r;
 
+	if (s->container)
+		hutch_answer_send_pidfd(result_fd);
+	hutch_answer_test_stop(result_fd);
 	scrub_environment();
 	close_inherited_fds();
 	{
@@ -374,64 +376,6 @@ static int mode_check(struct sup *s, const char *runtime_dir, struct hutch_err *
 	return 0;
 }
 
-/* Copy what setup.log gained to progress_fd (create --progress); *shown
- * counts the bytes. */
-static void show_progress(int log_fd, int progress_fd, uint64_t *shown)
-{
-	char buf[16384];
-	ssize_t n;
-
-	while ((n = read(log_fd, buf, sizeof(buf))) > 0) {
-		(void)hutch_write_all(progress_fd, buf, (size_t)n);
-		*shown += (uint64_t)n;
-	}
-}
-
-/* The supervisor's answer on fd, while (progress_fd >= 0) the setup steps'
- * output is shown as it comes: setup.log is read every PROGRESS_MS, and
- * once more when the answer is there. */
-#define PROGRESS_MS 50
-static ssize_t wait_answer(int fd, int log_fd, int progress_fd, uint64_t *shown,
-                           struct hutch_err *err)
-{
-	struct pollfd p = { .fd = fd, .events = POLLIN };
-
-	while (log_fd >= 0 && progress_fd >= 0) {
-		int r = poll(&p, 1, PROGRESS_MS);
-		show_progress(log_fd, progress_fd, shown);
-		if (r > 0 || (r < 0 && errno != EINTR))
-			break;
-	}
-	return hutch_read_all(fd, err, sizeof(*err));
-}
-
-/* "ready", or the error (and a failed setup step's details) on fd. */
-static int read_answer(int fd, int log_fd, int progress_fd, struct hutch_setup_failure *ret_setup,
-                       struct hutch_err *err)
-{
-	struct hutch_setup_failure f;
-	uint64_t shown = 0;
-	ssize_t n = wait_answer(fd, log_fd, progress_fd, &shown, err);
-
-	if (n != (ssize_t)sizeof(*err))
-		return hutch_err_set(err, -EIO, "the sandbox supervisor died during setup");
-	err->msg[sizeof(err->msg) - 1] = '\0';
-	if (err->code >= 0)
-		return 0;
-	/* A failed setup step sends its details after the error. */
-	n = hutch_read_all(fd, &f, sizeof(f));
-	if (n == (ssize_t)sizeof(f) && ret_setup) {
-		f.id[sizeof(f.id) - 1] = '\0';
-		f.step[sizeof(f.step) - 1] = '\0';
-		f.tail[sizeof(f.tail) - 1] = '\0';
-		/* The whole output went by already (setup.log keeps its first
-		 * HUTCH_SETUP_LOG_MAX bytes, and a note). */
-		f.shown = progress_fd >= 0 && shown > 0 && shown < HUTCH_SETUP_LOG_MAX;
-		*ret_setup = f;
-	}
-	return err->code;
-}
-
 /* The signal mask before the first answer came, restored when the last
  * hand-over open is acknowledged or dropped (hutch fork holds several). */
 static sigset_t handover_old;
@@ -631,10 +575,10 @@ static int create(struct hutch_config *cfg, struct hutch_container *ct, const ch
 	static struct sup s; /* the supervisor keeps it for its whole life */
 	/* what is made for setup before the fork (setup.h) */
 	struct hutch_setup_in in = HUTCH_SETUP_IN_INIT;
-	_cleanup_close_ int log_fd = -EBADF;
+	_cleanup_close_ int log_fd = -EBADF, sup_pidfd = -EBADF;
 	int pipefd[2]; /* a socketpair: "ready" one way, the acknowledgement back */
 	pid_t pid;
-	int r, status;
+	int r;
 	bool sent;
 
 	sup_init(&s, cfg, ct);
@@ -681,6 +625,7 @@ static int create(struct hutch_config *cfg, struct hutch_container *ct, const ch
 	}
 	close(pipefd[1]);
 	close(s.lock_fd);
+	sup_pidfd = hutch_answer_pidfd(s.container != NULL, pid, pipefd[0]);
 	/* The command before the answer: the supervisor reads it once ready
 	 * (supervisor/hooks.c), in the turn that makes it ready. Not sent: the
 	 * acknowledgement carries it after all. */
@@ -695,10 +640,8 @@ static int create(struct hutch_config *cfg, struct hutch_container *ct, const ch
 	hutch_net_bindings_forget(cfg->header_bindings);
 	if (s.hooks.log_fd >= 0)
 		close(s.hooks.log_fd);
-	/* The middle child of a double fork (a container's) exits at once. */
-	while (s.container && waitpid(pid, &status, 0) < 0 && errno == EINTR)
-		; /* hutch run catches Ctrl-C during create */
-	r = read_answer(pipefd[0], log_fd, progress_fd, ret_setup, err);
+	r = hutch_answer_read(s.id, s.paths.dir, pid, pipefd[0], sup_pidfd, log_fd, progress_fd,
+	                      ret_setup, err);
 	if (r < 0) {
 		close(pipefd[0]);
 		release_procview(&s, &in, runtime_dir);

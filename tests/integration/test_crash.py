@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from conftest import cgroups_gone, supervisor_alive, wait_until
+from conftest import cgroups_gone, proc_comm, proc_stat, supervisor_alive, wait_until
 
 
 def settled(hutch):
@@ -140,3 +140,56 @@ def test_a_killed_supervisors_sandbox_removed_keeps_its_record(hutch, remover):
     r = hutch("gc")
     assert r.returncode == 0 and b"removed 0 " in r.stdout, r
     assert hutch("journal", sb.id).returncode == 0
+
+
+def children(pid):
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as f:
+            return [int(c) for c in f.read().split()]
+    except OSError:
+        return []
+
+
+def test_create_whose_supervisor_dies_while_another_holds_its_answer(hutch):
+    """The CLI waits for the supervisor's answer on a socket whose other
+    end the supervisor's children inherit (init until it closes what it
+    inherited, a disk maker): a supervisor killed then left the CLI waiting
+    for an EOF that never came (main's binary: the create hangs while the
+    holder lives). HUTCH_TEST_SUPERVISOR_STOP: the supervisor forks a
+    holder of that socket and stops itself; killed there, the create ends
+    at once, 70, naming the supervisor's death and its log, and nothing is
+    left (the CLI reaps it as gc does: a tombstone, its log kept)."""
+    env = hutch.env
+    hutch.env = dict(env, HUTCH_TEST_SUPERVISOR_STOP="1")
+    try:
+        p = hutch.popen("create")
+    finally:
+        hutch.env = env
+    holder, sup = None, []
+    try:
+        assert wait_until(lambda: (sup.__setitem__(slice(None), children(p.pid)) or sup)
+                          and (proc_stat(sup[0]) or ["?"])[0] == "T", 30), "no stopped supervisor"
+        holders = children(sup[0])
+        assert len(holders) == 1
+        holder = holders[0]
+        assert wait_until(lambda: proc_comm(holder) == "hutch-test-hold", 10)
+        os.kill(sup[0], signal.SIGKILL)
+        out, err = p.communicate(timeout=30)
+        assert p.returncode == 70, err
+        assert b"supervisor (pid %d) died during setup" % sup[0] in err, err
+        sid = err.split(b"hutch events ")[1][:12].decode()
+        assert b"what it left is removed" in err, err
+        assert proc_comm(holder) == "hutch-test-hold"  # still holds it
+        assert sid not in hutch.ids()
+        r = hutch("events", sid)
+        assert r.returncode == 0 and b"its supervisor was gone" in r.stdout, r
+        r = hutch("inspect", sid)
+        assert r.returncode == 66 and b"supervisor died" in r.stderr, r.stderr
+    finally:
+        for pid in sup[:1] + [holder] * bool(holder):
+            if proc_comm(pid):
+                os.kill(pid, signal.SIGKILL)
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+

@@ -406,6 +406,7 @@ static int reap_paths(const struct hutch_paths *p, const char *reason, struct hu
 {
 	_cleanup_close_ int lock = -EBADF;
 	_cleanup_cjson_ cJSON *state = NULL;
+	struct stat st;
 	int r;
 
 	/* Hold the lock ourselves while removing, so a concurrent gc or a
@@ -413,6 +414,10 @@ static int reap_paths(const struct hutch_paths *p, const char *reason, struct hu
 	lock = open(p->lock, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
 	if (lock >= 0 && flock(lock, LOCK_EX | LOCK_NB) < 0)
 		return 0; /* alive */
+	/* Removed by its holder while we waited for it (a failed create:
+	 * sandbox.c's unreserve()): nothing of it to reap, no tombstone. */
+	if (lock >= 0 && fstat(lock, &st) == 0 && st.st_nlink == 0)
+		return 0;
 	if (hutch_state_read(p, &state) == 0) {
 		reap_cgroups(state, err);
 		reap_image_use(state, p->id);

@@ -199,6 +199,19 @@ static int reserve_dir(const char *runtime_dir, struct sup *s, struct hutch_err 
 	return 0;
 }
 
+/* A create that failed before its supervisor: the state dir removed, then
+ * its lock let go. The other order let a gc in between take the lock of a
+ * dir nobody holds and reap it, with a "supervisor-died" tombstone for an
+ * id never handed out. HUTCH_TEST_CREATE_FAIL_STOP (test_crash.py): stop
+ * once the lock is let go, for a gc to run there. */
+static void unreserve(struct sup *s)
+{
+	(void)hutch_rm_rf_at(AT_FDCWD, s->paths.dir);
+	closep(&s->lock_fd);
+	if (getenv("HUTCH_TEST_CREATE_FAIL_STOP"))
+		(void)raise(SIGSTOP);
+}
+
 static bool slot_alive(unsigned slot, void *ud)
 {
 	(void)ud;
@@ -601,17 +614,15 @@ static int create(struct hutch_config *cfg, struct hutch_container *ct, const ch
 	if (r >= 0 && (r = place_cgroup(&s, &in, err)) >= 0)
 		r = acquire_procview(&s, runtime_dir, &in, err);
 	if (r < 0) {
-		close(s.lock_fd);
 		if (s.hooks.log_fd >= 0)
 			close(s.hooks.log_fd);
-		(void)hutch_rm_rf_at(AT_FDCWD, s.paths.dir);
+		unreserve(&s);
 		return r;
 	}
 	s.created_at = hutch_now_realtime();
 	s.expires_at = s.created_at + (int64_t)cfg->ttl_seconds;
 	pid = fork_supervisor(&s, &in, log_fd, pipefd, err);
 	if (pid < 0) {
-		close(s.lock_fd);
 		/* what the supervisor would have held: the disk's maker, the
 		 * stock's hold, setup.log */
 		hutch_disk_abandon(&in.disk_job);
@@ -619,7 +630,7 @@ static int create(struct hutch_config *cfg, struct hutch_container *ct, const ch
 		if (s.hooks.log_fd >= 0)
 			close(s.hooks.log_fd);
 		in.cg = hutch_cgroup_free(in.cg);
-		(void)hutch_rm_rf_at(AT_FDCWD, s.paths.dir);
+		unreserve(&s);
 		release_procview(&s, &in, runtime_dir);
 		return pid;
 	}

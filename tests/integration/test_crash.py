@@ -193,3 +193,32 @@ def test_create_whose_supervisor_dies_while_another_holds_its_answer(hutch):
             p.kill()
             p.wait()
 
+
+
+def test_gc_during_a_failed_create_writes_no_tombstone(hutch):
+    """A create that fails before its supervisor (here: an lxcfs that is
+    not there) removes its state dir, then lets its lock go. The other
+    order (main's before this) let a gc in between reap the dir as a dead
+    sandbox's: a "supervisor-died" tombstone, and its log, for an id never
+    handed out. HUTCH_TEST_CREATE_FAIL_STOP stops the CLI once its lock is
+    let go; gc runs there."""
+    env = hutch.env
+    hutch.env = dict(env, HUTCH_LXCFS="/nonexistent/lxcfs", HUTCH_TEST_CREATE_FAIL_STOP="1")
+    try:
+        p = hutch.popen("create")
+    finally:
+        hutch.env = env
+    try:
+        assert wait_until(lambda: (proc_stat(p.pid) or ["?"])[0] == "T", 30), "the CLI never stopped"
+        r = hutch("gc")
+        assert r.returncode == 0, r.stderr
+        os.kill(p.pid, signal.SIGCONT)
+        out, err = p.communicate(timeout=30)
+        assert p.returncode == 70 and b"/nonexistent/lxcfs" in err, err
+        gone = os.path.join(hutch.rtdir, ".gone")
+        assert not os.path.isdir(gone) or os.listdir(gone) == [], os.listdir(gone)
+        assert hutch.ids() == []
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()

@@ -14,7 +14,11 @@
  *   - every mount CRIU cannot remake by itself (one whose root is not its
  *     file system's, or not a tmpfs, proc, devpts or mqueue: the disk's
  *     ext4, the host's binds, lxcfs, cgroup v1) is named external, keyed
- *     by its mount id; the root tmpfs is taken from --root at restore;
+ *     by its mount id, and so is every read-only tmpfs (hutch's masks,
+ *     the same in the restore's new sandbox); the root tmpfs is taken
+ *     from --root at restore;
+ *   - the network namespace's configuration is not dumped (--empty-ns
+ *     net: network none's lo, which the restore makes again);
  *   - init's files on mounts outside its mount namespace (its executable,
  *     its libraries' mappings, its fds on host files) are named external
  *     (mount id and inode), as is its socket to the supervisor;
@@ -164,29 +168,41 @@ static void probe(struct sup *s, struct hutch_criu *c)
 	hutch_criu_probe(rt, c);
 }
 
-/* Mountinfo's fields: id, root, mount point, file system type. */
-static bool parse_mount(char *line, unsigned long long *id, char **root, char **mp, char **fstype)
+/* Mountinfo's fields: id, root, mount point, the mount's options, file
+ * system type. */
+static bool parse_mount(char *line, unsigned long long *id, char **root, char **mp, char **opts,
+                        char **fstype)
 {
-	char *sep = strstr(line, " - "), *save = NULL, *f[5];
+	char *sep = strstr(line, " - "), *save = NULL, *f[6];
 
 	if (!sep)
 		return false;
 	*sep = '\0';
-	for (size_t i = 0; i < 5; i++)
+	for (size_t i = 0; i < 6; i++)
 		if (!(f[i] = strtok_r(i ? NULL : line, " ", &save)))
 			return false;
 	*id = strtoull(f[0], NULL, 10);
 	*root = f[3];
 	*mp = f[4];
+	*opts = f[5];
 	*fstype = strtok_r(sep + 3, " ", &save);
 	return *fstype != NULL;
 }
 
-static bool criu_remakes(const char *root, const char *fstype)
+/* A mount CRIU remakes from its dump: its file system's root, of a kind
+ * CRIU makes. Not a read-only tmpfs (the masks /proc/acpi, /usr/local,
+ * the cgroup views' /sys/fs/cgroup): hutch made its contents at the
+ * create, and nothing in the sandbox can remount it writable (no command
+ * has CAP_SYS_ADMIN), so the restore's new sandbox has the same; named
+ * external, it is not archived (a tar and gzip each, 0.1-0.4 s at load
+ * 10) nor unpacked at the restore, which binds the new sandbox's own. */
+static bool criu_remakes(const char *root, const char *opts, const char *fstype)
 {
 	static const char *const own[] = { "tmpfs", "proc", "devpts", "mqueue" };
 
 	if (strcmp(root, "/"))
+		return false;
+	if (!strcmp(fstype, "tmpfs") && !strncmp(opts, "ro", 2) && (!opts[2] || opts[2] == ','))
 		return false;
 	for (size_t i = 0; i < ELEMENTSOF(own); i++)
 		if (!strcmp(fstype, own[i]))
@@ -207,17 +223,17 @@ static int add_mounts(struct criu_argv *a, pid_t pid, struct hutch_err *err)
 	if (!(f = fopen(path, "re")))
 		return hutch_err_set_errno(err, -errno, "read init's mounts");
 	while (getline(&line, &cap, f) > 0) {
-		char *root, *mp, *fstype;
+		char *root, *mp, *opts, *fstype;
 		unsigned long long id;
 
 		line[strcspn(line, "\n")] = '\0';
-		if (!parse_mount(line, &id, &root, &mp, &fstype))
+		if (!parse_mount(line, &id, &root, &mp, &opts, &fstype))
 			return hutch_err_set(err, -EIO, "init's mountinfo: an unreadable line");
 		if (a->nmnt >= MOUNTS_MAX)
 			return hutch_err_set_class(err, HUTCH_ERRC_LIMIT, -E2BIG,
 			                           "more than %d mounts", MOUNTS_MAX);
 		a->mnt_ids[a->nmnt++] = id;
-		if (!strcmp(mp, "/") || criu_remakes(root, fstype))
+		if (!strcmp(mp, "/") || criu_remakes(root, opts, fstype))
 			continue;
 		if ((r = add(a, "--external")) < 0 || (r = add(a, "mnt[%s]:m%llu", mp, id)) < 0)
 			return hutch_err_set_errno(err, r, "criu's arguments");
@@ -609,7 +625,13 @@ static int write_meta(struct sup *s, int dirfd, const struct hutch_criu *c,
 }
 
 /* CRIU's arguments: the dump of init's tree into images/, the sandbox left
- * running, every mount and file of the host named external. */
+ * running, every mount and file of the host named external. The network
+ * namespace's configuration is not dumped (--empty-ns net): a sandbox that
+ * can be dumped has network none, whose namespace is lo, up, and nothing
+ * else (no command holds CAP_NET_ADMIN to change it); the restore makes
+ * that again. CRIU would run eight programs for it (ip addr, route, rule
+ * save; iptables-save, ip6tables-save and their legacy ones), 0.5-0.6 s
+ * at load 10, and as many again to restore it. */
 static int make_argv(struct sup *s, const char *criu, int dirfd, struct criu_argv *a,
                      struct hutch_err *err)
 {
@@ -618,7 +640,8 @@ static int make_argv(struct sup *s, const char *criu, int dirfd, struct criu_arg
 	if (add(a, "%s", criu) < 0 || add(a, "dump") < 0 || add(a, "-t") < 0 ||
 	    add(a, "%d", (int)s->init_pid) < 0 || add(a, "-D") < 0 || add(a, "images") < 0 ||
 	    add(a, "-o") < 0 || add(a, "dump.log") < 0 || add(a, "--leave-running") < 0 ||
-	    add(a, "--network-lock") < 0 || add(a, "skip") < 0 || add(a, "--action-script") < 0 ||
+	    add(a, "--network-lock") < 0 || add(a, "skip") < 0 || add(a, "--empty-ns") < 0 ||
+	    add(a, "net") < 0 || add(a, "--action-script") < 0 ||
 	    add(a, "/proc/%d/fd/%d/post-dump.sh", (int)getpid(), dirfd) < 0)
 		return hutch_err_set(err, -ENOMEM, "criu's arguments");
 	if ((r = add_mounts(a, s->init_pid, err)) < 0 ||

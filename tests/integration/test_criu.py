@@ -9,6 +9,7 @@ real one where there is one, skipped with the reason otherwise (CI has
 Debian's 3.17.1 only)."""
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -302,6 +303,12 @@ def test_full_snapshot_of_a_live_sandbox(hutch):
     meta = json.load(open(os.path.join(d, "snapshot.json")))
     assert meta["type"] == "full" and meta["source"] == sb.id, meta
     assert os.path.exists(os.path.join(d, "images", "inventory.img"))
+    # Network none's namespace (lo, up) is not dumped: CRIU ran no ip or
+    # iptables-save for it (--empty-ns net; the restore brings lo up).
+    net = [f for f in os.listdir(os.path.join(d, "images"))
+           if f.startswith(("ifaddr-", "route-", "route6-", "rule-", "iptables-", "ip6tables-",
+                            "nftables-", "netdev-"))]
+    assert not net and "--empty-ns" in meta["criu_args"], (net, meta["criu_args"])
     # Listed and inspected as a snapshot (CRIU's arguments left out).
     [row] = json.loads(hutch("snapshot", "ls", "--json").stdout)
     assert row["name"] == "mem1" and row["snapshot"]["type"] == "full", row
@@ -428,8 +435,27 @@ def test_full_snapshot_restored_into_a_new_sandbox(hutch):
         assert open(f"/proc/{p}/status").read().count("Seccomp:\t2") == 1
     assert {os.readlink(f"/proc/{dst}/ns/{n}") for n in ("user", "pid", "mnt", "net")}.isdisjoint(
         {os.readlink(f"/proc/{src}/ns/{n}") for n in ("user", "pid", "mnt", "net")})
-    # The snapshot is untouched; the state dir keeps no copy of its images.
+    # The masks (read-only tmpfs that hutch made: /proc/acpi, /usr/local...)
+    # are the new sandbox's own, named external at the dump rather than
+    # archived by CRIU, and read-only still.
     d = os.path.join(hutch.env["HUTCH_IMAGE_STORE"], "full", "mem2")
+    args = json.load(open(os.path.join(d, "snapshot.json")))["criu_args"]
+    mounts = lambda pid: {ln.split()[4]: ln for ln in open(f"/proc/{pid}/mountinfo")}
+    masks = [mp for mp, ln in mounts(src).items()
+             if mp != "/" and " - tmpfs " in ln and re.match(r"ro(,|$)", ln.split()[5])]
+    assert "/usr/local" in masks and "/proc/acpi" in masks, masks
+    new = mounts(dst)
+    for mask in masks:
+        assert any(a.startswith(f"mnt[{mask}]:") for a in args), (mask, args)
+        assert " - tmpfs " in new[mask] and re.match(r"ro(,|$)", new[mask].split()[5]), new[mask]
+    # The pages (20 MiB) were read where the dump is, not copied: an
+    # idmapped read-only bind; the store's files stay root's, 0600.
+    ev = hutch("events", nid).stdout.decode()
+    assert "1 image read in place" in ev, ev
+    for f in os.listdir(os.path.join(d, "images")):
+        st = os.lstat(os.path.join(d, "images", f))
+        assert st.st_mode & 0o777 == 0o600 and st.st_uid == 0, (f, oct(st.st_mode), st.st_uid)
+    # The snapshot is untouched; the state dir keeps no copy of its images.
     assert sorted(os.listdir(d)) == ["files.tar", "images", "snapshot.json"]
     rt = hutch.env["HUTCH_RUNTIME_DIR"]
     assert not os.path.exists(os.path.join(rt, nid, "criu"))

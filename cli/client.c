@@ -232,25 +232,47 @@ int hutch_client_upgrade(const char *sock, const char *path, const char *proto, 
 	return 0;
 }
 
-int hutch_client_request(const char *sock, const char *method, const char *path, const char *body,
-                         size_t len, struct hutch_http_resp *ret, struct hutch_err *err)
+int hutch_client_request_begin(const char *sock, const char *method, const char *path,
+                               const char *body, size_t len, int *ret_fd, struct hutch_err *err)
 {
-	struct conn_ctx c = { .resp = ret };
-	_cleanup_close_ int fd = -EBADF;
+	_cleanup_close_ int fd = hutch_client_connect(sock, err);
 	int r;
 
-	memset(ret, 0, sizeof(*ret));
-	hutch_buf_init(&ret->body, RESP_MAX);
-	fd = hutch_client_connect(sock, err);
 	if (fd < 0)
 		return fd;
 	r = send_request(fd, method, path, NULL, body, len, NULL, 0);
 	if (r < 0 && r != -EPIPE)
 		return hutch_err_set_errno(err, r, "send request to '%s'", sock);
+	*ret_fd = TAKE_FD(fd);
+	return 0;
+}
+
+int hutch_client_request_end(int fd, const char *sock, struct hutch_http_resp *ret,
+                             struct hutch_err *err)
+{
+	struct conn_ctx c = { .resp = ret };
+	int r;
+
+	memset(ret, 0, sizeof(*ret));
+	hutch_buf_init(&ret->body, RESP_MAX);
 	r = read_answer(fd, sock, &c, NULL, NULL, NULL, err);
+	close(fd);
 	if (r < 0)
 		return r;
 	(void)hutch_buf_append(&ret->body, "", 1); /* NUL-terminate */
 	ret->body.len--;
 	return 0;
+}
+
+int hutch_client_request(const char *sock, const char *method, const char *path, const char *body,
+                         size_t len, struct hutch_http_resp *ret, struct hutch_err *err)
+{
+	int fd = -EBADF, r = hutch_client_request_begin(sock, method, path, body, len, &fd, err);
+
+	if (r < 0) {
+		memset(ret, 0, sizeof(*ret));
+		hutch_buf_init(&ret->body, RESP_MAX);
+		return r;
+	}
+	return hutch_client_request_end(fd, sock, ret, err);
 }

@@ -33,6 +33,16 @@ int hutch_client_connect(const char *path, struct hutch_err *err);
 int hutch_client_request(const char *sock, const char *method, const char *path, const char *body,
                          size_t len, struct hutch_http_resp *ret, struct hutch_err *err);
 
+/* hutch_client_request() in two halves, for a caller with something to do
+ * while the server works (hutch fork: the first fork's create while the
+ * source clones its disk): the request sent (*ret_fd: its connection,
+ * readable once the answer comes), then the answer read from it (fd
+ * closed, whatever the result). Errors as hutch_client_request()'s. */
+int hutch_client_request_begin(const char *sock, const char *method, const char *path,
+                               const char *body, size_t len, int *ret_fd, struct hutch_err *err);
+int hutch_client_request_end(int fd, const char *sock, struct hutch_http_resp *ret,
+                             struct hutch_err *err);
+
 /* POST body to path asking to switch the connection to proto (docs/api.md,
  * POST /exec), with headers (more header lines, each ended by "\r\n",
  * or ""); tail is sent right after the body. On 101 Switching

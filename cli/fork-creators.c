@@ -50,10 +50,7 @@ struct creator_msg {
  * once the source's supervisor listens on it (its request made). */
 #define DISK_APPEAR_MS 30000
 
-/* Until the disk's socket is in $RT/.disk (the supervisor renames it
- * there once it listens: hutch_disk_fork_listen()): 0, or -ECANCELED when
- * our parent gave up (ctl closed), -ETIMEDOUT, -errno. */
-static int wait_for_disk(const char *name, int ctl)
+int hutch_fork_wait_for_disk(const char *name, int ctl)
 {
 	_cleanup_close_ int in = inotify_init1(IN_CLOEXEC | IN_NONBLOCK), dir = -EBADF;
 	double end = hutch_now_mono_sec() + DISK_APPEAR_MS / 1e3;
@@ -94,7 +91,7 @@ _Noreturn static void creator_main(struct hutch_cli_args *a, const char *disk, i
 
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
 		_exit(1);
-	if (disk[0] && (r = wait_for_disk(disk, sock)) < 0) {
+	if (disk[0] && (r = hutch_fork_wait_for_disk(disk, sock)) < 0) {
 		if (r != -ECANCELED)
 			fprintf(stderr, "hutch: fork: its disk '%s' did not come: %s\n", disk,
 			        strerror(-r));

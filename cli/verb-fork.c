@@ -17,7 +17,8 @@
  * disk (not the host root's, which may be copied), the creators start
  * before POST /fork: this process names the disks ("names"), each creator
  * waits for its disk's name to appear and its create runs while the
- * source is frozen and cloned.
+ * source is frozen and cloned; the first fork's create is this process's
+ * own, made while POST /fork's answer is awaited (fork_disks_first()).
  *
  * --full: fork-full.c (hutch_cli_fork_full()).
  */
@@ -111,15 +112,11 @@ static void say_not_cloned(const char *id, const char *body)
 	        m ? m : "its disk cannot be cloned");
 }
 
-/* POST /fork: 0 with the answer ({disks, image, method, frozen_ms}), or an
- * exit code. copy false: only where the source's disk can be cloned; where
- * it cannot (501), *fallback is set (the snapshot route, faster than
- * copying the files into a new disk: docs/snapshots.md). cr: the names
- * sent; a 400 then leaves *ret NULL (ask again without them). */
-static int fork_disks(const struct hutch_paths *p, const struct hutch_config *cfg, size_t n,
-                      bool copy, const struct hutch_fork_creator *cr, cJSON **ret, bool *fallback)
+/* POST /fork's request sent (fork_disks()); *ret_fd its connection, or
+ * an exit code. */
+static int fork_disks_send(const struct hutch_paths *p, const struct hutch_config *cfg, size_t n,
+                           bool copy, const struct hutch_fork_creator *cr, int *ret_fd)
 {
-	struct hutch_http_resp resp = { 0 };
 	struct hutch_err err = { 0 };
 	_cleanup_cjson_ cJSON *b = cJSON_CreateObject();
 	_cleanup_free_ char *body = NULL;
@@ -136,10 +133,23 @@ static int fork_disks(const struct hutch_paths *p, const struct hutch_config *cf
 	}
 	if (!b || (cr && !names) || !(body = cJSON_PrintUnformatted(b)))
 		return hutch_cli_fail(HUTCH_EXIT_FAILURE, "out of memory");
-	if ((r = hutch_client_request(p->sock, "POST", "/fork", body, strlen(body), &resp, &err)) <
-	    0)
+	if ((r = hutch_client_request_begin(p->sock, "POST", "/fork", body, strlen(body), ret_fd,
+	                                    &err)) < 0)
 		return hutch_cli_lost(p->sock, r, err.msg);
-	if ((resp.status == 501 && !copy) || (resp.status == 400 && cr)) {
+	return 0;
+}
+
+/* Its answer, read from fd (fork_disks()). */
+static int fork_disks_answer(const struct hutch_paths *p, size_t n, bool copy, bool named, int fd,
+                             cJSON **ret, bool *fallback)
+{
+	struct hutch_http_resp resp = { 0 };
+	struct hutch_err err = { 0 };
+	int r;
+
+	if ((r = hutch_client_request_end(fd, p->sock, &resp, &err)) < 0)
+		return hutch_cli_lost(p->sock, r, err.msg);
+	if ((resp.status == 501 && !copy) || (resp.status == 400 && named)) {
 		/* 400 with our names (always valid): a supervisor older than
 		 * them, whose sandbox lived through an upgrade (*ret NULL: ask
 		 * again without them) */
@@ -160,6 +170,56 @@ static int fork_disks(const struct hutch_paths *p, const struct hutch_config *cf
 	    !cJSON_IsString(cJSON_GetObjectItemCaseSensitive(*ret, "image")))
 		return hutch_cli_fail(HUTCH_EXIT_FAILURE, "fork: the source's answer has no disks");
 	return 0;
+}
+
+/* POST /fork: 0 with the answer ({disks, image, method, frozen_ms}), or an
+ * exit code. copy false: only where the source's disk can be cloned; where
+ * it cannot (501), *fallback is set (the snapshot route, faster than
+ * copying the files into a new disk: docs/snapshots.md). cr: the names
+ * sent; a 400 then leaves *ret NULL (ask again without them). */
+static int fork_disks(const struct hutch_paths *p, const struct hutch_config *cfg, size_t n,
+                      bool copy, const struct hutch_fork_creator *cr, cJSON **ret, bool *fallback)
+{
+	int fd = -EBADF, r = fork_disks_send(p, cfg, n, copy, cr, &fd);
+
+	return r ? r : fork_disks_answer(p, n, copy, cr != NULL, fd, ret, fallback);
+}
+
+/* The first fork's create, here, on its disk (named, there). */
+static int create_first(struct hutch_cli_args *a, const char *disk, struct hutch_created *c0)
+{
+	int r;
+
+	snprintf(a->cfg->disk_from, sizeof(a->cfg->disk_from), "%s", disk);
+	r = hutch_cli_create_sandbox(a->cfg, a->progress, c0);
+	a->cfg->disk_from[0] = '\0';
+	return r;
+}
+
+/*
+ * The early route's POST /fork (fork_disks(), the names ours), the first
+ * fork's create made by this process meanwhile: no creator for it, so a
+ * process start and the relay of its result leave the fork's path (the
+ * creator started 10-67 ms after its fork at load 8-14; cr[1..n) are
+ * creators, started before). It starts once its disk's name appears, or
+ * once the answer says the names came (a race: the name is there then).
+ * *first: its exit code (0: c0 made), or -1: not tried (no disk).
+ */
+static int fork_disks_first(struct hutch_cli_args *a, const struct hutch_paths *p,
+                            const struct hutch_fork_creator *cr, size_t n, bool copy,
+                            struct hutch_created *c0, int *first, cJSON **ret, bool *fallback)
+{
+	int fd = -EBADF, r = fork_disks_send(p, a->cfg, n, copy, cr, &fd), w;
+
+	*first = -1;
+	if (r)
+		return r;
+	if ((w = hutch_fork_wait_for_disk(cr[0].disk, fd)) == 0)
+		*first = create_first(a, cr[0].disk, c0);
+	r = fork_disks_answer(p, n, copy, true, fd, ret, fallback);
+	if (!r && *ret && w < 0)
+		*first = w == -ECANCELED ? create_first(a, cr[0].disk, c0) : HUTCH_EXIT_FAILURE;
+	return r;
 }
 
 /* The disks no fork took (a failure part-way) ended now, not after their
@@ -269,11 +329,24 @@ static int name_disks(const char *src, struct hutch_fork_creator *cr, size_t n)
  * (early, their disks named by us), else the creators started now, on
  * the answer's disks or the snapshot. */
 static int make_forks(struct hutch_cli_args *a, struct hutch_fork_creator *cr, size_t n,
-                      const cJSON *snap, bool by_disk, bool early, struct hutch_created *c,
-                      size_t *failed)
+                      const cJSON *snap, bool by_disk, bool early, int first,
+                      struct hutch_created *c, size_t *failed)
 {
 	const cJSON *disks = cJSON_GetObjectItemCaseSensitive(snap, "disks");
 	int r;
+
+	if (early) { /* the first made here (first), the others by creators */
+		r = hutch_fork_creators_collect(cr + 1, n - 1, c + 1, failed);
+		*failed += r ? 1 : 0;
+		if (first && !r)
+			for (size_t i = 1; i < n; i++)
+				hutch_created_drop(&c[i]);
+		if (first || r)
+			hutch_created_drop(&c[0]);
+		if (first)
+			*failed = 0;
+		return first ? first : r;
+	}
 
 	for (size_t i = 0; !early && by_disk && i < n; i++)
 		snprintf(cr[i].disk, sizeof(cr[i].disk), "%s",
@@ -295,7 +368,7 @@ static int cmd_fork(struct hutch_cli_args *a)
 	size_t failed = 0, n = (size_t)a->size;
 	bool by_disk = false, host = false, fallback = false, early;
 	char image[sizeof(a->cfg->image)];
-	int r;
+	int r, first = -1;
 
 	if ((r = check_args(a)))
 		return r;
@@ -310,17 +383,26 @@ static int cmd_fork(struct hutch_cli_args *a)
 		return r;
 	by_disk = by_disk && geteuid() == 0 && !strcmp(a->cfg->workspace, "disk");
 	/* A clone (not the host root's disk, which may be copied: its
-	 * creates would wait through the copy) lets the creates start now. */
+	 * creates would wait through the copy) lets the creates start now:
+	 * the first here, while POST /fork is answered (cr[0] no creator). */
 	early = by_disk && !host;
 	if (early && ((r = hutch_fork_root(a, image, true)) || (r = name_disks(p.id, cr, n)) ||
-	              (r = hutch_fork_creators_start(a, cr, n, -EBADF)))) {
+	              (r = hutch_fork_creators_start(a, cr + 1, n - 1, -EBADF)))) {
 		hutch_fork_creators_give_up(cr, n);
 		return r;
 	}
-	if (by_disk && (r = fork_disks(&p, a->cfg, n, host, early ? cr : NULL, &snap, &fallback))) {
+	if (early)
+		r = fork_disks_first(a, &p, cr, n, host, &c[0], &first, &snap, &fallback);
+	else if (by_disk)
+		r = fork_disks(&p, a->cfg, n, host, NULL, &snap, &fallback);
+	if (r || (early && !snap && first == 0)) {
 		if (early)
 			hutch_fork_creators_give_up(cr, n);
-		return r;
+		if (first == 0)
+			hutch_created_drop(&c[0]);
+		if (r)
+			return r;
+		first = -1;
 	}
 	if (early && !snap) { /* not cloned (the snapshot route), or no names */
 		hutch_fork_creators_give_up(cr, n);
@@ -343,7 +425,7 @@ static int cmd_fork(struct hutch_cli_args *a)
 			drop_disks(snap, 0);
 		return r;
 	}
-	if ((r = make_forks(a, cr, n, snap, by_disk, early, c, &failed))) {
+	if ((r = make_forks(a, cr, n, snap, by_disk, early, first, c, &failed))) {
 		/* the creators reaped: every disk not taken is dropped now */
 		if (by_disk) {
 			drop_disks(snap, 0);

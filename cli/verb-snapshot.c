@@ -310,7 +310,9 @@ const struct hutch_cli_verb hutch_verb_rollback = {
 	         "/workspace, /home/appuser, /tmp), the sandbox frozen meanwhile; its processes\n"
 	         "run on (files they hold open stay the old ones). SNAPSHOT must be of this\n"
 	         "sandbox's image's lineage: a snapshot of it, of another sandbox of its image,\n"
-	         "or one its image was spawned from.\n",
+	         "or one its image was spawned from. Only with a cgroup to freeze (not\n"
+	         "--no-limits). An ordinary user's snapshots hold no owners: each path keeps its\n"
+	         "owner, one put back takes its directory's (appuser's in its workspace).\n",
 	.opts = hutch_cli_json_opts,
 	.max_pos = 2,
 	.id_pos = 1,

@@ -330,6 +330,8 @@ struct hutch_image_rollback {
 	const char *const *extra; /* paths visited whatever the guides say ("workspace") */
 	size_t n_extra;
 	uid_t id_base;       /* store id STORE_IDS+n is the sandbox's host id id_base+n */
+	bool keep_owners;    /* an ordinary user's store (no owners): each path keeps the live
+	                      * owner, one made takes its directory's */
 	uint64_t stop_after; /* test hook: SIGSTOP after this many changes (0: never) */
 };
 struct hutch_image_rollback_stats {

@@ -362,15 +362,41 @@ static int remove_at(struct ctx *c, int dirfd, const char *name, const struct st
 	return changed(c);
 }
 
-/* Owner, mode and times of the live name as the snapshot's tst. */
-static int set_meta(struct ctx *c, int dirfd, const char *name, const struct stat *tst,
-                    const struct stat *lst, const char *path)
+/*
+ * The owner the live name gets: the snapshot's, or with keep_owners (an
+ * ordinary user's store, whose files are all the user's) the live entry's
+ * it replaces (was), else its directory's.
+ */
+static int owner_of(const struct ctx *c, int dirfd, const struct stat *tst, const struct stat *was,
+                    unsigned int *uid, unsigned int *gid)
 {
-	unsigned int uid = map_id(c, tst->st_uid), gid = map_id(c, tst->st_gid);
+	struct stat dir;
+
+	if (!c->rb->keep_owners) {
+		*uid = map_id(c, tst->st_uid);
+		*gid = map_id(c, tst->st_gid);
+		return 0;
+	}
+	if (!was && fstat(dirfd, &dir) < 0)
+		return -errno;
+	*uid = was ? was->st_uid : dir.st_uid;
+	*gid = was ? was->st_gid : dir.st_gid;
+	return 0;
+}
+
+/* Owner, mode and times of the live name (lst: its lstat, NULL if made
+ * now) as the snapshot's tst; was: the live entry the name replaces. */
+static int set_meta(struct ctx *c, int dirfd, const char *name, const struct stat *tst,
+                    const struct stat *lst, const struct stat *was, const char *path)
+{
+	unsigned int uid = 0, gid = 0;
+	int r = owner_of(c, dirfd, tst, was, &uid, &gid);
 	mode_t mode = tst->st_mode & 01777; /* never set-uid nor set-gid */
 	struct timespec ts[2] = { tst->st_atim, tst->st_mtim };
 	bool touched = false;
 
+	if (r < 0)
+		return hutch_err_set_errno(c->err, r, "rollback: the owner of '/%s'", path);
 	if (!lst || lst->st_uid != uid || lst->st_gid != gid) {
 		if (fchownat(dirfd, name, uid, gid, AT_SYMLINK_NOFOLLOW) < 0)
 			return hutch_err_set_errno(c->err, -errno, "rollback: chown '/%s'", path);
@@ -447,7 +473,7 @@ static int put_file(struct ctx *c, int tfd, int dirfd, const char *name, const s
 		if (r < 0)
 			return hutch_err_set_errno(c->err, r, "rollback: compare '/%s'", path);
 		if (r > 0)
-			return set_meta(c, dirfd, name, tst, lst, path);
+			return set_meta(c, dirfd, name, tst, lst, lst, path);
 		if (lseek(src, 0, SEEK_SET) < 0)
 			return hutch_err_set_errno(c->err, -errno, "rollback: read '/%s'", path);
 	}
@@ -459,7 +485,7 @@ static int put_file(struct ctx *c, int tfd, int dirfd, const char *name, const s
 	if (r < 0)
 		r = hutch_err_set_errno(c->err, r, "rollback: write '/%s'", path);
 	if (r >= 0)
-		r = set_meta(c, dirfd, tmp, tst, NULL, path);
+		r = set_meta(c, dirfd, tmp, tst, NULL, lst, path);
 	if (r >= 0 && renameat(dirfd, tmp, dirfd, name) < 0)
 		r = hutch_err_set_errno(c->err, -errno, "rollback: rename onto '/%s'", path);
 	if (r < 0) {
@@ -480,11 +506,12 @@ static int put_symlink(struct ctx *c, int tfd, int dirfd, const char *name, cons
 	target[n] = '\0';
 	if (lst && S_ISLNK(lst->st_mode) &&
 	    (m = readlinkat(dirfd, name, cur, sizeof(cur) - 1)) == n && !memcmp(cur, target, n))
-		return set_meta(c, dirfd, name, tst, lst, path);
+		return set_meta(c, dirfd, name, tst, lst, lst, path);
 	snprintf(tmp, sizeof(tmp), ".hutch-rollback.%d.%llu", (int)getpid(), ++c->tmp_seq);
 	if (symlinkat(target, dirfd, tmp) < 0)
 		return hutch_err_set_errno(c->err, -errno, "rollback: link '/%s'", path);
-	if (set_meta(c, dirfd, tmp, tst, NULL, path) < 0 || renameat(dirfd, tmp, dirfd, name) < 0) {
+	if (set_meta(c, dirfd, tmp, tst, NULL, lst, path) < 0 ||
+	    renameat(dirfd, tmp, dirfd, name) < 0) {
 		int e = c->err->code ? c->err->code : -errno;
 
 		(void)unlinkat(dirfd, tmp, 0);
@@ -533,7 +560,7 @@ static int create_at(struct ctx *c, int dirfd, const char *name, struct view *t,
 	if (S_ISFIFO(tst->st_mode)) {
 		if (mkfifoat(dirfd, name, 0600) < 0)
 			return hutch_err_set_errno(c->err, -errno, "rollback: make '/%s'", path);
-		return set_meta(c, dirfd, name, tst, NULL, path) ?: changed(c);
+		return set_meta(c, dirfd, name, tst, NULL, NULL, path) ?: changed(c);
 	}
 	if (!S_ISDIR(tst->st_mode))
 		return 0; /* sockets, devices: never in a layer's contents */
@@ -542,13 +569,14 @@ static int create_at(struct ctx *c, int dirfd, const char *name, struct view *t,
 		return hutch_err_set_errno(c->err, fd < 0 && errno ? -errno : fd,
 		                           "rollback: make '/%s'", path);
 	(void)changed(c);
-	r = sub_view(t, top, name, &sv);
-	if (r < 0)
+	/* its entries take its owner (keep_owners): given before they are made */
+	r = c->rb->keep_owners ? set_meta(c, dirfd, name, tst, NULL, NULL, path) : 0;
+	if (r >= 0 && (r = sub_view(t, top, name, &sv)) < 0)
 		r = hutch_err_set_errno(c->err, r, "rollback: read '/%s'", path);
 	if (r >= 0)
 		r = sync_dir(c, fd, &sv, &none, true, path);
 	view_done(&sv);
-	return r < 0 ? r : set_meta(c, dirfd, name, tst, NULL, path);
+	return r < 0 ? r : set_meta(c, dirfd, name, tst, NULL, NULL, path);
 }
 
 /* One name of a directory level: the live entry made the snapshot's. */
@@ -583,10 +611,10 @@ static int sync_name(struct ctx *c, int live, struct view *t, struct view *g, bo
 			r = sync_subdir(c, live, name, t, (size_t)top, g, full || mnt != dir, path);
 			/* its times after its entries changed them */
 			if (r >= 0 && fstatat(live, name, &lst, AT_SYMLINK_NOFOLLOW) == 0)
-				r = set_meta(c, live, name, &tst, &lst, path);
+				r = set_meta(c, live, name, &tst, &lst, &lst, path);
 			return r;
 		}
-		return set_meta(c, live, name, &tst, &lst, path);
+		return set_meta(c, live, name, &tst, &lst, &lst, path);
 	}
 	if (here && (r = remove_at(c, live, name, &lst, path)) != 0)
 		return r < 0 ? r : 0; /* a mount point stays what it is */

@@ -369,13 +369,14 @@ static int add_init_files(struct criu_argv *a, pid_t pid, struct hutch_err *err)
 }
 
 /* init dumpable or not (HUTCH_MSG_DUMPABLE), seen done: /proc/PID/status's
- * owner is init's uid (the slot's base) when dumpable, the host's root
- * when not (its mm's user namespace is the host's: the kernel's
- * task_dump_owner(); /proc/PID itself always shows the uid). Bounded: 5 s. */
+ * owner is init's uid (the slot's base; an ordinary user's sandbox: the
+ * user) when dumpable, the host's root when not (its mm's user namespace
+ * is the host's: the kernel's task_dump_owner(); /proc/PID itself always
+ * shows the uid). Bounded: 5 s. */
 int hutch_sup_full_dumpable(struct sup *s, bool on, struct hutch_err *err)
 {
 	uint32_t v = on;
-	uid_t want = on ? s->uid_base : 0;
+	uid_t want = !on ? 0 : s->idmap.rootless ? getuid() : s->uid_base;
 	char path[48];
 	struct stat st;
 	int r;

@@ -16,7 +16,12 @@
  * The worker is host root with the sandbox root's file system ids (files
  * it makes through the overlay must be owned by an id the sandbox's user
  * namespace maps), its capabilities kept (SECBIT_NO_SETUID_FIXUP): it reads
- * the store's layers whatever their modes. It dies with the supervisor;
+ * the store's layers whatever their modes. An ordinary user's worker is
+ * root of a user namespace of its own mapped as the sandbox's (as the
+ * snapshot's writer: hutch_sup_own_userns_child()), so it may write
+ * appuser's files; that user's store holds no owners (its files are all
+ * the user's), so each path keeps its live owner and one made takes its
+ * directory's (keep_owners). It dies with the supervisor;
  * if the supervisor is killed, so is the sandbox (init's PDEATHSIG), and
  * nothing of the store was written. A worker that fails or dies after its
  * first change leaves a tree part way: the sandbox is then ended (init
@@ -26,11 +31,13 @@
 #include <fcntl.h>
 #include <linux/securebits.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/fsuid.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -39,6 +46,7 @@
 #include "cleanup.h"
 #include "events.h"
 #include "fdutil.h"
+#include "fullsnap.h"
 #include "image.h"
 #include "rollback.h"
 #include "rootfs.h"
@@ -60,15 +68,8 @@ static int check(struct sup *s, struct hutch_err *err)
 		        "with only /workspace, /home/appuser and /tmp writable, and it has no "
 		        "snapshots; create the sandbox from an image (--image hutch-default), "
 		        "snapshot it, then roll it back");
-	if (s->idmap.rootless)
-		return hutch_err_set_class(err, HUTCH_ERRC_NOT_CAPABLE, -EPERM,
-		                           "rollback needs root for now: an "
-		                           "ordinary user cannot write appuser's files from the "
-		                           "host");
 	if (!s->cg)
-		return hutch_err_set_class(err, HUTCH_ERRC_NOT_CAPABLE, -EOPNOTSUPP,
-		                           "a sandbox without a cgroup (--no-limits) cannot be "
-		                           "frozen for a rollback");
+		return hutch_sup_snapshot_no_cgroup(s, "a rollback", err);
 	if (hutch_sup_snapshot_fd(s, HUTCH_ROOTFS_WRITE_UPPER) < 0)
 		return hutch_err_set(err, -EIO, "the sandbox's writable layer is not known");
 	return 0;
@@ -84,17 +85,43 @@ static int mnt_id(int fd, uint64_t *ret)
 	return 0;
 }
 
+/*
+ * init's root. An ordinary user may not open it while init is not
+ * dumpable (its mm's user namespace is the host's: only CAP_SYS_PTRACE
+ * there passes), so init is made dumpable for the open, as for a full
+ * snapshot's dump, and not again right after (before the freeze: init
+ * must answer). Meanwhile only a process of init's uid could ptrace it:
+ * the user's own, and a plain sandbox's commands are appuser's.
+ */
+static int open_root(struct sup *s, struct hutch_err *err)
+{
+	struct hutch_err again = { 0 };
+	char root[64];
+	int fd = -EBADF, r = 0;
+
+	snprintf(root, sizeof(root), "/proc/%d/root", (int)s->init_pid);
+	if (s->idmap.rootless && (r = hutch_sup_full_dumpable(s, true, err)) < 0)
+		(void)hutch_err_prefix(err, "rollback: open the sandbox's root");
+	if (r >= 0 && (fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
+		r = hutch_err_set_errno(err, -errno, "open the sandbox's root");
+	/* not dumpable again whatever happened */
+	if (s->idmap.rootless && hutch_sup_full_dumpable(s, false, &again) < 0 && r >= 0) {
+		*err = again;
+		r = hutch_err_prefix(err, "rollback: after opening the sandbox's root");
+	}
+	if (r < 0 && fd >= 0)
+		(void)close(fd);
+	return r < 0 ? r : fd;
+}
+
 /* The live side: init's root, the mounts written, the extra paths. */
 static int live_side(struct sup *s, struct hutch_image_rollback *rb, const char **extra,
                      struct hutch_err *err)
 {
-	char root[64];
 	int r;
 
-	snprintf(root, sizeof(root), "/proc/%d/root", (int)s->init_pid);
-	rb->live = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (rb->live < 0)
-		return hutch_err_set_errno(err, -errno, "open the sandbox's root");
+	if ((rb->live = open_root(s, err)) < 0)
+		return rb->live;
 	if ((r = mnt_id(rb->live, &rb->mnt_ids[rb->n_mnt++])) < 0)
 		return hutch_err_set_errno(err, r, "the sandbox's root mount");
 	for (unsigned i = HUTCH_ROOTFS_WRITE_UPPER + 1; i < HUTCH_ROOTFS_WRITE_FDS; i++) {
@@ -111,14 +138,18 @@ static int live_side(struct sup *s, struct hutch_image_rollback *rb, const char 
 }
 
 _Noreturn static void worker(struct sup *s, const struct hutch_image_rollback *rb, int res,
-                             pid_t parent)
+                             int sync, pid_t parent)
 {
 	struct worker_result w = { 0 };
 
-	if (prctl(PR_SET_SECUREBITS, SECBIT_NO_SETUID_FIXUP) < 0)
+	if (sync >= 0) /* rootless: the sandbox's ids, in a user namespace of its own */
+		w.r = hutch_sup_own_userns_child(sync, "rollback", &w.err);
+	else if (prctl(PR_SET_SECUREBITS, SECBIT_NO_SETUID_FIXUP) < 0)
 		w.r = hutch_err_set_errno(&w.err, -errno, "rollback: keep capabilities");
-	(void)setfsgid(s->uid_base);
-	(void)setfsuid(s->uid_base);
+	if (sync < 0) {
+		(void)setfsgid(s->uid_base);
+		(void)setfsuid(s->uid_base);
+	}
 	/* After the id change, which clears it; the parent may be gone since. */
 	(void)prctl(PR_SET_PDEATHSIG, SIGKILL);
 	if (getppid() != parent)
@@ -132,21 +163,39 @@ _Noreturn static void worker(struct sup *s, const struct hutch_image_rollback *r
 static int run_worker(struct sup *s, const struct hutch_image_rollback *rb,
                       struct hutch_image_rollback_stats *ret, struct hutch_err *err)
 {
-	int res[2] = { -EBADF, -EBADF };
+	int res[2] = { -EBADF, -EBADF }, sync[2] = { -EBADF, -EBADF };
 	struct worker_result w = { .r = -EIO };
 	pid_t pid, self = getpid();
+	bool got;
+	int r = 0;
 
-	if (pipe2(res, O_CLOEXEC) < 0)
-		return hutch_err_set_errno(err, -errno, "rollback: pipe");
+	if (pipe2(res, O_CLOEXEC) < 0 ||
+	    (s->idmap.rootless && socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sync) < 0)) {
+		r = hutch_err_set_errno(err, -errno, "rollback: pipe");
+		hutch_close_many(res, 2);
+		return r;
+	}
 	pid = fork();
 	if (pid < 0) {
 		hutch_close_many(res, 2);
+		hutch_close_many(sync, 2);
 		return hutch_err_set_errno(err, -errno, "rollback: fork");
 	}
-	if (pid == 0)
-		worker(s, rb, res[1], self);
+	if (pid == 0) {
+		closep(&sync[0]);
+		worker(s, rb, res[1], sync[1], self);
+	}
 	closep(&res[1]);
-	if (hutch_read_all(res[0], &w, sizeof(w)) != (ssize_t)sizeof(w)) {
+	closep(&sync[1]);
+	/* its maps before it changes anything */
+	if (sync[0] >= 0 && (r = hutch_sup_own_userns_parent(s, pid, sync[0], "rollback", err)) < 0)
+		(void)kill(pid, SIGKILL);
+	closep(&sync[0]);
+	got = hutch_read_all(res[0], &w, sizeof(w)) == (ssize_t)sizeof(w);
+	if (r < 0 && !(got && w.r < 0)) {
+		/* no maps: it changed nothing (its own failure, its unshare, says more) */
+		w = (struct worker_result){ .r = r, .err = *err };
+	} else if (!got) {
 		/* it died: how far it got is unknown, so say it changed things */
 		w = (struct worker_result){ .r = -EIO, .st = { .changes = 1 } };
 		(void)hutch_err_set(&w.err, -EIO, "rollback: the worker died");
@@ -227,6 +276,7 @@ int hutch_sup_rollback(struct sup *s, const char *name, cJSON **ret, struct hutc
 		                            .n_guides = src.n_guides + 1,
 		                            .extra = extra,
 		                            .id_base = s->uid_base,
+		                            .keep_owners = s->idmap.rootless,
 		                            .stop_after = hook ? strtoull(hook, NULL, 10) : 0 };
 	r = live_side(s, &rb, extra, err);
 	t1 = hutch_now_mono_sec();

@@ -123,6 +123,22 @@ void hutch_sup_snapshot_done(struct sup *s)
 	s->snap = NULL;
 }
 
+int hutch_sup_snapshot_no_cgroup(struct sup *s, const char *what, struct hutch_err *err)
+{
+	if (s->idmap.rootless)
+		return hutch_err_set_class(
+		        err, HUTCH_ERRC_NOT_CAPABLE, -EOPNOTSUPP,
+		        "an ordinary user's sandbox without a cgroup (--no-limits) cannot be "
+		        "frozen for %s: create it with limits, in a cgroup v2 your user "
+		        "manager delegates (a login session, or systemd-run --user --scope -p "
+		        "Delegate=yes), or as root",
+		        what);
+	return hutch_err_set_class(err, HUTCH_ERRC_NOT_CAPABLE, -EOPNOTSUPP,
+	                           "a sandbox without a cgroup (--no-limits) cannot be "
+	                           "frozen for %s",
+	                           what);
+}
+
 /* Why this sandbox cannot be snapshotted, or 0. */
 static int check(struct sup *s, struct hutch_err *err)
 {
@@ -133,17 +149,8 @@ static int check(struct sup *s, struct hutch_err *err)
 		        "with only /workspace, /home/appuser and /tmp writable, no image to "
 		        "stack a layer on; create the sandbox from an image (--image "
 		        "hutch-default) to snapshot it");
-	if (!s->cg && s->idmap.rootless)
-		return hutch_err_set_class(
-		        err, HUTCH_ERRC_NOT_CAPABLE, -EOPNOTSUPP,
-		        "an ordinary user's sandbox without a cgroup (--no-limits) cannot be "
-		        "frozen for a snapshot: create it with limits, in a cgroup v2 your user "
-		        "manager delegates (a login session, or systemd-run --user --scope -p "
-		        "Delegate=yes), or as root");
 	if (!s->cg)
-		return hutch_err_set_class(err, HUTCH_ERRC_NOT_CAPABLE, -EOPNOTSUPP,
-		                           "a sandbox without a cgroup (--no-limits) cannot be "
-		                           "frozen for a snapshot");
+		return hutch_sup_snapshot_no_cgroup(s, "a snapshot", err);
 	if (!s->snap || s->snap->fds[HUTCH_ROOTFS_WRITE_UPPER] < 0)
 		return hutch_err_set(err, -EIO, "the sandbox's writable layer is not known");
 	return 0;
@@ -157,39 +164,40 @@ struct writer_result {
 
 /*
  * Rootless: appuser's files are owned on the host by a subordinate id of
- * the caller's, which the supervisor (the caller) may not read. So the
- * writer moves into a user namespace of its own whose map is the
- * sandbox's (0 the caller; appuser, nobody and tty the slot's subordinate
- * ids, written by newuidmap, which checks them as it does for init):
- * there it holds CAP_DAC_READ_SEARCH over exactly the sandbox's ids, and
- * stat shows the ids the sandbox sees. It joins nothing of the sandbox's.
+ * the caller's, which the supervisor (the caller) may not read or write.
+ * So a child that must (the snapshot's writer, the rollback's worker)
+ * moves into a user namespace of its own whose map is the sandbox's (0 the
+ * caller; appuser, nobody and tty the slot's subordinate ids, written by
+ * newuidmap, which checks them as it does for init): there it holds the
+ * capabilities over exactly the sandbox's ids, and stat shows the ids the
+ * sandbox sees. It joins nothing of the sandbox's.
  * The child's half: unshare, say so on sync, wait for the maps.
  */
-static int own_userns_child(int sync, struct hutch_err *err)
+int hutch_sup_own_userns_child(int sync, const char *what, struct hutch_err *err)
 {
 	char c = 'u';
 
 	if (unshare(CLONE_NEWUSER) < 0)
-		return hutch_err_set_errno(err, -errno, "snapshot: the writer's user namespace");
+		return hutch_err_set_errno(err, -errno, "%s: the child's user namespace", what);
 	if (hutch_write_all(sync, &c, 1) < 0 || hutch_read_all(sync, &c, 1) != 1)
-		return hutch_err_set(err, -EIO, "snapshot: the writer's id maps were not written");
+		return hutch_err_set(err, -EIO, "%s: the child's id maps were not written", what);
 	return 0;
 }
 
-/* The parent's half: pid's maps, the sandbox's slot's. */
-static int own_userns_parent(struct sup *s, pid_t pid, int sync, struct hutch_err *err)
+int hutch_sup_own_userns_parent(struct sup *s, pid_t pid, int sync, const char *what,
+                                struct hutch_err *err)
 {
 	char c;
 	int r;
 
 	if (hutch_read_all(sync, &c, 1) != 1)
-		return hutch_err_set(err, -EIO,
-		                     "snapshot: the writer died before its user namespace");
+		return hutch_err_set(err, -EIO, "%s: the child died before its user namespace",
+		                     what);
 	if ((r = hutch_idmap_write(&s->idmap, s->slot, pid, err)) < 0)
-		return hutch_err_prefix(err, "snapshot: the writer's id maps");
+		return hutch_err_prefix(err, "%s: the child's id maps", what);
 	return hutch_write_all(sync, &c, 1) == 0
 	               ? 0
-	               : hutch_err_set(err, -EIO, "snapshot: the writer died before its maps");
+	               : hutch_err_set(err, -EIO, "%s: the child died before its maps", what);
 }
 
 /* The writer child: the tar of the writable directories on out. */
@@ -205,7 +213,7 @@ _Noreturn static void writer(struct sup *s, int *data, int res, int sync)
 	(void)prctl(PR_SET_PDEATHSIG, SIGKILL);
 	closep(&data[0]); /* the unpacker's end: gone when it stops reading */
 	if (sync >= 0) {
-		if ((w.r = own_userns_child(sync, &w.err)) < 0) {
+		if ((w.r = hutch_sup_own_userns_child(sync, "snapshot", &w.err)) < 0) {
 			(void)hutch_write_all(res, &w, sizeof(w));
 			_exit(0);
 		}
@@ -253,7 +261,8 @@ static int capture(struct sup *s, struct hutch_image_store *store, const char *n
 	closep(&data[1]);
 	closep(&res[1]);
 	closep(&sync[1]);
-	if (sync[0] >= 0 && (r = own_userns_parent(s, pid, sync[0], err)) < 0) {
+	if (sync[0] >= 0 &&
+	    (r = hutch_sup_own_userns_parent(s, pid, sync[0], "snapshot", err)) < 0) {
 		(void)kill(pid, SIGKILL);
 		while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
 			;

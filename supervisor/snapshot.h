@@ -9,6 +9,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include <cjson/cJSON.h>
 
@@ -41,13 +42,27 @@ int hutch_sup_snapshot_name_check(const char *name, struct hutch_err *err);
  * Snapshot the sandbox's filesystem as image name of its store (name NULL
  * or "": snap-<id>-<n>). On success *ret is {name, base, layer, layers,
  * bytes, files, frozen_ms, duration_ms}. Refused with the reason: the
- * host-derived root (no image to stack on), an ordinary user's sandbox,
- * one without a cgroup to freeze, a name taken or invalid. env: NULL, or
+ * host-derived root (no image to stack on), a sandbox without a cgroup
+ * to freeze, a name taken or invalid. env: NULL, or
  * "NAME=VALUE" entries (NULL-terminated) set in the snapshot's Env over
  * its image's (hutch build's; hutch_image_commit()).
  */
 int hutch_sup_snapshot(struct sup *s, const char *name, const char *const *env, cJSON **ret,
                        struct hutch_err *err);
+/* -EOPNOTSUPP (not capable): a sandbox without a cgroup cannot be frozen
+ * for what ("a snapshot"); an ordinary user's names the fix. */
+int hutch_sup_snapshot_no_cgroup(struct sup *s, const char *what, struct hutch_err *err);
+/*
+ * Rootless: a child of the supervisor in a user namespace of its own
+ * mapped as the sandbox's (the snapshot's writer reads appuser's files
+ * there, the rollback's worker writes them). The child calls _child()
+ * (unshare, then waits on sync), the supervisor _parent() with the
+ * child's pid (newuidmap/newgidmap, the sandbox's slot). what prefixes the
+ * errors ("snapshot").
+ */
+int hutch_sup_own_userns_child(int sync, const char *what, struct hutch_err *err);
+int hutch_sup_own_userns_parent(struct sup *s, pid_t pid, int sync, const char *what,
+                                struct hutch_err *err);
 /* hutch diff --since NAME: the change generation that snapshot NAME of
  * this sandbox follows (one of its last 16): 0, or -ENOENT. */
 int hutch_sup_snapshot_gen(struct sup *s, const char *name, uint64_t *ret_gen);

@@ -11,12 +11,14 @@ symlink and the modes reach the snapshot, and `create --snapshot` as that
 user spawns a sandbox with the same files and modes (a tree hash taken on
 the host through the sandboxes' roots); the files are the user's in the
 store, root's inside, as every rootless image's. `fork` goes the snapshot
-route. That needs a cgroup the user may freeze: with
-HUTCH_TEST_USER_SESSION=1 (the pure-v2 VM, tests/v2/hutch-v2-suite.sh)
-each user has a delegated one. On a host that delegates none (this one:
-cgroup v1 controllers, a v2 tree without delegation) a user's sandbox is
-made --no-limits and has no cgroup: snapshot and fork are refused there
-naming the fix, and nothing is made. Everything made is removed after.
+route, and `rollback` makes the live tree the snapshot's again (a write,
+a change and deletes undone), its owners the live ones. That needs a
+cgroup the user may freeze: with HUTCH_TEST_USER_SESSION=1 (the pure-v2
+VM, tests/v2/hutch-v2-suite.sh) each user has a delegated one. On a host
+that delegates none (this one: cgroup v1 controllers, a v2 tree without
+delegation) a user's sandbox is made --no-limits and has no cgroup:
+snapshot, fork and rollback are refused there naming the fix, and
+nothing is made. Everything made is removed after.
 """
 import hashlib
 import json
@@ -133,9 +135,21 @@ def test_snapshot_spawn_and_fork_as_user(alice, layout):  # noqa: F811
     fid = fork["forks"][0]
     fsb = Sandbox(alice, {"id": fid, "socket": os.path.join(alice.user.rtdir, fid, "api.sock")})
     assert _tree(_root_pid(alice, fsb)) == before
-    # rollback stays refused (69), naming why
+    # rollback in place undoes a write, a change and deletes: the worker
+    # writes appuser's files from a user namespace mapped as the sandbox's
+    src.sh("echo later > /workspace/later; echo changed > /workspace/a.txt; "
+           "rm -rf /workspace/secret /workspace/deep /home/appuser/.profile_x")
+    assert _tree(_root_pid(alice, src)) != before
     r = alice("rollback", src.id, "mine")
-    assert r.returncode == 69 and "ordinary user" in r.stderr.decode(), r
+    assert r.returncode == 0, r.stderr
+    assert "rolled back to mine" in r.stdout.decode() + r.stderr.decode(), r
+    assert _tree(_root_pid(alice, src)) == before
+    # the snapshot holds no owners (the user's store): each path keeps its
+    # live owner, one put back takes its directory's, so appuser reads its
+    # private file again and writes its workspace as before
+    assert src.sh("stat -c '%u %a' /workspace /workspace/secret /workspace/deep/er; "
+                  "cat /workspace/secret; echo w > /workspace/after && cat /workspace/after") \
+        == "1000 755\n1000 600\n1000 700\n" + SECRET + "w\n"
     for i in (sp.id, fid, src.id):
         assert alice("rm", i).returncode == 0
     assert wait_until(lambda: alice("snapshot", "rm", "mine").returncode == 0, 10)
@@ -148,7 +162,7 @@ def test_snapshot_without_a_cgroup_is_refused_naming_the_fix(alice, layout):  # 
     _import(alice, layout)
     src = alice.create("--image", "test")  # --no-limits: no cgroup
     src.sh("echo x > /workspace/x")
-    for argv in (("snapshot", src.id, "mine"), ("fork", src.id)):
+    for argv in (("snapshot", src.id, "mine"), ("fork", src.id), ("rollback", src.id, "mine")):
         r = alice(*argv)
         err = r.stderr.decode()
         assert r.returncode == 69, (argv, r)

@@ -9,7 +9,8 @@
 # leaving no cgroup behind; then the systemd contexts of issue 15 (a scope
 # and a service, with and without Delegate=yes, after daemon-reload and a
 # CPUQuota= unit), a container's cgroup namespace, the sandbox's own cgroup
-# read-only at /sys/fs/cgroup, and an ordinary user. Each check prints
+# read-only at /sys/fs/cgroup, and an ordinary user (its snapshot, spawn,
+# fork and rollback through its delegated cgroup too). Each check prints
 # "CHECK <name> PASS|FAIL <detail>"; the exit status is the number of FAILs.
 set -u
 H=${HUTCH:-$PWD/build/hutch}
@@ -454,6 +455,84 @@ echo "exec: $a; cp: $b; ps sleep: $c; 1 GiB in nano: exit $mrc $(tail -1 <<<"$m"
 [ "$a" = "1000 hi " ] && [ "$b" = same ] && [ "$c" = 1 ] && [ $mrc = 137 ] && [ "$l" = "$id " ] &&
 	[ "$x" != 0 ] && [ "$y" = 0 ] && [ -z "$gone" ]
 check rootless-key-cases $? "exec '$a' cp $b ps $c oom $mrc ls '$l' root's: $x/$y"
+
+# issue 28 as the user, with limits (its cgroup is what a snapshot and a
+# rollback freeze): an image of the test root (tests/integration's
+# rootimage.py: this machine's own binaries, no registry) imported into
+# the user's store; appuser writes a private file, a 0700 directory, a
+# symlink and its home; snapshot -> create --snapshot: the same tree (a
+# hash of paths, types, modes, sizes, contents and link targets, read as
+# root through /proc/PID/root); fork: the same tree; a write, a change and
+# deletes, then rollback: the snapshot's tree again, appuser's file its
+# own and readable, its workspace writable
+echo "== rootless snapshot, spawn, fork and rollback (issue 28)"
+t0=$(date +%s)
+img=/tmp/hutch-v2img
+rm -rf "$img" && mkdir -p "$img"
+python3 - "$img" <<'PY' || echo "the test image was not made"
+import sys
+sys.path.insert(0, "tests/integration")
+import ociimage, rootimage
+rootimage.build(sys.argv[1] + "/root.tar")
+with open(sys.argv[1] + "/root.tar", "rb") as f:
+    ociimage.layout(sys.argv[1] + "/lay", [f.read()], compress=False)
+PY
+chmod -R a+rX "$img"
+# tree ID: the hash of the sandbox's writable places, through the root of
+# one of its processes other than init (a sleep started for it)
+tree() {
+	(cd / && as_user "$UH" exec -d "$1" -- sleep 300 >/dev/null)
+	python3 - "$(cd / && as_user "$UH" inspect "$1")" <<'PY'
+import glob, hashlib, json, os, stat, sys
+init = json.loads(sys.argv[1])["init_pid"]
+ns = os.readlink(f"/proc/{init}/ns/pid")
+pid = next(int(p[6:]) for p in sorted(glob.glob("/proc/[0-9]*"))
+           if int(p[6:]) != init and os.path.exists(p + "/ns/pid") and os.readlink(p + "/ns/pid") == ns)
+root, h = f"/proc/{pid}/root", hashlib.sha256()
+for top in ("/workspace", "/home/appuser", "/tmp"):
+    for d, dirs, files in os.walk(root + top):
+        dirs.sort()
+        for n in sorted(dirs + files) + ["."]:
+            p = os.path.normpath(os.path.join(d, n))
+            st = os.lstat(p)
+            line = "%s %o %d" % (p[len(root):], st.st_mode, 0 if stat.S_ISDIR(st.st_mode) else st.st_size)
+            if stat.S_ISLNK(st.st_mode):
+                line += " -> " + os.readlink(p)
+            elif stat.S_ISREG(st.st_mode):
+                line += " " + hashlib.sha256(open(p, "rb").read()).hexdigest()
+            h.update(line.encode() + b"\n")
+print(h.hexdigest()[:16])
+PY
+}
+(cd / && as_user "$UH" image import -q "$img/lay" v2test >/dev/null)
+id=$(cd / && as_user "$UH" create --instance-type nano --image v2test 2>&1)
+(cd / && as_user "$UH" exec "$id" -- sh -c 'cd /workspace && echo hello >a && echo only appuser >secret &&
+	chmod 600 secret && mkdir -p d/e && echo x >d/e/f && chmod 700 d && ln -s a link &&
+	echo h >/home/appuser/h && echo t >/tmp/t') >/dev/null 2>&1
+before=$(tree "$id")
+sn=$(cd / && as_user "$UH" snapshot "$id" v2snap 2>&1)
+sp=$(cd / && as_user "$UH" create --instance-type nano --snapshot v2snap 2>&1)
+spawned=$(tree "$sp")
+fk=$(cd / && as_user "$UH" fork "$id" --json 2>&1)
+fid=$(python3 -c 'import json, sys; print(json.loads(sys.argv[1])["forks"][0])' "$fk" 2>/dev/null)
+forked=$(tree "$fid")
+(cd / && as_user "$UH" exec "$id" -- sh -c 'echo later >/workspace/later; echo changed >/workspace/a;
+	rm -rf /workspace/secret /workspace/d /home/appuser/h') >/dev/null 2>&1
+changed=$(tree "$id")
+rb=$(cd / && as_user "$UH" rollback "$id" v2snap 2>&1)
+back=$(tree "$id")
+own=$(cd / && as_user "$UH" exec "$id" -- sh -c 'stat -c %u /workspace/secret /workspace/d/e;
+	cat /workspace/secret; echo w >/workspace/w && echo writable' 2>&1 | tr '\n' ' ')
+for i in "$sp" "$fid" "$id"; do (cd / && as_user "$UH" rm "$i" >/dev/null 2>&1); done
+(cd / && as_user "$UH" snapshot rm v2snap >/dev/null 2>&1)
+snl=$(python3 -c 'import json, sys; print(json.loads(sys.argv[1]).get("snapshot") or "")' "$fk" 2>/dev/null)
+[ -z "$snl" ] || (cd / && as_user "$UH" snapshot rm "$snl" >/dev/null 2>&1)
+(cd / && as_user "$UH" image rm v2test >/dev/null 2>&1)
+rm -rf "$img"
+echo "snapshot: $sn; trees: source $before, spawned $spawned, forked $forked, changed $changed, rolled back $back ($rb); after it: $own ($(($(date +%s) - t0)) s)"
+[ -n "$before" ] && [ "$spawned" = "$before" ] && [ "$forked" = "$before" ] &&
+	[ "$changed" != "$before" ] && [ "$back" = "$before" ] && [ "$own" = "1000 1000 only appuser writable " ]
+check rootless-snapshot-fork-rollback $? "spawned $([ "$spawned" = "$before" ] && echo same || echo differs), forked $([ "$forked" = "$before" ] && echo same || echo differs), rolled back $([ "$back" = "$before" ] && echo same || echo differs), after: '$own'"
 
 # network all as the user: pasta runs in the sandbox's cgroup (its memory
 # is the sandbox's); a pasta killed from outside is restarted (a new pid,

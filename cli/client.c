@@ -144,7 +144,11 @@ static int read_answer(int fd, const char *sock, struct conn_ctx *c, volatile si
 {
 	http_parser_settings settings = { .on_body = on_body, .on_message_complete = on_complete };
 	http_parser parser;
-	char buf[65536];
+	/* In .bss, not on the stack: a 64 KiB frame is probed page by page
+	 * (-fstack-clash-protection), 16 faults on every HTTP call whatever
+	 * the answer's size; here only the pages a read() fills fault (one for
+	 * most answers). The CLI has no threads and one call at a time. */
+	static char buf[65536];
 	int timeout = hutch_client_timeout_ms(err);
 	int64_t deadline = hutch_now_mono_ms() + timeout;
 

@@ -127,7 +127,10 @@ BUDGETS = {
     "exec.supervisor_faults": 30,
     # 115 -> 105: the CLI without libcjson (measured 89; main 106)
     "rm.syscalls": 105,
-    "rm.faults": 120,
+    # -> 90 (issue 31): the HTTP client's 64 KiB read buffer in .bss, not
+    # on the stack (-fstack-clash-protection probed its 16 pages at every
+    # call): measured 85, 86 (main 100, 103 in the same run)
+    "rm.faults": 90,
     # `hutch run -- true`, every process from the CLI's start to the
     # supervisor's exit: 1646 on 2fcc9ac, 1420 after issue 31's cuts
     # (init's capability probe, binds by name, cgroup rmdir first, signal

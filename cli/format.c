@@ -246,25 +246,32 @@ void hutch_cli_ports_text(const cJSON *ports, char *buf, size_t size)
 
 static char *ports_text(const cJSON *s);
 
+enum {
+	TEXT_NONE,
+	TEXT_PORTS
+};
+static hutch_cli_field_text *const texts[] = { [TEXT_PORTS] = ports_text };
+
 static const struct hutch_cli_field fields[] = {
-	{ "ID", "ID", "id", NULL, NULL },
-	{ "Status", "STATUS", "status", NULL, NULL },
-	{ "Live", "LIVE", "live", NULL, NULL },
-	{ "Type", "TYPE", "instance_type", "config", NULL },
-	{ "InstanceType", "TYPE", "instance_type", "config", NULL },
-	{ "Network", "NETWORK", "network", "config", NULL },
-	{ "Region", "REGION", "region", "config", NULL },
-	{ "Description", "DESCRIPTION", "description", "config", NULL },
-	{ "Created", "CREATED", "created_at", NULL, NULL },
-	{ "Expires", "EXPIRES", "expires_at", NULL, NULL },
-	{ "Socket", "SOCKET", "socket", NULL, NULL },
-	{ "Ports", "PORTS", "ports", NULL, ports_text },
-	{ "Config", "CONFIG", "config", NULL, NULL },
-	{ 0 },
+	{ "ID", "ID", "id", "", 0 },
+	{ "Status", "STATUS", "status", "", 0 },
+	{ "Live", "LIVE", "live", "", 0 },
+	{ "Type", "TYPE", "instance_type", "config", 0 },
+	{ "InstanceType", "TYPE", "instance_type", "config", 0 },
+	{ "Network", "NETWORK", "network", "config", 0 },
+	{ "Region", "REGION", "region", "config", 0 },
+	{ "Description", "DESCRIPTION", "description", "config", 0 },
+	{ "Created", "CREATED", "created_at", "", 0 },
+	{ "Expires", "EXPIRES", "expires_at", "", 0 },
+	{ "Socket", "SOCKET", "socket", "", 0 },
+	{ "Ports", "PORTS", "ports", "", TEXT_PORTS },
+	{ "Config", "CONFIG", "config", "", 0 },
+	{ .name = "" },
 };
 
 const struct hutch_cli_fields hutch_cli_sandbox_fields = {
 	.fields = fields,
+	.texts = texts,
 	.names = FIELD_NAMES,
 	.table = TABLE_DEFAULT,
 	.sub = "Config",
@@ -277,7 +284,8 @@ enum func {
 	FN_UPPER,
 	FN_LOWER
 };
-static const char *const func_names[] = { "", "json", "upper", "lower" };
+/* Names in the array, not pointers: nothing to relocate at start. */
+static const char func_names[][sizeof("upper")] = { "", "json", "upper", "lower" };
 
 struct node {
 	char *text;                          /* text to print as it is; NULL for an action */
@@ -347,7 +355,7 @@ static int parse_path(const struct hutch_cli_fields *set, const char *w, size_t 
 		return 0; /* ".": the whole sandbox */
 	dot = memchr(w + 1, '.', len - 1);
 	name_len = (dot ? (size_t)(dot - w) : len) - 1;
-	for (const struct hutch_cli_field *f = set->fields; f->name; f++)
+	for (const struct hutch_cli_field *f = set->fields; f->name[0]; f++)
 		if (strlen(f->name) == name_len && !strncmp(f->name, w + 1, name_len))
 			n->field = f;
 	if (!n->field)
@@ -534,9 +542,9 @@ static const cJSON *lookup(const struct node *n, const cJSON *s)
 
 	if (!n->field)
 		return s;
-	if (n->field->in)
+	if (n->field->in[0])
 		in = cJSON_GetObjectItemCaseSensitive(s, n->field->in);
-	v = cJSON_GetObjectItemCaseSensitive(in, n->field->key);
+	v = n->field->key[0] ? cJSON_GetObjectItemCaseSensitive(in, n->field->key) : NULL;
 	return n->sub ? cJSON_GetObjectItemCaseSensitive(v, n->sub) : v;
 }
 
@@ -569,9 +577,10 @@ static char *ports_text(const cJSON *s)
 
 /* A field computed from the object (its text function), as text: upper
  * and lower apply, json quotes it. */
-static char *computed_value(const struct node *n, const cJSON *s)
+static char *computed_value(const struct hutch_cli_fields *set, const struct node *n,
+                            const cJSON *s)
 {
-	_cleanup_free_ char *text = n->field->text(s);
+	_cleanup_free_ char *text = set->texts[n->field->text](s);
 	_cleanup_cjson_ cJSON *v = NULL;
 
 	if (!text)
@@ -591,8 +600,8 @@ static int render(const struct hutch_cli_tmpl *t, const cJSON *s, struct hutch_b
 			text = strdup(n->text);
 		else if (!s)
 			text = strdup(n->sub ? n->sub : n->field ? n->field->header : "SANDBOX");
-		else if (n->field && n->field->text && !(n->fn == FN_JSON && n->field->key))
-			text = computed_value(n, s);
+		else if (n->field && n->field->text && !(n->fn == FN_JSON && n->field->key[0]))
+			text = computed_value(t->set, n, s);
 		else
 			text = value_text(lookup(n, s), n->fn);
 		if (!s && text && n->sub)

@@ -47,23 +47,30 @@ bool hutch_cli_filters_match(const struct hutch_cli_filters *f, const cJSON *san
 
 struct hutch_cli_tmpl;
 
-/* What {{.Name}} prints: the JSON value at "key" (in the object "in", NULL:
- * at the top), or, when text is set, the string it makes of the whole
- * object ({{json .Name}} then gives the JSON value at key if there is
- * one). */
+/* A field's text function: the string it makes of the whole object,
+ * malloc'ed; NULL: out of memory. */
+typedef char *hutch_cli_field_text(const cJSON *o);
+
+/* What {{.Name}} prints: the JSON value at "key" (in the object "in", "":
+ * at the top), or, when text is set (not 0), the string its set's texts[text]
+ * makes of the whole object ({{json .Name}} then gives the JSON value at
+ * key if there is one). The strings are in the row, not pointers: a table
+ * without pointers is read-only data the dynamic loader does not relocate,
+ * at every start of hutch (issue 31: CLI start, docs/performance.md). */
 struct hutch_cli_field {
-	const char *name, *header;
-	const char *key, *in;
-	char *(*text)(const cJSON *o); /* malloc'ed, NULL: out of memory */
+	char name[16], header[20];
+	char key[16], in[8];
+	unsigned char text; /* the index in its set's texts[]; 0: none */
 };
 
 /* The fields of one verb's objects; fields ends with a zeroed row. */
 struct hutch_cli_fields {
 	const struct hutch_cli_field *fields;
-	const char *names; /* for messages: ".ID, .Status, ..." */
-	const char *table; /* what "table" alone is */
-	const char *sub;   /* the one field with keys below it (.Config.KEY), or NULL */
-	const char *verb;  /* whose --json names those keys */
+	hutch_cli_field_text *const *texts; /* the rows' text functions ([0] unused) */
+	const char *names;                  /* for messages: ".ID, .Status, ..." */
+	const char *table;                  /* what "table" alone is */
+	const char *sub;  /* the one field with keys below it (.Config.KEY), or NULL */
+	const char *verb; /* whose --json names those keys */
 };
 
 /* ls's: a sandbox as ls --json gives it. */

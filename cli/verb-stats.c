@@ -218,22 +218,39 @@ static char *oom_text(const cJSON *j)
 	".ID (.Container, .Name), .CPUPerc, .MemUsage, .MemPerc, .NetIO, .PIDs, .Workspace, " \
 	".OOMKills"
 
+enum {
+	TEXT_NONE,
+	TEXT_CPU,
+	TEXT_MEM,
+	TEXT_MEM_PERC,
+	TEXT_NET_IO,
+	TEXT_PIDS,
+	TEXT_DISK,
+	TEXT_OOM
+};
+static hutch_cli_field_text *const stats_texts[] = {
+	[TEXT_CPU] = cpu_text,       [TEXT_MEM] = mem_usage_text, [TEXT_MEM_PERC] = mem_perc_text,
+	[TEXT_NET_IO] = net_io_text, [TEXT_PIDS] = pids_text,     [TEXT_DISK] = workspace_text,
+	[TEXT_OOM] = oom_text,
+};
+
 static const struct hutch_cli_field stats_field_rows[] = {
-	{ "ID", "ID", "id", NULL, NULL },
-	{ "Container", "CONTAINER", "id", NULL, NULL },
-	{ "Name", "NAME", "id", NULL, NULL },
-	{ "CPUPerc", "CPU %", "cpu_percent", NULL, cpu_text },
-	{ "MemUsage", "MEM USAGE / LIMIT", NULL, NULL, mem_usage_text },
-	{ "MemPerc", "MEM %", NULL, NULL, mem_perc_text },
-	{ "NetIO", "NET I/O", NULL, NULL, net_io_text },
-	{ "PIDs", "PIDS", NULL, NULL, pids_text },
-	{ "Workspace", "WORKSPACE", NULL, NULL, workspace_text },
-	{ "OOMKills", "OOM", "oom_kills", NULL, oom_text },
-	{ 0 },
+	{ .name = "ID", .header = "ID", .key = "id" },
+	{ .name = "Container", .header = "CONTAINER", .key = "id" },
+	{ .name = "Name", .header = "NAME", .key = "id" },
+	{ .name = "CPUPerc", .header = "CPU %", .key = "cpu_percent", .text = TEXT_CPU },
+	{ .name = "MemUsage", .header = "MEM USAGE / LIMIT", .text = TEXT_MEM },
+	{ .name = "MemPerc", .header = "MEM %", .text = TEXT_MEM_PERC },
+	{ .name = "NetIO", .header = "NET I/O", .text = TEXT_NET_IO },
+	{ .name = "PIDs", .header = "PIDS", .text = TEXT_PIDS },
+	{ .name = "Workspace", .header = "WORKSPACE", .text = TEXT_DISK },
+	{ .name = "OOMKills", .header = "OOM", .key = "oom_kills", .text = TEXT_OOM },
+	{ .name = "" },
 };
 
 static const struct hutch_cli_fields stats_fields = {
 	.fields = stats_field_rows,
+	.texts = stats_texts,
 	.names = STATS_FIELD_NAMES,
 	.table = "table {{.ID}}\\t{{.CPUPerc}}\\t{{.MemUsage}}\\t{{.MemPerc}}\\t{{.PIDs}}\\t"
 	         "{{.Workspace}}\\t{{.NetIO}}\\t{{.OOMKills}}",

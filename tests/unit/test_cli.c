@@ -332,13 +332,15 @@ static char *twice(const cJSON *o)
 
 static void test_template_fields(void **state)
 {
+	static hutch_cli_field_text *const texts[] = { NULL, twice };
 	static const struct hutch_cli_field rows[] = {
-		{ "N", "N", "n", NULL, NULL },
-		{ "Twice", "TWICE", "n", NULL, twice },
-		{ "Shout", "SHOUT", NULL, NULL, twice },
-		{ 0 },
+		{ "N", "N", "n", "", 0 },
+		{ "Twice", "TWICE", "n", "", 1 },
+		{ "Shout", "SHOUT", "", "", 1 },
+		{ .name = "" },
 	};
 	static const struct hutch_cli_fields set = { .fields = rows,
+		                                     .texts = texts,
 		                                     .names = ".N, .Twice",
 		                                     .table = "table {{.N}}\\t{{.Twice}}",
 		                                     .verb = "test" };

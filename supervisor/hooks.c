@@ -26,6 +26,7 @@
 #include "hooks.h"
 #include "idle.h"
 #include "kind.h"
+#include "netpolicy.h"
 #include "status.h"
 #include "supervisor.h"
 
@@ -173,6 +174,26 @@ static bool run_command_first(struct sup *s)
 	return true;
 }
 
+bool hutch_hooks_can_run_early(struct sup *s, int result_fd)
+{
+	const struct hutch_config *c = s->cfg;
+	char b = 0;
+
+	return !s->container && !s->kind->api_after_ready && !c->setup_script && !c->on_create &&
+	       !c->pool_key[0] && !c->full_snapshot[0] && !s->joins &&
+	       hutch_net_policy_wired_mode(&c->net) == HUTCH_NET_NONE &&
+	       recv(result_fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) == 1 && b == 'E';
+}
+
+void hutch_hooks_run_early(struct sup *s, int result_fd)
+{
+	/* read here, reported to once setup is over: a setup that fails
+	 * after this is answered by supervisor_main(), not the teardown */
+	s->hooks.result_fd = result_fd;
+	s->hooks.run_early = run_command_first(s);
+	s->hooks.result_fd = -EBADF;
+}
+
 static void ready(struct sup *s)
 {
 	struct hutch_err err = { 0 };
@@ -182,7 +203,7 @@ static void ready(struct sup *s)
 	s->hooks.phase = PHASE_READY;
 	s->ready = true;
 	close_log(s);
-	run = run_command_first(s);
+	run = s->hooks.run_early || run_command_first(s);
 	r = hutch_sup_write_state(s, s->cfg->pool_key[0] ? "pooled" : "running");
 	if (r >= 0)
 		r = hutch_idle_start(s);

@@ -55,6 +55,16 @@ int hutch_hooks_open_log(struct sup *s, int *ret_read, struct hutch_err *err);
 /* The loop reports ready (or the setup failure) on result_fd, the
  * creator's socket, once the setup steps have run. */
 void hutch_hooks_report_to(struct sup *s, int result_fd);
+/* Whether a run's command that came with the create ("E" on result_fd,
+ * the creator's socket) may start before READY: nothing is to run
+ * before it (no setup steps, a restore), nothing must be attributed to it
+ * (the egress log: network none only) or hold it (a pool, a container's
+ * start, a pod). */
+bool hutch_hooks_can_run_early(struct sup *s, int result_fd);
+/* Then, with the loop open (hutch_sup_loop_open()): the command started,
+ * its SPAWN queued for init, which reads it as it sends READY; "ready"
+ * then finds it started. Otherwise it waits for "ready" as before. */
+void hutch_hooks_run_early(struct sup *s, int result_fd);
 /* A warm run claimed the sandbox on fd (exec.sock's connection, taken):
  * fd is its hand-over socket from now on, as a cold run's after "R"
  * (supervisor/sandbox.h): "D" or its end deletes the sandbox, its closing

@@ -90,14 +90,26 @@ static void egress_before_start(void *ud)
 	hutch_egress_command_starts(s->net.plan.egress);
 }
 
+int hutch_sup_loop_open(struct sup *s, int init_sock, struct hutch_cgroup *cg)
+{
+	int r = hutch_loop_init(&s->loop);
+
+	if (r < 0)
+		return r;
+	r = hutch_cmds_init(&s->cmds, &s->loop, init_sock, cg, s->cfg->type);
+	if (r < 0)
+		hutch_loop_done(&s->loop);
+	return r;
+}
+
 static int setup_loop(struct sup *s)
 {
 	struct itimerspec its = { 0 };
 	sigset_t mask;
 	int r;
 
-	r = hutch_loop_init(&s->loop);
-	if (r < 0)
+	/* opened already when a run's command went to init before READY */
+	if (s->loop.epfd < 0 && (r = hutch_sup_loop_open(s, s->init_sock, s->cg)) < 0)
 		return r;
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGTERM);
@@ -120,8 +132,7 @@ static int setup_loop(struct sup *s)
 	hutch_watch_init(&s->w_ttl, on_ttl, s);
 	hutch_watch_init(&s->w_pidfd, on_init_exit, s);
 	hutch_watch_init(&s->net.w, on_egress, s);
-	if ((r = hutch_cmds_init(&s->cmds, &s->loop, s->init_sock, s->cg, s->cfg->type)) < 0 ||
-	    (r = hutch_loop_add(&s->loop, &s->w_signal, s->sigfd, EPOLLIN)) < 0 ||
+	if ((r = hutch_loop_add(&s->loop, &s->w_signal, s->sigfd, EPOLLIN)) < 0 ||
 	    (r = hutch_loop_add(&s->loop, &s->w_ttl, s->ttl_fd, EPOLLIN)) < 0 ||
 	    (r = hutch_loop_add(&s->loop, &s->w_pidfd, s->pidfd, EPOLLIN)) < 0 ||
 	    (r = hutch_api_watch(s)) < 0 || (r = hutch_ports_watch(s, hutch_idle_wake)) < 0)

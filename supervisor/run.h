@@ -9,4 +9,12 @@ struct sup;
  * Returns 0 or -errno. */
 int hutch_sup_run(struct sup *s);
 
+struct hutch_cgroup;
+
+/* The loop and the command engine opened before setup ends (a run's
+ * command queued for init while it builds the root: hooks.c), on init's
+ * socket and cgroup, which setup hands to s as they are; hutch_sup_run()
+ * then keeps them. 0 or -errno. */
+int hutch_sup_loop_open(struct sup *s, int init_sock, struct hutch_cgroup *cg);
+
 #endif

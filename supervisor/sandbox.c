@@ -36,6 +36,7 @@
 #include "log.h"
 #include "lxcfs.h"
 #include "run.h"
+#include "sandbox-image.h"
 #include "sandbox.h"
 #include "setup.h"
 #include "supervisor.h"
@@ -100,9 +101,32 @@ static void close_procview(struct sup *s)
 	closep(&s->procview_pidfd);
 }
 
+/* struct hutch_setup_in's init_serving: a run's command queued for init
+ * while it builds the root (issue 31: READY to the command's start was a
+ * round trip through this process, which then opened the API's sockets,
+ * its loop and the events before SPAWN; now init forks the command as it
+ * sends READY, and this work runs meanwhile). */
+struct early_run {
+	struct sup *s;
+	int result_fd;
+};
+
+static void run_early(void *ud, int init_sock, struct hutch_cgroup *cg, char **cmdenv)
+{
+	struct early_run *e = ud;
+
+	if (!hutch_hooks_can_run_early(e->s, e->result_fd) ||
+	    hutch_sup_loop_open(e->s, init_sock, cg) < 0)
+		return;
+	hutch_sup_env_take(e->s, cmdenv); /* the pointer setup hands over at its end */
+	hutch_hooks_run_early(e->s, e->result_fd);
+}
+
 static __attribute__((noreturn)) void
 supervisor_main(struct sup *s, const struct hutch_setup_in *in, int result_fd)
 {
+	struct early_run early = { .s = s, .result_fd = result_fd };
+	struct hutch_setup_in setup_in = *in;
 	double t0;
 	struct hutch_err err = { 0 };
 	int r;
@@ -130,7 +154,9 @@ supervisor_main(struct sup *s, const struct hutch_setup_in *in, int result_fd)
 	signal(SIGPIPE, SIG_IGN);
 	signal(SIGHUP, SIG_IGN);
 	t0 = hutch_now_mono_sec();
-	r = hutch_sup_setup(s, in, &err);
+	setup_in.init_serving = run_early;
+	setup_in.init_serving_ud = &early;
+	r = hutch_sup_setup(s, &setup_in, &err);
 	if (r >= 0)
 		r = hutch_api_open(s, &err);
 	if (r < 0) {

@@ -328,6 +328,7 @@ int hutch_sup_setup_wait_ready(const struct setup_plan *plan, struct setup_made 
 	struct hutch_err child_err;
 	int fds[HUTCH_NET_LISTENERS_MAX];
 	size_t nfds;
+	bool reset_seen = false;
 	ssize_t n;
 	int r;
 
@@ -338,6 +339,13 @@ again:
 		                     INIT_READY_TIMEOUT_MS / 1000);
 	nfds = ELEMENTSOF(fds);
 	n = hutch_proto_recv(m->init.sock, &hdr, &u, sizeof(u), fds, &nfds);
+	/* init exited with a message of ours unread (a run's SPAWN queued
+	 * before READY): the socket's error comes first, once; what init sent
+	 * before (FAILED) is still queued behind it. */
+	if (n == -ECONNRESET && !reset_seen) {
+		reset_seen = true;
+		goto again;
+	}
 	if (n < 0)
 		return hutch_err_set_errno(err, (int)n, "read from sandbox init");
 	if (hdr.type == HUTCH_MSG_CONSOLE && n == 0 && nfds == 1 && kind->take_console &&
@@ -355,6 +363,10 @@ again:
 		closep(&fds[0]);
 		if (r < 0)
 			return hutch_err_set_errno(err, -errno, "take init's socket");
+		/* what init reads once READY is sent may be queued from now */
+		if (m->init_serving)
+			m->init_serving(m->init_serving_ud, m->init.sock, m->cg, m->cmdenv);
+		m->init_serving = NULL;
 		goto again;
 	}
 	if (hdr.type == HUTCH_MSG_NET_FDS) {

@@ -73,6 +73,9 @@ struct setup_made {
 	uint32_t write_which[HUTCH_ROOTFS_WRITE_FDS];
 	int write_fds[HUTCH_ROOTFS_WRITE_FDS];
 	size_t nwrite, nwrite_which;
+	/* struct hutch_setup_in's, called once init's socket is its last */
+	void (*init_serving)(void *ud, int init_sock, struct hutch_cgroup *cg, char **cmdenv);
+	void *init_serving_ud;
 };
 
 /* init cloned into the cgroup (or joining it), the volumes' mounts

@@ -362,6 +362,8 @@ int hutch_sup_setup(struct sup *s, const struct hutch_setup_in *in, struct hutch
 		.init = { .pid = 0, .pidfd = -EBADF, .sock = -EBADF },
 		.procview_fd = in->procview_fd,
 		.cg = in->cg, /* the CLI's, or NULL: the scope's (place_in_scope()) */
+		.init_serving = in->init_serving,
+		.init_serving_ud = in->init_serving_ud,
 	};
 	int r;
 

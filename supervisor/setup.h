@@ -26,6 +26,14 @@ struct hutch_setup_in {
 	 * made yet; NULL: --no-limits, or under systemd without delegation,
 	 * where setup makes its own in a delegated scope first. */
 	struct hutch_cgroup *cg;
+	/* Called once, when init's socket is the one it serves on (right
+	 * after GO, while init builds the root), with what a command's start
+	 * needs of setup's own objects: init's socket, the cgroup, the
+	 * commands' environment (NULL: the default). A run's command is
+	 * queued for init there, read as init is ready (sandbox.c,
+	 * hooks.c). NULL: nothing. */
+	void (*init_serving)(void *ud, int init_sock, struct hutch_cgroup *cg, char **cmdenv);
+	void *init_serving_ud;
 };
 
 /* What fails is left for hutch_sup_teardown() to undo. */

@@ -190,6 +190,7 @@ struct sup {
 		                     deletes */
 		bool run_delete;  /* that socket said delete ("D") or closed, or
 		                   * the run's own stream ("E") ended */
+		bool run_early;   /* the run's command went to init before READY */
 		int phase;        /* enum in hooks.c */
 		int deadline_fd;  /* on_destroy time bound */
 		struct hutch_watch w_deadline;

@@ -251,6 +251,19 @@ def test_image_without_python3_or_shell_refused(h, images, name, missing):
     assert h.ids() == [] and users(images) == []
 
 
+@pytest.mark.parametrize("name,missing", [("nopy", "python3"), ("nosh", "/bin/sh")])
+def test_run_on_an_image_without_python3_or_shell_refused(h, images, name, missing):
+    # A run's command is queued for init before it checks the root (issue
+    # 31): init fails instead of READY, the command never runs, the run
+    # gets the create's refusal, and nothing is left.
+    r = h("run", "--image", name, "--", "sh", "-c", "echo ran")
+    assert r.returncode == 64, r.stderr
+    assert b"ran" not in r.stdout
+    err = r.stderr.decode()
+    assert f"image '{name}' has no {missing}" in err, err
+    assert h.ids() == [] and users(images) == []
+
+
 def test_unknown_or_invalid_image_refused(h):
     r = h("create", "--image", "nothere")
     assert r.returncode == 65  # not found (docs/errors.md), as build's base

@@ -164,9 +164,12 @@ int hutch_rootfs_setup_child(const struct hutch_rootfs_config *cfg, struct hutch
  * is cached, and the child's walk then finds the entries valid (lxcfs's
  * entry_timeout, 0.5 s) and asks lxcfs nothing (after 0.5 s it asks
  * again: slower, never wrong). Failures are ignored: the child's own
- * walk reports them.
+ * walk reports them. Bounded: a lxcfs that does not answer (stopped,
+ * hung) within timeout_ms gives -ETIMEDOUT (the caller then leaves the
+ * views out: the child's walk would wait for ever); the lookups run in a
+ * child sharing the caller's memory, killed then. 0 otherwise.
  */
-void hutch_rootfs_views_warm(int procview_fd);
+int hutch_rootfs_views_warm(int procview_fd, int timeout_ms);
 
 /* The lxcfs views a sandbox may have, by index: /proc's meminfo, cpuinfo,
  * stat, uptime, loadavg, swaps, diskstats, then

@@ -667,11 +667,6 @@ static int create(struct hutch_config *cfg, struct hutch_container *ct, const ch
 	 * (supervisor/hooks.c), in the turn that makes it ready. Not sent: the
 	 * acknowledgement carries it after all. */
 	sent = stream_fd >= 0 && hutch_send_byte_fd(pipefd[0], 'E', stream_fd) >= 0;
-	/* While the supervisor makes the cgroups: lxcfs's views looked up
-	 * from our pid namespace, whose init lxcfs knows, not from init's,
-	 * which lxcfs would fork into (rootfs.h); init's own walk, within
-	 * lxcfs's 0.5 s, asks it nothing. */
-	hutch_rootfs_views_warm(in.procview_fd);
 	handed_to_supervisor(&s, &in);
 	/* The supervisor has its copy of the secrets; ours go now. */
 	hutch_net_bindings_forget(cfg->header_bindings);

@@ -15,6 +15,7 @@
 #include "api.h"
 #include "cleanup.h"
 #include "cmdenv.h"
+#include "events.h"
 #include "fdutil.h"
 #include "fullrestore.h"
 #include "kind.h"
@@ -272,6 +273,25 @@ static int init_steps(const struct setup_plan *plan, struct setup_made *m, struc
 	return r < 0 ? hutch_err_set_errno(err, r, "init socket") : 0;
 }
 
+/* lxcfs's views looked up just before init's clone, from our pid
+ * namespace, whose init lxcfs knows, not from init's, which lxcfs would
+ * fork into (rootfs.h); init's own walk, within lxcfs's 0.5 s, asks it
+ * nothing. A lxcfs that does not answer (stopped, hung) would hold init's
+ * walk, and the create, for ever: the views are left out then, said in
+ * the log (the sandbox's /proc is the kernel's). */
+#define VIEWS_ANSWER_MS 5000
+static void views_warm(struct sup *s, struct setup_made *m)
+{
+	if (hutch_rootfs_views_warm(m->procview_fd, VIEWS_ANSWER_MS) >= 0)
+		return;
+	closep(&m->procview_fd);
+	hutch_event(s,
+	            "lxcfs did not answer a lookup within %d s (stopped or hung?): this sandbox's "
+	            "/proc and /sys/devices/system/cpu/online are the kernel's, not its sizes "
+	            "(hutch gc stops that lxcfs once no sandbox uses it)",
+	            VIEWS_ANSWER_MS / 1000);
+}
+
 static int setup_steps(struct sup *s, struct setup_made *m, struct hutch_err *err)
 {
 	struct sock_fprog seccomp;
@@ -322,6 +342,7 @@ static int setup_steps(struct sup *s, struct setup_made *m, struct hutch_err *er
 		return hutch_err_set_errno(err, r, "write '%s'", plan.creating.paths->state);
 	if (plan.kind->prepare && (r = plan.kind->prepare(&m->kind, &plan.lim, err)) < 0)
 		return r;
+	views_warm(s, m);
 	return init_steps(&plan, m, err);
 }
 

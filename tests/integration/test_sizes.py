@@ -10,6 +10,7 @@ import shutil
 import signal
 import subprocess
 import threading
+import time
 
 import pytest
 
@@ -414,3 +415,32 @@ def test_default_image_sees_its_sizes(default_store, hutch):
     sid = json.loads(r.stdout)["id"]
     check_nano(hutch, sid)
     assert hutch("rm", sid).returncode == 0
+
+
+@needs_lxcfs
+def test_a_stopped_lxcfs_does_not_hold_a_create(hutch):
+    """lxcfs stopped (SIGSTOP: its FUSE requests wait unread): a create
+    looked its views up with no bound (main's binary: the CLI waits in the
+    lookup for ever; init's walk would too). Now the supervisor's lookup
+    gives up after 5 s: the sandbox is made without the views (its /proc
+    the kernel's), its log says why; the sandbox made before keeps its."""
+    a = hutch.create("--instance-type", "nano")
+    lxcfs = int(open(os.path.join(hutch.rtdir, ".lxcfs", "pid")).read().split()[0])
+    assert proc_comm(lxcfs) == "lxcfs"
+    os.kill(lxcfs, signal.SIGSTOP)
+    try:
+        # The views' entries a's create looked up stay valid for lxcfs's
+        # entry_timeout (0.5 s): past it, a lookup asks lxcfs again.
+        time.sleep(1)
+        r = hutch("create", "--instance-type", "nano", timeout=60)
+        assert r.returncode == 0, r.stderr
+        sid = r.stdout.decode().strip()
+        ev = hutch("events", sid).stdout.decode()
+        assert "lxcfs did not answer a lookup within 5 s" in ev, ev
+        init = json.loads(hutch("inspect", sid).stdout)["init_pid"]
+        assert view_mounts(init) == []
+        inside = hutch("exec", sid, "--", "head", "-1", "/proc/meminfo").stdout.decode()
+        assert int(inside.split()[1]) == host_meminfo()["MemTotal"], inside
+    finally:
+        os.kill(lxcfs, signal.SIGCONT)
+    check_nano(hutch, a.id)

@@ -49,6 +49,7 @@ struct jout {
 	struct hutch_cli_args *a;
 	struct hutch_journal_check check;
 	uint64_t lines;
+	bool reaped; /* the end line is its reaper's (gc, rm: "by"), not its supervisor's */
 };
 
 static void src_in(struct jsrc *s, const char *dir, const char *cur, const char *old, bool gone)
@@ -147,8 +148,10 @@ static void print_human(const char *line, size_t len)
 		return;
 	}
 	if (str(o, "journal")) {
-		printf("%s  -- journal %s%s%s\n", str(o, "time") ?: "?", str(o, "journal"),
-		       str(o, "reason") ? ": " : "", str(o, "reason") ?: "");
+		printf("%s  -- journal %s%s%s%s%s%s\n", str(o, "time") ?: "?", str(o, "journal"),
+		       str(o, "reason") ? ": " : "", str(o, "reason") ?: "",
+		       str(o, "by") ? " (written by hutch " : "", str(o, "by") ?: "",
+		       str(o, "by") ? ": its supervisor died before writing it)" : "");
 		return;
 	}
 	caller = cJSON_GetObjectItemCaseSensitive(o, "caller");
@@ -202,6 +205,7 @@ static int line_out(struct jout *o, const char *line, size_t len)
 		print_human(line, len);
 	/* --follow stops at the end line: it is checked as it goes */
 	(void)hutch_journal_check_line(&o->check, line, len);
+	o->reaped = o->check.ended && memmem(line, len, "\"by\":\"", 6);
 	return 0;
 }
 
@@ -241,6 +245,9 @@ static int supervisor_killed(const struct jsrc *s)
 	return hutch_cli_check_live(&s->live);
 }
 
+#define REAPED \
+	"; its journal's end line is hutch gc's or rm's (its supervisor died before writing one)"
+
 /* --follow of a sandbox whose dir (its state dir, or the retired one) is
  * gone: its supervisor writes its last lines (holding the file's lock), or
  * it died and rm or gc removed what it left (the file kept beside the
@@ -251,10 +258,11 @@ static int dir_gone(struct jfile *f, struct jout *o, const struct jsrc *s)
 	int r;
 
 	hutch_cli_wait_writer(f->fd);
-	if ((r = drain(f, o, s->cur)) || o->check.ended)
+	if ((r = drain(f, o, s->cur)) || (o->check.ended && !o->reaped))
 		return r;
-	return hutch_cli_gone(s->id, "; its journal ends without an end line (its supervisor "
-	                             "died before writing one)");
+	return hutch_cli_gone(s->id, o->reaped ? REAPED
+	                                       : "; its journal ends without an end line "
+	                                         "(its supervisor died before writing one)");
 }
 
 /* --follow: new lines of f until the end line. The file moves beside the
@@ -300,7 +308,7 @@ static int follow(struct jfile *f, struct jout *o, struct jsrc *s)
 		if (r == 0 && access(s->dir, F_OK) < 0)
 			return dir_gone(f, o, s);
 	}
-	return 0;
+	return o->reaped ? hutch_cli_gone(s->id, REAPED) : 0;
 }
 
 /* --follow of a live sandbox that has had no request yet: wait for its
@@ -472,7 +480,8 @@ static const struct hutch_cli_opt journal_opts[] = {
 	  .kind = HUTCH_CLI_FLAG,
 	  .offset = offsetof(struct hutch_cli_args, follow),
 	  .help = "keep printing new lines until the sandbox has ended (0 after its end line; 66 "
-	          "if it is gone without one: its supervisor killed, or removed by gc or rm)" },
+	          "if its supervisor died: killed, or removed by gc or rm, whose end line says "
+	          "\"by\")" },
 	{ .name = "json",
 	  .kind = HUTCH_CLI_FLAG,
 	  .offset = offsetof(struct hutch_cli_args, json),

@@ -7,14 +7,22 @@
  * libssl only for header bindings).
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cjson/cJSON.h>
 #include <nettle/sha2.h>
 
 #include "cleanup.h"
+#include "fdutil.h"
 #include "journal-format.h"
+#include "util.h"
 
 void hutch_journal_hash(const char *line, size_t len, char out[HUTCH_JOURNAL_HASH_LEN + 1])
 {
@@ -96,4 +104,56 @@ int hutch_journal_check_line(struct hutch_journal_check *c, const char *line, si
 	hutch_journal_hash(line, len, c->last);
 	c->lines++;
 	return 0;
+}
+
+/* The chain of the journal in buf checked into c; -EBADMSG if broken or
+ * cut mid-line. */
+static int check_all(struct hutch_journal_check *c, const char *buf, size_t len)
+{
+	const char *p = buf, *end = buf + len, *nl;
+
+	hutch_journal_check_init(c);
+	for (; p < end; p = nl + 1) {
+		if (!(nl = memchr(p, '\n', (size_t)(end - p))))
+			return -EBADMSG;
+		if (hutch_journal_check_line(c, p, (size_t)(nl - p)) < 0)
+			return -EBADMSG;
+	}
+	return 0;
+}
+
+int hutch_journal_end_dead(const char *path, const char *reason, const char *by, int64_t now)
+{
+	_cleanup_close_ int fd = open(path, O_RDWR | O_APPEND | O_NOFOLLOW | O_CLOEXEC);
+	_cleanup_free_ char *buf = NULL;
+	struct hutch_journal_check c;
+	char line[HUTCH_JOURNAL_HASH_LEN + 256], t[40];
+	struct stat st;
+	ssize_t n;
+
+	if (fd < 0)
+		return -errno;
+	/* a reader of it holds a shared lock for a moment; no waiting here */
+	if (flock(fd, LOCK_EX | LOCK_NB) < 0)
+		return -errno;
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	if (st.st_size <= 0 || st.st_size > HUTCH_JOURNAL_DEAD_MAX)
+		return -EFBIG;
+	if (!(buf = malloc((size_t)st.st_size)))
+		return -ENOMEM;
+	n = pread(fd, buf, (size_t)st.st_size, 0);
+	if (n != st.st_size)
+		return n < 0 ? -errno : -EIO;
+	if (check_all(&c, buf, (size_t)n) < 0)
+		return -EBADMSG; /* --verify says where; nothing to end */
+	if (c.ended)
+		return 0;
+	if (hutch_format_utc(now, t, sizeof(t)) < 0)
+		return -EINVAL;
+	n = snprintf(line, sizeof(line),
+	             "{\"seq\":%" PRIu64 ",\"time\":\"%s.000Z\",\"journal\":\"end\","
+	             "\"reason\":\"%.40s\",\"by\":\"%.8s\",\"prev\":\"%s\"}\n",
+	             c.next, t, reason, by, c.last);
+	return hutch_write_all(fd, line, (size_t)n);
 }

@@ -54,4 +54,15 @@ void hutch_journal_check_init(struct hutch_journal_check *c);
  * else -EBADMSG with c->why saying what is wrong (line numbers from 1). */
 int hutch_journal_check_line(struct hutch_journal_check *c, const char *line, size_t len);
 
+/* A journal whose writer died (killed or crashed) before its end line,
+ * at path (beside its tombstone): ended by its reaper with
+ * {"journal":"end","reason":REASON,"by":BY} (the tombstone's reason:
+ * "supervisor-died", "deleted"; by: "gc" or "rm", who wrote it: no
+ * supervisor's end line has "by") continuing its chain, so that --verify
+ * reads an end, not a cut. Nothing is written to a journal that ended,
+ * whose chain is broken or cut mid-line (--verify says where), or that a
+ * reader holds. 0 or -errno. */
+#define HUTCH_JOURNAL_DEAD_MAX (64u << 20)
+int hutch_journal_end_dead(const char *path, const char *reason, const char *by, int64_t now);
+
 #endif

@@ -365,13 +365,15 @@ static bool is_kept_suffix(const char *tail)
 /* A sandbox whose supervisor died (killed or crashed) ends as one that
  * ended by itself does: its tombstone (unless its supervisor wrote one
  * before it died: reason is why gc or rm removes it), a last line in its
- * log saying so, and its records moved beside the tombstone, where hutch
- * journal, events and net-log find them until the tombstones' prune. */
+ * log saying so, its records moved beside the tombstone, where hutch
+ * journal, events and net-log find them until the tombstones' prune, and
+ * its journal's end line, with the tombstone's reason and who wrote it. */
 static void keep_records(const struct hutch_paths *p, const char *reason)
 {
 	char rt[sizeof(p->dir)], line[320], path[4400], old[64], *slash;
 	_cleanup_close_ int fd = -EBADF;
 	int64_t at, now = hutch_now_realtime();
+	const char *by = strcmp(reason, HUTCH_GONE_SUPERVISOR_DIED) ? "rm" : "gc";
 	int n;
 
 	snprintf(rt, sizeof(rt), "%s", p->dir);
@@ -379,8 +381,10 @@ static void keep_records(const struct hutch_paths *p, const char *reason)
 	if (!slash)
 		return;
 	*slash = '\0';
-	if (hutch_gone_read(rt, p->id, old, sizeof(old), &at) <= 0)
+	if (hutch_gone_read(rt, p->id, old, sizeof(old), &at) <= 0) {
 		(void)hutch_gone_write(rt, p->id, reason, now);
+		snprintf(old, sizeof(old), "%s", reason);
+	}
 	/* What its supervisor moved before it died stays as it is. */
 	for (size_t i = 0; i < sizeof(kept_records) / sizeof(kept_records[0]); i++) {
 		snprintf(path, sizeof(path), "%s/.gone/%s%s", rt, p->id, kept_records[i].suffix);
@@ -388,13 +392,16 @@ static void keep_records(const struct hutch_paths *p, const char *reason)
 			(void)hutch_gone_keep(p->dir, p->id, kept_records[i].name,
 			                      kept_records[i].suffix);
 	}
+	/* its journal's end line, with the tombstone's reason */
+	snprintf(path, sizeof(path), "%s/.gone/%s%s", rt, p->id, HUTCH_JOURNAL_SUFFIX);
+	(void)hutch_journal_end_dead(path, old, by, now);
 	snprintf(path, sizeof(path), "%s/.gone/%s%s", rt, p->id, kept_records[0].suffix);
 	fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
 	n = hutch_format_utc(now, line, sizeof(line));
 	n += snprintf(line + n, sizeof(line) - (size_t)n,
 	              ".000Z %s: its supervisor was gone (killed or crashed); what it left "
 	              "is removed\n",
-	              strcmp(reason, HUTCH_GONE_SUPERVISOR_DIED) ? "rm" : "gc");
+	              by);
 	if (fd >= 0)
 		(void)hutch_write_all(fd, line, (size_t)n);
 }

@@ -329,9 +329,38 @@ def test_follow_of_a_sandbox_removed_meanwhile(hutch, remover):
     words = ("ended: its supervisor died (killed or crashed) and hutch gc removed it"
              if remover == "gc" else "was deleted")
     assert err.startswith(f"hutch: sandbox {sb.id} {words} at ".encode()), err
-    assert err.endswith(b"; its journal ends without an end line (its supervisor died "
+    # gc (rm) wrote its end line (test_verify_of_a_sandbox_reaped_after_its_supervisor_died)
+    assert err.endswith(b"; its journal's end line is hutch gc's or rm's (its supervisor died "
                         b"before writing one)\n"), err
     assert b"echo one" in out, out
+    assert b"journal end: " in out and b"(written by hutch %s: its supervisor died" % \
+        remover.encode() in out, out
+
+
+@pytest.mark.parametrize("remover", ["gc", "rm"])
+def test_verify_of_a_sandbox_reaped_after_its_supervisor_died(hutch, remover):
+    """A supervisor killed writes no end line; gc (or rm) that reaps its
+    sandbox writes it, continuing the chain, with the tombstone's reason
+    and who wrote it: --verify says the chain is intact and ended (main's
+    binary before this: 1, "broken: its end line is missing (cut)", which
+    reads as tampering)."""
+    sb = hutch.create("--instance-type", "nano")
+    assert sb.sh("echo one") == "one\n"
+    sup = json.loads(hutch("inspect", sb.id).stdout)["supervisor_pid"]
+    os.kill(sup, signal.SIGKILL)
+    assert wait_until(lambda: not supervisor_alive(hutch, sb.id), 10)
+    r = hutch("rm", sb.id) if remover == "rm" else hutch("gc")
+    assert r.returncode == 0 and hutch.ids() == [], r
+    r = hutch("journal", sb.id, "--verify")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.stdout.decode().endswith("chain intact, ended\n"), r.stdout
+    r = hutch("journal", sb.id, "--json")
+    end = json.loads(r.stdout.decode().splitlines()[-1])
+    assert end["journal"] == "end" and end["by"] == remover, end
+    assert end["reason"] == ("supervisor-died" if remover == "gc" else "deleted"), end
+    # a second gc leaves it as it is (one end line)
+    assert hutch("gc").returncode == 0
+    assert hutch("journal", sb.id, "--verify").returncode == 0
 
 
 def test_usage_errors(hutch):

@@ -116,7 +116,7 @@ int hutch_cli_no_record(const char *id, const char *what, const char *keep)
 
 int hutch_cli_lost(const char *sock, int code, const char *msg)
 {
-	char rt[4096], reason[64], when[40], *slash;
+	char rt[4096], reason[64], *slash;
 	int64_t deadline = hutch_now_mono_ms() + 1000, at;
 	struct hutch_paths p;
 	const char *id;
@@ -140,11 +140,8 @@ int hutch_cli_lost(const char *sock, int code, const char *msg)
 		(void)usleep(10000);
 	if (hutch_state_is_live(&p) == 1)
 		return hutch_cli_fail(HUTCH_EXIT_FAILURE, "%s", msg);
-	if (hutch_gone_read(rt, id, reason, sizeof(reason), &at) > 0) {
-		hutch_format_time(at, when, sizeof(when));
-		return hutch_cli_fail(HUTCH_EXIT_GONE, "sandbox %s %s at %s", id,
-		                      hutch_gone_words(reason), when);
-	}
+	if (hutch_gone_read(rt, id, reason, sizeof(reason), &at) > 0)
+		return hutch_cli_gone(id, "");
 	return hutch_cli_fail(HUTCH_EXIT_GONE,
 	                      "sandbox %s is gone: its supervisor died (killed or crashed) "
 	                      "before the command's end was reported; run 'hutch gc' to "

@@ -55,6 +55,23 @@ def test_kill_cli_during_create(hutch, delay_ms):
     assert [d for d in os.listdir(hutch.rtdir) if d.startswith(".new-")] == [] if os.path.isdir(hutch.rtdir) else True
 
 
+def exec_with_the_lock_held_a_moment(hutch, sid):
+    """hutch exec SID -- true while the test holds the sandbox's lock for
+    0.3 s, as a dying init may hold it a moment after its supervisor."""
+    import threading
+    fd = os.open(os.path.join(hutch.rtdir, sid, "lock"), os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        release = threading.Timer(0.3, fcntl.flock, (fd, fcntl.LOCK_UN))
+        release.start()
+        try:
+            return hutch("exec", sid, "--", "true")
+        finally:
+            release.join()
+    finally:
+        os.close(fd)
+
+
 def test_exec_refused_by_a_dead_supervisor_says_gone(hutch):
     """A supervisor killed before exec connects leaves its socket file, so
     the connection is refused, while its dying init may still hold the
@@ -62,23 +79,12 @@ def test_exec_refused_by_a_dead_supervisor_says_gone(hutch):
     is gone (66), not an internal error (70, "Connection refused"; seen as
     a flake of test_faults). The test holds the lock itself for 0.3 s in
     place of the dying init."""
-    import threading
     sb = hutch.create("--instance-type", "nano")
     sup = json.loads(hutch("inspect", sb.id).stdout)["supervisor_pid"]
     os.kill(sup, signal.SIGKILL)
     assert wait_until(lambda: not supervisor_alive(hutch, sb.id), 10)
     assert os.path.exists(sb.sock)  # a socket without a listener: refused
-    fd = os.open(os.path.join(hutch.rtdir, sb.id, "lock"), os.O_RDONLY | os.O_CLOEXEC)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        release = threading.Timer(0.3, fcntl.flock, (fd, fcntl.LOCK_UN))
-        release.start()
-        try:
-            r = hutch("exec", sb.id, "--", "true")
-        finally:
-            release.join()
-    finally:
-        os.close(fd)
+    r = exec_with_the_lock_held_a_moment(hutch, sb.id)
     assert r.returncode == 66, r.stderr
     assert b"gone" in r.stderr and b"Connection refused" not in r.stderr, r.stderr
     # And with the lock held past the wait, the refusal is reported as it
@@ -96,6 +102,28 @@ def test_exec_refused_by_a_dead_supervisor_says_gone(hutch):
     assert b"kill its supervisor (supervisor_pid of hutch inspect) and run 'hutch gc'" \
         in rm.stderr, rm.stderr
     assert hutch.ids() == [sb.id]
+    assert hutch("gc").returncode == 0
+    assert hutch.ids() == []
+
+
+def test_exec_lost_to_an_expired_sandbox_says_it_as_every_verb(hutch):
+    """A request the sandbox no longer answers, with a tombstone already
+    written (its supervisor's TTL end writes the tombstone before the rest
+    of its end; here the supervisor is killed after and the tombstone
+    written in its place): exec says why and when as every verb does,
+    "expired at T (ttl reached)" (hutch_cli_gone()); hutch_cli_lost() made
+    its own message without "(ttl reached)" before."""
+    sb = hutch.create("--instance-type", "nano")
+    sup = json.loads(hutch("inspect", sb.id).stdout)["supervisor_pid"]
+    os.kill(sup, signal.SIGKILL)
+    assert wait_until(lambda: not supervisor_alive(hutch, sb.id), 10)
+    os.makedirs(os.path.join(hutch.rtdir, ".gone"), exist_ok=True)
+    with open(os.path.join(hutch.rtdir, ".gone", sb.id), "w") as f:
+        f.write("expired %d\n" % int(time.time()))
+    r = exec_with_the_lock_held_a_moment(hutch, sb.id)
+    assert r.returncode == 66, r.stderr
+    assert b"sandbox %s expired at " % sb.id.encode() in r.stderr, r.stderr
+    assert r.stderr.endswith(b" (ttl reached)\n"), r.stderr
     assert hutch("gc").returncode == 0
     assert hutch.ids() == []
 

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/utsname.h>
@@ -28,6 +29,8 @@
 #include "util.h"
 
 #define CACHE_NAME       ".criu-check"
+#define KDAT_NAME        ".criu-kdat"
+#define KDAT_MAX         (64 << 10)
 #define DEFAULT_PATH     "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 #define CHECK_TIMEOUT_MS 30000
 #define OUTPUT_MAX       8192
@@ -301,4 +304,141 @@ void hutch_criu_refusal(const struct hutch_criu *c, char *buf, size_t size)
 		         "--full' dumps a plain sandbox and 'hutch create --snapshot' restores it "
 		         "into a new one, 'hutch fork --full' does both (docs/snapshots.md); %s",
 		         v, c->path, c->kernel, c->cached ? " (cached)" : "", tail);
+}
+
+/*
+ * CRIU's own cache of what it detected of the kernel (/run/criu.kdat): it
+ * keeps it only where /run is a tmpfs (a file that does not outlive a
+ * boot), and spends 0.3-0.5 s (load 10-14) detecting it again on each run
+ * where /run is not (this host's /run is ext4). So each dump and restore
+ * is given a /run of its own: a detached tmpfs with criu.kdat in it, the
+ * runtime dir's copy (.criu-kdat: a line with the binary's identity, the
+ * kernel and the boot's id, then CRIU's bytes), taken again from it after
+ * a run where there was none.
+ */
+static bool kdat_key(const struct hutch_criu *c, char *buf, size_t size)
+{
+	char boot[64] = "";
+	struct stat st;
+	ssize_t n =
+	        hutch_read_file_at(AT_FDCWD, "/proc/sys/kernel/random/boot_id", boot, sizeof(boot));
+
+	if (n <= 0 || stat(c->path, &st) < 0)
+		return false;
+	boot[strcspn(boot, "\n")] = '\0';
+	cache_key(c, &st, buf, size);
+	if (strlen(buf) + strlen(boot) + 2 >= size)
+		return false;
+	strcat(buf, " ");
+	strcat(buf, boot);
+	return true;
+}
+
+int hutch_criu_run_dir(const char *runtime_dir, const struct hutch_criu *c, ino_t *ret_kdat)
+{
+	_cleanup_close_ int fs = sys_fsopen("tmpfs", FSOPEN_CLOEXEC), rt = -EBADF, in = -EBADF;
+	_cleanup_close_ int out = -EBADF;
+	_cleanup_free_ char *buf = malloc(PATH_MAX + 512 + KDAT_MAX);
+	char key[PATH_MAX + 512];
+	struct stat st;
+	ssize_t n = 0;
+	char *nl;
+	int mnt;
+
+	*ret_kdat = 0;
+	if (fs < 0 || !buf || sys_fsconfig(fs, FSCONFIG_SET_STRING, "size", "1m", 0) < 0 ||
+	    sys_fsconfig(fs, FSCONFIG_SET_STRING, "mode", "0700", 0) < 0 ||
+	    sys_fsconfig(fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0)
+		return fs < 0 ? fs : -errno;
+	mnt = sys_fsmount(fs, FSMOUNT_CLOEXEC,
+	                  MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC);
+	if (mnt < 0)
+		return -errno;
+	if (runtime_dir && kdat_key(c, key, sizeof(key)) &&
+	    (rt = open(runtime_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) >= 0 &&
+	    (in = openat(rt, KDAT_NAME, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) >= 0)
+		n = hutch_read_all(in, buf, PATH_MAX + 512 + KDAT_MAX);
+	if (n > 0 && (nl = memchr(buf, '\n', (size_t)n)) && (size_t)(nl - buf) == strlen(key) &&
+	    !memcmp(buf, key, strlen(key)) &&
+	    (out = openat(mnt, "criu.kdat", O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600)) >= 0 &&
+	    hutch_write_all(out, nl + 1, (size_t)(n - (nl + 1 - buf))) >= 0 && fstat(out, &st) == 0)
+		*ret_kdat = st.st_ino;
+	return mnt;
+}
+
+int hutch_criu_run_dir_attach(int mnt)
+{
+	return sys_move_mount(mnt, "", AT_FDCWD, "/run", MOVE_MOUNT_F_EMPTY_PATH) < 0 ? -errno : 0;
+}
+
+void hutch_criu_run_dir_keep(const char *runtime_dir, const struct hutch_criu *c, int mnt,
+                             ino_t kdat)
+{
+	_cleanup_close_ int in = -EBADF, rt = -EBADF, out = -EBADF;
+	_cleanup_free_ char *buf = malloc(KDAT_MAX);
+	char key[PATH_MAX + 512], tmp[64];
+	struct stat st;
+	ssize_t n;
+
+	/* The one filled, not replaced by CRIU (it unlinks one it finds
+	 * stale and renames a new one in: another inode): kept as it is. */
+	if (mnt < 0 || !runtime_dir || !buf || !kdat_key(c, key, sizeof(key)) ||
+	    (in = openat(mnt, "criu.kdat", O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) < 0 ||
+	    fstat(in, &st) < 0 || (kdat && st.st_ino == kdat) ||
+	    (n = hutch_read_all(in, buf, KDAT_MAX)) <= 0 || n >= KDAT_MAX ||
+	    (rt = open(runtime_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
+		return;
+	snprintf(tmp, sizeof(tmp), "%s.%d", KDAT_NAME, (int)getpid());
+	strcat(key, "\n");
+	out = openat(rt, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (out < 0 || hutch_write_all(out, key, strlen(key)) < 0 ||
+	    hutch_write_all(out, buf, (size_t)n) < 0 || renameat(rt, tmp, rt, KDAT_NAME) < 0)
+		(void)unlinkat(rt, tmp, 0);
+}
+
+/*
+ * CRIU forks helpers of its own (usernsd, cgroupd, the root task's
+ * helper) that do not die with it: the parent-death signal a child of the
+ * supervisor is given is not inherited by its forks. A supervisor killed
+ * during a restore then left them waiting forever, holding the restorer's
+ * mount namespace and with it the new sandbox's disk (its loop device).
+ * The restorer leads a process group of its own (setsid()); this watcher,
+ * a child of the caller, kills that group once its pipe ends: when the
+ * caller lets it go after CRIU (only helpers are left in the group then)
+ * or dies.
+ */
+pid_t hutch_criu_group_watch(pid_t group, int *ret_fd)
+{
+	int p[2];
+	pid_t pid;
+
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return -errno;
+	pid = fork();
+	if (pid == 0) {
+		char c;
+
+		(void)sys_close_range(3, (unsigned)p[0] - 1, 0);
+		(void)sys_close_range((unsigned)p[0] + 1, ~0U, 0);
+		while (read(p[0], &c, 1) != 0 && errno == EINTR)
+			;
+		(void)kill(-group, SIGKILL);
+		_exit(0);
+	}
+	close(p[0]);
+	if (pid < 0) {
+		close(p[1]);
+		return -errno;
+	}
+	*ret_fd = p[1];
+	return pid;
+}
+
+int hutch_criu_write_lo_up(int dirfd, const char *name)
+{
+	static const char text[] = "#!/bin/sh\n"
+	                           "[ \"$CRTOOLS_SCRIPT_ACTION\" = setup-namespaces ] || exit 0\n"
+	                           "exec nsenter -t \"$CRTOOLS_INIT_PID\" -n ip link set lo up\n";
+
+	return hutch_write_bytes_at(dirfd, name, text, sizeof(text) - 1, 0700) < 0 ? -errno : 0;
 }

@@ -15,6 +15,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 /* The CRIU release measured to pass 'criu check' on this project's hosts
  * (Linux 6.18), and the first that knows the [vvar_vclock] mapping. */
@@ -44,6 +45,31 @@ void hutch_criu_probe(const char *runtime_dir, struct hutch_criu *ret);
  * the dump and the restore work (hutch doctor).
  */
 void hutch_criu_refusal(const struct hutch_criu *c, char *buf, size_t size);
+
+/*
+ * CRIU's /run for one dump or restore: a detached tmpfs (its mount fd, or
+ * -errno: CRIU then detects the kernel's features itself) holding CRIU's
+ * kernel features cache (criu.kdat) from the runtime dir's copy for this
+ * binary, kernel and boot (*ret_kdat: its inode, 0 when there was none),
+ * which CRIU keeps only on a tmpfs /run. _attach(): in the child, in a
+ * mount namespace of its own, before CRIU's exec (0 or -errno). _keep():
+ * after CRIU, its criu.kdat copied into the runtime dir unless it is the
+ * one given (quietly not, on a failure).
+ */
+int hutch_criu_run_dir(const char *runtime_dir, const struct hutch_criu *c, ino_t *ret_kdat);
+int hutch_criu_run_dir_attach(int mnt);
+void hutch_criu_run_dir_keep(const char *runtime_dir, const struct hutch_criu *c, int mnt,
+                             ino_t kdat);
+
+/* A watcher (its pid, or -errno) that kills process group group (a
+ * restorer's: CRIU and the helpers it forks, which outlive it) once the
+ * write end of its pipe (*ret_fd, close-on-exec) is closed: by the caller
+ * after CRIU ended (then reap the watcher), or by the caller's death. */
+pid_t hutch_criu_group_watch(pid_t group, int *ret_fd);
+/* The restore's setup-namespaces action (dirfd/name, 0700): lo brought up
+ * in the empty network namespace CRIU made (--empty-ns net) for a dump of
+ * network none, before any socket is restored. 0 or -errno. */
+int hutch_criu_write_lo_up(int dirfd, const char *name);
 
 /* ---- pure helpers (tests/unit/test_runtime.c) ---- */
 

@@ -19,7 +19,7 @@
  *     restorer's mount namespace only (place_image());
  *   - the network namespace is made empty by CRIU and its lo brought up
  *     (network none's, the only one a dump has), not restored from the
- *     dump (write_lo_up());
+ *     dump (hutch_criu_write_lo_up());
  *   - every mount CRIU named external at the dump is the donor's mount at
  *     the same path (its disk's directories, lxcfs's views, the host's
  *     binds, the cgroup views of the new cgroups), and the restored root is
@@ -84,9 +84,6 @@
  * an idmapped, read-only bind of the store's file over a placeholder. */
 #define INPLACE_MIN (1u << 20)
 #define INPLACE_MAX 64
-#ifndef MOUNT_ATTR_IDMAP
-#define MOUNT_ATTR_IDMAP 0x00100000
-#endif
 /* The staging tmpfs, in the restorer's own mount namespace: a path every
  * ancestor of which the restored root (the new range's) may search, as
  * CRIU binds the externals from there as that task (not the runtime dir,
@@ -117,6 +114,10 @@ struct restore {
 	int idmap;
 	uid_t idmap_uid;
 	gid_t idmap_gid;
+	const struct hutch_criu *criu;
+	char rt[4096]; /* the runtime dir */
+	int run;       /* CRIU's /run (hutch_criu_run_dir()), -errno: none */
+	ino_t run_kdat;
 };
 
 static int arg(struct restore *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -144,6 +145,8 @@ static void restore_done(struct restore *r)
 	hutch_close_many(r->inplace, r->ninplace);
 	if (r->idmap >= 0)
 		close(r->idmap);
+	if (r->run >= 0)
+		close(r->run);
 	closep(&r->snapfd);
 	if (r->workfd >= 0) {
 		(void)hutch_rm_rf_at(r->workfd, "images");
@@ -201,16 +204,12 @@ static int idmap_userns(struct restore *r, const struct stat *st)
 	return r->idmap;
 }
 
-/*
- * A large image (the pages) read in place by the restored tasks, not
- * copied (200 MB of a dump: 0.3-0.5 s, and as much disk written): a
- * read-only clone of the store's file, idmapped so that its owner (root,
- * 0600) is the new range's root, which stage_mounts() binds over an empty
- * placeholder of images/ in the restorer's own mount namespace only.
- * Shared by every restore of the dump (fork --full -n N). 1 when placed,
- * 0 when it is to be copied (small, or the file system cannot idmap), or
- * -errno.
- */
+/* A large image (the pages) read in place, not copied (200 MB: 0.3-0.5 s):
+ * a read-only clone of the store's file, idmapped so that its owner (root,
+ * 0600) is the new range's root, bound by stage_mounts() over an empty
+ * placeholder in the restorer's own mount namespace only; shared by the N
+ * restores of a fork --full. 1 placed, 0 to be copied (small, or no idmap
+ * on that file system), or -errno. */
 static int place_image(struct restore *r, int from, int to, const char *name, const struct stat *st)
 {
 	struct mount_attr attr = { .attr_set = MOUNT_ATTR_IDMAP | MOUNT_ATTR_RDONLY |
@@ -470,25 +469,6 @@ static int cgroup_roots(struct restore *r, struct hutch_err *err)
 	return 0;
 }
 
-/*
- * The network namespace as a create makes it for network none, the only
- * network a dump has: lo up (its 127.0.0.1 with it), nothing else. CRIU
- * makes the namespace empty (--empty-ns net: not the dump's configuration,
- * which is not in it) and runs this at its setup-namespaces action, before
- * any task restores its sockets (a listener on 127.0.0.1 needs lo up),
- * in the work dir, as CRIU: host root, in the stage's mount namespace.
- */
-static int write_lo_up(struct restore *r, struct hutch_err *err)
-{
-	static const char text[] = "#!/bin/sh\n"
-	                           "[ \"$CRTOOLS_SCRIPT_ACTION\" = setup-namespaces ] || exit 0\n"
-	                           "exec nsenter -t \"$CRTOOLS_INIT_PID\" -n ip link set lo up\n";
-
-	if (hutch_write_bytes_at(r->workfd, LO_UP, text, sizeof(text) - 1, 0700) < 0)
-		return hutch_err_set_errno(err, -errno, "CRIU's setup-namespaces action");
-	return 0;
-}
-
 static int make_argv(struct restore *r, const char *criu, struct hutch_err *err)
 {
 	int q = 0;
@@ -581,6 +561,8 @@ static __attribute__((noreturn)) void restorer(struct restore *r, int donor_mntn
 	/* A group of its own: what CRIU signals on a failure is its. */
 	if (null < 0 || setsid() < 0 || stage_mounts(r, donor_mntns) < 0)
 		_exit(125);
+	if (r->run >= 0) /* in our own mount namespace (stage_mounts()) */
+		(void)hutch_criu_run_dir_attach(r->run);
 	r->pass[r->npass++] = sock;
 	for (size_t i = 0; i < r->npass; i++)
 		if ((r->pass[i] = fcntl(r->pass[i], F_DUPFD_CLOEXEC, 1000)) < 0)
@@ -656,24 +638,31 @@ static int run(struct restore *r, int sock, struct hutch_err *err)
 	_cleanup_close_ int mntns = -EBADF, pfd = -EBADF;
 	/* by fd: the stage may hide its path in the child */
 	_cleanup_close_ int criu = open(r->argv[0], O_PATH | O_CLOEXEC);
-	int status = 0;
-	pid_t pid;
+	int status = 0, let_go = -EBADF;
+	pid_t pid, watch;
 
 	snprintf(path, sizeof(path), "/proc/%d/ns/mnt", (int)r->s->init_pid);
 	if ((mntns = open(path, O_RDONLY | O_CLOEXEC)) < 0 || criu < 0)
 		return hutch_err_set_errno(err, -errno,
 		                           "open the new init's mount namespace, criu");
+	r->run = hutch_criu_run_dir(r->rt, r->criu, &r->run_kdat);
 	if ((pid = fork()) < 0)
 		return hutch_err_set_errno(err, -errno, "fork criu");
 	if (pid == 0)
 		restorer(r, mntns, sock, criu);
+	watch = hutch_criu_group_watch(pid, &let_go); /* CRIU's helpers: killed after */
 	pfd = sys_pidfd_open(pid, 0);
 	if (pfd >= 0 && poll(&(struct pollfd){ .fd = pfd, .events = POLLIN }, 1, RESTORE_MS) == 0)
 		(void)kill(pid, SIGKILL);
 	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
 		;
-	if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
+	closep(&let_go);
+	while (watch > 0 && waitpid(watch, NULL, 0) < 0 && errno == EINTR)
+		;
+	if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
+		hutch_criu_run_dir_keep(r->rt, r->criu, r->run, r->run_kdat);
 		return 0;
+	}
 	if (WIFEXITED(status) && WEXITSTATUS(status) == 125)
 		return hutch_err_set_class(err, HUTCH_ERRC_IO, -EIO,
 		                           "restore: the new sandbox's mounts could not be "
@@ -734,8 +723,8 @@ static int steps(struct restore *r, const struct hutch_criu *c, struct hutch_err
 		return q < 0 ? q : r->snapfd;
 	if ((q = read_meta(r, err)) < 0 || (q = make_work(r, err)) < 0 ||
 	    (q = fill_disk(r, err)) < 0 || (q = read_mounts(r, err)) < 0 ||
-	    (q = write_lo_up(r, err)) < 0 || (q = make_argv(r, c->path, err)) < 0 ||
-	    (q = pass_files(r, r->s->pidfd, err)) < 0)
+	    (q = hutch_criu_write_lo_up(r->workfd, LO_UP)) < 0 ||
+	    (q = make_argv(r, c->path, err)) < 0 || (q = pass_files(r, r->s->pidfd, err)) < 0)
 		return q;
 	/* its lock: what is read is copied, or held by its mount (in place) */
 	hutch_image_store_free(TAKE_PTR(store));
@@ -764,18 +753,21 @@ int hutch_sup_restore_full(struct sup *s, struct hutch_err *err)
 {
 	struct restore *r = calloc(1, sizeof(*r));
 	double t0 = hutch_now_mono_sec();
-	char rt[sizeof(s->paths.dir)], *slash, why[1024];
+	char why[1024];
 	struct hutch_criu c;
 	size_t inplace;
 	int q;
 
 	if (!r)
 		return hutch_err_set(err, -ENOMEM, "restore");
-	*r = (struct restore){ .s = s, .snapfd = -EBADF, .workfd = -EBADF, .idmap = -EBADF };
-	snprintf(rt, sizeof(rt), "%s", s->paths.dir);
-	if ((slash = strrchr(rt, '/')) && slash != rt)
-		*slash = '\0';
-	hutch_criu_probe(rt, &c);
+	*r = (struct restore){ .s = s,
+		               .snapfd = -EBADF,
+		               .workfd = -EBADF,
+		               .idmap = -EBADF,
+		               .run = -EBADF,
+		               .criu = &c };
+	hutch_sup_full_runtime_dir(s, r->rt, sizeof(r->rt));
+	hutch_criu_probe(r->rt, &c);
 	if (!c.works) {
 		hutch_criu_refusal(&c, why, sizeof(why));
 		q = hutch_err_set_class(err, HUTCH_ERRC_NOT_CAPABLE, -EOPNOTSUPP, "%s", why);

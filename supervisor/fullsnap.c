@@ -41,11 +41,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -156,15 +158,22 @@ static int check(struct sup *s, struct hutch_err *err)
 	return 0;
 }
 
+void hutch_sup_full_runtime_dir(const struct sup *s, char *buf, size_t size)
+{
+	char *slash;
+
+	snprintf(buf, size, "%s", s->paths.dir);
+	slash = strrchr(buf, '/');
+	if (slash && slash != buf)
+		*slash = '\0';
+}
+
 /* The runtime dir (the state dir's parent): the CRIU verdict's cache. */
 static void probe(struct sup *s, struct hutch_criu *c)
 {
-	char rt[sizeof(s->paths.dir)], *slash;
+	char rt[sizeof(s->paths.dir)];
 
-	snprintf(rt, sizeof(rt), "%s", s->paths.dir);
-	slash = strrchr(rt, '/');
-	if (slash && slash != rt)
-		*slash = '\0';
+	hutch_sup_full_runtime_dir(s, rt, sizeof(rt));
 	hutch_criu_probe(rt, c);
 }
 
@@ -510,7 +519,7 @@ static int serve_post_dump(struct sup *s, pid_t pid, int dirfd, uint64_t *ret_fi
 
 /* criu dump in dirfd's images/ (its log dump.log there): 0, or its
  * exit's error with CRIU's own error lines. */
-static int run_criu(struct sup *s, const char *criu, char *const *argv, int dirfd,
+static int run_criu(struct sup *s, const struct hutch_criu *c, char *const *argv, int dirfd,
                     uint64_t *ret_files, struct hutch_err *err)
 {
 	static char *const envp[] = { "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:"
@@ -524,8 +533,14 @@ static int run_criu(struct sup *s, const char *criu, char *const *argv, int dirf
 	off_t end;
 	ssize_t n;
 
+	char rt[sizeof(s->paths.dir)];
+	ino_t kdat = 0;
+	_cleanup_close_ int run = -EBADF;
+
 	if (!log)
 		return hutch_err_set(err, -ENOMEM, "criu dump");
+	hutch_sup_full_runtime_dir(s, rt, sizeof(rt));
+	run = hutch_criu_run_dir(rt, c, &kdat);
 	pid = fork();
 	if (pid < 0)
 		return hutch_err_set_errno(err, -errno, "fork criu");
@@ -539,13 +554,20 @@ static int run_criu(struct sup *s, const char *criu, char *const *argv, int dirf
 		for (int fd = 0; fd < 3; fd++)
 			if (dup2(null, fd) < 0) /* lint-fds: ok: child stdio */
 				_exit(127);
+		/* CRIU's /run (its kernel features' cache), in a mount
+		 * namespace of its own only: without it, CRIU detects them. */
+		if (run >= 0 && unshare(CLONE_NEWNS) == 0 &&
+		    mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) == 0)
+			(void)hutch_criu_run_dir_attach(run);
 		(void)sys_close_range(3, ~0U, 0);
-		execve(criu, argv, envp);
+		execve(c->path, argv, envp);
 		_exit(127);
 	}
 	r = serve_post_dump(s, pid, dirfd, ret_files, err);
 	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
 		;
+	if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
+		hutch_criu_run_dir_keep(rt, c, run, kdat);
 	release_script(dirfd);
 	if (r < 0)
 		return r;
@@ -665,7 +687,7 @@ static int dump(struct sup *s, const struct hutch_criu *c, int dirfd, uint64_t *
 	if (r >= 0)
 		r = write_script(dirfd, err);
 	if (r >= 0 && (r = hutch_sup_full_dumpable(s, true, err)) >= 0) {
-		r = run_criu(s, c->path, a.v, dirfd, ret_files, err);
+		r = run_criu(s, c, a.v, dirfd, ret_files, err);
 		if (hutch_sup_full_dumpable(s, false, &back) < 0) {
 			/* Not to be handed back dumpable: the sandbox ends. */
 			hutch_event(s, "full snapshot: %s; ending the sandbox", back.msg);

@@ -48,5 +48,7 @@ int hutch_sup_full_files(pid_t pid, struct hutch_full_files *ret, struct hutch_e
 /* init made (non-)dumpable (HUTCH_MSG_DUMPABLE), seen done in
  * /proc/PID/status's owner, bounded by 5 s. */
 int hutch_sup_full_dumpable(struct sup *s, bool on, struct hutch_err *err);
+/* The runtime dir a sandbox's state dir is in (CRIU's caches are there). */
+void hutch_sup_full_runtime_dir(const struct sup *s, char *buf, size_t size);
 
 #endif

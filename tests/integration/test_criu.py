@@ -279,13 +279,34 @@ def test_full_snapshot_of_a_live_sandbox(hutch):
         pytest.skip(why)
     sb, first = holder(hutch, path)
     assert first.startswith("n=1 pos=4 "), first
+    runs_before = [ln for ln in open("/proc/self/mountinfo") if ln.split()[4] == "/run"]
     r = hutch("snapshot", sb.id, "mem1", "--full", "--json")
     assert r.returncode == 0, r.stderr
+    # CRIU's kernel features' cache, which it keeps only on a tmpfs /run: the
+    # dump had a /run of its own (the host's mounts are as they were) and
+    # its cache is kept in the runtime dir for this binary, kernel and boot.
+    assert [ln for ln in open("/proc/self/mountinfo") if ln.split()[4] == "/run"] == runs_before
+    kdat = os.path.join(hutch.env["HUTCH_RUNTIME_DIR"], ".criu-kdat")
+    st = os.stat(kdat)
+    assert st.st_mode & 0o777 == 0o600 and st.st_uid == 0 and st.st_size > 200, oct(st.st_mode)
+    key = open(kdat, "rb").read().split(b"\n", 1)[0].decode()
+    boot = open("/proc/sys/kernel/random/boot_id").read().strip()
+    assert key.startswith(path + " ") and key.endswith(os.uname().release + " " + boot), key
+    # One CRIU finds stale (not its own) is replaced by the one it detects.
+    with open(kdat, "wb") as f:
+        f.write(key.encode() + b"\nnot CRIU's")
     out = json.loads(r.stdout)
     assert out["name"] == "mem1" and out["type"] == "full" and out["source"] == sb.id, out
     assert out["bytes"] > 20 << 20, out  # the holder's memory is in it
     # The source ran on, its state kept; init is not dumpable again.
     assert ask(sb) == "n=2 pos=8 " + first.split()[2], first
+    r = hutch("snapshot", sb.id, "mem1b", "--full")
+    assert r.returncode == 0, r.stderr
+    healed = open(kdat, "rb").read()
+    assert healed.startswith(key.encode() + b"\n") and not healed.endswith(b"not CRIU's"), healed[:200]
+    assert len(healed) == st.st_size, (len(healed), st.st_size)
+    assert hutch("snapshot", "rm", "mem1b").returncode == 0
+    assert ask(sb) == "n=3 pos=12 " + first.split()[2], first
     assert not dumpable(sb, hutch)
     # Private to the store's owner: it holds memory.
     d = os.path.join(hutch.env["HUTCH_IMAGE_STORE"], "full", "mem1")

@@ -142,3 +142,25 @@ def test_stats_format(hutch):
     assert r.returncode == 64 and b"unknown field '.Nope'" in r.stderr and b".CPUPerc" in r.stderr
     r = hutch("stats", "--no-stream", "--format", "{{.ID}}", "--json", sb.id)
     assert r.returncode == 64 and b"not both" in r.stderr, r
+
+
+def test_events_follow_of_a_sandbox_removed_meanwhile(hutch):
+    """-f of a sandbox whose supervisor was killed and whose state dir gc
+    removed while the follower was stopped (as journal --follow's test,
+    7207b94): it ends at once, 0 as after a kill (the test above), its
+    last line gc's, the log kept beside the tombstone read to its end; no
+    70, no wait."""
+    sb = hutch.create("--instance-type", "nano")
+    pid = json.loads(hutch("inspect", sb.id).stdout)["supervisor_pid"]
+    with following(hutch, "-f", sb.id) as p:
+        _lines_until(p, lambda ln: "handed over" in ln)
+        os.kill(p.pid, signal.SIGSTOP)
+        try:
+            os.kill(pid, signal.SIGKILL)
+            assert wait_until(lambda: hutch("gc").returncode == 0 and hutch.ids() == [], 10)
+        finally:
+            os.kill(p.pid, signal.SIGCONT)
+        out, err = p.communicate(timeout=30)
+    assert p.returncode == 0, err
+    assert out.decode().splitlines()[-1].endswith(
+        " gc: its supervisor was gone (killed or crashed); what it left is removed"), out

@@ -57,7 +57,12 @@ int hutch_cli_resolve_as(const char *arg, unsigned flags, struct hutch_paths *p)
 		return hutch_cli_fail(HUTCH_EXIT_NOT_FOUND, "no sandbox '%s' in %s (see hutch ls)",
 		                      arg, rt);
 	}
-	(void)hutch_paths_init(rt, id, p);
+	if (hutch_paths_init(rt, id, p) < 0) /* -ENAMETOOLONG (a valid id) */
+		return hutch_cli_fail(
+		        HUTCH_EXIT_USAGE,
+		        "the runtime directory '%.80s...' is %zu bytes long, over %d: "
+		        "set HUTCH_RUNTIME_DIR to a shorter one",
+		        rt, strlen(rt), HUTCH_RUNTIME_DIR_MAX);
 	return 0;
 }
 

@@ -45,10 +45,13 @@ const char *hutch_runtime_dir(void)
 
 int hutch_paths_init(const char *runtime_dir, const char *id, struct hutch_paths *ret)
 {
-	if (!hutch_id_is_valid(id))
-		return -EINVAL;
-	if (strlen(runtime_dir) > 3000)
-		return -ENAMETOOLONG;
+	bool valid = hutch_id_is_valid(id);
+
+	if (!valid || strlen(runtime_dir) > HUTCH_RUNTIME_DIR_MAX) {
+		ret->id[0] = ret->dir[0] = ret->sock[0] = ret->exec[0] = '\0';
+		ret->state[0] = ret->lock[0] = ret->root[0] = '\0';
+		return valid ? -ENAMETOOLONG : -EINVAL;
+	}
 	snprintf(ret->id, sizeof(ret->id), "%s", id);
 	snprintf(ret->dir, sizeof(ret->dir), "%s/%s", runtime_dir, id);
 	snprintf(ret->sock, sizeof(ret->sock), "%s/api.sock", ret->dir);

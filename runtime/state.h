@@ -36,16 +36,28 @@ const char *hutch_runtime_dir(void);
 /* hutch exec's socket's name, beside api.sock (supervisor/api/exec-sock.c) */
 #define HUTCH_EXEC_SOCK_NAME "exec.sock"
 
-/* Paths of one sandbox (fixed buffers). */
+/* The longest runtime directory hutch_paths_init() takes (its sockets'
+ * paths must fit a sockaddr_un's 108 bytes anyway). It bounds the paths
+ * below so that struct hutch_paths fits a page: seven 4 KiB buffers made
+ * every function holding one touch seven pages, whatever the paths'
+ * length (issue 31). */
+#define HUTCH_RUNTIME_DIR_MAX 512
+/* "<runtime dir>/.dead-<id>" (hutch_state_retired_paths()) and a file in it */
+#define HUTCH_PATHS_DIR_MAX  (HUTCH_RUNTIME_DIR_MAX + sizeof("/.dead-") + HUTCH_ID_LEN)
+#define HUTCH_PATHS_FILE_MAX (HUTCH_PATHS_DIR_MAX + 16)
+
+/* Paths of one sandbox (fixed buffers, 3.3 KB in all). */
 struct hutch_paths {
 	char id[HUTCH_ID_LEN + 1];
-	char dir[4096];
-	char sock[4200];
-	char exec[4200]; /* hutch exec's socket (supervisor/api/exec-sock.c) */
-	char state[4200];
-	char lock[4200];
-	char root[4200];
+	char dir[HUTCH_PATHS_DIR_MAX];
+	char sock[HUTCH_PATHS_FILE_MAX];
+	char exec[HUTCH_PATHS_FILE_MAX]; /* hutch exec's socket (supervisor/api/exec-sock.c) */
+	char state[HUTCH_PATHS_FILE_MAX];
+	char lock[HUTCH_PATHS_FILE_MAX];
+	char root[HUTCH_PATHS_FILE_MAX];
 };
+/* -ENAMETOOLONG: runtime_dir is longer than HUTCH_RUNTIME_DIR_MAX; then,
+ * as for an invalid id (-EINVAL), every path is empty. */
 int hutch_paths_init(const char *runtime_dir, const char *id, struct hutch_paths *ret);
 
 /* Open and flock (LOCK_SH or LOCK_EX, maybe | LOCK_NB) $RT/.create.lock.
@@ -117,6 +129,7 @@ int hutch_state_kill(const struct hutch_paths *p, struct hutch_err *err);
  * cgroups, stay until the supervisor's teardown finishes, or gc does it).
  * Fills *ret with the new paths on success. */
 #define HUTCH_RETIRED_PREFIX ".dead-"
+_Static_assert(sizeof(HUTCH_RETIRED_PREFIX) == sizeof(".dead-"), "HUTCH_PATHS_DIR_MAX");
 int hutch_state_retire(const struct hutch_paths *p, struct hutch_paths *ret);
 /* The paths hutch_state_retire() gives p, without renaming anything. */
 int hutch_state_retired_paths(const struct hutch_paths *p, struct hutch_paths *ret);

@@ -524,3 +524,16 @@ def test_doctor_user_namespaces_in_a_chroot(hutch, tmp_path):
                        env={**os.environ, "HUTCH_RUNTIME_DIR": hutch.rtdir})
     c = doctor_check(r, "user namespaces")
     assert not c["ok"] and "chroot" in c["detail"] and "are off" not in c["detail"], c
+
+
+def test_a_runtime_dir_too_long(hutch, tmp_path):
+    """A runtime directory over HUTCH_RUNTIME_DIR_MAX (512 bytes, the bound
+    of a sandbox's paths, runtime/state.h): usage, naming the variable as
+    the fix, before anything is made in it (main: 70, a socket's name)."""
+    rt = str(tmp_path / ("a" * 200) / ("b" * 200) / ("c" * 150))
+    r = hutch("create", "--no-limits", "--workspace", "tmpfs", env={"HUTCH_RUNTIME_DIR": rt})
+    check(r, USAGE, "bytes long, over 512: set HUTCH_RUNTIME_DIR to a shorter one")
+    assert not os.path.exists(rt)
+    os.makedirs(os.path.join(rt, "aaaaaaaaaaa1"))
+    r = hutch("exec", "aaaaaaaaaaa1", "--", "true", env={"HUTCH_RUNTIME_DIR": rt})
+    check(r, USAGE, "over 512: set HUTCH_RUNTIME_DIR to a shorter one")

@@ -334,6 +334,8 @@ static int setup_steps(struct sup *s, struct setup_made *m, struct hutch_err *er
 	if (r < 0)
 		return hutch_err_prefix(err, "seccomp");
 	m->seccomp = seccomp;
+	/* before "creating" is written: it names the cgroups made next */
+	views_warm(s, m);
 	plan.creating.cg = m->cg; /* gc's record of what it undoes after a crash */
 	plan.creating.ports = m->ports;
 	plan.creating.kind_part = &m->kind;
@@ -342,7 +344,6 @@ static int setup_steps(struct sup *s, struct setup_made *m, struct hutch_err *er
 		return hutch_err_set_errno(err, r, "write '%s'", plan.creating.paths->state);
 	if (plan.kind->prepare && (r = plan.kind->prepare(&m->kind, &plan.lim, err)) < 0)
 		return r;
-	views_warm(s, m);
 	return init_steps(&plan, m, err);
 }
 

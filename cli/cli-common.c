@@ -36,6 +36,7 @@ int hutch_cli_resolve_as(const char *arg, unsigned flags, struct hutch_paths *p)
 {
 	const char *rt = hutch_runtime_dir();
 	char id[HUTCH_ID_LEN + 1], reason[64];
+	struct hutch_err e = { 0 };
 	int64_t at;
 	int r;
 
@@ -57,12 +58,9 @@ int hutch_cli_resolve_as(const char *arg, unsigned flags, struct hutch_paths *p)
 		return hutch_cli_fail(HUTCH_EXIT_NOT_FOUND, "no sandbox '%s' in %s (see hutch ls)",
 		                      arg, rt);
 	}
-	if (hutch_paths_init(rt, id, p) < 0) /* -ENAMETOOLONG (a valid id) */
-		return hutch_cli_fail(
-		        HUTCH_EXIT_USAGE,
-		        "the runtime directory '%.80s...' is %zu bytes long, over %d: "
-		        "set HUTCH_RUNTIME_DIR to a shorter one",
-		        rt, strlen(rt), HUTCH_RUNTIME_DIR_MAX);
+	if (hutch_runtime_dir_bound(rt, &e) < 0)
+		return hutch_cli_fail(HUTCH_EXIT_USAGE, "%s", e.msg);
+	(void)hutch_paths_init(rt, id, p); /* a valid id, a runtime dir within bound */
 	return 0;
 }
 

@@ -43,6 +43,18 @@ const char *hutch_runtime_dir(void)
 	return user_dir;
 }
 
+int hutch_runtime_dir_bound(const char *runtime_dir, struct hutch_err *err)
+{
+	size_t len = strlen(runtime_dir);
+
+	if (len <= HUTCH_RUNTIME_DIR_MAX)
+		return 0;
+	return hutch_err_set_class(err, HUTCH_ERRC_USAGE, -ENAMETOOLONG,
+	                           "the runtime directory '%.80s...' is %zu bytes long, over %d: "
+	                           "set HUTCH_RUNTIME_DIR to a shorter one",
+	                           runtime_dir, len, HUTCH_RUNTIME_DIR_MAX);
+}
+
 int hutch_paths_init(const char *runtime_dir, const char *id, struct hutch_paths *ret)
 {
 	bool valid = hutch_id_is_valid(id);

@@ -58,6 +58,9 @@ struct hutch_paths {
 };
 /* -ENAMETOOLONG: runtime_dir is longer than HUTCH_RUNTIME_DIR_MAX; then,
  * as for an invalid id (-EINVAL), every path is empty. */
+/* HUTCH_RUNTIME_DIR's bound (HUTCH_RUNTIME_DIR_MAX, hutch_paths_init()'s):
+ * 0, or -ENAMETOOLONG with the usage error that names the fix in *err. */
+int hutch_runtime_dir_bound(const char *runtime_dir, struct hutch_err *err);
 int hutch_paths_init(const char *runtime_dir, const char *id, struct hutch_paths *ret);
 
 /* Open and flock (LOCK_SH or LOCK_EX, maybe | LOCK_NB) $RT/.create.lock.

@@ -32,10 +32,8 @@
  * could hold fd. -errno: none, the answer's EOF only. */
 int hutch_answer_pidfd(bool container, pid_t pid, int fd)
 {
-	int pidfd = -EBADF;
+	int pidfd = -EBADF, status;
 	char b = 0;
-
-	int status;
 
 	if (!container)
 		return (pidfd = sys_pidfd_open(pid, 0)) < 0 ? -errno : pidfd;

@@ -193,12 +193,8 @@ static int reserve_dir(const char *runtime_dir, struct sup *s, struct hutch_err 
 	char tmp[4200];
 	int r;
 
-	if (strlen(runtime_dir) > HUTCH_RUNTIME_DIR_MAX) /* (hutch_paths_init()'s bound) */
-		return hutch_err_set_class(
-		        err, HUTCH_ERRC_USAGE, -ENAMETOOLONG,
-		        "the runtime directory '%.80s...' is %zu bytes long, over "
-		        "%d: set HUTCH_RUNTIME_DIR to a shorter one",
-		        runtime_dir, strlen(runtime_dir), HUTCH_RUNTIME_DIR_MAX);
+	if ((r = hutch_runtime_dir_bound(runtime_dir, err)) < 0)
+		return r;
 	r = hutch_mkdir_p_at(AT_FDCWD, runtime_dir, 0711);
 	if (r < 0)
 		return hutch_err_set_errno(err, r, "create runtime dir '%s'", runtime_dir);

@@ -50,27 +50,41 @@
  * interrupt there (test_snapshot_faults.py, test_rollback.py). HUTCH_CRIU
  * too: the CRIU a full snapshot's refusal names (runtime/criu.h); and
  * HUTCH_LXCFS: the lxcfs a supervisor starts when the runtime dir's ended
- * under its sandbox is the one a create would start (procview.c). */
+ * under its sandbox is the one a create would start (procview.c).
+ * One pass, in place: a kept entry stays where it is (environ compacted
+ * over the wiped ones), every other string is zeroed. No copies: the
+ * PATH_MAX copy of each hook this did (20 KiB of zeroed stack) and
+ * clearenv()/setenv() cost 0.2 ms and 9 page faults of a create (issue 31,
+ * docs/performance.md). */
+static bool is_kept_hook(const char *entry)
+{
+	static const char *const hooks[] = {
+		"HUTCH_TEST_UNPACK_STOP_AFTER=", "HUTCH_TEST_ROLLBACK_STOP_AFTER=",
+		"HUTCH_TEST_FORK_STOP=", "HUTCH_CRIU=", "HUTCH_LXCFS="
+	};
+
+	if (strncmp(entry, "HUTCH_", 6) != 0)
+		return false;
+	for (size_t i = 0; i < ELEMENTSOF(hooks); i++)
+		if (!strncmp(entry, hooks[i], strlen(hooks[i])))
+			return true;
+	return false;
+}
+
 static void scrub_environment(void)
 {
 	extern char **environ;
-	static const char *const hooks[] = { "HUTCH_TEST_UNPACK_STOP_AFTER",
-		                             "HUTCH_TEST_ROLLBACK_STOP_AFTER",
-		                             "HUTCH_TEST_FORK_STOP", "HUTCH_CRIU", "HUTCH_LXCFS" };
-	char keep[ELEMENTSOF(hooks)][PATH_MAX] = { "" };
+	size_t kept = 0;
 
-	for (size_t i = 0; i < ELEMENTSOF(hooks); i++) {
-		const char *hook = getenv(hooks[i]);
-
-		if (hook && strlen(hook) < sizeof(keep[i]))
-			memcpy(keep[i], hook, strlen(hook) + 1);
+	if (!environ)
+		return;
+	for (char **e = environ; *e; e++) {
+		if (is_kept_hook(*e))
+			environ[kept++] = *e;
+		else
+			memset(*e, 0, strlen(*e));
 	}
-	for (char **e = environ; e && *e; e++)
-		memset(*e, 0, strlen(*e));
-	(void)clearenv();
-	for (size_t i = 0; i < ELEMENTSOF(hooks); i++)
-		if (keep[i][0])
-			(void)setenv(hooks[i], keep[i], 1);
+	environ[kept] = NULL;
 }
 
 /* Close every fd the CLI's caller let us inherit (ours are all O_CLOEXEC):

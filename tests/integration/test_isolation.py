@@ -154,6 +154,44 @@ def test_cli_environment_not_leaked(hutch):
         hutch("rm", sid)
 
 
+def test_caller_fds_not_held(hutch):
+    """fds the CLI's caller let it inherit (not close-on-exec) are closed
+    by the supervisor before anything else: 60 of them, more than one
+    getdents64() of its fd walk returns (supervisor/sandbox.c), all the
+    write end of one pipe, whose read end then sees EOF as soon as the
+    CLI has exited. The supervisor's own fds stay: the sandbox works."""
+    r, w = os.pipe()
+    fds = [w] + [os.dup(w) for _ in range(59)]
+    try:
+        for fd in fds:
+            os.set_inheritable(fd, True)
+        p = hutch.popen("create", "--json", pass_fds=fds)
+        for fd in fds:
+            os.close(fd)
+        fds = []
+        out, err = p.communicate(timeout=120)
+        assert p.returncode == 0, err.decode()
+        sid = json.loads(out)["id"]
+        try:
+            st = json.loads(hutch("inspect", sid).stdout)
+            held = []
+            for pid in (st["supervisor_pid"], st["init_pid"]):
+                d = f"/proc/{pid}/fd"
+                held += [n for n in os.listdir(d)
+                         if os.readlink(os.path.join(d, n)).startswith("pipe:")
+                         and os.stat(os.path.join(d, n)).st_ino == os.fstat(r).st_ino]
+            assert held == [], "the caller's pipe held as fds %s" % held
+            os.set_blocking(r, False)
+            assert os.read(r, 1) == b""  # EOF: no writer left
+            res = hutch("exec", sid, "--", "true")
+            assert res.returncode == 0, res.stderr
+        finally:
+            hutch("rm", sid)
+    finally:
+        for fd in fds + [r]:
+            os.close(fd)
+
+
 def test_init_proc_entries_closed(sb):
     """init is namespace root with every capability: appuser may not reach
     its environment, memory, fds, root or executable."""

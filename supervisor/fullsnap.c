@@ -15,8 +15,9 @@
  *     file system's, or not a tmpfs, proc, devpts or mqueue: the disk's
  *     ext4, the host's binds, lxcfs, cgroup v1) is named external, keyed
  *     by its mount id, and so is every read-only tmpfs (hutch's masks,
- *     the same in the restore's new sandbox); the root tmpfs is taken
- *     from --root at restore;
+ *     the same in the restore's new sandbox), /dev (hutch's, the same)
+ *     and /dev/shm (its files in files.tar); the root tmpfs is taken from
+ *     --root at restore;
  *   - the network namespace's configuration is not dumped (--empty-ns
  *     net: network none's lo, which the restore makes again);
  *   - init's files on mounts outside its mount namespace (its executable,
@@ -25,10 +26,10 @@
  *   - init called setsid() and made its socket in the sandbox's network
  *     namespace (init/init.c), so CRIU finds both in what it dumps.
  *
- * The disk's files (external mounts: CRIU keeps their paths only) are read
- * at CRIU's post-dump action, while it still holds every task stopped:
- * a script of the snapshot's directory tells the supervisor on a FIFO and
- * waits on another until files.tar is written.
+ * The disk's files and /dev/shm's (external mounts: CRIU keeps their paths
+ * only) are read at CRIU's post-dump action, while it still holds every
+ * task stopped: a script of the snapshot's directory tells the supervisor
+ * on a FIFO and waits on another until files.tar is written.
  *
  * The dump goes into the store's tmp/ (0700) while the store's writers'
  * lock is held, and is renamed full/NAME whole, its files 0600: they hold
@@ -73,12 +74,14 @@
 #define ARGS_MAX   512
 #define MOUNTS_MAX 256
 #define LOG_TAIL   (64 << 10)
+#define SHM_PATH   "/dev/shm"
 
 struct criu_argv {
 	char *v[ARGS_MAX + 1];
 	size_t n;
 	unsigned long long mnt_ids[MOUNTS_MAX]; /* init's mount namespace's */
 	size_t nmnt;
+	unsigned long long shm_mnt;    /* /dev/shm's, 0: none */
 	struct hutch_full_files files; /* the external files, their roles */
 };
 
@@ -204,14 +207,21 @@ static bool parse_mount(char *line, unsigned long long *id, char **root, char **
  * create, and nothing in the sandbox can remount it writable (no command
  * has CAP_SYS_ADMIN), so the restore's new sandbox has the same; named
  * external, it is not archived (a tar and gzip each, 0.1-0.4 s at load
- * 10) nor unpacked at the restore, which binds the new sandbox's own. */
-static bool criu_remakes(const char *root, const char *opts, const char *fstype)
+ * 10) nor unpacked at the restore, which binds the new sandbox's own.
+ * Nor /dev and /dev/shm (rootfs/dev.c): /dev holds what hutch put there
+ * (mount points, symlinks; 0755, the sandbox root's, whom no command is),
+ * the same in the new sandbox; /dev/shm (1777: the commands') is written
+ * into files.tar in CRIU's stop (capture_files()) and restored into the
+ * new sandbox's own before CRIU binds it. */
+static bool criu_remakes(const char *mp, const char *root, const char *opts, const char *fstype)
 {
 	static const char *const own[] = { "tmpfs", "proc", "devpts", "mqueue" };
 
 	if (strcmp(root, "/"))
 		return false;
-	if (!strcmp(fstype, "tmpfs") && !strncmp(opts, "ro", 2) && (!opts[2] || opts[2] == ','))
+	if (!strcmp(fstype, "tmpfs") &&
+	    ((!strncmp(opts, "ro", 2) && (!opts[2] || opts[2] == ',')) || !strcmp(mp, "/dev") ||
+	     !strcmp(mp, SHM_PATH)))
 		return false;
 	for (size_t i = 0; i < ELEMENTSOF(own); i++)
 		if (!strcmp(fstype, own[i]))
@@ -242,7 +252,9 @@ static int add_mounts(struct criu_argv *a, pid_t pid, struct hutch_err *err)
 			return hutch_err_set_class(err, HUTCH_ERRC_LIMIT, -E2BIG,
 			                           "more than %d mounts", MOUNTS_MAX);
 		a->mnt_ids[a->nmnt++] = id;
-		if (!strcmp(mp, "/") || criu_remakes(root, opts, fstype))
+		if (!strcmp(mp, SHM_PATH) && !strcmp(fstype, "tmpfs") && !strcmp(root, "/"))
+			a->shm_mnt = id;
+		if (!strcmp(mp, "/") || criu_remakes(mp, root, opts, fstype))
 			continue;
 		if ((r = add(a, "--external")) < 0 || (r = add(a, "mnt[%s]:m%llu", mp, id)) < 0)
 			return hutch_err_set_errno(err, r, "criu's arguments");
@@ -404,33 +416,51 @@ int hutch_sup_full_dumpable(struct sup *s, bool on, struct hutch_err *err)
 	return hutch_err_set(err, -ETIMEDOUT, "init did not become %sdumpable", on ? "" : "non-");
 }
 
+/* The sandbox's /dev/shm, beneath init's root (no symlink followed), the
+ * mount mountinfo named there (shm_mnt): its fd, or the error. */
+static int open_shm(pid_t pid, unsigned long long shm_mnt, struct hutch_err *err)
+{
+	struct open_how how = { .flags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC,
+		                .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS |
+		                           RESOLVE_NO_MAGICLINKS };
+	_cleanup_close_ int root = -EBADF, fd = -EBADF;
+	char path[48];
+
+	snprintf(path, sizeof(path), "/proc/%d/root", (int)pid);
+	if ((root = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0 ||
+	    (fd = sys_openat2(root, SHM_PATH + 1, &how, sizeof(how))) < 0)
+		return hutch_err_set_errno(err, -errno, "open " SHM_PATH);
+	if (mount_of(fd) != (long long)shm_mnt)
+		return hutch_err_set(err, -EXDEV, SHM_PATH " is not the tmpfs hutch mounted there");
+	return TAKE_FD(fd);
+}
+
 /*
  * The disk's files (/workspace, /home/appuser, /tmp: external mounts, whose
- * contents CRIU does not keep) as files.tar beside the images, an OCI
- * layer (image/tarwrite.c: by fd, no symlink followed, ids mapped back to
- * the sandbox's), read while CRIU still holds every task stopped after the
- * dump (its post-dump action): what the processes' open files and memory
- * say they wrote. A sandbox on tmpfs has none: CRIU dumps tmpfs mounts'
- * contents itself.
+ * contents CRIU does not keep) and /dev/shm's (external too: criu_remakes())
+ * as files.tar beside the images, an OCI layer (image/tarwrite.c: by fd, no
+ * symlink followed, ids mapped back to the sandbox's), read while CRIU
+ * still holds every task stopped after the dump (its post-dump action):
+ * what the processes' open files and memory say they wrote. A sandbox on
+ * tmpfs has no disk: CRIU dumps tmpfs mounts' contents itself.
  */
-static int capture_files(struct sup *s, int dirfd, uint64_t *ret_bytes, struct hutch_err *err)
+static int capture_files(struct sup *s, unsigned long long shm_mnt, int dirfd, uint64_t *ret_bytes,
+                         struct hutch_err *err)
 {
 	static const char *const sub[HUTCH_ROOTFS_WRITE_FDS] = {
 		[HUTCH_ROOTFS_WRITE_WORKSPACE] = "workspace",
 		[HUTCH_ROOTFS_WRITE_HOME] = "home",
 		[HUTCH_ROOTFS_WRITE_TMP] = "tmp",
 	};
-	struct hutch_image_tar_src srcs[HUTCH_ROOTFS_WRITE_FDS];
-	int fds[HUTCH_ROOTFS_WRITE_FDS] = { -EBADF, -EBADF, -EBADF, -EBADF };
+	struct hutch_image_tar_src srcs[HUTCH_ROOTFS_WRITE_FDS + 1];
+	int fds[HUTCH_ROOTFS_WRITE_FDS + 1] = { -EBADF, -EBADF, -EBADF, -EBADF, -EBADF };
 	_cleanup_close_ int out = -EBADF;
 	struct hutch_image_tar_stats st = { 0 };
 	size_t n = 0;
 	int r = 0;
 
 	*ret_bytes = 0;
-	if (s->disk_fds[HUTCH_DISK_ROOT] < 0)
-		return 0;
-	for (size_t i = 0; i < HUTCH_ROOTFS_WRITE_FDS; i++) {
+	for (size_t i = 0; i < HUTCH_ROOTFS_WRITE_FDS && s->disk_fds[HUTCH_DISK_ROOT] >= 0; i++) {
 		if (!sub[i])
 			continue;
 		fds[i] = openat(s->disk_fds[HUTCH_DISK_ROOT], sub[i],
@@ -440,15 +470,18 @@ static int capture_files(struct sup *s, int dirfd, uint64_t *ret_bytes, struct h
 		srcs[n++] = (struct hutch_image_tar_src){ .dirfd = fds[i],
 			                                  .prefix = hutch_rootfs_write_paths[i] };
 	}
-	out = openat(dirfd, "files.tar", O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-	             0600);
-	if (out < 0)
+	if (shm_mnt && (r = fds[HUTCH_ROOTFS_WRITE_FDS] = open_shm(s->init_pid, shm_mnt, err)) >= 0)
+		srcs[n++] = (struct hutch_image_tar_src){ .dirfd = fds[HUTCH_ROOTFS_WRITE_FDS],
+			                                  .prefix = SHM_PATH + 1 };
+	if (r >= 0 && n &&
+	    (out = openat(dirfd, "files.tar", O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+	                  0600)) < 0)
 		r = hutch_err_set_errno(err, -errno, "create files.tar");
-	else if (n)
+	else if (r >= 0 && n)
 		r = hutch_image_tar_dirs(out, srcs, n, s->uid_base, &st, err);
-	hutch_close_many(fds, HUTCH_ROOTFS_WRITE_FDS);
+	hutch_close_many(fds, ELEMENTSOF(fds));
 	*ret_bytes = st.bytes;
-	return r < 0 ? hutch_err_prefix(err, "the disk's files") : 0;
+	return r < 0 ? hutch_err_prefix(err, "the sandbox's files") : 0;
 }
 
 /* CRIU's post-dump action (--action-script): it says so on the FIFO
@@ -483,8 +516,8 @@ static void release_script(int dirfd)
 /* While CRIU runs: at its post-dump action, the disk's files read, then it
  * is let go ("0": resume, else fail). 0 also when CRIU ended without it
  * (its exit says why). */
-static int serve_post_dump(struct sup *s, pid_t pid, int dirfd, uint64_t *ret_files,
-                           struct hutch_err *err)
+static int serve_post_dump(struct sup *s, pid_t pid, unsigned long long shm_mnt, int dirfd,
+                           uint64_t *ret_files, struct hutch_err *err)
 {
 	_cleanup_close_ int pfd = sys_pidfd_open(pid, 0), go = -EBADF;
 	_cleanup_close_ int stopped = openat(dirfd, "stopped", O_RDONLY | O_NONBLOCK | O_CLOEXEC);
@@ -505,7 +538,7 @@ static int serve_post_dump(struct sup *s, pid_t pid, int dirfd, uint64_t *ret_fi
 		if (p[1].revents)
 			return 0;
 	}
-	r = capture_files(s, dirfd, ret_files, err);
+	r = capture_files(s, shm_mnt, dirfd, ret_files, err);
 	/* The script opens "go" for reading right after its write. */
 	for (int i = 0; i < 10000 && go < 0; i++) {
 		go = openat(dirfd, "go", O_WRONLY | O_NONBLOCK | O_CLOEXEC);
@@ -519,7 +552,7 @@ static int serve_post_dump(struct sup *s, pid_t pid, int dirfd, uint64_t *ret_fi
 
 /* criu dump in dirfd's images/ (its log dump.log there): 0, or its
  * exit's error with CRIU's own error lines. */
-static int run_criu(struct sup *s, const struct hutch_criu *c, char *const *argv, int dirfd,
+static int run_criu(struct sup *s, const struct hutch_criu *c, const struct criu_argv *a, int dirfd,
                     uint64_t *ret_files, struct hutch_err *err)
 {
 	static char *const envp[] = { "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:"
@@ -560,10 +593,10 @@ static int run_criu(struct sup *s, const struct hutch_criu *c, char *const *argv
 		    mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) == 0)
 			(void)hutch_criu_run_dir_attach(run);
 		(void)sys_close_range(3, ~0U, 0);
-		execve(c->path, argv, envp);
+		execve(c->path, a->v, envp);
 		_exit(127);
 	}
-	r = serve_post_dump(s, pid, dirfd, ret_files, err);
+	r = serve_post_dump(s, pid, a->shm_mnt, dirfd, ret_files, err);
 	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
 		;
 	if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
@@ -687,7 +720,7 @@ static int dump(struct sup *s, const struct hutch_criu *c, int dirfd, uint64_t *
 	if (r >= 0)
 		r = write_script(dirfd, err);
 	if (r >= 0 && (r = hutch_sup_full_dumpable(s, true, err)) >= 0) {
-		r = run_criu(s, c, a.v, dirfd, ret_files, err);
+		r = run_criu(s, c, &a, dirfd, ret_files, err);
 		if (hutch_sup_full_dumpable(s, false, &back) < 0) {
 			/* Not to be handed back dumpable: the sandbox ends. */
 			hutch_event(s, "full snapshot: %s; ending the sandbox", back.msg);

@@ -723,3 +723,87 @@ def test_full_fork_with_a_fork_supervisor_killed(hutch):
     assert hutch.ids() == [sb.id] and not full_dumps(hutch) and not fork_records(hutch)
     assert ask(sb) == "n=2 pos=8 " + first.split()[2]
     sb.rm()
+
+
+SHM_HOLDER = """
+import mmap, os, socket
+fd = os.open('/dev/shm/held', os.O_RDWR | os.O_CREAT, 0o600)
+os.ftruncate(fd, 4096)
+m = mmap.mmap(fd, 4096)
+m[:5] = b'hello'
+with open('/dev/shm/plain', 'w') as f:
+    f.write('plain')
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(('127.0.0.1', 8124))
+s.listen(4)
+while True:
+    c, _ = s.accept()
+    c.sendall(bytes(m[:16]).rstrip(b'\\0') or b'-')
+    c.close()
+"""
+
+ASK_SHM = "import socket; s = socket.create_connection(('127.0.0.1', 8124), timeout=5); print(s.recv(64).decode())"
+
+DEV_USE = """
+import os
+assert open('/dev/zero', 'rb').read(4) == bytes(4)
+assert len(open('/dev/urandom', 'rb').read(16)) == 16
+with open('/dev/null', 'w') as f:
+    f.write('x')
+try:
+    open('/dev/full', 'w').write('x')
+except OSError as e:
+    assert e.errno == 28, e
+m, s = os.openpty()
+print(os.ttyname(s), sorted(os.listdir('/dev')), os.stat('/dev/shm').st_mode & 0o7777 == 0o1777)
+"""
+
+
+def test_full_fork_keeps_dev_and_shm(hutch):
+    # /dev (what hutch made: device binds, devpts, links) and /dev/shm are
+    # not archived by CRIU (a tar and gzip each at the dump, unpacked at the
+    # restore): /dev is the new sandbox's own, /dev/shm's files travel in
+    # files.tar, read in CRIU's stop. After a full fork a process's shared
+    # mapping of a /dev/shm file is the fork's own file, its bytes as at the
+    # dump; the device nodes and ptys work as in a created sandbox.
+    path = criu_or_skip()
+    hutch.env["HUTCH_CRIU"] = path
+    sb = hutch.create("--image", "host", "--change-lists", "off")
+    r = hutch("exec", "-d", sb.id, "--", "python3", "-c", SHM_HOLDER)
+    assert r.returncode == 0, r.stderr
+    shm = lambda sid: hutch("exec", sid, "--", "python3", "-c", ASK_SHM).stdout.decode().strip()
+    for _ in range(200):
+        if shm(sb.id) == "hello":
+            break
+        time.sleep(0.05)
+    assert shm(sb.id) == "hello"
+    r = hutch("snapshot", sb.id, "shm1", "--full")
+    assert r.returncode == 0, r.stderr
+    d = os.path.join(hutch.env["HUTCH_IMAGE_STORE"], "full", "shm1")
+    tmpfs = [f for f in os.listdir(os.path.join(d, "images")) if f.startswith("tmpfs-")]
+    assert not tmpfs, tmpfs  # main's 4ecc0cc: tmpfs-dev-N.tar.gz.img for /dev and /dev/shm
+    args = json.load(open(os.path.join(d, "snapshot.json")))["criu_args"]
+    assert any(a.startswith("mnt[/dev]:") for a in args), args
+    assert any(a.startswith("mnt[/dev/shm]:") for a in args), args
+    with tarfile.open(os.path.join(d, "files.tar")) as tf:
+        held = tf.getmember("dev/shm/held")
+        assert held.uid == 1000 and tf.extractfile(held).read(5) == b"hello", held
+    assert hutch("snapshot", "rm", "shm1").returncode == 0
+    r = hutch("fork", sb.id, "--full", "--json")
+    assert r.returncode == 0, r.stderr
+    [fk] = json.loads(r.stdout)["forks"]
+    run = lambda sid, *argv: hutch("exec", sid, "--", *argv).stdout.decode().strip()
+    assert shm(fk) == "hello"
+    assert run(fk, "cat", "/dev/shm/plain") == "plain"
+    assert run(fk, "stat", "-c", "%U %a %s", "/dev/shm/held") == "appuser 600 4096"
+    # The restored mapping is the fork's file: written there, seen by it;
+    # the source's stays as it was.
+    put = "f = open('/dev/shm/held', 'r+b'); f.write(b'fork!'); f.close()"
+    assert hutch("exec", fk, "--", "python3", "-c", put).returncode == 0
+    assert shm(fk) == "fork!" and shm(sb.id) == "hello"
+    want = run(sb.id, "python3", "-c", DEV_USE).split(" ", 1)[1]
+    tty, got = run(fk, "python3", "-c", DEV_USE).split(" ", 1)
+    assert tty.startswith("/dev/pts/") and got == want and got.endswith("True"), (tty, got, want)
+    assert hutch("rm", fk).returncode == 0
+    sb.rm()

@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The static libraries' constructors at first use (libinit.h). Each runs
- * in every process that links it: libnl's nine register its cache and link
- * types, fill its name tables (strdup()) and read NLCB and NLDBG; nettle's
- * and liblzma's ask the CPU (cpuid) which code to use. At the start of
- * `hutch version` they were 3-5 page faults and ~5 % of its CPU time, for
- * libraries only the network, image and journal paths call.
+ * in every process that links it: nettle's and liblzma's ask the CPU
+ * (cpuid) which code to use. With libnl's nine (which register its cache
+ * and link types, fill its name tables and read NLCB and NLDBG; libnl is
+ * dlopen()ed since, netpolicy/libnl-internal.h) they were 3-5 page faults
+ * and ~5 % of `hutch version`'s CPU time at its start, for libraries only
+ * the network, image and journal paths call.
  */
 #include <stdbool.h>
 

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The constructors of the static libraries hutch links (libnl, nettle,
- * liblzma), run at the first use of those libraries rather than at the
+ * The constructors of the static libraries hutch links (nettle, liblzma),
+ * run at the first use of those libraries rather than at the
  * start of every hutch process (issue 31: CLI start). The hutch
  * executable's link (base/libinit.ld) moves their .init_array entries out
  * of the start into a table of their own and leaves out their .fini_array
@@ -11,9 +11,8 @@
 #define HUTCH_LIBINIT_H
 
 /* Run the static libraries' constructors, once per process (a forked child
- * inherits their effect): before the first libnl socket or message
- * (hutch_nl_open(), the raw netfilter sockets) and the first libarchive
- * reader or writer (liblzma's CRC64 is dispatched by its constructor).
+ * inherits their effect): before the first libarchive reader or writer
+ * (liblzma's CRC64 is dispatched by its constructor).
  * nettle needs no call: its functions initialise themselves at their first
  * use. Without base/libinit.ld (the unit tests, the fuzzers) the table is
  * empty and the constructors ran at the start as usual: a no-op. */

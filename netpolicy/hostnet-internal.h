@@ -1,21 +1,17 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Private helpers shared by the netpolicy sources: the libnl boundary
- * (error mapping, socket set-up, cleanup attributes) and the nftables
- * table of mode all. Not part of the module's public interface.
+ * (error mapping, socket set-up, cleanup attributes; libnl itself is
+ * dlopen()ed, libnl-internal.h) and the nftables table of mode all. Not
+ * part of the module's public interface.
  */
 #ifndef HUTCH_HOSTNET_INTERNAL_H
 #define HUTCH_HOSTNET_INTERNAL_H
 
 #include <stdbool.h>
 
-#include <netlink/cache.h>
-#include <netlink/netlink.h>
-#include <netlink/route/addr.h>
-#include <netlink/route/link.h>
-#include <netlink/route/route.h>
-
 #include "error.h"
+#include "libnl-internal.h"
 #include "netpolicy.h"
 
 /* A cleanup function that drops one reference of a libnl object. */
@@ -41,7 +37,8 @@ HUTCH_NL_CLEANUP(nl_addrp, struct nl_addr, nl_addr_put)
 
 /* libnl returns -NLE_* codes, not errno: map them to a negative errno. */
 int hutch_nl_errno(int nlerr);
-/* A NETLINK_ROUTE socket, connected (close-on-exec: libnl sets it). */
+/* A NETLINK_ROUTE socket, connected (close-on-exec: libnl sets it);
+ * libnl loaded first (hutch_nl_load()). */
 int hutch_nl_open(struct nl_sock **ret, struct hutch_err *err);
 /* Set IFF_UP on the link named name. */
 int hutch_nl_link_up(struct nl_sock *sk, const char *name, struct hutch_err *err);

@@ -28,8 +28,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <netlink/route/link/veth.h>
-
 #include "cleanup.h"
 #include "fdutil.h"
 #include "hostnet-internal.h"

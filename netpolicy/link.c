@@ -4,7 +4,9 @@
  * root of the new user namespace that owns the netns, before it drops its
  * privileges), and the listening sockets the supervisor serves from inside.
  *
- * none: loopback only, up, so that local servers and tests work.
+ * none: loopback only, up, so that local servers and tests work: one raw
+ * rtnetlink message (lo_up()), no libnl, which is loaded only where a
+ * network is made (libnl-internal.h).
  * all: eth0, moved in by the host (hutch_net_host_attach() before GO), gets
  * the sandbox's /30 and the default route via the gateway.
  * allow: no link out at all; a local route for 0.0.0.0/0 makes every IPv4
@@ -37,6 +39,54 @@
 #define SANDBOX_IF "eth0"
 #define BACKLOG    128
 #define DNS_PORT   53
+/* The kernel's LOOPBACK_IFINDEX (not in its uapi headers): lo is the first
+ * device of every network namespace, made with the namespace. */
+#define LO_IFINDEX 1
+
+/* lo up: one RTM_NEWLINK setting IFF_UP on ifindex 1, and its ack. Written
+ * by hand, not through libnl, because it is one fixed message that every
+ * sandbox sends (network none included), and loading libnl for it would
+ * cost every create what the CLI's start no longer pays (libnl-internal.h).
+ * rtnetlink handles a request in the sender's send(), so its answer (the
+ * ack, or the error it asked for with NLM_F_ACK) is queued when send()
+ * returns: one recv() on a socket that has nothing else to read. */
+static int lo_up(struct hutch_err *err)
+{
+	const struct {
+		struct nlmsghdr h;
+		struct ifinfomsg i;
+	} req = {
+		.h = { .nlmsg_len = NLMSG_LENGTH(sizeof(struct ifinfomsg)),
+		       .nlmsg_type = RTM_NEWLINK,
+		       .nlmsg_flags = NLM_F_REQUEST | NLM_F_ACK,
+		       .nlmsg_seq = 1 },
+		.i = { .ifi_family = AF_UNSPEC,
+		       .ifi_index = LO_IFINDEX,
+		       .ifi_flags = IFF_UP,
+		       .ifi_change = IFF_UP },
+	};
+	union {
+		struct nlmsghdr h;
+		char buf[256]; /* an error echoes the request: 68 bytes */
+	} ack;
+	_cleanup_close_ int fd = -EBADF;
+	ssize_t n;
+
+	fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE);
+	if (fd < 0 || send(fd, &req, req.h.nlmsg_len, 0) < 0 ||
+	    (n = recv(fd, &ack, sizeof(ack), 0)) < 0)
+		return hutch_err_set_errno(err, -errno, "bring link 'lo' up: rtnetlink");
+	if ((size_t)n < NLMSG_LENGTH(sizeof(struct nlmsgerr)) || ack.h.nlmsg_type != NLMSG_ERROR ||
+	    ack.h.nlmsg_seq != req.h.nlmsg_seq)
+		return hutch_err_set(err, -EPROTO,
+		                     "bring link 'lo' up: rtnetlink answered no ack (type %u, "
+		                     "%zd bytes)",
+		                     (unsigned)ack.h.nlmsg_type, n);
+	n = ((const struct nlmsgerr *)NLMSG_DATA(&ack.h))->error;
+	if (n < 0)
+		return hutch_err_set_errno(err, (int)n, "bring link 'lo' up");
+	return 0;
+}
 
 static int link_index(struct nl_sock *sk, const char *name, int *ret, struct hutch_err *err)
 {
@@ -122,7 +172,7 @@ static int ipv6_off(bool with_eth0, struct hutch_err *err)
 
 static int setup_all(struct nl_sock *sk, const struct hutch_net_child *c, struct hutch_err *err)
 {
-	int eth0, r;
+	int eth0 = 0, r;
 
 	if (!c || !c->addr || !c->gateway)
 		return hutch_err_set(err, -EINVAL, "mode all without addresses");
@@ -145,19 +195,16 @@ int hutch_net_setup_child(const struct hutch_net_plan *plan, struct hutch_err *e
 	_cleanup_nl_sock_ struct nl_sock *sk = NULL;
 	enum hutch_net_mode mode = hutch_net_policy_wired_mode(p);
 	struct in_addr internal;
-	int lo, r;
+	int r;
 
+	r = lo_up(err);
+	if (r < 0 || mode == HUTCH_NET_NONE)
+		return r;
 	r = hutch_nl_open(&sk, err);
 	if (r < 0)
 		return r;
-	r = hutch_nl_link_up(sk, "lo", err);
-	if (r < 0 || mode == HUTCH_NET_NONE)
-		return r;
-	r = link_index(sk, "lo", &lo, err);
-	if (r < 0)
-		return r;
 	(void)inet_pton(AF_INET, HUTCH_NET_HOST_INTERNAL, &internal);
-	r = hutch_nl_addr_add(sk, lo, internal.s_addr, 32, err);
+	r = hutch_nl_addr_add(sk, LO_IFINDEX, internal.s_addr, 32, err);
 	if (r < 0)
 		return hutch_err_prefix(err, "link 'lo'");
 	if (mode == HUTCH_NET_ALL && c->usernet)
@@ -165,7 +212,7 @@ int hutch_net_setup_child(const struct hutch_net_plan *plan, struct hutch_err *e
 	else if (mode == HUTCH_NET_ALL)
 		r = setup_all(sk, c, err);
 	else
-		r = route_all_add(sk, lo, 0, err);
+		r = route_all_add(sk, LO_IFINDEX, 0, err);
 	if (r >= 0 && mode == HUTCH_NET_ALL && c->redirect_tls)
 		r = hutch_nft_redirect_child(err);
 	if (r >= 0 && p->egress_set)

@@ -3,7 +3,8 @@
  * The egress log of mode all's NAT path (natlog-internal.h): init's side
  * (the namespace's settings and the two netlink sockets) and the egress's
  * (reading them into records). The messages are built and parsed with
- * libnl's message and attribute helpers; the protocols are the kernel's
+ * libnl's message and attribute helpers (dlopen()ed: libnl-internal.h; the
+ * plan loaded it before init's clone, nf_socket() in any case); the protocols are the kernel's
  * nfnetlink_log and ctnetlink (the kernel headers of linux/netfilter).
  */
 #include <arpa/inet.h>
@@ -21,13 +22,11 @@
 #include <linux/netfilter/nfnetlink_conntrack.h>
 #include <linux/netfilter/nfnetlink_log.h>
 #include <linux/netlink.h>
-#include <netlink/attr.h>
-#include <netlink/msg.h>
 
 #include "allow-internal.h"
 #include "cleanup.h"
 #include "fdutil.h"
-#include "libinit.h"
+#include "libnl-internal.h"
 #include "natlog-internal.h"
 
 #define COPY_RANGE 80 /* an IPv4 header (at most 60) and the ports */
@@ -75,8 +74,10 @@ static int nf_socket(int *ret, struct hutch_err *err)
 	_cleanup_close_ int fd = -EBADF;
 	struct sockaddr_nl sa = { .nl_family = AF_NETLINK };
 	int size = 1 << 20;
+	int r = hutch_nl_load(err); /* its messages are libnl's */
 
-	hutch_libinit_run(); /* libnl's (its messages' size), not run at the start */
+	if (r < 0)
+		return hutch_err_prefix(err, "egress log");
 	fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_NETFILTER);
 	if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
 		return hutch_err_set_errno(err, -errno, "egress log: netfilter netlink socket");

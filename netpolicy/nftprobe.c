@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * A fast look at the table "inet hutch" over raw netfilter netlink (libnl
- * core, already linked), so that the common case of network all, a table
+ * core, loaded for the host side's links anyway), so that the common case of network all, a table
  * that exists for the right pool, does not load libnftables (1.4 ms for the
  * dlopen, a context and one listing). Only a positive answer is trusted:
  * anything else (no table, another pool, a kernel that answers in another
@@ -20,12 +20,8 @@
 #include <linux/netfilter/nfnetlink.h>
 #include <string.h>
 
-#include <netlink/msg.h>
-#include <netlink/netlink.h>
-
 #include "cleanup.h"
 #include "hostnet-internal.h"
-#include "libinit.h"
 
 struct elems {
 	struct hutch_nft_elems e;
@@ -108,10 +104,12 @@ int hutch_nft_probe_pool(const struct hutch_net_pool *pool)
 	_cleanup_nl_sock_ struct nl_sock *sk = NULL;
 	struct nfgenmsg nfg = { .nfgen_family = NFPROTO_INET, .version = NFNETLINK_V0 };
 	struct elems x = { .err = 0 };
+	struct hutch_err ignored = { 0 };
 	struct nl_msg *msg;
 	int r;
 
-	hutch_libinit_run(); /* libnl's constructors, not run at the start */
+	if (hutch_nl_load(&ignored) < 0)
+		return -ELIBACC; /* not conclusive: libnftables says what is wrong */
 	sk = nl_socket_alloc();
 	if (!sk || nl_connect(sk, NETLINK_NETFILTER) < 0)
 		return -EIO;

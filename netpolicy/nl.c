@@ -2,7 +2,8 @@
 /*
  * The libnl boundary of netpolicy: libnl reports -NLE_* codes, which are
  * mapped to negative errnos here (keeping nl_geterror() text in messages),
- * and the few netlink operations both sides of clone() need.
+ * and the few netlink operations both sides of clone() need. libnl is
+ * dlopen()ed (libnl-internal.h): hutch_nl_open() loads it.
  */
 #include <errno.h>
 #include <net/if.h>
@@ -11,7 +12,6 @@
 
 #include "cleanup.h"
 #include "hostnet-internal.h"
-#include "libinit.h"
 
 int hutch_nl_errno(int nlerr)
 {
@@ -43,7 +43,9 @@ int hutch_nl_open(struct nl_sock **ret, struct hutch_err *err)
 	_cleanup_nl_sock_ struct nl_sock *sk = NULL;
 	int r;
 
-	hutch_libinit_run(); /* libnl's constructors, not run at the start */
+	r = hutch_nl_load(err);
+	if (r < 0)
+		return r;
 	sk = nl_socket_alloc();
 	if (!sk)
 		return hutch_err_set(err, -ENOMEM, "allocate netlink socket");

@@ -56,6 +56,11 @@ int hutch_net_plan_make(struct hutch_net_plan *plan, const struct hutch_net_plan
 	plan->resolv_conf = RESOLV_CONF_NONE;
 	if (hutch_net_policy_wired_mode(p) == HUTCH_NET_NONE)
 		return 0;
+	/* libnl for the wiring (libnl-internal.h), loaded here, before init's
+	 * clone, so that init inherits it rather than loading it again. */
+	r = hutch_nl_load(err);
+	if (r < 0)
+		return r;
 	plan->resolv_conf = p->egress_set ? RESOLV_CONF_EGRESS : RESOLV_CONF_STUB;
 	plan->extra_hosts = HOSTS_INTERNAL;
 	if (in->nhost_ports > HUTCH_NET_HOST_PORTS_MAX)

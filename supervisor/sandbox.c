@@ -31,7 +31,6 @@
 #include "fdutil.h"
 #include "hooks.h"
 #include "kind.h"
-#include "libinit.h"
 #include "lifecycle.h"
 #include "log.h"
 #include "lxcfs.h"
@@ -563,12 +562,6 @@ static pid_t fork_supervisor(struct sup *s, const struct hutch_setup_in *in, int
 {
 	pid_t pid;
 
-	/* The static libraries' constructors (base/libinit.h), not run at the
-	 * CLI's start: init brings lo up over libnl. Run once here, the
-	 * supervisor and init inherit what they made (a pool keeper's creates
-	 * run them once, not in every init); a create's page faults are the
-	 * same either way (344-345, main 346-347: CLI -3, init +0-2). */
-	hutch_libinit_run();
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pipefd) < 0)
 		return hutch_err_set_errno(err, -errno, "socketpair");
 	pid = s->container ? hutch_fork_detached() : hutch_fork_session();

@@ -56,15 +56,20 @@ BUDGETS = {
     # -> 2880: libcjson's own no longer at start (2865; main 2932)
     # -> 2840: ls's and stats' --format fields as rows without pointers
     # (2838; main 2908)
-    "cli.relocations": 2840,
+    # -> 2260: libnl dlopen()ed where a network is made, not linked
+    # (netpolicy/libnl-internal.h): 2255 (1864 relative + 391), main 2839
+    # (2434 + 405) in the same run
+    "cli.relocations": 2260,
     # The pages of RELRO (GNU_RELRO: .init_array to .got), each written by
     # relocation at every start of every hutch process: a page fault each.
     # Exact, no slack (the link decides it, not the machine): 11 on 7a513e4
     # and on main before issue 31's format fields (41,144 bytes, 184 over
-    # ten pages); 10 since (40,184). A table of pointers that crosses a page
+    # ten pages); 10 since (40,184); 8 without libnl's tables (32,192
+    # bytes, libnl dlopen()ed: netpolicy/libnl-internal.h). A table of
+    # pointers that crosses a page
     # raises this; a table without pointers (strings in the row, an index
     # for a function) is read-only data and costs nothing at start.
-    "cli.relro_pages": 10,
+    "cli.relro_pages": 8,
     # 52 -> 46 (issue 31): libcap's constructor (6 prctl) gone with libcap
     # -> 38: libcjson not loaded (its open, mmaps, mprotect; measured 36)
     "version.syscalls": 38,
@@ -91,7 +96,10 @@ BUDGETS = {
     # -> 69: a RELRO page fewer (cli.relro_pages) and main()'s "oci" not
     # merged into oci/'s "/run/hutch-oci" (a .rodata window): 300 starts
     # interleaved, 66-72, median 69 (main 68-74, 71)
-    "version.faults": 69,
+    # -> 65: libnl not linked (two RELRO pages fewer, its relocations'
+    # .rela.dyn): 300 starts interleaved (posix_spawn + wait4, load 8.7-8.9),
+    # 61-68, median 65 (main 65-73, 69; /bin/true 47-51, 50)
+    "version.faults": 65,
     # the .init_array entries the dynamic loader runs at every start:
     # crtbegin's frame_dummy alone; libnl's nine, nettle's and liblzma's
     # run at the libraries' first use (base/libinit.ld; 12 before)
@@ -124,7 +132,10 @@ BUDGETS = {
     # looked up by a child of the supervisor, bounded (clone, poll, wait4,
     # close and the child's exit: +5; the 8 statx moved from the CLI to it,
     # supervisor/setup.c's views_warm()): measured 885, 887, 890, 892
-    "create.syscalls": 890,
+    # -> 880: init's lo up by one raw RTM_NEWLINK (socket, send, recv,
+    # close), not libnl's socket set-up, link lookup and change (issue 31):
+    # measured 878, 880 (main 891, 891 in the same run)
+    "create.syscalls": 880,
     # 459 -> 467 with issue 27's views; 475 -> 369 without gnutls
     # -> 355 (issue 31): struct hutch_paths 24.6 KB -> 3.3 KB (its seven
     # path buffers bounded by HUTCH_RUNTIME_DIR_MAX, not 4 KiB each: the

@@ -11,6 +11,7 @@ import json
 import os
 import re
 import secrets
+import shlex
 import signal
 import socket
 import subprocess
@@ -670,6 +671,60 @@ def test_none_mode_dns_fails_at_once(nh, fakenet):
         assert_logs_empty(fakenet, mark, "dns", "https443")
     finally:
         sb.rm()
+
+
+# ---------------------------------------------------------------------------
+# libnl is loaded where a network is made, never for none (issue 31: the
+# CLI's start paid for it, netpolicy/libnl-internal.h); lo comes up without it
+
+# IFF_UP and IFF_RUNNING of lo, read inside with SIOCGIFFLAGS
+LO_FLAGS = ("import fcntl, socket, struct; s = socket.socket(); "
+            "f = struct.unpack('16sH', fcntl.ioctl(s, 0x8913, struct.pack('16sH', b'lo', 0)))[1]; "
+            "print(f & 1, f >> 6 & 1)")
+
+
+def libnl_mapped(sb):
+    st = json.loads(sb.hutch("inspect", sb.id).stdout)
+    out = []
+    for pid in (st["supervisor_pid"], st["init_pid"]):
+        with open("/proc/%d/maps" % pid) as f:
+            out.append("/libnl-route-3.so" in f.read())
+    return out
+
+
+def test_libnl_only_where_a_network_is_made(nh, fakenet):
+    none = net_sandbox(nh, "--network", "none")
+    try:
+        assert none.sh("python3 -c %s" % shlex.quote(LO_FLAGS)).split() == ["1", "1"]
+        assert libnl_mapped(none) == [False, False], "network none loaded libnl"
+    finally:
+        none.rm()
+    wired = net_sandbox(nh, "--network", "all")
+    try:
+        assert wired.sh("python3 -c %s" % shlex.quote(LO_FLAGS)).split() == ["1", "1"]
+        # loaded by the supervisor before init's clone, inherited by init
+        assert libnl_mapped(wired) == [True, True]
+    finally:
+        wired.rm()
+
+
+@pytest.mark.parametrize("mode", ["all", "allow:api.test.example"])
+def test_missing_libnl_named_with_its_package(nh, fakenet, tmp_path, mode):
+    """A host without libnl's shared libraries (the library's name found
+    first on LD_LIBRARY_PATH is not one): network none still works, a
+    network is refused naming the packages to install."""
+    broken = tmp_path / "lib"
+    broken.mkdir()
+    (broken / "libnl-route-3.so.200").write_bytes(b"")
+    env = {"LD_LIBRARY_PATH": str(broken), "HUTCH_LXCFS": "none"}
+    r = nh("run", "--network", "none", "--", "true", env=env)
+    assert r.returncode == 0, r.stderr.decode()
+    links = hutch_links()
+    r = nh("run", "--network", mode, "--", "true", env=env)
+    err = r.stderr.decode()
+    assert r.returncode != 0
+    assert "needs libnl" in err and "libnl-route-3-200" in err and "file too short" in err, err
+    assert nh.ids() == [] and hutch_links() == links
 
 
 # ---------------------------------------------------------------------------

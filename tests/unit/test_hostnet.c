@@ -16,7 +16,6 @@
 
 #include <cmocka.h>
 #include <linux/netfilter/nf_tables.h>
-#include <netlink/msg.h>
 
 #include "hostnet-internal.h"
 #include "netpolicy.h"
@@ -259,6 +258,18 @@ static void test_nft_setelems_malformed(void **state)
 	assert_false(hutch_nft_elems_are_pool(&e, &pool));
 }
 
+/* libnl is dlopen()ed (libnl-internal.h): the messages below are built with it. */
+static int load_libnl(void **state)
+{
+	struct hutch_err err = { 0 };
+
+	if (hutch_nl_load(&err) < 0) {
+		fprintf(stderr, "%s\n", err.msg);
+		return -1;
+	}
+	return 0;
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -270,5 +281,5 @@ int main(void)
 		cmocka_unit_test(test_nft_setelems_malformed),
 	};
 
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return cmocka_run_group_tests(tests, load_libnl, NULL);
 }

@@ -18,6 +18,7 @@
 #include "frame.h"
 #include "pool.h"
 #include "state.h"
+#include "syscalls.h"
 
 /* Send POST /claim to one sandbox taken from the pool (ret's id and
  * paths filled). */
@@ -86,6 +87,23 @@ static int claim_answer(int fd, const char *id, struct hutch_frame_ev *ev,
 	}
 }
 
+/* A pidfd of the process that listens on the socket fd is connected to
+ * (its pid in *ret_pid), or -errno. */
+static int peer_pidfd(int fd, pid_t *ret_pid)
+{
+	struct ucred cred = { 0 };
+	socklen_t len = sizeof(cred);
+	int pidfd = -EBADF;
+
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0)
+		return -errno;
+	*ret_pid = cred.pid;
+	len = sizeof(pidfd);
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERPIDFD, &pidfd, &len) < 0)
+		return -errno;
+	return pidfd;
+}
+
 /* A warm run's claim on exec.sock (supervisor/api/exec-run.c): the body
  * as {"claim": body}, the command's stream (stream_fd, its request
  * written in it) passed with it; the connection, once CLAIMED answered,
@@ -149,6 +167,9 @@ static int claim_run_one(const char *body, int stream_fd, struct hutch_created *
 	ret->expires_at = (int64_t)cJSON_GetNumberValue(cJSON_GetObjectItem(j, "expires_at_unix"));
 	ret->handover_fd = TAKE_FD(fd);
 	ret->command_sent = true;
+	/* The listener's process, its supervisor: bounds the run's waits
+	 * (supervisor/sandbox.h; SO_PEERPIDFD: Linux 6.5, else none). */
+	ret->sup_pidfd = peer_pidfd(ret->handover_fd, &ret->sup_pid);
 	return 1;
 }
 
@@ -158,8 +179,8 @@ int hutch_pool_claim_taken(const char *rt, const char *id, const char *body, int
 	int r;
 
 	memset(ret, 0, sizeof(*ret));
-	ret->handover_fd = -EBADF;         /* the pool's already, unless a run's claim */
-	memcpy(ret->id, id, HUTCH_ID_LEN); /* a valid id: checked by the caller */
+	ret->handover_fd = ret->sup_pidfd = -EBADF; /* the pool's, unless a run's claim */
+	memcpy(ret->id, id, HUTCH_ID_LEN);          /* a valid id: checked by the caller */
 	ret->id[HUTCH_ID_LEN] = '\0';
 	r = hutch_paths_init(rt, id, &ret->paths);
 	if (r < 0)

@@ -56,7 +56,7 @@ static int create_sandbox(struct hutch_config *cfg, const char *progress, int st
 	enum hutch_errc cls;
 	int r, progress_to = -1;
 
-	c->handover_fd = -EBADF; /* (a pool's sandbox was handed over to the pool) */
+	c->handover_fd = c->sup_pidfd = -EBADF; /* (a pool's was handed over to the pool) */
 	c->command_sent = false;
 
 	r = progress_fd(progress, &progress_to);

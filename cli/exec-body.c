@@ -6,14 +6,22 @@
  * JSON is the API's (docs/api.md), its strings escaped as cJSON_Print()
  * escapes them (hutch_buf_append_json_str()); only -e's variables, which
  * the argument parser keeps in a cJSON object, are read from one (its
- * members' fields, no call into the library).
+ * members' fields, no call into the library). hutch run's made ready before
+ * its create, whole on a socketpair (hutch_cli_run_prepare()).
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
 
 #include "args.h"
+#include "cleanup.h"
+#include "fdutil.h"
+#include "frame.h"
 #include "stream.h"
 #include "util.h"
 
@@ -88,4 +96,46 @@ char *hutch_cli_exec_body(char **argv, const struct hutch_cli_args *a, bool brie
 		return NULL;
 	}
 	return b.data;
+}
+
+int hutch_cli_run_prepare(char **argv, const struct hutch_cli_args *a, int *ret_ours,
+                          int *ret_theirs)
+{
+	_cleanup_free_ char *body = NULL;
+	uint8_t head[4], eof[HUTCH_FRAME_HDR];
+	struct iovec iov[3];
+	struct msghdr m = { .msg_iov = iov, .msg_iovlen = 3 };
+	size_t len, total;
+	int sp[2];
+	ssize_t n;
+
+	/* -t sets the terminal raw before the request (stream()) */
+	if (a->tty)
+		return 1;
+	body = hutch_cli_exec_body(argv, a, !a->json);
+	if (!body)
+		return 1;
+	len = strlen(body);
+	head[0] = (uint8_t)(len >> 24);
+	head[1] = (uint8_t)(len >> 16);
+	head[2] = (uint8_t)(len >> 8);
+	head[3] = (uint8_t)len;
+	hutch_frame_header(eof, HUTCH_FRAME_STDIN, 0);
+	iov[0] = (struct iovec){ head, sizeof(head) };
+	iov[1] = (struct iovec){ body, len };
+	iov[2] = (struct iovec){ eof, a->interactive ? 0 : sizeof(eof) };
+	total = sizeof(head) + len + iov[2].iov_len;
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp) < 0)
+		return 1;
+	/* whole at once, or the acknowledgement carries it as before */
+	do
+		n = sendmsg(sp[0], &m, MSG_NOSIGNAL | MSG_DONTWAIT);
+	while (n < 0 && errno == EINTR);
+	if (n < 0 || (size_t)n != total) {
+		hutch_close_many(sp, 2);
+		return 1;
+	}
+	*ret_ours = sp[0];
+	*ret_theirs = sp[1];
+	return 0;
 }

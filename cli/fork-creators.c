@@ -163,11 +163,12 @@ int hutch_fork_creators_collect(struct hutch_fork_creator *cr, size_t n, struct 
 		    nfds == 1) {
 			c[i] = m.c;
 			c[i].handover_fd = fd;
+			c[i].sup_pidfd = -EBADF; /* the creator's number: a fork waits on none */
 			continue;
 		}
 		if (nfds == 1)
 			closep(&fd);
-		c[i].handover_fd = -EBADF;
+		c[i].handover_fd = c[i].sup_pidfd = -EBADF;
 		if (!r) {
 			r = k == (ssize_t)sizeof(m) && m.r ? m.r : HUTCH_EXIT_FAILURE;
 			*failed = i;

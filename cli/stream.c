@@ -173,6 +173,8 @@ int hutch_cli_call(const char *sock, const char *method, const char *path, const
 struct relay {
 	const char *path; /* the socket's, for hutch_cli_lost() */
 	int sock;
+	int pidfd;    /* a run's supervisor (-1: none): its death ends the wait */
+	bool dead;    /* it died: what it sent is read, then no more waited for */
 	bool in_open; /* stdin still to be read */
 	char *obuf;   /* the frame being sent */
 	size_t ooff, olen;
@@ -431,13 +433,17 @@ static size_t recv_size(const struct relay *rl)
 
 static int recv_frames(struct relay *rl)
 {
-	ssize_t n;
+	ssize_t n = splice_data(rl);
 
-	if (splice_data(rl))
+	if (n) { /* (dead: nothing more comes, the socket empty) */
+		rl->eof = rl->eof || (n < 0 && rl->dead);
 		return 0;
+	}
 	n = recv(rl->sock, rl->ibuf, recv_size(rl), MSG_DONTWAIT);
-	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+	if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
+		rl->eof = rl->dead && errno == EAGAIN;
 		return 0;
+	}
 	if (n <= 0) {
 		rl->eof = true;
 		return 0;
@@ -454,8 +460,11 @@ static int relay_loop(struct relay *rl)
 {
 	while (!rl->rs->got_exit && !rl->eof) {
 		bool pending = rl->ooff < rl->olen || rl->in_owed;
-		struct pollfd p[2] = { { .fd = rl->sock,
+		/* The socket's EOF needs every holder of its other end gone: a
+		 * run's is bounded by its supervisor's life too (pidfd). */
+		struct pollfd p[3] = { { .fd = rl->sock,
 			                 .events = POLLIN | (pending ? POLLOUT : 0) },
+			               { .fd = rl->pidfd, .events = POLLIN },
 			               { .fd = 0, .events = POLLIN } };
 		int r;
 
@@ -463,7 +472,7 @@ static int relay_loop(struct relay *rl)
 			return 128 + interrupted;
 		if (winched && !pending)
 			queue_resize(rl);
-		if (poll(p, rl->in_open && !pending ? 2 : 1, -1) < 0) {
+		if (poll(p, rl->in_open && !pending ? 3 : 2, -1) < 0) {
 			if (errno == EINTR)
 				continue;
 			return hutch_cli_fail(HUTCH_EXIT_FAILURE, "poll: %s", strerror(errno));
@@ -474,7 +483,7 @@ static int relay_loop(struct relay *rl)
 		pending = rl->ooff < rl->olen || rl->in_owed;
 		if (winched && !pending)
 			queue_resize(rl);
-		if (rl->in_open && rl->ooff == rl->olen && !rl->in_owed && p[1].revents) {
+		if (rl->in_open && rl->ooff == rl->olen && !rl->in_owed && p[2].revents) {
 			if (rl->via[0] >= 0)
 				splice_stdin_frame(rl);
 			else
@@ -482,7 +491,8 @@ static int relay_loop(struct relay *rl)
 		}
 		if (rl->ooff < rl->olen || rl->in_owed)
 			send_pending(rl);
-		if (p[0].revents & (POLLIN | POLLHUP | POLLERR)) {
+		rl->dead = rl->dead || p[1].revents;
+		if ((p[0].revents & (POLLIN | POLLHUP | POLLERR)) || rl->dead) {
 			r = recv_frames(rl);
 			if (r)
 				return HUTCH_EXIT_FAILURE;
@@ -495,8 +505,8 @@ static int relay_loop(struct relay *rl)
 	return rl->rs->exit_code;
 }
 
-static int relay(const char *path, int sock, bool interactive, const char *extra, size_t extra_len,
-                 unsigned allowed, struct run_state *rs)
+static int relay(const char *path, int sock, int pidfd, bool interactive, const char *extra,
+                 size_t extra_len, unsigned allowed, struct run_state *rs)
 {
 	/* In .bss, not malloc()ed: 256 KiB each was an mmap() and a munmap()
 	 * per buffer on every exec and run (issue 31); only the pages a frame
@@ -506,6 +516,7 @@ static int relay(const char *path, int sock, bool interactive, const char *extra
 	struct relay rl = {
 		.path = path,
 		.sock = sock,
+		.pidfd = pidfd,
 		.in_open = interactive,
 		.obuf = obuf,
 		.ibuf = ibuf,
@@ -572,7 +583,7 @@ static int run_stream(const char *sock, const char *body, const struct hutch_cli
 		return r;
 	}
 	hutch_http_resp_done(&resp);
-	return relay(sock, fd, a->interactive, extra, extra_len, HUTCH_FRAME_FROM_SERVER, &rs);
+	return relay(sock, fd, -1, a->interactive, extra, extra_len, HUTCH_FRAME_FROM_SERVER, &rs);
 }
 
 /* The request as hutch run's hand-over and hutch exec's socket take it:
@@ -619,8 +630,9 @@ static void send_request(int fd, const char *body, bool interactive, size_t *off
 /* hutch run's: the request on a socketpair of ours; what fits goes
  * before the acknowledgement that hands the other end over, so the
  * supervisor finds the request whole. */
-static int run_handover(const char *sock, const char *body, const struct hutch_cli_args *a,
-                        struct hutch_cli_capture *cap, int (*ack)(void *ud, int fd), void *ud)
+static int run_handover(const char *sock, int pidfd, const char *body,
+                        const struct hutch_cli_args *a, struct hutch_cli_capture *cap,
+                        int (*ack)(void *ud, int fd), void *ud)
 {
 	struct run_state rs = { .exit_code = HUTCH_EXIT_FAILURE, .cap = cap };
 	_cleanup_close_ int fd = -EBADF;
@@ -639,7 +651,7 @@ static int run_handover(const char *sock, const char *body, const struct hutch_c
 	if (r)
 		return r;
 	send_request(fd, body, a->interactive, &off, 0);
-	return relay(sock, fd, a->interactive, NULL, 0,
+	return relay(sock, fd, pidfd, a->interactive, NULL, 0,
 	             HUTCH_FRAME_FROM_SERVER | HUTCH_FRAME_BIT(HUTCH_FRAME_REFUSED), &rs);
 }
 
@@ -689,62 +701,20 @@ static int exec_sock_stream(const char *sock, int fd, const char *body,
 		if (r < 0)
 			return hutch_cli_lost(sock, r, err.msg);
 	}
-	return relay(sock, fd, a->interactive, NULL, 0,
+	return relay(sock, fd, -1, a->interactive, NULL, 0,
 	             HUTCH_FRAME_FROM_SERVER | HUTCH_FRAME_BIT(HUTCH_FRAME_REFUSED), &rs);
 }
 
-int hutch_cli_run_prepare(char **argv, const struct hutch_cli_args *a, int *ret_ours,
-                          int *ret_theirs)
-{
-	_cleanup_free_ char *body = NULL;
-	uint8_t head[4], eof[HUTCH_FRAME_HDR];
-	struct iovec iov[3];
-	struct msghdr m = { .msg_iov = iov, .msg_iovlen = 3 };
-	size_t len, total;
-	int sp[2];
-	ssize_t n;
-
-	/* -t sets the terminal raw before the request (stream()) */
-	if (a->tty)
-		return 1;
-	body = hutch_cli_exec_body(argv, a, !a->json);
-	if (!body)
-		return 1;
-	len = strlen(body);
-	head[0] = (uint8_t)(len >> 24);
-	head[1] = (uint8_t)(len >> 16);
-	head[2] = (uint8_t)(len >> 8);
-	head[3] = (uint8_t)len;
-	hutch_frame_header(eof, HUTCH_FRAME_STDIN, 0);
-	iov[0] = (struct iovec){ head, sizeof(head) };
-	iov[1] = (struct iovec){ body, len };
-	iov[2] = (struct iovec){ eof, a->interactive ? 0 : sizeof(eof) };
-	total = sizeof(head) + len + iov[2].iov_len;
-	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp) < 0)
-		return 1;
-	/* whole at once, or the acknowledgement carries it as before */
-	do
-		n = sendmsg(sp[0], &m, MSG_NOSIGNAL | MSG_DONTWAIT);
-	while (n < 0 && errno == EINTR);
-	if (n < 0 || (size_t)n != total) {
-		hutch_close_many(sp, 2);
-		return 1;
-	}
-	*ret_ours = sp[0];
-	*ret_theirs = sp[1];
-	return 0;
-}
-
-int hutch_cli_run_relay(const char *sock, int fd, const struct hutch_cli_args *a,
+int hutch_cli_run_relay(const char *sock, int fd, int pidfd, const struct hutch_cli_args *a,
                         struct hutch_cli_capture *cap)
 {
 	struct run_state rs = { .exit_code = HUTCH_EXIT_FAILURE, .cap = cap };
 
-	return relay(sock, fd, a->interactive, NULL, 0,
+	return relay(sock, fd, pidfd, a->interactive, NULL, 0,
 	             HUTCH_FRAME_FROM_SERVER | HUTCH_FRAME_BIT(HUTCH_FRAME_REFUSED), &rs);
 }
 
-static int stream(const char *sock, char **argv, const struct hutch_cli_args *a,
+static int stream(const char *sock, int pidfd, char **argv, const struct hutch_cli_args *a,
                   struct hutch_cli_capture *cap, int (*ack)(void *ud, int fd), void *ud)
 {
 	bool tty_fails = a->tty && !isatty(0);
@@ -776,7 +746,7 @@ static int stream(const char *sock, char **argv, const struct hutch_cli_args *a,
 		                      strerror(e));
 	}
 	if (ack)
-		r = run_handover(sock, body, a, cap, ack, ud);
+		r = run_handover(sock, pidfd, body, a, cap, ack, ud);
 	else if (xfd >= 0)
 		r = exec_sock_stream(sock, xfd, body, a, cap);
 	else
@@ -788,11 +758,11 @@ static int stream(const char *sock, char **argv, const struct hutch_cli_args *a,
 int hutch_cli_stream_command(const char *sock, char **argv, const struct hutch_cli_args *a,
                              struct hutch_cli_capture *cap)
 {
-	return stream(sock, argv, a, cap, NULL, NULL);
+	return stream(sock, -1, argv, a, cap, NULL, NULL);
 }
 
-int hutch_cli_stream_run(const char *sock, char **argv, const struct hutch_cli_args *a,
+int hutch_cli_stream_run(const char *sock, int pidfd, char **argv, const struct hutch_cli_args *a,
                          struct hutch_cli_capture *cap, int (*ack)(void *ud, int fd), void *ud)
 {
-	return stream(sock, argv, a, cap, ack, ud);
+	return stream(sock, pidfd, argv, a, cap, ack, ud);
 }

@@ -44,10 +44,12 @@ int hutch_cli_stream_command(const char *sock, char **argv, const struct hutch_c
  * on a socketpair whose other end ack(ud, fd) hands the supervisor with
  * the run's acknowledgement (supervisor/sandbox.h's "E"), or ack(ud, -1)
  * acknowledges alone when nothing is to run. ack returns 0 when it was
- * sent with fd, else the exit code to return at once (it said why). */
-int hutch_cli_stream_run(const char *sock, char **argv, const struct hutch_cli_args *a,
+ * sent with fd, else the exit code to return at once (it said why).
+ * pidfd: the supervisor's (-1: none), whose death ends the wait for the
+ * stream's end (a process it forked may hold the socket), as lost. */
+int hutch_cli_stream_run(const char *sock, int pidfd, char **argv, const struct hutch_cli_args *a,
                          struct hutch_cli_capture *cap, int (*ack)(void *ud, int fd), void *ud);
-/* hutch run's command made ready before its sandbox: the request (as
+/* (exec-body.c) hutch run's command made ready before its sandbox: the request (as
  * hutch_cli_stream_run() writes it) whole on a socketpair, whose end
  * *ret_theirs goes with the create (hutch_sandbox_create_run(): the
  * supervisor starts the command as soon as the sandbox is ready, no round
@@ -58,8 +60,9 @@ int hutch_cli_stream_run(const char *sock, char **argv, const struct hutch_cli_a
 int hutch_cli_run_prepare(char **argv, const struct hutch_cli_args *a, int *ret_ours,
                           int *ret_theirs);
 /* The command's frames relayed on our end of it; its exit code, or
- * hutch's after printing why (cap as for hutch_cli_stream_command()). */
-int hutch_cli_run_relay(const char *sock, int fd, const struct hutch_cli_args *a,
+ * hutch's after printing why (cap as for hutch_cli_stream_command();
+ * pidfd as for hutch_cli_stream_run()). */
+int hutch_cli_run_relay(const char *sock, int fd, int pidfd, const struct hutch_cli_args *a,
                         struct hutch_cli_capture *cap);
 /* The command's request (POST /exec's body, hutch run's on its hand-over)
  * as JSON text (malloc'ed, NULL when out of memory): argv (NULL: -it's

@@ -199,19 +199,21 @@ static int delete_sandbox(const struct hutch_paths *p, bool quiet, bool force)
 /* A command with its streams relayed, or with --json its output kept
  * and its result printed as JSON (max: the bytes kept of each stream);
  * returns its exit code either way. */
-static int stream_command(const struct hutch_paths *p, uint64_t max, struct hutch_cli_args *a,
-                          int sent_fd, int (*ack)(void *ud, int fd), void *ud)
+static int stream_command(const struct hutch_paths *p, int pidfd, uint64_t max,
+                          struct hutch_cli_args *a, int sent_fd, int (*ack)(void *ud, int fd),
+                          void *ud)
 {
 	struct hutch_cli_capture cap;
 	int r, pr;
 
 	/* sent_fd >= 0: the command went with the create, relayed on it */
 	if (!a->json)
-		return sent_fd >= 0 ? hutch_cli_run_relay(p->sock, sent_fd, a, NULL)
-		                    : hutch_cli_stream_run(p->sock, a->cmd, a, NULL, ack, ud);
+		return sent_fd >= 0
+		               ? hutch_cli_run_relay(p->sock, sent_fd, pidfd, a, NULL)
+		               : hutch_cli_stream_run(p->sock, pidfd, a->cmd, a, NULL, ack, ud);
 	hutch_cli_capture_init(&cap, max);
-	r = sent_fd >= 0 ? hutch_cli_run_relay(p->sock, sent_fd, a, &cap)
-	                 : hutch_cli_stream_run(p->sock, a->cmd, a, &cap, ack, ud);
+	r = sent_fd >= 0 ? hutch_cli_run_relay(p->sock, sent_fd, pidfd, a, &cap)
+	                 : hutch_cli_stream_run(p->sock, pidfd, a->cmd, a, &cap, ack, ud);
 	/* No result (hutch's own failure, Ctrl-C, the sandbox gone): the
 	 * message is on stderr and the exit code says which, as without
 	 * --json. */
@@ -262,8 +264,9 @@ static int cmd_run(struct hutch_cli_args *a)
 {
 	struct hutch_created c;
 	struct run_ack k = { .c = &c };
+	struct hutch_err err = { 0 };
 	_cleanup_close_ int ours = -EBADF;
-	int theirs = -EBADF, r;
+	int theirs = -EBADF, r, end;
 
 	if (!a->cmd)
 		return hutch_cli_fail(HUTCH_EXIT_USAGE,
@@ -286,22 +289,28 @@ static int cmd_run(struct hutch_cli_args *a)
 		return r;
 	if (c.handover_fd >= 0 && c.command_sent) {
 		hutch_created_sent_run(&c); /* a signal held since the answer comes now */
-		r = hutch_cli_interrupted() ? 128 + hutch_cli_interrupted()
-		                            : stream_command(&c.paths, a->cfg->max_output_bytes, a,
-		                                             ours, NULL, NULL);
+		r = hutch_cli_interrupted()
+		            ? 128 + hutch_cli_interrupted()
+		            : stream_command(&c.paths, c.sup_pidfd, a->cfg->max_output_bytes, a,
+		                             ours, NULL, NULL);
 	} else if (c.handover_fd >= 0) {
 		/* the command goes with the acknowledgement (supervisor/sandbox.h) */
-		r = stream_command(&c.paths, a->cfg->max_output_bytes, a, -EBADF, run_ack, &k);
+		r = stream_command(&c.paths, c.sup_pidfd, a->cfg->max_output_bytes, a, -EBADF,
+		                   run_ack, &k);
 		if (k.failed)
 			return r;
 	} else { /* a warm pool's sandbox: exec.sock, or POST /exec */
 		r = hutch_cli_interrupted() ? 128 + hutch_cli_interrupted()
-		                            : stream_command(&c.paths, a->cfg->max_output_bytes, a,
-		                                             -EBADF, NULL, NULL);
+		                            : stream_command(&c.paths, -1, a->cfg->max_output_bytes,
+		                                             a, -EBADF, NULL, NULL);
 	}
 	/* Deleted through the hand-over socket (supervisor/sandbox.h); the
-	 * ordinary way when that did not answer. */
-	if (hutch_created_end_run(&c) < 0)
+	 * ordinary way when that did not answer; its supervisor's death
+	 * said (what it left reaped as gc does). */
+	end = hutch_created_end_run(&c, &err);
+	if (end == -ESRCH)
+		fprintf(stderr, "hutch: %s\n", err.msg);
+	else if (end < 0)
 		(void)delete_sandbox(&c.paths, true, true);
 	return r;
 }
@@ -410,7 +419,8 @@ static int cmd_exec(struct hutch_cli_args *a)
 	/* The bytes kept of each stream (the sandbox's --max-output, from its
 	 * state.json) matter to --json only: without it, no read and no parse
 	 * on exec's path (issue 31). */
-	return stream_command(&p, a->json ? hutch_cli_capture_limit(&p) : 0, a, -EBADF, NULL, NULL);
+	return stream_command(&p, -1, a->json ? hutch_cli_capture_limit(&p) : 0, a, -EBADF, NULL,
+	                      NULL);
 }
 
 static cJSON *describe(const char *id, bool *live)

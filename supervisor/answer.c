@@ -135,11 +135,8 @@ static ssize_t read_while_alive(int fd, int pidfd, void *buf, size_t len, int lo
 	return (ssize_t)got;
 }
 
-/* The supervisor died before its answer (killed or crashed): what it left
- * is reaped as gc would (its state dir, cgroups, the tombstone
- * "supervisor-died" with its log kept: hutch events ID), unless a process
- * of it still holds the sandbox's lock (then hutch gc does, later). */
-static int supervisor_died(const char *id, const char *dir, pid_t pid, struct hutch_err *err)
+int hutch_answer_died(const char *id, const char *dir, pid_t pid, const char *when,
+                      struct hutch_err *err)
 {
 	struct hutch_err e = { 0 };
 	char rt[4096], *slash;
@@ -148,16 +145,29 @@ static int supervisor_died(const char *id, const char *dir, pid_t pid, struct hu
 	if ((slash = strrchr(rt, '/')))
 		*slash = '\0';
 	if (slash && hutch_state_reap(rt, id, HUTCH_GONE_SUPERVISOR_DIED, &e) > 0)
-		return hutch_err_set(
-		        err, -EIO,
-		        "the sandbox's supervisor (pid %d) died during setup (killed or "
-		        "crashed); what it left is removed; its log: hutch events %s",
-		        (int)pid, id);
+		return hutch_err_set(err, -EIO,
+		                     "the sandbox's supervisor (pid %d) died %s (killed or "
+		                     "crashed); what it left is removed; its log: hutch events %s",
+		                     (int)pid, when, id);
 	return hutch_err_set(err, -EIO,
-	                     "the sandbox's supervisor (pid %d) died during setup (killed or "
+	                     "the sandbox's supervisor (pid %d) died %s (killed or "
 	                     "crashed); its log: hutch events %s; run 'hutch gc' to remove what "
 	                     "it left",
-	                     (int)pid, id);
+	                     (int)pid, when, id);
+}
+
+int hutch_answer_wait_eof(int fd, int pidfd)
+{
+	char b;
+	ssize_t n = read_while_alive(fd, pidfd, &b, 1, -EBADF, -EBADF, NULL);
+
+	if (n == 1)
+		return -EPROTO;
+	/* EOF (a reset: it closed with our "D" unread), or it died first */
+	n = recv(fd, &b, 1, MSG_DONTWAIT);
+	if (n == 0 || (n < 0 && errno == ECONNRESET))
+		return 0;
+	return n < 0 && errno == EAGAIN ? -ESRCH : -EPROTO;
 }
 
 /* "ready", or the error (and a failed setup step's details) on fd. */
@@ -169,7 +179,7 @@ int hutch_answer_read(const char *id, const char *dir, pid_t pid, int fd, int pi
 	ssize_t n = read_while_alive(fd, pidfd, err, sizeof(*err), log_fd, progress_fd, &shown);
 
 	if (n != (ssize_t)sizeof(*err))
-		return supervisor_died(id, dir, pid, err);
+		return hutch_answer_died(id, dir, pid, "during setup", err);
 	err->msg[sizeof(err->msg) - 1] = '\0';
 	if (err->code >= 0)
 		return 0;

@@ -32,5 +32,15 @@ void hutch_answer_test_stop(int result_fd);
 int hutch_answer_read(const char *id, const char *dir, pid_t pid, int fd, int pidfd, int log_fd,
                       int progress_fd, struct hutch_setup_failure *ret_setup,
                       struct hutch_err *err);
+/* The supervisor (pid, state dir dir) died (when: "during setup"): what
+ * it left reaped as gc would, unless a process of it still holds the
+ * sandbox's lock; -EIO with err saying which. */
+int hutch_answer_died(const char *id, const char *dir, pid_t pid, const char *when,
+                      struct hutch_err *err);
+/* A run's end (hutch_created_end_run()): its socket's EOF, bounded by the
+ * supervisor's life (pidfd, -1: none) as the answer is. 0: EOF; -EPROTO:
+ * a byte came; -ESRCH: it died with the socket still open (a process it
+ * forked holds the other end). */
+int hutch_answer_wait_eof(int fd, int pidfd);
 
 #endif

@@ -463,8 +463,8 @@ static void handover_block(void)
 static void handover_done(struct hutch_created *c, bool keep)
 {
 	if (!keep) {
-		close(c->handover_fd);
-		c->handover_fd = -EBADF;
+		closep(&c->handover_fd);
+		closep(&c->sup_pidfd);
 	}
 	if (handover_open && !--handover_open)
 		(void)sigprocmask(SIG_SETMASK, &handover_old, NULL);
@@ -479,11 +479,13 @@ static void handover_end(struct hutch_created *c)
  * the answer to the acknowledgement, a SIGINT or SIGTERM waits: the id is
  * given out whole or the sandbox deleted (a SIGKILL in between deletes
  * it, its id perhaps printed). */
-static void handed(const struct sup *s, int fd, struct hutch_created *ret)
+static void handed(const struct sup *s, int fd, pid_t pid, int pidfd, struct hutch_created *ret)
 {
 	handover_block();
 	memset(ret, 0, sizeof(*ret));
 	ret->handover_fd = fd;
+	ret->sup_pid = pid;
+	ret->sup_pidfd = pidfd;
 	memcpy(ret->id, s->id, sizeof(ret->id));
 	ret->paths = s->paths;
 	ret->created_at = s->created_at;
@@ -494,8 +496,10 @@ int hutch_created_ack(struct hutch_created *c)
 {
 	ssize_t n;
 
-	if (c->handover_fd < 0)
+	if (c->handover_fd < 0) {
+		closep(&c->sup_pidfd);
 		return 0;
+	}
 	n = send(c->handover_fd, "A", 1, MSG_NOSIGNAL);
 	handover_end(c);
 	return n == 1 ? 0 : -EPIPE;
@@ -519,34 +523,37 @@ void hutch_created_sent_run(struct hutch_created *c)
 		handover_done(c, true);
 }
 
-int hutch_created_end_run(struct hutch_created *c)
+int hutch_created_end_run(struct hutch_created *c, struct hutch_err *err)
 {
-	char b;
-	ssize_t n;
+	int r;
 
-	if (c->handover_fd < 0)
+	if (c->handover_fd < 0) {
+		closep(&c->sup_pidfd);
 		return -EPIPE;
+	}
 	/* "D": delete now. Its answer is the supervisor's end of the socket
 	 * closing, once every process of the sandbox is dead and it can no
 	 * longer be found (as DELETE / answers). A sandbox that ended
 	 * before (its TTL, a crash) closed it already: EOF at once. The
 	 * supervisor begins the deletion when the run's stream ends, so it
-	 * may close the socket with our "D" unread: ECONNRESET, as final. */
+	 * may close the socket with our "D" unread: ECONNRESET, as final.
+	 * Bounded by its life: a process it forked may hold that end. */
 	(void)send(c->handover_fd, "D", 1, MSG_NOSIGNAL);
-	do
-		n = read(c->handover_fd, &b, 1);
-	while (n < 0 && errno == EINTR);
-	if (n < 0 && errno == ECONNRESET)
-		n = 0;
-	close(c->handover_fd);
-	c->handover_fd = -EBADF;
-	return n == 0 ? 0 : -EPROTO;
+	r = hutch_answer_wait_eof(c->handover_fd, c->sup_pidfd);
+	closep(&c->handover_fd);
+	closep(&c->sup_pidfd);
+	/* died: done if it could no longer be found (its end was over) */
+	if (r != -ESRCH || (access(c->paths.dir, F_OK) < 0 && errno == ENOENT))
+		return r == -ESRCH ? 0 : r;
+	(void)hutch_answer_died(c->id, c->paths.dir, c->sup_pid, "before the run ended", err);
+	return -ESRCH;
 }
 
 void hutch_created_drop(struct hutch_created *c)
 {
 	if (c->handover_fd >= 0)
 		handover_end(c);
+	closep(&c->sup_pidfd);
 }
 
 /* The supervisor, in a session of its own, talking back on pipefd[1]; the
@@ -699,7 +706,7 @@ static int create(struct hutch_config *cfg, struct hutch_container *ct, const ch
 		release_procview(&s, &in, runtime_dir);
 		return r;
 	}
-	handed(&s, pipefd[0], ret);
+	handed(&s, pipefd[0], pid, TAKE_FD(sup_pidfd), ret);
 	ret->command_sent = sent;
 	return 0;
 }

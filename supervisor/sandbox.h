@@ -8,6 +8,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "config.h"
 #include "error.h"
@@ -22,6 +23,13 @@ struct hutch_created {
 	 * creator acknowledged the id (hutch_created_ack()); if this fd closes
 	 * first (the creator was interrupted, killed), it deletes it. */
 	int handover_fd;
+	/* Its supervisor: a pidfd (-EBADF: none) and its pid. A run's waits
+	 * on the hand-over (its stream, its end) end with its death, as the
+	 * create's answer does (answer.h): a process it forked may hold the
+	 * socket's other end after it died. Closed with the hand-over unless
+	 * kept for a run; a copy sent to another process carries neither. */
+	int sup_pidfd;
+	pid_t sup_pid;
 	/* hutch_sandbox_create_run(): the command went before the answer
 	 * (its stream is the caller's; hutch_created_sent_run() then, not
 	 * hutch_created_ack_run()). */
@@ -50,8 +58,10 @@ int hutch_created_ack_run(struct hutch_created *c, int stream_fd);
 void hutch_created_sent_run(struct hutch_created *c);
 /* Delete a run's sandbox and wait until it is gone: 0, or -EPROTO when
  * the supervisor said something else, -EPIPE without a socket (the caller
- * then deletes it the ordinary way). Closes the socket. */
-int hutch_created_end_run(struct hutch_created *c);
+ * then deletes it the ordinary way); -ESRCH when its supervisor died
+ * before the sandbox was gone (c->sup_pidfd), err saying so and whether
+ * what it left was removed (as gc does). Closes the socket and pidfd. */
+int hutch_created_end_run(struct hutch_created *c, struct hutch_err *err);
 /* The creator gives the sandbox up before the hand-over (hutch fork when a
  * later fork failed): its supervisor deletes it. */
 void hutch_created_drop(struct hutch_created *c);

@@ -2,15 +2,19 @@
 """kill -9 of the CLI during create leaves a working sandbox or nothing:
 nothing when the supervisor saw its creator gone before the id was handed
 over, a working sandbox when the CLI died after receiving it."""
+import contextlib
+import ctypes
 import fcntl
 import json
 import os
+import select
 import signal
+import subprocess
 import time
 
 import pytest
 
-from conftest import cgroups_gone, proc_comm, proc_stat, supervisor_alive, wait_until
+from conftest import SLOWDOWN, cgroups_gone, proc_comm, proc_stat, supervisor_alive, wait_until
 
 
 def settled(hutch):
@@ -221,6 +225,88 @@ def test_create_whose_supervisor_dies_while_another_holds_its_answer(hutch):
             p.kill()
             p.wait()
 
+
+
+def hold_sockets(pid):
+    """Copies of every socket process pid holds (pidfd_getfd), in this
+    process: the other ends a run waits on stay open after pid dies, as
+    when a process its supervisor forked (init until it closes what it
+    inherited, a disk maker) holds them."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    pidfd = os.pidfd_open(pid)
+    held = []
+    try:
+        for fd in os.listdir(f"/proc/{pid}/fd"):
+            try:
+                if not os.readlink(f"/proc/{pid}/fd/{fd}").startswith("socket:"):
+                    continue
+            except OSError:
+                continue
+            copy = libc.syscall(438, pidfd, int(fd), 0)  # pidfd_getfd
+            assert copy >= 0, os.strerror(ctypes.get_errno())
+            held.append(copy)
+    finally:
+        os.close(pidfd)
+    return held
+
+
+def line_within(f, timeout):
+    """One line of the pipe f, or b"" if none came within timeout."""
+    ready, _, _ = select.select([f], [], [], timeout)
+    return f.readline() if ready else b""
+
+
+@contextlib.contextmanager
+def run_with_its_sockets_held(hutch, *args):
+    """hutch run ARGS, whose command prints "started" first; its supervisor's
+    sockets held by the test once it did: (the run, its sandbox, its
+    supervisor's pid), the copies closed and the run killed at the end."""
+    p = hutch.popen("run", *args, stdin=subprocess.PIPE)
+    held = []
+    try:
+        assert line_within(p.stdout, 30 * SLOWDOWN) == b"started\n", "the command did not start"
+        [sid] = hutch.ids()
+        sup = json.loads(hutch("inspect", sid).stdout)["supervisor_pid"]
+        held = hold_sockets(sup)
+        yield p, sid, sup
+    finally:
+        for fd in held:
+            os.close(fd)
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+
+
+def test_run_whose_supervisor_dies_while_another_holds_its_stream(hutch):
+    """hutch run waited for its stream's end and then, after "D", for its
+    hand-over socket's EOF: a supervisor killed -9 while another process
+    held those sockets' other ends kept the run waiting for ever (main's
+    binary: communicate() times out). The run now waits on a pidfd of the
+    supervisor too: it ends at once, 66, saying the supervisor died, and
+    reaps what it left as gc does (a tombstone, its log kept)."""
+    with run_with_its_sockets_held(hutch, "--", "sh", "-c",
+                                   "echo started; exec sleep 100") as (p, sid, sup):
+        os.kill(sup, signal.SIGKILL)
+        out, err = p.communicate(timeout=30 * SLOWDOWN)
+        assert p.returncode == 66, err
+        assert f"sandbox {sid} is gone: its supervisor died".encode() in err, err
+        assert f"supervisor (pid {sup}) died before the run ended (killed or crashed); " \
+            f"what it left is removed; its log: hutch events {sid}".encode() in err, err
+        assert hutch.ids() == []
+        r = hutch("inspect", sid)
+        assert r.returncode == 66 and b"supervisor died" in r.stderr, r.stderr
+
+
+def test_run_ends_when_its_supervisor_ended_while_another_holds_its_socket(hutch):
+    """The run's end: "D", then its supervisor deletes the sandbox and exits;
+    the socket's EOF never came while another process held its other end
+    (main's binary: communicate() times out). The supervisor's exit ends
+    the wait; the sandbox was deleted whole, so nothing is said."""
+    with run_with_its_sockets_held(hutch, "-i", "--", "sh", "-c",
+                                   "echo started; read x; echo got $x") as (p, sid, sup):
+        out, err = p.communicate(b"go\n", timeout=30 * SLOWDOWN)
+        assert (p.returncode, out, err) == (0, b"got go\n", b""), err
+        assert hutch.ids() == [] and not proc_comm(sup)
 
 
 def test_gc_during_a_failed_create_writes_no_tombstone(hutch):

@@ -379,6 +379,18 @@ static void check_http_server(struct check *c)
 	         c->ok ? "" : err.msg);
 }
 
+/* network all and allow dlopen() libnl (netpolicy.h): ldd does not show it. */
+static void check_libnl(struct check *c)
+{
+	struct hutch_err err = { 0 };
+
+	c->ok = hutch_net_libnl_check(&err) == 0;
+	snprintf(c->detail, sizeof(c->detail), "%s",
+	         c->ok ? "libnl loads (network all and allow wire links, addresses and routes "
+	                 "with it; none needs none)"
+	               : err.msg);
+}
+
 static void check_forwarding(struct check *c)
 {
 	struct hutch_err err = { 0 };
@@ -532,6 +544,7 @@ static int cmd_doctor(struct hutch_cli_args *a)
 		{ "image store", false, check_store },
 		{ "skopeo", false, check_skopeo },
 		{ "nftables", false, check_nftables },
+		{ "libnl", false, check_libnl },
 		{ "forwarding", false, check_forwarding },
 		{ "user network", false, check_usernet },
 		{ "disks", false, check_disks },

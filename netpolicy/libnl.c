@@ -12,6 +12,7 @@
 
 #include "cleanup.h"
 #include "dl.h"
+#include "netpolicy.h"
 
 #define HUTCH_NL_NO_REDIRECT
 #include "libnl-internal.h"
@@ -47,4 +48,9 @@ int hutch_nl_load(struct hutch_err *err)
 		return hutch_err_prefix(err, "a sandbox's network needs libnl (Debian: apt-get "
 		                             "install " HUTCH_NL_PACKAGES ")");
 	return 0;
+}
+
+int hutch_net_libnl_check(struct hutch_err *err)
+{
+	return hutch_nl_load(err);
 }

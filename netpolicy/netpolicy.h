@@ -244,6 +244,12 @@ int hutch_net_host_gc(bool (*slot_alive)(unsigned slot, void *ud), void *ud, str
 int hutch_net_usernet_check(const char *override, char *ret_path, size_t size,
                             struct hutch_err *err);
 
+/* libnl (libnl-route-3 and libnl-3), which network all and allow load at
+ * run time where a network is made (none never does): 0 when it loads,
+ * else a negative errno with err naming the packages to install (hutch
+ * doctor). */
+int hutch_net_libnl_check(struct hutch_err *err);
+
 /* Base chains of other tables that drop forwarded packets by policy (e.g.
  * Docker's iptables-nft FORWARD chain): mode all cannot get out through
  * them. Returns how many, naming them in buf; negative errno on failure. */

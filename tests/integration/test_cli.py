@@ -260,6 +260,21 @@ def test_doctor_json(hutch):
     assert r.returncode == 0 and r.stdout
 
 
+def test_doctor_says_libnl_is_missing(hutch, tmp_path):
+    """libnl is loaded at run time by network all and allow (netpolicy.h):
+    ldd does not show it, doctor tries it and names the packages."""
+    libnl = next(c for c in json.loads(hutch("doctor", "--json").stdout)
+                 if c["check"] == "libnl")
+    assert libnl["ok"] is True and libnl["required"] is False, libnl
+    broken = tmp_path / "lib"
+    broken.mkdir()
+    (broken / "libnl-route-3.so.200").write_bytes(b"")  # found first, not a library
+    r = hutch("doctor", "--json", env={"LD_LIBRARY_PATH": str(broken)})
+    assert r.returncode == 0, r.stderr  # not required: none works without it
+    libnl = next(c for c in json.loads(r.stdout) if c["check"] == "libnl")
+    assert libnl["ok"] is False and "apt-get install libnl-route-3-200" in libnl["detail"], libnl
+
+
 # ---- signals to the CLI ----
 
 def only_sandbox(hutch):

@@ -85,16 +85,14 @@ int hutch_state_create_lock(const char *runtime_dir, int op)
 /* Whether a pod's container holds the slot's pin (hutch_slot_pin()):
  * its processes still run with the slot's ids, so the slot is not free
  * although the sandbox that took it is gone. */
-static bool slot_is_pinned(const char *dir, unsigned slot)
+static bool slot_is_pinned(int dirfd, unsigned slot)
 {
-	char path[4200];
+	char name[24];
 	_cleanup_close_ int fd = -EBADF;
 
-	snprintf(path, sizeof(path), "%s/%u.pin", dir, slot);
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-	if (fd < 0)
-		return false;
-	return flock(fd, LOCK_EX | LOCK_NB) < 0; /* released when fd closes */
+	snprintf(name, sizeof(name), "%u.pin", slot);
+	fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	return fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) < 0; /* released when fd closes */
 }
 
 int hutch_slot_pin(const char *dir, unsigned slot, struct hutch_err *err)
@@ -117,6 +115,7 @@ int hutch_slot_pin(const char *dir, unsigned slot, struct hutch_err *err)
 
 int hutch_slot_acquire(const char *dir, unsigned nslots, unsigned *ret_slot, struct hutch_err *err)
 {
+	_cleanup_close_ int dirfd = -EBADF;
 	unsigned start;
 	int r;
 
@@ -125,18 +124,21 @@ int hutch_slot_acquire(const char *dir, unsigned nslots, unsigned *ret_slot, str
 	r = hutch_mkdir_p_at(AT_FDCWD, dir, 0700);
 	if (r < 0)
 		return hutch_err_set_errno(err, r, "create '%s'", dir);
+	dirfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (dirfd < 0)
+		return hutch_err_set_errno(err, -errno, "open '%s'", dir);
 	if (getrandom(&start, sizeof(start), 0) != sizeof(start))
 		start = (unsigned)getpid();
 	for (unsigned i = 0; i < nslots; i++) {
 		unsigned slot = (start + i) % nslots;
-		char path[4200];
+		char name[16];
 		int fd;
 
-		snprintf(path, sizeof(path), "%s/%u", dir, slot);
-		fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+		snprintf(name, sizeof(name), "%u", slot);
+		fd = openat(dirfd, name, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
 		if (fd < 0)
-			return hutch_err_set_errno(err, -errno, "open uid slot '%s'", path);
-		if (flock(fd, LOCK_EX | LOCK_NB) == 0 && !slot_is_pinned(dir, slot)) {
+			return hutch_err_set_errno(err, -errno, "open uid slot '%s/%s'", dir, name);
+		if (flock(fd, LOCK_EX | LOCK_NB) == 0 && !slot_is_pinned(dirfd, slot)) {
 			*ret_slot = slot;
 			return fd;
 		}

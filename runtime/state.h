@@ -70,7 +70,9 @@ int hutch_state_create_lock(const char *runtime_dir, int op);
 
 /* Take a free uid slot of the nslots whose lock files are in dir
  * (idmap.h: HUTCH_SLOTS_DIR as root, the caller's own rootless): returns
- * the locked fd (keep it open for the sandbox's life) and the slot number. */
+ * the locked fd (keep it open for the sandbox's life) and the slot number.
+ * The slots are opened by name beneath dir's fd: no path buffers (a
+ * supervisor's stack before its clone3, issue 31). */
 int hutch_slot_acquire(const char *dir, unsigned nslots, unsigned *ret_slot, struct hutch_err *err);
 /* A pod's container runs with the ids of the pod's slot (supervisor/pod.c):
  * it pins the slot (a shared lock on "<dir>/<slot>.pin", the fd returned,

@@ -123,11 +123,15 @@ def test_snapshot_spawn_and_fork_as_user(alice, layout):  # noqa: F811
     assert stat.S_ISFIFO(os.lstat(f"/proc/{pid}/root/workspace/fifo").st_mode)
     # the root's overlay's changes are kept
     assert sp.sh("cat /usr/share/open.txt /usr/share/scratch/new") == "image data\nchanged\nnew\n"
-    # as every rootless image's, the layer's files are the user's on the host
-    # (root's inside): the store's own, in the user's store
-    assert st.st_uid == alice.user.uid, st.st_uid
-    assert sp.sh("stat -c '%u %a' /workspace /workspace/secret") == "0 755\n0 600\n"
-    assert sp.run("cat /workspace/secret")["exit_code"] != 0
+    # the store keeps appuser's owners (user.containers.override_stat): the
+    # spawned sandbox's copy is appuser's, a subordinate id on the host
+    # (copied up into its own layer), not the user's
+    lo, n = alice.user.subuid
+    assert lo <= st.st_uid < lo + n, st.st_uid
+    assert sp.sh("stat -c '%u %a' /workspace /workspace/secret /workspace/deep/er") \
+        == "1000 755\n1000 600\n1000 700\n"
+    assert sp.sh("cat /workspace/secret; echo w > /workspace/w && cat /workspace/w") \
+        == SECRET + "w\n"
     # fork: the snapshot route (a user's workspace is no disk to clone)
     r = alice("fork", src.id, "--json")
     assert r.returncode == 0, r.stderr
@@ -176,3 +180,4 @@ def test_snapshot_without_a_cgroup_is_refused_naming_the_fix(alice, layout):  # 
     assert _image_names(alice) == ["test"]
     assert alice.ids() == [src.id]
     assert src.sh("cat /workspace/x") == "x\n"
+

@@ -306,14 +306,21 @@ int hutch_cgroup_open_join(const struct hutch_cgroup *cg, int *fds, size_t max)
 	return (int)n;
 }
 
+bool hutch_cgroup_has_cmds(const struct hutch_cgroup *cg)
+{
+	return cg && cg->ops == &hutch_cgroup_v1_ops &&
+	       hutch_cgroup_dir_for(cg, CG_CTRL_FREEZER) >= 0;
+}
+
 int hutch_cgroup_open_cmds(const struct hutch_cgroup *cg, int *ret_tasks, int *ret_state)
 {
 	_cleanup_close_ int dir = -EBADF, tasks = -EBADF, state = -EBADF;
-	int i = cg ? hutch_cgroup_dir_for(cg, CG_CTRL_FREEZER) : -ENOENT;
+	int i;
 
 	*ret_tasks = *ret_state = -EBADF;
-	if (!cg || cg->ops != &hutch_cgroup_v1_ops || i < 0)
+	if (!hutch_cgroup_has_cmds(cg))
 		return -EOPNOTSUPP;
+	i = hutch_cgroup_dir_for(cg, CG_CTRL_FREEZER);
 	dir = hutch_cgroup_open_dir(cg->dirs[i]);
 	if (dir < 0)
 		return dir;

@@ -64,7 +64,7 @@ int hutch_cgroup_clone_fd(const struct hutch_cgroup *cg);
  * itself and reports a failure): hutch_cgroup_enter() has nothing to do. */
 void hutch_cgroup_mark_entered(struct hutch_cgroup *cg);
 /* v1: open each hierarchy's "tasks" file (host root opens it) so that the
- * child joins by itself right after clone with hutch_cgroup_join_self():
+ * child joins by itself with hutch_cgroup_join_self():
  * a thread moving itself is migrated without the global threadgroup lock,
  * whose write side waits for an RCU grace period (5-20 ms here) on every
  * move of another pid. Returns how many fds; 0 on v2 (clone into it). */
@@ -84,6 +84,9 @@ int hutch_cgroup_join_self(int *fds, size_t n);
  * freezer; both fds are then -EBADF.
  */
 int hutch_cgroup_open_cmds(const struct hutch_cgroup *cg, int *ret_tasks, int *ret_state);
+/* Whether hutch_cgroup_open_cmds() has a freezer cgroup to open (v1 with
+ * a freezer), known before the cgroups are made. */
+bool hutch_cgroup_has_cmds(const struct hutch_cgroup *cg);
 /* Move pid into the sandbox's cgroups (nothing to do if the clone put it
  * there). A migration waits for an RCU grace period (cgroup.procs takes
  * the threadgroup rwsem for writing): 5-20 ms on an idle 2-CPU VM. */

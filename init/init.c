@@ -31,6 +31,7 @@
 #include <linux/seccomp.h>
 
 #include "caps.h"
+#include "cgroup.h"
 #include "changes.h"
 #include "cleanup.h"
 #include "fdutil.h"
@@ -388,23 +389,59 @@ static __attribute__((noreturn)) void serve(struct init_state *s, int sigfd)
 	}
 }
 
+/* v1: the cgroups made after our clone (HUTCH_MSG_CGROUPS, proto.h),
+ * joined while we are one thread and nothing runs in the sandbox; the
+ * commands' freezer files placed at the numbers p names. 0 or -errno,
+ * reported once GO came. */
+static int join_cgroups(const struct hutch_init_params *p, const void *body, ssize_t n, int *fds,
+                        size_t nfds)
+{
+	size_t ncmds = p->cmds_tasks_fd >= 0 ? 2 : 0;
+	uint32_t njoin = 0;
+	int r;
+
+	if (n == sizeof(njoin))
+		memcpy(&njoin, body, sizeof(njoin));
+	if (n != sizeof(njoin) || (size_t)njoin + ncmds != nfds) {
+		hutch_close_many(fds, nfds);
+		return -EPROTO;
+	}
+	r = hutch_cgroup_join_self(fds, njoin); /* closes them: 4 and 5 are free */
+	for (size_t i = 0; i < ncmds; i++) {
+		int at = i == 0 ? p->cmds_tasks_fd : p->cmds_state_fd, fd = fds[njoin + i];
+
+		if (fd != at && dup3(fd, at, O_CLOEXEC) < 0 && r >= 0)
+			r = -errno;
+		if (fd != at)
+			close(fd);
+	}
+	return r;
+}
+
 /* GO, with the sandbox CA's PEM (header bindings) for rootfs->ca_pem and
  * the disk's mounts (runtime/disk.h; none: tmpfs) for rootfs->disk_fds,
- * then the change lists' fanotify group marked on it (*group, or -1). */
-static int wait_go(int sock, struct hutch_rootfs_config *rootfs, int *group)
+ * then the change lists' fanotify group marked on it (*group, or -1);
+ * on v1 the cgroups before it (*joined: 1 until they come, then 0 or -errno). */
+static int wait_go(const struct hutch_init_params *p, struct hutch_rootfs_config *rootfs,
+                   int *group, int *joined)
 {
 	static char ca[8192]; /* zeroed: what GO carries stays NUL terminated */
-	static int disk[HUTCH_ROOTFS_WRITE_FDS + 1];
+	static int fds[HUTCH_CGROUP_MAX_DIRS + 2];
 	struct hutch_msg_hdr hdr = { 0 };
-	size_t nfds = HUTCH_ROOTFS_WRITE_FDS + 1;
-	ssize_t n = hutch_proto_recv(sock, &hdr, ca, sizeof(ca) - 1, disk, &nfds);
+	size_t nfds = ELEMENTSOF(fds);
+	ssize_t n = hutch_proto_recv(p->sock, &hdr, ca, sizeof(ca) - 1, fds, &nfds);
 
+	if (n >= 0 && hdr.type == HUTCH_MSG_CGROUPS && p->cgroups_late && *joined > 0) {
+		*joined = join_cgroups(p, ca, n, fds, nfds);
+		memset(ca, 0, sizeof(ca));
+		return wait_go(p, rootfs, group, joined);
+	}
 	rootfs->ca_pem = n > 0 ? ca : NULL;
-	rootfs->disk_fds = n >= 0 && nfds >= HUTCH_ROOTFS_WRITE_FDS ? disk : NULL;
-	*group = n >= 0 && nfds == HUTCH_ROOTFS_WRITE_FDS + 1 ? disk[HUTCH_ROOTFS_WRITE_FDS] : -1;
+	rootfs->disk_fds = n >= 0 && nfds >= HUTCH_ROOTFS_WRITE_FDS ? fds : NULL;
+	*group = n >= 0 && nfds == HUTCH_ROOTFS_WRITE_FDS + 1 ? fds[HUTCH_ROOTFS_WRITE_FDS] : -1;
 	if (rootfs->bundle && *group >= 0) /* a container has no change lists */
 		closep(group);
-	if (n >= 0 && nfds && !rootfs->disk_fds)
+	if (n >= 0 && nfds && (!rootfs->disk_fds || nfds > HUTCH_ROOTFS_WRITE_FDS + 1))
 		return -EPROTO;
 	return n < 0 ? (int)n : hdr.type == HUTCH_MSG_GO && strlen(ca) == (size_t)n ? 0 : -EPROTO;
 }
@@ -611,19 +648,22 @@ static int setup_inside(struct init_state *s, const struct hutch_init_params *p,
 }
 
 /* GO, with the network namespace made meanwhile (p->net_early: off the
- * path to GO); a failure of that or of the cgroups' join right after
- * clone is reported once GO came, to the supervisor waiting for READY. */
+ * path to GO) and, on v1, the cgroups joined as they came; a failure of
+ * either is reported once GO came, to the supervisor waiting for READY. */
 static void await_go(const struct hutch_init_params *p, struct hutch_rootfs_config *rootfs,
                      int *group)
 {
 	struct hutch_err err = { 0 };
+	int joined = p->cgroups_late ? 1 : 0;
 
 	if (p->net_early)
 		(void)hutch_init_make_net(p->sock, p->net, &err);
-	if (wait_go(p->sock, rootfs, group) < 0)
+	if (wait_go(p, rootfs, group, &joined) < 0)
 		_exit(1);
-	if (p->cgroup_join_err < 0)
-		hutch_err_set_errno(&err, p->cgroup_join_err, "join the sandbox's cgroups");
+	if (joined > 0) /* never run a command outside its limits */
+		hutch_err_set(&err, -EPROTO, "the sandbox's cgroups did not come before GO");
+	else if (joined < 0)
+		hutch_err_set_errno(&err, joined, "join the sandbox's cgroups");
 	if (err.code)
 		fail(p->sock, &err);
 }

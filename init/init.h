@@ -43,9 +43,13 @@ struct hutch_init_params {
 	/* A container's sysctls of its own network and ipc namespaces,
 	 * "key=value", written once the root is built; NULL-terminated, or NULL. */
 	const char *const *sysctls;
-	int cgroup_join_err; /* joining the cgroups right after clone failed: -errno */
+	/* v1: the cgroups are made after the clone (supervisor/setup.c) and
+	 * come before GO (HUTCH_MSG_CGROUPS): joined then, before anything
+	 * runs in the sandbox; a GO without them fails the setup. */
+	bool cgroups_late;
 	/* v1: the commands' freezer cgroup: its "tasks" (each command joins)
-	 * and "freezer.state" (thawed when the supervisor dies); -1 if none. */
+	 * and "freezer.state" (thawed when the supervisor dies); -1 if none.
+	 * With cgroups_late, the numbers CGROUPS's last two fds are placed at. */
 	int cmds_tasks_fd, cmds_state_fd;
 	bool change_lists; /* keep change lists (changes.h): the sandbox's change_lists */
 };

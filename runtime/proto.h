@@ -36,7 +36,7 @@ enum hutch_msg_type {
 	/* supervisor -> init */
 	HUTCH_MSG_SPAWN = 1, /* body: spawn; fds: stdin, stdout, stderr (none with a tty) */
 	HUTCH_MSG_KILL,      /* body: kill */
-	HUTCH_MSG_GO,        /* maps written, cgroup entered: set up and report */
+	HUTCH_MSG_GO,        /* maps written, cgroups sent or entered: set up and report */
 	HUTCH_MSG_CONNECT,   /* body: connect; id: the supervisor's connection id */
 	/* oci pause/resume -> a container's supervisor, on its exec socket
 	 * (container.h): body: uint32_t 1 (freeze) or 0 (thaw); answer
@@ -54,6 +54,11 @@ enum hutch_msg_type {
 	 * fds: the new views, one per index, or none: every view only
 	 * detached (no lxcfs could run: the kernel's files). No answer. */
 	HUTCH_MSG_VIEWS,
+	/* setup only, before GO, cgroup v1 (made after init's clone): body:
+	 * uint32_t n; fds: n hierarchies' "tasks" files, which init joins
+	 * (writes "0": a self-migration), then the commands' freezer cgroup's
+	 * "tasks" and "freezer.state" when it has one (init.h) */
+	HUTCH_MSG_CGROUPS,
 	/* init -> supervisor */
 	HUTCH_MSG_READY = 100, /* rootfs and namespaces done: commands may run */
 	HUTCH_MSG_FAILED,      /* body: struct hutch_err; setup failed */

@@ -143,13 +143,14 @@ static void init_params(const struct setup_plan *plan, struct setup_made *m,
 }
 
 /* Child side of clone3: keep only the init socket (fd 3), the commands'
- * cgroup fds (4, 5; hutch_cgroup_open_cmds()), lxcfs's tree and the
- * volumes' mounts (after them), then the kind's fds (an image's layers, a
- * container's mounts); p as init_params() made it. */
+ * cgroup fds (4, 5; hutch_cgroup_open_cmds(); on v1 they come later, with
+ * HUTCH_MSG_CGROUPS), lxcfs's tree and the volumes' mounts (after them),
+ * then the kind's fds (an image's layers, a container's mounts); p as
+ * init_params() made it. */
 static __attribute__((noreturn)) void init_child(const struct setup_plan *plan,
                                                  struct setup_made *m, struct hutch_init_params *p,
                                                  const struct hutch_sup_volumes *vols, int sock,
-                                                 int *cg_fds, size_t n_cg_fds, const int cmds[2])
+                                                 const int cmds[2])
 {
 	static int keep[4 + HUTCH_VOLUMES_MAX];
 	const struct hutch_kind *k = plan->kind;
@@ -159,9 +160,6 @@ static __attribute__((noreturn)) void init_child(const struct setup_plan *plan,
 	/* The supervisor's hold of /sys/fs/cgroup: closed here, before the
 	 * fds below are moved onto its number and the rest closed. */
 	hutch_cgroup_root_forget();
-	/* First, while we are one thread and nothing runs in the sandbox;
-	 * GO tells us to report a failure. */
-	p->cgroup_join_err = hutch_cgroup_join_self(cg_fds, n_cg_fds);
 	hutch_proctitle_set("hutch-init");
 	keep[0] = sock;
 	keep[1] = cmds[0];
@@ -177,8 +175,11 @@ static __attribute__((noreturn)) void init_child(const struct setup_plan *plan,
 	for (size_t i = 0; i < nkeep; i++)
 		if (keep[i] >= 0 && (keep[i] = fcntl(keep[i], F_DUPFD_CLOEXEC, stash)) < 0)
 			_exit(1);
+	/* A number without an fd of ours (4 and 5 until CGROUPS comes) is
+	 * left free, not holding what the supervisor had there. */
 	for (size_t i = 0; i < nkeep; i++)
-		if (keep[i] >= 0 && dup3(keep[i], 3 + (int)i, O_CLOEXEC) < 0)
+		if (keep[i] >= 0 ? dup3(keep[i], 3 + (int)i, O_CLOEXEC) < 0
+		                 : close(3 + (int)i) < 0 && errno != EBADF)
 			_exit(1);
 	next = 3 + (int)nkeep;
 	if (k->child_fds && (next = k->child_fds(&m->kind, next)) < 0)
@@ -198,20 +199,22 @@ int hutch_sup_setup_spawn_init(const struct setup_plan *plan, struct setup_made 
 	const struct hutch_kind *kind = plan->kind;
 	struct hutch_sup_volumes *vols = m->vols;
 	int sv[2], pidfd = -1, bufsz = HUTCH_PROTO_SOCK_BUF, r;
-	int cg_fds[HUTCH_CGROUP_MAX_DIRS], cmds[2];
+	int cmds[2] = { -EBADF, -EBADF };
 	struct hutch_init_params p = { 0 };
-	size_t n_cg_fds = 0;
 	_cleanup_close_ int cgfd = -EBADF;
 	struct clone_args args = { 0 };
 	long pid = -1;
 
 	init_params(plan, m, &p);
-	/* v1: the commands' own freezer cgroup (see hutch_cgroup_open_cmds()). */
-	r = hutch_cgroup_open_cmds(m->cg, &cmds[0], &cmds[1]);
+	/* v1: the commands' own freezer cgroup (see hutch_cgroup_open_cmds()),
+	 * made after the clone (hutch_sup_setup_send_cgroups()) but for a
+	 * kind that clones init itself. */
+	p.cgroups_late = plan->cgroups_late;
+	r = p.cgroups_late ? 0 : hutch_cgroup_open_cmds(m->cg, &cmds[0], &cmds[1]);
 	if (r < 0 && r != -EOPNOTSUPP)
 		return hutch_err_set_errno(err, r, "open the commands' freezer cgroup");
-	p.cmds_tasks_fd = cmds[0] >= 0 ? 4 : -1;
-	p.cmds_state_fd = cmds[1] >= 0 ? 5 : -1;
+	p.cmds_tasks_fd = cmds[0] >= 0 || (p.cgroups_late && hutch_cgroup_has_cmds(m->cg)) ? 4 : -1;
+	p.cmds_state_fd = p.cmds_tasks_fd >= 0 ? 5 : -1;
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) {
 		r = -errno;
 		hutch_close_many(cmds, 2);
@@ -226,8 +229,9 @@ int hutch_sup_setup_spawn_init(const struct setup_plan *plan, struct setup_made 
 	args.exit_signal = SIGCHLD;
 	/* Into the cgroups without a migration of another pid (whose RCU
 	 * grace period was most of a cold create): v2 clones straight into the
-	 * cgroup; v1 (or a v2 kernel before 5.7) has the child join by itself.
-	 * Failing both, hutch_cgroup_enter() migrates it after all, as for a
+	 * cgroup; v1 has init join by itself, once the supervisor made them
+	 * after this clone (plan->cgroups_late). Failing both (a v2 kernel
+	 * before 5.7), hutch_cgroup_enter() migrates it after all, as for a
 	 * kind that clones init itself (a pod's container: its init is cloned
 	 * in the pod's user namespace, where host root's cgroup files are not
 	 * ours to write). */
@@ -241,15 +245,11 @@ int hutch_sup_setup_spawn_init(const struct setup_plan *plan, struct setup_made 
 			hutch_cgroup_mark_entered(m->cg);
 		args.flags &= ~(uint64_t)CLONE_INTO_CGROUP;
 		args.cgroup = 0;
-	} else {
-		r = hutch_cgroup_open_join(m->cg, cg_fds, ELEMENTSOF(cg_fds));
-		n_cg_fds = r > 0 ? (size_t)r : 0;
 	}
 	if (!kind->clone && (cgfd < 0 || pid < 0))
 		pid = sys_clone3(&args, sizeof(args));
 	if (pid < 0) {
 		r = kind->clone ? (int)pid : -errno;
-		hutch_close_many(cg_fds, n_cg_fds);
 		hutch_close_many(cmds, 2);
 		close(sv[0]);
 		close(sv[1]);
@@ -259,16 +259,37 @@ int hutch_sup_setup_spawn_init(const struct setup_plan *plan, struct setup_made 
 	}
 	if (pid == 0) {
 		close(sv[0]);
-		init_child(plan, m, &p, vols, sv[1], cg_fds, n_cg_fds, cmds);
+		init_child(plan, m, &p, vols, sv[1], cmds);
 	}
-	if (n_cg_fds > 0)
-		hutch_cgroup_mark_entered(m->cg); /* init reports a failure */
-	hutch_close_many(cg_fds, n_cg_fds);
 	hutch_close_many(cmds, 2);
 	hutch_sup_volumes_close_mounts(vols);
 	closep(&m->procview_fd);
 	close(sv[1]);
 	m->init = (struct hutch_initproc){ .pid = (pid_t)pid, .pidfd = pidfd, .sock = sv[0] };
+	return 0;
+}
+
+int hutch_sup_setup_send_cgroups(struct setup_made *m, struct hutch_err *err)
+{
+	int fds[HUTCH_CGROUP_MAX_DIRS + 2];
+	uint32_t njoin;
+	size_t n;
+	int r = hutch_cgroup_open_join(m->cg, fds, HUTCH_CGROUP_MAX_DIRS);
+
+	if (r < 0)
+		return hutch_err_set_errno(err, r, "open the sandbox's cgroups' tasks files");
+	n = njoin = (uint32_t)r;
+	r = hutch_cgroup_open_cmds(m->cg, &fds[n], &fds[n + 1]);
+	if (r < 0 && r != -EOPNOTSUPP) {
+		hutch_close_many(fds, n);
+		return hutch_err_set_errno(err, r, "open the commands' freezer cgroup");
+	}
+	n += r < 0 ? 0 : 2;
+	r = hutch_proto_send(m->init.sock, HUTCH_MSG_CGROUPS, 0, &njoin, sizeof(njoin), fds, n);
+	hutch_close_many(fds, n);
+	if (r < 0)
+		return hutch_err_set_errno(err, r, "send sandbox init its cgroups");
+	hutch_cgroup_mark_entered(m->cg); /* init joins, or reports a failure */
 	return 0;
 }
 

@@ -40,7 +40,12 @@ struct setup_plan {
 	unsigned joins;                  /* CLONE_NEW* joined (hutch_kind_join()) */
 	unsigned slot;                   /* the uid slot: the id maps', the CPUs' offset */
 	const struct hutch_idmap *idmap; /* root or rootless: the maps' writer */
-	size_t cpus;                     /* the CPUs init sees (0: all it may use) */
+	/* v1 (init joins by itself): "creating" and the cgroups made after
+	 * the clone, while init makes its network namespace; their fds sent
+	 * before GO (hutch_sup_setup_send_cgroups()). v2, a kind that clones
+	 * init itself, --no-limits: made before, as CLONE_INTO_CGROUP needs. */
+	bool cgroups_late;
+	size_t cpus; /* the CPUs init sees (0: all it may use) */
 	bool change_lists;
 	bool api_preload; /* the API's handlers loaded while init builds the root */
 	char hostname[64];
@@ -82,6 +87,10 @@ struct setup_made {
  * (m->vols) placed in it: m->init, setup's until it ends. */
 int hutch_sup_setup_spawn_init(const struct setup_plan *plan, struct setup_made *m,
                                struct hutch_err *err);
+/* v1, after the clone and hutch_cgroup_create(): the cgroups' "tasks"
+ * fds (and the commands' freezer's) to init, which joins them before GO
+ * (HUTCH_MSG_CGROUPS); init counts as entered from here. */
+int hutch_sup_setup_send_cgroups(struct setup_made *m, struct hutch_err *err);
 /* init's messages until READY (its listeners, its writable layer's fds, a
  * console, its socket in its netns); its failure's message and class. */
 int hutch_sup_setup_wait_ready(const struct setup_plan *plan, struct setup_made *m,

@@ -32,8 +32,30 @@
 #include "supervisor.h"
 #include "volumes.h"
 
-/* Before GO: init's id maps, its cgroup, its network's host side; the
- * rootless map helpers run while the rest is done. */
+/* state.json's "creating": gc's record of what it undoes after a crash,
+ * written before the cgroups it names are made. */
+static int write_creating(const struct setup_plan *plan, struct hutch_err *err)
+{
+	int r = hutch_sup_write_record(&plan->creating);
+
+	return r < 0 ? hutch_err_set_errno(err, r, "write '%s'", plan->creating.paths->state) : 0;
+}
+
+/* v1: "creating", then the cgroups with their limits, made while init
+ * makes its network namespace, and sent for init to join before GO:
+ * nothing runs in the sandbox before it joined them. */
+static int cgroups_after_clone(const struct setup_plan *plan, struct setup_made *m,
+                               struct hutch_err *err)
+{
+	int r = write_creating(plan, err);
+
+	if (r >= 0)
+		r = hutch_cgroup_create(m->cg, &plan->lim, err);
+	return r < 0 ? r : hutch_sup_setup_send_cgroups(m, err);
+}
+
+/* Before GO: init's id maps, its cgroups (v1: made now), its network's
+ * host side; the rootless map helpers run while the rest is done. */
 static int map_and_attach(const struct setup_plan *plan, struct setup_made *m,
                           struct hutch_err *err)
 {
@@ -53,6 +75,8 @@ static int map_and_attach(const struct setup_plan *plan, struct setup_made *m,
 		return r;
 	}
 	r = hutch_idmap_write_start(plan->idmap, plan->slot, init, &job, err);
+	if (r >= 0 && plan->cgroups_late)
+		r = cgroups_after_clone(plan, m, err);
 	if (r >= 0)
 		r = hutch_cgroup_enter(m->cg, init, err);
 	/* A CNI network namespace (pod.h) is CNI's to wire: no plan. */
@@ -215,14 +239,15 @@ static int prepare_parts(const struct setup_plan *plan, struct setup_made *m, st
 	return r;
 }
 
-/* The cgroups, then init cloned into them, its ids mapped and its network
- * attached. */
+/* The cgroups (v1: after the clone), init cloned into them, its ids
+ * mapped and its network attached. */
 static int cgroup_and_init(const struct setup_plan *plan, struct setup_made *m,
                            struct hutch_err *err)
 {
 	int r;
 
-	r = m->cg ? hutch_cgroup_create(m->cg, &plan->lim, err) : 0; /* NULL: --no-limits */
+	/* NULL: --no-limits */
+	r = m->cg && !plan->cgroups_late ? hutch_cgroup_create(m->cg, &plan->lim, err) : 0;
 	if (r < 0)
 		return r;
 	/* Header bindings' secrets: zeros in init and everything forked after
@@ -306,6 +331,8 @@ static int setup_steps(struct sup *s, struct setup_made *m, struct hutch_err *er
 	if (r < 0)
 		return r;
 	setup_plan(s, &plan, &m->kind);
+	plan.cgroups_late =
+	        m->cg && !plan.kind->clone && !strcmp(hutch_cgroup_version(m->cg), "v1");
 	/* the disk (runtime/disk.h) made while the rest is */
 	r = hutch_disk_setup_start(&plan.disk, &m->disk_job, &why, err);
 	if (r < 0)
@@ -336,12 +363,12 @@ static int setup_steps(struct sup *s, struct setup_made *m, struct hutch_err *er
 	m->seccomp = seccomp;
 	/* before "creating" is written: it names the cgroups made next */
 	views_warm(s, m);
-	plan.creating.cg = m->cg; /* gc's record of what it undoes after a crash */
+	plan.creating.cg = m->cg;
 	plan.creating.ports = m->ports;
 	plan.creating.kind_part = &m->kind;
-	r = hutch_sup_write_record(&plan.creating);
-	if (r < 0)
-		return hutch_err_set_errno(err, r, "write '%s'", plan.creating.paths->state);
+	/* v1: after the clone (cgroups_after_clone()) */
+	if (!plan.cgroups_late && (r = write_creating(&plan, err)) < 0)
+		return r;
 	if (plan.kind->prepare && (r = plan.kind->prepare(&m->kind, &plan.lim, err)) < 0)
 		return r;
 	return init_steps(&plan, m, err);

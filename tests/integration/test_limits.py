@@ -5,10 +5,12 @@ quota and tmpfs size, measured from inside, and the sandbox survives each.
 import json
 import os
 import re
+import shutil
+import subprocess
 
 import pytest
 
-from conftest import SLOWDOWN, cgroup_dirs_named, wait_until
+from conftest import HUTCH, SLOWDOWN, cgroup_dirs_named, retired_dirs, wait_until
 
 MEMORY_BOMB = "b = bytearray(2 << 30)\nprint('survived', len(b))"
 GROWING_LIST = "x = []\nwhile True: x.append(bytearray(1 << 20))"
@@ -277,9 +279,9 @@ def test_commands_are_preferred_oom_victims(nano):
 
 
 def test_init_and_commands_are_in_every_cgroup_of_the_sandbox(hutch):
-    """init joins the sandbox's cgroups by itself right after clone (v1:
-    each hierarchy's `tasks`; v2: clone3 CLONE_INTO_CGROUP), not by a later
-    migration: seen from the host, init and a running command are listed in
+    """init joins the sandbox's cgroups by itself (v1: each hierarchy's
+    `tasks`, sent before GO once the supervisor made them after the clone;
+    v2: clone3 CLONE_INTO_CGROUP), not by a later migration: seen from the host, init and a running command are listed in
     cgroup.procs of every directory the state records, and in no other; on
     a v1 host the commands sit in the freezer directory's child "cmds"
     (idle sleep freezes them, never init)."""
@@ -316,6 +318,40 @@ def test_init_and_commands_are_in_every_cgroup_of_the_sandbox(hutch):
 
 
 V2 = os.path.exists("/sys/fs/cgroup/cgroup.controllers")
+
+
+def own_v1_dir(controller):
+    with open("/proc/self/cgroup") as f:
+        for line in f:
+            _, ctrls, path = line.rstrip("\n").split(":", 2)
+            if controller in ctrls.split(","):
+                return os.path.normpath(f"/sys/fs/cgroup/{controller}/{path}")
+    pytest.skip(f"no cgroup v1 {controller} hierarchy")
+
+
+@pytest.mark.skipif(V2, reason="v1: the cgroups are made after init's clone")
+def test_cgroup_refused_after_the_clone_ends_the_create_and_leaves_nothing(hutch):
+    """On v1 the supervisor makes the cgroups after init's clone (while init
+    makes its network namespace): the pids cgroup's mkdir refused there
+    (EACCES, injected by strace on the pids hierarchy only) ends the create
+    with the error naming the directory, and leaves no sandbox, cgroup,
+    process or retired directory; the next create works."""
+    if shutil.which("strace") is None:
+        pytest.skip("needs strace")
+    r = subprocess.run(["strace", "-f", "-o", "/dev/null", "-P", own_v1_dir("pids"),
+                        "-e", "trace=mkdirat", "-e", "inject=mkdirat:error=EACCES",
+                        HUTCH, "run", "--", "true"],
+                       env=hutch.env, capture_output=True, timeout=120)
+    err = r.stderr.decode()
+    m = re.search(r"create cgroup '/sys/fs/cgroup/pids/[^']*hutch-([0-9a-f]{12})': "
+                  r"Permission denied", err)
+    assert r.returncode == 70 and m, (r.returncode, err)
+    sid = m.group(1)
+    assert hutch.ids() == []
+    assert wait_until(lambda: cgroup_dirs_named(sid) == [], timeout=10), cgroup_dirs_named(sid)
+    assert wait_until(lambda: retired_dirs(hutch.rtdir) == [], timeout=10)
+    r = hutch("run", "--", "echo", "ok")
+    assert r.returncode == 0 and r.stdout == b"ok\n", r.stderr
 
 
 def test_own_cgroup_visible_read_only_inside(nano):

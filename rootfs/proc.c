@@ -28,6 +28,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "bounded.h"
 #include "cleanup.h"
 #include "fdutil.h"
 #include "rootfs-internal.h"
@@ -160,7 +161,7 @@ static int bind_cpu_online(struct rootfs_ctx *ctx, const char *dir, struct hutch
 	return r;
 }
 
-/* The lookups, in a child sharing our memory (warm()): statx() only, so
+/* The lookups, in a child sharing our memory (base/bounded.h): statx() only, so
  * that nothing but errno, which we do not read while it runs, is written. */
 static int lookup_views(void *arg)
 {
@@ -177,50 +178,12 @@ static int lookup_views(void *arg)
 	return 0;
 }
 
-/* Wait for the child of pidfd up to ms: 1 exited (reaped), 0 not yet. */
-static int wait_exit(int pidfd, pid_t pid, int ms)
-{
-	int64_t deadline = hutch_now_mono_ms() + ms;
-	struct pollfd p = { .fd = pidfd, .events = POLLIN };
-	int r;
-
-	do
-		r = poll(&p, 1,
-		         (int)(deadline - hutch_now_mono_ms() > 0 ? deadline - hutch_now_mono_ms()
-		                                                  : 0));
-	while (r < 0 && hutch_now_mono_ms() < deadline);
-	if (r <= 0)
-		return 0;
-	(void)waitpid(pid, NULL, __WALL | WNOHANG);
-	return 1;
-}
-
 int hutch_rootfs_views_warm(int procview_fd, int timeout_ms)
 {
-	/* One child at a time uses it: one that did not answer was killed
-	 * (a FUSE request not yet read by lxcfs ends with SIGKILL; one it
-	 * read ends when lxcfs answers, and the kill takes the child before
-	 * it runs another instruction of ours). */
-	static char stack[16384] __attribute__((aligned(16)));
-	int pidfd = -EBADF;
-	pid_t pid;
-
+	/* A child that did not answer was killed (base/bounded.h). */
 	if (procview_fd < 0)
 		return 0;
-	/* CLONE_VM: no copy of our page tables (a fork would cost a create
-	 * ~1 ms); we wait in poll() while it runs. */
-	pid = clone(lookup_views, stack + sizeof(stack), CLONE_VM | CLONE_PIDFD | SIGCHLD,
-	            &procview_fd, &pidfd);
-	if (pid < 0) /* no bound then: the lookups as before */
-		return lookup_views(&procview_fd);
-	if (wait_exit(pidfd, pid, timeout_ms)) {
-		close(pidfd);
-		return 0;
-	}
-	(void)sys_pidfd_send_signal(pidfd, SIGKILL, NULL, 0);
-	(void)wait_exit(pidfd, pid, 100);
-	close(pidfd);
-	return -ETIMEDOUT;
+	return hutch_bounded_call(lookup_views, &procview_fd, timeout_ms) < 0 ? -ETIMEDOUT : 0;
 }
 
 /* View i (rootfs.h) by its path relative to lxcfs's root, which is its

@@ -42,6 +42,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "bounded.h"
 #include "cleanup.h"
 #include "fdutil.h"
 #include "lxcfs.h"
@@ -57,6 +58,7 @@
 #define RELEASE_WAIT_MS     20
 #define FUSE_SUPER_MAGIC    0x65735546
 #define LXCFS_START_SECONDS 10
+#define LXCFS_ANSWER_MS     5000 /* as the supervisor's lookup (supervisor/setup.c) */
 
 const char *hutch_lxcfs_binary(void)
 {
@@ -134,16 +136,36 @@ static int write_source(int dirfd, const char *name, char *(*fn)(const char *))
 	return hutch_write_file_at(dirfd, name, text, 0644);
 }
 
-static bool running(const char *mnt)
+static void stop(int dirfd, const char *mnt, int sig);
+
+struct probe {
+	const char *mnt;
+	char file[4200];
+};
+
+/* In a child sharing our memory (running()): 1 if lxcfs's mount is there
+ * and answers. */
+static int probe_mount(void *arg)
 {
-	char probe[4200];
+	const struct probe *p = arg;
 	struct statfs sfs;
 
-	if (statfs(mnt, &sfs) < 0 || sfs.f_type != FUSE_SUPER_MAGIC)
-		return false;
-	if (snprintf(probe, sizeof(probe), "%s/proc/meminfo", mnt) >= (int)sizeof(probe))
-		return false;
-	return access(probe, R_OK) == 0; /* a dead daemon answers ENOTCONN */
+	if (statfs(p->mnt, &sfs) < 0 || sfs.f_type != FUSE_SUPER_MAGIC)
+		return 0;
+	return access(p->file, R_OK) == 0; /* a dead daemon answers ENOTCONN */
+}
+
+/* 1: lxcfs's mount answers; 0: not mounted yet (or its daemon dead);
+ * <0: mounted, but no answer within LXCFS_ANSWER_MS (stopped, hung). Both
+ * calls are requests to lxcfs once it is mounted: bounded, a create must
+ * not wait for ever (base/bounded.h). */
+static int running(const char *mnt)
+{
+	struct probe p = { .mnt = mnt };
+
+	if (snprintf(p.file, sizeof(p.file), "%s/proc/meminfo", mnt) >= (int)sizeof(p.file))
+		return 0;
+	return hutch_bounded_call(probe_mount, &p, LXCFS_ANSWER_MS);
 }
 
 /* Unmount whatever is stacked on mnt (a dead lxcfs, our shared binds). */
@@ -235,10 +257,19 @@ static int start(int dirfd, const char *dir, const char *bin, struct hutch_err *
 	/* Its mount reaches our namespace when it is up: mountinfo polls
 	 * POLLPRI on every change of our mount table. */
 	deadline = hutch_now_mono_sec() + LXCFS_START_SECONDS;
-	while (!running(mnt)) {
+	while ((r = running(mnt)) != 1) {
 		struct pollfd pfd = { .fd = mounts, .events = POLLPRI };
 		double left = deadline - hutch_now_mono_sec();
 
+		if (r < 0) { /* ours, started just now: killed, its mount gone */
+			stop(dirfd, mnt, SIGKILL);
+			return hutch_err_set(
+			        err, -ETIMEDOUT,
+			        "lxcfs: '%s' mounted '%s' but did not answer within %d s (stopped "
+			        "or hung?); it was killed: check that lxcfs runs, or set "
+			        "HUTCH_LXCFS=none to create sandboxes without the /proc views",
+			        bin, mnt, LXCFS_ANSWER_MS / 1000);
+		}
 		if (left <= 0) {
 			unmount_all(mnt);
 			return hutch_err_set(err, -ETIMEDOUT,
@@ -285,8 +316,6 @@ static bool mounted(int dirfd)
 		return false;
 	return d.stx_dev_major != m.stx_dev_major || d.stx_dev_minor != m.stx_dev_minor;
 }
-
-static void stop(int dirfd, const char *mnt);
 
 /*
  * dir, open and locked exclusively, as it is at its path now: a gc that held
@@ -354,7 +383,7 @@ static int ensure(int dirfd, const char *dir, const char *mnt, const char *bin, 
 
 	if (!pid || !mounted(dirfd)) {
 		closep(&rec);
-		stop(dirfd, mnt);
+		stop(dirfd, mnt, SIGTERM);
 		/* -ENOENT is "not installed" to our caller, not a failed start */
 		if ((r = start(dirfd, dir, bin, err)) < 0)
 			return r == -ENOENT ? -EIO : r;
@@ -446,16 +475,17 @@ static bool holds(pid_t pid, int rec)
 	       a.st_ino == b.st_ino;
 }
 
-/* SIGTERM to the dir's lxcfs (it unmounts and exits, seconds later: no
- * wait, the next start makes a new record) through a pidfd opened before
- * checking that the pid is still its, and our mounts gone. */
-static void stop(int dirfd, const char *mnt)
+/* sig to the dir's lxcfs (SIGTERM: it unmounts and exits, seconds later:
+ * no wait, the next start makes a new record; SIGKILL: one that did not
+ * answer) through a pidfd opened before checking that the pid is still
+ * its, and our mounts gone. */
+static void stop(int dirfd, const char *mnt, int sig)
 {
 	_cleanup_close_ int rec = -EBADF, pidfd = -EBADF;
 	pid_t pid = lxcfs_pid(dirfd, &rec);
 
 	if (pid > 0 && (pidfd = sys_pidfd_open(pid, 0)) >= 0 && holds(pid, rec))
-		(void)sys_pidfd_send_signal(pidfd, SIGTERM, NULL, 0);
+		(void)sys_pidfd_send_signal(pidfd, sig, NULL, 0);
 	unmount_all(mnt);
 }
 
@@ -506,7 +536,7 @@ static int gc_once(const char *runtime_dir, struct hutch_err *err)
 		return 2;
 	if (users < 0)
 		return hutch_err_set_errno(err, users, "lxcfs: lock '%s/users'", dir);
-	stop(dirfd, mnt);
+	stop(dirfd, mnt, SIGTERM);
 	r = hutch_rm_rf_at(AT_FDCWD, dir);
 	if (r < 0)
 		return hutch_err_set_errno(err, r, "lxcfs: remove '%s'", dir);

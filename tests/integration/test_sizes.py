@@ -444,3 +444,46 @@ def test_a_stopped_lxcfs_does_not_hold_a_create(hutch):
     finally:
         os.kill(lxcfs, signal.SIGCONT)
     check_nano(hutch, a.id)
+
+
+# A stand-in for lxcfs: its FUSE file system mounted on the mount point
+# hutch gives it (the last argument), then stopped (SIGSTOP) before it
+# answers anything, as an lxcfs stopped at that point is: every request to
+# the mount waits unread. (A real lxcfs cannot be stopped there for sure:
+# it answers as soon as it has mounted.)
+STOPPED_LXCFS = r"""#!/bin/sh
+for mnt; do :; done
+exec 5<>/dev/fuse || exit 1
+mount -i -t fuse -o fd=5,rootmode=40000,user_id=0,group_id=0 hutch-test-stopped "$mnt" || exit 1
+kill -STOP $$
+"""
+
+
+def test_a_stopped_lxcfs_at_its_start_does_not_hold_a_create(hutch, tmp_path):
+    """A create that starts lxcfs waits until its mount answers (a statfs()
+    and an access() through it: runtime/lxcfs.c's running()), requests to
+    lxcfs that had no bound (main's binary: the create waits in them for
+    ever). Now they are asked by a child sharing the CLI's memory, killed
+    after 5 s: the create fails at once, 70, saying lxcfs did not answer
+    and what to do, the stopped lxcfs killed and its mount gone; the next
+    create (a real lxcfs) works."""
+    fake = tmp_path / "lxcfs"
+    fake.write_text(STOPPED_LXCFS)
+    fake.chmod(0o755)
+    hutch.env["HUTCH_LXCFS"] = str(fake)
+    mnt = os.path.join(hutch.rtdir, ".lxcfs", "mnt")
+    r = hutch("create", "--instance-type", "nano", timeout=60)
+    assert r.returncode == 70, r.stderr
+    assert f"lxcfs: '{fake}' mounted '{mnt}' but did not answer within 5 s (stopped or " \
+        "hung?); it was killed".encode() in r.stderr, r.stderr
+    assert b"HUTCH_LXCFS=none" in r.stderr, r.stderr
+    stopped = record(hutch)
+    assert wait_until(lambda: proc_comm(stopped) is None, 10), proc_stat(stopped)
+    with open("/proc/self/mountinfo") as f:
+        assert " hutch-test-stopped " not in f.read()
+    assert hutch.ids() == []
+    if LXCFS:
+        del hutch.env["HUTCH_LXCFS"]
+        sb = hutch.create("--instance-type", "nano")
+        check_nano(hutch, sb.id)
+        sb.rm()

@@ -108,6 +108,10 @@ static int create_sandbox(struct hutch_config *cfg, const char *progress, int st
 	 * not capable;
 	 * for the last and any other failure, doctor may say more. */
 	cls = r < 0 ? hutch_err_class(&err) : HUTCH_ERRC_NONE;
+	/* a fork's disk that will not come (runtime/disk.h): its fork says
+	 * why, from the source's answer (a snapshot route, a refusal) */
+	if (r == -ENOLINK && cfg->disk_from[0])
+		return hutch_errc_exit(cls);
 	if (cls == HUTCH_ERRC_USAGE || cls == HUTCH_ERRC_CONFLICT || cls == HUTCH_ERRC_NOT_FOUND ||
 	    cls == HUTCH_ERRC_LIMIT)
 		return hutch_cli_fail(hutch_errc_exit(cls), "cannot create sandbox: %s", err.msg);

@@ -6,20 +6,17 @@
  * hand-over socket with it), handed over all or none (supervisor/sandbox.h);
  * the source's config; the forks' root; their ids printed.
  *
- * A creator given a disk's name waits for it to appear (the forker's
- * socket in $RT/.disk, listening) before its create, so that by disk the
- * creators start before POST /fork and their creates run while the source
- * is frozen and cloned; its supervisor asks the forker for the disk, which
+ * A creator given a disk's name creates at once: its supervisor takes the
+ * disk itself once its name appears (the forker's socket in $RT/.disk,
+ * listening; after init's clone), so that by disk the creates run while
+ * the source is frozen and cloned; it asks the forker for the disk, which
  * answers once the disk is filled.
  */
 #include <errno.h>
-#include <fcntl.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/inotify.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -46,58 +43,17 @@ struct creator_msg {
 	struct hutch_created c;
 };
 
-/* A disk named by POST /fork's answer appears at once; one we named,
- * once the source's supervisor listens on it (its request made). */
-#define DISK_APPEAR_MS 30000
-
-int hutch_fork_wait_for_disk(const char *name, int ctl)
-{
-	_cleanup_close_ int in = inotify_init1(IN_CLOEXEC | IN_NONBLOCK), dir = -EBADF;
-	double end = hutch_now_mono_sec() + DISK_APPEAR_MS / 1e3;
-	char path[4096];
-
-	snprintf(path, sizeof(path), "%s/" HUTCH_DISK_DIR, hutch_runtime_dir());
-	dir = open(path, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (in < 0 || dir < 0 || inotify_add_watch(in, path, IN_MOVED_TO | IN_ONLYDIR) < 0)
-		return -errno;
-	for (;;) {
-		struct pollfd p[2] = { { .fd = in, .events = POLLIN },
-			               { .fd = ctl, .events = POLLIN } };
-		char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
-		double left = end - hutch_now_mono_sec();
-
-		if (faccessat(dir, name, F_OK, AT_SYMLINK_NOFOLLOW) == 0)
-			return 0;
-		if (left <= 0)
-			return -ETIMEDOUT;
-		if (poll(p, 2, (int)(left * 1e3) + 1) < 0 && errno != EINTR)
-			return -errno;
-		if (p[1].revents)
-			return -ECANCELED;
-		while (read(in, buf, sizeof(buf)) > 0)
-			;
-	}
-}
-
-/* The creator's life: its disk awaited, the create (as hutch create's,
- * its output on our stderr), its result sent. It dies with us
- * (PDEATHSIG): a create then ends with its creator gone, and the
- * supervisor deletes the sandbox (supervisor/sandbox.h). */
+/* The creator's life: the create (as hutch create's, its output on our
+ * stderr; on a disk named, taken by its supervisor once made), its result
+ * sent. It dies with us (PDEATHSIG): a create then ends with its creator
+ * gone, and the supervisor deletes the sandbox (supervisor/sandbox.h). */
 _Noreturn static void creator_main(struct hutch_cli_args *a, const char *disk, int sock,
                                    pid_t parent)
 {
 	struct creator_msg m = { .r = HUTCH_EXIT_FAILURE };
-	int r;
 
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
 		_exit(1);
-	if (disk[0] && (r = hutch_fork_wait_for_disk(disk, sock)) < 0) {
-		if (r != -ECANCELED)
-			fprintf(stderr, "hutch: fork: its disk '%s' did not come: %s\n", disk,
-			        strerror(-r));
-		(void)hutch_proto_send(sock, HUTCH_MSG_FAILED, 0, &m, sizeof(m), NULL, 0);
-		_exit(0);
-	}
 	if (disk[0])
 		snprintf(a->cfg->disk_from, sizeof(a->cfg->disk_from), "%s", disk);
 	m.r = hutch_cli_create_sandbox(a->cfg, a->progress, &m.c);

@@ -26,11 +26,6 @@ struct hutch_fork_creator {
 	char disk[HUTCH_DISK_FORK_NAME_MAX];
 };
 
-/* Until the disk name's socket is in $RT/.disk (the source's supervisor
- * renames it there once it listens: hutch_disk_fork_listen()): 0, or
- * -ECANCELED when ctl became readable first (a creator's parent gave up;
- * hutch fork's own POST /fork answered), -ETIMEDOUT, -errno. */
-int hutch_fork_wait_for_disk(const char *name, int ctl);
 /* The n creators started, each on its disk (cr[i].disk, set) or none, a
  * create of a->cfg each; not_theirs: an fd of ours they close (a full
  * fork's record, whose lock must end with us, not with a supervisor a

@@ -14,11 +14,13 @@
  * a failure, Ctrl-C or kill of this process part-way deletes those made.
  *
  * The N creates run at once, each in a *creator* (fork-creators.c). By
- * disk (not the host root's, which may be copied), the creators start
- * before POST /fork: this process names the disks ("names"), each creator
- * waits for its disk's name to appear and its create runs while the
- * source is frozen and cloned; the first fork's create is this process's
- * own, made while POST /fork's answer is awaited (fork_disks_first()).
+ * disk (not the host root's, which may be copied), the creates start as
+ * POST /fork is sent, before their disks exist: this process names the
+ * disks ("names"), each fork's supervisor takes its own once its name
+ * appears (after init's clone; runtime/disk.h hutch_disk_fork_await()),
+ * so the creates run while the source is frozen and cloned; the first
+ * fork's create is this process's own, made while POST /fork's answer is
+ * awaited (fork_disks_first()).
  *
  * --full: fork-full.c (hutch_cli_fork_full()).
  */
@@ -197,29 +199,34 @@ static int create_first(struct hutch_cli_args *a, const char *disk, struct hutch
 }
 
 /*
- * The early route's POST /fork (fork_disks(), the names ours), the first
- * fork's create made by this process meanwhile: no creator for it, so a
- * process start and the relay of its result leave the fork's path (the
- * creator started 10-67 ms after its fork at load 8-14; cr[1..n) are
- * creators, started before). It starts once its disk's name appears, or
- * once the answer says the names came (a race: the name is there then).
- * *first: its exit code (0: c0 made), or -1: not tried (no disk).
+ * The early route's POST /fork (fork_disks(), the names ours), the forks'
+ * creates started as soon as it is sent, before their disks exist: each
+ * supervisor takes its disk itself once it is made (setup's disk step,
+ * after init's clone), watching this connection (readable once answered:
+ * an answer without the names ends the wait) and its creator's end. The
+ * creators cr[1..n) start now; the first fork's create is this process's
+ * own, made meanwhile (no creator for it: a process start and the relay
+ * of its result leave the fork's path; the creator started 10-67 ms after
+ * its fork at load 8-14). *first: its exit code (0: c0 made), -1: not
+ * tried.
  */
 static int fork_disks_first(struct hutch_cli_args *a, const struct hutch_paths *p,
-                            const struct hutch_fork_creator *cr, size_t n, bool copy,
+                            struct hutch_fork_creator *cr, size_t n, bool copy,
                             struct hutch_created *c0, int *first, cJSON **ret, bool *fallback)
 {
-	int fd = -EBADF, r = fork_disks_send(p, a->cfg, n, copy, cr, &fd), w;
+	int fd = -EBADF, r = fork_disks_send(p, a->cfg, n, copy, cr, &fd);
 
 	*first = -1;
 	if (r)
 		return r;
-	if ((w = hutch_fork_wait_for_disk(cr[0].disk, fd)) == 0)
-		*first = create_first(a, cr[0].disk, c0);
-	r = fork_disks_answer(p, n, copy, true, fd, ret, fallback);
-	if (!r && *ret && w < 0)
-		*first = w == -ECANCELED ? create_first(a, cr[0].disk, c0) : HUTCH_EXIT_FAILURE;
-	return r;
+	a->cfg->disk_from_fd = fd; /* the creators' too */
+	if ((r = hutch_fork_creators_start(a, cr + 1, n - 1, -EBADF))) {
+		close(fd);
+		return r;
+	}
+	*first = create_first(a, cr[0].disk, c0);
+	a->cfg->disk_from_fd = -EBADF;
+	return fork_disks_answer(p, n, copy, true, fd, ret, fallback);
 }
 
 /* The disks no fork took (a failure part-way) ended now, not after their
@@ -386,11 +393,8 @@ static int cmd_fork(struct hutch_cli_args *a)
 	 * creates would wait through the copy) lets the creates start now:
 	 * the first here, while POST /fork is answered (cr[0] no creator). */
 	early = by_disk && !host;
-	if (early && ((r = hutch_fork_root(a, image, true)) || (r = name_disks(p.id, cr, n)) ||
-	              (r = hutch_fork_creators_start(a, cr + 1, n - 1, -EBADF)))) {
-		hutch_fork_creators_give_up(cr, n);
+	if (early && ((r = hutch_fork_root(a, image, true)) || (r = name_disks(p.id, cr, n))))
 		return r;
-	}
 	if (early)
 		r = fork_disks_first(a, &p, cr, n, host, &c[0], &first, &snap, &fallback);
 	else if (by_disk)

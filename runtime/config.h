@@ -118,6 +118,11 @@ struct hutch_config {
 	 * (runtime/disk.h, "Forks"); "" otherwise. The creator's only: no
 	 * option, API field or pool key sets it. */
 	char disk_from[64];
+	/* With disk_from: an fd the fork's supervisor inherits and watches
+	 * while it awaits that name (hutch fork's POST /fork connection:
+	 * readable once answered, the names made before; -1: none), closed
+	 * once it has its disk. The creator's only, as disk_from. */
+	int disk_from_fd;
 	/* hutch build (cli/verb-build.c): never a warm pool's sandbox (one
 	 * handed over already, which would outlive a killed builder). The
 	 * creator's only, as disk_from. */

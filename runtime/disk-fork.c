@@ -42,6 +42,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/inotify.h>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
@@ -60,6 +61,9 @@
 #define ID_RANGE 65536u
 #define CP_PATH  "/usr/bin/cp"
 #define FORK_FDS 4
+/* A fork's disk's name, once its create is there before it: its source
+ * names it within a POST /fork (answered after; hutch fork waits for it). */
+#define FORK_APPEAR_MS 30000
 #ifndef MOUNT_ATTR_IDMAP
 #define MOUNT_ATTR_IDMAP 0x00100000
 #endif
@@ -580,4 +584,83 @@ int hutch_disk_fork_take(const char *runtime_dir, const char *name, struct hutch
 	(void)unlinkat(dirfd, name, 0);
 	job->sock = TAKE_FD(s);
 	return 0;
+}
+
+int hutch_disk_fork_await(const char *runtime_dir, const char *name, struct pollfd *watch,
+                          size_t nwatch, int timeout_ms)
+{
+	_cleanup_close_ int in = inotify_init1(IN_CLOEXEC | IN_NONBLOCK), dir = -EBADF;
+	double end = hutch_now_mono_sec() + timeout_ms / 1e3;
+	struct pollfd p[3];
+	char path[4096];
+
+	if (nwatch > ELEMENTSOF(p) - 1)
+		return -EINVAL;
+	snprintf(path, sizeof(path), "%s/" HUTCH_DISK_DIR, runtime_dir);
+	if (mkdir(path, 0700) < 0 && errno != EEXIST) /* its forker's makes it too */
+		return -errno;
+	dir = open(path, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (in < 0 || dir < 0 || inotify_add_watch(in, path, IN_MOVED_TO | IN_ONLYDIR) < 0)
+		return -errno;
+	p[0] = (struct pollfd){ .fd = in, .events = POLLIN };
+	memcpy(p + 1, watch, nwatch * sizeof(*watch));
+	for (;;) {
+		char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
+		double left = end - hutch_now_mono_sec();
+
+		/* looked at before every watch: a name that came with the
+		 * answer (POST /fork answers once its names are there) counts */
+		if (faccessat(dir, name, F_OK, AT_SYMLINK_NOFOLLOW) == 0)
+			return 0;
+		if (left <= 0)
+			return -ETIMEDOUT;
+		if (poll(p, nwatch + 1, (int)(left * 1e3) + 1) < 0 && errno != EINTR)
+			return -errno;
+		for (size_t i = 1; i <= nwatch; i++)
+			if (p[i].revents && faccessat(dir, name, F_OK, AT_SYMLINK_NOFOLLOW) < 0)
+				return -ECANCELED;
+		while (read(in, buf, sizeof(buf)) > 0)
+			;
+	}
+}
+
+/* Awaited (the disk step's end, init cloned meanwhile): its creator's
+ * end and hutch fork's request watched. */
+static int setup_await(const struct hutch_disk_plan *p, struct hutch_err *err)
+{
+	struct pollfd w[2];
+	size_t n = 0;
+	int r;
+
+	if (p->creator_fd >= 0)
+		w[n++] = (struct pollfd){ .fd = p->creator_fd, .events = POLLRDHUP };
+	if (p->answer_fd >= 0)
+		w[n++] = (struct pollfd){ .fd = p->answer_fd, .events = POLLIN };
+	r = hutch_disk_fork_await(p->runtime_dir, p->fork_from, w, n, FORK_APPEAR_MS);
+	if (r == -ECANCELED)
+		return hutch_err_set_class(err, HUTCH_ERRC_GONE, -ENOLINK,
+		                           "fork: its disk ('%s') will not come: its creator ended "
+		                           "or the source answered without it",
+		                           p->fork_from);
+	if (r == -ETIMEDOUT)
+		return hutch_err_set_errno(err, r, "fork: its disk ('%s') did not come in %d s",
+		                           p->fork_from, FORK_APPEAR_MS / 1000);
+	return r < 0 ? hutch_err_set_errno(err, r, "fork: await its disk ('%s')", p->fork_from) : 0;
+}
+
+int hutch_disk_fork_setup_take(const struct hutch_disk_plan *p, struct hutch_disk_job *job,
+                               bool wait, struct hutch_err *err)
+{
+	int r;
+
+	if (p->want != HUTCH_DISK_WANT_FORK || job->sock >= 0)
+		return 0;
+	if (wait && (r = setup_await(p, err)) < 0)
+		return r;
+	r = hutch_disk_fork_take(p->runtime_dir, p->fork_from, job);
+	if (r == -ENOENT && !wait)
+		return 0;
+	if (r < 0)
+		return hutch_err_set_errno(err, r, "fork: take its disk ('%s')", p->fork_from);
+	return wait ? hutch_disk_request(job, p->uid_base, err) : 0;
 }

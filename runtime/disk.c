@@ -418,9 +418,10 @@ int hutch_disk_setup_start(const struct hutch_disk_plan *p, struct hutch_disk_jo
 {
 	*why = NULL;
 	if (p->want == HUTCH_DISK_WANT_FORK) {
-		if (job->sock < 0 || !p->can)
+		if (!p->can)
 			return hutch_err_set(err, -EINVAL, "fork: no disk to take");
-		return hutch_disk_request(job, p->uid_base, err);
+		/* not made yet: taken after init's clone (hutch_disk_fork_setup_take()) */
+		return job->sock < 0 ? 0 : hutch_disk_request(job, p->uid_base, err);
 	}
 	if (p->want == HUTCH_DISK_WANT_NONE)
 		return 0;
@@ -442,6 +443,8 @@ int hutch_disk_setup_start(const struct hutch_disk_plan *p, struct hutch_disk_jo
 int hutch_disk_setup_finish(const struct hutch_disk_plan *p, struct hutch_disk_job *job,
                             int fds[HUTCH_DISK_FDS], struct hutch_err *why, struct hutch_err *err)
 {
+	if (p->want == HUTCH_DISK_WANT_FORK && job->sock < 0)
+		return hutch_err_set(err, -EINVAL, "fork: no disk taken");
 	if (job->sock < 0 || hutch_disk_finish(job, fds, why) >= 0)
 		return 0;
 	if (p->want == HUTCH_DISK_WANT_FORK) { /* a fork without the source's files: none */

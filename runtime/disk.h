@@ -101,16 +101,35 @@ struct hutch_disk_plan {
 	uint64_t bytes;             /* the instance type's disk */
 	uid_t uid_base;             /* its owner: the sandbox's root on the host */
 	char runtime_dir[PATH_MAX]; /* where a maker of its own works */
+	/* A fork's (want FORK): its forker's socket's name, taken by the
+	 * supervisor itself: at the disk step's start if it is there, else
+	 * awaited at its end, after init's clone (hutch_disk_fork_await()),
+	 * while creator_fd (the creator's end: its hang-up) and answer_fd
+	 * (hutch fork's POST /fork: readable once answered; the name comes
+	 * before) say whether it can still come (-1: not watched). */
+	const char *fork_from;
+	int creator_fd, answer_fd;
 };
 /*
- * A setup's disk step, before the clone: job's maker (the stock's or a
- * fork's, taken before; sock -1: none) asked for the disk, else (want
- * DISK) one of its own started. 0: being made (or none wanted); 1: tmpfs
- * instead, *why says why (static text, NULL: an ordinary user's, always
- * tmpfs); < 0 with err (a fork without its disk).
+ * A setup's disk step, before the clone: job's maker (the stock's, or a
+ * fork's forker, taken before; sock -1: none) asked for the disk, else
+ * (want DISK) one of its own started. 0: being made (or none wanted, or a
+ * fork's not made yet: hutch_disk_fork_setup_take() after the clone); 1:
+ * tmpfs instead, *why says why (static text, NULL: an ordinary user's,
+ * always tmpfs); < 0 with err.
  */
 int hutch_disk_setup_start(const struct hutch_disk_plan *p, struct hutch_disk_job *job,
                            const char **why, struct hutch_err *err);
+/*
+ * A fork's forker (want FORK) taken by the setup itself, by its name: at
+ * the disk step's start (wait false: taken if it is there, else left),
+ * and before its end (wait true, init cloned meanwhile: awaited as
+ * struct hutch_disk_plan says, taken and asked; -ENOLINK with err: it will
+ * not come, its creator or hutch fork gave up; -ETIMEDOUT). 0 otherwise
+ * (another disk, or taken already).
+ */
+int hutch_disk_fork_setup_take(const struct hutch_disk_plan *p, struct hutch_disk_job *job,
+                               bool wait, struct hutch_err *err);
 /*
  * Its end, before GO: fds as hutch_disk_finish() (none when none was
  * asked). 1: tmpfs instead (a disk that could not be made: why has the
@@ -199,6 +218,16 @@ void hutch_disk_fork_forget(const char *runtime_dir, const char *name);
 /* The fork's creator: the forker's socket as job's (job->pid -1), asked
  * as a stock's maker is (hutch_disk_request()); -errno if it is gone. */
 int hutch_disk_fork_take(const char *runtime_dir, const char *name, struct hutch_disk_job *job);
+/*
+ * Wait until the forker's socket name appears in runtime_dir's $RT/.disk
+ * (a fork's supervisor whose create ran before its disk was made, at most
+ * timeout_ms): 0 once it is there; -ECANCELED as soon as one of watch[]
+ * (at most 2; events set by the caller) has an event with the name still
+ * absent; -ETIMEDOUT; or -errno.
+ */
+struct pollfd;
+int hutch_disk_fork_await(const char *runtime_dir, const char *name, struct pollfd *watch,
+                          size_t nwatch, int timeout_ms);
 
 /* `hutch gc`: runtime_dir's stocks and templates go when no sandbox is left in it
  * (a create meanwhile makes its own again). */

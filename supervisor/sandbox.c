@@ -180,6 +180,7 @@ supervisor_main(struct sup *s, const struct hutch_setup_in *in, int result_fd)
 	t0 = hutch_now_mono_sec();
 	setup_in.init_serving = run_early;
 	setup_in.init_serving_ud = &early;
+	setup_in.creator_fd = result_fd;
 	r = hutch_sup_setup(s, &setup_in, &err);
 	if (r >= 0)
 		r = hutch_api_open(s, &err);
@@ -354,25 +355,19 @@ static int place_cgroup(struct sup *s, struct hutch_setup_in *in, struct hutch_e
  */
 static int disk_hold = -EBADF;
 
-static int take_disk(struct sup *s, const char *runtime_dir, struct hutch_disk_job *job,
-                     struct hutch_err *err)
+static void take_disk(struct sup *s, const char *runtime_dir, struct hutch_disk_job *job)
 {
 	const char *why;
-	int r;
 
-	if (s->cfg->disk_from[0]) {
-		/* a fork: its disk or no sandbox, never an empty one */
-		if ((r = hutch_disk_fork_take(runtime_dir, s->cfg->disk_from, job)) < 0)
-			return hutch_err_set_errno(err, r, "fork: its disk ('%s') is gone",
-			                           s->cfg->disk_from);
-		return 0;
-	}
+	/* a fork: its disk or no sandbox, never an empty one; its supervisor
+	 * takes it (setup.c), once it is made (the create runs before) */
+	if (s->cfg->disk_from[0])
+		return;
 	if (s->kind->sizes_inside && !strcmp(s->cfg->workspace, "disk") && !s->idmap.rootless &&
 	    hutch_disk_possible(&why)) {
 		closep(&disk_hold);
 		(void)hutch_disk_stock_take(runtime_dir, s->cfg->type->disk_bytes, job, &disk_hold);
 	}
-	return 0;
 }
 
 /*
@@ -394,7 +389,8 @@ static int acquire_procview(struct sup *s, const char *runtime_dir, struct hutch
 	if (r < 0 && r != -ENOENT && r != -EPERM)
 		return r;
 	/* the rest of what is inside: its disk */
-	return take_disk(s, runtime_dir, &in->disk_job, err);
+	take_disk(s, runtime_dir, &in->disk_job);
+	return 0;
 }
 
 /* The supervisor holds lxcfs's tree and hold now, and the disk's maker:

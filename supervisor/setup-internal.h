@@ -81,6 +81,7 @@ struct setup_made {
 	/* struct hutch_setup_in's, called once init's socket is its last */
 	void (*init_serving)(void *ud, int init_sock, struct hutch_cgroup *cg, char **cmdenv);
 	void *init_serving_ud;
+	int creator_fd; /* struct hutch_setup_in's, not ours */
 };
 
 /* init cloned into the cgroup (or joining it), the volumes' mounts

@@ -114,6 +114,9 @@ static void setup_plan(const struct sup *s, struct setup_plan *p, struct hutch_k
 		.can = s->kind->sizes_inside && !s->idmap.rootless,
 		.bytes = c->type->disk_bytes,
 		.uid_base = s->uid_base,
+		.fork_from = c->disk_from,
+		.creator_fd = -EBADF, /* setup_steps()'s */
+		.answer_fd = c->disk_from[0] ? c->disk_from_fd : -EBADF,
 	};
 	p->net_joined = s->joins & CLONE_NEWNET;
 	p->net = (struct hutch_net_plan_params){
@@ -198,8 +201,13 @@ static int send_go(const struct setup_plan *plan, struct setup_made *m, struct h
 	int fds[HUTCH_DISK_MOUNTS + 1];
 	struct hutch_err why = { 0 };
 	size_t n = 0;
-	int r = hutch_disk_setup_finish(&plan->disk, &m->disk_job, m->disk_fds, &why, err);
+	int r = hutch_disk_fork_setup_take(&plan->disk, &m->disk_job, true, err);
 
+	if (r >= 0)
+		r = hutch_disk_setup_finish(&plan->disk, &m->disk_job, m->disk_fds, &why, err);
+	/* hutch fork's connection, inherited: watched until the disk came */
+	if (plan->disk.answer_fd >= 0)
+		close(plan->disk.answer_fd);
 	if (r < 0)
 		return r;
 	if (r > 0) { /* a disk that could not be made leaves tmpfs, never a sandbox refused */
@@ -333,10 +341,16 @@ static int setup_steps(struct sup *s, struct setup_made *m, struct hutch_err *er
 	setup_plan(s, &plan, &m->kind);
 	plan.cgroups_late =
 	        m->cg && !plan.kind->clone && !strcmp(hutch_cgroup_version(m->cg), "v1");
-	/* the disk (runtime/disk.h) made while the rest is */
-	r = hutch_disk_setup_start(&plan.disk, &m->disk_job, &why, err);
+	plan.disk.creator_fd = m->creator_fd;
+	/* the disk (runtime/disk.h) made while the rest is; a fork's, if there */
+	r = hutch_disk_fork_setup_take(&plan.disk, &m->disk_job, false, err);
+	if (r >= 0)
+		r = hutch_disk_setup_start(&plan.disk, &m->disk_job, &why, err);
 	if (r < 0)
 		return r;
+	if (plan.disk.want == HUTCH_DISK_WANT_FORK && m->disk_job.sock < 0)
+		hutch_event(s, "fork: its disk '%s' not made yet: awaited after init's clone",
+		            plan.disk.fork_from);
 	if (r > 0) /* what status and inspect show (an ordinary user's always: docs/api.md) */
 		snprintf(s->cfg->workspace, sizeof(s->cfg->workspace), "tmpfs");
 	if (r > 0 && why)
@@ -413,6 +427,7 @@ int hutch_sup_setup(struct sup *s, const struct hutch_setup_in *in, struct hutch
 		.cg = in->cg, /* the CLI's, or NULL: the scope's (place_in_scope()) */
 		.init_serving = in->init_serving,
 		.init_serving_ud = in->init_serving_ud,
+		.creator_fd = in->creator_fd,
 	};
 	int r;
 

@@ -34,15 +34,19 @@ struct hutch_setup_in {
 	 * hooks.c). NULL: nothing. */
 	void (*init_serving)(void *ud, int init_sock, struct hutch_cgroup *cg, char **cmdenv);
 	void *init_serving_ud;
+	/* The creator's end of the answer's socket (not setup's to close; -1:
+	 * none): a fork's disk is awaited only while it is open. */
+	int creator_fd;
 };
 
 /* What fails is left for hutch_sup_teardown() to undo. */
 int hutch_sup_setup(struct sup *s, const struct hutch_setup_in *in, struct hutch_err *err);
 
 /* A struct hutch_setup_in with nothing in it yet (the creator's). */
-#define HUTCH_SETUP_IN_INIT                                                      \
-	{                                                                        \
-		.disk_job = { .pid = -1, .sock = -EBADF }, .procview_fd = -EBADF \
+#define HUTCH_SETUP_IN_INIT                                                       \
+	{                                                                         \
+		.disk_job = { .pid = -1, .sock = -EBADF }, .procview_fd = -EBADF, \
+		.creator_fd = -EBADF                                              \
 	}
 
 #endif

@@ -222,3 +222,70 @@ def test_fork_supervisor_killed_leaves_nothing_after_gc(snap):
     assert wait_until(lambda: not [p for p in forkers if os.path.exists(f"/proc/{p}")],
                       timeout=60)
     assert h.ids() == [] and snapshots(h) == []
+
+
+def awaiting_disk(h, sid):
+    """The sandboxes of h other than sid whose supervisor runs before its
+    disk was made (its event: setup.c)."""
+    out = []
+    for i in h.ids():
+        try:
+            with open(os.path.join(h.rtdir, i, "events.log")) as f:
+                if i != sid and "not made yet: awaited after init's clone" in f.read():
+                    out.append(i)
+        except OSError:
+            pass  # not written yet, or gone
+    return out
+
+
+def fork_names(h):
+    d = os.path.join(h.rtdir, ".disk")
+    return sorted(n for n in os.listdir(d) if "fork-" in n) if os.path.isdir(d) else []
+
+
+@pytest.mark.parametrize("killed", ["creator", "source"])
+@pytest.mark.parametrize("snap", ["image"], indirect=True)
+def test_fork_created_before_its_disk_killed_leaves_nothing_after_gc(snap, killed):
+    """By disk, a fork's create runs before its disk exists: its supervisor
+    takes the disk itself once its name appears (runtime/disk.h). The
+    source stopped (SIGSTOP) before hutch fork -n 2, so that no disk is
+    made: both forks' supervisors wait. kill -9 of their creator (hutch
+    fork, and with it its creator process) ends them, the source running
+    on; kill -9 of the source ends them too (its answer: the connection
+    closed). Once the source is gone, after hutch gc: no sandbox, forker
+    or disk's name left (the fixture: no loop device, no cgroup). (A
+    source that lives on keeps the forkers of a request whose client died
+    until their 300 s: docs/snapshots.md.)"""
+    h, image = snap
+    sb = h.create("--image", image)
+    if sb.status()["config"].get("workspace") != "disk":
+        pytest.skip("the source's writable places are not a disk here (no fork by disk)")
+    sb.sh(FILES)
+    want = tree(sb)
+    sup = json.loads(h("inspect", sb.id).stdout)["supervisor_pid"]
+    os.kill(sup, signal.SIGSTOP)
+    try:
+        cli = h.popen("fork", sb.id, "-n", "2")
+        assert wait_until(lambda: len(awaiting_disk(h, sb.id)) == 2, timeout=120), \
+            (h.ids(), cli.poll())
+        if killed == "creator":
+            cli.kill()
+            cli.wait()
+        else:
+            os.kill(sup, signal.SIGKILL)
+            out, err = cli.communicate(timeout=120)
+            assert cli.returncode != 0 and sb.id in err.decode(), err
+        assert wait_until(lambda: [i for i in h.ids() if i != sb.id] == [], timeout=60), \
+            h.ids()
+    finally:
+        if killed == "creator":
+            os.kill(sup, signal.SIGCONT)
+    if killed == "creator":  # it ran on
+        assert sb.sh("echo up") == "up\n" and tree(sb) == want
+        assert h("rm", sb.id).returncode == 0
+    assert h("gc").returncode == 0
+    assert wait_until(lambda: h.ids() == [] and fork_names(h) == [], timeout=60), \
+        (h.ids(), fork_names(h))
+    from test_fork import copies_of_supervisor
+    assert wait_until(lambda: copies_of_supervisor(sb.id) == [], timeout=60), \
+        copies_of_supervisor(sb.id)

@@ -265,10 +265,11 @@ static int start(int dirfd, const char *dir, const char *bin, struct hutch_err *
 			stop(dirfd, mnt, SIGKILL);
 			return hutch_err_set(
 			        err, -ETIMEDOUT,
-			        "lxcfs: '%s' mounted '%s' but did not answer within %d s (stopped "
-			        "or hung?); it was killed: check that lxcfs runs, or set "
-			        "HUTCH_LXCFS=none to create sandboxes without the /proc views",
-			        bin, mnt, LXCFS_ANSWER_MS / 1000);
+			        "lxcfs mounted its views but did not answer within %d s (stopped "
+			        "or hung?) and was killed: check that lxcfs runs, or set "
+			        "HUTCH_LXCFS=none to create sandboxes without the /proc views "
+			        "(lxcfs '%s', its mount '%s')",
+			        LXCFS_ANSWER_MS / 1000, bin, mnt);
 		}
 		if (left <= 0) {
 			unmount_all(mnt);

@@ -21,7 +21,9 @@
  *      with mount_setattr(MOUNT_ATTR_IDMAP); no file is chowned, so the
  *      cost is the same whatever the source wrote) and answers as a maker
  *      does (READY with the fds); KILL (`hutch gc`, or the supervisor's on ctl
- *      when a fork failed) or its time up ends it, and the disk with it.
+ *      when a fork failed), the end of POST /fork's client (hutch fork:
+ *      its creates, which would take the disk, died with it) or its time
+ *      up ends it, and the disk with it.
  *
  * A forker made ahead (hutch_disk_fork_start_ahead(): the source's
  * supervisor makes the next fork's after a fork by clone) does step 1
@@ -60,7 +62,7 @@
 
 #define ID_RANGE 65536u
 #define CP_PATH  "/usr/bin/cp"
-#define FORK_FDS 4
+#define FORK_FDS 5
 /* A fork's disk's name, once its create is there before it: its source
  * names it within a POST /fork (answered after; hutch fork waits for it). */
 #define FORK_APPEAR_MS 30000
@@ -181,13 +183,15 @@ static int copy(int src, int root, struct hutch_err *err)
 	return 0;
 }
 
-/* Its creator's connection, or -1: none in HUTCH_DISK_FORK_TAKE_MS, or
- * the supervisor said KILL on ctl (a fork that failed; ctl's EOF alone,
- * the supervisor done with it, is no reason to end). */
-static int await_taker(int listener, int ctl)
+/* Its creator's connection, or -1: none in HUTCH_DISK_FORK_TAKE_MS, the
+ * supervisor said KILL on ctl (a fork that failed; ctl's EOF alone, the
+ * supervisor done with it, is no reason to end), or the client ended
+ * (its pidfd readable; a connection already made is served). */
+static int await_taker(int listener, int ctl, int client)
 {
-	struct pollfd pfd[2] = { { .fd = listener, .events = POLLIN },
-		                 { .fd = ctl, .events = POLLIN } };
+	struct pollfd pfd[3] = { { .fd = listener, .events = POLLIN },
+		                 { .fd = ctl, .events = POLLIN },
+		                 { .fd = client, .events = POLLIN } };
 	double end = hutch_now_mono_sec() + HUTCH_DISK_FORK_TAKE_MS / 1e3;
 
 	for (;;) {
@@ -195,13 +199,15 @@ static int await_taker(int listener, int ctl)
 		struct hutch_msg_hdr hdr = { 0 };
 		size_t nfds = 0;
 
-		if (left <= 0 || poll(pfd, 2, (int)(left * 1e3) + 1) < 0) {
+		if (left <= 0 || poll(pfd, 3, (int)(left * 1e3) + 1) < 0) {
 			if (left > 0 && errno == EINTR)
 				continue;
 			return -1;
 		}
 		if (pfd[0].revents & POLLIN)
 			return accept4(listener, NULL, NULL, SOCK_CLOEXEC);
+		if (pfd[2].revents)
+			return -1;
 		if (pfd[1].revents) {
 			if (hutch_proto_recv(ctl, &hdr, NULL, 0, NULL, &nfds) >= 0 &&
 			    hdr.type == HUTCH_MSG_KILL)
@@ -213,12 +219,12 @@ static int await_taker(int listener, int ctl)
 
 /* The fork's creator, once: its request served (e: why there is no disk;
  * ns: the user namespace's process made ahead, or <= 0). */
-static void serve(int listener, int ctl, int disk[3], pid_t ns, struct hutch_err *e)
+static void serve(int listener, int ctl, int client, int disk[3], pid_t ns, struct hutch_err *e)
 {
 	int fds[HUTCH_DISK_FDS] = { -EBADF, -EBADF, -EBADF, -EBADF, -EBADF, -EBADF };
 	struct hutch_disk_request req = { 0 };
 	struct hutch_msg_hdr hdr = { 0 };
-	_cleanup_close_ int c = await_taker(listener, ctl), userns = -EBADF;
+	_cleanup_close_ int c = await_taker(listener, ctl, client), userns = -EBADF;
 	size_t nfds = 0;
 	ssize_t n;
 	int r;
@@ -302,17 +308,17 @@ static int prepare_ahead(const struct hutch_disk_fork *f, int disk[3], int *loop
 }
 
 /* Made ahead, taken (hutch_disk_fork_give()): the fork's listener and the
- * source's disk, what the source's file system holds in memory written
- * out while it runs (as prepare() does); 0, or -1: the supervisor let it
- * go (ctl's end, KILL). */
+ * source's disk (and the client's pidfd, if known), what the source's
+ * file system holds in memory written out while it runs (as prepare()
+ * does); 0, or -1: the supervisor let it go (ctl's end, KILL). */
 static int await_give(int ctl, struct hutch_disk_fork *f, int *listener)
 {
-	int fds[3] = { -EBADF, -EBADF, -EBADF };
+	int fds[4] = { -EBADF, -EBADF, -EBADF, -EBADF };
 	struct hutch_msg_hdr hdr = { 0 };
-	size_t nfds = 3;
+	size_t nfds = 4;
 	ssize_t n = hutch_proto_recv(ctl, &hdr, NULL, 0, fds, &nfds);
 
-	if (n != 0 || hdr.type != HUTCH_MSG_SOCKET || nfds != 3) {
+	if (n != 0 || hdr.type != HUTCH_MSG_SOCKET || nfds < 3) {
 		if (n >= 0)
 			hutch_close_many(fds, nfds);
 		return -1;
@@ -320,6 +326,7 @@ static int await_give(int ctl, struct hutch_disk_fork *f, int *listener)
 	*listener = fds[0];
 	f->src_root = fds[1];
 	f->src_file = fds[2];
+	f->client = fds[3];
 	(void)syncfs(f->src_root);
 	return 0;
 }
@@ -383,7 +390,7 @@ _Noreturn static void forker(const struct hutch_disk_fork *from, int ctl, int li
 		(void)hutch_disk_mount(f->runtime_dir, nr, &disk[DISK_MNT], &disk[DISK_ROOT], &e);
 		closep(&loop);
 	}
-	serve(listener, ctl, disk, ns, &e);
+	serve(listener, ctl, f->client, disk, ns, &e);
 	_exit(0);
 }
 
@@ -431,7 +438,7 @@ static int start(const struct hutch_disk_fork *f, int listener, int *ret_ctl, in
 		return hutch_err_set_errno(err, r, "fork: clone3 its forker");
 	}
 	if (pid == 0) {
-		int keep[FORK_FDS] = { f->src_root, f->src_file, sv[1], listener };
+		int keep[FORK_FDS] = { f->src_root, f->src_file, sv[1], listener, f->client };
 
 		keep_only(keep);
 		forker(f, sv[1], listener);
@@ -452,17 +459,20 @@ int hutch_disk_fork_start(const struct hutch_disk_fork *f, int listener, int *re
 int hutch_disk_fork_start_ahead(const char *runtime_dir, uint64_t bytes, int *ret_ctl,
                                 int *ret_pidfd, struct hutch_err *err)
 {
-	const struct hutch_disk_fork f = {
-		.runtime_dir = runtime_dir, .bytes = bytes, .src_root = -EBADF, .src_file = -EBADF
-	};
+	const struct hutch_disk_fork f = { .runtime_dir = runtime_dir,
+		                           .bytes = bytes,
+		                           .src_root = -EBADF,
+		                           .src_file = -EBADF,
+		                           .client = -EBADF };
 
 	return start(&f, -EBADF, ret_ctl, ret_pidfd, err);
 }
 
-int hutch_disk_fork_give(int ctl, int listener, int src_root, int src_file, struct hutch_err *err)
+int hutch_disk_fork_give(int ctl, int listener, int src_root, int src_file, int client,
+                         struct hutch_err *err)
 {
-	const int fds[3] = { listener, src_root, src_file };
-	int r = hutch_proto_send(ctl, HUTCH_MSG_SOCKET, 0, NULL, 0, fds, 3);
+	const int fds[4] = { listener, src_root, src_file, client };
+	int r = hutch_proto_send(ctl, HUTCH_MSG_SOCKET, 0, NULL, 0, fds, client >= 0 ? 4 : 3);
 
 	return r < 0 ? hutch_err_set_errno(err, r, "fork: give its forker made ahead its disk") : 0;
 }

@@ -184,6 +184,8 @@ struct hutch_disk_fork {
 	uint64_t bytes; /* the fork's disk size */
 	int src_root;   /* the source's disk: its root (HUTCH_DISK_ROOT) */
 	int src_file;   /* and its file (HUTCH_DISK_FILE): cloned where it can be */
+	int client;     /* a pidfd of the fork's client (hutch fork), or -EBADF:
+	                 * its end ends the forker while no fork took its disk */
 };
 /* A forker's socket's name ("fork-[a-z0-9-]+.sock", shorter than
  * HUTCH_DISK_FORK_NAME_MAX): given by the supervisor, or by the creator
@@ -202,11 +204,13 @@ int hutch_disk_fork_start(const struct hutch_disk_fork *f, int listener, int *re
  * done; then it waits, holding none of the source's, until
  * hutch_disk_fork_give() (the source's disk and the fork's listener; READY
  * once it synced the source's file system, and from there on as a forker
- * started on them) or ctl's end or KILL. *ret_pidfd: its pidfd, for the
- * source's end to wait on. */
+ * started on them; client: as struct hutch_disk_fork's, or -EBADF) or
+ * ctl's end or KILL. *ret_pidfd: its pidfd, for the source's end to wait
+ * on. */
 int hutch_disk_fork_start_ahead(const char *runtime_dir, uint64_t bytes, int *ret_ctl,
                                 int *ret_pidfd, struct hutch_err *err);
-int hutch_disk_fork_give(int ctl, int listener, int src_root, int src_file, struct hutch_err *err);
+int hutch_disk_fork_give(int ctl, int listener, int src_root, int src_file, int client,
+                         struct hutch_err *err);
 /* The forker's next answer on ctl: 0 (READY; 1 when its disk was filled
  * by a clone) or -errno with err its reason. */
 int hutch_disk_fork_wait(int ctl, int timeout_ms, struct hutch_err *err);

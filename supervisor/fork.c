@@ -119,7 +119,7 @@ static void ahead_drop(struct sup *s, int wait_ms)
  * this fork's, given the source's disk and the fork's listener (it syncs
  * the source's file system and answers READY as a new forker does). 1:
  * taken, 0: none or failed (a forker is made now). */
-static int take_ahead(struct sup *s, struct forker *f, uint64_t bytes, int listener)
+static int take_ahead(struct sup *s, struct forker *f, uint64_t bytes, int listener, int client)
 {
 	struct sup_fork_ahead *a = &s->fork_ahead;
 	struct hutch_err e = { 0 };
@@ -134,7 +134,7 @@ static int take_ahead(struct sup *s, struct forker *f, uint64_t bytes, int liste
 	closep(&a->pidfd);
 	if (hutch_disk_fork_wait(ctl, FORK_MADE_MS, &e) != 0 ||
 	    hutch_disk_fork_give(ctl, listener, s->disk_fds[HUTCH_DISK_ROOT],
-	                         s->disk_fds[HUTCH_DISK_FILE], &e) < 0) {
+	                         s->disk_fds[HUTCH_DISK_FILE], client, &e) < 0) {
 		hutch_event(s, "fork: its forker made ahead failed (%s); one made now", e.msg);
 		(void)hutch_proto_send(ctl, HUTCH_MSG_KILL, 0, NULL, 0, NULL, 0);
 		return 0;
@@ -229,9 +229,10 @@ static int go_all(struct forker *f, size_t n, struct hutch_err *err)
 /* The forkers started (each makes its disk meanwhile), their sockets
  * named names[i] (the creator's, made to appear only once they listen:
  * its creates run meanwhile and take their disks as the names appear),
- * or, names NULL, by our counter. */
+ * or, names NULL, by our counter; each given client (the request's
+ * client's pidfd: its end ends a forker whose disk no fork took). */
 static int start_all(struct sup *s, const char *rt, struct forker *f, size_t n, uint64_t bytes,
-                     const cJSON *names, bool *ahead, struct hutch_err *err)
+                     const cJSON *names, int client, bool *ahead, struct hutch_err *err)
 {
 	for (size_t i = 0; i < n; i++) {
 		_cleanup_close_ int listener = -EBADF;
@@ -250,12 +251,13 @@ static int start_all(struct sup *s, const char *rt, struct forker *f, size_t n, 
 				err->cls = HUTCH_ERRC_CONFLICT;
 			return r;
 		}
-		if (i == 0 && (*ahead = take_ahead(s, &f[i], bytes, listener)))
+		if (i == 0 && (*ahead = take_ahead(s, &f[i], bytes, listener, client)))
 			continue;
 		const struct hutch_disk_fork df = { .runtime_dir = rt,
 			                            .bytes = bytes,
 			                            .src_root = s->disk_fds[HUTCH_DISK_ROOT],
-			                            .src_file = s->disk_fds[HUTCH_DISK_FILE] };
+			                            .src_file = s->disk_fds[HUTCH_DISK_FILE],
+			                            .client = client };
 
 		if ((r = hutch_disk_fork_start(&df, listener, &f[i].ctl, err)) < 0) {
 			hutch_disk_fork_forget(rt, f[i].name);
@@ -311,7 +313,7 @@ static int check_names(const cJSON *names, size_t count, struct hutch_err *err)
 }
 
 int hutch_sup_fork(struct sup *s, size_t count, uint64_t bytes, bool copy, const cJSON *names,
-                   cJSON **ret, struct hutch_err *err)
+                   int client, cJSON **ret, struct hutch_err *err)
 {
 	_cleanup_free_ struct forker *f = calloc(count ? count : 1, sizeof(*f));
 	bool frozen = s->idle.sleeping || s->idle.paused;
@@ -335,7 +337,7 @@ int hutch_sup_fork(struct sup *s, size_t count, uint64_t bytes, bool copy, const
 		        "dir's pool of disks, the disks' file system shares no "
 		        "extents, or the fork's disk size differs)");
 	t0 = hutch_now_mono_sec();
-	if ((r = start_all(s, rt, f, count, bytes, names, &ahead, err)) < 0 ||
+	if ((r = start_all(s, rt, f, count, bytes, names, client, &ahead, err)) < 0 ||
 	    (r = wait_all(f, count, FORK_MADE_MS, err)) < 0)
 		goto out;
 	t1 = hutch_now_mono_sec();

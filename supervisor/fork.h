@@ -27,9 +27,11 @@ struct sup;
  * creator's (hutch_disk_fork_name_is_valid(), count of them, a name taken
  * refused): its creates may start before this call and take each disk as
  * its name appears (the forker answers once the disk is filled).
+ * client: a pidfd of the request's client (-EBADF: none known), given to
+ * every forker: its end ends those whose disk no fork took.
  */
 int hutch_sup_fork(struct sup *s, size_t count, uint64_t bytes, bool copy, const cJSON *names,
-                   cJSON **ret, struct hutch_err *err);
+                   int client, cJSON **ret, struct hutch_err *err);
 
 /* The source's end: its forker made ahead (a fork by clone makes one for
  * the next, FORK_AHEAD_MS after it) let go and waited for (bounded), so

@@ -11,8 +11,12 @@
  * (supervisor/fork.c).
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include "cleanup.h"
 #include "events.h"
@@ -21,10 +25,12 @@
 #include "fullsnap.h"
 #include "http.h"
 #include "image.h"
+#include "mhd.h"
 #include "rollback.h"
 #include "routes.h"
 #include "snapshot.h"
 #include "supervisor.h"
+#include "syscalls.h"
 
 static const struct hutch_field snapshot_fields[] = {
 	{ "name", HUTCH_FIELD_STRING, HUTCH_FIELD_NULLABLE | HUTCH_FIELD_NONEMPTY, 0, 0,
@@ -207,8 +213,41 @@ static enum MHD_Result serve_fork_full(struct request *r, const cJSON *body, siz
 	return hutch_api_respond_json(r->conn, MHD_HTTP_CREATED, out);
 }
 
+/* A pidfd of the request's client, whose end ends the forkers whose
+ * disks no fork took (runtime/disk.h): SO_PEERPIDFD (Linux 6.5), else
+ * SO_PEERCRED's pid. -EBADF: none known (the TCP listener, a client of
+ * another pid namespace); -ESRCH: it ended already. */
+static int client_pidfd(const struct request *r)
+{
+	const union MHD_ConnectionInfo *ci =
+	        hutch_mhd.get_connection_info(r->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+	struct pollfd p = { .events = POLLIN };
+	struct ucred cred = { 0 };
+	socklen_t len = sizeof(p.fd);
+
+	if (r->tcp || !ci || ci->connect_fd < 0)
+		return -EBADF;
+	if (getsockopt(ci->connect_fd, SOL_SOCKET, SO_PEERPIDFD, &p.fd, &len) < 0) {
+		if (errno == ESRCH)
+			return -ESRCH;
+		len = sizeof(cred);
+		if (getsockopt(ci->connect_fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 ||
+		    cred.pid <= 0)
+			return -EBADF;
+		if ((p.fd = sys_pidfd_open(cred.pid, 0)) < 0)
+			return errno == ESRCH ? -ESRCH : -EBADF;
+	}
+	(void)fcntl(p.fd, F_SETFD, FD_CLOEXEC);
+	if (poll(&p, 1, 0) == 1) { /* readable: it exited */
+		close(p.fd);
+		return -ESRCH;
+	}
+	return p.fd;
+}
+
 enum MHD_Result hutch_api_serve_fork(struct request *r, const char *upload, size_t *size)
 {
+	_cleanup_close_ int client = -EBADF;
 	_cleanup_cjson_ cJSON *body = NULL;
 	struct hutch_err err = { 0 };
 	enum MHD_Result answered;
@@ -236,8 +275,13 @@ enum MHD_Result hutch_api_serve_fork(struct request *r, const char *upload, size
 		                        "missing 'disk_bytes': the forks' disk size in bytes");
 	bytes = (uint64_t)cJSON_GetNumberValue(disk);
 	names = cJSON_GetObjectItemCaseSensitive(body, "names");
+	if ((client = client_pidfd(r)) == -ESRCH) {
+		hutch_event(r->s, "fork refused: its client ended before it began");
+		return hutch_api_refuse(r->conn, HUTCH_ERRC_GONE, "client_gone",
+		                        "its client ended before the fork began: nothing was made");
+	}
 	if (hutch_sup_fork(r->s, count, bytes, !cJSON_IsFalse(copy),
-	                   cJSON_IsArray(names) ? names : NULL, &out, &err) < 0) {
+	                   cJSON_IsArray(names) ? names : NULL, client, &out, &err) < 0) {
 		hutch_event(r->s, "fork refused: %s", err.msg);
 		return hutch_api_respond_err(r->conn, &err, NULL);
 	}

@@ -181,18 +181,25 @@ def stopped_forkers(sid):
     return out
 
 
-@pytest.mark.parametrize("snap", ["image"], indirect=True)
-def test_fork_forker_killed_leaves_nothing(snap):
-    """kill -9 of the forker while the source is frozen for it: the fork
-    fails, the source is thawed with its files, no sandbox or snapshot is
-    left (nor a disk: the fixture's loop check). The host-derived root: its
-    disk is forked on any host (copied where it cannot be cloned)."""
-    h, _ = snap
+def forkers_stopped(h):
+    """A host-derived root's source (its disk forked on any host: copied
+    where it cannot be cloned), its files' tree, and hutch fork -n 2 of it
+    once both forkers stopped at their test hook, the source frozen."""
     sb, _ = source(h, "host", ("HUTCH_TEST_FORK_STOP", "1"))
     want = tree(sb)
     cli = h.popen("fork", sb.id, "-n", "2")
     assert wait_until(lambda: len(stopped_forkers(sb.id)) == 2, timeout=120), \
         cli.communicate()
+    return sb, want, cli
+
+
+@pytest.mark.parametrize("snap", ["image"], indirect=True)
+def test_fork_forker_killed_leaves_nothing(snap):
+    """kill -9 of the forker while the source is frozen for it: the fork
+    fails, the source is thawed with its files, no sandbox or snapshot is
+    left (nor a disk: the fixture's loop check)."""
+    h, _ = snap
+    sb, want, cli = forkers_stopped(h)
     os.kill(stopped_forkers(sb.id)[0], signal.SIGKILL)
     for p in stopped_forkers(sb.id):
         os.kill(p, signal.SIGCONT)
@@ -224,6 +231,35 @@ def test_fork_supervisor_killed_leaves_nothing_after_gc(snap):
     assert h.ids() == [] and snapshots(h) == []
 
 
+def alive(pid):
+    """pid runs (neither gone nor a zombie not yet reaped)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+@pytest.mark.parametrize("snap", ["image"], indirect=True)
+def test_fork_cli_killed_after_its_request_ends_its_forkers(snap):
+    """kill -9 of hutch fork once its POST /fork made the forkers (stopped
+    at their test hook, the source frozen; the host-derived root's forks
+    are created after the answer, so no fork will take their disks): each
+    forker ends with its client, the source living on, not after its
+    300 s (nor only at a gc with no sandbox left)."""
+    h, _ = snap
+    sb, want, cli = forkers_stopped(h)
+    forkers = stopped_forkers(sb.id)
+    cli.kill()
+    cli.wait()
+    for p in forkers:
+        os.kill(p, signal.SIGCONT)
+    assert wait_until(lambda: not [p for p in forkers if alive(p)], timeout=60), \
+        [p for p in forkers if alive(p)]
+    assert sb.sh("echo up") == "up\n" and tree(sb) == want
+    assert h.ids() == [sb.id] and snapshots(h) == []
+
+
 def awaiting_disk(h, sid):
     """The sandboxes of h other than sid whose supervisor runs before its
     disk was made (its event: setup.c)."""
@@ -253,9 +289,9 @@ def test_fork_created_before_its_disk_killed_leaves_nothing_after_gc(snap, kille
     fork, and with it its creator process) ends them, the source running
     on; kill -9 of the source ends them too (its answer: the connection
     closed). Once the source is gone, after hutch gc: no sandbox, forker
-    or disk's name left (the fixture: no loop device, no cgroup). (A
-    source that lives on keeps the forkers of a request whose client died
-    until their 300 s: docs/snapshots.md.)"""
+    or disk's name left (the fixture: no loop device, no cgroup). The
+    source that lives on, continued after its client died, makes no
+    forker (POST /fork's client gone: 410, nothing made)."""
     h, image = snap
     sb = h.create("--image", image)
     if sb.status()["config"].get("workspace") != "disk":
@@ -280,12 +316,16 @@ def test_fork_created_before_its_disk_killed_leaves_nothing_after_gc(snap, kille
     finally:
         if killed == "creator":
             os.kill(sup, signal.SIGCONT)
-    if killed == "creator":  # it ran on
+    from test_fork import copies_of_supervisor
+    if killed == "creator":  # it ran on, with no forker
         assert sb.sh("echo up") == "up\n" and tree(sb) == want
+        assert wait_until(lambda: "fork refused: its client ended" in
+                          open(os.path.join(h.rtdir, sb.id, "events.log")).read(),
+                          timeout=60)
+        assert copies_of_supervisor(sb.id) == [sup], copies_of_supervisor(sb.id)
         assert h("rm", sb.id).returncode == 0
     assert h("gc").returncode == 0
     assert wait_until(lambda: h.ids() == [] and fork_names(h) == [], timeout=60), \
         (h.ids(), fork_names(h))
-    from test_fork import copies_of_supervisor
     assert wait_until(lambda: copies_of_supervisor(sb.id) == [], timeout=60), \
         copies_of_supervisor(sb.id)

@@ -54,6 +54,7 @@ _Noreturn static void creator_main(struct hutch_cli_args *a, const char *disk, i
 
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
 		_exit(1);
+	hutch_sandbox_not_inherited(&sock, 1); /* ours, not the supervisor's */
 	if (disk[0])
 		snprintf(a->cfg->disk_from, sizeof(a->cfg->disk_from), "%s", disk);
 	m.r = hutch_cli_create_sandbox(a->cfg, a->progress, &m.c);

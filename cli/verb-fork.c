@@ -187,14 +187,21 @@ static int fork_disks(const struct hutch_paths *p, const struct hutch_config *cf
 	return r ? r : fork_disks_answer(p, n, copy, cr != NULL, fd, ret, fallback);
 }
 
-/* The first fork's create, here, on its disk (named, there). */
-static int create_first(struct hutch_cli_args *a, const char *disk, struct hutch_created *c0)
+/* The first fork's create, here, on its disk (named, there), while the
+ * creators cr[0..n) run: their sockets are ours, not its supervisor's. */
+static int create_first(struct hutch_cli_args *a, const char *disk,
+                        const struct hutch_fork_creator *cr, size_t n, struct hutch_created *c0)
 {
+	_cleanup_free_ int *socks = calloc(n ? n : 1, sizeof(*socks));
 	int r;
 
+	for (size_t i = 0; socks && i < n; i++)
+		socks[i] = cr[i].sock;
+	hutch_sandbox_not_inherited(socks, n);
 	snprintf(a->cfg->disk_from, sizeof(a->cfg->disk_from), "%s", disk);
 	r = hutch_cli_create_sandbox(a->cfg, a->progress, c0);
 	a->cfg->disk_from[0] = '\0';
+	hutch_sandbox_not_inherited(NULL, 0);
 	return r;
 }
 
@@ -224,7 +231,7 @@ static int fork_disks_first(struct hutch_cli_args *a, const struct hutch_paths *
 		close(fd);
 		return r;
 	}
-	*first = create_first(a, cr[0].disk, c0);
+	*first = create_first(a, cr[0].disk, cr + 1, n - 1, c0);
 	a->cfg->disk_from_fd = -EBADF;
 	return fork_disks_answer(p, n, copy, true, fd, ret, fallback);
 }

@@ -355,6 +355,16 @@ static int place_cgroup(struct sup *s, struct hutch_setup_in *in, struct hutch_e
  */
 static int disk_hold = -EBADF;
 
+/* hutch_sandbox_not_inherited()'s: closed in the supervisor as it starts. */
+static const int *not_inherited;
+static size_t not_inherited_n;
+
+void hutch_sandbox_not_inherited(const int *fds, size_t n)
+{
+	not_inherited = fds;
+	not_inherited_n = fds ? n : 0;
+}
+
 static void take_disk(struct sup *s, const char *runtime_dir, struct hutch_disk_job *job)
 {
 	const char *why;
@@ -578,6 +588,9 @@ static pid_t fork_supervisor(struct sup *s, const struct hutch_setup_in *in, int
 		if (log_fd >= 0)
 			close(log_fd);
 		closep(&disk_hold); /* the creator's (take_disk()) */
+		for (size_t i = 0; i < not_inherited_n; i++)
+			if (not_inherited[i] >= 0)
+				close(not_inherited[i]);
 		supervisor_main(s, in, pipefd[1]);
 	}
 	return pid;

@@ -93,6 +93,14 @@ int hutch_sandbox_create_container(struct hutch_config *cfg, struct hutch_contai
                                    struct hutch_setup_failure *ret_setup, int progress_fd,
                                    struct hutch_err *err);
 
+/* The caller's fds (n of them, -1s skipped) that the supervisors of its
+ * creates from now on close as they start: hutch fork's creators' sockets
+ * (cli/fork-creators.c), which a supervisor, forked from the creator and
+ * living on, would otherwise hold open for its whole life (a creator's
+ * end kept open after the creator: its collector would wait on it for
+ * nothing). fds is the caller's, kept while it creates; NULL, 0: none. */
+void hutch_sandbox_not_inherited(const int *fds, size_t n);
+
 /* Remove host network state (links, the nftables table, the forwarding
  * switch) that no live sandbox uses. */
 int hutch_sandbox_net_gc(struct hutch_err *err);

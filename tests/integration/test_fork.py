@@ -463,3 +463,42 @@ def test_fork_next_forker_made_ahead(snap):
     assert wait_until(lambda: not copies_of_supervisor(src.id), 10 * SLOWDOWN)
     assert f.sh("cat /workspace/late") == "late"
     h("gc")
+
+
+def supervisor_pid(h, sid):
+    return json.loads(h("inspect", sid).stdout)["supervisor_pid"]
+
+
+def sockets_of(pid):
+    """The sockets process pid holds (/proc/PID/fd)."""
+    n = 0
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            n += os.readlink(f"/proc/{pid}/fd/{fd}").startswith("socket:")
+        except OSError:
+            pass  # closed meanwhile
+    return n
+
+
+@pytest.mark.parametrize("workspace", ["disk", "tmpfs"])
+def test_fork_supervisors_keep_no_creator_socket(snap, workspace):
+    """A fork's supervisor is forked from its creator (cli/fork-creators.c;
+    by disk, the first fork's from hutch fork itself, its creators' ends
+    open meanwhile): it closes the creators' sockets as it starts, and
+    holds as many sockets as a plain create's supervisor of that image
+    (counted until they agree: an API connection of inspect's may still be
+    open)."""
+    h, image = snap
+    if pool_expected(h.rtdir):  # the first disk may be made before the pool
+        h.create("--image", image)
+    src = h.create("--image", image, "--workspace", workspace)
+    plain = h.create("--image", image, "--workspace", workspace)
+    r = fork(h, src.id, "-n", "3", "--json")
+    ids = json.loads(r.stdout)["forks"]
+    pids = {i: supervisor_pid(h, i) for i in [plain.id, *ids]}
+    counts = {}
+
+    def agree():
+        counts.update({i: sockets_of(p) for i, p in pids.items()})
+        return set(counts.values()) == {counts[plain.id]}
+    assert wait_until(agree, 10 * SLOWDOWN), (json.loads(r.stdout)["method"], counts)

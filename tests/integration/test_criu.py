@@ -378,11 +378,48 @@ def criu_child(p, sup):
     raise AssertionError("criu never ran")
 
 
-def test_full_snapshot_with_criu_killed(hutch):
-    # kill -9 of CRIU part way through its dump: the source runs on with its
-    # state, init is not left dumpable, no snapshot and nothing in tmp/.
-    sb, sup, p, criu = dump_started(hutch)
-    time.sleep(0.1)
+# A stand-in for the real CRIU (its path and the stage script's baked in):
+# it says its pid (the real CRIU's once exec'ed) and adds an action script
+# of its own that, at post-dump (every task dumped and still stopped: part
+# way through the dump), says so and waits for this CRIU's end.
+CRIU_STOPS = """#!/bin/sh
+echo $$ > {mark}.pid
+exec {criu} "$@" --action-script {stage}
+"""
+
+CRIU_STAGE = """#!/bin/sh
+[ "$CRTOOLS_SCRIPT_ACTION" = post-dump ] || exit 0
+pid=$(cat {mark}.pid)
+touch {mark}
+while kill -0 "$pid" 2>/dev/null; do sleep 0.05; done
+exit 1
+"""
+
+
+def dump_stopped(hutch, tmp_path):
+    """A holder's sandbox, the snapshot --full asked (a Popen) through the
+    stand-in CRIU, once the dump stands at its post-dump action; and the
+    pid of the CRIU dumping it."""
+    path, why = real_criu()
+    if not path:
+        pytest.skip(why)
+    mark = tmp_path / "post-dump"
+    stage = fake_criu(tmp_path, "stage.sh", CRIU_STAGE.format(mark=mark))
+    stops = fake_criu(tmp_path, "criu", CRIU_STOPS.format(mark=mark, criu=path, stage=stage))
+    sb, _ = holder(hutch, str(stops))
+    p = hutch.popen("snapshot", sb.id, "cut", "--full")
+    deadline = time.monotonic() + 120
+    while not mark.exists() and p.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert mark.exists(), ("the dump never reached its post-dump action", p.communicate())
+    return sb, p, int(open(f"{mark}.pid").read())
+
+
+def test_full_snapshot_with_criu_killed(hutch, tmp_path):
+    # kill -9 of CRIU part way through its dump (at its post-dump action,
+    # every task stopped): the source runs on with its state, init is not
+    # left dumpable, no snapshot and nothing in tmp/.
+    sb, p, criu = dump_stopped(hutch, tmp_path)
     os.kill(criu, 9)
     out, err = p.communicate(timeout=60)
     assert p.returncode == 70 and b"criu dump was killed (signal 9)" in err, err

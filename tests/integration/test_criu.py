@@ -797,16 +797,21 @@ print(os.ttyname(s), sorted(os.listdir('/dev')), os.stat('/dev/shm').st_mode & 0
 """
 
 
-def test_full_fork_keeps_dev_and_shm(hutch):
+@pytest.mark.parametrize("workspace", ["disk", "tmpfs"])
+def test_full_fork_keeps_dev_and_shm(hutch, workspace):
     # /dev (what hutch made: device binds, devpts, links) and /dev/shm are
     # not archived by CRIU (a tar and gzip each at the dump, unpacked at the
     # restore): /dev is the new sandbox's own, /dev/shm's files travel in
     # files.tar, read in CRIU's stop. After a full fork a process's shared
     # mapping of a /dev/shm file is the fork's own file, its bytes as at the
-    # dump; the device nodes and ptys work as in a created sandbox.
+    # dump; the device nodes and ptys work as in a created sandbox. A tmpfs
+    # workspace's sandbox writes files.tar too (only /dev/shm's: CRIU
+    # archives its tmpfs places), restored by create --snapshot and fork.
     path = criu_or_skip()
     hutch.env["HUTCH_CRIU"] = path
-    sb = hutch.create("--image", "host", "--change-lists", "off")
+    sb = hutch.create("--image", "host", "--change-lists", "off", "--workspace", workspace)
+    assert sb.status()["config"]["workspace"] == workspace
+    sb.sh("printf w > /workspace/w")
     r = hutch("exec", "-d", sb.id, "--", "python3", "-c", SHM_HOLDER)
     assert r.returncode == 0, r.stderr
     shm = lambda sid: hutch("exec", sid, "--", "python3", "-c", ASK_SHM).stdout.decode().strip()
@@ -819,20 +824,30 @@ def test_full_fork_keeps_dev_and_shm(hutch):
     assert r.returncode == 0, r.stderr
     d = os.path.join(hutch.env["HUTCH_IMAGE_STORE"], "full", "shm1")
     tmpfs = [f for f in os.listdir(os.path.join(d, "images")) if f.startswith("tmpfs-")]
-    assert not tmpfs, tmpfs  # main's 4ecc0cc: tmpfs-dev-N.tar.gz.img for /dev and /dev/shm
+    # main's 4ecc0cc: tmpfs-dev-N.tar.gz.img for /dev and /dev/shm; a tmpfs
+    # workspace's /workspace, /home/appuser and /tmp are CRIU's
+    assert len(tmpfs) == (3 if workspace == "tmpfs" else 0), tmpfs
     args = json.load(open(os.path.join(d, "snapshot.json")))["criu_args"]
     assert any(a.startswith("mnt[/dev]:") for a in args), args
     assert any(a.startswith("mnt[/dev/shm]:") for a in args), args
     with tarfile.open(os.path.join(d, "files.tar")) as tf:
         held = tf.getmember("dev/shm/held")
         assert held.uid == 1000 and tf.extractfile(held).read(5) == b"hello", held
+        names = tf.getnames()
+    if workspace == "tmpfs":  # its tmpfs places are CRIU's
+        assert not [n for n in names if n.startswith("workspace")], names
+    run = lambda sid, *argv: hutch("exec", sid, "--", *argv).stdout.decode().strip()
+    r = hutch("create", "--snapshot", "shm1", "--workspace", workspace)
+    assert r.returncode == 0, r.stderr
+    nid = r.stdout.decode().strip()
+    assert shm(nid) == "hello" and run(nid, "cat", "/dev/shm/plain", "/workspace/w") == "plainw"
+    assert hutch("rm", nid).returncode == 0
     assert hutch("snapshot", "rm", "shm1").returncode == 0
-    r = hutch("fork", sb.id, "--full", "--json")
+    r = hutch("fork", sb.id, "--full", "--json", "--workspace", workspace)
     assert r.returncode == 0, r.stderr
     [fk] = json.loads(r.stdout)["forks"]
-    run = lambda sid, *argv: hutch("exec", sid, "--", *argv).stdout.decode().strip()
     assert shm(fk) == "hello"
-    assert run(fk, "cat", "/dev/shm/plain") == "plain"
+    assert run(fk, "cat", "/dev/shm/plain", "/workspace/w") == "plainw"
     assert run(fk, "stat", "-c", "%U %a %s", "/dev/shm/held") == "appuser 600 4096"
     # The restored mapping is the fork's file: written there, seen by it;
     # the source's stays as it was.

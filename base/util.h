@@ -23,6 +23,29 @@
 #define HUTCH_START_TEXT __attribute__((section(".text.hot.hutch_start")))
 #define HUTCH_START_DATA __attribute__((section(".data.hutch_start")))
 
+/* A pool of strings laid out by the compiler, for tables without pointers
+ * (issue 31: CLI start): a pointer in a row of a PIE is a relative
+ * relocation the dynamic loader writes at every start, and the table a
+ * page of RELRO (.data.rel.ro) each start faults in; a row that holds an
+ * offset into a pool instead stays read-only data (.rodata). LIST(X) calls
+ * X(id, "text") once a string; HUTCH_STRPOOL(tag, var, LIST) defines var,
+ * a struct tag with one char array a string (sized by the literal, so
+ * every string keeps its NUL), HUTCH_STRPOOL_AT(tag, id) is the offset
+ * of id's string, a constant (offsetof), and HUTCH_STRPOOL_STR(var, off)
+ * the string. Offset 0 is the pool's first member, an empty string: a
+ * row's "none". */
+#define HUTCH_STRPOOL_FIELD(id, s) char id[sizeof(s)];
+#define HUTCH_STRPOOL_TEXT(id, s)  s,
+#define HUTCH_STRPOOL(tag, var, LIST)                                                 \
+	static const struct tag {                                                     \
+		char none_[1];                                                        \
+		LIST(HUTCH_STRPOOL_FIELD)                                             \
+	} var = { "", LIST(HUTCH_STRPOOL_TEXT) };                                     \
+	_Static_assert(sizeof(struct tag) <= UINT16_MAX, #tag ": more than uint16_t " \
+	                                                      "offsets reach")
+#define HUTCH_STRPOOL_AT(tag, id)   ((uint16_t)offsetof(struct tag, id))
+#define HUTCH_STRPOOL_STR(var, off) ((const char *)&(var) + (off))
+
 /* Parse a base-10 unsigned integer in [min, max]; whole string must match. */
 int hutch_parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *ret);
 /* True if s is a well-formed sandbox id (HUTCH_ID_LEN lowercase hex chars). */

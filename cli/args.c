@@ -504,7 +504,7 @@ int hutch_cli_config_from_env(struct hutch_config *cfg)
 
 	opts = hutch_options(&n);
 	for (size_t i = 0; i < n; i++) {
-		const char *v = opts[i].env ? getenv(opts[i].env) : NULL;
+		const char *v = opts[i].env[0] ? getenv(opts[i].env) : NULL;
 		if (v && *v && hutch_option_parse(&opts[i], cfg, v, &err) < 0)
 			return hutch_cli_fail(HUTCH_EXIT_USAGE, "%s=%s: %s", opts[i].env, v,
 			                      err.msg);
@@ -553,21 +553,21 @@ static void help_sandbox(FILE *f)
 	opts = hutch_options(&n);
 	fputs("sandbox options:\n", f);
 	for (size_t i = 0; i < n; i++) {
-		if (!opts[i].cli)
+		if (!opts[i].cli[0])
 			continue;
 		shown[0] = '\0';
 		hutch_option_text(&opts[i], &def, join_value, shown);
 		snprintf(left, sizeof(left), "%s%c%s--%s %s", opts[i].cli_short ? "-" : "",
 		         opts[i].cli_short ? opts[i].cli_short : ' ', opts[i].cli_short ? ", " : "",
 		         opts[i].cli, opts[i].metavar);
-		snprintf(text, sizeof(text), "%s%s%s%s", opts[i].help, *shown ? " (default " : "",
-		         shown, *shown ? ")" : "");
+		snprintf(text, sizeof(text), "%s%s%s%s", hutch_option_help(&opts[i]),
+		         *shown ? " (default " : "", shown, *shown ? ")" : "");
 		help_line(f, left, text);
 	}
 	fputs("environment:\n", f);
 	for (size_t i = 0; i < n; i++)
-		if (opts[i].env)
-			help_line(f, opts[i].env, opts[i].help);
+		if (opts[i].env[0])
+			help_line(f, opts[i].env, hutch_option_help(&opts[i]));
 	hutch_config_done(&def);
 }
 

@@ -28,21 +28,22 @@ static void option_values(const struct hutch_option *o, FILE *f)
 	size_t n;
 	const struct hutch_instance_type *t;
 
-	if (o->type == &hutch_opt_instance_type) {
+	if (hutch_option_type(o) == &hutch_opt_instance_type) {
 		t = hutch_instance_types(&n);
 		for (size_t i = 0; i < n; i++)
 			fprintf(f, "%s%s", i ? " " : "", t[i].name);
-	} else if (o->type == &hutch_opt_network) {
+	} else if (hutch_option_type(o) == &hutch_opt_network) {
 		fputs("none all allow:", f);
-	} else if (o->type == &hutch_opt_image) {
+	} else if (hutch_option_type(o) == &hutch_opt_image) {
 		fputs(HUTCH_IMAGE_HOST " @images", f);
 	}
 }
 
 static bool has_values(const struct hutch_option *o)
 {
-	return o->type == &hutch_opt_instance_type || o->type == &hutch_opt_network ||
-	       o->type == &hutch_opt_image;
+	return hutch_option_type(o) == &hutch_opt_instance_type ||
+	       hutch_option_type(o) == &hutch_opt_network ||
+	       hutch_option_type(o) == &hutch_opt_image;
 }
 
 /* A verb option's or positional's words (hutch_cli_opt.complete), the
@@ -89,8 +90,9 @@ static void for_each_option(const struct hutch_cli_verb *v, opt_fn fn, void *ud)
 			fn(o->name, o->short_name, o->kind != HUTCH_CLI_FLAG, o->help, NULL,
 			   o->complete, ud);
 	for (size_t i = 0; v->sandbox_opts && i < n; i++)
-		if (so[i].cli)
-			fn(so[i].cli, so[i].cli_short, true, so[i].help, &so[i], NULL, ud);
+		if (so[i].cli[0])
+			fn(so[i].cli, so[i].cli_short, true, hutch_option_help(&so[i]), &so[i],
+			   NULL, ud);
 	fn("help", 'h', false, "show this command's options", NULL, NULL, ud);
 }
 

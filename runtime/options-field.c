@@ -21,7 +21,7 @@ void hutch_opt_chars_set(const struct hutch_option *o, struct hutch_config *c, c
 
 void hutch_opt_chars_init(const struct hutch_option *o, struct hutch_config *c)
 {
-	hutch_opt_chars_set(o, c, o->def_str ? o->def_str : "");
+	hutch_opt_chars_set(o, c, o->def_str);
 }
 
 void hutch_opt_chars_to_json(const struct hutch_option *o, const struct hutch_config *c, cJSON *obj)

@@ -50,23 +50,31 @@ struct hutch_option_type {
 	void (*done)(const struct hutch_option *o, struct hutch_config *c);
 };
 
-/* The table's pages are written by the dynamic loader at every start of
- * hutch (its pointers are relocated; issue 31: CLI start): the row is
- * kept at 96 bytes, its narrow fields together at the end. */
+/* A row holds no pointer (issue 31: CLI start): pointers in a PIE are
+ * relocated by the dynamic loader at every start of hutch, their table a
+ * page of RELRO written each time. The short strings are in the row (""
+ * is none; the unit test checks each keeps its NUL), the help text is an
+ * offset into options.c's pool (hutch_option_help()), the type an index
+ * (hutch_option_type()). */
+#define HUTCH_OPT_NAME_MAX 32
 struct hutch_option {
-	const char *name;    /* API/JSON field, hutch_config_set() key */
-	const char *cli;     /* CLI long option without "--"; NULL: none */
-	const char *env;     /* environment variable; NULL: none */
-	const char *metavar; /* the CLI value's name in --help */
-	const char *help;    /* --help text (the default is appended) */
-	const struct hutch_option_type *type;
-	const char *def_str;   /* strings: default; NULL: unset */
-	uint64_t min, max;     /* numbers: range; text: max bytes */
-	uint64_t def;          /* numbers: default */
-	uint32_t offset, size; /* the field in struct hutch_config */
-	unsigned flags;        /* HUTCH_OPT_* */
-	char cli_short;        /* CLI short option (-p); 0: none */
+	char name[HUTCH_OPT_NAME_MAX]; /* API/JSON field, hutch_config_set() key */
+	char cli[24];                  /* CLI long option without "--"; "": none */
+	char env[24];                  /* environment variable; "": none */
+	char metavar[24];              /* the CLI value's name in --help */
+	char def_str[16];              /* strings: default; "": unset */
+	uint64_t min, max;             /* numbers: range; text: max bytes */
+	uint64_t def;                  /* numbers: default */
+	uint32_t offset, size;         /* the field in struct hutch_config */
+	unsigned flags;                /* HUTCH_OPT_* */
+	uint16_t help;                 /* --help text (the default is appended) */
+	uint8_t type;                  /* enum hutch_option_type_id */
+	char cli_short;                /* CLI short option (-p); 0: none */
 };
+
+/* The row's type, its help text (options.c). */
+const struct hutch_option_type *hutch_option_type(const struct hutch_option *o);
+const char *hutch_option_help(const struct hutch_option *o);
 
 #define FIELD(o, c, T)  ((T *)(void *)((char *)(c) + (o)->offset))
 #define CFIELD(o, c, T) ((const T *)(const void *)((const char *)(c) + (o)->offset))

@@ -23,6 +23,38 @@
 #define AT(f) \
 	.offset = offsetof(struct hutch_config, f), .size = sizeof(((struct hutch_config *)0)->f)
 
+/* The rows' types: an index in the row (TYPE()), not a pointer. */
+#define OPTION_TYPES(X)    \
+	X(access)          \
+	X(bytes)           \
+	X(egress)          \
+	X(header_bindings) \
+	X(host_ports)      \
+	X(image)           \
+	X(image_store)     \
+	X(instance_type)   \
+	X(listen)          \
+	X(net_pool)        \
+	X(network)         \
+	X(publish)         \
+	X(region)          \
+	X(resolver)        \
+	X(script)          \
+	X(seconds)         \
+	X(secrets)         \
+	X(snapshot)        \
+	X(switch)          \
+	X(text)            \
+	X(volumes)         \
+	X(workspace)
+#define TYPE_ID(t)  OPT_TYPE_##t,
+#define TYPE_PTR(t) [OPT_TYPE_##t] = &hutch_opt_##t,
+enum {
+	OPTION_TYPES(TYPE_ID) OPT_TYPE_N
+};
+static const struct hutch_option_type *const types[OPT_TYPE_N] = { OPTION_TYPES(TYPE_PTR) };
+#define TYPE(t) .type = OPT_TYPE_##t
+
 /* ---- numbers: seconds and bytes ---- */
 
 static void u64_init(const struct hutch_option *o, struct hutch_config *c)
@@ -34,11 +66,10 @@ static void u64_init(const struct hutch_option *o, struct hutch_config *c)
 static int u64_invalid(const struct hutch_option *o, const char *value, const char *tail,
                        struct hutch_err *err)
 {
-	return hutch_err_set(err, -EINVAL, "invalid %s '%.40s': expected a %s from %llu to %llu%s",
-	                     o->name, value,
-	                     o->type == &hutch_opt_seconds ? "whole number of seconds"
-	                                                   : "number of bytes",
-	                     (unsigned long long)o->min, (unsigned long long)o->max, tail);
+	return hutch_err_set(
+	        err, -EINVAL, "invalid %s '%.40s': expected a %s from %llu to %llu%s", o->name,
+	        value, o->type == OPT_TYPE_seconds ? "whole number of seconds" : "number of bytes",
+	        (unsigned long long)o->min, (unsigned long long)o->max, tail);
 }
 
 static int u64_parse(const struct hutch_option *o, struct hutch_config *c, const char *s,
@@ -417,37 +448,117 @@ const struct hutch_option_type hutch_opt_network = {
 
 /* ---- the table ---- */
 
+/* --help's text of each row, by the row's name: a pool (HUTCH_STRPOOL,
+ * base/util.h), so that the table holds offsets, not pointers. A row's
+ * NAMED(n) is its name and its text's offset, so the two cannot part. */
+#define OPTION_HELP(X)                                                                             \
+	X(instance_type, "size preset: nano, micro, small, medium, large, xlarge, 2xlarge")        \
+	X(workspace, "where /workspace, /home/appuser, /tmp and an image's writes go: disk (an "   \
+	             "ext4 of the instance's disk size of the sandbox's own: ENOSPC at the "       \
+	             "size, "                                                                      \
+	             "never memory; root only, an ordinary user gets tmpfs) or tmpfs (memory, "    \
+	             "charged to the memory limit)")                                               \
+	X(ttl_seconds, "delete the sandbox S seconds after creation")                              \
+	X(idle_timeout_seconds,                                                                    \
+	  "freeze the sandbox after S seconds without requests; the next request "                 \
+	  "wakes it; 0 = never")                                                                   \
+	X(region, "other regions than the default allow only --network all")                       \
+	X(network, "none (no network), all (any address beyond this machine), or "                 \
+	           "allow:HOST[,HOST...] (only TLS to the listed names/IPs; HOST is name, "        \
+	           "name:port, ip or ip:port)")                                                    \
+	X(egress, "the cloud's egress=: an IP address or CIDR the sandbox may reach "              \
+	          "(repeatable); with it the sandbox reaches these and nothing else, "             \
+	          "with network none or all (never this machine, private or "                      \
+	          "link-local ranges); '' alone blocks everything")                                \
+	X(host_ports, "let the sandbox reach 127.0.0.1:PORT on the host as "                       \
+	              "host.hutch.internal:PORT (TCP; repeatable; all or allow)")                  \
+	X(publish, HUTCH_PUBLISH_HELP)                                                             \
+	X(volumes, HUTCH_VOLUME_HELP)                                                              \
+	X(header_bindings,                                                                         \
+	  "set HEADER on every HTTPS request to HOST at the egress proxy, the secret "             \
+	  "never entering the sandbox; VALUE is @env:NAME, @file:PATH, @fd:N (a "                  \
+	  "literal is visible in ps), optionally after a template such as 'Bearer "                \
+	  "{secret}' (repeatable; all or allow)")                                                  \
+	X(image, "the root file system: an image of the store ('hutch image pull' / "              \
+	         "'import'), stacked read-only under the sandbox's own writable layer; "           \
+	         "not yet there, a path (/abs, ./rel, oci:PATH, docker-archive:PATH) is "          \
+	         "imported and a whole registry reference pulled, once; 'host' is the "            \
+	         "host-derived root; without it, hutch-default once 'hutch image "                 \
+	         "build-default' made it, else host")                                              \
+	X(snapshot, "start from a filesystem snapshot of the store ('hutch snapshot ID NAME'): "   \
+	            "--image NAME, refused unless NAME is there (nothing is pulled); the "         \
+	            "snapshot's /workspace, /home/appuser and /tmp are in its layers; a full "     \
+	            "one ('snapshot --full') is restored: its processes carry on in a new "        \
+	            "plain sandbox of network none")                                               \
+	X(max_output_bytes, "bytes of stdout/stderr kept per command")                             \
+	X(journal_max_bytes,                                                                       \
+	  "the session journal's bound on disk (hutch journal; 4 MiB, two files, "                 \
+	  "oldest lines dropped); 0: no journal")                                                  \
+	X(change_lists, "each command's result lists the files it created, modified and deleted "  \
+	                "in /workspace, /home/appuser and /tmp (Linux 6.8+); off: init keeps no "  \
+	                "index of those trees nor fanotify group")                                 \
+	X(net_log, "network allow (all: host ports, bindings): the egress log of every "           \
+	           "connection, its rule, bytes and command (hutch net-log); off: none kept")      \
+	X(nat_log, "network all: the egress log also records every TCP and UDP flow through "      \
+	           "NAT (the kernel's log of first packets, conntrack's bytes); off (the "         \
+	           "default): host ports', bindings' and DNS records only. On costs a create "     \
+	           "~30 ms and ~15% of the connection rate (docs/network.md)")                     \
+	X(access, "what the session may do: all; files (read and write files, run no "             \
+	          "commands: 403 access_denied); none (neither); hooks and the setup "             \
+	          "script still run")                                                              \
+	X(secrets, "the cloud's secrets=: NAME in every command's environment (setup "             \
+	           "script and hooks too), the value never shown (inspect, status and "            \
+	           "ls list names); VALUE is @env:VAR, @file:PATH, @fd:N (a literal is "           \
+	           "visible in ps) (repeatable)")                                                  \
+	X(executor_max_output_bytes,                                                               \
+	  "bytes of stdout and of stderr the cloud executor's /run answers whole "                 \
+	  "(64 MiB); more is a 500 error naming this option, the command killed")                  \
+	X(executor_port, "also serve the cloud executor's API on TCP 127.0.0.1:PORT (0: any free " \
+	                 "port; ADDR:PORT for another address), behind a bearer secret that "      \
+	                 "create --json prints once")                                              \
+	X(setup_script, "run FILE (a shell script) once as appuser in /workspace before create "   \
+	                "returns; failure or timeout deletes the sandbox (exit 71)")               \
+	X(setup_script_timeout_seconds, "time limit of the setup script and of --on-create")       \
+	X(on_create, "shell command run after the setup script, before create returns")            \
+	X(on_destroy, "shell command run at rm / DELETE and at TTL expiry, before the processes "  \
+	              "are killed (at most 30 s)")                                                 \
+	X(description, "a note for people (what the sandbox is for, who made it), shown by "       \
+	               "inspect, ls --json and GET /status; at most 1024 bytes")                   \
+	X(resolver, "the DNS server the sandbox's DNS stub asks, IP[:PORT] (default: the "         \
+	            "host's first IPv4 nameserver)")                                               \
+	X(upstream_ca, "a PEM file of CAs that header bindings' upstream servers are verified "    \
+	               "against (default: the host's trust store)")                                \
+	X(net_pool,                                                                                \
+	  "the addresses of --network all, as a CIDR (default " HUTCH_NET_POOL_DEFAULT ")")        \
+	X(image_store, "the image store of --image (default /var/lib/hutch; an ordinary "          \
+	               "user's $XDG_DATA_HOME/hutch or ~/.local/share/hutch)")
+HUTCH_STRPOOL(option_help, option_helps, OPTION_HELP);
+#define NAMED(n) .name = #n, .help = HUTCH_STRPOOL_AT(option_help, n)
+
 static const struct hutch_option options[] = {
 	{
-	        .name = "instance_type",
+	        NAMED(instance_type),
 	        .cli = "instance-type",
 	        .metavar = "T",
-	        .help = "size preset: nano, micro, small, medium, large, xlarge, 2xlarge",
-	        .type = &hutch_opt_instance_type,
+	        TYPE(instance_type),
 	        AT(type),
 	        .def_str = HUTCH_DEFAULT_INSTANCE_TYPE,
 	        .flags = HUTCH_OPT_POOL_KEY,
 	},
 	{
-	        .name = "workspace",
+	        NAMED(workspace),
 	        .cli = "workspace",
 	        .metavar = "disk|tmpfs",
-	        .help = "where /workspace, /home/appuser, /tmp and an image's writes go: disk (an "
-	                "ext4 of the instance's disk size of the sandbox's own: ENOSPC at the "
-	                "size, "
-	                "never memory; root only, an ordinary user gets tmpfs) or tmpfs (memory, "
-	                "charged to the memory limit)",
-	        .type = &hutch_opt_workspace,
+	        TYPE(workspace),
 	        AT(workspace),
-	        .def_str = "disk",
 	        /* in the pool's key as no_limits is (poolkey.c) */
+	        .def_str = "disk",
 	},
 	{
-	        .name = "ttl_seconds",
+	        NAMED(ttl_seconds),
 	        .cli = "ttl",
 	        .metavar = "S",
-	        .help = "delete the sandbox S seconds after creation",
-	        .type = &hutch_opt_seconds,
+	        TYPE(seconds),
 	        AT(ttl_seconds),
 	        .min = 1,
 	        .max = HUTCH_MAX_TTL,
@@ -455,12 +566,10 @@ static const struct hutch_option options[] = {
 	        .flags = HUTCH_OPT_SESSION,
 	},
 	{
-	        .name = "idle_timeout_seconds",
+	        NAMED(idle_timeout_seconds),
 	        .cli = "idle-timeout",
 	        .metavar = "S",
-	        .help = "freeze the sandbox after S seconds without requests; the next request "
-	                "wakes it; 0 = never",
-	        .type = &hutch_opt_seconds,
+	        TYPE(seconds),
 	        AT(idle_timeout_seconds),
 	        .min = 0,
 	        .max = HUTCH_MAX_TTL,
@@ -468,116 +577,83 @@ static const struct hutch_option options[] = {
 	        .flags = HUTCH_OPT_SESSION,
 	},
 	{
-	        .name = "region",
+	        NAMED(region),
 	        .cli = "region",
 	        .metavar = "R",
-	        .help = "other regions than the default allow only --network all",
-	        .type = &hutch_opt_region,
+	        TYPE(region),
 	        AT(region),
 	        .def_str = HUTCH_DEFAULT_REGION,
 	        .flags = HUTCH_OPT_SESSION,
 	},
 	{
-	        .name = "network",
+	        NAMED(network),
 	        .cli = "network",
 	        .metavar = "N",
-	        .help = "none (no network), all (any address beyond this machine), or "
-	                "allow:HOST[,HOST...] (only TLS to the listed names/IPs; HOST is name, "
-	                "name:port, ip or ip:port)",
-	        .type = &hutch_opt_network,
+	        TYPE(network),
 	        AT(network_spec),
 	        .def_str = "none",
 	        .flags = HUTCH_OPT_POOL_KEY,
 	},
 	{
-	        .name = "egress",
+	        NAMED(egress),
 	        .cli = "egress",
 	        .metavar = "CIDR",
-	        .help = "the cloud's egress=: an IP address or CIDR the sandbox may reach "
-	                "(repeatable); with it the sandbox reaches these and nothing else, "
-	                "with network none or all (never this machine, private or "
-	                "link-local ranges); '' alone blocks everything",
-	        .type = &hutch_opt_egress,
+	        TYPE(egress),
 	        AT(net),
 	        .flags = HUTCH_OPT_POOL_KEY,
 	},
 	{
-	        .name = "host_ports",
+	        NAMED(host_ports),
 	        .cli = "host-port",
 	        .metavar = "PORT",
-	        .help = "let the sandbox reach 127.0.0.1:PORT on the host as "
-	                "host.hutch.internal:PORT (TCP; repeatable; all or allow)",
-	        .type = &hutch_opt_host_ports,
+	        TYPE(host_ports),
 	        AT(host_ports),
 	        .flags = HUTCH_OPT_POOL_KEY,
 	},
 	{
-	        .name = "publish",
+	        NAMED(publish),
 	        .cli = "publish",
 	        .cli_short = 'p',
 	        .metavar = "SPEC",
-	        .help = HUTCH_PUBLISH_HELP,
-	        .type = &hutch_opt_publish,
+	        TYPE(publish),
 	        AT(publish),
 	        .flags = HUTCH_OPT_NO_POOL,
 	},
 	{
-	        .name = "volumes",
+	        NAMED(volumes),
 	        .cli = "volume",
 	        .cli_short = 'v',
 	        .metavar = "SRC:PATH[:rw]",
-	        .help = HUTCH_VOLUME_HELP,
-	        .type = &hutch_opt_volumes,
+	        TYPE(volumes),
 	        AT(volumes),
 	        .flags = HUTCH_OPT_NO_POOL,
 	},
 	{
-	        .name = "header_bindings",
+	        NAMED(header_bindings),
 	        .cli = "header-binding",
 	        .metavar = "HOST:HEADER=VALUE",
-	        .help = "set HEADER on every HTTPS request to HOST at the egress proxy, the secret "
-	                "never entering the sandbox; VALUE is @env:NAME, @file:PATH, @fd:N (a "
-	                "literal is visible in ps), optionally after a template such as 'Bearer "
-	                "{secret}' (repeatable; all or allow)",
-	        .type = &hutch_opt_header_bindings,
+	        TYPE(header_bindings),
 	        AT(header_bindings),
 	        .flags = HUTCH_OPT_NO_POOL,
 	},
 	{
-	        .name = "image",
+	        NAMED(image),
 	        .cli = "image",
 	        .metavar = "REF",
-	        .help = "the root file system: an image of the store ('hutch image pull' / "
-	                "'import'), stacked read-only under the sandbox's own writable layer; "
-	                "not yet there, a path (/abs, ./rel, oci:PATH, docker-archive:PATH) is "
-	                "imported and a whole registry reference pulled, once; 'host' is the "
-	                "host-derived root; without it, hutch-default once 'hutch image "
-	                "build-default' made it, else host",
-	        .type = &hutch_opt_image,
+	        TYPE(image),
 	        AT(image),
 	        .def_str = "",
 	        .flags = HUTCH_OPT_POOL_KEY,
 	},
 	{
-	        .name = "snapshot",
-	        .cli = "snapshot",
-	        .metavar = "NAME",
-	        .help = "start from a filesystem snapshot of the store ('hutch snapshot ID NAME'): "
-	                "--image NAME, refused unless NAME is there (nothing is pulled); the "
-	                "snapshot's /workspace, /home/appuser and /tmp are in its layers; a full "
-	                "one ('snapshot --full') is restored: its processes carry on in a new "
-	                "plain sandbox of network none",
-	        .type = &hutch_opt_snapshot,
-	        AT(image),
-	        .def_str = "",
-	        .flags = HUTCH_OPT_HIDDEN, /* shown, and keyed, as image */
+	        NAMED(snapshot), .cli = "snapshot", .metavar = "NAME", TYPE(snapshot), AT(image),
+	        .def_str = "", .flags = HUTCH_OPT_HIDDEN, /* shown, and keyed, as image */
 	},
 	{
-	        .name = "max_output_bytes",
+	        NAMED(max_output_bytes),
 	        .cli = "max-output",
 	        .metavar = "B",
-	        .help = "bytes of stdout/stderr kept per command",
-	        .type = &hutch_opt_bytes,
+	        TYPE(bytes),
 	        AT(max_output_bytes),
 	        .min = 1,
 	        .max = HUTCH_MAX_MAX_OUTPUT,
@@ -585,81 +661,50 @@ static const struct hutch_option options[] = {
 	        .flags = HUTCH_OPT_SESSION,
 	},
 	{
-	        .name = "journal_max_bytes",
+	        NAMED(journal_max_bytes),
 	        .cli = "journal-max",
 	        .metavar = "B",
-	        .help = "the session journal's bound on disk (hutch journal; 4 MiB, two files, "
-	                "oldest lines dropped); 0: no journal",
-	        .type = &hutch_opt_bytes,
+	        TYPE(bytes),
 	        AT(journal_max_bytes),
 	        .max = HUTCH_MAX_JOURNAL_MAX,
 	        .def = HUTCH_DEFAULT_JOURNAL_MAX,
 	        .flags = HUTCH_OPT_SESSION,
 	},
 	{
-	        .name = "change_lists",
-	        .cli = "change-lists",
-	        .metavar = "on|off",
-	        .help = "each command's result lists the files it created, modified and deleted "
-	                "in /workspace, /home/appuser and /tmp (Linux 6.8+); off: init keeps no "
-	                "index of those trees nor fanotify group",
-	        .type = &hutch_opt_switch,
+	        NAMED(change_lists), .cli = "change-lists", .metavar = "on|off", TYPE(switch),
 	        AT(change_lists),
 	        .def = 1, /* in the pool key when off (poolkey.c), like --no-limits */
 	},
 	{
-	        .name = "net_log",
-	        .cli = "net-log",
-	        .metavar = "on|off",
-	        .help = "network allow (all: host ports, bindings): the egress log of every "
-	                "connection, its rule, bytes and command (hutch net-log); off: none kept",
-	        .type = &hutch_opt_switch,
-	        AT(net_log),
+	        NAMED(net_log), .cli = "net-log", .metavar = "on|off", TYPE(switch), AT(net_log),
 	        .def = 1, /* in the pool key when off (poolkey.c) */
 	},
 	{
-	        .name = "nat_log",
-	        .cli = "nat-log",
-	        .metavar = "on|off",
-	        .help = "network all: the egress log also records every TCP and UDP flow through "
-	                "NAT (the kernel's log of first packets, conntrack's bytes); off (the "
-	                "default): host ports', bindings' and DNS records only. On costs a create "
-	                "~30 ms and ~15% of the connection rate (docs/network.md)",
-	        .type = &hutch_opt_switch,
-	        AT(nat_log),
+	        NAMED(nat_log), .cli = "nat-log", .metavar = "on|off", TYPE(switch), AT(nat_log),
 	        .def = 0, /* in the pool key when on (poolkey.c) */
 	},
 	{
-	        .name = "access",
+	        NAMED(access),
 	        .cli = "access",
 	        .metavar = "all|files|none",
-	        .help = "what the session may do: all; files (read and write files, run no "
-	                "commands: 403 access_denied); none (neither); hooks and the setup "
-	                "script still run",
-	        .type = &hutch_opt_access,
+	        TYPE(access),
 	        AT(access),
 	        .def_str = "all",
 	        .flags = HUTCH_OPT_SESSION,
 	},
 	{
-	        .name = "secrets",
+	        NAMED(secrets),
 	        .cli = "secret",
 	        .metavar = "NAME=VALUE",
-	        .help = "the cloud's secrets=: NAME in every command's environment (setup "
-	                "script and hooks too), the value never shown (inspect, status and "
-	                "ls list names); VALUE is @env:VAR, @file:PATH, @fd:N (a literal is "
-	                "visible in ps) (repeatable)",
-	        .type = &hutch_opt_secrets,
+	        TYPE(secrets),
 	        AT(secrets),
 	        .flags = HUTCH_OPT_NO_POOL,
 	},
 	{
-	        .name = "executor_max_output_bytes",
+	        NAMED(executor_max_output_bytes),
 	        .cli = "executor-max-output",
 	        .metavar = "B",
-	        .help = "bytes of stdout and of stderr the cloud executor's /run answers whole "
-	                "(64 MiB); more is a 500 error naming this option, the command killed",
-	        .type = &hutch_opt_bytes,
+	        TYPE(bytes),
 	        AT(executor_max_output_bytes),
 	        .min = 1,
 	        .max = HUTCH_MAX_EXEC_MAX_OUTPUT,
@@ -667,108 +712,99 @@ static const struct hutch_option options[] = {
 	        .flags = HUTCH_OPT_SESSION,
 	},
 	{
-	        .name = "executor_port",
+	        NAMED(executor_port),
 	        .cli = "executor-port",
 	        .metavar = "[ADDR:]PORT",
-	        .help = "also serve the cloud executor's API on TCP 127.0.0.1:PORT (0: any free "
-	                "port; ADDR:PORT for another address), behind a bearer secret that "
-	                "create --json prints once",
-	        .type = &hutch_opt_listen,
+	        TYPE(listen),
 	        AT(executor_listen),
 	        .flags = HUTCH_OPT_NO_POOL,
 	},
 	{
-	        .name = "setup_script",
+	        NAMED(setup_script),
 	        .cli = "setup-script",
 	        .metavar = "FILE",
-	        .help = "run FILE (a shell script) once as appuser in /workspace before create "
-	                "returns; failure or timeout deletes the sandbox (exit 71)",
-	        .type = &hutch_opt_script,
+	        TYPE(script),
 	        AT(setup_script),
 	        .max = HUTCH_SETUP_SCRIPT_MAX,
 	        .flags = HUTCH_OPT_NO_POOL | HUTCH_OPT_CLI_FILE,
 	},
 	{
-	        .name = "setup_script_timeout_seconds",
+	        NAMED(setup_script_timeout_seconds),
 	        .cli = "setup-timeout",
 	        .metavar = "S",
-	        .help = "time limit of the setup script and of --on-create",
-	        .type = &hutch_opt_seconds,
+	        TYPE(seconds),
 	        AT(setup_script_timeout_seconds),
 	        .min = 1,
 	        .max = HUTCH_MAX_TTL,
 	        .def = HUTCH_DEFAULT_SETUP_TIMEOUT,
 	},
 	{
-	        .name = "on_create",
+	        NAMED(on_create),
 	        .cli = "on-create",
 	        .metavar = "CMD",
-	        .help = "shell command run after the setup script, before create returns",
-	        .type = &hutch_opt_text,
+	        TYPE(text),
 	        AT(on_create),
 	        .max = HUTCH_HOOK_CMD_MAX,
 	        .flags = HUTCH_OPT_NO_POOL,
 	},
 	{
-	        .name = "on_destroy",
+	        NAMED(on_destroy),
 	        .cli = "on-destroy",
 	        .metavar = "CMD",
-	        .help = "shell command run at rm / DELETE and at TTL expiry, before the processes "
-	                "are killed (at most 30 s)",
-	        .type = &hutch_opt_text,
+	        TYPE(text),
 	        AT(on_destroy),
 	        .max = HUTCH_HOOK_CMD_MAX,
 	        .flags = HUTCH_OPT_SESSION,
 	},
 	{
-	        .name = "description",
+	        NAMED(description),
 	        .cli = "description",
 	        .metavar = "TEXT",
-	        .help = "a note for people (what the sandbox is for, who made it), shown by "
-	                "inspect, ls --json and GET /status; at most 1024 bytes",
-	        .type = &hutch_opt_text,
+	        TYPE(text),
 	        AT(description),
 	        .max = 1024,
 	        .flags = HUTCH_OPT_SESSION,
 	},
 	{
-	        .name = "resolver",
+	        NAMED(resolver),
 	        .env = "HUTCH_RESOLVER",
-	        .help = "the DNS server the sandbox's DNS stub asks, IP[:PORT] (default: the "
-	                "host's first IPv4 nameserver)",
-	        .type = &hutch_opt_resolver,
+	        TYPE(resolver),
 	        AT(resolver),
 	        .flags = HUTCH_OPT_POOL_KEY | HUTCH_OPT_HIDDEN,
 	},
 	{
-	        .name = "upstream_ca",
+	        NAMED(upstream_ca),
 	        .env = "HUTCH_UPSTREAM_CA",
-	        .help = "a PEM file of CAs that header bindings' upstream servers are verified "
-	                "against (default: the host's trust store)",
-	        .type = &hutch_opt_text,
+	        TYPE(text),
 	        AT(upstream_ca),
 	        .max = 4096,
 	        .flags = HUTCH_OPT_HIDDEN,
 	},
 	{
-	        .name = "net_pool",
+	        NAMED(net_pool),
 	        .env = "HUTCH_NET_POOL",
-	        .help = "the addresses of --network all, as a CIDR (default " HUTCH_NET_POOL_DEFAULT
-	                ")",
-	        .type = &hutch_opt_net_pool,
+	        TYPE(net_pool),
 	        AT(net_pool),
 	        .flags = HUTCH_OPT_POOL_KEY | HUTCH_OPT_HIDDEN,
 	},
 	{
-	        .name = "image_store",
+	        NAMED(image_store),
 	        .env = "HUTCH_IMAGE_STORE",
-	        .help = "the image store of --image (default /var/lib/hutch; an ordinary "
-	                "user's $XDG_DATA_HOME/hutch or ~/.local/share/hutch)",
-	        .type = &hutch_opt_image_store,
+	        TYPE(image_store),
 	        AT(image_store),
 	        .flags = HUTCH_OPT_POOL_KEY | HUTCH_OPT_HIDDEN,
 	},
 };
+
+const struct hutch_option_type *hutch_option_type(const struct hutch_option *o)
+{
+	return types[o->type];
+}
+
+const char *hutch_option_help(const struct hutch_option *o)
+{
+	return HUTCH_STRPOOL_STR(option_helps, o->help);
+}
 
 const struct hutch_option *hutch_options(size_t *ret_n)
 {
@@ -787,7 +823,7 @@ const struct hutch_option *hutch_option_find(const char *name)
 const struct hutch_option *hutch_option_find_cli(const char *flag)
 {
 	for (size_t i = 0; flag && i < ELEMENTSOF(options); i++)
-		if (options[i].cli && !strcmp(options[i].cli, flag))
+		if (options[i].cli[0] && !strcmp(options[i].cli, flag))
 			return &options[i];
 	return NULL;
 }
@@ -795,7 +831,7 @@ const struct hutch_option *hutch_option_find_cli(const char *flag)
 int hutch_option_parse(const struct hutch_option *o, struct hutch_config *c, const char *s,
                        struct hutch_err *err)
 {
-	return o->type->parse(o, c, s, err);
+	return hutch_option_type(o)->parse(o, c, s, err);
 }
 
 int hutch_option_parse_as(const struct hutch_option *o, struct hutch_config *c, const char *s,
@@ -806,25 +842,25 @@ int hutch_option_parse_as(const struct hutch_option *o, struct hutch_config *c, 
 	 * message is rewritten afterwards. */
 	struct hutch_option as = *o;
 
-	as.name = label;
-	return o->type->parse(&as, c, s, err);
+	snprintf(as.name, sizeof(as.name), "%s", label);
+	return hutch_option_type(o)->parse(&as, c, s, err);
 }
 
 int hutch_option_from_json(const struct hutch_option *o, struct hutch_config *c, const cJSON *v,
                            struct hutch_err *err)
 {
-	if (o->type->from_json)
-		return o->type->from_json(o, c, v, err);
+	if (hutch_option_type(o)->from_json)
+		return hutch_option_type(o)->from_json(o, c, v, err);
 	if (!cJSON_IsString(v))
 		return hutch_err_set(err, -EINVAL,
 		                     "field '%s' has the wrong type: expected a string", o->name);
-	return o->type->parse(o, c, v->valuestring, err);
+	return hutch_option_type(o)->parse(o, c, v->valuestring, err);
 }
 
 void hutch_option_text(const struct hutch_option *o, const struct hutch_config *c,
                        void (*emit)(void *ud, const char *s), void *ud)
 {
-	o->type->text(o, c, emit, ud);
+	hutch_option_type(o)->text(o, c, emit, ud);
 }
 
 static void note_set(void *ud, const char *s)
@@ -837,7 +873,7 @@ bool hutch_option_is_set(const struct hutch_option *o, const struct hutch_config
 {
 	bool set = false;
 
-	o->type->text(o, c, note_set, &set);
+	hutch_option_type(o)->text(o, c, note_set, &set);
 	return set;
 }
 
@@ -854,14 +890,14 @@ void hutch_config_init(struct hutch_config *c)
 {
 	memset(c, 0, sizeof(*c));
 	for (size_t i = 0; i < ELEMENTSOF(options); i++)
-		options[i].type->init(&options[i], c);
+		types[options[i].type]->init(&options[i], c);
 }
 
 void hutch_config_done(struct hutch_config *c)
 {
 	for (size_t i = 0; i < ELEMENTSOF(options); i++)
-		if (options[i].type->done)
-			options[i].type->done(&options[i], c);
+		if (types[options[i].type]->done)
+			types[options[i].type]->done(&options[i], c);
 }
 
 int hutch_config_set(struct hutch_config *c, const char *key, const char *value,
@@ -871,7 +907,7 @@ int hutch_config_set(struct hutch_config *c, const char *key, const char *value,
 
 	if (!o)
 		return hutch_err_set(err, -EINVAL, "unknown option '%s'", key);
-	return o->type->parse(o, c, value, err);
+	return hutch_option_type(o)->parse(o, c, value, err);
 }
 
 cJSON *hutch_options_to_json(const struct hutch_config *c, unsigned flags)
@@ -883,7 +919,7 @@ cJSON *hutch_options_to_json(const struct hutch_config *c, unsigned flags)
 			continue;
 		if (!flags && (options[i].flags & HUTCH_OPT_HIDDEN))
 			continue;
-		options[i].type->to_json(&options[i], c, o);
+		types[options[i].type]->to_json(&options[i], c, o);
 	}
 	return o;
 }

@@ -293,7 +293,7 @@ static enum MHD_Result serve_route(struct request *r, const char *upload, size_t
 	enum MHD_Result ret;
 
 	hutch_cmds_set_hook(&r->s->cmds, &hutch_journal_cmd_hook, r->jrec);
-	ret = r->route->serve(r, upload, size);
+	ret = hutch_api_route_handler(r->route)(r, upload, size);
 	hutch_cmds_set_hook(&r->s->cmds, &hutch_journal_cmd_hook, NULL);
 	return ret;
 }

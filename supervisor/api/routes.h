@@ -13,6 +13,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "http.h"
 
@@ -52,13 +53,19 @@
 typedef enum MHD_Result (*hutch_api_handler)(struct request *r, const char *upload,
                                              size_t *upload_size);
 
+/* A row holds no pointer (issue 31: CLI start): strings in the row, the
+ * handler an index (hutch_api_route_handler()). */
 struct hutch_api_route {
-	const char *url;
-	const char *method; /* NULL: any (the executor checks none there) */
-	hutch_api_handler serve;
-	unsigned flags; /* HUTCH_ROUTE_* */
-	int arg;        /* the handler's: the file operation (api-files.h) */
+	char url[24];
+	char method[8];  /* "": any (the executor checks none there) */
+	uint8_t handler; /* hutch_api_route_handler() */
+	unsigned flags;  /* HUTCH_ROUTE_* */
+	int arg;         /* the handler's: the file operation (api-files.h) */
 };
+
+/* The row's handler; the table (its rows, for the unit test). */
+hutch_api_handler hutch_api_route_handler(const struct hutch_api_route *rt);
+const struct hutch_api_route *hutch_api_routes(size_t *ret_n);
 
 /* The row of url + method as seen on the unix socket or (tcp) on the
  * executor's TCP listener, or NULL; *ret_known then says whether url is

@@ -45,20 +45,27 @@ static void test_table_rows(void **state)
 	hutch_config_init(&c);
 	for (size_t i = 0; i < n; i++) {
 		size_t values = 0;
-		assert_non_null(o[i].name);
-		assert_non_null(o[i].type);
-		assert_non_null(o[i].help);
+		/* The row's strings (char arrays, no pointers: issue 31) each
+		 * keep their NUL: C lets a literal fill an array without one. */
+		assert_non_null(memchr(o[i].name, 0, sizeof(o[i].name)));
+		assert_non_null(memchr(o[i].cli, 0, sizeof(o[i].cli)));
+		assert_non_null(memchr(o[i].env, 0, sizeof(o[i].env)));
+		assert_non_null(memchr(o[i].metavar, 0, sizeof(o[i].metavar)));
+		assert_non_null(memchr(o[i].def_str, 0, sizeof(o[i].def_str)));
+		assert_true(o[i].name[0]);
+		assert_non_null(hutch_option_type(&o[i]));
+		assert_true(o[i].help > 0 && strlen(hutch_option_help(&o[i])) > 10);
 		assert_true(o[i].offset + o[i].size <= sizeof(c));
-		assert_true(o[i].cli || o[i].env); /* reachable somehow */
+		assert_true(o[i].cli[0] || o[i].env[0]); /* reachable somehow */
 		assert_ptr_equal(hutch_option_find(o[i].name), &o[i]);
-		if (o[i].cli) {
-			assert_non_null(o[i].metavar);
+		if (o[i].cli[0]) {
+			assert_true(o[i].metavar[0]);
 			assert_ptr_equal(hutch_option_find_cli(o[i].cli), &o[i]);
 		}
 		/* At most one of "fixed at creation" and "given at a claim". */
 		assert_false((o[i].flags & HUTCH_OPT_POOL_KEY) && (o[i].flags & HUTCH_OPT_SESSION));
 		hutch_option_text(&o[i], &c, count_values, &values);
-		if (o[i].def_str && o[i].def_str[0]) {
+		if (o[i].def_str[0]) {
 			hutch_err_clear(&err);
 			assert_int_equal(hutch_option_parse(&o[i], &c, o[i].def_str, &err), 0);
 		}

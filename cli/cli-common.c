@@ -80,15 +80,18 @@ int hutch_cli_gone(const char *id, const char *tail)
 	                      !strcmp(reason, "expired") ? " (ttl reached)" : "", tail);
 }
 
+int hutch_cli_supervisor_gone(const char *id, const char *what)
+{
+	return hutch_cli_fail(HUTCH_EXIT_GONE,
+	                      "sandbox %s is not running: its supervisor is gone (killed or "
+	                      "crashed; 'hutch doctor' checks the host)%s%s; run 'hutch gc' to "
+	                      "remove what it left",
+	                      id, what ? " and left no " : "", what ? what : "");
+}
+
 int hutch_cli_check_live(const struct hutch_paths *p)
 {
-	if (hutch_state_is_live(p) == 0)
-		return hutch_cli_fail(
-		        HUTCH_EXIT_GONE,
-		        "sandbox %s is not running: its supervisor is gone (killed or "
-		        "crashed); run 'hutch gc' to remove what it left",
-		        p->id);
-	return 0;
+	return hutch_state_is_live(p) == 0 ? hutch_cli_supervisor_gone(p->id, NULL) : 0;
 }
 
 int hutch_cli_no_record(const char *id, const char *what, const char *keep)
@@ -108,12 +111,7 @@ int hutch_cli_no_record(const char *id, const char *what, const char *keep)
 	}
 	if (hutch_paths_init(rt, id, &p) == 0 && access(p.dir, F_OK) == 0 &&
 	    hutch_state_is_live(&p) == 0)
-		return hutch_cli_fail(
-		        HUTCH_EXIT_GONE,
-		        "sandbox %s is not running: its supervisor is gone (killed or "
-		        "crashed) and left no %s; run 'hutch gc' to remove what it "
-		        "left",
-		        id, what);
+		return hutch_cli_supervisor_gone(id, what);
 	return hutch_cli_fail(HUTCH_EXIT_NOT_FOUND, "no %s of sandbox '%s' (%s)", what, id, keep);
 }
 

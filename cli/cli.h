@@ -57,6 +57,10 @@ int hutch_cli_resolve_as(const char *arg, unsigned flags, struct hutch_paths *p)
 /* 66, naming why and when sandbox id ended (its tombstone: "sandbox ID
  * was deleted at T"), then tail; without a tombstone, that it was removed. */
 int hutch_cli_gone(const char *id, const char *tail);
+/* 66: sandbox id's supervisor is gone (killed or crashed: nobody holds
+ * its lock), what it left for 'hutch gc'; what: the record it left none
+ * of ("journal", ...), or NULL. */
+int hutch_cli_supervisor_gone(const char *id, const char *what);
 /* 66 with the message if p's supervisor is gone, else 0. */
 int hutch_cli_check_live(const struct hutch_paths *p);
 /* A record kept of sandbox id (what: "journal", "egress log", "log") that

@@ -15,7 +15,8 @@
  * directory. The log's fd, opened once, reads every line whatever its
  * name; the watch's end (IN_IGNORED) says nothing more comes. A supervisor
  * that was killed writes no end: a check every two seconds of its lock
- * (held by a live supervisor) ends the follow there.
+ * (held by a live supervisor) ends the follow there (with an id: 66, as
+ * journal --follow).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -51,6 +52,7 @@ struct follow {
 	int ino;                /* the inotify fd */
 	int root_wd;            /* the runtime dir's watch (no id: new sandboxes) */
 	bool all;               /* no id: lines carry it, new sandboxes are followed */
+	bool killed;            /* with an id: its supervisor died without its end */
 	struct tail *t;         /* the sandboxes read */
 	size_t n, alloc;        /* rows of t used, allocated */
 	struct hutch_buf lines; /* history: whole lines, sorted before printing */
@@ -317,8 +319,10 @@ static int follow_loop(struct follow *f)
 			return -errno;
 		if (r == 0) { /* a killed supervisor writes no end */
 			for (size_t i = 0; i < f->n; i++)
-				if (f->t[i].ok && !still_live(&f->t[i]))
+				if (f->t[i].ok && !still_live(&f->t[i])) {
 					end_tail(f, &f->t[i], true);
+					f->killed = !f->all;
+				}
 			continue;
 		}
 		n = read(f->ino, buf, sizeof(buf));
@@ -432,6 +436,8 @@ static int events_one(struct follow *f, const char *arg, bool follow)
 	if (r == -ENOENT)
 		return hutch_cli_no_record(ended ? arg : p.id, "log",
 		                           "a log is kept 7 days after the sandbox ended");
+	if (r >= 0 && f->killed) /* as journal --follow: no end will come */
+		return hutch_cli_supervisor_gone(p.id, NULL);
 	return r < 0 ? hutch_cli_fail(HUTCH_EXIT_FAILURE, "events: %s", strerror(-r)) : 0;
 }
 
@@ -451,8 +457,9 @@ static const struct hutch_cli_opt events_opts[] = {
 	  .short_name = 'f',
 	  .kind = HUTCH_CLI_FLAG,
 	  .offset = offsetof(struct hutch_cli_args, follow),
-	  .help = "keep printing new lines: with an id until the sandbox ends, without one until "
-	          "Ctrl-C (sandboxes created meanwhile included)" },
+	  .help = "keep printing new lines: with an id until the sandbox ends (0; 66 if its "
+	          "supervisor died: killed or crashed), without one until Ctrl-C (sandboxes "
+	          "created meanwhile included)" },
 	{ 0 },
 };
 

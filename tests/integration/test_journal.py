@@ -292,7 +292,8 @@ def test_follow_of_a_sandbox_whose_supervisor_is_killed(hutch, request_first):
     rc, out, err = follow_then_signal(hutch, sb, signal.SIGKILL)
     assert rc == 66, (out, err)
     assert err == (f"hutch: sandbox {sb.id} is not running: its supervisor is gone (killed or "
-                   "crashed); run 'hutch gc' to remove what it left\n").encode(), err
+                   "crashed; 'hutch doctor' checks the host); run 'hutch gc' to remove what it "
+                   "left\n").encode(), err
     assert (b"echo one" in out) == request_first, out
     r = hutch("gc")
     assert r.returncode == 0 and b"removed 1 " in r.stdout, r

@@ -57,13 +57,18 @@ def first_lines(lines):
 
 
 def test_events_follow_ends_when_the_supervisor_is_killed(hutch):
+    """-f of a sandbox whose supervisor is killed -9 (no end will come):
+    66 naming gc, as journal --follow (test_journal.py); it ended 0."""
     sb = hutch.create("--instance-type", "nano")
     pid = json.loads(hutch("inspect", sb.id).stdout)["supervisor_pid"]
     with following(hutch, "--follow", sb.id) as p:
         _lines_until(p, lambda ln: "handed over" in ln)
         os.kill(pid, signal.SIGKILL)
         out, err = p.communicate(timeout=60)
-    assert p.returncode == 0, err
+    assert p.returncode == 66, err
+    assert err == (f"hutch: sandbox {sb.id} is not running: its supervisor is gone (killed or "
+                   "crashed; 'hutch doctor' checks the host); run 'hutch gc' to remove what it "
+                   "left\n").encode(), err
     assert hutch("gc").returncode == 0
 
 

@@ -5,7 +5,9 @@
  * grace periods and I/O), more than the rest of a create overlaps: a
  * process per runtime dir and size keeps HUTCH_DISK_STOCK makers
  * (hutch_disk_maker()) whose disk is made and waits for its taker, and a
- * create takes one in a round trip on its socket. The layout of $RT/.disk/:
+ * create takes one through its socket: the CLI asks, its supervisor reads
+ * the answer at its disk step (no round trip on the CLI's path). The
+ * layout of $RT/.disk/:
  *
  *   ext4-<bytes>        the template (disk.c)
  *   stock-<bytes>.lock  flock'ed by the stock's process for its life
@@ -349,12 +351,9 @@ int hutch_disk_stock_take(const char *runtime_dir, uint64_t bytes, struct hutch_
                           int *ret_hold)
 {
 	_cleanup_close_ int dirfd = -EBADF, s = -EBADF;
-	struct hutch_msg_hdr hdr = { 0 };
 	struct sockaddr_un sa;
 	char dir[4096], name[64];
-	int fd = -EBADF;
-	size_t nfds = 1;
-	ssize_t n;
+	int hold;
 
 	job->pid = -1;
 	job->sock = -EBADF;
@@ -370,13 +369,42 @@ int hutch_disk_stock_take(const char *runtime_dir, uint64_t bytes, struct hutch_
 			stock_start(runtime_dir, bytes);
 		return -EAGAIN;
 	}
+	/* Asked, not answered: the answer is read where the disk is needed
+	 * (hutch_disk_stock_answer()), not waited for here (issue 31: under
+	 * load the stock waits for a CPU, 10-16 ms on the CLI's path). */
 	if (hutch_proto_send(s, HUTCH_MSG_GO, 0, NULL, 0, NULL, 0) < 0)
 		return -EAGAIN;
-	n = hutch_proto_recv(s, &hdr, NULL, 0, &fd, &nfds);
-	if (n < 0 || hdr.type != HUTCH_MSG_READY || nfds != 1)
+	hold = fcntl(s, F_DUPFD_CLOEXEC, 3);
+	if (hold < 0)
+		return -errno;
+	job->pid = HUTCH_DISK_JOB_ASKED;
+	job->sock = TAKE_FD(s);
+	*ret_hold = hold;
+	return 0;
+}
+
+int hutch_disk_stock_answer(struct hutch_disk_job *job)
+{
+	struct pollfd pfd = { .fd = job->sock, .events = POLLIN };
+	struct hutch_msg_hdr hdr = { 0 };
+	int fd = -EBADF;
+	size_t nfds = 1;
+	ssize_t n = -ETIMEDOUT;
+
+	if (job->pid != HUTCH_DISK_JOB_ASKED)
+		return 0;
+	/* The stock answers at once (its makers are made ahead): bounded
+	 * all the same, the disk then made here (the maker sent meanwhile
+	 * ends with this connection's close). */
+	if (poll(&pfd, 1, STOCK_ASK_MS) > 0)
+		n = hutch_proto_recv(job->sock, &hdr, NULL, 0, &fd, &nfds);
+	closep(&job->sock);
+	job->pid = -1;
+	if (n < 0 || hdr.type != HUTCH_MSG_READY || nfds != 1) {
+		closep(&fd); /* -EBADF when none came */
 		return -EAGAIN;
+	}
 	job->sock = fd;
-	*ret_hold = TAKE_FD(s);
 	return 0;
 }
 

@@ -156,16 +156,27 @@ void hutch_disk_shutdown(int root);
  * of each size per runtime dir, by a process of the dir's own that refills
  * it once its takers are done (its makers at a low priority; at once when
  * it is empty) and ends when the dir has had no sandbox and no take for a
- * while, or at `hutch gc`. Take one: its maker's socket (job->pid -1), made
- * or being made, and in *ret_hold the stock's connection, which the taker
- * keeps open until it is done (closed by its exit; a process forked from
- * it that outlives it, a supervisor, closes its copy): the stock refills
- * then. -EAGAIN when the stock had none (a stock is started when none
- * runs: the next create finds one), another -errno when it could not be
- * asked.
+ * while, or at `hutch gc`. Take one: the stock asked, not waited for (job->pid
+ * HUTCH_DISK_JOB_ASKED, job->sock its connection, whose answer
+ * hutch_disk_stock_answer() reads where the disk is needed: the
+ * supervisor's disk step), and in *ret_hold a copy of the connection,
+ * which the taker keeps open until it is done (closed by its exit; a
+ * process forked from it that outlives it, a supervisor, closes its copy):
+ * the stock refills then. -EAGAIN when the stock could not be asked (a
+ * stock is started when none runs: the next create finds one), another
+ * -errno when it could not be reached.
  */
+#define HUTCH_DISK_JOB_ASKED (-2)
 int hutch_disk_stock_take(const char *runtime_dir, uint64_t bytes, struct hutch_disk_job *job,
                           int *ret_hold);
+/*
+ * The stock's answer to job's take (HUTCH_DISK_JOB_ASKED; else nothing to
+ * do, 0): job then holds its maker's socket (job->pid -1, made or being
+ * made), or nothing (-EAGAIN: none in stock, or no answer within 2 s) and
+ * the setup makes its own. The connection read is closed (the taker's hold
+ * is the other copy).
+ */
+int hutch_disk_stock_answer(struct hutch_disk_job *job);
 /* Stop runtime_dir's stocks and wait (bounded) for them to end. */
 void hutch_disk_stock_stop(const char *runtime_dir);
 

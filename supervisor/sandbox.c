@@ -345,9 +345,10 @@ static int place_cgroup(struct sup *s, struct hutch_setup_in *in, struct hutch_e
  * root mode has that rootless mode does not (yet). */
 /*
  * A disk from the runtime dir's stock (runtime/disk.h), taken here by the
- * creator, whose cgroup a stock started here lives in (as lxcfs); the
- * supervisor asks its maker for it (setup.c) or, with none taken, makes
- * its own. The take's hold is this creator's until it exits (a run once
+ * creator, whose cgroup a stock started here lives in (as lxcfs): asked
+ * here, its answer read by the supervisor at its disk step (setup.c,
+ * hutch_disk_stock_answer()), which asks the maker for the disk or, with
+ * none taken, makes its own. The take's hold is this creator's until it exits (a run once
  * its command is over, a create once the id is out), so that the stock's
  * refill does not compete with the run for a CPU (issue 31); the
  * supervisor closes its copy (fork_supervisor()). One per process: a

@@ -342,7 +342,9 @@ static int setup_steps(struct sup *s, struct setup_made *m, struct hutch_err *er
 	plan.cgroups_late =
 	        m->cg && !plan.kind->clone && !strcmp(hutch_cgroup_version(m->cg), "v1");
 	plan.disk.creator_fd = m->creator_fd;
-	/* the disk (runtime/disk.h) made while the rest is; a fork's, if there */
+	/* the disk (runtime/disk.h) made while the rest is; a fork's, if there;
+	 * the stock's answer to the creator's take, come meanwhile */
+	(void)hutch_disk_stock_answer(&m->disk_job);
 	r = hutch_disk_fork_setup_take(&plan.disk, &m->disk_job, false, err);
 	if (r >= 0)
 		r = hutch_disk_setup_start(&plan.disk, &m->disk_job, &why, err);

@@ -199,6 +199,7 @@ void hutch_sup_teardown_finish(struct sup *s)
 	 * so that its unmount and the loop device's end (~0.1 s) come after
 	 * the rest (a volume's use, an image's). */
 	hutch_sup_fork_done(s); /* the next fork's forker, made ahead: its loop device first */
+	closep(&s->disk_watch); /* the change lists' group goes here, not in init's exit */
 	hutch_disk_abandon(&s->disk_job);
 	hutch_close_many(s->disk_fds, HUTCH_DISK_MOUNTS);
 	hutch_disk_shutdown(s->disk_fds[HUTCH_DISK_ROOT]);

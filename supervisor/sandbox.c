@@ -634,7 +634,7 @@ static void sup_init(struct sup *s, struct hutch_config *cfg, struct hutch_conta
 	s->loop.epfd = s->sigfd = s->ttl_fd = s->init_sock = s->pidfd = s->listen_fd = -EBADF;
 	s->exec_sock.fd = -EBADF;
 	s->lock_fd = s->slot_fd = s->mntns_fd = s->procview_hold = -EBADF;
-	s->procview_pidfd = -EBADF;
+	s->procview_pidfd = s->disk_watch = -EBADF;
 	s->idle.fd = s->hooks.deadline_fd = s->hooks.result_fd = s->events.fd = -EBADF;
 	s->hooks.log_fd = s->net.helper_timer_fd = -EBADF;
 	s->disk_job.pid = -1;

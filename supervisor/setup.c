@@ -227,7 +227,7 @@ static int send_go(const struct setup_plan *plan, struct setup_made *m, struct h
 	}
 	r = hutch_proto_send(m->init.sock, HUTCH_MSG_GO, 0, pem, pem ? strlen(pem) : 0, fds, n);
 	if (n > HUTCH_DISK_MOUNTS)
-		close(fds[HUTCH_DISK_MOUNTS]); /* init's */
+		m->disk_watch = fds[HUTCH_DISK_MOUNTS]; /* init's; our copy closed at the end */
 	return r < 0 ? hutch_err_set_errno(err, r, "start sandbox init") : 0;
 }
 
@@ -402,6 +402,7 @@ static int hand_over(struct sup *s, struct setup_made *m, int r, struct hutch_er
 	s->volumes = m->vols;
 	s->disk_job = m->disk_job;
 	memcpy(s->disk_fds, m->disk_fds, sizeof(s->disk_fds));
+	s->disk_watch = m->disk_watch;
 	s->net.plan = m->net;
 	s->seccomp = m->seccomp;
 	s->cg = m->cg;
@@ -424,6 +425,7 @@ int hutch_sup_setup(struct sup *s, const struct hutch_setup_in *in, struct hutch
 {
 	struct setup_made made = {
 		.disk_job = in->disk_job,
+		.disk_watch = -EBADF,
 		.init = { .pid = 0, .pidfd = -EBADF, .sock = -EBADF },
 		.procview_fd = in->procview_fd,
 		.cg = in->cg, /* the CLI's, or NULL: the scope's (place_in_scope()) */

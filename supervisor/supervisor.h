@@ -104,6 +104,11 @@ struct sup {
 	 * and its root, kept for the shutdown at the end. */
 	struct hutch_disk_job disk_job;
 	int disk_fds[HUTCH_DISK_FDS];
+	/* The change lists' fanotify group on the disk, init's: a copy kept
+	 * so that init's exit is not its last close, whose end waits for an
+	 * SRCU grace period (fsnotify_destroy_group(), 3-15 ms); closed at
+	 * the teardown's end, after the answer (issue 31). */
+	int disk_watch;
 	pid_t init_pid; /* with init_sock, pidfd: written by initproc.c only */
 	struct hutch_watch w_mhd, w_pidfd, w_signal, w_ttl;
 	struct hutch_watch w_listen; /* a container's API before its first connection */

@@ -310,6 +310,11 @@ no:
 	return false;
 }
 
+int hutch_changes_own_group(const struct hutch_changes *c)
+{
+	return c && !c->disk ? c->fd : -1;
+}
+
 struct hutch_changes *hutch_changes_new(int disk_group)
 {
 	struct hutch_changes *c = calloc(1, sizeof(*c));

@@ -24,6 +24,9 @@ struct hutch_changes;
  * the sandbox's disk (taken; -1: a tmpfs, init makes its own). NULL when
  * the kernel or the root does not allow it. */
 struct hutch_changes *hutch_changes_new(int disk_group);
+/* The group init made itself (a tmpfs's), or -1 (the supervisor's, on the
+ * disk; none): its fd, still init's (c may be NULL). */
+int hutch_changes_own_group(const struct hutch_changes *c);
 /* After READY, before init serves its first request (nothing in the
  * sandbox runs yet, so nothing changes meanwhile): the rest of the first
  * index, every entry that is not a directory (c may be NULL). A fork's

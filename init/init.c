@@ -711,6 +711,13 @@ void hutch_init_main(const struct hutch_init_params *p)
 	if (!s.spawner.container && p->change_lists) /* before seccomp: not its syscalls */
 		s.spawner.changes = s.changes =
 		        hutch_changes_new(group); /* group: sent only then */
+	/* A group of init's own (a tmpfs's): a copy to the supervisor, so
+	 * that init's exit is not its last close (issue 31). */
+	if (hutch_changes_own_group(s.changes) >= 0) {
+		int own = hutch_changes_own_group(s.changes);
+
+		(void)hutch_proto_send(p->sock, HUTCH_MSG_CHANGES_GROUP, 0, NULL, 0, &own, 1);
+	}
 	r = hutch_init_spawner_prepare(&s.spawner);
 	if (r < 0) {
 		hutch_err_set_errno(&err, r, "allocate the command stack");

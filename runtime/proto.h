@@ -76,6 +76,11 @@ enum hutch_msg_type {
 	 * replaces the first (made on the host) from now on: a full
 	 * snapshot's CRIU dumps only sockets of the namespaces it dumps */
 	HUTCH_MSG_SOCKET,
+	/* setup only, after SOCKET, before READY: fd: the change lists'
+	 * fanotify group init made on its tmpfs, a copy the supervisor keeps
+	 * until its teardown's end (supervisor.h's disk_watch: the group's
+	 * last close waits for an SRCU grace period, not in init's exit) */
+	HUTCH_MSG_CHANGES_GROUP,
 };
 
 struct hutch_msg_hdr {

@@ -390,6 +390,11 @@ again:
 		m->init_serving = NULL;
 		goto again;
 	}
+	if (hdr.type == HUTCH_MSG_CHANGES_GROUP && n == 0 && nfds == 1) {
+		closep(&m->disk_watch); /* init's own group (a tmpfs's): kept to the end */
+		m->disk_watch = fds[0];
+		goto again;
+	}
 	if (hdr.type == HUTCH_MSG_NET_FDS) {
 		r = take_listeners(&m->net, u.net, (size_t)n, fds, nfds, err);
 		if (r < 0)

@@ -64,7 +64,7 @@ struct setup_plan {
 struct setup_made {
 	struct hutch_disk_job disk_job;
 	int disk_fds[HUTCH_DISK_FDS];
-	int disk_watch; /* the change lists' group, sent to init with GO (supervisor.h) */
+	int disk_watch;             /* the change lists' group, init's (supervisor.h) */
 	struct hutch_initproc init; /* init's process, once cloned */
 	struct hutch_kind_setup kind;
 	struct hutch_cgroup *cg;        /* NULL: --no-limits */

@@ -104,8 +104,9 @@ struct sup {
 	 * and its root, kept for the shutdown at the end. */
 	struct hutch_disk_job disk_job;
 	int disk_fds[HUTCH_DISK_FDS];
-	/* The change lists' fanotify group on the disk, init's: a copy kept
-	 * so that init's exit is not its last close, whose end waits for an
+	/* The change lists' fanotify group, init's (the supervisor's made on
+	 * the disk and sent with GO, or init's own on a tmpfs, sent before
+	 * READY): a copy kept so that init's exit is not its last close, whose end waits for an
 	 * SRCU grace period (fsnotify_destroy_group(), 3-15 ms); closed at
 	 * the teardown's end, after the answer (issue 31). */
 	int disk_watch;

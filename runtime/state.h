@@ -7,6 +7,7 @@
  * dead. <runtime>/.gone/<id> remembers why a sandbox ended (expired,
  * deleted, crashed, supervisor-died) so later calls can say so. uid slots live in a machine-wide
  * directory so that two runtime dirs never share a host id range.
+ * (state.c; a dead sandbox's reaping, kill and gc: state-gc.c.)
  */
 #ifndef HUTCH_STATE_H
 #define HUTCH_STATE_H

@@ -36,11 +36,19 @@
  * row's "none". */
 #define HUTCH_STRPOOL_FIELD(id, s) char id[sizeof(s)];
 #define HUTCH_STRPOOL_TEXT(id, s)  s,
+/* The pool's type and initializer, for a pool that is not static
+ * (cli/args.h's HUTCH_CLI_POOL). */
+#define HUTCH_STRPOOL_TYPE(tag, LIST)     \
+	struct tag {                      \
+		char none_[1];            \
+		LIST(HUTCH_STRPOOL_FIELD) \
+	}
+#define HUTCH_STRPOOL_INIT(LIST)             \
+	{                                    \
+		"", LIST(HUTCH_STRPOOL_TEXT) \
+	}
 #define HUTCH_STRPOOL(tag, var, LIST)                                                 \
-	static const struct tag {                                                     \
-		char none_[1];                                                        \
-		LIST(HUTCH_STRPOOL_FIELD)                                             \
-	} var = { "", LIST(HUTCH_STRPOOL_TEXT) };                                     \
+	static const HUTCH_STRPOOL_TYPE(tag, LIST) var = HUTCH_STRPOOL_INIT(LIST);    \
 	_Static_assert(sizeof(struct tag) <= UINT16_MAX, #tag ": more than uint16_t " \
 	                                                      "offsets reach")
 #define HUTCH_STRPOOL_AT(tag, id)   ((uint16_t)offsetof(struct tag, id))

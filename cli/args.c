@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +19,7 @@
 #include "client.h"
 #include "fdutil.h"
 #include "options.h"
+#include "poolkey.h"
 #include "util.h"
 
 #define HELP_COLUMN 22 /* where the help text starts */
@@ -25,21 +27,60 @@
 
 #define ARG(a, o, T) ((T *)(void *)((char *)(a) + (o)->offset))
 
+#define STR_(x) #x
+#define STR(x)  STR_(x)
+
+/* The rows' ranges (HUTCH_CLI_RANGE_*). */
+static const struct hutch_cli_range ranges[HUTCH_CLI_RANGE_N] = {
+	[HUTCH_CLI_RANGE_TIMEOUT] = { .max = DBL_MAX,
+	                              .invalid = "invalid --timeout '%s': give a number of "
+	                                         "seconds, e.g. 30" },
+	[HUTCH_CLI_RANGE_GRACE] = { .max = 3600,
+	                            .def = -1,
+	                            .invalid = "--grace must be seconds from 0 to 3600, not '%s'" },
+	[HUTCH_CLI_RANGE_FORKS] = { .umin = 1,
+	                            .umax = 100,
+	                            .udef = 1,
+	                            .invalid = "invalid -n '%s': give a number of forks from 1 "
+	                                       "to 100",
+	                            .missing = "-n needs a number of forks" },
+	[HUTCH_CLI_RANGE_POOL_SIZE] = { .umin = 1,
+	                                .umax = HUTCH_POOL_MAX_SIZE,
+	                                .udef = 4,
+	                                .invalid = "invalid --size '%s': give a number of "
+	                                           "sandboxes from 1 to " STR(HUTCH_POOL_MAX_SIZE),
+	                                .missing =
+	                                        "invalid --size '': give a number of "
+	                                        "sandboxes from 1 to " STR(HUTCH_POOL_MAX_SIZE) },
+	[HUTCH_CLI_RANGE_MAX_BYTES] = { .umin = 1,
+	                                .umax = UINT64_MAX,
+	                                .invalid = "invalid --max-bytes '%s': expected a number "
+	                                           "of bytes, at least 1",
+	                                .missing = "--max-bytes needs a number of bytes" },
+};
+
 /* A row's range, all 0 when it has none. */
 static const struct hutch_cli_range *range_of(const struct hutch_cli_opt *o)
 {
-	static const struct hutch_cli_range none;
-
-	return o->range ? o->range : &none;
+	return &ranges[o->range < HUTCH_CLI_RANGE_N ? o->range : HUTCH_CLI_RANGE_NONE];
 }
+
+#define JSON_HELP(X) X(json, "print JSON")
+const HUTCH_STRPOOL_TYPE(hutch_cli_json_pool_t,
+                         JSON_HELP) hutch_cli_json_pool = HUTCH_STRPOOL_INIT(JSON_HELP);
 
 const struct hutch_cli_opt hutch_cli_json_opts[] = {
 	{ .name = "json",
 	  .kind = HUTCH_CLI_FLAG,
 	  .offset = offsetof(struct hutch_cli_args, json),
-	  .help = "print JSON" },
-	{ 0 },
+	  .help = HUTCH_STRPOOL_AT(hutch_cli_json_pool_t, json) },
+	{ .name = "" },
 };
+
+const char *hutch_cli_opt_help(const struct hutch_cli_verb *verb, const struct hutch_cli_opt *o)
+{
+	return verb->help_pool ? verb->help_pool + o->help : "";
+}
 
 /* The verb's message with its one "%s" replaced by value. */
 static int fail_value(const char *message, const char *value)
@@ -55,7 +96,7 @@ static int fail_value(const char *message, const char *value)
 static const struct hutch_cli_opt *find_opt(const struct hutch_cli_verb *v, const char *name,
                                             size_t len, char short_name)
 {
-	for (const struct hutch_cli_opt *o = v->opts; o && o->name; o++) {
+	for (const struct hutch_cli_opt *o = v->opts; o && o->name[0]; o++) {
 		if (short_name ? o->short_name == short_name
 		               : strlen(o->name) == len && !strncmp(o->name, name, len))
 			return o;
@@ -198,7 +239,7 @@ static int set_opt(struct hutch_cli_args *a, const struct hutch_cli_opt *o, cons
 	case HUTCH_CLI_REFUSE:
 		break;
 	}
-	return fail_value(o->help, value);
+	return fail_value(hutch_cli_opt_help(a->verb, o), value);
 }
 
 /* A sandbox option; a file option's value is the file's text. */
@@ -282,7 +323,7 @@ static int own_option(struct parser *p, struct hutch_cli_args *a, const struct h
 
 	a->given[o - p->verb->opts] = spelled;
 	if (o->kind == HUTCH_CLI_REFUSE) /* with or without a value: what to use instead */
-		return fail_value(o->help, spelled);
+		return fail_value(hutch_cli_opt_help(p->verb, o), spelled);
 	if (o->kind == HUTCH_CLI_FLAG) {
 		if (attached)
 			return hutch_cli_fail(HUTCH_EXIT_USAGE,
@@ -290,7 +331,8 @@ static int own_option(struct parser *p, struct hutch_cli_args *a, const struct h
 			                      spelled, p->verb->name);
 		return set_opt(a, o, NULL);
 	}
-	r = take_value(p, spelled, attached, range_of(o)->missing, &value);
+	r = take_value(p, spelled, attached, range_of(o)->missing[0] ? range_of(o)->missing : NULL,
+	               &value);
 	return r ? r : set_opt(a, o, value);
 }
 
@@ -390,7 +432,7 @@ int hutch_cli_parse(const struct hutch_cli_verb *verb, const struct hutch_cli_ve
 	memset(a, 0, sizeof(*a));
 	a->verb = verb;
 	a->verbs = all;
-	for (const struct hutch_cli_opt *o = verb->opts; o && o->name; o++) {
+	for (const struct hutch_cli_opt *o = verb->opts; o && o->name[0]; o++) {
 		if (o->kind == HUTCH_CLI_U64)
 			*ARG(a, o, uint64_t) = range_of(o)->udef;
 		else if (o->kind == HUTCH_CLI_SECONDS)
@@ -487,7 +529,7 @@ int hutch_cli_check_mode(const struct hutch_cli_args *a, unsigned mode, const ch
 {
 	const struct hutch_cli_opt *opts = a->verb->opts;
 
-	for (size_t i = 0; opts && opts[i].name; i++)
+	for (size_t i = 0; opts && opts[i].name[0]; i++)
 		if (a->given[i] && opts[i].modes && !(opts[i].modes & mode))
 			return hutch_cli_fail(HUTCH_EXIT_USAGE,
 			                      "option '%s' does not apply to '%s'%s; see 'hutch %s "
@@ -596,23 +638,22 @@ static void help_text(FILE *f, const char *text)
 
 void hutch_cli_help(const struct hutch_cli_verb *v, FILE *f)
 {
-	char left[64];
+	char left[96]; /* "-x, --", a name and a metavar of the row's sizes */
 
 	fprintf(f, "usage: hutch %s%s%s\n\n", v->name, *v->synopsis ? " " : "", v->synopsis);
 	help_text(f, v->about);
-	if (v->opts && v->opts->name) {
+	if (v->opts && v->opts->name[0]) {
 		fputs("\noptions:\n", f);
-		for (const struct hutch_cli_opt *o = v->opts; o->name; o++) {
+		for (const struct hutch_cli_opt *o = v->opts; o->name[0]; o++) {
 			if (o->kind == HUTCH_CLI_REFUSE)
 				continue;
 			if (o->short_name)
 				snprintf(left, sizeof(left), "-%c, --%s%s%s", o->short_name,
-				         o->name, o->metavar ? " " : "",
-				         o->metavar ? o->metavar : "");
+				         o->name, o->metavar[0] ? " " : "", o->metavar);
 			else
 				snprintf(left, sizeof(left), "--%s%s%s", o->name,
-				         o->metavar ? " " : "", o->metavar ? o->metavar : "");
-			help_line(f, left, o->help);
+				         o->metavar[0] ? " " : "", o->metavar);
+			help_line(f, left, hutch_cli_opt_help(v, o));
 		}
 	}
 	if (v->sandbox_opts) {

@@ -22,6 +22,7 @@
 #include <cjson/cJSON.h>
 
 #include "config.h"
+#include "util.h"
 
 /* What an option's value is, and where it goes in struct hutch_cli_args. */
 enum hutch_cli_kind {
@@ -37,41 +38,66 @@ enum hutch_cli_kind {
 };
 
 /* The range and default of a HUTCH_CLI_U64 or HUTCH_CLI_SECONDS option,
- * and the messages of a bad or missing value. */
+ * and the messages of a bad or missing value: a row's range is an index
+ * (HUTCH_CLI_RANGE_*) into args.c's table. */
 struct hutch_cli_range {
 	double min, max, def;      /* HUTCH_CLI_SECONDS */
 	uint64_t umin, umax, udef; /* HUTCH_CLI_U64 */
-	/* The message of a bad value: its "%s" is replaced by the value. */
-	const char *invalid;
-	/* The message when the value is missing; NULL: "option '--x' needs a
+	/* The message of a bad value: its "%s" is replaced by the value. In
+	 * the row (no pointers: the table is read-only data). */
+	char invalid[72];
+	/* The message when the value is missing; "": "option '--x' needs a
 	 * value". */
-	const char *missing;
+	char missing[64];
+};
+enum {
+	HUTCH_CLI_RANGE_NONE,      /* all 0 */
+	HUTCH_CLI_RANGE_TIMEOUT,   /* run, exec --timeout */
+	HUTCH_CLI_RANGE_GRACE,     /* kill --grace */
+	HUTCH_CLI_RANGE_FORKS,     /* fork -n */
+	HUTCH_CLI_RANGE_POOL_SIZE, /* pool start --size */
+	HUTCH_CLI_RANGE_MAX_BYTES, /* cp --max-bytes */
+	HUTCH_CLI_RANGE_N,
 };
 
-/* A row of a verb's option table. The tables hold pointers, so the
- * dynamic loader writes their pages at every start of hutch (issue 31:
- * CLI start): keep the row small (56 bytes; the ranges and their
- * messages, which six rows of 130 have, apart). */
+/* A row of a verb's option table, without pointers (issue 31: CLI
+ * start): a pointer in a table of a PIE is a relocation the dynamic
+ * loader writes at every start of hutch, its table a page of RELRO
+ * faulted in each time; a row without any is read-only data. The short
+ * strings are in the row ("" is none: the unit test checks each keeps its
+ * NUL), the help text an offset into the pool of the row's file
+ * (HUTCH_CLI_POOL: the verb's help_pool), the range an index. */
 struct hutch_cli_opt {
-	const char *name;    /* long name without "--"; NULL ends a table */
-	const char *metavar; /* the value's name in --help */
-	/* --help's text; HUTCH_CLI_REFUSE (not in --help): the refusal, its
-	 * "%s" replaced by the option as spelled. */
-	const char *help;
-	/* HUTCH_CLI_U64, HUTCH_CLI_SECONDS: range, default and messages;
-	 * NULL: all 0. */
-	const struct hutch_cli_range *range;
+	char name[20]; /* long name without "--"; "" ends a table */
+	/* The value's name in --help. */
+	char metavar[52];
 	/* What completion offers as its value (completion.c): words, space
 	 * separated, and sources: @sandboxes, @images, @procs (of the
-	 * sandbox named first), @filters (ls -f's KEY=VALUE); NULL: any. */
-	const char *complete;
+	 * sandbox named first), @filters (ls -f's KEY=VALUE); "": any. */
+	char complete[24];
 	uint32_t offset; /* the field in struct hutch_cli_args */
 	/* Verb-defined modes the option applies in (0: all); see
 	 * hutch_cli_check_mode(). */
 	unsigned modes;
-	enum hutch_cli_kind kind;
+	/* --help's text; HUTCH_CLI_REFUSE (not in --help): the refusal, its
+	 * "%s" replaced by the option as spelled. hutch_cli_opt_help(). */
+	uint16_t help;
+	uint8_t range;   /* HUTCH_CLI_U64, HUTCH_CLI_SECONDS: HUTCH_CLI_RANGE_* */
 	char short_name; /* 0: none */
+	enum hutch_cli_kind kind;
 };
+
+/* The help texts of a file's option rows: a pool of strings
+ * (HUTCH_STRPOOL, base/util.h) whose offsets the compiler computes.
+ * LIST(X) calls X(id, "text") once a text. In the file:
+ *   HUTCH_CLI_POOL(help_pool, LIST);
+ *   #define HELP(id) HUTCH_CLI_HELP(help_pool, id)
+ * rows say HELP(id), and the file's verbs .help_pool = HUTCH_CLI_POOL_OF(help_pool). */
+#define HUTCH_CLI_POOL(var, LIST)                                                      \
+	static const HUTCH_STRPOOL_TYPE(var##_t, LIST) var = HUTCH_STRPOOL_INIT(LIST); \
+	_Static_assert(sizeof(var) <= UINT16_MAX, #var ": more than uint16_t offsets reach")
+#define HUTCH_CLI_HELP(var, id) .help = HUTCH_STRPOOL_AT(var##_t, id)
+#define HUTCH_CLI_POOL_OF(var)  ((const char *)&(var))
 
 struct hutch_cli_args;
 
@@ -83,11 +109,12 @@ struct hutch_cli_verb {
 	 * in each verb's file spread those reads over pages of read-only data
 	 * that hutch would not touch otherwise (issue 31: CLI start). The
 	 * verbs' pages are written by the dynamic loader at every start too
-	 * (their pointers): the narrow fields last, 72 bytes. */
+	 * (their pointers): the narrow fields last, 80 bytes. */
 	char name[HUTCH_CLI_VERB_NAME_MAX];
 	const char *synopsis;             /* after "usage: hutch NAME " */
 	const char *about;                /* the text after the usage line */
 	const struct hutch_cli_opt *opts; /* its own options; NULL: none */
+	const char *help_pool;            /* its options' help texts (HUTCH_CLI_POOL) */
 	const char *pos_complete;         /* the others, as hutch_cli_opt.complete */
 	int (*run)(struct hutch_cli_args *a);
 	uint16_t max_pos;  /* positionals (before the command) */
@@ -129,17 +156,24 @@ struct hutch_cli_args {
 	const char *given[HUTCH_CLI_OPTS_MAX];
 };
 
-/* --store DIR, as the image, snapshot and volume verbs take it. */
+/* --store DIR, as the image, snapshot and volume verbs take it: the row,
+ * and its help text for the file's pool (HUTCH_CLI_POOL). */
+#define HUTCH_CLI_STORE_HELP(X)                                                          \
+	X(store, "the image store (default $HUTCH_IMAGE_STORE, else /var/lib/hutch, or " \
+	         "the user's ~/.local/share/hutch)")
 #define HUTCH_CLI_STORE_OPT                                                                     \
 	{                                                                                       \
 		.name = "store", .kind = HUTCH_CLI_STRING,                                      \
-		.offset = offsetof(struct hutch_cli_args, store), .metavar = "DIR",             \
-		.help = "the image store (default $HUTCH_IMAGE_STORE, else /var/lib/hutch, or " \
-		        "the user's ~/.local/share/hutch)"                                      \
+		.offset = offsetof(struct hutch_cli_args, store), .metavar = "DIR", HELP(store) \
 	}
 
-/* The table of verbs whose one option is --json. */
+/* The table of verbs whose one option is --json, and its help texts
+ * (the verb's .help_pool = HUTCH_CLI_POOL_OF(hutch_cli_json_pool)). */
 extern const struct hutch_cli_opt hutch_cli_json_opts[];
+extern const struct hutch_cli_json_pool_t hutch_cli_json_pool;
+
+/* The help text of the verb's option row o. */
+const char *hutch_cli_opt_help(const struct hutch_cli_verb *verb, const struct hutch_cli_opt *o);
 
 /* Parse argv (argv[0] is the verb) for verb; all is every verb (NULL
  * ended), to tell an option of another verb ("does not apply") from an

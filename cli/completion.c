@@ -85,10 +85,10 @@ static void for_each_option(const struct hutch_cli_verb *v, opt_fn fn, void *ud)
 	size_t n;
 	const struct hutch_option *so = hutch_options(&n);
 
-	for (const struct hutch_cli_opt *o = v->opts; o && o->name; o++)
+	for (const struct hutch_cli_opt *o = v->opts; o && o->name[0]; o++)
 		if (o->kind != HUTCH_CLI_REFUSE) /* docker's flags hutch refuses */
-			fn(o->name, o->short_name, o->kind != HUTCH_CLI_FLAG, o->help, NULL,
-			   o->complete, ud);
+			fn(o->name, o->short_name, o->kind != HUTCH_CLI_FLAG,
+			   hutch_cli_opt_help(v, o), NULL, o->complete[0] ? o->complete : NULL, ud);
 	for (size_t i = 0; v->sandbox_opts && i < n; i++)
 		if (so[i].cli[0])
 			fn(so[i].cli, so[i].cli_short, true, hutch_option_help(&so[i]), &so[i],

@@ -703,19 +703,19 @@ static int cmd_cp(struct hutch_cli_args *a)
 	return src_remote ? download(&p, rsrc, a->pos[1]) : upload(&p, a->pos[0], rdst);
 }
 
+/* The help texts of this file's option rows (HUTCH_CLI_POOL, args.h). */
+#define HELP_TEXTS(X) X(max_bytes, "stop a copy out of a sandbox that sends more than N bytes")
+HUTCH_CLI_POOL(help_pool, HELP_TEXTS);
+#define HELP(id) HUTCH_CLI_HELP(help_pool, id)
+
 static const struct hutch_cli_opt cp_opts[] = {
 	{ .name = "max-bytes",
 	  .kind = HUTCH_CLI_U64,
 	  .offset = offsetof(struct hutch_cli_args, max_bytes),
 	  .metavar = "N",
-	  .range = &(const struct hutch_cli_range){ .umin = 1,
-	                                            .umax = UINT64_MAX,
-	                                            .invalid = "invalid --max-bytes '%s': expected "
-	                                                       "a number of bytes, at least 1",
-	                                            .missing = "--max-bytes needs a number of "
-	                                                       "bytes" },
-	  .help = "stop a copy out of a sandbox that sends more than N bytes" },
-	{ 0 },
+	  .range = HUTCH_CLI_RANGE_MAX_BYTES,
+	  HELP(max_bytes) },
+	{ .name = "" },
 };
 
 const struct hutch_cli_verb hutch_verb_cp = {
@@ -723,6 +723,7 @@ const struct hutch_cli_verb hutch_verb_cp = {
 	.synopsis = "LOCAL ID:PATH\n       hutch cp [--max-bytes N] ID:PATH LOCAL",
 	.about = about,
 	.opts = cp_opts,
+	.help_pool = HUTCH_CLI_POOL_OF(help_pool),
 	.max_pos = HUTCH_CLI_MANY,
 	.run = cmd_cp,
 };

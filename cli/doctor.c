@@ -517,6 +517,29 @@ static void check_full_snapshots(struct check *c)
 	hutch_criu_refusal(&criu, c->detail, sizeof(c->detail));
 }
 
+/* The checks: name, required, function (cmd_doctor()'s rows). */
+#define CHECKS(X)                                 \
+	X("mode", true, check_mode)               \
+	X("user namespaces", true, check_userns)  \
+	X("namespaces", true, check_namespaces)   \
+	X("cgroups", true, check_cgroups)         \
+	X("seccomp", true, check_seccomp)         \
+	X("mount API", true, check_mount_api)     \
+	X("python3", true, check_python)          \
+	X("/proc views", false, check_views)      \
+	X("HTTP server", true, check_http_server) \
+	X("overlayfs", false, check_overlay)      \
+	X("image store", false, check_store)      \
+	X("skopeo", false, check_skopeo)          \
+	X("nftables", false, check_nftables)      \
+	X("libnl", false, check_libnl)            \
+	X("forwarding", false, check_forwarding)  \
+	X("user network", false, check_usernet)   \
+	X("disks", false, check_disks)            \
+	X("full snapshots", false, check_full_snapshots)
+#define CHECK_ROW(n, req, fn) { n, req },
+#define CHECK_FN(n, req, fn)  fn,
+
 static int cmd_doctor(struct hutch_cli_args *a)
 {
 	bool json = a->json;
@@ -524,40 +547,22 @@ static int cmd_doctor(struct hutch_cli_args *a)
 	 * an initialised local array of 17 struct check (1 KiB detail each)
 	 * is a 17 KiB template in .data with a pointer per KiB, which the
 	 * dynamic loader writes at the start of every hutch command (5 page
-	 * faults of hutch version, issue 31). */
-	/* clang-format off */
+	 * faults of hutch version, issue 31). The names are in the rows and
+	 * the functions apart, both from CHECKS: only the functions' table is
+	 * relocated at start, not the names'. */
 	static const struct {
-		const char *name;
+		char name[20];
 		bool required;
-		void (*fn)(struct check *);
-	} rows[] = {
-		{ "mode", true, check_mode },
-		{ "user namespaces", true, check_userns },
-		{ "namespaces", true, check_namespaces },
-		{ "cgroups", true, check_cgroups },
-		{ "seccomp", true, check_seccomp },
-		{ "mount API", true, check_mount_api },
-		{ "python3", true, check_python },
-		{ "/proc views", false, check_views },
-		{ "HTTP server", true, check_http_server },
-		{ "overlayfs", false, check_overlay },
-		{ "image store", false, check_store },
-		{ "skopeo", false, check_skopeo },
-		{ "nftables", false, check_nftables },
-		{ "libnl", false, check_libnl },
-		{ "forwarding", false, check_forwarding },
-		{ "user network", false, check_usernet },
-		{ "disks", false, check_disks },
-		{ "full snapshots", false, check_full_snapshots },
-	};
-	/* clang-format on */
+	} rows[] = { CHECKS(CHECK_ROW) };
+	static void (*const fns[ELEMENTSOF(rows)])(struct check *) = { CHECKS(CHECK_FN) };
+
 	struct check checks[ELEMENTSOF(rows)];
 	bool all_ok = true;
 	_cleanup_cjson_ cJSON *arr = json ? cJSON_CreateArray() : NULL;
 
 	for (size_t i = 0; i < ELEMENTSOF(checks); i++) {
 		checks[i] = (struct check){ .name = rows[i].name, .required = rows[i].required };
-		rows[i].fn(&checks[i]);
+		fns[i](&checks[i]);
 		if (checks[i].required && !checks[i].ok)
 			all_ok = false;
 		if (json) {
@@ -593,5 +598,6 @@ const struct hutch_cli_verb hutch_verb_doctor = {
 	         "and how "
 	         "to fix it.\n",
 	.opts = hutch_cli_json_opts,
+	.help_pool = HUTCH_CLI_POOL_OF(hutch_cli_json_pool),
 	.run = cmd_doctor,
 };

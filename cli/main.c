@@ -93,6 +93,7 @@ static const struct hutch_cli_verb verb_version = {
 	.synopsis = "[--json]",
 	.about = "Print hutch's version.\n",
 	.opts = hutch_cli_json_opts,
+	.help_pool = HUTCH_CLI_POOL_OF(hutch_cli_json_pool),
 	.run = cmd_version,
 };
 
@@ -174,7 +175,7 @@ static int check_runtime_dir(const char *verb, int argc, char **argv)
 /* Docker's verbs that hutch has under another name, or not at all: what
  * to use instead (docs/docker.md). */
 static const struct {
-	const char *verb, *instead;
+	char verb[12], instead[128]; /* in the row: no pointers to relocate at start */
 } docker_verbs[] = {
 	{ "stop", "'hutch rm ID' deletes a sandbox (none stops to start again); --idle-timeout S "
 	          "freezes an idle one until its next request" },

@@ -40,19 +40,24 @@
 
 #define A(f) .offset = offsetof(struct hutch_cli_args, f)
 
+/* The help texts of this file's option rows (HUTCH_CLI_POOL, args.h). */
+#define HELP_TEXTS(X)                                                               \
+	X(tag, "the snapshot's name (over the file's \"name\")")                    \
+	X(json, "print {name, base, steps, bytes, layers, frozen_ms, duration_ms}") \
+	VERB_OPTS_HELP(X)
+HUTCH_CLI_POOL(help_pool, HELP_TEXTS);
+#define HELP(id) HUTCH_CLI_HELP(help_pool, id)
+
 static const struct hutch_cli_opt build_opts[] = {
 	{ .name = "tag",
 	  .short_name = 't',
 	  .kind = HUTCH_CLI_STRING,
 	  A(tag),
 	  .metavar = "NAME",
-	  .help = "the snapshot's name (over the file's \"name\")" },
-	{ .name = "json",
-	  .kind = HUTCH_CLI_FLAG,
-	  A(json),
-	  .help = "print {name, base, steps, bytes, layers, frozen_ms, duration_ms}" },
+	  HELP(tag) },
+	{ .name = "json", .kind = HUTCH_CLI_FLAG, A(json), HELP(json) },
 	PROGRESS_OPT,
-	{ 0 },
+	{ .name = "" },
 };
 
 struct build {
@@ -426,6 +431,7 @@ const struct hutch_cli_verb hutch_verb_build = {
 	         "happens, even if this process is killed. Progress and the commands' output\n"
 	         "on stderr; prints NAME. 'hutch create --snapshot NAME' starts from it.\n",
 	.opts = build_opts,
+	.help_pool = HUTCH_CLI_POOL_OF(help_pool),
 	.sandbox_opts = true,
 	.max_pos = 1,
 	.run = cmd_build,

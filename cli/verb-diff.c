@@ -98,28 +98,36 @@ static int cmd_diff(struct hutch_cli_args *a)
 	return 0;
 }
 
+/* The help texts of this file's option rows (HUTCH_CLI_POOL, args.h). */
+#define HELP_TEXTS(X)                                                                            \
+	X(since, "from a snapshot of this sandbox (its name), or from the start of the command " \
+	         "of a journal line (its number: hutch journal ID); default: the sandbox's "     \
+	         "start")                                                                        \
+	X(process, "from the start of background process PROC (hutch ps ID), running or ended: " \
+	           "what changed since it started (its own list comes with its record at its "   \
+	           "exit)")                                                                      \
+	X(json, "the answer as JSON: {\"changes\": {\"created\", \"modified\", \"deleted\", "    \
+	        "\"omitted\", \"shared\", \"complete\"}}")
+HUTCH_CLI_POOL(help_pool, HELP_TEXTS);
+#define HELP(id) HUTCH_CLI_HELP(help_pool, id)
+
 static const struct hutch_cli_opt diff_opts[] = {
 	{ .name = "since",
 	  .kind = HUTCH_CLI_STRING,
 	  .offset = offsetof(struct hutch_cli_args, since),
 	  .metavar = "SNAPSHOT|COMMAND",
-	  .help = "from a snapshot of this sandbox (its name), or from the start of the command "
-	          "of a journal line (its number: hutch journal ID); default: the sandbox's "
-	          "start" },
+	  HELP(since) },
 	{ .name = "process",
 	  .kind = HUTCH_CLI_STRING,
 	  .offset = offsetof(struct hutch_cli_args, process),
 	  .metavar = "PROC",
 	  .complete = "@procs",
-	  .help = "from the start of background process PROC (hutch ps ID), running or ended: "
-	          "what changed since it started (its own list comes with its record at its "
-	          "exit)" },
+	  HELP(process) },
 	{ .name = "json",
 	  .kind = HUTCH_CLI_FLAG,
 	  .offset = offsetof(struct hutch_cli_args, json),
-	  .help = "the answer as JSON: {\"changes\": {\"created\", \"modified\", \"deleted\", "
-	          "\"omitted\", \"shared\", \"complete\"}}" },
-	{ 0 },
+	  HELP(json) },
+	{ .name = "" },
 };
 
 const struct hutch_cli_verb hutch_verb_diff = {
@@ -131,6 +139,7 @@ const struct hutch_cli_verb hutch_verb_diff = {
 	         "size; the same entries as a command's change list (at most 1,000 listed).\n"
 	         "Needs change lists (--change-lists on, Linux 6.8).\n",
 	.opts = diff_opts,
+	.help_pool = HUTCH_CLI_POOL_OF(help_pool),
 	.max_pos = 1,
 	.id_pos = 1,
 	.run = cmd_diff,

@@ -452,15 +452,21 @@ static int cmd_events(struct hutch_cli_args *a)
 	return r;
 }
 
+/* The help texts of this file's option rows (HUTCH_CLI_POOL, args.h). */
+#define HELP_TEXTS(X)                                                                         \
+	X(follow, "keep printing new lines: with an id until the sandbox ends (0; 66 if its " \
+	          "supervisor died: killed or crashed), without one until Ctrl-C (sandboxes " \
+	          "created meanwhile included)")
+HUTCH_CLI_POOL(help_pool, HELP_TEXTS);
+#define HELP(id) HUTCH_CLI_HELP(help_pool, id)
+
 static const struct hutch_cli_opt events_opts[] = {
 	{ .name = "follow",
 	  .short_name = 'f',
 	  .kind = HUTCH_CLI_FLAG,
 	  .offset = offsetof(struct hutch_cli_args, follow),
-	  .help = "keep printing new lines: with an id until the sandbox ends (0; 66 if its "
-	          "supervisor died: killed or crashed), without one until Ctrl-C (sandboxes "
-	          "created meanwhile included)" },
-	{ 0 },
+	  HELP(follow) },
+	{ .name = "" },
 };
 
 const struct hutch_cli_verb hutch_verb_events = {
@@ -472,6 +478,7 @@ const struct hutch_cli_verb hutch_verb_events = {
 	         "at most 64 KiB. Without an id: every sandbox's log (live and kept), in time\n"
 	         "order, each line with its sandbox's id after the time.\n",
 	.opts = events_opts,
+	.help_pool = HUTCH_CLI_POOL_OF(help_pool),
 	.max_pos = 1,
 	.id_pos = 1,
 	.run = cmd_events,

@@ -46,6 +46,17 @@
 
 #define A(f) .offset = offsetof(struct hutch_cli_args, f)
 
+/* The help texts of this file's option rows (HUTCH_CLI_POOL, args.h). */
+#define HELP_TEXTS(X)                                                                    \
+	X(count, "how many forks (1 to 100, default 1)")                                 \
+	X(json, "print {source, snapshot, method, made_ahead, frozen_ms, forks: [ids]} " \
+	        "(--full: {source, method, dump_ms, restore_ms, bytes, forks})")         \
+	X(full, "processes and memory too: one CRIU dump of the source (it runs on), N " \
+	        "restores (a plain source of network none; docs/snapshots.md)")          \
+	VERB_OPTS_HELP(X)
+HUTCH_CLI_POOL(help_pool, HELP_TEXTS);
+#define HELP(id) HUTCH_CLI_HELP(help_pool, id)
+
 static const struct hutch_cli_opt fork_opts[] = {
 	{ .name = "count",
 	  .short_name = 'n',
@@ -53,26 +64,13 @@ static const struct hutch_cli_opt fork_opts[] = {
 	  A(size),
 	  .metavar = "N",
 	  /* E2B's fork(count <= 100) */
-	  .range = &(const struct hutch_cli_range){ .umin = 1,
-	                                            .umax = 100,
-	                                            .udef = 1,
-	                                            .invalid = "invalid -n '%s': give a number of "
-	                                                       "forks from 1 to 100",
-	                                            .missing = "-n needs a number of forks" },
-	  .help = "how many forks (1 to 100, default 1)" },
-	{ .name = "json",
-	  .kind = HUTCH_CLI_FLAG,
-	  A(json),
-	  .help = "print {source, snapshot, method, made_ahead, frozen_ms, forks: [ids]} "
-	          "(--full: {source, method, dump_ms, restore_ms, bytes, forks})" },
-	{ .name = "full",
-	  .kind = HUTCH_CLI_FLAG,
-	  A(all),
-	  .help = "processes and memory too: one CRIU dump of the source (it runs on), N "
-	          "restores (a plain source of network none; docs/snapshots.md)" },
+	  .range = HUTCH_CLI_RANGE_FORKS,
+	  HELP(count) },
+	{ .name = "json", .kind = HUTCH_CLI_FLAG, A(json), HELP(json) },
+	{ .name = "full", .kind = HUTCH_CLI_FLAG, A(all), HELP(full) },
 	PROGRESS_OPT,
 	NO_LIMITS_OPT,
-	{ 0 },
+	{ .name = "" },
 };
 
 /* The source's store (its config's): its image and snapshots are
@@ -467,6 +465,7 @@ const struct hutch_cli_verb hutch_verb_fork = {
 	        "network none, as root, with a CRIU that passes 'criu check'): one CRIU dump of\n"
 	        "the source, which runs on, restored into each fork, then removed.\n",
 	.opts = fork_opts,
+	.help_pool = HUTCH_CLI_POOL_OF(help_pool),
 	.sandbox_opts = true,
 	.max_pos = 1,
 	.id_pos = 1,

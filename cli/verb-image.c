@@ -39,46 +39,47 @@ static const char image_usage[] =
         "terminal, lines otherwise (-q: nothing); an interrupted pull, run again, downloads\n"
         "only the blobs it had not finished.\n";
 
-#define QUIET_OPT                                                                          \
-	{                                                                                  \
-		.name = "quiet", .short_name = 'q', .kind = HUTCH_CLI_FLAG, A(quiet),      \
-		.help = "print nothing: no progress bar or lines, no summary (skopeo and " \
-		        "mmdebstrap run --quiet)"                                          \
+/* The help texts of this file's option rows (HUTCH_CLI_POOL, args.h). */
+#define HELP_TEXTS(X)                                                                    \
+	X(quiet, "print nothing: no progress bar or lines, no summary (skopeo and "      \
+	         "mmdebstrap run --quiet)")                                              \
+	X(tag, "the layout's manifest of this org.opencontainers.image.ref.name")        \
+	X(recipe, "build from this recipe (default: the built-in image/default.recipe)") \
+	X(json, "print JSON")                                                            \
+	HUTCH_CLI_STORE_HELP(X)
+HUTCH_CLI_POOL(help_pool, HELP_TEXTS);
+#define HELP(id) HUTCH_CLI_HELP(help_pool, id)
+
+#define QUIET_OPT                                                                                 \
+	{                                                                                         \
+		.name = "quiet", .short_name = 'q', .kind = HUTCH_CLI_FLAG, A(quiet), HELP(quiet) \
 	}
 
 static const struct hutch_cli_opt import_opts[] = {
-	{ .name = "tag",
-	  .kind = HUTCH_CLI_STRING,
-	  A(tag),
-	  .metavar = "TAG",
-	  .help = "the layout's manifest of this org.opencontainers.image.ref.name" },
+	{ .name = "tag", .kind = HUTCH_CLI_STRING, A(tag), .metavar = "TAG", HELP(tag) },
 	QUIET_OPT,
 	HUTCH_CLI_STORE_OPT,
-	{ 0 },
+	{ .name = "" },
 };
 static const struct hutch_cli_opt fetch_opts[] = {
 	QUIET_OPT,
 	HUTCH_CLI_STORE_OPT,
-	{ 0 },
+	{ .name = "" },
 };
 static const struct hutch_cli_opt build_opts[] = {
 	QUIET_OPT,
 	HUTCH_CLI_STORE_OPT,
-	{ .name = "recipe",
-	  .kind = HUTCH_CLI_STRING,
-	  A(recipe),
-	  .metavar = "FILE",
-	  .help = "build from this recipe (default: the built-in image/default.recipe)" },
-	{ 0 },
+	{ .name = "recipe", .kind = HUTCH_CLI_STRING, A(recipe), .metavar = "FILE", HELP(recipe) },
+	{ .name = "" },
 };
 static const struct hutch_cli_opt ls_opts[] = {
-	{ .name = "json", .kind = HUTCH_CLI_FLAG, A(json), .help = "print JSON" },
+	{ .name = "json", .kind = HUTCH_CLI_FLAG, A(json), HELP(json) },
 	HUTCH_CLI_STORE_OPT,
-	{ 0 },
+	{ .name = "" },
 };
 static const struct hutch_cli_opt store_opts[] = {
 	HUTCH_CLI_STORE_OPT,
-	{ 0 },
+	{ .name = "" },
 };
 
 /* --store, HUTCH_IMAGE_STORE, else root's or the user's own store;
@@ -565,6 +566,7 @@ const struct hutch_cli_verb hutch_verb_image_pull = {
 	         "An interrupted pull, run again, downloads only the blobs it had not "
 	         "finished.\n",
 	.opts = fetch_opts,
+	.help_pool = HUTCH_CLI_POOL_OF(help_pool),
 	.max_pos = 2,
 	.run = cmd_pull,
 };
@@ -582,6 +584,7 @@ const struct hutch_cli_verb hutch_verb_image_build_default = {
 	         "895 MB (docs/images.md). Packages come from\nHUTCH_DEBIAN_MIRROR (a URL or an "
 	         "apt sources file), else this host's Debian sources, else\ndeb.debian.org.\n",
 	.opts = build_opts,
+	.help_pool = HUTCH_CLI_POOL_OF(help_pool),
 	.max_pos = 1,
 	.run = cmd_build_default,
 };
@@ -591,6 +594,7 @@ const struct hutch_cli_verb hutch_verb_image_import = {
 	.about = "Import an OCI image layout directory or a docker-save archive into the store as "
 	         "NAME (default: SRC's file name).\n",
 	.opts = import_opts,
+	.help_pool = HUTCH_CLI_POOL_OF(help_pool),
 	.max_pos = 2,
 	.run = cmd_import,
 };
@@ -599,6 +603,7 @@ const struct hutch_cli_verb hutch_verb_image_ls = {
 	.synopsis = "[--json]",
 	.about = "List the images of the store.\n",
 	.opts = ls_opts,
+	.help_pool = HUTCH_CLI_POOL_OF(help_pool),
 	.run = cmd_ls,
 };
 const struct hutch_cli_verb hutch_verb_image_inspect = {
@@ -606,6 +611,7 @@ const struct hutch_cli_verb hutch_verb_image_inspect = {
 	.synopsis = "NAME",
 	.about = "Print an image as JSON: config, manifest, layers, env, workdir, platform.\n",
 	.opts = store_opts,
+	.help_pool = HUTCH_CLI_POOL_OF(help_pool),
 	.pos_complete = "@images",
 	.max_pos = 1,
 	.run = cmd_inspect,
@@ -615,6 +621,7 @@ const struct hutch_cli_verb hutch_verb_image_rm = {
 	.synopsis = "NAME...",
 	.about = "Forget images; their layers stay until 'hutch image prune'.\n",
 	.opts = store_opts,
+	.help_pool = HUTCH_CLI_POOL_OF(help_pool),
 	.pos_complete = "@images",
 	.max_pos = HUTCH_CLI_MANY,
 	.run = cmd_rm,
@@ -624,6 +631,7 @@ const struct hutch_cli_verb hutch_verb_image_prune = {
 	.synopsis = "",
 	.about = "Remove the layers and blobs that no image names.\n",
 	.opts = store_opts,
+	.help_pool = HUTCH_CLI_POOL_OF(help_pool),
 	.run = cmd_prune,
 };
 

@@ -469,24 +469,32 @@ int hutch_cli_journal_load(const char *arg, cJSON **ret, struct hutch_journal_ch
 	return 0;
 }
 
+/* The help texts of this file's option rows (HUTCH_CLI_POOL, args.h). */
+#define HELP_TEXTS(X)                                                                              \
+	X(verify, "check the hash chain: exit 0 if intact, 1 naming the first line that was "      \
+	          "changed, cut or is out of sequence")                                            \
+	X(follow, "keep printing new lines until the sandbox has ended (0 after its end line; 66 " \
+	          "if its supervisor died: killed, or removed by gc or rm, whose end line says "   \
+	          "\"by\")")                                                                       \
+	X(json, "the lines as stored: one JSON object each")
+HUTCH_CLI_POOL(help_pool, HELP_TEXTS);
+#define HELP(id) HUTCH_CLI_HELP(help_pool, id)
+
 static const struct hutch_cli_opt journal_opts[] = {
 	{ .name = "verify",
 	  .kind = HUTCH_CLI_FLAG,
 	  .offset = offsetof(struct hutch_cli_args, verify),
-	  .help = "check the hash chain: exit 0 if intact, 1 naming the first line that was "
-	          "changed, cut or is out of sequence" },
+	  HELP(verify) },
 	{ .name = "follow",
 	  .short_name = 'f',
 	  .kind = HUTCH_CLI_FLAG,
 	  .offset = offsetof(struct hutch_cli_args, follow),
-	  .help = "keep printing new lines until the sandbox has ended (0 after its end line; 66 "
-	          "if its supervisor died: killed, or removed by gc or rm, whose end line says "
-	          "\"by\")" },
+	  HELP(follow) },
 	{ .name = "json",
 	  .kind = HUTCH_CLI_FLAG,
 	  .offset = offsetof(struct hutch_cli_args, json),
-	  .help = "the lines as stored: one JSON object each" },
-	{ 0 },
+	  HELP(json) },
+	{ .name = "" },
 };
 
 const struct hutch_cli_verb hutch_verb_journal = {
@@ -504,6 +512,7 @@ const struct hutch_cli_verb hutch_verb_journal = {
 	         "secrets=\n"
 	         "values in a command line show as [secret NAME].\n",
 	.opts = journal_opts,
+	.help_pool = HUTCH_CLI_POOL_OF(help_pool),
 	.max_pos = 1,
 	.id_pos = 1,
 	.run = cmd_journal,

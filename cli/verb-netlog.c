@@ -443,24 +443,32 @@ static int cmd_net_log(struct hutch_cli_args *a)
 	return 0;
 }
 
+/* The help texts of this file's option rows (HUTCH_CLI_POOL, args.h). */
+#define HELP_TEXTS(X)                                                                        \
+	X(since, "from the record of this number on (an earlier answer's \"next\")")         \
+	X(json, "the answer as JSON: {\"mode\", \"dropped\", \"next\", \"records\": [...]} " \
+	        "(an ended sandbox's: \"ended\": true, no \"mode\"); with --follow one "     \
+	        "record per line")                                                           \
+	X(follow, "keep printing records as they are written until the sandbox has ended")
+HUTCH_CLI_POOL(help_pool, HELP_TEXTS);
+#define HELP(id) HUTCH_CLI_HELP(help_pool, id)
+
 static const struct hutch_cli_opt net_log_opts[] = {
 	{ .name = "since",
 	  .kind = HUTCH_CLI_STRING,
 	  .offset = offsetof(struct hutch_cli_args, since),
 	  .metavar = "SEQ",
-	  .help = "from the record of this number on (an earlier answer's \"next\")" },
+	  HELP(since) },
 	{ .name = "json",
 	  .kind = HUTCH_CLI_FLAG,
 	  .offset = offsetof(struct hutch_cli_args, json),
-	  .help = "the answer as JSON: {\"mode\", \"dropped\", \"next\", \"records\": [...]} "
-	          "(an ended sandbox's: \"ended\": true, no \"mode\"); with --follow one "
-	          "record per line" },
+	  HELP(json) },
 	{ .name = "follow",
 	  .short_name = 'f',
 	  .kind = HUTCH_CLI_FLAG,
 	  .offset = offsetof(struct hutch_cli_args, follow),
-	  .help = "keep printing records as they are written until the sandbox has ended" },
-	{ 0 },
+	  HELP(follow) },
+	{ .name = "" },
 };
 
 const struct hutch_cli_verb hutch_verb_net_log = {
@@ -478,6 +486,7 @@ const struct hutch_cli_verb hutch_verb_net_log = {
 	         "written until the sandbox has ended. Never anything of a header binding's\n"
 	         "value.\n",
 	.opts = net_log_opts,
+	.help_pool = HUTCH_CLI_POOL_OF(help_pool),
 	.max_pos = 1,
 	.id_pos = 1,
 	.run = cmd_net_log,

@@ -9,7 +9,6 @@
 #ifndef HUTCH_VERB_OPTS_H
 #define HUTCH_VERB_OPTS_H
 
-#include <float.h>
 #include <stddef.h>
 
 #include "args.h"
@@ -19,111 +18,113 @@
 #define ATTACHED (1u << 0)
 #define DETACHED (1u << 1)
 
+/* The help texts of these rows and the docker refusals' messages, for the
+ * including file's pool (HUTCH_CLI_POOL, args.h), whose HELP() the rows use. */
+#define VERB_OPTS_HELP(X)                                                                       \
+	X(cwd, "working directory (default /workspace; -w, --workdir as docker)")               \
+	X(env, "set an environment variable (repeatable)")                                      \
+	X(timeout, "kill the command and its children after S seconds (exit 124)")              \
+	X(interactive, "stream standard input to CMD, byte-exact, until its end (without "      \
+	               "-i stdin is not read; with -d: CMD's stdin stays open, see hutch "      \
+	               "stdin)")                                                                \
+	X(tty, "run CMD on a terminal of the sandbox (-it: interactive; stdin must be "         \
+	       "a terminal; exec -it ID alone starts a login shell)")                           \
+	X(no_limits, "create the sandbox without a cgroup: no CPU, memory or pids limit, no "   \
+	             "idle sleep (for ordinary users where cgroup v2 is not delegated)")        \
+	X(progress, "show the setup script's and on_create's output on stderr as it comes: "    \
+	            "auto "                                                                     \
+	            "(default: when stderr is a terminal), always, never")                      \
+	X(workdir, "docker's name of --cwd")                                                    \
+	X(env_file, "set the environment variables of FILE, as docker reads it: NAME=VALUE "    \
+	            "lines, "                                                                   \
+	            "'#' comments, a NAME alone takes this shell's value (repeatable)")         \
+	X(mount, "docker's form of -v (SRC:PATH): read-only unless readonly=false "             \
+	         "(docker's default is read-write)")                                            \
+	X(docker_user, "%s: commands always run as appuser (uid 1000, no capabilities, "        \
+	               "no_new_privs); there is no other user to choose")                       \
+	X(docker_name, "%s: sandboxes have ids, not names (create prints it, 'hutch ls' lists " \
+	               "them, any unique prefix works); --description TEXT keeps a note that "  \
+	               "'hutch ls -f description=TEXT' finds")                                  \
+	X(docker_label, "%s: no labels; --description TEXT keeps a note that 'hutch ls -f "     \
+	                "description=TEXT' finds")                                              \
+	X(docker_rm, "%s: 'hutch create' keeps the sandbox until 'hutch rm ID' or its --ttl; "  \
+	             "'hutch run' deletes it when CMD ends")                                    \
+	X(docker_detach, "%s: 'hutch run' waits for CMD and deletes the sandbox; for one that " \
+	                 "stays, 'hutch create', then 'hutch exec -d ID -- CMD' (a background " \
+	                 "process; 'hutch logs ID PROC -f' follows it)")
+
 /* The options of a command, run's and exec's; modes: those of --timeout,
  * --interactive and --tty (exec -d takes -i alone: its stdin stays open
  * for hutch stdin). */
-#define COMMAND_OPTS(m)                                                                           \
-	{ .name = "cwd",                                                                          \
-	  .short_name = 'w',                                                                      \
-	  .kind = HUTCH_CLI_STRING,                                                               \
-	  A(cwd),                                                                                 \
-	  .metavar = "DIR",                                                                       \
-	  .help = "working directory (default /workspace; -w, --workdir as docker)" },            \
-	        { .name = "env",                                                                  \
-		  .short_name = 'e',                                                              \
-		  .kind = HUTCH_CLI_ENV,                                                          \
-		  A(env),                                                                         \
-		  .metavar = "K=V",                                                               \
-		  .help = "set an environment variable (repeatable)" },                           \
-	        { .name = "timeout",                                                              \
-		  .kind = HUTCH_CLI_SECONDS,                                                      \
-		  A(timeout),                                                                     \
-		  .metavar = "S",                                                                 \
-		  .range = &(const struct hutch_cli_range){ .max = DBL_MAX,                       \
-		                                            .invalid = "invalid --timeout '%s': " \
-		                                                       "give a number of "        \
-		                                                       "seconds, e.g. 30" },      \
-		  .modes = (m),                                                                   \
-		  .help = "kill the command and its children after S seconds (exit 124)" },       \
-	        { .name = "interactive",                                                          \
-		  .short_name = 'i',                                                              \
-		  .kind = HUTCH_CLI_FLAG,                                                         \
-		  A(interactive),                                                                 \
-		  .modes = (m) ? (m) | DETACHED : 0,                                              \
-		  .help = "stream standard input to CMD, byte-exact, until its end (without "     \
-		          "-i stdin is not read; with -d: CMD's stdin stays open, see hutch "     \
-		          "stdin)" },                                                             \
-	{                                                                                         \
-		.name = "tty", .short_name = 't', .kind = HUTCH_CLI_FLAG, A(tty), .modes = (m),   \
-		.help = "run CMD on a terminal of the sandbox (-it: interactive; stdin must be "  \
-		        "a terminal; exec -it ID alone starts a login shell)"                     \
+#define COMMAND_OPTS(m)                                                                         \
+	{ .name = "cwd",                                                                        \
+	  .short_name = 'w',                                                                    \
+	  .kind = HUTCH_CLI_STRING,                                                             \
+	  A(cwd),                                                                               \
+	  .metavar = "DIR",                                                                     \
+	  HELP(cwd) },                                                                          \
+	        { .name = "env",                                                                \
+		  .short_name = 'e',                                                            \
+		  .kind = HUTCH_CLI_ENV,                                                        \
+		  A(env),                                                                       \
+		  .metavar = "K=V",                                                             \
+		  HELP(env) },                                                                  \
+	        { .name = "timeout",                                                            \
+		  .kind = HUTCH_CLI_SECONDS,                                                    \
+		  A(timeout),                                                                   \
+		  .metavar = "S",                                                               \
+		  .range = HUTCH_CLI_RANGE_TIMEOUT,                                             \
+		  .modes = (m),                                                                 \
+		  HELP(timeout) },                                                              \
+	        { .name = "interactive",                                                        \
+		  .short_name = 'i',                                                            \
+		  .kind = HUTCH_CLI_FLAG,                                                       \
+		  A(interactive),                                                               \
+		  .modes = (m) ? (m) | DETACHED : 0,                                            \
+		  HELP(interactive) },                                                          \
+	{                                                                                       \
+		.name = "tty", .short_name = 't', .kind = HUTCH_CLI_FLAG, A(tty), .modes = (m), \
+		HELP(tty)                                                                       \
 	}
 
 /* Of run and create (not an API option: a property of this host). */
-#define NO_LIMITS_OPT                                                                            \
-	{                                                                                        \
-		.name = "no-limits", .kind = HUTCH_CLI_FLAG, A(no_limits),                       \
-		.help = "create the sandbox without a cgroup: no CPU, memory or pids limit, no " \
-		        "idle sleep (for ordinary users where cgroup v2 is not delegated)"       \
+#define NO_LIMITS_OPT                                                                      \
+	{                                                                                  \
+		.name = "no-limits", .kind = HUTCH_CLI_FLAG, A(no_limits), HELP(no_limits) \
 	}
 
-#define PROGRESS_OPT                                                                             \
-	{                                                                                        \
-		.name = "progress", .kind = HUTCH_CLI_STRING, A(progress), .metavar = "WHEN",    \
-		.complete = "auto always never",                                                 \
-		.help = "show the setup script's and on_create's output on stderr as it comes: " \
-		        "auto "                                                                  \
-		        "(default: when stderr is a terminal), always, never"                    \
+#define PROGRESS_OPT                                                                          \
+	{                                                                                     \
+		.name = "progress", .kind = HUTCH_CLI_STRING, A(progress), .metavar = "WHEN", \
+		.complete = "auto always never", HELP(progress)                               \
 	}
 
 /* ---- docker's ---- */
 
-#define DOCKER_REFUSE(n, s, msg)                                                        \
-	{                                                                               \
-		.name = (n), .short_name = (s), .kind = HUTCH_CLI_REFUSE, .help = (msg) \
+/* A refused docker flag: its name, its short name, its message's id. */
+#define DOCKER_REFUSE(n, s, msg)                                                    \
+	{                                                                           \
+		.name = (n), .short_name = (s), .kind = HUTCH_CLI_REFUSE, HELP(msg) \
 	}
 
-#define DOCKER_WORKDIR                                                            \
-	{                                                                         \
-		.name = "workdir", .kind = HUTCH_CLI_STRING,                      \
-		.offset = offsetof(struct hutch_cli_args, cwd), .metavar = "DIR", \
-		.help = "docker's name of --cwd"                                  \
+#define DOCKER_WORKDIR                                                                          \
+	{                                                                                       \
+		.name = "workdir", .kind = HUTCH_CLI_STRING,                                    \
+		.offset = offsetof(struct hutch_cli_args, cwd), .metavar = "DIR", HELP(workdir) \
 	}
-#define DOCKER_ENV_FILE                                                                          \
-	{                                                                                        \
-		.name = "env-file", .kind = HUTCH_CLI_ENV_FILE, .metavar = "FILE",               \
-		.help = "set the environment variables of FILE, as docker reads it: NAME=VALUE " \
-		        "lines, "                                                                \
-		        "'#' comments, a NAME alone takes this shell's value (repeatable)"       \
+#define DOCKER_ENV_FILE                                                                           \
+	{                                                                                         \
+		.name = "env-file", .kind = HUTCH_CLI_ENV_FILE, .metavar = "FILE", HELP(env_file) \
 	}
-#define DOCKER_USER                                                                     \
-	DOCKER_REFUSE("user", 'u',                                                      \
-	              "%s: commands always run as appuser (uid 1000, no capabilities, " \
-	              "no_new_privs); there is no other user to choose")
-#define DOCKER_MOUNT                                                                       \
-	{                                                                                  \
-		.name = "mount", .kind = HUTCH_CLI_MOUNT,                                  \
-		.metavar = "type=bind,source=SRC,target=PATH[,readonly=false]",            \
-		.help = "docker's form of -v (SRC:PATH): read-only unless readonly=false " \
-		        "(docker's default is read-write)"                                 \
+#define DOCKER_USER DOCKER_REFUSE("user", 'u', docker_user)
+#define DOCKER_MOUNT                                                                        \
+	{                                                                                   \
+		.name = "mount", .kind = HUTCH_CLI_MOUNT,                                   \
+		.metavar = "type=bind,source=SRC,target=PATH[,readonly=false]", HELP(mount) \
 	}
-#define DOCKER_NAME                                                                            \
-	DOCKER_REFUSE("name", 0,                                                               \
-	              "%s: sandboxes have ids, not names (create prints it, 'hutch ls' lists " \
-	              "them, any unique prefix works); --description TEXT keeps a note that "  \
-	              "'hutch ls -f description=TEXT' finds")
-#define DOCKER_LABEL                                                                      \
-	DOCKER_REFUSE("label", 'l',                                                       \
-	              "%s: no labels; --description TEXT keeps a note that 'hutch ls -f " \
-	              "description=TEXT' finds")
-#define DOCKER_CREATE_RM                                                                        \
-	DOCKER_REFUSE("rm", 0,                                                                  \
-	              "%s: 'hutch create' keeps the sandbox until 'hutch rm ID' or its --ttl; " \
-	              "'hutch run' deletes it when CMD ends")
-#define DOCKER_RUN_DETACH                                                                    \
-	DOCKER_REFUSE("detach", 'd',                                                         \
-	              "%s: 'hutch run' waits for CMD and deletes the sandbox; for one that " \
-	              "stays, 'hutch create', then 'hutch exec -d ID -- CMD' (a background " \
-	              "process; 'hutch logs ID PROC -f' follows it)")
+#define DOCKER_NAME       DOCKER_REFUSE("name", 0, docker_name)
+#define DOCKER_LABEL      DOCKER_REFUSE("label", 'l', docker_label)
+#define DOCKER_CREATE_RM  DOCKER_REFUSE("rm", 0, docker_rm)
+#define DOCKER_RUN_DETACH DOCKER_REFUSE("detach", 'd', docker_detach)
 
 #endif

@@ -18,9 +18,7 @@
 #include "state.h"
 #include "verbs.h"
 
-#define A(f)    .offset = offsetof(struct hutch_cli_args, f)
-#define STR_(x) #x
-#define STR(x)  STR_(x)
+#define A(f) .offset = offsetof(struct hutch_cli_args, f)
 
 static const char pool_usage[] =
         "usage: hutch pool start [--size N] [OPTIONS]   keep N sandboxes of this configuration\n"
@@ -148,14 +146,27 @@ static int cmd_key(struct hutch_cli_args *a)
 	return 0;
 }
 
+/* The help texts of this file's option rows (HUTCH_CLI_POOL, args.h). */
+#define HELP_TEXTS(X)                                                                         \
+	X(no_limits, "sandboxes without a cgroup (no CPU, memory or pids limit), as 'create " \
+	             "--no-limits' makes and takes")                                          \
+	X(size, "how many sandboxes to keep ready (default 4)")                               \
+	X(foreground,                                                                         \
+	  "be the keeper instead of starting one (a service's main process): say when the "   \
+	  "pool is full (stdout, systemd's READY=1), run until SIGTERM, then delete the "     \
+	  "sandboxes not taken (hutch-pool@.service)")                                        \
+	X(all, "stop every pool")                                                             \
+	X(stop_opts_size, "--size applies to 'hutch pool start' only")                        \
+	X(json, "print the result as JSON")
+HUTCH_CLI_POOL(help_pool, HELP_TEXTS);
+#define HELP(id) HUTCH_CLI_HELP(help_pool, id)
+
 /* As create's: a pool of sandboxes without a cgroup, for ordinary users
  * where cgroup v2 is not delegated; only creations with --no-limits take
  * from it (it is part of the key). */
-#define NO_LIMITS_OPT                                                                            \
-	{                                                                                        \
-		.name = "no-limits", .kind = HUTCH_CLI_FLAG, A(no_limits),                       \
-		.help = "sandboxes without a cgroup (no CPU, memory or pids limit), as 'create " \
-		        "--no-limits' makes and takes"                                           \
+#define NO_LIMITS_OPT                                                                      \
+	{                                                                                  \
+		.name = "no-limits", .kind = HUTCH_CLI_FLAG, A(no_limits), HELP(no_limits) \
 	}
 
 static const struct hutch_cli_opt start_opts[] = {
@@ -164,38 +175,23 @@ static const struct hutch_cli_opt start_opts[] = {
 	  .kind = HUTCH_CLI_U64,
 	  A(size),
 	  .metavar = "N",
-	  .range =
-	          &(const struct hutch_cli_range){
-	                  .umin = 1,
-	                  .umax = HUTCH_POOL_MAX_SIZE,
-	                  .udef = 4,
-	                  .invalid = "invalid --size '%s': give a number "
-	                             "of sandboxes from 1 to " STR(HUTCH_POOL_MAX_SIZE),
-	                  .missing = "invalid --size '': give a number "
-	                             "of sandboxes from 1 to " STR(HUTCH_POOL_MAX_SIZE) },
-	  .help = "how many sandboxes to keep ready (default 4)" },
-	{ .name = "foreground",
-	  .kind = HUTCH_CLI_FLAG,
-	  A(foreground),
-	  .help = "be the keeper instead of starting one (a service's main process): say when the "
-	          "pool is full (stdout, systemd's READY=1), run until SIGTERM, then delete the "
-	          "sandboxes not taken (hutch-pool@.service)" },
-	{ 0 },
+	  .range = HUTCH_CLI_RANGE_POOL_SIZE,
+	  HELP(size) },
+	{ .name = "foreground", .kind = HUTCH_CLI_FLAG, A(foreground), HELP(foreground) },
+	{ .name = "" },
 };
 
 static const struct hutch_cli_opt stop_opts[] = {
-	{ .name = "all", .kind = HUTCH_CLI_FLAG, A(all), .help = "stop every pool" },
+	{ .name = "all", .kind = HUTCH_CLI_FLAG, A(all), HELP(all) },
 	NO_LIMITS_OPT,
-	{ .name = "size",
-	  .kind = HUTCH_CLI_REFUSE,
-	  .help = "--size applies to 'hutch pool start' only" },
-	{ 0 },
+	{ .name = "size", .kind = HUTCH_CLI_REFUSE, HELP(stop_opts_size) },
+	{ .name = "" },
 };
 
 static const struct hutch_cli_opt key_opts[] = {
-	{ .name = "json", .kind = HUTCH_CLI_FLAG, A(json), .help = "print the result as JSON" },
+	{ .name = "json", .kind = HUTCH_CLI_FLAG, A(json), HELP(json) },
 	NO_LIMITS_OPT,
-	{ 0 },
+	{ .name = "" },
 };
 
 const struct hutch_cli_verb hutch_verb_pool_start = {
@@ -205,6 +201,7 @@ const struct hutch_cli_verb hutch_verb_pool_start = {
 	         "they are. A pool cannot hold sandboxes with --setup-script, --on-create or "
 	         "--header-binding.\n",
 	.opts = start_opts,
+	.help_pool = HUTCH_CLI_POOL_OF(help_pool),
 	.sandbox_opts = true,
 	.run = cmd_start,
 };
@@ -215,6 +212,7 @@ const struct hutch_cli_verb hutch_verb_pool_stop = {
 	.about = "Stop the pool of this configuration (--all: every pool), deleting its ready "
 	         "sandboxes.\n",
 	.opts = stop_opts,
+	.help_pool = HUTCH_CLI_POOL_OF(help_pool),
 	.sandbox_opts = true,
 	.run = cmd_stop,
 };
@@ -224,6 +222,7 @@ const struct hutch_cli_verb hutch_verb_pool_ls = {
 	.synopsis = "[--json]",
 	.about = "List the pools: key, size, ready sandboxes, keeper.\n",
 	.opts = hutch_cli_json_opts,
+	.help_pool = HUTCH_CLI_POOL_OF(hutch_cli_json_pool),
 	.run = cmd_ls,
 };
 
@@ -235,6 +234,7 @@ const struct hutch_cli_verb hutch_verb_pool_key = {
 	         "pool and the POST /claim body it would send): what clients in other languages "
 	         "use to claim from a pool.\n",
 	.opts = key_opts,
+	.help_pool = HUTCH_CLI_POOL_OF(help_pool),
 	.sandbox_opts = true,
 	.run = cmd_key,
 };

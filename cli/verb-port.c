@@ -99,6 +99,7 @@ const struct hutch_cli_verb hutch_verb_port = {
 	         "'PORT/tcp -> HOST:HOST_PORT', or with SANDBOX_PORT only its host addresses\n"
 	         "(exit 65 when none). Forwards come from 'create -p' and POST /bind_port.\n",
 	.opts = hutch_cli_json_opts,
+	.help_pool = HUTCH_CLI_POOL_OF(hutch_cli_json_pool),
 	.max_pos = 2,
 	.id_pos = 1,
 	.run = cmd_port,

@@ -412,22 +412,24 @@ int hutch_cli_exec_detached(struct hutch_cli_args *a)
 
 #define A(f) .offset = offsetof(struct hutch_cli_args, f)
 
+/* The help texts of this file's option rows (HUTCH_CLI_POOL, args.h). */
+#define HELP_TEXTS(X)                                                                             \
+	X(follow, "keep printing new output until the process ends (Ctrl-C stops following; the " \
+	          "process keeps running)")                                                       \
+	X(close, "then close PROC's standard input (it reads end of file)")                       \
+	X(grace, "seconds between SIGTERM and SIGKILL (default 5; 0: SIGKILL at once)")           \
+	X(json, "print the answer as JSON")
+HUTCH_CLI_POOL(help_pool, HELP_TEXTS);
+#define HELP(id) HUTCH_CLI_HELP(help_pool, id)
+
 static const struct hutch_cli_opt logs_opts[] = {
-	{ .name = "follow",
-	  .short_name = 'f',
-	  .kind = HUTCH_CLI_FLAG,
-	  A(follow),
-	  .help = "keep printing new output until the process ends (Ctrl-C stops following; the "
-	          "process keeps running)" },
-	{ 0 },
+	{ .name = "follow", .short_name = 'f', .kind = HUTCH_CLI_FLAG, A(follow), HELP(follow) },
+	{ .name = "" },
 };
 
 static const struct hutch_cli_opt stdin_opts[] = {
-	{ .name = "close",
-	  .kind = HUTCH_CLI_FLAG,
-	  A(close),
-	  .help = "then close PROC's standard input (it reads end of file)" },
-	{ 0 },
+	{ .name = "close", .kind = HUTCH_CLI_FLAG, A(close), HELP(close) },
+	{ .name = "" },
 };
 
 static const struct hutch_cli_opt kill_opts[] = {
@@ -435,13 +437,10 @@ static const struct hutch_cli_opt kill_opts[] = {
 	  .kind = HUTCH_CLI_SECONDS,
 	  A(grace),
 	  .metavar = "S",
-	  .range = &(const struct hutch_cli_range){ .max = 3600,
-	                                            .def = -1,
-	                                            .invalid = "--grace must be seconds from 0 to "
-	                                                       "3600, not '%s'" },
-	  .help = "seconds between SIGTERM and SIGKILL (default 5; 0: SIGKILL at once)" },
-	{ .name = "json", .kind = HUTCH_CLI_FLAG, A(json), .help = "print the answer as JSON" },
-	{ 0 },
+	  .range = HUTCH_CLI_RANGE_GRACE,
+	  HELP(grace) },
+	{ .name = "json", .kind = HUTCH_CLI_FLAG, A(json), HELP(json) },
+	{ .name = "" },
 };
 
 const struct hutch_cli_verb hutch_verb_ps = {
@@ -452,6 +451,7 @@ const struct hutch_cli_verb hutch_verb_ps = {
 	        "ones): id, pid inside the sandbox, status (running, exited, killed), exit code or "
 	        "signal, start time, command.\n",
 	.opts = hutch_cli_json_opts,
+	.help_pool = HUTCH_CLI_POOL_OF(hutch_cli_json_pool),
 	.max_pos = 1,
 	.id_pos = 1,
 	.run = cmd_ps,
@@ -463,6 +463,7 @@ const struct hutch_cli_verb hutch_verb_logs = {
 	.about = "Print what background process PROC (p1, p2... see hutch ps) wrote: its stdout to "
 	         "stdout, its stderr to stderr. The sandbox keeps the last 1 MiB of each stream.\n",
 	.opts = logs_opts,
+	.help_pool = HUTCH_CLI_POOL_OF(help_pool),
 	.max_pos = 2,
 	.id_pos = 1,
 	.pos_complete = "@procs",
@@ -475,6 +476,7 @@ const struct hutch_cli_verb hutch_verb_kill = {
 	.about = "Stop background process PROC and every process it started: SIGTERM, then SIGKILL "
 	         "after S seconds (default 5; 0: SIGKILL at once). Returns when it is dead.\n",
 	.opts = kill_opts,
+	.help_pool = HUTCH_CLI_POOL_OF(help_pool),
 	.max_pos = 2,
 	.id_pos = 1,
 	.pos_complete = "@procs",
@@ -490,6 +492,7 @@ const struct hutch_cli_verb hutch_verb_stdin = {
 	        "input. Without --close it stays open for more. Exits 70 if PROC's standard input "
 	        "is closed (or was never open).\n",
 	.opts = stdin_opts,
+	.help_pool = HUTCH_CLI_POOL_OF(help_pool),
 	.max_pos = 2,
 	.id_pos = 1,
 	.pos_complete = "@procs",

@@ -397,15 +397,21 @@ static int cmd_replay(struct hutch_cli_args *a)
 	return rp.differed ? EXIT_DIFFERS : 0;
 }
 
+/* The help texts of this file's option rows (HUTCH_CLI_POOL, args.h). */
+#define HELP_TEXTS(X)                                                                        \
+	X(into, "replay into this live sandbox instead of a new one (create options do not " \
+	        "apply then)")
+HUTCH_CLI_POOL(help_pool, HELP_TEXTS);
+#define HELP(id) HUTCH_CLI_HELP(help_pool, id)
+
 static const struct hutch_cli_opt replay_opts[] = {
 	{ .name = "into",
 	  .kind = HUTCH_CLI_STRING,
 	  .offset = offsetof(struct hutch_cli_args, into),
 	  .metavar = "ID",
 	  .complete = "@sandboxes",
-	  .help = "replay into this live sandbox instead of a new one (create options do not "
-	          "apply then)" },
-	{ 0 },
+	  HELP(into) },
+	{ .name = "" },
 };
 
 const struct hutch_cli_verb hutch_verb_replay = {
@@ -423,6 +429,7 @@ const struct hutch_cli_verb hutch_verb_replay = {
 	         "2 naming each line that was not (environments, streamed stdin and uploads,\n"
 	         "large or secret-bearing writes are not in a journal).\n",
 	.opts = replay_opts,
+	.help_pool = HUTCH_CLI_POOL_OF(help_pool),
 	.sandbox_opts = true,
 	.max_pos = 1,
 	.run = cmd_replay,

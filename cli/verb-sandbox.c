@@ -31,8 +31,41 @@
 
 #define A(f) .offset = offsetof(struct hutch_cli_args, f)
 
+/* The help texts of this file's option rows (HUTCH_CLI_POOL, args.h). */
+#define HELP_TEXTS(X)                                                                             \
+	X(json, "print the result as JSON")                                                       \
+	X(run_opts_json,                                                                          \
+	  "keep CMD's output and print one JSON object: exit code, signal, OOM, timeout, "        \
+	  "duration, output and its sizes, the files it changed")                                 \
+	X(rm, "docker's habit: run always deletes its sandbox")                                   \
+	X(detach, "start CMD in the background, print its process id")                            \
+	X(exec_opts_json,                                                                         \
+	  "keep CMD's output and print one JSON object: exit code, signal, OOM, timeout, "        \
+	  "duration, output and its sizes, the files it changed (with -d: the answer as "         \
+	  "JSON)")                                                                                \
+	X(quiet, "print the ids only")                                                            \
+	X(ls_opts_json, "print a JSON array")                                                     \
+	X(filter, "only the sandboxes that match (repeatable; one key: any value, several keys: " \
+	          "all): id=PREFIX, status=S, network=none|all|allow[:...], instance-type=T, "    \
+	          "region=R, description=TEXT (a part of it)")                                    \
+	X(format,                                                                                 \
+	  "print each sandbox with a Go-like template, as docker does: {{.ID}} {{.Status}} "      \
+	  "{{.Type}} {{.Network}} {{.Region}} {{.Description}} {{.Created}} {{.Expires}} "        \
+	  "{{.Live}} {{.Socket}} {{.Ports}} {{.Config.KEY}}, {{json .}} (or 'json'), "            \
+	  "{{upper X}}, "                                                                         \
+	  "{{lower X}}; 'table ...' adds a header and aligns the columns at \\t ('table' "        \
+	  "alone: ls's columns)")                                                                 \
+	X(all, "delete every sandbox")                                                            \
+	X(force, "no error for an id that names no sandbox (one that ended never is one); "       \
+	         "a sandbox that does not answer is killed")                                      \
+	X(rm_opts_quiet, "print nothing")                                                         \
+	X(rm_opts_json, "print the ids removed as a JSON array")                                  \
+	VERB_OPTS_HELP(X)
+HUTCH_CLI_POOL(help_pool, HELP_TEXTS);
+#define HELP(id) HUTCH_CLI_HELP(help_pool, id)
+
 static const struct hutch_cli_opt create_opts[] = {
-	{ .name = "json", .kind = HUTCH_CLI_FLAG, A(json), .help = "print the result as JSON" },
+	{ .name = "json", .kind = HUTCH_CLI_FLAG, A(json), HELP(json) },
 	NO_LIMITS_OPT,
 	PROGRESS_OPT,
 	DOCKER_USER,
@@ -40,22 +73,15 @@ static const struct hutch_cli_opt create_opts[] = {
 	DOCKER_NAME,
 	DOCKER_LABEL,
 	DOCKER_CREATE_RM,
-	{ 0 },
+	{ .name = "" },
 };
 
 static const struct hutch_cli_opt run_opts[] = {
 	COMMAND_OPTS(0),
 	NO_LIMITS_OPT,
 	PROGRESS_OPT,
-	{ .name = "json",
-	  .kind = HUTCH_CLI_FLAG,
-	  A(json),
-	  .help = "keep CMD's output and print one JSON object: exit code, signal, OOM, timeout, "
-	          "duration, output and its sizes, the files it changed" },
-	{ .name = "rm",
-	  .kind = HUTCH_CLI_FLAG,
-	  A(rm),
-	  .help = "docker's habit: run always deletes its sandbox" },
+	{ .name = "json", .kind = HUTCH_CLI_FLAG, A(json), HELP(run_opts_json) },
+	{ .name = "rm", .kind = HUTCH_CLI_FLAG, A(rm), HELP(rm) },
 	DOCKER_WORKDIR,
 	DOCKER_ENV_FILE,
 	DOCKER_USER,
@@ -63,76 +89,48 @@ static const struct hutch_cli_opt run_opts[] = {
 	DOCKER_NAME,
 	DOCKER_LABEL,
 	DOCKER_RUN_DETACH,
-	{ 0 },
+	{ .name = "" },
 };
 
 static const struct hutch_cli_opt exec_opts[] = {
-	{ .name = "detach",
-	  .short_name = 'd',
-	  .kind = HUTCH_CLI_FLAG,
-	  A(detach),
-	  .help = "start CMD in the background, print its process id" },
+	{ .name = "detach", .short_name = 'd', .kind = HUTCH_CLI_FLAG, A(detach), HELP(detach) },
 	COMMAND_OPTS(ATTACHED),
-	{ .name = "json",
-	  .kind = HUTCH_CLI_FLAG,
-	  A(json),
-	  .help = "keep CMD's output and print one JSON object: exit code, signal, OOM, timeout, "
-	          "duration, output and its sizes, the files it changed (with -d: the answer as "
-	          "JSON)" },
+	{ .name = "json", .kind = HUTCH_CLI_FLAG, A(json), HELP(exec_opts_json) },
 	DOCKER_WORKDIR,
 	DOCKER_ENV_FILE,
 	DOCKER_USER,
-	{ 0 },
+	{ .name = "" },
 };
 
 static const struct hutch_cli_opt ls_opts[] = {
-	{ .name = "quiet",
-	  .short_name = 'q',
-	  .kind = HUTCH_CLI_FLAG,
-	  A(quiet),
-	  .help = "print the ids only" },
-	{ .name = "json", .kind = HUTCH_CLI_FLAG, A(json), .help = "print a JSON array" },
+	{ .name = "quiet", .short_name = 'q', .kind = HUTCH_CLI_FLAG, A(quiet), HELP(quiet) },
+	{ .name = "json", .kind = HUTCH_CLI_FLAG, A(json), HELP(ls_opts_json) },
 	{ .name = "filter",
 	  .short_name = 'f',
 	  .kind = HUTCH_CLI_LIST,
 	  A(filter),
 	  .metavar = "KEY=VALUE",
 	  .complete = "@filters",
-	  .help = "only the sandboxes that match (repeatable; one key: any value, several keys: "
-	          "all): id=PREFIX, status=S, network=none|all|allow[:...], instance-type=T, "
-	          "region=R, description=TEXT (a part of it)" },
+	  HELP(filter) },
 	{ .name = "format",
 	  .kind = HUTCH_CLI_STRING,
 	  A(format),
 	  .metavar = "TEMPLATE",
 	  .complete = "table json",
-	  .help = "print each sandbox with a Go-like template, as docker does: {{.ID}} {{.Status}} "
-	          "{{.Type}} {{.Network}} {{.Region}} {{.Description}} {{.Created}} {{.Expires}} "
-	          "{{.Live}} {{.Socket}} {{.Ports}} {{.Config.KEY}}, {{json .}} (or 'json'), "
-	          "{{upper X}}, "
-	          "{{lower X}}; 'table ...' adds a header and aligns the columns at \\t ('table' "
-	          "alone: ls's columns)" },
-	{ 0 },
+	  HELP(format) },
+	{ .name = "" },
 };
 
 static const struct hutch_cli_opt rm_opts[] = {
-	{ .name = "all", .kind = HUTCH_CLI_FLAG, A(all), .help = "delete every sandbox" },
-	{ .name = "force",
-	  .short_name = 'f',
-	  .kind = HUTCH_CLI_FLAG,
-	  A(force),
-	  .help = "no error for an id that names no sandbox (one that ended never is one); "
-	          "a sandbox that does not answer is killed" },
+	{ .name = "all", .kind = HUTCH_CLI_FLAG, A(all), HELP(all) },
+	{ .name = "force", .short_name = 'f', .kind = HUTCH_CLI_FLAG, A(force), HELP(force) },
 	{ .name = "quiet",
 	  .short_name = 'q',
 	  .kind = HUTCH_CLI_FLAG,
 	  A(quiet),
-	  .help = "print nothing" },
-	{ .name = "json",
-	  .kind = HUTCH_CLI_FLAG,
-	  A(json),
-	  .help = "print the ids removed as a JSON array" },
-	{ 0 },
+	  HELP(rm_opts_quiet) },
+	{ .name = "json", .kind = HUTCH_CLI_FLAG, A(json), HELP(rm_opts_json) },
+	{ .name = "" },
 };
 
 static cJSON *removed_json; /* rm --json collects ids here */
@@ -716,6 +714,7 @@ const struct hutch_cli_verb hutch_verb_run = {
 	         "exit "
 	         "with CMD's exit code.\n",
 	.opts = run_opts,
+	.help_pool = HUTCH_CLI_POOL_OF(help_pool),
 	.sandbox_opts = true,
 	.command = true,
 	.run = cmd_run,
@@ -728,6 +727,7 @@ const struct hutch_cli_verb hutch_verb_create = {
 	         "The output of its setup script and on_create hook is in its state directory "
 	         "(setup.log) and shown on a terminal as it comes.\n",
 	.opts = create_opts,
+	.help_pool = HUTCH_CLI_POOL_OF(help_pool),
 	.sandbox_opts = true,
 	.run = cmd_create,
 };
@@ -742,6 +742,7 @@ const struct hutch_cli_verb hutch_verb_exec = {
 	        "return at once; see hutch ps, logs, kill. With -d -i its standard input stays "
 	        "open: write to it with hutch stdin.\n",
 	.opts = exec_opts,
+	.help_pool = HUTCH_CLI_POOL_OF(help_pool),
 	.command = true,
 	.max_pos = 1,
 	.id_pos = 1,
@@ -753,6 +754,7 @@ const struct hutch_cli_verb hutch_verb_ls = {
 	.synopsis = "[-q | --json | --format TEMPLATE] [--filter KEY=VALUE]...",
 	.about = "List sandboxes.\n",
 	.opts = ls_opts,
+	.help_pool = HUTCH_CLI_POOL_OF(help_pool),
 	.run = cmd_ls,
 };
 
@@ -772,6 +774,7 @@ const struct hutch_cli_verb hutch_verb_rm = {
 	         "and they are gone from ls (host links and mounts go right after). Prints the ids "
 	         "removed (--json: a JSON array).\n",
 	.opts = rm_opts,
+	.help_pool = HUTCH_CLI_POOL_OF(help_pool),
 	.max_pos = HUTCH_CLI_MANY,
 	.id_pos = HUTCH_CLI_MANY,
 	.run = cmd_rm,
@@ -788,5 +791,6 @@ const struct hutch_cli_verb hutch_verb_gc = {
 	        "ends with a tombstone (status supervisor-died), its journal, log and egress log "
 	        "kept 7 days as an ended sandbox's.\n",
 	.opts = hutch_cli_json_opts,
+	.help_pool = HUTCH_CLI_POOL_OF(hutch_cli_json_pool),
 	.run = cmd_gc,
 };

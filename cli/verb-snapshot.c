@@ -42,22 +42,28 @@ static const char snapshot_usage[] =
         "it into a new sandbox (its own uid range, cgroups, disk; network none), the\n"
         "processes carrying on; see 'hutch doctor', docs/snapshots.md.\n";
 
+/* The help texts of this file's option rows (HUTCH_CLI_POOL, args.h). */
+#define HELP_TEXTS(X)                                                                    \
+	X(json, "print the result as JSON")                                              \
+	X(full, "processes and memory too (CRIU's dump; create --snapshot restores it)") \
+	X(ls_opts_json, "print JSON")                                                    \
+	HUTCH_CLI_STORE_HELP(X)
+HUTCH_CLI_POOL(help_pool, HELP_TEXTS);
+#define HELP(id) HUTCH_CLI_HELP(help_pool, id)
+
 static const struct hutch_cli_opt take_opts[] = {
-	{ .name = "json", .kind = HUTCH_CLI_FLAG, A(json), .help = "print the result as JSON" },
-	{ .name = "full",
-	  .kind = HUTCH_CLI_FLAG,
-	  A(all),
-	  .help = "processes and memory too (CRIU's dump; create --snapshot restores it)" },
-	{ 0 },
+	{ .name = "json", .kind = HUTCH_CLI_FLAG, A(json), HELP(json) },
+	{ .name = "full", .kind = HUTCH_CLI_FLAG, A(all), HELP(full) },
+	{ .name = "" },
 };
 static const struct hutch_cli_opt ls_opts[] = {
-	{ .name = "json", .kind = HUTCH_CLI_FLAG, A(json), .help = "print JSON" },
+	{ .name = "json", .kind = HUTCH_CLI_FLAG, A(json), HELP(ls_opts_json) },
 	HUTCH_CLI_STORE_OPT,
-	{ 0 },
+	{ .name = "" },
 };
 static const struct hutch_cli_opt store_opts[] = {
 	HUTCH_CLI_STORE_OPT,
-	{ 0 },
+	{ .name = "" },
 };
 
 static int fail(const struct hutch_err *err)
@@ -298,6 +304,7 @@ const struct hutch_cli_verb hutch_verb_snapshot = {
 	         "taken with the sandbox frozen (how long: on stderr, frozen_ms with --json).\n"
 	         "Prints the name. 'hutch create --snapshot NAME' starts sandboxes from it.\n",
 	.opts = take_opts,
+	.help_pool = HUTCH_CLI_POOL_OF(help_pool),
 	.max_pos = 2,
 	.id_pos = 1,
 	.run = cmd_take,
@@ -314,6 +321,7 @@ const struct hutch_cli_verb hutch_verb_rollback = {
 	         "--no-limits). An ordinary user's snapshots hold no owners: each path keeps its\n"
 	         "owner, one put back takes its directory's (appuser's in its workspace).\n",
 	.opts = hutch_cli_json_opts,
+	.help_pool = HUTCH_CLI_POOL_OF(hutch_cli_json_pool),
 	.max_pos = 2,
 	.id_pos = 1,
 	.run = cmd_rollback,
@@ -323,6 +331,7 @@ const struct hutch_cli_verb hutch_verb_snapshot_ls = {
 	.synopsis = "[--json]",
 	.about = "List the store's snapshots: name, base image, source sandbox, layers.\n",
 	.opts = ls_opts,
+	.help_pool = HUTCH_CLI_POOL_OF(help_pool),
 	.run = cmd_ls,
 };
 const struct hutch_cli_verb hutch_verb_snapshot_inspect = {
@@ -330,6 +339,7 @@ const struct hutch_cli_verb hutch_verb_snapshot_inspect = {
 	.synopsis = "NAME",
 	.about = "A snapshot as JSON (the image's, with \"snapshot\": base, source, created).\n",
 	.opts = store_opts,
+	.help_pool = HUTCH_CLI_POOL_OF(help_pool),
 	.max_pos = 1,
 	.run = cmd_inspect,
 };
@@ -339,6 +349,7 @@ const struct hutch_cli_verb hutch_verb_snapshot_rm = {
 	.about = "Forget snapshots; refused while a live sandbox was spawned or forked from one\n"
 	         "(its layers stay until 'hutch image prune').\n",
 	.opts = store_opts,
+	.help_pool = HUTCH_CLI_POOL_OF(help_pool),
 	.max_pos = HUTCH_CLI_MANY,
 	.run = cmd_rm,
 };

@@ -375,26 +375,34 @@ static int cmd_stats(struct hutch_cli_args *a)
 	return r;
 }
 
+/* The help texts of this file's option rows (HUTCH_CLI_POOL, args.h). */
+#define HELP_TEXTS(X)                                                                              \
+	X(no_stream, "print one sample (over half a second) and exit")                             \
+	X(json, "print the samples as JSON: GET /stats and cpu_percent")                           \
+	X(format, "print each sandbox with a Go-like template, as docker stats does: {{.ID}} "     \
+	          "(.Container, .Name) {{.CPUPerc}} {{.MemUsage}} {{.MemPerc}} {{.NetIO}} "        \
+	          "{{.PIDs}} {{.Workspace}} {{.OOMKills}}, {{json .}} (or 'json': a sample as "    \
+	          "--json gives it, one line each), {{upper X}}, {{lower X}}; 'table ...' adds a " \
+	          "header and aligns the columns at \\t ('table' alone: stats' columns)")
+HUTCH_CLI_POOL(help_pool, HELP_TEXTS);
+#define HELP(id) HUTCH_CLI_HELP(help_pool, id)
+
 static const struct hutch_cli_opt stats_opts[] = {
 	{ .name = "no-stream",
 	  .kind = HUTCH_CLI_FLAG,
 	  .offset = offsetof(struct hutch_cli_args, no_stream),
-	  .help = "print one sample (over half a second) and exit" },
+	  HELP(no_stream) },
 	{ .name = "json",
 	  .kind = HUTCH_CLI_FLAG,
 	  .offset = offsetof(struct hutch_cli_args, json),
-	  .help = "print the samples as JSON: GET /stats and cpu_percent" },
+	  HELP(json) },
 	{ .name = "format",
 	  .kind = HUTCH_CLI_STRING,
 	  .offset = offsetof(struct hutch_cli_args, format),
 	  .metavar = "TEMPLATE",
 	  .complete = "table json",
-	  .help = "print each sandbox with a Go-like template, as docker stats does: {{.ID}} "
-	          "(.Container, .Name) {{.CPUPerc}} {{.MemUsage}} {{.MemPerc}} {{.NetIO}} "
-	          "{{.PIDs}} {{.Workspace}} {{.OOMKills}}, {{json .}} (or 'json': a sample as "
-	          "--json gives it, one line each), {{upper X}}, {{lower X}}; 'table ...' adds a "
-	          "header and aligns the columns at \\t ('table' alone: stats' columns)" },
-	{ 0 },
+	  HELP(format) },
+	{ .name = "" },
 };
 
 const struct hutch_cli_verb hutch_verb_stats = {
@@ -406,6 +414,7 @@ const struct hutch_cli_verb hutch_verb_stats = {
 	         "bytes (links other than loopback) and OOM kills. Refreshed every second until\n"
 	         "Ctrl-C; measuring never wakes a sleeping sandbox.\n",
 	.opts = stats_opts,
+	.help_pool = HUTCH_CLI_POOL_OF(help_pool),
 	.max_pos = HUTCH_CLI_MANY,
 	.id_pos = HUTCH_CLI_MANY,
 	.run = cmd_stats,

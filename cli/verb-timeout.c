@@ -59,6 +59,7 @@ const struct hutch_cli_verb hutch_verb_set_timeout = {
 	.about = "Delete the sandbox SECONDS from now instead of when its TTL said (longer or\n"
 	         "shorter; at most 366 days). Prints the new expiry time.\n",
 	.opts = hutch_cli_json_opts,
+	.help_pool = HUTCH_CLI_POOL_OF(hutch_cli_json_pool),
 	.max_pos = 2,
 	.id_pos = 1,
 	.run = cmd_set_timeout,

@@ -29,19 +29,23 @@ static const char volume_usage[] =
         "'hutch create -v NAME:PATH[:rw]' mounts it on PATH, read-only unless :rw, its files\n"
         "appuser's; it outlives the sandboxes that use it, and any number of them share it.\n";
 
+/* The help texts of this file's option rows (HUTCH_CLI_POOL, args.h). */
+#define HELP_TEXTS(X)                    \
+	X(json, "print JSON")            \
+	X(quiet, "print the names only") \
+	HUTCH_CLI_STORE_HELP(X)
+HUTCH_CLI_POOL(help_pool, HELP_TEXTS);
+#define HELP(id) HUTCH_CLI_HELP(help_pool, id)
+
 static const struct hutch_cli_opt ls_opts[] = {
-	{ .name = "json", .kind = HUTCH_CLI_FLAG, A(json), .help = "print JSON" },
-	{ .name = "quiet",
-	  .short_name = 'q',
-	  .kind = HUTCH_CLI_FLAG,
-	  A(quiet),
-	  .help = "print the names only" },
+	{ .name = "json", .kind = HUTCH_CLI_FLAG, A(json), HELP(json) },
+	{ .name = "quiet", .short_name = 'q', .kind = HUTCH_CLI_FLAG, A(quiet), HELP(quiet) },
 	HUTCH_CLI_STORE_OPT,
-	{ 0 },
+	{ .name = "" },
 };
 static const struct hutch_cli_opt store_opts[] = {
 	HUTCH_CLI_STORE_OPT,
-	{ 0 },
+	{ .name = "" },
 };
 
 static int fail(const struct hutch_err *err)
@@ -226,6 +230,7 @@ const struct hutch_cli_verb hutch_verb_volume_create = {
 	.synopsis = "NAME...",
 	.about = "Make named volumes (-v NAME:PATH also makes one on first use).\n",
 	.opts = store_opts,
+	.help_pool = HUTCH_CLI_POOL_OF(help_pool),
 	.max_pos = HUTCH_CLI_MANY,
 	.run = cmd_create,
 };
@@ -234,6 +239,7 @@ const struct hutch_cli_verb hutch_verb_volume_ls = {
 	.synopsis = "[--json|-q]",
 	.about = "List the named volumes of the store.\n",
 	.opts = ls_opts,
+	.help_pool = HUTCH_CLI_POOL_OF(help_pool),
 	.run = cmd_ls,
 };
 const struct hutch_cli_verb hutch_verb_volume_inspect = {
@@ -241,6 +247,7 @@ const struct hutch_cli_verb hutch_verb_volume_inspect = {
 	.synopsis = "NAME...",
 	.about = "Print volumes as a JSON array: name, path on the host, created, in_use.\n",
 	.opts = store_opts,
+	.help_pool = HUTCH_CLI_POOL_OF(help_pool),
 	.max_pos = HUTCH_CLI_MANY,
 	.run = cmd_inspect,
 };
@@ -249,6 +256,7 @@ const struct hutch_cli_verb hutch_verb_volume_rm = {
 	.synopsis = "NAME...",
 	.about = "Remove volumes and their files; one a sandbox uses is refused (exit 70).\n",
 	.opts = store_opts,
+	.help_pool = HUTCH_CLI_POOL_OF(help_pool),
 	.max_pos = HUTCH_CLI_MANY,
 	.run = cmd_rm,
 };

@@ -136,8 +136,7 @@ struct hutch_cli_args {
 	 * (issue 31: CLI start). */
 	struct hutch_config *cfg;
 	bool json, quiet, all, detach, follow, interactive, tty, force, no_stream, close, no_limits,
-	        foreground, verify, rm /* run --rm: docker's habit, what run does anyway */,
-	        hold /* fork --hold */;
+	        foreground, verify, rm /* run --rm: docker's habit, what run does anyway */;
 	const char *cwd;
 	const char *tag, *store; /* image import --tag, image --store */
 	const char *recipe;      /* image build-default --recipe */

@@ -18,7 +18,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
-#include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -65,11 +64,10 @@ _Noreturn static void creator_main(struct hutch_cli_args *a, const char *disk, i
 }
 
 /* The n creators started, each on its disk (cr[i].disk, set) or none;
- * not_theirs: nn fds of ours they close (a full fork's record, whose lock
- * must end with us, not with a supervisor a creator leaves behind; a
- * holder's lock and pipe: fork-hold.c). */
+ * not_theirs: an fd of ours they close (a full fork's record, whose lock
+ * must end with us, not with a supervisor a creator leaves behind). */
 int hutch_fork_creators_start(struct hutch_cli_args *a, struct hutch_fork_creator *cr, size_t n,
-                              const int *not_theirs, size_t nn)
+                              int not_theirs)
 {
 	pid_t parent = getpid();
 
@@ -86,9 +84,8 @@ int hutch_fork_creators_start(struct hutch_cli_args *a, struct hutch_fork_creato
 			close(sv[0]);
 			for (size_t j = 0; j < i; j++) /* its siblings' are not its own */
 				close(cr[j].sock);
-			for (size_t j = 0; j < nn; j++)
-				if (not_theirs[j] >= 0)
-					close(not_theirs[j]);
+			if (not_theirs >= 0)
+				close(not_theirs);
 			creator_main(a, cr[i].disk, sv[1], parent);
 		}
 		close(sv[1]);
@@ -151,16 +148,6 @@ void hutch_fork_creators_give_up(struct hutch_fork_creator *cr, size_t n)
 	for (size_t i = 0; i < n; i++)
 		while (cr[i].pid > 0 && waitpid(cr[i].pid, NULL, 0) < 0 && errno == EINTR)
 			;
-}
-
-int hutch_fork_name_disk(const char *src, char *buf, size_t size)
-{
-	unsigned long long v;
-
-	if (getrandom(&v, sizeof(v), 0) != (ssize_t)sizeof(v))
-		return errno ? -errno : -EIO;
-	snprintf(buf, size, "fork-%.12s-%016llx.sock", src, v);
-	return 0;
 }
 
 /* The source's config: its state.json's, which its supervisor wrote once

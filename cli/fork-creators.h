@@ -27,15 +27,12 @@ struct hutch_fork_creator {
 };
 
 /* The n creators started, each on its disk (cr[i].disk, set) or none, a
- * create of a->cfg each; not_theirs: nn fds of ours they close (a full
+ * create of a->cfg each; not_theirs: an fd of ours they close (a full
  * fork's record, whose lock must end with us, not with a supervisor a
- * creator leaves behind; a holder's lock and pipe). 0, or prints why and
- * returns the exit code (those started: give them up). */
+ * creator leaves behind; -EBADF: none). 0, or prints why and returns the
+ * exit code (those started: give them up). */
 int hutch_fork_creators_start(struct hutch_cli_args *a, struct hutch_fork_creator *cr, size_t n,
-                              const int *not_theirs, size_t nn);
-/* A fork's disk's name into buf (POST /fork's "names"): the source's id
- * and 64 random bits, never one in use. 0 or -errno. */
-int hutch_fork_name_disk(const char *src, char *buf, size_t size);
+                              int not_theirs);
 /* Every creator's answer, in order, and every creator reaped: 0 with the
  * n forks in c[], or the first failure's exit code (*failed: its index)
  * with every fork made dropped (its supervisor deletes it). */

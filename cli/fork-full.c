@@ -294,7 +294,7 @@ int hutch_cli_fork_full(struct hutch_cli_args *a, struct hutch_fork_creator *cr,
 		return hutch_cli_fail(r, "cannot fork sandbox %s: nothing was made", p.id);
 	}
 	t0 = hutch_now_mono_sec();
-	if (!(r = hutch_fork_creators_start(a, cr, n, &mark, 1)))
+	if (!(r = hutch_fork_creators_start(a, cr, n, mark)))
 		r = hutch_fork_creators_collect(cr, n, c, &failed);
 	else
 		hutch_fork_creators_give_up(cr, n);

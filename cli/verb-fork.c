@@ -20,11 +20,7 @@
  * appears (after init's clone; runtime/disk.h hutch_disk_fork_await()),
  * so the creates run while the source is frozen and cloned; the first
  * fork's create is this process's own, made while POST /fork's answer is
- * awaited (fork_disks_first()); or, where a create is held for this
- * source's next fork with these options (fork-hold.h: made after the
- * last fork, up to its disk), that one, claimed: its disk's name sent
- * first, its result read as a creator's. After a fork by clone with
- * --hold, the next fork's held create is started (hutch_fork_hold_start()).
+ * awaited (fork_disks_first()).
  *
  * --full: fork-full.c (hutch_cli_fork_full()).
  */
@@ -32,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <unistd.h>
 
 #include "args.h"
@@ -41,8 +38,6 @@
 #include "config.h"
 #include "disk.h"
 #include "fork-creators.h"
-#include "fork-hold.h"
-#include "poolkey.h"
 #include "sandbox.h"
 #include "stream.h"
 #include "util.h"
@@ -52,15 +47,12 @@
 #define A(f) .offset = offsetof(struct hutch_cli_args, f)
 
 /* The help texts of this file's option rows (HUTCH_CLI_POOL, args.h). */
-#define HELP_TEXTS(X)                                                                          \
-	X(count, "how many forks (1 to 100, default 1)")                                       \
-	X(json, "print {source, snapshot, method, made_ahead, frozen_ms, held, forks: [ids]} " \
-	        "(--full: {source, method, dump_ms, restore_ms, bytes, forks})")               \
-	X(full, "processes and memory too: one CRIU dump of the source (it runs on), N "       \
-	        "restores (a plain source of network none; docs/snapshots.md)")                \
-	X(hold, "after this fork, hold a create for the next fork of this source with these "  \
-	        "options (made up to its disk, not listed, its TTL from its hand-over; "       \
-	        "docs/snapshots.md): that fork claims it")                                     \
+#define HELP_TEXTS(X)                                                                    \
+	X(count, "how many forks (1 to 100, default 1)")                                 \
+	X(json, "print {source, snapshot, method, made_ahead, frozen_ms, forks: [ids]} " \
+	        "(--full: {source, method, dump_ms, restore_ms, bytes, forks})")         \
+	X(full, "processes and memory too: one CRIU dump of the source (it runs on), N " \
+	        "restores (a plain source of network none; docs/snapshots.md)")          \
 	VERB_OPTS_HELP(X)
 HUTCH_CLI_POOL(help_pool, HELP_TEXTS);
 #define HELP(id) HUTCH_CLI_HELP(help_pool, id)
@@ -76,7 +68,6 @@ static const struct hutch_cli_opt fork_opts[] = {
 	  HELP(count) },
 	{ .name = "json", .kind = HUTCH_CLI_FLAG, A(json), HELP(json) },
 	{ .name = "full", .kind = HUTCH_CLI_FLAG, A(all), HELP(full) },
-	{ .name = "hold", .kind = HUTCH_CLI_FLAG, A(hold), HELP(hold) },
 	PROGRESS_OPT,
 	NO_LIMITS_OPT,
 	{ .name = "" },
@@ -225,7 +216,7 @@ static int create_first(struct hutch_cli_args *a, const char *disk,
  * tried.
  */
 static int fork_disks_first(struct hutch_cli_args *a, const struct hutch_paths *p,
-                            struct hutch_fork_creator *cr, size_t n, bool copy, int hold[2],
+                            struct hutch_fork_creator *cr, size_t n, bool copy,
                             struct hutch_created *c0, int *first, cJSON **ret, bool *fallback)
 {
 	int fd = -EBADF, r = fork_disks_send(p, a->cfg, n, copy, cr, &fd);
@@ -233,18 +224,12 @@ static int fork_disks_first(struct hutch_cli_args *a, const struct hutch_paths *
 	*first = -1;
 	if (r)
 		return r;
-	a->cfg->disk_from_fd = fd; /* the creators' too; the holder's connection ours */
-	if ((r = hutch_fork_creators_start(a, cr + 1, n - 1, hold, 1))) {
+	a->cfg->disk_from_fd = fd; /* the creators' too */
+	if ((r = hutch_fork_creators_start(a, cr + 1, n - 1, -EBADF))) {
 		close(fd);
 		return r;
 	}
-	/* held (hold[0], the holder's connection): cr[0] is a held create's
-	 * (fork-hold.h), its result to come on cr[0].sock as a creator's (its
-	 * failure: that fork's) */
-	if (hold[0] < 0)
-		*first = create_first(a, cr[0].disk, cr + 1, n - 1, c0);
-	else
-		(void)hutch_fork_hold_take(hold[0], &cr[0], &hold[1]);
+	*first = create_first(a, cr[0].disk, cr + 1, n - 1, c0);
 	a->cfg->disk_from_fd = -EBADF;
 	return fork_disks_answer(p, n, copy, true, fd, ret, fallback);
 }
@@ -299,9 +284,6 @@ static void print_forks(const struct hutch_cli_args *a, const char *src, const c
 		cJSON_AddStringToObject(o, "method", name ? "snapshot" : method);
 		cJSON_AddNumberToObject(o, "made_ahead", name ? 0 : cJSON_GetNumberValue(ahead));
 		cJSON_AddNumberToObject(o, "frozen_ms", cJSON_GetNumberValue(frozen));
-		/* 1: the first fork a create held for it (fork-hold.h) */
-		cJSON_AddNumberToObject(
-		        o, "held", cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(snap, "held")));
 		hutch_fork_print_ids(o, c, n);
 		return;
 	}
@@ -341,16 +323,16 @@ static int check_args(struct hutch_cli_args *a)
 }
 
 /* The disks' names, ours (POST /fork's "names"): the source's id and 64
- * random bits, never one in use (a held create's, claimed, kept). */
+ * random bits, never one in use. */
 static int name_disks(const char *src, struct hutch_fork_creator *cr, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
-		int r = cr[i].disk[0] ? 0
-		                      : hutch_fork_name_disk(src, cr[i].disk, sizeof(cr[i].disk));
+		unsigned long long v;
 
-		if (r < 0)
+		if (getrandom(&v, sizeof(v), 0) != (ssize_t)sizeof(v))
 			return hutch_cli_fail(HUTCH_EXIT_FAILURE, "fork: getrandom: %s",
-			                      strerror(-r));
+			                      strerror(errno));
+		snprintf(cr[i].disk, sizeof(cr[i].disk), "fork-%.12s-%016llx.sock", src, v);
 	}
 	return 0;
 }
@@ -359,14 +341,12 @@ static int name_disks(const char *src, struct hutch_fork_creator *cr, size_t n)
  * (early, their disks named by us), else the creators started now, on
  * the answer's disks or the snapshot. */
 static int make_forks(struct hutch_cli_args *a, struct hutch_fork_creator *cr, size_t n,
-                      const cJSON *snap, bool by_disk, bool early, bool held, int first,
+                      const cJSON *snap, bool by_disk, bool early, int first,
                       struct hutch_created *c, size_t *failed)
 {
 	const cJSON *disks = cJSON_GetObjectItemCaseSensitive(snap, "disks");
 	int r;
 
-	if (early && held) /* the first a held create, the others by creators */
-		return hutch_fork_creators_collect(cr, n, c, failed);
 	if (early) { /* the first made here (first), the others by creators */
 		r = hutch_fork_creators_collect(cr + 1, n - 1, c + 1, failed);
 		*failed += r ? 1 : 0;
@@ -383,52 +363,12 @@ static int make_forks(struct hutch_cli_args *a, struct hutch_fork_creator *cr, s
 	for (size_t i = 0; !early && by_disk && i < n; i++)
 		snprintf(cr[i].disk, sizeof(cr[i].disk), "%s",
 		         cJSON_GetStringValue(cJSON_GetArrayItem(disks, (int)i)));
-	if (!early && (r = hutch_fork_creators_start(a, cr, n, NULL, 0))) {
+	if (!early && (r = hutch_fork_creators_start(a, cr, n, -EBADF))) {
 		hutch_fork_creators_give_up(cr, n);
 		*failed = 0;
 		return r;
 	}
 	return hutch_fork_creators_collect(cr, n, c, failed);
-}
-
-static void creators_unstarted(struct hutch_fork_creator *cr, size_t n)
-{
-	memset(cr, 0, n * sizeof(*cr));
-	for (size_t i = 0; i < n; i++)
-		cr[i].sock = -EBADF;
-}
-
-/* The create held for this fork (fork-hold.h: the first fork's), claimed
- * into cr (*hold_conn: the holder's connection, hutch_fork_hold_take()): true. key: the hold key of
- * these options ("": none may be held). */
-static bool claim_held(struct hutch_cli_args *a, const char *src, struct hutch_fork_creator *cr,
-                       char *key, size_t size, int *hold_conn)
-{
-	if (!hutch_fork_hold_can(a->cfg))
-		return false;
-	hutch_hold_key(a->cfg, key, size);
-	return hutch_fork_hold_claim(hutch_runtime_dir(), src, key, cr, hold_conn) > 0;
-}
-
-static void close_pair(int (*fds)[2])
-{
-	closep(&(*fds)[0]);
-	closep(&(*fds)[1]);
-}
-
-/* The hand-over, then (key set: a fork by clone; --hold) the next fork's
- * create held from now on. */
-static int hand_over(struct hutch_cli_args *a, const char *src, cJSON *snap,
-                     struct hutch_created *c, size_t n, bool held, const char *key)
-{
-	int r;
-
-	if (held)
-		cJSON_AddTrueToObject(snap, "held"); /* said by print_forks() */
-	r = hutch_fork_hand_over(a, src, snap, c, n, print_forks);
-	if (!r && key[0] && a->hold)
-		hutch_fork_hold_start(a, src, key);
-	return r;
 }
 
 static int cmd_fork(struct hutch_cli_args *a)
@@ -438,16 +378,16 @@ static int cmd_fork(struct hutch_cli_args *a)
 	_cleanup_free_ struct hutch_fork_creator *cr = NULL;
 	struct hutch_paths p;
 	size_t failed = 0, n = (size_t)a->size;
-	bool by_disk = false, host = false, fallback = false, early, held = false;
-	char image[sizeof(a->cfg->image)], key[HUTCH_POOL_KEY_MAX] = "";
-	_cleanup_(close_pair) int hold[2] = { -EBADF, -EBADF }; /* fork-hold.h's conn, pipe */
+	bool by_disk = false, host = false, fallback = false, early;
+	char image[sizeof(a->cfg->image)];
 	int r, first = -1;
 
 	if ((r = check_args(a)))
 		return r;
 	if (!(c = calloc(n, sizeof(*c))) || !(cr = calloc(n, sizeof(*cr))))
 		return hutch_cli_fail(HUTCH_EXIT_FAILURE, "out of memory");
-	creators_unstarted(cr, n);
+	for (size_t i = 0; i < n; i++)
+		cr[i].sock = -EBADF;
 	if (a->all)
 		return hutch_cli_fork_full(a, cr, c, n);
 	if ((r = hutch_cli_open_live(a->pos[0], &p)) ||
@@ -458,13 +398,10 @@ static int cmd_fork(struct hutch_cli_args *a)
 	 * creates would wait through the copy) lets the creates start now:
 	 * the first here, while POST /fork is answered (cr[0] no creator). */
 	early = by_disk && !host;
-	if (early && (r = hutch_fork_root(a, image, true)))
-		return r;
-	held = early && claim_held(a, p.id, &cr[0], key, sizeof(key), &hold[0]);
-	if (early && (r = name_disks(p.id, cr, n)))
+	if (early && ((r = hutch_fork_root(a, image, true)) || (r = name_disks(p.id, cr, n))))
 		return r;
 	if (early)
-		r = fork_disks_first(a, &p, cr, n, host, hold, &c[0], &first, &snap, &fallback);
+		r = fork_disks_first(a, &p, cr, n, host, &c[0], &first, &snap, &fallback);
 	else if (by_disk)
 		r = fork_disks(&p, a->cfg, n, host, NULL, &snap, &fallback);
 	if (r || (early && !snap && first == 0)) {
@@ -478,10 +415,9 @@ static int cmd_fork(struct hutch_cli_args *a)
 	}
 	if (early && !snap) { /* not cloned (the snapshot route), or no names */
 		hutch_fork_creators_give_up(cr, n);
-		close_pair(&hold); /* the held create ends */
-		held = false;
-		key[0] = '\0';
-		creators_unstarted(cr, n);
+		memset(cr, 0, n * sizeof(*cr));
+		for (size_t i = 0; i < n; i++)
+			cr[i].sock = -EBADF;
 		early = false;
 		if (!fallback && (r = fork_disks(&p, a->cfg, n, host, NULL, &snap, &fallback)))
 			return r;
@@ -498,7 +434,7 @@ static int cmd_fork(struct hutch_cli_args *a)
 			drop_disks(snap, 0);
 		return r;
 	}
-	if ((r = make_forks(a, cr, n, snap, by_disk, early, held, first, c, &failed))) {
+	if ((r = make_forks(a, cr, n, snap, by_disk, early, first, c, &failed))) {
 		/* the creators reaped: every disk not taken is dropped now */
 		if (by_disk) {
 			drop_disks(snap, 0);
@@ -512,24 +448,22 @@ static int cmd_fork(struct hutch_cli_args *a)
 			                cJSON_GetObjectItemCaseSensitive(snap, "name")));
 		return r;
 	}
-	return hand_over(a, p.id, snap, c, n, held, early ? key : "");
+	return hutch_fork_hand_over(a, p.id, snap, c, n, print_forks);
 }
 
 const struct hutch_cli_verb hutch_verb_fork = {
 	.name = "fork",
 	.synopsis = "ID [-n N] [--json] [OPTIONS]",
-	.about = "N new sandboxes (default 1, at most 100) from a live sandbox's filesystem: a\n"
-	         "clone of its disk where the runtime dir's file system can (XFS, btrfs), else a\n"
-	         "snapshot (it stays in the store, named on stderr: 'hutch snapshot rm' it once\n"
-	         "the forks are gone); the sandbox frozen meanwhile, then running on. N\n"
-	         "sandboxes made from it at once, each with its own id and the options given here\n"
-	         "(limits, network, TTL...; create's defaults otherwise). Prints their ids, one a\n"
-	         "line; all or none are made. --hold: after a fork by clone, a create is held for\n"
-	         "the source's next fork with the same options (not listed; its TTL counted from\n"
-	         "its hand-over; ended with the source): that fork only clones and hands over.\n"
-	         "--full: processes and memory too (a plain sandbox of network none, as root,\n"
-	         "with a CRIU that passes 'criu check'): one CRIU dump of the source, which runs\n"
-	         "on, restored into each fork, then removed.\n",
+	.about =
+	        "N new sandboxes (default 1, at most 100) from a live sandbox's filesystem: a\n"
+	        "clone of its disk where the runtime dir's file system can (XFS, btrfs), else a\n"
+	        "snapshot (it stays in the store, named on stderr: 'hutch snapshot rm' it once\n"
+	        "the forks are gone); the sandbox frozen meanwhile, then running on. N\n"
+	        "sandboxes made from it at once, each with its own id and the options given here\n"
+	        "(limits, network, TTL...; create's defaults otherwise). Prints their ids, one a\n"
+	        "line; all or none are made. --full: processes and memory too (a plain sandbox of\n"
+	        "network none, as root, with a CRIU that passes 'criu check'): one CRIU dump of\n"
+	        "the source, which runs on, restored into each fork, then removed.\n",
 	.opts = fork_opts,
 	.help_pool = HUTCH_CLI_POOL_OF(help_pool),
 	.sandbox_opts = true,

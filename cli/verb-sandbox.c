@@ -20,7 +20,6 @@
 #include "config.h"
 #include "disk.h"
 #include "fdutil.h"
-#include "fork-hold.h"
 #include "format.h"
 #include "lxcfs.h"
 #include "pool.h"
@@ -479,7 +478,7 @@ static int list_sandboxes(const struct hutch_cli_filters *f, cJSON *arr)
 		bool live;
 		cJSON *s = describe(ids[i], &live);
 
-		if (s && !hutch_fork_held(s) && hutch_cli_filters_match(f, s))
+		if (s && hutch_cli_filters_match(f, s))
 			v[m++] = s;
 		else
 			cJSON_Delete(s);
@@ -637,7 +636,6 @@ static int cmd_rm(struct hutch_cli_args *a)
 		size_t n;
 		if (a->npos)
 			return hutch_cli_fail(HUTCH_EXIT_USAGE, "give ids or --all, not both");
-		hutch_fork_hold_end(hutch_runtime_dir(), NULL); /* the held creates first */
 		r = hutch_state_list(hutch_runtime_dir(), &ids, &n);
 		if (r < 0)
 			return hutch_cli_fail(HUTCH_EXIT_FAILURE, "list: %s", strerror(-r));
@@ -662,8 +660,8 @@ static int cmd_rm(struct hutch_cli_args *a)
 		        a->pos[i], HUTCH_CLI_GONE_OK | (a->force ? HUTCH_CLI_MISSING_OK : 0), &p);
 		if (r == HUTCH_CLI_SKIP)
 			continue;
-		if (!r && !(r = delete_sandbox(&p, quiet, a->force)))
-			hutch_fork_hold_end(hutch_runtime_dir(), p.id); /* its held fork */
+		if (!r)
+			r = delete_sandbox(&p, quiet, a->force);
 		if (r && !worst)
 			worst = r;
 	}
@@ -687,7 +685,6 @@ static int cmd_gc(struct hutch_cli_args *a)
 	r = r < 0 ? 0 : r;
 	hutch_err_clear(&err);
 	r += hutch_pool_gc(hutch_runtime_dir(), &err);
-	r += hutch_fork_hold_gc(hutch_runtime_dir());
 	hutch_err_clear(&err);
 	/* The host's network state (mode all) is root's: an ordinary user
 	 * made none and may touch none. */

@@ -123,12 +123,6 @@ struct hutch_config {
 	 * readable once answered, the names made before; -1: none), closed
 	 * once it has its disk. The creator's only, as disk_from. */
 	int disk_from_fd;
-	/* With disk_from: a create held for the next fork of this source (its
-	 * id; cli/fork-hold.c): its disk awaited for HUTCH_DISK_FORK_HOLD_MS,
-	 * kept out of ls (state.json's "held_for") and its TTL counted from
-	 * the hand-over (supervisor/claim.c). "" otherwise; the creator's
-	 * only, as disk_from. */
-	char fork_held[16];
 	/* hutch build (cli/verb-build.c): never a warm pool's sandbox (one
 	 * handed over already, which would outlive a killed builder). The
 	 * creator's only, as disk_from. */

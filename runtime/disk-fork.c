@@ -640,13 +640,13 @@ static int setup_await(const struct hutch_disk_plan *p, struct hutch_err *err)
 {
 	struct pollfd w[2];
 	size_t n = 0;
-	int r, ms = p->held ? HUTCH_DISK_FORK_HOLD_MS : FORK_APPEAR_MS;
+	int r;
 
 	if (p->creator_fd >= 0)
 		w[n++] = (struct pollfd){ .fd = p->creator_fd, .events = POLLRDHUP };
 	if (p->answer_fd >= 0)
 		w[n++] = (struct pollfd){ .fd = p->answer_fd, .events = POLLIN };
-	r = hutch_disk_fork_await(p->runtime_dir, p->fork_from, w, n, ms);
+	r = hutch_disk_fork_await(p->runtime_dir, p->fork_from, w, n, FORK_APPEAR_MS);
 	if (r == -ECANCELED)
 		return hutch_err_set_class(err, HUTCH_ERRC_GONE, -ENOLINK,
 		                           "fork: its disk ('%s') will not come: its creator ended "
@@ -654,7 +654,7 @@ static int setup_await(const struct hutch_disk_plan *p, struct hutch_err *err)
 		                           p->fork_from);
 	if (r == -ETIMEDOUT)
 		return hutch_err_set_errno(err, r, "fork: its disk ('%s') did not come in %d s",
-		                           p->fork_from, ms / 1000);
+		                           p->fork_from, FORK_APPEAR_MS / 1000);
 	return r < 0 ? hutch_err_set_errno(err, r, "fork: await its disk ('%s')", p->fork_from) : 0;
 }
 

@@ -109,7 +109,6 @@ struct hutch_disk_plan {
 	 * before) say whether it can still come (-1: not watched). */
 	const char *fork_from;
 	int creator_fd, answer_fd;
-	bool held; /* a create held for the next fork: awaited HUTCH_DISK_FORK_HOLD_MS */
 };
 /*
  * A setup's disk step, before the clone: job's maker (the stock's, or a
@@ -191,9 +190,6 @@ void hutch_disk_stock_stop(const char *runtime_dir);
  * when made, GO: copy, READY when copied, or FAILED with the reason; hutch_disk_fork_wait()).
  */
 #define HUTCH_DISK_FORK_TAKE_MS 300000
-/* How long a create held for a source's next fork (cli/fork-hold.c) waits
- * for its disk: its holder then ends, and the next fork makes another. */
-#define HUTCH_DISK_FORK_HOLD_MS 600000
 struct hutch_disk_fork {
 	const char *runtime_dir;
 	uint64_t bytes; /* the fork's disk size */

@@ -23,9 +23,7 @@ static void fnv1a(void *ud, const char *s)
 	*h ^= 0xff; /* field separator */
 }
 
-/* The hash of the options flags marks (0: every option) and the flags
- * below. */
-static uint64_t key_hash(const struct hutch_config *cfg, unsigned flags)
+void hutch_pool_key(const struct hutch_config *cfg, char *buf, size_t size)
 {
 	uint64_t h = 0xcbf29ce484222325ull;
 	const struct hutch_option *opts;
@@ -33,7 +31,7 @@ static uint64_t key_hash(const struct hutch_config *cfg, unsigned flags)
 
 	opts = hutch_options(&n);
 	for (size_t i = 0; i < n; i++)
-		if (!flags || (opts[i].flags & flags))
+		if (opts[i].flags & HUTCH_OPT_POOL_KEY)
 			hutch_option_text(&opts[i], cfg, fnv1a, &h);
 	/* Sandboxes without a cgroup (--no-limits, a CLI flag and not an
 	 * option) are a pool of their own: a creation with limits never takes
@@ -53,18 +51,8 @@ static uint64_t key_hash(const struct hutch_config *cfg, unsigned flags)
 	/* The same for --workspace tmpfs (the default, disk, is absent). */
 	if (!strcmp(cfg->workspace, "tmpfs"))
 		fnv1a(&h, "workspace-tmpfs");
-	return h;
-}
-
-void hutch_pool_key(const struct hutch_config *cfg, char *buf, size_t size)
-{
 	snprintf(buf, size, "%s-%s-%016llx", cfg->type->name, hutch_net_mode_name(cfg->net.mode),
-	         (unsigned long long)key_hash(cfg, HUTCH_OPT_POOL_KEY));
-}
-
-void hutch_hold_key(const struct hutch_config *cfg, char *buf, size_t size)
-{
-	snprintf(buf, size, "%016llx", (unsigned long long)key_hash(cfg, 0));
+	         (unsigned long long)h);
 }
 
 bool hutch_pool_can_serve(const struct hutch_config *cfg)

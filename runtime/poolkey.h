@@ -22,10 +22,6 @@
 
 /* "<type>-<mode>-<16 hex>": the configuration's pool. */
 void hutch_pool_key(const struct hutch_config *cfg, char *buf, size_t size);
-/* "<16 hex>": a fork's holder's key (cli/fork-hold.c): every option's
- * value (the TTL, the image too), not only the pool's: a create held for
- * a fork is made whole before it, nothing given at the claim. */
-void hutch_hold_key(const struct hutch_config *cfg, char *buf, size_t size);
 /* Can this creation be served from a pool? (no HUTCH_OPT_NO_POOL option
  * set: setup script, on_create hook; not itself a pooled sandbox) */
 bool hutch_pool_can_serve(const struct hutch_config *cfg);

@@ -1,9 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The session's clocks: a warm-pool claim (POST /claim; see cli/pool.h for
- * the protocol) applies the per-session options and starts them now; a
- * create held for a fork (cli/fork-hold.c) starts its TTL at its
- * hand-over; POST /timeout moves the end of the session.
+ * the protocol) applies the per-session options and starts them now;
+ * POST /timeout moves the end of the session.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -107,22 +106,6 @@ int hutch_sup_claim_start(struct sup *s, const cJSON *body, struct hutch_err *er
 		hutch_log(HUTCH_LOG_WARN, "claim: idle timer: %m");
 	(void)hutch_sup_write_state(s, "running");
 	return 0;
-}
-
-void hutch_sup_held_restart(struct sup *s, bool handed)
-{
-	if (!s->cfg->fork_held[0])
-		return;
-	s->created_at = hutch_now_realtime();
-	s->expires_at = s->created_at + (int64_t)s->cfg->ttl_seconds;
-	if (!handed)
-		return;
-	s->cfg->fork_held[0] = '\0';
-	hutch_event(s, "handed over to the fork that claimed it: ttl %llu s from now",
-	            (unsigned long long)s->cfg->ttl_seconds);
-	if (hutch_sup_set_expiry(s, s->cfg->ttl_seconds) < 0)
-		hutch_log(HUTCH_LOG_WARN, "fork: re-arm the TTL timer: %m");
-	(void)hutch_sup_write_state(s, "running");
 }
 
 cJSON *hutch_sup_claim(struct sup *s, const cJSON *body, struct hutch_err *err)

@@ -19,7 +19,6 @@
 #include <unistd.h>
 
 #include "api.h"
-#include "claim.h"
 #include "cleanup.h"
 #include "cmdenv.h"
 #include "events.h"
@@ -140,7 +139,6 @@ static void on_creator_event(struct hutch_watch *w, uint32_t events)
 	if (acked) {
 		s->hooks.awaiting_ack = false;
 		hutch_event(s, "handed over: its creator acknowledged the id");
-		hutch_sup_held_restart(s, true);
 		return;
 	}
 	if (s->hooks.phase != PHASE_FAILED &&

@@ -19,7 +19,6 @@
 #include <unistd.h>
 
 #include "api.h"
-#include "claim.h"
 #include "events.h"
 #include "hooks.h"
 #include "idle.h"
@@ -120,7 +119,6 @@ static int setup_loop(struct sup *s)
 	s->ttl_fd = timerfd_create(CLOCK_BOOTTIME, TFD_CLOEXEC | TFD_NONBLOCK);
 	if (s->sigfd < 0 || s->ttl_fd < 0)
 		return -errno;
-	hutch_sup_held_restart(s, false); /* a held create's: from its disk */
 	/* A TTL already past (a create slower than its TTL) fires at once; a
 	 * negative it_value is EINVAL, which ended such a sandbox as "crashed". */
 	its.it_value.tv_sec = s->expires_at - hutch_now_realtime();

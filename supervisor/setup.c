@@ -117,7 +117,6 @@ static void setup_plan(const struct sup *s, struct setup_plan *p, struct hutch_k
 		.fork_from = c->disk_from,
 		.creator_fd = -EBADF, /* setup_steps()'s */
 		.answer_fd = c->disk_from[0] ? c->disk_from_fd : -EBADF,
-		.held = c->disk_from[0] && c->fork_held[0],
 	};
 	p->net_joined = s->joins & CLONE_NEWNET;
 	p->net = (struct hutch_net_plan_params){

@@ -38,9 +38,6 @@ static cJSON *state_json(const struct hutch_sup_record *r)
 	cJSON_AddNumberToObject(o, "expires_at", (double)r->expires_at);
 	cJSON_AddStringToObject(o, "socket", r->paths->sock);
 	cJSON_AddItemToObject(o, "config", hutch_config_to_json(r->cfg));
-	/* held for its source's next fork (cli/fork-hold.c): not listed */
-	if (r->cfg->fork_held[0])
-		cJSON_AddStringToObject(o, "held_for", r->cfg->fork_held);
 	cg = cJSON_AddObjectToObject(o, "cgroup");
 	if (cg && r->cg) {
 		cJSON *arr = cJSON_AddArrayToObject(cg, "dirs");

@@ -18,20 +18,13 @@ def fs_type(path):
 
 def measure_fork(args, res, hutch, src, env, where):
     """hutch fork of src (one sandbox), its wall time, and how long the
-    source was frozen (its answer's frozen_ms) beside it; interleaved with
-    `hutch fork --hold` (other options: a TTL of its own, so that the plain
-    fork never claims its held create), each claiming the create the last
-    held (cli/fork-hold.h)."""
-    frozen, methods, held = [], set(), []
+    source was frozen (its answer's frozen_ms) beside it."""
+    frozen, methods = [], set()
 
-    def fork(*opts):
-        dt, out = hutch.r.timed([hutch.bin, "fork", src, "--json", *opts], HutchError,
-                                capture=True)
+    def fork():
+        dt, out = hutch.r.timed([hutch.bin, "fork", src, "--json"], HutchError, capture=True)
         o = json.loads(out)
-        if not opts:
-            frozen.append(o["frozen_ms"] / 1e3)
-        else:
-            held.append(o.get("held", 0))
+        frozen.append(o["frozen_ms"] / 1e3)
         methods.add(o.get("method") or "snapshot")
         for sid in o["forks"]:
             hutch.rm(sid)
@@ -47,15 +40,11 @@ def measure_fork(args, res, hutch, src, env, where):
             hutch.r.timed([hutch.bin, "image", "prune"], HutchError)
         return dt
     g = res.group("fork of a live sandbox with 100 MB in /workspace%s (target: <= 50 ms)" % where)
-    plain, hold = "hutch fork (1 sandbox, 100 MB)", "hutch fork --hold (the create held by the last)"
-    interleave(g, [(plain, fork), (hold, lambda: fork("--hold", "--ttl", "86399"))],
-               args.iterations)
+    interleave(g, [("hutch fork (1 sandbox, 100 MB)", fork)], args.iterations)
     name = "  of which the source frozen (%s)" % "/".join(sorted(methods))
     g["order"].append(name)
     g["variants"][name] = frozen[1:]  # the warm-up's left out, as above
-    g["pairs"] = [(hold, plain, "< 1")]
-    res.notes.append("fork%s --hold: %d of %d forks claimed a held create" %
-                     (where, sum(held[1:]), len(held[1:])))
+    g["pairs"] = []
 
 
 def wait_for_pool(hutch):

@@ -329,29 +329,3 @@ def test_fork_created_before_its_disk_killed_leaves_nothing_after_gc(snap, kille
         (h.ids(), fork_names(h))
     assert wait_until(lambda: copies_of_supervisor(sb.id) == [], timeout=60), \
         copies_of_supervisor(sb.id)
-
-
-@pytest.mark.parametrize("snap", ["image"], indirect=True)
-def test_fork_holder_killed_leaves_nothing_after_gc(snap):
-    """kill -9 of the holder of a create held for a source's next fork
-    (cli/fork-hold.h): its creator dies with it (PDEATHSIG), so the held
-    create's supervisor, which watches its creator's end and the holder's
-    pipe, deletes it; after hutch gc no held sandbox, supervisor of it,
-    holder's files (the fixture: no loop device, no cgroup). The source runs
-    on and its next fork is made (and held again)."""
-    from test_fork import copies_of_supervisor, held_creates, held_source, holders
-    h, image = snap
-    src, first, held = held_source(h, image, 600)
-    [pid] = holders(h)
-    os.kill(pid, signal.SIGKILL)
-    assert wait_until(lambda: held not in h.ids(), 60), h.ids()
-    assert h("gc").returncode == 0
-    d = os.path.join(h.rtdir, ".forkhold")
-    assert wait_until(lambda: not os.path.isdir(d) or os.listdir(d) == [], 10), os.listdir(d)
-    assert copies_of_supervisor(held) == []
-    r = h("fork", src.id, "--hold", "--json")
-    assert r.returncode == 0, r.stderr.decode()
-    assert json.loads(r.stdout)["forks"][0] != held
-    assert wait_until(lambda: len(held_creates(h, src.id)) == 1, 60)
-    assert h("rm", src.id).returncode == 0
-    assert held_creates(h, src.id) == [] and holders(h) == []

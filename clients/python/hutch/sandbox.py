@@ -1222,7 +1222,7 @@ class SandboxSession:
                 raise cls(str(e)) from None
             raise
 
-    def fork(self, n=None, *, full=False, hold=False, **options):
+    def fork(self, n=None, *, full=False, **options):
         """New sandboxes from this one's filesystem (``hutch fork``): one
         :class:`SandboxSession`, or a list of ``n`` (1 to 100). Each has its
         own id, limits, network and TTL (``options``: LocalSandbox's, but
@@ -1241,12 +1241,7 @@ class SandboxSession:
         each fork, whose processes carry on from the fork; no snapshot is
         left. Refused: ConfigError for what a restore cannot make (a network,
         volumes, bindings), NotCapableHostError without a CRIU that passes
-        ``criu check`` or as an ordinary user (docs/snapshots.md "Full fork").
-
-        ``hold=True`` (``hutch fork --hold``): after a fork by clone, a create
-        is held for this sandbox's next fork with the same options, which
-        then only clones and hands over (not listed; its TTL counted from its
-        hand-over; it ends with this sandbox)."""
+        ``criu check`` or as an ordinary user (docs/snapshots.md "Full fork")."""
         if "image" in options or "snapshot" in options:
             raise errors.ConfigError("image and snapshot do not apply to a fork: its root is "
                                      "its source's")
@@ -1261,7 +1256,6 @@ class SandboxSession:
             made = [snap.spawn(**options) for _ in range(count)]
         else:
             made = _sessions_of(_hutch_json("fork", self.id, "-n", str(count), "--json",
-                                            *(["--hold"] if hold else []),
                                             *sandbox._cli_options())["forks"], options)
         return made[0] if n is None else made
 
@@ -1519,10 +1513,10 @@ class AsyncSandboxSession:
     unexpose_port = _async_method("unexpose_port")
     ports = _async_method("ports")
 
-    async def fork(self, n=None, *, full=False, hold=False, **options):
-        """:meth:`SandboxSession.fork` (``full=True``, ``hold=True`` too): the new
-        sessions in their asyncio form."""
-        made = await asyncio.to_thread(self.sync.fork, n, full=full, hold=hold, **options)
+    async def fork(self, n=None, *, full=False, **options):
+        """:meth:`SandboxSession.fork` (``full=True`` too): the new sessions in
+        their asyncio form."""
+        made = await asyncio.to_thread(self.sync.fork, n, full=full, **options)
         if n is None:
             return AsyncSandboxSession(made)
         return [AsyncSandboxSession(m) for m in made]

@@ -9,7 +9,8 @@
  * CLI start is a library shorter (issue 31: `hutch version` 1.60x
  * `/bin/true` with it, a trivial program linking it 1.13-1.19x alone).
  * The parser is still the system's libcjson1, security updates included;
- * no JSON code is hutch's own.
+ * no JSON parser is hutch's own. What the hot path only writes (state.json's
+ * records) goes through base/jsonw.h, which prints what the library prints.
  *
  * A NULL item needs no library: cJSON_Delete(NULL), the lookups and the
  * type tests of NULL answer here as libcjson answers them (nothing, 0,

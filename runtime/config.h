@@ -205,5 +205,9 @@ int hutch_config_parse_listen(const char *value, struct sockaddr_in *ret, char *
 /* options.c: the options as JSON (for state.json, /status, create --json),
  * with the instance type's limits. */
 cJSON *hutch_config_to_json(const struct hutch_config *c);
+/* The same object written as key's value (NULL: a value or the top) by a
+ * writer (base/jsonw.h): state.json without libcjson. */
+struct hutch_jw;
+void hutch_config_write(const struct hutch_config *c, const char *key, struct hutch_jw *w);
 
 #endif

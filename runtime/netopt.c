@@ -84,12 +84,13 @@ static int ports_from_json(const struct hutch_option *o, struct hutch_config *c,
 	return 0;
 }
 
-static void ports_to_json(const struct hutch_option *o, const struct hutch_config *c, cJSON *obj)
+static void ports_to_json(const struct hutch_option *o, const struct hutch_config *c,
+                          struct hutch_jw *w)
 {
-	cJSON *arr = cJSON_AddArrayToObject(obj, o->name);
-
-	for (size_t i = 0; arr && i < c->nhost_ports; i++)
-		cJSON_AddItemToArray(arr, cJSON_CreateNumber(c->host_ports[i]));
+	hutch_jw_open(w, o->name, '[');
+	for (size_t i = 0; i < c->nhost_ports; i++)
+		hutch_jw_num(w, NULL, c->host_ports[i]);
+	hutch_jw_close(w, '[');
 }
 
 static void ports_text(const struct hutch_option *o, const struct hutch_config *c,
@@ -231,19 +232,19 @@ static int bind_from_json(const struct hutch_option *o, struct hutch_config *c, 
 	return 0;
 }
 
-static void bind_to_json(const struct hutch_option *o, const struct hutch_config *c, cJSON *obj)
+static void bind_to_json(const struct hutch_option *o, const struct hutch_config *c,
+                         struct hutch_jw *w)
 {
 	const struct hutch_net_bindings *b = *CFIELD(o, c, struct hutch_net_bindings *);
-	cJSON *arr = cJSON_AddArrayToObject(obj, o->name), *e;
 
-	for (size_t i = 0; arr && b && i < b->n; i++) {
-		e = cJSON_CreateObject();
-		if (!e)
-			return;
-		cJSON_AddStringToObject(e, "host", b->b[i].host);
-		cJSON_AddStringToObject(e, "header", b->b[i].header);
-		cJSON_AddItemToArray(arr, e);
+	hutch_jw_open(w, o->name, '[');
+	for (size_t i = 0; b && i < b->n; i++) {
+		hutch_jw_open(w, NULL, '{');
+		hutch_jw_str(w, "host", b->b[i].host);
+		hutch_jw_str(w, "header", b->b[i].header);
+		hutch_jw_close(w, '{');
 	}
+	hutch_jw_close(w, '[');
 }
 
 static void bind_text(const struct hutch_option *o, const struct hutch_config *c,

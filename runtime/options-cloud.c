@@ -189,18 +189,20 @@ static int secrets_from_json(const struct hutch_option *o, struct hutch_config *
 }
 
 /* The names only, ever. */
-static void secrets_to_json(const struct hutch_option *o, const struct hutch_config *c, cJSON *obj)
+static void secrets_to_json(const struct hutch_option *o, const struct hutch_config *c,
+                            struct hutch_jw *w)
 {
 	const struct hutch_secrets *x = *CFIELD(o, c, struct hutch_secrets *);
-	cJSON *arr = cJSON_AddArrayToObject(obj, o->name);
 
-	for (size_t i = 0; arr && x && i < x->n; i++) {
+	hutch_jw_open(w, o->name, '[');
+	for (size_t i = 0; x && i < x->n; i++) {
 		size_t n = strcspn(x->env[i], "=");
 		char name[HUTCH_SECRET_NAME_MAX + 1];
 		memcpy(name, x->env[i], n);
 		name[n] = '\0';
-		cJSON_AddItemToArray(arr, cJSON_CreateString(name));
+		hutch_jw_str(w, NULL, name);
 	}
+	hutch_jw_close(w, '[');
 }
 
 static void secrets_text(const struct hutch_option *o, const struct hutch_config *c,
@@ -310,20 +312,21 @@ static int egress_from_json(const struct hutch_option *o, struct hutch_config *c
 }
 
 /* The normalized list, or null when not given. */
-static void egress_to_json(const struct hutch_option *o, const struct hutch_config *c, cJSON *obj)
+static void egress_to_json(const struct hutch_option *o, const struct hutch_config *c,
+                           struct hutch_jw *w)
 {
 	char buf[HUTCH_NET_CIDR_TEXT];
-	cJSON *arr;
 
 	if (!c->net.egress_set) {
-		cJSON_AddNullToObject(obj, o->name);
+		hutch_jw_null(w, o->name);
 		return;
 	}
-	arr = cJSON_AddArrayToObject(obj, o->name);
-	for (size_t i = 0; arr && i < c->net.negress; i++) {
+	hutch_jw_open(w, o->name, '[');
+	for (size_t i = 0; i < c->net.negress; i++) {
 		hutch_net_cidr_format(&c->net.egress[i], buf, sizeof(buf));
-		cJSON_AddItemToArray(arr, cJSON_CreateString(buf));
+		hutch_jw_str(w, NULL, buf);
 	}
+	hutch_jw_close(w, '[');
 }
 
 static void egress_text(const struct hutch_option *o, const struct hutch_config *c,

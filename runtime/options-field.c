@@ -24,9 +24,10 @@ void hutch_opt_chars_init(const struct hutch_option *o, struct hutch_config *c)
 	hutch_opt_chars_set(o, c, o->def_str);
 }
 
-void hutch_opt_chars_to_json(const struct hutch_option *o, const struct hutch_config *c, cJSON *obj)
+void hutch_opt_chars_to_json(const struct hutch_option *o, const struct hutch_config *c,
+                             struct hutch_jw *w)
 {
-	cJSON_AddStringToObject(obj, o->name, CFIELD(o, c, char));
+	hutch_jw_str(w, o->name, CFIELD(o, c, char));
 }
 
 void hutch_opt_chars_text(const struct hutch_option *o, const struct hutch_config *c,
@@ -67,9 +68,10 @@ static int switch_from_json(const struct hutch_option *o, struct hutch_config *c
 	return 0;
 }
 
-static void switch_to_json(const struct hutch_option *o, const struct hutch_config *c, cJSON *obj)
+static void switch_to_json(const struct hutch_option *o, const struct hutch_config *c,
+                           struct hutch_jw *w)
 {
-	cJSON_AddBoolToObject(obj, o->name, *CFIELD(o, c, bool));
+	hutch_jw_bool(w, o->name, *CFIELD(o, c, bool));
 }
 
 static void switch_text(const struct hutch_option *o, const struct hutch_config *c,

@@ -15,6 +15,7 @@
 
 #include "config.h"
 #include "error.h"
+#include "jsonw.h"
 
 /* Fixed when a sandbox is made: part of the warm pool's key (poolkey.c). */
 #define HUTCH_OPT_POOL_KEY (1u << 0)
@@ -41,8 +42,10 @@ struct hutch_option_type {
 	 * JSON string through parse). */
 	int (*from_json)(const struct hutch_option *o, struct hutch_config *c, const cJSON *v,
 	                 struct hutch_err *err);
-	/* Add the value to a JSON object. */
-	void (*to_json)(const struct hutch_option *o, const struct hutch_config *c, cJSON *obj);
+	/* Write the value as a member of the object being written (a
+	 * writer, not cJSON: state.json without libcjson, base/jsonw.h). */
+	void (*to_json)(const struct hutch_option *o, const struct hutch_config *c,
+	                struct hutch_jw *w);
 	/* The value as text, one emit() per value (none for an unset one). */
 	void (*text)(const struct hutch_option *o, const struct hutch_config *c,
 	             void (*emit)(void *ud, const char *s), void *ud);
@@ -83,7 +86,7 @@ const char *hutch_option_help(const struct hutch_option *o);
 void hutch_opt_chars_set(const struct hutch_option *o, struct hutch_config *c, const char *s);
 void hutch_opt_chars_init(const struct hutch_option *o, struct hutch_config *c);
 void hutch_opt_chars_to_json(const struct hutch_option *o, const struct hutch_config *c,
-                             cJSON *obj);
+                             struct hutch_jw *w);
 void hutch_opt_chars_text(const struct hutch_option *o, const struct hutch_config *c,
                           void (*emit)(void *ud, const char *s), void *ud);
 

@@ -127,9 +127,10 @@ static int snapshot_parse(const struct hutch_option *o, struct hutch_config *c, 
 }
 
 /* Carried by the image row, in JSON and in the pool key alike. */
-static void snapshot_to_json(const struct hutch_option *o, const struct hutch_config *c, cJSON *obj)
+static void snapshot_to_json(const struct hutch_option *o, const struct hutch_config *c,
+                             struct hutch_jw *w)
 {
-	(void)o, (void)c, (void)obj;
+	(void)o, (void)c, (void)w;
 }
 
 static void snapshot_text(const struct hutch_option *o, const struct hutch_config *c,

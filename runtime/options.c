@@ -101,9 +101,10 @@ static int u64_from_json(const struct hutch_option *o, struct hutch_config *c, c
 	return 0;
 }
 
-static void u64_to_json(const struct hutch_option *o, const struct hutch_config *c, cJSON *obj)
+static void u64_to_json(const struct hutch_option *o, const struct hutch_config *c,
+                        struct hutch_jw *w)
 {
-	cJSON_AddNumberToObject(obj, o->name, (double)*CFIELD(o, c, uint64_t));
+	hutch_jw_num(w, o->name, (double)*CFIELD(o, c, uint64_t));
 }
 
 static void u64_text(const struct hutch_option *o, const struct hutch_config *c,
@@ -173,24 +174,26 @@ static int text_from_json(const struct hutch_option *o, struct hutch_config *c, 
 	return 0;
 }
 
-static void text_to_json(const struct hutch_option *o, const struct hutch_config *c, cJSON *obj)
+static void text_to_json(const struct hutch_option *o, const struct hutch_config *c,
+                         struct hutch_jw *w)
 {
 	const char *v = *CFIELD(o, c, char *);
 
 	if (v)
-		cJSON_AddStringToObject(obj, o->name, v);
+		hutch_jw_str(w, o->name, v);
 	else
-		cJSON_AddNullToObject(obj, o->name);
+		hutch_jw_null(w, o->name);
 }
 
 /* A script may be long: shown by its size only, as NAME_bytes. */
-static void script_to_json(const struct hutch_option *o, const struct hutch_config *c, cJSON *obj)
+static void script_to_json(const struct hutch_option *o, const struct hutch_config *c,
+                           struct hutch_jw *w)
 {
 	const char *v = *CFIELD(o, c, char *);
 	char name[64];
 
 	snprintf(name, sizeof(name), "%s_bytes", o->name);
-	cJSON_AddNumberToObject(obj, name, v ? (double)strlen(v) : 0);
+	hutch_jw_num(w, name, v ? (double)strlen(v) : 0);
 }
 
 static void text_text(const struct hutch_option *o, const struct hutch_config *c,
@@ -339,14 +342,15 @@ static int listen_from_json(const struct hutch_option *o, struct hutch_config *c
 	return hutch_err_set(err, -EINVAL, "'%s' must be a port number or \"ADDR:PORT\"", o->name);
 }
 
-static void listen_to_json(const struct hutch_option *o, const struct hutch_config *c, cJSON *obj)
+static void listen_to_json(const struct hutch_option *o, const struct hutch_config *c,
+                           struct hutch_jw *w)
 {
 	const char *v = CFIELD(o, c, char);
 
 	if (*v)
-		cJSON_AddStringToObject(obj, o->name, v);
+		hutch_jw_str(w, o->name, v);
 	else
-		cJSON_AddNullToObject(obj, o->name);
+		hutch_jw_null(w, o->name);
 }
 
 static void listen_text(const struct hutch_option *o, const struct hutch_config *c,
@@ -383,9 +387,10 @@ static void type_init(const struct hutch_option *o, struct hutch_config *c)
 	*FIELD(o, c, const struct hutch_instance_type *) = hutch_instance_type_find(o->def_str);
 }
 
-static void type_to_json(const struct hutch_option *o, const struct hutch_config *c, cJSON *obj)
+static void type_to_json(const struct hutch_option *o, const struct hutch_config *c,
+                         struct hutch_jw *w)
 {
-	cJSON_AddStringToObject(obj, o->name, (*CFIELD(o, c, struct hutch_instance_type *))->name);
+	hutch_jw_str(w, o->name, (*CFIELD(o, c, struct hutch_instance_type *))->name);
 }
 
 static void type_text(const struct hutch_option *o, const struct hutch_config *c,
@@ -910,44 +915,59 @@ int hutch_config_set(struct hutch_config *c, const char *key, const char *value,
 	return hutch_option_type(o)->parse(o, c, value, err);
 }
 
-cJSON *hutch_options_to_json(const struct hutch_config *c, unsigned flags)
+/* The rows' members of the object being written. */
+static void options_write(const struct hutch_config *c, unsigned flags, struct hutch_jw *w)
 {
-	cJSON *o = cJSON_CreateObject();
-
-	for (size_t i = 0; o && i < ELEMENTSOF(options); i++) {
+	for (size_t i = 0; i < ELEMENTSOF(options); i++) {
 		if ((options[i].flags & flags) != flags)
 			continue;
 		if (!flags && (options[i].flags & HUTCH_OPT_HIDDEN))
 			continue;
-		types[options[i].type]->to_json(&options[i], c, o);
+		types[options[i].type]->to_json(&options[i], c, w);
 	}
-	return o;
 }
 
-cJSON *hutch_config_to_json(const struct hutch_config *c)
+cJSON *hutch_options_to_json(const struct hutch_config *c, unsigned flags)
 {
-	cJSON *o = hutch_options_to_json(c, 0), *lim;
+	struct hutch_jw w;
 
-	if (!o)
-		return NULL;
+	hutch_jw_init(&w, HUTCH_JW_CJSON_MAX);
+	hutch_jw_open(&w, NULL, '{');
+	options_write(c, flags, &w);
+	hutch_jw_close(&w, '{');
+	return hutch_jw_to_cjson(&w);
+}
+
+void hutch_config_write(const struct hutch_config *c, const char *key, struct hutch_jw *w)
+{
+	hutch_jw_open(w, key, '{');
+	options_write(c, 0, w);
 	/* hutch create --no-limits: a CLI flag, not a row (no pool key row,
 	 * poolkey.c adds it), shown so the API says it too. */
-	cJSON_AddBoolToObject(o, "no_limits", c->no_limits);
+	hutch_jw_bool(w, "no_limits", c->no_limits);
 	/* The store of an image's sandbox or the host-derived root's (a
 	 * hidden row, HUTCH_IMAGE_STORE at its create): hutch fork takes the
 	 * source's snapshot there (a full one of the host-derived root's),
 	 * whatever the forking shell's HUTCH_IMAGE_STORE says (cli/verb-fork.c). */
 	if (c->image_store[0])
-		cJSON_AddStringToObject(o, "image_store", c->image_store);
+		hutch_jw_str(w, "image_store", c->image_store);
 	/* What the instance type means, for readers of /status. */
-	lim = cJSON_AddObjectToObject(o, "limits");
-	if (lim) {
-		cJSON_AddNumberToObject(lim, "vcpu", (double)c->type->cpu_millis / 1000.0);
-		cJSON_AddNumberToObject(lim, "memory_bytes", (double)c->type->memory_bytes);
-		cJSON_AddNumberToObject(lim, "disk_bytes", (double)c->type->disk_bytes);
-		cJSON_AddNumberToObject(lim, "pids", (double)c->type->pids_max);
-	}
-	return o;
+	hutch_jw_open(w, "limits", '{');
+	hutch_jw_num(w, "vcpu", (double)c->type->cpu_millis / 1000.0);
+	hutch_jw_num(w, "memory_bytes", (double)c->type->memory_bytes);
+	hutch_jw_num(w, "disk_bytes", (double)c->type->disk_bytes);
+	hutch_jw_num(w, "pids", (double)c->type->pids_max);
+	hutch_jw_close(w, '{');
+	hutch_jw_close(w, '{');
+}
+
+cJSON *hutch_config_to_json(const struct hutch_config *c)
+{
+	struct hutch_jw w;
+
+	hutch_jw_init(&w, HUTCH_JW_CJSON_MAX);
+	hutch_config_write(c, NULL, &w);
+	return hutch_jw_to_cjson(&w);
 }
 
 int hutch_options_from_json(struct hutch_config *c, const cJSON *obj, unsigned flags,

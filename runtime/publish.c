@@ -83,15 +83,17 @@ static int publish_from_json(const struct hutch_option *o, struct hutch_config *
 	return 0;
 }
 
-static void publish_to_json(const struct hutch_option *o, const struct hutch_config *c, cJSON *obj)
+static void publish_to_json(const struct hutch_option *o, const struct hutch_config *c,
+                            struct hutch_jw *w)
 {
-	cJSON *arr = cJSON_AddArrayToObject(obj, o->name);
 	char buf[HUTCH_PORTSPEC_MAX];
 
-	for (size_t i = 0; arr && i < c->npublish; i++) {
+	hutch_jw_open(w, o->name, '[');
+	for (size_t i = 0; i < c->npublish; i++) {
 		spec_text(&c->publish[i], buf, sizeof(buf));
-		cJSON_AddItemToArray(arr, cJSON_CreateString(buf));
+		hutch_jw_str(w, NULL, buf);
 	}
+	hutch_jw_close(w, '[');
 }
 
 static void publish_text(const struct hutch_option *o, const struct hutch_config *c,

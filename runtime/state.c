@@ -152,14 +152,13 @@ bool hutch_slot_is_held(unsigned slot)
 	return errno == EWOULDBLOCK;
 }
 
-int hutch_state_write(const struct hutch_paths *p, const cJSON *state)
+int hutch_state_write_text(const struct hutch_paths *p, const char *text, size_t len)
 {
-	_cleanup_free_ char *text = cJSON_PrintUnformatted(state);
 	char tmp[4300];
 	int r;
 
-	if (!text)
-		return -ENOMEM;
+	if (len > HUTCH_STATE_MAX)
+		return -E2BIG; /* hutch_state_read() could not read it back */
 	snprintf(tmp, sizeof(tmp), "%s.tmp", p->state);
 	r = hutch_write_file_at(AT_FDCWD, tmp, text, 0600);
 	if (r < 0)
@@ -169,7 +168,7 @@ int hutch_state_write(const struct hutch_paths *p, const cJSON *state)
 
 int hutch_state_read(const struct hutch_paths *p, cJSON **ret)
 {
-	char buf[65536];
+	char buf[HUTCH_STATE_MAX];
 	ssize_t n = hutch_read_file_at(AT_FDCWD, p->state, buf, sizeof(buf));
 	cJSON *j;
 

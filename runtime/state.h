@@ -84,8 +84,12 @@ int hutch_slot_pin(const char *dir, unsigned slot, struct hutch_err *err);
 /* True while a supervisor holds the slot. */
 bool hutch_slot_is_held(unsigned slot);
 
-/* Write state.json atomically (temp + rename). */
-int hutch_state_write(const struct hutch_paths *p, const cJSON *state);
+/* The largest state.json hutch_state_read() reads back. */
+#define HUTCH_STATE_MAX 65536
+/* Write state.json's text (len bytes, NUL-terminated) atomically (temp +
+ * rename); -E2BIG over HUTCH_STATE_MAX. The supervisor writes it without
+ * libcjson (supervisor/status.c, base/jsonw.h). */
+int hutch_state_write_text(const struct hutch_paths *p, const char *text, size_t len);
 /* Read state.json (caller deletes). */
 int hutch_state_read(const struct hutch_paths *p, cJSON **ret);
 /* 1 if a supervisor holds the lock, 0 if not, -errno. */

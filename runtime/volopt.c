@@ -77,16 +77,18 @@ static int volumes_from_json(const struct hutch_option *o, struct hutch_config *
 	return 0;
 }
 
-static void volumes_to_json(const struct hutch_option *o, const struct hutch_config *c, cJSON *obj)
+static void volumes_to_json(const struct hutch_option *o, const struct hutch_config *c,
+                            struct hutch_jw *w)
 {
 	const struct hutch_volumes *set = *CFIELD(o, c, struct hutch_volumes *);
-	cJSON *arr = cJSON_AddArrayToObject(obj, o->name);
 	char buf[HUTCH_VOLUME_SPEC_MAX];
 
-	for (size_t i = 0; arr && set && i < set->n; i++) {
+	hutch_jw_open(w, o->name, '[');
+	for (size_t i = 0; set && i < set->n; i++) {
 		hutch_volume_text(&set->v[i], buf, sizeof(buf));
-		cJSON_AddItemToArray(arr, cJSON_CreateString(buf));
+		hutch_jw_str(w, NULL, buf);
 	}
+	hutch_jw_close(w, '[');
 }
 
 static void volumes_text(const struct hutch_option *o, const struct hutch_config *c,

@@ -21,6 +21,7 @@
 #include <sys/types.h>
 
 #include "error.h"
+#include "jsonw.h"
 
 struct sup;
 struct cJSON;
@@ -114,8 +115,9 @@ struct hutch_kind {
 	/* Once ready, before the creator hears it. */
 	int (*ready)(struct sup *s, struct hutch_err *err);
 	/* state.json ("creating" too, during setup) and GET /status: what
-	 * the kind adds. */
-	void (*status)(const struct hutch_kind_setup *k, struct cJSON *o);
+	 * the kind adds, as members of the record being written (a writer,
+	 * base/jsonw.h: the record is written without libcjson). */
+	void (*status)(const struct hutch_kind_setup *k, struct hutch_jw *w);
 	/* Teardown's first phase, init and every process dead, before the
 	 * DELETE answer: what a client may act on next let go (an image's
 	 * use record, which snapshot rm and image rm look at). */

@@ -361,25 +361,34 @@ static int listen_on(struct hutch_port_spec *spec, struct hutch_err *err)
 	return TAKE_FD(fd);
 }
 
-static cJSON *fwd_json(const struct fwd *f, bool live)
+/* A forward as an object in an array (state.json's, without libcjson). */
+static void fwd_write(const struct fwd *f, bool live, struct hutch_jw *w)
 {
-	cJSON *o = cJSON_CreateObject();
 	char host[HUTCH_PORT_ADDR_MAX + 10];
 
-	if (!o)
-		return NULL;
 	hutch_port_spec_host(&f->spec, 0, host, sizeof(host));
-	cJSON_AddNumberToObject(o, "sandbox_port", f->spec.sandbox_port);
-	cJSON_AddStringToObject(o, "host_address", f->spec.host_addr);
-	cJSON_AddNumberToObject(o, "host_port", f->spec.host_port);
-	cJSON_AddStringToObject(o, "host", host);
-	cJSON_AddStringToObject(o, "source", f->executor ? "bind_port" : "publish");
+	hutch_jw_open(w, NULL, '{');
+	hutch_jw_num(w, "sandbox_port", f->spec.sandbox_port);
+	hutch_jw_str(w, "host_address", f->spec.host_addr);
+	hutch_jw_num(w, "host_port", f->spec.host_port);
+	hutch_jw_str(w, "host", host);
+	hutch_jw_str(w, "source", f->executor ? "bind_port" : "publish");
 	if (live) {
-		cJSON *n = cJSON_AddObjectToObject(o, "connections");
-		cJSON_AddNumberToObject(n, "open", f->open);
-		cJSON_AddNumberToObject(n, "total", (double)f->total);
+		hutch_jw_open(w, "connections", '{');
+		hutch_jw_num(w, "open", f->open);
+		hutch_jw_num(w, "total", (double)f->total);
+		hutch_jw_close(w, '{');
 	}
-	return o;
+	hutch_jw_close(w, '{');
+}
+
+static cJSON *fwd_json(const struct fwd *f, bool live)
+{
+	struct hutch_jw w;
+
+	hutch_jw_init(&w, HUTCH_JW_CJSON_MAX);
+	fwd_write(f, live, &w);
+	return hutch_jw_to_cjson(&w);
 }
 
 static int fwd_add(struct hutch_ports *ps, const struct hutch_port_spec *spec, bool executor,
@@ -547,13 +556,21 @@ int hutch_ports_unbind(struct sup *s, uint16_t sandbox_port, uint16_t *ret_curre
 	return 1;
 }
 
+void hutch_ports_write(const struct hutch_ports *ps, bool live, const char *key, struct hutch_jw *w)
+{
+	hutch_jw_open(w, key, '[');
+	for (const struct fwd *f = ps ? ps->fwds : NULL; f; f = f->next)
+		fwd_write(f, live, w);
+	hutch_jw_close(w, '[');
+}
+
 cJSON *hutch_ports_json(const struct hutch_ports *ps, bool live)
 {
-	cJSON *arr = cJSON_CreateArray();
+	struct hutch_jw w;
 
-	for (const struct fwd *f = ps ? ps->fwds : NULL; arr && f; f = f->next)
-		cJSON_AddItemToArray(arr, fwd_json(f, live));
-	return arr;
+	hutch_jw_init(&w, HUTCH_JW_CJSON_MAX);
+	hutch_ports_write(ps, live, NULL, &w);
+	return hutch_jw_to_cjson(&w);
 }
 
 void hutch_ports_close_all(struct sup *s)

@@ -21,6 +21,7 @@
 #include <cjson/cJSON.h>
 
 #include "error.h"
+#include "jsonw.h"
 #include "portspec.h"
 
 struct sup;
@@ -57,6 +58,9 @@ int hutch_ports_unbind(struct sup *s, uint16_t sandbox_port, uint16_t *ret_curre
 /* The forwards of ps (s->ports, or setup's; NULL: none) as a JSON array
  * (live: with connection counts). */
 cJSON *hutch_ports_json(const struct hutch_ports *ps, bool live);
+/* The same array written as key's value (state.json, without libcjson). */
+void hutch_ports_write(const struct hutch_ports *ps, bool live, const char *key,
+                       struct hutch_jw *w);
 /* Close every listener and connection (the sandbox ends). */
 void hutch_ports_close_all(struct sup *s);
 

@@ -148,10 +148,10 @@ static void reap(struct hutch_kind_setup *k)
 	hutch_image_use_reap(k->image); /* long dead by now */
 }
 
-static void status(const struct hutch_kind_setup *k, cJSON *o)
+static void status(const struct hutch_kind_setup *k, struct hutch_jw *w)
 {
 	if (k->image && k->image->use_path)
-		cJSON_AddStringToObject(o, "image_use", k->image->use_path);
+		hutch_jw_str(w, "image_use", k->image->use_path);
 }
 
 /* Nothing of the sandbox runs any more: its use of the layers is over

@@ -350,20 +350,29 @@ bool hutch_executor_authorized(struct sup *s, struct MHD_Connection *conn)
 	return got == n && diff == 0;
 }
 
-cJSON *hutch_executor_json(const struct hutch_config *cfg, uint16_t port)
+void hutch_executor_write(const struct hutch_config *cfg, uint16_t port, const char *key,
+                          struct hutch_jw *w)
 {
-	cJSON *o;
 	char addr[INET_ADDRSTRLEN] = "", url[64];
 
 	if (!cfg->executor_listen[0] || !port)
-		return NULL;
-	o = cJSON_CreateObject();
-	if (!o)
-		return NULL;
+		return;
 	inet_ntop(AF_INET, &cfg->executor_addr.sin_addr, addr, sizeof(addr));
 	snprintf(url, sizeof(url), "http://%s:%u", addr, port);
-	cJSON_AddStringToObject(o, "address", addr);
-	cJSON_AddNumberToObject(o, "port", port);
-	cJSON_AddStringToObject(o, "url", url);
-	return o;
+	hutch_jw_open(w, key, '{');
+	hutch_jw_str(w, "address", addr);
+	hutch_jw_num(w, "port", port);
+	hutch_jw_str(w, "url", url);
+	hutch_jw_close(w, '{');
+}
+
+cJSON *hutch_executor_json(const struct hutch_config *cfg, uint16_t port)
+{
+	struct hutch_jw w;
+
+	if (!cfg->executor_listen[0] || !port)
+		return NULL;
+	hutch_jw_init(&w, HUTCH_JW_CJSON_MAX);
+	hutch_executor_write(cfg, port, NULL, &w);
+	return hutch_jw_to_cjson(&w);
 }

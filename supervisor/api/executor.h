@@ -21,6 +21,7 @@
 
 #include "error.h"
 #include "http.h"
+#include "jsonw.h"
 #include "util.h"
 
 struct sup;
@@ -103,5 +104,9 @@ bool hutch_executor_authorized(struct sup *s, struct MHD_Connection *conn);
  * (s->executor.port) for /status and state.json, or NULL when there is
  * none (port 0: not listening yet, as during setup). Never the secret. */
 cJSON *hutch_executor_json(const struct hutch_config *cfg, uint16_t port);
+/* The same object written as key's value, or nothing (state.json, without
+ * libcjson). */
+void hutch_executor_write(const struct hutch_config *cfg, uint16_t port, const char *key,
+                          struct hutch_jw *w);
 
 #endif

@@ -1,0 +1,144 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* JSON written as cJSON_PrintUnformatted() prints it; see jsonw.h. */
+#include <errno.h>
+#include <float.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "cleanup.h"
+#include "jsonw.h"
+
+void hutch_jw_init(struct hutch_jw *w, size_t cap)
+{
+	hutch_buf_init(&w->b, cap);
+	w->r = 0;
+	w->depth = 0;
+	w->first = true;
+}
+
+static void put(struct hutch_jw *w, const char *s, size_t n)
+{
+	if (w->r >= 0)
+		w->r = hutch_buf_append(&w->b, s, n);
+}
+
+/* The separator and the key of the next value. */
+static void member(struct hutch_jw *w, const char *key)
+{
+	if (!w->first)
+		put(w, ",", 1);
+	w->first = false;
+	if (key && w->r >= 0) {
+		w->r = hutch_buf_append_json_str(&w->b, key);
+		put(w, ":", 1);
+	}
+}
+
+void hutch_jw_open(struct hutch_jw *w, const char *key, char brace)
+{
+	member(w, key);
+	put(w, &brace, 1);
+	if (++w->depth > HUTCH_JW_DEPTH && w->r >= 0)
+		w->r = -EINVAL;
+	w->first = true;
+}
+
+void hutch_jw_close(struct hutch_jw *w, char brace)
+{
+	char end = brace == '{' ? '}' : ']';
+
+	put(w, &end, 1);
+	if (w->depth-- == 0 && w->r >= 0)
+		w->r = -EINVAL;
+	w->first = false;
+}
+
+void hutch_jw_str(struct hutch_jw *w, const char *key, const char *s)
+{
+	if (!s)
+		return;
+	member(w, key);
+	if (w->r >= 0)
+		w->r = hutch_buf_append_json_str(&w->b, s);
+}
+
+/* cJSON's compare_double(): equal within DBL_EPSILON of the larger. */
+static bool close_enough(double a, double b)
+{
+	double max = fabs(a) > fabs(b) ? fabs(a) : fabs(b);
+
+	return fabs(a - b) <= max * DBL_EPSILON;
+}
+
+void hutch_jw_num(struct hutch_jw *w, const char *key, double d)
+{
+	char num[32];
+	double back = 0;
+	int n;
+
+	/* libcjson 1.7.15's print_number(): no integer case (-0.0 is "-0") */
+	if (isnan(d) || isinf(d)) {
+		n = snprintf(num, sizeof(num), "null");
+	} else {
+		n = snprintf(num, sizeof(num), "%1.15g", d);
+		if (sscanf(num, "%lg", &back) != 1 || !close_enough(back, d))
+			n = snprintf(num, sizeof(num), "%1.17g", d);
+	}
+	member(w, key);
+	put(w, num, (size_t)n);
+}
+
+void hutch_jw_bool(struct hutch_jw *w, const char *key, bool v)
+{
+	member(w, key);
+	put(w, v ? "true" : "false", v ? 4 : 5);
+}
+
+void hutch_jw_null(struct hutch_jw *w, const char *key)
+{
+	member(w, key);
+	put(w, "null", 4);
+}
+
+int hutch_jw_finish(struct hutch_jw *w, char **ret, size_t *ret_len)
+{
+	int r = w->r;
+
+	if (r >= 0 && w->depth)
+		r = -EINVAL;
+	if (r >= 0 && w->b.truncated)
+		r = -E2BIG;
+	if (r >= 0)
+		r = hutch_buf_append(&w->b, "", 1); /* the NUL */
+	if (r >= 0 && w->b.truncated)
+		r = -E2BIG;
+	if (r < 0) {
+		hutch_jw_done(w);
+		return r;
+	}
+	*ret = w->b.data;
+	*ret_len = w->b.len - 1;
+	w->b.data = NULL;
+	hutch_jw_done(w);
+	return 0;
+}
+
+struct cJSON *hutch_jw_to_cjson(struct hutch_jw *w)
+{
+	_cleanup_free_ char *text = NULL;
+	size_t len;
+
+	if (hutch_jw_finish(w, &text, &len) < 0)
+		return NULL;
+	return cJSON_ParseWithLength(text, len);
+}
+
+void hutch_jw_done(struct hutch_jw *w)
+{
+	hutch_buf_done(&w->b);
+	w->r = -EINVAL;
+}

@@ -44,16 +44,6 @@ static void remove_cgroups(struct sup *s)
 		hutch_log(HUTCH_LOG_WARN, "%s", err.msg);
 }
 
-/* Nothing of the sandbox reads lxcfs's views now: its hold goes before
- * the answer, so that `hutch rm; hutch gc` stops the runtime dir's lxcfs
- * at once (a hold kept until this process's exit made that gc find it in
- * use, and leave it running). */
-static void release_views(struct sup *s)
-{
-	closep(&s->procview_hold);
-	hutch_procview_done(s);
-}
-
 /* Tear down now, skipping or after on_destroy. */
 static void end_now(struct sup *s, const char *reason)
 {
@@ -69,17 +59,13 @@ static void end_now(struct sup *s, const char *reason)
 	hutch_sup_teardown(s, reason);
 	/* Every command is dead now: finish them with what they wrote. */
 	hutch_cmds_finish_all(&s->cmds);
-	/* A run's creator is answered before the cgroups go (issue 31: ~40
-	 * syscalls of v1's seven hierarchies off its path): its command's
-	 * status is out, every process of the sandbox is dead and it is no
-	 * longer found; the cgroups, empty, follow at once. rm and DELETE
-	 * (below) still answer after them. */
-	if (s->hooks.run_creator) {
-		release_views(s);
-		hutch_hooks_sandbox_ended(s);
-	}
 	remove_cgroups(s);
-	release_views(s);
+	/* Nothing of the sandbox reads lxcfs's views now: its hold goes
+	 * before the answer too, so that `hutch rm; hutch gc` stops the
+	 * runtime dir's lxcfs at once (a hold kept until this process's
+	 * exit made that gc find it in use, and leave it running). */
+	closep(&s->procview_hold);
+	hutch_procview_done(s);
 	s->state = SUP_GONE;
 	hutch_hooks_sandbox_ended(s);
 	hutch_api_sandbox_ended(s);

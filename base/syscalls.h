@@ -187,4 +187,55 @@ static inline int sys_capset(void *header, const void *data)
 	return (int)syscall(__NR_capset, header, data);
 }
 
+/*
+ * The kernel's value as it is (-errno on failure), errno never written:
+ * for a child that shares our memory and TLS (base/bounded.h), where
+ * glibc's wrappers and syscall(2) would write errno, ours, while we run
+ * beside it. HUTCH_RAW_SYSCALLS 0: no such path on this architecture
+ * (syscall(2) then, and bounded.c waits for such a child at once).
+ */
+#if defined(__x86_64__)
+#define HUTCH_RAW_SYSCALLS 1
+static inline long sys_raw5(long n, long a, long b, long c, long d, long e)
+{
+	register long r10 __asm__("r10") = d;
+	register long r8 __asm__("r8") = e;
+	long ret;
+
+	__asm__ volatile("syscall"
+	                 : "=a"(ret)
+	                 : "a"(n), "D"(a), "S"(b), "d"(c), "r"(r10), "r"(r8)
+	                 : "rcx", "r11", "memory");
+	return ret;
+}
+#elif defined(__aarch64__)
+#define HUTCH_RAW_SYSCALLS 1
+static inline long sys_raw5(long n, long a, long b, long c, long d, long e)
+{
+	register long x8 __asm__("x8") = n;
+	register long x0 __asm__("x0") = a;
+	register long x1 __asm__("x1") = b;
+	register long x2 __asm__("x2") = c;
+	register long x3 __asm__("x3") = d;
+	register long x4 __asm__("x4") = e;
+
+	__asm__ volatile("svc 0"
+	                 : "+r"(x0)
+	                 : "r"(x8), "r"(x1), "r"(x2), "r"(x3), "r"(x4)
+	                 : "memory", "cc");
+	return x0;
+}
+#else
+#define HUTCH_RAW_SYSCALLS 0
+static inline long sys_raw5(long n, long a, long b, long c, long d, long e)
+{
+	long r = syscall(n, a, b, c, d, e);
+
+	return r < 0 ? -errno : r;
+}
+#endif
+
+#define sys_raw(n, a, b, c, d, e) \
+	sys_raw5((long)(n), (long)(a), (long)(b), (long)(c), (long)(d), (long)(e))
+
 #endif

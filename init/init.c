@@ -418,7 +418,8 @@ static int join_cgroups(const struct hutch_init_params *p, const void *body, ssi
 	return r;
 }
 
-/* GO, with the sandbox CA's PEM (header bindings) for rootfs->ca_pem and
+/* GO (its id HUTCH_GO_NO_VIEWS: rootfs->procview_fd closed, no views),
+ * with the sandbox CA's PEM (header bindings) for rootfs->ca_pem and
  * the disk's mounts (runtime/disk.h; none: tmpfs) for rootfs->disk_fds,
  * then the change lists' fanotify group marked on it (*group, or -1);
  * on v1 the cgroups before it (*joined: 1 until they come, then 0 or -errno). */
@@ -436,6 +437,10 @@ static int wait_go(const struct hutch_init_params *p, struct hutch_rootfs_config
 		memset(ca, 0, sizeof(ca));
 		return wait_go(p, rootfs, group, joined);
 	}
+	if (n >= 0 && hdr.type == HUTCH_MSG_GO && hdr.id == HUTCH_GO_NO_VIEWS)
+		closep(&rootfs->procview_fd); /* lxcfs did not answer: the kernel's files */
+	else if (n >= 0 && hdr.id != HUTCH_GO_ALL)
+		return -EPROTO;
 	rootfs->ca_pem = n > 0 ? ca : NULL;
 	rootfs->disk_fds = n >= 0 && nfds >= HUTCH_ROOTFS_WRITE_FDS ? fds : NULL;
 	*group = n >= 0 && nfds == HUTCH_ROOTFS_WRITE_FDS + 1 ? fds[HUTCH_ROOTFS_WRITE_FDS] : -1;

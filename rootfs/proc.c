@@ -21,6 +21,7 @@
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mount.h>
@@ -161,39 +162,43 @@ static int bind_cpu_online(struct rootfs_ctx *ctx, const char *dir, struct hutch
 	return r;
 }
 
-/* The lookups, in a child sharing our memory (base/bounded.h): statx() only, so
- * that nothing but errno, which we do not read while it runs, is written. */
-static int lookup_views(void *arg)
-{
-	int procview_fd = *(const int *)arg;
-	struct statx stx;
-	char from[64];
+/* View i (rootfs.h) by its path relative to lxcfs's root, which is its
+ * path relative to the sandbox's root as well: view_files' order. */
+static const char *const view_paths[HUTCH_ROOTFS_VIEWS] = {
+	"proc/meminfo", "proc/cpuinfo", "proc/stat",      "proc/uptime",
+	"proc/loadavg", "proc/swaps",   "proc/diskstats", "sys/devices/system/cpu/online",
+};
 
-	(void)statx(procview_fd, "sys/devices/system/cpu/online",
-	            AT_STATX_DONT_SYNC | AT_SYMLINK_NOFOLLOW, 0, &stx);
-	for (const char *const *f = view_files; *f; f++) {
-		snprintf(from, sizeof(from), "proc/%s", *f);
-		(void)statx(procview_fd, from, AT_STATX_DONT_SYNC | AT_SYMLINK_NOFOLLOW, 0, &stx);
-	}
+/* The lookups, in a child that runs beside the supervisor, sharing its
+ * memory and errno (base/bounded.h): raw statx() of constant paths only;
+ * the fd is the argument's value, no memory of the caller's. */
+HUTCH_BOUNDED_FN static int lookup_views(void *arg)
+{
+	int procview_fd = (int)(intptr_t)arg;
+	struct statx stx;
+
+	for (size_t i = 0; i < HUTCH_ROOTFS_VIEWS; i++)
+		(void)sys_raw(__NR_statx, procview_fd, view_paths[i],
+		              AT_STATX_DONT_SYNC | AT_SYMLINK_NOFOLLOW, 0, &stx);
 	return 0;
 }
 
-int hutch_rootfs_views_warm(int procview_fd, int timeout_ms)
+void hutch_rootfs_views_warm_start(struct hutch_bounded *b, int procview_fd, int timeout_ms)
 {
-	/* A child that did not answer was killed (base/bounded.h). */
-	if (procview_fd < 0)
-		return 0;
-	return hutch_bounded_call(lookup_views, &procview_fd, timeout_ms) < 0 ? -ETIMEDOUT : 0;
+	*b = (struct hutch_bounded)HUTCH_BOUNDED_INIT;
+	if (procview_fd >= 0)
+		hutch_bounded_start(b, lookup_views, (void *)(intptr_t)procview_fd, timeout_ms);
 }
 
-/* View i (rootfs.h) by its path relative to lxcfs's root, which is its
- * path relative to the sandbox's root as well. */
+int hutch_rootfs_views_warm_wait(struct hutch_bounded *b)
+{
+	/* A child that did not answer was killed (base/bounded.h). */
+	return hutch_bounded_wait(b) < 0 ? -ETIMEDOUT : 0;
+}
+
 static void view_path(size_t i, char *buf, size_t cap)
 {
-	if (i < ELEMENTSOF(view_files) - 1)
-		snprintf(buf, cap, "proc/%s", view_files[i]);
-	else
-		snprintf(buf, cap, "sys/devices/system/cpu/online");
+	snprintf(buf, cap, "%s", view_paths[i]);
 }
 
 int hutch_rootfs_views_clone(int lxcfs_root, int ret_fds[HUTCH_ROOTFS_VIEWS], struct hutch_err *err)

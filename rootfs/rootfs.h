@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "bounded.h"
 #include "error.h"
 
 /* One mount an OCI bundle asks for, beyond the root (rootfs/bundle.c). */
@@ -164,12 +165,16 @@ int hutch_rootfs_setup_child(const struct hutch_rootfs_config *cfg, struct hutch
  * is cached, and the child's walk then finds the entries valid (lxcfs's
  * entry_timeout, 0.5 s) and asks lxcfs nothing (after 0.5 s it asks
  * again: slower, never wrong). Failures are ignored: the child's own
- * walk reports them. Bounded: a lxcfs that does not answer (stopped,
- * hung) within timeout_ms gives -ETIMEDOUT (the caller then leaves the
- * views out: the child's walk would wait for ever); the lookups run in a
- * child sharing the caller's memory, killed then. 0 otherwise.
+ * walk reports them. The lookups run in a child sharing the caller's
+ * memory (base/bounded.h), beside the caller from _start() (procview_fd
+ * -1: none) to _wait(), which the child's walk must follow. Bounded: a
+ * lxcfs that does not answer (stopped, hung) within timeout_ms of the
+ * start gives -ETIMEDOUT (the caller then leaves the views out: the
+ * child's walk would wait for ever), the child killed then; 0 otherwise.
+ * hutch_bounded_cancel() instead of the wait on a failure meanwhile.
  */
-int hutch_rootfs_views_warm(int procview_fd, int timeout_ms);
+void hutch_rootfs_views_warm_start(struct hutch_bounded *b, int procview_fd, int timeout_ms);
+int hutch_rootfs_views_warm_wait(struct hutch_bounded *b);
 
 /* The lxcfs views a sandbox may have, by index: /proc's meminfo, cpuinfo,
  * stat, uptime, loadavg, swaps, diskstats, then

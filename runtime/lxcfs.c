@@ -143,16 +143,17 @@ struct probe {
 	char file[4200];
 };
 
-/* In a child sharing our memory (running()): 1 if lxcfs's mount is there
- * and answers. */
-static int probe_mount(void *arg)
+/* In a child sharing our memory and errno (running(), base/bounded.h: raw
+ * syscalls only): 1 if lxcfs's mount is there and answers. */
+HUTCH_BOUNDED_FN static int probe_mount(void *arg)
 {
 	const struct probe *p = arg;
 	struct statfs sfs;
 
-	if (statfs(p->mnt, &sfs) < 0 || sfs.f_type != FUSE_SUPER_MAGIC)
+	if (sys_raw(__NR_statfs, p->mnt, &sfs, 0, 0, 0) < 0 || sfs.f_type != FUSE_SUPER_MAGIC)
 		return 0;
-	return access(p->file, R_OK) == 0; /* a dead daemon answers ENOTCONN */
+	/* a dead daemon answers ENOTCONN */
+	return sys_raw(__NR_faccessat, AT_FDCWD, p->file, R_OK, 0, 0) == 0;
 }
 
 /* 1: lxcfs's mount answers; 0: not mounted yet (or its daemon dead);

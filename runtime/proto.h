@@ -36,8 +36,10 @@ enum hutch_msg_type {
 	/* supervisor -> init */
 	HUTCH_MSG_SPAWN = 1, /* body: spawn; fds: stdin, stdout, stderr (none with a tty) */
 	HUTCH_MSG_KILL,      /* body: kill */
-	HUTCH_MSG_GO,        /* maps written, cgroups sent or entered: set up and report */
-	HUTCH_MSG_CONNECT,   /* body: connect; id: the supervisor's connection id */
+	/* maps written, cgroups sent or entered: set up and report; id:
+	 * HUTCH_GO_* (what init leaves out of what it got at its clone) */
+	HUTCH_MSG_GO,
+	HUTCH_MSG_CONNECT, /* body: connect; id: the supervisor's connection id */
 	/* oci pause/resume -> a container's supervisor, on its exec socket
 	 * (container.h): body: uint32_t 1 (freeze) or 0 (thaw); answer
 	 * EXITED (status 0) or FAILED */
@@ -81,6 +83,14 @@ enum hutch_msg_type {
 	 * until its teardown's end (supervisor.h's disk_watch: the group's
 	 * last close waits for an SRCU grace period, not in init's exit) */
 	HUTCH_MSG_CHANGES_GROUP,
+};
+
+/* HUTCH_MSG_GO's id. */
+enum hutch_go {
+	HUTCH_GO_ALL = 0, /* everything init was given */
+	/* lxcfs did not answer the supervisor's lookup of the views in time
+	 * (supervisor/setup.c): init closes lxcfs's tree, binds no view */
+	HUTCH_GO_NO_VIEWS = 1,
 };
 
 struct hutch_msg_hdr {

@@ -187,6 +187,44 @@ static int place_in_scope(struct sup *s, struct hutch_cgroup **ret_cg, struct hu
 	return hutch_kind_cgroup_new(s, ret_cg, err);
 }
 
+/*
+ * lxcfs's views looked up from our pid namespace, whose init lxcfs knows,
+ * not from init's, which lxcfs would fork into (rootfs.h); init's own
+ * walk, within lxcfs's 0.5 s, asks it nothing. Started before init's
+ * clone, run beside the steps up to GO by a child sharing our memory
+ * (base/bounded.h: raw syscalls only, nothing of ours written), waited
+ * for just before GO: the wait for lxcfs's threads to be scheduled off
+ * the create's path (7.6 -> 0.8 ms median at load 8, docs/performance.md,
+ * "lxcfs's views looked up beside"). A lxcfs that does not answer
+ * (stopped, hung) would hold init's walk, and the create, for ever: GO
+ * then says HUTCH_GO_NO_VIEWS, init binds none, the log says why
+ * (views_said()): the sandbox's /proc is the kernel's.
+ */
+#define VIEWS_ANSWER_MS 5000
+static void views_start(struct setup_made *m)
+{
+	hutch_rootfs_views_warm_start(&m->views, m->procview_fd, VIEWS_ANSWER_MS);
+}
+
+/* Just before GO: its id. */
+static enum hutch_go views_wait(struct setup_made *m)
+{
+	m->views_left_out = hutch_rootfs_views_warm_wait(&m->views) < 0;
+	return m->views_left_out ? HUTCH_GO_NO_VIEWS : HUTCH_GO_ALL;
+}
+
+static void views_said(struct sup *s, struct setup_made *m)
+{
+	hutch_bounded_cancel(&m->views); /* a failure before GO */
+	if (!m->views_left_out)
+		return;
+	hutch_event(s,
+	            "lxcfs did not answer a lookup within %d s (stopped or hung?): this sandbox's "
+	            "/proc and /sys/devices/system/cpu/online are the kernel's, not its sizes "
+	            "(hutch gc stops that lxcfs once no sandbox uses it)",
+	            VIEWS_ANSWER_MS / 1000);
+}
+
 /* GO, once the disk is finished (one that could not be made leaves tmpfs,
  * said in the log and by config.workspace, never a sandbox refused, but a
  * fork's: its files are the fork): it carries the sandbox CA's certificate
@@ -225,7 +263,8 @@ static int send_go(const struct setup_plan *plan, struct setup_made *m, struct h
 		else if (fds[n] != -ENOENT)
 			hutch_log_errno(HUTCH_LOG_WARN, fds[n], "change lists: watch the disk");
 	}
-	r = hutch_proto_send(m->init.sock, HUTCH_MSG_GO, 0, pem, pem ? strlen(pem) : 0, fds, n);
+	r = hutch_proto_send(m->init.sock, HUTCH_MSG_GO, views_wait(m), pem, pem ? strlen(pem) : 0,
+	                     fds, n);
 	if (n > HUTCH_DISK_MOUNTS)
 		m->disk_watch = fds[HUTCH_DISK_MOUNTS]; /* init's; our copy closed at the end */
 	return r < 0 ? hutch_err_set_errno(err, r, "start sandbox init") : 0;
@@ -306,25 +345,6 @@ static int init_steps(const struct setup_plan *plan, struct setup_made *m, struc
 	return r < 0 ? hutch_err_set_errno(err, r, "init socket") : 0;
 }
 
-/* lxcfs's views looked up just before init's clone, from our pid
- * namespace, whose init lxcfs knows, not from init's, which lxcfs would
- * fork into (rootfs.h); init's own walk, within lxcfs's 0.5 s, asks it
- * nothing. A lxcfs that does not answer (stopped, hung) would hold init's
- * walk, and the create, for ever: the views are left out then, said in
- * the log (the sandbox's /proc is the kernel's). */
-#define VIEWS_ANSWER_MS 5000
-static void views_warm(struct sup *s, struct setup_made *m)
-{
-	if (hutch_rootfs_views_warm(m->procview_fd, VIEWS_ANSWER_MS) >= 0)
-		return;
-	closep(&m->procview_fd);
-	hutch_event(s,
-	            "lxcfs did not answer a lookup within %d s (stopped or hung?): this sandbox's "
-	            "/proc and /sys/devices/system/cpu/online are the kernel's, not its sizes "
-	            "(hutch gc stops that lxcfs once no sandbox uses it)",
-	            VIEWS_ANSWER_MS / 1000);
-}
-
 static int setup_steps(struct sup *s, struct setup_made *m, struct hutch_err *err)
 {
 	struct sock_fprog seccomp;
@@ -378,7 +398,7 @@ static int setup_steps(struct sup *s, struct setup_made *m, struct hutch_err *er
 		return hutch_err_prefix(err, "seccomp");
 	m->seccomp = seccomp;
 	/* before "creating" is written: it names the cgroups made next */
-	views_warm(s, m);
+	views_start(m);
 	plan.creating.cg = m->cg;
 	plan.creating.ports = m->ports;
 	plan.creating.kind_part = &m->kind;
@@ -407,6 +427,7 @@ static int hand_over(struct sup *s, struct setup_made *m, int r, struct hutch_er
 	s->seccomp = m->seccomp;
 	s->cg = m->cg;
 	closep(&m->procview_fd); /* init has it, or never will */
+	views_said(s, m);
 	if (m->tmpfs)
 		snprintf(s->cfg->workspace, sizeof(s->cfg->workspace), "tmpfs");
 	hutch_initproc_started(s, &m->init);
@@ -428,6 +449,7 @@ int hutch_sup_setup(struct sup *s, const struct hutch_setup_in *in, struct hutch
 		.disk_watch = -EBADF,
 		.init = { .pid = 0, .pidfd = -EBADF, .sock = -EBADF },
 		.procview_fd = in->procview_fd,
+		.views = HUTCH_BOUNDED_INIT,
 		.cg = in->cg, /* the CLI's, or NULL: the scope's (place_in_scope()) */
 		.init_serving = in->init_serving,
 		.init_serving_ud = in->init_serving_ud,

@@ -157,6 +157,8 @@ BUDGETS = {
     # before READY (init's sendmsg, the supervisor's poll and recvmsg), so
     # that init's exit is not the group's last close (an SRCU grace period
     # on a run's end): measured 878, 881 (875, 875 before)
+    # 880 kept with the views' lookup beside setup (the same calls, in
+    # another order): measured 876, 883 (main 876, 873 in the same run)
     "create.syscalls": 880,
     # 459 -> 467 with issue 27's views; 475 -> 369 without gnutls
     # -> 355 (issue 31): struct hutch_paths 24.6 KB -> 3.3 KB (its seven
@@ -167,6 +169,10 @@ BUDGETS = {
     # the supervisor no longer dlopen()s it): measured 318, 325, 315 (main
     # 329, 331 alternated in the same run); rebased on c1f4e11: 323, 331;
     # on 00831f9: 327, 329, 331, 334, 345
+    # 335 kept with lxcfs's views looked up beside setup until GO (issue
+    # 31): measured 332, 330 on 227c505 (on 03a31bc 338, 339 against main's
+    # 329, 330: bounded.c's start and wait and the child's pages touched
+    # after init's clone3, perf trace -F min: 2 + 2 + 1 there)
     "create.faults": 335,
     # 220 -> 212: libcap, an id looked up not listed; -> 205 (211-213 ->
     # 203-206): the CLI's relay buffers in .bss (no mmap/munmap), the

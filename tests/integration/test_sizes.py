@@ -422,8 +422,9 @@ def test_a_stopped_lxcfs_does_not_hold_a_create(hutch):
     """lxcfs stopped (SIGSTOP: its FUSE requests wait unread): a create
     looked its views up with no bound (main's binary: the CLI waits in the
     lookup for ever; init's walk would too). Now the supervisor's lookup
-    gives up after 5 s: the sandbox is made without the views (its /proc
-    the kernel's), its log says why; the sandbox made before keeps its."""
+    gives up after 5 s: the sandbox is made without the views (GO says
+    so: its /proc the kernel's), its log says why, the lookup's child is
+    gone; the sandbox made before keeps its."""
     a = hutch.create("--instance-type", "nano")
     lxcfs = int(open(os.path.join(hutch.rtdir, ".lxcfs", "pid")).read().split()[0])
     assert proc_comm(lxcfs) == "lxcfs"
@@ -437,8 +438,16 @@ def test_a_stopped_lxcfs_does_not_hold_a_create(hutch):
         sid = r.stdout.decode().strip()
         ev = hutch("events", sid).stdout.decode()
         assert "lxcfs did not answer a lookup within 5 s" in ev, ev
-        init = json.loads(hutch("inspect", sid).stdout)["init_pid"]
+        info = json.loads(hutch("inspect", sid).stdout)
+        init = info["init_pid"]
         assert view_mounts(init) == []
+        # The lookup's child (beside the setup until GO) was killed and
+        # reaped, not left waiting in lxcfs: the supervisor's only live
+        # children are init and its own helpers (each named).
+        stuck = [p for p in os.listdir("/proc") if p.isdigit() and int(p) != init
+                 and (proc_stat(p) or [0, 0])[1] == str(info["supervisor_pid"])
+                 and (proc_comm(p) or "").startswith("hutch-superv")]
+        assert stuck == [], [(p, proc_stat(p)) for p in stuck]
         inside = hutch("exec", sid, "--", "head", "-1", "/proc/meminfo").stdout.decode()
         assert int(inside.split()[1]) == host_meminfo()["MemTotal"], inside
     finally:

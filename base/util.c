@@ -342,6 +342,51 @@ int hutch_overlay_lowerdir(size_t n, char *buf, size_t size)
 	return (int)len;
 }
 
+int hutch_override_stat_format(unsigned int uid, unsigned int gid, unsigned int mode, char *buf,
+                               size_t size)
+{
+	int n = snprintf(buf, size, "%u:%u:0%o", uid, gid, mode & 07777);
+
+	return n < 0 || (size_t)n >= size ? -E2BIG : n;
+}
+
+/* A number of at most max in base at *p, up to the next ':' or the end. */
+static int override_field(const char **p, const char *end, int base, unsigned int max,
+                          unsigned int *ret)
+{
+	unsigned long v = 0;
+	const char *c = *p;
+
+	if (c == end || *c == ':')
+		return -EINVAL;
+	for (; c < end && *c != ':'; c++) {
+		unsigned int d = (unsigned int)(*c - '0');
+
+		if (d >= (unsigned int)base || (v = v * (unsigned long)base + d) > max)
+			return -EINVAL;
+	}
+	*ret = (unsigned int)v;
+	*p = c < end ? c + 1 : c;
+	return c < end ? 1 : 0; /* 1: a ':' followed */
+}
+
+int hutch_override_stat_parse(const char *v, size_t len, unsigned int *uid, unsigned int *gid,
+                              unsigned int *mode)
+{
+	const char *end = v + len;
+	int r;
+
+	if (len > HUTCH_OVERRIDE_STAT_MAX || override_field(&v, end, 10, 65535, uid) != 1 ||
+	    override_field(&v, end, 10, 65535, gid) != 1 ||
+	    (r = override_field(&v, end, 8, 07777, mode)) < 0)
+		return -EINVAL;
+	/* a type after the mode: letters, digits and '-' only */
+	for (; r == 1 && v < end; v++)
+		if (!((*v >= 'a' && *v <= 'z') || (*v >= '0' && *v <= '9') || *v == '-'))
+			return -EINVAL;
+	return 0;
+}
+
 double hutch_round(double v)
 {
 	const double no_fraction = 4503599627370496.0; /* 2^52 */

@@ -107,6 +107,22 @@ void hutch_buf_done(struct hutch_buf *b);
 #define HUTCH_OVERLAY_STRING_MAX  255 /* fsconfig's string limit, without the NUL */
 #define HUTCH_OVERLAY_PATH_LAYERS 88  /* layers whose names fit in that */
 int hutch_overlay_lowerdir(size_t n, char *buf, size_t size);
+/*
+ * An ordinary user's image store keeps the owners (and directory modes) it
+ * cannot give its files in this extended attribute, as containers/storage
+ * and fuse-overlayfs do: "UID:GID:0MODE" (decimal ids, octal permission
+ * bits; a fourth ":TYPE" field, which containers/storage may add, is
+ * ignored). image/unpack.c writes it, rootfs/overlay.c applies it.
+ */
+#define HUTCH_OVERRIDE_STAT_XATTR "user.containers.override_stat"
+#define HUTCH_OVERRIDE_STAT_MAX   48 /* the value's bytes, at most */
+/* Writes the value into buf (HUTCH_OVERRIDE_STAT_MAX + 1); its length. */
+int hutch_override_stat_format(unsigned int uid, unsigned int gid, unsigned int mode, char *buf,
+                               size_t size);
+/* Parses len bytes of a value (not NUL-terminated); -EINVAL if it is not
+ * one: ids above 65535 or a mode above 07777 included. */
+int hutch_override_stat_parse(const char *v, size_t len, unsigned int *uid, unsigned int *gid,
+                              unsigned int *mode);
 /* True if the kernel release (uname -r, "6.1.0-18-amd64") is at least
  * major.minor; false if it does not start with "N.N". */
 bool hutch_kernel_at_least(const char *release, unsigned int major, unsigned int minor);

@@ -182,13 +182,6 @@ static int check(struct build *b, struct hutch_cli_args *a)
 		                      "invalid snapshot name '%.64s': letters, digits and "
 		                      "._:/@+- (not first), no '..'",
 		                      b->name);
-	if (geteuid() != 0)
-		return hutch_cli_fail(HUTCH_EXIT_NOT_CAPABLE,
-		                      "hutch build needs root for now: an ordinary user's snapshot "
-		                      "(which a build ends in) makes appuser's files root's, so "
-		                      "appuser could not write the home and /workspace it built in "
-		                      "the sandboxes made from it (docs/snapshots.md \"As an "
-		                      "ordinary user\")");
 	if (!a->cfg->image[0] && !b->spec.image)
 		return hutch_cli_fail(
 		        HUTCH_EXIT_USAGE,

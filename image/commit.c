@@ -158,7 +158,7 @@ static int commit_layer(struct hutch_image_store *s, int tar_fd,
 {
 	struct hutch_unpack_result res = { 0 };
 	struct hutch_unpack_limits lim;
-	_cleanup_close_ int dir = -EBADF;
+	_cleanup_close_ int dir = -EBADF, owners = -EBADF;
 	char tmp[64];
 	int r;
 
@@ -166,14 +166,22 @@ static int commit_layer(struct hutch_image_store *s, int tar_fd,
 	dir = store_make_tmp(s, "snapshot", tmp, err);
 	if (dir < 0)
 		return dir;
-	r = store_unpack(tar_fd, dir, &lim, &res, err);
+	/* an ordinary user's store: the owners the files cannot have kept */
+	r = owners = store_owners_begin(s, tmp, err);
+	lim.keep_owners = owners >= 0;
+	lim.owners_fd = owners;
+	if (r >= 0 || r == -EBADF)
+		r = store_unpack(tar_fd, dir, &lim, &res, err);
 	if (r >= 0) {
 		memcpy(ret->diff_id, res.diff_id, sizeof(ret->diff_id));
 		ret->bytes = res.bytes;
 		ret->cached = faccessat(s->layers, res.diff_id + 7, F_OK, AT_SYMLINK_NOFOLLOW) == 0;
-		if (!ret->cached && renameat(s->tmp, tmp, s->layers, res.diff_id + 7) < 0)
+		if (!ret->cached)
+			r = store_owners_end(s, tmp, &owners, res.diff_id, err);
+		if (r >= 0 && !ret->cached && renameat(s->tmp, tmp, s->layers, res.diff_id + 7) < 0)
 			r = hutch_err_set_errno(err, -errno, "store layer %s", res.diff_id);
 	}
+	(void)store_owners_end(s, tmp, &owners, NULL, err);
 	if (r < 0 || ret->cached)
 		(void)hutch_rm_rf_at(s->tmp, tmp);
 	return r < 0 ? hutch_err_prefix(err, "snapshot layer") : 0;

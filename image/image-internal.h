@@ -79,6 +79,13 @@ struct hutch_unpack_limits {
 	uint64_t max_image_bytes; /* the layers of one image, together (import.c) */
 	uint64_t max_entries;     /* tar entries */
 	bool chown;               /* give files the tar's owners (needs CAP_CHOWN) */
+	/* Without chown (an ordinary user's store): keep what the files
+	 * cannot have, the tar's owners and a directory's mode narrower than
+	 * 0700, in HUTCH_OVERRIDE_STAT_XATTR of each regular file and
+	 * directory that needs it, and append its path (relative, NUL-ended)
+	 * to owners_fd: the layer's owners index (owners.c). */
+	bool keep_owners;
+	int owners_fd;
 	/* Progress (may be NULL): the blob's bytes read so far, at most once
 	 * per progress_ms (HUTCH_PROGRESS_INTERVAL_MS, default 100) and once
 	 * when the blob is read whole. */

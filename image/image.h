@@ -162,7 +162,12 @@ struct hutch_image_use {
 	int users_dir;                         /* the store's users/ */
 	pid_t helper_pid;                      /* the user namespace's process, killed, to reap */
 	char *layer_dir; /* rootless: the store's layers/ (layer_fds are O_PATH dirs in it) */
-	char *use_path;  /* <store>/users/<id>: in the sandbox's state, for gc and rm */
+	/* Rootless: the layers' owners indexes (image/owners.c), NUL-ended
+	 * paths whose files keep owners in HUTCH_OVERRIDE_STAT_XATTR; NULL
+	 * if none. */
+	char *owners;
+	size_t owners_len;
+	char *use_path; /* <store>/users/<id>: in the sandbox's state, for gc and rm */
 	char id[32];
 };
 void hutch_image_use_done(struct hutch_image_use *u);

@@ -276,8 +276,9 @@ static void on_read(void *ud, uint64_t read)
 
 /* Unpack fd into dir, reporting progress as what (layer i of n, or 0 of 0
  * for an archive). */
-static int unpack_reporting(struct run *run, int fd, int dir, size_t i, size_t n, const char *what,
-                            struct hutch_unpack_result *res, struct hutch_err *err)
+static int unpack_reporting(struct run *run, int fd, int dir, int owners_fd, size_t i, size_t n,
+                            const char *what, struct hutch_unpack_result *res,
+                            struct hutch_err *err)
 {
 	struct hutch_unpack_limits lim;
 	bool image_bound;
@@ -286,6 +287,8 @@ static int unpack_reporting(struct run *run, int fd, int dir, size_t i, size_t n
 	int r;
 
 	hutch_unpack_limits_default(&lim);
+	lim.keep_owners = owners_fd >= 0;
+	lim.owners_fd = owners_fd;
 	run->p.layer = i;
 	run->p.layers = n;
 	run->p.diff_id = what;
@@ -345,6 +348,7 @@ static int import_layer(struct hutch_image_store *s, int root, const char *path,
 	struct hutch_image_import_stats *st = run->st;
 	_cleanup_close_ int fd = -EBADF, dir = -EBADF;
 	struct hutch_unpack_result res = { 0 };
+	_cleanup_close_ int owners = -EBADF;
 	char tmp[64];
 	int r;
 
@@ -362,16 +366,21 @@ static int import_layer(struct hutch_image_store *s, int root, const char *path,
 	dir = store_make_tmp(s, "layer", tmp, err);
 	if (dir < 0)
 		return dir;
-	r = unpack_reporting(run, fd, dir, st->layers, n, diff_id, &res, err);
+	r = owners = store_owners_begin(s, tmp, err);
+	if (r >= 0 || r == -EBADF)
+		r = unpack_reporting(run, fd, dir, owners, st->layers, n, diff_id, &res, err);
 	if (r >= 0 && want_blob && strcmp(res.blob_digest, want_blob))
 		r = hutch_err_set(err, -EBADMSG, "layer '%s' has digest %s, not %s", path,
 		                  res.blob_digest, want_blob);
 	if (r >= 0 && strcmp(res.diff_id, diff_id))
 		r = hutch_err_set(err, -EBADMSG, "layer '%s' has diff_id %s, not %s", path,
 		                  res.diff_id, diff_id);
+	if (r >= 0)
+		r = store_owners_end(s, tmp, &owners, diff_id, err);
 	if (r >= 0 && renameat(s->tmp, tmp, s->layers, diff_id + 7) < 0)
 		r = hutch_err_set_errno(err, -errno, "store layer %s", diff_id);
 	if (r < 0) {
+		(void)store_owners_end(s, tmp, &owners, NULL, err);
 		(void)hutch_rm_rf_at(s->tmp, tmp);
 		return r;
 	}
@@ -524,7 +533,7 @@ static int import_archive(struct hutch_image_store *s, int fd, const char *tag, 
 	dir = store_make_tmp(s, "archive", tmp, err);
 	if (dir < 0)
 		return dir;
-	r = unpack_reporting(run, fd, dir, 0, 0, NULL, &res, err);
+	r = unpack_reporting(run, fd, dir, -EBADF, 0, 0, NULL, &res, err);
 	/* The layers' own progress starts anew: their bytes are counted again. */
 	run->before = run->p.total_size = 0;
 	if (r < 0)

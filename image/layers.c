@@ -61,6 +61,9 @@ void hutch_image_use_done(struct hutch_image_use *u)
 	closep(&u->users_dir);
 	free(u->layer_dir);
 	u->layer_dir = NULL;
+	free(u->owners);
+	u->owners = NULL;
+	u->owners_len = 0;
 	free(u->use_path);
 	u->use_path = NULL;
 }
@@ -274,6 +277,8 @@ int hutch_image_use(struct hutch_image_store *s, const char *name, const char *w
 	if (r >= 0)
 		r = idmap ? (userns = store_userns(uid_base, &u.helper_pid, err))
 		          : layer_dir_path(s, &u.layer_dir, err);
+	if (r >= 0 && !idmap)
+		r = store_owners_read(s, &u.config, &u.owners, &u.owners_len, err);
 	for (size_t i = 0; r >= 0 && i < u.config.n_diff_ids; i++) {
 		r = idmap ? clone_layer(s, u.config.diff_ids[i], userns, err)
 		          : open_layer_dir(s, u.config.diff_ids[i], err);

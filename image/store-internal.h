@@ -52,6 +52,23 @@ int store_open_users(struct hutch_image_store *s, struct hutch_err *err);
  * (fullstore.c). */
 int store_open_full(struct hutch_image_store *s, struct hutch_err *err);
 
+/* The store's owners/ directory (created if needed): an ordinary user's
+ * layers' owners indexes (owners.c). */
+int store_open_owners(struct hutch_image_store *s, struct hutch_err *err);
+/* owners.c: in an ordinary user's store, the owners index of the layer
+ * being unpacked into tmp/<tmp> is begun in tmp/ (its fd, for the
+ * unpacker's owners_fd; -EBADF in root's store, which has owners of its
+ * own); end closes it and, given the layer's diff_id and a non-empty
+ * index, renames it to owners/<hex> (before the layer goes into
+ * layers/), else removes it. */
+int store_owners_begin(struct hutch_image_store *s, const char *tmp, struct hutch_err *err);
+int store_owners_end(struct hutch_image_store *s, const char *tmp, int *fd, const char *diff_id,
+                     struct hutch_err *err);
+/* The owners indexes of config's layers, one after the other (NUL-ended
+ * paths, bottom layer first) in *ret (malloc()ed, NULL if none). */
+int store_owners_read(struct hutch_image_store *s, const struct hutch_image_config *config,
+                      char **ret, size_t *ret_len, struct hutch_err *err);
+
 /* A new directory in tmp/, open; its name in name (what: its prefix). */
 int store_make_tmp(struct hutch_image_store *s, const char *what, char name[64],
                    struct hutch_err *err);

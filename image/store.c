@@ -106,6 +106,11 @@ int store_open_users(struct hutch_image_store *s, struct hutch_err *err)
 	return open_sub(s->dirfd, "users", err);
 }
 
+int store_open_owners(struct hutch_image_store *s, struct hutch_err *err)
+{
+	return open_sub(s->dirfd, "owners", err);
+}
+
 int store_open_full(struct hutch_image_store *s, struct hutch_err *err)
 {
 	return open_sub(s->dirfd, "full", err);
@@ -669,6 +674,7 @@ static int mark_users(struct hutch_image_store *s, cJSON *used, struct hutch_err
 int hutch_image_prune(struct hutch_image_store *s, size_t *ret_removed, struct hutch_err *err)
 {
 	_cleanup_cjson_ cJSON *all = NULL, *used = cJSON_CreateObject();
+	_cleanup_close_ int owners = -EBADF;
 	const cJSON *img, *l;
 	int r;
 
@@ -691,6 +697,9 @@ int hutch_image_prune(struct hutch_image_store *s, size_t *ret_removed, struct h
 		return r;
 	*ret_removed = remove_unused(s->layers, used);
 	(void)remove_unused(s->blobs, used);
+	owners = openat(s->dirfd, "owners", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (owners >= 0)
+		(void)remove_unused(owners, used); /* an index goes with its layer */
 	(void)hutch_rm_rf_at(s->dirfd, "oci");
 	return 0;
 }

@@ -18,6 +18,13 @@
  * Not restored, on purpose: set-uid, set-gid and sticky bits of files,
  * device nodes (skipped: a layer cannot hand a sandbox a disk), extended
  * attributes (security.capability is a set-uid by another name), ACLs.
+ *
+ * An ordinary user's store (no chown) keeps the owners it cannot give, and
+ * a directory's mode narrower than the 0700 the unpacker needs to fill it,
+ * in user.containers.override_stat (keep_owners; containers/storage's
+ * convention), of regular files and directories only (the kernel allows
+ * user.* attributes on nothing else), and lists their paths in the layer's
+ * owners index.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -54,6 +61,7 @@ struct unpack {
 	uint64_t read;       /* of the blob, for progress */
 	int64_t reported_ms; /* when progress was last reported */
 	bool too_big;
+	bool owned; /* the entry just made has an override (keep_owners) */
 	/* Not compressed: the tar is the blob, byte for byte, so its digest
 	 * is the blob's and the stream is hashed once, not twice (a
 	 * snapshot's layer, a docker archive's: a third of the time of an
@@ -83,6 +91,7 @@ void hutch_unpack_limits_default(struct hutch_unpack_limits *l)
 	l->max_bytes = env_u64("HUTCH_IMAGE_MAX_LAYER_BYTES", l->max_image_bytes, false);
 	l->max_entries = 1000000;
 	l->chown = geteuid() == 0;
+	l->owners_fd = -EBADF;
 	l->progress_ms = env_u64("HUTCH_PROGRESS_INTERVAL_MS", 100, true);
 	l->stop_after = env_u64("HUTCH_TEST_UNPACK_STOP_AFTER", 0, false);
 }
@@ -252,6 +261,32 @@ static int set_owner(struct unpack *u, int parent, const char *base, struct arch
 	return 0;
 }
 
+/* keep_owners: the tar's owners and the mode the entry should have, where
+ * the file (fd: a regular file or directory) has others; an override of a
+ * name made again is removed when the new entry needs none. */
+static int keep_owner(struct unpack *u, int fd, struct archive_entry *e, mode_t want, mode_t has)
+{
+	unsigned int uid = clamp_id(archive_entry_uid(e)), gid = clamp_id(archive_entry_gid(e));
+	char v[HUTCH_OVERRIDE_STAT_MAX + 1];
+	int n;
+
+	u->owned = false;
+	if (!u->lim->keep_owners || u->lim->chown)
+		return 0;
+	if (uid == 0 && gid == 0 && want == has) {
+		if (fremovexattr(fd, HUTCH_OVERRIDE_STAT_XATTR) < 0 && errno != ENODATA)
+			return -errno;
+		return 0;
+	}
+	n = hutch_override_stat_format(uid, gid, want, v, sizeof(v));
+	if (n < 0)
+		return n;
+	if (fsetxattr(fd, HUTCH_OVERRIDE_STAT_XATTR, v, (size_t)n, 0) < 0)
+		return -errno;
+	u->owned = true;
+	return 0;
+}
+
 static int write_data(struct unpack *u, int fd, struct archive_entry *e)
 {
 	const void *buf;
@@ -303,6 +338,9 @@ static int make_file(struct unpack *u, int parent, const char *base, struct arch
 	/* After fchown(), which clears set-id bits anyway; never set them. */
 	if (fchmod(fd, archive_entry_perm(e) & 0777) < 0)
 		return -errno;
+	r = keep_owner(u, fd, e, archive_entry_perm(e) & 0777, archive_entry_perm(e) & 0777);
+	if (r < 0)
+		return r;
 	ts[0].tv_sec = ts[1].tv_sec = archive_entry_mtime(e);
 	ts[0].tv_nsec = ts[1].tv_nsec = 0;
 	(void)futimens(fd, ts);
@@ -312,7 +350,7 @@ static int make_file(struct unpack *u, int parent, const char *base, struct arch
 static int make_dir(struct unpack *u, int parent, const char *base, struct archive_entry *e)
 {
 	_cleanup_close_ int fd = -EBADF;
-	mode_t mode = archive_entry_perm(e) & 01777;
+	mode_t want = archive_entry_perm(e) & 01777, mode = want;
 	int r;
 
 	r = clear_name(parent, base, true);
@@ -329,7 +367,9 @@ static int make_dir(struct unpack *u, int parent, const char *base, struct archi
 	/* Without CAP_DAC_OVERRIDE the unpacker must still write into it. */
 	if (!u->lim->chown)
 		mode |= 0700;
-	return fchmod(fd, mode) < 0 ? -errno : 0;
+	if (fchmod(fd, mode) < 0)
+		return -errno;
+	return keep_owner(u, fd, e, want, mode);
 }
 
 /* A hard link names a file already unpacked in this layer, never outside. */
@@ -351,7 +391,15 @@ static int make_hardlink(struct unpack *u, int parent, const char *base, const c
 	if (fstatat(tparent, tbase, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
 	    (!S_ISREG(st.st_mode) && !S_ISLNK(st.st_mode)))
 		return -EXDEV;
-	return linkat(tparent, tbase, parent, base, 0) < 0 ? -errno : 0;
+	if (linkat(tparent, tbase, parent, base, 0) < 0)
+		return -errno;
+	if (u->lim->keep_owners && S_ISREG(st.st_mode)) {
+		_cleanup_close_ int fd =
+		        openat(parent, base, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+
+		u->owned = fd >= 0 && fgetxattr(fd, HUTCH_OVERRIDE_STAT_XATTR, NULL, 0) > 0;
+	}
+	return 0;
 }
 
 static int make_whiteout(int parent, const char *base)
@@ -427,7 +475,11 @@ static int one_entry(struct unpack *u, struct archive_entry *e, struct hutch_err
 		return hutch_err_set(err, r, "layer entry '%s' leaves the layer",
 		                     path ? path : "(none)");
 	parent = open_parent(u, rel, &base);
+	u->owned = false;
 	r = parent < 0 ? parent : make_entry(u, parent, base, e);
+	if (r >= 0 && u->owned &&
+	    (r = hutch_write_all(u->lim->owners_fd, rel, strlen(rel) + 1)) < 0)
+		return hutch_err_set_errno(err, r, "write the layer's owners index");
 	if (r == -ELOOP)
 		return hutch_err_set(err, r, "layer entry '%s' goes through a symlink", rel);
 	if (r == -EXDEV)

@@ -292,6 +292,8 @@ int rootfs_image_root(struct rootfs_ctx *ctx, struct hutch_err *err)
 	if (r >= 0)
 		r = mnt = make_overlay(rw, layers, n, !cfg->layer_dir, err);
 	hutch_close_many(layers, n);
+	if (r >= 0 && cfg->owners_len)
+		r = rootfs_image_owners(mnt, cfg->owners, cfg->owners_len, err);
 	if (r < 0)
 		return r;
 	/* The overlay holds private clones of its layers and upper dir:

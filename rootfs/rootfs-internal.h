@@ -158,6 +158,10 @@ int rootfs_image_root(struct rootfs_ctx *ctx, struct hutch_err *err);
  * hostname, resolv.conf ours; nsswitch.conf when it has none; header
  * bindings' CA files (rootfs_ca_files()). */
 int rootfs_image_etc(struct rootfs_ctx *ctx, struct hutch_err *err);
+/* Rootless: the owners (and modes) the user's store keeps in
+ * user.containers.override_stat, for the NUL-ended paths of list, applied
+ * beneath root (the merged overlay) by fd (rootfs/owners.c). */
+int rootfs_image_owners(int root, const char *list, size_t len, struct hutch_err *err);
 /* After pivot_root: /bin/sh and python3 on cfg->path, or -ENOEXEC naming
  * what is missing. */
 int rootfs_image_check(const struct hutch_rootfs_config *cfg, struct hutch_err *err);

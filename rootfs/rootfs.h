@@ -109,6 +109,12 @@ struct hutch_rootfs_config {
 	 * detached mounts (root). */
 	const char *layer_dir;
 	const char *const *layer_names;
+	/* Rootless: paths (NUL-ended, relative to the image's root) whose
+	 * files keep their owners and mode in the store's
+	 * user.containers.override_stat (image/owners.c); applied to the
+	 * merged root before anything runs (rootfs/owners.c). */
+	const char *owners;
+	size_t owners_len;
 	const char *image;
 	const char *path;
 	/* -v: detached mounts (idmapped by the supervisor), each attached on

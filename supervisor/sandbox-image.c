@@ -132,6 +132,8 @@ static void init_params(struct hutch_kind_setup *k, struct hutch_init_params *p)
 	p->rootfs.n_layers = u->n_layers;
 	p->rootfs.layer_dir = u->layer_dir;
 	p->rootfs.layer_names = names;
+	p->rootfs.owners = u->owners;
+	p->rootfs.owners_len = u->owners_len;
 	p->rootfs.image = k->cfg->image;
 	p->rootfs.path = hutch_cmdenv_get(k->cmdenv, "PATH");
 	p->rootfs.writable_in_layer = u->snapshot;

@@ -258,32 +258,3 @@ def test_build_file_refusals_without_a_store(hutch, tmp_path, spec, code, words)
     assert r.returncode == code and r.stdout == b"", (r.returncode, err)
     assert all(w in err for w in words), err
     assert hutch.ids() == [] and not os.path.exists(hutch.env["HUTCH_IMAGE_STORE"])
-
-
-def test_build_as_an_ordinary_user_is_refused_first():
-    """Builds need root for now (an ordinary user's snapshot makes
-    appuser's files root's): said before a sandbox is made, with that
-    reason, not the one before c7da130 (its supervisor cannot read
-    appuser's files). (Its own directory outside pytest's, which only root
-    can enter.)"""
-    d = tempfile.mkdtemp(prefix="hutch-test-build-nobody-", dir="/var/tmp")
-    try:
-        os.chmod(d, 0o755)
-        rt = os.path.join(d, "rt")
-        os.mkdir(rt, 0o700)
-        os.chown(rt, 65534, 65534)
-        spec = os.path.join(d, "b.json")
-        with open(spec, "w") as f:
-            json.dump({"name": "x", "image": "some-image", "run": ["true"]}, f)
-        os.chmod(spec, 0o644)
-        r = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
-                            HUTCH, "build", spec], capture_output=True, timeout=60,
-                           stdin=subprocess.DEVNULL,
-                           env={"PATH": "/usr/bin:/bin", "HUTCH_RUNTIME_DIR": rt,
-                                "HUTCH_IMAGE_STORE": os.path.join(d, "store")})
-        assert r.returncode == 69 and b"needs root" in r.stderr, r.stderr
-        assert b"makes appuser's files root's" in r.stderr, r.stderr
-        assert b"cannot read" not in r.stderr, r.stderr
-        assert [n for n in os.listdir(rt) if not n.startswith(".")] == []
-    finally:
-        shutil.rmtree(d)

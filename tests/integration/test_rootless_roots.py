@@ -176,6 +176,14 @@ def test_lifecycle_exec_and_files(alice, uroot):
     if uroot.name == "default":  # the cloud's tools, on the user's copy
         tools = sb.sh("for t in git curl jq rg node; do command -v $t; done")
         assert tools.count("\n") == 5, tools
+        # the user's store keeps the owners it cannot give (_apt's, the
+        # shadow group's) in user.containers.override_stat and its owners
+        # index; none is an id the sandbox maps: root's inside, modes kept
+        (index,) = os.listdir(os.path.join(uroot.store, "owners"))
+        partial = os.path.join(uroot.store, "layers", index, "var/cache/apt/archives/partial")
+        assert os.getxattr(partial, "user.containers.override_stat") == b"42:0:0700"
+        assert sb.sh("stat -c '%u %g %a' /var/cache/apt/archives/partial /etc/shadow") \
+            == "0 0 700\n0 0 640\n"
     assert json.loads(alice("inspect", sb.id).stdout)["root"] == root_id
     assert alice("rm", sb.id).returncode == 0
     assert alice.ids() == []

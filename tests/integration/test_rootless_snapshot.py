@@ -123,11 +123,15 @@ def test_snapshot_spawn_and_fork_as_user(alice, layout):  # noqa: F811
     assert stat.S_ISFIFO(os.lstat(f"/proc/{pid}/root/workspace/fifo").st_mode)
     # the root's overlay's changes are kept
     assert sp.sh("cat /usr/share/open.txt /usr/share/scratch/new") == "image data\nchanged\nnew\n"
-    # as every rootless image's, the layer's files are the user's on the host
-    # (root's inside): the store's own, in the user's store
-    assert st.st_uid == alice.user.uid, st.st_uid
-    assert sp.sh("stat -c '%u %a' /workspace /workspace/secret") == "0 755\n0 600\n"
-    assert sp.run("cat /workspace/secret")["exit_code"] != 0
+    # the store keeps appuser's owners (user.containers.override_stat): the
+    # spawned sandbox's copy is appuser's, a subordinate id on the host
+    # (copied up into its own layer), not the user's
+    lo, n = alice.user.subuid
+    assert lo <= st.st_uid < lo + n, st.st_uid
+    assert sp.sh("stat -c '%u %a' /workspace /workspace/secret /workspace/deep/er") \
+        == "1000 755\n1000 600\n1000 700\n"
+    assert sp.sh("cat /workspace/secret; echo w > /workspace/w && cat /workspace/w") \
+        == SECRET + "w\n"
     # fork: the snapshot route (a user's workspace is no disk to clone)
     r = alice("fork", src.id, "--json")
     assert r.returncode == 0, r.stderr
@@ -176,3 +180,55 @@ def test_snapshot_without_a_cgroup_is_refused_naming_the_fix(alice, layout):  # 
     assert _image_names(alice) == ["test"]
     assert alice.ids() == [src.id]
     assert src.sh("cat /workspace/x") == "x\n"
+
+
+# A build as the user: appuser's files (its workdir, a file, a private
+# one its command made) and a root's file of the image it changed (copied
+# up root's) in the one layer the build ends in.
+BUILD = {"name": "built", "image": "test", "workdir": "/workspace/app",
+         "files": {"/workspace/app/settings": "debug = false\n"},
+         "run": ["echo built > made && chmod 600 made", "echo more >> /usr/share/open.txt"]}
+
+
+def _build_file(alice, spec):
+    d = os.path.join(alice.env["HOME"], "build")
+    os.makedirs(d, exist_ok=True)
+    path = os.path.join(d, "b.json")
+    with open(path, "w") as f:
+        json.dump(spec, f)
+    for p in (d, path):
+        os.chown(p, alice.user.uid, alice.user.gid)
+    return path
+
+
+@pytest.mark.skipif(not SESSION, reason="needs a cgroup the user may freeze: run with "
+                    "HUTCH_TEST_USER_SESSION=1 on pure cgroup v2 (tests/v2/hutch-v2-suite.sh)")
+def test_build_as_user_keeps_owners(alice, layout):  # noqa: F811
+    _import(alice, layout)
+    r = alice("build", _build_file(alice, BUILD))
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.decode() == "built\n"
+    sp = alice.create("--snapshot", "built")
+    assert sp.sh("stat -c '%n %u %g %a' /workspace/app /workspace/app/settings "
+                 "/workspace/app/made /usr/share/open.txt").splitlines() == [
+        "/workspace/app 1000 1000 755", "/workspace/app/settings 1000 1000 644",
+        "/workspace/app/made 1000 1000 600", "/usr/share/open.txt 0 0 666"]
+    # appuser reads its private file and writes the workspace it built
+    assert sp.sh("cat made; echo w > w && cat w; cat /usr/share/open.txt",
+                 cwd="/workspace/app") == "built\nw\nimage data\nmore\n"
+    assert alice("rm", sp.id).returncode == 0
+    assert wait_until(lambda: alice("snapshot", "rm", "built").returncode == 0, 10)
+
+
+@pytest.mark.skipif(SESSION, reason="the user's sandboxes have a cgroup here")
+def test_build_without_a_cgroup_is_refused_naming_the_fix(alice, layout):  # noqa: F811
+    """No longer refused for being an ordinary user: the build's sandbox
+    (made with limits, a build has no --no-limits) is what this host cannot
+    give a user, and create's refusal names the fix; nothing is made."""
+    _import(alice, layout)
+    r = alice("build", _build_file(alice, BUILD))
+    err = r.stderr.decode()
+    assert r.returncode == 69, r
+    assert "cannot create sandbox" in err and "cgroup v2 with delegation" in err, err
+    assert "needs root" not in err, err
+    assert alice.ids() == [] and _image_names(alice) == ["test"]

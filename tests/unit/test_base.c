@@ -306,6 +306,38 @@ static void test_buf(void **state)
 	hutch_buf_done(&b);
 }
 
+/* user.containers.override_stat: "UID:GID:0MODE", a type after it taken
+ * (containers/storage's), anything else refused. */
+static void test_override_stat(void **state)
+{
+	static const char *const bad[] = {
+		"",         "1000",         "1000:1000",    "1000:1000:",
+		"x:0:0755", "0:0:0789",     "65536:0:0644", "0:0:010000",
+		"0::0644",  "0:0:0644:Dir", "0:0:0644:a b", "-1:0:0644"
+	};
+	unsigned int uid = 1, gid = 1, mode = 1;
+	char buf[HUTCH_OVERRIDE_STAT_MAX + 1];
+	int n;
+
+	(void)state;
+	n = hutch_override_stat_format(1000, 1000, 0600, buf, sizeof(buf));
+	assert_int_equal(n, 14);
+	assert_string_equal(buf, "1000:1000:0600");
+	assert_int_equal(hutch_override_stat_parse(buf, (size_t)n, &uid, &gid, &mode), 0);
+	assert_true(uid == 1000 && gid == 1000 && mode == 0600);
+	assert_int_equal(hutch_override_stat_parse("0:0:01777:dir", 13, &uid, &gid, &mode), 0);
+	assert_true(uid == 0 && gid == 0 && mode == 01777);
+	assert_int_equal(hutch_override_stat_parse("65534:5:644", 11, &uid, &gid, &mode), 0);
+	assert_true(uid == 65534 && gid == 5 && mode == 0644);
+	/* not NUL-ended: the length is the value's */
+	assert_int_equal(hutch_override_stat_parse("33:33:0640xyz", 10, &uid, &gid, &mode), 0);
+	assert_true(uid == 33 && mode == 0640);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		assert_int_equal(
+		        hutch_override_stat_parse(bad[i], strlen(bad[i]), &uid, &gid, &mode),
+		        -EINVAL);
+}
+
 /* overlayfs's lowerdir before Linux 6.13: the layers' mount point names,
  * top first, in one string fsconfig takes (at most 255 bytes). */
 static void test_overlay_lowerdir(void **state)
@@ -934,6 +966,7 @@ int main(void)
 		cmocka_unit_test(test_base64),
 		cmocka_unit_test(test_base64_bad),
 		cmocka_unit_test(test_overlay_lowerdir),
+		cmocka_unit_test(test_override_stat),
 		cmocka_unit_test(test_kernel_at_least),
 		cmocka_unit_test(test_round),
 		cmocka_unit_test(test_wrap_time),

@@ -526,7 +526,11 @@ def test_a_create_killed_while_creating_is_shown_then_undone_by_gc(h, images):
                                 "host_port": port, "host": f"127.0.0.1:{port}",
                                 "source": "publish"}], st["ports"]
         dirs = st["cgroup"]["dirs"]
-        assert dirs and sorted(dirs) == sorted(cgroup_dirs_named(sid)), (dirs, st["cgroup"])
+        # The record comes first, its cgroups after it (gc must know them
+        # before they exist; on v1 both after init's clone3): all of them,
+        # and no other, exist by on_create.
+        assert dirs and wait_until(lambda: sorted(dirs) == sorted(cgroup_dirs_named(sid)), 20), \
+            (dirs, cgroup_dirs_named(sid), st["cgroup"])
         assert os.path.exists(st["image_use"]) and users(images) == [sid], st["image_use"]
         # ls reads it: creating, live, its port
         ls = json.loads(h("ls", "--json").stdout)

@@ -203,6 +203,8 @@ static int line_out(struct jout *o, const char *line, size_t len)
 		printf("%.*s\n", (int)len, line);
 	else
 		print_human(line, len);
+	if (o->a->follow) /* each line as it comes, to a pipe too */
+		(void)fflush(stdout);
 	/* --follow stops at the end line: it is checked as it goes */
 	(void)hutch_journal_check_line(&o->check, line, len);
 	o->reaped = o->check.ended && memmem(line, len, "\"by\":\"", 6);
@@ -375,7 +377,13 @@ static int cmd_journal(struct hutch_cli_args *a)
 		}
 		r = wait_created(&s);
 	}
-	if (!r)
+	/* A live sandbox's file moves beside its tombstone when it ends: ended
+	 * since it was located, the file is read where it went. */
+	f->fd = -EBADF;
+	if (!r && !s.gone && (f->fd = open(s.cur, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) < 0 &&
+	    errno == ENOENT)
+		r = locate(a->pos[0], &s);
+	if (!r && f->fd < 0)
 		r = open_or_fail(s.cur, &f->fd);
 	if (!r && s.gone && !a->follow)
 		hutch_cli_wait_writer(f->fd);
@@ -383,7 +391,7 @@ static int cmd_journal(struct hutch_cli_args *a)
 		r = drain(f, &o, s.cur);
 	if (!r && a->follow)
 		r = follow(f, &o, &s);
-	if (f->fd > 0)
+	if (f->fd >= 0)
 		close(f->fd);
 	if (!r && f->len) /* a last line without its newline: cut mid-line */
 		(void)hutch_journal_check_line(&o.check, "", 0);

@@ -8,6 +8,7 @@ head or tail."""
 import json
 import os
 import pwd
+import select
 import shutil
 import signal
 import stat
@@ -229,7 +230,16 @@ def test_follow_prints_until_the_end(hutch):
     assert r.returncode == 0 and b"no lines yet" in r.stdout, r
     p = hutch.popen("journal", sb.id, "--follow", "--json")
     try:
+        wait_watching(p)
         sb.sh("echo followed")
+        # The follower holds the journal once it has printed its first line;
+        # an rm before that removes the file it was about to open.
+        first = b""  # byte by byte: communicate() reads the fd, not a buffer
+        while not first.endswith(b"\n"):
+            assert select.select([p.stdout], [], [], 30)[0], ("no first line", first)
+            c = os.read(p.stdout.fileno(), 1)
+            assert c, ("the follower ended before its first line", first)
+            first += c
         assert sb.rm().returncode == 0
         out, err = p.communicate(timeout=60)
     finally:
@@ -237,15 +247,20 @@ def test_follow_prints_until_the_end(hutch):
             p.kill()
             p.wait()
     assert p.returncode == 0, err
-    js = [json.loads(x) for x in out.decode().splitlines()]
+    js = [json.loads(x) for x in (first + out).decode().splitlines()]
     assert js[0]["journal"] == "start" and js[-1]["journal"] == "end"
     assert any(x.get("command") == "echo followed" for x in js)
 
 
 def wait_watching(p):
     """Until the follower p watches its files (inotify)."""
-    watching = lambda: any(os.readlink(f"/proc/{p.pid}/fd/{fd}") == "anon_inode:inotify"
-                           for fd in os.listdir(f"/proc/{p.pid}/fd"))  # noqa: E731
+    def watching():
+        assert p.poll() is None, ("the follower ended before it watched", p.communicate())
+        try:
+            return any(os.readlink(f"/proc/{p.pid}/fd/{fd}") == "anon_inode:inotify"
+                       for fd in os.listdir(f"/proc/{p.pid}/fd"))
+        except FileNotFoundError:  # it ends meanwhile: said at the next look
+            return False
     assert wait_until(watching, 30), p.communicate()
 
 

@@ -62,7 +62,7 @@
 
 #define ID_RANGE 65536u
 #define CP_PATH  "/usr/bin/cp"
-#define FORK_FDS 5
+#define FORK_FDS 6
 /* A fork's disk's name, once its create is there before it: its source
  * names it within a POST /fork (answered after; hutch fork waits for it). */
 #define FORK_APPEAR_MS 30000
@@ -307,26 +307,31 @@ static int prepare_ahead(const struct hutch_disk_fork *f, int disk[3], int *loop
 	return *loop = hutch_disk_loop_attach(disk[DISK_FILE], nr, err);
 }
 
-/* Made ahead, taken (hutch_disk_fork_give()): the fork's listener and the
- * source's disk (and the client's pidfd, if known), what the source's
- * file system holds in memory written out while it runs (as prepare()
- * does); 0, or -1: the supervisor let it go (ctl's end, KILL). */
-static int await_give(int ctl, struct hutch_disk_fork *f, int *listener)
+/* Made ahead, taken (hutch_disk_fork_give()): the fork's listener, its
+ * name (into name[]) and path, and the source's disk (and the client's
+ * pidfd, if known), what the source's file system holds in memory written
+ * out while it runs (as prepare() does); 0, or -1: the supervisor let it
+ * go (ctl's end, KILL). */
+static int await_give(int ctl, struct hutch_disk_fork *f, int *listener,
+                      char name[HUTCH_DISK_FORK_NAME_MAX])
 {
-	int fds[4] = { -EBADF, -EBADF, -EBADF, -EBADF };
+	int fds[5] = { -EBADF, -EBADF, -EBADF, -EBADF, -EBADF };
 	struct hutch_msg_hdr hdr = { 0 };
-	size_t nfds = 4;
-	ssize_t n = hutch_proto_recv(ctl, &hdr, NULL, 0, fds, &nfds);
+	size_t nfds = 5;
+	ssize_t n = hutch_proto_recv(ctl, &hdr, name, HUTCH_DISK_FORK_NAME_MAX - 1, fds, &nfds);
 
-	if (n != 0 || hdr.type != HUTCH_MSG_SOCKET || nfds < 3) {
+	if (n < 0 || hdr.type != HUTCH_MSG_SOCKET || nfds < 4) {
 		if (n >= 0)
 			hutch_close_many(fds, nfds);
 		return -1;
 	}
+	name[n] = '\0';
 	*listener = fds[0];
-	f->src_root = fds[1];
-	f->src_file = fds[2];
-	f->client = fds[3];
+	f->name = name;
+	f->path = fds[1];
+	f->src_root = fds[2];
+	f->src_file = fds[3];
+	f->client = fds[4];
 	(void)syncfs(f->src_root);
 	return 0;
 }
@@ -335,7 +340,7 @@ static int await_give(int ctl, struct hutch_disk_fork *f, int *listener)
  * ids' user namespace begun (*ns: its process dies with us, PDEATHSIG).
  * 0, or -1: nothing more to do. */
 static int made(struct hutch_disk_fork *f, int ctl, int *listener, int disk[3], bool *cloning,
-                int *loop, int *nr, pid_t *ns)
+                int *loop, int *nr, pid_t *ns, char name[HUTCH_DISK_FORK_NAME_MAX])
 {
 	bool ahead = f->src_file < 0;
 	struct hutch_err e = { 0 };
@@ -352,15 +357,16 @@ static int made(struct hutch_disk_fork *f, int ctl, int *listener, int disk[3], 
 	*ns = hutch_userns_start();
 	if (!ahead)
 		return 0;
-	if (await_give(ctl, f, listener) < 0)
+	if (await_give(ctl, f, listener, name) < 0)
 		return -1;
 	return hutch_proto_send(ctl, HUTCH_MSG_READY, 0, NULL, 0, NULL, 0) < 0 ? -1 : 0;
 }
 
-_Noreturn static void forker(const struct hutch_disk_fork *from, int ctl, int listener)
+/* The forker's work, f's name and path set (made ahead: once given). */
+static void forker_run(struct hutch_disk_fork *f, int ctl, int listener,
+                       char name[HUTCH_DISK_FORK_NAME_MAX])
 {
 	int disk[3] = { -EBADF, -EBADF, -EBADF };
-	struct hutch_disk_fork fk = *from, *f = &fk;
 	struct hutch_msg_hdr hdr = { 0 };
 	struct hutch_err e = { 0 };
 	int loop = -EBADF, nr = -1;
@@ -368,22 +374,22 @@ _Noreturn static void forker(const struct hutch_disk_fork *from, int ctl, int li
 	size_t nfds = 0;
 	pid_t ns;
 
-	if (made(f, ctl, &listener, disk, &cloning, &loop, &nr, &ns) < 0)
-		_exit(0);
+	if (made(f, ctl, &listener, disk, &cloning, &loop, &nr, &ns, name) < 0)
+		return;
 	if (hutch_proto_recv(ctl, &hdr, NULL, 0, NULL, &nfds) != 0 || hdr.type != HUTCH_MSG_GO)
-		_exit(0);
+		return;
 	if (getenv("HUTCH_TEST_FORK_STOP"))
 		(void)raise(SIGSTOP); /* the fault tests' point (test_snapshot_faults.py) */
 	if (fill(f, disk, cloning, loop, &e) < 0) {
 		(void)hutch_proto_send(ctl, HUTCH_MSG_FAILED, 0, &e, sizeof(e), NULL, 0);
-		_exit(0);
+		return;
 	}
 	/* the source's disk is not held by a fork not yet taken */
 	close(f->src_root);
 	if (f->src_file >= 0)
 		close(f->src_file);
 	if (hutch_proto_send(ctl, HUTCH_MSG_READY, 0, &cloning, sizeof(cloning), NULL, 0) < 0)
-		_exit(0);
+		return;
 	/* The clone mounted after the thaw; a failure is its taker's to hear.
 	 * The mount holds the loop device from then on (autoclear). */
 	if (cloning) {
@@ -391,6 +397,34 @@ _Noreturn static void forker(const struct hutch_disk_fork *from, int ctl, int li
 		closep(&loop);
 	}
 	serve(listener, ctl, f->client, disk, ns, &e);
+}
+
+/* Our socket's name removed at our end, whatever ended us (its taker
+ * removed it already; not taken: it stayed in $RT/.disk until hutch gc),
+ * while the name is still our socket's: a name freed by its taker may be
+ * given to another forker since (POST /fork's "names" are its caller's). */
+static void drop_name(const struct hutch_disk_fork *f)
+{
+	_cleanup_close_ int dirfd = -EBADF;
+	struct stat ours, now;
+	char dir[4096];
+
+	if (!f->name || f->path < 0 || fstat(f->path, &ours) < 0)
+		return;
+	snprintf(dir, sizeof(dir), "%s/" HUTCH_DISK_DIR, f->runtime_dir);
+	dirfd = open(dir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (dirfd >= 0 && fstatat(dirfd, f->name, &now, AT_SYMLINK_NOFOLLOW) == 0 &&
+	    now.st_ino == ours.st_ino && now.st_dev == ours.st_dev)
+		(void)unlinkat(dirfd, f->name, 0);
+}
+
+_Noreturn static void forker(const struct hutch_disk_fork *from, int ctl, int listener)
+{
+	struct hutch_disk_fork fk = *from;
+	char name[HUTCH_DISK_FORK_NAME_MAX] = "";
+
+	forker_run(&fk, ctl, listener, name);
+	drop_name(&fk);
 	_exit(0);
 }
 
@@ -438,7 +472,9 @@ static int start(const struct hutch_disk_fork *f, int listener, int *ret_ctl, in
 		return hutch_err_set_errno(err, r, "fork: clone3 its forker");
 	}
 	if (pid == 0) {
-		int keep[FORK_FDS] = { f->src_root, f->src_file, sv[1], listener, f->client };
+		int keep[FORK_FDS] = {
+			f->src_root, f->src_file, sv[1], listener, f->client, f->path
+		};
 
 		keep_only(keep);
 		forker(f, sv[1], listener);
@@ -463,16 +499,18 @@ int hutch_disk_fork_start_ahead(const char *runtime_dir, uint64_t bytes, int *re
 		                           .bytes = bytes,
 		                           .src_root = -EBADF,
 		                           .src_file = -EBADF,
-		                           .client = -EBADF };
+		                           .client = -EBADF,
+		                           .path = -EBADF };
 
 	return start(&f, -EBADF, ret_ctl, ret_pidfd, err);
 }
 
-int hutch_disk_fork_give(int ctl, int listener, int src_root, int src_file, int client,
+int hutch_disk_fork_give(int ctl, const struct hutch_disk_fork *f, int listener,
                          struct hutch_err *err)
 {
-	const int fds[4] = { listener, src_root, src_file, client };
-	int r = hutch_proto_send(ctl, HUTCH_MSG_SOCKET, 0, NULL, 0, fds, client >= 0 ? 4 : 3);
+	const int fds[5] = { listener, f->path, f->src_root, f->src_file, f->client };
+	int r = hutch_proto_send(ctl, HUTCH_MSG_SOCKET, 0, f->name, strlen(f->name), fds,
+	                         f->client >= 0 ? 5 : 4);
 
 	return r < 0 ? hutch_err_set_errno(err, r, "fork: give its forker made ahead its disk") : 0;
 }
@@ -532,10 +570,10 @@ bool hutch_disk_fork_name_is_valid(const char *name)
  * once, never to a socket bound and not yet listening (ECONNREFUSED).
  * exclusive: a name taken is refused (EEXIST: a creator chose it), else
  * replaced (the supervisor's own counter, reused after a crash). */
-int hutch_disk_fork_listen(const char *runtime_dir, const char *name, bool exclusive,
+int hutch_disk_fork_listen(const char *runtime_dir, const char *name, bool exclusive, int *ret_path,
                            struct hutch_err *err)
 {
-	_cleanup_close_ int dirfd = -EBADF, s = -EBADF;
+	_cleanup_close_ int dirfd = -EBADF, s = -EBADF, path = -EBADF;
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	char dir[4096], tmp[HUTCH_DISK_FORK_NAME_MAX + 1];
 
@@ -551,7 +589,8 @@ int hutch_disk_fork_listen(const char *runtime_dir, const char *name, bool exclu
 		return hutch_err_set(err, -ENAMETOOLONG, "fork: socket name '%s'", name);
 	s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
 	(void)unlinkat(dirfd, tmp, 0);
-	if (s < 0 || bind(s, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(s, 1) < 0)
+	if (s < 0 || bind(s, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(s, 1) < 0 ||
+	    (path = openat(dirfd, tmp, O_PATH | O_NOFOLLOW | O_CLOEXEC)) < 0)
 		return hutch_err_set_errno(err, -errno, "fork: listen on '%s/%s'", dir, tmp);
 	if (renameat2(dirfd, tmp, dirfd, name, exclusive ? RENAME_NOREPLACE : 0) < 0) {
 		int r = -errno;
@@ -559,6 +598,7 @@ int hutch_disk_fork_listen(const char *runtime_dir, const char *name, bool exclu
 		(void)unlinkat(dirfd, tmp, 0);
 		return hutch_err_set_errno(err, r, "fork: name its socket '%s/%s'", dir, name);
 	}
+	*ret_path = TAKE_FD(path);
 	return TAKE_FD(s);
 }
 

@@ -192,11 +192,14 @@ void hutch_disk_stock_stop(const char *runtime_dir);
 #define HUTCH_DISK_FORK_TAKE_MS 300000
 struct hutch_disk_fork {
 	const char *runtime_dir;
-	uint64_t bytes; /* the fork's disk size */
-	int src_root;   /* the source's disk: its root (HUTCH_DISK_ROOT) */
-	int src_file;   /* and its file (HUTCH_DISK_FILE): cloned where it can be */
-	int client;     /* a pidfd of the fork's client (hutch fork), or -EBADF:
-	                 * its end ends the forker while no fork took its disk */
+	uint64_t bytes;   /* the fork's disk size */
+	int src_root;     /* the source's disk: its root (HUTCH_DISK_ROOT) */
+	int src_file;     /* and its file (HUTCH_DISK_FILE): cloned where it can be */
+	int client;       /* a pidfd of the fork's client (hutch fork), or -EBADF:
+	                   * its end ends the forker while no fork took its disk */
+	const char *name; /* its socket's name in $RT/.disk, and an O_PATH fd of */
+	int path;         /* that socket (-EBADF: none): the forker removes the name
+	                   * at its end while it is still its socket's */
 };
 /* A forker's socket's name ("fork-[a-z0-9-]+.sock", shorter than
  * HUTCH_DISK_FORK_NAME_MAX): given by the supervisor, or by the creator
@@ -204,8 +207,9 @@ struct hutch_disk_fork {
 #define HUTCH_DISK_FORK_NAME_MAX 64
 bool hutch_disk_fork_name_is_valid(const char *name);
 /* The listening socket, its name made to appear once it listens;
- * exclusive: -EEXIST if the name is taken, else it replaces it. */
-int hutch_disk_fork_listen(const char *runtime_dir, const char *name, bool exclusive,
+ * exclusive: -EEXIST if the name is taken, else it replaces it. *ret_path:
+ * an O_PATH fd of the socket's file (struct hutch_disk_fork's path). */
+int hutch_disk_fork_listen(const char *runtime_dir, const char *name, bool exclusive, int *ret_path,
                            struct hutch_err *err);
 int hutch_disk_fork_start(const struct hutch_disk_fork *f, int listener, int *ret_ctl,
                           struct hutch_err *err);
@@ -213,14 +217,13 @@ int hutch_disk_fork_start(const struct hutch_disk_fork *f, int listener, int *re
  * its file of bytes made in the disks' pool (cloning only), its loop device
  * configured and its ids' user namespace begun now, READY on *ret_ctl once
  * done; then it waits, holding none of the source's, until
- * hutch_disk_fork_give() (the source's disk and the fork's listener; READY
- * once it synced the source's file system, and from there on as a forker
- * started on them; client: as struct hutch_disk_fork's, or -EBADF) or
- * ctl's end or KILL. *ret_pidfd: its pidfd, for the source's end to wait
- * on. */
+ * hutch_disk_fork_give() (f's source's disk, client, name and path, and
+ * the fork's listener; READY once it synced the source's file system, and
+ * from there on as a forker started on them) or ctl's end or KILL.
+ * *ret_pidfd: its pidfd, for the source's end to wait on. */
 int hutch_disk_fork_start_ahead(const char *runtime_dir, uint64_t bytes, int *ret_ctl,
                                 int *ret_pidfd, struct hutch_err *err);
-int hutch_disk_fork_give(int ctl, int listener, int src_root, int src_file, int client,
+int hutch_disk_fork_give(int ctl, const struct hutch_disk_fork *f, int listener,
                          struct hutch_err *err);
 /* The forker's next answer on ctl: 0 (READY; 1 when its disk was filled
  * by a clone) or -errno with err its reason. */
@@ -228,7 +231,8 @@ int hutch_disk_fork_wait(int ctl, int timeout_ms, struct hutch_err *err);
 /* Can a disk of bytes be filled by cloning file (a disk's HUTCH_DISK_FILE)
  * here: its size, and a clone tried into a new file (XFS, btrfs: yes). */
 bool hutch_disk_can_clone(const char *runtime_dir, int file, uint64_t bytes);
-/* The socket's name removed (a fork that failed before it was taken). */
+/* The socket's name removed (a fork that failed before it was taken; a
+ * forker removes its own at its end). */
 void hutch_disk_fork_forget(const char *runtime_dir, const char *name);
 /* The fork's creator: the forker's socket as job's (job->pid -1), asked
  * as a stock's maker is (hutch_disk_request()); -errno if it is gone. */

@@ -119,13 +119,14 @@ static void ahead_drop(struct sup *s, int wait_ms)
  * this fork's, given the source's disk and the fork's listener (it syncs
  * the source's file system and answers READY as a new forker does). 1:
  * taken, 0: none or failed (a forker is made now). */
-static int take_ahead(struct sup *s, struct forker *f, uint64_t bytes, int listener, int client)
+static int take_ahead(struct sup *s, struct forker *f, const struct hutch_disk_fork *df,
+                      int listener)
 {
 	struct sup_fork_ahead *a = &s->fork_ahead;
 	struct hutch_err e = { 0 };
 	_cleanup_close_ int ctl = -EBADF;
 
-	if (!a->held || a->bytes != bytes) {
+	if (!a->held || a->bytes != df->bytes) {
 		ahead_drop(s, 0);
 		return 0;
 	}
@@ -133,8 +134,7 @@ static int take_ahead(struct sup *s, struct forker *f, uint64_t bytes, int liste
 	ctl = TAKE_FD(a->ctl);
 	closep(&a->pidfd);
 	if (hutch_disk_fork_wait(ctl, FORK_MADE_MS, &e) != 0 ||
-	    hutch_disk_fork_give(ctl, listener, s->disk_fds[HUTCH_DISK_ROOT],
-	                         s->disk_fds[HUTCH_DISK_FILE], client, &e) < 0) {
+	    hutch_disk_fork_give(ctl, df, listener, &e) < 0) {
 		hutch_event(s, "fork: its forker made ahead failed (%s); one made now", e.msg);
 		(void)hutch_proto_send(ctl, HUTCH_MSG_KILL, 0, NULL, 0, NULL, 0);
 		return 0;
@@ -235,7 +235,7 @@ static int start_all(struct sup *s, const char *rt, struct forker *f, size_t n, 
                      const cJSON *names, int client, bool *ahead, struct hutch_err *err)
 {
 	for (size_t i = 0; i < n; i++) {
-		_cleanup_close_ int listener = -EBADF;
+		_cleanup_close_ int listener = -EBADF, path = -EBADF;
 		int r;
 
 		if (names)
@@ -244,21 +244,23 @@ static int start_all(struct sup *s, const char *rt, struct forker *f, size_t n, 
 		else
 			snprintf(f[i].name, sizeof(f[i].name), "fork-%.12s-%u.sock", s->id,
 			         ++s->forks_made);
-		if ((r = listener = hutch_disk_fork_listen(rt, f[i].name, names != NULL, err)) <
-		    0) {
+		if ((r = listener = hutch_disk_fork_listen(rt, f[i].name, names != NULL, &path,
+		                                           err)) < 0) {
 			f[i].name[0] = '\0'; /* not ours to remove */
 			if (r == -EEXIST)
 				err->cls = HUTCH_ERRC_CONFLICT;
 			return r;
 		}
-		if (i == 0 && (*ahead = take_ahead(s, &f[i], bytes, listener, client)))
-			continue;
 		const struct hutch_disk_fork df = { .runtime_dir = rt,
 			                            .bytes = bytes,
 			                            .src_root = s->disk_fds[HUTCH_DISK_ROOT],
 			                            .src_file = s->disk_fds[HUTCH_DISK_FILE],
-			                            .client = client };
+			                            .client = client,
+			                            .name = f[i].name,
+			                            .path = path };
 
+		if (i == 0 && (*ahead = take_ahead(s, &f[i], &df, listener)))
+			continue;
 		if ((r = hutch_disk_fork_start(&df, listener, &f[i].ctl, err)) < 0) {
 			hutch_disk_fork_forget(rt, f[i].name);
 			f[i].name[0] = '\0';

@@ -14,6 +14,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 
 import pytest
 
@@ -410,6 +411,53 @@ def test_fork_api_names_its_disks(snap):
     for n in names:
         seqpacket_drop(os.path.join(disk, n))
     assert src.sh("cat /proc/self/status >/dev/null && echo up") == "up\n"
+    # each forker, ended by that connection, removed its name (not hutch gc)
+    assert wait_until(lambda: forks() == [], 10 * SLOWDOWN), forks()
+
+
+def post_fork_and_end(sock, body):
+    """POST /fork from a process of its own, which ends after the answer:
+    the forkers' client (its end ends a forker whose disk no fork took)."""
+    code = ("import json, sys; sys.path.insert(0, sys.argv[1]); from conftest import api; "
+            "print(json.dumps(api(sys.argv[2], 'POST', '/fork', json.loads(sys.argv[3]))))")
+    r = subprocess.run([sys.executable, "-c", code, os.path.dirname(__file__), sock,
+                        json.dumps(body)], capture_output=True, timeout=120 * SLOWDOWN)
+    assert r.returncode == 0, r.stderr.decode()
+    return json.loads(r.stdout)
+
+
+def test_fork_disk_names_go_with_their_forkers(snap):
+    """A forker removes its socket's name from $RT/.disk as it ends (its
+    taker removed it already; not taken: its client's end, a connection
+    closed unasked, its time up), not hutch gc, which removes .disk only
+    once no sandbox is left: none left after a fork and its rm, nor after
+    POST /fork's client ended with no fork taken (the first forker the one
+    made ahead where disks are cloned), another sandbox living on."""
+    h, image = snap
+    # lives on (hutch gc keeps .disk); the first disk may be made before the pool
+    h.create("--image", image)
+    src = h.create("--image", image)
+    if src.status()["config"].get("workspace") != "disk":
+        pytest.skip("the source's writable places are not a disk here (POST /fork: 501)")
+    disk = os.path.join(h.rtdir, ".disk")
+
+    def names():
+        return sorted(n for n in os.listdir(disk) if "fork-" in n)
+
+    def events():
+        return h("events", src.id).stdout.decode()
+    out = json.loads(fork(h, src.id, "-n", "2", "--json").stdout)
+    for i in out["forks"]:
+        assert h("rm", i).returncode == 0
+    assert names() == []
+    if out["method"] == "clone":
+        assert wait_until(lambda: "forker made ahead" in events(), 30 * SLOWDOWN), events()
+    st, res = post_fork_and_end(src.sock, {"count": 2, "disk_bytes": 20 << 30, "copy": True})
+    assert st == 201 and len(res["disks"]) == 2, res
+    assert res["made_ahead"] == (out["method"] == "clone"), res
+    assert wait_until(lambda: names() == [], 10 * SLOWDOWN), names()
+    assert h("rm", src.id).returncode == 0
+    assert names() == [] and h.ids(), h.ids()
 
 
 def copies_of_supervisor(sid):

@@ -399,6 +399,27 @@ int hutch_cgroup_open_dir(const char *dir)
 	return fd < 0 ? -errno : fd;
 }
 
+int hutch_cgroup_open_parent(const char *dir, int *ret_parent, const char **ret_name,
+                             struct hutch_err *err)
+{
+	char parent[4096];
+	const char *base = strrchr(dir, '/');
+	int pfd;
+
+	if (!base || !base[1] || (size_t)(base - dir) >= sizeof(parent))
+		return hutch_err_set(err, -EINVAL, "bad cgroup path '%s'", dir);
+	memcpy(parent, dir, (size_t)(base - dir));
+	parent[base - dir] = '\0';
+	pfd = hutch_cgroup_open_dir(parent);
+	if (pfd == -ENOENT)
+		return 1;
+	if (pfd < 0)
+		return hutch_err_set_errno(err, pfd, "open cgroup '%s'", parent);
+	*ret_parent = pfd;
+	*ret_name = base + 1;
+	return 0;
+}
+
 int hutch_cgroup_open_with_parent(const char *dir, int *ret_fd, int *ret_parent,
                                   const char **ret_name, struct hutch_err *err)
 {

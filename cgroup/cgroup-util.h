@@ -146,6 +146,11 @@ bool hutch_cgroup_dir_is_removable(const char *dir);
 
 /* Open an absolute cgroup directory (no symlinks, no magic links). */
 int hutch_cgroup_open_dir(const char *dir);
+/* For removal: open dir's parent alone. Returns 1 when the parent is gone
+ * (so is dir), 0 with *ret_parent and *ret_name (dir's last component)
+ * set, or -errno with err set. */
+int hutch_cgroup_open_parent(const char *dir, int *ret_parent, const char **ret_name,
+                             struct hutch_err *err);
 /* For removal: open dir and its parent. Returns 1 when dir is already
  * gone, 0 with *ret_fd, *ret_parent and *ret_name (dir's last component)
  * set, or -errno with err set. */

@@ -303,6 +303,19 @@ static int kill_tree(int fd)
 	return seen;
 }
 
+/* rmdir name's freezer child (hutch makes one: the commands', empty once
+ * init is reaped) by a path beneath the parent, then name itself: the
+ * child's own fd is not needed for that (cgroupfs has no symlinks). */
+static bool v1_remove_with_cmds(int pfd, const char *name)
+{
+	char sub[CG_NAME_MAX + sizeof("/" HUTCH_CGROUP_CMDS)];
+	int n = snprintf(sub, sizeof(sub), "%s/%s", name, HUTCH_CGROUP_CMDS);
+
+	if (n < 0 || (size_t)n >= sizeof(sub) || unlinkat(pfd, sub, AT_REMOVEDIR) < 0)
+		return false;
+	return unlinkat(pfd, name, AT_REMOVEDIR) == 0 || errno == ENOENT;
+}
+
 static int v1_remove_dir(const char *dir, struct hutch_err *err)
 {
 	_cleanup_close_ int fd = -EBADF, pfd = -EBADF;
@@ -311,25 +324,28 @@ static int v1_remove_dir(const char *dir, struct hutch_err *err)
 	int r;
 	unsigned int nap = 1;
 
-	r = hutch_cgroup_open_with_parent(dir, &fd, &pfd, &name, err);
+	/* Fast path, from the parent alone: a sandbox whose init has been
+	 * reaped leaves the cgroup empty (its pid namespace died with it), and
+	 * rmdir just works once its empty children (the freezer's cmds) are
+	 * gone: rmdir refuses a cgroup with tasks, so nothing alive is
+	 * skipped. The cgroup's own fd only when that is refused: 2 syscalls
+	 * fewer a hierarchy, 14 on the path to a run's end and the DELETE's
+	 * answer (issue 31). Without the children first it was EBUSY every
+	 * time, and the freeze-kill-thaw below ran on an empty tree: most of
+	 * a container's teardown. Most hierarchies have no child: rmdir
+	 * first, the walk (seven syscalls per directory) only when it is
+	 * refused. */
+	r = hutch_cgroup_open_parent(dir, &pfd, &name, err);
 	if (r != 0)
 		return r > 0 ? 0 : r;
-	/* Fast path: a sandbox whose init has been reaped leaves the cgroup
-	 * empty (its pid namespace died with it), and rmdir just works once
-	 * its empty children (the freezer's cmds) are gone: rmdir refuses a
-	 * cgroup with tasks, so nothing alive is skipped. Without the
-	 * children first it was EBUSY every time, and the freeze-kill-thaw
-	 * below ran on an empty tree: most of a container's teardown. Most
-	 * hierarchies have no child (only the freezer's cmds): rmdir first,
-	 * the walk (seven syscalls per directory) only when it is refused. */
 	if (unlinkat(pfd, name, AT_REMOVEDIR) == 0 || errno == ENOENT)
 		return 0;
-	/* The one child hutch makes (the freezer's commands, empty once init
-	 * is reaped) by name: 2 syscalls where the walk takes ~14, on the path
-	 * to the DELETE's answer and a run's end (issue 31). */
-	if (unlinkat(fd, HUTCH_CGROUP_CMDS, AT_REMOVEDIR) == 0 &&
-	    (unlinkat(pfd, name, AT_REMOVEDIR) == 0 || errno == ENOENT))
+	if (errno == EBUSY && v1_remove_with_cmds(pfd, name))
 		return 0;
+	fd = openat(pfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT ? 0
+		                       : hutch_err_set_errno(err, -errno, "open cgroup '%s'", dir);
 	(void)hutch_cgroup_rmdir_children(fd);
 	if (unlinkat(pfd, name, AT_REMOVEDIR) == 0 || errno == ENOENT)
 		return 0;

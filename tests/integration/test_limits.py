@@ -317,6 +317,31 @@ def test_init_and_commands_are_in_every_cgroup_of_the_sandbox(hutch):
         sb.rm()
 
 
+def test_rm_kills_a_process_put_into_the_sandboxs_cgroup_and_leaves_nothing(hutch):
+    """The teardown removes each cgroup from its parent alone (rmdir; on v1
+    the freezer's "cmds" child by name first) and opens the cgroup itself
+    only when that is refused: a process of the host's moved into the
+    sandbox's cgroup (v1: the freezer's own directory, beside "cmds") is
+    found that way, killed, and `hutch rm` returns with no cgroup left."""
+    sb = hutch.create("--instance-type", "nano")
+    stranger = subprocess.Popen(["sleep", "300"])
+    try:
+        with open(os.path.join(hutch.rtdir, sb.id, "state.json")) as f:
+            dirs = json.load(f)["cgroup"]["dirs"]
+        into = next((d for d in dirs if "/freezer/" in d), dirs[0])
+        with open(os.path.join(into, "cgroup.procs"), "w") as f:
+            f.write(str(stranger.pid))
+        r = hutch("rm", sb.id)
+        assert r.returncode == 0, r.stderr
+        assert cgroup_dirs_named(sb.id) == [], cgroup_dirs_named(sb.id)
+        assert stranger.wait(timeout=10) == -9
+    finally:
+        if stranger.poll() is None:
+            stranger.kill()
+            stranger.wait()
+        hutch("rm", "-f", sb.id)
+
+
 V2 = os.path.exists("/sys/fs/cgroup/cgroup.controllers")
 
 

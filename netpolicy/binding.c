@@ -28,8 +28,10 @@
 #define SECRET_MARK "{secret}"
 
 /* Headers that frame or route the request: setting them would let a
- * binding break the HTTP framing the proxy relies on. */
-static const char *const refused_headers[] = {
+ * binding break the HTTP framing the proxy relies on. Arrays, not
+ * pointers: nothing for the loader to relocate at every start of every
+ * hutch process (issue 31: RELRO pages). */
+static const char refused_headers[][sizeof("transfer-encoding")] = {
 	"host", "content-length", "transfer-encoding", "connection", "upgrade", "keep-alive",
 	"te",   "trailer",        "proxy-connection",  "expect",
 };

@@ -41,7 +41,9 @@
  * flow's start and end to the record (a kernel without them: the times
  * the log and the end were read). */
 static const struct {
-	const char *name, *value;
+	/* in the row: no pointers for the loader to relocate at every start
+	 * of every hutch process (issue 31: RELRO pages) */
+	char name[sizeof("nf_conntrack_tcp_timeout_time_wait")], value[2];
 	bool optional;
 } SYSCTLS[] = {
 	{ "nf_conntrack_acct", "1", false },
@@ -55,11 +57,13 @@ static const struct {
 
 int hutch_natlog_child_setup(bool skip_tls, struct hutch_err *err)
 {
-	char path[96];
+	char path[sizeof("/proc/sys/net/netfilter/") + sizeof(SYSCTLS[0].name)];
 	int r;
 
 	for (size_t i = 0; i < ELEMENTSOF(SYSCTLS); i++) {
-		(void)snprintf(path, sizeof(path), "/proc/sys/net/netfilter/%s", SYSCTLS[i].name);
+		/* the precision: GCC cannot tell that the name ends in its row */
+		(void)snprintf(path, sizeof(path), "/proc/sys/net/netfilter/%.*s",
+		               (int)sizeof(SYSCTLS[i].name), SYSCTLS[i].name);
 		r = hutch_write_knob_at(AT_FDCWD, path, SYSCTLS[i].value);
 		if (r == -ENOENT && SYSCTLS[i].optional)
 			continue;

@@ -98,6 +98,14 @@ void hutch_jw_bool(struct hutch_jw *w, const char *key, bool v)
 	put(w, v ? "true" : "false", v ? 4 : 5);
 }
 
+void hutch_jw_raw(struct hutch_jw *w, const char *key, const char *json)
+{
+	if (!json)
+		return;
+	member(w, key);
+	put(w, json, strlen(json));
+}
+
 void hutch_jw_null(struct hutch_jw *w, const char *key)
 {
 	member(w, key);

@@ -44,6 +44,9 @@ void hutch_jw_str(struct hutch_jw *w, const char *key, const char *s);
  * null (tests/unit/test_jsonw.c compares it with the library's). */
 void hutch_jw_num(struct hutch_jw *w, const char *key, double d);
 void hutch_jw_bool(struct hutch_jw *w, const char *key, bool v);
+/* A value printed elsewhere as cJSON_PrintUnformatted() prints it (a
+ * tree's text, written as the tree would be); NULL writes nothing. */
+void hutch_jw_raw(struct hutch_jw *w, const char *key, const char *json);
 void hutch_jw_null(struct hutch_jw *w, const char *key);
 /* The text (NUL-terminated, the caller's to free) and its length, or
  * -ENOMEM, -E2BIG (over the cap) or -EINVAL (unbalanced); the writer is

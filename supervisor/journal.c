@@ -23,6 +23,7 @@
 #include "fileops.h"
 #include "journal-format.h"
 #include "journal.h"
+#include "jsonw.h"
 #include "state.h"
 #include "supervisor.h"
 #include "util.h"
@@ -111,19 +112,21 @@ static int open_file(struct hutch_journal *j, const char *name, int flags)
 	return fd;
 }
 
-/* Append one line made of o and "prev" (o consumed). */
-static void append(struct sup *s, struct hutch_journal *j, cJSON *o)
+/* Append one line made of w's members and "prev" (w done). Written with
+ * base/jsonw.h, byte for byte what cJSON_PrintUnformatted() printed (the
+ * chain's hashes are over these bytes): no line loads libcjson, 1.4-1.8 ms
+ * of CPU on a run's path (docs/performance.md, issue 31). */
+static void append(struct sup *s, struct hutch_journal *j, struct hutch_jw *w)
 {
 	_cleanup_free_ char *text = NULL;
 	size_t len;
 	int r;
 
-	cJSON_AddStringToObject(o, "prev", j->prev);
-	text = cJSON_PrintUnformatted(o);
-	cJSON_Delete(o);
-	if (!text)
-		return fail(s, j, -ENOMEM, "format a line");
-	len = strlen(text);
+	hutch_jw_str(w, "prev", j->prev);
+	hutch_jw_close(w, '{');
+	r = hutch_jw_finish(w, &text, &len);
+	if (r < 0)
+		return fail(s, j, r, "format a line");
 	text[len] = '\n'; /* over the NUL: written with its length */
 	r = hutch_write_all(j->fd, text, len + 1);
 	if (r < 0)
@@ -141,9 +144,9 @@ static int64_t now_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-static cJSON *line_new(struct hutch_journal *j, int64_t at_ms)
+/* A line's start in w: '{', "seq" and "time". */
+static void line_new(struct hutch_journal *j, int64_t at_ms, struct hutch_jw *w)
 {
-	cJSON *o = cJSON_CreateObject();
 	char t[40];
 	int64_t sec = at_ms / 1000;
 
@@ -152,16 +155,17 @@ static cJSON *line_new(struct hutch_journal *j, int64_t at_ms)
 	if (strlen(t) > 1 && t[strlen(t) - 1] == 'Z')
 		snprintf(t + strlen(t) - 1, sizeof(t) - strlen(t) + 1, ".%03dZ",
 		         (int)(at_ms % 1000));
-	cJSON_AddNumberToObject(o, "seq", (double)j->seq);
-	cJSON_AddStringToObject(o, "time", t);
-	return o;
+	hutch_jw_init(w, SIZE_MAX);
+	hutch_jw_open(w, NULL, '{');
+	hutch_jw_num(w, "seq", (double)j->seq);
+	hutch_jw_str(w, "time", t);
 }
 
 /* The file's first line, made on first use. */
 static struct hutch_journal *journal_get(struct sup *s)
 {
 	struct hutch_journal *j = s->journal;
-	cJSON *o;
+	struct hutch_jw w;
 
 	if (j) /* a claim may have turned it off (HUTCH_OPT_SESSION) */
 		return j->failed || j->fd < 0 || !s->cfg->journal_max_bytes ? NULL : j;
@@ -179,17 +183,17 @@ static struct hutch_journal *journal_get(struct sup *s)
 		fail(s, j, -errno, "create " HUTCH_JOURNAL_FILE);
 		return NULL;
 	}
-	o = line_new(j, now_ms());
-	cJSON_AddStringToObject(o, "journal", "start");
-	cJSON_AddStringToObject(o, "sandbox", s->id);
-	cJSON_AddNumberToObject(o, "max_bytes", (double)s->cfg->journal_max_bytes);
+	line_new(j, now_ms(), &w);
+	hutch_jw_str(&w, "journal", "start");
+	hutch_jw_str(&w, "sandbox", s->id);
+	hutch_jw_num(&w, "max_bytes", (double)s->cfg->journal_max_bytes);
 	/* What a replay starts from (hutch replay): the root and the size. */
-	cJSON_AddStringToObject(o, "image",
-	                        hutch_config_has_image(s->cfg) ? s->cfg->image : HUTCH_IMAGE_HOST);
+	hutch_jw_str(&w, "image",
+	             hutch_config_has_image(s->cfg) ? s->cfg->image : HUTCH_IMAGE_HOST);
 	if (hutch_config_has_image(s->cfg) && s->cfg->image_manifest[0])
-		cJSON_AddStringToObject(o, "image_manifest", s->cfg->image_manifest);
-	cJSON_AddStringToObject(o, "instance_type", s->cfg->type->name);
-	append(s, j, o);
+		hutch_jw_str(&w, "image_manifest", s->cfg->image_manifest);
+	hutch_jw_str(&w, "instance_type", s->cfg->type->name);
+	append(s, j, &w);
 	return j->failed ? NULL : j;
 }
 
@@ -198,7 +202,7 @@ static struct hutch_journal *journal_get(struct sup *s)
 static void maybe_rotate(struct sup *s, struct hutch_journal *j)
 {
 	char from[sizeof(j->dir) + 64], to[sizeof(j->dir) + 64];
-	cJSON *o;
+	struct hutch_jw w;
 	int fd;
 
 	if (j->kept || j->bytes < s->cfg->journal_max_bytes / 2)
@@ -213,9 +217,9 @@ static void maybe_rotate(struct sup *s, struct hutch_journal *j)
 	close(j->fd);
 	j->fd = fd;
 	j->bytes = 0;
-	o = line_new(j, now_ms());
-	cJSON_AddStringToObject(o, "journal", "rotated");
-	append(s, j, o);
+	line_new(j, now_ms(), &w);
+	hutch_jw_str(&w, "journal", "rotated");
+	append(s, j, &w);
 }
 
 struct hutch_jrec *hutch_journal_request_begin(struct sup *s, const char *method, const char *url,
@@ -403,44 +407,44 @@ static void *cmd_attach(void *ud, uint64_t id, const struct hutch_spawn *sp)
 
 /* The bytes as a field: {"size", "sha256", "base64"} or "withheld"; a
  * streamed one {"streamed": true, "size"} (no size: not counted). */
-static void add_data(cJSON *o, const struct hutch_jrec *jr)
+static void add_data(struct hutch_jw *w, const struct hutch_jrec *jr)
 {
 	const struct data *d = &jr->data;
-	cJSON *x;
 
-	if (!d->has || (d->streamed && d->size == 0) || /* counted: none */
-	    !(x = cJSON_AddObjectToObject(o, jr->command ? "stdin" : "content")))
+	if (!d->has || (d->streamed && d->size == 0)) /* counted: none */
 		return;
+	hutch_jw_open(w, jr->command ? "stdin" : "content", '{');
 	if (d->streamed) {
-		cJSON_AddBoolToObject(x, "streamed", true);
+		hutch_jw_bool(w, "streamed", true);
 		if (d->size != UINT64_MAX)
-			cJSON_AddNumberToObject(x, "size", (double)d->size);
-		return;
+			hutch_jw_num(w, "size", (double)d->size);
+	} else {
+		hutch_jw_num(w, "size", (double)d->size);
+		hutch_jw_str(w, "sha256", d->sha256);
+		if (d->base64)
+			hutch_jw_str(w, "base64", d->base64);
+		else
+			hutch_jw_str(w, "withheld", d->withheld);
 	}
-	cJSON_AddNumberToObject(x, "size", (double)d->size);
-	cJSON_AddStringToObject(x, "sha256", d->sha256);
-	if (d->base64)
-		cJSON_AddStringToObject(x, "base64", d->base64);
-	else
-		cJSON_AddStringToObject(x, "withheld", d->withheld);
+	hutch_jw_close(w, '{');
 }
 
 static const char *const change_counts[4] = { "created", "modified", "deleted", "omitted" };
 
 /* A command's change list as its counts: {"created": N, "modified": N,
  * "deleted": N, "omitted": N} and "shared" / "complete": false when so. */
-static void add_changes(cJSON *o, const struct hutch_jrec *jr)
+static void add_changes(struct hutch_jw *w, const struct hutch_jrec *jr)
 {
-	cJSON *ch;
-
-	if (!jr->has_changes || !(ch = cJSON_AddObjectToObject(o, "changes")))
+	if (!jr->has_changes)
 		return;
+	hutch_jw_open(w, "changes", '{');
 	for (size_t i = 0; i < 4; i++)
-		cJSON_AddNumberToObject(ch, change_counts[i], jr->changes_n[i]);
+		hutch_jw_num(w, change_counts[i], jr->changes_n[i]);
 	if (jr->changes_shared)
-		cJSON_AddBoolToObject(ch, "shared", true);
+		hutch_jw_bool(w, "shared", true);
 	if (jr->changes_incomplete)
-		cJSON_AddBoolToObject(ch, "complete", false);
+		hutch_jw_bool(w, "complete", false);
+	hutch_jw_close(w, '{');
 }
 
 static void keep_changes(struct hutch_jrec *jr, const cJSON *ch)
@@ -458,21 +462,24 @@ static void keep_changes(struct hutch_jrec *jr, const cJSON *ch)
 	jr->changes_incomplete = cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(ch, "complete"));
 }
 
-static void add_exit(cJSON *o, const struct hutch_jrec *jr)
+static void add_exit(struct hutch_jw *w, const struct hutch_jrec *jr)
 {
 	if (jr->spawn_failed)
-		cJSON_AddBoolToObject(o, "spawn_failed", true);
+		hutch_jw_bool(w, "spawn_failed", true);
 	else if (WIFEXITED(jr->wstatus))
-		cJSON_AddNumberToObject(o, "exit", WEXITSTATUS(jr->wstatus));
+		hutch_jw_num(w, "exit", WEXITSTATUS(jr->wstatus));
 	else if (WIFSIGNALED(jr->wstatus))
-		cJSON_AddNumberToObject(o, "signal", WTERMSIG(jr->wstatus));
+		hutch_jw_num(w, "signal", WTERMSIG(jr->wstatus));
 	if (jr->timed_out)
-		cJSON_AddBoolToObject(o, "timed_out", true);
+		hutch_jw_bool(w, "timed_out", true);
 	if (jr->oom_killed)
-		cJSON_AddBoolToObject(o, "oom_killed", true);
-	add_changes(o, jr);
-	if (jr->egress)
-		cJSON_AddItemToObject(o, "egress", cJSON_Duplicate(jr->egress, true));
+		hutch_jw_bool(w, "oom_killed", true);
+	add_changes(w, jr);
+	if (jr->egress) { /* a tree of the library's (netlog.c): it is loaded */
+		_cleanup_free_ char *text = cJSON_PrintUnformatted(jr->egress);
+
+		hutch_jw_raw(w, "egress", text);
+	}
 }
 
 static double ms(double sec)
@@ -480,8 +487,9 @@ static double ms(double sec)
 	return hutch_round(sec * 1e6) / 1e3; /* microsecond precision */
 }
 
-/* A new line of jr's sandbox's journal (rotated first if due), or NULL. */
-static cJSON *line_of(struct hutch_jrec *jr, int64_t at_ms, struct hutch_journal **ret_j)
+/* A new line of jr's sandbox's journal (rotated first if due) started in
+ * w, or NULL (no line). */
+static struct hutch_journal *line_of(struct hutch_jrec *jr, int64_t at_ms, struct hutch_jw *w)
 {
 	struct hutch_journal *j = journal_get(jr->s);
 
@@ -490,8 +498,8 @@ static cJSON *line_of(struct hutch_jrec *jr, int64_t at_ms, struct hutch_journal
 	maybe_rotate(jr->s, j);
 	if (j->failed)
 		return NULL;
-	*ret_j = j;
-	return line_new(j, at_ms);
+	line_new(j, at_ms, w);
+	return j;
 }
 
 static void keep_command(struct hutch_journal *j, uint64_t seq, uint64_t cmd)
@@ -516,45 +524,42 @@ static void keep_command(struct hutch_journal *j, uint64_t seq, uint64_t cmd)
 
 static void write_request(struct hutch_jrec *jr)
 {
-	struct hutch_journal *j = NULL;
-	cJSON *o = line_of(jr, jr->at_ms, &j);
+	struct hutch_jw w;
+	struct hutch_journal *j = line_of(jr, jr->at_ms, &w);
 
-	if (!o)
+	if (!j)
 		return;
 	if (jr->uid >= 0) {
-		cJSON *c = cJSON_AddObjectToObject(o, "caller");
-		cJSON_AddNumberToObject(c, "uid", jr->uid);
-		cJSON_AddNumberToObject(c, "pid", jr->pid);
+		hutch_jw_open(&w, "caller", '{');
+		hutch_jw_num(&w, "uid", jr->uid);
+		hutch_jw_num(&w, "pid", jr->pid);
+		hutch_jw_close(&w, '{');
 	} else {
-		cJSON_AddStringToObject(o, "caller", "tcp");
+		hutch_jw_str(&w, "caller", "tcp");
 	}
-	cJSON_AddStringToObject(o, "route", jr->route);
+	hutch_jw_str(&w, "route", jr->route);
+	hutch_jw_str(&w, "command", jr->command);
+	hutch_jw_str(&w, "op", jr->op);
+	hutch_jw_str(&w, "path", jr->path);
 	if (jr->command)
-		cJSON_AddStringToObject(o, "command", jr->command);
-	if (jr->op)
-		cJSON_AddStringToObject(o, "op", jr->op);
-	if (jr->path)
-		cJSON_AddStringToObject(o, "path", jr->path);
-	if (jr->shell && jr->command)
-		cJSON_AddStringToObject(o, "shell", jr->shell);
-	if (jr->cwd)
-		cJSON_AddStringToObject(o, "cwd", jr->cwd);
+		hutch_jw_str(&w, "shell", jr->shell);
+	hutch_jw_str(&w, "cwd", jr->cwd);
 	if (jr->inexact)
-		cJSON_AddBoolToObject(o, "inexact", true);
+		hutch_jw_bool(&w, "inexact", true);
 	if (jr->mode[0])
-		cJSON_AddStringToObject(o, "mode", jr->mode);
-	add_data(o, jr);
+		hutch_jw_str(&w, "mode", jr->mode);
+	add_data(&w, jr);
 	if (jr->status)
-		cJSON_AddNumberToObject(o, "status", jr->status);
+		hutch_jw_num(&w, "status", jr->status);
 	if (jr->has_exit && !jr->cmds && jr->command) /* a builtin's is the status's */
-		add_exit(o, jr);
+		add_exit(&w, jr);
 	else if (jr->cmds)
-		cJSON_AddBoolToObject(o, "running", true); /* an "exit" line follows */
-	cJSON_AddNumberToObject(o, "ms", ms(hutch_now_mono_sec() - jr->started));
+		hutch_jw_bool(&w, "running", true); /* an "exit" line follows */
+	hutch_jw_num(&w, "ms", ms(hutch_now_mono_sec() - jr->started));
 	jr->line = j->seq + 1;
 	if (jr->first_cmd && jr->command)
 		keep_command(j, j->seq, jr->first_cmd);
-	append(jr->s, j, o);
+	append(jr->s, j, &w);
 }
 
 int hutch_journal_command_of(struct sup *s, uint64_t seq, uint64_t *ret_cmd)
@@ -573,15 +578,15 @@ int hutch_journal_command_of(struct sup *s, uint64_t seq, uint64_t *ret_cmd)
 
 static void write_exit(struct hutch_jrec *jr)
 {
-	struct hutch_journal *j = NULL;
-	cJSON *o = line_of(jr, now_ms(), &j);
+	struct hutch_jw w;
+	struct hutch_journal *j = line_of(jr, now_ms(), &w);
 
-	if (!o)
+	if (!j)
 		return;
-	cJSON_AddNumberToObject(o, "of", (double)(jr->line - 1));
-	add_exit(o, jr);
-	cJSON_AddNumberToObject(o, "ms", ms(jr->cmd_sec));
-	append(jr->s, j, o);
+	hutch_jw_num(&w, "of", (double)(jr->line - 1));
+	add_exit(&w, jr);
+	hutch_jw_num(&w, "ms", ms(jr->cmd_sec));
+	append(jr->s, j, &w);
 }
 
 static void put(struct hutch_jrec *jr)
@@ -671,15 +676,15 @@ void hutch_journal_keep(struct sup *s)
 void hutch_journal_close(struct sup *s)
 {
 	struct hutch_journal *j = s->journal;
-	cJSON *o;
+	struct hutch_jw w;
 
 	if (!j)
 		return;
 	if (!j->failed && j->fd >= 0) {
-		o = line_new(j, now_ms());
-		cJSON_AddStringToObject(o, "journal", "end");
-		cJSON_AddStringToObject(o, "reason", s->end.reason ? s->end.reason : "crashed");
-		append(s, j, o);
+		line_new(j, now_ms(), &w);
+		hutch_jw_str(&w, "journal", "end");
+		hutch_jw_str(&w, "reason", s->end.reason ? s->end.reason : "crashed");
+		append(s, j, &w);
 	}
 	if (j->fd >= 0)
 		close(j->fd);

@@ -351,12 +351,50 @@ static void test_failures(void **state)
 	assert_null(hutch_jw_to_cjson(&w));
 }
 
+/* A tree printed by cJSON and written raw among the writer's members (the
+ * journal's "egress") is the same text as cJSON's print of the whole, for
+ * every hostile string as key and value; NULL writes nothing. */
+static void test_raw(void **state)
+{
+	struct hutch_jw w;
+	char *mine, *inner_text, *theirs;
+	size_t len;
+	cJSON *whole = cJSON_CreateObject(), *inner = cJSON_CreateObject();
+
+	(void)state;
+	make_strings();
+	for (size_t i = 0; i < NSTR; i++)
+		cJSON_AddStringToObject(inner, strs[i], strs[(i + 7) % NSTR]);
+	cJSON_AddNumberToObject(inner, "n", 3.25);
+	inner_text = cJSON_PrintUnformatted(inner);
+	assert_non_null(inner_text);
+	hutch_jw_init(&w, SIZE_MAX);
+	hutch_jw_open(&w, NULL, '{');
+	hutch_jw_str(&w, strs[3], strs[4]);
+	hutch_jw_raw(&w, "egress", inner_text);
+	hutch_jw_raw(&w, "none", NULL);
+	hutch_jw_num(&w, "ms", 1.5);
+	hutch_jw_close(&w, '{');
+	assert_int_equal(hutch_jw_finish(&w, &mine, &len), 0);
+	cJSON_AddStringToObject(whole, strs[3], strs[4]);
+	cJSON_AddItemToObject(whole, "egress", inner);
+	cJSON_AddNumberToObject(whole, "ms", 1.5);
+	theirs = cJSON_PrintUnformatted(whole);
+	assert_string_equal(mine, theirs);
+	assert_int_equal(len, strlen(theirs));
+	cJSON_Delete(whole);
+	free(inner_text);
+	free(mine);
+	free(theirs);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_same_as_cjson),
 		cmocka_unit_test(test_config_hostile),
 		cmocka_unit_test(test_failures),
+		cmocka_unit_test(test_raw),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -10,7 +10,9 @@
  * `/bin/true` with it, a trivial program linking it 1.13-1.19x alone).
  * The parser is still the system's libcjson1, security updates included;
  * no JSON parser is hutch's own. What the hot path only writes (state.json's
- * records) goes through base/jsonw.h, which prints what the library prints.
+ * records, the journal's lines) goes through base/jsonw.h, which prints
+ * what the library prints; what a run or an exec asks of its supervisor
+ * comes in a form that needs no parser (base/frame.h, HUTCH_REQ_MAGIC).
  *
  * A NULL item needs no library: cJSON_Delete(NULL), the lookups and the
  * type tests of NULL answer here as libcjson answers them (nothing, 0,

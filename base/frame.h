@@ -128,4 +128,24 @@ size_t hutch_frame_result_encode(const struct hutch_frame_result *r, char *buf, 
  * reserved byte, a NUL in the message). */
 int hutch_frame_result_decode(const char *data, size_t len, struct hutch_frame_result *ret);
 
+/*
+ * A command's request in a form that needs no JSON parser: what hutch's
+ * CLI sends on its own sockets (hutch run's hand-over, exec.sock), whose
+ * supervisor then never loads libcjson (issue 31: its dlopen() is
+ * 1.4-1.8 ms of CPU). HUTCH_REQ_MAGIC (a NUL first: no JSON text starts
+ * with one), then fields, each a tag byte and its value, a C string ended
+ * by its NUL: the words of argv in order, env as NAME=VALUE, the other
+ * tags at most once. It carries what POST /exec's JSON carries for the
+ * CLI (docs/api.md) and is refused as that JSON would be
+ * (supervisor/api/request.c, hutch_exec_req_parse_bin()).
+ */
+#define HUTCH_REQ_MAGIC     "\0hutch-req-1"
+#define HUTCH_REQ_MAGIC_LEN (sizeof(HUTCH_REQ_MAGIC) - 1)
+#define HUTCH_REQ_ARG       'a' /* a word of argv */
+#define HUTCH_REQ_CWD       'c' /* "cwd" */
+#define HUTCH_REQ_ENV       'e' /* an "env" member, NAME=VALUE */
+#define HUTCH_REQ_TIMEOUT   't' /* "timeout", seconds as %.17g prints them */
+#define HUTCH_REQ_TTY       'y' /* "tty": "" (no size) or "ROWS COLS" */
+#define HUTCH_REQ_BRIEF     'b' /* "exit_frame": "brief"; the value "" */
+
 #endif

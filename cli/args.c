@@ -121,20 +121,46 @@ static bool is_known(const struct hutch_cli_verb *const *all, const char *name, 
 	return hutch_option_find_cli(flag) != NULL;
 }
 
+int hutch_cli_env_set(struct hutch_cli_env *e, const char *name, size_t nlen, const char *value)
+{
+	char *kv, **p;
+
+	if (asprintf(&kv, "%.*s=%s", (int)nlen, name, value) < 0)
+		return -ENOMEM;
+	for (size_t i = 0; i < e->n; i++)
+		if (!strncmp(e->kv[i], kv, nlen + 1)) { /* the same name: it goes last */
+			free(e->kv[i]);
+			memmove(e->kv + i, e->kv + i + 1, (e->n - i - 1) * sizeof(*e->kv));
+			e->n--;
+			break;
+		}
+	p = reallocarray(e->kv, e->n + 1, sizeof(*e->kv));
+	if (!p) {
+		free(kv);
+		return -ENOMEM;
+	}
+	e->kv = p;
+	e->kv[e->n++] = kv;
+	return 0;
+}
+
+void hutch_cli_env_done(struct hutch_cli_env *e)
+{
+	for (size_t i = 0; i < e->n; i++)
+		free(e->kv[i]);
+	free(e->kv);
+	e->kv = NULL;
+	e->n = 0;
+}
+
 static int set_env(struct hutch_cli_args *a, const char *value)
 {
 	const char *eq = strchr(value, '=');
-	_cleanup_free_ char *name = NULL;
 
 	if (!eq || eq == value)
 		return fail_value("invalid --env '%s': write it as NAME=VALUE", value);
-	if (!a->env)
-		a->env = cJSON_CreateObject();
-	name = strndup(value, (size_t)(eq - value));
-	if (!a->env || !name)
+	if (hutch_cli_env_set(&a->env, value, (size_t)(eq - value), eq + 1) < 0)
 		return hutch_cli_fail(HUTCH_EXIT_FAILURE, "out of memory");
-	cJSON_DeleteItemFromObjectCaseSensitive(a->env, name);
-	cJSON_AddStringToObject(a->env, name, eq + 1);
 	return 0;
 }
 
@@ -478,8 +504,7 @@ void hutch_cli_args_done(struct hutch_cli_args *a)
 		free(a->cfg);
 		a->cfg = NULL;
 	}
-	cJSON_Delete(a->env);
-	a->env = NULL;
+	hutch_cli_env_done(&a->env);
 	cJSON_Delete(a->filter);
 	a->filter = NULL;
 	free(a->pos);

@@ -28,8 +28,8 @@
 enum hutch_cli_kind {
 	HUTCH_CLI_FLAG,     /* no value; sets a bool */
 	HUTCH_CLI_STRING,   /* const char * (the argument itself) */
-	HUTCH_CLI_ENV,      /* NAME=VALUE, into a cJSON object (repeatable) */
-	HUTCH_CLI_ENV_FILE, /* a file of NAME=VALUE lines, into the same object */
+	HUTCH_CLI_ENV,      /* NAME=VALUE, into struct hutch_cli_env (repeatable) */
+	HUTCH_CLI_ENV_FILE, /* a file of NAME=VALUE lines, into the same list */
 	HUTCH_CLI_LIST,     /* a string, into a cJSON array (repeatable) */
 	HUTCH_CLI_U64,      /* whole number in [umin, umax] */
 	HUTCH_CLI_SECONDS,  /* finite number of seconds in [min, max] (double) */
@@ -127,6 +127,18 @@ struct hutch_cli_verb {
 #define HUTCH_CLI_MANY     UINT16_MAX /* max_pos: no limit */
 
 /* Every value an option of any verb can set; a verb reads its own. */
+/* -e's variables, "NAME=VALUE" each, in the order given, a name once (a
+ * later -e replaces it, moved last): a list, not a cJSON object, so that
+ * hutch run -e and exec -e load no libcjson (base/cjson-dl.c). */
+struct hutch_cli_env {
+	char **kv;
+	size_t n;
+};
+
+/* Set name (its first nlen bytes) to value; -ENOMEM. */
+int hutch_cli_env_set(struct hutch_cli_env *e, const char *name, size_t nlen, const char *value);
+void hutch_cli_env_done(struct hutch_cli_env *e);
+
 struct hutch_cli_args {
 	const struct hutch_cli_verb *verb;
 	const struct hutch_cli_verb *const *verbs; /* every verb (completion) */
@@ -138,15 +150,15 @@ struct hutch_cli_args {
 	bool json, quiet, all, detach, follow, interactive, tty, force, no_stream, close, no_limits,
 	        foreground, verify, rm /* run --rm: docker's habit, what run does anyway */;
 	const char *cwd;
-	const char *tag, *store; /* image import --tag, image --store */
-	const char *recipe;      /* image build-default --recipe */
-	cJSON *env;              /* NAME: VALUE, NULL if no -e */
-	cJSON *filter;           /* ls --filter: an array of strings, NULL if none */
-	const char *format;      /* ls --format */
-	const char *progress;    /* create, run --progress */
-	const char *since;       /* diff --since */
-	const char *into;        /* replay --into */
-	const char *process;     /* diff --process */
+	const char *tag, *store;  /* image import --tag, image --store */
+	const char *recipe;       /* image build-default --recipe */
+	struct hutch_cli_env env; /* -e's, n 0 if none */
+	cJSON *filter;            /* ls --filter: an array of strings, NULL if none */
+	const char *format;       /* ls --format */
+	const char *progress;     /* create, run --progress */
+	const char *since;        /* diff --since */
+	const char *into;         /* replay --into */
+	const char *process;      /* diff --process */
 	double timeout, grace;
 	uint64_t size, max_bytes;
 	char **pos; /* positionals */

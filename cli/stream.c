@@ -552,8 +552,8 @@ static int relay(const char *path, int sock, int pidfd, bool interactive, const 
 }
 
 /* POST /exec and the relay, once the terminal (-t) is set up. */
-static int run_stream(const char *sock, const char *body, const struct hutch_cli_args *a,
-                      struct hutch_cli_capture *cap)
+static int run_stream(const char *sock, const char *body, size_t len,
+                      const struct hutch_cli_args *a, struct hutch_cli_capture *cap)
 {
 	_cleanup_free_ char *extra = NULL;
 	_cleanup_close_ int fd = -EBADF;
@@ -568,7 +568,7 @@ static int run_stream(const char *sock, const char *body, const struct hutch_cli
 	hutch_frame_header(eof, HUTCH_FRAME_STDIN, 0);
 	/* the exit frame in brief (no JSON to parse) unless --json keeps it */
 	r = hutch_client_upgrade(sock, "/exec", "hutch-exec",
-	                         cap ? "" : "Hutch-Exit-Frame: brief\r\n", body, strlen(body),
+	                         cap ? "" : "Hutch-Exit-Frame: brief\r\n", body, len,
 	                         a->interactive ? NULL : eof, a->interactive ? 0 : sizeof(eof),
 	                         &interrupted, &resp, &fd, &extra, &extra_len, &err);
 	if (r < 0) {
@@ -590,9 +590,9 @@ static int run_stream(const char *sock, const char *body, const struct hutch_cli
  * its length (4 bytes, big-endian), the body and, without -i, stdin's
  * end; from *off on, until sent, refused (the supervisor's answer follows
  * on the socket) or, with MSG_DONTWAIT in flags, the socket full. */
-static void send_request(int fd, const char *body, bool interactive, size_t *off, int flags)
+static void send_request(int fd, const char *body, size_t len, bool interactive, size_t *off,
+                         int flags)
 {
-	size_t len = strlen(body);
 	uint8_t head[4] = { (uint8_t)(len >> 24), (uint8_t)(len >> 16), (uint8_t)(len >> 8),
 		            (uint8_t)len };
 	uint8_t eof[HUTCH_FRAME_HDR];
@@ -630,7 +630,7 @@ static void send_request(int fd, const char *body, bool interactive, size_t *off
 /* hutch run's: the request on a socketpair of ours; what fits goes
  * before the acknowledgement that hands the other end over, so the
  * supervisor finds the request whole. */
-static int run_handover(const char *sock, int pidfd, const char *body,
+static int run_handover(const char *sock, int pidfd, const char *body, size_t len,
                         const struct hutch_cli_args *a, struct hutch_cli_capture *cap,
                         int (*ack)(void *ud, int fd), void *ud)
 {
@@ -645,12 +645,12 @@ static int run_handover(const char *sock, int pidfd, const char *body,
 		         : hutch_cli_fail(HUTCH_EXIT_FAILURE, "socketpair: %s", strerror(errno));
 	}
 	fd = sp[0];
-	send_request(fd, body, a->interactive, &off, MSG_DONTWAIT);
+	send_request(fd, body, len, a->interactive, &off, MSG_DONTWAIT);
 	r = ack(ud, sp[1]);
 	close(sp[1]);
 	if (r)
 		return r;
-	send_request(fd, body, a->interactive, &off, 0);
+	send_request(fd, body, len, a->interactive, &off, 0);
 	return relay(sock, fd, pidfd, a->interactive, NULL, 0,
 	             HUTCH_FRAME_FROM_SERVER | HUTCH_FRAME_BIT(HUTCH_FRAME_REFUSED), &rs);
 }
@@ -674,7 +674,7 @@ static int connect_exec_sock(const char *sock)
 
 /* hutch exec's request on that socket, then its frames: no HTTP; a
  * refusal is what POST /exec would answer, in a REFUSED frame. */
-static int exec_sock_stream(const char *sock, int fd, const char *body,
+static int exec_sock_stream(const char *sock, int fd, const char *body, size_t len,
                             const struct hutch_cli_args *a, struct hutch_cli_capture *cap)
 {
 	struct run_state rs = { .exit_code = HUTCH_EXIT_FAILURE, .cap = cap };
@@ -682,7 +682,7 @@ static int exec_sock_stream(const char *sock, int fd, const char *body,
 	int timeout = hutch_client_timeout_ms(&err);
 	size_t off = 0;
 
-	send_request(fd, body, a->interactive, &off, 0);
+	send_request(fd, body, len, a->interactive, &off, 0);
 	/* Nothing answers before the command's first bytes: while none came
 	 * within HUTCH_API_TIMEOUT, ask whether the supervisor answers at all
 	 * (POST /exec's 101 did), else give up naming the cause as every call
@@ -721,7 +721,11 @@ static int stream(const char *sock, int pidfd, char **argv, const struct hutch_c
 	/* exec's own socket where there is one; a run has its hand-over */
 	_cleanup_close_ int xfd = ack || tty_fails ? -EBADF : connect_exec_sock(sock);
 	/* brief in the body without HTTP only (POST /exec: a header) */
-	_cleanup_free_ char *body = hutch_cli_exec_body(argv, a, (ack || xfd >= 0) && !cap);
+	bool own = ack || xfd >= 0;
+	size_t len = 0;
+	_cleanup_free_ char *body = hutch_cli_exec_body(
+	        argv, a, (own ? HUTCH_CLI_BODY_OWN : 0) | (own && !cap ? HUTCH_CLI_BODY_BRIEF : 0),
+	        &len);
 	struct tty_mode tm = { 0 };
 	int r;
 
@@ -746,11 +750,11 @@ static int stream(const char *sock, int pidfd, char **argv, const struct hutch_c
 		                      strerror(e));
 	}
 	if (ack)
-		r = run_handover(sock, pidfd, body, a, cap, ack, ud);
+		r = run_handover(sock, pidfd, body, len, a, cap, ack, ud);
 	else if (xfd >= 0)
-		r = exec_sock_stream(sock, xfd, body, a, cap);
+		r = exec_sock_stream(sock, xfd, body, len, a, cap);
 	else
-		r = run_stream(sock, body, a, cap);
+		r = run_stream(sock, body, len, a, cap);
 	tty_restore(&tm);
 	return r;
 }

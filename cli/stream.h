@@ -69,7 +69,10 @@ int hutch_cli_run_relay(const char *sock, int fd, int pidfd, const struct hutch_
  * login shell), a's --cwd, -t's size and TERM, -e, --timeout, and with
  * brief "exit_frame": "brief" (the end as a RESULT frame; POST /exec asks
  * for it with a header instead, which an older supervisor ignores). */
-char *hutch_cli_exec_body(char **argv, const struct hutch_cli_args *a, bool brief);
+#define HUTCH_CLI_BODY_BRIEF (1u << 0) /* the exit as a RESULT frame */
+#define HUTCH_CLI_BODY_OWN   (1u << 1) /* for a socket of ours: the JSON-free form */
+char *hutch_cli_exec_body(char **argv, const struct hutch_cli_args *a, unsigned flags,
+                          size_t *ret_len);
 /* The caller's terminal's size (stdin's), false if unknown. */
 bool hutch_cli_window_size(uint16_t *rows, uint16_t *cols);
 /* Print an API error answer's message; returns the exit code of its

@@ -233,29 +233,27 @@ static int run_cmd(struct build *b, const struct hutch_build_cmd *c, size_t i)
 {
 	char *argv[] = { "sh", "-c", c->command, NULL };
 	struct hutch_cli_args ea = { 0 };
-	_cleanup_cjson_ cJSON *env = cJSON_CreateObject();
 	_cleanup_close_ int saved = -EBADF;
 	int r;
 
-	for (size_t k = 0; env && k < b->spec.nenv; k++) {
+	for (size_t k = 0; k < b->spec.nenv; k++) {
 		const char *nv = b->spec.env[k], *eq = strchr(nv, '=');
-		_cleanup_free_ char *name = strndup(nv, (size_t)(eq - nv));
 
-		if (!name)
+		if (hutch_cli_env_set(&ea.env, nv, (size_t)(eq - nv), eq + 1) < 0) {
+			hutch_cli_env_done(&ea.env);
 			return hutch_cli_fail(HUTCH_EXIT_FAILURE, "out of memory");
-		cJSON_DeleteItemFromObjectCaseSensitive(env, name);
-		cJSON_AddStringToObject(env, name, eq + 1);
+		}
 	}
-	if (!env)
-		return hutch_cli_fail(HUTCH_EXIT_FAILURE, "out of memory");
-	ea.env = env;
 	ea.cwd = c->cwd ? c->cwd : b->spec.workdir;
 	ea.timeout = c->timeout;
 	(void)fflush(stdout);
 	saved = fcntl(1, F_DUPFD_CLOEXEC, 3);
-	if (saved < 0 || dup3(2, 1, 0) < 0) /* lint-fds: ok: our stdout, restored below */
+	if (saved < 0 || dup3(2, 1, 0) < 0) { /* lint-fds: ok: our stdout, restored below */
+		hutch_cli_env_done(&ea.env);
 		return hutch_cli_fail(HUTCH_EXIT_FAILURE, "redirect stdout: %s", strerror(errno));
+	}
 	r = hutch_cli_stream_command(b->p.sock, argv, &ea, NULL);
+	hutch_cli_env_done(&ea.env);
 	(void)dup3(saved, 1, 0); /* lint-fds: ok: our stdout back */
 	if (r)
 		return hutch_cli_fail(

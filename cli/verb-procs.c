@@ -379,7 +379,7 @@ int hutch_cli_exec_detached(struct hutch_cli_args *a)
 {
 	_cleanup_cjson_ cJSON *req = cJSON_CreateObject(), *res = NULL;
 	struct hutch_paths p;
-	cJSON *arr;
+	cJSON *arr, *env;
 	int r;
 
 	if (!a->npos)
@@ -393,10 +393,14 @@ int hutch_cli_exec_detached(struct hutch_cli_args *a)
 		return r;
 	if (a->cwd)
 		cJSON_AddStringToObject(req, "cwd", a->cwd);
-	if (a->env)
-		cJSON_AddItemReferenceToObject(req, "env", a->env);
-	else
-		cJSON_AddObjectToObject(req, "env");
+	env = cJSON_AddObjectToObject(req, "env");
+	for (size_t i = 0; i < a->env.n; i++) {
+		const char *eq = strchr(a->env.kv[i], '=');
+		_cleanup_free_ char *name = strndup(a->env.kv[i], (size_t)(eq - a->env.kv[i]));
+
+		if (!name || !cJSON_AddStringToObject(env, name, eq + 1))
+			return hutch_cli_fail(HUTCH_EXIT_FAILURE, "out of memory");
+	}
 	arr = cJSON_AddArrayToObject(req, "argv");
 	for (char **c = a->cmd; *c; c++)
 		cJSON_AddItemToArray(arr, cJSON_CreateString(*c));

@@ -415,8 +415,12 @@ int hutch_exec_begin(struct hutch_exec *x, const char *body, size_t len, unsigne
 	struct hutch_run_req req = { 0 };
 	struct hutch_err err = { 0 };
 	struct hutch_spawn sp;
+	/* On a socket of ours, hutch's CLI's JSON-free form (base/frame.h):
+	 * its run's supervisor then never loads libcjson. */
+	bool bin = x->own && len && !body[0];
 
-	if (hutch_exec_req_parse(body, len, x->s->cmdenv, &req, &err) < 0)
+	if ((bin ? hutch_exec_req_parse_bin : hutch_exec_req_parse)(body, len, x->s->cmdenv, &req,
+	                                                            &err) < 0)
 		return refuse(&err, "invalid_request", status, answer);
 	if (req.stdin_data) {
 		hutch_run_req_done(&req);

@@ -15,6 +15,7 @@
 #include "cmdenv.h"
 #include "config.h"
 #include "fields.h"
+#include "frame.h"
 #include "proto.h"
 #include "request.h"
 
@@ -80,11 +81,33 @@ static bool env_name_is_valid(const char *s)
 	return true;
 }
 
+/* r->argv for n words (JSON's argv, or the JSON-free form's). */
+static int argv_new(size_t n, struct hutch_run_req *r, struct hutch_err *err)
+{
+	if (n == 0)
+		return hutch_err_set_class(err, HUTCH_ERRC_USAGE, -EINVAL,
+		                           "'argv' is empty: give at least the program");
+	if (n > HUTCH_SPAWN_MAX_ARGS)
+		return hutch_err_set_class(err, HUTCH_ERRC_USAGE, -E2BIG,
+		                           "'argv' has more than %d entries", HUTCH_SPAWN_MAX_ARGS);
+	r->argv = calloc(n + 1, sizeof(char *));
+	return r->argv ? 0 : -ENOMEM;
+}
+
+static int argv0_check(const struct hutch_run_req *r, struct hutch_err *err)
+{
+	if (!*r->argv[0])
+		return hutch_err_set_class(err, HUTCH_ERRC_USAGE, -EINVAL,
+		                           "'argv[0]' is empty: give the program to run");
+	return 0;
+}
+
 static int parse_argv(const cJSON *cmd, const cJSON *argv, struct hutch_run_req *r,
                       struct hutch_err *err)
 {
 	size_t n = 0;
 	const cJSON *it;
+	int rc;
 
 	if (cmd && argv)
 		return hutch_err_set_class(err, HUTCH_ERRC_USAGE, -EINVAL,
@@ -103,15 +126,9 @@ static int parse_argv(const cJSON *cmd, const cJSON *argv, struct hutch_run_req 
 		return r->argv[0] && r->argv[1] && r->argv[2] ? 0 : -ENOMEM;
 	}
 	n = (size_t)cJSON_GetArraySize(argv);
-	if (n == 0)
-		return hutch_err_set_class(err, HUTCH_ERRC_USAGE, -EINVAL,
-		                           "'argv' is empty: give at least the program");
-	if (n > HUTCH_SPAWN_MAX_ARGS)
-		return hutch_err_set_class(err, HUTCH_ERRC_USAGE, -E2BIG,
-		                           "'argv' has more than %d entries", HUTCH_SPAWN_MAX_ARGS);
-	r->argv = calloc(n + 1, sizeof(char *));
-	if (!r->argv)
-		return -ENOMEM;
+	rc = argv_new(n, r, err);
+	if (rc < 0)
+		return rc;
 	n = 0;
 	cJSON_ArrayForEach(it, argv) {
 		if (!cJSON_IsString(it))
@@ -121,10 +138,7 @@ static int parse_argv(const cJSON *cmd, const cJSON *argv, struct hutch_run_req 
 		if (!r->argv[n++])
 			return -ENOMEM;
 	}
-	if (!*r->argv[0])
-		return hutch_err_set_class(err, HUTCH_ERRC_USAGE, -EINVAL,
-		                           "'argv[0]' is empty: give the program to run");
-	return 0;
+	return argv0_check(r, err);
 }
 
 static int add_env(char **envp, size_t *n, const char *key, const char *value)
@@ -144,14 +158,12 @@ static int add_env(char **envp, size_t *n, const char *key, const char *value)
 	return 0;
 }
 
-static int parse_env(const cJSON *env, const char *const *base, struct hutch_run_req *r,
-                     struct hutch_err *err)
+/* r->envp: base's, room for nenv more; *ret_n its count. */
+static int env_new(size_t nenv, const char *const *base, struct hutch_run_req *r, size_t *ret_n,
+                   struct hutch_err *err)
 {
-	size_t n = 0, nbase = hutch_cmdenv_len(base), max = nbase;
-	const cJSON *it;
+	size_t n = 0, nbase = hutch_cmdenv_len(base), max = nbase + nenv;
 
-	if (env)
-		max += (size_t)cJSON_GetArraySize(env);
 	if (max > HUTCH_SPAWN_MAX_ENV)
 		return hutch_err_set_class(err, HUTCH_ERRC_USAGE, -E2BIG,
 		                           "'env' has more than %zu entries",
@@ -164,13 +176,33 @@ static int parse_env(const cJSON *env, const char *const *base, struct hutch_run
 		if (!r->envp[n++])
 			return -ENOMEM;
 	}
+	*ret_n = n;
+	return 0;
+}
+
+static int env_name_check(const char *name, struct hutch_err *err)
+{
+	if (!env_name_is_valid(name))
+		return hutch_err_set_class(
+		        err, HUTCH_ERRC_USAGE, -EINVAL,
+		        "invalid environment variable name '%.64s': use letters, "
+		        "digits and '_', not starting with a digit",
+		        name);
+	return 0;
+}
+
+static int parse_env(const cJSON *env, const char *const *base, struct hutch_run_req *r,
+                     struct hutch_err *err)
+{
+	size_t n = 0;
+	const cJSON *it;
+	int rc = env_new(env ? (size_t)cJSON_GetArraySize(env) : 0, base, r, &n, err);
+
+	if (rc < 0)
+		return rc;
 	cJSON_ArrayForEach(it, env) {
-		if (!env_name_is_valid(it->string))
-			return hutch_err_set_class(
-			        err, HUTCH_ERRC_USAGE, -EINVAL,
-			        "invalid environment variable name '%.64s': use letters, "
-			        "digits and '_', not starting with a digit",
-			        it->string);
+		if (env_name_check(it->string, err) < 0)
+			return err->code;
 		if (!cJSON_IsString(it))
 			return hutch_err_set_class(err, HUTCH_ERRC_USAGE, -EINVAL,
 			                           "'env.%.64s' must be a string", it->string);
@@ -180,12 +212,11 @@ static int parse_env(const cJSON *env, const char *const *base, struct hutch_run
 	return 0;
 }
 
-static int parse_cwd(const cJSON *cwd, struct hutch_run_req *r, struct hutch_err *err)
+/* cwd NULL: none given. */
+static int parse_cwd(const char *cwd, struct hutch_run_req *r, struct hutch_err *err)
 {
-	const char *v = HUTCH_WORKSPACE;
+	const char *v = cwd ? cwd : HUTCH_WORKSPACE;
 
-	if (cwd)
-		v = cwd->valuestring;
 	if (!*v)
 		return hutch_err_set_class(err, HUTCH_ERRC_USAGE, -EINVAL,
 		                           "'cwd' is empty: omit it for %s", HUTCH_WORKSPACE);
@@ -208,6 +239,21 @@ static void parse_numbers(const cJSON *timeout, const cJSON *maxout, struct hutc
 		r->max_output = (uint64_t)maxout->valuedouble;
 }
 
+static int tty_dim_refused(const char *name, struct hutch_err *err)
+{
+	return hutch_err_set_class(err, HUTCH_ERRC_USAGE, -EINVAL,
+	                           "'tty.%s' must be a whole number from 1 to 65535", name);
+}
+
+/* "rows" or "cols" (name) set to v. */
+static int tty_dim(const char *name, double v, struct hutch_run_req *r, struct hutch_err *err)
+{
+	if (!(v >= 1 && v <= 65535) || v != (double)(int)v) /* NaN too */
+		return tty_dim_refused(name, err);
+	*(!strcmp(name, "rows") ? &r->rows : &r->cols) = (uint16_t)v;
+	return 0;
+}
+
 /* "tty": {"rows": R, "cols": C}, each a whole number 1-65535 (absent: the
  * kernel's default size). */
 static int parse_tty(const cJSON *tty, struct hutch_run_req *r, struct hutch_err *err)
@@ -224,12 +270,10 @@ static int parse_tty(const cJSON *tty, struct hutch_run_req *r, struct hutch_err
 			return hutch_err_set_class(err, HUTCH_ERRC_USAGE, -EINVAL,
 			                           "unknown field 'tty.%.32s' (known: rows, cols)",
 			                           it->string);
-		if (!cJSON_IsNumber(it) || it->valuedouble < 1 || it->valuedouble > 65535 ||
-		    it->valuedouble != (double)(int)it->valuedouble)
-			return hutch_err_set_class(
-			        err, HUTCH_ERRC_USAGE, -EINVAL,
-			        "'tty.%s' must be a whole number from 1 to 65535", it->string);
-		*(rows ? &r->rows : &r->cols) = (uint16_t)it->valueint;
+		if (!cJSON_IsNumber(it))
+			return tty_dim_refused(it->string, err);
+		if (tty_dim(it->string, it->valuedouble, r, err) < 0)
+			return err->code;
 	}
 	return 0;
 }
@@ -279,13 +323,27 @@ static int parse_stdin(const char *v, struct hutch_run_req *r, struct hutch_err 
 	return rc;
 }
 
+/* r handed to *ret, or freed on failure rc (out of memory said so). */
+static int req_end(int rc, struct hutch_run_req *r, struct hutch_run_req *ret,
+                   struct hutch_err *err)
+{
+	if (rc == -ENOMEM)
+		hutch_err_set(err, -ENOMEM, "out of memory");
+	if (rc < 0) {
+		hutch_run_req_done(r);
+		return rc;
+	}
+	*ret = *r;
+	return 0;
+}
+
 static int parse_req(const char *body, size_t len, const struct hutch_field *fields, size_t nfields,
                      const char *const *base_env, struct hutch_run_req *ret, struct hutch_err *err)
 {
 	_cleanup_cjson_ cJSON *j = NULL;
 	struct hutch_run_req r = { 0 };
 	const char *end = NULL;
-	const cJSON *stdin_j;
+	const cJSON *stdin_j, *cwd;
 	int rc;
 
 	rc = hutch_fields_check_text(body, len, err);
@@ -312,13 +370,14 @@ static int parse_req(const char *body, size_t len, const struct hutch_field *fie
 	rc = hutch_fields_check(j, fields, nfields, HUTCH_FIELDS_LIST_KNOWN, err);
 	if (rc < 0)
 		return rc;
+	cwd = cJSON_GetObjectItemCaseSensitive(j, "cwd");
 	rc = parse_argv(cJSON_GetObjectItemCaseSensitive(j, "cmd"),
 	                cJSON_GetObjectItemCaseSensitive(j, "argv"), &r, err);
 	if (rc >= 0)
 		rc = parse_env(cJSON_GetObjectItemCaseSensitive(j, "env"),
 		               base_env ? base_env : hutch_default_env, &r, err);
 	if (rc >= 0)
-		rc = parse_cwd(cJSON_GetObjectItemCaseSensitive(j, "cwd"), &r, err);
+		rc = parse_cwd(cwd ? cwd->valuestring : NULL, &r, err);
 	if (rc >= 0)
 		parse_numbers(cJSON_GetObjectItemCaseSensitive(j, "timeout"),
 		              cJSON_GetObjectItemCaseSensitive(j, "max_output_bytes"), &r);
@@ -332,14 +391,7 @@ static int parse_req(const char *body, size_t len, const struct hutch_field *fie
 	if (rc >= 0 && cJSON_IsString(stdin_j))
 		rc = parse_stdin(stdin_j->valuestring, &r, err);
 	r.stdin_open = cJSON_IsTrue(stdin_j);
-	if (rc == -ENOMEM)
-		hutch_err_set(err, -ENOMEM, "out of memory");
-	if (rc < 0) {
-		hutch_run_req_done(&r);
-		return rc;
-	}
-	*ret = r;
-	return 0;
+	return req_end(rc, &r, ret, err);
 }
 
 int hutch_run_req_parse(const char *body, size_t len, const char *const *base_env,
@@ -358,4 +410,192 @@ int hutch_start_req_parse(const char *body, size_t len, const char *const *base_
                           struct hutch_run_req *ret, struct hutch_err *err)
 {
 	return parse_req(body, len, start_fields, ELEMENTSOF(start_fields), base_env, ret, err);
+}
+
+/* The JSON-free form (base/frame.h, HUTCH_REQ_MAGIC) taken apart: values
+ * point into the body. */
+struct bin_req {
+	const char **argv, **env;
+	size_t argc, nenv;
+	const char *cwd, *timeout, *tty;
+	bool brief;
+};
+
+static int bin_refused(struct hutch_err *err, const char *what)
+{
+	return hutch_err_set_class(err, HUTCH_ERRC_USAGE, -EINVAL, "invalid request: %s", what);
+}
+
+/* Each field once but argv's and env's; arrays counted by the first pass
+ * (b->argv NULL), filled by the second. */
+static int bin_fields(const char *p, const char *end, struct bin_req *b, struct hutch_err *err)
+{
+	bool fill = b->argv != NULL;
+	size_t na = 0, ne = 0;
+
+	while (p < end) {
+		char tag = *p++;
+		const char *v = p, **one = NULL;
+
+		if (p == end)
+			return bin_refused(err, "a field without its value");
+		p += strlen(p) + 1; /* the body ends with a NUL (checked) */
+		if (tag == HUTCH_REQ_ARG) {
+			if (fill)
+				b->argv[na] = v;
+			na++;
+			continue;
+		}
+		if (tag == HUTCH_REQ_ENV) {
+			if (fill)
+				b->env[ne] = v;
+			ne++;
+			continue;
+		}
+		if (tag == HUTCH_REQ_CWD)
+			one = &b->cwd;
+		else if (tag == HUTCH_REQ_TIMEOUT)
+			one = &b->timeout;
+		else if (tag == HUTCH_REQ_TTY)
+			one = &b->tty;
+		else if (tag != HUTCH_REQ_BRIEF)
+			return bin_refused(err, "a field of an unknown tag");
+		if (!fill && ((one && *one) || (!one && b->brief)))
+			return hutch_err_set_class(err, HUTCH_ERRC_USAGE, -EINVAL,
+			                           "duplicate field '%s' in the request body: send "
+			                           "each field once",
+			                           tag == HUTCH_REQ_CWD       ? "cwd"
+			                           : tag == HUTCH_REQ_TIMEOUT ? "timeout"
+			                           : tag == HUTCH_REQ_TTY     ? "tty"
+			                                                      : "exit_frame");
+		if (one)
+			*one = v;
+		else
+			b->brief = true;
+	}
+	b->argc = na;
+	b->nenv = ne;
+	return 0;
+}
+
+/* A name given twice in env, as the JSON's check says it. */
+static int bin_env_duplicates(const struct bin_req *b, struct hutch_err *err)
+{
+	for (size_t i = 1; i < b->nenv; i++) {
+		size_t len = strcspn(b->env[i], "=");
+
+		for (size_t k = 0; k < i; k++)
+			if (!strncmp(b->env[k], b->env[i], len) && b->env[k][len] == '=')
+				return hutch_err_set_class(
+				        err, HUTCH_ERRC_USAGE, -EINVAL,
+				        "duplicate key '%.*s' in 'env': send each "
+				        "key once",
+				        (int)(len < 64 ? len : 64), b->env[i]);
+	}
+	return 0;
+}
+
+static int bin_timeout(const char *v, struct hutch_run_req *r, struct hutch_err *err)
+{
+	const struct hutch_field *f = NULL;
+	char *end = NULL;
+	double d;
+
+	for (size_t i = 0; i < ELEMENTSOF(exec_fields); i++)
+		if (!strcmp(exec_fields[i].name, "timeout"))
+			f = &exec_fields[i];
+	errno = 0;
+	d = strtod(v, &end);
+	if (!*v || *end || !isfinite(d) || d < f->min || d > f->max)
+		return hutch_err_set_class(err, HUTCH_ERRC_USAGE, -EINVAL, "%s", f->msg);
+	r->timeout = d;
+	return 0;
+}
+
+/* "" or "ROWS COLS". */
+static int bin_tty(const char *v, struct hutch_run_req *r, struct hutch_err *err)
+{
+	double rows, cols;
+	int n = -1;
+
+	r->tty = true;
+	if (!*v)
+		return 0;
+	if (sscanf(v, "%lf %lf%n", &rows, &cols, &n) != 2 || v[n])
+		return tty_dim_refused("rows", err);
+	if (tty_dim("rows", rows, r, err) < 0 || tty_dim("cols", cols, r, err) < 0)
+		return err->code;
+	return 0;
+}
+
+static int bin_env(const struct bin_req *b, const char *const *base, struct hutch_run_req *r,
+                   struct hutch_err *err)
+{
+	size_t n = 0;
+	int rc = env_new(b->nenv, base, r, &n, err);
+
+	for (size_t i = 0; rc >= 0 && i < b->nenv; i++) {
+		const char *eq = strchr(b->env[i], '=');
+		_cleanup_free_ char *name =
+		        eq ? strndup(b->env[i], (size_t)(eq - b->env[i])) : NULL;
+
+		if (!eq)
+			return bin_refused(err, "an 'env' field without '='");
+		if (!name)
+			return -ENOMEM;
+		rc = env_name_check(name, err) ?: add_env(r->envp, &n, name, eq + 1);
+	}
+	return rc;
+}
+
+/* The request's checks in the order of the JSON's (fields, argv, env,
+ * cwd, tty), with its messages. */
+static int bin_check(const struct bin_req *b, const char *const *base, struct hutch_run_req *r,
+                     struct hutch_err *err)
+{
+	int rc = bin_env_duplicates(b, err);
+
+	if (rc >= 0 && b->timeout)
+		rc = bin_timeout(b->timeout, r, err);
+	if (rc >= 0) /* none: as the CLI's JSON's "argv": [] */
+		rc = argv_new(b->argc, r, err);
+	for (size_t i = 0; rc >= 0 && i < b->argc; i++)
+		if (!(r->argv[i] = strdup(b->argv[i])))
+			rc = -ENOMEM;
+	if (rc >= 0)
+		rc = argv0_check(r, err);
+	if (rc >= 0)
+		rc = bin_env(b, base, r, err);
+	if (rc >= 0)
+		rc = parse_cwd(b->cwd, r, err);
+	if (rc >= 0 && b->tty)
+		rc = bin_tty(b->tty, r, err);
+	r->brief = b->brief;
+	return rc;
+}
+
+int hutch_exec_req_parse_bin(const char *body, size_t len, const char *const *base_env,
+                             struct hutch_run_req *ret, struct hutch_err *err)
+{
+	const char *p = body + HUTCH_REQ_MAGIC_LEN, *end = body + len;
+	struct bin_req b = { 0 };
+	struct hutch_run_req r = { 0 };
+	_cleanup_free_ const char **words = NULL;
+	int rc;
+
+	if (len < HUTCH_REQ_MAGIC_LEN || memcmp(body, HUTCH_REQ_MAGIC, HUTCH_REQ_MAGIC_LEN))
+		return bin_refused(err, "not the JSON-free form");
+	if (p < end && end[-1])
+		return bin_refused(err, "its last field has no NUL");
+	rc = bin_fields(p, end, &b, err);
+	if (rc < 0)
+		return rc;
+	words = calloc(b.argc + b.nenv + 1, sizeof(*words));
+	if (!words)
+		return hutch_err_set(err, -ENOMEM, "out of memory");
+	b.argv = words;
+	b.env = words + b.argc;
+	(void)bin_fields(p, end, &b, err);
+	rc = bin_check(&b, base_env ? base_env : hutch_default_env, &r, err);
+	return req_end(rc, &r, ret, err);
 }

@@ -37,6 +37,11 @@ int hutch_run_req_parse(const char *body, size_t len, const char *const *base_en
  * and "exit_frame" ("json" or "brief"). */
 int hutch_exec_req_parse(const char *body, size_t len, const char *const *base_env,
                          struct hutch_run_req *ret, struct hutch_err *err);
+/* Parse the JSON-free form of a /exec body (base/frame.h, HUTCH_REQ_MAGIC:
+ * hutch's CLI's, on its own sockets only): what it carries is checked and
+ * refused as the JSON would be, with the same messages. */
+int hutch_exec_req_parse_bin(const char *body, size_t len, const char *const *base_env,
+                             struct hutch_run_req *ret, struct hutch_err *err);
 /* Parse a /start_process body: cmd, argv, cwd, env and stdin (a boolean). */
 int hutch_start_req_parse(const char *body, size_t len, const char *const *base_env,
                           struct hutch_run_req *ret, struct hutch_err *err);

@@ -2,7 +2,9 @@
 /*
  * Unit tests for /run request bodies: cmd or argv, env merged over the
  * defaults, cwd, timeout, max_output_bytes, stdin, and the refusals
- * (wrong types, unknown fields, invalid JSON with its byte offset).
+ * (wrong types, unknown fields, invalid JSON with its byte offset); the
+ * JSON-free form of hutch's CLI (base/frame.h) read as its JSON is, for
+ * every byte 1-255, and refused with the JSON's messages.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -15,7 +17,11 @@
 
 #include <cmocka.h>
 
+#include <cjson/cJSON.h>
+
 #include "cleanup.h"
+#include "frame.h"
+#include "proto.h"
 #include "request.h"
 
 /* Parse a body that must be accepted. */
@@ -408,6 +414,254 @@ static void test_exit_frame(void **state)
 	parse_bad(brief, -EINVAL, "exit_frame");
 }
 
+/* A request in both forms: the JSON-free one (bin, its length) and the
+ * JSON cJSON prints for the same fields (json). Fields: "a" argv words,
+ * "e" env NAME=VALUE, then cwd, timeout text, tty text (NULL: absent). */
+struct both {
+	char bin[1 << 16];
+	size_t len;
+	char *json;
+};
+
+static void bin_put(struct both *b, char tag, const char *v)
+{
+	size_t n = strlen(v) + 1;
+
+	assert_true(b->len + 1 + n <= sizeof(b->bin));
+	b->bin[b->len++] = tag;
+	memcpy(b->bin + b->len, v, n);
+	b->len += n;
+}
+
+static void both_make(struct both *b, const char *const *argv, const char *const *env,
+                      const char *cwd, const char *timeout, const char *tty, bool brief)
+{
+	cJSON *o = cJSON_CreateObject(), *a = cJSON_AddArrayToObject(o, "argv"), *e = NULL;
+
+	memcpy(b->bin, HUTCH_REQ_MAGIC, HUTCH_REQ_MAGIC_LEN);
+	b->len = HUTCH_REQ_MAGIC_LEN;
+	for (; argv && *argv; argv++) {
+		bin_put(b, HUTCH_REQ_ARG, *argv);
+		cJSON_AddItemToArray(a, cJSON_CreateString(*argv));
+	}
+	if (cwd) {
+		bin_put(b, HUTCH_REQ_CWD, cwd);
+		cJSON_AddStringToObject(o, "cwd", cwd);
+	}
+	if (tty) {
+		cJSON *t = cJSON_AddObjectToObject(o, "tty");
+		int rows = 0, cols = 0;
+
+		bin_put(b, HUTCH_REQ_TTY, tty);
+		if (sscanf(tty, "%d %d", &rows, &cols) == 2) {
+			cJSON_AddNumberToObject(t, "rows", rows);
+			cJSON_AddNumberToObject(t, "cols", cols);
+		}
+	}
+	for (; env && *env; env++) {
+		const char *eq = strchr(*env, '=');
+		char name[256];
+
+		snprintf(name, sizeof(name), "%.*s", (int)(eq - *env), *env);
+		bin_put(b, HUTCH_REQ_ENV, *env);
+		if (!e)
+			e = cJSON_AddObjectToObject(o, "env");
+		cJSON_AddItemToObject(e, name, cJSON_CreateString(eq + 1));
+	}
+	if (timeout) {
+		bin_put(b, HUTCH_REQ_TIMEOUT, timeout);
+		cJSON_AddNumberToObject(o, "timeout", strtod(timeout, NULL));
+	}
+	if (brief) {
+		bin_put(b, HUTCH_REQ_BRIEF, "");
+		cJSON_AddStringToObject(o, "exit_frame", "brief");
+	}
+	b->json = cJSON_PrintUnformatted(o);
+	cJSON_Delete(o);
+	assert_non_null(b->json);
+}
+
+static void assert_same_vec(char **x, char **y)
+{
+	for (; *x && *y; x++, y++)
+		assert_string_equal(*x, *y);
+	assert_null(*x);
+	assert_null(*y);
+}
+
+/* Both forms accepted, into the same request. */
+static void both_same(struct both *b)
+{
+	struct hutch_run_req x, y;
+	struct hutch_err err = { 0 };
+
+	if (hutch_exec_req_parse_bin(b->bin, b->len, NULL, &x, &err) < 0)
+		fail_msg("the JSON-free form refused: %s", err.msg);
+	if (hutch_exec_req_parse(b->json, strlen(b->json), NULL, &y, &err) < 0)
+		fail_msg("%s refused: %s", b->json, err.msg);
+	assert_same_vec(x.argv, y.argv);
+	assert_same_vec(x.envp, y.envp);
+	assert_string_equal(x.cwd, y.cwd);
+	assert_true(x.timeout == y.timeout);
+	assert_int_equal(x.tty, y.tty);
+	assert_int_equal(x.rows, y.rows);
+	assert_int_equal(x.cols, y.cols);
+	assert_int_equal(x.brief, y.brief);
+	assert_null(x.stdin_data);
+	hutch_run_req_done(&x);
+	hutch_run_req_done(&y);
+	free(b->json);
+}
+
+/* Both forms refused with the same code and message. */
+static void both_refused(struct both *b, const char *why)
+{
+	struct hutch_run_req x;
+	struct hutch_err ex = { 0 }, ey = { 0 };
+	struct hutch_run_req y;
+	int rx, ry;
+
+	memset(&x, 0x5a, sizeof(x));
+	rx = hutch_exec_req_parse_bin(b->bin, b->len, NULL, &x, &ex);
+	ry = hutch_exec_req_parse(b->json, strlen(b->json), NULL, &y, &ey);
+	if (ry >= 0)
+		hutch_run_req_done(&y);
+	if (rx >= 0 || ry >= 0)
+		fail_msg("%s: accepted (JSON-free %d, JSON %d)", b->json, rx, ry);
+	assert_int_equal(rx, ry);
+	assert_string_equal(ex.msg, ey.msg);
+	assert_int_equal(hutch_err_class(&ex), HUTCH_ERRC_USAGE);
+	if (!strstr(ex.msg, why))
+		fail_msg("%s: message lacks '%s': %s", b->json, why, ex.msg);
+	assert_ptr_equal(x.argv, (void *)0x5a5a5a5a5a5a5a5aull);
+	free(b->json);
+}
+
+/* Every byte 1-255 in argv, env values and cwd, alone and in runs, comes
+ * out as the JSON's does. */
+static void test_bin_bytes(void **state)
+{
+	static struct both b;
+	char words[255][8], vals[255][16], cwd[300];
+	const char *argv[257], *env[256];
+
+	(void)state;
+	for (int c = 1; c < 256; c++) {
+		snprintf(words[c - 1], sizeof(words[c - 1]), "%c%c%c", c, c, 'x');
+		snprintf(vals[c - 1], sizeof(vals[c - 1]), "V%03d=%c-%c", c, c, c);
+		argv[c] = words[c - 1];
+		env[c - 1] = vals[c - 1];
+		cwd[c - 1] = (char)c == '/' ? 'x' : (char)c;
+	}
+	argv[0] = "/bin/echo";
+	argv[256] = NULL;
+	env[255] = NULL;
+	cwd[255] = '\0';
+	both_make(&b, argv, env, cwd, "2.5", "24 80", true);
+	both_same(&b);
+	/* a base variable replaced, the defaults kept, no optional fields */
+	both_make(&b, (const char *[]){ "true", NULL }, (const char *[]){ "HOME=/x\xff", NULL },
+	          NULL, NULL, NULL, false);
+	both_same(&b);
+	both_make(&b, (const char *[]){ "sh", "-c", "", NULL }, NULL, "/", "0.1", "", false);
+	both_same(&b);
+}
+
+/* The CLI's possible mistakes: each refused in both forms alike. */
+static void test_bin_refusals(void **state)
+{
+	static struct both b;
+	static const char *many[HUTCH_SPAWN_MAX_ARGS + 2];
+	char long_cwd[4100];
+
+	(void)state;
+	both_make(&b, (const char *[]){ "", NULL }, NULL, NULL, NULL, NULL, false);
+	both_refused(&b, "'argv[0]' is empty");
+	both_make(&b, NULL, NULL, NULL, NULL, NULL, false);
+	both_refused(&b, "'argv' is empty");
+	both_make(&b, (const char *[]){ "true", NULL }, (const char *[]){ "1A=x", NULL }, NULL,
+	          NULL, NULL, false);
+	both_refused(&b, "invalid environment variable name '1A'");
+	both_make(&b, (const char *[]){ "true", NULL }, (const char *[]){ "A-\xff=x", NULL }, NULL,
+	          NULL, NULL, false);
+	both_refused(&b, "invalid environment variable name");
+	both_make(&b, (const char *[]){ "true", NULL }, NULL, "", NULL, NULL, false);
+	both_refused(&b, "'cwd' is empty");
+	memset(long_cwd, 'd', sizeof(long_cwd) - 1);
+	long_cwd[sizeof(long_cwd) - 1] = '\0';
+	both_make(&b, (const char *[]){ "true", NULL }, NULL, long_cwd, NULL, NULL, false);
+	both_refused(&b, "longer than 4000");
+	both_make(&b, (const char *[]){ "true", NULL }, NULL, NULL, "1e12", NULL, false);
+	both_refused(&b, "'timeout' must be a number");
+	both_make(&b, (const char *[]){ "true", NULL }, NULL, NULL, "-1", NULL, false);
+	both_refused(&b, "'timeout' must be a number");
+	both_make(&b, (const char *[]){ "true", NULL }, NULL, NULL, NULL, "0 80", false);
+	both_refused(&b, "'tty.rows' must be a whole number");
+	both_make(&b, (const char *[]){ "true", NULL }, NULL, NULL, NULL, "24 70000", false);
+	both_refused(&b, "'tty.cols' must be a whole number");
+	for (size_t i = 0; i <= HUTCH_SPAWN_MAX_ARGS; i++)
+		many[i] = "x";
+	both_make(&b, many, NULL, NULL, NULL, NULL, false);
+	both_refused(&b, "'argv' has more than");
+}
+
+/* The JSON-free form's own mistakes (no JSON has them). */
+static void test_bin_malformed(void **state)
+{
+#define B(lit) lit, sizeof(lit) - 1
+	static const struct {
+		const char *body;
+		size_t len;
+		const char *why;
+	} bad[] = {
+		{ B("\0hutch-req-1"
+		    "atrue"),
+		  "no NUL" },
+		{ B("\0hutch-req-1"
+		    "atrue\0z\0"),
+		  "unknown tag" },
+		{ B("\0hutch-req-1"
+		    "atrue\0\0"),
+		  "without its value" },
+		{ B("\0hutch-req-2"
+		    "atrue\0"),
+		  "not the JSON-free form" },
+		{ B("\0hutch-req-1"
+		    "atrue\0eNOEQ\0"),
+		  "without '='" },
+		{ B("\0hutch-req-1"
+		    "atrue\0c/a\0c/b\0"),
+		  "duplicate field 'cwd'" },
+		{ B("\0hutch-req-1"
+		    "atrue\0b\0b\0"),
+		  "duplicate field 'exit_frame'" },
+		{ B("\0hutch-req-1"
+		    "atrue\0eA=1\0eA=2\0"),
+		  "duplicate key 'A' in 'env'" },
+		{ B("\0hutch-req-1"
+		    "atrue\0tx\0"),
+		  "'timeout' must be" },
+		{ B("\0hutch-req-1"
+		    "atrue\0y24\0"),
+		  "'tty.rows' must be" },
+	};
+#undef B
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct hutch_run_req r;
+		struct hutch_err err = { 0 };
+
+		memset(&r, 0x5a, sizeof(r));
+		assert_int_equal(hutch_exec_req_parse_bin(bad[i].body, bad[i].len, NULL, &r, &err),
+		                 -EINVAL);
+		assert_int_equal(hutch_err_class(&err), HUTCH_ERRC_USAGE);
+		if (!strstr(err.msg, bad[i].why))
+			fail_msg("%zu: message lacks '%s': %s", i, bad[i].why, err.msg);
+		assert_ptr_equal(r.argv, (void *)0x5a5a5a5a5a5a5a5aull);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -417,7 +671,8 @@ int main(void)
 		cmocka_unit_test(test_max_output),    cmocka_unit_test(test_stdin),
 		cmocka_unit_test(test_unknown_field), cmocka_unit_test(test_tty_and_encoding),
 		cmocka_unit_test(test_invalid_json),  cmocka_unit_test(test_start_stdin),
-		cmocka_unit_test(test_exit_frame),
+		cmocka_unit_test(test_exit_frame),    cmocka_unit_test(test_bin_bytes),
+		cmocka_unit_test(test_bin_refusals),  cmocka_unit_test(test_bin_malformed),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

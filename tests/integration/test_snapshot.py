@@ -10,9 +10,12 @@ test has a store of its own: a hard-linked copy of the root's store (the
 layers are only read; a snapshot adds a layer of its own), so snapshots
 never reach the session's store.
 """
+import fcntl
 import json
 import os
 import shutil
+import struct
+import subprocess
 
 import pytest
 
@@ -113,6 +116,33 @@ def test_snapshot_spawn_has_the_same_files(snap):
     # image= names it too.
     other = h.create("--image", "s1")
     assert tree(other) == want
+
+
+FS_IOC_GETFLAGS = 0x80086601
+FS_TOPDIR_FL = 0x00020000
+
+
+def test_store_tmp_spreads_layers_on_ext4(snap):
+    """The store's tmp/, where a layer is unpacked before its rename, is
+    the top of a hierarchy on ext4 (chattr +T), so that each layer's files
+    are placed in a block group of their own, away from the inodes a prune
+    just freed (image/import.c's spread_tmp(); docs/snapshots.md "Where the
+    time went on this machine's ext4")."""
+    h, image = snap
+    store = h.env["HUTCH_IMAGE_STORE"]
+    kind = subprocess.run(["stat", "-f", "-c", "%T", store], capture_output=True,
+                          text=True).stdout.strip()
+    if kind != "ext2/ext3":
+        pytest.skip(f"the store is on {kind}, not ext4: no such flag")
+    src = h.create("--image", image)
+    src.sh("printf 1 > /workspace/one")
+    take(h, src.id, "s1")
+    fd = os.open(os.path.join(store, "tmp"), os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        flags = struct.unpack("i", fcntl.ioctl(fd, FS_IOC_GETFLAGS, b"\0" * 4))[0]
+    finally:
+        os.close(fd)
+    assert flags & FS_TOPDIR_FL, "tmp/ of the store is not a top directory: %#x" % flags
 
 
 def test_snapshot_deletes_and_opaque_dirs_survive(snap):

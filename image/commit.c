@@ -153,8 +153,9 @@ static int new_ref(struct hutch_image_store *s, const struct hutch_image_use *ba
 }
 
 /* The layer of tar_fd into layers/<hex of its diff_id>. */
-static int commit_layer(struct hutch_image_store *s, int tar_fd,
-                        struct hutch_image_commit_result *ret, struct hutch_err *err)
+static int commit_layer(struct hutch_image_store *s, int tar_fd, hutch_image_digest_fn digest,
+                        void *digest_ud, struct hutch_image_commit_result *ret,
+                        struct hutch_err *err)
 {
 	struct hutch_unpack_result res = { 0 };
 	struct hutch_unpack_limits lim;
@@ -170,8 +171,12 @@ static int commit_layer(struct hutch_image_store *s, int tar_fd,
 	r = owners = store_owners_begin(s, tmp, err);
 	lim.keep_owners = owners >= 0;
 	lim.owners_fd = owners;
+	lim.digest_given = digest != NULL;
 	if (r >= 0 || r == -EBADF)
 		r = store_unpack(tar_fd, dir, &lim, &res, err);
+	if (r >= 0 && digest && (r = digest(digest_ud, res.diff_id, err)) >= 0 &&
+	    !hutch_image_digest_is_valid(res.diff_id))
+		r = hutch_err_set(err, -EPROTO, "the layer's writer gave no valid digest");
 	if (r >= 0) {
 		memcpy(ret->diff_id, res.diff_id, sizeof(ret->diff_id));
 		ret->bytes = res.bytes;
@@ -188,7 +193,8 @@ static int commit_layer(struct hutch_image_store *s, int tar_fd,
 }
 
 int hutch_image_commit(struct hutch_image_store *s, const struct hutch_image_use *base,
-                       const char *base_name, const char *name, int tar_fd, const cJSON *meta,
+                       const char *base_name, const char *name, int tar_fd,
+                       hutch_image_digest_fn digest, void *digest_ud, const cJSON *meta,
                        const char *const *env, struct hutch_image_commit_result *ret,
                        struct hutch_err *err)
 {
@@ -198,7 +204,7 @@ int hutch_image_commit(struct hutch_image_store *s, const struct hutch_image_use
 
 	if ((r = store_lock(s, err)) < 0 || (r = hutch_image_name_free(s, name, err)) < 0)
 		return r;
-	r = commit_layer(s, tar_fd, &res, err);
+	r = commit_layer(s, tar_fd, digest, digest_ud, &res, err);
 	if (r >= 0)
 		r = new_config(s, base, res.diff_id, env, config, err);
 	if (r >= 0)

@@ -95,6 +95,12 @@ struct hutch_unpack_limits {
 	/* A test hook (HUTCH_TEST_UNPACK_STOP_AFTER): after this many entries
 	 * the unpacker stops itself (SIGSTOP), a known point to interrupt. */
 	uint64_t stop_after;
+	/* The caller has the stream's digest (a snapshot's writer hashed
+	 * what it wrote into the pipe: hutch_image_commit()): none is
+	 * computed here, the result's digests are left empty, and a
+	 * compressed stream is refused (its diff_id would not be the
+	 * digest of its bytes). */
+	bool digest_given;
 };
 
 struct hutch_unpack_result {

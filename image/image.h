@@ -220,12 +220,17 @@ struct hutch_image_tar_src {
 };
 struct hutch_image_tar_stats {
 	uint64_t entries, bytes; /* tar entries; bytes of file data */
+	/* "sha256:<hex>" of every byte written to out: the layer's diff_id
+	 * (an uncompressed tar), hashed here so that the unpacker on the
+	 * other end of the pipe need not (hutch_image_commit()'s digest). */
+	char digest[HUTCH_IMAGE_DIGEST_LEN + 1];
 };
 /*
  * Write srcs as one uncompressed OCI layer (tar) to out: overlayfs
  * whiteouts and opaque directories in the OCI form, a separate mount's
  * root opaque, host ids id_base..+65535 as 0..65535 (others nobody). The
- * trees must not change meanwhile (the sandbox frozen).
+ * trees must not change meanwhile (the sandbox frozen). ret->digest is set
+ * only when the whole stream was written.
  */
 int hutch_image_tar_dirs(int out, const struct hutch_image_tar_src *srcs, size_t n, uid_t id_base,
                          struct hutch_image_tar_stats *ret, struct hutch_err *err);
@@ -252,9 +257,18 @@ struct hutch_image_commit_result {
  * reference carries "snapshot": meta (copied) and base_name. Takes
  * the store's lock (take it before, with hutch_image_store_lock(), to
  * hold it across a freeze).
+ *
+ * digest (may be NULL: the unpacker hashes the stream itself) gives the
+ * layer's diff_id once the unpacker has read the stream to its end: that
+ * of an uncompressed tar its writer hashed as it wrote it (a snapshot's
+ * writer, a process as trusted as this one: hutch_image_tar_stats's
+ * digest), so the hash runs beside the unpacker, not in it.
  */
+typedef int (*hutch_image_digest_fn)(void *ud, char out[HUTCH_IMAGE_DIGEST_LEN + 1],
+                                     struct hutch_err *err);
 int hutch_image_commit(struct hutch_image_store *s, const struct hutch_image_use *base,
-                       const char *base_name, const char *name, int tar_fd, const cJSON *meta,
+                       const char *base_name, const char *name, int tar_fd,
+                       hutch_image_digest_fn digest, void *digest_ud, const cJSON *meta,
                        const char *const *env, struct hutch_image_commit_result *ret,
                        struct hutch_err *err);
 /* env (NULL-terminated "NAME=VALUE", or NULL): set in the new config's Env

@@ -45,6 +45,8 @@
 
 struct walk {
 	struct archive *a;
+	int out;
+	struct hutch_sha256 sha; /* of every byte written to out */
 	struct archive_entry_linkresolver *links;
 	uid_t id_base;
 	char *buf; /* COPY_BUF bytes */
@@ -281,7 +283,22 @@ static int walk_src(struct walk *w, const struct hutch_image_tar_src *src)
 	return r;
 }
 
-static int write_all_srcs(struct walk *w, int out, const struct hutch_image_tar_src *srcs, size_t n)
+/* libarchive's blocks to out, hashed on the way: the diff_id is this
+ * side's work, on the other CPU than the unpacker's. */
+static la_ssize_t write_out(struct archive *a, void *ud, const void *buf, size_t len)
+{
+	struct walk *w = ud;
+	int r = hutch_write_all(w->out, buf, len);
+
+	if (r < 0) {
+		archive_set_error(a, -r, "write the layer: %s", strerror(-r));
+		return -1;
+	}
+	hutch_sha256_update(&w->sha, buf, len);
+	return (la_ssize_t)len;
+}
+
+static int write_all_srcs(struct walk *w, const struct hutch_image_tar_src *srcs, size_t n)
 {
 	hutch_libinit_run(); /* liblzma's CRC64 dispatch, not set at the start */
 	if (!(w->a = archive_write_new()) || !(w->links = archive_entry_linkresolver_new()) ||
@@ -296,7 +313,7 @@ static int write_all_srcs(struct walk *w, int out, const struct hutch_image_tar_
 	    /* Names are bytes (the C locale cannot translate them to UTF-8):
 	     * pax's hdrcharset=BINARY says so, and the unpacker takes them. */
 	    archive_write_set_format_option(w->a, "pax", "hdrcharset", "BINARY") != ARCHIVE_OK ||
-	    archive_write_open_fd(w->a, out) != ARCHIVE_OK)
+	    archive_write_open2(w->a, w, NULL, write_out, NULL, NULL) != ARCHIVE_OK)
 		return arc_fail(w, "open", "the layer");
 	archive_entry_linkresolver_set_strategy(w->links, ARCHIVE_FORMAT_TAR_PAX_RESTRICTED);
 	for (size_t i = 0; i < n; i++) {
@@ -312,15 +329,18 @@ int hutch_image_tar_dirs(int out, const struct hutch_image_tar_src *srcs, size_t
                          struct hutch_image_tar_stats *ret, struct hutch_err *err)
 {
 	struct hutch_image_tar_stats st = { 0 };
-	struct walk w = { .id_base = id_base, .st = &st, .err = err };
+	struct walk w = { .out = out, .id_base = id_base, .st = &st, .err = err };
 	int r;
 
-	r = write_all_srcs(&w, out, srcs, n);
+	hutch_sha256_init(&w.sha);
+	r = write_all_srcs(&w, srcs, n);
 	if (w.a)
 		(void)archive_write_free(w.a);
 	if (w.links)
 		archive_entry_linkresolver_free(w.links);
 	free(w.buf);
+	if (r >= 0)
+		hutch_sha256_final(&w.sha, st.digest);
 	if (r >= 0 && ret)
 		*ret = st;
 	return r;

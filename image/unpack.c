@@ -123,7 +123,8 @@ static la_ssize_t read_fd(struct archive *a, void *ptr, const void **out)
 		archive_set_error(a, errno, "read layer");
 		return -1;
 	}
-	hutch_sha256_update(&u->blob, u->buf, (size_t)n);
+	if (!u->lim->digest_given)
+		hutch_sha256_update(&u->blob, u->buf, (size_t)n);
 	u->read += (uint64_t)n;
 	report(u, false);
 	*out = u->buf;
@@ -519,6 +520,11 @@ static int open_readers(struct unpack *u, struct hutch_err *err)
 		                           archive_error_string(u->outer));
 	u->plain = archive_filter_count(u->outer) == 1 &&
 	           archive_filter_code(u->outer, 0) == ARCHIVE_FILTER_NONE;
+	if (u->lim->digest_given && !u->plain)
+		return hutch_err_set_class(err, HUTCH_ERRC_USAGE, -EINVAL,
+		                           "layer is compressed (%s) where a plain tar was due: "
+		                           "its digest is not its diff_id",
+		                           archive_filter_name(u->outer, 0));
 	if (archive_read_open(u->inner, u, NULL, read_outer, NULL) != ARCHIVE_OK)
 		return hutch_err_set_class(err, u->too_big ? HUTCH_ERRC_LIMIT : HUTCH_ERRC_USAGE,
 		                           u->too_big ? -EFBIG : -EINVAL, "layer is not a tar: %s",
@@ -594,10 +600,12 @@ int hutch_image_unpack(int fd, int dirfd, const struct hutch_unpack_limits *limi
 		(void)archive_read_free(u->outer);
 	if (r < 0)
 		return r;
-	hutch_sha256_final(&u->blob, ret->blob_digest);
-	if (u->plain)
+	ret->blob_digest[0] = ret->diff_id[0] = '\0';
+	if (!u->lim->digest_given)
+		hutch_sha256_final(&u->blob, ret->blob_digest);
+	if (!u->lim->digest_given && u->plain)
 		memcpy(ret->diff_id, ret->blob_digest, sizeof(ret->diff_id));
-	else
+	else if (!u->lim->digest_given)
 		hutch_sha256_final(&u->diff, ret->diff_id);
 	ret->bytes = u->bytes;
 	ret->entries = u->entries;

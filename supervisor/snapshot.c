@@ -162,6 +162,37 @@ struct writer_result {
 	struct hutch_err err;
 };
 
+/* The writer's end as capture() sees it: its result, read once. */
+struct writer_end {
+	int res; /* the result pipe's read end */
+	bool read;
+	struct writer_result w;
+};
+
+static const struct writer_result *writer_result(struct writer_end *we)
+{
+	if (!we->read && hutch_read_all(we->res, &we->w, sizeof(we->w)) != (ssize_t)sizeof(we->w))
+		we->w.r = hutch_err_set(&we->w.err, -EIO, "snapshot: the writer died");
+	we->read = true;
+	we->w.err.msg[sizeof(we->w.err.msg) - 1] = '\0';
+	return &we->w;
+}
+
+/* hutch_image_commit()'s digest: the writer hashed the stream as it wrote
+ * it (the unpacker has read it to its end: the writer is done). */
+static int writer_digest(void *ud, char out[HUTCH_IMAGE_DIGEST_LEN + 1], struct hutch_err *err)
+{
+	const struct writer_result *w = writer_result(ud);
+
+	if (w->r < 0) {
+		*err = w->err;
+		return err->code = w->r;
+	}
+	memcpy(out, w->st.digest, HUTCH_IMAGE_DIGEST_LEN + 1);
+	out[HUTCH_IMAGE_DIGEST_LEN] = '\0';
+	return 0;
+}
+
 /*
  * Rootless: appuser's files are owned on the host by a subordinate id of
  * the caller's, which the supervisor (the caller) may not read or write.
@@ -237,7 +268,8 @@ static int capture(struct sup *s, struct hutch_image_store *store, const char *n
 {
 	int data[2] = { -EBADF, -EBADF }, res[2] = { -EBADF, -EBADF };
 	int sync[2] = { -EBADF, -EBADF };
-	struct writer_result w = { .r = -EIO };
+	struct writer_end we = { .w = { .r = -EIO } };
+	const struct writer_result *w;
 	pid_t pid;
 	int r;
 
@@ -267,28 +299,29 @@ static int capture(struct sup *s, struct hutch_image_store *store, const char *n
 		while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
 			;
 		/* The writer's own failure (its unshare) says more. */
-		if (hutch_read_all(res[0], &w, sizeof(w)) == (ssize_t)sizeof(w) && w.r < 0) {
-			w.err.msg[sizeof(w.err.msg) - 1] = '\0';
-			*err = w.err;
-			r = err->code = w.r;
+		if (hutch_read_all(res[0], &we.w, sizeof(we.w)) == (ssize_t)sizeof(we.w) &&
+		    we.w.r < 0) {
+			we.w.err.msg[sizeof(we.w.err.msg) - 1] = '\0';
+			*err = we.w.err;
+			r = err->code = we.w.r;
 		}
 		goto out;
 	}
 	closep(&sync[0]);
-	r = hutch_image_commit(store, s->image, s->cfg->image, name, data[0], meta, env, ret, err);
+	we.res = res[0];
+	r = hutch_image_commit(store, s->image, s->cfg->image, name, data[0], writer_digest, &we,
+	                       meta, env, ret, err);
 	closep(&data[0]); /* a writer still writing (the commit failed) ends on EPIPE */
-	if (hutch_read_all(res[0], &w, sizeof(w)) != (ssize_t)sizeof(w))
-		w.r = hutch_err_set(&w.err, -EIO, "snapshot: the writer died");
+	w = writer_result(&we);
 	while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
 		;
 	/* The writer's failure explains the unpacker's (a cut stream). */
-	if (w.r < 0) {
-		w.err.msg[sizeof(w.err.msg) - 1] = '\0';
-		*err = w.err;
-		r = err->code = w.r;
+	if (w->r < 0) {
+		*err = w->err;
+		r = err->code = w->r;
 	}
 	if (r >= 0)
-		*ret_st = w.st;
+		*ret_st = w->st;
 out:
 	hutch_close_many(data, 2);
 	hutch_close_many(res, 2);

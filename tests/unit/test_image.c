@@ -20,6 +20,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <archive.h>
 #include <archive_entry.h>
 #include <cmocka.h>
 
@@ -354,6 +355,63 @@ static void test_unpack_attacks(void **state)
 	dirs_done(&d);
 }
 
+/* A snapshot's stream: the writer's digest is the sha256 of every byte it
+ * wrote; the unpacker given that digest computes none and refuses a
+ * compressed stream (its digest would not be its diff_id). */
+static void test_tar_digest(void **state)
+{
+	struct hutch_unpack_limits lim = { .max_bytes = 1 << 20,
+		                           .max_entries = 100,
+		                           .digest_given = true };
+	struct hutch_image_tar_src src;
+	struct hutch_image_tar_stats st;
+	struct hutch_unpack_result res;
+	char buf[4096], want[HUTCH_IMAGE_DIGEST_LEN + 1];
+	struct hutch_err err = { 0 };
+	struct hutch_sha256 h;
+	struct archive *a;
+	struct archive_entry *e;
+	struct dirs d;
+	ssize_t n;
+	int fd;
+
+	(void)state;
+	dirs_make(&d);
+	src = (struct hutch_image_tar_src){ .dirfd = d.outside, .prefix = "workspace" };
+	fd = memfd_create("layer", MFD_CLOEXEC);
+	assert_int_equal(hutch_image_tar_dirs(fd, &src, 1, 0, &st, &err), 0);
+	assert_int_equal(lseek(fd, 0, SEEK_SET), 0);
+	hutch_sha256_init(&h);
+	while ((n = read(fd, buf, sizeof(buf))) > 0)
+		hutch_sha256_update(&h, buf, (size_t)n);
+	hutch_sha256_final(&h, want);
+	assert_string_equal(st.digest, want);
+	assert_int_equal(lseek(fd, 0, SEEK_SET), 0);
+	assert_int_equal(hutch_image_unpack(fd, d.layer, &lim, &res, &err), 0);
+	assert_string_equal(res.diff_id, "");
+	assert_int_equal(hutch_read_file_at(d.layer, "workspace/secret", buf, sizeof(buf)), 5);
+	(void)close(fd);
+	/* The same with gzip on top: refused. */
+	fd = memfd_create("layer", MFD_CLOEXEC);
+	a = archive_write_new();
+	e = archive_entry_new();
+	assert_int_equal(archive_write_add_filter_gzip(a), ARCHIVE_OK);
+	assert_int_equal(archive_write_set_format_ustar(a), ARCHIVE_OK);
+	assert_int_equal(archive_write_open_fd(a, fd), ARCHIVE_OK);
+	archive_entry_set_pathname(e, "f");
+	archive_entry_set_filetype(e, AE_IFREG);
+	archive_entry_set_perm(e, 0644);
+	assert_int_equal(archive_write_header(a, e), ARCHIVE_OK);
+	assert_int_equal(archive_write_close(a), ARCHIVE_OK);
+	archive_entry_free(e);
+	archive_write_free(a);
+	assert_int_equal(lseek(fd, 0, SEEK_SET), 0);
+	assert_int_equal(hutch_image_unpack(fd, d.layer, &lim, &res, &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "compressed (gzip)"));
+	(void)close(fd);
+	dirs_done(&d);
+}
+
 struct seen {
 	uint64_t last, calls;
 	bool backwards;
@@ -626,6 +684,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_unpack_progress),
+		cmocka_unit_test(test_tar_digest),
 		cmocka_unit_test(test_read_reports),
 		cmocka_unit_test(test_sha256),
 		cmocka_unit_test(test_names),

@@ -292,12 +292,14 @@ static int write_data(struct unpack *u, int fd, struct archive_entry *e)
 {
 	const void *buf;
 	size_t len;
-	la_int64_t off;
+	la_int64_t off, end = 0;
 	int r;
 
 	while ((r = archive_read_data_block(u->inner, &buf, &len, &off)) == ARCHIVE_OK) {
 		if (off < 0 || (uint64_t)off + len > u->lim->max_bytes)
 			return -EFBIG;
+		if (off + (la_int64_t)len > end)
+			end = off + (la_int64_t)len;
 		for (size_t done = 0; done < len;) {
 			ssize_t n =
 			        pwrite(fd, (const char *)buf + done, len - done, off + (off_t)done);
@@ -310,8 +312,10 @@ static int write_data(struct unpack *u, int fd, struct archive_entry *e)
 	}
 	if (r != ARCHIVE_EOF)
 		return u->too_big ? -EFBIG : -EIO;
-	/* Sparse files end in a hole that no block wrote. */
-	if (ftruncate(fd, archive_entry_size(e)) < 0)
+	/* Sparse files end in a hole that no block wrote (the file is new:
+	 * one whose blocks reach its size needs no truncate, a syscall that
+	 * cost ext4 an extent walk per file). */
+	if (end != archive_entry_size(e) && ftruncate(fd, archive_entry_size(e)) < 0)
 		return -errno;
 	return 0;
 }
@@ -320,6 +324,7 @@ static int make_file(struct unpack *u, int parent, const char *base, struct arch
 {
 	_cleanup_close_ int fd = -EBADF;
 	la_int64_t size = archive_entry_size(e);
+	mode_t perm = archive_entry_perm(e) & 0777;
 	struct timespec ts[2];
 	int r;
 
@@ -327,19 +332,27 @@ static int make_file(struct unpack *u, int parent, const char *base, struct arch
 	if (size < 0 || (uint64_t)size > u->lim->max_bytes ||
 	    (u->apparent += (uint64_t)size) > u->lim->max_bytes)
 		return -EFBIG;
-	fd = openat(parent, base, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	/* Made with its mode (the umask is 0 here; set-id bits never given;
+	 * the fd writes whatever the mode): no fchmod. A name taken (tar's
+	 * later entries replace earlier ones) is cleared only then, not
+	 * looked up before every file. */
+	fd = openat(parent, base, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, perm);
+	if (fd < 0 && errno == EEXIST) {
+		if ((r = clear_name(parent, base, false)) < 0)
+			return r;
+		fd = openat(parent, base, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+		            perm);
+	}
 	if (fd < 0)
 		return -errno;
 	r = write_data(u, fd, e);
 	if (r < 0)
 		return r;
+	/* fchown() clears set-id bits at most, which the file has not. */
 	if (u->lim->chown &&
 	    fchown(fd, clamp_id(archive_entry_uid(e)), clamp_id(archive_entry_gid(e))) < 0)
 		return -errno;
-	/* After fchown(), which clears set-id bits anyway; never set them. */
-	if (fchmod(fd, archive_entry_perm(e) & 0777) < 0)
-		return -errno;
-	r = keep_owner(u, fd, e, archive_entry_perm(e) & 0777, archive_entry_perm(e) & 0777);
+	r = keep_owner(u, fd, e, perm, perm);
 	if (r < 0)
 		return r;
 	ts[0].tv_sec = ts[1].tv_sec = archive_entry_mtime(e);
@@ -431,7 +444,9 @@ static int make_entry(struct unpack *u, int parent, const char *base, struct arc
 
 	if (!strncmp(base, ".wh.", 4))
 		return make_whiteout(parent, base);
-	if (type != AE_IFDIR && (r = clear_name(parent, base, false)) < 0)
+	/* A regular file clears its name itself, if taken (make_file()). */
+	if (type != AE_IFDIR && (type != AE_IFREG || link) &&
+	    (r = clear_name(parent, base, false)) < 0)
 		return r;
 	if (link)
 		return make_hardlink(u, parent, base, link);

@@ -48,9 +48,10 @@
 #include "syscalls.h"
 #include "util.h"
 
-#define OPAQUE_NAME ".wh..wh..opq"
-#define ID_MAX      65535u /* ids above are stored as nobody */
-#define NOBODY      65534u
+#define OPAQUE_NAME   ".wh..wh..opq"
+#define ID_MAX        65535u /* ids above are stored as nobody */
+#define NOBODY        65534u
+#define PROGRESS_READ (64 * 1024)
 
 struct unpack {
 	int fd, dirfd;
@@ -67,7 +68,12 @@ struct unpack {
 	 * snapshot's layer, a docker archive's: a third of the time of an
 	 * uncompressed 100 MB layer went to the second pass). */
 	bool plain;
-	char buf[64 * 1024], data[64 * 1024];
+	/* 1 MiB, a snapshot's whole pipe: a read takes all the writer put in
+	 * it, and a file of 100 KiB is mostly one data block, one pwrite
+	 * (64 KiB: 2.6 reads and pwrites a file). Reads of PROGRESS_READ
+	 * where progress is reported (an import: its bytes lines as often
+	 * as before). */
+	char buf[1 << 20], data[1 << 20];
 };
 
 /* A number of the environment, or def when it is unset or not a number. */
@@ -117,7 +123,7 @@ static la_ssize_t read_fd(struct archive *a, void *ptr, const void **out)
 	ssize_t n;
 
 	do
-		n = read(u->fd, u->buf, sizeof(u->buf));
+		n = read(u->fd, u->buf, u->lim->progress ? PROGRESS_READ : sizeof(u->buf));
 	while (n < 0 && errno == EINTR);
 	if (n < 0) {
 		archive_set_error(a, errno, "read layer");

@@ -74,6 +74,11 @@ struct unpack {
 	 * where progress is reported (an import: its bytes lines as often
 	 * as before). */
 	char buf[1 << 20], data[1 << 20];
+	/* The parent directory of the last plain regular file, kept open for
+	 * the next one in the same directory (one_entry()). */
+	int kept_fd;
+	size_t kept_len;
+	char kept[PATH_MAX];
 };
 
 /* A number of the environment, or def when it is unset or not a number. */
@@ -477,13 +482,47 @@ static int make_entry(struct unpack *u, int parent, const char *base, struct arc
 	}
 }
 
+/*
+ * The parent of rel, opened (open_parent()), or for a plain regular file
+ * (no hard link, no whiteout) in the same directory as the one before it,
+ * that one's, kept open: such an entry changes nothing but the name it
+ * makes (clear_name() removes at most what is below that name), so the
+ * directory is the one open_parent() would find again. Any other entry
+ * closes it first. *owned: the fd is the caller's to close.
+ */
+static int parent_of(struct unpack *u, struct archive_entry *e, char *rel, const char **base,
+                     bool *owned)
+{
+	const char *slash = strrchr(rel, '/'), *name = slash ? slash + 1 : rel;
+	size_t len = slash ? (size_t)(slash - rel) : 0;
+	bool plain = archive_entry_filetype(e) == AE_IFREG && !archive_entry_hardlink(e) &&
+	             strncmp(name, ".wh.", 4);
+	int fd;
+
+	*owned = false;
+	if (plain && u->kept_fd >= 0 && u->kept_len == len && !memcmp(u->kept, rel, len)) {
+		*base = name;
+		return u->kept_fd;
+	}
+	closep(&u->kept_fd);
+	fd = open_parent(u, rel, base);
+	if (fd >= 0 && plain) {
+		memcpy(u->kept, rel, len);
+		u->kept_len = len;
+		return u->kept_fd = fd;
+	}
+	*owned = true;
+	return fd;
+}
+
 static int one_entry(struct unpack *u, struct archive_entry *e, struct hutch_err *err)
 {
 	const char *path = archive_entry_pathname(e);
-	_cleanup_close_ int parent = -EBADF;
+	_cleanup_close_ int own = -EBADF;
 	char rel[PATH_MAX];
 	const char *base;
-	int r;
+	bool owned;
+	int parent, r;
 
 	if (++u->entries > u->lim->max_entries)
 		return hutch_err_set(err, -EFBIG, "layer has more than %llu entries",
@@ -496,7 +535,9 @@ static int one_entry(struct unpack *u, struct archive_entry *e, struct hutch_err
 	if (r < 0)
 		return hutch_err_set(err, r, "layer entry '%s' leaves the layer",
 		                     path ? path : "(none)");
-	parent = open_parent(u, rel, &base);
+	parent = parent_of(u, e, rel, &base, &owned);
+	if (owned)
+		own = parent;
 	u->owned = false;
 	r = parent < 0 ? parent : make_entry(u, parent, base, e);
 	if (r >= 0 && u->owned &&
@@ -610,10 +651,12 @@ int hutch_image_unpack(int fd, int dirfd, const struct hutch_unpack_limits *limi
 	u->fd = fd;
 	u->dirfd = dirfd;
 	u->lim = limits;
+	u->kept_fd = -EBADF;
 	hutch_sha256_init(&u->blob);
 	hutch_sha256_init(&u->diff);
 	old = umask(0);
 	r = run(u, err);
+	closep(&u->kept_fd);
 	(void)umask(old);
 	if (u->inner)
 		(void)archive_read_free(u->inner);

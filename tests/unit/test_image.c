@@ -333,6 +333,20 @@ static void test_unpack_attacks(void **state)
 		{ .path = "s", .type = AE_IFLNK, .mode = 0777, .link = "../outside" },
 		{ .path = "h", .type = AE_IFREG, .mode = 0644, .hardlink = "s/secret" }
 	};
+	/* A directory kept open between files of it (unpack.c's parent_of()),
+	 * then replaced by a symlink: the next file of it goes through that. */
+	const struct member kept[] = {
+		{ .path = "d", .type = AE_IFDIR, .mode = 0755 },
+		{ .path = "d/f1", .type = AE_IFREG, .mode = 0644, .data = "1" },
+		{ .path = "d", .type = AE_IFLNK, .mode = 0777, .link = "../outside" },
+		{ .path = "d/pwned", .type = AE_IFREG, .mode = 0644, .data = "x" }
+	};
+	/* ... or by a regular file, made in the parent's own parent. */
+	const struct member kept_file[] = {
+		{ .path = "d/f1", .type = AE_IFREG, .mode = 0644, .data = "1" },
+		{ .path = "d", .type = AE_IFREG, .mode = 0644, .data = "2" },
+		{ .path = "d/f2", .type = AE_IFREG, .mode = 0644, .data = "x" }
+	};
 	const struct member wh[] = { { .path = ".wh..", .type = AE_IFREG, .mode = 0644 } };
 	const struct member big[] = {
 		{ .path = "big", .type = AE_IFREG, .mode = 0644, .data = "0123456789" }
@@ -348,6 +362,8 @@ static void test_unpack_attacks(void **state)
 	expect_refused(hard, ELEMENTSOF(hard), -EXDEV, "not a file of this layer");
 	expect_refused(hardsym, ELEMENTSOF(hardsym), -ELOOP, "through a symlink");
 	expect_refused(wh, ELEMENTSOF(wh), -EINVAL, "whiteout of no name");
+	expect_refused(kept, ELEMENTSOF(kept), -ELOOP, "through a symlink");
+	expect_refused(kept_file, ELEMENTSOF(kept_file), -ENOTDIR, "d/f2");
 	dirs_make(&d);
 	fd = make_tar(big, ELEMENTSOF(big));
 	assert_int_equal(hutch_image_unpack(fd, d.layer, &lim, &res, &err), -EFBIG);

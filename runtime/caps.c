@@ -14,7 +14,7 @@
  * (hutch_caps_drop_child): a handful of syscalls instead of two per
  * capability. The child side is raw syscalls without allocation or global
  * writes, because it runs between clone(CLONE_VM) and execve(). No libcap:
- * the last capability is CAP_LAST_CAP and the kernel's own probe, and its
+ * the kernel says where its capabilities end (EINVAL past the last), and its
  * constructor would probe the bounding set at every hutch process's start.
  */
 #include <errno.h>
@@ -52,34 +52,19 @@
 	 SECBIT_KEEP_CAPS_LOCKED | SECBIT_NO_CAP_AMBIENT_RAISE |                \
 	 SECBIT_NO_CAP_AMBIENT_RAISE_LOCKED)
 
-/*
- * Highest capability the running kernel knows, probed with PR_CAPBSET_READ
- * (EINVAL past the last one): no /proc read, no allocation, no global.
- * A binary search over 0..CAP_PROBE_MAX: six reads, not one per
- * capability (41 on Linux 6.x; each syscall costs 2-3 us in a VM).
- */
-static int last_cap_probe(void)
-{
-	int lo = -1, hi = CAP_PROBE_MAX + 1; /* lo is known, hi is not */
-
-	while (hi - lo > 1) {
-		int mid = lo + (hi - lo) / 2;
-
-		if (prctl(PR_CAPBSET_READ, (unsigned long)mid, 0L, 0L, 0L) < 0)
-			hi = mid;
-		else
-			lo = mid;
-	}
-	return lo;
-}
-
 /* A container's init: only the locks (see hutch_caps_restrict_container). */
 #define HUTCH_SECUREBITS_CONTAINER \
 	(SECBIT_NOROOT_LOCKED | SECBIT_NO_SETUID_FIXUP_LOCKED | SECBIT_NO_CAP_AMBIENT_RAISE_LOCKED)
 
-/* init's own sets after the restriction: the bounding set is keep, nothing
- * in ambient, nothing inheritable, the securebits as set. */
-static int verify_init(int last, unsigned long bits, uint64_t keep)
+/*
+ * init's own sets after the drop: the securebits as set, nothing
+ * inheritable, and so nothing ambient. The bounding set is not read back:
+ * each PR_CAPBSET_DROP that returned 0 is the kernel's word that the bit
+ * is clear (cap_prctl_drop() lowers it and commits the new credentials
+ * before it returns), no process can raise it again, and the loop reads
+ * the bits it keeps (41 reads fewer at each sandbox's start).
+ */
+static int verify_init(unsigned long bits)
 {
 	struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3, .pid = 0 };
 	struct __user_cap_data_struct data[_LINUX_CAPABILITY_U32S_3] = { 0 };
@@ -96,33 +81,49 @@ static int verify_init(int last, unsigned long bits, uint64_t keep)
 	for (int i = 0; i < _LINUX_CAPABILITY_U32S_3; i++)
 		if (data[i].inheritable)
 			return -ENOTRECOVERABLE;
-	for (int cap = 0; cap <= last; cap++)
-		if (prctl(PR_CAPBSET_READ, (unsigned long)cap, 0L, 0L, 0L) !=
-		    ((keep >> cap) & 1 ? 1 : 0))
-			return -ENOTRECOVERABLE;
 	return 0;
+}
+
+/*
+ * The bounding set down to keep, the kernel's last capability found on the
+ * way: PR_CAPBSET_DROP (or, for a bit kept, PR_CAPBSET_READ) fails with
+ * EINVAL past it, whatever the headers we were built with know. One call
+ * per capability, no probe before it. A kept bit must still be there.
+ */
+static int drop_bounding(uint64_t keep)
+{
+	int cap;
+
+	for (cap = 0; cap <= CAP_PROBE_MAX; cap++) {
+		bool kept = (keep >> cap) & 1;
+		int r = prctl(kept ? PR_CAPBSET_READ : PR_CAPBSET_DROP, (unsigned long)cap, 0L, 0L,
+		              0L);
+
+		if (r < 0 && errno == EINVAL)
+			break;
+		if (r < 0)
+			return -errno;
+		if (kept && r != 1)
+			return -ENOTRECOVERABLE;
+	}
+	/* None known (not Linux 2.6.25's prctl), or more than two u32 words. */
+	if (cap == 0)
+		return -ENOSYS;
+	return cap > CAP_PROBE_MAX ? -ENOTRECOVERABLE : 0;
 }
 
 static int restrict_init(unsigned long bits, uint64_t keep)
 {
 	struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3, .pid = 0 };
 	struct __user_cap_data_struct data[_LINUX_CAPABILITY_U32S_3] = { 0 };
-	int kernel_last = last_cap_probe();
-	int last = CAP_LAST_CAP;
+	int r;
 
-	if (kernel_last < 0)
-		return -ENOSYS;
-	/* The kernel may know capabilities the headers we were built with do
-	 * not (or the reverse): drop both ranges, EINVAL past the kernel's. */
-	if (kernel_last > last)
-		last = kernel_last;
 	/* Securebits and the bounding set need CAP_SETPCAP, which init keeps. */
 	if (prctl(PR_SET_SECUREBITS, bits, 0L, 0L, 0L) < 0)
 		return -errno;
-	for (int cap = 0; cap <= last; cap++)
-		if (!((keep >> cap) & 1) &&
-		    prctl(PR_CAPBSET_DROP, (unsigned long)cap, 0L, 0L, 0L) < 0 && errno != EINVAL)
-			return -errno;
+	r = drop_bounding(keep);
+	if (r < 0)
+		return r;
 	/* Ambient capabilities exist since Linux 4.3: a failure here is an
 	 * error, not something to skip. */
 	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0L, 0L, 0L) < 0)
@@ -134,7 +135,7 @@ static int restrict_init(unsigned long bits, uint64_t keep)
 		data[i].inheritable = 0;
 	if (sys_capset(&hdr, data) < 0)
 		return -errno;
-	return verify_init(kernel_last, bits, keep);
+	return verify_init(bits);
 }
 
 int hutch_caps_restrict_init(void)

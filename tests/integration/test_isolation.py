@@ -310,6 +310,40 @@ def test_dev_minimal(sb):
 # processes and identities
 
 
+# The old root after pivot_root(".", ".") is stacked on the new one until
+# init detaches it: ".." at "/" climbs onto whatever is stacked there (the
+# host's tree), and the mount table lists it at "/" too. An image's root
+# also detaches its writable layer's tmpfs, stacked on "/" before. Any
+# change that moves a detach off init's path (its RCU grace period costs
+# 0.1-10 ms) must keep both gone before READY: the sandbox's first process
+# looks at once. (Fails on a build whose detach comes 300 ms late: the
+# host's root listed under "/..", two mounts at "/".)
+OLD_ROOT_PROBE = (
+    'echo "$(stat -c %d:%i /) $(stat -c %d:%i /..)"; '
+    "awk '$5 == \"/\"' /proc/self/mountinfo | wc -l; ls -a /.. | tr '\\n' ' '; echo; "
+    "ls -a / | tr '\\n' ' '")
+
+
+@pytest.mark.parametrize("root", ["host", "default-image"])
+def test_old_root_gone_before_the_first_command(mod_hutch, root):
+    args = ["run"]
+    env = None
+    if root == "default-image":
+        store = os.environ.get("HUTCH_TEST_DEFAULT_STORE")
+        if not store:
+            pytest.skip("HUTCH_TEST_DEFAULT_STORE is not set (a store with hutch-default)")
+        env = dict(mod_hutch.env, HUTCH_IMAGE_STORE=store)
+        args += ["--image", "hutch-default"]
+    for _ in range(5):
+        r = mod_hutch(*args, "--", "sh", "-c", OLD_ROOT_PROBE, env=env)
+        assert r.returncode == 0, r.stderr.decode()
+        here, up_count, up_ls, root_ls = r.stdout.decode().split("\n")[:4]
+        same = here.split()
+        assert same[0] == same[1], r.stdout  # "/.." is "/"
+        assert up_count == "1", r.stdout     # one mount at "/": ours
+        assert up_ls == root_ls, r.stdout
+
+
 def test_ps_shows_only_sandbox(sb):
     out = sb.sh("ps -eo pid=,comm=")
     procs = [ln.split(None, 1) for ln in out.splitlines()]

@@ -5,8 +5,10 @@
  * an open_tree(OPEN_TREE_CLONE) whose attributes are set with
  * mount_setattr() while it is still detached (so nothing is ever visible
  * writable, even briefly), and both are attached with move_mount() onto a
- * target opened once with openat2(). No path is resolved twice and no
- * string path of the host is ever used as a mount target.
+ * target opened once with openat2(), or, where the target is one name in
+ * a directory fd, by that name (see rootfs_mount_fs()). No path is
+ * resolved twice and no string path of the host is ever used as a mount
+ * target.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -167,6 +169,13 @@ int rootfs_attach(int mntfd, int dirfd, const char *path, const char *what, cons
 	return rootfs_attach_fd(mntfd, target, what, where, err);
 }
 
+/* One component of a path, neither "." nor "..": nothing to resolve but
+ * the name itself in its directory. */
+static bool is_one_name(const char *path)
+{
+	return *path && !strchr(path, '/') && strcmp(path, ".") && strcmp(path, "..");
+}
+
 int rootfs_mount_fs(int dirfd, const char *path, const char *fstype, const char *const *opts,
                     unsigned int attrs, const char *where, struct hutch_err *err)
 {
@@ -176,6 +185,20 @@ int rootfs_mount_fs(int dirfd, const char *path, const char *fstype, const char 
 	mntfd = rootfs_fs_new(fstype, opts, attrs, where, err);
 	if (mntfd < 0)
 		return mntfd;
+	/*
+	 * One name: attached by it, without openat2() and close() (issue 31:
+	 * /proc, /dev, its pts and shm, each v1 cgroup view). move_mount()
+	 * without MOVE_MOUNT_T_SYMLINKS follows no symlink in the name (there
+	 * is no other component), and a file system's root is a directory,
+	 * which the kernel moves onto nothing but a directory (onto a link,
+	 * even one to a directory: EINVAL, on 6.18; openat2() failed ELOOP):
+	 * the same refusals.
+	 */
+	if (is_one_name(path)) {
+		if (sys_move_mount(mntfd, "", dirfd, path, MOVE_MOUNT_F_EMPTY_PATH) < 0)
+			return hutch_err_set_errno(err, -errno, "mount %s on '%s'", fstype, where);
+		return TAKE_FD(mntfd);
+	}
 	r = rootfs_attach(mntfd, dirfd, path, fstype, where, err);
 	if (r < 0)
 		return r;
@@ -198,7 +221,7 @@ int rootfs_bind_new(int src_dirfd, const char *src, int dst_dirfd, const char *n
 {
 	_cleanup_close_ int mntfd = -EBADF;
 
-	if (!*name || strchr(name, '/') || !strcmp(name, ".") || !strcmp(name, ".."))
+	if (!is_one_name(name))
 		return rootfs_bind(src_dirfd, src, dst_dirfd, name, attrs, where, err);
 	mntfd = rootfs_clone_new(src_dirfd, src, attrs, where, err);
 	if (mntfd < 0)

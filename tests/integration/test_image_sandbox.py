@@ -264,6 +264,26 @@ def test_run_on_an_image_without_python3_or_shell_refused(h, images, name, missi
     assert h.ids() == [] and users(images) == []
 
 
+@pytest.mark.parametrize("name,fstype", [("proc", "proc"), ("dev", "tmpfs")])
+def test_image_whose_mount_point_is_a_symlink_refused(hutch, tmp_path, root_layer, name,
+                                                      fstype):
+    # init attaches /proc and /dev by their names (rootfs/mount.c, issue 31):
+    # move_mount() follows no symlink there and moves a directory onto
+    # nothing but one, so an image's link to a directory fails the create
+    # instead of mounting on the link's target. (A store of its own: the
+    # module's counts its images.)
+    store = tmp_path / "store"
+    top = o.tar([o.d("tmp", mode=0o1777), o.d("mnt"), o.sym(name, "mnt")])
+    import_image(store, o.layout(str(tmp_path / "lay"), [root_layer, top]), "link" + name)
+    hutch.env["HUTCH_IMAGE_STORE"] = str(store)
+    r = hutch("run", "--image", "link" + name, "--", "sh", "-c", "echo ran")
+    assert r.returncode != 0, r.stdout
+    assert b"ran" not in r.stdout
+    err = r.stderr.decode()
+    assert f"mount {fstype} on '/{name}'" in err, err
+    assert hutch.ids() == [] and users(store) == []
+
+
 def test_unknown_or_invalid_image_refused(h):
     r = h("create", "--image", "nothere")
     assert r.returncode == 65  # not found (docs/errors.md), as build's base

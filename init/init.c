@@ -546,11 +546,13 @@ static int resocket(int sock)
 		return -errno;
 	mine = sv[0];
 	theirs = sv[1];
+	/* As big as the netns's net.core.[rw]mem_max allow. No SO_*BUFFORCE
+	 * first: it needs CAP_NET_ADMIN in the initial user namespace
+	 * (capable()), which init, always in a user namespace of its own or
+	 * a pod's, never has: it failed EPERM every time (4 syscalls). */
 	for (size_t i = 0; i < 2; i++) {
-		if (setsockopt(sv[i], SOL_SOCKET, SO_SNDBUFFORCE, &bytes, sizeof(bytes)) < 0)
-			(void)setsockopt(sv[i], SOL_SOCKET, SO_SNDBUF, &bytes, sizeof(bytes));
-		if (setsockopt(sv[i], SOL_SOCKET, SO_RCVBUFFORCE, &bytes, sizeof(bytes)) < 0)
-			(void)setsockopt(sv[i], SOL_SOCKET, SO_RCVBUF, &bytes, sizeof(bytes));
+		(void)setsockopt(sv[i], SOL_SOCKET, SO_SNDBUF, &bytes, sizeof(bytes));
+		(void)setsockopt(sv[i], SOL_SOCKET, SO_RCVBUF, &bytes, sizeof(bytes));
 	}
 	if (hutch_proto_send(sock, HUTCH_MSG_SOCKET, 0, NULL, 0, &theirs, 1) < 0)
 		return -EIO;

@@ -478,7 +478,8 @@ int hutch_disk_finish(struct hutch_disk_job *job, int fds[HUTCH_DISK_FDS], struc
 	}
 	n = hutch_proto_recv(job->sock, &hdr, &child, sizeof(child), fds, &nfds);
 	/* Its exit tears its mount namespace down (an RCU grace period):
-	 * not waited for here; hutch_disk_abandon() reaps it at the end. */
+	 * not waited for here; the supervisor reaps it as it ends (its
+	 * pidfd watched: supervisor/run.c), else hutch_disk_abandon(). */
 	closep(&job->sock);
 	if (job->pid > 0 && waitpid(job->pid, NULL, WNOHANG) == job->pid)
 		job->pid = -1;

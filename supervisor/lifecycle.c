@@ -184,8 +184,10 @@ void hutch_sup_teardown_finish(struct sup *s)
 	 * shut down unwritten; its root fd, closed last, keeps it until then,
 	 * so that its unmount and the loop device's end (~0.1 s) come after
 	 * the rest (a volume's use, an image's). */
-	hutch_sup_fork_done(s); /* the next fork's forker, made ahead: its loop device first */
-	closep(&s->disk_watch); /* the change lists' group goes here, not in init's exit */
+	hutch_sup_fork_done(s);    /* the next fork's forker, made ahead: its loop device first */
+	closep(&s->disk_watch);    /* the change lists' group goes here, not in init's exit */
+	if (s->disk_maker_fd >= 0) /* its maker still runs (run.c reaps it as it ends) */
+		hutch_loop_close(&s->loop, &s->w_disk_maker, &s->disk_maker_fd);
 	hutch_disk_abandon(&s->disk_job);
 	hutch_close_many(s->disk_fds, HUTCH_DISK_MOUNTS);
 	hutch_disk_shutdown(s->disk_fds[HUTCH_DISK_ROOT]);

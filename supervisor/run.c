@@ -16,9 +16,11 @@
 #include <sys/epoll.h>
 #include <sys/signalfd.h>
 #include <sys/timerfd.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "api.h"
+#include "cleanup.h"
 #include "events.h"
 #include "hooks.h"
 #include "idle.h"
@@ -32,6 +34,7 @@
 #include "procview.h"
 #include "run.h"
 #include "supervisor.h"
+#include "syscalls.h"
 
 #define GONE_LINGER_MS 5000 /* how long a torn-down supervisor serves the last answers */
 
@@ -102,6 +105,33 @@ int hutch_sup_loop_open(struct sup *s, int init_sock, struct hutch_cgroup *cg)
 	return r;
 }
 
+/* The disk's maker of our own (runtime/disk.c; the stock's makers and a
+ * fork's forker are not our children) ends once it handed the disk over,
+ * its mount namespace torn down after, so setup does not wait for it:
+ * reaped as it ends, not at the sandbox's (a zombie for the sandbox's
+ * life before, a pooled one's too). */
+static void on_disk_maker_exit(struct hutch_watch *w, uint32_t events)
+{
+	struct sup *s = w->ptr;
+
+	(void)events;
+	if (s->disk_job.pid > 0 && waitpid(s->disk_job.pid, NULL, WNOHANG) == s->disk_job.pid)
+		s->disk_job.pid = -1;
+	hutch_loop_close(&s->loop, &s->w_disk_maker, &s->disk_maker_fd);
+}
+
+/* Without the watch it is reaped at the end, as before. */
+static void disk_maker_watch(struct sup *s)
+{
+	if (s->disk_job.pid <= 0)
+		return;
+	hutch_watch_init(&s->w_disk_maker, on_disk_maker_exit, s);
+	s->disk_maker_fd = sys_pidfd_open(s->disk_job.pid, 0);
+	if (s->disk_maker_fd >= 0 &&
+	    hutch_loop_add(&s->loop, &s->w_disk_maker, s->disk_maker_fd, EPOLLIN) < 0)
+		closep(&s->disk_maker_fd);
+}
+
 static int setup_loop(struct sup *s)
 {
 	struct itimerspec its = { 0 };
@@ -141,6 +171,7 @@ static int setup_loop(struct sup *s)
 		return r;
 	/* Without it the views only die with their lxcfs: not fatal. */
 	(void)hutch_procview_watch(s);
+	disk_maker_watch(s);
 	if (s->netlog) {
 		s->cmds.before_exit = egress_before_exit;
 		s->cmds.before_start = egress_before_start;

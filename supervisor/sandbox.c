@@ -639,6 +639,7 @@ static void sup_init(struct sup *s, struct hutch_config *cfg, struct hutch_conta
 	s->hooks.log_fd = s->net.helper_timer_fd = -EBADF;
 	s->disk_job.pid = -1;
 	s->disk_job.sock = -EBADF;
+	s->disk_maker_fd = -EBADF;
 	for (size_t i = 0; i < HUTCH_DISK_FDS; i++)
 		s->disk_fds[i] = -EBADF;
 }

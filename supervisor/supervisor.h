@@ -100,10 +100,13 @@ struct sup {
 	int procview_pidfd;
 	struct hutch_watch w_procview;
 	/* The disk (runtime/disk.h), handed over by setup when it ends: its
-	 * maker (reaped at the end), its mounts (sent to init with GO, closed)
+	 * maker (reaped as it ends), its mounts (sent to init with GO, closed)
 	 * and its root, kept for the shutdown at the end. */
 	struct hutch_disk_job disk_job;
 	int disk_fds[HUTCH_DISK_FDS];
+	/* A maker of our own: its pidfd, watched to reap it as it ends (run.c). */
+	int disk_maker_fd;
+	struct hutch_watch w_disk_maker;
 	/* The change lists' fanotify group, init's (the supervisor's made on
 	 * the disk and sent with GO, or init's own on a tmpfs, sent before
 	 * READY): a copy kept so that init's exit is not its last close, whose end waits for an

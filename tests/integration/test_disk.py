@@ -213,18 +213,24 @@ def stock_pid(rtdir):
     return None
 
 
-def makers_of(stock):
-    """The stock's makers alive (its children not yet reaped are zombies)."""
-    alive = []
+def children_of(parent, zombies):
+    """parent's children that ended and were not reaped (zombies), or the
+    others."""
+    out = []
     for pid in filter(str.isdigit, os.listdir("/proc")):
         try:
             with open(f"/proc/{pid}/stat") as fh:
                 fields = fh.read().rsplit(")", 1)[1].split()
         except OSError:
             continue
-        if int(fields[1]) == stock and fields[0] != "Z":
-            alive.append(int(pid))
-    return alive
+        if int(fields[1]) == parent and (fields[0] == "Z") == zombies:
+            out.append(int(pid))
+    return out
+
+
+def makers_of(stock):
+    """The stock's makers alive (its children not yet reaped are zombies)."""
+    return children_of(stock, zombies=False)
 
 
 @needs_root
@@ -248,3 +254,20 @@ def test_the_stock_refills_once_the_run_is_over(hutch):
         p.stdin.close()
         assert p.wait(60) == 0
     assert wait_until(lambda: len(makers_of(stock)) == 2, 60), makers_of(stock)
+
+
+@needs_root
+def test_a_disk_maker_of_its_own_is_reaped_as_it_ends(hutch):
+    """A sandbox whose disk no stock made (the first in a runtime dir: the
+    stock starts with it) has a maker of its own, the supervisor's child,
+    which ends once it handed the disk over: its supervisor reaps it then,
+    not at the sandbox's end (it stayed a zombie for the sandbox's life,
+    a pooled one's too). None of the supervisor's children is left a
+    zombie."""
+    sb = hutch.create()
+    if sb.status()["config"].get("workspace") != "disk":
+        pytest.skip("no disk here (no maker)")
+    sup = json.loads(hutch("inspect", sb.id).stdout)["supervisor_pid"]
+    assert wait_until(lambda: children_of(sup, zombies=True) == [], 10), \
+        children_of(sup, zombies=True)
+    assert sb.sh("echo up") == "up\n"

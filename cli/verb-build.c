@@ -40,11 +40,12 @@
 
 #define A(f) .offset = offsetof(struct hutch_cli_args, f)
 
-/* The help texts of this file's option rows (HUTCH_CLI_POOL, args.h). */
+/* The help texts of this file's option rows (HUTCH_CLI_POOL, args.h): of
+ * verb-opts.h's, PROGRESS_OPT's only. */
 #define HELP_TEXTS(X)                                                               \
 	X(tag, "the snapshot's name (over the file's \"name\")")                    \
 	X(json, "print {name, base, steps, bytes, layers, frozen_ms, duration_ms}") \
-	VERB_OPTS_HELP(X)
+	VERB_HELP_progress(X)
 HUTCH_CLI_POOL(help_pool, HELP_TEXTS);
 #define HELP(id) HUTCH_CLI_HELP(help_pool, id)
 

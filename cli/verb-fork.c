@@ -46,14 +46,15 @@
 
 #define A(f) .offset = offsetof(struct hutch_cli_args, f)
 
-/* The help texts of this file's option rows (HUTCH_CLI_POOL, args.h). */
+/* The help texts of this file's option rows (HUTCH_CLI_POOL, args.h): of
+ * verb-opts.h's, PROGRESS_OPT's and NO_LIMITS_OPT's only. */
 #define HELP_TEXTS(X)                                                                    \
 	X(count, "how many forks (1 to 100, default 1)")                                 \
 	X(json, "print {source, snapshot, method, made_ahead, frozen_ms, forks: [ids]} " \
 	        "(--full: {source, method, dump_ms, restore_ms, bytes, forks})")         \
 	X(full, "processes and memory too: one CRIU dump of the source (it runs on), N " \
 	        "restores (a plain source of network none; docs/snapshots.md)")          \
-	VERB_OPTS_HELP(X)
+	VERB_HELP_progress(X) VERB_HELP_no_limits(X)
 HUTCH_CLI_POOL(help_pool, HELP_TEXTS);
 #define HELP(id) HUTCH_CLI_HELP(help_pool, id)
 

@@ -18,40 +18,70 @@
 #define ATTACHED (1u << 0)
 #define DETACHED (1u << 1)
 
-/* The help texts of these rows and the docker refusals' messages, for the
- * including file's pool (HUTCH_CLI_POOL, args.h), whose HELP() the rows use. */
-#define VERB_OPTS_HELP(X)                                                                       \
-	X(cwd, "working directory (default /workspace; -w, --workdir as docker)")               \
-	X(env, "set an environment variable (repeatable)")                                      \
-	X(timeout, "kill the command and its children after S seconds (exit 124)")              \
-	X(interactive, "stream standard input to CMD, byte-exact, until its end (without "      \
-	               "-i stdin is not read; with -d: CMD's stdin stays open, see hutch "      \
-	               "stdin)")                                                                \
-	X(tty, "run CMD on a terminal of the sandbox (-it: interactive; stdin must be "         \
-	       "a terminal; exec -it ID alone starts a login shell)")                           \
-	X(no_limits, "create the sandbox without a cgroup: no CPU, memory or pids limit, no "   \
-	             "idle sleep (for ordinary users where cgroup v2 is not delegated)")        \
-	X(progress, "show the setup script's and on_create's output on stderr as it comes: "    \
-	            "auto "                                                                     \
-	            "(default: when stderr is a terminal), always, never")                      \
-	X(workdir, "docker's name of --cwd")                                                    \
-	X(env_file, "set the environment variables of FILE, as docker reads it: NAME=VALUE "    \
-	            "lines, "                                                                   \
-	            "'#' comments, a NAME alone takes this shell's value (repeatable)")         \
-	X(mount, "docker's form of -v (SRC:PATH): read-only unless readonly=false "             \
-	         "(docker's default is read-write)")                                            \
-	X(docker_user, "%s: commands always run as appuser (uid 1000, no capabilities, "        \
-	               "no_new_privs); there is no other user to choose")                       \
+/* The help texts of these rows and the docker refusals' messages, one
+ * macro a text (VERB_HELP_<id>(X) calls X(id, "text")), for the including
+ * file's pool (HUTCH_CLI_POOL, args.h), whose HELP() the rows use: a file
+ * lists the texts of the rows it uses (build and fork: --progress and
+ * --no-limits; each pool held all ~2 KiB of them before), run's, create's
+ * and exec's file all of them (VERB_OPTS_HELP). */
+#define VERB_HELP_cwd(X) X(cwd, "working directory (default /workspace; -w, --workdir as docker)")
+#define VERB_HELP_env(X) X(env, "set an environment variable (repeatable)")
+#define VERB_HELP_timeout(X) \
+	X(timeout, "kill the command and its children after S seconds (exit 124)")
+#define VERB_HELP_interactive(X)                                                              \
+	X(interactive, "stream standard input to CMD, byte-exact, until its end (without -i " \
+	               "stdin is not read; with -d: CMD's stdin stays open, see hutch stdin)")
+#define VERB_HELP_tty(X)                                                                  \
+	X(tty, "run CMD on a terminal of the sandbox (-it: interactive; stdin must be a " \
+	       "terminal; exec -it ID alone starts a login shell)")
+#define VERB_HELP_no_limits(X)                                                                     \
+	X(no_limits, "create the sandbox without a cgroup: no CPU, memory or pids limit, no idle " \
+	             "sleep (for ordinary users where cgroup v2 is not delegated)")
+#define VERB_HELP_progress(X)                                                                     \
+	X(progress, "show the setup script's and on_create's output on stderr as it comes: auto " \
+	            "(default: when stderr is a terminal), always, never")
+#define VERB_HELP_workdir(X) X(workdir, "docker's name of --cwd")
+#define VERB_HELP_env_file(X)                                                                \
+	X(env_file, "set the environment variables of FILE, as docker reads it: NAME=VALUE " \
+	            "lines, '#' comments, a NAME alone takes this shell's value (repeatable)")
+#define VERB_HELP_mount(X)                                                                    \
+	X(mount, "docker's form of -v (SRC:PATH): read-only unless readonly=false (docker's " \
+	         "default is read-write)")
+#define VERB_HELP_docker_user(X)                                                         \
+	X(docker_user, "%s: commands always run as appuser (uid 1000, no capabilities, " \
+	               "no_new_privs); there is no other user to choose")
+#define VERB_HELP_docker_name(X)                                                                \
 	X(docker_name, "%s: sandboxes have ids, not names (create prints it, 'hutch ls' lists " \
 	               "them, any unique prefix works); --description TEXT keeps a note that "  \
-	               "'hutch ls -f description=TEXT' finds")                                  \
-	X(docker_label, "%s: no labels; --description TEXT keeps a note that 'hutch ls -f "     \
-	                "description=TEXT' finds")                                              \
-	X(docker_rm, "%s: 'hutch create' keeps the sandbox until 'hutch rm ID' or its --ttl; "  \
-	             "'hutch run' deletes it when CMD ends")                                    \
+	               "'hutch ls -f description=TEXT' finds")
+#define VERB_HELP_docker_label(X)                                                           \
+	X(docker_label, "%s: no labels; --description TEXT keeps a note that 'hutch ls -f " \
+	                "description=TEXT' finds")
+#define VERB_HELP_docker_rm(X)                                                                 \
+	X(docker_rm, "%s: 'hutch create' keeps the sandbox until 'hutch rm ID' or its --ttl; " \
+	             "'hutch run' deletes it when CMD ends")
+#define VERB_HELP_docker_detach(X)                                                              \
 	X(docker_detach, "%s: 'hutch run' waits for CMD and deletes the sandbox; for one that " \
 	                 "stays, 'hutch create', then 'hutch exec -d ID -- CMD' (a background " \
 	                 "process; 'hutch logs ID PROC -f' follows it)")
+/* clang-format off */
+#define VERB_OPTS_HELP(X) \
+	VERB_HELP_cwd(X) \
+	VERB_HELP_env(X) \
+	VERB_HELP_timeout(X) \
+	VERB_HELP_interactive(X) \
+	VERB_HELP_tty(X) \
+	VERB_HELP_no_limits(X) \
+	VERB_HELP_progress(X) \
+	VERB_HELP_workdir(X) \
+	VERB_HELP_env_file(X) \
+	VERB_HELP_mount(X) \
+	VERB_HELP_docker_user(X) \
+	VERB_HELP_docker_name(X) \
+	VERB_HELP_docker_label(X) \
+	VERB_HELP_docker_rm(X) \
+	VERB_HELP_docker_detach(X)
+/* clang-format on */
 
 /* The options of a command, run's and exec's; modes: those of --timeout,
  * --interactive and --tty (exec -d takes -i alone: its stdin stays open

@@ -79,7 +79,7 @@ struct natlog {
 };
 
 /* init, in the sandbox's netns, while it holds its capabilities
- * (hutch_net_child_listeners()): the conntrack settings and the table,
+ * (hutch_net_child_listeners()): the table, then the conntrack settings,
  * then the two sockets, non-blocking and close-on-exec. */
 int hutch_natlog_child_setup(bool skip_tls, struct hutch_err *err);
 int hutch_natlog_child_sockets(int *ret_nflog, int *ret_ct, struct hutch_err *err);

@@ -55,11 +55,21 @@ static const struct {
 	{ "nf_conntrack_udp_timeout_stream", "2", false },
 };
 
+/* The table first: its rule's "ct state" and "log group" have the kernel
+ * load what the log needs (nf_conntrack, nfnetlink_log: autoloaded for a
+ * rule from any user namespace), and conntrack's settings exist only once
+ * nf_conntrack is loaded. Written first, they failed (ENOENT) wherever
+ * nothing had loaded it before: an ordinary user's sandbox (pasta's NAT is
+ * not the kernel's) on a fresh Debian 12 (the v2 VM), the log silently
+ * off. The table is in place before anything of the sandbox runs, so no
+ * flow starts before the settings. */
 int hutch_natlog_child_setup(bool skip_tls, struct hutch_err *err)
 {
 	char path[sizeof("/proc/sys/net/netfilter/") + sizeof(SYSCTLS[0].name)];
 	int r;
 
+	if ((r = hutch_nft_netlog_child(skip_tls, err)) < 0)
+		return r;
 	for (size_t i = 0; i < ELEMENTSOF(SYSCTLS); i++) {
 		/* the precision: GCC cannot tell that the name ends in its row */
 		(void)snprintf(path, sizeof(path), "/proc/sys/net/netfilter/%.*s",
@@ -70,7 +80,7 @@ int hutch_natlog_child_setup(bool skip_tls, struct hutch_err *err)
 		if (r < 0)
 			return hutch_err_set_errno(err, r, "egress log: write '%s'", path);
 	}
-	return hutch_nft_netlog_child(skip_tls, err);
+	return 0;
 }
 
 static int nf_socket(int *ret, struct hutch_err *err)

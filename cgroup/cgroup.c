@@ -425,6 +425,48 @@ int hutch_cgroup_remove_dir(const char *dir, struct hutch_err *err)
 	                     dir);
 }
 
+/* A run's join file: v1's "tasks" (a thread moving itself skips the
+ * threadgroup lock: hutch_cgroup_open_join()), else v2's cgroup.procs. */
+static int open_procs(const char *dir)
+{
+	_cleanup_close_ int d = hutch_cgroup_open_dir(dir);
+	int fd;
+
+	if (d < 0)
+		return d;
+	fd = openat(d, "tasks", O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0 && errno == ENOENT)
+		fd = openat(d, "cgroup.procs", O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
+	return fd < 0 ? -errno : fd;
+}
+
+int hutch_cgroup_run_new(const struct hutch_cgroup *cg, char *ret_dir, size_t size,
+                         struct hutch_err *err)
+{
+	const char *dir = cg->n_dirs ? cg->dirs[0] : NULL;
+	int fd, r;
+
+	for (size_t i = 0; i < cg->n_dirs; i++)
+		if (cg->ctrls[i] & CG_CTRL_FREEZER) {
+			dir = cg->dirs[i];
+			break;
+		}
+	if (!dir)
+		return hutch_err_set(err, -ENOENT, "a run's cgroup: the sandbox has no cgroup");
+	if ((size_t)snprintf(ret_dir, size, "%s" HUTCH_CGROUP_RUN_SUFFIX, dir) >= size)
+		return hutch_err_set(err, -ENAMETOOLONG, "a run's cgroup: '%s' too long", dir);
+	if ((r = hutch_cgroup_remove_dir(ret_dir, err)) < 0)
+		return r;
+	if (mkdir(ret_dir, 0700) < 0)
+		return hutch_err_set_errno(err, -errno, "make the run's cgroup '%s'", ret_dir);
+	fd = open_procs(ret_dir);
+	if (fd < 0) {
+		(void)rmdir(ret_dir);
+		return hutch_err_set_errno(err, fd, "open '%s/cgroup.procs'", ret_dir);
+	}
+	return fd;
+}
+
 int hutch_cgroup_usage(struct hutch_cgroup *cg, struct hutch_cgroup_usage *ret)
 {
 	*ret = (struct hutch_cgroup_usage){ UINT64_MAX, UINT64_MAX, UINT64_MAX, UINT64_MAX,

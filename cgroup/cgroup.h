@@ -101,6 +101,22 @@ int hutch_cgroup_update(struct hutch_cgroup *cg, const struct hutch_limits *lim,
                         struct hutch_err *err);
 /* SIGKILL everything left, wait until empty (bounded), rmdir every directory. */
 int hutch_cgroup_destroy(struct hutch_cgroup *cg, struct hutch_err *err);
+/*
+ * A cgroup for a helper run beside the sandbox's (CRIU's dump or restore,
+ * runtime/criu.h), so that every process of the run, whatever it forks or
+ * however it regroups (setsid, setpgid), can be killed at once: the
+ * sandbox's directory plus HUTCH_CGROUP_RUN_SUFFIX in the one hierarchy
+ * that kills a whole tree (v2: the unified one, cgroup.kill; v1: the
+ * freezer's, frozen and killed; without one, the first), empty, made anew
+ * (a leftover of an earlier run killed and removed first). Its path into
+ * ret_dir; an fd of its cgroup.procs (close-on-exec; a child joins by
+ * writing "0", a self-migration) as the return, or -errno with err set.
+ * hutch_cgroup_remove_dir() kills what is in it and removes it; gc removes
+ * the one of each dead sandbox's recorded directories.
+ */
+#define HUTCH_CGROUP_RUN_SUFFIX "-run"
+int hutch_cgroup_run_new(const struct hutch_cgroup *cg, char *ret_dir, size_t size,
+                         struct hutch_err *err);
 /* gc: same as destroy for a directory recorded earlier. Refuses paths not
  * under /sys/fs/cgroup or whose last component does not start "hutch-". */
 int hutch_cgroup_remove_dir(const char *dir, struct hutch_err *err);

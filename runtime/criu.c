@@ -23,6 +23,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "cgroup.h"
 #include "cleanup.h"
 #include "fdutil.h"
 #include "syscalls.h"
@@ -397,41 +398,77 @@ void hutch_criu_run_dir_keep(const char *runtime_dir, const struct hutch_criu *c
 }
 
 /*
- * CRIU forks helpers of its own (usernsd, cgroupd, the root task's
- * helper) that do not die with it: the parent-death signal a child of the
- * supervisor is given is not inherited by its forks. A supervisor killed
- * during a restore then left them waiting forever, holding the restorer's
- * mount namespace and with it the new sandbox's disk (its loop device).
- * The restorer leads a process group of its own (setsid()); this watcher,
- * a child of the caller, kills that group once its pipe ends: when the
- * caller lets it go after CRIU (only helpers are left in the group then)
- * or dies.
+ * CRIU forks processes of its own (usernsd, cgroupd, a restore's helpers,
+ * the action scripts and what they run) that do not die with it: the
+ * parent-death signal a child of the supervisor is given is not inherited
+ * by its forks, and a process group is left by any setsid() or setpgid()
+ * (coreutils' timeout, in the post-dump action, makes a group of its own).
+ * A supervisor killed during a dump left a fork of CRIU stopped under pid
+ * 1; one killed during a restore left helpers holding the new sandbox's
+ * disk. So a run's processes are in a cgroup of their own beside the
+ * sandbox's (hutch_cgroup_run_new()), which nothing in it leaves but the
+ * restored tasks CRIU moves into the new sandbox's; a watcher, a child of
+ * the caller outside it, kills it and removes it once its pipe ends: when
+ * the caller is done with CRIU or dies. gc removes one a watcher killed
+ * too left (state-gc.c).
  */
-pid_t hutch_criu_group_watch(pid_t group, int *ret_fd)
+int hutch_criu_cg_new(const struct hutch_cgroup *cg, struct hutch_criu_cg *ret,
+                      struct hutch_err *err)
 {
-	int p[2];
+	int p[2], join;
 	pid_t pid;
 
-	if (pipe2(p, O_CLOEXEC) < 0)
-		return -errno;
+	*ret = (struct hutch_criu_cg){ .join = -EBADF, .let_go = -EBADF, .watch = -1 };
+	if ((join = hutch_cgroup_run_new(cg, ret->dir, sizeof(ret->dir), err)) < 0)
+		return hutch_err_prefix(err, "CRIU's cgroup");
+	if (pipe2(p, O_CLOEXEC) < 0) {
+		close(join);
+		return hutch_err_set_errno(err, -errno, "CRIU's cgroup: its watcher's pipe");
+	}
 	pid = fork();
 	if (pid == 0) {
+		struct hutch_err e;
 		char c;
 
 		(void)sys_close_range(3, (unsigned)p[0] - 1, 0);
 		(void)sys_close_range((unsigned)p[0] + 1, ~0U, 0);
 		while (read(p[0], &c, 1) != 0 && errno == EINTR)
 			;
-		(void)kill(-group, SIGKILL);
-		_exit(0);
+		_exit(hutch_cgroup_remove_dir(ret->dir, &e) < 0);
 	}
 	close(p[0]);
 	if (pid < 0) {
 		close(p[1]);
-		return -errno;
+		close(join);
+		(void)rmdir(ret->dir);
+		return hutch_err_set_errno(err, -errno, "CRIU's cgroup: fork its watcher");
 	}
-	*ret_fd = p[1];
-	return pid;
+	ret->join = join;
+	ret->let_go = p[1];
+	ret->watch = pid;
+	return 0;
+}
+
+int hutch_criu_cg_join(const struct hutch_criu_cg *c)
+{
+	return c->join >= 0 && write(c->join, "0", 1) == 1 ? 0 : -errno;
+}
+
+int hutch_criu_cg_refused(const struct hutch_criu_cg *c, const char *what, struct hutch_err *err)
+{
+	return hutch_err_set_class(err, HUTCH_ERRC_IO, -EIO,
+	                           "%s: CRIU could not join its cgroup '%.300s': the cgroup "
+	                           "file system refused the move; check that it is writable",
+	                           what, c->dir);
+}
+
+void hutch_criu_cg_end(struct hutch_criu_cg *c)
+{
+	closep(&c->join);
+	closep(&c->let_go);
+	while (c->watch > 0 && waitpid(c->watch, NULL, 0) < 0 && errno == EINTR)
+		;
+	c->watch = -1;
 }
 
 int hutch_criu_write_lo_up(int dirfd, const char *name)

@@ -11,6 +11,7 @@
 #ifndef HUTCH_CRIU_H
 #define HUTCH_CRIU_H
 
+#include <errno.h>
 #include <limits.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -61,11 +62,36 @@ int hutch_criu_run_dir_attach(int mnt);
 void hutch_criu_run_dir_keep(const char *runtime_dir, const struct hutch_criu *c, int mnt,
                              ino_t kdat);
 
-/* A watcher (its pid, or -errno) that kills process group group (a
- * restorer's: CRIU and the helpers it forks, which outlive it) once the
- * write end of its pipe (*ret_fd, close-on-exec) is closed: by the caller
- * after CRIU ended (then reap the watcher), or by the caller's death. */
-pid_t hutch_criu_group_watch(pid_t group, int *ret_fd);
+/*
+ * A CRIU run's cgroup (criu.c): every process of the run, CRIU and all it
+ * forks, ends with it. hutch_criu_cg_new() makes it beside the sandbox's
+ * cgroups cg (hutch_cgroup_run_new()) and forks its watcher; the child
+ * that execs CRIU calls hutch_criu_cg_join() first (0 or -errno: then it
+ * must not exec); hutch_criu_cg_end() (idempotent), after CRIU ended,
+ * lets the watcher kill what is left and remove the cgroup, and reaps it.
+ * A caller that dies does the same by its death.
+ */
+struct hutch_cgroup;
+struct hutch_err;
+struct hutch_criu_cg {
+	char dir[PATH_MAX]; /* its path */
+	int join;           /* its join file (close-on-exec) */
+	int let_go;         /* the watcher's pipe: closed, it kills */
+	pid_t watch;        /* the watcher */
+};
+#define HUTCH_CRIU_CG_INIT                                    \
+	{                                                     \
+		.join = -EBADF, .let_go = -EBADF, .watch = -1 \
+	}
+/* The exit status of a child whose hutch_criu_cg_join() failed. */
+#define HUTCH_CRIU_CG_EXIT 124
+int hutch_criu_cg_new(const struct hutch_cgroup *cg, struct hutch_criu_cg *ret,
+                      struct hutch_err *err);
+int hutch_criu_cg_join(const struct hutch_criu_cg *c);
+void hutch_criu_cg_end(struct hutch_criu_cg *c);
+/* The error of a child that exited HUTCH_CRIU_CG_EXIT ("criu dump"'s,
+ * what): filled into err, returned. */
+int hutch_criu_cg_refused(const struct hutch_criu_cg *c, const char *what, struct hutch_err *err);
 /* The restore's setup-namespaces action (dirfd/name, 0700): lo brought up
  * in the empty network namespace CRIU made (--empty-ns net) for a dump of
  * network none, before any socket is restored. 0 or -errno. */

@@ -38,8 +38,16 @@ static void reap_cgroups(const cJSON *state, struct hutch_err *err)
 	const cJSON *it;
 
 	cJSON_ArrayForEach(it, dirs) {
-		if (cJSON_IsString(it))
-			(void)hutch_cgroup_remove_dir(it->valuestring, err);
+		char run[4096];
+
+		if (!cJSON_IsString(it))
+			continue;
+		(void)hutch_cgroup_remove_dir(it->valuestring, err);
+		/* A CRIU run's, beside it (hutch_cgroup_run_new()), that its
+		 * watcher did not remove (killed too): gone is 0, one open. */
+		if ((size_t)snprintf(run, sizeof(run), "%s" HUTCH_CGROUP_RUN_SUFFIX,
+		                     it->valuestring) < sizeof(run))
+			(void)hutch_cgroup_remove_dir(run, err);
 	}
 }
 

@@ -34,7 +34,9 @@
  *     new socketpair's end;
  *   - the cgroups are the new sandbox's (--manage-cgroups=soft,
  *     --cgroup-root per hierarchy where the donor is), the restored init the
- *     supervisor's child (--restore-sibling).
+ *     supervisor's child (--restore-sibling);
+ *   - CRIU and all it forks run in a cgroup of their own (runtime/criu.h),
+ *     killed after it (its helpers) or with the supervisor.
  *
  * Then the supervisor adopts it (its pidfd, its socket, its mount
  * namespace held), kills the donor, and makes the restored init
@@ -549,8 +551,8 @@ static int stage_mounts(struct restore *r, int donor_mntns)
 }
 
 /* Child: the stage made, the fds CRIU inherits placed, criu exec'ed. */
-static __attribute__((noreturn)) void restorer(struct restore *r, int donor_mntns, int sock,
-                                               int criu_fd)
+static __attribute__((noreturn)) void restorer(struct restore *r, const struct hutch_criu_cg *cg,
+                                               int donor_mntns, int sock, int criu_fd)
 {
 	static char *const envp[] = { "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:"
 		                      "/sbin:/bin",
@@ -558,6 +560,8 @@ static __attribute__((noreturn)) void restorer(struct restore *r, int donor_mntn
 	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
 
 	(void)prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (hutch_criu_cg_join(cg) < 0)
+		_exit(HUTCH_CRIU_CG_EXIT);
 	/* A group of its own: what CRIU signals on a failure is its. */
 	if (null < 0 || setsid() < 0 || stage_mounts(r, donor_mntns) < 0)
 		_exit(125);
@@ -638,31 +642,35 @@ static int run(struct restore *r, int sock, struct hutch_err *err)
 	_cleanup_close_ int mntns = -EBADF, pfd = -EBADF;
 	/* by fd: the stage may hide its path in the child */
 	_cleanup_close_ int criu = open(r->argv[0], O_PATH | O_CLOEXEC);
-	int status = 0, let_go = -EBADF;
-	pid_t pid, watch;
+	_cleanup_(hutch_criu_cg_end) struct hutch_criu_cg cg = HUTCH_CRIU_CG_INIT;
+	int status = 0;
+	pid_t pid;
 
 	snprintf(path, sizeof(path), "/proc/%d/ns/mnt", (int)r->s->init_pid);
 	if ((mntns = open(path, O_RDONLY | O_CLOEXEC)) < 0 || criu < 0)
 		return hutch_err_set_errno(err, -errno,
 		                           "open the new init's mount namespace, criu");
+	/* CRIU and its helpers (the restored tasks are moved into the new
+	 * sandbox's cgroups): killed after, or with the supervisor. */
+	if ((status = hutch_criu_cg_new(r->s->cg, &cg, err)) < 0)
+		return hutch_err_prefix(err, "criu restore");
 	r->run = hutch_criu_run_dir(r->rt, r->criu, &r->run_kdat);
 	if ((pid = fork()) < 0)
 		return hutch_err_set_errno(err, -errno, "fork criu");
 	if (pid == 0)
-		restorer(r, mntns, sock, criu);
-	watch = hutch_criu_group_watch(pid, &let_go); /* CRIU's helpers: killed after */
+		restorer(r, &cg, mntns, sock, criu);
 	pfd = sys_pidfd_open(pid, 0);
 	if (pfd >= 0 && poll(&(struct pollfd){ .fd = pfd, .events = POLLIN }, 1, RESTORE_MS) == 0)
 		(void)kill(pid, SIGKILL);
 	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
 		;
-	closep(&let_go);
-	while (watch > 0 && waitpid(watch, NULL, 0) < 0 && errno == EINTR)
-		;
+	hutch_criu_cg_end(&cg);
 	if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
 		hutch_criu_run_dir_keep(r->rt, r->criu, r->run, r->run_kdat);
 		return 0;
 	}
+	if (WIFEXITED(status) && WEXITSTATUS(status) == HUTCH_CRIU_CG_EXIT)
+		return hutch_criu_cg_refused(&cg, "criu restore", err);
 	if (WIFEXITED(status) && WEXITSTATUS(status) == 125)
 		return hutch_err_set_class(err, HUTCH_ERRC_IO, -EIO,
 		                           "restore: the new sandbox's mounts could not be "

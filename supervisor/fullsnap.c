@@ -35,8 +35,9 @@
  * lock is held, and is renamed full/NAME whole, its files 0600: they hold
  * the processes' memory. The sandbox runs on (--leave-running); CRIU
  * stops its tasks by ptrace meanwhile. CRIU is a child of the supervisor
- * with PDEATHSIG: a supervisor killed takes it and the sandbox along, and
- * the half-made directory stays in tmp/ for the next lock holder to clear.
+ * with PDEATHSIG, in a cgroup of its own with all it forks (runtime/criu.h):
+ * a supervisor killed takes it, its forks and the sandbox along, and the
+ * half-made directory stays in tmp/ for the next lock holder to clear.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -503,16 +504,6 @@ static int write_script(int dirfd, struct hutch_err *err)
 	return 0;
 }
 
-/* A script CRIU left waiting on "go" (CRIU killed meanwhile) let go
- * ("1"); else it ends after 300 s by itself (timeout). */
-static void release_script(int dirfd)
-{
-	_cleanup_close_ int go = openat(dirfd, "go", O_WRONLY | O_NONBLOCK | O_CLOEXEC);
-
-	if (go >= 0)
-		(void)!write(go, "1\n", 2);
-}
-
 /* While CRIU runs: at its post-dump action, the disk's files read, then it
  * is let go ("0": resume, else fail). 0 also when CRIU ended without it
  * (its exit says why). */
@@ -569,9 +560,12 @@ static int run_criu(struct sup *s, const struct hutch_criu *c, const struct criu
 	char rt[sizeof(s->paths.dir)];
 	ino_t kdat = 0;
 	_cleanup_close_ int run = -EBADF;
+	_cleanup_(hutch_criu_cg_end) struct hutch_criu_cg cg = HUTCH_CRIU_CG_INIT;
 
 	if (!log)
 		return hutch_err_set(err, -ENOMEM, "criu dump");
+	if ((r = hutch_criu_cg_new(s->cg, &cg, err)) < 0)
+		return hutch_err_prefix(err, "criu dump");
 	hutch_sup_full_runtime_dir(s, rt, sizeof(rt));
 	run = hutch_criu_run_dir(rt, c, &kdat);
 	pid = fork();
@@ -581,6 +575,8 @@ static int run_criu(struct sup *s, const struct hutch_criu *c, const struct criu
 		int null = open("/dev/null", O_RDWR | O_CLOEXEC);
 
 		(void)prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (hutch_criu_cg_join(&cg) < 0)
+			_exit(HUTCH_CRIU_CG_EXIT);
 		/* The child's stdio: /dev/null (CRIU logs to images/dump.log). */
 		if (null < 0 || fchdir(dirfd) < 0)
 			_exit(127);
@@ -601,9 +597,11 @@ static int run_criu(struct sup *s, const struct hutch_criu *c, const struct criu
 		;
 	if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
 		hutch_criu_run_dir_keep(rt, c, run, kdat);
-	release_script(dirfd);
+	hutch_criu_cg_end(&cg); /* what CRIU left (its action waiting on "go") */
 	if (r < 0)
 		return r;
+	if (WIFEXITED(status) && WEXITSTATUS(status) == HUTCH_CRIU_CG_EXIT)
+		return hutch_criu_cg_refused(&cg, "criu dump", err);
 	/* A dump is whole when CRIU says so and wrote its inventory. */
 	if (WIFEXITED(status) && WEXITSTATUS(status) == 0 &&
 	    faccessat(dirfd, "images/inventory.img", F_OK, AT_SYMLINK_NOFOLLOW) == 0)

@@ -10,6 +10,7 @@ Debian's 3.17.1 only)."""
 import json
 import os
 import re
+import select
 import shutil
 import socket
 import subprocess
@@ -390,16 +391,62 @@ exec {criu} "$@" --action-script {stage}
 CRIU_STAGE = """#!/bin/sh
 [ "$CRTOOLS_SCRIPT_ACTION" = post-dump ] || exit 0
 pid=$(cat {mark}.pid)
+setsid sh -c 'echo $$ > {mark}.escaped; exec sleep 300' </dev/null >/dev/null 2>&1 &
+for i in $(seq 1000); do [ -s {mark}.escaped ] && break; sleep 0.01; done
 touch {mark}
 while kill -0 "$pid" 2>/dev/null; do sleep 0.05; done
 exit 1
 """
+# (CRIU runs its action scripts last given first: this one before hutch's.)
+# The stand-in's action leaves a process in a session of its own (as
+# coreutils' timeout, in hutch's action, leaves its process group): what a
+# process group or a parent-death signal would not take along.
+
+
+def run_cgroup(pid):
+    """The cgroup of the CRIU run pid is in (hutch_cgroup_run_new(): the
+    sandbox's directory plus "-run", in the freezer's hierarchy on v1, the
+    unified one on v2), or None."""
+    for ln in open(f"/proc/{pid}/cgroup").read().splitlines():
+        _, ctrls, path = ln.split(":", 2)
+        if re.search(r"/hutch-[^/]+-run$", path):
+            return f"/sys/fs/cgroup/{ctrls}{path}" if ctrls else "/sys/fs/cgroup" + path
+    return None
+
+
+def run_procs(pid):
+    """Every process of the CRIU run pid is in: its cgroup's directory and
+    a pidfd of each (no pid reused is mistaken for one of them)."""
+    d = run_cgroup(pid)
+    assert d, ("CRIU does not run in a cgroup of its own", open(f"/proc/{pid}/cgroup").read())
+    fds = {}
+    for q in open(os.path.join(d, "cgroup.procs")).read().split():
+        try:
+            fds[int(q)] = os.pidfd_open(int(q))
+        except ProcessLookupError:
+            pass
+    return d, fds
+
+
+def run_ended(d, fds, seconds=30):
+    """Until every process of a CRIU run (run_procs()) has ended and its
+    cgroup is removed, bounded."""
+    deadline = time.monotonic() + seconds
+    left = dict(fds)
+    while (left or os.path.exists(d)) and time.monotonic() < deadline:
+        left = {q: fd for q, fd in left.items() if not select.select([fd], [], [], 0)[0]}
+        time.sleep(0.05)
+    for fd in fds.values():
+        os.close(fd)
+    assert not left, ("processes of the CRIU run outlived it", {q: cmdline(q) for q in left})
+    assert not os.path.exists(d), f"the CRIU run's cgroup {d} is left"
 
 
 def dump_stopped(hutch, tmp_path):
-    """A holder's sandbox, the snapshot --full asked (a Popen) through the
-    stand-in CRIU, once the dump stands at its post-dump action; and the
-    pid of the CRIU dumping it."""
+    """A holder's sandbox, its supervisor's pid, the snapshot --full asked
+    (a Popen) through the stand-in CRIU, once the dump stands at its
+    post-dump action; the pid of the CRIU dumping it and its run
+    (run_procs(): the stand-in's escaped process among them)."""
     path, why = real_criu()
     if not path:
         pytest.skip(why)
@@ -407,24 +454,29 @@ def dump_stopped(hutch, tmp_path):
     stage = fake_criu(tmp_path, "stage.sh", CRIU_STAGE.format(mark=mark))
     stops = fake_criu(tmp_path, "criu", CRIU_STOPS.format(mark=mark, criu=path, stage=stage))
     sb, _ = holder(hutch, str(stops))
+    sup = json.loads(hutch("inspect", sb.id).stdout)["supervisor_pid"]
     p = hutch.popen("snapshot", sb.id, "cut", "--full")
     deadline = time.monotonic() + 120
     while not mark.exists() and p.poll() is None and time.monotonic() < deadline:
         time.sleep(0.05)
     assert mark.exists(), ("the dump never reached its post-dump action", p.communicate())
-    return sb, p, int(open(f"{mark}.pid").read())
+    criu = int(open(f"{mark}.pid").read())
+    d, fds = run_procs(criu)
+    escaped = int(open(f"{mark}.escaped").read())
+    assert criu in fds and escaped in fds, (fds, escaped)
+    return sb, sup, p, criu, (d, fds)
 
 
 def test_full_snapshot_with_criu_killed(hutch, tmp_path):
     # kill -9 of CRIU part way through its dump (at its post-dump action,
-    # every task stopped): the source runs on with its state, init is not
-    # left dumpable, no snapshot and nothing in tmp/.
-    sb, p, criu = dump_stopped(hutch, tmp_path)
+    # every task stopped): every process of the run ends (its action, one
+    # in a session of its own), the source runs on with its state, init is
+    # not left dumpable, no snapshot and nothing in tmp/.
+    sb, _, p, criu, run = dump_stopped(hutch, tmp_path)
     os.kill(criu, 9)
     out, err = p.communicate(timeout=60)
     assert p.returncode == 70 and b"criu dump was killed (signal 9)" in err, err
-    assert not [q for q in os.listdir("/proc") if "post-dump.sh" in cmdline(q)], \
-        "CRIU's post-dump action left waiting"
+    run_ended(*run)
     assert ask(sb).startswith("n=2 pos=8 ")
     assert not dumpable(sb, hutch)
     store = hutch.env["HUTCH_IMAGE_STORE"]
@@ -432,21 +484,25 @@ def test_full_snapshot_with_criu_killed(hutch, tmp_path):
     sb.rm()
 
 
-def test_full_snapshot_with_its_supervisor_killed(hutch):
-    # kill -9 of the sandbox's supervisor during the dump: the sandbox ends
-    # with it (init's PDEATHSIG), CRIU too (its PDEATHSIG); the CLI says it
-    # is gone; gc leaves nothing (the fixture's teardown checks state,
-    # cgroups and processes); no snapshot, and the half-made directory in
-    # the store's tmp/ goes with the next store writer.
-    sb, sup, p, criu = dump_started(hutch)
+@pytest.mark.parametrize("when", ["running", "at post-dump"])
+def test_full_snapshot_with_its_supervisor_killed(hutch, tmp_path, when):
+    # kill -9 of the sandbox's supervisor during the dump (CRIU running, or
+    # at its post-dump action with a process of the run in a session of its
+    # own): the sandbox ends with it (init's PDEATHSIG), every process of
+    # the CRIU run too (its cgroup, killed by its watcher), before any gc;
+    # the CLI says it is gone; gc leaves nothing (the fixture's teardown
+    # checks state, cgroups and processes); no snapshot, and the half-made
+    # directory in the store's tmp/ goes with the next store writer.
+    if when == "running":
+        sb, sup, p, criu = dump_started(hutch)
+        run = run_procs(criu)
+    else:
+        sb, sup, p, criu, run = dump_stopped(hutch, tmp_path)
+    assert criu in run[1], run
     os.kill(sup, 9)
     out, err = p.communicate(timeout=60)
     assert p.returncode in (66, 70), (p.returncode, err)
-    for _ in range(600):
-        if not os.path.exists(f"/proc/{criu}"):
-            break
-        time.sleep(0.05)
-    assert not os.path.exists(f"/proc/{criu}"), "criu outlived its supervisor"
+    run_ended(*run)
     assert hutch("gc").returncode == 0
     store = hutch.env["HUTCH_IMAGE_STORE"]
     assert os.listdir(os.path.join(store, "full")) == []
@@ -542,9 +598,11 @@ def test_full_restore_with_criu_killed(hutch):
             if pid.isdigit() and cmdline(pid).startswith(path + " restore "):
                 criu = int(pid)
     assert criu, "criu restore never ran"
+    run = run_procs(criu)
     os.kill(criu, 9)
     out, err = p.communicate(timeout=60)
     assert p.returncode == 70 and b"criu restore was killed (signal 9)" in err, err
+    run_ended(*run)  # CRIU's helpers too
     assert hutch("gc").returncode == 0
     assert [i for i in os.listdir(hutch.env["HUTCH_RUNTIME_DIR"]) if not i.startswith(".")] == [sb.id]
     assert sorted(os.listdir(os.path.join(d, "images"))) == before
@@ -742,16 +800,19 @@ def test_full_fork_with_the_source_supervisor_killed(hutch):
 
 
 def test_full_fork_with_a_fork_supervisor_killed(hutch):
-    # kill -9 of a fork's supervisor during its restore: that fork's CRIU,
-    # staging child and restored tree end with it, the fork fails (70) and
+    # kill -9 of a fork's supervisor during its restore: that fork's CRIU
+    # (every process of its run), staging child and restored tree end with it, the fork fails (70) and
     # deletes the other fork; after gc no sandbox but the source, no dump,
     # no record (the fixture's teardown checks cgroups and processes).
     path = criu_or_skip()
     sb, first = holder(hutch, path)
     p = hutch.popen("fork", sb.id, "--full", "-n", "2")
-    os.kill(fork_restore(hutch, path, p, sb.id)[1], 9)
+    criu, sup = fork_restore(hutch, path, p, sb.id)
+    run = run_procs(criu)
+    os.kill(sup, 9)
     out, err = p.communicate(timeout=120)
     assert p.returncode == 70 and b"failed; the forks made were deleted" in err, err
+    run_ended(*run)  # every process of that restore, before any gc
     deadline = time.monotonic() + 120
     while hutch.ids() != [sb.id] and time.monotonic() < deadline:
         hutch("gc")

@@ -484,24 +484,41 @@ def test_full_snapshot_with_criu_killed(hutch, tmp_path):
     sb.rm()
 
 
-@pytest.mark.parametrize("when", ["running", "at post-dump"])
+def watcher_of(sup, run):
+    """The watcher of a CRIU run (runtime/criu.c): the supervisor's child,
+    a fork of it (its command line), outside the run's cgroup."""
+    kids = open(f"/proc/{sup}/task/{sup}/children").read().split()
+    found = [int(k) for k in kids if int(k) not in run[1] and cmdline(k) == cmdline(sup)]
+    assert len(found) == 1, (found, {k: cmdline(k) for k in kids})
+    return found[0]
+
+
+@pytest.mark.parametrize("when", ["running", "at post-dump", "with its watcher"])
 def test_full_snapshot_with_its_supervisor_killed(hutch, tmp_path, when):
     # kill -9 of the sandbox's supervisor during the dump (CRIU running, or
     # at its post-dump action with a process of the run in a session of its
     # own): the sandbox ends with it (init's PDEATHSIG), every process of
     # the CRIU run too (its cgroup, killed by its watcher), before any gc;
-    # the CLI says it is gone; gc leaves nothing (the fixture's teardown
-    # checks state, cgroups and processes); no snapshot, and the half-made
-    # directory in the store's tmp/ goes with the next store writer.
+    # its watcher killed first, the run's cgroup waits for gc, which kills
+    # and removes it; the CLI says it is gone; gc leaves nothing (the
+    # fixture's teardown checks state, cgroups and processes); no snapshot,
+    # and the half-made directory in the store's tmp/ goes with the next
+    # store writer.
     if when == "running":
         sb, sup, p, criu = dump_started(hutch)
         run = run_procs(criu)
     else:
         sb, sup, p, criu, run = dump_stopped(hutch, tmp_path)
     assert criu in run[1], run
+    if when == "with its watcher":
+        os.kill(watcher_of(sup, run), 9)
     os.kill(sup, 9)
     out, err = p.communicate(timeout=60)
     assert p.returncode in (66, 70), (p.returncode, err)
+    if when == "with its watcher":
+        time.sleep(1)
+        assert os.path.exists(run[0]), "the run's cgroup went without its watcher"
+        assert hutch("gc").returncode == 0
     run_ended(*run)
     assert hutch("gc").returncode == 0
     store = hutch.env["HUTCH_IMAGE_STORE"]

@@ -267,6 +267,16 @@ static int dir_gone(struct jfile *f, struct jout *o, const struct jsrc *s)
 	                                         "(its supervisor died before writing one)");
 }
 
+/* A watch on fd's file wherever it is now (the magic link resolves to the
+ * open file, moved or not). */
+static int watch_fd(int in, int fd)
+{
+	char path[sizeof("/proc/self/fd/") + 12];
+
+	(void)snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	return inotify_add_watch(in, path, IN_MODIFY | IN_MOVE_SELF);
+}
+
 /* --follow: new lines of f until the end line. The file moves beside the
  * tombstone when the sandbox ends (the watch follows its inode); a
  * rotation makes a new file in the dir (its watch wakes us). */
@@ -277,10 +287,18 @@ static int follow(struct jfile *f, struct jout *o, struct jsrc *s)
 	char ev[4096];
 	int r;
 
-	if (in < 0 || inotify_add_watch(in, s->cur, IN_MODIFY | IN_MOVE_SELF) < 0 ||
-	    (!s->gone && inotify_add_watch(in, s->dir, IN_CREATE | IN_MOVED_TO) < 0))
+	/* The open file's inode, by its fd: by path, a sandbox ending since
+	 * the open (its file moved beside the tombstone) failed the watch. Its
+	 * dir gone meanwhile is the end's path, below. */
+	if (in < 0 || watch_fd(in, f->fd) < 0)
 		return hutch_cli_fail(HUTCH_EXIT_FAILURE, "watch '%s': %s", s->cur,
 		                      strerror(errno));
+	if (!s->gone && inotify_add_watch(in, s->dir, IN_CREATE | IN_MOVED_TO) < 0) {
+		if (errno != ENOENT)
+			return hutch_cli_fail(HUTCH_EXIT_FAILURE, "watch '%s': %s", s->dir,
+			                      strerror(errno));
+		return dir_gone(f, o, s);
+	}
 	while (!o->check.ended) {
 		struct pollfd p = { .fd = in, .events = POLLIN };
 
@@ -295,7 +313,7 @@ static int follow(struct jfile *f, struct jout *o, struct jsrc *s)
 			close(f->fd);
 			if ((r = open_or_fail(s->cur, &f->fd)))
 				return r;
-			(void)inotify_add_watch(in, s->cur, IN_MODIFY | IN_MOVE_SELF);
+			(void)watch_fd(in, f->fd);
 			continue;
 		}
 		r = poll(&p, 1, 1000);

@@ -252,6 +252,39 @@ def test_follow_prints_until_the_end(hutch):
     assert any(x.get("command") == "echo followed" for x in js)
 
 
+def test_follow_of_a_sandbox_removed_before_its_watch(hutch):
+    """--follow of a sandbox removed between the follower's first lines and
+    its watch (strace holds the follower's inotify_init1 for 3 s, the rm
+    runs meanwhile): the file moved beside the tombstone is watched by its
+    fd, the rest is read and the follower ends 0 at the end line. It failed
+    "watch '...': No such file or directory" when it watched by path."""
+    if shutil.which("strace") is None:
+        pytest.skip("needs strace")
+    sb = hutch.create("--instance-type", "nano")
+    assert sb.sh("echo before") == "before\n"
+    p = subprocess.Popen(["strace", "-o", "/dev/null", "-e", "trace=inotify_init1",
+                          "-e", "inject=inotify_init1:delay_enter=3000000", HUTCH, "journal",
+                          sb.id, "--follow", "--json"], env=hutch.env, stdin=subprocess.DEVNULL,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        first = b""  # printed before the watch is made: the delay is after it
+        while not first.endswith(b"\n"):
+            assert select.select([p.stdout], [], [], 30)[0], ("no first line", first)
+            c = os.read(p.stdout.fileno(), 1)
+            assert c, ("the follower ended before its first line", first, p.communicate())
+            first += c
+        assert sb.rm().returncode == 0
+        out, err = p.communicate(timeout=60)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    assert p.returncode == 0, err
+    js = [json.loads(x) for x in (first + out).decode().splitlines()]
+    assert js[0]["journal"] == "start" and js[-1]["journal"] == "end", js
+    assert any(x.get("command") == "echo before" for x in js), js
+
+
 def wait_watching(p):
     """Until the follower p watches its files (inotify)."""
     def watching():

@@ -115,7 +115,14 @@ static int claim_run_one(const char *body, int stream_fd, struct hutch_created *
 {
 	static const char pre[] = "{\"claim\":", post[] = "}";
 	struct hutch_err ignored = { 0 };
-	_cleanup_close_ int fd = hutch_client_connect(ret->paths.exec, &ignored);
+	char path[sizeof(ret->paths.exec)];
+	/* the command's request in stream_fd is in the form without JSON:
+	 * exec.sock's name for it (runtime/state.h), absent on an older
+	 * supervisor's sandbox, which POST /claim and POST /exec then serve */
+	_cleanup_close_ int fd = snprintf(path, sizeof(path), "%s/" HUTCH_EXEC_FORMS_NAME,
+	                                  ret->paths.dir) < (int)sizeof(path)
+	                                 ? hutch_client_connect(path, &ignored)
+	                                 : -ENAMETOOLONG;
 	_cleanup_cjson_ cJSON *j = NULL;
 	struct hutch_frame_dec d;
 	struct hutch_frame_ev ev = { 0 };

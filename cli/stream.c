@@ -665,10 +665,12 @@ static int connect_exec_sock(const char *sock)
 	size_t dir = slash ? (size_t)(slash - sock) + 1 : 0;
 	char path[4200];
 
-	if (dir + sizeof(HUTCH_EXEC_SOCK_NAME) > sizeof(path))
+	/* its name for the request without JSON (runtime/state.h): a
+	 * supervisor of an older hutch has none, POST /exec serves it */
+	if (dir + sizeof(HUTCH_EXEC_FORMS_NAME) > sizeof(path))
 		return -ENAMETOOLONG;
 	memcpy(path, sock, dir);
-	memcpy(path + dir, HUTCH_EXEC_SOCK_NAME, sizeof(HUTCH_EXEC_SOCK_NAME));
+	memcpy(path + dir, HUTCH_EXEC_FORMS_NAME, sizeof(HUTCH_EXEC_FORMS_NAME));
 	return hutch_client_connect(path, &ignored);
 }
 

@@ -36,6 +36,12 @@ const char *hutch_runtime_dir(void);
 
 /* hutch exec's socket's name, beside api.sock (supervisor/api/exec-sock.c) */
 #define HUTCH_EXEC_SOCK_NAME "exec.sock"
+/* A symlink to it, made by a supervisor that also reads the request form
+ * without JSON (base/frame.h, HUTCH_REQ_MAGIC): hutch's CLI connects there
+ * and sends that form; where it is missing (a supervisor of an older hutch
+ * still running after an upgrade) the CLI goes by POST /exec's JSON, which
+ * every supervisor reads. exec.sock itself keeps taking JSON. */
+#define HUTCH_EXEC_FORMS_NAME "exec-forms.sock"
 
 /* The longest runtime directory hutch_paths_init() takes (its sockets'
  * paths must fit a sockaddr_un's 108 bytes anyway). It bounds the paths

@@ -168,3 +168,33 @@ def test_out_of_fds_the_connection_waits_then_is_served(hutch, sandbox):
 def proc_state(pid):
     with open(f"/proc/{pid}/stat") as f:
         return f.read().rsplit(")", 1)[1].split()[0]
+
+
+def supervisor_maps_json(sb):
+    with open(os.path.join(os.path.dirname(sb.sock), "state.json")) as f:
+        pid = json.load(f)["supervisor_pid"]
+    with open(f"/proc/{pid}/maps") as f:
+        return "libcjson" in f.read()
+
+
+def test_an_older_supervisor_is_served_by_post_exec(hutch):
+    """hutch exec sends its request without JSON on exec-forms.sock, a
+    symlink to exec.sock made by a supervisor that reads that form; a
+    supervisor of an older hutch (after an upgrade) has none, and hutch exec
+    goes by POST /exec's JSON there (its supervisor then loads libcjson):
+    the same bytes, cwd, variables and exit both ways."""
+    sb = hutch.create("--instance-type", "nano")
+    try:
+        link = os.path.join(os.path.dirname(sb.sock), "exec-forms.sock")
+        assert os.readlink(link) == "exec.sock"
+        argv = ["exec", "-i", "-e", b"V=\x01\xff", "-w", "/tmp", sb.id, "--", "sh", "-c",
+                'cat; printf "%s" "$V"; pwd; exit 4']
+        r = hutch(*argv, input=b"\x00in")
+        assert (r.returncode, r.stdout) == (4, b"\x00in\x01\xff/tmp\n"), r
+        assert not supervisor_maps_json(sb)
+        os.unlink(link)
+        r = hutch(*argv, input=b"\x00in")
+        assert (r.returncode, r.stdout) == (4, b"\x00in\x01\xff/tmp\n"), r
+        assert supervisor_maps_json(sb)
+    finally:
+        sb.rm()

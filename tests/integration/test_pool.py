@@ -197,6 +197,20 @@ def test_run_claims_and_runs_in_one_message(pool):
     assert journal_routes(pool, sid) == ["POST /claim", "POST /exec"]
 
 
+def test_a_warm_run_into_an_older_supervisors_sandbox(pool):
+    """A pooled sandbox of a supervisor that does not read the request form
+    without JSON (a keeper of an older hutch after an upgrade) has no
+    exec-forms.sock: the run claims by POST /claim and sends its command by
+    POST /exec's JSON, the same bytes and exit out."""
+    start(pool, size=1)
+    [sid] = pooled_ids(pool)
+    os.unlink(os.path.join(pool.rtdir, sid, "exec-forms.sock"))
+    r = pool("run", "-e", b"V=\x01\xff", "--", "sh", "-c", 'printf "%s" "$V"; echo err >&2; exit 3')
+    assert r.returncode == 3 and r.stdout == b"\x01\xff" and r.stderr == b"err\n", r
+    routes = journal_routes(pool, sid)
+    assert routes[:2] == ["POST /claim", "POST /exec"], routes
+
+
 def test_a_killed_warm_run_deletes_its_sandbox(pool):
     """The run's hand-over: the CLI killed (SIGKILL, nothing said) while its
     command runs, the claimed sandbox is deleted, not left for its TTL."""

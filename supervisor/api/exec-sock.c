@@ -23,6 +23,7 @@
  * waits for an fd, as beyond the bound, instead of for ever.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <sys/epoll.h>
@@ -102,10 +103,11 @@ int hutch_api_exec_listen(struct sup *s, struct hutch_err *err)
 	hutch_watch_init(&s->exec_sock.w, on_accept, s);
 	s->exec_sock.fd = fd;
 	/* The name hutch's CLI connects to (runtime/state.h): without it (it
-	 * cannot be made) the CLI goes by POST /exec, slower, never wrong. */
+	 * cannot be made) the CLI goes by POST /exec, slower, never wrong (symlinkat: no import
+	 * more at every start, test_budgets.py version.instructions). */
 	if (snprintf(link, sizeof(link), "%s/" HUTCH_EXEC_FORMS_NAME, s->paths.dir) <
 	            (int)sizeof(link) &&
-	    symlink(HUTCH_EXEC_SOCK_NAME, link) < 0 && errno != EEXIST)
+	    symlinkat(HUTCH_EXEC_SOCK_NAME, AT_FDCWD, link) < 0 && errno != EEXIST)
 		hutch_log(HUTCH_LOG_WARN, "exec.sock's link (hutch exec goes by POST /exec): %m");
 	return 0;
 }

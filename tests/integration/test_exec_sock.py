@@ -155,7 +155,9 @@ def test_out_of_fds_the_connection_waits_then_is_served(hutch, sandbox):
         # it tried accept4() and was refused an fd
         assert wait_until(lambda: ctxt_switches(pid) > before and
                           proc_state(pid) == "S")
-        assert len(os.listdir(f"/proc/{pid}/fd")) == nfds
+        # no fd more (one of the create's may still close meanwhile: the
+        # disk stock's connection, read at the disk step, goes at its pace)
+        assert len(os.listdir(f"/proc/{pid}/fd")) <= nfds
     finally:
         resource.prlimit(pid, resource.RLIMIT_NOFILE, (soft, hard))
     got = frames(s)

@@ -234,20 +234,11 @@ def test_follow_prints_until_the_end(hutch):
         sb.sh("echo followed")
         # The follower holds the journal once it has printed its first line;
         # an rm before that removes the file it was about to open.
-        first = b""  # byte by byte: communicate() reads the fd, not a buffer
-        while not first.endswith(b"\n"):
-            assert select.select([p.stdout], [], [], 30)[0], ("no first line", first)
-            c = os.read(p.stdout.fileno(), 1)
-            assert c, ("the follower ended before its first line", first)
-            first += c
-        assert sb.rm().returncode == 0
-        out, err = p.communicate(timeout=60)
+        js = rm_after_the_first_line(sb, p)
     finally:
         if p.poll() is None:
             p.kill()
             p.wait()
-    assert p.returncode == 0, err
-    js = [json.loads(x) for x in (first + out).decode().splitlines()]
     assert js[0]["journal"] == "start" and js[-1]["journal"] == "end"
     assert any(x.get("command") == "echo followed" for x in js)
 
@@ -267,22 +258,28 @@ def test_follow_of_a_sandbox_removed_before_its_watch(hutch):
                           sb.id, "--follow", "--json"], env=hutch.env, stdin=subprocess.DEVNULL,
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
-        first = b""  # printed before the watch is made: the delay is after it
-        while not first.endswith(b"\n"):
-            assert select.select([p.stdout], [], [], 30)[0], ("no first line", first)
-            c = os.read(p.stdout.fileno(), 1)
-            assert c, ("the follower ended before its first line", first, p.communicate())
-            first += c
-        assert sb.rm().returncode == 0
-        out, err = p.communicate(timeout=60)
+        js = rm_after_the_first_line(sb, p)  # printed before the watch (the delay)
     finally:
         if p.poll() is None:
             p.kill()
             p.wait()
-    assert p.returncode == 0, err
-    js = [json.loads(x) for x in (first + out).decode().splitlines()]
     assert js[0]["journal"] == "start" and js[-1]["journal"] == "end", js
     assert any(x.get("command") == "echo before" for x in js), js
+
+
+def rm_after_the_first_line(sb, p):
+    """The follower p's first line, then sb removed, then the rest: every
+    line as JSON, once p has ended 0."""
+    first = b""  # byte by byte: communicate() reads the fd, not a buffer
+    while not first.endswith(b"\n"):
+        assert select.select([p.stdout], [], [], 30)[0], ("no first line", first)
+        c = os.read(p.stdout.fileno(), 1)
+        assert c, ("the follower ended before its first line", first, p.communicate())
+        first += c
+    assert sb.rm().returncode == 0
+    out, err = p.communicate(timeout=60)
+    assert p.returncode == 0, err
+    return [json.loads(x) for x in (first + out).decode().splitlines()]
 
 
 def wait_watching(p):

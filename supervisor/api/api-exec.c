@@ -39,6 +39,7 @@
 #include "cmdenv.h"
 #include "fdutil.h"
 #include "frame.h"
+#include "journal.h"
 #include "request.h"
 #include "routes.h"
 #include "supervisor.h"
@@ -119,6 +120,11 @@ static void on_done(void *ud, struct cmd *c)
 	cJSON_Delete(j);
 	hutch_loop_close(&s->loop, &x->w_in, &x->in_fd);
 	x->finished = true;
+	/* Its journal line (the command's exit known: the journal's hook ran
+	 * first) before its answer, not at the stream's end: a `hutch journal`
+	 * right after the exec or run returned missed it now and then. */
+	hutch_journal_request_end(x->jr, 0);
+	x->jr = NULL;
 	if (x->owed) { /* its pipe is closed: the frame cannot be completed */
 		hutch_exec_abort(x);
 		return;

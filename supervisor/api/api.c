@@ -26,6 +26,7 @@
 
 #include <microhttpd.h>
 
+#include "api-conn.h"
 #include "api.h"
 #include "cleanup.h"
 #include "executor.h"
@@ -37,23 +38,6 @@
 #include "procs.h"
 #include "routes.h"
 #include "supervisor.h"
-
-/* A connection of the API. It waits for a request's headers from when it
- * is accepted, or its previous request answered (keep-alive); the waiting
- * ones are a list in that order, so the oldest is the first. Its client's
- * half-close is watched on a duplicate of its fd (the request's own
- * hang-up watch, http.c, may watch the fd itself). */
-struct hutch_api_conn {
-	struct sup *s;
-	int fd, dup_fd;
-	int uid, pid; /* the peer's (SO_PEERCRED), for the journal; -1: unknown */
-	int64_t since_ms;
-	bool waiting, half_closed;
-	struct request *req; /* the request being served, if any */
-	struct hutch_watch w;
-	struct hutch_api_conn *prev, *next;   /* waiting */
-	struct hutch_api_conn *hprev, *hnext; /* half-closed, not yet settled */
-};
 
 #define UNLINK(head, tail, c, prev, next)                              \
 	do {                                                           \
@@ -137,14 +121,6 @@ static void settle_half_closed(struct sup *s)
 			continue; /* answered first; waits again after it */
 		conn_settled(s, c);
 	}
-}
-
-static struct hutch_api_conn *conn_of(struct MHD_Connection *conn)
-{
-	const union MHD_ConnectionInfo *ci =
-	        hutch_mhd.get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
-
-	return ci ? ci->socket_context : NULL;
 }
 
 /* Refuse r before its handler: with a JSON error, or (text) the executor's

@@ -9,10 +9,23 @@
 #include <strings.h>
 #include <sys/epoll.h>
 
+#include "api-conn.h"
 #include "cleanup.h"
 #include "error.h"
 #include "http.h"
+#include "journal.h"
 #include "supervisor.h"
+
+void hutch_api_journal_answered(struct MHD_Connection *conn, unsigned status)
+{
+	struct hutch_api_conn *c = conn_of(conn);
+
+	/* (without a context: at its completion, on_completed()) */
+	if (c && c->req && c->req->jrec) {
+		hutch_journal_request_end(c->req->jrec, status);
+		c->req->jrec = NULL;
+	}
+}
 
 enum MHD_Result hutch_api_respond_buffer(struct MHD_Connection *conn, unsigned status,
                                          const char *type, const char *data, size_t len)
@@ -26,6 +39,7 @@ enum MHD_Result hutch_api_respond_buffer(struct MHD_Connection *conn, unsigned s
 	(void)hutch_mhd.add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, type);
 	if (!strncmp(type, "text/plain", 10)) /* Go's http.Error */
 		(void)hutch_mhd.add_response_header(resp, "X-Content-Type-Options", "nosniff");
+	hutch_api_journal_answered(conn, status);
 	ret = hutch_mhd.queue_response(conn, status, resp);
 	hutch_mhd.destroy_response(resp);
 	return ret;

@@ -103,6 +103,10 @@ enum MHD_Result hutch_api_respond_sse(struct request *r, MHD_ContentReaderCallba
  * queued. */
 ssize_t hutch_api_sse_command(struct request *r, char *buf, size_t max,
                               void (*queue_end)(struct request *r));
+/* conn's request is answered with status: its journal
+ * line now, before the answer goes (api.c), so that a `hutch journal`
+ * after the caller has its answer finds it. */
+void hutch_api_journal_answered(struct MHD_Connection *conn, unsigned status);
 /* Answer a body of len bytes with the Content-Type type. */
 enum MHD_Result hutch_api_respond_buffer(struct MHD_Connection *conn, unsigned status,
                                          const char *type, const char *data, size_t len);

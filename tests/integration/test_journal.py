@@ -513,3 +513,44 @@ def test_change_summaries_on_command_lines(hutch):
     assert sb.run("echo a > /workspace/a")["exit_code"] == 0
     assert all("changes" not in j for j in lines(hutch, sb.id))
     assert sb.rm().returncode == 0
+
+
+def test_a_request_is_on_the_journal_before_its_answer(hutch, tmp_path):
+    """A request's line is written before its answer goes (POST /v1/run on
+    api.sock, hutch exec on exec.sock), so that a `hutch journal` once the
+    caller has its answer finds it: strace of the supervisor shows the
+    journal's write before the answer's. It came after (at the stream's or
+    connection's end) and a journal read right after missed it now and then."""
+    if shutil.which("strace") is None:
+        pytest.skip("needs strace")
+    sb = hutch.create("--instance-type", "nano")
+    try:
+        sb.sh("true")  # the journal's file made, its first lines written
+        with open(os.path.join(hutch.rtdir, sb.id, "state.json")) as f:
+            pid = json.load(f)["supervisor_pid"]
+        trace = str(tmp_path / "sup.trace")
+        st = subprocess.Popen(["strace", "-f", "-p", str(pid), "-s", "300", "-yy", "-e",
+                               "trace=write,writev,sendmsg,sendto", "-o", trace],
+                              stderr=subprocess.PIPE)
+        try:
+            assert b"attached" in st.stderr.readline()
+            assert sb.sh("echo one") == "one\n"
+            r = hutch("exec", sb.id, "--", "echo", "two")
+            assert r.returncode == 0 and r.stdout == b"two\n", r
+        finally:
+            st.terminate()
+            st.wait()
+        with open(trace) as f:
+            lines = f.read().splitlines()
+    finally:
+        sb.rm()
+
+    def first(*words):
+        return next(i for i, line in enumerate(lines) if all(w in line for w in words))
+
+    j1 = first("journal.jsonl>", '"command\\":\\"echo one')
+    a1 = first('api.sock"]>, {msg_name=NULL, msg_namelen=0, msg_iov=[{iov_base="HTTP/1.')
+    assert j1 < a1, lines
+    j2 = first("journal.jsonl>", '"command\\":\\"echo two')
+    a2 = max(i for i, line in enumerate(lines) if 'exec.sock"]>' in line)
+    assert j2 < a2, lines

@@ -384,6 +384,11 @@ again:
 		closep(&fds[0]);
 		if (r < 0)
 			return hutch_err_set_errno(err, -errno, "take init's socket");
+		/* Our end's send buffer bounds a spawn request's size: init could
+		 * make it only as big as its network namespace's wmem_max allows
+		 * (212,992 bytes on 6.1: a 900 KB env failed EMSGSIZE), we force
+		 * it as root. */
+		sock_buffers(m->init.sock, HUTCH_PROTO_SOCK_BUF);
 		/* what init reads once READY is sent may be queued from now */
 		if (m->init_serving)
 			m->init_serving(m->init_serving_ud, m->init.sock, m->cg, m->cmdenv);

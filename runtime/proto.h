@@ -24,6 +24,15 @@
 #define HUTCH_SPAWN_MAX_ENV  1024
 #define HUTCH_PROTO_FDS_MAX  64        /* fds in one message */
 #define HUTCH_PROTO_SOCK_BUF (4 << 20) /* each end's buffers: the largest spawn fits */
+/* In a header's type: the body is not in the datagram but in a sealed
+ * memfd passed after the message's own fds (hdr.len its length). A socket
+ * whose send buffer is too small for the message (SO_SNDBUF stops at
+ * net.core.wmem_max without CAP_NET_ADMIN over the initial user
+ * namespace: 212,992 bytes on Debian 12's 6.1, a datagram of ~416 KiB at
+ * most, for a rootless supervisor and any init) gets it this way:
+ * hutch_proto_send() falls back on EMSGSIZE, hutch_proto_recv() reads it
+ * back, so a caller sees one message either way, up to HUTCH_PROTO_MAX. */
+#define HUTCH_MSG_F_MEMFD (1u << 31)
 /* A command's uid and gid inside the sandbox: appuser's unless the
  * supervisor says otherwise (an OCI bundle's process.user); only ids of
  * the sandbox's 65536-id range exist. */
@@ -195,7 +204,9 @@ ssize_t hutch_proto_spawn_encode(const char *const *argv, const char *const *env
 /* Decode and validate a spawn body. */
 int hutch_proto_spawn_decode(const char *body, size_t len, struct hutch_spawn_req *ret);
 
-/* Send one message with optional fds. */
+/* Send one message with optional fds (at most HUTCH_PROTO_FDS_MAX), its
+ * body in a memfd when the socket's buffer cannot hold it. -EINVAL: too
+ * many fds or a message over HUTCH_PROTO_MAX. */
 int hutch_proto_send(int sock, uint32_t type, uint64_t id, const void *body, size_t len,
                      const int *fds, size_t nfds);
 /* Receive one message into buf (cap bytes); fds received go to fds (up to

@@ -629,3 +629,21 @@ def test_volumes_refused_saying_why(alice, user_tmp):
     assert r.returncode == 69, r.stderr
     assert b"only root" in r.stderr and b"hutch cp" in r.stderr, r.stderr
     assert alice.ids() == []
+
+
+def test_a_run_larger_than_the_sockets_buffer(alice):
+    """A user's supervisor cannot force its socket to init past
+    net.core.wmem_max (SO_SNDBUFFORCE needs CAP_NET_ADMIN on the host):
+    212,992 bytes on Debian 12's 6.1, a datagram of ~416 KiB at most, where
+    a run with a 900 KB env failed 500 'send command to sandbox init:
+    Message too long'. Its body goes in a memfd then (runtime/proto.h); the
+    API's own bound (command + environment ~1 MiB) answers 413 naming it."""
+    sb = alice.create()
+    big = {f"BIG{i}": "x" * 100000 for i in range(9)}  # one string: at most 128 KiB (execve)
+    out = sb.sh("printenv | grep ^BIG | wc -c", env=big)
+    assert int(out) == sum(len(k) + 1 + len(v) + 1 for k, v in big.items())
+    status, res = sb.api("POST", "/v1/run",
+                         {"cmd": "true", "env": {f"HUGE{i}": "y" * 100000 for i in range(11)}})
+    assert status == 413, res
+    assert "larger than 1044480 bytes" in res["error"]["message"], res
+    assert sb.sh("echo still here").strip() == "still here"

@@ -14,6 +14,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -307,12 +308,26 @@ static void send_raw(int sock, const void *data, size_t len, int fd, size_t nfds
 	assert_int_equal(sendmsg(sock, &msg, 0), (ssize_t)len);
 }
 
+/* The next message on sock refused (-EBADMSG) with the fds it carried
+ * closed: the only other holder of the pipe's write end is gone. */
+static void assert_refused(int sock, int read_end)
+{
+	struct hutch_msg_hdr hdr;
+	int got[4] = { -1, -1, -1, -1 };
+	char buf[16];
+	size_t nfds = 4;
+
+	assert_int_equal(hutch_proto_recv(sock, &hdr, buf, sizeof(buf), got, &nfds), -EBADMSG);
+	assert_int_equal(nfds, 0);
+	assert_true(write_end_closed(read_end));
+	close(read_end);
+}
+
 static void test_recv_hostile(void **state)
 {
 	struct hutch_msg_hdr hdr, lie = { .type = HUTCH_MSG_EXITED, .len = 50, .id = 1 };
 	char big[200] = { 0 }, buf[16];
-	int sv[2], p[2], got[4] = { -1, -1, -1, -1 };
-	size_t nfds;
+	int sv[2], p[2];
 
 	(void)state;
 	seqpacket(sv);
@@ -322,22 +337,14 @@ static void test_recv_hostile(void **state)
 	assert_int_equal(hutch_proto_send(sv[0], HUTCH_MSG_EXITED, 1, big, sizeof(big), &p[1], 1),
 	                 0);
 	close(p[1]);
-	nfds = 4;
-	assert_int_equal(hutch_proto_recv(sv[1], &hdr, buf, sizeof(buf), got, &nfds), -EBADMSG);
-	assert_int_equal(nfds, 0);
-	assert_true(write_end_closed(p[0]));
-	close(p[0]);
+	assert_refused(sv[1], p[0]);
 
 	/* A header that lies about the body length. */
 	memcpy(big, &lie, sizeof(lie));
 	nb_pipe(p);
 	send_raw(sv[0], big, sizeof(lie) + 10, p[1], 2);
 	close(p[1]);
-	nfds = 4;
-	assert_int_equal(hutch_proto_recv(sv[1], &hdr, buf, sizeof(buf), got, &nfds), -EBADMSG);
-	assert_int_equal(nfds, 0);
-	assert_true(write_end_closed(p[0]));
-	close(p[0]);
+	assert_refused(sv[1], p[0]);
 
 	/* Shorter than a header. */
 	send_raw(sv[0], "abcd", 4, -1, 0);
@@ -348,17 +355,100 @@ static void test_recv_hostile(void **state)
 	nb_pipe(p);
 	send_raw(sv[0], &lie, sizeof(lie), p[1], HUTCH_PROTO_FDS_MAX + 4);
 	close(p[1]);
-	nfds = 4;
-	assert_int_equal(hutch_proto_recv(sv[1], &hdr, buf, sizeof(buf), got, &nfds), -EBADMSG);
-	assert_int_equal(nfds, 0);
-	assert_true(write_end_closed(p[0]));
-	close(p[0]);
+	assert_refused(sv[1], p[0]);
 
 	/* The socket still works after all that. */
 	assert_int_equal(hutch_proto_send(sv[0], HUTCH_MSG_GO, 9, NULL, 0, NULL, 0), 0);
 	assert_int_equal(hutch_proto_recv(sv[1], &hdr, buf, sizeof(buf), NULL, NULL), 0);
 	assert_int_equal(hdr.type, HUTCH_MSG_GO);
 	assert_int_equal(hdr.id, 9);
+	close(sv[0]);
+	close(sv[1]);
+}
+
+/* A message larger than the sender's buffer allows (SO_SNDBUF stops at
+ * net.core.wmem_max without CAP_NET_ADMIN: 212,992 bytes on Debian 12's
+ * 6.1, where a rootless run with a 900 KB env failed EMSGSIZE): sent with
+ * its body in a memfd after its fds, received as one message. */
+static void test_send_larger_than_the_buffer(void **state)
+{
+	size_t len = 900 * 1024, nfds = HUTCH_PROTO_FDS_MAX;
+	char *body = malloc(len), *buf = malloc(HUTCH_PROTO_MAX);
+	int sv[2], p[2], fds[HUTCH_PROTO_FDS_MAX], got[HUTCH_PROTO_FDS_MAX], small = 64 * 1024;
+	struct hutch_msg_hdr hdr;
+
+	(void)state;
+	assert_non_null(body);
+	assert_non_null(buf);
+	for (size_t i = 0; i < len; i++)
+		body[i] = (char)(i * 7 + i / 4096);
+	seqpacket(sv);
+	assert_int_equal(setsockopt(sv[0], SOL_SOCKET, SO_SNDBUF, &small, sizeof(small)), 0);
+	nb_pipe(p);
+	for (size_t i = 0; i < HUTCH_PROTO_FDS_MAX; i++)
+		fds[i] = p[1];
+	assert_int_equal(hutch_proto_send(sv[0], HUTCH_MSG_SPAWN, 5, body, len, fds, nfds), 0);
+	close(p[1]);
+	assert_int_equal(hutch_proto_recv(sv[1], &hdr, buf, HUTCH_PROTO_MAX, got, &nfds),
+	                 (ssize_t)len);
+	assert_int_equal(hdr.type, HUTCH_MSG_SPAWN);
+	assert_int_equal(hdr.id, 5);
+	assert_int_equal(nfds, HUTCH_PROTO_FDS_MAX); /* the memfd is not among them */
+	assert_memory_equal(buf, body, len);
+	for (size_t i = 0; i < nfds; i++)
+		close(got[i]);
+	assert_true(write_end_closed(p[0]));
+	close(p[0]);
+	/* a receiver's buffer too small for it: refused, nothing left open */
+	nfds = HUTCH_PROTO_FDS_MAX;
+	assert_int_equal(hutch_proto_send(sv[0], HUTCH_MSG_SPAWN, 6, body, len, NULL, 0), 0);
+	assert_int_equal(hutch_proto_recv(sv[1], &hdr, buf, len - 1, got, &nfds), -EBADMSG);
+	assert_int_equal(nfds, 0);
+	/* over HUTCH_PROTO_MAX, or a type with the flag already: refused */
+	assert_int_equal(hutch_proto_send(sv[0], HUTCH_MSG_SPAWN, 7, buf, HUTCH_PROTO_MAX, NULL, 0),
+	                 -EINVAL);
+	assert_int_equal(
+	        hutch_proto_send(sv[0], HUTCH_MSG_SPAWN | HUTCH_MSG_F_MEMFD, 7, "x", 1, NULL, 0),
+	        -EINVAL);
+	free(body);
+	free(buf);
+	close(sv[0]);
+	close(sv[1]);
+}
+
+/* A hostile HUTCH_MSG_F_MEMFD message: its "memfd" a pipe (a read could
+ * block), unsealed (could change while read), shorter than it says, or
+ * missing, or with a body in the datagram too: refused, its fds closed. */
+static void test_recv_memfd_hostile(void **state)
+{
+	struct hutch_msg_hdr hdr, lie = { .type = HUTCH_MSG_SPAWN | HUTCH_MSG_F_MEMFD, .len = 8 };
+	char buf[64], with_body[sizeof(lie) + 8] = { 0 };
+	int sv[2], p[2], mfd, got[4] = { -1, -1, -1, -1 };
+	size_t nfds;
+
+	(void)state;
+	seqpacket(sv);
+	nb_pipe(p);
+	send_raw(sv[0], &lie, sizeof(lie), p[1], 1);
+	close(p[1]);
+	assert_refused(sv[1], p[0]);
+	mfd = memfd_create("t", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	assert_true(mfd >= 0);
+	assert_int_equal(write(mfd, "1234", 4), 4);
+	for (int i = 0; i < 3; i++) {
+		if (i == 1) /* sealed but 4 bytes, not 8 */
+			assert_int_equal(fcntl(mfd, F_ADD_SEALS, F_SEAL_WRITE | F_SEAL_SHRINK), 0);
+		memcpy(with_body, &lie, sizeof(lie));
+		/* the third: the body in the datagram as well */
+		send_raw(sv[0], with_body, i < 2 ? sizeof(lie) : sizeof(with_body), mfd, 1);
+		nfds = 4;
+		assert_int_equal(hutch_proto_recv(sv[1], &hdr, buf, sizeof(buf), got, &nfds),
+		                 -EBADMSG);
+		assert_int_equal(nfds, 0);
+	}
+	close(mfd);
+	send_raw(sv[0], &lie, sizeof(lie), -1, 0); /* no fd at all */
+	assert_int_equal(hutch_proto_recv(sv[1], &hdr, buf, sizeof(buf), NULL, NULL), -EBADMSG);
 	close(sv[0]);
 	close(sv[1]);
 }
@@ -418,6 +508,8 @@ int main(void)
 		cmocka_unit_test(test_send_recv_fds),
 		cmocka_unit_test(test_recv_extra_fds_closed),
 		cmocka_unit_test(test_recv_hostile),
+		cmocka_unit_test(test_send_larger_than_the_buffer),
+		cmocka_unit_test(test_recv_memfd_hostile),
 		cmocka_unit_test(test_changes_decode),
 	};
 

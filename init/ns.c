@@ -20,10 +20,18 @@ static int send_listeners(int sock, const struct hutch_net_plan *net, struct hut
 	struct hutch_net_listener ls[HUTCH_NET_LISTENERS_MAX];
 	struct hutch_msg_net_fd body[HUTCH_NET_LISTENERS_MAX];
 	int fds[HUTCH_NET_LISTENERS_MAX];
+	struct hutch_err warn = { 0 };
 	int n, r;
 
 	_Static_assert(HUTCH_NET_LISTENERS_MAX <= HUTCH_PROTO_FDS_MAX, "one message");
-	n = hutch_net_child_listeners(net, ls, ELEMENTSOF(ls), err);
+	n = hutch_net_child_listeners(net, ls, ELEMENTSOF(ls), &warn, err);
+	/* what the user asked for and does not get, said (HUTCH_MSG_NOTE) */
+	if (n >= 0 && warn.code &&
+	    (r = hutch_proto_send(sock, HUTCH_MSG_NOTE, 0, &warn, sizeof(warn), NULL, 0)) < 0) {
+		for (int i = 0; i < n; i++)
+			close(ls[i].fd);
+		return hutch_err_set_errno(err, r, "pass a warning to the supervisor");
+	}
 	if (n <= 0)
 		return n;
 	for (int i = 0; i < n; i++) {

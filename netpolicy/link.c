@@ -284,17 +284,24 @@ static int add_proxy_listeners(struct listeners *l, const struct hutch_net_polic
 /* The egress log's settings and two netlink sockets (natlog.c), as
  * listeners of port 0. A kernel without what it needs (the netfilter log,
  * conntrack's events) costs the log, not the sandbox: no sockets go up,
- * and the log's answer says it is not complete. */
-static int add_natlog(struct listeners *l, bool skip_tls, struct hutch_err *err)
+ * the log's answer says it is not complete, and warn says why (the
+ * supervisor's events log: the user asked for the log). */
+static int add_natlog(struct listeners *l, bool skip_tls, struct hutch_err *warn,
+                      struct hutch_err *err)
 {
-	struct hutch_err ignored = { 0 };
+	struct hutch_err why = { 0 };
 	int lg, ct;
 
 	if (l->n + 2 > l->max)
 		return hutch_err_set(err, -ENOSPC, "too many network listeners");
-	if (hutch_natlog_child_setup(skip_tls, &ignored) < 0 ||
-	    hutch_natlog_child_sockets(&lg, &ct, &ignored) < 0)
+	if (hutch_natlog_child_setup(skip_tls, &why) < 0 ||
+	    hutch_natlog_child_sockets(&lg, &ct, &why) < 0) {
+		(void)hutch_err_set(warn, why.code,
+		                    "--nat-log on, but the NAT path is not logged: %s (the host's "
+		                    "kernel needs nf_conntrack and nfnetlink_log: modprobe them)",
+		                    why.msg);
 		return 0;
+	}
 	l->ls[l->n++] = (struct hutch_net_listener){ .fd = lg, .kind = HUTCH_NET_L_NFLOG };
 	l->ls[l->n++] = (struct hutch_net_listener){ .fd = ct, .kind = HUTCH_NET_L_CTEVENTS };
 	return 0;
@@ -317,7 +324,7 @@ static int add_sockdiag(struct listeners *l, struct hutch_err *err)
 }
 
 int hutch_net_child_listeners(const struct hutch_net_plan *plan, struct hutch_net_listener *ls,
-                              size_t max, struct hutch_err *err)
+                              size_t max, struct hutch_err *warn, struct hutch_err *err)
 {
 	const struct hutch_net_policy *p = plan->policy;
 	const struct hutch_net_child *c = &plan->child;
@@ -338,7 +345,7 @@ int hutch_net_child_listeners(const struct hutch_net_plan *plan, struct hutch_ne
 		r = add_listener(&l, SOCK_STREAM, HUTCH_NET_HOST_INTERNAL, c->host_ports[i],
 		                 HUTCH_NET_L_HOSTPORT, err);
 	if (r >= 0 && !allow && c && c->log_nat)
-		r = add_natlog(&l, c->redirect_tls, err);
+		r = add_natlog(&l, c->redirect_tls, warn, err);
 	if (r >= 0 && c && c->log_owner)
 		r = add_sockdiag(&l, err);
 	if (r < 0) {

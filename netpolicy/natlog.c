@@ -12,6 +12,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
@@ -65,14 +66,18 @@ static const struct {
  * flow starts before the settings. */
 int hutch_natlog_child_setup(bool skip_tls, struct hutch_err *err)
 {
-	char path[sizeof("/proc/sys/net/netfilter/") + sizeof(SYSCTLS[0].name)];
+	/* tests: a directory where they cannot be written (the kernel's
+	 * refusal, as where nf_conntrack cannot be loaded) */
+	const char *dir = getenv("HUTCH_TEST_NATLOG_SYSCTLS");
+	char path[128];
 	int r;
 
 	if ((r = hutch_nft_netlog_child(skip_tls, err)) < 0)
 		return r;
 	for (size_t i = 0; i < ELEMENTSOF(SYSCTLS); i++) {
 		/* the precision: GCC cannot tell that the name ends in its row */
-		(void)snprintf(path, sizeof(path), "/proc/sys/net/netfilter/%.*s",
+		(void)snprintf(path, sizeof(path), "%.64s/%.*s",
+		               dir && *dir ? dir : "/proc/sys/net/netfilter",
 		               (int)sizeof(SYSCTLS[i].name), SYSCTLS[i].name);
 		r = hutch_write_knob_at(AT_FDCWD, path, SYSCTLS[i].value);
 		if (r == -ENOENT && SYSCTLS[i].optional)

@@ -335,9 +335,10 @@ struct hutch_net_listener {
  * HUTCH_NET_HOST_INTERNAL (a host port equal to a proxy port fails with
  * EADDRINUSE). Call after hutch_net_setup_child(). Returns the count
  * (<= max) or a negative errno with err set; on failure nothing stays
- * open. */
+ * open. warn->code != 0: made, but without what it says (the NAT path's
+ * log, which the kernel could not turn on), for the user to hear. */
 int hutch_net_child_listeners(const struct hutch_net_plan *plan, struct hutch_net_listener *ls,
-                              size_t max, struct hutch_err *err);
+                              size_t max, struct hutch_err *warn, struct hutch_err *err);
 
 /* ---- the supervisor's egress ---- */
 

@@ -92,6 +92,11 @@ enum hutch_msg_type {
 	 * until its teardown's end (supervisor.h's disk_watch: the group's
 	 * last close waits for an SRCU grace period, not in init's exit) */
 	HUTCH_MSG_CHANGES_GROUP,
+	/* setup only, before READY: body: struct hutch_err, a degradation the
+	 * sandbox is made with all the same (its network: the NAT path's log
+	 * that the kernel could not turn on), which the supervisor writes to
+	 * its events log (hutch events ID) as "warning: MSG" */
+	HUTCH_MSG_NOTE,
 };
 
 /* HUTCH_MSG_GO's id. */

@@ -57,10 +57,12 @@
  * docs/performance.md). */
 static bool is_kept_hook(const char *entry)
 {
-	static const char *const hooks[] = {
-		"HUTCH_TEST_UNPACK_STOP_AFTER=", "HUTCH_TEST_ROLLBACK_STOP_AFTER=",
-		"HUTCH_TEST_FORK_STOP=", "HUTCH_CRIU=", "HUTCH_LXCFS="
-	};
+	static const char *const hooks[] = { "HUTCH_TEST_UNPACK_STOP_AFTER=",
+		                             "HUTCH_TEST_ROLLBACK_STOP_AFTER=",
+		                             "HUTCH_TEST_FORK_STOP=",
+		                             "HUTCH_TEST_NATLOG_SYSCTLS=",
+		                             "HUTCH_CRIU=",
+		                             "HUTCH_LXCFS=" };
 
 	if (strncmp(entry, "HUTCH_", 6) != 0)
 		return false;

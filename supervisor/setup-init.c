@@ -335,6 +335,38 @@ static int keep_write_fds(struct setup_made *m, const uint32_t *which, size_t nw
 	return 0;
 }
 
+/* init's socket, made in its network namespace (HUTCH_MSG_SOCKET): the
+ * same number from now on; fd closed. */
+static int take_socket(struct setup_made *m, int fd, struct hutch_err *err)
+{
+	int r = dup3(fd, m->init.sock, O_CLOEXEC); /* lint-fds: ok: the same number */
+
+	close(fd);
+	if (r < 0)
+		return hutch_err_set_errno(err, -errno, "take init's socket");
+	/* Our end's send buffer bounds what a spawn request sends inline: init
+	 * could make it only as big as net.core.wmem_max allows (212,992 bytes
+	 * on 6.1), we force it as root (a rootless supervisor cannot: a larger
+	 * request's body goes in a memfd, runtime/proto.h). */
+	sock_buffers(m->init.sock, HUTCH_PROTO_SOCK_BUF);
+	/* what init reads once READY is sent may be queued from now */
+	if (m->init_serving)
+		m->init_serving(m->init_serving_ud, m->init.sock, m->cg, m->cmdenv);
+	m->init_serving = NULL;
+	return 0;
+}
+
+/* init's warning (HUTCH_MSG_NOTE: hostile input), kept for the events
+ * log as one line of printable text. */
+static void take_note(struct setup_made *m, const char *msg)
+{
+	size_t i = 0;
+
+	for (; i < sizeof(m->note) - 1 && msg[i]; i++)
+		m->note[i] = msg[i] >= 0x20 && msg[i] < 0x7f ? msg[i] : '?';
+	m->note[i] = '\0';
+}
+
 int hutch_sup_setup_wait_ready(const struct setup_plan *plan, struct setup_made *m,
                                struct hutch_err *err)
 {
@@ -379,20 +411,12 @@ again:
 		goto again;
 	}
 	if (hdr.type == HUTCH_MSG_SOCKET && n == 0 && nfds == 1) {
-		/* init's socket, made in its network namespace: the same number */
-		r = dup3(fds[0], m->init.sock, O_CLOEXEC); /* lint-fds: ok: the same number */
-		closep(&fds[0]);
-		if (r < 0)
-			return hutch_err_set_errno(err, -errno, "take init's socket");
-		/* Our end's send buffer bounds a spawn request's size: init could
-		 * make it only as big as its network namespace's wmem_max allows
-		 * (212,992 bytes on 6.1: a 900 KB env failed EMSGSIZE), we force
-		 * it as root. */
-		sock_buffers(m->init.sock, HUTCH_PROTO_SOCK_BUF);
-		/* what init reads once READY is sent may be queued from now */
-		if (m->init_serving)
-			m->init_serving(m->init_serving_ud, m->init.sock, m->cg, m->cmdenv);
-		m->init_serving = NULL;
+		if (take_socket(m, fds[0], err) < 0)
+			return err->code;
+		goto again;
+	}
+	if (hdr.type == HUTCH_MSG_NOTE && (size_t)n == sizeof(child_err) && nfds == 0) {
+		take_note(m, u.child_err.msg);
 		goto again;
 	}
 	if (hdr.type == HUTCH_MSG_CHANGES_GROUP && n == 0 && nfds == 1) {

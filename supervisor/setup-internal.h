@@ -77,7 +77,8 @@ struct setup_made {
 	bool views_left_out; /* they were not answered: GO without them */
 	struct hutch_net_plan net;
 	struct sock_fprog seccomp;
-	bool tmpfs; /* GO: no disk after all, config.workspace "tmpfs" */
+	bool tmpfs;                   /* GO: no disk after all, config.workspace "tmpfs" */
+	char note[HUTCH_ERR_MSG_MAX]; /* init's HUTCH_MSG_NOTE: an events line */
 	/* init's writable layer's fds (HUTCH_MSG_WRITE_FDS), for snapshot.c */
 	uint32_t write_which[HUTCH_ROOTFS_WRITE_FDS];
 	int write_fds[HUTCH_ROOTFS_WRITE_FDS];

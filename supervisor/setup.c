@@ -430,6 +430,8 @@ static int hand_over(struct sup *s, struct setup_made *m, int r, struct hutch_er
 	views_said(s, m);
 	if (m->tmpfs)
 		snprintf(s->cfg->workspace, sizeof(s->cfg->workspace), "tmpfs");
+	if (m->note[0])
+		hutch_event(s, "warning: %s", m->note);
 	hutch_initproc_started(s, &m->init);
 	if (m->nwrite == 0 && m->nwrite_which == 0)
 		return r;

@@ -242,3 +242,32 @@ def test_dns_of_allow_mode_refuses_unlisted_names(nh, fakenet):
     assert no["verdict"] == "refused" and no["rule"] == "unlisted", no
     assert no["answer"] == "NXDOMAIN" and "allow list" in no["reason"], no
     sb.rm()
+
+
+def test_a_nat_log_the_kernel_cannot_turn_on_is_said(nh, fakenet):
+    """--nat-log on where the sandbox's netns cannot turn the log on (a
+    host whose nf_conntrack cannot be loaded: its settings are not there;
+    here HUTCH_TEST_NATLOG_SYSCTLS names a directory that is not there
+    either): the sandbox is made and works, without the log, and its
+    events log says so, why and the fix (it said nothing before); the
+    answer is not complete."""
+    sb = create(nh, "--network", "all", "--nat-log", "on",
+                env={"HUTCH_TEST_NATLOG_SYSCTLS": "/proc/sys/net/netfilter/none"})
+    ev = nh("events", sb.id).stdout.decode()
+    warn = [ln for ln in ev.splitlines() if "warning:" in ln]
+    assert len(warn) == 1, ev
+    assert "--nat-log on, but the NAT path is not logged: egress log: write " \
+           "'/proc/sys/net/netfilter/none/nf_conntrack_acct': No such file or directory" \
+           in warn[0], warn
+    assert "nf_conntrack and nfnetlink_log: modprobe them" in warn[0], warn
+    res = sb.run(argv=["python3", "-c", f"import socket; socket.create_connection(('{WEB}', 80), "
+                       "10).close()"])
+    assert res["exit_code"] == 0, res
+    log = net_log(sb)
+    assert log["complete"] is False and nat(log) == [], log
+    sb.rm()
+    # where it can be turned on, no such line
+    sb = create(nh, "--network", "all", "--nat-log", "on")
+    assert "warning:" not in nh("events", sb.id).stdout.decode()
+    assert "complete" not in net_log(sb)  # complete: said only when not
+    sb.rm()

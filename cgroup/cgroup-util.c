@@ -420,31 +420,6 @@ int hutch_cgroup_open_parent(const char *dir, int *ret_parent, const char **ret_
 	return 0;
 }
 
-int hutch_cgroup_open_with_parent(const char *dir, int *ret_fd, int *ret_parent,
-                                  const char **ret_name, struct hutch_err *err)
-{
-	_cleanup_close_ int fd = -EBADF, pfd = -EBADF;
-	char parent[4096];
-	const char *base = strrchr(dir, '/');
-
-	if (!base || (size_t)(base - dir) >= sizeof(parent))
-		return hutch_err_set(err, -EINVAL, "bad cgroup path '%s'", dir);
-	memcpy(parent, dir, (size_t)(base - dir));
-	parent[base - dir] = '\0';
-	fd = hutch_cgroup_open_dir(dir);
-	if (fd == -ENOENT)
-		return 1;
-	if (fd < 0)
-		return hutch_err_set_errno(err, fd, "open cgroup '%s'", dir);
-	pfd = hutch_cgroup_open_dir(parent);
-	if (pfd < 0)
-		return hutch_err_set_errno(err, pfd, "open cgroup '%s'", parent);
-	*ret_fd = TAKE_FD(fd);
-	*ret_parent = TAKE_FD(pfd);
-	*ret_name = base + 1;
-	return 0;
-}
-
 int hutch_cgroup_try_remove(int fd, int parent, const char *name, const char *dir, int64_t deadline,
                             struct hutch_err *err)
 {

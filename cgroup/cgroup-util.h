@@ -151,11 +151,6 @@ int hutch_cgroup_open_dir(const char *dir);
  * set, or -errno with err set. */
 int hutch_cgroup_open_parent(const char *dir, int *ret_parent, const char **ret_name,
                              struct hutch_err *err);
-/* For removal: open dir and its parent. Returns 1 when dir is already
- * gone, 0 with *ret_fd, *ret_parent and *ret_name (dir's last component)
- * set, or -errno with err set. */
-int hutch_cgroup_open_with_parent(const char *dir, int *ret_fd, int *ret_parent,
-                                  const char **ret_name, struct hutch_err *err);
 /* One removal attempt: rmdir the children, then dir (name in parent).
  * 1: gone; 0: still busy, try again; -errno with err set: another error,
  * or still busy at deadline (CLOCK_MONOTONIC ms). */

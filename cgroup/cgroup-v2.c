@@ -243,9 +243,23 @@ static int v2_remove_dir(const char *dir, struct hutch_err *err)
 	bool has_kill = true;
 	int r;
 
-	r = hutch_cgroup_open_with_parent(dir, &fd, &pfd, &name, err);
+	/* Fast path, from the parent alone (as v1_remove_dir()): a sandbox
+	 * whose init has been reaped leaves its cgroup empty (its pid
+	 * namespace died with it) and without children, and rmdir refuses a
+	 * populated cgroup or one with children (EBUSY), so nothing alive is
+	 * skipped. The cgroup's own fd, cgroup.kill and the wait for
+	 * "populated 0" only when it is refused (issue 31). */
+	r = hutch_cgroup_open_parent(dir, &pfd, &name, err);
 	if (r != 0)
 		return r > 0 ? 0 : r;
+	if (unlinkat(pfd, name, AT_REMOVEDIR) == 0 || errno == ENOENT)
+		return 0;
+	if (errno != EBUSY)
+		return hutch_err_set_errno(err, -errno, "remove cgroup '%s'", dir);
+	fd = openat(pfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT ? 0
+		                       : hutch_err_set_errno(err, -errno, "open cgroup '%s'", dir);
 	r = kill_all(fd, &has_kill);
 	if (r < 0)
 		return hutch_err_set_errno(err, r, "write '%s/cgroup.kill'", dir);

@@ -345,6 +345,40 @@ def test_rm_kills_a_process_put_into_the_sandboxs_cgroup_and_leaves_nothing(hutc
 V2 = os.path.exists("/sys/fs/cgroup/cgroup.controllers")
 
 
+def _tracer_of(pid):
+    with open(f"/proc/{pid}/status") as f:
+        return next(int(ln.split()[1]) for ln in f if ln.startswith("TracerPid:"))
+
+
+@pytest.mark.skipif(not V2, reason="v2's removal (v1's: the test above and test_budgets)")
+@pytest.mark.skipif(shutil.which("strace") is None, reason="needs strace")
+def test_v2_rm_removes_an_empty_cgroup_from_its_parent_alone(hutch, tmp_path):
+    """On v2 an empty sandbox cgroup (init reaped: its pid namespace died
+    with it) is removed from its parent's fd alone (one rmdir), as on v1
+    (e52d72d): its own fd, cgroup.kill and the wait for "populated 0" only
+    when the rmdir is refused (the test above)."""
+    sb = hutch.create("--instance-type", "nano")
+    with open(os.path.join(hutch.rtdir, sb.id, "state.json")) as f:
+        name = os.path.basename(json.load(f)["cgroup"]["dirs"][0])
+    sup = json.loads(hutch("inspect", sb.id).stdout)["supervisor_pid"]
+    trace = tmp_path / "rm.strace"
+    st = subprocess.Popen(["strace", "-f", "-qq", "-e", "trace=openat,openat2,unlinkat,rmdir",
+                           "-o", str(trace), "-p", str(sup)])
+    try:
+        assert wait_until(lambda: _tracer_of(sup) != 0, 10 * SLOWDOWN, interval=0.05)
+        assert hutch("rm", sb.id).returncode == 0
+        st.wait(timeout=30 * SLOWDOWN)  # strace ends with the supervisor
+    finally:
+        if st.poll() is None:
+            st.kill()
+            st.wait()
+    lines = trace.read_text().splitlines()
+    assert [ln for ln in lines if f'"{name}", AT_REMOVEDIR) = 0' in ln], lines
+    opened = [ln for ln in lines if f'{name}"' in ln and "unlinkat" not in ln or "cgroup.kill" in ln]
+    assert opened == [], opened
+    assert cgroup_dirs_named(sb.id) == []
+
+
 def own_v1_dir(controller):
     with open("/proc/self/cgroup") as f:
         for line in f:

@@ -20,8 +20,10 @@
 #include "cleanup.h"
 #include "fdutil.h"
 #include "syscalls.h"
+#include "util.h"
 
-int hutch_write_all(int fd, const void *buf, size_t len)
+/* In the start's text: `hutch version` writes its line with it (issue 31). */
+HUTCH_START_TEXT int hutch_write_all(int fd, const void *buf, size_t len)
 {
 	const char *p = buf;
 

@@ -475,7 +475,9 @@ int hutch_cli_parse(const struct hutch_cli_verb *verb, const struct hutch_cli_ve
 			return hutch_cli_fail(HUTCH_EXIT_FAILURE, "out of memory");
 		hutch_config_init(a->cfg);
 	}
-	a->pos = calloc((size_t)argc + 1, sizeof(*a->pos));
+	a->pos = (size_t)argc + 1 <= ELEMENTSOF(a->pos_few)
+	                 ? a->pos_few
+	                 : calloc((size_t)argc + 1, sizeof(*a->pos));
 	if (!a->pos)
 		return hutch_cli_fail(HUTCH_EXIT_FAILURE, "out of memory");
 	for (; p.i < argc && r == 0; p.i++) {
@@ -507,7 +509,8 @@ void hutch_cli_args_done(struct hutch_cli_args *a)
 	hutch_cli_env_done(&a->env);
 	cJSON_Delete(a->filter);
 	a->filter = NULL;
-	free(a->pos);
+	if (a->pos != a->pos_few)
+		free(a->pos);
 	a->pos = NULL;
 }
 

@@ -161,8 +161,12 @@ struct hutch_cli_args {
 	const char *process;      /* diff --process */
 	double timeout, grace;
 	uint64_t size, max_bytes;
-	char **pos; /* positionals */
+	char **pos; /* positionals: pos_few, or calloc()ed past its room */
 	size_t npos;
+	/* The positionals of a short command line, without malloc: `hutch
+	 * version` then never starts the heap (brk, getrandom for the
+	 * tcache, 2 zeroed pages; issue 31: CLI start). */
+	char *pos_few[6];
 	char **cmd; /* the command, NULL-terminated; NULL if none */
 	/* How each of verb->opts was spelled, NULL if not given. */
 	const char *given[HUTCH_CLI_OPTS_MAX];

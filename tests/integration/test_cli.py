@@ -13,7 +13,7 @@ import pytest
 from conftest import HUTCH, cgroup_dirs_named, paths_gone, proc_comm, wait_until
 from netfake import read_sysctl
 
-USAGE, NOT_FOUND, GONE, NOT_CAPABLE = 64, 65, 66, 69
+USAGE, NOT_FOUND, GONE, NOT_CAPABLE, FAILURE = 64, 65, 66, 69, 70
 
 
 def check(r, code, *words):
@@ -241,6 +241,20 @@ def test_version(hutch):
     assert r.returncode == 0 and r.stdout.startswith(b"hutch ")
     v = json.loads(hutch("version", "--json").stdout)["version"]
     assert v and v in r.stdout.decode()
+
+
+@pytest.mark.parametrize("json_", [False, True])
+def test_version_to_a_stdout_it_cannot_write(json_):
+    """version writes its line with write(2), not stdio (issue 31: CLI
+    start): a stdout that refuses it is said, not dropped at exit."""
+    args = [HUTCH, "version"] + (["--json"] if json_ else [])
+    with open("/dev/full", "wb") as full:
+        r = subprocess.run(args, stdout=full, stderr=subprocess.PIPE, timeout=30)
+    check(r, FAILURE, "cannot write the version to stdout", "No space left on device",
+          "give the command a stdout it can write to")
+    r = subprocess.run(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=30,
+                       preexec_fn=lambda: os.close(1))
+    check(r, FAILURE, "cannot write the version to stdout", "Bad file descriptor")
 
 
 def test_doctor_json(hutch):

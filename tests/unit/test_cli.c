@@ -17,6 +17,7 @@
 #include <cmocka.h>
 
 #include "args.h"
+#include "cleanup.h"
 #include "cli.h"
 #include "format.h"
 #include "progress.h"
@@ -180,6 +181,38 @@ static void test_double_dash(void **state)
 	assert_int_equal(a.size, 5);
 	assert_true(a.grace == 0.5);
 	hutch_cli_args_done(&a);
+}
+
+/* A short command line keeps its positionals in the args (no malloc: the
+ * start of `hutch version`, issue 31); a longer one on the heap. Both as
+ * many as given, in order; ASan sees a free of the inline room or a leak
+ * of the heap's. */
+static void test_positionals_inline_and_on_the_heap(void **state)
+{
+	char *few[] = { "other", "a", "b", NULL };
+	char *edge[] = { "other", "a", "b", "c", "d", NULL };
+	char *many[] = { "other", "a", "b", "c", "d", "e", "f", "g", "h", NULL };
+	char **lines[] = { few, edge, many };
+	struct hutch_cli_args a;
+
+	(void)state;
+	for (size_t l = 0; l < ELEMENTSOF(lines); l++) {
+		size_t n = 0;
+
+		while (lines[l][n + 1])
+			n++;
+		assert_int_equal(parse(&other_verb, &a, lines[l]), 0);
+		assert_int_equal(a.npos, n);
+		for (size_t i = 0; i < n; i++)
+			assert_string_equal(a.pos[i], lines[l][i + 1]);
+		assert_null(a.pos[n]);
+		if (n + 2 <= ELEMENTSOF(a.pos_few))
+			assert_ptr_equal(a.pos, a.pos_few);
+		else
+			assert_ptr_not_equal(a.pos, a.pos_few);
+		hutch_cli_args_done(&a);
+		assert_null(a.pos);
+	}
 }
 
 static void test_sandbox_options(void **state)
@@ -521,6 +554,7 @@ int main(void)
 		cmocka_unit_test(test_progress_bar),
 		cmocka_unit_test(test_options_around_the_id),
 		cmocka_unit_test(test_double_dash),
+		cmocka_unit_test(test_positionals_inline_and_on_the_heap),
 		cmocka_unit_test(test_sandbox_options),
 		cmocka_unit_test(test_verb_tables),
 		cmocka_unit_test(test_errors),

@@ -637,11 +637,17 @@ def test_a_run_larger_than_the_sockets_buffer(alice):
     212,992 bytes on Debian 12's 6.1, a datagram of ~416 KiB at most, where
     a run with a 900 KB env failed 500 'send command to sandbox init:
     Message too long'. Its body goes in a memfd then (runtime/proto.h); the
-    API's own bound (command + environment ~1 MiB) answers 413 naming it."""
-    sb = alice.create()
+    API's own bound (command + environment ~1 MiB) answers 413 naming it.
+    hutch run's path first (its -e in every command's environment)."""
     big = {f"BIG{i}": "x" * 100000 for i in range(9)}  # one string: at most 128 KiB (execve)
+    size = sum(len(k) + 1 + len(v) + 1 for k, v in big.items())
+    env_args = [a for k, v in big.items() for a in ("-e", f"{k}={v}")]
+    limits = () if alice.user.session else ("--no-limits",)
+    r = alice("run", *limits, *env_args, "--", "sh", "-c", "printenv | grep ^BIG | wc -c")
+    assert r.returncode == 0 and int(r.stdout) == size, r.stderr
+    sb = alice.create()
     out = sb.sh("printenv | grep ^BIG | wc -c", env=big)
-    assert int(out) == sum(len(k) + 1 + len(v) + 1 for k, v in big.items())
+    assert int(out) == size
     status, res = sb.api("POST", "/v1/run",
                          {"cmd": "true", "env": {f"HUGE{i}": "y" * 100000 for i in range(11)}})
     assert status == 413, res

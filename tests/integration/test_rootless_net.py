@@ -119,7 +119,9 @@ def test_all_reaches_the_fake_internet(uh, fakenet):
     with open(f"/proc/{pasta}/status") as f:
         assert f"Uid:\t{uh.user.uid}\t" in f.read()  # the user's, not root's
     assert in_host_netns(pasta)  # its sockets are the fake internet's host's
-    assert f"network all through pasta, pid {pasta}" in uh("events", sb.id).stdout.decode()
+    events = uh("events", sb.id).stdout.decode()
+    assert f"network all through pasta, pid {pasta}" in events
+    assert "warning:" not in events  # the NAT path's log came up (the next test)
     mark = fakenet.mark()
     r = probe(sb, raw(WEB, 80, "GET / HTTP/1.0\r\nHost: api.test.example\r\n\r\n"),
               resolve("api.test.example"),
@@ -143,6 +145,26 @@ def test_all_reaches_the_fake_internet(uh, fakenet):
     tcp, udp = got[("tcp", f"{WEB}:80")], got[("udp", f"{WEB}:9999")]
     assert tcp["verdict"] == "allowed" and tcp["bytes_down"] > 0, tcp
     assert udp["verdict"] == "allowed" and udp["bytes_up"] > 0, udp
+
+
+def test_a_nat_log_the_users_netns_cannot_turn_on_is_said(uh, fakenet):
+    """As root's (test_netlog_nat.py): a user's --nat-log on whose netns
+    cannot turn the log on (HUTCH_TEST_NATLOG_SYSCTLS: conntrack's settings
+    not where they are looked for, as without nf_conntrack) gets its
+    sandbox, without the log, and the events log says why."""
+    uh.env["HUTCH_TEST_NATLOG_SYSCTLS"] = "/proc/sys/net/netfilter/none"
+    try:
+        sb = uh.sandbox("--nat-log", "on")
+    finally:
+        del uh.env["HUTCH_TEST_NATLOG_SYSCTLS"]
+    events = uh("events", sb.id).stdout.decode()
+    assert "warning: --nat-log on, but the NAT path is not logged: egress log: write " \
+           "'/proc/sys/net/netfilter/none/nf_conntrack_acct'" in events, events
+    r = probe(sb, raw(WEB, 80, "GET / HTTP/1.0\r\nHost: api.test.example\r\n\r\n"))
+    assert r[0]["ok"] and "HTTP/1." in r[0]["recv"], r[0]
+    st, res = sb.api("GET", "/v1/net_log")
+    assert st == 200 and res["complete"] is False, res
+    assert [x for x in res["records"] if x["kind"] == "nat"] == [], res
 
 
 def _free_port():

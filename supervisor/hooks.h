@@ -65,6 +65,15 @@ bool hutch_hooks_can_run_early(struct sup *s, int result_fd);
  * its SPAWN queued for init, which reads it as it sends READY; "ready"
  * then finds it started. Otherwise it waits for "ready" as before. */
 void hutch_hooks_run_early(struct sup *s, int result_fd);
+/* A run's command started before READY: once READY came, what init's
+ * socket and the command's pipes hold is read (the loop's callbacks, not a
+ * wait), before the steps after READY whose only reader is another client
+ * (the API's socket, the signals' and the TTL's fds, state.json's
+ * "running"). True when the run is over already (its status relayed, its
+ * end begun: the sandbox ends in the turn that answers "ready"), and
+ * those steps are left out; false for any other sandbox, without a
+ * syscall. */
+bool hutch_hooks_run_over(struct sup *s);
 /* A warm run claimed the sandbox on fd (exec.sock's connection, taken):
  * fd is its hand-over socket from now on, as a cold run's after "R"
  * (supervisor/sandbox.h): "D" or its end deletes the sandbox, its closing

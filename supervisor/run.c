@@ -132,20 +132,14 @@ static void disk_maker_watch(struct sup *s)
 		closep(&s->disk_maker_fd);
 }
 
-static int setup_loop(struct sup *s)
+/* SIGTERM and SIGINT (blocked: mask) read from a signalfd, the TTL from a
+ * timerfd. */
+static int watch_signals_and_ttl(struct sup *s, const sigset_t *mask)
 {
 	struct itimerspec its = { 0 };
-	sigset_t mask;
 	int r;
 
-	/* opened already when a run's command went to init before READY */
-	if (s->loop.epfd < 0 && (r = hutch_sup_loop_open(s, s->init_sock, s->cg)) < 0)
-		return r;
-	sigemptyset(&mask);
-	sigaddset(&mask, SIGTERM);
-	sigaddset(&mask, SIGINT);
-	sigprocmask(SIG_BLOCK, &mask, NULL);
-	s->sigfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+	s->sigfd = signalfd(-1, mask, SFD_CLOEXEC | SFD_NONBLOCK);
 	s->ttl_fd = timerfd_create(CLOCK_BOOTTIME, TFD_CLOEXEC | TFD_NONBLOCK);
 	if (s->sigfd < 0 || s->ttl_fd < 0)
 		return -errno;
@@ -160,11 +154,31 @@ static int setup_loop(struct sup *s)
 		return -errno;
 	hutch_watch_init(&s->w_signal, on_signal, s);
 	hutch_watch_init(&s->w_ttl, on_ttl, s);
+	if ((r = hutch_loop_add(&s->loop, &s->w_signal, s->sigfd, EPOLLIN)) < 0)
+		return r;
+	return hutch_loop_add(&s->loop, &s->w_ttl, s->ttl_fd, EPOLLIN);
+}
+
+static int setup_loop(struct sup *s)
+{
+	sigset_t mask;
+	int r;
+
+	/* opened already when a run's command went to init before READY */
+	if (s->loop.epfd < 0 && (r = hutch_sup_loop_open(s, s->init_sock, s->cg)) < 0)
+		return r;
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGINT);
+	sigprocmask(SIG_BLOCK, &mask, NULL);
+	/* A run over already (hutch_hooks_run_over()) ends in this turn: a
+	 * SIGTERM then waits, blocked, and the TTL cannot come. */
+	if (!(s->hooks.run_early && s->hooks.run_delete) &&
+	    (r = watch_signals_and_ttl(s, &mask)) < 0)
+		return r;
 	hutch_watch_init(&s->w_pidfd, on_init_exit, s);
 	hutch_watch_init(&s->net.w, on_egress, s);
-	if ((r = hutch_loop_add(&s->loop, &s->w_signal, s->sigfd, EPOLLIN)) < 0 ||
-	    (r = hutch_loop_add(&s->loop, &s->w_ttl, s->ttl_fd, EPOLLIN)) < 0 ||
-	    (r = hutch_loop_add(&s->loop, &s->w_pidfd, s->pidfd, EPOLLIN)) < 0 ||
+	if ((r = hutch_loop_add(&s->loop, &s->w_pidfd, s->pidfd, EPOLLIN)) < 0 ||
 	    (r = hutch_api_watch(s)) < 0 || (r = hutch_ports_watch(s, hutch_idle_wake)) < 0)
 		return r;
 	if ((r = hutch_sup_pasta_watch(s)) < 0)

@@ -46,7 +46,9 @@
  * stopping itself during a snapshot (image/unpack.c), the rollback's
  * worker during a rollback (image/rollback.c) and a fork's forker before
  * it fills its disk (runtime/disk-fork.c), which the fault tests
- * interrupt there (test_snapshot_faults.py, test_rollback.py). HUTCH_CRIU
+ * interrupt there (test_snapshot_faults.py, test_rollback.py), and the
+ * supervisor itself once init is READY (test_lifecycle.py: a run's command over
+ * before the steps after READY, hooks.h). HUTCH_CRIU
  * too: the CRIU a full snapshot's refusal names (runtime/criu.h); and
  * HUTCH_LXCFS: the lxcfs a supervisor starts when the runtime dir's ended
  * under its sandbox is the one a create would start (procview.c).
@@ -61,6 +63,7 @@ static bool is_kept_hook(const char *entry)
 		                             "HUTCH_TEST_ROLLBACK_STOP_AFTER=",
 		                             "HUTCH_TEST_FORK_STOP=",
 		                             "HUTCH_TEST_NATLOG_SYSCTLS=",
+		                             "HUTCH_TEST_READY_STOP=",
 		                             "HUTCH_CRIU=",
 		                             "HUTCH_LXCFS=" };
 
@@ -184,7 +187,11 @@ supervisor_main(struct sup *s, const struct hutch_setup_in *in, int result_fd)
 	setup_in.init_serving_ud = &early;
 	setup_in.creator_fd = result_fd;
 	r = hutch_sup_setup(s, &setup_in, &err);
-	if (r >= 0)
+	if (r >= 0 && getenv("HUTCH_TEST_READY_STOP"))
+		(void)raise(SIGSTOP);
+	/* A run's command that is over already: its status relayed first, and
+	 * no API socket for a sandbox that ends in this turn (hooks.h). */
+	if (r >= 0 && !hutch_hooks_run_over(s))
 		r = hutch_api_open(s, &err);
 	if (r < 0) {
 		hutch_event(s, "creation failed: %s", err.msg);

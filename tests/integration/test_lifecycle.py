@@ -6,12 +6,13 @@ import json
 import os
 import signal
 import socket
+import subprocess
 import threading
 import time
 
 import pytest
 
-from conftest import (SLOWDOWN, cgroup_dirs_named, paths_gone, proc_comm,
+from conftest import (SLOWDOWN, cgroup_dirs_named, paths_gone, proc_comm, proc_stat,
                       retired_dirs, sse_events, wait_until)
 
 
@@ -475,3 +476,113 @@ def test_events_of_a_pruned_log_say_so(hutch):
     assert r.returncode == 66 and r.stdout == b"", r
     assert f"sandbox {sb.id} was deleted at ".encode() in r.stderr, r
     assert b"no log of it is kept (a log is kept 7 days" in r.stderr, r
+
+
+def _children(pid):
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as f:
+            return [int(x) for x in f.read().split()]
+    except OSError:
+        return []
+
+
+def _supervisor_of(sid):
+    for p in (d for d in os.listdir("/proc") if d.isdigit()):
+        try:
+            with open(f"/proc/{p}/cmdline", "rb") as f:
+                if f.read().startswith(b"hutch-supervisor " + sid.encode()):
+                    return int(p)
+        except OSError:
+            pass
+    return None
+
+
+def test_a_run_over_before_the_steps_after_ready_ends_as_any(hutch, tmp_path):
+    """A run's command over before its supervisor's steps after READY (the
+    supervisor stopped there, HUTCH_TEST_READY_STOP, until `true` has
+    exited and init waits again, its status sent; strace attached): the
+    status is read first, and what only another client would read is not
+    made: no API socket bound, no state.json "running" written (with the
+    same stop and without the cut, both are in the trace: the assertion
+    fails). The run ends as any: exit 0, the same events and journal
+    lines."""
+    trace = str(tmp_path / "sup.trace")
+    env = hutch.env
+    hutch.env = dict(env, HUTCH_TEST_READY_STOP="1")
+    try:
+        p = hutch.popen("run", "--", "true")
+    finally:
+        hutch.env = env
+    st = None
+    try:
+        sup = {}
+
+        def stopped():
+            ids = hutch.ids()
+            sup["pid"] = sup.get("pid") or (ids and _supervisor_of(ids[0]))
+            return sup["pid"] and (proc_stat(sup["pid"]) or ["?"])[0] == "T"
+        assert wait_until(stopped, 60), "the supervisor never stopped after READY"
+        init = [c for c in _children(sup["pid"]) if proc_comm(c) == "hutch-init"]
+        assert len(init) == 1, _children(sup["pid"])
+
+        def command_over():
+            with open(f"/proc/{init[0]}/wchan") as f:
+                return not _children(init[0]) and f.read().strip() in (
+                    "do_epoll_wait", "ep_poll", "do_sys_poll", "poll_schedule_timeout.constprop.0")
+        assert wait_until(command_over, 30), "init never reaped the command"
+        st = subprocess.Popen(["strace", "-e", "trace=bind,openat", "-o", trace, "-p",
+                               str(sup["pid"])], stdin=subprocess.DEVNULL,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        assert "attached" in st.stderr.readline()
+        time.sleep(0.2)  # init's status frame, sent after its reap
+        os.kill(sup["pid"], signal.SIGCONT)
+        out, err = p.communicate(timeout=60 * SLOWDOWN)
+        st.wait(timeout=30 * SLOWDOWN)  # the supervisor's exit
+    finally:
+        if p.poll() is None:
+            if sup.get("pid"):
+                os.kill(sup["pid"], signal.SIGCONT)
+            p.kill()
+            p.wait()
+        if st and st.poll() is None:
+            st.kill()
+            st.wait()
+    assert (p.returncode, out, err) == (0, b"", b""), err
+    with open(trace) as f:
+        after = f.read()
+    assert "/.gone/" in after, after  # the trace holds the end
+    assert "api.sock" not in after and "state.json.tmp" not in after, after
+    gone = os.listdir(os.path.join(hutch.rtdir, ".gone"))
+    sid = next(g for g in gone if "." not in g)
+    r = hutch("events", sid)
+    assert r.returncode == 0, r.stderr
+    said = [ln.split(" ", 1)[1] for ln in r.stdout.decode().splitlines()]
+    assert [ln.split(":")[0] for ln in said] == [
+        "created", "ready", "handed over", "ending", "torn down"], said
+    assert said[2:] == ["handed over: to its run, deleted when the run ends",
+                        "ending: deleted", "torn down: deleted"], said
+    r = hutch("journal", sid)
+    lines = r.stdout.decode().splitlines()
+    assert r.returncode == 0 and len(lines) == 3, r
+    assert "POST /exec" in lines[1] and "exit 0" in lines[1] and lines[1].endswith("true"), lines
+    assert "journal end: deleted" in lines[2], lines
+
+
+def test_a_run_whose_command_runs_on_is_served_as_any(hutch):
+    """The other side of the look at READY (hooks.h, hutch_hooks_run_over()):
+    a run's command that is not over is a running sandbox's: listed
+    "running", reachable (hutch exec, the API), its events in their order."""
+    p = hutch.popen("run", "--", "sh", "-c", "echo started; exec sleep 600")
+    try:
+        assert p.stdout.readline() == b"started\n"
+        (sid,) = hutch.ids()
+        st = json.loads(hutch("inspect", sid).stdout)
+        assert st["status"] == "running", st
+        assert hutch("exec", sid, "--", "true").returncode == 0
+        r = hutch("events", sid)
+        said = [ln.split(" ", 1)[1].split(":")[0] for ln in r.stdout.decode().splitlines()]
+        assert said == ["created", "ready", "handed over"], said
+    finally:
+        p.kill()
+        p.communicate(timeout=60 * SLOWDOWN)
+    assert wait_until(lambda: hutch.ids() == [], 30 * SLOWDOWN), hutch.ids()

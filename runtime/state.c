@@ -194,12 +194,18 @@ int hutch_state_is_live(const struct hutch_paths *p)
 
 int hutch_gone_write(const char *runtime_dir, const char *id, const char *reason, int64_t at)
 {
-	char path[4200], text[256];
+	char path[4200], dir[4200], text[256];
+	int r;
 
-	snprintf(path, sizeof(path), "%s/.gone", runtime_dir);
-	(void)mkdir(path, 0700);
 	snprintf(path, sizeof(path), "%s/.gone/%s", runtime_dir, id);
 	snprintf(text, sizeof(text), "%s %lld\n", reason, (long long)at);
+	r = hutch_write_file_at(AT_FDCWD, path, text, 0600);
+	if (r != -ENOENT)
+		return r;
+	/* The runtime dir's first tombstone: .gone made then, not tried (EEXIST)
+	 * before every one, a syscall on a run's way to its answer. */
+	snprintf(dir, sizeof(dir), "%s/.gone", runtime_dir);
+	(void)mkdir(dir, 0700);
 	return hutch_write_file_at(AT_FDCWD, path, text, 0600);
 }
 

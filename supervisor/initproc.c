@@ -16,6 +16,7 @@ void hutch_initproc_started(struct sup *s, const struct hutch_initproc *p)
 {
 	s->init_sock = p->sock;
 	s->init_pid = p->pid;
+	s->init_killed = false;
 	s->pidfd = p->pidfd;
 }
 
@@ -27,42 +28,46 @@ void hutch_initproc_hold_mntns(struct sup *s)
 	s->mntns_fd = open(path, O_RDONLY | O_CLOEXEC);
 }
 
+/* One SIGKILL: it cannot be blocked or ignored, so a second to the same
+ * init (a run's end sent three: its stream's end, the teardown's start,
+ * the reap) is a syscall for nothing. */
+static void kill_init(struct sup *s)
+{
+	int r;
+
+	if (s->init_pid <= 0 || s->init_killed)
+		return;
+	r = s->pidfd >= 0 ? sys_pidfd_send_signal(s->pidfd, SIGKILL, NULL, 0)
+	                  : kill(s->init_pid, SIGKILL);
+	s->init_killed = r == 0;
+}
+
 void hutch_initproc_kill_unless_hook(struct sup *s)
 {
-	if (s->init_pid <= 0 || s->cfg->on_destroy)
-		return;
-	if (s->pidfd >= 0)
-		(void)sys_pidfd_send_signal(s->pidfd, SIGKILL, NULL, 0);
-	else
-		(void)kill(s->init_pid, SIGKILL);
+	if (!s->cfg->on_destroy)
+		kill_init(s);
 }
 
 void hutch_initproc_kill_now(struct sup *s)
 {
-	if (s->init_pid <= 0)
-		return;
-	if (s->pidfd >= 0)
-		(void)sys_pidfd_send_signal(s->pidfd, SIGKILL, NULL, 0);
-	else
-		(void)kill(s->init_pid, SIGKILL);
+	kill_init(s);
 }
 
 void hutch_initproc_reap(struct sup *s)
 {
 	if (s->init_pid <= 0)
 		return;
+	kill_init(s);
 	if (s->pidfd >= 0) {
 		struct pollfd pfd = { .fd = s->pidfd, .events = POLLIN };
 
-		hutch_initproc_kill_now(s);
 		/* PID 1 exits only after the kernel has killed its whole pid
 		 * namespace. */
 		(void)poll(&pfd, 1, 5000);
-	} else {
-		hutch_initproc_kill_now(s);
 	}
 	(void)waitpid(s->init_pid, NULL, 0);
 	s->init_pid = 0;
+	s->init_killed = false;
 }
 
 void hutch_initproc_release_mntns(struct sup *s)

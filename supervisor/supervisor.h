@@ -113,7 +113,8 @@ struct sup {
 	 * SRCU grace period (fsnotify_destroy_group(), 3-15 ms); closed at
 	 * the teardown's end, after the answer (issue 31). */
 	int disk_watch;
-	pid_t init_pid; /* with init_sock, pidfd: written by initproc.c only */
+	pid_t init_pid;   /* with init_sock, pidfd: written by initproc.c only */
+	bool init_killed; /* SIGKILL sent to that init (initproc.c): never again */
 	struct hutch_watch w_mhd, w_pidfd, w_signal, w_ttl;
 	struct hutch_watch w_listen; /* a container's API before its first connection */
 	struct MHD_Daemon *mhd;

@@ -280,14 +280,36 @@ static size_t read_size(const struct hutch_exec *x)
 	return left < EXEC_IN_BUF ? left : EXEC_IN_BUF;
 }
 
+/* ibuf at least size bytes (its content is not kept: read before use). */
+static int ibuf_room(struct hutch_exec *x, size_t size)
+{
+	char *p;
+
+	if (size <= x->icap)
+		return 0;
+	p = malloc(size);
+	if (!p)
+		return -ENOMEM;
+	free(x->ibuf);
+	x->ibuf = p;
+	x->icap = size;
+	return 0;
+}
+
 static bool read_sock(struct hutch_exec *x)
 {
+	size_t want;
 	ssize_t n;
 
 	if (splice_in(x))
 		return true;
+	want = read_size(x);
+	if (want > x->icap && ibuf_room(x, EXEC_IN_BUF) < 0) {
+		hutch_exec_end(x);
+		return false;
+	}
 	do
-		n = read(x->sock, x->ibuf, read_size(x));
+		n = read(x->sock, x->ibuf, want);
 	while (n < 0 && errno == EINTR);
 	if (n < 0 && errno == EAGAIN)
 		return true;
@@ -332,13 +354,9 @@ void hutch_exec_go(struct hutch_exec *x, const char *extra, size_t extra_size)
 {
 	x->live = true;
 	(void)hutch_fd_nonblock(x->sock, true);
-	if (extra_size > EXEC_IN_BUF) {
-		char *p = realloc(x->ibuf, extra_size);
-		if (!p) {
-			hutch_exec_end(x);
-			return;
-		}
-		x->ibuf = p;
+	if (ibuf_room(x, extra_size) < 0) {
+		hutch_exec_end(x);
+		return;
 	}
 	if (extra_size) /* memcpy from NULL is undefined even for 0 bytes (UBSan) */
 		memcpy(x->ibuf, extra, extra_size);
@@ -376,11 +394,12 @@ struct hutch_exec *hutch_exec_new(struct sup *s)
 
 	if (!x)
 		return NULL;
-	x->ibuf = malloc(EXEC_IN_BUF);
+	x->ibuf = malloc(EXEC_IN_FIRST);
 	if (!x->ibuf) {
 		free(x);
 		return NULL;
 	}
+	x->icap = EXEC_IN_FIRST;
 	x->s = s;
 	x->sock = -1;
 	x->in_fd = -EBADF;

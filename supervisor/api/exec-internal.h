@@ -17,6 +17,10 @@
 #include "loop.h"
 
 #define EXEC_IN_BUF (256u << 10) /* socket -> stdin: one read at a time */
+/* ibuf's first size: frame headers and small frames while stdin is
+ * spliced (a 256 KiB malloc() is an mmap() and, at the stream's end, a
+ * munmap() before a run's answer); EXEC_IN_BUF once a read asks for more */
+#define EXEC_IN_FIRST 4096u
 
 struct sup;
 struct request;
@@ -48,8 +52,8 @@ struct hutch_exec {
 	int in_fd;             /* the command's stdin; -EBADF once closed */
 	struct hutch_watch w_sock, w_in;
 	struct hutch_frame_dec dec;
-	char *ibuf; /* EXEC_IN_BUF, or libmicrohttpd's extra bytes if more */
-	size_t ioff, ilen;
+	char *ibuf; /* icap bytes: EXEC_IN_FIRST, EXEC_IN_BUF, or libmicrohttpd's extra bytes */
+	size_t ioff, ilen, icap;
 	char *obuf; /* frames not yet sent */
 	size_t ooff, olen, ocap;
 	bool rd_eof, finished, ended, aborted;

@@ -495,6 +495,15 @@ def proc_comm(pid):
     return None if state in "ZX" else comm
 
 
+def proc_children(pid):
+    """The pids of a process's children (its main thread's), [] once it is gone."""
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as f:
+            return [int(c) for c in f.read().split()]
+    except OSError:
+        return []
+
+
 def proc_status_kib(pid, key):
     """A kB field of /proc/PID/status (VmRSS, VmHWM...)."""
     with open(f"/proc/{pid}/status") as f:

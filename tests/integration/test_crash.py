@@ -14,7 +14,8 @@ import time
 
 import pytest
 
-from conftest import SLOWDOWN, cgroups_gone, proc_comm, proc_stat, supervisor_alive, wait_until
+from conftest import (SLOWDOWN, cgroups_gone, proc_children, proc_comm, proc_stat, supervisor_alive,
+                      wait_until)
 
 
 def settled(hutch):
@@ -174,14 +175,6 @@ def test_a_killed_supervisors_sandbox_removed_keeps_its_record(hutch, remover):
     assert hutch("journal", sb.id).returncode == 0
 
 
-def children(pid):
-    try:
-        with open(f"/proc/{pid}/task/{pid}/children") as f:
-            return [int(c) for c in f.read().split()]
-    except OSError:
-        return []
-
-
 def test_create_whose_supervisor_dies_while_another_holds_its_answer(hutch):
     """The CLI waits for the supervisor's answer on a socket whose other
     end the supervisor's children inherit (init until it closes what it
@@ -199,9 +192,9 @@ def test_create_whose_supervisor_dies_while_another_holds_its_answer(hutch):
         hutch.env = env
     holder, sup = None, []
     try:
-        assert wait_until(lambda: (sup.__setitem__(slice(None), children(p.pid)) or sup)
+        assert wait_until(lambda: (sup.__setitem__(slice(None), proc_children(p.pid)) or sup)
                           and (proc_stat(sup[0]) or ["?"])[0] == "T", 30), "no stopped supervisor"
-        holders = children(sup[0])
+        holders = proc_children(sup[0])
         assert len(holders) == 1
         holder = holders[0]
         assert wait_until(lambda: proc_comm(holder) == "hutch-test-hold", 10)

@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from conftest import (SLOWDOWN, cgroup_dirs_named, paths_gone, proc_comm, proc_stat,
+from conftest import (SLOWDOWN, cgroup_dirs_named, paths_gone, proc_children, proc_comm, proc_stat,
                       retired_dirs, sse_events, wait_until)
 
 
@@ -478,14 +478,6 @@ def test_events_of_a_pruned_log_say_so(hutch):
     assert b"no log of it is kept (a log is kept 7 days" in r.stderr, r
 
 
-def _children(pid):
-    try:
-        with open(f"/proc/{pid}/task/{pid}/children") as f:
-            return [int(x) for x in f.read().split()]
-    except OSError:
-        return []
-
-
 def _supervisor_of(sid):
     for p in (d for d in os.listdir("/proc") if d.isdigit()):
         try:
@@ -522,12 +514,12 @@ def test_a_run_over_before_the_steps_after_ready_ends_as_any(hutch, tmp_path):
             sup["pid"] = sup.get("pid") or (ids and _supervisor_of(ids[0]))
             return sup["pid"] and (proc_stat(sup["pid"]) or ["?"])[0] == "T"
         assert wait_until(stopped, 60), "the supervisor never stopped after READY"
-        init = [c for c in _children(sup["pid"]) if proc_comm(c) == "hutch-init"]
-        assert len(init) == 1, _children(sup["pid"])
+        init = [c for c in proc_children(sup["pid"]) if proc_comm(c) == "hutch-init"]
+        assert len(init) == 1, proc_children(sup["pid"])
 
         def command_over():
             with open(f"/proc/{init[0]}/wchan") as f:
-                return not _children(init[0]) and f.read().strip() in (
+                return not proc_children(init[0]) and f.read().strip() in (
                     "do_epoll_wait", "ep_poll", "do_sys_poll", "poll_schedule_timeout.constprop.0")
         assert wait_until(command_over, 30), "init never reaped the command"
         st = subprocess.Popen(["strace", "-e", "trace=bind,openat", "-o", trace, "-p",

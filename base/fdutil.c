@@ -287,13 +287,13 @@ void hutch_close_reset(int fd)
 
 int hutch_unix_listen(const char *path, int backlog)
 {
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct sockaddr_un sa;
+	_cleanup_close_ int dirfd = -EBADF;
 	mode_t old;
 	int fd, r;
 
-	if (strlen(path) >= sizeof(sa.sun_path))
-		return -ENAMETOOLONG;
-	strcpy(sa.sun_path, path);
+	if ((r = hutch_unix_addr(path, &sa, &dirfd)) < 0)
+		return r;
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0)
 		return -errno;
@@ -307,6 +307,17 @@ int hutch_unix_listen(const char *path, int backlog)
 		return r;
 	}
 	return fd;
+}
+
+int hutch_unix_connect(int fd, const char *path)
+{
+	struct sockaddr_un sa;
+	_cleanup_close_ int dirfd = -EBADF;
+	int r = hutch_unix_addr(path, &sa, &dirfd);
+
+	if (r < 0)
+		return r;
+	return connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ? -errno : 0;
 }
 
 int hutch_spare_fd(void)

@@ -53,8 +53,11 @@ void hutch_accept_shed(int lfd, int *spare);
 int hutch_spare_fd(void);
 /* A non-blocking, close-on-exec unix stream socket listening on path
  * (a stale file there replaced), 0600 (the umask while it is bound): the
- * fd, or -errno (-ENAMETOOLONG beyond sun_path). */
+ * fd, or -errno. A path of any length: hutch_unix_addr()'s. */
 int hutch_unix_listen(const char *path, int backlog);
+/* connect() of the unix socket fd to path, of any length (a long one
+ * through its directory's fd, hutch_unix_addr()): 0 or -errno. */
+int hutch_unix_connect(int fd, const char *path);
 struct sockaddr_un;
 /* A unix socket address for path, for bind() or connect(): the path itself
  * when it fits sun_path (107 bytes), else "/proc/self/fd/N/NAME" through an
@@ -62,6 +65,9 @@ struct sockaddr_un;
  * needed; the caller closes it after the call). -ENAMETOOLONG only when
  * even that does not fit (a last name of over 90 bytes). */
 int hutch_unix_addr(const char *path, struct sockaddr_un *ret, int *ret_dirfd);
+/* A last name that hutch_unix_addr() always fits, whatever the fd's number:
+ * 108 - "/proc/self/fd/" (14) - 10 digits - '/' - NUL. */
+#define HUTCH_UNIX_NAME_MAX 82
 /* Open (create, 0600, no symlink) dirfd/name and flock() it with op; the
  * fd, or -errno (-EWOULDBLOCK with LOCK_NB when held). */
 int hutch_lock_at(int dirfd, const char *name, int op);

@@ -13,7 +13,6 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #include <http_parser.h>
@@ -56,17 +55,13 @@ void hutch_http_resp_done(struct hutch_http_resp *r)
 
 int hutch_client_connect(const char *path, struct hutch_err *err)
 {
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	int fd;
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0), r;
 
-	if (strlen(path) >= sizeof(sa.sun_path))
-		return hutch_err_set(err, -ENAMETOOLONG, "socket path '%s' is too long", path);
-	strcpy(sa.sun_path, path);
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return hutch_err_set_errno(err, -errno, "socket");
-	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-		int r = -errno;
+	/* Any length of HUTCH_RUNTIME_DIR: a path beyond sun_path's 108 bytes
+	 * is reached through its directory's fd. */
+	if ((r = hutch_unix_connect(fd, path)) < 0) {
 		close(fd);
 		return hutch_err_set_errno(err, r == -ENOENT ? -ECONNREFUSED : r,
 		                           "cannot connect to '%s'", path);

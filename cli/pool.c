@@ -237,14 +237,21 @@ static void sd_notify_state(const char *state)
 {
 	const char *path = getenv("NOTIFY_SOCKET");
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	_cleanup_close_ int fd = -EBADF;
+	_cleanup_close_ int fd = -EBADF, dirfd = -EBADF;
 	size_t len = path ? strlen(path) : 0;
 
-	if (!len || len >= sizeof(sa.sun_path) || (path[0] != '/' && path[0] != '@'))
+	if (!len || (path[0] != '/' && path[0] != '@'))
 		return;
-	memcpy(sa.sun_path, path, len);
-	if (sa.sun_path[0] == '@')
-		sa.sun_path[0] = '\0';
+	if (path[0] == '/') { /* any length: through its directory's fd */
+		if (hutch_unix_addr(path, &sa, &dirfd) < 0)
+			return;
+		len = strlen(sa.sun_path);
+	} else if (len < sizeof(sa.sun_path)) {
+		memcpy(sa.sun_path, path, len);
+		sa.sun_path[0] = '\0'; /* abstract */
+	} else {
+		return;
+	}
 	fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 	if (fd >= 0)
 		(void)sendto(fd, state, strlen(state), MSG_NOSIGNAL, (struct sockaddr *)&sa,

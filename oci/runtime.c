@@ -34,6 +34,13 @@ static int fail_err(const struct hutch_err *err)
 }
 
 /* Read bundle/config.json, bounded. */
+static const char *last_name(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+
+	return slash ? slash + 1 : path;
+}
+
 static int read_config(const char *bundle, char **ret, size_t *ret_len, struct hutch_err *err)
 {
 	char path[4200];
@@ -163,6 +170,13 @@ int hutch_oci_create(const struct hutch_oci_create_args *a, pid_t *ret_pid)
 	if (a->console_socket && strlen(a->console_socket) >= sizeof(ct.console_socket))
 		return hutch_oci_fail("--console-socket: longer than %zu bytes",
 		                      sizeof(ct.console_socket) - 1);
+	/* Any directory's length (reached through its fd), but the name
+	 * itself must fit a unix socket address. */
+	if (a->console_socket && strlen(last_name(a->console_socket)) > HUTCH_UNIX_NAME_MAX)
+		return hutch_oci_fail("--console-socket '%s': its last name is over %d bytes, more "
+		                      "than a unix socket address holds (108 bytes, with "
+		                      "/proc/self/fd/N/ before it): give it a shorter name",
+		                      a->console_socket, HUTCH_UNIX_NAME_MAX);
 	ct.terminal = spec.terminal;
 	if (a->console_socket)
 		snprintf(ct.console_socket, sizeof(ct.console_socket), "%s", a->console_socket);

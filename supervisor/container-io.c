@@ -12,7 +12,6 @@
 #include <sys/ioctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
-#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -26,7 +25,6 @@ int hutch_console_send(const char *path, int master)
 		char buf[CMSG_SPACE(sizeof(int))];
 		struct cmsghdr align;
 	} u = { 0 };
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	_cleanup_close_ int sock = -EBADF;
 	char name[32];
 	struct iovec iov = { .iov_base = name };
@@ -38,8 +36,6 @@ int hutch_console_send(const char *path, int master)
 	unsigned int n = 0;
 	int r;
 
-	if (strlen(path) >= sizeof(sa.sun_path))
-		return -ENAMETOOLONG;
 	if (ioctl(master, TIOCGPTN, &n) < 0)
 		return -errno;
 	/* Blocking, as runc's: the receiver may read it as a plain file. */
@@ -48,10 +44,11 @@ int hutch_console_send(const char *path, int master)
 		return r;
 	snprintf(name, sizeof(name), "/dev/pts/%u", n);
 	iov.iov_len = strlen(name);
-	memcpy(sa.sun_path, path, strlen(path));
 	sock = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (sock < 0 || connect(sock, (struct sockaddr *)&sa, sizeof(sa)) < 0)
+	if (sock < 0)
 		return -errno;
+	if ((r = hutch_unix_connect(sock, path)) < 0) /* any length */
+		return r;
 	c->cmsg_level = SOL_SOCKET;
 	c->cmsg_type = SCM_RIGHTS;
 	c->cmsg_len = CMSG_LEN(sizeof(int));

@@ -151,8 +151,8 @@ struct hutch_container {
 	 * setup; its master is sent to console_socket (a unix socket path,
 	 * SCM_RIGHTS, runc's way) before the creator hears "ready". */
 	bool terminal;
-	char console_socket[108];
-	int lock_fd; /* held (flock) for the supervisor's life, or -1 */
+	char console_socket[4096]; /* any length: hutch_unix_connect() */
+	int lock_fd;               /* held (flock) for the supervisor's life, or -1 */
 	/* --preserve-fds: the caller's fds 3, 4, ... (close-on-exec copies),
 	 * the main process's 3, 4, ...; closed once it is spawned. */
 	int preserve_fds[HUTCH_SPAWN_MAX_EXTRA_FDS];

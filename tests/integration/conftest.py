@@ -535,9 +535,9 @@ def raw_http(sock_path, data, timeout=10):
         s.close()
 
 
-@pytest.fixture
-def hutch(tmp_path):
-    rt = tmp_path / "rt"
+def hutch_in(rt):
+    """The hutch fixture's body for the runtime dir rt: what is left there
+    removed afterwards, and the dir checked clean."""
     h = Hutch(rt)
     yield h
     leftovers = h.ids()
@@ -545,6 +545,11 @@ def hutch(tmp_path):
         h("rm", "--all")
     h("gc")
     assert_runtime_dir_clean(h, leftovers)
+
+
+@pytest.fixture
+def hutch(tmp_path):
+    yield from hutch_in(tmp_path / "rt")
 
 
 @pytest.fixture

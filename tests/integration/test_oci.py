@@ -1059,18 +1059,30 @@ def test_rootfs_propagation(oci, shared_dir, prop, want):
     oci("delete", "rp1")
 
 
-def test_terminal_through_console_socket(oci, tmp_path):
+@pytest.mark.parametrize("long_dir", [False, True], ids=["short", "long"])
+def test_terminal_through_console_socket(oci, tmp_path, long_dir):
     """process.terminal: the pty's master reaches --console-socket during
     create (runc's protocol: its name as data, the fd as SCM_RIGHTS); the
-    process has it as its controlling terminal; the master sees its end."""
+    process has it as its controlling terminal; the master sees its end.
+    A socket's path beyond sun_path's 108 bytes is reached through its
+    directory's fd; a last name too long for that is refused, named."""
     import socket as so
     c = config(["sh", "-c", "tty; [ -t 0 ] && echo stdin-is-tty; read line; echo got:$line"])
     c["process"]["terminal"] = True
     b = oci.bundle(c["process"]["args"], process=c["process"])
-    path = str(tmp_path / "console.sock")
+    d = str(tmp_path)
+    while long_dir and len(d) < 180:
+        d = os.path.join(d, "d" * 60)
+    os.makedirs(d, exist_ok=True)
+    path = os.path.join(d, "console.sock")
     srv = so.socket(so.AF_UNIX, so.SOCK_STREAM)
-    srv.bind(path)
+    dirfd = os.open(d, os.O_PATH)
+    srv.bind(f"/proc/self/fd/{dirfd}/console.sock")
+    os.close(dirfd)
     srv.listen(1)
+    if long_dir:
+        r = oci("create", "--bundle", b, "--console-socket", os.path.join(d, "c" * 83), "t0")
+        assert r.returncode == 1 and "last name is over 82 bytes" in r.output, r.output
     r = oci("create", "--bundle", b, "--console-socket", path, "t1")
     assert r.returncode == 0, r.output
     conn, _ = srv.accept()

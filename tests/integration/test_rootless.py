@@ -400,6 +400,36 @@ def test_runtime_dir_xdg_and_squatted(alice, bob, user_tmp):
     assert os.listdir(squat) == []
 
 
+def test_a_runtime_dir_longer_than_sun_path(alice, user_tmp):
+    """An ordinary user's HUTCH_RUNTIME_DIR of ~200 bytes: the sockets
+    beyond sun_path's 108 bytes are bound and reached through their
+    directory's fd (test_long_paths.py has root's)."""
+    d = user_tmp
+    while len(d) < 196:
+        d = os.path.join(d, "d" * min(60, 196 - len(d) - 1))
+        os.mkdir(d, 0o755)
+    os.chown(d, alice.user.uid, alice.user.gid)
+    rt = os.path.join(d, "rt")
+    h = UserHutch(alice.user, env={"HUTCH_RUNTIME_DIR": rt})
+    h.rtdir = rt
+    try:
+        sb = h.create()
+        assert len(sb.sock) > 108
+        r = h("exec", sb.id, "--", "echo", "hi")
+        assert (r.returncode, r.stdout) == (0, b"hi\n"), r.stderr
+        assert h("ls", "-q").stdout.decode().split() == [sb.id]
+        r = h("events", sb.id)
+        assert r.returncode == 0 and b"ready" in r.stdout, r.stderr
+        r = h("rm", sb.id)
+        assert r.returncode == 0, r.stderr
+        assert h.ids() == []
+        r = h("run", "--no-limits", "--", "echo", "ran")
+        assert (r.returncode, r.stdout) == (0, b"ran\n"), r.stderr
+    finally:
+        h("rm", "--all")
+        h("gc")
+
+
 def test_user_without_subordinate_ids():
     u = User(f"hrs{os.getpid() % 100000}", system=True)
     try:

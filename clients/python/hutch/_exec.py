@@ -22,7 +22,7 @@ import threading
 import time
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Tuple, Union
 
-from . import errors
+from . import _http, errors
 from ._cmd import ExitStatus, _cmd_body
 
 STDIN, STDOUT, STDERR, EXIT, ERROR, RESIZE, SIGNAL = range(7)
@@ -63,7 +63,7 @@ class ExecConnection:
         s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM | socket.SOCK_CLOEXEC)
         try:
             s.settimeout(connect_timeout)
-            s.connect(client.socket_path)
+            _http.connect_unix(s, client.socket_path)
             s.sendall(head + raw + tail)
             self._buf = self._read_head(s)
             s.settimeout(None)

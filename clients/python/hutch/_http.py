@@ -25,6 +25,24 @@ CHUNK = 1 << 20
 DEFAULT_TIMEOUT = 300.0
 
 
+SUN_PATH_MAX = 107  # sun_path's 108 bytes, its NUL included
+
+
+def connect_unix(sock, path):
+    """``sock.connect(path)`` for a path of any length: one longer than
+    sun_path (a long HUTCH_RUNTIME_DIR) is reached through an O_PATH fd of
+    its directory, as ``/proc/self/fd/N/NAME`` (the CLI's way)."""
+    if len(os.fsencode(path)) <= SUN_PATH_MAX:
+        sock.connect(path)
+        return
+    head, name = os.path.split(path)
+    dirfd = os.open(head, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        sock.connect(f"/proc/self/fd/{dirfd}/{name}")
+    finally:
+        os.close(dirfd)
+
+
 class UnixHTTPConnection(http.client.HTTPConnection):
     def __init__(self, path, timeout=None):
         super().__init__("sandbox", timeout=timeout, blocksize=CHUNK)
@@ -34,7 +52,7 @@ class UnixHTTPConnection(http.client.HTTPConnection):
         s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
             s.settimeout(self.timeout)
-            s.connect(self.unix_path)
+            connect_unix(s, self.unix_path)
         except BaseException:
             s.close()
             raise

@@ -164,6 +164,36 @@ def test_network_allow_needs_hosts():
         Network.allow(hosts=[f"h{i}.example" for i in range(257)])
 
 
+def test_a_runtime_dir_longer_than_sun_path(monkeypatch):
+    """A HUTCH_RUNTIME_DIR of ~200 bytes puts the sandbox's socket beyond
+    sun_path's 108 bytes: the client reaches it through an O_PATH fd of its
+    directory (before: OSError "AF_UNIX path too long"), for requests and
+    for POST /exec's upgraded stream."""
+    top = tempfile.mkdtemp(prefix="hpy-long-", dir="/tmp")
+    d = top
+    while len(d) < 196:
+        d = os.path.join(d, "d" * min(60, 196 - len(d) - 1))
+    rt = os.path.join(d, "rt")
+    os.makedirs(d)
+    monkeypatch.setenv("HUTCH_RUNTIME_DIR", rt)
+    try:
+        with LocalSandbox() as s:
+            assert len(s.socket_path) > 108
+            assert s.execute("echo hi").stdout == "hi\n"
+            out = []
+            st = s.execute_stream("echo streamed", on_stdout=out.append)
+            assert st.exit_code == 0 and "".join(out) == "streamed\n"
+            s.write_file("/workspace/f", b"long")
+            with LocalSandbox.connect(s.id) as again:
+                assert again.read_file("/workspace/f") == b"long"
+    finally:
+        subprocess.run([HUTCH, "rm", "--all"], capture_output=True, env={**os.environ, "HUTCH_RUNTIME_DIR": rt})
+        stop_views(rt)
+        left = live_sandboxes(rt) if os.path.isdir(rt) else []
+        shutil.rmtree(top, ignore_errors=True)
+    assert not left, f"sandboxes left behind: {left}"
+
+
 # ---------------------------------------------------------------------------
 # options at creation
 # ---------------------------------------------------------------------------

@@ -772,6 +772,11 @@ def test_run_true(hutch, tmp_path):
         "no run took its disk from the stock (per process: %s)" % sorted(got["per_pid"].values()))
     report("run.per_process", sorted(got["per_pid"].values()))
     assert_no_json(trace, "run -- true (the CLI, the supervisor it forked, init)")
+    # init is sent its SIGKILL once (supervisor/initproc.c), not at the
+    # stream's end, the teardown's start and the reap each (three before)
+    with open(trace) as f:
+        kills = [line for line in f if "pidfd_send_signal(" in line and "SIGKILL" in line]
+    assert len(kills) == 1, kills
     within("run.syscalls", got["n"], " (per process: %s)" % sorted(got["per_pid"].values()))
     # The faults with /workspace on tmpfs: the same (420-429 with the
     # stock's disk, 423-427 without), and no stock to wait for.

@@ -104,13 +104,16 @@ static int fork_userns(int root, uid_t to, pid_t ns, struct hutch_err *err)
 	         ID_RANGE);
 	snprintf(gmap, sizeof(gmap), "0 0 1\n%u %u %u\n", (unsigned)st.st_gid, (unsigned)to,
 	         ID_RANGE);
-	/* Its process killed, not waited for: its exit tears a namespace
-	 * down (~5 ms), and we end once the fork has its disk (whoever
-	 * reaps orphans reaps it then). */
-	if (ns > 0)
+	/* Its process killed, reaped once the fork has its disk (its exit
+	 * tears a namespace down, ~5 ms: not on the fork's path), forker()'s
+	 * end; one made now (none made ahead) is reaped at once. */
+	if (ns > 0) {
 		fd = hutch_userns_finish(ns, umap, gmap);
-	else
+	} else {
 		fd = hutch_userns_fd(umap, gmap, &pid);
+		if (pid > 0)
+			(void)waitpid(pid, NULL, 0);
+	}
 	if (fd < 0)
 		return hutch_err_set_errno(err, fd, "fork: a user namespace for its ids");
 	return fd;
@@ -362,9 +365,10 @@ static int made(struct hutch_disk_fork *f, int ctl, int *listener, int disk[3], 
 	return hutch_proto_send(ctl, HUTCH_MSG_READY, 0, NULL, 0, NULL, 0) < 0 ? -1 : 0;
 }
 
-/* The forker's work, f's name and path set (made ahead: once given). */
+/* The forker's work, f's name and path set (made ahead: once given);
+ * *ns: the user namespace's process it made, or <= 0. */
 static void forker_run(struct hutch_disk_fork *f, int ctl, int listener,
-                       char name[HUTCH_DISK_FORK_NAME_MAX])
+                       char name[HUTCH_DISK_FORK_NAME_MAX], pid_t *ns)
 {
 	int disk[3] = { -EBADF, -EBADF, -EBADF };
 	struct hutch_msg_hdr hdr = { 0 };
@@ -372,9 +376,8 @@ static void forker_run(struct hutch_disk_fork *f, int ctl, int listener,
 	int loop = -EBADF, nr = -1;
 	bool cloning;
 	size_t nfds = 0;
-	pid_t ns;
 
-	if (made(f, ctl, &listener, disk, &cloning, &loop, &nr, &ns, name) < 0)
+	if (made(f, ctl, &listener, disk, &cloning, &loop, &nr, ns, name) < 0)
 		return;
 	if (hutch_proto_recv(ctl, &hdr, NULL, 0, NULL, &nfds) != 0 || hdr.type != HUTCH_MSG_GO)
 		return;
@@ -396,7 +399,7 @@ static void forker_run(struct hutch_disk_fork *f, int ctl, int listener,
 		(void)hutch_disk_mount(f->runtime_dir, nr, &disk[DISK_MNT], &disk[DISK_ROOT], &e);
 		closep(&loop);
 	}
-	serve(listener, ctl, f->client, disk, ns, &e);
+	serve(listener, ctl, f->client, disk, *ns, &e);
 }
 
 /* Our socket's name removed at our end, whatever ended us (its taker
@@ -422,9 +425,19 @@ _Noreturn static void forker(const struct hutch_disk_fork *from, int ctl, int li
 {
 	struct hutch_disk_fork fk = *from;
 	char name[HUTCH_DISK_FORK_NAME_MAX] = "";
+	pid_t ns = 0;
 
-	forker_run(&fk, ctl, listener, name);
+	forker_run(&fk, ctl, listener, name, &ns);
 	drop_name(&fk);
+	/* Its user namespace's process reaped, not left a zombie of ours
+	 * (then of whoever reaps orphans): killed, if not already, and
+	 * waited for with nothing of the fork's held (the disk's fds and the
+	 * loop device are its taker's now). */
+	if (ns > 0) {
+		(void)sys_close_range(3, ~0U, 0);
+		(void)kill(ns, SIGKILL);
+		(void)waitpid(ns, NULL, 0);
+	}
 	_exit(0);
 }
 

@@ -81,6 +81,7 @@ static struct {
 	int holds[STOCK_HOLDS]; /* takers not done: their connections */
 	size_t nholds;
 	unsigned failures;
+	sigset_t wait_mask; /* ppoll()'s: SIGCHLD let in (reap_at_once()) */
 } stock;
 
 static int sock_at(int dirfd, const char *name, struct sockaddr_un *sa)
@@ -114,6 +115,8 @@ static void fill(void)
 		if (pid == 0) {
 			/* Only its own end: EOF from the stock or its taker ends it,
 			 * and the stock's lock goes with the stock. */
+			signal(SIGCHLD, SIG_DFL);
+			sigprocmask(SIG_SETMASK, &stock.wait_mask, NULL);
 			close(sv[0]);
 			close(stock.listen_fd);
 			close(stock.lock_fd);
@@ -218,10 +221,32 @@ static __attribute__((noreturn)) void stock_end(void)
 	_exit(0);
 }
 
+static void on_child(int sig)
+{
+	(void)sig; /* only to end ppoll() (EINTR): the loop reaps */
+}
+
+/* A maker that ends is reaped at once: SIGCHLD is blocked but within
+ * ppoll(), which it ends. A maker that ended between two wakes stayed a
+ * zombie until the next, up to STOCK_TICK_MS (one killed in stock: 5.0 s,
+ * its socket's EOF woke the stock before its exit was a zombie's). */
+static void reap_at_once(void)
+{
+	struct sigaction sa = { .sa_handler = on_child, .sa_flags = SA_NOCLDSTOP };
+	sigset_t chld;
+
+	sigemptyset(&chld);
+	sigaddset(&chld, SIGCHLD);
+	sigprocmask(SIG_BLOCK, &chld, &stock.wait_mask);
+	(void)sigaction(SIGCHLD, &sa, NULL);
+}
+
 static void serve(void)
 {
+	const struct timespec tick = { STOCK_TICK_MS / 1000, (STOCK_TICK_MS % 1000) * 1000000L };
 	double last_take = hutch_now_mono_sec();
 
+	reap_at_once();
 	for (;;) {
 		struct pollfd pfds[1 + HUTCH_DISK_STOCK + STOCK_HOLDS];
 		struct pollfd *held = pfds + 1 + HUTCH_DISK_STOCK;
@@ -235,7 +260,7 @@ static void serve(void)
 				                 .events = POLLIN };
 		for (size_t i = 0; i < stock.nholds; i++)
 			held[i] = (struct pollfd){ .fd = stock.holds[i], .events = POLLIN };
-		n = poll(pfds, 1 + HUTCH_DISK_STOCK + stock.nholds, STOCK_TICK_MS);
+		n = ppoll(pfds, 1 + HUTCH_DISK_STOCK + stock.nholds, &tick, &stock.wait_mask);
 		while (waitpid(-1, NULL, WNOHANG) > 0)
 			;
 		if (n < 0 && errno != EINTR)

@@ -257,6 +257,28 @@ def test_the_stock_refills_once_the_run_is_over(hutch):
 
 
 @needs_root
+def test_the_stock_reaps_a_maker_at_once(hutch):
+    """A maker that ends (killed in stock here; a taken one once its taker
+    has its disk) is reaped at once: SIGCHLD ends the stock's wait. It
+    stayed a zombie until the stock's next wake, up to its 5 s tick
+    (5.0 s for a maker killed in stock: its socket's EOF woke the stock
+    before the maker's exit had made it a zombie). 2 s: well below the
+    tick, far above a reap's ~1 ms under load."""
+    assert hutch("run", "--", "true").returncode == 0
+    assert wait_until(lambda: stock_pid(hutch.rtdir), 30)
+    stock = stock_pid(hutch.rtdir)
+    for _ in range(2):
+        assert wait_until(lambda: len(makers_of(stock)) == 2, 60), makers_of(stock)
+        os.kill(makers_of(stock)[0], signal.SIGKILL)
+        assert wait_until(lambda: children_of(stock, zombies=True) == [], 2.0), \
+            children_of(stock, zombies=True)
+    sb = hutch.create()
+    assert wait_until(lambda: children_of(stock, zombies=True) == [], 2.0), \
+        children_of(stock, zombies=True)
+    assert sb.rm().returncode == 0
+
+
+@needs_root
 def test_a_disk_maker_of_its_own_is_reaped_as_it_ends(hutch):
     """A sandbox whose disk no stock made (the first in a runtime dir: the
     stock starts with it) has a maker of its own, the supervisor's child,

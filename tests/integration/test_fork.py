@@ -12,6 +12,7 @@ own holding the root's image)."""
 import glob
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -550,3 +551,73 @@ def test_fork_supervisors_keep_no_creator_socket(snap, workspace):
         counts.update({i: sockets_of(p) for i, p in pids.items()})
         return set(counts.values()) == {counts[plain.id]}
     assert wait_until(agree, 10 * SLOWDOWN), (json.loads(r.stdout)["method"], counts)
+
+
+def trace_calls(trace):
+    """(pid, line) of an strace -f trace, a call cut by another process's
+    ("<unfinished ...>", "<... resumed>") put together again."""
+    pending = {}
+    for line in open(trace):
+        m = re.match(r"(\d+) +(.*)", line.rstrip("\n"))
+        if not m:
+            continue
+        pid, text = int(m.group(1)), m.group(2)
+        if text.endswith("<unfinished ...>"):
+            pending[pid] = text[:-len("<unfinished ...>")]
+            continue
+        r = re.match(r"<\.\.\. \w+ resumed>(.*)", text)
+        yield pid, (pending.pop(pid, "") + r.group(1)) if r else text
+
+
+def unreaped_children(trace, of):
+    """From an strace -f trace: the children of the processes in of that
+    ended and were not reaped by the process that made them (a zombie of
+    its, until it ended too). A child made with CLONE_PARENT is its
+    maker's parent's, not counted."""
+    made, reaped, ended = {}, set(), set()
+    for pid, text in trace_calls(trace):
+        if text.startswith("+++ "):
+            ended.add(pid)
+        call = re.match(r"(clone3?|fork|vfork)\((.*)\) += (\d+)$", text)
+        if call and pid in of and "CLONE_PARENT" not in call.group(2) \
+                and "CLONE_THREAD" not in call.group(2):
+            made[int(call.group(3))] = pid
+        w = re.match(r"wait4\(.*\) += (\d+)$", text) or \
+            re.match(r"waitid\(.*si_pid=(\d+).*\) += 0$", text)
+        if w:
+            reaped.add((pid, int(w.group(1))))
+    return sorted((child, parent) for child, parent in made.items()
+                  if child in ended and (parent, child) not in reaped)
+
+
+def test_a_forker_reaps_what_it_made(hutch, tmp_path):
+    """Each forker (runtime/disk-fork.c) reaps the process it made for its
+    ids' user namespace: killed once the namespace is open, it was left a
+    zombie of the forker's, then an orphan (whoever reaps them took it).
+    strace -f from the source's supervisor until every process it made
+    has ended (after the rm of the fork and the source): every child a
+    forker made is reaped by it."""
+    sb = hutch.create("--image", "host")
+    sup = json.loads(hutch("inspect", sb.id).stdout)["supervisor_pid"]
+    trace = str(tmp_path / "fork.trace")
+    st = subprocess.Popen(["strace", "-f", "-o", trace, "-p", str(sup)], stdin=subprocess.DEVNULL,
+                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        assert "attached" in st.stderr.readline()
+        r = hutch("fork", sb.id, "--json")
+        assert r.returncode == 0, r.stderr
+        fid = json.loads(r.stdout)["forks"][0]
+        assert hutch("rm", fid, sb.id).returncode == 0
+        st.wait(timeout=60 * SLOWDOWN)  # every tracee ended: the forkers too
+    finally:
+        if st.poll() is None:
+            st.kill()
+            st.wait()
+        st.stderr.close()
+    forkers = set()
+    for pid, text in trace_calls(trace):
+        m = re.match(r"clone3\(\{flags=[^}]*CLONE_PARENT.*\) += (\d+)$", text)
+        if m and pid == sup:
+            forkers.add(int(m.group(1)))
+    assert forkers, "no forker in the trace"
+    assert unreaped_children(trace, forkers) == []

@@ -518,6 +518,25 @@ static ssize_t spawn_encode(const struct hutch_spawn *sp, char **body, struct hu
 	return len;
 }
 
+/* The spawn request to init. init's end closed means init has died and
+ * the loop has not yet seen it (its pidfd's event comes after this
+ * request's in the same wake-up): the sandbox is ending, as the API
+ * answers once it has seen it (410), not an engine failure. */
+static int send_spawn(struct hutch_cmds *set, uint64_t id, const char *body, size_t len,
+                      const int *child, size_t nchild, struct hutch_err *err)
+{
+	int r = hutch_proto_send(set->init_sock, HUTCH_MSG_SPAWN, id, body, len,
+	                         nchild ? child : NULL, nchild);
+
+	if (r == -EPIPE || r == -ECONNRESET)
+		return hutch_err_set_class(err, HUTCH_ERRC_GONE, r,
+		                           "the sandbox is ending: its init has exited "
+		                           "(create a new sandbox)");
+	if (r < 0)
+		return hutch_err_set_errno(err, r, "send command to sandbox init");
+	return 0;
+}
+
 static struct cmd *cmd_start(struct hutch_cmds *set, const struct hutch_spawn *sp,
                              const struct hutch_cmd_sink *sink, struct hutch_err *err)
 {
@@ -583,12 +602,8 @@ static struct cmd *cmd_start(struct hutch_cmds *set, const struct hutch_spawn *s
 	/* Before the send: init may run the whole command before this
 	 * process is scheduled again. */
 	c->started = hutch_now_mono_sec();
-	if (r >= 0) {
-		r = hutch_proto_send(set->init_sock, HUTCH_MSG_SPAWN, c->id, body, (size_t)len,
-		                     nchild ? child : NULL, nchild);
-		if (r < 0)
-			hutch_err_set_errno(err, r, "send command to sandbox init");
-	}
+	if (r >= 0)
+		r = send_spawn(set, c->id, body, (size_t)len, child, nchild, err);
 	hutch_close_many(child, HUTCH_PROTO_FDS_MAX);
 	if (r < 0) {
 		cmd_free(c);

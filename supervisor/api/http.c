@@ -138,7 +138,14 @@ enum MHD_Result hutch_api_respond_err(struct MHD_Connection *conn, const struct 
 
 const char *hutch_api_spawn_code(const struct hutch_err *err)
 {
-	return hutch_err_class(err) == HUTCH_ERRC_LIMIT ? "too_large" : "spawn_failed";
+	switch (hutch_err_class(err)) {
+	case HUTCH_ERRC_LIMIT:
+		return "too_large";
+	case HUTCH_ERRC_GONE: /* init died before the loop saw it (cmd.c) */
+		return "sandbox_deleted";
+	default:
+		return "spawn_failed";
+	}
 }
 
 bool hutch_api_cmd_wait(struct request *r, const struct cmd *c, enum MHD_Result *ret)

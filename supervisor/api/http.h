@@ -144,7 +144,8 @@ enum MHD_Result hutch_api_respond_err(struct MHD_Connection *conn, const struct 
 /* The same answer's body, its status in *ret_status (caller owns it). */
 cJSON *hutch_api_err_json(const struct hutch_err *err, const char *code, unsigned *ret_status);
 /* The code of a command's start that failed (hutch_cmd_start()): a bound
- * (class limit) "too_large", else "spawn_failed". */
+ * (class limit) "too_large", init found dead (class gone)
+ * "sandbox_deleted", else "spawn_failed". */
 const char *hutch_api_spawn_code(const struct hutch_err *err);
 /* Kill c (SIGKILL to its tree) if the client of r hangs up (both
  * directions; a half-close is not a hang-up) while it runs: libmicrohttpd

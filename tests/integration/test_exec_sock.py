@@ -10,6 +10,7 @@ journal's caller, a request that never comes."""
 import json
 import os
 import resource
+import signal
 import socket
 import stat
 import struct
@@ -200,3 +201,32 @@ def test_an_older_supervisor_is_served_by_post_exec(hutch):
         assert supervisor_maps_json(sb)
     finally:
         sb.rm()
+
+
+def test_a_request_that_meets_inits_death_is_410_not_a_failure(hutch):
+    """init dies while a request waits to be read: the supervisor reads the
+    request before it sees the death (the listener's event comes first in
+    the same wake-up) and finds init's socket closed. That is the sandbox
+    ending (410 sandbox_deleted, the CLI's exit 66), not an engine failure
+    (was: 500 "send command to sandbox init: Broken pipe", exit 70;
+    test_faults.py met it at random)."""
+    sb = hutch.create()
+    with open(os.path.join(hutch.rtdir, sb.id, "state.json")) as f:
+        st = json.load(f)
+    sup, init = st["supervisor_pid"], st["init_pid"]
+    os.kill(sup, signal.SIGSTOP)
+    try:
+        assert wait_until(lambda: proc_state(sup) == "T")
+        s = request(sb, {"argv": ["true"]}, frame(STDIN))
+        os.kill(init, signal.SIGKILL)
+        # its parent stopped: dead, not reaped
+        assert wait_until(lambda: proc_state(init) == "Z")
+    finally:
+        os.kill(sup, signal.SIGCONT)
+    got = frames(s)
+    s.close()
+    assert [k for k, _ in got] == [REFUSED], got
+    res = json.loads(got[0][1])
+    assert res["status"] == 410 and res["error"]["code"] == "sandbox_deleted", res
+    assert "init has exited" in res["error"]["message"], res
+    assert wait_until(lambda: sb.id not in hutch.ids(), timeout=20)

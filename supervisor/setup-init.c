@@ -12,6 +12,7 @@
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -356,15 +357,20 @@ static int take_socket(struct setup_made *m, int fd, struct hutch_err *err)
 	return 0;
 }
 
-/* init's warning (HUTCH_MSG_NOTE: hostile input), kept for the events
- * log as one line of printable text. */
-static void take_note(struct setup_made *m, const char *msg)
+void hutch_sup_setup_warn(struct setup_made *m, const char *fmt, ...)
 {
-	size_t i = 0;
+	char *line;
+	va_list ap;
 
-	for (; i < sizeof(m->note) - 1 && msg[i]; i++)
-		m->note[i] = msg[i] >= 0x20 && msg[i] < 0x7f ? msg[i] : '?';
-	m->note[i] = '\0';
+	if (m->nwarnings >= SETUP_WARNINGS_MAX)
+		return;
+	line = m->warnings[m->nwarnings++];
+	va_start(ap, fmt);
+	(void)vsnprintf(line, sizeof(m->warnings[0]), fmt, ap);
+	va_end(ap);
+	for (; *line; line++)
+		if (*line < 0x20 || *line >= 0x7f)
+			*line = '?';
 }
 
 int hutch_sup_setup_wait_ready(const struct setup_plan *plan, struct setup_made *m,
@@ -416,7 +422,8 @@ again:
 		goto again;
 	}
 	if (hdr.type == HUTCH_MSG_NOTE && (size_t)n == sizeof(child_err) && nfds == 0) {
-		take_note(m, u.child_err.msg);
+		u.child_err.msg[sizeof(u.child_err.msg) - 1] = '\0';
+		hutch_sup_setup_warn(m, "%s", u.child_err.msg);
 		goto again;
 	}
 	if (hdr.type == HUTCH_MSG_CHANGES_GROUP && n == 0 && nfds == 1) {

@@ -61,6 +61,8 @@ struct setup_plan {
  * the seccomp program, lxcfs's tree (closed once init has it) and what
  * init sends before READY; the kind's ops' part (kind.h: an image's use).
  */
+#define SETUP_WARNINGS_MAX 6
+
 struct setup_made {
 	struct hutch_disk_job disk_job;
 	int disk_fds[HUTCH_DISK_FDS];
@@ -77,8 +79,12 @@ struct setup_made {
 	bool views_left_out; /* they were not answered: GO without them */
 	struct hutch_net_plan net;
 	struct sock_fprog seccomp;
-	bool tmpfs;                   /* GO: no disk after all, config.workspace "tmpfs" */
-	char note[HUTCH_ERR_MSG_MAX]; /* init's HUTCH_MSG_NOTE: an events line */
+	bool tmpfs; /* GO: no disk after all, config.workspace "tmpfs" */
+	/* what the sandbox is made without (init's HUTCH_MSG_NOTE, ours):
+	 * "warning: " lines of the events log when setup hands over, our
+	 * hutch_log() going nowhere once detached */
+	char warnings[SETUP_WARNINGS_MAX][HUTCH_ERR_MSG_MAX + 128];
+	size_t nwarnings;
 	/* init's writable layer's fds (HUTCH_MSG_WRITE_FDS), for snapshot.c */
 	uint32_t write_which[HUTCH_ROOTFS_WRITE_FDS];
 	int write_fds[HUTCH_ROOTFS_WRITE_FDS];
@@ -89,6 +95,10 @@ struct setup_made {
 	int creator_fd; /* struct hutch_setup_in's, not ours */
 };
 
+/* One of m->warnings, kept as one line of printable text (init's are
+ * hostile input); past SETUP_WARNINGS_MAX, dropped. */
+void hutch_sup_setup_warn(struct setup_made *m, const char *fmt, ...)
+        __attribute__((format(printf, 2, 3)));
 /* init cloned into the cgroup (or joining it), the volumes' mounts
  * (m->vols) placed in it: m->init, setup's until it ends. */
 int hutch_sup_setup_spawn_init(const struct setup_plan *plan, struct setup_made *m,

@@ -19,7 +19,6 @@
 #include "fdutil.h"
 #include "fullrestore.h"
 #include "kind.h"
-#include "log.h"
 #include "netlog.h"
 #include "netpolicy.h"
 #include "ports.h"
@@ -176,7 +175,9 @@ static void setup_plan(const struct sup *s, struct setup_plan *p, struct hutch_k
 	};
 }
 
-#define TMPFS_WHY "workspace: tmpfs (charged to memory), not a disk: %s"
+#define TMPFS_WHY                                                                           \
+	"workspace on tmpfs (charged to memory), not a disk: %s (hutch doctor says what a " \
+	"disk needs)"
 
 /* Under systemd without delegation: the cgroup in a delegated scope of
  * its own (kind.c), *ret_cg; the CLI left none for this. */
@@ -250,7 +251,7 @@ static int send_go(const struct setup_plan *plan, struct setup_made *m, struct h
 		return r;
 	if (r > 0) { /* a disk that could not be made leaves tmpfs, never a sandbox refused */
 		m->tmpfs = true;
-		hutch_log(HUTCH_LOG_WARN, TMPFS_WHY, why.msg);
+		hutch_sup_setup_warn(m, TMPFS_WHY, why.msg);
 	}
 	pem = hutch_net_plan_ca_pem(&m->net);
 	if (m->disk_fds[HUTCH_DISK_ROOT] >= 0) {
@@ -261,7 +262,13 @@ static int send_go(const struct setup_plan *plan, struct setup_made *m, struct h
 		if (fds[n] >= 0)
 			n++;
 		else if (fds[n] != -ENOENT)
-			hutch_log_errno(HUTCH_LOG_WARN, fds[n], "change lists: watch the disk");
+			hutch_sup_setup_warn(
+			        m,
+			        "change lists: the disk is not watched, what each command "
+			        "changes is not listed: fanotify: %s (allow hutch "
+			        "fanotify_init: its container's seccomp profile; raise "
+			        "fs.fanotify.max_user_groups)",
+			        strerror(-fds[n]));
 	}
 	r = hutch_proto_send(m->init.sock, HUTCH_MSG_GO, views_wait(m), pem, pem ? strlen(pem) : 0,
 	                     fds, n);
@@ -303,8 +310,9 @@ static int cgroup_and_init(const struct setup_plan *plan, struct setup_made *m,
 	if (r < 0)
 		return hutch_err_set_errno(err, r, "protect the header bindings (MADV_WIPEONFORK)");
 	if (r > 0)
-		hutch_log(HUTCH_LOG_WARN, "header bindings: mlock refused (RLIMIT_MEMLOCK): their "
-		                          "pages may be swapped");
+		hutch_sup_setup_warn(
+		        m, "header bindings: mlock refused, their secrets may be swapped "
+		           "out (raise hutch's RLIMIT_MEMLOCK: ulimit -l, LimitMEMLOCK=)");
 	r = hutch_sup_setup_spawn_init(plan, m, err);
 	if (plan->kind->spawned)
 		plan->kind->spawned(&m->kind); /* init holds or is in them now */
@@ -376,7 +384,7 @@ static int setup_steps(struct sup *s, struct setup_made *m, struct hutch_err *er
 	if (r > 0) /* what status and inspect show (an ordinary user's always: docs/api.md) */
 		snprintf(s->cfg->workspace, sizeof(s->cfg->workspace), "tmpfs");
 	if (r > 0 && why)
-		hutch_log(HUTCH_LOG_WARN, TMPFS_WHY, why);
+		hutch_sup_setup_warn(m, TMPFS_WHY, why);
 	r = prepare_parts(&plan, m, err);
 	if (r < 0)
 		return r;
@@ -391,7 +399,8 @@ static int setup_steps(struct sup *s, struct setup_made *m, struct hutch_err *er
 		if (r < 0)
 			return hutch_err_prefix(err, "network");
 		if (m->net.warning.code)
-			hutch_log(HUTCH_LOG_WARN, "%s", m->net.warning.msg);
+			hutch_sup_setup_warn(m, "DNS: the sandbox's names fail (SERVFAIL): %s",
+			                     m->net.warning.msg);
 	}
 	r = hutch_seccomp_program(plan.seccomp_mode, &seccomp, err);
 	if (r < 0)
@@ -430,8 +439,8 @@ static int hand_over(struct sup *s, struct setup_made *m, int r, struct hutch_er
 	views_said(s, m);
 	if (m->tmpfs)
 		snprintf(s->cfg->workspace, sizeof(s->cfg->workspace), "tmpfs");
-	if (m->note[0])
-		hutch_event(s, "warning: %s", m->note);
+	for (size_t i = 0; i < m->nwarnings; i++)
+		hutch_event(s, "warning: %s", m->warnings[i]);
 	hutch_initproc_started(s, &m->init);
 	if (m->nwrite == 0 && m->nwrite_which == 0)
 		return r;

@@ -458,3 +458,31 @@ def test_malformed_request_gets_400_and_is_recorded(nh, fakenet):
     ref = sb.status()["network"]["refused"][-1]
     assert ref["what"] == "http" and "obsolete line folding" in ref["reason"], ref
     sb.rm()
+
+
+def test_secrets_that_cannot_be_locked_in_memory_are_said(nh, fakenet):
+    """A supervisor whose mlock of the bindings' secrets is refused (no
+    CAP_IPC_LOCK, an RLIMIT_MEMLOCK of 0: an ordinary user's limits): the
+    sandbox is made and binds all the same, its pages may be swapped out,
+    and its events log says so and the fix (the supervisor's own log goes
+    nowhere: it said nothing before); where mlock works, no such line."""
+    secret = "s3cr3t-" + secrets.token_hex(16)
+    env = dict(nh.env, HB_SECRET=secret, HUTCH_UPSTREAM_CA=fakenet.ca)
+    r = subprocess.run(["prlimit", "--memlock=0:0", "setpriv", "--bounding-set", "-ipc_lock",
+                        HUTCH, "create", "--json", "--network", ALLOW, "--header-binding",
+                        f"{BOUND_HOST}:Authorization=Bearer {{secret}}@env:HB_SECRET"],
+                       env=env, capture_output=True, timeout=60, stdin=subprocess.DEVNULL)
+    assert r.returncode == 0, r.stderr.decode()
+    from conftest import Sandbox
+    sb = Sandbox(nh, json.loads(r.stdout))
+    warn = [ln for ln in nh("events", sb.id).stdout.decode().splitlines() if "warning:" in ln]
+    assert len(warn) == 1 and "warning: header bindings: mlock refused, their secrets may be " \
+        "swapped out (raise hutch's RLIMIT_MEMLOCK: ulimit -l, LimitMEMLOCK=)" in warn[0], warn
+    mark = fakenet.mark()
+    sb.sh(f"curl -sS --fail https://{BOUND_HOST}/x -o /dev/null")
+    got = bound_requests(fakenet, mark)
+    assert got and header(got[-1], "Authorization") == [f"Bearer {secret}"], got
+    sb.rm()
+    sb = make(nh, fakenet, secret)
+    assert "warning:" not in nh("events", sb.id).stdout.decode()
+    sb.rm()

@@ -8,10 +8,11 @@ commands of their own, which change nothing. On every root of the matrix
 (before 6.8) gives no lists: skipped, saying so."""
 import json
 import os
+import subprocess
 
 import pytest
 
-from conftest import wait_until
+from conftest import HUTCH, Sandbox, wait_until
 
 pytestmark = pytest.mark.usefixtures("root")
 
@@ -213,3 +214,49 @@ def test_change_lists_off(hutch, root):
     assert sb.rm().returncode == 0
     r = hutch("create", "--change-lists", "maybe")
     assert r.returncode == 64 and b"on or off" in r.stderr, r
+
+
+def refuse_fanotify():
+    """A seccomp filter of this process and all it starts (the supervisor,
+    init): fanotify_init() refused with EPERM, as a container's default
+    seccomp profile refuses it to a hutch run inside it."""
+    import ctypes
+    import struct
+    prog = b"".join(struct.pack("HBBI", *ins) for ins in (
+        (0x20, 0, 0, 4),                    # ld [arch]
+        (0x15, 0, 3, 0xc000003e),           # jeq AUDIT_ARCH_X86_64, else allow
+        (0x20, 0, 0, 0),                    # ld [nr]
+        (0x15, 0, 1, 300),                  # jeq __NR_fanotify_init
+        (0x06, 0, 0, 0x00050000 | 1),       # ret ERRNO(EPERM)
+        (0x06, 0, 0, 0x7fff0000)))          # ret ALLOW
+    buf = ctypes.create_string_buffer(prog)
+    fprog = struct.pack("HxxxxxxQ", len(prog) // 8, ctypes.addressof(buf))
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(22, 2, ctypes.c_char_p(fprog), 0, 0) != 0:  # PR_SET_SECCOMP, FILTER
+        raise OSError(ctypes.get_errno(), "seccomp")
+
+
+@pytest.mark.skipif(os.uname().machine != "x86_64", reason="the filter's syscall number is x86-64's")
+def test_a_disk_that_cannot_be_watched_is_said(hutch, root):
+    """The supervisor's fanotify group for the disk's change lists refused
+    (fanotify_init() EPERM: a seccomp profile around hutch): the sandbox
+    works, its commands' change lists are missing, and its events log says
+    why and the fix (the supervisor's own log goes nowhere: it said nothing
+    before); a sandbox whose disk is watched has no such line."""
+    assert sandbox(hutch, root).rm().returncode == 0  # skips without change lists
+    opts = root.use(hutch)
+    r = subprocess.run([HUTCH, "create", "--json", *opts], env=hutch.env, capture_output=True,
+                       timeout=60, stdin=subprocess.DEVNULL, preexec_fn=refuse_fanotify)
+    assert r.returncode == 0, r.stderr
+    sb = Sandbox(hutch, json.loads(r.stdout))
+    assert json.loads(hutch("inspect", sb.id).stdout)["config"]["workspace"] == "disk"
+    warn = [ln for ln in hutch("events", sb.id).stdout.decode().splitlines() if "warning:" in ln]
+    assert len(warn) == 1 and "warning: change lists: the disk is not watched, what each command " \
+        "changes is not listed: fanotify: Operation not permitted (allow hutch fanotify_init: " \
+        "its container's seccomp profile; raise fs.fanotify.max_user_groups)" in warn[0], warn
+    res = sb.run("echo a > /workspace/a")
+    assert res["exit_code"] == 0, res
+    assert sb.rm().returncode == 0
+    sb = root.create(hutch)
+    assert "warning:" not in hutch("events", sb.id).stdout.decode()
+    assert sb.rm().returncode == 0

@@ -12,7 +12,7 @@ import subprocess
 
 import pytest
 
-from conftest import wait_until, loops_of
+from conftest import HUTCH, wait_until, loops_of
 
 NANO_DISK = 2684354560
 GB = 1 << 30
@@ -198,6 +198,34 @@ def test_workspace_tmpfs_is_memory_as_before(hutch):
     assert not loops_of(hutch.rtdir)
     r = hutch("create", "--workspace", "ram")
     assert r.returncode != 0 and b"invalid --workspace 'ram'" in r.stderr, r.stderr
+
+
+@needs_root
+def test_a_workspace_left_on_tmpfs_is_said_in_the_events_log(hutch, tmp_path):
+    """A host where a disk cannot be made (here mke2fs not executable, in a
+    private mount namespace the supervisor forked from this create lives on
+    in): the sandbox is made on tmpfs, inspect says so, and its events log
+    says why and the fix (the supervisor's own log goes nowhere: it said
+    nothing before); a sandbox on its disk has no such line."""
+    blank = tmp_path / "mke2fs"
+    blank.write_text("")
+    blank.chmod(0o644)
+    r = subprocess.run(["unshare", "-m", "--propagation", "private", "sh", "-c",
+                        f'mount --bind "{blank}" /usr/sbin/mke2fs && exec "$0" create --json',
+                        HUTCH], env=hutch.env, capture_output=True, timeout=60,
+                       stdin=subprocess.DEVNULL)
+    assert r.returncode == 0, r.stderr
+    sb = json.loads(r.stdout)["id"]
+    try:
+        assert json.loads(hutch("inspect", sb).stdout)["config"]["workspace"] == "tmpfs"
+        warn = [ln for ln in hutch("events", sb).stdout.decode().splitlines() if "warning:" in ln]
+        assert len(warn) == 1 and "warning: workspace on tmpfs (charged to memory), not a disk: " \
+            "no mke2fs (e2fsprogs) (hutch doctor says what a disk needs)" in warn[0], warn
+    finally:
+        assert hutch("rm", sb).returncode == 0
+    sb = hutch.create()
+    assert "warning:" not in hutch("events", sb.id).stdout.decode()
+    sb.rm()
 
 
 def stock_pid(rtdir):

@@ -842,8 +842,10 @@ def test_sandbox_cannot_rewire_its_network(nh, fakenet, mode):
 @pytest.mark.parametrize("mode", ["all", "allow:api.test.example"])
 def test_host_without_a_nameserver(nh, fakenet, tmp_path, mode):
     """A host whose resolv.conf names no IPv4 nameserver (and no
-    HUTCH_RESOLVER): the sandbox is still made, says so in /status, and its
-    DNS fails at once instead of hanging; addresses still work in all."""
+    HUTCH_RESOLVER): the sandbox is still made, says so in /status and in
+    its events log (why and the fix: the supervisor's own log goes nowhere),
+    and its DNS fails at once instead of hanging; addresses still work in
+    all."""
     empty = tmp_path / "resolv.conf"
     empty.write_text("# no nameserver\n")
     env = {k: v for k, v in nh.env.items() if k != "HUTCH_RESOLVER"}
@@ -856,6 +858,9 @@ def test_host_without_a_nameserver(nh, fakenet, tmp_path, mode):
     sb = Sandbox(nh, json.loads(r.stdout))
     try:
         assert network(sb)["resolver"] == "none"
+        warn = [ln for ln in nh("events", sb.id).stdout.decode().splitlines() if "warning:" in ln]
+        assert len(warn) == 1 and "warning: DNS: the sandbox's names fail (SERVFAIL): " \
+            "/etc/resolv.conf names no IPv4 nameserver: set HUTCH_RESOLVER=IP" in warn[0], warn
         with open(os.path.join(HERE, "netprobe.py"), "rb") as f:
             sb.put_file("/workspace/probe.py", f.read(), "644")
         t = time.monotonic()

@@ -675,6 +675,15 @@ static void await_go(const struct hutch_init_params *p, struct hutch_rootfs_conf
 		fail(p->sock, &err);
 }
 
+/*
+ * A supervisor that died before init's PR_SET_PDEATHSIG sends nothing:
+ * init then reads EOF on its socket in wait_go() (the supervisor's end is
+ * the supervisor's alone: close-on-exec, and what it forks without exec
+ * dies with it) and exits before anything runs in the sandbox. A check of
+ * getppid() after the prctl could not tell: in a new pid namespace it is 0
+ * whether the parent lives or not (test_crash.py's
+ * test_supervisor_killed_before_init_s_pdeathsig).
+ */
 void hutch_init_main(const struct hutch_init_params *p)
 {
 	struct init_state s = { .sock = p->sock,
@@ -691,8 +700,8 @@ void hutch_init_main(const struct hutch_init_params *p)
 
 	s.sys_ud = &s.spawner;
 	/* If the supervisor dies, so does the sandbox (and with PID 1, its
-	 * whole pid namespace). Check the race with a parent already gone. */
-	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != p->supervisor_pid)
+	 * whole pid namespace); dead before this line: see above. */
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
 		_exit(1);
 	/* A session of the sandbox's own: none of its processes is then in a
 	 * session led outside its pid namespace (CRIU dumps only such trees). */

@@ -22,7 +22,6 @@
 
 struct hutch_init_params {
 	int sock;             /* SOCK_SEQPACKET to the supervisor */
-	pid_t supervisor_pid; /* to detect a parent that died before PDEATHSIG */
 	const char *hostname; /* NULL: a pod's uts namespace, joined */
 	struct hutch_rootfs_config rootfs;
 	/* Made by the supervisor before clone; NULL: a pod's network

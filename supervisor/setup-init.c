@@ -187,7 +187,6 @@ static __attribute__((noreturn)) void init_child(const struct setup_plan *plan,
 		_exit(1);
 	if (sys_close_range((unsigned)next, ~0U, 0) < 0)
 		_exit(1);
-	p->supervisor_pid = getppid();
 	if (k->init_params)
 		k->init_params(&m->kind, p);
 	hutch_init_main(p);

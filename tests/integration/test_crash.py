@@ -14,8 +14,8 @@ import time
 
 import pytest
 
-from conftest import (SLOWDOWN, cgroups_gone, proc_children, proc_comm, proc_stat, supervisor_alive,
-                      wait_until)
+from conftest import (HUTCH, SLOWDOWN, cgroups_gone, proc_children, proc_comm, proc_stat,
+                      supervisor_alive, wait_until)
 
 
 def settled(hutch):
@@ -329,3 +329,58 @@ def test_gc_during_a_failed_create_writes_no_tombstone(hutch):
         if p.poll() is None:
             p.kill()
             p.wait()
+
+
+def _init_before_its_pdeathsig():
+    """(pid, parent) of a process in a pid namespace not ours stopped at
+    the entry of prctl(PR_SET_PDEATHSIG, SIGKILL) (157 0x1 0x9): an init
+    held there by strace's delay, or None."""
+    ours = os.readlink("/proc/self/ns/pid")
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/syscall") as f:
+                if not f.read().startswith("157 0x1 0x9 "):
+                    continue
+            if os.readlink(f"/proc/{pid}/ns/pid") != ours:
+                return int(pid), int(proc_stat(int(pid))[1])
+        except (OSError, TypeError):
+            pass
+    return None
+
+
+def test_supervisor_killed_before_init_s_pdeathsig(hutch):
+    """A supervisor killed after init's clone, before init has set its
+    PR_SET_PDEATHSIG (strace holds init 3 s at that prctl's entry, its
+    second, the first a PR_SET_NAME): init, whose parent-death signal can
+    no longer come, reads EOF on its socket while it waits for GO and
+    exits, its pid namespace with it, before anything ran in the sandbox.
+    (init's getppid() check there could never fire: 0 in a new pid
+    namespace, parent alive or not; init/init.c.)"""
+    assert hutch("run", "--", "true").returncode == 0  # the stock, the template
+    st = subprocess.Popen(["strace", "-f", "-q", "-o", "/dev/null", "-e", "trace=prctl",
+                           "-e", "inject=prctl:delay_enter=3000000:when=2", HUTCH, "create"],
+                          env=hutch.env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE)
+    found = []
+    try:
+        assert wait_until(lambda: found.append(_init_before_its_pdeathsig()) or found[-1], 60), \
+            "no init stopped at its PR_SET_PDEATHSIG"
+        init, sup = found[-1]
+        os.kill(sup, signal.SIGKILL)
+        # init runs on after the delay: its pid gone (reaped by whoever
+        # took it) or a zombie, within the delay and a margin
+        assert wait_until(lambda: (proc_stat(init) or ["Z"])[0] == "Z", 15 * SLOWDOWN), \
+            proc_stat(init)
+    finally:
+        if found and found[-1]:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(found[-1][0], signal.SIGKILL)  # a failure's init
+        st.terminate()  # detaches from what is left
+        try:
+            st.wait(30)
+        except subprocess.TimeoutExpired:
+            st.kill()
+            st.wait()
+        st.stdout.close()
+        st.stderr.close()
+    hutch("gc")

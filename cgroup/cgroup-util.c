@@ -590,13 +590,21 @@ const struct cg_v1_ctrl hutch_cgroup_v1_ctrls[] = {
 };
 const size_t hutch_cgroup_n_v1_ctrls = ELEMENTSOF(hutch_cgroup_v1_ctrls);
 
+/* Asked once a process: what is mounted at /sys/fs/cgroup is the boot's
+ * choice (v2, or v1's tmpfs), and a create asked it twice in a row
+ * (hutch_cgroup_needs_scope(), then hutch_cgroup_new_for()). A failure is
+ * not kept. */
 int hutch_cgroup_root_fs_type(long *ret, struct hutch_err *err)
 {
+	static long type;
 	struct statfs sfs;
 
-	if (statfs(CG_ROOT, &sfs) < 0)
-		return hutch_err_set_errno(err, -errno, "statfs '" CG_ROOT "'");
-	*ret = (long)sfs.f_type;
+	if (!type) {
+		if (statfs(CG_ROOT, &sfs) < 0)
+			return hutch_err_set_errno(err, -errno, "statfs '" CG_ROOT "'");
+		type = (long)sfs.f_type ? (long)sfs.f_type : -1;
+	}
+	*ret = type;
 	return 0;
 }
 

@@ -106,6 +106,29 @@ static int setup_v1(struct hutch_cgroup *cg, const struct cg_text *t, const char
 
 #define V2_CTRLS "cpu memory pids"
 
+/* What hutch_cgroup_needs_scope() read of /proc/self/cgroup and mountinfo
+ * when its answer was no: the sandbox's cgroup is placed from where the
+ * caller is, and hutch_cgroup_new_for(), which a create calls right after
+ * (supervisor/sandbox.c), takes it instead of reading both again (the
+ * kernel's formatting of mountinfo was the CLI's dearest read). Taken
+ * once; an answer of yes (a scope will move us) keeps nothing. */
+static struct cg_text kept_text;
+
+static void kept_text_drop(void)
+{
+	hutch_cgroup_text_done(&kept_text);
+	kept_text = (struct cg_text){ 0 };
+}
+
+static int text_take(struct cg_text *t, struct hutch_err *err)
+{
+	if (!kept_text.proc)
+		return hutch_cgroup_text_read(t, err);
+	*t = kept_text;
+	kept_text = (struct cg_text){ 0 };
+	return 0;
+}
+
 bool hutch_cgroup_needs_scope(void)
 {
 	struct hutch_err e;
@@ -115,6 +138,7 @@ bool hutch_cgroup_needs_scope(void)
 
 	char ns[2][64] = { "", "" };
 
+	kept_text_drop();
 	if (!hutch_cgroup_host_is_v2())
 		return false;
 	/* In a cgroup namespace of its own (a container's), systemd's units
@@ -125,7 +149,10 @@ bool hutch_cgroup_needs_scope(void)
 	if (hutch_cgroup_text_read(&t, &e) >= 0 &&
 	    hutch_cgroup_own_dir(&t, NULL, own, sizeof(own), &e) >= 0)
 		needs = !hutch_cgroup_v2_is_placeable(own, V2_CTRLS);
-	hutch_cgroup_text_done(&t);
+	if (!needs && t.proc && t.mountinfo)
+		kept_text = t;
+	else
+		hutch_cgroup_text_done(&t);
 	return needs;
 }
 
@@ -172,9 +199,10 @@ bool hutch_cgroup_path_is_valid(const char *path)
 
 bool hutch_cgroup_host_is_v2(void)
 {
-	struct statfs sfs;
+	struct hutch_err e;
+	long type = 0;
 
-	return statfs(CG_ROOT, &sfs) == 0 && sfs.f_type == 0x63677270; /* CGROUP2_SUPER_MAGIC */
+	return hutch_cgroup_root_fs_type(&type, &e) == 0 && type == CGROUP2_SUPER_MAGIC;
 }
 
 int hutch_cgroup_new(const char *name, struct hutch_cgroup **ret, struct hutch_err *err)
@@ -209,7 +237,7 @@ int hutch_cgroup_new_for(const char *id, const char *path, const struct hutch_re
 	cg = calloc(1, sizeof(*cg));
 	if (!cg)
 		return hutch_err_set_errno(err, -ENOMEM, "allocate cgroup");
-	r = hutch_cgroup_text_read(&t, err);
+	r = text_take(&t, err);
 	if (r >= 0) {
 		if (type == CGROUP2_SUPER_MAGIC) {
 			cg->ops = &hutch_cgroup_v2_ops;

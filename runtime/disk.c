@@ -425,7 +425,9 @@ int hutch_disk_setup_start(const struct hutch_disk_plan *p, struct hutch_disk_jo
 	}
 	if (p->want == HUTCH_DISK_WANT_NONE)
 		return 0;
-	if (!p->can || !hutch_disk_possible(why)) {
+	/* A stock's disk taken (job->sock) was taken where the creator asked
+	 * hutch_disk_possible() (supervisor/sandbox.c): not asked again. */
+	if (!p->can || (job->sock < 0 && !hutch_disk_possible(why))) {
 		closep(&job->sock);
 		return 1;
 	}

@@ -283,10 +283,11 @@ static int start(int dirfd, const char *dir, const char *bin, struct hutch_err *
 	return 0;
 }
 
-/* The pid of the dir's live lxcfs (its record is locked), else 0; *ret_rec:
- * the record, open. No request to the FUSE mount: a create must not wait
- * for lxcfs to be scheduled. */
-static pid_t lxcfs_pid(int dirfd, int *ret_rec)
+/* The pid of the dir's lxcfs, else 0; held: only a live one's (its record
+ * is locked; else pidfd_of() looks). *ret_rec: the record, open. No
+ * request to the FUSE mount: a create must not wait for lxcfs to be
+ * scheduled. */
+static pid_t lxcfs_pid(int dirfd, int *ret_rec, bool held)
 {
 	_cleanup_close_ int fd = openat(dirfd, "pid", O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 	char buf[32] = "";
@@ -294,7 +295,7 @@ static pid_t lxcfs_pid(int dirfd, int *ret_rec)
 	ssize_t n;
 
 	/* Our shared lock, if we get it, goes with the close. */
-	if (fd < 0 || flock(fd, LOCK_SH | LOCK_NB) == 0 || errno != EWOULDBLOCK ||
+	if (fd < 0 || (held && (flock(fd, LOCK_SH | LOCK_NB) == 0 || errno != EWOULDBLOCK)) ||
 	    (n = pread(fd, buf, sizeof(buf) - 1, 0)) <= 0)
 		return 0;
 	buf[n] = '\0';
@@ -333,9 +334,13 @@ static int lock_dir(const char *dir, bool make, int *ret_dirfd, int *ret_lock,
 		_cleanup_close_ int dirfd = -EBADF, lock = -EBADF;
 		struct stat a, b;
 
-		if (make && mkdir(dir, 0700) < 0 && errno != EEXIST)
-			return hutch_err_set_errno(err, -errno, "lxcfs: mkdir '%s'", dir);
+		/* opened first: made once a runtime dir, not tried at every create */
 		dirfd = open(dir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (dirfd < 0 && errno == ENOENT && make) {
+			if (mkdir(dir, 0700) < 0 && errno != EEXIST)
+				return hutch_err_set_errno(err, -errno, "lxcfs: mkdir '%s'", dir);
+			dirfd = open(dir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		}
 		if (dirfd < 0 && errno != ENOENT)
 			return hutch_err_set_errno(err, -errno, "lxcfs: open '%s'", dir);
 		lock = dirfd < 0 ? -ENOENT : hutch_lock_at(dirfd, "lock", LOCK_EX);
@@ -380,18 +385,23 @@ static int ensure(int dirfd, const char *dir, const char *mnt, const char *bin, 
                   struct hutch_err *err)
 {
 	_cleanup_close_ int rec = -EBADF;
-	pid_t pid = lxcfs_pid(dirfd, &rec);
-	int r;
+	/* The record's lock looked at once, by pidfd_of() (after the pidfd's
+	 * open: the proof that the pid is still lxcfs's), not also before
+	 * (issue 31: one flock fewer a create); a record not held is
+	 * -ESRCH there, as a pid that is gone. */
+	pid_t pid = lxcfs_pid(dirfd, &rec, false);
+	int r, pidfd = pid && mounted(dirfd) ? pidfd_of(pid, rec) : -ESRCH;
 
-	if (!pid || !mounted(dirfd)) {
+	if (pidfd == -ESRCH) {
 		closep(&rec);
 		stop(dirfd, mnt, SIGTERM);
 		/* -ENOENT is "not installed" to our caller, not a failed start */
 		if ((r = start(dirfd, dir, bin, err)) < 0)
 			return r == -ENOENT ? -EIO : r;
-		pid = lxcfs_pid(dirfd, &rec);
+		pid = lxcfs_pid(dirfd, &rec, true);
+		pidfd = pidfd_of(pid, rec);
 	}
-	*ret_pidfd = pidfd_of(pid, rec);
+	*ret_pidfd = pidfd;
 	return 0;
 }
 
@@ -484,7 +494,7 @@ static bool holds(pid_t pid, int rec)
 static void stop(int dirfd, const char *mnt, int sig)
 {
 	_cleanup_close_ int rec = -EBADF, pidfd = -EBADF;
-	pid_t pid = lxcfs_pid(dirfd, &rec);
+	pid_t pid = lxcfs_pid(dirfd, &rec, true);
 
 	if (pid > 0 && (pidfd = sys_pidfd_open(pid, 0)) >= 0 && holds(pid, rec))
 		(void)sys_pidfd_send_signal(pidfd, sig, NULL, 0);

@@ -245,30 +245,6 @@ int hutch_state_kill(const struct hutch_paths *p, struct hutch_err *err)
 	return r;
 }
 
-/* Retired sandboxes (".dead-<id>", hutch_state_retire()) whose supervisor
- * died before finishing its teardown: their state.json still names the
- * cgroups. */
-static int gc_retired(const char *runtime_dir, struct hutch_err *err)
-{
-	_cleanup_closedir_ DIR *d = opendir(runtime_dir);
-	const size_t plen = strlen(HUTCH_RETIRED_PREFIX);
-	struct dirent *de;
-	int n = 0;
-
-	if (!d)
-		return 0;
-	while ((de = readdir(d))) {
-		struct hutch_paths p;
-		if (strncmp(de->d_name, HUTCH_RETIRED_PREFIX, plen) != 0 ||
-		    hutch_paths_init(runtime_dir, de->d_name + plen, &p) < 0 ||
-		    hutch_state_retired_paths(&p, &p) < 0)
-			continue;
-		if (reap_paths(&p, HUTCH_GONE_SUPERVISOR_DIED, err) > 0)
-			n++;
-	}
-	return n;
-}
-
 /* Remove tombstones older than HUTCH_GONE_KEEP_SECONDS. Unless all is set,
  * at most once per HUTCH_GONE_PRUNE_SECONDS (the mtime of $RT/.gc-pruned
  * says when it last ran): the tombstones of a week of churn
@@ -311,30 +287,6 @@ static void gc_gone(const char *runtime_dir, bool all)
 		(void)futimens(stamp, NULL);
 }
 
-/* Half-made sandboxes (".new-<id>") whose creator died before renaming
- * them: none can be in the making while we hold the create lock
- * exclusively. */
-static int gc_new(const char *runtime_dir)
-{
-	_cleanup_close_ int lock = hutch_state_create_lock(runtime_dir, LOCK_EX | LOCK_NB);
-	_cleanup_closedir_ DIR *d = NULL;
-	struct dirent *de;
-	int n = 0;
-
-	if (lock < 0)
-		return 0;
-	d = opendir(runtime_dir);
-	if (!d)
-		return 0;
-	while ((de = readdir(d))) {
-		if (strncmp(de->d_name, ".new-", 5) != 0 || !hutch_id_is_valid(de->d_name + 5))
-			continue;
-		if (hutch_rm_rf_at(dirfd(d), de->d_name) == 0)
-			n++;
-	}
-	return n;
-}
-
 /* The runtime dir's link count: 2 + its subdirectories (sandbox dirs,
  * ".new-*", .gone) on tmpfs, ext4, xfs. 0 when the file system does not
  * count subdirectories that way (btrfs says 1): then every gc is full. */
@@ -348,12 +300,18 @@ static nlink_t subdir_links(const char *runtime_dir)
 }
 
 /* Remember the link count after a full gc, in the content of $RT/.gc; its
- * mtime says when. Written whole through a temporary name. */
-static void gc_mark(const char *runtime_dir, nlink_t links)
+ * mtime says when. Written whole through a temporary name; not written
+ * when it says that count already and is recent (marked: what
+ * gc_can_skip() read, 0 for none or an old one): its mtime then stays
+ * that of an earlier gc with the same count, so the next full gc is due
+ * sooner, never later (six syscalls off a create whose gc found what the
+ * last found: a run's retired dir, still being removed by its
+ * supervisor). */
+static void gc_mark(const char *runtime_dir, nlink_t links, unsigned long long marked)
 {
 	char path[4200], tmp[4300], text[32];
 
-	if (!links)
+	if (!links || links == marked)
 		return;
 	snprintf(path, sizeof(path), "%s/" GC_MARK, runtime_dir);
 	snprintf(tmp, sizeof(tmp), "%s.%d", path, (int)getpid());
@@ -367,8 +325,9 @@ static void gc_mark(const char *runtime_dir, nlink_t links)
 
 /* True if nothing can have died since the last full gc: the runtime dir
  * has exactly the subdirectories it had then (a sandbox dir that its
- * supervisor did not remove keeps the count up), and that gc is recent. */
-static bool gc_can_skip(const char *runtime_dir)
+ * supervisor did not remove keeps the count up), and that gc is recent.
+ * *ret_marked: the count the mark holds when it is recent, else 0. */
+static bool gc_can_skip(const char *runtime_dir, unsigned long long *ret_marked)
 {
 	char path[4200], text[32];
 	_cleanup_close_ int fd = -EBADF;
@@ -398,38 +357,187 @@ static bool gc_can_skip(const char *runtime_dir)
 	text[n] = '\0';
 	if (sscanf(text, "%llu", &marked) != 1)
 		return false;
+	*ret_marked = marked;
 	return marked == (unsigned long long)links;
 }
 
-static int gc(const char *runtime_dir, bool all, struct hutch_err *err)
+/* What one scan of the runtime dir found for a gc: a sandbox "<id>", a
+ * half-made ".new-<id>" and a retired ".dead-<id>" (hutch_state_retire()).
+ * One scan, not one per kind (issue 31: three scans of the dir, 15
+ * syscalls, in every full gc of a create's). */
+enum gc_kind {
+	GC_SANDBOX,
+	GC_NEW,
+	GC_DEAD,
+	GC_DEAD_HELD
+};
+
+struct gc_entry {
+	char id[HUTCH_ID_LEN + 1];
+	unsigned char kind;
+};
+
+struct gc_scan {
+	DIR *dir;
+	struct gc_entry *v;
+	size_t n, alloc;
+	bool any_new;
+};
+
+static void gc_scan_done(struct gc_scan *sc)
 {
-	_cleanup_free_ char(*ids)[HUTCH_ID_LEN + 1] = NULL;
-	size_t n;
+	if (sc->dir)
+		closedir(sc->dir);
+	free(sc->v);
+}
+
+static int gc_scan(const char *runtime_dir, struct gc_scan *sc)
+{
+	const size_t plen = strlen(HUTCH_RETIRED_PREFIX);
+	struct dirent *de;
+
+	*sc = (struct gc_scan){ 0 };
+	sc->dir = opendir(runtime_dir);
+	if (!sc->dir)
+		return -errno;
+	while ((de = readdir(sc->dir))) {
+		const char *id = de->d_name;
+		unsigned char kind = GC_SANDBOX;
+
+		if (!strncmp(id, ".new-", 5)) {
+			kind = GC_NEW;
+			id += 5;
+		} else if (!strncmp(id, HUTCH_RETIRED_PREFIX, plen)) {
+			kind = GC_DEAD;
+			id += plen;
+		}
+		if (!hutch_id_is_valid(id))
+			continue;
+		if (sc->n == sc->alloc) {
+			size_t na = sc->alloc ? sc->alloc * 2 : 32;
+			void *q = realloc(sc->v, na * sizeof(*sc->v));
+			if (!q)
+				return -ENOMEM;
+			sc->v = q;
+			sc->alloc = na;
+		}
+		memcpy(sc->v[sc->n].id, id, HUTCH_ID_LEN + 1);
+		sc->v[sc->n++].kind = kind;
+		sc->any_new |= kind == GC_NEW;
+	}
+	return 0;
+}
+
+/* Half-made sandboxes (".new-<id>") whose creator died before renaming
+ * them: none can be in the making while we hold the create lock
+ * exclusively (one seen before we held it and renamed since is gone:
+ * ENOENT, nothing removed). No lock taken when the scan saw none. */
+static int gc_new(const char *runtime_dir, const struct gc_scan *sc)
+{
+	_cleanup_close_ int lock = -EBADF;
+	int n = 0;
+
+	if (!sc->any_new)
+		return 0;
+	lock = hutch_state_create_lock(runtime_dir, LOCK_EX | LOCK_NB);
+	if (lock < 0)
+		return 0;
+	for (size_t i = 0; i < sc->n; i++) {
+		char name[HUTCH_ID_LEN + 8];
+
+		if (sc->v[i].kind != GC_NEW)
+			continue;
+		snprintf(name, sizeof(name), ".new-%s", sc->v[i].id);
+		if (hutch_rm_rf_at(dirfd(sc->dir), name) == 0)
+			n++;
+	}
+	return n;
+}
+
+/* Retired sandboxes whose supervisor died before finishing its teardown
+ * (their state.json still names the cgroups); one whose supervisor still
+ * holds it is marked GC_DEAD_HELD: it removes the dir itself, soon. */
+static int gc_retired(const char *runtime_dir, struct gc_scan *sc, struct hutch_err *err)
+{
+	int n = 0;
+
+	for (size_t i = 0; i < sc->n; i++) {
+		struct hutch_paths p;
+		int r;
+
+		if (sc->v[i].kind != GC_DEAD ||
+		    hutch_paths_init(runtime_dir, sc->v[i].id, &p) < 0 ||
+		    hutch_state_retired_paths(&p, &p) < 0)
+			continue;
+		r = reap_paths(&p, HUTCH_GONE_SUPERVISOR_DIED, err);
+		if (r > 0)
+			n++;
+		else if (r == 0)
+			sc->v[i].kind = GC_DEAD_HELD;
+	}
+	return n;
+}
+
+/* The link count the mark keeps: without the retired dirs whose
+ * supervisors were removing them (still there after the count was
+ * taken): each is gone by the next create, and counted it made that
+ * create's gc a full one again (a run's `.dead-` dir outlives its answer:
+ * back to back runs did a full gc every second or third, ~30 syscalls). A
+ * dir gone between the count and its check is left counted: a mark too
+ * high costs one more full gc, never a skipped one. */
+static nlink_t mark_links(const char *runtime_dir, const struct gc_scan *sc)
+{
+	nlink_t links = subdir_links(runtime_dir);
+
+	for (size_t i = 0; i < sc->n && links > 2; i++) {
+		char name[HUTCH_ID_LEN + 16];
+		struct stat st;
+
+		if (sc->v[i].kind != GC_DEAD_HELD)
+			continue;
+		snprintf(name, sizeof(name), HUTCH_RETIRED_PREFIX "%s", sc->v[i].id);
+		if (fstatat(dirfd(sc->dir), name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+		    S_ISDIR(st.st_mode))
+			links--;
+	}
+	return links;
+}
+
+static int gc(const char *runtime_dir, bool all, unsigned long long marked, struct hutch_err *err)
+{
+	struct gc_scan sc;
 	int r, reaped = 0;
 
-	r = hutch_state_list(runtime_dir, &ids, &n);
-	if (r < 0)
-		return hutch_err_set_errno(err, r, "list '%s'", runtime_dir);
-	for (size_t i = 0; i < n; i++) {
-		r = hutch_state_reap(runtime_dir, ids[i], HUTCH_GONE_SUPERVISOR_DIED, err);
+	r = gc_scan(runtime_dir, &sc);
+	if (r < 0) {
+		gc_scan_done(&sc);
+		return r == -ENOENT ? 0 : hutch_err_set_errno(err, r, "list '%s'", runtime_dir);
+	}
+	for (size_t i = 0; i < sc.n; i++) {
+		if (sc.v[i].kind != GC_SANDBOX)
+			continue;
+		r = hutch_state_reap(runtime_dir, sc.v[i].id, HUTCH_GONE_SUPERVISOR_DIED, err);
 		if (r > 0)
 			reaped++;
 	}
-	reaped += gc_new(runtime_dir);
-	reaped += gc_retired(runtime_dir, err);
+	reaped += gc_new(runtime_dir, &sc);
+	reaped += gc_retired(runtime_dir, &sc, err);
 	gc_gone(runtime_dir, all);
-	gc_mark(runtime_dir, subdir_links(runtime_dir));
+	gc_mark(runtime_dir, mark_links(runtime_dir, &sc), marked);
+	gc_scan_done(&sc);
 	return reaped;
 }
 
 int hutch_state_gc(const char *runtime_dir, struct hutch_err *err)
 {
-	return gc(runtime_dir, true, err);
+	return gc(runtime_dir, true, 0, err);
 }
 
 int hutch_state_gc_auto(const char *runtime_dir, struct hutch_err *err)
 {
-	if (gc_can_skip(runtime_dir))
+	unsigned long long marked = 0;
+
+	if (gc_can_skip(runtime_dir, &marked))
 		return 0;
-	return gc(runtime_dir, false, err);
+	return gc(runtime_dir, false, marked, err);
 }

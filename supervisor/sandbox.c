@@ -254,10 +254,18 @@ static int reserve_dir(const char *runtime_dir, struct sup *s, struct hutch_err 
 	if (s->lock_fd < 0 || flock(s->lock_fd, LOCK_EX) < 0)
 		return hutch_err_set_errno(err, -errno, "lock '%s'", tmp);
 	tmp[strlen(tmp) - 5] = '\0';
-	if (access(s->paths.dir, F_OK) == 0)
+	/* Not over anything of that name (an empty directory would be
+	 * replaced): RENAME_NOREPLACE, one syscall, where the file system
+	 * has it; else looked at first, as before. */
+	r = renameat2(AT_FDCWD, tmp, AT_FDCWD, s->paths.dir, RENAME_NOREPLACE) < 0 ? -errno : 0;
+	if (r == -EINVAL)
+		r = access(s->paths.dir, F_OK) == 0 ? -EEXIST
+		    : rename(tmp, s->paths.dir) < 0 ? -errno
+		                                    : 0;
+	if (r == -EEXIST)
 		return hutch_err_set(err, -EEXIST, "sandbox '%s' exists already", s->id);
-	if (rename(tmp, s->paths.dir) < 0)
-		return hutch_err_set_errno(err, -errno, "rename '%s'", tmp);
+	if (r < 0)
+		return hutch_err_set_errno(err, r, "rename '%s'", tmp);
 	return 0;
 }
 
@@ -377,14 +385,14 @@ void hutch_sandbox_not_inherited(const int *fds, size_t n)
 
 static void take_disk(struct sup *s, const char *runtime_dir, struct hutch_disk_job *job)
 {
-	const char *why;
-
 	/* a fork: its disk or no sandbox, never an empty one; its supervisor
 	 * takes it (setup.c), once it is made (the create runs before) */
 	if (s->cfg->disk_from[0])
 		return;
-	if (s->kind->sizes_inside && !strcmp(s->cfg->workspace, "disk") && !s->idmap.rootless &&
-	    hutch_disk_possible(&why)) {
+	/* (root's alone: rootless is any other uid. A stock is started only
+	 * where hutch_disk_possible() says so, and a disk taken from one is
+	 * not asked about again: runtime/disk.c) */
+	if (s->kind->sizes_inside && !strcmp(s->cfg->workspace, "disk") && !s->idmap.rootless) {
 		closep(&disk_hold);
 		(void)hutch_disk_stock_take(runtime_dir, s->cfg->type->disk_bytes, job, &disk_hold);
 	}

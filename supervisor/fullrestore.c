@@ -216,7 +216,8 @@ static int place_image(struct restore *r, int from, int to, const char *name, co
 {
 	struct mount_attr attr = { .attr_set = MOUNT_ATTR_IDMAP | MOUNT_ATTR_RDONLY |
 		                               MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV |
-		                               MOUNT_ATTR_NOEXEC };
+		                               MOUNT_ATTR_NOEXEC,
+		                   .propagation = MS_PRIVATE }; /* as stage_mounts()'s */
 	_cleanup_close_ int mnt = -EBADF, out = -EBADF;
 	int userns;
 
@@ -511,12 +512,15 @@ static int stage_mounts(struct restore *r, int donor_mntns)
 	int trees[ELEMENTSOF(r->mnt_path) + 1], own, stage;
 	const char *where = STAGE;
 	/* The work dir too (CRIU's restored tasks reach it by its path),
-	 * cloned while it is ours: it may be under the stage's path. */
+	 * cloned while it is ours: it may be under the stage's path. Private:
+	 * a clone of a shared mount is its peer (systemd's /): the images put
+	 * on it showed in the host's namespace, EBUSY to rm (issue 28). */
+	struct mount_attr priv = { .propagation = MS_PRIVATE };
 	int work =
 	        sys_open_tree(r->workfd, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH);
 
-	if (work < 0 || unshare(CLONE_NEWNS) < 0 ||
-	    mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+	if (work < 0 || sys_mount_setattr(work, "", AT_EMPTY_PATH, &priv, sizeof(priv)) < 0 ||
+	    unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
 		return -errno;
 	if (mount("tmpfs", where, "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777") < 0 ||
 	    mkdir(STAGE "/work", 0700) < 0 ||

@@ -589,7 +589,7 @@ def test_full_snapshot_restored_into_a_new_sandbox(hutch):
     # The pages (20 MiB) were read where the dump is, not copied: an
     # idmapped read-only bind; the store's files stay root's, 0600.
     ev = hutch("events", nid).stdout.decode()
-    assert "1 image read in place" in ev, ev
+    assert f"{in_place(d)} read in place" in ev, ev
     for f in os.listdir(os.path.join(d, "images")):
         st = os.lstat(os.path.join(d, "images", f))
         assert st.st_mode & 0o777 == 0o600 and st.st_uid == 0, (f, oct(st.st_mode), st.st_uid)
@@ -599,6 +599,62 @@ def test_full_snapshot_restored_into_a_new_sandbox(hutch):
     assert not os.path.exists(os.path.join(rt, nid, "criu"))
     assert hutch("rm", nid).returncode == 0
     assert hutch("snapshot", "rm", "mem2").returncode == 0
+    sb.rm()
+
+
+def in_place(d):
+    """"N image(s)": the dump's images a restore reads in place (1 MiB or
+    more: the pages; the holder's only here, init's too on Debian 12's 6.1)."""
+    n = sum(1 for f in os.listdir(os.path.join(d, "images"))
+            if f != "dump.log" and not f.startswith(("userns-", "utsns-"))
+            and os.path.getsize(os.path.join(d, "images", f)) >= 1 << 20)
+    assert n >= 1
+    return f"{n} image{'' if n == 1 else 's'}"
+
+
+@pytest.fixture
+def shared_tmp(tmp_path):
+    """The test's dir (its runtime dir and store) a shared mount of its own,
+    as systemd makes "/" (the v2 VM's, most hosts'; not this one's):
+    unmounted after the hutch fixture's checks, with whatever is left."""
+    subprocess.run(["mount", "--bind", str(tmp_path), str(tmp_path)], check=True)
+    try:
+        subprocess.run(["mount", "--make-shared", str(tmp_path)], check=True)
+        yield tmp_path
+    finally:
+        for _ in range(100):  # lxcfs, stopped by the teardown's gc, may still be ending
+            r = subprocess.run(["umount", "-R", str(tmp_path)], capture_output=True, text=True)
+            if r.returncode == 0:
+                break
+            time.sleep(0.1)
+        assert r.returncode == 0, r.stderr
+
+
+def test_full_restore_on_a_shared_mount(shared_tmp, hutch):
+    # A runtime dir on a shared mount: the images a restore reads in place
+    # (binds in its own mount namespace) never appear in the host's; the
+    # restored sandbox's state dir keeps no criu/ and rm removes it all (the
+    # fixture's teardown: no retired dir). Before, a clone of that mount was
+    # its peer: the binds appeared under criu/images/ here, their removal
+    # failed (EBUSY) and '.dead-ID' stayed (the v2 VM, issue 28).
+    path = criu_or_skip()
+    sb, first = holder(hutch, path)
+    assert hutch("snapshot", sb.id, "mem3", "--full").returncode == 0
+    r = hutch("create", "--snapshot", "mem3")
+    assert r.returncode == 0, r.stderr
+    nid = r.stdout.decode().strip()
+    d = os.path.join(hutch.env["HUTCH_IMAGE_STORE"], "full", "mem3")
+    assert f"{in_place(d)} read in place" in hutch("events", nid).stdout.decode()
+    lxcfs = os.path.join(hutch.rtdir, ".lxcfs")  # the runtime dir's own, on the host
+    under = [ln.split()[4] for ln in open("/proc/self/mountinfo")
+             if ln.split()[4].startswith(str(shared_tmp) + "/")
+             and not ln.split()[4].startswith(lxcfs)]
+    assert under == [], under
+    assert not os.path.exists(os.path.join(hutch.rtdir, nid, "criu"))
+    assert hutch("exec", nid, "--", "python3", "-c", ASK).stdout.decode().strip() == \
+        "n=2 pos=8 " + first.split()[2]
+    assert hutch("rm", nid).returncode == 0
+    assert hutch("snapshot", "rm", "mem3").returncode == 0
     sb.rm()
 
 

@@ -213,6 +213,7 @@ static bool cache_read(int dirfd, const char *key, struct hutch_criu *c)
 	if (!lines[0] || !lines[1] || !lines[2] || strcmp(lines[0], key))
 		return false;
 	c->works = !strcmp(lines[1], "1");
+	c->old = !strcmp(lines[1], "2");
 	snprintf(c->version, sizeof(c->version), "%s", strcmp(lines[2], "-") ? lines[2] : "");
 	snprintf(c->detail, sizeof(c->detail), "%s", lines[3] ? lines[3] : "");
 	c->cached = true;
@@ -225,7 +226,10 @@ static void cache_write(int dirfd, const char *key, const struct hutch_criu *c)
 
 	if (dirfd < 0)
 		return;
-	snprintf(text, sizeof(text), "%s\n%d\n%s\n%s\n", key, c->works,
+	snprintf(text, sizeof(text), "%s\n%d\n%s\n%s\n", key,
+	         c->works ? 1
+	         : c->old ? 2
+	                  : 0,
 	         c->version[0] ? c->version : "-", c->detail);
 	snprintf(tmp, sizeof(tmp), "%s.%d", CACHE_NAME, (int)getpid());
 	if (hutch_write_file_at(dirfd, tmp, text, 0644) < 0 ||
@@ -233,11 +237,15 @@ static void cache_write(int dirfd, const char *key, const struct hutch_criu *c)
 		(void)unlinkat(dirfd, tmp, 0);
 }
 
-/* criu --version, then criu check: the verdict into c. */
+/* criu --version, then criu check, then whether its dump takes the option
+ * that an older CRIU does not know (Debian 12's 3.17.1 passes 'criu check'
+ * on 6.1, then refuses it: no pid is given, so a CRIU that knows it stops
+ * at that, doing nothing): the verdict into c. */
 static void check(struct hutch_criu *c)
 {
 	static const char *const version_argv[] = { "criu", "--version", NULL };
 	static const char *const check_argv[] = { "criu", "check", NULL };
+	static const char *const skip_argv[] = { "criu", "dump", "--network-lock", "skip", NULL };
 	_cleanup_free_ char *out = malloc(OUTPUT_MAX);
 	int r;
 
@@ -254,6 +262,12 @@ static void check(struct hutch_criu *c)
 		         r == -ETIMEDOUT ? "killed after 30 s" : strerror(-r));
 	else
 		hutch_criu_summarize_check(out, c->detail, sizeof(c->detail));
+	if (c->works && run(c->path, skip_argv, out, OUTPUT_MAX) >= 0 &&
+	    strstr(out, "--network-lock")) {
+		c->works = false;
+		c->old = true;
+		hutch_criu_summarize_check(out, c->detail, sizeof(c->detail));
+	}
 }
 
 void hutch_criu_probe(const char *runtime_dir, struct hutch_criu *ret)
@@ -296,6 +310,13 @@ void hutch_criu_refusal(const struct hutch_criu *c, char *buf, size_t size)
 		         "%s: %s (Debian 12's criu 3.17.1 fails it on Linux 6.18: vdso: "
 		         "Unexpected rt vDSO area bounds); %s; %s",
 		         head, c->detail, fix, tail);
+	else if (c->old)
+		snprintf(buf, size,
+		         "full snapshots (processes and memory) need a CRIU whose dump takes "
+		         "hutch's options: criu %s at %.100s passes 'criu check' on Linux %s, but "
+		         "'criu dump --network-lock skip' says: %.160s; CRIU " HUTCH_CRIU_MEASURED
+		         " built from source takes them: set HUTCH_CRIU to it; %s",
+		         v, c->path, c->kernel, c->detail, tail);
 	else if (!c->works)
 		snprintf(buf, size, "%s: criu %s at %.100s fails it on Linux %s: %.160s; %s; %s",
 		         head, v, c->path, c->kernel, c->detail, fix, tail);

@@ -27,7 +27,8 @@ struct hutch_criu {
 	char path[PATH_MAX]; /* "" when none was found */
 	char version[32];    /* "4.2"; "" when criu --version said nothing we read */
 	char kernel[65];     /* uname's release the verdict is for */
-	bool works;          /* 'criu check' exited 0 */
+	bool works;          /* 'criu check' exited 0, and the dump takes hutch's options */
+	bool old;            /* 'criu check' passed; the dump refused an option (3.17.1) */
 	bool cached;         /* the verdict came from the runtime dir's cache */
 	char detail[512];    /* why not: criu's own error lines, or how it was looked for */
 };

@@ -232,6 +232,10 @@ static void ready(struct sup *s)
 		s->hooks.phase = PHASE_FAILED;
 		return;
 	}
+	/* The events' line before the creator's answer: a `hutch events`
+	 * right after `hutch create` returned finds it (it missed it now and
+	 * then at load, test_lifecycle.py's events test). */
+	hutch_event(s, "ready%s", s->cfg->pool_key[0] ? ": waiting in a warm pool" : "");
 	/* "ready", and the socket kept until the creator acknowledges. */
 	if (s->hooks.result_fd < 0 || hutch_write_all(s->hooks.result_fd, &err, sizeof(err)) < 0 ||
 	    hutch_loop_mod(&s->loop, &s->hooks.w_result, EPOLLIN | EPOLLRDHUP) < 0) {
@@ -239,7 +243,6 @@ static void ready(struct sup *s)
 		creator_gone(s);
 		return;
 	}
-	hutch_event(s, "ready%s", s->cfg->pool_key[0] ? ": waiting in a warm pool" : "");
 	if (run) {
 		/* its command started above: "D" or the socket's end from now */
 		s->hooks.run_creator = true;

@@ -466,6 +466,38 @@ def test_events_log_what_the_supervisor_did_and_outlive_the_sandbox(hutch):
     assert r.returncode == 65 and b"no sandbox 'abcdef123456'" in r.stderr
 
 
+def test_ready_is_on_the_events_log_before_the_creator_has_it(hutch, tmp_path):
+    """The "ready" line is written before the creator is told "ready", so
+    that a `hutch events` right after `hutch create` returned finds it
+    (it came after, and the events test above missed it now and then at
+    load): strace of the create and its supervisor shows the order."""
+    if shutil.which("strace") is None:
+        pytest.skip("needs strace")
+    trace = str(tmp_path / "create.trace")
+    st = subprocess.Popen(["strace", "-I", "1", "-f", "-yy", "-s", "64", "-e", "trace=write",
+                           "-o", trace, HUTCH, "create", "--instance-type", "nano"],
+                          env=hutch.env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    try:
+        sid = st.stdout.readline().decode().strip()  # the CLI printed it: it had "ready"
+    finally:
+        st.terminate()  # strace follows the supervisor: detached from it here (-I 1)
+        st.wait()
+    assert re.fullmatch(r"[0-9a-f]{12}", sid), sid
+    try:
+        with open(trace) as f:
+            lines = f.read().splitlines()
+        ready = next(i for i, ln in enumerate(lines)
+                     if "events.log>" in ln and ' ready\\n"' in ln)
+        sup = lines[ready].split()[0]
+        # the creator's "ready": a zeroed error record on the creator's socket
+        told = next(i for i, ln in enumerate(lines)
+                    if ln.split()[0] == sup and "write(" in ln and "UNIX-STREAM" in ln
+                    and '"\\0\\0\\0\\0' in ln)
+        assert ready < told, lines
+    finally:
+        assert hutch("rm", sid).returncode == 0
+
+
 def test_events_of_a_pruned_log_say_so(hutch):
     """An ended sandbox whose log is gone (pruned after 7 days): the sandbox
     is gone, 66 as for the other verbs, naming when and why, not an empty

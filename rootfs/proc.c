@@ -12,9 +12,12 @@
  *
  * The instance's sizes (issue 27): lxcfs's files (runtime/lxcfs.h) are
  * bound over meminfo, cpuinfo, stat, uptime, loadavg, swaps and diskstats
- * when the supervisor passed its tree. That tree is a detached mount of the
- * host's namespace: it can be moved into ours (as the image layers are) but
- * not cloned from where it is, so it is attached in the old root first.
+ * when the supervisor passed its tree. That tree is a detached clone of
+ * the runtime dir's views (binds of lxcfs's files, made once per lxcfs:
+ * reaching them asks lxcfs nothing, so no bind here waits for it), a
+ * mount of the host's namespace: it can be moved into ours (as the image
+ * layers are) but not cloned from where it is, so it is attached in the
+ * old root first.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -169,28 +172,34 @@ static const char *const view_paths[HUTCH_ROOTFS_VIEWS] = {
 	"proc/loadavg", "proc/swaps",   "proc/diskstats", "sys/devices/system/cpu/online",
 };
 
-/* The lookups, in a child that runs beside the supervisor, sharing its
- * memory and errno (base/bounded.h): raw statx() of constant paths only;
- * the fd is the argument's value, no memory of the caller's. */
-HUTCH_BOUNDED_FN static int lookup_views(void *arg)
+const char *hutch_rootfs_view_path(size_t i)
+{
+	return i < HUTCH_ROOTFS_VIEWS ? view_paths[i] : NULL;
+}
+
+/* The probe, in a child that runs beside the supervisor, sharing its
+ * memory and errno (base/bounded.h): one raw statx() of a constant path,
+ * AT_STATX_FORCE_SYNC: a request lxcfs must answer whatever the kernel
+ * has cached (its failure ignored, as init's binds need no answer); the
+ * fd is the argument's value, no memory of the caller's. */
+HUTCH_BOUNDED_FN static int probe_views(void *arg)
 {
 	int procview_fd = (int)(intptr_t)arg;
 	struct statx stx;
 
-	for (size_t i = 0; i < HUTCH_ROOTFS_VIEWS; i++)
-		(void)sys_raw(__NR_statx, procview_fd, view_paths[i],
-		              AT_STATX_DONT_SYNC | AT_SYMLINK_NOFOLLOW, 0, &stx);
+	(void)sys_raw(__NR_statx, procview_fd, view_paths[0],
+	              AT_STATX_FORCE_SYNC | AT_SYMLINK_NOFOLLOW, STATX_TYPE, &stx);
 	return 0;
 }
 
-void hutch_rootfs_views_warm_start(struct hutch_bounded *b, int procview_fd, int timeout_ms)
+void hutch_rootfs_views_probe_start(struct hutch_bounded *b, int procview_fd, int timeout_ms)
 {
 	*b = (struct hutch_bounded)HUTCH_BOUNDED_INIT;
 	if (procview_fd >= 0)
-		hutch_bounded_start(b, lookup_views, (void *)(intptr_t)procview_fd, timeout_ms);
+		hutch_bounded_start(b, probe_views, (void *)(intptr_t)procview_fd, timeout_ms);
 }
 
-int hutch_rootfs_views_warm_wait(struct hutch_bounded *b)
+int hutch_rootfs_views_probe_wait(struct hutch_bounded *b)
 {
 	/* A child that did not answer was killed (base/bounded.h). */
 	return hutch_bounded_wait(b) < 0 ? -ETIMEDOUT : 0;

@@ -79,9 +79,10 @@ struct hutch_rootfs_config {
 	 * at /sys/fs/cgroup/<name> with the caller's cgroup namespace as its
 	 * root (the sandbox's own cgroup there). */
 	const char *const *cgroup1;
-	/* A detached clone of lxcfs's mount (runtime/lxcfs.h), or -1: the
-	 * files of its proc/ are bound over /proc's meminfo, cpuinfo, stat, ... so
-	 * that they show the sandbox's own sizes. Not closed. */
+	/* A detached clone of lxcfs's views (runtime/lxcfs.h: a tree whose
+	 * proc/meminfo, ... are binds of lxcfs's files), or -1: they are bound
+	 * over /proc's meminfo, cpuinfo, stat, ... so that they show the
+	 * sandbox's own sizes. Not closed. */
 	int procview_fd;
 	/* A detached proc to attach as /proc (an OCI container's nested pid
 	 * namespace's: init/pidns.c), or NULL: a new one of the caller's pid
@@ -163,29 +164,27 @@ extern const char *const hutch_rootfs_write_paths[HUTCH_ROOTFS_WRITE_FDS];
 int hutch_rootfs_setup_child(const struct hutch_rootfs_config *cfg, struct hutch_err *err);
 
 /*
- * Host side, before the child binds them: looks up the lxcfs views
- * setup_child() binds (procview_fd's proc/meminfo, ...) from the caller's
- * pid namespace. lxcfs answers a lookup with the file's attributes, and
- * for a pid namespace it has not seen (every new sandbox's) it first
- * forks into it to find its init; for the host's namespace that answer
- * is cached, and the child's walk then finds the entries valid (lxcfs's
- * entry_timeout, 0.5 s) and asks lxcfs nothing (after 0.5 s it asks
- * again: slower, never wrong). Failures are ignored: the child's own
- * walk reports them. The lookups run in a child sharing the caller's
- * memory (base/bounded.h), beside the caller from _start() (procview_fd
- * -1: none) to _wait(), which the child's walk must follow. Bounded: a
- * lxcfs that does not answer (stopped, hung) within timeout_ms of the
- * start gives -ETIMEDOUT (the caller then leaves the views out: the
- * child's walk would wait for ever), the child killed then; 0 otherwise.
- * hutch_bounded_cancel() instead of the wait on a failure meanwhile.
+ * Host side, before the child binds them: asks lxcfs one thing through
+ * procview_fd's proc/meminfo (a statx() it must answer: the views' binds
+ * themselves ask it nothing, runtime/lxcfs.h), in a child sharing the
+ * caller's memory (base/bounded.h), beside the caller from _start()
+ * (procview_fd -1: none) to _wait(). Bounded: a lxcfs that does not
+ * answer (stopped, hung) within timeout_ms of the start gives -ETIMEDOUT
+ * (the caller then leaves the views out: the sandbox's reads of them
+ * would wait for ever), the child killed then; 0 otherwise (an error
+ * answered is an answer). hutch_bounded_cancel() instead of the wait on
+ * a failure meanwhile.
  */
-void hutch_rootfs_views_warm_start(struct hutch_bounded *b, int procview_fd, int timeout_ms);
-int hutch_rootfs_views_warm_wait(struct hutch_bounded *b);
+void hutch_rootfs_views_probe_start(struct hutch_bounded *b, int procview_fd, int timeout_ms);
+int hutch_rootfs_views_probe_wait(struct hutch_bounded *b);
 
 /* The lxcfs views a sandbox may have, by index: /proc's meminfo, cpuinfo,
  * stat, uptime, loadavg, swaps, diskstats, then
  * /sys/devices/system/cpu/online. */
 #define HUTCH_ROOTFS_VIEWS 8
+/* View i's path relative to lxcfs's root ("proc/meminfo", ...; NULL past
+ * the last): where setup_child() finds it in procview_fd's tree too. */
+const char *hutch_rootfs_view_path(size_t i);
 
 /*
  * Host side, for a live sandbox whose lxcfs was replaced

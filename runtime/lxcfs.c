@@ -15,6 +15,14 @@
  *             after that started a third over a live mount (test_sizes)
  *   meminfo loadavg   what lxcfs reads as the host's (start())
  *   mnt/     lxcfs's FUSE mount, on a shared bind of mnt onto itself
+ *   views/   a private bind of views onto itself; below it, at each view's
+ *            path (proc/meminfo, ..., rootfs.h), a bind of that file of
+ *            lxcfs's mount, for the views it serves: made once per lxcfs
+ *            (the set cannot change while it runs), so that a create's
+ *            binds reach lxcfs's files without a lookup through its mount,
+ *            which lxcfs must answer (its entries are valid 0.5 s): a
+ *            create asks lxcfs one thing, the supervisor's bounded probe
+ *   views.made  written once views/ is complete, for the lxcfs of mnt
  *
  * lxcfs runs in a mount namespace of its own where /proc/meminfo and
  * /proc/loadavg are those two files: lxcfs copies the lines it does not
@@ -46,11 +54,14 @@
 #include "cleanup.h"
 #include "fdutil.h"
 #include "lxcfs.h"
+#include "rootfs.h"
 #include "state.h"
 #include "syscalls.h"
 #include "util.h"
 
-#define LXCFS_DIR ".lxcfs"
+#define LXCFS_DIR  ".lxcfs"
+#define VIEWS      "views"
+#define VIEWS_MADE "views.made"
 /* A refused create's release: asked again for up to 2 s while the users
  * lock is held and the dir has no sandbox (a process forked while it was
  * held, not yet scheduled to close what it inherited). */
@@ -136,7 +147,7 @@ static int write_source(int dirfd, const char *name, char *(*fn)(const char *))
 	return hutch_write_file_at(dirfd, name, text, 0644);
 }
 
-static void stop(int dirfd, const char *mnt, int sig);
+static void stop(int dirfd, const char *dir, const char *mnt, int sig);
 
 struct probe {
 	const char *mnt;
@@ -174,6 +185,136 @@ static void unmount_all(const char *mnt)
 {
 	for (int i = 0; i < 8 && umount2(mnt, MNT_DETACH) == 0; i++)
 		;
+}
+
+/* views/ gone: nothing of it mounted or left (mounts detached at once). */
+static void views_unmake(int dirfd, const char *dir)
+{
+	char views[4200];
+
+	(void)unlinkat(dirfd, VIEWS_MADE, 0);
+	if (snprintf(views, sizeof(views), "%s/" VIEWS, dir) < (int)sizeof(views))
+		for (int i = 0; i < 8 && umount2(views, MNT_DETACH | UMOUNT_NOFOLLOW) == 0; i++)
+			;
+	(void)hutch_rm_rf_at(dirfd, VIEWS);
+}
+
+/* views/ is complete and its binds are of the lxcfs mounted on mnt now
+ * (devices from what the kernel has cached: no request to lxcfs). */
+static bool views_made(int dirfd)
+{
+	struct statx m, v;
+
+	return faccessat(dirfd, VIEWS_MADE, F_OK, AT_SYMLINK_NOFOLLOW) == 0 &&
+	       statx(dirfd, "mnt", AT_SYMLINK_NOFOLLOW | AT_STATX_DONT_SYNC, STATX_TYPE, &m) == 0 &&
+	       statx(dirfd, VIEWS "/proc/meminfo", AT_SYMLINK_NOFOLLOW | AT_STATX_DONT_SYNC,
+	             STATX_TYPE, &v) == 0 &&
+	       m.stx_dev_major == v.stx_dev_major && m.stx_dev_minor == v.stx_dev_minor;
+}
+
+/* bind_views()' answer is its exit status: a bit a view. */
+_Static_assert(HUTCH_ROOTFS_VIEWS <= 8, "one bit a view in an exit status");
+
+struct views_job {
+	int mnt, views; /* O_PATH: lxcfs's root, views/ */
+	const char *paths[HUTCH_ROOTFS_VIEWS];
+};
+
+/* In a child sharing our memory and errno (base/bounded.h: raw syscalls
+ * only): each view lxcfs serves cloned from its mount (the lookups lxcfs
+ * answers) onto its file in views/. Bit i set: view i bound. */
+HUTCH_BOUNDED_FN static int bind_views(void *arg)
+{
+	const struct views_job *j = arg;
+	int bound = 0;
+
+	for (int i = 0; i < HUTCH_ROOTFS_VIEWS; i++) {
+		long fd = sys_raw(__NR_open_tree, j->mnt, j->paths[i],
+		                  OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_SYMLINK_NOFOLLOW, 0, 0);
+
+		if (fd < 0)
+			continue; /* not served by this lxcfs */
+		if (sys_raw(__NR_move_mount, fd, "", j->views, j->paths[i],
+		            MOVE_MOUNT_F_EMPTY_PATH) == 0)
+			bound |= 1 << i;
+		(void)sys_raw(__NR_close, fd, 0, 0, 0, 0);
+	}
+	return bound;
+}
+
+/* Each view's file in views/ (a private mount: nothing propagates from
+ * or to it), bound there in a bounded child; the files of views lxcfs
+ * does not serve removed. 0, or -errno with err set (views/ gone). */
+static int views_make_files(int dirfd, const char *views, struct views_job *j,
+                            struct hutch_err *err)
+{
+	char sub[64];
+	int r;
+
+	if ((r = hutch_mkdir_p_at(dirfd, VIEWS, 0755)) < 0)
+		return hutch_err_set_errno(err, r, "lxcfs: mkdir '%s'", views);
+	if (mount(views, views, NULL, MS_BIND, NULL) < 0 ||
+	    mount(NULL, views, NULL, MS_PRIVATE, NULL) < 0)
+		return hutch_err_set_errno(err, -errno, "lxcfs: make '%s' a private mount", views);
+	j->views = openat(dirfd, VIEWS, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (j->views < 0)
+		return hutch_err_set_errno(err, -errno, "lxcfs: open '%s'", views);
+	for (size_t i = 0; i < HUTCH_ROOTFS_VIEWS; i++) {
+		const char *slash;
+
+		j->paths[i] = hutch_rootfs_view_path(i);
+		slash = strrchr(j->paths[i], '/');
+		snprintf(sub, sizeof(sub), "%.*s", (int)(slash - j->paths[i]), j->paths[i]);
+		if ((r = hutch_mkdir_p_at(j->views, sub, 0755)) < 0 ||
+		    (r = hutch_write_file_at(j->views, j->paths[i], "", 0444)) < 0)
+			return hutch_err_set_errno(err, r, "lxcfs: make '%s/%s'", views,
+			                           j->paths[i]);
+	}
+	return 0;
+}
+
+/*
+ * views/ for the lxcfs mounted on mnt now, once (views_made(): made
+ * already). Bounded by LXCFS_ANSWER_MS: a lxcfs that does not answer
+ * the lookups leaves no views/ (-ETIMEDOUT). 0, or -errno with err set.
+ */
+static int views_make(int dirfd, const char *dir, struct hutch_err *err)
+{
+	struct views_job j = { .mnt = -EBADF, .views = -EBADF };
+	char views[4200];
+	int bound = 0, r;
+
+	if (views_made(dirfd))
+		return 0;
+	if (snprintf(views, sizeof(views), "%s/" VIEWS, dir) >= (int)sizeof(views))
+		return hutch_err_set(err, -ENAMETOOLONG, "lxcfs: '%s' is too long", dir);
+	views_unmake(dirfd, dir);
+	r = views_make_files(dirfd, views, &j, err);
+	/* The mount's root: reaching it asks lxcfs nothing. */
+	if (r >= 0 && (j.mnt = openat(dirfd, "mnt", O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0)
+		r = hutch_err_set_errno(err, -errno, "lxcfs: open '%s/mnt'", dir);
+	/* -ETIMEDOUT: acquire()'s 1, said by the supervisor (no message here) */
+	if (r >= 0 && (bound = hutch_bounded_call(bind_views, &j, LXCFS_ANSWER_MS)) < 0)
+		r = hutch_err_set(err, bound, "lxcfs: bind its views in '%s': %s", views,
+		                  strerror(-bound));
+	/* Ours alone: no peers of lxcfs's mount (a clone of a shared mount is one). */
+	if (r >= 0 && mount(NULL, views, NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+		r = hutch_err_set_errno(err, -errno, "lxcfs: make '%s' private", views);
+	for (size_t i = 0; r >= 0 && i < HUTCH_ROOTFS_VIEWS; i++)
+		if (!(bound & (1 << i)))
+			(void)unlinkat(j.views, j.paths[i], 0);
+	if (r >= 0 && !(bound & 1)) /* proc/meminfo: views_made() looks at it */
+		r = hutch_err_set(err, -EIO, "lxcfs: its mount '%s/mnt' serves no proc/meminfo",
+		                  dir);
+	if (r >= 0 && (r = hutch_write_file_at(dirfd, VIEWS_MADE, "", 0644)) < 0)
+		r = hutch_err_set_errno(err, r, "lxcfs: write '%s/" VIEWS_MADE "'", dir);
+	if (j.mnt >= 0)
+		close(j.mnt);
+	if (j.views >= 0)
+		close(j.views);
+	if (r < 0)
+		views_unmake(dirfd, dir);
+	return r;
 }
 
 /* rec: the new "pid" record, locked: lxcfs keeps it as fd 3. */
@@ -263,7 +404,7 @@ static int start(int dirfd, const char *dir, const char *bin, struct hutch_err *
 		double left = deadline - hutch_now_mono_sec();
 
 		if (r < 0) { /* ours, started just now: killed, its mount gone */
-			stop(dirfd, mnt, SIGKILL);
+			stop(dirfd, dir, mnt, SIGKILL);
 			return hutch_err_set(
 			        err, -ETIMEDOUT,
 			        "lxcfs mounted its views but did not answer within %d s (stopped "
@@ -394,7 +535,7 @@ static int ensure(int dirfd, const char *dir, const char *mnt, const char *bin, 
 
 	if (pidfd == -ESRCH) {
 		closep(&rec);
-		stop(dirfd, mnt, SIGTERM);
+		stop(dirfd, dir, mnt, SIGTERM);
 		/* -ENOENT is "not installed" to our caller, not a failed start */
 		if ((r = start(dirfd, dir, bin, err)) < 0)
 			return r == -ENOENT ? -EIO : r;
@@ -432,20 +573,25 @@ int hutch_lxcfs_acquire(const char *runtime_dir, int *ret_tree, int *ret_hold, i
 	if ((r = ensure(dirfd, dir, mnt, bin, &pidfd, err)) < 0)
 		return r;
 	hold = hutch_lock_at(dirfd, "users", LOCK_SH);
-	if (hold < 0) {
-		closep(&pidfd);
-		return hutch_err_set_errno(err, hold, "lxcfs: lock '%s/users'", dir);
+	r = hold < 0 ? hutch_err_set_errno(err, hold, "lxcfs: lock '%s/users'", dir)
+	             : views_make(dirfd, dir, err);
+	if (r == -ETIMEDOUT) { /* no views: the supervisor says why */
+		hutch_err_clear(err);
+		r = 1;
 	}
-	/* The mount's root: reaching it asks lxcfs nothing (mnt/proc would). */
-	tree = sys_open_tree(AT_FDCWD, mnt, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
-	if (tree < 0) {
+	/* The views' tree: reaching its files asks lxcfs nothing. */
+	if (r == 0 &&
+	    (tree = sys_open_tree(dirfd, VIEWS,
+	                          OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE)) < 0)
+		r = hutch_err_set_errno(err, -errno, "lxcfs: clone '%s/" VIEWS "'", dir);
+	if (r < 0) {
 		closep(&pidfd);
-		return hutch_err_set_errno(err, -errno, "lxcfs: clone '%s'", mnt);
+		return r;
 	}
 	*ret_tree = TAKE_FD(tree);
 	*ret_hold = TAKE_FD(hold);
 	*ret_pidfd = pidfd;
-	return 0;
+	return r;
 }
 
 int hutch_lxcfs_revive(const char *runtime_dir, int *ret_root, int *ret_pidfd,
@@ -490,14 +636,15 @@ static bool holds(pid_t pid, int rec)
 /* sig to the dir's lxcfs (SIGTERM: it unmounts and exits, seconds later:
  * no wait, the next start makes a new record; SIGKILL: one that did not
  * answer) through a pidfd opened before checking that the pid is still
- * its, and our mounts gone. */
-static void stop(int dirfd, const char *mnt, int sig)
+ * its, and our mounts gone (its views' first: they are its). */
+static void stop(int dirfd, const char *dir, const char *mnt, int sig)
 {
 	_cleanup_close_ int rec = -EBADF, pidfd = -EBADF;
 	pid_t pid = lxcfs_pid(dirfd, &rec, true);
 
 	if (pid > 0 && (pidfd = sys_pidfd_open(pid, 0)) >= 0 && holds(pid, rec))
 		(void)sys_pidfd_send_signal(pidfd, sig, NULL, 0);
+	views_unmake(dirfd, dir);
 	unmount_all(mnt);
 }
 
@@ -548,7 +695,7 @@ static int gc_once(const char *runtime_dir, struct hutch_err *err)
 		return 2;
 	if (users < 0)
 		return hutch_err_set_errno(err, users, "lxcfs: lock '%s/users'", dir);
-	stop(dirfd, mnt, SIGTERM);
+	stop(dirfd, dir, mnt, SIGTERM);
 	r = hutch_rm_rf_at(AT_FDCWD, dir);
 	if (r < 0)
 		return hutch_err_set_errno(err, r, "lxcfs: remove '%s'", dir);

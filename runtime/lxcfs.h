@@ -20,10 +20,15 @@
 /*
  * For a new sandbox of runtime_dir: start lxcfs if none runs, then take a
  * shared hold on it (*ret_hold: an fd to keep open for the sandbox's life)
- * and a detached clone of its mount (*ret_tree, for init: proc/meminfo, ...);
+ * and a detached clone of its views (*ret_tree, for init: proc/meminfo,
+ * ..., binds of lxcfs's files made once per lxcfs, so that init's binds
+ * ask lxcfs nothing; the views it does not serve absent);
  * *ret_pidfd: a pidfd of that lxcfs, whose end the supervisor watches
  * (supervisor/procview.c), or -errno when none could be opened. 0 on
- * success; -ENOENT (err untouched) when lxcfs is not installed or is
+ * success; 1 when lxcfs runs but did not answer the lookups of its views
+ * within 5 s (stopped or hung; once per lxcfs: *ret_tree -EBADF, the hold
+ * and pidfd as on success, err untouched): a sandbox without the views;
+ * -ENOENT (err untouched) when lxcfs is not installed or is
  * switched off (HUTCH_LXCFS=none): no views then. Root only (-EPERM
  * otherwise, err untouched).
  */

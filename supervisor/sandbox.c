@@ -416,6 +416,7 @@ static int acquire_procview(struct sup *s, const char *runtime_dir, struct hutch
 	                        &s->procview_pidfd, err);
 	if (r < 0 && r != -ENOENT && r != -EPERM)
 		return r;
+	in->views_unanswered = r == 1; /* the event says so (setup.c) */
 	/* the rest of what is inside: its disk */
 	take_disk(s, runtime_dir, &in->disk_job);
 	return 0;

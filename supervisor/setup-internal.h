@@ -74,9 +74,9 @@ struct setup_made {
 	char **cmdenv;                  /* the commands' environment (NULL: the default) */
 	struct hutch_sup_volumes *vols; /* -v's mounts (NULL: none) */
 	int procview_fd;
-	/* lxcfs's views looked up beside the setup until GO (setup.c) */
+	/* lxcfs's probe, beside the setup until GO (setup.c) */
 	struct hutch_bounded views;
-	bool views_left_out; /* they were not answered: GO without them */
+	bool views_left_out; /* lxcfs did not answer: GO without them */
 	struct hutch_net_plan net;
 	struct sock_fprog seccomp;
 	bool tmpfs; /* GO: no disk after all, config.workspace "tmpfs" */

@@ -189,28 +189,30 @@ static int place_in_scope(struct sup *s, struct hutch_cgroup **ret_cg, struct hu
 }
 
 /*
- * lxcfs's views looked up from our pid namespace, whose init lxcfs knows,
- * not from init's, which lxcfs would fork into (rootfs.h); init's own
- * walk, within lxcfs's 0.5 s, asks it nothing. Started before init's
- * clone, run beside the steps up to GO by a child sharing our memory
+ * lxcfs's views are binds of its files made once per lxcfs
+ * (runtime/lxcfs.h): init's binds of them ask lxcfs nothing. What is
+ * asked per sandbox is whether lxcfs answers at all: one request (a
+ * statx() it must answer, rootfs.h), started before init's clone, run
+ * beside the steps up to GO by a child sharing our memory
  * (base/bounded.h: raw syscalls only, nothing of ours written), waited
- * for just before GO: the wait for lxcfs's threads to be scheduled off
- * the create's path (7.6 -> 0.8 ms median at load 8, docs/performance.md,
- * "lxcfs's views looked up beside"). A lxcfs that does not answer
- * (stopped, hung) would hold init's walk, and the create, for ever: GO
- * then says HUTCH_GO_NO_VIEWS, init binds none, the log says why
- * (views_said()): the sandbox's /proc is the kernel's.
+ * for just before GO (docs/performance.md, "lxcfs's views bound without
+ * a lookup"). A lxcfs that does not answer (stopped, hung) would hold
+ * the sandbox's reads of its /proc for ever: GO then says
+ * HUTCH_GO_NO_VIEWS, init binds none, the log says why (views_said()):
+ * the sandbox's /proc is the kernel's. So too when it did not answer the
+ * lookups that make the views (acquire's, in->views_unanswered).
  */
 #define VIEWS_ANSWER_MS 5000
 static void views_start(struct setup_made *m)
 {
-	hutch_rootfs_views_warm_start(&m->views, m->procview_fd, VIEWS_ANSWER_MS);
+	hutch_rootfs_views_probe_start(&m->views, m->procview_fd, VIEWS_ANSWER_MS);
 }
 
 /* Just before GO: its id. */
 static enum hutch_go views_wait(struct setup_made *m)
 {
-	m->views_left_out = hutch_rootfs_views_warm_wait(&m->views) < 0;
+	if (hutch_rootfs_views_probe_wait(&m->views) < 0)
+		m->views_left_out = true;
 	return m->views_left_out ? HUTCH_GO_NO_VIEWS : HUTCH_GO_ALL;
 }
 
@@ -461,6 +463,7 @@ int hutch_sup_setup(struct sup *s, const struct hutch_setup_in *in, struct hutch
 		.init = { .pid = 0, .pidfd = -EBADF, .sock = -EBADF },
 		.procview_fd = in->procview_fd,
 		.views = HUTCH_BOUNDED_INIT,
+		.views_left_out = in->views_unanswered,
 		.cg = in->cg, /* the CLI's, or NULL: the scope's (place_in_scope()) */
 		.init_serving = in->init_serving,
 		.init_serving_ud = in->init_serving_ud,

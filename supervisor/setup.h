@@ -7,6 +7,8 @@
 #ifndef HUTCH_SETUP_H
 #define HUTCH_SETUP_H
 
+#include <stdbool.h>
+
 #include "disk.h"
 #include "error.h"
 
@@ -19,9 +21,12 @@ struct hutch_setup_in {
 	/* The disk's maker taken from the runtime dir's stock, or a fork's
 	 * (sandbox.c; sock -EBADF: none, setup starts one of its own). */
 	struct hutch_disk_job disk_job;
-	/* lxcfs's tree, a clone of its mount for init's /proc views
+	/* lxcfs's views, a clone of the runtime dir's for init's /proc
 	 * (sandbox.c; -EBADF: none); setup closes it once init has it. */
 	int procview_fd;
+	/* None because lxcfs did not answer their lookups (runtime/lxcfs.h):
+	 * said as when it does not answer setup's probe. */
+	bool views_unanswered;
 	/* The sandbox's cgroup where its kind places it (sandbox.c), not
 	 * made yet; NULL: --no-limits, or under systemd without delegation,
 	 * where setup makes its own in a delegated scope first. */

@@ -421,9 +421,10 @@ def test_default_image_sees_its_sizes(default_store, hutch):
 def test_a_stopped_lxcfs_does_not_hold_a_create(hutch):
     """lxcfs stopped (SIGSTOP: its FUSE requests wait unread): a create
     looked its views up with no bound (main's binary: the CLI waits in the
-    lookup for ever; init's walk would too). Now the supervisor's lookup
+    lookup for ever; init's walk would too). Now the supervisor's probe
+    (one request lxcfs must answer: the views' binds ask it nothing)
     gives up after 5 s: the sandbox is made without the views (GO says
-    so: its /proc the kernel's), its log says why, the lookup's child is
+    so: its /proc the kernel's), its log says why, the probe's child is
     gone; the sandbox made before keeps its."""
     a = hutch.create("--instance-type", "nano")
     lxcfs = int(open(os.path.join(hutch.rtdir, ".lxcfs", "pid")).read().split()[0])
@@ -452,6 +453,54 @@ def test_a_stopped_lxcfs_does_not_hold_a_create(hutch):
         assert int(inside.split()[1]) == host_meminfo()["MemTotal"], inside
     finally:
         os.kill(lxcfs, signal.SIGCONT)
+    check_nano(hutch, a.id)
+
+
+VIEW_PATHS = ["proc/" + n for n in ("meminfo", "cpuinfo", "stat", "uptime", "loadavg", "swaps",
+                                    "diskstats")] + ["sys/devices/system/cpu/online"]
+
+
+def view_binds(rtdir):
+    """The runtime dir's views (.lxcfs/views): {path below it: device}."""
+    views = os.path.join(rtdir, ".lxcfs", "views") + "/"
+    with open("/proc/self/mountinfo") as f:
+        return {ln.split()[4][len(views):]: ln.split()[2] for ln in f
+                if ln.split()[4].startswith(views)}
+
+
+@needs_lxcfs
+def test_views_are_made_once_per_lxcfs_and_a_stopped_one_leaves_them_out(hutch):
+    """The views are binds of lxcfs's files made once per lxcfs
+    (.lxcfs/views, runtime/lxcfs.c), so that a create's binds ask lxcfs
+    nothing: the next create makes none. Not made yet (views.made gone, as
+    under an lxcfs started by an older hutch) while lxcfs is stopped: the
+    lookups that make them give up after 5 s and the sandbox is made
+    without the views, its log says why; the next create, lxcfs
+    answering, makes them again."""
+    a = hutch.create("--instance-type", "nano")
+    made = os.path.join(hutch.rtdir, ".lxcfs", "views.made")
+    ino = os.stat(made).st_ino
+    assert view_binds(hutch.rtdir) == {p: lxcfs_dev(hutch.rtdir) for p in VIEW_PATHS}
+    b = hutch.create("--instance-type", "nano")
+    assert os.stat(made).st_ino == ino
+    check_nano(hutch, b.id)
+    os.unlink(made)
+    lxcfs = record(hutch)
+    os.kill(lxcfs, signal.SIGSTOP)
+    try:
+        time.sleep(1)  # past lxcfs's entry_timeout (0.5 s): a lookup asks it
+        r = hutch("create", "--instance-type", "nano", timeout=60)
+        assert r.returncode == 0, r.stderr
+        sid = r.stdout.decode().strip()
+        ev = hutch("events", sid).stdout.decode()
+        assert "lxcfs did not answer a lookup within 5 s" in ev, ev
+        assert view_mounts(json.loads(hutch("inspect", sid).stdout)["init_pid"]) == []
+        assert view_binds(hutch.rtdir) == {} and not os.path.exists(made)
+    finally:
+        os.kill(lxcfs, signal.SIGCONT)
+    c = hutch.create("--instance-type", "nano")
+    check_nano(hutch, c.id)
+    assert view_binds(hutch.rtdir) == {p: lxcfs_dev(hutch.rtdir) for p in VIEW_PATHS}
     check_nano(hutch, a.id)
 
 

@@ -287,16 +287,16 @@ static void test_views_lookup_leaves_errno(void **state)
 	fd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	assert_true(fd >= 0);
 	errno = SENTINEL;
-	hutch_rootfs_views_warm_start(&b, fd, 5000);
+	hutch_rootfs_views_probe_start(&b, fd, 5000);
 	wait_child_gone(&b);
 	assert_int_equal(errno, SENTINEL);
-	assert_int_equal(hutch_rootfs_views_warm_wait(&b), 0);
+	assert_int_equal(hutch_rootfs_views_probe_wait(&b), 0);
 	assert_int_equal(errno, SENTINEL);
 	assert_int_equal(rmdir(dir), 0);
 	/* No tree: nothing started, nothing to wait for. */
-	hutch_rootfs_views_warm_start(&b, -1, 5000);
+	hutch_rootfs_views_probe_start(&b, -1, 5000);
 	assert_int_equal(b.pid, 0);
-	assert_int_equal(hutch_rootfs_views_warm_wait(&b), 0);
+	assert_int_equal(hutch_rootfs_views_probe_wait(&b), 0);
 }
 
 /* A child that blocks (a read of an empty pipe, as a lookup that lxcfs

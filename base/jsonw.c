@@ -135,6 +135,83 @@ int hutch_jw_finish(struct hutch_jw *w, char **ret, size_t *ret_len)
 	return 0;
 }
 
+/* n tabs: cJSON_Print()'s indent at depth n. */
+static void indent(struct hutch_jw *w, unsigned n)
+{
+	while (n--)
+		put(w, "\t", 1);
+}
+
+/* One byte of compact text outside a string, as cJSON_Print() prints
+ * it; kind[] says what each open level is. print_object(): "{\n", each
+ * member at depth tabs, ":\t", ",\n" between, "\n" and depth - 1 tabs
+ * before "}" (an empty object: "{\n" and the tabs); print_array(): ", "
+ * between, no line breaks. */
+static void pretty_byte(struct hutch_jw *w, char *kind, const char *p, const char *end)
+{
+	char c = *p;
+
+	if (c == '{' || c == '[') {
+		if (w->depth >= HUTCH_JW_DEPTH) {
+			w->r = -EINVAL;
+			return;
+		}
+		kind[w->depth++] = c;
+		put(w, p, 1);
+		if (c == '{') {
+			put(w, "\n", 1);
+			if (p + 1 < end && p[1] != '}')
+				indent(w, w->depth);
+		}
+	} else if (c == '}' || c == ']') {
+		if (!w->depth || kind[w->depth - 1] != (c == '}' ? '{' : '[')) {
+			w->r = -EINVAL;
+			return;
+		}
+		w->depth--;
+		if (c == '}' && p[-1] != '{')
+			put(w, "\n", 1);
+		if (c == '}')
+			indent(w, w->depth);
+		put(w, p, 1);
+	} else if (c == ',' && w->depth) {
+		put(w, kind[w->depth - 1] == '{' ? ",\n" : ", ", 2);
+		if (kind[w->depth - 1] == '{')
+			indent(w, w->depth);
+	} else if (c == ':') {
+		put(w, ":\t", 2);
+	} else {
+		put(w, p, 1);
+	}
+}
+
+int hutch_jw_pretty(const char *json, size_t len, char **ret, size_t *ret_len)
+{
+	const char *p = json, *end = json + len;
+	char kind[HUTCH_JW_DEPTH];
+	struct hutch_jw w;
+
+	hutch_jw_init(&w, HUTCH_JW_CJSON_MAX);
+	while (p < end && w.r >= 0) {
+		const char *q = p + 1;
+
+		if (*p != '"') {
+			pretty_byte(&w, kind, p++, end);
+			continue;
+		}
+		/* a string, whole: its escapes are the writer's */
+		while (q < end && *q != '"')
+			q += *q == '\\' ? 2 : 1;
+		if (q >= end) {
+			hutch_jw_done(&w);
+			return -EINVAL;
+		}
+		put(&w, p, (size_t)(q + 1 - p));
+		p = q + 1;
+	}
+	return hutch_jw_finish(&w, ret, ret_len);
+}
+
 struct cJSON *hutch_jw_to_cjson(struct hutch_jw *w)
 {
 	_cleanup_free_ char *text = NULL;

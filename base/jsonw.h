@@ -52,6 +52,14 @@ void hutch_jw_null(struct hutch_jw *w, const char *key);
  * -ENOMEM, -E2BIG (over the cap) or -EINVAL (unbalanced); the writer is
  * done either way. */
 int hutch_jw_finish(struct hutch_jw *w, char **ret, size_t *ret_len);
+/* Compact text as this writer (or cJSON_PrintUnformatted()) prints it,
+ * laid out as cJSON_Print() lays out the same tree: a member a line,
+ * indented by a tab a level (objects and arrays both count), "key":<TAB>,
+ * an array's values on one line after ", " (create --json without
+ * libcjson). The text (NUL-terminated, the caller's to free) and its
+ * length, or -ENOMEM, -E2BIG (over HUTCH_JW_CJSON_MAX) or -EINVAL (not
+ * such text: an open string, nesting past HUTCH_JW_DEPTH). */
+int hutch_jw_pretty(const char *json, size_t len, char **ret, size_t *ret_len);
 /* The text parsed by libcjson (loading it), for a caller that needs a
  * tree (GET /status, create --json): one writer for both. The writer is
  * done; NULL on any failure. A cap of HUTCH_JW_CJSON_MAX fits them all. */

@@ -111,6 +111,12 @@ int hutch_cli_fork_full(struct hutch_cli_args *a, struct hutch_fork_creator *cr,
  * created_at / expires_at as RFC 3339 strings plus "<name>_unix", "root"
  * ("host" or "image") and "image" (its name or null) from config.image. */
 void hutch_cli_sandbox_json(cJSON *o, bool live);
+/* create --json (sandbox-json.c): the sandbox c just created with cfg
+ * in that schema, printed to stdout as cJSON_Print() lays it out, written
+ * with base/jsonw.c (libcjson loaded only for -p's ports and
+ * --executor-port's secret, which state.json has); 0 or -errno. */
+struct hutch_created;
+int hutch_cli_print_created(const struct hutch_config *cfg, const struct hutch_created *c);
 /* "hutch: root: ..." on fd (nothing when fd < 0): which root a sandbox
  * created with cfg has, for people. */
 void hutch_cli_say_root(const struct hutch_config *cfg, int fd);

@@ -7,6 +7,8 @@
  * "live", and every time twice, as an RFC 3339 UTC string and as
  * "<name>_unix" seconds.
  */
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -14,6 +16,11 @@
 #include "cleanup.h"
 #include "cli.h"
 #include "config.h"
+#include "fdutil.h"
+#include "jsonw.h"
+#include "options.h"
+#include "sandbox.h"
+#include "state.h"
 #include "util.h"
 
 /* "2026-12-03T14:15:41Z" -> seconds; -1 if not that form. */
@@ -142,4 +149,120 @@ int hutch_cli_sandbox_cmp(const void *x, const void *y)
 		return da < db ? 1 : -1;
 	return strcmp(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(a, "id")) ?: "",
 	              cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(b, "id")) ?: "");
+}
+
+/* The forwards of -p with the host ports they got (0: chosen by the
+ * kernel), from the state.json the supervisor wrote before it was ready;
+ * NULL (an empty list) without -p. */
+static char *created_ports(const struct hutch_created *c, size_t npublish)
+{
+	_cleanup_cjson_ cJSON *state = NULL;
+	_cleanup_cjson_ cJSON *ports = NULL;
+
+	if (!npublish)
+		return NULL;
+	if (hutch_state_read(&c->paths, &state) >= 0)
+		ports = cJSON_DetachItemFromObjectCaseSensitive(state, "ports");
+	return cJSON_IsArray(ports) ? cJSON_PrintUnformatted(ports) : NULL;
+}
+
+/* --executor-port: where the contract is served and its secret, printed
+ * this once (the file is the creator's alone, 0600; inspect and ls never
+ * show the secret); NULL: nothing to show. */
+static char *created_executor(const struct hutch_paths *p)
+{
+	_cleanup_cjson_ cJSON *state = NULL;
+	_cleanup_cjson_ cJSON *e = NULL;
+	char path[4300], secret[128] = "";
+
+	if (hutch_state_read(p, &state) < 0)
+		return NULL;
+	e = cJSON_DetachItemFromObjectCaseSensitive(state, "executor");
+	if (!e)
+		return NULL;
+	snprintf(path, sizeof(path), "%s/executor.secret", p->dir);
+	if (hutch_read_file_at(AT_FDCWD, path, secret, sizeof(secret)) >= 0)
+		cJSON_AddStringToObject(e, "secret", secret);
+	return cJSON_PrintUnformatted(e);
+}
+
+/* A time as both_forms() leaves it: the string and "<key>_unix" at the
+ * end; a time before 1970 stays a number where it was (the caller's). */
+static void both_forms_jw(struct hutch_jw *w, const char *key, int64_t t)
+{
+	char unix_key[64], when[40];
+
+	if (t < 0)
+		return;
+	hutch_format_time(t, when, sizeof(when));
+	hutch_jw_str(w, key, when);
+	snprintf(unix_key, sizeof(unix_key), "%s_unix", key);
+	hutch_jw_num(w, unix_key, (double)t);
+}
+
+/* What hutch_cli_sandbox_json(o, true) adds to the create answer, from
+ * cfg itself: "status" and "live", the times, add_root()'s and
+ * add_network()'s keys. */
+static void created_tail(const struct hutch_config *cfg, const struct hutch_created *c,
+                         struct hutch_jw *w)
+{
+	const char *spec = cfg->network_spec, *hosts = strchr(spec, ':');
+	bool host = !cfg->image[0] || !strcmp(cfg->image, HUTCH_IMAGE_HOST);
+	char mode[16];
+
+	hutch_jw_str(w, "status", "running");
+	hutch_jw_bool(w, "live", true);
+	both_forms_jw(w, "created_at", c->created_at);
+	both_forms_jw(w, "expires_at", c->expires_at);
+	hutch_jw_str(w, "root", host ? "host" : "image");
+	if (host)
+		hutch_jw_null(w, "image");
+	else
+		hutch_jw_str(w, "image", cfg->image);
+	snprintf(mode, sizeof(mode), "%.*s", hosts ? (int)(hosts - spec) : (int)strlen(spec), spec);
+	hutch_jw_open(w, "network", '{');
+	hutch_jw_str(w, "mode", mode);
+	hutch_jw_open(w, "hosts", '[');
+	for (const char *h = hosts; h && *h;) {
+		const char *end = strchrnul(++h, ',');
+		_cleanup_free_ char *one = strndup(h, (size_t)(end - h));
+
+		if (one && *one)
+			hutch_jw_str(w, NULL, one);
+		h = end;
+	}
+	hutch_jw_close(w, '[');
+	hutch_option_write(hutch_option_find("host_ports"), cfg, w);
+	hutch_jw_close(w, '{');
+}
+
+int hutch_cli_print_created(const struct hutch_config *cfg, const struct hutch_created *c)
+{
+	_cleanup_free_ char *ports = created_ports(c, cfg->npublish);
+	_cleanup_free_ char *executor =
+	        cfg->executor_listen[0] ? created_executor(&c->paths) : NULL;
+	_cleanup_free_ char *text = NULL, *out = NULL;
+	struct hutch_jw w;
+	size_t len;
+	int r;
+
+	hutch_jw_init(&w, HUTCH_JW_CJSON_MAX);
+	hutch_jw_open(&w, NULL, '{');
+	hutch_jw_str(&w, "id", c->id);
+	hutch_jw_str(&w, "socket", c->paths.sock);
+	if (c->created_at < 0)
+		hutch_jw_num(&w, "created_at", (double)c->created_at);
+	if (c->expires_at < 0)
+		hutch_jw_num(&w, "expires_at", (double)c->expires_at);
+	hutch_config_write(cfg, "config", &w);
+	hutch_jw_raw(&w, "ports", ports ? ports : "[]");
+	hutch_jw_raw(&w, "executor", executor);
+	created_tail(cfg, c, &w);
+	hutch_jw_close(&w, '{');
+	r = hutch_jw_finish(&w, &text, &len);
+	if (r >= 0)
+		r = hutch_jw_pretty(text, len, &out, &len);
+	if (r < 0)
+		return r;
+	return printf("%s\n", out) < 0 ? -EIO : 0;
 }

@@ -313,38 +313,6 @@ static int cmd_run(struct hutch_cli_args *a)
 	return r;
 }
 
-/* The forwards of -p with the host ports they got (0: chosen by the
- * kernel), from the state.json the supervisor wrote before it was ready. */
-static cJSON *created_ports(const struct hutch_created *c, size_t npublish)
-{
-	_cleanup_cjson_ cJSON *state = NULL;
-	cJSON *ports = NULL;
-
-	if (npublish && hutch_state_read(&c->paths, &state) >= 0)
-		ports = cJSON_DetachItemFromObjectCaseSensitive(state, "ports");
-	return cJSON_IsArray(ports) ? ports : (cJSON_Delete(ports), cJSON_CreateArray());
-}
-
-/* --executor-port: where the contract is served and its secret, printed
- * this once (the file is the creator's alone, 0600; inspect and ls never
- * show the secret). */
-static void add_executor(cJSON *o, const struct hutch_paths *p)
-{
-	_cleanup_cjson_ cJSON *state = NULL;
-	cJSON *e;
-	char path[4300], secret[128] = "";
-
-	if (hutch_state_read(p, &state) < 0)
-		return;
-	e = cJSON_DetachItemFromObjectCaseSensitive(state, "executor");
-	if (!e)
-		return;
-	snprintf(path, sizeof(path), "%s/executor.secret", p->dir);
-	if (hutch_read_file_at(AT_FDCWD, path, secret, sizeof(secret)) >= 0)
-		cJSON_AddStringToObject(e, "secret", secret);
-	cJSON_AddItemToObject(o, "executor", e);
-}
-
 static int cmd_create(struct hutch_cli_args *a)
 {
 	struct hutch_created c;
@@ -354,29 +322,15 @@ static int cmd_create(struct hutch_cli_args *a)
 	r = hutch_cli_create_sandbox(a->cfg, a->progress, &c);
 	if (r)
 		return r;
-	if (a->json) {
-		_cleanup_cjson_ cJSON *o = cJSON_CreateObject();
-		_cleanup_free_ char *t = NULL;
-		cJSON_AddStringToObject(o, "id", c.id);
-		cJSON_AddStringToObject(o, "socket", c.paths.sock);
-		cJSON_AddNumberToObject(o, "created_at", (double)c.created_at);
-		cJSON_AddNumberToObject(o, "expires_at", (double)c.expires_at);
-		cJSON_AddItemToObject(o, "config", hutch_config_to_json(a->cfg));
-		cJSON_AddItemToObject(o, "ports", created_ports(&c, a->cfg->npublish));
-		if (a->cfg->executor_listen[0])
-			add_executor(o, &c.paths);
-		hutch_cli_sandbox_json(o, true);
-		t = cJSON_Print(o);
-		printf("%s\n", t);
-	} else {
-		printf("%s\n", c.id);
-	}
+	/* --json: sandbox-json.c, without libcjson (its failure to make the
+	 * text, -ENOMEM, is said as a write's) */
+	r = a->json ? hutch_cli_print_created(a->cfg, &c) : printf("%s\n", c.id) < 0 ? -errno : 0;
 	/* Handed over only once the id is out (supervisor/sandbox.h): if it
 	 * could not be written, the sandbox goes with this process. */
-	if (fflush(stdout) != 0 || ferror(stdout))
+	if (r < 0 || fflush(stdout) != 0 || ferror(stdout))
 		return hutch_cli_fail(HUTCH_EXIT_FAILURE,
 		                      "write the id of sandbox %s: %s; deleting it", c.id,
-		                      strerror(errno));
+		                      strerror(r < 0 ? -r : errno));
 	if (hutch_created_ack(&c) < 0)
 		return hutch_cli_fail(HUTCH_EXIT_FAILURE,
 		                      "sandbox %s: its supervisor went away before the hand-over",

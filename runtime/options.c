@@ -927,6 +927,12 @@ static void options_write(const struct hutch_config *c, unsigned flags, struct h
 	}
 }
 
+void hutch_option_write(const struct hutch_option *o, const struct hutch_config *c,
+                        struct hutch_jw *w)
+{
+	types[o->type]->to_json(o, c, w);
+}
+
 cJSON *hutch_options_to_json(const struct hutch_config *c, unsigned flags)
 {
 	struct hutch_jw w;

@@ -67,6 +67,9 @@ void hutch_option_swap(const struct hutch_option *o, struct hutch_config *a,
 /* The options whose rows have all of flags, as a JSON object (flags 0:
  * every option not HUTCH_OPT_HIDDEN). NULL on allocation failure. */
 cJSON *hutch_options_to_json(const struct hutch_config *c, unsigned flags);
+/* o's member ("name": value) as hutch_config_write() writes it. */
+void hutch_option_write(const struct hutch_option *o, const struct hutch_config *c,
+                        struct hutch_jw *w);
 /* Set every option in obj whose row has all of flags; an unknown field or
  * one without those flags is -EINVAL ("unknown field 'x'"). */
 int hutch_options_from_json(struct hutch_config *c, const cJSON *obj, unsigned flags,

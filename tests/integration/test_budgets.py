@@ -833,6 +833,25 @@ def test_run_without_json(hutch, tmp_path):
     hutch("rm", sid)
 
 
+def test_create_json_without_json(hutch, tmp_path):
+    """hutch create --json, every Python SDK create: its CLI writes the
+    sandbox's JSON with base/jsonw.c and lays it out as cJSON_Print() does
+    (hutch_jw_pretty(), checked against the library by test_jsonw.c), and
+    never loads libcjson (its load was 11 of the CLI's 128 faults,
+    docs/performance.md, issue 31). The CLI alone is traced."""
+    warm_views(hutch, *TMPFS)
+    trace = str(tmp_path / "create-json.trace")
+    r = subprocess.run(["strace", "-q", "-e", "trace=openat", "-o", trace, HUTCH, "create",
+                        "--json", *TMPFS], env=hutch.env, stdin=subprocess.DEVNULL,
+                       capture_output=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    sid = json.loads(r.stdout)["id"]
+    hutch("rm", sid)
+    assert_no_json(trace, "create --json")
+    assert r.stdout.startswith(b'{\n\t"id":\t"%s",\n\t"socket":\t"' % sid.encode()), r.stdout
+    assert r.stdout.endswith(b'\t\t"host_ports":\t[]\n\t}\n}\n'), r.stdout
+
+
 def cgroup_layout():
     fs = subprocess.run(["stat", "-f", "-c", "%T", "/sys/fs/cgroup"], capture_output=True,
                         text=True).stdout.strip()

@@ -159,12 +159,14 @@ def test_exec_needs_a_command(hutch, sandbox):
           "does not apply to 'exec'")
 
 
-def test_create_whose_id_cannot_be_written_deletes_it(hutch):
-    """create's id goes out before the hand-over: a stdout that takes no
-    bytes (/dev/full) is 70 naming why, and the sandbox goes (its
-    supervisor sees its creator gone without the hand-over)."""
+@pytest.mark.parametrize("json_opt", [[], ["--json"]])
+def test_create_whose_id_cannot_be_written_deletes_it(hutch, json_opt):
+    """create's id (or --json's text) goes out before the hand-over: a
+    stdout that takes no bytes (/dev/full) is 70 naming why, and the
+    sandbox goes (its supervisor sees its creator gone without the
+    hand-over)."""
     with open("/dev/full", "wb") as full:
-        r = subprocess.run([HUTCH, "create", "--instance-type", "nano"], stdout=full,
+        r = subprocess.run([HUTCH, "create", "--instance-type", "nano", *json_opt], stdout=full,
                            stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, env=hutch.env,
                            timeout=120)
     check(r, 70, "write the id of sandbox", "No space left on device", "deleting it")

@@ -152,10 +152,10 @@ __attribute__((noinline)) static char *write_tree(void)
 	return text;
 }
 
-static char *cjson_tree(void)
+static cJSON *cjson_tree_itself(void)
 {
 	cJSON *o = cJSON_CreateObject(), *a, *k, *n, *nest, *in, *io;
-	char key[8], *text;
+	char key[8];
 
 	a = cJSON_AddArrayToObject(o, "strings");
 	for (size_t i = 0; i < NSTR; i++)
@@ -191,7 +191,14 @@ static char *cjson_tree(void)
 	cJSON_AddItemToArray(in, io);
 	cJSON_AddItemToArray(nest, in);
 	cJSON_AddItemToArray(nest, cJSON_CreateObject());
-	text = cJSON_PrintUnformatted(o);
+	return o;
+}
+
+static char *cjson_tree(void)
+{
+	cJSON *o = cjson_tree_itself();
+	char *text = cJSON_PrintUnformatted(o);
+
 	cJSON_Delete(o);
 	return text;
 }
@@ -388,13 +395,83 @@ static void test_raw(void **state)
 	free(theirs);
 }
 
+/* A tree's compact text laid out by hutch_jw_pretty() is cJSON_Print()'s
+ * of the tree (its numbers printed by cJSON both times: parsed back, the
+ * largest doubles of the test tree are infinities). */
+static void assert_pretty_as_cjson(cJSON *tree)
+{
+	char *compact, *theirs, *mine = NULL;
+	size_t len;
+
+	assert_non_null(tree);
+	compact = cJSON_PrintUnformatted(tree);
+	theirs = cJSON_Print(tree);
+	assert_int_equal(hutch_jw_pretty(compact, strlen(compact), &mine, &len), 0);
+	assert_int_equal(len, strlen(mine));
+	assert_string_equal(mine, theirs);
+	cJSON_Delete(tree);
+	free(compact);
+	free(theirs);
+	free(mine);
+}
+
+/* create --json's layout without libcjson: every shape (empty objects
+ * and arrays at each depth, arrays of objects, hostile strings full of
+ * braces, colons, commas and escaped quotes, keys too), the config, and
+ * what is not such text refused. */
+static void test_pretty(void **state)
+{
+	static const char *const shapes[] = {
+		"{}",
+		"[]",
+		"{\"a\":{}}",
+		"{\"a\":[]}",
+		"[{}]",
+		"[[]]",
+		"[{},[],{}]",
+		"[1,\"x\",null]",
+		"{\"a\":[{\"b\":{\"c\":[]},\"d\":[1,2]},{}],\"e\":{\"f\":{}}}",
+		"\"s\"",
+		"1",
+		"true",
+		"{\"k\\\"{:,\":\"v\\\\,[]}\\\"\",\"x\":\"\\\"\"}",
+	};
+	static const char *const bad[] = { "{", "[}", "{]", "}", "{\"a", "\"\\" };
+	struct hutch_config c;
+	struct hutch_jw w;
+	char *text = NULL, *out = NULL;
+	size_t len;
+
+	(void)state;
+	make_strings();
+	for (size_t i = 0; i < sizeof(shapes) / sizeof(shapes[0]); i++)
+		assert_pretty_as_cjson(cJSON_Parse(shapes[i]));
+	assert_pretty_as_cjson(cjson_tree_itself());
+	hutch_config_init(&c);
+	hutch_jw_init(&w, HUTCH_JW_CJSON_MAX);
+	hutch_config_write(&c, NULL, &w);
+	assert_int_equal(hutch_jw_finish(&w, &text, &len), 0);
+	assert_pretty_as_cjson(cJSON_Parse(text));
+	free(text);
+	hutch_config_done(&c);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		assert_int_equal(hutch_jw_pretty(bad[i], strlen(bad[i]), &out, &len), -EINVAL);
+	text = malloc(2 * HUTCH_JW_DEPTH + 2);
+	assert_non_null(text);
+	memset(text, '[', HUTCH_JW_DEPTH + 1);
+	memset(text + HUTCH_JW_DEPTH + 1, ']', HUTCH_JW_DEPTH + 1);
+	assert_int_equal(hutch_jw_pretty(text, 2 * HUTCH_JW_DEPTH + 2, &out, &len), -EINVAL);
+	assert_int_equal(hutch_jw_pretty(text + 1, 2 * HUTCH_JW_DEPTH, &out, &len), 0);
+	free(out);
+	free(text);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_same_as_cjson),
-		cmocka_unit_test(test_config_hostile),
-		cmocka_unit_test(test_failures),
-		cmocka_unit_test(test_raw),
+		cmocka_unit_test(test_same_as_cjson), cmocka_unit_test(test_config_hostile),
+		cmocka_unit_test(test_failures),      cmocka_unit_test(test_raw),
+		cmocka_unit_test(test_pretty),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

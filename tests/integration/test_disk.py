@@ -7,6 +7,7 @@ ENOSPC, and nothing is OOM-killed. After rm, or a kill -9 of the
 supervisor, no loop device, mount or file is left."""
 import json
 import os
+import re
 import signal
 import subprocess
 
@@ -321,3 +322,46 @@ def test_a_disk_maker_of_its_own_is_reaped_as_it_ends(hutch):
     assert wait_until(lambda: children_of(sup, zombies=True) == [], 10), \
         children_of(sup, zombies=True)
     assert sb.sh("echo up") == "up\n"
+
+
+@needs_root
+def test_a_disk_is_its_template_laid_out(hutch):
+    """A disk's directories come with its template (mke2fs -d, issue 31):
+    no disk's maker makes them (each top-level mkdir went to a block group
+    of its own, Orlov's spread: their bitmaps read, ~20 blocks written back
+    at the end of each disk, `hutch run -- true` 21 writes to the pool ->
+    4), so they are the template's first inodes (lost+found is 11)."""
+    sb = hutch.create()
+    if sb.status()["config"].get("workspace") != "disk":
+        pytest.skip("no disk here")
+    inodes = sb.sh("stat -c '%n %i %a' /workspace /home/appuser /tmp").split("\n")
+    got = {l.split()[0]: (int(l.split()[1]), l.split()[2]) for l in inodes if l}
+    assert all(12 <= i < 32 for i, _ in got.values()), got
+    assert got["/tmp"][1] == "1777" and got["/workspace"][1] == "755", got
+    assert sb.sh("touch /workspace/a /tmp/b && echo ok") == "ok\n"
+    assert sb.rm().returncode == 0
+
+
+def shutdowns(trace):
+    """The EXT4_IOC_SHUTDOWNs (strace names it F2FS_IOC_SHUTDOWN, same number)."""
+    with open(trace) as fh:
+        return [l for l in fh if "_IOC_SHUTDOWN" in l or "0x8004587d" in l]
+
+
+@needs_root
+def test_a_disk_is_shut_down_only_with_data_to_drop(hutch, tmp_path):
+    """A disk's end shuts its ext4 down (EXT4_IOC_SHUTDOWN: what a sandbox
+    wrote and is still in memory is dropped, not written back) only where
+    there is such data (its delayed allocation blocks): each shutdown
+    prints a line at KERN_ALERT on the kernel's console (a serial port's
+    in a VM: ~0.9 ms of CPU per `hutch run -- true`, issue 31)."""
+    if tuple(int(x) for x in re.findall(r"\d+", os.uname().release)[:2]) < (6, 8):
+        pytest.skip("no FS_IOC_GETFSSYSFSPATH before Linux 6.8: every disk is shut down")
+    assert hutch("run", "--", "true").returncode == 0  # the stock, started
+    for cmd, want in (("true", 0), ("dd if=/dev/zero of=/workspace/x bs=1M count=8 2>&1", 1)):
+        trace = str(tmp_path / "run.trace")
+        r = subprocess.run(["strace", "-f", "-q", "-e", "trace=ioctl", "-o", trace, HUTCH, "run",
+                            "--", "sh", "-c", cmd], env=hutch.env, capture_output=True,
+                           timeout=120)
+        assert r.returncode == 0, r.stderr
+        assert len(shutdowns(trace)) == want, (cmd, shutdowns(trace))

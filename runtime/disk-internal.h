@@ -14,9 +14,6 @@
  * root *root. */
 int hutch_disk_make(const char *runtime_dir, uint64_t bytes, int *file, int *mnt, int *root,
                     struct hutch_err *err);
-/* A disk's file (an ext4) behind a loop device and mounted detached. */
-int hutch_disk_attach(const char *runtime_dir, int file, int *mnt, int *root,
-                      struct hutch_err *err);
 /* Its second half: the ext4 on /dev/loop<nr> mounted detached (the loop
  * device's fd is the caller's to close after: autoclear). */
 int hutch_disk_mount(const char *runtime_dir, int nr, int *mnt, int *root, struct hutch_err *err);

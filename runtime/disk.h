@@ -146,8 +146,9 @@ int hutch_disk_watch(int root);
 /*
  * The end of a sandbox, its processes dead: the file system is shut down
  * without writing back what is still in memory (a throw-away disk), so
- * that its unmount is quicker. Its last reference (root's close, or the
- * last mount's) unmounts it.
+ * that its unmount is quicker, where there is such data (its delayed
+ * allocation blocks; always where they cannot be read: Linux < 6.8). Its
+ * last reference (root's close, or the last mount's) unmounts it.
  */
 void hutch_disk_shutdown(int root);
 

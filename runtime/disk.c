@@ -572,7 +572,10 @@ int hutch_disk_watch(int root)
 }
 
 /* Data written and not yet on the disk (ext4's delayed allocation: what
- * a sandbox wrote within the last ~30 s)? True where it cannot be told. */
+ * a sandbox wrote within the last ~30 s)? True where it cannot be told.
+ * Not counted: dirty pages of blocks already allocated (a file rewritten
+ * in place, or written where fallocate() reserved it): the unmount
+ * writes those back, at most ~30 s of them (the flusher's expiry). */
 static bool unwritten(int root)
 {
 	struct fs_sysfs_path_ fsp = { 0 };

@@ -342,6 +342,40 @@ def test_a_disk_is_its_template_laid_out(hutch):
     assert sb.rm().returncode == 0
 
 
+@needs_root
+def test_a_template_of_an_older_hutch_is_laid_out_by_the_maker(hutch):
+    """A template made before the directories were in it (mke2fs without
+    -d: a runtime dir an older hutch left) still gives disks with them,
+    owned and moded as before: the maker makes what its template lacks."""
+    env = {"HUTCH_DISK_POOL": "none"}  # the template a file of .disk
+    disk = os.path.join(hutch.rtdir, ".disk")
+    r = hutch("create", "--json", env=env)
+    assert r.returncode == 0, r.stderr
+    if json.loads(r.stdout)["config"].get("workspace") != "disk":
+        pytest.skip("no disk here")
+    name = [f for f in os.listdir(disk) if re.fullmatch(r"ext4-\d+", f)][0]
+    assert hutch("rm", json.loads(r.stdout)["id"]).returncode == 0
+    assert hutch("gc").returncode == 0
+    os.makedirs(disk, 0o700, exist_ok=True)
+    path = os.path.join(disk, name)
+    with open(path, "wb") as fh:
+        fh.truncate(int(name.split("-")[1]))
+    subprocess.run(["mke2fs", "-q", "-F", "-t", "ext4", "-b", "4096", "-m", "0", "-O",
+                    "^has_journal,^resize_inode", "-E",
+                    "nodiscard,lazy_itable_init=1,root_owner=0:0", "-L", "hutch", path],
+                   check=True)
+    r = hutch("create", "--json", env=env)
+    assert r.returncode == 0, r.stderr
+    sid = json.loads(r.stdout)["id"]
+    out = hutch("exec", sid, "--", "stat", "-c", "%n %i %a %u", "/workspace", "/home/appuser",
+                "/tmp").stdout.decode().split("\n")
+    got = {l.split()[0]: l.split()[1:] for l in out if l}
+    assert max(int(v[0]) for v in got.values()) >= 32, got  # made by the maker, not mke2fs
+    assert [v[1:] for v in got.values()] == [["755", "1000"], ["755", "1000"], ["1777", "0"]], got
+    assert hutch("exec", sid, "--", "touch", "/workspace/a", "/tmp/b").returncode == 0
+    assert hutch("rm", sid).returncode == 0
+
+
 def shutdowns(trace):
     """The EXT4_IOC_SHUTDOWNs (strace names it F2FS_IOC_SHUTDOWN, same number)."""
     with open(trace) as fh:

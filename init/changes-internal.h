@@ -22,6 +22,9 @@ struct area {
 	const char *prefix;
 	int fd; /* O_PATH of its root */
 	fsid_t fsid;
+	/* Its root read and found empty before READY (a fresh tmpfs or
+	 * disk): hutch_changes_index() has nothing to walk there (issue 31) */
+	bool empty;
 };
 
 /* A directory of an area, known by its handle. */

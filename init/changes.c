@@ -212,14 +212,19 @@ static DIR *open_dir(int dfd)
 
 /* Before seccomp: the directories of one area, each indexed with its
  * handle (name_to_handle_at is denied after seccomp). Every other entry
- * is indexed by index_files(), after READY. */
-static void scan_first(struct hutch_changes *c, int area, int dfd, int32_t dir, const char *path)
+ * is indexed by index_files(), after READY. Returns how many entries
+ * dfd has (those next_entry() gives: index_files() sees the same), -1 if
+ * it could not be read. */
+static int scan_first(struct hutch_changes *c, int area, int dfd, int32_t dir, const char *path)
 {
 	_cleanup_closedir_ DIR *d = open_dir(dfd);
 	char sub[PATH_MAX];
 	struct dirent *de;
 	struct stat st;
+	int n = 0;
 
+	if (!d)
+		return -1;
 	while ((de = next_entry(d, path, sub, sizeof(sub)))) {
 		struct {
 			struct file_handle fh;
@@ -228,6 +233,7 @@ static void scan_first(struct hutch_changes *c, int area, int dfd, int32_t dir, 
 		_cleanup_close_ int sfd = -EBADF;
 		int mnt, i;
 
+		n++;
 		if (!is_dir_entry(dirfd(d), de) ||
 		    (sfd = openat(dirfd(d), de->d_name,
 		                  O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0 ||
@@ -238,8 +244,9 @@ static void scan_first(struct hutch_changes *c, int area, int dfd, int32_t dir, 
 		    (i = hutch_changes_dir_add(c, area, dir, de->d_name, h.fh.handle_type,
 		                               h.fh.f_handle, h.fh.handle_bytes)) < 0)
 			continue;
-		scan_first(c, area, sfd, i, sub);
+		(void)scan_first(c, area, sfd, i, sub);
 	}
+	return n;
 }
 
 /* After READY, before the first request: every entry but the
@@ -267,7 +274,8 @@ static void index_files(struct hutch_changes *c, int dfd, const char *path)
 void hutch_changes_index(struct hutch_changes *c)
 {
 	for (size_t i = 0; c && c->unindexed && i < c->nareas; i++)
-		index_files(c, c->areas[i].fd, c->areas[i].prefix);
+		if (!c->areas[i].empty) /* nothing written there since: nothing runs yet */
+			index_files(c, c->areas[i].fd, c->areas[i].prefix);
 	if (c)
 		c->unindexed = false;
 }
@@ -300,7 +308,7 @@ static bool add_area(struct hutch_changes *c, const char *prefix, const fsid_t *
 	                          h.fh.handle_bytes);
 	if (i < 0 || !hutch_changes_idx_put(c, prefix, &st))
 		goto no;
-	scan_first(c, (int)c->nareas, a->fd, i, prefix);
+	a->empty = scan_first(c, (int)c->nareas, a->fd, i, prefix) == 0;
 	c->nareas++;
 	c->unindexed = true;
 	return true;

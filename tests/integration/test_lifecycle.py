@@ -653,3 +653,42 @@ def test_gc_lists_the_dir_once_and_a_retired_dir_going_away_is_no_reason_for_ano
     assert r.returncode == 0, r.stderr
     assert scans_of(trace, hutch.rtdir) == 0, "the create after it did a full gc"
     assert hutch("rm", sb.id, r.stdout.decode().split()[0]).returncode == 0
+
+
+def _init_trace(hutch, tmp_path, calls):
+    """strace -f of `hutch run -- true` (host-derived root) for calls;
+    init's lines: the process that mounts a proc."""
+    if shutil.which("strace") is None:
+        pytest.skip("needs strace")
+    # lxcfs and the disk stock started first: strace -f would follow them
+    assert hutch("run", "--", "true").returncode == 0
+    trace = str(tmp_path / "run.trace")
+    st = subprocess.Popen(["strace", "-I", "1", "-f", "-yy", "-x", "-s", "4", "-e",
+                           "trace=" + calls, "-o", trace, HUTCH, "run", "--", "true"],
+                          env=hutch.env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        _, err = st.communicate(timeout=60)
+    finally:
+        st.kill()  # strace follows the supervisor to its end: gone by then
+        st.wait()
+    assert st.returncode == 0, err
+    by_pid = {}
+    with open(trace) as f:
+        for ln in f:
+            pid, _, rest = ln.partition(" ")
+            by_pid.setdefault(pid, []).append(rest.strip())
+    inits = [p for p, ls in by_pid.items() if any(ln.startswith('fsopen("proc"') for ln in ls)]
+    assert len(inits) == 1, sorted(by_pid)
+    return by_pid[inits[0]]
+
+
+def test_an_empty_workspace_is_read_once_before_the_command(hutch, tmp_path):
+    """issue 31: /workspace, /home/appuser and /tmp, fresh and empty, are
+    listed once for the change lists (their directories, before READY),
+    not a second time after READY for their files (hutch_changes_index():
+    nothing runs in between); on main each was listed twice."""
+    lines = _init_trace(hutch, tmp_path, "getdents64,fsopen")
+    for area in ("/workspace", "/home/appuser", "/tmp"):
+        reads = [ln for ln in lines if ln.startswith("getdents64(") and f"<{area}>" in ln]
+        # one listing: its entries, then the end (0)
+        assert len(reads) == 2 and reads[-1].endswith("= 0"), (area, lines)

@@ -153,6 +153,45 @@ def test_delete_returns_when_everything_is_gone(hutch):
     assert wait_until(lambda: not pid_alive(st["supervisor_pid"]), timeout=5)
 
 
+def test_run_returns_when_its_sandbox_is_gone(hutch):
+    """`hutch run` whose command exits by itself returns once what a user
+    can observe of its sandbox is gone, asserted with no waiting: it is no
+    longer listed, none of its processes lives (init, the command's
+    background child), its cgroups are removed in every hierarchy; its exit
+    status and its output are the command's, byte for byte (issue 31: what
+    a cut of the run's end must keep)."""
+    payload = bytes(range(256)) * 64 + b"\0\n\xff"
+    p = hutch.popen("run", "-i", "--", "sh", "-c",
+                    "sleep 1000 >/dev/null 2>&1 & echo started; read x; cat; "
+                    "echo err >&2; exit 7", stdin=subprocess.PIPE)
+    try:
+        assert p.stdout.readline() == b"started\n"
+        ids = hutch.ids()
+        assert len(ids) == 1, ids
+        sid = ids[0]
+        st = json.loads(hutch("inspect", sid).stdout)
+        ns = os.readlink("/proc/%d/ns/pid" % st["init_pid"])
+        pids = []
+        for d in glob.glob("/proc/[0-9]*"):
+            try:
+                if os.readlink(d + "/ns/pid") == ns:
+                    pids.append(int(d[6:]))
+            except OSError:
+                pass
+        cgroups = cgroup_dirs_named(sid)
+        assert st["init_pid"] in pids and len(pids) >= 3 and cgroups, (pids, cgroups)
+        out, err = p.communicate(b"go\n" + payload, timeout=30)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    # Asserted right after the return, with no waiting:
+    assert hutch.ids() == []
+    assert [q for q in pids if pid_alive(q)] == []
+    assert [d for d in cgroups if os.path.exists(d)] == []
+    assert (p.returncode, out, err) == (7, payload, b"err\n")
+
+
 def test_ttl_expiry(hutch):
     sb = hutch.create("--ttl", "2")
     st = sb.status()

@@ -52,6 +52,34 @@ static void both_forms(cJSON *o, const char *key)
 	cJSON_AddNumberToObject(o, unix_key, (double)t);
 }
 
+/* The host-derived root: no image, or "host" (create resolved the default
+ * into config.image). */
+static bool host_root(const char *image)
+{
+	return !*image || !strcmp(image, HUTCH_IMAGE_HOST);
+}
+
+/* config.network ("none", "all", "allow:H1,H2"): its mode, and each of
+ * its hosts to fn (the live answer's and the create answer's lists). */
+static void network_mode(const char *spec, char mode[static 16])
+{
+	const char *hosts = strchr(spec, ':');
+
+	snprintf(mode, 16, "%.*s", hosts ? (int)(hosts - spec) : (int)strlen(spec), spec);
+}
+
+static void network_hosts(const char *spec, void (*fn)(const char *host, void *ud), void *ud)
+{
+	for (const char *h = strchr(spec, ':'); h && *h;) {
+		const char *end = strchrnul(++h, ',');
+		_cleanup_free_ char *one = strndup(h, (size_t)(end - h));
+
+		if (one && *one)
+			fn(one, ud);
+		h = end;
+	}
+}
+
 /* "root": which root the sandbox has, "host" (the host-derived one) or
  * "image", and "image": the image's name or null, from its configuration
  * (create resolved the default there). */
@@ -64,7 +92,7 @@ static void add_root(cJSON *o)
 		return;
 	cJSON_DeleteItemFromObjectCaseSensitive(o, "root");
 	cJSON_DeleteItemFromObjectCaseSensitive(o, "image");
-	if (!*image || !strcmp(image, HUTCH_IMAGE_HOST)) {
+	if (host_root(image)) {
 		cJSON_AddStringToObject(o, "root", "host");
 		cJSON_AddNullToObject(o, "image");
 	} else {
@@ -77,29 +105,28 @@ static void add_root(cJSON *o)
  * "host_ports", ...}); where the source has none (state.json, the create
  * answer), the mode and hosts of config.network ("none", "all",
  * "allow:H1,H2") and config.host_ports. */
+static void host_to_list(const char *host, void *list)
+{
+	cJSON_AddItemToArray(list, cJSON_CreateString(host));
+}
+
 static void add_network(cJSON *o)
 {
 	const cJSON *cfg = cJSON_GetObjectItemCaseSensitive(o, "config");
 	const char *spec = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(cfg, "network"));
-	const char *hosts = spec ? strchr(spec, ':') : NULL;
-	cJSON *net, *list;
+	cJSON *net, *list = cJSON_CreateArray();
 	char mode[16];
 
-	if (!spec || cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(o, "network")))
+	if (!list || !spec || cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(o, "network"))) {
+		cJSON_Delete(list);
 		return;
-	snprintf(mode, sizeof(mode), "%.*s", hosts ? (int)(hosts - spec) : (int)strlen(spec), spec);
+	}
+	network_mode(spec, mode);
+	network_hosts(spec, host_to_list, list);
 	cJSON_DeleteItemFromObjectCaseSensitive(o, "network");
 	net = cJSON_AddObjectToObject(o, "network");
 	cJSON_AddStringToObject(net, "mode", mode);
-	list = cJSON_AddArrayToObject(net, "hosts");
-	for (const char *h = hosts; h && *h;) {
-		const char *end = strchrnul(++h, ',');
-		_cleanup_free_ char *one = strndup(h, (size_t)(end - h));
-
-		if (one && *one)
-			cJSON_AddItemToArray(list, cJSON_CreateString(one));
-		h = end;
-	}
+	cJSON_AddItemToObject(net, "hosts", list);
 	cJSON_AddItemToObject(
 	        net, "host_ports",
 	        cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(cfg, "host_ports"), 1)
@@ -203,11 +230,15 @@ static void both_forms_jw(struct hutch_jw *w, const char *key, int64_t t)
 /* What hutch_cli_sandbox_json(o, true) adds to the create answer, from
  * cfg itself: "status" and "live", the times, add_root()'s and
  * add_network()'s keys. */
+static void host_to_jw(const char *host, void *w)
+{
+	hutch_jw_str(w, NULL, host);
+}
+
 static void created_tail(const struct hutch_config *cfg, const struct hutch_created *c,
                          struct hutch_jw *w)
 {
-	const char *spec = cfg->network_spec, *hosts = strchr(spec, ':');
-	bool host = !cfg->image[0] || !strcmp(cfg->image, HUTCH_IMAGE_HOST);
+	bool host = host_root(cfg->image);
 	char mode[16];
 
 	hutch_jw_str(w, "status", "running");
@@ -219,18 +250,11 @@ static void created_tail(const struct hutch_config *cfg, const struct hutch_crea
 		hutch_jw_null(w, "image");
 	else
 		hutch_jw_str(w, "image", cfg->image);
-	snprintf(mode, sizeof(mode), "%.*s", hosts ? (int)(hosts - spec) : (int)strlen(spec), spec);
 	hutch_jw_open(w, "network", '{');
+	network_mode(cfg->network_spec, mode);
 	hutch_jw_str(w, "mode", mode);
 	hutch_jw_open(w, "hosts", '[');
-	for (const char *h = hosts; h && *h;) {
-		const char *end = strchrnul(++h, ',');
-		_cleanup_free_ char *one = strndup(h, (size_t)(end - h));
-
-		if (one && *one)
-			hutch_jw_str(w, NULL, one);
-		h = end;
-	}
+	network_hosts(cfg->network_spec, host_to_jw, w);
 	hutch_jw_close(w, '[');
 	hutch_option_write(hutch_option_find("host_ports"), cfg, w);
 	hutch_jw_close(w, '{');

@@ -53,6 +53,27 @@ def test_every_sandbox_json_has_the_one_schema(hutch):
     check(r["sandbox"])
 
 
+def test_create_json_and_inspect_say_the_same_network_and_root(hutch):
+    """create --json writes its answer without libcjson (cli/sandbox-json.c,
+    config.network parsed there as for a state.json without a network
+    object); inspect of the live sandbox asks its supervisor (GET /status:
+    each host with its port, and counters). The same mode, hosts and root,
+    checked on an allow-list, where the first test's default has no
+    hosts."""
+    created = json.loads(hutch("create", "--json", "--network",
+                               "allow:a.example,b.example").stdout)
+    check(created, "cli")
+    assert created["network"] == {"mode": "allow", "hosts": ["a.example", "b.example"],
+                                  "host_ports": []}
+    live = json.loads(hutch("inspect", created["id"]).stdout)
+    assert live["network"]["mode"] == "allow"
+    assert [h.rsplit(":", 1)[0] for h in live["network"]["hosts"]] == ["a.example", "b.example"]
+    assert live["network"]["host_ports"] == []
+    for key in ("root", "image", "created_at", "expires_at", "status"):
+        assert created[key] == live[key], key
+    hutch("rm", created["id"])
+
+
 @pytest.mark.parametrize("bad", [
     {"id": "0123456789ab", "network": "none"},              # a string where the object goes
     {"id": "0123456789ab", "status": "exited"},             # a command's status, not a sandbox's

@@ -59,9 +59,10 @@
 #include "syscalls.h"
 #include "util.h"
 
-#define LXCFS_DIR  ".lxcfs"
-#define VIEWS      "views"
-#define VIEWS_MADE "views.made"
+#define LXCFS_DIR   ".lxcfs"
+#define VIEWS       "views"
+#define VIEWS_MADE  "views.made"
+#define DEAD_SUFFIX ".dead-"
 /* A refused create's release: asked again for up to 2 s while the users
  * lock is held and the dir has no sandbox (a process forked while it was
  * held, not yet scheduled to close what it inherited). */
@@ -681,7 +682,7 @@ int hutch_lxcfs_release(const char *runtime_dir, struct hutch_err *err)
 static int gc_once(const char *runtime_dir, struct hutch_err *err)
 {
 	_cleanup_close_ int dirfd = -EBADF, lock = -EBADF, users = -EBADF;
-	char dir[4096], mnt[4200];
+	char dir[4096], mnt[4200], dead[4300];
 	int r;
 
 	if (snprintf(dir, sizeof(dir), "%s/" LXCFS_DIR, runtime_dir) >= (int)sizeof(dir) ||
@@ -696,8 +697,20 @@ static int gc_once(const char *runtime_dir, struct hutch_err *err)
 	if (users < 0)
 		return hutch_err_set_errno(err, users, "lxcfs: lock '%s/users'", dir);
 	stop(dirfd, dir, mnt, SIGTERM);
-	r = hutch_rm_rf_at(AT_FDCWD, dir);
+	/* Renamed away under the lock, then removed: a create that opened the
+	 * dir before and waits for its lock would make a new "lock" file in
+	 * it while it is being removed, pass lock_dir()'s check (the dir
+	 * still at its path) and start lxcfs in a dir going away ("make
+	 * '.../mnt' a shared mount: No such file or directory", seen in
+	 * test_creates_racing_with_gc_share_one_lxcfs). Now its check fails
+	 * and it makes a new dir. Its "lock" file, made in the old dir after
+	 * the removal listed it, fails the removal: listed again (thrice). */
+	snprintf(dead, sizeof(dead), "%s" DEAD_SUFFIX "%d", dir, (int)getpid());
+	if (rename(dir, dead) < 0)
+		return hutch_err_set_errno(err, -errno, "lxcfs: rename '%s'", dir);
+	for (int i = 0; (r = hutch_rm_rf_at(AT_FDCWD, dead)) < 0 && i < 3; i++)
+		(void)poll(NULL, 0, 10);
 	if (r < 0)
-		return hutch_err_set_errno(err, r, "lxcfs: remove '%s'", dir);
+		return hutch_err_set_errno(err, r, "lxcfs: remove '%s'", dead);
 	return 1;
 }
